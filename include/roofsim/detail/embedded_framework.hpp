@@ -18,7 +18,7 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "compute_capability": "9.0",
   "host_cpu": "Intel(R) Xeon(R) Processor",
   "host_logical_cpus": 16,
-  "platform": "Linux-6.18.44-fc-v973-gpu-x86_64-with-glibc2.39"
+  "platform": "Linux-6.18.44-fc-v657-gpu-x86_64-with-glibc2.39"
  },
  "software": {
   "torch": "2.11.0+cu130",
@@ -26,7 +26,7 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "cudnn": 91900,
   "python": "3.12.3"
  },
- "date_utc": "2026-12-01T03:18:08+00:00",
+ "date_utc": "2026-12-01T03:53:26+00:00",
  "command": "/opt/torch/.venv/bin/python3 calibrate/torch_framework_probe.py --gpu-key h200-sxm --out /root/out/h200-sxm-torch-2.11.json",
  "settings": {
   "repeats": 11,
@@ -54,433 +54,433 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "conv_host_calls": 10
  },
  "host_speed": {
-  "reference_seconds_per_op": 7.470195000003344e-06,
+  "reference_seconds_per_op": 1.0239759999954857e-05,
   "canary": "200 x torch.add of two 1-element tensors between two synchronizes, wall / 200; before each timed repetition (at most one per 20 ms) and after each measurement",
-  "canaries": 4100,
-  "canary_p10_seconds": 6.764065000055552e-06,
-  "canary_p90_seconds": 1.0433794999968881e-05,
+  "canaries": 4520,
+  "canary_p10_seconds": 7.2786700000193605e-06,
+  "canary_p90_seconds": 1.1654340000006868e-05,
   "use": "the figures are as measured; roofsim reads each at this host speed: the median over passes of pass_seconds x reference_seconds_per_op / pass_host_canary_seconds"
  },
  "figures": {
   "eager_op_add": {
-   "seconds": 6.964242499996942e-06,
-   "min": 6.6302104999991225e-06,
-   "max": 1.1082268999999201e-05,
+   "seconds": 7.384398500001055e-06,
+   "min": 7.063458000001077e-06,
+   "max": 1.1776515999997627e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 7.399772499997681e-06,
-   "host_canary_seconds": 6.751825000002043e-06,
+   "issue_only_seconds": 7.146464499999894e-06,
+   "host_canary_seconds": 7.0894099999918584e-06,
    "pass_seconds": [
-    7.410498999998793e-06,
-    6.964242499996942e-06,
-    6.9214939999966415e-06
+    7.155871000001923e-06,
+    7.384398500001055e-06,
+    1.1414793000000144e-05
    ],
    "pass_host_canary_seconds": [
-    6.751825000002043e-06,
-    7.203239999995503e-06,
-    7.092029999995475e-06
+    7.0894099999918584e-06,
+    7.495289999965849e-06,
+    1.1830404999955136e-05
    ]
   },
   "eager_op_linear": {
-   "seconds": 1.2198287499998628e-05,
-   "min": 1.17607640000017e-05,
-   "max": 1.7656555000002073e-05,
+   "seconds": 1.2946868499994935e-05,
+   "min": 1.2556363999998154e-05,
+   "max": 2.104909199999838e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.2105036500003053e-05,
-   "host_canary_seconds": 7.395979999991198e-06,
+   "issue_only_seconds": 1.2841036000001082e-05,
+   "host_canary_seconds": 7.449305000015727e-06,
    "pass_seconds": [
-    1.2143264000002318e-05,
-    1.2890842499999166e-05,
-    1.2198287499998628e-05
+    1.2880948999999474e-05,
+    1.2946868499994935e-05,
+    2.08305485000011e-05
    ],
    "pass_host_canary_seconds": [
-    7.395979999991198e-06,
-    7.283659999970382e-06,
-    7.275410000033844e-06
+    7.449305000015727e-06,
+    7.486694999983001e-06,
+    1.2162674999984802e-05
    ]
   },
   "eager_op_conv2d": {
-   "seconds": 1.1915512500003445e-05,
-   "min": 1.1524016499990353e-05,
-   "max": 1.6193184500000512e-05,
+   "seconds": 1.3412832500002025e-05,
+   "min": 1.2321904500005587e-05,
+   "max": 2.01532224999994e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.5314201500000736e-05,
-   "host_canary_seconds": 9.524990000002731e-06,
+   "issue_only_seconds": 1.336141150000003e-05,
+   "host_canary_seconds": 7.492444999996906e-06,
    "pass_seconds": [
-    1.5356079000000023e-05,
-    1.1915512500003445e-05,
-    1.1706351999990261e-05
+    1.3412832500002025e-05,
+    1.2948085499999706e-05,
+    1.9550451500009557e-05
    ],
    "pass_host_canary_seconds": [
-    9.524990000002731e-06,
-    7.190035000022022e-06,
-    7.071910000036041e-06
+    7.492444999996906e-06,
+    7.594369999992523e-06,
+    1.1749304999995046e-05
    ]
   },
   "eager_op_layernorm": {
-   "seconds": 1.106470100000223e-05,
-   "min": 1.0304662999999436e-05,
-   "max": 1.5276642500001713e-05,
+   "seconds": 1.1939207499999327e-05,
+   "min": 1.1461079000000041e-05,
+   "max": 1.939854949999642e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.4743978000002044e-05,
-   "host_canary_seconds": 9.383515000003229e-06,
+   "issue_only_seconds": 1.1676645499999694e-05,
+   "host_canary_seconds": 7.688435000012817e-06,
    "pass_seconds": [
-    1.4790435000001878e-05,
-    1.106470100000223e-05,
-    1.0603879999990795e-05
+    1.1701974499999323e-05,
+    1.1939207499999327e-05,
+    1.8827993999991577e-05
    ],
    "pass_host_canary_seconds": [
-    9.383515000003229e-06,
-    7.190035000022022e-06,
-    7.0102499999791235e-06
+    7.688435000012817e-06,
+    7.517975000013166e-06,
+    1.1715144999868699e-05
    ]
   },
   "eager_op_add_autocast": {
-   "seconds": 6.979641999997455e-06,
-   "min": 6.301572499999963e-06,
-   "max": 8.937647999999853e-06,
+   "seconds": 8.528997000002647e-06,
+   "min": 7.090043499999865e-06,
+   "max": 1.1538758999989795e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 8.40421950000092e-06,
-   "host_canary_seconds": 7.823707500005384e-06,
+   "issue_only_seconds": 8.485945000000328e-06,
+   "host_canary_seconds": 7.407777500016977e-06,
    "pass_seconds": [
-    8.435967000000488e-06,
-    6.979641999997455e-06,
-    6.90429349999988e-06
+    8.528997000002647e-06,
+    7.402251999998555e-06,
+    1.1144700499997384e-05
    ],
    "pass_host_canary_seconds": [
-    7.823707500005384e-06,
-    7.155427499974109e-06,
-    7.1119124999796675e-06
+    7.407777500016977e-06,
+    7.571052500026098e-06,
+    1.1516524999990451e-05
    ]
   },
   "eager_op_linear_autocast": {
-   "seconds": 3.705422799999525e-05,
-   "min": 3.348276650000059e-05,
-   "max": 3.97654034999988e-05,
+   "seconds": 4.127717500000116e-05,
+   "min": 3.7950266999999374e-05,
+   "max": 6.29323720000059e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 3.4389878999999014e-05,
-   "host_canary_seconds": 6.673855000016715e-06,
+   "issue_only_seconds": 4.122609200000227e-05,
+   "host_canary_seconds": 7.917704999975682e-06,
    "pass_seconds": [
-    3.443267100000114e-05,
-    3.705422799999525e-05,
-    3.7093201000004684e-05
+    4.127717500000116e-05,
+    3.9315453500002205e-05,
+    6.123033549999945e-05
    ],
    "pass_host_canary_seconds": [
-    6.673855000016715e-06,
-    7.190694999934522e-06,
-    7.218739999927947e-06
+    7.917704999975682e-06,
+    7.636989999966204e-06,
+    1.163628499995184e-05
    ]
   },
   "eager_op_conv2d_autocast": {
-   "seconds": 2.6406920500008368e-05,
-   "min": 2.355745250000041e-05,
-   "max": 2.8984865500000013e-05,
+   "seconds": 3.217258149999935e-05,
+   "min": 2.6935458000004074e-05,
+   "max": 4.6011449499999915e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 2.4163548499998912e-05,
-   "host_canary_seconds": 6.666614999986109e-06,
+   "issue_only_seconds": 3.211977949999678e-05,
+   "host_canary_seconds": 7.762519999978679e-06,
    "pass_seconds": [
-    2.4206039499997445e-05,
-    2.709677149999834e-05,
-    2.6406920500008368e-05
+    3.217258149999935e-05,
+    2.748828000000003e-05,
+    4.445863199998712e-05
    ],
    "pass_host_canary_seconds": [
-    6.666614999986109e-06,
-    7.211370000064221e-06,
-    7.088664999912453e-06
+    7.762519999978679e-06,
+    7.312744999978804e-06,
+    1.1861904999932449e-05
    ]
   },
   "eager_op_layernorm_autocast": {
-   "seconds": 1.0445606000004659e-05,
-   "min": 1.0042121499999723e-05,
-   "max": 1.208866399999664e-05,
+   "seconds": 1.2004330999999979e-05,
+   "min": 1.1172343500000182e-05,
+   "max": 2.0014574499995775e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.041218000000299e-05,
-   "host_canary_seconds": 6.6603349999994066e-06,
+   "issue_only_seconds": 1.1975168999999397e-05,
+   "host_canary_seconds": 7.658160000012515e-06,
    "pass_seconds": [
-    1.0437304500001687e-05,
-    1.1245138500001417e-05,
-    1.0445606000004659e-05
+    1.2004330999999979e-05,
+    1.1261031499998352e-05,
+    1.9698965500012378e-05
    ],
    "pass_host_canary_seconds": [
-    6.6603349999994066e-06,
-    7.406710000026351e-06,
-    6.78809999996588e-06
+    7.658160000012515e-06,
+    7.3511949999982565e-06,
+    1.2178739999910704e-05
    ]
   },
   "eager_op_add_autograd": {
-   "seconds": 7.970204000002924e-06,
-   "min": 7.693848500000656e-06,
-   "max": 9.43427299999655e-06,
+   "seconds": 8.900462500001538e-06,
+   "min": 8.198529499999551e-06,
+   "max": 1.4424134500004016e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 7.796461499999907e-06,
-   "host_canary_seconds": 6.602017499997004e-06,
+   "issue_only_seconds": 8.891067500002236e-06,
+   "host_canary_seconds": 7.498815000008819e-06,
    "pass_seconds": [
-    7.803598500000674e-06,
-    8.398958500002607e-06,
-    7.970204000002924e-06
+    8.900462500001538e-06,
+    8.41843899999617e-06,
+    1.206545149999272e-05
    ],
    "pass_host_canary_seconds": [
-    6.602017499997004e-06,
-    7.111417499992001e-06,
-    6.940984999985744e-06
+    7.498815000008819e-06,
+    7.168844999974055e-06,
+    1.1730884999963109e-05
    ]
   },
   "eager_op_linear_autograd": {
-   "seconds": 1.4650140499995246e-05,
-   "min": 1.4172069999997205e-05,
-   "max": 1.7052034000002438e-05,
+   "seconds": 1.6639302499999785e-05,
+   "min": 1.5207091000000616e-05,
+   "max": 2.5568860500001732e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.433693350000098e-05,
-   "host_canary_seconds": 6.790165000012394e-06,
+   "issue_only_seconds": 1.661879349999751e-05,
+   "host_canary_seconds": 7.764160000007791e-06,
    "pass_seconds": [
-    1.4363019499999297e-05,
-    1.5636718499997926e-05,
-    1.4650140499995246e-05
+    1.6639302499999785e-05,
+    1.5630891499995416e-05,
+    2.480054699999812e-05
    ],
    "pass_host_canary_seconds": [
-    6.790165000012394e-06,
-    7.204294999993976e-06,
-    6.955144999949426e-06
+    7.764160000007791e-06,
+    7.52294999998071e-06,
+    1.1847399999993513e-05
    ]
   },
   "eager_op_conv2d_autograd": {
-   "seconds": 1.3942919000001552e-05,
-   "min": 1.2940328999999195e-05,
-   "max": 1.5865192500001512e-05,
+   "seconds": 2.2246561499997597e-05,
+   "min": 1.5334756999997977e-05,
+   "max": 2.6957451000001243e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.3361772999999743e-05,
-   "host_canary_seconds": 6.832390000006683e-06,
+   "issue_only_seconds": 2.0545647999998807e-05,
+   "host_canary_seconds": 1.0012209999992195e-05,
    "pass_seconds": [
-    1.3390181500000153e-05,
-    1.4787099500004785e-05,
-    1.3942919000001552e-05
+    2.058978599999861e-05,
+    2.2246561499997597e-05,
+    2.4274658999999588e-05
    ],
    "pass_host_canary_seconds": [
-    6.832390000006683e-06,
-    7.24744999999416e-06,
-    7.067850000055387e-06
+    1.0012209999992195e-05,
+    7.71245000002807e-06,
+    1.1860315000120636e-05
    ]
   },
   "eager_op_layernorm_autograd": {
-   "seconds": 1.3885717000000852e-05,
-   "min": 1.2520736499993746e-05,
-   "max": 1.9889824000003388e-05,
+   "seconds": 2.0949514999998087e-05,
+   "min": 1.5384002499999384e-05,
+   "max": 2.583097000000123e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.3907408000001454e-05,
-   "host_canary_seconds": 7.069435000026658e-06,
+   "issue_only_seconds": 1.7707713499998333e-05,
+   "host_canary_seconds": 1.0511510000021928e-05,
    "pass_seconds": [
-    1.393520100000245e-05,
-    1.3885717000000852e-05,
-    1.2905682999999613e-05
+    1.7757193499999602e-05,
+    2.0949514999998087e-05,
+    2.4136552000001644e-05
    ],
    "pass_host_canary_seconds": [
-    7.069435000026658e-06,
-    7.1906899999873984e-06,
-    6.762510000015709e-06
+    1.0511510000021928e-05,
+    1.0523775000024216e-05,
+    1.1908350000027213e-05
    ]
   },
   "eager_op_add_autograd_autocast": {
-   "seconds": 8.360066499999874e-06,
-   "min": 7.585352999996076e-06,
-   "max": 8.76915049999738e-06,
+   "seconds": 1.2567243499994163e-05,
+   "min": 8.68381100000093e-06,
+   "max": 1.4035315499995704e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 8.343525500002613e-06,
-   "host_canary_seconds": 6.921542500002431e-06,
+   "issue_only_seconds": 8.93487100000101e-06,
+   "host_canary_seconds": 7.615767499995486e-06,
    "pass_seconds": [
-    8.360066499999874e-06,
-    8.549924500002248e-06,
-    7.658879000004504e-06
+    8.970471499999633e-06,
+    1.2567243499994163e-05,
+    1.3730194000004303e-05
    ],
    "pass_host_canary_seconds": [
-    6.921542500002431e-06,
-    7.2349450000075426e-06,
-    6.508419999988746e-06
+    7.615767499995486e-06,
+    1.0556594999968639e-05,
+    1.1793944999993754e-05
    ]
   },
   "eager_op_linear_autograd_autocast": {
-   "seconds": 1.692335199999917e-05,
-   "min": 1.5889254500009998e-05,
-   "max": 1.895729550000169e-05,
+   "seconds": 1.8274679500002833e-05,
+   "min": 1.734952449999838e-05,
+   "max": 2.9635207999998413e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.6883459999998962e-05,
-   "host_canary_seconds": 7.026099999976054e-06,
+   "issue_only_seconds": 1.8060422999997883e-05,
+   "host_canary_seconds": 7.5930799999923696e-06,
    "pass_seconds": [
-    1.692335199999917e-05,
-    1.8091610500000854e-05,
-    1.6267682500000548e-05
+    1.810697799999872e-05,
+    1.8274679500002833e-05,
+    2.420698900000673e-05
    ],
    "pass_host_canary_seconds": [
-    7.026099999976054e-06,
-    7.467220000023644e-06,
-    7.01374499996632e-06
+    7.5930799999923696e-06,
+    7.891879999988304e-06,
+    1.0425270000098408e-05
    ]
   },
   "eager_op_conv2d_autograd_autocast": {
-   "seconds": 1.3782436999996151e-05,
-   "min": 1.2693134500000979e-05,
-   "max": 2.151067699999487e-05,
+   "seconds": 1.4420005499999889e-05,
+   "min": 1.3869945500005088e-05,
+   "max": 1.916867149999746e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.3191310999999927e-05,
-   "host_canary_seconds": 7.001955000021098e-06,
+   "issue_only_seconds": 1.4410754000000026e-05,
+   "host_canary_seconds": 7.626470000019481e-06,
    "pass_seconds": [
-    1.3221658000002634e-05,
-    1.3782436999996151e-05,
-    1.9373641000001385e-05
+    1.4420005499999889e-05,
+    1.43938959999943e-05,
+    1.8582252999991057e-05
    ],
    "pass_host_canary_seconds": [
-    7.001955000021098e-06,
-    7.415954999956398e-06,
-    9.826765000013893e-06
+    7.626470000019481e-06,
+    7.576814999978865e-06,
+    1.0181415000118932e-05
    ]
   },
   "eager_op_layernorm_autograd_autocast": {
-   "seconds": 1.409249950000202e-05,
-   "min": 1.293643649999865e-05,
-   "max": 1.5078209000009225e-05,
+   "seconds": 1.4394047500001506e-05,
+   "min": 1.4021535499999515e-05,
+   "max": 2.054659249999702e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.4071451500001331e-05,
-   "host_canary_seconds": 7.15976500000437e-06,
+   "issue_only_seconds": 1.4385847999999868e-05,
+   "host_canary_seconds": 7.5493599999987284e-06,
    "pass_seconds": [
-    1.409249950000202e-05,
-    1.4100727500000687e-05,
-    1.3158436500006587e-05
+    1.4394047500001506e-05,
+    1.4344657000002315e-05,
+    2.039188250000734e-05
    ],
    "pass_host_canary_seconds": [
-    7.15976500000437e-06,
-    7.260320000028742e-06,
-    6.878675000052681e-06
+    7.5493599999987284e-06,
+    7.484799999986081e-06,
+    1.0062094999909733e-05
    ]
   },
   "eager_op_add_out": {
-   "seconds": 5.909277499998921e-06,
-   "min": 5.6142509999972386e-06,
-   "max": 6.439724999999896e-06,
+   "seconds": 6.4594919999976244e-06,
+   "min": 6.111712500000976e-06,
+   "max": 8.896824000004244e-06,
    "samples": 33,
    "method": "2000 x torch.add(x, y, out=z) on 1-element tensors, one synchronize, wall / 2000; median of 3 passes over the probe's run",
-   "issue_only_seconds": 5.888563500000999e-06,
-   "host_canary_seconds": 7.261882500007033e-06,
+   "issue_only_seconds": 6.4528244999984e-06,
+   "host_canary_seconds": 7.5842949999938014e-06,
    "pass_seconds": [
-    5.909277499998921e-06,
-    6.048126999999681e-06,
-    5.720101500003239e-06
+    6.4594919999976244e-06,
+    6.212496999999928e-06,
+    8.798810499996534e-06
    ],
    "pass_host_canary_seconds": [
-    7.261882500007033e-06,
-    7.156592499981684e-06,
-    6.739154999948482e-06
+    7.5842949999938014e-06,
+    7.398802500020452e-06,
+    1.0281237500038288e-05
    ]
   },
   "backward_node_mul": {
-   "seconds": 1.368684666666632e-05,
-   "min": 9.155916666638101e-06,
-   "max": 2.2962722222214577e-05,
+   "seconds": 1.5068099999998215e-05,
+   "min": 1.0194853333334523e-05,
+   "max": 1.982806555556888e-05,
    "samples": 33,
    "method": "backward() of a chain of y = y * c (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.99736000000695e-06,
+   "host_canary_seconds": 7.610414999987825e-06,
    "pass_seconds": [
-    1.2902867777779331e-05,
-    1.368684666666632e-05,
-    1.3765998888888792e-05
+    1.1001635555550769e-05,
+    1.5068099999998215e-05,
+    1.6923073333335498e-05
    ],
    "pass_host_canary_seconds": [
-    9.99736000000695e-06,
-    7.64265000000819e-06,
-    6.686849999937294e-06
+    7.610414999987825e-06,
+    1.0040060000022776e-05,
+    1.0741015000093057e-05
    ]
   },
   "backward_fixed": {
-   "seconds": 0.000636124333332254,
-   "min": -0.00029256322221411,
-   "max": 0.0014796817777869996,
+   "seconds": 0.0006758597777813216,
+   "min": 0.00016007688888761444,
+   "max": 0.0012699981111157716,
    "samples": 33,
    "method": "intercept of the y = y * c chain fit: T(100) - slope * 100; one backward() call; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.99736000000695e-06,
+   "host_canary_seconds": 7.610414999987825e-06,
    "pass_seconds": [
-    0.0006606424444449822,
-    0.000636124333332254,
-    0.0006215650000045672
+    0.0006018569999955363,
+    0.0007456259999922092,
+    0.0006758597777813216
    ],
    "pass_host_canary_seconds": [
-    9.99736000000695e-06,
-    7.64265000000819e-06,
-    6.686849999937294e-06
+    7.610414999987825e-06,
+    1.0040060000022776e-05,
+    1.0741015000093057e-05
    ]
   },
   "backward_node_view": {
-   "seconds": 4.098012222226228e-06,
-   "min": 3.3318222222157426e-06,
-   "max": 6.528994444442068e-06,
+   "seconds": 6.172703333330926e-06,
+   "min": 3.930695555559459e-06,
+   "max": 7.474871111128323e-06,
    "samples": 33,
    "method": "backward() of a chain of y = y.view(...) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0392245000012678e-05,
+   "host_canary_seconds": 1.0392625000008593e-05,
    "pass_seconds": [
-    4.098012222226228e-06,
-    5.449995555564e-06,
-    3.708966666648747e-06
+    4.578383333332504e-06,
+    6.172703333330926e-06,
+    7.117194444453566e-06
    ],
    "pass_host_canary_seconds": [
-    1.0392245000012678e-05,
-    7.52230000003351e-06,
-    6.741217500021435e-06
+    1.0392625000008593e-05,
+    9.88773000003107e-06,
+    1.1030242499998622e-05
    ]
   },
   "backward_node_transpose": {
-   "seconds": 5.1576344444489075e-06,
-   "min": 3.2839966666781746e-06,
-   "max": 6.383338888890459e-06,
+   "seconds": 6.149195555554204e-06,
+   "min": 3.619692222227084e-06,
+   "max": 7.301574444448356e-06,
    "samples": 33,
    "method": "backward() of a chain of y = y.transpose(0, 1) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.787020000011638e-06,
+   "host_canary_seconds": 1.0242255000001422e-05,
    "pass_seconds": [
-    5.395406666666405e-06,
-    5.1576344444489075e-06,
-    3.4461511111140275e-06
+    6.149195555554204e-06,
+    5.987871111127814e-06,
+    6.487674444473315e-06
    ],
    "pass_host_canary_seconds": [
-    9.787020000011638e-06,
-    7.483854999996708e-06,
-    6.776575000060347e-06
+    1.0242255000001422e-05,
+    9.798095000022045e-06,
+    1.1377792500013584e-05
    ]
   },
   "backward_layer_linear": {
-   "seconds": 3.7274068888880016e-05,
-   "min": 3.24173633333026e-05,
-   "max": 5.4258876666663825e-05,
+   "seconds": 5.160879444443051e-05,
+   "min": 3.753473555555331e-05,
+   "max": 7.060130444446916e-05,
    "samples": 33,
    "method": "backward() of a chain of F.linear(y, w_i) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.011424999982864e-06,
+   "host_canary_seconds": 1.0277649999999027e-05,
    "pass_seconds": [
-    5.1419462222218234e-05,
-    3.7274068888880016e-05,
-    3.413446222222344e-05
+    3.93958500000006e-05,
+    5.160879444443051e-05,
+    5.2244361111111936e-05
    ],
    "pass_host_canary_seconds": [
-    9.011424999982864e-06,
-    7.788130000037086e-06,
-    7.0931199999790804e-06
+    1.0277649999999027e-05,
+    1.042820500003927e-05,
+    1.0756530000008978e-05
    ]
   },
   "backward_call": {
-   "seconds": 6.717733324815827e-05,
-   "min": 4.914666805416347e-05,
-   "max": 8.73146681115031e-05,
+   "seconds": 6.561065992961327e-05,
+   "min": 5.312132990608614e-05,
+   "max": 0.00012105999886989594,
    "samples": 3,
-   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 18.15 us; median of 3 passes over the probe's run",
+   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 23.48 us; median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     2,
@@ -489,28 +489,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_median_seconds": [
-    8.83840024471283e-05,
-    0.0001064319983124733,
-    0.00013977600634098054,
-    0.0002014719992876053,
-    0.0003624640107154846
+    8.684799820184707e-05,
+    0.00010339199751615525,
+    0.00012918399274349212,
+    0.00024275200068950653,
+    0.0004313279986381531
    ],
-   "host_canary_seconds": 7.100580000010126e-06,
+   "host_canary_seconds": 7.186014999991385e-06,
    "pass_seconds": [
-    6.717733324815827e-05,
-    8.73146681115031e-05,
-    4.914666805416347e-05
+    5.312132990608614e-05,
+    0.00012105999886989594,
+    6.561065992961327e-05
    ],
    "pass_host_canary_seconds": [
-    7.100580000010126e-06,
-    9.047234999997045e-06,
-    6.931949999966491e-06
+    7.186014999991385e-06,
+    9.921095000038349e-06,
+    8.435609999963845e-06
    ]
   },
   "layer_forward_linear": {
-   "seconds": 1.7225143366626332e-05,
-   "min": 1.7068191209719292e-05,
-   "max": 2.1750857964867635e-05,
+   "seconds": 2.7815618685313633e-05,
+   "min": 1.8126476910852253e-05,
+   "max": 3.0191998573995773e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -519,26 +519,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.9632000252604483e-05,
-    8.816000074148178e-05,
-    0.000288096010684967
+    3.152000159025192e-05,
+    0.00010761599987745285,
+    0.00031065601110458375
    ],
-   "host_canary_seconds": 7.063830000006988e-06,
+   "host_canary_seconds": 7.500114999992036e-06,
    "pass_seconds": [
-    1.7068191209719292e-05,
-    2.1750857964867635e-05,
-    1.7225143366626332e-05
+    1.8126476910852253e-05,
+    3.0191998573995773e-05,
+    2.7815618685313633e-05
    ],
    "pass_host_canary_seconds": [
-    7.063830000006988e-06,
-    9.002270000024738e-06,
-    6.94827499998496e-06
+    7.500114999992036e-06,
+    9.227784999978894e-06,
+    1.0840215000058607e-05
    ]
   },
   "layer_backward_linear": {
-   "seconds": 8.693713987512248e-05,
-   "min": 6.695085994544485e-05,
-   "max": 9.540266233185926e-05,
+   "seconds": 0.00010109409547987436,
+   "min": 7.66491469527994e-05,
+   "max": 0.00011089523225313144,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -547,26 +547,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00025055998563766477,
-    0.000538815975189209,
-    0.0018027199506759643
+    0.00023244799673557281,
+    0.0006053119897842408,
+    0.0021630399227142334
    ],
-   "host_canary_seconds": 7.063830000006988e-06,
+   "host_canary_seconds": 7.500114999992036e-06,
    "pass_seconds": [
-    8.693713987512248e-05,
-    6.695085994544485e-05,
-    9.540266233185926e-05
+    0.00011089523225313144,
+    7.66491469527994e-05,
+    0.00010109409547987436
    ],
    "pass_host_canary_seconds": [
-    7.063830000006988e-06,
-    9.002270000024738e-06,
-    6.94827499998496e-06
+    7.500114999992036e-06,
+    9.227784999978894e-06,
+    1.0840215000058607e-05
    ]
   },
   "layer_forward_linear_autocast": {
-   "seconds": 3.85843806323551e-05,
-   "min": 3.608228337197077e-05,
-   "max": 4.186514090924036e-05,
+   "seconds": 4.140114145619528e-05,
+   "min": 3.8799238346871874e-05,
+   "max": 5.994742505607151e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -575,26 +575,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.919999957084656e-05,
-    0.00021503999829292298,
-    0.000710591971874237
+    8.09599980711937e-05,
+    0.00021324799954891205,
+    0.0007046719789505004
    ],
-   "host_canary_seconds": 7.329907499986632e-06,
+   "host_canary_seconds": 7.482075000009303e-06,
    "pass_seconds": [
-    4.186514090924036e-05,
-    3.608228337197077e-05,
-    3.85843806323551e-05
+    4.140114145619528e-05,
+    3.8799238346871874e-05,
+    5.994742505607151e-05
    ],
    "pass_host_canary_seconds": [
-    7.329907499986632e-06,
-    7.107899999994061e-06,
-    6.675004999934231e-06
+    7.482075000009303e-06,
+    7.339092500018296e-06,
+    1.0919545000120933e-05
    ]
   },
   "layer_backward_linear_autocast": {
-   "seconds": 0.00013083123805977047,
-   "min": 0.00011972571980385554,
-   "max": 0.00015696305675165994,
+   "seconds": 0.0001294659000067484,
+   "min": 0.00012229867244050615,
+   "max": 0.00014528457394668033,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -603,26 +603,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003682880103588104,
-    0.001178655982017517,
-    0.0030561599731445312
+    0.0003023679852485657,
+    0.0009394879937171936,
+    0.0029068799018859863
    ],
-   "host_canary_seconds": 7.329907499986632e-06,
+   "host_canary_seconds": 7.482075000009303e-06,
    "pass_seconds": [
-    0.00013083123805977047,
-    0.00011972571980385554,
-    0.00015696305675165994
+    0.0001294659000067484,
+    0.00014528457394668033,
+    0.00012229867244050615
    ],
    "pass_host_canary_seconds": [
-    7.329907499986632e-06,
-    7.107899999994061e-06,
-    6.675004999934231e-06
+    7.482075000009303e-06,
+    7.339092500018296e-06,
+    1.0919545000120933e-05
    ]
   },
   "layer_forward_linear_nobias": {
-   "seconds": 1.4671999872440382e-05,
-   "min": 1.4415999874472618e-05,
-   "max": 1.6959237821754953e-05,
+   "seconds": 2.24297142454556e-05,
+   "min": 1.6602667492060432e-05,
+   "max": 2.62994280173665e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -631,26 +631,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.953599952161312e-05,
-    8.419200032949447e-05,
-    0.00028518399596214294
+    4.470400139689445e-05,
+    8.390399813652039e-05,
+    0.00029020801186561583
    ],
-   "host_canary_seconds": 7.0603250000012e-06,
+   "host_canary_seconds": 7.3397174999989545e-06,
    "pass_seconds": [
-    1.6959237821754953e-05,
-    1.4671999872440382e-05,
-    1.4415999874472618e-05
+    1.6602667492060432e-05,
+    2.24297142454556e-05,
+    2.62994280173665e-05
    ],
    "pass_host_canary_seconds": [
-    7.0603250000012e-06,
-    7.065934999985757e-06,
-    6.381630000049654e-06
+    7.3397174999989545e-06,
+    9.84615250001042e-06,
+    1.2447980000018788e-05
    ]
   },
   "layer_backward_linear_nobias": {
-   "seconds": 6.61561894452288e-05,
-   "min": 5.270323432272388e-05,
-   "max": 7.208305109469665e-05,
+   "seconds": 6.953371404891924e-05,
+   "min": 6.43779021643457e-05,
+   "max": 7.819962253173194e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -659,26 +659,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001974080055952072,
-    0.0003697279989719391,
-    0.0015014400482177735
+    0.0001629440039396286,
+    0.0005045440196990966,
+    0.0014827200174331665
    ],
-   "host_canary_seconds": 7.0603250000012e-06,
+   "host_canary_seconds": 7.3397174999989545e-06,
    "pass_seconds": [
-    7.208305109469665e-05,
-    5.270323432272388e-05,
-    6.61561894452288e-05
+    6.953371404891924e-05,
+    6.43779021643457e-05,
+    7.819962253173194e-05
    ],
    "pass_host_canary_seconds": [
-    7.0603250000012e-06,
-    7.065934999985757e-06,
-    6.381630000049654e-06
+    7.3397174999989545e-06,
+    9.84615250001042e-06,
+    1.2447980000018788e-05
    ]
   },
   "layer_forward_linear_nobias_autocast": {
-   "seconds": 2.5753143287840342e-05,
-   "min": 2.30605715797061e-05,
-   "max": 2.680533326097897e-05,
+   "seconds": 3.4364189775217146e-05,
+   "min": 2.819733215229852e-05,
+   "max": 5.2605712342829934e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -687,26 +687,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00011513599753379821,
-    0.0002483839988708496,
-    0.0004824000000953674
+    6.50240033864975e-05,
+    0.0001756799966096878,
+    0.0005830079913139343
    ],
-   "host_canary_seconds": 9.02994499998755e-06,
+   "host_canary_seconds": 7.4776025000033995e-06,
    "pass_seconds": [
-    2.30605715797061e-05,
-    2.5753143287840342e-05,
-    2.680533326097897e-05
+    3.4364189775217146e-05,
+    2.819733215229852e-05,
+    5.2605712342829934e-05
    ],
    "pass_host_canary_seconds": [
-    9.02994499998755e-06,
-    7.697472499970103e-06,
-    6.36378750002109e-06
+    7.4776025000033995e-06,
+    7.2594899999955944e-06,
+    1.160186000007002e-05
    ]
   },
   "layer_backward_linear_nobias_autocast": {
-   "seconds": 8.931352552913485e-05,
-   "min": 8.370895275757427e-05,
-   "max": 9.095162295159839e-05,
+   "seconds": 0.00010287086062488104,
+   "min": 5.6753527195680696e-05,
+   "max": 0.00011091733156215578,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -715,26 +715,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004079999923706055,
-    0.0008460800051689148,
-    0.0021272640228271484
+    0.0002539519965648651,
+    0.0007307839989662171,
+    0.0016885440349578857
    ],
-   "host_canary_seconds": 9.02994499998755e-06,
+   "host_canary_seconds": 7.4776025000033995e-06,
    "pass_seconds": [
-    8.931352552913485e-05,
-    9.095162295159839e-05,
-    8.370895275757427e-05
+    5.6753527195680696e-05,
+    0.00011091733156215578,
+    0.00010287086062488104
    ],
    "pass_host_canary_seconds": [
-    9.02994499998755e-06,
-    7.697472499970103e-06,
-    6.36378750002109e-06
+    7.4776025000033995e-06,
+    7.2594899999955944e-06,
+    1.160186000007002e-05
    ]
   },
   "layer_forward_matmul": {
-   "seconds": 1.1684571259788106e-05,
-   "min": 1.107733306430635e-05,
-   "max": 1.8600381822103548e-05,
+   "seconds": 1.1919237673282624e-05,
+   "min": 1.1276190745688621e-05,
+   "max": 2.1746285614513216e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -743,26 +743,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.2784000262618063e-05,
-    8.175999671220779e-05,
-    0.0003028480112552643
+    3.177599981427193e-05,
+    5.859199911355972e-05,
+    0.0002075839936733246
    ],
-   "host_canary_seconds": 9.497685000017242e-06,
+   "host_canary_seconds": 7.192502500004139e-06,
    "pass_seconds": [
-    1.8600381822103548e-05,
-    1.1684571259788106e-05,
-    1.107733306430635e-05
+    1.1919237673282624e-05,
+    1.1276190745688621e-05,
+    2.1746285614513216e-05
    ],
    "pass_host_canary_seconds": [
-    9.497685000017242e-06,
-    6.760825000000637e-06,
-    6.5501499999243145e-06
+    7.192502500004139e-06,
+    7.307879999984834e-06,
+    1.2251364999968928e-05
    ]
   },
   "layer_backward_matmul": {
-   "seconds": 6.870400169420811e-05,
-   "min": 6.080457355294908e-05,
-   "max": 7.376837916672229e-05,
+   "seconds": 7.975085363501593e-05,
+   "min": 4.751237907579967e-05,
+   "max": 8.167542703449725e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -771,26 +771,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00018681600689888,
-    0.0004505920112133026,
-    0.001567903995513916
+    0.00013369600474834442,
+    0.00037299200892448425,
+    0.0010455039739608765
    ],
-   "host_canary_seconds": 9.497685000017242e-06,
+   "host_canary_seconds": 7.192502500004139e-06,
    "pass_seconds": [
-    7.376837916672229e-05,
-    6.870400169420811e-05,
-    6.080457355294908e-05
+    4.751237907579967e-05,
+    8.167542703449725e-05,
+    7.975085363501593e-05
    ],
    "pass_host_canary_seconds": [
-    9.497685000017242e-06,
-    6.760825000000637e-06,
-    6.5501499999243145e-06
+    7.192502500004139e-06,
+    7.307879999984834e-06,
+    1.2251364999968928e-05
    ]
   },
   "layer_forward_matmul_autocast": {
-   "seconds": 2.4335238195600966e-05,
-   "min": 1.8223237068880174e-05,
-   "max": 2.6024379900523593e-05,
+   "seconds": 4.183085582086018e-05,
+   "min": 2.5229713391690026e-05,
+   "max": 4.832304730301812e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -799,26 +799,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00016467200219631194,
-    0.0001396480053663254,
-    0.0004114559888839722
+    5.888000130653381e-05,
+    0.00013395200669765473,
+    0.0004371199905872345
    ],
-   "host_canary_seconds": 7.022212499983027e-06,
+   "host_canary_seconds": 7.076799999978789e-06,
    "pass_seconds": [
-    1.8223237068880174e-05,
-    2.4335238195600966e-05,
-    2.6024379900523593e-05
+    2.5229713391690026e-05,
+    4.832304730301812e-05,
+    4.183085582086018e-05
    ],
    "pass_host_canary_seconds": [
-    7.022212499983027e-06,
-    7.741514999963784e-06,
-    6.799854999997024e-06
+    7.076799999978789e-06,
+    8.265199999968331e-06,
+    1.0956344999968336e-05
    ]
   },
   "layer_backward_matmul_autocast": {
-   "seconds": 8.110781368755159e-05,
-   "min": 7.882133019821985e-05,
-   "max": 9.653637664658682e-05,
+   "seconds": 7.60388551723389e-05,
+   "min": 5.862704522552945e-05,
+   "max": 0.00010386361288172858,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -827,26 +827,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002449280023574829,
-    0.0007227200269699096,
-    0.0017628159523010254
+    0.00030620801448822023,
+    0.0005733439922332764,
+    0.0015692479610443116
    ],
-   "host_canary_seconds": 7.022212499983027e-06,
+   "host_canary_seconds": 7.076799999978789e-06,
    "pass_seconds": [
-    7.882133019821985e-05,
-    9.653637664658682e-05,
-    8.110781368755159e-05
+    5.862704522552945e-05,
+    7.60388551723389e-05,
+    0.00010386361288172858
    ],
    "pass_host_canary_seconds": [
-    7.022212499983027e-06,
-    7.741514999963784e-06,
-    6.799854999997024e-06
+    7.076799999978789e-06,
+    8.265199999968331e-06,
+    1.0956344999968336e-05
    ]
   },
   "layer_forward_bmm": {
-   "seconds": 1.6300190151447346e-05,
-   "min": 1.44556187802837e-05,
-   "max": 1.8395427614450453e-05,
+   "seconds": 2.398552381921382e-05,
+   "min": 1.5542095970539815e-05,
+   "max": 2.5241142759720486e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -855,26 +855,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.5216000154614447e-05,
-    6.732799857854844e-05,
-    0.00026745599508285525
+    2.6528000831604002e-05,
+    7.331199944019318e-05,
+    0.0002597120106220245
    ],
-   "host_canary_seconds": 7.181144999997003e-06,
+   "host_canary_seconds": 7.36695499998774e-06,
    "pass_seconds": [
-    1.6300190151447346e-05,
-    1.44556187802837e-05,
-    1.8395427614450453e-05
+    1.5542095970539815e-05,
+    2.398552381921382e-05,
+    2.5241142759720486e-05
    ],
    "pass_host_canary_seconds": [
-    7.181144999997003e-06,
-    1.2366902499962861e-05,
-    7.299920000036764e-06
+    7.36695499998774e-06,
+    9.910930000032181e-06,
+    1.135363250007515e-05
    ]
   },
   "layer_backward_bmm": {
-   "seconds": 6.599619115392366e-05,
-   "min": 5.5865902897147904e-05,
-   "max": 9.970209623376529e-05,
+   "seconds": 7.458971174699919e-05,
+   "min": 6.910552190882819e-05,
+   "max": 7.490438480107558e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -883,26 +883,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001476159989833832,
-    0.0003546240031719208,
-    0.0012269439697265626
+    0.00014505599439144134,
+    0.0003844479918479919,
+    0.0014099199771881103
    ],
-   "host_canary_seconds": 7.181144999997003e-06,
+   "host_canary_seconds": 7.36695499998774e-06,
    "pass_seconds": [
-    5.5865902897147904e-05,
-    9.970209623376529e-05,
-    6.599619115392366e-05
+    6.910552190882819e-05,
+    7.490438480107558e-05,
+    7.458971174699919e-05
    ],
    "pass_host_canary_seconds": [
-    7.181144999997003e-06,
-    1.2366902499962861e-05,
-    7.299920000036764e-06
+    7.36695499998774e-06,
+    9.910930000032181e-06,
+    1.135363250007515e-05
    ]
   },
   "layer_forward_bmm_autocast": {
-   "seconds": 2.269028535201436e-05,
-   "min": 8.771048415274846e-06,
-   "max": 2.3936761809246883e-05,
+   "seconds": 3.57699039436522e-05,
+   "min": 3.511923977306911e-05,
+   "max": 4.182628648621696e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -911,26 +911,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.238400027155876e-05,
-    0.00013542400300502777,
-    0.00039772799611091615
+    8.62400010228157e-05,
+    0.0001927040070295334,
+    0.0007072960138320923
    ],
-   "host_canary_seconds": 6.912790000015434e-06,
+   "host_canary_seconds": 1.008585749998403e-05,
    "pass_seconds": [
-    2.269028535201436e-05,
-    8.771048415274846e-06,
-    2.3936761809246883e-05
+    4.182628648621696e-05,
+    3.511923977306911e-05,
+    3.57699039436522e-05
    ],
    "pass_host_canary_seconds": [
-    6.912790000015434e-06,
-    1.2254065000050218e-05,
-    7.336119999976631e-06
+    1.008585749998403e-05,
+    1.0059614999988754e-05,
+    1.1277655000085929e-05
    ]
   },
   "layer_backward_bmm_autocast": {
-   "seconds": 0.0001050902840991815,
-   "min": 9.569827804253214e-05,
-   "max": 0.00011489599304539818,
+   "seconds": 0.0001046948503880274,
+   "min": 7.70925624029977e-05,
+   "max": 0.00011219961870284308,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -939,26 +939,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00019782400131225587,
-    0.0006388480067253113,
-    0.00213375997543335
+    0.0003414719998836517,
+    0.0007559040188789368,
+    0.002530911922454834
    ],
-   "host_canary_seconds": 6.912790000015434e-06,
+   "host_canary_seconds": 1.008585749998403e-05,
    "pass_seconds": [
-    0.0001050902840991815,
-    0.00011489599304539818,
-    9.569827804253214e-05
+    0.0001046948503880274,
+    7.70925624029977e-05,
+    0.00011219961870284308
    ],
    "pass_host_canary_seconds": [
-    6.912790000015434e-06,
-    1.2254065000050218e-05,
-    7.336119999976631e-06
+    1.008585749998403e-05,
+    1.0059614999988754e-05,
+    1.1277655000085929e-05
    ]
   },
   "layer_forward_conv2d": {
-   "seconds": 2.6555427483149935e-05,
-   "min": 2.4526476860046386e-05,
-   "max": 3.06224776875405e-05,
+   "seconds": 4.625371453307924e-05,
+   "min": 3.9798855426765624e-05,
+   "max": 5.247618967578525e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -967,26 +967,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.4128000736236574e-05,
-    0.00012886400520801543,
-    0.0005010880231857299
+    7.648000121116638e-05,
+    0.00021356800198554993,
+    0.0007697280049324036
    ],
-   "host_canary_seconds": 7.395759999990759e-06,
+   "host_canary_seconds": 1.0550610000024108e-05,
    "pass_seconds": [
-    3.06224776875405e-05,
-    2.4526476860046386e-05,
-    2.6555427483149935e-05
+    4.625371453307924e-05,
+    3.9798855426765624e-05,
+    5.247618967578525e-05
    ],
    "pass_host_canary_seconds": [
-    7.395759999990759e-06,
-    6.9647950000018e-06,
-    7.156777500014754e-06
+    1.0550610000024108e-05,
+    1.0149860000012722e-05,
+    1.1067704999874195e-05
    ]
   },
   "layer_backward_conv2d": {
-   "seconds": 8.030933319103151e-05,
-   "min": 6.010285871369498e-05,
-   "max": 9.985599702312836e-05,
+   "seconds": 8.947810175872985e-05,
+   "min": 7.241524152812505e-05,
+   "max": 9.230780246711914e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -995,26 +995,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002037760019302368,
-    0.0006323519945144653,
-    0.0018996800184249878
+    0.0003273920118808746,
+    0.0007271680235862732,
+    0.002360896110534668
    ],
-   "host_canary_seconds": 7.395759999990759e-06,
+   "host_canary_seconds": 1.0550610000024108e-05,
    "pass_seconds": [
-    8.030933319103151e-05,
-    6.010285871369498e-05,
-    9.985599702312836e-05
+    8.947810175872985e-05,
+    7.241524152812505e-05,
+    9.230780246711914e-05
    ],
    "pass_host_canary_seconds": [
-    7.395759999990759e-06,
-    6.9647950000018e-06,
-    7.156777500014754e-06
+    1.0550610000024108e-05,
+    1.0149860000012722e-05,
+    1.1067704999874195e-05
    ]
   },
   "layer_forward_conv2d_autocast": {
-   "seconds": 4.5824760127635234e-05,
-   "min": 4.512609328542437e-05,
-   "max": 4.9158857691855654e-05,
+   "seconds": 7.398552412078494e-05,
+   "min": 4.56220968848183e-05,
+   "max": 8.096304535865783e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1023,26 +1023,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.207999914884568e-05,
-    0.00022243200242519378,
-    0.0008170880079269409
+    0.00014105600118637085,
+    0.0003558399975299835,
+    0.0008513600230216979
    ],
-   "host_canary_seconds": 7.241149999970275e-06,
+   "host_canary_seconds": 7.67828500000789e-06,
    "pass_seconds": [
-    4.9158857691855654e-05,
-    4.512609328542437e-05,
-    4.5824760127635234e-05
+    4.56220968848183e-05,
+    7.398552412078494e-05,
+    8.096304535865783e-05
    ],
    "pass_host_canary_seconds": [
-    7.241149999970275e-06,
-    6.6651325000322005e-06,
-    7.0533724999677355e-06
+    7.67828500000789e-06,
+    1.0067289999966534e-05,
+    1.1288517500034345e-05
    ]
   },
   "layer_backward_conv2d_autocast": {
-   "seconds": 0.00012847162996019635,
-   "min": 0.00012410743534564973,
-   "max": 0.00015046248017322448,
+   "seconds": 0.00015667733337197985,
+   "min": 0.00015447464869135902,
+   "max": 0.00016301484476952328,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1051,26 +1051,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00033427199721336367,
-    0.00104966402053833,
-    0.0029984641075134276
+    0.0005925760269165039,
+    0.001254688024520874,
+    0.003645472049713135
    ],
-   "host_canary_seconds": 7.241149999970275e-06,
+   "host_canary_seconds": 7.67828500000789e-06,
    "pass_seconds": [
-    0.00012410743534564973,
-    0.00012847162996019635,
-    0.00015046248017322448
+    0.00015667733337197985,
+    0.00015447464869135902,
+    0.00016301484476952328
    ],
    "pass_host_canary_seconds": [
-    7.241149999970275e-06,
-    6.6651325000322005e-06,
-    7.0533724999677355e-06
+    7.67828500000789e-06,
+    1.0067289999966534e-05,
+    1.1288517500034345e-05
    ]
   },
   "layer_forward_conv2d_nobias": {
-   "seconds": 1.867276234995751e-05,
-   "min": 1.7780571111610958e-05,
-   "max": 1.8818285404926253e-05,
+   "seconds": 2.990247610779036e-05,
+   "min": 2.635961859708741e-05,
+   "max": 3.5219047573350725e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1079,26 +1079,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.107200004160404e-05,
-    8.521600067615509e-05,
-    0.0003125759959220886
+    4.7775998711586e-05,
+    0.00010947199910879136,
+    0.0004373759925365448
    ],
-   "host_canary_seconds": 7.029124999995418e-06,
+   "host_canary_seconds": 8.331697500008062e-06,
    "pass_seconds": [
-    1.8818285404926253e-05,
-    1.867276234995751e-05,
-    1.7780571111610958e-05
+    2.635961859708741e-05,
+    2.990247610779036e-05,
+    3.5219047573350725e-05
    ],
    "pass_host_canary_seconds": [
-    7.029124999995418e-06,
-    6.85319500000503e-06,
-    6.991282499981822e-06
+    8.331697500008062e-06,
+    1.0090439999999035e-05,
+    1.121869000002107e-05
    ]
   },
   "layer_backward_conv2d_nobias": {
-   "seconds": 6.237714595737912e-05,
-   "min": 5.463237856470404e-05,
-   "max": 7.052419068557877e-05,
+   "seconds": 6.59413371412527e-05,
+   "min": 6.534019165805407e-05,
+   "max": 6.987276549140611e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1107,26 +1107,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00013324800133705138,
-    0.0004312640130519867,
-    0.0012608959674835205
+    0.0002032960057258606,
+    0.0005032320022583008,
+    0.0015870720148086549
    ],
-   "host_canary_seconds": 7.029124999995418e-06,
+   "host_canary_seconds": 8.331697500008062e-06,
    "pass_seconds": [
-    5.463237856470404e-05,
-    7.052419068557877e-05,
-    6.237714595737912e-05
+    6.534019165805407e-05,
+    6.59413371412527e-05,
+    6.987276549140611e-05
    ],
    "pass_host_canary_seconds": [
-    7.029124999995418e-06,
-    6.85319500000503e-06,
-    6.991282499981822e-06
+    8.331697500008062e-06,
+    1.0090439999999035e-05,
+    1.121869000002107e-05
    ]
   },
   "layer_forward_conv2d_nobias_autocast": {
-   "seconds": 2.5183238976058505e-05,
-   "min": 2.5101714900561742e-05,
-   "max": 5.7169521848360695e-05,
+   "seconds": 4.1836190436567575e-05,
+   "min": 2.944304669896762e-05,
+   "max": 4.9260189135869346e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1135,26 +1135,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.355199962854386e-05,
-    0.00015612800419330597,
-    0.0008947839736938477
+    6.131200119853019e-05,
+    0.00016438399255275726,
+    0.0005078719854354858
    ],
-   "host_canary_seconds": 7.2420799999761695e-06,
+   "host_canary_seconds": 7.489305000003554e-06,
    "pass_seconds": [
-    5.7169521848360695e-05,
-    2.5101714900561742e-05,
-    2.5183238976058505e-05
+    2.944304669896762e-05,
+    4.1836190436567575e-05,
+    4.9260189135869346e-05
    ],
    "pass_host_canary_seconds": [
-    7.2420799999761695e-06,
-    7.063537499973904e-06,
-    6.7048249999857036e-06
+    7.489305000003554e-06,
+    9.928759999979776e-06,
+    1.1266290000051527e-05
    ]
   },
   "layer_backward_conv2d_nobias_autocast": {
-   "seconds": 8.987961372449287e-05,
-   "min": 7.86918153365453e-05,
-   "max": 0.0001360167534578414,
+   "seconds": 0.00010212113885652453,
+   "min": 8.391924308879034e-05,
+   "max": 0.0001055398116863909,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1163,26 +1163,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00026287999749183657,
-    0.0006290879845619201,
-    0.0022870080471038817
+    0.00046351999044418334,
+    0.0008935040235519409,
+    0.002496608018875122
    ],
-   "host_canary_seconds": 7.2420799999761695e-06,
+   "host_canary_seconds": 7.489305000003554e-06,
    "pass_seconds": [
-    7.86918153365453e-05,
-    0.0001360167534578414,
-    8.987961372449287e-05
+    0.0001055398116863909,
+    8.391924308879034e-05,
+    0.00010212113885652453
    ],
    "pass_host_canary_seconds": [
-    7.2420799999761695e-06,
-    7.063537499973904e-06,
-    6.7048249999857036e-06
+    7.489305000003554e-06,
+    9.928759999979776e-06,
+    1.1266290000051527e-05
    ]
   },
   "layer_forward_conv1d": {
-   "seconds": 3.2804572866076516e-05,
-   "min": 2.448152342722529e-05,
-   "max": 3.5171809650602794e-05,
+   "seconds": 4.286476153702963e-05,
+   "min": 2.744914236522856e-05,
+   "max": 4.476495087146759e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1191,26 +1191,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.798399820923805e-05,
-    0.00014825600385665893,
-    0.00043081599473953247
+    4.227200150489807e-05,
+    0.0001223360002040863,
+    0.000453247994184494
    ],
-   "host_canary_seconds": 6.911889999976495e-06,
+   "host_canary_seconds": 7.711515000021762e-06,
    "pass_seconds": [
-    2.448152342722529e-05,
-    3.5171809650602794e-05,
-    3.2804572866076516e-05
+    2.744914236522856e-05,
+    4.286476153702963e-05,
+    4.476495087146759e-05
    ],
    "pass_host_canary_seconds": [
-    6.911889999976495e-06,
-    9.273905000029004e-06,
-    6.773234999997158e-06
+    7.711515000021762e-06,
+    1.0124319999960107e-05,
+    1.1766940000015325e-05
    ]
   },
   "layer_backward_conv1d": {
-   "seconds": 7.482362077349707e-05,
-   "min": 6.934399973778496e-05,
-   "max": 8.064762272295498e-05,
+   "seconds": 7.994514065129417e-05,
+   "min": 7.044418475457601e-05,
+   "max": 0.00010283199591296058,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1219,26 +1219,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001769600063562393,
-    0.0005991680026054382,
-    0.0017895040512084961
+    0.0001919039934873581,
+    0.000987551987171173,
+    0.0019606399536132814
    ],
-   "host_canary_seconds": 6.911889999976495e-06,
+   "host_canary_seconds": 7.711515000021762e-06,
    "pass_seconds": [
-    8.064762272295498e-05,
-    7.482362077349707e-05,
-    6.934399973778496e-05
+    7.994514065129417e-05,
+    7.044418475457601e-05,
+    0.00010283199591296058
    ],
    "pass_host_canary_seconds": [
-    6.911889999976495e-06,
-    9.273905000029004e-06,
-    6.773234999997158e-06
+    7.711515000021762e-06,
+    1.0124319999960107e-05,
+    1.1766940000015325e-05
    ]
   },
   "layer_forward_conv1d_autocast": {
-   "seconds": 4.365790493431545e-05,
-   "min": 3.878933297736304e-05,
-   "max": 6.376990321136657e-05,
+   "seconds": 7.174324208781833e-05,
+   "min": 6.780647805758884e-05,
+   "max": 7.789942835058485e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1247,26 +1247,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00010012800246477127,
-    0.00041948801279067995,
-    0.0007496320009231567
+    0.0001510079950094223,
+    0.0004379839897155762,
+    0.0012510720491409302
    ],
-   "host_canary_seconds": 6.968960000008906e-06,
+   "host_canary_seconds": 9.68639999999965e-06,
    "pass_seconds": [
-    3.878933297736304e-05,
-    6.376990321136657e-05,
-    4.365790493431545e-05
+    7.174324208781833e-05,
+    6.780647805758884e-05,
+    7.789942835058485e-05
    ],
    "pass_host_canary_seconds": [
-    6.968960000008906e-06,
-    8.929675000004522e-06,
-    7.058604999983231e-06
+    9.68639999999965e-06,
+    1.0182469999975296e-05,
+    1.1090135000060287e-05
    ]
   },
   "layer_backward_conv1d_autocast": {
-   "seconds": 0.00013406704082375478,
-   "min": 8.326856756494158e-05,
-   "max": 0.00014663542700665337,
+   "seconds": 0.00013611733842463722,
+   "min": 0.00011826666054271517,
+   "max": 0.0001445584772598176,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1275,26 +1275,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0006704000234603882,
-    0.0012792960405349732,
-    0.0025821759700775148
+    0.000603007972240448,
+    0.0015068479776382446,
+    0.003932512044906617
    ],
-   "host_canary_seconds": 6.968960000008906e-06,
+   "host_canary_seconds": 9.68639999999965e-06,
    "pass_seconds": [
-    8.326856756494158e-05,
-    0.00013406704082375478,
-    0.00014663542700665337
+    0.0001445584772598176,
+    0.00011826666054271517,
+    0.00013611733842463722
    ],
    "pass_host_canary_seconds": [
-    6.968960000008906e-06,
-    8.929675000004522e-06,
-    7.058604999983231e-06
+    9.68639999999965e-06,
+    1.0182469999975296e-05,
+    1.1090135000060287e-05
    ]
   },
   "layer_forward_conv1d_nobias": {
-   "seconds": 1.8003810019720166e-05,
-   "min": 1.7635048322734374e-05,
-   "max": 2.2777142978849862e-05,
+   "seconds": 3.514437927376656e-05,
+   "min": 3.209523785681951e-05,
+   "max": 4.069562043462481e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1303,26 +1303,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.9343999922275544e-05,
-    8.240000158548355e-05,
-    0.00029392001032829283
+    5.056000128388405e-05,
+    8.985599875450134e-05,
+    0.0005556799769401551
    ],
-   "host_canary_seconds": 6.556872500009803e-06,
+   "host_canary_seconds": 9.703380000019024e-06,
    "pass_seconds": [
-    1.7635048322734374e-05,
-    1.8003810019720166e-05,
-    2.2777142978849862e-05
+    3.514437927376656e-05,
+    3.209523785681951e-05,
+    4.069562043462481e-05
    ],
    "pass_host_canary_seconds": [
-    6.556872500009803e-06,
-    6.772164999944153e-06,
-    9.880752499995537e-06
+    9.703380000019024e-06,
+    1.0373367499987297e-05,
+    1.1678270000032854e-05
    ]
   },
   "layer_backward_conv1d_nobias": {
-   "seconds": 6.442209794407799e-05,
-   "min": 3.240000119521505e-05,
-   "max": 6.65653298298518e-05,
+   "seconds": 6.812648120380584e-05,
+   "min": 4.85173330775329e-05,
+   "max": 7.48563763641176e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1331,26 +1331,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00017615999281406404,
-    0.00037167999148368837,
-    0.0009418240189552307
+    0.00015744000673294069,
+    0.0005831999778747558,
+    0.0014706239700317382
    ],
-   "host_canary_seconds": 6.556872500009803e-06,
+   "host_canary_seconds": 9.703380000019024e-06,
    "pass_seconds": [
-    3.240000119521505e-05,
-    6.442209794407799e-05,
-    6.65653298298518e-05
+    4.85173330775329e-05,
+    6.812648120380584e-05,
+    7.48563763641176e-05
    ],
    "pass_host_canary_seconds": [
-    6.556872500009803e-06,
-    6.772164999944153e-06,
-    9.880752499995537e-06
+    9.703380000019024e-06,
+    1.0373367499987297e-05,
+    1.1678270000032854e-05
    ]
   },
   "layer_forward_conv1d_nobias_autocast": {
-   "seconds": 2.825676170842988e-05,
-   "min": 2.8147809030044645e-05,
-   "max": 4.366171537410645e-05,
+   "seconds": 4.8281143463793255e-05,
+   "min": 4.519923669951303e-05,
+   "max": 5.87398111820221e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1359,26 +1359,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.224000081419944e-05,
-    0.00014668799936771394,
-    0.00048598399758338927
+    0.00012019199877977372,
+    0.0002871359884738922,
+    0.0008517760038375855
    ],
-   "host_canary_seconds": 6.827007500014304e-06,
+   "host_canary_seconds": 9.990537500002007e-06,
    "pass_seconds": [
-    2.825676170842988e-05,
-    2.8147809030044645e-05,
-    4.366171537410645e-05
+    4.8281143463793255e-05,
+    4.519923669951303e-05,
+    5.87398111820221e-05
    ],
    "pass_host_canary_seconds": [
-    6.827007500014304e-06,
-    6.709174999990352e-06,
-    9.57911000000422e-06
+    9.990537500002007e-06,
+    1.0074859999953389e-05,
+    1.148193500000616e-05
    ]
   },
   "layer_backward_conv1d_nobias_autocast": {
-   "seconds": 7.582780701063928e-05,
-   "min": 7.097676343151502e-05,
-   "max": 8.973257279112223e-05,
+   "seconds": 9.16495280606406e-05,
+   "min": 8.35131360661416e-05,
+   "max": 0.00010526704362460547,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1387,26 +1387,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00034227201342582704,
-    0.0006720640063285827,
-    0.0018414720296859742
+    0.0005250560045242309,
+    0.0010041919946670531,
+    0.002529887914657593
    ],
-   "host_canary_seconds": 6.827007500014304e-06,
+   "host_canary_seconds": 9.990537500002007e-06,
    "pass_seconds": [
-    7.097676343151502e-05,
-    7.582780701063928e-05,
-    8.973257279112223e-05
+    8.35131360661416e-05,
+    9.16495280606406e-05,
+    0.00010526704362460547
    ],
    "pass_host_canary_seconds": [
-    6.827007500014304e-06,
-    6.709174999990352e-06,
-    9.57911000000422e-06
+    9.990537500002007e-06,
+    1.0074859999953389e-05,
+    1.148193500000616e-05
    ]
   },
   "layer_forward_batchnorm2d": {
-   "seconds": 3.611123615077564e-05,
-   "min": 3.3493333629199435e-05,
-   "max": 5.532190345582508e-05,
+   "seconds": 5.246628430627641e-05,
+   "min": 3.603276291063853e-05,
+   "max": 7.20860915524619e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1415,26 +1415,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.9375999718904496e-05,
-    0.0001578879952430725,
-    0.0005911039710044861
+    5.4976001381874084e-05,
+    0.0001594880074262619,
+    0.0005942720174789428
    ],
-   "host_canary_seconds": 7.2364500000077215e-06,
+   "host_canary_seconds": 7.268630000005771e-06,
    "pass_seconds": [
-    3.611123615077564e-05,
-    3.3493333629199435e-05,
-    5.532190345582508e-05
+    3.603276291063853e-05,
+    5.246628430627641e-05,
+    7.20860915524619e-05
    ],
    "pass_host_canary_seconds": [
-    7.2364500000077215e-06,
-    6.715935000016771e-06,
-    9.573554999917632e-06
+    7.268630000005771e-06,
+    1.0000300000001516e-05,
+    1.1482922500007931e-05
    ]
   },
   "layer_backward_batchnorm2d": {
-   "seconds": 5.619199928783235e-05,
-   "min": 3.712457702273415e-05,
-   "max": 7.663848020491147e-05,
+   "seconds": 6.057981259766079e-05,
+   "min": 5.431314309438071e-05,
+   "max": 8.73081921821549e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1443,26 +1443,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00016495999693870545,
-    0.0004493120014667511,
-    0.0018382400274276733
+    0.00019043199717998504,
+    0.0005776320099830628,
+    0.002046272039413452
    ],
-   "host_canary_seconds": 7.2364500000077215e-06,
+   "host_canary_seconds": 7.268630000005771e-06,
    "pass_seconds": [
-    7.663848020491147e-05,
-    5.619199928783235e-05,
-    3.712457702273415e-05
+    8.73081921821549e-05,
+    6.057981259766079e-05,
+    5.431314309438071e-05
    ],
    "pass_host_canary_seconds": [
-    7.2364500000077215e-06,
-    6.715935000016771e-06,
-    9.573554999917632e-06
+    7.268630000005771e-06,
+    1.0000300000001516e-05,
+    1.1482922500007931e-05
    ]
   },
   "layer_forward_batchnorm2d_autocast": {
-   "seconds": 5.580647609063558e-05,
-   "min": 3.4757334561575024e-05,
-   "max": 6.65211443390165e-05,
+   "seconds": 6.562818799700056e-05,
+   "min": 5.742933139914559e-05,
+   "max": 7.361828287442524e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1471,26 +1471,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.188799768686294e-05,
-    0.0002135999947786331,
-    0.001057088017463684
+    0.00013040000200271605,
+    0.0003058559894561768,
+    0.0011076799631118774
    ],
-   "host_canary_seconds": 1.080084000001591e-05,
+   "host_canary_seconds": 9.967660000000933e-06,
    "pass_seconds": [
-    6.65211443390165e-05,
-    5.580647609063558e-05,
-    3.4757334561575024e-05
+    6.562818799700056e-05,
+    5.742933139914559e-05,
+    7.361828287442524e-05
    ],
    "pass_host_canary_seconds": [
-    1.080084000001591e-05,
-    9.554660000006265e-06,
-    6.896984999968936e-06
+    9.967660000000933e-06,
+    1.0483687500020266e-05,
+    1.24021599999935e-05
    ]
   },
   "layer_backward_batchnorm2d_autocast": {
-   "seconds": 5.477790605454218e-05,
-   "min": 4.7462856130940576e-05,
-   "max": 0.00011313370650722867,
+   "seconds": 5.148647441750481e-05,
+   "min": 4.521599979627697e-05,
+   "max": 6.162057462192717e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1499,26 +1499,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002746880054473877,
-    0.0006654080152511596,
-    0.0029200959205627442
+    0.0003864960074424744,
+    0.0008463039994239807,
+    0.002091583967208862
    ],
-   "host_canary_seconds": 1.080084000001591e-05,
+   "host_canary_seconds": 9.967660000000933e-06,
    "pass_seconds": [
-    0.00011313370650722867,
-    4.7462856130940576e-05,
-    5.477790605454218e-05
+    4.521599979627697e-05,
+    5.148647441750481e-05,
+    6.162057462192717e-05
    ],
    "pass_host_canary_seconds": [
-    1.080084000001591e-05,
-    9.554660000006265e-06,
-    6.896984999968936e-06
+    9.967660000000933e-06,
+    1.0483687500020266e-05,
+    1.24021599999935e-05
    ]
   },
   "layer_forward_layernorm": {
-   "seconds": 2.523961964817274e-05,
-   "min": 1.5014858029427979e-05,
-   "max": 3.648914361283893e-05,
+   "seconds": 2.8083810494059605e-05,
+   "min": 2.5862858054183777e-05,
+   "max": 3.156571551447823e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1527,26 +1527,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    9.654399752616882e-05,
-    0.0002303680032491684,
-    0.0006520000100135804
+    4.575999826192856e-05,
+    0.00012537600100040436,
+    0.000465472012758255
    ],
-   "host_canary_seconds": 1.0597097499989162e-05,
+   "host_canary_seconds": 1.0052315000006473e-05,
    "pass_seconds": [
-    3.648914361283893e-05,
-    2.523961964817274e-05,
-    1.5014858029427979e-05
+    2.8083810494059605e-05,
+    2.5862858054183777e-05,
+    3.156571551447823e-05
    ],
    "pass_host_canary_seconds": [
-    1.0597097499989162e-05,
-    9.18865000002711e-06,
-    6.78143500003614e-06
+    1.0052315000006473e-05,
+    1.0276272500000515e-05,
+    1.2947045000117896e-05
    ]
   },
   "layer_backward_layernorm": {
-   "seconds": 4.688076568501336e-05,
-   "min": 4.206399743755658e-05,
-   "max": 4.794437908345745e-05,
+   "seconds": 5.233447395619891e-05,
+   "min": 4.895162192128953e-05,
+   "max": 6.162437690155847e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1555,26 +1555,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003446719944477081,
-    0.0005953919887542725,
-    0.0015954240560531617
+    0.00020649600028991699,
+    0.0005313599705696106,
+    0.0014406399726867676
    ],
-   "host_canary_seconds": 1.0597097499989162e-05,
+   "host_canary_seconds": 1.0052315000006473e-05,
    "pass_seconds": [
-    4.688076568501336e-05,
-    4.206399743755658e-05,
-    4.794437908345745e-05
+    5.233447395619891e-05,
+    4.895162192128953e-05,
+    6.162437690155847e-05
    ],
    "pass_host_canary_seconds": [
-    1.0597097499989162e-05,
-    9.18865000002711e-06,
-    6.78143500003614e-06
+    1.0052315000006473e-05,
+    1.0276272500000515e-05,
+    1.2947045000117896e-05
    ]
   },
   "layer_forward_layernorm_autocast": {
-   "seconds": 1.721828661504246e-05,
-   "min": 1.582018960089911e-05,
-   "max": 4.0014477357977914e-05,
+   "seconds": 2.900266789254688e-05,
+   "min": 2.802666666961852e-05,
+   "max": 3.4076191839717686e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1583,26 +1583,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0001395519971847534,
-    0.0001502719968557358,
-    0.000703328013420105
+    7.548800110816955e-05,
+    0.00015942400693893431,
+    0.0005095040202140808
    ],
-   "host_canary_seconds": 1.0445515000014894e-05,
+   "host_canary_seconds": 9.700017499980618e-06,
    "pass_seconds": [
-    4.0014477357977914e-05,
-    1.582018960089911e-05,
-    1.721828661504246e-05
+    2.900266789254688e-05,
+    2.802666666961852e-05,
+    3.4076191839717686e-05
    ],
    "pass_host_canary_seconds": [
-    1.0445515000014894e-05,
-    6.822147500002984e-06,
-    6.9472350000410185e-06
+    9.700017499980618e-06,
+    1.0155590000024971e-05,
+    1.2481099999988031e-05
    ]
   },
   "layer_backward_layernorm_autocast": {
-   "seconds": 4.962895047806558e-05,
-   "min": 4.523961707240058e-05,
-   "max": 5.0337528189023344e-05,
+   "seconds": 5.340342791307539e-05,
+   "min": 3.05607652380353e-05,
+   "max": 6.187047773883456e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1611,26 +1611,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004017600119113922,
-    0.0006892160177230835,
-    0.0016911360025405884
+    0.0002332479953765869,
+    0.00047948798537254334,
+    0.0011492160558700562
    ],
-   "host_canary_seconds": 1.0445515000014894e-05,
+   "host_canary_seconds": 9.700017499980618e-06,
    "pass_seconds": [
-    4.523961707240058e-05,
-    5.0337528189023344e-05,
-    4.962895047806558e-05
+    3.05607652380353e-05,
+    5.340342791307539e-05,
+    6.187047773883456e-05
    ],
    "pass_host_canary_seconds": [
-    1.0445515000014894e-05,
-    6.822147500002984e-06,
-    6.9472350000410185e-06
+    9.700017499980618e-06,
+    1.0155590000024971e-05,
+    1.2481099999988031e-05
    ]
   },
   "layer_forward_groupnorm": {
-   "seconds": 3.3672379241103214e-05,
-   "min": 3.071161767556554e-05,
-   "max": 5.059352304254259e-05,
+   "seconds": 5.838552472137269e-05,
+   "min": 4.725866693825949e-05,
+   "max": 6.199695063488824e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1639,26 +1639,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.259200304746628e-05,
-    0.00023977600038051604,
-    0.0008432959914207458
+    8.476799726486206e-05,
+    0.0001716800034046173,
+    0.0009311360120773316
    ],
-   "host_canary_seconds": 1.031096500000217e-05,
+   "host_canary_seconds": 7.814110000019525e-06,
    "pass_seconds": [
-    5.059352304254259e-05,
-    3.071161767556554e-05,
-    3.3672379241103214e-05
+    5.838552472137269e-05,
+    4.725866693825949e-05,
+    6.199695063488824e-05
    ],
    "pass_host_canary_seconds": [
-    1.031096500000217e-05,
-    6.847215000007623e-06,
-    9.676817499979507e-06
+    7.814110000019525e-06,
+    9.968427500020027e-06,
+    1.151632750001852e-05
    ]
   },
   "layer_backward_groupnorm": {
-   "seconds": 9.805943071842195e-05,
-   "min": 8.132419114311536e-05,
-   "max": 0.000129201526088374,
+   "seconds": 8.828113902182808e-05,
+   "min": 8.433980494737624e-05,
+   "max": 9.814704280524028e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1667,26 +1667,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00033257600665092467,
-    0.0007924479842185974,
-    0.0025670080184936523
+    0.00022710399329662324,
+    0.0006376320123672486,
+    0.0024172799587249758
    ],
-   "host_canary_seconds": 1.031096500000217e-05,
+   "host_canary_seconds": 7.814110000019525e-06,
    "pass_seconds": [
-    9.805943071842195e-05,
-    8.132419114311536e-05,
-    0.000129201526088374
+    8.828113902182808e-05,
+    9.814704280524028e-05,
+    8.433980494737624e-05
    ],
    "pass_host_canary_seconds": [
-    1.031096500000217e-05,
-    6.847215000007623e-06,
-    9.676817499979507e-06
+    7.814110000019525e-06,
+    9.968427500020027e-06,
+    1.151632750001852e-05
    ]
   },
   "layer_forward_groupnorm_autocast": {
-   "seconds": 4.820876249245235e-05,
-   "min": 3.09089519793079e-05,
-   "max": 5.37036174819583e-05,
+   "seconds": 5.125028498115994e-05,
+   "min": 4.135314499338468e-05,
+   "max": 5.9898670585382546e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1695,26 +1695,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0002035199999809265,
-    0.0002775039970874786,
-    0.0009031040072441101
+    6.207999959588052e-05,
+    0.00016441600024700166,
+    0.0006751360297203064
    ],
-   "host_canary_seconds": 9.624412499995571e-06,
+   "host_canary_seconds": 7.488447499994777e-06,
    "pass_seconds": [
-    4.820876249245235e-05,
-    3.09089519793079e-05,
-    5.37036174819583e-05
+    4.135314499338468e-05,
+    5.125028498115994e-05,
+    5.9898670585382546e-05
    ],
    "pass_host_canary_seconds": [
-    9.624412499995571e-06,
-    6.889650000019287e-06,
-    9.787177500015787e-06
+    7.488447499994777e-06,
+    1.0061485000036896e-05,
+    1.1364380000031816e-05
    ]
   },
   "layer_backward_groupnorm_autocast": {
-   "seconds": 8.804038237957727e-05,
-   "min": 8.69485702188242e-05,
-   "max": 9.77120002110799e-05,
+   "seconds": 9.775924363306591e-05,
+   "min": 9.010895341634751e-05,
+   "max": 0.00011065065630135081,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1723,26 +1723,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00046988800168037417,
-    0.0008998720049858093,
-    0.0025207040309906006
+    0.00024288000166416168,
+    0.0008666239976882935,
+    0.002578847885131836
    ],
-   "host_canary_seconds": 9.624412499995571e-06,
+   "host_canary_seconds": 7.488447499994777e-06,
    "pass_seconds": [
-    8.804038237957727e-05,
-    8.69485702188242e-05,
-    9.77120002110799e-05
+    0.00011065065630135081,
+    9.775924363306591e-05,
+    9.010895341634751e-05
    ],
    "pass_host_canary_seconds": [
-    9.624412499995571e-06,
-    6.889650000019287e-06,
-    9.787177500015787e-06
+    7.488447499994777e-06,
+    1.0061485000036896e-05,
+    1.1364380000031816e-05
    ]
   },
   "layer_forward_relu": {
-   "seconds": 1.4801523515156336e-05,
-   "min": 9.890285187533923e-06,
-   "max": 1.635276135944185e-05,
+   "seconds": 1.4730666010152726e-05,
+   "min": 1.3713524189023744e-05,
+   "max": 1.6282667361554647e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1751,26 +1751,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.0912000685930254e-05,
-    7.043199986219406e-05,
-    0.00027302399277687075
+    3.014400042593479e-05,
+    7.385600358247757e-05,
+    0.0002367040067911148
    ],
-   "host_canary_seconds": 9.416079999997606e-06,
+   "host_canary_seconds": 9.544505000000925e-06,
    "pass_seconds": [
-    1.635276135944185e-05,
-    9.890285187533923e-06,
-    1.4801523515156336e-05
+    1.3713524189023744e-05,
+    1.4730666010152726e-05,
+    1.6282667361554647e-05
    ],
    "pass_host_canary_seconds": [
-    9.416079999997606e-06,
-    9.181710000021326e-06,
-    9.920714999935853e-06
+    9.544505000000925e-06,
+    1.008328750003784e-05,
+    1.1263812500033054e-05
    ]
   },
   "layer_backward_relu": {
-   "seconds": 2.2211048929464248e-05,
-   "min": 2.118323743343352e-05,
-   "max": 4.155961787771611e-05,
+   "seconds": 2.528152401958193e-05,
+   "min": 1.9331810286357293e-05,
+   "max": 2.821180685645058e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1779,26 +1779,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00019177600741386415,
-    0.0003354879915714264,
-    0.0007651839852333068
+    0.00013446399569511414,
+    0.0002649919986724854,
+    0.000640608012676239
    ],
-   "host_canary_seconds": 9.416079999997606e-06,
+   "host_canary_seconds": 9.544505000000925e-06,
    "pass_seconds": [
-    2.118323743343352e-05,
-    4.155961787771611e-05,
-    2.2211048929464248e-05
+    1.9331810286357293e-05,
+    2.528152401958193e-05,
+    2.821180685645058e-05
    ],
    "pass_host_canary_seconds": [
-    9.416079999997606e-06,
-    9.181710000021326e-06,
-    9.920714999935853e-06
+    9.544505000000925e-06,
+    1.008328750003784e-05,
+    1.1263812500033054e-05
    ]
   },
   "layer_forward_relu_autocast": {
-   "seconds": 1.5998476672740208e-05,
-   "min": 7.5718098807902575e-06,
-   "max": 1.736076105208624e-05,
+   "seconds": 1.116952406508582e-05,
+   "min": 1.0412952197449547e-05,
+   "max": 1.4945524434248608e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1807,26 +1807,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.9375999718904496e-05,
-    0.0001037760004401207,
-    0.0003105599880218506
+    3.142400085926056e-05,
+    6.831999868154525e-05,
+    0.00018950399756431578
    ],
-   "host_canary_seconds": 9.656494999994436e-06,
+   "host_canary_seconds": 6.991814999999235e-06,
    "pass_seconds": [
-    1.736076105208624e-05,
-    7.5718098807902575e-06,
-    1.5998476672740208e-05
+    1.0412952197449547e-05,
+    1.4945524434248608e-05,
+    1.116952406508582e-05
    ],
    "pass_host_canary_seconds": [
-    9.656494999994436e-06,
-    7.290859999997679e-06,
-    9.953492499974459e-06
+    6.991814999999235e-06,
+    9.722340000024587e-06,
+    1.1075529999970968e-05
    ]
   },
   "layer_backward_relu_autocast": {
-   "seconds": 1.5435430265608292e-05,
-   "min": 1.2553903141192024e-05,
-   "max": 1.9373714569069093e-05,
+   "seconds": 2.4240761640526e-05,
+   "min": 1.7739426699422656e-05,
+   "max": 3.725028783082963e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1835,26 +1835,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002566719949245453,
-    0.00042665600776672365,
-    0.0007724800109863281
+    0.00012912000715732574,
+    0.0001825280040502548,
+    0.000541055977344513
    ],
-   "host_canary_seconds": 9.656494999994436e-06,
+   "host_canary_seconds": 6.991814999999235e-06,
    "pass_seconds": [
-    1.5435430265608292e-05,
-    1.2553903141192024e-05,
-    1.9373714569069093e-05
+    1.7739426699422656e-05,
+    2.4240761640526e-05,
+    3.725028783082963e-05
    ],
    "pass_host_canary_seconds": [
-    9.656494999994436e-06,
-    7.290859999997679e-06,
-    9.953492499974459e-06
+    6.991814999999235e-06,
+    9.722340000024587e-06,
+    1.1075529999970968e-05
    ]
   },
   "layer_forward_gelu": {
-   "seconds": 1.3980952845442864e-05,
-   "min": 9.603047122557959e-06,
-   "max": 1.4683428087404795e-05,
+   "seconds": 1.5497142271626562e-05,
+   "min": 9.64190527087166e-06,
+   "max": 2.00822851842358e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1863,26 +1863,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.953599952161312e-05,
-    6.921599805355071e-05,
-    0.00023849600553512573
+    1.9711999222636224e-05,
+    4.8191998153924945e-05,
+    0.00016419200599193572
    ],
-   "host_canary_seconds": 1.0444570000025522e-05,
+   "host_canary_seconds": 7.147659999979794e-06,
    "pass_seconds": [
-    1.3980952845442864e-05,
-    9.603047122557959e-06,
-    1.4683428087404795e-05
+    9.64190527087166e-06,
+    1.5497142271626562e-05,
+    2.00822851842358e-05
    ],
    "pass_host_canary_seconds": [
-    1.0444570000025522e-05,
-    7.088922500031458e-06,
-    1.035510000008344e-05
+    7.147659999979794e-06,
+    9.77665000000627e-06,
+    1.2463727500033884e-05
    ]
   },
   "layer_backward_gelu": {
-   "seconds": 2.3694475669236408e-05,
-   "min": 1.6636190137692864e-05,
-   "max": 3.830018843568507e-05,
+   "seconds": 2.367695101669857e-05,
+   "min": 2.2710097776282406e-05,
+   "max": 2.591314255481674e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1891,26 +1891,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00012777599692344666,
-    0.0002359679937362671,
-    0.0008957759737968445
+    8.764799684286118e-05,
+    0.0001541759967803955,
+    0.0005762879848480224
    ],
-   "host_canary_seconds": 1.0444570000025522e-05,
+   "host_canary_seconds": 7.147659999979794e-06,
    "pass_seconds": [
-    3.830018843568507e-05,
-    1.6636190137692864e-05,
-    2.3694475669236408e-05
+    2.367695101669857e-05,
+    2.2710097776282406e-05,
+    2.591314255481674e-05
    ],
    "pass_host_canary_seconds": [
-    1.0444570000025522e-05,
-    7.088922500031458e-06,
-    1.035510000008344e-05
+    7.147659999979794e-06,
+    9.77665000000627e-06,
+    1.2463727500033884e-05
    ]
   },
   "layer_forward_gelu_autocast": {
-   "seconds": 1.1571047561509269e-05,
-   "min": 1.0076952211204029e-05,
-   "max": 1.4775619442973816e-05,
+   "seconds": 1.3319618112984156e-05,
+   "min": 1.0316190442868643e-05,
+   "max": 1.78582849247115e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1919,26 +1919,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.070400357246399e-05,
-    8.460800349712372e-05,
-    0.00024400000274181366
+    2.9279999434947967e-05,
+    6.275200098752976e-05,
+    0.00018486399948596956
    ],
-   "host_canary_seconds": 9.621224999989409e-06,
+   "host_canary_seconds": 7.1662000000216604e-06,
    "pass_seconds": [
-    1.1571047561509269e-05,
-    1.0076952211204029e-05,
-    1.4775619442973816e-05
+    1.0316190442868643e-05,
+    1.3319618112984156e-05,
+    1.78582849247115e-05
    ],
    "pass_host_canary_seconds": [
-    9.621224999989409e-06,
-    7.72902000001352e-06,
-    9.620647499986035e-06
+    7.1662000000216604e-06,
+    9.883065000018121e-06,
+    1.1526555000074267e-05
    ]
   },
   "layer_backward_gelu_autocast": {
-   "seconds": 2.112685658392452e-05,
-   "min": 1.8483809417202357e-05,
-   "max": 3.187962080396357e-05,
+   "seconds": 2.4004573091155013e-05,
+   "min": 1.9223621735970185e-05,
+   "max": 2.8502094958509716e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1947,26 +1947,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.000146016001701355,
-    0.0002483520060777664,
-    0.0006008960008621215
+    0.00012160000205039978,
+    0.00021872000396251678,
+    0.0006344640254974366
    ],
-   "host_canary_seconds": 9.621224999989409e-06,
+   "host_canary_seconds": 7.1662000000216604e-06,
    "pass_seconds": [
-    1.8483809417202357e-05,
-    3.187962080396357e-05,
-    2.112685658392452e-05
+    2.4004573091155013e-05,
+    1.9223621735970185e-05,
+    2.8502094958509716e-05
    ],
    "pass_host_canary_seconds": [
-    9.621224999989409e-06,
-    7.72902000001352e-06,
-    9.620647499986035e-06
+    7.1662000000216604e-06,
+    9.883065000018121e-06,
+    1.1526555000074267e-05
    ]
   },
   "layer_forward_silu": {
-   "seconds": 1.389104766505105e-05,
-   "min": 1.2048000381106424e-05,
-   "max": 1.4163047430061158e-05,
+   "seconds": 1.4572952474866594e-05,
+   "min": 9.767618651191393e-06,
+   "max": 1.6825903916642778e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1975,26 +1975,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.7936000376939773e-05,
-    6.726399809122086e-05,
-    0.00023932799696922303
+    1.9680000841617586e-05,
+    5.027199909090996e-05,
+    0.00016662399470806122
    ],
-   "host_canary_seconds": 9.793904999995106e-06,
+   "host_canary_seconds": 7.145319999999344e-06,
    "pass_seconds": [
-    1.4163047430061158e-05,
-    1.389104766505105e-05,
-    1.2048000381106424e-05
+    9.767618651191393e-06,
+    1.4572952474866594e-05,
+    1.6825903916642778e-05
    ],
    "pass_host_canary_seconds": [
-    9.793904999995106e-06,
-    1.049960000003125e-05,
-    6.875619999959781e-06
+    7.145319999999344e-06,
+    9.555325000007998e-06,
+    1.137665249991926e-05
    ]
   },
   "layer_backward_silu": {
-   "seconds": 2.046476056178411e-05,
-   "min": 1.4700952385153085e-05,
-   "max": 2.3302096696127025e-05,
+   "seconds": 2.7576381074530738e-05,
+   "min": 2.5420191742125016e-05,
+   "max": 2.8592761694675405e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2003,26 +2003,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00011939200013875961,
-    0.00021145600080490112,
-    0.0006745920181274414
+    0.00010988800227642059,
+    0.00018585599958896636,
+    0.0006722559928894043
    ],
-   "host_canary_seconds": 9.793904999995106e-06,
+   "host_canary_seconds": 7.145319999999344e-06,
    "pass_seconds": [
-    2.3302096696127025e-05,
-    2.046476056178411e-05,
-    1.4700952385153085e-05
+    2.8592761694675405e-05,
+    2.5420191742125016e-05,
+    2.7576381074530738e-05
    ],
    "pass_host_canary_seconds": [
-    9.793904999995106e-06,
-    1.049960000003125e-05,
-    6.875619999959781e-06
+    7.145319999999344e-06,
+    9.555325000007998e-06,
+    1.137665249991926e-05
    ]
   },
   "layer_forward_silu_autocast": {
-   "seconds": 1.388571322673843e-05,
-   "min": 9.437714481637592e-06,
-   "max": 1.7785905106436638e-05,
+   "seconds": 1.4587428952966417e-05,
+   "min": 8.777904545977003e-06,
+   "max": 1.7581714938084283e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2031,26 +2031,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.518400132656097e-05,
-    8.70399996638298e-05,
-    0.00025353598594665526
+    4.848000034689903e-05,
+    6.140799820423126e-05,
+    0.0001756799966096878
    ],
-   "host_canary_seconds": 9.789050000001964e-06,
+   "host_canary_seconds": 7.510794999987525e-06,
    "pass_seconds": [
-    1.388571322673843e-05,
-    1.7785905106436638e-05,
-    9.437714481637592e-06
+    8.777904545977003e-06,
+    1.4587428952966417e-05,
+    1.7581714938084283e-05
    ],
    "pass_host_canary_seconds": [
-    9.789050000001964e-06,
-    9.744717500019817e-06,
-    6.757439999915959e-06
+    7.510794999987525e-06,
+    9.976270000002784e-06,
+    9.626597500016487e-06
    ]
   },
   "layer_backward_silu_autocast": {
-   "seconds": 1.924800189832847e-05,
-   "min": 1.6390858129376454e-05,
-   "max": 2.544762069980303e-05,
+   "seconds": 2.2917330619834716e-05,
+   "min": 1.5715808208499635e-05,
+   "max": 3.0542474949643735e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2059,26 +2059,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014271999895572662,
-    0.0002448640018701553,
-    0.0006006399989128112
+    0.00010649599879980087,
+    0.0001908160001039505,
+    0.0006850879788398743
    ],
-   "host_canary_seconds": 9.789050000001964e-06,
+   "host_canary_seconds": 7.510794999987525e-06,
    "pass_seconds": [
-    1.6390858129376454e-05,
-    1.924800189832847e-05,
-    2.544762069980303e-05
+    3.0542474949643735e-05,
+    2.2917330619834716e-05,
+    1.5715808208499635e-05
    ],
    "pass_host_canary_seconds": [
-    9.789050000001964e-06,
-    9.744717500019817e-06,
-    6.757439999915959e-06
+    7.510794999987525e-06,
+    9.976270000002784e-06,
+    9.626597500016487e-06
    ]
   },
   "layer_forward_tanh": {
-   "seconds": 1.0237714187020347e-05,
-   "min": 8.66361946931907e-06,
-   "max": 1.3999999988646734e-05,
+   "seconds": 1.6301713706482025e-05,
+   "min": 1.4914286189845632e-05,
+   "max": 1.8693333757775166e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2087,26 +2087,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.796800062060356e-05,
-    6.627199798822403e-05,
-    0.000236735999584198
+    2.009600028395653e-05,
+    4.69760000705719e-05,
+    0.00025727999210357666
    ],
-   "host_canary_seconds": 9.711654999993157e-06,
+   "host_canary_seconds": 8.320105000017007e-06,
    "pass_seconds": [
-    1.3999999988646734e-05,
-    8.66361946931907e-06,
-    1.0237714187020347e-05
+    1.6301713706482025e-05,
+    1.4914286189845632e-05,
+    1.8693333757775166e-05
    ],
    "pass_host_canary_seconds": [
-    9.711654999993157e-06,
-    7.709694999959993e-06,
-    7.193857500027434e-06
+    8.320105000017007e-06,
+    1.0246625000007724e-05,
+    1.1355032500048878e-05
    ]
   },
   "layer_backward_tanh": {
-   "seconds": 1.938895286903495e-05,
-   "min": 1.6608761889593947e-05,
-   "max": 2.029181076657205e-05,
+   "seconds": 2.1201525593087782e-05,
+   "min": 2.0398474254068868e-05,
+   "max": 2.9228951072409045e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2115,26 +2115,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001271679997444153,
-    0.00020105600357055663,
-    0.0005803200006484986
+    8.713600039482117e-05,
+    0.0001955520063638687,
+    0.0006483200192451477
    ],
-   "host_canary_seconds": 9.711654999993157e-06,
+   "host_canary_seconds": 8.320105000017007e-06,
    "pass_seconds": [
-    1.6608761889593947e-05,
-    1.938895286903495e-05,
-    2.029181076657205e-05
+    2.1201525593087782e-05,
+    2.0398474254068868e-05,
+    2.9228951072409045e-05
    ],
    "pass_host_canary_seconds": [
-    9.711654999993157e-06,
-    7.709694999959993e-06,
-    7.193857500027434e-06
+    8.320105000017007e-06,
+    1.0246625000007724e-05,
+    1.1355032500048878e-05
    ]
   },
   "layer_forward_tanh_autocast": {
-   "seconds": 1.042057139178117e-05,
-   "min": 9.964190068699064e-06,
-   "max": 1.3987047509068535e-05,
+   "seconds": 1.4691047015644255e-05,
+   "min": 9.842285531617347e-06,
+   "max": 1.9209905039696468e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2143,26 +2143,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.371200129389763e-05,
-    8.515200018882751e-05,
-    0.00025334399938583375
+    3.0079999938607215e-05,
+    5.984000116586685e-05,
+    0.0001777919977903366
    ],
-   "host_canary_seconds": 9.614420000012558e-06,
+   "host_canary_seconds": 7.764965000021107e-06,
    "pass_seconds": [
-    1.3987047509068535e-05,
-    1.042057139178117e-05,
-    9.964190068699064e-06
+    9.842285531617347e-06,
+    1.4691047015644255e-05,
+    1.9209905039696468e-05
    ],
    "pass_host_canary_seconds": [
-    9.614420000012558e-06,
-    7.222524999974667e-06,
-    7.106314999987262e-06
+    7.764965000021107e-06,
+    9.995375000002583e-06,
+    1.1076945000070282e-05
    ]
   },
   "layer_backward_tanh_autocast": {
-   "seconds": 2.2639238763423195e-05,
-   "min": 1.8249903229020898e-05,
-   "max": 2.7058287124548635e-05,
+   "seconds": 2.7645713427946684e-05,
+   "min": 2.228266568410964e-05,
+   "max": 2.9915430006526755e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2171,26 +2171,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014127999544143676,
-    0.0002409600019454956,
-    0.000625823974609375
+    0.00010380800068378448,
+    0.00019884799420833587,
+    0.000660319983959198
    ],
-   "host_canary_seconds": 9.614420000012558e-06,
+   "host_canary_seconds": 7.764965000021107e-06,
    "pass_seconds": [
-    1.8249903229020898e-05,
-    2.7058287124548635e-05,
-    2.2639238763423195e-05
+    2.7645713427946684e-05,
+    2.228266568410964e-05,
+    2.9915430006526755e-05
    ],
    "pass_host_canary_seconds": [
-    9.614420000012558e-06,
-    7.222524999974667e-06,
-    7.106314999987262e-06
+    7.764965000021107e-06,
+    9.995375000002583e-06,
+    1.1076945000070282e-05
    ]
   },
   "layer_forward_sigmoid": {
-   "seconds": 1.0369524271005678e-05,
-   "min": 1.0352761529031255e-05,
-   "max": 1.3804951860081581e-05,
+   "seconds": 1.4168380449215572e-05,
+   "min": 9.501714614175615e-06,
+   "max": 1.7083428977500825e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2199,26 +2199,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.7712000533938408e-05,
-    6.672000139951706e-05,
-    0.00023398399353027343
+    2.2592000663280486e-05,
+    4.793599992990494e-05,
+    0.00016406400501728057
    ],
-   "host_canary_seconds": 9.878819999986633e-06,
+   "host_canary_seconds": 7.243809999977202e-06,
    "pass_seconds": [
-    1.3804951860081581e-05,
-    1.0352761529031255e-05,
-    1.0369524271005678e-05
+    9.501714614175615e-06,
+    1.4168380449215572e-05,
+    1.7083428977500825e-05
    ],
    "pass_host_canary_seconds": [
-    9.878819999986633e-06,
-    7.260700000024656e-06,
-    7.893575000110787e-06
+    7.243809999977202e-06,
+    9.92331500000887e-06,
+    1.089367250010298e-05
    ]
   },
   "layer_backward_sigmoid": {
-   "seconds": 1.8585144143019405e-05,
-   "min": 1.749333322402977e-05,
-   "max": 2.365028654180821e-05,
+   "seconds": 2.9946664436942058e-05,
+   "min": 2.5331810294162658e-05,
+   "max": 3.182552453307878e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2227,26 +2227,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00011872000247240066,
-    0.00020003199577331543,
-    0.0005839999914169312
+    8.963199704885482e-05,
+    0.000153888002038002,
+    0.0005987200140953064
    ],
-   "host_canary_seconds": 9.878819999986633e-06,
+   "host_canary_seconds": 7.243809999977202e-06,
    "pass_seconds": [
-    1.749333322402977e-05,
-    1.8585144143019405e-05,
-    2.365028654180821e-05
+    2.5331810294162658e-05,
+    3.182552453307878e-05,
+    2.9946664436942058e-05
    ],
    "pass_host_canary_seconds": [
-    9.878819999986633e-06,
-    7.260700000024656e-06,
-    7.893575000110787e-06
+    7.243809999977202e-06,
+    9.92331500000887e-06,
+    1.089367250010298e-05
    ]
   },
   "layer_forward_sigmoid_autocast": {
-   "seconds": 1.3540571821587425e-05,
-   "min": 9.843809352744193e-06,
-   "max": 1.3980952224561147e-05,
+   "seconds": 1.398704804125286e-05,
+   "min": 9.801904626545453e-06,
+   "max": 1.8435809051706678e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2255,26 +2255,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.476799815893173e-05,
-    8.771199733018875e-05,
-    0.0002548159956932068
+    3.0592000111937526e-05,
+    6.348799914121628e-05,
+    0.00017878399789333343
    ],
-   "host_canary_seconds": 1.0047335000002989e-05,
+   "host_canary_seconds": 7.487379999986387e-06,
    "pass_seconds": [
-    1.3980952224561147e-05,
-    9.843809352744193e-06,
-    1.3540571821587425e-05
+    9.801904626545453e-06,
+    1.398704804125286e-05,
+    1.8435809051706678e-05
    ],
    "pass_host_canary_seconds": [
-    1.0047335000002989e-05,
-    7.221010000009187e-06,
-    7.82383499995376e-06
+    7.487379999986387e-06,
+    9.907112500009419e-06,
+    1.0371919999982993e-05
    ]
   },
   "layer_backward_sigmoid_autocast": {
-   "seconds": 1.61866650340103e-05,
-   "min": 1.4026665527905737e-05,
-   "max": 1.9910092687322983e-05,
+   "seconds": 2.2287236792700633e-05,
+   "min": 2.144457302277996e-05,
+   "max": 2.927085597600256e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2283,26 +2283,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015542399883270263,
-    0.00026464000344276426,
-    0.0006141759753227234
+    0.00011939200013875961,
+    0.00020720000565052033,
+    0.0005861120223999023
    ],
-   "host_canary_seconds": 1.0047335000002989e-05,
+   "host_canary_seconds": 7.487379999986387e-06,
    "pass_seconds": [
-    1.61866650340103e-05,
-    1.4026665527905737e-05,
-    1.9910092687322983e-05
+    2.144457302277996e-05,
+    2.2287236792700633e-05,
+    2.927085597600256e-05
    ],
    "pass_host_canary_seconds": [
-    1.0047335000002989e-05,
-    7.221010000009187e-06,
-    7.82383499995376e-06
+    7.487379999986387e-06,
+    9.907112500009419e-06,
+    1.0371919999982993e-05
    ]
   },
   "layer_forward_dropout": {
-   "seconds": 1.564647638726802e-05,
-   "min": 1.4099809474178723e-05,
-   "max": 2.1394286659501846e-05,
+   "seconds": 1.552533313986801e-05,
+   "min": 1.4444952032395771e-05,
+   "max": 2.2227047277348383e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2311,26 +2311,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.536000102758408e-05,
-    9.583999961614609e-05,
-    0.0003550400137901306
+    2.6048000901937486e-05,
+    7.052800059318543e-05,
+    0.0002431039959192276
    ],
-   "host_canary_seconds": 9.724215000019853e-06,
+   "host_canary_seconds": 7.21932250000279e-06,
    "pass_seconds": [
-    2.1394286659501846e-05,
-    1.564647638726802e-05,
-    1.4099809474178723e-05
+    1.4444952032395771e-05,
+    2.2227047277348383e-05,
+    1.552533313986801e-05
    ],
    "pass_host_canary_seconds": [
-    9.724215000019853e-06,
-    7.098234999958208e-06,
-    7.4052600000129586e-06
+    7.21932250000279e-06,
+    9.96598999996934e-06,
+    7.88192000001686e-06
    ]
   },
   "layer_backward_dropout": {
-   "seconds": 2.1766857909304755e-05,
-   "min": 1.4783239524279321e-05,
-   "max": 2.6926476951865927e-05,
+   "seconds": 2.6150857586236226e-05,
+   "min": 2.4204190110876447e-05,
+   "max": 3.422628706764607e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2339,26 +2339,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015184000134468078,
-    0.0003030399978160858,
-    0.0008064960241317749
+    0.00011740799993276597,
+    0.00018988800048828125,
+    0.0006826559901237487
    ],
-   "host_canary_seconds": 9.724215000019853e-06,
+   "host_canary_seconds": 7.21932250000279e-06,
    "pass_seconds": [
-    2.1766857909304755e-05,
-    1.4783239524279321e-05,
-    2.6926476951865927e-05
+    2.4204190110876447e-05,
+    2.6150857586236226e-05,
+    3.422628706764607e-05
    ],
    "pass_host_canary_seconds": [
-    9.724215000019853e-06,
-    7.098234999958208e-06,
-    7.4052600000129586e-06
+    7.21932250000279e-06,
+    9.96598999996934e-06,
+    7.88192000001686e-06
    ]
   },
   "layer_forward_dropout_autocast": {
-   "seconds": 1.614933389992941e-05,
-   "min": 1.5107047167562304e-05,
-   "max": 2.1366857524429048e-05,
+   "seconds": 1.6704761733611427e-05,
+   "min": 1.6395429592756995e-05,
+   "max": 2.16929524072579e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2367,26 +2367,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.430399999022484e-05,
-    0.00015270400047302245,
-    0.00038624000549316407
+    3.654399886727333e-05,
+    8.124800026416779e-05,
+    0.0002853119969367981
    ],
-   "host_canary_seconds": 1.0127074999992658e-05,
+   "host_canary_seconds": 7.185954999968658e-06,
    "pass_seconds": [
-    2.1366857524429048e-05,
-    1.5107047167562304e-05,
-    1.614933389992941e-05
+    1.6704761733611427e-05,
+    2.16929524072579e-05,
+    1.6395429592756995e-05
    ],
    "pass_host_canary_seconds": [
-    1.0127074999992658e-05,
-    6.945589999958202e-06,
-    7.855319999947596e-06
+    7.185954999968658e-06,
+    9.708577499978332e-06,
+    7.887307499956365e-06
    ]
   },
   "layer_backward_dropout_autocast": {
-   "seconds": 1.7909332932460878e-05,
-   "min": 1.2968382487694417e-05,
-   "max": 2.1971045505432847e-05,
+   "seconds": 2.5155808067037944e-05,
+   "min": 1.5721144952944346e-05,
+   "max": 2.836952482660612e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2395,26 +2395,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00017740799486637115,
-    0.0003091840147972107,
-    0.0007712000012397766
+    0.00012160000205039978,
+    0.0002343679964542389,
+    0.000613152027130127
    ],
-   "host_canary_seconds": 1.0127074999992658e-05,
+   "host_canary_seconds": 7.185954999968658e-06,
    "pass_seconds": [
-    1.7909332932460878e-05,
-    1.2968382487694417e-05,
-    2.1971045505432847e-05
+    1.5721144952944346e-05,
+    2.5155808067037944e-05,
+    2.836952482660612e-05
    ],
    "pass_host_canary_seconds": [
-    1.0127074999992658e-05,
-    6.945589999958202e-06,
-    7.855319999947596e-06
+    7.185954999968658e-06,
+    9.708577499978332e-06,
+    7.887307499956365e-06
    ]
   },
   "layer_forward_add": {
-   "seconds": 8.421333240611214e-06,
-   "min": 7.862857055096398e-06,
-   "max": 1.1070476135327704e-05,
+   "seconds": 7.4575240945532215e-06,
+   "min": 7.261714765003749e-06,
+   "max": 1.2759618815921601e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2423,26 +2423,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.7744000777602196e-05,
-    8.694399893283844e-05,
-    0.00020246399939060212
+    2.5439999997615813e-05,
+    4.255999997258186e-05,
+    0.00013555200397968292
    ],
-   "host_canary_seconds": 1.0202315000000794e-05,
+   "host_canary_seconds": 7.29597000001192e-06,
    "pass_seconds": [
-    1.1070476135327704e-05,
-    7.862857055096398e-06,
-    8.421333240611214e-06
+    7.4575240945532215e-06,
+    7.261714765003749e-06,
+    1.2759618815921601e-05
    ],
    "pass_host_canary_seconds": [
-    1.0202315000000794e-05,
-    6.899892499987459e-06,
-    7.13476999990803e-06
+    7.29597000001192e-06,
+    7.281405000014729e-06,
+    1.0383974999967905e-05
    ]
   },
   "layer_backward_add": {
-   "seconds": 2.1992383169985943e-05,
-   "min": 1.3858284978639511e-05,
-   "max": 2.798628470017797e-05,
+   "seconds": 3.091885646184286e-05,
+   "min": 2.038095368161088e-05,
+   "max": 3.175161814405805e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2451,26 +2451,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015174399316310883,
-    0.0002380480021238327,
-    0.0006433920264244079
+    0.00012422399967908858,
+    0.0001815039962530136,
+    0.0005330560207366943
    ],
-   "host_canary_seconds": 1.0202315000000794e-05,
+   "host_canary_seconds": 7.29597000001192e-06,
    "pass_seconds": [
-    2.1992383169985943e-05,
-    1.3858284978639511e-05,
-    2.798628470017797e-05
+    2.038095368161088e-05,
+    3.175161814405805e-05,
+    3.091885646184286e-05
    ],
    "pass_host_canary_seconds": [
-    1.0202315000000794e-05,
-    6.899892499987459e-06,
-    7.13476999990803e-06
+    7.29597000001192e-06,
+    7.281405000014729e-06,
+    1.0383974999967905e-05
    ]
   },
   "layer_forward_add_autocast": {
-   "seconds": 7.843047557842165e-06,
-   "min": 7.318095171025821e-06,
-   "max": 1.1536761586155208e-05,
+   "seconds": 7.985524301018034e-06,
+   "min": 6.894476534355254e-06,
+   "max": 8.700952643439883e-06,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2479,26 +2479,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.121600091457367e-05,
-    7.420799881219864e-05,
-    0.00021372799575328826
+    2.796800062060356e-05,
+    5.459199845790863e-05,
+    0.0001486400067806244
    ],
-   "host_canary_seconds": 9.59824000002385e-06,
+   "host_canary_seconds": 7.033535000005031e-06,
    "pass_seconds": [
-    1.1536761586155208e-05,
-    7.843047557842165e-06,
-    7.318095171025821e-06
+    7.985524301018034e-06,
+    8.700952643439883e-06,
+    6.894476534355254e-06
    ],
    "pass_host_canary_seconds": [
-    9.59824000002385e-06,
-    6.996524999998144e-06,
-    7.490634999953727e-06
+    7.033535000005031e-06,
+    7.556535000006193e-06,
+    1.0413867499963203e-05
    ]
   },
   "layer_backward_add_autocast": {
-   "seconds": 2.005790511057491e-05,
-   "min": 1.296304751719747e-05,
-   "max": 2.5225142903980756e-05,
+   "seconds": 3.590857255316916e-05,
+   "min": 3.300190486368679e-05,
+   "max": 3.646857255981082e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2507,26 +2507,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001523520052433014,
-    0.00026921600103378294,
-    0.0006336320042610169
+    0.00011388800293207169,
+    0.00022908799350261687,
+    0.0007261120080947876
    ],
-   "host_canary_seconds": 9.59824000002385e-06,
+   "host_canary_seconds": 7.033535000005031e-06,
    "pass_seconds": [
-    2.005790511057491e-05,
-    1.296304751719747e-05,
-    2.5225142903980756e-05
+    3.300190486368679e-05,
+    3.646857255981082e-05,
+    3.590857255316916e-05
    ],
    "pass_host_canary_seconds": [
-    9.59824000002385e-06,
-    6.996524999998144e-06,
-    7.490634999953727e-06
+    7.033535000005031e-06,
+    7.556535000006193e-06,
+    1.0413867499963203e-05
    ]
   },
   "layer_forward_mul": {
-   "seconds": 9.7668572728123e-06,
-   "min": 8.623238120760237e-06,
-   "max": 1.2121904552692457e-05,
+   "seconds": 1.3003428510966755e-05,
+   "min": 8.620190833296094e-06,
+   "max": 1.3236571812913534e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2535,26 +2535,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.550400048494339e-05,
-    6.099199876189232e-05,
-    0.00020703999698162078
+    1.756799966096878e-05,
+    4.518400132656097e-05,
+    0.00014745600521564483
    ],
-   "host_canary_seconds": 9.52578749998878e-06,
+   "host_canary_seconds": 6.889529999991595e-06,
    "pass_seconds": [
-    1.2121904552692457e-05,
-    9.7668572728123e-06,
-    8.623238120760237e-06
+    8.620190833296094e-06,
+    1.3236571812913534e-05,
+    1.3003428510966755e-05
    ],
    "pass_host_canary_seconds": [
-    9.52578749998878e-06,
-    6.730815000040025e-06,
-    7.2348449999992685e-06
+    6.889529999991595e-06,
+    1.0275825000007899e-05,
+    1.0031860000054849e-05
    ]
   },
   "layer_backward_mul": {
-   "seconds": 3.4473905872021404e-05,
-   "min": 2.4669714183324856e-05,
-   "max": 5.214781030302958e-05,
+   "seconds": 5.741790486943153e-05,
+   "min": 5.256837774955092e-05,
+   "max": 5.7495622053032834e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2563,26 +2563,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00013718399405479432,
-    0.0002845759987831116,
-    0.0008386560082435608
+    0.00012332800030708313,
+    0.0003110400140285492,
+    0.0011115200519561767
    ],
-   "host_canary_seconds": 9.52578749998878e-06,
+   "host_canary_seconds": 6.889529999991595e-06,
    "pass_seconds": [
-    3.4473905872021404e-05,
-    2.4669714183324856e-05,
-    5.214781030302958e-05
+    5.7495622053032834e-05,
+    5.741790486943153e-05,
+    5.256837774955092e-05
    ],
    "pass_host_canary_seconds": [
-    9.52578749998878e-06,
-    6.730815000040025e-06,
-    7.2348449999992685e-06
+    6.889529999991595e-06,
+    1.0275825000007899e-05,
+    1.0031860000054849e-05
    ]
   },
   "layer_forward_mul_autocast": {
-   "seconds": 8.798475776399885e-06,
-   "min": 8.268952014900389e-06,
-   "max": 1.2726095815499623e-05,
+   "seconds": 8.628570962519873e-06,
+   "min": 7.78361853389513e-06,
+   "max": 1.39710484516053e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2591,26 +2591,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.2879998683929446e-05,
-    7.814399898052215e-05,
-    0.00023280000686645507
+    2.7712000533938408e-05,
+    5.507199838757515e-05,
+    0.00015763199329376222
    ],
-   "host_canary_seconds": 9.537404999999666e-06,
+   "host_canary_seconds": 7.0672224999945855e-06,
    "pass_seconds": [
-    1.2726095815499623e-05,
-    8.268952014900389e-06,
-    8.798475776399885e-06
+    8.628570962519873e-06,
+    7.78361853389513e-06,
+    1.39710484516053e-05
    ],
    "pass_host_canary_seconds": [
-    9.537404999999666e-06,
-    6.673410000033186e-06,
-    6.896605000079603e-06
+    7.0672224999945855e-06,
+    1.024242999996261e-05,
+    1.0179644999936955e-05
    ]
   },
   "layer_backward_mul_autocast": {
-   "seconds": 3.5833904076190214e-05,
-   "min": 2.698742740211033e-05,
-   "max": 4.571657095636641e-05,
+   "seconds": 5.103695694179762e-05,
+   "min": 4.5351618812197725e-05,
+   "max": 5.594285435619808e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2619,26 +2619,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001618880033493042,
-    0.00031990399956703186,
-    0.0008944000005722046
+    0.00014790399372577667,
+    0.00030025601387023926,
+    0.001102687954902649
    ],
-   "host_canary_seconds": 9.537404999999666e-06,
+   "host_canary_seconds": 7.0672224999945855e-06,
    "pass_seconds": [
-    3.5833904076190214e-05,
-    2.698742740211033e-05,
-    4.571657095636641e-05
+    5.594285435619808e-05,
+    5.103695694179762e-05,
+    4.5351618812197725e-05
    ],
    "pass_host_canary_seconds": [
-    9.537404999999666e-06,
-    6.673410000033186e-06,
-    6.896605000079603e-06
+    7.0672224999945855e-06,
+    1.024242999996261e-05,
+    1.0179644999936955e-05
    ]
   },
   "layer_forward_softmax": {
-   "seconds": 8.288762133036342e-06,
-   "min": 7.882667084534962e-06,
-   "max": 1.1474285895625752e-05,
+   "seconds": 1.2863238031665483e-05,
+   "min": 1.2445713792528424e-05,
+   "max": 1.53607621434189e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2647,26 +2647,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.499200031161308e-05,
-    5.916799977421761e-05,
-    0.00019702400267124177
+    1.8400000408291815e-05,
+    4.2399998754262926e-05,
+    0.0002006399929523468
    ],
-   "host_canary_seconds": 9.699359999988388e-06,
+   "host_canary_seconds": 7.236259999992e-06,
    "pass_seconds": [
-    1.1474285895625752e-05,
-    7.882667084534962e-06,
-    8.288762133036342e-06
+    1.2445713792528424e-05,
+    1.2863238031665483e-05,
+    1.53607621434189e-05
    ],
    "pass_host_canary_seconds": [
-    9.699359999988388e-06,
-    6.695762499973056e-06,
-    6.909180000036485e-06
+    7.236259999992e-06,
+    1.0312212499989926e-05,
+    1.0592292500035683e-05
    ]
   },
   "layer_backward_softmax": {
-   "seconds": 1.6249142853277072e-05,
-   "min": 1.597866522414344e-05,
-   "max": 2.395733224139327e-05,
+   "seconds": 4.0230855877910346e-05,
+   "min": 3.6761907239755e-05,
+   "max": 4.028037962104593e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2675,26 +2675,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00012691199779510498,
-    0.0002226880043745041,
-    0.0006548799872398377
+    0.00010460799932479858,
+    0.00022092799842357637,
+    0.0008322880268096924
    ],
-   "host_canary_seconds": 9.699359999988388e-06,
+   "host_canary_seconds": 7.236259999992e-06,
    "pass_seconds": [
-    2.395733224139327e-05,
-    1.597866522414344e-05,
-    1.6249142853277072e-05
+    3.6761907239755e-05,
+    4.028037962104593e-05,
+    4.0230855877910346e-05
    ],
    "pass_host_canary_seconds": [
-    9.699359999988388e-06,
-    6.695762499973056e-06,
-    6.909180000036485e-06
+    7.236259999992e-06,
+    1.0312212499989926e-05,
+    1.0592292500035683e-05
    ]
   },
   "layer_forward_softmax_autocast": {
-   "seconds": 8.56380962899753e-06,
-   "min": 8.49600038712933e-06,
-   "max": 1.1548190244606562e-05,
+   "seconds": 9.169523648562884e-06,
+   "min": 8.38780988539968e-06,
+   "max": 1.3263999528828122e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2703,26 +2703,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.252799972891807e-05,
-    7.744000107049942e-05,
-    0.00021583999693393707
+    4.2431998997926714e-05,
+    5.70559985935688e-05,
+    0.0001756799966096878
    ],
-   "host_canary_seconds": 9.57089499998176e-06,
+   "host_canary_seconds": 8.11665999998823e-06,
    "pass_seconds": [
-    1.1548190244606562e-05,
-    8.49600038712933e-06,
-    8.56380962899753e-06
+    9.169523648562884e-06,
+    8.38780988539968e-06,
+    1.3263999528828122e-05
    ],
    "pass_host_canary_seconds": [
-    9.57089499998176e-06,
-    6.744862499985515e-06,
-    7.193705000076988e-06
+    8.11665999998823e-06,
+    1.0475807499972234e-05,
+    1.015567750002333e-05
    ]
   },
   "layer_backward_softmax_autocast": {
-   "seconds": 2.20784754270599e-05,
-   "min": 1.5979426868614692e-05,
-   "max": 2.9984761384271443e-05,
+   "seconds": 3.98735250568106e-05,
+   "min": 3.795809635803813e-05,
+   "max": 4.319847392893973e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2731,26 +2731,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.000150176003575325,
-    0.0002638719975948334,
-    0.000658847987651825
+    0.00017615999281406404,
+    0.0002927680015563965,
+    0.0009016320109367371
    ],
-   "host_canary_seconds": 9.57089499998176e-06,
+   "host_canary_seconds": 8.11665999998823e-06,
    "pass_seconds": [
-    2.20784754270599e-05,
-    1.5979426868614692e-05,
-    2.9984761384271443e-05
+    3.98735250568106e-05,
+    4.319847392893973e-05,
+    3.795809635803813e-05
    ],
    "pass_host_canary_seconds": [
-    9.57089499998176e-06,
-    6.744862499985515e-06,
-    7.193705000076988e-06
+    8.11665999998823e-06,
+    1.0475807499972234e-05,
+    1.015567750002333e-05
    ]
   },
   "layer_forward_log_softmax": {
-   "seconds": 7.900952139780636e-06,
-   "min": 7.849142664954778e-06,
-   "max": 1.1517714265556564e-05,
+   "seconds": 1.2972190443958554e-05,
+   "min": 8.42057177353473e-06,
+   "max": 1.4204190600486028e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2759,26 +2759,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.4607999250292777e-05,
-    5.696000158786774e-05,
-    0.0001966399997472763
+    1.7311999574303626e-05,
+    4.198399931192398e-05,
+    0.00014342400431632997
    ],
-   "host_canary_seconds": 9.64540500000055e-06,
+   "host_canary_seconds": 7.323670000012328e-06,
    "pass_seconds": [
-    1.1517714265556564e-05,
-    7.900952139780636e-06,
-    7.849142664954778e-06
+    8.42057177353473e-06,
+    1.2972190443958554e-05,
+    1.4204190600486028e-05
    ],
    "pass_host_canary_seconds": [
-    9.64540500000055e-06,
-    6.7018025000109565e-06,
-    6.909805000034908e-06
+    7.323670000012328e-06,
+    1.0822714999996207e-05,
+    1.1003394999988812e-05
    ]
   },
   "layer_backward_log_softmax": {
-   "seconds": 1.4954666562733197e-05,
-   "min": 1.0898285767152193e-05,
-   "max": 2.239009525094713e-05,
+   "seconds": 2.5961905717849726e-05,
+   "min": 2.1564188723762833e-05,
+   "max": 3.0752763684306826e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2787,26 +2787,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00010982400178909301,
-    0.0001945279985666275,
-    0.0005086719989776612
+    9.920000284910202e-05,
+    0.00018479999899864198,
+    0.0005475199818611145
    ],
-   "host_canary_seconds": 9.64540500000055e-06,
+   "host_canary_seconds": 7.323670000012328e-06,
    "pass_seconds": [
-    1.4954666562733197e-05,
-    1.0898285767152193e-05,
-    2.239009525094713e-05
+    2.1564188723762833e-05,
+    3.0752763684306826e-05,
+    2.5961905717849726e-05
    ],
    "pass_host_canary_seconds": [
-    9.64540500000055e-06,
-    6.7018025000109565e-06,
-    6.909805000034908e-06
+    7.323670000012328e-06,
+    1.0822714999996207e-05,
+    1.1003394999988812e-05
    ]
   },
   "layer_forward_log_softmax_autocast": {
-   "seconds": 8.705523485938708e-06,
-   "min": 8.432761987759953e-06,
-   "max": 1.2369523268370402e-05,
+   "seconds": 1.3081904145933331e-05,
+   "min": 1.0177523607299442e-05,
+   "max": 1.3952000864914485e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2815,26 +2815,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.163200035691261e-05,
-    7.555200159549713e-05,
-    0.0002261119931936264
+    2.9343999922275544e-05,
+    6.787200272083283e-05,
+    0.00018467199802398683
    ],
-   "host_canary_seconds": 9.695144999994909e-06,
+   "host_canary_seconds": 7.645584999984578e-06,
    "pass_seconds": [
-    1.2369523268370402e-05,
-    8.432761987759953e-06,
-    8.705523485938708e-06
+    1.0177523607299442e-05,
+    1.3952000864914485e-05,
+    1.3081904145933331e-05
    ],
    "pass_host_canary_seconds": [
-    9.695144999994909e-06,
-    6.733197499997345e-06,
-    7.3873824999992625e-06
+    7.645584999984578e-06,
+    1.0813825000006715e-05,
+    1.0759067500032415e-05
    ]
   },
   "layer_backward_log_softmax_autocast": {
-   "seconds": 1.5875808717239466e-05,
-   "min": 1.0544000903055785e-05,
-   "max": 1.882590415577094e-05,
+   "seconds": 2.2438095261653266e-05,
+   "min": 2.015847464402516e-05,
+   "max": 3.149637757312684e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2843,674 +2843,674 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00013926400244235993,
-    0.00023129600286483766,
-    0.0005653759837150573
+    0.0001263359934091568,
+    0.0002205120027065277,
+    0.0005824319720268249
    ],
-   "host_canary_seconds": 9.695144999994909e-06,
+   "host_canary_seconds": 7.645584999984578e-06,
    "pass_seconds": [
-    1.5875808717239466e-05,
-    1.0544000903055785e-05,
-    1.882590415577094e-05
+    2.015847464402516e-05,
+    3.149637757312684e-05,
+    2.2438095261653266e-05
    ],
    "pass_host_canary_seconds": [
-    9.695144999994909e-06,
-    6.733197499997345e-06,
-    7.3873824999992625e-06
+    7.645584999984578e-06,
+    1.0813825000006715e-05,
+    1.0759067500032415e-05
    ]
   },
   "layer_forward_cross_entropy": {
-   "seconds": 3.7151999771595004e-05,
-   "min": 3.1808000057935716e-05,
-   "max": 0.00010134399682283402,
+   "seconds": 6.195199862122536e-05,
+   "min": 3.5392001271247867e-05,
+   "max": 9.07519981265068e-05,
    "samples": 123,
    "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.5555549999915e-06,
+   "host_canary_seconds": 7.312365000018417e-06,
    "pass_seconds": [
-    5.056000128388405e-05,
-    3.516799956560135e-05,
-    3.7151999771595004e-05
+    3.798399865627289e-05,
+    6.195199862122536e-05,
+    6.201599910855294e-05
    ],
    "pass_host_canary_seconds": [
-    9.5555549999915e-06,
-    6.7369900000002755e-06,
-    7.366082499942194e-06
+    7.312365000018417e-06,
+    1.05072400000239e-05,
+    1.087721250002005e-05
    ]
   },
   "layer_backward_cross_entropy": {
-   "seconds": 4.8197335563600045e-05,
-   "min": 4.03426621730129e-05,
-   "max": 0.0003958626572663586,
+   "seconds": 0.00010104533874740204,
+   "min": 5.8878673550983245e-05,
+   "max": 0.0002891160063445568,
    "samples": 123,
    "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.5555549999915e-06,
+   "host_canary_seconds": 7.312365000018417e-06,
    "pass_seconds": [
-    6.571866913388174e-05,
-    4.5293335802853136e-05,
-    4.8197335563600045e-05
+    6.566266560306151e-05,
+    0.00018655599281191827,
+    0.00010104533874740204
    ],
    "pass_host_canary_seconds": [
-    9.5555549999915e-06,
-    6.7369900000002755e-06,
-    7.366082499942194e-06
+    7.312365000018417e-06,
+    1.05072400000239e-05,
+    1.087721250002005e-05
    ]
   },
   "layer_forward_cross_entropy_autocast": {
-   "seconds": 4.992000013589859e-05,
-   "min": 4.24639992415905e-05,
-   "max": 9.932799637317657e-05,
+   "seconds": 9.10400003194809e-05,
+   "min": 4.659200087189674e-05,
+   "max": 0.0001329600065946579,
    "samples": 123,
    "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.607815000016728e-06,
+   "host_canary_seconds": 6.985077500001325e-06,
    "pass_seconds": [
-    7.068800181150437e-05,
-    4.7200001776218416e-05,
-    4.992000013589859e-05
+    5.09440004825592e-05,
+    9.10400003194809e-05,
+    9.612800180912018e-05
    ],
    "pass_host_canary_seconds": [
-    9.607815000016728e-06,
-    6.732772500015471e-06,
-    7.064727499965784e-06
+    6.985077500001325e-06,
+    1.0564959999967982e-05,
+    1.0858804999998029e-05
    ]
   },
   "layer_backward_cross_entropy_autocast": {
-   "seconds": 5.934133101254703e-05,
-   "min": 4.448533710092303e-05,
-   "max": 0.00019291865794608996,
+   "seconds": 0.00014021334269394476,
+   "min": 5.763067149867614e-05,
+   "max": 0.00044635734179367624,
    "samples": 123,
    "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.607815000016728e-06,
+   "host_canary_seconds": 6.985077500001325e-06,
    "pass_seconds": [
-    8.523866503189007e-05,
-    5.934133101254703e-05,
-    5.267732497304676e-05
+    7.25746735309561e-05,
+    0.0001771160066127777,
+    0.00014021334269394476
    ],
    "pass_host_canary_seconds": [
-    9.607815000016728e-06,
-    6.732772500015471e-06,
-    7.064727499965784e-06
+    6.985077500001325e-06,
+    1.0564959999967982e-05,
+    1.0858804999998029e-05
    ]
   },
   "layer_forward_embedding": {
-   "seconds": 2.582399919629097e-05,
-   "min": 2.1439999341964723e-05,
-   "max": 7.497599720954895e-05,
+   "seconds": 4.227200150489807e-05,
+   "min": 3.5936001688241956e-05,
+   "max": 8.134400099515915e-05,
    "samples": 123,
    "method": "one tiny embedding layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.50761500002173e-06,
+   "host_canary_seconds": 7.138005000015824e-06,
    "pass_seconds": [
-    3.526400029659271e-05,
-    2.348800003528595e-05,
-    2.582399919629097e-05
+    3.990399837493896e-05,
+    4.227200150489807e-05,
+    5.0367999821901324e-05
    ],
    "pass_host_canary_seconds": [
-    9.50761500002173e-06,
-    6.818667499999265e-06,
-    7.044010000001322e-06
+    7.138005000015824e-06,
+    1.0552319999987957e-05,
+    1.0858804999998029e-05
    ]
   },
   "layer_backward_embedding": {
-   "seconds": 0.00017346266626069943,
-   "min": 0.0001351413382217288,
-   "max": 0.00046024665950487057,
+   "seconds": 0.0003230613454555472,
+   "min": 0.0001907186790679892,
+   "max": 0.0007147093399738272,
    "samples": 123,
    "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.50761500002173e-06,
+   "host_canary_seconds": 7.138005000015824e-06,
    "pass_seconds": [
-    0.00017346266626069943,
-    0.00019185332674533133,
-    0.00015168533753603697
+    0.00020700666153182585,
+    0.0003988119810819625,
+    0.0003230613454555472
    ],
    "pass_host_canary_seconds": [
-    9.50761500002173e-06,
-    6.818667499999265e-06,
-    7.044010000001322e-06
+    7.138005000015824e-06,
+    1.0552319999987957e-05,
+    1.0858804999998029e-05
    ]
   },
   "layer_forward_embedding_autocast": {
-   "seconds": 3.8143999874591825e-05,
-   "min": 3.222399950027466e-05,
-   "max": 8.78399983048439e-05,
+   "seconds": 7.350400090217591e-05,
+   "min": 3.392000123858452e-05,
+   "max": 0.00013775999844074248,
    "samples": 123,
    "method": "one tiny embedding layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.707455000018684e-06,
+   "host_canary_seconds": 7.0383849999799965e-06,
    "pass_seconds": [
-    5.4687999188899995e-05,
-    3.564799949526787e-05,
-    3.8143999874591825e-05
+    3.676800057291984e-05,
+    7.350400090217591e-05,
+    7.760000228881836e-05
    ],
    "pass_host_canary_seconds": [
-    9.707455000018684e-06,
-    6.73135500001365e-06,
-    7.471285000022477e-06
+    7.0383849999799965e-06,
+    1.0388677500010601e-05,
+    1.0734855000009702e-05
    ]
   },
   "layer_backward_embedding_autocast": {
-   "seconds": 0.00021246133837848902,
-   "min": 0.00014563732501119374,
-   "max": 0.00039355868070075907,
+   "seconds": 0.0003717333547150095,
+   "min": 0.00022147067108501986,
+   "max": 0.0007811413280044993,
    "samples": 123,
    "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.707455000018684e-06,
+   "host_canary_seconds": 7.0383849999799965e-06,
    "pass_seconds": [
-    0.00024431067674110334,
-    0.00021246133837848902,
-    0.00016096532996743917
+    0.0002496946624790629,
+    0.00044226799905300134,
+    0.0003717333547150095
    ],
    "pass_host_canary_seconds": [
-    9.707455000018684e-06,
-    6.73135500001365e-06,
-    7.471285000022477e-06
+    7.0383849999799965e-06,
+    1.0388677500010601e-05,
+    1.0734855000009702e-05
    ]
   },
   "layer_forward_embedding_atomic": {
-   "seconds": 2.316799946129322e-05,
-   "min": 1.9360000267624855e-05,
-   "max": 7.539200037717819e-05,
+   "seconds": 3.8336001336574555e-05,
+   "min": 2.1695999428629874e-05,
+   "max": 5.993599817156792e-05,
    "samples": 123,
    "method": "one tiny embedding_atomic layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0122615000014435e-05,
+   "host_canary_seconds": 7.014785000016843e-06,
    "pass_seconds": [
-    3.139200061559677e-05,
-    2.0511999726295472e-05,
-    2.316799946129322e-05
+    2.3264000192284583e-05,
+    3.8336001336574555e-05,
+    4.14079986512661e-05
    ],
    "pass_host_canary_seconds": [
-    1.0122615000014435e-05,
-    6.704589999984023e-06,
-    7.645582500046543e-06
+    7.014785000016843e-06,
+    1.0334697499985168e-05,
+    1.0841162500057068e-05
    ]
   },
   "layer_backward_embedding_atomic": {
-   "seconds": 3.110933024436235e-05,
-   "min": 1.7709326930344114e-05,
-   "max": 0.00014379866390178603,
+   "seconds": 6.818800419569016e-05,
+   "min": 1.2123994529247292e-05,
+   "max": 0.00042114131742467485,
    "samples": 123,
    "method": "one tiny embedding_atomic layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0122615000014435e-05,
+   "host_canary_seconds": 7.014785000016843e-06,
    "pass_seconds": [
-    4.0278672861556236e-05,
-    2.321333903819324e-05,
-    3.110933024436235e-05
+    3.497466848542292e-05,
+    6.818800419569016e-05,
+    9.336534732331832e-05
    ],
    "pass_host_canary_seconds": [
-    1.0122615000014435e-05,
-    6.704589999984023e-06,
-    7.645582500046543e-06
+    7.014785000016843e-06,
+    1.0334697499985168e-05,
+    1.0841162500057068e-05
    ]
   },
   "layer_forward_embedding_atomic_autocast": {
-   "seconds": 3.507199883460998e-05,
-   "min": 2.921600081026554e-05,
-   "max": 0.00017497600615024568,
+   "seconds": 6.198399886488915e-05,
+   "min": 3.110400028526783e-05,
+   "max": 9.353599697351456e-05,
    "samples": 123,
    "method": "one tiny embedding_atomic layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0032919999982681e-05,
+   "host_canary_seconds": 6.911469999995034e-06,
    "pass_seconds": [
-    5.104000121355057e-05,
-    3.084800019860268e-05,
-    3.507199883460998e-05
+    3.363199904561043e-05,
+    6.26240000128746e-05,
+    6.198399886488915e-05
    ],
    "pass_host_canary_seconds": [
-    1.0032919999982681e-05,
-    6.871205000003044e-06,
-    7.620560000063392e-06
+    6.911469999995034e-06,
+    1.0650400000002947e-05,
+    1.1008124999989377e-05
    ]
   },
   "layer_backward_embedding_atomic_autocast": {
-   "seconds": 3.9813331328332425e-05,
-   "min": 3.066932503134014e-05,
-   "max": 0.0002442613383755088,
+   "seconds": 0.00012942933135976392,
+   "min": 4.07026655351122e-05,
+   "max": 0.0004370773344611128,
    "samples": 123,
    "method": "one tiny embedding_atomic layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0032919999982681e-05,
+   "host_canary_seconds": 6.911469999995034e-06,
    "pass_seconds": [
-    4.495066373298568e-05,
-    3.5053336061537286e-05,
-    3.9813331328332425e-05
+    4.505466887106497e-05,
+    0.00013481198996305465,
+    0.00012942933135976392
    ],
    "pass_host_canary_seconds": [
-    1.0032919999982681e-05,
-    6.871205000003044e-06,
-    7.620560000063392e-06
+    6.911469999995034e-06,
+    1.0650400000002947e-05,
+    1.1008124999989377e-05
    ]
   },
   "layer_forward_maxpool2d": {
-   "seconds": 2.220799960196018e-05,
-   "min": 1.9807999953627586e-05,
-   "max": 9.279999881982804e-05,
+   "seconds": 3.9103999733924864e-05,
+   "min": 2.009600028395653e-05,
+   "max": 6.447999924421311e-05,
    "samples": 123,
    "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.847269999987417e-06,
+   "host_canary_seconds": 6.846524999986059e-06,
    "pass_seconds": [
-    3.1615998595952986e-05,
-    2.0896000787615776e-05,
-    2.220799960196018e-05
+    2.131200022995472e-05,
+    4.0543999522924424e-05,
+    3.9103999733924864e-05
    ],
    "pass_host_canary_seconds": [
-    9.847269999987417e-06,
-    6.757747500003575e-06,
-    7.488317500019548e-06
+    6.846524999986059e-06,
+    1.0749929999960273e-05,
+    1.107107500004645e-05
    ]
   },
   "layer_backward_maxpool2d": {
-   "seconds": 2.7653333730995653e-05,
-   "min": 1.5469334088265906e-05,
-   "max": 6.200666322062416e-05,
+   "seconds": 4.5051995664834976e-05,
+   "min": 1.4428008347749715e-05,
+   "max": 0.00011154133298744757,
    "samples": 123,
    "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.847269999987417e-06,
+   "host_canary_seconds": 6.846524999986059e-06,
    "pass_seconds": [
-    2.7926664489010992e-05,
-    1.8701328895986098e-05,
-    2.7653333730995653e-05
+    4.012667046238978e-05,
+    4.5051995664834976e-05,
+    7.32693395887812e-05
    ],
    "pass_host_canary_seconds": [
-    9.847269999987417e-06,
-    6.757747500003575e-06,
-    7.488317500019548e-06
+    6.846524999986059e-06,
+    1.0749929999960273e-05,
+    1.107107500004645e-05
    ]
   },
   "layer_forward_maxpool2d_autocast": {
-   "seconds": 3.273599967360497e-05,
-   "min": 2.860799990594387e-05,
-   "max": 6.940799951553344e-05,
+   "seconds": 6.150399893522262e-05,
+   "min": 2.9440000653266906e-05,
+   "max": 9.801600128412247e-05,
    "samples": 123,
    "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.57579499999639e-06,
+   "host_canary_seconds": 6.8824400000089275e-06,
    "pass_seconds": [
-    4.8000000417232514e-05,
-    3.0271999537944795e-05,
-    3.273599967360497e-05
+    3.267199918627739e-05,
+    6.284800171852112e-05,
+    6.150399893522262e-05
    ],
    "pass_host_canary_seconds": [
-    9.57579499999639e-06,
-    6.761470000000713e-06,
-    7.094517499979247e-06
+    6.8824400000089275e-06,
+    1.0079705000052285e-05,
+    1.0604375000013987e-05
    ]
   },
   "layer_backward_maxpool2d_autocast": {
-   "seconds": 3.494933526962994e-05,
-   "min": 2.543066410968702e-05,
-   "max": 0.0003449826535458366,
+   "seconds": 7.710934647669396e-05,
+   "min": 1.60599946975708e-05,
+   "max": 0.0005017493314420184,
    "samples": 123,
    "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.57579499999639e-06,
+   "host_canary_seconds": 6.8824400000089275e-06,
    "pass_seconds": [
-    3.9126664089659855e-05,
-    3.118132520467044e-05,
-    3.494933526962994e-05
+    5.2926676658292604e-05,
+    8.306799829006193e-05,
+    7.710934647669396e-05
    ],
    "pass_host_canary_seconds": [
-    9.57579499999639e-06,
-    6.761470000000713e-06,
-    7.094517499979247e-06
+    6.8824400000089275e-06,
+    1.0079705000052285e-05,
+    1.0604375000013987e-05
    ]
   },
   "layer_forward_avgpool2d": {
-   "seconds": 1.945599913597107e-05,
-   "min": 1.740800030529499e-05,
-   "max": 8.588799834251403e-05,
+   "seconds": 3.2127998769283294e-05,
+   "min": 1.7791999503970145e-05,
+   "max": 6.313599646091461e-05,
    "samples": 123,
    "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.514149999994004e-06,
+   "host_canary_seconds": 6.87469750001668e-06,
    "pass_seconds": [
-    2.7936000376939773e-05,
-    1.849599927663803e-05,
-    1.945599913597107e-05
+    1.942400075495243e-05,
+    3.2127998769283294e-05,
+    3.372799977660179e-05
    ],
    "pass_host_canary_seconds": [
-    9.514149999994004e-06,
-    6.842650000002947e-06,
-    7.125959999996212e-06
+    6.87469750001668e-06,
+    9.013200000005384e-06,
+    1.0365059999983827e-05
    ]
   },
   "layer_backward_avgpool2d": {
-   "seconds": 2.3350666897992313e-05,
-   "min": 3.1173350289464164e-06,
-   "max": 5.8533339761197546e-05,
+   "seconds": 4.674134248246752e-05,
+   "min": 2.3646671635409178e-05,
+   "max": 0.0001388760134577751,
    "samples": 123,
    "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.514149999994004e-06,
+   "host_canary_seconds": 6.87469750001668e-06,
    "pass_seconds": [
-    2.3350666897992313e-05,
-    5.389329977333569e-06,
-    3.3125332556664924e-05
+    3.055867211272317e-05,
+    5.234799534082412e-05,
+    4.674134248246752e-05
    ],
    "pass_host_canary_seconds": [
-    9.514149999994004e-06,
-    6.842650000002947e-06,
-    7.125959999996212e-06
+    6.87469750001668e-06,
+    9.013200000005384e-06,
+    1.0365059999983827e-05
    ]
   },
   "layer_forward_avgpool2d_autocast": {
-   "seconds": 3.0912000685930254e-05,
-   "min": 2.582399919629097e-05,
-   "max": 6.035200133919716e-05,
+   "seconds": 5.507199838757515e-05,
+   "min": 2.7103999629616738e-05,
+   "max": 8.59839990735054e-05,
    "samples": 123,
    "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.64599500001384e-06,
+   "host_canary_seconds": 6.994337500003667e-06,
    "pass_seconds": [
-    4.3935999274253844e-05,
-    2.8192000463604927e-05,
-    3.0912000685930254e-05
+    2.8896000236272813e-05,
+    5.507199838757515e-05,
+    5.97120001912117e-05
    ],
    "pass_host_canary_seconds": [
-    9.64599500001384e-06,
-    6.8798524999991174e-06,
-    7.231072499962465e-06
+    6.994337500003667e-06,
+    1.0422645000005559e-05,
+    1.0991970000020502e-05
    ]
   },
   "layer_backward_avgpool2d_autocast": {
-   "seconds": 3.407066284368438e-05,
-   "min": 1.428533624857666e-05,
-   "max": 6.765333842486142e-05,
+   "seconds": 5.9189344135423505e-05,
+   "min": 0.0,
+   "max": 0.00025161200389266014,
    "samples": 123,
    "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.64599500001384e-06,
+   "host_canary_seconds": 6.994337500003667e-06,
    "pass_seconds": [
-    3.407066284368438e-05,
-    1.7965327017009292e-05,
-    4.1221330873668176e-05
+    3.894266703476508e-05,
+    0.000112891998142004,
+    5.9189344135423505e-05
    ],
    "pass_host_canary_seconds": [
-    9.64599500001384e-06,
-    6.8798524999991174e-06,
-    7.231072499962465e-06
+    6.994337500003667e-06,
+    1.0422645000005559e-05,
+    1.0991970000020502e-05
    ]
   },
   "layer_forward_adaptive_avgpool2d": {
-   "seconds": 2.220799960196018e-05,
-   "min": 1.596800051629543e-05,
-   "max": 5.200000107288361e-05,
+   "seconds": 3.676800057291984e-05,
+   "min": 1.9936000928282736e-05,
+   "max": 6.790400296449661e-05,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.563097500002727e-06,
+   "host_canary_seconds": 7.875425000065661e-06,
    "pass_seconds": [
-    3.0208000913262368e-05,
-    2.009600028395653e-05,
-    2.220799960196018e-05
+    2.160000056028366e-05,
+    3.817600011825561e-05,
+    3.676800057291984e-05
    ],
    "pass_host_canary_seconds": [
-    9.563097500002727e-06,
-    6.676627500006305e-06,
-    7.2159499999457915e-06
+    7.875425000065661e-06,
+    1.0099415000013323e-05,
+    1.1095727500034513e-05
    ]
   },
   "layer_backward_adaptive_avgpool2d": {
-   "seconds": 3.4134668918947396e-05,
-   "min": 1.4381335116922883e-05,
-   "max": 0.00011538266918311519,
+   "seconds": 6.194134646405777e-05,
+   "min": 3.075066798677046e-05,
+   "max": 0.00022706799209117886,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.563097500002727e-06,
+   "host_canary_seconds": 7.875425000065661e-06,
    "pass_seconds": [
-    3.4134668918947396e-05,
-    1.710133347660306e-05,
-    4.938133526593446e-05
+    3.6222672400375186e-05,
+    0.00011554799973964689,
+    6.194134646405777e-05
    ],
    "pass_host_canary_seconds": [
-    9.563097500002727e-06,
-    6.676627500006305e-06,
-    7.2159499999457915e-06
+    7.875425000065661e-06,
+    1.0099415000013323e-05,
+    1.1095727500034513e-05
    ]
   },
   "layer_forward_adaptive_avgpool2d_autocast": {
-   "seconds": 3.337600082159042e-05,
-   "min": 2.873600088059902e-05,
-   "max": 7.142399996519089e-05,
+   "seconds": 6.15679994225502e-05,
+   "min": 3.103999979794026e-05,
+   "max": 9.654399752616882e-05,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.721677499996416e-06,
+   "host_canary_seconds": 7.5140100000581355e-06,
    "pass_seconds": [
-    4.793599992990494e-05,
-    3.071999922394752e-05,
-    3.337600082159042e-05
+    3.4272000193595885e-05,
+    6.15679994225502e-05,
+    6.275200098752976e-05
    ],
    "pass_host_canary_seconds": [
-    9.721677499996416e-06,
-    6.568117500016512e-06,
-    7.958264999956555e-06
+    7.5140100000581355e-06,
+    1.0209459999970249e-05,
+    1.082729499998436e-05
    ]
   },
   "layer_backward_adaptive_avgpool2d_autocast": {
-   "seconds": 4.303066401431959e-05,
-   "min": 2.5101327337324634e-05,
-   "max": 0.00011717466978977127,
+   "seconds": 8.632534214605889e-05,
+   "min": 0.0,
+   "max": 0.00026911599189043047,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.721677499996416e-06,
+   "host_canary_seconds": 7.5140100000581355e-06,
    "pass_seconds": [
-    4.303066401431959e-05,
-    2.8429337777197375e-05,
-    5.26133244857192e-05
+    3.516667181005078e-05,
+    0.00013983599096536634,
+    8.632534214605889e-05
    ],
    "pass_host_canary_seconds": [
-    9.721677499996416e-06,
-    6.568117500016512e-06,
-    7.958264999956555e-06
+    7.5140100000581355e-06,
+    1.0209459999970249e-05,
+    1.082729499998436e-05
    ]
   },
   "layer_forward_flatten": {
-   "seconds": 1.900799944996834e-05,
-   "min": 1.0304000228643417e-05,
-   "max": 3.536000102758408e-05,
+   "seconds": 2.0864000543951988e-05,
+   "min": 1.1839999817311763e-05,
+   "max": 4.5791998505592346e-05,
    "samples": 123,
    "method": "one tiny flatten layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.964800000012987e-06,
+   "host_canary_seconds": 7.179982499998516e-06,
    "pass_seconds": [
-    1.900799944996834e-05,
-    1.2319999746978283e-05,
-    2.006400004029274e-05
-   ],
-   "pass_host_canary_seconds": [
-    9.964800000012987e-06,
-    6.771112500025822e-06,
-    8.013349999984598e-06
-   ]
-  },
-  "layer_backward_flatten": {
-   "seconds": 3.990668493012608e-06,
-   "min": 0.0,
-   "max": 0.00017875733505934473,
-   "samples": 123,
-   "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.964800000012987e-06,
-   "pass_seconds": [
-    3.990668493012608e-06,
-    0.0,
-    1.3285334222018705e-05
-   ],
-   "pass_host_canary_seconds": [
-    9.964800000012987e-06,
-    6.771112500025822e-06,
-    8.013349999984598e-06
-   ]
-  },
-  "layer_forward_flatten_autocast": {
-   "seconds": 2.364799939095974e-05,
-   "min": 1.9648000597953797e-05,
-   "max": 6.764800101518631e-05,
-   "samples": 123,
-   "method": "one tiny flatten layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.689359999995873e-06,
-   "pass_seconds": [
-    3.347200155258179e-05,
-    2.1088000386953353e-05,
-    2.364799939095974e-05
-   ],
-   "pass_host_canary_seconds": [
-    9.689359999995873e-06,
-    6.808692500044345e-06,
-    7.186077499952148e-06
-   ]
-  },
-  "layer_backward_flatten_autocast": {
-   "seconds": 1.1478662180403894e-05,
-   "min": 0.0,
-   "max": 4.589333478361366e-05,
-   "samples": 123,
-   "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.689359999995873e-06,
-   "pass_seconds": [
-    1.1478662180403894e-05,
-    0.0,
-    2.042133454233406e-05
-   ],
-   "pass_host_canary_seconds": [
-    9.689359999995873e-06,
-    6.808692500044345e-06,
-    7.186077499952148e-06
-   ]
-  },
-  "layer_forward_reshape": {
-   "seconds": 1.1359999887645245e-05,
-   "min": 1.0015999898314476e-05,
-   "max": 3.60959991812706e-05,
-   "samples": 123,
-   "method": "one tiny reshape layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.667889999995794e-06,
-   "pass_seconds": [
-    1.6383999958634378e-05,
-    1.0463999584317207e-05,
-    1.1359999887645245e-05
-   ],
-   "pass_host_canary_seconds": [
-    9.667889999995794e-06,
-    6.879085000051077e-06,
-    7.1033749999571685e-06
-   ]
-  },
-  "layer_backward_reshape": {
-   "seconds": 0.0,
-   "min": 0.0,
-   "max": 5.122266492495935e-05,
-   "samples": 123,
-   "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.667889999995794e-06,
-   "pass_seconds": [
-    0.0,
-    0.0,
-    1.4181334525346746e-05
-   ],
-   "pass_host_canary_seconds": [
-    9.667889999995794e-06,
-    6.879085000051077e-06,
-    7.1033749999571685e-06
-   ]
-  },
-  "layer_forward_reshape_autocast": {
-   "seconds": 2.1247999742627146e-05,
-   "min": 1.817600056529045e-05,
-   "max": 6.060799956321716e-05,
-   "samples": 123,
-   "method": "one tiny reshape layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.70938249999165e-06,
-   "pass_seconds": [
-    2.9503999277949333e-05,
-    1.9039999693632127e-05,
+    1.2703999876976014e-05,
+    2.0864000543951988e-05,
     2.1247999742627146e-05
    ],
    "pass_host_canary_seconds": [
-    9.70938249999165e-06,
-    6.896622500001115e-06,
-    7.2506824999862835e-06
+    7.179982499998516e-06,
+    1.0261969999980636e-05,
+    1.0525972499948465e-05
+   ]
+  },
+  "layer_backward_flatten": {
+   "seconds": 1.0046666798492254e-05,
+   "min": 0.0,
+   "max": 4.670934410144885e-05,
+   "samples": 123,
+   "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 7.179982499998516e-06,
+   "pass_seconds": [
+    1.0046666798492254e-05,
+    0.0,
+    2.3285337102909895e-05
+   ],
+   "pass_host_canary_seconds": [
+    7.179982499998516e-06,
+    1.0261969999980636e-05,
+    1.0525972499948465e-05
+   ]
+  },
+  "layer_forward_flatten_autocast": {
+   "seconds": 3.9296001195907595e-05,
+   "min": 2.0160000771284102e-05,
+   "max": 6.348799914121628e-05,
+   "samples": 123,
+   "method": "one tiny flatten layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 7.036579999954995e-06,
+   "pass_seconds": [
+    2.160000056028366e-05,
+    3.9296001195907595e-05,
+    4.2656000703573226e-05
+   ],
+   "pass_host_canary_seconds": [
+    7.036579999954995e-06,
+    1.0294485000024168e-05,
+    1.0657784999992259e-05
+   ]
+  },
+  "layer_backward_flatten_autocast": {
+   "seconds": 1.6606672046085187e-05,
+   "min": 0.0,
+   "max": 7.387734049310288e-05,
+   "samples": 123,
+   "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 7.036579999954995e-06,
+   "pass_seconds": [
+    1.6606672046085187e-05,
+    0.0,
+    3.147733801354964e-05
+   ],
+   "pass_host_canary_seconds": [
+    7.036579999954995e-06,
+    1.0294485000024168e-05,
+    1.0657784999992259e-05
+   ]
+  },
+  "layer_forward_reshape": {
+   "seconds": 1.8303999677300454e-05,
+   "min": 1.0400000028312207e-05,
+   "max": 4.492799937725067e-05,
+   "samples": 123,
+   "method": "one tiny reshape layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 6.862014999953203e-06,
+   "pass_seconds": [
+    1.0912000201642514e-05,
+    1.8303999677300454e-05,
+    1.945599913597107e-05
+   ],
+   "pass_host_canary_seconds": [
+    6.862014999953203e-06,
+    1.0488950000002718e-05,
+    1.1011917499956781e-05
+   ]
+  },
+  "layer_backward_reshape": {
+   "seconds": 7.262668882807079e-06,
+   "min": 0.0,
+   "max": 8.213334002842508e-05,
+   "samples": 123,
+   "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 6.862014999953203e-06,
+   "pass_seconds": [
+    7.262668882807079e-06,
+    0.0,
+    2.376534262051185e-05
+   ],
+   "pass_host_canary_seconds": [
+    6.862014999953203e-06,
+    1.0488950000002718e-05,
+    1.1011917499956781e-05
+   ]
+  },
+  "layer_forward_reshape_autocast": {
+   "seconds": 3.718400001525879e-05,
+   "min": 1.900799944996834e-05,
+   "max": 6.230400130152702e-05,
+   "samples": 123,
+   "method": "one tiny reshape layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 7.223314999968977e-06,
+   "pass_seconds": [
+    2.0320000126957894e-05,
+    3.728000074625015e-05,
+    3.718400001525879e-05
+   ],
+   "pass_host_canary_seconds": [
+    7.223314999968977e-06,
+    1.0877134999951465e-05,
+    1.1101667499957557e-05
    ]
   },
   "layer_backward_reshape_autocast": {
-   "seconds": 3.734664681057158e-06,
+   "seconds": 1.3054672939081982e-05,
    "min": 0.0,
-   "max": 4.7670671405891613e-05,
+   "max": 0.00010760534026970466,
    "samples": 123,
    "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.70938249999165e-06,
+   "host_canary_seconds": 7.223314999968977e-06,
    "pass_seconds": [
-    3.734664681057158e-06,
+    1.3054672939081982e-05,
     0.0,
-    2.1061335690319516e-05
+    3.7909346011777735e-05
    ],
    "pass_host_canary_seconds": [
-    9.70938249999165e-06,
-    6.896622500001115e-06,
-    7.2506824999862835e-06
+    7.223314999968977e-06,
+    1.0877134999951465e-05,
+    1.1101667499957557e-05
    ]
   },
   "layer_forward_slice": {
-   "seconds": 1.2768000364303589e-05,
-   "min": 1.1071999557316302e-05,
-   "max": 3.0463999137282373e-05,
+   "seconds": 2.160000056028366e-05,
+   "min": 1.7184000462293625e-05,
+   "max": 4.659200087189674e-05,
    "samples": 123,
    "method": "one tiny slice layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.577384999985839e-06,
+   "host_canary_seconds": 8.826064999993831e-06,
    "pass_seconds": [
-    1.7791999503970145e-05,
-    1.1487999930977822e-05,
-    1.2768000364303589e-05
+    1.801599934697151e-05,
+    2.2752000018954278e-05,
+    2.160000056028366e-05
    ],
    "pass_host_canary_seconds": [
-    9.577384999985839e-06,
-    6.759102499955816e-06,
-    7.37230249995946e-06
+    8.826064999993831e-06,
+    1.0924184999971941e-05,
+    1.1388914999983513e-05
    ]
   },
   "layer_backward_slice": {
-   "seconds": 2.1014669599632454e-05,
-   "min": 1.2525330297648938e-05,
-   "max": 6.02933308109641e-05,
+   "seconds": 4.851067283501227e-05,
+   "min": 0.0,
+   "max": 0.0001245013422643145,
    "samples": 123,
    "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.577384999985839e-06,
+   "host_canary_seconds": 8.826064999993831e-06,
    "pass_seconds": [
-    2.1014669599632454e-05,
-    1.492533367127183e-05,
-    4.259733017534015e-05
+    4.851067283501227e-05,
+    3.2411994412541364e-05,
+    5.4325336900850146e-05
    ],
    "pass_host_canary_seconds": [
-    9.577384999985839e-06,
-    6.759102499955816e-06,
-    7.37230249995946e-06
+    8.826064999993831e-06,
+    1.0924184999971941e-05,
+    1.1388914999983513e-05
    ]
   },
   "layer_forward_slice_autocast": {
-   "seconds": 2.300800010561943e-05,
-   "min": 1.9200000911951066e-05,
-   "max": 6.060799956321716e-05,
+   "seconds": 3.888000175356865e-05,
+   "min": 2.0352000370621683e-05,
+   "max": 6.0479998588562014e-05,
    "samples": 123,
    "method": "one tiny slice layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.447257499992645e-06,
+   "host_canary_seconds": 8.676469999997493e-06,
    "pass_seconds": [
-    3.1647998839616774e-05,
-    2.054399996995926e-05,
-    2.300800010561943e-05
+    3.07839997112751e-05,
+    3.888000175356865e-05,
+    4.057599976658821e-05
    ],
    "pass_host_canary_seconds": [
-    9.447257499992645e-06,
-    6.710604999966563e-06,
-    7.528417499997886e-06
+    8.676469999997493e-06,
+    1.0675449999979491e-05,
+    1.1567944999981705e-05
    ]
   },
   "layer_backward_slice_autocast": {
-   "seconds": 2.7629335410892978e-05,
-   "min": 1.979866965363425e-05,
-   "max": 7.024532835930584e-05,
+   "seconds": 5.9708002954721433e-05,
+   "min": 6.619993597269049e-06,
+   "max": 0.00015007600560784336,
    "samples": 123,
    "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.447257499992645e-06,
+   "host_canary_seconds": 8.676469999997493e-06,
    "pass_seconds": [
-    2.6934671836594776e-05,
-    2.7629335410892978e-05,
-    5.0469334237277484e-05
+    2.9822672096391507e-05,
+    5.9708002954721433e-05,
+    6.664533757915098e-05
    ],
    "pass_host_canary_seconds": [
-    9.447257499992645e-06,
-    6.710604999966563e-06,
-    7.528417499997886e-06
+    8.676469999997493e-06,
+    1.0675449999979491e-05,
+    1.1567944999981705e-05
    ]
   },
   "layer_forward_transpose_contiguous": {
-   "seconds": 1.2058666596810023e-05,
-   "min": 1.0796952549190747e-05,
-   "max": 1.6589714835087458e-05,
+   "seconds": 1.873295222009931e-05,
+   "min": 1.2060190950121198e-05,
+   "max": 1.9721142770279024e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3519,26 +3519,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.9759999364614487e-05,
-    7.747200131416321e-05,
-    0.0002779200077056885
+    2.1695999428629874e-05,
+    5.737600103020668e-05,
+    0.00020243200659751892
    ],
-   "host_canary_seconds": 9.846459999991452e-06,
+   "host_canary_seconds": 7.147955000021966e-06,
    "pass_seconds": [
-    1.6589714835087458e-05,
-    1.0796952549190747e-05,
-    1.2058666596810023e-05
+    1.2060190950121198e-05,
+    1.873295222009931e-05,
+    1.9721142770279024e-05
    ],
    "pass_host_canary_seconds": [
-    9.846459999991452e-06,
-    6.7144649999661965e-06,
-    7.400979999943047e-06
+    7.147955000021966e-06,
+    1.0521324999999138e-05,
+    1.0807514999982004e-05
    ]
   },
   "layer_backward_transpose_contiguous": {
-   "seconds": 9.700571319886618e-06,
-   "min": 9.059048390814235e-06,
-   "max": 1.692266638080279e-05,
+   "seconds": 1.4421333159719198e-05,
+   "min": 1.421562103288514e-05,
+   "max": 2.4665141389483497e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3547,26 +3547,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00012342400103807448,
-    0.0001936960071325302,
-    0.0005149120092391968
+    0.00011343999952077865,
+    0.00017136000096797943,
+    0.0005034880042076111
    ],
-   "host_canary_seconds": 9.846459999991452e-06,
+   "host_canary_seconds": 7.147955000021966e-06,
    "pass_seconds": [
-    9.700571319886618e-06,
-    9.059048390814235e-06,
-    1.692266638080279e-05
+    1.4421333159719198e-05,
+    2.4665141389483497e-05,
+    1.421562103288514e-05
    ],
    "pass_host_canary_seconds": [
-    9.846459999991452e-06,
-    6.7144649999661965e-06,
-    7.400979999943047e-06
+    7.147955000021966e-06,
+    1.0521324999999138e-05,
+    1.0807514999982004e-05
    ]
   },
   "layer_forward_transpose_contiguous_autocast": {
-   "seconds": 1.1207619061072669e-05,
-   "min": 1.095238123976049e-05,
-   "max": 1.678552478551865e-05,
+   "seconds": 1.9145143706174124e-05,
+   "min": 1.9072761138280234e-05,
+   "max": 1.927009526462782e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3575,26 +3575,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.595199972391129e-05,
-    9.830400347709655e-05,
-    0.00029840001463890076
+    3.3824000507593154e-05,
+    6.95360004901886e-05,
+    0.0003137600123882294
    ],
-   "host_canary_seconds": 9.828984999984414e-06,
+   "host_canary_seconds": 9.657290000006924e-06,
    "pass_seconds": [
-    1.678552478551865e-05,
-    1.095238123976049e-05,
-    1.1207619061072669e-05
+    1.9145143706174124e-05,
+    1.927009526462782e-05,
+    1.9072761138280234e-05
    ],
    "pass_host_canary_seconds": [
-    9.828984999984414e-06,
-    6.715477499987798e-06,
-    7.204959999995708e-06
+    9.657290000006924e-06,
+    1.0228745000020467e-05,
+    1.0700572499970918e-05
    ]
   },
   "layer_backward_transpose_contiguous_autocast": {
-   "seconds": 1.3598474718275524e-05,
-   "min": 9.844571263307616e-06,
-   "max": 1.6187426057599838e-05,
+   "seconds": 1.5921524415413532e-05,
+   "min": 1.2711619869584136e-05,
+   "max": 1.9769903449785144e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3603,98 +3603,98 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015107199549674988,
-    0.00023987199366092682,
-    0.0006060479879379273
+    0.00013574400544166565,
+    0.0002478400021791458,
+    0.0006191040277481079
    ],
-   "host_canary_seconds": 9.828984999984414e-06,
+   "host_canary_seconds": 9.657290000006924e-06,
    "pass_seconds": [
-    1.3598474718275524e-05,
-    9.844571263307616e-06,
-    1.6187426057599838e-05
+    1.2711619869584136e-05,
+    1.5921524415413532e-05,
+    1.9769903449785144e-05
    ],
    "pass_host_canary_seconds": [
-    9.828984999984414e-06,
-    6.715477499987798e-06,
-    7.204959999995708e-06
+    9.657290000006924e-06,
+    1.0228745000020467e-05,
+    1.0700572499970918e-05
    ]
   },
   "layer_forward_cat": {
-   "seconds": 2.019199915230274e-05,
-   "min": 1.7023999243974687e-05,
-   "max": 6.015999987721443e-05,
+   "seconds": 3.0079999938607215e-05,
+   "min": 1.7791999503970145e-05,
+   "max": 5.62559999525547e-05,
    "samples": 123,
    "method": "one tiny cat layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0707330000023773e-05,
+   "host_canary_seconds": 8.778884999998127e-06,
    "pass_seconds": [
-    3.299200162291527e-05,
-    1.8303999677300454e-05,
-    2.019199915230274e-05
+    1.9551999866962432e-05,
+    3.0079999938607215e-05,
+    3.347200155258179e-05
    ],
    "pass_host_canary_seconds": [
-    1.0707330000023773e-05,
-    6.642955000017992e-06,
-    7.297527500043088e-06
+    8.778884999998127e-06,
+    1.0229524999978424e-05,
+    1.0718642499938369e-05
    ]
   },
   "layer_backward_cat": {
-   "seconds": 3.008532989770172e-05,
+   "seconds": 3.8558667836089916e-05,
    "min": 0.0,
-   "max": 0.0002485026676828663,
+   "max": 0.00010155733147015175,
    "samples": 123,
    "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0707330000023773e-05,
+   "host_canary_seconds": 8.778884999998127e-06,
    "pass_seconds": [
-    3.954267098257943e-05,
-    7.733236998321306e-08,
-    3.008532989770172e-05
+    3.8558667836089916e-05,
+    0.0,
+    5.672534027447304e-05
    ],
    "pass_host_canary_seconds": [
-    1.0707330000023773e-05,
-    6.642955000017992e-06,
-    7.297527500043088e-06
+    8.778884999998127e-06,
+    1.0229524999978424e-05,
+    1.0718642499938369e-05
    ]
   },
   "layer_forward_cat_autocast": {
-   "seconds": 3.0656000599265096e-05,
-   "min": 2.5792000815272332e-05,
-   "max": 8.243200182914733e-05,
+   "seconds": 5.510399863123894e-05,
+   "min": 4.399999976158142e-05,
+   "max": 9.545599669218064e-05,
    "samples": 123,
    "method": "one tiny cat layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0042477500000758e-05,
+   "host_canary_seconds": 8.701840000000516e-06,
    "pass_seconds": [
-    5.4944001138210295e-05,
-    2.8095999732613562e-05,
-    3.0656000599265096e-05
+    4.783999919891357e-05,
+    5.510399863123894e-05,
+    5.529600009322166e-05
    ],
    "pass_host_canary_seconds": [
-    1.0042477500000758e-05,
-    6.6548750000094965e-06,
-    7.1213575000683705e-06
+    8.701840000000516e-06,
+    1.0199057499988839e-05,
+    1.0743497499987597e-05
    ]
   },
   "layer_backward_cat_autocast": {
-   "seconds": 2.443866400669022e-05,
-   "min": 6.870671796302026e-06,
-   "max": 0.000301974653887252,
+   "seconds": 5.1646678087611994e-05,
+   "min": 0.0,
+   "max": 0.0004812373428915937,
    "samples": 123,
    "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0042477500000758e-05,
+   "host_canary_seconds": 8.701840000000516e-06,
    "pass_seconds": [
-    2.443866400669022e-05,
-    1.0925325565040118e-05,
-    3.571733180433512e-05
+    5.1646678087611994e-05,
+    0.0,
+    6.830934279908737e-05
    ],
    "pass_host_canary_seconds": [
-    1.0042477500000758e-05,
-    6.6548750000094965e-06,
-    7.1213575000683705e-06
+    8.701840000000516e-06,
+    1.0199057499988839e-05,
+    1.0743497499987597e-05
    ]
   },
   "layer_forward_gelu_tanh_composite": {
-   "seconds": 7.025447842620667e-05,
-   "min": 6.950095295906068e-05,
-   "max": 0.00010892419446082342,
+   "seconds": 0.0001160579047032765,
+   "min": 8.22483790772302e-05,
+   "max": 0.0001327238054502578,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3703,26 +3703,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00013590399920940398,
-    0.0004676479995250702,
-    0.0017714240550994872
+    0.0001188800036907196,
+    0.00036582401394844055,
+    0.001352671980857849
    ],
-   "host_canary_seconds": 9.92718500000933e-06,
+   "host_canary_seconds": 7.674934999997163e-06,
    "pass_seconds": [
-    0.00010892419446082342,
-    6.950095295906068e-05,
-    7.025447842620667e-05
+    8.22483790772302e-05,
+    0.0001327238054502578,
+    0.0001160579047032765
    ],
    "pass_host_canary_seconds": [
-    9.92718500000933e-06,
-    7.886915000021588e-06,
-    7.09425000003705e-06
+    7.674934999997163e-06,
+    1.0482657500006098e-05,
+    1.0666360000044505e-05
    ]
   },
   "layer_backward_gelu_tanh_composite": {
-   "seconds": 0.0001742659097626095,
-   "min": 0.0001280114139829363,
-   "max": 0.00018757485137099319,
+   "seconds": 0.0001717280184938794,
+   "min": 0.00016807846795944943,
+   "max": 0.00020091427153065094,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3731,26 +3731,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00043564799427986146,
-    0.001420192003250122,
-    0.0040809278488159175
+    0.0003466239869594574,
+    0.0012522239685058593,
+    0.004204160213470459
    ],
-   "host_canary_seconds": 9.92718500000933e-06,
+   "host_canary_seconds": 7.674934999997163e-06,
    "pass_seconds": [
-    0.0001280114139829363,
-    0.0001742659097626095,
-    0.00018757485137099319
+    0.0001717280184938794,
+    0.00016807846795944943,
+    0.00020091427153065094
    ],
    "pass_host_canary_seconds": [
-    9.92718500000933e-06,
-    7.886915000021588e-06,
-    7.09425000003705e-06
+    7.674934999997163e-06,
+    1.0482657500006098e-05,
+    1.0666360000044505e-05
    ]
   },
   "layer_forward_gelu_tanh_composite_autocast": {
-   "seconds": 8.592000390802111e-05,
-   "min": 6.717333197593688e-05,
-   "max": 0.00010232000265802657,
+   "seconds": 0.00012580038110415143,
+   "min": 7.211581014451526e-05,
+   "max": 0.0001265501032272975,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3759,26 +3759,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00017468799650669097,
-    0.0004671039879322052,
-    0.001704640030860901
+    0.000138495996594429,
+    0.00046617600321769716,
+    0.0012573440074920654
    ],
-   "host_canary_seconds": 1.0101464999969779e-05,
+   "host_canary_seconds": 7.736940000029336e-06,
    "pass_seconds": [
-    0.00010232000265802657,
-    6.717333197593688e-05,
-    8.592000390802111e-05
+    7.211581014451526e-05,
+    0.0001265501032272975,
+    0.00012580038110415143
    ],
    "pass_host_canary_seconds": [
-    1.0101464999969779e-05,
-    9.354409999993151e-06,
-    9.389939999948638e-06
+    7.736940000029336e-06,
+    1.0336797500016814e-05,
+    1.076479500000005e-05
    ]
   },
   "layer_backward_gelu_tanh_composite_autocast": {
-   "seconds": 0.00016219124268917806,
-   "min": 0.0001559123851004101,
-   "max": 0.0001846018987042563,
+   "seconds": 0.00017606247748647416,
+   "min": 0.00017396798942770277,
+   "max": 0.0001901622925485884,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3787,26 +3787,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005314559936523438,
-    0.001516095995903015,
-    0.0048765759468078615
+    0.000543071985244751,
+    0.0013309760093688965,
+    0.00447760009765625
    ],
-   "host_canary_seconds": 1.0101464999969779e-05,
+   "host_canary_seconds": 7.736940000029336e-06,
    "pass_seconds": [
-    0.0001846018987042563,
-    0.0001559123851004101,
-    0.00016219124268917806
+    0.0001901622925485884,
+    0.00017396798942770277,
+    0.00017606247748647416
    ],
    "pass_host_canary_seconds": [
-    1.0101464999969779e-05,
-    9.354409999993151e-06,
-    9.389939999948638e-06
+    7.736940000029336e-06,
+    1.0336797500016814e-05,
+    1.076479500000005e-05
    ]
   },
   "layer_forward_mha": {
-   "seconds": 0.00037883961484545754,
-   "min": 0.0001901615262031555,
-   "max": 0.00045743542483874726,
+   "seconds": 0.00024692571305093313,
+   "min": 0.00020922894421077909,
+   "max": 0.0004051039985248021,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3815,26 +3815,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0004685760140419006,
-    0.0014744319915771485,
-    0.006107615947723389
+    0.00024220800399780274,
+    0.0008969280123710632,
+    0.003917407989501953
    ],
-   "host_canary_seconds": 9.959432500004083e-06,
+   "host_canary_seconds": 7.62742500000968e-06,
    "pass_seconds": [
-    0.00037883961484545754,
-    0.00045743542483874726,
-    0.0001901615262031555
+    0.00024692571305093313,
+    0.00020922894421077909,
+    0.0004051039985248021
    ],
    "pass_host_canary_seconds": [
-    9.959432500004083e-06,
-    9.518164999988698e-06,
-    7.074155000026395e-06
+    7.62742500000968e-06,
+    9.010524999943926e-06,
+    1.1075010000070052e-05
    ]
   },
   "layer_backward_mha": {
-   "seconds": 0.00023992534620421275,
-   "min": 0.00023306131646746666,
-   "max": 0.0005839276001566933,
+   "seconds": 0.0005590666915689194,
+   "min": 0.0005481889446576436,
+   "max": 0.0008638277593113128,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3843,26 +3843,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.001793503999710083,
-    0.0052576961517333985,
-    0.011514847755432128
+    0.0015510720014572143,
+    0.004015711784362793,
+    0.013656512260437011
    ],
-   "host_canary_seconds": 9.959432500004083e-06,
+   "host_canary_seconds": 7.62742500000968e-06,
    "pass_seconds": [
-    0.00023306131646746666,
-    0.00023992534620421275,
-    0.0005839276001566933
+    0.0005590666915689194,
+    0.0008638277593113128,
+    0.0005481889446576436
    ],
    "pass_host_canary_seconds": [
-    9.959432500004083e-06,
-    9.518164999988698e-06,
-    7.074155000026395e-06
+    7.62742500000968e-06,
+    9.010524999943926e-06,
+    1.1075010000070052e-05
    ]
   },
   "layer_forward_mha_autocast": {
-   "seconds": 0.00046248762664340793,
-   "min": 0.00027494322402136666,
-   "max": 0.0005488083603836242,
+   "seconds": 0.0005034811127753486,
+   "min": 0.0002749272329466683,
+   "max": 0.0005711078076135544,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3871,26 +3871,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0003787199854850769,
-    0.0012252800464630127,
-    0.004510111808776855
+    0.000633247971534729,
+    0.0012087999582290649,
+    0.004674079895019531
    ],
-   "host_canary_seconds": 7.2974149999893714e-06,
+   "host_canary_seconds": 7.465157500021746e-06,
    "pass_seconds": [
-    0.00027494322402136666,
-    0.00046248762664340793,
-    0.0005488083603836242
+    0.0002749272329466683,
+    0.0005034811127753486,
+    0.0005711078076135544
    ],
    "pass_host_canary_seconds": [
-    7.2974149999893714e-06,
-    9.78459999998904e-06,
-    1.000459250001029e-05
+    7.465157500021746e-06,
+    1.0668147500005886e-05,
+    1.107173000008288e-05
    ]
   },
   "layer_backward_mha_autocast": {
-   "seconds": 0.000585698323590415,
-   "min": 0.00046181949973106364,
-   "max": 0.0008753142782620021,
+   "seconds": 0.0007154750171161832,
+   "min": 0.0005225089760053725,
+   "max": 0.0008657707032703217,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3899,26 +3899,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0017725759744644165,
-    0.005513247966766358,
-    0.019123071670532225
+    0.001817088007926941,
+    0.0054419198036193845,
+    0.014189472198486328
    ],
-   "host_canary_seconds": 7.2974149999893714e-06,
+   "host_canary_seconds": 7.465157500021746e-06,
    "pass_seconds": [
-    0.0008753142782620021,
-    0.000585698323590415,
-    0.00046181949973106364
+    0.0005225089760053725,
+    0.0007154750171161832,
+    0.0008657707032703217
    ],
    "pass_host_canary_seconds": [
-    7.2974149999893714e-06,
-    9.78459999998904e-06,
-    1.000459250001029e-05
+    7.465157500021746e-06,
+    1.0668147500005886e-05,
+    1.107173000008288e-05
    ]
   },
   "layer_forward_rmsnorm": {
-   "seconds": 2.257981009426571e-05,
-   "min": 1.2367237891469683e-05,
-   "max": 2.3923047419105258e-05,
+   "seconds": 1.4445713942959195e-05,
+   "min": 1.4398475931513878e-05,
+   "max": 2.3813332475367045e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3927,26 +3927,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.7008000314235686e-05,
-    0.00011820799857378006,
-    0.00040566399693489077
+    2.4320000782608984e-05,
+    6.998399645090104e-05,
+    0.00024111999571323396
    ],
-   "host_canary_seconds": 1.0120132499977784e-05,
+   "host_canary_seconds": 6.9771075000346625e-06,
    "pass_seconds": [
-    2.3923047419105258e-05,
-    2.257981009426571e-05,
-    1.2367237891469683e-05
+    1.4398475931513878e-05,
+    1.4445713942959195e-05,
+    2.3813332475367045e-05
    ],
    "pass_host_canary_seconds": [
-    1.0120132499977784e-05,
-    9.545939999995311e-06,
-    1.0374029999979939e-05
+    6.9771075000346625e-06,
+    7.4392450000004824e-06,
+    1.092956000000811e-05
    ]
   },
   "layer_backward_rmsnorm": {
-   "seconds": 4.820723813914117e-05,
-   "min": 3.5111619957855766e-05,
-   "max": 6.337752370607288e-05,
+   "seconds": 4.959771285454432e-05,
+   "min": 4.616609739050978e-05,
+   "max": 5.665752398116248e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3955,26 +3955,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00021606400609016418,
-    0.0005461120009422302,
-    0.0013359040021896362
+    0.00011478400230407715,
+    0.0002471680045127869,
+    0.001006816029548645
    ],
-   "host_canary_seconds": 1.0120132499977784e-05,
+   "host_canary_seconds": 6.9771075000346625e-06,
    "pass_seconds": [
-    4.820723813914117e-05,
-    3.5111619957855766e-05,
-    6.337752370607288e-05
+    4.616609739050978e-05,
+    5.665752398116248e-05,
+    4.959771285454432e-05
    ],
    "pass_host_canary_seconds": [
-    1.0120132499977784e-05,
-    9.545939999995311e-06,
-    1.0374029999979939e-05
+    6.9771075000346625e-06,
+    7.4392450000004824e-06,
+    1.092956000000811e-05
    ]
   },
   "layer_forward_rmsnorm_autocast": {
-   "seconds": 2.286628491821743e-05,
-   "min": 2.1997713794310886e-05,
-   "max": 2.5023238999503003e-05,
+   "seconds": 1.705828486453919e-05,
+   "min": 1.4848761970088597e-05,
+   "max": 2.448076116187232e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3983,26 +3983,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.691200286149979e-05,
-    0.00014470399916172028,
-    0.0004431680142879486
+    3.5487998276948926e-05,
+    8.028800040483475e-05,
+    0.0002583039999008179
    ],
-   "host_canary_seconds": 1.0171804999998813e-05,
+   "host_canary_seconds": 7.030229999998028e-06,
    "pass_seconds": [
-    2.5023238999503003e-05,
-    2.1997713794310886e-05,
-    2.286628491821743e-05
+    1.4848761970088597e-05,
+    1.705828486453919e-05,
+    2.448076116187232e-05
    ],
    "pass_host_canary_seconds": [
-    1.0171804999998813e-05,
-    9.531935000026692e-06,
-    9.932937499996797e-06
+    7.030229999998028e-06,
+    8.020470000005275e-06,
+    1.0854382500014025e-05
    ]
   },
   "layer_backward_rmsnorm_autocast": {
-   "seconds": 4.5591619752702247e-05,
-   "min": 3.840837929220427e-05,
-   "max": 4.990628397180921e-05,
+   "seconds": 4.231390250580652e-05,
+   "min": 3.910323941991442e-05,
+   "max": 4.665752642211461e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4011,26 +4011,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003359679877758026,
-    0.0005224959850311279,
-    0.0013867520093917847
+    0.00012723200023174287,
+    0.0002730560004711151,
+    0.0009311680197715759
    ],
-   "host_canary_seconds": 1.0171804999998813e-05,
+   "host_canary_seconds": 7.030229999998028e-06,
    "pass_seconds": [
-    4.5591619752702247e-05,
-    3.840837929220427e-05,
-    4.990628397180921e-05
+    3.910323941991442e-05,
+    4.231390250580652e-05,
+    4.665752642211461e-05
    ],
    "pass_host_canary_seconds": [
-    1.0171804999998813e-05,
-    9.531935000026692e-06,
-    9.932937499996797e-06
+    7.030229999998028e-06,
+    8.020470000005275e-06,
+    1.0854382500014025e-05
    ]
   },
   "layer_forward_sdpa": {
-   "seconds": 2.386514328065373e-05,
-   "min": 2.3280001112392975e-05,
-   "max": 2.5433904535713653e-05,
+   "seconds": 2.5918476372247647e-05,
+   "min": 1.7808762778128895e-05,
+   "max": 2.72670475145181e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4039,26 +4039,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.499199986457825e-05,
-    0.00012051200121641159,
-    0.0004262399971485138
+    2.6240000501275063e-05,
+    7.526399940252305e-05,
+    0.0004054400026798248
    ],
-   "host_canary_seconds": 1.0009977500011756e-05,
+   "host_canary_seconds": 9.174384999965923e-06,
    "pass_seconds": [
-    2.5433904535713653e-05,
-    2.3280001112392975e-05,
-    2.386514328065373e-05
+    2.5918476372247647e-05,
+    1.7808762778128895e-05,
+    2.72670475145181e-05
    ],
    "pass_host_canary_seconds": [
-    1.0009977500011756e-05,
-    9.562672499967563e-06,
-    9.490630000072996e-06
+    9.174384999965923e-06,
+    7.383215000018595e-06,
+    1.028070999993247e-05
    ]
   },
   "layer_backward_sdpa": {
-   "seconds": 0.00010748114951309705,
-   "min": 9.566704875656537e-05,
-   "max": 0.00011865143194085076,
+   "seconds": 0.0001021181002614044,
+   "min": 7.28464789156403e-05,
+   "max": 0.00011535542094636531,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4067,26 +4067,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00041436800360679626,
-    0.0008840640187263489,
-    0.00243174409866333
+    0.0001637759953737259,
+    0.0005401279926300048,
+    0.00167193603515625
    ],
-   "host_canary_seconds": 1.0009977500011756e-05,
+   "host_canary_seconds": 9.174384999965923e-06,
    "pass_seconds": [
-    0.00010748114951309705,
-    0.00011865143194085076,
-    9.566704875656537e-05
+    7.28464789156403e-05,
+    0.00011535542094636531,
+    0.0001021181002614044
    ],
    "pass_host_canary_seconds": [
-    1.0009977500011756e-05,
-    9.562672499967563e-06,
-    9.490630000072996e-06
+    9.174384999965923e-06,
+    7.383215000018595e-06,
+    1.028070999993247e-05
    ]
   },
   "layer_forward_sdpa_autocast": {
-   "seconds": 3.709714292060761e-05,
-   "min": 2.5356190013034003e-05,
-   "max": 4.0727617485182626e-05,
+   "seconds": 2.6482286020403818e-05,
+   "min": 2.2475427637497585e-05,
+   "max": 4.20982837677002e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4095,26 +4095,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.9007998555898666e-05,
-    0.00013289600610733032,
-    0.00043862399458885194
+    5.5424001067876815e-05,
+    0.00016764800250530242,
+    0.00040748798847198487
    ],
-   "host_canary_seconds": 7.074305000003278e-06,
+   "host_canary_seconds": 7.276675000014165e-06,
    "pass_seconds": [
-    2.5356190013034003e-05,
-    3.709714292060761e-05,
-    4.0727617485182626e-05
+    2.2475427637497585e-05,
+    2.6482286020403818e-05,
+    4.20982837677002e-05
    ],
    "pass_host_canary_seconds": [
-    7.074305000003278e-06,
-    9.527887500020427e-06,
-    9.91093999999748e-06
+    7.276675000014165e-06,
+    7.816920000038863e-06,
+    1.0724910000021737e-05
    ]
   },
   "layer_backward_sdpa_autocast": {
-   "seconds": 7.441371590608643e-05,
-   "min": 6.0361907950469414e-05,
-   "max": 9.319010164056507e-05,
+   "seconds": 9.832761348003429e-05,
+   "min": 7.670020063718159e-05,
+   "max": 0.00010316799598790349,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4123,1394 +4123,1394 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003112640082836151,
-    0.0007821120023727417,
-    0.0018649920225143432
+    0.0002395839989185333,
+    0.0007479040026664734,
+    0.002168031930923462
    ],
-   "host_canary_seconds": 7.074305000003278e-06,
+   "host_canary_seconds": 7.276675000014165e-06,
    "pass_seconds": [
-    7.441371590608643e-05,
-    6.0361907950469414e-05,
-    9.319010164056507e-05
+    0.00010316799598790349,
+    9.832761348003429e-05,
+    7.670020063718159e-05
    ],
    "pass_host_canary_seconds": [
-    7.074305000003278e-06,
-    9.527887500020427e-06,
-    9.91093999999748e-06
+    7.276675000014165e-06,
+    7.816920000038863e-06,
+    1.0724910000021737e-05
    ]
   },
   "backward_call_before_first_kernel": {
-   "seconds": 0.00011872000247240066,
-   "min": 7.065600156784058e-05,
-   "max": 0.0009161279797554016,
+   "seconds": 0.00012137600034475326,
+   "min": 8.54720026254654e-05,
+   "max": 0.0004895679950714111,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event recorded by the first autograd node's pre-hook (before its first kernel); no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.047715000041421e-06,
+   "host_canary_seconds": 7.1645100000239385e-06,
    "pass_seconds": [
-    9.721600264310837e-05,
-    0.00011872000247240066,
-    0.0001918720006942749
+    0.00012137600034475326,
+    0.0001859840005636215,
+    0.00011631999909877777
    ],
    "pass_host_canary_seconds": [
-    7.047715000041421e-06,
-    9.623730000001273e-06,
-    1.0226189999968937e-05
+    7.1645100000239385e-06,
+    8.582285000002798e-06,
+    1.1634029999925134e-05
    ]
   },
   "backward_call_after_last_kernel": {
-   "seconds": 8.185599744319916e-05,
-   "min": 5.651199817657471e-05,
-   "max": 0.0002627519965171814,
+   "seconds": 8.316799998283387e-05,
+   "min": 6.719999760389328e-05,
+   "max": 0.0002101439982652664,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: event recorded by the input's gradient hook (after the last node's kernels) to an event after backward() returned; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.047715000041421e-06,
+   "host_canary_seconds": 7.1645100000239385e-06,
    "pass_seconds": [
-    7.155200093984604e-05,
-    8.185599744319916e-05,
-    0.0001231679990887642
+    7.37600028514862e-05,
+    0.0001178240031003952,
+    8.316799998283387e-05
    ],
    "pass_host_canary_seconds": [
-    7.047715000041421e-06,
-    9.623730000001273e-06,
-    1.0226189999968937e-05
+    7.1645100000239385e-06,
+    8.582285000002798e-06,
+    1.1634029999925134e-05
    ]
   },
   "backward_call_before_first_kernel_autocast": {
-   "seconds": 0.0001316799968481064,
-   "min": 7.609599828720093e-05,
-   "max": 0.0002677440047264099,
+   "seconds": 0.00019916799664497376,
+   "min": 0.00010480000078678131,
+   "max": 0.00045657598972320554,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event recorded by the first autograd node's pre-hook (before its first kernel); inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.047715000041421e-06,
+   "host_canary_seconds": 7.292050000060613e-06,
    "pass_seconds": [
-    8.924800157546998e-05,
-    0.0001316799968481064,
-    0.0002072640061378479
+    0.0001886720061302185,
+    0.00021129600703716277,
+    0.00019916799664497376
    ],
    "pass_host_canary_seconds": [
-    7.047715000041421e-06,
-    9.623730000001273e-06,
-    1.0061427500005492e-05
+    7.292050000060613e-06,
+    1.0771720000022357e-05,
+    1.1443839999998318e-05
    ]
   },
   "backward_call_after_last_kernel_autocast": {
-   "seconds": 0.00015350399911403655,
-   "min": 8.460800349712372e-05,
-   "max": 0.00029862400889396666,
+   "seconds": 0.00017392000555992127,
+   "min": 0.00010444799810647964,
+   "max": 0.0004743039906024933,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: event recorded by the input's gradient hook (after the last node's kernels) to an event after backward() returned; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.047715000041421e-06,
+   "host_canary_seconds": 7.292050000060613e-06,
    "pass_seconds": [
-    9.632000327110291e-05,
-    0.00015350399911403655,
-    0.00017071999609470369
+    0.0002924160063266754,
+    0.00017392000555992127,
+    0.0001403519958257675
    ],
    "pass_host_canary_seconds": [
-    7.047715000041421e-06,
-    9.623730000001273e-06,
-    1.0061427500005492e-05
+    7.292050000060613e-06,
+    1.0771720000022357e-05,
+    1.1443839999998318e-05
    ]
   },
   "layer_steady_linear": {
-   "seconds": 0.00017707199096679687,
-   "min": 0.00013228863716125487,
-   "max": 0.00029503040313720705,
+   "seconds": 0.00021152767181396485,
+   "min": 0.0001696460723876953,
+   "max": 0.00029450048446655276,
    "samples": 33,
    "method": "one tiny linear layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.1707100000395485e-06,
+   "host_canary_seconds": 1.0304265000016244e-05,
    "pass_seconds": [
-    0.00014022208213806153,
-    0.00021162431716918948,
-    0.00017707199096679687
+    0.00021152767181396485,
+    0.00025878015518188477,
+    0.00018722431182861327
    ],
    "pass_host_canary_seconds": [
-    7.1707100000395485e-06,
-    9.591400000061867e-06,
-    7.17959749991337e-06
+    1.0304265000016244e-05,
+    1.0578664999982834e-05,
+    1.1159539999994194e-05
    ]
   },
   "layer_steady_linear_autocast": {
-   "seconds": 0.00039101696014404294,
-   "min": 0.00024566015243530275,
-   "max": 0.0005599552154541015,
+   "seconds": 0.00037187454223632817,
+   "min": 0.000264337272644043,
+   "max": 0.0005739731216430665,
    "samples": 33,
    "method": "one tiny linear layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.465384999960634e-06,
+   "host_canary_seconds": 7.400289999992538e-06,
    "pass_seconds": [
-    0.0002840876770019531,
-    0.0004988102340698242,
-    0.00039101696014404294
+    0.00032919681549072266,
+    0.0004925235366821289,
+    0.00037187454223632817
    ],
    "pass_host_canary_seconds": [
-    7.465384999960634e-06,
-    9.324834999944187e-06,
-    7.090967500005263e-06
+    7.400289999992538e-06,
+    9.229290000050128e-06,
+    1.0176354999984482e-05
    ]
   },
   "layer_steady_linear_nobias": {
-   "seconds": 0.00017027967453002929,
-   "min": 0.00011790271759033203,
-   "max": 0.00024360191345214842,
+   "seconds": 0.00015247488021850585,
+   "min": 0.00011204480171203613,
+   "max": 0.0002762937545776367,
    "samples": 33,
    "method": "one tiny linear_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.549480000008657e-06,
+   "host_canary_seconds": 7.0131249999860755e-06,
    "pass_seconds": [
-    0.00014309568405151366,
-    0.00017792448043823242,
-    0.00017027967453002929
+    0.00015247488021850585,
+    0.0001413811206817627,
+    0.00022093568801879882
    ],
    "pass_host_canary_seconds": [
-    7.549480000008657e-06,
-    1.018600999998398e-05,
-    9.252139999915698e-06
+    7.0131249999860755e-06,
+    7.947834999981751e-06,
+    1.1123019999956796e-05
    ]
   },
   "layer_steady_linear_nobias_autocast": {
-   "seconds": 0.00026719680786132816,
-   "min": 0.0002448185539245605,
-   "max": 0.0004535238265991211,
+   "seconds": 0.000343056640625,
+   "min": 0.0002049126434326172,
+   "max": 0.0006361056137084961,
    "samples": 33,
    "method": "one tiny linear_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.3958699999820965e-06,
+   "host_canary_seconds": 7.3944500000067136e-06,
    "pass_seconds": [
-    0.00025795135498046876,
-    0.00033469055175781246,
-    0.00026719680786132816
+    0.00023125120162963868,
+    0.0005090406417846679,
+    0.000343056640625
    ],
    "pass_host_canary_seconds": [
-    7.3958699999820965e-06,
-    1.0228905000033705e-05,
-    7.332930000032434e-06
+    7.3944500000067136e-06,
+    1.0896962499984396e-05,
+    1.073387499999967e-05
    ]
   },
   "layer_steady_matmul": {
-   "seconds": 0.00013992575645446778,
-   "min": 0.00012677568435668946,
-   "max": 0.0002324358367919922,
+   "seconds": 0.00016668672561645506,
+   "min": 0.00010310720443725586,
+   "max": 0.0002600147247314453,
    "samples": 33,
    "method": "one tiny matmul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.425725000018702e-06,
+   "host_canary_seconds": 7.382080000013502e-06,
    "pass_seconds": [
-    0.00013992575645446778,
-    0.00015950976371765138,
-    0.00012986816406250002
+    0.00013515263557434083,
+    0.0002016486358642578,
+    0.00016668672561645506
    ],
    "pass_host_canary_seconds": [
-    7.425725000018702e-06,
-    1.0015569999950458e-05,
-    7.114499999971713e-06
+    7.382080000013502e-06,
+    1.0784167500013097e-05,
+    1.1150990000032834e-05
    ]
   },
   "layer_steady_matmul_autocast": {
-   "seconds": 0.0002779251289367676,
-   "min": 0.00021113407135009765,
-   "max": 0.00040689281463623044,
+   "seconds": 0.00031758464813232416,
+   "min": 0.00018947519302368166,
+   "max": 0.0004866963195800781,
    "samples": 33,
    "method": "one tiny matmul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.450660000003495e-06,
+   "host_canary_seconds": 9.892334999968e-06,
    "pass_seconds": [
-    0.0002779251289367676,
-    0.0002806752014160156,
-    0.0002301433563232422
+    0.00028512895584106445,
+    0.00044456768035888673,
+    0.00031758464813232416
    ],
    "pass_host_canary_seconds": [
-    7.450660000003495e-06,
-    9.943680000006339e-06,
-    9.741630000092983e-06
+    9.892334999968e-06,
+    1.071805250003166e-05,
+    1.0913314999925206e-05
    ]
   },
   "layer_steady_bmm": {
-   "seconds": 0.00014631232261657715,
-   "min": 0.00012979647636413575,
-   "max": 0.0002252672004699707,
+   "seconds": 0.0001827027130126953,
+   "min": 0.00012491007804870606,
+   "max": 0.00023757247924804687,
    "samples": 33,
    "method": "one tiny bmm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.019264999996722e-06,
+   "host_canary_seconds": 9.72613999998373e-06,
    "pass_seconds": [
-    0.00014631232261657715,
-    0.00016057727813720702,
-    0.00013468607902526855
+    0.0001615763282775879,
+    0.0001854252815246582,
+    0.0001827027130126953
    ],
    "pass_host_canary_seconds": [
-    7.019264999996722e-06,
-    9.719852500005287e-06,
-    9.834410000024717e-06
+    9.72613999998373e-06,
+    1.062825999998296e-05,
+    1.1016664999914384e-05
    ]
   },
   "layer_steady_bmm_autocast": {
-   "seconds": 0.0002654969596862793,
-   "min": 0.00022217088699340822,
-   "max": 0.00037176895141601565,
+   "seconds": 0.00031746559143066406,
+   "min": 0.00019190208435058593,
+   "max": 0.0005544204711914062,
    "samples": 33,
    "method": "one tiny bmm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.660780000046998e-06,
+   "host_canary_seconds": 7.595175000005838e-06,
    "pass_seconds": [
-    0.0002654969596862793,
-    0.00028798976898193363,
-    0.0002601401519775391
+    0.00021193599700927734,
+    0.0004721184158325195,
+    0.00031746559143066406
    ],
    "pass_host_canary_seconds": [
-    9.660780000046998e-06,
-    1.0140239999998358e-05,
-    9.880494999947587e-06
+    7.595175000005838e-06,
+    1.0770989999997483e-05,
+    1.1105550000110042e-05
    ]
   },
   "layer_steady_conv2d": {
-   "seconds": 0.00021411775588989259,
-   "min": 0.0001391097640991211,
-   "max": 0.000308540153503418,
+   "seconds": 0.0002473151969909668,
+   "min": 0.00020271615982055667,
+   "max": 0.0003533446502685547,
    "samples": 33,
    "method": "one tiny conv2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.310304999985419e-06,
+   "host_canary_seconds": 1.0481099999992694e-05,
    "pass_seconds": [
-    0.00021411775588989259,
-    0.00022677183151245117,
-    0.0001996601676940918
+    0.0002131711959838867,
+    0.0003132012748718262,
+    0.0002473151969909668
    ],
    "pass_host_canary_seconds": [
-    9.310304999985419e-06,
-    1.0192924999969932e-05,
-    9.786910000002536e-06
+    1.0481099999992694e-05,
+    1.0468647500019302e-05,
+    1.1016234999914332e-05
    ]
   },
   "layer_steady_conv2d_autocast": {
-   "seconds": 0.00045677310943603516,
-   "min": 0.00024665855407714844,
-   "max": 0.0006032287979125977,
+   "seconds": 0.0005881676864624023,
+   "min": 0.0002679648017883301,
+   "max": 0.0006681874847412109,
    "samples": 33,
    "method": "one tiny conv2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.470547500001203e-06,
+   "host_canary_seconds": 9.85452500003703e-06,
    "pass_seconds": [
-    0.00045677310943603516,
-    0.0005336064147949219,
-    0.00030838144302368164
+    0.0004217222213745117,
+    0.0006427219390869141,
+    0.0005881676864624023
    ],
    "pass_host_canary_seconds": [
-    9.470547500001203e-06,
-    9.965794999970967e-06,
-    9.545014999901014e-06
+    9.85452500003703e-06,
+    1.0527314999961846e-05,
+    1.0988389999937454e-05
    ]
   },
   "layer_steady_conv2d_nobias": {
-   "seconds": 0.00017436031341552734,
-   "min": 0.0001041977596282959,
-   "max": 0.0002426393508911133,
+   "seconds": 0.00019277503967285155,
+   "min": 0.00011648127555847168,
+   "max": 0.0002767967987060547,
    "samples": 33,
    "method": "one tiny conv2d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.804740000028176e-06,
+   "host_canary_seconds": 7.164547500018159e-06,
    "pass_seconds": [
-    0.00010697216033935546,
-    0.00017436031341552734,
-    0.00018401920318603516
+    0.00012485055923461914,
+    0.0002500307273864746,
+    0.00019277503967285155
    ],
    "pass_host_canary_seconds": [
-    6.804740000028176e-06,
-    9.784900000013863e-06,
-    9.783664999929442e-06
+    7.164547500018159e-06,
+    1.0499620000032905e-05,
+    1.062049499999773e-05
    ]
   },
   "layer_steady_conv2d_nobias_autocast": {
-   "seconds": 0.0003326176071166992,
-   "min": 0.0001918713569641113,
-   "max": 0.0005178681564331054,
+   "seconds": 0.0003953452682495117,
+   "min": 0.00021744768142700196,
+   "max": 0.0005994867324829101,
    "samples": 33,
    "method": "one tiny conv2d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.7722400000036486e-06,
+   "host_canary_seconds": 7.413164999974242e-06,
    "pass_seconds": [
-    0.0002081932830810547,
-    0.0003546419143676758,
-    0.0003326176071166992
+    0.00022763263702392576,
+    0.000433713264465332,
+    0.0003953452682495117
    ],
    "pass_host_canary_seconds": [
-    6.7722400000036486e-06,
-    9.554394999966575e-06,
-    9.756655000074943e-06
+    7.413164999974242e-06,
+    1.0439619999971229e-05,
+    1.0594939999961638e-05
    ]
   },
   "layer_steady_conv1d": {
-   "seconds": 0.0001876121520996094,
-   "min": 0.0001389958381652832,
-   "max": 0.00028803199768066406,
+   "seconds": 0.0002597260856628418,
+   "min": 0.00014631872177124023,
+   "max": 0.00033663745880126953,
    "samples": 33,
    "method": "one tiny conv1d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.90212500003895e-06,
+   "host_canary_seconds": 7.864160000004007e-06,
    "pass_seconds": [
-    0.0001692095947265625,
-    0.00021571264266967774,
-    0.0001876121520996094
+    0.00016163583755493164,
+    0.00027747392654418944,
+    0.0002597260856628418
    ],
    "pass_host_canary_seconds": [
-    6.90212500003895e-06,
-    9.739310000043133e-06,
-    9.80557750004607e-06
+    7.864160000004007e-06,
+    1.0642170000068063e-05,
+    1.020719999999642e-05
    ]
   },
   "layer_steady_conv1d_autocast": {
-   "seconds": 0.00046024383544921875,
-   "min": 0.0002593017578125,
-   "max": 0.0006060985565185547,
+   "seconds": 0.0005920140838623047,
+   "min": 0.0002752876853942871,
+   "max": 0.0006706041717529297,
    "samples": 33,
    "method": "one tiny conv1d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.893575000006535e-06,
+   "host_canary_seconds": 7.500654999965661e-06,
    "pass_seconds": [
-    0.0003296403121948242,
-    0.00047281665802001953,
-    0.00046024383544921875
+    0.0002994918441772461,
+    0.0005920140838623047,
+    0.000602314224243164
    ],
    "pass_host_canary_seconds": [
-    6.893575000006535e-06,
-    7.117405000016674e-06,
-    1.014020499994217e-05
+    7.500654999965661e-06,
+    1.0530205000023329e-05,
+    1.0612529999889375e-05
    ]
   },
   "layer_steady_conv1d_nobias": {
-   "seconds": 0.0001518489646911621,
-   "min": 0.00010589695930480957,
-   "max": 0.0002267865562438965,
+   "seconds": 0.00018538368225097656,
+   "min": 0.00011890496253967286,
+   "max": 0.0002510643196105957,
    "samples": 33,
    "method": "one tiny conv1d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.795462500015503e-06,
+   "host_canary_seconds": 7.297527500007562e-06,
    "pass_seconds": [
-    0.00010948736190795898,
-    0.0001518489646911621,
-    0.00015878080368041992
+    0.0001251039981842041,
+    0.00020531072616577147,
+    0.00018538368225097656
    ],
    "pass_host_canary_seconds": [
-    6.795462500015503e-06,
-    7.129624999961947e-06,
-    1.0044819999990295e-05
+    7.297527500007562e-06,
+    1.0504179999983876e-05,
+    1.0289920000019493e-05
    ]
   },
   "layer_steady_conv1d_nobias_autocast": {
-   "seconds": 0.0002961657524108887,
-   "min": 0.00019934719085693358,
-   "max": 0.0006004774475097657,
+   "seconds": 0.0004966739273071289,
+   "min": 0.00022143680572509763,
+   "max": 0.0006779917144775391,
    "samples": 33,
    "method": "one tiny conv1d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.827659999970592e-06,
+   "host_canary_seconds": 7.334935000002929e-06,
    "pass_seconds": [
-    0.0002057574462890625,
-    0.0003407583999633789,
-    0.0002961657524108887
+    0.00025352191925048827,
+    0.0005150336074829101,
+    0.0004966739273071289
    ],
    "pass_host_canary_seconds": [
-    6.827659999970592e-06,
-    9.224127500004896e-06,
-    9.736300000042775e-06
+    7.334935000002929e-06,
+    1.0655694999996968e-05,
+    1.0449530000045116e-05
    ]
   },
   "layer_steady_batchnorm2d": {
-   "seconds": 0.0001633196830749512,
-   "min": 0.00013461376190185547,
-   "max": 0.00022769792556762695,
+   "seconds": 0.00024739007949829104,
+   "min": 0.00013035776138305664,
+   "max": 0.0002957439994812012,
    "samples": 33,
    "method": "one tiny batchnorm2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.147022500002321e-06,
+   "host_canary_seconds": 7.455619999987561e-06,
    "pass_seconds": [
-    0.0001633196830749512,
-    0.0002187161636352539,
-    0.0001630175971984863
+    0.0001474022388458252,
+    0.0002841254425048828,
+    0.00024739007949829104
    ],
    "pass_host_canary_seconds": [
-    9.147022500002321e-06,
-    1.0383924999999294e-05,
-    9.286320000114757e-06
+    7.455619999987561e-06,
+    1.0502924999968855e-05,
+    1.0449664999896413e-05
    ]
   },
   "layer_steady_batchnorm2d_autocast": {
-   "seconds": 0.0002369036865234375,
-   "min": 0.0001582271957397461,
-   "max": 0.0004027398300170899,
+   "seconds": 0.0003292736053466797,
+   "min": 0.00016912191390991213,
+   "max": 0.00042974208831787113,
    "samples": 33,
    "method": "one tiny batchnorm2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.388680000057548e-06,
+   "host_canary_seconds": 8.64802749998006e-06,
    "pass_seconds": [
-    0.00031857599258422855,
-    0.0002369036865234375,
-    0.0001648147201538086
+    0.00017763776779174803,
+    0.00039144001007080075,
+    0.0003292736053466797
    ],
    "pass_host_canary_seconds": [
-    9.388680000057548e-06,
-    1.0637964999986593e-05,
-    7.347420000058947e-06
+    8.64802749998006e-06,
+    1.0841510000005884e-05,
+    1.0897409999870434e-05
    ]
   },
   "layer_steady_layernorm": {
-   "seconds": 0.0001413049602508545,
-   "min": 9.964863777160645e-05,
-   "max": 0.0001685273551940918,
+   "seconds": 0.00016678016662597658,
+   "min": 9.581376075744628e-05,
+   "max": 0.00020518207550048828,
    "samples": 33,
    "method": "one tiny layernorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.582694999963337e-06,
+   "host_canary_seconds": 7.341975000016987e-06,
    "pass_seconds": [
-    0.00014431615829467773,
-    0.0001413049602508545,
-    0.00011337087631225587
+    0.0001035590362548828,
+    0.00016678016662597658,
+    0.00016770816802978516
    ],
    "pass_host_canary_seconds": [
-    9.582694999963337e-06,
-    1.0297250000022018e-05,
-    7.377905000041096e-06
+    7.341975000016987e-06,
+    1.1179225000006454e-05,
+    1.0694080000064332e-05
    ]
   },
   "layer_steady_layernorm_autocast": {
-   "seconds": 0.00018372095108032228,
-   "min": 0.0001168620777130127,
-   "max": 0.0002011039924621582,
+   "seconds": 0.00018644735336303709,
+   "min": 0.00012133376121520996,
+   "max": 0.0002659974479675293,
    "samples": 33,
    "method": "one tiny layernorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.983180000006087e-06,
+   "host_canary_seconds": 7.168604999989725e-06,
    "pass_seconds": [
-    0.00018372095108032228,
-    0.00018775039672851564,
-    0.00012034624099731446
+    0.00012849151611328124,
+    0.00022472192764282225,
+    0.00018644735336303709
    ],
    "pass_host_canary_seconds": [
-    9.983180000006087e-06,
-    1.0451650000007363e-05,
-    7.423160000001871e-06
+    7.168604999989725e-06,
+    1.0625175000029685e-05,
+    1.0836654999977212e-05
    ]
   },
   "layer_steady_groupnorm": {
-   "seconds": 0.00020661056518554686,
-   "min": 0.00015393600463867188,
-   "max": 0.00027221439361572265,
+   "seconds": 0.00024245439529418946,
+   "min": 0.00015191743850708007,
+   "max": 0.0003943929672241211,
    "samples": 33,
    "method": "one tiny groupnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.91055000000074e-06,
+   "host_canary_seconds": 6.984629999990943e-06,
    "pass_seconds": [
-    0.00023113855361938475,
-    0.00020661056518554686,
-    0.00016265792846679685
+    0.00016042112350463867,
+    0.00028613887786865235,
+    0.00024245439529418946
    ],
    "pass_host_canary_seconds": [
-    9.91055000000074e-06,
-    9.97150000003444e-06,
-    7.191499999947837e-06
+    6.984629999990943e-06,
+    1.0439005000009161e-05,
+    1.0237549999914109e-05
    ]
   },
   "layer_steady_groupnorm_autocast": {
-   "seconds": 0.0002460531234741211,
-   "min": 0.00017275968551635744,
-   "max": 0.0003291500854492187,
+   "seconds": 0.00028063488006591796,
+   "min": 0.00017293184280395507,
+   "max": 0.0004235295867919922,
    "samples": 33,
    "method": "one tiny groupnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.954495000030761e-06,
+   "host_canary_seconds": 6.961974999981635e-06,
    "pass_seconds": [
-    0.0003012953567504883,
-    0.0002460531234741211,
-    0.00018412607192993163
+    0.00018214847564697263,
+    0.0003160204887390137,
+    0.00028063488006591796
    ],
    "pass_host_canary_seconds": [
-    9.954495000030761e-06,
-    1.0198534999972253e-05,
-    7.180114999982834e-06
+    6.961974999981635e-06,
+    1.042367749999329e-05,
+    1.0924679999959608e-05
    ]
   },
   "layer_steady_relu": {
-   "seconds": 0.00010244416236877443,
-   "min": 7.011136054992675e-05,
-   "max": 0.00015487232208251953,
+   "seconds": 0.00011319168090820312,
+   "min": 6.999104022979736e-05,
+   "max": 0.0001256480026245117,
    "samples": 33,
    "method": "one tiny relu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0484060000024443e-05,
+   "host_canary_seconds": 7.1334700000136304e-06,
    "pass_seconds": [
-    0.00015082112312316895,
-    0.00010244416236877443,
-    7.077760219573974e-05
+    7.270336151123047e-05,
+    0.00011672063827514649,
+    0.00011319168090820312
    ],
    "pass_host_canary_seconds": [
-    1.0484060000024443e-05,
-    1.0161849999974492e-05,
-    6.959319999992886e-06
+    7.1334700000136304e-06,
+    8.528299999959188e-06,
+    1.1725414999972372e-05
    ]
   },
   "layer_steady_relu_autocast": {
-   "seconds": 0.00013123647689819337,
-   "min": 8.75648021697998e-05,
-   "max": 0.00021498687744140625,
+   "seconds": 0.0001350207996368408,
+   "min": 8.736127853393555e-05,
+   "max": 0.0001885100746154785,
    "samples": 33,
    "method": "one tiny relu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0333950000003256e-05,
+   "host_canary_seconds": 7.069307499989464e-06,
    "pass_seconds": [
-    0.0002061996841430664,
-    0.00013123647689819337,
-    9.020095825195313e-05
+    9.047616004943847e-05,
+    0.00013550080299377443,
+    0.0001350207996368408
    ],
    "pass_host_canary_seconds": [
-    1.0333950000003256e-05,
-    1.0237460000013243e-05,
-    6.9533125000020846e-06
+    7.069307499989464e-06,
+    8.101120000034712e-06,
+    1.052745000009736e-05
    ]
   },
   "layer_steady_gelu": {
-   "seconds": 8.46662425994873e-05,
-   "min": 6.655424118041991e-05,
-   "max": 0.000119868803024292,
+   "seconds": 0.00010215999603271485,
+   "min": 6.847424030303955e-05,
+   "max": 0.0001308614444732666,
    "samples": 33,
    "method": "one tiny gelu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.192129999999963e-06,
+   "host_canary_seconds": 7.098605000024349e-06,
    "pass_seconds": [
-    8.46662425994873e-05,
-    0.00010277055740356445,
-    6.9552001953125e-05
+    7.079616069793702e-05,
+    0.00011476608276367187,
+    0.00010215999603271485
    ],
    "pass_host_canary_seconds": [
-    7.192129999999963e-06,
-    1.0148552499984475e-05,
-    6.915875000004234e-06
+    7.098605000024349e-06,
+    9.60174249996726e-06,
+    1.1108224999958338e-05
    ]
   },
   "layer_steady_gelu_autocast": {
-   "seconds": 0.00010635711669921875,
-   "min": 8.509440422058106e-05,
-   "max": 0.0001470355224609375,
+   "seconds": 0.0001319372844696045,
+   "min": 8.32806396484375e-05,
+   "max": 0.0001505280017852783,
    "samples": 33,
    "method": "one tiny gelu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.95268500002777e-06,
+   "host_canary_seconds": 7.15110250002482e-06,
    "pass_seconds": [
-    0.00010635711669921875,
-    0.0001276416015625,
-    8.867263793945313e-05
+    9.307711601257325e-05,
+    0.0001319372844696045,
+    0.00013990400314331053
    ],
    "pass_host_canary_seconds": [
-    7.95268500002777e-06,
-    1.0310035000031803e-05,
-    7.040555000017434e-06
+    7.15110250002482e-06,
+    9.669809999977019e-06,
+    1.1062619999933077e-05
    ]
   },
   "layer_steady_silu": {
-   "seconds": 8.673088073730468e-05,
-   "min": 7.459455966949462e-05,
-   "max": 0.0001005408000946045,
+   "seconds": 0.00011135168075561523,
+   "min": 6.807551860809327e-05,
+   "max": 0.00012949119567871094,
    "samples": 33,
    "method": "one tiny silu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.030239999996523e-06,
+   "host_canary_seconds": 6.841859999937583e-06,
    "pass_seconds": [
-    8.673088073730468e-05,
-    9.377216339111328e-05,
-    7.787072181701661e-05
+    7.092031955718993e-05,
+    0.00011135168075561523,
+    0.00011165247917175294
    ],
    "pass_host_canary_seconds": [
-    8.030239999996523e-06,
-    9.819107499993152e-06,
-    6.80418249999093e-06
+    6.841859999937583e-06,
+    9.721989999995628e-06,
+    1.184361500001785e-05
    ]
   },
   "layer_steady_silu_autocast": {
-   "seconds": 0.000109684476852417,
-   "min": 9.12396812438965e-05,
-   "max": 0.00017398719787597658,
+   "seconds": 0.00011936511993408203,
+   "min": 8.39782428741455e-05,
+   "max": 0.00014806655883789062,
    "samples": 33,
    "method": "one tiny silu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.024944999966976e-06,
+   "host_canary_seconds": 7.0143774999920085e-06,
    "pass_seconds": [
-    0.000109684476852417,
-    0.00012118271827697753,
-    9.58016014099121e-05
+    8.63366413116455e-05,
+    0.00011936511993408203,
+    0.0001398739242553711
    ],
    "pass_host_canary_seconds": [
-    8.024944999966976e-06,
-    1.0061234999980685e-05,
-    6.8629599999781024e-06
+    7.0143774999920085e-06,
+    8.112217499984809e-06,
+    1.1345274999996491e-05
    ]
   },
   "layer_steady_tanh": {
-   "seconds": 8.148991584777832e-05,
-   "min": 7.028351783752441e-05,
-   "max": 0.00012735360145568847,
+   "seconds": 0.00010129088401794434,
+   "min": 6.672128200531005e-05,
+   "max": 0.00011124287605285644,
    "samples": 33,
    "method": "one tiny tanh layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.018129999991629e-06,
+   "host_canary_seconds": 6.814030000015236e-06,
    "pass_seconds": [
-    8.148991584777832e-05,
-    0.00011767935752868653,
-    7.55398416519165e-05
+    7.118207931518555e-05,
+    0.00010129088401794434,
+    0.00010533696174621581
    ],
    "pass_host_canary_seconds": [
-    7.018129999991629e-06,
-    1.0441397500002835e-05,
-    6.826385000024971e-06
+    6.814030000015236e-06,
+    8.040559999997753e-06,
+    1.086248249997368e-05
    ]
   },
   "layer_steady_tanh_autocast": {
-   "seconds": 0.00012535679817199705,
-   "min": 8.835519790649413e-05,
-   "max": 0.00014786368370056153,
+   "seconds": 0.00012056511878967285,
+   "min": 8.25766372680664e-05,
+   "max": 0.00014023743629455567,
    "samples": 33,
    "method": "one tiny tanh layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.913780000026293e-06,
+   "host_canary_seconds": 7.475364999969258e-06,
    "pass_seconds": [
-    9.391615867614746e-05,
-    0.00012535679817199705,
-    0.00012790719985961914
+    0.00010912704467773437,
+    0.00012056511878967285,
+    0.00013273280143737793
    ],
    "pass_host_canary_seconds": [
-    6.913780000026293e-06,
-    1.0547142499994778e-05,
-    1.0614659999959032e-05
+    7.475364999969258e-06,
+    8.204414999966047e-06,
+    1.0846609999930478e-05
    ]
   },
   "layer_steady_sigmoid": {
-   "seconds": 9.604607582092286e-05,
-   "min": 7.103936195373534e-05,
-   "max": 0.00011897472381591797,
+   "seconds": 0.00010164223670959472,
+   "min": 8.879872322082519e-05,
+   "max": 0.00011790656089782715,
    "samples": 33,
    "method": "one tiny sigmoid layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.055190000002654e-06,
+   "host_canary_seconds": 9.170599999990259e-06,
    "pass_seconds": [
-    7.189248085021973e-05,
-    9.604607582092286e-05,
-    0.0001082259178161621
+    9.765055656433106e-05,
+    0.00010164223670959472,
+    0.00010948415756225586
    ],
    "pass_host_canary_seconds": [
-    7.055190000002654e-06,
-    1.0362367500000858e-05,
-    1.0459837499965374e-05
+    9.170599999990259e-06,
+    8.307800000011412e-06,
+    1.0721649999894112e-05
    ]
   },
   "layer_steady_sigmoid_autocast": {
-   "seconds": 0.00012280063629150392,
-   "min": 8.864447593688966e-05,
-   "max": 0.00015878399848937987,
+   "seconds": 0.00014561408042907715,
+   "min": 8.55116844177246e-05,
+   "max": 0.00016502975463867189,
    "samples": 33,
    "method": "one tiny sigmoid layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.349420000011264e-06,
+   "host_canary_seconds": 9.017594999995991e-06,
    "pass_seconds": [
-    9.017919540405274e-05,
-    0.00012280063629150392,
-    0.00014362239837646483
+    0.00011652992248535157,
+    0.00014561408042907715,
+    0.00014910464286804198
    ],
    "pass_host_canary_seconds": [
-    7.349420000011264e-06,
-    1.0409214999995697e-05,
-    1.0002610000015012e-05
+    9.017594999995991e-06,
+    8.125344999996286e-06,
+    1.1577825000017582e-05
    ]
   },
   "layer_steady_dropout": {
-   "seconds": 0.00012053824424743653,
-   "min": 8.212800025939942e-05,
-   "max": 0.0001369983959197998,
+   "seconds": 0.00013202176094055177,
+   "min": 7.552639961242676e-05,
+   "max": 0.00014546560287475587,
    "samples": 33,
    "method": "one tiny dropout layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.490425000007405e-06,
+   "host_canary_seconds": 6.97077499996368e-06,
    "pass_seconds": [
-    8.676480293273926e-05,
-    0.00012053824424743653,
-    0.00012536064147949217
+    7.661375999450684e-05,
+    0.0001369612789154053,
+    0.00013202176094055177
    ],
    "pass_host_canary_seconds": [
-    7.490425000007405e-06,
-    1.0311045000044317e-05,
-    1.04726200000016e-05
+    6.97077499996368e-06,
+    1.16813250000547e-05,
+    1.1628664999960847e-05
    ]
   },
   "layer_steady_dropout_autocast": {
-   "seconds": 0.00013797632217407227,
-   "min": 9.204031944274903e-05,
-   "max": 0.0001578604793548584,
+   "seconds": 0.00015576255798339844,
+   "min": 8.879039764404297e-05,
+   "max": 0.00018040256500244142,
    "samples": 33,
    "method": "one tiny dropout layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.181230000021799e-06,
+   "host_canary_seconds": 6.778979999992884e-06,
    "pass_seconds": [
-    0.00010048895835876465,
-    0.00013818304061889649,
-    0.00013797632217407227
+    9.167488098144532e-05,
+    0.00017208255767822266,
+    0.00015576255798339844
    ],
    "pass_host_canary_seconds": [
-    7.181230000021799e-06,
-    1.0364460000005237e-05,
-    9.826729999957707e-06
+    6.778979999992884e-06,
+    1.0809934999969074e-05,
+    1.113418499997465e-05
    ]
   },
   "layer_steady_add": {
-   "seconds": 0.00010087039947509766,
-   "min": 8.068608283996582e-05,
-   "max": 0.00015396672248840332,
+   "seconds": 0.00011438655853271484,
+   "min": 7.804927825927735e-05,
+   "max": 0.00014318207740783692,
    "samples": 33,
    "method": "one tiny add layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.190819999962628e-06,
+   "host_canary_seconds": 6.697037499989733e-06,
    "pass_seconds": [
-    8.229567527770995e-05,
-    0.00010087039947509766,
-    0.00014395968437194825
+    9.324159622192383e-05,
+    0.00011438655853271484,
+    0.0001395622444152832
    ],
    "pass_host_canary_seconds": [
-    7.190819999962628e-06,
-    1.0188762500007443e-05,
-    1.0588474999906339e-05
+    6.697037499989733e-06,
+    8.138344999935042e-06,
+    1.194793999999888e-05
    ]
   },
   "layer_steady_add_autocast": {
-   "seconds": 0.00014180928230285645,
-   "min": 9.523008346557617e-05,
-   "max": 0.0001922105598449707,
+   "seconds": 0.00014347455978393553,
+   "min": 0.00011159232139587402,
+   "max": 0.0001693235206604004,
    "samples": 33,
    "method": "one tiny add layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.610022500019852e-06,
+   "host_canary_seconds": 7.076222500010943e-06,
    "pass_seconds": [
-    9.799872398376465e-05,
-    0.00014517248153686523,
-    0.00014180928230285645
+    0.00011596416473388672,
+    0.00014347455978393553,
+    0.00016439296722412108
    ],
    "pass_host_canary_seconds": [
-    6.610022500019852e-06,
-    1.0072824999980413e-05,
-    1.0492259999921316e-05
+    7.076222500010943e-06,
+    8.229654999922787e-06,
+    1.1891064999929313e-05
    ]
   },
   "layer_steady_mul": {
-   "seconds": 0.00010410112380981445,
-   "min": 7.75935983657837e-05,
-   "max": 0.00013370047569274902,
+   "seconds": 0.00012830911636352538,
+   "min": 9.145024299621583e-05,
+   "max": 0.00013972928047180177,
    "samples": 33,
    "method": "one tiny mul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.7074000000033605e-06,
+   "host_canary_seconds": 7.2226174999912015e-06,
    "pass_seconds": [
-    8.110464096069336e-05,
-    0.00011339072227478028,
-    0.00010410112380981445
+    0.000101528959274292,
+    0.00012830911636352538,
+    0.00012960512161254884
    ],
    "pass_host_canary_seconds": [
-    6.7074000000033605e-06,
-    1.0228075000000559e-05,
-    9.747900000007803e-06
+    7.2226174999912015e-06,
+    8.229654999922787e-06,
+    1.148655499989104e-05
    ]
   },
   "layer_steady_mul_autocast": {
-   "seconds": 0.0001344870376586914,
-   "min": 9.08505630493164e-05,
-   "max": 0.00022280832290649414,
+   "seconds": 0.00014405952453613283,
+   "min": 0.00011212096214294434,
+   "max": 0.00018150272369384763,
    "samples": 33,
    "method": "one tiny mul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.6712599999974036e-06,
+   "host_canary_seconds": 7.182629999995526e-06,
    "pass_seconds": [
-    9.402175903320313e-05,
-    0.00013900351524353028,
-    0.0001344870376586914
+    0.00011799615859985352,
+    0.00014405952453613283,
+    0.00017005056381225588
    ],
    "pass_host_canary_seconds": [
-    6.6712599999974036e-06,
-    1.0267514999995342e-05,
-    9.758610000005774e-06
+    7.182629999995526e-06,
+    1.0840985000015735e-05,
+    1.1714894999954596e-05
    ]
   },
   "layer_steady_softmax": {
-   "seconds": 0.00010054719924926758,
-   "min": 7.215231895446777e-05,
-   "max": 0.00013513855934143065,
+   "seconds": 0.00011518464088439942,
+   "min": 9.059200286865234e-05,
+   "max": 0.00014613247871398926,
    "samples": 33,
    "method": "one tiny softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.6400349999895526e-06,
+   "host_canary_seconds": 7.243535000007739e-06,
    "pass_seconds": [
-    7.358911991119385e-05,
-    0.00011794816017150879,
-    0.00010054719924926758
+    9.249088287353515e-05,
+    0.00011518464088439942,
+    0.00012301504135131837
    ],
    "pass_host_canary_seconds": [
-    6.6400349999895526e-06,
-    1.0529597500017474e-05,
-    8.718102500040458e-06
+    7.243535000007739e-06,
+    8.45563500007529e-06,
+    1.1608657500090658e-05
    ]
   },
   "layer_steady_softmax_autocast": {
-   "seconds": 0.0001323583984375,
-   "min": 8.736319541931152e-05,
-   "max": 0.0001541983985900879,
+   "seconds": 0.00013535807609558106,
+   "min": 0.0001072486400604248,
+   "max": 0.00016813184738159178,
    "samples": 33,
    "method": "one tiny softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.857772500019621e-06,
+   "host_canary_seconds": 7.2202599999826594e-06,
    "pass_seconds": [
-    0.00010153599739074707,
-    0.0001462623977661133,
-    0.0001323583984375
+    0.00011306240081787109,
+    0.00013535807609558106,
+    0.0001610323143005371
    ],
    "pass_host_canary_seconds": [
-    6.857772500019621e-06,
-    1.0502069999986929e-05,
-    9.622875000019349e-06
+    7.2202599999826594e-06,
+    8.64141500002802e-06,
+    1.1992775000067014e-05
    ]
   },
   "layer_steady_log_softmax": {
-   "seconds": 9.780159950256347e-05,
-   "min": 7.707712173461914e-05,
-   "max": 0.00011801216125488281,
+   "seconds": 0.0001045356845855713,
+   "min": 7.439487934112549e-05,
+   "max": 0.00011593088150024415,
    "samples": 33,
    "method": "one tiny log_softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.181212500026901e-06,
+   "host_canary_seconds": 7.263992500021743e-06,
    "pass_seconds": [
-    8.028287887573243e-05,
-    9.780159950256347e-05,
-    9.929920196533203e-05
+    7.922751903533936e-05,
+    0.0001045356845855713,
+    0.00011118464469909668
    ],
    "pass_host_canary_seconds": [
-    8.181212500026901e-06,
-    1.0123937499990632e-05,
-    9.917179999945347e-06
+    7.263992500021743e-06,
+    9.248812500004533e-06,
+    1.1691817500079082e-05
    ]
   },
   "layer_steady_log_softmax_autocast": {
-   "seconds": 0.0001232083225250244,
-   "min": 8.705344200134277e-05,
-   "max": 0.0001541747188568115,
+   "seconds": 0.00013123776435852052,
+   "min": 9.275391578674316e-05,
+   "max": 0.0001496288013458252,
    "samples": 33,
    "method": "one tiny log_softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.1452650000125565e-06,
+   "host_canary_seconds": 7.0445175000344315e-06,
    "pass_seconds": [
-    9.50233554840088e-05,
-    0.0001232083225250244,
-    0.00013189311981201172
+    9.47212791442871e-05,
+    0.00013123776435852052,
+    0.00013493056297302246
    ],
    "pass_host_canary_seconds": [
-    7.1452650000125565e-06,
-    1.0553870000045152e-05,
-    9.989444999973784e-06
+    7.0445175000344315e-06,
+    1.057975750008211e-05,
+    1.1556994999892823e-05
    ]
   },
   "layer_steady_cross_entropy": {
-   "seconds": 0.0001486899185180664,
-   "min": 0.00012886207580566406,
-   "max": 0.0002218899154663086,
+   "seconds": 0.00017505344390869143,
+   "min": 0.00012964544296264647,
+   "max": 0.00020708415985107423,
    "samples": 33,
    "method": "one tiny cross_entropy layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.295514999938746e-06,
+   "host_canary_seconds": 7.014840000039158e-06,
    "pass_seconds": [
-    0.0001373043155670166,
-    0.0001486899185180664,
-    0.00018017280578613281
+    0.00013584383964538574,
+    0.00017505344390869143,
+    0.00019348415374755858
    ],
    "pass_host_canary_seconds": [
-    7.295514999938746e-06,
-    1.0357669999976338e-05,
-    9.930679999996529e-06
+    7.014840000039158e-06,
+    9.04621000003658e-06,
+    1.1482757499905461e-05
    ]
   },
   "layer_steady_cross_entropy_autocast": {
-   "seconds": 0.00017815040588378906,
-   "min": 0.0001492307186126709,
-   "max": 0.00024302848815917967,
+   "seconds": 0.00020147647857666015,
+   "min": 0.00014683903694152832,
+   "max": 0.00025350847244262696,
    "samples": 33,
    "method": "one tiny cross_entropy layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.342559999941045e-06,
+   "host_canary_seconds": 7.0584999999567796e-06,
    "pass_seconds": [
-    0.0001825472068786621,
-    0.00017815040588378906,
-    0.0001563929557800293
+    0.0001531654357910156,
+    0.00020147647857666015,
+    0.00023354175567626953
    ],
    "pass_host_canary_seconds": [
-    7.342559999941045e-06,
-    1.0067234999979746e-05,
-    7.060997499976907e-06
+    7.0584999999567796e-06,
+    8.45341499996266e-06,
+    1.081689500011862e-05
    ]
   },
   "layer_steady_embedding": {
-   "seconds": 0.00034267520904541013,
-   "min": 0.00023113344192504884,
-   "max": 0.00046388416290283203,
+   "seconds": 0.0003919891357421875,
+   "min": 0.00020732671737670898,
+   "max": 0.000702037124633789,
    "samples": 33,
    "method": "one tiny embedding layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.3715774999882914e-06,
+   "host_canary_seconds": 7.0678899999876425e-06,
    "pass_seconds": [
-    0.00036830528259277343,
-    0.0002456928062438965,
-    0.00034267520904541013
+    0.00024689023971557615,
+    0.0005337267303466796,
+    0.0003919891357421875
    ],
    "pass_host_canary_seconds": [
-    7.3715774999882914e-06,
-    1.012326000001451e-05,
-    1.0118040000008931e-05
+    7.0678899999876425e-06,
+    1.1736360000043077e-05,
+    1.1282239999985676e-05
    ]
   },
   "layer_steady_embedding_autocast": {
-   "seconds": 0.0003451443099975586,
-   "min": 0.00032009857177734373,
-   "max": 0.00043165313720703127,
+   "seconds": 0.0004810950469970703,
+   "min": 0.0002421824073791504,
+   "max": 0.0006962470245361328,
    "samples": 33,
    "method": "one tiny embedding layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.13946500006557e-06,
+   "host_canary_seconds": 7.345940000007545e-06,
    "pass_seconds": [
-    0.0003694835281372071,
-    0.00033303489685058594,
-    0.0003451443099975586
+    0.0002521939277648926,
+    0.0005609939193725586,
+    0.0004810950469970703
    ],
    "pass_host_canary_seconds": [
-    7.13946500006557e-06,
-    9.942820000006236e-06,
-    9.31777749997309e-06
+    7.345940000007545e-06,
+    1.1869725000082099e-05,
+    1.1074609999894847e-05
    ]
   },
   "layer_steady_embedding_atomic": {
-   "seconds": 0.0001037395191192627,
-   "min": 8.587136268615722e-05,
-   "max": 0.0001536857604980469,
+   "seconds": 0.0001242905616760254,
+   "min": 8.263680458068848e-05,
+   "max": 0.00016851520538330077,
    "samples": 33,
    "method": "one tiny embedding_atomic layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.344692500019789e-06,
+   "host_canary_seconds": 7.391892499981623e-06,
    "pass_seconds": [
-    0.0001037395191192627,
-    0.00011875071525573731,
-    9.495424270629884e-05
+    8.662464141845703e-05,
+    0.00015837632179260252,
+    0.0001242905616760254
    ],
    "pass_host_canary_seconds": [
-    7.344692500019789e-06,
-    1.0026412500003802e-05,
-    7.350502500003131e-06
+    7.391892499981623e-06,
+    1.2244870000017727e-05,
+    1.0809229999964032e-05
    ]
   },
   "layer_steady_embedding_atomic_autocast": {
-   "seconds": 0.00012492992401123048,
-   "min": 0.00010337599754333496,
-   "max": 0.0001559507179260254,
+   "seconds": 0.00015112832069396972,
+   "min": 0.000100513277053833,
+   "max": 0.0002284115219116211,
    "samples": 33,
    "method": "one tiny embedding_atomic layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.291054999996049e-06,
+   "host_canary_seconds": 7.1816674999780615e-06,
    "pass_seconds": [
-    0.00012492992401123048,
-    0.0001464089584350586,
-    0.00010737600326538087
+    0.0001038912010192871,
+    0.0001952128028869629,
+    0.00015112832069396972
    ],
    "pass_host_canary_seconds": [
-    7.291054999996049e-06,
-    1.0015140000021462e-05,
-    7.416662500006055e-06
+    7.1816674999780615e-06,
+    1.203071500000874e-05,
+    1.100784499996621e-05
    ]
   },
   "layer_steady_maxpool2d": {
-   "seconds": 8.661439895629883e-05,
-   "min": 8.14579200744629e-05,
-   "max": 0.00011350144386291503,
+   "seconds": 0.00012641599655151368,
+   "min": 8.071616172790527e-05,
+   "max": 0.00015976384162902835,
    "samples": 33,
    "method": "one tiny maxpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.5162625000047005e-06,
+   "host_canary_seconds": 8.928297499970483e-06,
    "pass_seconds": [
-    0.00010141375541687013,
-    8.359295845031738e-05,
-    8.661439895629883e-05
+    0.00010239295959472656,
+    0.00014115391731262206,
+    0.00012641599655151368
    ],
    "pass_host_canary_seconds": [
-    7.5162625000047005e-06,
-    7.5069199999688866e-06,
-    7.202250000020172e-06
+    8.928297499970483e-06,
+    1.2122019999907251e-05,
+    1.1204485000035902e-05
    ]
   },
   "layer_steady_maxpool2d_autocast": {
-   "seconds": 0.0001101318359375,
-   "min": 9.705920219421387e-05,
-   "max": 0.00017904640197753907,
+   "seconds": 0.0001565567970275879,
+   "min": 0.00011988544464111328,
+   "max": 0.00022848768234252928,
    "samples": 33,
    "method": "one tiny maxpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.06130399999671e-05,
+   "host_canary_seconds": 1.0525660000055837e-05,
    "pass_seconds": [
-    0.0001609164810180664,
-    0.00010342399597167968,
-    0.0001101318359375
+    0.0001432646369934082,
+    0.000198603515625,
+    0.0001565567970275879
    ],
    "pass_host_canary_seconds": [
-    1.06130399999671e-05,
-    7.136832499980982e-06,
-    7.37438000001589e-06
+    1.0525660000055837e-05,
+    1.1940895000037699e-05,
+    1.0803499999951783e-05
    ]
   },
   "layer_steady_avgpool2d": {
-   "seconds": 8.357824325561524e-05,
-   "min": 6.988096237182618e-05,
-   "max": 0.00012285183906555176,
+   "seconds": 0.0001176460838317871,
+   "min": 6.931839942932129e-05,
+   "max": 0.0001384102439880371,
    "samples": 33,
    "method": "one tiny avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0092417500011663e-05,
+   "host_canary_seconds": 7.250322500027551e-06,
    "pass_seconds": [
-    0.00011278847694396972,
-    7.371583938598633e-05,
-    8.357824325561524e-05
+    7.272640228271485e-05,
+    0.0001302195167541504,
+    0.0001176460838317871
    ],
    "pass_host_canary_seconds": [
-    1.0092417500011663e-05,
-    6.738435000031018e-06,
-    7.113597499923685e-06
+    7.250322500027551e-06,
+    1.126531000011255e-05,
+    1.105671249995055e-05
    ]
   },
   "layer_steady_avgpool2d_autocast": {
-   "seconds": 0.00011501184463500976,
-   "min": 8.974528312683106e-05,
-   "max": 0.00015776127815246582,
+   "seconds": 0.0001468678379058838,
+   "min": 8.341119766235352e-05,
+   "max": 0.00019335807800292966,
    "samples": 33,
    "method": "one tiny avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.686335000049895e-06,
+   "host_canary_seconds": 7.136219999992478e-06,
    "pass_seconds": [
-    0.00013536255836486816,
-    0.00011501184463500976,
-    9.401151657104492e-05
+    8.707136154174804e-05,
+    0.00017169599533081056,
+    0.0001468678379058838
    ],
    "pass_host_canary_seconds": [
-    8.686335000049895e-06,
-    9.658277500008694e-06,
-    7.042217500057291e-06
+    7.136219999992478e-06,
+    1.1527209999968591e-05,
+    1.1100895000026867e-05
    ]
   },
   "layer_steady_adaptive_avgpool2d": {
-   "seconds": 9.409728050231935e-05,
-   "min": 8.118975639343261e-05,
-   "max": 0.00011742912292480468,
+   "seconds": 0.00013110912322998047,
+   "min": 7.577600002288819e-05,
+   "max": 0.00016475008010864256,
    "samples": 33,
    "method": "one tiny adaptive_avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.1432075000288366e-06,
+   "host_canary_seconds": 7.0661375000113935e-06,
    "pass_seconds": [
-    9.409728050231935e-05,
-    0.00010676095962524414,
-    9.394687652587891e-05
+    8.09830379486084e-05,
+    0.00015203392028808593,
+    0.00013110912322998047
    ],
    "pass_host_canary_seconds": [
-    7.1432075000288366e-06,
-    9.735009999971567e-06,
-    7.272942499909618e-06
+    7.0661375000113935e-06,
+    1.1098554999904308e-05,
+    1.089647000000582e-05
    ]
   },
   "layer_steady_adaptive_avgpool2d_autocast": {
-   "seconds": 0.0001112819194793701,
-   "min": 9.475775718688965e-05,
-   "max": 0.00013966591835021973,
+   "seconds": 0.00015150976181030275,
+   "min": 0.0001055078411102295,
+   "max": 0.00020770303726196288,
    "samples": 33,
    "method": "one tiny adaptive_avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.089082499973642e-06,
+   "host_canary_seconds": 7.2787699999921075e-06,
    "pass_seconds": [
-    0.00011052415847778321,
-    0.00013240768432617187,
-    0.0001112819194793701
+    0.00011230912208557129,
+    0.00019445056915283202,
+    0.00015150976181030275
    ],
    "pass_host_canary_seconds": [
-    7.089082499973642e-06,
-    9.94273499998144e-06,
-    7.206132500030548e-06
+    7.2787699999921075e-06,
+    1.1296320000013793e-05,
+    1.0764905000115731e-05
    ]
   },
   "layer_steady_flatten": {
-   "seconds": 6.081535816192627e-05,
-   "min": 4.9374079704284675e-05,
-   "max": 8.022720336914064e-05,
+   "seconds": 7.389952182769774e-05,
+   "min": 5.582848072052002e-05,
+   "max": 8.814847946166992e-05,
    "samples": 33,
    "method": "one tiny flatten layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.3091300000527325e-06,
+   "host_canary_seconds": 7.320379999953275e-06,
    "pass_seconds": [
-    6.081535816192627e-05,
-    6.715136051177978e-05,
-    5.214719772338867e-05
+    5.7855358123779296e-05,
+    8.339584350585938e-05,
+    7.389952182769774e-05
    ],
    "pass_host_canary_seconds": [
-    7.3091300000527325e-06,
-    1.004269500000987e-05,
-    7.277464999901894e-06
+    7.320379999953275e-06,
+    1.1566577499948494e-05,
+    1.0781235000081324e-05
    ]
   },
   "layer_steady_flatten_autocast": {
-   "seconds": 7.727039813995362e-05,
-   "min": 6.448703765869141e-05,
-   "max": 0.00010269120216369629,
+   "seconds": 8.004287719726562e-05,
+   "min": 7.125311851501465e-05,
+   "max": 0.00012576448440551757,
    "samples": 33,
    "method": "one tiny flatten layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.3511949999982565e-06,
+   "host_canary_seconds": 7.2072025000125e-06,
    "pass_seconds": [
-    7.727039813995362e-05,
-    9.187840461730956e-05,
-    7.109888076782226e-05
+    7.334400177001954e-05,
+    0.000116243839263916,
+    8.004287719726562e-05
    ],
    "pass_host_canary_seconds": [
-    7.3511949999982565e-06,
-    1.0449354999977346e-05,
-    7.411465000046746e-06
+    7.2072025000125e-06,
+    1.1698072499939372e-05,
+    7.729905000033455e-06
    ]
   },
   "layer_steady_reshape": {
-   "seconds": 5.8916478157043456e-05,
-   "min": 4.601664066314697e-05,
-   "max": 8.439231872558594e-05,
+   "seconds": 5.9532799720764164e-05,
+   "min": 5.229887962341309e-05,
+   "max": 9.42137622833252e-05,
    "samples": 33,
    "method": "one tiny reshape layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.729334999950765e-06,
+   "host_canary_seconds": 7.057824999989748e-06,
    "pass_seconds": [
-    5.8916478157043456e-05,
-    6.345727920532227e-05,
-    4.974527835845948e-05
+    5.4058880805969234e-05,
+    8.293184280395508e-05,
+    5.9532799720764164e-05
    ],
    "pass_host_canary_seconds": [
-    7.729334999950765e-06,
-    1.07466400000078e-05,
-    6.8535849999307175e-06
+    7.057824999989748e-06,
+    1.1651647500059425e-05,
+    7.922315000001845e-06
    ]
   },
   "layer_steady_reshape_autocast": {
-   "seconds": 7.286784172058106e-05,
-   "min": 5.908415794372558e-05,
-   "max": 0.00014065600395202639,
+   "seconds": 8.368703842163085e-05,
+   "min": 5.9712638854980466e-05,
+   "max": 0.00011355199813842774,
    "samples": 33,
    "method": "one tiny reshape layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.527064999948152e-06,
+   "host_canary_seconds": 7.303187500049546e-06,
    "pass_seconds": [
-    7.286784172058106e-05,
-    8.807744026184082e-05,
-    6.238527774810791e-05
+    8.368703842163085e-05,
+    0.00010747648239135742,
+    7.536191940307617e-05
    ],
    "pass_host_canary_seconds": [
-    7.527064999948152e-06,
-    1.0807395000007604e-05,
-    7.02383999993117e-06
+    7.303187500049546e-06,
+    1.223032749997799e-05,
+    7.922315000001845e-06
    ]
   },
   "layer_steady_slice": {
-   "seconds": 8.758912086486817e-05,
-   "min": 6.612800121307374e-05,
-   "max": 9.35807991027832e-05,
+   "seconds": 9.024383544921875e-05,
+   "min": 6.559552192687989e-05,
+   "max": 0.0001334227180480957,
    "samples": 33,
    "method": "one tiny slice layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.44557750000041e-06,
+   "host_canary_seconds": 7.607595000038714e-06,
    "pass_seconds": [
-    8.912704467773437e-05,
-    8.758912086486817e-05,
-    7.609407901763916e-05
+    6.898240089416503e-05,
+    0.00012286144256591798,
+    9.024383544921875e-05
    ],
    "pass_host_canary_seconds": [
-    7.44557750000041e-06,
-    1.0215419999966002e-05,
-    6.887539999951286e-06
+    7.607595000038714e-06,
+    1.1594372499956762e-05,
+    7.872449999979381e-06
    ]
   },
   "layer_steady_slice_autocast": {
-   "seconds": 9.954303741455078e-05,
-   "min": 8.036607742309571e-05,
-   "max": 0.00012546112060546875,
+   "seconds": 0.00011127231597900391,
+   "min": 8.187328338623046e-05,
+   "max": 0.0001606515121459961,
    "samples": 33,
    "method": "one tiny slice layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.948827500004029e-06,
+   "host_canary_seconds": 7.820840000007932e-06,
    "pass_seconds": [
-    0.00010672767639160157,
-    9.954303741455078e-05,
-    8.500415802001953e-05
+    8.58233642578125e-05,
+    0.0001544825553894043,
+    0.00011127231597900391
    ],
    "pass_host_canary_seconds": [
-    6.948827500004029e-06,
-    1.014593249998086e-05,
-    6.87114000001543e-06
+    7.820840000007932e-06,
+    1.1379015000017034e-05,
+    7.703317499974105e-06
    ]
   },
   "layer_steady_transpose_contiguous": {
-   "seconds": 9.834560394287109e-05,
-   "min": 7.687104225158692e-05,
-   "max": 0.00010857343673706054,
+   "seconds": 0.00011664064407348633,
+   "min": 9.624768257141112e-05,
+   "max": 0.00014281472206115724,
    "samples": 33,
    "method": "one tiny transpose_contiguous layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.949759999983484e-06,
+   "host_canary_seconds": 1.031210250001635e-05,
    "pass_seconds": [
-    0.00010028991699218749,
-    9.834560394287109e-05,
-    8.25318431854248e-05
+    0.00011664064407348633,
+    0.00013205568313598632,
+    0.0001079475212097168
    ],
    "pass_host_canary_seconds": [
-    6.949759999983484e-06,
-    1.006148999998402e-05,
-    6.875042499956407e-06
+    1.031210250001635e-05,
+    1.1287485000082142e-05,
+    7.70744749999608e-06
    ]
   },
   "layer_steady_transpose_contiguous_autocast": {
-   "seconds": 0.0001040998363494873,
-   "min": 9.38924789428711e-05,
-   "max": 0.000163110408782959,
+   "seconds": 0.00012676992416381838,
+   "min": 9.880767822265626e-05,
+   "max": 0.0001691116714477539,
    "samples": 33,
    "method": "one tiny transpose_contiguous layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.033934999967073e-06,
+   "host_canary_seconds": 7.351149999976769e-06,
    "pass_seconds": [
-    0.00011713088035583496,
-    0.0001040998363494873,
-    9.728575706481934e-05
+    0.00010553664207458496,
+    0.00016061759948730468,
+    0.00012676992416381838
    ],
    "pass_host_canary_seconds": [
-    7.033934999967073e-06,
-    6.9222024999859856e-06,
-    6.869245000018509e-06
+    7.351149999976769e-06,
+    1.114197999996236e-05,
+    7.5919399999691e-06
    ]
   },
   "layer_steady_cat": {
-   "seconds": 6.530943870544434e-05,
-   "min": 6.180416107177734e-05,
-   "max": 0.00010129023551940918,
+   "seconds": 8.891648292541503e-05,
+   "min": 6.452352046966553e-05,
+   "max": 0.00010395392417907715,
    "samples": 33,
    "method": "one tiny cat layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.1675175000152076e-06,
+   "host_canary_seconds": 7.166154999964647e-06,
    "pass_seconds": [
-    7.787263870239257e-05,
-    6.31769609451294e-05,
-    6.530943870544434e-05
+    6.65331220626831e-05,
+    0.0001012934398651123,
+    8.891648292541503e-05
    ],
    "pass_host_canary_seconds": [
-    7.1675175000152076e-06,
-    6.773284999965767e-06,
-    6.9826900001146444e-06
+    7.166154999964647e-06,
+    1.1094917499931967e-05,
+    7.728634999963901e-06
    ]
   },
   "layer_steady_cat_autocast": {
-   "seconds": 9.702207565307618e-05,
-   "min": 7.99244785308838e-05,
-   "max": 0.0001261638355255127,
+   "seconds": 0.0001080031967163086,
+   "min": 7.969408035278321e-05,
+   "max": 0.00012531071662902834,
    "samples": 33,
    "method": "one tiny cat layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.09018250002913e-06,
+   "host_canary_seconds": 7.234192500007453e-06,
    "pass_seconds": [
-    9.702207565307618e-05,
-    8.84671974182129e-05,
-    9.81760025024414e-05
+    9.030464172363282e-05,
+    0.00012404671669006347,
+    0.0001080031967163086
    ],
    "pass_host_canary_seconds": [
-    7.09018250002913e-06,
-    6.706287499973484e-06,
-    9.20811500009222e-06
+    7.234192500007453e-06,
+    1.0756492500050286e-05,
+    7.55833999996014e-06
    ]
   },
   "layer_steady_gelu_tanh_composite": {
-   "seconds": 0.000308407039642334,
-   "min": 0.00024342079162597657,
-   "max": 0.0004330668640136719,
+   "seconds": 0.00042734848022460935,
+   "min": 0.00025768896102905273,
+   "max": 0.0006388019180297852,
    "samples": 33,
    "method": "one tiny gelu_tanh_composite layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.84488000004535e-06,
+   "host_canary_seconds": 6.930619999963028e-06,
    "pass_seconds": [
-    0.000308407039642334,
-    0.0002491769599914551,
-    0.00038385471343994144
+    0.0002665523147583008,
+    0.00042734848022460935,
+    0.0004895008087158202
    ],
    "pass_host_canary_seconds": [
-    6.84488000004535e-06,
-    6.769374999961997e-06,
-    8.339454999983787e-06
+    6.930619999963028e-06,
+    1.0428474999883974e-05,
+    8.108050000004141e-06
    ]
   },
   "layer_steady_gelu_tanh_composite_autocast": {
-   "seconds": 0.00030328063964843747,
-   "min": 0.0002786521530151367,
-   "max": 0.0004539788818359375,
+   "seconds": 0.0005965689468383789,
+   "min": 0.0004923750305175781,
+   "max": 0.0007843583679199219,
    "samples": 33,
    "method": "one tiny gelu_tanh_composite layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.0642149999855516e-06,
+   "host_canary_seconds": 9.73708499998338e-06,
    "pass_seconds": [
-    0.00030328063964843747,
-    0.0003765523147583008,
-    0.00028727231979370116
+    0.0005325734329223633,
+    0.0007356787109375,
+    0.0005965689468383789
    ],
    "pass_host_canary_seconds": [
-    7.0642149999855516e-06,
-    6.982739999976672e-06,
-    6.704134999893086e-06
+    9.73708499998338e-06,
+    1.171268499987832e-05,
+    1.0336065000018379e-05
    ]
   },
   "layer_steady_mha": {
-   "seconds": 0.001268031997680664,
-   "min": 0.0010302630615234374,
-   "max": 0.001645496368408203,
+   "seconds": 0.0015059161376953126,
+   "min": 0.0010101484680175782,
+   "max": 0.0019031826782226562,
    "samples": 33,
    "method": "one tiny mha layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.215004999991947e-06,
+   "host_canary_seconds": 7.341060000030097e-06,
    "pass_seconds": [
-    0.0012301484680175782,
-    0.0013353004455566406,
-    0.001268031997680664
+    0.0011499449920654296,
+    0.0018569139099121094,
+    0.0015059161376953126
    ],
    "pass_host_canary_seconds": [
-    7.215004999991947e-06,
-    7.374549999994429e-06,
-    7.135454999911417e-06
+    7.341060000030097e-06,
+    1.1979960000019219e-05,
+    7.652925000058985e-06
    ]
   },
   "layer_steady_mha_autocast": {
-   "seconds": 0.0016542579650878906,
-   "min": 0.0012649375915527344,
-   "max": 0.0019126092529296876,
+   "seconds": 0.0017550770568847656,
+   "min": 0.0012464473724365234,
+   "max": 0.0023721913146972657,
    "samples": 33,
    "method": "one tiny mha layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0139104999993264e-05,
+   "host_canary_seconds": 7.212570000021401e-06,
    "pass_seconds": [
-    0.0016729350280761718,
-    0.0014932409667968748,
-    0.0016542579650878906
+    0.001357548828125,
+    0.00223059326171875,
+    0.0017550770568847656
    ],
    "pass_host_canary_seconds": [
-    1.0139104999993264e-05,
-    7.1885700000251515e-06,
-    7.4994349999713e-06
+    7.212570000021401e-06,
+    1.0658580000040275e-05,
+    9.91529499998478e-06
    ]
   },
   "layer_steady_rmsnorm": {
-   "seconds": 0.00010747200012207031,
-   "min": 8.916352272033692e-05,
-   "max": 0.0001263270378112793,
+   "seconds": 0.0001455673599243164,
+   "min": 9.334143638610839e-05,
+   "max": 0.00018009727478027343,
    "samples": 33,
    "method": "one tiny rmsnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.4032875000185076e-06,
+   "host_canary_seconds": 7.3953375000002095e-06,
    "pass_seconds": [
-    0.00010747200012207031,
-    0.00011917951583862306,
-    0.00010512319564819337
+    9.536255836486816e-05,
+    0.0001720249557495117,
+    0.0001455673599243164
    ],
    "pass_host_canary_seconds": [
-    7.4032875000185076e-06,
-    7.0630949999994645e-06,
-    7.1063824999839656e-06
+    7.3953375000002095e-06,
+    1.0739624999871466e-05,
+    1.00258349999649e-05
    ]
   },
   "layer_steady_rmsnorm_autocast": {
-   "seconds": 0.00011567359924316406,
-   "min": 0.00010738816261291505,
-   "max": 0.00016394432067871095,
+   "seconds": 0.00016986944198608397,
+   "min": 0.00010591296195983888,
+   "max": 0.0002478323173522949,
    "samples": 33,
    "method": "one tiny rmsnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.20680250001493e-06,
+   "host_canary_seconds": 7.428620000027308e-06,
    "pass_seconds": [
-    0.00011567359924316406,
-    0.00011241215705871583,
-    0.0001509836769104004
+    0.00011448512077331543,
+    0.0002257855987548828,
+    0.00016986944198608397
    ],
    "pass_host_canary_seconds": [
-    7.20680250001493e-06,
-    7.278200000016e-06,
-    9.849359999947182e-06
+    7.428620000027308e-06,
+    1.0786969999969642e-05,
+    1.0732519999976375e-05
    ]
   },
   "layer_steady_sdpa": {
-   "seconds": 0.0001759641647338867,
-   "min": 0.0001508415985107422,
-   "max": 0.0002648736000061035,
+   "seconds": 0.00026330623626708987,
+   "min": 0.00016716543197631834,
+   "max": 0.0003796710586547852,
    "samples": 33,
    "method": "one tiny sdpa layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.033744999986879e-06,
+   "host_canary_seconds": 9.34337000003893e-06,
    "pass_seconds": [
-    0.0001759641647338867,
-    0.00015931136131286622,
-    0.00024136959075927737
+    0.0002050035285949707,
+    0.00034307262420654294,
+    0.00026330623626708987
    ],
    "pass_host_canary_seconds": [
-    7.033744999986879e-06,
-    7.264695000017696e-06,
-    9.76460499998666e-06
+    9.34337000003893e-06,
+    1.0661800000093535e-05,
+    1.077908499993896e-05
    ]
   },
   "layer_steady_sdpa_autocast": {
-   "seconds": 0.0002470560073852539,
-   "min": 0.00022021696090698242,
-   "max": 0.00029524223327636717,
+   "seconds": 0.00037166656494140625,
+   "min": 0.0002516147232055664,
+   "max": 0.000632042236328125,
    "samples": 33,
    "method": "one tiny sdpa layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.033744999986879e-06,
+   "host_canary_seconds": 9.936384999988945e-06,
    "pass_seconds": [
-    0.0002845631980895996,
-    0.00022864959716796876,
-    0.0002470560073852539
+    0.00037166656494140625,
+    0.0006216352081298828,
+    0.00036773056030273436
    ],
    "pass_host_canary_seconds": [
-    7.033744999986879e-06,
-    7.176694999984079e-06,
-    6.963080000019772e-06
+    9.936384999988945e-06,
+    1.0788404999999556e-05,
+    1.0318569999938632e-05
    ]
   },
   "conv_host_k3_fp32_2x4x8x8_4_forward": {
-   "seconds": 2.3965200000475306e-05,
-   "min": 2.075080000025764e-05,
-   "max": 3.398489999995036e-05,
+   "seconds": 4.13085999980467e-05,
+   "min": 2.720619999934115e-05,
+   "max": 5.057649999997693e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5525,22 +5525,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 7.202867500026855e-06,
+   "host_canary_seconds": 9.942655000010346e-06,
    "pass_seconds": [
-    2.970870000069681e-05,
-    2.3965200000475306e-05,
-    2.2947099998305022e-05
+    4.400730000071462e-05,
+    2.98364999991918e-05,
+    4.13085999980467e-05
    ],
    "pass_host_canary_seconds": [
-    7.202867500026855e-06,
-    7.48542000003738e-06,
-    6.630495000052861e-06
+    9.942655000010346e-06,
+    7.832025000027443e-06,
+    1.0749969999892528e-05
    ]
   },
   "conv_host_k3_fp32_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00016742020000037883,
-   "min": 0.00013843270000108988,
-   "max": 0.00023397989999978107,
+   "seconds": 0.0002204794000022048,
+   "min": 0.00017469259999813858,
+   "max": 0.00029175840000021934,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5555,22 +5555,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 7.202959999972336e-06,
+   "host_canary_seconds": 9.900915000002897e-06,
    "pass_seconds": [
-    0.00016742020000037883,
-    0.00014963379999954896,
-    0.0001710076999984267
+    0.0002354171999996879,
+    0.00018722069999910218,
+    0.0002204794000022048
    ],
    "pass_host_canary_seconds": [
-    7.202959999972336e-06,
-    6.987484999996241e-06,
-    6.439855000053285e-06
+    9.900915000002897e-06,
+    7.796645000013314e-06,
+    1.0746715000067298e-05
    ]
   },
   "conv_host_k3_fp32_8x32x28x28_32_forward": {
-   "seconds": 2.3283900000592438e-05,
-   "min": 1.9095199999696887e-05,
-   "max": 3.0488899997749287e-05,
+   "seconds": 3.8971899999751256e-05,
+   "min": 2.83087000013893e-05,
+   "max": 5.794320000092057e-05,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5585,22 +5585,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 7.350047500018774e-06,
+   "host_canary_seconds": 1.0035229999978411e-05,
    "pass_seconds": [
-    2.5251499999967562e-05,
-    2.3283900000592438e-05,
-    1.98066999985258e-05
+    4.967389999990246e-05,
+    3.310159999898587e-05,
+    3.8971899999751256e-05
    ],
    "pass_host_canary_seconds": [
-    7.350047500018774e-06,
-    7.104015000010122e-06,
-    6.404630000105271e-06
+    1.0035229999978411e-05,
+    8.001005000011219e-06,
+    1.0746715000067298e-05
    ]
   },
   "conv_host_k3_fp32_8x32x28x28_32_forward_backward": {
-   "seconds": 0.0001865451000000462,
-   "min": 0.00013809019999939666,
-   "max": 0.0003102719000011689,
+   "seconds": 0.00025107170000069343,
+   "min": 0.00022479409999931477,
+   "max": 0.00036817210000066324,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5615,22 +5615,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 7.026339999995912e-06,
+   "host_canary_seconds": 9.851935000000366e-06,
    "pass_seconds": [
-    0.0001865451000000462,
-    0.00018853450000051454,
-    0.00016304210000157583
+    0.00026182250000061913,
+    0.00023965239999768073,
+    0.00025107170000069343
    ],
    "pass_host_canary_seconds": [
-    7.026339999995912e-06,
-    7.104015000010122e-06,
-    6.540110000088362e-06
+    9.851935000000366e-06,
+    8.311604999988732e-06,
+    1.065393000004633e-05
    ]
   },
   "conv_host_k3_fp32_16x64x56x56_64_forward": {
-   "seconds": 3.7427600000228266e-05,
-   "min": 3.1719999999779705e-05,
-   "max": 6.508190000005243e-05,
+   "seconds": 4.836009999849011e-05,
+   "min": 3.288460000021587e-05,
+   "max": 5.973639999865554e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5645,22 +5645,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 6.677760000002309e-06,
+   "host_canary_seconds": 7.387472499971182e-06,
    "pass_seconds": [
-    4.265199999906599e-05,
-    3.429460000035078e-05,
-    3.7427600000228266e-05
+    3.673930000047676e-05,
+    4.836009999849011e-05,
+    5.5934900001375357e-05
    ],
    "pass_host_canary_seconds": [
-    6.677760000002309e-06,
-    7.198565000052781e-06,
-    6.978325000019936e-06
+    7.387472499971182e-06,
+    8.316199999995889e-06,
+    1.065393000004633e-05
    ]
   },
   "conv_host_k3_fp32_16x64x56x56_64_forward_backward": {
-   "seconds": 0.00022480909999984534,
-   "min": 0.0001940876999981356,
-   "max": 0.00033032709999929465,
+   "seconds": 0.00029369030000054864,
+   "min": 0.00020146809999914693,
+   "max": 0.00035900359999914145,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5675,22 +5675,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.0026595000027782e-05,
+   "host_canary_seconds": 7.167294999987917e-06,
    "pass_seconds": [
-    0.00029138160000030666,
-    0.00022480909999984534,
-    0.00022108629999877393
+    0.00024301779999973404,
+    0.00029369030000054864,
+    0.00030149700000094983
    ],
    "pass_host_canary_seconds": [
-    1.0026595000027782e-05,
-    7.200474999962126e-06,
-    7.149079999990704e-06
+    7.167294999987917e-06,
+    8.597850000029439e-06,
+    1.1069799999887663e-05
    ]
   },
   "conv_host_k3_fp32_32x128x56x56_128_forward": {
-   "seconds": 4.757439999991675e-05,
-   "min": 3.751590000149463e-05,
-   "max": 7.634849999931248e-05,
+   "seconds": 5.752379999961477e-05,
+   "min": 4.4977500000698004e-05,
+   "max": 9.450509999737733e-05,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5705,22 +5705,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 8.433109999970157e-06,
+   "host_canary_seconds": 7.167294999987917e-06,
    "pass_seconds": [
-    6.401760000045442e-05,
-    4.757439999991675e-05,
-    4.0564300002188246e-05
+    5.752379999961477e-05,
+    5.607720000000427e-05,
+    7.869410000012067e-05
    ],
    "pass_host_canary_seconds": [
-    8.433109999970157e-06,
-    7.242117500005918e-06,
-    6.913692499921354e-06
+    7.167294999987917e-06,
+    7.730170000002091e-06,
+    1.1165270000006445e-05
    ]
   },
   "conv_host_k3_fp32_32x128x56x56_128_forward_backward": {
-   "seconds": 0.00029564179999965747,
-   "min": 0.00021343189999925016,
-   "max": 0.0003927646000008167,
+   "seconds": 0.00036754519999817605,
+   "min": 0.00029014459999956446,
+   "max": 0.0005552925000003484,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5735,22 +5735,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 8.722592499985637e-06,
+   "host_canary_seconds": 8.484102500005974e-06,
    "pass_seconds": [
-    0.00035394109999913325,
-    0.00026660590000062714,
-    0.00029564179999965747
+    0.00043688610000032214,
+    0.00036754519999817605,
+    0.0003497531999983039
    ],
    "pass_host_canary_seconds": [
-    8.722592499985637e-06,
-    7.718025000009732e-06,
-    7.071350000060761e-06
+    8.484102500005974e-06,
+    8.458167500009494e-06,
+    1.0621170000035818e-05
    ]
   },
   "conv_host_k3_fp32_strict_2x4x8x8_4_forward": {
-   "seconds": 3.0593799999678593e-05,
-   "min": 2.0683299999291195e-05,
-   "max": 4.500290000066798e-05,
+   "seconds": 3.181840000081593e-05,
+   "min": 2.1725800000638173e-05,
+   "max": 4.783030000226063e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5765,22 +5765,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 8.120299999987424e-06,
+   "host_canary_seconds": 7.426472499965087e-06,
    "pass_seconds": [
-    3.0593799999678593e-05,
-    2.3347799999839935e-05,
-    4.427110000051471e-05
+    2.7851699999814628e-05,
+    3.181840000081593e-05,
+    4.231160000074396e-05
    ],
    "pass_host_canary_seconds": [
-    8.120299999987424e-06,
-    6.994820000016943e-06,
-    9.428234999973028e-06
+    7.426472499965087e-06,
+    8.151534999996103e-06,
+    1.076163999996993e-05
    ]
   },
   "conv_host_k3_fp32_strict_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00020401259999971443,
-   "min": 0.00015612889999943035,
-   "max": 0.00037144340000168087,
+   "seconds": 0.0002048311000010017,
+   "min": 0.00017855189999949062,
+   "max": 0.0002628997000002187,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5795,22 +5795,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 7.39397500005623e-06,
+   "host_canary_seconds": 7.65044249998681e-06,
    "pass_seconds": [
-    0.00020401259999971443,
-    0.00016864669999989702,
-    0.0003023936999994703
+    0.00023913879999923893,
+    0.00020035519999908046,
+    0.0002048311000010017
    ],
    "pass_host_canary_seconds": [
-    7.39397500005623e-06,
-    7.160299999995345e-06,
-    9.516820000072812e-06
+    7.65044249998681e-06,
+    8.00776500000211e-06,
+    1.0595014999950081e-05
    ]
   },
   "conv_host_k3_fp32_strict_8x32x28x28_32_forward": {
-   "seconds": 3.9407200000596275e-05,
-   "min": 2.1530099999722552e-05,
-   "max": 4.706260000091334e-05,
+   "seconds": 3.23953000020083e-05,
+   "min": 2.156949999942981e-05,
+   "max": 4.12549000003537e-05,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5825,22 +5825,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 9.638105000036035e-06,
+   "host_canary_seconds": 7.306474999992929e-06,
    "pass_seconds": [
-    3.9407200000596275e-05,
-    2.4439300000267393e-05,
-    4.4486199999482776e-05
+    2.4353199999893605e-05,
+    3.23953000020083e-05,
+    4.067060000068068e-05
    ],
    "pass_host_canary_seconds": [
-    9.638105000036035e-06,
-    7.160299999995345e-06,
-    9.91564000003109e-06
+    7.306474999992929e-06,
+    8.703889999992498e-06,
+    1.0725685000068097e-05
    ]
   },
   "conv_host_k3_fp32_strict_8x32x28x28_32_forward_backward": {
-   "seconds": 0.0002296753000010199,
-   "min": 0.00018583169999999427,
-   "max": 0.0005369005999995124,
+   "seconds": 0.0002469278000006625,
+   "min": 0.00018891419999960134,
+   "max": 0.000416768200000206,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5855,22 +5855,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 9.890464999955384e-06,
+   "host_canary_seconds": 7.2864349999690606e-06,
    "pass_seconds": [
-    0.0002296753000010199,
-    0.0001953417999999374,
-    0.0004771390999991354
+    0.00021493899999995846,
+    0.0002469278000006625,
+    0.0002667943999995259
    ],
    "pass_host_canary_seconds": [
-    9.890464999955384e-06,
-    7.926940000047012e-06,
-    1.0225709999929222e-05
+    7.2864349999690606e-06,
+    8.573880000000145e-06,
+    1.1628780000023652e-05
    ]
   },
   "conv_host_k3_fp32_strict_16x64x56x56_64_forward": {
-   "seconds": 3.284870000044293e-05,
-   "min": 2.235500000011825e-05,
-   "max": 4.597610000018903e-05,
+   "seconds": 4.386880000026849e-05,
+   "min": 2.604789999907098e-05,
+   "max": 6.172060000153579e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5885,22 +5885,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 7.88090000003905e-06,
+   "host_canary_seconds": 7.49301500000854e-06,
    "pass_seconds": [
-    3.284870000044293e-05,
-    2.5154300000451713e-05,
-    4.391359999829092e-05
+    2.8381900000340467e-05,
+    4.716640000026473e-05,
+    4.386880000026849e-05
    ],
    "pass_host_canary_seconds": [
-    7.88090000003905e-06,
-    8.452225000041835e-06,
-    9.671467499998699e-06
+    7.49301500000854e-06,
+    8.552927499962948e-06,
+    1.1451877499979446e-05
    ]
   },
   "conv_host_k3_fp32_strict_16x64x56x56_64_forward_backward": {
-   "seconds": 0.00045303200000006426,
-   "min": 0.000354583399999342,
-   "max": 0.0006629376999995884,
+   "seconds": 0.00046326350000072127,
+   "min": 0.00036334309999972445,
+   "max": 0.0006546467999982042,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5915,22 +5915,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 7.208035000019209e-06,
+   "host_canary_seconds": 7.740850000033106e-06,
    "pass_seconds": [
-    0.000410038800001189,
-    0.00045303200000006426,
-    0.0005874811000012414
+    0.00045219279999884063,
+    0.0005749445000020614,
+    0.00046326350000072127
    ],
    "pass_host_canary_seconds": [
-    7.208035000019209e-06,
-    1.0085540000019932e-05,
-    9.962059999963913e-06
+    7.740850000033106e-06,
+    9.472994999981665e-06,
+    1.0676050000029135e-05
    ]
   },
   "conv_host_k3_fp32_strict_32x128x56x56_128_forward": {
-   "seconds": 5.5695399998967333e-05,
-   "min": 2.140649999944344e-05,
-   "max": 6.267939999986538e-05,
+   "seconds": 3.822930000012548e-05,
+   "min": 2.2037700000510084e-05,
+   "max": 6.376110000019252e-05,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5945,22 +5945,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 7.385735000013937e-06,
+   "host_canary_seconds": 7.066924999996615e-06,
    "pass_seconds": [
-    3.469260000059649e-05,
-    5.6571099999302985e-05,
-    5.5695399998967333e-05
+    2.358280000009927e-05,
+    3.822930000012548e-05,
+    5.3994099999954415e-05
    ],
    "pass_host_canary_seconds": [
-    7.385735000013937e-06,
-    1.0148365000013371e-05,
-    1.0317927499912115e-05
+    7.066924999996615e-06,
+    8.058525000009808e-06,
+    1.105196249994833e-05
    ]
   },
   "conv_host_k3_fp32_strict_32x128x56x56_128_forward_backward": {
-   "seconds": 0.0005710547999996151,
-   "min": 0.00032362879999965345,
-   "max": 0.0007388137999981836,
+   "seconds": 0.0005650626000004877,
+   "min": 0.0003708158999998545,
+   "max": 0.0006994912000010345,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5975,22 +5975,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 7.246237500027064e-06,
+   "host_canary_seconds": 7.803875000007566e-06,
    "pass_seconds": [
-    0.0003341590999994537,
-    0.0005710547999996151,
-    0.0005850733000016817
+    0.0005650626000004877,
+    0.0006008074999982682,
+    0.0004841929000008349
    ],
    "pass_host_canary_seconds": [
-    7.246237500027064e-06,
-    1.0246590000022592e-05,
-    6.957227500024032e-06
+    7.803875000007566e-06,
+    8.466537500027016e-06,
+    1.0906300000073088e-05
    ]
   },
   "conv_host_k3_bf16_2x4x8x8_4_forward": {
-   "seconds": 4.1333900000495305e-05,
-   "min": 1.9042599998897457e-05,
-   "max": 4.9918999999931656e-05,
+   "seconds": 2.6985899998521747e-05,
+   "min": 2.1955600000467258e-05,
+   "max": 4.707200000098055e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6005,22 +6005,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 6.806624999953214e-06,
+   "host_canary_seconds": 7.406060000008097e-06,
    "pass_seconds": [
-    2.642190000017308e-05,
-    4.270950000062612e-05,
-    4.1333900000495305e-05
+    2.3950199999944743e-05,
+    2.6985899998521747e-05,
+    4.2452299999240496e-05
    ],
    "pass_host_canary_seconds": [
-    6.806624999953214e-06,
-    1.0224355000048035e-05,
-    9.786785000045484e-06
+    7.406060000008097e-06,
+    8.84311999996612e-06,
+    1.0912375000060592e-05
    ]
   },
   "conv_host_k3_bf16_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00026420700000073793,
-   "min": 0.00017466089999942369,
-   "max": 0.000387422000000015,
+   "seconds": 0.0002373986000009154,
+   "min": 0.00018755680000026587,
+   "max": 0.0002990831999994725,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6035,22 +6035,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 6.787634999980696e-06,
+   "host_canary_seconds": 7.125655000024267e-06,
    "pass_seconds": [
-    0.00021035980000050358,
-    0.0002693620999991708,
-    0.00026420700000073793
+    0.0002168479999994588,
+    0.0002373986000009154,
+    0.0002452156999993349
    ],
    "pass_host_canary_seconds": [
-    6.787634999980696e-06,
-    9.76708000003157e-06,
-    9.62196000003246e-06
+    7.125655000024267e-06,
+    8.777750000064089e-06,
+    1.0800630000034061e-05
    ]
   },
   "conv_host_k3_bf16_8x32x28x28_32_forward": {
-   "seconds": 6.40579000020125e-05,
-   "min": 3.7224000000435356e-05,
-   "max": 8.46459000001687e-05,
+   "seconds": 6.106029999841667e-05,
+   "min": 3.9227700000310506e-05,
+   "max": 7.999759999961497e-05,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6065,22 +6065,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 6.842044999970653e-06,
+   "host_canary_seconds": 7.1887200000020354e-06,
    "pass_seconds": [
-    4.562550000031251e-05,
-    6.41684000001419e-05,
-    6.40579000020125e-05
+    4.105929999980163e-05,
+    6.544860000019525e-05,
+    6.106029999841667e-05
    ],
    "pass_host_canary_seconds": [
-    6.842044999970653e-06,
-    1.0272135000022331e-05,
-    1.0571779999963838e-05
+    7.1887200000020354e-06,
+    9.838170000051604e-06,
+    1.0874489999963544e-05
    ]
   },
   "conv_host_k3_bf16_8x32x28x28_32_forward_backward": {
-   "seconds": 0.0003025300000004449,
-   "min": 0.0001916707000006568,
-   "max": 0.00047997570000006816,
+   "seconds": 0.00027364649999981336,
+   "min": 0.00019752689999990024,
+   "max": 0.0004153689999981225,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6095,22 +6095,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 6.978119999985211e-06,
+   "host_canary_seconds": 7.281204999998181e-06,
    "pass_seconds": [
-    0.0002763259999994716,
-    0.0003025300000004449,
-    0.00045712060000084874
+    0.00020517450000028247,
+    0.00027364649999981336,
+    0.0002856069000017669
    ],
    "pass_host_canary_seconds": [
-    6.978119999985211e-06,
-    1.0334719999960385e-05,
-    1.103083000003835e-05
+    7.281204999998181e-06,
+    7.780785000051082e-06,
+    1.1149099999983037e-05
    ]
   },
   "conv_host_k3_bf16_16x64x56x56_64_forward": {
-   "seconds": 6.471599999997579e-05,
-   "min": 3.645729999988134e-05,
-   "max": 8.081080000010843e-05,
+   "seconds": 5.524760000241713e-05,
+   "min": 3.792839999903208e-05,
+   "max": 7.058230000041021e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6125,22 +6125,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 6.985320000012508e-06,
+   "host_canary_seconds": 6.938229999988721e-06,
    "pass_seconds": [
-    3.859600000026831e-05,
-    6.870060000068179e-05,
-    6.471599999997579e-05
+    4.386940000102868e-05,
+    5.524760000241713e-05,
+    6.672189999790135e-05
    ],
    "pass_host_canary_seconds": [
-    6.985320000012508e-06,
-    1.0261715000012827e-05,
-    1.07844799998702e-05
+    6.938229999988721e-06,
+    8.213364999960504e-06,
+    1.0899874999950044e-05
    ]
   },
   "conv_host_k3_bf16_16x64x56x56_64_forward_backward": {
-   "seconds": 0.00032759300000009264,
-   "min": 0.0002094993000000045,
-   "max": 0.00045215720000157944,
+   "seconds": 0.0002992416000012099,
+   "min": 0.0002479276000002528,
+   "max": 0.0004839672999992217,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6155,22 +6155,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 7.115790000042921e-06,
+   "host_canary_seconds": 7.035024999986206e-06,
    "pass_seconds": [
-    0.00024222530000059806,
-    0.00032759300000009264,
-    0.00039752920000069025
+    0.0002861113999998111,
+    0.0003916312999990623,
+    0.0002992416000012099
    ],
    "pass_host_canary_seconds": [
-    7.115790000042921e-06,
-    1.0102689999982317e-05,
-    1.0024864999991223e-05
+    7.035024999986206e-06,
+    8.215384999914477e-06,
+    1.062836000002676e-05
    ]
   },
   "conv_host_k3_bf16_32x128x56x56_128_forward": {
-   "seconds": 7.100370000046041e-05,
-   "min": 4.2038099999786026e-05,
-   "max": 8.722250000090526e-05,
+   "seconds": 5.254060000083882e-05,
+   "min": 4.123499999906244e-05,
+   "max": 7.285079999803656e-05,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6185,22 +6185,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 7.115790000042921e-06,
+   "host_canary_seconds": 7.527449999997771e-06,
    "pass_seconds": [
-    4.278999999911548e-05,
-    7.253250000047729e-05,
-    7.100370000046041e-05
+    4.787649999968835e-05,
+    5.254060000083882e-05,
+    6.962869999824762e-05
    ],
    "pass_host_canary_seconds": [
-    7.115790000042921e-06,
-    1.0102689999982317e-05,
-    1.001219749994675e-05
+    7.527449999997771e-06,
+    8.010519999999133e-06,
+    1.062836000002676e-05
    ]
   },
   "conv_host_k3_bf16_32x128x56x56_128_forward_backward": {
-   "seconds": 0.0003198001999990652,
-   "min": 0.00018821470000034423,
-   "max": 0.0004361676000002035,
+   "seconds": 0.0003086599999988948,
+   "min": 0.00028828879999878156,
+   "max": 0.00048069910000094753,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6215,22 +6215,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 6.810209999983386e-06,
+   "host_canary_seconds": 1.0755267500037747e-05,
    "pass_seconds": [
-    0.00028678649999989145,
-    0.0003198001999990652,
-    0.00041607009999893306
+    0.00045136009999993123,
+    0.0003086599999988948,
+    0.0002998520000005556
    ],
    "pass_host_canary_seconds": [
-    6.810209999983386e-06,
-    9.868345000008106e-06,
-    9.681612500003212e-06
+    1.0755267500037747e-05,
+    8.369560000005549e-06,
+    1.0326284999990776e-05
    ]
   },
   "conv_host_k3_autocast_2x4x8x8_4_forward": {
-   "seconds": 8.832569999981388e-05,
-   "min": 5.1405499999646056e-05,
-   "max": 0.00010319680000066,
+   "seconds": 9.472450000203025e-05,
+   "min": 6.438050000099338e-05,
+   "max": 0.0001110885999992206,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6245,22 +6245,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 6.5304550000178095e-06,
+   "host_canary_seconds": 1.0433145000021682e-05,
    "pass_seconds": [
-    5.383210000076133e-05,
-    8.832569999981388e-05,
-    0.00010041759999808164
+    0.00010716980000040622,
+    6.830499999921358e-05,
+    9.472450000203025e-05
    ],
    "pass_host_canary_seconds": [
-    6.5304550000178095e-06,
-    9.335800000016547e-06,
-    1.0000845000064373e-05
+    1.0433145000021682e-05,
+    8.410820000079866e-06,
+    1.1226419999985637e-05
    ]
   },
   "conv_host_k3_autocast_2x4x8x8_4_forward_backward": {
-   "seconds": 0.0003100494999998205,
-   "min": 0.00022042330000004995,
-   "max": 0.0005325204999991229,
+   "seconds": 0.0003569661000000224,
+   "min": 0.00027437439999999924,
+   "max": 0.0005927288999998837,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6275,22 +6275,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 6.6182850000018334e-06,
+   "host_canary_seconds": 8.184060000004934e-06,
    "pass_seconds": [
-    0.0002763354999999024,
-    0.0003100494999998205,
-    0.0005085062000006246
+    0.00029341230000028417,
+    0.0004167363999982854,
+    0.0003569661000000224
    ],
    "pass_host_canary_seconds": [
-    6.6182850000018334e-06,
-    6.7303400000184865e-06,
-    1.0046124999973927e-05
+    8.184060000004934e-06,
+    8.480194999975765e-06,
+    1.1226419999985637e-05
    ]
   },
   "conv_host_k3_autocast_8x32x28x28_32_forward": {
-   "seconds": 7.087660000024699e-05,
-   "min": 6.454680000018697e-05,
-   "max": 0.00015754879999860805,
+   "seconds": 9.232000000167773e-05,
+   "min": 8.27069999985497e-05,
+   "max": 0.0001335638000000472,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6305,22 +6305,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 7.702345000026867e-06,
+   "host_canary_seconds": 9.093120000045473e-06,
    "pass_seconds": [
-    6.826080000053026e-05,
-    7.087660000024699e-05,
-    0.0001347764999991341
+    9.210110000026361e-05,
+    9.232000000167773e-05,
+    0.00012000250000028245
    ],
    "pass_host_canary_seconds": [
-    7.702345000026867e-06,
-    6.7618475000230665e-06,
-    9.82671499997423e-06
+    9.093120000045473e-06,
+    8.05127000006678e-06,
+    1.0870149999959721e-05
    ]
   },
   "conv_host_k3_autocast_8x32x28x28_32_forward_backward": {
-   "seconds": 0.0003708295999999223,
-   "min": 0.0002944362999997452,
-   "max": 0.0006371739999991632,
+   "seconds": 0.0004199404999980061,
+   "min": 0.0003375374000000875,
+   "max": 0.0005760777000006101,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6335,22 +6335,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 7.1771750000237945e-06,
+   "host_canary_seconds": 8.383480000020428e-06,
    "pass_seconds": [
-    0.0003475444000002881,
-    0.0003708295999999223,
-    0.0005724224000005051
+    0.0004182579999991276,
+    0.0005006275999988929,
+    0.0004199404999980061
    ],
    "pass_host_canary_seconds": [
-    7.1771750000237945e-06,
-    7.086162500016257e-06,
-    9.623454999996284e-06
+    8.383480000020428e-06,
+    8.227940000011813e-06,
+    1.0811745000012251e-05
    ]
   },
   "conv_host_k3_autocast_16x64x56x56_64_forward": {
-   "seconds": 7.327900000007049e-05,
-   "min": 6.820300000072166e-05,
-   "max": 0.00015407579999759946,
+   "seconds": 0.0001273114999975178,
+   "min": 8.576179999977284e-05,
+   "max": 0.00016396759999963705,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6365,22 +6365,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 6.939989999992235e-06,
+   "host_canary_seconds": 1.0030840000005982e-05,
    "pass_seconds": [
-    7.245919999974149e-05,
-    7.327900000007049e-05,
-    0.00013610960000107753
+    0.00013322540000046957,
+    0.00010072409999963838,
+    0.0001273114999975178
    ],
    "pass_host_canary_seconds": [
-    6.939989999992235e-06,
-    7.2088499999978236e-06,
-    9.427937499921769e-06
+    1.0030840000005982e-05,
+    8.460424999867656e-06,
+    1.0868094999949562e-05
    ]
   },
   "conv_host_k3_autocast_16x64x56x56_64_forward_backward": {
-   "seconds": 0.0006085662000003822,
-   "min": 0.00030289660000022424,
-   "max": 0.0007327756999998769,
+   "seconds": 0.0004279078999985586,
+   "min": 0.00035954959999884295,
+   "max": 0.0006897508999998081,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6395,22 +6395,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 7.482189999947764e-06,
+   "host_canary_seconds": 7.793477500008805e-06,
    "pass_seconds": [
-    0.0003679920999999808,
-    0.000680397800000776,
-    0.0006085662000003822
+    0.00037550330000044594,
+    0.0006624095000006492,
+    0.0004279078999985586
    ],
    "pass_host_canary_seconds": [
-    7.482189999947764e-06,
-    7.2743749999659714e-06,
-    9.526410000049167e-06
+    7.793477500008805e-06,
+    1.0828102500042291e-05,
+    1.0880985000056853e-05
    ]
   },
   "conv_host_k3_autocast_32x128x56x56_128_forward": {
-   "seconds": 8.09046000000535e-05,
-   "min": 6.996500000013838e-05,
-   "max": 0.00016172720000042772,
+   "seconds": 0.00012322270000026948,
+   "min": 7.867129999965528e-05,
+   "max": 0.0001813489999989315,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6425,22 +6425,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 7.352134999933924e-06,
+   "host_canary_seconds": 7.846374999971318e-06,
    "pass_seconds": [
-    8.09046000000535e-05,
-    7.91504000005716e-05,
-    0.00014659080000001268
+    8.312129999978878e-05,
+    0.00014992589999849316,
+    0.00012322270000026948
    ],
    "pass_host_canary_seconds": [
-    7.352134999933924e-06,
-    7.447385000034501e-06,
-    1.018123499996193e-05
+    7.846374999971318e-06,
+    9.6763375000819e-06,
+    1.0551434999968024e-05
    ]
   },
   "conv_host_k3_autocast_32x128x56x56_128_forward_backward": {
-   "seconds": 0.0005630440000004456,
-   "min": 0.0003067969999989373,
-   "max": 0.0006830135999990716,
+   "seconds": 0.0005068246999996972,
+   "min": 0.0003605265000004465,
+   "max": 0.0007410352000022158,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6455,22 +6455,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 7.736087499985444e-06,
+   "host_canary_seconds": 9.819845000009763e-06,
    "pass_seconds": [
-    0.0005630440000004456,
-    0.0003448693000009939,
-    0.0006248217999996087
+    0.0005037750000013829,
+    0.0006171108999978969,
+    0.0005068246999996972
    ],
    "pass_host_canary_seconds": [
-    7.736087499985444e-06,
-    7.761297500010755e-06,
-    9.966042499982563e-06
+    9.819845000009763e-06,
+    9.38597499995808e-06,
+    1.0680089999937081e-05
    ]
   },
   "conv_host_k1_fp32_2x4x8x8_4_forward": {
-   "seconds": 2.3803599999894233e-05,
-   "min": 1.8457200000909778e-05,
-   "max": 5.335170000080325e-05,
+   "seconds": 3.854760000194801e-05,
+   "min": 2.3243800001182535e-05,
+   "max": 5.020940000122209e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6485,22 +6485,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 7.55290749999915e-06,
+   "host_canary_seconds": 8.319587499983073e-06,
    "pass_seconds": [
-    2.3803599999894233e-05,
-    1.9482300000106535e-05,
-    3.9230600000905726e-05
+    3.056289999960882e-05,
+    4.547350000052575e-05,
+    3.854760000194801e-05
    ],
    "pass_host_canary_seconds": [
-    7.55290749999915e-06,
-    7.160930000011945e-06,
-    1.0090950000005704e-05
+    8.319587499983073e-06,
+    1.0640659999978652e-05,
+    1.0705199999989645e-05
    ]
   },
   "conv_host_k1_fp32_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00015240280000057284,
-   "min": 0.00012341199999923446,
-   "max": 0.0002846241999989729,
+   "seconds": 0.00020200780000152464,
+   "min": 0.00016570290000004207,
+   "max": 0.0003351342000001978,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6515,22 +6515,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 7.336684999970089e-06,
+   "host_canary_seconds": 7.925090000000522e-06,
    "pass_seconds": [
-    0.00015240280000057284,
-    0.00012512459999953763,
-    0.00022501910000016778
+    0.00019296520000011697,
+    0.00030106490000036956,
+    0.00020200780000152464
    ],
    "pass_host_canary_seconds": [
-    7.336684999970089e-06,
-    6.83142999996278e-06,
-    9.964980000063406e-06
+    7.925090000000522e-06,
+    8.358545000106687e-06,
+    1.0728470000032076e-05
    ]
   },
   "conv_host_k1_fp32_8x64x28x28_64_forward": {
-   "seconds": 2.321730000005573e-05,
-   "min": 2.007349999928465e-05,
-   "max": 4.711009999880389e-05,
+   "seconds": 4.290420000074846e-05,
+   "min": 2.4314700000616084e-05,
+   "max": 5.5916499999852934e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6545,22 +6545,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 7.336684999970089e-06,
+   "host_canary_seconds": 7.95479499998919e-06,
    "pass_seconds": [
-    2.321730000005573e-05,
-    2.0940499999255736e-05,
-    4.409009999903901e-05
+    2.8825300000789865e-05,
+    4.6011300000259325e-05,
+    4.290420000074846e-05
    ],
    "pass_host_canary_seconds": [
-    7.336684999970089e-06,
-    6.99955499996463e-06,
-    9.852780000016992e-06
+    7.95479499998919e-06,
+    8.230695000008837e-06,
+    1.0728470000032076e-05
    ]
   },
   "conv_host_k1_fp32_8x64x28x28_64_forward_backward": {
-   "seconds": 0.00017511239999947747,
-   "min": 0.00015580560000074683,
-   "max": 0.00036385159999952066,
+   "seconds": 0.00022162539999897034,
+   "min": 0.00019092720000060125,
+   "max": 0.0004231153000006316,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6575,22 +6575,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 7.053229999982591e-06,
+   "host_canary_seconds": 7.839025000038192e-06,
    "pass_seconds": [
-    0.00016780759999903693,
-    0.00017511239999947747,
-    0.0002979497000012543
+    0.00020432959999965304,
+    0.0002778140999993184,
+    0.00022162539999897034
    ],
    "pass_host_canary_seconds": [
-    7.053229999982591e-06,
-    7.053579999976023e-06,
-    9.679829999953427e-06
+    7.839025000038192e-06,
+    1.0407560000089688e-05,
+    1.0540159999976595e-05
    ]
   },
   "conv_host_k1_fp32_16x256x56x56_64_forward": {
-   "seconds": 2.464610000032508e-05,
-   "min": 2.0674499999984164e-05,
-   "max": 4.77399999994077e-05,
+   "seconds": 3.951919999849452e-05,
+   "min": 2.1118200000103115e-05,
+   "max": 4.709209999873565e-05,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6605,22 +6605,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 7.08112000005201e-06,
+   "host_canary_seconds": 7.622460000007436e-06,
    "pass_seconds": [
-    2.464610000032508e-05,
-    2.386999999970385e-05,
-    4.624910000075033e-05
+    3.0149799999890093e-05,
+    3.951919999849452e-05,
+    4.4337699998209244e-05
    ],
    "pass_host_canary_seconds": [
-    7.08112000005201e-06,
-    7.139640000062286e-06,
-    9.68340000000012e-06
+    7.622460000007436e-06,
+    1.0759999999976344e-05,
+    1.586333999995304e-05
    ]
   },
   "conv_host_k1_fp32_16x256x56x56_64_forward_backward": {
-   "seconds": 0.0002037646000005111,
-   "min": 0.0001301358000006303,
-   "max": 0.00041998279999972966,
+   "seconds": 0.00023056290000056379,
+   "min": 0.00015904669999997623,
+   "max": 0.00036069129999987125,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6635,22 +6635,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 7.328780000008805e-06,
+   "host_canary_seconds": 7.594644999997513e-06,
    "pass_seconds": [
-    0.0002037646000005111,
-    0.00018528979999956618,
-    0.00031615089999945665
+    0.00022390829999920924,
+    0.00026771649999943745,
+    0.00023056290000056379
    ],
    "pass_host_canary_seconds": [
-    7.328780000008805e-06,
-    7.386169999961112e-06,
-    9.68340000000012e-06
+    7.594644999997513e-06,
+    1.048425000007569e-05,
+    1.0887390000107188e-05
    ]
   },
   "conv_host_k1_fp32_32x256x56x56_256_forward": {
-   "seconds": 3.380249999906937e-05,
-   "min": 2.9545299999256257e-05,
-   "max": 6.54149000013149e-05,
+   "seconds": 5.210340000019187e-05,
+   "min": 3.433769999929837e-05,
+   "max": 6.265410000025896e-05,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6665,22 +6665,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 7.3736000000224066e-06,
+   "host_canary_seconds": 8.232619999972713e-06,
    "pass_seconds": [
-    3.342090000018061e-05,
-    3.380249999906937e-05,
-    6.236700000101791e-05
+    4.126259999992499e-05,
+    5.210340000019187e-05,
+    5.677640000101292e-05
    ],
    "pass_host_canary_seconds": [
-    7.3736000000224066e-06,
-    7.386169999961112e-06,
-    9.649120000005951e-06
+    8.232619999972713e-06,
+    1.0712834999964116e-05,
+    1.058992499991973e-05
    ]
   },
   "conv_host_k1_fp32_32x256x56x56_256_forward_backward": {
-   "seconds": 0.00026229260000008023,
-   "min": 0.00019032819999864614,
-   "max": 0.0005341291000007687,
+   "seconds": 0.00027286230000100886,
+   "min": 0.00023552830000141966,
+   "max": 0.000406247899999812,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6695,22 +6695,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 8.879829999983713e-06,
+   "host_canary_seconds": 7.712214999955336e-06,
    "pass_seconds": [
-    0.00026229260000008023,
-    0.00021715069999999058,
-    0.00038650059999838503
+    0.00027286230000100886,
+    0.0003379369000015231,
+    0.0002633008000003656
    ],
    "pass_host_canary_seconds": [
-    8.879829999983713e-06,
-    7.160140000053161e-06,
-    1.0099189999976943e-05
+    7.712214999955336e-06,
+    7.792349999959925e-06,
+    1.0594679999940126e-05
    ]
   },
   "conv_host_k1_fp32_strict_2x4x8x8_4_forward": {
-   "seconds": 2.095689999919159e-05,
-   "min": 1.9736500000533397e-05,
-   "max": 5.687240000042948e-05,
+   "seconds": 2.6754099999948265e-05,
+   "min": 2.1438899999282057e-05,
+   "max": 4.512229999988904e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6725,22 +6725,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 7.688835000010385e-06,
+   "host_canary_seconds": 7.636324999964472e-06,
    "pass_seconds": [
-    2.095689999919159e-05,
-    2.0380200000147396e-05,
-    4.0654299999687284e-05
+    2.4684099999205954e-05,
+    2.6754099999948265e-05,
+    3.662690000112434e-05
    ],
    "pass_host_canary_seconds": [
-    7.688835000010385e-06,
-    7.11224500001606e-06,
-    1.0099189999976943e-05
+    7.636324999964472e-06,
+    1.0954659999953265e-05,
+    1.0695130000044627e-05
    ]
   },
   "conv_host_k1_fp32_strict_2x4x8x8_4_forward_backward": {
-   "seconds": 0.0001552595000006818,
-   "min": 0.0001324576000001798,
-   "max": 0.0002511316000010311,
+   "seconds": 0.00017503779999969993,
+   "min": 0.00016579389999975546,
+   "max": 0.0002640917000007903,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6755,22 +6755,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 8.279575000003093e-06,
+   "host_canary_seconds": 7.636324999964472e-06,
    "pass_seconds": [
-    0.00015127829999954655,
-    0.0001552595000006818,
-    0.00023303619999808233
+    0.00017149009999997133,
+    0.00023643029999789177,
+    0.00017503779999969993
    ],
    "pass_host_canary_seconds": [
-    8.279575000003093e-06,
-    7.212404999989986e-06,
-    1.0058295000021645e-05
+    7.636324999964472e-06,
+    1.1284469999992553e-05,
+    1.1039869999933671e-05
    ]
   },
   "conv_host_k1_fp32_strict_8x64x28x28_64_forward": {
-   "seconds": 2.3869499999307207e-05,
-   "min": 1.859349999904225e-05,
-   "max": 4.868869999938852e-05,
+   "seconds": 3.941319999967163e-05,
+   "min": 2.074700000065377e-05,
+   "max": 4.797320000022864e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6785,22 +6785,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 6.79405500001451e-06,
+   "host_canary_seconds": 7.81778999993321e-06,
    "pass_seconds": [
-    1.963130000035562e-05,
-    2.3869499999307207e-05,
-    3.8913999998158036e-05
+    2.4327500000254076e-05,
+    4.479499999945347e-05,
+    3.941319999967163e-05
    ],
    "pass_host_canary_seconds": [
-    6.79405500001451e-06,
-    7.2913500000026945e-06,
-    9.908899999970799e-06
+    7.81778999993321e-06,
+    1.1148889999930134e-05,
+    1.1024270000064007e-05
    ]
   },
   "conv_host_k1_fp32_strict_8x64x28x28_64_forward_backward": {
-   "seconds": 0.00016086790000002793,
-   "min": 0.00012307869999972354,
-   "max": 0.00027019239999930277,
+   "seconds": 0.0002157212000014397,
+   "min": 0.00017673199999990175,
+   "max": 0.0003781892000006337,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6815,22 +6815,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 6.5496999999936635e-06,
+   "host_canary_seconds": 8.004024999976878e-06,
    "pass_seconds": [
-    0.00015364650000009305,
-    0.00016086790000002793,
-    0.00024732159999985015
+    0.00018823919999988448,
+    0.00032370139999784444,
+    0.0002157212000014397
    ],
    "pass_host_canary_seconds": [
-    6.5496999999936635e-06,
-    6.938155000000279e-06,
-    1.0030955000104313e-05
+    8.004024999976878e-06,
+    1.0705915000102096e-05,
+    1.0899110000082146e-05
    ]
   },
   "conv_host_k1_fp32_strict_16x256x56x56_64_forward": {
-   "seconds": 2.42057999997769e-05,
-   "min": 2.1566300000586124e-05,
-   "max": 4.711980000138283e-05,
+   "seconds": 4.361949999918124e-05,
+   "min": 2.2258599999247507e-05,
+   "max": 7.294250000029478e-05,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6845,22 +6845,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 6.845914999971115e-06,
+   "host_canary_seconds": 8.291305000014405e-06,
    "pass_seconds": [
-    2.42057999997769e-05,
-    2.253349999961074e-05,
-    4.499039999927845e-05
+    2.8377399999612862e-05,
+    5.6904699999904554e-05,
+    4.361949999918124e-05
    ],
    "pass_host_canary_seconds": [
-    6.845914999971115e-06,
-    6.879690000047844e-06,
-    9.859845000050883e-06
+    8.291305000014405e-06,
+    1.0872372500045912e-05,
+    1.0550790000110055e-05
    ]
   },
   "conv_host_k1_fp32_strict_16x256x56x56_64_forward_backward": {
-   "seconds": 0.00022083779999917396,
-   "min": 0.00017675870000033456,
-   "max": 0.0002980321999984881,
+   "seconds": 0.0002501467000001867,
+   "min": 0.00016068599999954358,
+   "max": 0.00033052490000216037,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6875,22 +6875,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.0302912500037564e-05,
+   "host_canary_seconds": 7.725277500014727e-06,
    "pass_seconds": [
-    0.00022083779999917396,
-    0.00018339949999983672,
-    0.00027942689999918004
+    0.00020201520000000527,
+    0.000316766000000257,
+    0.0002501467000001867
    ],
    "pass_host_canary_seconds": [
-    1.0302912500037564e-05,
-    6.94142500002215e-06,
-    9.87498499995354e-06
+    7.725277500014727e-06,
+    1.118326000003833e-05,
+    1.0946384999996894e-05
    ]
   },
   "conv_host_k1_fp32_strict_32x256x56x56_256_forward": {
-   "seconds": 3.933719999906771e-05,
-   "min": 2.4817800000676015e-05,
-   "max": 5.868949999978668e-05,
+   "seconds": 5.194780000010724e-05,
+   "min": 3.67294000000129e-05,
+   "max": 6.708189999926617e-05,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6905,22 +6905,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 9.088735000020165e-06,
+   "host_canary_seconds": 7.494964999992248e-06,
    "pass_seconds": [
-    3.933719999906771e-05,
-    2.7909000000647665e-05,
-    4.6019100000194155e-05
+    3.877759999966201e-05,
+    6.206369999972594e-05,
+    5.194780000010724e-05
    ],
    "pass_host_canary_seconds": [
-    9.088735000020165e-06,
-    7.1064750000005e-06,
-    1.0128840000049876e-05
+    7.494964999992248e-06,
+    1.1437395000086782e-05,
+    1.1096230000049446e-05
    ]
   },
   "conv_host_k1_fp32_strict_32x256x56x56_256_forward_backward": {
-   "seconds": 0.00032235240000062505,
-   "min": 0.00021370860000047287,
-   "max": 0.0003798449999976583,
+   "seconds": 0.0002572029000020848,
+   "min": 0.0002078803000003404,
+   "max": 0.00040967349999903034,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6935,22 +6935,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 7.003384999961781e-06,
+   "host_canary_seconds": 7.098212499982992e-06,
    "pass_seconds": [
-    0.00032235240000062505,
-    0.0002285733999997319,
-    0.000360426500000699
+    0.00024346990000054803,
+    0.0004044581000016478,
+    0.0002572029000020848
    ],
    "pass_host_canary_seconds": [
-    7.003384999961781e-06,
-    7.484899999994354e-06,
-    1.0985667500023056e-05
+    7.098212499982992e-06,
+    1.1361827500024902e-05,
+    1.055560500006436e-05
    ]
   },
   "conv_host_k1_bf16_2x4x8x8_4_forward": {
-   "seconds": 2.6878700001020662e-05,
-   "min": 2.2017500000970358e-05,
-   "max": 6.079359999944245e-05,
+   "seconds": 4.2716600000858306e-05,
+   "min": 2.4862200000086432e-05,
+   "max": 6.137919999957831e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6965,22 +6965,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 7.139089999981252e-06,
+   "host_canary_seconds": 6.967155000019431e-06,
    "pass_seconds": [
-    2.6878700001020662e-05,
-    2.6145600000404556e-05,
-    5.010369999922659e-05
+    2.53717000006759e-05,
+    5.26006000001189e-05,
+    4.2716600000858306e-05
    ],
    "pass_host_canary_seconds": [
-    7.139089999981252e-06,
-    7.509410000068329e-06,
-    1.078454500003545e-05
+    6.967155000019431e-06,
+    1.0389594999935525e-05,
+    1.0405514999973776e-05
    ]
   },
   "conv_host_k1_bf16_2x4x8x8_4_forward_backward": {
-   "seconds": 0.0002227420999986407,
-   "min": 0.00015131190000090556,
-   "max": 0.0003901100000007318,
+   "seconds": 0.0002446324999993976,
+   "min": 0.00016033579999970017,
+   "max": 0.0003865427000022237,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6995,22 +6995,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 6.877189999983102e-06,
+   "host_canary_seconds": 6.830745000030447e-06,
    "pass_seconds": [
-    0.00021606450000035692,
-    0.0002227420999986407,
-    0.00033949139999833733
+    0.00017564000000049873,
+    0.0003761064999991959,
+    0.0002446324999993976
    ],
    "pass_host_canary_seconds": [
-    6.877189999983102e-06,
-    7.509410000068329e-06,
-    1.078454500003545e-05
+    6.830745000030447e-06,
+    1.0830134999935126e-05,
+    1.0258479999976089e-05
    ]
   },
   "conv_host_k1_bf16_8x64x28x28_64_forward": {
-   "seconds": 3.2969999999465927e-05,
-   "min": 2.463129999910052e-05,
-   "max": 6.317980000005718e-05,
+   "seconds": 4.3689399998925185e-05,
+   "min": 2.233529999955408e-05,
+   "max": 5.80213999995749e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7025,22 +7025,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 7.094434999999067e-06,
+   "host_canary_seconds": 7.001222500022663e-06,
    "pass_seconds": [
-    3.2969999999465927e-05,
-    3.0097999999156855e-05,
-    5.189089999930729e-05
+    2.7962600000819293e-05,
+    5.023690000030001e-05,
+    4.3689399998925185e-05
    ],
    "pass_host_canary_seconds": [
-    7.094434999999067e-06,
-    7.312219999988656e-06,
-    1.0503059999962261e-05
+    7.001222500022663e-06,
+    1.0909435000030498e-05,
+    1.0263234999996484e-05
    ]
   },
   "conv_host_k1_bf16_8x64x28x28_64_forward_backward": {
-   "seconds": 0.00021156549999830078,
-   "min": 0.0001820989999998801,
-   "max": 0.00035472800000206916,
+   "seconds": 0.00022423030000027211,
+   "min": 0.000159477199999003,
+   "max": 0.0003650329999999258,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7055,22 +7055,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 7.3944349999877085e-06,
+   "host_canary_seconds": 6.957099999951311e-06,
    "pass_seconds": [
-    0.00020424840000003995,
-    0.00021156549999830078,
-    0.000312173400001825
+    0.0001972551999998018,
+    0.00022423030000027211,
+    0.00023823999999876832
    ],
    "pass_host_canary_seconds": [
-    7.3944349999877085e-06,
-    7.312219999988656e-06,
-    1.0945869999972047e-05
+    6.957099999951311e-06,
+    1.0535884999995915e-05,
+    1.0587079999879734e-05
    ]
   },
   "conv_host_k1_bf16_16x256x56x56_64_forward": {
-   "seconds": 2.8108300000440067e-05,
-   "min": 2.268279999952938e-05,
-   "max": 0.00011347280000109094,
+   "seconds": 4.1404399999578347e-05,
+   "min": 2.447610000047007e-05,
+   "max": 8.14447000010432e-05,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7085,22 +7085,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 7.416695000017626e-06,
+   "host_canary_seconds": 6.762510000015709e-06,
    "pass_seconds": [
-    2.5488299999665288e-05,
-    2.8108300000440067e-05,
-    4.937630000085846e-05
+    3.120410000008178e-05,
+    4.5264499999575494e-05,
+    4.1404399999578347e-05
    ],
    "pass_host_canary_seconds": [
-    7.416695000017626e-06,
-    1.0390369999981886e-05,
-    1.1128415000030145e-05
+    6.762510000015709e-06,
+    1.0535884999995915e-05,
+    1.0614159999988716e-05
    ]
   },
   "conv_host_k1_bf16_16x256x56x56_64_forward_backward": {
-   "seconds": 0.0002978626000015083,
-   "min": 0.00016072259999901916,
-   "max": 0.0004756872000001522,
+   "seconds": 0.00021674850000010792,
+   "min": 0.00016767529999981435,
+   "max": 0.00027202550000140493,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7115,22 +7115,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 6.875489999984552e-06,
+   "host_canary_seconds": 6.8889399999960686e-06,
    "pass_seconds": [
-    0.00017118600000003424,
-    0.000391216199997757,
-    0.0002978626000015083
+    0.00018727239999947188,
+    0.00022549870000148075,
+    0.00021674850000010792
    ],
    "pass_host_canary_seconds": [
-    6.875489999984552e-06,
-    1.4281634999946391e-05,
-    1.1128415000030145e-05
+    6.8889399999960686e-06,
+    1.0453049999910036e-05,
+    1.0614159999988716e-05
    ]
   },
   "conv_host_k1_bf16_32x256x56x56_256_forward": {
-   "seconds": 5.2908700001808026e-05,
-   "min": 2.41193000007911e-05,
-   "max": 8.453670000108104e-05,
+   "seconds": 4.1179100000476866e-05,
+   "min": 2.542749999889793e-05,
+   "max": 4.5860299999844754e-05,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7145,22 +7145,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 6.848390000016025e-06,
+   "host_canary_seconds": 6.977779999957079e-06,
    "pass_seconds": [
-    2.8363100000206032e-05,
-    6.71861999990142e-05,
-    5.2908700001808026e-05
+    2.7026799999418925e-05,
+    4.134109999824887e-05,
+    4.1179100000476866e-05
    ],
    "pass_host_canary_seconds": [
-    6.848390000016025e-06,
-    1.4281634999946391e-05,
-    1.1122715000055905e-05
+    6.977779999957079e-06,
+    1.028500999993298e-05,
+    1.0244110000030559e-05
    ]
   },
   "conv_host_k1_bf16_32x256x56x56_256_forward_backward": {
-   "seconds": 0.00031461099999887667,
-   "min": 0.00016688209999955462,
-   "max": 0.00047898100000054455,
+   "seconds": 0.00023649970000008124,
+   "min": 0.00018475399999999808,
+   "max": 0.0003797985999995035,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7175,22 +7175,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 7.014964999996209e-06,
+   "host_canary_seconds": 7.0779474999582705e-06,
    "pass_seconds": [
-    0.00021822760000134167,
-    0.0004418754999989005,
-    0.00031461099999887667
+    0.0002045865999988905,
+    0.00027388750000056916,
+    0.00023649970000008124
    ],
    "pass_host_canary_seconds": [
-    7.014964999996209e-06,
-    1.3981619999938744e-05,
-    1.1124520000009852e-05
+    7.0779474999582705e-06,
+    1.1625584999990223e-05,
+    1.0469295000063995e-05
    ]
   },
   "conv_host_k1_autocast_2x4x8x8_4_forward": {
-   "seconds": 0.00012052239999889025,
-   "min": 5.5772499999307e-05,
-   "max": 0.00018337879999990036,
+   "seconds": 8.614940000200022e-05,
+   "min": 5.3989799999953904e-05,
+   "max": 0.00011835119999830113,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7205,22 +7205,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 6.874460000005911e-06,
+   "host_canary_seconds": 7.0182550000197355e-06,
    "pass_seconds": [
-    5.7757999999807905e-05,
-    0.00017811769999980241,
-    0.00012052239999889025
+    5.472259999947937e-05,
+    0.00010671000000002095,
+    8.614940000200022e-05
    ],
    "pass_host_canary_seconds": [
-    6.874460000005911e-06,
-    1.3764652499972386e-05,
-    1.0930285000014806e-05
+    7.0182550000197355e-06,
+    1.1920415000048479e-05,
+    1.0899475000059056e-05
    ]
   },
   "conv_host_k1_autocast_2x4x8x8_4_forward_backward": {
-   "seconds": 0.0005708580000003849,
-   "min": 0.000262809999999547,
-   "max": 0.0007558369000008724,
+   "seconds": 0.0003892914000005021,
+   "min": 0.00024979929999915387,
+   "max": 0.0005628056000006154,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7235,22 +7235,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 6.939569999957484e-06,
+   "host_canary_seconds": 6.783445000024813e-06,
    "pass_seconds": [
-    0.0002833656000007068,
-    0.0006345252999977902,
-    0.0005708580000003849
+    0.00027379870000032724,
+    0.0004299016000004485,
+    0.0003892914000005021
    ],
    "pass_host_canary_seconds": [
-    6.939569999957484e-06,
-    1.2575950000055514e-05,
-    1.0654625000015016e-05
+    6.783445000024813e-06,
+    1.1508354999989478e-05,
+    1.0624770000049467e-05
    ]
   },
   "conv_host_k1_autocast_8x64x28x28_64_forward": {
-   "seconds": 0.00012938810000093782,
-   "min": 5.785010000067814e-05,
-   "max": 0.00020741929999985588,
+   "seconds": 8.724879999988389e-05,
+   "min": 5.194910000057007e-05,
+   "max": 0.00012637479999852986,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7265,22 +7265,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 6.971099999972808e-06,
+   "host_canary_seconds": 6.786950000048364e-06,
    "pass_seconds": [
-    6.085809999945013e-05,
-    0.00019558049999943706,
-    0.00012938810000093782
+    5.559409999875697e-05,
+    0.00011113510000200222,
+    8.724879999988389e-05
    ],
    "pass_host_canary_seconds": [
-    6.971099999972808e-06,
-    1.2574162499987552e-05,
-    1.0941335000040907e-05
+    6.786950000048364e-06,
+    1.1013195000089126e-05,
+    1.0659459999970976e-05
    ]
   },
   "conv_host_k1_autocast_8x64x28x28_64_forward_backward": {
-   "seconds": 0.0005307969000000412,
-   "min": 0.00023746249999874182,
-   "max": 0.0006831575999996176,
+   "seconds": 0.0003776619000007031,
+   "min": 0.00022873440000097388,
+   "max": 0.0005951097999997046,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7295,22 +7295,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 6.747054999962643e-06,
+   "host_canary_seconds": 6.857005000000527e-06,
    "pass_seconds": [
-    0.0003566539000004809,
-    0.0005947966000007909,
-    0.0005307969000000412
+    0.00027712410000049206,
+    0.0004655005000017809,
+    0.0003776619000007031
    ],
    "pass_host_canary_seconds": [
-    6.747054999962643e-06,
-    1.4694565000041848e-05,
-    9.904957499955458e-06
+    6.857005000000527e-06,
+    1.1115915000061705e-05,
+    1.0659459999970976e-05
    ]
   },
   "conv_host_k1_autocast_16x256x56x56_64_forward": {
-   "seconds": 7.864400000130445e-05,
-   "min": 5.755659999948648e-05,
-   "max": 0.00021981769999968037,
+   "seconds": 9.224939999796788e-05,
+   "min": 5.3747200000486826e-05,
+   "max": 0.0001182965999987573,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7325,22 +7325,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 6.933244999984823e-06,
+   "host_canary_seconds": 8.510474999994244e-06,
    "pass_seconds": [
-    5.936440000056109e-05,
-    0.00018365070000072591,
-    7.864400000130445e-05
+    5.843480000038426e-05,
+    0.00011199719999979151,
+    9.224939999796788e-05
    ],
    "pass_host_canary_seconds": [
-    6.933244999984823e-06,
-    1.4767165000009186e-05,
-    7.853550000049836e-06
+    8.510474999994244e-06,
+    1.1298605000007455e-05,
+    1.0536759999979494e-05
    ]
   },
   "conv_host_k1_autocast_16x256x56x56_64_forward_backward": {
-   "seconds": 0.0003311820000007515,
-   "min": 0.0002365612999994937,
-   "max": 0.0006920803000014075,
+   "seconds": 0.0003513664999985622,
+   "min": 0.0002691596999994772,
+   "max": 0.0004851496000014777,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7355,22 +7355,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 6.985340000014162e-06,
+   "host_canary_seconds": 8.13971500001287e-06,
    "pass_seconds": [
-    0.0003311820000007515,
-    0.0006392051999995374,
-    0.00031542509999837876
+    0.0003313362000000097,
+    0.00039968490000035216,
+    0.0003513664999985622
    ],
    "pass_host_canary_seconds": [
-    6.985340000014162e-06,
-    1.3718739999930563e-05,
-    7.85199000006287e-06
+    8.13971500001287e-06,
+    1.1176420000111874e-05,
+    1.0820039999970277e-05
    ]
   },
   "conv_host_k1_autocast_32x256x56x56_256_forward": {
-   "seconds": 7.282030000226314e-05,
-   "min": 5.6922199999576153e-05,
-   "max": 0.00019550560000141103,
+   "seconds": 9.115430000008473e-05,
+   "min": 6.385040000083109e-05,
+   "max": 0.0001260388000005719,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7385,22 +7385,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 6.944544999996083e-06,
+   "host_canary_seconds": 8.13971500001287e-06,
    "pass_seconds": [
-    6.165430000066862e-05,
-    0.00016931719999888629,
-    7.282030000226314e-05
+    8.093799999926432e-05,
+    0.00010927019999940057,
+    9.115430000008473e-05
    ],
    "pass_host_canary_seconds": [
-    6.944544999996083e-06,
-    1.3660824999988109e-05,
-    7.460825000009663e-06
+    8.13971500001287e-06,
+    1.1281775000071548e-05,
+    1.0869230000025709e-05
    ]
   },
   "conv_host_k1_autocast_32x256x56x56_256_forward_backward": {
-   "seconds": 0.0003556462999995347,
-   "min": 0.0002809146000004148,
-   "max": 0.0007267488999985972,
+   "seconds": 0.00046114179999960924,
+   "min": 0.0003010985999992499,
+   "max": 0.0006416875000013533,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7415,22 +7415,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 6.688887500025942e-06,
+   "host_canary_seconds": 7.635570000026348e-06,
    "pass_seconds": [
-    0.0003556462999995347,
-    0.0006919995000004064,
-    0.0003028099000005113
+    0.00033662649999968155,
+    0.0005415583000001334,
+    0.00046114179999960924
    ],
    "pass_host_canary_seconds": [
-    6.688887500025942e-06,
-    1.384893250005348e-05,
-    7.61723499998368e-06
+    7.635570000026348e-06,
+    1.1290439999953605e-05,
+    7.959150000047544e-06
    ]
   },
   "optimizer_sgd_foreach_per_param": {
-   "seconds": 2.0307924107422693e-06,
-   "min": 1.7762343750124136e-06,
-   "max": 4.8695982143140015e-06,
+   "seconds": 3.2221897321755525e-06,
+   "min": 1.9851495535025014e-06,
+   "max": 4.1101160714239275e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7440,22 +7440,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.012450000019044e-06,
+   "host_canary_seconds": 1.0097824999988347e-05,
    "pass_seconds": [
-    1.8401875000303595e-06,
-    4.4510379464084745e-06,
-    2.0307924107422693e-06
+    2.974732142835279e-06,
+    3.447006696395099e-06,
+    3.2221897321755525e-06
    ],
    "pass_host_canary_seconds": [
-    7.012450000019044e-06,
-    1.3862207499997227e-05,
-    7.3439450000023495e-06
+    1.0097824999988347e-05,
+    1.08834100000621e-05,
+    1.0231662499933237e-05
    ]
   },
   "optimizer_sgd_foreach_per_step": {
-   "seconds": 7.500542858451809e-05,
-   "min": 1.1773571425724823e-05,
-   "max": 0.00045015714287290266,
+   "seconds": 0.00015353485714188406,
+   "min": 4.6663285685001816e-05,
+   "max": 0.00020950985714104524,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7465,22 +7465,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.012450000019044e-06,
+   "host_canary_seconds": 1.0097824999988347e-05,
    "pass_seconds": [
-    7.262671427099576e-05,
-    0.0002490585714432265,
-    7.500542858451809e-05
+    0.0001590004285735144,
+    0.00014459157143522004,
+    0.00015353485714188406
    ],
    "pass_host_canary_seconds": [
-    7.012450000019044e-06,
-    1.3862207499997227e-05,
-    7.3439450000023495e-06
+    1.0097824999988347e-05,
+    1.08834100000621e-05,
+    1.0231662499933237e-05
    ]
   },
   "optimizer_sgd_foreach_cold_per_param": {
-   "seconds": 2.8948058035739777e-06,
-   "min": 2.215386160710407e-06,
-   "max": 6.632350446432257e-06,
+   "seconds": 3.0126763393185333e-06,
+   "min": 2.3569799107051433e-06,
+   "max": 4.882877232072401e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7490,22 +7490,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.288805000058574e-06,
+   "host_canary_seconds": 7.4386899999723255e-06,
    "pass_seconds": [
-    2.423767857116589e-06,
-    3.092910714335468e-06,
-    2.8948058035739777e-06
+    2.5135803571567957e-06,
+    4.427662946441099e-06,
+    3.0126763393185333e-06
    ],
    "pass_host_canary_seconds": [
-    7.288805000058574e-06,
-    8.697884999975259e-06,
-    7.313495000005332e-06
+    7.4386899999723255e-06,
+    1.0819860000026438e-05,
+    7.73868000010225e-06
    ]
   },
   "optimizer_sgd_foreach_cold_per_step": {
-   "seconds": 0.000530174571415338,
-   "min": 0.0004075947142772358,
-   "max": 0.0007731125714331354,
+   "seconds": 0.00058061114285936,
+   "min": 0.00042832500000145046,
+   "max": 0.0008282188571229199,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7515,22 +7515,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.288805000058574e-06,
+   "host_canary_seconds": 7.4386899999723255e-06,
    "pass_seconds": [
-    0.0005207354285780802,
-    0.000530174571415338,
-    0.0005883184285794739
+    0.0004932828571375986,
+    0.0006373395714384905,
+    0.00058061114285936
    ],
    "pass_host_canary_seconds": [
-    7.288805000058574e-06,
-    8.697884999975259e-06,
-    7.313495000005332e-06
+    7.4386899999723255e-06,
+    1.0819860000026438e-05,
+    7.73868000010225e-06
    ]
   },
   "optimizer_sgd_foreach_large": {
-   "seconds": 0.00018289599999832262,
-   "min": 0.00017687499999397005,
-   "max": 0.000341972999990503,
+   "seconds": 0.00018334700001787496,
+   "min": 0.00017783399999871108,
+   "max": 0.0002003839999815682,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -7538,15 +7538,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00018289599999832262,
-    0.00028549900000029993,
-    0.00018087600000171733
+    0.00018141799999682462,
+    0.00018334700001787496,
+    0.0001833580000152324
    ]
   },
   "optimizer_sgd_for_loop_per_param": {
-   "seconds": 2.1481439732034297e-05,
-   "min": 2.0559647321314956e-05,
-   "max": 2.4098386160734515e-05,
+   "seconds": 2.3062915178633553e-05,
+   "min": 2.109297321428727e-05,
+   "max": 3.27868191963684e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7556,22 +7556,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.209275000015225e-06,
+   "host_canary_seconds": 7.3891050000085555e-06,
    "pass_seconds": [
-    2.173035044642343e-05,
-    2.1481439732034297e-05,
-    2.134056026787639e-05
+    2.151195312502122e-05,
+    2.3062915178633553e-05,
+    3.04626428571732e-05
    ],
    "pass_host_canary_seconds": [
-    7.209275000015225e-06,
-    7.148732499970834e-06,
-    7.130407500071101e-06
+    7.3891050000085555e-06,
+    7.698587499973542e-06,
+    9.331935000034264e-06
    ]
   },
   "optimizer_sgd_for_loop_per_step": {
-   "seconds": 9.98012857097916e-05,
-   "min": -3.416742859079533e-05,
-   "max": 0.0004991365714610246,
+   "seconds": 0.00011139914285454968,
+   "min": -0.00026055557142561666,
+   "max": 0.0004864607142849309,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7581,22 +7581,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.209275000015225e-06,
+   "host_canary_seconds": 7.3891050000085555e-06,
    "pass_seconds": [
-    9.98012857097916e-05,
-    8.253842857389561e-05,
-    0.00014858100001496097
+    0.00010111485714097454,
+    0.00011139914285454968,
+    0.0003171492857429064
    ],
    "pass_host_canary_seconds": [
-    7.209275000015225e-06,
-    7.148732499970834e-06,
-    7.130407500071101e-06
+    7.3891050000085555e-06,
+    7.698587499973542e-06,
+    9.331935000034264e-06
    ]
   },
   "optimizer_sgd_for_loop_cold_per_param": {
-   "seconds": 2.237239955363687e-05,
-   "min": 2.0502587053566096e-05,
-   "max": 3.2563401785701274e-05,
+   "seconds": 2.3820718750019614e-05,
+   "min": 2.134812723213792e-05,
+   "max": 3.4375736607155414e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7606,22 +7606,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.291774999984568e-06,
+   "host_canary_seconds": 9.847065000059274e-06,
    "pass_seconds": [
-    2.2887729910722348e-05,
-    2.237239955363687e-05,
-    2.2264857142850758e-05
+    2.312269419646462e-05,
+    2.4151665178567023e-05,
+    2.3820718750019614e-05
    ],
    "pass_host_canary_seconds": [
-    7.291774999984568e-06,
-    7.1549499999434826e-06,
-    7.207525000012538e-06
+    9.847065000059274e-06,
+    7.697049999961791e-06,
+    8.12618499992368e-06
    ]
   },
   "optimizer_sgd_for_loop_cold_per_step": {
-   "seconds": 0.0005282108571427508,
-   "min": -0.0001890617142805695,
-   "max": 0.0011624284285777062,
+   "seconds": 0.0005934345714259897,
+   "min": -0.00012991614286152415,
+   "max": 0.0015952642857135807,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7631,22 +7631,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.291774999984568e-06,
+   "host_canary_seconds": 9.847065000059274e-06,
    "pass_seconds": [
-    0.0005282108571427508,
-    0.0005795091428605506,
-    0.0004461738571381244
+    0.0005934345714259897,
+    0.0005447048571300326,
+    0.0006336520000169393
    ],
    "pass_host_canary_seconds": [
-    7.291774999984568e-06,
-    7.1549499999434826e-06,
-    7.207525000012538e-06
+    9.847065000059274e-06,
+    7.697049999961791e-06,
+    8.12618499992368e-06
    ]
   },
   "optimizer_sgd_for_loop_large": {
-   "seconds": 0.00016196300001070085,
-   "min": 0.00015773500000193508,
-   "max": 0.00020884699998191536,
+   "seconds": 0.00017010800002026372,
+   "min": 0.00015766999999300424,
+   "max": 0.00023320700000795114,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -7654,15 +7654,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00016086199998710526,
-    0.00016212899998890862,
-    0.00016196300001070085
+    0.0001615080000050284,
+    0.00017010800002026372,
+    0.00017586399999913738
    ]
   },
   "optimizer_sgd_fused_per_param": {
-   "seconds": 1.4652254464017237e-06,
-   "min": 1.3921852678614296e-06,
-   "max": 3.761638392837544e-06,
+   "seconds": 2.7328370535428803e-06,
+   "min": 1.4741116071613294e-06,
+   "max": 2.889745535686724e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7672,22 +7672,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.165270000015767e-06,
+   "host_canary_seconds": 7.5275900000093545e-06,
    "pass_seconds": [
-    1.4652254464017237e-06,
-    1.5533794642966621e-06,
-    1.4425959820992977e-06
+    1.4904062500027088e-06,
+    2.7655736607457015e-06,
+    2.7328370535428803e-06
    ],
    "pass_host_canary_seconds": [
-    7.165270000015767e-06,
-    7.208334999972976e-06,
-    7.094264999949474e-06
+    7.5275900000093545e-06,
+    1.0984510000042747e-05,
+    1.1093540000075563e-05
    ]
   },
   "optimizer_sgd_fused_per_step": {
-   "seconds": 5.9231428565453825e-05,
-   "min": -8.633185715163045e-05,
-   "max": 0.0001450222857134317,
+   "seconds": 0.00015585871428973924,
+   "min": 5.052800000474431e-05,
+   "max": 0.0002789512857361842,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7697,22 +7697,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.165270000015767e-06,
+   "host_canary_seconds": 7.5275900000093545e-06,
    "pass_seconds": [
-    6.511857143769768e-05,
-    5.9231428565453825e-05,
-    4.976271428550458e-05
+    5.5832571439801934e-05,
+    0.0001698035714119734,
+    0.00015585871428973924
    ],
    "pass_host_canary_seconds": [
-    7.165270000015767e-06,
-    7.208334999972976e-06,
-    7.094264999949474e-06
+    7.5275900000093545e-06,
+    1.0984510000042747e-05,
+    1.1093540000075563e-05
    ]
   },
   "optimizer_sgd_fused_cold_per_param": {
-   "seconds": 2.1826160714967713e-06,
-   "min": 1.8378660714254584e-06,
-   "max": 2.450866071423974e-06,
+   "seconds": 2.4006049106668163e-06,
+   "min": 1.8628191964837576e-06,
+   "max": 5.76947544640914e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7722,22 +7722,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.376949999979843e-06,
+   "host_canary_seconds": 7.705470000018978e-06,
    "pass_seconds": [
-    2.0066696428320896e-06,
-    2.2733080357844367e-06,
-    2.1826160714967713e-06
+    2.070616071460561e-06,
+    2.6501696428482546e-06,
+    2.4006049106668163e-06
    ],
    "pass_host_canary_seconds": [
-    7.376949999979843e-06,
-    7.395565000081206e-06,
-    7.385355000053551e-06
+    7.705470000018978e-06,
+    1.017955499989398e-05,
+    7.978730000104406e-06
    ]
   },
   "optimizer_sgd_fused_cold_per_step": {
-   "seconds": 0.000490148571429927,
-   "min": 0.00042189228570269473,
-   "max": 0.0006208414285952456,
+   "seconds": 0.0005344410000053099,
+   "min": 0.0003060875714372254,
+   "max": 0.0008206047142981074,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7747,22 +7747,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.376949999979843e-06,
+   "host_canary_seconds": 7.705470000018978e-06,
    "pass_seconds": [
-    0.0005053797142977601,
-    0.0004669438571543846,
-    0.000490148571429927
+    0.0005298894285670842,
+    0.000551973571443146,
+    0.0005344410000053099
    ],
    "pass_host_canary_seconds": [
-    7.376949999979843e-06,
-    7.395565000081206e-06,
-    7.385355000053551e-06
+    7.705470000018978e-06,
+    1.017955499989398e-05,
+    7.978730000104406e-06
    ]
   },
   "optimizer_sgd_fused_large": {
-   "seconds": 0.00012223400000266338,
-   "min": 0.00011884200000622513,
-   "max": 0.0001447520000112945,
+   "seconds": 0.0001256720000100131,
+   "min": 0.00012125299997478578,
+   "max": 0.0001687650000121721,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -7770,15 +7770,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00012223400000266338,
-    0.00012406599998371348,
-    0.00012114500000848238
+    0.0001256720000100131,
+    0.00015270899999109133,
+    0.0001240379999956076
    ]
   },
   "optimizer_sgd_wd_foreach_per_param": {
-   "seconds": 3.937772321422577e-06,
-   "min": 3.835732142861861e-06,
-   "max": 4.283573660731779e-06,
+   "seconds": 4.271906250011678e-06,
+   "min": 4.007718750008239e-06,
+   "max": 8.197524553515173e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7788,22 +7788,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.348720000024401e-06,
+   "host_canary_seconds": 7.620882499992376e-06,
    "pass_seconds": [
-    3.937772321422577e-06,
-    4.095687500006916e-06,
-    3.8847187499817844e-06
+    4.09535044644725e-06,
+    7.738116071401688e-06,
+    4.271906250011678e-06
    ],
    "pass_host_canary_seconds": [
-    7.348720000024401e-06,
-    7.607802500047001e-06,
-    7.1708899999833875e-06
+    7.620882499992376e-06,
+    1.1202744999962988e-05,
+    7.871712499962768e-06
    ]
   },
   "optimizer_sgd_wd_foreach_per_step": {
-   "seconds": 0.00011814442857322708,
-   "min": 8.445928571632066e-05,
-   "max": 0.00024523342855786723,
+   "seconds": 0.00012604842857350765,
+   "min": 7.427571428105954e-05,
+   "max": 0.00030229142858827023,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7813,22 +7813,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.348720000024401e-06,
+   "host_canary_seconds": 7.620882499992376e-06,
    "pass_seconds": [
-    0.0001222721428563643,
-    0.0001133592856937022,
-    0.00011814442857322708
+    0.00011746214285730209,
+    0.00022314985714696632,
+    0.00012604842857350765
    ],
    "pass_host_canary_seconds": [
-    7.348720000024401e-06,
-    7.607802500047001e-06,
-    7.1708899999833875e-06
+    7.620882499992376e-06,
+    1.1202744999962988e-05,
+    7.871712499962768e-06
    ]
   },
   "optimizer_sgd_wd_foreach_cold_per_param": {
-   "seconds": 5.32149553571821e-06,
-   "min": 4.641859375035093e-06,
-   "max": 7.466540178643502e-06,
+   "seconds": 9.91501562509965e-06,
+   "min": 4.58062276785322e-06,
+   "max": 1.1126540178540978e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7838,22 +7838,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.542004999976371e-06,
+   "host_canary_seconds": 7.778724999951691e-06,
    "pass_seconds": [
-    5.10450669640886e-06,
-    5.335381696383987e-06,
-    5.32149553571821e-06
+    5.3228861606984575e-06,
+    1.0232687500000281e-05,
+    9.91501562509965e-06
    ],
    "pass_host_canary_seconds": [
-    7.542004999976371e-06,
-    7.480609999959142e-06,
-    7.243579999993699e-06
+    7.778724999951691e-06,
+    1.1386380000004693e-05,
+    1.134469999996668e-05
    ]
   },
   "optimizer_sgd_wd_foreach_cold_per_step": {
-   "seconds": 0.0006416357143003942,
-   "min": 0.000526602571414157,
-   "max": 0.0009966380000077735,
+   "seconds": 0.0008091068571535029,
+   "min": 0.0004035884285826796,
+   "max": 0.0012669792857187595,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7863,22 +7863,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.542004999976371e-06,
+   "host_canary_seconds": 7.778724999951691e-06,
    "pass_seconds": [
-    0.0006516584285723834,
-    0.0006416357143003942,
-    0.0005874155714268779
+    0.0007170159999999116,
+    0.0008091068571535029,
+    0.000883934571411211
    ],
    "pass_host_canary_seconds": [
-    7.542004999976371e-06,
-    7.480609999959142e-06,
-    7.243579999993699e-06
+    7.778724999951691e-06,
+    1.1386380000004693e-05,
+    1.134469999996668e-05
    ]
   },
   "optimizer_sgd_wd_for_loop_per_param": {
-   "seconds": 3.0900345982155996e-05,
-   "min": 2.706124999996007e-05,
-   "max": 3.631468080353021e-05,
+   "seconds": 4.651831026780684e-05,
+   "min": 2.934725669647063e-05,
+   "max": 4.939486830357609e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7888,22 +7888,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.426985000016372e-06,
+   "host_canary_seconds": 7.35837749999746e-06,
    "pass_seconds": [
-    3.161230580360298e-05,
-    2.9360424107061078e-05,
-    3.0900345982155996e-05
+    3.0209879464290372e-05,
+    4.835798214283419e-05,
+    4.651831026780684e-05
    ],
    "pass_host_canary_seconds": [
-    7.426985000016372e-06,
-    7.104057500058048e-06,
-    7.592274999979054e-06
+    7.35837749999746e-06,
+    1.1660800000043992e-05,
+    1.1240504999960876e-05
    ]
   },
   "optimizer_sgd_wd_for_loop_per_step": {
-   "seconds": 0.0001613967142718917,
-   "min": -0.00018748771429345995,
-   "max": 0.0007498590000238892,
+   "seconds": 0.0004397737142889063,
+   "min": -0.00012110028571653058,
+   "max": 0.000807195571431813,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7913,22 +7913,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.426985000016372e-06,
+   "host_canary_seconds": 7.35837749999746e-06,
    "pass_seconds": [
-    0.00021574771427270074,
-    0.0001613967142718917,
-    0.0001472274285926492
+    0.0002341618571425183,
+    0.0004397737142889063,
+    0.000533547571446239
    ],
    "pass_host_canary_seconds": [
-    7.426985000016372e-06,
-    7.104057500058048e-06,
-    7.592274999979054e-06
+    7.35837749999746e-06,
+    1.1660800000043992e-05,
+    1.1240504999960876e-05
    ]
   },
   "optimizer_sgd_wd_for_loop_cold_per_param": {
-   "seconds": 3.096126785706588e-05,
-   "min": 2.9220957589297975e-05,
-   "max": 5.5190046874946983e-05,
+   "seconds": 4.735789508928231e-05,
+   "min": 2.931653348211708e-05,
+   "max": 5.079158258926496e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7938,22 +7938,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.389135000011038e-06,
+   "host_canary_seconds": 7.409544999958939e-06,
    "pass_seconds": [
-    3.0126029017831157e-05,
-    3.096126785706588e-05,
-    4.6351316964304044e-05
+    3.116252678566792e-05,
+    4.817278125005383e-05,
+    4.735789508928231e-05
    ],
    "pass_host_canary_seconds": [
-    7.389135000011038e-06,
-    7.050825000050054e-06,
-    1.0997324999948432e-05
+    7.409544999958939e-06,
+    1.216784500002177e-05,
+    1.1329784999958292e-05
    ]
   },
   "optimizer_sgd_wd_for_loop_cold_per_step": {
-   "seconds": 0.0006905527142789328,
-   "min": -0.0005339555714515753,
-   "max": 0.002220023714292958,
+   "seconds": 0.0007184362857352816,
+   "min": -0.00022016614286103848,
+   "max": 0.001569104714280099,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7963,22 +7963,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.389135000011038e-06,
+   "host_canary_seconds": 7.409544999958939e-06,
    "pass_seconds": [
-    0.0006905527142789328,
-    0.0006457359999915624,
-    0.0008156855714186611
+    0.0006749418571437055,
+    0.0007184362857352816,
+    0.0009133430000076714
    ],
    "pass_host_canary_seconds": [
-    7.389135000011038e-06,
-    7.050825000050054e-06,
-    1.0997324999948432e-05
+    7.409544999958939e-06,
+    1.216784500002177e-05,
+    1.1329784999958292e-05
    ]
   },
   "optimizer_sgd_wd_fused_per_param": {
-   "seconds": 1.5207544642617928e-06,
-   "min": 1.44297544646399e-06,
-   "max": 3.544154017820489e-06,
+   "seconds": 2.9025870535675276e-06,
+   "min": 1.491486607139793e-06,
+   "max": 3.4967232142817702e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7988,22 +7988,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.585930000004737e-06,
+   "host_canary_seconds": 7.495500000018751e-06,
    "pass_seconds": [
-    1.4826250000091586e-06,
-    1.5207544642617928e-06,
-    3.450272321435323e-06
+    1.5159062500190248e-06,
+    3.019417410702171e-06,
+    2.9025870535675276e-06
    ],
    "pass_host_canary_seconds": [
-    7.585930000004737e-06,
-    7.716359999960788e-06,
-    1.1753012499937653e-05
+    7.495500000018751e-06,
+    1.4283539999979667e-05,
+    1.1337795000017081e-05
    ]
   },
   "optimizer_sgd_wd_fused_per_step": {
-   "seconds": 5.512128568950305e-05,
-   "min": 4.194385714738149e-05,
-   "max": 0.00022480057142664528,
+   "seconds": 0.00012166485713903188,
+   "min": 4.7257857145512254e-05,
+   "max": 0.00024673357142189294,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8013,22 +8013,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.585930000004737e-06,
+   "host_canary_seconds": 7.495500000018751e-06,
    "pass_seconds": [
-    5.236857142319553e-05,
-    5.512128568950305e-05,
-    0.00012429057142071542
+    5.459514285835862e-05,
+    0.00012166485713903188,
+    0.00015600242857008846
    ],
    "pass_host_canary_seconds": [
-    7.585930000004737e-06,
-    7.716359999960788e-06,
-    1.1753012499937653e-05
+    7.495500000018751e-06,
+    1.4283539999979667e-05,
+    1.1337795000017081e-05
    ]
   },
   "optimizer_sgd_wd_fused_cold_per_param": {
-   "seconds": 2.193252232147407e-06,
-   "min": 1.9310625000633152e-06,
-   "max": 2.4365446428095287e-06,
+   "seconds": 3.953649553586505e-06,
+   "min": 1.7068906250004647e-06,
+   "max": 4.9334486607044425e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8038,22 +8038,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.5359099999872115e-06,
+   "host_canary_seconds": 7.499915000011015e-06,
    "pass_seconds": [
-    2.1412321428636105e-06,
-    2.193252232147407e-06,
-    2.2359575893027284e-06
+    2.1044888392892806e-06,
+    3.953649553586505e-06,
+    4.001156250004507e-06
    ],
    "pass_host_canary_seconds": [
-    7.5359099999872115e-06,
-    7.371909999989157e-06,
-    7.216544999977259e-06
+    7.499915000011015e-06,
+    1.17038350001053e-05,
+    1.1082125000001498e-05
    ]
   },
   "optimizer_sgd_wd_fused_cold_per_step": {
-   "seconds": 0.00047556014285581635,
-   "min": 0.00043262114284305293,
-   "max": 0.0006025738571671419,
+   "seconds": 0.0006416847142613083,
+   "min": 0.00042807471428066686,
+   "max": 0.0008447608571405649,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8063,22 +8063,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.5359099999872115e-06,
+   "host_canary_seconds": 7.499915000011015e-06,
    "pass_seconds": [
-    0.0004750268571476519,
-    0.00047556014285581635,
-    0.00048144342857524085
+    0.0004962374285680328,
+    0.0006620279999935974,
+    0.0006416847142613083
    ],
    "pass_host_canary_seconds": [
-    7.5359099999872115e-06,
-    7.371909999989157e-06,
-    7.216544999977259e-06
+    7.499915000011015e-06,
+    1.17038350001053e-05,
+    1.1082125000001498e-05
    ]
   },
   "optimizer_adamw_foreach_per_param": {
-   "seconds": 7.780308035736689e-06,
-   "min": 7.548734375044981e-06,
-   "max": 1.786304241067706e-05,
+   "seconds": 8.162863839279919e-06,
+   "min": 7.534154017869403e-06,
+   "max": 1.4548758928573896e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8088,22 +8088,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0550747499991076e-05,
+   "host_canary_seconds": 7.405630000008045e-06,
    "pass_seconds": [
-    1.3658082589288309e-05,
-    7.780308035736689e-06,
-    7.769238839256637e-06
+    7.639462053589594e-06,
+    1.3856147321522627e-05,
+    8.162863839279919e-06
    ],
    "pass_host_canary_seconds": [
-    1.0550747499991076e-05,
-    7.393434999869442e-06,
-    7.53902999989009e-06
+    7.405630000008045e-06,
+    1.0889797500013287e-05,
+    7.67929500000264e-06
    ]
   },
   "optimizer_adamw_foreach_per_step": {
-   "seconds": 0.000270594571410194,
-   "min": 0.00010274228572728001,
-   "max": 0.0006846097142739284,
+   "seconds": 0.00029616942856388766,
+   "min": 0.00015754614284852711,
+   "max": 0.0008003247142746821,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8113,22 +8113,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0550747499991076e-05,
+   "host_canary_seconds": 7.405630000008045e-06,
    "pass_seconds": [
-    0.00038148171428328424,
-    0.000270594571410194,
-    0.00024649342857076457
+    0.00029616942856388766,
+    0.0004966145714035974,
+    0.0002797237142715403
    ],
    "pass_host_canary_seconds": [
-    1.0550747499991076e-05,
-    7.393434999869442e-06,
-    7.53902999989009e-06
+    7.405630000008045e-06,
+    1.0889797500013287e-05,
+    7.67929500000264e-06
    ]
   },
   "optimizer_adamw_foreach_cold_per_param": {
-   "seconds": 9.372122767890647e-06,
-   "min": 6.923553571442602e-06,
-   "max": 1.796827232143044e-05,
+   "seconds": 1.5499140624962238e-05,
+   "min": 8.516924107114323e-06,
+   "max": 1.9283439732120655e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8138,22 +8138,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.059450499994341e-05,
+   "host_canary_seconds": 7.859639999949764e-06,
    "pass_seconds": [
-    9.858687500014745e-06,
-    9.057640625024074e-06,
-    9.372122767890647e-06
+    9.441899553541688e-06,
+    1.575591294639927e-05,
+    1.5499140624962238e-05
    ],
    "pass_host_canary_seconds": [
-    1.059450499994341e-05,
-    7.233675000009044e-06,
-    7.292924999973138e-06
+    7.859639999949764e-06,
+    1.092434000000253e-05,
+    9.327715000040371e-06
    ]
   },
   "optimizer_adamw_foreach_cold_per_step": {
-   "seconds": 0.0008457021428560958,
-   "min": 0.0002856455714338932,
-   "max": 0.0020404445714287283,
+   "seconds": 0.0009595194285826178,
+   "min": 0.00037420300000690077,
+   "max": 0.001503434857154064,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8163,22 +8163,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.059450499994341e-05,
+   "host_canary_seconds": 7.859639999949764e-06,
    "pass_seconds": [
-    0.0009181241428462629,
-    0.0008457021428560958,
-    0.0008251271428321161
+    0.000920917714290275,
+    0.0009595194285826178,
+    0.0010176661428512748
    ],
    "pass_host_canary_seconds": [
-    1.059450499994341e-05,
-    7.233675000009044e-06,
-    7.292924999973138e-06
+    7.859639999949764e-06,
+    1.092434000000253e-05,
+    9.327715000040371e-06
    ]
   },
   "optimizer_adamw_foreach_large": {
-   "seconds": 0.0004512329999784015,
-   "min": 0.0004409280000174931,
-   "max": 0.0006755640000051244,
+   "seconds": 0.00045296300000075007,
+   "min": 0.00044242699999585966,
+   "max": 0.0005064430000061293,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -8186,15 +8186,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.0005506310000100711,
-    0.0004512329999784015,
-    0.00044534099998827514
+    0.00045296300000075007,
+    0.0004808110000169563,
+    0.00044960500000001957
    ]
   },
   "optimizer_adamw_for_loop_per_param": {
-   "seconds": 6.832481249999642e-05,
-   "min": 6.498273660707607e-05,
-   "max": 0.00010716589508926891,
+   "seconds": 7.445491517860907e-05,
+   "min": 6.650640178573752e-05,
+   "max": 0.00010503414285713473,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8204,22 +8204,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0618654999987598e-05,
+   "host_canary_seconds": 7.476560000014843e-06,
    "pass_seconds": [
-    9.239799776786637e-05,
-    6.653083258927646e-05,
-    6.832481249999642e-05
+    7.445491517860907e-05,
+    0.00010326543080361818,
+    7.269941294639284e-05
    ],
    "pass_host_canary_seconds": [
-    1.0618654999987598e-05,
-    7.2485749998918435e-06,
-    7.319449999982908e-06
+    7.476560000014843e-06,
+    1.1110730000041258e-05,
+    7.807479999968336e-06
    ]
   },
   "optimizer_adamw_for_loop_per_step": {
-   "seconds": 0.0003744802857324559,
-   "min": 3.840342858195227e-05,
-   "max": 0.002694199428572931,
+   "seconds": 0.00033022728568913185,
+   "min": -0.00028754685714561974,
+   "max": 0.0027171282857096912,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8229,22 +8229,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0618654999987598e-05,
+   "host_canary_seconds": 7.476560000014843e-06,
    "pass_seconds": [
-    0.0004177329999959867,
-    0.0003744802857324559,
-    0.00027007285714424675
+    0.0002681789999944128,
+    0.00033022728568913185,
+    0.00034052699998353246
    ],
    "pass_host_canary_seconds": [
-    1.0618654999987598e-05,
-    7.2485749998918435e-06,
-    7.319449999982908e-06
+    7.476560000014843e-06,
+    1.1110730000041258e-05,
+    7.807479999968336e-06
    ]
   },
   "optimizer_adamw_for_loop_cold_per_param": {
-   "seconds": 6.754682366067704e-05,
-   "min": 6.415821205355396e-05,
-   "max": 0.00011118081026784132,
+   "seconds": 8.166546874991251e-05,
+   "min": 6.85348459821584e-05,
+   "max": 0.00011708444866074887,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8254,22 +8254,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0266110000003436e-05,
+   "host_canary_seconds": 7.580039999979249e-06,
    "pass_seconds": [
-    9.988854241070402e-05,
-    6.609422991075777e-05,
-    6.754682366067704e-05
+    7.27849910714554e-05,
+    0.0001037241517857065,
+    8.166546874991251e-05
    ],
    "pass_host_canary_seconds": [
-    1.0266110000003436e-05,
-    7.040029999956232e-06,
-    7.0800349999444735e-06
+    7.580039999979249e-06,
+    1.1207944999966913e-05,
+    7.83505000001128e-06
    ]
   },
   "optimizer_adamw_for_loop_cold_per_step": {
-   "seconds": 0.0009030875714099041,
-   "min": -0.0019105978571474225,
-   "max": 0.003936240571428178,
+   "seconds": 0.0008860705714316252,
+   "min": -0.0014821291428575023,
+   "max": 0.0033023648571323906,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8279,22 +8279,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0266110000003436e-05,
+   "host_canary_seconds": 7.580039999979249e-06,
    "pass_seconds": [
-    0.0009118691428458957,
-    0.0009030875714099041,
-    0.0007853598571411369
+    0.0008860705714316252,
+    0.0011444945714385668,
+    0.0007056104285985453
    ],
    "pass_host_canary_seconds": [
-    1.0266110000003436e-05,
-    7.040029999956232e-06,
-    7.0800349999444735e-06
+    7.580039999979249e-06,
+    1.1207944999966913e-05,
+    7.83505000001128e-06
    ]
   },
   "optimizer_adamw_for_loop_large": {
-   "seconds": 0.00046285500002340996,
-   "min": 0.000385574999995697,
-   "max": 0.0006189380000023448,
+   "seconds": 0.0004000959999928,
+   "min": 0.0003889649999990752,
+   "max": 0.0006390240000087033,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -8302,15 +8302,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.0004967389999990246,
-    0.0003924319999839554,
-    0.00046285500002340996
+    0.0004000959999928,
+    0.0005699569999819687,
+    0.0003933119999999235
    ]
   },
   "optimizer_adamw_fused_per_param": {
-   "seconds": 2.3950424108092657e-06,
-   "min": 2.2735825893072104e-06,
-   "max": 3.5232165178961897e-06,
+   "seconds": 2.761892857147278e-06,
+   "min": 2.371258928578003e-06,
+   "max": 4.758741071420047e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8320,22 +8320,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.3816849999985835e-06,
+   "host_canary_seconds": 7.6018149999868e-06,
    "pass_seconds": [
-    2.345674107141958e-06,
-    2.3950424108092657e-06,
-    2.526249999983727e-06
+    2.531254464287004e-06,
+    4.634198660749941e-06,
+    2.761892857147278e-06
    ],
    "pass_host_canary_seconds": [
-    7.3816849999985835e-06,
-    7.05330000002391e-06,
-    7.2709050000696605e-06
+    7.6018149999868e-06,
+    1.153260500004194e-05,
+    8.000979999991386e-06
    ]
   },
   "optimizer_adamw_fused_per_step": {
-   "seconds": 8.935399997816212e-05,
-   "min": 4.5858142852596635e-05,
-   "max": 0.0001604078571395868,
+   "seconds": 0.0001089115714307809,
+   "min": 7.723071429463095e-05,
+   "max": 0.00026152357144886603,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8345,22 +8345,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.3816849999985835e-06,
+   "host_canary_seconds": 7.6018149999868e-06,
    "pass_seconds": [
-    9.80187142910641e-05,
-    8.689971427397074e-05,
-    8.935399997816212e-05
+    9.341971428763633e-05,
+    0.00020926342857917134,
+    0.0001089115714307809
    ],
    "pass_host_canary_seconds": [
-    7.3816849999985835e-06,
-    7.05330000002391e-06,
-    7.2709050000696605e-06
+    7.6018149999868e-06,
+    1.153260500004194e-05,
+    8.000979999991386e-06
    ]
   },
   "optimizer_adamw_fused_cold_per_param": {
-   "seconds": 3.6006316964812664e-06,
-   "min": 2.4295982142660425e-06,
-   "max": 1.1329279017844942e-05,
+   "seconds": 4.050502232098653e-06,
+   "min": 2.648345982133752e-06,
+   "max": 6.909997767883576e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8370,22 +8370,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0664169999969886e-05,
+   "host_canary_seconds": 7.726565000041319e-06,
    "pass_seconds": [
-    6.0306897321663456e-06,
-    3.448203125002079e-06,
-    3.6006316964812664e-06
+    3.399191964253185e-06,
+    6.652566964288857e-06,
+    4.050502232098653e-06
    ],
    "pass_host_canary_seconds": [
-    1.0664169999969886e-05,
-    7.361629999991237e-06,
-    7.2709050000696605e-06
+    7.726565000041319e-06,
+    1.1838390000065146e-05,
+    8.037095000048566e-06
    ]
   },
   "optimizer_adamw_fused_cold_per_step": {
-   "seconds": 0.0005421300000015045,
-   "min": 0.0003046261428616097,
-   "max": 0.00111618371429805,
+   "seconds": 0.0006307514285696568,
+   "min": 0.0005269605714305824,
+   "max": 0.0010505378571354282,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8395,22 +8395,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0664169999969886e-05,
+   "host_canary_seconds": 7.726565000041319e-06,
    "pass_seconds": [
-    0.0006051378571275531,
-    0.0005421300000015045,
-    0.0004826155714161879
+    0.0006307514285696568,
+    0.0006594817142878842,
+    0.0006162640000094857
    ],
    "pass_host_canary_seconds": [
-    1.0664169999969886e-05,
-    7.361629999991237e-06,
-    7.2709050000696605e-06
+    7.726565000041319e-06,
+    1.1838390000065146e-05,
+    8.037095000048566e-06
    ]
   },
   "optimizer_adamw_fused_large": {
-   "seconds": 0.00018405299999812996,
-   "min": 0.00017605499999717722,
-   "max": 0.00024071899999000834,
+   "seconds": 0.00018795700000850957,
+   "min": 0.00017917600000316725,
+   "max": 0.0002714849999847502,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -8418,105 +8418,105 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.0002190609999956905,
-    0.00017990799997846807,
-    0.00018405299999812996
+    0.0001878989999966052,
+    0.0002208889999906205,
+    0.00018795700000850957
    ]
   },
   "cuda_synchronize_idle": {
-   "seconds": 4.811395000018592e-06,
-   "min": 4.48962900000538e-06,
-   "max": 8.995158000004721e-06,
+   "seconds": 5.261211000004096e-06,
+   "min": 4.991764999999759e-06,
+   "max": 9.276042999999846e-06,
    "samples": 33,
    "method": "1000 x torch.cuda.synchronize() with no work queued; wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0276925000027859e-05,
+   "host_canary_seconds": 7.709494999943445e-06,
    "pass_seconds": [
-    6.745356999999785e-06,
-    4.571050999999215e-06,
-    4.811395000018592e-06
+    5.238390999991793e-06,
+    8.925395000005666e-06,
+    5.261211000004096e-06
    ],
    "pass_host_canary_seconds": [
-    1.0276925000027859e-05,
-    7.364502500024628e-06,
-    7.3408750000680805e-06
+    7.709494999943445e-06,
+    1.1905364999975631e-05,
+    8.102535000062972e-06
    ]
   },
   "cuda_event_record": {
-   "seconds": 6.388712000017449e-06,
-   "min": 5.906916000014917e-06,
-   "max": 1.1402025999998954e-05,
+   "seconds": 6.977831999989803e-06,
+   "min": 6.5576970000051915e-06,
+   "max": 1.166694699998061e-05,
    "samples": 33,
    "method": "1000 x Event(enable_timing=True).record(); host wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0410974999999211e-05,
+   "host_canary_seconds": 7.335880000027828e-06,
    "pass_seconds": [
-    9.57526300000211e-06,
-    5.958020999997871e-06,
-    6.388712000017449e-06
+    6.647791000006009e-06,
+    1.148554700000659e-05,
+    6.977831999989803e-06
    ],
    "pass_host_canary_seconds": [
-    1.0410974999999211e-05,
-    7.073155000085763e-06,
-    7.179285000091795e-06
+    7.335880000027828e-06,
+    1.170503500006248e-05,
+    7.938484999954198e-06
    ]
   },
   "cuda_event_elapsed_time": {
-   "seconds": 8.169990000226335e-07,
-   "min": 7.469880000030571e-07,
-   "max": 2.5734299999982113e-06,
+   "seconds": 9.211560000039754e-07,
+   "min": 8.452849999969203e-07,
+   "max": 1.966995000003635e-06,
    "samples": 33,
    "method": "1000 x elapsed_time() of two finished events; wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0404794999985257e-05,
+   "host_canary_seconds": 7.30627250000282e-06,
    "pass_seconds": [
-    1.7138159999916525e-06,
-    7.615439999995033e-07,
-    8.169990000226335e-07
+    8.691179999971155e-07,
+    1.8023420000190527e-06,
+    9.211560000039754e-07
    ],
    "pass_host_canary_seconds": [
-    1.0404794999985257e-05,
-    6.933234999948467e-06,
-    7.145014999991872e-06
+    7.30627250000282e-06,
+    1.1855404999892016e-05,
+    8.448137499996733e-06
    ]
   },
   "launch_sync_roundtrip": {
-   "seconds": 1.3757682999994358e-05,
-   "min": 1.2937665000009701e-05,
-   "max": 2.3454310000005307e-05,
+   "seconds": 1.903515899999775e-05,
+   "min": 1.4466364000000453e-05,
+   "max": 2.4230369000008524e-05,
    "samples": 33,
    "method": "1000 x (one tiny in-place add + torch.cuda.synchronize()); wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0700865000004e-05,
+   "host_canary_seconds": 7.500110000009385e-06,
    "pass_seconds": [
-    2.0087926000002198e-05,
-    1.3273872000013399e-05,
-    1.3757682999994358e-05
+    1.5008706000003258e-05,
+    2.3570923000022502e-05,
+    1.903515899999775e-05
    ],
    "pass_host_canary_seconds": [
-    1.0700865000004e-05,
-    6.9521125000449045e-06,
-    7.050147499967352e-06
+    7.500110000009385e-06,
+    1.1879234999980781e-05,
+    8.800079999957688e-06
    ]
   },
   "item_roundtrip": {
-   "seconds": 1.726899999999887e-05,
-   "min": 1.6684531000009884e-05,
-   "max": 2.10441809999935e-05,
+   "seconds": 2.3078127999980324e-05,
+   "min": 1.7946198000004187e-05,
+   "max": 2.61386300000197e-05,
    "samples": 33,
    "method": "1000 x x.sum().item() on 16 elements (kernel + copy to host); wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.418005000019434e-06,
+   "host_canary_seconds": 7.683792499975084e-06,
    "pass_seconds": [
-    1.7380442999993307e-05,
-    1.68469479999942e-05,
-    1.726899999999887e-05
+    1.8375926999993907e-05,
+    2.5548098000001574e-05,
+    2.3078127999980324e-05
    ],
    "pass_host_canary_seconds": [
-    7.418005000019434e-06,
-    6.973329999979683e-06,
-    7.204957499951092e-06
+    7.683792499975084e-06,
+    1.1987030000000231e-05,
+    1.0854162500066878e-05
    ]
   },
   "gpu_kernel_gap": {
-   "seconds": 2.066819245605508e-06,
-   "min": 1.9936209916687243e-06,
-   "max": 2.082310276641834e-06,
+   "seconds": 2.038774434356707e-06,
+   "min": 1.9354790475463763e-06,
+   "max": 2.110744297943101e-06,
    "samples": 11,
    "method": "200 back-to-back adds of 16777216 bfloat16 elements: CUDA-event interval per kernel minus the kernel's CUPTI duration (torch.profiler) of the same loop; GPU-bound (host far ahead)"
   }
@@ -8541,15 +8541,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.570214999999994e-05,
-    "min": 7.551069999999997e-05,
-    "max": 7.583000000000012e-05,
+    "seconds": 7.538659999999997e-05,
+    "min": 7.533690000000002e-05,
+    "max": 7.573419999999994e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010487239999999994,
-    "min": 0.00010461230000000001,
-    "max": 0.0001049597999999999,
+    "seconds": 0.00010474469999999998,
+    "min": 0.00010457490000000003,
+    "max": 0.00010486289999999982,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8573,15 +8573,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.083004999999999e-05,
-    "min": 9.051759999999991e-05,
-    "max": 9.1056e-05,
+    "seconds": 9.082440000000028e-05,
+    "min": 9.070360000000023e-05,
+    "max": 9.109989999999989e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.60647e-05,
-    "min": 9.586830000000003e-05,
-    "max": 9.634219999999991e-05,
+    "seconds": 9.554974999999997e-05,
+    "min": 9.538229999999992e-05,
+    "max": 9.572450000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8605,15 +8605,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017635730000000014,
-    "min": 0.00017619470000000004,
-    "max": 0.0001766081,
+    "seconds": 0.00017643745000000004,
+    "min": 0.0001761726,
+    "max": 0.0001765453000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004419284,
-    "min": 0.00044146159999999997,
-    "max": 0.0004420352,
+    "seconds": 0.00044206755,
+    "min": 0.00044124650000000007,
+    "max": 0.0004423036,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8637,15 +8637,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00028376309999999995,
-    "min": 0.0002831669999999999,
-    "max": 0.00028415000000000005,
+    "seconds": 0.00028384615000000003,
+    "min": 0.0002833361,
+    "max": 0.0002851305000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005406047999999999,
-    "min": 0.0005397810999999998,
-    "max": 0.0005412453,
+    "seconds": 0.0005399683499999998,
+    "min": 0.0005397227999999996,
+    "max": 0.0005403175000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8669,15 +8669,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0006881381000000001,
-    "min": 0.0006876918000000001,
-    "max": 0.0006895818000000001,
+    "seconds": 0.0006881081,
+    "min": 0.0006875389999999999,
+    "max": 0.0006883477,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0017433671999999999,
-    "min": 0.0017413936000000001,
-    "max": 0.0017437966000000004,
+    "seconds": 0.0017448697999999999,
+    "min": 0.0017441547000000002,
+    "max": 0.0017453640999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8701,15 +8701,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0011398505000000001,
-    "min": 0.0011387149000000002,
-    "max": 0.0011404243,
+    "seconds": 0.001140449,
+    "min": 0.0011394959,
+    "max": 0.0011408276000000005,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00210091645,
-    "min": 0.0020999561,
-    "max": 0.0021015200999999996,
+    "seconds": 0.0021038227500000005,
+    "min": 0.0021018024999999996,
+    "max": 0.0021054373,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8733,15 +8733,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.4624000000000026e-05,
-    "min": 3.453759999999997e-05,
-    "max": 3.5106800000000055e-05,
+    "seconds": 3.474415000000003e-05,
+    "min": 3.469770000000001e-05,
+    "max": 3.5375399999999966e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.735845000000002e-05,
-    "min": 9.705219999999995e-05,
-    "max": 9.831010000000003e-05,
+    "seconds": 9.659970000000005e-05,
+    "min": 9.621029999999997e-05,
+    "max": 9.747499999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8765,15 +8765,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.8241299999999954e-05,
-    "min": 4.822389999999989e-05,
-    "max": 4.990039999999998e-05,
+    "seconds": 4.822879999999996e-05,
+    "min": 4.820770000000007e-05,
+    "max": 4.9721799999999955e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.174460000000001e-05,
-    "min": 7.170149999999998e-05,
-    "max": 7.318890000000001e-05,
+    "seconds": 7.171440000000001e-05,
+    "min": 7.166980000000001e-05,
+    "max": 7.312269999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8797,15 +8797,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017552590000000003,
-    "min": 0.0001749829,
-    "max": 0.00017613969999999998,
+    "seconds": 0.0001755164500000001,
+    "min": 0.00017527759999999988,
+    "max": 0.00017557920000000005,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00043832735000000003,
-    "min": 0.0004378315000000001,
-    "max": 0.00043870229999999996,
+    "seconds": 0.00043679995,
+    "min": 0.00043637380000000016,
+    "max": 0.0004374633999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8829,15 +8829,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0003194044500000001,
-    "min": 0.0003190178999999998,
-    "max": 0.0003211215,
+    "seconds": 0.00031957225,
+    "min": 0.0003183241999999999,
+    "max": 0.0003205878000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006025719000000001,
-    "min": 0.0006021643000000001,
-    "max": 0.0006031968,
+    "seconds": 0.0006046426499999999,
+    "min": 0.0006039534999999998,
+    "max": 0.0006051927,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8861,15 +8861,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.131669999999998e-05,
-    "min": 5.1049000000000005e-05,
-    "max": 5.154410000000001e-05,
+    "seconds": 5.131009999999998e-05,
+    "min": 5.0985200000000076e-05,
+    "max": 5.162829999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012120149999999996,
-    "min": 0.0001209049,
-    "max": 0.00012139829999999996,
+    "seconds": 0.00012107330000000013,
+    "min": 0.00012079239999999999,
+    "max": 0.00012151889999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8893,15 +8893,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.770569999999996e-05,
-    "min": 6.720840000000005e-05,
-    "max": 6.925350000000007e-05,
+    "seconds": 6.793925000000007e-05,
+    "min": 6.699530000000011e-05,
+    "max": 6.953340000000012e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001299321,
-    "min": 0.00012981830000000002,
-    "max": 0.00013032030000000006,
+    "seconds": 0.00012938315,
+    "min": 0.00012907099999999992,
+    "max": 0.00013059499999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8925,15 +8925,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00019904885000000003,
-    "min": 0.0001988571999999999,
-    "max": 0.00019963879999999995,
+    "seconds": 0.0001988572,
+    "min": 0.00019871959999999997,
+    "max": 0.00019918650000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00046656575,
-    "min": 0.00046584819999999995,
-    "max": 0.00046709299999999986,
+    "seconds": 0.00046672230000000003,
+    "min": 0.00046632119999999997,
+    "max": 0.00046703670000000007,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8957,15 +8957,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00037725339999999995,
-    "min": 0.0003765822999999998,
-    "max": 0.0003777815,
+    "seconds": 0.0003773011,
+    "min": 0.00037680499999999997,
+    "max": 0.00037764119999999986,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006153962000000001,
-    "min": 0.0006145181,
-    "max": 0.0006156762999999998,
+    "seconds": 0.0006159361000000001,
+    "min": 0.0006151778,
+    "max": 0.0006171142,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8989,15 +8989,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.919065000000004e-05,
-    "min": 7.877440000000002e-05,
-    "max": 7.945580000000005e-05,
+    "seconds": 7.899794999999996e-05,
+    "min": 7.88923e-05,
+    "max": 7.919599999999994e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.000142242,
-    "min": 0.00014179090000000005,
-    "max": 0.0001425756,
+    "seconds": 0.00014216530000000003,
+    "min": 0.0001417653,
+    "max": 0.000142604,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9021,15 +9021,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012234240000000003,
-    "min": 0.0001219685,
-    "max": 0.0001226242,
+    "seconds": 0.00012220120000000007,
+    "min": 0.0001220316999999999,
+    "max": 0.00012272609999999996,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00016730129999999996,
-    "min": 0.00016705189999999997,
-    "max": 0.0001676022,
+    "seconds": 0.00016791870000000005,
+    "min": 0.00016739199999999999,
+    "max": 0.00016811189999999993,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9053,15 +9053,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00030694774999999994,
-    "min": 0.0003063632,
-    "max": 0.0003071714,
+    "seconds": 0.00030629725000000006,
+    "min": 0.0003059268,
+    "max": 0.00030689690000000006,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005527786999999999,
-    "min": 0.0005516856000000001,
-    "max": 0.0005528758,
+    "seconds": 0.0005520217,
+    "min": 0.0005512449000000001,
+    "max": 0.000552886,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9085,15 +9085,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0004689134500000003,
-    "min": 0.0004683868,
-    "max": 0.00046914890000000027,
+    "seconds": 0.0004691506500000002,
+    "min": 0.00046833010000000034,
+    "max": 0.00046959609999999984,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00065170495,
-    "min": 0.0006499399999999999,
-    "max": 0.0006527519999999999,
+    "seconds": 0.00065418955,
+    "min": 0.0006534026000000001,
+    "max": 0.0006552255,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9117,15 +9117,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.526249999999977e-06,
-    "min": 9.500700000000053e-06,
-    "max": 9.635099999999966e-06,
+    "seconds": 9.507149999999967e-06,
+    "min": 9.452800000000205e-06,
+    "max": 9.7246000000001e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.4668750000000028e-05,
-    "min": 1.4636800000000005e-05,
-    "max": 1.487029999999993e-05,
+    "seconds": 1.4311549999999988e-05,
+    "min": 1.4300700000000027e-05,
+    "max": 1.4537400000000072e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9149,15 +9149,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.1275350000000115e-05,
-    "min": 2.1222299999999995e-05,
-    "max": 2.1412099999999977e-05,
+    "seconds": 2.1193349999999908e-05,
+    "min": 2.118080000000009e-05,
+    "max": 2.1429400000000076e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.0686400000000006e-05,
-    "min": 2.0671899999999994e-05,
-    "max": 2.0876800000000027e-05,
+    "seconds": 2.0723100000000046e-05,
+    "min": 2.0684599999999954e-05,
+    "max": 2.0854300000000055e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9181,15 +9181,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.1171099999999995e-05,
-    "min": 5.1075099999999975e-05,
-    "max": 5.1481399999999964e-05,
+    "seconds": 5.09707e-05,
+    "min": 5.093140000000007e-05,
+    "max": 5.11452e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012306005000000002,
-    "min": 0.00012283420000000006,
-    "max": 0.0001231520000000001,
+    "seconds": 0.0001231022,
+    "min": 0.00012306740000000006,
+    "max": 0.0001233056,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9213,15 +9213,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.822080000000001e-05,
-    "min": 7.797160000000003e-05,
-    "max": 8.007589999999998e-05,
+    "seconds": 7.796480000000014e-05,
+    "min": 7.704989999999989e-05,
+    "max": 7.930550000000008e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001558685999999999,
-    "min": 0.00015565119999999994,
-    "max": 0.00015642829999999995,
+    "seconds": 0.00015658205000000007,
+    "min": 0.0001561636,
+    "max": 0.00015690739999999994,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9245,15 +9245,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3599949999999978e-05,
-    "min": 1.3481499999999688e-05,
-    "max": 1.4262199999999997e-05,
+    "seconds": 1.3667149999999878e-05,
+    "min": 1.3561400000000002e-05,
+    "max": 1.4441399999999953e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.436779999999997e-05,
-    "min": 3.406690000000001e-05,
-    "max": 3.453400000000001e-05,
+    "seconds": 3.455645000000004e-05,
+    "min": 3.388139999999994e-05,
+    "max": 3.498869999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9277,15 +9277,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.709739999999996e-05,
-    "min": 2.703680000000004e-05,
-    "max": 2.7446000000000072e-05,
+    "seconds": 2.6984150000000035e-05,
+    "min": 2.6956799999999884e-05,
+    "max": 2.7372299999999948e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.744635000000006e-05,
-    "min": 2.7324800000000003e-05,
-    "max": 2.7644699999999942e-05,
+    "seconds": 2.7465399999999976e-05,
+    "min": 2.7459099999999966e-05,
+    "max": 2.773119999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9309,15 +9309,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.023985000000003e-05,
-    "min": 7.967879999999998e-05,
-    "max": 8.089900000000005e-05,
+    "seconds": 7.960069999999998e-05,
+    "min": 7.915169999999998e-05,
+    "max": 7.978879999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014742515000000002,
-    "min": 0.00014710999999999994,
-    "max": 0.00014772039999999998,
+    "seconds": 0.00014724230000000006,
+    "min": 0.00014700340000000004,
+    "max": 0.00014772539999999992,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9341,15 +9341,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00013786874999999988,
-    "min": 0.00013768260000000002,
-    "max": 0.0001383735,
+    "seconds": 0.00013768690000000002,
+    "min": 0.00013746499999999997,
+    "max": 0.0001384943999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019748005000000006,
-    "min": 0.0001972827999999999,
-    "max": 0.0001978789,
+    "seconds": 0.00019684934999999996,
+    "min": 0.00019644019999999997,
+    "max": 0.00019743309999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9373,15 +9373,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.46398e-05,
-    "min": 3.440939999999999e-05,
-    "max": 3.479979999999997e-05,
+    "seconds": 3.458364999999993e-05,
+    "min": 3.4284400000000095e-05,
+    "max": 3.488960000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.8866849999999994e-05,
-    "min": 5.85977e-05,
-    "max": 5.948789999999999e-05,
+    "seconds": 5.9052200000000044e-05,
+    "min": 5.873219999999999e-05,
+    "max": 5.927669999999989e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9405,15 +9405,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.501774999999995e-05,
-    "min": 4.491800000000006e-05,
-    "max": 4.545940000000003e-05,
+    "seconds": 4.474005e-05,
+    "min": 4.451179999999996e-05,
+    "max": 4.5238099999999976e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.147965e-05,
-    "min": 5.14073e-05,
-    "max": 5.251180000000003e-05,
+    "seconds": 5.0831800000000044e-05,
+    "min": 5.071710000000003e-05,
+    "max": 5.239349999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9437,15 +9437,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001524795500000001,
-    "min": 0.00015221329999999994,
-    "max": 0.00015291830000000012,
+    "seconds": 0.0001525103,
+    "min": 0.00015216179999999997,
+    "max": 0.00015268659999999996,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0002158520999999999,
-    "min": 0.00021565439999999988,
-    "max": 0.00021640419999999997,
+    "seconds": 0.00021596975000000003,
+    "min": 0.00021576810000000006,
+    "max": 0.00021651810000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9469,15 +9469,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001965511,
-    "min": 0.00019617790000000016,
-    "max": 0.0001969977,
+    "seconds": 0.0001964439,
+    "min": 0.0001960726999999999,
+    "max": 0.00019662259999999996,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00022585415,
-    "min": 0.00022546229999999994,
-    "max": 0.00022636500000000007,
+    "seconds": 0.00022576839999999997,
+    "min": 0.00022545149999999995,
+    "max": 0.00022620489999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9501,15 +9501,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.516650000000056e-06,
-    "min": 6.4997000000000066e-06,
-    "max": 6.534100000000012e-06,
+    "seconds": 6.467049999999915e-06,
+    "min": 6.457700000000045e-06,
+    "max": 6.509000000000015e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.220950000000005e-06,
-    "min": 6.217700000000036e-06,
-    "max": 6.313499999999977e-06,
+    "seconds": 6.1839500000000384e-06,
+    "min": 6.1662000000000715e-06,
+    "max": 6.246500000000014e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9533,15 +9533,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3719999999999999e-05,
-    "min": 1.3702400000000045e-05,
-    "max": 1.3763000000000034e-05,
+    "seconds": 1.3697350000000005e-05,
+    "min": 1.3657499999999867e-05,
+    "max": 1.3727899999999886e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.631899999999985e-06,
-    "min": 9.612900000000014e-06,
-    "max": 9.635199999999987e-06,
+    "seconds": 9.55199999999993e-06,
+    "min": 9.539200000000005e-06,
+    "max": 9.571099999999909e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9565,15 +9565,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4926399999999997e-05,
-    "min": 1.4860399999999994e-05,
-    "max": 1.5459699999999987e-05,
+    "seconds": 1.4830149999999982e-05,
+    "min": 1.480010000000001e-05,
+    "max": 1.5497399999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.082089999999998e-05,
-    "min": 3.0582400000000075e-05,
-    "max": 3.128960000000002e-05,
+    "seconds": 3.063189999999997e-05,
+    "min": 3.0377299999999947e-05,
+    "max": 3.078440000000008e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9597,15 +9597,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.4516400000000034e-05,
-    "min": 3.446029999999996e-05,
-    "max": 3.4796900000000006e-05,
+    "seconds": 3.4326550000000035e-05,
+    "min": 3.429410000000021e-05,
+    "max": 3.474560000000008e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.385114999999999e-05,
-    "min": 3.3718100000000005e-05,
-    "max": 3.4255499999999984e-05,
+    "seconds": 3.36239e-05,
+    "min": 3.35583000000001e-05,
+    "max": 3.3964800000000126e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9629,15 +9629,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1100599999999997e-05,
-    "min": 1.094430000000002e-05,
-    "max": 1.1177599999999949e-05,
+    "seconds": 1.1043149999999991e-05,
+    "min": 1.0930999999999984e-05,
+    "max": 1.11553e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.1417500000000017e-05,
-    "min": 1.1401599999999986e-05,
-    "max": 1.1551900000000024e-05,
+    "seconds": 1.1345699999999999e-05,
+    "min": 1.1314800000000036e-05,
+    "max": 1.1609500000000049e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9661,15 +9661,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.1132500000000103e-05,
-    "min": 2.110699999999994e-05,
-    "max": 2.1142699999999946e-05,
+    "seconds": 2.1043550000000006e-05,
+    "min": 2.1036400000000163e-05,
+    "max": 2.1062199999999973e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.6252799999999913e-05,
-    "min": 1.6214400000000046e-05,
-    "max": 1.628159999999998e-05,
+    "seconds": 1.6179149999999948e-05,
+    "min": 1.6147099999999953e-05,
+    "max": 1.6191900000000078e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9693,15 +9693,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.686649999999995e-05,
-    "min": 3.657919999999999e-05,
-    "max": 3.696679999999993e-05,
+    "seconds": 3.6753149999999975e-05,
+    "min": 3.661709999999999e-05,
+    "max": 3.685430000000007e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.666704999999997e-05,
-    "min": 5.625239999999999e-05,
-    "max": 5.688939999999994e-05,
+    "seconds": 5.663950000000003e-05,
+    "min": 5.638740000000007e-05,
+    "max": 5.696250000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9725,15 +9725,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.032785e-05,
-    "min": 6.0250099999999954e-05,
-    "max": 6.040650000000011e-05,
+    "seconds": 6.006810000000006e-05,
+    "min": 5.994240000000002e-05,
+    "max": 6.016580000000008e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.502259999999999e-05,
-    "min": 6.452789999999998e-05,
-    "max": 6.5174e-05,
+    "seconds": 6.500460000000003e-05,
+    "min": 6.482550000000005e-05,
+    "max": 6.577859999999991e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9757,15 +9757,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.199684999999998e-05,
-    "min": 2.1952199999999983e-05,
-    "max": 2.2480300000000056e-05,
+    "seconds": 2.1995049999999992e-05,
+    "min": 2.1884500000000004e-05,
+    "max": 2.2496299999999953e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.515979999999997e-05,
-    "min": 3.4815599999999945e-05,
-    "max": 3.533449999999996e-05,
+    "seconds": 3.4956599999999956e-05,
+    "min": 3.48765000000001e-05,
+    "max": 3.516130000000007e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9789,15 +9789,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.5994899999999997e-05,
-    "min": 3.5984599999999974e-05,
-    "max": 3.6006699999999975e-05,
+    "seconds": 3.57967999999999e-05,
+    "min": 3.571169999999995e-05,
+    "max": 3.5842699999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.9344050000000026e-05,
-    "min": 2.9250699999999893e-05,
-    "max": 2.9439800000000084e-05,
+    "seconds": 2.9216950000000012e-05,
+    "min": 2.919639999999995e-05,
+    "max": 2.9251199999999992e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9821,15 +9821,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.056474999999994e-05,
-    "min": 7.025259999999999e-05,
-    "max": 7.070080000000001e-05,
+    "seconds": 7.040874999999992e-05,
+    "min": 7.030069999999997e-05,
+    "max": 7.055370000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001124301,
-    "min": 0.00011232320000000004,
-    "max": 0.00011277350000000006,
+    "seconds": 0.00011221254999999997,
+    "min": 0.00011205090000000002,
+    "max": 0.00011283779999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9853,15 +9853,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011836849999999994,
-    "min": 0.00011818539999999998,
-    "max": 0.00011861090000000005,
+    "seconds": 0.00011829755000000001,
+    "min": 0.00011816580000000018,
+    "max": 0.00011847359999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012970544999999997,
-    "min": 0.00012950609999999994,
-    "max": 0.00012994210000000006,
+    "seconds": 0.00012934504999999994,
+    "min": 0.00012898809999999997,
+    "max": 0.00012952570000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9885,15 +9885,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.31669999999994e-06,
-    "min": 7.257400000000041e-06,
-    "max": 7.4307000000000015e-06,
+    "seconds": 7.267150000000016e-06,
+    "min": 7.225499999999942e-06,
+    "max": 7.395100000000025e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.430449999999984e-06,
-    "min": 6.425600000000008e-06,
-    "max": 6.4993999999999915e-06,
+    "seconds": 6.414350000000035e-06,
+    "min": 6.40310000000004e-06,
+    "max": 6.463800000000015e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9917,15 +9917,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.672634999999996e-05,
-    "min": 1.668470000000001e-05,
-    "max": 1.6732999999999957e-05,
+    "seconds": 1.6665550000000042e-05,
+    "min": 1.6658799999999838e-05,
+    "max": 1.6691000000000054e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.753749999999986e-06,
-    "min": 6.729599999999982e-06,
-    "max": 6.79359999999998e-06,
+    "seconds": 6.784099999999966e-06,
+    "min": 6.755199999999968e-06,
+    "max": 6.825600000000009e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9949,15 +9949,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1846350000000007e-05,
-    "min": 1.1779300000000001e-05,
-    "max": 1.2019000000000017e-05,
+    "seconds": 1.1768049999999983e-05,
+    "min": 1.1743999999999983e-05,
+    "max": 1.1958200000000056e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.3020750000000026e-05,
-    "min": 1.2790399999999955e-05,
-    "max": 1.3100999999999977e-05,
+    "seconds": 1.2875150000000019e-05,
+    "min": 1.2505600000000004e-05,
+    "max": 1.3046500000000037e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9981,15 +9981,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.322515000000003e-05,
-    "min": 4.3205799999999985e-05,
-    "max": 4.3276999999999884e-05,
+    "seconds": 4.314069999999994e-05,
+    "min": 4.3106999999999925e-05,
+    "max": 4.316189999999992e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.774700000000004e-05,
-    "min": 1.7721500000000037e-05,
-    "max": 1.7776200000000018e-05,
+    "seconds": 1.771365000000001e-05,
+    "min": 1.765429999999999e-05,
+    "max": 1.7750400000000036e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10013,15 +10013,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.2429000000000035e-05,
-    "min": 2.236809999999996e-05,
-    "max": 2.283830000000003e-05,
+    "seconds": 2.2350499999999982e-05,
+    "min": 2.230740000000001e-05,
+    "max": 2.2757899999999984e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.3004699999999973e-05,
-    "min": 2.288989999999994e-05,
-    "max": 2.313620000000008e-05,
+    "seconds": 2.298079999999999e-05,
+    "min": 2.2870400000000065e-05,
+    "max": 2.2994899999999985e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10045,15 +10045,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.1161799999999995e-05,
-    "min": 5.11555e-05,
-    "max": 5.116770000000002e-05,
+    "seconds": 5.0983600000000025e-05,
+    "min": 5.095040000000001e-05,
+    "max": 5.09951e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.1577649999999978e-05,
-    "min": 2.1500700000000006e-05,
-    "max": 2.161899999999997e-05,
+    "seconds": 2.14111e-05,
+    "min": 2.1353399999999988e-05,
+    "max": 2.1433500000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10077,15 +10077,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.373604999999999e-05,
-    "min": 5.3366100000000004e-05,
-    "max": 5.378819999999994e-05,
+    "seconds": 5.3546900000000014e-05,
+    "min": 5.341360000000003e-05,
+    "max": 5.380159999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.227909999999994e-05,
-    "min": 7.218579999999998e-05,
-    "max": 7.267469999999993e-05,
+    "seconds": 7.225409999999993e-05,
+    "min": 7.213320000000005e-05,
+    "max": 7.234860000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10109,15 +10109,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015520435000000005,
-    "min": 0.00015509769999999995,
-    "max": 0.00015558129999999998,
+    "seconds": 0.00015495615,
+    "min": 0.00015489479999999993,
+    "max": 0.0001552559000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.563499999999999e-05,
-    "min": 6.550010000000003e-05,
-    "max": 6.572729999999996e-05,
+    "seconds": 6.551684999999999e-05,
+    "min": 6.532780000000012e-05,
+    "max": 6.566359999999981e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10142,15 +10142,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.6176500000000035e-06,
-    "min": 6.595099999999979e-06,
-    "max": 6.671900000000005e-06,
+    "seconds": 6.5824000000000016e-06,
+    "min": 6.569499999999949e-06,
+    "max": 6.601900000000011e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.0966499999999997e-05,
-    "min": 1.0956799999999998e-05,
-    "max": 1.1046400000000017e-05,
+    "seconds": 1.0964699999999948e-05,
+    "min": 1.0940699999999992e-05,
+    "max": 1.1043200000000047e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10175,15 +10175,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.0350399999999995e-05,
-    "min": 1.0339299999999957e-05,
-    "max": 1.0412699999999972e-05,
+    "seconds": 1.0251050000000055e-05,
+    "min": 1.0233599999999932e-05,
+    "max": 1.027180000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.2896099999999987e-05,
-    "min": 1.285430000000016e-05,
-    "max": 1.2905600000000028e-05,
+    "seconds": 1.2975750000000097e-05,
+    "min": 1.2960100000000103e-05,
+    "max": 1.2992299999999931e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10208,15 +10208,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.537700000000018e-06,
-    "min": 8.496099999999978e-06,
-    "max": 8.595100000000026e-06,
+    "seconds": 8.446399999999984e-06,
+    "min": 8.393700000000036e-06,
+    "max": 8.52760000000003e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.3059050000000025e-05,
-    "min": 1.303630000000021e-05,
-    "max": 1.3085000000000082e-05,
+    "seconds": 1.3049450000000116e-05,
+    "min": 1.3027099999999926e-05,
+    "max": 1.3078100000000016e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10241,15 +10241,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.44608e-05,
-    "min": 1.4422099999999955e-05,
-    "max": 1.4896099999999978e-05,
+    "seconds": 1.4412499999999942e-05,
+    "min": 1.431689999999992e-05,
+    "max": 1.4902200000000038e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.562725000000001e-05,
-    "min": 1.5558200000000044e-05,
-    "max": 1.575050000000003e-05,
+    "seconds": 1.563839999999994e-05,
+    "min": 1.5574000000000044e-05,
+    "max": 1.5781800000000043e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10274,15 +10274,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.5326300000000003e-05,
-    "min": 1.5277099999999983e-05,
-    "max": 1.5420800000000007e-05,
+    "seconds": 1.5265449999999995e-05,
+    "min": 1.5232000000000016e-05,
+    "max": 1.5395000000000028e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.9684699999999896e-05,
-    "min": 2.9625399999999982e-05,
-    "max": 2.9769699999999997e-05,
+    "seconds": 2.9697250000000008e-05,
+    "min": 2.9580399999999874e-05,
+    "max": 2.9916300000000095e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10307,15 +10307,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.38034e-05,
-    "min": 2.3727699999999983e-05,
-    "max": 2.3987500000000014e-05,
+    "seconds": 2.366999999999999e-05,
+    "min": 2.3621600000000035e-05,
+    "max": 2.3900699999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.656315000000003e-05,
-    "min": 3.6368199999999704e-05,
-    "max": 3.686999999999998e-05,
+    "seconds": 3.647804999999986e-05,
+    "min": 3.6447800000000054e-05,
+    "max": 3.668460000000016e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10340,15 +10340,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.2292749999999984e-05,
-    "min": 2.2176300000000003e-05,
-    "max": 2.24192e-05,
+    "seconds": 2.216480000000001e-05,
+    "min": 2.2099100000000044e-05,
+    "max": 2.23038e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.240134999999998e-05,
-    "min": 5.20858000000001e-05,
-    "max": 5.25986e-05,
+    "seconds": 5.239194999999993e-05,
+    "min": 5.211499999999978e-05,
+    "max": 5.249840000000008e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10373,15 +10373,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.0433549999999995e-05,
-    "min": 4.034199999999996e-05,
-    "max": 4.0566199999999923e-05,
+    "seconds": 4.034710000000002e-05,
+    "min": 4.028109999999998e-05,
+    "max": 4.049950000000012e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.248765e-05,
-    "min": 6.232299999999998e-05,
-    "max": 6.281510000000009e-05,
+    "seconds": 6.239119999999988e-05,
+    "min": 6.213990000000014e-05,
+    "max": 6.285080000000007e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10406,15 +10406,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.995560000000001e-05,
-    "min": 2.9900400000000013e-05,
-    "max": 3.0204899999999986e-05,
+    "seconds": 2.9873349999999997e-05,
+    "min": 2.979149999999992e-05,
+    "max": 2.9993199999999966e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.656649999999992e-05,
-    "min": 7.641490000000008e-05,
-    "max": 7.679290000000006e-05,
+    "seconds": 7.635974999999998e-05,
+    "min": 7.62555e-05,
+    "max": 7.660460000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10439,15 +10439,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.917135e-05,
-    "min": 4.8969099999999944e-05,
-    "max": 4.936549999999997e-05,
+    "seconds": 4.905860000000003e-05,
+    "min": 4.898170000000001e-05,
+    "max": 4.9142400000000026e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.750354999999996e-05,
-    "min": 8.732440000000009e-05,
-    "max": 8.789739999999999e-05,
+    "seconds": 8.732450000000001e-05,
+    "min": 8.716449999999985e-05,
+    "max": 8.782279999999987e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10472,15 +10472,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.141135000000002e-05,
-    "min": 4.134689999999999e-05,
-    "max": 4.1532000000000035e-05,
+    "seconds": 4.140314999999996e-05,
+    "min": 4.1365899999999996e-05,
+    "max": 4.157709999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.676795000000004e-05,
-    "min": 9.668509999999995e-05,
-    "max": 9.727529999999999e-05,
+    "seconds": 9.677779999999996e-05,
+    "min": 9.646160000000001e-05,
+    "max": 9.70814e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10505,15 +10505,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.992220000000001e-05,
-    "min": 7.978130000000004e-05,
-    "max": 8.023940000000002e-05,
+    "seconds": 7.991119999999999e-05,
+    "min": 7.980769999999988e-05,
+    "max": 8.017949999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011560855,
-    "min": 0.00011548029999999994,
-    "max": 0.0001160512,
+    "seconds": 0.00011551400000000002,
+    "min": 0.00011539800000000006,
+    "max": 0.0001157367000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10538,15 +10538,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.566965e-05,
-    "min": 7.555819999999997e-05,
-    "max": 7.581369999999997e-05,
+    "seconds": 7.575e-05,
+    "min": 7.572799999999999e-05,
+    "max": 7.589380000000008e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018992019999999998,
-    "min": 0.000189587,
-    "max": 0.00018995829999999997,
+    "seconds": 0.0001892048,
+    "min": 0.0001889898,
+    "max": 0.00018961580000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10571,15 +10571,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012550645,
-    "min": 0.00012546809999999998,
-    "max": 0.000125616,
+    "seconds": 0.00012545884999999997,
+    "min": 0.0001251067,
+    "max": 0.0001255807,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00021521975000000004,
-    "min": 0.00021493980000000007,
-    "max": 0.00021540359999999993,
+    "seconds": 0.0002144473500000001,
+    "min": 0.00021423019999999995,
+    "max": 0.00021468199999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10604,15 +10604,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010282220000000001,
-    "min": 0.00010266419999999999,
-    "max": 0.00010320219999999998,
+    "seconds": 0.00010255985,
+    "min": 0.00010229210000000002,
+    "max": 0.00010277439999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00024216180000000007,
-    "min": 0.00024160469999999989,
-    "max": 0.00024239519999999997,
+    "seconds": 0.00024172,
+    "min": 0.00024124919999999974,
+    "max": 0.00024230250000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10637,15 +10637,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00020039064999999995,
-    "min": 0.00020031299999999998,
-    "max": 0.00020058249999999997,
+    "seconds": 0.00020011415,
+    "min": 0.00019975700000000006,
+    "max": 0.00020030340000000006,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0002895300000000001,
-    "min": 0.0002890780999999999,
-    "max": 0.00028980110000000005,
+    "seconds": 0.00028930760000000003,
+    "min": 0.00028898499999999996,
+    "max": 0.0002896112000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10665,9 +10665,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.92159999999999e-06,
-    "min": 6.915199999999982e-06,
-    "max": 7.065700000000004e-06,
+    "seconds": 6.969799999999975e-06,
+    "min": 6.956999999999972e-06,
+    "max": 7.011300000000051e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -10693,15 +10693,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.8480499999999776e-06,
-    "min": 6.819399999999973e-06,
-    "max": 6.895999999999992e-06,
+    "seconds": 6.951900000000035e-06,
+    "min": 6.889400000000024e-06,
+    "max": 6.994900000000007e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.2159499999999865e-06,
-    "min": 3.2064000000000194e-06,
-    "max": 3.2222999999999276e-06,
+    "seconds": 3.211250000000041e-06,
+    "min": 3.2063999999999847e-06,
+    "max": 3.225499999999988e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10721,9 +10721,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.607950000000006e-06,
-    "min": 7.5967999999999854e-06,
-    "max": 7.6256999999999726e-06,
+    "seconds": 7.654550000000006e-06,
+    "min": 7.615799999999967e-06,
+    "max": 7.673799999999984e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -10749,15 +10749,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.307050000000004e-06,
-    "min": 7.280400000000031e-06,
-    "max": 7.417600000000129e-06,
+    "seconds": 7.350500000000034e-06,
+    "min": 7.31850000000004e-06,
+    "max": 7.385600000000022e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.671949999999981e-06,
-    "min": 4.646399999999982e-06,
-    "max": 4.688000000000034e-06,
+    "seconds": 4.660699999999986e-06,
+    "min": 4.636700000000064e-06,
+    "max": 4.71970000000008e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10777,9 +10777,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1022199999999998e-05,
-    "min": 1.0969499999999972e-05,
-    "max": 1.1068600000000038e-05,
+    "seconds": 1.1030449999999985e-05,
+    "min": 1.1017799999999944e-05,
+    "max": 1.1199800000000028e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -10805,15 +10805,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.467349999999998e-06,
-    "min": 9.446500000000015e-06,
-    "max": 9.491300000000012e-06,
+    "seconds": 9.50074999999996e-06,
+    "min": 9.481600000000072e-06,
+    "max": 9.526299999999924e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.5095900000000012e-05,
-    "min": 1.5081500000000027e-05,
-    "max": 1.5110300000000017e-05,
+    "seconds": 1.4969349999999964e-05,
+    "min": 1.4963299999999935e-05,
+    "max": 1.498219999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10833,9 +10833,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3951950000000005e-05,
-    "min": 1.3840299999999992e-05,
-    "max": 1.4166399999999987e-05,
+    "seconds": 1.3847850000000061e-05,
+    "min": 1.3801299999999969e-05,
+    "max": 1.3875200000000018e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -10861,15 +10861,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.2868649999999997e-05,
-    "min": 1.282850000000001e-05,
-    "max": 1.300749999999997e-05,
+    "seconds": 1.2875249999999981e-05,
+    "min": 1.2822299999999996e-05,
+    "max": 1.2953599999999984e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.10410000000004e-06,
-    "min": 8.09960000000001e-06,
-    "max": 8.115200000000027e-06,
+    "seconds": 8.03359999999998e-06,
+    "min": 8.01949999999997e-06,
+    "max": 8.041200000000026e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10889,9 +10889,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.617730000000001e-05,
-    "min": 1.6163899999999976e-05,
-    "max": 1.632290000000004e-05,
+    "seconds": 1.617244999999999e-05,
+    "min": 1.6095599999999992e-05,
+    "max": 1.6226899999999955e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -10917,15 +10917,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4627399999999971e-05,
-    "min": 1.4521600000000012e-05,
-    "max": 1.4684300000000018e-05,
+    "seconds": 1.465730000000001e-05,
+    "min": 1.4610600000000022e-05,
+    "max": 1.4697699999999985e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.505915000000001e-05,
-    "min": 1.5049599999999999e-05,
-    "max": 1.5087800000000039e-05,
+    "seconds": 1.4955149999999982e-05,
+    "min": 1.4943800000000033e-05,
+    "max": 1.496929999999993e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10945,9 +10945,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.358049999999999e-05,
-    "min": 4.337300000000002e-05,
-    "max": 4.378250000000002e-05,
+    "seconds": 4.361114999999996e-05,
+    "min": 4.3471800000000006e-05,
+    "max": 4.3711199999999935e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -10973,15 +10973,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.902035000000002e-05,
-    "min": 2.8889999999999955e-05,
-    "max": 2.9235300000000028e-05,
+    "seconds": 2.894185e-05,
+    "min": 2.8860300000000006e-05,
+    "max": 2.9241100000000007e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.638564999999999e-05,
-    "min": 5.631339999999999e-05,
-    "max": 5.6495600000000015e-05,
+    "seconds": 5.614185000000002e-05,
+    "min": 5.6108400000000054e-05,
+    "max": 5.615929999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11001,9 +11001,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.043785000000001e-05,
-    "min": 6.025539999999999e-05,
-    "max": 6.064570000000002e-05,
+    "seconds": 6.036150000000002e-05,
+    "min": 6.007289999999996e-05,
+    "max": 6.060820000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -11029,15 +11029,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.904e-05,
-    "min": 3.8867199999999966e-05,
-    "max": 3.9439e-05,
+    "seconds": 3.916944999999997e-05,
+    "min": 3.8978099999999904e-05,
+    "max": 3.931479999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.8814250000000003e-05,
-    "min": 2.8806099999999954e-05,
-    "max": 2.8892499999999995e-05,
+    "seconds": 2.875174999999999e-05,
+    "min": 2.873230000000001e-05,
+    "max": 2.8819300000000024e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11057,9 +11057,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.961585000000001e-05,
-    "min": 5.949440000000004e-05,
-    "max": 5.968739999999999e-05,
+    "seconds": 5.956290000000001e-05,
+    "min": 5.925430000000004e-05,
+    "max": 5.982920000000006e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -11085,15 +11085,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.1197999999999994e-05,
-    "min": 4.088400000000002e-05,
-    "max": 4.147820000000007e-05,
+    "seconds": 4.130939999999997e-05,
+    "min": 4.106859999999993e-05,
+    "max": 4.152949999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.654595000000001e-05,
-    "min": 5.64732e-05,
-    "max": 5.661090000000004e-05,
+    "seconds": 5.631315000000001e-05,
+    "min": 5.6197900000000054e-05,
+    "max": 5.6460600000000094e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11113,9 +11113,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00013196065,
-    "min": 0.00013097389999999998,
-    "max": 0.00013261660000000005,
+    "seconds": 0.00013190819999999999,
+    "min": 0.00013120039999999996,
+    "max": 0.00013244879999999994,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -11141,15 +11141,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.46838e-05,
-    "min": 7.448249999999998e-05,
-    "max": 7.481630000000009e-05,
+    "seconds": 7.453384999999996e-05,
+    "min": 7.437430000000004e-05,
+    "max": 7.463330000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00022042830000000002,
-    "min": 0.00022031949999999997,
-    "max": 0.0002205767,
+    "seconds": 0.00022029085000000004,
+    "min": 0.0002202632999999999,
+    "max": 0.00022046660000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11171,15 +11171,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4658550000000005e-05,
-    "min": 2.4441300000000003e-05,
-    "max": 2.4851099999999976e-05,
+    "seconds": 2.4654349999999995e-05,
+    "min": 2.4479399999999988e-05,
+    "max": 2.4722800000000007e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.0038250000000015e-05,
-    "min": 4.983009999999994e-05,
-    "max": 5.0153800000000014e-05,
+    "seconds": 4.9996349999999984e-05,
+    "min": 4.970510000000002e-05,
+    "max": 5.0141100000000014e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11201,15 +11201,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.003760000000001e-05,
-    "min": 4.996190000000002e-05,
-    "max": 5.012440000000004e-05,
+    "seconds": 5.009365e-05,
+    "min": 4.999249999999996e-05,
+    "max": 5.029129999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.4442899999999993e-05,
-    "min": 2.4211100000000033e-05,
-    "max": 2.4819500000000026e-05,
+    "seconds": 2.4537399999999824e-05,
+    "min": 2.421749999999995e-05,
+    "max": 2.482860000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11234,15 +11234,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010131049999999992,
-    "min": 0.0001011920000000001,
-    "max": 0.00010166170000000005,
+    "seconds": 0.00010127965000000006,
+    "min": 0.00010111649999999997,
+    "max": 0.00010181339999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014505965,
-    "min": 0.00014480279999999984,
-    "max": 0.0001453821,
+    "seconds": 0.00014490415000000006,
+    "min": 0.00014467720000000016,
+    "max": 0.00014500089999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11267,15 +11267,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015802930000000006,
-    "min": 0.00015784539999999996,
-    "max": 0.00015816639999999998,
+    "seconds": 0.00015807149999999982,
+    "min": 0.0001577678999999999,
+    "max": 0.00015819039999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001714596999999999,
-    "min": 0.00017125379999999998,
-    "max": 0.00017183439999999991,
+    "seconds": 0.00017119294999999997,
+    "min": 0.00017109360000000002,
+    "max": 0.00017131110000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11299,15 +11299,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.771770000000001e-05,
-    "min": 3.7546800000000045e-05,
-    "max": 3.778210000000001e-05,
+    "seconds": 3.761074999999997e-05,
+    "min": 3.7523299999999994e-05,
+    "max": 3.777320000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010570535000000022,
-    "min": 0.00010556640000000007,
-    "max": 0.00010607810000000013,
+    "seconds": 0.00010561869999999997,
+    "min": 0.00010525979999999994,
+    "max": 0.00010575350000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11331,15 +11331,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00023563605000000008,
-    "min": 0.00023516729999999993,
-    "max": 0.00023619450000000002,
+    "seconds": 0.00023584355000000006,
+    "min": 0.00023547380000000007,
+    "max": 0.00023611980000000013,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005554134,
-    "min": 0.0005542930000000001,
-    "max": 0.0005557229999999993,
+    "seconds": 0.0005548851999999996,
+    "min": 0.0005546042999999997,
+    "max": 0.0005554645999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11361,15 +11361,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.71361e-05,
-    "min": 3.68989e-05,
-    "max": 3.740669999999998e-05,
+    "seconds": 3.709235e-05,
+    "min": 3.69184e-05,
+    "max": 3.7212399999999956e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.343239999999999e-05,
-    "min": 5.3120000000000054e-05,
-    "max": 5.355140000000003e-05,
+    "seconds": 5.3322899999999984e-05,
+    "min": 5.271290000000006e-05,
+    "max": 5.347770000000007e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11391,15 +11391,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.91634e-05,
-    "min": 1.9123599999999977e-05,
-    "max": 1.9312199999999984e-05,
+    "seconds": 1.915495000000002e-05,
+    "min": 1.8854200000000013e-05,
+    "max": 1.928330000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.7379350000000007e-05,
-    "min": 2.7295800000000045e-05,
-    "max": 2.7539099999999917e-05,
+    "seconds": 2.7319949999999962e-05,
+    "min": 2.7219100000000073e-05,
+    "max": 2.782349999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11421,15 +11421,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.339994999999999e-05,
-    "min": 3.3309299999999956e-05,
-    "max": 3.3504200000000004e-05,
+    "seconds": 3.335495000000001e-05,
+    "min": 3.320000000000001e-05,
+    "max": 3.3407999999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.7421e-05,
-    "min": 4.7275799999999985e-05,
-    "max": 4.770920000000003e-05,
+    "seconds": 4.740399999999997e-05,
+    "min": 4.687330000000002e-05,
+    "max": 4.7944499999999995e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11451,15 +11451,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4012849999999998e-05,
-    "min": 2.3974299999999995e-05,
-    "max": 2.4149999999999997e-05,
+    "seconds": 2.3884450000000008e-05,
+    "min": 2.370849999999998e-05,
+    "max": 2.3970900000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.178734999999998e-05,
-    "min": 3.174699999999997e-05,
-    "max": 3.197749999999995e-05,
+    "seconds": 3.167829999999997e-05,
+    "min": 3.1439599999999996e-05,
+    "max": 3.178819999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11479,15 +11479,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.3299050000000004e-05,
-    "min": 3.312000000000003e-05,
-    "max": 3.345770000000001e-05,
+    "seconds": 3.3420950000000014e-05,
+    "min": 3.327349999999999e-05,
+    "max": 3.3481999999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.774815000000001e-05,
-    "min": 4.761190000000002e-05,
-    "max": 4.786530000000007e-05,
+    "seconds": 4.775659999999998e-05,
+    "min": 4.725049999999999e-05,
+    "max": 4.81759e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11507,15 +11507,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.8871749999999994e-05,
-    "min": 1.8838199999999995e-05,
-    "max": 1.907500000000001e-05,
+    "seconds": 1.880314999999999e-05,
+    "min": 1.866239999999998e-05,
+    "max": 1.8848199999999973e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.6151150000000005e-05,
-    "min": 2.6073600000000024e-05,
-    "max": 2.629740000000004e-05,
+    "seconds": 2.58591e-05,
+    "min": 2.5775899999999978e-05,
+    "max": 2.6342200000000014e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11535,15 +11535,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.312205e-05,
-    "min": 3.303989999999999e-05,
-    "max": 3.314190000000002e-05,
+    "seconds": 3.3148549999999966e-05,
+    "min": 3.304679999999996e-05,
+    "max": 3.33563e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.7583449999999986e-05,
-    "min": 4.7477599999999994e-05,
-    "max": 4.7679499999999996e-05,
+    "seconds": 4.758825000000001e-05,
+    "min": 4.711680000000003e-05,
+    "max": 4.799970000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11563,15 +11563,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.8332599999999995e-05,
-    "min": 1.8208000000000026e-05,
-    "max": 1.8552899999999986e-05,
+    "seconds": 1.820955e-05,
+    "min": 1.8057599999999968e-05,
+    "max": 1.8268399999999976e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.468609999999998e-05,
-    "min": 2.4470399999999995e-05,
-    "max": 2.475200000000001e-05,
+    "seconds": 2.4490949999999976e-05,
+    "min": 2.4358000000000027e-05,
+    "max": 2.4691199999999887e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11591,15 +11591,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.3542249999999996e-05,
-    "min": 3.34429e-05,
-    "max": 3.3700400000000014e-05,
+    "seconds": 3.332150000000002e-05,
+    "min": 3.31743e-05,
+    "max": 3.3484199999999994e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.7673449999999966e-05,
-    "min": 4.7459499999999934e-05,
-    "max": 4.797719999999996e-05,
+    "seconds": 4.756770000000001e-05,
+    "min": 4.7200500000000044e-05,
+    "max": 4.787159999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11619,15 +11619,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.943390000000001e-05,
-    "min": 1.9386099999999997e-05,
-    "max": 1.9535800000000004e-05,
+    "seconds": 1.9167950000000034e-05,
+    "min": 1.9129600000000038e-05,
+    "max": 1.9318200000000035e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.4579350000000034e-05,
-    "min": 2.4518200000000005e-05,
-    "max": 2.4803500000000028e-05,
+    "seconds": 2.4697550000000022e-05,
+    "min": 2.442870000000007e-05,
+    "max": 2.5046400000000025e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11649,15 +11649,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.7595049999999984e-05,
-    "min": 4.748850000000001e-05,
-    "max": 4.7696000000000026e-05,
+    "seconds": 4.757235e-05,
+    "min": 4.751660000000002e-05,
+    "max": 4.76507e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.667069999999997e-05,
-    "min": 3.6466899999999995e-05,
-    "max": 3.6995200000000055e-05,
+    "seconds": 3.640765000000001e-05,
+    "min": 3.627529999999997e-05,
+    "max": 3.6754599999999914e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11679,15 +11679,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.997639999999999e-05,
-    "min": 2.9800099999999962e-05,
-    "max": 3.0118400000000077e-05,
+    "seconds": 2.9828499999999967e-05,
+    "min": 2.9753999999999983e-05,
+    "max": 2.9916399999999987e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.095345e-05,
-    "min": 2.0768100000000016e-05,
-    "max": 2.114259999999997e-05,
+    "seconds": 2.0788549999999993e-05,
+    "min": 2.0649399999999992e-05,
+    "max": 2.0863899999999955e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11715,9 +11715,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.786230000000002e-05,
-    "min": 4.7701900000000005e-05,
-    "max": 4.7969299999999975e-05,
+    "seconds": 4.790810000000001e-05,
+    "min": 4.7590100000000044e-05,
+    "max": 4.8130899999999977e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -11751,9 +11751,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.442884999999999e-05,
-    "min": 2.4345499999999992e-05,
-    "max": 2.4461100000000022e-05,
+    "seconds": 2.4302049999999995e-05,
+    "min": 2.428769999999995e-05,
+    "max": 2.4591800000000058e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -11787,15 +11787,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.780975e-05,
-    "min": 4.762529999999999e-05,
-    "max": 4.7909699999999986e-05,
+    "seconds": 4.776515000000004e-05,
+    "min": 4.74945e-05,
+    "max": 4.809629999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.525254999999999e-05,
-    "min": 9.510730000000002e-05,
-    "max": 9.549009999999999e-05,
+    "seconds": 9.508714999999999e-05,
+    "min": 9.483429999999992e-05,
+    "max": 9.56180999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11823,15 +11823,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.447795e-05,
-    "min": 2.4310100000000013e-05,
-    "max": 2.4576199999999946e-05,
+    "seconds": 2.4482799999999985e-05,
+    "min": 2.430740000000004e-05,
+    "max": 2.458830000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.8708700000000024e-05,
-    "min": 4.8502000000000086e-05,
-    "max": 4.886680000000002e-05,
+    "seconds": 4.8605900000000076e-05,
+    "min": 4.848899999999999e-05,
+    "max": 4.894360000000015e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11855,15 +11855,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.374570000000001e-05,
-    "min": 3.361330000000005e-05,
-    "max": 3.397809999999993e-05,
+    "seconds": 3.382204999999998e-05,
+    "min": 3.3660399999999967e-05,
+    "max": 3.399039999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.586345000000003e-05,
-    "min": 9.569279999999993e-05,
-    "max": 9.601570000000002e-05,
+    "seconds": 9.56096499999999e-05,
+    "min": 9.549390000000012e-05,
+    "max": 9.59608e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11887,15 +11887,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.427359999999994e-05,
-    "min": 8.393239999999994e-05,
-    "max": 8.455949999999997e-05,
+    "seconds": 8.419494999999997e-05,
+    "min": 8.405689999999998e-05,
+    "max": 8.43993e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012048285000000024,
-    "min": 0.00012020769999999998,
-    "max": 0.00012078690000000005,
+    "seconds": 0.00012015744999999999,
+    "min": 0.00011984530000000025,
+    "max": 0.00012068580000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11917,15 +11917,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.36609e-05,
-    "min": 6.354670000000003e-05,
-    "max": 6.399420000000001e-05,
+    "seconds": 6.34343e-05,
+    "min": 6.321190000000001e-05,
+    "max": 6.367370000000009e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.969085e-05,
-    "min": 4.938929999999996e-05,
-    "max": 4.992960000000007e-05,
+    "seconds": 4.951964999999993e-05,
+    "min": 4.915110000000006e-05,
+    "max": 5.012430000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11947,15 +11947,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011324814999999997,
-    "min": 0.00011261619999999998,
-    "max": 0.00011370580000000003,
+    "seconds": 0.00011342055000000003,
+    "min": 0.00011326960000000003,
+    "max": 0.00011360119999999994,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.422555000000003e-05,
-    "min": 7.390989999999995e-05,
-    "max": 7.426919999999994e-05,
+    "seconds": 7.383774999999996e-05,
+    "min": 7.376940000000009e-05,
+    "max": 7.403469999999993e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11982,15 +11982,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.016895e-05,
-    "min": 7.979120000000001e-05,
-    "max": 8.064569999999997e-05,
+    "seconds": 7.984794999999997e-05,
+    "min": 7.959290000000002e-05,
+    "max": 8.00287e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.591875000000001e-05,
-    "min": 7.557819999999999e-05,
-    "max": 7.607689999999985e-05,
+    "seconds": 7.585735e-05,
+    "min": 7.57528999999999e-05,
+    "max": 7.603150000000008e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12017,15 +12017,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012475070000000005,
-    "min": 0.00012451070000000003,
-    "max": 0.00012494530000000002,
+    "seconds": 0.00012448359999999998,
+    "min": 0.0001243741000000001,
+    "max": 0.00012471550000000008,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.827980000000012e-05,
-    "min": 7.816250000000006e-05,
-    "max": 7.860099999999995e-05,
+    "seconds": 7.82174e-05,
+    "min": 7.809859999999982e-05,
+    "max": 7.844150000000015e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12048,15 +12048,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.588974999999998e-05,
-    "min": 3.563150000000002e-05,
-    "max": 3.614060000000002e-05,
+    "seconds": 3.5863749999999977e-05,
+    "min": 3.5644600000000014e-05,
+    "max": 3.599340000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00034008379999999954,
-    "min": 0.00033965360000000057,
-    "max": 0.00034025470000000025,
+    "seconds": 0.00034029665000000035,
+    "min": 0.00034001780000000073,
+    "max": 0.00034074159999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12079,15 +12079,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.572435000000001e-05,
-    "min": 3.5529600000000074e-05,
-    "max": 3.576950000000004e-05,
+    "seconds": 3.5534449999999966e-05,
+    "min": 3.5372600000000055e-05,
+    "max": 3.576280000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003387975499999996,
-    "min": 0.00033866110000000006,
-    "max": 0.0003391468999999998,
+    "seconds": 0.00033898285,
+    "min": 0.00033871659999999985,
+    "max": 0.00033945310000000034,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12122,15 +12122,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.9066750000000005e-05,
-    "min": 5.898209999999997e-05,
-    "max": 5.9123400000000004e-05,
+    "seconds": 5.8976149999999996e-05,
+    "min": 5.892179999999996e-05,
+    "max": 5.904059999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019678864999999994,
-    "min": 0.00019671520000000007,
-    "max": 0.00019692459999999992,
+    "seconds": 0.00019678464999999998,
+    "min": 0.00019653489999999982,
+    "max": 0.00019739449999999994,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12165,15 +12165,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.880249999999999e-05,
-    "min": 5.8738400000000034e-05,
-    "max": 5.896380000000002e-05,
+    "seconds": 5.879115000000003e-05,
+    "min": 5.869739999999996e-05,
+    "max": 5.894650000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019160095000000002,
-    "min": 0.00019156350000000002,
-    "max": 0.0001917456,
+    "seconds": 0.00019157515000000003,
+    "min": 0.0001914933,
+    "max": 0.00019164240000000006,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12208,15 +12208,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.791679999999999e-05,
-    "min": 5.780059999999997e-05,
-    "max": 5.794880000000001e-05,
+    "seconds": 5.781559999999999e-05,
+    "min": 5.770899999999999e-05,
+    "max": 5.81188e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003427183,
-    "min": 0.00034261549999999995,
-    "max": 0.0003427952,
+    "seconds": 0.0003425498,
+    "min": 0.00034252589999999997,
+    "max": 0.0003426536000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12251,15 +12251,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.540289999999999e-05,
-    "min": 5.528670000000003e-05,
-    "max": 5.5605399999999995e-05,
+    "seconds": 5.541275000000003e-05,
+    "min": 5.5279700000000005e-05,
+    "max": 5.561499999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00033673265,
-    "min": 0.00033671739999999997,
-    "max": 0.00033682700000000005,
+    "seconds": 0.00033673449999999995,
+    "min": 0.0003366638,
+    "max": 0.00033687889999999996,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12298,15 +12298,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012610180000000005,
-    "min": 0.00012607279999999992,
-    "max": 0.0001261916,
+    "seconds": 0.00012615359999999998,
+    "min": 0.00012609389999999998,
+    "max": 0.0001262532,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00042539595000000007,
-    "min": 0.00042520940000000004,
-    "max": 0.00042592199999999986,
+    "seconds": 0.00042517679999999993,
+    "min": 0.00042465900000000014,
+    "max": 0.00042570870000000014,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12345,15 +12345,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001265638,
-    "min": 0.00012653620000000002,
-    "max": 0.0001266772,
+    "seconds": 0.00012640449999999994,
+    "min": 0.0001263228,
+    "max": 0.00012645320000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004231027,
-    "min": 0.0004227453000000001,
-    "max": 0.00042372089999999986,
+    "seconds": 0.00042297335,
+    "min": 0.0004225454,
+    "max": 0.0004232976000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12380,15 +12380,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.89198e-05,
-    "min": 8.843579999999996e-05,
-    "max": 8.905130000000002e-05,
+    "seconds": 8.894975000000002e-05,
+    "min": 8.870749999999998e-05,
+    "max": 8.914830000000007e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012277499999999993,
-    "min": 0.0001227371,
-    "max": 0.00012284250000000002,
+    "seconds": 0.00012295005,
+    "min": 0.00012290080000000006,
+    "max": 0.00012300140000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12415,15 +12415,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.4962000000000014e-05,
-    "min": 5.4883199999999976e-05,
-    "max": 5.532790000000003e-05,
+    "seconds": 5.501530000000001e-05,
+    "min": 5.4802300000000016e-05,
+    "max": 5.518980000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.005029999999997e-05,
-    "min": 8.992620000000005e-05,
-    "max": 9.006619999999993e-05,
+    "seconds": 8.984365000000002e-05,
+    "min": 8.983319999999997e-05,
+    "max": 8.993239999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12448,9 +12448,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.589369999999998e-05,
-    "min": 5.573800000000004e-05,
-    "max": 5.603110000000003e-05,
+    "seconds": 5.5729149999999964e-05,
+    "min": 5.567640000000006e-05,
+    "max": 5.580209999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -12481,9 +12481,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.82979e-05,
-    "min": 4.811389999999998e-05,
-    "max": 4.854660000000001e-05,
+    "seconds": 4.836235000000003e-05,
+    "min": 4.8290700000000015e-05,
+    "max": 4.84832e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -12521,9 +12521,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.477775000000001e-05,
-    "min": 3.4652400000000014e-05,
-    "max": 3.4940999999999976e-05,
+    "seconds": 3.4622299999999975e-05,
+    "min": 3.455700000000003e-05,
+    "max": 3.477110000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -12561,9 +12561,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.714534999999999e-05,
-    "min": 1.692760000000003e-05,
-    "max": 1.7359299999999975e-05,
+    "seconds": 1.707220000000003e-05,
+    "min": 1.6998299999999972e-05,
+    "max": 1.7177599999999983e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -12589,15 +12589,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00029595994999999993,
-    "min": 0.0002955443,
-    "max": 0.00029632989999999994,
+    "seconds": 0.0002956510000000001,
+    "min": 0.00029525389999999986,
+    "max": 0.00029618989999999985,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00045357195000000027,
-    "min": 0.0004533512,
-    "max": 0.0004540272,
+    "seconds": 0.0004533298499999999,
+    "min": 0.0004529376999999996,
+    "max": 0.0004536625,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12617,15 +12617,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00036745674999999993,
-    "min": 0.00036729069999999985,
-    "max": 0.0003676262999999997,
+    "seconds": 0.0003673256500000002,
+    "min": 0.00036703100000000003,
+    "max": 0.0003678681000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004784316000000002,
-    "min": 0.00047778329999999936,
-    "max": 0.0004786301000000002,
+    "seconds": 0.00047799444999999964,
+    "min": 0.0004772310000000006,
+    "max": 0.0004782737999999992,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12670,15 +12670,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00024142734999999996,
-    "min": 0.00024097620000000002,
-    "max": 0.00024195779999999995,
+    "seconds": 0.00024065635000000002,
+    "min": 0.00023944610000000005,
+    "max": 0.00024145420000000004,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0007800667999999999,
-    "min": 0.0007799937000000002,
-    "max": 0.0007809701,
+    "seconds": 0.0007734854000000003,
+    "min": 0.0007730075,
+    "max": 0.0007748355000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12723,15 +12723,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00200851555,
-    "min": 0.0020065941,
-    "max": 0.0020217229,
+    "seconds": 0.00202019735,
+    "min": 0.0020109392000000003,
+    "max": 0.0020213682,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0048933063499999995,
-    "min": 0.004890076199999999,
-    "max": 0.0048939207,
+    "seconds": 0.00488887065,
+    "min": 0.004884228500000002,
+    "max": 0.004891471199999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12776,15 +12776,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0005507157,
-    "min": 0.0005506457000000001,
-    "max": 0.0005516372,
+    "seconds": 0.0005514960000000001,
+    "min": 0.0005513307,
+    "max": 0.0005516312999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0017596052499999995,
-    "min": 0.0017580503999999994,
-    "max": 0.0017614501000000008,
+    "seconds": 0.0017581435999999998,
+    "min": 0.0017575020999999996,
+    "max": 0.0017597815999999982,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12829,15 +12829,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0011740862000000003,
-    "min": 0.0011686653999999999,
-    "max": 0.0011781061,
+    "seconds": 0.0011712767999999998,
+    "min": 0.0011676074,
+    "max": 0.0011747812000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00282160495,
-    "min": 0.0028182668,
-    "max": 0.002826459000000001,
+    "seconds": 0.0028172453500000007,
+    "min": 0.002810585499999999,
+    "max": 0.0028243928000000014,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12882,15 +12882,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0003372039,
-    "min": 0.0003358805,
-    "max": 0.0003401101000000001,
+    "seconds": 0.0003379422,
+    "min": 0.00033584429999999985,
+    "max": 0.0003415054,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0010935951500000004,
-    "min": 0.0010908973999999997,
-    "max": 0.0010986282000000004,
+    "seconds": 0.0010944840999999998,
+    "min": 0.0010909446999999995,
+    "max": 0.0010972121999999994,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12935,15 +12935,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.819399999999999e-05,
-    "min": 6.788419999999996e-05,
-    "max": 6.843720000000001e-05,
+    "seconds": 6.812650000000001e-05,
+    "min": 6.78623e-05,
+    "max": 6.843519999999994e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003977282,
-    "min": 0.00039752599999999993,
-    "max": 0.0003980282000000001,
+    "seconds": 0.0003975892499999998,
+    "min": 0.0003973035000000002,
+    "max": 0.0003978543000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12988,15 +12988,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015625095000000008,
-    "min": 0.00015556690000000008,
-    "max": 0.00015678649999999994,
+    "seconds": 0.0001566346000000001,
+    "min": 0.00015631649999999997,
+    "max": 0.00015754490000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004902480999999998,
-    "min": 0.0004890349999999977,
-    "max": 0.0004905684999999998,
+    "seconds": 0.0004891720499999939,
+    "min": 0.0004884818000000001,
+    "max": 0.0004914833999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13041,15 +13041,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010373959999999999,
-    "min": 0.00010328290000000003,
-    "max": 0.00010446929999999993,
+    "seconds": 0.00010280734999999999,
+    "min": 0.00010177149999999995,
+    "max": 0.00010284680000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00036495539999996905,
-    "min": 0.0003646399000000003,
-    "max": 0.00036601310000000024,
+    "seconds": 0.00036320605000000016,
+    "min": 0.00036253580000000015,
+    "max": 0.0003641285999999964,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13094,15 +13094,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.770344999999999e-05,
-    "min": 4.7458900000000055e-05,
-    "max": 4.817279999999999e-05,
+    "seconds": 4.724595000000001e-05,
+    "min": 4.705549999999987e-05,
+    "max": 4.763800000000008e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00028615530000000006,
-    "min": 0.00028590269999999074,
-    "max": 0.0002869676000000002,
+    "seconds": 0.00028563590000000005,
+    "min": 0.00028535840000000007,
+    "max": 0.0002862445,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13147,15 +13147,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.748909999999996e-05,
-    "min": 2.7446699999999894e-05,
-    "max": 2.799350000000002e-05,
+    "seconds": 2.718059999999997e-05,
+    "min": 2.6995000000000025e-05,
+    "max": 2.7427100000000156e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001548616,
-    "min": 0.00015477040000003763,
-    "max": 0.0001555373999999998,
+    "seconds": 0.0001538136500000001,
+    "min": 0.00015370210000000662,
+    "max": 0.00015410079999999982,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13200,15 +13200,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.3889300000000014e-05,
-    "min": 3.368270000000007e-05,
-    "max": 3.422959999999996e-05,
+    "seconds": 3.359785000000003e-05,
+    "min": 3.3519899999999963e-05,
+    "max": 3.409570000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00016392540000000015,
-    "min": 0.00016337770000000016,
-    "max": 0.00016410739999999984,
+    "seconds": 0.00016287365000000012,
+    "min": 0.00016265170000000218,
+    "max": 0.00016326600000000007,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13253,15 +13253,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.235284999999998e-05,
-    "min": 5.168309999999995e-05,
-    "max": 5.289549999999999e-05,
+    "seconds": 5.1610649999999993e-05,
+    "min": 5.115390000000004e-05,
+    "max": 5.2623600000000056e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00022335085000000005,
-    "min": 0.00022303399999999983,
-    "max": 0.00022460809999999995,
+    "seconds": 0.0002224868000000001,
+    "min": 0.0002222892999999999,
+    "max": 0.00022298450000000032,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13306,15 +13306,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001614372,
-    "min": 0.00015938430000000004,
-    "max": 0.00016245229999999996,
+    "seconds": 0.00015985979999999996,
+    "min": 0.0001590198,
+    "max": 0.00016102700000000006,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005500981,
-    "min": 0.0005492947000000001,
-    "max": 0.0005504357,
+    "seconds": 0.0005466814499999998,
+    "min": 0.0005464427999999999,
+    "max": 0.0005479021000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13359,15 +13359,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00026782079999999994,
-    "min": 0.00026674010000000005,
-    "max": 0.00027017379999999996,
+    "seconds": 0.00026409135000000005,
+    "min": 0.00026287289999999997,
+    "max": 0.000265761,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006578458500000001,
-    "min": 0.0006561818999999997,
-    "max": 0.0006596798999999998,
+    "seconds": 0.0006538945999999999,
+    "min": 0.0006518627000000003,
+    "max": 0.0006573206,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13412,15 +13412,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.385814999999997e-05,
-    "min": 8.353370000000001e-05,
-    "max": 8.440209999999999e-05,
+    "seconds": 8.327455000000001e-05,
+    "min": 8.248959999999998e-05,
+    "max": 8.366419999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00029596314999999983,
-    "min": 0.00029491960000000003,
-    "max": 0.00029685199999999985,
+    "seconds": 0.00029331689999999983,
+    "min": 0.0002928921,
+    "max": 0.0002942080999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13465,15 +13465,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0004113247,
-    "min": 0.00041099840000000007,
-    "max": 0.00041258450000000003,
+    "seconds": 0.00040848525,
+    "min": 0.00040770270000000004,
+    "max": 0.0004085893,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0010276891999999999,
-    "min": 0.0010213133,
-    "max": 0.0010285935000000003,
+    "seconds": 0.0010223812000000002,
+    "min": 0.0010206295000000005,
+    "max": 0.0010239822999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13518,15 +13518,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012251890000000002,
-    "min": 0.0001221285,
-    "max": 0.00012337559999999994,
+    "seconds": 0.00012270395000000005,
+    "min": 0.00012224150000000002,
+    "max": 0.0001231666,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004611063000000003,
-    "min": 0.0004608006999999994,
-    "max": 0.00046140880000000007,
+    "seconds": 0.00046119775000000025,
+    "min": 0.0004608906999999999,
+    "max": 0.0004619139000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13572,15 +13572,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.4017950000000035e-05,
-    "min": 4.383639999999996e-05,
-    "max": 4.420750000000016e-05,
+    "seconds": 4.39068000000001e-05,
+    "min": 4.384309999999994e-05,
+    "max": 4.4130400000000075e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00016436545000001753,
-    "min": 0.0001642704000000002,
-    "max": 0.00016471989999999984,
+    "seconds": 0.00016357490000000024,
+    "min": 0.0001633848000000813,
+    "max": 0.00016376910000000022,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13626,15 +13626,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.270460000000001e-05,
-    "min": 9.237710000000003e-05,
-    "max": 9.329839999999996e-05,
+    "seconds": 9.2101e-05,
+    "min": 9.176929999999992e-05,
+    "max": 9.270329999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003092048500000003,
-    "min": 0.0003082999000000302,
-    "max": 0.00030972020000000005,
+    "seconds": 0.0003070609500000018,
+    "min": 0.00030671179999999955,
+    "max": 0.0003076413000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13680,15 +13680,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0004003148499999999,
-    "min": 0.0004000059999999999,
-    "max": 0.00040130930000000013,
+    "seconds": 0.00039994879999999996,
+    "min": 0.0003989295000000002,
+    "max": 0.00040007810000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006382773999999995,
-    "min": 0.0006375659000000005,
-    "max": 0.0006388373,
+    "seconds": 0.0006327595000000012,
+    "min": 0.000632134,
+    "max": 0.0006337460999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13734,15 +13734,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.455084999999999e-05,
-    "min": 6.431330000000001e-05,
-    "max": 6.510339999999988e-05,
+    "seconds": 6.410349999999999e-05,
+    "min": 6.385200000000002e-05,
+    "max": 6.431640000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001779000000000001,
-    "min": 0.00017772109999993118,
-    "max": 0.0001780687000000003,
+    "seconds": 0.00017612874999999964,
+    "min": 0.0001756565999999999,
+    "max": 0.00017658830000000036,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13788,15 +13788,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.135325e-05,
-    "min": 6.072620000000004e-05,
-    "max": 6.189760000000006e-05,
+    "seconds": 6.078960000000003e-05,
+    "min": 5.996809999999997e-05,
+    "max": 6.122539999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00024227230000000024,
-    "min": 0.00024178359999999966,
-    "max": 0.00024262610000000008,
+    "seconds": 0.00024067875000000012,
+    "min": 0.00024040700000000034,
+    "max": 0.00024087560000000025,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13842,15 +13842,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00024185340000000004,
-    "min": 0.0002415735999999999,
-    "max": 0.0002426647000000001,
+    "seconds": 0.00023988705000000006,
+    "min": 0.00023959290000000001,
+    "max": 0.00024022300000000005,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004498728999999998,
-    "min": 0.00044971280000000006,
-    "max": 0.00045055890000000214,
+    "seconds": 0.0004477082999999998,
+    "min": 0.00044731240000000046,
+    "max": 0.0004487976000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13896,15 +13896,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00020568230000000005,
-    "min": 0.00020411489999999999,
-    "max": 0.0002072865,
+    "seconds": 0.00020305725,
+    "min": 0.00020044759999999993,
+    "max": 0.00020485259999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006197697000000004,
-    "min": 0.0006192103000000005,
-    "max": 0.0006206210999999996,
+    "seconds": 0.0006164039499999998,
+    "min": 0.0006159911999999998,
+    "max": 0.0006165555000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13932,9 +13932,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.687115e-05,
-    "min": 6.673880000000001e-05,
-    "max": 6.693689999999999e-05,
+    "seconds": 6.674709999999998e-05,
+    "min": 6.66813e-05,
+    "max": 6.700860000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -13962,15 +13962,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001077355,
-    "min": 0.00010752580000000001,
-    "max": 0.00010783330000000002,
+    "seconds": 0.00010772240000000001,
+    "min": 0.0001074277,
+    "max": 0.0001078524,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00015639995000000004,
-    "min": 0.00015624269999999995,
-    "max": 0.000156725,
+    "seconds": 0.00015634729999999998,
+    "min": 0.0001561674,
+    "max": 0.00015691390000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13992,15 +13992,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.4264799999999996e-05,
-    "min": 5.417149999999998e-05,
-    "max": 5.430750000000005e-05,
+    "seconds": 5.429204999999995e-05,
+    "min": 5.40539e-05,
+    "max": 5.440929999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.88661500000001e-05,
-    "min": 7.842599999999989e-05,
-    "max": 7.903029999999997e-05,
+    "seconds": 7.88104e-05,
+    "min": 7.839680000000007e-05,
+    "max": 7.905279999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14022,15 +14022,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012701639999999995,
-    "min": 0.0001266998,
-    "max": 0.0001272027,
+    "seconds": 0.00012707700000000002,
+    "min": 0.00012679260000000002,
+    "max": 0.0001272883,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018483124999999992,
-    "min": 0.0001845786,
-    "max": 0.0001850456,
+    "seconds": 0.0001847986,
+    "min": 0.0001844194,
+    "max": 0.00018501660000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14052,15 +14052,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.95246e-05,
-    "min": 8.935389999999995e-05,
-    "max": 8.99703e-05,
+    "seconds": 8.92618e-05,
+    "min": 8.915499999999998e-05,
+    "max": 8.943650000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012026695000000003,
-    "min": 0.00011983919999999999,
-    "max": 0.00012084419999999994,
+    "seconds": 0.00011970980000000007,
+    "min": 0.0001195186999999999,
+    "max": 0.00011978590000000008,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14080,15 +14080,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012718495,
-    "min": 0.0001269855,
-    "max": 0.0001272756,
+    "seconds": 0.00012715410000000002,
+    "min": 0.00012705930000000003,
+    "max": 0.00012721530000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018544514999999995,
-    "min": 0.00018495600000000004,
-    "max": 0.00018569689999999996,
+    "seconds": 0.00018514279999999999,
+    "min": 0.00018493689999999992,
+    "max": 0.00018544289999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14108,15 +14108,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.979964999999995e-05,
-    "min": 6.954499999999999e-05,
-    "max": 6.994249999999997e-05,
+    "seconds": 6.979810000000002e-05,
+    "min": 6.94816e-05,
+    "max": 6.991920000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.852664999999998e-05,
-    "min": 9.833590000000001e-05,
-    "max": 9.859850000000001e-05,
+    "seconds": 9.833969999999998e-05,
+    "min": 9.824230000000003e-05,
+    "max": 9.837740000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14136,15 +14136,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012709735000000002,
-    "min": 0.00012693080000000004,
-    "max": 0.0001274635,
+    "seconds": 0.00012708695,
+    "min": 0.00012706539999999996,
+    "max": 0.00012726279999999995,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018511210000000003,
-    "min": 0.00018498560000000005,
-    "max": 0.0001851993,
+    "seconds": 0.00018515125000000002,
+    "min": 0.00018499120000000006,
+    "max": 0.0001853376000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14164,15 +14164,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.861535000000004e-05,
-    "min": 6.831739999999995e-05,
-    "max": 6.882550000000005e-05,
+    "seconds": 6.848534999999998e-05,
+    "min": 6.83523e-05,
+    "max": 6.861660000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.290944999999998e-05,
-    "min": 9.27844e-05,
-    "max": 9.318010000000002e-05,
+    "seconds": 9.310015000000001e-05,
+    "min": 9.266470000000014e-05,
+    "max": 9.331970000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14192,15 +14192,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001272402,
-    "min": 0.00012718560000000002,
-    "max": 0.00012762809999999986,
+    "seconds": 0.00012730469999999998,
+    "min": 0.00012713600000000005,
+    "max": 0.0001277013,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018529710000000002,
-    "min": 0.00018474750000000006,
-    "max": 0.00018539440000000002,
+    "seconds": 0.00018528280000000002,
+    "min": 0.00018496099999999998,
+    "max": 0.00018551039999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14220,15 +14220,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.090825e-05,
-    "min": 7.077060000000006e-05,
-    "max": 7.1231e-05,
+    "seconds": 7.106555000000001e-05,
+    "min": 7.084830000000002e-05,
+    "max": 7.12485e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.300730000000003e-05,
-    "min": 9.286330000000002e-05,
-    "max": 9.30998e-05,
+    "seconds": 9.291004999999994e-05,
+    "min": 9.249549999999997e-05,
+    "max": 9.308749999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14250,15 +14250,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00018436629999999998,
-    "min": 0.00018391819999999994,
-    "max": 0.00018478899999999995,
+    "seconds": 0.00018419625000000005,
+    "min": 0.0001839489,
+    "max": 0.0001847559,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014145980000000003,
-    "min": 0.0001413832,
-    "max": 0.00014166329999999998,
+    "seconds": 0.00014154255000000006,
+    "min": 0.00014146620000000004,
+    "max": 0.000141631,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14280,15 +14280,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011208644999999999,
-    "min": 0.00011169319999999998,
-    "max": 0.00011217249999999994,
+    "seconds": 0.00011180170000000002,
+    "min": 0.00011155739999999996,
+    "max": 0.0001122737,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.842835000000004e-05,
-    "min": 7.805990000000004e-05,
-    "max": 7.848549999999997e-05,
+    "seconds": 7.816975e-05,
+    "min": 7.774699999999996e-05,
+    "max": 7.842470000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14316,9 +14316,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00018528050000000002,
-    "min": 0.00018503610000000008,
-    "max": 0.00018549160000000002,
+    "seconds": 0.0001852467,
+    "min": 0.0001849585,
+    "max": 0.00018548110000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14352,9 +14352,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.25469e-05,
-    "min": 9.237069999999998e-05,
-    "max": 9.276400000000002e-05,
+    "seconds": 9.241065e-05,
+    "min": 9.22527e-05,
+    "max": 9.283810000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14388,15 +14388,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00018542355000000007,
-    "min": 0.00018529510000000004,
-    "max": 0.0001855630999999999,
+    "seconds": 0.00018540075,
+    "min": 0.00018527980000000008,
+    "max": 0.00018571689999999987,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00037057864999999994,
-    "min": 0.0003703103000000001,
-    "max": 0.00037076810000000003,
+    "seconds": 0.0003703243499999999,
+    "min": 0.0003701259,
+    "max": 0.00037053779999999994,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14424,15 +14424,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.245204999999998e-05,
-    "min": 9.229740000000003e-05,
-    "max": 9.27119e-05,
+    "seconds": 9.254970000000003e-05,
+    "min": 9.243120000000001e-05,
+    "max": 9.263159999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018497465000000003,
-    "min": 0.00018483090000000007,
-    "max": 0.000185161,
+    "seconds": 0.00018493185000000004,
+    "min": 0.00018474909999999998,
+    "max": 0.00018507050000000008,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14467,15 +14467,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001715687,
-    "min": 0.00017152939999999996,
-    "max": 0.00017162089999999997,
+    "seconds": 0.00017151535,
+    "min": 0.00017142299999999997,
+    "max": 0.00017182619999999996,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005842966,
-    "min": 0.0005840519999999998,
-    "max": 0.0005843666999999999,
+    "seconds": 0.0005839696999999999,
+    "min": 0.0005838115,
+    "max": 0.0005840621,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14510,15 +14510,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017150934999999998,
-    "min": 0.00017147719999999997,
-    "max": 0.0001715676,
+    "seconds": 0.00017136745,
+    "min": 0.0001712058,
+    "max": 0.00017179510000000007,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00056816115,
-    "min": 0.0005679576,
-    "max": 0.0005682848000000001,
+    "seconds": 0.000567896,
+    "min": 0.0005678734,
+    "max": 0.0005679521999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14553,15 +14553,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00016818339999999995,
-    "min": 0.00016806990000000003,
-    "max": 0.00016842290000000003,
+    "seconds": 0.00016815664999999999,
+    "min": 0.0001680752,
+    "max": 0.00016842780000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0010225270999999997,
-    "min": 0.0010223555000000001,
-    "max": 0.0010228424000000003,
+    "seconds": 0.0010224709,
+    "min": 0.0010223343999999999,
+    "max": 0.0010225164000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14596,15 +14596,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00016417100000000004,
-    "min": 0.0001641137,
-    "max": 0.00016431690000000003,
+    "seconds": 0.00016413070000000004,
+    "min": 0.00016388069999999992,
+    "max": 0.0001650179,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0010123369999999999,
-    "min": 0.0010120719000000001,
-    "max": 0.0010125084,
+    "seconds": 0.0010134011000000002,
+    "min": 0.0010132578999999997,
+    "max": 0.0010135090000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14632,9 +14632,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002588805500000001,
-    "min": 0.0002586725,
-    "max": 0.00025899139999999995,
+    "seconds": 0.0002587869,
+    "min": 0.0002586587,
+    "max": 0.0002590727999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
