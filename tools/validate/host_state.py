@@ -62,9 +62,10 @@ Phases (--phase, one process each):
   python    where a model's forward host time goes beyond its operators: each validation model at
             its host-paced batch, the forward's host issue time on the GPU, its aten operator count
             (a counting TorchDispatchMode) and module calls (a global forward pre-hook); then the same
-            model and batch on the meta device (no kernels, no launches: the Python of the model and
-            the framework's dispatch alone), and references on both devices: a chain of adds, a tiny
-            Linear module, an empty module's call, a plain Python call.
+            model and batch on the meta device (no kernels, no launches; but PyTorch's meta kernels
+            run partly in Python, so it is no measure of the model's own Python: docs/NOTES.md), and
+            references on both devices: a chain of adds, a tiny Linear module, an empty module's
+            call, a plain Python call.
 The last nine take no points (the seven paired workloads are built and warmed all the same).
 Writes JSON (--out) and prints a table. Usage, on a GPU machine, from the repository root:
   python3 tools/validate/host_state.py --phase profiler --out host_state_profiler.json
