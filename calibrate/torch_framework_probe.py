@@ -28,6 +28,10 @@ tools/validate/measure_pytorch.py, by contrast, only checks predictions.  Figure
       and around forward + out.backward(grad), synchronize before and after), so that the GPU
       work is negligible: forward = median forward time; backward = median (forward + backward)
       minus median forward minus backward_call.  _autocast: under torch.autocast(bfloat16).
+      Attention at a model's head size (64) is keyed by the SDPA backend that ran:
+      layer_*_sdpa_<cudnn|flash|efficient|math> (F.scaled_dot_product_attention on 1 x 1 x 16 x 64),
+      and layer_*_mha_no_weights (nn.MultiheadAttention(64, 1) called with need_weights=False, as
+      torchvision's ViT calls it; its record names the backend).
   layer_steady_<op>[_autocast]
       Host cost of one tiny layer's forward + backward as a layer timed on its own runs: grads
       set to None, forward, backward(grad), 50 times back to back with no synchronize between,
@@ -336,14 +340,50 @@ def backward_probes(p: Probe, k1: int, k2: int) -> None:
 # ----------------------------------------------------------------------------- (b2) layers
 
 class SelfAttention(torch.nn.Module):
-    """nn.MultiheadAttention called as self-attention, mha(x, x, x), as in the validation cases."""
+    """nn.MultiheadAttention called as self-attention: mha(x, x, x) as in the validation cases
+    (need_weights=True, PyTorch's default: the attention weights computed by bmm and softmax), or
+    mha(x, x, x, need_weights=False) as torchvision's ViT calls it (the SDPA path)."""
 
-    def __init__(self, embed_dim: int, heads: int):
+    def __init__(self, embed_dim: int, heads: int, need_weights: bool = True):
         super().__init__()
         self.mha = torch.nn.MultiheadAttention(embed_dim, heads, batch_first=True)
+        self.need_weights = need_weights
 
     def forward(self, x):
-        return self.mha(x, x, x)[0]
+        return self.mha(x, x, x, need_weights=self.need_weights)[0]
+
+
+# Attention at a model's head size (64): PyTorch picks SDPA's backend by dtype and head size, and the
+# tiny sdpa layer (head size 8) may run another one than models do. Figures of these ops are keyed by
+# the backend that ran ("sdpa_cudnn", ...), found by attention_backend().
+SDPA_MODEL_HEAD = 64
+ATTENTION_BACKEND_OPS = (("_scaled_dot_product_cudnn_attention", "cudnn"),
+                         ("_scaled_dot_product_flash_attention", "flash"),
+                         ("_scaled_dot_product_efficient_attention", "efficient"),
+                         ("_flash_attention_forward", "flash"), ("_efficient_attention_forward", "efficient"))
+
+
+def attention_backend(fn, inputs, ctx) -> str:
+    """The SDPA backend one forward of fn(*inputs) runs inside ctx(): the fused attention op it
+    dispatches (a TorchDispatchMode records the aten ops), "math" where none."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+    names = set()
+
+    class Names(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            names.add(func._schema.name.split("::")[-1])
+            return func(*args, **(kwargs or {}))
+    with torch.no_grad(), ctx(), Names():
+        fn(*inputs)
+    for op, backend in ATTENTION_BACKEND_OPS:
+        if op in names:
+            return backend
+    return "math"
+
+
+def backend_keyed(op: str) -> bool:
+    """A layer case whose figures are keyed by the attention backend that ran (sdpa_<backend>)."""
+    return op == "sdpa_model_head"
 
 
 def layer_cases(dev):
@@ -401,6 +441,9 @@ def layer_cases(dev):
         cases["rmsnorm"] = (module(nn.RMSNorm(8)), lambda: [r(4, 8)])
     if hasattr(F, "scaled_dot_product_attention"):
         cases["sdpa"] = (lambda: F.scaled_dot_product_attention, lambda: [r(1, 2, 8, 8), r(1, 2, 8, 8), r(1, 2, 8, 8)])
+        d = SDPA_MODEL_HEAD
+        cases["sdpa_model_head"] = (lambda: F.scaled_dot_product_attention, lambda: [r(1, 1, 16, d), r(1, 1, 16, d), r(1, 1, 16, d)])
+        cases["mha_no_weights"] = (module(SelfAttention(d, 1, need_weights=False)), lambda: [r(1, 4, d)])
     return cases
 
 
@@ -548,6 +591,7 @@ def steady_layer_probes(p: Probe, batches: int, reps: int) -> None:
             try:
                 fn, inputs, params, ctx, grad = tiny_layer(dev, build, make_inputs, use_autocast)
                 leaves = [t for t in inputs if t.requires_grad] + [q for q in params if q.requires_grad]
+                key = "sdpa_" + attention_backend(fn, inputs, ctx) if backend_keyed(op) else op
 
                 def loop():
                     steady_repetitions(fn, inputs, leaves, ctx, grad, reps)
@@ -558,7 +602,7 @@ def steady_layer_probes(p: Probe, batches: int, reps: int) -> None:
                 p.skip(f"layer_steady_{op}{suffix}", first_line(exc))
                 continue
             where = "inside torch.autocast(bfloat16)" if use_autocast else "no autocast"
-            p.record(f"layer_steady_{op}{suffix}", values,
+            p.record(f"layer_steady_{key}{suffix}", values,
                      f"one tiny {op} layer: grads set to None, forward, backward(grad), {reps} times back to back "
                      f"with no synchronize between, CUDA events around them; per repetition; {where}")
 
@@ -770,6 +814,9 @@ def chain_cases(dev):
         cases["rmsnorm"] = (mod(lambda: nn.RMSNorm(8)), lambda: r(4, 8))
     if hasattr(F, "scaled_dot_product_attention"):
         cases["sdpa"] = (lambda: (lambda y: F.scaled_dot_product_attention(y, y, y)), lambda: r(1, 2, 8, 8))
+        d = SDPA_MODEL_HEAD
+        cases["sdpa_model_head"] = (lambda: (lambda y: F.scaled_dot_product_attention(y, y, y)), lambda: r(1, 1, 16, d))
+        cases["mha_no_weights"] = (mod(lambda: SelfAttention(d, 1, need_weights=False)), lambda: r(1, 4, d))
     return cases
 
 
@@ -787,6 +834,11 @@ def chain_layer_probe(p: Probe, op: str, case, use_autocast: bool, samples: int,
         params = [q for layer in layers if isinstance(layer, torch.nn.Module) for q in layer.parameters()]
         x = make_input()
         ctx = (lambda: autocast_bf16(dev)) if use_autocast else contextlib.nullcontext
+        extra = {}
+        if op in ("sdpa_model_head", "mha_no_weights"):
+            extra["attention_backend"] = attention_backend(layers[0], [x], ctx)
+            if backend_keyed(op):
+                op = "sdpa_" + extra["attention_backend"]
         fwd_medians, fb_medians = [], []
         for k in lengths:
             def forward(k=k):
@@ -828,10 +880,11 @@ def chain_layer_probe(p: Probe, op: str, case, use_autocast: bool, samples: int,
     backward_s = max(0.0, slope(fb_medians) - slope(fwd_medians))
     p.record(f"layer_forward_{op}{suffix}", [forward_s],
              f"per-layer slope of median forward time over chains of {lengths} tiny {op} layers, CUDA events, {where}",
-             chain_lengths=lengths, chain_forward_seconds=fwd_medians)
+             chain_lengths=lengths, chain_forward_seconds=fwd_medians, **extra)
     p.record(f"layer_backward_{op}{suffix}", [backward_s],
              f"per-layer slope of median (forward + backward) minus that of forward over chains of {lengths} tiny "
-             f"{op} layers, CUDA events, {where}", chain_lengths=lengths, chain_forward_backward_seconds=fb_medians)
+             f"{op} layers, CUDA events, {where}", chain_lengths=lengths, chain_forward_backward_seconds=fb_medians,
+             **extra)
 
 
 # ----------------------------------------------------------------------------- (b3) op GPU time

@@ -577,6 +577,63 @@ TEST_CASE("a layer without a bias costs its op's bias-free host figures, or the 
     CHECK(predict(g, ctx, o).host_time.value() == Catch::Approx(150e-6));
 }
 
+TEST_CASE("attention costs the host figures of the backend it runs on, or the op's where none was measured", "[predict][sim]") {
+    CHECK(graph_op_of_host_op("sdpa_cudnn") == "sdpa");
+    CHECK(graph_op_of_host_op("mha_no_weights") == "mha");
+    CHECK(graph_op_of_host_op("linear_nobias") == "linear");
+    CHECK(graph_op_of_host_op("layernorm") == "layernorm");
+    FrameworkProfile f = h200_test_framework({{"layer_forward_sdpa_autocast", 30e-6}, {"layer_backward_sdpa_autocast", 70e-6},
+                                              {"layer_forward_mha_autocast", 300e-6}, {"layer_backward_mha_autocast", 500e-6},
+                                              {"layer_forward_add_autocast", 4e-6}, {"layer_backward_add_autocast", 6e-6},
+                                              {"backward_call", 50e-6}});
+    const auto figure = [&f](const std::string& key, double seconds) { set_figure(f, key, seconds); };
+    const CostContext ctx = make_cost_context(gpu_or_throw("h200-sxm"));
+    PredictOptions o = host_cost_options(f);
+    o.lowering.precision = PrecisionMode::amp_bf16;
+    Graph g;
+    g.name = "attention";
+    for (const char* name : {"q", "k", "v"}) g.inputs.push_back(GraphInput{name, {GraphBuilder::batch, 2, 16, 64}, DType::f32, true});
+    const auto sdpa = [](const char* name, const char* backend) {
+        return Layer{name, "sdpa", {"q", "k", "v"}, {{"backend", AttrValue(std::string(backend))}}};
+    };
+    g.layers = {sdpa("on_cudnn", "cudnn"), sdpa("on_flash", "flash")};
+    const LoweredStep step = lower(g, o.lowering);
+    std::vector<std::string> host_ops;
+    for (const Kernel& k : step.kernels.kernels) {
+        if (k.kind == KernelKind::host_only && k.host_dispatch) host_ops.push_back(k.host_op.str());
+    }
+    CHECK(host_ops == std::vector<std::string>{"sdpa_cudnn", "sdpa_flash", "sdpa_flash", "sdpa_cudnn"});
+    // No figures of either backend: both cost the sdpa layer's.
+    CHECK(predict(g, ctx, o).host_time.value() == Catch::Approx(2 * (30e-6 + 70e-6) + 50e-6));
+    // cuDNN's measured: that layer costs them, flash's keeps the op's; the rows stay sdpa.
+    figure("layer_forward_sdpa_cudnn_autocast", 60e-6);
+    figure("layer_backward_sdpa_cudnn_autocast", 90e-6);
+    const Prediction cudnn = predict(g, ctx, o);
+    CHECK(cudnn.host_time.value() == Catch::Approx((60e-6 + 90e-6) + (30e-6 + 70e-6) + 50e-6));
+    REQUIRE(cudnn.layers.size() == 2);
+    CHECK(cudnn.layers[0].op == "sdpa");
+    // The figures of the other precision class stay out.
+    figure("layer_forward_sdpa_flash", 1e-3);
+    CHECK(predict(g, ctx, o).host_time.value() == Catch::Approx(cudnn.host_time.value()));
+
+    // nn.MultiheadAttention called with need_weights=False: its own figures where measured.
+    Graph m;
+    m.name = "mha";
+    m.inputs.push_back(GraphInput{"x", {GraphBuilder::batch, 16, 64}, DType::f32, true});
+    const std::map<std::string, AttrValue> mha_attrs = {{"embed_dim", AttrValue(std::int64_t{64})},
+                                                        {"num_heads", AttrValue(std::int64_t{1})}};
+    auto no_weights = mha_attrs;
+    no_weights["need_weights"] = AttrValue(false);
+    m.layers = {Layer{"weights", "mha", {"x"}, mha_attrs}, Layer{"no_weights", "mha", {"weights"}, no_weights}};
+    CHECK(predict(m, ctx, o).host_time.value() == Catch::Approx(2 * (300e-6 + 500e-6) + 50e-6));
+    figure("layer_forward_mha_no_weights_autocast", 100e-6);
+    figure("layer_backward_mha_no_weights_autocast", 200e-6);
+    const Prediction own = predict(m, ctx, o);
+    CHECK(own.host_time.value() == Catch::Approx((300e-6 + 500e-6) + (100e-6 + 200e-6) + 50e-6));
+    REQUIRE(own.layers.size() == 2);
+    CHECK(own.layers[1].op == "mha");
+}
+
 TEST_CASE("a convolution's host cost grows with its size as the profile's conv_host figures measured it", "[predict][sim]") {
     nlohmann::json figures = nlohmann::json::object();
     // One size of a family and precision class: its forward and its forward + backward figure.

@@ -422,8 +422,13 @@ namespace detail {
     // and what the per-layer figures do not account for is this step's per-call cost.
     // (A layer without a bias is looked up by its bias-free figures, which the lowering lists among the ops.)
     if (single_layer && ops && !ops->empty()) {
-        const std::string_view graph_op = ops->front(), without_bias = host_op_without_bias(graph_op);
-        const std::string_view host_op = std::find(ops->begin(), ops->end(), without_bias) != ops->end() ? without_bias : graph_op;
+        // the layer's markers cost another host op's figures where the lowering lists one of its
+        // variants (a layer without a bias, attention on a named backend)
+        const std::string_view graph_op = ops->front();
+        const auto variant = std::find_if(ops->begin() + 1, ops->end(), [graph_op](std::string_view op) {
+            return op != graph_op && graph_op_of_host_op(op) == graph_op;
+        });
+        const std::string_view host_op = variant != ops->end() ? *variant : graph_op;
         auto steady = f.seconds(concat("layer_steady_", host_op, amp_suffix));
         if (!steady) steady = f.seconds(concat("layer_steady_", graph_op, amp_suffix));
         if (steady) {

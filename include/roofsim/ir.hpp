@@ -245,10 +245,28 @@ struct Kernel {
     return op;
 }
 
-/// The graph op a host op stands for: "conv2d" for "conv2d_nobias" (host_op_without_bias), else itself.
+/// The host op of scaled-dot-product attention on `backend` ("sdpa_cudnn"): PyTorch picks the backend
+/// by dtype and head size, and the framework probe times attention at a model's head size keyed by
+/// the backend that ran (its tiny "sdpa" layer, head size 8, may run another).
+[[nodiscard]] constexpr std::string_view host_op_of_attention(AttentionBackend backend) {
+    switch (backend) {
+        case AttentionBackend::flash: return "sdpa_flash";
+        case AttentionBackend::efficient: return "sdpa_efficient";
+        case AttentionBackend::math: return "sdpa_math";
+        case AttentionBackend::cudnn: return "sdpa_cudnn";
+    }
+    return "sdpa";
+}
+
+/// The graph op a host op stands for: "conv2d" for "conv2d_nobias" (host_op_without_bias), "sdpa"
+/// for "sdpa_cudnn" (host_op_of_attention), "mha" for "mha_no_weights" (nn.MultiheadAttention called
+/// with need_weights=False), else itself.
 [[nodiscard]] constexpr std::string_view graph_op_of_host_op(std::string_view host_op) {
-    constexpr std::string_view variant = "_nobias";
-    return host_op.ends_with(variant) ? host_op.substr(0, host_op.size() - variant.size()) : host_op;
+    if (host_op.starts_with("sdpa_")) return "sdpa";
+    for (const std::string_view variant : {std::string_view("_nobias"), std::string_view("_no_weights")}) {
+        if (host_op.ends_with(variant)) return host_op.substr(0, host_op.size() - variant.size());
+    }
+    return host_op;
 }
 
 /// A training step's kernels, in the order the host issues them, with what produced them.

@@ -50,6 +50,9 @@ enum class OptimizerKind { none, sgd, adam, adamw };
 /// The host op of a gradient's contiguous copy that autograd's AccumulateGrad dispatches and
 /// launches on its own (Lowerer::cat): costed as the framework profile's tiny eager op.
 inline constexpr std::string_view accumulate_grad_clone_host_op = "accumulate_grad_clone";
+/// The host op of nn.MultiheadAttention called with need_weights=False (the SDPA path, as
+/// torchvision's ViT calls it): the framework probe times that call apart from the default one.
+inline constexpr std::string_view mha_no_weights_host_op = "mha_no_weights";
 
 struct OptimizerOptions {
     OptimizerKind kind = OptimizerKind::sgd;
@@ -1112,6 +1115,7 @@ private:
         compute_dtype(l, k);  // autocast casts each input, and each one's gradient back
         compute_dtype(l, input(l, 2));
         attention_kernels(l, a, dt);
+        cost_markers_as(host_op_of_attention(a.backend), true, true);
         for (std::size_t i = 0; i < 3; ++i) save_input(s, l, i, dt);
         save_value(s, own_id(), tensor_bytes(numel(q.shape), dt));
         return Value{q.shape, dt, true};
@@ -1167,6 +1171,7 @@ private:
             save(s, l.name, ":internals", tensor_bytes(6 * te, dt));
             mha_out_projection_backward(l, dt, b * len, e);
             mha_in_projection_backward(l, dt, b * len, e, x.needs_grad);
+            cost_markers_as(mha_no_weights_host_op, true, true);
             return Value{x.shape, dt, true};
         }
         // forward

@@ -142,8 +142,9 @@ def convnet(batch=2):
                        "y": torch.empty(batch, dtype=torch.long)}
 
 
-def mha(batch=2, seq=8, dim=16, heads=2):
-    """nn.MultiheadAttention(x, x, x) (need_weights=True, PyTorch's default) and a LayerNorm."""
+def mha(batch=2, seq=8, dim=16, heads=2, need_weights=True):
+    """nn.MultiheadAttention(x, x, x) (need_weights=True, PyTorch's default; False as torchvision's
+    ViT calls it) and a LayerNorm."""
     class Net(nn.Module):
         def __init__(self):
             super().__init__()
@@ -151,7 +152,7 @@ def mha(batch=2, seq=8, dim=16, heads=2):
             self.norm = nn.LayerNorm(dim)
 
         def forward(self, x):
-            return self.norm(self.attn(x, x, x)[0])
+            return self.norm(self.attn(x, x, x, need_weights=need_weights)[0])
 
     return Net(), {"x": torch.empty(batch, seq, dim)}
 

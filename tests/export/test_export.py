@@ -308,6 +308,12 @@ class TransformerBlock(unittest.TestCase):
                              (batch, heads, seq, seq, dim // heads, True))
             self.assertEqual(forward[0]["flops"], 4 * batch * heads * seq * seq * (dim // heads) // 2)
             self.assertEqual(len([k for k in attention if k["phase"] == "backward"]), layers)
+            # each attention op's marker costs the host figures of the backend it ran on (sdpa where
+            # the probe has none: the CPU's)
+            for i, k in enumerate(doc["kernels"]):
+                if k["kind"] == "attention":
+                    marker = next(m for m in reversed(doc["kernels"][:i]) if m["op"].startswith("dispatch"))
+                    self.assertEqual(marker["host_op"], roofsim_export.ops.attention_host_op(k["op"].split("::")[-1]) or "sdpa")
         else:  # torch 1.13: the math path, QK^T and PV as batched GEMMs, softmax in between
             self.assertEqual(attention, [])
             bmm = [k for k in aten(doc, "bmm", "forward") if k["layer"].endswith(".attn")]
@@ -331,8 +337,29 @@ class TransformerBlock(unittest.TestCase):
         self.assertEqual([k for k in fwd if k["op"].startswith("dispatch")], fwd[:1])  # one marker for the call
         self.assertTrue(all(k["source_op"] == "mha" for k in fwd[1:]))
         self.assertEqual(len([k for k in fwd if k["op"] == "aten::bmm"]), 2)
+        # need_weights=True (the default): the weights path, costed as the probe's default call
+        self.assertEqual({k["host_op"] for k in doc["kernels"] if k["op"] == "dispatch mha"}, {"mha"})
         self.assertEqual(doc["optimizer"], {"kind": "none", "fused": False, "weight_decay": False})
         self.assertFalse([k for k in doc["kernels"] if k["phase"] == "optimizer"])
+
+    def test_multihead_attention_without_weights(self):
+        model, inputs = models.mha(need_weights=False)
+        doc = export(model, inputs, optimizer="none")
+        markers = [k for k in doc["kernels"] if k["op"] == "dispatch mha"]
+        self.assertEqual([k["phase"] for k in markers], ["forward", "backward"])
+        fused = [k for k in doc["kernels"] if k["kind"] == "attention" and k["layer"] == "attn"]
+        # torch 2.x runs SDPA there (a fused attention op): costed by the probe's need_weights=False
+        # figures; torch 1.13 runs the same math as with weights
+        expected = "mha_no_weights" if fused else "mha"
+        self.assertEqual({k["host_op"] for k in markers}, {expected})
+
+    def test_attention_host_ops(self):
+        ops = roofsim_export.ops
+        self.assertEqual(ops.attention_host_op("_scaled_dot_product_cudnn_attention"), "sdpa_cudnn")
+        self.assertEqual(ops.attention_host_op("_scaled_dot_product_flash_attention_backward"), "sdpa_flash")
+        self.assertEqual(ops.attention_host_op("_efficient_attention_forward"), "sdpa_efficient")
+        self.assertIsNone(ops.attention_host_op("_scaled_dot_product_flash_attention_for_cpu"))
+        self.assertIsNone(ops.attention_host_op("bmm"))
 
 
 class Convolutions(unittest.TestCase):

@@ -30,8 +30,8 @@ import torch.nn as nn
 
 from . import compat, values
 from .emulate import CudaEmulation
-from .kernels import BATCH_NORM_BACKWARD_OPS, Mapper, describe_args, flat_tensors
-from .ops import aten_graph_op, host_op, module_op
+from .kernels import ATTENTION_OPS, BATCH_NORM_BACKWARD_OPS, Mapper, describe_args, flat_tensors
+from .ops import aten_graph_op, attention_host_op, host_op, module_op
 from .precision import Precision, element_size
 
 
@@ -55,6 +55,7 @@ class Call:
     module: nn.Module | None = None
     host_op: str | None = None     # the framework figures of its host cost (ops.host_op)
     known: "Call | None" = None     # the outermost call of a known type on the stack (may be self)
+    marker: dict | None = None      # its forward dispatch marker, where it has one
 
 
 @dataclass(eq=False)
@@ -176,7 +177,8 @@ class Session:
         call.known = parent_known if parent_known is not None else (call if op else None)
         self.stack.append(call)
         if self.recording and op and parent_known is None:
-            self.kernels.append(marker(op, "forward", path, call.host_op))
+            call.marker = marker(op, "forward", path, call.host_op)
+            self.kernels.append(call.marker)
 
     def _post_hook(self, module, args, output):
         for i in range(len(self.stack) - 1, -1, -1):
@@ -321,6 +323,11 @@ class Session:
             self.kernels.extend(_ordered(k) for k in kernels)
             return
         known = owner.known
+        if known is not None and phase == "forward" and known.host_op == "mha" and name in ATTENTION_OPS:
+            # nn.MultiheadAttention called with need_weights=False runs SDPA, not the weights path
+            known.host_op = "mha_no_weights"
+            if known.marker is not None:
+                known.marker["host_op"] = known.host_op
         if known is not None:
             if phase == "backward" and known is not self.last_bw_known:
                 self.kernels.append(marker(known.op, "backward", known.path, known.host_op))
@@ -346,7 +353,7 @@ class Session:
                 k["source_op"] = graph_op
             self.kernels.extend(_ordered(k) for k in kernels)
             return
-        self.kernels.append(marker(graph_op, phase, owner.layer))
+        self.kernels.append(marker(graph_op, phase, owner.layer, attention_host_op(name) if graph_op == "sdpa" else None))
         for k in kernels:
             k["host_dispatch"] = False
             k["source_op"] = graph_op

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import torch.nn as nn
 
+from .kernels import ATTENTION_OPS
+
 # Module classes of torch.nn, most specific first (isinstance: subclasses such as
 # NonDynamicallyQuantizableLinear count as their base).
 _TORCH_MODULES = [
@@ -56,6 +58,14 @@ def host_op(module: nn.Module, op: str) -> str:
             and getattr(module, "bias", None) is None:
         return op + "_nobias"
     return op
+
+
+def attention_host_op(aten_name: str) -> str | None:
+    """The host op of a fused attention op ("sdpa_cudnn" for _scaled_dot_product_cudnn_attention and
+    its backward): the framework probe times attention at a model's head size keyed by the SDPA
+    backend that ran; None for ops of no CUDA backend (roofsim then takes the sdpa figures)."""
+    backend = ATTENTION_OPS.get(aten_name, (None,))[0]
+    return f"sdpa_{backend}" if backend in ("flash", "efficient", "cudnn") else None
 
 
 def module_op(module: nn.Module) -> str | None:

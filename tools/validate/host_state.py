@@ -66,7 +66,11 @@ Phases (--phase, one process each):
             run partly in Python, so it is no measure of the model's own Python: docs/NOTES.md), and
             references on both devices: a chain of adds, a tiny Linear module, an empty module's
             call, a plain Python call.
-The last nine take no points (the seven paired workloads are built and warmed all the same).
+  modules   where a model's step host time goes, to set beside roofsim's per-layer host time: each
+            validation model at its host-paced batch, the host seconds of its forward, backward()
+            and optimizer.step() (each from a synchronize to its return), then of the forward inside
+            each module call (global forward pre- and post-hooks), a canary before and after.
+The last ten take no points (the seven paired workloads are built and warmed all the same).
 Writes JSON (--out) and prints a table. Usage, on a GPU machine, from the repository root:
   python3 tools/validate/host_state.py --phase profiler --out host_state_profiler.json
 """
@@ -1224,9 +1228,101 @@ def phase_python(dev, workloads, started) -> list:
     return points
 
 
+def phase_modules(dev, workloads, started) -> list:
+    """PYTHON_MODELS on `dev`: the host seconds of each part of a training step (forward to the
+    loss, backward(), optimizer.step(), each timed to its return after a synchronize, the GPU
+    idle at its start), then the forward's host seconds inside each module call (forward pre- and
+    post-hooks on every module, perf_counter; the hooks' own cost is in each figure), with a canary
+    before each model. roofsim's host time per layer at that canary sets them in context."""
+    points = []
+    for spec in mp.model_cases(False):
+        if spec["id"] not in PYTHON_MODELS:
+            continue
+        mode = spec["precision"]
+        record = {"label": spec["id"], "batch": spec["batch"]}
+        with mp.tf32_flags(mode):
+            try:
+                _, model, batch, loss_fn, _, opt, _ = mp.ready_model(spec, dev, False)
+            except mp.Skip as exc:
+                print(f"  {spec['id']}: skipped ({exc})", flush=True)
+                continue
+
+            def forward(model=model, batch=batch, loss_fn=loss_fn):
+                with mp.autocast_ctx(mode, dev.type):
+                    return loss_fn(model, batch)
+            for _ in range(3):
+                opt.zero_grad(set_to_none=True)
+                forward().backward()
+                opt.step()
+            sync()
+            record["canary_seconds"] = mp.canary_seconds_per_op(dev)
+            parts = {"forward": [], "backward": [], "optimizer": []}
+            for _ in range(REPS // 3):
+                opt.zero_grad(set_to_none=True)
+                sync()
+                t0 = time.perf_counter()
+                loss = forward()
+                t1 = time.perf_counter()
+                sync()
+                t2 = time.perf_counter()
+                loss.backward()
+                t3 = time.perf_counter()
+                sync()
+                t4 = time.perf_counter()
+                opt.step()
+                t5 = time.perf_counter()
+                sync()
+                parts["forward"].append(t1 - t0)
+                parts["backward"].append(t3 - t2)
+                parts["optimizer"].append(t5 - t4)
+                del loss
+            record["part_seconds"] = {k: statistics.median(v) for k, v in parts.items()}
+            paths = {id(m): name or "(model)" for name, m in model.named_modules()}
+            opened, spent = {}, collections.defaultdict(float)
+
+            def pre_hook(module, inputs):
+                opened.setdefault(id(module), []).append(time.perf_counter())
+
+            def post_hook(module, inputs, output):
+                stack = opened.get(id(module))
+                if stack:
+                    spent[paths.get(id(module), type(module).__name__)] += time.perf_counter() - stack.pop()
+            handles = [torch.nn.modules.module.register_module_forward_pre_hook(pre_hook),
+                       torch.nn.modules.module.register_module_forward_hook(post_hook)]
+            per_rep = []
+            try:
+                for _ in range(REPS // 3):
+                    opt.zero_grad(set_to_none=True)
+                    sync()
+                    spent.clear()
+                    t0 = time.perf_counter()
+                    loss = forward()
+                    spent["(forward)"] = time.perf_counter() - t0
+                    per_rep.append(dict(spent))
+                    loss.backward()
+                    sync()
+                    del loss
+            finally:
+                for h in handles:
+                    h.remove()
+            record["module_forward_seconds"] = {k: statistics.median(r.get(k, 0.0) for r in per_rep) for k in per_rep[0]}
+            record["module_classes"] = {paths[id(m)]: type(m).__name__ for m in model.modules() if paths[id(m)] in per_rep[0]}
+            record["canary_after_seconds"] = mp.canary_seconds_per_op(dev)
+            del model, batch, opt
+            mp.clear_memory(dev)
+        record["at_seconds"] = time.perf_counter() - started
+        points.append(record)
+        ps = record["part_seconds"]
+        print(f"  {spec['id']:34s} forward {ps['forward'] * 1e3:6.2f} ms, backward {ps['backward'] * 1e3:6.2f} ms, "
+              f"optimizer {ps['optimizer'] * 1e3:6.2f} ms | hooked forward "
+              f"{record['module_forward_seconds']['(forward)'] * 1e3:6.2f} ms | canary "
+              f"{record['canary_seconds'] * 1e6:.1f} / {record['canary_after_seconds'] * 1e6:.1f} us", flush=True)
+    return points
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--phase", choices=("profiler", "groups", "validation", "threads", "imports", "depth", "clocks", "overlap", "sizes", "model_sum", "model_host", "lstm", "harness", "reps", "python"), required=True)
+    ap.add_argument("--phase", choices=("profiler", "groups", "validation", "threads", "imports", "depth", "clocks", "overlap", "sizes", "model_sum", "model_host", "lstm", "harness", "reps", "python", "modules"), required=True)
     ap.add_argument("--out", required=True, help="JSON file to write")
     ap.add_argument("--device", default="cuda", help="torch device (default cuda; cpu tests the script only)")
     args = ap.parse_args(argv)
@@ -1241,7 +1337,7 @@ def main(argv=None) -> int:
               "threads": phase_threads, "imports": phase_imports, "depth": phase_depth,
               "clocks": phase_clocks, "overlap": phase_overlap, "sizes": phase_sizes, "model_sum": phase_model_sum, "model_host": phase_model_host,
               "lstm": phase_lstm, "harness": phase_harness, "reps": phase_reps,
-              "python": phase_python}
+              "python": phase_python, "modules": phase_modules}
     points = phases[args.phase](dev, workloads, started)
     doc = {"kind": "roofsim-host-state-diagnostic", "phase": args.phase, "torch": torch.__version__,
            "device": torch.cuda.get_device_name() if dev.type == "cuda" else "cpu", "cpu": mp.host_cpu_name(),

@@ -280,14 +280,18 @@ def sdpa_backend_ctx_factory(backend: str):
     """A zero-argument factory of context managers that restrict SDPA to one backend."""
     try:
         from torch.nn.attention import SDPBackend, sdpa_kernel  # torch >= 2.3
-        choice = {"flash": SDPBackend.FLASH_ATTENTION, "efficient": SDPBackend.EFFICIENT_ATTENTION,
-                  "math": SDPBackend.MATH}[backend]
+        choice = getattr(SDPBackend, {"flash": "FLASH_ATTENTION", "efficient": "EFFICIENT_ATTENTION",
+                                      "math": "MATH", "cudnn": "CUDNN_ATTENTION"}[backend], None)
+        if choice is None:
+            raise Skip(f"no {backend} attention backend in torch {torch.__version__}")
         return (lambda: sdpa_kernel(choice)), "torch.nn.attention.sdpa_kernel"
     except ImportError:
         pass
     legacy = getattr(getattr(torch.backends, "cuda", None), "sdp_kernel", None)
     if legacy is None:
         raise Skip(f"no SDPA backend selection API in torch {torch.__version__}")
+    if backend == "cudnn":
+        raise Skip(f"no cuDNN attention backend selection in torch {torch.__version__}")
     flags = {"enable_flash": backend == "flash", "enable_mem_efficient": backend == "efficient",
              "enable_math": backend == "math"}
     return (lambda: legacy(**flags)), "torch.backends.cuda.sdp_kernel"
@@ -500,6 +504,10 @@ def layer_cases(smoke: bool) -> list[dict]:
     sdpa(8, 12, 1024, 64, True, "math", ["fp32", "fp32-strict", "tf32", "amp-bf16"])
     sdpa(8, 12, 1024, 64, False, "flash", ["amp-bf16"])
     sdpa(8, 12, 1024, 64, False, "efficient", ["fp32"])
+    # cuDNN's fused attention, which PyTorch 2.11 picks by default on Hopper for 16-bit inputs (the
+    # transformers' attention): GPT-2- and BERT-sized
+    sdpa(8, 12, 1024, 64, True, "cudnn", ["amp-bf16"])
+    sdpa(32, 12, 128, 64, False, "cudnn", ["amp-bf16"])
     mha(32, 128, 768, 12, BASE_MODES)
     mha(8, 1024, 768, 12, ["amp-bf16"])
     embedding(8, 1024, 50257, 768, BASE_MODES)
