@@ -26,8 +26,8 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "cudnn": 91900,
   "python": "3.12.3"
  },
- "date_utc": "2026-12-01T03:53:26+00:00",
- "command": "/opt/torch/.venv/bin/python3 calibrate/torch_framework_probe.py --gpu-key h200-sxm --out /root/out/h200-sxm-torch-2.11.json",
+ "date_utc": "2026-12-01T05:47:11+00:00",
+ "command": "/opt/torch/.venv/bin/python3 calibrate/torch_framework_probe.py --gpu-key h200-sxm --out /tmp/run/h200-sxm-torch-2.11.json",
  "settings": {
   "repeats": 11,
   "warmup": 2,
@@ -54,433 +54,433 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "conv_host_calls": 10
  },
  "host_speed": {
-  "reference_seconds_per_op": 1.0239759999954857e-05,
+  "reference_seconds_per_op": 7.902862500372975e-06,
   "canary": "200 x torch.add of two 1-element tensors between two synchronizes, wall / 200; before each timed repetition (at most one per 20 ms) and after each measurement",
-  "canaries": 4520,
-  "canary_p10_seconds": 7.2786700000193605e-06,
-  "canary_p90_seconds": 1.1654340000006868e-05,
+  "canaries": 4578,
+  "canary_p10_seconds": 7.195630000751408e-06,
+  "canary_p90_seconds": 1.1162394999928437e-05,
   "use": "the figures are as measured; roofsim reads each at this host speed: the median over passes of pass_seconds x reference_seconds_per_op / pass_host_canary_seconds"
  },
  "figures": {
   "eager_op_add": {
-   "seconds": 7.384398500001055e-06,
-   "min": 7.063458000001077e-06,
-   "max": 1.1776515999997627e-05,
+   "seconds": 7.194929999968736e-06,
+   "min": 6.553990499924112e-06,
+   "max": 9.260303000019121e-06,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 7.146464499999894e-06,
-   "host_canary_seconds": 7.0894099999918584e-06,
+   "issue_only_seconds": 7.63362700001835e-06,
+   "host_canary_seconds": 7.64760500032935e-06,
    "pass_seconds": [
-    7.155871000001923e-06,
-    7.384398500001055e-06,
-    1.1414793000000144e-05
+    7.654526000010265e-06,
+    6.9967915000006545e-06,
+    7.194929999968736e-06
    ],
    "pass_host_canary_seconds": [
-    7.0894099999918584e-06,
-    7.495289999965849e-06,
-    1.1830404999955136e-05
+    7.64760500032935e-06,
+    7.127999999738677e-06,
+    7.2961449996000735e-06
    ]
   },
   "eager_op_linear": {
-   "seconds": 1.2946868499994935e-05,
-   "min": 1.2556363999998154e-05,
-   "max": 2.104909199999838e-05,
+   "seconds": 1.2801118999959726e-05,
+   "min": 1.2119215499978963e-05,
+   "max": 1.383526649999567e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.2841036000001082e-05,
-   "host_canary_seconds": 7.449305000015727e-06,
+   "issue_only_seconds": 1.2791957999979785e-05,
+   "host_canary_seconds": 7.48479499975474e-06,
    "pass_seconds": [
-    1.2880948999999474e-05,
-    1.2946868499994935e-05,
-    2.08305485000011e-05
+    1.2801118999959726e-05,
+    1.288505150000674e-05,
+    1.2451847500074108e-05
    ],
    "pass_host_canary_seconds": [
-    7.449305000015727e-06,
-    7.486694999983001e-06,
-    1.2162674999984802e-05
+    7.48479499975474e-06,
+    7.208910000144897e-06,
+    7.299779999812017e-06
    ]
   },
   "eager_op_conv2d": {
-   "seconds": 1.3412832500002025e-05,
-   "min": 1.2321904500005587e-05,
-   "max": 2.01532224999994e-05,
+   "seconds": 1.2239545500051464e-05,
+   "min": 1.1888063000014882e-05,
+   "max": 1.6150347999996485e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.336141150000003e-05,
-   "host_canary_seconds": 7.492444999996906e-06,
+   "issue_only_seconds": 1.216518050000559e-05,
+   "host_canary_seconds": 7.557870000027833e-06,
    "pass_seconds": [
-    1.3412832500002025e-05,
-    1.2948085499999706e-05,
-    1.9550451500009557e-05
+    1.2202913000010085e-05,
+    1.2239545500051464e-05,
+    1.2512435999951776e-05
    ],
    "pass_host_canary_seconds": [
-    7.492444999996906e-06,
-    7.594369999992523e-06,
-    1.1749304999995046e-05
+    7.557870000027833e-06,
+    7.421925000699048e-06,
+    7.5395999999727795e-06
    ]
   },
   "eager_op_layernorm": {
-   "seconds": 1.1939207499999327e-05,
-   "min": 1.1461079000000041e-05,
-   "max": 1.939854949999642e-05,
+   "seconds": 1.1253790500063588e-05,
+   "min": 1.0864300500088574e-05,
+   "max": 1.325995399997737e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.1676645499999694e-05,
-   "host_canary_seconds": 7.688435000012817e-06,
+   "issue_only_seconds": 1.219831699995666e-05,
+   "host_canary_seconds": 7.925119999754316e-06,
    "pass_seconds": [
-    1.1701974499999323e-05,
-    1.1939207499999327e-05,
-    1.8827993999991577e-05
+    1.220649799995499e-05,
+    1.1239633499940282e-05,
+    1.1253790500063588e-05
    ],
    "pass_host_canary_seconds": [
-    7.688435000012817e-06,
-    7.517975000013166e-06,
-    1.1715144999868699e-05
+    7.925119999754316e-06,
+    7.352645000082703e-06,
+    7.37034000053427e-06
    ]
   },
   "eager_op_add_autocast": {
-   "seconds": 8.528997000002647e-06,
-   "min": 7.090043499999865e-06,
-   "max": 1.1538758999989795e-05,
+   "seconds": 7.1978959999796645e-06,
+   "min": 7.007068500001879e-06,
+   "max": 7.909015499990346e-06,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 8.485945000000328e-06,
-   "host_canary_seconds": 7.407777500016977e-06,
+   "issue_only_seconds": 7.360044000051857e-06,
+   "host_canary_seconds": 7.715822499676504e-06,
    "pass_seconds": [
-    8.528997000002647e-06,
-    7.402251999998555e-06,
-    1.1144700499997384e-05
+    7.369721500026572e-06,
+    7.1978959999796645e-06,
+    7.129059000021698e-06
    ],
    "pass_host_canary_seconds": [
-    7.407777500016977e-06,
-    7.571052500026098e-06,
-    1.1516524999990451e-05
+    7.715822499676504e-06,
+    7.365882499357213e-06,
+    7.224924999604809e-06
    ]
   },
   "eager_op_linear_autocast": {
-   "seconds": 4.127717500000116e-05,
-   "min": 3.7950266999999374e-05,
-   "max": 6.29323720000059e-05,
+   "seconds": 3.783640899996499e-05,
+   "min": 3.636612649995641e-05,
+   "max": 4.796677249998993e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 4.122609200000227e-05,
-   "host_canary_seconds": 7.917704999975682e-06,
+   "issue_only_seconds": 4.0780509000001076e-05,
+   "host_canary_seconds": 7.88454500025182e-06,
    "pass_seconds": [
-    4.127717500000116e-05,
-    3.9315453500002205e-05,
-    6.123033549999945e-05
+    4.0825360999974695e-05,
+    3.783640899996499e-05,
+    3.782943950000117e-05
    ],
    "pass_host_canary_seconds": [
-    7.917704999975682e-06,
-    7.636989999966204e-06,
-    1.163628499995184e-05
+    7.88454500025182e-06,
+    7.534384999416943e-06,
+    7.435700000542056e-06
    ]
   },
   "eager_op_conv2d_autocast": {
-   "seconds": 3.217258149999935e-05,
-   "min": 2.6935458000004074e-05,
-   "max": 4.6011449499999915e-05,
+   "seconds": 2.7150729500021953e-05,
+   "min": 2.5847323499988308e-05,
+   "max": 3.064556000003904e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 3.211977949999678e-05,
-   "host_canary_seconds": 7.762519999978679e-06,
+   "issue_only_seconds": 2.9398442999990947e-05,
+   "host_canary_seconds": 7.69337500059919e-06,
    "pass_seconds": [
-    3.217258149999935e-05,
-    2.748828000000003e-05,
-    4.445863199998712e-05
+    2.9444234500033417e-05,
+    2.6938895000057527e-05,
+    2.7150729500021953e-05
    ],
    "pass_host_canary_seconds": [
-    7.762519999978679e-06,
-    7.312744999978804e-06,
-    1.1861904999932449e-05
+    7.69337500059919e-06,
+    7.392085000219595e-06,
+    7.335715000635901e-06
    ]
   },
   "eager_op_layernorm_autocast": {
-   "seconds": 1.2004330999999979e-05,
-   "min": 1.1172343500000182e-05,
-   "max": 2.0014574499995775e-05,
+   "seconds": 1.1387248000005456e-05,
+   "min": 1.1019080999972176e-05,
+   "max": 1.7720870999937688e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.1975168999999397e-05,
-   "host_canary_seconds": 7.658160000012515e-06,
+   "issue_only_seconds": 1.2092100500012748e-05,
+   "host_canary_seconds": 7.914800000889955e-06,
    "pass_seconds": [
-    1.2004330999999979e-05,
-    1.1261031499998352e-05,
-    1.9698965500012378e-05
+    1.2103733499998271e-05,
+    1.119788549999612e-05,
+    1.1387248000005456e-05
    ],
    "pass_host_canary_seconds": [
-    7.658160000012515e-06,
-    7.3511949999982565e-06,
-    1.2178739999910704e-05
+    7.914800000889955e-06,
+    7.221349999326776e-06,
+    7.371330000296439e-06
    ]
   },
   "eager_op_add_autograd": {
-   "seconds": 8.900462500001538e-06,
-   "min": 8.198529499999551e-06,
-   "max": 1.4424134500004016e-05,
+   "seconds": 8.974494499966568e-06,
+   "min": 8.338020500104903e-06,
+   "max": 1.0834889999955522e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 8.891067500002236e-06,
-   "host_canary_seconds": 7.498815000008819e-06,
+   "issue_only_seconds": 8.956460500030517e-06,
+   "host_canary_seconds": 7.6226199996654036e-06,
    "pass_seconds": [
-    8.900462500001538e-06,
-    8.41843899999617e-06,
-    1.206545149999272e-05
+    8.974494499966568e-06,
+    8.471632000009776e-06,
+    9.538857499933328e-06
    ],
    "pass_host_canary_seconds": [
-    7.498815000008819e-06,
-    7.168844999974055e-06,
-    1.1730884999963109e-05
+    7.6226199996654036e-06,
+    7.207794999999351e-06,
+    8.500994999849354e-06
    ]
   },
   "eager_op_linear_autograd": {
-   "seconds": 1.6639302499999785e-05,
-   "min": 1.5207091000000616e-05,
-   "max": 2.5568860500001732e-05,
+   "seconds": 1.7076814500001093e-05,
+   "min": 1.4857855999935055e-05,
+   "max": 3.383317599991642e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.661879349999751e-05,
-   "host_canary_seconds": 7.764160000007791e-06,
+   "issue_only_seconds": 2.4452015499946357e-05,
+   "host_canary_seconds": 1.058908999993946e-05,
    "pass_seconds": [
-    1.6639302499999785e-05,
-    1.5630891499995416e-05,
-    2.480054699999812e-05
+    2.4506156499910503e-05,
+    1.5176525000015317e-05,
+    1.7076814500001093e-05
    ],
    "pass_host_canary_seconds": [
-    7.764160000007791e-06,
-    7.52294999998071e-06,
-    1.1847399999993513e-05
+    1.058908999993946e-05,
+    7.2180699999080385e-06,
+    7.699100000309046e-06
    ]
   },
   "eager_op_conv2d_autograd": {
-   "seconds": 2.2246561499997597e-05,
-   "min": 1.5334756999997977e-05,
-   "max": 2.6957451000001243e-05,
+   "seconds": 1.4869039500013059e-05,
+   "min": 1.4263264500073091e-05,
+   "max": 3.4096460499995375e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 2.0545647999998807e-05,
-   "host_canary_seconds": 1.0012209999992195e-05,
+   "issue_only_seconds": 1.5264875499951814e-05,
+   "host_canary_seconds": 1.0352089999514646e-05,
    "pass_seconds": [
-    2.058978599999861e-05,
-    2.2246561499997597e-05,
-    2.4274658999999588e-05
+    1.530731200000446e-05,
+    1.479486599998836e-05,
+    1.4869039500013059e-05
    ],
    "pass_host_canary_seconds": [
-    1.0012209999992195e-05,
-    7.71245000002807e-06,
-    1.1860315000120636e-05
+    1.0352089999514646e-05,
+    7.431804999669112e-06,
+    7.48499999986052e-06
    ]
   },
   "eager_op_layernorm_autograd": {
-   "seconds": 2.0949514999998087e-05,
-   "min": 1.5384002499999384e-05,
-   "max": 2.583097000000123e-05,
+   "seconds": 1.4135360999944169e-05,
+   "min": 1.2796966999985671e-05,
+   "max": 2.789308500007337e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.7707713499998333e-05,
-   "host_canary_seconds": 1.0511510000021928e-05,
+   "issue_only_seconds": 2.0846752500006006e-05,
+   "host_canary_seconds": 8.046340000191776e-06,
    "pass_seconds": [
-    1.7757193499999602e-05,
-    2.0949514999998087e-05,
-    2.4136552000001644e-05
+    2.0903564000036567e-05,
+    1.331574300002103e-05,
+    1.4135360999944169e-05
    ],
    "pass_host_canary_seconds": [
-    1.0511510000021928e-05,
-    1.0523775000024216e-05,
-    1.1908350000027213e-05
+    8.046340000191776e-06,
+    6.968605000565731e-06,
+    7.401190000564384e-06
    ]
   },
   "eager_op_add_autograd_autocast": {
-   "seconds": 1.2567243499994163e-05,
-   "min": 8.68381100000093e-06,
-   "max": 1.4035315499995704e-05,
+   "seconds": 8.62824199998613e-06,
+   "min": 7.932637499948214e-06,
+   "max": 1.309727749992362e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 8.93487100000101e-06,
-   "host_canary_seconds": 7.615767499995486e-06,
+   "issue_only_seconds": 1.1916661999975987e-05,
+   "host_canary_seconds": 1.0165915000470704e-05,
    "pass_seconds": [
-    8.970471499999633e-06,
-    1.2567243499994163e-05,
-    1.3730194000004303e-05
+    1.1954341999967255e-05,
+    8.15076199990017e-06,
+    8.62824199998613e-06
    ],
    "pass_host_canary_seconds": [
-    7.615767499995486e-06,
-    1.0556594999968639e-05,
-    1.1793944999993754e-05
+    1.0165915000470704e-05,
+    6.8910275007283424e-06,
+    7.332892500357957e-06
    ]
   },
   "eager_op_linear_autograd_autocast": {
-   "seconds": 1.8274679500002833e-05,
-   "min": 1.734952449999838e-05,
-   "max": 2.9635207999998413e-05,
+   "seconds": 1.7290023999976257e-05,
+   "min": 1.5844778999962728e-05,
+   "max": 3.158949750002194e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.8060422999997883e-05,
-   "host_canary_seconds": 7.5930799999923696e-06,
+   "issue_only_seconds": 2.6282856000079846e-05,
+   "host_canary_seconds": 1.1021569999911662e-05,
    "pass_seconds": [
-    1.810697799999872e-05,
-    1.8274679500002833e-05,
-    2.420698900000673e-05
+    2.6336248999996315e-05,
+    1.6369624500043755e-05,
+    1.7290023999976257e-05
    ],
    "pass_host_canary_seconds": [
-    7.5930799999923696e-06,
-    7.891879999988304e-06,
-    1.0425270000098408e-05
+    1.1021569999911662e-05,
+    7.214760000806564e-06,
+    7.473245000255702e-06
    ]
   },
   "eager_op_conv2d_autograd_autocast": {
-   "seconds": 1.4420005499999889e-05,
-   "min": 1.3869945500005088e-05,
-   "max": 1.916867149999746e-05,
+   "seconds": 1.3906163999990895e-05,
+   "min": 1.2837036499945498e-05,
+   "max": 2.2538155500001266e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.4410754000000026e-05,
-   "host_canary_seconds": 7.626470000019481e-06,
+   "issue_only_seconds": 1.4691237999954865e-05,
+   "host_canary_seconds": 7.999724999763203e-06,
    "pass_seconds": [
-    1.4420005499999889e-05,
-    1.43938959999943e-05,
-    1.8582252999991057e-05
+    1.473049449998598e-05,
+    1.2995253999974921e-05,
+    1.3906163999990895e-05
    ],
    "pass_host_canary_seconds": [
-    7.626470000019481e-06,
-    7.576814999978865e-06,
-    1.0181415000118932e-05
+    7.999724999763203e-06,
+    7.207090000065364e-06,
+    7.561324999869612e-06
    ]
   },
   "eager_op_layernorm_autograd_autocast": {
-   "seconds": 1.4394047500001506e-05,
-   "min": 1.4021535499999515e-05,
-   "max": 2.054659249999702e-05,
+   "seconds": 1.405583950008804e-05,
+   "min": 1.3503509000088342e-05,
+   "max": 2.955917349993342e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.4385847999999868e-05,
-   "host_canary_seconds": 7.5493599999987284e-06,
+   "issue_only_seconds": 2.2096930499969858e-05,
+   "host_canary_seconds": 1.0108390000596046e-05,
    "pass_seconds": [
-    1.4394047500001506e-05,
-    1.4344657000002315e-05,
-    2.039188250000734e-05
+    2.2148502499931055e-05,
+    1.3913849499999742e-05,
+    1.405583950008804e-05
    ],
    "pass_host_canary_seconds": [
-    7.5493599999987284e-06,
-    7.484799999986081e-06,
-    1.0062094999909733e-05
+    1.0108390000596046e-05,
+    7.40613000061785e-06,
+    7.3341550000805e-06
    ]
   },
   "eager_op_add_out": {
-   "seconds": 6.4594919999976244e-06,
-   "min": 6.111712500000976e-06,
-   "max": 8.896824000004244e-06,
+   "seconds": 6.202399000017067e-06,
+   "min": 5.777937999937421e-06,
+   "max": 9.058948499955477e-06,
    "samples": 33,
    "method": "2000 x torch.add(x, y, out=z) on 1-element tensors, one synchronize, wall / 2000; median of 3 passes over the probe's run",
-   "issue_only_seconds": 6.4528244999984e-06,
-   "host_canary_seconds": 7.5842949999938014e-06,
+   "issue_only_seconds": 6.638436999992336e-06,
+   "host_canary_seconds": 8.363967500031321e-06,
    "pass_seconds": [
-    6.4594919999976244e-06,
-    6.212496999999928e-06,
-    8.798810499996534e-06
+    6.650545999946189e-06,
+    6.028712500096844e-06,
+    6.202399000017067e-06
    ],
    "pass_host_canary_seconds": [
-    7.5842949999938014e-06,
-    7.398802500020452e-06,
-    1.0281237500038288e-05
+    8.363967500031321e-06,
+    7.281345000365036e-06,
+    7.589122499780388e-06
    ]
   },
   "backward_node_mul": {
-   "seconds": 1.5068099999998215e-05,
-   "min": 1.0194853333334523e-05,
-   "max": 1.982806555556888e-05,
+   "seconds": 1.2282718888753961e-05,
+   "min": 1.0316408888684236e-05,
+   "max": 2.5176354444182735e-05,
    "samples": 33,
    "method": "backward() of a chain of y = y * c (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.610414999987825e-06,
+   "host_canary_seconds": 1.065795000045e-05,
    "pass_seconds": [
-    1.1001635555550769e-05,
-    1.5068099999998215e-05,
-    1.6923073333335498e-05
+    1.2282718888753961e-05,
+    1.5172807777869618e-05,
+    1.1129278888751692e-05
    ],
    "pass_host_canary_seconds": [
-    7.610414999987825e-06,
-    1.0040060000022776e-05,
-    1.0741015000093057e-05
+    1.065795000045e-05,
+    7.457474999910119e-06,
+    7.632660000354008e-06
    ]
   },
   "backward_fixed": {
-   "seconds": 0.0006758597777813216,
-   "min": 0.00016007688888761444,
-   "max": 0.0012699981111157716,
+   "seconds": 0.0007341323333144424,
+   "min": 0.0004768831111050533,
+   "max": 0.0015642395556925391,
    "samples": 33,
    "method": "intercept of the y = y * c chain fit: T(100) - slope * 100; one backward() call; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.610414999987825e-06,
+   "host_canary_seconds": 1.065795000045e-05,
    "pass_seconds": [
-    0.0006018569999955363,
-    0.0007456259999922092,
-    0.0006758597777813216
+    0.0007611986668760234,
+    0.0005849076667598437,
+    0.0007341323333144424
    ],
    "pass_host_canary_seconds": [
-    7.610414999987825e-06,
-    1.0040060000022776e-05,
-    1.0741015000093057e-05
+    1.065795000045e-05,
+    7.457474999910119e-06,
+    7.632660000354008e-06
    ]
   },
   "backward_node_view": {
-   "seconds": 6.172703333330926e-06,
-   "min": 3.930695555559459e-06,
-   "max": 7.474871111128323e-06,
+   "seconds": 6.293892222149427e-06,
+   "min": 3.7145933333704306e-06,
+   "max": 6.881156666622701e-06,
    "samples": 33,
    "method": "backward() of a chain of y = y.view(...) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0392625000008593e-05,
+   "host_canary_seconds": 1.0860717500236206e-05,
    "pass_seconds": [
-    4.578383333332504e-06,
-    6.172703333330926e-06,
-    7.117194444453566e-06
+    6.126165555492157e-06,
+    6.424708888819926e-06,
+    6.293892222149427e-06
    ],
    "pass_host_canary_seconds": [
-    1.0392625000008593e-05,
-    9.88773000003107e-06,
-    1.1030242499998622e-05
+    1.0860717500236206e-05,
+    7.29599249950752e-06,
+    1.0339890000068408e-05
    ]
   },
   "backward_node_transpose": {
-   "seconds": 6.149195555554204e-06,
-   "min": 3.619692222227084e-06,
-   "max": 7.301574444448356e-06,
+   "seconds": 4.121300000103171e-06,
+   "min": 3.2508955556901736e-06,
+   "max": 6.869367777603151e-06,
    "samples": 33,
    "method": "backward() of a chain of y = y.transpose(0, 1) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0242255000001422e-05,
+   "host_canary_seconds": 1.0802804999912042e-05,
    "pass_seconds": [
-    6.149195555554204e-06,
-    5.987871111127814e-06,
-    6.487674444473315e-06
+    4.121300000103171e-06,
+    3.6592366665091607e-06,
+    6.3913088891038366e-06
    ],
    "pass_host_canary_seconds": [
-    1.0242255000001422e-05,
-    9.798095000022045e-06,
-    1.1377792500013584e-05
+    1.0802804999912042e-05,
+    7.477979999066519e-06,
+    8.548565000410236e-06
    ]
   },
   "backward_layer_linear": {
-   "seconds": 5.160879444443051e-05,
-   "min": 3.753473555555331e-05,
-   "max": 7.060130444446916e-05,
+   "seconds": 3.982039777762718e-05,
+   "min": 3.412711777754238e-05,
+   "max": 6.219039555541409e-05,
    "samples": 33,
    "method": "backward() of a chain of F.linear(y, w_i) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0277649999999027e-05,
+   "host_canary_seconds": 8.42809000005218e-06,
    "pass_seconds": [
-    3.93958500000006e-05,
-    5.160879444443051e-05,
-    5.2244361111111936e-05
+    5.555108333333515e-05,
+    3.625618222233445e-05,
+    3.982039777762718e-05
    ],
    "pass_host_canary_seconds": [
-    1.0277649999999027e-05,
-    1.042820500003927e-05,
-    1.0756530000008978e-05
+    8.42809000005218e-06,
+    7.653999999774896e-06,
+    1.0512540000036096e-05
    ]
   },
   "backward_call": {
-   "seconds": 6.561065992961327e-05,
-   "min": 5.312132990608614e-05,
-   "max": 0.00012105999886989594,
+   "seconds": 5.765866984923681e-05,
+   "min": 5.7204002824922415e-05,
+   "max": 0.00012341466483970485,
    "samples": 3,
-   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 23.48 us; median of 3 passes over the probe's run",
+   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 25.25 us; median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     2,
@@ -489,28 +489,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_median_seconds": [
-    8.684799820184707e-05,
-    0.00010339199751615525,
-    0.00012918399274349212,
-    0.00024275200068950653,
-    0.0004313279986381531
+    0.00013843199610710143,
+    0.00014780800044536592,
+    0.00026787200570106505,
+    0.00032515200972557066,
+    0.0005206400156021118
    ],
-   "host_canary_seconds": 7.186014999991385e-06,
+   "host_canary_seconds": 1.1802545000136888e-05,
    "pass_seconds": [
-    5.312132990608614e-05,
-    0.00012105999886989594,
-    6.561065992961327e-05
+    0.00012341466483970485,
+    5.7204002824922415e-05,
+    5.765866984923681e-05
    ],
    "pass_host_canary_seconds": [
-    7.186014999991385e-06,
-    9.921095000038349e-06,
-    8.435609999963845e-06
+    1.1802545000136888e-05,
+    7.395084999188839e-06,
+    7.310165000262714e-06
    ]
   },
   "layer_forward_linear": {
-   "seconds": 2.7815618685313633e-05,
-   "min": 1.8126476910852253e-05,
-   "max": 3.0191998573995773e-05,
+   "seconds": 1.7631238237732935e-05,
+   "min": 1.6908190789676848e-05,
+   "max": 2.7103238517329806e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -519,26 +519,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.152000159025192e-05,
-    0.00010761599987745285,
-    0.00031065601110458375
+    6.188800185918808e-05,
+    0.00017404800653457643,
+    0.0004787200093269348
    ],
-   "host_canary_seconds": 7.500114999992036e-06,
+   "host_canary_seconds": 1.2040409999372059e-05,
    "pass_seconds": [
-    1.8126476910852253e-05,
-    3.0191998573995773e-05,
-    2.7815618685313633e-05
+    2.7103238517329806e-05,
+    1.6908190789676848e-05,
+    1.7631238237732935e-05
    ],
    "pass_host_canary_seconds": [
-    7.500114999992036e-06,
-    9.227784999978894e-06,
-    1.0840215000058607e-05
+    1.2040409999372059e-05,
+    7.232384999724672e-06,
+    7.2035524999591866e-06
    ]
   },
   "layer_backward_linear": {
-   "seconds": 0.00010109409547987436,
-   "min": 7.66491469527994e-05,
-   "max": 0.00011089523225313144,
+   "seconds": 8.538438468461944e-05,
+   "min": 8.4708571434021e-05,
+   "max": 0.00012367237572159087,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -547,26 +547,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00023244799673557281,
-    0.0006053119897842408,
-    0.0021630399227142334
+    0.0003287679851055145,
+    0.0008248639702796936,
+    0.002604991912841797
    ],
-   "host_canary_seconds": 7.500114999992036e-06,
+   "host_canary_seconds": 1.2040409999372059e-05,
    "pass_seconds": [
-    0.00011089523225313144,
-    7.66491469527994e-05,
-    0.00010109409547987436
+    0.00012367237572159087,
+    8.4708571434021e-05,
+    8.538438468461944e-05
    ],
    "pass_host_canary_seconds": [
-    7.500114999992036e-06,
-    9.227784999978894e-06,
-    1.0840215000058607e-05
+    1.2040409999372059e-05,
+    7.232384999724672e-06,
+    7.2035524999591866e-06
    ]
   },
   "layer_forward_linear_autocast": {
-   "seconds": 4.140114145619528e-05,
-   "min": 3.8799238346871874e-05,
-   "max": 5.994742505607151e-05,
+   "seconds": 4.057904865060534e-05,
+   "min": 3.9324190644990834e-05,
+   "max": 6.345523964791071e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -575,26 +575,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.09599980711937e-05,
-    0.00021324799954891205,
-    0.0007046719789505004
+    0.00021142399311065675,
+    0.0006031360030174255,
+    0.0012303680181503297
    ],
-   "host_canary_seconds": 7.482075000009303e-06,
+   "host_canary_seconds": 1.1324905000265061e-05,
    "pass_seconds": [
-    4.140114145619528e-05,
-    3.8799238346871874e-05,
-    5.994742505607151e-05
+    6.345523964791071e-05,
+    3.9324190644990834e-05,
+    4.057904865060534e-05
    ],
    "pass_host_canary_seconds": [
-    7.482075000009303e-06,
-    7.339092500018296e-06,
-    1.0919545000120933e-05
+    1.1324905000265061e-05,
+    7.1863549999307e-06,
+    7.625700000062352e-06
    ]
   },
   "layer_backward_linear_autocast": {
-   "seconds": 0.0001294659000067484,
-   "min": 0.00012229867244050615,
-   "max": 0.00014528457394668033,
+   "seconds": 0.00012801143456073034,
+   "min": 0.00011463847827343711,
+   "max": 0.00014871238384928017,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -603,26 +603,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003023679852485657,
-    0.0009394879937171936,
-    0.0029068799018859863
+    0.0006665920019149781,
+    0.0016225279569625855,
+    0.003955584049224853
    ],
-   "host_canary_seconds": 7.482075000009303e-06,
+   "host_canary_seconds": 1.1324905000265061e-05,
    "pass_seconds": [
-    0.0001294659000067484,
-    0.00014528457394668033,
-    0.00012229867244050615
+    0.00014871238384928017,
+    0.00011463847827343711,
+    0.00012801143456073034
    ],
    "pass_host_canary_seconds": [
-    7.482075000009303e-06,
-    7.339092500018296e-06,
-    1.0919545000120933e-05
+    1.1324905000265061e-05,
+    7.1863549999307e-06,
+    7.625700000062352e-06
    ]
   },
   "layer_forward_linear_nobias": {
-   "seconds": 2.24297142454556e-05,
-   "min": 1.6602667492060432e-05,
-   "max": 2.62994280173665e-05,
+   "seconds": 1.7121523441303344e-05,
+   "min": 1.5228190326264925e-05,
+   "max": 2.0744381915955316e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -631,26 +631,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.470400139689445e-05,
-    8.390399813652039e-05,
-    0.00029020801186561583
+    2.9343999922275544e-05,
+    0.00010281600058078766,
+    0.0003442560136318207
    ],
-   "host_canary_seconds": 7.3397174999989545e-06,
+   "host_canary_seconds": 9.088414999496309e-06,
    "pass_seconds": [
-    1.6602667492060432e-05,
-    2.24297142454556e-05,
-    2.62994280173665e-05
+    2.0744381915955316e-05,
+    1.5228190326264925e-05,
+    1.7121523441303344e-05
    ],
    "pass_host_canary_seconds": [
-    7.3397174999989545e-06,
-    9.84615250001042e-06,
-    1.2447980000018788e-05
+    9.088414999496309e-06,
+    7.329100000106337e-06,
+    8.287142500194022e-06
    ]
   },
   "layer_backward_linear_nobias": {
-   "seconds": 6.953371404891924e-05,
-   "min": 6.43779021643457e-05,
-   "max": 7.819962253173194e-05,
+   "seconds": 7.243352232589608e-05,
+   "min": 6.9170282887561e-05,
+   "max": 8.830704717409042e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -659,26 +659,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001629440039396286,
-    0.0005045440196990966,
-    0.0014827200174331665
+    0.00021132799983024597,
+    0.0006248000264167786,
+    0.001875872015953064
    ],
-   "host_canary_seconds": 7.3397174999989545e-06,
+   "host_canary_seconds": 9.088414999496309e-06,
    "pass_seconds": [
-    6.953371404891924e-05,
-    6.43779021643457e-05,
-    7.819962253173194e-05
+    8.830704717409042e-05,
+    7.243352232589608e-05,
+    6.9170282887561e-05
    ],
    "pass_host_canary_seconds": [
-    7.3397174999989545e-06,
-    9.84615250001042e-06,
-    1.2447980000018788e-05
+    9.088414999496309e-06,
+    7.329100000106337e-06,
+    8.287142500194022e-06
    ]
   },
   "layer_forward_linear_nobias_autocast": {
-   "seconds": 3.4364189775217146e-05,
-   "min": 2.819733215229852e-05,
-   "max": 5.2605712342829934e-05,
+   "seconds": 3.03497158345722e-05,
+   "min": 2.867428639105388e-05,
+   "max": 3.0596572373594555e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -687,26 +687,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.50240033864975e-05,
-    0.0001756799966096878,
-    0.0005830079913139343
+    0.00010550399869680404,
+    0.0001825920045375824,
+    0.000559552013874054
    ],
-   "host_canary_seconds": 7.4776025000033995e-06,
+   "host_canary_seconds": 7.96373999946809e-06,
    "pass_seconds": [
-    3.4364189775217146e-05,
-    2.819733215229852e-05,
-    5.2605712342829934e-05
+    3.0596572373594555e-05,
+    3.03497158345722e-05,
+    2.867428639105388e-05
    ],
    "pass_host_canary_seconds": [
-    7.4776025000033995e-06,
-    7.2594899999955944e-06,
-    1.160186000007002e-05
+    7.96373999946809e-06,
+    7.473335000440784e-06,
+    7.340747500279576e-06
    ]
   },
   "layer_backward_linear_nobias_autocast": {
-   "seconds": 0.00010287086062488104,
-   "min": 5.6753527195680696e-05,
-   "max": 0.00011091733156215578,
+   "seconds": 8.638780280238105e-05,
+   "min": 7.730285468555631e-05,
+   "max": 0.00011215085961988995,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -715,26 +715,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002539519965648651,
-    0.0007307839989662171,
-    0.0016885440349578857
+    0.0004130559861660004,
+    0.0009764800071716309,
+    0.00259932804107666
    ],
-   "host_canary_seconds": 7.4776025000033995e-06,
+   "host_canary_seconds": 7.96373999946809e-06,
    "pass_seconds": [
-    5.6753527195680696e-05,
-    0.00011091733156215578,
-    0.00010287086062488104
+    0.00011215085961988995,
+    7.730285468555631e-05,
+    8.638780280238105e-05
    ],
    "pass_host_canary_seconds": [
-    7.4776025000033995e-06,
-    7.2594899999955944e-06,
-    1.160186000007002e-05
+    7.96373999946809e-06,
+    7.473335000440784e-06,
+    7.340747500279576e-06
    ]
   },
   "layer_forward_matmul": {
-   "seconds": 1.1919237673282624e-05,
-   "min": 1.1276190745688621e-05,
-   "max": 2.1746285614513216e-05,
+   "seconds": 1.3244952474321637e-05,
+   "min": 1.2297904739777247e-05,
+   "max": 2.2015237914664405e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -743,26 +743,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.177599981427193e-05,
-    5.859199911355972e-05,
-    0.0002075839936733246
+    3.855999931693077e-05,
+    0.0001003199964761734,
+    0.00036735999584198
    ],
-   "host_canary_seconds": 7.192502500004139e-06,
+   "host_canary_seconds": 1.094084499982273e-05,
    "pass_seconds": [
-    1.1919237673282624e-05,
-    1.1276190745688621e-05,
-    2.1746285614513216e-05
+    2.2015237914664405e-05,
+    1.2297904739777247e-05,
+    1.3244952474321637e-05
    ],
    "pass_host_canary_seconds": [
-    7.192502500004139e-06,
-    7.307879999984834e-06,
-    1.2251364999968928e-05
+    1.094084499982273e-05,
+    7.340707500134158e-06,
+    7.438202500225088e-06
    ]
   },
   "layer_backward_matmul": {
-   "seconds": 7.975085363501593e-05,
-   "min": 4.751237907579967e-05,
-   "max": 8.167542703449725e-05,
+   "seconds": 7.845257453265645e-05,
+   "min": 6.869105019030116e-05,
+   "max": 8.614475954146613e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -771,26 +771,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00013369600474834442,
-    0.00037299200892448425,
-    0.0010455039739608765
+    0.0002895359992980957,
+    0.0006751999855041504,
+    0.0018246400356292725
    ],
-   "host_canary_seconds": 7.192502500004139e-06,
+   "host_canary_seconds": 1.094084499982273e-05,
    "pass_seconds": [
-    4.751237907579967e-05,
-    8.167542703449725e-05,
-    7.975085363501593e-05
+    7.845257453265645e-05,
+    6.869105019030116e-05,
+    8.614475954146613e-05
    ],
    "pass_host_canary_seconds": [
-    7.192502500004139e-06,
-    7.307879999984834e-06,
-    1.2251364999968928e-05
+    1.094084499982273e-05,
+    7.340707500134158e-06,
+    7.438202500225088e-06
    ]
   },
   "layer_forward_matmul_autocast": {
-   "seconds": 4.183085582086018e-05,
-   "min": 2.5229713391690026e-05,
-   "max": 4.832304730301812e-05,
+   "seconds": 2.7344762924171627e-05,
+   "min": 2.7270856180361334e-05,
+   "max": 4.633066590343203e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -799,26 +799,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.888000130653381e-05,
-    0.00013395200669765473,
-    0.0004371199905872345
+    0.00011555200070142746,
+    0.00026879999041557313,
+    0.0008152639865875244
    ],
-   "host_canary_seconds": 7.076799999978789e-06,
+   "host_canary_seconds": 1.091559999963465e-05,
    "pass_seconds": [
-    2.5229713391690026e-05,
-    4.832304730301812e-05,
-    4.183085582086018e-05
+    4.633066590343203e-05,
+    2.7344762924171627e-05,
+    2.7270856180361334e-05
    ],
    "pass_host_canary_seconds": [
-    7.076799999978789e-06,
-    8.265199999968331e-06,
-    1.0956344999968336e-05
+    1.091559999963465e-05,
+    7.391759999109126e-06,
+    7.477022499529085e-06
    ]
   },
   "layer_backward_matmul_autocast": {
-   "seconds": 7.60388551723389e-05,
-   "min": 5.862704522552945e-05,
-   "max": 0.00010386361288172858,
+   "seconds": 9.335466101765632e-05,
+   "min": 5.944456976084482e-05,
+   "max": 0.00013586286171561195,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -827,26 +827,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00030620801448822023,
-    0.0005733439922332764,
-    0.0015692479610443116
+    0.00046272000670433047,
+    0.0010592960119247437,
+    0.002142431974411011
    ],
-   "host_canary_seconds": 7.076799999978789e-06,
+   "host_canary_seconds": 1.091559999963465e-05,
    "pass_seconds": [
-    5.862704522552945e-05,
-    7.60388551723389e-05,
-    0.00010386361288172858
+    5.944456976084482e-05,
+    0.00013586286171561195,
+    9.335466101765632e-05
    ],
    "pass_host_canary_seconds": [
-    7.076799999978789e-06,
-    8.265199999968331e-06,
-    1.0956344999968336e-05
+    1.091559999963465e-05,
+    7.391759999109126e-06,
+    7.477022499529085e-06
    ]
   },
   "layer_forward_bmm": {
-   "seconds": 2.398552381921382e-05,
-   "min": 1.5542095970539815e-05,
-   "max": 2.5241142759720486e-05,
+   "seconds": 1.643504707940987e-05,
+   "min": 1.4099808675902231e-05,
+   "max": 1.9867428356692905e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -855,26 +855,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.6528000831604002e-05,
-    7.331199944019318e-05,
-    0.0002597120106220245
+    7.37600028514862e-05,
+    7.859200239181519e-05,
+    0.00027276799082756045
    ],
-   "host_canary_seconds": 7.36695499998774e-06,
+   "host_canary_seconds": 8.090690000130961e-06,
    "pass_seconds": [
-    1.5542095970539815e-05,
-    2.398552381921382e-05,
-    2.5241142759720486e-05
+    1.4099808675902231e-05,
+    1.9867428356692905e-05,
+    1.643504707940987e-05
    ],
    "pass_host_canary_seconds": [
-    7.36695499998774e-06,
-    9.910930000032181e-06,
-    1.135363250007515e-05
+    8.090690000130961e-06,
+    7.44476749957812e-06,
+    7.208819999959814e-06
    ]
   },
   "layer_backward_bmm": {
-   "seconds": 7.458971174699919e-05,
-   "min": 6.910552190882819e-05,
-   "max": 7.490438480107558e-05,
+   "seconds": 7.162361769449145e-05,
+   "min": 5.074514413163775e-05,
+   "max": 7.396495120511169e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -883,26 +883,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014505599439144134,
-    0.0003844479918479919,
-    0.0014099199771881103
+    0.0001462080031633377,
+    0.0003971520066261291,
+    0.0014299839735031129
    ],
-   "host_canary_seconds": 7.36695499998774e-06,
+   "host_canary_seconds": 8.090690000130961e-06,
    "pass_seconds": [
-    6.910552190882819e-05,
-    7.490438480107558e-05,
-    7.458971174699919e-05
+    7.162361769449145e-05,
+    5.074514413163775e-05,
+    7.396495120511169e-05
    ],
    "pass_host_canary_seconds": [
-    7.36695499998774e-06,
-    9.910930000032181e-06,
-    1.135363250007515e-05
+    8.090690000130961e-06,
+    7.44476749957812e-06,
+    7.208819999959814e-06
    ]
   },
   "layer_forward_bmm_autocast": {
-   "seconds": 3.57699039436522e-05,
-   "min": 3.511923977306911e-05,
-   "max": 4.182628648621696e-05,
+   "seconds": 2.5010285278161367e-05,
+   "min": 2.4259809227216807e-05,
+   "max": 2.7551238380727315e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -911,26 +911,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.62400010228157e-05,
-    0.0001927040070295334,
-    0.0007072960138320923
+    6.937599927186966e-05,
+    0.00014054399728775024,
+    0.00047881600260734556
    ],
-   "host_canary_seconds": 1.008585749998403e-05,
+   "host_canary_seconds": 7.888092499683809e-06,
    "pass_seconds": [
-    4.182628648621696e-05,
-    3.511923977306911e-05,
-    3.57699039436522e-05
+    2.7551238380727315e-05,
+    2.5010285278161367e-05,
+    2.4259809227216807e-05
    ],
    "pass_host_canary_seconds": [
-    1.008585749998403e-05,
-    1.0059614999988754e-05,
-    1.1277655000085929e-05
+    7.888092499683809e-06,
+    7.2455750000699485e-06,
+    8.911047499964297e-06
    ]
   },
   "layer_backward_bmm_autocast": {
-   "seconds": 0.0001046948503880274,
-   "min": 7.70925624029977e-05,
-   "max": 0.00011219961870284308,
+   "seconds": 0.00010067046894913627,
+   "min": 8.631770632096699e-05,
+   "max": 0.00010432533103795278,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -939,26 +939,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003414719998836517,
-    0.0007559040188789368,
-    0.002530911922454834
+    0.00026208001375198364,
+    0.0007076479792594909,
+    0.002004767894744873
    ],
-   "host_canary_seconds": 1.008585749998403e-05,
+   "host_canary_seconds": 7.888092499683809e-06,
    "pass_seconds": [
-    0.0001046948503880274,
-    7.70925624029977e-05,
-    0.00011219961870284308
+    8.631770632096699e-05,
+    0.00010432533103795278,
+    0.00010067046894913627
    ],
    "pass_host_canary_seconds": [
-    1.008585749998403e-05,
-    1.0059614999988754e-05,
-    1.1277655000085929e-05
+    7.888092499683809e-06,
+    7.2455750000699485e-06,
+    8.911047499964297e-06
    ]
   },
   "layer_forward_conv2d": {
-   "seconds": 4.625371453307924e-05,
-   "min": 3.9798855426765624e-05,
-   "max": 5.247618967578525e-05,
+   "seconds": 4.839009596478371e-05,
+   "min": 2.803657150694302e-05,
+   "max": 5.2257522940635684e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -967,26 +967,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.648000121116638e-05,
-    0.00021356800198554993,
-    0.0007697280049324036
+    4.947200044989586e-05,
+    0.0001422400027513504,
+    0.000757856011390686
    ],
-   "host_canary_seconds": 1.0550610000024108e-05,
+   "host_canary_seconds": 1.0783244999856833e-05,
    "pass_seconds": [
-    4.625371453307924e-05,
-    3.9798855426765624e-05,
-    5.247618967578525e-05
+    4.839009596478371e-05,
+    2.803657150694302e-05,
+    5.2257522940635684e-05
    ],
    "pass_host_canary_seconds": [
-    1.0550610000024108e-05,
-    1.0149860000012722e-05,
-    1.1067704999874195e-05
+    1.0783244999856833e-05,
+    7.25287000022945e-06,
+    1.0449005000054967e-05
    ]
   },
   "layer_backward_conv2d": {
-   "seconds": 8.947810175872985e-05,
-   "min": 7.241524152812505e-05,
-   "max": 9.230780246711914e-05,
+   "seconds": 6.97371470076697e-05,
+   "min": 6.200381208743369e-05,
+   "max": 7.335847421061426e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -995,26 +995,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003273920118808746,
-    0.0007271680235862732,
-    0.002360896110534668
+    0.0002065279930830002,
+    0.0008385599851608276,
+    0.001962720036506653
    ],
-   "host_canary_seconds": 1.0550610000024108e-05,
+   "host_canary_seconds": 1.0783244999856833e-05,
    "pass_seconds": [
-    8.947810175872985e-05,
-    7.241524152812505e-05,
-    9.230780246711914e-05
+    6.200381208743369e-05,
+    7.335847421061426e-05,
+    6.97371470076697e-05
    ],
    "pass_host_canary_seconds": [
-    1.0550610000024108e-05,
-    1.0149860000012722e-05,
-    1.1067704999874195e-05
+    1.0783244999856833e-05,
+    7.25287000022945e-06,
+    1.0449005000054967e-05
    ]
   },
   "layer_forward_conv2d_autocast": {
-   "seconds": 7.398552412078494e-05,
-   "min": 4.56220968848183e-05,
-   "max": 8.096304535865783e-05,
+   "seconds": 7.78560038833391e-05,
+   "min": 4.522285645916348e-05,
+   "max": 8.659733406135014e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1023,26 +1023,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00014105600118637085,
-    0.0003558399975299835,
-    0.0008513600230216979
+    9.491200000047683e-05,
+    0.00037676799297332766,
+    0.0012788480520248412
    ],
-   "host_canary_seconds": 7.67828500000789e-06,
+   "host_canary_seconds": 1.0757169999919824e-05,
    "pass_seconds": [
-    4.56220968848183e-05,
-    7.398552412078494e-05,
-    8.096304535865783e-05
+    7.78560038833391e-05,
+    4.522285645916348e-05,
+    8.659733406135014e-05
    ],
    "pass_host_canary_seconds": [
-    7.67828500000789e-06,
-    1.0067289999966534e-05,
-    1.1288517500034345e-05
+    1.0757169999919824e-05,
+    7.454999999936262e-06,
+    1.0510824999983015e-05
    ]
   },
   "layer_backward_conv2d_autocast": {
-   "seconds": 0.00015667733337197985,
-   "min": 0.00015447464869135902,
-   "max": 0.00016301484476952328,
+   "seconds": 0.00013205408837114064,
+   "min": 0.00010795047347034729,
+   "max": 0.00017015466874554044,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1051,26 +1051,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005925760269165039,
-    0.001254688024520874,
-    0.003645472049713135
+    0.0004966720044612884,
+    0.001551967978477478,
+    0.003449728012084961
    ],
-   "host_canary_seconds": 7.67828500000789e-06,
+   "host_canary_seconds": 1.0757169999919824e-05,
    "pass_seconds": [
-    0.00015667733337197985,
-    0.00015447464869135902,
-    0.00016301484476952328
+    0.00010795047347034729,
+    0.00017015466874554044,
+    0.00013205408837114064
    ],
    "pass_host_canary_seconds": [
-    7.67828500000789e-06,
-    1.0067289999966534e-05,
-    1.1288517500034345e-05
+    1.0757169999919824e-05,
+    7.454999999936262e-06,
+    1.0510824999983015e-05
    ]
   },
   "layer_forward_conv2d_nobias": {
-   "seconds": 2.990247610779036e-05,
-   "min": 2.635961859708741e-05,
-   "max": 3.5219047573350725e-05,
+   "seconds": 2.3954285042626517e-05,
+   "min": 2.0759619772434236e-05,
+   "max": 3.7948188682397204e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1079,26 +1079,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.7775998711586e-05,
-    0.00010947199910879136,
-    0.0004373759925365448
+    5.171199887990952e-05,
+    0.00015555199980735778,
+    0.00037696000933647156
    ],
-   "host_canary_seconds": 8.331697500008062e-06,
+   "host_canary_seconds": 9.02651749981942e-06,
    "pass_seconds": [
-    2.635961859708741e-05,
-    2.990247610779036e-05,
-    3.5219047573350725e-05
+    2.0759619772434236e-05,
+    2.3954285042626517e-05,
+    3.7948188682397204e-05
    ],
    "pass_host_canary_seconds": [
-    8.331697500008062e-06,
-    1.0090439999999035e-05,
-    1.121869000002107e-05
+    9.02651749981942e-06,
+    9.171565000087867e-06,
+    1.1141599999859862e-05
    ]
   },
   "layer_backward_conv2d_nobias": {
-   "seconds": 6.59413371412527e-05,
-   "min": 6.534019165805407e-05,
-   "max": 6.987276549140611e-05,
+   "seconds": 5.861181411005202e-05,
+   "min": 4.575619172482264e-05,
+   "max": 5.9877336380027595e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1107,26 +1107,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002032960057258606,
-    0.0005032320022583008,
-    0.0015870720148086549
+    0.00017990399897098542,
+    0.000450655996799469,
+    0.0013990720510482788
    ],
-   "host_canary_seconds": 8.331697500008062e-06,
+   "host_canary_seconds": 9.02651749981942e-06,
    "pass_seconds": [
-    6.534019165805407e-05,
-    6.59413371412527e-05,
-    6.987276549140611e-05
+    5.9877336380027595e-05,
+    4.575619172482264e-05,
+    5.861181411005202e-05
    ],
    "pass_host_canary_seconds": [
-    8.331697500008062e-06,
-    1.0090439999999035e-05,
-    1.121869000002107e-05
+    9.02651749981942e-06,
+    9.171565000087867e-06,
+    1.1141599999859862e-05
    ]
   },
   "layer_forward_conv2d_nobias_autocast": {
-   "seconds": 4.1836190436567575e-05,
-   "min": 2.944304669896762e-05,
-   "max": 4.9260189135869346e-05,
+   "seconds": 3.662400089559101e-05,
+   "min": 3.327466653926032e-05,
+   "max": 4.979276373272851e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1135,26 +1135,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.131200119853019e-05,
-    0.00016438399255275726,
-    0.0005078719854354858
+    7.228799909353256e-05,
+    0.00022630399465560914,
+    0.0005894719958305359
    ],
-   "host_canary_seconds": 7.489305000003554e-06,
+   "host_canary_seconds": 7.909220000215099e-06,
    "pass_seconds": [
-    2.944304669896762e-05,
-    4.1836190436567575e-05,
-    4.9260189135869346e-05
+    3.327466653926032e-05,
+    3.662400089559101e-05,
+    4.979276373272851e-05
    ],
    "pass_host_canary_seconds": [
-    7.489305000003554e-06,
-    9.928759999979776e-06,
-    1.1266290000051527e-05
+    7.909220000215099e-06,
+    9.213445000568754e-06,
+    1.008144000024913e-05
    ]
   },
   "layer_backward_conv2d_nobias_autocast": {
-   "seconds": 0.00010212113885652453,
-   "min": 8.391924308879034e-05,
-   "max": 0.0001055398116863909,
+   "seconds": 8.813790728648502e-05,
+   "min": 8.623771866162616e-05,
+   "max": 9.043733917531514e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1163,26 +1163,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00046351999044418334,
-    0.0008935040235519409,
-    0.002496608018875122
+    0.0003007040023803711,
+    0.0008410879969596863,
+    0.002180608034133911
    ],
-   "host_canary_seconds": 7.489305000003554e-06,
+   "host_canary_seconds": 7.909220000215099e-06,
    "pass_seconds": [
-    0.0001055398116863909,
-    8.391924308879034e-05,
-    0.00010212113885652453
+    8.813790728648502e-05,
+    9.043733917531514e-05,
+    8.623771866162616e-05
    ],
    "pass_host_canary_seconds": [
-    7.489305000003554e-06,
-    9.928759999979776e-06,
-    1.1266290000051527e-05
+    7.909220000215099e-06,
+    9.213445000568754e-06,
+    1.008144000024913e-05
    ]
   },
   "layer_forward_conv1d": {
-   "seconds": 4.286476153702963e-05,
-   "min": 2.744914236522856e-05,
-   "max": 4.476495087146759e-05,
+   "seconds": 3.425295047816776e-05,
+   "min": 2.9111619151773908e-05,
+   "max": 4.360609430642355e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1191,26 +1191,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.227200150489807e-05,
-    0.0001223360002040863,
-    0.000453247994184494
+    4.5823998749256134e-05,
+    0.0001340160071849823,
+    0.0004827840030193329
    ],
-   "host_canary_seconds": 7.711515000021762e-06,
+   "host_canary_seconds": 7.876772500026163e-06,
    "pass_seconds": [
-    2.744914236522856e-05,
-    4.286476153702963e-05,
-    4.476495087146759e-05
+    2.9111619151773908e-05,
+    4.360609430642355e-05,
+    3.425295047816776e-05
    ],
    "pass_host_canary_seconds": [
-    7.711515000021762e-06,
-    1.0124319999960107e-05,
-    1.1766940000015325e-05
+    7.876772500026163e-06,
+    1.0265605000085998e-05,
+    9.242974999779108e-06
    ]
   },
   "layer_backward_conv1d": {
-   "seconds": 7.994514065129417e-05,
-   "min": 7.044418475457601e-05,
-   "max": 0.00010283199591296058,
+   "seconds": 7.189562242655527e-05,
+   "min": 6.418285589842569e-05,
+   "max": 8.68022892446745e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1219,26 +1219,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001919039934873581,
-    0.000987551987171173,
-    0.0019606399536132814
+    0.0002207999974489212,
+    0.0005680000185966492,
+    0.001959328055381775
    ],
-   "host_canary_seconds": 7.711515000021762e-06,
+   "host_canary_seconds": 7.876772500026163e-06,
    "pass_seconds": [
-    7.994514065129417e-05,
-    7.044418475457601e-05,
-    0.00010283199591296058
+    8.68022892446745e-05,
+    6.418285589842569e-05,
+    7.189562242655527e-05
    ],
    "pass_host_canary_seconds": [
-    7.711515000021762e-06,
-    1.0124319999960107e-05,
-    1.1766940000015325e-05
+    7.876772500026163e-06,
+    1.0265605000085998e-05,
+    9.242974999779108e-06
    ]
   },
   "layer_forward_conv1d_autocast": {
-   "seconds": 7.174324208781833e-05,
-   "min": 6.780647805758884e-05,
-   "max": 7.789942835058485e-05,
+   "seconds": 5.615695246628352e-05,
+   "min": 4.474895376534689e-05,
+   "max": 8.218971320561002e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1247,26 +1247,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0001510079950094223,
-    0.0004379839897155762,
-    0.0012510720491409302
+    0.00014636799693107605,
+    0.00037622401118278504,
+    0.0010091840028762817
    ],
-   "host_canary_seconds": 9.68639999999965e-06,
+   "host_canary_seconds": 8.60201000023153e-06,
    "pass_seconds": [
-    7.174324208781833e-05,
-    6.780647805758884e-05,
-    7.789942835058485e-05
+    5.615695246628352e-05,
+    8.218971320561002e-05,
+    4.474895376534689e-05
    ],
    "pass_host_canary_seconds": [
-    9.68639999999965e-06,
-    1.0182469999975296e-05,
-    1.1090135000060287e-05
+    8.60201000023153e-06,
+    1.0087709999879736e-05,
+    9.207179999748405e-06
    ]
   },
   "layer_backward_conv1d_autocast": {
-   "seconds": 0.00013611733842463722,
-   "min": 0.00011826666054271517,
-   "max": 0.0001445584772598176,
+   "seconds": 0.00012438323064928962,
+   "min": 9.954438181150524e-05,
+   "max": 0.00015019123681953977,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1275,26 +1275,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.000603007972240448,
-    0.0015068479776382446,
-    0.003932512044906617
+    0.0005830079913139343,
+    0.0011740479469299317,
+    0.003668895959854126
    ],
-   "host_canary_seconds": 9.68639999999965e-06,
+   "host_canary_seconds": 8.60201000023153e-06,
    "pass_seconds": [
-    0.0001445584772598176,
-    0.00011826666054271517,
-    0.00013611733842463722
+    0.00015019123681953977,
+    9.954438181150524e-05,
+    0.00012438323064928962
    ],
    "pass_host_canary_seconds": [
-    9.68639999999965e-06,
-    1.0182469999975296e-05,
-    1.1090135000060287e-05
+    8.60201000023153e-06,
+    1.0087709999879736e-05,
+    9.207179999748405e-06
    ]
   },
   "layer_forward_conv1d_nobias": {
-   "seconds": 3.514437927376656e-05,
-   "min": 3.209523785681951e-05,
-   "max": 4.069562043462481e-05,
+   "seconds": 2.1883429338534675e-05,
+   "min": 1.9912381434724445e-05,
+   "max": 3.367619092265764e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1303,26 +1303,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.056000128388405e-05,
-    8.985599875450134e-05,
-    0.0005556799769401551
+    5.0175998359918594e-05,
+    9.95199978351593e-05,
+    0.00037299200892448425
    ],
-   "host_canary_seconds": 9.703380000019024e-06,
+   "host_canary_seconds": 8.292630000141798e-06,
    "pass_seconds": [
-    3.514437927376656e-05,
-    3.209523785681951e-05,
-    4.069562043462481e-05
+    2.1883429338534675e-05,
+    3.367619092265764e-05,
+    1.9912381434724445e-05
    ],
    "pass_host_canary_seconds": [
-    9.703380000019024e-06,
-    1.0373367499987297e-05,
-    1.1678270000032854e-05
+    8.292630000141798e-06,
+    1.0000065000212999e-05,
+    7.609934999663892e-06
    ]
   },
   "layer_backward_conv1d_nobias": {
-   "seconds": 6.812648120380584e-05,
-   "min": 4.85173330775329e-05,
-   "max": 7.48563763641176e-05,
+   "seconds": 6.761219157349494e-05,
+   "min": 5.472228764778093e-05,
+   "max": 7.944685451331593e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1331,26 +1331,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015744000673294069,
-    0.0005831999778747558,
-    0.0014706239700317382
+    0.00017110399901866912,
+    0.0005053759813308716,
+    0.001701151967048645
    ],
-   "host_canary_seconds": 9.703380000019024e-06,
+   "host_canary_seconds": 8.292630000141798e-06,
    "pass_seconds": [
-    4.85173330775329e-05,
-    6.812648120380584e-05,
-    7.48563763641176e-05
+    7.944685451331593e-05,
+    5.472228764778093e-05,
+    6.761219157349494e-05
    ],
    "pass_host_canary_seconds": [
-    9.703380000019024e-06,
-    1.0373367499987297e-05,
-    1.1678270000032854e-05
+    8.292630000141798e-06,
+    1.0000065000212999e-05,
+    7.609934999663892e-06
    ]
   },
   "layer_forward_conv1d_nobias_autocast": {
-   "seconds": 4.8281143463793255e-05,
-   "min": 4.519923669951303e-05,
-   "max": 5.87398111820221e-05,
+   "seconds": 4.3236573182401205e-05,
+   "min": 3.047542983577365e-05,
+   "max": 6.012647528023947e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1359,26 +1359,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00012019199877977372,
-    0.0002871359884738922,
-    0.0008517760038375855
+    7.427199929952622e-05,
+    0.0002694079875946045,
+    0.0009810879826545715
    ],
-   "host_canary_seconds": 9.990537500002007e-06,
+   "host_canary_seconds": 1.186151499950938e-05,
    "pass_seconds": [
-    4.8281143463793255e-05,
-    4.519923669951303e-05,
-    5.87398111820221e-05
+    6.012647528023947e-05,
+    4.3236573182401205e-05,
+    3.047542983577365e-05
    ],
    "pass_host_canary_seconds": [
-    9.990537500002007e-06,
-    1.0074859999953389e-05,
-    1.148193500000616e-05
+    1.186151499950938e-05,
+    1.0209160000158591e-05,
+    7.476174999965224e-06
    ]
   },
   "layer_backward_conv1d_nobias_autocast": {
-   "seconds": 9.16495280606406e-05,
-   "min": 8.35131360661416e-05,
-   "max": 0.00010526704362460547,
+   "seconds": 9.339123715957003e-05,
+   "min": 8.306209459191275e-05,
+   "max": 0.00010745600114266079,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1387,26 +1387,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005250560045242309,
-    0.0010041919946670531,
-    0.002529887914657593
+    0.0004128639996051788,
+    0.0010643839836120606,
+    0.002976191997528076
    ],
-   "host_canary_seconds": 9.990537500002007e-06,
+   "host_canary_seconds": 1.186151499950938e-05,
    "pass_seconds": [
-    8.35131360661416e-05,
-    9.16495280606406e-05,
-    0.00010526704362460547
+    0.00010745600114266079,
+    9.339123715957003e-05,
+    8.306209459191275e-05
    ],
    "pass_host_canary_seconds": [
-    9.990537500002007e-06,
-    1.0074859999953389e-05,
-    1.148193500000616e-05
+    1.186151499950938e-05,
+    1.0209160000158591e-05,
+    7.476174999965224e-06
    ]
   },
   "layer_forward_batchnorm2d": {
-   "seconds": 5.246628430627641e-05,
-   "min": 3.603276291063853e-05,
-   "max": 7.20860915524619e-05,
+   "seconds": 5.427200027874538e-05,
+   "min": 5.4034284892536345e-05,
+   "max": 6.112914248591378e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1415,26 +1415,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.4976001381874084e-05,
-    0.0001594880074262619,
-    0.0005942720174789428
+    8.617600053548813e-05,
+    0.0003025600016117096,
+    0.0010141119956970214
    ],
-   "host_canary_seconds": 7.268630000005771e-06,
+   "host_canary_seconds": 1.1393280000220329e-05,
    "pass_seconds": [
-    3.603276291063853e-05,
-    5.246628430627641e-05,
-    7.20860915524619e-05
+    6.112914248591378e-05,
+    5.427200027874538e-05,
+    5.4034284892536345e-05
    ],
    "pass_host_canary_seconds": [
-    7.268630000005771e-06,
-    1.0000300000001516e-05,
-    1.1482922500007931e-05
+    1.1393280000220329e-05,
+    1.0079929999164961e-05,
+    7.754230000500684e-06
    ]
   },
   "layer_backward_batchnorm2d": {
-   "seconds": 6.057981259766079e-05,
-   "min": 5.431314309438071e-05,
-   "max": 8.73081921821549e-05,
+   "seconds": 5.223771362077621e-05,
+   "min": 4.359390373740876e-05,
+   "max": 8.155428795587449e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1443,26 +1443,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00019043199717998504,
-    0.0005776320099830628,
-    0.002046272039413452
+    0.0002913919985294342,
+    0.0006743040084838867,
+    0.001885151982307434
    ],
-   "host_canary_seconds": 7.268630000005771e-06,
+   "host_canary_seconds": 1.1393280000220329e-05,
    "pass_seconds": [
-    8.73081921821549e-05,
-    6.057981259766079e-05,
-    5.431314309438071e-05
+    4.359390373740876e-05,
+    5.223771362077621e-05,
+    8.155428795587449e-05
    ],
    "pass_host_canary_seconds": [
-    7.268630000005771e-06,
-    1.0000300000001516e-05,
-    1.1482922500007931e-05
+    1.1393280000220329e-05,
+    1.0079929999164961e-05,
+    7.754230000500684e-06
    ]
   },
   "layer_forward_batchnorm2d_autocast": {
-   "seconds": 6.562818799700056e-05,
-   "min": 5.742933139914559e-05,
-   "max": 7.361828287442524e-05,
+   "seconds": 3.910704595702035e-05,
+   "min": 3.55413311294147e-05,
+   "max": 5.677180879172825e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1471,26 +1471,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00013040000200271605,
-    0.0003058559894561768,
-    0.0011076799631118774
+    7.308799773454666e-05,
+    0.00020927999913692474,
+    0.0006659839749336243
    ],
-   "host_canary_seconds": 9.967660000000933e-06,
+   "host_canary_seconds": 8.119410000517747e-06,
    "pass_seconds": [
-    6.562818799700056e-05,
-    5.742933139914559e-05,
-    7.361828287442524e-05
+    3.910704595702035e-05,
+    5.677180879172825e-05,
+    3.55413311294147e-05
    ],
    "pass_host_canary_seconds": [
-    9.967660000000933e-06,
-    1.0483687500020266e-05,
-    1.24021599999935e-05
+    8.119410000517747e-06,
+    9.97919249982715e-06,
+    7.300367499851745e-06
    ]
   },
   "layer_backward_batchnorm2d_autocast": {
-   "seconds": 5.148647441750481e-05,
-   "min": 4.521599979627697e-05,
-   "max": 6.162057462192717e-05,
+   "seconds": 4.918095646869566e-05,
+   "min": 3.8206476895582106e-05,
+   "max": 7.617600475038801e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1499,26 +1499,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003864960074424744,
-    0.0008463039994239807,
-    0.002091583967208862
+    0.000229312002658844,
+    0.0005283200144767761,
+    0.001942944049835205
    ],
-   "host_canary_seconds": 9.967660000000933e-06,
+   "host_canary_seconds": 8.119410000517747e-06,
    "pass_seconds": [
-    4.521599979627697e-05,
-    5.148647441750481e-05,
-    6.162057462192717e-05
+    7.617600475038801e-05,
+    3.8206476895582106e-05,
+    4.918095646869566e-05
    ],
    "pass_host_canary_seconds": [
-    9.967660000000933e-06,
-    1.0483687500020266e-05,
-    1.24021599999935e-05
+    8.119410000517747e-06,
+    9.97919249982715e-06,
+    7.300367499851745e-06
    ]
   },
   "layer_forward_layernorm": {
-   "seconds": 2.8083810494059605e-05,
-   "min": 2.5862858054183777e-05,
-   "max": 3.156571551447823e-05,
+   "seconds": 2.7363048334206855e-05,
+   "min": 1.6045714063303813e-05,
+   "max": 2.9375237545796804e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1527,26 +1527,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.575999826192856e-05,
-    0.00012537600100040436,
-    0.000465472012758255
+    4.960000142455101e-05,
+    0.00013756799697875975,
+    0.0004901759922504425
    ],
-   "host_canary_seconds": 1.0052315000006473e-05,
+   "host_canary_seconds": 1.1083174999839685e-05,
    "pass_seconds": [
-    2.8083810494059605e-05,
-    2.5862858054183777e-05,
-    3.156571551447823e-05
+    2.9375237545796804e-05,
+    2.7363048334206855e-05,
+    1.6045714063303813e-05
    ],
    "pass_host_canary_seconds": [
-    1.0052315000006473e-05,
-    1.0276272500000515e-05,
-    1.2947045000117896e-05
+    1.1083174999839685e-05,
+    8.701782500679657e-06,
+    7.312282500038237e-06
    ]
   },
   "layer_backward_layernorm": {
-   "seconds": 5.233447395619891e-05,
-   "min": 4.895162192128953e-05,
-   "max": 6.162437690155847e-05,
+   "seconds": 3.8732952127854025e-05,
+   "min": 3.5094853047104105e-05,
+   "max": 5.582704891761143e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1555,26 +1555,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00020649600028991699,
-    0.0005313599705696106,
-    0.0014406399726867676
+    0.0001769600063562393,
+    0.0004533120095729828,
+    0.001222591996192932
    ],
-   "host_canary_seconds": 1.0052315000006473e-05,
+   "host_canary_seconds": 1.1083174999839685e-05,
    "pass_seconds": [
-    5.233447395619891e-05,
-    4.895162192128953e-05,
-    6.162437690155847e-05
+    3.8732952127854025e-05,
+    3.5094853047104105e-05,
+    5.582704891761143e-05
    ],
    "pass_host_canary_seconds": [
-    1.0052315000006473e-05,
-    1.0276272500000515e-05,
-    1.2947045000117896e-05
+    1.1083174999839685e-05,
+    8.701782500679657e-06,
+    7.312282500038237e-06
    ]
   },
   "layer_forward_layernorm_autocast": {
-   "seconds": 2.900266789254688e-05,
-   "min": 2.802666666961852e-05,
-   "max": 3.4076191839717686e-05,
+   "seconds": 1.708342950968515e-05,
+   "min": 1.6874665660517557e-05,
+   "max": 3.088152160247167e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1583,26 +1583,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.548800110816955e-05,
-    0.00015942400693893431,
-    0.0005095040202140808
+    5.766399949789047e-05,
+    0.0001319040060043335,
+    0.0005147519707679748
    ],
-   "host_canary_seconds": 9.700017499980618e-06,
+   "host_canary_seconds": 1.1194587499971931e-05,
    "pass_seconds": [
-    2.900266789254688e-05,
-    2.802666666961852e-05,
-    3.4076191839717686e-05
+    3.088152160247167e-05,
+    1.708342950968515e-05,
+    1.6874665660517557e-05
    ],
    "pass_host_canary_seconds": [
-    9.700017499980618e-06,
-    1.0155590000024971e-05,
-    1.2481099999988031e-05
+    1.1194587499971931e-05,
+    8.043320000297172e-06,
+    7.575324999606891e-06
    ]
   },
   "layer_backward_layernorm_autocast": {
-   "seconds": 5.340342791307539e-05,
-   "min": 3.05607652380353e-05,
-   "max": 6.187047773883456e-05,
+   "seconds": 6.290971345844722e-05,
+   "min": 5.170743344795137e-05,
+   "max": 6.692647401775634e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1611,26 +1611,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002332479953765869,
-    0.00047948798537254334,
-    0.0011492160558700562
+    0.0001783680021762848,
+    0.00043635201454162597,
+    0.0014206080436706544
    ],
-   "host_canary_seconds": 9.700017499980618e-06,
+   "host_canary_seconds": 1.1194587499971931e-05,
    "pass_seconds": [
-    3.05607652380353e-05,
-    5.340342791307539e-05,
-    6.187047773883456e-05
+    5.170743344795137e-05,
+    6.290971345844722e-05,
+    6.692647401775634e-05
    ],
    "pass_host_canary_seconds": [
-    9.700017499980618e-06,
-    1.0155590000024971e-05,
-    1.2481099999988031e-05
+    1.1194587499971931e-05,
+    8.043320000297172e-06,
+    7.575324999606891e-06
    ]
   },
   "layer_forward_groupnorm": {
-   "seconds": 5.838552472137269e-05,
-   "min": 4.725866693825949e-05,
-   "max": 6.199695063488824e-05,
+   "seconds": 3.936761901492164e-05,
+   "min": 3.540647668497903e-05,
+   "max": 6.133866558472316e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1639,26 +1639,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.476799726486206e-05,
-    0.0001716800034046173,
-    0.0009311360120773316
+    7.603199779987336e-05,
+    0.00024252800643444062,
+    0.0009902719855308534
    ],
-   "host_canary_seconds": 7.814110000019525e-06,
+   "host_canary_seconds": 1.1131212500004039e-05,
    "pass_seconds": [
-    5.838552472137269e-05,
-    4.725866693825949e-05,
-    6.199695063488824e-05
+    6.133866558472316e-05,
+    3.936761901492164e-05,
+    3.540647668497903e-05
    ],
    "pass_host_canary_seconds": [
-    7.814110000019525e-06,
-    9.968427500020027e-06,
-    1.151632750001852e-05
+    1.1131212500004039e-05,
+    9.299164998992637e-06,
+    9.227375000477878e-06
    ]
   },
   "layer_backward_groupnorm": {
-   "seconds": 8.828113902182808e-05,
-   "min": 8.433980494737624e-05,
-   "max": 9.814704280524028e-05,
+   "seconds": 9.69165662924449e-05,
+   "min": 6.98803865483829e-05,
+   "max": 9.721142976056962e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1667,26 +1667,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00022710399329662324,
-    0.0006376320123672486,
-    0.0024172799587249758
+    0.0002585279941558838,
+    0.0008887360095977783,
+    0.0023056640625
    ],
-   "host_canary_seconds": 7.814110000019525e-06,
+   "host_canary_seconds": 1.1131212500004039e-05,
    "pass_seconds": [
-    8.828113902182808e-05,
-    9.814704280524028e-05,
-    8.433980494737624e-05
+    6.98803865483829e-05,
+    9.69165662924449e-05,
+    9.721142976056962e-05
    ],
    "pass_host_canary_seconds": [
-    7.814110000019525e-06,
-    9.968427500020027e-06,
-    1.151632750001852e-05
+    1.1131212500004039e-05,
+    9.299164998992637e-06,
+    9.227375000477878e-06
    ]
   },
   "layer_forward_groupnorm_autocast": {
-   "seconds": 5.125028498115994e-05,
-   "min": 4.135314499338468e-05,
-   "max": 5.9898670585382546e-05,
+   "seconds": 3.132495071206774e-05,
+   "min": 3.042895134006228e-05,
+   "max": 3.265295195437613e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1695,26 +1695,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.207999959588052e-05,
-    0.00016441600024700166,
-    0.0006751360297203064
+    9.50080007314682e-05,
+    0.0002677440047264099,
+    0.0005911359786987305
    ],
-   "host_canary_seconds": 7.488447499994777e-06,
+   "host_canary_seconds": 9.607675000324889e-06,
    "pass_seconds": [
-    4.135314499338468e-05,
-    5.125028498115994e-05,
-    5.9898670585382546e-05
+    3.132495071206774e-05,
+    3.042895134006228e-05,
+    3.265295195437613e-05
    ],
    "pass_host_canary_seconds": [
-    7.488447499994777e-06,
-    1.0061485000036896e-05,
-    1.1364380000031816e-05
+    9.607675000324889e-06,
+    7.628785000406424e-06,
+    7.3331999999481924e-06
    ]
   },
   "layer_backward_groupnorm_autocast": {
-   "seconds": 9.775924363306591e-05,
-   "min": 9.010895341634751e-05,
-   "max": 0.00011065065630135081,
+   "seconds": 9.514743870212916e-05,
+   "min": 7.172571654830659e-05,
+   "max": 0.0001093630451886427,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1723,26 +1723,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00024288000166416168,
-    0.0008666239976882935,
-    0.002578847885131836
+    0.00028201600909233095,
+    0.0007301759719848633,
+    0.0022020161151885985
    ],
-   "host_canary_seconds": 7.488447499994777e-06,
+   "host_canary_seconds": 9.607675000324889e-06,
    "pass_seconds": [
-    0.00011065065630135081,
-    9.775924363306591e-05,
-    9.010895341634751e-05
+    9.514743870212916e-05,
+    7.172571654830659e-05,
+    0.0001093630451886427
    ],
    "pass_host_canary_seconds": [
-    7.488447499994777e-06,
-    1.0061485000036896e-05,
-    1.1364380000031816e-05
+    9.607675000324889e-06,
+    7.628785000406424e-06,
+    7.3331999999481924e-06
    ]
   },
   "layer_forward_relu": {
-   "seconds": 1.4730666010152726e-05,
-   "min": 1.3713524189023744e-05,
-   "max": 1.6282667361554647e-05,
+   "seconds": 1.0004571860744838e-05,
+   "min": 9.855238099892934e-06,
+   "max": 1.0108190899093947e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1751,26 +1751,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.014400042593479e-05,
-    7.385600358247757e-05,
-    0.0002367040067911148
+    3.142400085926056e-05,
+    5.3984001278877256e-05,
+    0.00017900800704956054
    ],
-   "host_canary_seconds": 9.544505000000925e-06,
+   "host_canary_seconds": 7.59503249980753e-06,
    "pass_seconds": [
-    1.3713524189023744e-05,
-    1.4730666010152726e-05,
-    1.6282667361554647e-05
+    1.0004571860744838e-05,
+    1.0108190899093947e-05,
+    9.855238099892934e-06
    ],
    "pass_host_canary_seconds": [
-    9.544505000000925e-06,
-    1.008328750003784e-05,
-    1.1263812500033054e-05
+    7.59503249980753e-06,
+    7.232572500015522e-06,
+    7.220024999696762e-06
    ]
   },
   "layer_backward_relu": {
-   "seconds": 2.528152401958193e-05,
-   "min": 1.9331810286357293e-05,
-   "max": 2.821180685645058e-05,
+   "seconds": 1.798323896669206e-05,
+   "min": 1.7785904396857534e-05,
+   "max": 2.467733266807739e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1779,26 +1779,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00013446399569511414,
-    0.0002649919986724854,
-    0.000640608012676239
+    9.814400225877762e-05,
+    0.00017161600291728973,
+    0.0005144640207290649
    ],
-   "host_canary_seconds": 9.544505000000925e-06,
+   "host_canary_seconds": 7.59503249980753e-06,
    "pass_seconds": [
-    1.9331810286357293e-05,
-    2.528152401958193e-05,
-    2.821180685645058e-05
+    1.798323896669206e-05,
+    1.7785904396857534e-05,
+    2.467733266807739e-05
    ],
    "pass_host_canary_seconds": [
-    9.544505000000925e-06,
-    1.008328750003784e-05,
-    1.1263812500033054e-05
+    7.59503249980753e-06,
+    7.232572500015522e-06,
+    7.220024999696762e-06
    ]
   },
   "layer_forward_relu_autocast": {
-   "seconds": 1.116952406508582e-05,
-   "min": 1.0412952197449547e-05,
-   "max": 1.4945524434248608e-05,
+   "seconds": 1.1520761996507645e-05,
+   "min": 1.1486476553337915e-05,
+   "max": 1.8774856502811112e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1807,26 +1807,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.142400085926056e-05,
-    6.831999868154525e-05,
-    0.00018950399756431578
+    3.2607998698949814e-05,
+    6.50240033864975e-05,
+    0.00020470400154590606
    ],
-   "host_canary_seconds": 6.991814999999235e-06,
+   "host_canary_seconds": 7.81112000026951e-06,
    "pass_seconds": [
-    1.0412952197449547e-05,
-    1.4945524434248608e-05,
-    1.116952406508582e-05
+    1.1520761996507645e-05,
+    1.1486476553337915e-05,
+    1.8774856502811112e-05
    ],
    "pass_host_canary_seconds": [
-    6.991814999999235e-06,
-    9.722340000024587e-06,
-    1.1075529999970968e-05
+    7.81112000026951e-06,
+    7.69710499980647e-06,
+    1.5032134999728442e-05
    ]
   },
   "layer_backward_relu_autocast": {
-   "seconds": 2.4240761640526e-05,
-   "min": 1.7739426699422656e-05,
-   "max": 3.725028783082963e-05,
+   "seconds": 2.192533459691775e-05,
+   "min": 1.7409524215119225e-05,
+   "max": 4.371809666710241e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1835,26 +1835,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00012912000715732574,
-    0.0001825280040502548,
-    0.000541055977344513
+    0.00011695999652147293,
+    0.00024457600712776185,
+    0.0006277440190315247
    ],
-   "host_canary_seconds": 6.991814999999235e-06,
+   "host_canary_seconds": 7.81112000026951e-06,
    "pass_seconds": [
-    1.7739426699422656e-05,
-    2.4240761640526e-05,
-    3.725028783082963e-05
+    2.192533459691775e-05,
+    1.7409524215119225e-05,
+    4.371809666710241e-05
    ],
    "pass_host_canary_seconds": [
-    6.991814999999235e-06,
-    9.722340000024587e-06,
-    1.1075529999970968e-05
+    7.81112000026951e-06,
+    7.69710499980647e-06,
+    1.5032134999728442e-05
    ]
   },
   "layer_forward_gelu": {
-   "seconds": 1.5497142271626562e-05,
-   "min": 9.64190527087166e-06,
-   "max": 2.00822851842358e-05,
+   "seconds": 9.778285753868877e-06,
+   "min": 7.866666607913518e-06,
+   "max": 1.1854476517155057e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1863,26 +1863,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    1.9711999222636224e-05,
-    4.8191998153924945e-05,
-    0.00016419200599193572
+    2.239999920129776e-05,
+    5.4719999432563783e-05,
+    0.00019913600385189055
    ],
-   "host_canary_seconds": 7.147659999979794e-06,
+   "host_canary_seconds": 7.81112000026951e-06,
    "pass_seconds": [
-    9.64190527087166e-06,
-    1.5497142271626562e-05,
-    2.00822851842358e-05
+    1.1854476517155057e-05,
+    9.778285753868877e-06,
+    7.866666607913518e-06
    ],
    "pass_host_canary_seconds": [
-    7.147659999979794e-06,
-    9.77665000000627e-06,
-    1.2463727500033884e-05
+    7.81112000026951e-06,
+    7.868700000699391e-06,
+    7.250419999991209e-06
    ]
   },
   "layer_backward_gelu": {
-   "seconds": 2.367695101669857e-05,
-   "min": 2.2710097776282406e-05,
-   "max": 2.591314255481674e-05,
+   "seconds": 1.8868571058625263e-05,
+   "min": 1.6345143672965818e-05,
+   "max": 2.551619202962944e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1891,26 +1891,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    8.764799684286118e-05,
-    0.0001541759967803955,
-    0.0005762879848480224
+    0.00010883200168609619,
+    0.00020230400562286377,
+    0.0005347840189933777
    ],
-   "host_canary_seconds": 7.147659999979794e-06,
+   "host_canary_seconds": 7.81112000026951e-06,
    "pass_seconds": [
-    2.367695101669857e-05,
-    2.2710097776282406e-05,
-    2.591314255481674e-05
+    1.6345143672965818e-05,
+    2.551619202962944e-05,
+    1.8868571058625263e-05
    ],
    "pass_host_canary_seconds": [
-    7.147659999979794e-06,
-    9.77665000000627e-06,
-    1.2463727500033884e-05
+    7.81112000026951e-06,
+    7.868700000699391e-06,
+    7.250419999991209e-06
    ]
   },
   "layer_forward_gelu_autocast": {
-   "seconds": 1.3319618112984156e-05,
-   "min": 1.0316190442868643e-05,
-   "max": 1.78582849247115e-05,
+   "seconds": 1.0621714538761547e-05,
+   "min": 1.0403047537519816e-05,
+   "max": 1.1492571305660975e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1919,26 +1919,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.9279999434947967e-05,
-    6.275200098752976e-05,
-    0.00018486399948596956
+    3.2320000231266024e-05,
+    6.803199648857117e-05,
+    0.00020511999726295472
    ],
-   "host_canary_seconds": 7.1662000000216604e-06,
+   "host_canary_seconds": 8.039665000296736e-06,
    "pass_seconds": [
-    1.0316190442868643e-05,
-    1.3319618112984156e-05,
-    1.78582849247115e-05
+    1.1492571305660975e-05,
+    1.0403047537519816e-05,
+    1.0621714538761547e-05
    ],
    "pass_host_canary_seconds": [
-    7.1662000000216604e-06,
-    9.883065000018121e-06,
-    1.1526555000074267e-05
+    8.039665000296736e-06,
+    8.023074999528034e-06,
+    7.858447499415889e-06
    ]
   },
   "layer_backward_gelu_autocast": {
-   "seconds": 2.4004573091155013e-05,
-   "min": 1.9223621735970185e-05,
-   "max": 2.8502094958509716e-05,
+   "seconds": 3.00960001491365e-05,
+   "min": 1.9917714986063193e-05,
+   "max": 3.386971593967506e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1947,26 +1947,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00012160000205039978,
-    0.00021872000396251678,
-    0.0006344640254974366
+    0.00011577600240707397,
+    0.0001947840005159378,
+    0.0007243520021438599
    ],
-   "host_canary_seconds": 7.1662000000216604e-06,
+   "host_canary_seconds": 8.039665000296736e-06,
    "pass_seconds": [
-    2.4004573091155013e-05,
-    1.9223621735970185e-05,
-    2.8502094958509716e-05
+    3.00960001491365e-05,
+    1.9917714986063193e-05,
+    3.386971593967506e-05
    ],
    "pass_host_canary_seconds": [
-    7.1662000000216604e-06,
-    9.883065000018121e-06,
-    1.1526555000074267e-05
+    8.039665000296736e-06,
+    8.023074999528034e-06,
+    7.858447499415889e-06
    ]
   },
   "layer_forward_silu": {
-   "seconds": 1.4572952474866594e-05,
-   "min": 9.767618651191393e-06,
-   "max": 1.6825903916642778e-05,
+   "seconds": 9.865142671125278e-06,
+   "min": 9.584761889917512e-06,
+   "max": 1.5457523011025928e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1975,26 +1975,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    1.9680000841617586e-05,
-    5.027199909090996e-05,
-    0.00016662399470806122
+    3.126399964094162e-05,
+    7.344000041484833e-05,
+    0.0002617279887199402
    ],
-   "host_canary_seconds": 7.145319999999344e-06,
+   "host_canary_seconds": 9.009720000108245e-06,
    "pass_seconds": [
-    9.767618651191393e-06,
-    1.4572952474866594e-05,
-    1.6825903916642778e-05
+    1.5457523011025928e-05,
+    9.584761889917512e-06,
+    9.865142671125278e-06
    ],
    "pass_host_canary_seconds": [
-    7.145319999999344e-06,
-    9.555325000007998e-06,
-    1.137665249991926e-05
+    9.009720000108245e-06,
+    7.425269999430384e-06,
+    7.370734999767592e-06
    ]
   },
   "layer_backward_silu": {
-   "seconds": 2.7576381074530738e-05,
-   "min": 2.5420191742125016e-05,
-   "max": 2.8592761694675405e-05,
+   "seconds": 2.2403046754854066e-05,
+   "min": 1.68266665367853e-05,
+   "max": 2.7792002207466527e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2003,26 +2003,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00010988800227642059,
-    0.00018585599958896636,
-    0.0006722559928894043
+    0.00013382400572299957,
+    0.00024592000246047974,
+    0.0006231679916381836
    ],
-   "host_canary_seconds": 7.145319999999344e-06,
+   "host_canary_seconds": 9.009720000108245e-06,
    "pass_seconds": [
-    2.8592761694675405e-05,
-    2.5420191742125016e-05,
-    2.7576381074530738e-05
+    1.68266665367853e-05,
+    2.2403046754854066e-05,
+    2.7792002207466527e-05
    ],
    "pass_host_canary_seconds": [
-    7.145319999999344e-06,
-    9.555325000007998e-06,
-    1.137665249991926e-05
+    9.009720000108245e-06,
+    7.425269999430384e-06,
+    7.370734999767592e-06
    ]
   },
   "layer_forward_silu_autocast": {
-   "seconds": 1.4587428952966417e-05,
-   "min": 8.777904545977003e-06,
-   "max": 1.7581714938084283e-05,
+   "seconds": 9.750094708232652e-06,
+   "min": 9.264761670714335e-06,
+   "max": 1.1465904702033315e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2031,26 +2031,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.848000034689903e-05,
-    6.140799820423126e-05,
-    0.0001756799966096878
+    3.347200155258179e-05,
+    6.224000081419944e-05,
+    0.00020358400046825408
    ],
-   "host_canary_seconds": 7.510794999987525e-06,
+   "host_canary_seconds": 7.72231499922782e-06,
    "pass_seconds": [
-    8.777904545977003e-06,
-    1.4587428952966417e-05,
-    1.7581714938084283e-05
+    1.1465904702033315e-05,
+    9.264761670714335e-06,
+    9.750094708232652e-06
    ],
    "pass_host_canary_seconds": [
-    7.510794999987525e-06,
-    9.976270000002784e-06,
-    9.626597500016487e-06
+    7.72231499922782e-06,
+    7.135269999025695e-06,
+    7.533525000553709e-06
    ]
   },
   "layer_backward_silu_autocast": {
-   "seconds": 2.2917330619834716e-05,
-   "min": 1.5715808208499635e-05,
-   "max": 3.0542474949643735e-05,
+   "seconds": 2.976228704764729e-05,
+   "min": 2.4604188455712228e-05,
+   "max": 3.058590358566671e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2059,26 +2059,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00010649599879980087,
-    0.0001908160001039505,
-    0.0006850879788398743
+    0.00012160000205039978,
+    0.00020630399882793425,
+    0.0006548159718513489
    ],
-   "host_canary_seconds": 7.510794999987525e-06,
+   "host_canary_seconds": 7.72231499922782e-06,
    "pass_seconds": [
-    3.0542474949643735e-05,
-    2.2917330619834716e-05,
-    1.5715808208499635e-05
+    2.4604188455712228e-05,
+    2.976228704764729e-05,
+    3.058590358566671e-05
    ],
    "pass_host_canary_seconds": [
-    7.510794999987525e-06,
-    9.976270000002784e-06,
-    9.626597500016487e-06
+    7.72231499922782e-06,
+    7.135269999025695e-06,
+    7.533525000553709e-06
    ]
   },
   "layer_forward_tanh": {
-   "seconds": 1.6301713706482025e-05,
-   "min": 1.4914286189845632e-05,
-   "max": 1.8693333757775166e-05,
+   "seconds": 1.1084190436771935e-05,
+   "min": 8.935619145631789e-06,
+   "max": 1.584228500723839e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2087,26 +2087,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.009600028395653e-05,
-    4.69760000705719e-05,
-    0.00025727999210357666
+    2.1215999498963357e-05,
+    5.238400027155876e-05,
+    0.0001867839992046356
    ],
-   "host_canary_seconds": 8.320105000017007e-06,
+   "host_canary_seconds": 8.001715000318655e-06,
    "pass_seconds": [
-    1.6301713706482025e-05,
-    1.4914286189845632e-05,
-    1.8693333757775166e-05
+    1.1084190436771935e-05,
+    8.935619145631789e-06,
+    1.584228500723839e-05
    ],
    "pass_host_canary_seconds": [
-    8.320105000017007e-06,
-    1.0246625000007724e-05,
-    1.1355032500048878e-05
+    8.001715000318655e-06,
+    6.872769999972661e-06,
+    1.1664442500318728e-05
    ]
   },
   "layer_backward_tanh": {
-   "seconds": 2.1201525593087782e-05,
-   "min": 2.0398474254068868e-05,
-   "max": 2.9228951072409045e-05,
+   "seconds": 1.736152172088623e-05,
+   "min": 1.6320762002751943e-05,
+   "max": 2.0121905243112928e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2115,26 +2115,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    8.713600039482117e-05,
-    0.0001955520063638687,
-    0.0006483200192451477
+    0.00010835199803113937,
+    0.00018563200533390045,
+    0.0005323519706726074
    ],
-   "host_canary_seconds": 8.320105000017007e-06,
+   "host_canary_seconds": 8.001715000318655e-06,
    "pass_seconds": [
-    2.1201525593087782e-05,
-    2.0398474254068868e-05,
-    2.9228951072409045e-05
+    1.736152172088623e-05,
+    1.6320762002751943e-05,
+    2.0121905243112928e-05
    ],
    "pass_host_canary_seconds": [
-    8.320105000017007e-06,
-    1.0246625000007724e-05,
-    1.1355032500048878e-05
+    8.001715000318655e-06,
+    6.872769999972661e-06,
+    1.1664442500318728e-05
    ]
   },
   "layer_forward_tanh_autocast": {
-   "seconds": 1.4691047015644255e-05,
-   "min": 9.842285531617347e-06,
-   "max": 1.9209905039696468e-05,
+   "seconds": 1.0086856959831149e-05,
+   "min": 8.828952642423767e-06,
+   "max": 1.6344381939797177e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2143,26 +2143,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.0079999938607215e-05,
-    5.984000116586685e-05,
-    0.0001777919977903366
+    3.407999873161316e-05,
+    6.499200314283371e-05,
+    0.00018559999763965608
    ],
-   "host_canary_seconds": 7.764965000021107e-06,
+   "host_canary_seconds": 7.799620000241703e-06,
    "pass_seconds": [
-    9.842285531617347e-06,
-    1.4691047015644255e-05,
-    1.9209905039696468e-05
+    1.0086856959831149e-05,
+    8.828952642423767e-06,
+    1.6344381939797177e-05
    ],
    "pass_host_canary_seconds": [
-    7.764965000021107e-06,
-    9.995375000002583e-06,
-    1.1076945000070282e-05
+    7.799620000241703e-06,
+    6.761590000223805e-06,
+    1.1638950000474325e-05
    ]
   },
   "layer_backward_tanh_autocast": {
-   "seconds": 2.7645713427946684e-05,
-   "min": 2.228266568410964e-05,
-   "max": 2.9915430006526755e-05,
+   "seconds": 1.9739427736827303e-05,
+   "min": 1.1437713567699702e-05,
+   "max": 2.4332952907397625e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2171,26 +2171,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00010380800068378448,
-    0.00019884799420833587,
-    0.000660319983959198
+    0.0001552640050649643,
+    0.0002492479979991913,
+    0.0004879359900951386
    ],
-   "host_canary_seconds": 7.764965000021107e-06,
+   "host_canary_seconds": 7.799620000241703e-06,
    "pass_seconds": [
-    2.7645713427946684e-05,
-    2.228266568410964e-05,
-    2.9915430006526755e-05
+    1.1437713567699702e-05,
+    2.4332952907397625e-05,
+    1.9739427736827303e-05
    ],
    "pass_host_canary_seconds": [
-    7.764965000021107e-06,
-    9.995375000002583e-06,
-    1.1076945000070282e-05
+    7.799620000241703e-06,
+    6.761590000223805e-06,
+    1.1638950000474325e-05
    ]
   },
   "layer_forward_sigmoid": {
-   "seconds": 1.4168380449215572e-05,
-   "min": 9.501714614175615e-06,
-   "max": 1.7083428977500825e-05,
+   "seconds": 9.899428380387172e-06,
+   "min": 8.755047140376909e-06,
+   "max": 1.634437998845464e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2199,26 +2199,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.2592000663280486e-05,
-    4.793599992990494e-05,
-    0.00016406400501728057
+    2.1824000403285027e-05,
+    5.311999842524528e-05,
+    0.00017084799706935884
    ],
-   "host_canary_seconds": 7.243809999977202e-06,
+   "host_canary_seconds": 7.733520000101635e-06,
    "pass_seconds": [
-    9.501714614175615e-06,
-    1.4168380449215572e-05,
-    1.7083428977500825e-05
+    9.899428380387172e-06,
+    8.755047140376909e-06,
+    1.634437998845464e-05
    ],
    "pass_host_canary_seconds": [
-    7.243809999977202e-06,
-    9.92331500000887e-06,
-    1.089367250010298e-05
+    7.733520000101635e-06,
+    6.797497500201643e-06,
+    1.1885122499961654e-05
    ]
   },
   "layer_backward_sigmoid": {
-   "seconds": 2.9946664436942058e-05,
-   "min": 2.5331810294162658e-05,
-   "max": 3.182552453307878e-05,
+   "seconds": 1.5764571637624785e-05,
+   "min": 1.1410284787416454e-05,
+   "max": 2.760990584890048e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2227,26 +2227,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    8.963199704885482e-05,
-    0.000153888002038002,
-    0.0005987200140953064
+    0.00013203200697898865,
+    0.00022140799462795258,
+    0.0004601599872112274
    ],
-   "host_canary_seconds": 7.243809999977202e-06,
+   "host_canary_seconds": 7.733520000101635e-06,
    "pass_seconds": [
-    2.5331810294162658e-05,
-    3.182552453307878e-05,
-    2.9946664436942058e-05
+    1.1410284787416454e-05,
+    1.5764571637624785e-05,
+    2.760990584890048e-05
    ],
    "pass_host_canary_seconds": [
-    7.243809999977202e-06,
-    9.92331500000887e-06,
-    1.089367250010298e-05
+    7.733520000101635e-06,
+    6.797497500201643e-06,
+    1.1885122499961654e-05
    ]
   },
   "layer_forward_sigmoid_autocast": {
-   "seconds": 1.398704804125286e-05,
-   "min": 9.801904626545453e-06,
-   "max": 1.8435809051706678e-05,
+   "seconds": 1.0271999984979628e-05,
+   "min": 9.146667041239284e-06,
+   "max": 1.6640000577483858e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2255,26 +2255,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.0592000111937526e-05,
-    6.348799914121628e-05,
-    0.00017878399789333343
+    3.1615998595952986e-05,
+    6.310400366783142e-05,
+    0.00018592000007629393
    ],
-   "host_canary_seconds": 7.487379999986387e-06,
+   "host_canary_seconds": 7.684944999937216e-06,
    "pass_seconds": [
-    9.801904626545453e-06,
-    1.398704804125286e-05,
-    1.8435809051706678e-05
+    1.0271999984979628e-05,
+    9.146667041239284e-06,
+    1.6640000577483858e-05
    ],
    "pass_host_canary_seconds": [
-    7.487379999986387e-06,
-    9.907112500009419e-06,
-    1.0371919999982993e-05
+    7.684944999937216e-06,
+    6.711739999900601e-06,
+    1.1269894999941245e-05
    ]
   },
   "layer_backward_sigmoid_autocast": {
-   "seconds": 2.2287236792700633e-05,
-   "min": 2.144457302277996e-05,
-   "max": 2.927085597600256e-05,
+   "seconds": 1.971809264449846e-05,
+   "min": 1.6302477923177542e-05,
+   "max": 2.6361902820922087e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2283,26 +2283,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00011939200013875961,
-    0.00020720000565052033,
-    0.0005861120223999023
+    0.00014713600277900695,
+    0.00024089600145816802,
+    0.000550432026386261
    ],
-   "host_canary_seconds": 7.487379999986387e-06,
+   "host_canary_seconds": 7.684944999937216e-06,
    "pass_seconds": [
-    2.144457302277996e-05,
-    2.2287236792700633e-05,
-    2.927085597600256e-05
+    1.6302477923177542e-05,
+    2.6361902820922087e-05,
+    1.971809264449846e-05
    ],
    "pass_host_canary_seconds": [
-    7.487379999986387e-06,
-    9.907112500009419e-06,
-    1.0371919999982993e-05
+    7.684944999937216e-06,
+    6.711739999900601e-06,
+    1.1269894999941245e-05
    ]
   },
   "layer_forward_dropout": {
-   "seconds": 1.552533313986801e-05,
-   "min": 1.4444952032395771e-05,
-   "max": 2.2227047277348383e-05,
+   "seconds": 1.539733385046323e-05,
+   "min": 1.3619047900040943e-05,
+   "max": 2.320609561034611e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2311,26 +2311,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.6048000901937486e-05,
-    7.052800059318543e-05,
-    0.0002431039959192276
+    3.84959988296032e-05,
+    7.436800003051758e-05,
+    0.00026601600646972655
    ],
-   "host_canary_seconds": 7.21932250000279e-06,
+   "host_canary_seconds": 8.086932500077637e-06,
    "pass_seconds": [
-    1.4444952032395771e-05,
-    2.2227047277348383e-05,
-    1.552533313986801e-05
+    1.539733385046323e-05,
+    1.3619047900040943e-05,
+    2.320609561034611e-05
    ],
    "pass_host_canary_seconds": [
-    7.21932250000279e-06,
-    9.96598999996934e-06,
-    7.88192000001686e-06
+    8.086932500077637e-06,
+    6.750049999482144e-06,
+    1.0263092499940285e-05
    ]
   },
   "layer_backward_dropout": {
-   "seconds": 2.6150857586236226e-05,
-   "min": 2.4204190110876447e-05,
-   "max": 3.422628706764607e-05,
+   "seconds": 2.4364951111021503e-05,
+   "min": 1.7856760394005553e-05,
+   "max": 3.207999982294582e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2339,26 +2339,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00011740799993276597,
-    0.00018988800048828125,
-    0.0006826559901237487
+    0.00011952000111341476,
+    0.00021222400665283202,
+    0.0008151040077209472
    ],
-   "host_canary_seconds": 7.21932250000279e-06,
+   "host_canary_seconds": 8.086932500077637e-06,
    "pass_seconds": [
-    2.4204190110876447e-05,
-    2.6150857586236226e-05,
-    3.422628706764607e-05
+    3.207999982294582e-05,
+    2.4364951111021503e-05,
+    1.7856760394005553e-05
    ],
    "pass_host_canary_seconds": [
-    7.21932250000279e-06,
-    9.96598999996934e-06,
-    7.88192000001686e-06
+    8.086932500077637e-06,
+    6.750049999482144e-06,
+    1.0263092499940285e-05
    ]
   },
   "layer_forward_dropout_autocast": {
-   "seconds": 1.6704761733611427e-05,
-   "min": 1.6395429592756995e-05,
-   "max": 2.16929524072579e-05,
+   "seconds": 1.4220951568512687e-05,
+   "min": 1.3540571466797875e-05,
+   "max": 1.5750857868364877e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2367,26 +2367,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.654399886727333e-05,
-    8.124800026416779e-05,
-    0.0002853119969367981
+    4.543999955058098e-05,
+    0.00012934400141239167,
+    0.00029392001032829283
    ],
-   "host_canary_seconds": 7.185954999968658e-06,
+   "host_canary_seconds": 1.1415614999918943e-05,
    "pass_seconds": [
-    1.6704761733611427e-05,
-    2.16929524072579e-05,
-    1.6395429592756995e-05
+    1.5750857868364877e-05,
+    1.3540571466797875e-05,
+    1.4220951568512687e-05
    ],
    "pass_host_canary_seconds": [
-    7.185954999968658e-06,
-    9.708577499978332e-06,
-    7.887307499956365e-06
+    1.1415614999918943e-05,
+    6.846210000048813e-06,
+    8.777092500054095e-06
    ]
   },
   "layer_backward_dropout_autocast": {
-   "seconds": 2.5155808067037944e-05,
-   "min": 1.5721144952944346e-05,
-   "max": 2.836952482660612e-05,
+   "seconds": 2.420342695854959e-05,
+   "min": 1.0931810452824544e-05,
+   "max": 3.00266645139172e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2395,26 +2395,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00012160000205039978,
-    0.0002343679964542389,
-    0.000613152027130127
+    0.00017734399437904357,
+    0.0002523519992828369,
+    0.000843231976032257
    ],
-   "host_canary_seconds": 7.185954999968658e-06,
+   "host_canary_seconds": 1.1415614999918943e-05,
    "pass_seconds": [
-    1.5721144952944346e-05,
-    2.5155808067037944e-05,
-    2.836952482660612e-05
+    3.00266645139172e-05,
+    2.420342695854959e-05,
+    1.0931810452824544e-05
    ],
    "pass_host_canary_seconds": [
-    7.185954999968658e-06,
-    9.708577499978332e-06,
-    7.887307499956365e-06
+    1.1415614999918943e-05,
+    6.846210000048813e-06,
+    8.777092500054095e-06
    ]
   },
   "layer_forward_add": {
-   "seconds": 7.4575240945532215e-06,
-   "min": 7.261714765003749e-06,
-   "max": 1.2759618815921601e-05,
+   "seconds": 9.719618729182651e-06,
+   "min": 7.905523514463787e-06,
+   "max": 1.2223999503822555e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2423,26 +2423,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.5439999997615813e-05,
-    4.255999997258186e-05,
-    0.00013555200397968292
+    3.254399821162224e-05,
+    7.971200346946716e-05,
+    0.0001589439958333969
    ],
-   "host_canary_seconds": 7.29597000001192e-06,
+   "host_canary_seconds": 1.1755330000369213e-05,
    "pass_seconds": [
-    7.4575240945532215e-06,
-    7.261714765003749e-06,
-    1.2759618815921601e-05
+    7.905523514463787e-06,
+    9.719618729182651e-06,
+    1.2223999503822555e-05
    ],
    "pass_host_canary_seconds": [
-    7.29597000001192e-06,
-    7.281405000014729e-06,
-    1.0383974999967905e-05
+    1.1755330000369213e-05,
+    7.519764999415201e-06,
+    9.562410000398813e-06
    ]
   },
   "layer_backward_add": {
-   "seconds": 3.091885646184286e-05,
-   "min": 2.038095368161088e-05,
-   "max": 3.175161814405805e-05,
+   "seconds": 2.5039239476124446e-05,
+   "min": 2.047390765732243e-05,
+   "max": 3.1532953892435346e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2451,26 +2451,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00012422399967908858,
-    0.0001815039962530136,
-    0.0005330560207366943
+    0.00013475200533866882,
+    0.0002449280023574829,
+    0.0006327040195465088
    ],
-   "host_canary_seconds": 7.29597000001192e-06,
+   "host_canary_seconds": 1.1755330000369213e-05,
    "pass_seconds": [
-    2.038095368161088e-05,
-    3.175161814405805e-05,
-    3.091885646184286e-05
+    2.5039239476124446e-05,
+    3.1532953892435346e-05,
+    2.047390765732243e-05
    ],
    "pass_host_canary_seconds": [
-    7.29597000001192e-06,
-    7.281405000014729e-06,
-    1.0383974999967905e-05
+    1.1755330000369213e-05,
+    7.519764999415201e-06,
+    9.562410000398813e-06
    ]
   },
   "layer_forward_add_autocast": {
-   "seconds": 7.985524301018034e-06,
-   "min": 6.894476534355254e-06,
-   "max": 8.700952643439883e-06,
+   "seconds": 8.533332940368427e-06,
+   "min": 8.342095074199496e-06,
+   "max": 9.91923770024663e-06,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2479,26 +2479,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.796800062060356e-05,
-    5.459199845790863e-05,
-    0.0001486400067806244
+    3.347200155258179e-05,
+    7.785599678754807e-05,
+    0.0001871359944343567
    ],
-   "host_canary_seconds": 7.033535000005031e-06,
+   "host_canary_seconds": 8.344905000399195e-06,
    "pass_seconds": [
-    7.985524301018034e-06,
-    8.700952643439883e-06,
-    6.894476534355254e-06
+    9.91923770024663e-06,
+    8.342095074199496e-06,
+    8.533332940368427e-06
    ],
    "pass_host_canary_seconds": [
-    7.033535000005031e-06,
-    7.556535000006193e-06,
-    1.0413867499963203e-05
+    8.344905000399195e-06,
+    7.7410599999439e-06,
+    6.875779999973019e-06
    ]
   },
   "layer_backward_add_autocast": {
-   "seconds": 3.590857255316916e-05,
-   "min": 3.300190486368679e-05,
-   "max": 3.646857255981082e-05,
+   "seconds": 2.504609667119526e-05,
+   "min": 2.1198477152557594e-05,
+   "max": 3.0034285748288743e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2507,26 +2507,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00011388800293207169,
-    0.00022908799350261687,
-    0.0007261120080947876
+    0.00014454400539398192,
+    0.0002794559895992279,
+    0.0007488639950752258
    ],
-   "host_canary_seconds": 7.033535000005031e-06,
+   "host_canary_seconds": 8.344905000399195e-06,
    "pass_seconds": [
-    3.300190486368679e-05,
-    3.646857255981082e-05,
-    3.590857255316916e-05
+    3.0034285748288743e-05,
+    2.504609667119526e-05,
+    2.1198477152557594e-05
    ],
    "pass_host_canary_seconds": [
-    7.033535000005031e-06,
-    7.556535000006193e-06,
-    1.0413867499963203e-05
+    8.344905000399195e-06,
+    7.7410599999439e-06,
+    6.875779999973019e-06
    ]
   },
   "layer_forward_mul": {
-   "seconds": 1.3003428510966755e-05,
-   "min": 8.620190833296094e-06,
-   "max": 1.3236571812913534e-05,
+   "seconds": 8.521142903537978e-06,
+   "min": 8.257523977330753e-06,
+   "max": 1.4111238310024852e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2535,26 +2535,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    1.756799966096878e-05,
-    4.518400132656097e-05,
-    0.00014745600521564483
+    2.0767999812960626e-05,
+    7.100799679756164e-05,
+    0.00023507200181484224
    ],
-   "host_canary_seconds": 6.889529999991595e-06,
+   "host_canary_seconds": 1.0613919999968858e-05,
    "pass_seconds": [
-    8.620190833296094e-06,
-    1.3236571812913534e-05,
-    1.3003428510966755e-05
+    1.4111238310024852e-05,
+    8.257523977330753e-06,
+    8.521142903537978e-06
    ],
    "pass_host_canary_seconds": [
-    6.889529999991595e-06,
-    1.0275825000007899e-05,
-    1.0031860000054849e-05
+    1.0613919999968858e-05,
+    7.138772500070445e-06,
+    6.99288999953751e-06
    ]
   },
   "layer_backward_mul": {
-   "seconds": 5.741790486943153e-05,
-   "min": 5.256837774955092e-05,
-   "max": 5.7495622053032834e-05,
+   "seconds": 5.18643773560013e-05,
+   "min": 5.011733470573312e-05,
+   "max": 5.3281520005492944e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2563,26 +2563,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00012332800030708313,
-    0.0003110400140285492,
-    0.0011115200519561767
+    0.00014604799449443817,
+    0.0003675839900970459,
+    0.0011435519456863402
    ],
-   "host_canary_seconds": 6.889529999991595e-06,
+   "host_canary_seconds": 1.0613919999968858e-05,
    "pass_seconds": [
-    5.7495622053032834e-05,
-    5.741790486943153e-05,
-    5.256837774955092e-05
+    5.18643773560013e-05,
+    5.011733470573312e-05,
+    5.3281520005492944e-05
    ],
    "pass_host_canary_seconds": [
-    6.889529999991595e-06,
-    1.0275825000007899e-05,
-    1.0031860000054849e-05
+    1.0613919999968858e-05,
+    7.138772500070445e-06,
+    6.99288999953751e-06
    ]
   },
   "layer_forward_mul_autocast": {
-   "seconds": 8.628570962519873e-06,
-   "min": 7.78361853389513e-06,
-   "max": 1.39710484516053e-05,
+   "seconds": 8.630856960302308e-06,
+   "min": 8.397714456632024e-06,
+   "max": 9.613714402630216e-06,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2591,26 +2591,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.7712000533938408e-05,
-    5.507199838757515e-05,
-    0.00015763199329376222
+    5.382400006055832e-05,
+    9.414400160312652e-05,
+    0.00020185600221157073
    ],
-   "host_canary_seconds": 7.0672224999945855e-06,
+   "host_canary_seconds": 8.028915000295455e-06,
    "pass_seconds": [
-    8.628570962519873e-06,
-    7.78361853389513e-06,
-    1.39710484516053e-05
+    9.613714402630216e-06,
+    8.630856960302308e-06,
+    8.397714456632024e-06
    ],
    "pass_host_canary_seconds": [
-    7.0672224999945855e-06,
-    1.024242999996261e-05,
-    1.0179644999936955e-05
+    8.028915000295455e-06,
+    7.080335000750893e-06,
+    7.287679999876673e-06
    ]
   },
   "layer_backward_mul_autocast": {
-   "seconds": 5.103695694179762e-05,
-   "min": 4.5351618812197725e-05,
-   "max": 5.594285435619808e-05,
+   "seconds": 4.743695498577187e-05,
+   "min": 4.24716171054613e-05,
+   "max": 6.044037808619794e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2619,26 +2619,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014790399372577667,
-    0.00030025601387023926,
-    0.001102687954902649
+    0.00020444799959659575,
+    0.0004165759980678558,
+    0.0010043519735336303
    ],
-   "host_canary_seconds": 7.0672224999945855e-06,
+   "host_canary_seconds": 8.028915000295455e-06,
    "pass_seconds": [
-    5.594285435619808e-05,
-    5.103695694179762e-05,
-    4.5351618812197725e-05
+    4.24716171054613e-05,
+    6.044037808619794e-05,
+    4.743695498577187e-05
    ],
    "pass_host_canary_seconds": [
-    7.0672224999945855e-06,
-    1.024242999996261e-05,
-    1.0179644999936955e-05
+    8.028915000295455e-06,
+    7.080335000750893e-06,
+    7.287679999876673e-06
    ]
   },
   "layer_forward_softmax": {
-   "seconds": 1.2863238031665483e-05,
-   "min": 1.2445713792528424e-05,
-   "max": 1.53607621434189e-05,
+   "seconds": 8.582095393822306e-06,
+   "min": 8.523428635228248e-06,
+   "max": 8.921904312003227e-06,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2647,26 +2647,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    1.8400000408291815e-05,
-    4.2399998754262926e-05,
-    0.0002006399929523468
+    1.9936000928282736e-05,
+    4.6783998608589174e-05,
+    0.00015379199385643006
    ],
-   "host_canary_seconds": 7.236259999992e-06,
+   "host_canary_seconds": 7.970432500314927e-06,
    "pass_seconds": [
-    1.2445713792528424e-05,
-    1.2863238031665483e-05,
-    1.53607621434189e-05
+    8.921904312003227e-06,
+    8.523428635228248e-06,
+    8.582095393822306e-06
    ],
    "pass_host_canary_seconds": [
-    7.236259999992e-06,
-    1.0312212499989926e-05,
-    1.0592292500035683e-05
+    7.970432500314927e-06,
+    7.015970001020833e-06,
+    7.2395699999106e-06
    ]
   },
   "layer_backward_softmax": {
-   "seconds": 4.0230855877910346e-05,
-   "min": 3.6761907239755e-05,
-   "max": 4.028037962104593e-05,
+   "seconds": 2.8012952900358618e-05,
+   "min": 2.411961830442861e-05,
+   "max": 3.488837900970664e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2675,26 +2675,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00010460799932479858,
-    0.00022092799842357637,
-    0.0008322880268096924
+    0.00010339199751615525,
+    0.00023423999547958374,
+    0.0006640959978103638
    ],
-   "host_canary_seconds": 7.236259999992e-06,
+   "host_canary_seconds": 7.970432500314927e-06,
    "pass_seconds": [
-    3.6761907239755e-05,
-    4.028037962104593e-05,
-    4.0230855877910346e-05
+    2.8012952900358618e-05,
+    3.488837900970664e-05,
+    2.411961830442861e-05
    ],
    "pass_host_canary_seconds": [
-    7.236259999992e-06,
-    1.0312212499989926e-05,
-    1.0592292500035683e-05
+    7.970432500314927e-06,
+    7.015970001020833e-06,
+    7.2395699999106e-06
    ]
   },
   "layer_forward_softmax_autocast": {
-   "seconds": 9.169523648562884e-06,
-   "min": 8.38780988539968e-06,
-   "max": 1.3263999528828122e-05,
+   "seconds": 9.657905037914004e-06,
+   "min": 8.569904647412755e-06,
+   "max": 1.3795809199412664e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2703,26 +2703,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.2431998997926714e-05,
-    5.70559985935688e-05,
-    0.0001756799966096878
+    2.9279999434947967e-05,
+    5.660799890756607e-05,
+    0.0001736000031232834
    ],
-   "host_canary_seconds": 8.11665999998823e-06,
+   "host_canary_seconds": 7.879599999114361e-06,
    "pass_seconds": [
-    9.169523648562884e-06,
-    8.38780988539968e-06,
-    1.3263999528828122e-05
+    9.657905037914004e-06,
+    1.3795809199412664e-05,
+    8.569904647412755e-06
    ],
    "pass_host_canary_seconds": [
-    8.11665999998823e-06,
-    1.0475807499972234e-05,
-    1.015567750002333e-05
+    7.879599999114361e-06,
+    9.802649999528513e-06,
+    7.105649999630259e-06
    ]
   },
   "layer_backward_softmax_autocast": {
-   "seconds": 3.98735250568106e-05,
-   "min": 3.795809635803813e-05,
-   "max": 4.319847392893973e-05,
+   "seconds": 2.6492192809070863e-05,
+   "min": 2.4128002158942675e-05,
+   "max": 3.207695359985034e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2731,26 +2731,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00017615999281406404,
-    0.0002927680015563965,
-    0.0009016320109367371
+    0.00012595200538635253,
+    0.00023923200368881225,
+    0.0007480000257492066
    ],
-   "host_canary_seconds": 8.11665999998823e-06,
+   "host_canary_seconds": 7.879599999114361e-06,
    "pass_seconds": [
-    3.98735250568106e-05,
-    4.319847392893973e-05,
-    3.795809635803813e-05
+    3.207695359985034e-05,
+    2.6492192809070863e-05,
+    2.4128002158942675e-05
    ],
    "pass_host_canary_seconds": [
-    8.11665999998823e-06,
-    1.0475807499972234e-05,
-    1.015567750002333e-05
+    7.879599999114361e-06,
+    9.802649999528513e-06,
+    7.105649999630259e-06
    ]
   },
   "layer_forward_log_softmax": {
-   "seconds": 1.2972190443958554e-05,
-   "min": 8.42057177353473e-06,
-   "max": 1.4204190600486028e-05,
+   "seconds": 8.709333038755827e-06,
+   "min": 8.169143238947505e-06,
+   "max": 1.1599999542037645e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2759,26 +2759,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    1.7311999574303626e-05,
-    4.198399931192398e-05,
-    0.00014342400431632997
+    1.8079999834299088e-05,
+    4.5311998575925826e-05,
+    0.00014908799529075623
    ],
-   "host_canary_seconds": 7.323670000012328e-06,
+   "host_canary_seconds": 7.594347500230469e-06,
    "pass_seconds": [
-    8.42057177353473e-06,
-    1.2972190443958554e-05,
-    1.4204190600486028e-05
+    8.709333038755827e-06,
+    1.1599999542037645e-05,
+    8.169143238947505e-06
    ],
    "pass_host_canary_seconds": [
-    7.323670000012328e-06,
-    1.0822714999996207e-05,
-    1.1003394999988812e-05
+    7.594347500230469e-06,
+    1.0270010000112961e-05,
+    7.267605000151888e-06
    ]
   },
   "layer_backward_log_softmax": {
-   "seconds": 2.5961905717849726e-05,
-   "min": 2.1564188723762833e-05,
-   "max": 3.0752763684306826e-05,
+   "seconds": 2.346133378644784e-05,
+   "min": 1.7226667010358405e-05,
+   "max": 3.436952430222716e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2787,26 +2787,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    9.920000284910202e-05,
-    0.00018479999899864198,
-    0.0005475199818611145
+    9.110400080680848e-05,
+    0.00017638400197029114,
+    0.0005699200034141541
    ],
-   "host_canary_seconds": 7.323670000012328e-06,
+   "host_canary_seconds": 7.594347500230469e-06,
    "pass_seconds": [
-    2.1564188723762833e-05,
-    3.0752763684306826e-05,
-    2.5961905717849726e-05
+    2.346133378644784e-05,
+    3.436952430222716e-05,
+    1.7226667010358405e-05
    ],
    "pass_host_canary_seconds": [
-    7.323670000012328e-06,
-    1.0822714999996207e-05,
-    1.1003394999988812e-05
+    7.594347500230469e-06,
+    1.0270010000112961e-05,
+    7.267605000151888e-06
    ]
   },
   "layer_forward_log_softmax_autocast": {
-   "seconds": 1.3081904145933331e-05,
-   "min": 1.0177523607299442e-05,
-   "max": 1.3952000864914485e-05,
+   "seconds": 8.608761997449966e-06,
+   "min": 7.76457174548081e-06,
+   "max": 1.7139047739051637e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2815,26 +2815,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.9343999922275544e-05,
-    6.787200272083283e-05,
-    0.00018467199802398683
+    3.148800134658813e-05,
+    6.313599646091461e-05,
+    0.00028198400139808655
    ],
-   "host_canary_seconds": 7.645584999984578e-06,
+   "host_canary_seconds": 9.390579999717374e-06,
    "pass_seconds": [
-    1.0177523607299442e-05,
-    1.3952000864914485e-05,
-    1.3081904145933331e-05
+    1.7139047739051637e-05,
+    7.76457174548081e-06,
+    8.608761997449966e-06
    ],
    "pass_host_canary_seconds": [
-    7.645584999984578e-06,
-    1.0813825000006715e-05,
-    1.0759067500032415e-05
+    9.390579999717374e-06,
+    7.13765999989846e-06,
+    7.475092500044412e-06
    ]
   },
   "layer_backward_log_softmax_autocast": {
-   "seconds": 2.2438095261653266e-05,
-   "min": 2.015847464402516e-05,
-   "max": 3.149637757312684e-05,
+   "seconds": 1.8026667425320262e-05,
+   "min": 1.2672760656901764e-05,
+   "max": 2.104228557575317e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2843,674 +2843,674 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001263359934091568,
-    0.0002205120027065277,
-    0.0005824319720268249
+    0.0001372479945421219,
+    0.00021561600267887117,
+    0.000580735981464386
    ],
-   "host_canary_seconds": 7.645584999984578e-06,
+   "host_canary_seconds": 9.390579999717374e-06,
    "pass_seconds": [
-    2.015847464402516e-05,
-    3.149637757312684e-05,
-    2.2438095261653266e-05
+    1.2672760656901764e-05,
+    1.8026667425320262e-05,
+    2.104228557575317e-05
    ],
    "pass_host_canary_seconds": [
-    7.645584999984578e-06,
-    1.0813825000006715e-05,
-    1.0759067500032415e-05
+    9.390579999717374e-06,
+    7.13765999989846e-06,
+    7.475092500044412e-06
    ]
   },
   "layer_forward_cross_entropy": {
-   "seconds": 6.195199862122536e-05,
-   "min": 3.5392001271247867e-05,
-   "max": 9.07519981265068e-05,
+   "seconds": 2.8672000393271447e-05,
+   "min": 2.3871999233961107e-05,
+   "max": 6.428799778223038e-05,
    "samples": 123,
    "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.312365000018417e-06,
+   "host_canary_seconds": 9.34918499979176e-06,
    "pass_seconds": [
-    3.798399865627289e-05,
-    6.195199862122536e-05,
-    6.201599910855294e-05
+    4.160000011324883e-05,
+    2.6143999770283698e-05,
+    2.8672000393271447e-05
    ],
    "pass_host_canary_seconds": [
-    7.312365000018417e-06,
-    1.05072400000239e-05,
-    1.087721250002005e-05
+    9.34918499979176e-06,
+    7.103077500119071e-06,
+    7.8857574999347e-06
    ]
   },
   "layer_backward_cross_entropy": {
-   "seconds": 0.00010104533874740204,
-   "min": 5.8878673550983245e-05,
-   "max": 0.0002891160063445568,
+   "seconds": 3.990932988623778e-05,
+   "min": 0.0,
+   "max": 0.00022666533725957077,
    "samples": 123,
    "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.312365000018417e-06,
+   "host_canary_seconds": 9.34918499979176e-06,
    "pass_seconds": [
-    6.566266560306151e-05,
-    0.00018655599281191827,
-    0.00010104533874740204
+    0.0,
+    6.906800313542287e-05,
+    3.990932988623778e-05
    ],
    "pass_host_canary_seconds": [
-    7.312365000018417e-06,
-    1.05072400000239e-05,
-    1.087721250002005e-05
+    9.34918499979176e-06,
+    7.103077500119071e-06,
+    7.8857574999347e-06
    ]
   },
   "layer_forward_cross_entropy_autocast": {
-   "seconds": 9.10400003194809e-05,
-   "min": 4.659200087189674e-05,
-   "max": 0.0001329600065946579,
+   "seconds": 4.214400053024292e-05,
+   "min": 3.481600061058998e-05,
+   "max": 0.00012409599870443345,
    "samples": 123,
    "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.985077500001325e-06,
+   "host_canary_seconds": 7.743820000314371e-06,
    "pass_seconds": [
-    5.09440004825592e-05,
-    9.10400003194809e-05,
-    9.612800180912018e-05
+    4.339199885725975e-05,
+    3.779200091958046e-05,
+    4.214400053024292e-05
    ],
    "pass_host_canary_seconds": [
-    6.985077500001325e-06,
-    1.0564959999967982e-05,
-    1.0858804999998029e-05
+    7.743820000314371e-06,
+    7.2131125000396425e-06,
+    7.99685499998759e-06
    ]
   },
   "layer_backward_cross_entropy_autocast": {
-   "seconds": 0.00014021334269394476,
-   "min": 5.763067149867614e-05,
-   "max": 0.00044635734179367624,
+   "seconds": 3.508399582157532e-05,
+   "min": 0.0,
+   "max": 0.0003579893435041109,
    "samples": 123,
    "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.985077500001325e-06,
+   "host_canary_seconds": 7.743820000314371e-06,
    "pass_seconds": [
-    7.25746735309561e-05,
-    0.0001771160066127777,
-    0.00014021334269394476
+    0.0,
+    3.508399582157532e-05,
+    0.00013270932684342066
    ],
    "pass_host_canary_seconds": [
-    6.985077500001325e-06,
-    1.0564959999967982e-05,
-    1.0858804999998029e-05
+    7.743820000314371e-06,
+    7.2131125000396425e-06,
+    7.99685499998759e-06
    ]
   },
   "layer_forward_embedding": {
-   "seconds": 4.227200150489807e-05,
-   "min": 3.5936001688241956e-05,
-   "max": 8.134400099515915e-05,
+   "seconds": 2.7103999629616738e-05,
+   "min": 2.236800082027912e-05,
+   "max": 5.2480001002550127e-05,
    "samples": 123,
    "method": "one tiny embedding layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.138005000015824e-06,
+   "host_canary_seconds": 1.0833957499585268e-05,
    "pass_seconds": [
-    3.990399837493896e-05,
-    4.227200150489807e-05,
-    5.0367999821901324e-05
+    2.7103999629616738e-05,
+    2.4703999981284142e-05,
+    2.764800004661083e-05
    ],
    "pass_host_canary_seconds": [
-    7.138005000015824e-06,
-    1.0552319999987957e-05,
-    1.0858804999998029e-05
+    1.0833957499585268e-05,
+    7.345934999420934e-06,
+    7.675184999698104e-06
    ]
   },
   "layer_backward_embedding": {
-   "seconds": 0.0003230613454555472,
-   "min": 0.0001907186790679892,
-   "max": 0.0007147093399738272,
+   "seconds": 0.00022919332111875218,
+   "min": 0.00012788133944074314,
+   "max": 0.0006958453400681417,
    "samples": 123,
    "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.138005000015824e-06,
+   "host_canary_seconds": 1.0833957499585268e-05,
    "pass_seconds": [
-    0.00020700666153182585,
-    0.0003988119810819625,
-    0.0003230613454555472
+    0.00022919332111875218,
+    0.0001679159995789329,
+    0.0002703733189652363
    ],
    "pass_host_canary_seconds": [
-    7.138005000015824e-06,
-    1.0552319999987957e-05,
-    1.0858804999998029e-05
+    1.0833957499585268e-05,
+    7.345934999420934e-06,
+    7.675184999698104e-06
    ]
   },
   "layer_forward_embedding_autocast": {
-   "seconds": 7.350400090217591e-05,
-   "min": 3.392000123858452e-05,
-   "max": 0.00013775999844074248,
+   "seconds": 4.064000025391579e-05,
+   "min": 3.376000002026558e-05,
+   "max": 9.446399658918381e-05,
    "samples": 123,
    "method": "one tiny embedding layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.0383849999799965e-06,
+   "host_canary_seconds": 1.4085469999827182e-05,
    "pass_seconds": [
-    3.676800057291984e-05,
-    7.350400090217591e-05,
-    7.760000228881836e-05
+    6.563200056552886e-05,
+    3.7856001406908035e-05,
+    4.064000025391579e-05
    ],
    "pass_host_canary_seconds": [
-    7.0383849999799965e-06,
-    1.0388677500010601e-05,
-    1.0734855000009702e-05
+    1.4085469999827182e-05,
+    1.3323340000397366e-05,
+    7.971019999786223e-06
    ]
   },
   "layer_backward_embedding_autocast": {
-   "seconds": 0.0003717333547150095,
-   "min": 0.00022147067108501986,
-   "max": 0.0007811413280044993,
+   "seconds": 0.0001795253443221251,
+   "min": 0.0001297053253899018,
+   "max": 0.0006676599845911065,
    "samples": 123,
    "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.0383849999799965e-06,
+   "host_canary_seconds": 1.4085469999827182e-05,
    "pass_seconds": [
-    0.0002496946624790629,
-    0.00044226799905300134,
-    0.0003717333547150095
+    0.00017399333479503794,
+    0.00045300398922214896,
+    0.0001795253443221251
    ],
    "pass_host_canary_seconds": [
-    7.0383849999799965e-06,
-    1.0388677500010601e-05,
-    1.0734855000009702e-05
+    1.4085469999827182e-05,
+    1.3323340000397366e-05,
+    7.971019999786223e-06
    ]
   },
   "layer_forward_embedding_atomic": {
-   "seconds": 3.8336001336574555e-05,
-   "min": 2.1695999428629874e-05,
-   "max": 5.993599817156792e-05,
+   "seconds": 3.017600066959858e-05,
+   "min": 2.0608000457286833e-05,
+   "max": 0.00013516800105571746,
    "samples": 123,
    "method": "one tiny embedding_atomic layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.014785000016843e-06,
+   "host_canary_seconds": 1.3293900000235226e-05,
    "pass_seconds": [
-    2.3264000192284583e-05,
-    3.8336001336574555e-05,
-    4.14079986512661e-05
+    3.724800050258636e-05,
+    3.017600066959858e-05,
+    2.2975999861955644e-05
    ],
    "pass_host_canary_seconds": [
-    7.014785000016843e-06,
-    1.0334697499985168e-05,
-    1.0841162500057068e-05
+    1.3293900000235226e-05,
+    1.2265717500099526e-05,
+    7.7892224999232e-06
    ]
   },
   "layer_backward_embedding_atomic": {
-   "seconds": 6.818800419569016e-05,
-   "min": 1.2123994529247292e-05,
-   "max": 0.00042114131742467485,
+   "seconds": 2.2341332087914142e-05,
+   "min": 0.0,
+   "max": 0.0004465079788739482,
    "samples": 123,
    "method": "one tiny embedding_atomic layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.014785000016843e-06,
+   "host_canary_seconds": 1.3293900000235226e-05,
    "pass_seconds": [
-    3.497466848542292e-05,
-    6.818800419569016e-05,
-    9.336534732331832e-05
+    0.0,
+    5.630000277111926e-05,
+    2.2341332087914142e-05
    ],
    "pass_host_canary_seconds": [
-    7.014785000016843e-06,
-    1.0334697499985168e-05,
-    1.0841162500057068e-05
+    1.3293900000235226e-05,
+    1.2265717500099526e-05,
+    7.7892224999232e-06
    ]
   },
   "layer_forward_embedding_atomic_autocast": {
-   "seconds": 6.198399886488915e-05,
-   "min": 3.110400028526783e-05,
-   "max": 9.353599697351456e-05,
+   "seconds": 3.5199999809265136e-05,
+   "min": 3.251200169324875e-05,
+   "max": 8.399999886751175e-05,
    "samples": 123,
    "method": "one tiny embedding_atomic layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.911469999995034e-06,
+   "host_canary_seconds": 1.0295882499917753e-05,
    "pass_seconds": [
-    3.363199904561043e-05,
-    6.26240000128746e-05,
-    6.198399886488915e-05
+    5.753599852323532e-05,
+    3.5199999809265136e-05,
+    3.455999866127968e-05
    ],
    "pass_host_canary_seconds": [
-    6.911469999995034e-06,
-    1.0650400000002947e-05,
-    1.1008124999989377e-05
+    1.0295882499917753e-05,
+    7.790737500386058e-06,
+    7.518892500115726e-06
    ]
   },
   "layer_backward_embedding_atomic_autocast": {
-   "seconds": 0.00012942933135976392,
-   "min": 4.07026655351122e-05,
-   "max": 0.0004370773344611128,
+   "seconds": 3.158932800094285e-05,
+   "min": 0.0,
+   "max": 6.98999964321653e-05,
    "samples": 123,
    "method": "one tiny embedding_atomic layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.911469999995034e-06,
+   "host_canary_seconds": 1.0295882499917753e-05,
    "pass_seconds": [
-    4.505466887106497e-05,
-    0.00013481198996305465,
-    0.00012942933135976392
+    0.0,
+    3.623599341760078e-05,
+    3.158932800094285e-05
    ],
    "pass_host_canary_seconds": [
-    6.911469999995034e-06,
-    1.0650400000002947e-05,
-    1.1008124999989377e-05
+    1.0295882499917753e-05,
+    7.790737500386058e-06,
+    7.518892500115726e-06
    ]
   },
   "layer_forward_maxpool2d": {
-   "seconds": 3.9103999733924864e-05,
-   "min": 2.009600028395653e-05,
-   "max": 6.447999924421311e-05,
+   "seconds": 2.220799960196018e-05,
+   "min": 2.0255999639630318e-05,
+   "max": 4.668800160288811e-05,
    "samples": 123,
    "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.846524999986059e-06,
+   "host_canary_seconds": 7.3227224999072856e-06,
    "pass_seconds": [
-    2.131200022995472e-05,
-    4.0543999522924424e-05,
-    3.9103999733924864e-05
+    2.191999927163124e-05,
+    2.3871999233961107e-05,
+    2.220799960196018e-05
    ],
    "pass_host_canary_seconds": [
-    6.846524999986059e-06,
-    1.0749929999960273e-05,
-    1.107107500004645e-05
+    7.3227224999072856e-06,
+    7.552342500503073e-06,
+    7.654077500092171e-06
    ]
   },
   "layer_backward_maxpool2d": {
-   "seconds": 4.5051995664834976e-05,
-   "min": 1.4428008347749715e-05,
-   "max": 0.00011154133298744757,
+   "seconds": 2.4837330604592957e-05,
+   "min": 0.0,
+   "max": 0.0003236253230522076,
    "samples": 123,
    "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.846524999986059e-06,
+   "host_canary_seconds": 7.3227224999072856e-06,
    "pass_seconds": [
-    4.012667046238978e-05,
-    4.5051995664834976e-05,
-    7.32693395887812e-05
+    0.0,
+    3.501999533424773e-05,
+    2.4837330604592957e-05
    ],
    "pass_host_canary_seconds": [
-    6.846524999986059e-06,
-    1.0749929999960273e-05,
-    1.107107500004645e-05
+    7.3227224999072856e-06,
+    7.552342500503073e-06,
+    7.654077500092171e-06
    ]
   },
   "layer_forward_maxpool2d_autocast": {
-   "seconds": 6.150399893522262e-05,
-   "min": 2.9440000653266906e-05,
-   "max": 9.801600128412247e-05,
+   "seconds": 3.311999887228012e-05,
+   "min": 3.052799962460995e-05,
+   "max": 5.798399820923805e-05,
    "samples": 123,
    "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.8824400000089275e-06,
+   "host_canary_seconds": 7.431197500409326e-06,
    "pass_seconds": [
-    3.267199918627739e-05,
-    6.284800171852112e-05,
-    6.150399893522262e-05
+    3.311999887228012e-05,
+    3.459199890494346e-05,
+    3.3055998384952545e-05
    ],
    "pass_host_canary_seconds": [
-    6.8824400000089275e-06,
-    1.0079705000052285e-05,
-    1.0604375000013987e-05
+    7.431197500409326e-06,
+    8.026047500493404e-06,
+    7.744819999970786e-06
    ]
   },
   "layer_backward_maxpool2d_autocast": {
-   "seconds": 7.710934647669396e-05,
-   "min": 1.60599946975708e-05,
-   "max": 0.0005017493314420184,
+   "seconds": 2.8133335212866467e-05,
+   "min": 0.0,
+   "max": 0.00012996400302896897,
    "samples": 123,
    "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.8824400000089275e-06,
+   "host_canary_seconds": 7.431197500409326e-06,
    "pass_seconds": [
-    5.2926676658292604e-05,
-    8.306799829006193e-05,
-    7.710934647669396e-05
+    0.0,
+    4.916399127493303e-05,
+    2.8133335212866467e-05
    ],
    "pass_host_canary_seconds": [
-    6.8824400000089275e-06,
-    1.0079705000052285e-05,
-    1.0604375000013987e-05
+    7.431197500409326e-06,
+    8.026047500493404e-06,
+    7.744819999970786e-06
    ]
   },
   "layer_forward_avgpool2d": {
-   "seconds": 3.2127998769283294e-05,
-   "min": 1.7791999503970145e-05,
-   "max": 6.313599646091461e-05,
+   "seconds": 2.2431999444961547e-05,
+   "min": 1.6192000359296797e-05,
+   "max": 8.94080027937889e-05,
    "samples": 123,
    "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.87469750001668e-06,
+   "host_canary_seconds": 7.5523400005295116e-06,
    "pass_seconds": [
-    1.942400075495243e-05,
-    3.2127998769283294e-05,
-    3.372799977660179e-05
+    2.6496000587940217e-05,
+    2.2431999444961547e-05,
+    2.0320000126957894e-05
    ],
    "pass_host_canary_seconds": [
-    6.87469750001668e-06,
-    9.013200000005384e-06,
-    1.0365059999983827e-05
+    7.5523400005295116e-06,
+    8.019070000386818e-06,
+    7.54482999980155e-06
    ]
   },
   "layer_backward_avgpool2d": {
-   "seconds": 4.674134248246752e-05,
-   "min": 2.3646671635409178e-05,
-   "max": 0.0001388760134577751,
+   "seconds": 1.5371998461584244e-05,
+   "min": 0.0,
+   "max": 4.602132799724736e-05,
    "samples": 123,
    "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.87469750001668e-06,
+   "host_canary_seconds": 7.5523400005295116e-06,
    "pass_seconds": [
-    3.055867211272317e-05,
-    5.234799534082412e-05,
-    4.674134248246752e-05
+    0.0,
+    1.5371998461584244e-05,
+    1.6069330895940448e-05
    ],
    "pass_host_canary_seconds": [
-    6.87469750001668e-06,
-    9.013200000005384e-06,
-    1.0365059999983827e-05
+    7.5523400005295116e-06,
+    8.019070000386818e-06,
+    7.54482999980155e-06
    ]
   },
   "layer_forward_avgpool2d_autocast": {
-   "seconds": 5.507199838757515e-05,
-   "min": 2.7103999629616738e-05,
-   "max": 8.59839990735054e-05,
+   "seconds": 3.075199946761131e-05,
+   "min": 2.844800055027008e-05,
+   "max": 9.340800344944e-05,
    "samples": 123,
    "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.994337500003667e-06,
+   "host_canary_seconds": 7.692859999792746e-06,
    "pass_seconds": [
-    2.8896000236272813e-05,
-    5.507199838757515e-05,
-    5.97120001912117e-05
+    3.0463999137282373e-05,
+    6.060799956321716e-05,
+    3.075199946761131e-05
    ],
    "pass_host_canary_seconds": [
-    6.994337500003667e-06,
-    1.0422645000005559e-05,
-    1.0991970000020502e-05
+    7.692859999792746e-06,
+    9.56072750000203e-06,
+    7.512962499731656e-06
    ]
   },
   "layer_backward_avgpool2d_autocast": {
-   "seconds": 5.9189344135423505e-05,
+   "seconds": 1.974932725230852e-05,
    "min": 0.0,
-   "max": 0.00025161200389266014,
+   "max": 0.00012765999666104717,
    "samples": 123,
    "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.994337500003667e-06,
+   "host_canary_seconds": 7.692859999792746e-06,
    "pass_seconds": [
-    3.894266703476508e-05,
-    0.000112891998142004,
-    5.9189344135423505e-05
+    0.0,
+    8.42039935911695e-05,
+    1.974932725230852e-05
    ],
    "pass_host_canary_seconds": [
-    6.994337500003667e-06,
-    1.0422645000005559e-05,
-    1.0991970000020502e-05
+    7.692859999792746e-06,
+    9.56072750000203e-06,
+    7.512962499731656e-06
    ]
   },
   "layer_forward_adaptive_avgpool2d": {
-   "seconds": 3.676800057291984e-05,
-   "min": 1.9936000928282736e-05,
-   "max": 6.790400296449661e-05,
+   "seconds": 2.316799946129322e-05,
+   "min": 1.9872000440955163e-05,
+   "max": 7.11359977722168e-05,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.875425000065661e-06,
+   "host_canary_seconds": 7.795854999130825e-06,
    "pass_seconds": [
-    2.160000056028366e-05,
-    3.817600011825561e-05,
-    3.676800057291984e-05
+    2.1695999428629874e-05,
+    4.56320010125637e-05,
+    2.316799946129322e-05
    ],
    "pass_host_canary_seconds": [
-    7.875425000065661e-06,
-    1.0099415000013323e-05,
-    1.1095727500034513e-05
+    7.795854999130825e-06,
+    9.54213999989406e-06,
+    7.487254999887227e-06
    ]
   },
   "layer_backward_adaptive_avgpool2d": {
-   "seconds": 6.194134646405777e-05,
-   "min": 3.075066798677046e-05,
-   "max": 0.00022706799209117886,
+   "seconds": 2.2199988986055006e-06,
+   "min": 0.0,
+   "max": 3.1301327670613926e-05,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.875425000065661e-06,
+   "host_canary_seconds": 7.795854999130825e-06,
    "pass_seconds": [
-    3.6222672400375186e-05,
-    0.00011554799973964689,
-    6.194134646405777e-05
+    0.0,
+    2.2199988986055006e-06,
+    1.856532754997412e-05
    ],
    "pass_host_canary_seconds": [
-    7.875425000065661e-06,
-    1.0099415000013323e-05,
-    1.1095727500034513e-05
+    7.795854999130825e-06,
+    9.54213999989406e-06,
+    7.487254999887227e-06
    ]
   },
   "layer_forward_adaptive_avgpool2d_autocast": {
-   "seconds": 6.15679994225502e-05,
-   "min": 3.103999979794026e-05,
-   "max": 9.654399752616882e-05,
+   "seconds": 3.4464001655578615e-05,
+   "min": 3.174399957060814e-05,
+   "max": 7.744000107049942e-05,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.5140100000581355e-06,
+   "host_canary_seconds": 7.249524999792811e-06,
    "pass_seconds": [
-    3.4272000193595885e-05,
-    6.15679994225502e-05,
-    6.275200098752976e-05
+    3.452799841761589e-05,
+    3.440000116825104e-05,
+    3.4464001655578615e-05
    ],
    "pass_host_canary_seconds": [
-    7.5140100000581355e-06,
-    1.0209459999970249e-05,
-    1.082729499998436e-05
+    7.249524999792811e-06,
+    7.669394999538782e-06,
+    7.552132499881736e-06
    ]
   },
   "layer_backward_adaptive_avgpool2d_autocast": {
-   "seconds": 8.632534214605889e-05,
+   "seconds": 2.6053326825300848e-05,
    "min": 0.0,
-   "max": 0.00026911599189043047,
+   "max": 9.476399949441352e-05,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.5140100000581355e-06,
+   "host_canary_seconds": 7.249524999792811e-06,
    "pass_seconds": [
-    3.516667181005078e-05,
-    0.00013983599096536634,
-    8.632534214605889e-05
+    0.0,
+    3.073199621091285e-05,
+    2.6053326825300848e-05
    ],
    "pass_host_canary_seconds": [
-    7.5140100000581355e-06,
-    1.0209459999970249e-05,
-    1.082729499998436e-05
+    7.249524999792811e-06,
+    7.669394999538782e-06,
+    7.552132499881736e-06
    ]
   },
   "layer_forward_flatten": {
-   "seconds": 2.0864000543951988e-05,
-   "min": 1.1839999817311763e-05,
-   "max": 4.5791998505592346e-05,
+   "seconds": 1.3535999692976475e-05,
+   "min": 1.2256000190973282e-05,
+   "max": 3.0239999294281007e-05,
    "samples": 123,
    "method": "one tiny flatten layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.179982499998516e-06,
+   "host_canary_seconds": 7.40456249957333e-06,
    "pass_seconds": [
-    1.2703999876976014e-05,
-    2.0864000543951988e-05,
-    2.1247999742627146e-05
+    1.2959999963641166e-05,
+    1.369599997997284e-05,
+    1.3535999692976475e-05
    ],
    "pass_host_canary_seconds": [
-    7.179982499998516e-06,
-    1.0261969999980636e-05,
-    1.0525972499948465e-05
+    7.40456249957333e-06,
+    7.778979999670809e-06,
+    7.752802500249344e-06
    ]
   },
   "layer_backward_flatten": {
-   "seconds": 1.0046666798492254e-05,
+   "seconds": 1.973301793138131e-07,
    "min": 0.0,
-   "max": 4.670934410144885e-05,
+   "max": 1.4411998602251191e-05,
    "samples": 123,
    "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.179982499998516e-06,
+   "host_canary_seconds": 7.40456249957333e-06,
    "pass_seconds": [
-    1.0046666798492254e-05,
     0.0,
-    2.3285337102909895e-05
+    1.4519967759648854e-06,
+    1.973301793138131e-07
    ],
    "pass_host_canary_seconds": [
-    7.179982499998516e-06,
-    1.0261969999980636e-05,
-    1.0525972499948465e-05
+    7.40456249957333e-06,
+    7.778979999670809e-06,
+    7.752802500249344e-06
    ]
   },
   "layer_forward_flatten_autocast": {
-   "seconds": 3.9296001195907595e-05,
-   "min": 2.0160000771284102e-05,
-   "max": 6.348799914121628e-05,
+   "seconds": 2.377600036561489e-05,
+   "min": 2.1247999742627146e-05,
+   "max": 8.003199845552444e-05,
    "samples": 123,
    "method": "one tiny flatten layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.036579999954995e-06,
+   "host_canary_seconds": 7.3476249997384e-06,
    "pass_seconds": [
-    2.160000056028366e-05,
-    3.9296001195907595e-05,
-    4.2656000703573226e-05
+    2.227200008928776e-05,
+    2.3871999233961107e-05,
+    2.377600036561489e-05
    ],
    "pass_host_canary_seconds": [
-    7.036579999954995e-06,
-    1.0294485000024168e-05,
-    1.0657784999992259e-05
+    7.3476249997384e-06,
+    7.746147500142796e-06,
+    7.6002025008392596e-06
    ]
   },
   "layer_backward_flatten_autocast": {
-   "seconds": 1.6606672046085187e-05,
+   "seconds": 8.203999760250243e-06,
    "min": 0.0,
-   "max": 7.387734049310288e-05,
+   "max": 8.224533187846344e-05,
    "samples": 123,
    "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.036579999954995e-06,
+   "host_canary_seconds": 7.3476249997384e-06,
    "pass_seconds": [
-    1.6606672046085187e-05,
     0.0,
-    3.147733801354964e-05
+    8.203999760250243e-06,
+    1.8277329082290323e-05
    ],
    "pass_host_canary_seconds": [
-    7.036579999954995e-06,
-    1.0294485000024168e-05,
-    1.0657784999992259e-05
+    7.3476249997384e-06,
+    7.746147500142796e-06,
+    7.6002025008392596e-06
    ]
   },
   "layer_forward_reshape": {
-   "seconds": 1.8303999677300454e-05,
-   "min": 1.0400000028312207e-05,
-   "max": 4.492799937725067e-05,
+   "seconds": 1.142400037497282e-05,
+   "min": 1.0688000358641148e-05,
+   "max": 1.708799973130226e-05,
    "samples": 123,
    "method": "one tiny reshape layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.862014999953203e-06,
+   "host_canary_seconds": 7.354779999673155e-06,
    "pass_seconds": [
-    1.0912000201642514e-05,
-    1.8303999677300454e-05,
-    1.945599913597107e-05
+    1.1231999844312668e-05,
+    1.142400037497282e-05,
+    1.1839999817311763e-05
    ],
    "pass_host_canary_seconds": [
-    6.862014999953203e-06,
-    1.0488950000002718e-05,
-    1.1011917499956781e-05
+    7.354779999673155e-06,
+    7.81110000048102e-06,
+    7.481865000613652e-06
    ]
   },
   "layer_backward_reshape": {
-   "seconds": 7.262668882807079e-06,
+   "seconds": 0.0,
    "min": 0.0,
-   "max": 8.213334002842508e-05,
+   "max": 6.154798964659372e-05,
    "samples": 123,
    "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.862014999953203e-06,
+   "host_canary_seconds": 7.354779999673155e-06,
    "pass_seconds": [
-    7.262668882807079e-06,
     0.0,
-    2.376534262051185e-05
+    0.0,
+    7.045332031945379e-06
    ],
    "pass_host_canary_seconds": [
-    6.862014999953203e-06,
-    1.0488950000002718e-05,
-    1.1011917499956781e-05
+    7.354779999673155e-06,
+    7.81110000048102e-06,
+    7.481865000613652e-06
    ]
   },
   "layer_forward_reshape_autocast": {
-   "seconds": 3.718400001525879e-05,
-   "min": 1.900799944996834e-05,
-   "max": 6.230400130152702e-05,
+   "seconds": 2.099199965596199e-05,
+   "min": 1.9840000197291375e-05,
+   "max": 3.801599889993668e-05,
    "samples": 123,
    "method": "one tiny reshape layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.223314999968977e-06,
+   "host_canary_seconds": 7.414057499772752e-06,
    "pass_seconds": [
-    2.0320000126957894e-05,
-    3.728000074625015e-05,
-    3.718400001525879e-05
+    2.099199965596199e-05,
+    2.0864000543951988e-05,
+    2.1568000316619873e-05
    ],
    "pass_host_canary_seconds": [
-    7.223314999968977e-06,
-    1.0877134999951465e-05,
-    1.1101667499957557e-05
+    7.414057499772752e-06,
+    7.823160000270946e-06,
+    8.753349999892633e-06
    ]
   },
   "layer_backward_reshape_autocast": {
-   "seconds": 1.3054672939081982e-05,
+   "seconds": 1.603733251492183e-05,
    "min": 0.0,
-   "max": 0.00010760534026970466,
+   "max": 7.866132507721581e-05,
    "samples": 123,
    "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.223314999968977e-06,
+   "host_canary_seconds": 7.414057499772752e-06,
    "pass_seconds": [
-    1.3054672939081982e-05,
     0.0,
-    3.7909346011777735e-05
+    2.951599626491466e-05,
+    1.603733251492183e-05
    ],
    "pass_host_canary_seconds": [
-    7.223314999968977e-06,
-    1.0877134999951465e-05,
-    1.1101667499957557e-05
+    7.414057499772752e-06,
+    7.823160000270946e-06,
+    8.753349999892633e-06
    ]
   },
   "layer_forward_slice": {
-   "seconds": 2.160000056028366e-05,
-   "min": 1.7184000462293625e-05,
-   "max": 4.659200087189674e-05,
+   "seconds": 1.292799971997738e-05,
+   "min": 1.1520000174641609e-05,
+   "max": 3.686400130391121e-05,
    "samples": 123,
    "method": "one tiny slice layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.826064999993831e-06,
+   "host_canary_seconds": 7.640712499892288e-06,
    "pass_seconds": [
-    1.801599934697151e-05,
-    2.2752000018954278e-05,
-    2.160000056028366e-05
+    1.292799971997738e-05,
+    1.2703999876976014e-05,
+    2.131200022995472e-05
    ],
    "pass_host_canary_seconds": [
-    8.826064999993831e-06,
-    1.0924184999971941e-05,
-    1.1388914999983513e-05
+    7.640712499892288e-06,
+    8.598339999821291e-06,
+    1.1016717500069718e-05
    ]
   },
   "layer_backward_slice": {
-   "seconds": 4.851067283501227e-05,
+   "seconds": 5.5051995130876694e-05,
    "min": 0.0,
-   "max": 0.0001245013422643145,
+   "max": 0.00012179732384781041,
    "samples": 123,
    "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.826064999993831e-06,
+   "host_canary_seconds": 7.640712499892288e-06,
    "pass_seconds": [
-    4.851067283501227e-05,
-    3.2411994412541364e-05,
-    5.4325336900850146e-05
+    0.0,
+    5.5051995130876694e-05,
+    6.403732361892858e-05
    ],
    "pass_host_canary_seconds": [
-    8.826064999993831e-06,
-    1.0924184999971941e-05,
-    1.1388914999983513e-05
+    7.640712499892288e-06,
+    8.598339999821291e-06,
+    1.1016717500069718e-05
    ]
   },
   "layer_forward_slice_autocast": {
-   "seconds": 3.888000175356865e-05,
-   "min": 2.0352000370621683e-05,
-   "max": 6.0479998588562014e-05,
+   "seconds": 4.057599976658821e-05,
+   "min": 2.166399918496609e-05,
+   "max": 6.835199892520904e-05,
    "samples": 123,
    "method": "one tiny slice layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.676469999997493e-06,
+   "host_canary_seconds": 7.695092499488964e-06,
    "pass_seconds": [
-    3.07839997112751e-05,
-    3.888000175356865e-05,
+    2.2752000018954278e-05,
+    4.396799951791763e-05,
     4.057599976658821e-05
    ],
    "pass_host_canary_seconds": [
-    8.676469999997493e-06,
-    1.0675449999979491e-05,
-    1.1567944999981705e-05
+    7.695092499488964e-06,
+    1.0395782500154382e-05,
+    1.1512167500313808e-05
    ]
   },
   "layer_backward_slice_autocast": {
-   "seconds": 5.9708002954721433e-05,
-   "min": 6.619993597269049e-06,
-   "max": 0.00015007600560784336,
+   "seconds": 6.966933483878769e-05,
+   "min": 0.0,
+   "max": 0.0001320119925464193,
    "samples": 123,
    "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.676469999997493e-06,
+   "host_canary_seconds": 7.695092499488964e-06,
    "pass_seconds": [
-    2.9822672096391507e-05,
-    5.9708002954721433e-05,
-    6.664533757915098e-05
+    0.0,
+    7.726000032077233e-05,
+    6.966933483878769e-05
    ],
    "pass_host_canary_seconds": [
-    8.676469999997493e-06,
-    1.0675449999979491e-05,
-    1.1567944999981705e-05
+    7.695092499488964e-06,
+    1.0395782500154382e-05,
+    1.1512167500313808e-05
    ]
   },
   "layer_forward_transpose_contiguous": {
-   "seconds": 1.873295222009931e-05,
-   "min": 1.2060190950121198e-05,
-   "max": 1.9721142770279024e-05,
+   "seconds": 1.2333714358863376e-05,
+   "min": 1.1494094860695657e-05,
+   "max": 1.9138285091945106e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3519,26 +3519,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.1695999428629874e-05,
-    5.737600103020668e-05,
-    0.00020243200659751892
+    2.2304000332951547e-05,
+    6.0224000364542006e-05,
+    0.00020761600136756897
    ],
-   "host_canary_seconds": 7.147955000021966e-06,
+   "host_canary_seconds": 7.570279999526974e-06,
    "pass_seconds": [
-    1.2060190950121198e-05,
-    1.873295222009931e-05,
-    1.9721142770279024e-05
+    1.2333714358863376e-05,
+    1.1494094860695657e-05,
+    1.9138285091945106e-05
    ],
    "pass_host_canary_seconds": [
-    7.147955000021966e-06,
-    1.0521324999999138e-05,
-    1.0807514999982004e-05
+    7.570279999526974e-06,
+    7.740464999415053e-06,
+    1.0705187499979728e-05
    ]
   },
   "layer_backward_transpose_contiguous": {
-   "seconds": 1.4421333159719198e-05,
-   "min": 1.421562103288514e-05,
-   "max": 2.4665141389483497e-05,
+   "seconds": 1.2193524589141207e-05,
+   "min": 1.1325715109705924e-05,
+   "max": 1.5614476232301617e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3547,26 +3547,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00011343999952077865,
-    0.00017136000096797943,
-    0.0005034880042076111
+    0.00010598400235176087,
+    0.00016246399283409118,
+    0.00046819201111793516
    ],
-   "host_canary_seconds": 7.147955000021966e-06,
+   "host_canary_seconds": 7.570279999526974e-06,
    "pass_seconds": [
-    1.4421333159719198e-05,
-    2.4665141389483497e-05,
-    1.421562103288514e-05
+    1.2193524589141207e-05,
+    1.1325715109705924e-05,
+    1.5614476232301617e-05
    ],
    "pass_host_canary_seconds": [
-    7.147955000021966e-06,
-    1.0521324999999138e-05,
-    1.0807514999982004e-05
+    7.570279999526974e-06,
+    7.740464999415053e-06,
+    1.0705187499979728e-05
    ]
   },
   "layer_forward_transpose_contiguous_autocast": {
-   "seconds": 1.9145143706174124e-05,
-   "min": 1.9072761138280234e-05,
-   "max": 1.927009526462782e-05,
+   "seconds": 1.2012952317794162e-05,
+   "min": 1.091276215655463e-05,
+   "max": 1.2784762396698907e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3575,26 +3575,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.3824000507593154e-05,
-    6.95360004901886e-05,
-    0.0003137600123882294
+    3.359999880194664e-05,
+    7.379200309514999e-05,
+    0.00022598400712013246
    ],
-   "host_canary_seconds": 9.657290000006924e-06,
+   "host_canary_seconds": 7.781507500226326e-06,
    "pass_seconds": [
-    1.9145143706174124e-05,
-    1.927009526462782e-05,
-    1.9072761138280234e-05
+    1.2784762396698907e-05,
+    1.091276215655463e-05,
+    1.2012952317794162e-05
    ],
    "pass_host_canary_seconds": [
-    9.657290000006924e-06,
-    1.0228745000020467e-05,
-    1.0700572499970918e-05
+    7.781507500226326e-06,
+    7.676154999671781e-06,
+    7.780454999419818e-06
    ]
   },
   "layer_backward_transpose_contiguous_autocast": {
-   "seconds": 1.5921524415413532e-05,
-   "min": 1.2711619869584136e-05,
-   "max": 1.9769903449785144e-05,
+   "seconds": 9.859809208483922e-06,
+   "min": 4.940191195124674e-06,
+   "max": 1.7255620055255435e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3603,98 +3603,98 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00013574400544166565,
-    0.0002478400021791458,
-    0.0006191040277481079
+    0.0001247360035777092,
+    0.00017715199291706084,
+    0.00045923200249671937
    ],
-   "host_canary_seconds": 9.657290000006924e-06,
+   "host_canary_seconds": 7.781507500226326e-06,
    "pass_seconds": [
-    1.2711619869584136e-05,
-    1.5921524415413532e-05,
-    1.9769903449785144e-05
+    9.859809208483922e-06,
+    4.940191195124674e-06,
+    1.7255620055255435e-05
    ],
    "pass_host_canary_seconds": [
-    9.657290000006924e-06,
-    1.0228745000020467e-05,
-    1.0700572499970918e-05
+    7.781507500226326e-06,
+    7.676154999671781e-06,
+    7.780454999419818e-06
    ]
   },
   "layer_forward_cat": {
-   "seconds": 3.0079999938607215e-05,
-   "min": 1.7791999503970145e-05,
-   "max": 5.62559999525547e-05,
+   "seconds": 2.0128000527620317e-05,
+   "min": 1.8239999189972877e-05,
+   "max": 4.2688000947237015e-05,
    "samples": 123,
    "method": "one tiny cat layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.778884999998127e-06,
+   "host_canary_seconds": 7.77371500021218e-06,
    "pass_seconds": [
-    1.9551999866962432e-05,
-    3.0079999938607215e-05,
-    3.347200155258179e-05
+    2.0128000527620317e-05,
+    1.958400011062622e-05,
+    2.0800000056624414e-05
    ],
    "pass_host_canary_seconds": [
-    8.778884999998127e-06,
-    1.0229524999978424e-05,
-    1.0718642499938369e-05
+    7.77371500021218e-06,
+    7.392864999360427e-06,
+    7.718742500060216e-06
    ]
   },
   "layer_backward_cat": {
-   "seconds": 3.8558667836089916e-05,
+   "seconds": 1.5237328285972276e-05,
    "min": 0.0,
-   "max": 0.00010155733147015175,
+   "max": 6.154133069018522e-05,
    "samples": 123,
    "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.778884999998127e-06,
+   "host_canary_seconds": 7.77371500021218e-06,
    "pass_seconds": [
-    3.8558667836089916e-05,
     0.0,
-    5.672534027447304e-05
+    2.225199869523445e-05,
+    1.5237328285972276e-05
    ],
    "pass_host_canary_seconds": [
-    8.778884999998127e-06,
-    1.0229524999978424e-05,
-    1.0718642499938369e-05
+    7.77371500021218e-06,
+    7.392864999360427e-06,
+    7.718742500060216e-06
    ]
   },
   "layer_forward_cat_autocast": {
-   "seconds": 5.510399863123894e-05,
-   "min": 4.399999976158142e-05,
-   "max": 9.545599669218064e-05,
+   "seconds": 3.119999915361404e-05,
+   "min": 2.739199995994568e-05,
+   "max": 6.34239986538887e-05,
    "samples": 123,
    "method": "one tiny cat layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.701840000000516e-06,
+   "host_canary_seconds": 7.518602500340421e-06,
    "pass_seconds": [
-    4.783999919891357e-05,
-    5.510399863123894e-05,
-    5.529600009322166e-05
+    3.119999915361404e-05,
+    2.8896000236272813e-05,
+    3.8784001022577287e-05
    ],
    "pass_host_canary_seconds": [
-    8.701840000000516e-06,
-    1.0199057499988839e-05,
-    1.0743497499987597e-05
+    7.518602500340421e-06,
+    7.190947499680078e-06,
+    7.652790000065579e-06
    ]
   },
   "layer_backward_cat_autocast": {
-   "seconds": 5.1646678087611994e-05,
+   "seconds": 1.4188000621894985e-05,
    "min": 0.0,
-   "max": 0.0004812373428915937,
+   "max": 7.626132542888323e-05,
    "samples": 123,
    "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.701840000000516e-06,
+   "host_canary_seconds": 7.518602500340421e-06,
    "pass_seconds": [
-    5.1646678087611994e-05,
     0.0,
-    6.830934279908737e-05
+    1.4188000621894985e-05,
+    2.122133101026216e-05
    ],
    "pass_host_canary_seconds": [
-    8.701840000000516e-06,
-    1.0199057499988839e-05,
-    1.0743497499987597e-05
+    7.518602500340421e-06,
+    7.190947499680078e-06,
+    7.652790000065579e-06
    ]
   },
   "layer_forward_gelu_tanh_composite": {
-   "seconds": 0.0001160579047032765,
-   "min": 8.22483790772302e-05,
-   "max": 0.0001327238054502578,
+   "seconds": 8.310856989451816e-05,
+   "min": 7.842362246343068e-05,
+   "max": 0.00010899047730934053,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3703,26 +3703,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0001188800036907196,
-    0.00036582401394844055,
-    0.001352671980857849
+    8.915200084447861e-05,
+    0.0003331519961357117,
+    0.0012684160470962525
    ],
-   "host_canary_seconds": 7.674934999997163e-06,
+   "host_canary_seconds": 7.716030000892716e-06,
    "pass_seconds": [
-    8.22483790772302e-05,
-    0.0001327238054502578,
-    0.0001160579047032765
+    7.842362246343068e-05,
+    8.310856989451816e-05,
+    0.00010899047730934053
    ],
    "pass_host_canary_seconds": [
-    7.674934999997163e-06,
-    1.0482657500006098e-05,
-    1.0666360000044505e-05
+    7.716030000892716e-06,
+    7.606965000377386e-06,
+    9.882570000172565e-06
    ]
   },
   "layer_backward_gelu_tanh_composite": {
-   "seconds": 0.0001717280184938794,
-   "min": 0.00016807846795944943,
-   "max": 0.00020091427153065094,
+   "seconds": 0.00014497140936908266,
+   "min": 0.0001426514372939155,
+   "max": 0.00019796647166921984,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3731,26 +3731,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003466239869594574,
-    0.0012522239685058593,
-    0.004204160213470459
+    0.0003335680067539215,
+    0.001359455943107605,
+    0.004544991970062256
    ],
-   "host_canary_seconds": 7.674934999997163e-06,
+   "host_canary_seconds": 7.716030000892716e-06,
    "pass_seconds": [
-    0.0001717280184938794,
-    0.00016807846795944943,
-    0.00020091427153065094
+    0.00019796647166921984,
+    0.0001426514372939155,
+    0.00014497140936908266
    ],
    "pass_host_canary_seconds": [
-    7.674934999997163e-06,
-    1.0482657500006098e-05,
-    1.0666360000044505e-05
+    7.716030000892716e-06,
+    7.606965000377386e-06,
+    9.882570000172565e-06
    ]
   },
   "layer_forward_gelu_tanh_composite_autocast": {
-   "seconds": 0.00012580038110415143,
-   "min": 7.211581014451526e-05,
-   "max": 0.0001265501032272975,
+   "seconds": 0.00011130895430133455,
+   "min": 0.00010885713888066155,
+   "max": 0.00011904685625008174,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3759,26 +3759,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.000138495996594429,
-    0.00046617600321769716,
-    0.0012573440074920654
+    0.00018140800297260283,
+    0.0005776960253715515,
+    0.0019801599979400635
    ],
-   "host_canary_seconds": 7.736940000029336e-06,
+   "host_canary_seconds": 1.047821250040215e-05,
    "pass_seconds": [
-    7.211581014451526e-05,
-    0.0001265501032272975,
-    0.00012580038110415143
+    0.00011904685625008174,
+    0.00010885713888066155,
+    0.00011130895430133455
    ],
    "pass_host_canary_seconds": [
-    7.736940000029336e-06,
-    1.0336797500016814e-05,
-    1.076479500000005e-05
+    1.047821250040215e-05,
+    7.841075000669661e-06,
+    1.008043500007716e-05
    ]
   },
   "layer_backward_gelu_tanh_composite_autocast": {
-   "seconds": 0.00017606247748647416,
-   "min": 0.00017396798942770277,
-   "max": 0.0001901622925485884,
+   "seconds": 0.00015833980341752372,
+   "min": 0.00010718629225378945,
+   "max": 0.00017680610716342925,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3787,26 +3787,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.000543071985244751,
-    0.0013309760093688965,
-    0.00447760009765625
+    0.0006209920048713684,
+    0.001409567952156067,
+    0.004767263889312744
    ],
-   "host_canary_seconds": 7.736940000029336e-06,
+   "host_canary_seconds": 1.047821250040215e-05,
    "pass_seconds": [
-    0.0001901622925485884,
-    0.00017396798942770277,
-    0.00017606247748647416
+    0.00015833980341752372,
+    0.00010718629225378945,
+    0.00017680610716342925
    ],
    "pass_host_canary_seconds": [
-    7.736940000029336e-06,
-    1.0336797500016814e-05,
-    1.076479500000005e-05
+    1.047821250040215e-05,
+    7.841075000669661e-06,
+    1.008043500007716e-05
    ]
   },
   "layer_forward_mha": {
-   "seconds": 0.00024692571305093313,
-   "min": 0.00020922894421077909,
-   "max": 0.0004051039985248021,
+   "seconds": 0.0002319299039386568,
+   "min": 0.0002134933358147031,
+   "max": 0.0002635733499413445,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3815,26 +3815,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00024220800399780274,
-    0.0008969280123710632,
-    0.003917407989501953
+    0.0002784000039100647,
+    0.0009852160215377808,
+    0.003761023998260498
    ],
-   "host_canary_seconds": 7.62742500000968e-06,
+   "host_canary_seconds": 7.919624999885855e-06,
    "pass_seconds": [
-    0.00024692571305093313,
-    0.00020922894421077909,
-    0.0004051039985248021
+    0.0002319299039386568,
+    0.0002134933358147031,
+    0.0002635733499413445
    ],
    "pass_host_canary_seconds": [
-    7.62742500000968e-06,
-    9.010524999943926e-06,
-    1.1075010000070052e-05
+    7.919624999885855e-06,
+    7.313529999919411e-06,
+    8.315610000408923e-06
    ]
   },
   "layer_backward_mha": {
-   "seconds": 0.0005590666915689194,
-   "min": 0.0005481889446576436,
-   "max": 0.0008638277593113128,
+   "seconds": 0.0005854773124059039,
+   "min": 0.0004930392163140433,
+   "max": 0.0007494239934853147,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3843,26 +3843,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0015510720014572143,
-    0.004015711784362793,
-    0.013656512260437011
+    0.0013826240301132201,
+    0.0041617598533630375,
+    0.013752703666687011
    ],
-   "host_canary_seconds": 7.62742500000968e-06,
+   "host_canary_seconds": 7.919624999885855e-06,
    "pass_seconds": [
-    0.0005590666915689194,
-    0.0008638277593113128,
-    0.0005481889446576436
+    0.0005854773124059039,
+    0.0004930392163140433,
+    0.0007494239934853147
    ],
    "pass_host_canary_seconds": [
-    7.62742500000968e-06,
-    9.010524999943926e-06,
-    1.1075010000070052e-05
+    7.919624999885855e-06,
+    7.313529999919411e-06,
+    8.315610000408923e-06
    ]
   },
   "layer_forward_mha_autocast": {
-   "seconds": 0.0005034811127753486,
-   "min": 0.0002749272329466683,
-   "max": 0.0005711078076135544,
+   "seconds": 0.00030139581504322235,
+   "min": 0.0002976342837015788,
+   "max": 0.00030696761750039603,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3871,26 +3871,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.000633247971534729,
-    0.0012087999582290649,
-    0.004674079895019531
+    0.0004530560076236725,
+    0.0013988159894943238,
+    0.005065855979919434
    ],
-   "host_canary_seconds": 7.465157500021746e-06,
+   "host_canary_seconds": 8.066804999771193e-06,
    "pass_seconds": [
-    0.0002749272329466683,
-    0.0005034811127753486,
-    0.0005711078076135544
+    0.00030696761750039603,
+    0.0002976342837015788,
+    0.00030139581504322235
    ],
    "pass_host_canary_seconds": [
-    7.465157500021746e-06,
-    1.0668147500005886e-05,
-    1.107173000008288e-05
+    8.066804999771193e-06,
+    7.63315999961378e-06,
+    7.805685000903396e-06
    ]
   },
   "layer_backward_mha_autocast": {
-   "seconds": 0.0007154750171161832,
-   "min": 0.0005225089760053725,
-   "max": 0.0008657707032703217,
+   "seconds": 0.0005669326030072711,
+   "min": 0.0004916495255061558,
+   "max": 0.0007991572944890884,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3899,26 +3899,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.001817088007926941,
-    0.0054419198036193845,
-    0.014189472198486328
+    0.0016394879817962647,
+    0.0049229440689086915,
+    0.014968576431274415
    ],
-   "host_canary_seconds": 7.465157500021746e-06,
+   "host_canary_seconds": 8.066804999771193e-06,
    "pass_seconds": [
-    0.0005225089760053725,
-    0.0007154750171161832,
-    0.0008657707032703217
+    0.0005669326030072711,
+    0.0004916495255061558,
+    0.0007991572944890884
    ],
    "pass_host_canary_seconds": [
-    7.465157500021746e-06,
-    1.0668147500005886e-05,
-    1.107173000008288e-05
+    8.066804999771193e-06,
+    7.63315999961378e-06,
+    7.805685000903396e-06
    ]
   },
   "layer_forward_rmsnorm": {
-   "seconds": 1.4445713942959195e-05,
-   "min": 1.4398475931513878e-05,
-   "max": 2.3813332475367045e-05,
+   "seconds": 1.6057142810452553e-05,
+   "min": 1.3465143740177153e-05,
+   "max": 2.3955048017558598e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3927,26 +3927,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.4320000782608984e-05,
-    6.998399645090104e-05,
-    0.00024111999571323396
+    4.2911998927593234e-05,
+    0.00011068800091743469,
+    0.00025401601195335386
    ],
-   "host_canary_seconds": 6.9771075000346625e-06,
+   "host_canary_seconds": 1.0251334999793472e-05,
    "pass_seconds": [
-    1.4398475931513878e-05,
-    1.4445713942959195e-05,
-    2.3813332475367045e-05
+    1.3465143740177153e-05,
+    2.3955048017558598e-05,
+    1.6057142810452553e-05
    ],
    "pass_host_canary_seconds": [
-    6.9771075000346625e-06,
-    7.4392450000004824e-06,
-    1.092956000000811e-05
+    1.0251334999793472e-05,
+    1.0333579999723953e-05,
+    8.271310000509403e-06
    ]
   },
   "layer_backward_rmsnorm": {
-   "seconds": 4.959771285454432e-05,
-   "min": 4.616609739050978e-05,
-   "max": 5.665752398116248e-05,
+   "seconds": 4.450895468748751e-05,
+   "min": 3.6912763934759854e-05,
+   "max": 4.7973333724907466e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3955,26 +3955,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00011478400230407715,
-    0.0002471680045127869,
-    0.001006816029548645
+    0.0001674879938364029,
+    0.00034803199768066405,
+    0.0010878080129623413
    ],
-   "host_canary_seconds": 6.9771075000346625e-06,
+   "host_canary_seconds": 1.0251334999793472e-05,
    "pass_seconds": [
-    4.616609739050978e-05,
-    5.665752398116248e-05,
-    4.959771285454432e-05
+    4.7973333724907466e-05,
+    3.6912763934759854e-05,
+    4.450895468748751e-05
    ],
    "pass_host_canary_seconds": [
-    6.9771075000346625e-06,
-    7.4392450000004824e-06,
-    1.092956000000811e-05
+    1.0251334999793472e-05,
+    1.0333579999723953e-05,
+    8.271310000509403e-06
    ]
   },
   "layer_forward_rmsnorm_autocast": {
-   "seconds": 1.705828486453919e-05,
-   "min": 1.4848761970088597e-05,
-   "max": 2.448076116187232e-05,
+   "seconds": 1.5674666102443425e-05,
+   "min": 1.3935999678713935e-05,
+   "max": 1.8400761697973524e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3983,26 +3983,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.5487998276948926e-05,
-    8.028800040483475e-05,
-    0.0002583039999008179
+    5.5456001311540604e-05,
+    9.203200042247772e-05,
+    0.0002627519965171814
    ],
-   "host_canary_seconds": 7.030229999998028e-06,
+   "host_canary_seconds": 7.633474999693136e-06,
    "pass_seconds": [
-    1.4848761970088597e-05,
-    1.705828486453919e-05,
-    2.448076116187232e-05
+    1.3935999678713935e-05,
+    1.5674666102443425e-05,
+    1.8400761697973524e-05
    ],
    "pass_host_canary_seconds": [
-    7.030229999998028e-06,
-    8.020470000005275e-06,
-    1.0854382500014025e-05
+    7.633474999693136e-06,
+    7.471742500229084e-06,
+    8.414920000632264e-06
    ]
   },
   "layer_backward_rmsnorm_autocast": {
-   "seconds": 4.231390250580652e-05,
-   "min": 3.910323941991442e-05,
-   "max": 4.665752642211461e-05,
+   "seconds": 4.7774477728775586e-05,
+   "min": 4.6783234924077996e-05,
+   "max": 4.827048044119563e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4011,26 +4011,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00012723200023174287,
-    0.0002730560004711151,
-    0.0009311680197715759
+    0.0002040960043668747,
+    0.00037721601128578187,
+    0.0011118719577789308
    ],
-   "host_canary_seconds": 7.030229999998028e-06,
+   "host_canary_seconds": 7.633474999693136e-06,
    "pass_seconds": [
-    3.910323941991442e-05,
-    4.231390250580652e-05,
-    4.665752642211461e-05
+    4.6783234924077996e-05,
+    4.827048044119563e-05,
+    4.7774477728775586e-05
    ],
    "pass_host_canary_seconds": [
-    7.030229999998028e-06,
-    8.020470000005275e-06,
-    1.0854382500014025e-05
+    7.633474999693136e-06,
+    7.471742500229084e-06,
+    8.414920000632264e-06
    ]
   },
   "layer_forward_sdpa": {
-   "seconds": 2.5918476372247647e-05,
-   "min": 1.7808762778128895e-05,
-   "max": 2.72670475145181e-05,
+   "seconds": 2.6176000457434422e-05,
+   "min": 1.883352441447122e-05,
+   "max": 3.131047671749478e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4039,26 +4039,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.6240000501275063e-05,
-    7.526399940252305e-05,
-    0.0004054400026798248
+    2.7359999716281892e-05,
+    7.753600180149078e-05,
+    0.0004824320077896118
    ],
-   "host_canary_seconds": 9.174384999965923e-06,
+   "host_canary_seconds": 8.916520000070705e-06,
    "pass_seconds": [
-    2.5918476372247647e-05,
-    1.7808762778128895e-05,
-    2.72670475145181e-05
+    3.131047671749478e-05,
+    1.883352441447122e-05,
+    2.6176000457434422e-05
    ],
    "pass_host_canary_seconds": [
-    9.174384999965923e-06,
-    7.383215000018595e-06,
-    1.028070999993247e-05
+    8.916520000070705e-06,
+    8.955092499718376e-06,
+    8.781149999776973e-06
    ]
   },
   "layer_backward_sdpa": {
-   "seconds": 0.0001021181002614044,
-   "min": 7.28464789156403e-05,
-   "max": 0.00011535542094636531,
+   "seconds": 9.731885719866976e-05,
+   "min": 9.033142597902388e-05,
+   "max": 0.00010637333084430016,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4067,26 +4067,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001637759953737259,
-    0.0005401279926300048,
-    0.00167193603515625
+    0.0002332800030708313,
+    0.0007468479871749878,
+    0.0021074559688568115
    ],
-   "host_canary_seconds": 9.174384999965923e-06,
+   "host_canary_seconds": 8.916520000070705e-06,
    "pass_seconds": [
-    7.28464789156403e-05,
-    0.00011535542094636531,
-    0.0001021181002614044
+    9.033142597902388e-05,
+    9.731885719866976e-05,
+    0.00010637333084430016
    ],
    "pass_host_canary_seconds": [
-    9.174384999965923e-06,
-    7.383215000018595e-06,
-    1.028070999993247e-05
+    8.916520000070705e-06,
+    8.955092499718376e-06,
+    8.781149999776973e-06
    ]
   },
   "layer_forward_sdpa_autocast": {
-   "seconds": 2.6482286020403818e-05,
-   "min": 2.2475427637497585e-05,
-   "max": 4.20982837677002e-05,
+   "seconds": 2.6040381264118924e-05,
+   "min": 1.9648762685911993e-05,
+   "max": 2.952304659854798e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4095,26 +4095,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.5424001067876815e-05,
-    0.00016764800250530242,
-    0.00040748798847198487
+    6.883200258016587e-05,
+    0.00013635200262069702,
+    0.0004559040069580078
    ],
-   "host_canary_seconds": 7.276675000014165e-06,
+   "host_canary_seconds": 7.41071499987811e-06,
    "pass_seconds": [
-    2.2475427637497585e-05,
-    2.6482286020403818e-05,
-    4.20982837677002e-05
+    2.6040381264118924e-05,
+    1.9648762685911993e-05,
+    2.952304659854798e-05
    ],
    "pass_host_canary_seconds": [
-    7.276675000014165e-06,
-    7.816920000038863e-06,
-    1.0724910000021737e-05
+    7.41071499987811e-06,
+    8.752487500487405e-06,
+    8.45883000010872e-06
    ]
   },
   "layer_backward_sdpa_autocast": {
-   "seconds": 9.832761348003429e-05,
-   "min": 7.670020063718159e-05,
-   "max": 0.00010316799598790349,
+   "seconds": 7.566705168712708e-05,
+   "min": 6.92929533265886e-05,
+   "max": 0.00010164876033862434,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4123,1394 +4123,1698 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002395839989185333,
-    0.0007479040026664734,
-    0.002168031930923462
+    0.00032198399305343627,
+    0.0006351360082626343,
+    0.0018502720594406128
    ],
-   "host_canary_seconds": 7.276675000014165e-06,
+   "host_canary_seconds": 7.41071499987811e-06,
    "pass_seconds": [
-    0.00010316799598790349,
-    9.832761348003429e-05,
-    7.670020063718159e-05
+    7.566705168712708e-05,
+    6.92929533265886e-05,
+    0.00010164876033862434
    ],
    "pass_host_canary_seconds": [
-    7.276675000014165e-06,
-    7.816920000038863e-06,
-    1.0724910000021737e-05
+    7.41071499987811e-06,
+    8.752487500487405e-06,
+    8.45883000010872e-06
+   ]
+  },
+  "layer_forward_sdpa_efficient": {
+   "seconds": 1.7137523740530016e-05,
+   "min": 1.6684189882306823e-05,
+   "max": 2.988876207243829e-05,
+   "samples": 3,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa_efficient layers, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    2.9311999678611756e-05,
+    7.868800312280655e-05,
+    0.00028569599986076356
+   ],
+   "attention_backend": "efficient",
+   "host_canary_seconds": 7.4025949999168e-06,
+   "pass_seconds": [
+    1.7137523740530016e-05,
+    1.6684189882306823e-05,
+    2.988876207243829e-05
+   ],
+   "pass_host_canary_seconds": [
+    7.4025949999168e-06,
+    7.84543500003565e-06,
+    1.0366829999384208e-05
+   ]
+  },
+  "layer_backward_sdpa_efficient": {
+   "seconds": 9.598933541703793e-05,
+   "min": 9.38803864022096e-05,
+   "max": 0.0001122940894038904,
+   "samples": 3,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa_efficient layers, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.00016009600460529329,
+    0.0005238080024719239,
+    0.0020933759212493895
+   ],
+   "attention_backend": "efficient",
+   "host_canary_seconds": 7.4025949999168e-06,
+   "pass_seconds": [
+    0.0001122940894038904,
+    9.598933541703793e-05,
+    9.38803864022096e-05
+   ],
+   "pass_host_canary_seconds": [
+    7.4025949999168e-06,
+    7.84543500003565e-06,
+    1.0366829999384208e-05
+   ]
+  },
+  "layer_forward_sdpa_cudnn_autocast": {
+   "seconds": 2.6249905427296956e-05,
+   "min": 2.4489143419833412e-05,
+   "max": 4.4358858395190464e-05,
+   "samples": 3,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa_cudnn layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    6.787200272083283e-05,
+    0.00015520000457763672,
+    0.00046448001265525816
+   ],
+   "attention_backend": "cudnn",
+   "host_canary_seconds": 7.628360000353496e-06,
+   "pass_seconds": [
+    2.6249905427296956e-05,
+    2.4489143419833412e-05,
+    4.4358858395190464e-05
+   ],
+   "pass_host_canary_seconds": [
+    7.628360000353496e-06,
+    8.069245000115188e-06,
+    1.0442174999525378e-05
+   ]
+  },
+  "layer_backward_sdpa_cudnn_autocast": {
+   "seconds": 8.352075588135493e-05,
+   "min": 7.730057090520859e-05,
+   "max": 9.513219020196371e-05,
+   "samples": 3,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa_cudnn layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.0006090880036354065,
+    0.0010304640531539917,
+    0.0022863359451293945
+   ],
+   "attention_backend": "cudnn",
+   "host_canary_seconds": 7.628360000353496e-06,
+   "pass_seconds": [
+    8.352075588135493e-05,
+    9.513219020196371e-05,
+    7.730057090520859e-05
+   ],
+   "pass_host_canary_seconds": [
+    7.628360000353496e-06,
+    8.069245000115188e-06,
+    1.0442174999525378e-05
+   ]
+  },
+  "layer_forward_mha_no_weights": {
+   "seconds": 0.00015210514409201489,
+   "min": 0.00014583466734204972,
+   "max": 0.00026003581001645044,
+   "samples": 3,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha_no_weights layers, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    0.00018915200233459472,
+    0.0006472640037536621,
+    0.0024713280200958252
+   ],
+   "attention_backend": "efficient",
+   "host_canary_seconds": 8.006850000015219e-06,
+   "pass_seconds": [
+    0.00015210514409201489,
+    0.00014583466734204972,
+    0.00026003581001645044
+   ],
+   "pass_host_canary_seconds": [
+    8.006850000015219e-06,
+    7.331112499855408e-06,
+    8.281454999519155e-06
+   ]
+  },
+  "layer_backward_mha_no_weights": {
+   "seconds": 0.0005529797928673881,
+   "min": 0.00042955120404561354,
+   "max": 0.0005733782961255026,
+   "samples": 3,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha_no_weights layers, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.0013572160005569458,
+    0.0032681920528411863,
+    0.012150976181030273
+   ],
+   "attention_backend": "efficient",
+   "host_canary_seconds": 8.006850000015219e-06,
+   "pass_seconds": [
+    0.0005733782961255026,
+    0.00042955120404561354,
+    0.0005529797928673881
+   ],
+   "pass_host_canary_seconds": [
+    8.006850000015219e-06,
+    7.331112499855408e-06,
+    8.281454999519155e-06
+   ]
+  },
+  "layer_forward_mha_no_weights_autocast": {
+   "seconds": 0.00027357028637613564,
+   "min": 0.00020932571093241372,
+   "max": 0.0003581775199799311,
+   "samples": 3,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha_no_weights layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    0.00032796800136566164,
+    0.0011516799926757813,
+    0.005617023944854737
+   ],
+   "attention_backend": "cudnn",
+   "host_canary_seconds": 8.40965499946833e-06,
+   "pass_seconds": [
+    0.0003581775199799311,
+    0.00020932571093241372,
+    0.00027357028637613564
+   ],
+   "pass_host_canary_seconds": [
+    8.40965499946833e-06,
+    7.259509999926194e-06,
+    1.0488887499491283e-05
+   ]
+  },
+  "layer_backward_mha_no_weights_autocast": {
+   "seconds": 0.0006258293447040376,
+   "min": 0.0003342194386890955,
+   "max": 0.0008648023222173964,
+   "samples": 3,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha_no_weights layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.0016554880142211914,
+    0.005234399795532227,
+    0.01254201602935791
+   ],
+   "attention_backend": "cudnn",
+   "host_canary_seconds": 8.40965499946833e-06,
+   "pass_seconds": [
+    0.0003342194386890955,
+    0.0006258293447040376,
+    0.0008648023222173964
+   ],
+   "pass_host_canary_seconds": [
+    8.40965499946833e-06,
+    7.259509999926194e-06,
+    1.0488887499491283e-05
    ]
   },
   "backward_call_before_first_kernel": {
-   "seconds": 0.00012137600034475326,
-   "min": 8.54720026254654e-05,
-   "max": 0.0004895679950714111,
+   "seconds": 0.0001403519958257675,
+   "min": 7.660800218582153e-05,
+   "max": 0.0003834559917449951,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event recorded by the first autograd node's pre-hook (before its first kernel); no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.1645100000239385e-06,
+   "host_canary_seconds": 7.260324999833756e-06,
    "pass_seconds": [
-    0.00012137600034475326,
-    0.0001859840005636215,
-    0.00011631999909877777
+    0.0001141119971871376,
+    0.0001403519958257675,
+    0.00014694400131702424
    ],
    "pass_host_canary_seconds": [
-    7.1645100000239385e-06,
-    8.582285000002798e-06,
-    1.1634029999925134e-05
+    7.260324999833756e-06,
+    7.556924999789771e-06,
+    9.285815000339426e-06
    ]
   },
   "backward_call_after_last_kernel": {
-   "seconds": 8.316799998283387e-05,
-   "min": 6.719999760389328e-05,
-   "max": 0.0002101439982652664,
+   "seconds": 9.123200178146362e-05,
+   "min": 5.119999870657921e-05,
+   "max": 0.000414463996887207,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: event recorded by the input's gradient hook (after the last node's kernels) to an event after backward() returned; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.1645100000239385e-06,
+   "host_canary_seconds": 7.260324999833756e-06,
    "pass_seconds": [
-    7.37600028514862e-05,
-    0.0001178240031003952,
-    8.316799998283387e-05
+    7.337599992752076e-05,
+    0.00011667200177907943,
+    9.123200178146362e-05
    ],
    "pass_host_canary_seconds": [
-    7.1645100000239385e-06,
-    8.582285000002798e-06,
-    1.1634029999925134e-05
+    7.260324999833756e-06,
+    7.556924999789771e-06,
+    9.285815000339426e-06
    ]
   },
   "backward_call_before_first_kernel_autocast": {
-   "seconds": 0.00019916799664497376,
-   "min": 0.00010480000078678131,
-   "max": 0.00045657598972320554,
+   "seconds": 0.0001515199989080429,
+   "min": 8.617600053548813e-05,
+   "max": 0.00039008000493049623,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event recorded by the first autograd node's pre-hook (before its first kernel); inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.292050000060613e-06,
+   "host_canary_seconds": 9.574675000294518e-06,
    "pass_seconds": [
-    0.0001886720061302185,
-    0.00021129600703716277,
-    0.00019916799664497376
+    0.00018275199830532075,
+    0.00012688000500202178,
+    0.0001515199989080429
    ],
    "pass_host_canary_seconds": [
-    7.292050000060613e-06,
-    1.0771720000022357e-05,
-    1.1443839999998318e-05
+    9.574675000294518e-06,
+    7.055109999782872e-06,
+    7.603560000006837e-06
    ]
   },
   "backward_call_after_last_kernel_autocast": {
-   "seconds": 0.00017392000555992127,
-   "min": 0.00010444799810647964,
-   "max": 0.0004743039906024933,
+   "seconds": 0.00014655999839305878,
+   "min": 8.537600189447403e-05,
+   "max": 0.0004259519875049591,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: event recorded by the input's gradient hook (after the last node's kernels) to an event after backward() returned; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.292050000060613e-06,
+   "host_canary_seconds": 9.574675000294518e-06,
    "pass_seconds": [
-    0.0002924160063266754,
-    0.00017392000555992127,
-    0.0001403519958257675
+    0.00014655999839305878,
+    0.00013452799618244172,
+    0.00017263999581336976
    ],
    "pass_host_canary_seconds": [
-    7.292050000060613e-06,
-    1.0771720000022357e-05,
-    1.1443839999998318e-05
+    9.574675000294518e-06,
+    7.055109999782872e-06,
+    7.603560000006837e-06
    ]
   },
   "layer_steady_linear": {
-   "seconds": 0.00021152767181396485,
-   "min": 0.0001696460723876953,
-   "max": 0.00029450048446655276,
+   "seconds": 0.0001570476818084717,
+   "min": 0.00012774463653564454,
+   "max": 0.00027809471130371097,
    "samples": 33,
    "method": "one tiny linear layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0304265000016244e-05,
+   "host_canary_seconds": 7.696870000017952e-06,
    "pass_seconds": [
-    0.00021152767181396485,
-    0.00025878015518188477,
-    0.00018722431182861327
+    0.0001570476818084717,
+    0.00013959424018859863,
+    0.00020191104888916015
    ],
    "pass_host_canary_seconds": [
-    1.0304265000016244e-05,
-    1.0578664999982834e-05,
-    1.1159539999994194e-05
+    7.696870000017952e-06,
+    7.343119999632109e-06,
+    7.731362500180695e-06
    ]
   },
   "layer_steady_linear_autocast": {
-   "seconds": 0.00037187454223632817,
-   "min": 0.000264337272644043,
-   "max": 0.0005739731216430665,
+   "seconds": 0.0002807206344604492,
+   "min": 0.00023006784439086916,
+   "max": 0.0007306348419189452,
    "samples": 33,
    "method": "one tiny linear layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.400289999992538e-06,
+   "host_canary_seconds": 7.6888199998848e-06,
    "pass_seconds": [
-    0.00032919681549072266,
-    0.0004925235366821289,
-    0.00037187454223632817
+    0.0002807206344604492,
+    0.0002367744064331055,
+    0.00048243904113769534
    ],
    "pass_host_canary_seconds": [
-    7.400289999992538e-06,
-    9.229290000050128e-06,
-    1.0176354999984482e-05
+    7.6888199998848e-06,
+    7.076379999944038e-06,
+    1.0853455000301438e-05
    ]
   },
   "layer_steady_linear_nobias": {
-   "seconds": 0.00015247488021850585,
-   "min": 0.00011204480171203613,
-   "max": 0.0002762937545776367,
+   "seconds": 0.0001512979221343994,
+   "min": 0.00011322175979614258,
+   "max": 0.00032248577117919923,
    "samples": 33,
    "method": "one tiny linear_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.0131249999860755e-06,
+   "host_canary_seconds": 8.854424999640287e-06,
    "pass_seconds": [
-    0.00015247488021850585,
-    0.0001413811206817627,
-    0.00022093568801879882
+    0.0001512979221343994,
+    0.00013191167831420896,
+    0.00016567167282104494
    ],
    "pass_host_canary_seconds": [
-    7.0131249999860755e-06,
-    7.947834999981751e-06,
-    1.1123019999956796e-05
+    8.854424999640287e-06,
+    7.255665000229783e-06,
+    8.29146999990371e-06
    ]
   },
   "layer_steady_linear_nobias_autocast": {
-   "seconds": 0.000343056640625,
-   "min": 0.0002049126434326172,
-   "max": 0.0006361056137084961,
+   "seconds": 0.0002383014488220215,
+   "min": 0.00018542911529541013,
+   "max": 0.00032358081817626953,
    "samples": 33,
    "method": "one tiny linear_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.3944500000067136e-06,
+   "host_canary_seconds": 7.387309999558056e-06,
    "pass_seconds": [
-    0.00023125120162963868,
-    0.0005090406417846679,
-    0.000343056640625
+    0.0002383014488220215,
+    0.00022206079483032224,
+    0.000280316162109375
    ],
    "pass_host_canary_seconds": [
-    7.3944500000067136e-06,
-    1.0896962499984396e-05,
-    1.073387499999967e-05
+    7.387309999558056e-06,
+    7.418520000328499e-06,
+    1.0646370000131356e-05
    ]
   },
   "layer_steady_matmul": {
-   "seconds": 0.00016668672561645506,
-   "min": 0.00010310720443725586,
-   "max": 0.0002600147247314453,
+   "seconds": 0.0001119212818145752,
+   "min": 9.474431991577149e-05,
+   "max": 0.00014115839958190918,
    "samples": 33,
    "method": "one tiny matmul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.382080000013502e-06,
+   "host_canary_seconds": 7.521297499692991e-06,
    "pass_seconds": [
-    0.00013515263557434083,
-    0.0002016486358642578,
-    0.00016668672561645506
+    0.0001119212818145752,
+    0.00010189567565917969,
+    0.00013576064109802245
    ],
    "pass_host_canary_seconds": [
-    7.382080000013502e-06,
-    1.0784167500013097e-05,
-    1.1150990000032834e-05
+    7.521297499692991e-06,
+    7.03493499997876e-06,
+    1.105455000015354e-05
    ]
   },
   "layer_steady_matmul_autocast": {
-   "seconds": 0.00031758464813232416,
-   "min": 0.00018947519302368166,
-   "max": 0.0004866963195800781,
+   "seconds": 0.0002237171173095703,
+   "min": 0.00017014272689819338,
+   "max": 0.00025070144653320314,
    "samples": 33,
    "method": "one tiny matmul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.892334999968e-06,
+   "host_canary_seconds": 9.597304999715562e-06,
    "pass_seconds": [
-    0.00028512895584106445,
-    0.00044456768035888673,
-    0.00031758464813232416
+    0.0002237171173095703,
+    0.00018088447570800781,
+    0.0002293414306640625
    ],
    "pass_host_canary_seconds": [
-    9.892334999968e-06,
-    1.071805250003166e-05,
-    1.0913314999925206e-05
+    9.597304999715562e-06,
+    7.291002500551258e-06,
+    8.22760500000186e-06
    ]
   },
   "layer_steady_bmm": {
-   "seconds": 0.0001827027130126953,
-   "min": 0.00012491007804870606,
-   "max": 0.00023757247924804687,
+   "seconds": 0.00012211775779724123,
+   "min": 0.00010299648284912109,
+   "max": 0.00015378623962402344,
    "samples": 33,
    "method": "one tiny bmm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.72613999998373e-06,
+   "host_canary_seconds": 7.53092249965448e-06,
    "pass_seconds": [
-    0.0001615763282775879,
-    0.0001854252815246582,
-    0.0001827027130126953
+    0.00012211775779724123,
+    0.00011001791954040527,
+    0.00012262399673461914
    ],
    "pass_host_canary_seconds": [
-    9.72613999998373e-06,
-    1.062825999998296e-05,
-    1.1016664999914384e-05
+    7.53092249965448e-06,
+    7.017905000452629e-06,
+    7.952672500550762e-06
    ]
   },
   "layer_steady_bmm_autocast": {
-   "seconds": 0.00031746559143066406,
-   "min": 0.00019190208435058593,
-   "max": 0.0005544204711914062,
+   "seconds": 0.0002034566307067871,
+   "min": 0.00016993408203125001,
+   "max": 0.00033525760650634763,
    "samples": 33,
    "method": "one tiny bmm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.595175000005838e-06,
+   "host_canary_seconds": 7.625404999771489e-06,
    "pass_seconds": [
-    0.00021193599700927734,
-    0.0004721184158325195,
-    0.00031746559143066406
+    0.0002034566307067871,
+    0.00019010431289672854,
+    0.0002547443199157715
    ],
    "pass_host_canary_seconds": [
-    7.595175000005838e-06,
-    1.0770989999997483e-05,
-    1.1105550000110042e-05
+    7.625404999771489e-06,
+    7.058035000113705e-06,
+    1.0668590000477707e-05
    ]
   },
   "layer_steady_conv2d": {
-   "seconds": 0.0002473151969909668,
-   "min": 0.00020271615982055667,
-   "max": 0.0003533446502685547,
+   "seconds": 0.0001576806354522705,
+   "min": 0.00012862272262573242,
+   "max": 0.00026836736679077146,
    "samples": 33,
    "method": "one tiny conv2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0481099999992694e-05,
+   "host_canary_seconds": 7.1302050002941545e-06,
    "pass_seconds": [
-    0.0002131711959838867,
-    0.0003132012748718262,
-    0.0002473151969909668
+    0.0001505023956298828,
+    0.0001576806354522705,
+    0.00023486143112182617
    ],
    "pass_host_canary_seconds": [
-    1.0481099999992694e-05,
-    1.0468647500019302e-05,
-    1.1016234999914332e-05
+    7.1302050002941545e-06,
+    6.746485000803659e-06,
+    1.0269609999795648e-05
    ]
   },
   "layer_steady_conv2d_autocast": {
-   "seconds": 0.0005881676864624023,
-   "min": 0.0002679648017883301,
-   "max": 0.0006681874847412109,
+   "seconds": 0.0003468896102905274,
+   "min": 0.0002420102310180664,
+   "max": 0.0006568466949462891,
    "samples": 33,
    "method": "one tiny conv2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.85452500003703e-06,
+   "host_canary_seconds": 7.530909999786672e-06,
    "pass_seconds": [
-    0.0004217222213745117,
-    0.0006427219390869141,
-    0.0005881676864624023
+    0.000301345272064209,
+    0.0003468896102905274,
+    0.0005878579330444336
    ],
    "pass_host_canary_seconds": [
-    9.85452500003703e-06,
-    1.0527314999961846e-05,
-    1.0988389999937454e-05
+    7.530909999786672e-06,
+    6.896395000239863e-06,
+    1.0297894999666823e-05
    ]
   },
   "layer_steady_conv2d_nobias": {
-   "seconds": 0.00019277503967285155,
-   "min": 0.00011648127555847168,
-   "max": 0.0002767967987060547,
+   "seconds": 0.0001333452796936035,
+   "min": 0.00010586239814758302,
+   "max": 0.00021834112167358398,
    "samples": 33,
    "method": "one tiny conv2d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.164547500018159e-06,
+   "host_canary_seconds": 7.106829999656839e-06,
    "pass_seconds": [
-    0.00012485055923461914,
-    0.0002500307273864746,
-    0.00019277503967285155
+    0.00012025728225708008,
+    0.0001333452796936035,
+    0.00020191999435424806
    ],
    "pass_host_canary_seconds": [
-    7.164547500018159e-06,
-    1.0499620000032905e-05,
-    1.062049499999773e-05
+    7.106829999656839e-06,
+    7.621495000194045e-06,
+    1.1139790000243011e-05
    ]
   },
   "layer_steady_conv2d_nobias_autocast": {
-   "seconds": 0.0003953452682495117,
-   "min": 0.00021744768142700196,
-   "max": 0.0005994867324829101,
+   "seconds": 0.0002933804893493652,
+   "min": 0.0002104230308532715,
+   "max": 0.0006213631820678711,
    "samples": 33,
    "method": "one tiny conv2d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.413164999974242e-06,
+   "host_canary_seconds": 7.2309450001739605e-06,
    "pass_seconds": [
-    0.00022763263702392576,
-    0.000433713264465332,
-    0.0003953452682495117
+    0.00022899648666381838,
+    0.0002933804893493652,
+    0.00031013311386108395
    ],
    "pass_host_canary_seconds": [
-    7.413164999974242e-06,
-    1.0439619999971229e-05,
-    1.0594939999961638e-05
+    7.2309450001739605e-06,
+    1.0184369999706176e-05,
+    1.0821504999967147e-05
    ]
   },
   "layer_steady_conv1d": {
-   "seconds": 0.0002597260856628418,
-   "min": 0.00014631872177124023,
-   "max": 0.00033663745880126953,
+   "seconds": 0.00018330303192138673,
+   "min": 0.00014891776084899902,
+   "max": 0.00047843391418457033,
    "samples": 33,
    "method": "one tiny conv1d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.864160000004007e-06,
+   "host_canary_seconds": 7.845237499850555e-06,
    "pass_seconds": [
-    0.00016163583755493164,
-    0.00027747392654418944,
-    0.0002597260856628418
+    0.00018330303192138673,
+    0.0001740524864196777,
+    0.000227640323638916
    ],
    "pass_host_canary_seconds": [
-    7.864160000004007e-06,
-    1.0642170000068063e-05,
-    1.020719999999642e-05
+    7.845237499850555e-06,
+    7.584255000097073e-06,
+    1.0469750000083877e-05
    ]
   },
   "layer_steady_conv1d_autocast": {
-   "seconds": 0.0005920140838623047,
-   "min": 0.0002752876853942871,
-   "max": 0.0006706041717529297,
+   "seconds": 0.00046940673828125,
+   "min": 0.00026718271255493165,
+   "max": 0.0006760723114013673,
    "samples": 33,
    "method": "one tiny conv1d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.500654999965661e-06,
+   "host_canary_seconds": 8.092567500170845e-06,
    "pass_seconds": [
-    0.0002994918441772461,
-    0.0005920140838623047,
-    0.000602314224243164
+    0.0004479321670532226,
+    0.00046940673828125,
+    0.0005658975982666015
    ],
    "pass_host_canary_seconds": [
-    7.500654999965661e-06,
-    1.0530205000023329e-05,
-    1.0612529999889375e-05
+    8.092567500170845e-06,
+    9.721879999915472e-06,
+    1.0956060000353318e-05
    ]
   },
   "layer_steady_conv1d_nobias": {
-   "seconds": 0.00018538368225097656,
-   "min": 0.00011890496253967286,
-   "max": 0.0002510643196105957,
+   "seconds": 0.00016045888900756834,
+   "min": 0.00011028544425964355,
+   "max": 0.0001890105628967285,
    "samples": 33,
    "method": "one tiny conv1d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.297527500007562e-06,
+   "host_canary_seconds": 7.515734999969936e-06,
    "pass_seconds": [
-    0.0001251039981842041,
-    0.00020531072616577147,
-    0.00018538368225097656
+    0.00017302591323852537,
+    0.0001215449619293213,
+    0.00016045888900756834
    ],
    "pass_host_canary_seconds": [
-    7.297527500007562e-06,
-    1.0504179999983876e-05,
-    1.0289920000019493e-05
+    7.515734999969936e-06,
+    7.399080000141112e-06,
+    8.118665000438341e-06
    ]
   },
   "layer_steady_conv1d_nobias_autocast": {
-   "seconds": 0.0004966739273071289,
-   "min": 0.00022143680572509763,
-   "max": 0.0006779917144775391,
+   "seconds": 0.0002752742385864258,
+   "min": 0.0002082815933227539,
+   "max": 0.0005506425476074218,
    "samples": 33,
    "method": "one tiny conv1d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.334935000002929e-06,
+   "host_canary_seconds": 7.303639999918233e-06,
    "pass_seconds": [
-    0.00025352191925048827,
-    0.0005150336074829101,
-    0.0004966739273071289
+    0.0002752742385864258,
+    0.00021514240264892577,
+    0.00029027008056640627
    ],
    "pass_host_canary_seconds": [
-    7.334935000002929e-06,
-    1.0655694999996968e-05,
-    1.0449530000045116e-05
+    7.303639999918233e-06,
+    7.328235000159111e-06,
+    8.186512500287789e-06
    ]
   },
   "layer_steady_batchnorm2d": {
-   "seconds": 0.00024739007949829104,
-   "min": 0.00013035776138305664,
-   "max": 0.0002957439994812012,
+   "seconds": 0.00014378175735473632,
+   "min": 0.00012904576301574707,
+   "max": 0.00022404672622680665,
    "samples": 33,
    "method": "one tiny batchnorm2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.455619999987561e-06,
+   "host_canary_seconds": 7.239220000201385e-06,
    "pass_seconds": [
-    0.0001474022388458252,
-    0.0002841254425048828,
-    0.00024739007949829104
+    0.00014263232231140138,
+    0.00014699904441833496,
+    0.00014378175735473632
    ],
    "pass_host_canary_seconds": [
-    7.455619999987561e-06,
-    1.0502924999968855e-05,
-    1.0449664999896413e-05
+    7.239220000201385e-06,
+    7.126874999130451e-06,
+    7.392584999479368e-06
    ]
   },
   "layer_steady_batchnorm2d_autocast": {
-   "seconds": 0.0003292736053466797,
-   "min": 0.00016912191390991213,
-   "max": 0.00042974208831787113,
+   "seconds": 0.00018342208862304687,
+   "min": 0.00014930944442749023,
+   "max": 0.00043775680541992187,
    "samples": 33,
    "method": "one tiny batchnorm2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.64802749998006e-06,
+   "host_canary_seconds": 7.901069999434185e-06,
    "pass_seconds": [
-    0.00017763776779174803,
-    0.00039144001007080075,
-    0.0003292736053466797
+    0.00020081792831420898,
+    0.0001720319938659668,
+    0.00018342208862304687
    ],
    "pass_host_canary_seconds": [
-    8.64802749998006e-06,
-    1.0841510000005884e-05,
-    1.0897409999870434e-05
+    7.901069999434185e-06,
+    7.554850000133228e-06,
+    7.941990000404074e-06
    ]
   },
   "layer_steady_layernorm": {
-   "seconds": 0.00016678016662597658,
-   "min": 9.581376075744628e-05,
-   "max": 0.00020518207550048828,
+   "seconds": 0.0001099027156829834,
+   "min": 9.462016105651856e-05,
+   "max": 0.00014906047821044923,
    "samples": 33,
    "method": "one tiny layernorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.341975000016987e-06,
+   "host_canary_seconds": 7.533804999866334e-06,
    "pass_seconds": [
-    0.0001035590362548828,
-    0.00016678016662597658,
-    0.00016770816802978516
+    0.0001099027156829834,
+    9.777471542358398e-05,
+    0.00011009792327880859
    ],
    "pass_host_canary_seconds": [
-    7.341975000016987e-06,
-    1.1179225000006454e-05,
-    1.0694080000064332e-05
+    7.533804999866334e-06,
+    6.9603399998641185e-06,
+    7.780657500688904e-06
    ]
   },
   "layer_steady_layernorm_autocast": {
-   "seconds": 0.00018644735336303709,
-   "min": 0.00012133376121520996,
-   "max": 0.0002659974479675293,
+   "seconds": 0.00013227328300476074,
+   "min": 0.00011353535652160644,
+   "max": 0.00019636608123779295,
    "samples": 33,
    "method": "one tiny layernorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.168604999989725e-06,
+   "host_canary_seconds": 7.533804999866334e-06,
    "pass_seconds": [
-    0.00012849151611328124,
-    0.00022472192764282225,
-    0.00018644735336303709
+    0.00013227328300476074,
+    0.0001190835189819336,
+    0.00016365951538085938
    ],
    "pass_host_canary_seconds": [
-    7.168604999989725e-06,
-    1.0625175000029685e-05,
-    1.0836654999977212e-05
+    7.533804999866334e-06,
+    7.187717500301005e-06,
+    8.138700000017707e-06
    ]
   },
   "layer_steady_groupnorm": {
-   "seconds": 0.00024245439529418946,
-   "min": 0.00015191743850708007,
-   "max": 0.0003943929672241211,
+   "seconds": 0.00020716096878051757,
+   "min": 0.00015002943992614747,
+   "max": 0.00025391679763793945,
    "samples": 33,
    "method": "one tiny groupnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.984629999990943e-06,
+   "host_canary_seconds": 9.881065000172385e-06,
    "pass_seconds": [
-    0.00016042112350463867,
-    0.00028613887786865235,
-    0.00024245439529418946
+    0.0002131648063659668,
+    0.00020141952514648437,
+    0.00020716096878051757
    ],
    "pass_host_canary_seconds": [
-    6.984629999990943e-06,
-    1.0439005000009161e-05,
-    1.0237549999914109e-05
+    9.881065000172385e-06,
+    1.0202994999986004e-05,
+    9.899829999540088e-06
    ]
   },
   "layer_steady_groupnorm_autocast": {
-   "seconds": 0.00028063488006591796,
-   "min": 0.00017293184280395507,
-   "max": 0.0004235295867919922,
+   "seconds": 0.0002641811180114746,
+   "min": 0.0002036083221435547,
+   "max": 0.0003845280075073242,
    "samples": 33,
    "method": "one tiny groupnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.961974999981635e-06,
+   "host_canary_seconds": 1.0158295000337602e-05,
    "pass_seconds": [
-    0.00018214847564697263,
-    0.0003160204887390137,
-    0.00028063488006591796
+    0.0002641811180114746,
+    0.0002704819107055664,
+    0.00022961727142333985
    ],
    "pass_host_canary_seconds": [
-    6.961974999981635e-06,
-    1.042367749999329e-05,
-    1.0924679999959608e-05
+    1.0158295000337602e-05,
+    9.073415000102614e-06,
+    7.66967000004115e-06
    ]
   },
   "layer_steady_relu": {
-   "seconds": 0.00011319168090820312,
-   "min": 6.999104022979736e-05,
-   "max": 0.0001256480026245117,
+   "seconds": 9.23846435546875e-05,
+   "min": 8.246975898742675e-05,
+   "max": 0.00013024191856384276,
    "samples": 33,
    "method": "one tiny relu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.1334700000136304e-06,
+   "host_canary_seconds": 7.980819999602318e-06,
    "pass_seconds": [
-    7.270336151123047e-05,
-    0.00011672063827514649,
-    0.00011319168090820312
+    9.23846435546875e-05,
+    8.614144325256347e-05,
+    9.293248176574707e-05
    ],
    "pass_host_canary_seconds": [
-    7.1334700000136304e-06,
-    8.528299999959188e-06,
-    1.1725414999972372e-05
+    7.980819999602318e-06,
+    7.230720000279689e-06,
+    7.825940000429908e-06
    ]
   },
   "layer_steady_relu_autocast": {
-   "seconds": 0.0001350207996368408,
-   "min": 8.736127853393555e-05,
-   "max": 0.0001885100746154785,
+   "seconds": 0.00010450559616088867,
+   "min": 9.63417625427246e-05,
+   "max": 0.0001269279956817627,
    "samples": 33,
    "method": "one tiny relu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.069307499989464e-06,
+   "host_canary_seconds": 7.857884999680208e-06,
    "pass_seconds": [
-    9.047616004943847e-05,
-    0.00013550080299377443,
-    0.0001350207996368408
+    0.00011091775894165039,
+    0.00010347200393676757,
+    0.00010450559616088867
    ],
    "pass_host_canary_seconds": [
-    7.069307499989464e-06,
-    8.101120000034712e-06,
-    1.052745000009736e-05
+    7.857884999680208e-06,
+    7.169770000814424e-06,
+    7.573372499223296e-06
    ]
   },
   "layer_steady_gelu": {
-   "seconds": 0.00010215999603271485,
-   "min": 6.847424030303955e-05,
-   "max": 0.0001308614444732666,
+   "seconds": 8.345343589782715e-05,
+   "min": 7.635712146759033e-05,
+   "max": 0.0001083148765563965,
    "samples": 33,
    "method": "one tiny gelu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.098605000024349e-06,
+   "host_canary_seconds": 7.803600000215739e-06,
    "pass_seconds": [
-    7.079616069793702e-05,
-    0.00011476608276367187,
-    0.00010215999603271485
+    8.934911727905272e-05,
+    8.345343589782715e-05,
+    7.797823905944824e-05
    ],
    "pass_host_canary_seconds": [
-    7.098605000024349e-06,
-    9.60174249996726e-06,
-    1.1108224999958338e-05
+    7.803600000215739e-06,
+    7.4176675002490815e-06,
+    7.501797500140128e-06
    ]
   },
   "layer_steady_gelu_autocast": {
-   "seconds": 0.0001319372844696045,
-   "min": 8.32806396484375e-05,
-   "max": 0.0001505280017852783,
+   "seconds": 0.00010730112075805664,
+   "min": 9.889535903930665e-05,
+   "max": 0.00016999616622924803,
    "samples": 33,
    "method": "one tiny gelu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.15110250002482e-06,
+   "host_canary_seconds": 7.699530000309098e-06,
    "pass_seconds": [
-    9.307711601257325e-05,
-    0.0001319372844696045,
-    0.00013990400314331053
+    0.00010132351875305175,
+    0.00010730112075805664,
+    0.00010831232070922852
    ],
    "pass_host_canary_seconds": [
-    7.15110250002482e-06,
-    9.669809999977019e-06,
-    1.1062619999933077e-05
+    7.699530000309098e-06,
+    7.68468499984465e-06,
+    7.605722499874901e-06
    ]
   },
   "layer_steady_silu": {
-   "seconds": 0.00011135168075561523,
-   "min": 6.807551860809327e-05,
-   "max": 0.00012949119567871094,
+   "seconds": 8.76198387145996e-05,
+   "min": 7.487296104431153e-05,
+   "max": 0.00010989119529724121,
    "samples": 33,
    "method": "one tiny silu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.841859999937583e-06,
+   "host_canary_seconds": 7.428367500210698e-06,
    "pass_seconds": [
-    7.092031955718993e-05,
-    0.00011135168075561523,
-    0.00011165247917175294
+    8.76198387145996e-05,
+    8.76972770690918e-05,
+    8.700223922729492e-05
    ],
    "pass_host_canary_seconds": [
-    6.841859999937583e-06,
-    9.721989999995628e-06,
-    1.184361500001785e-05
+    7.428367500210698e-06,
+    7.6165249993209725e-06,
+    7.560120000107418e-06
    ]
   },
   "layer_steady_silu_autocast": {
-   "seconds": 0.00011936511993408203,
-   "min": 8.39782428741455e-05,
-   "max": 0.00014806655883789062,
+   "seconds": 0.00010695615768432616,
+   "min": 8.487232208251953e-05,
+   "max": 0.000130448637008667,
    "samples": 33,
    "method": "one tiny silu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.0143774999920085e-06,
+   "host_canary_seconds": 7.297257499772059e-06,
    "pass_seconds": [
-    8.63366413116455e-05,
-    0.00011936511993408203,
-    0.0001398739242553711
+    0.00010184000015258789,
+    0.00010695615768432616,
+    0.00011526975631713867
    ],
    "pass_host_canary_seconds": [
-    7.0143774999920085e-06,
-    8.112217499984809e-06,
-    1.1345274999996491e-05
+    7.297257499772059e-06,
+    7.527322499640832e-06,
+    8.309837500064533e-06
    ]
   },
   "layer_steady_tanh": {
-   "seconds": 0.00010129088401794434,
-   "min": 6.672128200531005e-05,
-   "max": 0.00011124287605285644,
+   "seconds": 0.00010028608322143554,
+   "min": 7.182975769042969e-05,
+   "max": 0.00014830911636352538,
    "samples": 33,
    "method": "one tiny tanh layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.814030000015236e-06,
+   "host_canary_seconds": 7.623424999678719e-06,
    "pass_seconds": [
-    7.118207931518555e-05,
-    0.00010129088401794434,
-    0.00010533696174621581
+    0.00010028608322143554,
+    7.453504085540771e-05,
+    0.00011707903861999512
    ],
    "pass_host_canary_seconds": [
-    6.814030000015236e-06,
-    8.040559999997753e-06,
-    1.086248249997368e-05
+    7.623424999678719e-06,
+    7.385185000430283e-06,
+    1.1144764999926338e-05
    ]
   },
   "layer_steady_tanh_autocast": {
-   "seconds": 0.00012056511878967285,
-   "min": 8.25766372680664e-05,
-   "max": 0.00014023743629455567,
+   "seconds": 0.00013448639869689943,
+   "min": 9.008831977844238e-05,
+   "max": 0.00017236032485961914,
    "samples": 33,
    "method": "one tiny tanh layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.475364999969258e-06,
+   "host_canary_seconds": 7.79707999981838e-06,
    "pass_seconds": [
-    0.00010912704467773437,
-    0.00012056511878967285,
-    0.00013273280143737793
+    0.00013448639869689943,
+    0.00012527039527893065,
+    0.00014640704154968262
    ],
    "pass_host_canary_seconds": [
-    7.475364999969258e-06,
-    8.204414999966047e-06,
-    1.0846609999930478e-05
+    7.79707999981838e-06,
+    9.022074999620598e-06,
+    1.1283130000947494e-05
    ]
   },
   "layer_steady_sigmoid": {
-   "seconds": 0.00010164223670959472,
-   "min": 8.879872322082519e-05,
-   "max": 0.00011790656089782715,
+   "seconds": 0.00010931584358215332,
+   "min": 7.315648078918456e-05,
+   "max": 0.00021709375381469726,
    "samples": 33,
    "method": "one tiny sigmoid layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.170599999990259e-06,
+   "host_canary_seconds": 7.714582499716016e-06,
    "pass_seconds": [
-    9.765055656433106e-05,
-    0.00010164223670959472,
-    0.00010948415756225586
+    0.00010931584358215332,
+    0.0001442579174041748,
+    0.00010347904205322266
    ],
    "pass_host_canary_seconds": [
-    9.170599999990259e-06,
-    8.307800000011412e-06,
-    1.0721649999894112e-05
+    7.714582499716016e-06,
+    1.0514964999401855e-05,
+    1.0444490000622865e-05
    ]
   },
   "layer_steady_sigmoid_autocast": {
-   "seconds": 0.00014561408042907715,
-   "min": 8.55116844177246e-05,
-   "max": 0.00016502975463867189,
+   "seconds": 0.00012601280212402342,
+   "min": 8.582528114318848e-05,
+   "max": 0.00017758720397949217,
    "samples": 33,
    "method": "one tiny sigmoid layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.017594999995991e-06,
+   "host_canary_seconds": 7.786059999261852e-06,
    "pass_seconds": [
-    0.00011652992248535157,
-    0.00014561408042907715,
-    0.00014910464286804198
+    0.00012601280212402342,
+    0.00010445568084716797,
+    0.00013476608276367187
    ],
    "pass_host_canary_seconds": [
-    9.017594999995991e-06,
-    8.125344999996286e-06,
-    1.1577825000017582e-05
+    7.786059999261852e-06,
+    8.279642500497175e-06,
+    1.0907360000373955e-05
    ]
   },
   "layer_steady_dropout": {
-   "seconds": 0.00013202176094055177,
-   "min": 7.552639961242676e-05,
-   "max": 0.00014546560287475587,
+   "seconds": 0.0001227577590942383,
+   "min": 9.503935813903809e-05,
+   "max": 0.0003113638305664063,
    "samples": 33,
    "method": "one tiny dropout layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.97077499996368e-06,
+   "host_canary_seconds": 1.0624285000062628e-05,
    "pass_seconds": [
-    7.661375999450684e-05,
-    0.0001369612789154053,
-    0.00013202176094055177
+    0.00012186367988586426,
+    0.00013455679893493652,
+    0.0001227577590942383
    ],
    "pass_host_canary_seconds": [
-    6.97077499996368e-06,
-    1.16813250000547e-05,
-    1.1628664999960847e-05
+    1.0624285000062628e-05,
+    9.589324999978999e-06,
+    1.1165144999267795e-05
    ]
   },
   "layer_steady_dropout_autocast": {
-   "seconds": 0.00015576255798339844,
-   "min": 8.879039764404297e-05,
-   "max": 0.00018040256500244142,
+   "seconds": 0.00010624192237854003,
+   "min": 9.492095947265624e-05,
+   "max": 0.00021129919052124025,
    "samples": 33,
    "method": "one tiny dropout layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.778979999992884e-06,
+   "host_canary_seconds": 7.32755000058205e-06,
    "pass_seconds": [
-    9.167488098144532e-05,
-    0.00017208255767822266,
-    0.00015576255798339844
+    0.00010387392044067382,
+    0.00010624192237854003,
+    0.0001426867198944092
    ],
    "pass_host_canary_seconds": [
-    6.778979999992884e-06,
-    1.0809934999969074e-05,
-    1.113418499997465e-05
+    7.32755000058205e-06,
+    7.54417999985435e-06,
+    1.1000050000120609e-05
    ]
   },
   "layer_steady_add": {
-   "seconds": 0.00011438655853271484,
-   "min": 7.804927825927735e-05,
-   "max": 0.00014318207740783692,
+   "seconds": 8.56057643890381e-05,
+   "min": 8.240832328796386e-05,
+   "max": 0.00014712127685546876,
    "samples": 33,
    "method": "one tiny add layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.697037499989733e-06,
+   "host_canary_seconds": 7.30577750005068e-06,
    "pass_seconds": [
-    9.324159622192383e-05,
-    0.00011438655853271484,
-    0.0001395622444152832
+    8.55686378479004e-05,
+    8.56057643890381e-05,
+    0.00011227904319763183
    ],
    "pass_host_canary_seconds": [
-    6.697037499989733e-06,
-    8.138344999935042e-06,
-    1.194793999999888e-05
+    7.30577750005068e-06,
+    7.349557499765069e-06,
+    8.17477000055078e-06
    ]
   },
   "layer_steady_add_autocast": {
-   "seconds": 0.00014347455978393553,
-   "min": 0.00011159232139587402,
-   "max": 0.0001693235206604004,
+   "seconds": 0.00010868032455444336,
+   "min": 9.65126419067383e-05,
+   "max": 0.0001751801681518555,
    "samples": 33,
    "method": "one tiny add layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.076222500010943e-06,
+   "host_canary_seconds": 7.455207500584038e-06,
    "pass_seconds": [
-    0.00011596416473388672,
-    0.00014347455978393553,
-    0.00016439296722412108
+    0.00010868032455444336,
+    9.968511581420899e-05,
+    0.00012682815551757814
    ],
    "pass_host_canary_seconds": [
-    7.076222500010943e-06,
-    8.229654999922787e-06,
-    1.1891064999929313e-05
+    7.455207500584038e-06,
+    7.204654999668492e-06,
+    7.86668999921858e-06
    ]
   },
   "layer_steady_mul": {
-   "seconds": 0.00012830911636352538,
-   "min": 9.145024299621583e-05,
-   "max": 0.00013972928047180177,
+   "seconds": 8.641216278076171e-05,
+   "min": 7.724095821380615e-05,
+   "max": 0.0001568832015991211,
    "samples": 33,
    "method": "one tiny mul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.2226174999912015e-06,
+   "host_canary_seconds": 7.368815000177164e-06,
    "pass_seconds": [
-    0.000101528959274292,
-    0.00012830911636352538,
-    0.00012960512161254884
+    8.641216278076171e-05,
+    8.202495574951172e-05,
+    0.00013505791664123536
    ],
    "pass_host_canary_seconds": [
-    7.2226174999912015e-06,
-    8.229654999922787e-06,
-    1.148655499989104e-05
+    7.368815000177164e-06,
+    7.186402499996803e-06,
+    1.0197170000765254e-05
    ]
   },
   "layer_steady_mul_autocast": {
-   "seconds": 0.00014405952453613283,
-   "min": 0.00011212096214294434,
-   "max": 0.00018150272369384763,
+   "seconds": 0.00010632575988769531,
+   "min": 9.608511924743651e-05,
+   "max": 0.00019686399459838868,
    "samples": 33,
    "method": "one tiny mul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.182629999995526e-06,
+   "host_canary_seconds": 7.373555000640408e-06,
    "pass_seconds": [
-    0.00011799615859985352,
-    0.00014405952453613283,
-    0.00017005056381225588
+    9.910528182983397e-05,
+    0.00010632575988769531,
+    0.00016015039443969728
    ],
    "pass_host_canary_seconds": [
-    7.182629999995526e-06,
-    1.0840985000015735e-05,
-    1.1714894999954596e-05
+    7.373555000640408e-06,
+    7.477212499793495e-06,
+    1.1090809999814156e-05
    ]
   },
   "layer_steady_softmax": {
-   "seconds": 0.00011518464088439942,
-   "min": 9.059200286865234e-05,
-   "max": 0.00014613247871398926,
+   "seconds": 7.841599941253662e-05,
+   "min": 7.291584014892577e-05,
+   "max": 0.00014458751678466796,
    "samples": 33,
    "method": "one tiny softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.243535000007739e-06,
+   "host_canary_seconds": 7.499385000642178e-06,
    "pass_seconds": [
-    9.249088287353515e-05,
-    0.00011518464088439942,
-    0.00012301504135131837
+    7.841599941253662e-05,
+    7.586304187774658e-05,
+    0.00013663616180419923
    ],
    "pass_host_canary_seconds": [
-    7.243535000007739e-06,
-    8.45563500007529e-06,
-    1.1608657500090658e-05
+    7.499385000642178e-06,
+    7.443945000318308e-06,
+    1.1090809999814156e-05
    ]
   },
   "layer_steady_softmax_autocast": {
-   "seconds": 0.00013535807609558106,
-   "min": 0.0001072486400604248,
-   "max": 0.00016813184738159178,
+   "seconds": 9.49465560913086e-05,
+   "min": 8.635199546813966e-05,
+   "max": 0.00018488000869750976,
    "samples": 33,
    "method": "one tiny softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.2202599999826594e-06,
+   "host_canary_seconds": 7.605042500244963e-06,
    "pass_seconds": [
-    0.00011306240081787109,
-    0.00013535807609558106,
-    0.0001610323143005371
+    9.49465560913086e-05,
+    9.399359703063964e-05,
+    0.00014008447647094726
    ],
    "pass_host_canary_seconds": [
-    7.2202599999826594e-06,
-    8.64141500002802e-06,
-    1.1992775000067014e-05
+    7.605042500244963e-06,
+    7.278145000668701e-06,
+    1.0158165000575537e-05
    ]
   },
   "layer_steady_log_softmax": {
-   "seconds": 0.0001045356845855713,
-   "min": 7.439487934112549e-05,
-   "max": 0.00011593088150024415,
+   "seconds": 7.136191844940186e-05,
+   "min": 6.422783851623535e-05,
+   "max": 0.0001279097557067871,
    "samples": 33,
    "method": "one tiny log_softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.263992500021743e-06,
+   "host_canary_seconds": 7.494735000364017e-06,
    "pass_seconds": [
-    7.922751903533936e-05,
-    0.0001045356845855713,
-    0.00011118464469909668
+    7.136191844940186e-05,
+    6.636735916137696e-05,
+    9.34227180480957e-05
    ],
    "pass_host_canary_seconds": [
-    7.263992500021743e-06,
-    9.248812500004533e-06,
-    1.1691817500079082e-05
+    7.494735000364017e-06,
+    7.129839999606702e-06,
+    1.1116412500200569e-05
    ]
   },
   "layer_steady_log_softmax_autocast": {
-   "seconds": 0.00013123776435852052,
-   "min": 9.275391578674316e-05,
-   "max": 0.0001496288013458252,
+   "seconds": 9.298560142517089e-05,
+   "min": 8.206080436706544e-05,
+   "max": 0.00024960384368896487,
    "samples": 33,
    "method": "one tiny log_softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.0445175000344315e-06,
+   "host_canary_seconds": 7.957745000339857e-06,
    "pass_seconds": [
-    9.47212791442871e-05,
-    0.00013123776435852052,
-    0.00013493056297302246
+    9.298560142517089e-05,
+    8.809663772583009e-05,
+    0.00012423040390014648
    ],
    "pass_host_canary_seconds": [
-    7.0445175000344315e-06,
-    1.057975750008211e-05,
-    1.1556994999892823e-05
+    7.957745000339857e-06,
+    6.972192500143137e-06,
+    1.0666079999737121e-05
    ]
   },
   "layer_steady_cross_entropy": {
-   "seconds": 0.00017505344390869143,
-   "min": 0.00012964544296264647,
-   "max": 0.00020708415985107423,
+   "seconds": 0.00011727807998657227,
+   "min": 9.744000434875489e-05,
+   "max": 0.0003094067192077637,
    "samples": 33,
    "method": "one tiny cross_entropy layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.014840000039158e-06,
+   "host_canary_seconds": 8.230275000187248e-06,
    "pass_seconds": [
-    0.00013584383964538574,
-    0.00017505344390869143,
-    0.00019348415374755858
+    0.00011081536293029785,
+    0.00011727807998657227,
+    0.00013809215545654296
    ],
    "pass_host_canary_seconds": [
-    7.014840000039158e-06,
-    9.04621000003658e-06,
-    1.1482757499905461e-05
+    8.230275000187248e-06,
+    8.804745000361436e-06,
+    1.1013609999963591e-05
    ]
   },
   "layer_steady_cross_entropy_autocast": {
-   "seconds": 0.00020147647857666015,
-   "min": 0.00014683903694152832,
-   "max": 0.00025350847244262696,
+   "seconds": 0.00014755711555480957,
+   "min": 0.00011261887550354004,
+   "max": 0.00023595903396606447,
    "samples": 33,
    "method": "one tiny cross_entropy layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.0584999999567796e-06,
+   "host_canary_seconds": 7.753805000447756e-06,
    "pass_seconds": [
-    0.0001531654357910156,
-    0.00020147647857666015,
-    0.00023354175567626953
+    0.00014755711555480957,
+    0.00011594752311706542,
+    0.00016869632720947265
    ],
    "pass_host_canary_seconds": [
-    7.0584999999567796e-06,
-    8.45341499996266e-06,
-    1.081689500011862e-05
+    7.753805000447756e-06,
+    7.14512500053388e-06,
+    1.1023635000242393e-05
    ]
   },
   "layer_steady_embedding": {
-   "seconds": 0.0003919891357421875,
-   "min": 0.00020732671737670898,
-   "max": 0.000702037124633789,
+   "seconds": 0.0003035872077941894,
+   "min": 0.0002322879981994629,
+   "max": 0.0004638822555541992,
    "samples": 33,
    "method": "one tiny embedding layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.0678899999876425e-06,
+   "host_canary_seconds": 1.0872384999629503e-05,
    "pass_seconds": [
-    0.00024689023971557615,
-    0.0005337267303466796,
-    0.0003919891357421875
+    0.00031969343185424807,
+    0.00027858495712280274,
+    0.0003035872077941894
    ],
    "pass_host_canary_seconds": [
-    7.0678899999876425e-06,
-    1.1736360000043077e-05,
-    1.1282239999985676e-05
+    1.0872384999629503e-05,
+    1.0215459999471932e-05,
+    1.1038584999596425e-05
    ]
   },
   "layer_steady_embedding_autocast": {
-   "seconds": 0.0004810950469970703,
-   "min": 0.0002421824073791504,
-   "max": 0.0006962470245361328,
+   "seconds": 0.0003180588722229004,
+   "min": 0.00023198144912719727,
+   "max": 0.0004280403137207031,
    "samples": 33,
    "method": "one tiny embedding layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.345940000007545e-06,
+   "host_canary_seconds": 8.218210000450199e-06,
    "pass_seconds": [
-    0.0002521939277648926,
-    0.0005609939193725586,
-    0.0004810950469970703
+    0.0003744134521484375,
+    0.00024650751113891605,
+    0.0003180588722229004
    ],
    "pass_host_canary_seconds": [
-    7.345940000007545e-06,
-    1.1869725000082099e-05,
-    1.1074609999894847e-05
+    8.218210000450199e-06,
+    7.5209524999309e-06,
+    8.570214999963355e-06
    ]
   },
   "layer_steady_embedding_atomic": {
-   "seconds": 0.0001242905616760254,
-   "min": 8.263680458068848e-05,
-   "max": 0.00016851520538330077,
+   "seconds": 9.310912132263184e-05,
+   "min": 8.664896011352539e-05,
+   "max": 0.0001158681583404541,
    "samples": 33,
    "method": "one tiny embedding_atomic layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.391892499981623e-06,
+   "host_canary_seconds": 7.654270000330143e-06,
    "pass_seconds": [
-    8.662464141845703e-05,
-    0.00015837632179260252,
-    0.0001242905616760254
+    0.00010310144424438476,
+    9.310912132263184e-05,
+    9.29094409942627e-05
    ],
    "pass_host_canary_seconds": [
-    7.391892499981623e-06,
-    1.2244870000017727e-05,
-    1.0809229999964032e-05
+    7.654270000330143e-06,
+    7.254374999661195e-06,
+    7.911887499858495e-06
    ]
   },
   "layer_steady_embedding_atomic_autocast": {
-   "seconds": 0.00015112832069396972,
-   "min": 0.000100513277053833,
-   "max": 0.0002284115219116211,
+   "seconds": 0.00011837504386901854,
+   "min": 9.942144393920897e-05,
+   "max": 0.00013110336303710936,
    "samples": 33,
    "method": "one tiny embedding_atomic layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.1816674999780615e-06,
+   "host_canary_seconds": 7.298077500195177e-06,
    "pass_seconds": [
-    0.0001038912010192871,
-    0.0001952128028869629,
-    0.00015112832069396972
+    0.0001225657558441162,
+    0.00011837504386901854,
+    0.00011070143699645997
    ],
    "pass_host_canary_seconds": [
-    7.1816674999780615e-06,
-    1.203071500000874e-05,
-    1.100784499996621e-05
+    7.298077500195177e-06,
+    7.2240049996707965e-06,
+    7.956695000075343e-06
    ]
   },
   "layer_steady_maxpool2d": {
-   "seconds": 0.00012641599655151368,
-   "min": 8.071616172790527e-05,
-   "max": 0.00015976384162902835,
+   "seconds": 0.00010406463623046875,
+   "min": 8.68729591369629e-05,
+   "max": 0.00022478464126586914,
    "samples": 33,
    "method": "one tiny maxpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.928297499970483e-06,
+   "host_canary_seconds": 8.3586325001761e-06,
    "pass_seconds": [
-    0.00010239295959472656,
-    0.00014115391731262206,
-    0.00012641599655151368
+    0.00011014975547790528,
+    0.00010406463623046875,
+    9.282815933227539e-05
    ],
    "pass_host_canary_seconds": [
-    8.928297499970483e-06,
-    1.2122019999907251e-05,
-    1.1204485000035902e-05
+    8.3586325001761e-06,
+    7.211802499682562e-06,
+    7.913347500334565e-06
    ]
   },
   "layer_steady_maxpool2d_autocast": {
-   "seconds": 0.0001565567970275879,
-   "min": 0.00011988544464111328,
-   "max": 0.00022848768234252928,
+   "seconds": 0.0001255008029937744,
+   "min": 9.460351943969726e-05,
+   "max": 0.00017455360412597657,
    "samples": 33,
    "method": "one tiny maxpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0525660000055837e-05,
+   "host_canary_seconds": 1.0450135000610317e-05,
    "pass_seconds": [
-    0.0001432646369934082,
-    0.000198603515625,
-    0.0001565567970275879
+    0.0001255008029937744,
+    0.00012006143569946288,
+    0.0001328998374938965
    ],
    "pass_host_canary_seconds": [
-    1.0525660000055837e-05,
-    1.1940895000037699e-05,
-    1.0803499999951783e-05
+    1.0450135000610317e-05,
+    7.299007499455002e-06,
+    8.625190000657312e-06
    ]
   },
   "layer_steady_avgpool2d": {
-   "seconds": 0.0001176460838317871,
-   "min": 6.931839942932129e-05,
-   "max": 0.0001384102439880371,
+   "seconds": 8.468671798706055e-05,
+   "min": 6.959807872772217e-05,
+   "max": 0.00012500415802001953,
    "samples": 33,
    "method": "one tiny avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.250322500027551e-06,
+   "host_canary_seconds": 9.819102500046029e-06,
    "pass_seconds": [
-    7.272640228271485e-05,
-    0.0001302195167541504,
-    0.0001176460838317871
+    0.00010576319694519043,
+    8.01478385925293e-05,
+    8.468671798706055e-05
    ],
    "pass_host_canary_seconds": [
-    7.250322500027551e-06,
-    1.126531000011255e-05,
-    1.105671249995055e-05
+    9.819102500046029e-06,
+    6.835887499505589e-06,
+    7.901467499777937e-06
    ]
   },
   "layer_steady_avgpool2d_autocast": {
-   "seconds": 0.0001468678379058838,
-   "min": 8.341119766235352e-05,
-   "max": 0.00019335807800292966,
+   "seconds": 0.00011482879638671876,
+   "min": 8.873087882995606e-05,
+   "max": 0.00015707903861999513,
    "samples": 33,
    "method": "one tiny avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.136219999992478e-06,
+   "host_canary_seconds": 9.74600999938957e-06,
    "pass_seconds": [
-    8.707136154174804e-05,
-    0.00017169599533081056,
-    0.0001468678379058838
+    0.00013927807807922362,
+    9.670783996582031e-05,
+    0.00011482879638671876
    ],
    "pass_host_canary_seconds": [
-    7.136219999992478e-06,
-    1.1527209999968591e-05,
-    1.1100895000026867e-05
+    9.74600999938957e-06,
+    7.115670000530372e-06,
+    8.452894999209093e-06
    ]
   },
   "layer_steady_adaptive_avgpool2d": {
-   "seconds": 0.00013110912322998047,
-   "min": 7.577600002288819e-05,
-   "max": 0.00016475008010864256,
+   "seconds": 8.697983741760253e-05,
+   "min": 7.713535785675048e-05,
+   "max": 0.000133503999710083,
    "samples": 33,
    "method": "one tiny adaptive_avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.0661375000113935e-06,
+   "host_canary_seconds": 7.511857500048791e-06,
    "pass_seconds": [
-    8.09830379486084e-05,
-    0.00015203392028808593,
-    0.00013110912322998047
+    7.92460823059082e-05,
+    8.697983741760253e-05,
+    0.00010302528381347657
    ],
    "pass_host_canary_seconds": [
-    7.0661375000113935e-06,
-    1.1098554999904308e-05,
-    1.089647000000582e-05
+    7.511857500048791e-06,
+    7.0003699994458655e-06,
+    8.56985000041277e-06
    ]
   },
   "layer_steady_adaptive_avgpool2d_autocast": {
-   "seconds": 0.00015150976181030275,
-   "min": 0.0001055078411102295,
-   "max": 0.00020770303726196288,
+   "seconds": 0.00012132863998413085,
+   "min": 9.862272262573242e-05,
+   "max": 0.00016652095794677735,
    "samples": 33,
    "method": "one tiny adaptive_avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.2787699999921075e-06,
+   "host_canary_seconds": 7.984252499682043e-06,
    "pass_seconds": [
-    0.00011230912208557129,
-    0.00019445056915283202,
-    0.00015150976181030275
+    0.00012132863998413085,
+    0.00012122879981994629,
+    0.00013662015914916992
    ],
    "pass_host_canary_seconds": [
-    7.2787699999921075e-06,
-    1.1296320000013793e-05,
-    1.0764905000115731e-05
+    7.984252499682043e-06,
+    9.56580250033312e-06,
+    8.297619999666494e-06
    ]
   },
   "layer_steady_flatten": {
-   "seconds": 7.389952182769774e-05,
-   "min": 5.582848072052002e-05,
-   "max": 8.814847946166992e-05,
+   "seconds": 6.419199943542481e-05,
+   "min": 5.386367797851562e-05,
+   "max": 7.70297622680664e-05,
    "samples": 33,
    "method": "one tiny flatten layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.320379999953275e-06,
+   "host_canary_seconds": 7.8231649990812e-06,
    "pass_seconds": [
-    5.7855358123779296e-05,
-    8.339584350585938e-05,
-    7.389952182769774e-05
+    6.287807941436768e-05,
+    6.419199943542481e-05,
+    6.712959766387939e-05
    ],
    "pass_host_canary_seconds": [
-    7.320379999953275e-06,
-    1.1566577499948494e-05,
-    1.0781235000081324e-05
+    7.8231649990812e-06,
+    1.0428650000449124e-05,
+    8.279339999717194e-06
    ]
   },
   "layer_steady_flatten_autocast": {
-   "seconds": 8.004287719726562e-05,
-   "min": 7.125311851501465e-05,
-   "max": 0.00012576448440551757,
+   "seconds": 8.23692798614502e-05,
+   "min": 7.490687847137452e-05,
+   "max": 0.00011410880088806152,
    "samples": 33,
    "method": "one tiny flatten layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.2072025000125e-06,
+   "host_canary_seconds": 7.683072499844457e-06,
    "pass_seconds": [
-    7.334400177001954e-05,
-    0.000116243839263916,
-    8.004287719726562e-05
+    7.843327999114991e-05,
+    8.597567558288574e-05,
+    8.23692798614502e-05
    ],
    "pass_host_canary_seconds": [
-    7.2072025000125e-06,
-    1.1698072499939372e-05,
-    7.729905000033455e-06
+    7.683072499844457e-06,
+    1.0302029999706973e-05,
+    8.34890250018816e-06
    ]
   },
   "layer_steady_reshape": {
-   "seconds": 5.9532799720764164e-05,
-   "min": 5.229887962341309e-05,
-   "max": 9.42137622833252e-05,
+   "seconds": 5.9801602363586425e-05,
+   "min": 5.347583770751953e-05,
+   "max": 6.860095977783204e-05,
    "samples": 33,
    "method": "one tiny reshape layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.057824999989748e-06,
+   "host_canary_seconds": 7.467199999382501e-06,
    "pass_seconds": [
-    5.4058880805969234e-05,
-    8.293184280395508e-05,
-    5.9532799720764164e-05
+    5.9801602363586425e-05,
+    5.993663787841797e-05,
+    5.5870718955993656e-05
    ],
    "pass_host_canary_seconds": [
-    7.057824999989748e-06,
-    1.1651647500059425e-05,
-    7.922315000001845e-06
+    7.467199999382501e-06,
+    1.0868125000342844e-05,
+    8.355809999329722e-06
    ]
   },
   "layer_steady_reshape_autocast": {
-   "seconds": 8.368703842163085e-05,
-   "min": 5.9712638854980466e-05,
-   "max": 0.00011355199813842774,
+   "seconds": 7.418560028076173e-05,
+   "min": 6.850815773010254e-05,
+   "max": 0.00011199423789978028,
    "samples": 33,
    "method": "one tiny reshape layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.303187500049546e-06,
+   "host_canary_seconds": 7.538407500078392e-06,
    "pass_seconds": [
-    8.368703842163085e-05,
-    0.00010747648239135742,
-    7.536191940307617e-05
+    7.305791854858398e-05,
+    7.418560028076173e-05,
+    7.898367881774903e-05
    ],
    "pass_host_canary_seconds": [
-    7.303187500049546e-06,
-    1.223032749997799e-05,
-    7.922315000001845e-06
+    7.538407500078392e-06,
+    1.0723577500471037e-05,
+    8.089502500183699e-06
    ]
   },
   "layer_steady_slice": {
-   "seconds": 9.024383544921875e-05,
-   "min": 6.559552192687989e-05,
-   "max": 0.0001334227180480957,
+   "seconds": 8.911104202270507e-05,
+   "min": 8.037504196166991e-05,
+   "max": 0.00012063743591308595,
    "samples": 33,
    "method": "one tiny slice layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.607595000038714e-06,
+   "host_canary_seconds": 7.508752500484661e-06,
    "pass_seconds": [
-    6.898240089416503e-05,
-    0.00012286144256591798,
-    9.024383544921875e-05
+    8.762240409851074e-05,
+    8.911104202270507e-05,
+    0.00011237824440002442
    ],
    "pass_host_canary_seconds": [
-    7.607595000038714e-06,
-    1.1594372499956762e-05,
-    7.872449999979381e-06
+    7.508752500484661e-06,
+    1.0905795000439867e-05,
+    8.282777499744043e-06
    ]
   },
   "layer_steady_slice_autocast": {
-   "seconds": 0.00011127231597900391,
-   "min": 8.187328338623046e-05,
-   "max": 0.0001606515121459961,
+   "seconds": 0.00010322943687438965,
+   "min": 9.069696426391602e-05,
+   "max": 0.00014818816184997559,
    "samples": 33,
    "method": "one tiny slice layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.820840000007932e-06,
+   "host_canary_seconds": 7.521397500340754e-06,
    "pass_seconds": [
-    8.58233642578125e-05,
-    0.0001544825553894043,
-    0.00011127231597900391
+    0.00010322943687438965,
+    0.00010264063835144043,
+    0.00013655360221862794
    ],
    "pass_host_canary_seconds": [
-    7.820840000007932e-06,
-    1.1379015000017034e-05,
-    7.703317499974105e-06
+    7.521397500340754e-06,
+    9.774237499868831e-06,
+    8.221949999551725e-06
    ]
   },
   "layer_steady_transpose_contiguous": {
-   "seconds": 0.00011664064407348633,
-   "min": 9.624768257141112e-05,
-   "max": 0.00014281472206115724,
+   "seconds": 0.00010681983947753906,
+   "min": 8.358464241027833e-05,
+   "max": 0.00013598143577575684,
    "samples": 33,
    "method": "one tiny transpose_contiguous layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.031210250001635e-05,
+   "host_canary_seconds": 7.306112500486961e-06,
    "pass_seconds": [
-    0.00011664064407348633,
-    0.00013205568313598632,
-    0.0001079475212097168
+    9.11616039276123e-05,
+    0.00010681983947753906,
+    0.00012115136146545409
    ],
    "pass_host_canary_seconds": [
-    1.031210250001635e-05,
-    1.1287485000082142e-05,
-    7.70744749999608e-06
+    7.306112500486961e-06,
+    9.447019999697658e-06,
+    8.188677500129415e-06
    ]
   },
   "layer_steady_transpose_contiguous_autocast": {
-   "seconds": 0.00012676992416381838,
-   "min": 9.880767822265626e-05,
-   "max": 0.0001691116714477539,
+   "seconds": 0.0001341427230834961,
+   "min": 0.00010243776321411133,
+   "max": 0.0001476966381072998,
    "samples": 33,
    "method": "one tiny transpose_contiguous layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.351149999976769e-06,
+   "host_canary_seconds": 7.546594999894297e-06,
    "pass_seconds": [
-    0.00010553664207458496,
-    0.00016061759948730468,
-    0.00012676992416381838
+    0.00010778431892395019,
+    0.00013463104248046876,
+    0.0001341427230834961
    ],
    "pass_host_canary_seconds": [
-    7.351149999976769e-06,
-    1.114197999996236e-05,
-    7.5919399999691e-06
+    7.546594999894297e-06,
+    9.502705000841161e-06,
+    8.161130000416961e-06
    ]
   },
   "layer_steady_cat": {
-   "seconds": 8.891648292541503e-05,
-   "min": 6.452352046966553e-05,
-   "max": 0.00010395392417907715,
+   "seconds": 7.488319873809814e-05,
+   "min": 6.69708776473999e-05,
+   "max": 9.467519760131836e-05,
    "samples": 33,
    "method": "one tiny cat layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.166154999964647e-06,
+   "host_canary_seconds": 7.233984999857057e-06,
    "pass_seconds": [
-    6.65331220626831e-05,
-    0.0001012934398651123,
-    8.891648292541503e-05
+    6.868351936340331e-05,
+    8.192895889282226e-05,
+    7.488319873809814e-05
    ],
    "pass_host_canary_seconds": [
-    7.166154999964647e-06,
-    1.1094917499931967e-05,
-    7.728634999963901e-06
+    7.233984999857057e-06,
+    9.82818500006033e-06,
+    7.933407499649547e-06
    ]
   },
   "layer_steady_cat_autocast": {
-   "seconds": 0.0001080031967163086,
-   "min": 7.969408035278321e-05,
-   "max": 0.00012531071662902834,
+   "seconds": 0.00011616064071655273,
+   "min": 8.358719825744629e-05,
+   "max": 0.0001459494400024414,
    "samples": 33,
    "method": "one tiny cat layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.234192500007453e-06,
+   "host_canary_seconds": 7.437112500383592e-06,
    "pass_seconds": [
-    9.030464172363282e-05,
-    0.00012404671669006347,
-    0.0001080031967163086
+    8.721664428710937e-05,
+    0.00011616064071655273,
+    0.00011728192329406739
    ],
    "pass_host_canary_seconds": [
-    7.234192500007453e-06,
-    1.0756492500050286e-05,
-    7.55833999996014e-06
+    7.437112500383592e-06,
+    9.48670750005931e-06,
+    8.001450000278963e-06
    ]
   },
   "layer_steady_gelu_tanh_composite": {
-   "seconds": 0.00042734848022460935,
-   "min": 0.00025768896102905273,
-   "max": 0.0006388019180297852,
+   "seconds": 0.00034457855224609375,
+   "min": 0.00024785087585449216,
+   "max": 0.0006952877044677734,
    "samples": 33,
    "method": "one tiny gelu_tanh_composite layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.930619999963028e-06,
+   "host_canary_seconds": 7.653619999246075e-06,
    "pass_seconds": [
-    0.0002665523147583008,
-    0.00042734848022460935,
-    0.0004895008087158202
+    0.00028677888870239256,
+    0.00034457855224609375,
+    0.00041024703979492184
    ],
    "pass_host_canary_seconds": [
-    6.930619999963028e-06,
-    1.0428474999883974e-05,
-    8.108050000004141e-06
+    7.653619999246075e-06,
+    9.169185000246216e-06,
+    1.0581182500004616e-05
    ]
   },
   "layer_steady_gelu_tanh_composite_autocast": {
-   "seconds": 0.0005965689468383789,
-   "min": 0.0004923750305175781,
-   "max": 0.0007843583679199219,
+   "seconds": 0.0003484339141845703,
+   "min": 0.00026688064575195315,
+   "max": 0.0007240249633789062,
    "samples": 33,
    "method": "one tiny gelu_tanh_composite layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.73708499998338e-06,
+   "host_canary_seconds": 7.994670000357473e-06,
    "pass_seconds": [
-    0.0005325734329223633,
-    0.0007356787109375,
-    0.0005965689468383789
+    0.0003484339141845703,
+    0.0003020057678222656,
+    0.000542089614868164
    ],
    "pass_host_canary_seconds": [
-    9.73708499998338e-06,
-    1.171268499987832e-05,
-    1.0336065000018379e-05
+    7.994670000357473e-06,
+    7.312505000527381e-06,
+    1.1947880000207079e-05
    ]
   },
   "layer_steady_mha": {
-   "seconds": 0.0015059161376953126,
-   "min": 0.0010101484680175782,
-   "max": 0.0019031826782226562,
+   "seconds": 0.0012534182739257812,
+   "min": 0.0009363187408447265,
+   "max": 0.0015581837463378907,
    "samples": 33,
    "method": "one tiny mha layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.341060000030097e-06,
+   "host_canary_seconds": 1.0364224999648286e-05,
    "pass_seconds": [
-    0.0011499449920654296,
-    0.0018569139099121094,
-    0.0015059161376953126
+    0.001367445068359375,
+    0.0011493421173095703,
+    0.0012534182739257812
    ],
    "pass_host_canary_seconds": [
-    7.341060000030097e-06,
-    1.1979960000019219e-05,
-    7.652925000058985e-06
+    1.0364224999648286e-05,
+    7.295445000181644e-06,
+    1.011321999953907e-05
    ]
   },
   "layer_steady_mha_autocast": {
-   "seconds": 0.0017550770568847656,
-   "min": 0.0012464473724365234,
-   "max": 0.0023721913146972657,
+   "seconds": 0.0016750778198242188,
+   "min": 0.00137959228515625,
+   "max": 0.0019663494873046875,
    "samples": 33,
    "method": "one tiny mha layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.212570000021401e-06,
+   "host_canary_seconds": 1.037092499927894e-05,
    "pass_seconds": [
-    0.001357548828125,
-    0.00223059326171875,
-    0.0017550770568847656
+    0.0017875462341308593,
+    0.0015589759826660158,
+    0.0016750778198242188
    ],
    "pass_host_canary_seconds": [
-    7.212570000021401e-06,
-    1.0658580000040275e-05,
-    9.91529499998478e-06
+    1.037092499927894e-05,
+    7.368479999740884e-06,
+    7.59745499976816e-06
    ]
   },
   "layer_steady_rmsnorm": {
-   "seconds": 0.0001455673599243164,
-   "min": 9.334143638610839e-05,
-   "max": 0.00018009727478027343,
+   "seconds": 9.875904083251953e-05,
+   "min": 8.807680130004883e-05,
+   "max": 0.0001780672073364258,
    "samples": 33,
    "method": "one tiny rmsnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.3953375000002095e-06,
+   "host_canary_seconds": 9.776465000186362e-06,
    "pass_seconds": [
-    9.536255836486816e-05,
-    0.0001720249557495117,
-    0.0001455673599243164
+    0.00013289024353027343,
+    9.151040077209472e-05,
+    9.875904083251953e-05
    ],
    "pass_host_canary_seconds": [
-    7.3953375000002095e-06,
-    1.0739624999871466e-05,
-    1.00258349999649e-05
+    9.776465000186362e-06,
+    7.195787499654216e-06,
+    7.305697500328279e-06
    ]
   },
   "layer_steady_rmsnorm_autocast": {
-   "seconds": 0.00016986944198608397,
-   "min": 0.00010591296195983888,
-   "max": 0.0002478323173522949,
+   "seconds": 0.00012135807991027832,
+   "min": 0.00010533632278442383,
+   "max": 0.00019974271774291993,
    "samples": 33,
    "method": "one tiny rmsnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.428620000027308e-06,
+   "host_canary_seconds": 7.821319999266052e-06,
    "pass_seconds": [
-    0.00011448512077331543,
-    0.0002257855987548828,
-    0.00016986944198608397
+    0.00013507200241088865,
+    0.00011367551803588868,
+    0.00012135807991027832
    ],
    "pass_host_canary_seconds": [
-    7.428620000027308e-06,
-    1.0786969999969642e-05,
-    1.0732519999976375e-05
+    7.821319999266052e-06,
+    7.383864999610524e-06,
+    7.710444999702303e-06
    ]
   },
   "layer_steady_sdpa": {
-   "seconds": 0.00026330623626708987,
-   "min": 0.00016716543197631834,
-   "max": 0.0003796710586547852,
+   "seconds": 0.00016932607650756837,
+   "min": 0.00015705408096313475,
+   "max": 0.0003062400054931641,
    "samples": 33,
    "method": "one tiny sdpa layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.34337000003893e-06,
+   "host_canary_seconds": 7.605982499967467e-06,
    "pass_seconds": [
-    0.0002050035285949707,
-    0.00034307262420654294,
-    0.00026330623626708987
+    0.00016932607650756837,
+    0.00016799680709838865,
+    0.0001730476760864258
    ],
    "pass_host_canary_seconds": [
-    9.34337000003893e-06,
-    1.0661800000093535e-05,
-    1.077908499993896e-05
+    7.605982499967467e-06,
+    7.445010000992625e-06,
+    7.386374999782674e-06
    ]
   },
   "layer_steady_sdpa_autocast": {
-   "seconds": 0.00037166656494140625,
-   "min": 0.0002516147232055664,
-   "max": 0.000632042236328125,
+   "seconds": 0.0002765644836425781,
+   "min": 0.00023969472885131834,
+   "max": 0.0006341606521606445,
    "samples": 33,
    "method": "one tiny sdpa layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.936384999988945e-06,
+   "host_canary_seconds": 8.907242499844869e-06,
    "pass_seconds": [
-    0.00037166656494140625,
-    0.0006216352081298828,
-    0.00036773056030273436
+    0.0002765644836425781,
+    0.0002647622489929199,
+    0.0003656166458129883
    ],
    "pass_host_canary_seconds": [
-    9.936384999988945e-06,
-    1.0788404999999556e-05,
-    1.0318569999938632e-05
+    8.907242499844869e-06,
+    7.711814999993294e-06,
+    8.437412499802122e-06
+   ]
+  },
+  "layer_steady_sdpa_efficient": {
+   "seconds": 0.00015458111763000487,
+   "min": 0.00012375552177429198,
+   "max": 0.00021984703063964846,
+   "samples": 33,
+   "method": "one tiny sdpa_model_head layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 8.121497500042097e-06,
+   "pass_seconds": [
+    0.00015458111763000487,
+    0.00012941951751708984,
+    0.00016850624084472656
+   ],
+   "pass_host_canary_seconds": [
+    8.121497500042097e-06,
+    7.711814999993294e-06,
+    7.839617499598716e-06
+   ]
+  },
+  "layer_steady_sdpa_cudnn_autocast": {
+   "seconds": 0.0003155135917663574,
+   "min": 0.00023698368072509767,
+   "max": 0.0007366706848144531,
+   "samples": 33,
+   "method": "one tiny sdpa_model_head layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 7.759930000474923e-06,
+   "pass_seconds": [
+    0.0003155135917663574,
+    0.0002634828758239746,
+    0.00043771137237548827
+   ],
+   "pass_host_canary_seconds": [
+    7.759930000474923e-06,
+    7.71319500017853e-06,
+    1.0194975000104022e-05
+   ]
+  },
+  "layer_steady_mha_no_weights": {
+   "seconds": 0.001252943344116211,
+   "min": 0.0010082489776611328,
+   "max": 0.0015620755004882815,
+   "samples": 33,
+   "method": "one tiny mha_no_weights layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 8.163790000708105e-06,
+   "pass_seconds": [
+    0.0012541849517822266,
+    0.0011138285064697267,
+    0.001252943344116211
+   ],
+   "pass_host_canary_seconds": [
+    8.163790000708105e-06,
+    1.008251500024926e-05,
+    1.0002049999684458e-05
+   ]
+  },
+  "layer_steady_mha_no_weights_autocast": {
+   "seconds": 0.0014486087036132815,
+   "min": 0.001198542709350586,
+   "max": 0.0018408813476562499,
+   "samples": 33,
+   "method": "one tiny mha_no_weights layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 1.0333614999353814e-05,
+   "pass_seconds": [
+    0.0016454010009765625,
+    0.0012885554504394531,
+    0.0014486087036132815
+   ],
+   "pass_host_canary_seconds": [
+    1.0333614999353814e-05,
+    7.071390000419342e-06,
+    8.902104999606309e-06
    ]
   },
   "conv_host_k3_fp32_2x4x8x8_4_forward": {
-   "seconds": 4.13085999980467e-05,
-   "min": 2.720619999934115e-05,
-   "max": 5.057649999997693e-05,
+   "seconds": 2.9721400005655595e-05,
+   "min": 2.2214099999473547e-05,
+   "max": 4.71893999929307e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5525,22 +5829,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 9.942655000010346e-06,
+   "host_canary_seconds": 1.08150599999135e-05,
    "pass_seconds": [
-    4.400730000071462e-05,
-    2.98364999991918e-05,
-    4.13085999980467e-05
+    4.4106600012128186e-05,
+    2.9721400005655595e-05,
+    2.8626100015571864e-05
    ],
    "pass_host_canary_seconds": [
-    9.942655000010346e-06,
-    7.832025000027443e-06,
-    1.0749969999892528e-05
+    1.08150599999135e-05,
+    7.431137499906981e-06,
+    7.972557500011136e-06
    ]
   },
   "conv_host_k3_fp32_2x4x8x8_4_forward_backward": {
-   "seconds": 0.0002204794000022048,
-   "min": 0.00017469259999813858,
-   "max": 0.00029175840000021934,
+   "seconds": 0.00019616919998952654,
+   "min": 0.00014906490000612393,
+   "max": 0.00029217960000096357,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5555,22 +5859,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 9.900915000002897e-06,
+   "host_canary_seconds": 1.070099499997923e-05,
    "pass_seconds": [
-    0.0002354171999996879,
-    0.00018722069999910218,
-    0.0002204794000022048
+    0.00022243700000217358,
+    0.00019616919998952654,
+    0.00017259229998671798
    ],
    "pass_host_canary_seconds": [
-    9.900915000002897e-06,
-    7.796645000013314e-06,
-    1.0746715000067298e-05
+    1.070099499997923e-05,
+    7.206775000554444e-06,
+    7.953680000127861e-06
    ]
   },
   "conv_host_k3_fp32_8x32x28x28_32_forward": {
-   "seconds": 3.8971899999751256e-05,
-   "min": 2.83087000013893e-05,
-   "max": 5.794320000092057e-05,
+   "seconds": 2.421619999495306e-05,
+   "min": 1.9988799999737238e-05,
+   "max": 4.742329999771755e-05,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5585,22 +5889,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.0035229999978411e-05,
+   "host_canary_seconds": 1.075969249939135e-05,
    "pass_seconds": [
-    4.967389999990246e-05,
-    3.310159999898587e-05,
-    3.8971899999751256e-05
+    4.431550000845163e-05,
+    2.121579998402012e-05,
+    2.421619999495306e-05
    ],
    "pass_host_canary_seconds": [
-    1.0035229999978411e-05,
-    8.001005000011219e-06,
-    1.0746715000067298e-05
+    1.075969249939135e-05,
+    7.853290001094137e-06,
+    1.0405274999811808e-05
    ]
   },
   "conv_host_k3_fp32_8x32x28x28_32_forward_backward": {
-   "seconds": 0.00025107170000069343,
-   "min": 0.00022479409999931477,
-   "max": 0.00036817210000066324,
+   "seconds": 0.00018214230001376564,
+   "min": 0.00015502740000101768,
+   "max": 0.000365900499991767,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5615,22 +5919,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 9.851935000000366e-06,
+   "host_canary_seconds": 1.0663680000106978e-05,
    "pass_seconds": [
-    0.00026182250000061913,
-    0.00023965239999768073,
-    0.00025107170000069343
+    0.00028600450000340063,
+    0.00018191159999787488,
+    0.00018214230001376564
    ],
    "pass_host_canary_seconds": [
-    9.851935000000366e-06,
-    8.311604999988732e-06,
-    1.065393000004633e-05
+    1.0663680000106978e-05,
+    7.161695000377222e-06,
+    7.866764999562292e-06
    ]
   },
   "conv_host_k3_fp32_16x64x56x56_64_forward": {
-   "seconds": 4.836009999849011e-05,
-   "min": 3.288460000021587e-05,
-   "max": 5.973639999865554e-05,
+   "seconds": 3.899859998455213e-05,
+   "min": 3.150109998841799e-05,
+   "max": 6.59893000147349e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5645,22 +5949,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 7.387472499971182e-06,
+   "host_canary_seconds": 1.0713984999597414e-05,
    "pass_seconds": [
-    3.673930000047676e-05,
-    4.836009999849011e-05,
-    5.5934900001375357e-05
+    6.412959999124723e-05,
+    3.26574999917284e-05,
+    3.899859998455213e-05
    ],
    "pass_host_canary_seconds": [
-    7.387472499971182e-06,
-    8.316199999995889e-06,
-    1.065393000004633e-05
+    1.0713984999597414e-05,
+    7.161695000377222e-06,
+    7.866764999562292e-06
    ]
   },
   "conv_host_k3_fp32_16x64x56x56_64_forward_backward": {
-   "seconds": 0.00029369030000054864,
-   "min": 0.00020146809999914693,
-   "max": 0.00035900359999914145,
+   "seconds": 0.00024449659999845606,
+   "min": 0.0002006875000006403,
+   "max": 0.00038960470001256906,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5675,22 +5979,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 7.167294999987917e-06,
+   "host_canary_seconds": 8.225200000424593e-06,
    "pass_seconds": [
-    0.00024301779999973404,
-    0.00029369030000054864,
-    0.00030149700000094983
+    0.00024850089998835757,
+    0.00024449659999845606,
+    0.00024439270000584654
    ],
    "pass_host_canary_seconds": [
-    7.167294999987917e-06,
-    8.597850000029439e-06,
-    1.1069799999887663e-05
+    8.225200000424593e-06,
+    7.2648900004423924e-06,
+    7.770544999630147e-06
    ]
   },
   "conv_host_k3_fp32_32x128x56x56_128_forward": {
-   "seconds": 5.752379999961477e-05,
-   "min": 4.4977500000698004e-05,
-   "max": 9.450509999737733e-05,
+   "seconds": 4.321300000356132e-05,
+   "min": 3.9697300007901506e-05,
+   "max": 0.0001559408000048279,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5705,22 +6009,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 7.167294999987917e-06,
+   "host_canary_seconds": 7.648514999800682e-06,
    "pass_seconds": [
-    5.752379999961477e-05,
-    5.607720000000427e-05,
-    7.869410000012067e-05
+    4.321300000356132e-05,
+    4.0876899993236294e-05,
+    4.96424999937517e-05
    ],
    "pass_host_canary_seconds": [
-    7.167294999987917e-06,
-    7.730170000002091e-06,
-    1.1165270000006445e-05
+    7.648514999800682e-06,
+    7.514764999427825e-06,
+    1.0102707499868301e-05
    ]
   },
   "conv_host_k3_fp32_32x128x56x56_128_forward_backward": {
-   "seconds": 0.00036754519999817605,
-   "min": 0.00029014459999956446,
-   "max": 0.0005552925000003484,
+   "seconds": 0.0002953955999828395,
+   "min": 0.00024912559999847874,
+   "max": 0.0004970928999910029,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5735,22 +6039,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 8.484102500005974e-06,
+   "host_canary_seconds": 7.652572500091991e-06,
    "pass_seconds": [
-    0.00043688610000032214,
-    0.00036754519999817605,
-    0.0003497531999983039
+    0.00025386760000856157,
+    0.0002953955999828395,
+    0.00037671059999411227
    ],
    "pass_host_canary_seconds": [
-    8.484102500005974e-06,
-    8.458167500009494e-06,
-    1.0621170000035818e-05
+    7.652572500091991e-06,
+    8.170932499638184e-06,
+    9.611757499783379e-06
    ]
   },
   "conv_host_k3_fp32_strict_2x4x8x8_4_forward": {
-   "seconds": 3.181840000081593e-05,
-   "min": 2.1725800000638173e-05,
-   "max": 4.783030000226063e-05,
+   "seconds": 2.6871099998970748e-05,
+   "min": 2.3039900020194183e-05,
+   "max": 3.1881499990049636e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5765,22 +6069,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 7.426472499965087e-06,
+   "host_canary_seconds": 7.941740000205754e-06,
    "pass_seconds": [
-    2.7851699999814628e-05,
-    3.181840000081593e-05,
-    4.231160000074396e-05
+    2.6871099998970748e-05,
+    2.4167700007637905e-05,
+    2.8116199996475188e-05
    ],
    "pass_host_canary_seconds": [
-    7.426472499965087e-06,
-    8.151534999996103e-06,
-    1.076163999996993e-05
+    7.941740000205754e-06,
+    7.984869999972944e-06,
+    8.122039999989284e-06
    ]
   },
   "conv_host_k3_fp32_strict_2x4x8x8_4_forward_backward": {
-   "seconds": 0.0002048311000010017,
-   "min": 0.00017855189999949062,
-   "max": 0.0002628997000002187,
+   "seconds": 0.00019485759999042783,
+   "min": 0.0001240583000026163,
+   "max": 0.0003744123999922522,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5795,22 +6099,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 7.65044249998681e-06,
+   "host_canary_seconds": 7.694925000123475e-06,
    "pass_seconds": [
-    0.00023913879999923893,
-    0.00020035519999908046,
-    0.0002048311000010017
+    0.00013976210000237187,
+    0.00019804940000085481,
+    0.00019485759999042783
    ],
    "pass_host_canary_seconds": [
-    7.65044249998681e-06,
-    8.00776500000211e-06,
-    1.0595014999950081e-05
+    7.694925000123475e-06,
+    7.521270000552249e-06,
+    8.228174999658222e-06
    ]
   },
   "conv_host_k3_fp32_strict_8x32x28x28_32_forward": {
-   "seconds": 3.23953000020083e-05,
-   "min": 2.156949999942981e-05,
-   "max": 4.12549000003537e-05,
+   "seconds": 2.498460000879277e-05,
+   "min": 2.2443899979407433e-05,
+   "max": 5.780950000371377e-05,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5825,22 +6129,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 7.306474999992929e-06,
+   "host_canary_seconds": 7.73330500010161e-06,
    "pass_seconds": [
-    2.4353199999893605e-05,
-    3.23953000020083e-05,
-    4.067060000068068e-05
+    2.498460000879277e-05,
+    2.3954099992806734e-05,
+    4.871600001479237e-05
    ],
    "pass_host_canary_seconds": [
-    7.306474999992929e-06,
-    8.703889999992498e-06,
-    1.0725685000068097e-05
+    7.73330500010161e-06,
+    7.521270000552249e-06,
+    1.2251895000190416e-05
    ]
   },
   "conv_host_k3_fp32_strict_8x32x28x28_32_forward_backward": {
-   "seconds": 0.0002469278000006625,
-   "min": 0.00018891419999960134,
-   "max": 0.000416768200000206,
+   "seconds": 0.0002306467999915185,
+   "min": 0.00018050749999929395,
+   "max": 0.0003678332000163209,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5855,22 +6159,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 7.2864349999690606e-06,
+   "host_canary_seconds": 7.904090000465658e-06,
    "pass_seconds": [
-    0.00021493899999995846,
-    0.0002469278000006625,
-    0.0002667943999995259
+    0.00019677190000493282,
+    0.0002306467999915185,
+    0.0003269258999807789
    ],
    "pass_host_canary_seconds": [
-    7.2864349999690606e-06,
-    8.573880000000145e-06,
-    1.1628780000023652e-05
+    7.904090000465658e-06,
+    8.737970000538553e-06,
+    1.161240249984985e-05
    ]
   },
   "conv_host_k3_fp32_strict_16x64x56x56_64_forward": {
-   "seconds": 4.386880000026849e-05,
-   "min": 2.604789999907098e-05,
-   "max": 6.172060000153579e-05,
+   "seconds": 2.780679999432323e-05,
+   "min": 2.352999999857275e-05,
+   "max": 5.849820001913031e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5885,22 +6189,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 7.49301500000854e-06,
+   "host_canary_seconds": 7.904090000465658e-06,
    "pass_seconds": [
-    2.8381900000340467e-05,
-    4.716640000026473e-05,
-    4.386880000026849e-05
+    2.7709400001185713e-05,
+    2.780679999432323e-05,
+    4.872439999417111e-05
    ],
    "pass_host_canary_seconds": [
-    7.49301500000854e-06,
-    8.552927499962948e-06,
-    1.1451877499979446e-05
+    7.904090000465658e-06,
+    8.522672500248518e-06,
+    1.16367350000246e-05
    ]
   },
   "conv_host_k3_fp32_strict_16x64x56x56_64_forward_backward": {
-   "seconds": 0.00046326350000072127,
-   "min": 0.00036334309999972445,
-   "max": 0.0006546467999982042,
+   "seconds": 0.00039058879999629423,
+   "min": 0.0003217276999976093,
+   "max": 0.0008363608999843563,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5915,22 +6219,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 7.740850000033106e-06,
+   "host_canary_seconds": 8.165247500073747e-06,
    "pass_seconds": [
-    0.00045219279999884063,
-    0.0005749445000020614,
-    0.00046326350000072127
+    0.0003884778999918126,
+    0.0006695305999983248,
+    0.00039058879999629423
    ],
    "pass_host_canary_seconds": [
-    7.740850000033106e-06,
-    9.472994999981665e-06,
-    1.0676050000029135e-05
+    8.165247500073747e-06,
+    1.0722064999981739e-05,
+    1.1746920000064165e-05
    ]
   },
   "conv_host_k3_fp32_strict_32x128x56x56_128_forward": {
-   "seconds": 3.822930000012548e-05,
-   "min": 2.2037700000510084e-05,
-   "max": 6.376110000019252e-05,
+   "seconds": 5.442060000859783e-05,
+   "min": 3.941360000681016e-05,
+   "max": 7.63972000186186e-05,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5945,22 +6249,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 7.066924999996615e-06,
+   "host_canary_seconds": 9.159937500271555e-06,
    "pass_seconds": [
-    2.358280000009927e-05,
-    3.822930000012548e-05,
-    5.3994099999954415e-05
+    5.0164599997515325e-05,
+    6.080880000354227e-05,
+    5.442060000859783e-05
    ],
    "pass_host_canary_seconds": [
-    7.066924999996615e-06,
-    8.058525000009808e-06,
-    1.105196249994833e-05
+    9.159937500271555e-06,
+    1.0722592499519123e-05,
+    1.0805517500216412e-05
    ]
   },
   "conv_host_k3_fp32_strict_32x128x56x56_128_forward_backward": {
-   "seconds": 0.0005650626000004877,
-   "min": 0.0003708158999998545,
-   "max": 0.0006994912000010345,
+   "seconds": 0.00048380099999576485,
+   "min": 0.00036864669998522005,
+   "max": 0.0006188397999949303,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5975,22 +6279,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 7.803875000007566e-06,
+   "host_canary_seconds": 7.949422499677894e-06,
    "pass_seconds": [
-    0.0005650626000004877,
-    0.0006008074999982682,
-    0.0004841929000008349
+    0.00048380099999576485,
+    0.0005363557999999103,
+    0.00038594040001953543
    ],
    "pass_host_canary_seconds": [
-    7.803875000007566e-06,
-    8.466537500027016e-06,
-    1.0906300000073088e-05
+    7.949422499677894e-06,
+    1.1242702500453561e-05,
+    1.090427499946145e-05
    ]
   },
   "conv_host_k3_bf16_2x4x8x8_4_forward": {
-   "seconds": 2.6985899998521747e-05,
-   "min": 2.1955600000467258e-05,
-   "max": 4.707200000098055e-05,
+   "seconds": 2.5740199998836032e-05,
+   "min": 2.1041600007265515e-05,
+   "max": 4.588320000493695e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6005,22 +6309,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 7.406060000008097e-06,
+   "host_canary_seconds": 7.480229999146104e-06,
    "pass_seconds": [
-    2.3950199999944743e-05,
-    2.6985899998521747e-05,
-    4.2452299999240496e-05
+    2.414369998859911e-05,
+    2.5740199998836032e-05,
+    4.0203900016422264e-05
    ],
    "pass_host_canary_seconds": [
-    7.406060000008097e-06,
-    8.84311999996612e-06,
-    1.0912375000060592e-05
+    7.480229999146104e-06,
+    7.997844999181325e-06,
+    1.0907169998972677e-05
    ]
   },
   "conv_host_k3_bf16_2x4x8x8_4_forward_backward": {
-   "seconds": 0.0002373986000009154,
-   "min": 0.00018755680000026587,
-   "max": 0.0002990831999994725,
+   "seconds": 0.00019957750000685338,
+   "min": 0.00015500130000418723,
+   "max": 0.000365833399996518,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6035,22 +6339,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 7.125655000024267e-06,
+   "host_canary_seconds": 7.658294999828285e-06,
    "pass_seconds": [
-    0.0002168479999994588,
-    0.0002373986000009154,
-    0.0002452156999993349
+    0.00019957750000685338,
+    0.00017877590000807685,
+    0.00020898820000638806
    ],
    "pass_host_canary_seconds": [
-    7.125655000024267e-06,
-    8.777750000064089e-06,
-    1.0800630000034061e-05
+    7.658294999828285e-06,
+    7.69633499999145e-06,
+    1.1043014999359003e-05
    ]
   },
   "conv_host_k3_bf16_8x32x28x28_32_forward": {
-   "seconds": 6.106029999841667e-05,
-   "min": 3.9227700000310506e-05,
-   "max": 7.999759999961497e-05,
+   "seconds": 4.2057800010297795e-05,
+   "min": 3.616750000219326e-05,
+   "max": 6.500679999135172e-05,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6065,22 +6369,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 7.1887200000020354e-06,
+   "host_canary_seconds": 7.906767500003298e-06,
    "pass_seconds": [
-    4.105929999980163e-05,
-    6.544860000019525e-05,
-    6.106029999841667e-05
+    4.172229998857802e-05,
+    4.2057800010297795e-05,
+    6.113580000146612e-05
    ],
    "pass_host_canary_seconds": [
-    7.1887200000020354e-06,
-    9.838170000051604e-06,
-    1.0874489999963544e-05
+    7.906767500003298e-06,
+    7.69633499999145e-06,
+    1.1043014999359003e-05
    ]
   },
   "conv_host_k3_bf16_8x32x28x28_32_forward_backward": {
-   "seconds": 0.00027364649999981336,
-   "min": 0.00019752689999990024,
-   "max": 0.0004153689999981225,
+   "seconds": 0.00028817659999731405,
+   "min": 0.00020608800000445626,
+   "max": 0.0004424961000040639,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6095,22 +6399,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 7.281204999998181e-06,
+   "host_canary_seconds": 1.0554869999737094e-05,
    "pass_seconds": [
-    0.00020517450000028247,
-    0.00027364649999981336,
-    0.0002856069000017669
+    0.0003082213000197953,
+    0.00021651399999882414,
+    0.00028817659999731405
    ],
    "pass_host_canary_seconds": [
-    7.281204999998181e-06,
-    7.780785000051082e-06,
-    1.1149099999983037e-05
+    1.0554869999737094e-05,
+    7.853540000724025e-06,
+    1.080637999962164e-05
    ]
   },
   "conv_host_k3_bf16_16x64x56x56_64_forward": {
-   "seconds": 5.524760000241713e-05,
-   "min": 3.792839999903208e-05,
-   "max": 7.058230000041021e-05,
+   "seconds": 6.257040001855785e-05,
+   "min": 3.902300002209813e-05,
+   "max": 8.122640001602121e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6125,22 +6429,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 6.938229999988721e-06,
+   "host_canary_seconds": 8.909255000162376e-06,
    "pass_seconds": [
-    4.386940000102868e-05,
-    5.524760000241713e-05,
-    6.672189999790135e-05
+    6.814979999489879e-05,
+    4.6579500008192554e-05,
+    6.257040001855785e-05
    ],
    "pass_host_canary_seconds": [
-    6.938229999988721e-06,
-    8.213364999960504e-06,
-    1.0899874999950044e-05
+    8.909255000162376e-06,
+    8.404765000022962e-06,
+    1.0827969999809284e-05
    ]
   },
   "conv_host_k3_bf16_16x64x56x56_64_forward_backward": {
-   "seconds": 0.0002992416000012099,
-   "min": 0.0002479276000002528,
-   "max": 0.0004839672999992217,
+   "seconds": 0.00027119800001855764,
+   "min": 0.00022255080000377347,
+   "max": 0.0006846021999990625,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6155,22 +6459,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 7.035024999986206e-06,
+   "host_canary_seconds": 7.503375001078894e-06,
    "pass_seconds": [
-    0.0002861113999998111,
-    0.0003916312999990623,
-    0.0002992416000012099
+    0.00026281630000539734,
+    0.0005506691999926261,
+    0.00027119800001855764
    ],
    "pass_host_canary_seconds": [
-    7.035024999986206e-06,
-    8.215384999914477e-06,
-    1.062836000002676e-05
+    7.503375001078894e-06,
+    1.6125165000175912e-05,
+    1.1090089999470366e-05
    ]
   },
   "conv_host_k3_bf16_32x128x56x56_128_forward": {
-   "seconds": 5.254060000083882e-05,
-   "min": 4.123499999906244e-05,
-   "max": 7.285079999803656e-05,
+   "seconds": 7.272159998592543e-05,
+   "min": 5.73488000100042e-05,
+   "max": 0.0002455690000033428,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6185,22 +6489,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 7.527449999997771e-06,
+   "host_canary_seconds": 1.0620450000260462e-05,
    "pass_seconds": [
-    4.787649999968835e-05,
-    5.254060000083882e-05,
-    6.962869999824762e-05
+    7.272159998592543e-05,
+    0.00010258019999582757,
+    7.185599999957049e-05
    ],
    "pass_host_canary_seconds": [
-    7.527449999997771e-06,
-    8.010519999999133e-06,
-    1.062836000002676e-05
+    1.0620450000260462e-05,
+    1.171070999987478e-05,
+    1.129453499970623e-05
    ]
   },
   "conv_host_k3_bf16_32x128x56x56_128_forward_backward": {
-   "seconds": 0.0003086599999988948,
-   "min": 0.00028828879999878156,
-   "max": 0.00048069910000094753,
+   "seconds": 0.00041915330000392715,
+   "min": 0.0002915637000114657,
+   "max": 0.0006000414000027377,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6215,22 +6519,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.0755267500037747e-05,
+   "host_canary_seconds": 1.0413737500698517e-05,
    "pass_seconds": [
-    0.00045136009999993123,
-    0.0003086599999988948,
-    0.0002998520000005556
+    0.00041915330000392715,
+    0.0004846295000106693,
+    0.00030305870000120195
    ],
    "pass_host_canary_seconds": [
-    1.0755267500037747e-05,
-    8.369560000005549e-06,
-    1.0326284999990776e-05
+    1.0413737500698517e-05,
+    9.59251500034952e-06,
+    1.1276300000417905e-05
    ]
   },
   "conv_host_k3_autocast_2x4x8x8_4_forward": {
-   "seconds": 9.472450000203025e-05,
-   "min": 6.438050000099338e-05,
-   "max": 0.0001110885999992206,
+   "seconds": 9.591089999503311e-05,
+   "min": 6.077840000671131e-05,
+   "max": 0.0001169015999948897,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6245,22 +6549,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.0433145000021682e-05,
+   "host_canary_seconds": 1.0378105000654614e-05,
    "pass_seconds": [
-    0.00010716980000040622,
-    6.830499999921358e-05,
-    9.472450000203025e-05
+    0.00010643289999734407,
+    7.697019998431642e-05,
+    9.591089999503311e-05
    ],
    "pass_host_canary_seconds": [
-    1.0433145000021682e-05,
-    8.410820000079866e-06,
-    1.1226419999985637e-05
+    1.0378105000654614e-05,
+    8.93729499921392e-06,
+    1.1096090000819458e-05
    ]
   },
   "conv_host_k3_autocast_2x4x8x8_4_forward_backward": {
-   "seconds": 0.0003569661000000224,
-   "min": 0.00027437439999999924,
-   "max": 0.0005927288999998837,
+   "seconds": 0.00044826389998888774,
+   "min": 0.0004066801000135456,
+   "max": 0.0005928387000039947,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6275,22 +6579,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 8.184060000004934e-06,
+   "host_canary_seconds": 1.0398455000313333e-05,
    "pass_seconds": [
-    0.00029341230000028417,
-    0.0004167363999982854,
-    0.0003569661000000224
+    0.00044826389998888774,
+    0.0005231796000089162,
+    0.00043177860000014333
    ],
    "pass_host_canary_seconds": [
-    8.184060000004934e-06,
-    8.480194999975765e-06,
-    1.1226419999985637e-05
+    1.0398455000313333e-05,
+    1.0463460000664782e-05,
+    1.1601564999637048e-05
    ]
   },
   "conv_host_k3_autocast_8x32x28x28_32_forward": {
-   "seconds": 9.232000000167773e-05,
-   "min": 8.27069999985497e-05,
-   "max": 0.0001335638000000472,
+   "seconds": 0.00012633769999865764,
+   "min": 7.631620001120609e-05,
+   "max": 0.00014557199999671867,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6305,22 +6609,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 9.093120000045473e-06,
+   "host_canary_seconds": 1.0326617500027168e-05,
    "pass_seconds": [
-    9.210110000026361e-05,
-    9.232000000167773e-05,
-    0.00012000250000028245
+    0.00013264740000522578,
+    0.00010835470000074565,
+    0.00012633769999865764
    ],
    "pass_host_canary_seconds": [
-    9.093120000045473e-06,
-    8.05127000006678e-06,
-    1.0870149999959721e-05
+    1.0326617500027168e-05,
+    9.44298500030527e-06,
+    1.1701365000362785e-05
    ]
   },
   "conv_host_k3_autocast_8x32x28x28_32_forward_backward": {
-   "seconds": 0.0004199404999980061,
-   "min": 0.0003375374000000875,
-   "max": 0.0005760777000006101,
+   "seconds": 0.0005255593999891062,
+   "min": 0.0003930441999955292,
+   "max": 0.0007014197999978932,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6335,22 +6639,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 8.383480000020428e-06,
+   "host_canary_seconds": 1.0082039999588232e-05,
    "pass_seconds": [
-    0.0004182579999991276,
-    0.0005006275999988929,
-    0.0004199404999980061
+    0.000594180400003097,
+    0.0005255593999891062,
+    0.00043203660000017406
    ],
    "pass_host_canary_seconds": [
-    8.383480000020428e-06,
-    8.227940000011813e-06,
-    1.0811745000012251e-05
+    1.0082039999588232e-05,
+    7.83208500024557e-06,
+    1.1560870000266732e-05
    ]
   },
   "conv_host_k3_autocast_16x64x56x56_64_forward": {
-   "seconds": 0.0001273114999975178,
-   "min": 8.576179999977284e-05,
-   "max": 0.00016396759999963705,
+   "seconds": 0.00012954090000221185,
+   "min": 0.00010165139999571693,
+   "max": 0.00015659309999591642,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6365,22 +6669,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.0030840000005982e-05,
+   "host_canary_seconds": 1.0178080000287082e-05,
    "pass_seconds": [
-    0.00013322540000046957,
-    0.00010072409999963838,
-    0.0001273114999975178
+    0.0001459769999883065,
+    0.00012116529999275371,
+    0.00012954090000221185
    ],
    "pass_host_canary_seconds": [
-    1.0030840000005982e-05,
-    8.460424999867656e-06,
-    1.0868094999949562e-05
+    1.0178080000287082e-05,
+    9.142159999555588e-06,
+    1.0788707500068994e-05
    ]
   },
   "conv_host_k3_autocast_16x64x56x56_64_forward_backward": {
-   "seconds": 0.0004279078999985586,
-   "min": 0.00035954959999884295,
-   "max": 0.0006897508999998081,
+   "seconds": 0.0005130307999934303,
+   "min": 0.00039864799998667877,
+   "max": 0.0006413664000092467,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6395,22 +6699,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 7.793477500008805e-06,
+   "host_canary_seconds": 1.0298410000473268e-05,
    "pass_seconds": [
-    0.00037550330000044594,
-    0.0006624095000006492,
-    0.0004279078999985586
+    0.0005617044000018722,
+    0.0005130307999934303,
+    0.00041783579999901124
    ],
    "pass_host_canary_seconds": [
-    7.793477500008805e-06,
-    1.0828102500042291e-05,
-    1.0880985000056853e-05
+    1.0298410000473268e-05,
+    8.80348500004402e-06,
+    1.086810999993304e-05
    ]
   },
   "conv_host_k3_autocast_32x128x56x56_128_forward": {
-   "seconds": 0.00012322270000026948,
-   "min": 7.867129999965528e-05,
-   "max": 0.0001813489999989315,
+   "seconds": 0.00013061539998489026,
+   "min": 0.000102555300009044,
+   "max": 0.00014697500000693253,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6425,22 +6729,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 7.846374999971318e-06,
+   "host_canary_seconds": 1.0332640000001448e-05,
    "pass_seconds": [
-    8.312129999978878e-05,
-    0.00014992589999849316,
-    0.00012322270000026948
+    0.00013303480000104173,
+    0.00012140379999436846,
+    0.00013061539998489026
    ],
    "pass_host_canary_seconds": [
-    7.846374999971318e-06,
-    9.6763375000819e-06,
-    1.0551434999968024e-05
+    1.0332640000001448e-05,
+    9.29190750014186e-06,
+    1.0978667500012307e-05
    ]
   },
   "conv_host_k3_autocast_32x128x56x56_128_forward_backward": {
-   "seconds": 0.0005068246999996972,
-   "min": 0.0003605265000004465,
-   "max": 0.0007410352000022158,
+   "seconds": 0.0005555763000074876,
+   "min": 0.00046518509998350055,
+   "max": 0.0007302752999976292,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6455,22 +6759,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 9.819845000009763e-06,
+   "host_canary_seconds": 1.050466249978399e-05,
    "pass_seconds": [
-    0.0005037750000013829,
-    0.0006171108999978969,
-    0.0005068246999996972
+    0.0005555763000074876,
+    0.0006426276999945913,
+    0.0005053880999867033
    ],
    "pass_host_canary_seconds": [
-    9.819845000009763e-06,
-    9.38597499995808e-06,
-    1.0680089999937081e-05
+    1.050466249978399e-05,
+    8.45276500001546e-06,
+    1.1262144999477641e-05
    ]
   },
   "conv_host_k1_fp32_2x4x8x8_4_forward": {
-   "seconds": 3.854760000194801e-05,
-   "min": 2.3243800001182535e-05,
-   "max": 5.020940000122209e-05,
+   "seconds": 3.762919998280267e-05,
+   "min": 1.9402500015530677e-05,
+   "max": 4.846300000735937e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6485,22 +6789,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 8.319587499983073e-06,
+   "host_canary_seconds": 1.0805862499978502e-05,
    "pass_seconds": [
-    3.056289999960882e-05,
-    4.547350000052575e-05,
-    3.854760000194801e-05
+    4.60218999933204e-05,
+    2.3498800010202105e-05,
+    3.762919998280267e-05
    ],
    "pass_host_canary_seconds": [
-    8.319587499983073e-06,
-    1.0640659999978652e-05,
-    1.0705199999989645e-05
+    1.0805862499978502e-05,
+    7.566580000002432e-06,
+    1.1234269999249591e-05
    ]
   },
   "conv_host_k1_fp32_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00020200780000152464,
-   "min": 0.00016570290000004207,
-   "max": 0.0003351342000001978,
+   "seconds": 0.00020138840000072378,
+   "min": 0.00015976780000528378,
+   "max": 0.0002787313999988328,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6515,22 +6819,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 7.925090000000522e-06,
+   "host_canary_seconds": 1.0732060000009369e-05,
    "pass_seconds": [
-    0.00019296520000011697,
-    0.00030106490000036956,
-    0.00020200780000152464
+    0.00022021130000666745,
+    0.00020138840000072378,
+    0.00017977800000608114
    ],
    "pass_host_canary_seconds": [
-    7.925090000000522e-06,
-    8.358545000106687e-06,
-    1.0728470000032076e-05
+    1.0732060000009369e-05,
+    8.606540000073437e-06,
+    1.1234744999910617e-05
    ]
   },
   "conv_host_k1_fp32_8x64x28x28_64_forward": {
-   "seconds": 4.290420000074846e-05,
-   "min": 2.4314700000616084e-05,
-   "max": 5.5916499999852934e-05,
+   "seconds": 5.445699998745113e-05,
+   "min": 3.4684700017351135e-05,
+   "max": 6.626110000524932e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6545,22 +6849,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 7.95479499998919e-06,
+   "host_canary_seconds": 1.0780857499526064e-05,
    "pass_seconds": [
-    2.8825300000789865e-05,
-    4.6011300000259325e-05,
-    4.290420000074846e-05
+    5.952500000603322e-05,
+    5.445699998745113e-05,
+    4.3601599986686776e-05
    ],
    "pass_host_canary_seconds": [
-    7.95479499998919e-06,
-    8.230695000008837e-06,
-    1.0728470000032076e-05
+    1.0780857499526064e-05,
+    8.333242499816151e-06,
+    1.1142119999476563e-05
    ]
   },
   "conv_host_k1_fp32_8x64x28x28_64_forward_backward": {
-   "seconds": 0.00022162539999897034,
-   "min": 0.00019092720000060125,
-   "max": 0.0004231153000006316,
+   "seconds": 0.0002802665999979581,
+   "min": 0.0001897749999898224,
+   "max": 0.0003758323000056407,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6575,22 +6879,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 7.839025000038192e-06,
+   "host_canary_seconds": 1.074953499937692e-05,
    "pass_seconds": [
-    0.00020432959999965304,
-    0.0002778140999993184,
-    0.00022162539999897034
+    0.0002847126999995453,
+    0.0002802665999979581,
+    0.00021709190000365197
    ],
    "pass_host_canary_seconds": [
-    7.839025000038192e-06,
-    1.0407560000089688e-05,
-    1.0540159999976595e-05
+    1.074953499937692e-05,
+    9.597202499662671e-06,
+    1.1260800000627569e-05
    ]
   },
   "conv_host_k1_fp32_16x256x56x56_64_forward": {
-   "seconds": 3.951919999849452e-05,
-   "min": 2.1118200000103115e-05,
-   "max": 4.709209999873565e-05,
+   "seconds": 4.187320000710315e-05,
+   "min": 2.756740000222635e-05,
+   "max": 6.658079998942413e-05,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6605,22 +6909,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 7.622460000007436e-06,
+   "host_canary_seconds": 1.075910500048849e-05,
    "pass_seconds": [
-    3.0149799999890093e-05,
-    3.951919999849452e-05,
-    4.4337699998209244e-05
+    4.841449999730685e-05,
+    3.064200000153505e-05,
+    4.187320000710315e-05
    ],
    "pass_host_canary_seconds": [
-    7.622460000007436e-06,
-    1.0759999999976344e-05,
-    1.586333999995304e-05
+    1.075910500048849e-05,
+    8.21811000037087e-06,
+    1.1136130000295452e-05
    ]
   },
   "conv_host_k1_fp32_16x256x56x56_64_forward_backward": {
-   "seconds": 0.00023056290000056379,
-   "min": 0.00015904669999997623,
-   "max": 0.00036069129999987125,
+   "seconds": 0.0002928520000068602,
+   "min": 0.00016069780001544133,
+   "max": 0.000414829200008171,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6635,22 +6939,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 7.594644999997513e-06,
+   "host_canary_seconds": 1.1183345000063128e-05,
    "pass_seconds": [
-    0.00022390829999920924,
-    0.00026771649999943745,
-    0.00023056290000056379
+    0.0002928520000068602,
+    0.00035343459999239715,
+    0.00023449730001630088
    ],
    "pass_host_canary_seconds": [
-    7.594644999997513e-06,
-    1.048425000007569e-05,
-    1.0887390000107188e-05
+    1.1183345000063128e-05,
+    8.377854999253032e-06,
+    1.1064749999150081e-05
    ]
   },
   "conv_host_k1_fp32_32x256x56x56_256_forward": {
-   "seconds": 5.210340000019187e-05,
-   "min": 3.433769999929837e-05,
-   "max": 6.265410000025896e-05,
+   "seconds": 5.949259998487833e-05,
+   "min": 3.6942299993825144e-05,
+   "max": 8.099070000753273e-05,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6665,22 +6969,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 8.232619999972713e-06,
+   "host_canary_seconds": 1.116788750039177e-05,
    "pass_seconds": [
-    4.126259999992499e-05,
-    5.210340000019187e-05,
-    5.677640000101292e-05
+    6.812720000652917e-05,
+    4.597489999014215e-05,
+    5.949259998487833e-05
    ],
    "pass_host_canary_seconds": [
-    8.232619999972713e-06,
-    1.0712834999964116e-05,
-    1.058992499991973e-05
+    1.116788750039177e-05,
+    7.927002500309754e-06,
+    1.1064749999150081e-05
    ]
   },
   "conv_host_k1_fp32_32x256x56x56_256_forward_backward": {
-   "seconds": 0.00027286230000100886,
-   "min": 0.00023552830000141966,
-   "max": 0.000406247899999812,
+   "seconds": 0.00029099739999765005,
+   "min": 0.00021182359998874744,
+   "max": 0.00043589800000063403,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6695,22 +6999,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 7.712214999955336e-06,
+   "host_canary_seconds": 9.020892499620458e-06,
    "pass_seconds": [
-    0.00027286230000100886,
-    0.0003379369000015231,
-    0.0002633008000003656
+    0.0002548563999880571,
+    0.0003419737000058376,
+    0.00029099739999765005
    ],
    "pass_host_canary_seconds": [
-    7.712214999955336e-06,
-    7.792349999959925e-06,
-    1.0594679999940126e-05
+    9.020892499620458e-06,
+    1.0011102500016022e-05,
+    1.1540850000528735e-05
    ]
   },
   "conv_host_k1_fp32_strict_2x4x8x8_4_forward": {
-   "seconds": 2.6754099999948265e-05,
-   "min": 2.1438899999282057e-05,
-   "max": 4.512229999988904e-05,
+   "seconds": 3.723080001236667e-05,
+   "min": 2.06462999813084e-05,
+   "max": 4.6501299993906284e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6725,22 +7029,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 7.636324999964472e-06,
+   "host_canary_seconds": 7.845285000485092e-06,
    "pass_seconds": [
-    2.4684099999205954e-05,
-    2.6754099999948265e-05,
-    3.662690000112434e-05
+    3.0265199984569336e-05,
+    4.2852899991885354e-05,
+    3.723080001236667e-05
    ],
    "pass_host_canary_seconds": [
-    7.636324999964472e-06,
-    1.0954659999953265e-05,
-    1.0695130000044627e-05
+    7.845285000485092e-06,
+    9.779375000107393e-06,
+    1.1298315000658476e-05
    ]
   },
   "conv_host_k1_fp32_strict_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00017503779999969993,
-   "min": 0.00016579389999975546,
-   "max": 0.0002640917000007903,
+   "seconds": 0.00020744129999457074,
+   "min": 0.0001521876999959204,
+   "max": 0.0002991231000123662,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6755,22 +7059,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 7.636324999964472e-06,
+   "host_canary_seconds": 7.889590000331736e-06,
    "pass_seconds": [
-    0.00017149009999997133,
-    0.00023643029999789177,
-    0.00017503779999969993
+    0.00015339619999394928,
+    0.0002485531000047558,
+    0.00020744129999457074
    ],
    "pass_host_canary_seconds": [
-    7.636324999964472e-06,
-    1.1284469999992553e-05,
-    1.1039869999933671e-05
+    7.889590000331736e-06,
+    9.760639999285559e-06,
+    1.1108390000345025e-05
    ]
   },
   "conv_host_k1_fp32_strict_8x64x28x28_64_forward": {
-   "seconds": 3.941319999967163e-05,
-   "min": 2.074700000065377e-05,
-   "max": 4.797320000022864e-05,
+   "seconds": 3.848940000352741e-05,
+   "min": 2.0119300006626873e-05,
+   "max": 4.858960001001833e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6785,22 +7089,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 7.81778999993321e-06,
+   "host_canary_seconds": 9.929015000125219e-06,
    "pass_seconds": [
-    2.4327500000254076e-05,
-    4.479499999945347e-05,
-    3.941319999967163e-05
+    2.5101500000346277e-05,
+    4.084009999587579e-05,
+    3.848940000352741e-05
    ],
    "pass_host_canary_seconds": [
-    7.81778999993321e-06,
-    1.1148889999930134e-05,
-    1.1024270000064007e-05
+    9.929015000125219e-06,
+    9.686309999779041e-06,
+    1.1388905001012972e-05
    ]
   },
   "conv_host_k1_fp32_strict_8x64x28x28_64_forward_backward": {
-   "seconds": 0.0002157212000014397,
-   "min": 0.00017673199999990175,
-   "max": 0.0003781892000006337,
+   "seconds": 0.0002276847000075577,
+   "min": 0.00019008079998457107,
+   "max": 0.00030193840000265483,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6815,22 +7119,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 8.004024999976878e-06,
+   "host_canary_seconds": 1.0976160000382151e-05,
    "pass_seconds": [
-    0.00018823919999988448,
-    0.00032370139999784444,
-    0.0002157212000014397
+    0.0002127128999973138,
+    0.00028934120000485565,
+    0.0002276847000075577
    ],
    "pass_host_canary_seconds": [
-    8.004024999976878e-06,
-    1.0705915000102096e-05,
-    1.0899110000082146e-05
+    1.0976160000382151e-05,
+    9.800049999739713e-06,
+    1.1582439999529015e-05
    ]
   },
   "conv_host_k1_fp32_strict_16x256x56x56_64_forward": {
-   "seconds": 4.361949999918124e-05,
-   "min": 2.2258599999247507e-05,
-   "max": 7.294250000029478e-05,
+   "seconds": 4.9373000001651236e-05,
+   "min": 2.5384200012013024e-05,
+   "max": 6.035750000137341e-05,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6845,22 +7149,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 8.291305000014405e-06,
+   "host_canary_seconds": 8.197734999839667e-06,
    "pass_seconds": [
-    2.8377399999612862e-05,
-    5.6904699999904554e-05,
-    4.361949999918124e-05
+    2.7098800001112976e-05,
+    5.516809999335237e-05,
+    4.9373000001651236e-05
    ],
    "pass_host_canary_seconds": [
-    8.291305000014405e-06,
-    1.0872372500045912e-05,
-    1.0550790000110055e-05
+    8.197734999839667e-06,
+    9.927620000098614e-06,
+    1.1888009998983761e-05
    ]
   },
   "conv_host_k1_fp32_strict_16x256x56x56_64_forward_backward": {
-   "seconds": 0.0002501467000001867,
-   "min": 0.00016068599999954358,
-   "max": 0.00033052490000216037,
+   "seconds": 0.00025572270001248396,
+   "min": 0.00019048030001158622,
+   "max": 0.00043499460000475667,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6875,22 +7179,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 7.725277500014727e-06,
+   "host_canary_seconds": 8.28353250028613e-06,
    "pass_seconds": [
-    0.00020201520000000527,
-    0.000316766000000257,
-    0.0002501467000001867
+    0.00019457309999779682,
+    0.0003398739999965983,
+    0.00025572270001248396
    ],
    "pass_host_canary_seconds": [
-    7.725277500014727e-06,
-    1.118326000003833e-05,
-    1.0946384999996894e-05
+    8.28353250028613e-06,
+    1.0470169999621249e-05,
+    1.1372800000231108e-05
    ]
   },
   "conv_host_k1_fp32_strict_32x256x56x56_256_forward": {
-   "seconds": 5.194780000010724e-05,
-   "min": 3.67294000000129e-05,
-   "max": 6.708189999926617e-05,
+   "seconds": 5.14882999823385e-05,
+   "min": 3.0385699983526137e-05,
+   "max": 9.83793999921545e-05,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6905,22 +7209,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 7.494964999992248e-06,
+   "host_canary_seconds": 7.951530000127604e-06,
    "pass_seconds": [
-    3.877759999966201e-05,
-    6.206369999972594e-05,
-    5.194780000010724e-05
+    3.990879999946628e-05,
+    6.139239999356506e-05,
+    5.14882999823385e-05
    ],
    "pass_host_canary_seconds": [
-    7.494964999992248e-06,
-    1.1437395000086782e-05,
-    1.1096230000049446e-05
+    7.951530000127604e-06,
+    1.1206555000171647e-05,
+    1.0814825000124983e-05
    ]
   },
   "conv_host_k1_fp32_strict_32x256x56x56_256_forward_backward": {
-   "seconds": 0.0002572029000020848,
-   "min": 0.0002078803000003404,
-   "max": 0.00040967349999903034,
+   "seconds": 0.0002712089000169726,
+   "min": 0.00023064710001108324,
+   "max": 0.0004035042999930738,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6935,22 +7239,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 7.098212499982992e-06,
+   "host_canary_seconds": 8.639402499852622e-06,
    "pass_seconds": [
-    0.00024346990000054803,
-    0.0004044581000016478,
-    0.0002572029000020848
+    0.0002457325000023047,
+    0.000306128100010028,
+    0.0002712089000169726
    ],
    "pass_host_canary_seconds": [
-    7.098212499982992e-06,
-    1.1361827500024902e-05,
-    1.055560500006436e-05
+    8.639402499852622e-06,
+    8.570747500016296e-06,
+    1.0903892499527502e-05
    ]
   },
   "conv_host_k1_bf16_2x4x8x8_4_forward": {
-   "seconds": 4.2716600000858306e-05,
-   "min": 2.4862200000086432e-05,
-   "max": 6.137919999957831e-05,
+   "seconds": 4.187560000445956e-05,
+   "min": 2.356140000756568e-05,
+   "max": 4.974260000381037e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6965,22 +7269,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 6.967155000019431e-06,
+   "host_canary_seconds": 1.060444500012636e-05,
    "pass_seconds": [
-    2.53717000006759e-05,
-    5.26006000001189e-05,
-    4.2716600000858306e-05
+    4.187560000445956e-05,
+    2.622399999836489e-05,
+    4.596789999595785e-05
    ],
    "pass_host_canary_seconds": [
-    6.967155000019431e-06,
-    1.0389594999935525e-05,
-    1.0405514999973776e-05
+    1.060444500012636e-05,
+    7.5209250007901576e-06,
+    1.099983000017346e-05
    ]
   },
   "conv_host_k1_bf16_2x4x8x8_4_forward_backward": {
-   "seconds": 0.0002446324999993976,
-   "min": 0.00016033579999970017,
-   "max": 0.0003865427000022237,
+   "seconds": 0.0002482477999819821,
+   "min": 0.00021945340001821022,
+   "max": 0.0003104315999962637,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6995,22 +7299,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 6.830745000030447e-06,
+   "host_canary_seconds": 1.0600019999174038e-05,
    "pass_seconds": [
-    0.00017564000000049873,
-    0.0003761064999991959,
-    0.0002446324999993976
+    0.00026390180000817053,
+    0.0002306496000073821,
+    0.0002482477999819821
    ],
    "pass_host_canary_seconds": [
-    6.830745000030447e-06,
-    1.0830134999935126e-05,
-    1.0258479999976089e-05
+    1.0600019999174038e-05,
+    7.950599999730913e-06,
+    1.0378719999835083e-05
    ]
   },
   "conv_host_k1_bf16_8x64x28x28_64_forward": {
-   "seconds": 4.3689399998925185e-05,
-   "min": 2.233529999955408e-05,
-   "max": 5.80213999995749e-05,
+   "seconds": 4.4264799998927626e-05,
+   "min": 2.4318800001310592e-05,
+   "max": 5.117810001138423e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7025,22 +7329,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 7.001222500022663e-06,
+   "host_canary_seconds": 1.0889595000662666e-05,
    "pass_seconds": [
-    2.7962600000819293e-05,
-    5.023690000030001e-05,
-    4.3689399998925185e-05
+    4.8765099995762286e-05,
+    3.0357500008904026e-05,
+    4.4264799998927626e-05
    ],
    "pass_host_canary_seconds": [
-    7.001222500022663e-06,
-    1.0909435000030498e-05,
-    1.0263234999996484e-05
+    1.0889595000662666e-05,
+    7.98927999994703e-06,
+    1.0690934999502133e-05
    ]
   },
   "conv_host_k1_bf16_8x64x28x28_64_forward_backward": {
-   "seconds": 0.00022423030000027211,
-   "min": 0.000159477199999003,
-   "max": 0.0003650329999999258,
+   "seconds": 0.0002151163999997152,
+   "min": 0.00017048610000074403,
+   "max": 0.00031008309999833725,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7055,22 +7359,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 6.957099999951311e-06,
+   "host_canary_seconds": 1.0657765000132712e-05,
    "pass_seconds": [
-    0.0001972551999998018,
-    0.00022423030000027211,
-    0.00023823999999876832
+    0.0002755297000021528,
+    0.0002151163999997152,
+    0.00020112649999646238
    ],
    "pass_host_canary_seconds": [
-    6.957099999951311e-06,
-    1.0535884999995915e-05,
-    1.0587079999879734e-05
+    1.0657765000132712e-05,
+    7.847609999771521e-06,
+    1.0690934999502133e-05
    ]
   },
   "conv_host_k1_bf16_16x256x56x56_64_forward": {
-   "seconds": 4.1404399999578347e-05,
-   "min": 2.447610000047007e-05,
-   "max": 8.14447000010432e-05,
+   "seconds": 4.693070000030275e-05,
+   "min": 2.3967299989635647e-05,
+   "max": 0.00011585610000111046,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7085,22 +7389,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 6.762510000015709e-06,
+   "host_canary_seconds": 1.091661000032218e-05,
    "pass_seconds": [
-    3.120410000008178e-05,
-    4.5264499999575494e-05,
-    4.1404399999578347e-05
+    4.770539999299217e-05,
+    4.4718599997395356e-05,
+    4.693070000030275e-05
    ],
    "pass_host_canary_seconds": [
-    6.762510000015709e-06,
-    1.0535884999995915e-05,
-    1.0614159999988716e-05
+    1.091661000032218e-05,
+    1.5312689999973372e-05,
+    1.1041474999728962e-05
    ]
   },
   "conv_host_k1_bf16_16x256x56x56_64_forward_backward": {
-   "seconds": 0.00021674850000010792,
-   "min": 0.00016767529999981435,
-   "max": 0.00027202550000140493,
+   "seconds": 0.0002413548000049559,
+   "min": 0.00017707449999306845,
+   "max": 0.0004919335000067804,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7115,22 +7419,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 6.8889399999960686e-06,
+   "host_canary_seconds": 1.121080499956406e-05,
    "pass_seconds": [
-    0.00018727239999947188,
-    0.00022549870000148075,
-    0.00021674850000010792
+    0.0002413548000049559,
+    0.0004110982000156582,
+    0.00022142930001791682
    ],
    "pass_host_canary_seconds": [
-    6.8889399999960686e-06,
-    1.0453049999910036e-05,
-    1.0614159999988716e-05
+    1.121080499956406e-05,
+    7.656254999801605e-06,
+    1.169669999967482e-05
    ]
   },
   "conv_host_k1_bf16_32x256x56x56_256_forward": {
-   "seconds": 4.1179100000476866e-05,
-   "min": 2.542749999889793e-05,
-   "max": 4.5860299999844754e-05,
+   "seconds": 4.496899998684967e-05,
+   "min": 2.563640000516898e-05,
+   "max": 5.903189999116876e-05,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7145,22 +7449,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 6.977779999957079e-06,
+   "host_canary_seconds": 1.0882375000846878e-05,
    "pass_seconds": [
-    2.7026799999418925e-05,
-    4.134109999824887e-05,
-    4.1179100000476866e-05
+    5.822699999953329e-05,
+    3.1806700008019106e-05,
+    4.496899998684967e-05
    ],
    "pass_host_canary_seconds": [
-    6.977779999957079e-06,
-    1.028500999993298e-05,
-    1.0244110000030559e-05
+    1.0882375000846878e-05,
+    7.935825000231489e-06,
+    1.1215289999881861e-05
    ]
   },
   "conv_host_k1_bf16_32x256x56x56_256_forward_backward": {
-   "seconds": 0.00023649970000008124,
-   "min": 0.00018475399999999808,
-   "max": 0.0003797985999995035,
+   "seconds": 0.0002743149000025369,
+   "min": 0.0002042594999920766,
+   "max": 0.0004564635999940947,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7175,22 +7479,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 7.0779474999582705e-06,
+   "host_canary_seconds": 1.1154900000178714e-05,
    "pass_seconds": [
-    0.0002045865999988905,
-    0.00027388750000056916,
-    0.00023649970000008124
+    0.00030138519998672563,
+    0.00025490769999123584,
+    0.0002743149000025369
    ],
    "pass_host_canary_seconds": [
-    7.0779474999582705e-06,
-    1.1625584999990223e-05,
-    1.0469295000063995e-05
+    1.1154900000178714e-05,
+    7.935825000231489e-06,
+    1.1246660000097108e-05
    ]
   },
   "conv_host_k1_autocast_2x4x8x8_4_forward": {
-   "seconds": 8.614940000200022e-05,
-   "min": 5.3989799999953904e-05,
-   "max": 0.00011835119999830113,
+   "seconds": 8.726519999981974e-05,
+   "min": 6.726179999532178e-05,
+   "max": 0.00016069859998424363,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7205,22 +7509,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 7.0182550000197355e-06,
+   "host_canary_seconds": 8.04814500042994e-06,
    "pass_seconds": [
-    5.472259999947937e-05,
-    0.00010671000000002095,
-    8.614940000200022e-05
+    8.301100001517625e-05,
+    0.0001414623000073334,
+    8.726519999981974e-05
    ],
    "pass_host_canary_seconds": [
-    7.0182550000197355e-06,
-    1.1920415000048479e-05,
-    1.0899475000059056e-05
+    8.04814500042994e-06,
+    1.1492489999795907e-05,
+    1.0222360000398112e-05
    ]
   },
   "conv_host_k1_autocast_2x4x8x8_4_forward_backward": {
-   "seconds": 0.0003892914000005021,
-   "min": 0.00024979929999915387,
-   "max": 0.0005628056000006154,
+   "seconds": 0.0004750564000005397,
+   "min": 0.00023703949998434836,
+   "max": 0.0008125826999958008,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7235,22 +7539,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 6.783445000024813e-06,
+   "host_canary_seconds": 8.16976999999497e-06,
    "pass_seconds": [
-    0.00027379870000032724,
-    0.0004299016000004485,
-    0.0003892914000005021
+    0.0002799418999984482,
+    0.0004897582000012335,
+    0.0004750564000005397
    ],
    "pass_host_canary_seconds": [
-    6.783445000024813e-06,
-    1.1508354999989478e-05,
-    1.0624770000049467e-05
+    8.16976999999497e-06,
+    8.17684749961245e-06,
+    1.1021259999779432e-05
    ]
   },
   "conv_host_k1_autocast_8x64x28x28_64_forward": {
-   "seconds": 8.724879999988389e-05,
-   "min": 5.194910000057007e-05,
-   "max": 0.00012637479999852986,
+   "seconds": 8.900880000055622e-05,
+   "min": 6.045380000614386e-05,
+   "max": 0.00012493009999161586,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7265,22 +7569,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 6.786950000048364e-06,
+   "host_canary_seconds": 8.16976999999497e-06,
    "pass_seconds": [
-    5.559409999875697e-05,
-    0.00011113510000200222,
-    8.724879999988389e-05
+    6.620980000207055e-05,
+    8.900880000055622e-05,
+    0.0001023581000026752
    ],
    "pass_host_canary_seconds": [
-    6.786950000048364e-06,
-    1.1013195000089126e-05,
-    1.0659459999970976e-05
+    8.16976999999497e-06,
+    8.288944999321756e-06,
+    1.1203274999616042e-05
    ]
   },
   "conv_host_k1_autocast_8x64x28x28_64_forward_backward": {
-   "seconds": 0.0003776619000007031,
-   "min": 0.00022873440000097388,
-   "max": 0.0005951097999997046,
+   "seconds": 0.0004404866000186303,
+   "min": 0.0002474403000178427,
+   "max": 0.0006778902999940329,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7295,22 +7599,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 6.857005000000527e-06,
+   "host_canary_seconds": 7.850155000141968e-06,
    "pass_seconds": [
-    0.00027712410000049206,
-    0.0004655005000017809,
-    0.0003776619000007031
+    0.00035335109998868575,
+    0.0004404866000186303,
+    0.0005448170000136088
    ],
    "pass_host_canary_seconds": [
-    6.857005000000527e-06,
-    1.1115915000061705e-05,
-    1.0659459999970976e-05
+    7.850155000141968e-06,
+    8.490054999583663e-06,
+    1.111779499979093e-05
    ]
   },
   "conv_host_k1_autocast_16x256x56x56_64_forward": {
-   "seconds": 9.224939999796788e-05,
-   "min": 5.3747200000486826e-05,
-   "max": 0.0001182965999987573,
+   "seconds": 9.852890000274783e-05,
+   "min": 6.214599998202174e-05,
+   "max": 0.0001264313999854494,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7325,22 +7629,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 8.510474999994244e-06,
+   "host_canary_seconds": 7.5659000003724944e-06,
    "pass_seconds": [
-    5.843480000038426e-05,
-    0.00011199719999979151,
-    9.224939999796788e-05
+    6.868090001717064e-05,
+    9.852890000274783e-05,
+    0.00010929679999662766
    ],
    "pass_host_canary_seconds": [
-    8.510474999994244e-06,
-    1.1298605000007455e-05,
-    1.0536759999979494e-05
+    7.5659000003724944e-06,
+    8.409562499878121e-06,
+    1.1388274999717397e-05
    ]
   },
   "conv_host_k1_autocast_16x256x56x56_64_forward_backward": {
-   "seconds": 0.0003513664999985622,
-   "min": 0.0002691596999994772,
-   "max": 0.0004851496000014777,
+   "seconds": 0.0003708797000172126,
+   "min": 0.00022353469998961372,
+   "max": 0.000637264200008758,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7355,22 +7659,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 8.13971500001287e-06,
+   "host_canary_seconds": 7.609965000483498e-06,
    "pass_seconds": [
-    0.0003313362000000097,
-    0.00039968490000035216,
-    0.0003513664999985622
+    0.00025768640000478626,
+    0.0003708797000172126,
+    0.000518618800015247
    ],
    "pass_host_canary_seconds": [
-    8.13971500001287e-06,
-    1.1176420000111874e-05,
-    1.0820039999970277e-05
+    7.609965000483498e-06,
+    1.0427332499602926e-05,
+    1.1247420000017882e-05
    ]
   },
   "conv_host_k1_autocast_32x256x56x56_256_forward": {
-   "seconds": 9.115430000008473e-05,
-   "min": 6.385040000083109e-05,
-   "max": 0.0001260388000005719,
+   "seconds": 7.501790000787877e-05,
+   "min": 5.9812699987560336e-05,
+   "max": 0.0001202948999889486,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7385,22 +7689,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 8.13971500001287e-06,
+   "host_canary_seconds": 8.11119999980292e-06,
    "pass_seconds": [
-    8.093799999926432e-05,
-    0.00010927019999940057,
-    9.115430000008473e-05
+    6.327810001494072e-05,
+    7.501790000787877e-05,
+    0.00011632559999270597
    ],
    "pass_host_canary_seconds": [
-    8.13971500001287e-06,
-    1.1281775000071548e-05,
-    1.0869230000025709e-05
+    8.11119999980292e-06,
+    8.55393749986888e-06,
+    1.162116499926924e-05
    ]
   },
   "conv_host_k1_autocast_32x256x56x56_256_forward_backward": {
-   "seconds": 0.00046114179999960924,
-   "min": 0.0003010985999992499,
-   "max": 0.0006416875000013533,
+   "seconds": 0.0004435600000078921,
+   "min": 0.00024549219999698836,
+   "max": 0.0004916769999908866,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7415,22 +7719,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 7.635570000026348e-06,
+   "host_canary_seconds": 8.118367500173917e-06,
    "pass_seconds": [
-    0.00033662649999968155,
-    0.0005415583000001334,
-    0.00046114179999960924
+    0.00027475870001580915,
+    0.0004561953999882462,
+    0.0004435600000078921
    ],
    "pass_host_canary_seconds": [
-    7.635570000026348e-06,
-    1.1290439999953605e-05,
-    7.959150000047544e-06
+    8.118367500173917e-06,
+    9.940715000311683e-06,
+    1.1437999999657222e-05
    ]
   },
   "optimizer_sgd_foreach_per_param": {
-   "seconds": 3.2221897321755525e-06,
-   "min": 1.9851495535025014e-06,
-   "max": 4.1101160714239275e-06,
+   "seconds": 3.088908482392786e-06,
+   "min": 1.6584441959415536e-06,
+   "max": 4.26084374944529e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7440,22 +7744,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0097824999988347e-05,
+   "host_canary_seconds": 7.725825000761687e-06,
    "pass_seconds": [
-    2.974732142835279e-06,
-    3.447006696395099e-06,
-    3.2221897321755525e-06
+    2.04564955349643e-06,
+    3.088908482392786e-06,
+    3.3753973213939455e-06
    ],
    "pass_host_canary_seconds": [
-    1.0097824999988347e-05,
-    1.08834100000621e-05,
-    1.0231662499933237e-05
+    7.725825000761687e-06,
+    1.6669709999632687e-05,
+    1.0661859999459011e-05
    ]
   },
   "optimizer_sgd_foreach_per_step": {
-   "seconds": 0.00015353485714188406,
-   "min": 4.6663285685001816e-05,
-   "max": 0.00020950985714104524,
+   "seconds": 0.00012785228558901248,
+   "min": 6.268500007016494e-05,
+   "max": 0.0010906645715229907,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7465,22 +7769,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0097824999988347e-05,
+   "host_canary_seconds": 7.725825000761687e-06,
    "pass_seconds": [
-    0.0001590004285735144,
-    0.00014459157143522004,
-    0.00015353485714188406
+    7.501071429162818e-05,
+    0.00014615514286171155,
+    0.00012785228558901248
    ],
    "pass_host_canary_seconds": [
-    1.0097824999988347e-05,
-    1.08834100000621e-05,
-    1.0231662499933237e-05
+    7.725825000761687e-06,
+    1.6669709999632687e-05,
+    1.0661859999459011e-05
    ]
   },
   "optimizer_sgd_foreach_cold_per_param": {
-   "seconds": 3.0126763393185333e-06,
-   "min": 2.3569799107051433e-06,
-   "max": 4.882877232072401e-06,
+   "seconds": 2.906674107500911e-06,
+   "min": 1.662964285133382e-06,
+   "max": 4.640776785842198e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7490,22 +7794,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.4386899999723255e-06,
+   "host_canary_seconds": 7.645265000064683e-06,
    "pass_seconds": [
-    2.5135803571567957e-06,
-    4.427662946441099e-06,
-    3.0126763393185333e-06
+    2.163696428628522e-06,
+    2.906674107500911e-06,
+    4.411763393465305e-06
    ],
    "pass_host_canary_seconds": [
-    7.4386899999723255e-06,
-    1.0819860000026438e-05,
-    7.73868000010225e-06
+    7.645265000064683e-06,
+    7.59370499963552e-06,
+    1.0898015000293526e-05
    ]
   },
   "optimizer_sgd_foreach_cold_per_step": {
-   "seconds": 0.00058061114285936,
-   "min": 0.00042832500000145046,
-   "max": 0.0008282188571229199,
+   "seconds": 0.0005874445715952398,
+   "min": 0.00046352071428503095,
+   "max": 0.0008541669999755998,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7515,22 +7819,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.4386899999723255e-06,
+   "host_canary_seconds": 7.645265000064683e-06,
    "pass_seconds": [
-    0.0004932828571375986,
-    0.0006373395714384905,
-    0.00058061114285936
+    0.0005874445715952398,
+    0.0005663418572956808,
+    0.0006644268569289125
    ],
    "pass_host_canary_seconds": [
-    7.4386899999723255e-06,
-    1.0819860000026438e-05,
-    7.73868000010225e-06
+    7.645265000064683e-06,
+    7.59370499963552e-06,
+    1.0898015000293526e-05
    ]
   },
   "optimizer_sgd_foreach_large": {
-   "seconds": 0.00018334700001787496,
-   "min": 0.00017783399999871108,
-   "max": 0.0002003839999815682,
+   "seconds": 0.00018412600002193358,
+   "min": 0.00017998900011662045,
+   "max": 0.00020864199996140087,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -7538,15 +7842,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00018141799999682462,
-    0.00018334700001787496,
-    0.0001833580000152324
+    0.00018412600002193358,
+    0.00018397100006950495,
+    0.0001930280000124185
    ]
   },
   "optimizer_sgd_for_loop_per_param": {
-   "seconds": 2.3062915178633553e-05,
-   "min": 2.109297321428727e-05,
-   "max": 3.27868191963684e-05,
+   "seconds": 2.2169011161159752e-05,
+   "min": 2.0793020089472846e-05,
+   "max": 3.195045535723092e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7556,22 +7860,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.3891050000085555e-06,
+   "host_canary_seconds": 7.467135000638337e-06,
    "pass_seconds": [
-    2.151195312502122e-05,
-    2.3062915178633553e-05,
-    3.04626428571732e-05
+    2.147262946396365e-05,
+    2.2169011161159752e-05,
+    3.146644642880249e-05
    ],
    "pass_host_canary_seconds": [
-    7.3891050000085555e-06,
-    7.698587499973542e-06,
-    9.331935000034264e-06
+    7.467135000638337e-06,
+    7.60260000049584e-06,
+    1.064947750023748e-05
    ]
   },
   "optimizer_sgd_for_loop_per_step": {
-   "seconds": 0.00011139914285454968,
-   "min": -0.00026055557142561666,
-   "max": 0.0004864607142849309,
+   "seconds": 0.00011841614273829957,
+   "min": 3.4151999930795126e-05,
+   "max": 0.00044424671425856216,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7581,22 +7885,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.3891050000085555e-06,
+   "host_canary_seconds": 7.467135000638337e-06,
    "pass_seconds": [
-    0.00010111485714097454,
-    0.00011139914285454968,
-    0.0003171492857429064
+    0.00011841614273829957,
+    8.924528570527666e-05,
+    0.00027958042853372606
    ],
    "pass_host_canary_seconds": [
-    7.3891050000085555e-06,
-    7.698587499973542e-06,
-    9.331935000034264e-06
+    7.467135000638337e-06,
+    7.60260000049584e-06,
+    1.064947750023748e-05
    ]
   },
   "optimizer_sgd_for_loop_cold_per_param": {
-   "seconds": 2.3820718750019614e-05,
-   "min": 2.134812723213792e-05,
-   "max": 3.4375736607155414e-05,
+   "seconds": 2.2439783482549762e-05,
+   "min": 2.1397035714544798e-05,
+   "max": 3.424566294642416e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7606,22 +7910,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.847065000059274e-06,
+   "host_canary_seconds": 7.57861000010962e-06,
    "pass_seconds": [
-    2.312269419646462e-05,
-    2.4151665178567023e-05,
-    2.3820718750019614e-05
+    2.2439783482549762e-05,
+    2.1894357142774163e-05,
+    3.248310044666271e-05
    ],
    "pass_host_canary_seconds": [
-    9.847065000059274e-06,
-    7.697049999961791e-06,
-    8.12618499992368e-06
+    7.57861000010962e-06,
+    7.42913500062059e-06,
+    1.0786114999064011e-05
    ]
   },
   "optimizer_sgd_for_loop_cold_per_step": {
-   "seconds": 0.0005934345714259897,
-   "min": -0.00012991614286152415,
-   "max": 0.0015952642857135807,
+   "seconds": 0.0005699817142093317,
+   "min": -0.0001654985714724588,
+   "max": 0.001096208285551776,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7631,22 +7935,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.847065000059274e-06,
+   "host_canary_seconds": 7.57861000010962e-06,
    "pass_seconds": [
-    0.0005934345714259897,
-    0.0005447048571300326,
-    0.0006336520000169393
+    0.0005699817142093317,
+    0.0005652494285511369,
+    0.0006377517141312899
    ],
    "pass_host_canary_seconds": [
-    9.847065000059274e-06,
-    7.697049999961791e-06,
-    8.12618499992368e-06
+    7.57861000010962e-06,
+    7.42913500062059e-06,
+    1.0786114999064011e-05
    ]
   },
   "optimizer_sgd_for_loop_large": {
-   "seconds": 0.00017010800002026372,
-   "min": 0.00015766999999300424,
-   "max": 0.00023320700000795114,
+   "seconds": 0.00016315300013047818,
+   "min": 0.00015989799999260867,
+   "max": 0.0002433600000131264,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -7654,15 +7958,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.0001615080000050284,
-    0.00017010800002026372,
-    0.00017586399999913738
+    0.00016288799997710157,
+    0.00016315300013047818,
+    0.00018382600001132232
    ]
   },
   "optimizer_sgd_fused_per_param": {
-   "seconds": 2.7328370535428803e-06,
-   "min": 1.4741116071613294e-06,
-   "max": 2.889745535686724e-06,
+   "seconds": 1.5955133930235985e-06,
+   "min": 1.4423973213289237e-06,
+   "max": 2.787214285656806e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7672,22 +7976,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.5275900000093545e-06,
+   "host_canary_seconds": 7.91738999964764e-06,
    "pass_seconds": [
-    1.4904062500027088e-06,
-    2.7655736607457015e-06,
-    2.7328370535428803e-06
+    1.5955133930235985e-06,
+    1.515613839383637e-06,
+    2.5664933041014137e-06
    ],
    "pass_host_canary_seconds": [
-    7.5275900000093545e-06,
-    1.0984510000042747e-05,
-    1.1093540000075563e-05
+    7.91738999964764e-06,
+    7.713694999438304e-06,
+    1.0564914999804387e-05
    ]
   },
   "optimizer_sgd_fused_per_step": {
-   "seconds": 0.00015585871428973924,
-   "min": 5.052800000474431e-05,
-   "max": 0.0002789512857361842,
+   "seconds": 5.6466714373267936e-05,
+   "min": 3.9453571519386195e-05,
+   "max": 0.0001293908572149251,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7697,22 +8001,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.5275900000093545e-06,
+   "host_canary_seconds": 7.91738999964764e-06,
    "pass_seconds": [
-    5.5832571439801934e-05,
-    0.0001698035714119734,
-    0.00015585871428973924
+    5.6466714373267936e-05,
+    5.1536285647151605e-05,
+    9.490385712394658e-05
    ],
    "pass_host_canary_seconds": [
-    7.5275900000093545e-06,
-    1.0984510000042747e-05,
-    1.1093540000075563e-05
+    7.91738999964764e-06,
+    7.713694999438304e-06,
+    1.0564914999804387e-05
    ]
   },
   "optimizer_sgd_fused_cold_per_param": {
-   "seconds": 2.4006049106668163e-06,
-   "min": 1.8628191964837576e-06,
-   "max": 5.76947544640914e-06,
+   "seconds": 2.101171874967024e-06,
+   "min": 1.8324620540965952e-06,
+   "max": 4.041296874796834e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7722,22 +8026,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.705470000018978e-06,
+   "host_canary_seconds": 7.954254999731348e-06,
    "pass_seconds": [
-    2.070616071460561e-06,
-    2.6501696428482546e-06,
-    2.4006049106668163e-06
+    1.9586316964494344e-06,
+    2.101171874967024e-06,
+    3.5590178570592864e-06
    ],
    "pass_host_canary_seconds": [
-    7.705470000018978e-06,
-    1.017955499989398e-05,
-    7.978730000104406e-06
+    7.954254999731348e-06,
+    7.478505000335644e-06,
+    1.0985839999193559e-05
    ]
   },
   "optimizer_sgd_fused_cold_per_step": {
-   "seconds": 0.0005344410000053099,
-   "min": 0.0003060875714372254,
-   "max": 0.0008206047142981074,
+   "seconds": 0.000487846571494239,
+   "min": 0.0004267948572110722,
+   "max": 0.0008007844284877917,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7747,22 +8051,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.705470000018978e-06,
+   "host_canary_seconds": 7.954254999731348e-06,
    "pass_seconds": [
-    0.0005298894285670842,
-    0.000551973571443146,
-    0.0005344410000053099
+    0.0004707485713879578,
+    0.000487846571494239,
+    0.0006116980000245219
    ],
    "pass_host_canary_seconds": [
-    7.705470000018978e-06,
-    1.017955499989398e-05,
-    7.978730000104406e-06
+    7.954254999731348e-06,
+    7.478505000335644e-06,
+    1.0985839999193559e-05
    ]
   },
   "optimizer_sgd_fused_large": {
-   "seconds": 0.0001256720000100131,
-   "min": 0.00012125299997478578,
-   "max": 0.0001687650000121721,
+   "seconds": 0.00012561399989863276,
+   "min": 0.00012253299996700662,
+   "max": 0.00015233899989652855,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -7770,15 +8074,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.0001256720000100131,
-    0.00015270899999109133,
-    0.0001240379999956076
+    0.00012561399989863276,
+    0.000125201999935598,
+    0.0001409189999321825
    ]
   },
   "optimizer_sgd_wd_foreach_per_param": {
-   "seconds": 4.271906250011678e-06,
-   "min": 4.007718750008239e-06,
-   "max": 8.197524553515173e-06,
+   "seconds": 4.208787946221751e-06,
+   "min": 4.0003102676727006e-06,
+   "max": 8.918236607615069e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7788,22 +8092,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.620882499992376e-06,
+   "host_canary_seconds": 7.641677499350407e-06,
    "pass_seconds": [
-    4.09535044644725e-06,
-    7.738116071401688e-06,
-    4.271906250011678e-06
+    4.077091517729059e-06,
+    4.208787946221751e-06,
+    6.6593549103036565e-06
    ],
    "pass_host_canary_seconds": [
-    7.620882499992376e-06,
-    1.1202744999962988e-05,
-    7.871712499962768e-06
+    7.641677499350407e-06,
+    7.87211500039575e-06,
+    1.0852794999891558e-05
    ]
   },
   "optimizer_sgd_wd_foreach_per_step": {
-   "seconds": 0.00012604842857350765,
-   "min": 7.427571428105954e-05,
-   "max": 0.00030229142858827023,
+   "seconds": 0.00011830342854019752,
+   "min": 7.018414290931626e-05,
+   "max": 0.000764620142880241,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7813,22 +8117,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.620882499992376e-06,
+   "host_canary_seconds": 7.641677499350407e-06,
    "pass_seconds": [
-    0.00011746214285730209,
-    0.00022314985714696632,
-    0.00012604842857350765
+    0.000118201428514502,
+    0.00011830342854019752,
+    0.00017502271439947696
    ],
    "pass_host_canary_seconds": [
-    7.620882499992376e-06,
-    1.1202744999962988e-05,
-    7.871712499962768e-06
+    7.641677499350407e-06,
+    7.87211500039575e-06,
+    1.0852794999891558e-05
    ]
   },
   "optimizer_sgd_wd_foreach_cold_per_param": {
-   "seconds": 9.91501562509965e-06,
-   "min": 4.58062276785322e-06,
-   "max": 1.1126540178540978e-05,
+   "seconds": 5.319357143207526e-06,
+   "min": 4.455419643128218e-06,
+   "max": 9.994464286019625e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7838,22 +8142,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.778724999951691e-06,
+   "host_canary_seconds": 7.450965000543874e-06,
    "pass_seconds": [
-    5.3228861606984575e-06,
-    1.0232687500000281e-05,
-    9.91501562509965e-06
+    4.598749999981269e-06,
+    5.319357143207526e-06,
+    8.681522321093585e-06
    ],
    "pass_host_canary_seconds": [
-    7.778724999951691e-06,
-    1.1386380000004693e-05,
-    1.134469999996668e-05
+    7.450965000543874e-06,
+    7.373629999847253e-06,
+    1.1221920000252793e-05
    ]
   },
   "optimizer_sgd_wd_foreach_cold_per_step": {
-   "seconds": 0.0008091068571535029,
-   "min": 0.0004035884285826796,
-   "max": 0.0012669792857187595,
+   "seconds": 0.000622845857118851,
+   "min": 0.0003980552858138253,
+   "max": 0.0009217778571642807,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7863,22 +8167,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.778724999951691e-06,
+   "host_canary_seconds": 7.450965000543874e-06,
    "pass_seconds": [
-    0.0007170159999999116,
-    0.0008091068571535029,
-    0.000883934571411211
+    0.0006009751427557473,
+    0.000622845857118851,
+    0.0008104412856612596
    ],
    "pass_host_canary_seconds": [
-    7.778724999951691e-06,
-    1.1386380000004693e-05,
-    1.134469999996668e-05
+    7.450965000543874e-06,
+    7.373629999847253e-06,
+    1.1221920000252793e-05
    ]
   },
   "optimizer_sgd_wd_for_loop_per_param": {
-   "seconds": 4.651831026780684e-05,
-   "min": 2.934725669647063e-05,
-   "max": 4.939486830357609e-05,
+   "seconds": 2.990440625032826e-05,
+   "min": 2.8613819196213592e-05,
+   "max": 3.4697024553054234e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7888,22 +8192,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.35837749999746e-06,
+   "host_canary_seconds": 7.572982500505532e-06,
    "pass_seconds": [
-    3.0209879464290372e-05,
-    4.835798214283419e-05,
-    4.651831026780684e-05
+    2.990440625032826e-05,
+    2.9305158482222688e-05,
+    3.154318303596629e-05
    ],
    "pass_host_canary_seconds": [
-    7.35837749999746e-06,
-    1.1660800000043992e-05,
-    1.1240504999960876e-05
+    7.572982500505532e-06,
+    7.516582500102231e-06,
+    7.978874999707842e-06
    ]
   },
   "optimizer_sgd_wd_for_loop_per_step": {
-   "seconds": 0.0004397737142889063,
-   "min": -0.00012110028571653058,
-   "max": 0.000807195571431813,
+   "seconds": 0.00011577342856331331,
+   "min": -4.103557125745283e-05,
+   "max": 0.00038073985693439947,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7913,22 +8217,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.35837749999746e-06,
+   "host_canary_seconds": 7.572982500505532e-06,
    "pass_seconds": [
-    0.0002341618571425183,
-    0.0004397737142889063,
-    0.000533547571446239
+    0.00010963828572130296,
+    0.00011577342856331331,
+    0.00020866000003089916
    ],
    "pass_host_canary_seconds": [
-    7.35837749999746e-06,
-    1.1660800000043992e-05,
-    1.1240504999960876e-05
+    7.572982500505532e-06,
+    7.516582500102231e-06,
+    7.978874999707842e-06
    ]
   },
   "optimizer_sgd_wd_for_loop_cold_per_param": {
-   "seconds": 4.735789508928231e-05,
-   "min": 2.931653348211708e-05,
-   "max": 5.079158258926496e-05,
+   "seconds": 3.014562053544572e-05,
+   "min": 2.8120459821272853e-05,
+   "max": 3.361585491035157e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7938,22 +8242,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.409544999958939e-06,
+   "host_canary_seconds": 7.1920549999049396e-06,
    "pass_seconds": [
-    3.116252678566792e-05,
-    4.817278125005383e-05,
-    4.735789508928231e-05
+    2.9358339285729634e-05,
+    3.014562053544572e-05,
+    3.17789754460713e-05
    ],
    "pass_host_canary_seconds": [
-    7.409544999958939e-06,
-    1.216784500002177e-05,
-    1.1329784999958292e-05
+    7.1920549999049396e-06,
+    7.423895000329139e-06,
+    7.722840000496945e-06
    ]
   },
   "optimizer_sgd_wd_for_loop_cold_per_step": {
-   "seconds": 0.0007184362857352816,
-   "min": -0.00022016614286103848,
-   "max": 0.001569104714280099,
+   "seconds": 0.0006373041429859378,
+   "min": 0.0003178547142397292,
+   "max": 0.0018231762857924747,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7963,22 +8267,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.409544999958939e-06,
+   "host_canary_seconds": 7.1920549999049396e-06,
    "pass_seconds": [
-    0.0006749418571437055,
-    0.0007184362857352816,
-    0.0009133430000076714
+    0.0006022157143174159,
+    0.0006373041429859378,
+    0.0007231591426456623
    ],
    "pass_host_canary_seconds": [
-    7.409544999958939e-06,
-    1.216784500002177e-05,
-    1.1329784999958292e-05
+    7.1920549999049396e-06,
+    7.423895000329139e-06,
+    7.722840000496945e-06
    ]
   },
   "optimizer_sgd_wd_fused_per_param": {
-   "seconds": 2.9025870535675276e-06,
-   "min": 1.491486607139793e-06,
-   "max": 3.4967232142817702e-06,
+   "seconds": 1.4927857142156751e-06,
+   "min": 1.4596495537335028e-06,
+   "max": 1.8530513392940001e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7988,22 +8292,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.495500000018751e-06,
+   "host_canary_seconds": 7.3199150006075795e-06,
    "pass_seconds": [
-    1.5159062500190248e-06,
-    3.019417410702171e-06,
-    2.9025870535675276e-06
+    1.4826316966523985e-06,
+    1.4927857142156751e-06,
+    1.6365892859328466e-06
    ],
    "pass_host_canary_seconds": [
-    7.495500000018751e-06,
-    1.4283539999979667e-05,
-    1.1337795000017081e-05
+    7.3199150006075795e-06,
+    7.591620000084731e-06,
+    7.981754999946133e-06
    ]
   },
   "optimizer_sgd_wd_fused_per_step": {
-   "seconds": 0.00012166485713903188,
-   "min": 4.7257857145512254e-05,
-   "max": 0.00024673357142189294,
+   "seconds": 5.4451285872606346e-05,
+   "min": 4.472342863794308e-05,
+   "max": 0.00013811428578134967,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8013,22 +8317,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.495500000018751e-06,
+   "host_canary_seconds": 7.3199150006075795e-06,
    "pass_seconds": [
-    5.459514285835862e-05,
-    0.00012166485713903188,
-    0.00015600242857008846
+    5.126600012772542e-05,
+    5.4451285872606346e-05,
+    6.288900012155605e-05
    ],
    "pass_host_canary_seconds": [
-    7.495500000018751e-06,
-    1.4283539999979667e-05,
-    1.1337795000017081e-05
+    7.3199150006075795e-06,
+    7.591620000084731e-06,
+    7.981754999946133e-06
    ]
   },
   "optimizer_sgd_wd_fused_cold_per_param": {
-   "seconds": 3.953649553586505e-06,
-   "min": 1.7068906250004647e-06,
-   "max": 4.9334486607044425e-06,
+   "seconds": 2.3479531253859217e-06,
+   "min": 1.9088325891354022e-06,
+   "max": 4.9809977678957495e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8038,22 +8342,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.499915000011015e-06,
+   "host_canary_seconds": 7.410839999693053e-06,
    "pass_seconds": [
-    2.1044888392892806e-06,
-    3.953649553586505e-06,
-    4.001156250004507e-06
+    2.0193437505002166e-06,
+    2.3479531253859217e-06,
+    2.4294174103545174e-06
    ],
    "pass_host_canary_seconds": [
-    7.499915000011015e-06,
-    1.17038350001053e-05,
-    1.1082125000001498e-05
+    7.410839999693053e-06,
+    7.642514999588457e-06,
+    8.318765000012717e-06
    ]
   },
   "optimizer_sgd_wd_fused_cold_per_step": {
-   "seconds": 0.0006416847142613083,
-   "min": 0.00042807471428066686,
-   "max": 0.0008447608571405649,
+   "seconds": 0.0005143362857324973,
+   "min": 0.0004006651427711664,
+   "max": 0.0006224052859319532,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8063,22 +8367,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.499915000011015e-06,
+   "host_canary_seconds": 7.410839999693053e-06,
    "pass_seconds": [
-    0.0004962374285680328,
-    0.0006620279999935974,
-    0.0006416847142613083
+    0.0004728627143971867,
+    0.0005176978571138793,
+    0.0005143362857324973
    ],
    "pass_host_canary_seconds": [
-    7.499915000011015e-06,
-    1.17038350001053e-05,
-    1.1082125000001498e-05
+    7.410839999693053e-06,
+    7.642514999588457e-06,
+    8.318765000012717e-06
    ]
   },
   "optimizer_adamw_foreach_per_param": {
-   "seconds": 8.162863839279919e-06,
-   "min": 7.534154017869403e-06,
-   "max": 1.4548758928573896e-05,
+   "seconds": 8.00178125004436e-06,
+   "min": 7.108071428214251e-06,
+   "max": 9.326921875084184e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8088,22 +8392,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.405630000008045e-06,
+   "host_canary_seconds": 7.72062500004722e-06,
    "pass_seconds": [
-    7.639462053589594e-06,
-    1.3856147321522627e-05,
-    8.162863839279919e-06
+    7.258584820947687e-06,
+    8.00178125004436e-06,
+    8.517352678641796e-06
    ],
    "pass_host_canary_seconds": [
-    7.405630000008045e-06,
-    1.0889797500013287e-05,
-    7.67929500000264e-06
+    7.72062500004722e-06,
+    7.655425000621109e-06,
+    8.318765000012717e-06
    ]
   },
   "optimizer_adamw_foreach_per_step": {
-   "seconds": 0.00029616942856388766,
-   "min": 0.00015754614284852711,
-   "max": 0.0008003247142746821,
+   "seconds": 0.00027154557155232136,
+   "min": 0.00016854900000648086,
+   "max": 0.0006483248571385047,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8113,22 +8417,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.405630000008045e-06,
+   "host_canary_seconds": 7.72062500004722e-06,
    "pass_seconds": [
-    0.00029616942856388766,
-    0.0004966145714035974,
-    0.0002797237142715403
+    0.00027154557155232136,
+    0.00023804414292629057,
+    0.00027883342844298956
    ],
    "pass_host_canary_seconds": [
-    7.405630000008045e-06,
-    1.0889797500013287e-05,
-    7.67929500000264e-06
+    7.72062500004722e-06,
+    7.655425000621109e-06,
+    8.318765000012717e-06
    ]
   },
   "optimizer_adamw_foreach_cold_per_param": {
-   "seconds": 1.5499140624962238e-05,
-   "min": 8.516924107114323e-06,
-   "max": 1.9283439732120655e-05,
+   "seconds": 9.557037946044439e-06,
+   "min": 8.179866071600372e-06,
+   "max": 1.4365203125825993e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8138,22 +8442,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.859639999949764e-06,
+   "host_canary_seconds": 7.60442000000694e-06,
    "pass_seconds": [
-    9.441899553541688e-06,
-    1.575591294639927e-05,
-    1.5499140624962238e-05
+    9.068845981983844e-06,
+    9.557037946044439e-06,
+    1.014387723228895e-05
    ],
    "pass_host_canary_seconds": [
-    7.859639999949764e-06,
-    1.092434000000253e-05,
-    9.327715000040371e-06
+    7.60442000000694e-06,
+    7.597275000534864e-06,
+    7.952624999916224e-06
    ]
   },
   "optimizer_adamw_foreach_cold_per_step": {
-   "seconds": 0.0009595194285826178,
-   "min": 0.00037420300000690077,
-   "max": 0.001503434857154064,
+   "seconds": 0.0008812305712646255,
+   "min": 0.0005106049997526238,
+   "max": 0.0014721615714279324,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8163,22 +8467,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.859639999949764e-06,
+   "host_canary_seconds": 7.60442000000694e-06,
    "pass_seconds": [
-    0.000920917714290275,
-    0.0009595194285826178,
-    0.0010176661428512748
+    0.0008673218571857433,
+    0.0008812305712646255,
+    0.0009747238571630337
    ],
    "pass_host_canary_seconds": [
-    7.859639999949764e-06,
-    1.092434000000253e-05,
-    9.327715000040371e-06
+    7.60442000000694e-06,
+    7.597275000534864e-06,
+    7.952624999916224e-06
    ]
   },
   "optimizer_adamw_foreach_large": {
-   "seconds": 0.00045296300000075007,
-   "min": 0.00044242699999585966,
-   "max": 0.0005064430000061293,
+   "seconds": 0.00045505899993258936,
+   "min": 0.00044373299988365034,
+   "max": 0.00047817300014685316,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -8186,15 +8490,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00045296300000075007,
-    0.0004808110000169563,
-    0.00044960500000001957
+    0.0004517790000591049,
+    0.00045505899993258936,
+    0.0004598579998855712
    ]
   },
   "optimizer_adamw_for_loop_per_param": {
-   "seconds": 7.445491517860907e-05,
-   "min": 6.650640178573752e-05,
-   "max": 0.00010503414285713473,
+   "seconds": 6.792767857126998e-05,
+   "min": 6.371969419660672e-05,
+   "max": 9.221625892865047e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8204,22 +8508,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.476560000014843e-06,
+   "host_canary_seconds": 7.280390000232728e-06,
    "pass_seconds": [
-    7.445491517860907e-05,
-    0.00010326543080361818,
-    7.269941294639284e-05
+    6.510118080374891e-05,
+    6.792767857126998e-05,
+    7.261057589299671e-05
    ],
    "pass_host_canary_seconds": [
-    7.476560000014843e-06,
-    1.1110730000041258e-05,
-    7.807479999968336e-06
+    7.280390000232728e-06,
+    7.300495000208685e-06,
+    7.826085000033344e-06
    ]
   },
   "optimizer_adamw_for_loop_per_step": {
-   "seconds": 0.00033022728568913185,
-   "min": -0.00028754685714561974,
-   "max": 0.0027171282857096912,
+   "seconds": 0.00030340728582294637,
+   "min": -0.000884982571571007,
+   "max": 0.004946917999989507,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8229,22 +8533,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.476560000014843e-06,
+   "host_canary_seconds": 7.280390000232728e-06,
    "pass_seconds": [
-    0.0002681789999944128,
-    0.00033022728568913185,
-    0.00034052699998353246
+    0.00030340728582294637,
+    0.000277199571395873,
+    0.00043889328565325895
    ],
    "pass_host_canary_seconds": [
-    7.476560000014843e-06,
-    1.1110730000041258e-05,
-    7.807479999968336e-06
+    7.280390000232728e-06,
+    7.300495000208685e-06,
+    7.826085000033344e-06
    ]
   },
   "optimizer_adamw_for_loop_cold_per_param": {
-   "seconds": 8.166546874991251e-05,
-   "min": 6.85348459821584e-05,
-   "max": 0.00011708444866074887,
+   "seconds": 6.89632455355138e-05,
+   "min": 6.415744642853025e-05,
+   "max": 0.00014117152008909426,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8254,22 +8558,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.580039999979249e-06,
+   "host_canary_seconds": 7.350219999580077e-06,
    "pass_seconds": [
-    7.27849910714554e-05,
-    0.0001037241517857065,
-    8.166546874991251e-05
+    6.78779910714411e-05,
+    6.89632455355138e-05,
+    7.317561160746777e-05
    ],
    "pass_host_canary_seconds": [
-    7.580039999979249e-06,
-    1.1207944999966913e-05,
-    7.83505000001128e-06
+    7.350219999580077e-06,
+    7.472984999594701e-06,
+    7.951614999228695e-06
    ]
   },
   "optimizer_adamw_for_loop_cold_per_step": {
-   "seconds": 0.0008860705714316252,
-   "min": -0.0014821291428575023,
-   "max": 0.0033023648571323906,
+   "seconds": 0.0009028819999587412,
+   "min": -0.003957601285557237,
+   "max": 0.005429278428599511,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8279,22 +8583,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.580039999979249e-06,
+   "host_canary_seconds": 7.350219999580077e-06,
    "pass_seconds": [
-    0.0008860705714316252,
-    0.0011444945714385668,
-    0.0007056104285985453
+    0.000817891714437532,
+    0.0009028819999587412,
+    0.0013203245712572554
    ],
    "pass_host_canary_seconds": [
-    7.580039999979249e-06,
-    1.1207944999966913e-05,
-    7.83505000001128e-06
+    7.350219999580077e-06,
+    7.472984999594701e-06,
+    7.951614999228695e-06
    ]
   },
   "optimizer_adamw_for_loop_large": {
-   "seconds": 0.0004000959999928,
-   "min": 0.0003889649999990752,
-   "max": 0.0006390240000087033,
+   "seconds": 0.00039696800013189204,
+   "min": 0.00038689300004079996,
+   "max": 0.00042896199988717854,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -8302,15 +8606,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.0004000959999928,
-    0.0005699569999819687,
-    0.0003933119999999235
+    0.0003942210000786872,
+    0.0003972179999891523,
+    0.00039696800013189204
    ]
   },
   "optimizer_adamw_fused_per_param": {
-   "seconds": 2.761892857147278e-06,
-   "min": 2.371258928578003e-06,
-   "max": 4.758741071420047e-06,
+   "seconds": 2.4620401788411073e-06,
+   "min": 2.3300892857085794e-06,
+   "max": 2.6778638389909508e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8320,22 +8624,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.6018149999868e-06,
+   "host_canary_seconds": 7.701565000388654e-06,
    "pass_seconds": [
-    2.531254464287004e-06,
-    4.634198660749941e-06,
-    2.761892857147278e-06
+    2.4620401788411073e-06,
+    2.4034999996607505e-06,
+    2.6306495536841467e-06
    ],
    "pass_host_canary_seconds": [
-    7.6018149999868e-06,
-    1.153260500004194e-05,
-    8.000979999991386e-06
+    7.701565000388654e-06,
+    7.3518399995009535e-06,
+    7.939449999412317e-06
    ]
   },
   "optimizer_adamw_fused_per_step": {
-   "seconds": 0.0001089115714307809,
-   "min": 7.723071429463095e-05,
-   "max": 0.00026152357144886603,
+   "seconds": 9.538057124050932e-05,
+   "min": 7.534857146700752e-05,
+   "max": 0.00012329628563228262,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8345,22 +8649,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.6018149999868e-06,
+   "host_canary_seconds": 7.701565000388654e-06,
    "pass_seconds": [
-    9.341971428763633e-05,
-    0.00020926342857917134,
-    0.0001089115714307809
+    9.538057124050932e-05,
+    8.993042836534317e-05,
+    9.951271434666914e-05
    ],
    "pass_host_canary_seconds": [
-    7.6018149999868e-06,
-    1.153260500004194e-05,
-    8.000979999991386e-06
+    7.701565000388654e-06,
+    7.3518399995009535e-06,
+    7.939449999412317e-06
    ]
   },
   "optimizer_adamw_fused_cold_per_param": {
-   "seconds": 4.050502232098653e-06,
-   "min": 2.648345982133752e-06,
-   "max": 6.909997767883576e-06,
+   "seconds": 3.5710959822259677e-06,
+   "min": 2.9545379461077507e-06,
+   "max": 9.702959821770005e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8370,22 +8674,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.726565000041319e-06,
+   "host_canary_seconds": 7.563924999658411e-06,
    "pass_seconds": [
-    3.399191964253185e-06,
-    6.652566964288857e-06,
-    4.050502232098653e-06
+    3.207658482194477e-06,
+    3.5710959822259677e-06,
+    3.998421874484848e-06
    ],
    "pass_host_canary_seconds": [
-    7.726565000041319e-06,
-    1.1838390000065146e-05,
-    8.037095000048566e-06
+    7.563924999658411e-06,
+    7.602444999292856e-06,
+    8.22613499963154e-06
    ]
   },
   "optimizer_adamw_fused_cold_per_step": {
-   "seconds": 0.0006307514285696568,
-   "min": 0.0005269605714305824,
-   "max": 0.0010505378571354282,
+   "seconds": 0.0005680308571040119,
+   "min": 0.00029524257141539626,
+   "max": 0.0008240217142818957,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8395,22 +8699,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.726565000041319e-06,
+   "host_canary_seconds": 7.563924999658411e-06,
    "pass_seconds": [
-    0.0006307514285696568,
-    0.0006594817142878842,
-    0.0006162640000094857
+    0.0005351958571801724,
+    0.0005933140000381952,
+    0.0005680308571040119
    ],
    "pass_host_canary_seconds": [
-    7.726565000041319e-06,
-    1.1838390000065146e-05,
-    8.037095000048566e-06
+    7.563924999658411e-06,
+    7.602444999292856e-06,
+    8.22613499963154e-06
    ]
   },
   "optimizer_adamw_fused_large": {
-   "seconds": 0.00018795700000850957,
-   "min": 0.00017917600000316725,
-   "max": 0.0002714849999847502,
+   "seconds": 0.0001806249999845022,
+   "min": 0.0001768729998730123,
+   "max": 0.00019731899988073565,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -8418,105 +8722,105 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.0001878989999966052,
-    0.0002208889999906205,
-    0.00018795700000850957
+    0.00018060200000036275,
+    0.0001806249999845022,
+    0.0001883329998690897
    ]
   },
   "cuda_synchronize_idle": {
-   "seconds": 5.261211000004096e-06,
-   "min": 4.991764999999759e-06,
-   "max": 9.276042999999846e-06,
+   "seconds": 4.939806000038516e-06,
+   "min": 4.663307999862809e-06,
+   "max": 5.249607999985528e-06,
    "samples": 33,
    "method": "1000 x torch.cuda.synchronize() with no work queued; wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.709494999943445e-06,
+   "host_canary_seconds": 7.434324999735508e-06,
    "pass_seconds": [
-    5.238390999991793e-06,
-    8.925395000005666e-06,
-    5.261211000004096e-06
+    4.939806000038516e-06,
+    4.727659000081985e-06,
+    5.06887699998515e-06
    ],
    "pass_host_canary_seconds": [
-    7.709494999943445e-06,
-    1.1905364999975631e-05,
-    8.102535000062972e-06
+    7.434324999735508e-06,
+    7.6151199999685555e-06,
+    7.960599999705664e-06
    ]
   },
   "cuda_event_record": {
-   "seconds": 6.977831999989803e-06,
-   "min": 6.5576970000051915e-06,
-   "max": 1.166694699998061e-05,
+   "seconds": 6.339981000110129e-06,
+   "min": 6.004767999911564e-06,
+   "max": 7.257257999981448e-06,
    "samples": 33,
    "method": "1000 x Event(enable_timing=True).record(); host wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.335880000027828e-06,
+   "host_canary_seconds": 7.544315000131974e-06,
    "pass_seconds": [
-    6.647791000006009e-06,
-    1.148554700000659e-05,
-    6.977831999989803e-06
+    6.339981000110129e-06,
+    6.091841999932512e-06,
+    6.489088999842352e-06
    ],
    "pass_host_canary_seconds": [
-    7.335880000027828e-06,
-    1.170503500006248e-05,
-    7.938484999954198e-06
+    7.544315000131974e-06,
+    7.3084499990727635e-06,
+    7.630354999719203e-06
    ]
   },
   "cuda_event_elapsed_time": {
-   "seconds": 9.211560000039754e-07,
-   "min": 8.452849999969203e-07,
-   "max": 1.966995000003635e-06,
+   "seconds": 8.320819999880768e-07,
+   "min": 8.055069999954867e-07,
+   "max": 9.102090000396856e-07,
    "samples": 33,
    "method": "1000 x elapsed_time() of two finished events; wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.30627250000282e-06,
+   "host_canary_seconds": 7.5746675003074415e-06,
    "pass_seconds": [
-    8.691179999971155e-07,
-    1.8023420000190527e-06,
-    9.211560000039754e-07
+    8.320819999880768e-07,
+    8.172390000709129e-07,
+    8.440100000370876e-07
    ],
    "pass_host_canary_seconds": [
-    7.30627250000282e-06,
-    1.1855404999892016e-05,
-    8.448137499996733e-06
+    7.5746675003074415e-06,
+    7.282912499704253e-06,
+    8.116897500372034e-06
    ]
   },
   "launch_sync_roundtrip": {
-   "seconds": 1.903515899999775e-05,
-   "min": 1.4466364000000453e-05,
-   "max": 2.4230369000008524e-05,
+   "seconds": 1.4346898999974655e-05,
+   "min": 1.3698241000156485e-05,
+   "max": 1.5195736000123361e-05,
    "samples": 33,
    "method": "1000 x (one tiny in-place add + torch.cuda.synchronize()); wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.500110000009385e-06,
+   "host_canary_seconds": 7.438397499868188e-06,
    "pass_seconds": [
-    1.5008706000003258e-05,
-    2.3570923000022502e-05,
-    1.903515899999775e-05
+    1.4449073999912799e-05,
+    1.400915699991856e-05,
+    1.4346898999974655e-05
    ],
    "pass_host_canary_seconds": [
-    7.500110000009385e-06,
-    1.1879234999980781e-05,
-    8.800079999957688e-06
+    7.438397499868188e-06,
+    7.288357499533049e-06,
+    7.632169999851613e-06
    ]
   },
   "item_roundtrip": {
-   "seconds": 2.3078127999980324e-05,
-   "min": 1.7946198000004187e-05,
-   "max": 2.61386300000197e-05,
+   "seconds": 1.7523932999893078e-05,
+   "min": 1.710898300007102e-05,
+   "max": 1.9194439000102647e-05,
    "samples": 33,
    "method": "1000 x x.sum().item() on 16 elements (kernel + copy to host); wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.683792499975084e-06,
+   "host_canary_seconds": 7.366032499476205e-06,
    "pass_seconds": [
-    1.8375926999993907e-05,
-    2.5548098000001574e-05,
-    2.3078127999980324e-05
+    1.7523932999893078e-05,
+    1.7469500000061087e-05,
+    1.834152499986885e-05
    ],
    "pass_host_canary_seconds": [
-    7.683792499975084e-06,
-    1.1987030000000231e-05,
-    1.0854162500066878e-05
+    7.366032499476205e-06,
+    7.694020000030833e-06,
+    7.837107499995e-06
    ]
   },
   "gpu_kernel_gap": {
-   "seconds": 2.038774434356707e-06,
-   "min": 1.9354790475463763e-06,
-   "max": 2.110744297943101e-06,
+   "seconds": 2.0141304695129685e-06,
+   "min": 1.945713892669686e-06,
+   "max": 2.0604154623413223e-06,
    "samples": 11,
    "method": "200 back-to-back adds of 16777216 bfloat16 elements: CUDA-event interval per kernel minus the kernel's CUPTI duration (torch.profiler) of the same loop; GPU-bound (host far ahead)"
   }
@@ -8541,15 +8845,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.538659999999997e-05,
-    "min": 7.533690000000002e-05,
-    "max": 7.573419999999994e-05,
+    "seconds": 7.671835000000004e-05,
+    "min": 7.627540000000004e-05,
+    "max": 7.710750000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010474469999999998,
-    "min": 0.00010457490000000003,
-    "max": 0.00010486289999999982,
+    "seconds": 0.00010501600000000004,
+    "min": 0.00010496649999999991,
+    "max": 0.00010509749999999994,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8573,15 +8877,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.082440000000028e-05,
-    "min": 9.070360000000023e-05,
-    "max": 9.109989999999989e-05,
+    "seconds": 9.31466499999999e-05,
+    "min": 9.300149999999993e-05,
+    "max": 9.335629999999986e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.554974999999997e-05,
-    "min": 9.538229999999992e-05,
-    "max": 9.572450000000003e-05,
+    "seconds": 9.668960000000002e-05,
+    "min": 9.652200000000005e-05,
+    "max": 9.705259999999994e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8605,15 +8909,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017643745000000004,
-    "min": 0.0001761726,
-    "max": 0.0001765453000000001,
+    "seconds": 0.00017943180000000008,
+    "min": 0.00017919340000000002,
+    "max": 0.0001798026,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00044206755,
-    "min": 0.00044124650000000007,
-    "max": 0.0004423036,
+    "seconds": 0.00045632515,
+    "min": 0.00045598640000000005,
+    "max": 0.0004568026000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8637,15 +8941,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00028384615000000003,
-    "min": 0.0002833361,
-    "max": 0.0002851305000000001,
+    "seconds": 0.0002912952,
+    "min": 0.0002905902999999999,
+    "max": 0.00029222609999999996,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005399683499999998,
-    "min": 0.0005397227999999996,
-    "max": 0.0005403175000000001,
+    "seconds": 0.0005550160499999999,
+    "min": 0.0005545971,
+    "max": 0.000555767,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8669,15 +8973,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0006881081,
-    "min": 0.0006875389999999999,
-    "max": 0.0006883477,
+    "seconds": 0.0006984764999999999,
+    "min": 0.0006980616999999998,
+    "max": 0.0006993106,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0017448697999999999,
-    "min": 0.0017441547000000002,
-    "max": 0.0017453640999999995,
+    "seconds": 0.00180133995,
+    "min": 0.0018005224999999999,
+    "max": 0.0018026974000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8701,15 +9005,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.001140449,
-    "min": 0.0011394959,
-    "max": 0.0011408276000000005,
+    "seconds": 0.0011715255999999999,
+    "min": 0.0011702555000000004,
+    "max": 0.0011724850000000005,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0021038227500000005,
-    "min": 0.0021018024999999996,
-    "max": 0.0021054373,
+    "seconds": 0.0021653993000000002,
+    "min": 0.002163987,
+    "max": 0.0021670478,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8733,15 +9037,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.474415000000003e-05,
-    "min": 3.469770000000001e-05,
-    "max": 3.5375399999999966e-05,
+    "seconds": 3.488975000000004e-05,
+    "min": 3.471359999999999e-05,
+    "max": 3.555870000000007e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.659970000000005e-05,
-    "min": 9.621029999999997e-05,
-    "max": 9.747499999999996e-05,
+    "seconds": 0.00010301750000000007,
+    "min": 0.00010275130000000003,
+    "max": 0.00010346290000000008,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8765,15 +9069,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.822879999999996e-05,
-    "min": 4.820770000000007e-05,
-    "max": 4.9721799999999955e-05,
+    "seconds": 4.821619999999992e-05,
+    "min": 4.8178600000000074e-05,
+    "max": 4.965080000000006e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.171440000000001e-05,
-    "min": 7.166980000000001e-05,
-    "max": 7.312269999999999e-05,
+    "seconds": 7.148634999999998e-05,
+    "min": 7.134659999999998e-05,
+    "max": 7.256630000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8797,15 +9101,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001755164500000001,
-    "min": 0.00017527759999999988,
-    "max": 0.00017557920000000005,
+    "seconds": 0.00017818945,
+    "min": 0.00017806110000000017,
+    "max": 0.00017831040000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00043679995,
-    "min": 0.00043637380000000016,
-    "max": 0.0004374633999999998,
+    "seconds": 0.00045209624999999995,
+    "min": 0.0004514837999999999,
+    "max": 0.0004526019,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8829,15 +9133,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00031957225,
-    "min": 0.0003183241999999999,
-    "max": 0.0003205878000000002,
+    "seconds": 0.00032818499999999994,
+    "min": 0.00032788460000000006,
+    "max": 0.0003294157,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006046426499999999,
-    "min": 0.0006039534999999998,
-    "max": 0.0006051927,
+    "seconds": 0.0006207286,
+    "min": 0.0006202566999999998,
+    "max": 0.0006215082000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8861,15 +9165,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.131009999999998e-05,
-    "min": 5.0985200000000076e-05,
-    "max": 5.162829999999999e-05,
+    "seconds": 5.2171249999999996e-05,
+    "min": 5.196799999999999e-05,
+    "max": 5.23555e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012107330000000013,
-    "min": 0.00012079239999999999,
-    "max": 0.00012151889999999999,
+    "seconds": 0.00012434254999999997,
+    "min": 0.00012419139999999998,
+    "max": 0.00012445439999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8893,15 +9197,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.793925000000007e-05,
-    "min": 6.699530000000011e-05,
-    "max": 6.953340000000012e-05,
+    "seconds": 6.904319999999998e-05,
+    "min": 6.762570000000003e-05,
+    "max": 7.060180000000008e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012938315,
-    "min": 0.00012907099999999992,
-    "max": 0.00013059499999999998,
+    "seconds": 0.00013237640000000005,
+    "min": 0.00013198129999999992,
+    "max": 0.0001336453,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8925,15 +9229,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001988572,
-    "min": 0.00019871959999999997,
-    "max": 0.00019918650000000002,
+    "seconds": 0.000201375,
+    "min": 0.0002010617,
+    "max": 0.00020186970000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00046672230000000003,
-    "min": 0.00046632119999999997,
-    "max": 0.00046703670000000007,
+    "seconds": 0.00047830205,
+    "min": 0.0004780768999999999,
+    "max": 0.00047873280000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8957,15 +9261,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0003773011,
-    "min": 0.00037680499999999997,
-    "max": 0.00037764119999999986,
+    "seconds": 0.0003885580000000001,
+    "min": 0.00038808980000000015,
+    "max": 0.0003887806000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006159361000000001,
-    "min": 0.0006151778,
-    "max": 0.0006171142,
+    "seconds": 0.0006348229,
+    "min": 0.0006337851000000001,
+    "max": 0.0006357512000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8989,15 +9293,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.899794999999996e-05,
-    "min": 7.88923e-05,
-    "max": 7.919599999999994e-05,
+    "seconds": 8.008295000000006e-05,
+    "min": 7.990090000000001e-05,
+    "max": 8.051899999999994e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014216530000000003,
-    "min": 0.0001417653,
-    "max": 0.000142604,
+    "seconds": 0.0001437621,
+    "min": 0.0001435391,
+    "max": 0.00014394489999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9021,15 +9325,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012220120000000007,
-    "min": 0.0001220316999999999,
-    "max": 0.00012272609999999996,
+    "seconds": 0.00012602865,
+    "min": 0.00012594870000000002,
+    "max": 0.00012665899999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00016791870000000005,
-    "min": 0.00016739199999999999,
-    "max": 0.00016811189999999993,
+    "seconds": 0.00017233530000000002,
+    "min": 0.00017203169999999997,
+    "max": 0.00017295070000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9053,15 +9357,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00030629725000000006,
-    "min": 0.0003059268,
-    "max": 0.00030689690000000006,
+    "seconds": 0.00030766025000000005,
+    "min": 0.00030744120000000005,
+    "max": 0.00030810379999999995,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005520217,
-    "min": 0.0005512449000000001,
-    "max": 0.000552886,
+    "seconds": 0.00055619545,
+    "min": 0.0005558668,
+    "max": 0.0005574416999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9085,15 +9389,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0004691506500000002,
-    "min": 0.00046833010000000034,
-    "max": 0.00046959609999999984,
+    "seconds": 0.0004830558,
+    "min": 0.00048220930000000004,
+    "max": 0.0004835492,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00065418955,
-    "min": 0.0006534026000000001,
-    "max": 0.0006552255,
+    "seconds": 0.0006684561499999999,
+    "min": 0.0006677852,
+    "max": 0.0006691802999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9117,15 +9421,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.507149999999967e-06,
-    "min": 9.452800000000205e-06,
-    "max": 9.7246000000001e-06,
+    "seconds": 9.407950000000022e-06,
+    "min": 9.366399999999975e-06,
+    "max": 9.538999999999964e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.4311549999999988e-05,
-    "min": 1.4300700000000027e-05,
-    "max": 1.4537400000000072e-05,
+    "seconds": 1.4315150000000039e-05,
+    "min": 1.4265600000000018e-05,
+    "max": 1.4512100000000033e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9149,15 +9453,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.1193349999999908e-05,
-    "min": 2.118080000000009e-05,
-    "max": 2.1429400000000076e-05,
+    "seconds": 2.1311749999999964e-05,
+    "min": 2.127990000000002e-05,
+    "max": 2.1494200000000113e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.0723100000000046e-05,
-    "min": 2.0684599999999954e-05,
-    "max": 2.0854300000000055e-05,
+    "seconds": 1.9971350000000013e-05,
+    "min": 1.9932900000000017e-05,
+    "max": 2.0121600000000034e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9181,15 +9485,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.09707e-05,
-    "min": 5.093140000000007e-05,
-    "max": 5.11452e-05,
+    "seconds": 5.199519999999995e-05,
+    "min": 5.178209999999999e-05,
+    "max": 5.224380000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001231022,
-    "min": 0.00012306740000000006,
-    "max": 0.0001233056,
+    "seconds": 0.00012625035000000002,
+    "min": 0.00012585910000000004,
+    "max": 0.00012640010000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9213,15 +9517,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.796480000000014e-05,
-    "min": 7.704989999999989e-05,
-    "max": 7.930550000000008e-05,
+    "seconds": 7.93519e-05,
+    "min": 7.879619999999996e-05,
+    "max": 8.104950000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00015658205000000007,
-    "min": 0.0001561636,
-    "max": 0.00015690739999999994,
+    "seconds": 0.00015762724999999995,
+    "min": 0.0001570616,
+    "max": 0.00015887020000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9245,15 +9549,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3667149999999878e-05,
-    "min": 1.3561400000000002e-05,
-    "max": 1.4441399999999953e-05,
+    "seconds": 1.3358599999999984e-05,
+    "min": 1.3286299999999983e-05,
+    "max": 1.4272199999999985e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.455645000000004e-05,
-    "min": 3.388139999999994e-05,
-    "max": 3.498869999999999e-05,
+    "seconds": 3.467050000000001e-05,
+    "min": 3.441279999999999e-05,
+    "max": 3.540449999999994e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9277,15 +9581,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.6984150000000035e-05,
-    "min": 2.6956799999999884e-05,
-    "max": 2.7372299999999948e-05,
+    "seconds": 2.705764999999995e-05,
+    "min": 2.703030000000003e-05,
+    "max": 2.752619999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.7465399999999976e-05,
-    "min": 2.7459099999999966e-05,
-    "max": 2.773119999999999e-05,
+    "seconds": 2.7531350000000016e-05,
+    "min": 2.744999999999998e-05,
+    "max": 2.78301999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9309,15 +9613,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.960069999999998e-05,
-    "min": 7.915169999999998e-05,
-    "max": 7.978879999999999e-05,
+    "seconds": 8.026365000000005e-05,
+    "min": 8.015029999999999e-05,
+    "max": 8.054379999999991e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014724230000000006,
-    "min": 0.00014700340000000004,
-    "max": 0.00014772539999999992,
+    "seconds": 0.0001483647,
+    "min": 0.00014826440000000003,
+    "max": 0.0001494112,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9341,15 +9645,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00013768690000000002,
-    "min": 0.00013746499999999997,
-    "max": 0.0001384943999999998,
+    "seconds": 0.00014179365000000003,
+    "min": 0.00014140459999999983,
+    "max": 0.0001423453000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019684934999999996,
-    "min": 0.00019644019999999997,
-    "max": 0.00019743309999999999,
+    "seconds": 0.00020220819999999996,
+    "min": 0.0002019483,
+    "max": 0.00020254190000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9373,15 +9677,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.458364999999993e-05,
-    "min": 3.4284400000000095e-05,
-    "max": 3.488960000000004e-05,
+    "seconds": 3.5170949999999975e-05,
+    "min": 3.491539999999999e-05,
+    "max": 3.534060000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.9052200000000044e-05,
-    "min": 5.873219999999999e-05,
-    "max": 5.927669999999989e-05,
+    "seconds": 5.91134e-05,
+    "min": 5.8928099999999914e-05,
+    "max": 5.96516e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9405,15 +9709,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.474005e-05,
-    "min": 4.451179999999996e-05,
-    "max": 4.5238099999999976e-05,
+    "seconds": 4.53278999999999e-05,
+    "min": 4.522260000000001e-05,
+    "max": 4.5853600000000106e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.0831800000000044e-05,
-    "min": 5.071710000000003e-05,
-    "max": 5.239349999999999e-05,
+    "seconds": 5.197900000000003e-05,
+    "min": 5.14044e-05,
+    "max": 5.2554400000000006e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9437,15 +9741,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001525103,
-    "min": 0.00015216179999999997,
-    "max": 0.00015268659999999996,
+    "seconds": 0.0001540609,
+    "min": 0.00015386819999999997,
+    "max": 0.00015433610000000007,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00021596975000000003,
-    "min": 0.00021576810000000006,
-    "max": 0.00021651810000000005,
+    "seconds": 0.0002149627,
+    "min": 0.00021448869999999998,
+    "max": 0.0002153541000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9469,15 +9773,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001964439,
-    "min": 0.0001960726999999999,
-    "max": 0.00019662259999999996,
+    "seconds": 0.0002010409500000001,
+    "min": 0.0002007518,
+    "max": 0.00020159550000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00022576839999999997,
-    "min": 0.00022545149999999995,
-    "max": 0.00022620489999999999,
+    "seconds": 0.00022982390000000002,
+    "min": 0.0002293827,
+    "max": 0.00023002260000000007,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9501,15 +9805,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.467049999999915e-06,
-    "min": 6.457700000000045e-06,
-    "max": 6.509000000000015e-06,
+    "seconds": 6.448049999999995e-06,
+    "min": 6.406299999999988e-06,
+    "max": 6.486300000000006e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.1839500000000384e-06,
-    "min": 6.1662000000000715e-06,
-    "max": 6.246500000000014e-06,
+    "seconds": 6.244850000000042e-06,
+    "min": 6.236799999999994e-06,
+    "max": 6.316999999999962e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9533,15 +9837,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3697350000000005e-05,
-    "min": 1.3657499999999867e-05,
-    "max": 1.3727899999999886e-05,
+    "seconds": 1.3670650000000035e-05,
+    "min": 1.3667600000000062e-05,
+    "max": 1.3695899999999973e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.55199999999993e-06,
-    "min": 9.539200000000005e-06,
-    "max": 9.571099999999909e-06,
+    "seconds": 9.654499999999978e-06,
+    "min": 9.628700000000162e-06,
+    "max": 9.673699999999963e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9565,15 +9869,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4830149999999982e-05,
-    "min": 1.480010000000001e-05,
-    "max": 1.5497399999999995e-05,
+    "seconds": 1.4756799999999987e-05,
+    "min": 1.4662300000000051e-05,
+    "max": 1.550119999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.063189999999997e-05,
-    "min": 3.0377299999999947e-05,
-    "max": 3.078440000000008e-05,
+    "seconds": 3.128790000000001e-05,
+    "min": 3.103689999999999e-05,
+    "max": 3.202249999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9597,15 +9901,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.4326550000000035e-05,
-    "min": 3.429410000000021e-05,
-    "max": 3.474560000000008e-05,
+    "seconds": 3.4395149999999914e-05,
+    "min": 3.433270000000001e-05,
+    "max": 3.461840000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.36239e-05,
-    "min": 3.35583000000001e-05,
-    "max": 3.3964800000000126e-05,
+    "seconds": 3.381745000000001e-05,
+    "min": 3.366720000000005e-05,
+    "max": 3.397739999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9629,15 +9933,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1043149999999991e-05,
-    "min": 1.0930999999999984e-05,
-    "max": 1.11553e-05,
+    "seconds": 1.1136150000000014e-05,
+    "min": 1.1084700000000031e-05,
+    "max": 1.1299099999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.1345699999999999e-05,
-    "min": 1.1314800000000036e-05,
-    "max": 1.1609500000000049e-05,
+    "seconds": 1.1601449999999931e-05,
+    "min": 1.1539299999999957e-05,
+    "max": 1.1708799999999928e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9661,15 +9965,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.1043550000000006e-05,
-    "min": 2.1036400000000163e-05,
-    "max": 2.1062199999999973e-05,
+    "seconds": 2.1225600000000023e-05,
+    "min": 2.1187100000000033e-05,
+    "max": 2.1250700000000108e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.6179149999999948e-05,
-    "min": 1.6147099999999953e-05,
-    "max": 1.6191900000000078e-05,
+    "seconds": 1.6315100000000016e-05,
+    "min": 1.6265499999999975e-05,
+    "max": 1.633619999999994e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9693,15 +9997,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.6753149999999975e-05,
-    "min": 3.661709999999999e-05,
-    "max": 3.685430000000007e-05,
+    "seconds": 3.7229200000000006e-05,
+    "min": 3.7049600000000046e-05,
+    "max": 3.745260000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.663950000000003e-05,
-    "min": 5.638740000000007e-05,
-    "max": 5.696250000000002e-05,
+    "seconds": 5.683690000000002e-05,
+    "min": 5.646709999999998e-05,
+    "max": 5.70434e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9725,15 +10029,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.006810000000006e-05,
-    "min": 5.994240000000002e-05,
-    "max": 6.016580000000008e-05,
+    "seconds": 6.037760000000003e-05,
+    "min": 6.0281699999999996e-05,
+    "max": 6.046749999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.500460000000003e-05,
-    "min": 6.482550000000005e-05,
-    "max": 6.577859999999991e-05,
+    "seconds": 6.538265000000004e-05,
+    "min": 6.511709999999996e-05,
+    "max": 6.594570000000006e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9757,15 +10061,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.1995049999999992e-05,
-    "min": 2.1884500000000004e-05,
-    "max": 2.2496299999999953e-05,
+    "seconds": 2.24478e-05,
+    "min": 2.2341999999999984e-05,
+    "max": 2.2937499999999965e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.4956599999999956e-05,
-    "min": 3.48765000000001e-05,
-    "max": 3.516130000000007e-05,
+    "seconds": 3.586080000000003e-05,
+    "min": 3.575699999999995e-05,
+    "max": 3.594869999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9789,15 +10093,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.57967999999999e-05,
-    "min": 3.571169999999995e-05,
-    "max": 3.5842699999999995e-05,
+    "seconds": 3.5822199999999984e-05,
+    "min": 3.576009999999992e-05,
+    "max": 3.5849100000000036e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.9216950000000012e-05,
-    "min": 2.919639999999995e-05,
-    "max": 2.9251199999999992e-05,
+    "seconds": 2.9515149999999968e-05,
+    "min": 2.9417799999999964e-05,
+    "max": 2.9631800000000034e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9821,15 +10125,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.040874999999992e-05,
-    "min": 7.030069999999997e-05,
-    "max": 7.055370000000005e-05,
+    "seconds": 7.138814999999997e-05,
+    "min": 7.12343e-05,
+    "max": 7.160399999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011221254999999997,
-    "min": 0.00011205090000000002,
-    "max": 0.00011283779999999998,
+    "seconds": 0.00011238524999999992,
+    "min": 0.00011207489999999999,
+    "max": 0.00011250830000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9853,15 +10157,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011829755000000001,
-    "min": 0.00011816580000000018,
-    "max": 0.00011847359999999998,
+    "seconds": 0.00011983729999999996,
+    "min": 0.00011921910000000009,
+    "max": 0.00012011880000000014,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012934504999999994,
-    "min": 0.00012898809999999997,
-    "max": 0.00012952570000000004,
+    "seconds": 0.00013153575,
+    "min": 0.0001314924,
+    "max": 0.00013176219999999996,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9885,15 +10189,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.267150000000016e-06,
-    "min": 7.225499999999942e-06,
-    "max": 7.395100000000025e-06,
+    "seconds": 7.3486000000000045e-06,
+    "min": 7.263999999999873e-06,
+    "max": 7.453100000000063e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.414350000000035e-06,
-    "min": 6.40310000000004e-06,
-    "max": 6.463800000000015e-06,
+    "seconds": 6.444950000000017e-06,
+    "min": 6.419199999999955e-06,
+    "max": 6.502399999999989e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9917,15 +10221,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.6665550000000042e-05,
-    "min": 1.6658799999999838e-05,
-    "max": 1.6691000000000054e-05,
+    "seconds": 1.6676649999999945e-05,
+    "min": 1.6649499999999943e-05,
+    "max": 1.6694299999999953e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.784099999999966e-06,
-    "min": 6.755199999999968e-06,
-    "max": 6.825600000000009e-06,
+    "seconds": 6.7440500000000155e-06,
+    "min": 6.716899999999987e-06,
+    "max": 6.8158999999999875e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9949,15 +10253,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1768049999999983e-05,
-    "min": 1.1743999999999983e-05,
-    "max": 1.1958200000000056e-05,
+    "seconds": 1.1734350000000006e-05,
+    "min": 1.1692999999999939e-05,
+    "max": 1.1939100000000007e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.2875150000000019e-05,
-    "min": 1.2505600000000004e-05,
-    "max": 1.3046500000000037e-05,
+    "seconds": 1.2360000000000071e-05,
+    "min": 1.2303899999999975e-05,
+    "max": 1.2412999999999942e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9981,15 +10285,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.314069999999994e-05,
-    "min": 4.3106999999999925e-05,
-    "max": 4.316189999999992e-05,
+    "seconds": 4.320114999999999e-05,
+    "min": 4.317440000000006e-05,
+    "max": 4.3263899999999876e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.771365000000001e-05,
-    "min": 1.765429999999999e-05,
-    "max": 1.7750400000000036e-05,
+    "seconds": 1.7800049999999996e-05,
+    "min": 1.7711800000000063e-05,
+    "max": 1.787510000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10013,15 +10317,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.2350499999999982e-05,
-    "min": 2.230740000000001e-05,
-    "max": 2.2757899999999984e-05,
+    "seconds": 2.249140000000001e-05,
+    "min": 2.2425800000000005e-05,
+    "max": 2.2790299999999977e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.298079999999999e-05,
-    "min": 2.2870400000000065e-05,
-    "max": 2.2994899999999985e-05,
+    "seconds": 2.2689749999999923e-05,
+    "min": 2.2646600000000103e-05,
+    "max": 2.2918499999999926e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10045,15 +10349,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.0983600000000025e-05,
-    "min": 5.095040000000001e-05,
-    "max": 5.09951e-05,
+    "seconds": 5.109265000000005e-05,
+    "min": 5.107219999999972e-05,
+    "max": 5.1101100000000154e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.14111e-05,
-    "min": 2.1353399999999988e-05,
-    "max": 2.1433500000000004e-05,
+    "seconds": 2.157929999999999e-05,
+    "min": 2.153280000000002e-05,
+    "max": 2.1628800000000046e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10077,15 +10381,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.3546900000000014e-05,
-    "min": 5.341360000000003e-05,
-    "max": 5.380159999999999e-05,
+    "seconds": 5.423340000000002e-05,
+    "min": 5.4102800000000034e-05,
+    "max": 5.4518399999999976e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.225409999999993e-05,
-    "min": 7.213320000000005e-05,
-    "max": 7.234860000000001e-05,
+    "seconds": 7.353464999999993e-05,
+    "min": 7.349759999999997e-05,
+    "max": 7.375330000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10109,15 +10413,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015495615,
-    "min": 0.00015489479999999993,
-    "max": 0.0001552559000000001,
+    "seconds": 0.00015557700000000006,
+    "min": 0.00015548169999999998,
+    "max": 0.00015583560000000004,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.551684999999999e-05,
-    "min": 6.532780000000012e-05,
-    "max": 6.566359999999981e-05,
+    "seconds": 6.620325000000003e-05,
+    "min": 6.593590000000002e-05,
+    "max": 6.638749999999995e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10142,15 +10446,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.5824000000000016e-06,
-    "min": 6.569499999999949e-06,
-    "max": 6.601900000000011e-06,
+    "seconds": 6.620949999999994e-06,
+    "min": 6.6045999999999825e-06,
+    "max": 6.6495000000000005e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.0964699999999948e-05,
-    "min": 1.0940699999999992e-05,
-    "max": 1.1043200000000047e-05,
+    "seconds": 1.0953499999999969e-05,
+    "min": 1.0924900000000093e-05,
+    "max": 1.1014100000000009e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10175,15 +10479,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.0251050000000055e-05,
-    "min": 1.0233599999999932e-05,
-    "max": 1.027180000000003e-05,
+    "seconds": 1.0329700000000043e-05,
+    "min": 1.0304300000000046e-05,
+    "max": 1.0345700000000034e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.2975750000000097e-05,
-    "min": 1.2960100000000103e-05,
-    "max": 1.2992299999999931e-05,
+    "seconds": 1.321584999999998e-05,
+    "min": 1.3199800000000073e-05,
+    "max": 1.325120000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10208,15 +10512,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.446399999999984e-06,
-    "min": 8.393700000000036e-06,
-    "max": 8.52760000000003e-06,
+    "seconds": 8.505700000000012e-06,
+    "min": 8.473299999999962e-06,
+    "max": 8.518500000000007e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.3049450000000116e-05,
-    "min": 1.3027099999999926e-05,
-    "max": 1.3078100000000016e-05,
+    "seconds": 1.3092849999999976e-05,
+    "min": 1.3078400000000022e-05,
+    "max": 1.3110199999999883e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10241,15 +10545,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4412499999999942e-05,
-    "min": 1.431689999999992e-05,
-    "max": 1.4902200000000038e-05,
+    "seconds": 1.446574999999998e-05,
+    "min": 1.4361700000000019e-05,
+    "max": 1.4908699999999965e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.563839999999994e-05,
-    "min": 1.5574000000000044e-05,
-    "max": 1.5781800000000043e-05,
+    "seconds": 1.6288100000000018e-05,
+    "min": 1.6182199999999863e-05,
+    "max": 1.6412700000000064e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10274,15 +10578,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.5265449999999995e-05,
-    "min": 1.5232000000000016e-05,
-    "max": 1.5395000000000028e-05,
+    "seconds": 1.5336050000000007e-05,
+    "min": 1.5309100000000012e-05,
+    "max": 1.5459000000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.9697250000000008e-05,
-    "min": 2.9580399999999874e-05,
-    "max": 2.9916300000000095e-05,
+    "seconds": 3.0021000000000013e-05,
+    "min": 2.9945299999999928e-05,
+    "max": 3.018249999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10307,15 +10611,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.366999999999999e-05,
-    "min": 2.3621600000000035e-05,
-    "max": 2.3900699999999996e-05,
+    "seconds": 2.3822249999999994e-05,
+    "min": 2.3734599999999968e-05,
+    "max": 2.4131200000000058e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.647804999999986e-05,
-    "min": 3.6447800000000054e-05,
-    "max": 3.668460000000016e-05,
+    "seconds": 3.725300000000002e-05,
+    "min": 3.7045899999999936e-05,
+    "max": 3.7309100000000445e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10340,15 +10644,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.216480000000001e-05,
-    "min": 2.2099100000000044e-05,
-    "max": 2.23038e-05,
+    "seconds": 2.2472100000000005e-05,
+    "min": 2.2342999999999993e-05,
+    "max": 2.255379999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.239194999999993e-05,
-    "min": 5.211499999999978e-05,
-    "max": 5.249840000000008e-05,
+    "seconds": 5.294095000000008e-05,
+    "min": 5.265580000000002e-05,
+    "max": 5.322340000000011e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10373,15 +10677,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.034710000000002e-05,
-    "min": 4.028109999999998e-05,
-    "max": 4.049950000000012e-05,
+    "seconds": 4.078244999999994e-05,
+    "min": 4.071679999999999e-05,
+    "max": 4.0876799999999934e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.239119999999988e-05,
-    "min": 6.213990000000014e-05,
-    "max": 6.285080000000007e-05,
+    "seconds": 6.367380000000014e-05,
+    "min": 6.359440000000011e-05,
+    "max": 6.38524000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10406,15 +10710,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.9873349999999997e-05,
-    "min": 2.979149999999992e-05,
-    "max": 2.9993199999999966e-05,
+    "seconds": 3.0238249999999995e-05,
+    "min": 3.0173199999999998e-05,
+    "max": 3.0345500000000037e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.635974999999998e-05,
-    "min": 7.62555e-05,
-    "max": 7.660460000000004e-05,
+    "seconds": 7.883805000000006e-05,
+    "min": 7.860759999999998e-05,
+    "max": 7.910970000000007e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10439,15 +10743,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.905860000000003e-05,
-    "min": 4.898170000000001e-05,
-    "max": 4.9142400000000026e-05,
+    "seconds": 4.966264999999999e-05,
+    "min": 4.955140000000004e-05,
+    "max": 4.970910000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.732450000000001e-05,
-    "min": 8.716449999999985e-05,
-    "max": 8.782279999999987e-05,
+    "seconds": 8.973150000000005e-05,
+    "min": 8.956209999999982e-05,
+    "max": 9.013419999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10472,15 +10776,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.140314999999996e-05,
-    "min": 4.1365899999999996e-05,
-    "max": 4.157709999999999e-05,
+    "seconds": 4.1898849999999996e-05,
+    "min": 4.181749999999998e-05,
+    "max": 4.197449999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.677779999999996e-05,
-    "min": 9.646160000000001e-05,
-    "max": 9.70814e-05,
+    "seconds": 9.773325e-05,
+    "min": 9.738579999999998e-05,
+    "max": 9.799449999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10505,15 +10809,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.991119999999999e-05,
-    "min": 7.980769999999988e-05,
-    "max": 8.017949999999999e-05,
+    "seconds": 8.145400000000002e-05,
+    "min": 8.119710000000006e-05,
+    "max": 8.157780000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011551400000000002,
-    "min": 0.00011539800000000006,
-    "max": 0.0001157367000000001,
+    "seconds": 0.00011677265,
+    "min": 0.00011640679999999997,
+    "max": 0.00011695409999999996,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10538,15 +10842,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.575e-05,
-    "min": 7.572799999999999e-05,
-    "max": 7.589380000000008e-05,
+    "seconds": 7.606184999999998e-05,
+    "min": 7.598689999999996e-05,
+    "max": 7.636809999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001892048,
-    "min": 0.0001889898,
-    "max": 0.00018961580000000002,
+    "seconds": 0.00019335509999999996,
+    "min": 0.00019309599999999983,
+    "max": 0.00019344230000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10571,15 +10875,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012545884999999997,
-    "min": 0.0001251067,
-    "max": 0.0001255807,
+    "seconds": 0.000126944,
+    "min": 0.0001266953,
+    "max": 0.00012696899999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0002144473500000001,
-    "min": 0.00021423019999999995,
-    "max": 0.00021468199999999998,
+    "seconds": 0.00021859339999999995,
+    "min": 0.0002183254000000001,
+    "max": 0.0002192079,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10604,15 +10908,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010255985,
-    "min": 0.00010229210000000002,
-    "max": 0.00010277439999999998,
+    "seconds": 0.00010327895,
+    "min": 0.00010293299999999997,
+    "max": 0.00010382680000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00024172,
-    "min": 0.00024124919999999974,
-    "max": 0.00024230250000000005,
+    "seconds": 0.00024429789999999996,
+    "min": 0.00024361539999999984,
+    "max": 0.0002443246999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10637,15 +10941,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00020011415,
-    "min": 0.00019975700000000006,
-    "max": 0.00020030340000000006,
+    "seconds": 0.00020317525000000002,
+    "min": 0.00020305800000000002,
+    "max": 0.00020321650000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00028930760000000003,
-    "min": 0.00028898499999999996,
-    "max": 0.0002896112000000001,
+    "seconds": 0.0002917604,
+    "min": 0.0002914875,
+    "max": 0.00029215929999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10665,9 +10969,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.969799999999975e-06,
-    "min": 6.956999999999972e-06,
-    "max": 7.011300000000051e-06,
+    "seconds": 7.012749999999966e-06,
+    "min": 6.991899999999976e-06,
+    "max": 7.059199999999976e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -10693,15 +10997,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.951900000000035e-06,
-    "min": 6.889400000000024e-06,
-    "max": 6.994900000000007e-06,
+    "seconds": 6.953699999999992e-06,
+    "min": 6.930800000000023e-06,
+    "max": 6.966300000000001e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.211250000000041e-06,
-    "min": 3.2063999999999847e-06,
-    "max": 3.225499999999988e-06,
+    "seconds": 3.2064500000000004e-06,
+    "min": 3.1999999999999545e-06,
+    "max": 3.2286999999999806e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10721,9 +11025,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.654550000000006e-06,
-    "min": 7.615799999999967e-06,
-    "max": 7.673799999999984e-06,
+    "seconds": 7.867399999999992e-06,
+    "min": 7.792000000000006e-06,
+    "max": 7.917100000000004e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -10749,15 +11053,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.350500000000034e-06,
-    "min": 7.31850000000004e-06,
-    "max": 7.385600000000022e-06,
+    "seconds": 7.599800000000005e-06,
+    "min": 7.5488999999999575e-06,
+    "max": 7.606199999999966e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.660699999999986e-06,
-    "min": 4.636700000000064e-06,
-    "max": 4.71970000000008e-06,
+    "seconds": 4.683350000000007e-06,
+    "min": 4.675199999999973e-06,
+    "max": 4.6912000000000035e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10777,9 +11081,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1030449999999985e-05,
-    "min": 1.1017799999999944e-05,
-    "max": 1.1199800000000028e-05,
+    "seconds": 1.1761449999999985e-05,
+    "min": 1.1718199999999979e-05,
+    "max": 1.1791999999999917e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -10805,15 +11109,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.50074999999996e-06,
-    "min": 9.481600000000072e-06,
-    "max": 9.526299999999924e-06,
+    "seconds": 9.638349999999924e-06,
+    "min": 9.596699999999965e-06,
+    "max": 9.657500000000119e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.4969349999999964e-05,
-    "min": 1.4963299999999935e-05,
-    "max": 1.498219999999999e-05,
+    "seconds": 1.5078749999999992e-05,
+    "min": 1.5062199999999983e-05,
+    "max": 1.5097500000000013e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10833,9 +11137,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3847850000000061e-05,
-    "min": 1.3801299999999969e-05,
-    "max": 1.3875200000000018e-05,
+    "seconds": 1.3958150000000018e-05,
+    "min": 1.3897499999999992e-05,
+    "max": 1.4041599999999994e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -10861,15 +11165,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.2875249999999981e-05,
-    "min": 1.2822299999999996e-05,
-    "max": 1.2953599999999984e-05,
+    "seconds": 1.2968100000000016e-05,
+    "min": 1.2908799999999986e-05,
+    "max": 1.2998099999999953e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.03359999999998e-06,
-    "min": 8.01949999999997e-06,
-    "max": 8.041200000000026e-06,
+    "seconds": 8.094249999999995e-06,
+    "min": 8.079999999999995e-06,
+    "max": 8.118400000000042e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10889,9 +11193,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.617244999999999e-05,
-    "min": 1.6095599999999992e-05,
-    "max": 1.6226899999999955e-05,
+    "seconds": 1.6576099999999985e-05,
+    "min": 1.64318e-05,
+    "max": 1.6988700000000016e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -10917,15 +11221,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.465730000000001e-05,
-    "min": 1.4610600000000022e-05,
-    "max": 1.4697699999999985e-05,
+    "seconds": 1.4712150000000008e-05,
+    "min": 1.4668900000000008e-05,
+    "max": 1.4809600000000023e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.4955149999999982e-05,
-    "min": 1.4943800000000033e-05,
-    "max": 1.496929999999993e-05,
+    "seconds": 1.5056049999999966e-05,
+    "min": 1.5043299999999975e-05,
+    "max": 1.5075500000000012e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10945,9 +11249,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.361114999999996e-05,
-    "min": 4.3471800000000006e-05,
-    "max": 4.3711199999999935e-05,
+    "seconds": 4.319664999999996e-05,
+    "min": 4.3027300000000014e-05,
+    "max": 4.351999999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -10973,15 +11277,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.894185e-05,
-    "min": 2.8860300000000006e-05,
-    "max": 2.9241100000000007e-05,
+    "seconds": 2.914064999999998e-05,
+    "min": 2.8982699999999955e-05,
+    "max": 2.9318099999999966e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.614185000000002e-05,
-    "min": 5.6108400000000054e-05,
-    "max": 5.615929999999997e-05,
+    "seconds": 5.6522050000000036e-05,
+    "min": 5.648309999999999e-05,
+    "max": 5.6579099999999975e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11001,9 +11305,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.036150000000002e-05,
-    "min": 6.007289999999996e-05,
-    "max": 6.060820000000004e-05,
+    "seconds": 6.11606e-05,
+    "min": 6.0710300000000055e-05,
+    "max": 6.15194e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -11029,15 +11333,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.916944999999997e-05,
-    "min": 3.8978099999999904e-05,
-    "max": 3.931479999999997e-05,
+    "seconds": 3.91475e-05,
+    "min": 3.901460000000004e-05,
+    "max": 3.9325199999999974e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.875174999999999e-05,
-    "min": 2.873230000000001e-05,
-    "max": 2.8819300000000024e-05,
+    "seconds": 2.884809999999998e-05,
+    "min": 2.8844500000000008e-05,
+    "max": 2.893749999999991e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11057,9 +11361,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.956290000000001e-05,
-    "min": 5.925430000000004e-05,
-    "max": 5.982920000000006e-05,
+    "seconds": 5.969109999999999e-05,
+    "min": 5.9229599999999966e-05,
+    "max": 6.004220000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -11085,15 +11389,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.130939999999997e-05,
-    "min": 4.106859999999993e-05,
-    "max": 4.152949999999996e-05,
+    "seconds": 4.146359999999997e-05,
+    "min": 4.126719999999999e-05,
+    "max": 4.1756699999999986e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.631315000000001e-05,
-    "min": 5.6197900000000054e-05,
-    "max": 5.6460600000000094e-05,
+    "seconds": 5.6626050000000006e-05,
+    "min": 5.65313e-05,
+    "max": 5.674539999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11113,9 +11417,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00013190819999999999,
-    "min": 0.00013120039999999996,
-    "max": 0.00013244879999999994,
+    "seconds": 0.00012931744999999999,
+    "min": 0.0001289426000000001,
+    "max": 0.000129773,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -11141,15 +11445,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.453384999999996e-05,
-    "min": 7.437430000000004e-05,
-    "max": 7.463330000000002e-05,
+    "seconds": 7.389240000000002e-05,
+    "min": 7.374639999999997e-05,
+    "max": 7.406650000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00022029085000000004,
-    "min": 0.0002202632999999999,
-    "max": 0.00022046660000000001,
+    "seconds": 0.00022043074999999996,
+    "min": 0.0002203498000000001,
+    "max": 0.00022049910000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11171,15 +11475,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4654349999999995e-05,
-    "min": 2.4479399999999988e-05,
-    "max": 2.4722800000000007e-05,
+    "seconds": 2.4696199999999982e-05,
+    "min": 2.455659999999998e-05,
+    "max": 2.4975799999999972e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.9996349999999984e-05,
-    "min": 4.970510000000002e-05,
-    "max": 5.0141100000000014e-05,
+    "seconds": 5.097154999999998e-05,
+    "min": 5.085090000000001e-05,
+    "max": 5.116519999999995e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11201,15 +11505,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.009365e-05,
-    "min": 4.999249999999996e-05,
-    "max": 5.029129999999998e-05,
+    "seconds": 5.115195000000002e-05,
+    "min": 5.10632e-05,
+    "max": 5.123199999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.4537399999999824e-05,
-    "min": 2.421749999999995e-05,
-    "max": 2.482860000000003e-05,
+    "seconds": 2.4649749999999982e-05,
+    "min": 2.4418899999999984e-05,
+    "max": 2.4812899999999953e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11234,15 +11538,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010127965000000006,
-    "min": 0.00010111649999999997,
-    "max": 0.00010181339999999997,
+    "seconds": 0.00010328610000000001,
+    "min": 0.00010312000000000003,
+    "max": 0.00010344529999999994,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014490415000000006,
-    "min": 0.00014467720000000016,
-    "max": 0.00014500089999999998,
+    "seconds": 0.0001461691000000001,
+    "min": 0.00014598840000000008,
+    "max": 0.0001462663,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11267,15 +11571,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015807149999999982,
-    "min": 0.0001577678999999999,
-    "max": 0.00015819039999999998,
+    "seconds": 0.00016128579999999997,
+    "min": 0.00016119949999999998,
+    "max": 0.0001614418000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00017119294999999997,
-    "min": 0.00017109360000000002,
-    "max": 0.00017131110000000003,
+    "seconds": 0.0001728509999999998,
+    "min": 0.00017243159999999995,
+    "max": 0.00017291870000000006,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11299,15 +11603,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.761074999999997e-05,
-    "min": 3.7523299999999994e-05,
-    "max": 3.777320000000002e-05,
+    "seconds": 3.803534999999998e-05,
+    "min": 3.7792799999999975e-05,
+    "max": 3.843200000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010561869999999997,
-    "min": 0.00010525979999999994,
-    "max": 0.00010575350000000002,
+    "seconds": 0.00010650044999999998,
+    "min": 0.00010628410000000008,
+    "max": 0.00010660210000000012,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11331,15 +11635,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00023584355000000006,
-    "min": 0.00023547380000000007,
-    "max": 0.00023611980000000013,
+    "seconds": 0.0002392595500000001,
+    "min": 0.00023867809999999993,
+    "max": 0.00023945740000000013,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005548851999999996,
-    "min": 0.0005546042999999997,
-    "max": 0.0005554645999999998,
+    "seconds": 0.0005584051000000001,
+    "min": 0.0005577741000000001,
+    "max": 0.0005589033999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11361,15 +11665,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.709235e-05,
-    "min": 3.69184e-05,
-    "max": 3.7212399999999956e-05,
+    "seconds": 3.730230000000001e-05,
+    "min": 3.7158600000000034e-05,
+    "max": 3.7488499999999985e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.3322899999999984e-05,
-    "min": 5.271290000000006e-05,
-    "max": 5.347770000000007e-05,
+    "seconds": 5.311209999999997e-05,
+    "min": 5.279039999999996e-05,
+    "max": 5.368670000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11391,15 +11695,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.915495000000002e-05,
-    "min": 1.8854200000000013e-05,
-    "max": 1.928330000000001e-05,
+    "seconds": 1.9349949999999996e-05,
+    "min": 1.92063e-05,
+    "max": 1.945910000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.7319949999999962e-05,
-    "min": 2.7219100000000073e-05,
-    "max": 2.782349999999997e-05,
+    "seconds": 2.749105e-05,
+    "min": 2.7270700000000057e-05,
+    "max": 2.7891099999999984e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11421,15 +11725,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.335495000000001e-05,
-    "min": 3.320000000000001e-05,
-    "max": 3.3407999999999996e-05,
+    "seconds": 3.359355e-05,
+    "min": 3.342700000000001e-05,
+    "max": 3.3670500000000016e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.740399999999997e-05,
-    "min": 4.687330000000002e-05,
-    "max": 4.7944499999999995e-05,
+    "seconds": 4.744310000000004e-05,
+    "min": 4.70462e-05,
+    "max": 4.7609300000000005e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11451,15 +11755,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.3884450000000008e-05,
-    "min": 2.370849999999998e-05,
-    "max": 2.3970900000000005e-05,
+    "seconds": 2.432170000000001e-05,
+    "min": 2.42433e-05,
+    "max": 2.436470000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.167829999999997e-05,
-    "min": 3.1439599999999996e-05,
-    "max": 3.178819999999999e-05,
+    "seconds": 3.217305000000005e-05,
+    "min": 3.202899999999999e-05,
+    "max": 3.249569999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11479,15 +11783,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.3420950000000014e-05,
-    "min": 3.327349999999999e-05,
-    "max": 3.3481999999999996e-05,
+    "seconds": 3.3542300000000006e-05,
+    "min": 3.326750000000001e-05,
+    "max": 3.3641500000000006e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.775659999999998e-05,
-    "min": 4.725049999999999e-05,
-    "max": 4.81759e-05,
+    "seconds": 4.7825699999999965e-05,
+    "min": 4.7631899999999994e-05,
+    "max": 4.798739999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11507,15 +11811,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.880314999999999e-05,
-    "min": 1.866239999999998e-05,
-    "max": 1.8848199999999973e-05,
+    "seconds": 1.9113450000000006e-05,
+    "min": 1.8870600000000002e-05,
+    "max": 1.9126499999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.58591e-05,
-    "min": 2.5775899999999978e-05,
-    "max": 2.6342200000000014e-05,
+    "seconds": 2.61295e-05,
+    "min": 2.6015999999999996e-05,
+    "max": 2.640980000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11535,15 +11839,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.3148549999999966e-05,
-    "min": 3.304679999999996e-05,
-    "max": 3.33563e-05,
+    "seconds": 3.3460949999999993e-05,
+    "min": 3.332779999999997e-05,
+    "max": 3.3565099999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.758825000000001e-05,
-    "min": 4.711680000000003e-05,
-    "max": 4.799970000000003e-05,
+    "seconds": 4.750240000000004e-05,
+    "min": 4.7276999999999995e-05,
+    "max": 4.7801299999999945e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11563,15 +11867,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.820955e-05,
-    "min": 1.8057599999999968e-05,
-    "max": 1.8268399999999976e-05,
+    "seconds": 1.8502599999999995e-05,
+    "min": 1.8371199999999998e-05,
+    "max": 1.865880000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.4490949999999976e-05,
-    "min": 2.4358000000000027e-05,
-    "max": 2.4691199999999887e-05,
+    "seconds": 2.4491249999999983e-05,
+    "min": 2.4383899999999948e-05,
+    "max": 2.4748799999999982e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11591,15 +11895,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.332150000000002e-05,
-    "min": 3.31743e-05,
-    "max": 3.3484199999999994e-05,
+    "seconds": 3.36719e-05,
+    "min": 3.365719999999998e-05,
+    "max": 3.378839999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.756770000000001e-05,
-    "min": 4.7200500000000044e-05,
-    "max": 4.787159999999997e-05,
+    "seconds": 4.755215000000005e-05,
+    "min": 4.731390000000002e-05,
+    "max": 4.777969999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11619,15 +11923,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.9167950000000034e-05,
-    "min": 1.9129600000000038e-05,
-    "max": 1.9318200000000035e-05,
+    "seconds": 1.9423899999999992e-05,
+    "min": 1.9315700000000002e-05,
+    "max": 1.978560000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.4697550000000022e-05,
-    "min": 2.442870000000007e-05,
-    "max": 2.5046400000000025e-05,
+    "seconds": 2.4601750000000016e-05,
+    "min": 2.4371199999999954e-05,
+    "max": 2.4684600000000072e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11649,15 +11953,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.757235e-05,
-    "min": 4.751660000000002e-05,
-    "max": 4.76507e-05,
+    "seconds": 4.8286649999999996e-05,
+    "min": 4.8057299999999985e-05,
+    "max": 4.866910000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.640765000000001e-05,
-    "min": 3.627529999999997e-05,
-    "max": 3.6754599999999914e-05,
+    "seconds": 3.6724249999999966e-05,
+    "min": 3.6447400000000006e-05,
+    "max": 3.70334e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11679,15 +11983,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.9828499999999967e-05,
-    "min": 2.9753999999999983e-05,
-    "max": 2.9916399999999987e-05,
+    "seconds": 3.014465e-05,
+    "min": 2.9933100000000023e-05,
+    "max": 3.03516e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.0788549999999993e-05,
-    "min": 2.0649399999999992e-05,
-    "max": 2.0863899999999955e-05,
+    "seconds": 2.0895600000000014e-05,
+    "min": 2.0819000000000005e-05,
+    "max": 2.1087500000000025e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11715,9 +12019,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.790810000000001e-05,
-    "min": 4.7590100000000044e-05,
-    "max": 4.8130899999999977e-05,
+    "seconds": 4.770795000000001e-05,
+    "min": 4.764209999999997e-05,
+    "max": 4.783619999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -11751,9 +12055,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4302049999999995e-05,
-    "min": 2.428769999999995e-05,
-    "max": 2.4591800000000058e-05,
+    "seconds": 2.4454049999999983e-05,
+    "min": 2.4165900000000012e-05,
+    "max": 2.4588200000000006e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -11787,15 +12091,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.776515000000004e-05,
-    "min": 4.74945e-05,
-    "max": 4.809629999999995e-05,
+    "seconds": 4.773574999999999e-05,
+    "min": 4.734689999999997e-05,
+    "max": 4.7940999999999973e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.508714999999999e-05,
-    "min": 9.483429999999992e-05,
-    "max": 9.56180999999999e-05,
+    "seconds": 9.523144999999997e-05,
+    "min": 9.41926e-05,
+    "max": 9.544439999999994e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11823,15 +12127,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4482799999999985e-05,
-    "min": 2.430740000000004e-05,
-    "max": 2.458830000000003e-05,
+    "seconds": 2.4360050000000014e-05,
+    "min": 2.4166100000000006e-05,
+    "max": 2.4563100000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.8605900000000076e-05,
-    "min": 4.848899999999999e-05,
-    "max": 4.894360000000015e-05,
+    "seconds": 4.8944400000000026e-05,
+    "min": 4.864359999999997e-05,
+    "max": 4.919969999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11855,15 +12159,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.382204999999998e-05,
-    "min": 3.3660399999999967e-05,
-    "max": 3.399039999999998e-05,
+    "seconds": 3.416945000000002e-05,
+    "min": 3.389449999999999e-05,
+    "max": 3.4297800000000016e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.56096499999999e-05,
-    "min": 9.549390000000012e-05,
-    "max": 9.59608e-05,
+    "seconds": 9.558774999999999e-05,
+    "min": 9.542759999999995e-05,
+    "max": 9.578960000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11887,15 +12191,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.419494999999997e-05,
-    "min": 8.405689999999998e-05,
-    "max": 8.43993e-05,
+    "seconds": 8.537200000000004e-05,
+    "min": 8.533490000000004e-05,
+    "max": 8.553280000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012015744999999999,
-    "min": 0.00011984530000000025,
-    "max": 0.00012068580000000003,
+    "seconds": 0.00012045774999999997,
+    "min": 0.00012037520000000007,
+    "max": 0.00012073349999999991,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11917,15 +12221,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.34343e-05,
-    "min": 6.321190000000001e-05,
-    "max": 6.367370000000009e-05,
+    "seconds": 6.392525e-05,
+    "min": 6.350739999999999e-05,
+    "max": 6.415479999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.951964999999993e-05,
-    "min": 4.915110000000006e-05,
-    "max": 5.012430000000002e-05,
+    "seconds": 4.977965000000002e-05,
+    "min": 4.9600199999999986e-05,
+    "max": 4.9821100000000023e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11947,15 +12251,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011342055000000003,
-    "min": 0.00011326960000000003,
-    "max": 0.00011360119999999994,
+    "seconds": 0.00011515034999999996,
+    "min": 0.00011456420000000004,
+    "max": 0.00011576650000000006,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.383774999999996e-05,
-    "min": 7.376940000000009e-05,
-    "max": 7.403469999999993e-05,
+    "seconds": 7.438045000000007e-05,
+    "min": 7.39883000000001e-05,
+    "max": 7.454499999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11982,15 +12286,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.984794999999997e-05,
-    "min": 7.959290000000002e-05,
-    "max": 8.00287e-05,
+    "seconds": 8.065544999999997e-05,
+    "min": 8.04161e-05,
+    "max": 8.10018e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.585735e-05,
-    "min": 7.57528999999999e-05,
-    "max": 7.603150000000008e-05,
+    "seconds": 7.630269999999998e-05,
+    "min": 7.612839999999997e-05,
+    "max": 7.65121e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12017,15 +12321,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012448359999999998,
-    "min": 0.0001243741000000001,
-    "max": 0.00012471550000000008,
+    "seconds": 0.00012653905000000002,
+    "min": 0.00012629119999999996,
+    "max": 0.00012676459999999993,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.82174e-05,
-    "min": 7.809859999999982e-05,
-    "max": 7.844150000000015e-05,
+    "seconds": 7.915060000000001e-05,
+    "min": 7.884510000000014e-05,
+    "max": 7.926440000000009e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12048,15 +12352,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.5863749999999977e-05,
-    "min": 3.5644600000000014e-05,
-    "max": 3.599340000000002e-05,
+    "seconds": 3.6009849999999965e-05,
+    "min": 3.587559999999999e-05,
+    "max": 3.604119999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00034029665000000035,
-    "min": 0.00034001780000000073,
-    "max": 0.00034074159999999997,
+    "seconds": 0.00034694619999999995,
+    "min": 0.0003462635000000007,
+    "max": 0.00034797730000000104,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12079,15 +12383,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.5534449999999966e-05,
-    "min": 3.5372600000000055e-05,
-    "max": 3.576280000000004e-05,
+    "seconds": 3.629460000000003e-05,
+    "min": 3.6211e-05,
+    "max": 3.6508600000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00033898285,
-    "min": 0.00033871659999999985,
-    "max": 0.00033945310000000034,
+    "seconds": 0.0003472518999999996,
+    "min": 0.00034624540000000015,
+    "max": 0.00034798520000000065,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12122,15 +12426,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.8976149999999996e-05,
-    "min": 5.892179999999996e-05,
-    "max": 5.904059999999996e-05,
+    "seconds": 5.9384299999999966e-05,
+    "min": 5.933470000000005e-05,
+    "max": 5.967659999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019678464999999998,
-    "min": 0.00019653489999999982,
-    "max": 0.00019739449999999994,
+    "seconds": 0.00019823035000000004,
+    "min": 0.00019814999999999994,
+    "max": 0.00019859929999999987,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12165,15 +12469,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.879115000000003e-05,
-    "min": 5.869739999999996e-05,
-    "max": 5.894650000000003e-05,
+    "seconds": 5.8968150000000026e-05,
+    "min": 5.8905000000000026e-05,
+    "max": 5.910669999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019157515000000003,
-    "min": 0.0001914933,
-    "max": 0.00019164240000000006,
+    "seconds": 0.00019226885000000002,
+    "min": 0.0001922081000000002,
+    "max": 0.00019231380000000006,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12208,15 +12512,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.781559999999999e-05,
-    "min": 5.770899999999999e-05,
-    "max": 5.81188e-05,
+    "seconds": 5.840945000000001e-05,
+    "min": 5.832979999999998e-05,
+    "max": 5.863929999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003425498,
-    "min": 0.00034252589999999997,
-    "max": 0.0003426536000000001,
+    "seconds": 0.00034502235000000007,
+    "min": 0.0003448552,
+    "max": 0.0003454727,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12251,15 +12555,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.541275000000003e-05,
-    "min": 5.5279700000000005e-05,
-    "max": 5.561499999999996e-05,
+    "seconds": 5.582364999999999e-05,
+    "min": 5.574100000000003e-05,
+    "max": 5.608300000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00033673449999999995,
-    "min": 0.0003366638,
-    "max": 0.00033687889999999996,
+    "seconds": 0.00033759965000000006,
+    "min": 0.0003375203,
+    "max": 0.00033793380000000006,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12298,15 +12602,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012615359999999998,
-    "min": 0.00012609389999999998,
-    "max": 0.0001262532,
+    "seconds": 0.00012790805,
+    "min": 0.00012769900000000003,
+    "max": 0.0001280054,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00042517679999999993,
-    "min": 0.00042465900000000014,
-    "max": 0.00042570870000000014,
+    "seconds": 0.00042829775000000005,
+    "min": 0.0004278035999999998,
+    "max": 0.00042998280000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12345,15 +12649,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012640449999999994,
-    "min": 0.0001263228,
-    "max": 0.00012645320000000002,
+    "seconds": 0.00012711295,
+    "min": 0.00012707149999999998,
+    "max": 0.00012728969999999993,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00042297335,
-    "min": 0.0004225454,
-    "max": 0.0004232976000000002,
+    "seconds": 0.00042580900000000014,
+    "min": 0.0004254236000000002,
+    "max": 0.00042661839999999957,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12380,15 +12684,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.894975000000002e-05,
-    "min": 8.870749999999998e-05,
-    "max": 8.914830000000007e-05,
+    "seconds": 8.855119999999999e-05,
+    "min": 8.815710000000001e-05,
+    "max": 8.893160000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012295005,
-    "min": 0.00012290080000000006,
-    "max": 0.00012300140000000005,
+    "seconds": 0.00012274869999999997,
+    "min": 0.00012266260000000007,
+    "max": 0.00012275560000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12415,15 +12719,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.501530000000001e-05,
-    "min": 5.4802300000000016e-05,
-    "max": 5.518980000000001e-05,
+    "seconds": 5.534685000000001e-05,
+    "min": 5.52545e-05,
+    "max": 5.546549999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.984365000000002e-05,
-    "min": 8.983319999999997e-05,
-    "max": 8.993239999999998e-05,
+    "seconds": 9.000594999999999e-05,
+    "min": 8.996859999999998e-05,
+    "max": 9.014720000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12448,9 +12752,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.5729149999999964e-05,
-    "min": 5.567640000000006e-05,
-    "max": 5.580209999999998e-05,
+    "seconds": 5.6502100000000016e-05,
+    "min": 5.647090000000005e-05,
+    "max": 5.671310000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -12481,9 +12785,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.836235000000003e-05,
-    "min": 4.8290700000000015e-05,
-    "max": 4.84832e-05,
+    "seconds": 4.913144999999998e-05,
+    "min": 4.8745599999999976e-05,
+    "max": 4.923240000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -12521,9 +12825,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.4622299999999975e-05,
-    "min": 3.455700000000003e-05,
-    "max": 3.477110000000001e-05,
+    "seconds": 3.491185000000001e-05,
+    "min": 3.478410000000001e-05,
+    "max": 3.52256e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -12561,9 +12865,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.707220000000003e-05,
-    "min": 1.6998299999999972e-05,
-    "max": 1.7177599999999983e-05,
+    "seconds": 1.7411200000000004e-05,
+    "min": 1.73024e-05,
+    "max": 1.760300000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -12589,15 +12893,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002956510000000001,
-    "min": 0.00029525389999999986,
-    "max": 0.00029618989999999985,
+    "seconds": 0.0002966552000000001,
+    "min": 0.00029643030000000003,
+    "max": 0.0002971438999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004533298499999999,
-    "min": 0.0004529376999999996,
-    "max": 0.0004536625,
+    "seconds": 0.0004539504000000002,
+    "min": 0.00045374060000000015,
+    "max": 0.0004545100000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12617,15 +12921,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0003673256500000002,
-    "min": 0.00036703100000000003,
-    "max": 0.0003678681000000003,
+    "seconds": 0.0003713454499999999,
+    "min": 0.00037118740000000006,
+    "max": 0.0003719243999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00047799444999999964,
-    "min": 0.0004772310000000006,
-    "max": 0.0004782737999999992,
+    "seconds": 0.0004796148499999998,
+    "min": 0.0004787,
+    "max": 0.0004802467999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12670,15 +12974,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00024065635000000002,
-    "min": 0.00023944610000000005,
-    "max": 0.00024145420000000004,
+    "seconds": 0.00024121150000000005,
+    "min": 0.00024103450000000003,
+    "max": 0.0002416770000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0007734854000000003,
-    "min": 0.0007730075,
-    "max": 0.0007748355000000001,
+    "seconds": 0.0007808185499999999,
+    "min": 0.0007806284999999996,
+    "max": 0.0007809312999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12723,15 +13027,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00202019735,
-    "min": 0.0020109392000000003,
-    "max": 0.0020213682,
+    "seconds": 0.0020219855,
+    "min": 0.0020114188,
+    "max": 0.0020310634,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00488887065,
-    "min": 0.004884228500000002,
-    "max": 0.004891471199999999,
+    "seconds": 0.0048804022999999995,
+    "min": 0.004873106,
+    "max": 0.004884010600000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12776,15 +13080,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0005514960000000001,
-    "min": 0.0005513307,
-    "max": 0.0005516312999999999,
+    "seconds": 0.0005488183999999999,
+    "min": 0.0005484429000000001,
+    "max": 0.0005497716,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0017581435999999998,
-    "min": 0.0017575020999999996,
-    "max": 0.0017597815999999982,
+    "seconds": 0.0017553217,
+    "min": 0.001754639999999999,
+    "max": 0.0017569686,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12829,15 +13133,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0011712767999999998,
-    "min": 0.0011676074,
-    "max": 0.0011747812000000002,
+    "seconds": 0.0011710092999999999,
+    "min": 0.0011639315000000002,
+    "max": 0.0011751582,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0028172453500000007,
-    "min": 0.002810585499999999,
-    "max": 0.0028243928000000014,
+    "seconds": 0.002810687049999999,
+    "min": 0.0027964414999999995,
+    "max": 0.0028244856999999988,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12882,15 +13186,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0003379422,
-    "min": 0.00033584429999999985,
-    "max": 0.0003415054,
+    "seconds": 0.00033613420000000005,
+    "min": 0.0003339223999999999,
+    "max": 0.00033693049999999994,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0010944840999999998,
-    "min": 0.0010909446999999995,
-    "max": 0.0010972121999999994,
+    "seconds": 0.00109099395,
+    "min": 0.0010872834000000002,
+    "max": 0.0010951042,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12935,15 +13239,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.812650000000001e-05,
-    "min": 6.78623e-05,
-    "max": 6.843519999999994e-05,
+    "seconds": 6.807784999999997e-05,
+    "min": 6.790679999999998e-05,
+    "max": 6.832669999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003975892499999998,
-    "min": 0.0003973035000000002,
-    "max": 0.0003978543000000002,
+    "seconds": 0.00040181655,
+    "min": 0.0004016074000000003,
+    "max": 0.0004023877999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12988,15 +13292,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001566346000000001,
-    "min": 0.00015631649999999997,
-    "max": 0.00015754490000000003,
+    "seconds": 0.00015795630000000005,
+    "min": 0.00015750339999999992,
+    "max": 0.00015881619999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004891720499999939,
-    "min": 0.0004884818000000001,
-    "max": 0.0004914833999999999,
+    "seconds": 0.0004950446499999998,
+    "min": 0.0004946202,
+    "max": 0.0004958052000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13041,15 +13345,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010280734999999999,
-    "min": 0.00010177149999999995,
-    "max": 0.00010284680000000003,
+    "seconds": 0.00010251029999999999,
+    "min": 0.00010242899999999991,
+    "max": 0.00010296889999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00036320605000000016,
-    "min": 0.00036253580000000015,
-    "max": 0.0003641285999999964,
+    "seconds": 0.00036717329999999993,
+    "min": 0.0003662226999999998,
+    "max": 0.00036860589999999986,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13094,15 +13398,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.724595000000001e-05,
-    "min": 4.705549999999987e-05,
-    "max": 4.763800000000008e-05,
+    "seconds": 4.7413200000000016e-05,
+    "min": 4.7350499999999966e-05,
+    "max": 4.774989999999989e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00028563590000000005,
-    "min": 0.00028535840000000007,
-    "max": 0.0002862445,
+    "seconds": 0.00029142939999999987,
+    "min": 0.0002899970000000001,
+    "max": 0.00029159270000000015,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13147,15 +13451,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.718059999999997e-05,
-    "min": 2.6995000000000025e-05,
-    "max": 2.7427100000000156e-05,
+    "seconds": 2.7363099999999985e-05,
+    "min": 2.721620000000012e-05,
+    "max": 2.7782199999999966e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001538136500000001,
-    "min": 0.00015370210000000662,
-    "max": 0.00015410079999999982,
+    "seconds": 0.0001569458499999999,
+    "min": 0.00015648949999999605,
+    "max": 0.00015722410000000006,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13200,15 +13504,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.359785000000003e-05,
-    "min": 3.3519899999999963e-05,
-    "max": 3.409570000000001e-05,
+    "seconds": 3.394749999999999e-05,
+    "min": 3.378910000000003e-05,
+    "max": 3.410919999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00016287365000000012,
-    "min": 0.00016265170000000218,
-    "max": 0.00016326600000000007,
+    "seconds": 0.00016558269999999997,
+    "min": 0.00016501699999999964,
+    "max": 0.0001658974999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13253,15 +13557,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.1610649999999993e-05,
-    "min": 5.115390000000004e-05,
-    "max": 5.2623600000000056e-05,
+    "seconds": 5.207715e-05,
+    "min": 5.14556e-05,
+    "max": 5.25854e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0002224868000000001,
-    "min": 0.0002222892999999999,
-    "max": 0.00022298450000000032,
+    "seconds": 0.0002251704,
+    "min": 0.00022473919999999986,
+    "max": 0.00022532810000000037,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13306,15 +13610,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015985979999999996,
-    "min": 0.0001590198,
-    "max": 0.00016102700000000006,
+    "seconds": 0.00015985524999999998,
+    "min": 0.00015920029999999996,
+    "max": 0.00016176979999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005466814499999998,
-    "min": 0.0005464427999999999,
-    "max": 0.0005479021000000001,
+    "seconds": 0.0005522097000000001,
+    "min": 0.0005517243999999999,
+    "max": 0.0005528386000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13359,15 +13663,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00026409135000000005,
-    "min": 0.00026287289999999997,
-    "max": 0.000265761,
+    "seconds": 0.00026635495000000006,
+    "min": 0.0002644005,
+    "max": 0.00026728630000000004,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006538945999999999,
-    "min": 0.0006518627000000003,
-    "max": 0.0006573206,
+    "seconds": 0.0006592377999999996,
+    "min": 0.0006587025999999997,
+    "max": 0.0006622251,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13412,15 +13716,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.327455000000001e-05,
-    "min": 8.248959999999998e-05,
-    "max": 8.366419999999999e-05,
+    "seconds": 8.385055000000003e-05,
+    "min": 8.345700000000005e-05,
+    "max": 8.411470000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00029331689999999983,
-    "min": 0.0002928921,
-    "max": 0.0002942080999999998,
+    "seconds": 0.00029710070000000003,
+    "min": 0.0002965502000000002,
+    "max": 0.00029819759999999987,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13465,15 +13769,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00040848525,
-    "min": 0.00040770270000000004,
-    "max": 0.0004085893,
+    "seconds": 0.0004116031,
+    "min": 0.00041104780000000005,
+    "max": 0.00041225050000000014,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0010223812000000002,
-    "min": 0.0010206295000000005,
-    "max": 0.0010239822999999998,
+    "seconds": 0.00103120895,
+    "min": 0.0010276000999999999,
+    "max": 0.0010342392000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13518,15 +13822,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012270395000000005,
-    "min": 0.00012224150000000002,
-    "max": 0.0001231666,
+    "seconds": 0.00012296309999999997,
+    "min": 0.0001225927,
+    "max": 0.00012306569999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00046119775000000025,
-    "min": 0.0004608906999999999,
-    "max": 0.0004619139000000002,
+    "seconds": 0.0004651544,
+    "min": 0.0004644071000000002,
+    "max": 0.0004654262999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13572,15 +13876,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.39068000000001e-05,
-    "min": 4.384309999999994e-05,
-    "max": 4.4130400000000075e-05,
+    "seconds": 4.383699999999995e-05,
+    "min": 4.3779700000000065e-05,
+    "max": 4.41028e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00016357490000000024,
-    "min": 0.0001633848000000813,
-    "max": 0.00016376910000000022,
+    "seconds": 0.0001657587500000001,
+    "min": 0.00016531500000000008,
+    "max": 0.00016628799999999992,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13626,15 +13930,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.2101e-05,
-    "min": 9.176929999999992e-05,
-    "max": 9.270329999999996e-05,
+    "seconds": 9.282749999999991e-05,
+    "min": 9.25212e-05,
+    "max": 9.321659999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003070609500000018,
-    "min": 0.00030671179999999955,
-    "max": 0.0003076413000000002,
+    "seconds": 0.00031143030000000023,
+    "min": 0.00031117130000000027,
+    "max": 0.0003116517999999989,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13680,15 +13984,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00039994879999999996,
-    "min": 0.0003989295000000002,
-    "max": 0.00040007810000000003,
+    "seconds": 0.00040222660000000004,
+    "min": 0.0004019280000000002,
+    "max": 0.00040336789999999994,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006327595000000012,
-    "min": 0.000632134,
-    "max": 0.0006337460999999997,
+    "seconds": 0.0006405847500000001,
+    "min": 0.0006391246000000006,
+    "max": 0.0006417518000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13734,15 +14038,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.410349999999999e-05,
-    "min": 6.385200000000002e-05,
-    "max": 6.431640000000003e-05,
+    "seconds": 6.488544999999994e-05,
+    "min": 6.45755000000001e-05,
+    "max": 6.499530000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00017612874999999964,
-    "min": 0.0001756565999999999,
-    "max": 0.00017658830000000036,
+    "seconds": 0.00017863384999999734,
+    "min": 0.0001778493999999997,
+    "max": 0.00017912059999999989,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13788,15 +14092,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.078960000000003e-05,
-    "min": 5.996809999999997e-05,
-    "max": 6.122539999999997e-05,
+    "seconds": 6.128714999999998e-05,
+    "min": 6.0534599999999954e-05,
+    "max": 6.16801e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00024067875000000012,
-    "min": 0.00024040700000000034,
-    "max": 0.00024087560000000025,
+    "seconds": 0.00024376394999999984,
+    "min": 0.0002431212,
+    "max": 0.000244319299999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13842,15 +14146,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00023988705000000006,
-    "min": 0.00023959290000000001,
-    "max": 0.00024022300000000005,
+    "seconds": 0.0002422078000000001,
+    "min": 0.00024191459999999988,
+    "max": 0.00024249039999999994,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004477082999999998,
-    "min": 0.00044731240000000046,
-    "max": 0.0004487976000000003,
+    "seconds": 0.00045161954999999997,
+    "min": 0.0004512479999999981,
+    "max": 0.0004528007999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13896,15 +14200,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00020305725,
-    "min": 0.00020044759999999993,
-    "max": 0.00020485259999999998,
+    "seconds": 0.00020538185,
+    "min": 0.00020257659999999995,
+    "max": 0.00020960280000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006164039499999998,
-    "min": 0.0006159911999999998,
-    "max": 0.0006165555000000002,
+    "seconds": 0.0006238625499999997,
+    "min": 0.0006236864999999997,
+    "max": 0.0006240215999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13932,9 +14236,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.674709999999998e-05,
-    "min": 6.66813e-05,
-    "max": 6.700860000000003e-05,
+    "seconds": 6.791394999999998e-05,
+    "min": 6.782710000000002e-05,
+    "max": 6.807700000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -13962,15 +14266,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010772240000000001,
-    "min": 0.0001074277,
-    "max": 0.0001078524,
+    "seconds": 0.00010827539999999999,
+    "min": 0.00010819179999999997,
+    "max": 0.00010842219999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00015634729999999998,
-    "min": 0.0001561674,
-    "max": 0.00015691390000000004,
+    "seconds": 0.00015588740000000003,
+    "min": 0.00015555450000000008,
+    "max": 0.000156086,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13992,15 +14296,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.429204999999995e-05,
-    "min": 5.40539e-05,
-    "max": 5.440929999999998e-05,
+    "seconds": 5.4710549999999994e-05,
+    "min": 5.450629999999999e-05,
+    "max": 5.480010000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.88104e-05,
-    "min": 7.839680000000007e-05,
-    "max": 7.905279999999998e-05,
+    "seconds": 7.828475000000008e-05,
+    "min": 7.810199999999998e-05,
+    "max": 7.875190000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14022,15 +14326,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012707700000000002,
-    "min": 0.00012679260000000002,
-    "max": 0.0001272883,
+    "seconds": 0.00012772824999999994,
+    "min": 0.00012747189999999997,
+    "max": 0.00012799659999999995,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001847986,
-    "min": 0.0001844194,
-    "max": 0.00018501660000000002,
+    "seconds": 0.00018411705,
+    "min": 0.00018392700000000002,
+    "max": 0.00018417019999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14052,15 +14356,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.92618e-05,
-    "min": 8.915499999999998e-05,
-    "max": 8.943650000000001e-05,
+    "seconds": 8.997254999999998e-05,
+    "min": 8.989509999999999e-05,
+    "max": 9.024330000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011970980000000007,
-    "min": 0.0001195186999999999,
-    "max": 0.00011978590000000008,
+    "seconds": 0.0001205159,
+    "min": 0.00012020729999999999,
+    "max": 0.00012092199999999994,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14080,15 +14384,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012715410000000002,
-    "min": 0.00012705930000000003,
-    "max": 0.00012721530000000002,
+    "seconds": 0.00012784099999999996,
+    "min": 0.00012756299999999997,
+    "max": 0.00012799709999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018514279999999999,
-    "min": 0.00018493689999999992,
-    "max": 0.00018544289999999997,
+    "seconds": 0.00018437305000000004,
+    "min": 0.00018431089999999993,
+    "max": 0.00018452749999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14108,15 +14412,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.979810000000002e-05,
-    "min": 6.94816e-05,
-    "max": 6.991920000000002e-05,
+    "seconds": 7.058760000000001e-05,
+    "min": 7.041299999999996e-05,
+    "max": 7.083500000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.833969999999998e-05,
-    "min": 9.824230000000003e-05,
-    "max": 9.837740000000002e-05,
+    "seconds": 9.905574999999998e-05,
+    "min": 9.824330000000005e-05,
+    "max": 9.928560000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14136,15 +14440,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012708695,
-    "min": 0.00012706539999999996,
-    "max": 0.00012726279999999995,
+    "seconds": 0.00012764705,
+    "min": 0.000127573,
+    "max": 0.0001280494,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018515125000000002,
-    "min": 0.00018499120000000006,
-    "max": 0.0001853376000000001,
+    "seconds": 0.00018429324999999996,
+    "min": 0.00018404570000000013,
+    "max": 0.00018442569999999988,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14164,15 +14468,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.848534999999998e-05,
-    "min": 6.83523e-05,
-    "max": 6.861660000000001e-05,
+    "seconds": 6.89346e-05,
+    "min": 6.889519999999996e-05,
+    "max": 6.92057e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.310015000000001e-05,
-    "min": 9.266470000000014e-05,
-    "max": 9.331970000000001e-05,
+    "seconds": 9.235205000000004e-05,
+    "min": 9.217860000000003e-05,
+    "max": 9.259480000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14192,15 +14496,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012730469999999998,
-    "min": 0.00012713600000000005,
-    "max": 0.0001277013,
+    "seconds": 0.00012793769999999997,
+    "min": 0.0001278432,
+    "max": 0.0001279774,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018528280000000002,
-    "min": 0.00018496099999999998,
-    "max": 0.00018551039999999998,
+    "seconds": 0.00018445780000000001,
+    "min": 0.00018433209999999998,
+    "max": 0.00018456,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14220,15 +14524,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.106555000000001e-05,
-    "min": 7.084830000000002e-05,
-    "max": 7.12485e-05,
+    "seconds": 7.178220000000001e-05,
+    "min": 7.171819999999995e-05,
+    "max": 7.208069999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.291004999999994e-05,
-    "min": 9.249549999999997e-05,
-    "max": 9.308749999999999e-05,
+    "seconds": 9.251519999999998e-05,
+    "min": 9.227790000000002e-05,
+    "max": 9.26682000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14250,15 +14554,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00018419625000000005,
-    "min": 0.0001839489,
-    "max": 0.0001847559,
+    "seconds": 0.00018694405,
+    "min": 0.0001865252,
+    "max": 0.00018748960000000004,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014154255000000006,
-    "min": 0.00014146620000000004,
-    "max": 0.000141631,
+    "seconds": 0.00014164330000000005,
+    "min": 0.00014146850000000007,
+    "max": 0.0001419674000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14280,15 +14584,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011180170000000002,
-    "min": 0.00011155739999999996,
-    "max": 0.0001122737,
+    "seconds": 0.00011296185000000001,
+    "min": 0.00011274189999999995,
+    "max": 0.00011328610000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.816975e-05,
-    "min": 7.774699999999996e-05,
-    "max": 7.842470000000002e-05,
+    "seconds": 7.86349e-05,
+    "min": 7.848869999999997e-05,
+    "max": 7.873349999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14316,9 +14620,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001852467,
-    "min": 0.0001849585,
-    "max": 0.00018548110000000002,
+    "seconds": 0.00018440935000000003,
+    "min": 0.00018425809999999998,
+    "max": 0.0001846649,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14352,9 +14656,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.241065e-05,
-    "min": 9.22527e-05,
-    "max": 9.283810000000004e-05,
+    "seconds": 9.216704999999998e-05,
+    "min": 9.193530000000005e-05,
+    "max": 9.251850000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14388,15 +14692,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00018540075,
-    "min": 0.00018527980000000008,
-    "max": 0.00018571689999999987,
+    "seconds": 0.0001847245,
+    "min": 0.00018470700000000002,
+    "max": 0.00018472940000000007,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003703243499999999,
-    "min": 0.0003701259,
-    "max": 0.00037053779999999994,
+    "seconds": 0.0003686883,
+    "min": 0.0003684016,
+    "max": 0.0003690392,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14424,15 +14728,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.254970000000003e-05,
-    "min": 9.243120000000001e-05,
-    "max": 9.263159999999999e-05,
+    "seconds": 9.228914999999998e-05,
+    "min": 9.216640000000004e-05,
+    "max": 9.263659999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018493185000000004,
-    "min": 0.00018474909999999998,
-    "max": 0.00018507050000000008,
+    "seconds": 0.00018430474999999992,
+    "min": 0.0001841756000000003,
+    "max": 0.0001844806,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14467,15 +14771,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017151535,
-    "min": 0.00017142299999999997,
-    "max": 0.00017182619999999996,
+    "seconds": 0.00017248444999999997,
+    "min": 0.00017221039999999998,
+    "max": 0.0001726378,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005839696999999999,
-    "min": 0.0005838115,
-    "max": 0.0005840621,
+    "seconds": 0.0005879158499999999,
+    "min": 0.0005877986,
+    "max": 0.0005879645,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14510,15 +14814,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017136745,
-    "min": 0.0001712058,
-    "max": 0.00017179510000000007,
+    "seconds": 0.00017197595000000002,
+    "min": 0.0001717472,
+    "max": 0.00017213340000000004,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.000567896,
-    "min": 0.0005678734,
-    "max": 0.0005679521999999999,
+    "seconds": 0.0005698838499999999,
+    "min": 0.0005698387,
+    "max": 0.0005699903999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14553,15 +14857,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00016815664999999999,
-    "min": 0.0001680752,
-    "max": 0.00016842780000000002,
+    "seconds": 0.00016987800000000004,
+    "min": 0.00016966380000000005,
+    "max": 0.00017004179999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0010224709,
-    "min": 0.0010223343999999999,
-    "max": 0.0010225164000000001,
+    "seconds": 0.0010314663000000003,
+    "min": 0.0010313834,
+    "max": 0.0010316321000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14596,15 +14900,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00016413070000000004,
-    "min": 0.00016388069999999992,
-    "max": 0.0001650179,
+    "seconds": 0.00016553355,
+    "min": 0.00016543669999999997,
+    "max": 0.0001657654000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0010134011000000002,
-    "min": 0.0010132578999999997,
-    "max": 0.0010135090000000001,
+    "seconds": 0.0010182293,
+    "min": 0.0010180610000000002,
+    "max": 0.0010194413000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14632,9 +14936,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002587869,
-    "min": 0.0002586587,
-    "max": 0.0002590727999999999,
+    "seconds": 0.00026286630000000005,
+    "min": 0.0002626709,
+    "max": 0.0002630566,
     "samples": 6
    },
    "backward_gpu_seconds": {
