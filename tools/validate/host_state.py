@@ -1164,6 +1164,34 @@ def _forward_counts(fn) -> dict:
     return {"aten_ops": sum(counter.ops.values()), "module_calls": modules[0], "by_op": dict(counter.ops.most_common())}
 
 
+def _ready_python_models(dev, optimizer_steps: bool):
+    """PYTHON_MODELS made ready to train on `dev`, each inside its precision mode's TF32 flags and
+    warmed by three steps (optimizer.step() too where `optimizer_steps`): yields
+    (spec, model, batch, loss_fn, optimizer, forward), forward() the loss under the mode's autocast."""
+    for spec in mp.model_cases(False):
+        if spec["id"] not in PYTHON_MODELS:
+            continue
+        mode = spec["precision"]
+        with mp.tf32_flags(mode):
+            try:
+                _, model, batch, loss_fn, _, opt, _ = mp.ready_model(spec, dev, False)
+            except mp.Skip as exc:
+                print(f"  {spec['id']}: skipped ({exc})", flush=True)
+                continue
+
+            def forward(model=model, batch=batch, loss_fn=loss_fn, mode=mode):
+                with mp.autocast_ctx(mode, dev.type):
+                    return loss_fn(model, batch)
+            for _ in range(3):
+                opt.zero_grad(set_to_none=True)
+                forward().backward()
+                if optimizer_steps:
+                    opt.step()
+            sync()
+            yield spec, model, batch, loss_fn, opt, forward
+            del model, batch, opt, forward
+
+
 def phase_python(dev, workloads, started) -> list:
     """PYTHON_MODELS on `dev` and on the meta device: the forward's host seconds, aten ops and
     module calls, with reference costs on both devices and a canary before each model."""
@@ -1173,50 +1201,33 @@ def phase_python(dev, workloads, started) -> list:
                "canary_seconds": mp.canary_seconds_per_op(dev)}]
     print("references (us per call): " + "  ".join(
         f"{where} {k} {v * 1e6:.2f}" for where in ("device", "meta") for k, v in points[0][where].items()), flush=True)
-    for spec in mp.model_cases(False):
-        if spec["id"] not in PYTHON_MODELS:
-            continue
+    for spec, model, batch, loss_fn, opt, forward in _ready_python_models(dev, optimizer_steps=False):
         mode = spec["precision"]
         record = {"label": spec["id"], "batch": spec["batch"]}
-        with mp.tf32_flags(mode):
-            try:
-                _, model, batch, loss_fn, _, opt, _ = mp.ready_model(spec, dev, False)
-            except mp.Skip as exc:
-                print(f"  {spec['id']}: skipped ({exc})", flush=True)
-                continue
+        def before(opt=opt):
+            opt.zero_grad(set_to_none=True)
+            sync()
+        record["canary_seconds"] = mp.canary_seconds_per_op(dev)
+        record["forward_seconds"] = _median_seconds(forward, before=before)
+        record["device_counts"] = _forward_counts(forward)
+        del model, batch, opt
+        mp.clear_memory(dev)
+        try:
+            torch.manual_seed(0)
+            model, batch, loss_fn, _ = mp.build_model(spec, meta, False)
+            model.to(meta)
+            model.train()
+            batch = {k: v.to(meta) for k, v in batch.items()}
 
-            def forward(model=model, batch=batch, loss_fn=loss_fn):
+            def meta_forward(model=model, batch=batch, loss_fn=loss_fn):
                 with mp.autocast_ctx(mode, dev.type):
                     return loss_fn(model, batch)
-            for _ in range(3):
-                opt.zero_grad(set_to_none=True)
-                forward().backward()
-            sync()
-
-            def before(opt=opt):
-                opt.zero_grad(set_to_none=True)
-                sync()
-            record["canary_seconds"] = mp.canary_seconds_per_op(dev)
-            record["forward_seconds"] = _median_seconds(forward, before=before)
-            record["device_counts"] = _forward_counts(forward)
-            del model, batch, opt
-            mp.clear_memory(dev)
-            try:
-                torch.manual_seed(0)
-                model, batch, loss_fn, _ = mp.build_model(spec, meta, False)
-                model.to(meta)
-                model.train()
-                batch = {k: v.to(meta) for k, v in batch.items()}
-
-                def meta_forward(model=model, batch=batch, loss_fn=loss_fn):
-                    with mp.autocast_ctx(mode, dev.type):
-                        return loss_fn(model, batch)
-                meta_forward()
-                record["meta_forward_seconds"] = _median_seconds(meta_forward)
-                record["meta_counts"] = _forward_counts(meta_forward)
-            except Exception as exc:  # a model whose forward needs real data (an .item(), a mask check)
-                record["meta_error"] = mp.first_line(exc)
-            del model, batch
+            meta_forward()
+            record["meta_forward_seconds"] = _median_seconds(meta_forward)
+            record["meta_counts"] = _forward_counts(meta_forward)
+        except Exception as exc:  # a model whose forward needs real data (an .item(), a mask check)
+            record["meta_error"] = mp.first_line(exc)
+        del model, batch
         record["at_seconds"] = time.perf_counter() - started
         points.append(record)
         dc, mc = record["device_counts"], record.get("meta_counts", {})
@@ -1235,81 +1246,63 @@ def phase_modules(dev, workloads, started) -> list:
     post-hooks on every module, perf_counter; the hooks' own cost is in each figure), with a canary
     before each model. roofsim's host time per layer at that canary sets them in context."""
     points = []
-    for spec in mp.model_cases(False):
-        if spec["id"] not in PYTHON_MODELS:
-            continue
-        mode = spec["precision"]
+    for spec, model, batch, _, opt, forward in _ready_python_models(dev, optimizer_steps=True):
         record = {"label": spec["id"], "batch": spec["batch"]}
-        with mp.tf32_flags(mode):
-            try:
-                _, model, batch, loss_fn, _, opt, _ = mp.ready_model(spec, dev, False)
-            except mp.Skip as exc:
-                print(f"  {spec['id']}: skipped ({exc})", flush=True)
-                continue
-
-            def forward(model=model, batch=batch, loss_fn=loss_fn):
-                with mp.autocast_ctx(mode, dev.type):
-                    return loss_fn(model, batch)
-            for _ in range(3):
-                opt.zero_grad(set_to_none=True)
-                forward().backward()
-                opt.step()
+        record["canary_seconds"] = mp.canary_seconds_per_op(dev)
+        parts = {"forward": [], "backward": [], "optimizer": []}
+        for _ in range(REPS // 3):
+            opt.zero_grad(set_to_none=True)
             sync()
-            record["canary_seconds"] = mp.canary_seconds_per_op(dev)
-            parts = {"forward": [], "backward": [], "optimizer": []}
+            t0 = time.perf_counter()
+            loss = forward()
+            t1 = time.perf_counter()
+            sync()
+            t2 = time.perf_counter()
+            loss.backward()
+            t3 = time.perf_counter()
+            sync()
+            t4 = time.perf_counter()
+            opt.step()
+            t5 = time.perf_counter()
+            sync()
+            parts["forward"].append(t1 - t0)
+            parts["backward"].append(t3 - t2)
+            parts["optimizer"].append(t5 - t4)
+            del loss
+        record["part_seconds"] = {k: statistics.median(v) for k, v in parts.items()}
+        paths = {id(m): name or "(model)" for name, m in model.named_modules()}
+        opened, spent = {}, collections.defaultdict(float)
+
+        def pre_hook(module, inputs):
+            opened.setdefault(id(module), []).append(time.perf_counter())
+
+        def post_hook(module, inputs, output):
+            stack = opened.get(id(module))
+            if stack:
+                spent[paths.get(id(module), type(module).__name__)] += time.perf_counter() - stack.pop()
+        handles = [torch.nn.modules.module.register_module_forward_pre_hook(pre_hook),
+                   torch.nn.modules.module.register_module_forward_hook(post_hook)]
+        per_rep = []
+        try:
             for _ in range(REPS // 3):
                 opt.zero_grad(set_to_none=True)
                 sync()
+                spent.clear()
                 t0 = time.perf_counter()
                 loss = forward()
-                t1 = time.perf_counter()
-                sync()
-                t2 = time.perf_counter()
+                spent["(forward)"] = time.perf_counter() - t0
+                per_rep.append(dict(spent))
                 loss.backward()
-                t3 = time.perf_counter()
                 sync()
-                t4 = time.perf_counter()
-                opt.step()
-                t5 = time.perf_counter()
-                sync()
-                parts["forward"].append(t1 - t0)
-                parts["backward"].append(t3 - t2)
-                parts["optimizer"].append(t5 - t4)
                 del loss
-            record["part_seconds"] = {k: statistics.median(v) for k, v in parts.items()}
-            paths = {id(m): name or "(model)" for name, m in model.named_modules()}
-            opened, spent = {}, collections.defaultdict(float)
-
-            def pre_hook(module, inputs):
-                opened.setdefault(id(module), []).append(time.perf_counter())
-
-            def post_hook(module, inputs, output):
-                stack = opened.get(id(module))
-                if stack:
-                    spent[paths.get(id(module), type(module).__name__)] += time.perf_counter() - stack.pop()
-            handles = [torch.nn.modules.module.register_module_forward_pre_hook(pre_hook),
-                       torch.nn.modules.module.register_module_forward_hook(post_hook)]
-            per_rep = []
-            try:
-                for _ in range(REPS // 3):
-                    opt.zero_grad(set_to_none=True)
-                    sync()
-                    spent.clear()
-                    t0 = time.perf_counter()
-                    loss = forward()
-                    spent["(forward)"] = time.perf_counter() - t0
-                    per_rep.append(dict(spent))
-                    loss.backward()
-                    sync()
-                    del loss
-            finally:
-                for h in handles:
-                    h.remove()
-            record["module_forward_seconds"] = {k: statistics.median(r.get(k, 0.0) for r in per_rep) for k in per_rep[0]}
-            record["module_classes"] = {paths[id(m)]: type(m).__name__ for m in model.modules() if paths[id(m)] in per_rep[0]}
-            record["canary_after_seconds"] = mp.canary_seconds_per_op(dev)
-            del model, batch, opt
-            mp.clear_memory(dev)
+        finally:
+            for h in handles:
+                h.remove()
+        record["module_forward_seconds"] = {k: statistics.median(r.get(k, 0.0) for r in per_rep) for k in per_rep[0]}
+        record["module_classes"] = {paths[id(m)]: type(m).__name__ for m in model.modules() if paths[id(m)] in per_rep[0]}
+        record["canary_after_seconds"] = mp.canary_seconds_per_op(dev)
+        del model, batch, opt
+        mp.clear_memory(dev)
         record["at_seconds"] = time.perf_counter() - started
         points.append(record)
         ps = record["part_seconds"]
