@@ -31,7 +31,8 @@ tools/validate/measure_pytorch.py, by contrast, only checks predictions.  Figure
       Attention at a model's head size (64) is keyed by the SDPA backend that ran:
       layer_*_sdpa_<cudnn|flash|efficient|math> (F.scaled_dot_product_attention on 1 x 1 x 16 x 64),
       and layer_*_mha_no_weights (nn.MultiheadAttention(64, 1) called with need_weights=False, as
-      torchvision's ViT calls it; its record names the backend).
+      torchvision's ViT calls it; its record names the backend). layer_*_dropout_identity: nn.Dropout(0.0),
+      which returns its input (no kernel, no autograd node): the module call alone.
   layer_steady_<op>[_autocast]
       Host cost of one tiny layer's forward + backward as a layer timed on its own runs: grads
       set to None, forward, backward(grad), 50 times back to back with no synchronize between,
@@ -414,6 +415,8 @@ def layer_cases(dev):
         "tanh": (module(nn.Tanh()), lambda: [r(4, 8)]),
         "sigmoid": (module(nn.Sigmoid()), lambda: [r(4, 8)]),
         "dropout": (module(nn.Dropout(0.1)), lambda: [r(4, 8)]),
+        # p = 0 (torchvision's ViT default): ATen's dropout returns its input, no kernel, no node
+        "dropout_identity": (module(nn.Dropout(0.0)), lambda: [r(4, 8)]),
         "add": (lambda: torch.add, lambda: [r(4, 8), r(4, 8)]),
         "mul": (lambda: torch.mul, lambda: [r(4, 8), r(4, 8)]),
         "softmax": (lambda: (lambda x: F.softmax(x, dim=-1)), lambda: [r(4, 8)]),
@@ -801,6 +804,7 @@ def chain_cases(dev):
         "tanh": (mod(nn.Tanh), lambda: r(4, 8)),
         "sigmoid": (mod(nn.Sigmoid), lambda: r(4, 8)),
         "dropout": (mod(lambda: nn.Dropout(0.1)), lambda: r(4, 8)),
+        "dropout_identity": (mod(lambda: nn.Dropout(0.0)), lambda: r(4, 8)),
         "add": (with_param((4, 8), torch.add), lambda: r(4, 8)),
         "mul": (with_param((4, 8), torch.mul), lambda: r(4, 8)),
         "softmax": (lambda: (lambda y: F.softmax(y, dim=-1)), lambda: r(4, 8)),

@@ -380,6 +380,30 @@ TEST_CASE("attention dropout reaches the fused kernels and is checked", "[lower]
                       Catch::Contains("dropout_p"));
 }
 
+TEST_CASE("dropout with p = 0 returns its input: no kernel, the identity call's host figures", "[lower]") {
+    const GraphInput x{"", {8, 128, 768}, DType::f32, true};
+    LoweringOptions o;
+    o.optimizer.kind = OptimizerKind::none;
+    const auto launched = [](const LoweredStep& step) {
+        std::vector<std::string> ops;
+        for (const Kernel& k : step.kernels.kernels) {
+            if (k.kind != KernelKind::host_only) ops.push_back(k.op.str());
+        }
+        return ops;
+    };
+    const LoweredStep identity = lower(one_layer_graph("dropout", {{"p", AttrValue(0.0)}}, {x}), o);
+    CHECK(launched(identity).empty());
+    std::vector<std::string> host_ops;
+    for (const Kernel& k : identity.kernels.kernels) {
+        if (k.kind == KernelKind::host_only) host_ops.push_back(k.host_op.str());
+    }
+    CHECK(host_ops == std::vector<std::string>{"dropout_identity", "dropout_identity"});
+    CHECK(graph_op_of_host_op("dropout_identity") == "dropout");
+    // p > 0: the mask kernel forward, its product backward
+    CHECK(launched(lower(one_layer_graph("dropout", {{"p", AttrValue(0.1)}}, {x}), o)) ==
+          std::vector<std::string>{"aten::native_dropout", "aten::native_dropout_backward"});
+}
+
 TEST_CASE("a layer norm's weight gradients carry its row shape", "[lower]") {
     // so that they take the efficiency timed at the layer's shape (op_factor_at), as its dX kernel does
     const GraphInput x{"", {64, 768}, DType::f32, true};

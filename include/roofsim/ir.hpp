@@ -260,10 +260,10 @@ struct Kernel {
 
 /// The graph op a host op stands for: "conv2d" for "conv2d_nobias" (host_op_without_bias), "sdpa"
 /// for "sdpa_cudnn" (host_op_of_attention), "mha" for "mha_no_weights" (nn.MultiheadAttention called
-/// with need_weights=False), else itself.
+/// with need_weights=False), "dropout" for "dropout_identity" (p = 0), else itself.
 [[nodiscard]] constexpr std::string_view graph_op_of_host_op(std::string_view host_op) {
     if (host_op.starts_with("sdpa_")) return "sdpa";
-    for (const std::string_view variant : {std::string_view("_nobias"), std::string_view("_no_weights")}) {
+    for (const std::string_view variant : {std::string_view("_nobias"), std::string_view("_no_weights"), std::string_view("_identity")}) {
         if (host_op.ends_with(variant)) return host_op.substr(0, host_op.size() - variant.size());
     }
     return host_op;

@@ -53,6 +53,9 @@ inline constexpr std::string_view accumulate_grad_clone_host_op = "accumulate_gr
 /// The host op of nn.MultiheadAttention called with need_weights=False (the SDPA path, as
 /// torchvision's ViT calls it): the framework probe times that call apart from the default one.
 inline constexpr std::string_view mha_no_weights_host_op = "mha_no_weights";
+/// The host op of nn.Dropout with p = 0 in training, which launches nothing and records no autograd
+/// node (a module call and one dispatch that returns its input).
+inline constexpr std::string_view dropout_identity_host_op = "dropout_identity";
 
 struct OptimizerOptions {
     OptimizerKind kind = OptimizerKind::sgd;
@@ -935,10 +938,17 @@ private:
     }
 
     // dropout (training): writes the output and a one-byte mask; backward multiplies dY by the mask.
+    // With p = 0 PyTorch returns the input itself (ATen's dropout: no kernel, no autograd node): the
+    // module call's host cost alone, at its own figures (dropout_identity_host_op).
     Value dropout(const Layer& l, LayerSummary& s) {
         const Value& x = input(l, 0);
         const double p = attr_real(l, "p", 0.5);
         if (p < 0 || p >= 1) throw layer_error(l, "p: must be in [0, 1)");
+        if (p == 0) {
+            tensor_[own_id()] = tensor_[input_id(0)];
+            cost_markers_as(dropout_identity_host_op, true, true);
+            return x;
+        }
         const double n = numel(x.shape);
         Kernel& f = kernel(l, Phase::forward, "aten::native_dropout", KernelKind::elementwise, x.dtype, n, n);
         f.bytes_written += tensor_bytes(n, DType::boolean);

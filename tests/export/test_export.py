@@ -362,6 +362,28 @@ class TransformerBlock(unittest.TestCase):
         self.assertIsNone(ops.attention_host_op("bmm"))
 
 
+class DropoutWithoutProbability(unittest.TestCase):
+    def test_p0_dropout_runs_nothing(self):
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(16, 16)
+                self.keep = nn.Dropout(0.0)   # torchvision's ViT default: returns its input
+                self.drop = nn.Dropout(0.1)
+
+            def forward(self, x):
+                return self.drop(self.keep(self.fc(x)))
+
+        doc = export(Net(), {"x": torch.empty(4, 16)}, optimizer="none")
+        keep = [k for k in doc["kernels"] if k["layer"] == "keep"]
+        # one forward marker costed as the identity call, no kernel, no backward (no autograd node)
+        self.assertEqual([(k["op"], k["phase"], k["host_op"]) for k in keep], [("dispatch dropout", "forward", "dropout_identity")])
+        drop = [k for k in doc["kernels"] if k["layer"] == "drop" and k["op"] == "dispatch dropout"]
+        self.assertEqual([(k["phase"], k["host_op"]) for k in drop], [("forward", "dropout"), ("backward", "dropout")])
+        self.assertTrue(any(k["op"] == "aten::native_dropout" for k in doc["kernels"] if k["layer"] == "drop")
+                        or any(k["op"].startswith("aten::bernoulli") for k in doc["kernels"] if k["layer"] == "drop"))
+
+
 class Convolutions(unittest.TestCase):
     def test_conv1d_grouped_bias_groupnorm(self):
         model, inputs = models.convnet()

@@ -56,6 +56,7 @@ class Call:
     host_op: str | None = None     # the framework figures of its host cost (ops.host_op)
     known: "Call | None" = None     # the outermost call of a known type on the stack (may be self)
     marker: dict | None = None      # its forward dispatch marker, where it has one
+    recorded_at: int = 0            # how many kernels were recorded when it began
 
 
 @dataclass(eq=False)
@@ -179,10 +180,16 @@ class Session:
         if self.recording and op and parent_known is None:
             call.marker = marker(op, "forward", path, call.host_op)
             self.kernels.append(call.marker)
+        call.recorded_at = len(self.kernels)
 
     def _post_hook(self, module, args, output):
         for i in range(len(self.stack) - 1, -1, -1):
-            if self.stack[i].module is module:
+            call = self.stack[i]
+            if call.module is module:
+                if call.host_op == "dropout" and call.marker is not None and len(self.kernels) == call.recorded_at:
+                    # nn.Dropout with p = 0 (or in eval mode): ATen's dropout returns its input, no
+                    # kernel, no autograd node; the module call costs the probe's figures of that
+                    call.host_op = call.marker["host_op"] = "dropout_identity"
                 del self.stack[i:]
                 return
 

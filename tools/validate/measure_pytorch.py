@@ -490,6 +490,8 @@ def layer_cases(smoke: bool) -> list[dict]:
     for op in ("silu", "tanh", "sigmoid"):
         unary(op, [8, 1024, 3072], BASE_MODES)
     unary("dropout", [8, 1024, 768], BASE_MODES, {"p": 0.1})
+    # p = 0 (torchvision's ViT default): PyTorch returns the input, no kernel, no autograd node
+    unary("dropout", [8, 1024, 768], ["fp32", "amp-bf16"], {"p": 0.0}, tag="-p0")
     binary("add", [8, 1024, 768], ["fp32", "amp-bf16", "bf16"])
     binary("add", [8, 256], ["fp32"])
     binary("mul", [8, 1024, 3072], BASE_MODES)
