@@ -70,7 +70,10 @@ Phases (--phase, one process each):
             validation model at its host-paced batch, the host seconds of its forward, backward()
             and optimizer.step() (each from a synchronize to its return), then of the forward inside
             each module call (global forward pre- and post-hooks), a canary before and after.
-The last ten take no points (the seven paired workloads are built and warmed all the same).
+  autograd  where backward()'s host time goes: each validation model at its host-paced batch,
+            backward() alone, then with a pre-hook and a hook on every node of the step's autograd
+            graph: seconds and count per node class.
+The last eleven take no points (the seven paired workloads are built and warmed all the same).
 Writes JSON (--out) and prints a table. Usage, on a GPU machine, from the repository root:
   python3 tools/validate/host_state.py --phase profiler --out host_state_profiler.json
 """
@@ -1313,9 +1316,81 @@ def phase_modules(dev, workloads, started) -> list:
     return points
 
 
+def _autograd_nodes(root) -> list:
+    """Every autograd node reachable from `root` (a grad_fn), each once."""
+    seen, order, todo = set(), [], [root]
+    while todo:
+        node = todo.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        order.append(node)
+        todo.extend(n for n, _ in getattr(node, "next_functions", ()))
+    return order
+
+
+def phase_autograd(dev, workloads, started) -> list:
+    """PYTHON_MODELS on `dev`: where backward()'s host time goes. The host seconds of backward()
+    alone (from a synchronize to its return), then with a pre-hook and a hook on every autograd node
+    of the step's graph (perf_counter in the engine's thread; the hooks' own cost is in each node's
+    figure and in the total): seconds and count per node class (AddmmBackward0, ...), a canary
+    before and after."""
+    points = []
+    for spec, model, batch, _, opt, forward in _ready_python_models(dev, optimizer_steps=False):
+        record = {"label": spec["id"], "batch": spec["batch"], "canary_seconds": mp.canary_seconds_per_op(dev)}
+        plain, hooked, per_rep = [], [], []
+        for hooks in [False] * (REPS // 3) + [True] * (REPS // 3):
+            opt.zero_grad(set_to_none=True)
+            loss = forward()
+            handles, opened = [], {}
+            spent, counts = collections.defaultdict(float), collections.Counter()
+            if hooks:
+                for node in _autograd_nodes(loss.grad_fn):
+                    name = type(node).__name__
+
+                    def pre(grad_outputs, key=id(node)):
+                        opened[key] = time.perf_counter()
+
+                    def post(grad_inputs, grad_outputs, key=id(node), name=name):
+                        t0 = opened.pop(key, None)
+                        if t0 is not None:
+                            spent[name] += time.perf_counter() - t0
+                            counts[name] += 1
+                    try:
+                        handles.append(node.register_prehook(pre))
+                        handles.append(node.register_hook(post))
+                    except (AttributeError, RuntimeError):
+                        pass
+            sync()
+            t0 = time.perf_counter()
+            loss.backward()
+            seconds = time.perf_counter() - t0
+            sync()
+            for h in handles:
+                h.remove()
+            del loss
+            (hooked if hooks else plain).append(seconds)
+            if hooks:
+                per_rep.append((dict(spent), dict(counts)))
+        record["backward_seconds"] = statistics.median(plain)
+        record["hooked_backward_seconds"] = statistics.median(hooked)
+        names = sorted({n for spent, _ in per_rep for n in spent})
+        record["node_seconds"] = {n: statistics.median(spent.get(n, 0.0) for spent, _ in per_rep) for n in names}
+        record["node_counts"] = {n: max(counts.get(n, 0) for _, counts in per_rep) for n in names}
+        record["canary_after_seconds"] = mp.canary_seconds_per_op(dev)
+        record["at_seconds"] = time.perf_counter() - started
+        points.append(record)
+        top = sorted(record["node_seconds"].items(), key=lambda kv: -kv[1])[:5]
+        print(f"  {spec['id']:34s} backward {record['backward_seconds'] * 1e3:6.2f} ms, hooked "
+              f"{record['hooked_backward_seconds'] * 1e3:6.2f} ms, {sum(record['node_counts'].values())} nodes | "
+              + ", ".join(f"{n} {v * 1e3:.2f}" for n, v in top)
+              + f" | canary {record['canary_seconds'] * 1e6:.1f} / {record['canary_after_seconds'] * 1e6:.1f} us", flush=True)
+    return points
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--phase", choices=("profiler", "groups", "validation", "threads", "imports", "depth", "clocks", "overlap", "sizes", "model_sum", "model_host", "lstm", "harness", "reps", "python", "modules"), required=True)
+    ap.add_argument("--phase", choices=("profiler", "groups", "validation", "threads", "imports", "depth", "clocks", "overlap", "sizes", "model_sum", "model_host", "lstm", "harness", "reps", "python", "modules", "autograd"), required=True)
     ap.add_argument("--out", required=True, help="JSON file to write")
     ap.add_argument("--device", default="cuda", help="torch device (default cuda; cpu tests the script only)")
     args = ap.parse_args(argv)
@@ -1330,7 +1405,7 @@ def main(argv=None) -> int:
               "threads": phase_threads, "imports": phase_imports, "depth": phase_depth,
               "clocks": phase_clocks, "overlap": phase_overlap, "sizes": phase_sizes, "model_sum": phase_model_sum, "model_host": phase_model_host,
               "lstm": phase_lstm, "harness": phase_harness, "reps": phase_reps,
-              "python": phase_python, "modules": phase_modules}
+              "python": phase_python, "modules": phase_modules, "autograd": phase_autograd}
     points = phases[args.phase](dev, workloads, started)
     doc = {"kind": "roofsim-host-state-diagnostic", "phase": args.phase, "torch": torch.__version__,
            "device": torch.cuda.get_device_name() if dev.type == "cuda" else "cpu", "cpu": mp.host_cpu_name(),
