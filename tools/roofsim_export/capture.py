@@ -31,7 +31,7 @@ import torch.nn as nn
 from . import compat, values
 from .emulate import CudaEmulation
 from .kernels import ATTENTION_OPS, BATCH_NORM_BACKWARD_OPS, Mapper, describe_args, flat_tensors
-from .ops import aten_graph_op, attention_host_op, host_op, module_op
+from .ops import DROPOUT_IDENTITY, MHA_NO_WEIGHTS, aten_graph_op, attention_host_op, host_op, module_op
 from .precision import Precision, element_size
 
 
@@ -189,7 +189,7 @@ class Session:
                 if call.host_op == "dropout" and call.marker is not None and len(self.kernels) == call.recorded_at:
                     # nn.Dropout with p = 0 (or in eval mode): ATen's dropout returns its input, no
                     # kernel, no autograd node; the module call costs the probe's figures of that
-                    call.host_op = call.marker["host_op"] = "dropout_identity"
+                    call.host_op = call.marker["host_op"] = DROPOUT_IDENTITY
                 del self.stack[i:]
                 return
 
@@ -332,7 +332,7 @@ class Session:
         known = owner.known
         if known is not None and phase == "forward" and known.host_op == "mha" and name in ATTENTION_OPS:
             # nn.MultiheadAttention called with need_weights=False runs SDPA, not the weights path
-            known.host_op = "mha_no_weights"
+            known.host_op = MHA_NO_WEIGHTS
             if known.marker is not None:
                 known.marker["host_op"] = known.host_op
         if known is not None:

@@ -60,6 +60,13 @@ def host_op(module: nn.Module, op: str) -> str:
     return op
 
 
+# Host ops of calls that run otherwise than the probe's tiny layer of their module (roofsim's
+# graph_op_of_host_op maps each back to its graph op): nn.MultiheadAttention called with
+# need_weights=False (fused attention), nn.Dropout that ran nothing (p = 0).
+MHA_NO_WEIGHTS = "mha_no_weights"
+DROPOUT_IDENTITY = "dropout_identity"
+
+
 def attention_host_op(aten_name: str) -> str | None:
     """The host op of a fused attention op ("sdpa_cudnn" for _scaled_dot_product_cudnn_attention and
     its backward): the framework probe times attention at a model's head size keyed by the SDPA
