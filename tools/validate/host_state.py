@@ -73,7 +73,10 @@ Phases (--phase, one process each):
   autograd  where backward()'s host time goes: each validation model at its host-paced batch,
             backward() alone, then with a pre-hook and a hook on every node of the step's autograd
             graph: seconds and count per node class.
-The last eleven take no points (the seven paired workloads are built and warmed all the same).
+  ops       where a step's host time goes by aten operator and CUDA call (torch.profiler): each
+            validation model at its host-paced batch, forward and backward(); ViT-B/16's patch
+            convolution alone too.
+The last twelve take no points (the seven paired workloads are built and warmed all the same).
 Writes JSON (--out) and prints a table. Usage, on a GPU machine, from the repository root:
   python3 tools/validate/host_state.py --phase profiler --out host_state_profiler.json
 """
@@ -1388,9 +1391,70 @@ def phase_autograd(dev, workloads, started) -> list:
     return points
 
 
+def _profiled_host_by_name(step, reps: int) -> dict:
+    """torch.profiler (CPU + CUDA) over `reps` calls of step(): per event name on the host (aten
+    operators, CUDA runtime and driver calls, autograd nodes), calls and self host seconds per
+    repetition, and the GPU kernels per repetition."""
+    from torch.profiler import ProfilerActivity, profile
+    sync()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for _ in range(reps):
+            step()
+        sync()
+    rows, kernels = {}, 0
+    for avg in prof.key_averages():
+        if avg.device_type == torch.autograd.DeviceType.CUDA:
+            kernels += avg.count
+            continue
+        self_us = getattr(avg, "self_cpu_time_total", 0.0)
+        rows[avg.key] = {"calls": avg.count / reps, "self_seconds": self_us * 1e-6 / reps}
+    return {"kernels": kernels / reps, "by_name": dict(sorted(rows.items(), key=lambda kv: -kv[1]["self_seconds"]))}
+
+
+def phase_ops(dev, workloads, started) -> list:
+    """PYTHON_MODELS on `dev`: where a step's host time goes by aten operator and CUDA call, under
+    torch.profiler (its own cost is in every figure; read the shares, not the totals): the forward
+    and backward() of a step, three repetitions, then ViT-B/16's patch convolution alone (its
+    forward took 694 us of host in the modules phase against 107 predicted)."""
+    points = []
+    for spec, model, batch, _, opt, forward in _ready_python_models(dev, optimizer_steps=False):
+        def step(opt=opt, forward=forward):
+            opt.zero_grad(set_to_none=True)
+            forward().backward()
+        record = {"label": spec["id"], "batch": spec["batch"], "canary_seconds": mp.canary_seconds_per_op(dev)}
+        record.update(_profiled_host_by_name(step, 3))
+        record["at_seconds"] = time.perf_counter() - started
+        points.append(record)
+        top = list(record["by_name"].items())[:8]
+        print(f"  {spec['id']:34s} {record['kernels']:.0f} kernels | "
+              + ", ".join(f"{n} x{v['calls']:.0f} {v['self_seconds'] * 1e3:.2f} ms" for n, v in top), flush=True)
+        if spec["id"].startswith("vit"):
+            conv = model.conv_proj
+            x = batch["x"] if isinstance(batch, dict) and "x" in batch else next(iter(batch.values()))
+            x = x.detach().requires_grad_(False)
+
+            def conv_forward(conv=conv, x=x, mode=spec["precision"]):
+                with mp.autocast_ctx(mode, dev.type):
+                    return conv(x)
+
+            def conv_step(conv=conv):
+                conv.zero_grad(set_to_none=True)
+                out = conv_forward()
+                out.backward(torch.ones_like(out))
+            sub = {"label": spec["id"] + " conv_proj", "input_shape": list(x.shape),
+                   "forward_seconds": _median_seconds(conv_forward, before=sync),
+                   "canary_seconds": mp.canary_seconds_per_op(dev)}
+            sub.update(_profiled_host_by_name(conv_step, 5))
+            points.append(sub)
+            top = list(sub["by_name"].items())[:8]
+            print(f"  {sub['label']:34s} forward {sub['forward_seconds'] * 1e6:.0f} us | "
+                  + ", ".join(f"{n} x{v['calls']:.0f} {v['self_seconds'] * 1e6:.0f} us" for n, v in top), flush=True)
+    return points
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--phase", choices=("profiler", "groups", "validation", "threads", "imports", "depth", "clocks", "overlap", "sizes", "model_sum", "model_host", "lstm", "harness", "reps", "python", "modules", "autograd"), required=True)
+    ap.add_argument("--phase", choices=("profiler", "groups", "validation", "threads", "imports", "depth", "clocks", "overlap", "sizes", "model_sum", "model_host", "lstm", "harness", "reps", "python", "modules", "autograd", "ops"), required=True)
     ap.add_argument("--out", required=True, help="JSON file to write")
     ap.add_argument("--device", default="cuda", help="torch device (default cuda; cpu tests the script only)")
     args = ap.parse_args(argv)
@@ -1405,7 +1469,7 @@ def main(argv=None) -> int:
               "threads": phase_threads, "imports": phase_imports, "depth": phase_depth,
               "clocks": phase_clocks, "overlap": phase_overlap, "sizes": phase_sizes, "model_sum": phase_model_sum, "model_host": phase_model_host,
               "lstm": phase_lstm, "harness": phase_harness, "reps": phase_reps,
-              "python": phase_python, "modules": phase_modules, "autograd": phase_autograd}
+              "python": phase_python, "modules": phase_modules, "autograd": phase_autograd, "ops": phase_ops}
     points = phases[args.phase](dev, workloads, started)
     doc = {"kind": "roofsim-host-state-diagnostic", "phase": args.phase, "torch": torch.__version__,
            "device": torch.cuda.get_device_name() if dev.type == "cuda" else "cpu", "cpu": mp.host_cpu_name(),
