@@ -18,7 +18,7 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "compute_capability": "9.0",
   "host_cpu": "Intel(R) Xeon(R) Processor",
   "host_logical_cpus": 16,
-  "platform": "Linux-6.18.44-fc-v657-gpu-x86_64-with-glibc2.39"
+  "platform": "Linux-6.18.44-fc-v973-gpu-x86_64-with-glibc2.39"
  },
  "software": {
   "torch": "2.11.0+cu130",
@@ -26,7 +26,7 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "cudnn": 91900,
   "python": "3.12.3"
  },
- "date_utc": "2026-12-01T05:47:11+00:00",
+ "date_utc": "2026-12-01T08:17:43+00:00",
  "command": "/opt/torch/.venv/bin/python3 calibrate/torch_framework_probe.py --gpu-key h200-sxm --out /tmp/run/h200-sxm-torch-2.11.json",
  "settings": {
   "repeats": 11,
@@ -54,433 +54,433 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "conv_host_calls": 10
  },
  "host_speed": {
-  "reference_seconds_per_op": 7.902862500372975e-06,
+  "reference_seconds_per_op": 9.299949999785894e-06,
   "canary": "200 x torch.add of two 1-element tensors between two synchronizes, wall / 200; before each timed repetition (at most one per 20 ms) and after each measurement",
-  "canaries": 4578,
-  "canary_p10_seconds": 7.195630000751408e-06,
-  "canary_p90_seconds": 1.1162394999928437e-05,
+  "canaries": 4968,
+  "canary_p10_seconds": 7.198925000011514e-06,
+  "canary_p90_seconds": 1.109056000018427e-05,
   "use": "the figures are as measured; roofsim reads each at this host speed: the median over passes of pass_seconds x reference_seconds_per_op / pass_host_canary_seconds"
  },
  "figures": {
   "eager_op_add": {
-   "seconds": 7.194929999968736e-06,
-   "min": 6.553990499924112e-06,
-   "max": 9.260303000019121e-06,
+   "seconds": 7.2097395000128015e-06,
+   "min": 6.943769500026064e-06,
+   "max": 1.2655979499982095e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 7.63362700001835e-06,
-   "host_canary_seconds": 7.64760500032935e-06,
+   "issue_only_seconds": 7.200817500006451e-06,
+   "host_canary_seconds": 7.318520000580975e-06,
    "pass_seconds": [
-    7.654526000010265e-06,
-    6.9967915000006545e-06,
-    7.194929999968736e-06
+    7.2097395000128015e-06,
+    1.2347473499971784e-05,
+    7.118680999951721e-06
    ],
    "pass_host_canary_seconds": [
-    7.64760500032935e-06,
-    7.127999999738677e-06,
-    7.2961449996000735e-06
+    7.318520000580975e-06,
+    1.2635665000289009e-05,
+    7.1869599992169245e-06
    ]
   },
   "eager_op_linear": {
-   "seconds": 1.2801118999959726e-05,
-   "min": 1.2119215499978963e-05,
-   "max": 1.383526649999567e-05,
+   "seconds": 1.385710099998505e-05,
+   "min": 1.2090977999946516e-05,
+   "max": 1.5951566500007176e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.2791957999979785e-05,
-   "host_canary_seconds": 7.48479499975474e-06,
+   "issue_only_seconds": 1.3826462499991976e-05,
+   "host_canary_seconds": 7.67425500043828e-06,
    "pass_seconds": [
-    1.2801118999959726e-05,
-    1.288505150000674e-05,
-    1.2451847500074108e-05
+    1.385710099998505e-05,
+    1.52570080000487e-05,
+    1.23082830000385e-05
    ],
    "pass_host_canary_seconds": [
-    7.48479499975474e-06,
-    7.208910000144897e-06,
-    7.299779999812017e-06
+    7.67425500043828e-06,
+    8.201990000316073e-06,
+    7.3146850002103744e-06
    ]
   },
   "eager_op_conv2d": {
-   "seconds": 1.2239545500051464e-05,
-   "min": 1.1888063000014882e-05,
-   "max": 1.6150347999996485e-05,
+   "seconds": 1.3413643500030048e-05,
+   "min": 1.1724554500005978e-05,
+   "max": 1.6654343999903175e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.216518050000559e-05,
-   "host_canary_seconds": 7.557870000027833e-06,
+   "issue_only_seconds": 1.3384032999965712e-05,
+   "host_canary_seconds": 7.77843999912875e-06,
    "pass_seconds": [
-    1.2202913000010085e-05,
-    1.2239545500051464e-05,
-    1.2512435999951776e-05
+    1.3413643500030048e-05,
+    1.5915940000013506e-05,
+    1.2033449499995187e-05
    ],
    "pass_host_canary_seconds": [
-    7.557870000027833e-06,
-    7.421925000699048e-06,
-    7.5395999999727795e-06
+    7.77843999912875e-06,
+    8.646040000712674e-06,
+    7.139860000506814e-06
    ]
   },
   "eager_op_layernorm": {
-   "seconds": 1.1253790500063588e-05,
-   "min": 1.0864300500088574e-05,
-   "max": 1.325995399997737e-05,
+   "seconds": 1.2844296500020392e-05,
+   "min": 1.0646229000030872e-05,
+   "max": 1.4906614500091564e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.219831699995666e-05,
-   "host_canary_seconds": 7.925119999754316e-06,
+   "issue_only_seconds": 1.2808376500061059e-05,
+   "host_canary_seconds": 7.872595000435468e-06,
    "pass_seconds": [
-    1.220649799995499e-05,
-    1.1239633499940282e-05,
-    1.1253790500063588e-05
+    1.2844296500020392e-05,
+    1.4717991499992423e-05,
+    1.1094296999999642e-05
    ],
    "pass_host_canary_seconds": [
-    7.925119999754316e-06,
-    7.352645000082703e-06,
-    7.37034000053427e-06
+    7.872595000435468e-06,
+    8.422719999998663e-06,
+    6.988930000488835e-06
    ]
   },
   "eager_op_add_autocast": {
-   "seconds": 7.1978959999796645e-06,
-   "min": 7.007068500001879e-06,
-   "max": 7.909015499990346e-06,
+   "seconds": 7.681639999987056e-06,
+   "min": 6.966523999949459e-06,
+   "max": 9.71423099997537e-06,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 7.360044000051857e-06,
-   "host_canary_seconds": 7.715822499676504e-06,
+   "issue_only_seconds": 7.658719000005476e-06,
+   "host_canary_seconds": 7.91409749979266e-06,
    "pass_seconds": [
-    7.369721500026572e-06,
-    7.1978959999796645e-06,
-    7.129059000021698e-06
+    7.681639999987056e-06,
+    8.71658450000723e-06,
+    7.214012500071476e-06
    ],
    "pass_host_canary_seconds": [
-    7.715822499676504e-06,
-    7.365882499357213e-06,
-    7.224924999604809e-06
+    7.91409749979266e-06,
+    8.402862500247465e-06,
+    7.453112500002135e-06
    ]
   },
   "eager_op_linear_autocast": {
-   "seconds": 3.783640899996499e-05,
-   "min": 3.636612649995641e-05,
-   "max": 4.796677249998993e-05,
+   "seconds": 4.25616440001022e-05,
+   "min": 3.6943116500083305e-05,
+   "max": 5.0543442999924084e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 4.0780509000001076e-05,
-   "host_canary_seconds": 7.88454500025182e-06,
+   "issue_only_seconds": 4.225969500009796e-05,
+   "host_canary_seconds": 7.972049999125375e-06,
    "pass_seconds": [
-    4.0825360999974695e-05,
-    3.783640899996499e-05,
-    3.782943950000117e-05
+    4.231043850006699e-05,
+    4.8266711999986e-05,
+    4.25616440001022e-05
    ],
    "pass_host_canary_seconds": [
-    7.88454500025182e-06,
-    7.534384999416943e-06,
-    7.435700000542056e-06
+    7.972049999125375e-06,
+    8.24172499960696e-06,
+    7.825730000377007e-06
    ]
   },
   "eager_op_conv2d_autocast": {
-   "seconds": 2.7150729500021953e-05,
-   "min": 2.5847323499988308e-05,
-   "max": 3.064556000003904e-05,
+   "seconds": 3.115546999993057e-05,
+   "min": 2.768152800001644e-05,
+   "max": 3.6083172499957074e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 2.9398442999990947e-05,
-   "host_canary_seconds": 7.69337500059919e-06,
+   "issue_only_seconds": 3.1111753499999396e-05,
+   "host_canary_seconds": 8.392050000338714e-06,
    "pass_seconds": [
-    2.9444234500033417e-05,
-    2.6938895000057527e-05,
-    2.7150729500021953e-05
+    3.115546999993057e-05,
+    2.859485199996925e-05,
+    3.132694949999859e-05
    ],
    "pass_host_canary_seconds": [
-    7.69337500059919e-06,
-    7.392085000219595e-06,
-    7.335715000635901e-06
+    8.392050000338714e-06,
+    7.947900000999652e-06,
+    8.338884999830043e-06
    ]
   },
   "eager_op_layernorm_autocast": {
-   "seconds": 1.1387248000005456e-05,
-   "min": 1.1019080999972176e-05,
-   "max": 1.7720870999937688e-05,
+   "seconds": 1.3949659999980214e-05,
+   "min": 1.203321150001102e-05,
+   "max": 1.5672664500016252e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.2092100500012748e-05,
-   "host_canary_seconds": 7.914800000889955e-06,
+   "issue_only_seconds": 1.3208299499979148e-05,
+   "host_canary_seconds": 8.164394999994329e-06,
    "pass_seconds": [
-    1.2103733499998271e-05,
-    1.119788549999612e-05,
-    1.1387248000005456e-05
+    1.324932499994702e-05,
+    1.3949659999980214e-05,
+    1.4102672999911193e-05
    ],
    "pass_host_canary_seconds": [
-    7.914800000889955e-06,
-    7.221349999326776e-06,
-    7.371330000296439e-06
+    8.164394999994329e-06,
+    8.50319499932084e-06,
+    8.517769999798475e-06
    ]
   },
   "eager_op_add_autograd": {
-   "seconds": 8.974494499966568e-06,
-   "min": 8.338020500104903e-06,
-   "max": 1.0834889999955522e-05,
+   "seconds": 1.038151500006279e-05,
+   "min": 9.723904999987099e-06,
+   "max": 1.279279749996931e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 8.956460500030517e-06,
-   "host_canary_seconds": 7.6226199996654036e-06,
+   "issue_only_seconds": 9.786889499991957e-06,
+   "host_canary_seconds": 8.11165500010702e-06,
    "pass_seconds": [
-    8.974494499966568e-06,
-    8.471632000009776e-06,
-    9.538857499933328e-06
+    9.819730000003802e-06,
+    1.1361740499978623e-05,
+    1.038151500006279e-05
    ],
    "pass_host_canary_seconds": [
-    7.6226199996654036e-06,
-    7.207794999999351e-06,
-    8.500994999849354e-06
+    8.11165500010702e-06,
+    9.351574999527656e-06,
+    8.395597499770703e-06
    ]
   },
   "eager_op_linear_autograd": {
-   "seconds": 1.7076814500001093e-05,
-   "min": 1.4857855999935055e-05,
-   "max": 3.383317599991642e-05,
+   "seconds": 1.8766501500067534e-05,
+   "min": 1.689756899997974e-05,
+   "max": 2.1274500999993505e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 2.4452015499946357e-05,
-   "host_canary_seconds": 1.058908999993946e-05,
+   "issue_only_seconds": 1.7726063999930375e-05,
+   "host_canary_seconds": 8.029260000057548e-06,
    "pass_seconds": [
-    2.4506156499910503e-05,
-    1.5176525000015317e-05,
-    1.7076814500001093e-05
+    1.7766581999921983e-05,
+    2.025245899994843e-05,
+    1.8766501500067534e-05
    ],
    "pass_host_canary_seconds": [
-    1.058908999993946e-05,
-    7.2180699999080385e-06,
-    7.699100000309046e-06
+    8.029260000057548e-06,
+    9.090705000289744e-06,
+    8.656364999524157e-06
    ]
   },
   "eager_op_conv2d_autograd": {
-   "seconds": 1.4869039500013059e-05,
-   "min": 1.4263264500073091e-05,
-   "max": 3.4096460499995375e-05,
+   "seconds": 1.9272404500043193e-05,
+   "min": 1.684926050006652e-05,
+   "max": 2.176016349994825e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.5264875499951814e-05,
-   "host_canary_seconds": 1.0352089999514646e-05,
+   "issue_only_seconds": 1.7160952000040196e-05,
+   "host_canary_seconds": 8.189435000076628e-06,
    "pass_seconds": [
-    1.530731200000446e-05,
-    1.479486599998836e-05,
-    1.4869039500013059e-05
+    1.7213528500064966e-05,
+    1.9469790500011186e-05,
+    1.9272404500043193e-05
    ],
    "pass_host_canary_seconds": [
-    1.0352089999514646e-05,
-    7.431804999669112e-06,
-    7.48499999986052e-06
+    8.189435000076628e-06,
+    9.588885000084701e-06,
+    9.306230000447612e-06
    ]
   },
   "eager_op_layernorm_autograd": {
-   "seconds": 1.4135360999944169e-05,
-   "min": 1.2796966999985671e-05,
-   "max": 2.789308500007337e-05,
+   "seconds": 1.8970394999996643e-05,
+   "min": 1.6484406500012484e-05,
+   "max": 2.24207320000005e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 2.0846752500006006e-05,
-   "host_canary_seconds": 8.046340000191776e-06,
+   "issue_only_seconds": 2.1910606999995252e-05,
+   "host_canary_seconds": 1.0543534999669646e-05,
    "pass_seconds": [
-    2.0903564000036567e-05,
-    1.331574300002103e-05,
-    1.4135360999944169e-05
+    2.1952714000008198e-05,
+    1.8970394999996643e-05,
+    1.7525491500009592e-05
    ],
    "pass_host_canary_seconds": [
-    8.046340000191776e-06,
-    6.968605000565731e-06,
-    7.401190000564384e-06
+    1.0543534999669646e-05,
+    9.010089999037518e-06,
+    9.49826999999459e-06
    ]
   },
   "eager_op_add_autograd_autocast": {
-   "seconds": 8.62824199998613e-06,
-   "min": 7.932637499948214e-06,
-   "max": 1.309727749992362e-05,
+   "seconds": 1.0703361500077335e-05,
+   "min": 9.616156999982196e-06,
+   "max": 1.318030350000754e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.1916661999975987e-05,
-   "host_canary_seconds": 1.0165915000470704e-05,
+   "issue_only_seconds": 1.2527679499953592e-05,
+   "host_canary_seconds": 1.0382064999703289e-05,
    "pass_seconds": [
-    1.1954341999967255e-05,
-    8.15076199990017e-06,
-    8.62824199998613e-06
+    1.2572488999921916e-05,
+    1.0703361500077335e-05,
+    1.0251308999954744e-05
    ],
    "pass_host_canary_seconds": [
-    1.0165915000470704e-05,
-    6.8910275007283424e-06,
-    7.332892500357957e-06
+    1.0382064999703289e-05,
+    8.777269999882265e-06,
+    8.158064999861381e-06
    ]
   },
   "eager_op_linear_autograd_autocast": {
-   "seconds": 1.7290023999976257e-05,
-   "min": 1.5844778999962728e-05,
-   "max": 3.158949750002194e-05,
+   "seconds": 1.7096224500050992e-05,
+   "min": 1.631506350008749e-05,
+   "max": 2.5689662500099076e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 2.6282856000079846e-05,
-   "host_canary_seconds": 1.1021569999911662e-05,
+   "issue_only_seconds": 1.9771505999983674e-05,
+   "host_canary_seconds": 8.14964500023052e-06,
    "pass_seconds": [
-    2.6336248999996315e-05,
-    1.6369624500043755e-05,
-    1.7290023999976257e-05
+    1.9818354999983967e-05,
+    1.7096224500050992e-05,
+    1.6561443499995222e-05
    ],
    "pass_host_canary_seconds": [
-    1.1021569999911662e-05,
-    7.214760000806564e-06,
-    7.473245000255702e-06
+    8.14964500023052e-06,
+    7.482980000759199e-06,
+    7.3819800002183914e-06
    ]
   },
   "eager_op_conv2d_autograd_autocast": {
-   "seconds": 1.3906163999990895e-05,
-   "min": 1.2837036499945498e-05,
-   "max": 2.2538155500001266e-05,
+   "seconds": 1.5075435999960974e-05,
+   "min": 1.3288853500057485e-05,
+   "max": 2.1079357500070728e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.4691237999954865e-05,
-   "host_canary_seconds": 7.999724999763203e-06,
+   "issue_only_seconds": 2.0204445499985015e-05,
+   "host_canary_seconds": 1.0796105000281386e-05,
    "pass_seconds": [
-    1.473049449998598e-05,
-    1.2995253999974921e-05,
-    1.3906163999990895e-05
+    2.0251639999969484e-05,
+    1.4158682000015688e-05,
+    1.5075435999960974e-05
    ],
    "pass_host_canary_seconds": [
-    7.999724999763203e-06,
-    7.207090000065364e-06,
-    7.561324999869612e-06
+    1.0796105000281386e-05,
+    7.570254999791359e-06,
+    7.700539999859756e-06
    ]
   },
   "eager_op_layernorm_autograd_autocast": {
-   "seconds": 1.405583950008804e-05,
-   "min": 1.3503509000088342e-05,
-   "max": 2.955917349993342e-05,
+   "seconds": 1.5060146499990878e-05,
+   "min": 1.442126649999409e-05,
+   "max": 2.2382361000040872e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 2.2096930499969858e-05,
-   "host_canary_seconds": 1.0108390000596046e-05,
+   "issue_only_seconds": 1.7097935000037978e-05,
+   "host_canary_seconds": 8.616925000524134e-06,
    "pass_seconds": [
-    2.2148502499931055e-05,
-    1.3913849499999742e-05,
-    1.405583950008804e-05
+    1.7154512500042075e-05,
+    1.5060146499990878e-05,
+    1.4922229500029971e-05
    ],
    "pass_host_canary_seconds": [
-    1.0108390000596046e-05,
-    7.40613000061785e-06,
-    7.3341550000805e-06
+    8.616925000524134e-06,
+    7.882419999987178e-06,
+    7.725785000047836e-06
    ]
   },
   "eager_op_add_out": {
-   "seconds": 6.202399000017067e-06,
-   "min": 5.777937999937421e-06,
-   "max": 9.058948499955477e-06,
+   "seconds": 6.522882500007654e-06,
+   "min": 5.909427999995387e-06,
+   "max": 8.827454999959627e-06,
    "samples": 33,
    "method": "2000 x torch.add(x, y, out=z) on 1-element tensors, one synchronize, wall / 2000; median of 3 passes over the probe's run",
-   "issue_only_seconds": 6.638436999992336e-06,
-   "host_canary_seconds": 8.363967500031321e-06,
+   "issue_only_seconds": 7.0378215000346244e-06,
+   "host_canary_seconds": 8.426064999866868e-06,
    "pass_seconds": [
-    6.650545999946189e-06,
-    6.028712500096844e-06,
-    6.202399000017067e-06
+    7.058576499957781e-06,
+    6.522882500007654e-06,
+    6.134035999934895e-06
    ],
    "pass_host_canary_seconds": [
-    8.363967500031321e-06,
-    7.281345000365036e-06,
-    7.589122499780388e-06
+    8.426064999866868e-06,
+    7.575207500281066e-06,
+    7.328729999471762e-06
    ]
   },
   "backward_node_mul": {
-   "seconds": 1.2282718888753961e-05,
-   "min": 1.0316408888684236e-05,
-   "max": 2.5176354444182735e-05,
+   "seconds": 1.2410281111038381e-05,
+   "min": 9.485051111318575e-06,
+   "max": 1.7790316666529784e-05,
    "samples": 33,
    "method": "backward() of a chain of y = y * c (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.065795000045e-05,
+   "host_canary_seconds": 9.862370000064402e-06,
    "pass_seconds": [
-    1.2282718888753961e-05,
-    1.5172807777869618e-05,
-    1.1129278888751692e-05
+    1.312267111087648e-05,
+    1.0676320000079107e-05,
+    1.2410281111038381e-05
    ],
    "pass_host_canary_seconds": [
-    1.065795000045e-05,
-    7.457474999910119e-06,
-    7.632660000354008e-06
+    9.862370000064402e-06,
+    9.75492499946995e-06,
+    7.945945000074062e-06
    ]
   },
   "backward_fixed": {
-   "seconds": 0.0007341323333144424,
-   "min": 0.0004768831111050533,
-   "max": 0.0015642395556925391,
+   "seconds": 0.0006888478889727088,
+   "min": 0.00018232644439801038,
+   "max": 0.000909581888789843,
    "samples": 33,
    "method": "intercept of the y = y * c chain fit: T(100) - slope * 100; one backward() call; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.065795000045e-05,
+   "host_canary_seconds": 9.862370000064402e-06,
    "pass_seconds": [
-    0.0007611986668760234,
-    0.0005849076667598437,
-    0.0007341323333144424
+    0.00046711655573340575,
+    0.0006942158890473769,
+    0.0006888478889727088
    ],
    "pass_host_canary_seconds": [
-    1.065795000045e-05,
-    7.457474999910119e-06,
-    7.632660000354008e-06
+    9.862370000064402e-06,
+    9.75492499946995e-06,
+    7.945945000074062e-06
    ]
   },
   "backward_node_view": {
-   "seconds": 6.293892222149427e-06,
-   "min": 3.7145933333704306e-06,
-   "max": 6.881156666622701e-06,
+   "seconds": 5.096215555669106e-06,
+   "min": 3.724415555552696e-06,
+   "max": 6.18909555542915e-06,
    "samples": 33,
    "method": "backward() of a chain of y = y.view(...) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0860717500236206e-05,
+   "host_canary_seconds": 9.648434999007804e-06,
    "pass_seconds": [
-    6.126165555492157e-06,
-    6.424708888819926e-06,
-    6.293892222149427e-06
+    4.7165144446302695e-06,
+    5.096215555669106e-06,
+    5.809503333390846e-06
    ],
    "pass_host_canary_seconds": [
-    1.0860717500236206e-05,
-    7.29599249950752e-06,
-    1.0339890000068408e-05
+    9.648434999007804e-06,
+    8.75229000030231e-06,
+    7.732669999995778e-06
    ]
   },
   "backward_node_transpose": {
-   "seconds": 4.121300000103171e-06,
-   "min": 3.2508955556901736e-06,
-   "max": 6.869367777603151e-06,
+   "seconds": 4.276921110886178e-06,
+   "min": 3.5214411107315554e-06,
+   "max": 6.4468466666767195e-06,
    "samples": 33,
    "method": "backward() of a chain of y = y.transpose(0, 1) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0802804999912042e-05,
+   "host_canary_seconds": 9.95064999983697e-06,
    "pass_seconds": [
-    4.121300000103171e-06,
-    3.6592366665091607e-06,
-    6.3913088891038366e-06
+    4.276921110886178e-06,
+    4.0249822222904185e-06,
+    4.615188888945138e-06
    ],
    "pass_host_canary_seconds": [
-    1.0802804999912042e-05,
-    7.477979999066519e-06,
-    8.548565000410236e-06
+    9.95064999983697e-06,
+    8.515442499401615e-06,
+    7.134702500479761e-06
    ]
   },
   "backward_layer_linear": {
-   "seconds": 3.982039777762718e-05,
-   "min": 3.412711777754238e-05,
-   "max": 6.219039555541409e-05,
+   "seconds": 4.4818946666711984e-05,
+   "min": 3.5026185555580016e-05,
+   "max": 6.054078888887994e-05,
    "samples": 33,
    "method": "backward() of a chain of F.linear(y, w_i) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.42809000005218e-06,
+   "host_canary_seconds": 8.918025000639318e-06,
    "pass_seconds": [
-    5.555108333333515e-05,
-    3.625618222233445e-05,
-    3.982039777762718e-05
+    4.450586555574571e-05,
+    5.50578411111423e-05,
+    4.4818946666711984e-05
    ],
    "pass_host_canary_seconds": [
-    8.42809000005218e-06,
-    7.653999999774896e-06,
-    1.0512540000036096e-05
+    8.918025000639318e-06,
+    9.51635999967948e-06,
+    1.0147484999833978e-05
    ]
   },
   "backward_call": {
-   "seconds": 5.765866984923681e-05,
-   "min": 5.7204002824922415e-05,
-   "max": 0.00012341466483970485,
+   "seconds": 0.00010262666891018549,
+   "min": 6.359865982085466e-05,
+   "max": 0.00014260000859697656,
    "samples": 3,
-   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 25.25 us; median of 3 passes over the probe's run",
+   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 25.64 us; median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     2,
@@ -489,28 +489,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_median_seconds": [
-    0.00013843199610710143,
-    0.00014780800044536592,
-    0.00026787200570106505,
-    0.00032515200972557066,
-    0.0005206400156021118
+    0.000141184002161026,
+    0.00013916799426078798,
+    0.0002125439941883087,
+    0.0002982400059700012,
+    0.0005167679786682129
    ],
-   "host_canary_seconds": 1.1802545000136888e-05,
+   "host_canary_seconds": 7.804710000982596e-06,
    "pass_seconds": [
-    0.00012341466483970485,
-    5.7204002824922415e-05,
-    5.765866984923681e-05
+    0.00010262666891018549,
+    6.359865982085466e-05,
+    0.00014260000859697656
    ],
    "pass_host_canary_seconds": [
-    1.1802545000136888e-05,
-    7.395084999188839e-06,
-    7.310165000262714e-06
+    7.804710000982596e-06,
+    9.750292500143586e-06,
+    1.0728524999876754e-05
    ]
   },
   "layer_forward_linear": {
-   "seconds": 1.7631238237732935e-05,
-   "min": 1.6908190789676848e-05,
-   "max": 2.7103238517329806e-05,
+   "seconds": 2.5975618688833144e-05,
+   "min": 2.153904824739411e-05,
+   "max": 3.08929511478969e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -519,26 +519,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.188800185918808e-05,
-    0.00017404800653457643,
-    0.0004787200093269348
+    6.0896001756191256e-05,
+    9.759999811649322e-05,
+    0.0005056319832801819
    ],
-   "host_canary_seconds": 1.2040409999372059e-05,
+   "host_canary_seconds": 1.042535500005215e-05,
    "pass_seconds": [
-    2.7103238517329806e-05,
-    1.6908190789676848e-05,
-    1.7631238237732935e-05
+    3.08929511478969e-05,
+    2.153904824739411e-05,
+    2.5975618688833144e-05
    ],
    "pass_host_canary_seconds": [
-    1.2040409999372059e-05,
-    7.232384999724672e-06,
-    7.2035524999591866e-06
+    1.042535500005215e-05,
+    8.317100000567734e-06,
+    9.95489499928226e-06
    ]
   },
   "layer_backward_linear": {
-   "seconds": 8.538438468461944e-05,
-   "min": 8.4708571434021e-05,
-   "max": 0.00012367237572159087,
+   "seconds": 8.259428239294463e-05,
+   "min": 6.564647420531227e-05,
+   "max": 0.00010689143339792886,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -547,26 +547,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003287679851055145,
-    0.0008248639702796936,
-    0.002604991912841797
+    0.0002654719948768616,
+    0.0007089279890060425,
+    0.002342272043228149
    ],
-   "host_canary_seconds": 1.2040409999372059e-05,
+   "host_canary_seconds": 1.042535500005215e-05,
    "pass_seconds": [
-    0.00012367237572159087,
-    8.4708571434021e-05,
-    8.538438468461944e-05
+    0.00010689143339792886,
+    8.259428239294463e-05,
+    6.564647420531227e-05
    ],
    "pass_host_canary_seconds": [
-    1.2040409999372059e-05,
-    7.232384999724672e-06,
-    7.2035524999591866e-06
+    1.042535500005215e-05,
+    8.317100000567734e-06,
+    9.95489499928226e-06
    ]
   },
   "layer_forward_linear_autocast": {
-   "seconds": 4.057904865060534e-05,
-   "min": 3.9324190644990834e-05,
-   "max": 6.345523964791071e-05,
+   "seconds": 6.47908534322466e-05,
+   "min": 3.677790292671748e-05,
+   "max": 7.011657456556956e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -575,26 +575,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00021142399311065675,
-    0.0006031360030174255,
-    0.0012303680181503297
+    0.00012319999933242798,
+    0.00033142399787902834,
+    0.001099679946899414
    ],
-   "host_canary_seconds": 1.1324905000265061e-05,
+   "host_canary_seconds": 1.0633690000076967e-05,
    "pass_seconds": [
-    6.345523964791071e-05,
-    3.9324190644990834e-05,
-    4.057904865060534e-05
+    6.47908534322466e-05,
+    3.677790292671748e-05,
+    7.011657456556956e-05
    ],
    "pass_host_canary_seconds": [
-    1.1324905000265061e-05,
-    7.1863549999307e-06,
-    7.625700000062352e-06
+    1.0633690000076967e-05,
+    8.623167499877126e-06,
+    9.866699999747652e-06
    ]
   },
   "layer_backward_linear_autocast": {
-   "seconds": 0.00012801143456073034,
-   "min": 0.00011463847827343711,
-   "max": 0.00014871238384928017,
+   "seconds": 0.00013504381406874883,
+   "min": 0.00010039390197822023,
+   "max": 0.00016224000212692078,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -603,26 +603,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0006665920019149781,
-    0.0016225279569625855,
-    0.003955584049224853
+    0.0005072000026702881,
+    0.0013539520502090453,
+    0.0035871360301971437
    ],
-   "host_canary_seconds": 1.1324905000265061e-05,
+   "host_canary_seconds": 1.0633690000076967e-05,
    "pass_seconds": [
-    0.00014871238384928017,
-    0.00011463847827343711,
-    0.00012801143456073034
+    0.00013504381406874883,
+    0.00016224000212692078,
+    0.00010039390197822023
    ],
    "pass_host_canary_seconds": [
-    1.1324905000265061e-05,
-    7.1863549999307e-06,
-    7.625700000062352e-06
+    1.0633690000076967e-05,
+    8.623167499877126e-06,
+    9.866699999747652e-06
    ]
   },
   "layer_forward_linear_nobias": {
-   "seconds": 1.7121523441303344e-05,
-   "min": 1.5228190326264925e-05,
-   "max": 2.0744381915955316e-05,
+   "seconds": 2.3628189450218562e-05,
+   "min": 1.9604571518443882e-05,
+   "max": 2.560533281593096e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -631,26 +631,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.9343999922275544e-05,
-    0.00010281600058078766,
-    0.0003442560136318207
+    4.4128000736236574e-05,
+    0.00012204799801111221,
+    0.0004285759925842285
    ],
-   "host_canary_seconds": 9.088414999496309e-06,
+   "host_canary_seconds": 1.032883499988202e-05,
    "pass_seconds": [
-    2.0744381915955316e-05,
-    1.5228190326264925e-05,
-    1.7121523441303344e-05
+    2.560533281593096e-05,
+    1.9604571518443882e-05,
+    2.3628189450218562e-05
    ],
    "pass_host_canary_seconds": [
-    9.088414999496309e-06,
-    7.329100000106337e-06,
-    8.287142500194022e-06
+    1.032883499988202e-05,
+    8.043732500482292e-06,
+    1.006847500036656e-05
    ]
   },
   "layer_backward_linear_nobias": {
-   "seconds": 7.243352232589608e-05,
-   "min": 6.9170282887561e-05,
-   "max": 8.830704717409042e-05,
+   "seconds": 7.107732977185931e-05,
+   "min": 6.925486187849727e-05,
+   "max": 8.79893373875391e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -659,26 +659,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00021132799983024597,
-    0.0006248000264167786,
-    0.001875872015953064
+    0.00020585599541664124,
+    0.0005123519897460938,
+    0.001636064052581787
    ],
-   "host_canary_seconds": 9.088414999496309e-06,
+   "host_canary_seconds": 1.032883499988202e-05,
    "pass_seconds": [
-    8.830704717409042e-05,
-    7.243352232589608e-05,
-    6.9170282887561e-05
+    6.925486187849727e-05,
+    7.107732977185931e-05,
+    8.79893373875391e-05
    ],
    "pass_host_canary_seconds": [
-    9.088414999496309e-06,
-    7.329100000106337e-06,
-    8.287142500194022e-06
+    1.032883499988202e-05,
+    8.043732500482292e-06,
+    1.006847500036656e-05
    ]
   },
   "layer_forward_linear_nobias_autocast": {
-   "seconds": 3.03497158345722e-05,
-   "min": 2.867428639105388e-05,
-   "max": 3.0596572373594555e-05,
+   "seconds": 5.164038283484322e-05,
+   "min": 4.9582475707644514e-05,
+   "max": 5.167695028441293e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -687,26 +687,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00010550399869680404,
-    0.0001825920045375824,
-    0.000559552013874054
+    7.727999985218048e-05,
+    0.00021702399849891663,
+    0.000818015992641449
    ],
-   "host_canary_seconds": 7.96373999946809e-06,
+   "host_canary_seconds": 8.438250000608605e-06,
    "pass_seconds": [
-    3.0596572373594555e-05,
-    3.03497158345722e-05,
-    2.867428639105388e-05
+    4.9582475707644514e-05,
+    5.167695028441293e-05,
+    5.164038283484322e-05
    ],
    "pass_host_canary_seconds": [
-    7.96373999946809e-06,
-    7.473335000440784e-06,
-    7.340747500279576e-06
+    8.438250000608605e-06,
+    9.3433325002934e-06,
+    8.939190000774034e-06
    ]
   },
   "layer_backward_linear_nobias_autocast": {
-   "seconds": 8.638780280238105e-05,
-   "min": 7.730285468555631e-05,
-   "max": 0.00011215085961988995,
+   "seconds": 7.836723469552539e-05,
+   "min": 5.67116155510857e-05,
+   "max": 9.110247237341744e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -715,26 +715,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004130559861660004,
-    0.0009764800071716309,
-    0.00259932804107666
+    0.00035040000081062317,
+    0.0009156799912452698,
+    0.002508415937423706
    ],
-   "host_canary_seconds": 7.96373999946809e-06,
+   "host_canary_seconds": 8.438250000608605e-06,
    "pass_seconds": [
-    0.00011215085961988995,
-    7.730285468555631e-05,
-    8.638780280238105e-05
+    9.110247237341744e-05,
+    7.836723469552539e-05,
+    5.67116155510857e-05
    ],
    "pass_host_canary_seconds": [
-    7.96373999946809e-06,
-    7.473335000440784e-06,
-    7.340747500279576e-06
+    8.438250000608605e-06,
+    9.3433325002934e-06,
+    8.939190000774034e-06
    ]
   },
   "layer_forward_matmul": {
-   "seconds": 1.3244952474321637e-05,
-   "min": 1.2297904739777247e-05,
-   "max": 2.2015237914664405e-05,
+   "seconds": 1.6492951661348345e-05,
+   "min": 1.2274285955798059e-05,
+   "max": 1.813942805996963e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -743,26 +743,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.855999931693077e-05,
-    0.0001003199964761734,
-    0.00036735999584198
+    2.5151999667286874e-05,
+    6.307200342416763e-05,
+    0.0002917439937591553
    ],
-   "host_canary_seconds": 1.094084499982273e-05,
+   "host_canary_seconds": 9.063715000365846e-06,
    "pass_seconds": [
-    2.2015237914664405e-05,
-    1.2297904739777247e-05,
-    1.3244952474321637e-05
+    1.813942805996963e-05,
+    1.6492951661348345e-05,
+    1.2274285955798059e-05
    ],
    "pass_host_canary_seconds": [
-    1.094084499982273e-05,
-    7.340707500134158e-06,
-    7.438202500225088e-06
+    9.063715000365846e-06,
+    9.431194999933723e-06,
+    7.783169999129313e-06
    ]
   },
   "layer_backward_matmul": {
-   "seconds": 7.845257453265645e-05,
-   "min": 6.869105019030116e-05,
-   "max": 8.614475954146613e-05,
+   "seconds": 7.522056979082879e-05,
+   "min": 6.908571072632359e-05,
+   "max": 7.641067063169821e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -771,26 +771,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002895359992980957,
-    0.0006751999855041504,
-    0.0018246400356292725
+    0.00015891200304031373,
+    0.000538815975189209,
+    0.0016092480421066285
    ],
-   "host_canary_seconds": 1.094084499982273e-05,
+   "host_canary_seconds": 9.063715000365846e-06,
    "pass_seconds": [
-    7.845257453265645e-05,
-    6.869105019030116e-05,
-    8.614475954146613e-05
+    7.641067063169821e-05,
+    7.522056979082879e-05,
+    6.908571072632359e-05
    ],
    "pass_host_canary_seconds": [
-    1.094084499982273e-05,
-    7.340707500134158e-06,
-    7.438202500225088e-06
+    9.063715000365846e-06,
+    9.431194999933723e-06,
+    7.783169999129313e-06
    ]
   },
   "layer_forward_matmul_autocast": {
-   "seconds": 2.7344762924171627e-05,
-   "min": 2.7270856180361334e-05,
-   "max": 4.633066590343203e-05,
+   "seconds": 4.007923744973682e-05,
+   "min": 3.850438215193294e-05,
+   "max": 4.2247616818973e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -799,26 +799,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00011555200070142746,
-    0.00026879999041557313,
-    0.0008152639865875244
+    0.00010361599922180175,
+    0.0002736000120639801,
+    0.0007517439723014832
    ],
-   "host_canary_seconds": 1.091559999963465e-05,
+   "host_canary_seconds": 1.061688499930824e-05,
    "pass_seconds": [
-    4.633066590343203e-05,
-    2.7344762924171627e-05,
-    2.7270856180361334e-05
+    4.2247616818973e-05,
+    4.007923744973682e-05,
+    3.850438215193294e-05
    ],
    "pass_host_canary_seconds": [
-    1.091559999963465e-05,
-    7.391759999109126e-06,
-    7.477022499529085e-06
+    1.061688499930824e-05,
+    9.88398499998766e-06,
+    7.929399999966336e-06
    ]
   },
   "layer_backward_matmul_autocast": {
-   "seconds": 9.335466101765632e-05,
-   "min": 5.944456976084482e-05,
-   "max": 0.00013586286171561195,
+   "seconds": 8.861409979207176e-05,
+   "min": 8.505143136495635e-05,
+   "max": 9.246780616896497e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -827,26 +827,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00046272000670433047,
-    0.0010592960119247437,
-    0.002142431974411011
+    0.0004187839925289154,
+    0.0009889280200004577,
+    0.002440896034240723
    ],
-   "host_canary_seconds": 1.091559999963465e-05,
+   "host_canary_seconds": 1.061688499930824e-05,
    "pass_seconds": [
-    5.944456976084482e-05,
-    0.00013586286171561195,
-    9.335466101765632e-05
+    8.861409979207176e-05,
+    9.246780616896497e-05,
+    8.505143136495635e-05
    ],
    "pass_host_canary_seconds": [
-    1.091559999963465e-05,
-    7.391759999109126e-06,
-    7.477022499529085e-06
+    1.061688499930824e-05,
+    9.88398499998766e-06,
+    7.929399999966336e-06
    ]
   },
   "layer_forward_bmm": {
-   "seconds": 1.643504707940987e-05,
-   "min": 1.4099808675902231e-05,
-   "max": 1.9867428356692905e-05,
+   "seconds": 2.050590586094629e-05,
+   "min": 1.6448762267827986e-05,
+   "max": 2.4965332732314156e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -855,26 +855,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.37600028514862e-05,
-    7.859200239181519e-05,
-    0.00027276799082756045
+    5.455999821424484e-05,
+    0.00012652799487113952,
+    0.0004280639886856079
    ],
-   "host_canary_seconds": 8.090690000130961e-06,
+   "host_canary_seconds": 1.0367534999886629e-05,
    "pass_seconds": [
-    1.4099808675902231e-05,
-    1.9867428356692905e-05,
-    1.643504707940987e-05
+    2.4965332732314156e-05,
+    1.6448762267827986e-05,
+    2.050590586094629e-05
    ],
    "pass_host_canary_seconds": [
-    8.090690000130961e-06,
-    7.44476749957812e-06,
-    7.208819999959814e-06
+    1.0367534999886629e-05,
+    9.205832499787903e-06,
+    8.77361000050314e-06
    ]
   },
   "layer_backward_bmm": {
-   "seconds": 7.162361769449145e-05,
-   "min": 5.074514413163775e-05,
-   "max": 7.396495120511169e-05,
+   "seconds": 8.429180671061789e-05,
+   "min": 7.32815255011831e-05,
+   "max": 8.874590340114774e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -883,26 +883,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001462080031633377,
-    0.0003971520066261291,
-    0.0014299839735031129
+    0.00027881601452827456,
+    0.0005972480177879333,
+    0.0017604160308837891
    ],
-   "host_canary_seconds": 8.090690000130961e-06,
+   "host_canary_seconds": 1.0367534999886629e-05,
    "pass_seconds": [
-    7.162361769449145e-05,
-    5.074514413163775e-05,
-    7.396495120511169e-05
+    7.32815255011831e-05,
+    8.429180671061789e-05,
+    8.874590340114774e-05
    ],
    "pass_host_canary_seconds": [
-    8.090690000130961e-06,
-    7.44476749957812e-06,
-    7.208819999959814e-06
+    1.0367534999886629e-05,
+    9.205832499787903e-06,
+    8.77361000050314e-06
    ]
   },
   "layer_forward_bmm_autocast": {
-   "seconds": 2.5010285278161367e-05,
-   "min": 2.4259809227216807e-05,
-   "max": 2.7551238380727315e-05,
+   "seconds": 3.9961904287338253e-05,
+   "min": 2.490742752949397e-05,
+   "max": 4.2692570814064565e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -911,26 +911,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.937599927186966e-05,
-    0.00014054399728775024,
-    0.00047881600260734556
+    9.616000205278397e-05,
+    0.00018396799266338348,
+    0.0006848959922790527
    ],
-   "host_canary_seconds": 7.888092499683809e-06,
+   "host_canary_seconds": 8.934304999570485e-06,
    "pass_seconds": [
-    2.7551238380727315e-05,
-    2.5010285278161367e-05,
-    2.4259809227216807e-05
+    3.9961904287338253e-05,
+    2.490742752949397e-05,
+    4.2692570814064565e-05
    ],
    "pass_host_canary_seconds": [
-    7.888092499683809e-06,
-    7.2455750000699485e-06,
-    8.911047499964297e-06
+    8.934304999570485e-06,
+    9.474624999938896e-06,
+    9.642035000183568e-06
    ]
   },
   "layer_backward_bmm_autocast": {
-   "seconds": 0.00010067046894913627,
-   "min": 8.631770632096699e-05,
-   "max": 0.00010432533103795278,
+   "seconds": 8.445410075641814e-05,
+   "min": 6.744610376301267e-05,
+   "max": 9.633599257185346e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -939,26 +939,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00026208001375198364,
-    0.0007076479792594909,
-    0.002004767894744873
+    0.0003288320004940033,
+    0.0008971520066261291,
+    0.002260096073150635
    ],
-   "host_canary_seconds": 7.888092499683809e-06,
+   "host_canary_seconds": 8.934304999570485e-06,
    "pass_seconds": [
-    8.631770632096699e-05,
-    0.00010432533103795278,
-    0.00010067046894913627
+    8.445410075641814e-05,
+    9.633599257185346e-05,
+    6.744610376301267e-05
    ],
    "pass_host_canary_seconds": [
-    7.888092499683809e-06,
-    7.2455750000699485e-06,
-    8.911047499964297e-06
+    8.934304999570485e-06,
+    9.474624999938896e-06,
+    9.642035000183568e-06
    ]
   },
   "layer_forward_conv2d": {
-   "seconds": 4.839009596478371e-05,
-   "min": 2.803657150694302e-05,
-   "max": 5.2257522940635684e-05,
+   "seconds": 4.753828403495607e-05,
+   "min": 4.6828190130846844e-05,
+   "max": 5.268799974804832e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -967,26 +967,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.947200044989586e-05,
-    0.0001422400027513504,
-    0.000757856011390686
+    4.896000027656555e-05,
+    0.0001425600051879883,
+    0.000817791998386383
    ],
-   "host_canary_seconds": 1.0783244999856833e-05,
+   "host_canary_seconds": 9.07534250018216e-06,
    "pass_seconds": [
-    4.839009596478371e-05,
-    2.803657150694302e-05,
-    5.2257522940635684e-05
+    5.268799974804832e-05,
+    4.753828403495607e-05,
+    4.6828190130846844e-05
    ],
    "pass_host_canary_seconds": [
-    1.0783244999856833e-05,
-    7.25287000022945e-06,
-    1.0449005000054967e-05
+    9.07534250018216e-06,
+    1.0185337499706293e-05,
+    9.757407500501358e-06
    ]
   },
   "layer_backward_conv2d": {
-   "seconds": 6.97371470076697e-05,
-   "min": 6.200381208743369e-05,
-   "max": 7.335847421061426e-05,
+   "seconds": 7.634133526257106e-05,
+   "min": 7.259885363635561e-05,
+   "max": 7.824609322207316e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -995,26 +995,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002065279930830002,
-    0.0008385599851608276,
-    0.001962720036506653
+    0.00020739200711250306,
+    0.0007492799758911133,
+    0.002194432020187378
    ],
-   "host_canary_seconds": 1.0783244999856833e-05,
+   "host_canary_seconds": 9.07534250018216e-06,
    "pass_seconds": [
-    6.200381208743369e-05,
-    7.335847421061426e-05,
-    6.97371470076697e-05
+    7.634133526257106e-05,
+    7.824609322207316e-05,
+    7.259885363635561e-05
    ],
    "pass_host_canary_seconds": [
-    1.0783244999856833e-05,
-    7.25287000022945e-06,
-    1.0449005000054967e-05
+    9.07534250018216e-06,
+    1.0185337499706293e-05,
+    9.757407500501358e-06
    ]
   },
   "layer_forward_conv2d_autocast": {
-   "seconds": 7.78560038833391e-05,
-   "min": 4.522285645916348e-05,
-   "max": 8.659733406135014e-05,
+   "seconds": 5.047238085951124e-05,
+   "min": 4.343466744536446e-05,
+   "max": 6.395276600406283e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1023,26 +1023,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    9.491200000047683e-05,
-    0.00037676799297332766,
-    0.0012788480520248412
+    0.00018105599284172057,
+    0.0002562560141086578,
+    0.0009127359986305237
    ],
-   "host_canary_seconds": 1.0757169999919824e-05,
+   "host_canary_seconds": 9.371634999979506e-06,
    "pass_seconds": [
-    7.78560038833391e-05,
-    4.522285645916348e-05,
-    8.659733406135014e-05
+    5.047238085951124e-05,
+    4.343466744536446e-05,
+    6.395276600406283e-05
    ],
    "pass_host_canary_seconds": [
-    1.0757169999919824e-05,
-    7.454999999936262e-06,
-    1.0510824999983015e-05
+    9.371634999979506e-06,
+    7.858832499891833e-06,
+    9.693114999436147e-06
    ]
   },
   "layer_backward_conv2d_autocast": {
-   "seconds": 0.00013205408837114064,
-   "min": 0.00010795047347034729,
-   "max": 0.00017015466874554044,
+   "seconds": 0.00013839466302167802,
+   "min": 0.00012385446755659013,
+   "max": 0.00017109103784674687,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1051,26 +1051,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004966720044612884,
-    0.001551967978477478,
-    0.003449728012084961
+    0.0006215680241584778,
+    0.0013583680391311644,
+    0.003969055891036987
    ],
-   "host_canary_seconds": 1.0757169999919824e-05,
+   "host_canary_seconds": 9.371634999979506e-06,
    "pass_seconds": [
-    0.00010795047347034729,
-    0.00017015466874554044,
-    0.00013205408837114064
+    0.00017109103784674687,
+    0.00013839466302167802,
+    0.00012385446755659013
    ],
    "pass_host_canary_seconds": [
-    1.0757169999919824e-05,
-    7.454999999936262e-06,
-    1.0510824999983015e-05
+    9.371634999979506e-06,
+    7.858832499891833e-06,
+    9.693114999436147e-06
    ]
   },
   "layer_forward_conv2d_nobias": {
-   "seconds": 2.3954285042626517e-05,
-   "min": 2.0759619772434236e-05,
-   "max": 3.7948188682397204e-05,
+   "seconds": 2.3075047703016374e-05,
+   "min": 2.0233142943609326e-05,
+   "max": 2.865295165351459e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1079,26 +1079,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.171199887990952e-05,
-    0.00015555199980735778,
-    0.00037696000933647156
+    3.993599861860275e-05,
+    0.00013676799833774566,
+    0.0003952639997005463
    ],
-   "host_canary_seconds": 9.02651749981942e-06,
+   "host_canary_seconds": 7.926090000864859e-06,
    "pass_seconds": [
-    2.0759619772434236e-05,
-    2.3954285042626517e-05,
-    3.7948188682397204e-05
+    2.3075047703016374e-05,
+    2.0233142943609326e-05,
+    2.865295165351459e-05
    ],
    "pass_host_canary_seconds": [
-    9.02651749981942e-06,
-    9.171565000087867e-06,
-    1.1141599999859862e-05
+    7.926090000864859e-06,
+    9.983544999840888e-06,
+    9.621175000233961e-06
    ]
   },
   "layer_backward_conv2d_nobias": {
-   "seconds": 5.861181411005202e-05,
-   "min": 4.575619172482264e-05,
-   "max": 5.9877336380027595e-05,
+   "seconds": 5.0923426236425116e-05,
+   "min": 4.3555807677053275e-05,
+   "max": 6.717561965896969e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1107,26 +1107,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00017990399897098542,
-    0.000450655996799469,
-    0.0013990720510482788
+    0.0002459840029478073,
+    0.0004431360065937042,
+    0.0013476799726486206
    ],
-   "host_canary_seconds": 9.02651749981942e-06,
+   "host_canary_seconds": 7.926090000864859e-06,
    "pass_seconds": [
-    5.9877336380027595e-05,
-    4.575619172482264e-05,
-    5.861181411005202e-05
+    5.0923426236425116e-05,
+    6.717561965896969e-05,
+    4.3555807677053275e-05
    ],
    "pass_host_canary_seconds": [
-    9.02651749981942e-06,
-    9.171565000087867e-06,
-    1.1141599999859862e-05
+    7.926090000864859e-06,
+    9.983544999840888e-06,
+    9.621175000233961e-06
    ]
   },
   "layer_forward_conv2d_nobias_autocast": {
-   "seconds": 3.662400089559101e-05,
-   "min": 3.327466653926032e-05,
-   "max": 4.979276373272851e-05,
+   "seconds": 4.6241525028433123e-05,
+   "min": 2.98369512671516e-05,
+   "max": 6.014780984038398e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1135,26 +1135,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.228799909353256e-05,
-    0.00022630399465560914,
-    0.0005894719958305359
+    7.516799867153168e-05,
+    0.00018742400407791138,
+    0.0009546560049057006
    ],
-   "host_canary_seconds": 7.909220000215099e-06,
+   "host_canary_seconds": 1.0056854999334065e-05,
    "pass_seconds": [
-    3.327466653926032e-05,
-    3.662400089559101e-05,
-    4.979276373272851e-05
+    6.014780984038398e-05,
+    4.6241525028433123e-05,
+    2.98369512671516e-05
    ],
    "pass_host_canary_seconds": [
-    7.909220000215099e-06,
-    9.213445000568754e-06,
-    1.008144000024913e-05
+    1.0056854999334065e-05,
+    9.983544999840888e-06,
+    9.806419999449645e-06
    ]
   },
   "layer_backward_conv2d_nobias_autocast": {
-   "seconds": 8.813790728648502e-05,
-   "min": 8.623771866162616e-05,
-   "max": 9.043733917531514e-05,
+   "seconds": 0.00012296990553538006,
+   "min": 8.482818447408222e-05,
+   "max": 0.00013241295551969895,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1163,26 +1163,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003007040023803711,
-    0.0008410879969596863,
-    0.002180608034133911
+    0.00044227200746536254,
+    0.0010354559421539306,
+    0.002669663906097412
    ],
-   "host_canary_seconds": 7.909220000215099e-06,
+   "host_canary_seconds": 1.0056854999334065e-05,
    "pass_seconds": [
-    8.813790728648502e-05,
-    9.043733917531514e-05,
-    8.623771866162616e-05
+    8.482818447408222e-05,
+    0.00013241295551969895,
+    0.00012296990553538006
    ],
    "pass_host_canary_seconds": [
-    7.909220000215099e-06,
-    9.213445000568754e-06,
-    1.008144000024913e-05
+    1.0056854999334065e-05,
+    9.983544999840888e-06,
+    9.806419999449645e-06
    ]
   },
   "layer_forward_conv1d": {
-   "seconds": 3.425295047816776e-05,
-   "min": 2.9111619151773908e-05,
-   "max": 4.360609430642355e-05,
+   "seconds": 4.0625523243631635e-05,
+   "min": 3.827504760452679e-05,
+   "max": 5.197257264738991e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1191,26 +1191,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.5823998749256134e-05,
-    0.0001340160071849823,
-    0.0004827840030193329
+    9.337600320577622e-05,
+    0.0002661759853363037,
+    0.0008785920143127441
    ],
-   "host_canary_seconds": 7.876772500026163e-06,
+   "host_canary_seconds": 1.1286435000101847e-05,
    "pass_seconds": [
-    2.9111619151773908e-05,
-    4.360609430642355e-05,
-    3.425295047816776e-05
+    5.197257264738991e-05,
+    4.0625523243631635e-05,
+    3.827504760452679e-05
    ],
    "pass_host_canary_seconds": [
-    7.876772500026163e-06,
-    1.0265605000085998e-05,
-    9.242974999779108e-06
+    1.1286435000101847e-05,
+    9.567662499989636e-06,
+    9.722979999651216e-06
    ]
   },
   "layer_backward_conv1d": {
-   "seconds": 7.189562242655527e-05,
-   "min": 6.418285589842569e-05,
-   "max": 8.68022892446745e-05,
+   "seconds": 8.46773297304199e-05,
+   "min": 8.2297137627999e-05,
+   "max": 9.080990226495832e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1219,26 +1219,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002207999974489212,
-    0.0005680000185966492,
-    0.001959328055381775
+    0.00032147198915481566,
+    0.0008025919795036316,
+    0.0023949439525604247
    ],
-   "host_canary_seconds": 7.876772500026163e-06,
+   "host_canary_seconds": 1.1286435000101847e-05,
    "pass_seconds": [
-    8.68022892446745e-05,
-    6.418285589842569e-05,
-    7.189562242655527e-05
+    8.46773297304199e-05,
+    9.080990226495832e-05,
+    8.2297137627999e-05
    ],
    "pass_host_canary_seconds": [
-    7.876772500026163e-06,
-    1.0265605000085998e-05,
-    9.242974999779108e-06
+    1.1286435000101847e-05,
+    9.567662499989636e-06,
+    9.722979999651216e-06
    ]
   },
   "layer_forward_conv1d_autocast": {
-   "seconds": 5.615695246628352e-05,
-   "min": 4.474895376534689e-05,
-   "max": 8.218971320561002e-05,
+   "seconds": 7.398095443135215e-05,
+   "min": 7.20617107692219e-05,
+   "max": 8.594514642442976e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1247,26 +1247,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00014636799693107605,
-    0.00037622401118278504,
-    0.0010091840028762817
+    0.00018105599284172057,
+    0.000465503990650177,
+    0.0014791040420532226
    ],
-   "host_canary_seconds": 8.60201000023153e-06,
+   "host_canary_seconds": 1.0892770000054952e-05,
    "pass_seconds": [
-    5.615695246628352e-05,
-    8.218971320561002e-05,
-    4.474895376534689e-05
+    8.594514642442976e-05,
+    7.398095443135215e-05,
+    7.20617107692219e-05
    ],
    "pass_host_canary_seconds": [
-    8.60201000023153e-06,
-    1.0087709999879736e-05,
-    9.207179999748405e-06
+    1.0892770000054952e-05,
+    9.977895000474746e-06,
+    9.112375000768224e-06
    ]
   },
   "layer_backward_conv1d_autocast": {
-   "seconds": 0.00012438323064928962,
-   "min": 9.954438181150524e-05,
-   "max": 0.00015019123681953977,
+   "seconds": 0.00017158933870849152,
+   "min": 0.00013007389789535884,
+   "max": 0.00025284343957901,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1275,26 +1275,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005830079913139343,
-    0.0011740479469299317,
-    0.003668895959854126
+    0.0005680959820747375,
+    0.001444767951965332,
+    0.005603360176086426
    ],
-   "host_canary_seconds": 8.60201000023153e-06,
+   "host_canary_seconds": 1.0892770000054952e-05,
    "pass_seconds": [
-    0.00015019123681953977,
-    9.954438181150524e-05,
-    0.00012438323064928962
+    0.00025284343957901,
+    0.00013007389789535884,
+    0.00017158933870849152
    ],
    "pass_host_canary_seconds": [
-    8.60201000023153e-06,
-    1.0087709999879736e-05,
-    9.207179999748405e-06
+    1.0892770000054952e-05,
+    9.977895000474746e-06,
+    9.112375000768224e-06
    ]
   },
   "layer_forward_conv1d_nobias": {
-   "seconds": 2.1883429338534675e-05,
-   "min": 1.9912381434724445e-05,
-   "max": 3.367619092265764e-05,
+   "seconds": 3.701942981708618e-05,
+   "min": 3.238019152056603e-05,
+   "max": 3.760304887379919e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1303,26 +1303,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.0175998359918594e-05,
-    9.95199978351593e-05,
-    0.00037299200892448425
+    7.017599791288375e-05,
+    0.00018134400248527528,
+    0.0006255040168762207
    ],
-   "host_canary_seconds": 8.292630000141798e-06,
+   "host_canary_seconds": 1.1117799999738054e-05,
    "pass_seconds": [
-    2.1883429338534675e-05,
-    3.367619092265764e-05,
-    1.9912381434724445e-05
+    3.701942981708618e-05,
+    3.238019152056603e-05,
+    3.760304887379919e-05
    ],
    "pass_host_canary_seconds": [
-    8.292630000141798e-06,
-    1.0000065000212999e-05,
-    7.609934999663892e-06
+    1.1117799999738054e-05,
+    1.0444512500384918e-05,
+    1.110465000010663e-05
    ]
   },
   "layer_backward_conv1d_nobias": {
-   "seconds": 6.761219157349494e-05,
-   "min": 5.472228764778093e-05,
-   "max": 7.944685451331593e-05,
+   "seconds": 5.400381077613149e-05,
+   "min": 5.302171391390619e-05,
+   "max": 7.082132817733857e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1331,26 +1331,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00017110399901866912,
-    0.0005053759813308716,
-    0.001701151967048645
+    0.0003253760039806366,
+    0.0007225919961929321,
+    0.0019675519466400147
    ],
-   "host_canary_seconds": 8.292630000141798e-06,
+   "host_canary_seconds": 1.1117799999738054e-05,
    "pass_seconds": [
-    7.944685451331593e-05,
-    5.472228764778093e-05,
-    6.761219157349494e-05
+    7.082132817733857e-05,
+    5.302171391390619e-05,
+    5.400381077613149e-05
    ],
    "pass_host_canary_seconds": [
-    8.292630000141798e-06,
-    1.0000065000212999e-05,
-    7.609934999663892e-06
+    1.1117799999738054e-05,
+    1.0444512500384918e-05,
+    1.110465000010663e-05
    ]
   },
   "layer_forward_conv1d_nobias_autocast": {
-   "seconds": 4.3236573182401205e-05,
-   "min": 3.047542983577365e-05,
-   "max": 6.012647528023947e-05,
+   "seconds": 4.426437971137819e-05,
+   "min": 3.5829333322388786e-05,
+   "max": 5.782476280416761e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1359,26 +1359,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.427199929952622e-05,
-    0.0002694079875946045,
-    0.0009810879826545715
+    0.0001376959979534149,
+    0.00033849599957466123,
+    0.0010141760110855102
    ],
-   "host_canary_seconds": 1.186151499950938e-05,
+   "host_canary_seconds": 1.1430720000475958e-05,
    "pass_seconds": [
-    6.012647528023947e-05,
-    4.3236573182401205e-05,
-    3.047542983577365e-05
+    5.782476280416761e-05,
+    4.426437971137819e-05,
+    3.5829333322388786e-05
    ],
    "pass_host_canary_seconds": [
-    1.186151499950938e-05,
-    1.0209160000158591e-05,
-    7.476174999965224e-06
+    1.1430720000475958e-05,
+    9.989057500092712e-06,
+    8.16457000041737e-06
    ]
   },
   "layer_backward_conv1d_nobias_autocast": {
-   "seconds": 9.339123715957003e-05,
-   "min": 8.306209459191275e-05,
-   "max": 0.00010745600114266079,
+   "seconds": 9.838780405975524e-05,
+   "min": 8.866819668383824e-05,
+   "max": 0.0001467786722239994,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1387,26 +1387,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004128639996051788,
-    0.0010643839836120606,
-    0.002976191997528076
+    0.00047705599665641787,
+    0.0009656000137329102,
+    0.0035043520927429198
    ],
-   "host_canary_seconds": 1.186151499950938e-05,
+   "host_canary_seconds": 1.1430720000475958e-05,
    "pass_seconds": [
-    0.00010745600114266079,
-    9.339123715957003e-05,
-    8.306209459191275e-05
+    0.0001467786722239994,
+    9.838780405975524e-05,
+    8.866819668383824e-05
    ],
    "pass_host_canary_seconds": [
-    1.186151499950938e-05,
-    1.0209160000158591e-05,
-    7.476174999965224e-06
+    1.1430720000475958e-05,
+    9.989057500092712e-06,
+    8.16457000041737e-06
    ]
   },
   "layer_forward_batchnorm2d": {
-   "seconds": 5.427200027874538e-05,
-   "min": 5.4034284892536345e-05,
-   "max": 6.112914248591378e-05,
+   "seconds": 5.688837986616861e-05,
+   "min": 4.5676953026226594e-05,
+   "max": 7.338361619483857e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1415,26 +1415,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.617600053548813e-05,
-    0.0003025600016117096,
-    0.0010141119956970214
+    0.00011987199634313583,
+    0.0003521600067615509,
+    0.0012246719598770141
    ],
-   "host_canary_seconds": 1.1393280000220329e-05,
+   "host_canary_seconds": 1.0988589999669784e-05,
    "pass_seconds": [
-    6.112914248591378e-05,
-    5.427200027874538e-05,
-    5.4034284892536345e-05
+    7.338361619483857e-05,
+    5.688837986616861e-05,
+    4.5676953026226594e-05
    ],
    "pass_host_canary_seconds": [
-    1.1393280000220329e-05,
-    1.0079929999164961e-05,
-    7.754230000500684e-06
+    1.0988589999669784e-05,
+    9.950562500193882e-06,
+    9.26155000001927e-06
    ]
   },
   "layer_backward_batchnorm2d": {
-   "seconds": 5.223771362077621e-05,
-   "min": 4.359390373740876e-05,
-   "max": 8.155428795587449e-05,
+   "seconds": 6.708342333634694e-05,
+   "min": 5.8770289378506775e-05,
+   "max": 6.809066200540184e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1443,26 +1443,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002913919985294342,
-    0.0006743040084838867,
-    0.001885151982307434
+    0.0003664959967136383,
+    0.0008218880295753479,
+    0.00236844801902771
    ],
-   "host_canary_seconds": 1.1393280000220329e-05,
+   "host_canary_seconds": 1.0988589999669784e-05,
    "pass_seconds": [
-    4.359390373740876e-05,
-    5.223771362077621e-05,
-    8.155428795587449e-05
+    5.8770289378506775e-05,
+    6.809066200540184e-05,
+    6.708342333634694e-05
    ],
    "pass_host_canary_seconds": [
-    1.1393280000220329e-05,
-    1.0079929999164961e-05,
-    7.754230000500684e-06
+    1.0988589999669784e-05,
+    9.950562500193882e-06,
+    9.26155000001927e-06
    ]
   },
   "layer_forward_batchnorm2d_autocast": {
-   "seconds": 3.910704595702035e-05,
-   "min": 3.55413311294147e-05,
-   "max": 5.677180879172825e-05,
+   "seconds": 6.35687659184138e-05,
+   "min": 6.351237886008763e-05,
+   "max": 7.201600216683886e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1471,26 +1471,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.308799773454666e-05,
-    0.00020927999913692474,
-    0.0006659839749336243
+    0.00014057600498199464,
+    0.0003735679984092712,
+    0.001226464033126831
    ],
-   "host_canary_seconds": 8.119410000517747e-06,
+   "host_canary_seconds": 1.0780850000173815e-05,
    "pass_seconds": [
-    3.910704595702035e-05,
-    5.677180879172825e-05,
-    3.55413311294147e-05
+    7.201600216683886e-05,
+    6.351237886008763e-05,
+    6.35687659184138e-05
    ],
    "pass_host_canary_seconds": [
-    8.119410000517747e-06,
-    9.97919249982715e-06,
-    7.300367499851745e-06
+    1.0780850000173815e-05,
+    1.0025152499792965e-05,
+    8.415302499997778e-06
    ]
   },
   "layer_backward_batchnorm2d_autocast": {
-   "seconds": 4.918095646869566e-05,
-   "min": 3.8206476895582106e-05,
-   "max": 7.617600475038801e-05,
+   "seconds": 5.035504627795445e-05,
+   "min": 2.643580699250811e-05,
+   "max": 5.547962302253359e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1499,26 +1499,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.000229312002658844,
-    0.0005283200144767761,
-    0.001942944049835205
+    0.000368479996919632,
+    0.0007400640249252319,
+    0.0022772800922393798
    ],
-   "host_canary_seconds": 8.119410000517747e-06,
+   "host_canary_seconds": 1.0780850000173815e-05,
    "pass_seconds": [
-    7.617600475038801e-05,
-    3.8206476895582106e-05,
-    4.918095646869566e-05
+    5.547962302253359e-05,
+    2.643580699250811e-05,
+    5.035504627795445e-05
    ],
    "pass_host_canary_seconds": [
-    8.119410000517747e-06,
-    9.97919249982715e-06,
-    7.300367499851745e-06
+    1.0780850000173815e-05,
+    1.0025152499792965e-05,
+    8.415302499997778e-06
    ]
   },
   "layer_forward_layernorm": {
-   "seconds": 2.7363048334206855e-05,
-   "min": 1.6045714063303813e-05,
-   "max": 2.9375237545796804e-05,
+   "seconds": 2.567923716491177e-05,
+   "min": 2.437409421517735e-05,
+   "max": 3.290514310910588e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1527,26 +1527,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.960000142455101e-05,
-    0.00013756799697875975,
-    0.0004901759922504425
+    6.12800009548664e-05,
+    0.00015756799280643464,
+    0.0005540480017662048
    ],
-   "host_canary_seconds": 1.1083174999839685e-05,
+   "host_canary_seconds": 1.1072330000843067e-05,
    "pass_seconds": [
-    2.9375237545796804e-05,
-    2.7363048334206855e-05,
-    1.6045714063303813e-05
+    3.290514310910588e-05,
+    2.567923716491177e-05,
+    2.437409421517735e-05
    ],
    "pass_host_canary_seconds": [
-    1.1083174999839685e-05,
-    8.701782500679657e-06,
-    7.312282500038237e-06
+    1.1072330000843067e-05,
+    7.9645150003671e-06,
+    9.569220000003044e-06
    ]
   },
   "layer_backward_layernorm": {
-   "seconds": 3.8732952127854025e-05,
-   "min": 3.5094853047104105e-05,
-   "max": 5.582704891761143e-05,
+   "seconds": 5.29775270039127e-05,
+   "min": 4.036495435450759e-05,
+   "max": 6.314286075177647e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1555,26 +1555,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001769600063562393,
-    0.0004533120095729828,
-    0.001222591996192932
+    0.00023119999468326568,
+    0.0005179839730262756,
+    0.0015291520357131958
    ],
-   "host_canary_seconds": 1.1083174999839685e-05,
+   "host_canary_seconds": 1.1072330000843067e-05,
    "pass_seconds": [
-    3.8732952127854025e-05,
-    3.5094853047104105e-05,
-    5.582704891761143e-05
+    5.29775270039127e-05,
+    4.036495435450759e-05,
+    6.314286075177647e-05
    ],
    "pass_host_canary_seconds": [
-    1.1083174999839685e-05,
-    8.701782500679657e-06,
-    7.312282500038237e-06
+    1.1072330000843067e-05,
+    7.9645150003671e-06,
+    9.569220000003044e-06
    ]
   },
   "layer_forward_layernorm_autocast": {
-   "seconds": 1.708342950968515e-05,
-   "min": 1.6874665660517557e-05,
-   "max": 3.088152160247167e-05,
+   "seconds": 3.29775224838938e-05,
+   "min": 2.133638021491823e-05,
+   "max": 3.488076123453322e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1583,26 +1583,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.766399949789047e-05,
-    0.0001319040060043335,
-    0.0005147519707679748
+    9.881599992513657e-05,
+    0.0002123199999332428,
+    0.0005983359813690186
    ],
-   "host_canary_seconds": 1.1194587499971931e-05,
+   "host_canary_seconds": 1.1233122500016179e-05,
    "pass_seconds": [
-    3.088152160247167e-05,
-    1.708342950968515e-05,
-    1.6874665660517557e-05
+    3.29775224838938e-05,
+    2.133638021491823e-05,
+    3.488076123453322e-05
    ],
    "pass_host_canary_seconds": [
-    1.1194587499971931e-05,
-    8.043320000297172e-06,
-    7.575324999606891e-06
+    1.1233122500016179e-05,
+    8.410667499560986e-06,
+    1.0378782499742555e-05
    ]
   },
   "layer_backward_layernorm_autocast": {
-   "seconds": 6.290971345844722e-05,
-   "min": 5.170743344795137e-05,
-   "max": 6.692647401775634e-05,
+   "seconds": 5.125105310054054e-05,
+   "min": 4.816990558590206e-05,
+   "max": 5.3242669573852014e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1611,26 +1611,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001783680021762848,
-    0.00043635201454162597,
-    0.0014206080436706544
+    0.00030988800525665283,
+    0.000677344024181366,
+    0.0016394560337066651
    ],
-   "host_canary_seconds": 1.1194587499971931e-05,
+   "host_canary_seconds": 1.1233122500016179e-05,
    "pass_seconds": [
-    5.170743344795137e-05,
-    6.290971345844722e-05,
-    6.692647401775634e-05
+    5.3242669573852014e-05,
+    5.125105310054054e-05,
+    4.816990558590206e-05
    ],
    "pass_host_canary_seconds": [
-    1.1194587499971931e-05,
-    8.043320000297172e-06,
-    7.575324999606891e-06
+    1.1233122500016179e-05,
+    8.410667499560986e-06,
+    1.0378782499742555e-05
    ]
   },
   "layer_forward_groupnorm": {
-   "seconds": 3.936761901492164e-05,
-   "min": 3.540647668497903e-05,
-   "max": 6.133866558472316e-05,
+   "seconds": 4.4991998090630486e-05,
+   "min": 3.4308572255429774e-05,
+   "max": 5.2979808832917894e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1639,26 +1639,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.603199779987336e-05,
-    0.00024252800643444062,
-    0.0009902719855308534
+    9.907200187444686e-05,
+    0.0002991679906845093,
+    0.0009074879884719848
    ],
-   "host_canary_seconds": 1.1131212500004039e-05,
+   "host_canary_seconds": 1.125521999938428e-05,
    "pass_seconds": [
-    6.133866558472316e-05,
-    3.936761901492164e-05,
-    3.540647668497903e-05
+    5.2979808832917894e-05,
+    4.4991998090630486e-05,
+    3.4308572255429774e-05
    ],
    "pass_host_canary_seconds": [
-    1.1131212500004039e-05,
-    9.299164998992637e-06,
-    9.227375000477878e-06
+    1.125521999938428e-05,
+    8.940085000403996e-06,
+    9.08001499965394e-06
    ]
   },
   "layer_backward_groupnorm": {
-   "seconds": 9.69165662924449e-05,
-   "min": 6.98803865483829e-05,
-   "max": 9.721142976056962e-05,
+   "seconds": 0.00011374551589999883,
+   "min": 8.929905756598425e-05,
+   "max": 0.00012861409109263193,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1667,26 +1667,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002585279941558838,
-    0.0008887360095977783,
-    0.0023056640625
+    0.00036902400851249694,
+    0.0010321600437164307,
+    0.0029242238998413088
    ],
-   "host_canary_seconds": 1.1131212500004039e-05,
+   "host_canary_seconds": 1.125521999938428e-05,
    "pass_seconds": [
-    6.98803865483829e-05,
-    9.69165662924449e-05,
-    9.721142976056962e-05
+    0.00011374551589999883,
+    8.929905756598425e-05,
+    0.00012861409109263193
    ],
    "pass_host_canary_seconds": [
-    1.1131212500004039e-05,
-    9.299164998992637e-06,
-    9.227375000477878e-06
+    1.125521999938428e-05,
+    8.940085000403996e-06,
+    9.08001499965394e-06
    ]
   },
   "layer_forward_groupnorm_autocast": {
-   "seconds": 3.132495071206774e-05,
-   "min": 3.042895134006228e-05,
-   "max": 3.265295195437613e-05,
+   "seconds": 6.200685990708215e-05,
+   "min": 3.584990579457511e-05,
+   "max": 6.313676032282057e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1695,26 +1695,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    9.50080007314682e-05,
-    0.0002677440047264099,
-    0.0005911359786987305
+    0.00012435200065374373,
+    0.0003103039860725403,
+    0.0010544320344924927
    ],
-   "host_canary_seconds": 9.607675000324889e-06,
+   "host_canary_seconds": 1.1003044999711164e-05,
    "pass_seconds": [
-    3.132495071206774e-05,
-    3.042895134006228e-05,
-    3.265295195437613e-05
+    6.200685990708215e-05,
+    3.584990579457511e-05,
+    6.313676032282057e-05
    ],
    "pass_host_canary_seconds": [
-    9.607675000324889e-06,
-    7.628785000406424e-06,
-    7.3331999999481924e-06
+    1.1003044999711164e-05,
+    8.443367499921806e-06,
+    1.0353257500241853e-05
    ]
   },
   "layer_backward_groupnorm_autocast": {
-   "seconds": 9.514743870212916e-05,
-   "min": 7.172571654830659e-05,
-   "max": 0.0001093630451886427,
+   "seconds": 9.623390613567262e-05,
+   "min": 8.769676195723668e-05,
+   "max": 9.82217096856662e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1723,26 +1723,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00028201600909233095,
-    0.0007301759719848633,
-    0.0022020161151885985
+    0.00039241600036621095,
+    0.0008102719783782959,
+    0.0026275520324707032
    ],
-   "host_canary_seconds": 9.607675000324889e-06,
+   "host_canary_seconds": 1.1003044999711164e-05,
    "pass_seconds": [
-    9.514743870212916e-05,
-    7.172571654830659e-05,
-    0.0001093630451886427
+    8.769676195723668e-05,
+    9.82217096856662e-05,
+    9.623390613567262e-05
    ],
    "pass_host_canary_seconds": [
-    9.607675000324889e-06,
-    7.628785000406424e-06,
-    7.3331999999481924e-06
+    1.1003044999711164e-05,
+    8.443367499921806e-06,
+    1.0353257500241853e-05
    ]
   },
   "layer_forward_relu": {
-   "seconds": 1.0004571860744838e-05,
-   "min": 9.855238099892934e-06,
-   "max": 1.0108190899093947e-05,
+   "seconds": 1.7334095778919403e-05,
+   "min": 1.6002286225557328e-05,
+   "max": 1.7864380741403216e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1751,26 +1751,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.142400085926056e-05,
-    5.3984001278877256e-05,
-    0.00017900800704956054
+    4.300799965858459e-05,
+    9.843199700117111e-05,
+    0.0003115839958190918
    ],
-   "host_canary_seconds": 7.59503249980753e-06,
+   "host_canary_seconds": 1.0997455000278933e-05,
    "pass_seconds": [
-    1.0004571860744838e-05,
-    1.0108190899093947e-05,
-    9.855238099892934e-06
+    1.7864380741403216e-05,
+    1.6002286225557328e-05,
+    1.7334095778919403e-05
    ],
    "pass_host_canary_seconds": [
-    7.59503249980753e-06,
-    7.232572500015522e-06,
-    7.220024999696762e-06
+    1.0997455000278933e-05,
+    1.044584500050405e-05,
+    1.0879315000238422e-05
    ]
   },
   "layer_backward_relu": {
-   "seconds": 1.798323896669206e-05,
-   "min": 1.7785904396857534e-05,
-   "max": 2.467733266807739e-05,
+   "seconds": 2.5946666619607386e-05,
+   "min": 1.8307809850999293e-05,
+   "max": 3.185371628829411e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1779,26 +1779,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    9.814400225877762e-05,
-    0.00017161600291728973,
-    0.0005144640207290649
+    0.00017100800573825837,
+    0.0002917439937591553,
+    0.0007176640033721924
    ],
-   "host_canary_seconds": 7.59503249980753e-06,
+   "host_canary_seconds": 1.0997455000278933e-05,
    "pass_seconds": [
-    1.798323896669206e-05,
-    1.7785904396857534e-05,
-    2.467733266807739e-05
+    1.8307809850999293e-05,
+    2.5946666619607386e-05,
+    3.185371628829411e-05
    ],
    "pass_host_canary_seconds": [
-    7.59503249980753e-06,
-    7.232572500015522e-06,
-    7.220024999696762e-06
+    1.0997455000278933e-05,
+    1.044584500050405e-05,
+    1.0879315000238422e-05
    ]
   },
   "layer_forward_relu_autocast": {
-   "seconds": 1.1520761996507645e-05,
-   "min": 1.1486476553337915e-05,
-   "max": 1.8774856502811112e-05,
+   "seconds": 1.706361894806226e-05,
+   "min": 1.0077714565254391e-05,
+   "max": 1.870476206143697e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1807,26 +1807,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.2607998698949814e-05,
-    6.50240033864975e-05,
-    0.00020470400154590606
+    7.260800153017045e-05,
+    8.489599823951722e-05,
+    0.00021779200434684753
    ],
-   "host_canary_seconds": 7.81112000026951e-06,
+   "host_canary_seconds": 9.382397499848595e-06,
    "pass_seconds": [
-    1.1520761996507645e-05,
-    1.1486476553337915e-05,
-    1.8774856502811112e-05
+    1.0077714565254391e-05,
+    1.706361894806226e-05,
+    1.870476206143697e-05
    ],
    "pass_host_canary_seconds": [
-    7.81112000026951e-06,
-    7.69710499980647e-06,
-    1.5032134999728442e-05
+    9.382397499848595e-06,
+    9.865442499972233e-06,
+    1.075329999935093e-05
    ]
   },
   "layer_backward_relu_autocast": {
-   "seconds": 2.192533459691775e-05,
-   "min": 1.7409524215119225e-05,
-   "max": 4.371809666710241e-05,
+   "seconds": 2.7160381277402236e-05,
+   "min": 2.2548571406375797e-05,
+   "max": 3.94666659690085e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1835,26 +1835,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00011695999652147293,
-    0.00024457600712776185,
-    0.0006277440190315247
+    0.0001674879938364029,
+    0.000264959990978241,
+    0.0008935999870300293
    ],
-   "host_canary_seconds": 7.81112000026951e-06,
+   "host_canary_seconds": 9.382397499848595e-06,
    "pass_seconds": [
-    2.192533459691775e-05,
-    1.7409524215119225e-05,
-    4.371809666710241e-05
+    3.94666659690085e-05,
+    2.2548571406375797e-05,
+    2.7160381277402236e-05
    ],
    "pass_host_canary_seconds": [
-    7.81112000026951e-06,
-    7.69710499980647e-06,
-    1.5032134999728442e-05
+    9.382397499848595e-06,
+    9.865442499972233e-06,
+    1.075329999935093e-05
    ]
   },
   "layer_forward_gelu": {
-   "seconds": 9.778285753868877e-06,
-   "min": 7.866666607913518e-06,
-   "max": 1.1854476517155057e-05,
+   "seconds": 1.5614476409696398e-05,
+   "min": 1.0280381267269453e-05,
+   "max": 1.7826286277600697e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1863,26 +1863,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.239999920129776e-05,
-    5.4719999432563783e-05,
-    0.00019913600385189055
+    4.224000126123428e-05,
+    8.870399743318557e-05,
+    0.0003072960078716278
    ],
-   "host_canary_seconds": 7.81112000026951e-06,
+   "host_canary_seconds": 1.0124774999553664e-05,
    "pass_seconds": [
-    1.1854476517155057e-05,
-    9.778285753868877e-06,
-    7.866666607913518e-06
+    1.7826286277600697e-05,
+    1.0280381267269453e-05,
+    1.5614476409696398e-05
    ],
    "pass_host_canary_seconds": [
-    7.81112000026951e-06,
-    7.868700000699391e-06,
-    7.250419999991209e-06
+    1.0124774999553664e-05,
+    7.86560000051395e-06,
+    1.0448957499988865e-05
    ]
   },
   "layer_backward_gelu": {
-   "seconds": 1.8868571058625263e-05,
-   "min": 1.6345143672965818e-05,
-   "max": 2.551619202962944e-05,
+   "seconds": 2.275200019634905e-05,
+   "min": 1.9449902254910697e-05,
+   "max": 2.27702854289895e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1891,26 +1891,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00010883200168609619,
-    0.00020230400562286377,
-    0.0005347840189933777
+    0.00015216000378131866,
+    0.00026713600754737853,
+    0.0007123519778251648
    ],
-   "host_canary_seconds": 7.81112000026951e-06,
+   "host_canary_seconds": 1.0124774999553664e-05,
    "pass_seconds": [
-    1.6345143672965818e-05,
-    2.551619202962944e-05,
-    1.8868571058625263e-05
+    1.9449902254910697e-05,
+    2.275200019634905e-05,
+    2.27702854289895e-05
    ],
    "pass_host_canary_seconds": [
-    7.81112000026951e-06,
-    7.868700000699391e-06,
-    7.250419999991209e-06
+    1.0124774999553664e-05,
+    7.86560000051395e-06,
+    1.0448957499988865e-05
    ]
   },
   "layer_forward_gelu_autocast": {
-   "seconds": 1.0621714538761547e-05,
-   "min": 1.0403047537519816e-05,
-   "max": 1.1492571305660975e-05,
+   "seconds": 1.5991618768090297e-05,
+   "min": 1.0005333771308264e-05,
+   "max": 1.709180928411938e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1919,26 +1919,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.2320000231266024e-05,
-    6.803199648857117e-05,
-    0.00020511999726295472
+    5.7792000472545626e-05,
+    0.00011852800101041793,
+    0.00030191999673843386
    ],
-   "host_canary_seconds": 8.039665000296736e-06,
+   "host_canary_seconds": 9.901152499764975e-06,
    "pass_seconds": [
-    1.1492571305660975e-05,
-    1.0403047537519816e-05,
-    1.0621714538761547e-05
+    1.5991618768090297e-05,
+    1.0005333771308264e-05,
+    1.709180928411938e-05
    ],
    "pass_host_canary_seconds": [
-    8.039665000296736e-06,
-    8.023074999528034e-06,
-    7.858447499415889e-06
+    9.901152499764975e-06,
+    8.315100000118037e-06,
+    1.0185825000235126e-05
    ]
   },
   "layer_backward_gelu_autocast": {
-   "seconds": 3.00960001491365e-05,
-   "min": 1.9917714986063193e-05,
-   "max": 3.386971593967506e-05,
+   "seconds": 2.0640000700950625e-05,
+   "min": 1.8413715596709935e-05,
+   "max": 2.4435046350672133e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1947,26 +1947,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00011577600240707397,
-    0.0001947840005159378,
-    0.0007243520021438599
+    0.0001836480051279068,
+    0.0002962239980697632,
+    0.0007028480172157288
    ],
-   "host_canary_seconds": 8.039665000296736e-06,
+   "host_canary_seconds": 9.901152499764975e-06,
    "pass_seconds": [
-    3.00960001491365e-05,
-    1.9917714986063193e-05,
-    3.386971593967506e-05
+    1.8413715596709935e-05,
+    2.4435046350672133e-05,
+    2.0640000700950625e-05
    ],
    "pass_host_canary_seconds": [
-    8.039665000296736e-06,
-    8.023074999528034e-06,
-    7.858447499415889e-06
+    9.901152499764975e-06,
+    8.315100000118037e-06,
+    1.0185825000235126e-05
    ]
   },
   "layer_forward_silu": {
-   "seconds": 9.865142671125278e-06,
-   "min": 9.584761889917512e-06,
-   "max": 1.5457523011025928e-05,
+   "seconds": 1.422018992404143e-05,
+   "min": 1.0531047979990642e-05,
+   "max": 1.5717333980969022e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1975,26 +1975,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.126399964094162e-05,
-    7.344000041484833e-05,
-    0.0002617279887199402
+    3.2767999917268756e-05,
+    5.644800141453743e-05,
+    0.00023974399268627167
    ],
-   "host_canary_seconds": 9.009720000108245e-06,
+   "host_canary_seconds": 8.85107000044627e-06,
    "pass_seconds": [
-    1.5457523011025928e-05,
-    9.584761889917512e-06,
-    9.865142671125278e-06
+    1.422018992404143e-05,
+    1.0531047979990642e-05,
+    1.5717333980969022e-05
    ],
    "pass_host_canary_seconds": [
-    9.009720000108245e-06,
-    7.425269999430384e-06,
-    7.370734999767592e-06
+    8.85107000044627e-06,
+    7.359334999819112e-06,
+    1.00630449998107e-05
    ]
   },
   "layer_backward_silu": {
-   "seconds": 2.2403046754854066e-05,
-   "min": 1.68266665367853e-05,
-   "max": 2.7792002207466527e-05,
+   "seconds": 2.3916952666782195e-05,
+   "min": 2.383542983304887e-05,
+   "max": 2.4533335208183243e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2003,26 +2003,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00013382400572299957,
-    0.00024592000246047974,
-    0.0006231679916381836
+    0.00015084800124168395,
+    0.0002520639896392822,
+    0.0007271360158920288
    ],
-   "host_canary_seconds": 9.009720000108245e-06,
+   "host_canary_seconds": 8.85107000044627e-06,
    "pass_seconds": [
-    1.68266665367853e-05,
-    2.2403046754854066e-05,
-    2.7792002207466527e-05
+    2.4533335208183243e-05,
+    2.3916952666782195e-05,
+    2.383542983304887e-05
    ],
    "pass_host_canary_seconds": [
-    9.009720000108245e-06,
-    7.425269999430384e-06,
-    7.370734999767592e-06
+    8.85107000044627e-06,
+    7.359334999819112e-06,
+    1.00630449998107e-05
    ]
   },
   "layer_forward_silu_autocast": {
-   "seconds": 9.750094708232652e-06,
-   "min": 9.264761670714335e-06,
-   "max": 1.1465904702033315e-05,
+   "seconds": 1.5462094651801244e-05,
+   "min": 1.0793904818239666e-05,
+   "max": 1.6526476967902414e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2031,26 +2031,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.347200155258179e-05,
-    6.224000081419944e-05,
-    0.00020358400046825408
+    6.515199691057205e-05,
+    0.00011443199962377548,
+    0.0002980479896068573
    ],
-   "host_canary_seconds": 7.72231499922782e-06,
+   "host_canary_seconds": 8.65410999949745e-06,
    "pass_seconds": [
-    1.1465904702033315e-05,
-    9.264761670714335e-06,
-    9.750094708232652e-06
+    1.5462094651801244e-05,
+    1.0793904818239666e-05,
+    1.6526476967902414e-05
    ],
    "pass_host_canary_seconds": [
-    7.72231499922782e-06,
-    7.135269999025695e-06,
-    7.533525000553709e-06
+    8.65410999949745e-06,
+    7.693190000281901e-06,
+    1.000114500016025e-05
    ]
   },
   "layer_backward_silu_autocast": {
-   "seconds": 2.976228704764729e-05,
-   "min": 2.4604188455712228e-05,
-   "max": 3.058590358566671e-05,
+   "seconds": 2.7534475106568566e-05,
+   "min": 2.3550473863170257e-05,
+   "max": 2.7705140766643343e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2059,26 +2059,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00012160000205039978,
-    0.00020630399882793425,
-    0.0006548159718513489
+    0.00019519999623298644,
+    0.00031107199192047117,
+    0.0008357759714126587
    ],
-   "host_canary_seconds": 7.72231499922782e-06,
+   "host_canary_seconds": 8.65410999949745e-06,
    "pass_seconds": [
-    2.4604188455712228e-05,
-    2.976228704764729e-05,
-    3.058590358566671e-05
+    2.7534475106568566e-05,
+    2.3550473863170257e-05,
+    2.7705140766643343e-05
    ],
    "pass_host_canary_seconds": [
-    7.72231499922782e-06,
-    7.135269999025695e-06,
-    7.533525000553709e-06
+    8.65410999949745e-06,
+    7.693190000281901e-06,
+    1.000114500016025e-05
    ]
   },
   "layer_forward_tanh": {
-   "seconds": 1.1084190436771935e-05,
-   "min": 8.935619145631789e-06,
-   "max": 1.584228500723839e-05,
+   "seconds": 1.2787809772860436e-05,
+   "min": 1.1149714035647257e-05,
+   "max": 1.6665904649666376e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2087,26 +2087,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.1215999498963357e-05,
-    5.238400027155876e-05,
-    0.0001867839992046356
+    2.26879995316267e-05,
+    7.648000121116638e-05,
+    0.00021964800357818603
    ],
-   "host_canary_seconds": 8.001715000318655e-06,
+   "host_canary_seconds": 1.0035662499490171e-05,
    "pass_seconds": [
-    1.1084190436771935e-05,
-    8.935619145631789e-06,
-    1.584228500723839e-05
+    1.2787809772860436e-05,
+    1.1149714035647257e-05,
+    1.6665904649666376e-05
    ],
    "pass_host_canary_seconds": [
-    8.001715000318655e-06,
-    6.872769999972661e-06,
-    1.1664442500318728e-05
+    1.0035662499490171e-05,
+    7.774725000899707e-06,
+    1.0418595000487585e-05
    ]
   },
   "layer_backward_tanh": {
-   "seconds": 1.736152172088623e-05,
-   "min": 1.6320762002751943e-05,
-   "max": 2.0121905243112928e-05,
+   "seconds": 2.4665905960968563e-05,
+   "min": 2.1833905506701697e-05,
+   "max": 3.0416760327560557e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2115,26 +2115,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00010835199803113937,
-    0.00018563200533390045,
-    0.0005323519706726074
+    0.00013062399625778199,
+    0.00029766398668289184,
+    0.0007911679744720459
    ],
-   "host_canary_seconds": 8.001715000318655e-06,
+   "host_canary_seconds": 1.0035662499490171e-05,
    "pass_seconds": [
-    1.736152172088623e-05,
-    1.6320762002751943e-05,
-    2.0121905243112928e-05
+    3.0416760327560557e-05,
+    2.1833905506701697e-05,
+    2.4665905960968563e-05
    ],
    "pass_host_canary_seconds": [
-    8.001715000318655e-06,
-    6.872769999972661e-06,
-    1.1664442500318728e-05
+    1.0035662499490171e-05,
+    7.774725000899707e-06,
+    1.0418595000487585e-05
    ]
   },
   "layer_forward_tanh_autocast": {
-   "seconds": 1.0086856959831149e-05,
-   "min": 8.828952642423767e-06,
-   "max": 1.6344381939797177e-05,
+   "seconds": 1.6456381550857e-05,
+   "min": 1.6246857565073742e-05,
+   "max": 1.7462094447442465e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2143,26 +2143,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.407999873161316e-05,
-    6.499200314283371e-05,
-    0.00018559999763965608
+    3.4976001828908924e-05,
+    0.0001104319989681244,
+    0.00028758400678634646
    ],
-   "host_canary_seconds": 7.799620000241703e-06,
+   "host_canary_seconds": 9.973644999945463e-06,
    "pass_seconds": [
-    1.0086856959831149e-05,
-    8.828952642423767e-06,
-    1.6344381939797177e-05
+    1.6246857565073742e-05,
+    1.7462094447442465e-05,
+    1.6456381550857e-05
    ],
    "pass_host_canary_seconds": [
-    7.799620000241703e-06,
-    6.761590000223805e-06,
-    1.1638950000474325e-05
+    9.973644999945463e-06,
+    8.677382499513442e-06,
+    1.0293105000300783e-05
    ]
   },
   "layer_backward_tanh_autocast": {
-   "seconds": 1.9739427736827303e-05,
-   "min": 1.1437713567699702e-05,
-   "max": 2.4332952907397625e-05,
+   "seconds": 1.8713904810803276e-05,
+   "min": 1.7808001133657637e-05,
+   "max": 3.177371514695031e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2171,26 +2171,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001552640050649643,
-    0.0002492479979991913,
-    0.0004879359900951386
+    0.00019955199956893922,
+    0.00033238399028778077,
+    0.0007332800030708313
    ],
-   "host_canary_seconds": 7.799620000241703e-06,
+   "host_canary_seconds": 9.973644999945463e-06,
    "pass_seconds": [
-    1.1437713567699702e-05,
-    2.4332952907397625e-05,
-    1.9739427736827303e-05
+    1.8713904810803276e-05,
+    1.7808001133657637e-05,
+    3.177371514695031e-05
    ],
    "pass_host_canary_seconds": [
-    7.799620000241703e-06,
-    6.761590000223805e-06,
-    1.1638950000474325e-05
+    9.973644999945463e-06,
+    8.677382499513442e-06,
+    1.0293105000300783e-05
    ]
   },
   "layer_forward_sigmoid": {
-   "seconds": 9.899428380387172e-06,
-   "min": 8.755047140376909e-06,
-   "max": 1.634437998845464e-05,
+   "seconds": 1.1785904655144329e-05,
+   "min": 1.0369523472729185e-05,
+   "max": 1.6818286407561527e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2199,26 +2199,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.1824000403285027e-05,
-    5.311999842524528e-05,
-    0.00017084799706935884
+    4.041599854826927e-05,
+    5.35999983549118e-05,
+    0.00018998399376869203
    ],
-   "host_canary_seconds": 7.733520000101635e-06,
+   "host_canary_seconds": 1.06632475007018e-05,
    "pass_seconds": [
-    9.899428380387172e-06,
-    8.755047140376909e-06,
-    1.634437998845464e-05
+    1.0369523472729185e-05,
+    1.1785904655144329e-05,
+    1.6818286407561527e-05
    ],
    "pass_host_canary_seconds": [
-    7.733520000101635e-06,
-    6.797497500201643e-06,
-    1.1885122499961654e-05
+    1.06632475007018e-05,
+    9.086934999231745e-06,
+    1.021420250083338e-05
    ]
   },
   "layer_backward_sigmoid": {
-   "seconds": 1.5764571637624785e-05,
-   "min": 1.1410284787416454e-05,
-   "max": 2.760990584890048e-05,
+   "seconds": 2.664761804044247e-05,
+   "min": 2.157561764830635e-05,
+   "max": 3.172876348807698e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2227,26 +2227,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00013203200697898865,
-    0.00022140799462795258,
-    0.0004601599872112274
+    0.00014368000626564025,
+    0.00022566400468349457,
+    0.0007603840231895447
    ],
-   "host_canary_seconds": 7.733520000101635e-06,
+   "host_canary_seconds": 1.06632475007018e-05,
    "pass_seconds": [
-    1.1410284787416454e-05,
-    1.5764571637624785e-05,
-    2.760990584890048e-05
+    3.172876348807698e-05,
+    2.664761804044247e-05,
+    2.157561764830635e-05
    ],
    "pass_host_canary_seconds": [
-    7.733520000101635e-06,
-    6.797497500201643e-06,
-    1.1885122499961654e-05
+    1.06632475007018e-05,
+    9.086934999231745e-06,
+    1.021420250083338e-05
    ]
   },
   "layer_forward_sigmoid_autocast": {
-   "seconds": 1.0271999984979628e-05,
-   "min": 9.146667041239284e-06,
-   "max": 1.6640000577483858e-05,
+   "seconds": 1.4873905018681573e-05,
+   "min": 1.4424381156762444e-05,
+   "max": 1.6349714604162034e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2255,26 +2255,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.1615998595952986e-05,
-    6.310400366783142e-05,
-    0.00018592000007629393
+    5.286400020122528e-05,
+    0.0001021760031580925,
+    0.000277536004781723
    ],
-   "host_canary_seconds": 7.684944999937216e-06,
+   "host_canary_seconds": 1.0625490000393255e-05,
    "pass_seconds": [
-    1.0271999984979628e-05,
-    9.146667041239284e-06,
-    1.6640000577483858e-05
+    1.4873905018681573e-05,
+    1.4424381156762444e-05,
+    1.6349714604162034e-05
    ],
    "pass_host_canary_seconds": [
-    7.684944999937216e-06,
-    6.711739999900601e-06,
-    1.1269894999941245e-05
+    1.0625490000393255e-05,
+    8.708912500310361e-06,
+    1.0281969999823558e-05
    ]
   },
   "layer_backward_sigmoid_autocast": {
-   "seconds": 1.971809264449846e-05,
-   "min": 1.6302477923177542e-05,
-   "max": 2.6361902820922087e-05,
+   "seconds": 2.540419197508266e-05,
+   "min": 2.3801902042967934e-05,
+   "max": 3.0611809165704813e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2283,26 +2283,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014713600277900695,
-    0.00024089600145816802,
-    0.000550432026386261
+    0.0001851840019226074,
+    0.00030463999509811404,
+    0.0007888960242271423
    ],
-   "host_canary_seconds": 7.684944999937216e-06,
+   "host_canary_seconds": 1.0625490000393255e-05,
    "pass_seconds": [
-    1.6302477923177542e-05,
-    2.6361902820922087e-05,
-    1.971809264449846e-05
+    2.540419197508266e-05,
+    3.0611809165704813e-05,
+    2.3801902042967934e-05
    ],
    "pass_host_canary_seconds": [
-    7.684944999937216e-06,
-    6.711739999900601e-06,
-    1.1269894999941245e-05
+    1.0625490000393255e-05,
+    8.708912500310361e-06,
+    1.0281969999823558e-05
    ]
   },
   "layer_forward_dropout": {
-   "seconds": 1.539733385046323e-05,
-   "min": 1.3619047900040943e-05,
-   "max": 2.320609561034611e-05,
+   "seconds": 2.5412571217332566e-05,
+   "min": 1.8707047260942913e-05,
+   "max": 2.574323916009494e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2311,26 +2311,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.84959988296032e-05,
-    7.436800003051758e-05,
-    0.00026601600646972655
+    4.182400181889534e-05,
+    0.00011363200098276138,
+    0.00042153599858283996
    ],
-   "host_canary_seconds": 8.086932500077637e-06,
+   "host_canary_seconds": 1.077274499948544e-05,
    "pass_seconds": [
-    1.539733385046323e-05,
-    1.3619047900040943e-05,
-    2.320609561034611e-05
+    2.5412571217332566e-05,
+    1.8707047260942913e-05,
+    2.574323916009494e-05
    ],
    "pass_host_canary_seconds": [
-    8.086932500077637e-06,
-    6.750049999482144e-06,
-    1.0263092499940285e-05
+    1.077274499948544e-05,
+    8.516089999375253e-06,
+    1.0141144999806783e-05
    ]
   },
   "layer_backward_dropout": {
-   "seconds": 2.4364951111021503e-05,
-   "min": 1.7856760394005553e-05,
-   "max": 3.207999982294582e-05,
+   "seconds": 2.661561930463428e-05,
+   "min": 2.429409307383356e-05,
+   "max": 2.9109332178320202e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2339,26 +2339,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00011952000111341476,
-    0.00021222400665283202,
-    0.0008151040077209472
+    0.00016355200111865998,
+    0.0003255679905414581,
+    0.0009459519982337952
    ],
-   "host_canary_seconds": 8.086932500077637e-06,
+   "host_canary_seconds": 1.077274499948544e-05,
    "pass_seconds": [
-    3.207999982294582e-05,
-    2.4364951111021503e-05,
-    1.7856760394005553e-05
+    2.661561930463428e-05,
+    2.9109332178320202e-05,
+    2.429409307383356e-05
    ],
    "pass_host_canary_seconds": [
-    8.086932500077637e-06,
-    6.750049999482144e-06,
-    1.0263092499940285e-05
+    1.077274499948544e-05,
+    8.516089999375253e-06,
+    1.0141144999806783e-05
    ]
   },
   "layer_forward_dropout_autocast": {
-   "seconds": 1.4220951568512687e-05,
-   "min": 1.3540571466797875e-05,
-   "max": 1.5750857868364877e-05,
+   "seconds": 2.4312380169119154e-05,
+   "min": 2.4282665834540412e-05,
+   "max": 2.7647999780518666e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2367,26 +2367,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.543999955058098e-05,
-    0.00012934400141239167,
-    0.00029392001032829283
+    6.780800223350525e-05,
+    0.000146464005112648,
+    0.0004343999922275543
    ],
-   "host_canary_seconds": 1.1415614999918943e-05,
+   "host_canary_seconds": 1.0902665000003253e-05,
    "pass_seconds": [
-    1.5750857868364877e-05,
-    1.3540571466797875e-05,
-    1.4220951568512687e-05
+    2.4312380169119154e-05,
+    2.4282665834540412e-05,
+    2.7647999780518666e-05
    ],
    "pass_host_canary_seconds": [
-    1.1415614999918943e-05,
-    6.846210000048813e-06,
-    8.777092500054095e-06
+    1.0902665000003253e-05,
+    7.760967500303194e-06,
+    1.0237344999950436e-05
    ]
   },
   "layer_backward_dropout_autocast": {
-   "seconds": 2.420342695854959e-05,
-   "min": 1.0931810452824544e-05,
-   "max": 3.00266645139172e-05,
+   "seconds": 2.529523805493401e-05,
+   "min": 2.1600763003031413e-05,
+   "max": 2.7185523793810884e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2395,26 +2395,138 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00017734399437904357,
-    0.0002523519992828369,
-    0.000843231976032257
+    0.00019711999595165252,
+    0.00035174399614334106,
+    0.0009431679844856262
    ],
-   "host_canary_seconds": 1.1415614999918943e-05,
+   "host_canary_seconds": 1.0902665000003253e-05,
    "pass_seconds": [
-    3.00266645139172e-05,
-    2.420342695854959e-05,
-    1.0931810452824544e-05
+    2.529523805493401e-05,
+    2.1600763003031413e-05,
+    2.7185523793810884e-05
    ],
    "pass_host_canary_seconds": [
-    1.1415614999918943e-05,
-    6.846210000048813e-06,
-    8.777092500054095e-06
+    1.0902665000003253e-05,
+    7.760967500303194e-06,
+    1.0237344999950436e-05
+   ]
+  },
+  "layer_forward_dropout_identity": {
+   "seconds": 5.592380960782369e-06,
+   "min": 3.833904640660399e-06,
+   "max": 6.120380989852405e-06,
+   "samples": 3,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout_identity layers, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    2.0640000700950622e-05,
+    3.968000039458275e-05,
+    0.00011267200112342834
+   ],
+   "host_canary_seconds": 1.1029914999767244e-05,
+   "pass_seconds": [
+    6.120380989852405e-06,
+    3.833904640660399e-06,
+    5.592380960782369e-06
+   ],
+   "pass_host_canary_seconds": [
+    1.1029914999767244e-05,
+    9.396794999929626e-06,
+    1.034708250017502e-05
+   ]
+  },
+  "layer_backward_dropout_identity": {
+   "seconds": 3.046857104414984e-06,
+   "min": 2.6102859438175238e-06,
+   "max": 5.618285121662276e-06,
+   "samples": 3,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout_identity layers, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.00011641599982976914,
+    0.0001430400013923645,
+    0.00028963199257850647
+   ],
+   "host_canary_seconds": 1.1029914999767244e-05,
+   "pass_seconds": [
+    5.618285121662276e-06,
+    2.6102859438175238e-06,
+    3.046857104414984e-06
+   ],
+   "pass_host_canary_seconds": [
+    1.1029914999767244e-05,
+    9.396794999929626e-06,
+    1.034708250017502e-05
+   ]
+  },
+  "layer_forward_dropout_identity_autocast": {
+   "seconds": 5.778286073889051e-06,
+   "min": 3.4445712254160915e-06,
+   "max": 6.7740952862160545e-06,
+   "samples": 3,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout_identity layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    3.990399837493896e-05,
+    6.10559992492199e-05,
+    0.00014179199934005737
+   ],
+   "host_canary_seconds": 1.1910887500334867e-05,
+   "pass_seconds": [
+    6.7740952862160545e-06,
+    3.4445712254160915e-06,
+    5.778286073889051e-06
+   ],
+   "pass_host_canary_seconds": [
+    1.1910887500334867e-05,
+    8.855980000248563e-06,
+    1.0282787500273116e-05
+   ]
+  },
+  "layer_backward_dropout_identity_autocast": {
+   "seconds": 1.5100953834397465e-06,
+   "min": 1.4864770429474957e-06,
+   "max": 1.7249530092591333e-06,
+   "samples": 3,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout_identity layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.00020380799472332,
+    0.00019264000654220582,
+    0.0003190720081329346
+   ],
+   "host_canary_seconds": 1.1910887500334867e-05,
+   "pass_seconds": [
+    1.7249530092591333e-06,
+    1.5100953834397465e-06,
+    1.4864770429474957e-06
+   ],
+   "pass_host_canary_seconds": [
+    1.1910887500334867e-05,
+    8.855980000248563e-06,
+    1.0282787500273116e-05
    ]
   },
   "layer_forward_add": {
-   "seconds": 9.719618729182651e-06,
-   "min": 7.905523514463787e-06,
-   "max": 1.2223999503822555e-05,
+   "seconds": 1.194819098427182e-05,
+   "min": 1.095085706384409e-05,
+   "max": 1.2907428400857108e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2423,26 +2535,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.254399821162224e-05,
-    7.971200346946716e-05,
-    0.0001589439958333969
+    3.0368000268936157e-05,
+    6.867200136184692e-05,
+    0.00022383999824523925
    ],
-   "host_canary_seconds": 1.1755330000369213e-05,
+   "host_canary_seconds": 1.0936015000879706e-05,
    "pass_seconds": [
-    7.905523514463787e-06,
-    9.719618729182651e-06,
-    1.2223999503822555e-05
+    1.2907428400857108e-05,
+    1.095085706384409e-05,
+    1.194819098427182e-05
    ],
    "pass_host_canary_seconds": [
-    1.1755330000369213e-05,
-    7.519764999415201e-06,
-    9.562410000398813e-06
+    1.0936015000879706e-05,
+    8.782615000200166e-06,
+    1.0054607499796476e-05
    ]
   },
   "layer_backward_add": {
-   "seconds": 2.5039239476124446e-05,
-   "min": 2.047390765732243e-05,
-   "max": 3.1532953892435346e-05,
+   "seconds": 2.687847534460681e-05,
+   "min": 2.0600381351652607e-05,
+   "max": 3.664762065524147e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2451,26 +2563,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00013475200533866882,
-    0.0002449280023574829,
-    0.0006327040195465088
+    0.00021964800357818603,
+    0.00045740801095962527,
+    0.0009926720261573792
    ],
-   "host_canary_seconds": 1.1755330000369213e-05,
+   "host_canary_seconds": 1.0936015000879706e-05,
    "pass_seconds": [
-    2.5039239476124446e-05,
-    3.1532953892435346e-05,
-    2.047390765732243e-05
+    3.664762065524147e-05,
+    2.687847534460681e-05,
+    2.0600381351652607e-05
    ],
    "pass_host_canary_seconds": [
-    1.1755330000369213e-05,
-    7.519764999415201e-06,
-    9.562410000398813e-06
+    1.0936015000879706e-05,
+    8.782615000200166e-06,
+    1.0054607499796476e-05
    ]
   },
   "layer_forward_add_autocast": {
-   "seconds": 8.533332940368427e-06,
-   "min": 8.342095074199496e-06,
-   "max": 9.91923770024663e-06,
+   "seconds": 1.2640000276622318e-05,
+   "min": 7.475809149798893e-06,
+   "max": 1.3931428570122945e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2479,26 +2591,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.347200155258179e-05,
-    7.785599678754807e-05,
-    0.0001871359944343567
+    5.318399891257286e-05,
+    8.323200047016143e-05,
+    0.0002401600033044815
    ],
-   "host_canary_seconds": 8.344905000399195e-06,
+   "host_canary_seconds": 1.0558335000041551e-05,
    "pass_seconds": [
-    9.91923770024663e-06,
-    8.342095074199496e-06,
-    8.533332940368427e-06
+    1.2640000276622318e-05,
+    7.475809149798893e-06,
+    1.3931428570122945e-05
    ],
    "pass_host_canary_seconds": [
-    8.344905000399195e-06,
-    7.7410599999439e-06,
-    6.875779999973019e-06
+    1.0558335000041551e-05,
+    7.624930000247332e-06,
+    1.0047370000165757e-05
    ]
   },
   "layer_backward_add_autocast": {
-   "seconds": 2.504609667119526e-05,
-   "min": 2.1198477152557594e-05,
-   "max": 3.0034285748288743e-05,
+   "seconds": 2.7062096588668364e-05,
+   "min": 2.543771178239868e-05,
+   "max": 2.9860573332934156e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2507,26 +2619,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014454400539398192,
-    0.0002794559895992279,
-    0.0007488639950752258
+    0.0001955520063638687,
+    0.0004396800100803375,
+    0.0008100159764289856
    ],
-   "host_canary_seconds": 8.344905000399195e-06,
+   "host_canary_seconds": 1.0558335000041551e-05,
    "pass_seconds": [
-    3.0034285748288743e-05,
-    2.504609667119526e-05,
-    2.1198477152557594e-05
+    2.543771178239868e-05,
+    2.9860573332934156e-05,
+    2.7062096588668364e-05
    ],
    "pass_host_canary_seconds": [
-    8.344905000399195e-06,
-    7.7410599999439e-06,
-    6.875779999973019e-06
+    1.0558335000041551e-05,
+    7.624930000247332e-06,
+    1.0047370000165757e-05
    ]
   },
   "layer_forward_mul": {
-   "seconds": 8.521142903537978e-06,
-   "min": 8.257523977330753e-06,
-   "max": 1.4111238310024852e-05,
+   "seconds": 1.2515810096547718e-05,
+   "min": 8.473904714697883e-06,
+   "max": 1.325561851263046e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2535,26 +2647,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.0767999812960626e-05,
-    7.100799679756164e-05,
-    0.00023507200181484224
+    2.8384000062942505e-05,
+    6.911999732255936e-05,
+    0.00021718400716781616
    ],
-   "host_canary_seconds": 1.0613919999968858e-05,
+   "host_canary_seconds": 8.577595000360816e-06,
    "pass_seconds": [
-    1.4111238310024852e-05,
-    8.257523977330753e-06,
-    8.521142903537978e-06
+    1.2515810096547718e-05,
+    8.473904714697883e-06,
+    1.325561851263046e-05
    ],
    "pass_host_canary_seconds": [
-    1.0613919999968858e-05,
-    7.138772500070445e-06,
-    6.99288999953751e-06
+    8.577595000360816e-06,
+    7.474215000229378e-06,
+    9.86007500046071e-06
    ]
   },
   "layer_backward_mul": {
-   "seconds": 5.18643773560013e-05,
-   "min": 5.011733470573312e-05,
-   "max": 5.3281520005492944e-05,
+   "seconds": 5.104381076636769e-05,
+   "min": 4.4240760306517285e-05,
+   "max": 5.2742092737129754e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2563,26 +2675,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014604799449443817,
-    0.0003675839900970459,
-    0.0011435519456863402
+    0.00017772799730300903,
+    0.00040511998534202575,
+    0.0011433600187301636
    ],
-   "host_canary_seconds": 1.0613919999968858e-05,
+   "host_canary_seconds": 8.577595000360816e-06,
    "pass_seconds": [
-    5.18643773560013e-05,
-    5.011733470573312e-05,
-    5.3281520005492944e-05
+    5.104381076636769e-05,
+    5.2742092737129754e-05,
+    4.4240760306517285e-05
    ],
    "pass_host_canary_seconds": [
-    1.0613919999968858e-05,
-    7.138772500070445e-06,
-    6.99288999953751e-06
+    8.577595000360816e-06,
+    7.474215000229378e-06,
+    9.86007500046071e-06
    ]
   },
   "layer_forward_mul_autocast": {
-   "seconds": 8.630856960302308e-06,
-   "min": 8.397714456632024e-06,
-   "max": 9.613714402630216e-06,
+   "seconds": 1.0510476217383428e-05,
+   "min": 8.479238177339235e-06,
+   "max": 1.473676147205489e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2591,26 +2703,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.382400006055832e-05,
-    9.414400160312652e-05,
-    0.00020185600221157073
+    3.174399957060814e-05,
+    5.878400057554245e-05,
+    0.0001879040002822876
    ],
-   "host_canary_seconds": 8.028915000295455e-06,
+   "host_canary_seconds": 8.570190000227739e-06,
    "pass_seconds": [
-    9.613714402630216e-06,
-    8.630856960302308e-06,
-    8.397714456632024e-06
+    1.0510476217383428e-05,
+    8.479238177339235e-06,
+    1.473676147205489e-05
    ],
    "pass_host_canary_seconds": [
-    8.028915000295455e-06,
-    7.080335000750893e-06,
-    7.287679999876673e-06
+    8.570190000227739e-06,
+    7.087889999866092e-06,
+    9.697054999833198e-06
    ]
   },
   "layer_backward_mul_autocast": {
-   "seconds": 4.743695498577187e-05,
-   "min": 4.24716171054613e-05,
-   "max": 6.044037808619794e-05,
+   "seconds": 4.971428508205072e-05,
+   "min": 4.2786286877734316e-05,
+   "max": 6.275733489365803e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2619,26 +2731,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00020444799959659575,
-    0.0004165759980678558,
-    0.0010043519735336303
+    0.0001998399943113327,
+    0.0004648320078849793,
+    0.0013139200210571288
    ],
-   "host_canary_seconds": 8.028915000295455e-06,
+   "host_canary_seconds": 8.570190000227739e-06,
    "pass_seconds": [
-    4.24716171054613e-05,
-    6.044037808619794e-05,
-    4.743695498577187e-05
+    6.275733489365803e-05,
+    4.971428508205072e-05,
+    4.2786286877734316e-05
    ],
    "pass_host_canary_seconds": [
-    8.028915000295455e-06,
-    7.080335000750893e-06,
-    7.287679999876673e-06
+    8.570190000227739e-06,
+    7.087889999866092e-06,
+    9.697054999833198e-06
    ]
   },
   "layer_forward_softmax": {
-   "seconds": 8.582095393822306e-06,
-   "min": 8.523428635228248e-06,
-   "max": 8.921904312003227e-06,
+   "seconds": 1.293180953888666e-05,
+   "min": 8.304761811381295e-06,
+   "max": 1.5599237045361883e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2647,26 +2759,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    1.9936000928282736e-05,
-    4.6783998608589174e-05,
-    0.00015379199385643006
+    3.2832000404596326e-05,
+    4.831999912858009e-05,
+    0.0002563839852809906
    ],
-   "host_canary_seconds": 7.970432500314927e-06,
+   "host_canary_seconds": 1.1042067499715812e-05,
    "pass_seconds": [
-    8.921904312003227e-06,
-    8.523428635228248e-06,
-    8.582095393822306e-06
+    1.5599237045361883e-05,
+    8.304761811381295e-06,
+    1.293180953888666e-05
    ],
    "pass_host_canary_seconds": [
-    7.970432500314927e-06,
-    7.015970001020833e-06,
-    7.2395699999106e-06
+    1.1042067499715812e-05,
+    7.091434999892954e-06,
+    9.979152500250165e-06
    ]
   },
   "layer_backward_softmax": {
-   "seconds": 2.8012952900358618e-05,
-   "min": 2.411961830442861e-05,
-   "max": 3.488837900970664e-05,
+   "seconds": 3.399238203253065e-05,
+   "min": 3.209066869957107e-05,
+   "max": 4.311924135046345e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2675,26 +2787,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00010339199751615525,
-    0.00023423999547958374,
-    0.0006640959978103638
+    0.00021568000316619874,
+    0.0005951359868049622,
+    0.0011642240285873412
    ],
-   "host_canary_seconds": 7.970432500314927e-06,
+   "host_canary_seconds": 1.1042067499715812e-05,
    "pass_seconds": [
-    2.8012952900358618e-05,
-    3.488837900970664e-05,
-    2.411961830442861e-05
+    4.311924135046345e-05,
+    3.209066869957107e-05,
+    3.399238203253065e-05
    ],
    "pass_host_canary_seconds": [
-    7.970432500314927e-06,
-    7.015970001020833e-06,
-    7.2395699999106e-06
+    1.1042067499715812e-05,
+    7.091434999892954e-06,
+    9.979152500250165e-06
    ]
   },
   "layer_forward_softmax_autocast": {
-   "seconds": 9.657905037914004e-06,
-   "min": 8.569904647412755e-06,
-   "max": 1.3795809199412664e-05,
+   "seconds": 1.3375999139887946e-05,
+   "min": 8.714667033581508e-06,
+   "max": 1.4052571994917733e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2703,26 +2815,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.9279999434947967e-05,
-    5.660799890756607e-05,
-    0.0001736000031232834
+    5.840000137686729e-05,
+    0.00010400000214576721,
+    0.0002608639895915985
    ],
-   "host_canary_seconds": 7.879599999114361e-06,
+   "host_canary_seconds": 1.0793204999686168e-05,
    "pass_seconds": [
-    9.657905037914004e-06,
-    1.3795809199412664e-05,
-    8.569904647412755e-06
+    1.3375999139887946e-05,
+    8.714667033581508e-06,
+    1.4052571994917733e-05
    ],
    "pass_host_canary_seconds": [
-    7.879599999114361e-06,
-    9.802649999528513e-06,
-    7.105649999630259e-06
+    1.0793204999686168e-05,
+    7.413175000010597e-06,
+    9.743609999759429e-06
    ]
   },
   "layer_backward_softmax_autocast": {
-   "seconds": 2.6492192809070863e-05,
-   "min": 2.4128002158942675e-05,
-   "max": 3.207695359985034e-05,
+   "seconds": 3.840990506467364e-05,
+   "min": 2.6864759269214808e-05,
+   "max": 4.860875986161686e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2731,26 +2843,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00012595200538635253,
-    0.00023923200368881225,
-    0.0007480000257492066
+    0.0002779519855976105,
+    0.00045369601249694826,
+    0.001204319953918457
    ],
-   "host_canary_seconds": 7.879599999114361e-06,
+   "host_canary_seconds": 1.0793204999686168e-05,
    "pass_seconds": [
-    3.207695359985034e-05,
-    2.6492192809070863e-05,
-    2.4128002158942675e-05
+    4.860875986161686e-05,
+    3.840990506467364e-05,
+    2.6864759269214808e-05
    ],
    "pass_host_canary_seconds": [
-    7.879599999114361e-06,
-    9.802649999528513e-06,
-    7.105649999630259e-06
+    1.0793204999686168e-05,
+    7.413175000010597e-06,
+    9.743609999759429e-06
    ]
   },
   "layer_forward_log_softmax": {
-   "seconds": 8.709333038755827e-06,
-   "min": 8.169143238947505e-06,
-   "max": 1.1599999542037645e-05,
+   "seconds": 1.266514314782052e-05,
+   "min": 7.204570851865268e-06,
+   "max": 1.4411428056302525e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2759,26 +2871,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    1.8079999834299088e-05,
-    4.5311998575925826e-05,
-    0.00014908799529075623
+    3.052799962460995e-05,
+    7.353600114583968e-05,
+    0.00024662399291992186
    ],
-   "host_canary_seconds": 7.594347500230469e-06,
+   "host_canary_seconds": 1.1052347500140058e-05,
    "pass_seconds": [
-    8.709333038755827e-06,
-    1.1599999542037645e-05,
-    8.169143238947505e-06
+    1.4411428056302525e-05,
+    7.204570851865268e-06,
+    1.266514314782052e-05
    ],
    "pass_host_canary_seconds": [
-    7.594347500230469e-06,
-    1.0270010000112961e-05,
-    7.267605000151888e-06
+    1.1052347500140058e-05,
+    7.438179999326166e-06,
+    9.579210000651984e-06
    ]
   },
   "layer_backward_log_softmax": {
-   "seconds": 2.346133378644784e-05,
-   "min": 1.7226667010358405e-05,
-   "max": 3.436952430222716e-05,
+   "seconds": 2.1734858730009622e-05,
+   "min": 1.4840380865193547e-05,
+   "max": 3.271466715350037e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2787,26 +2899,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    9.110400080680848e-05,
-    0.00017638400197029114,
-    0.0005699200034141541
+    0.00018998399376869203,
+    0.00030905601382255556,
+    0.0008894400000572204
    ],
-   "host_canary_seconds": 7.594347500230469e-06,
+   "host_canary_seconds": 1.1052347500140058e-05,
    "pass_seconds": [
-    2.346133378644784e-05,
-    3.436952430222716e-05,
-    1.7226667010358405e-05
+    3.271466715350037e-05,
+    1.4840380865193547e-05,
+    2.1734858730009622e-05
    ],
    "pass_host_canary_seconds": [
-    7.594347500230469e-06,
-    1.0270010000112961e-05,
-    7.267605000151888e-06
+    1.1052347500140058e-05,
+    7.438179999326166e-06,
+    9.579210000651984e-06
    ]
   },
   "layer_forward_log_softmax_autocast": {
-   "seconds": 8.608761997449966e-06,
-   "min": 7.76457174548081e-06,
-   "max": 1.7139047739051637e-05,
+   "seconds": 1.3341713696718216e-05,
+   "min": 8.382476511455718e-06,
+   "max": 1.4741333822409312e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2815,26 +2927,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.148800134658813e-05,
-    6.313599646091461e-05,
-    0.00028198400139808655
+    6.111999973654748e-05,
+    0.00011503999680280685,
+    0.00028547200560569765
    ],
-   "host_canary_seconds": 9.390579999717374e-06,
+   "host_canary_seconds": 1.0950365000326201e-05,
    "pass_seconds": [
-    1.7139047739051637e-05,
-    7.76457174548081e-06,
-    8.608761997449966e-06
+    1.4741333822409312e-05,
+    8.382476511455718e-06,
+    1.3341713696718216e-05
    ],
    "pass_host_canary_seconds": [
-    9.390579999717374e-06,
-    7.13765999989846e-06,
-    7.475092500044412e-06
+    1.0950365000326201e-05,
+    7.139599999845814e-06,
+    9.534482500157538e-06
    ]
   },
   "layer_backward_log_softmax_autocast": {
-   "seconds": 1.8026667425320262e-05,
-   "min": 1.2672760656901764e-05,
-   "max": 2.104228557575317e-05,
+   "seconds": 2.4309334832997555e-05,
+   "min": 1.940342677491052e-05,
+   "max": 3.061714378141222e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2843,674 +2955,674 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001372479945421219,
-    0.00021561600267887117,
-    0.000580735981464386
+    0.0003569920063018799,
+    0.0005104640126228333,
+    0.0008861759901046753
    ],
-   "host_canary_seconds": 9.390579999717374e-06,
+   "host_canary_seconds": 1.0950365000326201e-05,
    "pass_seconds": [
-    1.2672760656901764e-05,
-    1.8026667425320262e-05,
-    2.104228557575317e-05
+    1.940342677491052e-05,
+    3.061714378141222e-05,
+    2.4309334832997555e-05
    ],
    "pass_host_canary_seconds": [
-    9.390579999717374e-06,
-    7.13765999989846e-06,
-    7.475092500044412e-06
+    1.0950365000326201e-05,
+    7.139599999845814e-06,
+    9.534482500157538e-06
    ]
   },
   "layer_forward_cross_entropy": {
-   "seconds": 2.8672000393271447e-05,
-   "min": 2.3871999233961107e-05,
-   "max": 6.428799778223038e-05,
+   "seconds": 5.3472001105546954e-05,
+   "min": 2.5183999910950662e-05,
+   "max": 8.531200140714645e-05,
    "samples": 123,
    "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.34918499979176e-06,
+   "host_canary_seconds": 8.090725000329257e-06,
    "pass_seconds": [
-    4.160000011324883e-05,
-    2.6143999770283698e-05,
-    2.8672000393271447e-05
+    5.5647999048233035e-05,
+    2.6879999786615372e-05,
+    5.3472001105546954e-05
    ],
    "pass_host_canary_seconds": [
-    9.34918499979176e-06,
-    7.103077500119071e-06,
-    7.8857574999347e-06
+    8.090725000329257e-06,
+    6.989170000224476e-06,
+    9.448779999843282e-06
    ]
   },
   "layer_backward_cross_entropy": {
-   "seconds": 3.990932988623778e-05,
+   "seconds": 1.563999305168791e-05,
    "min": 0.0,
-   "max": 0.00022666533725957077,
+   "max": 0.000625213307638963,
    "samples": 123,
    "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.34918499979176e-06,
+   "host_canary_seconds": 8.090725000329257e-06,
    "pass_seconds": [
-    0.0,
-    6.906800313542287e-05,
-    3.990932988623778e-05
+    1.1613336702187858e-05,
+    2.7249342761933795e-05,
+    1.563999305168791e-05
    ],
    "pass_host_canary_seconds": [
-    9.34918499979176e-06,
-    7.103077500119071e-06,
-    7.8857574999347e-06
+    8.090725000329257e-06,
+    6.989170000224476e-06,
+    9.448779999843282e-06
    ]
   },
   "layer_forward_cross_entropy_autocast": {
-   "seconds": 4.214400053024292e-05,
-   "min": 3.481600061058998e-05,
-   "max": 0.00012409599870443345,
+   "seconds": 4.53759990632534e-05,
+   "min": 3.6671999841928484e-05,
+   "max": 0.00011980800330638886,
    "samples": 123,
    "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.743820000314371e-06,
+   "host_canary_seconds": 7.709052499649261e-06,
    "pass_seconds": [
-    4.339199885725975e-05,
-    3.779200091958046e-05,
-    4.214400053024292e-05
+    4.53759990632534e-05,
+    4.118400067090988e-05,
+    8.153600245714187e-05
    ],
    "pass_host_canary_seconds": [
-    7.743820000314371e-06,
-    7.2131125000396425e-06,
-    7.99685499998759e-06
+    7.709052499649261e-06,
+    8.582410000030905e-06,
+    9.532954999258436e-06
    ]
   },
   "layer_backward_cross_entropy_autocast": {
-   "seconds": 3.508399582157532e-05,
-   "min": 0.0,
-   "max": 0.0003579893435041109,
+   "seconds": 3.3713336102664465e-05,
+   "min": 1.0263993094364847e-05,
+   "max": 0.0003698159890870254,
    "samples": 123,
    "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.743820000314371e-06,
+   "host_canary_seconds": 7.709052499649261e-06,
    "pass_seconds": [
-    0.0,
-    3.508399582157532e-05,
-    0.00013270932684342066
+    3.257332866390546e-05,
+    3.3713336102664465e-05,
+    8.069600040713952e-05
    ],
    "pass_host_canary_seconds": [
-    7.743820000314371e-06,
-    7.2131125000396425e-06,
-    7.99685499998759e-06
+    7.709052499649261e-06,
+    8.582410000030905e-06,
+    9.532954999258436e-06
    ]
   },
   "layer_forward_embedding": {
-   "seconds": 2.7103999629616738e-05,
-   "min": 2.236800082027912e-05,
-   "max": 5.2480001002550127e-05,
+   "seconds": 4.588799923658371e-05,
+   "min": 2.751999907195568e-05,
+   "max": 0.00014473600685596465,
    "samples": 123,
    "method": "one tiny embedding layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0833957499585268e-05,
+   "host_canary_seconds": 7.649844999946253e-06,
    "pass_seconds": [
-    2.7103999629616738e-05,
-    2.4703999981284142e-05,
-    2.764800004661083e-05
+    4.588799923658371e-05,
+    3.897599875926972e-05,
+    5.257600173354149e-05
    ],
    "pass_host_canary_seconds": [
-    1.0833957499585268e-05,
-    7.345934999420934e-06,
-    7.675184999698104e-06
+    7.649844999946253e-06,
+    1.0183599999891158e-05,
+    9.41941500059329e-06
    ]
   },
   "layer_backward_embedding": {
-   "seconds": 0.00022919332111875218,
-   "min": 0.00012788133944074314,
-   "max": 0.0006958453400681417,
+   "seconds": 0.00019902535062283274,
+   "min": 0.00012104134541004896,
+   "max": 0.0006971053360030055,
    "samples": 123,
    "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0833957499585268e-05,
+   "host_canary_seconds": 7.649844999946253e-06,
    "pass_seconds": [
-    0.00022919332111875218,
-    0.0001679159995789329,
-    0.0002703733189652363
+    0.00021814133723576862,
+    0.00019902535062283274,
+    0.00018792798618475596
    ],
    "pass_host_canary_seconds": [
-    1.0833957499585268e-05,
-    7.345934999420934e-06,
-    7.675184999698104e-06
+    7.649844999946253e-06,
+    1.0183599999891158e-05,
+    9.41941500059329e-06
    ]
   },
   "layer_forward_embedding_autocast": {
-   "seconds": 4.064000025391579e-05,
-   "min": 3.376000002026558e-05,
-   "max": 9.446399658918381e-05,
+   "seconds": 7.795199751853944e-05,
+   "min": 4.368000105023384e-05,
+   "max": 0.00011615999788045883,
    "samples": 123,
    "method": "one tiny embedding layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.4085469999827182e-05,
+   "host_canary_seconds": 8.38747499983583e-06,
    "pass_seconds": [
-    6.563200056552886e-05,
-    3.7856001406908035e-05,
-    4.064000025391579e-05
+    7.875200361013413e-05,
+    6.505600363016128e-05,
+    7.795199751853944e-05
    ],
    "pass_host_canary_seconds": [
-    1.4085469999827182e-05,
-    1.3323340000397366e-05,
-    7.971019999786223e-06
+    8.38747499983583e-06,
+    1.1281425000788659e-05,
+    9.727824999572476e-06
    ]
   },
   "layer_backward_embedding_autocast": {
-   "seconds": 0.0001795253443221251,
-   "min": 0.0001297053253899018,
-   "max": 0.0006676599845911065,
+   "seconds": 0.00040390132864316316,
+   "min": 0.0001846959802011649,
+   "max": 0.0006985252996285756,
    "samples": 123,
    "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.4085469999827182e-05,
+   "host_canary_seconds": 8.38747499983583e-06,
    "pass_seconds": [
-    0.00017399333479503794,
-    0.00045300398922214896,
-    0.0001795253443221251
+    0.00040390132864316316,
+    0.0004086573077365756,
+    0.000221559992680947
    ],
    "pass_host_canary_seconds": [
-    1.4085469999827182e-05,
-    1.3323340000397366e-05,
-    7.971019999786223e-06
+    8.38747499983583e-06,
+    1.1281425000788659e-05,
+    9.727824999572476e-06
    ]
   },
   "layer_forward_embedding_atomic": {
-   "seconds": 3.017600066959858e-05,
-   "min": 2.0608000457286833e-05,
-   "max": 0.00013516800105571746,
+   "seconds": 3.436800092458725e-05,
+   "min": 3.1136000528931616e-05,
+   "max": 0.0001117120012640953,
    "samples": 123,
    "method": "one tiny embedding_atomic layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.3293900000235226e-05,
+   "host_canary_seconds": 1.0225977500226692e-05,
    "pass_seconds": [
-    3.724800050258636e-05,
-    3.017600066959858e-05,
-    2.2975999861955644e-05
+    3.420799970626831e-05,
+    3.436800092458725e-05,
+    4.464000090956688e-05
    ],
    "pass_host_canary_seconds": [
-    1.3293900000235226e-05,
-    1.2265717500099526e-05,
-    7.7892224999232e-06
+    1.0225977500226692e-05,
+    9.14099249996525e-06,
+    9.414852499958215e-06
    ]
   },
   "layer_backward_embedding_atomic": {
-   "seconds": 2.2341332087914142e-05,
+   "seconds": 4.472134541720151e-05,
    "min": 0.0,
-   "max": 0.0004465079788739482,
+   "max": 0.0004206693296631178,
    "samples": 123,
    "method": "one tiny embedding_atomic layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.3293900000235226e-05,
+   "host_canary_seconds": 1.0225977500226692e-05,
    "pass_seconds": [
-    0.0,
-    5.630000277111926e-05,
-    2.2341332087914142e-05
+    7.558132459719975e-05,
+    4.472134541720151e-05,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    1.3293900000235226e-05,
-    1.2265717500099526e-05,
-    7.7892224999232e-06
+    1.0225977500226692e-05,
+    9.14099249996525e-06,
+    9.414852499958215e-06
    ]
   },
   "layer_forward_embedding_atomic_autocast": {
-   "seconds": 3.5199999809265136e-05,
-   "min": 3.251200169324875e-05,
-   "max": 8.399999886751175e-05,
+   "seconds": 5.3984001278877256e-05,
+   "min": 3.248000144958496e-05,
+   "max": 0.00019340799748897552,
    "samples": 123,
    "method": "one tiny embedding_atomic layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0295882499917753e-05,
+   "host_canary_seconds": 8.523592500182531e-06,
    "pass_seconds": [
-    5.753599852323532e-05,
-    3.5199999809265136e-05,
-    3.455999866127968e-05
+    5.3984001278877256e-05,
+    3.395200148224831e-05,
+    6.7391999065876e-05
    ],
    "pass_host_canary_seconds": [
-    1.0295882499917753e-05,
-    7.790737500386058e-06,
-    7.518892500115726e-06
+    8.523592500182531e-06,
+    7.2068675001446536e-06,
+    9.547779999365957e-06
    ]
   },
   "layer_backward_embedding_atomic_autocast": {
-   "seconds": 3.158932800094285e-05,
+   "seconds": 3.18959938983123e-05,
    "min": 0.0,
-   "max": 6.98999964321653e-05,
+   "max": 0.0006797733282049497,
    "samples": 123,
    "method": "one tiny embedding_atomic layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0295882499917753e-05,
+   "host_canary_seconds": 8.523592500182531e-06,
    "pass_seconds": [
-    0.0,
-    3.623599341760078e-05,
-    3.158932800094285e-05
+    2.5437322755654648e-05,
+    3.236934449523686e-05,
+    3.18959938983123e-05
    ],
    "pass_host_canary_seconds": [
-    1.0295882499917753e-05,
-    7.790737500386058e-06,
-    7.518892500115726e-06
+    8.523592500182531e-06,
+    7.2068675001446536e-06,
+    9.547779999365957e-06
    ]
   },
   "layer_forward_maxpool2d": {
-   "seconds": 2.220799960196018e-05,
-   "min": 2.0255999639630318e-05,
-   "max": 4.668800160288811e-05,
+   "seconds": 2.3072000592947006e-05,
+   "min": 2.0031999796628952e-05,
+   "max": 7.449600100517272e-05,
    "samples": 123,
    "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.3227224999072856e-06,
+   "host_canary_seconds": 9.015285000373296e-06,
    "pass_seconds": [
-    2.191999927163124e-05,
-    2.3871999233961107e-05,
-    2.220799960196018e-05
+    2.3072000592947006e-05,
+    2.160000056028366e-05,
+    4.275200143456459e-05
    ],
    "pass_host_canary_seconds": [
-    7.3227224999072856e-06,
-    7.552342500503073e-06,
-    7.654077500092171e-06
+    9.015285000373296e-06,
+    7.149132499648658e-06,
+    9.554655000556523e-06
    ]
   },
   "layer_backward_maxpool2d": {
-   "seconds": 2.4837330604592957e-05,
+   "seconds": 2.1713341586291805e-05,
    "min": 0.0,
-   "max": 0.0003236253230522076,
+   "max": 0.000414583998421828,
    "samples": 123,
    "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.3227224999072856e-06,
+   "host_canary_seconds": 9.015285000373296e-06,
    "pass_seconds": [
-    0.0,
-    3.501999533424773e-05,
-    2.4837330604592957e-05
+    6.79973376293977e-05,
+    2.1713341586291805e-05,
+    1.2663992742697452e-05
    ],
    "pass_host_canary_seconds": [
-    7.3227224999072856e-06,
-    7.552342500503073e-06,
-    7.654077500092171e-06
+    9.015285000373296e-06,
+    7.149132499648658e-06,
+    9.554655000556523e-06
    ]
   },
   "layer_forward_maxpool2d_autocast": {
-   "seconds": 3.311999887228012e-05,
+   "seconds": 6.288000196218491e-05,
    "min": 3.052799962460995e-05,
-   "max": 5.798399820923805e-05,
+   "max": 9.779199957847595e-05,
    "samples": 123,
    "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.431197500409326e-06,
+   "host_canary_seconds": 1.0837854999863338e-05,
    "pass_seconds": [
-    3.311999887228012e-05,
-    3.459199890494346e-05,
-    3.3055998384952545e-05
+    6.288000196218491e-05,
+    3.254399821162224e-05,
+    6.639999896287919e-05
    ],
    "pass_host_canary_seconds": [
-    7.431197500409326e-06,
-    8.026047500493404e-06,
-    7.744819999970786e-06
+    1.0837854999863338e-05,
+    6.940777499266915e-06,
+    9.856455000090136e-06
    ]
   },
   "layer_backward_maxpool2d_autocast": {
-   "seconds": 2.8133335212866467e-05,
-   "min": 0.0,
-   "max": 0.00012996400302896897,
+   "seconds": 5.1096005986134236e-05,
+   "min": 5.719988296429344e-06,
+   "max": 0.00037106399113933253,
    "samples": 123,
    "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.431197500409326e-06,
+   "host_canary_seconds": 1.0837854999863338e-05,
    "pass_seconds": [
-    0.0,
-    4.916399127493303e-05,
-    2.8133335212866467e-05
+    8.665334184964496e-05,
+    3.284934815019369e-05,
+    5.1096005986134236e-05
    ],
    "pass_host_canary_seconds": [
-    7.431197500409326e-06,
-    8.026047500493404e-06,
-    7.744819999970786e-06
+    1.0837854999863338e-05,
+    6.940777499266915e-06,
+    9.856455000090136e-06
    ]
   },
   "layer_forward_avgpool2d": {
-   "seconds": 2.2431999444961547e-05,
-   "min": 1.6192000359296797e-05,
-   "max": 8.94080027937889e-05,
+   "seconds": 3.8079999387264255e-05,
+   "min": 1.744000054895878e-05,
+   "max": 0.00012950399518013,
    "samples": 123,
    "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.5523400005295116e-06,
+   "host_canary_seconds": 1.1277280000285828e-05,
    "pass_seconds": [
-    2.6496000587940217e-05,
-    2.2431999444961547e-05,
-    2.0320000126957894e-05
+    4.041599854826927e-05,
+    1.913600042462349e-05,
+    3.8079999387264255e-05
    ],
    "pass_host_canary_seconds": [
-    7.5523400005295116e-06,
-    8.019070000386818e-06,
-    7.54482999980155e-06
+    1.1277280000285828e-05,
+    6.896219999248387e-06,
+    1.0922377500151015e-05
    ]
   },
   "layer_backward_avgpool2d": {
-   "seconds": 1.5371998461584244e-05,
+   "seconds": 1.8865338526666175e-05,
    "min": 0.0,
-   "max": 4.602132799724736e-05,
+   "max": 0.0002445733410616716,
    "samples": 123,
    "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.5523400005295116e-06,
+   "host_canary_seconds": 1.1277280000285828e-05,
    "pass_seconds": [
-    0.0,
-    1.5371998461584244e-05,
-    1.6069330895940448e-05
+    4.982133333881697e-05,
+    1.8865338526666175e-05,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    7.5523400005295116e-06,
-    8.019070000386818e-06,
-    7.54482999980155e-06
+    1.1277280000285828e-05,
+    6.896219999248387e-06,
+    1.0922377500151015e-05
    ]
   },
   "layer_forward_avgpool2d_autocast": {
-   "seconds": 3.075199946761131e-05,
-   "min": 2.844800055027008e-05,
-   "max": 9.340800344944e-05,
+   "seconds": 6.201599910855294e-05,
+   "min": 2.7583999559283257e-05,
+   "max": 9.583999961614609e-05,
    "samples": 123,
    "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.692859999792746e-06,
+   "host_canary_seconds": 1.0916029999634702e-05,
    "pass_seconds": [
-    3.0463999137282373e-05,
-    6.060799956321716e-05,
-    3.075199946761131e-05
+    6.400000303983688e-05,
+    2.9920000582933426e-05,
+    6.201599910855294e-05
    ],
    "pass_host_canary_seconds": [
-    7.692859999792746e-06,
-    9.56072750000203e-06,
-    7.512962499731656e-06
+    1.0916029999634702e-05,
+    6.843344999651891e-06,
+    9.859809999852586e-06
    ]
   },
   "layer_backward_avgpool2d_autocast": {
-   "seconds": 1.974932725230852e-05,
+   "seconds": 1.784133818000556e-05,
    "min": 0.0,
-   "max": 0.00012765999666104717,
+   "max": 0.00024694131811459866,
    "samples": 123,
    "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.692859999792746e-06,
+   "host_canary_seconds": 1.0916029999634702e-05,
    "pass_seconds": [
-    0.0,
-    8.42039935911695e-05,
-    1.974932725230852e-05
+    0.00011122932036717733,
+    1.784133818000556e-05,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    7.692859999792746e-06,
-    9.56072750000203e-06,
-    7.512962499731656e-06
+    1.0916029999634702e-05,
+    6.843344999651891e-06,
+    9.859809999852586e-06
    ]
   },
   "layer_forward_adaptive_avgpool2d": {
-   "seconds": 2.316799946129322e-05,
+   "seconds": 4.3136000633239746e-05,
    "min": 1.9872000440955163e-05,
-   "max": 7.11359977722168e-05,
+   "max": 6.899199634790421e-05,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.795854999130825e-06,
+   "host_canary_seconds": 1.1174640000035652e-05,
    "pass_seconds": [
-    2.1695999428629874e-05,
-    4.56320010125637e-05,
-    2.316799946129322e-05
+    4.4128000736236574e-05,
+    2.099199965596199e-05,
+    4.3136000633239746e-05
    ],
    "pass_host_canary_seconds": [
-    7.795854999130825e-06,
-    9.54213999989406e-06,
-    7.487254999887227e-06
+    1.1174640000035652e-05,
+    6.876685000065663e-06,
+    9.746599999402861e-06
    ]
   },
   "layer_backward_adaptive_avgpool2d": {
-   "seconds": 2.2199988986055006e-06,
+   "seconds": 9.105338715016852e-06,
    "min": 0.0,
-   "max": 3.1301327670613926e-05,
+   "max": 0.00029366133858760193,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.795854999130825e-06,
+   "host_canary_seconds": 1.1174640000035652e-05,
    "pass_seconds": [
-    0.0,
-    2.2199988986055006e-06,
-    1.856532754997412e-05
+    0.00013202933718760808,
+    9.105338715016852e-06,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    7.795854999130825e-06,
-    9.54213999989406e-06,
-    7.487254999887227e-06
+    1.1174640000035652e-05,
+    6.876685000065663e-06,
+    9.746599999402861e-06
    ]
   },
   "layer_forward_adaptive_avgpool2d_autocast": {
-   "seconds": 3.4464001655578615e-05,
-   "min": 3.174399957060814e-05,
-   "max": 7.744000107049942e-05,
+   "seconds": 5.8111999183893203e-05,
+   "min": 3.084800019860268e-05,
+   "max": 9.308800101280212e-05,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.249524999792811e-06,
+   "host_canary_seconds": 1.0618624999665372e-05,
    "pass_seconds": [
-    3.452799841761589e-05,
-    3.440000116825104e-05,
-    3.4464001655578615e-05
+    5.8111999183893203e-05,
+    3.359999880194664e-05,
+    6.515199691057205e-05
    ],
    "pass_host_canary_seconds": [
-    7.249524999792811e-06,
-    7.669394999538782e-06,
-    7.552132499881736e-06
+    1.0618624999665372e-05,
+    6.913567499964301e-06,
+    9.747455000024274e-06
    ]
   },
   "layer_backward_adaptive_avgpool2d_autocast": {
-   "seconds": 2.6053326825300848e-05,
+   "seconds": 2.213600153724355e-05,
    "min": 0.0,
-   "max": 9.476399949441352e-05,
+   "max": 0.00014191199714938803,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.249524999792811e-06,
+   "host_canary_seconds": 1.0618624999665372e-05,
    "pass_seconds": [
     0.0,
-    3.073199621091285e-05,
-    2.6053326825300848e-05
+    2.5009340606629846e-05,
+    2.213600153724355e-05
    ],
    "pass_host_canary_seconds": [
-    7.249524999792811e-06,
-    7.669394999538782e-06,
-    7.552132499881736e-06
+    1.0618624999665372e-05,
+    6.913567499964301e-06,
+    9.747455000024274e-06
    ]
   },
   "layer_forward_flatten": {
-   "seconds": 1.3535999692976475e-05,
-   "min": 1.2256000190973282e-05,
-   "max": 3.0239999294281007e-05,
+   "seconds": 1.4495999552309512e-05,
+   "min": 1.244799979031086e-05,
+   "max": 4.691199958324432e-05,
    "samples": 123,
    "method": "one tiny flatten layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.40456249957333e-06,
+   "host_canary_seconds": 7.540087499933179e-06,
    "pass_seconds": [
-    1.2959999963641166e-05,
-    1.369599997997284e-05,
-    1.3535999692976475e-05
+    1.4495999552309512e-05,
+    1.2896000407636166e-05,
+    2.5151999667286874e-05
    ],
    "pass_host_canary_seconds": [
-    7.40456249957333e-06,
-    7.778979999670809e-06,
-    7.752802500249344e-06
+    7.540087499933179e-06,
+    6.9969850000006775e-06,
+    9.954505000564495e-06
    ]
   },
   "layer_backward_flatten": {
-   "seconds": 1.973301793138131e-07,
+   "seconds": 0.0,
    "min": 0.0,
-   "max": 1.4411998602251191e-05,
+   "max": 1.115333661437035e-05,
    "samples": 123,
    "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.40456249957333e-06,
+   "host_canary_seconds": 7.540087499933179e-06,
    "pass_seconds": [
     0.0,
-    1.4519967759648854e-06,
-    1.973301793138131e-07
+    0.0,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    7.40456249957333e-06,
-    7.778979999670809e-06,
-    7.752802500249344e-06
+    7.540087499933179e-06,
+    6.9969850000006775e-06,
+    9.954505000564495e-06
    ]
   },
   "layer_forward_flatten_autocast": {
-   "seconds": 2.377600036561489e-05,
-   "min": 2.1247999742627146e-05,
-   "max": 8.003199845552444e-05,
+   "seconds": 2.454400062561035e-05,
+   "min": 2.112000063061714e-05,
+   "max": 7.900799810886383e-05,
    "samples": 123,
    "method": "one tiny flatten layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.3476249997384e-06,
+   "host_canary_seconds": 7.69289499999104e-06,
    "pass_seconds": [
-    2.227200008928776e-05,
-    2.3871999233961107e-05,
-    2.377600036561489e-05
+    2.454400062561035e-05,
+    2.236800082027912e-05,
+    4.956800118088722e-05
    ],
    "pass_host_canary_seconds": [
-    7.3476249997384e-06,
-    7.746147500142796e-06,
-    7.6002025008392596e-06
+    7.69289499999104e-06,
+    7.172695000008389e-06,
+    1.006674250049855e-05
    ]
   },
   "layer_backward_flatten_autocast": {
-   "seconds": 8.203999760250243e-06,
+   "seconds": 0.0,
    "min": 0.0,
-   "max": 8.224533187846344e-05,
+   "max": 1.9857340492308146e-05,
    "samples": 123,
    "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.3476249997384e-06,
+   "host_canary_seconds": 7.69289499999104e-06,
    "pass_seconds": [
     0.0,
-    8.203999760250243e-06,
-    1.8277329082290323e-05
+    3.601335920393466e-06,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    7.3476249997384e-06,
-    7.746147500142796e-06,
-    7.6002025008392596e-06
+    7.69289499999104e-06,
+    7.172695000008389e-06,
+    1.006674250049855e-05
    ]
   },
   "layer_forward_reshape": {
-   "seconds": 1.142400037497282e-05,
-   "min": 1.0688000358641148e-05,
-   "max": 1.708799973130226e-05,
+   "seconds": 1.228800043463707e-05,
+   "min": 1.0528000071644782e-05,
+   "max": 4.1280001401901244e-05,
    "samples": 123,
    "method": "one tiny reshape layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.354779999673155e-06,
+   "host_canary_seconds": 7.764645000065684e-06,
    "pass_seconds": [
-    1.1231999844312668e-05,
-    1.142400037497282e-05,
-    1.1839999817311763e-05
+    1.228800043463707e-05,
+    1.0975999757647514e-05,
+    2.2752000018954278e-05
    ],
    "pass_host_canary_seconds": [
-    7.354779999673155e-06,
-    7.81110000048102e-06,
-    7.481865000613652e-06
+    7.764645000065684e-06,
+    7.149759999833805e-06,
+    1.0029465000229719e-05
    ]
   },
   "layer_backward_reshape": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 6.154798964659372e-05,
+   "max": 3.3105340786278255e-05,
    "samples": 123,
    "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.354779999673155e-06,
+   "host_canary_seconds": 7.764645000065684e-06,
    "pass_seconds": [
     0.0,
     0.0,
-    7.045332031945379e-06
+    0.0
    ],
    "pass_host_canary_seconds": [
-    7.354779999673155e-06,
-    7.81110000048102e-06,
-    7.481865000613652e-06
+    7.764645000065684e-06,
+    7.149759999833805e-06,
+    1.0029465000229719e-05
    ]
   },
   "layer_forward_reshape_autocast": {
-   "seconds": 2.099199965596199e-05,
-   "min": 1.9840000197291375e-05,
-   "max": 3.801599889993668e-05,
+   "seconds": 2.271999977529049e-05,
+   "min": 1.862400025129318e-05,
+   "max": 7.21919983625412e-05,
    "samples": 123,
    "method": "one tiny reshape layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.414057499772752e-06,
+   "host_canary_seconds": 7.606772500139414e-06,
    "pass_seconds": [
-    2.099199965596199e-05,
-    2.0864000543951988e-05,
-    2.1568000316619873e-05
+    2.271999977529049e-05,
+    1.948799937963486e-05,
+    4.383999854326248e-05
    ],
    "pass_host_canary_seconds": [
-    7.414057499772752e-06,
-    7.823160000270946e-06,
-    8.753349999892633e-06
+    7.606772500139414e-06,
+    8.647467499827144e-06,
+    1.001059250029357e-05
    ]
   },
   "layer_backward_reshape_autocast": {
-   "seconds": 1.603733251492183e-05,
+   "seconds": 3.2613345732291423e-06,
    "min": 0.0,
-   "max": 7.866132507721581e-05,
+   "max": 0.000100209335796535,
    "samples": 123,
    "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.414057499772752e-06,
+   "host_canary_seconds": 7.606772500139414e-06,
    "pass_seconds": [
-    0.0,
-    2.951599626491466e-05,
-    1.603733251492183e-05
+    3.2613345732291423e-06,
+    1.742533873766661e-05,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    7.414057499772752e-06,
-    7.823160000270946e-06,
-    8.753349999892633e-06
+    7.606772500139414e-06,
+    8.647467499827144e-06,
+    1.001059250029357e-05
    ]
   },
   "layer_forward_slice": {
-   "seconds": 1.292799971997738e-05,
-   "min": 1.1520000174641609e-05,
-   "max": 3.686400130391121e-05,
+   "seconds": 1.849599927663803e-05,
+   "min": 1.327999960631132e-05,
+   "max": 5.1231998950243e-05,
    "samples": 123,
    "method": "one tiny slice layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.640712499892288e-06,
+   "host_canary_seconds": 7.571852499950182e-06,
    "pass_seconds": [
-    1.292799971997738e-05,
-    1.2703999876976014e-05,
-    2.131200022995472e-05
+    1.3663999736309052e-05,
+    1.849599927663803e-05,
+    2.4032000452280045e-05
    ],
    "pass_host_canary_seconds": [
-    7.640712499892288e-06,
-    8.598339999821291e-06,
-    1.1016717500069718e-05
+    7.571852499950182e-06,
+    9.941740000272148e-06,
+    1.0056980000285874e-05
    ]
   },
   "layer_backward_slice": {
-   "seconds": 5.5051995130876694e-05,
+   "seconds": 6.662133832772572e-05,
    "min": 0.0,
-   "max": 0.00012179732384781041,
+   "max": 0.0001327853454276919,
    "samples": 123,
    "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.640712499892288e-06,
+   "host_canary_seconds": 7.571852499950182e-06,
    "pass_seconds": [
-    0.0,
-    5.5051995130876694e-05,
-    6.403732361892858e-05
+    6.662133832772572e-05,
+    6.849734019488096e-05,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    7.640712499892288e-06,
-    8.598339999821291e-06,
-    1.1016717500069718e-05
+    7.571852499950182e-06,
+    9.941740000272148e-06,
+    1.0056980000285874e-05
    ]
   },
   "layer_forward_slice_autocast": {
-   "seconds": 4.057599976658821e-05,
-   "min": 2.166399918496609e-05,
-   "max": 6.835199892520904e-05,
+   "seconds": 2.4768000468611716e-05,
+   "min": 2.0479999482631683e-05,
+   "max": 7.039999961853027e-05,
    "samples": 123,
    "method": "one tiny slice layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.695092499488964e-06,
+   "host_canary_seconds": 7.512427499705154e-06,
    "pass_seconds": [
-    2.2752000018954278e-05,
-    4.396799951791763e-05,
-    4.057599976658821e-05
+    2.4768000468611716e-05,
+    2.1951999515295028e-05,
+    4.716800153255463e-05
    ],
    "pass_host_canary_seconds": [
-    7.695092499488964e-06,
-    1.0395782500154382e-05,
-    1.1512167500313808e-05
+    7.512427499705154e-06,
+    9.99240000055579e-06,
+    9.872114999893712e-06
    ]
   },
   "layer_backward_slice_autocast": {
-   "seconds": 6.966933483878769e-05,
+   "seconds": 4.87533425912261e-05,
    "min": 0.0,
-   "max": 0.0001320119925464193,
+   "max": 0.00020146933880945043,
    "samples": 123,
    "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.695092499488964e-06,
+   "host_canary_seconds": 7.512427499705154e-06,
    "pass_seconds": [
-    0.0,
-    7.726000032077233e-05,
-    6.966933483878769e-05
+    7.705333021779855e-05,
+    4.87533425912261e-05,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    7.695092499488964e-06,
-    1.0395782500154382e-05,
-    1.1512167500313808e-05
+    7.512427499705154e-06,
+    9.99240000055579e-06,
+    9.872114999893712e-06
    ]
   },
   "layer_forward_transpose_contiguous": {
-   "seconds": 1.2333714358863376e-05,
-   "min": 1.1494094860695657e-05,
-   "max": 1.9138285091945106e-05,
+   "seconds": 1.5337905536095302e-05,
+   "min": 1.3060571625828744e-05,
+   "max": 1.896380934686888e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3519,26 +3631,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.2304000332951547e-05,
-    6.0224000364542006e-05,
-    0.00020761600136756897
+    2.4032000452280045e-05,
+    6.233600154519081e-05,
+    0.00021964800357818603
    ],
-   "host_canary_seconds": 7.570279999526974e-06,
+   "host_canary_seconds": 7.685504999699334e-06,
    "pass_seconds": [
-    1.2333714358863376e-05,
-    1.1494094860695657e-05,
-    1.9138285091945106e-05
+    1.3060571625828744e-05,
+    1.5337905536095302e-05,
+    1.896380934686888e-05
    ],
    "pass_host_canary_seconds": [
-    7.570279999526974e-06,
-    7.740464999415053e-06,
-    1.0705187499979728e-05
+    7.685504999699334e-06,
+    8.855580000499686e-06,
+    9.68930499993803e-06
    ]
   },
   "layer_backward_transpose_contiguous": {
-   "seconds": 1.2193524589141207e-05,
-   "min": 1.1325715109705924e-05,
-   "max": 1.5614476232301617e-05,
+   "seconds": 1.8255237489938736e-05,
+   "min": 1.4003047808295206e-05,
+   "max": 2.1945903255116367e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3547,26 +3659,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00010598400235176087,
-    0.00016246399283409118,
-    0.00046819201111793516
+    0.0001188800036907196,
+    0.0002030400037765503,
+    0.0006370239853858948
    ],
-   "host_canary_seconds": 7.570279999526974e-06,
+   "host_canary_seconds": 7.685504999699334e-06,
    "pass_seconds": [
-    1.2193524589141207e-05,
-    1.1325715109705924e-05,
-    1.5614476232301617e-05
+    2.1945903255116367e-05,
+    1.4003047808295206e-05,
+    1.8255237489938736e-05
    ],
    "pass_host_canary_seconds": [
-    7.570279999526974e-06,
-    7.740464999415053e-06,
-    1.0705187499979728e-05
+    7.685504999699334e-06,
+    8.855580000499686e-06,
+    9.68930499993803e-06
    ]
   },
   "layer_forward_transpose_contiguous_autocast": {
-   "seconds": 1.2012952317794162e-05,
-   "min": 1.091276215655463e-05,
-   "max": 1.2784762396698907e-05,
+   "seconds": 1.4640761628037409e-05,
+   "min": 1.160990446805954e-05,
+   "max": 2.0603427574748084e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3575,26 +3687,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.359999880194664e-05,
-    7.379200309514999e-05,
-    0.00022598400712013246
+    3.6448001861572264e-05,
+    7.740800082683563e-05,
+    0.0002550719976425171
    ],
-   "host_canary_seconds": 7.781507500226326e-06,
+   "host_canary_seconds": 9.299080001028416e-06,
    "pass_seconds": [
-    1.2784762396698907e-05,
-    1.091276215655463e-05,
-    1.2012952317794162e-05
+    1.4640761628037409e-05,
+    1.160990446805954e-05,
+    2.0603427574748084e-05
    ],
    "pass_host_canary_seconds": [
-    7.781507500226326e-06,
-    7.676154999671781e-06,
-    7.780454999419818e-06
+    9.299080001028416e-06,
+    7.310974999654718e-06,
+    9.78604500005531e-06
    ]
   },
   "layer_backward_transpose_contiguous_autocast": {
-   "seconds": 9.859809208483922e-06,
-   "min": 4.940191195124674e-06,
-   "max": 1.7255620055255435e-05,
+   "seconds": 1.7223621408144638e-05,
+   "min": 1.539276114531926e-05,
+   "max": 2.4070857181435544e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3603,98 +3715,98 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001247360035777092,
-    0.00017715199291706084,
-    0.00045923200249671937
+    0.00021939200162887572,
+    0.00039609599113464355,
+    0.0008202559947967529
    ],
-   "host_canary_seconds": 7.781507500226326e-06,
+   "host_canary_seconds": 9.299080001028416e-06,
    "pass_seconds": [
-    9.859809208483922e-06,
-    4.940191195124674e-06,
-    1.7255620055255435e-05
+    2.4070857181435544e-05,
+    1.7223621408144638e-05,
+    1.539276114531926e-05
    ],
    "pass_host_canary_seconds": [
-    7.781507500226326e-06,
-    7.676154999671781e-06,
-    7.780454999419818e-06
+    9.299080001028416e-06,
+    7.310974999654718e-06,
+    9.78604500005531e-06
    ]
   },
   "layer_forward_cat": {
-   "seconds": 2.0128000527620317e-05,
-   "min": 1.8239999189972877e-05,
-   "max": 4.2688000947237015e-05,
+   "seconds": 3.152000159025192e-05,
+   "min": 1.9039999693632127e-05,
+   "max": 6.0927998274564745e-05,
    "samples": 123,
    "method": "one tiny cat layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.77371500021218e-06,
+   "host_canary_seconds": 9.051930000509855e-06,
    "pass_seconds": [
-    2.0128000527620317e-05,
-    1.958400011062622e-05,
-    2.0800000056624414e-05
+    3.152000159025192e-05,
+    2.6240000501275063e-05,
+    3.670400008559227e-05
    ],
    "pass_host_canary_seconds": [
-    7.77371500021218e-06,
-    7.392864999360427e-06,
-    7.718742500060216e-06
+    9.051930000509855e-06,
+    7.908054999461456e-06,
+    9.980077500131302e-06
    ]
   },
   "layer_backward_cat": {
-   "seconds": 1.5237328285972276e-05,
+   "seconds": 0.0,
    "min": 0.0,
-   "max": 6.154133069018522e-05,
+   "max": 7.915333751589061e-05,
    "samples": 123,
    "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.77371500021218e-06,
+   "host_canary_seconds": 9.051930000509855e-06,
    "pass_seconds": [
     0.0,
-    2.225199869523445e-05,
-    1.5237328285972276e-05
+    4.385734442621469e-05,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    7.77371500021218e-06,
-    7.392864999360427e-06,
-    7.718742500060216e-06
+    9.051930000509855e-06,
+    7.908054999461456e-06,
+    9.980077500131302e-06
    ]
   },
   "layer_forward_cat_autocast": {
-   "seconds": 3.119999915361404e-05,
-   "min": 2.739199995994568e-05,
-   "max": 6.34239986538887e-05,
+   "seconds": 3.3824000507593154e-05,
+   "min": 3.0079999938607215e-05,
+   "max": 8.991999924182892e-05,
    "samples": 123,
    "method": "one tiny cat layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.518602500340421e-06,
+   "host_canary_seconds": 7.7246975001799e-06,
    "pass_seconds": [
-    3.119999915361404e-05,
-    2.8896000236272813e-05,
-    3.8784001022577287e-05
+    3.3312000334262846e-05,
+    3.3824000507593154e-05,
+    6.032000109553337e-05
    ],
    "pass_host_canary_seconds": [
-    7.518602500340421e-06,
-    7.190947499680078e-06,
-    7.652790000065579e-06
+    7.7246975001799e-06,
+    8.36251750001793e-06,
+    9.86255500038169e-06
    ]
   },
   "layer_backward_cat_autocast": {
-   "seconds": 1.4188000621894985e-05,
+   "seconds": 2.5789325435956334e-05,
    "min": 0.0,
-   "max": 7.626132542888323e-05,
+   "max": 0.00017496798435846965,
    "samples": 123,
    "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.518602500340421e-06,
+   "host_canary_seconds": 7.7246975001799e-06,
    "pass_seconds": [
-    0.0,
-    1.4188000621894985e-05,
-    2.122133101026216e-05
+    2.5789325435956334e-05,
+    2.481733914464713e-05,
+    2.8055990735689832e-05
    ],
    "pass_host_canary_seconds": [
-    7.518602500340421e-06,
-    7.190947499680078e-06,
-    7.652790000065579e-06
+    7.7246975001799e-06,
+    8.36251750001793e-06,
+    9.86255500038169e-06
    ]
   },
   "layer_forward_gelu_tanh_composite": {
-   "seconds": 8.310856989451816e-05,
-   "min": 7.842362246343068e-05,
-   "max": 0.00010899047730934053,
+   "seconds": 9.772038388819922e-05,
+   "min": 8.206628617786226e-05,
+   "max": 0.00011096456788835071,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3703,26 +3815,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.915200084447861e-05,
-    0.0003331519961357117,
-    0.0012684160470962525
+    9.619200229644776e-05,
+    0.00037228798866271973,
+    0.0017417279481887818
    ],
-   "host_canary_seconds": 7.716030000892716e-06,
+   "host_canary_seconds": 8.3451950001745e-06,
    "pass_seconds": [
-    7.842362246343068e-05,
-    8.310856989451816e-05,
-    0.00010899047730934053
+    0.00011096456788835071,
+    9.772038388819922e-05,
+    8.206628617786226e-05
    ],
    "pass_host_canary_seconds": [
-    7.716030000892716e-06,
-    7.606965000377386e-06,
-    9.882570000172565e-06
+    8.3451950001745e-06,
+    9.428147499761508e-06,
+    7.673667499830118e-06
    ]
   },
   "layer_backward_gelu_tanh_composite": {
-   "seconds": 0.00014497140936908266,
-   "min": 0.0001426514372939155,
-   "max": 0.00019796647166921984,
+   "seconds": 0.00016953524805250617,
+   "min": 0.00013152684768040973,
+   "max": 0.00018189028969832824,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3731,26 +3843,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003335680067539215,
-    0.001359455943107605,
-    0.004544991970062256
+    0.0006846719980239868,
+    0.0016299200057983399,
+    0.004926752090454101
    ],
-   "host_canary_seconds": 7.716030000892716e-06,
+   "host_canary_seconds": 8.3451950001745e-06,
    "pass_seconds": [
-    0.00019796647166921984,
-    0.0001426514372939155,
-    0.00014497140936908266
+    0.00016953524805250617,
+    0.00018189028969832824,
+    0.00013152684768040973
    ],
    "pass_host_canary_seconds": [
-    7.716030000892716e-06,
-    7.606965000377386e-06,
-    9.882570000172565e-06
+    8.3451950001745e-06,
+    9.428147499761508e-06,
+    7.673667499830118e-06
    ]
   },
   "layer_forward_gelu_tanh_composite_autocast": {
-   "seconds": 0.00011130895430133455,
-   "min": 0.00010885713888066155,
-   "max": 0.00011904685625008174,
+   "seconds": 0.00010216609424068814,
+   "min": 9.642133187680019e-05,
+   "max": 0.00011079085689215433,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3759,26 +3871,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00018140800297260283,
-    0.0005776960253715515,
-    0.0019801599979400635
+    0.00011350400000810623,
+    0.0003686720132827759,
+    0.0017496320009231568
    ],
-   "host_canary_seconds": 1.047821250040215e-05,
+   "host_canary_seconds": 9.51065999970524e-06,
    "pass_seconds": [
-    0.00011904685625008174,
-    0.00010885713888066155,
-    0.00011130895430133455
+    0.00011079085689215433,
+    0.00010216609424068814,
+    9.642133187680019e-05
    ],
    "pass_host_canary_seconds": [
-    1.047821250040215e-05,
-    7.841075000669661e-06,
-    1.008043500007716e-05
+    9.51065999970524e-06,
+    7.825310000271201e-06,
+    7.665802500014251e-06
    ]
   },
   "layer_backward_gelu_tanh_composite_autocast": {
-   "seconds": 0.00015833980341752372,
-   "min": 0.00010718629225378945,
-   "max": 0.00017680610716342925,
+   "seconds": 0.00016718477223600658,
+   "min": 0.00013182857845510756,
+   "max": 0.0002136456998331206,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3787,26 +3899,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0006209920048713684,
-    0.001409567952156067,
-    0.004767263889312744
+    0.0005424320101737976,
+    0.0017027839422225951,
+    0.005471327781677246
    ],
-   "host_canary_seconds": 1.047821250040215e-05,
+   "host_canary_seconds": 9.51065999970524e-06,
    "pass_seconds": [
-    0.00015833980341752372,
-    0.00010718629225378945,
-    0.00017680610716342925
+    0.0002136456998331206,
+    0.00016718477223600658,
+    0.00013182857845510756
    ],
    "pass_host_canary_seconds": [
-    1.047821250040215e-05,
-    7.841075000669661e-06,
-    1.008043500007716e-05
+    9.51065999970524e-06,
+    7.825310000271201e-06,
+    7.665802500014251e-06
    ]
   },
   "layer_forward_mha": {
-   "seconds": 0.0002319299039386568,
-   "min": 0.0002134933358147031,
-   "max": 0.0002635733499413445,
+   "seconds": 0.00032516190267744513,
+   "min": 0.00028745752714929126,
+   "max": 0.0004894590548106602,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3815,26 +3927,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0002784000039100647,
-    0.0009852160215377808,
-    0.003761023998260498
+    0.0005291200280189514,
+    0.001399616003036499,
+    0.005371551990509033
    ],
-   "host_canary_seconds": 7.919624999885855e-06,
+   "host_canary_seconds": 1.0249814999951923e-05,
    "pass_seconds": [
-    0.0002319299039386568,
-    0.0002134933358147031,
-    0.0002635733499413445
+    0.00032516190267744513,
+    0.0004894590548106602,
+    0.00028745752714929126
    ],
    "pass_host_canary_seconds": [
-    7.919624999885855e-06,
-    7.313529999919411e-06,
-    8.315610000408923e-06
+    1.0249814999951923e-05,
+    1.0267334999980449e-05,
+    7.099457499748496e-06
    ]
   },
   "layer_backward_mha": {
-   "seconds": 0.0005854773124059039,
-   "min": 0.0004930392163140433,
-   "max": 0.0007494239934853147,
+   "seconds": 0.00042631617756116964,
+   "min": 0.0003783352261497862,
+   "max": 0.000618572186856043,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3843,26 +3955,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0013826240301132201,
-    0.0041617598533630375,
-    0.013752703666687011
+    0.0019488320350646972,
+    0.004319200038909912,
+    0.015951231956481935
    ],
-   "host_canary_seconds": 7.919624999885855e-06,
+   "host_canary_seconds": 1.0249814999951923e-05,
    "pass_seconds": [
-    0.0005854773124059039,
-    0.0004930392163140433,
-    0.0007494239934853147
+    0.000618572186856043,
+    0.0003783352261497862,
+    0.00042631617756116964
    ],
    "pass_host_canary_seconds": [
-    7.919624999885855e-06,
-    7.313529999919411e-06,
-    8.315610000408923e-06
+    1.0249814999951923e-05,
+    1.0267334999980449e-05,
+    7.099457499748496e-06
    ]
   },
   "layer_forward_mha_autocast": {
-   "seconds": 0.00030139581504322235,
-   "min": 0.0002976342837015788,
-   "max": 0.00030696761750039603,
+   "seconds": 0.0004321264908427284,
+   "min": 0.0003978971328054156,
+   "max": 0.00043815925575438,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3871,26 +3983,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0004530560076236725,
-    0.0013988159894943238,
-    0.005065855979919434
+    0.000552191972732544,
+    0.0018615039587020874,
+    0.0070384001731872555
    ],
-   "host_canary_seconds": 8.066804999771193e-06,
+   "host_canary_seconds": 1.0354505000123027e-05,
    "pass_seconds": [
-    0.00030696761750039603,
-    0.0002976342837015788,
-    0.00030139581504322235
+    0.0004321264908427284,
+    0.0003978971328054156,
+    0.00043815925575438
    ],
    "pass_host_canary_seconds": [
-    8.066804999771193e-06,
-    7.63315999961378e-06,
-    7.805685000903396e-06
+    1.0354505000123027e-05,
+    1.0001079999710782e-05,
+    7.725795000510516e-06
    ]
   },
   "layer_backward_mha_autocast": {
-   "seconds": 0.0005669326030072711,
-   "min": 0.0004916495255061558,
-   "max": 0.0007991572944890884,
+   "seconds": 0.0005822438484146481,
+   "min": 0.000503572594551813,
+   "max": 0.0006766118577548436,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3899,26 +4011,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0016394879817962647,
-    0.0049229440689086915,
-    0.014968576431274415
+    0.0016930559873580932,
+    0.005000256061553955,
+    0.018317792892456056
    ],
-   "host_canary_seconds": 8.066804999771193e-06,
+   "host_canary_seconds": 1.0354505000123027e-05,
    "pass_seconds": [
-    0.0005669326030072711,
-    0.0004916495255061558,
-    0.0007991572944890884
+    0.0006766118577548436,
+    0.0005822438484146481,
+    0.000503572594551813
    ],
    "pass_host_canary_seconds": [
-    8.066804999771193e-06,
-    7.63315999961378e-06,
-    7.805685000903396e-06
+    1.0354505000123027e-05,
+    1.0001079999710782e-05,
+    7.725795000510516e-06
    ]
   },
   "layer_forward_rmsnorm": {
-   "seconds": 1.6057142810452553e-05,
-   "min": 1.3465143740177153e-05,
-   "max": 2.3955048017558598e-05,
+   "seconds": 2.2510476055599393e-05,
+   "min": 1.3721142496381488e-05,
+   "max": 2.2915048436039972e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3927,26 +4039,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.2911998927593234e-05,
-    0.00011068800091743469,
-    0.00025401601195335386
+    3.993599861860275e-05,
+    0.00010681600123643876,
+    0.0003830400109291077
    ],
-   "host_canary_seconds": 1.0251334999793472e-05,
+   "host_canary_seconds": 1.0161705000655275e-05,
    "pass_seconds": [
-    1.3465143740177153e-05,
-    2.3955048017558598e-05,
-    1.6057142810452553e-05
+    2.2915048436039972e-05,
+    2.2510476055599393e-05,
+    1.3721142496381488e-05
    ],
    "pass_host_canary_seconds": [
-    1.0251334999793472e-05,
-    1.0333579999723953e-05,
-    8.271310000509403e-06
+    1.0161705000655275e-05,
+    9.985912499814731e-06,
+    6.926075000706078e-06
    ]
   },
   "layer_backward_rmsnorm": {
-   "seconds": 4.450895468748751e-05,
-   "min": 3.6912763934759854e-05,
-   "max": 4.7973333724907466e-05,
+   "seconds": 4.125866861570449e-05,
+   "min": 3.2274285774855395e-05,
+   "max": 4.485485880147844e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3955,26 +4067,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001674879938364029,
-    0.00034803199768066405,
-    0.0010878080129623413
+    0.00017299200594425202,
+    0.00033030399680137636,
+    0.0009980800151824952
    ],
-   "host_canary_seconds": 1.0251334999793472e-05,
+   "host_canary_seconds": 1.0161705000655275e-05,
    "pass_seconds": [
-    4.7973333724907466e-05,
-    3.6912763934759854e-05,
-    4.450895468748751e-05
+    3.2274285774855395e-05,
+    4.125866861570449e-05,
+    4.485485880147844e-05
    ],
    "pass_host_canary_seconds": [
-    1.0251334999793472e-05,
-    1.0333579999723953e-05,
-    8.271310000509403e-06
+    1.0161705000655275e-05,
+    9.985912499814731e-06,
+    6.926075000706078e-06
    ]
   },
   "layer_forward_rmsnorm_autocast": {
-   "seconds": 1.5674666102443425e-05,
-   "min": 1.3935999678713935e-05,
-   "max": 1.8400761697973524e-05,
+   "seconds": 2.4163809205804553e-05,
+   "min": 1.551923883103189e-05,
+   "max": 2.4470857921100797e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3983,26 +4095,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.5456001311540604e-05,
-    9.203200042247772e-05,
-    0.0002627519965171814
+    6.15679994225502e-05,
+    0.0001339839994907379,
+    0.00042399999499320983
    ],
-   "host_canary_seconds": 7.633474999693136e-06,
+   "host_canary_seconds": 1.0267735000297762e-05,
    "pass_seconds": [
-    1.3935999678713935e-05,
-    1.5674666102443425e-05,
-    1.8400761697973524e-05
+    2.4163809205804553e-05,
+    2.4470857921100797e-05,
+    1.551923883103189e-05
    ],
    "pass_host_canary_seconds": [
-    7.633474999693136e-06,
-    7.471742500229084e-06,
-    8.414920000632264e-06
+    1.0267735000297762e-05,
+    9.976640000104454e-06,
+    7.2866400000748405e-06
    ]
   },
   "layer_backward_rmsnorm_autocast": {
-   "seconds": 4.7774477728775586e-05,
-   "min": 4.6783234924077996e-05,
-   "max": 4.827048044119563e-05,
+   "seconds": 4.150400133360001e-05,
+   "min": 2.7075809737046556e-05,
+   "max": 4.300494971019881e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4011,26 +4123,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002040960043668747,
-    0.00037721601128578187,
-    0.0011118719577789308
+    0.00020566399395465851,
+    0.00043353599309921265,
+    0.0009989759922027588
    ],
-   "host_canary_seconds": 7.633474999693136e-06,
+   "host_canary_seconds": 1.0267735000297762e-05,
    "pass_seconds": [
-    4.6783234924077996e-05,
-    4.827048044119563e-05,
-    4.7774477728775586e-05
+    2.7075809737046556e-05,
+    4.150400133360001e-05,
+    4.300494971019881e-05
    ],
    "pass_host_canary_seconds": [
-    7.633474999693136e-06,
-    7.471742500229084e-06,
-    8.414920000632264e-06
+    1.0267735000297762e-05,
+    9.976640000104454e-06,
+    7.2866400000748405e-06
    ]
   },
   "layer_forward_sdpa": {
-   "seconds": 2.6176000457434422e-05,
-   "min": 1.883352441447122e-05,
-   "max": 3.131047671749478e-05,
+   "seconds": 2.4779429747944788e-05,
+   "min": 1.5737143833012807e-05,
+   "max": 2.63771428948357e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4039,26 +4151,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.7359999716281892e-05,
-    7.753600180149078e-05,
-    0.0004824320077896118
+    4.089599847793579e-05,
+    0.00011366400122642517,
+    0.0004344319999217987
    ],
-   "host_canary_seconds": 8.916520000070705e-06,
+   "host_canary_seconds": 1.0092505000329766e-05,
    "pass_seconds": [
-    3.131047671749478e-05,
-    1.883352441447122e-05,
-    2.6176000457434422e-05
+    2.63771428948357e-05,
+    2.4779429747944788e-05,
+    1.5737143833012807e-05
    ],
    "pass_host_canary_seconds": [
-    8.916520000070705e-06,
-    8.955092499718376e-06,
-    8.781149999776973e-06
+    1.0092505000329766e-05,
+    9.844987500287062e-06,
+    6.75807249990612e-06
    ]
   },
   "layer_backward_sdpa": {
-   "seconds": 9.731885719866976e-05,
-   "min": 9.033142597902388e-05,
-   "max": 0.00010637333084430016,
+   "seconds": 9.249371378904298e-05,
+   "min": 8.124190072218576e-05,
+   "max": 0.0001147032408487229,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4067,26 +4179,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002332800030708313,
-    0.0007468479871749878,
-    0.0021074559688568115
+    0.00028492799401283263,
+    0.0005448319911956787,
+    0.0023466880321502685
    ],
-   "host_canary_seconds": 8.916520000070705e-06,
+   "host_canary_seconds": 1.0092505000329766e-05,
    "pass_seconds": [
-    9.033142597902388e-05,
-    9.731885719866976e-05,
-    0.00010637333084430016
+    0.0001147032408487229,
+    8.124190072218576e-05,
+    9.249371378904298e-05
    ],
    "pass_host_canary_seconds": [
-    8.916520000070705e-06,
-    8.955092499718376e-06,
-    8.781149999776973e-06
+    1.0092505000329766e-05,
+    9.844987500287062e-06,
+    6.75807249990612e-06
    ]
   },
   "layer_forward_sdpa_autocast": {
-   "seconds": 2.6040381264118924e-05,
-   "min": 1.9648762685911993e-05,
-   "max": 2.952304659854798e-05,
+   "seconds": 3.206857222886312e-05,
+   "min": 2.4140952953270503e-05,
+   "max": 4.294323566414061e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4095,26 +4207,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.883200258016587e-05,
-    0.00013635200262069702,
-    0.0004559040069580078
+    0.0001050880029797554,
+    0.00016339200735092163,
+    0.0004624960124492645
    ],
-   "host_canary_seconds": 7.41071499987811e-06,
+   "host_canary_seconds": 8.190220000301452e-06,
    "pass_seconds": [
-    2.6040381264118924e-05,
-    1.9648762685911993e-05,
-    2.952304659854798e-05
+    2.4140952953270503e-05,
+    4.294323566414061e-05,
+    3.206857222886312e-05
    ],
    "pass_host_canary_seconds": [
-    7.41071499987811e-06,
-    8.752487500487405e-06,
-    8.45883000010872e-06
+    8.190220000301452e-06,
+    9.377845000244633e-06,
+    7.964439998886518e-06
    ]
   },
   "layer_backward_sdpa_autocast": {
-   "seconds": 7.566705168712708e-05,
-   "min": 6.92929533265886e-05,
-   "max": 0.00010164876033862434,
+   "seconds": 7.650590333200638e-05,
+   "min": 7.642514861765363e-05,
+   "max": 9.237942206008094e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4123,26 +4235,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00032198399305343627,
-    0.0006351360082626343,
-    0.0018502720594406128
+    0.00025190401077270505,
+    0.0008392639756202698,
+    0.0020789759159088135
    ],
-   "host_canary_seconds": 7.41071499987811e-06,
+   "host_canary_seconds": 8.190220000301452e-06,
    "pass_seconds": [
-    7.566705168712708e-05,
-    6.92929533265886e-05,
-    0.00010164876033862434
+    9.237942206008094e-05,
+    7.642514861765363e-05,
+    7.650590333200638e-05
    ],
    "pass_host_canary_seconds": [
-    7.41071499987811e-06,
-    8.752487500487405e-06,
-    8.45883000010872e-06
+    8.190220000301452e-06,
+    9.377845000244633e-06,
+    7.964439998886518e-06
    ]
   },
   "layer_forward_sdpa_efficient": {
-   "seconds": 1.7137523740530016e-05,
-   "min": 1.6684189882306823e-05,
-   "max": 2.988876207243829e-05,
+   "seconds": 2.5662476995161603e-05,
+   "min": 2.399619101058869e-05,
+   "max": 3.007238109906515e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa_efficient layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4151,27 +4263,27 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.9311999678611756e-05,
-    7.868800312280655e-05,
-    0.00028569599986076356
+    6.681600213050842e-05,
+    0.0001695680022239685,
+    0.0005220800042152405
    ],
    "attention_backend": "efficient",
-   "host_canary_seconds": 7.4025949999168e-06,
+   "host_canary_seconds": 1.0883767499763053e-05,
    "pass_seconds": [
-    1.7137523740530016e-05,
-    1.6684189882306823e-05,
-    2.988876207243829e-05
+    3.007238109906515e-05,
+    2.5662476995161603e-05,
+    2.399619101058869e-05
    ],
    "pass_host_canary_seconds": [
-    7.4025949999168e-06,
-    7.84543500003565e-06,
-    1.0366829999384208e-05
+    1.0883767499763053e-05,
+    9.528807500487347e-06,
+    8.553640000172891e-06
    ]
   },
   "layer_backward_sdpa_efficient": {
-   "seconds": 9.598933541703793e-05,
-   "min": 9.38803864022096e-05,
-   "max": 0.0001122940894038904,
+   "seconds": 7.527923637202807e-05,
+   "min": 7.364343142225629e-05,
+   "max": 9.064837722551256e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa_efficient layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4180,27 +4292,27 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00016009600460529329,
-    0.0005238080024719239,
-    0.0020933759212493895
+    0.00031520000100135803,
+    0.0007121279835700989,
+    0.0021375999450683595
    ],
    "attention_backend": "efficient",
-   "host_canary_seconds": 7.4025949999168e-06,
+   "host_canary_seconds": 1.0883767499763053e-05,
    "pass_seconds": [
-    0.0001122940894038904,
-    9.598933541703793e-05,
-    9.38803864022096e-05
+    9.064837722551256e-05,
+    7.527923637202807e-05,
+    7.364343142225629e-05
    ],
    "pass_host_canary_seconds": [
-    7.4025949999168e-06,
-    7.84543500003565e-06,
-    1.0366829999384208e-05
+    1.0883767499763053e-05,
+    9.528807500487347e-06,
+    8.553640000172891e-06
    ]
   },
   "layer_forward_sdpa_cudnn_autocast": {
-   "seconds": 2.6249905427296956e-05,
-   "min": 2.4489143419833412e-05,
-   "max": 4.4358858395190464e-05,
+   "seconds": 3.520228571835018e-05,
+   "min": 2.22857151003111e-05,
+   "max": 5.0287239608310516e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa_cudnn layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4209,27 +4321,27 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.787200272083283e-05,
-    0.00015520000457763672,
-    0.00046448001265525816
+    0.00014511999487876892,
+    0.00016809600591659546,
+    0.0008568000197410583
    ],
    "attention_backend": "cudnn",
-   "host_canary_seconds": 7.628360000353496e-06,
+   "host_canary_seconds": 1.1253384999463378e-05,
    "pass_seconds": [
-    2.6249905427296956e-05,
-    2.4489143419833412e-05,
-    4.4358858395190464e-05
+    5.0287239608310516e-05,
+    3.520228571835018e-05,
+    2.22857151003111e-05
    ],
    "pass_host_canary_seconds": [
-    7.628360000353496e-06,
-    8.069245000115188e-06,
-    1.0442174999525378e-05
+    1.1253384999463378e-05,
+    9.823080000046502e-06,
+    7.229725000001963e-06
    ]
   },
   "layer_backward_sdpa_cudnn_autocast": {
-   "seconds": 8.352075588135493e-05,
-   "min": 7.730057090520859e-05,
-   "max": 9.513219020196371e-05,
+   "seconds": 7.359847319977623e-05,
+   "min": 5.781409321796326e-05,
+   "max": 0.0001028426715305873,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa_cudnn layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4238,27 +4350,27 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0006090880036354065,
-    0.0010304640531539917,
-    0.0022863359451293945
+    0.000334304004907608,
+    0.0009297599792480469,
+    0.002676608085632324
    ],
    "attention_backend": "cudnn",
-   "host_canary_seconds": 7.628360000353496e-06,
+   "host_canary_seconds": 1.1253384999463378e-05,
    "pass_seconds": [
-    8.352075588135493e-05,
-    9.513219020196371e-05,
-    7.730057090520859e-05
+    0.0001028426715305873,
+    5.781409321796326e-05,
+    7.359847319977623e-05
    ],
    "pass_host_canary_seconds": [
-    7.628360000353496e-06,
-    8.069245000115188e-06,
-    1.0442174999525378e-05
+    1.1253384999463378e-05,
+    9.823080000046502e-06,
+    7.229725000001963e-06
    ]
   },
   "layer_forward_mha_no_weights": {
-   "seconds": 0.00015210514409201489,
-   "min": 0.00014583466734204972,
-   "max": 0.00026003581001645044,
+   "seconds": 0.00021172114922886806,
+   "min": 0.00015560762513251532,
+   "max": 0.000261215987659636,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha_no_weights layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4267,27 +4379,27 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00018915200233459472,
-    0.0006472640037536621,
-    0.0024713280200958252
+    0.00035683199763298035,
+    0.0014314240217208863,
+    0.0028935360908508303
    ],
    "attention_backend": "efficient",
-   "host_canary_seconds": 8.006850000015219e-06,
+   "host_canary_seconds": 1.0760089999166667e-05,
    "pass_seconds": [
-    0.00015210514409201489,
-    0.00014583466734204972,
-    0.00026003581001645044
+    0.00015560762513251532,
+    0.000261215987659636,
+    0.00021172114922886806
    ],
    "pass_host_canary_seconds": [
-    8.006850000015219e-06,
-    7.331112499855408e-06,
-    8.281454999519155e-06
+    1.0760089999166667e-05,
+    9.609834999082522e-06,
+    7.707400000072084e-06
    ]
   },
   "layer_backward_mha_no_weights": {
-   "seconds": 0.0005529797928673881,
-   "min": 0.00042955120404561354,
-   "max": 0.0005733782961255026,
+   "seconds": 0.0004830140939780644,
+   "min": 0.0004584244149071831,
+   "max": 0.0008434545156501586,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha_no_weights layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4296,27 +4408,27 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0013572160005569458,
-    0.0032681920528411863,
-    0.012150976181030273
+    0.0013627519607543946,
+    0.0042659201622009275,
+    0.016317344665527343
    ],
    "attention_backend": "efficient",
-   "host_canary_seconds": 8.006850000015219e-06,
+   "host_canary_seconds": 1.0760089999166667e-05,
    "pass_seconds": [
-    0.0005733782961255026,
-    0.00042955120404561354,
-    0.0005529797928673881
+    0.0008434545156501586,
+    0.0004584244149071831,
+    0.0004830140939780644
    ],
    "pass_host_canary_seconds": [
-    8.006850000015219e-06,
-    7.331112499855408e-06,
-    8.281454999519155e-06
+    1.0760089999166667e-05,
+    9.609834999082522e-06,
+    7.707400000072084e-06
    ]
   },
   "layer_forward_mha_no_weights_autocast": {
-   "seconds": 0.00027357028637613564,
-   "min": 0.00020932571093241372,
-   "max": 0.0003581775199799311,
+   "seconds": 0.0002713272543180557,
+   "min": 0.00022962134225027904,
+   "max": 0.0004132952392101288,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha_no_weights layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4325,27 +4437,27 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00032796800136566164,
-    0.0011516799926757813,
-    0.005617023944854737
+    0.00038134399056434634,
+    0.0012880959510803223,
+    0.006469727993011475
    ],
    "attention_backend": "cudnn",
-   "host_canary_seconds": 8.40965499946833e-06,
+   "host_canary_seconds": 1.0173662499823876e-05,
    "pass_seconds": [
-    0.0003581775199799311,
-    0.00020932571093241372,
-    0.00027357028637613564
+    0.0004132952392101288,
+    0.00022962134225027904,
+    0.0002713272543180557
    ],
    "pass_host_canary_seconds": [
-    8.40965499946833e-06,
-    7.259509999926194e-06,
-    1.0488887499491283e-05
+    1.0173662499823876e-05,
+    7.572297499791603e-06,
+    7.925190000150905e-06
    ]
   },
   "layer_backward_mha_no_weights_autocast": {
-   "seconds": 0.0006258293447040376,
-   "min": 0.0003342194386890955,
-   "max": 0.0008648023222173964,
+   "seconds": 0.0006209248957179841,
+   "min": 0.0004424236388433547,
+   "max": 0.0008494842009884969,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha_no_weights layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4354,1467 +4466,1503 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0016554880142211914,
-    0.005234399795532227,
-    0.01254201602935791
+    0.0019569599628448484,
+    0.006530687808990478,
+    0.02116044807434082
    ],
    "attention_backend": "cudnn",
-   "host_canary_seconds": 8.40965499946833e-06,
+   "host_canary_seconds": 1.0173662499823876e-05,
    "pass_seconds": [
-    0.0003342194386890955,
-    0.0006258293447040376,
-    0.0008648023222173964
+    0.0008494842009884969,
+    0.0004424236388433547,
+    0.0006209248957179841
    ],
    "pass_host_canary_seconds": [
-    8.40965499946833e-06,
-    7.259509999926194e-06,
-    1.0488887499491283e-05
+    1.0173662499823876e-05,
+    7.572297499791603e-06,
+    7.925190000150905e-06
    ]
   },
   "backward_call_before_first_kernel": {
-   "seconds": 0.0001403519958257675,
-   "min": 7.660800218582153e-05,
-   "max": 0.0003834559917449951,
+   "seconds": 0.00012723200023174287,
+   "min": 8.483199775218964e-05,
+   "max": 0.00024303999543190004,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event recorded by the first autograd node's pre-hook (before its first kernel); no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.260324999833756e-06,
+   "host_canary_seconds": 1.41530399992007e-05,
    "pass_seconds": [
-    0.0001141119971871376,
-    0.0001403519958257675,
-    0.00014694400131702424
+    0.0002064319998025894,
+    0.00012723200023174287,
+    0.0001077760010957718
    ],
    "pass_host_canary_seconds": [
-    7.260324999833756e-06,
-    7.556924999789771e-06,
-    9.285815000339426e-06
+    1.41530399992007e-05,
+    8.6943350004276e-06,
+    7.564409999076815e-06
    ]
   },
   "backward_call_after_last_kernel": {
-   "seconds": 9.123200178146362e-05,
-   "min": 5.119999870657921e-05,
-   "max": 0.000414463996887207,
+   "seconds": 8.588799834251403e-05,
+   "min": 5.539200082421303e-05,
+   "max": 0.00033763200044631956,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: event recorded by the input's gradient hook (after the last node's kernels) to an event after backward() returned; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.260324999833756e-06,
+   "host_canary_seconds": 1.41530399992007e-05,
    "pass_seconds": [
-    7.337599992752076e-05,
-    0.00011667200177907943,
-    9.123200178146362e-05
+    0.00015849600732326506,
+    8.588799834251403e-05,
+    8.428800106048584e-05
    ],
    "pass_host_canary_seconds": [
-    7.260324999833756e-06,
-    7.556924999789771e-06,
-    9.285815000339426e-06
+    1.41530399992007e-05,
+    8.6943350004276e-06,
+    7.564409999076815e-06
    ]
   },
   "backward_call_before_first_kernel_autocast": {
-   "seconds": 0.0001515199989080429,
-   "min": 8.617600053548813e-05,
-   "max": 0.00039008000493049623,
+   "seconds": 0.00014665600657463073,
+   "min": 9.030400216579437e-05,
+   "max": 0.0002594560086727142,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event recorded by the first autograd node's pre-hook (before its first kernel); inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.574675000294518e-06,
+   "host_canary_seconds": 1.0738732499930846e-05,
    "pass_seconds": [
-    0.00018275199830532075,
-    0.00012688000500202178,
-    0.0001515199989080429
+    0.0002037760019302368,
+    0.00014665600657463073,
+    0.0001159679964184761
    ],
    "pass_host_canary_seconds": [
-    9.574675000294518e-06,
-    7.055109999782872e-06,
-    7.603560000006837e-06
+    1.0738732499930846e-05,
+    7.109089999630669e-06,
+    8.82924500047011e-06
    ]
   },
   "backward_call_after_last_kernel_autocast": {
-   "seconds": 0.00014655999839305878,
-   "min": 8.537600189447403e-05,
-   "max": 0.0004259519875049591,
+   "seconds": 0.000134335994720459,
+   "min": 9.164799749851227e-05,
+   "max": 0.00036694398522377013,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: event recorded by the input's gradient hook (after the last node's kernels) to an event after backward() returned; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.574675000294518e-06,
+   "host_canary_seconds": 1.0738732499930846e-05,
    "pass_seconds": [
-    0.00014655999839305878,
-    0.00013452799618244172,
-    0.00017263999581336976
+    0.00018803200125694274,
+    0.00013251200318336486,
+    0.000134335994720459
    ],
    "pass_host_canary_seconds": [
-    9.574675000294518e-06,
-    7.055109999782872e-06,
-    7.603560000006837e-06
+    1.0738732499930846e-05,
+    7.109089999630669e-06,
+    8.82924500047011e-06
    ]
   },
   "layer_steady_linear": {
-   "seconds": 0.0001570476818084717,
-   "min": 0.00012774463653564454,
-   "max": 0.00027809471130371097,
+   "seconds": 0.00019067136764526368,
+   "min": 0.00013701567649841308,
+   "max": 0.0004313548660278321,
    "samples": 33,
    "method": "one tiny linear layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.696870000017952e-06,
+   "host_canary_seconds": 1.1000384999988456e-05,
    "pass_seconds": [
-    0.0001570476818084717,
-    0.00013959424018859863,
-    0.00020191104888916015
+    0.0004058099365234375,
+    0.00016123199462890627,
+    0.00019067136764526368
    ],
    "pass_host_canary_seconds": [
-    7.696870000017952e-06,
-    7.343119999632109e-06,
-    7.731362500180695e-06
+    1.1000384999988456e-05,
+    7.223054999485612e-06,
+    8.225032499922236e-06
    ]
   },
   "layer_steady_linear_autocast": {
-   "seconds": 0.0002807206344604492,
-   "min": 0.00023006784439086916,
-   "max": 0.0007306348419189452,
+   "seconds": 0.0004000505447387695,
+   "min": 0.00025928192138671875,
+   "max": 0.0009170310211181641,
    "samples": 33,
    "method": "one tiny linear layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.6888199998848e-06,
+   "host_canary_seconds": 1.7347609999660564e-05,
    "pass_seconds": [
-    0.0002807206344604492,
-    0.0002367744064331055,
-    0.00048243904113769534
+    0.0007806559753417969,
+    0.0003105523109436035,
+    0.0004000505447387695
    ],
    "pass_host_canary_seconds": [
-    7.6888199998848e-06,
-    7.076379999944038e-06,
-    1.0853455000301438e-05
+    1.7347609999660564e-05,
+    7.099740000739984e-06,
+    8.57314999962e-06
    ]
   },
   "layer_steady_linear_nobias": {
-   "seconds": 0.0001512979221343994,
-   "min": 0.00011322175979614258,
-   "max": 0.00032248577117919923,
+   "seconds": 0.0001450879955291748,
+   "min": 0.00010963007926940918,
+   "max": 0.0003331596755981445,
    "samples": 33,
    "method": "one tiny linear_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.854424999640287e-06,
+   "host_canary_seconds": 9.61542750019362e-06,
    "pass_seconds": [
-    0.0001512979221343994,
-    0.00013191167831420896,
-    0.00016567167282104494
+    0.00017352191925048828,
+    0.00012359423637390136,
+    0.0001450879955291748
    ],
    "pass_host_canary_seconds": [
-    8.854424999640287e-06,
-    7.255665000229783e-06,
-    8.29146999990371e-06
+    9.61542750019362e-06,
+    6.580785000664947e-06,
+    8.448880000742065e-06
    ]
   },
   "layer_steady_linear_nobias_autocast": {
-   "seconds": 0.0002383014488220215,
-   "min": 0.00018542911529541013,
-   "max": 0.00032358081817626953,
+   "seconds": 0.00027291072845458985,
+   "min": 0.00020233535766601564,
+   "max": 0.0005721318435668945,
    "samples": 33,
    "method": "one tiny linear_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.387309999558056e-06,
+   "host_canary_seconds": 8.192500000063775e-06,
    "pass_seconds": [
-    0.0002383014488220215,
-    0.00022206079483032224,
-    0.000280316162109375
+    0.0004683379364013672,
+    0.00022561983108520509,
+    0.00027291072845458985
    ],
    "pass_host_canary_seconds": [
-    7.387309999558056e-06,
-    7.418520000328499e-06,
-    1.0646370000131356e-05
+    8.192500000063775e-06,
+    6.745215000591998e-06,
+    7.478887500269593e-06
    ]
   },
   "layer_steady_matmul": {
-   "seconds": 0.0001119212818145752,
-   "min": 9.474431991577149e-05,
-   "max": 0.00014115839958190918,
+   "seconds": 0.0001531545639038086,
+   "min": 9.729599952697754e-05,
+   "max": 0.00019738752365112305,
    "samples": 33,
    "method": "one tiny matmul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.521297499692991e-06,
+   "host_canary_seconds": 7.789589999447343e-06,
    "pass_seconds": [
-    0.0001119212818145752,
-    0.00010189567565917969,
-    0.00013576064109802245
+    0.00018183744430541992,
+    0.00011436800003051757,
+    0.0001531545639038086
    ],
    "pass_host_canary_seconds": [
-    7.521297499692991e-06,
-    7.03493499997876e-06,
-    1.105455000015354e-05
+    7.789589999447343e-06,
+    6.945217500629042e-06,
+    7.939280000073267e-06
    ]
   },
   "layer_steady_matmul_autocast": {
-   "seconds": 0.0002237171173095703,
-   "min": 0.00017014272689819338,
-   "max": 0.00025070144653320314,
+   "seconds": 0.0002831257629394531,
+   "min": 0.00017962751388549806,
+   "max": 0.0005744326400756836,
    "samples": 33,
    "method": "one tiny matmul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.597304999715562e-06,
+   "host_canary_seconds": 8.72713000035219e-06,
    "pass_seconds": [
-    0.0002237171173095703,
-    0.00018088447570800781,
-    0.0002293414306640625
+    0.0003845113754272461,
+    0.00020417728424072267,
+    0.0002831257629394531
    ],
    "pass_host_canary_seconds": [
-    9.597304999715562e-06,
-    7.291002500551258e-06,
-    8.22760500000186e-06
+    8.72713000035219e-06,
+    7.375439999464106e-06,
+    8.42360499973438e-06
    ]
   },
   "layer_steady_bmm": {
-   "seconds": 0.00012211775779724123,
-   "min": 0.00010299648284912109,
-   "max": 0.00015378623962402344,
+   "seconds": 0.00017075456619262695,
+   "min": 0.00013705471992492675,
+   "max": 0.0002058163261413574,
    "samples": 33,
    "method": "one tiny bmm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.53092249965448e-06,
+   "host_canary_seconds": 9.761032500819056e-06,
    "pass_seconds": [
-    0.00012211775779724123,
-    0.00011001791954040527,
-    0.00012262399673461914
+    0.00019670783996582033,
+    0.00015889280319213866,
+    0.00017075456619262695
    ],
    "pass_host_canary_seconds": [
-    7.53092249965448e-06,
-    7.017905000452629e-06,
-    7.952672500550762e-06
+    9.761032500819056e-06,
+    9.723730000814612e-06,
+    8.134180000070046e-06
    ]
   },
   "layer_steady_bmm_autocast": {
-   "seconds": 0.0002034566307067871,
-   "min": 0.00016993408203125001,
-   "max": 0.00033525760650634763,
+   "seconds": 0.0002401068878173828,
+   "min": 0.00018502399444580078,
+   "max": 0.0003873574447631836,
    "samples": 33,
    "method": "one tiny bmm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.625404999771489e-06,
+   "host_canary_seconds": 9.944444999518964e-06,
    "pass_seconds": [
-    0.0002034566307067871,
-    0.00019010431289672854,
-    0.0002547443199157715
+    0.00032636287689208983,
+    0.0002401068878173828,
+    0.0002215750312805176
    ],
    "pass_host_canary_seconds": [
-    7.625404999771489e-06,
-    7.058035000113705e-06,
-    1.0668590000477707e-05
+    9.944444999518964e-06,
+    7.527079999363195e-06,
+    7.493594999914421e-06
    ]
   },
   "layer_steady_conv2d": {
-   "seconds": 0.0001576806354522705,
-   "min": 0.00012862272262573242,
-   "max": 0.00026836736679077146,
+   "seconds": 0.00018447040557861328,
+   "min": 0.00015009280204772947,
+   "max": 0.0002516262435913086,
    "samples": 33,
    "method": "one tiny conv2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.1302050002941545e-06,
+   "host_canary_seconds": 7.769999999709398e-06,
    "pass_seconds": [
-    0.0001505023956298828,
-    0.0001576806354522705,
-    0.00023486143112182617
+    0.00020847679138183593,
+    0.00018447040557861328,
+    0.00016751615524291993
    ],
    "pass_host_canary_seconds": [
-    7.1302050002941545e-06,
-    6.746485000803659e-06,
-    1.0269609999795648e-05
+    7.769999999709398e-06,
+    7.13240499976564e-06,
+    7.260430000428641e-06
    ]
   },
   "layer_steady_conv2d_autocast": {
-   "seconds": 0.0003468896102905274,
-   "min": 0.0002420102310180664,
-   "max": 0.0006568466949462891,
+   "seconds": 0.0003765055847167969,
+   "min": 0.00030340160369873046,
+   "max": 0.0006758873748779297,
    "samples": 33,
    "method": "one tiny conv2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.530909999786672e-06,
+   "host_canary_seconds": 8.310654999377221e-06,
    "pass_seconds": [
-    0.000301345272064209,
-    0.0003468896102905274,
-    0.0005878579330444336
+    0.0005727174377441406,
+    0.0003765055847167969,
+    0.0003380556869506836
    ],
    "pass_host_canary_seconds": [
-    7.530909999786672e-06,
-    6.896395000239863e-06,
-    1.0297894999666823e-05
+    8.310654999377221e-06,
+    7.194932500169671e-06,
+    8.515807500657502e-06
    ]
   },
   "layer_steady_conv2d_nobias": {
-   "seconds": 0.0001333452796936035,
-   "min": 0.00010586239814758302,
-   "max": 0.00021834112167358398,
+   "seconds": 0.00013925375938415527,
+   "min": 0.0001133465576171875,
+   "max": 0.0002473542404174805,
    "samples": 33,
    "method": "one tiny conv2d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.106829999656839e-06,
+   "host_canary_seconds": 8.977527500064753e-06,
    "pass_seconds": [
-    0.00012025728225708008,
-    0.0001333452796936035,
-    0.00020191999435424806
+    0.00020738624572753906,
+    0.00013925375938415527,
+    0.00013376832008361818
    ],
    "pass_host_canary_seconds": [
-    7.106829999656839e-06,
-    7.621495000194045e-06,
-    1.1139790000243011e-05
+    8.977527500064753e-06,
+    7.038005001049896e-06,
+    6.9631600001685005e-06
    ]
   },
   "layer_steady_conv2d_nobias_autocast": {
-   "seconds": 0.0002933804893493652,
-   "min": 0.0002104230308532715,
-   "max": 0.0006213631820678711,
+   "seconds": 0.00034578624725341793,
+   "min": 0.00021155391693115236,
+   "max": 0.0005821760177612305,
    "samples": 33,
    "method": "one tiny conv2d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.2309450001739605e-06,
+   "host_canary_seconds": 8.31659500022397e-06,
    "pass_seconds": [
-    0.00022899648666381838,
-    0.0002933804893493652,
-    0.00031013311386108395
+    0.00048113792419433594,
+    0.00034578624725341793,
+    0.00024745920181274415
    ],
    "pass_host_canary_seconds": [
-    7.2309450001739605e-06,
-    1.0184369999706176e-05,
-    1.0821504999967147e-05
+    8.31659500022397e-06,
+    7.693679999647428e-06,
+    6.658395000158634e-06
    ]
   },
   "layer_steady_conv1d": {
-   "seconds": 0.00018330303192138673,
-   "min": 0.00014891776084899902,
-   "max": 0.00047843391418457033,
+   "seconds": 0.00022908735275268554,
+   "min": 0.00014511487960815428,
+   "max": 0.00031380096435546873,
    "samples": 33,
    "method": "one tiny conv1d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.845237499850555e-06,
+   "host_canary_seconds": 9.713764999332852e-06,
    "pass_seconds": [
-    0.00018330303192138673,
-    0.0001740524864196777,
-    0.000227640323638916
+    0.000276313591003418,
+    0.00022908735275268554,
+    0.00016536832809448243
    ],
    "pass_host_canary_seconds": [
-    7.845237499850555e-06,
-    7.584255000097073e-06,
-    1.0469750000083877e-05
+    9.713764999332852e-06,
+    8.845790000577836e-06,
+    6.722350000245569e-06
    ]
   },
   "layer_steady_conv1d_autocast": {
-   "seconds": 0.00046940673828125,
-   "min": 0.00026718271255493165,
-   "max": 0.0006760723114013673,
+   "seconds": 0.0004731391906738281,
+   "min": 0.00029630655288696286,
+   "max": 0.000620880012512207,
    "samples": 33,
    "method": "one tiny conv1d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.092567500170845e-06,
+   "host_canary_seconds": 1.0111300000517076e-05,
    "pass_seconds": [
-    0.0004479321670532226,
-    0.00046940673828125,
-    0.0005658975982666015
+    0.0005411814498901367,
+    0.0004731391906738281,
+    0.00036827327728271487
    ],
    "pass_host_canary_seconds": [
-    8.092567500170845e-06,
-    9.721879999915472e-06,
-    1.0956060000353318e-05
+    1.0111300000517076e-05,
+    8.828040000139481e-06,
+    7.17443500036552e-06
    ]
   },
   "layer_steady_conv1d_nobias": {
-   "seconds": 0.00016045888900756834,
-   "min": 0.00011028544425964355,
-   "max": 0.0001890105628967285,
+   "seconds": 0.00014932031631469727,
+   "min": 0.00013597887992858887,
+   "max": 0.00022039360046386718,
    "samples": 33,
    "method": "one tiny conv1d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.515734999969936e-06,
+   "host_canary_seconds": 7.4571050004124115e-06,
    "pass_seconds": [
-    0.00017302591323852537,
-    0.0001215449619293213,
-    0.00016045888900756834
+    0.00014085824012756348,
+    0.00019449792861938475,
+    0.00014932031631469727
    ],
    "pass_host_canary_seconds": [
-    7.515734999969936e-06,
-    7.399080000141112e-06,
-    8.118665000438341e-06
+    7.4571050004124115e-06,
+    9.710697500509014e-06,
+    7.42955999953665e-06
    ]
   },
   "layer_steady_conv1d_nobias_autocast": {
-   "seconds": 0.0002752742385864258,
-   "min": 0.0002082815933227539,
-   "max": 0.0005506425476074218,
+   "seconds": 0.0003421241760253906,
+   "min": 0.0002443462371826172,
+   "max": 0.0006078131103515625,
    "samples": 33,
    "method": "one tiny conv1d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.303639999918233e-06,
+   "host_canary_seconds": 8.673980000253323e-06,
    "pass_seconds": [
-    0.0002752742385864258,
-    0.00021514240264892577,
-    0.00029027008056640627
+    0.00027190912246704104,
+    0.00045101951599121095,
+    0.0003421241760253906
    ],
    "pass_host_canary_seconds": [
-    7.303639999918233e-06,
-    7.328235000159111e-06,
-    8.186512500287789e-06
+    8.673980000253323e-06,
+    1.0124184999540376e-05,
+    9.098819999735497e-06
    ]
   },
   "layer_steady_batchnorm2d": {
-   "seconds": 0.00014378175735473632,
-   "min": 0.00012904576301574707,
-   "max": 0.00022404672622680665,
+   "seconds": 0.00017891199111938475,
+   "min": 0.00014958144187927246,
+   "max": 0.0002887174415588379,
    "samples": 33,
    "method": "one tiny batchnorm2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.239220000201385e-06,
+   "host_canary_seconds": 7.671270000173535e-06,
    "pass_seconds": [
-    0.00014263232231140138,
-    0.00014699904441833496,
-    0.00014378175735473632
+    0.00016651071548461915,
+    0.00024121728897094727,
+    0.00017891199111938475
    ],
    "pass_host_canary_seconds": [
-    7.239220000201385e-06,
-    7.126874999130451e-06,
-    7.392584999479368e-06
+    7.671270000173535e-06,
+    9.694569999965097e-06,
+    8.746620000010808e-06
    ]
   },
   "layer_steady_batchnorm2d_autocast": {
-   "seconds": 0.00018342208862304687,
-   "min": 0.00014930944442749023,
-   "max": 0.00043775680541992187,
+   "seconds": 0.00018528320312499998,
+   "min": 0.0001716633605957031,
+   "max": 0.00034849792480468755,
    "samples": 33,
    "method": "one tiny batchnorm2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.901069999434185e-06,
+   "host_canary_seconds": 7.621309999876757e-06,
    "pass_seconds": [
-    0.00020081792831420898,
-    0.0001720319938659668,
-    0.00018342208862304687
+    0.00018528320312499998,
+    0.00027244672775268556,
+    0.00017764543533325193
    ],
    "pass_host_canary_seconds": [
-    7.901069999434185e-06,
-    7.554850000133228e-06,
-    7.941990000404074e-06
+    7.621309999876757e-06,
+    9.583120000797862e-06,
+    6.892089999723793e-06
    ]
   },
   "layer_steady_layernorm": {
-   "seconds": 0.0001099027156829834,
-   "min": 9.462016105651856e-05,
-   "max": 0.00014906047821044923,
+   "seconds": 0.00011936256408691406,
+   "min": 9.20083236694336e-05,
+   "max": 0.00015476799964904786,
    "samples": 33,
    "method": "one tiny layernorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.533804999866334e-06,
+   "host_canary_seconds": 7.338902499895994e-06,
    "pass_seconds": [
-    0.0001099027156829834,
-    9.777471542358398e-05,
-    0.00011009792327880859
+    0.00011936256408691406,
+    0.0001402995204925537,
+    0.00010660096168518067
    ],
    "pass_host_canary_seconds": [
-    7.533804999866334e-06,
-    6.9603399998641185e-06,
-    7.780657500688904e-06
+    7.338902499895994e-06,
+    9.126285000320422e-06,
+    6.7301650005902046e-06
    ]
   },
   "layer_steady_layernorm_autocast": {
-   "seconds": 0.00013227328300476074,
-   "min": 0.00011353535652160644,
-   "max": 0.00019636608123779295,
+   "seconds": 0.00014980159759521485,
+   "min": 0.00012541184425354004,
+   "max": 0.000234135684967041,
    "samples": 33,
    "method": "one tiny layernorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.533804999866334e-06,
+   "host_canary_seconds": 1.0463239999580764e-05,
    "pass_seconds": [
-    0.00013227328300476074,
-    0.0001190835189819336,
-    0.00016365951538085938
+    0.0001699078369140625,
+    0.00014980159759521485,
+    0.00014415167808532714
    ],
    "pass_host_canary_seconds": [
-    7.533804999866334e-06,
-    7.187717500301005e-06,
-    8.138700000017707e-06
+    1.0463239999580764e-05,
+    9.03152499972748e-06,
+    8.141685000282451e-06
    ]
   },
   "layer_steady_groupnorm": {
-   "seconds": 0.00020716096878051757,
-   "min": 0.00015002943992614747,
-   "max": 0.00025391679763793945,
+   "seconds": 0.00019810815811157226,
+   "min": 0.00016616575241088866,
+   "max": 0.0003269388961791992,
    "samples": 33,
    "method": "one tiny groupnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.881065000172385e-06,
+   "host_canary_seconds": 7.373195000468513e-06,
    "pass_seconds": [
-    0.0002131648063659668,
-    0.00020141952514648437,
-    0.00020716096878051757
+    0.00019810815811157226,
+    0.00022251136779785158,
+    0.00018355840682983396
    ],
    "pass_host_canary_seconds": [
-    9.881065000172385e-06,
-    1.0202994999986004e-05,
-    9.899829999540088e-06
+    7.373195000468513e-06,
+    9.95193499989e-06,
+    7.128875000717016e-06
    ]
   },
   "layer_steady_groupnorm_autocast": {
-   "seconds": 0.0002641811180114746,
-   "min": 0.0002036083221435547,
-   "max": 0.0003845280075073242,
+   "seconds": 0.0002199545669555664,
+   "min": 0.0001722598457336426,
+   "max": 0.0003788006210327149,
    "samples": 33,
    "method": "one tiny groupnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0158295000337602e-05,
+   "host_canary_seconds": 7.5217799997062685e-06,
    "pass_seconds": [
-    0.0002641811180114746,
-    0.0002704819107055664,
-    0.00022961727142333985
+    0.0002199545669555664,
+    0.0002442572784423828,
+    0.00019775167465209962
    ],
    "pass_host_canary_seconds": [
-    1.0158295000337602e-05,
-    9.073415000102614e-06,
-    7.66967000004115e-06
+    7.5217799997062685e-06,
+    9.870500000488392e-06,
+    7.547382500661115e-06
    ]
   },
   "layer_steady_relu": {
-   "seconds": 9.23846435546875e-05,
-   "min": 8.246975898742675e-05,
-   "max": 0.00013024191856384276,
+   "seconds": 8.638655662536621e-05,
+   "min": 6.88979196548462e-05,
+   "max": 0.00014697024345397948,
    "samples": 33,
    "method": "one tiny relu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.980819999602318e-06,
+   "host_canary_seconds": 7.229419999816855e-06,
    "pass_seconds": [
-    9.23846435546875e-05,
-    8.614144325256347e-05,
-    9.293248176574707e-05
+    8.638655662536621e-05,
+    9.480959892272949e-05,
+    7.479680061340333e-05
    ],
    "pass_host_canary_seconds": [
-    7.980819999602318e-06,
-    7.230720000279689e-06,
-    7.825940000429908e-06
+    7.229419999816855e-06,
+    9.145017500031827e-06,
+    6.721035000509801e-06
    ]
   },
   "layer_steady_relu_autocast": {
-   "seconds": 0.00010450559616088867,
-   "min": 9.63417625427246e-05,
-   "max": 0.0001269279956817627,
+   "seconds": 0.00011080575942993163,
+   "min": 8.679231643676758e-05,
+   "max": 0.00017371519088745118,
    "samples": 33,
    "method": "one tiny relu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.857884999680208e-06,
+   "host_canary_seconds": 7.349100000055842e-06,
    "pass_seconds": [
-    0.00011091775894165039,
-    0.00010347200393676757,
-    0.00010450559616088867
+    0.00011080575942993163,
+    0.00011598015785217285,
+    9.956543922424316e-05
    ],
    "pass_host_canary_seconds": [
-    7.857884999680208e-06,
-    7.169770000814424e-06,
-    7.573372499223296e-06
+    7.349100000055842e-06,
+    9.263980000469019e-06,
+    8.082200000103513e-06
    ]
   },
   "layer_steady_gelu": {
-   "seconds": 8.345343589782715e-05,
-   "min": 7.635712146759033e-05,
-   "max": 0.0001083148765563965,
+   "seconds": 7.761856079101562e-05,
+   "min": 6.924543857574463e-05,
+   "max": 0.0001340236759185791,
    "samples": 33,
    "method": "one tiny gelu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.803600000215739e-06,
+   "host_canary_seconds": 7.819442500363038e-06,
    "pass_seconds": [
-    8.934911727905272e-05,
-    8.345343589782715e-05,
-    7.797823905944824e-05
+    7.761856079101562e-05,
+    9.142399787902832e-05,
+    7.687744140625e-05
    ],
    "pass_host_canary_seconds": [
-    7.803600000215739e-06,
-    7.4176675002490815e-06,
-    7.501797500140128e-06
+    7.819442500363038e-06,
+    1.0598702500601576e-05,
+    7.989489999999932e-06
    ]
   },
   "layer_steady_gelu_autocast": {
-   "seconds": 0.00010730112075805664,
-   "min": 9.889535903930665e-05,
-   "max": 0.00016999616622924803,
+   "seconds": 0.00010763327598571776,
+   "min": 8.683456420898437e-05,
+   "max": 0.00019296127319335936,
    "samples": 33,
    "method": "one tiny gelu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.699530000309098e-06,
+   "host_canary_seconds": 7.541949999563258e-06,
    "pass_seconds": [
-    0.00010132351875305175,
-    0.00010730112075805664,
-    0.00010831232070922852
+    0.00010763327598571776,
+    0.00011289983749389649,
+    0.00010152064323425292
    ],
    "pass_host_canary_seconds": [
-    7.699530000309098e-06,
-    7.68468499984465e-06,
-    7.605722499874901e-06
+    7.541949999563258e-06,
+    9.312729999919612e-06,
+    8.083504999945034e-06
    ]
   },
   "layer_steady_silu": {
-   "seconds": 8.76198387145996e-05,
-   "min": 7.487296104431153e-05,
-   "max": 0.00010989119529724121,
+   "seconds": 9.248576164245605e-05,
+   "min": 7.204607963562011e-05,
+   "max": 0.00015476672172546387,
    "samples": 33,
    "method": "one tiny silu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.428367500210698e-06,
+   "host_canary_seconds": 7.3184950002769255e-06,
    "pass_seconds": [
-    8.76198387145996e-05,
-    8.76972770690918e-05,
-    8.700223922729492e-05
+    9.248576164245605e-05,
+    9.25715160369873e-05,
+    8.664832115173341e-05
    ],
    "pass_host_canary_seconds": [
-    7.428367500210698e-06,
-    7.6165249993209725e-06,
-    7.560120000107418e-06
+    7.3184950002769255e-06,
+    9.126594999884219e-06,
+    7.727587499744004e-06
    ]
   },
   "layer_steady_silu_autocast": {
-   "seconds": 0.00010695615768432616,
-   "min": 8.487232208251953e-05,
-   "max": 0.000130448637008667,
+   "seconds": 0.00010319231986999511,
+   "min": 8.927231788635253e-05,
+   "max": 0.00017626688003540038,
    "samples": 33,
    "method": "one tiny silu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.297257499772059e-06,
+   "host_canary_seconds": 7.47643250008423e-06,
    "pass_seconds": [
-    0.00010184000015258789,
-    0.00010695615768432616,
-    0.00011526975631713867
+    0.00010319231986999511,
+    0.00012403712272644044,
+    0.00010314880371093749
    ],
    "pass_host_canary_seconds": [
-    7.297257499772059e-06,
-    7.527322499640832e-06,
-    8.309837500064533e-06
+    7.47643250008423e-06,
+    9.701994999886665e-06,
+    8.084735000011279e-06
    ]
   },
   "layer_steady_tanh": {
-   "seconds": 0.00010028608322143554,
-   "min": 7.182975769042969e-05,
-   "max": 0.00014830911636352538,
+   "seconds": 8.637887954711914e-05,
+   "min": 7.304768085479737e-05,
+   "max": 0.0001515891170501709,
    "samples": 33,
    "method": "one tiny tanh layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.623424999678719e-06,
+   "host_canary_seconds": 7.530940000037844e-06,
    "pass_seconds": [
-    0.00010028608322143554,
-    7.453504085540771e-05,
-    0.00011707903861999512
+    8.196224212646485e-05,
+    0.00010555520057678222,
+    8.637887954711914e-05
    ],
    "pass_host_canary_seconds": [
-    7.623424999678719e-06,
-    7.385185000430283e-06,
-    1.1144764999926338e-05
+    7.530940000037844e-06,
+    1.0219545000040853e-05,
+    7.826767500205279e-06
    ]
   },
   "layer_steady_tanh_autocast": {
-   "seconds": 0.00013448639869689943,
-   "min": 9.008831977844238e-05,
-   "max": 0.00017236032485961914,
+   "seconds": 0.0001235871982574463,
+   "min": 9.149184226989746e-05,
+   "max": 0.0002146099281311035,
    "samples": 33,
    "method": "one tiny tanh layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.79707999981838e-06,
+   "host_canary_seconds": 8.184012500009886e-06,
    "pass_seconds": [
-    0.00013448639869689943,
-    0.00012527039527893065,
-    0.00014640704154968262
+    0.00012375807762145998,
+    0.0001235871982574463,
+    0.00010655296325683594
    ],
    "pass_host_canary_seconds": [
-    7.79707999981838e-06,
-    9.022074999620598e-06,
-    1.1283130000947494e-05
+    8.184012500009886e-06,
+    9.990725000079691e-06,
+    8.170302500616344e-06
    ]
   },
   "layer_steady_sigmoid": {
-   "seconds": 0.00010931584358215332,
-   "min": 7.315648078918456e-05,
-   "max": 0.00021709375381469726,
+   "seconds": 9.336319923400879e-05,
+   "min": 7.587520122528077e-05,
+   "max": 0.00014011455535888672,
    "samples": 33,
    "method": "one tiny sigmoid layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.714582499716016e-06,
+   "host_canary_seconds": 7.454962499764406e-06,
    "pass_seconds": [
-    0.00010931584358215332,
-    0.0001442579174041748,
-    0.00010347904205322266
+    9.336319923400879e-05,
+    9.996543884277344e-05,
+    9.0314884185791e-05
    ],
    "pass_host_canary_seconds": [
-    7.714582499716016e-06,
-    1.0514964999401855e-05,
-    1.0444490000622865e-05
+    7.454962499764406e-06,
+    9.893994999856658e-06,
+    7.098902499933502e-06
    ]
   },
   "layer_steady_sigmoid_autocast": {
-   "seconds": 0.00012601280212402342,
-   "min": 8.582528114318848e-05,
-   "max": 0.00017758720397949217,
+   "seconds": 0.00010696576118469239,
+   "min": 9.220352172851563e-05,
+   "max": 0.00020358655929565432,
    "samples": 33,
    "method": "one tiny sigmoid layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.786059999261852e-06,
+   "host_canary_seconds": 8.233379999751379e-06,
    "pass_seconds": [
-    0.00012601280212402342,
-    0.00010445568084716797,
-    0.00013476608276367187
+    0.00010696576118469239,
+    0.00012139007568359375,
+    9.728832244873047e-05
    ],
    "pass_host_canary_seconds": [
-    7.786059999261852e-06,
-    8.279642500497175e-06,
-    1.0907360000373955e-05
+    8.233379999751379e-06,
+    1.0537599999906888e-05,
+    6.983897500276726e-06
    ]
   },
   "layer_steady_dropout": {
-   "seconds": 0.0001227577590942383,
-   "min": 9.503935813903809e-05,
-   "max": 0.0003113638305664063,
+   "seconds": 0.00010101056098937989,
+   "min": 8.464832305908203e-05,
+   "max": 0.0001681235122680664,
    "samples": 33,
    "method": "one tiny dropout layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0624285000062628e-05,
+   "host_canary_seconds": 8.708027500006211e-06,
    "pass_seconds": [
-    0.00012186367988586426,
-    0.00013455679893493652,
-    0.0001227577590942383
+    0.00010101056098937989,
+    0.00010858752250671388,
+    8.851903915405273e-05
    ],
    "pass_host_canary_seconds": [
-    1.0624285000062628e-05,
-    9.589324999978999e-06,
-    1.1165144999267795e-05
+    8.708027500006211e-06,
+    1.0375040000099034e-05,
+    6.833652500404242e-06
    ]
   },
   "layer_steady_dropout_autocast": {
-   "seconds": 0.00010624192237854003,
-   "min": 9.492095947265624e-05,
-   "max": 0.00021129919052124025,
+   "seconds": 0.00013050047874450685,
+   "min": 9.198335647583009e-05,
+   "max": 0.00021214271545410158,
    "samples": 33,
    "method": "one tiny dropout layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.32755000058205e-06,
+   "host_canary_seconds": 9.871820000171283e-06,
    "pass_seconds": [
-    0.00010387392044067382,
-    0.00010624192237854003,
-    0.0001426867198944092
+    0.00014310400009155273,
+    0.00013050047874450685,
+    9.344575881958007e-05
    ],
    "pass_host_canary_seconds": [
-    7.32755000058205e-06,
-    7.54417999985435e-06,
-    1.1000050000120609e-05
+    9.871820000171283e-06,
+    1.0603250000258413e-05,
+    6.765864999920268e-06
+   ]
+  },
+  "layer_steady_dropout_identity": {
+   "seconds": 7.447936058044433e-05,
+   "min": 5.6700801849365236e-05,
+   "max": 9.943488121032716e-05,
+   "samples": 33,
+   "method": "one tiny dropout_identity layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 1.1024827499568347e-05,
+   "pass_seconds": [
+    8.769536018371581e-05,
+    7.447936058044433e-05,
+    6.006015777587891e-05
+   ],
+   "pass_host_canary_seconds": [
+    1.1024827499568347e-05,
+    9.763122499748532e-06,
+    6.926690000454982e-06
+   ]
+  },
+  "layer_steady_dropout_identity_autocast": {
+   "seconds": 9.307200431823732e-05,
+   "min": 7.050623893737793e-05,
+   "max": 0.00014107839584350586,
+   "samples": 33,
+   "method": "one tiny dropout_identity layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 1.1166159999902448e-05,
+   "pass_seconds": [
+    0.00011608063697814941,
+    9.307200431823732e-05,
+    7.422783851623535e-05
+   ],
+   "pass_host_canary_seconds": [
+    1.1166159999902448e-05,
+    9.515355000075942e-06,
+    7.055459999492086e-06
    ]
   },
   "layer_steady_add": {
-   "seconds": 8.56057643890381e-05,
-   "min": 8.240832328796386e-05,
-   "max": 0.00014712127685546876,
+   "seconds": 9.783488273620606e-05,
+   "min": 7.891967773437499e-05,
+   "max": 0.00015961983680725097,
    "samples": 33,
    "method": "one tiny add layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.30577750005068e-06,
+   "host_canary_seconds": 1.116046499987533e-05,
    "pass_seconds": [
-    8.55686378479004e-05,
-    8.56057643890381e-05,
-    0.00011227904319763183
+    0.00014853759765625,
+    9.783488273620606e-05,
+    8.11513614654541e-05
    ],
    "pass_host_canary_seconds": [
-    7.30577750005068e-06,
-    7.349557499765069e-06,
-    8.17477000055078e-06
+    1.116046499987533e-05,
+    7.142719999819746e-06,
+    6.757037500051411e-06
    ]
   },
   "layer_steady_add_autocast": {
-   "seconds": 0.00010868032455444336,
-   "min": 9.65126419067383e-05,
-   "max": 0.0001751801681518555,
+   "seconds": 0.00014805888175964356,
+   "min": 9.615103721618652e-05,
+   "max": 0.0001943244743347168,
    "samples": 33,
    "method": "one tiny add layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.455207500584038e-06,
+   "host_canary_seconds": 1.0718974999690545e-05,
    "pass_seconds": [
-    0.00010868032455444336,
-    9.968511581420899e-05,
-    0.00012682815551757814
+    0.00017657663345336912,
+    0.00014805888175964356,
+    0.00010664832115173341
    ],
    "pass_host_canary_seconds": [
-    7.455207500584038e-06,
-    7.204654999668492e-06,
-    7.86668999921858e-06
+    1.0718974999690545e-05,
+    9.324239999841667e-06,
+    6.628669999031444e-06
    ]
   },
   "layer_steady_mul": {
-   "seconds": 8.641216278076171e-05,
-   "min": 7.724095821380615e-05,
-   "max": 0.0001568832015991211,
+   "seconds": 0.00011423487663269043,
+   "min": 7.893184185028075e-05,
+   "max": 0.00015784576416015626,
    "samples": 33,
    "method": "one tiny mul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.368815000177164e-06,
+   "host_canary_seconds": 1.097570999945674e-05,
    "pass_seconds": [
-    8.641216278076171e-05,
-    8.202495574951172e-05,
-    0.00013505791664123536
+    0.0001392518424987793,
+    0.00011423487663269043,
+    8.782655715942382e-05
    ],
    "pass_host_canary_seconds": [
-    7.368815000177164e-06,
-    7.186402499996803e-06,
-    1.0197170000765254e-05
+    1.097570999945674e-05,
+    9.371444999715095e-06,
+    6.393479999928786e-06
    ]
   },
   "layer_steady_mul_autocast": {
-   "seconds": 0.00010632575988769531,
-   "min": 9.608511924743651e-05,
-   "max": 0.00019686399459838868,
+   "seconds": 0.00014513855934143065,
+   "min": 9.810111999511718e-05,
+   "max": 0.00019051328659057618,
    "samples": 33,
    "method": "one tiny mul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.373555000640408e-06,
+   "host_canary_seconds": 1.0619644999678712e-05,
    "pass_seconds": [
-    9.910528182983397e-05,
-    0.00010632575988769531,
-    0.00016015039443969728
+    0.00016302911758422851,
+    0.00014513855934143065,
+    0.00010558591842651367
    ],
    "pass_host_canary_seconds": [
-    7.373555000640408e-06,
-    7.477212499793495e-06,
-    1.1090809999814156e-05
+    1.0619644999678712e-05,
+    9.356245000162744e-06,
+    6.632150000314141e-06
    ]
   },
   "layer_steady_softmax": {
-   "seconds": 7.841599941253662e-05,
-   "min": 7.291584014892577e-05,
-   "max": 0.00014458751678466796,
+   "seconds": 9.574591636657714e-05,
+   "min": 7.224639892578124e-05,
+   "max": 0.00012319744110107423,
    "samples": 33,
    "method": "one tiny softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.499385000642178e-06,
+   "host_canary_seconds": 7.962529999190337e-06,
    "pass_seconds": [
-    7.841599941253662e-05,
-    7.586304187774658e-05,
-    0.00013663616180419923
+    0.00010703488349914551,
+    9.574591636657714e-05,
+    7.96665620803833e-05
    ],
    "pass_host_canary_seconds": [
-    7.499385000642178e-06,
-    7.443945000318308e-06,
-    1.1090809999814156e-05
+    7.962529999190337e-06,
+    7.467410000003838e-06,
+    6.61728250008764e-06
    ]
   },
   "layer_steady_softmax_autocast": {
-   "seconds": 9.49465560913086e-05,
-   "min": 8.635199546813966e-05,
-   "max": 0.00018488000869750976,
+   "seconds": 0.00011520447731018067,
+   "min": 9.442432403564454e-05,
+   "max": 0.0001425766372680664,
    "samples": 33,
    "method": "one tiny softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.605042500244963e-06,
+   "host_canary_seconds": 7.671225000080994e-06,
    "pass_seconds": [
-    9.49465560913086e-05,
-    9.399359703063964e-05,
-    0.00014008447647094726
+    0.00012340928077697754,
+    0.00011520447731018067,
+    9.97913646697998e-05
    ],
    "pass_host_canary_seconds": [
-    7.605042500244963e-06,
-    7.278145000668701e-06,
-    1.0158165000575537e-05
+    7.671225000080994e-06,
+    7.20859749947067e-06,
+    6.7693300002247264e-06
    ]
   },
   "layer_steady_log_softmax": {
-   "seconds": 7.136191844940186e-05,
-   "min": 6.422783851623535e-05,
-   "max": 0.0001279097557067871,
+   "seconds": 8.199935913085937e-05,
+   "min": 6.710527896881103e-05,
+   "max": 9.254591941833497e-05,
    "samples": 33,
    "method": "one tiny log_softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.494735000364017e-06,
+   "host_canary_seconds": 7.792912500121929e-06,
    "pass_seconds": [
-    7.136191844940186e-05,
-    6.636735916137696e-05,
-    9.34227180480957e-05
+    8.896639823913573e-05,
+    8.199935913085937e-05,
+    7.232192039489746e-05
    ],
    "pass_host_canary_seconds": [
-    7.494735000364017e-06,
-    7.129839999606702e-06,
-    1.1116412500200569e-05
+    7.792912500121929e-06,
+    7.211092499801453e-06,
+    6.782730000622905e-06
    ]
   },
   "layer_steady_log_softmax_autocast": {
-   "seconds": 9.298560142517089e-05,
-   "min": 8.206080436706544e-05,
-   "max": 0.00024960384368896487,
+   "seconds": 0.00011565119743347168,
+   "min": 8.425727844238281e-05,
+   "max": 0.00016153728485107421,
    "samples": 33,
    "method": "one tiny log_softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.957745000339857e-06,
+   "host_canary_seconds": 7.850509999798304e-06,
    "pass_seconds": [
-    9.298560142517089e-05,
-    8.809663772583009e-05,
-    0.00012423040390014648
+    0.00011565119743347168,
+    0.0001244819164276123,
+    9.138239860534667e-05
    ],
    "pass_host_canary_seconds": [
-    7.957745000339857e-06,
-    6.972192500143137e-06,
-    1.0666079999737121e-05
+    7.850509999798304e-06,
+    9.715285000311268e-06,
+    6.709182499662347e-06
    ]
   },
   "layer_steady_cross_entropy": {
-   "seconds": 0.00011727807998657227,
-   "min": 9.744000434875489e-05,
-   "max": 0.0003094067192077637,
+   "seconds": 0.00015284095764160155,
+   "min": 9.701312065124511e-05,
+   "max": 0.00018027135848999024,
    "samples": 33,
    "method": "one tiny cross_entropy layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.230275000187248e-06,
+   "host_canary_seconds": 9.03602499988665e-06,
    "pass_seconds": [
-    0.00011081536293029785,
-    0.00011727807998657227,
-    0.00013809215545654296
+    0.00015284095764160155,
+    0.0001535756778717041,
+    9.863871574401855e-05
    ],
    "pass_host_canary_seconds": [
-    8.230275000187248e-06,
-    8.804745000361436e-06,
-    1.1013609999963591e-05
+    9.03602499988665e-06,
+    1.03376999993543e-05,
+    7.020385000373608e-06
    ]
   },
   "layer_steady_cross_entropy_autocast": {
-   "seconds": 0.00014755711555480957,
-   "min": 0.00011261887550354004,
-   "max": 0.00023595903396606447,
+   "seconds": 0.00017108863830566406,
+   "min": 0.00011896703720092774,
+   "max": 0.00022580928802490234,
    "samples": 33,
    "method": "one tiny cross_entropy layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.753805000447756e-06,
+   "host_canary_seconds": 9.02496000037445e-06,
    "pass_seconds": [
-    0.00014755711555480957,
-    0.00011594752311706542,
-    0.00016869632720947265
+    0.00019832639694213866,
+    0.00017108863830566406,
+    0.00012525504112243652
    ],
    "pass_host_canary_seconds": [
-    7.753805000447756e-06,
-    7.14512500053388e-06,
-    1.1023635000242393e-05
+    9.02496000037445e-06,
+    1.0030610000058004e-05,
+    7.125789999236076e-06
    ]
   },
   "layer_steady_embedding": {
-   "seconds": 0.0003035872077941894,
-   "min": 0.0002322879981994629,
-   "max": 0.0004638822555541992,
+   "seconds": 0.0002668569564819336,
+   "min": 0.0002217184066772461,
+   "max": 0.0004413740921020508,
    "samples": 33,
    "method": "one tiny embedding layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0872384999629503e-05,
+   "host_canary_seconds": 1.0662372500291894e-05,
    "pass_seconds": [
-    0.00031969343185424807,
-    0.00027858495712280274,
-    0.0003035872077941894
+    0.00034044544219970707,
+    0.000225798397064209,
+    0.0002668569564819336
    ],
    "pass_host_canary_seconds": [
-    1.0872384999629503e-05,
-    1.0215459999471932e-05,
-    1.1038584999596425e-05
+    1.0662372500291894e-05,
+    7.482897499926366e-06,
+    8.048495000139156e-06
    ]
   },
   "layer_steady_embedding_autocast": {
-   "seconds": 0.0003180588722229004,
-   "min": 0.00023198144912719727,
-   "max": 0.0004280403137207031,
+   "seconds": 0.00030300735473632814,
+   "min": 0.00023873151779174804,
+   "max": 0.0005285030364990235,
    "samples": 33,
    "method": "one tiny embedding layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.218210000450199e-06,
+   "host_canary_seconds": 1.0705905000349957e-05,
    "pass_seconds": [
-    0.0003744134521484375,
-    0.00024650751113891605,
-    0.0003180588722229004
+    0.0003914579010009766,
+    0.00030300735473632814,
+    0.0002711283111572266
    ],
    "pass_host_canary_seconds": [
-    8.218210000450199e-06,
-    7.5209524999309e-06,
-    8.570214999963355e-06
+    1.0705905000349957e-05,
+    1.0373827500416155e-05,
+    7.3115850000249335e-06
    ]
   },
   "layer_steady_embedding_atomic": {
-   "seconds": 9.310912132263184e-05,
-   "min": 8.664896011352539e-05,
-   "max": 0.0001158681583404541,
+   "seconds": 0.00011802047729492187,
+   "min": 9.09228801727295e-05,
+   "max": 0.00028795135498046873,
    "samples": 33,
    "method": "one tiny embedding_atomic layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.654270000330143e-06,
+   "host_canary_seconds": 1.6031070000508407e-05,
    "pass_seconds": [
-    0.00010310144424438476,
-    9.310912132263184e-05,
-    9.29094409942627e-05
+    0.00022048383712768553,
+    0.00011802047729492187,
+    9.389311790466307e-05
    ],
    "pass_host_canary_seconds": [
-    7.654270000330143e-06,
-    7.254374999661195e-06,
-    7.911887499858495e-06
+    1.6031070000508407e-05,
+    1.0303882500579676e-05,
+    6.966825000063181e-06
    ]
   },
   "layer_steady_embedding_atomic_autocast": {
-   "seconds": 0.00011837504386901854,
-   "min": 9.942144393920897e-05,
-   "max": 0.00013110336303710936,
+   "seconds": 0.00013866559982299805,
+   "min": 9.614272117614746e-05,
+   "max": 0.00039078910827636715,
    "samples": 33,
    "method": "one tiny embedding_atomic layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.298077500195177e-06,
+   "host_canary_seconds": 1.1939624999968147e-05,
    "pass_seconds": [
-    0.0001225657558441162,
-    0.00011837504386901854,
-    0.00011070143699645997
+    0.00031951871871948245,
+    0.00013866559982299805,
+    9.860287666320801e-05
    ],
    "pass_host_canary_seconds": [
-    7.298077500195177e-06,
-    7.2240049996707965e-06,
-    7.956695000075343e-06
+    1.1939624999968147e-05,
+    1.0329030000093552e-05,
+    6.840154999849801e-06
    ]
   },
   "layer_steady_maxpool2d": {
-   "seconds": 0.00010406463623046875,
-   "min": 8.68729591369629e-05,
-   "max": 0.00022478464126586914,
+   "seconds": 0.00012436479568481444,
+   "min": 7.660672187805175e-05,
+   "max": 0.0002419340705871582,
    "samples": 33,
    "method": "one tiny maxpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.3586325001761e-06,
+   "host_canary_seconds": 1.291210749968741e-05,
    "pass_seconds": [
-    0.00011014975547790528,
-    0.00010406463623046875,
-    9.282815933227539e-05
+    0.00017893312454223632,
+    0.00012436479568481444,
+    7.782336235046387e-05
    ],
    "pass_host_canary_seconds": [
-    8.3586325001761e-06,
-    7.211802499682562e-06,
-    7.913347500334565e-06
+    1.291210749968741e-05,
+    1.0622194999996281e-05,
+    6.834737500298616e-06
    ]
   },
   "layer_steady_maxpool2d_autocast": {
-   "seconds": 0.0001255008029937744,
-   "min": 9.460351943969726e-05,
-   "max": 0.00017455360412597657,
+   "seconds": 0.0001605241584777832,
+   "min": 9.501312255859375e-05,
+   "max": 0.0004065465545654297,
    "samples": 33,
    "method": "one tiny maxpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0450135000610317e-05,
+   "host_canary_seconds": 1.6402439999865237e-05,
    "pass_seconds": [
-    0.0001255008029937744,
-    0.00012006143569946288,
-    0.0001328998374938965
+    0.00022753408432006836,
+    0.0001605241584777832,
+    9.809535980224609e-05
    ],
    "pass_host_canary_seconds": [
-    1.0450135000610317e-05,
-    7.299007499455002e-06,
-    8.625190000657312e-06
+    1.6402439999865237e-05,
+    1.0385954999492241e-05,
+    7.066857500035439e-06
    ]
   },
   "layer_steady_avgpool2d": {
-   "seconds": 8.468671798706055e-05,
-   "min": 6.959807872772217e-05,
-   "max": 0.00012500415802001953,
+   "seconds": 0.00011237504005432129,
+   "min": 6.548863887786865e-05,
+   "max": 0.00023185216903686524,
    "samples": 33,
    "method": "one tiny avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.819102500046029e-06,
+   "host_canary_seconds": 1.264969999965615e-05,
    "pass_seconds": [
-    0.00010576319694519043,
-    8.01478385925293e-05,
-    8.468671798706055e-05
+    0.00016442367553710937,
+    0.00011237504005432129,
+    6.714560031890869e-05
    ],
    "pass_host_canary_seconds": [
-    9.819102500046029e-06,
-    6.835887499505589e-06,
-    7.901467499777937e-06
+    1.264969999965615e-05,
+    1.0500377499624846e-05,
+    6.759179999562548e-06
    ]
   },
   "layer_steady_avgpool2d_autocast": {
-   "seconds": 0.00011482879638671876,
-   "min": 8.873087882995606e-05,
-   "max": 0.00015707903861999513,
+   "seconds": 0.00014794495582580566,
+   "min": 8.313023567199707e-05,
+   "max": 0.00022144832611083984,
    "samples": 33,
    "method": "one tiny avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.74600999938957e-06,
+   "host_canary_seconds": 1.0996180000120148e-05,
    "pass_seconds": [
-    0.00013927807807922362,
-    9.670783996582031e-05,
-    0.00011482879638671876
+    0.00018496255874633788,
+    0.00014794495582580566,
+    9.443072319030762e-05
    ],
    "pass_host_canary_seconds": [
-    9.74600999938957e-06,
-    7.115670000530372e-06,
-    8.452894999209093e-06
+    1.0996180000120148e-05,
+    1.0686865000479883e-05,
+    6.83048249982221e-06
    ]
   },
   "layer_steady_adaptive_avgpool2d": {
-   "seconds": 8.697983741760253e-05,
-   "min": 7.713535785675048e-05,
-   "max": 0.000133503999710083,
+   "seconds": 0.00013941696166992187,
+   "min": 8.660160064697265e-05,
+   "max": 0.00022486143112182617,
    "samples": 33,
    "method": "one tiny adaptive_avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.511857500048791e-06,
+   "host_canary_seconds": 1.0756734999404216e-05,
    "pass_seconds": [
-    7.92460823059082e-05,
-    8.697983741760253e-05,
-    0.00010302528381347657
+    0.00020731327056884764,
+    0.00013941696166992187,
+    8.906623840332032e-05
    ],
    "pass_host_canary_seconds": [
-    7.511857500048791e-06,
-    7.0003699994458655e-06,
-    8.56985000041277e-06
+    1.0756734999404216e-05,
+    9.621199999401143e-06,
+    6.6697850002128686e-06
    ]
   },
   "layer_steady_adaptive_avgpool2d_autocast": {
-   "seconds": 0.00012132863998413085,
-   "min": 9.862272262573242e-05,
-   "max": 0.00016652095794677735,
+   "seconds": 0.0001251699161529541,
+   "min": 9.179519653320313e-05,
+   "max": 0.00040203071594238285,
    "samples": 33,
    "method": "one tiny adaptive_avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.984252499682043e-06,
+   "host_canary_seconds": 1.1293725000314226e-05,
    "pass_seconds": [
-    0.00012132863998413085,
-    0.00012122879981994629,
-    0.00013662015914916992
+    0.00025940992355346677,
+    0.0001251699161529541,
+    9.530176162719726e-05
    ],
    "pass_host_canary_seconds": [
-    7.984252499682043e-06,
-    9.56580250033312e-06,
-    8.297619999666494e-06
+    1.1293725000314226e-05,
+    7.256839999740805e-06,
+    6.850715000155105e-06
    ]
   },
   "layer_steady_flatten": {
-   "seconds": 6.419199943542481e-05,
-   "min": 5.386367797851562e-05,
-   "max": 7.70297622680664e-05,
+   "seconds": 6.187071800231933e-05,
+   "min": 4.783232212066651e-05,
+   "max": 0.00017426624298095704,
    "samples": 33,
    "method": "one tiny flatten layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.8231649990812e-06,
+   "host_canary_seconds": 1.2986844999431924e-05,
    "pass_seconds": [
-    6.287807941436768e-05,
-    6.419199943542481e-05,
-    6.712959766387939e-05
+    0.00016545728683471682,
+    6.187071800231933e-05,
+    4.967552185058594e-05
    ],
    "pass_host_canary_seconds": [
-    7.8231649990812e-06,
-    1.0428650000449124e-05,
-    8.279339999717194e-06
+    1.2986844999431924e-05,
+    7.065969999757726e-06,
+    6.905489999553538e-06
    ]
   },
   "layer_steady_flatten_autocast": {
-   "seconds": 8.23692798614502e-05,
-   "min": 7.490687847137452e-05,
-   "max": 0.00011410880088806152,
+   "seconds": 8.225088119506835e-05,
+   "min": 7.575295925140382e-05,
+   "max": 0.00023664255142211914,
    "samples": 33,
    "method": "one tiny flatten layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.683072499844457e-06,
+   "host_canary_seconds": 1.123916499977895e-05,
    "pass_seconds": [
-    7.843327999114991e-05,
-    8.597567558288574e-05,
-    8.23692798614502e-05
+    0.00012006400108337403,
+    8.100031852722168e-05,
+    8.225088119506835e-05
    ],
    "pass_host_canary_seconds": [
-    7.683072499844457e-06,
-    1.0302029999706973e-05,
-    8.34890250018816e-06
+    1.123916499977895e-05,
+    7.233752499473667e-06,
+    8.531962499773727e-06
    ]
   },
   "layer_steady_reshape": {
-   "seconds": 5.9801602363586425e-05,
-   "min": 5.347583770751953e-05,
-   "max": 6.860095977783204e-05,
+   "seconds": 5.718912124633789e-05,
+   "min": 5.42310380935669e-05,
+   "max": 0.00011090944290161133,
    "samples": 33,
    "method": "one tiny reshape layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.467199999382501e-06,
+   "host_canary_seconds": 1.5109785000504416e-05,
    "pass_seconds": [
-    5.9801602363586425e-05,
-    5.993663787841797e-05,
-    5.5870718955993656e-05
+    9.902655601501465e-05,
+    5.703551769256592e-05,
+    5.718912124633789e-05
    ],
    "pass_host_canary_seconds": [
-    7.467199999382501e-06,
-    1.0868125000342844e-05,
-    8.355809999329722e-06
+    1.5109785000504416e-05,
+    7.333844999948269e-06,
+    7.921669999859659e-06
    ]
   },
   "layer_steady_reshape_autocast": {
-   "seconds": 7.418560028076173e-05,
-   "min": 6.850815773010254e-05,
-   "max": 0.00011199423789978028,
+   "seconds": 7.445375919342041e-05,
+   "min": 6.336895942687988e-05,
+   "max": 0.00023930496215820312,
    "samples": 33,
    "method": "one tiny reshape layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.538407500078392e-06,
+   "host_canary_seconds": 1.4970245000540672e-05,
    "pass_seconds": [
-    7.305791854858398e-05,
-    7.418560028076173e-05,
-    7.898367881774903e-05
+    0.0001461004829406738,
+    7.445375919342041e-05,
+    6.826432228088379e-05
    ],
    "pass_host_canary_seconds": [
-    7.538407500078392e-06,
-    1.0723577500471037e-05,
-    8.089502500183699e-06
+    1.4970245000540672e-05,
+    7.3861049997958615e-06,
+    7.551424999974188e-06
    ]
   },
   "layer_steady_slice": {
-   "seconds": 8.911104202270507e-05,
-   "min": 8.037504196166991e-05,
-   "max": 0.00012063743591308595,
+   "seconds": 9.660608291625976e-05,
+   "min": 8.329536437988282e-05,
+   "max": 0.00014158592224121095,
    "samples": 33,
    "method": "one tiny slice layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.508752500484661e-06,
+   "host_canary_seconds": 1.799153000035858e-05,
    "pass_seconds": [
-    8.762240409851074e-05,
-    8.911104202270507e-05,
-    0.00011237824440002442
+    0.00011719488143920898,
+    9.660608291625976e-05,
+    8.766592025756836e-05
    ],
    "pass_host_canary_seconds": [
-    7.508752500484661e-06,
-    1.0905795000439867e-05,
-    8.282777499744043e-06
+    1.799153000035858e-05,
+    7.468899999594214e-06,
+    7.496147500205552e-06
    ]
   },
   "layer_steady_slice_autocast": {
-   "seconds": 0.00010322943687438965,
-   "min": 9.069696426391602e-05,
-   "max": 0.00014818816184997559,
+   "seconds": 0.00011506303787231446,
+   "min": 8.413951873779297e-05,
+   "max": 0.0002572947120666504,
    "samples": 33,
    "method": "one tiny slice layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.521397500340754e-06,
+   "host_canary_seconds": 1.2389775000087866e-05,
    "pass_seconds": [
-    0.00010322943687438965,
-    0.00010264063835144043,
-    0.00013655360221862794
+    0.00019424959182739256,
+    0.00011506303787231446,
+    0.00010028800010681153
    ],
    "pass_host_canary_seconds": [
-    7.521397500340754e-06,
-    9.774237499868831e-06,
-    8.221949999551725e-06
+    1.2389775000087866e-05,
+    7.34788999977809e-06,
+    7.347747500148216e-06
    ]
   },
   "layer_steady_transpose_contiguous": {
-   "seconds": 0.00010681983947753906,
-   "min": 8.358464241027833e-05,
-   "max": 0.00013598143577575684,
+   "seconds": 0.00011610112190246582,
+   "min": 8.253120422363281e-05,
+   "max": 0.0001872870445251465,
    "samples": 33,
    "method": "one tiny transpose_contiguous layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.306112500486961e-06,
+   "host_canary_seconds": 1.0727604999374308e-05,
    "pass_seconds": [
-    9.11616039276123e-05,
-    0.00010681983947753906,
-    0.00012115136146545409
+    0.00015278783798217775,
+    0.00011610112190246582,
+    9.210111618041993e-05
    ],
    "pass_host_canary_seconds": [
-    7.306112500486961e-06,
-    9.447019999697658e-06,
-    8.188677500129415e-06
+    1.0727604999374308e-05,
+    7.166994999465714e-06,
+    7.470894999528355e-06
    ]
   },
   "layer_steady_transpose_contiguous_autocast": {
-   "seconds": 0.0001341427230834961,
-   "min": 0.00010243776321411133,
-   "max": 0.0001476966381072998,
+   "seconds": 0.00012696127891540526,
+   "min": 0.000103121919631958,
+   "max": 0.00023985343933105466,
    "samples": 33,
    "method": "one tiny transpose_contiguous layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.546594999894297e-06,
+   "host_canary_seconds": 1.0589454999490045e-05,
    "pass_seconds": [
-    0.00010778431892395019,
-    0.00013463104248046876,
-    0.0001341427230834961
+    0.00020563392639160155,
+    0.00012696127891540526,
+    0.00011508480072021484
    ],
    "pass_host_canary_seconds": [
-    7.546594999894297e-06,
-    9.502705000841161e-06,
-    8.161130000416961e-06
+    1.0589454999490045e-05,
+    7.147189999159309e-06,
+    7.2330699998701675e-06
    ]
   },
   "layer_steady_cat": {
-   "seconds": 7.488319873809814e-05,
-   "min": 6.69708776473999e-05,
-   "max": 9.467519760131836e-05,
+   "seconds": 8.056447982788086e-05,
+   "min": 6.562816143035888e-05,
+   "max": 0.00013316608428955078,
    "samples": 33,
    "method": "one tiny cat layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.233984999857057e-06,
+   "host_canary_seconds": 1.0752072500395115e-05,
    "pass_seconds": [
-    6.868351936340331e-05,
-    8.192895889282226e-05,
-    7.488319873809814e-05
+    0.00011555904388427735,
+    8.056447982788086e-05,
+    6.66815996170044e-05
    ],
    "pass_host_canary_seconds": [
-    7.233984999857057e-06,
-    9.82818500006033e-06,
-    7.933407499649547e-06
+    1.0752072500395115e-05,
+    7.37900750038989e-06,
+    6.892149999657704e-06
    ]
   },
   "layer_steady_cat_autocast": {
-   "seconds": 0.00011616064071655273,
-   "min": 8.358719825744629e-05,
-   "max": 0.0001459494400024414,
+   "seconds": 0.00012237183570861816,
+   "min": 8.04588794708252e-05,
+   "max": 0.0003363302230834961,
    "samples": 33,
    "method": "one tiny cat layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.437112500383592e-06,
+   "host_canary_seconds": 1.2285929999507062e-05,
    "pass_seconds": [
-    8.721664428710937e-05,
-    0.00011616064071655273,
-    0.00011728192329406739
+    0.00030893503189086916,
+    0.00012237183570861816,
+    8.341376304626464e-05
    ],
    "pass_host_canary_seconds": [
-    7.437112500383592e-06,
-    9.48670750005931e-06,
-    8.001450000278963e-06
+    1.2285929999507062e-05,
+    9.446439999578616e-06,
+    6.600567500072429e-06
    ]
   },
   "layer_steady_gelu_tanh_composite": {
-   "seconds": 0.00034457855224609375,
-   "min": 0.00024785087585449216,
-   "max": 0.0006952877044677734,
+   "seconds": 0.0004183776092529297,
+   "min": 0.00026376575469970703,
+   "max": 0.0007865190124511719,
    "samples": 33,
    "method": "one tiny gelu_tanh_composite layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.653619999246075e-06,
+   "host_canary_seconds": 1.306037500057755e-05,
    "pass_seconds": [
-    0.00028677888870239256,
-    0.00034457855224609375,
-    0.00041024703979492184
+    0.000650519027709961,
+    0.0004183776092529297,
+    0.00029228288650512695
    ],
    "pass_host_canary_seconds": [
-    7.653619999246075e-06,
-    9.169185000246216e-06,
-    1.0581182500004616e-05
+    1.306037500057755e-05,
+    1.0161357499782752e-05,
+    6.634890000896121e-06
    ]
   },
   "layer_steady_gelu_tanh_composite_autocast": {
-   "seconds": 0.0003484339141845703,
-   "min": 0.00026688064575195315,
-   "max": 0.0007240249633789062,
+   "seconds": 0.00045435966491699217,
+   "min": 0.00026556543350219724,
+   "max": 0.0007815193939208986,
    "samples": 33,
    "method": "one tiny gelu_tanh_composite layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.994670000357473e-06,
+   "host_canary_seconds": 1.306037500057755e-05,
    "pass_seconds": [
-    0.0003484339141845703,
-    0.0003020057678222656,
-    0.000542089614868164
+    0.0006980703735351562,
+    0.00045435966491699217,
+    0.00028523967742919923
    ],
    "pass_host_canary_seconds": [
-    7.994670000357473e-06,
-    7.312505000527381e-06,
-    1.1947880000207079e-05
+    1.306037500057755e-05,
+    1.0236174999818103e-05,
+    6.634890000896121e-06
    ]
   },
   "layer_steady_mha": {
-   "seconds": 0.0012534182739257812,
-   "min": 0.0009363187408447265,
-   "max": 0.0015581837463378907,
+   "seconds": 0.0013317376708984374,
+   "min": 0.0011242092895507813,
+   "max": 0.0018268838500976562,
    "samples": 33,
    "method": "one tiny mha layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0364224999648286e-05,
+   "host_canary_seconds": 1.133212500008085e-05,
    "pass_seconds": [
-    0.001367445068359375,
-    0.0011493421173095703,
-    0.0012534182739257812
+    0.0017416806030273438,
+    0.0012428160095214844,
+    0.0013317376708984374
    ],
    "pass_host_canary_seconds": [
-    1.0364224999648286e-05,
-    7.295445000181644e-06,
-    1.011321999953907e-05
+    1.133212500008085e-05,
+    1.0257090000322933e-05,
+    7.108074998996017e-06
    ]
   },
   "layer_steady_mha_autocast": {
-   "seconds": 0.0016750778198242188,
-   "min": 0.00137959228515625,
-   "max": 0.0019663494873046875,
+   "seconds": 0.0017867872619628906,
+   "min": 0.0014006533813476563,
+   "max": 0.002431481018066406,
    "samples": 33,
    "method": "one tiny mha layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.037092499927894e-05,
+   "host_canary_seconds": 1.1477534999357885e-05,
    "pass_seconds": [
-    0.0017875462341308593,
-    0.0015589759826660158,
-    0.0016750778198242188
+    0.0021617669677734376,
+    0.0017867872619628906,
+    0.0016277337646484374
    ],
    "pass_host_canary_seconds": [
-    1.037092499927894e-05,
-    7.368479999740884e-06,
-    7.59745499976816e-06
+    1.1477534999357885e-05,
+    1.0243345000162663e-05,
+    7.126530000505227e-06
    ]
   },
   "layer_steady_rmsnorm": {
-   "seconds": 9.875904083251953e-05,
-   "min": 8.807680130004883e-05,
-   "max": 0.0001780672073364258,
+   "seconds": 0.00015262592315673826,
+   "min": 9.110143661499024e-05,
+   "max": 0.00017993408203124999,
    "samples": 33,
    "method": "one tiny rmsnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.776465000186362e-06,
+   "host_canary_seconds": 1.0353594999514826e-05,
    "pass_seconds": [
-    0.00013289024353027343,
-    9.151040077209472e-05,
-    9.875904083251953e-05
+    0.00016134784698486327,
+    0.00015262592315673826,
+    9.316800117492676e-05
    ],
    "pass_host_canary_seconds": [
-    9.776465000186362e-06,
-    7.195787499654216e-06,
-    7.305697500328279e-06
+    1.0353594999514826e-05,
+    1.0407885000631722e-05,
+    6.685739999738871e-06
    ]
   },
   "layer_steady_rmsnorm_autocast": {
-   "seconds": 0.00012135807991027832,
-   "min": 0.00010533632278442383,
-   "max": 0.00019974271774291993,
+   "seconds": 0.0001713145637512207,
+   "min": 0.00010638336181640625,
+   "max": 0.0002474880027770996,
    "samples": 33,
    "method": "one tiny rmsnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.821319999266052e-06,
+   "host_canary_seconds": 1.0646325000607248e-05,
    "pass_seconds": [
-    0.00013507200241088865,
-    0.00011367551803588868,
-    0.00012135807991027832
+    0.0002308697509765625,
+    0.0001713145637512207,
+    0.000117957124710083
    ],
    "pass_host_canary_seconds": [
-    7.821319999266052e-06,
-    7.383864999610524e-06,
-    7.710444999702303e-06
+    1.0646325000607248e-05,
+    1.005095500090647e-05,
+    6.970052500037127e-06
    ]
   },
   "layer_steady_sdpa": {
-   "seconds": 0.00016932607650756837,
-   "min": 0.00015705408096313475,
-   "max": 0.0003062400054931641,
+   "seconds": 0.0002152627182006836,
+   "min": 0.0001525004768371582,
+   "max": 0.00045456321716308597,
    "samples": 33,
    "method": "one tiny sdpa layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.605982499967467e-06,
+   "host_canary_seconds": 1.3347522500453124e-05,
    "pass_seconds": [
-    0.00016932607650756837,
-    0.00016799680709838865,
-    0.0001730476760864258
+    0.00040400894165039066,
+    0.0002152627182006836,
+    0.00015739071846008302
    ],
    "pass_host_canary_seconds": [
-    7.605982499967467e-06,
-    7.445010000992625e-06,
-    7.386374999782674e-06
+    1.3347522500453124e-05,
+    1.044258999968406e-05,
+    6.872965000184194e-06
    ]
   },
   "layer_steady_sdpa_autocast": {
-   "seconds": 0.0002765644836425781,
-   "min": 0.00023969472885131834,
-   "max": 0.0006341606521606445,
+   "seconds": 0.00041507263183593747,
+   "min": 0.00023153535842895505,
+   "max": 0.0007534521484375,
    "samples": 33,
    "method": "one tiny sdpa layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.907242499844869e-06,
+   "host_canary_seconds": 1.3628660000222225e-05,
    "pass_seconds": [
-    0.0002765644836425781,
-    0.0002647622489929199,
-    0.0003656166458129883
+    0.0006816031646728516,
+    0.00041507263183593747,
+    0.00037617534637451167
    ],
    "pass_host_canary_seconds": [
-    8.907242499844869e-06,
-    7.711814999993294e-06,
-    8.437412499802122e-06
+    1.3628660000222225e-05,
+    1.0400792500036006e-05,
+    9.586604999185511e-06
    ]
   },
   "layer_steady_sdpa_efficient": {
-   "seconds": 0.00015458111763000487,
-   "min": 0.00012375552177429198,
-   "max": 0.00021984703063964846,
+   "seconds": 0.0001752249526977539,
+   "min": 0.00016032255172729491,
+   "max": 0.0003462899017333984,
    "samples": 33,
    "method": "one tiny sdpa_model_head layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.121497500042097e-06,
+   "host_canary_seconds": 1.0708532500416367e-05,
    "pass_seconds": [
-    0.00015458111763000487,
-    0.00012941951751708984,
-    0.00016850624084472656
+    0.0002768377685546875,
+    0.00017027967453002929,
+    0.0001752249526977539
    ],
    "pass_host_canary_seconds": [
-    8.121497500042097e-06,
-    7.711814999993294e-06,
-    7.839617499598716e-06
+    1.0708532500416367e-05,
+    1.0287444999903529e-05,
+    1.0005010000213588e-05
    ]
   },
   "layer_steady_sdpa_cudnn_autocast": {
-   "seconds": 0.0003155135917663574,
-   "min": 0.00023698368072509767,
-   "max": 0.0007366706848144531,
+   "seconds": 0.0003606534576416016,
+   "min": 0.00023063680648803713,
+   "max": 0.0008361971282958984,
    "samples": 33,
    "method": "one tiny sdpa_model_head layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.759930000474923e-06,
+   "host_canary_seconds": 1.098174999924595e-05,
    "pass_seconds": [
-    0.0003155135917663574,
-    0.0002634828758239746,
-    0.00043771137237548827
+    0.0006038963317871094,
+    0.0003606534576416016,
+    0.0002999180793762207
    ],
    "pass_host_canary_seconds": [
-    7.759930000474923e-06,
-    7.71319500017853e-06,
-    1.0194975000104022e-05
+    1.098174999924595e-05,
+    9.721699999545308e-06,
+    6.8758000008983795e-06
    ]
   },
   "layer_steady_mha_no_weights": {
-   "seconds": 0.001252943344116211,
-   "min": 0.0010082489776611328,
-   "max": 0.0015620755004882815,
+   "seconds": 0.0014247071838378905,
+   "min": 0.000946337890625,
+   "max": 0.0017696748352050782,
    "samples": 33,
    "method": "one tiny mha_no_weights layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.163790000708105e-06,
+   "host_canary_seconds": 1.0691100000030929e-05,
    "pass_seconds": [
-    0.0012541849517822266,
-    0.0011138285064697267,
-    0.001252943344116211
+    0.0015023974609375,
+    0.0014247071838378905,
+    0.0010738623809814453
    ],
    "pass_host_canary_seconds": [
-    8.163790000708105e-06,
-    1.008251500024926e-05,
-    1.0002049999684458e-05
+    1.0691100000030929e-05,
+    9.721354999783216e-06,
+    7.08270000018274e-06
    ]
   },
   "layer_steady_mha_no_weights_autocast": {
-   "seconds": 0.0014486087036132815,
-   "min": 0.001198542709350586,
-   "max": 0.0018408813476562499,
+   "seconds": 0.0016507160949707032,
+   "min": 0.001372578582763672,
+   "max": 0.00197392578125,
    "samples": 33,
    "method": "one tiny mha_no_weights layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0333614999353814e-05,
+   "host_canary_seconds": 1.0820255000680846e-05,
    "pass_seconds": [
-    0.0016454010009765625,
-    0.0012885554504394531,
-    0.0014486087036132815
+    0.001846414031982422,
+    0.0016507160949707032,
+    0.001647379150390625
    ],
    "pass_host_canary_seconds": [
-    1.0333614999353814e-05,
-    7.071390000419342e-06,
-    8.902104999606309e-06
+    1.0820255000680846e-05,
+    9.72689000036553e-06,
+    9.426574999906734e-06
    ]
   },
   "conv_host_k3_fp32_2x4x8x8_4_forward": {
-   "seconds": 2.9721400005655595e-05,
-   "min": 2.2214099999473547e-05,
-   "max": 4.71893999929307e-05,
+   "seconds": 4.782270000305289e-05,
+   "min": 2.394150001236994e-05,
+   "max": 5.529070001557557e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5829,22 +5977,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.08150599999135e-05,
+   "host_canary_seconds": 7.62249499985046e-06,
    "pass_seconds": [
-    4.4106600012128186e-05,
-    2.9721400005655595e-05,
-    2.8626100015571864e-05
+    2.8799500000786793e-05,
+    4.91433999968649e-05,
+    4.782270000305289e-05
    ],
    "pass_host_canary_seconds": [
-    1.08150599999135e-05,
-    7.431137499906981e-06,
-    7.972557500011136e-06
+    7.62249499985046e-06,
+    1.042805500048871e-05,
+    9.86923000027673e-06
    ]
   },
   "conv_host_k3_fp32_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00019616919998952654,
-   "min": 0.00014906490000612393,
-   "max": 0.00029217960000096357,
+   "seconds": 0.0002653024999972331,
+   "min": 0.000224943200009875,
+   "max": 0.00046481530000619387,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5859,22 +6007,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.070099499997923e-05,
+   "host_canary_seconds": 9.57663000008324e-06,
    "pass_seconds": [
-    0.00022243700000217358,
-    0.00019616919998952654,
-    0.00017259229998671798
+    0.0003690184000106456,
+    0.0002653024999972331,
+    0.0002274656000054165
    ],
    "pass_host_canary_seconds": [
-    1.070099499997923e-05,
-    7.206775000554444e-06,
-    7.953680000127861e-06
+    9.57663000008324e-06,
+    1.0468225000295205e-05,
+    1.0188864999918223e-05
    ]
   },
   "conv_host_k3_fp32_8x32x28x28_32_forward": {
-   "seconds": 2.421619999495306e-05,
-   "min": 1.9988799999737238e-05,
-   "max": 4.742329999771755e-05,
+   "seconds": 4.316090000884287e-05,
+   "min": 2.6409000020066743e-05,
+   "max": 4.862200000843586e-05,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5889,22 +6037,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.075969249939135e-05,
+   "host_canary_seconds": 7.880107500000122e-06,
    "pass_seconds": [
-    4.431550000845163e-05,
-    2.121579998402012e-05,
-    2.421619999495306e-05
+    3.0086800006756675e-05,
+    4.316090000884287e-05,
+    4.486529999212507e-05
    ],
    "pass_host_canary_seconds": [
-    1.075969249939135e-05,
-    7.853290001094137e-06,
-    1.0405274999811808e-05
+    7.880107500000122e-06,
+    8.525100000724705e-06,
+    1.0034525000719441e-05
    ]
   },
   "conv_host_k3_fp32_8x32x28x28_32_forward_backward": {
-   "seconds": 0.00018214230001376564,
-   "min": 0.00015502740000101768,
-   "max": 0.000365900499991767,
+   "seconds": 0.00022984479999195174,
+   "min": 0.00016175539999494504,
+   "max": 0.0006120638999846051,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5919,22 +6067,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.0663680000106978e-05,
+   "host_canary_seconds": 7.430260000091948e-06,
    "pass_seconds": [
-    0.00028600450000340063,
-    0.00018191159999787488,
-    0.00018214230001376564
+    0.0002379228999870975,
+    0.00016803250000521074,
+    0.00022984479999195174
    ],
    "pass_host_canary_seconds": [
-    1.0663680000106978e-05,
-    7.161695000377222e-06,
-    7.866764999562292e-06
+    7.430260000091948e-06,
+    7.584480000559779e-06,
+    9.39266749981016e-06
    ]
   },
   "conv_host_k3_fp32_16x64x56x56_64_forward": {
-   "seconds": 3.899859998455213e-05,
-   "min": 3.150109998841799e-05,
-   "max": 6.59893000147349e-05,
+   "seconds": 3.872049999245064e-05,
+   "min": 3.5207099995204774e-05,
+   "max": 4.895600000054401e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5949,22 +6097,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.0713984999597414e-05,
+   "host_canary_seconds": 7.530269999733718e-06,
    "pass_seconds": [
-    6.412959999124723e-05,
-    3.26574999917284e-05,
-    3.899859998455213e-05
+    3.872049999245064e-05,
+    3.6557499993250533e-05,
+    4.424919998200494e-05
    ],
    "pass_host_canary_seconds": [
-    1.0713984999597414e-05,
-    7.161695000377222e-06,
-    7.866764999562292e-06
+    7.530269999733718e-06,
+    7.6070450006682225e-06,
+    9.353405000638303e-06
    ]
   },
   "conv_host_k3_fp32_16x64x56x56_64_forward_backward": {
-   "seconds": 0.00024449659999845606,
-   "min": 0.0002006875000006403,
-   "max": 0.00038960470001256906,
+   "seconds": 0.0002489235999973971,
+   "min": 0.00021787470000163013,
+   "max": 0.00032225450001988065,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5979,22 +6127,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 8.225200000424593e-06,
+   "host_canary_seconds": 8.522685000116326e-06,
    "pass_seconds": [
-    0.00024850089998835757,
-    0.00024449659999845606,
-    0.00024439270000584654
+    0.00027323470001192616,
+    0.0002489235999973971,
+    0.00024245519998657982
    ],
    "pass_host_canary_seconds": [
-    8.225200000424593e-06,
-    7.2648900004423924e-06,
-    7.770544999630147e-06
+    8.522685000116326e-06,
+    7.5218249992303755e-06,
+    9.309235000500849e-06
    ]
   },
   "conv_host_k3_fp32_32x128x56x56_128_forward": {
-   "seconds": 4.321300000356132e-05,
-   "min": 3.9697300007901506e-05,
-   "max": 0.0001559408000048279,
+   "seconds": 5.5537100001856744e-05,
+   "min": 4.109940000489587e-05,
+   "max": 9.172780000881176e-05,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6009,22 +6157,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 7.648514999800682e-06,
+   "host_canary_seconds": 8.522685000116326e-06,
    "pass_seconds": [
-    4.321300000356132e-05,
-    4.0876899993236294e-05,
-    4.96424999937517e-05
+    6.291509998845868e-05,
+    4.549699999643053e-05,
+    5.5537100001856744e-05
    ],
    "pass_host_canary_seconds": [
-    7.648514999800682e-06,
-    7.514764999427825e-06,
-    1.0102707499868301e-05
+    8.522685000116326e-06,
+    7.576190000122552e-06,
+    9.90518999969936e-06
    ]
   },
   "conv_host_k3_fp32_32x128x56x56_128_forward_backward": {
-   "seconds": 0.0002953955999828395,
-   "min": 0.00024912559999847874,
-   "max": 0.0004970928999910029,
+   "seconds": 0.000288427500004218,
+   "min": 0.000271698300002754,
+   "max": 0.0004143359999943641,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6039,22 +6187,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 7.652572500091991e-06,
+   "host_canary_seconds": 9.552272499604442e-06,
    "pass_seconds": [
-    0.00025386760000856157,
-    0.0002953955999828395,
-    0.00037671059999411227
+    0.00034963810001045206,
+    0.000288427500004218,
+    0.0002877591000014945
    ],
    "pass_host_canary_seconds": [
-    7.652572500091991e-06,
-    8.170932499638184e-06,
-    9.611757499783379e-06
+    9.552272499604442e-06,
+    7.644717500170373e-06,
+    1.0368085000322935e-05
    ]
   },
   "conv_host_k3_fp32_strict_2x4x8x8_4_forward": {
-   "seconds": 2.6871099998970748e-05,
-   "min": 2.3039900020194183e-05,
-   "max": 3.1881499990049636e-05,
+   "seconds": 3.2628400003886784e-05,
+   "min": 2.2636199992120966e-05,
+   "max": 5.190840001887409e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6069,22 +6217,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 7.941740000205754e-06,
+   "host_canary_seconds": 8.801760000096692e-06,
    "pass_seconds": [
-    2.6871099998970748e-05,
-    2.4167700007637905e-05,
-    2.8116199996475188e-05
+    3.2628400003886784e-05,
+    2.307569998265535e-05,
+    3.5442599983070974e-05
    ],
    "pass_host_canary_seconds": [
-    7.941740000205754e-06,
-    7.984869999972944e-06,
-    8.122039999989284e-06
+    8.801760000096692e-06,
+    7.4478399994859504e-06,
+    1.0241429999950923e-05
    ]
   },
   "conv_host_k3_fp32_strict_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00019485759999042783,
-   "min": 0.0001240583000026163,
-   "max": 0.0003744123999922522,
+   "seconds": 0.00019818480000139972,
+   "min": 0.00015666700001020216,
+   "max": 0.0002625668000064252,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6099,22 +6247,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 7.694925000123475e-06,
+   "host_canary_seconds": 7.732279999572712e-06,
    "pass_seconds": [
-    0.00013976210000237187,
-    0.00019804940000085481,
-    0.00019485759999042783
+    0.0001719387000093775,
+    0.00019818480000139972,
+    0.0002097924000054263
    ],
    "pass_host_canary_seconds": [
-    7.694925000123475e-06,
-    7.521270000552249e-06,
-    8.228174999658222e-06
+    7.732279999572712e-06,
+    7.727995000550437e-06,
+    9.94825499901708e-06
    ]
   },
   "conv_host_k3_fp32_strict_8x32x28x28_32_forward": {
-   "seconds": 2.498460000879277e-05,
-   "min": 2.2443899979407433e-05,
-   "max": 5.780950000371377e-05,
+   "seconds": 3.1353899998975976e-05,
+   "min": 2.1914800004196878e-05,
+   "max": 4.2306600016672745e-05,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6129,22 +6277,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 7.73330500010161e-06,
+   "host_canary_seconds": 7.732279999572712e-06,
    "pass_seconds": [
-    2.498460000879277e-05,
-    2.3954099992806734e-05,
-    4.871600001479237e-05
+    2.4301100006596242e-05,
+    3.6038500002177895e-05,
+    3.1353899998975976e-05
    ],
    "pass_host_canary_seconds": [
-    7.73330500010161e-06,
-    7.521270000552249e-06,
-    1.2251895000190416e-05
+    7.732279999572712e-06,
+    7.828359999848544e-06,
+    9.46239500080992e-06
    ]
   },
   "conv_host_k3_fp32_strict_8x32x28x28_32_forward_backward": {
-   "seconds": 0.0002306467999915185,
-   "min": 0.00018050749999929395,
-   "max": 0.0003678332000163209,
+   "seconds": 0.00024654030000874626,
+   "min": 0.00016159460001290426,
+   "max": 0.0003804941999987932,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6159,22 +6307,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 7.904090000465658e-06,
+   "host_canary_seconds": 7.518095000023095e-06,
    "pass_seconds": [
-    0.00019677190000493282,
-    0.0002306467999915185,
-    0.0003269258999807789
+    0.00017655090000516792,
+    0.00024654030000874626,
+    0.00025786019998577105
    ],
    "pass_host_canary_seconds": [
-    7.904090000465658e-06,
-    8.737970000538553e-06,
-    1.161240249984985e-05
+    7.518095000023095e-06,
+    7.828359999848544e-06,
+    9.846570000036081e-06
    ]
   },
   "conv_host_k3_fp32_strict_16x64x56x56_64_forward": {
-   "seconds": 2.780679999432323e-05,
-   "min": 2.352999999857275e-05,
-   "max": 5.849820001913031e-05,
+   "seconds": 4.311840000355005e-05,
+   "min": 2.3324800008595047e-05,
+   "max": 5.2559000005203414e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6189,22 +6337,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 7.904090000465658e-06,
+   "host_canary_seconds": 7.93861499914783e-06,
    "pass_seconds": [
-    2.7709400001185713e-05,
-    2.780679999432323e-05,
-    4.872439999417111e-05
+    4.311840000355005e-05,
+    4.834209998989536e-05,
+    3.0076699999881384e-05
    ],
    "pass_host_canary_seconds": [
-    7.904090000465658e-06,
-    8.522672500248518e-06,
-    1.16367350000246e-05
+    7.93861499914783e-06,
+    7.756607500368773e-06,
+    9.443435000093813e-06
    ]
   },
   "conv_host_k3_fp32_strict_16x64x56x56_64_forward_backward": {
-   "seconds": 0.00039058879999629423,
-   "min": 0.0003217276999976093,
-   "max": 0.0008363608999843563,
+   "seconds": 0.0003966948999959641,
+   "min": 0.0003073400999937803,
+   "max": 0.0006084911000016291,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6219,22 +6367,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 8.165247500073747e-06,
+   "host_canary_seconds": 8.472790000269015e-06,
    "pass_seconds": [
-    0.0003884778999918126,
-    0.0006695305999983248,
-    0.00039058879999629423
+    0.0004044513000053485,
+    0.0003966948999959641,
+    0.0003881002000071021
    ],
    "pass_host_canary_seconds": [
-    8.165247500073747e-06,
-    1.0722064999981739e-05,
-    1.1746920000064165e-05
+    8.472790000269015e-06,
+    7.4074424998116224e-06,
+    9.423399999946014e-06
    ]
   },
   "conv_host_k3_fp32_strict_32x128x56x56_128_forward": {
-   "seconds": 5.442060000859783e-05,
-   "min": 3.941360000681016e-05,
-   "max": 7.63972000186186e-05,
+   "seconds": 3.277739999703044e-05,
+   "min": 2.7170299995304957e-05,
+   "max": 5.4070500004854695e-05,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6249,22 +6397,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 9.159937500271555e-06,
+   "host_canary_seconds": 7.774337499881768e-06,
    "pass_seconds": [
-    5.0164599997515325e-05,
-    6.080880000354227e-05,
-    5.442060000859783e-05
+    3.277739999703044e-05,
+    4.0570000010120566e-05,
+    3.0315399999381044e-05
    ],
    "pass_host_canary_seconds": [
-    9.159937500271555e-06,
-    1.0722592499519123e-05,
-    1.0805517500216412e-05
+    7.774337499881768e-06,
+    7.657017499695938e-06,
+    9.856815000262033e-06
    ]
   },
   "conv_host_k3_fp32_strict_32x128x56x56_128_forward_backward": {
-   "seconds": 0.00048380099999576485,
-   "min": 0.00036864669998522005,
-   "max": 0.0006188397999949303,
+   "seconds": 0.0004964319999999134,
+   "min": 0.0003426719000117373,
+   "max": 0.0005814389000079245,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6279,22 +6427,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 7.949422499677894e-06,
+   "host_canary_seconds": 8.075235000433169e-06,
    "pass_seconds": [
-    0.00048380099999576485,
-    0.0005363557999999103,
-    0.00038594040001953543
+    0.0005087325999966197,
+    0.0004964319999999134,
+    0.0004097317000059775
    ],
    "pass_host_canary_seconds": [
-    7.949422499677894e-06,
-    1.1242702500453561e-05,
-    1.090427499946145e-05
+    8.075235000433169e-06,
+    9.431255000436069e-06,
+    9.57117499922333e-06
    ]
   },
   "conv_host_k3_bf16_2x4x8x8_4_forward": {
-   "seconds": 2.5740199998836032e-05,
-   "min": 2.1041600007265515e-05,
-   "max": 4.588320000493695e-05,
+   "seconds": 2.8880199988634558e-05,
+   "min": 1.9591699992815847e-05,
+   "max": 3.9409999999406864e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6309,22 +6457,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 7.480229999146104e-06,
+   "host_canary_seconds": 8.070725000379753e-06,
    "pass_seconds": [
-    2.414369998859911e-05,
-    2.5740199998836032e-05,
-    4.0203900016422264e-05
+    2.8880199988634558e-05,
+    3.05387000025803e-05,
+    2.787209998587059e-05
    ],
    "pass_host_canary_seconds": [
-    7.480229999146104e-06,
-    7.997844999181325e-06,
-    1.0907169998972677e-05
+    8.070725000379753e-06,
+    8.707335000508465e-06,
+    9.388910000325267e-06
    ]
   },
   "conv_host_k3_bf16_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00019957750000685338,
-   "min": 0.00015500130000418723,
-   "max": 0.000365833399996518,
+   "seconds": 0.0002543912999954046,
+   "min": 0.00017276360001687862,
+   "max": 0.00036441849999846454,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6339,22 +6487,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 7.658294999828285e-06,
+   "host_canary_seconds": 7.870035000223652e-06,
    "pass_seconds": [
-    0.00019957750000685338,
-    0.00017877590000807685,
-    0.00020898820000638806
+    0.0002543912999954046,
+    0.00025932850001026965,
+    0.0001838897999959954
    ],
    "pass_host_canary_seconds": [
-    7.658294999828285e-06,
-    7.69633499999145e-06,
-    1.1043014999359003e-05
+    7.870035000223652e-06,
+    8.707335000508465e-06,
+    9.575090000453202e-06
    ]
   },
   "conv_host_k3_bf16_8x32x28x28_32_forward": {
-   "seconds": 4.2057800010297795e-05,
-   "min": 3.616750000219326e-05,
-   "max": 6.500679999135172e-05,
+   "seconds": 4.7726999991937194e-05,
+   "min": 3.932549998353352e-05,
+   "max": 6.90466999913042e-05,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6369,22 +6517,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 7.906767500003298e-06,
+   "host_canary_seconds": 7.979990000421822e-06,
    "pass_seconds": [
-    4.172229998857802e-05,
-    4.2057800010297795e-05,
-    6.113580000146612e-05
+    4.4776100003218745e-05,
+    4.8343699995712085e-05,
+    4.7726999991937194e-05
    ],
    "pass_host_canary_seconds": [
-    7.906767500003298e-06,
-    7.69633499999145e-06,
-    1.1043014999359003e-05
+    7.979990000421822e-06,
+    8.62547499991706e-06,
+    9.37668999995367e-06
    ]
   },
   "conv_host_k3_bf16_8x32x28x28_32_forward_backward": {
-   "seconds": 0.00028817659999731405,
-   "min": 0.00020608800000445626,
-   "max": 0.0004424961000040639,
+   "seconds": 0.00027572080000481947,
+   "min": 0.00023870229999829463,
+   "max": 0.00033955270000660673,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6399,22 +6547,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.0554869999737094e-05,
+   "host_canary_seconds": 7.688489999964076e-06,
    "pass_seconds": [
-    0.0003082213000197953,
-    0.00021651399999882414,
-    0.00028817659999731405
+    0.00027572080000481947,
+    0.00027769270000135295,
+    0.000245594400007576
    ],
    "pass_host_canary_seconds": [
-    1.0554869999737094e-05,
-    7.853540000724025e-06,
-    1.080637999962164e-05
+    7.688489999964076e-06,
+    8.41619499965418e-06,
+    1.0058210000352119e-05
    ]
   },
   "conv_host_k3_bf16_16x64x56x56_64_forward": {
-   "seconds": 6.257040001855785e-05,
-   "min": 3.902300002209813e-05,
-   "max": 8.122640001602121e-05,
+   "seconds": 4.560090001177741e-05,
+   "min": 3.756959999918763e-05,
+   "max": 6.546160000198142e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6429,22 +6577,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 8.909255000162376e-06,
+   "host_canary_seconds": 8.333490000040912e-06,
    "pass_seconds": [
-    6.814979999489879e-05,
-    4.6579500008192554e-05,
-    6.257040001855785e-05
+    4.560090001177741e-05,
+    4.142029999911756e-05,
+    5.184439999084134e-05
    ],
    "pass_host_canary_seconds": [
-    8.909255000162376e-06,
-    8.404765000022962e-06,
-    1.0827969999809284e-05
+    8.333490000040912e-06,
+    6.952179999757391e-06,
+    9.56943999995019e-06
    ]
   },
   "conv_host_k3_bf16_16x64x56x56_64_forward_backward": {
-   "seconds": 0.00027119800001855764,
-   "min": 0.00022255080000377347,
-   "max": 0.0006846021999990625,
+   "seconds": 0.00026868319998811784,
+   "min": 0.00022945390001041232,
+   "max": 0.0004154455000161761,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6459,22 +6607,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 7.503375001078894e-06,
+   "host_canary_seconds": 7.95077000020683e-06,
    "pass_seconds": [
-    0.00026281630000539734,
-    0.0005506691999926261,
-    0.00027119800001855764
+    0.0002853782000102001,
+    0.00025556339999184275,
+    0.00026868319998811784
    ],
    "pass_host_canary_seconds": [
-    7.503375001078894e-06,
-    1.6125165000175912e-05,
-    1.1090089999470366e-05
+    7.95077000020683e-06,
+    7.044267499622947e-06,
+    9.44529499975033e-06
    ]
   },
   "conv_host_k3_bf16_32x128x56x56_128_forward": {
-   "seconds": 7.272159998592543e-05,
-   "min": 5.73488000100042e-05,
-   "max": 0.0002455690000033428,
+   "seconds": 5.2550700002029774e-05,
+   "min": 4.1008899984262825e-05,
+   "max": 7.491849999041733e-05,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6489,22 +6637,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.0620450000260462e-05,
+   "host_canary_seconds": 9.286559999850398e-06,
    "pass_seconds": [
-    7.272159998592543e-05,
-    0.00010258019999582757,
-    7.185599999957049e-05
+    5.2906900009475066e-05,
+    4.2801299991879203e-05,
+    5.2550700002029774e-05
    ],
    "pass_host_canary_seconds": [
-    1.0620450000260462e-05,
-    1.171070999987478e-05,
-    1.129453499970623e-05
+    9.286559999850398e-06,
+    7.100389999550316e-06,
+    9.280844999466353e-06
    ]
   },
   "conv_host_k3_bf16_32x128x56x56_128_forward_backward": {
-   "seconds": 0.00041915330000392715,
-   "min": 0.0002915637000114657,
-   "max": 0.0006000414000027377,
+   "seconds": 0.00025285530000473955,
+   "min": 0.00022698220000165746,
+   "max": 0.0007204142000091452,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6519,22 +6667,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.0413737500698517e-05,
+   "host_canary_seconds": 8.178534999387921e-06,
    "pass_seconds": [
-    0.00041915330000392715,
-    0.0004846295000106693,
-    0.00030305870000120195
+    0.00037222959999780867,
+    0.00025285530000473955,
+    0.00025131509999027913
    ],
    "pass_host_canary_seconds": [
-    1.0413737500698517e-05,
-    9.59251500034952e-06,
-    1.1276300000417905e-05
+    8.178534999387921e-06,
+    7.271894999121287e-06,
+    9.280844999466353e-06
    ]
   },
   "conv_host_k3_autocast_2x4x8x8_4_forward": {
-   "seconds": 9.591089999503311e-05,
-   "min": 6.077840000671131e-05,
-   "max": 0.0001169015999948897,
+   "seconds": 6.1189000007289e-05,
+   "min": 5.4368299993257095e-05,
+   "max": 7.299119999970571e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6549,22 +6697,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.0378105000654614e-05,
+   "host_canary_seconds": 7.900919999883627e-06,
    "pass_seconds": [
-    0.00010643289999734407,
-    7.697019998431642e-05,
-    9.591089999503311e-05
+    6.1189000007289e-05,
+    5.548569999973552e-05,
+    7.014810000782745e-05
    ],
    "pass_host_canary_seconds": [
-    1.0378105000654614e-05,
-    8.93729499921392e-06,
-    1.1096090000819458e-05
+    7.900919999883627e-06,
+    7.271894999121287e-06,
+    9.239795000439699e-06
    ]
   },
   "conv_host_k3_autocast_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00044826389998888774,
-   "min": 0.0004066801000135456,
-   "max": 0.0005928387000039947,
+   "seconds": 0.0003381975999900533,
+   "min": 0.00028465890000006766,
+   "max": 0.0004754104000085135,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6579,22 +6727,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.0398455000313333e-05,
+   "host_canary_seconds": 7.770859999709501e-06,
    "pass_seconds": [
-    0.00044826389998888774,
-    0.0005231796000089162,
-    0.00043177860000014333
+    0.00030767289999857896,
+    0.0003381975999900533,
+    0.0003728115999820147
    ],
    "pass_host_canary_seconds": [
-    1.0398455000313333e-05,
-    1.0463460000664782e-05,
-    1.1601564999637048e-05
+    7.770859999709501e-06,
+    9.694175000731775e-06,
+    9.239795000439699e-06
    ]
   },
   "conv_host_k3_autocast_8x32x28x28_32_forward": {
-   "seconds": 0.00012633769999865764,
-   "min": 7.631620001120609e-05,
-   "max": 0.00014557199999671867,
+   "seconds": 9.461720001127105e-05,
+   "min": 8.04476999974213e-05,
+   "max": 0.00016645580001295457,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6609,22 +6757,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.0326617500027168e-05,
+   "host_canary_seconds": 8.17861999962588e-06,
    "pass_seconds": [
-    0.00013264740000522578,
-    0.00010835470000074565,
-    0.00012633769999865764
+    8.35371999983181e-05,
+    0.00011222430000543682,
+    9.461720001127105e-05
    ],
    "pass_host_canary_seconds": [
-    1.0326617500027168e-05,
-    9.44298500030527e-06,
-    1.1701365000362785e-05
+    8.17861999962588e-06,
+    7.716939999795614e-06,
+    9.25226000049406e-06
    ]
   },
   "conv_host_k3_autocast_8x32x28x28_32_forward_backward": {
-   "seconds": 0.0005255593999891062,
-   "min": 0.0003930441999955292,
-   "max": 0.0007014197999978932,
+   "seconds": 0.0004425156000024799,
+   "min": 0.0003748236999854271,
+   "max": 0.0007096520999994027,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6639,22 +6787,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.0082039999588232e-05,
+   "host_canary_seconds": 1.3033197500362804e-05,
    "pass_seconds": [
-    0.000594180400003097,
-    0.0005255593999891062,
-    0.00043203660000017406
+    0.0005943044000105147,
+    0.0004425156000024799,
+    0.0004109061000008296
    ],
    "pass_host_canary_seconds": [
-    1.0082039999588232e-05,
-    7.83208500024557e-06,
-    1.1560870000266732e-05
+    1.3033197500362804e-05,
+    8.058067499518985e-06,
+    9.120605000134674e-06
    ]
   },
   "conv_host_k3_autocast_16x64x56x56_64_forward": {
-   "seconds": 0.00012954090000221185,
-   "min": 0.00010165139999571693,
-   "max": 0.00015659309999591642,
+   "seconds": 9.895939999751135e-05,
+   "min": 9.295049999309412e-05,
+   "max": 0.0001843306000182565,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6669,22 +6817,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.0178080000287082e-05,
+   "host_canary_seconds": 1.3008935000016208e-05,
    "pass_seconds": [
-    0.0001459769999883065,
-    0.00012116529999275371,
-    0.00012954090000221185
+    0.00017596499999399383,
+    9.895939999751135e-05,
+    9.647700001096382e-05
    ],
    "pass_host_canary_seconds": [
-    1.0178080000287082e-05,
-    9.142159999555588e-06,
-    1.0788707500068994e-05
+    1.3008935000016208e-05,
+    7.882607500278027e-06,
+    9.05344999978297e-06
    ]
   },
   "conv_host_k3_autocast_16x64x56x56_64_forward_backward": {
-   "seconds": 0.0005130307999934303,
-   "min": 0.00039864799998667877,
-   "max": 0.0006413664000092467,
+   "seconds": 0.0006189073000086864,
+   "min": 0.00039202450000175304,
+   "max": 0.0007257715000150711,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6699,22 +6847,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.0298410000473268e-05,
+   "host_canary_seconds": 1.1172572499731359e-05,
    "pass_seconds": [
-    0.0005617044000018722,
-    0.0005130307999934303,
-    0.00041783579999901124
+    0.0006565252999962467,
+    0.0006189073000086864,
+    0.00043359579999560085
    ],
    "pass_host_canary_seconds": [
-    1.0298410000473268e-05,
-    8.80348500004402e-06,
-    1.086810999993304e-05
+    1.1172572499731359e-05,
+    7.624967500419188e-06,
+    9.266309999702572e-06
    ]
   },
   "conv_host_k3_autocast_32x128x56x56_128_forward": {
-   "seconds": 0.00013061539998489026,
-   "min": 0.000102555300009044,
-   "max": 0.00014697500000693253,
+   "seconds": 0.0001172342000018034,
+   "min": 9.491160001289245e-05,
+   "max": 0.00015862959999140002,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6729,22 +6877,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.0332640000001448e-05,
+   "host_canary_seconds": 1.1257235000243781e-05,
    "pass_seconds": [
-    0.00013303480000104173,
-    0.00012140379999436846,
-    0.00013061539998489026
+    0.00012962509999852044,
+    0.0001172342000018034,
+    9.988399999656394e-05
    ],
    "pass_host_canary_seconds": [
-    1.0332640000001448e-05,
-    9.29190750014186e-06,
-    1.0978667500012307e-05
+    1.1257235000243781e-05,
+    7.974945000341903e-06,
+    9.342794999156468e-06
    ]
   },
   "conv_host_k3_autocast_32x128x56x56_128_forward_backward": {
-   "seconds": 0.0005555763000074876,
-   "min": 0.00046518509998350055,
-   "max": 0.0007302752999976292,
+   "seconds": 0.0004629558000033285,
+   "min": 0.0003689073000032295,
+   "max": 0.0007258727000134968,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6759,22 +6907,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.050466249978399e-05,
+   "host_canary_seconds": 1.0159130000033655e-05,
    "pass_seconds": [
-    0.0005555763000074876,
-    0.0006426276999945913,
-    0.0005053880999867033
+    0.0006041765999952986,
+    0.0004629558000033285,
+    0.00045321009999952364
    ],
    "pass_host_canary_seconds": [
-    1.050466249978399e-05,
-    8.45276500001546e-06,
-    1.1262144999477641e-05
+    1.0159130000033655e-05,
+    8.14230749995204e-06,
+    9.344502499857299e-06
    ]
   },
   "conv_host_k1_fp32_2x4x8x8_4_forward": {
-   "seconds": 3.762919998280267e-05,
-   "min": 1.9402500015530677e-05,
-   "max": 4.846300000735937e-05,
+   "seconds": 2.8876800001853553e-05,
+   "min": 2.3232100011227887e-05,
+   "max": 4.7739100000399046e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6789,22 +6937,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.0805862499978502e-05,
+   "host_canary_seconds": 1.0401462499771697e-05,
    "pass_seconds": [
-    4.60218999933204e-05,
-    2.3498800010202105e-05,
-    3.762919998280267e-05
+    3.4403400013616194e-05,
+    2.8876800001853553e-05,
+    2.6608500002112122e-05
    ],
    "pass_host_canary_seconds": [
-    1.0805862499978502e-05,
-    7.566580000002432e-06,
-    1.1234269999249591e-05
+    1.0401462499771697e-05,
+    9.386059999769714e-06,
+    9.42108999993252e-06
    ]
   },
   "conv_host_k1_fp32_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00020138840000072378,
-   "min": 0.00015976780000528378,
-   "max": 0.0002787313999988328,
+   "seconds": 0.00019926180000311432,
+   "min": 0.00016391500000736414,
+   "max": 0.00038944220000303176,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6819,22 +6967,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.0732060000009369e-05,
+   "host_canary_seconds": 1.0537230000409181e-05,
    "pass_seconds": [
-    0.00022021130000666745,
-    0.00020138840000072378,
-    0.00017977800000608114
+    0.0001937789000066914,
+    0.00021968849998756922,
+    0.00019926180000311432
    ],
    "pass_host_canary_seconds": [
-    1.0732060000009369e-05,
-    8.606540000073437e-06,
-    1.1234744999910617e-05
+    1.0537230000409181e-05,
+    1.1167150000801485e-05,
+    9.344234999844048e-06
    ]
   },
   "conv_host_k1_fp32_8x64x28x28_64_forward": {
-   "seconds": 5.445699998745113e-05,
-   "min": 3.4684700017351135e-05,
-   "max": 6.626110000524932e-05,
+   "seconds": 3.601030000481842e-05,
+   "min": 2.77609000022494e-05,
+   "max": 5.1138499998160114e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6849,22 +6997,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.0780857499526064e-05,
+   "host_canary_seconds": 1.0641865000025064e-05,
    "pass_seconds": [
-    5.952500000603322e-05,
-    5.445699998745113e-05,
-    4.3601599986686776e-05
+    3.601030000481842e-05,
+    4.951640000854241e-05,
+    3.1317899993155154e-05
    ],
    "pass_host_canary_seconds": [
-    1.0780857499526064e-05,
-    8.333242499816151e-06,
-    1.1142119999476563e-05
+    1.0641865000025064e-05,
+    1.0977125000408706e-05,
+    9.40942000056566e-06
    ]
   },
   "conv_host_k1_fp32_8x64x28x28_64_forward_backward": {
-   "seconds": 0.0002802665999979581,
-   "min": 0.0001897749999898224,
-   "max": 0.0003758323000056407,
+   "seconds": 0.0002524907999941206,
+   "min": 0.00019599719998950605,
+   "max": 0.00034256890000960993,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6879,22 +7027,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.074953499937692e-05,
+   "host_canary_seconds": 1.0601765000046726e-05,
    "pass_seconds": [
-    0.0002847126999995453,
-    0.0002802665999979581,
-    0.00021709190000365197
+    0.00022528659999352386,
+    0.0002992077000044446,
+    0.0002524907999941206
    ],
    "pass_host_canary_seconds": [
-    1.074953499937692e-05,
-    9.597202499662671e-06,
-    1.1260800000627569e-05
+    1.0601765000046726e-05,
+    1.0952115000009144e-05,
+    9.279015000629442e-06
    ]
   },
   "conv_host_k1_fp32_16x256x56x56_64_forward": {
-   "seconds": 4.187320000710315e-05,
-   "min": 2.756740000222635e-05,
-   "max": 6.658079998942413e-05,
+   "seconds": 3.715889999966748e-05,
+   "min": 2.8521600006570226e-05,
+   "max": 5.194159998609393e-05,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6909,22 +7057,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.075910500048849e-05,
+   "host_canary_seconds": 1.0340869999936331e-05,
    "pass_seconds": [
-    4.841449999730685e-05,
-    3.064200000153505e-05,
-    4.187320000710315e-05
+    3.715889999966748e-05,
+    4.7747999997227455e-05,
+    2.9943799995635344e-05
    ],
    "pass_host_canary_seconds": [
-    1.075910500048849e-05,
-    8.21811000037087e-06,
-    1.1136130000295452e-05
+    1.0340869999936331e-05,
+    1.0717655000007653e-05,
+    9.202554999774292e-06
    ]
   },
   "conv_host_k1_fp32_16x256x56x56_64_forward_backward": {
-   "seconds": 0.0002928520000068602,
-   "min": 0.00016069780001544133,
-   "max": 0.000414829200008171,
+   "seconds": 0.0002908289000060904,
+   "min": 0.00018031829999927141,
+   "max": 0.00036037170000327026,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6939,22 +7087,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.1183345000063128e-05,
+   "host_canary_seconds": 1.2483415000588138e-05,
    "pass_seconds": [
-    0.0002928520000068602,
-    0.00035343459999239715,
-    0.00023449730001630088
+    0.00030420310001773033,
+    0.0002908289000060904,
+    0.00021504860001186898
    ],
    "pass_host_canary_seconds": [
-    1.1183345000063128e-05,
-    8.377854999253032e-06,
-    1.1064749999150081e-05
+    1.2483415000588138e-05,
+    1.0357700000440673e-05,
+    9.15268999960972e-06
    ]
   },
   "conv_host_k1_fp32_32x256x56x56_256_forward": {
-   "seconds": 5.949259998487833e-05,
-   "min": 3.6942299993825144e-05,
-   "max": 8.099070000753273e-05,
+   "seconds": 4.4996299993727004e-05,
+   "min": 3.641319999587722e-05,
+   "max": 7.300669999494857e-05,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6969,22 +7117,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.116788750039177e-05,
+   "host_canary_seconds": 1.207824749997144e-05,
    "pass_seconds": [
-    6.812720000652917e-05,
-    4.597489999014215e-05,
-    5.949259998487833e-05
+    6.64939999978742e-05,
+    4.1017100011231376e-05,
+    4.4996299993727004e-05
    ],
    "pass_host_canary_seconds": [
-    1.116788750039177e-05,
-    7.927002500309754e-06,
-    1.1064749999150081e-05
+    1.207824749997144e-05,
+    7.255754999277997e-06,
+    9.078622500169332e-06
    ]
   },
   "conv_host_k1_fp32_32x256x56x56_256_forward_backward": {
-   "seconds": 0.00029099739999765005,
-   "min": 0.00021182359998874744,
-   "max": 0.00043589800000063403,
+   "seconds": 0.00026553720001629697,
+   "min": 0.00021414000000277155,
+   "max": 0.0004699277000099755,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6999,22 +7147,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 9.020892499620458e-06,
+   "host_canary_seconds": 1.2082257500196647e-05,
    "pass_seconds": [
-    0.0002548563999880571,
-    0.0003419737000058376,
-    0.00029099739999765005
+    0.00043369570000777457,
+    0.00026553720001629697,
+    0.00022223790001589804
    ],
    "pass_host_canary_seconds": [
-    9.020892499620458e-06,
-    1.0011102500016022e-05,
-    1.1540850000528735e-05
+    1.2082257500196647e-05,
+    7.0065900007421085e-06,
+    9.234807499751696e-06
    ]
   },
   "conv_host_k1_fp32_strict_2x4x8x8_4_forward": {
-   "seconds": 3.723080001236667e-05,
-   "min": 2.06462999813084e-05,
-   "max": 4.6501299993906284e-05,
+   "seconds": 2.7078399989477474e-05,
+   "min": 1.8286900012753903e-05,
+   "max": 5.616870000721974e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7029,22 +7177,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 7.845285000485092e-06,
+   "host_canary_seconds": 1.5202964999616597e-05,
    "pass_seconds": [
-    3.0265199984569336e-05,
-    4.2852899991885354e-05,
-    3.723080001236667e-05
+    5.365829999846028e-05,
+    1.9646600003397906e-05,
+    2.7078399989477474e-05
    ],
    "pass_host_canary_seconds": [
-    7.845285000485092e-06,
-    9.779375000107393e-06,
-    1.1298315000658476e-05
+    1.5202964999616597e-05,
+    6.937114999345795e-06,
+    9.376714999689283e-06
    ]
   },
   "conv_host_k1_fp32_strict_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00020744129999457074,
-   "min": 0.0001521876999959204,
-   "max": 0.0002991231000123662,
+   "seconds": 0.00018370130001130747,
+   "min": 0.00013909250001233885,
+   "max": 0.00027511129999311377,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7059,22 +7207,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 7.889590000331736e-06,
+   "host_canary_seconds": 1.0561934999486766e-05,
    "pass_seconds": [
-    0.00015339619999394928,
-    0.0002485531000047558,
-    0.00020744129999457074
+    0.00023930509998990602,
+    0.00014087100000779174,
+    0.00018370130001130747
    ],
    "pass_host_canary_seconds": [
-    7.889590000331736e-06,
-    9.760639999285559e-06,
-    1.1108390000345025e-05
+    1.0561934999486766e-05,
+    6.707320000032268e-06,
+    9.166150000510243e-06
    ]
   },
   "conv_host_k1_fp32_strict_8x64x28x28_64_forward": {
-   "seconds": 3.848940000352741e-05,
-   "min": 2.0119300006626873e-05,
-   "max": 4.858960001001833e-05,
+   "seconds": 2.5414100014131692e-05,
+   "min": 1.8337300002713163e-05,
+   "max": 3.4296300009373225e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7089,22 +7237,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 9.929015000125219e-06,
+   "host_canary_seconds": 8.818094999014647e-06,
    "pass_seconds": [
-    2.5101500000346277e-05,
-    4.084009999587579e-05,
-    3.848940000352741e-05
+    3.205640000487619e-05,
+    2.2679699986838388e-05,
+    2.5414100014131692e-05
    ],
    "pass_host_canary_seconds": [
-    9.929015000125219e-06,
-    9.686309999779041e-06,
-    1.1388905001012972e-05
+    8.818094999014647e-06,
+    7.089439999390379e-06,
+    9.358984999607856e-06
    ]
   },
   "conv_host_k1_fp32_strict_8x64x28x28_64_forward_backward": {
-   "seconds": 0.0002276847000075577,
-   "min": 0.00019008079998457107,
-   "max": 0.00030193840000265483,
+   "seconds": 0.00018616110000948538,
+   "min": 0.00016475200000058975,
+   "max": 0.0002443352000000232,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7119,22 +7267,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.0976160000382151e-05,
+   "host_canary_seconds": 8.629220000102577e-06,
    "pass_seconds": [
-    0.0002127128999973138,
-    0.00028934120000485565,
-    0.0002276847000075577
+    0.00018398230001821504,
+    0.00018616110000948538,
+    0.00020851790000051552
    ],
    "pass_host_canary_seconds": [
-    1.0976160000382151e-05,
-    9.800049999739713e-06,
-    1.1582439999529015e-05
+    8.629220000102577e-06,
+    1.0263979999081129e-05,
+    9.358984999607856e-06
    ]
   },
   "conv_host_k1_fp32_strict_16x256x56x56_64_forward": {
-   "seconds": 4.9373000001651236e-05,
-   "min": 2.5384200012013024e-05,
-   "max": 6.035750000137341e-05,
+   "seconds": 3.344660001403099e-05,
+   "min": 2.810989999488811e-05,
+   "max": 5.402369999956136e-05,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7149,22 +7297,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 8.197734999839667e-06,
+   "host_canary_seconds": 1.0836580000841423e-05,
    "pass_seconds": [
-    2.7098800001112976e-05,
-    5.516809999335237e-05,
-    4.9373000001651236e-05
+    4.335259998242691e-05,
+    3.344660001403099e-05,
+    3.0431800018959622e-05
    ],
    "pass_host_canary_seconds": [
-    8.197734999839667e-06,
-    9.927620000098614e-06,
-    1.1888009998983761e-05
+    1.0836580000841423e-05,
+    8.758792500316303e-06,
+    9.154415000693916e-06
    ]
   },
   "conv_host_k1_fp32_strict_16x256x56x56_64_forward_backward": {
-   "seconds": 0.00025572270001248396,
-   "min": 0.00019048030001158622,
-   "max": 0.00043499460000475667,
+   "seconds": 0.00021204419999776292,
+   "min": 0.00017035789999226837,
+   "max": 0.00029048619999230143,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7179,22 +7327,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 8.28353250028613e-06,
+   "host_canary_seconds": 8.337992500173642e-06,
    "pass_seconds": [
-    0.00019457309999779682,
-    0.0003398739999965983,
-    0.00025572270001248396
+    0.00020006600000215257,
+    0.0002145589000065229,
+    0.00021204419999776292
    ],
    "pass_host_canary_seconds": [
-    8.28353250028613e-06,
-    1.0470169999621249e-05,
-    1.1372800000231108e-05
+    8.337992500173642e-06,
+    8.445275000781293e-06,
+    9.07478000044648e-06
    ]
   },
   "conv_host_k1_fp32_strict_32x256x56x56_256_forward": {
-   "seconds": 5.14882999823385e-05,
-   "min": 3.0385699983526137e-05,
-   "max": 9.83793999921545e-05,
+   "seconds": 3.960830001688009e-05,
+   "min": 2.780010001970368e-05,
+   "max": 6.057939999664086e-05,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7209,22 +7357,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 7.951530000127604e-06,
+   "host_canary_seconds": 8.045770000535413e-06,
    "pass_seconds": [
-    3.990879999946628e-05,
-    6.139239999356506e-05,
-    5.14882999823385e-05
+    3.960830001688009e-05,
+    4.574750000756467e-05,
+    3.2617099986964607e-05
    ],
    "pass_host_canary_seconds": [
-    7.951530000127604e-06,
-    1.1206555000171647e-05,
-    1.0814825000124983e-05
+    8.045770000535413e-06,
+    8.518480000248018e-06,
+    9.315434999734861e-06
    ]
   },
   "conv_host_k1_fp32_strict_32x256x56x56_256_forward_backward": {
-   "seconds": 0.0002712089000169726,
-   "min": 0.00023064710001108324,
-   "max": 0.0004035042999930738,
+   "seconds": 0.00027480710000418187,
+   "min": 0.0002275885000017297,
+   "max": 0.0005436954999822774,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7239,22 +7387,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 8.639402499852622e-06,
+   "host_canary_seconds": 1.1436552500185825e-05,
    "pass_seconds": [
-    0.0002457325000023047,
-    0.000306128100010028,
-    0.0002712089000169726
+    0.0003340576000027795,
+    0.0002567395000141914,
+    0.00027480710000418187
    ],
    "pass_host_canary_seconds": [
-    8.639402499852622e-06,
-    8.570747500016296e-06,
-    1.0903892499527502e-05
+    1.1436552500185825e-05,
+    7.504612499928953e-06,
+    1.0026362500639153e-05
    ]
   },
   "conv_host_k1_bf16_2x4x8x8_4_forward": {
-   "seconds": 4.187560000445956e-05,
-   "min": 2.356140000756568e-05,
-   "max": 4.974260000381037e-05,
+   "seconds": 4.2424799994478234e-05,
+   "min": 2.920430001722707e-05,
+   "max": 5.021659999329131e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7269,22 +7417,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.060444500012636e-05,
+   "host_canary_seconds": 1.134038249972491e-05,
    "pass_seconds": [
-    4.187560000445956e-05,
-    2.622399999836489e-05,
-    4.596789999595785e-05
+    4.2424799994478234e-05,
+    4.661180000766763e-05,
+    3.3765000011953816e-05
    ],
    "pass_host_canary_seconds": [
-    1.060444500012636e-05,
-    7.5209250007901576e-06,
-    1.099983000017346e-05
+    1.134038249972491e-05,
+    1.0180230000287337e-05,
+    9.386109999240944e-06
    ]
   },
   "conv_host_k1_bf16_2x4x8x8_4_forward_backward": {
-   "seconds": 0.0002482477999819821,
-   "min": 0.00021945340001821022,
-   "max": 0.0003104315999962637,
+   "seconds": 0.00024167209999177431,
+   "min": 0.00021905779999542574,
+   "max": 0.0004250979999824267,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7299,22 +7447,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.0600019999174038e-05,
+   "host_canary_seconds": 9.701714999437172e-06,
    "pass_seconds": [
-    0.00026390180000817053,
-    0.0002306496000073821,
-    0.0002482477999819821
+    0.00022528550000515678,
+    0.00027649240000755527,
+    0.00024167209999177431
    ],
    "pass_host_canary_seconds": [
-    1.0600019999174038e-05,
-    7.950599999730913e-06,
-    1.0378719999835083e-05
+    9.701714999437172e-06,
+    9.056234999889056e-06,
+    9.316305000766078e-06
    ]
   },
   "conv_host_k1_bf16_8x64x28x28_64_forward": {
-   "seconds": 4.4264799998927626e-05,
-   "min": 2.4318800001310592e-05,
-   "max": 5.117810001138423e-05,
+   "seconds": 3.626930001701112e-05,
+   "min": 2.7401200009080638e-05,
+   "max": 5.214970001361507e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7329,22 +7477,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.0889595000662666e-05,
+   "host_canary_seconds": 1.0877717500079598e-05,
    "pass_seconds": [
-    4.8765099995762286e-05,
-    3.0357500008904026e-05,
-    4.4264799998927626e-05
+    4.896659997939423e-05,
+    3.626930001701112e-05,
+    3.381120000085502e-05
    ],
    "pass_host_canary_seconds": [
-    1.0889595000662666e-05,
-    7.98927999994703e-06,
-    1.0690934999502133e-05
+    1.0877717500079598e-05,
+    9.613099999796759e-06,
+    9.68413500004317e-06
    ]
   },
   "conv_host_k1_bf16_8x64x28x28_64_forward_backward": {
-   "seconds": 0.0002151163999997152,
-   "min": 0.00017048610000074403,
-   "max": 0.00031008309999833725,
+   "seconds": 0.00028318659999513327,
+   "min": 0.00020542199999908916,
+   "max": 0.00030355579999650215,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7359,22 +7507,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.0657765000132712e-05,
+   "host_canary_seconds": 1.0758399999986068e-05,
    "pass_seconds": [
-    0.0002755297000021528,
-    0.0002151163999997152,
-    0.00020112649999646238
+    0.0002844575999915833,
+    0.00028318659999513327,
+    0.00023310250001031818
    ],
    "pass_host_canary_seconds": [
-    1.0657765000132712e-05,
-    7.847609999771521e-06,
-    1.0690934999502133e-05
+    1.0758399999986068e-05,
+    8.1133549997503e-06,
+    9.839905000035286e-06
    ]
   },
   "conv_host_k1_bf16_16x256x56x56_64_forward": {
-   "seconds": 4.693070000030275e-05,
-   "min": 2.3967299989635647e-05,
-   "max": 0.00011585610000111046,
+   "seconds": 4.150479999225354e-05,
+   "min": 3.11643000031836e-05,
+   "max": 5.345660001694341e-05,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7389,22 +7537,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.091661000032218e-05,
+   "host_canary_seconds": 1.0689035000268633e-05,
    "pass_seconds": [
-    4.770539999299217e-05,
-    4.4718599997395356e-05,
-    4.693070000030275e-05
+    4.150479999225354e-05,
+    5.1565199987635425e-05,
+    3.636930000538996e-05
    ],
    "pass_host_canary_seconds": [
-    1.091661000032218e-05,
-    1.5312689999973372e-05,
-    1.1041474999728962e-05
+    1.0689035000268633e-05,
+    8.713925000165546e-06,
+    1.0642375000315952e-05
    ]
   },
   "conv_host_k1_bf16_16x256x56x56_64_forward_backward": {
-   "seconds": 0.0002413548000049559,
-   "min": 0.00017707449999306845,
-   "max": 0.0004919335000067804,
+   "seconds": 0.0002280979000033767,
+   "min": 0.00020413879999523488,
+   "max": 0.0003879010999980892,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7419,22 +7567,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.121080499956406e-05,
+   "host_canary_seconds": 1.066297999955168e-05,
    "pass_seconds": [
-    0.0002413548000049559,
-    0.0004110982000156582,
-    0.00022142930001791682
+    0.00021766820000266308,
+    0.00032115829999384004,
+    0.0002280979000033767
    ],
    "pass_host_canary_seconds": [
-    1.121080499956406e-05,
-    7.656254999801605e-06,
-    1.169669999967482e-05
+    1.066297999955168e-05,
+    9.093480000501586e-06,
+    1.0749550000355157e-05
    ]
   },
   "conv_host_k1_bf16_32x256x56x56_256_forward": {
-   "seconds": 4.496899998684967e-05,
-   "min": 2.563640000516898e-05,
-   "max": 5.903189999116876e-05,
+   "seconds": 4.472220000479865e-05,
+   "min": 3.5538499992071594e-05,
+   "max": 5.573050000293733e-05,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7449,22 +7597,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.0882375000846878e-05,
+   "host_canary_seconds": 1.1548847500080228e-05,
    "pass_seconds": [
-    5.822699999953329e-05,
-    3.1806700008019106e-05,
-    4.496899998684967e-05
+    4.694279998602724e-05,
+    4.472220000479865e-05,
+    4.092560000117374e-05
    ],
    "pass_host_canary_seconds": [
-    1.0882375000846878e-05,
-    7.935825000231489e-06,
-    1.1215289999881861e-05
+    1.1548847500080228e-05,
+    8.539765000250554e-06,
+    1.0449149999658403e-05
    ]
   },
   "conv_host_k1_bf16_32x256x56x56_256_forward_backward": {
-   "seconds": 0.0002743149000025369,
-   "min": 0.0002042594999920766,
-   "max": 0.0004564635999940947,
+   "seconds": 0.0002802922999990187,
+   "min": 0.00021365700001751975,
+   "max": 0.00042096670001683377,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7479,22 +7627,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.1154900000178714e-05,
+   "host_canary_seconds": 1.2102480000066861e-05,
    "pass_seconds": [
-    0.00030138519998672563,
-    0.00025490769999123584,
-    0.0002743149000025369
+    0.0003977876000135439,
+    0.0002802922999990187,
+    0.0002798296000037226
    ],
    "pass_host_canary_seconds": [
-    1.1154900000178714e-05,
-    7.935825000231489e-06,
-    1.1246660000097108e-05
+    1.2102480000066861e-05,
+    8.539765000250554e-06,
+    1.035983499946269e-05
    ]
   },
   "conv_host_k1_autocast_2x4x8x8_4_forward": {
-   "seconds": 8.726519999981974e-05,
-   "min": 6.726179999532178e-05,
-   "max": 0.00016069859998424363,
+   "seconds": 9.615330000087852e-05,
+   "min": 7.140279999475751e-05,
+   "max": 0.00015027280001049802,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7509,22 +7657,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 8.04814500042994e-06,
+   "host_canary_seconds": 1.2005644999248945e-05,
    "pass_seconds": [
-    8.301100001517625e-05,
-    0.0001414623000073334,
-    8.726519999981974e-05
+    0.00012644460000501567,
+    9.615330000087852e-05,
+    8.097249999536871e-05
    ],
    "pass_host_canary_seconds": [
-    8.04814500042994e-06,
-    1.1492489999795907e-05,
-    1.0222360000398112e-05
+    1.2005644999248945e-05,
+    7.865039999614964e-06,
+    1.0175039999467117e-05
    ]
   },
   "conv_host_k1_autocast_2x4x8x8_4_forward_backward": {
-   "seconds": 0.0004750564000005397,
-   "min": 0.00023703949998434836,
-   "max": 0.0008125826999958008,
+   "seconds": 0.0004925605999915206,
+   "min": 0.00036387949999152627,
+   "max": 0.0006777061000093453,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7539,22 +7687,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 8.16976999999497e-06,
+   "host_canary_seconds": 1.5028867500177513e-05,
    "pass_seconds": [
-    0.0002799418999984482,
-    0.0004897582000012335,
-    0.0004750564000005397
+    0.0006166983999946751,
+    0.0004925605999915206,
+    0.00036655999999766207
    ],
    "pass_host_canary_seconds": [
-    8.16976999999497e-06,
-    8.17684749961245e-06,
-    1.1021259999779432e-05
+    1.5028867500177513e-05,
+    7.815000000164218e-06,
+    1.0175039999467117e-05
    ]
   },
   "conv_host_k1_autocast_8x64x28x28_64_forward": {
-   "seconds": 8.900880000055622e-05,
-   "min": 6.045380000614386e-05,
-   "max": 0.00012493009999161586,
+   "seconds": 8.6674099998163e-05,
+   "min": 6.661990000793594e-05,
+   "max": 0.0001779190999968705,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7569,22 +7717,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 8.16976999999497e-06,
+   "host_canary_seconds": 1.1466912500281978e-05,
    "pass_seconds": [
-    6.620980000207055e-05,
-    8.900880000055622e-05,
-    0.0001023581000026752
+    0.00011609709999902407,
+    8.6674099998163e-05,
+    8.144220000758651e-05
    ],
    "pass_host_canary_seconds": [
-    8.16976999999497e-06,
-    8.288944999321756e-06,
-    1.1203274999616042e-05
+    1.1466912500281978e-05,
+    7.278740000629114e-06,
+    9.907840000096258e-06
    ]
   },
   "conv_host_k1_autocast_8x64x28x28_64_forward_backward": {
-   "seconds": 0.0004404866000186303,
-   "min": 0.0002474403000178427,
-   "max": 0.0006778902999940329,
+   "seconds": 0.00039375010001094777,
+   "min": 0.000312303000009706,
+   "max": 0.0006500903999949514,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7599,22 +7747,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 7.850155000141968e-06,
+   "host_canary_seconds": 1.1242802499964455e-05,
    "pass_seconds": [
-    0.00035335109998868575,
-    0.0004404866000186303,
-    0.0005448170000136088
+    0.0004940210000086154,
+    0.00039375010001094777,
+    0.0003315285000098811
    ],
    "pass_host_canary_seconds": [
-    7.850155000141968e-06,
-    8.490054999583663e-06,
-    1.111779499979093e-05
+    1.1242802499964455e-05,
+    7.797189999791953e-06,
+    9.840055000722713e-06
    ]
   },
   "conv_host_k1_autocast_16x256x56x56_64_forward": {
-   "seconds": 9.852890000274783e-05,
-   "min": 6.214599998202174e-05,
-   "max": 0.0001264313999854494,
+   "seconds": 0.00011198549998425733,
+   "min": 7.38715999887063e-05,
+   "max": 0.00018732240000645105,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7629,22 +7777,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 7.5659000003724944e-06,
+   "host_canary_seconds": 1.3405017500076612e-05,
    "pass_seconds": [
-    6.868090001717064e-05,
-    9.852890000274783e-05,
-    0.00010929679999662766
+    0.000138910600003328,
+    0.00011198549998425733,
+    7.621479999215807e-05
    ],
    "pass_host_canary_seconds": [
-    7.5659000003724944e-06,
-    8.409562499878121e-06,
-    1.1388274999717397e-05
+    1.3405017500076612e-05,
+    7.13356999995085e-06,
+    9.574749999501364e-06
    ]
   },
   "conv_host_k1_autocast_16x256x56x56_64_forward_backward": {
-   "seconds": 0.0003708797000172126,
-   "min": 0.00022353469998961372,
-   "max": 0.000637264200008758,
+   "seconds": 0.0003936461999956009,
+   "min": 0.00032326430000466643,
+   "max": 0.0008001408999916748,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7659,22 +7807,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 7.609965000483498e-06,
+   "host_canary_seconds": 1.3080224999839628e-05,
    "pass_seconds": [
-    0.00025768640000478626,
-    0.0003708797000172126,
-    0.000518618800015247
+    0.0006009681000023193,
+    0.0003769030999819734,
+    0.0003936461999956009
    ],
    "pass_host_canary_seconds": [
-    7.609965000483498e-06,
-    1.0427332499602926e-05,
-    1.1247420000017882e-05
+    1.3080224999839628e-05,
+    8.018405000029815e-06,
+    9.676770000623946e-06
    ]
   },
   "conv_host_k1_autocast_32x256x56x56_256_forward": {
-   "seconds": 7.501790000787877e-05,
-   "min": 5.9812699987560336e-05,
-   "max": 0.0001202948999889486,
+   "seconds": 0.00011302400000658963,
+   "min": 5.9579900016615285e-05,
+   "max": 0.00013139220000084605,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7689,22 +7837,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 8.11119999980292e-06,
+   "host_canary_seconds": 1.0553037499789753e-05,
    "pass_seconds": [
-    6.327810001494072e-05,
-    7.501790000787877e-05,
-    0.00011632559999270597
+    0.00011302400000658963,
+    0.0001160327999969013,
+    8.161050000126125e-05
    ],
    "pass_host_canary_seconds": [
-    8.11119999980292e-06,
-    8.55393749986888e-06,
-    1.162116499926924e-05
+    1.0553037499789753e-05,
+    8.018794999316014e-06,
+    9.623185000009472e-06
    ]
   },
   "conv_host_k1_autocast_32x256x56x56_256_forward_backward": {
-   "seconds": 0.0004435600000078921,
-   "min": 0.00024549219999698836,
-   "max": 0.0004916769999908866,
+   "seconds": 0.0005182756000067457,
+   "min": 0.0003236519999973098,
+   "max": 0.0006296673999941049,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7719,22 +7867,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 8.118367500173917e-06,
+   "host_canary_seconds": 1.0280869999519383e-05,
    "pass_seconds": [
-    0.00027475870001580915,
-    0.0004561953999882462,
-    0.0004435600000078921
+    0.0005242194000175005,
+    0.0005182756000067457,
+    0.00034695729998475145
    ],
    "pass_host_canary_seconds": [
-    8.118367500173917e-06,
-    9.940715000311683e-06,
-    1.1437999999657222e-05
+    1.0280869999519383e-05,
+    8.383312500086503e-06,
+    9.823952500482846e-06
    ]
   },
   "optimizer_sgd_foreach_per_param": {
-   "seconds": 3.088908482392786e-06,
-   "min": 1.6584441959415536e-06,
-   "max": 4.26084374944529e-06,
+   "seconds": 3.03992187511426e-06,
+   "min": 2.0236830360025645e-06,
+   "max": 3.7501607147914584e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7744,22 +7892,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.725825000761687e-06,
+   "host_canary_seconds": 1.112175500054491e-05,
    "pass_seconds": [
-    2.04564955349643e-06,
-    3.088908482392786e-06,
-    3.3753973213939455e-06
+    3.316912946209933e-06,
+    2.8905580359759952e-06,
+    3.03992187511426e-06
    ],
    "pass_host_canary_seconds": [
-    7.725825000761687e-06,
-    1.6669709999632687e-05,
-    1.0661859999459011e-05
+    1.112175500054491e-05,
+    9.632185000327808e-06,
+    9.71182749935906e-06
    ]
   },
   "optimizer_sgd_foreach_per_step": {
-   "seconds": 0.00012785228558901248,
-   "min": 6.268500007016494e-05,
-   "max": 0.0010906645715229907,
+   "seconds": 0.00010080385728932533,
+   "min": 3.926000015651101e-05,
+   "max": 0.00046751728586968966,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7769,22 +7917,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.725825000761687e-06,
+   "host_canary_seconds": 1.112175500054491e-05,
    "pass_seconds": [
-    7.501071429162818e-05,
-    0.00014615514286171155,
-    0.00012785228558901248
+    0.00016681571430256424,
+    0.00010080385728932533,
+    9.042214284298616e-05
    ],
    "pass_host_canary_seconds": [
-    7.725825000761687e-06,
-    1.6669709999632687e-05,
-    1.0661859999459011e-05
+    1.112175500054491e-05,
+    9.632185000327808e-06,
+    9.71182749935906e-06
    ]
   },
   "optimizer_sgd_foreach_cold_per_param": {
-   "seconds": 2.906674107500911e-06,
-   "min": 1.662964285133382e-06,
-   "max": 4.640776785842198e-06,
+   "seconds": 3.889598214052674e-06,
+   "min": 2.621140625182404e-06,
+   "max": 7.086037946127785e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7794,22 +7942,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.645265000064683e-06,
+   "host_canary_seconds": 1.193803999967713e-05,
    "pass_seconds": [
-    2.163696428628522e-06,
-    2.906674107500911e-06,
-    4.411763393465305e-06
+    4.145611607140966e-06,
+    3.2867991071684955e-06,
+    3.889598214052674e-06
    ],
    "pass_host_canary_seconds": [
-    7.645265000064683e-06,
-    7.59370499963552e-06,
-    1.0898015000293526e-05
+    1.193803999967713e-05,
+    8.495160000165924e-06,
+    1.00282400001106e-05
    ]
   },
   "optimizer_sgd_foreach_cold_per_step": {
-   "seconds": 0.0005874445715952398,
-   "min": 0.00046352071428503095,
-   "max": 0.0008541669999755998,
+   "seconds": 0.0006358701429495081,
+   "min": 0.0004717655714167839,
+   "max": 0.0009858458571280998,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7819,22 +7967,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.645265000064683e-06,
+   "host_canary_seconds": 1.193803999967713e-05,
    "pass_seconds": [
-    0.0005874445715952398,
-    0.0005663418572956808,
-    0.0006644268569289125
+    0.0008205241430070081,
+    0.0006099838572676422,
+    0.0006358701429495081
    ],
    "pass_host_canary_seconds": [
-    7.645265000064683e-06,
-    7.59370499963552e-06,
-    1.0898015000293526e-05
+    1.193803999967713e-05,
+    8.495160000165924e-06,
+    1.00282400001106e-05
    ]
   },
   "optimizer_sgd_foreach_large": {
-   "seconds": 0.00018412600002193358,
-   "min": 0.00017998900011662045,
-   "max": 0.00020864199996140087,
+   "seconds": 0.00019908099989152106,
+   "min": 0.00018297599990546587,
+   "max": 0.00022999699990577938,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -7842,15 +7990,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00018412600002193358,
-    0.00018397100006950495,
-    0.0001930280000124185
+    0.00020072799998160917,
+    0.00019759099996008445,
+    0.00019908099989152106
    ]
   },
   "optimizer_sgd_for_loop_per_param": {
-   "seconds": 2.2169011161159752e-05,
-   "min": 2.0793020089472846e-05,
-   "max": 3.195045535723092e-05,
+   "seconds": 2.9360607142235396e-05,
+   "min": 2.0507828124952505e-05,
+   "max": 3.6500558035105056e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7860,22 +8008,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.467135000638337e-06,
+   "host_canary_seconds": 1.2239894999765966e-05,
    "pass_seconds": [
-    2.147262946396365e-05,
-    2.2169011161159752e-05,
-    3.146644642880249e-05
+    3.535033705302583e-05,
+    2.1714944196560282e-05,
+    2.9360607142235396e-05
    ],
    "pass_host_canary_seconds": [
-    7.467135000638337e-06,
-    7.60260000049584e-06,
-    1.064947750023748e-05
+    1.2239894999765966e-05,
+    7.2621024997943096e-06,
+    1.03533474998585e-05
    ]
   },
   "optimizer_sgd_for_loop_per_step": {
-   "seconds": 0.00011841614273829957,
-   "min": 3.4151999930795126e-05,
-   "max": 0.00044424671425856216,
+   "seconds": 0.0001581090000399854,
+   "min": -1.757100000889184e-05,
+   "max": 0.0005678909999785123,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7885,22 +8033,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.467135000638337e-06,
+   "host_canary_seconds": 1.2239894999765966e-05,
    "pass_seconds": [
-    0.00011841614273829957,
-    8.924528570527666e-05,
-    0.00027958042853372606
+    0.0002356734287981715,
+    0.0001030967140585354,
+    0.0001581090000399854
    ],
    "pass_host_canary_seconds": [
-    7.467135000638337e-06,
-    7.60260000049584e-06,
-    1.064947750023748e-05
+    1.2239894999765966e-05,
+    7.2621024997943096e-06,
+    1.03533474998585e-05
    ]
   },
   "optimizer_sgd_for_loop_cold_per_param": {
-   "seconds": 2.2439783482549762e-05,
-   "min": 2.1397035714544798e-05,
-   "max": 3.424566294642416e-05,
+   "seconds": 2.6489725446562522e-05,
+   "min": 2.085318080347065e-05,
+   "max": 3.912517857074249e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7910,22 +8058,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.57861000010962e-06,
+   "host_canary_seconds": 1.1015394999276396e-05,
    "pass_seconds": [
-    2.2439783482549762e-05,
-    2.1894357142774163e-05,
-    3.248310044666271e-05
+    3.210472767887852e-05,
+    2.6489725446562522e-05,
+    2.2968299107211415e-05
    ],
    "pass_host_canary_seconds": [
-    7.57861000010962e-06,
-    7.42913500062059e-06,
-    1.0786114999064011e-05
+    1.1015394999276396e-05,
+    8.297214999402058e-06,
+    9.857679999640823e-06
    ]
   },
   "optimizer_sgd_for_loop_cold_per_step": {
-   "seconds": 0.0005699817142093317,
-   "min": -0.0001654985714724588,
-   "max": 0.001096208285551776,
+   "seconds": 0.0005633580000708857,
+   "min": 0.0002532492856711804,
+   "max": 0.0010773948570853725,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7935,22 +8083,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.57861000010962e-06,
+   "host_canary_seconds": 1.1015394999276396e-05,
    "pass_seconds": [
-    0.0005699817142093317,
-    0.0005652494285511369,
-    0.0006377517141312899
+    0.0006769185715711501,
+    0.0005514168572387592,
+    0.0005633580000708857
    ],
    "pass_host_canary_seconds": [
-    7.57861000010962e-06,
-    7.42913500062059e-06,
-    1.0786114999064011e-05
+    1.1015394999276396e-05,
+    8.297214999402058e-06,
+    9.857679999640823e-06
    ]
   },
   "optimizer_sgd_for_loop_large": {
-   "seconds": 0.00016315300013047818,
-   "min": 0.00015989799999260867,
-   "max": 0.0002433600000131264,
+   "seconds": 0.00017750000006344635,
+   "min": 0.00016213799995057343,
+   "max": 0.0003141339998364856,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -7958,15 +8106,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00016288799997710157,
-    0.00016315300013047818,
-    0.00018382600001132232
+    0.00023568899996462278,
+    0.00017750000006344635,
+    0.00016497700016770978
    ]
   },
   "optimizer_sgd_fused_per_param": {
-   "seconds": 1.5955133930235985e-06,
-   "min": 1.4423973213289237e-06,
-   "max": 2.787214285656806e-06,
+   "seconds": 2.209729910670636e-06,
+   "min": 1.4266227681097071e-06,
+   "max": 3.083696428620085e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7976,22 +8124,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.91738999964764e-06,
+   "host_canary_seconds": 1.2321389999669918e-05,
    "pass_seconds": [
-    1.5955133930235985e-06,
-    1.515613839383637e-06,
-    2.5664933041014137e-06
+    2.4895156250132847e-06,
+    2.209729910670636e-06,
+    1.4968102678584013e-06
    ],
    "pass_host_canary_seconds": [
-    7.91738999964764e-06,
-    7.713694999438304e-06,
-    1.0564914999804387e-05
+    1.2321389999669918e-05,
+    8.578429999488436e-06,
+    7.592694998947991e-06
    ]
   },
   "optimizer_sgd_fused_per_step": {
-   "seconds": 5.6466714373267936e-05,
-   "min": 3.9453571519386195e-05,
-   "max": 0.0001293908572149251,
+   "seconds": 0.00010234828573629784,
+   "min": -1.352857144151391e-05,
+   "max": 0.00023685485715369784,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8001,22 +8149,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.91738999964764e-06,
+   "host_canary_seconds": 1.2321389999669918e-05,
    "pass_seconds": [
-    5.6466714373267936e-05,
-    5.1536285647151605e-05,
-    9.490385712394658e-05
+    0.00013868914288650558,
+    0.00010234828573629784,
+    7.334014289231813e-05
    ],
    "pass_host_canary_seconds": [
-    7.91738999964764e-06,
-    7.713694999438304e-06,
-    1.0564914999804387e-05
+    1.2321389999669918e-05,
+    8.578429999488436e-06,
+    7.592694998947991e-06
    ]
   },
   "optimizer_sgd_fused_cold_per_param": {
-   "seconds": 2.101171874967024e-06,
-   "min": 1.8324620540965952e-06,
-   "max": 4.041296874796834e-06,
+   "seconds": 2.0076316959359375e-06,
+   "min": 1.0600290179598102e-06,
+   "max": 3.997783482796129e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8026,22 +8174,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.954254999731348e-06,
+   "host_canary_seconds": 7.3585749998983375e-06,
    "pass_seconds": [
-    1.9586316964494344e-06,
-    2.101171874967024e-06,
-    3.5590178570592864e-06
+    1.9861294643216558e-06,
+    2.0076316959359375e-06,
+    2.153049106620334e-06
    ],
    "pass_host_canary_seconds": [
-    7.954254999731348e-06,
-    7.478505000335644e-06,
-    1.0985839999193559e-05
+    7.3585749998983375e-06,
+    9.064294999916456e-06,
+    7.608885000536247e-06
    ]
   },
   "optimizer_sgd_fused_cold_per_step": {
-   "seconds": 0.000487846571494239,
-   "min": 0.0004267948572110722,
-   "max": 0.0008007844284877917,
+   "seconds": 0.00047646528563356175,
+   "min": 0.0003453898569400086,
+   "max": 0.0010788401427492187,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8051,22 +8199,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.954254999731348e-06,
+   "host_canary_seconds": 7.3585749998983375e-06,
    "pass_seconds": [
-    0.0004707485713879578,
-    0.000487846571494239,
-    0.0006116980000245219
+    0.00044632400012492975,
+    0.000603085428630428,
+    0.00047646528563356175
    ],
    "pass_host_canary_seconds": [
-    7.954254999731348e-06,
-    7.478505000335644e-06,
-    1.0985839999193559e-05
+    7.3585749998983375e-06,
+    9.064294999916456e-06,
+    7.608885000536247e-06
    ]
   },
   "optimizer_sgd_fused_large": {
-   "seconds": 0.00012561399989863276,
-   "min": 0.00012253299996700662,
-   "max": 0.00015233899989652855,
+   "seconds": 0.00012316100014686526,
+   "min": 0.00011897900003532413,
+   "max": 0.00014175399996929627,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -8074,15 +8222,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00012561399989863276,
-    0.000125201999935598,
-    0.0001409189999321825
+    0.00012316100014686526,
+    0.00012147299980824755,
+    0.00012666199995692295
    ]
   },
   "optimizer_sgd_wd_foreach_per_param": {
-   "seconds": 4.208787946221751e-06,
-   "min": 4.0003102676727006e-06,
-   "max": 8.918236607615069e-06,
+   "seconds": 3.788662946289735e-06,
+   "min": 3.5428348209417696e-06,
+   "max": 4.815609374629405e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8092,22 +8240,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.641677499350407e-06,
+   "host_canary_seconds": 7.225990000279125e-06,
    "pass_seconds": [
-    4.077091517729059e-06,
-    4.208787946221751e-06,
-    6.6593549103036565e-06
+    3.7578995534407307e-06,
+    3.788662946289735e-06,
+    4.065863839640217e-06
    ],
    "pass_host_canary_seconds": [
-    7.641677499350407e-06,
-    7.87211500039575e-06,
-    1.0852794999891558e-05
+    7.225990000279125e-06,
+    6.89273249975031e-06,
+    7.487799999807976e-06
    ]
   },
   "optimizer_sgd_wd_foreach_per_step": {
-   "seconds": 0.00011830342854019752,
-   "min": 7.018414290931626e-05,
-   "max": 0.000764620142880241,
+   "seconds": 0.00011535800006510854,
+   "min": 3.712300018118446e-05,
+   "max": 0.00017782514289267837,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8117,22 +8265,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.641677499350407e-06,
+   "host_canary_seconds": 7.225990000279125e-06,
    "pass_seconds": [
-    0.000118201428514502,
-    0.00011830342854019752,
-    0.00017502271439947696
+    0.00012534342847305067,
+    0.00010542457162695688,
+    0.00011535800006510854
    ],
    "pass_host_canary_seconds": [
-    7.641677499350407e-06,
-    7.87211500039575e-06,
-    1.0852794999891558e-05
+    7.225990000279125e-06,
+    6.89273249975031e-06,
+    7.487799999807976e-06
    ]
   },
   "optimizer_sgd_wd_foreach_cold_per_param": {
-   "seconds": 5.319357143207526e-06,
-   "min": 4.455419643128218e-06,
-   "max": 9.994464286019625e-06,
+   "seconds": 5.361959821418136e-06,
+   "min": 3.9885111604576196e-06,
+   "max": 9.098502232010982e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8142,22 +8290,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.450965000543874e-06,
+   "host_canary_seconds": 7.438244999775634e-06,
    "pass_seconds": [
-    4.598749999981269e-06,
-    5.319357143207526e-06,
-    8.681522321093585e-06
+    4.6479910713921006e-06,
+    5.361959821418136e-06,
+    6.4402366066117016e-06
    ],
    "pass_host_canary_seconds": [
-    7.450965000543874e-06,
-    7.373629999847253e-06,
-    1.1221920000252793e-05
+    7.438244999775634e-06,
+    7.253644999991593e-06,
+    8.699219999925845e-06
    ]
   },
   "optimizer_sgd_wd_foreach_cold_per_step": {
-   "seconds": 0.000622845857118851,
-   "min": 0.0003980552858138253,
-   "max": 0.0009217778571642807,
+   "seconds": 0.0006294072856495145,
+   "min": 0.00034167685729309075,
+   "max": 0.0009120432857798733,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8167,22 +8315,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.450965000543874e-06,
+   "host_canary_seconds": 7.438244999775634e-06,
    "pass_seconds": [
-    0.0006009751427557473,
-    0.000622845857118851,
-    0.0008104412856612596
+    0.0006294072856495145,
+    0.0005691318573164089,
+    0.0007107648571036407
    ],
    "pass_host_canary_seconds": [
-    7.450965000543874e-06,
-    7.373629999847253e-06,
-    1.1221920000252793e-05
+    7.438244999775634e-06,
+    7.253644999991593e-06,
+    8.699219999925845e-06
    ]
   },
   "optimizer_sgd_wd_for_loop_per_param": {
-   "seconds": 2.990440625032826e-05,
-   "min": 2.8613819196213592e-05,
-   "max": 3.4697024553054234e-05,
+   "seconds": 3.58127299107431e-05,
+   "min": 2.9322299107142108e-05,
+   "max": 4.478388616086753e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8192,22 +8340,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.572982500505532e-06,
+   "host_canary_seconds": 8.712075000403275e-06,
    "pass_seconds": [
-    2.990440625032826e-05,
-    2.9305158482222688e-05,
-    3.154318303596629e-05
+    3.58127299107431e-05,
+    3.7906821428330364e-05,
+    3.116757812498301e-05
    ],
    "pass_host_canary_seconds": [
-    7.572982500505532e-06,
-    7.516582500102231e-06,
-    7.978874999707842e-06
+    8.712075000403275e-06,
+    8.369304999860106e-06,
+    7.729612500497751e-06
    ]
   },
   "optimizer_sgd_wd_for_loop_per_step": {
-   "seconds": 0.00011577342856331331,
-   "min": -4.103557125745283e-05,
-   "max": 0.00038073985693439947,
+   "seconds": 0.00027803942855695956,
+   "min": -0.0004450674286025397,
+   "max": 0.0011322821428620955,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8217,22 +8365,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.572982500505532e-06,
+   "host_canary_seconds": 8.712075000403275e-06,
    "pass_seconds": [
-    0.00010963828572130296,
-    0.00011577342856331331,
-    0.00020866000003089916
+    0.0001840998572463703,
+    0.00032425557157824076,
+    0.00027803942855695956
    ],
    "pass_host_canary_seconds": [
-    7.572982500505532e-06,
-    7.516582500102231e-06,
-    7.978874999707842e-06
+    8.712075000403275e-06,
+    8.369304999860106e-06,
+    7.729612500497751e-06
    ]
   },
   "optimizer_sgd_wd_for_loop_cold_per_param": {
-   "seconds": 3.014562053544572e-05,
-   "min": 2.8120459821272853e-05,
-   "max": 3.361585491035157e-05,
+   "seconds": 3.1909350446263875e-05,
+   "min": 2.8110993304051946e-05,
+   "max": 4.5412897321231836e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8242,22 +8390,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.1920549999049396e-06,
+   "host_canary_seconds": 8.08153499974651e-06,
    "pass_seconds": [
-    2.9358339285729634e-05,
-    3.014562053544572e-05,
-    3.17789754460713e-05
+    3.46773102677389e-05,
+    2.9740841517776418e-05,
+    3.1909350446263875e-05
    ],
    "pass_host_canary_seconds": [
-    7.1920549999049396e-06,
-    7.423895000329139e-06,
-    7.722840000496945e-06
+    8.08153499974651e-06,
+    7.338550000213218e-06,
+    7.5204250003935155e-06
    ]
   },
   "optimizer_sgd_wd_for_loop_cold_per_step": {
-   "seconds": 0.0006373041429859378,
-   "min": 0.0003178547142397292,
-   "max": 0.0018231762857924747,
+   "seconds": 0.000601173142838109,
+   "min": -0.0001732064285663781,
+   "max": 0.0013327164287407608,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8267,22 +8415,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.1920549999049396e-06,
+   "host_canary_seconds": 8.08153499974651e-06,
    "pass_seconds": [
-    0.0006022157143174159,
-    0.0006373041429859378,
-    0.0007231591426456623
+    0.0005757421427006193,
+    0.000601173142838109,
+    0.0006343458571466598
    ],
    "pass_host_canary_seconds": [
-    7.1920549999049396e-06,
-    7.423895000329139e-06,
-    7.722840000496945e-06
+    8.08153499974651e-06,
+    7.338550000213218e-06,
+    7.5204250003935155e-06
    ]
   },
   "optimizer_sgd_wd_fused_per_param": {
-   "seconds": 1.4927857142156751e-06,
-   "min": 1.4596495537335028e-06,
-   "max": 1.8530513392940001e-06,
+   "seconds": 1.6225178569584386e-06,
+   "min": 1.3091674106695855e-06,
+   "max": 4.27028125013099e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8292,22 +8440,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.3199150006075795e-06,
+   "host_canary_seconds": 7.739855000181706e-06,
    "pass_seconds": [
-    1.4826316966523985e-06,
-    1.4927857142156751e-06,
-    1.6365892859328466e-06
+    1.5578727671692962e-06,
+    1.8487879468612585e-06,
+    1.6225178569584386e-06
    ],
    "pass_host_canary_seconds": [
-    7.3199150006075795e-06,
-    7.591620000084731e-06,
-    7.981754999946133e-06
+    7.739855000181706e-06,
+    7.906929999990097e-06,
+    7.579680000162625e-06
    ]
   },
   "optimizer_sgd_wd_fused_per_step": {
-   "seconds": 5.4451285872606346e-05,
-   "min": 4.472342863794308e-05,
-   "max": 0.00013811428578134967,
+   "seconds": 5.716414291003145e-05,
+   "min": 3.987142788121551e-06,
+   "max": 0.00022970128579150436,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8317,22 +8465,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.3199150006075795e-06,
+   "host_canary_seconds": 7.739855000181706e-06,
    "pass_seconds": [
-    5.126600012772542e-05,
-    5.4451285872606346e-05,
-    6.288900012155605e-05
+    5.716414291003145e-05,
+    5.5085142873524865e-05,
+    7.211228567679686e-05
    ],
    "pass_host_canary_seconds": [
-    7.3199150006075795e-06,
-    7.591620000084731e-06,
-    7.981754999946133e-06
+    7.739855000181706e-06,
+    7.906929999990097e-06,
+    7.579680000162625e-06
    ]
   },
   "optimizer_sgd_wd_fused_cold_per_param": {
-   "seconds": 2.3479531253859217e-06,
-   "min": 1.9088325891354022e-06,
-   "max": 4.9809977678957495e-06,
+   "seconds": 2.221167410506756e-06,
+   "min": 1.921450892743743e-06,
+   "max": 4.780024553444459e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8342,22 +8490,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.410839999693053e-06,
+   "host_canary_seconds": 7.666830000516712e-06,
    "pass_seconds": [
-    2.0193437505002166e-06,
-    2.3479531253859217e-06,
-    2.4294174103545174e-06
+    2.064216517843371e-06,
+    2.221167410506756e-06,
+    2.384308035833068e-06
    ],
    "pass_host_canary_seconds": [
-    7.410839999693053e-06,
-    7.642514999588457e-06,
-    8.318765000012717e-06
+    7.666830000516712e-06,
+    7.327485000132583e-06,
+    8.014610000373067e-06
    ]
   },
   "optimizer_sgd_wd_fused_cold_per_step": {
-   "seconds": 0.0005143362857324973,
-   "min": 0.0004006651427711664,
-   "max": 0.0006224052859319532,
+   "seconds": 0.00046503799993453346,
+   "min": 0.00032332785716399873,
+   "max": 0.0007258981428809161,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8367,22 +8515,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.410839999693053e-06,
+   "host_canary_seconds": 7.666830000516712e-06,
    "pass_seconds": [
-    0.0004728627143971867,
-    0.0005176978571138793,
-    0.0005143362857324973
+    0.00046503799993453346,
+    0.0004102041428463313,
+    0.0005304547143103783
    ],
    "pass_host_canary_seconds": [
-    7.410839999693053e-06,
-    7.642514999588457e-06,
-    8.318765000012717e-06
+    7.666830000516712e-06,
+    7.327485000132583e-06,
+    8.014610000373067e-06
    ]
   },
   "optimizer_adamw_foreach_per_param": {
-   "seconds": 8.00178125004436e-06,
-   "min": 7.108071428214251e-06,
-   "max": 9.326921875084184e-06,
+   "seconds": 7.87944196492926e-06,
+   "min": 6.9640267855878136e-06,
+   "max": 1.383050000011313e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8392,22 +8540,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.72062500004722e-06,
+   "host_canary_seconds": 7.751355000209514e-06,
    "pass_seconds": [
-    7.258584820947687e-06,
-    8.00178125004436e-06,
-    8.517352678641796e-06
+    7.87944196492926e-06,
+    7.221872768375144e-06,
+    1.1437325893228132e-05
    ],
    "pass_host_canary_seconds": [
-    7.72062500004722e-06,
-    7.655425000621109e-06,
-    8.318765000012717e-06
+    7.751355000209514e-06,
+    6.952080000246497e-06,
+    9.313735000091582e-06
    ]
   },
   "optimizer_adamw_foreach_per_step": {
-   "seconds": 0.00027154557155232136,
-   "min": 0.00016854900000648086,
-   "max": 0.0006483248571385047,
+   "seconds": 0.0002994524286025678,
+   "min": -4.1972857226418034e-05,
+   "max": 0.0006054775715256255,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8417,22 +8565,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.72062500004722e-06,
+   "host_canary_seconds": 7.751355000209514e-06,
    "pass_seconds": [
-    0.00027154557155232136,
-    0.00023804414292629057,
-    0.00027883342844298956
+    0.0002994524286025678,
+    0.00021644442855566534,
+    0.0004455940000168214
    ],
    "pass_host_canary_seconds": [
-    7.72062500004722e-06,
-    7.655425000621109e-06,
-    8.318765000012717e-06
+    7.751355000209514e-06,
+    6.952080000246497e-06,
+    9.313735000091582e-06
    ]
   },
   "optimizer_adamw_foreach_cold_per_param": {
-   "seconds": 9.557037946044439e-06,
-   "min": 8.179866071600372e-06,
-   "max": 1.4365203125825993e-05,
+   "seconds": 8.942837053739692e-06,
+   "min": 8.381388392970329e-06,
+   "max": 1.4666879464085372e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8442,22 +8590,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.60442000000694e-06,
+   "host_canary_seconds": 7.54070000084539e-06,
    "pass_seconds": [
-    9.068845981983844e-06,
-    9.557037946044439e-06,
-    1.014387723228895e-05
+    8.942837053739692e-06,
+    8.85385937518127e-06,
+    1.273189508970469e-05
    ],
    "pass_host_canary_seconds": [
-    7.60442000000694e-06,
-    7.597275000534864e-06,
-    7.952624999916224e-06
+    7.54070000084539e-06,
+    7.221985000569475e-06,
+    9.186060000274665e-06
    ]
   },
   "optimizer_adamw_foreach_cold_per_step": {
-   "seconds": 0.0008812305712646255,
-   "min": 0.0005106049997526238,
-   "max": 0.0014721615714279324,
+   "seconds": 0.000834569571517412,
+   "min": 0.0006750067143782092,
+   "max": 0.0017135531429630646,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8467,22 +8615,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.60442000000694e-06,
+   "host_canary_seconds": 7.54070000084539e-06,
    "pass_seconds": [
-    0.0008673218571857433,
-    0.0008812305712646255,
-    0.0009747238571630337
+    0.000834569571517412,
+    0.0007826261429012707,
+    0.000925299571593184
    ],
    "pass_host_canary_seconds": [
-    7.60442000000694e-06,
-    7.597275000534864e-06,
-    7.952624999916224e-06
+    7.54070000084539e-06,
+    7.221985000569475e-06,
+    9.186060000274665e-06
    ]
   },
   "optimizer_adamw_foreach_large": {
-   "seconds": 0.00045505899993258936,
-   "min": 0.00044373299988365034,
-   "max": 0.00047817300014685316,
+   "seconds": 0.0004551350000383536,
+   "min": 0.0004411989998516219,
+   "max": 0.00068217300008655,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -8490,15 +8638,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.0004517790000591049,
-    0.00045505899993258936,
-    0.0004598579998855712
+    0.0004551350000383536,
+    0.00044598600015888223,
+    0.0005449590000807802
    ]
   },
   "optimizer_adamw_for_loop_per_param": {
-   "seconds": 6.792767857126998e-05,
-   "min": 6.371969419660672e-05,
-   "max": 9.221625892865047e-05,
+   "seconds": 6.795543526802053e-05,
+   "min": 6.499826562540128e-05,
+   "max": 0.00010451228125012741,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8508,22 +8656,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.280390000232728e-06,
+   "host_canary_seconds": 7.255920000943661e-06,
    "pass_seconds": [
-    6.510118080374891e-05,
-    6.792767857126998e-05,
-    7.261057589299671e-05
+    6.795543526802053e-05,
+    6.635604687486665e-05,
+    9.857347321430763e-05
    ],
    "pass_host_canary_seconds": [
-    7.280390000232728e-06,
-    7.300495000208685e-06,
-    7.826085000033344e-06
+    7.255920000943661e-06,
+    7.150185000455167e-06,
+    1.0021594999898297e-05
    ]
   },
   "optimizer_adamw_for_loop_per_step": {
-   "seconds": 0.00030340728582294637,
-   "min": -0.000884982571571007,
-   "max": 0.004946917999989507,
+   "seconds": 0.0002420585712375866,
+   "min": -0.0005503099998804828,
+   "max": 0.0010723840001186803,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8533,22 +8681,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.280390000232728e-06,
+   "host_canary_seconds": 7.255920000943661e-06,
    "pass_seconds": [
-    0.00030340728582294637,
-    0.000277199571395873,
-    0.00043889328565325895
+    0.0002420585712375866,
+    0.0003005517143524882,
+    0.00023414299987832392
    ],
    "pass_host_canary_seconds": [
-    7.280390000232728e-06,
-    7.300495000208685e-06,
-    7.826085000033344e-06
+    7.255920000943661e-06,
+    7.150185000455167e-06,
+    1.0021594999898297e-05
    ]
   },
   "optimizer_adamw_for_loop_cold_per_param": {
-   "seconds": 6.89632455355138e-05,
-   "min": 6.415744642853025e-05,
-   "max": 0.00014117152008909426,
+   "seconds": 6.992582812515025e-05,
+   "min": 6.384004017842162e-05,
+   "max": 0.00011655252232196338,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8558,22 +8706,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.350219999580077e-06,
+   "host_canary_seconds": 7.282605000682452e-06,
    "pass_seconds": [
-    6.78779910714411e-05,
-    6.89632455355138e-05,
-    7.317561160746777e-05
+    6.992582812515025e-05,
+    6.753867410732742e-05,
+    8.138374776832182e-05
    ],
    "pass_host_canary_seconds": [
-    7.350219999580077e-06,
-    7.472984999594701e-06,
-    7.951614999228695e-06
+    7.282605000682452e-06,
+    7.119215000557233e-06,
+    1.0035914999662055e-05
    ]
   },
   "optimizer_adamw_for_loop_cold_per_step": {
-   "seconds": 0.0009028819999587412,
-   "min": -0.003957601285557237,
-   "max": 0.005429278428599511,
+   "seconds": 0.0008299704285426356,
+   "min": -0.001353857428771984,
+   "max": 0.0037224032857920974,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8583,22 +8731,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.350219999580077e-06,
+   "host_canary_seconds": 7.282605000682452e-06,
    "pass_seconds": [
-    0.000817891714437532,
-    0.0009028819999587412,
-    0.0013203245712572554
+    0.0008465787141826043,
+    0.0008299704285426356,
+    0.0005804111427291248
    ],
    "pass_host_canary_seconds": [
-    7.350219999580077e-06,
-    7.472984999594701e-06,
-    7.951614999228695e-06
+    7.282605000682452e-06,
+    7.119215000557233e-06,
+    1.0035914999662055e-05
    ]
   },
   "optimizer_adamw_for_loop_large": {
-   "seconds": 0.00039696800013189204,
-   "min": 0.00038689300004079996,
-   "max": 0.00042896199988717854,
+   "seconds": 0.00039349300004687393,
+   "min": 0.0003880870001466974,
+   "max": 0.0004263210000772233,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -8606,15 +8754,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.0003942210000786872,
-    0.0003972179999891523,
-    0.00039696800013189204
+    0.00039349300004687393,
+    0.00039347899996755586,
+    0.00040051099995253026
    ]
   },
   "optimizer_adamw_fused_per_param": {
-   "seconds": 2.4620401788411073e-06,
-   "min": 2.3300892857085794e-06,
-   "max": 2.6778638389909508e-06,
+   "seconds": 2.5189397326081623e-06,
+   "min": 2.3109486601161474e-06,
+   "max": 3.408627231899735e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8624,22 +8772,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.701565000388654e-06,
+   "host_canary_seconds": 7.636510000565977e-06,
    "pass_seconds": [
-    2.4620401788411073e-06,
-    2.4034999996607505e-06,
-    2.6306495536841467e-06
+    2.5189397326081623e-06,
+    2.42565178609766e-06,
+    2.736852679216132e-06
    ],
    "pass_host_canary_seconds": [
-    7.701565000388654e-06,
-    7.3518399995009535e-06,
-    7.939449999412317e-06
+    7.636510000565977e-06,
+    7.494335000046703e-06,
+    7.84009499966487e-06
    ]
   },
   "optimizer_adamw_fused_per_step": {
-   "seconds": 9.538057124050932e-05,
-   "min": 7.534857146700752e-05,
-   "max": 0.00012329628563228262,
+   "seconds": 9.258671418267892e-05,
+   "min": 5.110485705829757e-05,
+   "max": 0.0001651658569699066,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8649,22 +8797,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.701565000388654e-06,
+   "host_canary_seconds": 7.636510000565977e-06,
    "pass_seconds": [
-    9.538057124050932e-05,
-    8.993042836534317e-05,
-    9.951271434666914e-05
+    0.00010065285719714927,
+    9.258671418267892e-05,
+    9.209971420075038e-05
    ],
    "pass_host_canary_seconds": [
-    7.701565000388654e-06,
-    7.3518399995009535e-06,
-    7.939449999412317e-06
+    7.636510000565977e-06,
+    7.494335000046703e-06,
+    7.84009499966487e-06
    ]
   },
   "optimizer_adamw_fused_cold_per_param": {
-   "seconds": 3.5710959822259677e-06,
-   "min": 2.9545379461077507e-06,
-   "max": 9.702959821770005e-06,
+   "seconds": 3.4161227685355503e-06,
+   "min": 2.8468705356285033e-06,
+   "max": 6.790040178624882e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8674,22 +8822,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.563924999658411e-06,
+   "host_canary_seconds": 7.839445000854539e-06,
    "pass_seconds": [
-    3.207658482194477e-06,
-    3.5710959822259677e-06,
-    3.998421874484848e-06
+    3.4161227685355503e-06,
+    3.282477678620158e-06,
+    4.629216517924663e-06
    ],
    "pass_host_canary_seconds": [
-    7.563924999658411e-06,
-    7.602444999292856e-06,
-    8.22613499963154e-06
+    7.839445000854539e-06,
+    7.273925000390591e-06,
+    8.45918999971218e-06
    ]
   },
   "optimizer_adamw_fused_cold_per_step": {
-   "seconds": 0.0005680308571040119,
-   "min": 0.00029524257141539626,
-   "max": 0.0008240217142818957,
+   "seconds": 0.0006113334285536049,
+   "min": 0.00042594642851716865,
+   "max": 0.0010836442857648113,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8699,22 +8847,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.563924999658411e-06,
+   "host_canary_seconds": 7.839445000854539e-06,
    "pass_seconds": [
-    0.0005351958571801724,
-    0.0005933140000381952,
-    0.0005680308571040119
+    0.0006113334285536049,
+    0.0004816722856568439,
+    0.0006371008569528515
    ],
    "pass_host_canary_seconds": [
-    7.563924999658411e-06,
-    7.602444999292856e-06,
-    8.22613499963154e-06
+    7.839445000854539e-06,
+    7.273925000390591e-06,
+    8.45918999971218e-06
    ]
   },
   "optimizer_adamw_fused_large": {
-   "seconds": 0.0001806249999845022,
-   "min": 0.0001768729998730123,
-   "max": 0.00019731899988073565,
+   "seconds": 0.00018929700013359252,
+   "min": 0.00017611699990993657,
+   "max": 0.0002615070000047126,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -8722,105 +8870,105 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00018060200000036275,
-    0.0001806249999845022,
-    0.0001883329998690897
+    0.00018929700013359252,
+    0.00017988800004786754,
+    0.00022804500008533068
    ]
   },
   "cuda_synchronize_idle": {
-   "seconds": 4.939806000038516e-06,
-   "min": 4.663307999862809e-06,
-   "max": 5.249607999985528e-06,
+   "seconds": 5.1204930000494646e-06,
+   "min": 4.486699000153749e-06,
+   "max": 7.728540000016438e-06,
    "samples": 33,
    "method": "1000 x torch.cuda.synchronize() with no work queued; wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.434324999735508e-06,
+   "host_canary_seconds": 8.030830000507195e-06,
    "pass_seconds": [
-    4.939806000038516e-06,
-    4.727659000081985e-06,
-    5.06887699998515e-06
+    5.1204930000494646e-06,
+    4.592279999997118e-06,
+    6.721050000123796e-06
    ],
    "pass_host_canary_seconds": [
-    7.434324999735508e-06,
-    7.6151199999685555e-06,
-    7.960599999705664e-06
+    8.030830000507195e-06,
+    7.289937499876942e-06,
+    1.086505249986658e-05
    ]
   },
   "cuda_event_record": {
-   "seconds": 6.339981000110129e-06,
-   "min": 6.004767999911564e-06,
-   "max": 7.257257999981448e-06,
+   "seconds": 7.068140999990646e-06,
+   "min": 6.516394000072978e-06,
+   "max": 1.134818500008805e-05,
    "samples": 33,
    "method": "1000 x Event(enable_timing=True).record(); host wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.544315000131974e-06,
+   "host_canary_seconds": 7.63207999966653e-06,
    "pass_seconds": [
-    6.339981000110129e-06,
-    6.091841999932512e-06,
-    6.489088999842352e-06
+    7.068140999990646e-06,
+    6.570205999878453e-06,
+    9.733884999832298e-06
    ],
    "pass_host_canary_seconds": [
-    7.544315000131974e-06,
-    7.3084499990727635e-06,
-    7.630354999719203e-06
+    7.63207999966653e-06,
+    7.360920000110127e-06,
+    1.0377705000337301e-05
    ]
   },
   "cuda_event_elapsed_time": {
-   "seconds": 8.320819999880768e-07,
-   "min": 8.055069999954867e-07,
-   "max": 9.102090000396856e-07,
+   "seconds": 8.408300000155577e-07,
+   "min": 7.726110000021435e-07,
+   "max": 1.7160689999400347e-06,
    "samples": 33,
    "method": "1000 x elapsed_time() of two finished events; wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.5746675003074415e-06,
+   "host_canary_seconds": 7.3887575001663216e-06,
    "pass_seconds": [
-    8.320819999880768e-07,
-    8.172390000709129e-07,
-    8.440100000370876e-07
+    8.408300000155577e-07,
+    8.185920000869373e-07,
+    1.4512840000406868e-06
    ],
    "pass_host_canary_seconds": [
-    7.5746675003074415e-06,
-    7.282912499704253e-06,
-    8.116897500372034e-06
+    7.3887575001663216e-06,
+    7.348302499963211e-06,
+    1.056925999989744e-05
    ]
   },
   "launch_sync_roundtrip": {
-   "seconds": 1.4346898999974655e-05,
-   "min": 1.3698241000156485e-05,
-   "max": 1.5195736000123361e-05,
+   "seconds": 1.5179953000142632e-05,
+   "min": 1.4099792000024535e-05,
+   "max": 2.1197667000024013e-05,
    "samples": 33,
    "method": "1000 x (one tiny in-place add + torch.cuda.synchronize()); wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.438397499868188e-06,
+   "host_canary_seconds": 7.62981250034045e-06,
    "pass_seconds": [
-    1.4449073999912799e-05,
-    1.400915699991856e-05,
-    1.4346898999974655e-05
+    1.5179953000142632e-05,
+    1.4387607999879038e-05,
+    1.9216137999819695e-05
    ],
    "pass_host_canary_seconds": [
-    7.438397499868188e-06,
-    7.288357499533049e-06,
-    7.632169999851613e-06
+    7.62981250034045e-06,
+    7.4548749995528855e-06,
+    1.0145159999979115e-05
    ]
   },
   "item_roundtrip": {
-   "seconds": 1.7523932999893078e-05,
-   "min": 1.710898300007102e-05,
-   "max": 1.9194439000102647e-05,
+   "seconds": 1.9156010999950013e-05,
+   "min": 1.7180105000079494e-05,
+   "max": 2.7443766000033065e-05,
    "samples": 33,
    "method": "1000 x x.sum().item() on 16 elements (kernel + copy to host); wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.366032499476205e-06,
+   "host_canary_seconds": 1.2951960000009422e-05,
    "pass_seconds": [
-    1.7523932999893078e-05,
-    1.7469500000061087e-05,
-    1.834152499986885e-05
+    2.709725299996535e-05,
+    1.7413062000059655e-05,
+    1.9156010999950013e-05
    ],
    "pass_host_canary_seconds": [
-    7.366032499476205e-06,
-    7.694020000030833e-06,
-    7.837107499995e-06
+    1.2951960000009422e-05,
+    7.40120749981088e-06,
+    8.237217500663973e-06
    ]
   },
   "gpu_kernel_gap": {
-   "seconds": 2.0141304695129685e-06,
-   "min": 1.945713892669686e-06,
-   "max": 2.0604154623413223e-06,
+   "seconds": 2.125775700378399e-06,
+   "min": 2.051336089172373e-06,
+   "max": 2.219394481658917e-06,
    "samples": 11,
    "method": "200 back-to-back adds of 16777216 bfloat16 elements: CUDA-event interval per kernel minus the kernel's CUPTI duration (torch.profiler) of the same loop; GPU-bound (host far ahead)"
   }
@@ -8845,15 +8993,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.671835000000004e-05,
-    "min": 7.627540000000004e-05,
-    "max": 7.710750000000001e-05,
+    "seconds": 7.550680000000002e-05,
+    "min": 7.512929999999992e-05,
+    "max": 7.562160000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010501600000000004,
-    "min": 0.00010496649999999991,
-    "max": 0.00010509749999999994,
+    "seconds": 0.00010475575000000003,
+    "min": 0.0001045118,
+    "max": 0.00010525100000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8877,15 +9025,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.31466499999999e-05,
-    "min": 9.300149999999993e-05,
-    "max": 9.335629999999986e-05,
+    "seconds": 9.07955e-05,
+    "min": 9.057200000000011e-05,
+    "max": 9.111650000000028e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.668960000000002e-05,
-    "min": 9.652200000000005e-05,
-    "max": 9.705259999999994e-05,
+    "seconds": 9.494895e-05,
+    "min": 9.471680000000001e-05,
+    "max": 9.516460000000007e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8909,15 +9057,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017943180000000008,
-    "min": 0.00017919340000000002,
-    "max": 0.0001798026,
+    "seconds": 0.00017629000000000006,
+    "min": 0.0001760862000000002,
+    "max": 0.0001765171,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00045632515,
-    "min": 0.00045598640000000005,
-    "max": 0.0004568026000000001,
+    "seconds": 0.00044180850000000003,
+    "min": 0.0004414125999999999,
+    "max": 0.00044191870000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8941,15 +9089,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002912952,
-    "min": 0.0002905902999999999,
-    "max": 0.00029222609999999996,
+    "seconds": 0.00028374984999999993,
+    "min": 0.00028296299999999995,
+    "max": 0.0002840983999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005550160499999999,
-    "min": 0.0005545971,
-    "max": 0.000555767,
+    "seconds": 0.0005401866500000002,
+    "min": 0.0005398008,
+    "max": 0.0005408701,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8973,15 +9121,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0006984764999999999,
-    "min": 0.0006980616999999998,
-    "max": 0.0006993106,
+    "seconds": 0.00068797685,
+    "min": 0.0006877300999999999,
+    "max": 0.0006885899999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00180133995,
-    "min": 0.0018005224999999999,
-    "max": 0.0018026974000000002,
+    "seconds": 0.0017411513500000001,
+    "min": 0.0017400327,
+    "max": 0.0017422959999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9005,15 +9153,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0011715255999999999,
-    "min": 0.0011702555000000004,
-    "max": 0.0011724850000000005,
+    "seconds": 0.0011398386,
+    "min": 0.0011374564000000004,
+    "max": 0.0011410732,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0021653993000000002,
-    "min": 0.002163987,
-    "max": 0.0021670478,
+    "seconds": 0.0020963881499999996,
+    "min": 0.0020954483,
+    "max": 0.002097084899999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9037,15 +9185,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.488975000000004e-05,
-    "min": 3.471359999999999e-05,
-    "max": 3.555870000000007e-05,
+    "seconds": 3.460820000000002e-05,
+    "min": 3.453720000000003e-05,
+    "max": 3.5145400000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010301750000000007,
-    "min": 0.00010275130000000003,
-    "max": 0.00010346290000000008,
+    "seconds": 9.960509999999996e-05,
+    "min": 9.942709999999992e-05,
+    "max": 0.00010022399999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9069,15 +9217,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.821619999999992e-05,
-    "min": 4.8178600000000074e-05,
-    "max": 4.965080000000006e-05,
+    "seconds": 4.826005000000002e-05,
+    "min": 4.822749999999991e-05,
+    "max": 4.962820000000007e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.148634999999998e-05,
-    "min": 7.134659999999998e-05,
-    "max": 7.256630000000004e-05,
+    "seconds": 7.170040000000001e-05,
+    "min": 7.162219999999997e-05,
+    "max": 7.286409999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9101,15 +9249,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017818945,
-    "min": 0.00017806110000000017,
-    "max": 0.00017831040000000002,
+    "seconds": 0.00017540454999999996,
+    "min": 0.00017526770000000002,
+    "max": 0.0001756309999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00045209624999999995,
-    "min": 0.0004514837999999999,
-    "max": 0.0004526019,
+    "seconds": 0.00043671819999999996,
+    "min": 0.0004362652000000001,
+    "max": 0.00043700399999999984,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9133,15 +9281,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00032818499999999994,
-    "min": 0.00032788460000000006,
-    "max": 0.0003294157,
+    "seconds": 0.000319277,
+    "min": 0.0003184890000000001,
+    "max": 0.0003210466,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006207286,
-    "min": 0.0006202566999999998,
-    "max": 0.0006215082000000001,
+    "seconds": 0.0006051502,
+    "min": 0.0006044348000000001,
+    "max": 0.0006053498000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9165,15 +9313,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.2171249999999996e-05,
-    "min": 5.196799999999999e-05,
-    "max": 5.23555e-05,
+    "seconds": 5.1295900000000025e-05,
+    "min": 5.117789999999996e-05,
+    "max": 5.165859999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012434254999999997,
-    "min": 0.00012419139999999998,
-    "max": 0.00012445439999999997,
+    "seconds": 0.00012137439999999997,
+    "min": 0.00012108060000000003,
+    "max": 0.00012150670000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9197,15 +9345,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.904319999999998e-05,
-    "min": 6.762570000000003e-05,
-    "max": 7.060180000000008e-05,
+    "seconds": 6.820454999999996e-05,
+    "min": 6.670029999999993e-05,
+    "max": 6.983039999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00013237640000000005,
-    "min": 0.00013198129999999992,
-    "max": 0.0001336453,
+    "seconds": 0.00012769024999999994,
+    "min": 0.00012703729999999998,
+    "max": 0.000128642,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9229,15 +9377,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.000201375,
-    "min": 0.0002010617,
-    "max": 0.00020186970000000002,
+    "seconds": 0.00019925500000000002,
+    "min": 0.00019872640000000004,
+    "max": 0.0002002241000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00047830205,
-    "min": 0.0004780768999999999,
-    "max": 0.00047873280000000005,
+    "seconds": 0.00046620674999999997,
+    "min": 0.0004657557000000001,
+    "max": 0.0004667517,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9261,15 +9409,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0003885580000000001,
-    "min": 0.00038808980000000015,
-    "max": 0.0003887806000000001,
+    "seconds": 0.00037729659999999993,
+    "min": 0.0003767613000000002,
+    "max": 0.00037759619999999986,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006348229,
-    "min": 0.0006337851000000001,
-    "max": 0.0006357512000000002,
+    "seconds": 0.00061423855,
+    "min": 0.0006134029999999999,
+    "max": 0.0006150471999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9293,15 +9441,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.008295000000006e-05,
-    "min": 7.990090000000001e-05,
-    "max": 8.051899999999994e-05,
+    "seconds": 7.929234999999997e-05,
+    "min": 7.917189999999996e-05,
+    "max": 7.962540000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001437621,
-    "min": 0.0001435391,
-    "max": 0.00014394489999999997,
+    "seconds": 0.00014234350000000002,
+    "min": 0.00014208259999999993,
+    "max": 0.00014254919999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9325,15 +9473,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012602865,
-    "min": 0.00012594870000000002,
-    "max": 0.00012665899999999997,
+    "seconds": 0.00012221204999999998,
+    "min": 0.00012206980000000003,
+    "max": 0.0001226969,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00017233530000000002,
-    "min": 0.00017203169999999997,
-    "max": 0.00017295070000000002,
+    "seconds": 0.0001680416,
+    "min": 0.00016787499999999992,
+    "max": 0.0001684117,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9357,15 +9505,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00030766025000000005,
-    "min": 0.00030744120000000005,
-    "max": 0.00030810379999999995,
+    "seconds": 0.0003064242500000001,
+    "min": 0.0003061735000000001,
+    "max": 0.0003067384,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00055619545,
-    "min": 0.0005558668,
-    "max": 0.0005574416999999999,
+    "seconds": 0.00055182835,
+    "min": 0.0005515777000000002,
+    "max": 0.0005521422000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9389,15 +9537,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0004830558,
-    "min": 0.00048220930000000004,
-    "max": 0.0004835492,
+    "seconds": 0.0004689894000000001,
+    "min": 0.00046866530000000016,
+    "max": 0.00046912259999999986,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006684561499999999,
-    "min": 0.0006677852,
-    "max": 0.0006691802999999998,
+    "seconds": 0.0006519068999999997,
+    "min": 0.0006512213999999999,
+    "max": 0.0006529346,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9421,15 +9569,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.407950000000022e-06,
-    "min": 9.366399999999975e-06,
-    "max": 9.538999999999964e-06,
+    "seconds": 9.476699999999977e-06,
+    "min": 9.395299999999998e-06,
+    "max": 9.548500000000058e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.4315150000000039e-05,
-    "min": 1.4265600000000018e-05,
-    "max": 1.4512100000000033e-05,
+    "seconds": 1.4273600000000022e-05,
+    "min": 1.4252899999999999e-05,
+    "max": 1.4444700000000035e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9453,15 +9601,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.1311749999999964e-05,
-    "min": 2.127990000000002e-05,
-    "max": 2.1494200000000113e-05,
+    "seconds": 2.134719999999993e-05,
+    "min": 2.131889999999993e-05,
+    "max": 2.144930000000012e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.9971350000000013e-05,
-    "min": 1.9932900000000017e-05,
-    "max": 2.0121600000000034e-05,
+    "seconds": 2.0148549999999975e-05,
+    "min": 2.0115300000000004e-05,
+    "max": 2.03038e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9485,15 +9633,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.199519999999995e-05,
-    "min": 5.178209999999999e-05,
-    "max": 5.224380000000004e-05,
+    "seconds": 5.106385000000005e-05,
+    "min": 5.0905499999999935e-05,
+    "max": 5.1216100000000026e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012625035000000002,
-    "min": 0.00012585910000000004,
-    "max": 0.00012640010000000002,
+    "seconds": 0.0001231149,
+    "min": 0.00012270299999999997,
+    "max": 0.00012337749999999996,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9517,15 +9665,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.93519e-05,
-    "min": 7.879619999999996e-05,
-    "max": 8.104950000000005e-05,
+    "seconds": 7.930865e-05,
+    "min": 7.852720000000004e-05,
+    "max": 8.100100000000011e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00015762724999999995,
-    "min": 0.0001570616,
-    "max": 0.00015887020000000002,
+    "seconds": 0.00015438015000000002,
+    "min": 0.00015400369999999994,
+    "max": 0.00015505770000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9549,15 +9697,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3358599999999984e-05,
-    "min": 1.3286299999999983e-05,
-    "max": 1.4272199999999985e-05,
+    "seconds": 1.3784150000000023e-05,
+    "min": 1.365739999999995e-05,
+    "max": 1.460780000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.467050000000001e-05,
-    "min": 3.441279999999999e-05,
-    "max": 3.540449999999994e-05,
+    "seconds": 3.3859200000000016e-05,
+    "min": 3.363210000000004e-05,
+    "max": 3.413439999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9581,15 +9729,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.705764999999995e-05,
-    "min": 2.703030000000003e-05,
-    "max": 2.752619999999996e-05,
+    "seconds": 2.7046549999999996e-05,
+    "min": 2.7017599999999946e-05,
+    "max": 2.7536099999999975e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.7531350000000016e-05,
-    "min": 2.744999999999998e-05,
-    "max": 2.78301999999999e-05,
+    "seconds": 2.7735900000000013e-05,
+    "min": 2.770239999999999e-05,
+    "max": 2.794870000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9613,15 +9761,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.026365000000005e-05,
-    "min": 8.015029999999999e-05,
-    "max": 8.054379999999991e-05,
+    "seconds": 7.968594999999994e-05,
+    "min": 7.948609999999998e-05,
+    "max": 7.991420000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001483647,
-    "min": 0.00014826440000000003,
-    "max": 0.0001494112,
+    "seconds": 0.00014716445000000002,
+    "min": 0.00014710390000000003,
+    "max": 0.00014772889999999987,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9645,15 +9793,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00014179365000000003,
-    "min": 0.00014140459999999983,
-    "max": 0.0001423453000000001,
+    "seconds": 0.00013769544999999998,
+    "min": 0.00013742690000000004,
+    "max": 0.00013802110000000006,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00020220819999999996,
-    "min": 0.0002019483,
-    "max": 0.00020254190000000002,
+    "seconds": 0.00019682704999999997,
+    "min": 0.0001965006,
+    "max": 0.00019764290000000013,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9677,15 +9825,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.5170949999999975e-05,
-    "min": 3.491539999999999e-05,
-    "max": 3.534060000000002e-05,
+    "seconds": 3.4829100000000036e-05,
+    "min": 3.4450899999999945e-05,
+    "max": 3.508780000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.91134e-05,
-    "min": 5.8928099999999914e-05,
-    "max": 5.96516e-05,
+    "seconds": 5.9115400000000034e-05,
+    "min": 5.8944000000000024e-05,
+    "max": 5.938839999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9709,15 +9857,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.53278999999999e-05,
-    "min": 4.522260000000001e-05,
-    "max": 4.5853600000000106e-05,
+    "seconds": 4.539170000000002e-05,
+    "min": 4.515530000000003e-05,
+    "max": 4.5641200000000094e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.197900000000003e-05,
-    "min": 5.14044e-05,
-    "max": 5.2554400000000006e-05,
+    "seconds": 5.160804999999996e-05,
+    "min": 5.1433200000000035e-05,
+    "max": 5.252779999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9741,15 +9889,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001540609,
-    "min": 0.00015386819999999997,
-    "max": 0.00015433610000000007,
+    "seconds": 0.00015253695000000004,
+    "min": 0.0001522286,
+    "max": 0.00015297169999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0002149627,
-    "min": 0.00021448869999999998,
-    "max": 0.0002153541000000001,
+    "seconds": 0.00021616319999999997,
+    "min": 0.00021575929999999999,
+    "max": 0.00021621860000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9773,15 +9921,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002010409500000001,
-    "min": 0.0002007518,
-    "max": 0.00020159550000000003,
+    "seconds": 0.0001966426,
+    "min": 0.00019609429999999998,
+    "max": 0.0001973224999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00022982390000000002,
-    "min": 0.0002293827,
-    "max": 0.00023002260000000007,
+    "seconds": 0.00022589480000000003,
+    "min": 0.0002257111,
+    "max": 0.0002262521,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9805,15 +9953,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.448049999999995e-06,
-    "min": 6.406299999999988e-06,
-    "max": 6.486300000000006e-06,
+    "seconds": 6.449499999999944e-06,
+    "min": 6.435000000000002e-06,
+    "max": 6.505600000000016e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.244850000000042e-06,
-    "min": 6.236799999999994e-06,
-    "max": 6.316999999999962e-06,
+    "seconds": 6.2448500000000195e-06,
+    "min": 6.217600000000174e-06,
+    "max": 6.278299999999877e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9837,15 +9985,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3670650000000035e-05,
-    "min": 1.3667600000000062e-05,
-    "max": 1.3695899999999973e-05,
+    "seconds": 1.3667199999999932e-05,
+    "min": 1.3654200000000038e-05,
+    "max": 1.3689599999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.654499999999978e-06,
-    "min": 9.628700000000162e-06,
-    "max": 9.673699999999963e-06,
+    "seconds": 9.609500000000025e-06,
+    "min": 9.587200000000007e-06,
+    "max": 9.635199999999963e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9869,15 +10017,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4756799999999987e-05,
-    "min": 1.4662300000000051e-05,
-    "max": 1.550119999999996e-05,
+    "seconds": 1.464155000000004e-05,
+    "min": 1.4588999999999965e-05,
+    "max": 1.534740000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.128790000000001e-05,
-    "min": 3.103689999999999e-05,
-    "max": 3.202249999999999e-05,
+    "seconds": 3.067150000000004e-05,
+    "min": 3.0559999999999965e-05,
+    "max": 3.099809999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9901,15 +10049,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.4395149999999914e-05,
-    "min": 3.433270000000001e-05,
-    "max": 3.461840000000003e-05,
+    "seconds": 3.436024999999999e-05,
+    "min": 3.4338800000000004e-05,
+    "max": 3.462100000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.381745000000001e-05,
-    "min": 3.366720000000005e-05,
-    "max": 3.397739999999999e-05,
+    "seconds": 3.3888099999999964e-05,
+    "min": 3.384340000000001e-05,
+    "max": 3.3996700000000053e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9933,15 +10081,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1136150000000014e-05,
-    "min": 1.1084700000000031e-05,
-    "max": 1.1299099999999998e-05,
+    "seconds": 1.1127999999999992e-05,
+    "min": 1.0934500000000048e-05,
+    "max": 1.1209400000000027e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.1601449999999931e-05,
-    "min": 1.1539299999999957e-05,
-    "max": 1.1708799999999928e-05,
+    "seconds": 1.1596700000000017e-05,
+    "min": 1.140490000000018e-05,
+    "max": 1.165399999999995e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9965,15 +10113,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.1225600000000023e-05,
-    "min": 2.1187100000000033e-05,
-    "max": 2.1250700000000108e-05,
+    "seconds": 2.121440000000008e-05,
+    "min": 2.1199400000000002e-05,
+    "max": 2.1257100000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.6315100000000016e-05,
-    "min": 1.6265499999999975e-05,
-    "max": 1.633619999999994e-05,
+    "seconds": 1.626379999999997e-05,
+    "min": 1.6220600000000012e-05,
+    "max": 1.6281300000000057e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9997,15 +10145,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.7229200000000006e-05,
-    "min": 3.7049600000000046e-05,
-    "max": 3.745260000000004e-05,
+    "seconds": 3.675665000000002e-05,
+    "min": 3.6559899999999914e-05,
+    "max": 3.684169999999992e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.683690000000002e-05,
-    "min": 5.646709999999998e-05,
-    "max": 5.70434e-05,
+    "seconds": 5.653224999999996e-05,
+    "min": 5.6451300000000094e-05,
+    "max": 5.669709999999994e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10029,15 +10177,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.037760000000003e-05,
-    "min": 6.0281699999999996e-05,
-    "max": 6.046749999999996e-05,
+    "seconds": 6.0409249999999974e-05,
+    "min": 6.020829999999992e-05,
+    "max": 6.0604599999999986e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.538265000000004e-05,
-    "min": 6.511709999999996e-05,
-    "max": 6.594570000000006e-05,
+    "seconds": 6.499325000000002e-05,
+    "min": 6.447350000000004e-05,
+    "max": 6.511680000000005e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10061,15 +10209,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.24478e-05,
-    "min": 2.2341999999999984e-05,
-    "max": 2.2937499999999965e-05,
+    "seconds": 2.2135749999999955e-05,
+    "min": 2.1939100000000008e-05,
+    "max": 2.262430000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.586080000000003e-05,
-    "min": 3.575699999999995e-05,
-    "max": 3.594869999999998e-05,
+    "seconds": 3.532000000000005e-05,
+    "min": 3.5120099999999935e-05,
+    "max": 3.539520000000013e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10093,15 +10241,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.5822199999999984e-05,
-    "min": 3.576009999999992e-05,
-    "max": 3.5849100000000036e-05,
+    "seconds": 3.5890800000000026e-05,
+    "min": 3.585580000000002e-05,
+    "max": 3.6009900000000036e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.9515149999999968e-05,
-    "min": 2.9417799999999964e-05,
-    "max": 2.9631800000000034e-05,
+    "seconds": 2.9402999999999996e-05,
+    "min": 2.9391900000000057e-05,
+    "max": 2.949790000000005e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10125,15 +10273,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.138814999999997e-05,
-    "min": 7.12343e-05,
-    "max": 7.160399999999999e-05,
+    "seconds": 7.048475000000006e-05,
+    "min": 7.027509999999997e-05,
+    "max": 7.082039999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011238524999999992,
-    "min": 0.00011207489999999999,
-    "max": 0.00011250830000000001,
+    "seconds": 0.00011242190000000004,
+    "min": 0.00011232930000000002,
+    "max": 0.0001128187999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10157,15 +10305,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011983729999999996,
-    "min": 0.00011921910000000009,
-    "max": 0.00012011880000000014,
+    "seconds": 0.00011828555000000001,
+    "min": 0.00011804830000000001,
+    "max": 0.00011862679999999995,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00013153575,
-    "min": 0.0001314924,
-    "max": 0.00013176219999999996,
+    "seconds": 0.00012943025000000004,
+    "min": 0.00012906539999999999,
+    "max": 0.0001297339,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10189,15 +10337,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.3486000000000045e-06,
-    "min": 7.263999999999873e-06,
-    "max": 7.453100000000063e-06,
+    "seconds": 7.270449999999971e-06,
+    "min": 7.206400000000042e-06,
+    "max": 7.3597000000000085e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.444950000000017e-06,
-    "min": 6.419199999999955e-06,
-    "max": 6.502399999999989e-06,
+    "seconds": 6.427200000000073e-06,
+    "min": 6.419200000000023e-06,
+    "max": 6.482900000000109e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10221,15 +10369,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.6676649999999945e-05,
-    "min": 1.6649499999999943e-05,
-    "max": 1.6694299999999953e-05,
+    "seconds": 1.671175000000001e-05,
+    "min": 1.670399999999995e-05,
+    "max": 1.6720199999999966e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.7440500000000155e-06,
-    "min": 6.716899999999987e-06,
-    "max": 6.8158999999999875e-06,
+    "seconds": 6.7824500000000285e-06,
+    "min": 6.758400000000029e-06,
+    "max": 6.803100000000007e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10253,15 +10401,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1734350000000006e-05,
-    "min": 1.1692999999999939e-05,
-    "max": 1.1939100000000007e-05,
+    "seconds": 1.1740550000000002e-05,
+    "min": 1.165450000000003e-05,
+    "max": 1.1843400000000031e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.2360000000000071e-05,
-    "min": 1.2303899999999975e-05,
-    "max": 1.2412999999999942e-05,
+    "seconds": 1.2356799999999976e-05,
+    "min": 1.2304199999999991e-05,
+    "max": 1.2457499999999982e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10285,15 +10433,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.320114999999999e-05,
-    "min": 4.317440000000006e-05,
-    "max": 4.3263899999999876e-05,
+    "seconds": 4.3247799999999976e-05,
+    "min": 4.321289999999993e-05,
+    "max": 4.327990000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.7800049999999996e-05,
-    "min": 1.7711800000000063e-05,
-    "max": 1.787510000000002e-05,
+    "seconds": 1.752985e-05,
+    "min": 1.7469000000000005e-05,
+    "max": 1.759049999999993e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10317,15 +10465,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.249140000000001e-05,
-    "min": 2.2425800000000005e-05,
-    "max": 2.2790299999999977e-05,
+    "seconds": 2.2447699999999992e-05,
+    "min": 2.2400100000000067e-05,
+    "max": 2.274879999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.2689749999999923e-05,
-    "min": 2.2646600000000103e-05,
-    "max": 2.2918499999999926e-05,
+    "seconds": 2.2603150000000045e-05,
+    "min": 2.2585499999999955e-05,
+    "max": 2.284140000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10349,15 +10497,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.109265000000005e-05,
-    "min": 5.107219999999972e-05,
-    "max": 5.1101100000000154e-05,
+    "seconds": 5.112800000000007e-05,
+    "min": 5.1116399999999963e-05,
+    "max": 5.1152100000000035e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.157929999999999e-05,
-    "min": 2.153280000000002e-05,
-    "max": 2.1628800000000046e-05,
+    "seconds": 2.156784999999999e-05,
+    "min": 2.1542700000000013e-05,
+    "max": 2.1651200000000007e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10381,15 +10529,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.423340000000002e-05,
-    "min": 5.4102800000000034e-05,
-    "max": 5.4518399999999976e-05,
+    "seconds": 5.349275000000002e-05,
+    "min": 5.333110000000001e-05,
+    "max": 5.365750000000011e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.353464999999993e-05,
-    "min": 7.349759999999997e-05,
-    "max": 7.375330000000004e-05,
+    "seconds": 7.236594999999997e-05,
+    "min": 7.224860000000003e-05,
+    "max": 7.242549999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10413,15 +10561,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015557700000000006,
-    "min": 0.00015548169999999998,
-    "max": 0.00015583560000000004,
+    "seconds": 0.00015540049999999994,
+    "min": 0.00015533340000000018,
+    "max": 0.00015568539999999994,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.620325000000003e-05,
-    "min": 6.593590000000002e-05,
-    "max": 6.638749999999995e-05,
+    "seconds": 6.552985000000003e-05,
+    "min": 6.531529999999995e-05,
+    "max": 6.559620000000005e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10446,15 +10594,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.620949999999994e-06,
-    "min": 6.6045999999999825e-06,
-    "max": 6.6495000000000005e-06,
+    "seconds": 6.6625e-06,
+    "min": 6.646299999999973e-06,
+    "max": 6.678200000000027e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.0953499999999969e-05,
-    "min": 1.0924900000000093e-05,
-    "max": 1.1014100000000009e-05,
+    "seconds": 1.1044800000000032e-05,
+    "min": 1.101440000000008e-05,
+    "max": 1.1123100000000046e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10479,15 +10627,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.0329700000000043e-05,
-    "min": 1.0304300000000046e-05,
-    "max": 1.0345700000000034e-05,
+    "seconds": 1.0305499999999978e-05,
+    "min": 1.0287799999999993e-05,
+    "max": 1.03197e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.321584999999998e-05,
-    "min": 1.3199800000000073e-05,
-    "max": 1.325120000000003e-05,
+    "seconds": 1.3079800000000006e-05,
+    "min": 1.303010000000006e-05,
+    "max": 1.3091400000000056e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10512,15 +10660,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.505700000000012e-06,
-    "min": 8.473299999999962e-06,
-    "max": 8.518500000000007e-06,
+    "seconds": 8.46395000000001e-06,
+    "min": 8.438199999999995e-06,
+    "max": 8.498999999999977e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.3092849999999976e-05,
-    "min": 1.3078400000000022e-05,
-    "max": 1.3110199999999883e-05,
+    "seconds": 1.308005000000004e-05,
+    "min": 1.3049800000000119e-05,
+    "max": 1.311050000000023e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10545,15 +10693,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.446574999999998e-05,
-    "min": 1.4361700000000019e-05,
-    "max": 1.4908699999999965e-05,
+    "seconds": 1.4409500000000015e-05,
+    "min": 1.4351699999999983e-05,
+    "max": 1.4783800000000007e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.6288100000000018e-05,
-    "min": 1.6182199999999863e-05,
-    "max": 1.6412700000000064e-05,
+    "seconds": 1.610250000000003e-05,
+    "min": 1.6070600000000022e-05,
+    "max": 1.6188599999999884e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10578,15 +10726,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.5336050000000007e-05,
-    "min": 1.5309100000000012e-05,
-    "max": 1.5459000000000002e-05,
+    "seconds": 1.531699999999998e-05,
+    "min": 1.528309999999999e-05,
+    "max": 1.537919999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.0021000000000013e-05,
-    "min": 2.9945299999999928e-05,
-    "max": 3.018249999999996e-05,
+    "seconds": 2.9732499999999987e-05,
+    "min": 2.9600100000000022e-05,
+    "max": 2.978549999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10611,15 +10759,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.3822249999999994e-05,
-    "min": 2.3734599999999968e-05,
-    "max": 2.4131200000000058e-05,
+    "seconds": 2.3710200000000043e-05,
+    "min": 2.3685800000000006e-05,
+    "max": 2.3961599999999988e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.725300000000002e-05,
-    "min": 3.7045899999999936e-05,
-    "max": 3.7309100000000445e-05,
+    "seconds": 3.664779999999998e-05,
+    "min": 3.632650000000003e-05,
+    "max": 3.6745700000000125e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10644,15 +10792,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.2472100000000005e-05,
-    "min": 2.2342999999999993e-05,
-    "max": 2.255379999999998e-05,
+    "seconds": 2.2297599999999974e-05,
+    "min": 2.2255700000000025e-05,
+    "max": 2.2412699999999983e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.294095000000008e-05,
-    "min": 5.265580000000002e-05,
-    "max": 5.322340000000011e-05,
+    "seconds": 5.2169550000000006e-05,
+    "min": 5.2064100000000015e-05,
+    "max": 5.248009999999993e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10677,15 +10825,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.078244999999994e-05,
-    "min": 4.071679999999999e-05,
-    "max": 4.0876799999999934e-05,
+    "seconds": 4.042970000000001e-05,
+    "min": 4.03075e-05,
+    "max": 4.081229999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.367380000000014e-05,
-    "min": 6.359440000000011e-05,
-    "max": 6.38524000000002e-05,
+    "seconds": 6.268330000000006e-05,
+    "min": 6.256659999999985e-05,
+    "max": 6.310370000000007e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10710,15 +10858,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.0238249999999995e-05,
-    "min": 3.0173199999999998e-05,
-    "max": 3.0345500000000037e-05,
+    "seconds": 3.0131150000000004e-05,
+    "min": 3.0048000000000028e-05,
+    "max": 3.0211399999999993e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.883805000000006e-05,
-    "min": 7.860759999999998e-05,
-    "max": 7.910970000000007e-05,
+    "seconds": 7.707794999999986e-05,
+    "min": 7.699180000000008e-05,
+    "max": 7.72234e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10743,15 +10891,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.966264999999999e-05,
-    "min": 4.955140000000004e-05,
-    "max": 4.970910000000005e-05,
+    "seconds": 4.916689999999998e-05,
+    "min": 4.906260000000001e-05,
+    "max": 4.926769999999994e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.973150000000005e-05,
-    "min": 8.956209999999982e-05,
-    "max": 9.013419999999999e-05,
+    "seconds": 8.766074999999994e-05,
+    "min": 8.750670000000005e-05,
+    "max": 8.791370000000006e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10776,15 +10924,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.1898849999999996e-05,
-    "min": 4.181749999999998e-05,
-    "max": 4.197449999999998e-05,
+    "seconds": 4.15311e-05,
+    "min": 4.1446700000000025e-05,
+    "max": 4.176640000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.773325e-05,
-    "min": 9.738579999999998e-05,
-    "max": 9.799449999999996e-05,
+    "seconds": 9.671549999999997e-05,
+    "min": 9.659199999999999e-05,
+    "max": 9.686660000000021e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10809,15 +10957,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.145400000000002e-05,
-    "min": 8.119710000000006e-05,
-    "max": 8.157780000000002e-05,
+    "seconds": 8.007040000000003e-05,
+    "min": 7.999469999999999e-05,
+    "max": 8.022369999999992e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011677265,
-    "min": 0.00011640679999999997,
-    "max": 0.00011695409999999996,
+    "seconds": 0.00011561614999999986,
+    "min": 0.0001153763,
+    "max": 0.00011579490000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10842,15 +10990,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.606184999999998e-05,
-    "min": 7.598689999999996e-05,
-    "max": 7.636809999999998e-05,
+    "seconds": 7.577450000000003e-05,
+    "min": 7.560680000000002e-05,
+    "max": 7.596849999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019335509999999996,
-    "min": 0.00019309599999999983,
-    "max": 0.00019344230000000002,
+    "seconds": 0.00019000629999999983,
+    "min": 0.0001898166000000002,
+    "max": 0.00019044439999999955,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10875,15 +11023,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.000126944,
-    "min": 0.0001266953,
-    "max": 0.00012696899999999997,
+    "seconds": 0.00012538380000000002,
+    "min": 0.00012532549999999998,
+    "max": 0.00012542659999999995,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00021859339999999995,
-    "min": 0.0002183254000000001,
-    "max": 0.0002192079,
+    "seconds": 0.0002154648500000001,
+    "min": 0.00021505579999999994,
+    "max": 0.00021584529999999993,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10908,15 +11056,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010327895,
-    "min": 0.00010293299999999997,
-    "max": 0.00010382680000000003,
+    "seconds": 0.000102421,
+    "min": 0.00010231699999999995,
+    "max": 0.00010270469999999995,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00024429789999999996,
-    "min": 0.00024361539999999984,
-    "max": 0.0002443246999999999,
+    "seconds": 0.0002419867,
+    "min": 0.00024155029999999998,
+    "max": 0.00024245119999999993,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10941,15 +11089,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00020317525000000002,
-    "min": 0.00020305800000000002,
-    "max": 0.00020321650000000002,
+    "seconds": 0.00020030085000000004,
+    "min": 0.00020007309999999995,
+    "max": 0.00020039119999999992,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0002917604,
-    "min": 0.0002914875,
-    "max": 0.00029215929999999995,
+    "seconds": 0.00028957075,
+    "min": 0.00028927569999999994,
+    "max": 0.00028985260000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10969,9 +11117,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.012749999999966e-06,
-    "min": 6.991899999999976e-06,
-    "max": 7.059199999999976e-06,
+    "seconds": 6.998550000000017e-06,
+    "min": 6.972799999999995e-06,
+    "max": 7.0333999999999605e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -10997,15 +11145,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.953699999999992e-06,
-    "min": 6.930800000000023e-06,
-    "max": 6.966300000000001e-06,
+    "seconds": 6.8272000000000335e-06,
+    "min": 6.790600000000018e-06,
+    "max": 6.912200000000075e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.2064500000000004e-06,
-    "min": 3.1999999999999545e-06,
-    "max": 3.2286999999999806e-06,
+    "seconds": 3.2062999999999984e-06,
+    "min": 3.2029000000000223e-06,
+    "max": 3.216099999999983e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11025,9 +11173,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.867399999999992e-06,
-    "min": 7.792000000000006e-06,
-    "max": 7.917100000000004e-06,
+    "seconds": 7.846300000000025e-06,
+    "min": 7.807800000000134e-06,
+    "max": 7.86529999999999e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -11053,15 +11201,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.599800000000005e-06,
-    "min": 7.5488999999999575e-06,
-    "max": 7.606199999999966e-06,
+    "seconds": 7.3456499999999895e-06,
+    "min": 7.327700000000016e-06,
+    "max": 7.3984000000000154e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.683350000000007e-06,
-    "min": 4.675199999999973e-06,
-    "max": 4.6912000000000035e-06,
+    "seconds": 4.6607999999999775e-06,
+    "min": 4.639999999999964e-06,
+    "max": 4.710300000000018e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11081,9 +11229,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1761449999999985e-05,
-    "min": 1.1718199999999979e-05,
-    "max": 1.1791999999999917e-05,
+    "seconds": 1.1796800000000029e-05,
+    "min": 1.1740799999999957e-05,
+    "max": 1.1836700000000018e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -11109,15 +11257,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.638349999999924e-06,
-    "min": 9.596699999999965e-06,
-    "max": 9.657500000000119e-06,
+    "seconds": 9.764850000000024e-06,
+    "min": 9.683099999999967e-06,
+    "max": 9.807799999999952e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.5078749999999992e-05,
-    "min": 1.5062199999999983e-05,
-    "max": 1.5097500000000013e-05,
+    "seconds": 1.5073350000000032e-05,
+    "min": 1.5062399999999968e-05,
+    "max": 1.5091100000000051e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11137,9 +11285,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3958150000000018e-05,
-    "min": 1.3897499999999992e-05,
-    "max": 1.4041599999999994e-05,
+    "seconds": 1.389745000000003e-05,
+    "min": 1.3820299999999975e-05,
+    "max": 1.3971200000000023e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -11165,15 +11313,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.2968100000000016e-05,
-    "min": 1.2908799999999986e-05,
-    "max": 1.2998099999999953e-05,
+    "seconds": 1.2959850000000052e-05,
+    "min": 1.2876700000000039e-05,
+    "max": 1.29923e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.094249999999995e-06,
-    "min": 8.079999999999995e-06,
-    "max": 8.118400000000042e-06,
+    "seconds": 8.086400000000025e-06,
+    "min": 8.076900000000034e-06,
+    "max": 8.115199999999983e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11193,9 +11341,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.6576099999999985e-05,
-    "min": 1.64318e-05,
-    "max": 1.6988700000000016e-05,
+    "seconds": 1.627795e-05,
+    "min": 1.6211199999999995e-05,
+    "max": 1.6441499999999975e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -11221,15 +11369,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4712150000000008e-05,
-    "min": 1.4668900000000008e-05,
-    "max": 1.4809600000000023e-05,
+    "seconds": 1.4588500000000015e-05,
+    "min": 1.4544199999999999e-05,
+    "max": 1.4640200000000014e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.5056049999999966e-05,
-    "min": 1.5043299999999975e-05,
-    "max": 1.5075500000000012e-05,
+    "seconds": 1.505275000000005e-05,
+    "min": 1.5039899999999944e-05,
+    "max": 1.5062300000000039e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11249,9 +11397,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.319664999999996e-05,
-    "min": 4.3027300000000014e-05,
-    "max": 4.351999999999997e-05,
+    "seconds": 4.353270000000004e-05,
+    "min": 4.34165e-05,
+    "max": 4.380150000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -11277,15 +11425,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.914064999999998e-05,
-    "min": 2.8982699999999955e-05,
-    "max": 2.9318099999999966e-05,
+    "seconds": 2.8984050000000016e-05,
+    "min": 2.881899999999998e-05,
+    "max": 2.906559999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.6522050000000036e-05,
-    "min": 5.648309999999999e-05,
-    "max": 5.6579099999999975e-05,
+    "seconds": 5.6184100000000044e-05,
+    "min": 5.6166099999999964e-05,
+    "max": 5.6339099999999936e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11305,9 +11453,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.11606e-05,
-    "min": 6.0710300000000055e-05,
-    "max": 6.15194e-05,
+    "seconds": 6.070234999999997e-05,
+    "min": 5.992889999999998e-05,
+    "max": 6.0867199999999965e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -11333,15 +11481,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.91475e-05,
-    "min": 3.901460000000004e-05,
-    "max": 3.9325199999999974e-05,
+    "seconds": 3.919004999999997e-05,
+    "min": 3.904599999999999e-05,
+    "max": 3.933449999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.884809999999998e-05,
-    "min": 2.8844500000000008e-05,
-    "max": 2.893749999999991e-05,
+    "seconds": 2.8945550000000006e-05,
+    "min": 2.8927700000000018e-05,
+    "max": 2.8979000000000015e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11361,9 +11509,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.969109999999999e-05,
-    "min": 5.9229599999999966e-05,
-    "max": 6.004220000000004e-05,
+    "seconds": 5.954624999999995e-05,
+    "min": 5.9390799999999974e-05,
+    "max": 5.986250000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -11389,15 +11537,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.146359999999997e-05,
-    "min": 4.126719999999999e-05,
-    "max": 4.1756699999999986e-05,
+    "seconds": 4.121725000000005e-05,
+    "min": 4.093130000000001e-05,
+    "max": 4.1469200000000026e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.6626050000000006e-05,
-    "min": 5.65313e-05,
-    "max": 5.674539999999999e-05,
+    "seconds": 5.6361199999999985e-05,
+    "min": 5.628020000000002e-05,
+    "max": 5.6492800000000057e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11417,9 +11565,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012931744999999999,
-    "min": 0.0001289426000000001,
-    "max": 0.000129773,
+    "seconds": 0.00013170545000000002,
+    "min": 0.0001313498999999999,
+    "max": 0.00013216890000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -11445,15 +11593,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.389240000000002e-05,
-    "min": 7.374639999999997e-05,
-    "max": 7.406650000000001e-05,
+    "seconds": 7.44838e-05,
+    "min": 7.441590000000007e-05,
+    "max": 7.462350000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00022043074999999996,
-    "min": 0.0002203498000000001,
-    "max": 0.00022049910000000004,
+    "seconds": 0.0002205348,
+    "min": 0.0002204401,
+    "max": 0.00022064249999999996,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11475,15 +11623,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4696199999999982e-05,
-    "min": 2.455659999999998e-05,
-    "max": 2.4975799999999972e-05,
+    "seconds": 2.4731299999999998e-05,
+    "min": 2.4505700000000025e-05,
+    "max": 2.4813199999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.097154999999998e-05,
-    "min": 5.085090000000001e-05,
-    "max": 5.116519999999995e-05,
+    "seconds": 5.001449999999999e-05,
+    "min": 4.982649999999998e-05,
+    "max": 5.0089800000000016e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11505,15 +11653,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.115195000000002e-05,
-    "min": 5.10632e-05,
-    "max": 5.123199999999997e-05,
+    "seconds": 4.9961000000000005e-05,
+    "min": 4.991570000000004e-05,
+    "max": 5.01502e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.4649749999999982e-05,
-    "min": 2.4418899999999984e-05,
-    "max": 2.4812899999999953e-05,
+    "seconds": 2.438575000000001e-05,
+    "min": 2.4271900000000014e-05,
+    "max": 2.457260000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11538,15 +11686,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010328610000000001,
-    "min": 0.00010312000000000003,
-    "max": 0.00010344529999999994,
+    "seconds": 0.00010129455000000001,
+    "min": 0.00010098469999999999,
+    "max": 0.00010152580000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001461691000000001,
-    "min": 0.00014598840000000008,
-    "max": 0.0001462663,
+    "seconds": 0.00014519119999999993,
+    "min": 0.0001446433000000001,
+    "max": 0.00014536230000000006,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11571,15 +11719,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00016128579999999997,
-    "min": 0.00016119949999999998,
-    "max": 0.0001614418000000001,
+    "seconds": 0.00015789530000000004,
+    "min": 0.0001577334,
+    "max": 0.00015829449999999994,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001728509999999998,
-    "min": 0.00017243159999999995,
-    "max": 0.00017291870000000006,
+    "seconds": 0.00017137855000000002,
+    "min": 0.00017102030000000018,
+    "max": 0.00017186390000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11603,15 +11751,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.803534999999998e-05,
-    "min": 3.7792799999999975e-05,
-    "max": 3.843200000000005e-05,
+    "seconds": 3.7550299999999985e-05,
+    "min": 3.739870000000002e-05,
+    "max": 3.7884499999999966e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010650044999999998,
-    "min": 0.00010628410000000008,
-    "max": 0.00010660210000000012,
+    "seconds": 0.00010582370000000006,
+    "min": 0.00010559680000000004,
+    "max": 0.00010623070000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11635,15 +11783,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002392595500000001,
-    "min": 0.00023867809999999993,
-    "max": 0.00023945740000000013,
+    "seconds": 0.00023590085000000017,
+    "min": 0.00023551860000000022,
+    "max": 0.00023623210000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005584051000000001,
-    "min": 0.0005577741000000001,
-    "max": 0.0005589033999999999,
+    "seconds": 0.0005548022999999997,
+    "min": 0.0005541982000000004,
+    "max": 0.0005552797000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11665,14 +11813,14 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.730230000000001e-05,
-    "min": 3.7158600000000034e-05,
-    "max": 3.7488499999999985e-05,
+    "seconds": 3.7136050000000015e-05,
+    "min": 3.697889999999993e-05,
+    "max": 3.729650000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.311209999999997e-05,
-    "min": 5.279039999999996e-05,
+    "seconds": 5.3287650000000025e-05,
+    "min": 5.3004599999999984e-05,
     "max": 5.368670000000004e-05,
     "samples": 6
    },
@@ -11695,15 +11843,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.9349949999999996e-05,
-    "min": 1.92063e-05,
-    "max": 1.945910000000001e-05,
+    "seconds": 1.9146899999999995e-05,
+    "min": 1.911679999999999e-05,
+    "max": 1.92385e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.749105e-05,
-    "min": 2.7270700000000057e-05,
-    "max": 2.7891099999999984e-05,
+    "seconds": 2.7302350000000008e-05,
+    "min": 2.717450000000008e-05,
+    "max": 2.76444e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11725,15 +11873,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.359355e-05,
-    "min": 3.342700000000001e-05,
-    "max": 3.3670500000000016e-05,
+    "seconds": 3.3371449999999994e-05,
+    "min": 3.31336e-05,
+    "max": 3.350770000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.744310000000004e-05,
-    "min": 4.70462e-05,
-    "max": 4.7609300000000005e-05,
+    "seconds": 4.748304999999998e-05,
+    "min": 4.729600000000005e-05,
+    "max": 4.774069999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11755,15 +11903,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.432170000000001e-05,
-    "min": 2.42433e-05,
-    "max": 2.436470000000004e-05,
+    "seconds": 2.4190049999999967e-05,
+    "min": 2.4121400000000006e-05,
+    "max": 2.4275e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.217305000000005e-05,
-    "min": 3.202899999999999e-05,
-    "max": 3.249569999999999e-05,
+    "seconds": 3.195845e-05,
+    "min": 3.180170000000005e-05,
+    "max": 3.2096299999999905e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11783,15 +11931,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.3542300000000006e-05,
-    "min": 3.326750000000001e-05,
-    "max": 3.3641500000000006e-05,
+    "seconds": 3.332945e-05,
+    "min": 3.326419999999996e-05,
+    "max": 3.34944e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.7825699999999965e-05,
-    "min": 4.7631899999999994e-05,
-    "max": 4.798739999999998e-05,
+    "seconds": 4.775685000000003e-05,
+    "min": 4.74782e-05,
+    "max": 4.7890999999999986e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11811,15 +11959,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.9113450000000006e-05,
-    "min": 1.8870600000000002e-05,
-    "max": 1.9126499999999997e-05,
+    "seconds": 1.8758149999999996e-05,
+    "min": 1.852449999999999e-05,
+    "max": 1.8969700000000013e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.61295e-05,
-    "min": 2.6015999999999996e-05,
-    "max": 2.640980000000002e-05,
+    "seconds": 2.611360000000003e-05,
+    "min": 2.5990400000000035e-05,
+    "max": 2.6479899999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11839,15 +11987,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.3460949999999993e-05,
-    "min": 3.332779999999997e-05,
-    "max": 3.3565099999999995e-05,
+    "seconds": 3.3171349999999975e-05,
+    "min": 3.3068899999999964e-05,
+    "max": 3.334039999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.750240000000004e-05,
-    "min": 4.7276999999999995e-05,
-    "max": 4.7801299999999945e-05,
+    "seconds": 4.7574499999999997e-05,
+    "min": 4.7257299999999985e-05,
+    "max": 4.7756099999999995e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11867,15 +12015,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.8502599999999995e-05,
-    "min": 1.8371199999999998e-05,
-    "max": 1.865880000000001e-05,
+    "seconds": 1.826560000000001e-05,
+    "min": 1.8102800000000002e-05,
+    "max": 1.8371300000000042e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.4491249999999983e-05,
-    "min": 2.4383899999999948e-05,
-    "max": 2.4748799999999982e-05,
+    "seconds": 2.4502500000000025e-05,
+    "min": 2.4399899999999956e-05,
+    "max": 2.4764900000000035e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11895,15 +12043,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.36719e-05,
-    "min": 3.365719999999998e-05,
-    "max": 3.378839999999999e-05,
+    "seconds": 3.342654999999996e-05,
+    "min": 3.3311899999999975e-05,
+    "max": 3.362889999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.755215000000005e-05,
-    "min": 4.731390000000002e-05,
-    "max": 4.777969999999999e-05,
+    "seconds": 4.7393499999999986e-05,
+    "min": 4.726080000000002e-05,
+    "max": 4.7961599999999964e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11923,15 +12071,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.9423899999999992e-05,
-    "min": 1.9315700000000002e-05,
-    "max": 1.978560000000001e-05,
+    "seconds": 1.9263699999999983e-05,
+    "min": 1.8937599999999976e-05,
+    "max": 1.9411399999999934e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.4601750000000016e-05,
-    "min": 2.4371199999999954e-05,
-    "max": 2.4684600000000072e-05,
+    "seconds": 2.4684899999999985e-05,
+    "min": 2.4470399999999995e-05,
+    "max": 2.476469999999995e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11953,15 +12101,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.8286649999999996e-05,
-    "min": 4.8057299999999985e-05,
-    "max": 4.866910000000001e-05,
+    "seconds": 4.755969999999997e-05,
+    "min": 4.737840000000002e-05,
+    "max": 4.7721899999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.6724249999999966e-05,
-    "min": 3.6447400000000006e-05,
-    "max": 3.70334e-05,
+    "seconds": 3.663550000000001e-05,
+    "min": 3.648009999999998e-05,
+    "max": 3.684749999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11983,15 +12131,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.014465e-05,
-    "min": 2.9933100000000023e-05,
-    "max": 3.03516e-05,
+    "seconds": 2.9860949999999994e-05,
+    "min": 2.9734099999999956e-05,
+    "max": 2.993280000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.0895600000000014e-05,
-    "min": 2.0819000000000005e-05,
-    "max": 2.1087500000000025e-05,
+    "seconds": 2.0801650000000028e-05,
+    "min": 2.0665799999999988e-05,
+    "max": 2.1107200000000034e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12019,9 +12167,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.770795000000001e-05,
-    "min": 4.764209999999997e-05,
-    "max": 4.783619999999997e-05,
+    "seconds": 4.78462e-05,
+    "min": 4.768949999999998e-05,
+    "max": 4.7941700000000036e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -12055,9 +12203,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4454049999999983e-05,
-    "min": 2.4165900000000012e-05,
-    "max": 2.4588200000000006e-05,
+    "seconds": 2.4396849999999993e-05,
+    "min": 2.4269299999999954e-05,
+    "max": 2.4585199999999986e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -12091,15 +12239,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.773574999999999e-05,
-    "min": 4.734689999999997e-05,
-    "max": 4.7940999999999973e-05,
+    "seconds": 4.770035000000002e-05,
+    "min": 4.7529200000000006e-05,
+    "max": 4.784270000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.523144999999997e-05,
-    "min": 9.41926e-05,
-    "max": 9.544439999999994e-05,
+    "seconds": 9.530484999999997e-05,
+    "min": 9.503899999999991e-05,
+    "max": 9.557600000000005e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12127,15 +12275,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4360050000000014e-05,
-    "min": 2.4166100000000006e-05,
-    "max": 2.4563100000000005e-05,
+    "seconds": 2.4343949999999996e-05,
+    "min": 2.4115699999999983e-05,
+    "max": 2.4551100000000006e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.8944400000000026e-05,
-    "min": 4.864359999999997e-05,
-    "max": 4.919969999999999e-05,
+    "seconds": 4.8795200000000024e-05,
+    "min": 4.857279999999997e-05,
+    "max": 4.9077699999999945e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12159,15 +12307,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.416945000000002e-05,
-    "min": 3.389449999999999e-05,
-    "max": 3.4297800000000016e-05,
+    "seconds": 3.385255000000001e-05,
+    "min": 3.3820999999999946e-05,
+    "max": 3.391080000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.558774999999999e-05,
-    "min": 9.542759999999995e-05,
-    "max": 9.578960000000004e-05,
+    "seconds": 9.578050000000002e-05,
+    "min": 9.562769999999995e-05,
+    "max": 9.611189999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12191,15 +12339,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.537200000000004e-05,
-    "min": 8.533490000000004e-05,
-    "max": 8.553280000000002e-05,
+    "seconds": 8.426705000000002e-05,
+    "min": 8.410860000000006e-05,
+    "max": 8.44675e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012045774999999997,
-    "min": 0.00012037520000000007,
-    "max": 0.00012073349999999991,
+    "seconds": 0.00012053780000000007,
+    "min": 0.00011987290000000008,
+    "max": 0.00012080619999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12221,15 +12369,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.392525e-05,
-    "min": 6.350739999999999e-05,
-    "max": 6.415479999999997e-05,
+    "seconds": 6.348089999999999e-05,
+    "min": 6.319009999999998e-05,
+    "max": 6.413040000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.977965000000002e-05,
-    "min": 4.9600199999999986e-05,
-    "max": 4.9821100000000023e-05,
+    "seconds": 4.959680000000005e-05,
+    "min": 4.937230000000014e-05,
+    "max": 4.974640000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12251,15 +12399,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011515034999999996,
-    "min": 0.00011456420000000004,
-    "max": 0.00011576650000000006,
+    "seconds": 0.00011362655,
+    "min": 0.00011299150000000002,
+    "max": 0.00011367690000000004,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.438045000000007e-05,
-    "min": 7.39883000000001e-05,
-    "max": 7.454499999999997e-05,
+    "seconds": 7.400960000000002e-05,
+    "min": 7.327069999999995e-05,
+    "max": 7.427530000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12286,15 +12434,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.065544999999997e-05,
-    "min": 8.04161e-05,
-    "max": 8.10018e-05,
+    "seconds": 7.998379999999994e-05,
+    "min": 7.969520000000011e-05,
+    "max": 8.03604e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.630269999999998e-05,
-    "min": 7.612839999999997e-05,
-    "max": 7.65121e-05,
+    "seconds": 7.604439999999991e-05,
+    "min": 7.56897e-05,
+    "max": 7.634580000000014e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12321,15 +12469,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012653905000000002,
-    "min": 0.00012629119999999996,
-    "max": 0.00012676459999999993,
+    "seconds": 0.00012460730000000004,
+    "min": 0.00012419320000000002,
+    "max": 0.0001247152,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.915060000000001e-05,
-    "min": 7.884510000000014e-05,
-    "max": 7.926440000000009e-05,
+    "seconds": 7.831190000000003e-05,
+    "min": 7.80859000000001e-05,
+    "max": 7.859150000000018e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12352,15 +12500,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.6009849999999965e-05,
-    "min": 3.587559999999999e-05,
-    "max": 3.604119999999999e-05,
+    "seconds": 3.5896050000000014e-05,
+    "min": 3.582329999999999e-05,
+    "max": 3.603489999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00034694619999999995,
-    "min": 0.0003462635000000007,
-    "max": 0.00034797730000000104,
+    "seconds": 0.00033969510000000095,
+    "min": 0.0003391959000000005,
+    "max": 0.0003401560999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12383,15 +12531,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.629460000000003e-05,
-    "min": 3.6211e-05,
-    "max": 3.6508600000000005e-05,
+    "seconds": 3.5713699999999976e-05,
+    "min": 3.5587300000000004e-05,
+    "max": 3.5817599999999947e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003472518999999996,
-    "min": 0.00034624540000000015,
-    "max": 0.00034798520000000065,
+    "seconds": 0.0003398921500000001,
+    "min": 0.0003393361999999997,
+    "max": 0.0003406661000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12426,15 +12574,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.9384299999999966e-05,
-    "min": 5.933470000000005e-05,
-    "max": 5.967659999999999e-05,
+    "seconds": 5.8976049999999976e-05,
+    "min": 5.893099999999999e-05,
+    "max": 5.911729999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019823035000000004,
-    "min": 0.00019814999999999994,
-    "max": 0.00019859929999999987,
+    "seconds": 0.00019677990000000002,
+    "min": 0.00019655390000000006,
+    "max": 0.00019687189999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12469,15 +12617,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.8968150000000026e-05,
-    "min": 5.8905000000000026e-05,
-    "max": 5.910669999999995e-05,
+    "seconds": 5.8719500000000026e-05,
+    "min": 5.8679999999999994e-05,
+    "max": 5.879009999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019226885000000002,
-    "min": 0.0001922081000000002,
-    "max": 0.00019231380000000006,
+    "seconds": 0.00019147199999999999,
+    "min": 0.00019139989999999993,
+    "max": 0.0001915188,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12512,15 +12660,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.840945000000001e-05,
-    "min": 5.832979999999998e-05,
-    "max": 5.863929999999999e-05,
+    "seconds": 5.785759999999998e-05,
+    "min": 5.7696799999999986e-05,
+    "max": 5.797439999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00034502235000000007,
-    "min": 0.0003448552,
-    "max": 0.0003454727,
+    "seconds": 0.00034232830000000003,
+    "min": 0.00034220330000000006,
+    "max": 0.00034243760000000006,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12555,15 +12703,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.582364999999999e-05,
-    "min": 5.574100000000003e-05,
-    "max": 5.608300000000001e-05,
+    "seconds": 5.54544e-05,
+    "min": 5.534779999999997e-05,
+    "max": 5.571200000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00033759965000000006,
-    "min": 0.0003375203,
-    "max": 0.00033793380000000006,
+    "seconds": 0.0003352375,
+    "min": 0.00033518060000000007,
+    "max": 0.0003355953,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12602,15 +12750,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012790805,
-    "min": 0.00012769900000000003,
-    "max": 0.0001280054,
+    "seconds": 0.00012613914999999996,
+    "min": 0.00012598320000000004,
+    "max": 0.00012620500000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00042829775000000005,
-    "min": 0.0004278035999999998,
-    "max": 0.00042998280000000003,
+    "seconds": 0.0004251290499999999,
+    "min": 0.00042478180000000005,
+    "max": 0.00042553699999999987,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12649,15 +12797,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012711295,
-    "min": 0.00012707149999999998,
-    "max": 0.00012728969999999993,
+    "seconds": 0.00012661569999999995,
+    "min": 0.0001265511,
+    "max": 0.00012669070000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00042580900000000014,
-    "min": 0.0004254236000000002,
-    "max": 0.00042661839999999957,
+    "seconds": 0.00042345450000000004,
+    "min": 0.00042324120000000005,
+    "max": 0.00042429170000000006,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12684,15 +12832,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.855119999999999e-05,
-    "min": 8.815710000000001e-05,
-    "max": 8.893160000000002e-05,
+    "seconds": 8.895075000000002e-05,
+    "min": 8.86404e-05,
+    "max": 8.910429999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012274869999999997,
-    "min": 0.00012266260000000007,
-    "max": 0.00012275560000000004,
+    "seconds": 0.00012275155000000002,
+    "min": 0.00012273060000000005,
+    "max": 0.0001227746,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12719,15 +12867,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.534685000000001e-05,
-    "min": 5.52545e-05,
-    "max": 5.546549999999998e-05,
+    "seconds": 5.5067650000000005e-05,
+    "min": 5.4942400000000004e-05,
+    "max": 5.5192499999999956e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.000594999999999e-05,
-    "min": 8.996859999999998e-05,
-    "max": 9.014720000000002e-05,
+    "seconds": 8.999074999999998e-05,
+    "min": 8.985969999999998e-05,
+    "max": 9.024930000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12752,9 +12900,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.6502100000000016e-05,
-    "min": 5.647090000000005e-05,
-    "max": 5.671310000000001e-05,
+    "seconds": 5.593300000000002e-05,
+    "min": 5.58144e-05,
+    "max": 5.599669999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -12785,9 +12933,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.913144999999998e-05,
-    "min": 4.8745599999999976e-05,
-    "max": 4.923240000000001e-05,
+    "seconds": 4.830225e-05,
+    "min": 4.813780000000001e-05,
+    "max": 4.847359999999994e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -12825,9 +12973,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.491185000000001e-05,
-    "min": 3.478410000000001e-05,
-    "max": 3.52256e-05,
+    "seconds": 3.455675000000001e-05,
+    "min": 3.449569999999999e-05,
+    "max": 3.462709999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -12865,9 +13013,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.7411200000000004e-05,
-    "min": 1.73024e-05,
-    "max": 1.760300000000002e-05,
+    "seconds": 1.7265649999999993e-05,
+    "min": 1.7126300000000026e-05,
+    "max": 1.7363099999999986e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -12893,15 +13041,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002966552000000001,
-    "min": 0.00029643030000000003,
-    "max": 0.0002971438999999999,
+    "seconds": 0.00029578794999999994,
+    "min": 0.0002953155000000003,
+    "max": 0.00029611759999999975,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004539504000000002,
-    "min": 0.00045374060000000015,
-    "max": 0.0004545100000000003,
+    "seconds": 0.0004535060499999999,
+    "min": 0.00045270650000000005,
+    "max": 0.00045444149999999977,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12921,15 +13069,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0003713454499999999,
-    "min": 0.00037118740000000006,
-    "max": 0.0003719243999999999,
+    "seconds": 0.00036723084999999993,
+    "min": 0.0003670587000000003,
+    "max": 0.0003678779000000004,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004796148499999998,
-    "min": 0.0004787,
-    "max": 0.0004802467999999999,
+    "seconds": 0.00047800450000000047,
+    "min": 0.0004771218,
+    "max": 0.00047855549999999977,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12974,15 +13122,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00024121150000000005,
-    "min": 0.00024103450000000003,
-    "max": 0.0002416770000000001,
+    "seconds": 0.00024178439999999996,
+    "min": 0.00024149749999999998,
+    "max": 0.00024287419999999993,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0007808185499999999,
-    "min": 0.0007806284999999996,
-    "max": 0.0007809312999999998,
+    "seconds": 0.00077870885,
+    "min": 0.0007779537000000006,
+    "max": 0.0007797139999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13027,15 +13175,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0020219855,
-    "min": 0.0020114188,
-    "max": 0.0020310634,
+    "seconds": 0.0020238077500000003,
+    "min": 0.0020223550000000004,
+    "max": 0.0020267647,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0048804022999999995,
-    "min": 0.004873106,
-    "max": 0.004884010600000001,
+    "seconds": 0.0049025419,
+    "min": 0.004897612199999999,
+    "max": 0.0049097511,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13080,15 +13228,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0005488183999999999,
-    "min": 0.0005484429000000001,
-    "max": 0.0005497716,
+    "seconds": 0.00055396425,
+    "min": 0.0005532348999999998,
+    "max": 0.0005545314,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0017553217,
-    "min": 0.001754639999999999,
-    "max": 0.0017569686,
+    "seconds": 0.00176164485,
+    "min": 0.0017600043000000009,
+    "max": 0.001769663099999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13133,15 +13281,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0011710092999999999,
-    "min": 0.0011639315000000002,
-    "max": 0.0011751582,
+    "seconds": 0.0011751988,
+    "min": 0.0011731228999999998,
+    "max": 0.0011854842999999996,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.002810687049999999,
-    "min": 0.0027964414999999995,
-    "max": 0.0028244856999999988,
+    "seconds": 0.0028227539999999994,
+    "min": 0.002812857700000001,
+    "max": 0.0028369913,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13186,15 +13334,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00033613420000000005,
-    "min": 0.0003339223999999999,
-    "max": 0.00033693049999999994,
+    "seconds": 0.0003396284500000001,
+    "min": 0.0003338965,
+    "max": 0.00034013970000000007,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00109099395,
-    "min": 0.0010872834000000002,
-    "max": 0.0010951042,
+    "seconds": 0.0010956247999999997,
+    "min": 0.0010925883000000003,
+    "max": 0.0011015468999999996,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13239,15 +13387,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.807784999999997e-05,
-    "min": 6.790679999999998e-05,
-    "max": 6.832669999999996e-05,
+    "seconds": 6.828775000000003e-05,
+    "min": 6.799039999999999e-05,
+    "max": 6.843500000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00040181655,
-    "min": 0.0004016074000000003,
-    "max": 0.0004023877999999998,
+    "seconds": 0.0003981291999999999,
+    "min": 0.00039756540000000003,
+    "max": 0.0003983559,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13292,15 +13440,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015795630000000005,
-    "min": 0.00015750339999999992,
-    "max": 0.00015881619999999998,
+    "seconds": 0.00015849575000000002,
+    "min": 0.00015779439999999997,
+    "max": 0.00015903129999999993,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004950446499999998,
-    "min": 0.0004946202,
-    "max": 0.0004958052000000001,
+    "seconds": 0.0004939041499999997,
+    "min": 0.0004934838000000025,
+    "max": 0.0004945688999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13345,15 +13493,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010251029999999999,
-    "min": 0.00010242899999999991,
-    "max": 0.00010296889999999999,
+    "seconds": 0.00010378860000000003,
+    "min": 0.00010319629999999995,
+    "max": 0.0001041993000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00036717329999999993,
-    "min": 0.0003662226999999998,
-    "max": 0.00036860589999999986,
+    "seconds": 0.0003652137,
+    "min": 0.00036407029999999997,
+    "max": 0.00036648210000000107,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13398,15 +13546,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.7413200000000016e-05,
-    "min": 4.7350499999999966e-05,
-    "max": 4.774989999999989e-05,
+    "seconds": 4.751204999999998e-05,
+    "min": 4.7337699999999925e-05,
+    "max": 4.801559999999981e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00029142939999999987,
-    "min": 0.0002899970000000001,
-    "max": 0.00029159270000000015,
+    "seconds": 0.00028774504999999563,
+    "min": 0.00028709139999999987,
+    "max": 0.00028842469999999993,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13451,15 +13599,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.7363099999999985e-05,
-    "min": 2.721620000000012e-05,
-    "max": 2.7782199999999966e-05,
+    "seconds": 2.7535950000000073e-05,
+    "min": 2.7404699999999958e-05,
+    "max": 2.7683800000000018e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001569458499999999,
-    "min": 0.00015648949999999605,
-    "max": 0.00015722410000000006,
+    "seconds": 0.0001550054500000002,
+    "min": 0.00015460780000000008,
+    "max": 0.0001551901000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13504,15 +13652,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.394749999999999e-05,
-    "min": 3.378910000000003e-05,
-    "max": 3.410919999999997e-05,
+    "seconds": 3.383665000000001e-05,
+    "min": 3.358079999999991e-05,
+    "max": 3.417300000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00016558269999999997,
-    "min": 0.00016501699999999964,
-    "max": 0.0001658974999999998,
+    "seconds": 0.00016389939999999993,
+    "min": 0.0001637531000000017,
+    "max": 0.00016431569999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13557,15 +13705,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.207715e-05,
-    "min": 5.14556e-05,
-    "max": 5.25854e-05,
+    "seconds": 5.238104999999996e-05,
+    "min": 5.2194799999999983e-05,
+    "max": 5.2771500000000035e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0002251704,
-    "min": 0.00022473919999999986,
-    "max": 0.00022532810000000037,
+    "seconds": 0.00022359224999999986,
+    "min": 0.00022309879999999997,
+    "max": 0.00022442120000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13610,15 +13758,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015985524999999998,
-    "min": 0.00015920029999999996,
-    "max": 0.00016176979999999998,
+    "seconds": 0.00016196809999999997,
+    "min": 0.00016100749999999994,
+    "max": 0.00016431370000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005522097000000001,
-    "min": 0.0005517243999999999,
-    "max": 0.0005528386000000003,
+    "seconds": 0.0005496677000000001,
+    "min": 0.0005493839999999998,
+    "max": 0.0005502472000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13663,15 +13811,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00026635495000000006,
-    "min": 0.0002644005,
-    "max": 0.00026728630000000004,
+    "seconds": 0.000268791,
+    "min": 0.00026658519999999997,
+    "max": 0.00027103829999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006592377999999996,
-    "min": 0.0006587025999999997,
-    "max": 0.0006622251,
+    "seconds": 0.0006576985000000004,
+    "min": 0.0006557788999999997,
+    "max": 0.0006608417999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13716,15 +13864,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.385055000000003e-05,
-    "min": 8.345700000000005e-05,
-    "max": 8.411470000000002e-05,
+    "seconds": 8.352299999999997e-05,
+    "min": 8.302390000000003e-05,
+    "max": 8.372170000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00029710070000000003,
-    "min": 0.0002965502000000002,
-    "max": 0.00029819759999999987,
+    "seconds": 0.0002960888500000001,
+    "min": 0.00029536029999999977,
+    "max": 0.0002965709999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13769,15 +13917,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0004116031,
-    "min": 0.00041104780000000005,
-    "max": 0.00041225050000000014,
+    "seconds": 0.0004105834500000001,
+    "min": 0.00041012009999999996,
+    "max": 0.00041109169999999995,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00103120895,
-    "min": 0.0010276000999999999,
-    "max": 0.0010342392000000005,
+    "seconds": 0.0010281535500000002,
+    "min": 0.0010264271999999997,
+    "max": 0.0010300190999999992,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13822,15 +13970,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012296309999999997,
-    "min": 0.0001225927,
-    "max": 0.00012306569999999997,
+    "seconds": 0.0001239553999999999,
+    "min": 0.00012351900000000002,
+    "max": 0.0001246144,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004651544,
-    "min": 0.0004644071000000002,
-    "max": 0.0004654262999999999,
+    "seconds": 0.00046293369999999987,
+    "min": 0.00046267570000000003,
+    "max": 0.0004634479000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13876,15 +14024,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.383699999999995e-05,
-    "min": 4.3779700000000065e-05,
-    "max": 4.41028e-05,
+    "seconds": 4.429279999999998e-05,
+    "min": 4.4208299999999913e-05,
+    "max": 4.4591899999999874e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001657587500000001,
-    "min": 0.00016531500000000008,
-    "max": 0.00016628799999999992,
+    "seconds": 0.0001645782999999999,
+    "min": 0.00016400280000000204,
+    "max": 0.00016489229999999967,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13930,15 +14078,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.282749999999991e-05,
-    "min": 9.25212e-05,
-    "max": 9.321659999999997e-05,
+    "seconds": 9.315690000000001e-05,
+    "min": 9.288269999999996e-05,
+    "max": 9.35298999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00031143030000000023,
-    "min": 0.00031117130000000027,
-    "max": 0.0003116517999999989,
+    "seconds": 0.00030834005000000006,
+    "min": 0.00030778419999999987,
+    "max": 0.00030914479999999677,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13984,15 +14132,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00040222660000000004,
-    "min": 0.0004019280000000002,
-    "max": 0.00040336789999999994,
+    "seconds": 0.0004024912499999998,
+    "min": 0.0004016963000000001,
+    "max": 0.00040328360000000004,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006405847500000001,
-    "min": 0.0006391246000000006,
-    "max": 0.0006417518000000002,
+    "seconds": 0.0006389334499999999,
+    "min": 0.0006376912,
+    "max": 0.0006403660999999971,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14038,15 +14186,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.488544999999994e-05,
-    "min": 6.45755000000001e-05,
-    "max": 6.499530000000002e-05,
+    "seconds": 6.487334999999992e-05,
+    "min": 6.481540000000008e-05,
+    "max": 6.56256000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00017863384999999734,
-    "min": 0.0001778493999999997,
-    "max": 0.00017912059999999989,
+    "seconds": 0.00017808109999999956,
+    "min": 0.0001776029000000024,
+    "max": 0.00017820459999999977,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14092,15 +14240,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.128714999999998e-05,
-    "min": 6.0534599999999954e-05,
-    "max": 6.16801e-05,
+    "seconds": 6.147865000000001e-05,
+    "min": 6.101779999999996e-05,
+    "max": 6.178579999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00024376394999999984,
-    "min": 0.0002431212,
-    "max": 0.000244319299999999,
+    "seconds": 0.00024106695000000007,
+    "min": 0.00024062549999999983,
+    "max": 0.0002421725999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14146,15 +14294,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002422078000000001,
-    "min": 0.00024191459999999988,
-    "max": 0.00024249039999999994,
+    "seconds": 0.0002423811,
+    "min": 0.00024181600000000008,
+    "max": 0.00024263070000000035,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00045161954999999997,
-    "min": 0.0004512479999999981,
-    "max": 0.0004528007999999997,
+    "seconds": 0.00045025775000000245,
+    "min": 0.0004498060000000002,
+    "max": 0.00045073419999999985,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14200,15 +14348,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00020538185,
-    "min": 0.00020257659999999995,
-    "max": 0.00020960280000000003,
+    "seconds": 0.00020481199999999996,
+    "min": 0.0002013678999999999,
+    "max": 0.00020692699999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006238625499999997,
-    "min": 0.0006236864999999997,
-    "max": 0.0006240215999999998,
+    "seconds": 0.0006199755,
+    "min": 0.0006188283000000001,
+    "max": 0.0006206401000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14236,9 +14384,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.791394999999998e-05,
-    "min": 6.782710000000002e-05,
-    "max": 6.807700000000002e-05,
+    "seconds": 6.681475e-05,
+    "min": 6.664629999999997e-05,
+    "max": 6.713300000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14266,15 +14414,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010827539999999999,
-    "min": 0.00010819179999999997,
-    "max": 0.00010842219999999997,
+    "seconds": 0.00010781064999999999,
+    "min": 0.00010753199999999996,
+    "max": 0.00010787280000000006,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00015588740000000003,
-    "min": 0.00015555450000000008,
-    "max": 0.000156086,
+    "seconds": 0.00015639285,
+    "min": 0.00015608259999999995,
+    "max": 0.00015651399999999993,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14296,15 +14444,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.4710549999999994e-05,
-    "min": 5.450629999999999e-05,
-    "max": 5.480010000000003e-05,
+    "seconds": 5.436430000000003e-05,
+    "min": 5.424969999999998e-05,
+    "max": 5.442880000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.828475000000008e-05,
-    "min": 7.810199999999998e-05,
-    "max": 7.875190000000004e-05,
+    "seconds": 7.880739999999998e-05,
+    "min": 7.821449999999997e-05,
+    "max": 7.91778999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14326,15 +14474,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012772824999999994,
-    "min": 0.00012747189999999997,
-    "max": 0.00012799659999999995,
+    "seconds": 0.00012713640000000005,
+    "min": 0.00012696869999999998,
+    "max": 0.0001274623,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018411705,
-    "min": 0.00018392700000000002,
-    "max": 0.00018417019999999998,
+    "seconds": 0.00018475055,
+    "min": 0.00018465599999999995,
+    "max": 0.0001849304,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14356,15 +14504,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.997254999999998e-05,
-    "min": 8.989509999999999e-05,
-    "max": 9.024330000000002e-05,
+    "seconds": 8.936240000000003e-05,
+    "min": 8.921319999999997e-05,
+    "max": 8.949130000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001205159,
-    "min": 0.00012020729999999999,
-    "max": 0.00012092199999999994,
+    "seconds": 0.00011991875000000001,
+    "min": 0.00011975599999999994,
+    "max": 0.00012002210000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14384,15 +14532,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012784099999999996,
-    "min": 0.00012756299999999997,
-    "max": 0.00012799709999999998,
+    "seconds": 0.000127135,
+    "min": 0.00012687769999999998,
+    "max": 0.00012735889999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018437305000000004,
-    "min": 0.00018431089999999993,
-    "max": 0.00018452749999999998,
+    "seconds": 0.00018531875,
+    "min": 0.00018506240000000008,
+    "max": 0.00018550579999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14412,15 +14560,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.058760000000001e-05,
-    "min": 7.041299999999996e-05,
-    "max": 7.083500000000001e-05,
+    "seconds": 6.973699999999997e-05,
+    "min": 6.95129e-05,
+    "max": 6.993270000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.905574999999998e-05,
-    "min": 9.824330000000005e-05,
-    "max": 9.928560000000002e-05,
+    "seconds": 9.841895000000002e-05,
+    "min": 9.79872e-05,
+    "max": 9.865490000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14440,15 +14588,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012764705,
-    "min": 0.000127573,
-    "max": 0.0001280494,
+    "seconds": 0.00012714545000000002,
+    "min": 0.00012707379999999998,
+    "max": 0.0001271784,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018429324999999996,
-    "min": 0.00018404570000000013,
-    "max": 0.00018442569999999988,
+    "seconds": 0.00018509699999999995,
+    "min": 0.00018494029999999991,
+    "max": 0.00018521990000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14468,15 +14616,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.89346e-05,
-    "min": 6.889519999999996e-05,
-    "max": 6.92057e-05,
+    "seconds": 6.842460000000001e-05,
+    "min": 6.816040000000005e-05,
+    "max": 6.860159999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.235205000000004e-05,
-    "min": 9.217860000000003e-05,
-    "max": 9.259480000000002e-05,
+    "seconds": 9.291140000000005e-05,
+    "min": 9.252050000000004e-05,
+    "max": 9.297009999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14496,15 +14644,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012793769999999997,
-    "min": 0.0001278432,
-    "max": 0.0001279774,
+    "seconds": 0.00012739744999999998,
+    "min": 0.00012710329999999999,
+    "max": 0.00012756149999999995,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018445780000000001,
-    "min": 0.00018433209999999998,
-    "max": 0.00018456,
+    "seconds": 0.0001851146499999999,
+    "min": 0.00018484749999999995,
+    "max": 0.00018526130000000006,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14524,15 +14672,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.178220000000001e-05,
-    "min": 7.171819999999995e-05,
-    "max": 7.208069999999997e-05,
+    "seconds": 7.098595e-05,
+    "min": 7.078099999999999e-05,
+    "max": 7.111619999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.251519999999998e-05,
-    "min": 9.227790000000002e-05,
-    "max": 9.26682000000001e-05,
+    "seconds": 9.287785e-05,
+    "min": 9.169609999999998e-05,
+    "max": 9.302339999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14554,15 +14702,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00018694405,
-    "min": 0.0001865252,
-    "max": 0.00018748960000000004,
+    "seconds": 0.0001845181,
+    "min": 0.00018447970000000006,
+    "max": 0.00018525770000000005,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014164330000000005,
-    "min": 0.00014146850000000007,
-    "max": 0.0001419674000000001,
+    "seconds": 0.00014124789999999998,
+    "min": 0.0001411389,
+    "max": 0.00014161889999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14584,15 +14732,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011296185000000001,
-    "min": 0.00011274189999999995,
-    "max": 0.00011328610000000002,
+    "seconds": 0.00011185120000000002,
+    "min": 0.00011162590000000001,
+    "max": 0.00011206979999999993,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.86349e-05,
-    "min": 7.848869999999997e-05,
-    "max": 7.873349999999999e-05,
+    "seconds": 7.799129999999996e-05,
+    "min": 7.75005e-05,
+    "max": 7.854399999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14620,9 +14768,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00018440935000000003,
-    "min": 0.00018425809999999998,
-    "max": 0.0001846649,
+    "seconds": 0.00018525305000000004,
+    "min": 0.00018502170000000002,
+    "max": 0.00018562519999999996,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14656,9 +14804,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.216704999999998e-05,
-    "min": 9.193530000000005e-05,
-    "max": 9.251850000000003e-05,
+    "seconds": 9.254844999999999e-05,
+    "min": 9.232989999999997e-05,
+    "max": 9.275829999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14692,15 +14840,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001847245,
-    "min": 0.00018470700000000002,
-    "max": 0.00018472940000000007,
+    "seconds": 0.00018535325,
+    "min": 0.0001849875999999999,
+    "max": 0.00018572750000000004,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003686883,
-    "min": 0.0003684016,
-    "max": 0.0003690392,
+    "seconds": 0.00037043484999999996,
+    "min": 0.00037023739999999996,
+    "max": 0.00037070949999999994,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14728,15 +14876,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.228914999999998e-05,
-    "min": 9.216640000000004e-05,
-    "max": 9.263659999999997e-05,
+    "seconds": 9.246774999999995e-05,
+    "min": 9.225189999999996e-05,
+    "max": 9.257640000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018430474999999992,
-    "min": 0.0001841756000000003,
-    "max": 0.0001844806,
+    "seconds": 0.00018484409999999996,
+    "min": 0.00018471799999999979,
+    "max": 0.00018516099999999988,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14771,15 +14919,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017248444999999997,
-    "min": 0.00017221039999999998,
-    "max": 0.0001726378,
+    "seconds": 0.0001716739,
+    "min": 0.00017158640000000002,
+    "max": 0.00017173179999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005879158499999999,
-    "min": 0.0005877986,
-    "max": 0.0005879645,
+    "seconds": 0.0005841533000000001,
+    "min": 0.0005840765999999999,
+    "max": 0.0005841673999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14814,15 +14962,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017197595000000002,
-    "min": 0.0001717472,
-    "max": 0.00017213340000000004,
+    "seconds": 0.00017141810000000004,
+    "min": 0.00017129730000000007,
+    "max": 0.0001714454999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005698838499999999,
-    "min": 0.0005698387,
-    "max": 0.0005699903999999997,
+    "seconds": 0.000568147,
+    "min": 0.0005680284,
+    "max": 0.0005682390999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14857,15 +15005,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00016987800000000004,
-    "min": 0.00016966380000000005,
-    "max": 0.00017004179999999998,
+    "seconds": 0.00016836950000000004,
+    "min": 0.00016821970000000002,
+    "max": 0.0001688123,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0010314663000000003,
-    "min": 0.0010313834,
-    "max": 0.0010316321000000002,
+    "seconds": 0.0010240459000000002,
+    "min": 0.0010239329000000003,
+    "max": 0.0010242744,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14900,15 +15048,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00016553355,
-    "min": 0.00016543669999999997,
-    "max": 0.0001657654000000001,
+    "seconds": 0.00016412965000000003,
+    "min": 0.00016400870000000007,
+    "max": 0.0001643894,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0010182293,
-    "min": 0.0010180610000000002,
-    "max": 0.0010194413000000002,
+    "seconds": 0.00101236635,
+    "min": 0.0010122390000000003,
+    "max": 0.0010128779,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14936,9 +15084,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00026286630000000005,
-    "min": 0.0002626709,
-    "max": 0.0002630566,
+    "seconds": 0.00025923419999999997,
+    "min": 0.0002590212,
+    "max": 0.000259318,
     "samples": 6
    },
    "backward_gpu_seconds": {
