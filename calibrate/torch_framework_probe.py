@@ -946,9 +946,14 @@ def op_timing_cases():
         ("embedding", {"num_embeddings": 32000, "embedding_dim": 1024}, [([16, 1024], "int64", False)]),
         ("maxpool2d", {"kernel_size": [2, 2], "stride": [2, 2], "padding": [0, 0]}, [(big, f32, True)]),
         ("avgpool2d", {"kernel_size": [2, 2], "stride": [2, 2], "padding": [0, 0]}, [(big, f32, True)]),
-        # depthwise convolution: PyTorch's own depthwise kernels for many shapes, not cuDNN's
+        # depthwise convolution: PyTorch's own depthwise kernels for many shapes, not cuDNN's; their
+        # weight gradient reduces each channel's elements in one block, so they are timed at two sizes
+        # (many channels of few elements, a late stage; few channels of many, an early one), which
+        # roofsim reads by size (op_factor_at)
         ("conv2d", {"in_channels": 512, "out_channels": 512, "kernel_size": [3, 3], "stride": [1, 1],
                     "padding": [1, 1], "groups": 512, "bias": True}, [([32, 512, 28, 28], f32, True)]),
+        ("conv2d", {"in_channels": 96, "out_channels": 96, "kernel_size": [3, 3], "stride": [1, 1],
+                    "padding": [1, 1], "groups": 96, "bias": True}, [([16, 96, 112, 112], f32, True)]),
         ("adaptive_avgpool2d", {"output_size": [1, 1]}, [([256, 1024, 14, 14], f32, True)]),
         ("transpose_contiguous", {"dim0": 1, "dim1": 2}, [([16, 2048, 16, 32], f32, True)]),
         ("cat", {"dim": 1}, [([16, 1024, 512], f32, True), ([16, 1024, 512], f32, True)]),
