@@ -76,7 +76,10 @@ Phases (--phase, one process each):
   ops       where a step's host time goes by aten operator and CUDA call (torch.profiler): each
             validation model at its host-paced batch, forward and backward(); ViT-B/16's patch
             convolution alone too.
-The last twelve take no points (the seven paired workloads are built and warmed all the same).
+  autograd_thread  BERT-base b32's backward() beside the canary and a backward canary (a chain of
+            tiny multiplications' backward(): autograd's device thread), eight rounds; run it in
+            several processes one after another.
+The last thirteen take no points (the seven paired workloads are built and warmed all the same).
 Writes JSON (--out) and prints a table. Usage, on a GPU machine, from the repository root:
   python3 tools/validate/host_state.py --phase profiler --out host_state_profiler.json
 """
@@ -1170,12 +1173,12 @@ def _forward_counts(fn) -> dict:
     return {"aten_ops": sum(counter.ops.values()), "module_calls": modules[0], "by_op": dict(counter.ops.most_common())}
 
 
-def _ready_python_models(dev, optimizer_steps: bool):
+def _ready_python_models(dev, optimizer_steps: bool, only=PYTHON_MODELS):
     """PYTHON_MODELS made ready to train on `dev`, each inside its precision mode's TF32 flags and
     warmed by three steps (optimizer.step() too where `optimizer_steps`): yields
     (spec, model, batch, loss_fn, optimizer, forward), forward() the loss under the mode's autocast."""
     for spec in mp.model_cases(False):
-        if spec["id"] not in PYTHON_MODELS:
+        if spec["id"] not in only:
             continue
         mode = spec["precision"]
         with mp.tf32_flags(mode):
@@ -1452,9 +1455,61 @@ def phase_ops(dev, workloads, started) -> list:
     return points
 
 
+BACKWARD_CANARY_NODES = 100
+
+
+def backward_canary_seconds_per_node(dev, nodes: int = BACKWARD_CANARY_NODES) -> float:
+    """The speed of autograd's device thread right now: a chain of `nodes` multiplications of a
+    1-element tensor built untimed, then its backward() from a synchronize to its return, per node
+    (one hand-off to the engine's thread and back is in it, a hundredth of it per node)."""
+    x = torch.ones(1, device=dev, requires_grad=True)
+    y = x
+    for _ in range(nodes):
+        y = y * 1.0
+    sync()
+    t0 = time.perf_counter()
+    y.backward()
+    seconds = time.perf_counter() - t0
+    sync()
+    return seconds / nodes
+
+
+def phase_autograd_thread(dev, workloads, started) -> list:
+    """BERT-base b32 (amp-bf16), eight rounds: the canary (the main thread's speed), a backward
+    canary (backward_canary_seconds_per_node: autograd's device thread), and the model's backward()
+    from a synchronize to its return, median of three. Run in several processes one after another:
+    does backward() move between processes with the backward canary when the canary does not?"""
+    points = []
+    for spec, model, batch, _, opt, forward in _ready_python_models(dev, optimizer_steps=False,
+                                                                    only=("bert-base/b32xs128/amp-bf16",)):
+        for _ in range(3):
+            backward_canary_seconds_per_node(dev)
+        for round_ in range(8):
+            record = {"label": spec["id"], "round": round_, "canary_seconds": mp.canary_seconds_per_op(dev),
+                      "backward_canary_seconds": backward_canary_seconds_per_node(dev)}
+            times = []
+            for _ in range(3):
+                opt.zero_grad(set_to_none=True)
+                loss = forward()
+                sync()
+                t0 = time.perf_counter()
+                loss.backward()
+                times.append(time.perf_counter() - t0)
+                sync()
+                del loss
+            record["backward_seconds"] = statistics.median(times)
+            record["backward_canary_after_seconds"] = backward_canary_seconds_per_node(dev)
+            record["at_seconds"] = time.perf_counter() - started
+            points.append(record)
+            print(f"  {spec['id']} round {round_}: canary {record['canary_seconds'] * 1e6:5.1f} us, backward canary "
+                  f"{record['backward_canary_seconds'] * 1e6:5.1f} / {record['backward_canary_after_seconds'] * 1e6:5.1f} us "
+                  f"per node, backward() {record['backward_seconds'] * 1e3:6.2f} ms", flush=True)
+    return points
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--phase", choices=("profiler", "groups", "validation", "threads", "imports", "depth", "clocks", "overlap", "sizes", "model_sum", "model_host", "lstm", "harness", "reps", "python", "modules", "autograd", "ops"), required=True)
+    ap.add_argument("--phase", choices=("profiler", "groups", "validation", "threads", "imports", "depth", "clocks", "overlap", "sizes", "model_sum", "model_host", "lstm", "harness", "reps", "python", "modules", "autograd", "ops", "autograd_thread"), required=True)
     ap.add_argument("--out", required=True, help="JSON file to write")
     ap.add_argument("--device", default="cuda", help="torch device (default cuda; cpu tests the script only)")
     args = ap.parse_args(argv)
@@ -1469,7 +1524,7 @@ def main(argv=None) -> int:
               "threads": phase_threads, "imports": phase_imports, "depth": phase_depth,
               "clocks": phase_clocks, "overlap": phase_overlap, "sizes": phase_sizes, "model_sum": phase_model_sum, "model_host": phase_model_host,
               "lstm": phase_lstm, "harness": phase_harness, "reps": phase_reps,
-              "python": phase_python, "modules": phase_modules, "autograd": phase_autograd, "ops": phase_ops}
+              "python": phase_python, "modules": phase_modules, "autograd": phase_autograd, "ops": phase_ops, "autograd_thread": phase_autograd_thread}
     points = phases[args.phase](dev, workloads, started)
     doc = {"kind": "roofsim-host-state-diagnostic", "phase": args.phase, "torch": torch.__version__,
            "device": torch.cuda.get_device_name() if dev.type == "cuda" else "cpu", "cpu": mp.host_cpu_name(),
