@@ -114,7 +114,9 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # Device naming is shared with the validation script: one mapping from device names to GPU keys.
 sys.path.insert(0, os.path.join(REPO_ROOT, "tools", "validate"))
-from measure_pytorch import CANARY_OPS, canary_seconds_per_op, gpu_key_for, host_cpu_name, write_json_atomic  # noqa: E402
+from measure_pytorch import (  # noqa: E402
+    BACKWARD_CANARY_NODES, CANARY_OPS, backward_canary_seconds_per_node, canary_seconds_per_op, gpu_key_for, host_cpu_name,
+    write_json_atomic)
 
 
 
@@ -129,7 +131,9 @@ class Probe:
     A shared host's speed changes for seconds at a time, so the probe measures it all along: a
     canary (canary_seconds_per_op) before every timed repetition (at most one per
     canary_spacing_s) and after each measurement. Each host figure keeps the median canary of the
-    window in which it was measured (host_canary_seconds)."""
+    window in which it was measured (host_canary_seconds), and the median backward canary taken
+    right after each canary (host_backward_canary_seconds: autograd's device thread, which
+    backward() runs on and the canary does not see)."""
 
     def __init__(self, device: torch.device, repeats: int, warmup: int, canary_spacing_s: float = 0.02):
         self.device = device
@@ -140,7 +144,9 @@ class Probe:
         self.skipped: list = []
         self.canary_spacing_s = canary_spacing_s
         self.canaries: list[float] = []  # every canary of this pass, seconds per op
+        self.backward_canaries: list[float] = []  # the backward canary after each, seconds per node
         self._window: list[float] = []  # the canaries of the measurement under way
+        self._backward_window: list[float] = []  # and their backward canaries
         self._closed = True
         self._last_canary_at = -1e9
 
@@ -148,11 +154,15 @@ class Probe:
         if self.cuda:
             torch.cuda.synchronize()
 
-    def _canary(self) -> float:
+    def _canary(self) -> None:
+        """A canary and a backward canary, into this pass's lists and the window."""
         value = canary_seconds_per_op(self.device)
+        backward = backward_canary_seconds_per_node(self.device)
         self.canaries.append(value)
+        self.backward_canaries.append(backward)
+        self._window.append(value)
+        self._backward_window.append(backward)
         self._last_canary_at = time.perf_counter()
-        return value
 
     def tick(self) -> None:
         """Call before a timed repetition (never inside one): a canary, unless one was taken less
@@ -160,9 +170,10 @@ class Probe:
         canary that closed the last one."""
         if self._closed:
             self._window = self._window[-1:]
+            self._backward_window = self._backward_window[-1:]
             self._closed = False
         if time.perf_counter() - self._last_canary_at >= self.canary_spacing_s:
-            self._window.append(self._canary())
+            self._canary()
 
     def record(self, key: str, samples_s: list[float], method: str, host: bool = True, **extra) -> None:
         """host=False: a GPU-paced figure, which the host's speed does not set (no canary kept)."""
@@ -170,9 +181,10 @@ class Probe:
                              "max": max(samples_s), "samples": len(samples_s), "method": method, **extra}
         if host:
             if not self._closed:  # figures recorded one after another share their measurement's window
-                self._window.append(self._canary())
+                self._canary()
             if self._window:
                 self.figures[key]["host_canary_seconds"] = statistics.median(self._window)
+                self.figures[key]["host_backward_canary_seconds"] = statistics.median(self._backward_window)
         self._closed = True  # a GPU-paced measurement's canaries stay out of the next figure's window
         print(f"  {key:44s} {self.figures[key]['seconds'] * 1e6:10.3f} us", flush=True)
 
@@ -206,6 +218,8 @@ def merge_passes(passes: list[dict]) -> dict:
                           "pass_seconds": [f["seconds"] for f in got],
                           **({"pass_host_canary_seconds": [f["host_canary_seconds"] for f in got]}
                              if all("host_canary_seconds" in f for f in got) else {}),
+                          **({"pass_host_backward_canary_seconds": [f["host_backward_canary_seconds"] for f in got]}
+                             if all("host_backward_canary_seconds" in f for f in got) else {}),
                           "method": f"{got[0]['method']}; median of {len(got)} passes over the probe's run"})
         merged[key] = first
     return merged
@@ -1456,6 +1470,16 @@ def main(argv=None) -> int:
             "use": "the figures are as measured; roofsim reads each at this host speed: the median over "
                    "passes of pass_seconds x reference_seconds_per_op / pass_host_canary_seconds",
         }
+        backward_canaries = sorted(c for q in probes for c in q.backward_canaries)
+        if backward_canaries:
+            host_speed.update({
+                "backward_reference_seconds_per_node": statistics.median(backward_canaries),
+                "backward_canary": f"after each canary, the backward() of a chain of {BACKWARD_CANARY_NODES} "
+                                   "multiplications of a 1-element tensor, from a synchronize to its return, per "
+                                   "node: the speed of autograd's device thread (recorded; roofsim does not read it yet)",
+                "backward_canary_p10_seconds": backward_canaries[len(backward_canaries) // 10],
+                "backward_canary_p90_seconds": backward_canaries[(9 * len(backward_canaries)) // 10],
+            })
     skipped = [s for s in probes[0].skipped + gpu_paced.skipped if s["key"] not in figures]
 
     cudnn = None

@@ -1455,38 +1455,20 @@ def phase_ops(dev, workloads, started) -> list:
     return points
 
 
-BACKWARD_CANARY_NODES = 100
-
-
-def backward_canary_seconds_per_node(dev, nodes: int = BACKWARD_CANARY_NODES) -> float:
-    """The speed of autograd's device thread right now: a chain of `nodes` multiplications of a
-    1-element tensor built untimed, then its backward() from a synchronize to its return, per node
-    (one hand-off to the engine's thread and back is in it, a hundredth of it per node)."""
-    x = torch.ones(1, device=dev, requires_grad=True)
-    y = x
-    for _ in range(nodes):
-        y = y * 1.0
-    sync()
-    t0 = time.perf_counter()
-    y.backward()
-    seconds = time.perf_counter() - t0
-    sync()
-    return seconds / nodes
-
-
 def phase_autograd_thread(dev, workloads, started) -> list:
     """BERT-base b32 (amp-bf16), eight rounds: the canary (the main thread's speed), a backward
-    canary (backward_canary_seconds_per_node: autograd's device thread), and the model's backward()
-    from a synchronize to its return, median of three. Run in several processes one after another:
-    does backward() move between processes with the backward canary when the canary does not?"""
+    canary (measure_pytorch.backward_canary_seconds_per_node: autograd's device thread), and the
+    model's backward() from a synchronize to its return, median of three. Run in several processes
+    one after another: does backward() move between processes with the backward canary when the
+    canary does not?"""
     points = []
     for spec, model, batch, _, opt, forward in _ready_python_models(dev, optimizer_steps=False,
                                                                     only=("bert-base/b32xs128/amp-bf16",)):
         for _ in range(3):
-            backward_canary_seconds_per_node(dev)
+            mp.backward_canary_seconds_per_node(dev)
         for round_ in range(8):
             record = {"label": spec["id"], "round": round_, "canary_seconds": mp.canary_seconds_per_op(dev),
-                      "backward_canary_seconds": backward_canary_seconds_per_node(dev)}
+                      "backward_canary_seconds": mp.backward_canary_seconds_per_node(dev)}
             times = []
             for _ in range(3):
                 opt.zero_grad(set_to_none=True)
@@ -1498,7 +1480,7 @@ def phase_autograd_thread(dev, workloads, started) -> list:
                 sync()
                 del loss
             record["backward_seconds"] = statistics.median(times)
-            record["backward_canary_after_seconds"] = backward_canary_seconds_per_node(dev)
+            record["backward_canary_after_seconds"] = mp.backward_canary_seconds_per_node(dev)
             record["at_seconds"] = time.perf_counter() - started
             points.append(record)
             print(f"  {spec['id']} round {round_}: canary {record['canary_seconds'] * 1e6:5.1f} us, backward canary "

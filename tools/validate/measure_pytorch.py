@@ -90,7 +90,9 @@ METHOD = (
     "step (zero_grad(set_to_none=True) + forward + loss + backward + optimizer.step) and its phases "
     "timed the same way. host_canary_seconds: the host's speed while the case ran, a canary (200 "
     "torch.add of 1-element tensors back to back between two synchronizes, per add; the framework "
-    "probe's canary) before each timed step sample (models) or steady-state batch (layers). Memory: "
+    "probe's canary) before each timed step sample (models) or steady-state batch (layers); "
+    "host_backward_canary_seconds: after it, the speed of autograd's device thread, the backward() of a "
+    "chain of 100 multiplications of a 1-element tensor, per node. Memory: "
     "torch.cuda.max_memory_allocated after reset_peak_memory_stats over "
     "one forward+backward (layers) or one step (models). Times in seconds, memory in bytes."
 )
@@ -130,7 +132,7 @@ MODEL_PHASES = ("step_seconds", "forward_seconds", "forward_backward_seconds", "
 def merge_model_rounds(first: dict, later: dict) -> dict:
     """A model case measured in two rounds: the timings' samples pooled, the rest from the first."""
     merged = dict(first)
-    for key in MODEL_PHASES + ("host_canary_seconds",):
+    for key in MODEL_PHASES + ("host_canary_seconds", "host_backward_canary_seconds"):
         if key in first and key in later:
             merged[key] = stats(first[key]["values"] + later[key]["values"], keep_values=True)
     merged["rounds"] = first.get("rounds", 1) + 1
@@ -156,6 +158,31 @@ def canary_seconds_per_op(device: torch.device, ops: int = CANARY_OPS) -> float:
     if cuda:
         torch.cuda.synchronize()
     return (time.perf_counter() - t0) / ops
+
+
+BACKWARD_CANARY_NODES = 100  # multiplications in the backward canary's chain
+
+
+def backward_canary_seconds_per_node(device: torch.device, nodes: int = BACKWARD_CANARY_NODES) -> float:
+    """The speed of autograd's device thread right now, which backward() runs on and the canary (the
+    main thread's) does not see: the backward() of a chain of `nodes` multiplications of a 1-element
+    tensor (built untimed), from a synchronize to its return, per node; one hand-off to the engine's
+    thread and back is in it. Over seven processes on the H200 machine, BERT-base's backward() followed
+    it (correlation 0.91) and not the canary (0.34) (docs/NOTES.md). Recorded beside each canary; it
+    never feeds a prediction by itself."""
+    x = torch.ones(1, device=device, requires_grad=True)
+    y = x
+    for _ in range(nodes):
+        y = y * 1.0
+    cuda = device.type == "cuda"
+    if cuda:
+        torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    y.backward()
+    seconds = time.perf_counter() - t0
+    if cuda:
+        torch.cuda.synchronize()
+    return seconds / nodes
 
 
 def case_seed(case_id: str) -> int:
@@ -705,14 +732,16 @@ class LayerRun:
         return clock.stop() / reps
 
     def steady_batches(self, clock: Clock, device: torch.device, reps: int, batches: int):
-        """(seconds per repetition, canary) for each of `batches` steady-state batches, a canary
-        before each; one batch first as its own warm-up (the allocator's pool for the repetitions)."""
+        """(seconds per repetition, canary, backward canary) for each of `batches` steady-state
+        batches, the canaries before each; one batch first as its own warm-up (the allocator's pool
+        for the repetitions)."""
         self.forward_backward_steady(clock, reps)
-        canary_s, steady_s = [], []
+        canary_s, backward_canary_s, steady_s = [], [], []
         for _ in range(batches):
             canary_s.append(canary_seconds_per_op(device))
+            backward_canary_s.append(backward_canary_seconds_per_node(device))
             steady_s.append(self.forward_backward_steady(clock, reps))
-        return steady_s, canary_s
+        return steady_s, canary_s, backward_canary_s
 
 
 def measure_layer(case: dict, device: torch.device, clock: Clock, args, target_s: float) -> dict:
@@ -760,7 +789,7 @@ def measure_layer(case: dict, device: torch.device, clock: Clock, args, target_s
         # (more rounds of them later in the run: steady_round).
         reps = max(4, min(100, round(5e-3 / max(fb_wall_s, 1e-9))))
         batches = max(3, min(9, int(target_s / max(reps * fb_wall_s, 1e-9))))
-        steady_s, canary_s = run.steady_batches(clock, device, reps, batches)
+        steady_s, canary_s, backward_canary_s = run.steady_batches(clock, device, reps, batches)
 
         peak = baseline = None
         if device.type == "cuda":
@@ -788,6 +817,7 @@ def measure_layer(case: dict, device: torch.device, clock: Clock, args, target_s
         "steady_repetitions": reps,
         "steady_rounds": 1,
         "host_canary_seconds": stats(canary_s, keep_values=True),
+        "host_backward_canary_seconds": stats(backward_canary_s, keep_values=True),
         "peak_memory_bytes": peak,
         "baseline_memory_bytes": baseline,
     })
@@ -802,10 +832,12 @@ def steady_round(record: dict, device: torch.device, clock: Clock) -> None:
     batches = len(record["forward_backward_steady_seconds"]["values"]) // record["steady_rounds"]
     with tf32_flags(case["precision"]):
         run = LayerRun(case, device)
-        steady_s, canary_s = run.steady_batches(clock, device, record["steady_repetitions"], batches)
+        steady_s, canary_s, backward_canary_s = run.steady_batches(clock, device, record["steady_repetitions"], batches)
     record["forward_backward_steady_seconds"] = stats(
         record["forward_backward_steady_seconds"]["values"] + steady_s, keep_values=True)
     record["host_canary_seconds"] = stats(record["host_canary_seconds"]["values"] + canary_s, keep_values=True)
+    record["host_backward_canary_seconds"] = stats(
+        record["host_backward_canary_seconds"]["values"] + backward_canary_s, keep_values=True)
     record["steady_rounds"] += 1
 
 
@@ -1091,9 +1123,10 @@ def measure_model(spec: dict, device: torch.device, clock: Clock, args, target_s
 
         # The four phases cost about 2.5 steps per repetition; fewer repetitions if that is too slow.
         repeats = min(args.model_repeats, max(3, int(target_s / max(2.5 * step_wall_s, 1e-9))))
-        canary_s, step_s = [], []
+        canary_s, backward_canary_s, step_s = [], [], []
         for _ in range(repeats):
             canary_s.append(canary_seconds_per_op(device))
+            backward_canary_s.append(backward_canary_seconds_per_node(device))
             step_s.append(timed(step))
 
         forward_s = []
@@ -1126,6 +1159,7 @@ def measure_model(spec: dict, device: torch.device, clock: Clock, args, target_s
         "forward_backward_seconds": stats(forward_backward_s, keep_values=True),
         "optimizer_seconds": stats(optimizer_s, keep_values=True),
         "host_canary_seconds": stats(canary_s, keep_values=True),
+        "host_backward_canary_seconds": stats(backward_canary_s, keep_values=True),
         "rounds": 1,
         "peak_memory_bytes": peak,
         "baseline_memory_bytes": baseline,
