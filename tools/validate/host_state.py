@@ -629,14 +629,20 @@ def size_families() -> list:
     return fams
 
 
-def profiled_counts(step, reps) -> dict:
-    """Kernel launches, CUDA runtime/driver API calls and aten ops per repetition under torch.profiler."""
+def _profiled(step, reps: int):
+    """torch.profiler (CPU + CUDA) over `reps` calls of step(), from a synchronize to a synchronize."""
     from torch.profiler import ProfilerActivity, profile
     sync()
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         for _ in range(reps):
             step()
         sync()
+    return prof
+
+
+def profiled_counts(step, reps) -> dict:
+    """Kernel launches, CUDA runtime/driver API calls and aten ops per repetition under torch.profiler."""
+    prof = _profiled(step, reps)
     kernels = api = aten = 0
     api_names: dict = {}
     for e in prof.events():
@@ -1398,14 +1404,8 @@ def _profiled_host_by_name(step, reps: int) -> dict:
     """torch.profiler (CPU + CUDA) over `reps` calls of step(): per event name on the host (aten
     operators, CUDA runtime and driver calls, autograd nodes), calls and self host seconds per
     repetition, and the GPU kernels per repetition."""
-    from torch.profiler import ProfilerActivity, profile
-    sync()
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-        for _ in range(reps):
-            step()
-        sync()
     rows, kernels = {}, 0
-    for avg in prof.key_averages():
+    for avg in _profiled(step, reps).key_averages():
         if avg.device_type == torch.autograd.DeviceType.CUDA:
             kernels += avg.count
             continue
@@ -1433,8 +1433,7 @@ def phase_ops(dev, workloads, started) -> list:
               + ", ".join(f"{n} x{v['calls']:.0f} {v['self_seconds'] * 1e3:.2f} ms" for n, v in top), flush=True)
         if spec["id"].startswith("vit"):
             conv = model.conv_proj
-            x = batch["x"] if isinstance(batch, dict) and "x" in batch else next(iter(batch.values()))
-            x = x.detach().requires_grad_(False)
+            x = batch["x"].detach()
 
             def conv_forward(conv=conv, x=x, mode=spec["precision"]):
                 with mp.autocast_ctx(mode, dev.type):
@@ -1489,9 +1488,16 @@ def phase_autograd_thread(dev, workloads, started) -> list:
     return points
 
 
+PHASES = {"profiler": phase_profiler, "groups": phase_groups, "validation": phase_validation,
+          "threads": phase_threads, "imports": phase_imports, "depth": phase_depth, "clocks": phase_clocks,
+          "overlap": phase_overlap, "sizes": phase_sizes, "model_sum": phase_model_sum, "model_host": phase_model_host,
+          "lstm": phase_lstm, "harness": phase_harness, "reps": phase_reps, "python": phase_python,
+          "modules": phase_modules, "autograd": phase_autograd, "ops": phase_ops, "autograd_thread": phase_autograd_thread}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--phase", choices=("profiler", "groups", "validation", "threads", "imports", "depth", "clocks", "overlap", "sizes", "model_sum", "model_host", "lstm", "harness", "reps", "python", "modules", "autograd", "ops", "autograd_thread"), required=True)
+    ap.add_argument("--phase", choices=tuple(PHASES), required=True)
     ap.add_argument("--out", required=True, help="JSON file to write")
     ap.add_argument("--device", default="cuda", help="torch device (default cuda; cpu tests the script only)")
     args = ap.parse_args(argv)
@@ -1502,12 +1508,7 @@ def main(argv=None) -> int:
     started = time.perf_counter()
     workloads = make_workloads(dev)
     print("workloads (us per forward + backward): " + " | ".join(workloads), flush=True)
-    phases = {"profiler": phase_profiler, "groups": phase_groups, "validation": phase_validation,
-              "threads": phase_threads, "imports": phase_imports, "depth": phase_depth,
-              "clocks": phase_clocks, "overlap": phase_overlap, "sizes": phase_sizes, "model_sum": phase_model_sum, "model_host": phase_model_host,
-              "lstm": phase_lstm, "harness": phase_harness, "reps": phase_reps,
-              "python": phase_python, "modules": phase_modules, "autograd": phase_autograd, "ops": phase_ops, "autograd_thread": phase_autograd_thread}
-    points = phases[args.phase](dev, workloads, started)
+    points = PHASES[args.phase](dev, workloads, started)
     doc = {"kind": "roofsim-host-state-diagnostic", "phase": args.phase, "torch": torch.__version__,
            "device": torch.cuda.get_device_name() if dev.type == "cuda" else "cpu", "cpu": mp.host_cpu_name(),
            "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
