@@ -388,16 +388,27 @@ namespace detail {
     const bool amp = rules_for(mode).autocast;
     constexpr std::string_view suffix = "_autocast", forward_prefix = "layer_forward_", backward_prefix = "layer_backward_";
     const auto wanted = [ops](std::string_view op) { return !ops || op == "add" || std::find(ops->begin(), ops->end(), op) != ops->end(); };
-    for (auto it = f.figures.lower_bound("layer_"); it != f.figures.end() && it->first.starts_with("layer_"); ++it) {
-        std::string_view base = it->first;
-        if (base.ends_with(suffix) != amp) continue;
-        if (amp) base.remove_suffix(suffix.size());
-        const Seconds seconds(it->second.seconds);
-        if (base.starts_with(forward_prefix) && wanted(base.substr(forward_prefix.size()))) {
-            h.forward.emplace_hint(h.forward.end(), base.substr(forward_prefix.size()), seconds);
-        }
-        if (base.starts_with(backward_prefix) && wanted(base.substr(backward_prefix.size()))) {
-            h.backward.emplace_hint(h.backward.end(), base.substr(backward_prefix.size()), seconds);
+    if (ops) {
+        // The few ops wanted: each one's figures found by their keys, layer_forward_<op>[_autocast] and
+        // layer_backward_<op>[_autocast] (the same figures the scan below takes of them).
+        std::string key;
+        const auto add_figures_of = [&](std::string_view op) {
+            if (!amp && op.ends_with(suffix)) return;  // its keys would be autocast figures
+            for (const auto& [prefix, table] : {std::pair{forward_prefix, &h.forward}, std::pair{backward_prefix, &h.backward}}) {
+                key.assign(prefix).append(op).append(amp ? suffix : std::string_view());
+                if (auto it = f.figures.find(key); it != f.figures.end()) table->emplace(op, Seconds(it->second.seconds));
+            }
+        };
+        add_figures_of("add");
+        for (const std::string_view op : *ops) add_figures_of(op);
+    } else {
+        for (auto it = f.figures.lower_bound("layer_"); it != f.figures.end() && it->first.starts_with("layer_"); ++it) {
+            std::string_view base = it->first;
+            if (base.ends_with(suffix) != amp) continue;
+            if (amp) base.remove_suffix(suffix.size());
+            const Seconds seconds(it->second.seconds);
+            if (base.starts_with(forward_prefix)) h.forward.emplace_hint(h.forward.end(), base.substr(forward_prefix.size()), seconds);
+            if (base.starts_with(backward_prefix)) h.backward.emplace_hint(h.backward.end(), base.substr(backward_prefix.size()), seconds);
         }
     }
     // A view's backward node launches nothing: its one-at-a-time figure is the difference of two

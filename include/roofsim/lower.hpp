@@ -331,6 +331,8 @@ public:
         if (summaries_) step_.layers.reserve(graph_.layers.size());
         backward_.reserve(graph_.layers.size() * 4);  // ample for the zoo models (at most 3.4 per layer)
         backward_begin_.reserve(graph_.layers.size() + 1);
+        saved_.reserve(graph_.layers.size() * 2);
+        saved_keys_.reserve(graph_.layers.size() * 40);  // a key or two of about twenty characters per layer
         rows_.of_kernel.reserve(step_.kernels.kernels.capacity());
         declare_inputs();
         count_consumers();
@@ -471,9 +473,11 @@ private:
         first_input_.reserve(graph_.layers.size());
         op_.reserve(graph_.layers.size());
         name_taken_.assign(graph_.layers.size(), false);
+        input_ids_.reserve(2 * graph_.layers.size());  // most layers read one or two values
         for (std::size_t li = 0; li < graph_.layers.size(); ++li) {
             const Layer& l = graph_.layers[li];
-            const KnownOp* op = find_known_op(l.op);
+            // mostly a layer has the op of the one before it
+            const KnownOp* op = li > 0 && same_name(l.op, graph_.layers[li - 1].op) ? op_.back() : find_known_op(l.op);
             if (!op) throw layer_error(l, "unknown op (docs/graph-format.md lists the ops)");
             if (static_cast<int>(l.inputs.size()) != op->arity) {
                 throw layer_error(l, "inputs: expected " + std::to_string(op->arity) + ", got " +
@@ -485,8 +489,12 @@ private:
                 op_names_.push_back(l.op);
             }
             first_input_.push_back(input_ids_.size());
+            // mostly a layer reads the one before it: its value, where no earlier value has its name
+            const bool after_unique_layer = li > 0 && !name_taken_[li - 1];
             for (const auto& name : l.inputs) {
-                const std::size_t id = names_.find(name);  // none: reported when the layer is lowered
+                const std::size_t id = after_unique_layer && name == graph_.layers[li - 1].name
+                                           ? graph_.inputs.size() + li - 1
+                                           : names_.find(name);  // none: reported when the layer is lowered
                 input_ids_.push_back(id);
                 if (id == none) continue;
                 consumers_[id] += 1;
@@ -643,16 +651,41 @@ private:
         return nullptr;
     }
 
+    /// find_attr of each of `keys`, in one scan of the layer's attributes.
+    template <std::size_t N>
+    [[nodiscard]] static std::array<const AttrValue*, N> find_attrs(const Layer& l, const std::array<std::string_view, N>& keys) {
+        std::array<const AttrValue*, N> found{};
+        for (const auto& [name, value] : l.attrs) {
+            for (std::size_t i = 0; i < N; ++i) {
+                if (name == keys[i]) {
+                    found[i] = &value;
+                    break;
+                }
+            }
+        }
+        return found;
+    }
+
     [[nodiscard]] static std::int64_t int_attr(const Layer& l, std::string_view key,
                                                std::optional<std::int64_t> fallback = std::nullopt) {
-        const AttrValue* v = find_attr(l, key);
+        return int_attr(l, key, find_attr(l, key), fallback);
+    }
+
+    /// int_attr, of the attribute `v` found under `key` (null: not given).
+    [[nodiscard]] static std::int64_t int_attr(const Layer& l, std::string_view key, const AttrValue* v,
+                                               std::optional<std::int64_t> fallback = std::nullopt) {
         if (const auto* i = v ? std::get_if<std::int64_t>(v) : nullptr) return *i;
         if (!v && fallback) return *fallback;
         return attr_int(l, std::string(key), fallback);  // throws, naming the attribute and the fault
     }
 
     [[nodiscard]] static bool bool_attr(const Layer& l, std::string_view key, std::optional<bool> fallback = std::nullopt) {
-        const AttrValue* v = find_attr(l, key);
+        return bool_attr(l, key, find_attr(l, key), fallback);
+    }
+
+    /// bool_attr, of the attribute `v` found under `key` (null: not given).
+    [[nodiscard]] static bool bool_attr(const Layer& l, std::string_view key, const AttrValue* v,
+                                        std::optional<bool> fallback = std::nullopt) {
         if (const auto* b = v ? std::get_if<bool>(v) : nullptr) return *b;
         if (!v && fallback) return *fallback;
         return attr_bool(l, std::string(key), fallback);
@@ -661,7 +694,13 @@ private:
     /// A 1- or 2-dimensional attribute (kernel size, stride, padding); a single integer is repeated.
     [[nodiscard]] static std::array<std::int64_t, 2> dims_attr(const Layer& l, std::string_view key, std::size_t rank,
                                                                std::optional<std::int64_t> fallback = std::nullopt) {
-        const AttrValue* v = find_attr(l, key);
+        return dims_attr(l, key, find_attr(l, key), rank, fallback);
+    }
+
+    /// dims_attr, of the attribute `v` found under `key` (null: not given).
+    [[nodiscard]] static std::array<std::int64_t, 2> dims_attr(const Layer& l, std::string_view key, const AttrValue* v,
+                                                               std::size_t rank,
+                                                               std::optional<std::int64_t> fallback = std::nullopt) {
         if (const auto* i = v ? std::get_if<std::int64_t>(v) : nullptr) return {*i, *i};
         const auto* list = v ? std::get_if<std::vector<std::int64_t>>(v) : nullptr;
         if (list && list->size() == rank) return {list->front(), list->back()};
@@ -813,11 +852,14 @@ private:
     Value conv(const Layer& l, LayerSummary& s, std::size_t rank) {
         const Value& x = input(l, 0);
         if (x.shape.size() != rank + 2) throw layer_error(l, "input must be N x C x spatial (" + std::to_string(rank + 2) + " dimensions)");
-        const std::int64_t c = int_attr(l, "in_channels"), k = int_attr(l, "out_channels");
-        const auto ks = dims_attr(l, "kernel_size", rank), st = dims_attr(l, "stride", rank, 1);
-        const auto pad = dims_attr(l, "padding", rank, 0), dil = dims_attr(l, "dilation", rank, 1);
-        const std::int64_t groups = int_attr(l, "groups", 1);
-        const bool bias = bool_attr(l, "bias", true);
+        const auto [in_channels, out_channels, kernel_size, stride, padding, dilation, groups_attr, bias_attr] =
+            find_attrs(l, std::array<std::string_view, 8>{"in_channels", "out_channels", "kernel_size", "stride", "padding",
+                                                          "dilation", "groups", "bias"});
+        const std::int64_t c = int_attr(l, "in_channels", in_channels), k = int_attr(l, "out_channels", out_channels);
+        const auto ks = dims_attr(l, "kernel_size", kernel_size, rank), st = dims_attr(l, "stride", stride, rank, 1);
+        const auto pad = dims_attr(l, "padding", padding, rank, 0), dil = dims_attr(l, "dilation", dilation, rank, 1);
+        const std::int64_t groups = int_attr(l, "groups", groups_attr, 1);
+        const bool bias = bool_attr(l, "bias", bias_attr, true);
         if (!bias) cost_markers_as(host_op_without_bias(l.op), true, true);
         if (x.shape[1] != c) throw layer_error(l, "in_channels: " + std::to_string(c) + " does not match the input");
         if (groups <= 0 || c % groups != 0 || k % groups != 0) throw layer_error(l, "groups: must divide in_channels and out_channels");

@@ -57,6 +57,17 @@ public:
         }
         return *this;
     }
+    /// Copies the characters of any string (std::string_view, std::string, C string) in place: no
+    /// temporary Name, and no allocation where both the old and the new name fit in place.
+    template <class String>
+        requires(std::convertible_to<const String&, std::string_view> && !std::same_as<String, Name>)
+    Name& operator=(const String& s) {
+        const std::string_view chars(s);
+        if (on_heap() || chars.size() > in_place) return *this = Name(chars);  // copies first: `chars` may be ours
+        if (!chars.empty()) std::memmove(chars_.data(), chars.data(), chars.size());  // may be a view of this name
+        size_ = static_cast<std::uint8_t>(chars.size());
+        return *this;
+    }
     ~Name() { release(); }
 
     /// Appends `s` (which may be a view of this name).

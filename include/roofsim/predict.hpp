@@ -89,7 +89,9 @@ namespace detail {
             previous_layer = &k.layer;
         }
         if (row_index == p.layers.size()) {
-            p.layers.push_back(LayerTime{k.layer.str(), k.phase == Phase::optimizer ? "optimizer" : ""});
+            LayerTime& added = p.layers.emplace_back();
+            added.layer = k.layer.str();
+            if (k.phase == Phase::optimizer) added.op = "optimizer";
             if (longest.size() < p.layers.size()) longest.resize(p.layers.size());
         }
         LayerTime& row = p.layers[row_index];

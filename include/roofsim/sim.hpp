@@ -8,7 +8,10 @@
 #include <roofsim/detail/name_index.hpp>
 #include <roofsim/ir.hpp>
 
+#include <array>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <map>
 #include <optional>
@@ -113,27 +116,48 @@ struct Timeline {
     Seconds gpu_gap_time{0};               ///< total time between back-to-back kernels (gap_after)
 };
 
+namespace detail {
+
+/// conv_host_growth of a convolution pass of `flops` FLOPs among `points`, with `log_flops(i)` giving
+/// log(points[i].flops) (computed on the spot, or taken from a table made once per step).
+template <class LogFlops>
+[[nodiscard]] Seconds conv_host_growth_at(const std::vector<ConvHostGrowth::Point>& points, LogFlops&& log_flops, double flops,
+                                          ConvPass pass) {
+    if (points.empty() || !(flops > 0)) return Seconds(0);
+    const auto extra = [pass](const ConvHostGrowth::Point& p) { return pass == ConvPass::forward ? p.forward : p.backward; };
+    const double x = std::log(flops);
+    if (x <= log_flops(0)) return extra(points.front());
+    for (std::size_t i = 1; i < points.size(); ++i) {
+        const double x1 = log_flops(i);
+        if (x <= x1) {
+            // linear in log FLOPs between the bracketing points: t = (x - x0) / (x1 - x0)
+            const double x0 = log_flops(i - 1), t = (x - x0) / (x1 - x0);
+            return extra(points[i - 1]) + (extra(points[i]) - extra(points[i - 1])) * t;
+        }
+    }
+    return extra(points.back());
+}
+
+/// The convolution shape a pass's host growth is read at: its dims where the pass has a growth (a
+/// forward or weight-gradient pass of a dense convolution), else null.
+[[nodiscard]] inline const ConvDims* conv_with_host_growth(const Kernel& k) {
+    const auto* d = std::get_if<ConvDims>(&k.dims);
+    if (k.kind != KernelKind::conv || !d || d->pass == ConvPass::backward_data || is_depthwise_conv(k)) return nullptr;
+    return d;
+}
+
+}  // namespace detail
+
 /// A convolution pass's host cost beyond its tiny layer's: the growth measured at the sizes around
 /// its FLOPs, linear in log FLOPs between them, held at the end points beyond them; the forward's on
 /// the forward pass, the backward's on the weight-gradient pass (every convolution's backward has
 /// one). None for a depthwise convolution (PyTorch's own kernels, not cuDNN's engines).
 [[nodiscard]] inline Seconds conv_host_growth(const Kernel& k, const ConvHostGrowth& growth) {
-    const auto* d = std::get_if<ConvDims>(&k.dims);
-    if (k.kind != KernelKind::conv || !d || d->pass == ConvPass::backward_data || is_depthwise_conv(k)) return Seconds(0);
+    const ConvDims* d = detail::conv_with_host_growth(k);
+    if (!d) return Seconds(0);
     const auto& points = d->r == 1 && d->s == 1 ? growth.kernel_1x1 : growth.other;
-    const double flops = conv_flops(*d).value();
-    if (points.empty() || !(flops > 0)) return Seconds(0);
-    const auto extra = [&](const ConvHostGrowth::Point& p) { return d->pass == ConvPass::forward ? p.forward : p.backward; };
-    const double x = std::log(flops);
-    if (x <= std::log(points.front().flops)) return extra(points.front());
-    for (std::size_t i = 1; i < points.size(); ++i) {
-        const double x1 = std::log(points[i].flops);
-        if (x <= x1) {
-            const double x0 = std::log(points[i - 1].flops), t = (x - x0) / (x1 - x0);
-            return extra(points[i - 1]) + (extra(points[i]) - extra(points[i - 1])) * t;
-        }
-    }
-    return extra(points.back());
+    return detail::conv_host_growth_at(points, [&points](std::size_t i) { return std::log(points[i].flops); },
+                                       conv_flops(*d).value(), d->pass);
 }
 
 /// Host time before kernel `k` can be launched: a layer's dispatch marker (host-only, naming its
@@ -157,37 +181,41 @@ namespace detail {
 /// same values as host_cost and op_factor. Holds views of the list's strings.
 class OpLookups {
 public:
-    OpLookups(const CostContext& ctx, const HostCosts& host) : ctx_(ctx), host_(host) {}
+    OpLookups(const CostContext& ctx, const HostCosts& host)
+        : ctx_(ctx), host_(host), log_flops_1x1_(log_flops(host.conv_growth.kernel_1x1)),
+          log_flops_other_(log_flops(host.conv_growth.other)) {}
 
     /// host_cost(k, host)
     [[nodiscard]] Seconds host_cost(const Kernel& k) {
-        if (k.kind != KernelKind::host_only || k.host_op.empty() || k.phase == Phase::optimizer) {
-            return roofsim::host_cost(k, host_);
+        if (k.kind == KernelKind::host_only && !k.host_op.empty()) {  // a dispatch marker: its op's figure
+            if (k.phase == Phase::optimizer) return roofsim::host_cost(k, host_);
+            std::optional<Seconds>& cost = entry(k.host_op).host[k.phase == Phase::forward ? 0 : 1];
+            if (!cost) cost = roofsim::host_cost(k, host_);
+            return *cost;
         }
-        std::optional<Seconds>& cost = entry(k.host_op).host[k.phase == Phase::forward ? 0 : 1];
-        if (!cost) cost = roofsim::host_cost(k, host_);
-        return *cost;
+        const Seconds dispatch = k.host_dispatch ? host_.per_kernel : Seconds(0);
+        return k.kind == KernelKind::conv ? dispatch + conv_host_growth(k) : dispatch;
     }
 
-    /// op_factor(k, ctx)
+    /// op_factor(k, ctx); 1 for a host-only kernel, whose cost (none) no factor changes.
     [[nodiscard]] double op_factor(const Kernel& k) {
-        if (!takes_op_factor(k, ctx_)) return 1.0;
+        if (k.kind == KernelKind::host_only || !takes_op_factor(k, ctx_)) return 1.0;
         const auto key = op_factor_key(k);
         const auto& [op, phase, low] = key;
-        std::optional<const std::vector<OpFactorPoint>*>& points = entry(op).factor[static_cast<int>(phase)][low ? 1 : 0];
+        std::optional<const std::vector<OpFactorPoint>*>& points =
+            entry(op).factor[static_cast<int>(phase)][low ? 1 : 0];
         if (!points) {
             auto it = ctx_.op_factor.find(key);
             points = it != ctx_.op_factor.end() ? &it->second : nullptr;
         }
         if (!*points) return 1.0;
-        const auto* norm = std::get_if<NormDims>(&k.dims);
-        if (!norm || (*points)->size() == 1) return op_factor_at(**points, k, ctx_);
-        // A normalization's factor depends on its shape: remembered per shape (a network repeats few).
-        for (const NormFactor& m : norm_factors_) {
-            if (m.points == *points && m.groups == norm->groups && m.group_elements == norm->group_elements) return m.factor;
-        }
-        norm_factors_.push_back({*points, norm->groups, norm->group_elements, op_factor_at(**points, k, ctx_)});
-        return norm_factors_.back().factor;
+        if (std::holds_alternative<AttentionDims>(k.dims)) return op_factor_at(**points, k, ctx_);
+        // Any other kernel's factor depends on its points, bytes and reduction shape alone (a column
+        // sum's on its FLOPs and unit too): remembered per such key (a network repeats few).
+        const FactorKey memo_key = factor_key(**points, k);
+        FactorSlot& slot = factor_slots_[memo_key.hash() % factor_slots_.size()];
+        if (!(slot.filled && slot.key == memo_key)) slot = {true, memo_key, op_factor_at(**points, k, ctx_)};
+        return slot.factor;
     }
 
 private:
@@ -196,23 +224,79 @@ private:
         std::optional<Seconds> host[2];      ///< forward, backward dispatch
         std::optional<const std::vector<OpFactorPoint>*> factor[3][2];  ///< the op's points, by phase and 16-bit
     };
-    struct NormFactor {
-        const std::vector<OpFactorPoint>* points;
-        std::int64_t groups, group_elements;
-        double factor;
+    /// What op_factor_at reads of a kernel that is not attention, with the op's points.
+    struct FactorKey {
+        const std::vector<OpFactorPoint>* points = nullptr;
+        double bytes = 0, flops = 0;
+        std::int64_t groups = -1, group_elements = -1;  ///< the reduction shape, -1 without one
+        ComputeUnit unit{};
+        bool column_sum = false;
+        friend bool operator==(const FactorKey&, const FactorKey&) = default;
+
+        [[nodiscard]] std::size_t hash() const {
+            std::uint64_t h = std::bit_cast<std::uint64_t>(bytes) * 0x9e3779b97f4a7c15ull;
+            for (const std::uint64_t v : {static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(points)),
+                                          std::bit_cast<std::uint64_t>(flops), static_cast<std::uint64_t>(groups),
+                                          static_cast<std::uint64_t>(group_elements), static_cast<std::uint64_t>(unit)}) {
+                h = (h ^ v) * 0x100000001b3ull;
+            }
+            return static_cast<std::size_t>(h ^ (h >> 29));
+        }
+    };
+    struct FactorSlot {
+        bool filled = false;
+        FactorKey key;
+        double factor = 1;
     };
     const CostContext& ctx_;
     const HostCosts& host_;
-    std::vector<NormFactor> norm_factors_;
     NameIndex index_;
     std::vector<Entry> entries_;
-    std::size_t last_ = NameIndex::none;  ///< consecutive kernels mostly share an op
+    std::array<FactorSlot, 128> factor_slots_{};  ///< by FactorKey::hash; a collision recomputes
+    std::vector<double> log_flops_1x1_, log_flops_other_;  ///< log FLOPs of host.conv_growth's points
 
+    [[nodiscard]] static std::vector<double> log_flops(const std::vector<ConvHostGrowth::Point>& points) {
+        std::vector<double> logs;
+        logs.reserve(points.size());
+        for (const auto& p : points) logs.push_back(std::log(p.flops));
+        return logs;
+    }
+
+    [[nodiscard]] static FactorKey factor_key(const std::vector<OpFactorPoint>& points, const Kernel& k) {
+        FactorKey key{&points, k.bytes().value(), k.flops.value()};
+        if (const auto* norm = std::get_if<NormDims>(&k.dims)) {
+            key.groups = norm->groups;
+            key.group_elements = norm->group_elements;
+        }
+        key.unit = k.unit;
+        key.column_sum = is_column_sum(k);
+        return key;
+    }
+
+    /// conv_host_growth(k, host.conv_growth), with the points' log FLOPs taken once per step.
+    [[nodiscard]] Seconds conv_host_growth(const Kernel& k) const {
+        const ConvDims* d = conv_with_host_growth(k);
+        if (!d) return Seconds(0);
+        const bool one_by_one = d->r == 1 && d->s == 1;
+        const auto& points = one_by_one ? host_.conv_growth.kernel_1x1 : host_.conv_growth.other;
+        const auto& logs = one_by_one ? log_flops_1x1_ : log_flops_other_;
+        return conv_host_growth_at(points, [&logs](std::size_t i) { return logs[i]; }, conv_flops(*d).value(), d->pass);
+    }
+
+    /// The entry of `op`, added where it has none. A step has a handful of distinct ops: while there
+    /// are few, a scan finds them sooner than the index (which takes them all beyond that).
     Entry& entry(std::string_view op) {
-        if (last_ != NameIndex::none && entries_[last_].op == op) return entries_[last_];
-        last_ = index_.insert(op, entries_.size());
-        if (last_ == entries_.size()) entries_.push_back(Entry{op, {}, {}});
-        return entries_[last_];
+        constexpr std::size_t few_ops = 16;
+        if (entries_.size() <= few_ops) {
+            for (Entry& e : entries_) {
+                if (same_name(e.op, op)) return e;
+            }
+            if (entries_.size() < few_ops) return entries_.emplace_back(Entry{op, {}, {}});
+            for (std::size_t i = 0; i < entries_.size(); ++i) index_.insert(entries_[i].op, i);
+        }
+        const std::size_t i = index_.insert(op, entries_.size());
+        if (i == entries_.size()) entries_.push_back(Entry{op, {}, {}});
+        return entries_[i];
     }
 };
 

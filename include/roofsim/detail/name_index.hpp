@@ -12,6 +12,27 @@
 
 namespace roofsim::detail {
 
+/// a == b for the short names of a step, eight bytes at a time in place (no call to memcmp).
+[[nodiscard]] inline bool same_name(std::string_view a, std::string_view b) noexcept {
+    const std::size_t n = a.size();
+    if (n != b.size()) return false;
+    if (n < 8) {
+        for (std::size_t i = 0; i < n; ++i) {
+            if (a[i] != b[i]) return false;
+        }
+        return true;
+    }
+    const auto word = [](std::string_view s, std::size_t at) {
+        std::uint64_t w = 0;
+        std::memcpy(&w, s.data() + at, 8);
+        return w;
+    };
+    for (std::size_t i = 0; i + 8 < n; i += 8) {  // the last word overlaps the one before
+        if (word(a, i) != word(b, i)) return false;
+    }
+    return word(a, n - 8) == word(b, n - 8);
+}
+
 class NameIndex {
 public:
     static constexpr std::size_t none = std::numeric_limits<std::size_t>::max();
@@ -77,7 +98,7 @@ private:
     [[nodiscard]] std::size_t probe(std::string_view name) const {
         const std::size_t mask = slots_.size() - 1;
         std::size_t i = hash(name) & mask;
-        while (slots_[i].id != none && slots_[i].name != name) i = (i + 1) & mask;
+        while (slots_[i].id != none && !same_name(slots_[i].name, name)) i = (i + 1) & mask;
         return i;
     }
 
