@@ -453,6 +453,8 @@ def layer_cases(dev):
         "gelu_tanh_composite": (lambda: (lambda x: 0.5 * x * (1.0 + torch.tanh(0.7978845608 * (x + 0.044715 * torch.pow(x, 3.0))))),
                                 lambda: [r(4, 8)]),
         "mha": (module(SelfAttention(8, 2)), lambda: [r(1, 4, 8)]),
+        # a float32 -> bfloat16 cast (the graph op "cast"; chain_cases alternates the dtypes)
+        "cast": (lambda: (lambda x: x.to(torch.bfloat16)), lambda: [r(4, 8)]),
     }
     if hasattr(nn, "RMSNorm"):
         cases["rmsnorm"] = (module(nn.RMSNorm(8)), lambda: [r(4, 8)])
@@ -827,6 +829,10 @@ def chain_cases(dev):
         "gelu_tanh_composite": (lambda: (lambda x: 0.5 * x * (1.0 + torch.tanh(0.7978845608 * (x + 0.044715 * torch.pow(x, 3.0))))),
                                 lambda: r(4, 8)),
         "mha": (mod(lambda: SelfAttention(8, 2)), lambda: r(1, 4, 8)),
+        # a dtype cast (aten::_to_copy forward, ToCopyBackward0 backward), as autocast inserts before
+        # each lower-precision op whose input is float32 (a layer norm's output in an autocast
+        # model); the chain alternates bfloat16 and float32 so that every layer casts
+        "cast": (lambda: (lambda y: y.to(torch.bfloat16 if y.dtype == torch.float32 else torch.float32)), lambda: r(4, 8)),
     }
     if hasattr(nn, "RMSNorm"):
         cases["rmsnorm"] = (mod(lambda: nn.RMSNorm(8)), lambda: r(4, 8))
