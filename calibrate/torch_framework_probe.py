@@ -1482,7 +1482,7 @@ def main(argv=None) -> int:
                 "backward_reference_seconds_per_node": statistics.median(backward_canaries),
                 "backward_canary": f"after each canary, the backward() of a chain of {BACKWARD_CANARY_NODES} "
                                    "multiplications of a 1-element tensor, from a synchronize to its return, per "
-                                   "node: the speed of autograd's device thread (recorded; roofsim does not read it yet)",
+                                   "node: the speed of autograd's device thread (roofsim reads the layer_backward_* figures on it)",
                 "backward_canary_p10_seconds": backward_canaries[len(backward_canaries) // 10],
                 "backward_canary_p90_seconds": backward_canaries[(9 * len(backward_canaries)) // 10],
             })

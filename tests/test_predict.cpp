@@ -592,7 +592,8 @@ TEST_CASE("attention costs the host figures of the backend it runs on, or the op
     o.lowering.precision = PrecisionMode::amp_bf16;
     Graph g;
     g.name = "attention";
-    for (const char* name : {"q", "k", "v"}) g.inputs.push_back(GraphInput{name, {GraphBuilder::batch, 2, 16, 64}, DType::f32, true});
+    // bfloat16 inputs, as an autocast model's projections hand them on: no casts (a test below has those)
+    for (const char* name : {"q", "k", "v"}) g.inputs.push_back(GraphInput{name, {GraphBuilder::batch, 2, 16, 64}, DType::bf16, true});
     const auto sdpa = [](const char* name, const char* backend) {
         return Layer{name, "sdpa", {"q", "k", "v"}, {{"backend", AttrValue(std::string(backend))}}};
     };
@@ -619,7 +620,7 @@ TEST_CASE("attention costs the host figures of the backend it runs on, or the op
     // nn.MultiheadAttention called with need_weights=False: its own figures where measured.
     Graph m;
     m.name = "mha";
-    m.inputs.push_back(GraphInput{"x", {GraphBuilder::batch, 16, 64}, DType::f32, true});
+    m.inputs.push_back(GraphInput{"x", {GraphBuilder::batch, 16, 64}, DType::bf16, true});
     const std::map<std::string, AttrValue> mha_attrs = {{"embed_dim", AttrValue(std::int64_t{64})},
                                                         {"num_heads", AttrValue(std::int64_t{1})}};
     auto no_weights = mha_attrs;
@@ -632,6 +633,53 @@ TEST_CASE("attention costs the host figures of the backend it runs on, or the op
     CHECK(own.host_time.value() == Catch::Approx((300e-6 + 500e-6) + (100e-6 + 200e-6) + 50e-6));
     REQUIRE(own.layers.size() == 2);
     CHECK(own.layers[1].op == "mha");
+}
+
+TEST_CASE("autocast's casts of activations cost the cast layer's host figures; weights' casts and a layer alone cost none", "[predict][sim]") {
+    FrameworkProfile f = h200_test_framework({{"layer_forward_layernorm_autocast", 20e-6}, {"layer_backward_layernorm_autocast", 40e-6},
+                                              {"layer_forward_linear_autocast", 30e-6}, {"layer_backward_linear_autocast", 70e-6},
+                                              {"layer_forward_add_autocast", 4e-6}, {"layer_backward_add_autocast", 6e-6},
+                                              {"backward_call", 50e-6}});
+    const CostContext ctx = make_cost_context(gpu_or_throw("h200-sxm"));
+    PredictOptions o = host_cost_options(f);
+    o.lowering.precision = PrecisionMode::amp_bf16;
+    // A float32 layer norm's output into a linear layer: autocast casts it to bfloat16 (and its
+    // gradient back); the linear layer's bfloat16 output into a second linear layer: no cast.
+    Graph g;
+    g.name = "cast";
+    g.inputs.push_back(GraphInput{"x", {GraphBuilder::batch, 16, 64}, DType::f32, true});
+    const std::map<std::string, AttrValue> linear = {{"in_features", AttrValue(std::int64_t{64})},
+                                                     {"out_features", AttrValue(std::int64_t{64})}};
+    g.layers = {Layer{"norm", "layernorm", {"x"}, {{"normalized_shape", AttrValue(std::vector<std::int64_t>{64})}}},
+                Layer{"fc1", "linear", {"norm"}, linear}, Layer{"fc2", "linear", {"fc1"}, linear}};
+    const LoweredStep step = lower(g, o.lowering);
+    std::vector<std::string> markers;  // layer:host op, forward then backward
+    for (const Kernel& k : step.kernels.kernels) {
+        if (k.kind == KernelKind::host_only && k.host_dispatch) markers.push_back(k.layer.str() + ":" + k.host_op.str());
+    }
+    CHECK(markers == std::vector<std::string>{"norm:layernorm", "fc1:linear", "fc1:cast", "fc2:linear", "fc2:linear",
+                                              "fc1:linear", "fc1:cast", "norm:layernorm"});
+    // Without a cast figure in the profile the casts cost an add's, as any op without figures.
+    const double layers = (20e-6 + 40e-6) + 2 * (30e-6 + 70e-6) + 50e-6;
+    CHECK(predict(g, ctx, o).host_time.value() == Catch::Approx(layers + 4e-6 + 6e-6));
+    set_figure(f, "layer_forward_cast_autocast", 15e-6);
+    set_figure(f, "layer_backward_cast_autocast", 25e-6);
+    CHECK(predict(g, ctx, o).host_time.value() == Catch::Approx(layers + 15e-6 + 25e-6));
+    // The same graph in float32: no autocast, no casts.
+    o.lowering.precision = PrecisionMode::fp32;
+    set_figure(f, "layer_forward_layernorm", 20e-6);
+    set_figure(f, "layer_backward_layernorm", 40e-6);
+    set_figure(f, "layer_forward_linear", 30e-6);
+    set_figure(f, "layer_backward_linear", 70e-6);
+    CHECK(predict(g, ctx, o).host_time.value() == Catch::Approx(layers));
+    // A linear layer alone on a float32 input: its steady figure holds its input's cast.
+    o.lowering.precision = PrecisionMode::amp_bf16;
+    set_figure(f, "layer_steady_linear_autocast", 300e-6);
+    Graph one;
+    one.name = "one";
+    one.inputs = g.inputs;
+    one.layers = {Layer{"fc", "linear", {"x"}, linear}};
+    CHECK(predict(one, ctx, o).host_time.value() == Catch::Approx(300e-6));
 }
 
 TEST_CASE("a convolution's host cost grows with its size as the profile's conv_host figures measured it", "[predict][sim]") {
@@ -827,6 +875,26 @@ TEST_CASE("host costs scale as a whole, and the profile names the host speed the
     CHECK(framework_profile_from_json(doc, "test").figures.at("layer_forward_relu").seconds == 0.0);
     doc["figures"]["layer_forward_relu"]["pass_host_canary_seconds"] = {20e-6, 20e-6};
     CHECK_THROWS_WITH(framework_profile_from_json(doc, "test"), Catch::Contains("one canary per pass"));
+
+    // A layer's backward figure runs on autograd's device thread: at the backward canary's speed where
+    // the profile has it, at the canary's where it has not.
+    doc["figures"]["layer_forward_relu"]["pass_host_canary_seconds"] = {10e-6, 10e-6, 10e-6};
+    doc["figures"]["layer_forward_relu"]["pass_seconds"] = {10e-6, 20e-6, 30e-6};
+    doc["figures"]["layer_forward_relu"]["min"] = 10e-6;
+    for (const char* key : {"layer_forward_relu", "layer_backward_relu"}) {
+        doc["figures"][key] = doc["figures"]["layer_forward_relu"];
+        doc["figures"][key]["pass_host_backward_canary_seconds"] = {40e-6, 40e-6, 40e-6};  // autograd's thread twice as slow
+    }
+    const auto figure = [&doc](const char* key) { return framework_profile_from_json(doc, "test").figures.at(key).seconds; };
+    CHECK(figure("layer_backward_relu") == Catch::Approx(20e-6));  // no backward reference: the canary's
+    doc["host_speed"]["backward_reference_seconds_per_node"] = 20e-6;
+    CHECK(framework_profile_from_json(doc, "test").host_backward_reference_seconds_per_node->value() == Catch::Approx(20e-6));
+    CHECK(figure("layer_backward_relu") == Catch::Approx(10e-6));  // 20 us x 20/40
+    CHECK(figure("layer_forward_relu") == Catch::Approx(20e-6));   // the forward's stays on the canary
+    doc["figures"]["layer_backward_relu"].erase("pass_host_backward_canary_seconds");  // a figure without it: the canary's
+    CHECK(figure("layer_backward_relu") == Catch::Approx(20e-6));
+    doc["host_speed"]["backward_reference_seconds_per_node"] = 0.0;
+    CHECK_THROWS_WITH(framework_profile_from_json(doc, "test"), Catch::Contains("backward_reference_seconds_per_node"));
 }
 
 TEST_CASE("fused attention pads sequences to blocks of 64 and takes sdpa's timings whoever calls it", "[predict][cost]") {
@@ -986,6 +1054,50 @@ TEST_CASE("elementwise loops over mixed dtypes take the mixed-dtype add's timing
     CHECK(op_factor(*gelu_forward, ctx) == Catch::Approx(1.0));
     // the add's timing calibrates no same-dtype add
     CHECK(ctx.op_factor.count(std::tuple<std::string, Phase, bool>{"add", Phase::forward, false}) == 0);
+}
+
+TEST_CASE("a depthwise convolution takes its efficiency by its output positions per channel, not its bytes", "[predict][cost]") {
+    // Its weight gradient reduces each channel's N x P x Q positions in one block: two timings, many
+    // channels of few positions and few channels of many, bracket a kernel by that count.
+    const auto depthwise = [](std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, std::int64_t r, std::int64_t s) {
+        Kernel k;
+        k.kind = KernelKind::conv;
+        ConvDims d;
+        d.pass = ConvPass::backward_filter;
+        d.n = n;
+        d.c = d.k = d.groups = c;
+        d.h = h;
+        d.w = w;
+        d.r = r;
+        d.s = s;
+        d.pad_h = r / 2;
+        d.pad_w = s / 2;
+        k.dims = d;
+        k.bytes_read = Bytes(2.0 * static_cast<double>(n * c * h * w) * 4);
+        return k;
+    };
+    const Kernel late = depthwise(32, 512, 28, 28, 3, 3), early = depthwise(16, 96, 112, 112, 3, 3);
+    CHECK(factor_size(late) == Catch::Approx(32.0 * 28 * 28));
+    CHECK(factor_size(early) == Catch::Approx(16.0 * 112 * 112));
+    OpFactorPoint late_point, early_point;
+    late_point.factor = 1.0;
+    late_point.size = factor_size(late);
+    early_point.factor = 4.0;
+    early_point.size = factor_size(early);
+    const std::vector<OpFactorPoint> points = {late_point, early_point};
+    // a depthwise conv1d of 1024 channels of 16 x 2048 positions: more bytes than either timing, but
+    // per channel near the late stage's
+    const Kernel conv1d = depthwise(16, 1024, 1, 2048, 1, 3);
+    CHECK(conv1d.bytes().value() > early.bytes().value());
+    const double t = std::log(16.0 * 2048 / late_point.size) / std::log(early_point.size / late_point.size);
+    CHECK(op_factor_at(points, conv1d) == Catch::Approx(std::pow(4.0, t)));
+    CHECK(op_factor_at(points, conv1d) < 1.5);
+    CHECK(op_factor_at(points, depthwise(64, 256, 56, 56, 3, 3)) == Catch::Approx(4.0));  // beyond the early stage's
+    // any other kernel is read by its bytes
+    Kernel relu;
+    relu.kind = KernelKind::elementwise;
+    relu.bytes_read = Bytes(1e6);
+    CHECK(factor_size(relu) == Catch::Approx(1e6));
 }
 
 TEST_CASE("an elementwise op timed at two sizes takes its efficiency by its kernel's bytes between them", "[predict][framework]") {

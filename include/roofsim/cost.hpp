@@ -52,7 +52,7 @@ struct OpFactorPoint {
     std::optional<AttentionDims> attention;  ///< the attention shape and backend it ran at, for sdpa
     double factor = 1;
     double seconds_per_byte = 0;  ///< a column sum's measured time over its bytes (0: not recorded)
-    double kernel_bytes = 0;      ///< the bytes of one of the op's own kernels it was timed at (0: not recorded)
+    double size = 0;              ///< the size it was timed at, as factor_size measures one of the op's own kernels (0: not recorded)
 };
 
 namespace detail {
@@ -631,14 +631,25 @@ namespace detail {
 
 }  // namespace detail
 
+/// The size by which an op's efficiency is read among the sizes it was timed at (op_factor_at): a
+/// depthwise convolution's output positions per channel (N x P x Q: its weight gradient reduces each
+/// channel's in one block, so few channels of many positions run far below many of few), any other
+/// kernel's bytes (an elementwise op below and beyond the L2 cache).
+[[nodiscard]] inline double factor_size(const Kernel& k) {
+    if (is_depthwise_conv(k)) {
+        const auto& d = std::get<ConvDims>(k.dims);
+        return static_cast<double>(d.n) * static_cast<double>(d.p()) * static_cast<double>(d.q());
+    }
+    return k.bytes().value();
+}
+
 /// The op factor at a kernel's shape among an op's points: an attention kernel takes the points of its
 /// backend (cuDNN's, where there is none, flash's: the same tiling), of its causality and of its
 /// dropout (with or without) where such points exist, interpolated in log factor over log key length
 /// between the two that bracket it (the end point's beyond); a normalization kernel with its reduction
 /// shape, the points timed at the nearest group count (log scale), interpolated likewise over log group
-/// length; any other kernel, among points timed at two sizes or more (an elementwise op below and
-/// beyond the L2 cache), interpolated likewise over log bytes per kernel; otherwise the op's first op
-/// timing.
+/// length; any other kernel, among points timed at two sizes or more, interpolated likewise over its
+/// log factor_size; otherwise the op's first op timing.
 [[nodiscard]] inline double op_factor_at(const std::vector<OpFactorPoint>& points, const Kernel& k) {
     if (points.empty()) return 1.0;
     const auto distance = [](double a, double b) { return a > b ? a / b : b / a; };  // |log(a/b)|, ordered alike
@@ -666,21 +677,20 @@ namespace detail {
         return detail::interpolate_log_log(std::move(by_length), static_cast<double>(a->seq_kv));
     }
     const auto* norm = std::get_if<NormDims>(&k.dims);
-    if (!norm && points.size() > 1 && k.bytes().value() > 0) {
-        // the timed sizes that bracket the kernel's bytes (no allocation: this runs for every kernel)
-        const double bytes = k.bytes().value();
+    if (const double size = factor_size(k); !norm && points.size() > 1 && size > 0) {
+        // the timed sizes that bracket the kernel's (no allocation: this runs for every kernel)
         const OpFactorPoint *below = nullptr, *above = nullptr;
         int sized = 0;
         for (const auto& p : points) {
-            if (p.kernel_bytes <= 0) continue;
+            if (p.size <= 0) continue;
             ++sized;
-            if (p.kernel_bytes <= bytes && (!below || p.kernel_bytes > below->kernel_bytes)) below = &p;
-            if (p.kernel_bytes >= bytes && (!above || p.kernel_bytes < above->kernel_bytes)) above = &p;
+            if (p.size <= size && (!below || p.size > below->size)) below = &p;
+            if (p.size >= size && (!above || p.size < above->size)) above = &p;
         }
         if (sized > 1) {
             if (!below) return above->factor;
-            if (!above || above->kernel_bytes == below->kernel_bytes) return below->factor;
-            const double t = std::log(bytes / below->kernel_bytes) / std::log(above->kernel_bytes / below->kernel_bytes);
+            if (!above || above->size == below->size) return below->factor;
+            const double t = std::log(size / below->size) / std::log(above->size / below->size);
             return std::exp(std::log(below->factor) * (1 - t) + std::log(above->factor) * t);
         }
     }

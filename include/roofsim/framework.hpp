@@ -64,6 +64,12 @@ struct FrameworkProfile {
     /// (its run's median; "host_speed" in the document). Profiles from before the canary have none,
     /// and their figures are as measured.
     std::optional<Seconds> host_reference_seconds_per_op;
+    /// The speed of autograd's device thread the layers' backward figures are put on: seconds per node
+    /// of the probe's backward canary (the backward() of a chain of 100 tiny multiplications; its
+    /// run's median). A model's backward() follows it, not the canary: over seven processes of
+    /// BERT-base b32 on the H200 (2026-12-01), correlation 0.91 with it, 0.34 with the canary.
+    /// Profiles from before the fifty-ninth run of 2026-12-01 have none.
+    std::optional<Seconds> host_backward_reference_seconds_per_node;
 
     /// The host speed the host figures describe, seconds per tiny add: the canary's reference, else the
     /// eager_op_add figure (the same loop, longer), else nothing.
@@ -92,16 +98,18 @@ namespace detail {
 /// probe's run, and on one H200 run (2026-11-30) this put the passes' figures closer together: their
 /// spread (max - min over median) fell from 0.36 to 0.30 at the median figure, 0.89 to 0.73 at the
 /// 90th percentile. Nothing where the figure has no canary (GPU-paced figures, older profiles).
-[[nodiscard]] inline std::optional<double> at_host_speed(const JsonCursor& fig, double reference_seconds_per_op) {
+[[nodiscard]] inline std::optional<double> at_host_speed(const JsonCursor& fig, double reference_seconds_per_op,
+                                                         const char* canary_key = "pass_host_canary_seconds") {
+    // (canary_key: the passes' canaries of that speed; the backward canary's for backward figures)
     std::vector<double> values;
-    if (fig.has("pass_seconds") && fig.has("pass_host_canary_seconds")) {
-        const JsonCursor passes = fig.at("pass_seconds"), canaries = fig.at("pass_host_canary_seconds");
+    if (fig.has("pass_seconds") && fig.has(canary_key)) {
+        const JsonCursor passes = fig.at("pass_seconds"), canaries = fig.at(canary_key);
         if (passes.array_size() != canaries.array_size()) canaries.fail("expected one canary per pass");
         for (std::size_t i = 0; i < passes.array_size(); ++i) {
             // a pass of a fit's intercept (..._per_step) may come out below 0 by its noise
             values.push_back(passes.at(i).number() * reference_seconds_per_op / canaries.at(i).positive());
         }
-    } else if (fig.has("host_canary_seconds") && !fig.has("pass_seconds")) {
+    } else if (canary_key == std::string_view("pass_host_canary_seconds") && fig.has("host_canary_seconds") && !fig.has("pass_seconds")) {
         values.push_back(fig.at("seconds").non_negative() * reference_seconds_per_op / fig.at("host_canary_seconds").positive());
     }
     if (values.empty()) return std::nullopt;
@@ -122,7 +130,11 @@ namespace detail {
     f.torch_version = root.at("software").at("torch").string();
     f.date_utc = root.at("date_utc").string();
     if (root.has("host_speed") && !root.at("host_speed").json().is_null()) {
-        f.host_reference_seconds_per_op = Seconds(root.at("host_speed").at("reference_seconds_per_op").positive());
+        const JsonCursor speed = root.at("host_speed");
+        f.host_reference_seconds_per_op = Seconds(speed.at("reference_seconds_per_op").positive());
+        if (speed.has("backward_reference_seconds_per_node")) {
+            f.host_backward_reference_seconds_per_node = Seconds(speed.at("backward_reference_seconds_per_node").positive());
+        }
     }
     const JsonCursor figures = root.at("figures");
     for (const auto& item : figures.object().items()) {
@@ -136,7 +148,15 @@ namespace detail {
         x.method = fig.at("method").string();
         if (!(x.min <= x.seconds && x.seconds <= x.max)) fig.fail("expected min <= seconds <= max");
         if (f.host_reference_seconds_per_op) {
-            if (const auto at_speed = detail::at_host_speed(fig, f.host_reference_seconds_per_op->value())) {
+            // a layer's backward figure runs on autograd's device thread: on that thread's speed, the
+            // backward canary's, where the profile has it; any other on the canary's
+            std::optional<double> at_speed;
+            if (f.host_backward_reference_seconds_per_node && key.starts_with("layer_backward_")) {
+                at_speed = detail::at_host_speed(fig, f.host_backward_reference_seconds_per_node->value(),
+                                                 "pass_host_backward_canary_seconds");
+            }
+            if (!at_speed) at_speed = detail::at_host_speed(fig, f.host_reference_seconds_per_op->value());
+            if (at_speed) {
                 x.measured_seconds = x.seconds;
                 x.seconds = *at_speed;
                 x.min = std::min(x.min, x.seconds);
@@ -238,6 +258,7 @@ inline void calibrate_op_factors(CostContext& ctx, const FrameworkProfile& f) {
         if (all_mixed(step)) op = "elementwise_mixed";
         Seconds modelled[2] = {Seconds(0), Seconds(0)}, others[2] = {Seconds(0), Seconds(0)};
         Bytes own_bytes[2] = {Bytes(0), Bytes(0)};
+        double own_size[2] = {0, 0};  // factor_size summed over the op's own kernels
         int own_kernels[2] = {0, 0};
         bool low = false;
         std::optional<NormDims> norm;  // the reduction shape it was timed at, for normalizations
@@ -253,6 +274,7 @@ inline void calibrate_op_factors(CostContext& ctx, const FrameworkProfile& f) {
             if (own) {
                 modelled[i] += kernel_cost(k, plain).time;
                 own_bytes[i] += k.bytes();
+                own_size[i] += factor_size(k);
                 ++own_kernels[i];
             } else if (is_autocast_cached_cast(k)) {
                 others[i] += kernel_cost(k, with_casts).time / static_cast<double>(f.op_timing_calls);
@@ -271,7 +293,7 @@ inline void calibrate_op_factors(CostContext& ctx, const FrameworkProfile& f) {
             OpFactorPoint point{norm, attention, own / modelled[i].value()};
             if (op == "sum" && own_bytes[i].value() > 0) point.seconds_per_byte = own / own_bytes[i].value();
             // the size it was timed at, for ops timed at several (op_factor_at)
-            if (!norm && !attention && own_kernels[i] > 0) point.kernel_bytes = own_bytes[i].value() / own_kernels[i];
+            if (!norm && !attention && own_kernels[i] > 0) point.size = own_size[i] / own_kernels[i];
             ctx.op_factor[{op, phase, low}].push_back(point);
             // a column sum is timed forward and runs as bias gradients in the backward: the same kernel
             if (op == "sum") ctx.op_factor[{op, Phase::backward, low}].push_back(point);
@@ -443,6 +465,11 @@ namespace detail {
         auto steady = f.seconds(concat("layer_steady_", host_op, amp_suffix));
         if (!steady) steady = f.seconds(concat("layer_steady_", graph_op, amp_suffix));
         if (steady) {
+            // the steady figure holds the layer's autocast input casts too (its input is float32)
+            if (graph_op != autocast_cast_host_op) {
+                h.forward[std::string(autocast_cast_host_op)] = Seconds(0);
+                h.backward[std::string(autocast_cast_host_op)] = Seconds(0);
+            }
             const auto figure = [host_op](const auto& table, Seconds fallback) {
                 const Seconds* s = find_host_figure(table, host_op);
                 return s ? *s : fallback;

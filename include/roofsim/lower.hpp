@@ -56,6 +56,10 @@ inline constexpr std::string_view mha_no_weights_host_op = "mha_no_weights";
 /// The host op of nn.Dropout with p = 0 in training, which launches nothing and records no autograd
 /// node (a module call and one dispatch that returns its input).
 inline constexpr std::string_view dropout_identity_host_op = "dropout_identity";
+/// The host op of a cast autocast inserts before an op of its lists whose input (an activation) is
+/// of another dtype: aten::_to_copy dispatched on its own forward, a ToCopyBackward0 node backward;
+/// costed as the cast layer (x.to(dtype)) the framework probe times.
+inline constexpr std::string_view autocast_cast_host_op = "cast";
 
 struct OptimizerOptions {
     OptimizerKind kind = OptimizerKind::sgd;
@@ -596,18 +600,38 @@ private:
         if (!rules_.autocast || !(in.dtype == DType::f32 || in.dtype == rules_.low_dtype)) return in.dtype;
         const AutocastList list = op_[layer_]->autocast;
         if (list == AutocastList::lower_precision && in.dtype != rules_.low_dtype) {
-            const double n = numel(in.shape);
-            cast(l, Phase::forward, n, in.dtype, rules_.low_dtype);
-            if (in.needs_grad) cast(l, Phase::backward, n, rules_.low_dtype, in.dtype);
+            activation_cast(l, in, rules_.low_dtype);
             return rules_.low_dtype;
         }
         if (list == AutocastList::float32 && in.dtype != DType::f32) {
-            const double n = numel(in.shape);
-            cast(l, Phase::forward, n, in.dtype, DType::f32);
-            if (in.needs_grad) cast(l, Phase::backward, n, DType::f32, in.dtype);
+            activation_cast(l, in, DType::f32);
             return DType::f32;
         }
         return in.dtype;
+    }
+
+    /// Autocast's cast of an input to `to`: the cast kernel, and its gradient's cast back. Each is
+    /// an op of its own on the host (aten::_to_copy; a ToCopyBackward0 node), which a layer's figures
+    /// leave out (chain slopes over layers that hand their dtype on), so each gets a dispatch marker
+    /// costed as the cast layer (autocast_cast_host_op). A weight's cast (weight_cast) has none: the
+    /// layer's figures hold it (every layer of a chain casts its own weight).
+    void activation_cast(const Layer& l, const Value& in, DType to) {
+        const double n = numel(in.shape);
+        cast_marker(l, Phase::forward);
+        cast(l, Phase::forward, n, in.dtype, to);
+        if (!in.needs_grad) return;
+        cast_marker(l, Phase::backward);
+        cast(l, Phase::backward, n, to, in.dtype);
+    }
+
+    void cast_marker(const Layer& l, Phase phase) {
+        if (phase == Phase::forward) {
+            marker(step_.kernels.kernels.emplace_back(blank_), l.name, autocast_cast_host_op, phase);
+            rows_.of_kernel.push_back(static_cast<std::uint32_t>(layer_));
+        } else {
+            marker(backward_.emplace_back(blank_), l.name, autocast_cast_host_op, phase);
+        }
+        note_host_op(autocast_cast_host_op);
     }
 
     /// Autocast casts a float32 weight to the compute dtype once per forward; its gradient is cast back.

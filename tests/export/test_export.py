@@ -230,6 +230,28 @@ class MlpAgainstLowering(unittest.TestCase):
         # AdamW: two state tensors per parameter
         self.assertEqual(doc["memory"]["optimizer_state_bytes"], 2 * doc["memory"]["parameters_bytes"])
 
+    def test_activation_casts_get_markers(self):
+        """Autocast's cast of an activation inside a known module is a host op of its own (a `cast`
+        marker before its kernel, and one before its gradient's cast back); a weight's is not."""
+        B, IN, H, C = self.B, self.IN, self.H, self.C
+        model = nn.Sequential(nn.Linear(IN, H), nn.LayerNorm(H), nn.Linear(H, C))
+        doc = export(model, {"x": torch.randn(B, IN)}, precision="amp-bf16", optimizer="none")
+        kernels = [k for k in doc["kernels"] if k["layer"] in ("0", "1", "2")]
+        marked = []  # (phase, layer, bytes read, bytes written) of the cast each marker stands before
+        for k, after in zip(kernels, kernels[1:]):
+            if k["kind"] == "host-only" and k.get("host_op") == "cast":
+                self.assertEqual((k["op"], after["op"], after["layer"]), ("dispatch cast", "aten::_to_copy", k["layer"]))
+                marked.append((k["phase"], k["layer"], after["bytes_read"], after["bytes_written"]))
+        # forward: x (float32, no gradient) into linear 0; linear 0's bfloat16 output into the layer
+        # norm (autocast's float32 list); the norm's float32 output into linear 2. Backward: the
+        # gradients of the last two cast back (x needs none).
+        self.assertEqual(marked, [("forward", "0", 4 * B * IN, 2 * B * IN), ("forward", "1", 2 * B * H, 4 * B * H),
+                                  ("forward", "2", 4 * B * H, 2 * B * H),
+                                  ("backward", "2", 2 * B * H, 4 * B * H), ("backward", "1", 4 * B * H, 2 * B * H)])
+        # the weights' and biases' casts, forward and backward, have none
+        casts = [k for k in kernels if k["op"] == "aten::_to_copy"]
+        self.assertEqual(len(casts) - len(marked), 8)
+
     def test_bf16_mode(self):
         model, inputs = models.mlp(self.IN, self.H, self.C, self.B)
         doc = export(model, inputs, precision="bf16", optimizer="sgd")

@@ -65,6 +65,7 @@ class Owner:
     layer: str
     known: Call | None = None
     type_name: str = ""
+    cast: bool = False   # an activation's cast autocast inserted in a known call (autocast_cast_of)
 
 
 @dataclass
@@ -301,13 +302,15 @@ class Session:
             if self.phase == "backward":
                 self.counts["backward_ops"] += 1
                 owner = self.bw_owner or Owner("loss")
+                cast = owner.cast and name == "_to_copy"
             else:
                 owner = self.current_owner()
+                cast = autocast_cast_of(name, args)
             try:
                 args_text = describe_args(args, kwargs)
             except Exception:
                 args_text = None
-            self.emit(kernels, owner, name, is_view, hint, args_text)
+            self.emit(kernels, owner, name, is_view, hint, args_text, cast)
         outputs = flat_tensors(out)
         for t in outputs:
             if not self.is_host(t):
@@ -315,9 +318,13 @@ class Session:
         if self.phase == "forward" and outputs:
             # autograd attaches the node after this returns: claim it when the next op arrives
             owner = self.current_owner()
+            if kernels and owner.known is not None and autocast_cast_of(name, args):
+                owner.cast = True  # its backward node (ToCopyBackward0) is a cast of its own too
             self.pending.extend((t, owner) for t in outputs)
 
-    def emit(self, kernels, owner: Owner, name, is_view, hint, args_text) -> None:
+    def emit(self, kernels, owner: Owner, name, is_view, hint, args_text, cast: bool = False) -> None:
+        """Appends an op's kernels, with the dispatch marker that carries its host cost where it has
+        one of its own. `cast`: an activation's cast (autocast_cast_of) or its gradient's cast back."""
         phase = self.phase or "forward"
         for k in kernels:
             k["phase"] = phase
@@ -339,6 +346,10 @@ class Session:
             if phase == "backward" and known is not self.last_bw_known:
                 self.kernels.append(marker(known.op, "backward", known.path, known.host_op))
             self.last_bw_known = known if phase == "backward" else self.last_bw_known
+            if cast:
+                # autocast's cast of an activation (or its gradient's cast back): an op of its own
+                # on the host, which the known layer's figures leave out
+                self.kernels.append(marker(AUTOCAST_CAST, phase, owner.layer))
             for k in kernels:
                 k["host_dispatch"] = False
                 k["source_op"] = known.op
@@ -417,6 +428,23 @@ def _shape_rule(func, name, na, args, kwargs):
         if isinstance(like, torch.Tensor):
             return torch.empty_like(like)
     return _NO_RULE
+
+
+# The host op of an activation's cast inside a known module call (roofsim's autocast_cast_host_op):
+# autocast's cast of a float32 input before a lower-precision op, costed as the probe's cast layer.
+AUTOCAST_CAST = "cast"
+
+
+def autocast_cast_of(name: str, args) -> bool:
+    """Whether an aten op is a floating cast of an activation: _to_copy of a tensor that is not a
+    leaf requiring grad. Autocast casts a weight (a leaf requiring grad) once per forward and a
+    layer's host figures hold that cast; an activation's cast is an op of its own on the host."""
+    if name != "_to_copy" or not args or not isinstance(args[0], torch.Tensor):
+        return False
+    src = args[0]
+    if not src.is_floating_point() or (src.requires_grad and src.grad_fn is None):
+        return False
+    return True
 
 
 def marker(op: str, phase: str, layer: str, host: str | None = None) -> dict:

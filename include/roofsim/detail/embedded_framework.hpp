@@ -26,8 +26,8 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "cudnn": 91900,
   "python": "3.12.3"
  },
- "date_utc": "2026-12-01T08:17:43+00:00",
- "command": "/opt/torch/.venv/bin/python3 calibrate/torch_framework_probe.py --gpu-key h200-sxm --out /tmp/run/h200-sxm-torch-2.11.json",
+ "date_utc": "2026-12-01T10:41:06+00:00",
+ "command": "/opt/torch/.venv/bin/python3 calibrate/torch_framework_probe.py --gpu-key h200-sxm --out /tmp/run/h200-sxm-torch-2.11-1041.json",
  "settings": {
   "repeats": 11,
   "warmup": 2,
@@ -54,433 +54,569 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "conv_host_calls": 10
  },
  "host_speed": {
-  "reference_seconds_per_op": 9.299949999785894e-06,
+  "reference_seconds_per_op": 1.0523182500001838e-05,
   "canary": "200 x torch.add of two 1-element tensors between two synchronizes, wall / 200; before each timed repetition (at most one per 20 ms) and after each measurement",
-  "canaries": 4968,
-  "canary_p10_seconds": 7.198925000011514e-06,
-  "canary_p90_seconds": 1.109056000018427e-05,
-  "use": "the figures are as measured; roofsim reads each at this host speed: the median over passes of pass_seconds x reference_seconds_per_op / pass_host_canary_seconds"
+  "canaries": 5334,
+  "canary_p10_seconds": 7.632135000008589e-06,
+  "canary_p90_seconds": 1.1623654999937117e-05,
+  "use": "the figures are as measured; roofsim reads each at this host speed: the median over passes of pass_seconds x reference_seconds_per_op / pass_host_canary_seconds",
+  "backward_reference_seconds_per_node": 2.0168934999844625e-05,
+  "backward_canary": "after each canary, the backward() of a chain of 100 multiplications of a 1-element tensor, from a synchronize to its return, per node: the speed of autograd's device thread (recorded; roofsim does not read it yet)",
+  "backward_canary_p10_seconds": 1.5936610000011343e-05,
+  "backward_canary_p90_seconds": 2.4067909999985205e-05
  },
  "figures": {
   "eager_op_add": {
-   "seconds": 7.2097395000128015e-06,
-   "min": 6.943769500026064e-06,
-   "max": 1.2655979499982095e-05,
+   "seconds": 1.087984500000161e-05,
+   "min": 8.722054999999784e-06,
+   "max": 1.2278883999996993e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 7.200817500006451e-06,
-   "host_canary_seconds": 7.318520000580975e-06,
+   "issue_only_seconds": 1.0831043999999679e-05,
+   "host_canary_seconds": 1.1114302500008221e-05,
+   "host_backward_canary_seconds": 2.3059869999997317e-05,
    "pass_seconds": [
-    7.2097395000128015e-06,
-    1.2347473499971784e-05,
-    7.118680999951721e-06
+    1.087984500000161e-05,
+    1.0277024499998787e-05,
+    1.1628472500007092e-05
    ],
    "pass_host_canary_seconds": [
-    7.318520000580975e-06,
-    1.2635665000289009e-05,
-    7.1869599992169245e-06
+    1.1114302500008221e-05,
+    1.0624674999988316e-05,
+    1.1797159999886731e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.3059869999997317e-05,
+    2.0291364999849294e-05,
+    2.4868530000077273e-05
    ]
   },
   "eager_op_linear": {
-   "seconds": 1.385710099998505e-05,
-   "min": 1.2090977999946516e-05,
-   "max": 1.5951566500007176e-05,
+   "seconds": 2.0095225500000424e-05,
+   "min": 1.334952300000225e-05,
+   "max": 2.276921799999343e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.3826462499991976e-05,
-   "host_canary_seconds": 7.67425500043828e-06,
+   "issue_only_seconds": 1.7599469999996843e-05,
+   "host_canary_seconds": 1.0363025000010851e-05,
+   "host_backward_canary_seconds": 2.4354829999992944e-05,
    "pass_seconds": [
-    1.385710099998505e-05,
-    1.52570080000487e-05,
-    1.23082830000385e-05
+    1.7654733499998798e-05,
+    2.0095225500000424e-05,
+    2.052176000000827e-05
    ],
    "pass_host_canary_seconds": [
-    7.67425500043828e-06,
-    8.201990000316073e-06,
-    7.3146850002103744e-06
+    1.0363025000010851e-05,
+    1.1146970000055489e-05,
+    1.1248365000113836e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.4354829999992944e-05,
+    2.0749399999999697e-05,
+    2.0699659999934282e-05
    ]
   },
   "eager_op_conv2d": {
-   "seconds": 1.3413643500030048e-05,
-   "min": 1.1724554500005978e-05,
-   "max": 1.6654343999903175e-05,
+   "seconds": 1.8162494000009132e-05,
+   "min": 1.241736800000126e-05,
+   "max": 2.158215549999909e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.3384032999965712e-05,
-   "host_canary_seconds": 7.77843999912875e-06,
+   "issue_only_seconds": 1.3374149000000558e-05,
+   "host_canary_seconds": 7.798464999986265e-06,
+   "host_backward_canary_seconds": 1.907528000003822e-05,
    "pass_seconds": [
-    1.3413643500030048e-05,
-    1.5915940000013506e-05,
-    1.2033449499995187e-05
+    1.3414722000000268e-05,
+    1.8162494000009132e-05,
+    1.9056547499999966e-05
    ],
    "pass_host_canary_seconds": [
-    7.77843999912875e-06,
-    8.646040000712674e-06,
-    7.139860000506814e-06
+    7.798464999986265e-06,
+    1.1054174999998167e-05,
+    1.145483499996658e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.907528000003822e-05,
+    2.1250709999947047e-05,
+    2.3716949999936788e-05
    ]
   },
   "eager_op_layernorm": {
-   "seconds": 1.2844296500020392e-05,
-   "min": 1.0646229000030872e-05,
-   "max": 1.4906614500091564e-05,
+   "seconds": 1.699693499999455e-05,
+   "min": 1.1239948000000054e-05,
+   "max": 2.0216086000004906e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.2808376500061059e-05,
-   "host_canary_seconds": 7.872595000435468e-06,
+   "issue_only_seconds": 1.2681522500002984e-05,
+   "host_canary_seconds": 7.995220000012183e-06,
+   "host_backward_canary_seconds": 1.9356849999994095e-05,
    "pass_seconds": [
-    1.2844296500020392e-05,
-    1.4717991499992423e-05,
-    1.1094296999999642e-05
+    1.2723185000002246e-05,
+    1.699693499999455e-05,
+    1.8897892500007173e-05
    ],
    "pass_host_canary_seconds": [
-    7.872595000435468e-06,
-    8.422719999998663e-06,
-    6.988930000488835e-06
+    7.995220000012183e-06,
+    1.0726619999985587e-05,
+    1.15801200000476e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.9356849999994095e-05,
+    1.904023999998117e-05,
+    2.528885000003811e-05
    ]
   },
   "eager_op_add_autocast": {
-   "seconds": 7.681639999987056e-06,
-   "min": 6.966523999949459e-06,
-   "max": 9.71423099997537e-06,
+   "seconds": 1.035963950000962e-05,
+   "min": 8.020692500000592e-06,
+   "max": 1.2889913999998726e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 7.658719000005476e-06,
-   "host_canary_seconds": 7.91409749979266e-06,
+   "issue_only_seconds": 9.88392349999856e-06,
+   "host_canary_seconds": 1.0644722500003922e-05,
+   "host_backward_canary_seconds": 2.3437340000000972e-05,
    "pass_seconds": [
-    7.681639999987056e-06,
-    8.71658450000723e-06,
-    7.214012500071476e-06
+    9.936466500001017e-06,
+    1.035963950000962e-05,
+    1.1338375499988729e-05
    ],
    "pass_host_canary_seconds": [
-    7.91409749979266e-06,
-    8.402862500247465e-06,
-    7.453112500002135e-06
+    1.0644722500003922e-05,
+    1.0853192500022146e-05,
+    1.1524104999978135e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.3437340000000972e-05,
+    2.068017499993857e-05,
+    2.649160000004258e-05
    ]
   },
   "eager_op_linear_autocast": {
-   "seconds": 4.25616440001022e-05,
-   "min": 3.6943116500083305e-05,
-   "max": 5.0543442999924084e-05,
+   "seconds": 4.885150349998924e-05,
+   "min": 3.747642300000109e-05,
+   "max": 6.184955950000414e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 4.225969500009796e-05,
-   "host_canary_seconds": 7.972049999125375e-06,
+   "issue_only_seconds": 3.924281450000322e-05,
+   "host_canary_seconds": 7.613030000044319e-06,
+   "host_backward_canary_seconds": 2.2788899999994784e-05,
    "pass_seconds": [
-    4.231043850006699e-05,
-    4.8266711999986e-05,
-    4.25616440001022e-05
+    3.929113549999741e-05,
+    5.8029431999997884e-05,
+    4.885150349998924e-05
    ],
    "pass_host_canary_seconds": [
-    7.972049999125375e-06,
-    8.24172499960696e-06,
-    7.825730000377007e-06
+    7.613030000044319e-06,
+    1.061789499999577e-05,
+    1.0234995000075742e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.2788899999994784e-05,
+    2.397852999990846e-05,
+    2.539707000011049e-05
    ]
   },
   "eager_op_conv2d_autocast": {
-   "seconds": 3.115546999993057e-05,
-   "min": 2.768152800001644e-05,
-   "max": 3.6083172499957074e-05,
+   "seconds": 3.9776090000003706e-05,
+   "min": 2.7178450499995675e-05,
+   "max": 4.200898349999704e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 3.1111753499999396e-05,
-   "host_canary_seconds": 8.392050000338714e-06,
+   "issue_only_seconds": 2.817615349999869e-05,
+   "host_canary_seconds": 7.549549999978922e-06,
+   "host_backward_canary_seconds": 1.9565790000086737e-05,
    "pass_seconds": [
-    3.115546999993057e-05,
-    2.859485199996925e-05,
-    3.132694949999859e-05
+    2.822019700000311e-05,
+    3.999922850000814e-05,
+    3.9776090000003706e-05
    ],
    "pass_host_canary_seconds": [
-    8.392050000338714e-06,
-    7.947900000999652e-06,
-    8.338884999830043e-06
+    7.549549999978922e-06,
+    1.0671604999998863e-05,
+    1.0702244999976073e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.9565790000086737e-05,
+    2.4460029999886503e-05,
+    2.1328130000028977e-05
    ]
   },
   "eager_op_layernorm_autocast": {
-   "seconds": 1.3949659999980214e-05,
-   "min": 1.203321150001102e-05,
-   "max": 1.5672664500016252e-05,
+   "seconds": 1.7054060999996066e-05,
+   "min": 1.2620957999999405e-05,
+   "max": 1.8961721499991313e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.3208299499979148e-05,
-   "host_canary_seconds": 8.164394999994329e-06,
+   "issue_only_seconds": 1.747919849999846e-05,
+   "host_canary_seconds": 1.0613419999998542e-05,
+   "host_backward_canary_seconds": 1.7831910000012385e-05,
    "pass_seconds": [
-    1.324932499994702e-05,
-    1.3949659999980214e-05,
-    1.4102672999911193e-05
+    1.7534078499998885e-05,
+    1.4422856499990643e-05,
+    1.7054060999996066e-05
    ],
    "pass_host_canary_seconds": [
-    8.164394999994329e-06,
-    8.50319499932084e-06,
-    8.517769999798475e-06
+    1.0613419999998542e-05,
+    1.0943014999895694e-05,
+    1.1302384999964942e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.7831910000012385e-05,
+    2.48928700000306e-05,
+    2.5664810000023408e-05
    ]
   },
   "eager_op_add_autograd": {
-   "seconds": 1.038151500006279e-05,
-   "min": 9.723904999987099e-06,
-   "max": 1.279279749996931e-05,
+   "seconds": 1.2981706499999745e-05,
+   "min": 8.265721000000781e-06,
+   "max": 1.4804598000011992e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 9.786889499991957e-06,
-   "host_canary_seconds": 8.11165500010702e-06,
+   "issue_only_seconds": 8.640081999999439e-06,
+   "host_canary_seconds": 7.325260000001777e-06,
+   "host_backward_canary_seconds": 1.852067500003329e-05,
    "pass_seconds": [
-    9.819730000003802e-06,
-    1.1361740499978623e-05,
-    1.038151500006279e-05
+    8.652879499997823e-06,
+    1.2981706499999745e-05,
+    1.3180405500008874e-05
    ],
    "pass_host_canary_seconds": [
-    8.11165500010702e-06,
-    9.351574999527656e-06,
-    8.395597499770703e-06
+    7.325260000001777e-06,
+    1.0857654999938403e-05,
+    1.092729000006898e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.852067500003329e-05,
+    2.2426640000219323e-05,
+    2.4277150000102666e-05
    ]
   },
   "eager_op_linear_autograd": {
-   "seconds": 1.8766501500067534e-05,
-   "min": 1.689756899997974e-05,
-   "max": 2.1274500999993505e-05,
+   "seconds": 1.8029061999996543e-05,
+   "min": 1.5619129499995665e-05,
+   "max": 2.743527299999471e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.7726063999930375e-05,
-   "host_canary_seconds": 8.029260000057548e-06,
+   "issue_only_seconds": 1.578124100000622e-05,
+   "host_canary_seconds": 7.331750000005854e-06,
+   "host_backward_canary_seconds": 2.058292000000961e-05,
    "pass_seconds": [
-    1.7766581999921983e-05,
-    2.025245899994843e-05,
-    1.8766501500067534e-05
+    1.5816046000004745e-05,
+    2.6161842000007595e-05,
+    1.8029061999996543e-05
    ],
    "pass_host_canary_seconds": [
-    8.029260000057548e-06,
-    9.090705000289744e-06,
-    8.656364999524157e-06
+    7.331750000005854e-06,
+    1.1372620000003053e-05,
+    8.303915000027472e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.058292000000961e-05,
+    2.2899630000097204e-05,
+    1.6803229999879932e-05
    ]
   },
   "eager_op_conv2d_autograd": {
-   "seconds": 1.9272404500043193e-05,
-   "min": 1.684926050006652e-05,
-   "max": 2.176016349994825e-05,
+   "seconds": 1.8669008000003373e-05,
+   "min": 1.4343042499994851e-05,
+   "max": 2.3146099499996355e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.7160952000040196e-05,
-   "host_canary_seconds": 8.189435000076628e-06,
+   "issue_only_seconds": 1.5949698499994725e-05,
+   "host_canary_seconds": 7.49736999999584e-06,
+   "host_backward_canary_seconds": 2.0383670000114763e-05,
    "pass_seconds": [
-    1.7213528500064966e-05,
-    1.9469790500011186e-05,
-    1.9272404500043193e-05
+    1.599276099999969e-05,
+    2.1418905000004428e-05,
+    1.8669008000003373e-05
    ],
    "pass_host_canary_seconds": [
-    8.189435000076628e-06,
-    9.588885000084701e-06,
-    9.306230000447612e-06
+    7.49736999999584e-06,
+    1.0284629999972594e-05,
+    8.62902000008603e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.0383670000114763e-05,
+    1.955713000000969e-05,
+    2.1567569999945134e-05
    ]
   },
   "eager_op_layernorm_autograd": {
-   "seconds": 1.8970394999996643e-05,
-   "min": 1.6484406500012484e-05,
-   "max": 2.24207320000005e-05,
+   "seconds": 2.0319008000001303e-05,
+   "min": 1.413053099999928e-05,
+   "max": 2.3239746500010484e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 2.1910606999995252e-05,
-   "host_canary_seconds": 1.0543534999669646e-05,
+   "issue_only_seconds": 1.465684949999968e-05,
+   "host_canary_seconds": 7.679859999996097e-06,
+   "host_backward_canary_seconds": 1.979955999999561e-05,
    "pass_seconds": [
-    2.1952714000008198e-05,
-    1.8970394999996643e-05,
-    1.7525491500009592e-05
+    1.4702444999997511e-05,
+    2.0319008000001303e-05,
+    2.234980949999965e-05
    ],
    "pass_host_canary_seconds": [
-    1.0543534999669646e-05,
-    9.010089999037518e-06,
-    9.49826999999459e-06
+    7.679859999996097e-06,
+    1.0008790000028966e-05,
+    1.0630130000066628e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.979955999999561e-05,
+    1.8085629999973207e-05,
+    2.4143150000099922e-05
    ]
   },
   "eager_op_add_autograd_autocast": {
-   "seconds": 1.0703361500077335e-05,
-   "min": 9.616156999982196e-06,
-   "max": 1.318030350000754e-05,
+   "seconds": 1.1893420999996352e-05,
+   "min": 8.357463999999482e-06,
+   "max": 1.384393250000926e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.2527679499953592e-05,
-   "host_canary_seconds": 1.0382064999703289e-05,
+   "issue_only_seconds": 8.678685499994287e-06,
+   "host_canary_seconds": 7.3354724999674656e-06,
+   "host_backward_canary_seconds": 1.6918909999930064e-05,
    "pass_seconds": [
-    1.2572488999921916e-05,
-    1.0703361500077335e-05,
-    1.0251308999954744e-05
+    8.689341999996713e-06,
+    1.1893420999996352e-05,
+    1.3148635999996827e-05
    ],
    "pass_host_canary_seconds": [
-    1.0382064999703289e-05,
-    8.777269999882265e-06,
-    8.158064999861381e-06
+    7.3354724999674656e-06,
+    1.0121749999996155e-05,
+    1.1098484999934044e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.6918909999930064e-05,
+    1.9396050000182185e-05,
+    2.543118999994931e-05
    ]
   },
   "eager_op_linear_autograd_autocast": {
-   "seconds": 1.7096224500050992e-05,
-   "min": 1.631506350008749e-05,
-   "max": 2.5689662500099076e-05,
+   "seconds": 2.607897450000962e-05,
+   "min": 1.707873799999504e-05,
+   "max": 3.9146528999992825e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.9771505999983674e-05,
-   "host_canary_seconds": 8.14964500023052e-06,
+   "issue_only_seconds": 1.760201750000334e-05,
+   "host_canary_seconds": 7.4599749999748614e-06,
+   "host_backward_canary_seconds": 1.4947540000065374e-05,
    "pass_seconds": [
-    1.9818354999983967e-05,
-    1.7096224500050992e-05,
-    1.6561443499995222e-05
+    1.7645758999996985e-05,
+    2.607897450000962e-05,
+    2.6596738999998593e-05
    ],
    "pass_host_canary_seconds": [
-    8.14964500023052e-06,
-    7.482980000759199e-06,
-    7.3819800002183914e-06
+    7.4599749999748614e-06,
+    1.0419020000114188e-05,
+    1.069898500006161e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.4947540000065374e-05,
+    2.2816080000040985e-05,
+    2.5442150000003495e-05
    ]
   },
   "eager_op_conv2d_autograd_autocast": {
-   "seconds": 1.5075435999960974e-05,
-   "min": 1.3288853500057485e-05,
-   "max": 2.1079357500070728e-05,
+   "seconds": 1.9284356499994713e-05,
+   "min": 1.2855328500002372e-05,
+   "max": 2.1339119999993273e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 2.0204445499985015e-05,
-   "host_canary_seconds": 1.0796105000281386e-05,
+   "issue_only_seconds": 1.3752522499999032e-05,
+   "host_canary_seconds": 7.501294999983088e-06,
+   "host_backward_canary_seconds": 1.4273720000090861e-05,
    "pass_seconds": [
-    2.0251639999969484e-05,
-    1.4158682000015688e-05,
-    1.5075435999960974e-05
+    1.3799101500005406e-05,
+    1.9284356499994713e-05,
+    2.032263299999215e-05
    ],
    "pass_host_canary_seconds": [
-    1.0796105000281386e-05,
-    7.570254999791359e-06,
-    7.700539999859756e-06
+    7.501294999983088e-06,
+    1.0216415000030565e-05,
+    1.0961950000023535e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.4273720000090861e-05,
+    2.2798269999952935e-05,
+    2.4989660000187543e-05
    ]
   },
   "eager_op_layernorm_autograd_autocast": {
-   "seconds": 1.5060146499990878e-05,
-   "min": 1.442126649999409e-05,
-   "max": 2.2382361000040872e-05,
+   "seconds": 2.088398899999788e-05,
+   "min": 1.4205386499995142e-05,
+   "max": 2.386132000000174e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.7097935000037978e-05,
-   "host_canary_seconds": 8.616925000524134e-06,
+   "issue_only_seconds": 1.550455449999788e-05,
+   "host_canary_seconds": 7.5295949999798495e-06,
+   "host_backward_canary_seconds": 1.5266299999865396e-05,
    "pass_seconds": [
-    1.7154512500042075e-05,
-    1.5060146499990878e-05,
-    1.4922229500029971e-05
+    1.554392050000075e-05,
+    2.088398899999788e-05,
+    2.2772298500001397e-05
    ],
    "pass_host_canary_seconds": [
-    8.616925000524134e-06,
-    7.882419999987178e-06,
-    7.725785000047836e-06
+    7.5295949999798495e-06,
+    1.0310524999965764e-05,
+    1.0988669999960621e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.5266299999865396e-05,
+    2.0028499999966698e-05,
+    2.490128000005143e-05
    ]
   },
   "eager_op_add_out": {
-   "seconds": 6.522882500007654e-06,
-   "min": 5.909427999995387e-06,
-   "max": 8.827454999959627e-06,
+   "seconds": 8.246925499996394e-06,
+   "min": 6.731935499999508e-06,
+   "max": 1.1036074999999813e-05,
    "samples": 33,
    "method": "2000 x torch.add(x, y, out=z) on 1-element tensors, one synchronize, wall / 2000; median of 3 passes over the probe's run",
-   "issue_only_seconds": 7.0378215000346244e-06,
-   "host_canary_seconds": 8.426064999866868e-06,
+   "issue_only_seconds": 8.202531999998542e-06,
+   "host_canary_seconds": 1.0194745000013938e-05,
+   "host_backward_canary_seconds": 2.2263525000028036e-05,
    "pass_seconds": [
-    7.058576499957781e-06,
-    6.522882500007654e-06,
-    6.134035999934895e-06
+    8.246925499996394e-06,
+    8.224414000011393e-06,
+    8.883392499996034e-06
    ],
    "pass_host_canary_seconds": [
-    8.426064999866868e-06,
-    7.575207500281066e-06,
-    7.328729999471762e-06
+    1.0194745000013938e-05,
+    1.0044290000053025e-05,
+    1.06541449999753e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.2263525000028036e-05,
+    1.8335184999926924e-05,
+    2.5004040000027318e-05
    ]
   },
   "backward_node_mul": {
-   "seconds": 1.2410281111038381e-05,
-   "min": 9.485051111318575e-06,
-   "max": 1.7790316666529784e-05,
+   "seconds": 1.6076589999995704e-05,
+   "min": 1.1846716666702326e-05,
+   "max": 2.4335851111061403e-05,
    "samples": 33,
    "method": "backward() of a chain of y = y * c (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.862370000064402e-06,
+   "host_canary_seconds": 1.109919999997544e-05,
+   "host_backward_canary_seconds": 2.3640909999897987e-05,
    "pass_seconds": [
-    1.312267111087648e-05,
-    1.0676320000079107e-05,
-    1.2410281111038381e-05
+    1.6076589999995704e-05,
+    1.2661654444438379e-05,
+    1.7885732222219353e-05
    ],
    "pass_host_canary_seconds": [
-    9.862370000064402e-06,
-    9.75492499946995e-06,
-    7.945945000074062e-06
+    1.109919999997544e-05,
+    1.0213920000126108e-05,
+    1.078877499992359e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.3640909999897987e-05,
+    1.982106999975031e-05,
+    2.4587660000179312e-05
    ]
   },
   "backward_fixed": {
-   "seconds": 0.0006888478889727088,
-   "min": 0.00018232644439801038,
-   "max": 0.000909581888789843,
+   "seconds": 0.0004303507777921015,
+   "min": -0.00034702611108627934,
+   "max": 0.000891146111124878,
    "samples": 33,
    "method": "intercept of the y = y * c chain fit: T(100) - slope * 100; one backward() call; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.862370000064402e-06,
+   "host_canary_seconds": 1.109919999997544e-05,
+   "host_backward_canary_seconds": 2.3640909999897987e-05,
    "pass_seconds": [
-    0.00046711655573340575,
-    0.0006942158890473769,
-    0.0006888478889727088
+    0.00037959166666862794,
+    0.000437590666665402,
+    0.0004303507777921015
    ],
    "pass_host_canary_seconds": [
-    9.862370000064402e-06,
-    9.75492499946995e-06,
-    7.945945000074062e-06
+    1.109919999997544e-05,
+    1.0213920000126108e-05,
+    1.078877499992359e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.3640909999897987e-05,
+    1.982106999975031e-05,
+    2.4587660000179312e-05
    ]
   },
   "backward_node_view": {
-   "seconds": 5.096215555669106e-06,
-   "min": 3.724415555552696e-06,
-   "max": 6.18909555542915e-06,
+   "seconds": 5.21712444443286e-06,
+   "min": 3.790349999993244e-06,
+   "max": 7.595131111107396e-06,
    "samples": 33,
    "method": "backward() of a chain of y = y.view(...) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.648434999007804e-06,
+   "host_canary_seconds": 8.118125000002862e-06,
+   "host_backward_canary_seconds": 1.8883244999940984e-05,
    "pass_seconds": [
-    4.7165144446302695e-06,
-    5.096215555669106e-06,
-    5.809503333390846e-06
+    6.807493333348526e-06,
+    4.551434444440222e-06,
+    5.21712444443286e-06
    ],
    "pass_host_canary_seconds": [
-    9.648434999007804e-06,
-    8.75229000030231e-06,
-    7.732669999995778e-06
+    8.118125000002862e-06,
+    7.817614999936495e-06,
+    1.1221179999978403e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.8883244999940984e-05,
+    2.059594999991532e-05,
+    1.9121910000023945e-05
    ]
   },
   "backward_node_transpose": {
-   "seconds": 4.276921110886178e-06,
-   "min": 3.5214411107315554e-06,
-   "max": 6.4468466666767195e-06,
+   "seconds": 4.636473333334834e-06,
+   "min": 3.766138888907891e-06,
+   "max": 7.523731111089344e-06,
    "samples": 33,
    "method": "backward() of a chain of y = y.transpose(0, 1) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.95064999983697e-06,
+   "host_canary_seconds": 9.24760000000191e-06,
+   "host_backward_canary_seconds": 1.9370885000000725e-05,
    "pass_seconds": [
-    4.276921110886178e-06,
-    4.0249822222904185e-06,
-    4.615188888945138e-06
+    6.66620111110837e-06,
+    4.009620000020833e-06,
+    4.636473333334834e-06
    ],
    "pass_host_canary_seconds": [
-    9.95064999983697e-06,
-    8.515442499401615e-06,
-    7.134702500479761e-06
+    9.24760000000191e-06,
+    8.225314999990019e-06,
+    1.1096169999973425e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.9370885000000725e-05,
+    1.8300939999988943e-05,
+    1.7664125000038666e-05
    ]
   },
   "backward_layer_linear": {
-   "seconds": 4.4818946666711984e-05,
-   "min": 3.5026185555580016e-05,
-   "max": 6.054078888887994e-05,
+   "seconds": 4.556091666665275e-05,
+   "min": 3.9634943333339835e-05,
+   "max": 6.451446999998704e-05,
    "samples": 33,
    "method": "backward() of a chain of F.linear(y, w_i) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.918025000639318e-06,
+   "host_canary_seconds": 1.0684559999987186e-05,
+   "host_backward_canary_seconds": 2.722736000009718e-05,
    "pass_seconds": [
-    4.450586555574571e-05,
-    5.50578411111423e-05,
-    4.4818946666711984e-05
+    5.887858666664809e-05,
+    4.479122111111641e-05,
+    4.556091666665275e-05
    ],
    "pass_host_canary_seconds": [
-    8.918025000639318e-06,
-    9.51635999967948e-06,
-    1.0147484999833978e-05
+    1.0684559999987186e-05,
+    8.867475000045033e-06,
+    1.0676899999992884e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.722736000009718e-05,
+    2.2794360000091273e-05,
+    2.2502950000102828e-05
    ]
   },
   "backward_call": {
-   "seconds": 0.00010262666891018549,
-   "min": 6.359865982085466e-05,
-   "max": 0.00014260000859697656,
+   "seconds": 8.159333343307176e-05,
+   "min": 6.881733052432537e-05,
+   "max": 0.00014250933503111204,
    "samples": 3,
-   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 25.64 us; median of 3 passes over the probe's run",
+   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 22.31 us; median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     2,
@@ -489,28 +625,34 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_median_seconds": [
-    0.000141184002161026,
-    0.00013916799426078798,
-    0.0002125439941883087,
-    0.0002982400059700012,
-    0.0005167679786682129
+    0.00011046399921178818,
+    0.00012883199751377106,
+    0.00016300800442695617,
+    0.00025491198897361754,
+    0.00044233599305152895
    ],
-   "host_canary_seconds": 7.804710000982596e-06,
+   "host_canary_seconds": 7.507315000019332e-06,
+   "host_backward_canary_seconds": 2.0074309999955628e-05,
    "pass_seconds": [
-    0.00010262666891018549,
-    6.359865982085466e-05,
-    0.00014260000859697656
+    8.159333343307176e-05,
+    6.881733052432537e-05,
+    0.00014250933503111204
    ],
    "pass_host_canary_seconds": [
-    7.804710000982596e-06,
-    9.750292500143586e-06,
-    1.0728524999876754e-05
+    7.507315000019332e-06,
+    7.758560000041826e-06,
+    1.1021472500019059e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.0074309999955628e-05,
+    1.821733500008804e-05,
+    1.7243835000044783e-05
    ]
   },
   "layer_forward_linear": {
-   "seconds": 2.5975618688833144e-05,
-   "min": 2.153904824739411e-05,
-   "max": 3.08929511478969e-05,
+   "seconds": 3.284190612889471e-05,
+   "min": 2.959542792467844e-05,
+   "max": 3.347123609412284e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -519,26 +661,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.0896001756191256e-05,
-    9.759999811649322e-05,
-    0.0005056319832801819
+    4.5343998819589614e-05,
+    9.241600334644318e-05,
+    0.0005296319723129272
    ],
-   "host_canary_seconds": 1.042535500005215e-05,
+   "host_canary_seconds": 9.943700000007994e-06,
+   "host_backward_canary_seconds": 1.9449050000091005e-05,
    "pass_seconds": [
-    3.08929511478969e-05,
-    2.153904824739411e-05,
-    2.5975618688833144e-05
+    3.347123609412284e-05,
+    3.284190612889471e-05,
+    2.959542792467844e-05
    ],
    "pass_host_canary_seconds": [
-    1.042535500005215e-05,
-    8.317100000567734e-06,
-    9.95489499928226e-06
+    9.943700000007994e-06,
+    9.468522499957998e-06,
+    1.1328840000004447e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.9449050000091005e-05,
+    1.691860999983419e-05,
+    2.1749929999828054e-05
    ]
   },
   "layer_backward_linear": {
-   "seconds": 8.259428239294463e-05,
-   "min": 6.564647420531227e-05,
-   "max": 0.00010689143339792886,
+   "seconds": 0.00010344381328849566,
+   "min": 8.54560064063186e-05,
+   "max": 0.000122496006389459,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -547,26 +695,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002654719948768616,
-    0.0007089279890060425,
-    0.002342272043228149
+    0.00023129600286483766,
+    0.0008195520043373108,
+    0.0023441920280456545
    ],
-   "host_canary_seconds": 1.042535500005215e-05,
+   "host_canary_seconds": 9.943700000007994e-06,
+   "host_backward_canary_seconds": 1.9449050000091005e-05,
    "pass_seconds": [
-    0.00010689143339792886,
-    8.259428239294463e-05,
-    6.564647420531227e-05
+    0.00010344381328849566,
+    8.54560064063186e-05,
+    0.000122496006389459
    ],
    "pass_host_canary_seconds": [
-    1.042535500005215e-05,
-    8.317100000567734e-06,
-    9.95489499928226e-06
+    9.943700000007994e-06,
+    9.468522499957998e-06,
+    1.1328840000004447e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.9449050000091005e-05,
+    1.691860999983419e-05,
+    2.1749929999828054e-05
    ]
   },
   "layer_forward_linear_autocast": {
-   "seconds": 6.47908534322466e-05,
-   "min": 3.677790292671748e-05,
-   "max": 7.011657456556956e-05,
+   "seconds": 4.377371463037672e-05,
+   "min": 4.171276376360939e-05,
+   "max": 6.563580674784525e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -575,26 +729,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00012319999933242798,
-    0.00033142399787902834,
-    0.001099679946899414
+    7.744000107049942e-05,
+    0.00022883200645446779,
+    0.0007407360076904297
    ],
-   "host_canary_seconds": 1.0633690000076967e-05,
+   "host_canary_seconds": 7.749660000015979e-06,
+   "host_backward_canary_seconds": 1.9760244999957876e-05,
    "pass_seconds": [
-    6.47908534322466e-05,
-    3.677790292671748e-05,
-    7.011657456556956e-05
+    4.377371463037672e-05,
+    4.171276376360939e-05,
+    6.563580674784525e-05
    ],
    "pass_host_canary_seconds": [
-    1.0633690000076967e-05,
-    8.623167499877126e-06,
-    9.866699999747652e-06
+    7.749660000015979e-06,
+    8.538554999972804e-06,
+    1.1368555000075276e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.9760244999957876e-05,
+    1.762374499989505e-05,
+    1.9918699999976754e-05
    ]
   },
   "layer_backward_linear_autocast": {
-   "seconds": 0.00013504381406874883,
-   "min": 0.00010039390197822023,
-   "max": 0.00016224000212692078,
+   "seconds": 0.0001444701013110933,
+   "min": 0.00013564039057209373,
+   "max": 0.0001658567591082482,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -603,26 +763,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005072000026702881,
-    0.0013539520502090453,
-    0.0035871360301971437
+    0.0004110719859600067,
+    0.00105731201171875,
+    0.003561311960220337
    ],
-   "host_canary_seconds": 1.0633690000076967e-05,
+   "host_canary_seconds": 7.749660000015979e-06,
+   "host_backward_canary_seconds": 1.9760244999957876e-05,
    "pass_seconds": [
-    0.00013504381406874883,
-    0.00016224000212692078,
-    0.00010039390197822023
+    0.0001658567591082482,
+    0.0001444701013110933,
+    0.00013564039057209373
    ],
    "pass_host_canary_seconds": [
-    1.0633690000076967e-05,
-    8.623167499877126e-06,
-    9.866699999747652e-06
+    7.749660000015979e-06,
+    8.538554999972804e-06,
+    1.1368555000075276e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.9760244999957876e-05,
+    1.762374499989505e-05,
+    1.9918699999976754e-05
    ]
   },
   "layer_forward_linear_nobias": {
-   "seconds": 2.3628189450218562e-05,
-   "min": 1.9604571518443882e-05,
-   "max": 2.560533281593096e-05,
+   "seconds": 1.8037334439300354e-05,
+   "min": 1.7365332870256333e-05,
+   "max": 2.648380877716201e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -631,26 +797,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.4128000736236574e-05,
-    0.00012204799801111221,
-    0.0004285759925842285
+    3.31839993596077e-05,
+    8.470399677753449e-05,
+    0.0002934719920158386
    ],
-   "host_canary_seconds": 1.032883499988202e-05,
+   "host_canary_seconds": 7.67301250000685e-06,
+   "host_backward_canary_seconds": 1.96766549999694e-05,
    "pass_seconds": [
-    2.560533281593096e-05,
-    1.9604571518443882e-05,
-    2.3628189450218562e-05
+    1.7365332870256333e-05,
+    1.8037334439300354e-05,
+    2.648380877716201e-05
    ],
    "pass_host_canary_seconds": [
-    1.032883499988202e-05,
-    8.043732500482292e-06,
-    1.006847500036656e-05
+    7.67301250000685e-06,
+    8.322979999988433e-06,
+    1.1368484999962902e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.96766549999694e-05,
+    1.6710195000086968e-05,
+    1.9989799999962086e-05
    ]
   },
   "layer_backward_linear_nobias": {
-   "seconds": 7.107732977185931e-05,
-   "min": 6.925486187849727e-05,
-   "max": 8.79893373875391e-05,
+   "seconds": 6.766628757828757e-05,
+   "min": 5.725028631942613e-05,
+   "max": 8.20860947881426e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -659,26 +831,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00020585599541664124,
-    0.0005123519897460938,
-    0.001636064052581787
+    0.0002030719965696335,
+    0.0005317760109901428,
+    0.0017049599885940552
    ],
-   "host_canary_seconds": 1.032883499988202e-05,
+   "host_canary_seconds": 7.67301250000685e-06,
+   "host_backward_canary_seconds": 1.96766549999694e-05,
    "pass_seconds": [
-    6.925486187849727e-05,
-    7.107732977185931e-05,
-    8.79893373875391e-05
+    8.20860947881426e-05,
+    6.766628757828757e-05,
+    5.725028631942613e-05
    ],
    "pass_host_canary_seconds": [
-    1.032883499988202e-05,
-    8.043732500482292e-06,
-    1.006847500036656e-05
+    7.67301250000685e-06,
+    8.322979999988433e-06,
+    1.1368484999962902e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.96766549999694e-05,
+    1.6710195000086968e-05,
+    1.9989799999962086e-05
    ]
   },
   "layer_forward_linear_nobias_autocast": {
-   "seconds": 5.164038283484322e-05,
-   "min": 4.9582475707644514e-05,
-   "max": 5.167695028441293e-05,
+   "seconds": 4.127314331985655e-05,
+   "min": 3.478019081410908e-05,
+   "max": 4.8572953613031485e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -687,26 +865,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.727999985218048e-05,
-    0.00021702399849891663,
-    0.000818015992641449
+    6.499200314283371e-05,
+    0.00017113600671291352,
+    0.0005872960090637206
    ],
-   "host_canary_seconds": 8.438250000608605e-06,
+   "host_canary_seconds": 7.80006999999472e-06,
+   "host_backward_canary_seconds": 1.902536499997609e-05,
    "pass_seconds": [
-    4.9582475707644514e-05,
-    5.167695028441293e-05,
-    5.164038283484322e-05
+    3.478019081410908e-05,
+    4.127314331985655e-05,
+    4.8572953613031485e-05
    ],
    "pass_host_canary_seconds": [
-    8.438250000608605e-06,
-    9.3433325002934e-06,
-    8.939190000774034e-06
+    7.80006999999472e-06,
+    9.08812500000522e-06,
+    1.1105494999981147e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.902536499997609e-05,
+    1.5624410000043554e-05,
+    2.051544000011063e-05
    ]
   },
   "layer_backward_linear_nobias_autocast": {
-   "seconds": 7.836723469552539e-05,
-   "min": 5.67116155510857e-05,
-   "max": 9.110247237341744e-05,
+   "seconds": 0.00011430170635382333,
+   "min": 8.138743255819594e-05,
+   "max": 0.00011572572127694175,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -715,26 +899,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00035040000081062317,
-    0.0009156799912452698,
-    0.002508415937423706
+    0.0003118399977684021,
+    0.0009140160083770752,
+    0.0025997118949890137
    ],
-   "host_canary_seconds": 8.438250000608605e-06,
+   "host_canary_seconds": 7.80006999999472e-06,
+   "host_backward_canary_seconds": 1.902536499997609e-05,
    "pass_seconds": [
-    9.110247237341744e-05,
-    7.836723469552539e-05,
-    5.67116155510857e-05
+    0.00011430170635382333,
+    8.138743255819594e-05,
+    0.00011572572127694175
    ],
    "pass_host_canary_seconds": [
-    8.438250000608605e-06,
-    9.3433325002934e-06,
-    8.939190000774034e-06
+    7.80006999999472e-06,
+    9.08812500000522e-06,
+    1.1105494999981147e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.902536499997609e-05,
+    1.5624410000043554e-05,
+    2.051544000011063e-05
    ]
   },
   "layer_forward_matmul": {
-   "seconds": 1.6492951661348345e-05,
-   "min": 1.2274285955798059e-05,
-   "max": 1.813942805996963e-05,
+   "seconds": 2.1260951956113177e-05,
+   "min": 1.9739428978590736e-05,
+   "max": 2.158476270380474e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -743,26 +933,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.5151999667286874e-05,
-    6.307200342416763e-05,
-    0.0002917439937591553
+    2.4351999163627623e-05,
+    6.444799900054932e-05,
+    0.0003399040102958679
    ],
-   "host_canary_seconds": 9.063715000365846e-06,
+   "host_canary_seconds": 8.09220499998986e-06,
+   "host_backward_canary_seconds": 1.9165880000073798e-05,
    "pass_seconds": [
-    1.813942805996963e-05,
-    1.6492951661348345e-05,
-    1.2274285955798059e-05
+    2.158476270380474e-05,
+    1.9739428978590736e-05,
+    2.1260951956113177e-05
    ],
    "pass_host_canary_seconds": [
-    9.063715000365846e-06,
-    9.431194999933723e-06,
-    7.783169999129313e-06
+    8.09220499998986e-06,
+    1.0502355000028274e-05,
+    1.0999189999978398e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.9165880000073798e-05,
+    1.8466720000134274e-05,
+    2.0534470000086458e-05
    ]
   },
   "layer_backward_matmul": {
-   "seconds": 7.522056979082879e-05,
-   "min": 6.908571072632359e-05,
-   "max": 7.641067063169821e-05,
+   "seconds": 7.184914535000212e-05,
+   "min": 7.126323541715032e-05,
+   "max": 8.050437910216195e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -771,26 +967,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015891200304031373,
-    0.000538815975189209,
-    0.0016092480421066285
+    0.00024134400486946106,
+    0.0005347840189933777,
+    0.0016472320556640625
    ],
-   "host_canary_seconds": 9.063715000365846e-06,
+   "host_canary_seconds": 8.09220499998986e-06,
+   "host_backward_canary_seconds": 1.9165880000073798e-05,
    "pass_seconds": [
-    7.641067063169821e-05,
-    7.522056979082879e-05,
-    6.908571072632359e-05
+    7.184914535000212e-05,
+    7.126323541715032e-05,
+    8.050437910216195e-05
    ],
    "pass_host_canary_seconds": [
-    9.063715000365846e-06,
-    9.431194999933723e-06,
-    7.783169999129313e-06
+    8.09220499998986e-06,
+    1.0502355000028274e-05,
+    1.0999189999978398e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.9165880000073798e-05,
+    1.8466720000134274e-05,
+    2.0534470000086458e-05
    ]
   },
   "layer_forward_matmul_autocast": {
-   "seconds": 4.007923744973682e-05,
-   "min": 3.850438215193294e-05,
-   "max": 4.2247616818973e-05,
+   "seconds": 3.406933162893567e-05,
+   "min": 2.827809609117962e-05,
+   "max": 4.002590583903449e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -799,26 +1001,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00010361599922180175,
-    0.0002736000120639801,
-    0.0007517439723014832
+    6.588800251483917e-05,
+    0.0001509760022163391,
+    0.0004901440143585205
    ],
-   "host_canary_seconds": 1.061688499930824e-05,
+   "host_canary_seconds": 7.602195000018241e-06,
+   "host_backward_canary_seconds": 1.8806230000052436e-05,
    "pass_seconds": [
-    4.2247616818973e-05,
-    4.007923744973682e-05,
-    3.850438215193294e-05
+    2.827809609117962e-05,
+    3.406933162893567e-05,
+    4.002590583903449e-05
    ],
    "pass_host_canary_seconds": [
-    1.061688499930824e-05,
-    9.88398499998766e-06,
-    7.929399999966336e-06
+    7.602195000018241e-06,
+    8.26171749999105e-06,
+    1.1315564999989647e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.8806230000052436e-05,
+    1.7746024999922836e-05,
+    2.075340000004644e-05
    ]
   },
   "layer_backward_matmul_autocast": {
-   "seconds": 8.861409979207176e-05,
-   "min": 8.505143136495635e-05,
-   "max": 9.246780616896497e-05,
+   "seconds": 9.292875372228168e-05,
+   "min": 9.032686054706574e-05,
+   "max": 0.00010278932643788201,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -827,26 +1035,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004187839925289154,
-    0.0009889280200004577,
-    0.002440896034240723
+    0.0002619200050830841,
+    0.0010183999538421632,
+    0.002210975885391235
    ],
-   "host_canary_seconds": 1.061688499930824e-05,
+   "host_canary_seconds": 7.602195000018241e-06,
+   "host_backward_canary_seconds": 1.8806230000052436e-05,
    "pass_seconds": [
-    8.861409979207176e-05,
-    9.246780616896497e-05,
-    8.505143136495635e-05
+    9.292875372228168e-05,
+    9.032686054706574e-05,
+    0.00010278932643788201
    ],
    "pass_host_canary_seconds": [
-    1.061688499930824e-05,
-    9.88398499998766e-06,
-    7.929399999966336e-06
+    7.602195000018241e-06,
+    8.26171749999105e-06,
+    1.1315564999989647e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.8806230000052436e-05,
+    1.7746024999922836e-05,
+    2.075340000004644e-05
    ]
   },
   "layer_forward_bmm": {
-   "seconds": 2.050590586094629e-05,
-   "min": 1.6448762267827986e-05,
-   "max": 2.4965332732314156e-05,
+   "seconds": 1.9055238259690148e-05,
+   "min": 1.6850285852948824e-05,
+   "max": 2.4950095940203895e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -855,26 +1069,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.455999821424484e-05,
-    0.00012652799487113952,
-    0.0004280639886856079
+    2.9632000252604483e-05,
+    7.340800017118454e-05,
+    0.00028012800216674805
    ],
-   "host_canary_seconds": 1.0367534999886629e-05,
+   "host_canary_seconds": 7.775975000008372e-06,
+   "host_backward_canary_seconds": 1.9460574999996537e-05,
    "pass_seconds": [
-    2.4965332732314156e-05,
-    1.6448762267827986e-05,
-    2.050590586094629e-05
+    1.6850285852948824e-05,
+    1.9055238259690148e-05,
+    2.4950095940203895e-05
    ],
    "pass_host_canary_seconds": [
-    1.0367534999886629e-05,
-    9.205832499787903e-06,
-    8.77361000050314e-06
+    7.775975000008372e-06,
+    9.894920000022013e-06,
+    1.1236124999953744e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.9460574999996537e-05,
+    1.9313429999812114e-05,
+    2.0860019999986435e-05
    ]
   },
   "layer_backward_bmm": {
-   "seconds": 8.429180671061789e-05,
-   "min": 7.32815255011831e-05,
-   "max": 8.874590340114774e-05,
+   "seconds": 8.018666975909754e-05,
+   "min": 7.298438002665837e-05,
+   "max": 8.68868606076354e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -883,26 +1103,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00027881601452827456,
-    0.0005972480177879333,
-    0.0017604160308837891
+    0.00023836800456047058,
+    0.0004502719938755035,
+    0.001667520046234131
    ],
-   "host_canary_seconds": 1.0367534999886629e-05,
+   "host_canary_seconds": 7.775975000008372e-06,
+   "host_backward_canary_seconds": 1.9460574999996537e-05,
    "pass_seconds": [
-    7.32815255011831e-05,
-    8.429180671061789e-05,
-    8.874590340114774e-05
+    8.018666975909754e-05,
+    8.68868606076354e-05,
+    7.298438002665837e-05
    ],
    "pass_host_canary_seconds": [
-    1.0367534999886629e-05,
-    9.205832499787903e-06,
-    8.77361000050314e-06
+    7.775975000008372e-06,
+    9.894920000022013e-06,
+    1.1236124999953744e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.9460574999996537e-05,
+    1.9313429999812114e-05,
+    2.0860019999986435e-05
    ]
   },
   "layer_forward_bmm_autocast": {
-   "seconds": 3.9961904287338253e-05,
-   "min": 2.490742752949397e-05,
-   "max": 4.2692570814064565e-05,
+   "seconds": 2.8044190435182483e-05,
+   "min": 2.6734477352528343e-05,
+   "max": 3.968152403831481e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -911,26 +1137,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    9.616000205278397e-05,
-    0.00018396799266338348,
-    0.0006848959922790527
+    5.86559996008873e-05,
+    0.00014511999487876892,
+    0.000461760014295578
    ],
-   "host_canary_seconds": 8.934304999570485e-06,
+   "host_canary_seconds": 7.558689999953572e-06,
+   "host_backward_canary_seconds": 1.9240960000104224e-05,
    "pass_seconds": [
-    3.9961904287338253e-05,
-    2.490742752949397e-05,
-    4.2692570814064565e-05
+    2.6734477352528343e-05,
+    2.8044190435182483e-05,
+    3.968152403831481e-05
    ],
    "pass_host_canary_seconds": [
-    8.934304999570485e-06,
-    9.474624999938896e-06,
-    9.642035000183568e-06
+    7.558689999953572e-06,
+    7.517454999970141e-06,
+    1.13029300000278e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.9240960000104224e-05,
+    1.9104849999962426e-05,
+    2.088182000022698e-05
    ]
   },
   "layer_backward_bmm_autocast": {
-   "seconds": 8.445410075641814e-05,
-   "min": 6.744610376301267e-05,
-   "max": 9.633599257185346e-05,
+   "seconds": 0.00010776380839801973,
+   "min": 9.134857250111443e-05,
+   "max": 0.0001136716228155863,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -939,26 +1171,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003288320004940033,
-    0.0008971520066261291,
-    0.002260096073150635
+    0.00043558400869369505,
+    0.0007737600207328797,
+    0.002201472043991089
    ],
-   "host_canary_seconds": 8.934304999570485e-06,
+   "host_canary_seconds": 7.558689999953572e-06,
+   "host_backward_canary_seconds": 1.9240960000104224e-05,
    "pass_seconds": [
-    8.445410075641814e-05,
-    9.633599257185346e-05,
-    6.744610376301267e-05
+    9.134857250111443e-05,
+    0.0001136716228155863,
+    0.00010776380839801973
    ],
    "pass_host_canary_seconds": [
-    8.934304999570485e-06,
-    9.474624999938896e-06,
-    9.642035000183568e-06
+    7.558689999953572e-06,
+    7.517454999970141e-06,
+    1.13029300000278e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.9240960000104224e-05,
+    1.9104849999962426e-05,
+    2.088182000022698e-05
    ]
   },
   "layer_forward_conv2d": {
-   "seconds": 4.753828403495607e-05,
-   "min": 4.6828190130846844e-05,
-   "max": 5.268799974804832e-05,
+   "seconds": 4.5403427311352324e-05,
+   "min": 4.234133164087931e-05,
+   "max": 5.765866470478829e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -967,26 +1205,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.896000027656555e-05,
-    0.0001425600051879883,
-    0.000817791998386383
+    7.017599791288375e-05,
+    0.00012547199428081512,
+    0.0007242559790611267
    ],
-   "host_canary_seconds": 9.07534250018216e-06,
+   "host_canary_seconds": 9.31033500002343e-06,
+   "host_backward_canary_seconds": 1.8606459999972457e-05,
    "pass_seconds": [
-    5.268799974804832e-05,
-    4.753828403495607e-05,
-    4.6828190130846844e-05
+    4.5403427311352324e-05,
+    5.765866470478829e-05,
+    4.234133164087931e-05
    ],
    "pass_host_canary_seconds": [
-    9.07534250018216e-06,
-    1.0185337499706293e-05,
-    9.757407500501358e-06
+    9.31033500002343e-06,
+    1.044116999992184e-05,
+    1.1071780000122544e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.8606459999972457e-05,
+    1.9785589999798957e-05,
+    2.0404100000064317e-05
    ]
   },
   "layer_backward_conv2d": {
-   "seconds": 7.634133526257106e-05,
-   "min": 7.259885363635561e-05,
-   "max": 7.824609322207316e-05,
+   "seconds": 8.494780460993449e-05,
+   "min": 7.863999477454594e-05,
+   "max": 8.52799988573506e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -995,26 +1239,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00020739200711250306,
-    0.0007492799758911133,
-    0.002194432020187378
+    0.00036102399230003357,
+    0.000576255977153778,
+    0.0021693758964538576
    ],
-   "host_canary_seconds": 9.07534250018216e-06,
+   "host_canary_seconds": 9.31033500002343e-06,
+   "host_backward_canary_seconds": 1.8606459999972457e-05,
    "pass_seconds": [
-    7.634133526257106e-05,
-    7.824609322207316e-05,
-    7.259885363635561e-05
+    7.863999477454594e-05,
+    8.52799988573506e-05,
+    8.494780460993449e-05
    ],
    "pass_host_canary_seconds": [
-    9.07534250018216e-06,
-    1.0185337499706293e-05,
-    9.757407500501358e-06
+    9.31033500002343e-06,
+    1.044116999992184e-05,
+    1.1071780000122544e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.8606459999972457e-05,
+    1.9785589999798957e-05,
+    2.0404100000064317e-05
    ]
   },
   "layer_forward_conv2d_autocast": {
-   "seconds": 5.047238085951124e-05,
-   "min": 4.343466744536446e-05,
-   "max": 6.395276600406283e-05,
+   "seconds": 8.796418848491851e-05,
+   "min": 7.862018971216112e-05,
+   "max": 9.433218765826454e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1023,26 +1273,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00018105599284172057,
-    0.0002562560141086578,
-    0.0009127359986305237
+    9.66079980134964e-05,
+    0.00023423999547958374,
+    0.0014631359577178956
    ],
-   "host_canary_seconds": 9.371634999979506e-06,
+   "host_canary_seconds": 1.0274764999991248e-05,
+   "host_backward_canary_seconds": 1.9729619999964143e-05,
    "pass_seconds": [
-    5.047238085951124e-05,
-    4.343466744536446e-05,
-    6.395276600406283e-05
+    9.433218765826454e-05,
+    8.796418848491851e-05,
+    7.862018971216112e-05
    ],
    "pass_host_canary_seconds": [
-    9.371634999979506e-06,
-    7.858832499891833e-06,
-    9.693114999436147e-06
+    1.0274764999991248e-05,
+    1.0420075000041607e-05,
+    1.074022249994755e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.9729619999964143e-05,
+    1.9790069999885417e-05,
+    1.9528710000003004e-05
    ]
   },
   "layer_backward_conv2d_autocast": {
-   "seconds": 0.00013839466302167802,
-   "min": 0.00012385446755659013,
-   "max": 0.00017109103784674687,
+   "seconds": 0.00015750399089994884,
+   "min": 0.00015566553104491462,
+   "max": 0.00016912000732762465,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1051,26 +1307,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0006215680241584778,
-    0.0013583680391311644,
-    0.003969055891036987
+    0.0003782399892807007,
+    0.0013759360313415527,
+    0.004399136066436767
    ],
-   "host_canary_seconds": 9.371634999979506e-06,
+   "host_canary_seconds": 1.0274764999991248e-05,
+   "host_backward_canary_seconds": 1.9729619999964143e-05,
    "pass_seconds": [
-    0.00017109103784674687,
-    0.00013839466302167802,
-    0.00012385446755659013
+    0.00016912000732762465,
+    0.00015750399089994884,
+    0.00015566553104491462
    ],
    "pass_host_canary_seconds": [
-    9.371634999979506e-06,
-    7.858832499891833e-06,
-    9.693114999436147e-06
+    1.0274764999991248e-05,
+    1.0420075000041607e-05,
+    1.074022249994755e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.9729619999964143e-05,
+    1.9790069999885417e-05,
+    1.9528710000003004e-05
    ]
   },
   "layer_forward_conv2d_nobias": {
-   "seconds": 2.3075047703016374e-05,
-   "min": 2.0233142943609326e-05,
-   "max": 2.865295165351459e-05,
+   "seconds": 3.75733325878779e-05,
+   "min": 3.654247451396216e-05,
+   "max": 4.1977905978759124e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1079,26 +1341,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.993599861860275e-05,
-    0.00013676799833774566,
-    0.0003952639997005463
+    6.275200098752976e-05,
+    0.00015622399747371673,
+    0.0006055039763450623
    ],
-   "host_canary_seconds": 7.926090000864859e-06,
+   "host_canary_seconds": 1.0288200000019288e-05,
+   "host_backward_canary_seconds": 2.015994999993609e-05,
    "pass_seconds": [
-    2.3075047703016374e-05,
-    2.0233142943609326e-05,
-    2.865295165351459e-05
+    3.654247451396216e-05,
+    4.1977905978759124e-05,
+    3.75733325878779e-05
    ],
    "pass_host_canary_seconds": [
-    7.926090000864859e-06,
-    9.983544999840888e-06,
-    9.621175000233961e-06
+    1.0288200000019288e-05,
+    1.0373252499960018e-05,
+    1.106136499998911e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.015994999993609e-05,
+    2.0455085000037343e-05,
+    2.138252999998258e-05
    ]
   },
   "layer_backward_conv2d_nobias": {
-   "seconds": 5.0923426236425116e-05,
-   "min": 4.3555807677053275e-05,
-   "max": 6.717561965896969e-05,
+   "seconds": 6.860876349466187e-05,
+   "min": 6.856685663972584e-05,
+   "max": 7.196114957332612e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1107,26 +1375,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002459840029478073,
-    0.0004431360065937042,
-    0.0013476799726486206
+    0.0003298879861831665,
+    0.0007271999716758728,
+    0.001981376051902771
    ],
-   "host_canary_seconds": 7.926090000864859e-06,
+   "host_canary_seconds": 1.0288200000019288e-05,
+   "host_backward_canary_seconds": 2.015994999993609e-05,
    "pass_seconds": [
-    5.0923426236425116e-05,
-    6.717561965896969e-05,
-    4.3555807677053275e-05
+    7.196114957332612e-05,
+    6.860876349466187e-05,
+    6.856685663972584e-05
    ],
    "pass_host_canary_seconds": [
-    7.926090000864859e-06,
-    9.983544999840888e-06,
-    9.621175000233961e-06
+    1.0288200000019288e-05,
+    1.0373252499960018e-05,
+    1.106136499998911e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.015994999993609e-05,
+    2.0455085000037343e-05,
+    2.138252999998258e-05
    ]
   },
   "layer_forward_conv2d_nobias_autocast": {
-   "seconds": 4.6241525028433123e-05,
-   "min": 2.98369512671516e-05,
-   "max": 6.014780984038398e-05,
+   "seconds": 4.9684573497091024e-05,
+   "min": 2.2243047753969822e-05,
+   "max": 5.794209099951244e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1135,26 +1409,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.516799867153168e-05,
-    0.00018742400407791138,
-    0.0009546560049057006
+    0.00015004800260066985,
+    0.00033257600665092467,
+    0.0010220799446105956
    ],
-   "host_canary_seconds": 1.0056854999334065e-05,
+   "host_canary_seconds": 1.0516615000000228e-05,
+   "host_backward_canary_seconds": 1.871304000005125e-05,
    "pass_seconds": [
-    6.014780984038398e-05,
-    4.6241525028433123e-05,
-    2.98369512671516e-05
+    5.794209099951244e-05,
+    2.2243047753969822e-05,
+    4.9684573497091024e-05
    ],
    "pass_host_canary_seconds": [
-    1.0056854999334065e-05,
-    9.983544999840888e-06,
-    9.806419999449645e-06
+    1.0516615000000228e-05,
+    1.0519869999967567e-05,
+    1.0673817499977646e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.871304000005125e-05,
+    2.0408899999893037e-05,
+    2.183051499997646e-05
    ]
   },
   "layer_backward_conv2d_nobias_autocast": {
-   "seconds": 0.00012296990553538006,
-   "min": 8.482818447408222e-05,
-   "max": 0.00013241295551969895,
+   "seconds": 0.00011857142831598008,
+   "min": 7.687543829282126e-05,
+   "max": 0.00013437561548891523,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1163,26 +1443,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00044227200746536254,
-    0.0010354559421539306,
-    0.002669663906097412
+    0.0006248639822006225,
+    0.0011143039464950562,
+    0.0026754560470581053
    ],
-   "host_canary_seconds": 1.0056854999334065e-05,
+   "host_canary_seconds": 1.0516615000000228e-05,
+   "host_backward_canary_seconds": 1.871304000005125e-05,
    "pass_seconds": [
-    8.482818447408222e-05,
-    0.00013241295551969895,
-    0.00012296990553538006
+    7.687543829282126e-05,
+    0.00013437561548891523,
+    0.00011857142831598008
    ],
    "pass_host_canary_seconds": [
-    1.0056854999334065e-05,
-    9.983544999840888e-06,
-    9.806419999449645e-06
+    1.0516615000000228e-05,
+    1.0519869999967567e-05,
+    1.0673817499977646e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.871304000005125e-05,
+    2.0408899999893037e-05,
+    2.183051499997646e-05
    ]
   },
   "layer_forward_conv1d": {
-   "seconds": 4.0625523243631635e-05,
-   "min": 3.827504760452679e-05,
-   "max": 5.197257264738991e-05,
+   "seconds": 4.8615617411477224e-05,
+   "min": 2.4993523600555603e-05,
+   "max": 5.446857178495043e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1191,26 +1477,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    9.337600320577622e-05,
-    0.0002661759853363037,
-    0.0008785920143127441
+    9.638399630784989e-05,
+    0.00026489600539207457,
+    0.0005024639964103699
    ],
-   "host_canary_seconds": 1.1286435000101847e-05,
+   "host_canary_seconds": 7.4358649999339834e-06,
+   "host_backward_canary_seconds": 1.5241740000107029e-05,
    "pass_seconds": [
-    5.197257264738991e-05,
-    4.0625523243631635e-05,
-    3.827504760452679e-05
+    2.4993523600555603e-05,
+    4.8615617411477224e-05,
+    5.446857178495043e-05
    ],
    "pass_host_canary_seconds": [
-    1.1286435000101847e-05,
-    9.567662499989636e-06,
-    9.722979999651216e-06
+    7.4358649999339834e-06,
+    1.0487210000036384e-05,
+    1.1251700000087794e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.5241740000107029e-05,
+    2.0445400000141945e-05,
+    2.1489580000206842e-05
    ]
   },
   "layer_backward_conv1d": {
-   "seconds": 8.46773297304199e-05,
-   "min": 8.2297137627999e-05,
-   "max": 9.080990226495832e-05,
+   "seconds": 7.444113386528836e-05,
+   "min": 5.636266689924967e-05,
+   "max": 9.228648174376716e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1219,26 +1511,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00032147198915481566,
-    0.0008025919795036316,
-    0.0023949439525604247
+    0.0003994239866733551,
+    0.000847711980342865,
+    0.001687839984893799
    ],
-   "host_canary_seconds": 1.1286435000101847e-05,
+   "host_canary_seconds": 7.4358649999339834e-06,
+   "host_backward_canary_seconds": 1.5241740000107029e-05,
    "pass_seconds": [
-    8.46773297304199e-05,
-    9.080990226495832e-05,
-    8.2297137627999e-05
+    5.636266689924967e-05,
+    9.228648174376716e-05,
+    7.444113386528836e-05
    ],
    "pass_host_canary_seconds": [
-    1.1286435000101847e-05,
-    9.567662499989636e-06,
-    9.722979999651216e-06
+    7.4358649999339834e-06,
+    1.0487210000036384e-05,
+    1.1251700000087794e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.5241740000107029e-05,
+    2.0445400000141945e-05,
+    2.1489580000206842e-05
    ]
   },
   "layer_forward_conv1d_autocast": {
-   "seconds": 7.398095443135215e-05,
-   "min": 7.20617107692219e-05,
-   "max": 8.594514642442976e-05,
+   "seconds": 8.464075979732333e-05,
+   "min": 5.385143025999978e-05,
+   "max": 9.372037862028395e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1247,26 +1545,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00018105599284172057,
-    0.000465503990650177,
-    0.0014791040420532226
+    8.857599645853042e-05,
+    0.0002608959972858429,
+    0.0008999360203742981
    ],
-   "host_canary_seconds": 1.0892770000054952e-05,
+   "host_canary_seconds": 7.279794999988098e-06,
+   "host_backward_canary_seconds": 1.5887699999979075e-05,
    "pass_seconds": [
-    8.594514642442976e-05,
-    7.398095443135215e-05,
-    7.20617107692219e-05
+    5.385143025999978e-05,
+    9.372037862028395e-05,
+    8.464075979732333e-05
    ],
    "pass_host_canary_seconds": [
-    1.0892770000054952e-05,
-    9.977895000474746e-06,
-    9.112375000768224e-06
+    7.279794999988098e-06,
+    1.0796894999884898e-05,
+    1.0777959999899167e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.5887699999979075e-05,
+    2.0305930000006356e-05,
+    2.0052250000048844e-05
    ]
   },
   "layer_backward_conv1d_autocast": {
-   "seconds": 0.00017158933870849152,
-   "min": 0.00013007389789535884,
-   "max": 0.00025284343957901,
+   "seconds": 0.00014137372587408342,
+   "min": 0.00012336303896847225,
+   "max": 0.00014649294529642379,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1275,26 +1579,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005680959820747375,
-    0.001444767951965332,
-    0.005603360176086426
+    0.0005857279896736145,
+    0.0010991040468215942,
+    0.0032378559112548827
    ],
-   "host_canary_seconds": 1.0892770000054952e-05,
+   "host_canary_seconds": 7.279794999988098e-06,
+   "host_backward_canary_seconds": 1.5887699999979075e-05,
    "pass_seconds": [
-    0.00025284343957901,
-    0.00013007389789535884,
-    0.00017158933870849152
+    0.00012336303896847225,
+    0.00014137372587408342,
+    0.00014649294529642379
    ],
    "pass_host_canary_seconds": [
-    1.0892770000054952e-05,
-    9.977895000474746e-06,
-    9.112375000768224e-06
+    7.279794999988098e-06,
+    1.0796894999884898e-05,
+    1.0777959999899167e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.5887699999979075e-05,
+    2.0305930000006356e-05,
+    2.0052250000048844e-05
    ]
   },
   "layer_forward_conv1d_nobias": {
-   "seconds": 3.701942981708618e-05,
-   "min": 3.238019152056603e-05,
-   "max": 3.760304887379919e-05,
+   "seconds": 1.9921524184090747e-05,
+   "min": 1.9200762467724936e-05,
+   "max": 3.698895374933878e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1303,26 +1613,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.017599791288375e-05,
-    0.00018134400248527528,
-    0.0006255040168762207
+    3.129599988460541e-05,
+    8.819200098514557e-05,
+    0.0003190720081329346
    ],
-   "host_canary_seconds": 1.1117799999738054e-05,
+   "host_canary_seconds": 7.041530000009288e-06,
+   "host_backward_canary_seconds": 1.2418929999995498e-05,
    "pass_seconds": [
-    3.701942981708618e-05,
-    3.238019152056603e-05,
-    3.760304887379919e-05
+    1.9200762467724936e-05,
+    1.9921524184090747e-05,
+    3.698895374933878e-05
    ],
    "pass_host_canary_seconds": [
-    1.1117799999738054e-05,
-    1.0444512500384918e-05,
-    1.110465000010663e-05
+    7.041530000009288e-06,
+    9.770935000048553e-06,
+    1.1072852500007002e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.2418929999995498e-05,
+    1.991399499999602e-05,
+    2.0154585000113913e-05
    ]
   },
   "layer_backward_conv1d_nobias": {
-   "seconds": 5.400381077613149e-05,
-   "min": 5.302171391390619e-05,
-   "max": 7.082132817733857e-05,
+   "seconds": 6.544914273988635e-05,
+   "min": 3.7705140099638995e-05,
+   "max": 7.689295496259419e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1331,26 +1647,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003253760039806366,
-    0.0007225919961929321,
-    0.0019675519466400147
+    0.00019465599954128265,
+    0.0003957439959049225,
+    0.0010583679676055909
    ],
-   "host_canary_seconds": 1.1117799999738054e-05,
+   "host_canary_seconds": 7.041530000009288e-06,
+   "host_backward_canary_seconds": 1.2418929999995498e-05,
    "pass_seconds": [
-    7.082132817733857e-05,
-    5.302171391390619e-05,
-    5.400381077613149e-05
+    3.7705140099638995e-05,
+    7.689295496259419e-05,
+    6.544914273988635e-05
    ],
    "pass_host_canary_seconds": [
-    1.1117799999738054e-05,
-    1.0444512500384918e-05,
-    1.110465000010663e-05
+    7.041530000009288e-06,
+    9.770935000048553e-06,
+    1.1072852500007002e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.2418929999995498e-05,
+    1.991399499999602e-05,
+    2.0154585000113913e-05
    ]
   },
   "layer_forward_conv1d_nobias_autocast": {
-   "seconds": 4.426437971137819e-05,
-   "min": 3.5829333322388786e-05,
-   "max": 5.782476280416761e-05,
+   "seconds": 4.142171570232936e-05,
+   "min": 3.185219246716727e-05,
+   "max": 5.476038157939911e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1359,26 +1681,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0001376959979534149,
-    0.00033849599957466123,
-    0.0010141760110855102
+    6.508799642324447e-05,
+    0.00015356799960136413,
+    0.0005405120253562927
    ],
-   "host_canary_seconds": 1.1430720000475958e-05,
+   "host_canary_seconds": 7.407972499997583e-06,
+   "host_backward_canary_seconds": 1.6714910000033e-05,
    "pass_seconds": [
-    5.782476280416761e-05,
-    4.426437971137819e-05,
-    3.5829333322388786e-05
+    3.185219246716727e-05,
+    4.142171570232936e-05,
+    5.476038157939911e-05
    ],
    "pass_host_canary_seconds": [
-    1.1430720000475958e-05,
-    9.989057500092712e-06,
-    8.16457000041737e-06
+    7.407972499997583e-06,
+    8.987272500107223e-06,
+    1.1180744999990111e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.6714910000033e-05,
+    2.0659744999989017e-05,
+    1.9328429999916352e-05
    ]
   },
   "layer_backward_conv1d_nobias_autocast": {
-   "seconds": 9.838780405975524e-05,
-   "min": 8.866819668383824e-05,
-   "max": 0.0001467786722239994,
+   "seconds": 0.00012887618974560783,
+   "min": 0.00011217905297165825,
+   "max": 0.00012893714649336678,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1387,26 +1715,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00047705599665641787,
-    0.0009656000137329102,
-    0.0035043520927429198
+    0.0003523199856281281,
+    0.0006911360025405884,
+    0.002715456008911133
    ],
-   "host_canary_seconds": 1.1430720000475958e-05,
+   "host_canary_seconds": 7.407972499997583e-06,
+   "host_backward_canary_seconds": 1.6714910000033e-05,
    "pass_seconds": [
-    0.0001467786722239994,
-    9.838780405975524e-05,
-    8.866819668383824e-05
+    0.00012887618974560783,
+    0.00012893714649336678,
+    0.00011217905297165825
    ],
    "pass_host_canary_seconds": [
-    1.1430720000475958e-05,
-    9.989057500092712e-06,
-    8.16457000041737e-06
+    7.407972499997583e-06,
+    8.987272500107223e-06,
+    1.1180744999990111e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.6714910000033e-05,
+    2.0659744999989017e-05,
+    1.9328429999916352e-05
    ]
   },
   "layer_forward_batchnorm2d": {
-   "seconds": 5.688837986616861e-05,
-   "min": 4.5676953026226594e-05,
-   "max": 7.338361619483857e-05,
+   "seconds": 6.3327238318466e-05,
+   "min": 3.9632760875281837e-05,
+   "max": 6.886857038452511e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1415,26 +1749,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00011987199634313583,
-    0.0003521600067615509,
-    0.0012246719598770141
+    5.311999842524528e-05,
+    0.00016550399363040924,
+    0.0006454399824142456
    ],
-   "host_canary_seconds": 1.0988589999669784e-05,
+   "host_canary_seconds": 7.910614999957489e-06,
+   "host_backward_canary_seconds": 1.6504580000002988e-05,
    "pass_seconds": [
-    7.338361619483857e-05,
-    5.688837986616861e-05,
-    4.5676953026226594e-05
+    3.9632760875281837e-05,
+    6.886857038452511e-05,
+    6.3327238318466e-05
    ],
    "pass_host_canary_seconds": [
-    1.0988589999669784e-05,
-    9.950562500193882e-06,
-    9.26155000001927e-06
+    7.910614999957489e-06,
+    1.0759427500062202e-05,
+    1.0958830000049602e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.6504580000002988e-05,
+    1.8518270000100756e-05,
+    1.836242000024413e-05
    ]
   },
   "layer_backward_batchnorm2d": {
-   "seconds": 6.708342333634694e-05,
-   "min": 5.8770289378506775e-05,
-   "max": 6.809066200540184e-05,
+   "seconds": 6.346742773339863e-05,
+   "min": 3.43733330567678e-05,
+   "max": 6.610438600182534e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1443,26 +1783,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003664959967136383,
-    0.0008218880295753479,
-    0.00236844801902771
+    0.00019424000382423402,
+    0.000546559989452362,
+    0.0017920000553131104
    ],
-   "host_canary_seconds": 1.0988589999669784e-05,
+   "host_canary_seconds": 7.910614999957489e-06,
+   "host_backward_canary_seconds": 1.6504580000002988e-05,
    "pass_seconds": [
-    5.8770289378506775e-05,
-    6.809066200540184e-05,
-    6.708342333634694e-05
+    6.610438600182534e-05,
+    3.43733330567678e-05,
+    6.346742773339863e-05
    ],
    "pass_host_canary_seconds": [
-    1.0988589999669784e-05,
-    9.950562500193882e-06,
-    9.26155000001927e-06
+    7.910614999957489e-06,
+    1.0759427500062202e-05,
+    1.0958830000049602e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.6504580000002988e-05,
+    1.8518270000100756e-05,
+    1.836242000024413e-05
    ]
   },
   "layer_forward_batchnorm2d_autocast": {
-   "seconds": 6.35687659184138e-05,
-   "min": 6.351237886008763e-05,
-   "max": 7.201600216683886e-05,
+   "seconds": 3.940266831999734e-05,
+   "min": 3.86559988061587e-05,
+   "max": 7.072152481192634e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1471,26 +1817,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00014057600498199464,
-    0.0003735679984092712,
-    0.001226464033126831
+    9.350399672985077e-05,
+    0.00022947199642658233,
+    0.0006904640197753906
    ],
-   "host_canary_seconds": 1.0780850000173815e-05,
+   "host_canary_seconds": 8.771420000002196e-06,
+   "host_backward_canary_seconds": 1.599374999997849e-05,
    "pass_seconds": [
-    7.201600216683886e-05,
-    6.351237886008763e-05,
-    6.35687659184138e-05
+    3.940266831999734e-05,
+    3.86559988061587e-05,
+    7.072152481192634e-05
    ],
    "pass_host_canary_seconds": [
-    1.0780850000173815e-05,
-    1.0025152499792965e-05,
-    8.415302499997778e-06
+    8.771420000002196e-06,
+    8.120414999979175e-06,
+    1.0885790000045858e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.599374999997849e-05,
+    1.927359000006845e-05,
+    2.0178430000044044e-05
    ]
   },
   "layer_backward_batchnorm2d_autocast": {
-   "seconds": 5.035504627795445e-05,
-   "min": 2.643580699250811e-05,
-   "max": 5.547962302253359e-05,
+   "seconds": 6.77600024001939e-05,
+   "min": 5.915428981894537e-05,
+   "max": 7.489447047313055e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1499,26 +1851,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.000368479996919632,
-    0.0007400640249252319,
-    0.0022772800922393798
+    0.00025910401344299316,
+    0.0005363519787788391,
+    0.0019516799449920655
    ],
-   "host_canary_seconds": 1.0780850000173815e-05,
+   "host_canary_seconds": 8.771420000002196e-06,
+   "host_backward_canary_seconds": 1.599374999997849e-05,
    "pass_seconds": [
-    5.547962302253359e-05,
-    2.643580699250811e-05,
-    5.035504627795445e-05
+    7.489447047313055e-05,
+    6.77600024001939e-05,
+    5.915428981894537e-05
    ],
    "pass_host_canary_seconds": [
-    1.0780850000173815e-05,
-    1.0025152499792965e-05,
-    8.415302499997778e-06
+    8.771420000002196e-06,
+    8.120414999979175e-06,
+    1.0885790000045858e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.599374999997849e-05,
+    1.927359000006845e-05,
+    2.0178430000044044e-05
    ]
   },
   "layer_forward_layernorm": {
-   "seconds": 2.567923716491177e-05,
-   "min": 2.437409421517735e-05,
-   "max": 3.290514310910588e-05,
+   "seconds": 1.7975618175807452e-05,
+   "min": 1.5873522896851813e-05,
+   "max": 2.9417905069532845e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1527,26 +1885,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.12800009548664e-05,
-    0.00015756799280643464,
-    0.0005540480017662048
+    2.851199917495251e-05,
+    7.817599922418594e-05,
+    0.0002672959864139557
    ],
-   "host_canary_seconds": 1.1072330000843067e-05,
+   "host_canary_seconds": 7.719199999982606e-06,
+   "host_backward_canary_seconds": 1.5303130000035024e-05,
    "pass_seconds": [
-    3.290514310910588e-05,
-    2.567923716491177e-05,
-    2.437409421517735e-05
+    1.5873522896851813e-05,
+    1.7975618175807452e-05,
+    2.9417905069532845e-05
    ],
    "pass_host_canary_seconds": [
-    1.1072330000843067e-05,
-    7.9645150003671e-06,
-    9.569220000003044e-06
+    7.719199999982606e-06,
+    8.226900000067872e-06,
+    1.1147470000025805e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.5303130000035024e-05,
+    1.9414359999814224e-05,
+    2.0518460000005235e-05
    ]
   },
   "layer_backward_layernorm": {
-   "seconds": 5.29775270039127e-05,
-   "min": 4.036495435450759e-05,
-   "max": 6.314286075177647e-05,
+   "seconds": 5.7145145677384865e-05,
+   "min": 5.352838275333245e-05,
+   "max": 7.535085463452907e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1555,26 +1919,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00023119999468326568,
-    0.0005179839730262756,
-    0.0015291520357131958
+    0.00013148799538612366,
+    0.00044095999002456666,
+    0.001206272006034851
    ],
-   "host_canary_seconds": 1.1072330000843067e-05,
+   "host_canary_seconds": 7.719199999982606e-06,
+   "host_backward_canary_seconds": 1.5303130000035024e-05,
    "pass_seconds": [
-    5.29775270039127e-05,
-    4.036495435450759e-05,
-    6.314286075177647e-05
+    5.352838275333245e-05,
+    7.535085463452907e-05,
+    5.7145145677384865e-05
    ],
    "pass_host_canary_seconds": [
-    1.1072330000843067e-05,
-    7.9645150003671e-06,
-    9.569220000003044e-06
+    7.719199999982606e-06,
+    8.226900000067872e-06,
+    1.1147470000025805e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.5303130000035024e-05,
+    1.9414359999814224e-05,
+    2.0518460000005235e-05
    ]
   },
   "layer_forward_layernorm_autocast": {
-   "seconds": 3.29775224838938e-05,
-   "min": 2.133638021491823e-05,
-   "max": 3.488076123453322e-05,
+   "seconds": 3.1485712953976226e-05,
+   "min": 1.9579427760271798e-05,
+   "max": 3.340952488638106e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1583,26 +1953,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    9.881599992513657e-05,
-    0.0002123199999332428,
-    0.0005983359813690186
+    7.395199686288834e-05,
+    0.00010457599908113479,
+    0.000358271986246109
    ],
-   "host_canary_seconds": 1.1233122500016179e-05,
+   "host_canary_seconds": 8.07480750001588e-06,
+   "host_backward_canary_seconds": 1.5950505000077442e-05,
    "pass_seconds": [
-    3.29775224838938e-05,
-    2.133638021491823e-05,
-    3.488076123453322e-05
+    1.9579427760271798e-05,
+    3.340952488638106e-05,
+    3.1485712953976226e-05
    ],
    "pass_host_canary_seconds": [
-    1.1233122500016179e-05,
-    8.410667499560986e-06,
-    1.0378782499742555e-05
+    8.07480750001588e-06,
+    1.0630555000048504e-05,
+    1.1345022499966717e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.5950505000077442e-05,
+    1.9386339999982738e-05,
+    2.025795500003369e-05
    ]
   },
   "layer_backward_layernorm_autocast": {
-   "seconds": 5.125105310054054e-05,
-   "min": 4.816990558590206e-05,
-   "max": 5.3242669573852014e-05,
+   "seconds": 5.2403048035644337e-05,
+   "min": 4.8963814796436415e-05,
+   "max": 5.96921933548791e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1611,26 +1987,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00030988800525665283,
-    0.000677344024181366,
-    0.0016394560337066651
+    0.0002789439857006073,
+    0.0005687040090560913,
+    0.0013351360559463502
    ],
-   "host_canary_seconds": 1.1233122500016179e-05,
+   "host_canary_seconds": 8.07480750001588e-06,
+   "host_backward_canary_seconds": 1.5950505000077442e-05,
    "pass_seconds": [
-    5.3242669573852014e-05,
-    5.125105310054054e-05,
-    4.816990558590206e-05
+    4.8963814796436415e-05,
+    5.2403048035644337e-05,
+    5.96921933548791e-05
    ],
    "pass_host_canary_seconds": [
-    1.1233122500016179e-05,
-    8.410667499560986e-06,
-    1.0378782499742555e-05
+    8.07480750001588e-06,
+    1.0630555000048504e-05,
+    1.1345022499966717e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.5950505000077442e-05,
+    1.9386339999982738e-05,
+    2.025795500003369e-05
    ]
   },
   "layer_forward_groupnorm": {
-   "seconds": 4.4991998090630486e-05,
-   "min": 3.4308572255429774e-05,
-   "max": 5.2979808832917894e-05,
+   "seconds": 3.857752272770518e-05,
+   "min": 3.299581011136373e-05,
+   "max": 5.565790477253142e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1639,26 +2021,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    9.907200187444686e-05,
-    0.0002991679906845093,
-    0.0009074879884719848
+    4.710400104522705e-05,
+    0.00015244799852371215,
+    0.0005441600084304809
    ],
-   "host_canary_seconds": 1.125521999938428e-05,
+   "host_canary_seconds": 7.228605000015875e-06,
+   "host_backward_canary_seconds": 1.7130624999950327e-05,
    "pass_seconds": [
-    5.2979808832917894e-05,
-    4.4991998090630486e-05,
-    3.4308572255429774e-05
+    3.299581011136373e-05,
+    3.857752272770518e-05,
+    5.565790477253142e-05
    ],
    "pass_host_canary_seconds": [
-    1.125521999938428e-05,
-    8.940085000403996e-06,
-    9.08001499965394e-06
+    7.228605000015875e-06,
+    1.0454170000002706e-05,
+    8.463812500068003e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.7130624999950327e-05,
+    1.987196999976959e-05,
+    2.0892509999868023e-05
    ]
   },
   "layer_backward_groupnorm": {
-   "seconds": 0.00011374551589999883,
-   "min": 8.929905756598425e-05,
-   "max": 0.00012861409109263193,
+   "seconds": 0.00010157943481490725,
+   "min": 9.154972008296424e-05,
+   "max": 0.00012446933967016994,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1667,26 +2055,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00036902400851249694,
-    0.0010321600437164307,
-    0.0029242238998413088
+    0.00024406400322914124,
+    0.0008509119749069213,
+    0.0021899840831756594
    ],
-   "host_canary_seconds": 1.125521999938428e-05,
+   "host_canary_seconds": 7.228605000015875e-06,
+   "host_backward_canary_seconds": 1.7130624999950327e-05,
    "pass_seconds": [
-    0.00011374551589999883,
-    8.929905756598425e-05,
-    0.00012861409109263193
+    9.154972008296424e-05,
+    0.00012446933967016994,
+    0.00010157943481490725
    ],
    "pass_host_canary_seconds": [
-    1.125521999938428e-05,
-    8.940085000403996e-06,
-    9.08001499965394e-06
+    7.228605000015875e-06,
+    1.0454170000002706e-05,
+    8.463812500068003e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.7130624999950327e-05,
+    1.987196999976959e-05,
+    2.0892509999868023e-05
    ]
   },
   "layer_forward_groupnorm_autocast": {
-   "seconds": 6.200685990708215e-05,
-   "min": 3.584990579457511e-05,
-   "max": 6.313676032282057e-05,
+   "seconds": 4.823390536365055e-05,
+   "min": 3.1654094656308486e-05,
+   "max": 6.469104616414932e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1695,26 +2089,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00012435200065374373,
-    0.0003103039860725403,
-    0.0010544320344924927
+    6.313599646091461e-05,
+    0.000270143985748291,
+    0.0005752959847450256
    ],
-   "host_canary_seconds": 1.1003044999711164e-05,
+   "host_canary_seconds": 7.626175000012836e-06,
+   "host_backward_canary_seconds": 1.6075740000047744e-05,
    "pass_seconds": [
-    6.200685990708215e-05,
-    3.584990579457511e-05,
-    6.313676032282057e-05
+    3.1654094656308486e-05,
+    4.823390536365055e-05,
+    6.469104616414932e-05
    ],
    "pass_host_canary_seconds": [
-    1.1003044999711164e-05,
-    8.443367499921806e-06,
-    1.0353257500241853e-05
+    7.626175000012836e-06,
+    1.0228045000104657e-05,
+    1.1340852500012489e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.6075740000047744e-05,
+    1.979865000009795e-05,
+    2.1015069999918976e-05
    ]
   },
   "layer_backward_groupnorm_autocast": {
-   "seconds": 9.623390613567262e-05,
-   "min": 8.769676195723668e-05,
-   "max": 9.82217096856662e-05,
+   "seconds": 9.88281819792021e-05,
+   "min": 8.58735278958366e-05,
+   "max": 0.00011307961671125322,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1723,26 +2123,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00039241600036621095,
-    0.0008102719783782959,
-    0.0026275520324707032
+    0.0003213120102882385,
+    0.0007936959862709045,
+    0.002124160051345825
    ],
-   "host_canary_seconds": 1.1003044999711164e-05,
+   "host_canary_seconds": 7.626175000012836e-06,
+   "host_backward_canary_seconds": 1.6075740000047744e-05,
    "pass_seconds": [
-    8.769676195723668e-05,
-    9.82217096856662e-05,
-    9.623390613567262e-05
+    8.58735278958366e-05,
+    9.88281819792021e-05,
+    0.00011307961671125322
    ],
    "pass_host_canary_seconds": [
-    1.1003044999711164e-05,
-    8.443367499921806e-06,
-    1.0353257500241853e-05
+    7.626175000012836e-06,
+    1.0228045000104657e-05,
+    1.1340852500012489e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.6075740000047744e-05,
+    1.979865000009795e-05,
+    2.1015069999918976e-05
    ]
   },
   "layer_forward_relu": {
-   "seconds": 1.7334095778919403e-05,
-   "min": 1.6002286225557328e-05,
-   "max": 1.7864380741403216e-05,
+   "seconds": 1.6588191546144937e-05,
+   "min": 1.0327618569135666e-05,
+   "max": 1.9910856815321103e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1751,26 +2157,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.300799965858459e-05,
-    9.843199700117111e-05,
-    0.0003115839958190918
+    1.942400075495243e-05,
+    5.3472001105546954e-05,
+    0.00017535999417304991
    ],
-   "host_canary_seconds": 1.0997455000278933e-05,
+   "host_canary_seconds": 7.113429999989762e-06,
+   "host_backward_canary_seconds": 1.4245300000013116e-05,
    "pass_seconds": [
-    1.7864380741403216e-05,
-    1.6002286225557328e-05,
-    1.7334095778919403e-05
+    1.0327618569135666e-05,
+    1.9910856815321103e-05,
+    1.6588191546144937e-05
    ],
    "pass_host_canary_seconds": [
-    1.0997455000278933e-05,
-    1.044584500050405e-05,
-    1.0879315000238422e-05
+    7.113429999989762e-06,
+    1.177633250001975e-05,
+    1.1118962500020756e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.4245300000013116e-05,
+    2.0601849999906108e-05,
+    2.2039459999945165e-05
    ]
   },
   "layer_backward_relu": {
-   "seconds": 2.5946666619607386e-05,
-   "min": 1.8307809850999293e-05,
-   "max": 3.185371628829411e-05,
+   "seconds": 2.5144378965099653e-05,
+   "min": 1.958399851407324e-05,
+   "max": 3.0240760317870554e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1779,26 +2191,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00017100800573825837,
-    0.0002917439937591553,
-    0.0007176640033721924
+    9.52960029244423e-05,
+    0.0001695680022239685,
+    0.000538815975189209
    ],
-   "host_canary_seconds": 1.0997455000278933e-05,
+   "host_canary_seconds": 7.113429999989762e-06,
+   "host_backward_canary_seconds": 1.4245300000013116e-05,
    "pass_seconds": [
-    1.8307809850999293e-05,
-    2.5946666619607386e-05,
-    3.185371628829411e-05
+    1.958399851407324e-05,
+    2.5144378965099653e-05,
+    3.0240760317870554e-05
    ],
    "pass_host_canary_seconds": [
-    1.0997455000278933e-05,
-    1.044584500050405e-05,
-    1.0879315000238422e-05
+    7.113429999989762e-06,
+    1.177633250001975e-05,
+    1.1118962500020756e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.4245300000013116e-05,
+    2.0601849999906108e-05,
+    2.2039459999945165e-05
    ]
   },
   "layer_forward_relu_autocast": {
-   "seconds": 1.706361894806226e-05,
-   "min": 1.0077714565254391e-05,
-   "max": 1.870476206143697e-05,
+   "seconds": 1.8312380072616395e-05,
+   "min": 1.0940952315216973e-05,
+   "max": 2.1177143922873904e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1807,26 +2225,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.260800153017045e-05,
-    8.489599823951722e-05,
-    0.00021779200434684753
+    3.254399821162224e-05,
+    6.713599711656571e-05,
+    0.00019724799692630768
    ],
-   "host_canary_seconds": 9.382397499848595e-06,
+   "host_canary_seconds": 7.423874999972213e-06,
+   "host_backward_canary_seconds": 1.2589929999933247e-05,
    "pass_seconds": [
-    1.0077714565254391e-05,
-    1.706361894806226e-05,
-    1.870476206143697e-05
+    1.0940952315216973e-05,
+    2.1177143922873904e-05,
+    1.8312380072616395e-05
    ],
    "pass_host_canary_seconds": [
-    9.382397499848595e-06,
-    9.865442499972233e-06,
-    1.075329999935093e-05
+    7.423874999972213e-06,
+    1.12102625000432e-05,
+    1.118183999992084e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.2589929999933247e-05,
+    2.094413000008899e-05,
+    2.1814389999974537e-05
    ]
   },
   "layer_backward_relu_autocast": {
-   "seconds": 2.7160381277402236e-05,
-   "min": 2.2548571406375797e-05,
-   "max": 3.94666659690085e-05,
+   "seconds": 2.7152757914293375e-05,
+   "min": 1.0274285007090797e-05,
+   "max": 2.8998095719587234e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1835,26 +2259,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001674879938364029,
-    0.000264959990978241,
-    0.0008935999870300293
+    0.0001531520038843155,
+    0.00025196799635887146,
+    0.0004831039905548096
    ],
-   "host_canary_seconds": 9.382397499848595e-06,
+   "host_canary_seconds": 7.423874999972213e-06,
+   "host_backward_canary_seconds": 1.2589929999933247e-05,
    "pass_seconds": [
-    3.94666659690085e-05,
-    2.2548571406375797e-05,
-    2.7160381277402236e-05
+    1.0274285007090797e-05,
+    2.7152757914293375e-05,
+    2.8998095719587234e-05
    ],
    "pass_host_canary_seconds": [
-    9.382397499848595e-06,
-    9.865442499972233e-06,
-    1.075329999935093e-05
+    7.423874999972213e-06,
+    1.12102625000432e-05,
+    1.118183999992084e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.2589929999933247e-05,
+    2.094413000008899e-05,
+    2.1814389999974537e-05
    ]
   },
   "layer_forward_gelu": {
-   "seconds": 1.5614476409696398e-05,
-   "min": 1.0280381267269453e-05,
-   "max": 1.7826286277600697e-05,
+   "seconds": 1.616838059964634e-05,
+   "min": 9.855999655666806e-06,
+   "max": 1.9135999892439163e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1863,26 +2293,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.224000126123428e-05,
-    8.870399743318557e-05,
-    0.0003072960078716278
+    2.019199915230274e-05,
+    5.1295999437570575e-05,
+    0.0001685439944267273
    ],
-   "host_canary_seconds": 1.0124774999553664e-05,
+   "host_canary_seconds": 7.398365000028661e-06,
+   "host_backward_canary_seconds": 1.2208409999914238e-05,
    "pass_seconds": [
-    1.7826286277600697e-05,
-    1.0280381267269453e-05,
-    1.5614476409696398e-05
+    9.855999655666806e-06,
+    1.9135999892439163e-05,
+    1.616838059964634e-05
    ],
    "pass_host_canary_seconds": [
-    1.0124774999553664e-05,
-    7.86560000051395e-06,
-    1.0448957499988865e-05
+    7.398365000028661e-06,
+    1.1022115000116628e-05,
+    1.0977555000053485e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.2208409999914238e-05,
+    2.0543919999909123e-05,
+    2.1140134999910743e-05
    ]
   },
   "layer_backward_gelu": {
-   "seconds": 2.275200019634905e-05,
-   "min": 1.9449902254910697e-05,
-   "max": 2.27702854289895e-05,
+   "seconds": 2.097523957490921e-05,
+   "min": 1.0491429162876945e-05,
+   "max": 2.9947428653637572e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1891,26 +2327,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015216000378131866,
-    0.00026713600754737853,
-    0.0007123519778251648
+    0.00012569600343704225,
+    0.0002122880071401596,
+    0.0004394240081310272
    ],
-   "host_canary_seconds": 1.0124774999553664e-05,
+   "host_canary_seconds": 7.398365000028661e-06,
+   "host_backward_canary_seconds": 1.2208409999914238e-05,
    "pass_seconds": [
-    1.9449902254910697e-05,
-    2.275200019634905e-05,
-    2.27702854289895e-05
+    1.0491429162876945e-05,
+    2.097523957490921e-05,
+    2.9947428653637572e-05
    ],
    "pass_host_canary_seconds": [
-    1.0124774999553664e-05,
-    7.86560000051395e-06,
-    1.0448957499988865e-05
+    7.398365000028661e-06,
+    1.1022115000116628e-05,
+    1.0977555000053485e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.2208409999914238e-05,
+    2.0543919999909123e-05,
+    2.1140134999910743e-05
    ]
   },
   "layer_forward_gelu_autocast": {
-   "seconds": 1.5991618768090297e-05,
-   "min": 1.0005333771308264e-05,
-   "max": 1.709180928411938e-05,
+   "seconds": 1.639466590824581e-05,
+   "min": 1.017904778321584e-05,
+   "max": 1.8473903870298748e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1919,26 +2361,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.7792000472545626e-05,
-    0.00011852800101041793,
-    0.00030191999673843386
+    3.126399964094162e-05,
+    6.252799928188324e-05,
+    0.00018419200181961058
    ],
-   "host_canary_seconds": 9.901152499764975e-06,
+   "host_canary_seconds": 7.85532000001865e-06,
+   "host_backward_canary_seconds": 1.2373829999887675e-05,
    "pass_seconds": [
-    1.5991618768090297e-05,
-    1.0005333771308264e-05,
-    1.709180928411938e-05
+    1.017904778321584e-05,
+    1.8473903870298748e-05,
+    1.639466590824581e-05
    ],
    "pass_host_canary_seconds": [
-    9.901152499764975e-06,
-    8.315100000118037e-06,
-    1.0185825000235126e-05
+    7.85532000001865e-06,
+    1.113050000000726e-05,
+    1.1156449999987217e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.2373829999887675e-05,
+    2.0597570000120413e-05,
+    2.120009000009304e-05
    ]
   },
   "layer_backward_gelu_autocast": {
-   "seconds": 2.0640000700950625e-05,
-   "min": 1.8413715596709935e-05,
-   "max": 2.4435046350672133e-05,
+   "seconds": 2.6930284819432675e-05,
+   "min": 1.2905141072613851e-05,
+   "max": 2.7716571021647684e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1947,26 +2395,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001836480051279068,
-    0.0002962239980697632,
-    0.0007028480172157288
+    0.00014735999703407288,
+    0.0002428479939699173,
+    0.0005023679733276367
    ],
-   "host_canary_seconds": 9.901152499764975e-06,
+   "host_canary_seconds": 7.85532000001865e-06,
+   "host_backward_canary_seconds": 1.2373829999887675e-05,
    "pass_seconds": [
-    1.8413715596709935e-05,
-    2.4435046350672133e-05,
-    2.0640000700950625e-05
+    1.2905141072613851e-05,
+    2.6930284819432675e-05,
+    2.7716571021647684e-05
    ],
    "pass_host_canary_seconds": [
-    9.901152499764975e-06,
-    8.315100000118037e-06,
-    1.0185825000235126e-05
+    7.85532000001865e-06,
+    1.113050000000726e-05,
+    1.1156449999987217e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.2373829999887675e-05,
+    2.0597570000120413e-05,
+    2.120009000009304e-05
    ]
   },
   "layer_forward_silu": {
-   "seconds": 1.422018992404143e-05,
-   "min": 1.0531047979990642e-05,
-   "max": 1.5717333980969022e-05,
+   "seconds": 1.659657061100006e-05,
+   "min": 9.011809137605487e-06,
+   "max": 1.73203805018039e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1975,26 +2429,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.2767999917268756e-05,
-    5.644800141453743e-05,
-    0.00023974399268627167
+    5.407999828457832e-05,
+    5.09440004825592e-05,
+    0.00017919999361038207
    ],
-   "host_canary_seconds": 8.85107000044627e-06,
+   "host_canary_seconds": 7.268884999973579e-06,
+   "host_backward_canary_seconds": 1.772801000001323e-05,
    "pass_seconds": [
-    1.422018992404143e-05,
-    1.0531047979990642e-05,
-    1.5717333980969022e-05
+    9.011809137605487e-06,
+    1.73203805018039e-05,
+    1.659657061100006e-05
    ],
    "pass_host_canary_seconds": [
-    8.85107000044627e-06,
-    7.359334999819112e-06,
-    1.00630449998107e-05
+    7.268884999973579e-06,
+    1.1292009999976927e-05,
+    1.0957737499950326e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.772801000001323e-05,
+    2.1667339999851266e-05,
+    1.7776480000009087e-05
    ]
   },
   "layer_backward_silu": {
-   "seconds": 2.3916952666782195e-05,
-   "min": 2.383542983304887e-05,
-   "max": 2.4533335208183243e-05,
+   "seconds": 2.3606097236985256e-05,
+   "min": 2.275961850370679e-05,
+   "max": 2.9192379365364712e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2003,26 +2463,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015084800124168395,
-    0.0002520639896392822,
-    0.0007271360158920288
+    0.0001274240016937256,
+    0.0002016959935426712,
+    0.0006870399713516236
    ],
-   "host_canary_seconds": 8.85107000044627e-06,
+   "host_canary_seconds": 7.268884999973579e-06,
+   "host_backward_canary_seconds": 1.772801000001323e-05,
    "pass_seconds": [
-    2.4533335208183243e-05,
-    2.3916952666782195e-05,
-    2.383542983304887e-05
+    2.9192379365364712e-05,
+    2.3606097236985256e-05,
+    2.275961850370679e-05
    ],
    "pass_host_canary_seconds": [
-    8.85107000044627e-06,
-    7.359334999819112e-06,
-    1.00630449998107e-05
+    7.268884999973579e-06,
+    1.1292009999976927e-05,
+    1.0957737499950326e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.772801000001323e-05,
+    2.1667339999851266e-05,
+    1.7776480000009087e-05
    ]
   },
   "layer_forward_silu_autocast": {
-   "seconds": 1.5462094651801244e-05,
-   "min": 1.0793904818239666e-05,
-   "max": 1.6526476967902414e-05,
+   "seconds": 1.5533713889973505e-05,
+   "min": 1.0633142931120737e-05,
+   "max": 1.8202666370641616e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2031,26 +2497,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.515199691057205e-05,
-    0.00011443199962377548,
-    0.0002980479896068573
+    3.5711999982595444e-05,
+    7.286400347948074e-05,
+    0.0001969600021839142
    ],
-   "host_canary_seconds": 8.65410999949745e-06,
+   "host_canary_seconds": 7.586509999981672e-06,
+   "host_backward_canary_seconds": 1.9266710000067634e-05,
    "pass_seconds": [
-    1.5462094651801244e-05,
-    1.0793904818239666e-05,
-    1.6526476967902414e-05
+    1.0633142931120737e-05,
+    1.5533713889973505e-05,
+    1.8202666370641616e-05
    ],
    "pass_host_canary_seconds": [
-    8.65410999949745e-06,
-    7.693190000281901e-06,
-    1.000114500016025e-05
+    7.586509999981672e-06,
+    1.079180749997022e-05,
+    1.0771120000043765e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.9266710000067634e-05,
+    1.928237499996044e-05,
+    2.045785000007072e-05
    ]
   },
   "layer_backward_silu_autocast": {
-   "seconds": 2.7534475106568566e-05,
-   "min": 2.3550473863170257e-05,
-   "max": 2.7705140766643343e-05,
+   "seconds": 2.60990471357391e-05,
+   "min": 2.3340192756482532e-05,
+   "max": 2.9345525872139706e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2059,26 +2531,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00019519999623298644,
-    0.00031107199192047117,
-    0.0008357759714126587
+    0.0001305599957704544,
+    0.0002978239953517914,
+    0.0007460160255432129
    ],
-   "host_canary_seconds": 8.65410999949745e-06,
+   "host_canary_seconds": 7.586509999981672e-06,
+   "host_backward_canary_seconds": 1.9266710000067634e-05,
    "pass_seconds": [
-    2.7534475106568566e-05,
-    2.3550473863170257e-05,
-    2.7705140766643343e-05
+    2.9345525872139706e-05,
+    2.3340192756482532e-05,
+    2.60990471357391e-05
    ],
    "pass_host_canary_seconds": [
-    8.65410999949745e-06,
-    7.693190000281901e-06,
-    1.000114500016025e-05
+    7.586509999981672e-06,
+    1.079180749997022e-05,
+    1.0771120000043765e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.9266710000067634e-05,
+    1.928237499996044e-05,
+    2.045785000007072e-05
    ]
   },
   "layer_forward_tanh": {
-   "seconds": 1.2787809772860436e-05,
-   "min": 1.1149714035647257e-05,
-   "max": 1.6665904649666376e-05,
+   "seconds": 1.0686475783586502e-05,
+   "min": 9.965714244615463e-06,
+   "max": 1.4839618777235349e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2087,26 +2565,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.26879995316267e-05,
-    7.648000121116638e-05,
-    0.00021964800357818603
+    2.1247999742627146e-05,
+    4.927999898791313e-05,
+    0.0001701119989156723
    ],
-   "host_canary_seconds": 1.0035662499490171e-05,
+   "host_canary_seconds": 7.814129999985654e-06,
+   "host_backward_canary_seconds": 1.941615000006891e-05,
    "pass_seconds": [
-    1.2787809772860436e-05,
-    1.1149714035647257e-05,
-    1.6665904649666376e-05
+    9.965714244615463e-06,
+    1.4839618777235349e-05,
+    1.0686475783586502e-05
    ],
    "pass_host_canary_seconds": [
-    1.0035662499490171e-05,
-    7.774725000899707e-06,
-    1.0418595000487585e-05
+    7.814129999985654e-06,
+    1.0663819999905399e-05,
+    1.0683482500013497e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.941615000006891e-05,
+    1.8656780000014805e-05,
+    2.123768499998846e-05
    ]
   },
   "layer_backward_tanh": {
-   "seconds": 2.4665905960968563e-05,
-   "min": 2.1833905506701697e-05,
-   "max": 3.0416760327560557e-05,
+   "seconds": 2.7152761462188903e-05,
+   "min": 2.0964570609586583e-05,
+   "max": 3.032000025823002e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2115,26 +2599,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00013062399625778199,
-    0.00029766398668289184,
-    0.0007911679744720459
+    0.00011273600161075592,
+    0.00019516800343990327,
+    0.0006598719954490662
    ],
-   "host_canary_seconds": 1.0035662499490171e-05,
+   "host_canary_seconds": 7.814129999985654e-06,
+   "host_backward_canary_seconds": 1.941615000006891e-05,
    "pass_seconds": [
-    3.0416760327560557e-05,
-    2.1833905506701697e-05,
-    2.4665905960968563e-05
+    2.7152761462188903e-05,
+    2.0964570609586583e-05,
+    3.032000025823002e-05
    ],
    "pass_host_canary_seconds": [
-    1.0035662499490171e-05,
-    7.774725000899707e-06,
-    1.0418595000487585e-05
+    7.814129999985654e-06,
+    1.0663819999905399e-05,
+    1.0683482500013497e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.941615000006891e-05,
+    1.8656780000014805e-05,
+    2.123768499998846e-05
    ]
   },
   "layer_forward_tanh_autocast": {
-   "seconds": 1.6456381550857e-05,
-   "min": 1.6246857565073742e-05,
-   "max": 1.7462094447442465e-05,
+   "seconds": 1.5144381672143935e-05,
+   "min": 1.210666713970048e-05,
+   "max": 1.5449143768776033e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2143,26 +2633,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.4976001828908924e-05,
-    0.0001104319989681244,
-    0.00028758400678634646
+    4.636799916625023e-05,
+    9.123200178146362e-05,
+    0.0002733440101146698
    ],
-   "host_canary_seconds": 9.973644999945463e-06,
+   "host_canary_seconds": 9.82532249999224e-06,
+   "host_backward_canary_seconds": 1.9051840000017248e-05,
    "pass_seconds": [
-    1.6246857565073742e-05,
-    1.7462094447442465e-05,
-    1.6456381550857e-05
+    1.5144381672143935e-05,
+    1.5449143768776033e-05,
+    1.210666713970048e-05
    ],
    "pass_host_canary_seconds": [
-    9.973644999945463e-06,
-    8.677382499513442e-06,
-    1.0293105000300783e-05
+    9.82532249999224e-06,
+    1.0696719999927496e-05,
+    8.08192999997459e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.9051840000017248e-05,
+    2.0432949999928953e-05,
+    1.6386069999896337e-05
    ]
   },
   "layer_backward_tanh_autocast": {
-   "seconds": 1.8713904810803276e-05,
-   "min": 1.7808001133657637e-05,
-   "max": 3.177371514695031e-05,
+   "seconds": 2.2074664455084577e-05,
+   "min": 2.024228782171295e-05,
+   "max": 2.6422857351246338e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2171,26 +2667,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00019955199956893922,
-    0.00033238399028778077,
-    0.0007332800030708313
+    0.00017084799706935884,
+    0.00024108800292015075,
+    0.0007153279781341552
    ],
-   "host_canary_seconds": 9.973644999945463e-06,
+   "host_canary_seconds": 9.82532249999224e-06,
+   "host_backward_canary_seconds": 1.9051840000017248e-05,
    "pass_seconds": [
-    1.8713904810803276e-05,
-    1.7808001133657637e-05,
-    3.177371514695031e-05
+    2.2074664455084577e-05,
+    2.6422857351246338e-05,
+    2.024228782171295e-05
    ],
    "pass_host_canary_seconds": [
-    9.973644999945463e-06,
-    8.677382499513442e-06,
-    1.0293105000300783e-05
+    9.82532249999224e-06,
+    1.0696719999927496e-05,
+    8.08192999997459e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.9051840000017248e-05,
+    2.0432949999928953e-05,
+    1.6386069999896337e-05
    ]
   },
   "layer_forward_sigmoid": {
-   "seconds": 1.1785904655144329e-05,
-   "min": 1.0369523472729185e-05,
-   "max": 1.6818286407561527e-05,
+   "seconds": 1.2216380575583095e-05,
+   "min": 1.1577142846016656e-05,
+   "max": 1.4745905729276793e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2199,26 +2701,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.041599854826927e-05,
-    5.35999983549118e-05,
-    0.00018998399376869203
+    2.921600081026554e-05,
+    7.315199822187424e-05,
+    0.00025030401349067686
    ],
-   "host_canary_seconds": 1.06632475007018e-05,
+   "host_canary_seconds": 1.0137330000006272e-05,
+   "host_backward_canary_seconds": 1.82556250000232e-05,
    "pass_seconds": [
-    1.0369523472729185e-05,
-    1.1785904655144329e-05,
-    1.6818286407561527e-05
+    1.4745905729276793e-05,
+    1.1577142846016656e-05,
+    1.2216380575583095e-05
    ],
    "pass_host_canary_seconds": [
-    1.06632475007018e-05,
-    9.086934999231745e-06,
-    1.021420250083338e-05
+    1.0137330000006272e-05,
+    9.485304999969913e-06,
+    8.41502000000105e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.82556250000232e-05,
+    2.0970950000105404e-05,
+    1.7296400000077482e-05
    ]
   },
   "layer_backward_sigmoid": {
-   "seconds": 2.664761804044247e-05,
-   "min": 2.157561764830635e-05,
-   "max": 3.172876348807698e-05,
+   "seconds": 2.2713142048035353e-05,
+   "min": 2.1199237111778482e-05,
+   "max": 3.944990287224452e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2227,26 +2735,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014368000626564025,
-    0.00022566400468349457,
-    0.0007603840231895447
+    0.00013715200126171112,
+    0.00022064000368118286,
+    0.000689408004283905
    ],
-   "host_canary_seconds": 1.06632475007018e-05,
+   "host_canary_seconds": 1.0137330000006272e-05,
+   "host_backward_canary_seconds": 1.82556250000232e-05,
    "pass_seconds": [
-    3.172876348807698e-05,
-    2.664761804044247e-05,
-    2.157561764830635e-05
+    2.2713142048035353e-05,
+    3.944990287224452e-05,
+    2.1199237111778482e-05
    ],
    "pass_host_canary_seconds": [
-    1.06632475007018e-05,
-    9.086934999231745e-06,
-    1.021420250083338e-05
+    1.0137330000006272e-05,
+    9.485304999969913e-06,
+    8.41502000000105e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.82556250000232e-05,
+    2.0970950000105404e-05,
+    1.7296400000077482e-05
    ]
   },
   "layer_forward_sigmoid_autocast": {
-   "seconds": 1.4873905018681573e-05,
-   "min": 1.4424381156762444e-05,
-   "max": 1.6349714604162034e-05,
+   "seconds": 1.0844952648594265e-05,
+   "min": 1.0559999871821632e-05,
+   "max": 1.599390556414922e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2255,26 +2769,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.286400020122528e-05,
-    0.0001021760031580925,
-    0.000277536004781723
+    4.5536000281572345e-05,
+    6.368000060319901e-05,
+    0.00019942399859428406
    ],
-   "host_canary_seconds": 1.0625490000393255e-05,
+   "host_canary_seconds": 7.91866000000141e-06,
+   "host_backward_canary_seconds": 1.415386999994439e-05,
    "pass_seconds": [
-    1.4873905018681573e-05,
-    1.4424381156762444e-05,
-    1.6349714604162034e-05
+    1.0559999871821632e-05,
+    1.599390556414922e-05,
+    1.0844952648594265e-05
    ],
    "pass_host_canary_seconds": [
-    1.0625490000393255e-05,
-    8.708912500310361e-06,
-    1.0281969999823558e-05
+    7.91866000000141e-06,
+    1.0827564999971172e-05,
+    7.955640000005814e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.415386999994439e-05,
+    2.310715999982449e-05,
+    1.4313679999986561e-05
    ]
   },
   "layer_backward_sigmoid_autocast": {
-   "seconds": 2.540419197508266e-05,
-   "min": 2.3801902042967934e-05,
-   "max": 3.0611809165704813e-05,
+   "seconds": 2.654552246843065e-05,
+   "min": 1.2937142380646298e-05,
+   "max": 3.540723841814767e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2283,26 +2803,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001851840019226074,
-    0.00030463999509811404,
-    0.0007888960242271423
+    0.0001472959965467453,
+    0.000243136003613472,
+    0.0006987199783325195
    ],
-   "host_canary_seconds": 1.0625490000393255e-05,
+   "host_canary_seconds": 7.91866000000141e-06,
+   "host_backward_canary_seconds": 1.415386999994439e-05,
    "pass_seconds": [
-    2.540419197508266e-05,
-    3.0611809165704813e-05,
-    2.3801902042967934e-05
+    2.654552246843065e-05,
+    3.540723841814767e-05,
+    1.2937142380646298e-05
    ],
    "pass_host_canary_seconds": [
-    1.0625490000393255e-05,
-    8.708912500310361e-06,
-    1.0281969999823558e-05
+    7.91866000000141e-06,
+    1.0827564999971172e-05,
+    7.955640000005814e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.415386999994439e-05,
+    2.310715999982449e-05,
+    1.4313679999986561e-05
    ]
   },
   "layer_forward_dropout": {
-   "seconds": 2.5412571217332566e-05,
-   "min": 1.8707047260942913e-05,
-   "max": 2.574323916009494e-05,
+   "seconds": 2.3004952729457903e-05,
+   "min": 2.2696381168706076e-05,
+   "max": 2.6643809818086167e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2311,26 +2837,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.182400181889534e-05,
-    0.00011363200098276138,
-    0.00042153599858283996
+    2.6208000257611275e-05,
+    0.00010735999792814255,
+    0.00037532800436019896
    ],
-   "host_canary_seconds": 1.077274499948544e-05,
+   "host_canary_seconds": 8.751290000006407e-06,
+   "host_backward_canary_seconds": 1.4934600000060527e-05,
    "pass_seconds": [
-    2.5412571217332566e-05,
-    1.8707047260942913e-05,
-    2.574323916009494e-05
+    2.3004952729457903e-05,
+    2.2696381168706076e-05,
+    2.6643809818086167e-05
    ],
    "pass_host_canary_seconds": [
-    1.077274499948544e-05,
-    8.516089999375253e-06,
-    1.0141144999806783e-05
+    8.751290000006407e-06,
+    1.105636000005461e-05,
+    1.1271690000000944e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.4934600000060527e-05,
+    2.211834000007684e-05,
+    2.1073769999873093e-05
    ]
   },
   "layer_backward_dropout": {
-   "seconds": 2.661561930463428e-05,
-   "min": 2.429409307383356e-05,
-   "max": 2.9109332178320202e-05,
+   "seconds": 3.1067429553894766e-05,
+   "min": 3.093180903011843e-05,
+   "max": 3.29691388067745e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2339,26 +2871,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00016355200111865998,
-    0.0003255679905414581,
-    0.0009459519982337952
+    0.00016262400150299073,
+    0.00026368001103401184,
+    0.0009514240026473999
    ],
-   "host_canary_seconds": 1.077274499948544e-05,
+   "host_canary_seconds": 8.751290000006407e-06,
+   "host_backward_canary_seconds": 1.4934600000060527e-05,
    "pass_seconds": [
-    2.661561930463428e-05,
-    2.9109332178320202e-05,
-    2.429409307383356e-05
+    3.093180903011843e-05,
+    3.29691388067745e-05,
+    3.1067429553894766e-05
    ],
    "pass_host_canary_seconds": [
-    1.077274499948544e-05,
-    8.516089999375253e-06,
-    1.0141144999806783e-05
+    8.751290000006407e-06,
+    1.105636000005461e-05,
+    1.1271690000000944e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.4934600000060527e-05,
+    2.211834000007684e-05,
+    2.1073769999873093e-05
    ]
   },
   "layer_forward_dropout_autocast": {
-   "seconds": 2.4312380169119154e-05,
-   "min": 2.4282665834540412e-05,
-   "max": 2.7647999780518666e-05,
+   "seconds": 2.4917333608581907e-05,
+   "min": 1.654704873050962e-05,
+   "max": 2.750019161474137e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2367,26 +2905,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.780800223350525e-05,
-    0.000146464005112648,
-    0.0004343999922275543
+    6.246399879455566e-05,
+    0.0001406719982624054,
+    0.00047353601455688476
    ],
-   "host_canary_seconds": 1.0902665000003253e-05,
+   "host_canary_seconds": 7.645984999982148e-06,
+   "host_backward_canary_seconds": 1.721277999990889e-05,
    "pass_seconds": [
-    2.4312380169119154e-05,
-    2.4282665834540412e-05,
-    2.7647999780518666e-05
+    2.750019161474137e-05,
+    1.654704873050962e-05,
+    2.4917333608581907e-05
    ],
    "pass_host_canary_seconds": [
-    1.0902665000003253e-05,
-    7.760967500303194e-06,
-    1.0237344999950436e-05
+    7.645984999982148e-06,
+    9.962244999996984e-06,
+    1.1084549999935689e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.721277999990889e-05,
+    1.7513960000030692e-05,
+    2.0711660000074516e-05
    ]
   },
   "layer_backward_dropout_autocast": {
-   "seconds": 2.529523805493401e-05,
-   "min": 2.1600763003031413e-05,
-   "max": 2.7185523793810884e-05,
+   "seconds": 2.4524192015329998e-05,
+   "min": 1.890438050031662e-05,
+   "max": 2.6422854335535136e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2395,26 +2939,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00019711999595165252,
-    0.00035174399614334106,
-    0.0009431679844856262
+    0.00012044800072908401,
+    0.00034547200798988343,
+    0.0008451200127601624
    ],
-   "host_canary_seconds": 1.0902665000003253e-05,
+   "host_canary_seconds": 7.645984999982148e-06,
+   "host_backward_canary_seconds": 1.721277999990889e-05,
    "pass_seconds": [
-    2.529523805493401e-05,
-    2.1600763003031413e-05,
-    2.7185523793810884e-05
+    1.890438050031662e-05,
+    2.6422854335535136e-05,
+    2.4524192015329998e-05
    ],
    "pass_host_canary_seconds": [
-    1.0902665000003253e-05,
-    7.760967500303194e-06,
-    1.0237344999950436e-05
+    7.645984999982148e-06,
+    9.962244999996984e-06,
+    1.1084549999935689e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.721277999990889e-05,
+    1.7513960000030692e-05,
+    2.0711660000074516e-05
    ]
   },
   "layer_forward_dropout_identity": {
-   "seconds": 5.592380960782369e-06,
-   "min": 3.833904640660399e-06,
-   "max": 6.120380989852405e-06,
+   "seconds": 6.182095035910606e-06,
+   "min": 3.128380869470892e-06,
+   "max": 6.653714392866407e-06,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout_identity layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2423,26 +2973,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.0640000700950622e-05,
-    3.968000039458275e-05,
-    0.00011267200112342834
+    1.2608000077307224e-05,
+    3.6928001791238784e-05,
+    6.45119994878769e-05
    ],
-   "host_canary_seconds": 1.1029914999767244e-05,
+   "host_canary_seconds": 8.096939999973074e-06,
+   "host_backward_canary_seconds": 1.881240000003004e-05,
    "pass_seconds": [
-    6.120380989852405e-06,
-    3.833904640660399e-06,
-    5.592380960782369e-06
+    3.128380869470892e-06,
+    6.653714392866407e-06,
+    6.182095035910606e-06
    ],
    "pass_host_canary_seconds": [
-    1.1029914999767244e-05,
-    9.396794999929626e-06,
-    1.034708250017502e-05
+    8.096939999973074e-06,
+    1.0863842499944098e-05,
+    1.0847472499975198e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.881240000003004e-05,
+    1.698727000004396e-05,
+    2.074010499995893e-05
    ]
   },
   "layer_backward_dropout_identity": {
-   "seconds": 3.046857104414984e-06,
-   "min": 2.6102859438175238e-06,
-   "max": 5.618285121662276e-06,
+   "seconds": 2.197333478501866e-06,
+   "min": 1.6990470744314655e-06,
+   "max": 4.6742864928784824e-06,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout_identity layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2451,26 +3007,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00011641599982976914,
-    0.0001430400013923645,
-    0.00028963199257850647
+    8.595199882984161e-05,
+    0.00013705599308013917,
+    0.00021222400665283202
    ],
-   "host_canary_seconds": 1.1029914999767244e-05,
+   "host_canary_seconds": 8.096939999973074e-06,
+   "host_backward_canary_seconds": 1.881240000003004e-05,
    "pass_seconds": [
-    5.618285121662276e-06,
-    2.6102859438175238e-06,
-    3.046857104414984e-06
+    4.6742864928784824e-06,
+    1.6990470744314655e-06,
+    2.197333478501866e-06
    ],
    "pass_host_canary_seconds": [
-    1.1029914999767244e-05,
-    9.396794999929626e-06,
-    1.034708250017502e-05
+    8.096939999973074e-06,
+    1.0863842499944098e-05,
+    1.0847472499975198e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.881240000003004e-05,
+    1.698727000004396e-05,
+    2.074010499995893e-05
    ]
   },
   "layer_forward_dropout_identity_autocast": {
-   "seconds": 5.778286073889051e-06,
-   "min": 3.4445712254160915e-06,
-   "max": 6.7740952862160545e-06,
+   "seconds": 6.0975232294627595e-06,
+   "min": 5.77676198667004e-06,
+   "max": 6.420571711801347e-06,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout_identity layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2479,26 +3041,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.990399837493896e-05,
-    6.10559992492199e-05,
-    0.00014179199934005737
+    2.319999970495701e-05,
+    3.152000159025192e-05,
+    0.00010684800148010254
    ],
-   "host_canary_seconds": 1.1910887500334867e-05,
+   "host_canary_seconds": 8.836309999935566e-06,
+   "host_backward_canary_seconds": 1.8467799999939416e-05,
    "pass_seconds": [
-    6.7740952862160545e-06,
-    3.4445712254160915e-06,
-    5.778286073889051e-06
+    5.77676198667004e-06,
+    6.0975232294627595e-06,
+    6.420571711801347e-06
    ],
    "pass_host_canary_seconds": [
-    1.1910887500334867e-05,
-    8.855980000248563e-06,
-    1.0282787500273116e-05
+    8.836309999935566e-06,
+    1.1071114999978703e-05,
+    1.114213499995742e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.8467799999939416e-05,
+    1.6822440000083815e-05,
+    1.7559499999890706e-05
    ]
   },
   "layer_backward_dropout_identity_autocast": {
-   "seconds": 1.5100953834397465e-06,
-   "min": 1.4864770429474957e-06,
-   "max": 1.7249530092591333e-06,
+   "seconds": 3.2060939286436338e-06,
+   "min": 1.0773344408898143e-06,
+   "max": 4.834286425085295e-06,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout_identity layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2507,26 +3075,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00020380799472332,
-    0.00019264000654220582,
-    0.0003190720081329346
+    0.00010224000364542008,
+    0.00014502400159835816,
+    0.0002650560140609741
    ],
-   "host_canary_seconds": 1.1910887500334867e-05,
+   "host_canary_seconds": 8.836309999935566e-06,
+   "host_backward_canary_seconds": 1.8467799999939416e-05,
    "pass_seconds": [
-    1.7249530092591333e-06,
-    1.5100953834397465e-06,
-    1.4864770429474957e-06
+    4.834286425085295e-06,
+    1.0773344408898143e-06,
+    3.2060939286436338e-06
    ],
    "pass_host_canary_seconds": [
-    1.1910887500334867e-05,
-    8.855980000248563e-06,
-    1.0282787500273116e-05
+    8.836309999935566e-06,
+    1.1071114999978703e-05,
+    1.114213499995742e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.8467799999939416e-05,
+    1.6822440000083815e-05,
+    1.7559499999890706e-05
    ]
   },
   "layer_forward_add": {
-   "seconds": 1.194819098427182e-05,
-   "min": 1.095085706384409e-05,
-   "max": 1.2907428400857108e-05,
+   "seconds": 1.1871238460852986e-05,
+   "min": 7.603047947798457e-06,
+   "max": 1.2318476147594905e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2535,26 +3109,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.0368000268936157e-05,
-    6.867200136184692e-05,
-    0.00022383999824523925
+    2.9632000252604483e-05,
+    4.2943999171257016e-05,
+    0.00014051200449466706
    ],
-   "host_canary_seconds": 1.0936015000879706e-05,
+   "host_canary_seconds": 7.448845000013194e-06,
+   "host_backward_canary_seconds": 1.826369999989197e-05,
    "pass_seconds": [
-    1.2907428400857108e-05,
-    1.095085706384409e-05,
-    1.194819098427182e-05
+    7.603047947798457e-06,
+    1.1871238460852986e-05,
+    1.2318476147594905e-05
    ],
    "pass_host_canary_seconds": [
-    1.0936015000879706e-05,
-    8.782615000200166e-06,
-    1.0054607499796476e-05
+    7.448845000013194e-06,
+    1.0712072499998726e-05,
+    1.0670657500000403e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.826369999989197e-05,
+    1.8213555000130553e-05,
+    2.0274164999989355e-05
    ]
   },
   "layer_backward_add": {
-   "seconds": 2.687847534460681e-05,
-   "min": 2.0600381351652607e-05,
-   "max": 3.664762065524147e-05,
+   "seconds": 3.29912363418511e-05,
+   "min": 2.7999999356411752e-05,
+   "max": 3.4089905786372365e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2563,26 +3143,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00021964800357818603,
-    0.00045740801095962527,
-    0.0009926720261573792
+    0.00013046400249004363,
+    0.0002155520021915436,
+    0.0007425280213356018
    ],
-   "host_canary_seconds": 1.0936015000879706e-05,
+   "host_canary_seconds": 7.448845000013194e-06,
+   "host_backward_canary_seconds": 1.826369999989197e-05,
    "pass_seconds": [
-    3.664762065524147e-05,
-    2.687847534460681e-05,
-    2.0600381351652607e-05
+    3.4089905786372365e-05,
+    2.7999999356411752e-05,
+    3.29912363418511e-05
    ],
    "pass_host_canary_seconds": [
-    1.0936015000879706e-05,
-    8.782615000200166e-06,
-    1.0054607499796476e-05
+    7.448845000013194e-06,
+    1.0712072499998726e-05,
+    1.0670657500000403e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.826369999989197e-05,
+    1.8213555000130553e-05,
+    2.0274164999989355e-05
    ]
   },
   "layer_forward_add_autocast": {
-   "seconds": 1.2640000276622318e-05,
-   "min": 7.475809149798893e-06,
-   "max": 1.3931428570122945e-05,
+   "seconds": 1.2079238359417233e-05,
+   "min": 8.559999898785635e-06,
+   "max": 1.334095231833912e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2591,26 +3177,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.318399891257286e-05,
-    8.323200047016143e-05,
-    0.0002401600033044815
+    3.129599988460541e-05,
+    5.846399813890457e-05,
+    0.00016019199788570404
    ],
-   "host_canary_seconds": 1.0558335000041551e-05,
+   "host_canary_seconds": 7.416879999979642e-06,
+   "host_backward_canary_seconds": 1.746569000005138e-05,
    "pass_seconds": [
-    1.2640000276622318e-05,
-    7.475809149798893e-06,
-    1.3931428570122945e-05
+    8.559999898785635e-06,
+    1.2079238359417233e-05,
+    1.334095231833912e-05
    ],
    "pass_host_canary_seconds": [
-    1.0558335000041551e-05,
-    7.624930000247332e-06,
-    1.0047370000165757e-05
+    7.416879999979642e-06,
+    1.0492587500010585e-05,
+    1.0827065000000857e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.746569000005138e-05,
+    1.779670000004785e-05,
+    2.2228109999957725e-05
    ]
   },
   "layer_backward_add_autocast": {
-   "seconds": 2.7062096588668364e-05,
-   "min": 2.543771178239868e-05,
-   "max": 2.9860573332934156e-05,
+   "seconds": 2.7418665765296846e-05,
+   "min": 2.635657060004416e-05,
+   "max": 3.345142819342159e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2619,26 +3211,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001955520063638687,
-    0.0004396800100803375,
-    0.0008100159764289856
+    0.00015043200552463531,
+    0.00024374400079250335,
+    0.0007696959972381592
    ],
-   "host_canary_seconds": 1.0558335000041551e-05,
+   "host_canary_seconds": 7.416879999979642e-06,
+   "host_backward_canary_seconds": 1.746569000005138e-05,
    "pass_seconds": [
-    2.543771178239868e-05,
-    2.9860573332934156e-05,
-    2.7062096588668364e-05
+    3.345142819342159e-05,
+    2.7418665765296846e-05,
+    2.635657060004416e-05
    ],
    "pass_host_canary_seconds": [
-    1.0558335000041551e-05,
-    7.624930000247332e-06,
-    1.0047370000165757e-05
+    7.416879999979642e-06,
+    1.0492587500010585e-05,
+    1.0827065000000857e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.746569000005138e-05,
+    1.779670000004785e-05,
+    2.2228109999957725e-05
    ]
   },
   "layer_forward_mul": {
-   "seconds": 1.2515810096547718e-05,
-   "min": 8.473904714697883e-06,
-   "max": 1.325561851263046e-05,
+   "seconds": 1.3849142761457533e-05,
+   "min": 9.463619529491379e-06,
+   "max": 1.487238102015995e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2647,26 +3245,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.8384000062942505e-05,
-    6.911999732255936e-05,
-    0.00021718400716781616
+    1.945599913597107e-05,
+    4.745600000023842e-05,
+    0.00016128000617027282
    ],
-   "host_canary_seconds": 8.577595000360816e-06,
+   "host_canary_seconds": 7.4463574999938946e-06,
+   "host_backward_canary_seconds": 1.966103999997415e-05,
    "pass_seconds": [
-    1.2515810096547718e-05,
-    8.473904714697883e-06,
-    1.325561851263046e-05
+    9.463619529491379e-06,
+    1.3849142761457533e-05,
+    1.487238102015995e-05
    ],
    "pass_host_canary_seconds": [
-    8.577595000360816e-06,
-    7.474215000229378e-06,
-    9.86007500046071e-06
+    7.4463574999938946e-06,
+    1.0709055000006628e-05,
+    1.0827065000000857e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.966103999997415e-05,
+    1.641453999980058e-05,
+    2.054228999980978e-05
    ]
   },
   "layer_backward_mul": {
-   "seconds": 5.104381076636769e-05,
-   "min": 4.4240760306517285e-05,
-   "max": 5.2742092737129754e-05,
+   "seconds": 5.642133312565939e-05,
+   "min": 5.2291045941057644e-05,
+   "max": 6.181257333429089e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2675,26 +3279,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00017772799730300903,
-    0.00040511998534202575,
-    0.0011433600187301636
+    0.00013705599308013917,
+    0.00031798401474952695,
+    0.0011952320337295533
    ],
-   "host_canary_seconds": 8.577595000360816e-06,
+   "host_canary_seconds": 7.4463574999938946e-06,
+   "host_backward_canary_seconds": 1.966103999997415e-05,
    "pass_seconds": [
-    5.104381076636769e-05,
-    5.2742092737129754e-05,
-    4.4240760306517285e-05
+    6.181257333429089e-05,
+    5.642133312565939e-05,
+    5.2291045941057644e-05
    ],
    "pass_host_canary_seconds": [
-    8.577595000360816e-06,
-    7.474215000229378e-06,
-    9.86007500046071e-06
+    7.4463574999938946e-06,
+    1.0709055000006628e-05,
+    1.0827065000000857e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.966103999997415e-05,
+    1.641453999980058e-05,
+    2.054228999980978e-05
    ]
   },
   "layer_forward_mul_autocast": {
-   "seconds": 1.0510476217383428e-05,
-   "min": 8.479238177339235e-06,
-   "max": 1.473676147205489e-05,
+   "seconds": 1.4169142891963325e-05,
+   "min": 1.2625523443732942e-05,
+   "max": 1.5767618747694154e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2703,26 +3313,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.174399957060814e-05,
-    5.878400057554245e-05,
-    0.0001879040002822876
+    5.302400141954422e-05,
+    5.78560009598732e-05,
+    0.0002313919961452484
    ],
-   "host_canary_seconds": 8.570190000227739e-06,
+   "host_canary_seconds": 1.0084199999980114e-05,
+   "host_backward_canary_seconds": 2.0453580000037163e-05,
    "pass_seconds": [
-    1.0510476217383428e-05,
-    8.479238177339235e-06,
-    1.473676147205489e-05
+    1.2625523443732942e-05,
+    1.5767618747694154e-05,
+    1.4169142891963325e-05
    ],
    "pass_host_canary_seconds": [
-    8.570190000227739e-06,
-    7.087889999866092e-06,
-    9.697054999833198e-06
+    1.0084199999980114e-05,
+    1.0801717500044107e-05,
+    1.0478754999923012e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.0453580000037163e-05,
+    1.6534419999914006e-05,
+    1.9143479999854662e-05
    ]
   },
   "layer_backward_mul_autocast": {
-   "seconds": 4.971428508205072e-05,
-   "min": 4.2786286877734316e-05,
-   "max": 6.275733489365803e-05,
+   "seconds": 6.355504957692964e-05,
+   "min": 4.1916194593622564e-05,
+   "max": 6.457219193024294e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2731,26 +3347,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001998399943113327,
-    0.0004648320078849793,
-    0.0013139200210571288
+    0.00017468799650669097,
+    0.0004470399916172028,
+    0.0013320000171661377
    ],
-   "host_canary_seconds": 8.570190000227739e-06,
+   "host_canary_seconds": 1.0084199999980114e-05,
+   "host_backward_canary_seconds": 2.0453580000037163e-05,
    "pass_seconds": [
-    6.275733489365803e-05,
-    4.971428508205072e-05,
-    4.2786286877734316e-05
+    6.355504957692964e-05,
+    6.457219193024294e-05,
+    4.1916194593622564e-05
    ],
    "pass_host_canary_seconds": [
-    8.570190000227739e-06,
-    7.087889999866092e-06,
-    9.697054999833198e-06
+    1.0084199999980114e-05,
+    1.0801717500044107e-05,
+    1.0478754999923012e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.0453580000037163e-05,
+    1.6534419999914006e-05,
+    1.9143479999854662e-05
    ]
   },
   "layer_forward_softmax": {
-   "seconds": 1.293180953888666e-05,
-   "min": 8.304761811381295e-06,
-   "max": 1.5599237045361883e-05,
+   "seconds": 1.4070856784071242e-05,
+   "min": 9.123809369547026e-06,
+   "max": 1.460800053817885e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2759,26 +3381,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.2832000404596326e-05,
-    4.831999912858009e-05,
-    0.0002563839852809906
+    2.534399926662445e-05,
+    6.97920024394989e-05,
+    0.00023715199530124665
    ],
-   "host_canary_seconds": 1.1042067499715812e-05,
+   "host_canary_seconds": 1.0534815000013965e-05,
+   "host_backward_canary_seconds": 1.738969000001589e-05,
    "pass_seconds": [
-    1.5599237045361883e-05,
-    8.304761811381295e-06,
-    1.293180953888666e-05
+    1.4070856784071242e-05,
+    9.123809369547026e-06,
+    1.460800053817885e-05
    ],
    "pass_host_canary_seconds": [
-    1.1042067499715812e-05,
-    7.091434999892954e-06,
-    9.979152500250165e-06
+    1.0534815000013965e-05,
+    7.862080000080596e-06,
+    1.0950772499995765e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.738969000001589e-05,
+    1.7453319999845006e-05,
+    1.6926204999947458e-05
    ]
   },
   "layer_backward_softmax": {
-   "seconds": 3.399238203253065e-05,
-   "min": 3.209066869957107e-05,
-   "max": 4.311924135046345e-05,
+   "seconds": 3.378209604748658e-05,
+   "min": 2.851352556830361e-05,
+   "max": 3.697904607369786e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2787,26 +3415,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00021568000316619874,
-    0.0005951359868049622,
-    0.0011642240285873412
+    0.0001558399945497513,
+    0.00033769598603248597,
+    0.0008126400113105774
    ],
-   "host_canary_seconds": 1.1042067499715812e-05,
+   "host_canary_seconds": 1.0534815000013965e-05,
+   "host_backward_canary_seconds": 1.738969000001589e-05,
    "pass_seconds": [
-    4.311924135046345e-05,
-    3.209066869957107e-05,
-    3.399238203253065e-05
+    2.851352556830361e-05,
+    3.378209604748658e-05,
+    3.697904607369786e-05
    ],
    "pass_host_canary_seconds": [
-    1.1042067499715812e-05,
-    7.091434999892954e-06,
-    9.979152500250165e-06
+    1.0534815000013965e-05,
+    7.862080000080596e-06,
+    1.0950772499995765e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.738969000001589e-05,
+    1.7453319999845006e-05,
+    1.6926204999947458e-05
    ]
   },
   "layer_forward_softmax_autocast": {
-   "seconds": 1.3375999139887946e-05,
-   "min": 8.714667033581508e-06,
-   "max": 1.4052571994917733e-05,
+   "seconds": 1.0656000070628666e-05,
+   "min": 9.530666151217054e-06,
+   "max": 1.5699809328431174e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2815,26 +3449,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.840000137686729e-05,
-    0.00010400000214576721,
-    0.0002608639895915985
+    6.361600011587143e-05,
+    0.00010675200074911118,
+    0.00021142399311065675
    ],
-   "host_canary_seconds": 1.0793204999686168e-05,
+   "host_canary_seconds": 9.397367499985875e-06,
+   "host_backward_canary_seconds": 1.6415174999977465e-05,
    "pass_seconds": [
-    1.3375999139887946e-05,
-    8.714667033581508e-06,
-    1.4052571994917733e-05
+    9.530666151217054e-06,
+    1.0656000070628666e-05,
+    1.5699809328431174e-05
    ],
    "pass_host_canary_seconds": [
-    1.0793204999686168e-05,
-    7.413175000010597e-06,
-    9.743609999759429e-06
+    9.397367499985875e-06,
+    8.154817499956835e-06,
+    1.1009695000012697e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.6415174999977465e-05,
+    1.5907405000064046e-05,
+    2.0158719999869844e-05
    ]
   },
   "layer_backward_softmax_autocast": {
-   "seconds": 3.840990506467364e-05,
-   "min": 2.6864759269214808e-05,
-   "max": 4.860875986161686e-05,
+   "seconds": 3.2994284338894345e-05,
+   "min": 2.9580951623973393e-05,
+   "max": 4.016457161023503e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2843,26 +3483,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002779519855976105,
-    0.00045369601249694826,
-    0.001204319953918457
+    0.00023209600150585175,
+    0.0003536959886550903,
+    0.0008201919794082642
    ],
-   "host_canary_seconds": 1.0793204999686168e-05,
+   "host_canary_seconds": 9.397367499985875e-06,
+   "host_backward_canary_seconds": 1.6415174999977465e-05,
    "pass_seconds": [
-    4.860875986161686e-05,
-    3.840990506467364e-05,
-    2.6864759269214808e-05
+    2.9580951623973393e-05,
+    3.2994284338894345e-05,
+    4.016457161023503e-05
    ],
    "pass_host_canary_seconds": [
-    1.0793204999686168e-05,
-    7.413175000010597e-06,
-    9.743609999759429e-06
+    9.397367499985875e-06,
+    8.154817499956835e-06,
+    1.1009695000012697e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.6415174999977465e-05,
+    1.5907405000064046e-05,
+    2.0158719999869844e-05
    ]
   },
   "layer_forward_log_softmax": {
-   "seconds": 1.266514314782052e-05,
-   "min": 7.204570851865268e-06,
-   "max": 1.4411428056302525e-05,
+   "seconds": 9.098666587046215e-06,
+   "min": 8.941714341441791e-06,
+   "max": 1.0947809776379949e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2871,26 +3517,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.052799962460995e-05,
-    7.353600114583968e-05,
-    0.00024662399291992186
+    3.110400028526783e-05,
+    4.255999997258186e-05,
+    0.00016230399906635285
    ],
-   "host_canary_seconds": 1.1052347500140058e-05,
+   "host_canary_seconds": 8.878304999981878e-06,
+   "host_backward_canary_seconds": 1.426047999999014e-05,
    "pass_seconds": [
-    1.4411428056302525e-05,
-    7.204570851865268e-06,
-    1.266514314782052e-05
+    9.098666587046215e-06,
+    1.0947809776379949e-05,
+    8.941714341441791e-06
    ],
    "pass_host_canary_seconds": [
-    1.1052347500140058e-05,
-    7.438179999326166e-06,
-    9.579210000651984e-06
+    8.878304999981878e-06,
+    8.067509999989398e-06,
+    1.0892909999995481e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.426047999999014e-05,
+    1.61996399998543e-05,
+    1.711339999985739e-05
    ]
   },
   "layer_backward_log_softmax": {
-   "seconds": 2.1734858730009622e-05,
-   "min": 1.4840380865193547e-05,
-   "max": 3.271466715350037e-05,
+   "seconds": 2.6476189671527774e-05,
+   "min": 2.4940950441218558e-05,
+   "max": 2.6512762176848595e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2899,26 +3551,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00018998399376869203,
-    0.00030905601382255556,
-    0.0008894400000572204
+    0.00013372799754142762,
+    0.0001621440052986145,
+    0.0006412479877471924
    ],
-   "host_canary_seconds": 1.1052347500140058e-05,
+   "host_canary_seconds": 8.878304999981878e-06,
+   "host_backward_canary_seconds": 1.426047999999014e-05,
    "pass_seconds": [
-    3.271466715350037e-05,
-    1.4840380865193547e-05,
-    2.1734858730009622e-05
+    2.6476189671527774e-05,
+    2.6512762176848595e-05,
+    2.4940950441218558e-05
    ],
    "pass_host_canary_seconds": [
-    1.1052347500140058e-05,
-    7.438179999326166e-06,
-    9.579210000651984e-06
+    8.878304999981878e-06,
+    8.067509999989398e-06,
+    1.0892909999995481e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.426047999999014e-05,
+    1.61996399998543e-05,
+    1.711339999985739e-05
    ]
   },
   "layer_forward_log_softmax_autocast": {
-   "seconds": 1.3341713696718216e-05,
-   "min": 8.382476511455718e-06,
-   "max": 1.4741333822409312e-05,
+   "seconds": 1.1068951870713916e-05,
+   "min": 7.927619275592622e-06,
+   "max": 1.2876952333109717e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2927,26 +3585,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.111999973654748e-05,
-    0.00011503999680280685,
-    0.00028547200560569765
+    2.783999964594841e-05,
+    8.531200140714645e-05,
+    0.00015798400342464448
    ],
-   "host_canary_seconds": 1.0950365000326201e-05,
+   "host_canary_seconds": 8.105980000010503e-06,
+   "host_backward_canary_seconds": 1.7095449999970926e-05,
    "pass_seconds": [
-    1.4741333822409312e-05,
-    8.382476511455718e-06,
-    1.3341713696718216e-05
+    7.927619275592622e-06,
+    1.1068951870713916e-05,
+    1.2876952333109717e-05
    ],
    "pass_host_canary_seconds": [
-    1.0950365000326201e-05,
-    7.139599999845814e-06,
-    9.534482500157538e-06
+    8.105980000010503e-06,
+    8.703670000045349e-06,
+    1.1350065000073073e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.7095449999970926e-05,
+    2.1975380000185397e-05,
+    2.2276280000141923e-05
    ]
   },
   "layer_backward_log_softmax_autocast": {
-   "seconds": 2.4309334832997555e-05,
-   "min": 1.940342677491052e-05,
-   "max": 3.061714378141222e-05,
+   "seconds": 2.048304783446448e-05,
+   "min": 2.015390424501328e-05,
+   "max": 2.1737906549658098e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2955,674 +3619,896 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003569920063018799,
-    0.0005104640126228333,
-    0.0008861759901046753
+    0.0001621759980916977,
+    0.0001820800006389618,
+    0.000561951994895935
    ],
-   "host_canary_seconds": 1.0950365000326201e-05,
+   "host_canary_seconds": 8.105980000010503e-06,
+   "host_backward_canary_seconds": 1.7095449999970926e-05,
    "pass_seconds": [
-    1.940342677491052e-05,
-    3.061714378141222e-05,
-    2.4309334832997555e-05
+    2.015390424501328e-05,
+    2.048304783446448e-05,
+    2.1737906549658098e-05
    ],
    "pass_host_canary_seconds": [
-    1.0950365000326201e-05,
-    7.139599999845814e-06,
-    9.534482500157538e-06
+    8.105980000010503e-06,
+    8.703670000045349e-06,
+    1.1350065000073073e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.7095449999970926e-05,
+    2.1975380000185397e-05,
+    2.2276280000141923e-05
    ]
   },
   "layer_forward_cross_entropy": {
-   "seconds": 5.3472001105546954e-05,
-   "min": 2.5183999910950662e-05,
-   "max": 8.531200140714645e-05,
+   "seconds": 4.368000105023384e-05,
+   "min": 2.751999907195568e-05,
+   "max": 0.00010400000214576721,
    "samples": 123,
    "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.090725000329257e-06,
+   "host_canary_seconds": 9.870175000017412e-06,
+   "host_backward_canary_seconds": 1.66653900001279e-05,
    "pass_seconds": [
-    5.5647999048233035e-05,
-    2.6879999786615372e-05,
-    5.3472001105546954e-05
+    5.06879985332489e-05,
+    3.42399999499321e-05,
+    4.368000105023384e-05
    ],
    "pass_host_canary_seconds": [
-    8.090725000329257e-06,
-    6.989170000224476e-06,
-    9.448779999843282e-06
+    9.870175000017412e-06,
+    7.670040000036238e-06,
+    1.1279265000041504e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.66653900001279e-05,
+    2.2608214999877417e-05,
+    2.1685940000111257e-05
    ]
   },
   "layer_backward_cross_entropy": {
-   "seconds": 1.563999305168791e-05,
+   "seconds": 6.661065171162286e-05,
    "min": 0.0,
-   "max": 0.000625213307638963,
+   "max": 0.0003664186770717303,
    "samples": 123,
    "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.090725000329257e-06,
+   "host_canary_seconds": 9.870175000017412e-06,
+   "host_backward_canary_seconds": 1.66653900001279e-05,
    "pass_seconds": [
-    1.1613336702187858e-05,
-    2.7249342761933795e-05,
-    1.563999305168791e-05
+    0.00010135066633423171,
+    5.5758664384484294e-05,
+    6.661065171162286e-05
    ],
    "pass_host_canary_seconds": [
-    8.090725000329257e-06,
-    6.989170000224476e-06,
-    9.448779999843282e-06
+    9.870175000017412e-06,
+    7.670040000036238e-06,
+    1.1279265000041504e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.66653900001279e-05,
+    2.2608214999877417e-05,
+    2.1685940000111257e-05
    ]
   },
   "layer_forward_cross_entropy_autocast": {
-   "seconds": 4.53759990632534e-05,
-   "min": 3.6671999841928484e-05,
-   "max": 0.00011980800330638886,
+   "seconds": 4.9695998430252074e-05,
+   "min": 3.830400109291077e-05,
+   "max": 0.00012243200093507765,
    "samples": 123,
    "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.709052499649261e-06,
+   "host_canary_seconds": 1.0622859999998013e-05,
+   "host_backward_canary_seconds": 1.406056999996963e-05,
    "pass_seconds": [
-    4.53759990632534e-05,
-    4.118400067090988e-05,
-    8.153600245714187e-05
+    4.912000149488449e-05,
+    4.9695998430252074e-05,
+    6.55680000782013e-05
    ],
    "pass_host_canary_seconds": [
-    7.709052499649261e-06,
-    8.582410000030905e-06,
-    9.532954999258436e-06
+    1.0622859999998013e-05,
+    7.824047499980225e-06,
+    1.1351569999931144e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.406056999996963e-05,
+    1.9267664999915723e-05,
+    1.5983819999974002e-05
    ]
   },
   "layer_backward_cross_entropy_autocast": {
-   "seconds": 3.3713336102664465e-05,
-   "min": 1.0263993094364847e-05,
-   "max": 0.0003698159890870254,
+   "seconds": 0.0001231106606622537,
+   "min": 8.466667185227093e-06,
+   "max": 0.0006236026647190253,
    "samples": 123,
    "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.709052499649261e-06,
+   "host_canary_seconds": 1.0622859999998013e-05,
+   "host_backward_canary_seconds": 1.406056999996963e-05,
    "pass_seconds": [
-    3.257332866390546e-05,
-    3.3713336102664465e-05,
-    8.069600040713952e-05
+    0.0001231106606622537,
+    5.431866832077503e-05,
+    0.00016885066653291383
    ],
    "pass_host_canary_seconds": [
-    7.709052499649261e-06,
-    8.582410000030905e-06,
-    9.532954999258436e-06
+    1.0622859999998013e-05,
+    7.824047499980225e-06,
+    1.1351569999931144e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.406056999996963e-05,
+    1.9267664999915723e-05,
+    1.5983819999974002e-05
    ]
   },
   "layer_forward_embedding": {
-   "seconds": 4.588799923658371e-05,
-   "min": 2.751999907195568e-05,
-   "max": 0.00014473600685596465,
+   "seconds": 4.5600000768899915e-05,
+   "min": 2.6688000187277795e-05,
+   "max": 0.00016476799547672272,
    "samples": 123,
    "method": "one tiny embedding layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.649844999946253e-06,
+   "host_canary_seconds": 9.950714999966692e-06,
+   "host_backward_canary_seconds": 1.3055670000028385e-05,
    "pass_seconds": [
-    4.588799923658371e-05,
-    3.897599875926972e-05,
-    5.257600173354149e-05
+    4.5600000768899915e-05,
+    3.270399942994118e-05,
+    4.8160001635551456e-05
    ],
    "pass_host_canary_seconds": [
-    7.649844999946253e-06,
-    1.0183599999891158e-05,
-    9.41941500059329e-06
+    9.950714999966692e-06,
+    1.1789219999940315e-05,
+    1.0911425000017517e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.3055670000028385e-05,
+    2.04516200000171e-05,
+    1.988527000008844e-05
    ]
   },
   "layer_backward_embedding": {
-   "seconds": 0.00019902535062283274,
-   "min": 0.00012104134541004896,
-   "max": 0.0006971053360030055,
+   "seconds": 0.00024769865597287815,
+   "min": 0.00013645466913779576,
+   "max": 0.0007371026705950499,
    "samples": 123,
    "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.649844999946253e-06,
+   "host_canary_seconds": 9.950714999966692e-06,
+   "host_backward_canary_seconds": 1.3055670000028385e-05,
    "pass_seconds": [
-    0.00021814133723576862,
-    0.00019902535062283274,
-    0.00018792798618475596
+    0.00021709465732177105,
+    0.0004635986518114805,
+    0.00024769865597287815
    ],
    "pass_host_canary_seconds": [
-    7.649844999946253e-06,
-    1.0183599999891158e-05,
-    9.41941500059329e-06
+    9.950714999966692e-06,
+    1.1789219999940315e-05,
+    1.0911425000017517e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.3055670000028385e-05,
+    2.04516200000171e-05,
+    1.988527000008844e-05
    ]
   },
   "layer_forward_embedding_autocast": {
-   "seconds": 7.795199751853944e-05,
-   "min": 4.368000105023384e-05,
-   "max": 0.00011615999788045883,
+   "seconds": 6.224000081419944e-05,
+   "min": 5.4207999259233475e-05,
+   "max": 0.00016099199652671814,
    "samples": 123,
    "method": "one tiny embedding layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.38747499983583e-06,
+   "host_canary_seconds": 7.281824999978426e-06,
+   "host_backward_canary_seconds": 1.2413510000044425e-05,
    "pass_seconds": [
-    7.875200361013413e-05,
-    6.505600363016128e-05,
-    7.795199751853944e-05
+    6.0959998518228534e-05,
+    0.00010115200281143188,
+    6.224000081419944e-05
    ],
    "pass_host_canary_seconds": [
-    8.38747499983583e-06,
-    1.1281425000788659e-05,
-    9.727824999572476e-06
+    7.281824999978426e-06,
+    1.1789219999940315e-05,
+    1.0911425000017517e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.2413510000044425e-05,
+    2.2279340000181947e-05,
+    2.5630990000138353e-05
    ]
   },
   "layer_backward_embedding_autocast": {
-   "seconds": 0.00040390132864316316,
-   "min": 0.0001846959802011649,
-   "max": 0.0006985252996285756,
+   "seconds": 0.0002542226780205965,
+   "min": 9.850266327460607e-05,
+   "max": 0.0008077626327673594,
    "samples": 123,
    "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.38747499983583e-06,
+   "host_canary_seconds": 7.281824999978426e-06,
+   "host_backward_canary_seconds": 1.2413510000044425e-05,
    "pass_seconds": [
-    0.00040390132864316316,
-    0.0004086573077365756,
-    0.000221559992680947
+    0.00019523867716391883,
+    0.0002542226780205965,
+    0.000359634647766749
    ],
    "pass_host_canary_seconds": [
-    8.38747499983583e-06,
-    1.1281425000788659e-05,
-    9.727824999572476e-06
+    7.281824999978426e-06,
+    1.1789219999940315e-05,
+    1.0911425000017517e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.2413510000044425e-05,
+    2.2279340000181947e-05,
+    2.5630990000138353e-05
    ]
   },
   "layer_forward_embedding_atomic": {
-   "seconds": 3.436800092458725e-05,
-   "min": 3.1136000528931616e-05,
-   "max": 0.0001117120012640953,
+   "seconds": 3.3344000577926634e-05,
+   "min": 2.0320000126957894e-05,
+   "max": 6.6880002617836e-05,
    "samples": 123,
    "method": "one tiny embedding_atomic layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0225977500226692e-05,
+   "host_canary_seconds": 7.281824999978426e-06,
+   "host_backward_canary_seconds": 1.5646149999923865e-05,
    "pass_seconds": [
-    3.420799970626831e-05,
-    3.436800092458725e-05,
-    4.464000090956688e-05
+    2.179200015962124e-05,
+    3.3344000577926634e-05,
+    4.0224000811576846e-05
    ],
    "pass_host_canary_seconds": [
-    1.0225977500226692e-05,
-    9.14099249996525e-06,
-    9.414852499958215e-06
+    7.281824999978426e-06,
+    1.1496492499958323e-05,
+    1.1543757499978824e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.5646149999923865e-05,
+    2.2026639999950248e-05,
+    2.3011250000024575e-05
    ]
   },
   "layer_backward_embedding_atomic": {
-   "seconds": 4.472134541720151e-05,
+   "seconds": 0.0,
    "min": 0.0,
-   "max": 0.0004206693296631178,
+   "max": 0.00014359866268932818,
    "samples": 123,
    "method": "one tiny embedding_atomic layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0225977500226692e-05,
+   "host_canary_seconds": 7.281824999978426e-06,
+   "host_backward_canary_seconds": 1.5646149999923865e-05,
    "pass_seconds": [
-    7.558132459719975e-05,
-    4.472134541720151e-05,
+    0.0,
+    7.492667622864245e-05,
     0.0
    ],
    "pass_host_canary_seconds": [
-    1.0225977500226692e-05,
-    9.14099249996525e-06,
-    9.414852499958215e-06
+    7.281824999978426e-06,
+    1.1496492499958323e-05,
+    1.1543757499978824e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.5646149999923865e-05,
+    2.2026639999950248e-05,
+    2.3011250000024575e-05
    ]
   },
   "layer_forward_embedding_atomic_autocast": {
-   "seconds": 5.3984001278877256e-05,
-   "min": 3.248000144958496e-05,
-   "max": 0.00019340799748897552,
+   "seconds": 5.958399921655655e-05,
+   "min": 3.1808000057935716e-05,
+   "max": 0.00013062399625778199,
    "samples": 123,
    "method": "one tiny embedding_atomic layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.523592500182531e-06,
+   "host_canary_seconds": 7.02642749999427e-06,
+   "host_backward_canary_seconds": 1.670885999992322e-05,
    "pass_seconds": [
-    5.3984001278877256e-05,
-    3.395200148224831e-05,
-    6.7391999065876e-05
+    3.4944001585245135e-05,
+    6.278400123119355e-05,
+    5.958399921655655e-05
    ],
    "pass_host_canary_seconds": [
-    8.523592500182531e-06,
-    7.2068675001446536e-06,
-    9.547779999365957e-06
+    7.02642749999427e-06,
+    1.0886900000031119e-05,
+    1.1634060000034196e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.670885999992322e-05,
+    2.1717759999830832e-05,
+    2.0936359999836894e-05
    ]
   },
   "layer_backward_embedding_atomic_autocast": {
-   "seconds": 3.18959938983123e-05,
+   "seconds": 5.733066673080129e-05,
    "min": 0.0,
-   "max": 0.0006797733282049497,
+   "max": 0.0005454586433867614,
    "samples": 123,
    "method": "one tiny embedding_atomic layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.523592500182531e-06,
+   "host_canary_seconds": 7.02642749999427e-06,
+   "host_backward_canary_seconds": 1.670885999992322e-05,
    "pass_seconds": [
-    2.5437322755654648e-05,
-    3.236934449523686e-05,
-    3.18959938983123e-05
+    5.702664454778044e-06,
+    0.00013585466332733631,
+    5.733066673080129e-05
    ],
    "pass_host_canary_seconds": [
-    8.523592500182531e-06,
-    7.2068675001446536e-06,
-    9.547779999365957e-06
+    7.02642749999427e-06,
+    1.0886900000031119e-05,
+    1.1634060000034196e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.670885999992322e-05,
+    2.1717759999830832e-05,
+    2.0936359999836894e-05
    ]
   },
   "layer_forward_maxpool2d": {
-   "seconds": 2.3072000592947006e-05,
-   "min": 2.0031999796628952e-05,
-   "max": 7.449600100517272e-05,
+   "seconds": 3.996799886226654e-05,
+   "min": 2.0416000857949256e-05,
+   "max": 7.971200346946716e-05,
    "samples": 123,
    "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.015285000373296e-06,
+   "host_canary_seconds": 7.243467499975509e-06,
+   "host_backward_canary_seconds": 1.596909499994581e-05,
    "pass_seconds": [
-    2.3072000592947006e-05,
-    2.160000056028366e-05,
-    4.275200143456459e-05
+    2.2016000002622604e-05,
+    3.996799886226654e-05,
+    4.0063999593257904e-05
    ],
    "pass_host_canary_seconds": [
-    9.015285000373296e-06,
-    7.149132499648658e-06,
-    9.554655000556523e-06
+    7.243467499975509e-06,
+    1.0376630000052955e-05,
+    1.1173179999914851e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.596909499994581e-05,
+    1.7437905000008414e-05,
+    2.11511099999484e-05
    ]
   },
   "layer_backward_maxpool2d": {
-   "seconds": 2.1713341586291805e-05,
+   "seconds": 0.0,
    "min": 0.0,
-   "max": 0.000414583998421828,
+   "max": 0.00024359867163002493,
    "samples": 123,
    "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.015285000373296e-06,
+   "host_canary_seconds": 7.243467499975509e-06,
+   "host_backward_canary_seconds": 1.596909499994581e-05,
    "pass_seconds": [
-    6.79973376293977e-05,
-    2.1713341586291805e-05,
-    1.2663992742697452e-05
+    0.0,
+    4.673467762768269e-05,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    9.015285000373296e-06,
-    7.149132499648658e-06,
-    9.554655000556523e-06
+    7.243467499975509e-06,
+    1.0376630000052955e-05,
+    1.1173179999914851e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.596909499994581e-05,
+    1.7437905000008414e-05,
+    2.11511099999484e-05
    ]
   },
   "layer_forward_maxpool2d_autocast": {
-   "seconds": 6.288000196218491e-05,
-   "min": 3.052799962460995e-05,
-   "max": 9.779199957847595e-05,
+   "seconds": 5.488000065088272e-05,
+   "min": 2.9503999277949333e-05,
+   "max": 9.427200257778168e-05,
    "samples": 123,
    "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0837854999863338e-05,
+   "host_canary_seconds": 7.5616049999993606e-06,
+   "host_backward_canary_seconds": 1.4815464999955451e-05,
    "pass_seconds": [
-    6.288000196218491e-05,
-    3.254399821162224e-05,
-    6.639999896287919e-05
+    3.171199932694435e-05,
+    5.792000144720077e-05,
+    5.488000065088272e-05
    ],
    "pass_host_canary_seconds": [
-    1.0837854999863338e-05,
-    6.940777499266915e-06,
-    9.856455000090136e-06
+    7.5616049999993606e-06,
+    1.0508539999989353e-05,
+    1.0714357499992388e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.4815464999955451e-05,
+    1.563150999999152e-05,
+    2.2198310000050017e-05
    ]
   },
   "layer_backward_maxpool2d_autocast": {
-   "seconds": 5.1096005986134236e-05,
-   "min": 5.719988296429344e-06,
-   "max": 0.00037106399113933253,
+   "seconds": 1.1014667650063843e-05,
+   "min": 0.0,
+   "max": 0.00013211467737952868,
    "samples": 123,
    "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0837854999863338e-05,
+   "host_canary_seconds": 7.5616049999993606e-06,
+   "host_backward_canary_seconds": 1.4815464999955451e-05,
    "pass_seconds": [
-    8.665334184964496e-05,
-    3.284934815019369e-05,
-    5.1096005986134236e-05
+    1.1014667650063843e-05,
+    3.883066214621067e-05,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    1.0837854999863338e-05,
-    6.940777499266915e-06,
-    9.856455000090136e-06
+    7.5616049999993606e-06,
+    1.0508539999989353e-05,
+    1.0714357499992388e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.4815464999955451e-05,
+    1.563150999999152e-05,
+    2.2198310000050017e-05
    ]
   },
   "layer_forward_avgpool2d": {
-   "seconds": 3.8079999387264255e-05,
-   "min": 1.744000054895878e-05,
-   "max": 0.00012950399518013,
+   "seconds": 2.163200080394745e-05,
+   "min": 1.80479995906353e-05,
+   "max": 4.8415999859571457e-05,
    "samples": 123,
    "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1277280000285828e-05,
+   "host_canary_seconds": 7.724967500024604e-06,
+   "host_backward_canary_seconds": 1.4593609999948852e-05,
    "pass_seconds": [
-    4.041599854826927e-05,
-    1.913600042462349e-05,
-    3.8079999387264255e-05
+    1.9872000440955163e-05,
+    2.163200080394745e-05,
+    2.9888000339269637e-05
    ],
    "pass_host_canary_seconds": [
-    1.1277280000285828e-05,
-    6.896219999248387e-06,
-    1.0922377500151015e-05
+    7.724967500024604e-06,
+    1.0469737500002907e-05,
+    1.0889227500072707e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.4593609999948852e-05,
+    1.6380355000080726e-05,
+    2.1752745000043208e-05
    ]
   },
   "layer_backward_avgpool2d": {
-   "seconds": 1.8865338526666175e-05,
+   "seconds": 0.0,
    "min": 0.0,
-   "max": 0.0002445733410616716,
+   "max": 7.64306653290987e-05,
    "samples": 123,
    "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1277280000285828e-05,
+   "host_canary_seconds": 7.724967500024604e-06,
+   "host_backward_canary_seconds": 1.4593609999948852e-05,
    "pass_seconds": [
-    4.982133333881697e-05,
-    1.8865338526666175e-05,
+    0.0,
+    2.2446671500802034e-05,
     0.0
    ],
    "pass_host_canary_seconds": [
-    1.1277280000285828e-05,
-    6.896219999248387e-06,
-    1.0922377500151015e-05
+    7.724967500024604e-06,
+    1.0469737500002907e-05,
+    1.0889227500072707e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.4593609999948852e-05,
+    1.6380355000080726e-05,
+    2.1752745000043208e-05
    ]
   },
   "layer_forward_avgpool2d_autocast": {
-   "seconds": 6.201599910855294e-05,
-   "min": 2.7583999559283257e-05,
-   "max": 9.583999961614609e-05,
+   "seconds": 5.0879999995231625e-05,
+   "min": 2.9279999434947967e-05,
+   "max": 0.00011529599875211716,
    "samples": 123,
    "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0916029999634702e-05,
+   "host_canary_seconds": 7.5460700000462565e-06,
+   "host_backward_canary_seconds": 1.3370044999945208e-05,
    "pass_seconds": [
-    6.400000303983688e-05,
-    2.9920000582933426e-05,
-    6.201599910855294e-05
+    3.0880000442266465e-05,
+    5.804799869656563e-05,
+    5.0879999995231625e-05
    ],
    "pass_host_canary_seconds": [
-    1.0916029999634702e-05,
-    6.843344999651891e-06,
-    9.859809999852586e-06
+    7.5460700000462565e-06,
+    1.0324217500041755e-05,
+    1.098849500003496e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.3370044999945208e-05,
+    1.8472339999959785e-05,
+    2.179547999986653e-05
    ]
   },
   "layer_backward_avgpool2d_autocast": {
-   "seconds": 1.784133818000556e-05,
+   "seconds": 5.254668494065605e-06,
    "min": 0.0,
-   "max": 0.00024694131811459866,
+   "max": 0.00015131068043410778,
    "samples": 123,
    "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0916029999634702e-05,
+   "host_canary_seconds": 7.5460700000462565e-06,
+   "host_backward_canary_seconds": 1.3370044999945208e-05,
    "pass_seconds": [
-    0.00011122932036717733,
-    1.784133818000556e-05,
+    5.254668494065605e-06,
+    4.731066338717938e-05,
     0.0
    ],
    "pass_host_canary_seconds": [
-    1.0916029999634702e-05,
-    6.843344999651891e-06,
-    9.859809999852586e-06
+    7.5460700000462565e-06,
+    1.0324217500041755e-05,
+    1.098849500003496e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.3370044999945208e-05,
+    1.8472339999959785e-05,
+    2.179547999986653e-05
    ]
   },
   "layer_forward_adaptive_avgpool2d": {
-   "seconds": 4.3136000633239746e-05,
-   "min": 1.9872000440955163e-05,
-   "max": 6.899199634790421e-05,
+   "seconds": 3.3792000263929365e-05,
+   "min": 2.099199965596199e-05,
+   "max": 6.486400216817855e-05,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1174640000035652e-05,
+   "host_canary_seconds": 7.983475000017392e-06,
+   "host_backward_canary_seconds": 1.4720289999985426e-05,
    "pass_seconds": [
-    4.4128000736236574e-05,
-    2.099199965596199e-05,
-    4.3136000633239746e-05
+    2.2624000906944274e-05,
+    3.6479998379945754e-05,
+    3.3792000263929365e-05
    ],
    "pass_host_canary_seconds": [
-    1.1174640000035652e-05,
-    6.876685000065663e-06,
-    9.746599999402861e-06
+    7.983475000017392e-06,
+    1.0284787500012271e-05,
+    1.0815400000012687e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.4720289999985426e-05,
+    1.8082619999972848e-05,
+    2.074828499985415e-05
    ]
   },
   "layer_backward_adaptive_avgpool2d": {
-   "seconds": 9.105338715016852e-06,
+   "seconds": 3.310267440974712e-05,
    "min": 0.0,
-   "max": 0.00029366133858760193,
+   "max": 0.00019240265587965646,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1174640000035652e-05,
+   "host_canary_seconds": 7.983475000017392e-06,
+   "host_backward_canary_seconds": 1.4720289999985426e-05,
    "pass_seconds": [
-    0.00013202933718760808,
-    9.105338715016852e-06,
-    0.0
+    0.0,
+    3.310267440974712e-05,
+    5.621066192785899e-05
    ],
    "pass_host_canary_seconds": [
-    1.1174640000035652e-05,
-    6.876685000065663e-06,
-    9.746599999402861e-06
+    7.983475000017392e-06,
+    1.0284787500012271e-05,
+    1.0815400000012687e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.4720289999985426e-05,
+    1.8082619999972848e-05,
+    2.074828499985415e-05
    ]
   },
   "layer_forward_adaptive_avgpool2d_autocast": {
-   "seconds": 5.8111999183893203e-05,
-   "min": 3.084800019860268e-05,
-   "max": 9.308800101280212e-05,
+   "seconds": 5.116799846291542e-05,
+   "min": 3.28960008919239e-05,
+   "max": 9.619200229644776e-05,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0618624999665372e-05,
+   "host_canary_seconds": 7.973372500025278e-06,
+   "host_backward_canary_seconds": 1.4402860000046757e-05,
    "pass_seconds": [
-    5.8111999183893203e-05,
-    3.359999880194664e-05,
-    6.515199691057205e-05
+    5.09440004825592e-05,
+    5.116799846291542e-05,
+    5.196800082921982e-05
    ],
    "pass_host_canary_seconds": [
-    1.0618624999665372e-05,
-    6.913567499964301e-06,
-    9.747455000024274e-06
+    7.973372500025278e-06,
+    1.028275499997733e-05,
+    1.1225070000051574e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.4402860000046757e-05,
+    1.6272904999965473e-05,
+    2.0369519999974274e-05
    ]
   },
   "layer_backward_adaptive_avgpool2d_autocast": {
-   "seconds": 2.213600153724355e-05,
+   "seconds": 4.122266297539075e-05,
    "min": 0.0,
-   "max": 0.00014191199714938803,
+   "max": 0.0004256826477746169,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0618624999665372e-05,
+   "host_canary_seconds": 7.973372500025278e-06,
+   "host_backward_canary_seconds": 1.4402860000046757e-05,
    "pass_seconds": [
-    0.0,
-    2.5009340606629846e-05,
-    2.213600153724355e-05
+    4.122266297539075e-05,
+    4.180666618049144e-05,
+    2.0210667202870045e-05
    ],
    "pass_host_canary_seconds": [
-    1.0618624999665372e-05,
-    6.913567499964301e-06,
-    9.747455000024274e-06
+    7.973372500025278e-06,
+    1.028275499997733e-05,
+    1.1225070000051574e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.4402860000046757e-05,
+    1.6272904999965473e-05,
+    2.0369519999974274e-05
    ]
   },
   "layer_forward_flatten": {
-   "seconds": 1.4495999552309512e-05,
-   "min": 1.244799979031086e-05,
-   "max": 4.691199958324432e-05,
+   "seconds": 2.4000000208616257e-05,
+   "min": 1.2864000163972378e-05,
+   "max": 5.225599929690361e-05,
    "samples": 123,
    "method": "one tiny flatten layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.540087499933179e-06,
+   "host_canary_seconds": 8.656647500018266e-06,
+   "host_backward_canary_seconds": 1.4079725000044617e-05,
    "pass_seconds": [
-    1.4495999552309512e-05,
-    1.2896000407636166e-05,
-    2.5151999667286874e-05
+    2.4000000208616257e-05,
+    2.0735999569296837e-05,
+    2.4607999250292777e-05
    ],
    "pass_host_canary_seconds": [
-    7.540087499933179e-06,
-    6.9969850000006775e-06,
-    9.954505000564495e-06
+    8.656647500018266e-06,
+    1.0193899999961786e-05,
+    1.1385390000029362e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.4079725000044617e-05,
+    1.6333505000005742e-05,
+    2.2305674999927308e-05
    ]
   },
   "layer_backward_flatten": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 1.115333661437035e-05,
+   "max": 6.715466889242329e-05,
    "samples": 123,
    "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.540087499933179e-06,
+   "host_canary_seconds": 8.656647500018266e-06,
+   "host_backward_canary_seconds": 1.4079725000044617e-05,
    "pass_seconds": [
     0.0,
-    0.0,
+    2.542670816183082e-06,
     0.0
    ],
    "pass_host_canary_seconds": [
-    7.540087499933179e-06,
-    6.9969850000006775e-06,
-    9.954505000564495e-06
+    8.656647500018266e-06,
+    1.0193899999961786e-05,
+    1.1385390000029362e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.4079725000044617e-05,
+    1.6333505000005742e-05,
+    2.2305674999927308e-05
    ]
   },
   "layer_forward_flatten_autocast": {
-   "seconds": 2.454400062561035e-05,
-   "min": 2.112000063061714e-05,
-   "max": 7.900799810886383e-05,
+   "seconds": 3.8111999630928036e-05,
+   "min": 2.175999991595745e-05,
+   "max": 0.00010896000266075134,
    "samples": 123,
    "method": "one tiny flatten layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.69289499999104e-06,
+   "host_canary_seconds": 9.615992500044968e-06,
+   "host_backward_canary_seconds": 1.3929349999983743e-05,
    "pass_seconds": [
-    2.454400062561035e-05,
-    2.236800082027912e-05,
-    4.956800118088722e-05
+    2.4480000138282777e-05,
+    4.198399931192398e-05,
+    3.8111999630928036e-05
    ],
    "pass_host_canary_seconds": [
-    7.69289499999104e-06,
-    7.172695000008389e-06,
-    1.006674250049855e-05
+    9.615992500044968e-06,
+    1.0735497499965162e-05,
+    1.1039275000044313e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.3929349999983743e-05,
+    1.7811660000148778e-05,
+    2.2193344999976716e-05
    ]
   },
   "layer_backward_flatten_autocast": {
-   "seconds": 0.0,
+   "seconds": 2.0910674706101415e-05,
    "min": 0.0,
-   "max": 1.9857340492308146e-05,
+   "max": 0.00028910665834943456,
    "samples": 123,
    "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.69289499999104e-06,
+   "host_canary_seconds": 9.615992500044968e-06,
+   "host_backward_canary_seconds": 1.3929349999983743e-05,
    "pass_seconds": [
-    0.0,
-    3.601335920393466e-06,
+    3.3062667896350235e-05,
+    2.0910674706101415e-05,
     0.0
    ],
    "pass_host_canary_seconds": [
-    7.69289499999104e-06,
-    7.172695000008389e-06,
-    1.006674250049855e-05
+    9.615992500044968e-06,
+    1.0735497499965162e-05,
+    1.1039275000044313e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.3929349999983743e-05,
+    1.7811660000148778e-05,
+    2.2193344999976716e-05
    ]
   },
   "layer_forward_reshape": {
-   "seconds": 1.228800043463707e-05,
-   "min": 1.0528000071644782e-05,
-   "max": 4.1280001401901244e-05,
+   "seconds": 1.80479995906353e-05,
+   "min": 1.648000068962574e-05,
+   "max": 5.289600044488907e-05,
    "samples": 123,
    "method": "one tiny reshape layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.764645000065684e-06,
+   "host_canary_seconds": 9.941745000041637e-06,
+   "host_backward_canary_seconds": 1.3909460000007811e-05,
    "pass_seconds": [
-    1.228800043463707e-05,
-    1.0975999757647514e-05,
-    2.2752000018954278e-05
+    1.80479995906353e-05,
+    1.8239999189972877e-05,
+    1.756799966096878e-05
    ],
    "pass_host_canary_seconds": [
-    7.764645000065684e-06,
-    7.149759999833805e-06,
-    1.0029465000229719e-05
+    9.941745000041637e-06,
+    1.1388552499980164e-05,
+    1.1024475000027679e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.3909460000007811e-05,
+    1.873975000009409e-05,
+    2.0956704999974815e-05
    ]
   },
   "layer_backward_reshape": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 3.3105340786278255e-05,
+   "max": 5.869466563065848e-05,
    "samples": 123,
    "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.764645000065684e-06,
+   "host_canary_seconds": 9.941745000041637e-06,
+   "host_backward_canary_seconds": 1.3909460000007811e-05,
    "pass_seconds": [
     0.0,
-    0.0,
+    1.0446667671203604e-05,
     0.0
    ],
    "pass_host_canary_seconds": [
-    7.764645000065684e-06,
-    7.149759999833805e-06,
-    1.0029465000229719e-05
+    9.941745000041637e-06,
+    1.1388552499980164e-05,
+    1.1024475000027679e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.3909460000007811e-05,
+    1.873975000009409e-05,
+    2.0956704999974815e-05
    ]
   },
   "layer_forward_reshape_autocast": {
-   "seconds": 2.271999977529049e-05,
-   "min": 1.862400025129318e-05,
-   "max": 7.21919983625412e-05,
+   "seconds": 3.468799963593483e-05,
+   "min": 2.0416000857949256e-05,
+   "max": 5.894400179386139e-05,
    "samples": 123,
    "method": "one tiny reshape layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.606772500139414e-06,
+   "host_canary_seconds": 9.730467500013162e-06,
+   "host_backward_canary_seconds": 1.4561390000054075e-05,
    "pass_seconds": [
-    2.271999977529049e-05,
-    1.948799937963486e-05,
-    4.383999854326248e-05
+    2.220799960196018e-05,
+    3.468799963593483e-05,
+    3.5519998520612714e-05
    ],
    "pass_host_canary_seconds": [
-    7.606772500139414e-06,
-    8.647467499827144e-06,
-    1.001059250029357e-05
+    9.730467500013162e-06,
+    1.1521024999936458e-05,
+    1.1054174999927113e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.4561390000054075e-05,
+    1.704108500007351e-05,
+    2.318566500008501e-05
    ]
   },
   "layer_backward_reshape_autocast": {
-   "seconds": 3.2613345732291423e-06,
+   "seconds": 0.0,
    "min": 0.0,
-   "max": 0.000100209335796535,
+   "max": 7.646667460600533e-05,
    "samples": 123,
    "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.606772500139414e-06,
+   "host_canary_seconds": 9.730467500013162e-06,
+   "host_backward_canary_seconds": 1.4561390000054075e-05,
    "pass_seconds": [
-    3.2613345732291423e-06,
-    1.742533873766661e-05,
+    0.0,
+    8.910669013857843e-06,
     0.0
    ],
    "pass_host_canary_seconds": [
-    7.606772500139414e-06,
-    8.647467499827144e-06,
-    1.001059250029357e-05
+    9.730467500013162e-06,
+    1.1521024999936458e-05,
+    1.1054174999927113e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.4561390000054075e-05,
+    1.704108500007351e-05,
+    2.318566500008501e-05
    ]
   },
   "layer_forward_slice": {
-   "seconds": 1.849599927663803e-05,
-   "min": 1.327999960631132e-05,
-   "max": 5.1231998950243e-05,
+   "seconds": 1.9775999709963798e-05,
+   "min": 1.2543999589979648e-05,
+   "max": 6.054399907588959e-05,
    "samples": 123,
    "method": "one tiny slice layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.571852499950182e-06,
+   "host_canary_seconds": 8.483429999976977e-06,
+   "host_backward_canary_seconds": 1.728796500003682e-05,
    "pass_seconds": [
-    1.3663999736309052e-05,
-    1.849599927663803e-05,
-    2.4032000452280045e-05
+    1.3088000006973743e-05,
+    1.9775999709963798e-05,
+    2.0160000771284102e-05
    ],
    "pass_host_canary_seconds": [
-    7.571852499950182e-06,
-    9.941740000272148e-06,
-    1.0056980000285874e-05
+    8.483429999976977e-06,
+    1.108074499995837e-05,
+    1.0861894999933953e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.728796500003682e-05,
+    1.670403000005649e-05,
+    2.4540945000097738e-05
    ]
   },
   "layer_backward_slice": {
-   "seconds": 6.662133832772572e-05,
+   "seconds": 2.2054668826361498e-05,
    "min": 0.0,
-   "max": 0.0001327853454276919,
+   "max": 0.0001145426668226719,
    "samples": 123,
    "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.571852499950182e-06,
+   "host_canary_seconds": 8.483429999976977e-06,
+   "host_backward_canary_seconds": 1.728796500003682e-05,
    "pass_seconds": [
-    6.662133832772572e-05,
-    6.849734019488096e-05,
+    2.2054668826361498e-05,
+    3.2398667186498645e-05,
     0.0
    ],
    "pass_host_canary_seconds": [
-    7.571852499950182e-06,
-    9.941740000272148e-06,
-    1.0056980000285874e-05
+    8.483429999976977e-06,
+    1.108074499995837e-05,
+    1.0861894999933953e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.728796500003682e-05,
+    1.670403000005649e-05,
+    2.4540945000097738e-05
    ]
   },
   "layer_forward_slice_autocast": {
-   "seconds": 2.4768000468611716e-05,
-   "min": 2.0479999482631683e-05,
-   "max": 7.039999961853027e-05,
+   "seconds": 3.5967998206615446e-05,
+   "min": 2.2048000246286393e-05,
+   "max": 6.50240033864975e-05,
    "samples": 123,
    "method": "one tiny slice layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.512427499705154e-06,
+   "host_canary_seconds": 7.592749999965064e-06,
+   "host_backward_canary_seconds": 1.684601000000896e-05,
    "pass_seconds": [
-    2.4768000468611716e-05,
-    2.1951999515295028e-05,
-    4.716800153255463e-05
+    2.319999970495701e-05,
+    3.5967998206615446e-05,
+    3.7888001650571824e-05
    ],
    "pass_host_canary_seconds": [
-    7.512427499705154e-06,
-    9.99240000055579e-06,
-    9.872114999893712e-06
+    7.592749999965064e-06,
+    1.0688117500023962e-05,
+    1.0986044999938827e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.684601000000896e-05,
+    1.915636500001483e-05,
+    2.175503499998399e-05
    ]
   },
   "layer_backward_slice_autocast": {
-   "seconds": 4.87533425912261e-05,
+   "seconds": 6.069066623846689e-05,
    "min": 0.0,
-   "max": 0.00020146933880945043,
+   "max": 0.00025672265390555066,
    "samples": 123,
    "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.512427499705154e-06,
+   "host_canary_seconds": 7.592749999965064e-06,
+   "host_backward_canary_seconds": 1.684601000000896e-05,
    "pass_seconds": [
-    7.705333021779855e-05,
-    4.87533425912261e-05,
-    0.0
+    1.491866943736872e-05,
+    6.66386727243662e-05,
+    6.069066623846689e-05
    ],
    "pass_host_canary_seconds": [
-    7.512427499705154e-06,
-    9.99240000055579e-06,
-    9.872114999893712e-06
+    7.592749999965064e-06,
+    1.0688117500023962e-05,
+    1.0986044999938827e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.684601000000896e-05,
+    1.915636500001483e-05,
+    2.175503499998399e-05
    ]
   },
   "layer_forward_transpose_contiguous": {
-   "seconds": 1.5337905536095302e-05,
-   "min": 1.3060571625828744e-05,
-   "max": 1.896380934686888e-05,
+   "seconds": 1.8489904879104523e-05,
+   "min": 1.22971430066086e-05,
+   "max": 2.0551618898198715e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3631,26 +4517,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.4032000452280045e-05,
-    6.233600154519081e-05,
-    0.00021964800357818603
+    2.390399947762489e-05,
+    5.8559998869895935e-05,
+    0.00020761600136756897
    ],
-   "host_canary_seconds": 7.685504999699334e-06,
+   "host_canary_seconds": 8.195959999994784e-06,
+   "host_backward_canary_seconds": 1.5669539999976225e-05,
    "pass_seconds": [
-    1.3060571625828744e-05,
-    1.5337905536095302e-05,
-    1.896380934686888e-05
+    1.22971430066086e-05,
+    2.0551618898198715e-05,
+    1.8489904879104523e-05
    ],
    "pass_host_canary_seconds": [
-    7.685504999699334e-06,
-    8.855580000499686e-06,
-    9.68930499993803e-06
+    8.195959999994784e-06,
+    1.0802432500014446e-05,
+    1.0879299999899672e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.5669539999976225e-05,
+    2.016938000011237e-05,
+    2.096974000011187e-05
    ]
   },
   "layer_backward_transpose_contiguous": {
-   "seconds": 1.8255237489938736e-05,
-   "min": 1.4003047808295206e-05,
-   "max": 2.1945903255116367e-05,
+   "seconds": 2.1252571294705074e-05,
+   "min": 1.9324951406036107e-05,
+   "max": 2.5332570253383547e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3659,26 +4551,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001188800036907196,
-    0.0002030400037765503,
-    0.0006370239853858948
+    0.00012329600006341933,
+    0.00018742400407791138,
+    0.0006714879870414734
    ],
-   "host_canary_seconds": 7.685504999699334e-06,
+   "host_canary_seconds": 8.195959999994784e-06,
+   "host_backward_canary_seconds": 1.5669539999976225e-05,
    "pass_seconds": [
-    2.1945903255116367e-05,
-    1.4003047808295206e-05,
-    1.8255237489938736e-05
+    2.5332570253383547e-05,
+    1.9324951406036107e-05,
+    2.1252571294705074e-05
    ],
    "pass_host_canary_seconds": [
-    7.685504999699334e-06,
-    8.855580000499686e-06,
-    9.68930499993803e-06
+    8.195959999994784e-06,
+    1.0802432500014446e-05,
+    1.0879299999899672e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.5669539999976225e-05,
+    2.016938000011237e-05,
+    2.096974000011187e-05
    ]
   },
   "layer_forward_transpose_contiguous_autocast": {
-   "seconds": 1.4640761628037409e-05,
-   "min": 1.160990446805954e-05,
-   "max": 2.0603427574748084e-05,
+   "seconds": 1.3360762170382907e-05,
+   "min": 1.0018285186517806e-05,
+   "max": 2.1984762379101345e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3687,26 +4585,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.6448001861572264e-05,
-    7.740800082683563e-05,
-    0.0002550719976425171
+    5.7312000542879106e-05,
+    0.00011395200341939927,
+    0.00021644799411296844
    ],
-   "host_canary_seconds": 9.299080001028416e-06,
+   "host_canary_seconds": 8.534554999997113e-06,
+   "host_backward_canary_seconds": 1.5150810000079673e-05,
    "pass_seconds": [
-    1.4640761628037409e-05,
-    1.160990446805954e-05,
-    2.0603427574748084e-05
+    1.0018285186517806e-05,
+    1.3360762170382907e-05,
+    2.1984762379101345e-05
    ],
    "pass_host_canary_seconds": [
-    9.299080001028416e-06,
-    7.310974999654718e-06,
-    9.78604500005531e-06
+    8.534554999997113e-06,
+    9.193267500009483e-06,
+    1.0918059999909246e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.5150810000079673e-05,
+    2.092375000003699e-05,
+    2.067544999988513e-05
    ]
   },
   "layer_backward_transpose_contiguous_autocast": {
-   "seconds": 1.7223621408144638e-05,
-   "min": 1.539276114531926e-05,
-   "max": 2.4070857181435544e-05,
+   "seconds": 1.5018665364810402e-05,
+   "min": 9.520000290303004e-06,
+   "max": 3.121447634129298e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3715,98 +4619,128 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00021939200162887572,
-    0.00039609599113464355,
-    0.0008202559947967529
+    0.00015676799416542054,
+    0.0002936640083789825,
+    0.0004759359955787659
    ],
-   "host_canary_seconds": 9.299080001028416e-06,
+   "host_canary_seconds": 8.534554999997113e-06,
+   "host_backward_canary_seconds": 1.5150810000079673e-05,
    "pass_seconds": [
-    2.4070857181435544e-05,
-    1.7223621408144638e-05,
-    1.539276114531926e-05
+    9.520000290303004e-06,
+    3.121447634129298e-05,
+    1.5018665364810402e-05
    ],
    "pass_host_canary_seconds": [
-    9.299080001028416e-06,
-    7.310974999654718e-06,
-    9.78604500005531e-06
+    8.534554999997113e-06,
+    9.193267500009483e-06,
+    1.0918059999909246e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.5150810000079673e-05,
+    2.092375000003699e-05,
+    2.067544999988513e-05
    ]
   },
   "layer_forward_cat": {
-   "seconds": 3.152000159025192e-05,
-   "min": 1.9039999693632127e-05,
-   "max": 6.0927998274564745e-05,
+   "seconds": 2.25600004196167e-05,
+   "min": 1.8303999677300454e-05,
+   "max": 7.942400127649308e-05,
    "samples": 123,
    "method": "one tiny cat layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.051930000509855e-06,
+   "host_canary_seconds": 7.499332500060518e-06,
+   "host_backward_canary_seconds": 1.5383269999986736e-05,
    "pass_seconds": [
-    3.152000159025192e-05,
-    2.6240000501275063e-05,
-    3.670400008559227e-05
+    2.019199915230274e-05,
+    3.094400092959404e-05,
+    2.25600004196167e-05
    ],
    "pass_host_canary_seconds": [
-    9.051930000509855e-06,
-    7.908054999461456e-06,
-    9.980077500131302e-06
+    7.499332500060518e-06,
+    8.453075000005584e-06,
+    9.76272750001783e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.5383269999986736e-05,
+    1.9681460000100514e-05,
+    2.2467250000062224e-05
    ]
   },
   "layer_backward_cat": {
-   "seconds": 0.0,
+   "seconds": 3.1426691760619524e-06,
    "min": 0.0,
-   "max": 7.915333751589061e-05,
+   "max": 0.0001955346819013357,
    "samples": 123,
    "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.051930000509855e-06,
+   "host_canary_seconds": 7.499332500060518e-06,
+   "host_backward_canary_seconds": 1.5383269999986736e-05,
    "pass_seconds": [
-    0.0,
-    4.385734442621469e-05,
+    3.1426691760619524e-06,
+    6.638666614890092e-06,
     0.0
    ],
    "pass_host_canary_seconds": [
-    9.051930000509855e-06,
-    7.908054999461456e-06,
-    9.980077500131302e-06
+    7.499332500060518e-06,
+    8.453075000005584e-06,
+    9.76272750001783e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.5383269999986736e-05,
+    1.9681460000100514e-05,
+    2.2467250000062224e-05
    ]
   },
   "layer_forward_cat_autocast": {
-   "seconds": 3.3824000507593154e-05,
-   "min": 3.0079999938607215e-05,
-   "max": 8.991999924182892e-05,
+   "seconds": 3.3695999532938e-05,
+   "min": 2.7103999629616738e-05,
+   "max": 9.647999703884124e-05,
    "samples": 123,
    "method": "one tiny cat layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.7246975001799e-06,
+   "host_canary_seconds": 7.374887500048999e-06,
+   "host_backward_canary_seconds": 1.6275804999921207e-05,
    "pass_seconds": [
-    3.3312000334262846e-05,
-    3.3824000507593154e-05,
-    6.032000109553337e-05
+    2.9759999364614487e-05,
+    3.3695999532938e-05,
+    6.0479998588562014e-05
    ],
    "pass_host_canary_seconds": [
-    7.7246975001799e-06,
-    8.36251750001793e-06,
-    9.86255500038169e-06
+    7.374887500048999e-06,
+    8.84611750009867e-06,
+    1.0870895000039127e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.6275804999921207e-05,
+    1.9955759999987776e-05,
+    2.3402639999972053e-05
    ]
   },
   "layer_backward_cat_autocast": {
-   "seconds": 2.5789325435956334e-05,
+   "seconds": 2.8110666200518606e-05,
    "min": 0.0,
-   "max": 0.00017496798435846965,
+   "max": 0.000309010690699021,
    "samples": 123,
    "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.7246975001799e-06,
+   "host_canary_seconds": 7.374887500048999e-06,
+   "host_backward_canary_seconds": 1.6275804999921207e-05,
    "pass_seconds": [
-    2.5789325435956334e-05,
-    2.481733914464713e-05,
-    2.8055990735689832e-05
+    0.0,
+    2.8110666200518606e-05,
+    3.9122662196556726e-05
    ],
    "pass_host_canary_seconds": [
-    7.7246975001799e-06,
-    8.36251750001793e-06,
-    9.86255500038169e-06
+    7.374887500048999e-06,
+    8.84611750009867e-06,
+    1.0870895000039127e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.6275804999921207e-05,
+    1.9955759999987776e-05,
+    2.3402639999972053e-05
    ]
   },
   "layer_forward_gelu_tanh_composite": {
-   "seconds": 9.772038388819922e-05,
-   "min": 8.206628617786226e-05,
-   "max": 0.00011096456788835071,
+   "seconds": 9.364343079782666e-05,
+   "min": 8.03984733564513e-05,
+   "max": 0.0001250087647210984,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3815,26 +4749,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    9.619200229644776e-05,
-    0.00037228798866271973,
-    0.0017417279481887818
+    8.432000130414962e-05,
+    0.00035107201337814334,
+    0.0012988159656524658
    ],
-   "host_canary_seconds": 8.3451950001745e-06,
+   "host_canary_seconds": 7.907090000003336e-06,
+   "host_backward_canary_seconds": 1.8145069999917497e-05,
    "pass_seconds": [
-    0.00011096456788835071,
-    9.772038388819922e-05,
-    8.206628617786226e-05
+    8.03984733564513e-05,
+    0.0001250087647210984,
+    9.364343079782666e-05
    ],
    "pass_host_canary_seconds": [
-    8.3451950001745e-06,
-    9.428147499761508e-06,
-    7.673667499830118e-06
+    7.907090000003336e-06,
+    9.314965000015718e-06,
+    1.0627070000026607e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.8145069999917497e-05,
+    1.894612999990386e-05,
+    2.229284000009102e-05
    ]
   },
   "layer_backward_gelu_tanh_composite": {
-   "seconds": 0.00016953524805250617,
-   "min": 0.00013152684768040973,
-   "max": 0.00018189028969832824,
+   "seconds": 0.0001557302872339885,
+   "min": 0.0001478194236045792,
+   "max": 0.00023748418440421425,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3843,26 +4783,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0006846719980239868,
-    0.0016299200057983399,
-    0.004926752090454101
+    0.00045020800828933716,
+    0.0013404799699783326,
+    0.0039420158863067625
    ],
-   "host_canary_seconds": 8.3451950001745e-06,
+   "host_canary_seconds": 7.907090000003336e-06,
+   "host_backward_canary_seconds": 1.8145069999917497e-05,
    "pass_seconds": [
-    0.00016953524805250617,
-    0.00018189028969832824,
-    0.00013152684768040973
+    0.0001478194236045792,
+    0.0001557302872339885,
+    0.00023748418440421425
    ],
    "pass_host_canary_seconds": [
-    8.3451950001745e-06,
-    9.428147499761508e-06,
-    7.673667499830118e-06
+    7.907090000003336e-06,
+    9.314965000015718e-06,
+    1.0627070000026607e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.8145069999917497e-05,
+    1.894612999990386e-05,
+    2.229284000009102e-05
    ]
   },
   "layer_forward_gelu_tanh_composite_autocast": {
-   "seconds": 0.00010216609424068814,
-   "min": 9.642133187680019e-05,
-   "max": 0.00011079085689215433,
+   "seconds": 9.792533162094298e-05,
+   "min": 8.39596160110973e-05,
+   "max": 0.00014677409260045913,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3871,26 +4817,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00011350400000810623,
-    0.0003686720132827759,
-    0.0017496320009231568
+    0.00010716799646615982,
+    0.0003423359990119934,
+    0.0013609919548034667
    ],
-   "host_canary_seconds": 9.51065999970524e-06,
+   "host_canary_seconds": 8.083489999997084e-06,
+   "host_backward_canary_seconds": 1.806748499994626e-05,
    "pass_seconds": [
-    0.00011079085689215433,
-    0.00010216609424068814,
-    9.642133187680019e-05
+    8.39596160110973e-05,
+    9.792533162094298e-05,
+    0.00014677409260045913
    ],
    "pass_host_canary_seconds": [
-    9.51065999970524e-06,
-    7.825310000271201e-06,
-    7.665802500014251e-06
+    8.083489999997084e-06,
+    8.882342499987316e-06,
+    1.1699867499928018e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.806748499994626e-05,
+    2.133053500003257e-05,
+    2.3911154999893825e-05
    ]
   },
   "layer_backward_gelu_tanh_composite_autocast": {
-   "seconds": 0.00016718477223600658,
-   "min": 0.00013182857845510756,
-   "max": 0.0002136456998331206,
+   "seconds": 0.00019514287156718117,
+   "min": 0.00019262476513783137,
+   "max": 0.000249100183447202,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3899,26 +4851,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005424320101737976,
-    0.0017027839422225951,
-    0.005471327781677246
+    0.00039468801021575925,
+    0.0014141440391540528,
+    0.004606688022613525
    ],
-   "host_canary_seconds": 9.51065999970524e-06,
+   "host_canary_seconds": 8.083489999997084e-06,
+   "host_backward_canary_seconds": 1.806748499994626e-05,
    "pass_seconds": [
-    0.0002136456998331206,
-    0.00016718477223600658,
-    0.00013182857845510756
+    0.00019262476513783137,
+    0.000249100183447202,
+    0.00019514287156718117
    ],
    "pass_host_canary_seconds": [
-    9.51065999970524e-06,
-    7.825310000271201e-06,
-    7.665802500014251e-06
+    8.083489999997084e-06,
+    8.882342499987316e-06,
+    1.1699867499928018e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.806748499994626e-05,
+    2.133053500003257e-05,
+    2.3911154999893825e-05
    ]
   },
   "layer_forward_mha": {
-   "seconds": 0.00032516190267744513,
-   "min": 0.00028745752714929126,
-   "max": 0.0004894590548106602,
+   "seconds": 0.0004042445804391588,
+   "min": 0.00024990933991613846,
+   "max": 0.0004467710512025016,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3927,26 +4885,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0005291200280189514,
-    0.001399616003036499,
-    0.005371551990509033
+    0.00047488000988960265,
+    0.0019359040260314942,
+    0.006621312141418457
    ],
-   "host_canary_seconds": 1.0249814999951923e-05,
+   "host_canary_seconds": 1.1016615000016827e-05,
+   "host_backward_canary_seconds": 2.0051710000075217e-05,
    "pass_seconds": [
-    0.00032516190267744513,
-    0.0004894590548106602,
-    0.00028745752714929126
+    0.0004042445804391588,
+    0.00024990933991613846,
+    0.0004467710512025016
    ],
    "pass_host_canary_seconds": [
-    1.0249814999951923e-05,
-    1.0267334999980449e-05,
-    7.099457499748496e-06
+    1.1016615000016827e-05,
+    8.206619999953091e-06,
+    1.1697480000023574e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.0051710000075217e-05,
+    2.231002000002036e-05,
+    2.3763380000048073e-05
    ]
   },
   "layer_backward_mha": {
-   "seconds": 0.00042631617756116964,
-   "min": 0.0003783352261497862,
-   "max": 0.000618572186856043,
+   "seconds": 0.0008086224766004652,
+   "min": 0.0007017310417833781,
+   "max": 0.0008204769392808279,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3955,26 +4919,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0019488320350646972,
-    0.004319200038909912,
-    0.015951231956481935
+    0.00172816002368927,
+    0.004907551765441894,
+    0.018271615982055664
    ],
-   "host_canary_seconds": 1.0249814999951923e-05,
+   "host_canary_seconds": 1.1016615000016827e-05,
+   "host_backward_canary_seconds": 2.0051710000075217e-05,
    "pass_seconds": [
-    0.000618572186856043,
-    0.0003783352261497862,
-    0.00042631617756116964
+    0.0007017310417833781,
+    0.0008204769392808279,
+    0.0008086224766004652
    ],
    "pass_host_canary_seconds": [
-    1.0249814999951923e-05,
-    1.0267334999980449e-05,
-    7.099457499748496e-06
+    1.1016615000016827e-05,
+    8.206619999953091e-06,
+    1.1697480000023574e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.0051710000075217e-05,
+    2.231002000002036e-05,
+    2.3763380000048073e-05
    ]
   },
   "layer_forward_mha_autocast": {
-   "seconds": 0.0004321264908427284,
-   "min": 0.0003978971328054156,
-   "max": 0.00043815925575438,
+   "seconds": 0.000505667785803477,
+   "min": 0.0004727420892034258,
+   "max": 0.0006465630559694199,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3983,26 +4953,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.000552191972732544,
-    0.0018615039587020874,
-    0.0070384001731872555
+    0.0005088639855384827,
+    0.002863424062728882,
+    0.010345600128173827
    ],
-   "host_canary_seconds": 1.0354505000123027e-05,
+   "host_canary_seconds": 1.0238294999993513e-05,
+   "host_backward_canary_seconds": 2.04027799999551e-05,
    "pass_seconds": [
-    0.0004321264908427284,
-    0.0003978971328054156,
-    0.00043815925575438
+    0.0006465630559694199,
+    0.000505667785803477,
+    0.0004727420892034258
    ],
    "pass_host_canary_seconds": [
-    1.0354505000123027e-05,
-    1.0001079999710782e-05,
-    7.725795000510516e-06
+    1.0238294999993513e-05,
+    1.0365397500109452e-05,
+    1.0523645000048987e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.04027799999551e-05,
+    2.114552500003697e-05,
+    2.0872049999951515e-05
    ]
   },
   "layer_backward_mha_autocast": {
-   "seconds": 0.0005822438484146481,
-   "min": 0.000503572594551813,
-   "max": 0.0006766118577548436,
+   "seconds": 0.0005713249870709012,
+   "min": 0.0005170643187704542,
+   "max": 0.0007123184743381683,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4011,26 +4987,168 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0016930559873580932,
-    0.005000256061553955,
-    0.018317792892456056
+    0.0021326720714569094,
+    0.006433375835418701,
+    0.019857023239135744
    ],
-   "host_canary_seconds": 1.0354505000123027e-05,
+   "host_canary_seconds": 1.0238294999993513e-05,
+   "host_backward_canary_seconds": 2.04027799999551e-05,
    "pass_seconds": [
-    0.0006766118577548436,
-    0.0005822438484146481,
-    0.000503572594551813
+    0.0005170643187704542,
+    0.0007123184743381683,
+    0.0005713249870709012
    ],
    "pass_host_canary_seconds": [
-    1.0354505000123027e-05,
-    1.0001079999710782e-05,
-    7.725795000510516e-06
+    1.0238294999993513e-05,
+    1.0365397500109452e-05,
+    1.0523645000048987e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.04027799999551e-05,
+    2.114552500003697e-05,
+    2.0872049999951515e-05
+   ]
+  },
+  "layer_forward_cast": {
+   "seconds": 1.3148190542345955e-05,
+   "min": 1.0166095569729806e-05,
+   "max": 1.593142801097461e-05,
+   "samples": 3,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny cast layers, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    2.0735999569296837e-05,
+    5.273599922657013e-05,
+    0.00017372800409793854
+   ],
+   "host_canary_seconds": 8.03563499999882e-06,
+   "host_backward_canary_seconds": 1.8614130000003114e-05,
+   "pass_seconds": [
+    1.0166095569729806e-05,
+    1.3148190542345955e-05,
+    1.593142801097461e-05
+   ],
+   "pass_host_canary_seconds": [
+    8.03563499999882e-06,
+    9.368749999936199e-06,
+    8.383189999960905e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.8614130000003114e-05,
+    1.4660520000120414e-05,
+    1.6643249999788167e-05
+   ]
+  },
+  "layer_backward_cast": {
+   "seconds": 2.317943122415315e-05,
+   "min": 1.590628655893462e-05,
+   "max": 3.299276167083354e-05,
+   "samples": 3,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny cast layers, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.00014819200336933135,
+    0.00020751999318599702,
+    0.0007721920013427734
+   ],
+   "host_canary_seconds": 8.03563499999882e-06,
+   "host_backward_canary_seconds": 1.8614130000003114e-05,
+   "pass_seconds": [
+    3.299276167083354e-05,
+    1.590628655893462e-05,
+    2.317943122415315e-05
+   ],
+   "pass_host_canary_seconds": [
+    8.03563499999882e-06,
+    9.368749999936199e-06,
+    8.383189999960905e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.8614130000003114e-05,
+    1.4660520000120414e-05,
+    1.6643249999788167e-05
+   ]
+  },
+  "layer_forward_cast_autocast": {
+   "seconds": 1.6151619986409232e-05,
+   "min": 1.0686475960981278e-05,
+   "max": 1.6212572121904007e-05,
+   "samples": 3,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny cast layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    6.12800009548664e-05,
+    0.00010876800119876861,
+    0.00030323201417922974
+   ],
+   "host_canary_seconds": 1.013073999999392e-05,
+   "host_backward_canary_seconds": 1.588024000000132e-05,
+   "pass_seconds": [
+    1.6151619986409232e-05,
+    1.6212572121904007e-05,
+    1.0686475960981278e-05
+   ],
+   "pass_host_canary_seconds": [
+    1.013073999999392e-05,
+    1.0042837499995017e-05,
+    8.29815999999539e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.588024000000132e-05,
+    1.5241159999845877e-05,
+    1.9959624999899006e-05
+   ]
+  },
+  "layer_backward_cast_autocast": {
+   "seconds": 1.9956572247403008e-05,
+   "min": 1.6533331324656803e-05,
+   "max": 2.8087619869481947e-05,
+   "samples": 3,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny cast layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.00022364799678325654,
+    0.0003125759959220886,
+    0.0007108799815177917
+   ],
+   "host_canary_seconds": 1.013073999999392e-05,
+   "host_backward_canary_seconds": 1.588024000000132e-05,
+   "pass_seconds": [
+    1.6533331324656803e-05,
+    1.9956572247403008e-05,
+    2.8087619869481947e-05
+   ],
+   "pass_host_canary_seconds": [
+    1.013073999999392e-05,
+    1.0042837499995017e-05,
+    8.29815999999539e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.588024000000132e-05,
+    1.5241159999845877e-05,
+    1.9959624999899006e-05
    ]
   },
   "layer_forward_rmsnorm": {
-   "seconds": 2.2510476055599393e-05,
-   "min": 1.3721142496381488e-05,
-   "max": 2.2915048436039972e-05,
+   "seconds": 2.3972571960517336e-05,
+   "min": 2.2752761840820313e-05,
+   "max": 2.4750476791745142e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4039,26 +5157,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.993599861860275e-05,
-    0.00010681600123643876,
-    0.0003830400109291077
+    3.9551999419927596e-05,
+    0.00011190400272607803,
+    0.00041017600893974304
    ],
-   "host_canary_seconds": 1.0161705000655275e-05,
+   "host_canary_seconds": 1.0177320000011036e-05,
+   "host_backward_canary_seconds": 1.5078889999955436e-05,
    "pass_seconds": [
-    2.2915048436039972e-05,
-    2.2510476055599393e-05,
-    1.3721142496381488e-05
+    2.4750476791745142e-05,
+    2.3972571960517336e-05,
+    2.2752761840820313e-05
    ],
    "pass_host_canary_seconds": [
-    1.0161705000655275e-05,
-    9.985912499814731e-06,
-    6.926075000706078e-06
+    1.0177320000011036e-05,
+    9.965085000018804e-06,
+    1.0552800000027673e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.5078889999955436e-05,
+    1.5230759999980138e-05,
+    2.045203999983869e-05
    ]
   },
   "layer_backward_rmsnorm": {
-   "seconds": 4.125866861570449e-05,
-   "min": 3.2274285774855395e-05,
-   "max": 4.485485880147844e-05,
+   "seconds": 4.57919981508028e-05,
+   "min": 4.1902474704242894e-05,
+   "max": 5.241295446952184e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4067,26 +5191,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00017299200594425202,
-    0.00033030399680137636,
-    0.0009980800151824952
+    0.00012428800016641616,
+    0.0003380480110645294,
+    0.001183135986328125
    ],
-   "host_canary_seconds": 1.0161705000655275e-05,
+   "host_canary_seconds": 1.0177320000011036e-05,
+   "host_backward_canary_seconds": 1.5078889999955436e-05,
    "pass_seconds": [
-    3.2274285774855395e-05,
-    4.125866861570449e-05,
-    4.485485880147844e-05
+    4.57919981508028e-05,
+    5.241295446952184e-05,
+    4.1902474704242894e-05
    ],
    "pass_host_canary_seconds": [
-    1.0161705000655275e-05,
-    9.985912499814731e-06,
-    6.926075000706078e-06
+    1.0177320000011036e-05,
+    9.965085000018804e-06,
+    1.0552800000027673e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.5078889999955436e-05,
+    1.5230759999980138e-05,
+    2.045203999983869e-05
    ]
   },
   "layer_forward_rmsnorm_autocast": {
-   "seconds": 2.4163809205804553e-05,
-   "min": 1.551923883103189e-05,
-   "max": 2.4470857921100797e-05,
+   "seconds": 2.236342926820119e-05,
+   "min": 1.8878476250739323e-05,
+   "max": 2.4475428497507457e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4095,26 +5225,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.15679994225502e-05,
-    0.0001339839994907379,
-    0.00042399999499320983
+    7.612799853086472e-05,
+    0.00014236800372600556,
+    0.000411296010017395
    ],
-   "host_canary_seconds": 1.0267735000297762e-05,
+   "host_canary_seconds": 1.0199177499998767e-05,
+   "host_backward_canary_seconds": 1.5042699999980868e-05,
    "pass_seconds": [
-    2.4163809205804553e-05,
-    2.4470857921100797e-05,
-    1.551923883103189e-05
+    2.236342926820119e-05,
+    1.8878476250739323e-05,
+    2.4475428497507457e-05
    ],
    "pass_host_canary_seconds": [
-    1.0267735000297762e-05,
-    9.976640000104454e-06,
-    7.2866400000748405e-06
+    1.0199177499998767e-05,
+    1.1207489999947028e-05,
+    1.0626050000013264e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.5042699999980868e-05,
+    2.138872999978503e-05,
+    1.9422099999957254e-05
    ]
   },
   "layer_backward_rmsnorm_autocast": {
-   "seconds": 4.150400133360001e-05,
-   "min": 2.7075809737046556e-05,
-   "max": 4.300494971019881e-05,
+   "seconds": 4.4231618976309204e-05,
+   "min": 3.586819129330771e-05,
+   "max": 6.042209338574184e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4123,26 +5259,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00020566399395465851,
-    0.00043353599309921265,
-    0.0009989759922027588
+    0.00022508800029754638,
+    0.0005335040092468261,
+    0.0011431360244750976
    ],
-   "host_canary_seconds": 1.0267735000297762e-05,
+   "host_canary_seconds": 1.0199177499998767e-05,
+   "host_backward_canary_seconds": 1.5042699999980868e-05,
    "pass_seconds": [
-    2.7075809737046556e-05,
-    4.150400133360001e-05,
-    4.300494971019881e-05
+    3.586819129330771e-05,
+    6.042209338574184e-05,
+    4.4231618976309204e-05
    ],
    "pass_host_canary_seconds": [
-    1.0267735000297762e-05,
-    9.976640000104454e-06,
-    7.2866400000748405e-06
+    1.0199177499998767e-05,
+    1.1207489999947028e-05,
+    1.0626050000013264e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.5042699999980868e-05,
+    2.138872999978503e-05,
+    1.9422099999957254e-05
    ]
   },
   "layer_forward_sdpa": {
-   "seconds": 2.4779429747944788e-05,
-   "min": 1.5737143833012807e-05,
-   "max": 2.63771428948357e-05,
+   "seconds": 2.7808762909401033e-05,
+   "min": 1.6354284825779142e-05,
+   "max": 2.9063618608883447e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4151,26 +5293,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.089599847793579e-05,
-    0.00011366400122642517,
-    0.0004344319999217987
+    4.82879988849163e-05,
+    0.00011289600282907486,
+    0.0002987839877605438
    ],
-   "host_canary_seconds": 1.0092505000329766e-05,
+   "host_canary_seconds": 8.261412499983579e-06,
+   "host_backward_canary_seconds": 1.3545830000012416e-05,
    "pass_seconds": [
-    2.63771428948357e-05,
-    2.4779429747944788e-05,
-    1.5737143833012807e-05
+    1.6354284825779142e-05,
+    2.7808762909401033e-05,
+    2.9063618608883447e-05
    ],
    "pass_host_canary_seconds": [
-    1.0092505000329766e-05,
-    9.844987500287062e-06,
-    6.75807249990612e-06
+    8.261412499983579e-06,
+    1.0201025000000642e-05,
+    1.048243499994328e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.3545830000012416e-05,
+    2.1058055000082733e-05,
+    1.8778900000029352e-05
    ]
   },
   "layer_backward_sdpa": {
-   "seconds": 9.249371378904298e-05,
-   "min": 8.124190072218576e-05,
-   "max": 0.0001147032408487229,
+   "seconds": 9.204038622833433e-05,
+   "min": 8.035657448428018e-05,
+   "max": 0.00011258590345581372,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4179,26 +5327,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00028492799401283263,
-    0.0005448319911956787,
-    0.0023466880321502685
+    0.00028547200560569765,
+    0.0007339839935302735,
+    0.0017889280319213867
    ],
-   "host_canary_seconds": 1.0092505000329766e-05,
+   "host_canary_seconds": 8.261412499983579e-06,
+   "host_backward_canary_seconds": 1.3545830000012416e-05,
    "pass_seconds": [
-    0.0001147032408487229,
-    8.124190072218576e-05,
-    9.249371378904298e-05
+    8.035657448428018e-05,
+    0.00011258590345581372,
+    9.204038622833433e-05
    ],
    "pass_host_canary_seconds": [
-    1.0092505000329766e-05,
-    9.844987500287062e-06,
-    6.75807249990612e-06
+    8.261412499983579e-06,
+    1.0201025000000642e-05,
+    1.048243499994328e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.3545830000012416e-05,
+    2.1058055000082733e-05,
+    1.8778900000029352e-05
    ]
   },
   "layer_forward_sdpa_autocast": {
-   "seconds": 3.206857222886312e-05,
-   "min": 2.4140952953270503e-05,
-   "max": 4.294323566414061e-05,
+   "seconds": 3.4460952594166714e-05,
+   "min": 2.30003817095643e-05,
+   "max": 3.558323745216642e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4207,26 +5361,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0001050880029797554,
-    0.00016339200735092163,
-    0.0004624960124492645
+    5.532800033688545e-05,
+    0.00012745599448680877,
+    0.00040137600898742674
    ],
-   "host_canary_seconds": 8.190220000301452e-06,
+   "host_canary_seconds": 7.28785999996262e-06,
+   "host_backward_canary_seconds": 1.476525000001061e-05,
    "pass_seconds": [
-    2.4140952953270503e-05,
-    4.294323566414061e-05,
-    3.206857222886312e-05
+    2.30003817095643e-05,
+    3.4460952594166714e-05,
+    3.558323745216642e-05
    ],
    "pass_host_canary_seconds": [
-    8.190220000301452e-06,
-    9.377845000244633e-06,
-    7.964439998886518e-06
+    7.28785999996262e-06,
+    9.645980000030362e-06,
+    8.153062499971498e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.476525000001061e-05,
+    2.02026400000932e-05,
+    2.114204999998037e-05
    ]
   },
   "layer_backward_sdpa_autocast": {
-   "seconds": 7.650590333200638e-05,
-   "min": 7.642514861765363e-05,
-   "max": 9.237942206008094e-05,
+   "seconds": 9.820495084637688e-05,
+   "min": 8.360380909982183e-05,
+   "max": 0.00010289371368430911,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4235,26 +5395,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00025190401077270505,
-    0.0008392639756202698,
-    0.0020789759159088135
+    0.00022774399816989898,
+    0.0005219519734382629,
+    0.0018182719945907594
    ],
-   "host_canary_seconds": 8.190220000301452e-06,
+   "host_canary_seconds": 7.28785999996262e-06,
+   "host_backward_canary_seconds": 1.476525000001061e-05,
    "pass_seconds": [
-    9.237942206008094e-05,
-    7.642514861765363e-05,
-    7.650590333200638e-05
+    8.360380909982183e-05,
+    0.00010289371368430911,
+    9.820495084637688e-05
    ],
    "pass_host_canary_seconds": [
-    8.190220000301452e-06,
-    9.377845000244633e-06,
-    7.964439998886518e-06
+    7.28785999996262e-06,
+    9.645980000030362e-06,
+    8.153062499971498e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.476525000001061e-05,
+    2.02026400000932e-05,
+    2.114204999998037e-05
    ]
   },
   "layer_forward_sdpa_efficient": {
-   "seconds": 2.5662476995161603e-05,
-   "min": 2.399619101058869e-05,
-   "max": 3.007238109906515e-05,
+   "seconds": 2.7544380830866946e-05,
+   "min": 2.4000760877416246e-05,
+   "max": 3.0083809846213886e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa_efficient layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4263,27 +5429,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.681600213050842e-05,
-    0.0001695680022239685,
-    0.0005220800042152405
+    4.6720001846551896e-05,
+    0.0001228799968957901,
+    0.0004577279984951019
    ],
    "attention_backend": "efficient",
-   "host_canary_seconds": 1.0883767499763053e-05,
+   "host_canary_seconds": 1.0028969999993364e-05,
+   "host_backward_canary_seconds": 1.5733489999973925e-05,
    "pass_seconds": [
-    3.007238109906515e-05,
-    2.5662476995161603e-05,
-    2.399619101058869e-05
+    2.7544380830866946e-05,
+    2.4000760877416246e-05,
+    3.0083809846213886e-05
    ],
    "pass_host_canary_seconds": [
-    1.0883767499763053e-05,
-    9.528807500487347e-06,
-    8.553640000172891e-06
+    1.0028969999993364e-05,
+    9.758042499967701e-06,
+    1.0441099999951576e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.5733489999973925e-05,
+    1.9672020000029987e-05,
+    1.7293299999892043e-05
    ]
   },
   "layer_backward_sdpa_efficient": {
-   "seconds": 7.527923637202807e-05,
-   "min": 7.364343142225629e-05,
-   "max": 9.064837722551256e-05,
+   "seconds": 9.421256441800372e-05,
+   "min": 8.939352188081968e-05,
+   "max": 0.0001061607657798699,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa_efficient layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4292,27 +5464,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00031520000100135803,
-    0.0007121279835700989,
-    0.0021375999450683595
+    0.0003447360098361969,
+    0.0006376960277557373,
+    0.002079519987106323
    ],
    "attention_backend": "efficient",
-   "host_canary_seconds": 1.0883767499763053e-05,
+   "host_canary_seconds": 1.0028969999993364e-05,
+   "host_backward_canary_seconds": 1.5733489999973925e-05,
    "pass_seconds": [
-    9.064837722551256e-05,
-    7.527923637202807e-05,
-    7.364343142225629e-05
+    8.939352188081968e-05,
+    0.0001061607657798699,
+    9.421256441800372e-05
    ],
    "pass_host_canary_seconds": [
-    1.0883767499763053e-05,
-    9.528807500487347e-06,
-    8.553640000172891e-06
+    1.0028969999993364e-05,
+    9.758042499967701e-06,
+    1.0441099999951576e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.5733489999973925e-05,
+    1.9672020000029987e-05,
+    1.7293299999892043e-05
    ]
   },
   "layer_forward_sdpa_cudnn_autocast": {
-   "seconds": 3.520228571835018e-05,
-   "min": 2.22857151003111e-05,
-   "max": 5.0287239608310516e-05,
+   "seconds": 4.2588954170544937e-05,
+   "min": 3.53455249042738e-05,
+   "max": 6.181256934290841e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa_cudnn layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4321,27 +5499,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00014511999487876892,
-    0.00016809600591659546,
-    0.0008568000197410583
+    0.0001032319962978363,
+    0.0002272000014781952,
+    0.0007408000230789185
    ],
    "attention_backend": "cudnn",
-   "host_canary_seconds": 1.1253384999463378e-05,
+   "host_canary_seconds": 1.0363077499988549e-05,
+   "host_backward_canary_seconds": 1.7257175000011672e-05,
    "pass_seconds": [
-    5.0287239608310516e-05,
-    3.520228571835018e-05,
-    2.22857151003111e-05
+    4.2588954170544937e-05,
+    3.53455249042738e-05,
+    6.181256934290841e-05
    ],
    "pass_host_canary_seconds": [
-    1.1253384999463378e-05,
-    9.823080000046502e-06,
-    7.229725000001963e-06
+    1.0363077499988549e-05,
+    1.0109414999988077e-05,
+    1.0868555000058677e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.7257175000011672e-05,
+    1.936478499999339e-05,
+    1.678288000022121e-05
    ]
   },
   "layer_backward_sdpa_cudnn_autocast": {
-   "seconds": 7.359847319977623e-05,
-   "min": 5.781409321796326e-05,
-   "max": 0.0001028426715305873,
+   "seconds": 8.214019345385688e-05,
+   "min": 7.793447446255456e-05,
+   "max": 0.00011096761304707758,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa_cudnn layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4350,27 +5534,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.000334304004907608,
-    0.0009297599792480469,
-    0.002676608085632324
+    0.00043305599689483644,
+    0.0009546239972114564,
+    0.0022942399978637695
    ],
    "attention_backend": "cudnn",
-   "host_canary_seconds": 1.1253384999463378e-05,
+   "host_canary_seconds": 1.0363077499988549e-05,
+   "host_backward_canary_seconds": 1.7257175000011672e-05,
    "pass_seconds": [
-    0.0001028426715305873,
-    5.781409321796326e-05,
-    7.359847319977623e-05
+    7.793447446255456e-05,
+    0.00011096761304707758,
+    8.214019345385688e-05
    ],
    "pass_host_canary_seconds": [
-    1.1253384999463378e-05,
-    9.823080000046502e-06,
-    7.229725000001963e-06
+    1.0363077499988549e-05,
+    1.0109414999988077e-05,
+    1.0868555000058677e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.7257175000011672e-05,
+    1.936478499999339e-05,
+    1.678288000022121e-05
    ]
   },
   "layer_forward_mha_no_weights": {
-   "seconds": 0.00021172114922886806,
-   "min": 0.00015560762513251532,
-   "max": 0.000261215987659636,
+   "seconds": 0.0003107611508596511,
+   "min": 0.000278780935775666,
+   "max": 0.0004272777296247937,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha_no_weights layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4379,27 +5569,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00035683199763298035,
-    0.0014314240217208863,
-    0.0028935360908508303
+    0.0004245760142803192,
+    0.0013243199586868285,
+    0.0046274237632751465
    ],
    "attention_backend": "efficient",
-   "host_canary_seconds": 1.0760089999166667e-05,
+   "host_canary_seconds": 1.074107000000879e-05,
+   "host_backward_canary_seconds": 1.786620499999003e-05,
    "pass_seconds": [
-    0.00015560762513251532,
-    0.000261215987659636,
-    0.00021172114922886806
+    0.000278780935775666,
+    0.0003107611508596511,
+    0.0004272777296247937
    ],
    "pass_host_canary_seconds": [
-    1.0760089999166667e-05,
-    9.609834999082522e-06,
-    7.707400000072084e-06
+    1.074107000000879e-05,
+    1.0810219999939363e-05,
+    1.1259910000021023e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.786620499999003e-05,
+    1.953133000000662e-05,
+    2.100937500003397e-05
    ]
   },
   "layer_backward_mha_no_weights": {
-   "seconds": 0.0004830140939780644,
-   "min": 0.0004584244149071831,
-   "max": 0.0008434545156501586,
+   "seconds": 0.00048350628358977187,
+   "min": 0.00044469638097853877,
+   "max": 0.0005294278122129894,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha_no_weights layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4408,27 +5604,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0013627519607543946,
-    0.0042659201622009275,
-    0.016317344665527343
+    0.001400320053100586,
+    0.004315968036651611,
+    0.013044223785400391
    ],
    "attention_backend": "efficient",
-   "host_canary_seconds": 1.0760089999166667e-05,
+   "host_canary_seconds": 1.074107000000879e-05,
+   "host_backward_canary_seconds": 1.786620499999003e-05,
    "pass_seconds": [
-    0.0008434545156501586,
-    0.0004584244149071831,
-    0.0004830140939780644
+    0.00048350628358977187,
+    0.0005294278122129894,
+    0.00044469638097853877
    ],
    "pass_host_canary_seconds": [
-    1.0760089999166667e-05,
-    9.609834999082522e-06,
-    7.707400000072084e-06
+    1.074107000000879e-05,
+    1.0810219999939363e-05,
+    1.1259910000021023e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.786620499999003e-05,
+    1.953133000000662e-05,
+    2.100937500003397e-05
    ]
   },
   "layer_forward_mha_no_weights_autocast": {
-   "seconds": 0.0002713272543180557,
-   "min": 0.00022962134225027904,
-   "max": 0.0004132952392101288,
+   "seconds": 0.0002740289370218913,
+   "min": 0.0002483482034433455,
+   "max": 0.0004974057390576317,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha_no_weights layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4437,27 +5639,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00038134399056434634,
-    0.0012880959510803223,
-    0.006469727993011475
+    0.0006801919937133789,
+    0.002199392080307007,
+    0.008150272369384766
    ],
    "attention_backend": "cudnn",
-   "host_canary_seconds": 1.0173662499823876e-05,
+   "host_canary_seconds": 1.0703599999999368e-05,
+   "host_backward_canary_seconds": 1.9886160000055498e-05,
    "pass_seconds": [
-    0.0004132952392101288,
-    0.00022962134225027904,
-    0.0002713272543180557
+    0.0004974057390576317,
+    0.0002483482034433455,
+    0.0002740289370218913
    ],
    "pass_host_canary_seconds": [
-    1.0173662499823876e-05,
-    7.572297499791603e-06,
-    7.925190000150905e-06
+    1.0703599999999368e-05,
+    9.200885000097969e-06,
+    8.996969999941484e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.9886160000055498e-05,
+    2.109712000020636e-05,
+    1.9392089999996642e-05
    ]
   },
   "layer_backward_mha_no_weights_autocast": {
-   "seconds": 0.0006209248957179841,
-   "min": 0.0004424236388433547,
-   "max": 0.0008494842009884969,
+   "seconds": 0.0006297713972273327,
+   "min": 0.00045511465413229803,
+   "max": 0.0008116045835472288,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha_no_weights layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4466,1503 +5674,2049 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0019569599628448484,
-    0.006530687808990478,
-    0.02116044807434082
+    0.0016836800575256348,
+    0.005398784160614014,
+    0.01870252799987793
    ],
    "attention_backend": "cudnn",
-   "host_canary_seconds": 1.0173662499823876e-05,
+   "host_canary_seconds": 1.0703599999999368e-05,
+   "host_backward_canary_seconds": 1.9886160000055498e-05,
    "pass_seconds": [
-    0.0008494842009884969,
-    0.0004424236388433547,
-    0.0006209248957179841
+    0.0006297713972273327,
+    0.0008116045835472288,
+    0.00045511465413229803
    ],
    "pass_host_canary_seconds": [
-    1.0173662499823876e-05,
-    7.572297499791603e-06,
-    7.925190000150905e-06
+    1.0703599999999368e-05,
+    9.200885000097969e-06,
+    8.996969999941484e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.9886160000055498e-05,
+    2.109712000020636e-05,
+    1.9392089999996642e-05
    ]
   },
   "backward_call_before_first_kernel": {
-   "seconds": 0.00012723200023174287,
-   "min": 8.483199775218964e-05,
-   "max": 0.00024303999543190004,
+   "seconds": 0.00016099199652671814,
+   "min": 0.00011753600090742112,
+   "max": 0.00035984000563621523,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event recorded by the first autograd node's pre-hook (before its first kernel); no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.41530399992007e-05,
+   "host_canary_seconds": 1.0348679999978572e-05,
+   "host_backward_canary_seconds": 1.886589000008598e-05,
    "pass_seconds": [
-    0.0002064319998025894,
-    0.00012723200023174287,
-    0.0001077760010957718
+    0.00017555199563503264,
+    0.00016099199652671814,
+    0.00013673600554466248
    ],
    "pass_host_canary_seconds": [
-    1.41530399992007e-05,
-    8.6943350004276e-06,
-    7.564409999076815e-06
+    1.0348679999978572e-05,
+    8.675065000005589e-06,
+    1.1242500000037125e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.886589000008598e-05,
+    2.0643800000073042e-05,
+    1.928523000003679e-05
    ]
   },
   "backward_call_after_last_kernel": {
-   "seconds": 8.588799834251403e-05,
-   "min": 5.539200082421303e-05,
-   "max": 0.00033763200044631956,
+   "seconds": 0.00012006399780511856,
+   "min": 8.038400113582611e-05,
+   "max": 0.00017235200107097625,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: event recorded by the input's gradient hook (after the last node's kernels) to an event after backward() returned; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.41530399992007e-05,
+   "host_canary_seconds": 1.0348679999978572e-05,
+   "host_backward_canary_seconds": 1.886589000008598e-05,
    "pass_seconds": [
-    0.00015849600732326506,
-    8.588799834251403e-05,
-    8.428800106048584e-05
+    0.000142304003238678,
+    0.00012006399780511856,
+    0.00010476800054311752
    ],
    "pass_host_canary_seconds": [
-    1.41530399992007e-05,
-    8.6943350004276e-06,
-    7.564409999076815e-06
+    1.0348679999978572e-05,
+    8.675065000005589e-06,
+    1.1242500000037125e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.886589000008598e-05,
+    2.0643800000073042e-05,
+    1.928523000003679e-05
    ]
   },
   "backward_call_before_first_kernel_autocast": {
-   "seconds": 0.00014665600657463073,
-   "min": 9.030400216579437e-05,
-   "max": 0.0002594560086727142,
+   "seconds": 0.0001786240041255951,
+   "min": 0.00012793600559234618,
+   "max": 0.0003150720000267029,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event recorded by the first autograd node's pre-hook (before its first kernel); inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0738732499930846e-05,
+   "host_canary_seconds": 1.0330919999965717e-05,
+   "host_backward_canary_seconds": 1.8497885000030578e-05,
    "pass_seconds": [
-    0.0002037760019302368,
-    0.00014665600657463073,
-    0.0001159679964184761
+    0.0001881600022315979,
+    0.0001786240041255951,
+    0.00017555199563503264
    ],
    "pass_host_canary_seconds": [
-    1.0738732499930846e-05,
-    7.109089999630669e-06,
-    8.82924500047011e-06
+    1.0330919999965717e-05,
+    8.078970000013896e-06,
+    1.0672190000065029e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.8497885000030578e-05,
+    2.0643800000073042e-05,
+    1.725872999998046e-05
    ]
   },
   "backward_call_after_last_kernel_autocast": {
-   "seconds": 0.000134335994720459,
-   "min": 9.164799749851227e-05,
-   "max": 0.00036694398522377013,
+   "seconds": 0.0001586879938840866,
+   "min": 0.00011939200013875961,
+   "max": 0.0003126400113105774,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: event recorded by the input's gradient hook (after the last node's kernels) to an event after backward() returned; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0738732499930846e-05,
+   "host_canary_seconds": 1.0330919999965717e-05,
+   "host_backward_canary_seconds": 1.8497885000030578e-05,
    "pass_seconds": [
-    0.00018803200125694274,
-    0.00013251200318336486,
-    0.000134335994720459
+    0.000176256000995636,
+    0.0001586879938840866,
+    0.00014268800616264342
    ],
    "pass_host_canary_seconds": [
-    1.0738732499930846e-05,
-    7.109089999630669e-06,
-    8.82924500047011e-06
+    1.0330919999965717e-05,
+    8.078970000013896e-06,
+    1.0672190000065029e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.8497885000030578e-05,
+    2.0643800000073042e-05,
+    1.725872999998046e-05
    ]
   },
   "layer_steady_linear": {
-   "seconds": 0.00019067136764526368,
-   "min": 0.00013701567649841308,
-   "max": 0.0004313548660278321,
+   "seconds": 0.00021942911148071292,
+   "min": 0.00019900991439819336,
+   "max": 0.00034716350555419925,
    "samples": 33,
    "method": "one tiny linear layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1000384999988456e-05,
+   "host_canary_seconds": 1.1005185000030337e-05,
+   "host_backward_canary_seconds": 1.622030999996582e-05,
    "pass_seconds": [
-    0.0004058099365234375,
-    0.00016123199462890627,
-    0.00019067136764526368
+    0.00021942911148071292,
+    0.0002448031997680664,
+    0.00020966655731201173
    ],
    "pass_host_canary_seconds": [
-    1.1000384999988456e-05,
-    7.223054999485612e-06,
-    8.225032499922236e-06
+    1.1005185000030337e-05,
+    1.1455565000062506e-05,
+    1.0664814999898908e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.622030999996582e-05,
+    2.1302119999973002e-05,
+    1.732097999990856e-05
    ]
   },
   "layer_steady_linear_autocast": {
-   "seconds": 0.0004000505447387695,
-   "min": 0.00025928192138671875,
-   "max": 0.0009170310211181641,
+   "seconds": 0.0005901638412475586,
+   "min": 0.00039196094512939457,
+   "max": 0.0007989965057373046,
    "samples": 33,
    "method": "one tiny linear layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.7347609999660564e-05,
+   "host_canary_seconds": 1.10721350000631e-05,
+   "host_backward_canary_seconds": 1.6751189999979487e-05,
    "pass_seconds": [
-    0.0007806559753417969,
-    0.0003105523109436035,
-    0.0004000505447387695
+    0.0005901638412475586,
+    0.0007539507293701172,
+    0.00046034366607666013
    ],
    "pass_host_canary_seconds": [
-    1.7347609999660564e-05,
-    7.099740000739984e-06,
-    8.57314999962e-06
+    1.10721350000631e-05,
+    1.1515749999944091e-05,
+    1.0673584999949525e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.6751189999979487e-05,
+    2.1488779999856433e-05,
+    1.718281499989871e-05
    ]
   },
   "layer_steady_linear_nobias": {
-   "seconds": 0.0001450879955291748,
-   "min": 0.00010963007926940918,
-   "max": 0.0003331596755981445,
+   "seconds": 0.00022717119216918947,
+   "min": 0.00013234304428100588,
+   "max": 0.0005346598434448242,
    "samples": 33,
    "method": "one tiny linear_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.61542750019362e-06,
+   "host_canary_seconds": 1.1540165000027968e-05,
+   "host_backward_canary_seconds": 2.3795059999969225e-05,
    "pass_seconds": [
-    0.00017352191925048828,
-    0.00012359423637390136,
-    0.0001450879955291748
+    0.00022717119216918947,
+    0.0002680716705322266,
+    0.00014420479774475097
    ],
    "pass_host_canary_seconds": [
-    9.61542750019362e-06,
-    6.580785000664947e-06,
-    8.448880000742065e-06
+    1.1540165000027968e-05,
+    1.1576754999964578e-05,
+    7.937535000053232e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.3795059999969225e-05,
+    2.1406639999952402e-05,
+    1.731511999992108e-05
    ]
   },
   "layer_steady_linear_nobias_autocast": {
-   "seconds": 0.00027291072845458985,
-   "min": 0.00020233535766601564,
-   "max": 0.0005721318435668945,
+   "seconds": 0.0004201318359375,
+   "min": 0.00028360063552856446,
+   "max": 0.0007504326629638672,
    "samples": 33,
    "method": "one tiny linear_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.192500000063775e-06,
+   "host_canary_seconds": 1.1143137499978195e-05,
+   "host_backward_canary_seconds": 2.1121919999984584e-05,
    "pass_seconds": [
-    0.0004683379364013672,
-    0.00022561983108520509,
-    0.00027291072845458985
+    0.0004201318359375,
+    0.0005871052932739257,
+    0.00032494785308837893
    ],
    "pass_host_canary_seconds": [
-    8.192500000063775e-06,
-    6.745215000591998e-06,
-    7.478887500269593e-06
+    1.1143137499978195e-05,
+    1.1552265000034368e-05,
+    8.166764999941733e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.1121919999984584e-05,
+    2.0573849999721007e-05,
+    2.0728410000003805e-05
    ]
   },
   "layer_steady_matmul": {
-   "seconds": 0.0001531545639038086,
-   "min": 9.729599952697754e-05,
-   "max": 0.00019738752365112305,
+   "seconds": 0.00017757440567016603,
+   "min": 0.00013230655670166014,
+   "max": 0.0002730387115478516,
    "samples": 33,
    "method": "one tiny matmul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.789589999447343e-06,
+   "host_canary_seconds": 1.0927825000024427e-05,
+   "host_backward_canary_seconds": 2.129985999999917e-05,
    "pass_seconds": [
-    0.00018183744430541992,
-    0.00011436800003051757,
-    0.0001531545639038086
+    0.00017757440567016603,
+    0.0002519327926635742,
+    0.00015409024238586427
    ],
    "pass_host_canary_seconds": [
-    7.789589999447343e-06,
-    6.945217500629042e-06,
-    7.939280000073267e-06
+    1.0927825000024427e-05,
+    1.1030799999929286e-05,
+    8.93933000000402e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.129985999999917e-05,
+    2.376910999998927e-05,
+    2.1446480000122394e-05
    ]
   },
   "layer_steady_matmul_autocast": {
-   "seconds": 0.0002831257629394531,
-   "min": 0.00017962751388549806,
-   "max": 0.0005744326400756836,
+   "seconds": 0.00030814016342163087,
+   "min": 0.00023310976028442386,
+   "max": 0.0006161414337158204,
    "samples": 33,
    "method": "one tiny matmul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.72713000035219e-06,
+   "host_canary_seconds": 1.0730107499981045e-05,
+   "host_backward_canary_seconds": 1.715407500000765e-05,
    "pass_seconds": [
-    0.0003845113754272461,
-    0.00020417728424072267,
-    0.0002831257629394531
+    0.00030814016342163087,
+    0.0004822009658813477,
+    0.0002768780708312988
    ],
    "pass_host_canary_seconds": [
-    8.72713000035219e-06,
-    7.375439999464106e-06,
-    8.42360499973438e-06
+    1.0730107499981045e-05,
+    1.1058500000018512e-05,
+    8.491937499925939e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.715407500000765e-05,
+    2.0733449999852383e-05,
+    1.8103015000150437e-05
    ]
   },
   "layer_steady_bmm": {
-   "seconds": 0.00017075456619262695,
-   "min": 0.00013705471992492675,
-   "max": 0.0002058163261413574,
+   "seconds": 0.00020221055984497068,
+   "min": 0.00015635007858276365,
+   "max": 0.00025325056076049804,
    "samples": 33,
    "method": "one tiny bmm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.761032500819056e-06,
+   "host_canary_seconds": 1.0096329999988994e-05,
+   "host_backward_canary_seconds": 2.6769939999979897e-05,
    "pass_seconds": [
-    0.00019670783996582033,
-    0.00015889280319213866,
-    0.00017075456619262695
+    0.00020221055984497068,
+    0.0002420249557495117,
+    0.00015848768234252928
    ],
    "pass_host_canary_seconds": [
-    9.761032500819056e-06,
-    9.723730000814612e-06,
-    8.134180000070046e-06
+    1.0096329999988994e-05,
+    1.1013674999986733e-05,
+    7.836512499963533e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.6769939999979897e-05,
+    2.1423009999921306e-05,
+    2.1230560000020658e-05
    ]
   },
   "layer_steady_bmm_autocast": {
-   "seconds": 0.0002401068878173828,
-   "min": 0.00018502399444580078,
-   "max": 0.0003873574447631836,
+   "seconds": 0.0002887174415588379,
+   "min": 0.0002527775955200195,
+   "max": 0.00046480575561523433,
    "samples": 33,
    "method": "one tiny bmm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.944444999518964e-06,
+   "host_canary_seconds": 1.0686525000025426e-05,
+   "host_backward_canary_seconds": 1.9038599999987583e-05,
    "pass_seconds": [
-    0.00032636287689208983,
-    0.0002401068878173828,
-    0.0002215750312805176
+    0.0003665536117553711,
+    0.0002887174415588379,
+    0.0002761004829406738
    ],
    "pass_host_canary_seconds": [
-    9.944444999518964e-06,
-    7.527079999363195e-06,
-    7.493594999914421e-06
+    1.0686525000025426e-05,
+    9.02392500002236e-06,
+    8.094315000022334e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.9038599999987583e-05,
+    2.089826499997116e-05,
+    2.069978000008632e-05
    ]
   },
   "layer_steady_conv2d": {
-   "seconds": 0.00018447040557861328,
-   "min": 0.00015009280204772947,
-   "max": 0.0002516262435913086,
+   "seconds": 0.00021836032867431643,
+   "min": 0.00017453119277954101,
+   "max": 0.000322542724609375,
    "samples": 33,
    "method": "one tiny conv2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.769999999709398e-06,
+   "host_canary_seconds": 1.0475854999967282e-05,
+   "host_backward_canary_seconds": 2.0471830000019507e-05,
    "pass_seconds": [
-    0.00020847679138183593,
-    0.00018447040557861328,
-    0.00016751615524291993
+    0.00021836032867431643,
+    0.0002083468818664551,
+    0.0002232102394104004
    ],
    "pass_host_canary_seconds": [
-    7.769999999709398e-06,
-    7.13240499976564e-06,
-    7.260430000428641e-06
+    1.0475854999967282e-05,
+    7.624140000075386e-06,
+    7.711349999937056e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.0471830000019507e-05,
+    2.0260900000153016e-05,
+    2.096388000012439e-05
    ]
   },
   "layer_steady_conv2d_autocast": {
-   "seconds": 0.0003765055847167969,
-   "min": 0.00030340160369873046,
-   "max": 0.0006758873748779297,
+   "seconds": 0.000514081916809082,
+   "min": 0.00040076606750488286,
+   "max": 0.0006161817550659179,
    "samples": 33,
    "method": "one tiny conv2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.310654999377221e-06,
+   "host_canary_seconds": 1.0680354999976771e-05,
+   "host_backward_canary_seconds": 1.9303039999982728e-05,
    "pass_seconds": [
-    0.0005727174377441406,
-    0.0003765055847167969,
-    0.0003380556869506836
+    0.000514081916809082,
+    0.00047665088653564455,
+    0.0005372038269042969
    ],
    "pass_host_canary_seconds": [
-    8.310654999377221e-06,
-    7.194932500169671e-06,
-    8.515807500657502e-06
+    1.0680354999976771e-05,
+    8.035534999919492e-06,
+    7.758819999992284e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.9303039999982728e-05,
+    2.044283999993013e-05,
+    2.0377449999955388e-05
    ]
   },
   "layer_steady_conv2d_nobias": {
-   "seconds": 0.00013925375938415527,
-   "min": 0.0001133465576171875,
-   "max": 0.0002473542404174805,
+   "seconds": 0.00017836799621582034,
+   "min": 0.0001451123237609863,
+   "max": 0.00022247488021850587,
    "samples": 33,
    "method": "one tiny conv2d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.977527500064753e-06,
+   "host_canary_seconds": 8.636260000010054e-06,
+   "host_backward_canary_seconds": 2.118364499999359e-05,
    "pass_seconds": [
-    0.00020738624572753906,
-    0.00013925375938415527,
-    0.00013376832008361818
+    0.00018194623947143554,
+    0.00015585472106933594,
+    0.00017836799621582034
    ],
    "pass_host_canary_seconds": [
-    8.977527500064753e-06,
-    7.038005001049896e-06,
-    6.9631600001685005e-06
+    8.636260000010054e-06,
+    8.256902500036743e-06,
+    1.0577544999961219e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.118364499999359e-05,
+    2.020319999999742e-05,
+    2.043772999996918e-05
    ]
   },
   "layer_steady_conv2d_nobias_autocast": {
-   "seconds": 0.00034578624725341793,
-   "min": 0.00021155391693115236,
-   "max": 0.0005821760177612305,
+   "seconds": 0.0004734348678588867,
+   "min": 0.0003338214492797852,
+   "max": 0.0006541522979736328,
    "samples": 33,
    "method": "one tiny conv2d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.31659500022397e-06,
+   "host_canary_seconds": 1.0302534999979684e-05,
+   "host_backward_canary_seconds": 2.1283730000050127e-05,
    "pass_seconds": [
-    0.00048113792419433594,
-    0.00034578624725341793,
-    0.00024745920181274415
+    0.0004734348678588867,
+    0.0004910995101928711,
+    0.00034496639251708984
    ],
    "pass_host_canary_seconds": [
-    8.31659500022397e-06,
-    7.693679999647428e-06,
-    6.658395000158634e-06
+    1.0302534999979684e-05,
+    1.0859634999889067e-05,
+    1.0353959999918061e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.1283730000050127e-05,
+    2.032208000002811e-05,
+    1.9819849999862526e-05
    ]
   },
   "layer_steady_conv1d": {
-   "seconds": 0.00022908735275268554,
-   "min": 0.00014511487960815428,
-   "max": 0.00031380096435546873,
+   "seconds": 0.00022537279129028319,
+   "min": 0.00018728063583374021,
+   "max": 0.00028839359283447266,
    "samples": 33,
    "method": "one tiny conv1d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.713764999332852e-06,
+   "host_canary_seconds": 1.0333269999946992e-05,
+   "host_backward_canary_seconds": 2.0457290000024385e-05,
    "pass_seconds": [
-    0.000276313591003418,
-    0.00022908735275268554,
-    0.00016536832809448243
+    0.00024412927627563477,
+    0.00021076223373413087,
+    0.00022537279129028319
    ],
    "pass_host_canary_seconds": [
-    9.713764999332852e-06,
-    8.845790000577836e-06,
-    6.722350000245569e-06
+    1.0333269999946992e-05,
+    7.755439999925784e-06,
+    8.34989499992389e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.0457290000024385e-05,
+    2.0289340000090306e-05,
+    1.9990330000041467e-05
    ]
   },
   "layer_steady_conv1d_autocast": {
-   "seconds": 0.0004731391906738281,
-   "min": 0.00029630655288696286,
-   "max": 0.000620880012512207,
+   "seconds": 0.0006047443389892578,
+   "min": 0.00047697406768798826,
+   "max": 0.0007638861083984374,
    "samples": 33,
    "method": "one tiny conv1d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0111300000517076e-05,
+   "host_canary_seconds": 1.087185499997645e-05,
+   "host_backward_canary_seconds": 2.0222090000032723e-05,
    "pass_seconds": [
-    0.0005411814498901367,
-    0.0004731391906738281,
-    0.00036827327728271487
+    0.0006482943725585938,
+    0.0005086982345581054,
+    0.0006047443389892578
    ],
    "pass_host_canary_seconds": [
-    1.0111300000517076e-05,
-    8.828040000139481e-06,
-    7.17443500036552e-06
+    1.087185499997645e-05,
+    1.0527945000120552e-05,
+    1.0688105000014048e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.0222090000032723e-05,
+    1.9554720000201088e-05,
+    1.989148000006935e-05
    ]
   },
   "layer_steady_conv1d_nobias": {
-   "seconds": 0.00014932031631469727,
-   "min": 0.00013597887992858887,
-   "max": 0.00022039360046386718,
+   "seconds": 0.00020711360931396485,
+   "min": 0.00016072704315185548,
+   "max": 0.00026605823516845703,
    "samples": 33,
    "method": "one tiny conv1d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.4571050004124115e-06,
+   "host_canary_seconds": 1.0727379999977415e-05,
+   "host_backward_canary_seconds": 1.996896000008519e-05,
    "pass_seconds": [
-    0.00014085824012756348,
-    0.00019449792861938475,
-    0.00014932031631469727
+    0.00023255104064941404,
+    0.00020711360931396485,
+    0.00019885311126708984
    ],
    "pass_host_canary_seconds": [
-    7.4571050004124115e-06,
-    9.710697500509014e-06,
-    7.42955999953665e-06
+    1.0727379999977415e-05,
+    1.1178230000012946e-05,
+    1.1394839999923078e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.996896000008519e-05,
+    2.2271790000019107e-05,
+    1.881650999990825e-05
    ]
   },
   "layer_steady_conv1d_nobias_autocast": {
-   "seconds": 0.0003421241760253906,
-   "min": 0.0002443462371826172,
-   "max": 0.0006078131103515625,
+   "seconds": 0.0004601715087890625,
+   "min": 0.0002943449592590332,
+   "max": 0.0007624237060546875,
    "samples": 33,
    "method": "one tiny conv1d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.673980000253323e-06,
+   "host_canary_seconds": 1.0930500000014831e-05,
+   "host_backward_canary_seconds": 1.9747640000105093e-05,
    "pass_seconds": [
-    0.00027190912246704104,
-    0.00045101951599121095,
-    0.0003421241760253906
+    0.0005436972808837891,
+    0.0004601715087890625,
+    0.00033663486480712895
    ],
    "pass_host_canary_seconds": [
-    8.673980000253323e-06,
-    1.0124184999540376e-05,
-    9.098819999735497e-06
+    1.0930500000014831e-05,
+    1.1416984999925717e-05,
+    1.0973269999965397e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.9747640000105093e-05,
+    2.1288570000024265e-05,
+    1.6867789999963632e-05
    ]
   },
   "layer_steady_batchnorm2d": {
-   "seconds": 0.00017891199111938475,
-   "min": 0.00014958144187927246,
-   "max": 0.0002887174415588379,
+   "seconds": 0.00020690624237060547,
+   "min": 0.00015088959693908692,
+   "max": 0.00025937984466552737,
    "samples": 33,
    "method": "one tiny batchnorm2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.671270000173535e-06,
+   "host_canary_seconds": 8.007664999958308e-06,
+   "host_backward_canary_seconds": 1.648017500002652e-05,
    "pass_seconds": [
-    0.00016651071548461915,
-    0.00024121728897094727,
-    0.00017891199111938475
+    0.0001706208038330078,
+    0.0002520563125610352,
+    0.00020690624237060547
    ],
    "pass_host_canary_seconds": [
-    7.671270000173535e-06,
-    9.694569999965097e-06,
-    8.746620000010808e-06
+    8.007664999958308e-06,
+    1.1475254999879781e-05,
+    1.0763070000052721e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.648017500002652e-05,
+    2.180334000001949e-05,
+    1.6847070000096665e-05
    ]
   },
   "layer_steady_batchnorm2d_autocast": {
-   "seconds": 0.00018528320312499998,
-   "min": 0.0001716633605957031,
-   "max": 0.00034849792480468755,
+   "seconds": 0.00027421247482299806,
+   "min": 0.00021041727066040038,
+   "max": 0.0004947552108764648,
    "samples": 33,
    "method": "one tiny batchnorm2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.621309999876757e-06,
+   "host_canary_seconds": 8.354654999962463e-06,
+   "host_backward_canary_seconds": 2.089878999996131e-05,
    "pass_seconds": [
-    0.00018528320312499998,
-    0.00027244672775268556,
-    0.00017764543533325193
+    0.0002210105514526367,
+    0.00027604543685913084,
+    0.00027421247482299806
    ],
    "pass_host_canary_seconds": [
-    7.621309999876757e-06,
-    9.583120000797862e-06,
-    6.892089999723793e-06
+    8.354654999962463e-06,
+    1.1483225000006314e-05,
+    1.1174770000081935e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.089878999996131e-05,
+    2.164175999979534e-05,
+    1.906167000015557e-05
    ]
   },
   "layer_steady_layernorm": {
-   "seconds": 0.00011936256408691406,
-   "min": 9.20083236694336e-05,
-   "max": 0.00015476799964904786,
+   "seconds": 0.00015298687934875487,
+   "min": 0.00010727359771728515,
+   "max": 0.00019857471466064452,
    "samples": 33,
    "method": "one tiny layernorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.338902499895994e-06,
+   "host_canary_seconds": 8.257479999969063e-06,
+   "host_backward_canary_seconds": 1.652688000007174e-05,
    "pass_seconds": [
-    0.00011936256408691406,
-    0.0001402995204925537,
-    0.00010660096168518067
+    0.00012771519660949705,
+    0.00015298687934875487,
+    0.00017624576568603514
    ],
    "pass_host_canary_seconds": [
-    7.338902499895994e-06,
-    9.126285000320422e-06,
-    6.7301650005902046e-06
+    8.257479999969063e-06,
+    8.828560000040398e-06,
+    1.0883220000010851e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.652688000007174e-05,
+    2.0727050000175495e-05,
+    1.795611999995117e-05
    ]
   },
   "layer_steady_layernorm_autocast": {
-   "seconds": 0.00014980159759521485,
-   "min": 0.00012541184425354004,
-   "max": 0.000234135684967041,
+   "seconds": 0.00016469823837280274,
+   "min": 0.00012392704010009763,
+   "max": 0.0002542854309082031,
    "samples": 33,
    "method": "one tiny layernorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0463239999580764e-05,
+   "host_canary_seconds": 8.214469999998642e-06,
+   "host_backward_canary_seconds": 1.5177330000000212e-05,
    "pass_seconds": [
-    0.0001699078369140625,
-    0.00014980159759521485,
-    0.00014415167808532714
+    0.00014422975540161133,
+    0.00016469823837280274,
+    0.0002063884735107422
    ],
    "pass_host_canary_seconds": [
-    1.0463239999580764e-05,
-    9.03152499972748e-06,
-    8.141685000282451e-06
+    8.214469999998642e-06,
+    8.490052499965372e-06,
+    1.0982514999966498e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.5177330000000212e-05,
+    2.075001999997994e-05,
+    1.713191999982655e-05
    ]
   },
   "layer_steady_groupnorm": {
-   "seconds": 0.00019810815811157226,
-   "min": 0.00016616575241088866,
-   "max": 0.0003269388961791992,
+   "seconds": 0.00022750207901000978,
+   "min": 0.00021030975341796877,
+   "max": 0.00037990592956542966,
    "samples": 33,
    "method": "one tiny groupnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.373195000468513e-06,
+   "host_canary_seconds": 7.645204999988665e-06,
+   "host_backward_canary_seconds": 1.3685640000034028e-05,
    "pass_seconds": [
-    0.00019810815811157226,
-    0.00022251136779785158,
-    0.00018355840682983396
+    0.00022006847381591795,
+    0.00022750207901000978,
+    0.00022884544372558596
    ],
    "pass_host_canary_seconds": [
-    7.373195000468513e-06,
-    9.95193499989e-06,
-    7.128875000717016e-06
+    7.645204999988665e-06,
+    7.908609999986993e-06,
+    7.700674999995272e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.3685640000034028e-05,
+    2.0946109999897543e-05,
+    1.3997960000153853e-05
    ]
   },
   "layer_steady_groupnorm_autocast": {
-   "seconds": 0.0002199545669555664,
-   "min": 0.0001722598457336426,
-   "max": 0.0003788006210327149,
+   "seconds": 0.00026701248168945315,
+   "min": 0.00024247999191284177,
+   "max": 0.00039574527740478515,
    "samples": 33,
    "method": "one tiny groupnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.5217799997062685e-06,
+   "host_canary_seconds": 1.0073734999949124e-05,
+   "host_backward_canary_seconds": 1.5467400000090948e-05,
    "pass_seconds": [
-    0.0002199545669555664,
-    0.0002442572784423828,
-    0.00019775167465209962
+    0.00027153728485107423,
+    0.00025869504928588866,
+    0.00026701248168945315
    ],
    "pass_host_canary_seconds": [
-    7.5217799997062685e-06,
-    9.870500000488392e-06,
-    7.547382500661115e-06
+    1.0073734999949124e-05,
+    8.14071999997168e-06,
+    7.96595500005992e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.5467400000090948e-05,
+    2.0839770000122824e-05,
+    1.4424750000046061e-05
    ]
   },
   "layer_steady_relu": {
-   "seconds": 8.638655662536621e-05,
-   "min": 6.88979196548462e-05,
-   "max": 0.00014697024345397948,
+   "seconds": 0.00010941439628601074,
+   "min": 9.282560348510742e-05,
+   "max": 0.00012606911659240723,
    "samples": 33,
    "method": "one tiny relu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.229419999816855e-06,
+   "host_canary_seconds": 1.0055329999971718e-05,
+   "host_backward_canary_seconds": 1.66438450000328e-05,
    "pass_seconds": [
-    8.638655662536621e-05,
-    9.480959892272949e-05,
-    7.479680061340333e-05
+    0.00011257535934448242,
+    9.994496345520019e-05,
+    0.00010941439628601074
    ],
    "pass_host_canary_seconds": [
-    7.229419999816855e-06,
-    9.145017500031827e-06,
-    6.721035000509801e-06
+    1.0055329999971718e-05,
+    7.84729999999456e-06,
+    9.51946000000703e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.66438450000328e-05,
+    2.0790300000186334e-05,
+    2.2086650000119333e-05
    ]
   },
   "layer_steady_relu_autocast": {
-   "seconds": 0.00011080575942993163,
-   "min": 8.679231643676758e-05,
-   "max": 0.00017371519088745118,
+   "seconds": 0.0001430463981628418,
+   "min": 0.00010260928153991698,
+   "max": 0.00016563455581665042,
    "samples": 33,
    "method": "one tiny relu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.349100000055842e-06,
+   "host_canary_seconds": 1.0036924999994312e-05,
+   "host_backward_canary_seconds": 1.8505460000000086e-05,
    "pass_seconds": [
-    0.00011080575942993163,
-    0.00011598015785217285,
-    9.956543922424316e-05
+    0.0001430463981628418,
+    0.00011580608367919921,
+    0.00015282815933227538
    ],
    "pass_host_canary_seconds": [
-    7.349100000055842e-06,
-    9.263980000469019e-06,
-    8.082200000103513e-06
+    1.0036924999994312e-05,
+    8.001570000004677e-06,
+    1.0684714999911194e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.8505460000000086e-05,
+    1.7068730000175946e-05,
+    2.141561000001957e-05
    ]
   },
   "layer_steady_gelu": {
-   "seconds": 7.761856079101562e-05,
-   "min": 6.924543857574463e-05,
-   "max": 0.0001340236759185791,
+   "seconds": 9.198016166687011e-05,
+   "min": 8.361536026000976e-05,
+   "max": 0.0001314521598815918,
    "samples": 33,
    "method": "one tiny gelu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.819442500363038e-06,
+   "host_canary_seconds": 1.0075782500003071e-05,
+   "host_backward_canary_seconds": 1.8185249999973505e-05,
    "pass_seconds": [
-    7.761856079101562e-05,
-    9.142399787902832e-05,
-    7.687744140625e-05
+    8.698240280151366e-05,
+    9.198016166687011e-05,
+    0.00012568960189819335
    ],
    "pass_host_canary_seconds": [
-    7.819442500363038e-06,
-    1.0598702500601576e-05,
-    7.989489999999932e-06
+    1.0075782500003071e-05,
+    8.141412499966805e-06,
+    1.0729397500099935e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.8185249999973505e-05,
+    1.536239499984049e-05,
+    2.1338915000086446e-05
    ]
   },
   "layer_steady_gelu_autocast": {
-   "seconds": 0.00010763327598571776,
-   "min": 8.683456420898437e-05,
-   "max": 0.00019296127319335936,
+   "seconds": 0.00012647104263305666,
+   "min": 9.859007835388183e-05,
+   "max": 0.0001722496032714844,
    "samples": 33,
    "method": "one tiny gelu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.541949999563258e-06,
+   "host_canary_seconds": 1.0263590000008093e-05,
+   "host_backward_canary_seconds": 2.1282809999974006e-05,
    "pass_seconds": [
-    0.00010763327598571776,
-    0.00011289983749389649,
-    0.00010152064323425292
+    0.00012647104263305666,
+    0.00010169343948364258,
+    0.0001624051284790039
    ],
    "pass_host_canary_seconds": [
-    7.541949999563258e-06,
-    9.312729999919612e-06,
-    8.083504999945034e-06
+    1.0263590000008093e-05,
+    7.774314999977605e-06,
+    1.1062230000078443e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.1282809999974006e-05,
+    1.6958665000004203e-05,
+    2.097117000005255e-05
    ]
   },
   "layer_steady_silu": {
-   "seconds": 9.248576164245605e-05,
-   "min": 7.204607963562011e-05,
-   "max": 0.00015476672172546387,
+   "seconds": 9.199935913085938e-05,
+   "min": 8.104319572448731e-05,
+   "max": 0.00013569536209106446,
    "samples": 33,
    "method": "one tiny silu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.3184950002769255e-06,
+   "host_canary_seconds": 7.984054999994327e-06,
+   "host_backward_canary_seconds": 1.85094649999229e-05,
    "pass_seconds": [
-    9.248576164245605e-05,
-    9.25715160369873e-05,
-    8.664832115173341e-05
+    9.199935913085938e-05,
+    8.65113639831543e-05,
+    0.00012690688133239745
    ],
    "pass_host_canary_seconds": [
-    7.3184950002769255e-06,
-    9.126594999884219e-06,
-    7.727587499744004e-06
+    7.984054999994327e-06,
+    8.182682499935369e-06,
+    1.0723995000034848e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.85094649999229e-05,
+    1.915003000007687e-05,
+    2.0064130000037038e-05
    ]
   },
   "layer_steady_silu_autocast": {
-   "seconds": 0.00010319231986999511,
-   "min": 8.927231788635253e-05,
-   "max": 0.00017626688003540038,
+   "seconds": 0.00011309503555297852,
+   "min": 0.00010014847755432129,
+   "max": 0.00016307136535644533,
    "samples": 33,
    "method": "one tiny silu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.47643250008423e-06,
+   "host_canary_seconds": 7.550707499959231e-06,
+   "host_backward_canary_seconds": 1.883714999998176e-05,
    "pass_seconds": [
-    0.00010319231986999511,
-    0.00012403712272644044,
-    0.00010314880371093749
+    0.00011309503555297852,
+    0.00010864447593688966,
+    0.00011844672203063966
    ],
    "pass_host_canary_seconds": [
-    7.47643250008423e-06,
-    9.701994999886665e-06,
-    8.084735000011279e-06
+    7.550707499959231e-06,
+    8.836390000013239e-06,
+    7.92583000006175e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.883714999998176e-05,
+    1.6283734999973376e-05,
+    2.2485449999862794e-05
    ]
   },
   "layer_steady_tanh": {
-   "seconds": 8.637887954711914e-05,
-   "min": 7.304768085479737e-05,
-   "max": 0.0001515891170501709,
+   "seconds": 9.406720161437989e-05,
+   "min": 8.158016204833984e-05,
+   "max": 0.0001221491241455078,
    "samples": 33,
    "method": "one tiny tanh layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.530940000037844e-06,
+   "host_canary_seconds": 7.401124999972808e-06,
+   "host_backward_canary_seconds": 1.8917344999991315e-05,
    "pass_seconds": [
-    8.196224212646485e-05,
-    0.00010555520057678222,
-    8.637887954711914e-05
+    8.926272392272949e-05,
+    0.00010010751724243163,
+    9.406720161437989e-05
    ],
    "pass_host_canary_seconds": [
-    7.530940000037844e-06,
-    1.0219545000040853e-05,
-    7.826767500205279e-06
+    7.401124999972808e-06,
+    9.983737500007806e-06,
+    7.828562500051817e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.8917344999991315e-05,
+    1.9172589999811863e-05,
+    2.1424030000076754e-05
    ]
   },
   "layer_steady_tanh_autocast": {
-   "seconds": 0.0001235871982574463,
-   "min": 9.149184226989746e-05,
-   "max": 0.0002146099281311035,
+   "seconds": 0.00011436927795410155,
+   "min": 9.994048118591309e-05,
+   "max": 0.00016208639144897461,
    "samples": 33,
    "method": "one tiny tanh layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.184012500009886e-06,
+   "host_canary_seconds": 7.242347499989421e-06,
+   "host_backward_canary_seconds": 1.779410499999301e-05,
    "pass_seconds": [
-    0.00012375807762145998,
-    0.0001235871982574463,
-    0.00010655296325683594
+    0.00010591744422912597,
+    0.00014636351585388182,
+    0.00011436927795410155
    ],
    "pass_host_canary_seconds": [
-    8.184012500009886e-06,
-    9.990725000079691e-06,
-    8.170302500616344e-06
+    7.242347499989421e-06,
+    1.115875500005359e-05,
+    7.891344999961802e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.779410499999301e-05,
+    1.8640099999913672e-05,
+    1.6761519999874964e-05
    ]
   },
   "layer_steady_sigmoid": {
-   "seconds": 9.336319923400879e-05,
-   "min": 7.587520122528077e-05,
-   "max": 0.00014011455535888672,
+   "seconds": 9.204928398132324e-05,
+   "min": 7.939136028289796e-05,
+   "max": 0.0001271833610534668,
    "samples": 33,
    "method": "one tiny sigmoid layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.454962499764406e-06,
+   "host_canary_seconds": 7.622780000033913e-06,
+   "host_backward_canary_seconds": 1.828217499998175e-05,
    "pass_seconds": [
-    9.336319923400879e-05,
-    9.996543884277344e-05,
-    9.0314884185791e-05
+    9.576831817626953e-05,
+    8.897407531738282e-05,
+    9.204928398132324e-05
    ],
    "pass_host_canary_seconds": [
-    7.454962499764406e-06,
-    9.893994999856658e-06,
-    7.098902499933502e-06
+    7.622780000033913e-06,
+    8.126472500009642e-06,
+    7.999892499981342e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.828217499998175e-05,
+    1.743351499996493e-05,
+    2.0799745000061874e-05
    ]
   },
   "layer_steady_sigmoid_autocast": {
-   "seconds": 0.00010696576118469239,
-   "min": 9.220352172851563e-05,
-   "max": 0.00020358655929565432,
+   "seconds": 0.00012446463584899902,
+   "min": 9.064512252807617e-05,
+   "max": 0.00015619775772094727,
    "samples": 33,
    "method": "one tiny sigmoid layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.233379999751379e-06,
+   "host_canary_seconds": 7.441595000017287e-06,
+   "host_backward_canary_seconds": 1.709257999998215e-05,
    "pass_seconds": [
-    0.00010696576118469239,
-    0.00012139007568359375,
-    9.728832244873047e-05
+    9.518719673156739e-05,
+    0.0001255020809173584,
+    0.00012446463584899902
    ],
    "pass_host_canary_seconds": [
-    8.233379999751379e-06,
-    1.0537599999906888e-05,
-    6.983897500276726e-06
+    7.441595000017287e-06,
+    7.88102000001345e-06,
+    8.426804999999149e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.709257999998215e-05,
+    2.156880000001138e-05,
+    2.1589554999934536e-05
    ]
   },
   "layer_steady_dropout": {
-   "seconds": 0.00010101056098937989,
-   "min": 8.464832305908203e-05,
-   "max": 0.0001681235122680664,
+   "seconds": 0.00010976575851440428,
+   "min": 8.001407623291016e-05,
+   "max": 0.00017078655242919923,
    "samples": 33,
    "method": "one tiny dropout layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.708027500006211e-06,
+   "host_canary_seconds": 8.880815000011922e-06,
+   "host_backward_canary_seconds": 1.6418334999954708e-05,
    "pass_seconds": [
-    0.00010101056098937989,
-    0.00010858752250671388,
-    8.851903915405273e-05
+    0.00010976575851440428,
+    0.0001096780776977539,
+    0.00016108991622924805
    ],
    "pass_host_canary_seconds": [
-    8.708027500006211e-06,
-    1.0375040000099034e-05,
-    6.833652500404242e-06
+    8.880815000011922e-06,
+    7.82619500000692e-06,
+    1.1585870000061505e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.6418334999954708e-05,
+    2.1347125000090727e-05,
+    2.142268999989483e-05
    ]
   },
   "layer_steady_dropout_autocast": {
-   "seconds": 0.00013050047874450685,
-   "min": 9.198335647583009e-05,
-   "max": 0.00021214271545410158,
+   "seconds": 0.00014203840255737305,
+   "min": 0.00012080767631530761,
+   "max": 0.00023779199600219725,
    "samples": 33,
    "method": "one tiny dropout layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.871820000171283e-06,
+   "host_canary_seconds": 1.02884600000408e-05,
+   "host_backward_canary_seconds": 1.6929039999951102e-05,
    "pass_seconds": [
-    0.00014310400009155273,
-    0.00013050047874450685,
-    9.344575881958007e-05
+    0.00014203840255737305,
+    0.0001277190399169922,
+    0.00017000192642211914
    ],
    "pass_host_canary_seconds": [
-    9.871820000171283e-06,
-    1.0603250000258413e-05,
-    6.765864999920268e-06
+    1.02884600000408e-05,
+    7.716974999993909e-06,
+    1.1598842500006867e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.6929039999951102e-05,
+    1.966618000011522e-05,
+    2.1430100000117138e-05
    ]
   },
   "layer_steady_dropout_identity": {
-   "seconds": 7.447936058044433e-05,
-   "min": 5.6700801849365236e-05,
-   "max": 9.943488121032716e-05,
+   "seconds": 6.420991897583008e-05,
+   "min": 6.0165758132934575e-05,
+   "max": 0.00010877887725830077,
    "samples": 33,
    "method": "one tiny dropout_identity layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1024827499568347e-05,
+   "host_canary_seconds": 1.0274649999999497e-05,
+   "host_backward_canary_seconds": 1.604693999993856e-05,
    "pass_seconds": [
-    8.769536018371581e-05,
-    7.447936058044433e-05,
-    6.006015777587891e-05
+    6.236544132232665e-05,
+    6.420991897583008e-05,
+    9.980223655700683e-05
    ],
    "pass_host_canary_seconds": [
-    1.1024827499568347e-05,
-    9.763122499748532e-06,
-    6.926690000454982e-06
+    1.0274649999999497e-05,
+    7.3836750000566556e-06,
+    1.1336035000013566e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.604693999993856e-05,
+    1.8548790000068037e-05,
+    2.2434230000101252e-05
    ]
   },
   "layer_steady_dropout_identity_autocast": {
-   "seconds": 9.307200431823732e-05,
-   "min": 7.050623893737793e-05,
-   "max": 0.00014107839584350586,
+   "seconds": 0.00011230143547058106,
+   "min": 8.622591972351074e-05,
+   "max": 0.0001610700798034668,
    "samples": 33,
    "method": "one tiny dropout_identity layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1166159999902448e-05,
+   "host_canary_seconds": 1.067849749997407e-05,
+   "host_backward_canary_seconds": 1.634101999989923e-05,
    "pass_seconds": [
-    0.00011608063697814941,
-    9.307200431823732e-05,
-    7.422783851623535e-05
+    0.00011230143547058106,
+    9.632831573486328e-05,
+    0.00013754752159118652
    ],
    "pass_host_canary_seconds": [
-    1.1166159999902448e-05,
-    9.515355000075942e-06,
-    7.055459999492086e-06
+    1.067849749997407e-05,
+    7.663567499989199e-06,
+    1.1143440000012106e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.634101999989923e-05,
+    2.0916595000102235e-05,
+    2.2033740000040324e-05
    ]
   },
   "layer_steady_add": {
-   "seconds": 9.783488273620606e-05,
-   "min": 7.891967773437499e-05,
-   "max": 0.00015961983680725097,
+   "seconds": 0.00013271103858947754,
+   "min": 0.0001078112030029297,
+   "max": 0.0001756390380859375,
    "samples": 33,
    "method": "one tiny add layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.116046499987533e-05,
+   "host_canary_seconds": 1.0891089999987002e-05,
+   "host_backward_canary_seconds": 1.8294779999905585e-05,
    "pass_seconds": [
-    0.00014853759765625,
-    9.783488273620606e-05,
-    8.11513614654541e-05
+    0.00013271103858947754,
+    0.00011501440048217773,
+    0.0001645420837402344
    ],
    "pass_host_canary_seconds": [
-    1.116046499987533e-05,
-    7.142719999819746e-06,
-    6.757037500051411e-06
+    1.0891089999987002e-05,
+    7.47605749999991e-06,
+    1.0989244999990433e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.8294779999905585e-05,
+    1.9977415000056454e-05,
+    2.148420000025908e-05
    ]
   },
   "layer_steady_add_autocast": {
-   "seconds": 0.00014805888175964356,
-   "min": 9.615103721618652e-05,
-   "max": 0.0001943244743347168,
+   "seconds": 0.00016245567321777343,
+   "min": 0.00012751999855041505,
+   "max": 0.0002350636863708496,
    "samples": 33,
    "method": "one tiny add layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0718974999690545e-05,
+   "host_canary_seconds": 1.0758350000017457e-05,
+   "host_backward_canary_seconds": 1.8866300000013325e-05,
    "pass_seconds": [
-    0.00017657663345336912,
-    0.00014805888175964356,
-    0.00010664832115173341
+    0.00016245567321777343,
+    0.00013654656410217285,
+    0.00021451904296875002
    ],
    "pass_host_canary_seconds": [
-    1.0718974999690545e-05,
-    9.324239999841667e-06,
-    6.628669999031444e-06
+    1.0758350000017457e-05,
+    7.713220000056254e-06,
+    1.0935600000010482e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.8866300000013325e-05,
+    2.078474999990476e-05,
+    2.172939999979917e-05
    ]
   },
   "layer_steady_mul": {
-   "seconds": 0.00011423487663269043,
-   "min": 7.893184185028075e-05,
-   "max": 0.00015784576416015626,
+   "seconds": 0.00011446720123291015,
+   "min": 9.136639595031738e-05,
+   "max": 0.00016019840240478515,
    "samples": 33,
    "method": "one tiny mul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.097570999945674e-05,
+   "host_canary_seconds": 8.86035249997974e-06,
+   "host_backward_canary_seconds": 1.6150649999957524e-05,
    "pass_seconds": [
-    0.0001392518424987793,
-    0.00011423487663269043,
-    8.782655715942382e-05
+    0.00010300800323486329,
+    0.00011446720123291015,
+    0.00015117119789123535
    ],
    "pass_host_canary_seconds": [
-    1.097570999945674e-05,
-    9.371444999715095e-06,
-    6.393479999928786e-06
+    8.86035249997974e-06,
+    7.806424999969863e-06,
+    1.0937889999951267e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.6150649999957524e-05,
+    2.0970400000095425e-05,
+    2.1082080000098813e-05
    ]
   },
   "layer_steady_mul_autocast": {
-   "seconds": 0.00014513855934143065,
-   "min": 9.810111999511718e-05,
-   "max": 0.00019051328659057618,
+   "seconds": 0.00014895615577697753,
+   "min": 0.00011883392333984374,
+   "max": 0.00019113344192504884,
    "samples": 33,
    "method": "one tiny mul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0619644999678712e-05,
+   "host_canary_seconds": 1.042316499997753e-05,
+   "host_backward_canary_seconds": 1.591656999991642e-05,
    "pass_seconds": [
-    0.00016302911758422851,
-    0.00014513855934143065,
-    0.00010558591842651367
+    0.00014926655769348146,
+    0.00014895615577697753,
+    0.00012694016456604002
    ],
    "pass_host_canary_seconds": [
-    1.0619644999678712e-05,
-    9.356245000162744e-06,
-    6.632150000314141e-06
+    1.042316499997753e-05,
+    9.699165000114362e-06,
+    7.483404999959475e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.591656999991642e-05,
+    2.1557720000089376e-05,
+    2.0328889999916554e-05
    ]
   },
   "layer_steady_softmax": {
-   "seconds": 9.574591636657714e-05,
-   "min": 7.224639892578124e-05,
-   "max": 0.00012319744110107423,
+   "seconds": 0.00010704511642456055,
+   "min": 8.758655548095703e-05,
+   "max": 0.00017638336181640624,
    "samples": 33,
    "method": "one tiny softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.962529999190337e-06,
+   "host_canary_seconds": 1.0725355000005266e-05,
+   "host_backward_canary_seconds": 1.877085499998543e-05,
    "pass_seconds": [
-    0.00010703488349914551,
-    9.574591636657714e-05,
-    7.96665620803833e-05
+    0.00011751551628112793,
+    0.00010704511642456055,
+    0.00010259008407592774
    ],
    "pass_host_canary_seconds": [
-    7.962529999190337e-06,
-    7.467410000003838e-06,
-    6.61728250008764e-06
+    1.0725355000005266e-05,
+    8.897292500051889e-06,
+    7.743084999987104e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.877085499998543e-05,
+    2.0800959999860426e-05,
+    2.0624464999912108e-05
    ]
   },
   "layer_steady_softmax_autocast": {
-   "seconds": 0.00011520447731018067,
-   "min": 9.442432403564454e-05,
-   "max": 0.0001425766372680664,
+   "seconds": 0.00016867904663085936,
+   "min": 0.0001160326385498047,
+   "max": 0.00022078208923339844,
    "samples": 33,
    "method": "one tiny softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.671225000080994e-06,
+   "host_canary_seconds": 1.077779500000986e-05,
+   "host_backward_canary_seconds": 1.8211950000051047e-05,
    "pass_seconds": [
-    0.00012340928077697754,
-    0.00011520447731018067,
-    9.97913646697998e-05
+    0.00016867904663085936,
+    0.00012634559631347655,
+    0.00018494911193847656
    ],
    "pass_host_canary_seconds": [
-    7.671225000080994e-06,
-    7.20859749947067e-06,
-    6.7693300002247264e-06
+    1.077779500000986e-05,
+    7.4532600000054575e-06,
+    1.1289390000044364e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.8211950000051047e-05,
+    2.1191670000177965e-05,
+    2.20923949999019e-05
    ]
   },
   "layer_steady_log_softmax": {
-   "seconds": 8.199935913085937e-05,
-   "min": 6.710527896881103e-05,
-   "max": 9.254591941833497e-05,
+   "seconds": 0.00010461183547973633,
+   "min": 8.679743766784667e-05,
+   "max": 0.00013881855964660645,
    "samples": 33,
    "method": "one tiny log_softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.792912500121929e-06,
+   "host_canary_seconds": 1.0759787499985408e-05,
+   "host_backward_canary_seconds": 1.721696000004158e-05,
    "pass_seconds": [
-    8.896639823913573e-05,
-    8.199935913085937e-05,
-    7.232192039489746e-05
+    0.00010461183547973633,
+    9.699135780334474e-05,
+    0.00010751040458679199
    ],
    "pass_host_canary_seconds": [
-    7.792912500121929e-06,
-    7.211092499801453e-06,
-    6.782730000622905e-06
+    1.0759787499985408e-05,
+    7.961442500032944e-06,
+    1.0327087500101584e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.721696000004158e-05,
+    2.1496380000058935e-05,
+    2.1188169999817318e-05
    ]
   },
   "layer_steady_log_softmax_autocast": {
-   "seconds": 0.00011565119743347168,
-   "min": 8.425727844238281e-05,
-   "max": 0.00016153728485107421,
+   "seconds": 0.00013938112258911133,
+   "min": 0.00010825216293334961,
+   "max": 0.00018737472534179688,
    "samples": 33,
    "method": "one tiny log_softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.850509999798304e-06,
+   "host_canary_seconds": 1.0974204999953941e-05,
+   "host_backward_canary_seconds": 1.6977479999980007e-05,
    "pass_seconds": [
-    0.00011565119743347168,
-    0.0001244819164276123,
-    9.138239860534667e-05
+    0.00016878400802612304,
+    0.00011364480018615723,
+    0.00013938112258911133
    ],
    "pass_host_canary_seconds": [
-    7.850509999798304e-06,
-    9.715285000311268e-06,
-    6.709182499662347e-06
+    1.0974204999953941e-05,
+    7.777992500024312e-06,
+    1.1327124999951365e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.6977479999980007e-05,
+    2.088813999989725e-05,
+    1.986638000005314e-05
    ]
   },
   "layer_steady_cross_entropy": {
-   "seconds": 0.00015284095764160155,
-   "min": 9.701312065124511e-05,
-   "max": 0.00018027135848999024,
+   "seconds": 0.00015981760025024415,
+   "min": 0.00013419136047363283,
+   "max": 0.0001901158332824707,
    "samples": 33,
    "method": "one tiny cross_entropy layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.03602499988665e-06,
+   "host_canary_seconds": 1.072308499999508e-05,
+   "host_backward_canary_seconds": 1.6391490000131625e-05,
    "pass_seconds": [
-    0.00015284095764160155,
-    0.0001535756778717041,
-    9.863871574401855e-05
+    0.00017225664138793948,
+    0.00013981823921203613,
+    0.00015981760025024415
    ],
    "pass_host_canary_seconds": [
-    9.03602499988665e-06,
-    1.03376999993543e-05,
-    7.020385000373608e-06
+    1.072308499999508e-05,
+    7.5065400000084994e-06,
+    1.072110999999154e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.6391490000131625e-05,
+    2.066198999983726e-05,
+    1.9851589999859698e-05
    ]
   },
   "layer_steady_cross_entropy_autocast": {
-   "seconds": 0.00017108863830566406,
-   "min": 0.00011896703720092774,
-   "max": 0.00022580928802490234,
+   "seconds": 0.00020648448944091797,
+   "min": 0.00016660480499267578,
+   "max": 0.000288984317779541,
    "samples": 33,
    "method": "one tiny cross_entropy layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.02496000037445e-06,
+   "host_canary_seconds": 1.0886275000032697e-05,
+   "host_backward_canary_seconds": 1.970501999991825e-05,
    "pass_seconds": [
-    0.00019832639694213866,
-    0.00017108863830566406,
-    0.00012525504112243652
+    0.0002477529525756836,
+    0.00019676095962524416,
+    0.00020648448944091797
    ],
    "pass_host_canary_seconds": [
-    9.02496000037445e-06,
-    1.0030610000058004e-05,
-    7.125789999236076e-06
+    1.0886275000032697e-05,
+    1.0228619999921308e-05,
+    1.082700499978273e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.970501999991825e-05,
+    2.0627429999962033e-05,
+    2.1207709999657708e-05
    ]
   },
   "layer_steady_embedding": {
-   "seconds": 0.0002668569564819336,
-   "min": 0.0002217184066772461,
-   "max": 0.0004413740921020508,
+   "seconds": 0.0003995264053344726,
+   "min": 0.00029654592514038086,
+   "max": 0.0005480652618408203,
    "samples": 33,
    "method": "one tiny embedding layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0662372500291894e-05,
+   "host_canary_seconds": 1.0886275000032697e-05,
+   "host_backward_canary_seconds": 1.9081610000029058e-05,
    "pass_seconds": [
-    0.00034044544219970707,
-    0.000225798397064209,
-    0.0002668569564819336
+    0.0003995264053344726,
+    0.00044833728790283204,
+    0.00036950592041015625
    ],
    "pass_host_canary_seconds": [
-    1.0662372500291894e-05,
-    7.482897499926366e-06,
-    8.048495000139156e-06
+    1.0886275000032697e-05,
+    1.0451220000007312e-05,
+    1.082700499978273e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.9081610000029058e-05,
+    2.0801044999956275e-05,
+    2.041634000022441e-05
    ]
   },
   "layer_steady_embedding_autocast": {
-   "seconds": 0.00030300735473632814,
-   "min": 0.00023873151779174804,
-   "max": 0.0005285030364990235,
+   "seconds": 0.00041927745819091795,
+   "min": 0.0002805459213256836,
+   "max": 0.0006242911911010742,
    "samples": 33,
    "method": "one tiny embedding layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0705905000349957e-05,
+   "host_canary_seconds": 1.0563579999995909e-05,
+   "host_backward_canary_seconds": 1.8543930000021192e-05,
    "pass_seconds": [
-    0.0003914579010009766,
-    0.00030300735473632814,
-    0.0002711283111572266
+    0.00041927745819091795,
+    0.0005080774307250976,
+    0.00035224193572998047
    ],
    "pass_host_canary_seconds": [
-    1.0705905000349957e-05,
-    1.0373827500416155e-05,
-    7.3115850000249335e-06
+    1.0563579999995909e-05,
+    1.1125260000000026e-05,
+    8.567609999943215e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.8543930000021192e-05,
+    2.058293000004596e-05,
+    2.0524589999695308e-05
    ]
   },
   "layer_steady_embedding_atomic": {
-   "seconds": 0.00011802047729492187,
-   "min": 9.09228801727295e-05,
-   "max": 0.00028795135498046873,
+   "seconds": 0.00013367487907409669,
+   "min": 0.0001174124813079834,
+   "max": 0.00015039296150207518,
    "samples": 33,
    "method": "one tiny embedding_atomic layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.6031070000508407e-05,
+   "host_canary_seconds": 1.0894185000012157e-05,
+   "host_backward_canary_seconds": 1.83642500000758e-05,
    "pass_seconds": [
-    0.00022048383712768553,
-    0.00011802047729492187,
-    9.389311790466307e-05
+    0.00013367487907409669,
+    0.00014302528381347657,
+    0.0001242470359802246
    ],
    "pass_host_canary_seconds": [
-    1.6031070000508407e-05,
-    1.0303882500579676e-05,
-    6.966825000063181e-06
+    1.0894185000012157e-05,
+    1.1242825000010725e-05,
+    1.1408150000136174e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.83642500000758e-05,
+    2.125054999993381e-05,
+    1.6810299999860945e-05
    ]
   },
   "layer_steady_embedding_atomic_autocast": {
-   "seconds": 0.00013866559982299805,
-   "min": 9.614272117614746e-05,
-   "max": 0.00039078910827636715,
+   "seconds": 0.00016894655227661136,
+   "min": 0.00013997311592102053,
+   "max": 0.0001799577522277832,
    "samples": 33,
    "method": "one tiny embedding_atomic layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1939624999968147e-05,
+   "host_canary_seconds": 1.091146499994977e-05,
+   "host_backward_canary_seconds": 1.832000999996808e-05,
    "pass_seconds": [
-    0.00031951871871948245,
-    0.00013866559982299805,
-    9.860287666320801e-05
+    0.00016894655227661136,
+    0.000172938232421875,
+    0.00014839360237121581
    ],
    "pass_host_canary_seconds": [
-    1.1939624999968147e-05,
-    1.0329030000093552e-05,
-    6.840154999849801e-06
+    1.091146499994977e-05,
+    1.090941499995779e-05,
+    1.0993340000027274e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.832000999996808e-05,
+    2.0809240000119188e-05,
+    1.6676360000360547e-05
    ]
   },
   "layer_steady_maxpool2d": {
-   "seconds": 0.00012436479568481444,
-   "min": 7.660672187805175e-05,
-   "max": 0.0002419340705871582,
+   "seconds": 0.00012860927581787108,
+   "min": 0.00011048383712768555,
+   "max": 0.00013880703926086427,
    "samples": 33,
    "method": "one tiny maxpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.291210749968741e-05,
+   "host_canary_seconds": 1.0856144999991102e-05,
+   "host_backward_canary_seconds": 1.806419999994091e-05,
    "pass_seconds": [
-    0.00017893312454223632,
-    0.00012436479568481444,
-    7.782336235046387e-05
+    0.0001305401611328125,
+    0.0001187110424041748,
+    0.00012860927581787108
    ],
    "pass_host_canary_seconds": [
-    1.291210749968741e-05,
-    1.0622194999996281e-05,
-    6.834737500298616e-06
+    1.0856144999991102e-05,
+    1.0679734999996527e-05,
+    1.0483960000158277e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.806419999994091e-05,
+    1.6706659999954353e-05,
+    1.676893000023938e-05
    ]
   },
   "layer_steady_maxpool2d_autocast": {
-   "seconds": 0.0001605241584777832,
-   "min": 9.501312255859375e-05,
-   "max": 0.0004065465545654297,
+   "seconds": 0.00016560384750366212,
+   "min": 0.00013809408187866212,
+   "max": 0.0001775027275085449,
    "samples": 33,
    "method": "one tiny maxpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.6402439999865237e-05,
+   "host_canary_seconds": 1.0956405000044355e-05,
+   "host_backward_canary_seconds": 1.806419999994091e-05,
    "pass_seconds": [
-    0.00022753408432006836,
-    0.0001605241584777832,
-    9.809535980224609e-05
+    0.00016670143127441408,
+    0.0001524403190612793,
+    0.00016560384750366212
    ],
    "pass_host_canary_seconds": [
-    1.6402439999865237e-05,
-    1.0385954999492241e-05,
-    7.066857500035439e-06
+    1.0956405000044355e-05,
+    1.055543999996189e-05,
+    1.0968745000070612e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.806419999994091e-05,
+    1.5977920000125323e-05,
+    2.019614999994701e-05
    ]
   },
   "layer_steady_avgpool2d": {
-   "seconds": 0.00011237504005432129,
-   "min": 6.548863887786865e-05,
-   "max": 0.00023185216903686524,
+   "seconds": 0.00011324159622192382,
+   "min": 0.0001077286434173584,
+   "max": 0.0001279468822479248,
    "samples": 33,
    "method": "one tiny avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.264969999965615e-05,
+   "host_canary_seconds": 1.086721250000977e-05,
+   "host_backward_canary_seconds": 1.797650999996847e-05,
    "pass_seconds": [
-    0.00016442367553710937,
-    0.00011237504005432129,
-    6.714560031890869e-05
+    0.00011324159622192382,
+    0.00011767807960510255,
+    0.00011299967765808105
    ],
    "pass_host_canary_seconds": [
-    1.264969999965615e-05,
-    1.0500377499624846e-05,
-    6.759179999562548e-06
+    1.086721250000977e-05,
+    1.0910995000088519e-05,
+    1.0859697500080756e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.797650999996847e-05,
+    2.140663500014739e-05,
+    2.041168999994625e-05
    ]
   },
   "layer_steady_avgpool2d_autocast": {
-   "seconds": 0.00014794495582580566,
-   "min": 8.313023567199707e-05,
-   "max": 0.00022144832611083984,
+   "seconds": 0.00014647168159484864,
+   "min": 0.00012773568153381348,
+   "max": 0.0001564089584350586,
    "samples": 33,
    "method": "one tiny avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0996180000120148e-05,
+   "host_canary_seconds": 1.0501734999976975e-05,
+   "host_backward_canary_seconds": 1.7226840000006405e-05,
    "pass_seconds": [
-    0.00018496255874633788,
-    0.00014794495582580566,
-    9.443072319030762e-05
+    0.00014647168159484864,
+    0.00014904704093933105,
+    0.0001396076774597168
    ],
    "pass_host_canary_seconds": [
-    1.0996180000120148e-05,
-    1.0686865000479883e-05,
-    6.83048249982221e-06
+    1.0501734999976975e-05,
+    1.1076149999951213e-05,
+    1.1096375000079205e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.7226840000006405e-05,
+    2.070324000015944e-05,
+    1.9562779999660052e-05
    ]
   },
   "layer_steady_adaptive_avgpool2d": {
-   "seconds": 0.00013941696166992187,
-   "min": 8.660160064697265e-05,
-   "max": 0.00022486143112182617,
+   "seconds": 0.00012279168128967284,
+   "min": 0.00010597503662109376,
+   "max": 0.0001426591968536377,
    "samples": 33,
    "method": "one tiny adaptive_avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0756734999404216e-05,
+   "host_canary_seconds": 9.008675000004017e-06,
+   "host_backward_canary_seconds": 1.7947139999918704e-05,
    "pass_seconds": [
-    0.00020731327056884764,
-    0.00013941696166992187,
-    8.906623840332032e-05
+    0.00012279168128967284,
+    0.00013187520027160645,
+    0.00011347200393676758
    ],
    "pass_host_canary_seconds": [
-    1.0756734999404216e-05,
-    9.621199999401143e-06,
-    6.6697850002128686e-06
+    9.008675000004017e-06,
+    1.09650750000867e-05,
+    1.1004394999929446e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.7947139999918704e-05,
+    2.0350839999991876e-05,
+    1.737222499997415e-05
    ]
   },
   "layer_steady_adaptive_avgpool2d_autocast": {
-   "seconds": 0.0001251699161529541,
-   "min": 9.179519653320313e-05,
-   "max": 0.00040203071594238285,
+   "seconds": 0.0001428102397918701,
+   "min": 0.000110764799118042,
+   "max": 0.00019500032424926757,
    "samples": 33,
    "method": "one tiny adaptive_avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1293725000314226e-05,
+   "host_canary_seconds": 8.210140000031175e-06,
+   "host_backward_canary_seconds": 1.8087170000029575e-05,
    "pass_seconds": [
-    0.00025940992355346677,
-    0.0001251699161529541,
-    9.530176162719726e-05
+    0.00013661888122558594,
+    0.00016494464874267578,
+    0.0001428102397918701
    ],
    "pass_host_canary_seconds": [
-    1.1293725000314226e-05,
-    7.256839999740805e-06,
-    6.850715000155105e-06
+    8.210140000031175e-06,
+    1.109573000007913e-05,
+    1.0918760000038218e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.8087170000029575e-05,
+    2.0350839999991876e-05,
+    1.5825009999730355e-05
    ]
   },
   "layer_steady_flatten": {
-   "seconds": 6.187071800231933e-05,
-   "min": 4.783232212066651e-05,
-   "max": 0.00017426624298095704,
+   "seconds": 6.841856002807617e-05,
+   "min": 6.136320114135742e-05,
+   "max": 8.810432434082031e-05,
    "samples": 33,
    "method": "one tiny flatten layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.2986844999431924e-05,
+   "host_canary_seconds": 7.655950000042822e-06,
+   "host_backward_canary_seconds": 1.8889790000002903e-05,
    "pass_seconds": [
-    0.00016545728683471682,
-    6.187071800231933e-05,
-    4.967552185058594e-05
+    6.403647899627685e-05,
+    8.040639877319336e-05,
+    6.841856002807617e-05
    ],
    "pass_host_canary_seconds": [
-    1.2986844999431924e-05,
-    7.065969999757726e-06,
-    6.905489999553538e-06
+    7.655950000042822e-06,
+    1.114072250004483e-05,
+    1.050990000010188e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.8889790000002903e-05,
+    2.0988764999998464e-05,
+    1.593392000017957e-05
    ]
   },
   "layer_steady_flatten_autocast": {
-   "seconds": 8.225088119506835e-05,
-   "min": 7.575295925140382e-05,
-   "max": 0.00023664255142211914,
+   "seconds": 0.00010207167625427246,
+   "min": 7.726592063903808e-05,
+   "max": 0.0001154105567932129,
    "samples": 33,
    "method": "one tiny flatten layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.123916499977895e-05,
+   "host_canary_seconds": 9.146577500018794e-06,
+   "host_backward_canary_seconds": 1.9436035000026662e-05,
    "pass_seconds": [
-    0.00012006400108337403,
-    8.100031852722168e-05,
-    8.225088119506835e-05
+    9.479807853698731e-05,
+    0.00010699584007263183,
+    0.00010207167625427246
    ],
    "pass_host_canary_seconds": [
-    1.123916499977895e-05,
-    7.233752499473667e-06,
-    8.531962499773727e-06
+    9.146577500018794e-06,
+    1.088330999998277e-05,
+    1.0822257499967237e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.9436035000026662e-05,
+    2.062588000001142e-05,
+    1.8837700000062793e-05
    ]
   },
   "layer_steady_reshape": {
-   "seconds": 5.718912124633789e-05,
-   "min": 5.42310380935669e-05,
-   "max": 0.00011090944290161133,
+   "seconds": 7.100927829742431e-05,
+   "min": 6.28217601776123e-05,
+   "max": 7.963712215423585e-05,
    "samples": 33,
    "method": "one tiny reshape layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.5109785000504416e-05,
+   "host_canary_seconds": 1.1231074999997759e-05,
+   "host_backward_canary_seconds": 2.0284900000007155e-05,
    "pass_seconds": [
-    9.902655601501465e-05,
-    5.703551769256592e-05,
-    5.718912124633789e-05
+    7.100927829742431e-05,
+    7.160192012786865e-05,
+    6.33523178100586e-05
    ],
    "pass_host_canary_seconds": [
-    1.5109785000504416e-05,
-    7.333844999948269e-06,
-    7.921669999859659e-06
+    1.1231074999997759e-05,
+    1.0668184999929054e-05,
+    1.089618500003553e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.0284900000007155e-05,
+    2.0428729999935058e-05,
+    1.6053440000405316e-05
    ]
   },
   "layer_steady_reshape_autocast": {
-   "seconds": 7.445375919342041e-05,
-   "min": 6.336895942687988e-05,
-   "max": 0.00023930496215820312,
+   "seconds": 8.532863616943359e-05,
+   "min": 7.509056091308593e-05,
+   "max": 0.00010442303657531739,
    "samples": 33,
    "method": "one tiny reshape layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.4970245000540672e-05,
+   "host_canary_seconds": 8.008402500010449e-06,
+   "host_backward_canary_seconds": 2.006182500004172e-05,
    "pass_seconds": [
-    0.0001461004829406738,
-    7.445375919342041e-05,
-    6.826432228088379e-05
+    8.010751724243164e-05,
+    9.407679557800293e-05,
+    8.532863616943359e-05
    ],
    "pass_host_canary_seconds": [
-    1.4970245000540672e-05,
-    7.3861049997958615e-06,
-    7.551424999974188e-06
+    8.008402500010449e-06,
+    1.0571215000041433e-05,
+    1.0657527500086417e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.006182500004172e-05,
+    2.0133900000018913e-05,
+    1.6004980000161592e-05
    ]
   },
   "layer_steady_slice": {
-   "seconds": 9.660608291625976e-05,
-   "min": 8.329536437988282e-05,
-   "max": 0.00014158592224121095,
+   "seconds": 9.180928230285644e-05,
+   "min": 8.386367797851563e-05,
+   "max": 0.00011518591880798341,
    "samples": 33,
    "method": "one tiny slice layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.799153000035858e-05,
+   "host_canary_seconds": 7.863157500018758e-06,
+   "host_backward_canary_seconds": 1.7947785000060888e-05,
    "pass_seconds": [
-    0.00011719488143920898,
-    9.660608291625976e-05,
-    8.766592025756836e-05
+    8.947711944580078e-05,
+    0.00010775168418884278,
+    9.180928230285644e-05
    ],
    "pass_host_canary_seconds": [
-    1.799153000035858e-05,
-    7.468899999594214e-06,
-    7.496147500205552e-06
+    7.863157500018758e-06,
+    1.0473595000064507e-05,
+    1.0990827500165778e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.7947785000060888e-05,
+    1.9763750000123537e-05,
+    1.4867234999940136e-05
    ]
   },
   "layer_steady_slice_autocast": {
-   "seconds": 0.00011506303787231446,
-   "min": 8.413951873779297e-05,
-   "max": 0.0002572947120666504,
+   "seconds": 0.00011585087776184082,
+   "min": 9.383040428161621e-05,
+   "max": 0.00015695167541503906,
    "samples": 33,
    "method": "one tiny slice layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.2389775000087866e-05,
+   "host_canary_seconds": 8.011432500012461e-06,
+   "host_backward_canary_seconds": 1.744769999994844e-05,
    "pass_seconds": [
-    0.00019424959182739256,
-    0.00011506303787231446,
-    0.00010028800010681153
+    0.00010072319984436036,
+    0.00014724672317504884,
+    0.00011585087776184082
    ],
    "pass_host_canary_seconds": [
-    1.2389775000087866e-05,
-    7.34788999977809e-06,
-    7.347747500148216e-06
+    8.011432500012461e-06,
+    1.1386550000054285e-05,
+    1.0951795000124775e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.744769999994844e-05,
+    2.0999470000049313e-05,
+    1.5269345000206157e-05
    ]
   },
   "layer_steady_transpose_contiguous": {
-   "seconds": 0.00011610112190246582,
-   "min": 8.253120422363281e-05,
-   "max": 0.0001872870445251465,
+   "seconds": 0.00011426943778991699,
+   "min": 0.00010006400108337401,
+   "max": 0.00017022272109985353,
    "samples": 33,
    "method": "one tiny transpose_contiguous layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0727604999374308e-05,
+   "host_canary_seconds": 7.580912500024794e-06,
+   "host_backward_canary_seconds": 1.858552000001623e-05,
    "pass_seconds": [
-    0.00015278783798217775,
-    0.00011610112190246582,
-    9.210111618041993e-05
+    0.00010515007972717286,
+    0.00014126720428466797,
+    0.00011426943778991699
    ],
    "pass_host_canary_seconds": [
-    1.0727604999374308e-05,
-    7.166994999465714e-06,
-    7.470894999528355e-06
+    7.580912500024794e-06,
+    1.1028015000107417e-05,
+    1.0687972500136311e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.858552000001623e-05,
+    2.06737999999973e-05,
+    1.6330375000279674e-05
    ]
   },
   "layer_steady_transpose_contiguous_autocast": {
-   "seconds": 0.00012696127891540526,
-   "min": 0.000103121919631958,
-   "max": 0.00023985343933105466,
+   "seconds": 0.00017208639144897459,
+   "min": 0.00010987968444824218,
+   "max": 0.00025810560226440426,
    "samples": 33,
    "method": "one tiny transpose_contiguous layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0589454999490045e-05,
+   "host_canary_seconds": 7.730310000013673e-06,
+   "host_backward_canary_seconds": 1.918930000002206e-05,
    "pass_seconds": [
-    0.00020563392639160155,
-    0.00012696127891540526,
-    0.00011508480072021484
+    0.0001327577590942383,
+    0.00017208639144897459,
+    0.00020298303604125974
    ],
    "pass_host_canary_seconds": [
-    1.0589454999490045e-05,
-    7.147189999159309e-06,
-    7.2330699998701675e-06
+    7.730310000013673e-06,
+    1.089591999999584e-05,
+    1.0547084999927846e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.918930000002206e-05,
+    2.0281710000062958e-05,
+    1.7866860000026462e-05
    ]
   },
   "layer_steady_cat": {
-   "seconds": 8.056447982788086e-05,
-   "min": 6.562816143035888e-05,
-   "max": 0.00013316608428955078,
+   "seconds": 9.425727844238281e-05,
+   "min": 6.626304149627686e-05,
+   "max": 0.00014292415618896484,
    "samples": 33,
    "method": "one tiny cat layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0752072500395115e-05,
+   "host_canary_seconds": 7.918407500007163e-06,
+   "host_backward_canary_seconds": 1.918575999994232e-05,
    "pass_seconds": [
-    0.00011555904388427735,
-    8.056447982788086e-05,
-    6.66815996170044e-05
+    8.881216049194335e-05,
+    9.425727844238281e-05,
+    0.00011474176406860352
    ],
    "pass_host_canary_seconds": [
-    1.0752072500395115e-05,
-    7.37900750038989e-06,
-    6.892149999657704e-06
+    7.918407500007163e-06,
+    8.54680500005145e-06,
+    1.0190792499997769e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.918575999994232e-05,
+    2.0024770000190985e-05,
+    1.746289999999817e-05
    ]
   },
   "layer_steady_cat_autocast": {
-   "seconds": 0.00012237183570861816,
-   "min": 8.04588794708252e-05,
-   "max": 0.0003363302230834961,
+   "seconds": 0.0001373087978363037,
+   "min": 8.638079643249513e-05,
+   "max": 0.00019281087875366211,
    "samples": 33,
    "method": "one tiny cat layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.2285929999507062e-05,
+   "host_canary_seconds": 7.329497500023762e-06,
+   "host_backward_canary_seconds": 2.0148555000005783e-05,
    "pass_seconds": [
-    0.00030893503189086916,
-    0.00012237183570861816,
-    8.341376304626464e-05
+    9.663935661315918e-05,
+    0.0001373087978363037,
+    0.0001671500778198242
    ],
    "pass_host_canary_seconds": [
-    1.2285929999507062e-05,
-    9.446439999578616e-06,
-    6.600567500072429e-06
+    7.329497500023762e-06,
+    1.0426709999933337e-05,
+    1.0240379999970628e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.0148555000005783e-05,
+    2.0256869999855097e-05,
+    1.8189390000316053e-05
    ]
   },
   "layer_steady_gelu_tanh_composite": {
-   "seconds": 0.0004183776092529297,
-   "min": 0.00026376575469970703,
-   "max": 0.0007865190124511719,
+   "seconds": 0.000477248649597168,
+   "min": 0.00030580928802490236,
+   "max": 0.0006187974548339844,
    "samples": 33,
    "method": "one tiny gelu_tanh_composite layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.306037500057755e-05,
+   "host_canary_seconds": 8.164320000005887e-06,
+   "host_backward_canary_seconds": 1.902755999992678e-05,
    "pass_seconds": [
-    0.000650519027709961,
-    0.0004183776092529297,
-    0.00029228288650512695
+    0.0003947468948364258,
+    0.0005901395034790039,
+    0.000477248649597168
    ],
    "pass_host_canary_seconds": [
-    1.306037500057755e-05,
-    1.0161357499782752e-05,
-    6.634890000896121e-06
+    8.164320000005887e-06,
+    1.0666320000041196e-05,
+    1.0406252499990387e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.902755999992678e-05,
+    2.0223749999956907e-05,
+    1.7716659999962304e-05
    ]
   },
   "layer_steady_gelu_tanh_composite_autocast": {
-   "seconds": 0.00045435966491699217,
-   "min": 0.00026556543350219724,
-   "max": 0.0007815193939208986,
+   "seconds": 0.00048129089355468754,
+   "min": 0.0003135398483276367,
+   "max": 0.000692143325805664,
    "samples": 33,
    "method": "one tiny gelu_tanh_composite layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.306037500057755e-05,
+   "host_canary_seconds": 7.92597749999402e-06,
+   "host_backward_canary_seconds": 1.5758064999999988e-05,
    "pass_seconds": [
-    0.0006980703735351562,
-    0.00045435966491699217,
-    0.00028523967742919923
+    0.0004401132965087891,
+    0.0005624819183349609,
+    0.00048129089355468754
    ],
    "pass_host_canary_seconds": [
-    1.306037500057755e-05,
-    1.0236174999818103e-05,
-    6.634890000896121e-06
+    7.92597749999402e-06,
+    7.793754999880775e-06,
+    1.1199027500055082e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.5758064999999988e-05,
+    2.012173999986544e-05,
+    1.9212525000114056e-05
    ]
   },
   "layer_steady_mha": {
-   "seconds": 0.0013317376708984374,
-   "min": 0.0011242092895507813,
-   "max": 0.0018268838500976562,
+   "seconds": 0.0014094111633300781,
+   "min": 0.001249521942138672,
+   "max": 0.0018759744262695313,
    "samples": 33,
    "method": "one tiny mha layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.133212500008085e-05,
+   "host_canary_seconds": 9.36801000001708e-06,
+   "host_backward_canary_seconds": 1.7849580000017796e-05,
    "pass_seconds": [
-    0.0017416806030273438,
-    0.0012428160095214844,
-    0.0013317376708984374
+    0.0013897529602050782,
+    0.001709015655517578,
+    0.0014094111633300781
    ],
    "pass_host_canary_seconds": [
-    1.133212500008085e-05,
-    1.0257090000322933e-05,
-    7.108074998996017e-06
+    9.36801000001708e-06,
+    9.974995000021636e-06,
+    1.079790000005687e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.7849580000017796e-05,
+    2.045863999995845e-05,
+    1.953618000015922e-05
    ]
   },
   "layer_steady_mha_autocast": {
-   "seconds": 0.0017867872619628906,
-   "min": 0.0014006533813476563,
-   "max": 0.002431481018066406,
+   "seconds": 0.002070296325683594,
+   "min": 0.0016477305603027341,
+   "max": 0.0024102720642089847,
    "samples": 33,
    "method": "one tiny mha layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1477534999357885e-05,
+   "host_canary_seconds": 9.97162499999149e-06,
+   "host_backward_canary_seconds": 2.02848899999708e-05,
    "pass_seconds": [
-    0.0021617669677734376,
-    0.0017867872619628906,
-    0.0016277337646484374
+    0.0019851994323730466,
+    0.0020909504699707033,
+    0.002070296325683594
    ],
    "pass_host_canary_seconds": [
-    1.1477534999357885e-05,
-    1.0243345000162663e-05,
-    7.126530000505227e-06
+    9.97162499999149e-06,
+    1.0881165000000692e-05,
+    9.954934999996113e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.02848899999708e-05,
+    1.8813800000145875e-05,
+    1.9795999999701053e-05
+   ]
+  },
+  "layer_steady_cast": {
+   "seconds": 0.00011953856468200684,
+   "min": 9.816831588745116e-05,
+   "max": 0.00013890560150146486,
+   "samples": 33,
+   "method": "one tiny cast layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.378057500022407e-06,
+   "host_backward_canary_seconds": 2.1322265000023322e-05,
+   "pass_seconds": [
+    0.00011953856468200684,
+    0.00011788991928100586,
+    0.0001284940814971924
+   ],
+   "pass_host_canary_seconds": [
+    9.378057500022407e-06,
+    1.0627030000023297e-05,
+    9.907685000030141e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.1322265000023322e-05,
+    1.872373000011862e-05,
+    2.0660879999923055e-05
+   ]
+  },
+  "layer_steady_cast_autocast": {
+   "seconds": 0.00015482751846313477,
+   "min": 0.0001294771194458008,
+   "max": 0.00023451072692871094,
+   "samples": 33,
+   "method": "one tiny cast layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 8.401945000002797e-06,
+   "host_backward_canary_seconds": 2.1583429999907368e-05,
+   "pass_seconds": [
+    0.00014910592079162596,
+    0.00015482751846313477,
+    0.00015699968338012696
+   ],
+   "pass_host_canary_seconds": [
+    8.401945000002797e-06,
+    1.0970364999991489e-05,
+    9.546404999980495e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.1583429999907368e-05,
+    1.9260200000132953e-05,
+    1.8771079999737595e-05
    ]
   },
   "layer_steady_rmsnorm": {
-   "seconds": 0.00015262592315673826,
-   "min": 9.110143661499024e-05,
-   "max": 0.00017993408203124999,
+   "seconds": 0.00016212736129760742,
+   "min": 0.000152609281539917,
+   "max": 0.0001938080024719238,
    "samples": 33,
    "method": "one tiny rmsnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0353594999514826e-05,
+   "host_canary_seconds": 1.1056669999973678e-05,
+   "host_backward_canary_seconds": 2.1713669999883224e-05,
    "pass_seconds": [
-    0.00016134784698486327,
-    0.00015262592315673826,
-    9.316800117492676e-05
+    0.0001774527931213379,
+    0.00016212736129760742,
+    0.00015550911903381348
    ],
    "pass_host_canary_seconds": [
-    1.0353594999514826e-05,
-    1.0407885000631722e-05,
-    6.685739999738871e-06
+    1.1056669999973678e-05,
+    1.1413394999948424e-05,
+    9.899574999963079e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.1713669999883224e-05,
+    2.1009029999845552e-05,
+    1.9500989999983176e-05
    ]
   },
   "layer_steady_rmsnorm_autocast": {
-   "seconds": 0.0001713145637512207,
-   "min": 0.00010638336181640625,
-   "max": 0.0002474880027770996,
+   "seconds": 0.00020981376647949217,
+   "min": 0.00017370431900024414,
+   "max": 0.0002344108772277832,
    "samples": 33,
    "method": "one tiny rmsnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0646325000607248e-05,
+   "host_canary_seconds": 1.1203485000024216e-05,
+   "host_backward_canary_seconds": 2.127436999998622e-05,
    "pass_seconds": [
-    0.0002308697509765625,
-    0.0001713145637512207,
-    0.000117957124710083
+    0.00021715648651123048,
+    0.000195731201171875,
+    0.00020981376647949217
    ],
    "pass_host_canary_seconds": [
-    1.0646325000607248e-05,
-    1.005095500090647e-05,
-    6.970052500037127e-06
+    1.1203485000024216e-05,
+    1.132761249998282e-05,
+    1.0240825000096266e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.127436999998622e-05,
+    2.125479000000041e-05,
+    1.9500989999983176e-05
    ]
   },
   "layer_steady_sdpa": {
-   "seconds": 0.0002152627182006836,
-   "min": 0.0001525004768371582,
-   "max": 0.00045456321716308597,
+   "seconds": 0.0002654419136047363,
+   "min": 0.00022688575744628906,
+   "max": 0.00042866561889648436,
    "samples": 33,
    "method": "one tiny sdpa layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.3347522500453124e-05,
+   "host_canary_seconds": 1.0829490000006103e-05,
+   "host_backward_canary_seconds": 2.0166639999956714e-05,
    "pass_seconds": [
-    0.00040400894165039066,
-    0.0002152627182006836,
-    0.00015739071846008302
+    0.0002917926406860352,
+    0.0002654419136047363,
+    0.0002638553619384766
    ],
    "pass_host_canary_seconds": [
-    1.3347522500453124e-05,
-    1.044258999968406e-05,
-    6.872965000184194e-06
+    1.0829490000006103e-05,
+    9.284485000051745e-06,
+    1.0031202500044855e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.0166639999956714e-05,
+    2.038363999986359e-05,
+    1.9480889999954346e-05
    ]
   },
   "layer_steady_sdpa_autocast": {
-   "seconds": 0.00041507263183593747,
-   "min": 0.00023153535842895505,
-   "max": 0.0007534521484375,
+   "seconds": 0.0003897894287109375,
+   "min": 0.0003060396766662598,
+   "max": 0.0005665395355224609,
    "samples": 33,
    "method": "one tiny sdpa layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.3628660000222225e-05,
+   "host_canary_seconds": 8.669449999985091e-06,
+   "host_backward_canary_seconds": 2.028341000013256e-05,
    "pass_seconds": [
-    0.0006816031646728516,
-    0.00041507263183593747,
-    0.00037617534637451167
+    0.0003757727813720703,
+    0.0003897894287109375,
+    0.0005044044876098633
    ],
    "pass_host_canary_seconds": [
-    1.3628660000222225e-05,
-    1.0400792500036006e-05,
-    9.586604999185511e-06
+    8.669449999985091e-06,
+    1.0488085000019964e-05,
+    9.994355000060296e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.028341000013256e-05,
+    2.1519709999893166e-05,
+    1.914745999954448e-05
    ]
   },
   "layer_steady_sdpa_efficient": {
-   "seconds": 0.0001752249526977539,
-   "min": 0.00016032255172729491,
-   "max": 0.0003462899017333984,
+   "seconds": 0.0001981062316894531,
+   "min": 0.00017626815795898437,
+   "max": 0.0002648159980773926,
    "samples": 33,
    "method": "one tiny sdpa_model_head layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0708532500416367e-05,
+   "host_canary_seconds": 9.553225000011877e-06,
+   "host_backward_canary_seconds": 2.0323290000021645e-05,
    "pass_seconds": [
-    0.0002768377685546875,
-    0.00017027967453002929,
-    0.0001752249526977539
+    0.0001968934440612793,
+    0.00022652544021606446,
+    0.0001981062316894531
    ],
    "pass_host_canary_seconds": [
-    1.0708532500416367e-05,
-    1.0287444999903529e-05,
-    1.0005010000213588e-05
+    9.553225000011877e-06,
+    1.1599344999950744e-05,
+    9.963859999970737e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.0323290000021645e-05,
+    2.1335069999963706e-05,
+    1.7134279999595493e-05
    ]
   },
   "layer_steady_sdpa_cudnn_autocast": {
-   "seconds": 0.0003606534576416016,
-   "min": 0.00023063680648803713,
-   "max": 0.0008361971282958984,
+   "seconds": 0.0003605299377441406,
+   "min": 0.00026075584411621095,
+   "max": 0.0005170918273925782,
    "samples": 33,
    "method": "one tiny sdpa_model_head layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.098174999924595e-05,
+   "host_canary_seconds": 7.81721999999263e-06,
+   "host_backward_canary_seconds": 1.5636635000078057e-05,
    "pass_seconds": [
-    0.0006038963317871094,
-    0.0003606534576416016,
-    0.0002999180793762207
+    0.00031655424118041996,
+    0.0003605299377441406,
+    0.0003829862213134766
    ],
    "pass_host_canary_seconds": [
-    1.098174999924595e-05,
-    9.721699999545308e-06,
-    6.8758000008983795e-06
+    7.81721999999263e-06,
+    8.089155000021719e-06,
+    1.0432040000125653e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.5636635000078057e-05,
+    2.0239379999793527e-05,
+    1.883851999991748e-05
    ]
   },
   "layer_steady_mha_no_weights": {
-   "seconds": 0.0014247071838378905,
-   "min": 0.000946337890625,
-   "max": 0.0017696748352050782,
+   "seconds": 0.001256478729248047,
+   "min": 0.000992507553100586,
+   "max": 0.001461131591796875,
    "samples": 33,
    "method": "one tiny mha_no_weights layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0691100000030929e-05,
+   "host_canary_seconds": 9.866059999978915e-06,
+   "host_backward_canary_seconds": 2.011916000000724e-05,
    "pass_seconds": [
-    0.0015023974609375,
-    0.0014247071838378905,
-    0.0010738623809814453
+    0.0013575430297851562,
+    0.001256478729248047,
+    0.001141169891357422
    ],
    "pass_host_canary_seconds": [
-    1.0691100000030929e-05,
-    9.721354999783216e-06,
-    7.08270000018274e-06
+    9.866059999978915e-06,
+    7.600495000019691e-06,
+    7.71721999996089e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.011916000000724e-05,
+    1.938242999983686e-05,
+    1.579957999979342e-05
    ]
   },
   "layer_steady_mha_no_weights_autocast": {
-   "seconds": 0.0016507160949707032,
-   "min": 0.001372578582763672,
-   "max": 0.00197392578125,
+   "seconds": 0.0017464857482910156,
+   "min": 0.0012041120147705078,
+   "max": 0.002110811462402344,
    "samples": 33,
    "method": "one tiny mha_no_weights layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0820255000680846e-05,
+   "host_canary_seconds": 1.0610850000034588e-05,
+   "host_backward_canary_seconds": 1.8866260000010015e-05,
    "pass_seconds": [
-    0.001846414031982422,
-    0.0016507160949707032,
-    0.001647379150390625
+    0.0016579653930664062,
+    0.0017464857482910156,
+    0.00175844482421875
    ],
    "pass_host_canary_seconds": [
-    1.0820255000680846e-05,
-    9.72689000036553e-06,
-    9.426574999906734e-06
+    1.0610850000034588e-05,
+    7.796469999874489e-06,
+    1.031307999994624e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.8866260000010015e-05,
+    1.9330350000075213e-05,
+    1.7196219999959794e-05
    ]
   },
   "conv_host_k3_fp32_2x4x8x8_4_forward": {
-   "seconds": 4.782270000305289e-05,
-   "min": 2.394150001236994e-05,
-   "max": 5.529070001557557e-05,
+   "seconds": 5.663329999947564e-05,
+   "min": 2.7515799999378032e-05,
+   "max": 6.665889999908358e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5977,22 +7731,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 7.62249499985046e-06,
+   "host_canary_seconds": 1.1513290000024767e-05,
+   "host_backward_canary_seconds": 1.9422674999916013e-05,
    "pass_seconds": [
-    2.8799500000786793e-05,
-    4.91433999968649e-05,
-    4.782270000305289e-05
+    5.902679999962857e-05,
+    3.0263699997590265e-05,
+    5.663329999947564e-05
    ],
    "pass_host_canary_seconds": [
-    7.62249499985046e-06,
-    1.042805500048871e-05,
-    9.86923000027673e-06
+    1.1513290000024767e-05,
+    9.572579999996833e-06,
+    1.0850537500033397e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.9422674999916013e-05,
+    2.0124610000209486e-05,
+    2.1038974999783022e-05
    ]
   },
   "conv_host_k3_fp32_2x4x8x8_4_forward_backward": {
-   "seconds": 0.0002653024999972331,
-   "min": 0.000224943200009875,
-   "max": 0.00046481530000619387,
+   "seconds": 0.00023163200000340112,
+   "min": 0.00015978419999669314,
+   "max": 0.0004545331999992186,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6007,22 +7767,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 9.57663000008324e-06,
+   "host_canary_seconds": 1.1591295000030754e-05,
+   "host_backward_canary_seconds": 1.907679999987977e-05,
    "pass_seconds": [
-    0.0003690184000106456,
-    0.0002653024999972331,
-    0.0002274656000054165
+    0.00037279649999959473,
+    0.00021099909999975353,
+    0.00023163200000340112
    ],
    "pass_host_canary_seconds": [
-    9.57663000008324e-06,
-    1.0468225000295205e-05,
-    1.0188864999918223e-05
+    1.1591295000030754e-05,
+    9.565520000052174e-06,
+    1.0167355000021417e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.907679999987977e-05,
+    1.953533999994761e-05,
+    1.7577020000203446e-05
    ]
   },
   "conv_host_k3_fp32_8x32x28x28_32_forward": {
-   "seconds": 4.316090000884287e-05,
-   "min": 2.6409000020066743e-05,
-   "max": 4.862200000843586e-05,
+   "seconds": 4.618460000074265e-05,
+   "min": 2.9826399998000853e-05,
+   "max": 6.62348999995288e-05,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6037,22 +7803,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 7.880107500000122e-06,
+   "host_canary_seconds": 1.1434652499993092e-05,
+   "host_backward_canary_seconds": 1.933655000001977e-05,
    "pass_seconds": [
-    3.0086800006756675e-05,
-    4.316090000884287e-05,
-    4.486529999212507e-05
+    5.573490000045922e-05,
+    3.0167399998504152e-05,
+    4.618460000074265e-05
    ],
    "pass_host_canary_seconds": [
-    7.880107500000122e-06,
-    8.525100000724705e-06,
-    1.0034525000719441e-05
+    1.1434652499993092e-05,
+    9.722230000051014e-06,
+    1.0076380000043628e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.933655000001977e-05,
+    1.969269999989365e-05,
+    1.7952740000168886e-05
    ]
   },
   "conv_host_k3_fp32_8x32x28x28_32_forward_backward": {
-   "seconds": 0.00022984479999195174,
-   "min": 0.00016175539999494504,
-   "max": 0.0006120638999846051,
+   "seconds": 0.0002953098000034515,
+   "min": 0.00021446240000102534,
+   "max": 0.00041866889999937485,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6067,22 +7839,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 7.430260000091948e-06,
+   "host_canary_seconds": 1.1089845000000764e-05,
+   "host_backward_canary_seconds": 2.0560860000102822e-05,
    "pass_seconds": [
-    0.0002379228999870975,
-    0.00016803250000521074,
-    0.00022984479999195174
+    0.00037603239999981495,
+    0.00022926430000040908,
+    0.0002953098000034515
    ],
    "pass_host_canary_seconds": [
-    7.430260000091948e-06,
-    7.584480000559779e-06,
-    9.39266749981016e-06
+    1.1089845000000764e-05,
+    9.722230000051014e-06,
+    1.0005095000025221e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.0560860000102822e-05,
+    1.872629000018833e-05,
+    1.765108000000737e-05
    ]
   },
   "conv_host_k3_fp32_16x64x56x56_64_forward": {
-   "seconds": 3.872049999245064e-05,
-   "min": 3.5207099995204774e-05,
-   "max": 4.895600000054401e-05,
+   "seconds": 5.728579999981775e-05,
+   "min": 3.91092000000981e-05,
+   "max": 8.01929000004975e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6097,22 +7875,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 7.530269999733718e-06,
+   "host_canary_seconds": 1.1088979999982484e-05,
+   "host_backward_canary_seconds": 2.0130005000069673e-05,
    "pass_seconds": [
-    3.872049999245064e-05,
-    3.6557499993250533e-05,
-    4.424919998200494e-05
+    7.302749999951174e-05,
+    4.549569999880987e-05,
+    5.728579999981775e-05
    ],
    "pass_host_canary_seconds": [
-    7.530269999733718e-06,
-    7.6070450006682225e-06,
-    9.353405000638303e-06
+    1.1088979999982484e-05,
+    9.598949999940486e-06,
+    1.0355725000010806e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.0130005000069673e-05,
+    1.8918629999973292e-05,
+    1.7483889999994064e-05
    ]
   },
   "conv_host_k3_fp32_16x64x56x56_64_forward_backward": {
-   "seconds": 0.0002489235999973971,
-   "min": 0.00021787470000163013,
-   "max": 0.00032225450001988065,
+   "seconds": 0.0003458452000018042,
+   "min": 0.00026564119999932244,
+   "max": 0.0005854385000006346,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6127,22 +7911,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 8.522685000116326e-06,
+   "host_canary_seconds": 1.1190674999994599e-05,
+   "host_backward_canary_seconds": 1.668589000004772e-05,
    "pass_seconds": [
-    0.00027323470001192616,
-    0.0002489235999973971,
-    0.00024245519998657982
+    0.00043617000000040207,
+    0.00030353690000026743,
+    0.0003458452000018042
    ],
    "pass_host_canary_seconds": [
-    8.522685000116326e-06,
-    7.5218249992303755e-06,
-    9.309235000500849e-06
+    1.1190674999994599e-05,
+    9.3643949999489e-06,
+    9.568367499923624e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.668589000004772e-05,
+    1.9807369999966794e-05,
+    1.7085879999854118e-05
    ]
   },
   "conv_host_k3_fp32_32x128x56x56_128_forward": {
-   "seconds": 5.5537100001856744e-05,
-   "min": 4.109940000489587e-05,
-   "max": 9.172780000881176e-05,
+   "seconds": 8.731419999890022e-05,
+   "min": 4.4673700000430475e-05,
+   "max": 0.00010027669999885802,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6157,22 +7947,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 8.522685000116326e-06,
+   "host_canary_seconds": 1.1417635000015024e-05,
+   "host_backward_canary_seconds": 1.8959030000047506e-05,
    "pass_seconds": [
-    6.291509998845868e-05,
-    4.549699999643053e-05,
-    5.5537100001856744e-05
+    8.887670000063963e-05,
+    5.74806999992461e-05,
+    8.731419999890022e-05
    ],
    "pass_host_canary_seconds": [
-    8.522685000116326e-06,
-    7.576190000122552e-06,
-    9.90518999969936e-06
+    1.1417635000015024e-05,
+    7.974857500059329e-06,
+    1.0515724999891063e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.8959030000047506e-05,
+    2.022660500017537e-05,
+    2.1604770000180904e-05
    ]
   },
   "conv_host_k3_fp32_32x128x56x56_128_forward_backward": {
-   "seconds": 0.000288427500004218,
-   "min": 0.000271698300002754,
-   "max": 0.0004143359999943641,
+   "seconds": 0.00039836140000062417,
+   "min": 0.00029751990000477236,
+   "max": 0.0005106165999990253,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6187,22 +7983,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 9.552272499604442e-06,
+   "host_canary_seconds": 1.1461912500010385e-05,
+   "host_backward_canary_seconds": 1.9680999999991398e-05,
    "pass_seconds": [
-    0.00034963810001045206,
-    0.000288427500004218,
-    0.0002877591000014945
+    0.00039836140000062417,
+    0.0004672055000014552,
+    0.00031209249999619715
    ],
    "pass_host_canary_seconds": [
-    9.552272499604442e-06,
-    7.644717500170373e-06,
-    1.0368085000322935e-05
+    1.1461912500010385e-05,
+    1.0470050000037645e-05,
+    1.052228999981253e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.9680999999991398e-05,
+    1.938913000003595e-05,
+    1.8054105000260277e-05
    ]
   },
   "conv_host_k3_fp32_strict_2x4x8x8_4_forward": {
-   "seconds": 3.2628400003886784e-05,
-   "min": 2.2636199992120966e-05,
-   "max": 5.190840001887409e-05,
+   "seconds": 4.587360000414264e-05,
+   "min": 3.897229999978435e-05,
+   "max": 7.710840000072495e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6217,22 +8019,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 8.801760000096692e-06,
+   "host_canary_seconds": 1.0841304999971158e-05,
+   "host_backward_canary_seconds": 1.668376999987231e-05,
    "pass_seconds": [
-    3.2628400003886784e-05,
-    2.307569998265535e-05,
-    3.5442599983070974e-05
+    4.24273000007247e-05,
+    5.264259999933074e-05,
+    4.587360000414264e-05
    ],
    "pass_host_canary_seconds": [
-    8.801760000096692e-06,
-    7.4478399994859504e-06,
-    1.0241429999950923e-05
+    1.0841304999971158e-05,
+    1.0727330000008806e-05,
+    1.0797899999772653e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.668376999987231e-05,
+    1.9581089999860525e-05,
+    1.8431309999868972e-05
    ]
   },
   "conv_host_k3_fp32_strict_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00019818480000139972,
-   "min": 0.00015666700001020216,
-   "max": 0.0002625668000064252,
+   "seconds": 0.00022914910000508825,
+   "min": 0.00016859790000012254,
+   "max": 0.0003804507000012336,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6247,22 +8055,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 7.732279999572712e-06,
+   "host_canary_seconds": 1.0967139999991104e-05,
+   "host_backward_canary_seconds": 1.6642410000002882e-05,
    "pass_seconds": [
-    0.0001719387000093775,
-    0.00019818480000139972,
-    0.0002097924000054263
+    0.00022633899999959794,
+    0.0003423346999994692,
+    0.00022914910000508825
    ],
    "pass_host_canary_seconds": [
-    7.732279999572712e-06,
-    7.727995000550437e-06,
-    9.94825499901708e-06
+    1.0967139999991104e-05,
+    1.0821850000013455e-05,
+    1.0634019999997691e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.6642410000002882e-05,
+    1.999178000005486e-05,
+    1.8431309999868972e-05
    ]
   },
   "conv_host_k3_fp32_strict_8x32x28x28_32_forward": {
-   "seconds": 3.1353899998975976e-05,
-   "min": 2.1914800004196878e-05,
-   "max": 4.2306600016672745e-05,
+   "seconds": 5.041999999946256e-05,
+   "min": 3.778829999987465e-05,
+   "max": 6.66806999987557e-05,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6277,22 +8091,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 7.732279999572712e-06,
+   "host_canary_seconds": 1.1364924999988091e-05,
+   "host_backward_canary_seconds": 1.9236529999986373e-05,
    "pass_seconds": [
-    2.4301100006596242e-05,
-    3.6038500002177895e-05,
-    3.1353899998975976e-05
+    4.308219999984431e-05,
+    5.041999999946256e-05,
+    5.6209399997442236e-05
    ],
    "pass_host_canary_seconds": [
-    7.732279999572712e-06,
-    7.828359999848544e-06,
-    9.46239500080992e-06
+    1.1364924999988091e-05,
+    1.0716175000027306e-05,
+    1.0860834999846247e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.9236529999986373e-05,
+    2.0803470000032576e-05,
+    1.8564320000109548e-05
    ]
   },
   "conv_host_k3_fp32_strict_8x32x28x28_32_forward_backward": {
-   "seconds": 0.00024654030000874626,
-   "min": 0.00016159460001290426,
-   "max": 0.0003804941999987932,
+   "seconds": 0.0003289623999989999,
+   "min": 0.00027700650000497264,
+   "max": 0.00045393709999643763,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6307,22 +8127,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 7.518095000023095e-06,
+   "host_canary_seconds": 1.138924499997529e-05,
+   "host_backward_canary_seconds": 2.009451000006379e-05,
    "pass_seconds": [
-    0.00017655090000516792,
-    0.00024654030000874626,
-    0.00025786019998577105
+    0.0003242647000007537,
+    0.00033755099999837056,
+    0.0003289623999989999
    ],
    "pass_host_canary_seconds": [
-    7.518095000023095e-06,
-    7.828359999848544e-06,
-    9.846570000036081e-06
+    1.138924499997529e-05,
+    1.0324255000000448e-05,
+    1.0830580000060764e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.009451000006379e-05,
+    2.0042200000034426e-05,
+    1.6650719999802276e-05
    ]
   },
   "conv_host_k3_fp32_strict_16x64x56x56_64_forward": {
-   "seconds": 4.311840000355005e-05,
-   "min": 2.3324800008595047e-05,
-   "max": 5.2559000005203414e-05,
+   "seconds": 5.2644699999859766e-05,
+   "min": 4.086760000063805e-05,
+   "max": 7.132700000056502e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6337,22 +8163,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 7.93861499914783e-06,
+   "host_canary_seconds": 1.1387089999956856e-05,
+   "host_backward_canary_seconds": 2.005041000003871e-05,
    "pass_seconds": [
-    4.311840000355005e-05,
-    4.834209998989536e-05,
-    3.0076699999881384e-05
+    5.2644699999859766e-05,
+    4.705789999945864e-05,
+    5.8741400005146714e-05
    ],
    "pass_host_canary_seconds": [
-    7.93861499914783e-06,
-    7.756607500368773e-06,
-    9.443435000093813e-06
+    1.1387089999956856e-05,
+    8.4547300000537e-06,
+    1.113557000010701e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.005041000003871e-05,
+    2.066211499993642e-05,
+    1.819681500023762e-05
    ]
   },
   "conv_host_k3_fp32_strict_16x64x56x56_64_forward_backward": {
-   "seconds": 0.0003966948999959641,
-   "min": 0.0003073400999937803,
-   "max": 0.0006084911000016291,
+   "seconds": 0.00043188610000015614,
+   "min": 0.00037693259999969084,
+   "max": 0.0007964125999990301,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6367,22 +8199,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 8.472790000269015e-06,
+   "host_canary_seconds": 1.1249257500018927e-05,
+   "host_backward_canary_seconds": 1.9259420000068415e-05,
    "pass_seconds": [
-    0.0004044513000053485,
-    0.0003966948999959641,
-    0.0003881002000071021
+    0.00043188610000015614,
+    0.00048324499999807813,
+    0.00042335499999808236
    ],
    "pass_host_canary_seconds": [
-    8.472790000269015e-06,
-    7.4074424998116224e-06,
-    9.423399999946014e-06
+    1.1249257500018927e-05,
+    8.079107500051919e-06,
+    1.0873677499887435e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.9259420000068415e-05,
+    2.0783044999888033e-05,
+    1.8924350000020242e-05
    ]
   },
   "conv_host_k3_fp32_strict_32x128x56x56_128_forward": {
-   "seconds": 3.277739999703044e-05,
-   "min": 2.7170299995304957e-05,
-   "max": 5.4070500004854695e-05,
+   "seconds": 5.873030000032031e-05,
+   "min": 2.6933000000894936e-05,
+   "max": 7.264519999807816e-05,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6397,22 +8235,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 7.774337499881768e-06,
+   "host_canary_seconds": 1.1118185000000836e-05,
+   "host_backward_canary_seconds": 2.1543120000018237e-05,
    "pass_seconds": [
-    3.277739999703044e-05,
-    4.0570000010120566e-05,
-    3.0315399999381044e-05
+    5.3800300000261815e-05,
+    5.873030000032031e-05,
+    6.850760000247647e-05
    ],
    "pass_host_canary_seconds": [
-    7.774337499881768e-06,
-    7.657017499695938e-06,
-    9.856815000262033e-06
+    1.1118185000000836e-05,
+    9.431897499965202e-06,
+    1.086473000000865e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.1543120000018237e-05,
+    2.3291245000081062e-05,
+    2.2912505000363128e-05
    ]
   },
   "conv_host_k3_fp32_strict_32x128x56x56_128_forward_backward": {
-   "seconds": 0.0004964319999999134,
-   "min": 0.0003426719000117373,
-   "max": 0.0005814389000079245,
+   "seconds": 0.0004992009999995161,
+   "min": 0.0003616008999998144,
+   "max": 0.0006651737000026969,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6427,22 +8271,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 8.075235000433169e-06,
+   "host_canary_seconds": 1.0948707500020305e-05,
+   "host_backward_canary_seconds": 2.0836885000008466e-05,
    "pass_seconds": [
-    0.0005087325999966197,
-    0.0004964319999999134,
-    0.0004097317000059775
+    0.0004992009999995161,
+    0.000450163599998632,
+    0.0005902085000002444
    ],
    "pass_host_canary_seconds": [
-    8.075235000433169e-06,
-    9.431255000436069e-06,
-    9.57117499922333e-06
+    1.0948707500020305e-05,
+    8.101702500056263e-06,
+    1.0875090000013188e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.0836885000008466e-05,
+    1.7632425000044804e-05,
+    2.2613060000082897e-05
    ]
   },
   "conv_host_k3_bf16_2x4x8x8_4_forward": {
-   "seconds": 2.8880199988634558e-05,
-   "min": 1.9591699992815847e-05,
-   "max": 3.9409999999406864e-05,
+   "seconds": 3.937920000112172e-05,
+   "min": 2.0739900000421586e-05,
+   "max": 5.452319999790234e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6457,22 +8307,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 8.070725000379753e-06,
+   "host_canary_seconds": 1.0862314999968703e-05,
+   "host_backward_canary_seconds": 2.0842640000040548e-05,
    "pass_seconds": [
-    2.8880199988634558e-05,
-    3.05387000025803e-05,
-    2.787209998587059e-05
+    3.937920000112172e-05,
+    2.5389300000711045e-05,
+    4.6570199998541284e-05
    ],
    "pass_host_canary_seconds": [
-    8.070725000379753e-06,
-    8.707335000508465e-06,
-    9.388910000325267e-06
+    1.0862314999968703e-05,
+    7.804529999901888e-06,
+    1.0439755000106743e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.0842640000040548e-05,
+    1.6255559999933665e-05,
+    1.885854000022391e-05
    ]
   },
   "conv_host_k3_bf16_2x4x8x8_4_forward_backward": {
-   "seconds": 0.0002543912999954046,
-   "min": 0.00017276360001687862,
-   "max": 0.00036441849999846454,
+   "seconds": 0.0002766751000024215,
+   "min": 0.00018036379999841756,
+   "max": 0.000712933099998736,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6487,22 +8343,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 7.870035000223652e-06,
+   "host_canary_seconds": 1.0780600000046548e-05,
+   "host_backward_canary_seconds": 1.9886680000098523e-05,
    "pass_seconds": [
-    0.0002543912999954046,
-    0.00025932850001026965,
-    0.0001838897999959954
+    0.00027902800000134675,
+    0.00025020000000210987,
+    0.0002766751000024215
    ],
    "pass_host_canary_seconds": [
-    7.870035000223652e-06,
-    8.707335000508465e-06,
-    9.575090000453202e-06
+    1.0780600000046548e-05,
+    7.804529999901888e-06,
+    1.0463410000056683e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.9886680000098523e-05,
+    1.4848619999838774e-05,
+    1.885854000022391e-05
    ]
   },
   "conv_host_k3_bf16_8x32x28x28_32_forward": {
-   "seconds": 4.7726999991937194e-05,
-   "min": 3.932549998353352e-05,
-   "max": 6.90466999913042e-05,
+   "seconds": 6.493850000026669e-05,
+   "min": 3.484400000104415e-05,
+   "max": 8.703000000309657e-05,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6517,22 +8379,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 7.979990000421822e-06,
+   "host_canary_seconds": 1.1279535000028318e-05,
+   "host_backward_canary_seconds": 2.1268690000013635e-05,
    "pass_seconds": [
-    4.4776100003218745e-05,
-    4.8343699995712085e-05,
-    4.7726999991937194e-05
+    6.493850000026669e-05,
+    3.9536599999223654e-05,
+    8.120480000002317e-05
    ],
    "pass_host_canary_seconds": [
-    7.979990000421822e-06,
-    8.62547499991706e-06,
-    9.37668999995367e-06
+    1.1279535000028318e-05,
+    7.866250000034824e-06,
+    1.1059074999906215e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.1268690000013635e-05,
+    1.47685900000738e-05,
+    1.8182275000242497e-05
    ]
   },
   "conv_host_k3_bf16_8x32x28x28_32_forward_backward": {
-   "seconds": 0.00027572080000481947,
-   "min": 0.00023870229999829463,
-   "max": 0.00033955270000660673,
+   "seconds": 0.0003283391000010738,
+   "min": 0.00020019910000144137,
+   "max": 0.00038914040000008753,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6547,22 +8415,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 7.688489999964076e-06,
+   "host_canary_seconds": 1.128739500003917e-05,
+   "host_backward_canary_seconds": 2.1974149999977042e-05,
    "pass_seconds": [
-    0.00027572080000481947,
-    0.00027769270000135295,
-    0.000245594400007576
+    0.0003283391000010738,
+    0.00023465289999933248,
+    0.00035765229999924487
    ],
    "pass_host_canary_seconds": [
-    7.688489999964076e-06,
-    8.41619499965418e-06,
-    1.0058210000352119e-05
+    1.128739500003917e-05,
+    7.866250000034824e-06,
+    1.1386632500034467e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.1974149999977042e-05,
+    1.5184470000235705e-05,
+    1.73687799997424e-05
    ]
   },
   "conv_host_k3_bf16_16x64x56x56_64_forward": {
-   "seconds": 4.560090001177741e-05,
-   "min": 3.756959999918763e-05,
-   "max": 6.546160000198142e-05,
+   "seconds": 7.487100000389547e-05,
+   "min": 4.629459999989649e-05,
+   "max": 9.85663999983899e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6577,22 +8451,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 8.333490000040912e-06,
+   "host_canary_seconds": 1.124857000004198e-05,
+   "host_backward_canary_seconds": 2.0903489999994918e-05,
    "pass_seconds": [
-    4.560090001177741e-05,
-    4.142029999911756e-05,
-    5.184439999084134e-05
+    7.523179999964213e-05,
+    5.4018500000552196e-05,
+    7.487100000389547e-05
    ],
    "pass_host_canary_seconds": [
-    8.333490000040912e-06,
-    6.952179999757391e-06,
-    9.56943999995019e-06
+    1.124857000004198e-05,
+    1.0691899999955012e-05,
+    1.1635605000037686e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.0903489999994918e-05,
+    1.5916500000230372e-05,
+    1.7438049999896067e-05
    ]
   },
   "conv_host_k3_bf16_16x64x56x56_64_forward_backward": {
-   "seconds": 0.00026868319998811784,
-   "min": 0.00022945390001041232,
-   "max": 0.0004154455000161761,
+   "seconds": 0.00034677770000257624,
+   "min": 0.0002665390000004209,
+   "max": 0.0004523573000000169,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6607,22 +8487,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 7.95077000020683e-06,
+   "host_canary_seconds": 1.0996060000003637e-05,
+   "host_backward_canary_seconds": 1.9836394999899198e-05,
    "pass_seconds": [
-    0.0002853782000102001,
-    0.00025556339999184275,
-    0.00026868319998811784
+    0.0003658584999996606,
+    0.0002874773000002051,
+    0.00034677770000257624
    ],
    "pass_host_canary_seconds": [
-    7.95077000020683e-06,
-    7.044267499622947e-06,
-    9.44529499975033e-06
+    1.0996060000003637e-05,
+    1.1006880000081764e-05,
+    1.1387749999869357e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.9836394999899198e-05,
+    1.5575719999958436e-05,
+    1.7438049999896067e-05
    ]
   },
   "conv_host_k3_bf16_32x128x56x56_128_forward": {
-   "seconds": 5.2550700002029774e-05,
-   "min": 4.1008899984262825e-05,
-   "max": 7.491849999041733e-05,
+   "seconds": 7.092559999932746e-05,
+   "min": 5.1519499999130856e-05,
+   "max": 8.860599999991337e-05,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6637,22 +8523,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 9.286559999850398e-06,
+   "host_canary_seconds": 1.0854859999973599e-05,
+   "host_backward_canary_seconds": 1.620103500002301e-05,
    "pass_seconds": [
-    5.2906900009475066e-05,
-    4.2801299991879203e-05,
-    5.2550700002029774e-05
+    7.49002999995696e-05,
+    7.092559999932746e-05,
+    6.001379999815981e-05
    ],
    "pass_host_canary_seconds": [
-    9.286559999850398e-06,
-    7.100389999550316e-06,
-    9.280844999466353e-06
+    1.0854859999973599e-05,
+    1.1006880000081764e-05,
+    1.0036715000012464e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.620103500002301e-05,
+    2.0340599999997265e-05,
+    2.131045999988146e-05
    ]
   },
   "conv_host_k3_bf16_32x128x56x56_128_forward_backward": {
-   "seconds": 0.00025285530000473955,
-   "min": 0.00022698220000165746,
-   "max": 0.0007204142000091452,
+   "seconds": 0.0003499728999997842,
+   "min": 0.00024607210000340276,
+   "max": 0.0006904735999967215,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6667,22 +8559,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 8.178534999387921e-06,
+   "host_canary_seconds": 1.096806250000526e-05,
+   "host_backward_canary_seconds": 1.6512764999987437e-05,
    "pass_seconds": [
-    0.00037222959999780867,
-    0.00025285530000473955,
-    0.00025131509999027913
+    0.00036509269999953633,
+    0.0003499728999997842,
+    0.00032765779999976985
    ],
    "pass_host_canary_seconds": [
-    8.178534999387921e-06,
-    7.271894999121287e-06,
-    9.280844999466353e-06
+    1.096806250000526e-05,
+    1.0850642500059848e-05,
+    1.0351740000089649e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.6512764999987437e-05,
+    1.8728780000003552e-05,
+    2.131327999961741e-05
    ]
   },
   "conv_host_k3_autocast_2x4x8x8_4_forward": {
-   "seconds": 6.1189000007289e-05,
-   "min": 5.4368299993257095e-05,
-   "max": 7.299119999970571e-05,
+   "seconds": 0.00010718529999991233,
+   "min": 8.530609999866102e-05,
+   "max": 0.00015235699999607277,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6697,22 +8595,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 7.900919999883627e-06,
+   "host_canary_seconds": 1.0850844999978903e-05,
+   "host_backward_canary_seconds": 1.672464999998624e-05,
    "pass_seconds": [
-    6.1189000007289e-05,
-    5.548569999973552e-05,
-    7.014810000782745e-05
+    0.00010718529999991233,
+    0.00010147510000138026,
+    0.00014180499999838503
    ],
    "pass_host_canary_seconds": [
-    7.900919999883627e-06,
-    7.271894999121287e-06,
-    9.239795000439699e-06
+    1.0850844999978903e-05,
+    1.0477240000028587e-05,
+    1.1047319999875071e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.672464999998624e-05,
+    1.602934999993977e-05,
+    2.4936755000339872e-05
    ]
   },
   "conv_host_k3_autocast_2x4x8x8_4_forward_backward": {
-   "seconds": 0.0003381975999900533,
-   "min": 0.00028465890000006766,
-   "max": 0.0004754104000085135,
+   "seconds": 0.000529967300001033,
+   "min": 0.0003510985000005462,
+   "max": 0.0007049375999997664,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6727,22 +8631,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 7.770859999709501e-06,
+   "host_canary_seconds": 1.0742155000045273e-05,
+   "host_backward_canary_seconds": 1.6004059999943366e-05,
    "pass_seconds": [
-    0.00030767289999857896,
-    0.0003381975999900533,
-    0.0003728115999820147
+    0.000529967300001033,
+    0.00044587220000096294,
+    0.0005769626000017069
    ],
    "pass_host_canary_seconds": [
-    7.770859999709501e-06,
-    9.694175000731775e-06,
-    9.239795000439699e-06
+    1.0742155000045273e-05,
+    1.0046360000046661e-05,
+    1.1007474999900068e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.6004059999943366e-05,
+    1.602934999993977e-05,
+    2.3039180000239412e-05
    ]
   },
   "conv_host_k3_autocast_8x32x28x28_32_forward": {
-   "seconds": 9.461720001127105e-05,
-   "min": 8.04476999974213e-05,
-   "max": 0.00016645580001295457,
+   "seconds": 0.00014364499999999225,
+   "min": 0.00012802759999885893,
+   "max": 0.00018626909999994724,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6757,22 +8667,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 8.17861999962588e-06,
+   "host_canary_seconds": 1.085133499998392e-05,
+   "host_backward_canary_seconds": 1.6366960000055997e-05,
    "pass_seconds": [
-    8.35371999983181e-05,
-    0.00011222430000543682,
-    9.461720001127105e-05
+    0.00014364499999999225,
+    0.00013368379999860734,
+    0.00015498710000088066
    ],
    "pass_host_canary_seconds": [
-    8.17861999962588e-06,
-    7.716939999795614e-06,
-    9.25226000049406e-06
+    1.085133499998392e-05,
+    1.0398964999964732e-05,
+    1.120608749999974e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.6366960000055997e-05,
+    1.9577875000038604e-05,
+    1.8504034999864414e-05
    ]
   },
   "conv_host_k3_autocast_8x32x28x28_32_forward_backward": {
-   "seconds": 0.0004425156000024799,
-   "min": 0.0003748236999854271,
-   "max": 0.0007096520999994027,
+   "seconds": 0.0005727019999994809,
+   "min": 0.00045440369999880657,
+   "max": 0.0006693522999995594,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6787,22 +8703,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.3033197500362804e-05,
+   "host_canary_seconds": 1.0907475000010436e-05,
+   "host_backward_canary_seconds": 1.6317529999980708e-05,
    "pass_seconds": [
-    0.0005943044000105147,
-    0.0004425156000024799,
-    0.0004109061000008296
+    0.0006057048000002397,
+    0.0004891244999981837,
+    0.0005727019999994809
    ],
    "pass_host_canary_seconds": [
-    1.3033197500362804e-05,
-    8.058067499518985e-06,
-    9.120605000134674e-06
+    1.0907475000010436e-05,
+    1.047999500002561e-05,
+    9.957030000151688e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.6317529999980708e-05,
+    1.9637709999926756e-05,
+    2.1033459999841854e-05
    ]
   },
   "conv_host_k3_autocast_16x64x56x56_64_forward": {
-   "seconds": 9.895939999751135e-05,
-   "min": 9.295049999309412e-05,
-   "max": 0.0001843306000182565,
+   "seconds": 0.00013878560000080142,
+   "min": 9.334420000186582e-05,
+   "max": 0.00018103479999922456,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6817,22 +8739,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.3008935000016208e-05,
+   "host_canary_seconds": 1.0711847499997874e-05,
+   "host_backward_canary_seconds": 1.9982200000043805e-05,
    "pass_seconds": [
-    0.00017596499999399383,
-    9.895939999751135e-05,
-    9.647700001096382e-05
+    0.0001668480999995836,
+    0.00013878560000080142,
+    0.0001219036000009055
    ],
    "pass_host_canary_seconds": [
-    1.3008935000016208e-05,
-    7.882607500278027e-06,
-    9.05344999978297e-06
+    1.0711847499997874e-05,
+    1.0431172499991703e-05,
+    8.364639999882683e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.9982200000043805e-05,
+    1.859073000005651e-05,
+    2.0788459999891983e-05
    ]
   },
   "conv_host_k3_autocast_16x64x56x56_64_forward_backward": {
-   "seconds": 0.0006189073000086864,
-   "min": 0.00039202450000175304,
-   "max": 0.0007257715000150711,
+   "seconds": 0.000530878800000778,
+   "min": 0.00042115879999755635,
+   "max": 0.0006934083999993845,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6847,22 +8775,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.1172572499731359e-05,
+   "host_canary_seconds": 1.0622467499992183e-05,
+   "host_backward_canary_seconds": 1.5867540000016334e-05,
    "pass_seconds": [
-    0.0006565252999962467,
-    0.0006189073000086864,
-    0.00043359579999560085
+    0.0005968800000005104,
+    0.000530878800000778,
+    0.0004763489000026766
    ],
    "pass_host_canary_seconds": [
-    1.1172572499731359e-05,
-    7.624967500419188e-06,
-    9.266309999702572e-06
+    1.0622467499992183e-05,
+    1.0440880000004427e-05,
+    8.271242500086373e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.5867540000016334e-05,
+    1.621897000006811e-05,
+    2.0466260000091552e-05
    ]
   },
   "conv_host_k3_autocast_32x128x56x56_128_forward": {
-   "seconds": 0.0001172342000018034,
-   "min": 9.491160001289245e-05,
-   "max": 0.00015862959999140002,
+   "seconds": 0.00015755759999933617,
+   "min": 8.870389999628969e-05,
+   "max": 0.0002228784999999789,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6877,22 +8811,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.1257235000243781e-05,
+   "host_canary_seconds": 1.0587632500005384e-05,
+   "host_backward_canary_seconds": 1.6845270000018788e-05,
    "pass_seconds": [
-    0.00012962509999852044,
-    0.0001172342000018034,
-    9.988399999656394e-05
+    0.00016917139999890197,
+    0.00015755759999933617,
+    0.00010509710000405903
    ],
    "pass_host_canary_seconds": [
-    1.1257235000243781e-05,
-    7.974945000341903e-06,
-    9.342794999156468e-06
+    1.0587632500005384e-05,
+    1.0228329999932839e-05,
+    8.544285000198215e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.6845270000018788e-05,
+    1.7180625000037254e-05,
+    2.2712159999969117e-05
    ]
   },
   "conv_host_k3_autocast_32x128x56x56_128_forward_backward": {
-   "seconds": 0.0004629558000033285,
-   "min": 0.0003689073000032295,
-   "max": 0.0007258727000134968,
+   "seconds": 0.0006096371999944949,
+   "min": 0.00043713930000421897,
+   "max": 0.0007476862999993728,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6907,22 +8847,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.0159130000033655e-05,
+   "host_canary_seconds": 1.0683570000047381e-05,
+   "host_backward_canary_seconds": 1.67820400000096e-05,
    "pass_seconds": [
-    0.0006041765999952986,
-    0.0004629558000033285,
-    0.00045321009999952364
+    0.0006607936000008862,
+    0.0005805973999997605,
+    0.0006096371999944949
    ],
    "pass_host_canary_seconds": [
-    1.0159130000033655e-05,
-    8.14230749995204e-06,
-    9.344502499857299e-06
+    1.0683570000047381e-05,
+    1.0312504999987481e-05,
+    9.640254999965238e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.67820400000096e-05,
+    1.6094134999917744e-05,
+    2.029684000007137e-05
    ]
   },
   "conv_host_k1_fp32_2x4x8x8_4_forward": {
-   "seconds": 2.8876800001853553e-05,
-   "min": 2.3232100011227887e-05,
-   "max": 4.7739100000399046e-05,
+   "seconds": 4.245779999791921e-05,
+   "min": 2.8286099995966653e-05,
+   "max": 5.9431799999742904e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6937,22 +8883,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.0401462499771697e-05,
+   "host_canary_seconds": 1.0914150000047584e-05,
+   "host_backward_canary_seconds": 1.6232965000000376e-05,
    "pass_seconds": [
-    3.4403400013616194e-05,
-    2.8876800001853553e-05,
-    2.6608500002112122e-05
+    5.5356299999687056e-05,
+    3.585679999957847e-05,
+    4.245779999791921e-05
    ],
    "pass_host_canary_seconds": [
-    1.0401462499771697e-05,
-    9.386059999769714e-06,
-    9.42108999993252e-06
+    1.0914150000047584e-05,
+    1.0352460000007114e-05,
+    9.304179999958252e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.6232965000000376e-05,
+    1.7592229999934263e-05,
+    1.986864000002697e-05
    ]
   },
   "conv_host_k1_fp32_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00019926180000311432,
-   "min": 0.00016391500000736414,
-   "max": 0.00038944220000303176,
+   "seconds": 0.00024128979999886723,
+   "min": 0.00020071050000041167,
+   "max": 0.0003337154999996983,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6967,22 +8919,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.0537230000409181e-05,
+   "host_canary_seconds": 1.0664899999994759e-05,
+   "host_backward_canary_seconds": 1.609181000006288e-05,
    "pass_seconds": [
-    0.0001937789000066914,
-    0.00021968849998756922,
-    0.00019926180000311432
+    0.00024128979999886723,
+    0.0002526923999994324,
+    0.00023733049999918876
    ],
    "pass_host_canary_seconds": [
-    1.0537230000409181e-05,
-    1.1167150000801485e-05,
-    9.344234999844048e-06
+    1.0664899999994759e-05,
+    1.0553784999984827e-05,
+    8.284035000087896e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.609181000006288e-05,
+    2.190569999982017e-05,
+    2.038825999989058e-05
    ]
   },
   "conv_host_k1_fp32_8x64x28x28_64_forward": {
-   "seconds": 3.601030000481842e-05,
-   "min": 2.77609000022494e-05,
-   "max": 5.1138499998160114e-05,
+   "seconds": 4.388600000027054e-05,
+   "min": 2.335089999974116e-05,
+   "max": 7.094479999949498e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6997,22 +8955,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.0641865000025064e-05,
+   "host_canary_seconds": 1.0664899999994759e-05,
+   "host_backward_canary_seconds": 1.6724819999893725e-05,
    "pass_seconds": [
-    3.601030000481842e-05,
-    4.951640000854241e-05,
-    3.1317899993155154e-05
+    5.4569099999923766e-05,
+    4.388600000027054e-05,
+    3.2101800002237724e-05
    ],
    "pass_host_canary_seconds": [
-    1.0641865000025064e-05,
-    1.0977125000408706e-05,
-    9.40942000056566e-06
+    1.0664899999994759e-05,
+    1.0553784999984827e-05,
+    8.284035000087896e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.6724819999893725e-05,
+    1.833527999991702e-05,
+    2.095476000022245e-05
    ]
   },
   "conv_host_k1_fp32_8x64x28x28_64_forward_backward": {
-   "seconds": 0.0002524907999941206,
-   "min": 0.00019599719998950605,
-   "max": 0.00034256890000960993,
+   "seconds": 0.0002549298000019462,
+   "min": 0.00019995310000240352,
+   "max": 0.0003739722000005941,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7027,22 +8991,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.0601765000046726e-05,
+   "host_canary_seconds": 1.0867834999999104e-05,
+   "host_backward_canary_seconds": 1.6724819999893725e-05,
    "pass_seconds": [
-    0.00022528659999352386,
-    0.0002992077000044446,
-    0.0002524907999941206
+    0.00029806210000060673,
+    0.0002549298000019462,
+    0.0002152414000022418
    ],
    "pass_host_canary_seconds": [
-    1.0601765000046726e-05,
-    1.0952115000009144e-05,
-    9.279015000629442e-06
+    1.0867834999999104e-05,
+    1.06526649999239e-05,
+    8.085434999998143e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.6724819999893725e-05,
+    1.833527999991702e-05,
+    2.095476000022245e-05
    ]
   },
   "conv_host_k1_fp32_16x256x56x56_64_forward": {
-   "seconds": 3.715889999966748e-05,
-   "min": 2.8521600006570226e-05,
-   "max": 5.194159998609393e-05,
+   "seconds": 4.018909999956577e-05,
+   "min": 2.405199999770957e-05,
+   "max": 6.331510000023854e-05,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7057,22 +9027,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.0340869999936331e-05,
+   "host_canary_seconds": 1.0938905000017484e-05,
+   "host_backward_canary_seconds": 1.5914370000018607e-05,
    "pass_seconds": [
-    3.715889999966748e-05,
-    4.7747999997227455e-05,
-    2.9943799995635344e-05
+    6.065529999972341e-05,
+    4.018909999956577e-05,
+    3.343340000014905e-05
    ],
    "pass_host_canary_seconds": [
-    1.0340869999936331e-05,
-    1.0717655000007653e-05,
-    9.202554999774292e-06
+    1.0938905000017484e-05,
+    1.0788849999983086e-05,
+    8.028565000017807e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.5914370000018607e-05,
+    1.9224870000016382e-05,
+    2.0632349999800682e-05
    ]
   },
   "conv_host_k1_fp32_16x256x56x56_64_forward_backward": {
-   "seconds": 0.0002908289000060904,
-   "min": 0.00018031829999927141,
-   "max": 0.00036037170000327026,
+   "seconds": 0.0002730979000006073,
+   "min": 0.00020411990000184231,
+   "max": 0.0004778786999992235,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7087,22 +9063,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.2483415000588138e-05,
+   "host_canary_seconds": 1.0787780000001136e-05,
+   "host_backward_canary_seconds": 1.5764159999918093e-05,
    "pass_seconds": [
-    0.00030420310001773033,
-    0.0002908289000060904,
-    0.00021504860001186898
+    0.0003060392999998385,
+    0.0002730979000006073,
+    0.00021358820000045854
    ],
    "pass_host_canary_seconds": [
-    1.2483415000588138e-05,
-    1.0357700000440673e-05,
-    9.15268999960972e-06
+    1.0787780000001136e-05,
+    1.080883000000199e-05,
+    8.142844999952103e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.5764159999918093e-05,
+    1.6928750000033688e-05,
+    1.8458900000268842e-05
    ]
   },
   "conv_host_k1_fp32_32x256x56x56_256_forward": {
-   "seconds": 4.4996299993727004e-05,
-   "min": 3.641319999587722e-05,
-   "max": 7.300669999494857e-05,
+   "seconds": 5.975620000242543e-05,
+   "min": 3.6991600001101685e-05,
+   "max": 7.947109999975054e-05,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7117,22 +9099,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.207824749997144e-05,
+   "host_canary_seconds": 1.0718754999956559e-05,
+   "host_backward_canary_seconds": 1.6472230000061928e-05,
    "pass_seconds": [
-    6.64939999978742e-05,
-    4.1017100011231376e-05,
-    4.4996299993727004e-05
+    7.384949999931223e-05,
+    5.975620000242543e-05,
+    4.409350000287304e-05
    ],
    "pass_host_canary_seconds": [
-    1.207824749997144e-05,
-    7.255754999277997e-06,
-    9.078622500169332e-06
+    1.0718754999956559e-05,
+    1.050796499995954e-05,
+    7.81008000018346e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.6472230000061928e-05,
+    2.0759070000053726e-05,
+    1.9706229999769675e-05
    ]
   },
   "conv_host_k1_fp32_32x256x56x56_256_forward_backward": {
-   "seconds": 0.00026553720001629697,
-   "min": 0.00021414000000277155,
-   "max": 0.0004699277000099755,
+   "seconds": 0.00037380280000149925,
+   "min": 0.00022339929999475315,
+   "max": 0.00048230310000008103,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7147,22 +9135,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.2082257500196647e-05,
+   "host_canary_seconds": 1.0791559999958621e-05,
+   "host_backward_canary_seconds": 1.655980000009549e-05,
    "pass_seconds": [
-    0.00043369570000777457,
-    0.00026553720001629697,
-    0.00022223790001589804
+    0.00045445460000053116,
+    0.00037380280000149925,
+    0.00023458260000097653
    ],
    "pass_host_canary_seconds": [
-    1.2082257500196647e-05,
-    7.0065900007421085e-06,
-    9.234807499751696e-06
+    1.0791559999958621e-05,
+    1.0462095000036698e-05,
+    7.5959650001777845e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.655980000009549e-05,
+    1.733384499985391e-05,
+    1.8956089999733194e-05
    ]
   },
   "conv_host_k1_fp32_strict_2x4x8x8_4_forward": {
-   "seconds": 2.7078399989477474e-05,
-   "min": 1.8286900012753903e-05,
-   "max": 5.616870000721974e-05,
+   "seconds": 3.3585299999572274e-05,
+   "min": 2.010509999763599e-05,
+   "max": 4.844909999945912e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7177,22 +9171,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.5202964999616597e-05,
+   "host_canary_seconds": 1.0783879999962665e-05,
+   "host_backward_canary_seconds": 1.5936610000011343e-05,
    "pass_seconds": [
-    5.365829999846028e-05,
-    1.9646600003397906e-05,
-    2.7078399989477474e-05
+    4.52452000004655e-05,
+    3.3585299999572274e-05,
+    2.54467000047498e-05
    ],
    "pass_host_canary_seconds": [
-    1.5202964999616597e-05,
-    6.937114999345795e-06,
-    9.376714999689283e-06
+    1.0783879999962665e-05,
+    1.0273580000017545e-05,
+    7.725019999895721e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.5936610000011343e-05,
+    1.8078009999840107e-05,
+    2.0351260000097683e-05
    ]
   },
   "conv_host_k1_fp32_strict_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00018370130001130747,
-   "min": 0.00013909250001233885,
-   "max": 0.00027511129999311377,
+   "seconds": 0.000196444400000928,
+   "min": 0.00017716159999849878,
+   "max": 0.0003673802999998088,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7207,22 +9207,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.0561934999486766e-05,
+   "host_canary_seconds": 1.0783879999962665e-05,
+   "host_backward_canary_seconds": 1.5256829999970023e-05,
    "pass_seconds": [
-    0.00023930509998990602,
-    0.00014087100000779174,
-    0.00018370130001130747
+    0.0002519375999995077,
+    0.000196444400000928,
+    0.00018202569999630213
    ],
    "pass_host_canary_seconds": [
-    1.0561934999486766e-05,
-    6.707320000032268e-06,
-    9.166150000510243e-06
+    1.0783879999962665e-05,
+    1.0262649999930317e-05,
+    9.888164999836135e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.5256829999970023e-05,
+    1.8078009999840107e-05,
+    2.0234439999740063e-05
    ]
   },
   "conv_host_k1_fp32_strict_8x64x28x28_64_forward": {
-   "seconds": 2.5414100014131692e-05,
-   "min": 1.8337300002713163e-05,
-   "max": 3.4296300009373225e-05,
+   "seconds": 3.7739200001851715e-05,
+   "min": 2.728570000272157e-05,
+   "max": 4.745580000076188e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7237,22 +9243,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 8.818094999014647e-06,
+   "host_canary_seconds": 1.070632000001126e-05,
+   "host_backward_canary_seconds": 1.7383754999968915e-05,
    "pass_seconds": [
-    3.205640000487619e-05,
-    2.2679699986838388e-05,
-    2.5414100014131692e-05
+    4.3558900000562065e-05,
+    3.466790000175024e-05,
+    3.7739200001851715e-05
    ],
    "pass_host_canary_seconds": [
-    8.818094999014647e-06,
-    7.089439999390379e-06,
-    9.358984999607856e-06
+    1.070632000001126e-05,
+    1.0262649999930317e-05,
+    9.888164999836135e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.7383754999968915e-05,
+    2.0391529999983505e-05,
+    1.8859479999946417e-05
    ]
   },
   "conv_host_k1_fp32_strict_8x64x28x28_64_forward_backward": {
-   "seconds": 0.00018616110000948538,
-   "min": 0.00016475200000058975,
-   "max": 0.0002443352000000232,
+   "seconds": 0.0002500946999987264,
+   "min": 0.0001880510999967555,
+   "max": 0.0002945878000005564,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7267,22 +9279,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 8.629220000102577e-06,
+   "host_canary_seconds": 1.0768070000040098e-05,
+   "host_backward_canary_seconds": 1.9649250000099982e-05,
    "pass_seconds": [
-    0.00018398230001821504,
-    0.00018616110000948538,
-    0.00020851790000051552
+    0.00025265289999936157,
+    0.0002500946999987264,
+    0.00021245969999768023
    ],
    "pass_host_canary_seconds": [
-    8.629220000102577e-06,
-    1.0263979999081129e-05,
-    9.358984999607856e-06
+    1.0768070000040098e-05,
+    1.0300715000113315e-05,
+    9.73165500028017e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.9649250000099982e-05,
+    1.9354949999978997e-05,
+    1.8859479999946417e-05
    ]
   },
   "conv_host_k1_fp32_strict_16x256x56x56_64_forward": {
-   "seconds": 3.344660001403099e-05,
-   "min": 2.810989999488811e-05,
-   "max": 5.402369999956136e-05,
+   "seconds": 4.7735099997225916e-05,
+   "min": 3.6251299999889855e-05,
+   "max": 6.338360000057719e-05,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7297,22 +9315,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.0836580000841423e-05,
+   "host_canary_seconds": 1.0998097499985704e-05,
+   "host_backward_canary_seconds": 1.8476995000114017e-05,
    "pass_seconds": [
-    4.335259998242691e-05,
-    3.344660001403099e-05,
-    3.0431800018959622e-05
+    5.328999999960615e-05,
+    4.247629999838409e-05,
+    4.7735099997225916e-05
    ],
    "pass_host_canary_seconds": [
-    1.0836580000841423e-05,
-    8.758792500316303e-06,
-    9.154415000693916e-06
+    1.0998097499985704e-05,
+    1.054732000000058e-05,
+    9.858604999806175e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.8476995000114017e-05,
+    1.669916500006252e-05,
+    2.047066999978142e-05
    ]
   },
   "conv_host_k1_fp32_strict_16x256x56x56_64_forward_backward": {
-   "seconds": 0.00021204419999776292,
-   "min": 0.00017035789999226837,
-   "max": 0.00029048619999230143,
+   "seconds": 0.00025725959999931545,
+   "min": 0.00023077310000019224,
+   "max": 0.0003086043999999788,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7327,22 +9351,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 8.337992500173642e-06,
+   "host_canary_seconds": 1.0893957500037744e-05,
+   "host_backward_canary_seconds": 1.734462000001713e-05,
    "pass_seconds": [
-    0.00020006600000215257,
-    0.0002145589000065229,
-    0.00021204419999776292
+    0.00025725959999931545,
+    0.00029972579999935076,
+    0.0002486391999980242
    ],
    "pass_host_canary_seconds": [
-    8.337992500173642e-06,
-    8.445275000781293e-06,
-    9.07478000044648e-06
+    1.0893957500037744e-05,
+    1.0717217500015864e-05,
+    1.0282264999830205e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.734462000001713e-05,
+    1.8705979999964484e-05,
+    2.1051829999976235e-05
    ]
   },
   "conv_host_k1_fp32_strict_32x256x56x56_256_forward": {
-   "seconds": 3.960830001688009e-05,
-   "min": 2.780010001970368e-05,
-   "max": 6.057939999664086e-05,
+   "seconds": 6.41462000004367e-05,
+   "min": 5.0645699997176055e-05,
+   "max": 7.21604000005982e-05,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7357,22 +9387,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 8.045770000535413e-06,
+   "host_canary_seconds": 1.0965690000048767e-05,
+   "host_backward_canary_seconds": 1.7634490000091318e-05,
    "pass_seconds": [
-    3.960830001688009e-05,
-    4.574750000756467e-05,
-    3.2617099986964607e-05
+    6.442539999937936e-05,
+    6.41462000004367e-05,
+    5.829870000297888e-05
    ],
    "pass_host_canary_seconds": [
-    8.045770000535413e-06,
-    8.518480000248018e-06,
-    9.315434999734861e-06
+    1.0965690000048767e-05,
+    1.0673419999989165e-05,
+    1.0328224999796021e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.7634490000091318e-05,
+    1.8850170000064282e-05,
+    2.3642580000000635e-05
    ]
   },
   "conv_host_k1_fp32_strict_32x256x56x56_256_forward_backward": {
-   "seconds": 0.00027480710000418187,
-   "min": 0.0002275885000017297,
-   "max": 0.0005436954999822774,
+   "seconds": 0.00029128139999983204,
+   "min": 0.00023232670000084,
+   "max": 0.0003433408000006466,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7387,22 +9423,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.1436552500185825e-05,
+   "host_canary_seconds": 1.1363712500020995e-05,
+   "host_backward_canary_seconds": 2.0599979999929017e-05,
    "pass_seconds": [
-    0.0003340576000027795,
-    0.0002567395000141914,
-    0.00027480710000418187
+    0.00029128139999983204,
+    0.00029922450000015034,
+    0.00025104269999474125
    ],
    "pass_host_canary_seconds": [
-    1.1436552500185825e-05,
-    7.504612499928953e-06,
-    1.0026362500639153e-05
+    1.1363712500020995e-05,
+    1.0670330000053242e-05,
+    8.621472499896754e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.0599979999929017e-05,
+    1.8690805000147747e-05,
+    2.2724149999930887e-05
    ]
   },
   "conv_host_k1_bf16_2x4x8x8_4_forward": {
-   "seconds": 4.2424799994478234e-05,
-   "min": 2.920430001722707e-05,
-   "max": 5.021659999329131e-05,
+   "seconds": 3.908900000055837e-05,
+   "min": 2.77615000015885e-05,
+   "max": 5.79356999992342e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7417,22 +9459,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.134038249972491e-05,
+   "host_canary_seconds": 1.1668477499995333e-05,
+   "host_backward_canary_seconds": 2.1811149999919622e-05,
    "pass_seconds": [
-    4.2424799994478234e-05,
-    4.661180000766763e-05,
-    3.3765000011953816e-05
+    4.592159999958767e-05,
+    3.908900000055837e-05,
+    3.7820599999349724e-05
    ],
    "pass_host_canary_seconds": [
-    1.134038249972491e-05,
-    1.0180230000287337e-05,
-    9.386109999240944e-06
+    1.1668477499995333e-05,
+    1.0532205000117755e-05,
+    7.529799999872466e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.1811149999919622e-05,
+    2.0744960000058655e-05,
+    1.915924999991603e-05
    ]
   },
   "conv_host_k1_bf16_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00024167209999177431,
-   "min": 0.00021905779999542574,
-   "max": 0.0004250979999824267,
+   "seconds": 0.00028415129999928015,
+   "min": 0.0002189107999981843,
+   "max": 0.0003520168000008539,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7447,22 +9495,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 9.701714999437172e-06,
+   "host_canary_seconds": 1.1343679999953338e-05,
+   "host_backward_canary_seconds": 1.6529140000045574e-05,
    "pass_seconds": [
-    0.00022528550000515678,
-    0.00027649240000755527,
-    0.00024167209999177431
+    0.00029627059999910444,
+    0.00028415129999928015,
+    0.00025867749999974876
    ],
    "pass_host_canary_seconds": [
-    9.701714999437172e-06,
-    9.056234999889056e-06,
-    9.316305000766078e-06
+    1.1343679999953338e-05,
+    1.0213890000017046e-05,
+    7.997694999914984e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.6529140000045574e-05,
+    1.5521830000011506e-05,
+    2.0198180000079446e-05
    ]
   },
   "conv_host_k1_bf16_8x64x28x28_64_forward": {
-   "seconds": 3.626930001701112e-05,
-   "min": 2.7401200009080638e-05,
-   "max": 5.214970001361507e-05,
+   "seconds": 4.506429999935335e-05,
+   "min": 2.846379999823512e-05,
+   "max": 6.236720000032391e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7477,22 +9531,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.0877717500079598e-05,
+   "host_canary_seconds": 1.1330649999976572e-05,
+   "host_backward_canary_seconds": 1.7564270000036685e-05,
    "pass_seconds": [
-    4.896659997939423e-05,
-    3.626930001701112e-05,
-    3.381120000085502e-05
+    5.63401000007957e-05,
+    4.506429999935335e-05,
+    3.999500000304579e-05
    ],
    "pass_host_canary_seconds": [
-    1.0877717500079598e-05,
-    9.613099999796759e-06,
-    9.68413500004317e-06
+    1.1330649999976572e-05,
+    1.033052499991527e-05,
+    8.337080000160313e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.7564270000036685e-05,
+    1.5303350000124283e-05,
+    2.088164999975106e-05
    ]
   },
   "conv_host_k1_bf16_8x64x28x28_64_forward_backward": {
-   "seconds": 0.00028318659999513327,
-   "min": 0.00020542199999908916,
-   "max": 0.00030355579999650215,
+   "seconds": 0.0002642653999998856,
+   "min": 0.00017545320000067477,
+   "max": 0.0004256890000007729,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7507,22 +9567,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.0758399999986068e-05,
+   "host_canary_seconds": 1.1061609999991618e-05,
+   "host_backward_canary_seconds": 2.105436500002611e-05,
    "pass_seconds": [
-    0.0002844575999915833,
-    0.00028318659999513327,
-    0.00023310250001031818
+    0.00034346469999917416,
+    0.0002642653999998856,
+    0.0002142832999993516
    ],
    "pass_host_canary_seconds": [
-    1.0758399999986068e-05,
-    8.1133549997503e-06,
-    9.839905000035286e-06
+    1.1061609999991618e-05,
+    1.033052499991527e-05,
+    7.642384999826391e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.105436500002611e-05,
+    1.9009780000089905e-05,
+    2.033632999996371e-05
    ]
   },
   "conv_host_k1_bf16_16x256x56x56_64_forward": {
-   "seconds": 4.150479999225354e-05,
-   "min": 3.11643000031836e-05,
-   "max": 5.345660001694341e-05,
+   "seconds": 4.803550000076484e-05,
+   "min": 2.5108900001669098e-05,
+   "max": 5.785829999922498e-05,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7537,22 +9603,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.0689035000268633e-05,
+   "host_canary_seconds": 1.1094947499969975e-05,
+   "host_backward_canary_seconds": 1.801847000002965e-05,
    "pass_seconds": [
-    4.150479999225354e-05,
-    5.1565199987635425e-05,
-    3.636930000538996e-05
+    5.067750000051774e-05,
+    4.803550000076484e-05,
+    2.8346000004830784e-05
    ],
    "pass_host_canary_seconds": [
-    1.0689035000268633e-05,
-    8.713925000165546e-06,
-    1.0642375000315952e-05
+    1.1094947499969975e-05,
+    1.0512154999986479e-05,
+    7.642384999826391e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.801847000002965e-05,
+    2.1098859999995056e-05,
+    2.1086049999894386e-05
    ]
   },
   "conv_host_k1_bf16_16x256x56x56_64_forward_backward": {
-   "seconds": 0.0002280979000033767,
-   "min": 0.00020413879999523488,
-   "max": 0.0003879010999980892,
+   "seconds": 0.0003034356000000571,
+   "min": 0.00024155779999972536,
+   "max": 0.0004211773000008634,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7567,22 +9639,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.066297999955168e-05,
+   "host_canary_seconds": 1.1122400000047605e-05,
+   "host_backward_canary_seconds": 1.9174110000079737e-05,
    "pass_seconds": [
-    0.00021766820000266308,
-    0.00032115829999384004,
-    0.0002280979000033767
+    0.00026152259999889793,
+    0.00031632630000046904,
+    0.0003034356000000571
    ],
    "pass_host_canary_seconds": [
-    1.066297999955168e-05,
-    9.093480000501586e-06,
-    1.0749550000355157e-05
+    1.1122400000047605e-05,
+    1.0267104999996946e-05,
+    9.628420000069583e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.9174110000079737e-05,
+    2.137342999986913e-05,
+    2.0384760000524692e-05
    ]
   },
   "conv_host_k1_bf16_32x256x56x56_256_forward": {
-   "seconds": 4.472220000479865e-05,
-   "min": 3.5538499992071594e-05,
-   "max": 5.573050000293733e-05,
+   "seconds": 4.864189999977953e-05,
+   "min": 3.9969299996300835e-05,
+   "max": 7.387899999571346e-05,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7597,22 +9675,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.1548847500080228e-05,
+   "host_canary_seconds": 1.1309974999988982e-05,
+   "host_backward_canary_seconds": 1.7221274999954517e-05,
    "pass_seconds": [
-    4.694279998602724e-05,
-    4.472220000479865e-05,
-    4.092560000117374e-05
+    4.864189999977953e-05,
+    4.4425799998748516e-05,
+    5.225989999644298e-05
    ],
    "pass_host_canary_seconds": [
-    1.1548847500080228e-05,
-    8.539765000250554e-06,
-    1.0449149999658403e-05
+    1.1309974999988982e-05,
+    1.0324375000010377e-05,
+    1.0359970000024532e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.7221274999954517e-05,
+    1.9345149999878687e-05,
+    1.637108000011267e-05
    ]
   },
   "conv_host_k1_bf16_32x256x56x56_256_forward_backward": {
-   "seconds": 0.0002802922999990187,
-   "min": 0.00021365700001751975,
-   "max": 0.00042096670001683377,
+   "seconds": 0.0003458004000009396,
+   "min": 0.00019577879999701508,
+   "max": 0.0004636748000010016,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7627,22 +9711,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.2102480000066861e-05,
+   "host_canary_seconds": 1.1526939999981778e-05,
+   "host_backward_canary_seconds": 2.117712000000438e-05,
    "pass_seconds": [
-    0.0003977876000135439,
-    0.0002802922999990187,
-    0.0002798296000037226
+    0.0003959139000002665,
+    0.0003458004000009396,
+    0.0002854102000014791
    ],
    "pass_host_canary_seconds": [
-    1.2102480000066861e-05,
-    8.539765000250554e-06,
-    1.035983499946269e-05
+    1.1526939999981778e-05,
+    1.0201730000005682e-05,
+    8.321929999794975e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.117712000000438e-05,
+    1.9345149999878687e-05,
+    1.7076049999786846e-05
    ]
   },
   "conv_host_k1_autocast_2x4x8x8_4_forward": {
-   "seconds": 9.615330000087852e-05,
-   "min": 7.140279999475751e-05,
-   "max": 0.00015027280001049802,
+   "seconds": 0.00012170439999863447,
+   "min": 0.00010789680000016233,
+   "max": 0.00013806219999992208,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7657,22 +9747,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.2005644999248945e-05,
+   "host_canary_seconds": 1.1547205000006499e-05,
+   "host_backward_canary_seconds": 2.2661169999977913e-05,
    "pass_seconds": [
-    0.00012644460000501567,
-    9.615330000087852e-05,
-    8.097249999536871e-05
+    0.00012487039999911075,
+    0.00012170439999863447,
+    0.00011310549999734575
    ],
    "pass_host_canary_seconds": [
-    1.2005644999248945e-05,
-    7.865039999614964e-06,
-    1.0175039999467117e-05
+    1.1547205000006499e-05,
+    1.0406910000071435e-05,
+    9.547347499960778e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.2661169999977913e-05,
+    2.0512164999928474e-05,
+    2.049458499982393e-05
    ]
   },
   "conv_host_k1_autocast_2x4x8x8_4_forward_backward": {
-   "seconds": 0.0004925605999915206,
-   "min": 0.00036387949999152627,
-   "max": 0.0006777061000093453,
+   "seconds": 0.000551125600000546,
+   "min": 0.0004335379999986344,
+   "max": 0.0007324600000004011,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7687,22 +9783,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.5028867500177513e-05,
+   "host_canary_seconds": 1.1306912500010924e-05,
+   "host_backward_canary_seconds": 1.8622475000000805e-05,
    "pass_seconds": [
-    0.0006166983999946751,
-    0.0004925605999915206,
-    0.00036655999999766207
+    0.000551125600000546,
+    0.0004724064999976463,
+    0.0005922185000031277
    ],
    "pass_host_canary_seconds": [
-    1.5028867500177513e-05,
-    7.815000000164218e-06,
-    1.0175039999467117e-05
+    1.1306912500010924e-05,
+    1.0442889999993099e-05,
+    1.1080609999964964e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.8622475000000805e-05,
+    1.642662999998379e-05,
+    2.172293000000991e-05
    ]
   },
   "conv_host_k1_autocast_8x64x28x28_64_forward": {
-   "seconds": 8.6674099998163e-05,
-   "min": 6.661990000793594e-05,
-   "max": 0.0001779190999968705,
+   "seconds": 0.00012222269999995206,
+   "min": 6.658490000290839e-05,
+   "max": 0.00019968240000025616,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7717,22 +9819,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.1466912500281978e-05,
+   "host_canary_seconds": 1.108545750003742e-05,
+   "host_backward_canary_seconds": 1.7026105000041982e-05,
    "pass_seconds": [
-    0.00011609709999902407,
-    8.6674099998163e-05,
-    8.144220000758651e-05
+    0.00012500840000058134,
+    0.00012222269999995206,
+    7.992509999894537e-05
    ],
    "pass_host_canary_seconds": [
-    1.1466912500281978e-05,
-    7.278740000629114e-06,
-    9.907840000096258e-06
+    1.108545750003742e-05,
+    1.0420075000041607e-05,
+    1.2058390000220243e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.7026105000041982e-05,
+    1.6147409999973662e-05,
+    2.1864789999881395e-05
    ]
   },
   "conv_host_k1_autocast_8x64x28x28_64_forward_backward": {
-   "seconds": 0.00039375010001094777,
-   "min": 0.000312303000009706,
-   "max": 0.0006500903999949514,
+   "seconds": 0.0004923179999991589,
+   "min": 0.00044070810000107485,
+   "max": 0.0006113202999983968,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7747,22 +9855,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.1242802499964455e-05,
+   "host_canary_seconds": 1.1085525000034124e-05,
+   "host_backward_canary_seconds": 1.600924000001669e-05,
    "pass_seconds": [
-    0.0004940210000086154,
-    0.00039375010001094777,
-    0.0003315285000098811
+    0.0004923179999991589,
+    0.0004819669000028171,
+    0.0005923088000031384
    ],
    "pass_host_canary_seconds": [
-    1.1242802499964455e-05,
-    7.797189999791953e-06,
-    9.840055000722713e-06
+    1.1085525000034124e-05,
+    1.0374904999963518e-05,
+    1.186105500011081e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.600924000001669e-05,
+    1.5362580000157778e-05,
+    2.168670000003203e-05
    ]
   },
   "conv_host_k1_autocast_16x256x56x56_64_forward": {
-   "seconds": 0.00011198549998425733,
-   "min": 7.38715999887063e-05,
-   "max": 0.00018732240000645105,
+   "seconds": 0.00012431300000059764,
+   "min": 0.00010898360000055618,
+   "max": 0.00015206730000016933,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7777,22 +9891,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.3405017500076612e-05,
+   "host_canary_seconds": 1.1507714999972052e-05,
+   "host_backward_canary_seconds": 1.889630500002681e-05,
    "pass_seconds": [
-    0.000138910600003328,
-    0.00011198549998425733,
-    7.621479999215807e-05
+    0.00014762229999973898,
+    0.00012431300000059764,
+    0.00012190070000315246
    ],
    "pass_host_canary_seconds": [
-    1.3405017500076612e-05,
-    7.13356999995085e-06,
-    9.574749999501364e-06
+    1.1507714999972052e-05,
+    1.0715462499959471e-05,
+    1.1328782500186206e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.889630500002681e-05,
+    1.6454634999973904e-05,
+    2.2155030000021724e-05
    ]
   },
   "conv_host_k1_autocast_16x256x56x56_64_forward_backward": {
-   "seconds": 0.0003936461999956009,
-   "min": 0.00032326430000466643,
-   "max": 0.0008001408999916748,
+   "seconds": 0.0005239719000030618,
+   "min": 0.0004843873000012877,
+   "max": 0.0005848409999998694,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7807,22 +9927,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.3080224999839628e-05,
+   "host_canary_seconds": 1.1587712500009673e-05,
+   "host_backward_canary_seconds": 2.0427160000053848e-05,
    "pass_seconds": [
-    0.0006009681000023193,
-    0.0003769030999819734,
-    0.0003936461999956009
+    0.000509924700000397,
+    0.0005312777999989749,
+    0.0005239719000030618
    ],
    "pass_host_canary_seconds": [
-    1.3080224999839628e-05,
-    8.018405000029815e-06,
-    9.676770000623946e-06
+    1.1587712500009673e-05,
+    1.0749932500004888e-05,
+    1.0817657500012956e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.0427160000053848e-05,
+    2.0493380000061733e-05,
+    2.0483134999835784e-05
    ]
   },
   "conv_host_k1_autocast_32x256x56x56_256_forward": {
-   "seconds": 0.00011302400000658963,
-   "min": 5.9579900016615285e-05,
-   "max": 0.00013139220000084605,
+   "seconds": 0.00013089300000217462,
+   "min": 7.372339999847099e-05,
+   "max": 0.00016475470000045788,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7837,22 +9963,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.0553037499789753e-05,
+   "host_canary_seconds": 1.1469252500013738e-05,
+   "host_backward_canary_seconds": 1.9775900000098545e-05,
    "pass_seconds": [
-    0.00011302400000658963,
-    0.0001160327999969013,
-    8.161050000126125e-05
+    0.00013575480000014296,
+    0.00013089300000217462,
+    9.269710000125997e-05
    ],
    "pass_host_canary_seconds": [
-    1.0553037499789753e-05,
-    8.018794999316014e-06,
-    9.623185000009472e-06
+    1.1469252500013738e-05,
+    1.0899367500059042e-05,
+    9.524412499928304e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.9775900000098545e-05,
+    2.0356010000028847e-05,
+    2.281293999999434e-05
    ]
   },
   "conv_host_k1_autocast_32x256x56x56_256_forward_backward": {
-   "seconds": 0.0005182756000067457,
-   "min": 0.0003236519999973098,
-   "max": 0.0006296673999941049,
+   "seconds": 0.0005921206000010671,
+   "min": 0.0004767364999992196,
+   "max": 0.0007708478000040486,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7867,22 +9999,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.0280869999519383e-05,
+   "host_canary_seconds": 1.1400130000005504e-05,
+   "host_backward_canary_seconds": 1.8130229999968606e-05,
    "pass_seconds": [
-    0.0005242194000175005,
-    0.0005182756000067457,
-    0.00034695729998475145
+    0.0005255250000004708,
+    0.0005921206000010671,
+    0.0007054531999983737
    ],
    "pass_host_canary_seconds": [
-    1.0280869999519383e-05,
-    8.383312500086503e-06,
-    9.823952500482846e-06
+    1.1400130000005504e-05,
+    1.1054537500001514e-05,
+    1.137017000004903e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.8130229999968606e-05,
+    2.0543690000067726e-05,
+    2.1878390000154014e-05
    ]
   },
   "optimizer_sgd_foreach_per_param": {
-   "seconds": 3.03992187511426e-06,
-   "min": 2.0236830360025645e-06,
-   "max": 3.7501607147914584e-06,
+   "seconds": 3.7298325892910966e-06,
+   "min": 2.2849866070373537e-06,
+   "max": 4.083415178562129e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7892,22 +10030,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.112175500054491e-05,
+   "host_canary_seconds": 1.15464550000155e-05,
+   "host_backward_canary_seconds": 1.827188999996565e-05,
    "pass_seconds": [
-    3.316912946209933e-06,
-    2.8905580359759952e-06,
-    3.03992187511426e-06
+    3.7298325892910966e-06,
+    3.863734374982235e-06,
+    2.454781249891117e-06
    ],
    "pass_host_canary_seconds": [
-    1.112175500054491e-05,
-    9.632185000327808e-06,
-    9.71182749935906e-06
+    1.15464550000155e-05,
+    1.0723452500016605e-05,
+    8.26798000019835e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.827188999996565e-05,
+    2.186726499999736e-05,
+    2.1783370000321158e-05
    ]
   },
   "optimizer_sgd_foreach_per_step": {
-   "seconds": 0.00010080385728932533,
-   "min": 3.926000015651101e-05,
-   "max": 0.00046751728586968966,
+   "seconds": 0.00015971114285459213,
+   "min": -8.939142820249134e-06,
+   "max": 0.0003118697142911385,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7917,22 +10061,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.112175500054491e-05,
+   "host_canary_seconds": 1.15464550000155e-05,
+   "host_backward_canary_seconds": 1.827188999996565e-05,
    "pass_seconds": [
-    0.00016681571430256424,
-    0.00010080385728932533,
-    9.042214284298616e-05
+    0.00015971114285459213,
+    0.0001560270000067833,
+    0.00018878142861110194
    ],
    "pass_host_canary_seconds": [
-    1.112175500054491e-05,
-    9.632185000327808e-06,
-    9.71182749935906e-06
+    1.15464550000155e-05,
+    1.0723452500016605e-05,
+    8.26798000019835e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.827188999996565e-05,
+    2.186726499999736e-05,
+    2.1783370000321158e-05
    ]
   },
   "optimizer_sgd_foreach_cold_per_param": {
-   "seconds": 3.889598214052674e-06,
-   "min": 2.621140625182404e-06,
-   "max": 7.086037946127785e-06,
+   "seconds": 3.2797209821617505e-06,
+   "min": 2.3873549107124503e-06,
+   "max": 5.31886830363553e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7942,22 +10092,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.193803999967713e-05,
+   "host_canary_seconds": 1.1436979999999152e-05,
+   "host_backward_canary_seconds": 2.1548799999919765e-05,
    "pass_seconds": [
-    4.145611607140966e-06,
-    3.2867991071684955e-06,
-    3.889598214052674e-06
+    3.0576718749968686e-06,
+    4.774506696479465e-06,
+    3.2797209821617505e-06
    ],
    "pass_host_canary_seconds": [
-    1.193803999967713e-05,
-    8.495160000165924e-06,
-    1.00282400001106e-05
+    1.1436979999999152e-05,
+    1.0820629999983566e-05,
+    8.122019999916575e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.1548799999919765e-05,
+    2.0907560000011926e-05,
+    2.2199489999934486e-05
    ]
   },
   "optimizer_sgd_foreach_cold_per_step": {
-   "seconds": 0.0006358701429495081,
-   "min": 0.0004717655714167839,
-   "max": 0.0009858458571280998,
+   "seconds": 0.0006634732857386488,
+   "min": 0.000563359285714731,
+   "max": 0.0007655764285731591,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7967,22 +10123,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.193803999967713e-05,
+   "host_canary_seconds": 1.1436979999999152e-05,
+   "host_backward_canary_seconds": 2.1548799999919765e-05,
    "pass_seconds": [
-    0.0008205241430070081,
-    0.0006099838572676422,
-    0.0006358701429495081
+    0.0006811262857228582,
+    0.0006634732857386488,
+    0.0006107127142545973
    ],
    "pass_host_canary_seconds": [
-    1.193803999967713e-05,
-    8.495160000165924e-06,
-    1.00282400001106e-05
+    1.1436979999999152e-05,
+    1.0820629999983566e-05,
+    8.122019999916575e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.1548799999919765e-05,
+    2.0907560000011926e-05,
+    2.2199489999934486e-05
    ]
   },
   "optimizer_sgd_foreach_large": {
-   "seconds": 0.00019908099989152106,
-   "min": 0.00018297599990546587,
-   "max": 0.00022999699990577938,
+   "seconds": 0.00019361800002570817,
+   "min": 0.00018206899999029247,
+   "max": 0.00022196500000859487,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -7990,15 +10152,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00020072799998160917,
-    0.00019759099996008445,
-    0.00019908099989152106
+    0.00019064300001048196,
+    0.00020950100000050043,
+    0.00019361800002570817
    ]
   },
   "optimizer_sgd_for_loop_per_param": {
-   "seconds": 2.9360607142235396e-05,
-   "min": 2.0507828124952505e-05,
-   "max": 3.6500558035105056e-05,
+   "seconds": 3.282284598211354e-05,
+   "min": 2.2871249999984705e-05,
+   "max": 3.4788026785692594e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8008,22 +10170,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.2239894999765966e-05,
+   "host_canary_seconds": 1.1130210000018792e-05,
+   "host_backward_canary_seconds": 1.9859414999956472e-05,
    "pass_seconds": [
-    3.535033705302583e-05,
-    2.1714944196560282e-05,
-    2.9360607142235396e-05
+    3.357331473214613e-05,
+    3.207773660715166e-05,
+    3.282284598211354e-05
    ],
    "pass_host_canary_seconds": [
-    1.2239894999765966e-05,
-    7.2621024997943096e-06,
-    1.03533474998585e-05
+    1.1130210000018792e-05,
+    1.0551437500012639e-05,
+    1.081021250001868e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.9859414999956472e-05,
+    2.1872075000004542e-05,
+    1.7650959999571115e-05
    ]
   },
   "optimizer_sgd_for_loop_per_step": {
-   "seconds": 0.0001581090000399854,
-   "min": -1.757100000889184e-05,
-   "max": 0.0005678909999785123,
+   "seconds": 0.00032828585719763773,
+   "min": -0.0001283092857176729,
+   "max": 0.0012609819999990382,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8033,22 +10201,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.2239894999765966e-05,
+   "host_canary_seconds": 1.1130210000018792e-05,
+   "host_backward_canary_seconds": 1.9859414999956472e-05,
    "pass_seconds": [
-    0.0002356734287981715,
-    0.0001030967140585354,
-    0.0001581090000399854
+    0.00036464271428420566,
+    0.0002993730000103562,
+    0.00032828585719763773
    ],
    "pass_host_canary_seconds": [
-    1.2239894999765966e-05,
-    7.2621024997943096e-06,
-    1.03533474998585e-05
+    1.1130210000018792e-05,
+    1.0551437500012639e-05,
+    1.081021250001868e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.9859414999956472e-05,
+    2.1872075000004542e-05,
+    1.7650959999571115e-05
    ]
   },
   "optimizer_sgd_for_loop_cold_per_param": {
-   "seconds": 2.6489725446562522e-05,
-   "min": 2.085318080347065e-05,
-   "max": 3.912517857074249e-05,
+   "seconds": 3.43220066964126e-05,
+   "min": 2.2048305803545887e-05,
+   "max": 3.674028571427306e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8058,22 +10232,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.1015394999276396e-05,
+   "host_canary_seconds": 7.891899999989959e-06,
+   "host_backward_canary_seconds": 2.0845649999898796e-05,
    "pass_seconds": [
-    3.210472767887852e-05,
-    2.6489725446562522e-05,
-    2.2968299107211415e-05
+    2.502801339288041e-05,
+    3.563196428573485e-05,
+    3.43220066964126e-05
    ],
    "pass_host_canary_seconds": [
-    1.1015394999276396e-05,
-    8.297214999402058e-06,
-    9.857679999640823e-06
+    7.891899999989959e-06,
+    1.1230174999923292e-05,
+    1.1035704999926566e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.0845649999898796e-05,
+    2.2086989999934304e-05,
+    1.8929889999981242e-05
    ]
   },
   "optimizer_sgd_for_loop_cold_per_step": {
-   "seconds": 0.0005633580000708857,
-   "min": 0.0002532492856711804,
-   "max": 0.0010773948570853725,
+   "seconds": 0.0007739515714238871,
+   "min": 0.00043280471428732066,
+   "max": 0.0016904354285713907,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8083,22 +10263,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.1015394999276396e-05,
+   "host_canary_seconds": 7.891899999989959e-06,
+   "host_backward_canary_seconds": 2.0845649999898796e-05,
    "pass_seconds": [
-    0.0006769185715711501,
-    0.0005514168572387592,
-    0.0005633580000708857
+    0.0006675461428561188,
+    0.0008400068571583169,
+    0.0007739515714238871
    ],
    "pass_host_canary_seconds": [
-    1.1015394999276396e-05,
-    8.297214999402058e-06,
-    9.857679999640823e-06
+    7.891899999989959e-06,
+    1.1230174999923292e-05,
+    1.1035704999926566e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.0845649999898796e-05,
+    2.2086989999934304e-05,
+    1.8929889999981242e-05
    ]
   },
   "optimizer_sgd_for_loop_large": {
-   "seconds": 0.00017750000006344635,
-   "min": 0.00016213799995057343,
-   "max": 0.0003141339998364856,
+   "seconds": 0.00019758100000899503,
+   "min": 0.00016315299998836963,
+   "max": 0.0003817509999919366,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -8106,15 +10292,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00023568899996462278,
-    0.00017750000006344635,
-    0.00016497700016770978
+    0.00016745499999615276,
+    0.0002809869999964576,
+    0.00019758100000899503
    ]
   },
   "optimizer_sgd_fused_per_param": {
-   "seconds": 2.209729910670636e-06,
-   "min": 1.4266227681097071e-06,
-   "max": 3.083696428620085e-06,
+   "seconds": 3.169535714267876e-06,
+   "min": 1.4997901785575505e-06,
+   "max": 3.451890625021698e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8124,22 +10310,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.2321389999669918e-05,
+   "host_canary_seconds": 8.248900000040749e-06,
+   "host_backward_canary_seconds": 1.8588670000099227e-05,
    "pass_seconds": [
-    2.4895156250132847e-06,
-    2.209729910670636e-06,
-    1.4968102678584013e-06
+    1.6187790178471114e-06,
+    3.169535714267876e-06,
+    3.17825892867266e-06
    ],
    "pass_host_canary_seconds": [
-    1.2321389999669918e-05,
-    8.578429999488436e-06,
-    7.592694998947991e-06
+    8.248900000040749e-06,
+    1.1990307499942788e-05,
+    1.0592970000118384e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.8588670000099227e-05,
+    2.38042800000926e-05,
+    1.8359885000052142e-05
    ]
   },
   "optimizer_sgd_fused_per_step": {
-   "seconds": 0.00010234828573629784,
-   "min": -1.352857144151391e-05,
-   "max": 0.00023685485715369784,
+   "seconds": 0.00016515699998974145,
+   "min": 5.3179428568179385e-05,
+   "max": 0.00043625785714393066,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8149,22 +10341,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.2321389999669918e-05,
+   "host_canary_seconds": 8.248900000040749e-06,
+   "host_backward_canary_seconds": 1.8588670000099227e-05,
    "pass_seconds": [
-    0.00013868914288650558,
-    0.00010234828573629784,
-    7.334014289231813e-05
+    6.861557142201491e-05,
+    0.00016515699998974145,
+    0.00021669271430775034
    ],
    "pass_host_canary_seconds": [
-    1.2321389999669918e-05,
-    8.578429999488436e-06,
-    7.592694998947991e-06
+    8.248900000040749e-06,
+    1.1990307499942788e-05,
+    1.0592970000118384e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.8588670000099227e-05,
+    2.38042800000926e-05,
+    1.8359885000052142e-05
    ]
   },
   "optimizer_sgd_fused_cold_per_param": {
-   "seconds": 2.0076316959359375e-06,
-   "min": 1.0600290179598102e-06,
-   "max": 3.997783482796129e-06,
+   "seconds": 4.797700892947684e-06,
+   "min": 1.946167410687189e-06,
+   "max": 6.450863839292863e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8174,22 +10372,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.3585749998983375e-06,
+   "host_canary_seconds": 7.832109999981185e-06,
+   "host_backward_canary_seconds": 2.0522610000028863e-05,
    "pass_seconds": [
-    1.9861294643216558e-06,
-    2.0076316959359375e-06,
-    2.153049106620334e-06
+    2.2319508928360577e-06,
+    4.953281249989569e-06,
+    4.797700892947684e-06
    ],
    "pass_host_canary_seconds": [
-    7.3585749998983375e-06,
-    9.064294999916456e-06,
-    7.608885000536247e-06
+    7.832109999981185e-06,
+    1.2055414999991854e-05,
+    1.101505500002986e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.0522610000028863e-05,
+    2.233480000001009e-05,
+    2.188611999997647e-05
    ]
   },
   "optimizer_sgd_fused_cold_per_step": {
-   "seconds": 0.00047646528563356175,
-   "min": 0.0003453898569400086,
-   "max": 0.0010788401427492187,
+   "seconds": 0.0006943151428962274,
+   "min": 0.0004951767142691616,
+   "max": 0.0011673682857430581,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8199,22 +10403,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.3585749998983375e-06,
+   "host_canary_seconds": 7.832109999981185e-06,
+   "host_backward_canary_seconds": 2.0522610000028863e-05,
    "pass_seconds": [
-    0.00044632400012492975,
-    0.000603085428630428,
-    0.00047646528563356175
+    0.0005783304285610516,
+    0.0007791514285843602,
+    0.0006943151428962274
    ],
    "pass_host_canary_seconds": [
-    7.3585749998983375e-06,
-    9.064294999916456e-06,
-    7.608885000536247e-06
+    7.832109999981185e-06,
+    1.2055414999991854e-05,
+    1.101505500002986e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.0522610000028863e-05,
+    2.233480000001009e-05,
+    2.188611999997647e-05
    ]
   },
   "optimizer_sgd_fused_large": {
-   "seconds": 0.00012316100014686526,
-   "min": 0.00011897900003532413,
-   "max": 0.00014175399996929627,
+   "seconds": 0.00017796700001326826,
+   "min": 0.00012560900000835318,
+   "max": 0.0002369620000024497,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -8222,15 +10432,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00012316100014686526,
-    0.00012147299980824755,
-    0.00012666199995692295
+    0.00012938700000120207,
+    0.00017796700001326826,
+    0.00018676500002356988
    ]
   },
   "optimizer_sgd_wd_foreach_per_param": {
-   "seconds": 3.788662946289735e-06,
-   "min": 3.5428348209417696e-06,
-   "max": 4.815609374629405e-06,
+   "seconds": 8.969522321449525e-06,
+   "min": 4.4042276785243625e-06,
+   "max": 1.0146792410609911e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8240,22 +10450,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.225990000279125e-06,
+   "host_canary_seconds": 8.884864999991748e-06,
+   "host_backward_canary_seconds": 2.0089450000000398e-05,
    "pass_seconds": [
-    3.7578995534407307e-06,
-    3.788662946289735e-06,
-    4.065863839640217e-06
+    4.854640624988146e-06,
+    8.969522321449525e-06,
+    9.296796875065841e-06
    ],
    "pass_host_canary_seconds": [
-    7.225990000279125e-06,
-    6.89273249975031e-06,
-    7.487799999807976e-06
+    8.884864999991748e-06,
+    1.1956405000006498e-05,
+    1.177018000021235e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.0089450000000398e-05,
+    2.0010220000017396e-05,
+    2.2913509999966665e-05
    ]
   },
   "optimizer_sgd_wd_foreach_per_step": {
-   "seconds": 0.00011535800006510854,
-   "min": 3.712300018118446e-05,
-   "max": 0.00017782514289267837,
+   "seconds": 0.000331079428560445,
+   "min": 4.5072142859632007e-05,
+   "max": 0.0006476631428548833,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8265,22 +10481,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.225990000279125e-06,
+   "host_canary_seconds": 8.884864999991748e-06,
+   "host_backward_canary_seconds": 2.0089450000000398e-05,
    "pass_seconds": [
-    0.00012534342847305067,
-    0.00010542457162695688,
-    0.00011535800006510854
+    0.00011639999999601969,
+    0.000331079428560445,
+    0.000383093142837814
    ],
    "pass_host_canary_seconds": [
-    7.225990000279125e-06,
-    6.89273249975031e-06,
-    7.487799999807976e-06
+    8.884864999991748e-06,
+    1.1956405000006498e-05,
+    1.177018000021235e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.0089450000000398e-05,
+    2.0010220000017396e-05,
+    2.2913509999966665e-05
    ]
   },
   "optimizer_sgd_wd_foreach_cold_per_param": {
-   "seconds": 5.361959821418136e-06,
-   "min": 3.9885111604576196e-06,
-   "max": 9.098502232010982e-06,
+   "seconds": 8.076408482120862e-06,
+   "min": 5.626723214088461e-06,
+   "max": 1.379343750006003e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8290,22 +10512,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.438244999775634e-06,
+   "host_canary_seconds": 9.542960000032964e-06,
+   "host_backward_canary_seconds": 1.9425419999947735e-05,
    "pass_seconds": [
-    4.6479910713921006e-06,
-    5.361959821418136e-06,
-    6.4402366066117016e-06
+    8.076408482120862e-06,
+    1.2144808035749069e-05,
+    7.177698660701789e-06
    ],
    "pass_host_canary_seconds": [
-    7.438244999775634e-06,
-    7.253644999991593e-06,
-    8.699219999925845e-06
+    9.542960000032964e-06,
+    1.199954499995215e-05,
+    9.20592999989367e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.9425419999947735e-05,
+    2.1590860000060276e-05,
+    2.2389169999996738e-05
    ]
   },
   "optimizer_sgd_wd_foreach_cold_per_step": {
-   "seconds": 0.0006294072856495145,
-   "min": 0.00034167685729309075,
-   "max": 0.0009120432857798733,
+   "seconds": 0.0010230787142830877,
+   "min": 0.00042561928571720794,
+   "max": 0.0011862545714101153,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8315,22 +10543,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.438244999775634e-06,
+   "host_canary_seconds": 9.542960000032964e-06,
+   "host_backward_canary_seconds": 1.9425419999947735e-05,
    "pass_seconds": [
-    0.0006294072856495145,
-    0.0005691318573164089,
-    0.0007107648571036407
+    0.0010230787142830877,
+    0.00103329328569706,
+    0.0007812555714151261
    ],
    "pass_host_canary_seconds": [
-    7.438244999775634e-06,
-    7.253644999991593e-06,
-    8.699219999925845e-06
+    9.542960000032964e-06,
+    1.199954499995215e-05,
+    9.20592999989367e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.9425419999947735e-05,
+    2.1590860000060276e-05,
+    2.2389169999996738e-05
    ]
   },
   "optimizer_sgd_wd_for_loop_per_param": {
-   "seconds": 3.58127299107431e-05,
-   "min": 2.9322299107142108e-05,
-   "max": 4.478388616086753e-05,
+   "seconds": 4.536061383930701e-05,
+   "min": 3.739834598213777e-05,
+   "max": 5.388451339286401e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8340,22 +10574,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.712075000403275e-06,
+   "host_canary_seconds": 9.885480000093595e-06,
+   "host_backward_canary_seconds": 1.8099170000027697e-05,
    "pass_seconds": [
-    3.58127299107431e-05,
-    3.7906821428330364e-05,
-    3.116757812498301e-05
+    3.9343683035676846e-05,
+    5.081590178569938e-05,
+    4.536061383930701e-05
    ],
    "pass_host_canary_seconds": [
-    8.712075000403275e-06,
-    8.369304999860106e-06,
-    7.729612500497751e-06
+    9.885480000093595e-06,
+    1.1802874999915502e-05,
+    1.098033999994641e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.8099170000027697e-05,
+    2.3751809999907893e-05,
+    2.2530370000026778e-05
    ]
   },
   "optimizer_sgd_wd_for_loop_per_step": {
-   "seconds": 0.00027803942855695956,
-   "min": -0.0004450674286025397,
-   "max": 0.0011322821428620955,
+   "seconds": 0.00041362199999639415,
+   "min": 5.972299999663314e-05,
+   "max": 0.0011765037142846984,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8365,22 +10605,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.712075000403275e-06,
+   "host_canary_seconds": 9.885480000093595e-06,
+   "host_backward_canary_seconds": 1.8099170000027697e-05,
    "pass_seconds": [
-    0.0001840998572463703,
-    0.00032425557157824076,
-    0.00027803942855695956
+    0.00019461585713185852,
+    0.0005288958571238061,
+    0.00041362199999639415
    ],
    "pass_host_canary_seconds": [
-    8.712075000403275e-06,
-    8.369304999860106e-06,
-    7.729612500497751e-06
+    9.885480000093595e-06,
+    1.1802874999915502e-05,
+    1.098033999994641e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.8099170000027697e-05,
+    2.3751809999907893e-05,
+    2.2530370000026778e-05
    ]
   },
   "optimizer_sgd_wd_for_loop_cold_per_param": {
-   "seconds": 3.1909350446263875e-05,
-   "min": 2.8110993304051946e-05,
-   "max": 4.5412897321231836e-05,
+   "seconds": 4.399984598218205e-05,
+   "min": 3.113244866075655e-05,
+   "max": 5.866610044640603e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8390,22 +10636,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.08153499974651e-06,
+   "host_canary_seconds": 8.308889999995016e-06,
+   "host_backward_canary_seconds": 2.2808550000092964e-05,
    "pass_seconds": [
-    3.46773102677389e-05,
-    2.9740841517776418e-05,
-    3.1909350446263875e-05
+    3.508101339289027e-05,
+    5.1004803571468625e-05,
+    4.399984598218205e-05
    ],
    "pass_host_canary_seconds": [
-    8.08153499974651e-06,
-    7.338550000213218e-06,
-    7.5204250003935155e-06
+    8.308889999995016e-06,
+    1.1858984999975063e-05,
+    1.0587564999866573e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.2808550000092964e-05,
+    2.4387450000062928e-05,
+    1.8515460000116945e-05
    ]
   },
   "optimizer_sgd_wd_for_loop_cold_per_step": {
-   "seconds": 0.000601173142838109,
-   "min": -0.0001732064285663781,
-   "max": 0.0013327164287407608,
+   "seconds": 0.0007554032857553595,
+   "min": -0.0003506634285729759,
+   "max": 0.0015405072856862845,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8415,22 +10667,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.08153499974651e-06,
+   "host_canary_seconds": 8.308889999995016e-06,
+   "host_backward_canary_seconds": 2.2808550000092964e-05,
    "pass_seconds": [
-    0.0005757421427006193,
-    0.000601173142838109,
-    0.0006343458571466598
+    0.0005396265714361042,
+    0.0008527411428604281,
+    0.0007554032857553595
    ],
    "pass_host_canary_seconds": [
-    8.08153499974651e-06,
-    7.338550000213218e-06,
-    7.5204250003935155e-06
+    8.308889999995016e-06,
+    1.1858984999975063e-05,
+    1.0587564999866573e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.2808550000092964e-05,
+    2.4387450000062928e-05,
+    1.8515460000116945e-05
    ]
   },
   "optimizer_sgd_wd_fused_per_param": {
-   "seconds": 1.6225178569584386e-06,
-   "min": 1.3091674106695855e-06,
-   "max": 4.27028125013099e-06,
+   "seconds": 2.7250267856818563e-06,
+   "min": 1.5839910714505429e-06,
+   "max": 3.596120535703002e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8440,22 +10698,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.739855000181706e-06,
+   "host_canary_seconds": 7.858394999971096e-06,
+   "host_backward_canary_seconds": 2.1944510000082573e-05,
    "pass_seconds": [
-    1.5578727671692962e-06,
-    1.8487879468612585e-06,
-    1.6225178569584386e-06
+    1.6910848214455955e-06,
+    3.3490424106322588e-06,
+    2.7250267856818563e-06
    ],
    "pass_host_canary_seconds": [
-    7.739855000181706e-06,
-    7.906929999990097e-06,
-    7.579680000162625e-06
+    7.858394999971096e-06,
+    1.1686564999990878e-05,
+    1.0755225000025348e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.1944510000082573e-05,
+    2.290520999991941e-05,
+    1.852911000014501e-05
    ]
   },
   "optimizer_sgd_wd_fused_per_step": {
-   "seconds": 5.716414291003145e-05,
-   "min": 3.987142788121551e-06,
-   "max": 0.00022970128579150436,
+   "seconds": 0.00015466885716770257,
+   "min": 5.64500000044583e-05,
+   "max": 0.0004345137142658067,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8465,22 +10729,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.739855000181706e-06,
+   "host_canary_seconds": 7.858394999971096e-06,
+   "host_backward_canary_seconds": 2.1944510000082573e-05,
    "pass_seconds": [
-    5.716414291003145e-05,
-    5.5085142873524865e-05,
-    7.211228567679686e-05
+    8.929157142542213e-05,
+    0.00021674942856618275,
+    0.00015466885716770257
    ],
    "pass_host_canary_seconds": [
-    7.739855000181706e-06,
-    7.906929999990097e-06,
-    7.579680000162625e-06
+    7.858394999971096e-06,
+    1.1686564999990878e-05,
+    1.0755225000025348e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.1944510000082573e-05,
+    2.290520999991941e-05,
+    1.852911000014501e-05
    ]
   },
   "optimizer_sgd_wd_fused_cold_per_param": {
-   "seconds": 2.221167410506756e-06,
-   "min": 1.921450892743743e-06,
-   "max": 4.780024553444459e-06,
+   "seconds": 4.0616450893387376e-06,
+   "min": 1.9371339286295656e-06,
+   "max": 5.3615089285712666e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8490,22 +10760,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.666830000516712e-06,
+   "host_canary_seconds": 8.386430000086875e-06,
+   "host_backward_canary_seconds": 2.3585639999907927e-05,
    "pass_seconds": [
-    2.064216517843371e-06,
-    2.221167410506756e-06,
-    2.384308035833068e-06
+    2.4569107142420014e-06,
+    4.549430803508463e-06,
+    4.0616450893387376e-06
    ],
    "pass_host_canary_seconds": [
-    7.666830000516712e-06,
-    7.327485000132583e-06,
-    8.014610000373067e-06
+    8.386430000086875e-06,
+    1.2108184999988226e-05,
+    1.0378624999987096e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.3585639999907927e-05,
+    2.2581479999814746e-05,
+    1.7443529999923156e-05
    ]
   },
   "optimizer_sgd_wd_fused_cold_per_step": {
-   "seconds": 0.00046503799993453346,
-   "min": 0.00032332785716399873,
-   "max": 0.0007258981428809161,
+   "seconds": 0.0005876484285473843,
+   "min": 0.0004429311428485302,
+   "max": 0.0008997431428627221,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8515,22 +10791,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.666830000516712e-06,
+   "host_canary_seconds": 8.386430000086875e-06,
+   "host_backward_canary_seconds": 2.3585639999907927e-05,
    "pass_seconds": [
-    0.00046503799993453346,
-    0.0004102041428463313,
-    0.0005304547143103783
+    0.0005687960000183726,
+    0.000771157142833902,
+    0.0005876484285473843
    ],
    "pass_host_canary_seconds": [
-    7.666830000516712e-06,
-    7.327485000132583e-06,
-    8.014610000373067e-06
+    8.386430000086875e-06,
+    1.2108184999988226e-05,
+    1.0378624999987096e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.3585639999907927e-05,
+    2.2581479999814746e-05,
+    1.7443529999923156e-05
    ]
   },
   "optimizer_adamw_foreach_per_param": {
-   "seconds": 7.87944196492926e-06,
-   "min": 6.9640267855878136e-06,
-   "max": 1.383050000011313e-05,
+   "seconds": 8.243511160799244e-06,
+   "min": 7.511573660729758e-06,
+   "max": 2.0455491071404352e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8540,22 +10822,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.751355000209514e-06,
+   "host_canary_seconds": 7.59685000005561e-06,
+   "host_backward_canary_seconds": 1.7233059999739453e-05,
    "pass_seconds": [
-    7.87944196492926e-06,
-    7.221872768375144e-06,
-    1.1437325893228132e-05
+    7.937428571429856e-06,
+    1.8824957589329877e-05,
+    8.243511160799244e-06
    ],
    "pass_host_canary_seconds": [
-    7.751355000209514e-06,
-    6.952080000246497e-06,
-    9.313735000091582e-06
+    7.59685000005561e-06,
+    1.2003022499911253e-05,
+    7.451479999929234e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.7233059999739453e-05,
+    2.5622260000091043e-05,
+    1.585870999974759e-05
    ]
   },
   "optimizer_adamw_foreach_per_step": {
-   "seconds": 0.0002994524286025678,
-   "min": -4.1972857226418034e-05,
-   "max": 0.0006054775715256255,
+   "seconds": 0.00034732928572468936,
+   "min": 0.00010525385712461296,
+   "max": 0.0012876905714327741,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8565,22 +10853,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.751355000209514e-06,
+   "host_canary_seconds": 7.59685000005561e-06,
+   "host_backward_canary_seconds": 1.7233059999739453e-05,
    "pass_seconds": [
-    0.0002994524286025678,
-    0.00021644442855566534,
-    0.0004455940000168214
+    0.00030422071429419314,
+    0.000909008142879689,
+    0.00034732928572468936
    ],
    "pass_host_canary_seconds": [
-    7.751355000209514e-06,
-    6.952080000246497e-06,
-    9.313735000091582e-06
+    7.59685000005561e-06,
+    1.2003022499911253e-05,
+    7.451479999929234e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.7233059999739453e-05,
+    2.5622260000091043e-05,
+    1.585870999974759e-05
    ]
   },
   "optimizer_adamw_foreach_cold_per_param": {
-   "seconds": 8.942837053739692e-06,
-   "min": 8.381388392970329e-06,
-   "max": 1.4666879464085372e-05,
+   "seconds": 1.1552366071500484e-05,
+   "min": 9.016303571434442e-06,
+   "max": 2.2067323660771416e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8590,22 +10884,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.54070000084539e-06,
+   "host_canary_seconds": 8.039335000091797e-06,
+   "host_backward_canary_seconds": 1.9381310000028407e-05,
    "pass_seconds": [
-    8.942837053739692e-06,
-    8.85385937518127e-06,
-    1.273189508970469e-05
+    1.1552366071500484e-05,
+    2.017085044642946e-05,
+    9.693377232191023e-06
    ],
    "pass_host_canary_seconds": [
-    7.54070000084539e-06,
-    7.221985000569475e-06,
-    9.186060000274665e-06
+    8.039335000091797e-06,
+    1.1992144999908305e-05,
+    7.427860000177588e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.9381310000028407e-05,
+    2.4283399999944775e-05,
+    1.7845710000301552e-05
    ]
   },
   "optimizer_adamw_foreach_cold_per_step": {
-   "seconds": 0.000834569571517412,
-   "min": 0.0006750067143782092,
-   "max": 0.0017135531429630646,
+   "seconds": 0.0009410627142593901,
+   "min": 0.0007351794285617481,
+   "max": 0.0024438260000181344,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8615,22 +10915,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.54070000084539e-06,
+   "host_canary_seconds": 8.039335000091797e-06,
+   "host_backward_canary_seconds": 1.9381310000028407e-05,
    "pass_seconds": [
-    0.000834569571517412,
-    0.0007826261429012707,
-    0.000925299571593184
+    0.0009410627142593901,
+    0.0012507459999946085,
+    0.0008974815714282158
    ],
    "pass_host_canary_seconds": [
-    7.54070000084539e-06,
-    7.221985000569475e-06,
-    9.186060000274665e-06
+    8.039335000091797e-06,
+    1.1992144999908305e-05,
+    7.427860000177588e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.9381310000028407e-05,
+    2.4283399999944775e-05,
+    1.7845710000301552e-05
    ]
   },
   "optimizer_adamw_foreach_large": {
-   "seconds": 0.0004551350000383536,
-   "min": 0.0004411989998516219,
-   "max": 0.00068217300008655,
+   "seconds": 0.0004730290000054538,
+   "min": 0.0004514359999916451,
+   "max": 0.0005875100000025668,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -8638,15 +10944,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.0004551350000383536,
-    0.00044598600015888223,
-    0.0005449590000807802
+    0.0004730290000054538,
+    0.0005793039999844041,
+    0.0004616850000047634
    ]
   },
   "optimizer_adamw_for_loop_per_param": {
-   "seconds": 6.795543526802053e-05,
-   "min": 6.499826562540128e-05,
-   "max": 0.00010451228125012741,
+   "seconds": 8.301226339283272e-05,
+   "min": 6.803519419649819e-05,
+   "max": 0.0001248082924107306,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8656,22 +10962,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.255920000943661e-06,
+   "host_canary_seconds": 8.06998000001613e-06,
+   "host_backward_canary_seconds": 1.9045569999889266e-05,
    "pass_seconds": [
-    6.795543526802053e-05,
-    6.635604687486665e-05,
-    9.857347321430763e-05
+    8.301226339283272e-05,
+    0.00012242091294645263,
+    7.700100669654526e-05
    ],
    "pass_host_canary_seconds": [
-    7.255920000943661e-06,
-    7.150185000455167e-06,
-    1.0021594999898297e-05
+    8.06998000001613e-06,
+    1.1467730000020992e-05,
+    7.386014999894996e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.9045569999889266e-05,
+    2.5925710000080924e-05,
+    2.1183149999615126e-05
    ]
   },
   "optimizer_adamw_for_loop_per_step": {
-   "seconds": 0.0002420585712375866,
-   "min": -0.0005503099998804828,
-   "max": 0.0010723840001186803,
+   "seconds": 0.0006125970000100877,
+   "min": -0.0022707572857305946,
+   "max": 0.003542348142856001,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8681,22 +10993,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.255920000943661e-06,
+   "host_canary_seconds": 8.06998000001613e-06,
+   "host_backward_canary_seconds": 1.9045569999889266e-05,
    "pass_seconds": [
-    0.0002420585712375866,
-    0.0003005517143524882,
-    0.00023414299987832392
+    0.0006125970000100877,
+    0.0008231682857098941,
+    0.00051055185715703
    ],
    "pass_host_canary_seconds": [
-    7.255920000943661e-06,
-    7.150185000455167e-06,
-    1.0021594999898297e-05
+    8.06998000001613e-06,
+    1.1467730000020992e-05,
+    7.386014999894996e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.9045569999889266e-05,
+    2.5925710000080924e-05,
+    2.1183149999615126e-05
    ]
   },
   "optimizer_adamw_for_loop_cold_per_param": {
-   "seconds": 6.992582812515025e-05,
-   "min": 6.384004017842162e-05,
-   "max": 0.00011655252232196338,
+   "seconds": 8.104304241074445e-05,
+   "min": 6.675054464290651e-05,
+   "max": 0.00013107635491075139,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8706,22 +11024,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.282605000682452e-06,
+   "host_canary_seconds": 8.194400000007817e-06,
+   "host_backward_canary_seconds": 1.9601170000100864e-05,
    "pass_seconds": [
-    6.992582812515025e-05,
-    6.753867410732742e-05,
-    8.138374776832182e-05
+    8.104304241074445e-05,
+    0.00012168708258927399,
+    7.062937276788464e-05
    ],
    "pass_host_canary_seconds": [
-    7.282605000682452e-06,
-    7.119215000557233e-06,
-    1.0035914999662055e-05
+    8.194400000007817e-06,
+    1.1404990000016823e-05,
+    7.357064999951035e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.9601170000100864e-05,
+    2.572269000012284e-05,
+    1.891312999987349e-05
    ]
   },
   "optimizer_adamw_for_loop_cold_per_step": {
-   "seconds": 0.0008299704285426356,
-   "min": -0.001353857428771984,
-   "max": 0.0037224032857920974,
+   "seconds": 0.0012431481428620828,
+   "min": 8.469214286930919e-05,
+   "max": 0.003411468857150014,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8731,22 +11055,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.282605000682452e-06,
+   "host_canary_seconds": 8.194400000007817e-06,
+   "host_backward_canary_seconds": 1.9601170000100864e-05,
    "pass_seconds": [
-    0.0008465787141826043,
-    0.0008299704285426356,
-    0.0005804111427291248
+    0.0012431481428620828,
+    0.0017528171428539607,
+    0.0009711191428485632
    ],
    "pass_host_canary_seconds": [
-    7.282605000682452e-06,
-    7.119215000557233e-06,
-    1.0035914999662055e-05
+    8.194400000007817e-06,
+    1.1404990000016823e-05,
+    7.357064999951035e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.9601170000100864e-05,
+    2.572269000012284e-05,
+    1.891312999987349e-05
    ]
   },
   "optimizer_adamw_for_loop_large": {
-   "seconds": 0.00039349300004687393,
-   "min": 0.0003880870001466974,
-   "max": 0.0004263210000772233,
+   "seconds": 0.00040774399997189903,
+   "min": 0.0003919779999819184,
+   "max": 0.000510474999998678,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -8754,15 +11084,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00039349300004687393,
-    0.00039347899996755586,
-    0.00040051099995253026
+    0.000405094000001327,
+    0.0004341409999994994,
+    0.00040774399997189903
    ]
   },
   "optimizer_adamw_fused_per_param": {
-   "seconds": 2.5189397326081623e-06,
-   "min": 2.3109486601161474e-06,
-   "max": 3.408627231899735e-06,
+   "seconds": 2.6605066963471458e-06,
+   "min": 2.370930803685667e-06,
+   "max": 4.754633928603726e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8772,22 +11102,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.636510000565977e-06,
+   "host_canary_seconds": 8.02985500001796e-06,
+   "host_backward_canary_seconds": 1.732919000005495e-05,
    "pass_seconds": [
-    2.5189397326081623e-06,
-    2.42565178609766e-06,
-    2.736852679216132e-06
+    2.6113370535770945e-06,
+    3.2901049107358915e-06,
+    2.6605066963471458e-06
    ],
    "pass_host_canary_seconds": [
-    7.636510000565977e-06,
-    7.494335000046703e-06,
-    7.84009499966487e-06
+    8.02985500001796e-06,
+    8.429644999949914e-06,
+    7.960880000155157e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.732919000005495e-05,
+    2.113288999993301e-05,
+    1.6295890000037615e-05
    ]
   },
   "optimizer_adamw_fused_per_step": {
-   "seconds": 9.258671418267892e-05,
-   "min": 5.110485705829757e-05,
-   "max": 0.0001651658569699066,
+   "seconds": 0.0001322551428789406,
+   "min": 4.37077143260467e-05,
+   "max": 0.00036660657146317784,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8797,22 +11133,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.636510000565977e-06,
+   "host_canary_seconds": 8.02985500001796e-06,
+   "host_backward_canary_seconds": 1.732919000005495e-05,
    "pass_seconds": [
-    0.00010065285719714927,
-    9.258671418267892e-05,
-    9.209971420075038e-05
+    0.00011526714285992057,
+    0.00019560199999903358,
+    0.0001322551428789406
    ],
    "pass_host_canary_seconds": [
-    7.636510000565977e-06,
-    7.494335000046703e-06,
-    7.84009499966487e-06
+    8.02985500001796e-06,
+    8.429644999949914e-06,
+    7.960880000155157e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.732919000005495e-05,
+    2.113288999993301e-05,
+    1.6295890000037615e-05
    ]
   },
   "optimizer_adamw_fused_cold_per_param": {
-   "seconds": 3.4161227685355503e-06,
-   "min": 2.8468705356285033e-06,
-   "max": 6.790040178624882e-06,
+   "seconds": 6.2710178571861216e-06,
+   "min": 3.4914241071604124e-06,
+   "max": 7.918823660674995e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8822,22 +11164,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.839445000854539e-06,
+   "host_canary_seconds": 1.1783404999903269e-05,
+   "host_backward_canary_seconds": 2.1080369999992855e-05,
    "pass_seconds": [
-    3.4161227685355503e-06,
-    3.282477678620158e-06,
-    4.629216517924663e-06
+    6.874029017873389e-06,
+    6.2710178571861216e-06,
+    3.783591517933108e-06
    ],
    "pass_host_canary_seconds": [
-    7.839445000854539e-06,
-    7.273925000390591e-06,
-    8.45918999971218e-06
+    1.1783404999903269e-05,
+    1.156178000002228e-05,
+    7.5402699999926885e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.1080369999992855e-05,
+    2.352970999993431e-05,
+    1.9663749999949686e-05
    ]
   },
   "optimizer_adamw_fused_cold_per_step": {
-   "seconds": 0.0006113334285536049,
-   "min": 0.00042594642851716865,
-   "max": 0.0010836442857648113,
+   "seconds": 0.0007589094285833653,
+   "min": 0.00045326857144394647,
+   "max": 0.0009526021428395584,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8847,22 +11195,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.839445000854539e-06,
+   "host_canary_seconds": 1.1783404999903269e-05,
+   "host_backward_canary_seconds": 2.1080369999992855e-05,
    "pass_seconds": [
-    0.0006113334285536049,
-    0.0004816722856568439,
-    0.0006371008569528515
+    0.0008158352857330037,
+    0.0007589094285833653,
+    0.0006690838571249255
    ],
    "pass_host_canary_seconds": [
-    7.839445000854539e-06,
-    7.273925000390591e-06,
-    8.45918999971218e-06
+    1.1783404999903269e-05,
+    1.156178000002228e-05,
+    7.5402699999926885e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.1080369999992855e-05,
+    2.352970999993431e-05,
+    1.9663749999949686e-05
    ]
   },
   "optimizer_adamw_fused_large": {
-   "seconds": 0.00018929700013359252,
-   "min": 0.00017611699990993657,
-   "max": 0.0002615070000047126,
+   "seconds": 0.00021451099999580947,
+   "min": 0.00017902400003322327,
+   "max": 0.00036171700000409146,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -8870,105 +11224,135 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00018929700013359252,
-    0.00017988800004786754,
-    0.00022804500008533068
+    0.0003074040000115019,
+    0.00021451099999580947,
+    0.00018059799998582093
    ]
   },
   "cuda_synchronize_idle": {
-   "seconds": 5.1204930000494646e-06,
-   "min": 4.486699000153749e-06,
-   "max": 7.728540000016438e-06,
+   "seconds": 7.005786000007674e-06,
+   "min": 5.028865000042515e-06,
+   "max": 9.27931800001147e-06,
    "samples": 33,
    "method": "1000 x torch.cuda.synchronize() with no work queued; wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.030830000507195e-06,
+   "host_canary_seconds": 1.0912982500030921e-05,
+   "host_backward_canary_seconds": 2.2286764999819296e-05,
    "pass_seconds": [
-    5.1204930000494646e-06,
-    4.592279999997118e-06,
-    6.721050000123796e-06
+    8.96699399999079e-06,
+    7.005786000007674e-06,
+    5.645765999986451e-06
    ],
    "pass_host_canary_seconds": [
-    8.030830000507195e-06,
-    7.289937499876942e-06,
-    1.086505249986658e-05
+    1.0912982500030921e-05,
+    1.1360680000009893e-05,
+    8.16403500010665e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.2286764999819296e-05,
+    2.5397154999922125e-05,
+    1.9269940000299358e-05
    ]
   },
   "cuda_event_record": {
-   "seconds": 7.068140999990646e-06,
-   "min": 6.516394000072978e-06,
-   "max": 1.134818500008805e-05,
+   "seconds": 1.0725620000016533e-05,
+   "min": 6.262417000016285e-06,
+   "max": 1.219847699999832e-05,
    "samples": 33,
    "method": "1000 x Event(enable_timing=True).record(); host wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.63207999966653e-06,
+   "host_canary_seconds": 1.1312937500065344e-05,
+   "host_backward_canary_seconds": 2.1797240000012155e-05,
    "pass_seconds": [
-    7.068140999990646e-06,
-    6.570205999878453e-06,
-    9.733884999832298e-06
+    1.1320355000009386e-05,
+    1.0725620000016533e-05,
+    6.6589950000093264e-06
    ],
    "pass_host_canary_seconds": [
-    7.63207999966653e-06,
-    7.360920000110127e-06,
-    1.0377705000337301e-05
+    1.1312937500065344e-05,
+    1.1175739999913503e-05,
+    7.536790000131077e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.1797240000012155e-05,
+    2.4309009999967658e-05,
+    2.1430830000213063e-05
    ]
   },
   "cuda_event_elapsed_time": {
-   "seconds": 8.408300000155577e-07,
-   "min": 7.726110000021435e-07,
-   "max": 1.7160689999400347e-06,
+   "seconds": 1.7168269999956464e-06,
+   "min": 8.112179999670843e-07,
+   "max": 1.8964479999965534e-06,
    "samples": 33,
    "method": "1000 x elapsed_time() of two finished events; wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.3887575001663216e-06,
+   "host_canary_seconds": 1.0673314999962713e-05,
+   "host_backward_canary_seconds": 2.3650640000028033e-05,
    "pass_seconds": [
-    8.408300000155577e-07,
-    8.185920000869373e-07,
-    1.4512840000406868e-06
+    1.7168269999956464e-06,
+    1.8597459999796229e-06,
+    8.476749999886124e-07
    ],
    "pass_host_canary_seconds": [
-    7.3887575001663216e-06,
-    7.348302499963211e-06,
-    1.056925999989744e-05
+    1.0673314999962713e-05,
+    1.2258885000022702e-05,
+    7.248277499911637e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.3650640000028033e-05,
+    2.1432110000034754e-05,
+    1.8237460000136704e-05
    ]
   },
   "launch_sync_roundtrip": {
-   "seconds": 1.5179953000142632e-05,
-   "min": 1.4099792000024535e-05,
-   "max": 2.1197667000024013e-05,
+   "seconds": 2.2387444000003143e-05,
+   "min": 1.4534661999960008e-05,
+   "max": 2.5615254000001643e-05,
    "samples": 33,
    "method": "1000 x (one tiny in-place add + torch.cuda.synchronize()); wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.62981250034045e-06,
+   "host_canary_seconds": 1.0310060000051635e-05,
+   "host_backward_canary_seconds": 2.3755930000106675e-05,
    "pass_seconds": [
-    1.5179953000142632e-05,
-    1.4387607999879038e-05,
-    1.9216137999819695e-05
+    2.2387444000003143e-05,
+    2.328939299999888e-05,
+    1.514457999996921e-05
    ],
    "pass_host_canary_seconds": [
-    7.62981250034045e-06,
-    7.4548749995528855e-06,
-    1.0145159999979115e-05
+    1.0310060000051635e-05,
+    1.1741940000007389e-05,
+    7.195474999974749e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.3755930000106675e-05,
+    2.6075560000151655e-05,
+    1.851632000011705e-05
    ]
   },
   "item_roundtrip": {
-   "seconds": 1.9156010999950013e-05,
-   "min": 1.7180105000079494e-05,
-   "max": 2.7443766000033065e-05,
+   "seconds": 2.480532600000629e-05,
+   "min": 1.7806889999974372e-05,
+   "max": 2.7083790000006047e-05,
    "samples": 33,
    "method": "1000 x x.sum().item() on 16 elements (kernel + copy to host); wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.2951960000009422e-05,
+   "host_canary_seconds": 1.0803670000001375e-05,
+   "host_backward_canary_seconds": 1.905316999994966e-05,
    "pass_seconds": [
-    2.709725299996535e-05,
-    1.7413062000059655e-05,
-    1.9156010999950013e-05
+    2.480532600000629e-05,
+    2.4910976999990452e-05,
+    2.3345901000027426e-05
    ],
    "pass_host_canary_seconds": [
-    1.2951960000009422e-05,
-    7.40120749981088e-06,
-    8.237217500663973e-06
+    1.0803670000001375e-05,
+    1.1582494999942128e-05,
+    1.0282519999975648e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.905316999994966e-05,
+    2.6457929999992304e-05,
+    1.9106209999790736e-05
    ]
   },
   "gpu_kernel_gap": {
-   "seconds": 2.125775700378399e-06,
-   "min": 2.051336089172373e-06,
-   "max": 2.219394481658917e-06,
+   "seconds": 2.1909945811462593e-06,
+   "min": 2.0471888270568883e-06,
+   "max": 2.246435044860832e-06,
    "samples": 11,
    "method": "200 back-to-back adds of 16777216 bfloat16 elements: CUDA-event interval per kernel minus the kernel's CUPTI duration (torch.profiler) of the same loop; GPU-bound (host far ahead)"
   }
@@ -8993,15 +11377,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.550680000000002e-05,
-    "min": 7.512929999999992e-05,
-    "max": 7.562160000000003e-05,
+    "seconds": 7.650384999999995e-05,
+    "min": 7.634800000000008e-05,
+    "max": 7.680979999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010475575000000003,
-    "min": 0.0001045118,
-    "max": 0.00010525100000000003,
+    "seconds": 0.00010507375,
+    "min": 0.00010466920000000005,
+    "max": 0.00010550970000000015,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9025,15 +11409,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.07955e-05,
-    "min": 9.057200000000011e-05,
-    "max": 9.111650000000028e-05,
+    "seconds": 9.322700000000009e-05,
+    "min": 9.294099999999995e-05,
+    "max": 9.356220000000016e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.494895e-05,
-    "min": 9.471680000000001e-05,
-    "max": 9.516460000000007e-05,
+    "seconds": 9.651829999999997e-05,
+    "min": 9.63681e-05,
+    "max": 9.675170000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9057,15 +11441,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017629000000000006,
-    "min": 0.0001760862000000002,
-    "max": 0.0001765171,
+    "seconds": 0.00017953539999999995,
+    "min": 0.0001791292,
+    "max": 0.0001797525999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00044180850000000003,
-    "min": 0.0004414125999999999,
-    "max": 0.00044191870000000004,
+    "seconds": 0.00045661955,
+    "min": 0.0004556722000000001,
+    "max": 0.0004570095999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9089,15 +11473,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00028374984999999993,
-    "min": 0.00028296299999999995,
-    "max": 0.0002840983999999999,
+    "seconds": 0.00029138095000000004,
+    "min": 0.00029052990000000007,
+    "max": 0.00029208179999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005401866500000002,
-    "min": 0.0005398008,
-    "max": 0.0005408701,
+    "seconds": 0.00055733085,
+    "min": 0.0005570258000000001,
+    "max": 0.0005577656,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9121,15 +11505,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00068797685,
-    "min": 0.0006877300999999999,
-    "max": 0.0006885899999999998,
+    "seconds": 0.0006988547499999999,
+    "min": 0.0006976345000000001,
+    "max": 0.0006999027000000004,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0017411513500000001,
-    "min": 0.0017400327,
-    "max": 0.0017422959999999997,
+    "seconds": 0.00180449465,
+    "min": 0.0018027481,
+    "max": 0.0018049461000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9153,15 +11537,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0011398386,
-    "min": 0.0011374564000000004,
-    "max": 0.0011410732,
+    "seconds": 0.00117192335,
+    "min": 0.0011697179000000001,
+    "max": 0.0011723940999999996,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0020963881499999996,
-    "min": 0.0020954483,
-    "max": 0.002097084899999999,
+    "seconds": 0.0021628444,
+    "min": 0.0021623437000000004,
+    "max": 0.0021633442000000007,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9185,15 +11569,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.460820000000002e-05,
-    "min": 3.453720000000003e-05,
-    "max": 3.5145400000000004e-05,
+    "seconds": 3.470150000000001e-05,
+    "min": 3.4615199999999946e-05,
+    "max": 3.536630000000006e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.960509999999996e-05,
-    "min": 9.942709999999992e-05,
-    "max": 0.00010022399999999997,
+    "seconds": 0.00010209590000000003,
+    "min": 0.00010146840000000005,
+    "max": 0.00010260439999999985,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9217,15 +11601,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.826005000000002e-05,
-    "min": 4.822749999999991e-05,
-    "max": 4.962820000000007e-05,
+    "seconds": 4.818345000000008e-05,
+    "min": 4.811219999999998e-05,
+    "max": 4.954440000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.170040000000001e-05,
-    "min": 7.162219999999997e-05,
-    "max": 7.286409999999998e-05,
+    "seconds": 7.144755e-05,
+    "min": 7.135319999999997e-05,
+    "max": 7.249820000000006e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9249,15 +11633,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017540454999999996,
-    "min": 0.00017526770000000002,
-    "max": 0.0001756309999999999,
+    "seconds": 0.00017815434999999999,
+    "min": 0.00017781590000000007,
+    "max": 0.0001784056,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00043671819999999996,
-    "min": 0.0004362652000000001,
-    "max": 0.00043700399999999984,
+    "seconds": 0.0004532525000000001,
+    "min": 0.00045269249999999994,
+    "max": 0.00045382739999999994,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9281,15 +11665,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.000319277,
-    "min": 0.0003184890000000001,
-    "max": 0.0003210466,
+    "seconds": 0.0003281903499999999,
+    "min": 0.00032729959999999996,
+    "max": 0.00032951639999999983,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006051502,
-    "min": 0.0006044348000000001,
-    "max": 0.0006053498000000001,
+    "seconds": 0.0006219425000000001,
+    "min": 0.0006208402000000001,
+    "max": 0.0006224705999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9313,15 +11697,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.1295900000000025e-05,
-    "min": 5.117789999999996e-05,
-    "max": 5.165859999999997e-05,
+    "seconds": 5.198039999999999e-05,
+    "min": 5.1900299999999954e-05,
+    "max": 5.2105400000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012137439999999997,
-    "min": 0.00012108060000000003,
-    "max": 0.00012150670000000005,
+    "seconds": 0.00012459039999999997,
+    "min": 0.00012432910000000002,
+    "max": 0.0001247149000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9345,15 +11729,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.820454999999996e-05,
-    "min": 6.670029999999993e-05,
-    "max": 6.983039999999995e-05,
+    "seconds": 6.834889999999993e-05,
+    "min": 6.742820000000003e-05,
+    "max": 7.003539999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012769024999999994,
-    "min": 0.00012703729999999998,
-    "max": 0.000128642,
+    "seconds": 0.00013159309999999995,
+    "min": 0.00013075829999999988,
+    "max": 0.0001325337,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9377,15 +11761,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00019925500000000002,
-    "min": 0.00019872640000000004,
-    "max": 0.0002002241000000001,
+    "seconds": 0.00020120775000000008,
+    "min": 0.00020094750000000002,
+    "max": 0.00020150939999999994,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00046620674999999997,
-    "min": 0.0004657557000000001,
-    "max": 0.0004667517,
+    "seconds": 0.0004786320500000001,
+    "min": 0.00047839409999999997,
+    "max": 0.0004788318999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9409,15 +11793,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00037729659999999993,
-    "min": 0.0003767613000000002,
-    "max": 0.00037759619999999986,
+    "seconds": 0.0003884948,
+    "min": 0.0003877215000000003,
+    "max": 0.0003886193000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00061423855,
-    "min": 0.0006134029999999999,
-    "max": 0.0006150471999999999,
+    "seconds": 0.00063422385,
+    "min": 0.0006336081000000001,
+    "max": 0.0006344816,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9441,15 +11825,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.929234999999997e-05,
-    "min": 7.917189999999996e-05,
-    "max": 7.962540000000001e-05,
+    "seconds": 7.963394999999996e-05,
+    "min": 7.94044e-05,
+    "max": 7.972060000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014234350000000002,
-    "min": 0.00014208259999999993,
-    "max": 0.00014254919999999997,
+    "seconds": 0.0001436371,
+    "min": 0.00014327860000000006,
+    "max": 0.00014385260000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9473,15 +11857,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012221204999999998,
-    "min": 0.00012206980000000003,
-    "max": 0.0001226969,
+    "seconds": 0.00012626430000000006,
+    "min": 0.0001258907,
+    "max": 0.00012654400000000016,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001680416,
-    "min": 0.00016787499999999992,
-    "max": 0.0001684117,
+    "seconds": 0.00017203320000000005,
+    "min": 0.00017167849999999999,
+    "max": 0.0001721934,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9505,15 +11889,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0003064242500000001,
-    "min": 0.0003061735000000001,
-    "max": 0.0003067384,
+    "seconds": 0.0003083606,
+    "min": 0.00030770929999999997,
+    "max": 0.0003088019999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00055182835,
-    "min": 0.0005515777000000002,
-    "max": 0.0005521422000000001,
+    "seconds": 0.0005567548499999999,
+    "min": 0.0005564783000000002,
+    "max": 0.0005576062999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9537,15 +11921,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0004689894000000001,
-    "min": 0.00046866530000000016,
-    "max": 0.00046912259999999986,
+    "seconds": 0.0004826532500000001,
+    "min": 0.0004821536000000001,
+    "max": 0.0004831605,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006519068999999997,
-    "min": 0.0006512213999999999,
-    "max": 0.0006529346,
+    "seconds": 0.0006681516,
+    "min": 0.0006666818000000002,
+    "max": 0.0006696346000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9569,15 +11953,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.476699999999977e-06,
-    "min": 9.395299999999998e-06,
-    "max": 9.548500000000058e-06,
+    "seconds": 9.580800000000015e-06,
+    "min": 9.561800000000004e-06,
+    "max": 9.647900000000003e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.4273600000000022e-05,
-    "min": 1.4252899999999999e-05,
-    "max": 1.4444700000000035e-05,
+    "seconds": 1.4380549999999994e-05,
+    "min": 1.4345699999999963e-05,
+    "max": 1.4518399999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9601,15 +11985,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.134719999999993e-05,
-    "min": 2.131889999999993e-05,
-    "max": 2.144930000000012e-05,
+    "seconds": 2.1270650000000206e-05,
+    "min": 2.125080000000006e-05,
+    "max": 2.1433299999999963e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.0148549999999975e-05,
-    "min": 2.0115300000000004e-05,
-    "max": 2.03038e-05,
+    "seconds": 1.990400000000003e-05,
+    "min": 1.9878199999999992e-05,
+    "max": 2.0025799999999957e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9633,15 +12017,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.106385000000005e-05,
-    "min": 5.0905499999999935e-05,
-    "max": 5.1216100000000026e-05,
+    "seconds": 5.192155000000001e-05,
+    "min": 5.1686599999999865e-05,
+    "max": 5.2216900000000025e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001231149,
-    "min": 0.00012270299999999997,
-    "max": 0.00012337749999999996,
+    "seconds": 0.00012595959999999997,
+    "min": 0.00012548510000000006,
+    "max": 0.0001262529,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9665,15 +12049,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.930865e-05,
-    "min": 7.852720000000004e-05,
-    "max": 8.100100000000011e-05,
+    "seconds": 7.990400000000003e-05,
+    "min": 7.780780000000004e-05,
+    "max": 8.216259999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00015438015000000002,
-    "min": 0.00015400369999999994,
-    "max": 0.00015505770000000005,
+    "seconds": 0.00015811325,
+    "min": 0.00015769719999999998,
+    "max": 0.00015893880000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9697,15 +12081,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3784150000000023e-05,
-    "min": 1.365739999999995e-05,
-    "max": 1.460780000000002e-05,
+    "seconds": 1.3407600000000002e-05,
+    "min": 1.332769999999996e-05,
+    "max": 1.4159799999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.3859200000000016e-05,
-    "min": 3.363210000000004e-05,
-    "max": 3.413439999999996e-05,
+    "seconds": 3.4774350000000014e-05,
+    "min": 3.4406100000000084e-05,
+    "max": 3.4946999999999976e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9729,15 +12113,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.7046549999999996e-05,
-    "min": 2.7017599999999946e-05,
-    "max": 2.7536099999999975e-05,
+    "seconds": 2.6937750000000008e-05,
+    "min": 2.690879999999992e-05,
+    "max": 2.7372799999999993e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.7735900000000013e-05,
-    "min": 2.770239999999999e-05,
-    "max": 2.794870000000001e-05,
+    "seconds": 2.7568099999999988e-05,
+    "min": 2.7507300000000078e-05,
+    "max": 2.792309999999993e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9761,15 +12145,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.968594999999994e-05,
-    "min": 7.948609999999998e-05,
-    "max": 7.991420000000004e-05,
+    "seconds": 8.084929999999999e-05,
+    "min": 8.070979999999996e-05,
+    "max": 8.119080000000008e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014716445000000002,
-    "min": 0.00014710390000000003,
-    "max": 0.00014772889999999987,
+    "seconds": 0.00014848270000000007,
+    "min": 0.0001483651,
+    "max": 0.00014870729999999992,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9793,15 +12177,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00013769544999999998,
-    "min": 0.00013742690000000004,
-    "max": 0.00013802110000000006,
+    "seconds": 0.0001415055,
+    "min": 0.0001412617999999998,
+    "max": 0.00014208960000000012,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019682704999999997,
-    "min": 0.0001965006,
-    "max": 0.00019764290000000013,
+    "seconds": 0.00020259104999999998,
+    "min": 0.0002024283,
+    "max": 0.00020276590000000008,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9825,15 +12209,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.4829100000000036e-05,
-    "min": 3.4450899999999945e-05,
-    "max": 3.508780000000003e-05,
+    "seconds": 3.5070299999999995e-05,
+    "min": 3.4822299999999994e-05,
+    "max": 3.5513300000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.9115400000000034e-05,
-    "min": 5.8944000000000024e-05,
-    "max": 5.938839999999996e-05,
+    "seconds": 5.908795000000003e-05,
+    "min": 5.891210000000005e-05,
+    "max": 5.924809999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9857,15 +12241,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.539170000000002e-05,
-    "min": 4.515530000000003e-05,
-    "max": 4.5641200000000094e-05,
+    "seconds": 4.540325000000002e-05,
+    "min": 4.5253799999999977e-05,
+    "max": 4.5648199999999954e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.160804999999996e-05,
-    "min": 5.1433200000000035e-05,
-    "max": 5.252779999999998e-05,
+    "seconds": 5.248470000000003e-05,
+    "min": 5.202589999999998e-05,
+    "max": 5.3023700000000005e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9889,15 +12273,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015253695000000004,
-    "min": 0.0001522286,
-    "max": 0.00015297169999999998,
+    "seconds": 0.00015364014999999997,
+    "min": 0.00015350810000000015,
+    "max": 0.00015401390000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00021616319999999997,
-    "min": 0.00021575929999999999,
-    "max": 0.00021621860000000005,
+    "seconds": 0.00021476505000000003,
+    "min": 0.0002142406,
+    "max": 0.0002150651,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9921,15 +12305,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001966426,
-    "min": 0.00019609429999999998,
-    "max": 0.0001973224999999999,
+    "seconds": 0.00020090564999999995,
+    "min": 0.00020071980000000008,
+    "max": 0.00020107479999999976,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00022589480000000003,
-    "min": 0.0002257111,
-    "max": 0.0002262521,
+    "seconds": 0.0002296032,
+    "min": 0.00022928709999999987,
+    "max": 0.00022970459999999991,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9953,15 +12337,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.449499999999944e-06,
-    "min": 6.435000000000002e-06,
-    "max": 6.505600000000016e-06,
+    "seconds": 6.388700000000012e-06,
+    "min": 6.371299999999996e-06,
+    "max": 6.431999999999971e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.2448500000000195e-06,
-    "min": 6.217600000000174e-06,
-    "max": 6.278299999999877e-06,
+    "seconds": 6.222400000000017e-06,
+    "min": 6.208200000000079e-06,
+    "max": 6.262400000000025e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9985,15 +12369,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3667199999999932e-05,
-    "min": 1.3654200000000038e-05,
-    "max": 1.3689599999999995e-05,
+    "seconds": 1.3670600000000025e-05,
+    "min": 1.3632300000000032e-05,
+    "max": 1.3686699999999975e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.609500000000025e-06,
-    "min": 9.587200000000007e-06,
-    "max": 9.635199999999963e-06,
+    "seconds": 9.575999999999998e-06,
+    "min": 9.570900000000029e-06,
+    "max": 9.590399999999977e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10017,15 +12401,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.464155000000004e-05,
-    "min": 1.4588999999999965e-05,
-    "max": 1.534740000000003e-05,
+    "seconds": 1.4638150000000037e-05,
+    "min": 1.4579000000000041e-05,
+    "max": 1.5382399999999963e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.067150000000004e-05,
-    "min": 3.0559999999999965e-05,
-    "max": 3.099809999999998e-05,
+    "seconds": 3.1506850000000106e-05,
+    "min": 3.12733999999999e-05,
+    "max": 3.165109999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10049,15 +12433,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.436024999999999e-05,
-    "min": 3.4338800000000004e-05,
-    "max": 3.462100000000002e-05,
+    "seconds": 3.430704999999993e-05,
+    "min": 3.4291299999999913e-05,
+    "max": 3.454420000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.3888099999999964e-05,
-    "min": 3.384340000000001e-05,
-    "max": 3.3996700000000053e-05,
+    "seconds": 3.360140000000001e-05,
+    "min": 3.351980000000001e-05,
+    "max": 3.38049e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10081,15 +12465,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1127999999999992e-05,
-    "min": 1.0934500000000048e-05,
-    "max": 1.1209400000000027e-05,
+    "seconds": 1.1030600000000038e-05,
+    "min": 1.099840000000007e-05,
+    "max": 1.1177600000000018e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.1596700000000017e-05,
-    "min": 1.140490000000018e-05,
-    "max": 1.165399999999995e-05,
+    "seconds": 1.1595250000000033e-05,
+    "min": 1.1520100000000047e-05,
+    "max": 1.1721600000000057e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10113,15 +12497,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.121440000000008e-05,
-    "min": 2.1199400000000002e-05,
-    "max": 2.1257100000000004e-05,
+    "seconds": 2.1170999999999937e-05,
+    "min": 2.1152000000000034e-05,
+    "max": 2.1180700000000036e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.626379999999997e-05,
-    "min": 1.6220600000000012e-05,
-    "max": 1.6281300000000057e-05,
+    "seconds": 1.6344099999999985e-05,
+    "min": 1.6326399999999966e-05,
+    "max": 1.641280000000006e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10145,15 +12529,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.675665000000002e-05,
-    "min": 3.6559899999999914e-05,
-    "max": 3.684169999999992e-05,
+    "seconds": 3.7177650000000045e-05,
+    "min": 3.7017699999999956e-05,
+    "max": 3.727579999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.653224999999996e-05,
-    "min": 5.6451300000000094e-05,
-    "max": 5.669709999999994e-05,
+    "seconds": 5.645274999999995e-05,
+    "min": 5.621090000000001e-05,
+    "max": 5.678689999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10177,15 +12561,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.0409249999999974e-05,
-    "min": 6.020829999999992e-05,
-    "max": 6.0604599999999986e-05,
+    "seconds": 6.0138750000000025e-05,
+    "min": 6.0035100000000106e-05,
+    "max": 6.055950000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.499325000000002e-05,
-    "min": 6.447350000000004e-05,
-    "max": 6.511680000000005e-05,
+    "seconds": 6.518890000000002e-05,
+    "min": 6.446710000000005e-05,
+    "max": 6.588440000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10209,15 +12593,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.2135749999999955e-05,
-    "min": 2.1939100000000008e-05,
-    "max": 2.262430000000005e-05,
+    "seconds": 2.220639999999999e-05,
+    "min": 2.2133899999999937e-05,
+    "max": 2.2882600000000014e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.532000000000005e-05,
-    "min": 3.5120099999999935e-05,
-    "max": 3.539520000000013e-05,
+    "seconds": 3.5903949999999983e-05,
+    "min": 3.56125e-05,
+    "max": 3.601619999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10241,15 +12625,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.5890800000000026e-05,
-    "min": 3.585580000000002e-05,
-    "max": 3.6009900000000036e-05,
+    "seconds": 3.580150000000004e-05,
+    "min": 3.577329999999997e-05,
+    "max": 3.586840000000008e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.9402999999999996e-05,
-    "min": 2.9391900000000057e-05,
-    "max": 2.949790000000005e-05,
+    "seconds": 2.944655e-05,
+    "min": 2.9311699999999965e-05,
+    "max": 2.9555399999999985e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10273,15 +12657,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.048475000000006e-05,
-    "min": 7.027509999999997e-05,
-    "max": 7.082039999999995e-05,
+    "seconds": 7.120804999999996e-05,
+    "min": 7.099110000000003e-05,
+    "max": 7.138880000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011242190000000004,
-    "min": 0.00011232930000000002,
-    "max": 0.0001128187999999999,
+    "seconds": 0.00011218625000000006,
+    "min": 0.00011203590000000007,
+    "max": 0.00011263329999999992,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10305,15 +12689,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011828555000000001,
-    "min": 0.00011804830000000001,
-    "max": 0.00011862679999999995,
+    "seconds": 0.00011951649999999999,
+    "min": 0.00011935009999999994,
+    "max": 0.00012000600000000012,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012943025000000004,
-    "min": 0.00012906539999999999,
-    "max": 0.0001297339,
+    "seconds": 0.00013136889999999996,
+    "min": 0.00013097330000000007,
+    "max": 0.0001315264,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10337,15 +12721,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.270449999999971e-06,
-    "min": 7.206400000000042e-06,
-    "max": 7.3597000000000085e-06,
+    "seconds": 7.249500000000057e-06,
+    "min": 7.206100000000038e-06,
+    "max": 7.302400000000012e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.427200000000073e-06,
-    "min": 6.419200000000023e-06,
-    "max": 6.482900000000109e-06,
+    "seconds": 6.4175000000000525e-06,
+    "min": 6.403299999999944e-06,
+    "max": 6.464200000000028e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10369,15 +12753,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.671175000000001e-05,
-    "min": 1.670399999999995e-05,
-    "max": 1.6720199999999966e-05,
+    "seconds": 1.6627300000000026e-05,
+    "min": 1.661749999999994e-05,
+    "max": 1.6653300000000046e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.7824500000000285e-06,
-    "min": 6.758400000000029e-06,
-    "max": 6.803100000000007e-06,
+    "seconds": 6.572749999999979e-06,
+    "min": 6.559899999999982e-06,
+    "max": 6.607700000000091e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10401,15 +12785,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1740550000000002e-05,
-    "min": 1.165450000000003e-05,
-    "max": 1.1843400000000031e-05,
+    "seconds": 1.171369999999999e-05,
+    "min": 1.1654200000000015e-05,
+    "max": 1.1881500000000006e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.2356799999999976e-05,
-    "min": 1.2304199999999991e-05,
-    "max": 1.2457499999999982e-05,
+    "seconds": 1.2359999999999956e-05,
+    "min": 1.2297700000000021e-05,
+    "max": 1.2428900000000043e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10433,15 +12817,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.3247799999999976e-05,
-    "min": 4.321289999999993e-05,
-    "max": 4.327990000000003e-05,
+    "seconds": 4.3169700000000035e-05,
+    "min": 4.314220000000012e-05,
+    "max": 4.3177999999999904e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.752985e-05,
-    "min": 1.7469000000000005e-05,
-    "max": 1.759049999999993e-05,
+    "seconds": 1.771209999999996e-05,
+    "min": 1.762560000000001e-05,
+    "max": 1.783050000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10465,15 +12849,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.2447699999999992e-05,
-    "min": 2.2400100000000067e-05,
-    "max": 2.274879999999997e-05,
+    "seconds": 2.2358749999999983e-05,
+    "min": 2.2326300000000017e-05,
+    "max": 2.2732700000000044e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.2603150000000045e-05,
-    "min": 2.2585499999999955e-05,
-    "max": 2.284140000000002e-05,
+    "seconds": 2.2648000000000065e-05,
+    "min": 2.2572500000000035e-05,
+    "max": 2.2745499999999903e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10497,15 +12881,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.112800000000007e-05,
-    "min": 5.1116399999999963e-05,
-    "max": 5.1152100000000035e-05,
+    "seconds": 5.095510000000001e-05,
+    "min": 5.0928600000000006e-05,
+    "max": 5.100179999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.156784999999999e-05,
-    "min": 2.1542700000000013e-05,
-    "max": 2.1651200000000007e-05,
+    "seconds": 2.1475250000000004e-05,
+    "min": 2.136329999999998e-05,
+    "max": 2.1542300000000022e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10529,15 +12913,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.349275000000002e-05,
-    "min": 5.333110000000001e-05,
-    "max": 5.365750000000011e-05,
+    "seconds": 5.431684999999999e-05,
+    "min": 5.400900000000001e-05,
+    "max": 5.446029999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.236594999999997e-05,
-    "min": 7.224860000000003e-05,
-    "max": 7.242549999999997e-05,
+    "seconds": 7.343050000000007e-05,
+    "min": 7.30974e-05,
+    "max": 7.349709999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10561,15 +12945,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015540049999999994,
-    "min": 0.00015533340000000018,
-    "max": 0.00015568539999999994,
+    "seconds": 0.00015546015,
+    "min": 0.00015528620000000004,
+    "max": 0.0001557821,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.552985000000003e-05,
-    "min": 6.531529999999995e-05,
-    "max": 6.559620000000005e-05,
+    "seconds": 6.605315000000004e-05,
+    "min": 6.591959999999996e-05,
+    "max": 6.613390000000006e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10594,15 +12978,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.6625e-06,
-    "min": 6.646299999999973e-06,
-    "max": 6.678200000000027e-06,
+    "seconds": 6.601749999999986e-06,
+    "min": 6.59190000000001e-06,
+    "max": 6.614500000000032e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.1044800000000032e-05,
-    "min": 1.101440000000008e-05,
-    "max": 1.1123100000000046e-05,
+    "seconds": 1.0960149999999977e-05,
+    "min": 1.0937400000000025e-05,
+    "max": 1.1023999999999932e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10627,15 +13011,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.0305499999999978e-05,
-    "min": 1.0287799999999993e-05,
-    "max": 1.03197e-05,
+    "seconds": 1.0300599999999964e-05,
+    "min": 1.02878999999999e-05,
+    "max": 1.0316700000000106e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.3079800000000006e-05,
-    "min": 1.303010000000006e-05,
-    "max": 1.3091400000000056e-05,
+    "seconds": 1.3011149999999988e-05,
+    "min": 1.299840000000006e-05,
+    "max": 1.3056300000000077e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10660,15 +13044,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.46395000000001e-06,
-    "min": 8.438199999999995e-06,
-    "max": 8.498999999999977e-06,
+    "seconds": 8.443150000000014e-06,
+    "min": 8.409500000000013e-06,
+    "max": 8.51210000000001e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.308005000000004e-05,
-    "min": 1.3049800000000119e-05,
-    "max": 1.311050000000023e-05,
+    "seconds": 1.3007999999999927e-05,
+    "min": 1.2988900000000058e-05,
+    "max": 1.3046299999999974e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10693,15 +13077,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4409500000000015e-05,
-    "min": 1.4351699999999983e-05,
-    "max": 1.4783800000000007e-05,
+    "seconds": 1.4409750000000019e-05,
+    "min": 1.4384200000000034e-05,
+    "max": 1.4851099999999986e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.610250000000003e-05,
-    "min": 1.6070600000000022e-05,
-    "max": 1.6188599999999884e-05,
+    "seconds": 1.6153600000000085e-05,
+    "min": 1.6089699999999993e-05,
+    "max": 1.635520000000006e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10726,15 +13110,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.531699999999998e-05,
-    "min": 1.528309999999999e-05,
-    "max": 1.537919999999997e-05,
+    "seconds": 1.5328000000000013e-05,
+    "min": 1.5264099999999995e-05,
+    "max": 1.5459400000000007e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.9732499999999987e-05,
-    "min": 2.9600100000000022e-05,
-    "max": 2.978549999999997e-05,
+    "seconds": 2.9865399999999906e-05,
+    "min": 2.97375e-05,
+    "max": 3.0204899999999986e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10759,15 +13143,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.3710200000000043e-05,
-    "min": 2.3685800000000006e-05,
-    "max": 2.3961599999999988e-05,
+    "seconds": 2.378095000000002e-05,
+    "min": 2.372170000000001e-05,
+    "max": 2.3900599999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.664779999999998e-05,
-    "min": 3.632650000000003e-05,
-    "max": 3.6745700000000125e-05,
+    "seconds": 3.6991949999999984e-05,
+    "min": 3.6847399999999846e-05,
+    "max": 3.7417599999999904e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10792,15 +13176,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.2297599999999974e-05,
-    "min": 2.2255700000000025e-05,
-    "max": 2.2412699999999983e-05,
+    "seconds": 2.2315149999999972e-05,
+    "min": 2.21851e-05,
+    "max": 2.2528200000000016e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.2169550000000006e-05,
-    "min": 5.2064100000000015e-05,
-    "max": 5.248009999999993e-05,
+    "seconds": 5.29056e-05,
+    "min": 5.276799999999999e-05,
+    "max": 5.3253899999999975e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10825,15 +13209,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.042970000000001e-05,
-    "min": 4.03075e-05,
-    "max": 4.081229999999995e-05,
+    "seconds": 4.082739999999997e-05,
+    "min": 4.0643200000000004e-05,
+    "max": 4.093780000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.268330000000006e-05,
-    "min": 6.256659999999985e-05,
-    "max": 6.310370000000007e-05,
+    "seconds": 6.369904999999988e-05,
+    "min": 6.351010000000003e-05,
+    "max": 6.383059999999982e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10858,15 +13242,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.0131150000000004e-05,
-    "min": 3.0048000000000028e-05,
-    "max": 3.0211399999999993e-05,
+    "seconds": 3.0057400000000035e-05,
+    "min": 2.997420000000001e-05,
+    "max": 3.0211199999999993e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.707794999999986e-05,
-    "min": 7.699180000000008e-05,
-    "max": 7.72234e-05,
+    "seconds": 7.881615000000002e-05,
+    "min": 7.863269999999997e-05,
+    "max": 7.909390000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10891,15 +13275,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.916689999999998e-05,
-    "min": 4.906260000000001e-05,
-    "max": 4.926769999999994e-05,
+    "seconds": 4.958665e-05,
+    "min": 4.950679999999996e-05,
+    "max": 4.9850400000000006e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.766074999999994e-05,
-    "min": 8.750670000000005e-05,
-    "max": 8.791370000000006e-05,
+    "seconds": 8.962184999999998e-05,
+    "min": 8.935659999999991e-05,
+    "max": 8.984629999999995e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10924,15 +13308,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.15311e-05,
-    "min": 4.1446700000000025e-05,
-    "max": 4.176640000000001e-05,
+    "seconds": 4.1868700000000035e-05,
+    "min": 4.169989999999999e-05,
+    "max": 4.1974599999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.671549999999997e-05,
-    "min": 9.659199999999999e-05,
-    "max": 9.686660000000021e-05,
+    "seconds": 9.768420000000002e-05,
+    "min": 9.754550000000001e-05,
+    "max": 9.848639999999994e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10957,15 +13341,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.007040000000003e-05,
-    "min": 7.999469999999999e-05,
-    "max": 8.022369999999992e-05,
+    "seconds": 8.104695000000001e-05,
+    "min": 8.086340000000004e-05,
+    "max": 8.114260000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011561614999999986,
-    "min": 0.0001153763,
-    "max": 0.00011579490000000003,
+    "seconds": 0.00011674595000000002,
+    "min": 0.00011667740000000017,
+    "max": 0.00011703450000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10990,15 +13374,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.577450000000003e-05,
-    "min": 7.560680000000002e-05,
-    "max": 7.596849999999998e-05,
+    "seconds": 7.595985e-05,
+    "min": 7.586169999999998e-05,
+    "max": 7.609580000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019000629999999983,
-    "min": 0.0001898166000000002,
-    "max": 0.00019044439999999955,
+    "seconds": 0.00019335565000000004,
+    "min": 0.00019311659999999995,
+    "max": 0.0001935715000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11023,15 +13407,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012538380000000002,
-    "min": 0.00012532549999999998,
-    "max": 0.00012542659999999995,
+    "seconds": 0.00012682714999999998,
+    "min": 0.00012667810000000003,
+    "max": 0.00012695040000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0002154648500000001,
-    "min": 0.00021505579999999994,
-    "max": 0.00021584529999999993,
+    "seconds": 0.00021857515000000004,
+    "min": 0.00021815630000000005,
+    "max": 0.00021889710000000013,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11056,15 +13440,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.000102421,
-    "min": 0.00010231699999999995,
-    "max": 0.00010270469999999995,
+    "seconds": 0.00010305445,
+    "min": 0.0001028161,
+    "max": 0.00010319699999999993,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0002419867,
-    "min": 0.00024155029999999998,
-    "max": 0.00024245119999999993,
+    "seconds": 0.00024413565000000017,
+    "min": 0.00024380480000000014,
+    "max": 0.00024441480000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11089,15 +13473,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00020030085000000004,
-    "min": 0.00020007309999999995,
-    "max": 0.00020039119999999992,
+    "seconds": 0.00020297505000000009,
+    "min": 0.0002028341,
+    "max": 0.00020317029999999996,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00028957075,
-    "min": 0.00028927569999999994,
-    "max": 0.00028985260000000004,
+    "seconds": 0.0002916506,
+    "min": 0.0002914405000000001,
+    "max": 0.0002917231,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11117,9 +13501,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.998550000000017e-06,
-    "min": 6.972799999999995e-06,
-    "max": 7.0333999999999605e-06,
+    "seconds": 6.977700000000021e-06,
+    "min": 6.94719999999993e-06,
+    "max": 7.008000000000016e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -11145,15 +13529,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.8272000000000335e-06,
-    "min": 6.790600000000018e-06,
-    "max": 6.912200000000075e-06,
+    "seconds": 6.923100000000022e-06,
+    "min": 6.870500000000015e-06,
+    "max": 6.960099999999966e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.2062999999999984e-06,
-    "min": 3.2029000000000223e-06,
-    "max": 3.216099999999983e-06,
+    "seconds": 3.203150000000005e-06,
+    "min": 3.196799999999985e-06,
+    "max": 3.2255999999999857e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11173,9 +13557,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.846300000000025e-06,
-    "min": 7.807800000000134e-06,
-    "max": 7.86529999999999e-06,
+    "seconds": 7.851050000000054e-06,
+    "min": 7.824300000000006e-06,
+    "max": 7.859300000000167e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -11201,15 +13585,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.3456499999999895e-06,
-    "min": 7.327700000000016e-06,
-    "max": 7.3984000000000154e-06,
+    "seconds": 7.60799999999997e-06,
+    "min": 7.440299999999889e-06,
+    "max": 7.632000000000016e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.6607999999999775e-06,
-    "min": 4.639999999999964e-06,
-    "max": 4.710300000000018e-06,
+    "seconds": 4.654350000000023e-06,
+    "min": 4.646399999999982e-06,
+    "max": 4.671999999999991e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11229,9 +13613,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1796800000000029e-05,
-    "min": 1.1740799999999957e-05,
-    "max": 1.1836700000000018e-05,
+    "seconds": 1.1318400000000054e-05,
+    "min": 1.1273800000000063e-05,
+    "max": 1.1526399999999968e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -11257,15 +13641,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.764850000000024e-06,
-    "min": 9.683099999999967e-06,
-    "max": 9.807799999999952e-06,
+    "seconds": 9.563100000000003e-06,
+    "min": 9.475100000000065e-06,
+    "max": 9.603299999999966e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.5073350000000032e-05,
-    "min": 1.5062399999999968e-05,
-    "max": 1.5091100000000051e-05,
+    "seconds": 1.501614999999996e-05,
+    "min": 1.499819999999993e-05,
+    "max": 1.5040000000000008e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11285,9 +13669,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.389745000000003e-05,
-    "min": 1.3820299999999975e-05,
-    "max": 1.3971200000000023e-05,
+    "seconds": 1.3839949999999976e-05,
+    "min": 1.379500000000004e-05,
+    "max": 1.3932999999999971e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -11313,15 +13697,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.2959850000000052e-05,
-    "min": 1.2876700000000039e-05,
-    "max": 1.29923e-05,
+    "seconds": 1.2877000000000004e-05,
+    "min": 1.2873500000000023e-05,
+    "max": 1.295690000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.086400000000025e-06,
-    "min": 8.076900000000034e-06,
-    "max": 8.115199999999983e-06,
+    "seconds": 8.05594999999999e-06,
+    "min": 8.047899999999993e-06,
+    "max": 8.07349999999999e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11341,9 +13725,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.627795e-05,
-    "min": 1.6211199999999995e-05,
-    "max": 1.6441499999999975e-05,
+    "seconds": 1.646715000000004e-05,
+    "min": 1.6361600000000033e-05,
+    "max": 1.6687999999999976e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -11369,15 +13753,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4588500000000015e-05,
-    "min": 1.4544199999999999e-05,
-    "max": 1.4640200000000014e-05,
+    "seconds": 1.4734550000000013e-05,
+    "min": 1.4624100000000067e-05,
+    "max": 1.4883100000000037e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.505275000000005e-05,
-    "min": 1.5039899999999944e-05,
-    "max": 1.5062300000000039e-05,
+    "seconds": 1.498079999999995e-05,
+    "min": 1.4969500000000006e-05,
+    "max": 1.4998299999999951e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11397,9 +13781,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.353270000000004e-05,
-    "min": 4.34165e-05,
-    "max": 4.380150000000003e-05,
+    "seconds": 4.3430599999999984e-05,
+    "min": 4.306890000000008e-05,
+    "max": 4.350200000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -11425,15 +13809,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.8984050000000016e-05,
-    "min": 2.881899999999998e-05,
-    "max": 2.906559999999998e-05,
+    "seconds": 2.9078550000000027e-05,
+    "min": 2.8820099999999992e-05,
+    "max": 2.9154999999999974e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.6184100000000044e-05,
-    "min": 5.6166099999999964e-05,
-    "max": 5.6339099999999936e-05,
+    "seconds": 5.614660000000003e-05,
+    "min": 5.611440000000002e-05,
+    "max": 5.624959999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11453,9 +13837,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.070234999999997e-05,
-    "min": 5.992889999999998e-05,
-    "max": 6.0867199999999965e-05,
+    "seconds": 6.11652e-05,
+    "min": 6.098219999999998e-05,
+    "max": 6.18106e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -11481,15 +13865,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.919004999999997e-05,
-    "min": 3.904599999999999e-05,
-    "max": 3.933449999999998e-05,
+    "seconds": 3.910895000000002e-05,
+    "min": 3.908150000000005e-05,
+    "max": 3.927669999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.8945550000000006e-05,
-    "min": 2.8927700000000018e-05,
-    "max": 2.8979000000000015e-05,
+    "seconds": 2.881454999999999e-05,
+    "min": 2.8793399999999974e-05,
+    "max": 2.888640000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11509,9 +13893,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.954624999999995e-05,
-    "min": 5.9390799999999974e-05,
-    "max": 5.986250000000002e-05,
+    "seconds": 5.9553300000000045e-05,
+    "min": 5.948089999999994e-05,
+    "max": 5.985579999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -11537,15 +13921,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.121725000000005e-05,
-    "min": 4.093130000000001e-05,
-    "max": 4.1469200000000026e-05,
+    "seconds": 4.1416549999999996e-05,
+    "min": 4.12578999999999e-05,
+    "max": 4.15836e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.6361199999999985e-05,
-    "min": 5.628020000000002e-05,
-    "max": 5.6492800000000057e-05,
+    "seconds": 5.6335999999999963e-05,
+    "min": 5.6278700000000014e-05,
+    "max": 5.6438400000000005e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11565,9 +13949,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00013170545000000002,
-    "min": 0.0001313498999999999,
-    "max": 0.00013216890000000003,
+    "seconds": 0.00012946849999999997,
+    "min": 0.0001287806,
+    "max": 0.00012982630000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -11593,15 +13977,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.44838e-05,
-    "min": 7.441590000000007e-05,
-    "max": 7.462350000000001e-05,
+    "seconds": 7.374179999999997e-05,
+    "min": 7.364440000000003e-05,
+    "max": 7.38236e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0002205348,
-    "min": 0.0002204401,
-    "max": 0.00022064249999999996,
+    "seconds": 0.00022052290000000002,
+    "min": 0.00022040479999999997,
+    "max": 0.00022062510000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11623,15 +14007,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4731299999999998e-05,
-    "min": 2.4505700000000025e-05,
-    "max": 2.4813199999999998e-05,
+    "seconds": 2.470700000000002e-05,
+    "min": 2.4595300000000032e-05,
+    "max": 2.513879999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.001449999999999e-05,
-    "min": 4.982649999999998e-05,
-    "max": 5.0089800000000016e-05,
+    "seconds": 5.1014250000000014e-05,
+    "min": 5.0860300000000005e-05,
+    "max": 5.125100000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11653,15 +14037,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.9961000000000005e-05,
-    "min": 4.991570000000004e-05,
-    "max": 5.01502e-05,
+    "seconds": 5.1108450000000004e-05,
+    "min": 5.0982200000000144e-05,
+    "max": 5.1215400000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.438575000000001e-05,
-    "min": 2.4271900000000014e-05,
-    "max": 2.457260000000001e-05,
+    "seconds": 2.4601500000000012e-05,
+    "min": 2.424329999999991e-05,
+    "max": 2.4675e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11686,15 +14070,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010129455000000001,
-    "min": 0.00010098469999999999,
-    "max": 0.00010152580000000002,
+    "seconds": 0.00010318070000000002,
+    "min": 0.0001029172,
+    "max": 0.0001034021,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014519119999999993,
-    "min": 0.0001446433000000001,
-    "max": 0.00014536230000000006,
+    "seconds": 0.0001461039,
+    "min": 0.0001459482,
+    "max": 0.00014630300000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11719,15 +14103,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015789530000000004,
-    "min": 0.0001577334,
-    "max": 0.00015829449999999994,
+    "seconds": 0.0001613392,
+    "min": 0.0001610179,
+    "max": 0.00016145450000000017,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00017137855000000002,
-    "min": 0.00017102030000000018,
-    "max": 0.00017186390000000005,
+    "seconds": 0.00017238884999999995,
+    "min": 0.00017210170000000024,
+    "max": 0.00017244760000000012,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11751,15 +14135,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.7550299999999985e-05,
-    "min": 3.739870000000002e-05,
-    "max": 3.7884499999999966e-05,
+    "seconds": 3.803950000000004e-05,
+    "min": 3.796200000000002e-05,
+    "max": 3.821069999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010582370000000006,
-    "min": 0.00010559680000000004,
-    "max": 0.00010623070000000001,
+    "seconds": 0.00010618399999999986,
+    "min": 0.00010592930000000002,
+    "max": 0.00010671309999999989,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11783,15 +14167,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00023590085000000017,
-    "min": 0.00023551860000000022,
-    "max": 0.00023623210000000002,
+    "seconds": 0.00023897825000000002,
+    "min": 0.00023856610000000012,
+    "max": 0.00023937209999999996,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005548022999999997,
-    "min": 0.0005541982000000004,
-    "max": 0.0005552797000000001,
+    "seconds": 0.0005579167499999999,
+    "min": 0.0005575776000000001,
+    "max": 0.0005587557000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11813,15 +14197,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.7136050000000015e-05,
-    "min": 3.697889999999993e-05,
-    "max": 3.729650000000004e-05,
+    "seconds": 3.724874999999999e-05,
+    "min": 3.7062599999999986e-05,
+    "max": 3.749080000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.3287650000000025e-05,
-    "min": 5.3004599999999984e-05,
-    "max": 5.368670000000004e-05,
+    "seconds": 5.3339e-05,
+    "min": 5.2982199999999955e-05,
+    "max": 5.351999999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11843,15 +14227,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.9146899999999995e-05,
-    "min": 1.911679999999999e-05,
-    "max": 1.92385e-05,
+    "seconds": 1.923349999999999e-05,
+    "min": 1.90813e-05,
+    "max": 1.9440399999999988e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.7302350000000008e-05,
-    "min": 2.717450000000008e-05,
-    "max": 2.76444e-05,
+    "seconds": 2.743165000000003e-05,
+    "min": 2.7344199999999944e-05,
+    "max": 2.781410000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11873,15 +14257,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.3371449999999994e-05,
-    "min": 3.31336e-05,
-    "max": 3.350770000000004e-05,
+    "seconds": 3.3598300000000007e-05,
+    "min": 3.3520100000000005e-05,
+    "max": 3.381059999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.748304999999998e-05,
-    "min": 4.729600000000005e-05,
-    "max": 4.774069999999997e-05,
+    "seconds": 4.728960000000001e-05,
+    "min": 4.703709999999996e-05,
+    "max": 4.763259999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11903,15 +14287,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4190049999999967e-05,
-    "min": 2.4121400000000006e-05,
-    "max": 2.4275e-05,
+    "seconds": 2.4129649999999983e-05,
+    "min": 2.3942100000000006e-05,
+    "max": 2.4217899999999977e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.195845e-05,
-    "min": 3.180170000000005e-05,
-    "max": 3.2096299999999905e-05,
+    "seconds": 3.2063999999999997e-05,
+    "min": 3.199019999999996e-05,
+    "max": 3.22459e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11931,15 +14315,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.332945e-05,
-    "min": 3.326419999999996e-05,
-    "max": 3.34944e-05,
+    "seconds": 3.342799999999995e-05,
+    "min": 3.336330000000002e-05,
+    "max": 3.392020000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.775685000000003e-05,
-    "min": 4.74782e-05,
-    "max": 4.7890999999999986e-05,
+    "seconds": 4.753835e-05,
+    "min": 4.7445899999999986e-05,
+    "max": 4.7808e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11959,15 +14343,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.8758149999999996e-05,
-    "min": 1.852449999999999e-05,
-    "max": 1.8969700000000013e-05,
+    "seconds": 1.899155e-05,
+    "min": 1.896600000000003e-05,
+    "max": 1.9094600000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.611360000000003e-05,
-    "min": 2.5990400000000035e-05,
-    "max": 2.6479899999999997e-05,
+    "seconds": 2.6337299999999996e-05,
+    "min": 2.6140800000000012e-05,
+    "max": 2.6578600000000027e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11987,15 +14371,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.3171349999999975e-05,
-    "min": 3.3068899999999964e-05,
-    "max": 3.334039999999999e-05,
+    "seconds": 3.339615000000003e-05,
+    "min": 3.318649999999996e-05,
+    "max": 3.343259999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.7574499999999997e-05,
-    "min": 4.7257299999999985e-05,
-    "max": 4.7756099999999995e-05,
+    "seconds": 4.7479399999999985e-05,
+    "min": 4.7250900000000046e-05,
+    "max": 4.7968199999999986e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12015,15 +14399,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.826560000000001e-05,
-    "min": 1.8102800000000002e-05,
-    "max": 1.8371300000000042e-05,
+    "seconds": 1.8406249999999983e-05,
+    "min": 1.8288000000000056e-05,
+    "max": 1.851519999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.4502500000000025e-05,
-    "min": 2.4399899999999956e-05,
-    "max": 2.4764900000000035e-05,
+    "seconds": 2.450544999999999e-05,
+    "min": 2.4370600000000024e-05,
+    "max": 2.46427e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12043,15 +14427,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.342654999999996e-05,
-    "min": 3.3311899999999975e-05,
-    "max": 3.362889999999998e-05,
+    "seconds": 3.3711099999999976e-05,
+    "min": 3.336619999999999e-05,
+    "max": 3.376589999999994e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.7393499999999986e-05,
-    "min": 4.726080000000002e-05,
-    "max": 4.7961599999999964e-05,
+    "seconds": 4.763434999999998e-05,
+    "min": 4.698830000000004e-05,
+    "max": 4.807280000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12071,15 +14455,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.9263699999999983e-05,
-    "min": 1.8937599999999976e-05,
-    "max": 1.9411399999999934e-05,
+    "seconds": 1.938535000000005e-05,
+    "min": 1.9244599999999968e-05,
+    "max": 1.942399999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.4684899999999985e-05,
-    "min": 2.4470399999999995e-05,
-    "max": 2.476469999999995e-05,
+    "seconds": 2.464625000000005e-05,
+    "min": 2.448610000000001e-05,
+    "max": 2.49913e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12101,15 +14485,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.755969999999997e-05,
-    "min": 4.737840000000002e-05,
-    "max": 4.7721899999999995e-05,
+    "seconds": 4.8258900000000006e-05,
+    "min": 4.7807299999999945e-05,
+    "max": 4.833940000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.663550000000001e-05,
-    "min": 3.648009999999998e-05,
-    "max": 3.684749999999997e-05,
+    "seconds": 3.684935000000001e-05,
+    "min": 3.643169999999998e-05,
+    "max": 3.727579999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12131,15 +14515,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.9860949999999994e-05,
-    "min": 2.9734099999999956e-05,
-    "max": 2.993280000000003e-05,
+    "seconds": 3.012594999999998e-05,
+    "min": 2.9810799999999962e-05,
+    "max": 3.0316099999999993e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.0801650000000028e-05,
-    "min": 2.0665799999999988e-05,
-    "max": 2.1107200000000034e-05,
+    "seconds": 2.0935850000000007e-05,
+    "min": 2.0828700000000013e-05,
+    "max": 2.104950000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12167,9 +14551,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.78462e-05,
-    "min": 4.768949999999998e-05,
-    "max": 4.7941700000000036e-05,
+    "seconds": 4.7606849999999976e-05,
+    "min": 4.738260000000006e-05,
+    "max": 4.7826800000000014e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -12203,9 +14587,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4396849999999993e-05,
-    "min": 2.4269299999999954e-05,
-    "max": 2.4585199999999986e-05,
+    "seconds": 2.4431749999999975e-05,
+    "min": 2.42779e-05,
+    "max": 2.460450000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -12239,15 +14623,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.770035000000002e-05,
-    "min": 4.7529200000000006e-05,
-    "max": 4.784270000000004e-05,
+    "seconds": 4.773369999999997e-05,
+    "min": 4.765999999999995e-05,
+    "max": 4.78269e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.530484999999997e-05,
-    "min": 9.503899999999991e-05,
-    "max": 9.557600000000005e-05,
+    "seconds": 9.505029999999995e-05,
+    "min": 9.488880000000013e-05,
+    "max": 9.527819999999994e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12275,15 +14659,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4343949999999996e-05,
-    "min": 2.4115699999999983e-05,
-    "max": 2.4551100000000006e-05,
+    "seconds": 2.428725000000003e-05,
+    "min": 2.392919999999998e-05,
+    "max": 2.4422299999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.8795200000000024e-05,
-    "min": 4.857279999999997e-05,
-    "max": 4.9077699999999945e-05,
+    "seconds": 4.8751299999999894e-05,
+    "min": 4.848309999999994e-05,
+    "max": 4.9201800000000034e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12307,15 +14691,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.385255000000001e-05,
-    "min": 3.3820999999999946e-05,
-    "max": 3.391080000000002e-05,
+    "seconds": 3.401694999999997e-05,
+    "min": 3.3756899999999995e-05,
+    "max": 3.4175099999999964e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.578050000000002e-05,
-    "min": 9.562769999999995e-05,
-    "max": 9.611189999999997e-05,
+    "seconds": 9.55133e-05,
+    "min": 9.53645e-05,
+    "max": 9.58802999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12339,15 +14723,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.426705000000002e-05,
-    "min": 8.410860000000006e-05,
-    "max": 8.44675e-05,
+    "seconds": 8.539029999999997e-05,
+    "min": 8.520700000000004e-05,
+    "max": 8.562509999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012053780000000007,
-    "min": 0.00011987290000000008,
-    "max": 0.00012080619999999995,
+    "seconds": 0.00012005009999999993,
+    "min": 0.00011953700000000003,
+    "max": 0.00012034999999999986,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12369,15 +14753,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.348089999999999e-05,
-    "min": 6.319009999999998e-05,
-    "max": 6.413040000000003e-05,
+    "seconds": 6.392750000000001e-05,
+    "min": 6.372739999999997e-05,
+    "max": 6.43743e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.959680000000005e-05,
-    "min": 4.937230000000014e-05,
-    "max": 4.974640000000002e-05,
+    "seconds": 4.9713e-05,
+    "min": 4.9547600000000074e-05,
+    "max": 4.989630000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12399,15 +14783,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011362655,
-    "min": 0.00011299150000000002,
-    "max": 0.00011367690000000004,
+    "seconds": 0.00011498189999999998,
+    "min": 0.00011415829999999994,
+    "max": 0.00011529130000000007,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.400960000000002e-05,
-    "min": 7.327069999999995e-05,
-    "max": 7.427530000000004e-05,
+    "seconds": 7.435629999999997e-05,
+    "min": 7.359909999999999e-05,
+    "max": 7.446290000000006e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12434,15 +14818,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.998379999999994e-05,
-    "min": 7.969520000000011e-05,
-    "max": 8.03604e-05,
+    "seconds": 8.080355000000002e-05,
+    "min": 8.051070000000001e-05,
+    "max": 8.151119999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.604439999999991e-05,
-    "min": 7.56897e-05,
-    "max": 7.634580000000014e-05,
+    "seconds": 7.650604999999994e-05,
+    "min": 7.626800000000008e-05,
+    "max": 7.68738000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12469,15 +14853,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012460730000000004,
-    "min": 0.00012419320000000002,
-    "max": 0.0001247152,
+    "seconds": 0.00012645035000000002,
+    "min": 0.00012614870000000008,
+    "max": 0.00012669329999999995,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.831190000000003e-05,
-    "min": 7.80859000000001e-05,
-    "max": 7.859150000000018e-05,
+    "seconds": 7.896905000000001e-05,
+    "min": 7.87767000000001e-05,
+    "max": 7.917980000000027e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12500,15 +14884,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.5896050000000014e-05,
-    "min": 3.582329999999999e-05,
-    "max": 3.603489999999998e-05,
+    "seconds": 3.6057450000000015e-05,
+    "min": 3.5992799999999985e-05,
+    "max": 3.623589999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00033969510000000095,
-    "min": 0.0003391959000000005,
-    "max": 0.0003401560999999998,
+    "seconds": 0.0003463078000000003,
+    "min": 0.00034534079999999986,
+    "max": 0.0003475037,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12531,15 +14915,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.5713699999999976e-05,
-    "min": 3.5587300000000004e-05,
-    "max": 3.5817599999999947e-05,
+    "seconds": 3.6281499999999954e-05,
+    "min": 3.601890000000003e-05,
+    "max": 3.6451000000000034e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003398921500000001,
-    "min": 0.0003393361999999997,
-    "max": 0.0003406661000000005,
+    "seconds": 0.0003465752499999999,
+    "min": 0.0003461793000000005,
+    "max": 0.00034762290000000054,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12574,15 +14958,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.8976049999999976e-05,
-    "min": 5.893099999999999e-05,
-    "max": 5.911729999999998e-05,
+    "seconds": 5.9313699999999994e-05,
+    "min": 5.918360000000001e-05,
+    "max": 5.964430000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019677990000000002,
-    "min": 0.00019655390000000006,
-    "max": 0.00019687189999999995,
+    "seconds": 0.00019779795,
+    "min": 0.0001977632,
+    "max": 0.00019792630000000012,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12617,15 +15001,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.8719500000000026e-05,
-    "min": 5.8679999999999994e-05,
-    "max": 5.879009999999999e-05,
+    "seconds": 5.889439999999998e-05,
+    "min": 5.8870700000000005e-05,
+    "max": 5.895369999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019147199999999999,
-    "min": 0.00019139989999999993,
-    "max": 0.0001915188,
+    "seconds": 0.00019219940000000002,
+    "min": 0.00019210149999999998,
+    "max": 0.00019223699999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12660,15 +15044,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.785759999999998e-05,
-    "min": 5.7696799999999986e-05,
-    "max": 5.797439999999998e-05,
+    "seconds": 5.839544999999999e-05,
+    "min": 5.82296e-05,
+    "max": 5.864010000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00034232830000000003,
-    "min": 0.00034220330000000006,
-    "max": 0.00034243760000000006,
+    "seconds": 0.0003451954499999999,
+    "min": 0.0003450994,
+    "max": 0.00034530159999999994,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12703,15 +15087,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.54544e-05,
-    "min": 5.534779999999997e-05,
-    "max": 5.571200000000001e-05,
+    "seconds": 5.5801650000000015e-05,
+    "min": 5.574400000000003e-05,
+    "max": 5.6035399999999975e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003352375,
-    "min": 0.00033518060000000007,
-    "max": 0.0003355953,
+    "seconds": 0.00033707845000000003,
+    "min": 0.0003368684,
+    "max": 0.0003374671,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12750,15 +15134,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012613914999999996,
-    "min": 0.00012598320000000004,
-    "max": 0.00012620500000000003,
+    "seconds": 0.00012766365000000003,
+    "min": 0.00012756870000000002,
+    "max": 0.00012773960000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004251290499999999,
-    "min": 0.00042478180000000005,
-    "max": 0.00042553699999999987,
+    "seconds": 0.00042760850000000006,
+    "min": 0.0004272332999999999,
+    "max": 0.0004277635000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12797,15 +15181,109 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012661569999999995,
-    "min": 0.0001265511,
-    "max": 0.00012669070000000002,
+    "seconds": 0.00012713215,
+    "min": 0.00012709050000000004,
+    "max": 0.00012726559999999993,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00042345450000000004,
-    "min": 0.00042324120000000005,
-    "max": 0.00042429170000000006,
+    "seconds": 0.00042479099999999983,
+    "min": 0.0004244679000000002,
+    "max": 0.00042513869999999995,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "conv2d",
+   "params": {
+    "in_channels": 96,
+    "out_channels": 96,
+    "kernel_size": [
+     3,
+     3
+    ],
+    "stride": [
+     1,
+     1
+    ],
+    "padding": [
+     1,
+     1
+    ],
+    "groups": 96,
+    "bias": true
+   },
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      16,
+      96,
+      112,
+      112
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 0.00019079950000000002,
+    "min": 0.00019076780000000003,
+    "max": 0.000190886,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.00067880745,
+    "min": 0.000678716,
+    "max": 0.0006792238999999998,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "conv2d",
+   "params": {
+    "in_channels": 96,
+    "out_channels": 96,
+    "kernel_size": [
+     3,
+     3
+    ],
+    "stride": [
+     1,
+     1
+    ],
+    "padding": [
+     1,
+     1
+    ],
+    "groups": 96,
+    "bias": true
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      16,
+      96,
+      112,
+      112
+     ],
+     "dtype": "bfloat16",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 0.00019087285000000004,
+    "min": 0.0001908484,
+    "max": 0.00019099679999999992,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.00067352135,
+    "min": 0.0006724684000000006,
+    "max": 0.0006737691000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12832,15 +15310,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.895075000000002e-05,
-    "min": 8.86404e-05,
-    "max": 8.910429999999999e-05,
+    "seconds": 8.87423e-05,
+    "min": 8.835840000000008e-05,
+    "max": 8.902999999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012275155000000002,
-    "min": 0.00012273060000000005,
-    "max": 0.0001227746,
+    "seconds": 0.00012271295000000003,
+    "min": 0.0001226617,
+    "max": 0.0001227644,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12867,15 +15345,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.5067650000000005e-05,
-    "min": 5.4942400000000004e-05,
-    "max": 5.5192499999999956e-05,
+    "seconds": 5.530005000000005e-05,
+    "min": 5.517470000000001e-05,
+    "max": 5.5480899999999986e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.999074999999998e-05,
-    "min": 8.985969999999998e-05,
-    "max": 9.024930000000003e-05,
+    "seconds": 9.008829999999998e-05,
+    "min": 9.00026e-05,
+    "max": 9.017279999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12900,9 +15378,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.593300000000002e-05,
-    "min": 5.58144e-05,
-    "max": 5.599669999999995e-05,
+    "seconds": 5.6557150000000004e-05,
+    "min": 5.6454999999999994e-05,
+    "max": 5.667519999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -12933,9 +15411,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.830225e-05,
-    "min": 4.813780000000001e-05,
-    "max": 4.847359999999994e-05,
+    "seconds": 4.896599999999999e-05,
+    "min": 4.8892999999999974e-05,
+    "max": 4.9046599999999985e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -12973,9 +15451,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.455675000000001e-05,
-    "min": 3.449569999999999e-05,
-    "max": 3.462709999999999e-05,
+    "seconds": 3.487215000000002e-05,
+    "min": 3.463680000000001e-05,
+    "max": 3.498549999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -13013,9 +15491,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.7265649999999993e-05,
-    "min": 1.7126300000000026e-05,
-    "max": 1.7363099999999986e-05,
+    "seconds": 1.741129999999998e-05,
+    "min": 1.7283000000000014e-05,
+    "max": 1.7490899999999985e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -13041,15 +15519,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00029578794999999994,
-    "min": 0.0002953155000000003,
-    "max": 0.00029611759999999975,
+    "seconds": 0.00029647279999999983,
+    "min": 0.0002960287000000003,
+    "max": 0.00029664180000000005,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004535060499999999,
-    "min": 0.00045270650000000005,
-    "max": 0.00045444149999999977,
+    "seconds": 0.00045370069999999994,
+    "min": 0.0004532922999999999,
+    "max": 0.0004541299000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13069,15 +15547,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00036723084999999993,
-    "min": 0.0003670587000000003,
-    "max": 0.0003678779000000004,
+    "seconds": 0.00037118419999999995,
+    "min": 0.0003709134999999999,
+    "max": 0.00037146560000000034,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00047800450000000047,
-    "min": 0.0004771218,
-    "max": 0.00047855549999999977,
+    "seconds": 0.0004794526000000001,
+    "min": 0.00047892269999999976,
+    "max": 0.00047967989999999976,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13122,15 +15600,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00024178439999999996,
-    "min": 0.00024149749999999998,
-    "max": 0.00024287419999999993,
+    "seconds": 0.00024165854999999998,
+    "min": 0.00024142260000000002,
+    "max": 0.00024193729999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00077870885,
-    "min": 0.0007779537000000006,
-    "max": 0.0007797139999999998,
+    "seconds": 0.0007811049500000003,
+    "min": 0.0007804863000000003,
+    "max": 0.0007816269999999994,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13175,15 +15653,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0020238077500000003,
-    "min": 0.0020223550000000004,
-    "max": 0.0020267647,
+    "seconds": 0.0020238215999999996,
+    "min": 0.0020215221999999996,
+    "max": 0.0020283015,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0049025419,
-    "min": 0.004897612199999999,
-    "max": 0.0049097511,
+    "seconds": 0.004913748299999999,
+    "min": 0.004909734,
+    "max": 0.004918090600000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13228,15 +15706,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00055396425,
-    "min": 0.0005532348999999998,
-    "max": 0.0005545314,
+    "seconds": 0.0005520174,
+    "min": 0.0005516424000000001,
+    "max": 0.0005524956000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00176164485,
-    "min": 0.0017600043000000009,
-    "max": 0.001769663099999999,
+    "seconds": 0.0017666116999999998,
+    "min": 0.0017653276999999995,
+    "max": 0.0017681172000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13281,15 +15759,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0011751988,
-    "min": 0.0011731228999999998,
-    "max": 0.0011854842999999996,
+    "seconds": 0.00116980365,
+    "min": 0.0011661191,
+    "max": 0.001180798,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0028227539999999994,
-    "min": 0.002812857700000001,
-    "max": 0.0028369913,
+    "seconds": 0.00282927765,
+    "min": 0.0028216549000000006,
+    "max": 0.0028410601999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13334,15 +15812,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0003396284500000001,
-    "min": 0.0003338965,
-    "max": 0.00034013970000000007,
+    "seconds": 0.00033831500000000006,
+    "min": 0.0003373374,
+    "max": 0.0003421712999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0010956247999999997,
-    "min": 0.0010925883000000003,
-    "max": 0.0011015468999999996,
+    "seconds": 0.0010996503000000003,
+    "min": 0.0010952218999999998,
+    "max": 0.0011046870999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13387,15 +15865,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.828775000000003e-05,
-    "min": 6.799039999999999e-05,
-    "max": 6.843500000000002e-05,
+    "seconds": 6.834460000000001e-05,
+    "min": 6.80062e-05,
+    "max": 6.886989999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003981291999999999,
-    "min": 0.00039756540000000003,
-    "max": 0.0003983559,
+    "seconds": 0.0004019966000000002,
+    "min": 0.00040180319999999996,
+    "max": 0.0004025049000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13440,15 +15918,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015849575000000002,
-    "min": 0.00015779439999999997,
-    "max": 0.00015903129999999993,
+    "seconds": 0.00015743909999999995,
+    "min": 0.0001568584,
+    "max": 0.00015792890000000009,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004939041499999997,
-    "min": 0.0004934838000000025,
-    "max": 0.0004945688999999999,
+    "seconds": 0.0004941605500000001,
+    "min": 0.0004934423000000001,
+    "max": 0.0004947828999999853,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13493,15 +15971,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010378860000000003,
-    "min": 0.00010319629999999995,
-    "max": 0.0001041993000000002,
+    "seconds": 0.00010220790000000004,
+    "min": 0.00010193189999999992,
+    "max": 0.00010254990000000007,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003652137,
-    "min": 0.00036407029999999997,
-    "max": 0.00036648210000000107,
+    "seconds": 0.00036725570000000016,
+    "min": 0.00036694229999999987,
+    "max": 0.0003678132,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13546,15 +16024,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.751204999999998e-05,
-    "min": 4.7337699999999925e-05,
-    "max": 4.801559999999981e-05,
+    "seconds": 4.719214999999996e-05,
+    "min": 4.703679999999995e-05,
+    "max": 4.76378000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00028774504999999563,
-    "min": 0.00028709139999999987,
-    "max": 0.00028842469999999993,
+    "seconds": 0.000290661849999999,
+    "min": 0.0002901427000000003,
+    "max": 0.0002909240999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13599,15 +16077,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.7535950000000073e-05,
-    "min": 2.7404699999999958e-05,
-    "max": 2.7683800000000018e-05,
+    "seconds": 2.7250899999999956e-05,
+    "min": 2.7167799999999974e-05,
+    "max": 2.7484299999999983e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001550054500000002,
-    "min": 0.00015460780000000008,
-    "max": 0.0001551901000000002,
+    "seconds": 0.00015624330000000008,
+    "min": 0.00015595839999999443,
+    "max": 0.00015697580000000014,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13652,15 +16130,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.383665000000001e-05,
-    "min": 3.358079999999991e-05,
-    "max": 3.417300000000005e-05,
+    "seconds": 3.375209999999998e-05,
+    "min": 3.3580700000000015e-05,
+    "max": 3.4198200000000035e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00016389939999999993,
-    "min": 0.0001637531000000017,
-    "max": 0.00016431569999999997,
+    "seconds": 0.0001650246000000001,
+    "min": 0.00016426249999999855,
+    "max": 0.00016521110000000024,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13705,15 +16183,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.238104999999996e-05,
-    "min": 5.2194799999999983e-05,
-    "max": 5.2771500000000035e-05,
+    "seconds": 5.2082549999999964e-05,
+    "min": 5.19356e-05,
+    "max": 5.280650000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00022359224999999986,
-    "min": 0.00022309879999999997,
-    "max": 0.00022442120000000003,
+    "seconds": 0.00022431335000000017,
+    "min": 0.00022412449999999992,
+    "max": 0.00022460409999999986,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13758,15 +16236,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00016196809999999997,
-    "min": 0.00016100749999999994,
-    "max": 0.00016431370000000002,
+    "seconds": 0.00016035505,
+    "min": 0.00015832330000000003,
+    "max": 0.0001609632,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005496677000000001,
-    "min": 0.0005493839999999998,
-    "max": 0.0005502472000000001,
+    "seconds": 0.0005519436,
+    "min": 0.0005515629999999998,
+    "max": 0.0005520716000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13811,15 +16289,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.000268791,
-    "min": 0.00026658519999999997,
-    "max": 0.00027103829999999997,
+    "seconds": 0.00026705465,
+    "min": 0.00026488609999999996,
+    "max": 0.00027088709999999996,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006576985000000004,
-    "min": 0.0006557788999999997,
-    "max": 0.0006608417999999998,
+    "seconds": 0.0006587898,
+    "min": 0.0006550064,
+    "max": 0.0006624372999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13864,15 +16342,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.352299999999997e-05,
-    "min": 8.302390000000003e-05,
-    "max": 8.372170000000003e-05,
+    "seconds": 8.359545e-05,
+    "min": 8.287830000000001e-05,
+    "max": 8.383050000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0002960888500000001,
-    "min": 0.00029536029999999977,
-    "max": 0.0002965709999999999,
+    "seconds": 0.00029728045000000007,
+    "min": 0.00029578060000000003,
+    "max": 0.0002982467000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13917,15 +16395,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0004105834500000001,
-    "min": 0.00041012009999999996,
-    "max": 0.00041109169999999995,
+    "seconds": 0.00041195085,
+    "min": 0.0004115970000000001,
+    "max": 0.00041235920000000007,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0010281535500000002,
-    "min": 0.0010264271999999997,
-    "max": 0.0010300190999999992,
+    "seconds": 0.0010324993000000002,
+    "min": 0.0010323278000000005,
+    "max": 0.0010334376,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13970,15 +16448,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001239553999999999,
-    "min": 0.00012351900000000002,
-    "max": 0.0001246144,
+    "seconds": 0.00012337309999999995,
+    "min": 0.00012324460000000004,
+    "max": 0.00012399389999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00046293369999999987,
-    "min": 0.00046267570000000003,
-    "max": 0.0004634479000000002,
+    "seconds": 0.00046620704999999997,
+    "min": 0.0004659785,
+    "max": 0.0004668000999999996,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14024,15 +16502,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.429279999999998e-05,
-    "min": 4.4208299999999913e-05,
-    "max": 4.4591899999999874e-05,
+    "seconds": 4.383685000000001e-05,
+    "min": 4.3775599999999995e-05,
+    "max": 4.4160199999999964e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001645782999999999,
-    "min": 0.00016400280000000204,
-    "max": 0.00016489229999999967,
+    "seconds": 0.0001659741,
+    "min": 0.00016541359999999988,
+    "max": 0.00016628589999999986,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14078,15 +16556,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.315690000000001e-05,
-    "min": 9.288269999999996e-05,
-    "max": 9.35298999999999e-05,
+    "seconds": 9.229524999999997e-05,
+    "min": 9.21374e-05,
+    "max": 9.288960000000015e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00030834005000000006,
-    "min": 0.00030778419999999987,
-    "max": 0.00030914479999999677,
+    "seconds": 0.00031112420000000015,
+    "min": 0.0003100358000000001,
+    "max": 0.0003117434000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14132,15 +16610,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0004024912499999998,
-    "min": 0.0004016963000000001,
-    "max": 0.00040328360000000004,
+    "seconds": 0.00040031390000000005,
+    "min": 0.00040000580000000015,
+    "max": 0.0004004954,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006389334499999999,
-    "min": 0.0006376912,
-    "max": 0.0006403660999999971,
+    "seconds": 0.0006401556500000003,
+    "min": 0.0006398556000000025,
+    "max": 0.0006414047999999996,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14186,15 +16664,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.487334999999992e-05,
-    "min": 6.481540000000008e-05,
-    "max": 6.56256000000001e-05,
+    "seconds": 6.448905000000003e-05,
+    "min": 6.419840000000001e-05,
+    "max": 6.469749999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00017808109999999956,
-    "min": 0.0001776029000000024,
-    "max": 0.00017820459999999977,
+    "seconds": 0.00017818570000000642,
+    "min": 0.0001777464,
+    "max": 0.00017839979999999988,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14240,15 +16718,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.147865000000001e-05,
-    "min": 6.101779999999996e-05,
-    "max": 6.178579999999997e-05,
+    "seconds": 6.108635000000004e-05,
+    "min": 6.086090000000002e-05,
+    "max": 6.144299999999989e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00024106695000000007,
-    "min": 0.00024062549999999983,
-    "max": 0.0002421725999999997,
+    "seconds": 0.0002431014499999999,
+    "min": 0.0002430556000000002,
+    "max": 0.00024376310000000012,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14294,15 +16772,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002423811,
-    "min": 0.00024181600000000008,
-    "max": 0.00024263070000000035,
+    "seconds": 0.00024186250000000009,
+    "min": 0.0002415450999999999,
+    "max": 0.00024228470000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00045025775000000245,
-    "min": 0.0004498060000000002,
-    "max": 0.00045073419999999985,
+    "seconds": 0.00045148019999999983,
+    "min": 0.00045091100000000035,
+    "max": 0.00045175489999999956,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14348,15 +16826,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00020481199999999996,
-    "min": 0.0002013678999999999,
-    "max": 0.00020692699999999998,
+    "seconds": 0.00020523569999999998,
+    "min": 0.00020305280000000006,
+    "max": 0.00020798360000000011,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006199755,
-    "min": 0.0006188283000000001,
-    "max": 0.0006206401000000001,
+    "seconds": 0.0006235112500000003,
+    "min": 0.0006229205000000003,
+    "max": 0.0006236531999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14384,9 +16862,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.681475e-05,
-    "min": 6.664629999999997e-05,
-    "max": 6.713300000000001e-05,
+    "seconds": 6.794060000000002e-05,
+    "min": 6.777939999999998e-05,
+    "max": 6.810800000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14414,15 +16892,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010781064999999999,
-    "min": 0.00010753199999999996,
-    "max": 0.00010787280000000006,
+    "seconds": 0.0001081314,
+    "min": 0.00010801179999999995,
+    "max": 0.00010830130000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00015639285,
-    "min": 0.00015608259999999995,
-    "max": 0.00015651399999999993,
+    "seconds": 0.00015576255000000012,
+    "min": 0.00015563160000000006,
+    "max": 0.00015583010000000007,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14444,15 +16922,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.436430000000003e-05,
-    "min": 5.424969999999998e-05,
-    "max": 5.442880000000001e-05,
+    "seconds": 5.4643949999999984e-05,
+    "min": 5.4569399999999986e-05,
+    "max": 5.482579999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.880739999999998e-05,
-    "min": 7.821449999999997e-05,
-    "max": 7.91778999999999e-05,
+    "seconds": 7.859705000000001e-05,
+    "min": 7.82785e-05,
+    "max": 7.876159999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14474,15 +16952,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012713640000000005,
-    "min": 0.00012696869999999998,
-    "max": 0.0001274623,
+    "seconds": 0.00012768440000000003,
+    "min": 0.00012747519999999995,
+    "max": 0.0001278549,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018475055,
-    "min": 0.00018465599999999995,
-    "max": 0.0001849304,
+    "seconds": 0.00018416360000000003,
+    "min": 0.000183876,
+    "max": 0.00018424670000000007,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14504,15 +16982,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.936240000000003e-05,
-    "min": 8.921319999999997e-05,
-    "max": 8.949130000000004e-05,
+    "seconds": 8.989905000000002e-05,
+    "min": 8.973970000000002e-05,
+    "max": 9.001539999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011991875000000001,
-    "min": 0.00011975599999999994,
-    "max": 0.00012002210000000004,
+    "seconds": 0.00012034230000000004,
+    "min": 0.00012020159999999996,
+    "max": 0.0001205381,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14532,15 +17010,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.000127135,
-    "min": 0.00012687769999999998,
-    "max": 0.00012735889999999998,
+    "seconds": 0.00012790085000000004,
+    "min": 0.0001275821,
+    "max": 0.00012809380000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018531875,
-    "min": 0.00018506240000000008,
-    "max": 0.00018550579999999995,
+    "seconds": 0.00018443474999999996,
+    "min": 0.0001842032,
+    "max": 0.0001847831,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14560,15 +17038,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.973699999999997e-05,
-    "min": 6.95129e-05,
-    "max": 6.993270000000002e-05,
+    "seconds": 7.051085000000002e-05,
+    "min": 7.042189999999999e-05,
+    "max": 7.080390000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.841895000000002e-05,
-    "min": 9.79872e-05,
-    "max": 9.865490000000004e-05,
+    "seconds": 9.887400000000002e-05,
+    "min": 9.85318e-05,
+    "max": 9.904919999999993e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14588,15 +17066,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012714545000000002,
-    "min": 0.00012707379999999998,
-    "max": 0.0001271784,
+    "seconds": 0.00012769945000000002,
+    "min": 0.0001275723,
+    "max": 0.00012787600000000005,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018509699999999995,
-    "min": 0.00018494029999999991,
-    "max": 0.00018521990000000004,
+    "seconds": 0.00018432464999999998,
+    "min": 0.00018391960000000018,
+    "max": 0.00018452780000000006,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14616,15 +17094,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.842460000000001e-05,
-    "min": 6.816040000000005e-05,
-    "max": 6.860159999999996e-05,
+    "seconds": 6.906715000000002e-05,
+    "min": 6.88195e-05,
+    "max": 6.921319999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.291140000000005e-05,
-    "min": 9.252050000000004e-05,
-    "max": 9.297009999999999e-05,
+    "seconds": 9.269599999999997e-05,
+    "min": 9.23421e-05,
+    "max": 9.275829999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14644,15 +17122,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012739744999999998,
-    "min": 0.00012710329999999999,
-    "max": 0.00012756149999999995,
+    "seconds": 0.0001279281,
+    "min": 0.0001276641,
+    "max": 0.00012815620000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001851146499999999,
-    "min": 0.00018484749999999995,
-    "max": 0.00018526130000000006,
+    "seconds": 0.00018435794999999995,
+    "min": 0.00018430149999999992,
+    "max": 0.00018448409999999993,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14672,15 +17150,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.098595e-05,
-    "min": 7.078099999999999e-05,
-    "max": 7.111619999999997e-05,
+    "seconds": 7.170935000000003e-05,
+    "min": 7.13918e-05,
+    "max": 7.189459999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.287785e-05,
-    "min": 9.169609999999998e-05,
-    "max": 9.302339999999997e-05,
+    "seconds": 9.241469999999995e-05,
+    "min": 9.220780000000006e-05,
+    "max": 9.293120000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14702,15 +17180,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001845181,
-    "min": 0.00018447970000000006,
-    "max": 0.00018525770000000005,
+    "seconds": 0.00018701304999999994,
+    "min": 0.00018692690000000003,
+    "max": 0.00018742849999999994,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014124789999999998,
-    "min": 0.0001411389,
-    "max": 0.00014161889999999997,
+    "seconds": 0.00014166650000000004,
+    "min": 0.0001415519,
+    "max": 0.00014196169999999993,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14732,15 +17210,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011185120000000002,
-    "min": 0.00011162590000000001,
-    "max": 0.00011206979999999993,
+    "seconds": 0.00011303415000000003,
+    "min": 0.00011270909999999993,
+    "max": 0.0001132304,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.799129999999996e-05,
-    "min": 7.75005e-05,
-    "max": 7.854399999999999e-05,
+    "seconds": 7.84798e-05,
+    "min": 7.826529999999998e-05,
+    "max": 7.858169999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14768,9 +17246,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00018525305000000004,
-    "min": 0.00018502170000000002,
-    "max": 0.00018562519999999996,
+    "seconds": 0.00018444894999999998,
+    "min": 0.00018439390000000004,
+    "max": 0.0001847778,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14804,9 +17282,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.254844999999999e-05,
-    "min": 9.232989999999997e-05,
-    "max": 9.275829999999996e-05,
+    "seconds": 9.230175e-05,
+    "min": 9.197089999999994e-05,
+    "max": 9.26238e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14840,15 +17318,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00018535325,
-    "min": 0.0001849875999999999,
-    "max": 0.00018572750000000004,
+    "seconds": 0.00018468565,
+    "min": 0.00018444299999999998,
+    "max": 0.00018493240000000004,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00037043484999999996,
-    "min": 0.00037023739999999996,
-    "max": 0.00037070949999999994,
+    "seconds": 0.0003689534499999999,
+    "min": 0.00036866589999999994,
+    "max": 0.0003692835000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14876,15 +17354,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.246774999999995e-05,
-    "min": 9.225189999999996e-05,
-    "max": 9.257640000000002e-05,
+    "seconds": 9.233114999999998e-05,
+    "min": 9.219820000000006e-05,
+    "max": 9.246489999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018484409999999996,
-    "min": 0.00018471799999999979,
-    "max": 0.00018516099999999988,
+    "seconds": 0.00018443895000000004,
+    "min": 0.00018429719999999992,
+    "max": 0.00018453850000000008,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14919,15 +17397,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001716739,
-    "min": 0.00017158640000000002,
-    "max": 0.00017173179999999997,
+    "seconds": 0.00017237790000000002,
+    "min": 0.00017233240000000006,
+    "max": 0.00017275930000000005,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005841533000000001,
-    "min": 0.0005840765999999999,
-    "max": 0.0005841673999999999,
+    "seconds": 0.0005874730499999998,
+    "min": 0.0005873695999999999,
+    "max": 0.0005876329,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14962,15 +17440,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017141810000000004,
-    "min": 0.00017129730000000007,
-    "max": 0.0001714454999999999,
+    "seconds": 0.00017171569999999999,
+    "min": 0.00017166040000000002,
+    "max": 0.0001718315,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.000568147,
-    "min": 0.0005680284,
-    "max": 0.0005682390999999998,
+    "seconds": 0.0005698918500000001,
+    "min": 0.0005698302000000002,
+    "max": 0.000570098,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15005,15 +17483,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00016836950000000004,
-    "min": 0.00016821970000000002,
-    "max": 0.0001688123,
+    "seconds": 0.00016994539999999996,
+    "min": 0.00016985569999999997,
+    "max": 0.0001701249,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0010240459000000002,
-    "min": 0.0010239329000000003,
-    "max": 0.0010242744,
+    "seconds": 0.00103061055,
+    "min": 0.0010300317000000005,
+    "max": 0.0010307544000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15048,15 +17526,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00016412965000000003,
-    "min": 0.00016400870000000007,
-    "max": 0.0001643894,
+    "seconds": 0.00016560954999999996,
+    "min": 0.0001654363,
+    "max": 0.00016569309999999994,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00101236635,
-    "min": 0.0010122390000000003,
-    "max": 0.0010128779,
+    "seconds": 0.0010183746,
+    "min": 0.0010180738999999999,
+    "max": 0.0010187622999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15084,9 +17562,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00025923419999999997,
-    "min": 0.0002590212,
-    "max": 0.000259318,
+    "seconds": 0.0002628556,
+    "min": 0.0002626247999999999,
+    "max": 0.0002629879,
     "samples": 6
    },
    "backward_gpu_seconds": {
