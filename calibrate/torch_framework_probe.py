@@ -974,6 +974,10 @@ def op_timing_cases():
                     "padding": [1, 1], "groups": 512, "bias": True}, [([32, 512, 28, 28], f32, True)]),
         ("conv2d", {"in_channels": 96, "out_channels": 96, "kernel_size": [3, 3], "stride": [1, 1],
                     "padding": [1, 1], "groups": 96, "bias": True}, [([16, 96, 112, 112], f32, True)]),
+        # and over one dimension (nn.Conv1d, run as a 2-D one of height 1: 3 taps an output where the
+        # 3x3 takes 9), which roofsim keys apart (depthwise_conv1d)
+        ("conv1d", {"in_channels": 768, "out_channels": 768, "kernel_size": [3], "stride": [1],
+                    "padding": [1], "groups": 768, "bias": True}, [([16, 768, 1536], f32, True)]),
         ("adaptive_avgpool2d", {"output_size": [1, 1]}, [([256, 1024, 14, 14], f32, True)]),
         ("transpose_contiguous", {"dim0": 1, "dim1": 2}, [([16, 2048, 16, 32], f32, True)]),
         ("cat", {"dim": 1}, [([16, 1024, 512], f32, True), ([16, 1024, 512], f32, True)]),
@@ -1038,9 +1042,10 @@ def build_op(op, params, dev):
     nn = torch.nn
     p = params
     if op == "batchnorm2d": return nn.BatchNorm2d(p["num_features"]).to(dev).train()
-    if op == "conv2d":
-        return nn.Conv2d(p["in_channels"], p["out_channels"], p["kernel_size"], stride=p["stride"],
-                         padding=p["padding"], groups=p["groups"], bias=p["bias"]).to(dev)
+    if op in ("conv2d", "conv1d"):
+        cls = nn.Conv2d if op == "conv2d" else nn.Conv1d
+        return cls(p["in_channels"], p["out_channels"], p["kernel_size"], stride=p["stride"],
+                   padding=p["padding"], groups=p["groups"], bias=p["bias"]).to(dev)
     if op == "layernorm": return nn.LayerNorm(p["normalized_shape"]).to(dev)
     if op == "groupnorm": return nn.GroupNorm(p["num_groups"], p["num_channels"]).to(dev)
     if op == "rmsnorm": return nn.RMSNorm(p["normalized_shape"]).to(dev)

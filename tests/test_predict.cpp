@@ -1100,6 +1100,52 @@ TEST_CASE("a depthwise convolution takes its efficiency by its output positions 
     CHECK(factor_size(relu) == Catch::Approx(1e6));
 }
 
+TEST_CASE("a depthwise conv1d takes its own timing's efficiency, the depthwise conv2d's where it has none", "[predict][framework]") {
+    const auto depthwise = [](const char* op, std::vector<std::int64_t> shape, double forward_seconds, double backward_seconds) {
+        const std::size_t rank = shape.size() - 2;
+        const std::int64_t c = shape[1];
+        return nlohmann::json{{"op", op},
+                              {"params", {{"in_channels", c}, {"out_channels", c}, {"kernel_size", std::vector<std::int64_t>(rank, 3)},
+                                          {"stride", std::vector<std::int64_t>(rank, 1)}, {"padding", std::vector<std::int64_t>(rank, 1)},
+                                          {"groups", c}, {"bias", false}}},
+                              {"precision", "fp32"},
+                              {"inputs", {{{"shape", shape}, {"dtype", "float32"}, {"requires_grad", true}}}},
+                              {"forward_gpu_seconds", {{"seconds", forward_seconds}}},
+                              {"backward_gpu_seconds", {{"seconds", backward_seconds}}}};
+    };
+    CostContext plain = make_cost_context(gpu_or_throw("h200-sxm"), find_builtin_calibration("h200-sxm"));
+    plain.kernel_floor = Seconds(0);
+    // the forward depthwise kernel of a timing's layer, and its modelled time
+    const auto forward_kernel = [&](const nlohmann::json& timing) {
+        const FrameworkProfile one = framework_profile_from_json(framework_doc(nlohmann::json::object(), nlohmann::json::array({timing})), "test");
+        LoweringOptions o;
+        o.optimizer.kind = OptimizerKind::none;
+        for (const Kernel& k : lower(one.op_timings.front().graph, o).kernels.kernels) {
+            if (k.phase == Phase::forward && is_depthwise_conv(k)) return k;
+        }
+        FAIL("no forward depthwise kernel");
+        return Kernel{};
+    };
+    const nlohmann::json conv2d_shape = depthwise("conv2d", {32, 512, 28, 28}, 1.0, 1.0), conv1d_shape = depthwise("conv1d", {16, 768, 1536}, 1.0, 1.0);
+    const Kernel k2 = forward_kernel(conv2d_shape), k1 = forward_kernel(conv1d_shape);
+    CHECK(factor_op(k2) == "depthwise_conv2d");
+    CHECK(factor_op(k1) == "depthwise_conv1d");
+    const double modelled2 = kernel_cost(k2, plain).time.value(), modelled1 = kernel_cost(k1, plain).time.value();
+    // the conv2d timed at three times its modelled forward, the conv1d at half
+    const nlohmann::json conv2d = depthwise("conv2d", {32, 512, 28, 28}, 3 * modelled2, 0.0);
+    const nlohmann::json conv1d = depthwise("conv1d", {16, 768, 1536}, 0.5 * modelled1, 0.0);
+    CostContext ctx = plain;
+    calibrate_op_factors(ctx, framework_profile_from_json(framework_doc(nlohmann::json::object(), nlohmann::json::array({conv2d})), "test"));
+    CHECK(op_factor(k2, ctx) == Catch::Approx(3.0));
+    CHECK(op_factor(k1, ctx) == Catch::Approx(3.0));  // no conv1d timing: the conv2d's
+    calibrate_op_factors(ctx, framework_profile_from_json(framework_doc(nlohmann::json::object(), nlohmann::json::array({conv2d, conv1d})), "test"));
+    CHECK(op_factor(k2, ctx) == Catch::Approx(3.0));
+    CHECK(op_factor(k1, ctx) == Catch::Approx(0.5));  // its own
+    // the step simulation's per-op lookups take the same
+    const Prediction p = predict_kernels(KernelList{"dw", "fp32", "test", {k1}}, ctx, HostCosts{});
+    CHECK(p.gpu_time.value() == Catch::Approx(kernel_cost(k1, ctx).time.value()));
+}
+
 TEST_CASE("an elementwise op timed at two sizes takes its efficiency by its kernel's bytes between them", "[predict][framework]") {
     // The probe times an elementwise op near the L2 cache's size and well beyond it; a model's kernel
     // between the two takes the factor interpolated in log over log bytes, the end points' beyond.

@@ -583,6 +583,14 @@ private:
     return k.kind == KernelKind::conv && d && d->groups > 1 && d->groups == d->c;
 }
 
+/// A depthwise convolution over one spatial dimension (a conv1d: height 1, a 1 x S kernel), which
+/// PyTorch runs as a 2-D one of height 1: S taps an output where the timed 3x3 takes 9.
+[[nodiscard]] inline bool is_depthwise_conv1d(const Kernel& k) {
+    if (!is_depthwise_conv(k)) return false;
+    const auto& d = std::get<ConvDims>(k.dims);
+    return d.h == 1 && d.r == 1;
+}
+
 /// Whether a kernel's time takes a measured per-op efficiency: the memory-bound and attention
 /// kernels a graph op lowered to, every cast, every column sum and every depthwise convolution,
 /// where the context has per-op efficiencies.
@@ -596,7 +604,8 @@ private:
 /// kernel sdpa's, whichever module runs it (nn.MultiheadAttention and sdpa call the same kernels),
 /// for a cast the cast op's, whichever layer casts (its precision class is the source dtype's), for
 /// a column sum (a bias gradient, with its reduction shape) the sum op's, for a depthwise
-/// convolution's passes the depthwise timing's (conv2d with groups = channels), and for an
+/// convolution's passes the depthwise timing's (conv2d with groups = channels; a conv1d's its own,
+/// find_op_factor_points), and for an
 /// elementwise kernel on mixed dtypes the mixed-dtype add's, and for a gradient sum the add's,
 /// whichever op it belongs to.
 [[nodiscard]] inline std::string_view factor_op(const Kernel& k) {
@@ -606,8 +615,20 @@ private:
     if (is_mixed_elementwise(k)) return "elementwise_mixed";
     if (is_gradient_sum(k)) return "add";
     if (is_column_sum(k)) return "sum";
-    if (is_depthwise_conv(k)) return "depthwise_conv2d";
+    if (is_depthwise_conv(k)) return is_depthwise_conv1d(k) ? "depthwise_conv1d" : "depthwise_conv2d";
     return k.source_op;
+}
+
+/// The points of a per-op efficiency key in `op_factor`, or nullptr: a depthwise conv1d without
+/// timings of its own takes the depthwise conv2d's (profiles before the sixty-second run of
+/// 2026-12-01 time depthwise in 2-D alone).
+template <class Map, class Key>
+[[nodiscard]] inline const std::vector<OpFactorPoint>* find_op_factor_points(const Map& op_factor, const Key& key) {
+    auto it = op_factor.find(key);
+    if (it == op_factor.end() && std::get<0>(key) == "depthwise_conv1d") {
+        it = op_factor.find(std::tuple<std::string_view, Phase, bool>{"depthwise_conv2d", std::get<1>(key), std::get<2>(key)});
+    }
+    return it != op_factor.end() ? &it->second : nullptr;
 }
 
 namespace detail {
@@ -749,8 +770,8 @@ namespace detail {
 /// class at its shape (op_factor_at), 1 where there is none.
 [[nodiscard]] inline double op_factor(const Kernel& k, const CostContext& ctx) {
     if (!takes_op_factor(k, ctx)) return 1.0;
-    auto it = ctx.op_factor.find(op_factor_key(k));
-    return it != ctx.op_factor.end() ? op_factor_at(it->second, k, ctx) : 1.0;
+    const std::vector<OpFactorPoint>* points = find_op_factor_points(ctx.op_factor, op_factor_key(k));
+    return points ? op_factor_at(*points, k, ctx) : 1.0;
 }
 
 namespace detail {

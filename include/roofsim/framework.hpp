@@ -253,7 +253,7 @@ inline void calibrate_op_factors(CostContext& ctx, const FrameworkProfile& f) {
         // loop its own
         std::string op = t.graph.layers.front().op;
         for (const Kernel& k : step.kernels.kernels) {
-            if (is_depthwise_conv(k)) op = "depthwise_conv2d";
+            if (is_depthwise_conv(k)) op = factor_op(k);  // depthwise_conv2d, or depthwise_conv1d
         }
         if (all_mixed(step)) op = "elementwise_mixed";
         Seconds modelled[2] = {Seconds(0), Seconds(0)}, others[2] = {Seconds(0), Seconds(0)};

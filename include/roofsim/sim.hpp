@@ -205,8 +205,7 @@ public:
         std::optional<const std::vector<OpFactorPoint>*>& points =
             entry(op).factor[static_cast<int>(phase)][low ? 1 : 0];
         if (!points) {
-            auto it = ctx_.op_factor.find(key);
-            points = it != ctx_.op_factor.end() ? &it->second : nullptr;
+            points = find_op_factor_points(ctx_.op_factor, key);
         }
         if (!*points) return 1.0;
         if (std::holds_alternative<AttentionDims>(k.dims)) return op_factor_at(**points, k, ctx_);

@@ -332,6 +332,117 @@ def phase_depth(dev, workloads, started) -> list:
     return points
 
 
+def _tiny_blocks(dev) -> dict:
+    """Tiny transformer blocks as the validation models build them (64 wide, one head, MLP 128):
+    torchvision's ViT EncoderBlock, transformers' BertLayer (sdpa attention); name -> make_block()."""
+    nn = torch.nn
+    blocks = {}
+    try:
+        import functools
+        from torchvision.models.vision_transformer import EncoderBlock
+        blocks["vit_encoder_block"] = lambda: EncoderBlock(1, 64, 128, 0.0, 0.0, functools.partial(nn.LayerNorm, eps=1e-6)).to(dev).train()
+
+        def halves():  # the block's two residual halves apart: y + MHA(LN(y)), y + MLP(LN(y))
+            block = EncoderBlock(1, 64, 128, 0.0, 0.0, functools.partial(nn.LayerNorm, eps=1e-6)).to(dev).train()
+
+            def attention(y):
+                x = block.ln_1(y)
+                x, _ = block.self_attention(x, x, x, need_weights=False)
+                return block.dropout(x) + y
+
+            def mlp(y):
+                return y + block.mlp(block.ln_2(y))
+            return attention, mlp
+        blocks["vit_attention_half"] = lambda: halves()[0]
+        blocks["vit_mlp_half"] = lambda: halves()[1]
+    except Exception as exc:  # noqa: BLE001
+        print(f"  vit_encoder_block: skipped ({exc})", flush=True)
+    try:
+        import transformers
+        from transformers.models.bert.modeling_bert import BertLayer
+        config = transformers.BertConfig(hidden_size=64, num_attention_heads=1, intermediate_size=128,
+                                         attn_implementation="sdpa")
+
+        def bert_layer():
+            layer = BertLayer(config).to(dev).train()
+
+            def call(y):
+                out = layer(y)  # a tuple in older transformers, the hidden states in newer ones
+                return out[0] if isinstance(out, tuple) else out
+            return call
+        bert_layer()  # fails here, not in the timing, where the installed version builds it otherwise
+        blocks["bert_layer"] = bert_layer
+    except Exception as exc:  # noqa: BLE001
+        print(f"  bert_layer: skipped ({exc})", flush=True)
+    return blocks
+
+
+def phase_blocks(dev, workloads, started) -> list:
+    """Does a transformer block cost the host what its modules cost one by one? Under autocast, per
+    block: chains of 1, 4 and 16 tiny blocks (_tiny_blocks), and in the same process, interleaved,
+    chains of the framework probe's tiny layers of the ops roofsim charges such a block (its
+    chain_cases: mha_no_weights, layernorm, linear, gelu, dropout_identity, add, cast), and the ViT
+    block's two residual halves apart. Per chain, forward
+    alone and forward + backward, seconds per layer: the slope over the chain lengths, as the probe
+    fits its figures, median of 5 timings, three rounds with a canary each."""
+    cases = probe.chain_cases(dev)
+    nn = torch.nn
+    lengths = [1, 4, 16]
+    chains = {op: (cases[op][0], cases[op][1]) for op in ("mha_no_weights", "layernorm", "linear", "gelu",
+                                                          "dropout_identity", "add", "cast") if op in cases}
+    x64 = lambda: torch.randn(1, 4, 64, device=dev, requires_grad=True)  # noqa: E731
+    for name, make in _tiny_blocks(dev).items():
+        chains[name] = (make, x64)
+    built = {}
+    for op, (make_layer, make_input) in chains.items():
+        layers = [make_layer() for _ in range(max(lengths))]
+        params = [q for layer in layers if isinstance(layer, nn.Module) for q in layer.parameters()]
+        for layer in layers:  # a BertLayer wrapped in a lambda: its parameters through the closure
+            owner = getattr(layer, "__closure__", None)
+            for cell in owner or ():
+                if isinstance(cell.cell_contents, nn.Module):
+                    params.extend(cell.cell_contents.parameters())
+        x = make_input()
+        for k in lengths:
+            def run(backward, k=k, layers=layers, params=params, x=x):
+                x.grad = None
+                for q in params:
+                    q.grad = None
+                with probe.autocast_bf16(dev):
+                    y = x
+                    for layer in layers[:k]:
+                        y = layer(y)
+                if backward:
+                    y.float().sum().backward()
+            built[(op, k)] = run
+    for run in built.values():  # warm-up
+        for backward in (False, True):
+            steady_seconds(lambda: run(backward), 2)
+    points = []
+    for r in range(3):
+        canary = mp.canary_seconds_per_op(dev)
+        times = {}
+        for (op, k), run in built.items():
+            for backward in (False, True):
+                times[(op, k, backward)] = statistics.median(steady_seconds(lambda: run(backward), 1) for _ in range(5))
+        slopes = {}
+        for op in chains:
+            for backward in (False, True):
+                ys = [times[(op, k, backward)] for k in lengths]
+                mean_k, mean_y = statistics.mean(lengths), statistics.mean(ys)
+                slope = sum((k - mean_k) * (y - mean_y) for k, y in zip(lengths, ys)) / sum((k - mean_k) ** 2 for k in lengths)
+                slopes[f"{op} {'forward_backward' if backward else 'forward'}"] = slope
+        points.append({"label": f"round {r + 1}", "at_seconds": time.perf_counter() - started, "canary_seconds": canary,
+                       "chain_lengths": lengths, "seconds_per_layer": slopes,
+                       "chain_seconds": {f"{op} x{k} {'forward_backward' if b else 'forward'}": t
+                                         for (op, k, b), t in times.items()}})
+        print(f"[{points[-1]['at_seconds']:6.1f} s] round {r + 1}, canary {canary * 1e6:.1f} us", flush=True)
+        for op in chains:
+            print(f"    {op:18s} us per layer: forward {slopes[op + ' forward'] * 1e6:7.1f}  "
+                  f"forward + backward {slopes[op + ' forward_backward'] * 1e6:7.1f}", flush=True)
+    return points
+
+
 def phase_clocks(dev, workloads, started) -> list:
     """The GPU's SM clock while a host-paced case runs in steady state (the GPU idle between kernels
     much of the time) against a GPU-bound one and an idle GPU: nvidia-smi sampled every 20 ms
@@ -626,6 +737,14 @@ def size_families() -> list:
                                      for x in ([8, 768], [8, 128, 768], [8, 1024, 768])])
     family("sdpa", "amp-bf16", [(f"b{b}h{h}l{l}d64", {"is_causal": True, "backend": "flash"}, [[b, h, l, 64]] * 3)
                                 for b, h, l in ((1, 2, 64), (2, 12, 256), (8, 12, 1024))])
+    # nn.MultiheadAttention called with need_weights=False: the framework probe's tiny one (64 wide,
+    # one head), a middle one, ViT-B/16's at batch 32 and the validation's layer case
+    mhas = [(1, 4, 64, 1), (8, 64, 256, 4), (32, 197, 768, 12), (32, 128, 768, 12)]
+    for mode in ("amp-bf16", "fp32"):
+        family("mha", mode, [(f"b{b}l{l}e{e}h{h}", {"embed_dim": e, "num_heads": h, "batch_first": True}, [[b, l, e]])
+                             for b, l, e, h in mhas])
+    if ONLY_FAMILIES:
+        fams = [(name, cases) for name, cases in fams if any(name.startswith(f) for f in ONLY_FAMILIES)]
     return fams
 
 
@@ -701,6 +820,11 @@ def optimizer_families(dev) -> list:
     return fams
 
 
+# --families: the sizes phase runs only the families whose names start with one of these (and the
+# optimizer families only when none is given)
+ONLY_FAMILIES: list = []
+
+
 def phase_sizes(dev, workloads, started) -> list:
     if not has_gpu_sleep(dev):
         raise SystemExit("error: the sizes phase needs a CUDA device")
@@ -719,7 +843,7 @@ def phase_sizes(dev, workloads, started) -> list:
             def step(step_parts=step_parts):
                 step_parts(collections.defaultdict(list))
             built.append((fam, case["id"], step, case["precision"], 20))
-    for fam, steps in optimizer_families(dev):
+    for fam, steps in optimizer_families(dev) if not ONLY_FAMILIES else ():
         built.extend((fam, label, step, "fp32", 4) for label, step in steps)
     estimates = {}
     for fam, label, step, mode, reps in built:  # warm-up, and each one's GPU-inclusive time to size its hold
@@ -1488,7 +1612,7 @@ def phase_autograd_thread(dev, workloads, started) -> list:
     return points
 
 
-PHASES = {"profiler": phase_profiler, "groups": phase_groups, "validation": phase_validation,
+PHASES = {"blocks": phase_blocks, "profiler": phase_profiler, "groups": phase_groups, "validation": phase_validation,
           "threads": phase_threads, "imports": phase_imports, "depth": phase_depth, "clocks": phase_clocks,
           "overlap": phase_overlap, "sizes": phase_sizes, "model_sum": phase_model_sum, "model_host": phase_model_host,
           "lstm": phase_lstm, "harness": phase_harness, "reps": phase_reps, "python": phase_python,
@@ -1498,9 +1622,13 @@ PHASES = {"profiler": phase_profiler, "groups": phase_groups, "validation": phas
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--phase", choices=tuple(PHASES), required=True)
+    ap.add_argument("--families", default="",
+                    help="sizes phase: only the op families whose names start with these, comma-separated "
+                         "(e.g. 'mha,linear amp-bf16'); the optimizer families only without it")
     ap.add_argument("--out", required=True, help="JSON file to write")
     ap.add_argument("--device", default="cuda", help="torch device (default cuda; cpu tests the script only)")
     args = ap.parse_args(argv)
+    ONLY_FAMILIES[:] = [f.strip() for f in args.families.split(",") if f.strip()]
     dev = torch.device(args.device)
     if dev.type == "cuda" and not torch.cuda.is_available():
         print("error: CUDA is not available (--device cpu tests the script only)", file=sys.stderr)
