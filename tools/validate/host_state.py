@@ -37,7 +37,8 @@ Phases (--phase, one process each):
             behind a GPU sleep (so the GPU's own time never paces it), in rounds; then, under
             torch.profiler at the end, each one's kernel launches and CUDA API calls per repetition;
             optimizer.step() alone too, on tiny parameters and on ResNet-50's and BERT-base's own
-            shapes, SGD with and without weight decay.
+            shapes, SGD with and without weight decay (--families: only the op families named,
+            e.g. mha for nn.MultiheadAttention from the probe's size to ViT-B/16's, no optimizer).
   model_sum does a model cost the host what its own layers cost one at a time? ResNet-50 (batch 32,
             autocast bf16): forward + backward issue time in the model, against the sum over every
             layer call of that layer's host time in a loop of its own (same module, same input
@@ -79,7 +80,10 @@ Phases (--phase, one process each):
   autograd_thread  BERT-base b32's backward() beside the canary and a backward canary (a chain of
             tiny multiplications' backward(): autograd's device thread), eight rounds; run it in
             several processes one after another.
-The last thirteen take no points (the seven paired workloads are built and warmed all the same).
+  blocks    does a transformer block cost the host what its modules cost one by one? Chains of
+            tiny ViT EncoderBlocks, their two residual halves and BertLayers beside chains of the
+            probe's tiny layers of their ops, forward and forward + backward slopes, three rounds.
+The last fourteen take no points (the seven paired workloads are built and warmed all the same).
 Writes JSON (--out) and prints a table. Usage, on a GPU machine, from the repository root:
   python3 tools/validate/host_state.py --phase profiler --out host_state_profiler.json
 """
