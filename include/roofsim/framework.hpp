@@ -98,9 +98,10 @@ namespace detail {
 /// probe's run, and on one H200 run (2026-11-30) this put the passes' figures closer together: their
 /// spread (max - min over median) fell from 0.36 to 0.30 at the median figure, 0.89 to 0.73 at the
 /// 90th percentile. Nothing where the figure has no canary (GPU-paced figures, older profiles).
+/// `canary_key` names the passes' canaries of the speed `reference_seconds_per_op` is of: the
+/// backward canary's (pass_host_backward_canary_seconds) for a layer's backward figure.
 [[nodiscard]] inline std::optional<double> at_host_speed(const JsonCursor& fig, double reference_seconds_per_op,
                                                          const char* canary_key = "pass_host_canary_seconds") {
-    // (canary_key: the passes' canaries of that speed; the backward canary's for backward figures)
     std::vector<double> values;
     if (fig.has("pass_seconds") && fig.has(canary_key)) {
         const JsonCursor passes = fig.at("pass_seconds"), canaries = fig.at(canary_key);

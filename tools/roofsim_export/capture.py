@@ -291,6 +291,7 @@ class Session:
 
     def record(self, func, name, args, kwargs, out) -> None:
         self.counts["ops"] += 1
+        activation_cast = self.phase != "backward" and autocast_cast_of(name, args)
         operands = flat_tensors(args) + flat_tensors(kwargs) + flat_tensors(out)
         host = bool(operands) and all(self.is_host(t) for t in operands)
         kernels, is_view, hint = self.mapper.map(name, func, args, kwargs, out, host)
@@ -305,7 +306,7 @@ class Session:
                 cast = owner.cast and name == "_to_copy"
             else:
                 owner = self.current_owner()
-                cast = autocast_cast_of(name, args)
+                cast = activation_cast
             try:
                 args_text = describe_args(args, kwargs)
             except Exception:
@@ -318,7 +319,7 @@ class Session:
         if self.phase == "forward" and outputs:
             # autograd attaches the node after this returns: claim it when the next op arrives
             owner = self.current_owner()
-            if kernels and owner.known is not None and autocast_cast_of(name, args):
+            if kernels and owner.known is not None and activation_cast:
                 owner.cast = True  # its backward node (ToCopyBackward0) is a cast of its own too
             self.pending.extend((t, owner) for t in outputs)
 
@@ -431,7 +432,7 @@ def _shape_rule(func, name, na, args, kwargs):
 
 
 # The host op of an activation's cast inside a known module call (roofsim's autocast_cast_host_op):
-# autocast's cast of a float32 input before a lower-precision op, costed as the probe's cast layer.
+# autocast's cast of an input to the dtype its op runs in, costed as the probe's cast layer.
 AUTOCAST_CAST = "cast"
 
 
@@ -442,9 +443,7 @@ def autocast_cast_of(name: str, args) -> bool:
     if name != "_to_copy" or not args or not isinstance(args[0], torch.Tensor):
         return False
     src = args[0]
-    if not src.is_floating_point() or (src.requires_grad and src.grad_fn is None):
-        return False
-    return True
+    return src.is_floating_point() and not (src.requires_grad and src.grad_fn is None)
 
 
 def marker(op: str, phase: str, layer: str, host: str | None = None) -> dict:
