@@ -213,6 +213,55 @@ TEST_CASE("a model case's host canary is read where the measurement recorded it"
     CHECK(slow[1].host_swing_effect < slow[0].host_swing_effect);
 }
 
+TEST_CASE("a model case's phases, each timed on its own, are read and predicted each on its own", "[accuracy][validation]") {
+    const auto path = std::filesystem::temp_directory_path() / "roofsim-phases-test.json";
+    {
+        std::ofstream f(path);
+        f << R"({"kind": "roofsim-validation", "gpu": {"key": "h200-sxm", "name": "NVIDIA H200"},
+                 "software": {"torch": "2.11.0"}, "date_utc": "2026-11-30T00:00:00+00:00", "layer_cases": [],
+                 "model_cases": [
+                   {"id": "resnet50/b32x224/amp-bf16", "model": "resnet50", "image_size": 224, "precision": "amp-bf16",
+                    "batch": 32, "optimizer": "sgd", "step_seconds": {"median": 0.021},
+                    "forward_seconds": {"median": 0.007}, "forward_backward_seconds": {"median": 0.019},
+                    "optimizer_seconds": {"median": 0.002}},
+                   {"id": "resnet50/b128x224/amp-bf16", "model": "resnet50", "image_size": 224, "precision": "amp-bf16",
+                    "batch": 128, "optimizer": "sgd", "step_seconds": {"median": 0.056}}]})";
+    }
+    const ValidationSet set = load_validation(path);
+    std::filesystem::remove(path);
+    REQUIRE(set.cases.size() == 2);
+    REQUIRE(set.cases[0].measured_phases.has_value());
+    CHECK(set.cases[0].measured_phases->forward.value() == Catch::Approx(0.007));
+    CHECK(set.cases[0].measured_phases->forward_backward.value() == Catch::Approx(0.019));
+    CHECK(set.cases[0].measured_phases->optimizer.value() == Catch::Approx(0.002));
+    CHECK_FALSE(set.cases[1].measured_phases.has_value());
+    const CostContext ctx = make_cost_context(gpu_or_throw("h200-sxm"));
+    const auto errors = evaluate(set, ctx, nullptr, HostSpeed::profiled);
+    REQUIRE(errors[0].predicted_phases.has_value());
+    CHECK_FALSE(errors[1].predicted_phases.has_value());  // nothing measured to compare with
+    // Each phase simulated on its own: the forward alone, then with the backward, the optimizer alone.
+    PredictOptions o;
+    o.lowering = set.cases[0].options;
+    const Prediction whole = predict(set.cases[0].graph, ctx, o);
+    const auto only = [&](auto keep) {
+        KernelList part;
+        for (const Kernel& k : whole.kernels.kernels) {
+            if (keep(k.phase)) part.kernels.push_back(k);
+        }
+        return simulate(part, ctx, host_costs_from_launch_rate(ctx)).step_time.value();
+    };
+    const StandalonePhases& p = *errors[0].predicted_phases;
+    CHECK(p.forward.value() == Catch::Approx(only([](Phase ph) { return ph == Phase::forward; })));
+    CHECK(p.forward_backward.value() == Catch::Approx(only([](Phase ph) { return ph != Phase::optimizer; })));
+    CHECK(p.optimizer.value() == Catch::Approx(only([](Phase ph) { return ph == Phase::optimizer; })));
+    CHECK(p.forward < p.forward_backward);
+    CHECK(p.optimizer.value() > 0);
+    CHECK(p.forward_backward + p.optimizer >= whole.step_time);  // on its own, no phase overlaps another
+    // Without an optimizer, its phase takes nothing.
+    o.lowering.optimizer.kind = OptimizerKind::none;
+    CHECK(standalone_phases(predict(set.cases[0].graph, ctx, o).kernels, ctx, host_costs_from_launch_rate(ctx)).optimizer.value() == 0.0);
+}
+
 TEST_CASE("a case's error keeps the prediction's host and GPU times; over runs, their median ratio", "[accuracy][validation]") {
     ValidationCase c;
     c.id = "linear/b8x256->256/fp32";

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,12 @@ struct LayerTime {
     double share = 0;                           ///< of the step's GPU time
 };
 
+/// A step's phases each timed on its own, as a measurement that synchronizes before and after each
+/// does (tools/validate's forward, forward + backward and optimizer timings of a model case).
+struct StandalonePhases {
+    Seconds forward{0}, forward_backward{0}, optimizer{0};
+};
+
 struct Prediction {
     std::string gpu_key;
     std::string ceilings_origin;
@@ -51,7 +58,25 @@ struct Prediction {
     Seconds flagged_gpu_time{0};
     KernelList kernels;
     Timeline timeline;
+    /// Where asked for (PredictOptions::standalone_phases): each phase simulated on its own.
+    std::optional<StandalonePhases> standalone;
 };
+
+/// The step's phases each simulated on its own, from an idle GPU: its forward kernels alone, its
+/// forward and backward kernels, its optimizer kernels alone (no optimizer: 0).
+[[nodiscard]] inline StandalonePhases standalone_phases(const KernelList& kernels, const CostContext& ctx, const HostCosts& host) {
+    const auto time_of = [&](auto keep) {
+        KernelList part;
+        part.model = kernels.model;
+        part.precision = kernels.precision;
+        for (const Kernel& k : kernels.kernels) {
+            if (keep(k.phase)) part.kernels.push_back(k);
+        }
+        return part.kernels.empty() ? Seconds(0) : simulate(part, ctx, host).step_time;
+    };
+    return {time_of([](Phase p) { return p == Phase::forward; }), time_of([](Phase p) { return p != Phase::optimizer; }),
+            time_of([](Phase p) { return p == Phase::optimizer; })};
+}
 
 namespace detail {
 
@@ -138,6 +163,8 @@ struct PredictOptions {
     /// Every host cost times this: the host at hand against the one the framework profile was
     /// measured on (1.3: 30 % slower; the ratio of their canaries, seconds per tiny torch.add).
     double host_time_scale = 1.0;
+    /// Also simulate each phase on its own (Prediction::standalone): three more simulations.
+    bool standalone_phases = false;
 };
 
 /// Predicts a training step of a layer graph.
@@ -151,7 +178,10 @@ struct PredictOptions {
                          : host_costs_from_launch_rate(ctx);
     if (options.framework) note_host_of_other_gpu(host, *options.framework, ctx);
     host = scaled(std::move(host), options.host_time_scale);
+    std::optional<StandalonePhases> standalone;
+    if (options.standalone_phases) standalone = standalone_phases(step.kernels, ctx, host);
     Prediction p = detail::predict_kernels(std::move(step.kernels), ctx, host, &lowered.rows);
+    p.standalone = standalone;
     p.batch = options.lowering.batch;
     p.parameters = step.parameter_count();
     p.memory = detail::estimate_memory(step, options.lowering, lowered.saved, lowered.largest_output);

@@ -43,6 +43,9 @@ struct ValidationCase {
     /// canary, taken before each timed sample), where the measurement recorded it: a condition of the
     /// measurement, like the GPU's clock. HostSpeed::measured predicts the case on that host speed.
     std::optional<double> host_canary_seconds;
+    /// Model cases: the medians of the forward, forward + backward and optimizer timings, each phase
+    /// on its own between two synchronizes, where the file has them.
+    std::optional<StandalonePhases> measured_phases;
 };
 
 struct ValidationSet {
@@ -106,6 +109,11 @@ inline ValidationCase model_case(const JsonCursor& c) {
     }
     v.measured_seconds = c.at("step_seconds").at("median").positive();
     if (c.has("peak_memory_bytes")) v.measured_peak_bytes = c.at("peak_memory_bytes").positive();
+    if (c.has("forward_seconds") && c.has("forward_backward_seconds") && c.has("optimizer_seconds")) {
+        v.measured_phases = StandalonePhases{Seconds(c.at("forward_seconds").at("median").positive()),
+                                             Seconds(c.at("forward_backward_seconds").at("median").positive()),
+                                             Seconds(c.at("optimizer_seconds").at("median").non_negative())};
+    }
     if (c.has("host_canary_seconds")) v.host_canary_seconds = c.at("host_canary_seconds").at("median").positive();
     return v;
 }
@@ -180,6 +188,7 @@ struct CaseError {
     double host_swing_effect = 0;
     std::optional<double> predicted_peak_bytes;
     std::optional<double> memory_error;
+    std::optional<StandalonePhases> predicted_phases;  ///< model cases whose measurement has its phases
     /// The prediction's host issue time exceeds its GPU time (kernels and the gaps between them): the
     /// host sets the pace, and the measurement moves with the host's speed at the time.
     [[nodiscard]] bool host_bound() const { return predicted_host_seconds > predicted_gpu_seconds; }
@@ -205,6 +214,7 @@ struct CaseError {
         e.predicted_peak_bytes = p.memory.peak.value();
         e.memory_error = (*e.predicted_peak_bytes - *c.measured_peak_bytes) / *c.measured_peak_bytes;
     }
+    if (c.measured_phases) e.predicted_phases = p.standalone;
     return e;
 }
 
@@ -218,9 +228,11 @@ struct CaseError {
         o.lowering = c.options;
         o.framework = framework;
         o.host_time_scale = host_time_scale(c, framework, speed);
+        o.standalone_phases = c.measured_phases.has_value();
         out.push_back(case_error(c, predict(c.graph, ctx, o), c.model));
         out.back().host_time_scale = o.host_time_scale;
         if (c.model) {
+            o.standalone_phases = false;
             o.host_time_scale *= validation_host_swing;
             out.back().host_swing_effect = host_swing_effect(out.back(), predict(c.graph, ctx, o));
         }
@@ -252,7 +264,7 @@ struct CaseError {
                                      std::to_string(c.options.batch) + ", " + c.precision);
         }
         const double scale = host_time_scale(c, framework, speed);
-        out.push_back(case_error(c, predict(ir, ctx, framework, scale), ir.memory.has_value()));
+        out.push_back(case_error(c, predict(ir, ctx, framework, scale, c.measured_phases.has_value()), ir.memory.has_value()));
         out.back().host_time_scale = scale;
         out.back().host_swing_effect = host_swing_effect(out.back(), predict(ir, ctx, framework, scale * validation_host_swing));
     };
@@ -336,6 +348,8 @@ struct CaseOverRuns {
     std::vector<double> memory_errors;  ///< peak memory, where compared
     std::vector<double> host_over_gpu;  ///< the prediction's host issue time over its GPU time, one per run
     std::vector<double> host_swing_effect;  ///< CaseError::host_swing_effect, one per run
+    /// Each phase on its own, measured and predicted, one per run where both are (newest first).
+    std::vector<std::pair<StandalonePhases, StandalonePhases>> phases;
 
     [[nodiscard]] double median_error() const { return detail::quantile(errors, 0.5); }
     /// The median peak-memory error, where any run compared it.
@@ -375,7 +389,7 @@ inline void gather(std::vector<CaseOverRuns>& out, const std::vector<CaseError>&
     for (const auto& e : errors) {
         auto it = std::find_if(out.begin(), out.end(), [&](const CaseOverRuns& c) { return c.id == e.c->id; });
         if (it == out.end()) {
-            out.push_back(CaseOverRuns{e.c->id, e.c->family, e.c->precision, e.c->model, {}, {}, {}, {}});
+            out.push_back(CaseOverRuns{e.c->id, e.c->family, e.c->precision, e.c->model, {}, {}, {}, {}, {}});
             it = std::prev(out.end());
         }
         it->errors.push_back(e.error);
@@ -383,6 +397,7 @@ inline void gather(std::vector<CaseOverRuns>& out, const std::vector<CaseError>&
         it->host_over_gpu.push_back(e.predicted_gpu_seconds > 0 ? e.predicted_host_seconds / e.predicted_gpu_seconds
                                                                 : std::numeric_limits<double>::infinity());
         it->host_swing_effect.push_back(e.host_swing_effect);
+        if (e.c->measured_phases && e.predicted_phases) it->phases.emplace_back(*e.c->measured_phases, *e.predicted_phases);
     }
 }
 }  // namespace detail

@@ -288,8 +288,27 @@ void print_error_groups(const ErrorGroups& groups, const std::string& what, std:
 }
 
 /// `roofsim validate --runs`: each run's own summary, then each case's median error over the runs.
+/// `roofsim validate --runs --phases`: each model case's phases, each timed on its own, measured
+/// against predicted, run by run.
+void print_phases(const roofsim::RunsEvaluation& v, std::ostream& out) {
+    out << "\nModel steps by phase, each timed on its own between two synchronizes (ms, measured / predicted;\n"
+           "the runs newest first; forward + backward minus forward in brackets):\n";
+    TextTable t({"case", "path", "run", "forward", "forward + backward", "(backward)", "optimizer"});
+    const auto pair = [](roofsim::Seconds measured, roofsim::Seconds predicted) { return ms(measured) + " / " + ms(predicted); };
+    for (const auto& [path, cases] : {std::pair{"zoo", &v.cases}, std::pair{"exported", &v.exported}}) {
+        for (const auto& c : *cases) {
+            for (std::size_t i = 0; i < c.phases.size(); ++i) {
+                const auto& [m, p] = c.phases[i];
+                t.add_row({c.id, path, std::to_string(i + 1), pair(m.forward, p.forward), pair(m.forward_backward, p.forward_backward),
+                           pair(m.forward_backward - m.forward, p.forward_backward - p.forward), pair(m.optimizer, p.optimizer)});
+            }
+        }
+    }
+    t.print(out);
+}
+
 void print_validation_runs(const roofsim::RunsEvaluation& v, const std::string& manifest, roofsim::HostSpeed speed, bool all_cases,
-                           std::ostream& out) {
+                           bool phases, std::ostream& out) {
     out << "Validation over " << v.runs.size() << " runs (" << manifest
         << "), each predicted with the framework profile and calibration measured with it, at "
         << (speed == roofsim::HostSpeed::measured ? "each case's canary host speed" : "the framework profile's host speed") << ":\n";
@@ -341,6 +360,7 @@ void print_validation_runs(const roofsim::RunsEvaluation& v, const std::string& 
         out << "\nModel steps predicted from the exported IRs:\n";
         table(v.exported, true);
     }
+    if (phases) print_phases(v, out);
 }
 
 void print_prediction(const roofsim::Prediction& p, std::size_t top, std::ostream& out) {
@@ -527,6 +547,11 @@ int main(int argc, char** argv) {
         validate->add_option("--framework", validate_framework, "Framework profile (default: the built-in one of the measured GPU)");
     framework_option->excludes(runs_option);
     validate->add_flag("--cases", validate_cases, "Print every case, not only the summary per op and mode");
+    bool validate_phases = false;
+    validate->add_flag("--phases", validate_phases,
+                       "With --runs: each model case's forward, forward + backward and optimizer step, each timed on its own, "
+                       "measured against predicted (each phase simulated on its own), run by run")
+        ->needs(runs_option);
     std::string validate_host_speed = "profiled";
     validate->add_option("--host-speed", validate_host_speed,
                          "Host speed the cases are predicted on: profiled (the framework profile's, as any prediction) or "
@@ -700,7 +725,7 @@ int main(int argc, char** argv) {
         } else if (validate->parsed() && !validate_runs.empty()) {
             const auto speed = validate_host_speed == "profiled" ? roofsim::HostSpeed::profiled : roofsim::HostSpeed::measured;
             print_validation_runs(roofsim::evaluate_runs(roofsim::load_validation_runs(validate_runs), speed), validate_runs, speed,
-                                  validate_cases, std::cout);
+                                  validate_cases, validate_phases, std::cout);
         } else if (validate->parsed()) {
             if (validate_file.empty()) throw UsageError("validate needs --measurements FILE or --runs FILE");
             const roofsim::ValidationSet set = roofsim::load_validation(validate_file);
