@@ -41,6 +41,25 @@ int for_each_measured_set(F&& with_set) {
     }
     return sets;
 }
+/// A validation file of two ResNet-50 model cases, b32 (with `b32_fields` added: JSON members after a
+/// comma) and b128 (step time only), written, read back and removed.
+ValidationSet two_model_cases(const std::string& name, const std::string& b32_fields) {
+    const auto path = std::filesystem::temp_directory_path() / name;
+    {
+        std::ofstream f(path);
+        f << R"({"kind": "roofsim-validation", "gpu": {"key": "h200-sxm", "name": "NVIDIA H200"},
+                 "software": {"torch": "2.11.0"}, "date_utc": "2026-11-30T00:00:00+00:00", "layer_cases": [],
+                 "model_cases": [
+                   {"id": "resnet50/b32x224/amp-bf16", "model": "resnet50", "image_size": 224, "precision": "amp-bf16",
+                    "batch": 32, "optimizer": "sgd", "step_seconds": {"median": 0.021}, )"
+          << b32_fields << R"(},
+                   {"id": "resnet50/b128x224/amp-bf16", "model": "resnet50", "image_size": 224, "precision": "amp-bf16",
+                    "batch": 128, "optimizer": "sgd", "step_seconds": {"median": 0.056}}]})";
+    }
+    ValidationSet set = load_validation(path);
+    std::filesystem::remove(path);
+    return set;
+}
 }  // namespace
 
 TEST_CASE("over the validation runs, each case's median error stays within the issue's bounds", "[accuracy]") {
@@ -166,20 +185,8 @@ TEST_CASE("the calibration never timed a GEMM or convolution shape of the valida
 }
 
 TEST_CASE("a model case's host canary is read where the measurement recorded it", "[accuracy][validation]") {
-    const auto path = std::filesystem::temp_directory_path() / "roofsim-canary-test.json";
-    {
-        std::ofstream f(path);
-        f << R"({"kind": "roofsim-validation", "gpu": {"key": "h200-sxm", "name": "NVIDIA H200"},
-                 "software": {"torch": "2.11.0"}, "date_utc": "2026-11-30T00:00:00+00:00", "layer_cases": [],
-                 "model_cases": [
-                   {"id": "resnet50/b32x224/amp-bf16", "model": "resnet50", "image_size": 224, "precision": "amp-bf16",
-                    "batch": 32, "optimizer": "sgd", "step_seconds": {"median": 0.021},
-                    "host_canary_seconds": {"median": 7.5e-6, "min": 7e-6, "max": 8e-6, "samples": 5}},
-                   {"id": "resnet50/b128x224/amp-bf16", "model": "resnet50", "image_size": 224, "precision": "amp-bf16",
-                    "batch": 128, "optimizer": "sgd", "step_seconds": {"median": 0.056}}]})";
-    }
-    const ValidationSet set = load_validation(path);
-    std::filesystem::remove(path);
+    const ValidationSet set = two_model_cases("roofsim-canary-test.json",
+                                              R"("host_canary_seconds": {"median": 7.5e-6, "min": 7e-6, "max": 8e-6, "samples": 5})");
     REQUIRE(set.cases.size() == 2);
     REQUIRE(set.cases[0].host_canary_seconds.has_value());
     CHECK(*set.cases[0].host_canary_seconds == Catch::Approx(7.5e-6));
@@ -214,21 +221,9 @@ TEST_CASE("a model case's host canary is read where the measurement recorded it"
 }
 
 TEST_CASE("a model case's phases, each timed on its own, are read and predicted each on its own", "[accuracy][validation]") {
-    const auto path = std::filesystem::temp_directory_path() / "roofsim-phases-test.json";
-    {
-        std::ofstream f(path);
-        f << R"({"kind": "roofsim-validation", "gpu": {"key": "h200-sxm", "name": "NVIDIA H200"},
-                 "software": {"torch": "2.11.0"}, "date_utc": "2026-11-30T00:00:00+00:00", "layer_cases": [],
-                 "model_cases": [
-                   {"id": "resnet50/b32x224/amp-bf16", "model": "resnet50", "image_size": 224, "precision": "amp-bf16",
-                    "batch": 32, "optimizer": "sgd", "step_seconds": {"median": 0.021},
-                    "forward_seconds": {"median": 0.007}, "forward_backward_seconds": {"median": 0.019},
-                    "optimizer_seconds": {"median": 0.002}},
-                   {"id": "resnet50/b128x224/amp-bf16", "model": "resnet50", "image_size": 224, "precision": "amp-bf16",
-                    "batch": 128, "optimizer": "sgd", "step_seconds": {"median": 0.056}}]})";
-    }
-    const ValidationSet set = load_validation(path);
-    std::filesystem::remove(path);
+    const ValidationSet set = two_model_cases("roofsim-phases-test.json",
+                                              R"("forward_seconds": {"median": 0.007}, "forward_backward_seconds": {"median": 0.019},
+                                                 "optimizer_seconds": {"median": 0.002})");
     REQUIRE(set.cases.size() == 2);
     REQUIRE(set.cases[0].measured_phases.has_value());
     CHECK(set.cases[0].measured_phases->forward.value() == Catch::Approx(0.007));
