@@ -33,6 +33,14 @@ tools/validate/measure_pytorch.py, by contrast, only checks predictions.  Figure
       and layer_*_mha_no_weights (nn.MultiheadAttention(64, 1) called with need_weights=False, as
       torchvision's ViT calls it; its record names the backend). layer_*_dropout_identity: nn.Dropout(0.0),
       which returns its input (no kernel, no autograd node): the module call alone.
+  layer_forward_unit_<name>_autocast, layer_backward_unit_<name>_autocast
+      The same chain figures of units of several kinds of tiny layers (unit_ops names them, in
+      order): a pre-norm transformer block called flat (layer norm, cast, nn.MultiheadAttention
+      without weights, Dropout(0), add; layer norm, cast, linear, GELU, linear, add) and a ResNet-like
+      convolution, batch norm and ReLU; under autocast. A layer costs the host more among other
+      kinds of layers than in a chain of its own kind (tools/validate/host_state.py --phase mixed,
+      docs/NOTES.md). roofsim does not read these: one factor from them for every layer of a model
+      over-corrected ResNet-50 and GPT-2 small (docs/validation.md).
   layer_steady_<op>[_autocast]
       Host cost of one tiny layer's forward + backward as a layer timed on its own runs: grads
       set to None, forward, backward(grad), 50 times back to back with no synchronize between,
@@ -586,6 +594,11 @@ def layer_probes(p: Probe, samples: int) -> None:
             p.record(f"layer_backward_{op}{suffix}", bwd,
                      f"one tiny {op} layer: (forward + out.backward(grad)) - median forward - backward_call, "
                      f"CUDA events, {where}")
+    # Layers among other kinds: chains of units of several tiny layers, under autocast as models train
+    # (each unit's layers are named in its figures, unit_ops), to set beside the sum of those layers'
+    # chain figures
+    for op, (make_unit, make_input, unit_ops) in mixed_unit_cases(dev).items():
+        chain_layer_probe(p, op, (make_unit, make_input), True, samples, timed, unit_ops=list(unit_ops))
 
 
 def steady_repetitions(fn, inputs, leaves, ctx, grad, reps: int) -> None:
@@ -844,7 +857,52 @@ def chain_cases(dev):
     return cases
 
 
-def chain_layer_probe(p: Probe, op: str, case, use_autocast: bool, samples: int, timed) -> None:
+class TransformerBlockUnit(torch.nn.Module):
+    """A pre-norm transformer block of the probe's tiny layers, called flat (as torchvision's ViT
+    EncoderBlock runs them, without its assert): y + Dropout(0)(MHA(LN(y))), then
+    y + Linear(GELU(Linear(LN(y)))); 64 wide, one head, MLP 128, float32 residual under autocast."""
+
+    # the probe's layers whose chain figures roofsim charges such a block, in its order (the casts:
+    # autocast's of each float32 layer-norm output into the next bfloat16 layer)
+    OPS = ["layernorm", "cast", "mha_no_weights", "dropout_identity", "add",
+           "layernorm", "cast", "linear", "gelu", "linear", "add"]
+
+    def __init__(self, width: int = 64):
+        super().__init__()
+        nn = torch.nn
+        self.ln_1, self.attention, self.dropout = nn.LayerNorm(width), SelfAttention(width, 1, need_weights=False), nn.Dropout(0.0)
+        self.ln_2, self.fc_1, self.act, self.fc_2 = nn.LayerNorm(width), nn.Linear(width, 2 * width), nn.GELU(), nn.Linear(2 * width, width)
+
+    def forward(self, y):
+        y = y + self.dropout(self.attention(self.ln_1(y)))
+        return y + self.fc_2(self.act(self.fc_1(self.ln_2(y))))
+
+
+class ConvUnit(torch.nn.Module):
+    """A ResNet-like unit of the probe's tiny layers: ReLU(BatchNorm(Conv2d(y))), 4 channels, 3x3, no bias."""
+
+    OPS = ["conv2d_nobias", "batchnorm2d", "relu"]
+
+    def __init__(self, channels: int = 4):
+        super().__init__()
+        nn = torch.nn
+        self.conv, self.bn, self.act = nn.Conv2d(channels, channels, 3, padding=1, bias=False), nn.BatchNorm2d(channels), nn.ReLU()
+
+    def forward(self, y):
+        return self.act(self.bn(self.conv(y)))
+
+
+def mixed_unit_cases(dev):
+    """Units of several kinds of tiny layers, for the host cost of a layer among other kinds (as in
+    a model) against the same layers' chains of one kind: name -> (make_unit, make_input, unit_ops)."""
+    r = lambda *shape: torch.randn(*shape, device=dev, requires_grad=True)  # noqa: E731
+    return {
+        "unit_transformer_block": (lambda: TransformerBlockUnit().to(dev).train(), lambda: r(1, 4, 64), TransformerBlockUnit.OPS),
+        "unit_conv_bn_relu": (lambda: ConvUnit().to(dev).train(), lambda: r(1, 4, 8, 8), ConvUnit.OPS),
+    }
+
+
+def chain_layer_probe(p: Probe, op: str, case, use_autocast: bool, samples: int, timed, **meta) -> None:
     """Per-layer host cost inside a sequence of layers, as in a model: forward and forward + backward
     of chains of 1, 4 and 16 such layers, CUDA events; the least-squares slope over the chain length
     is the cost of one more layer (its backward: slope of forward + backward minus slope of forward),
@@ -858,7 +916,7 @@ def chain_layer_probe(p: Probe, op: str, case, use_autocast: bool, samples: int,
         params = [q for layer in layers if isinstance(layer, torch.nn.Module) for q in layer.parameters()]
         x = make_input()
         ctx = (lambda: autocast_bf16(dev)) if use_autocast else contextlib.nullcontext
-        extra = {}
+        extra = dict(meta)
         if op in ("sdpa_model_head", "mha_no_weights"):
             extra["attention_backend"] = attention_backend(layers[0], [x], ctx)
             if backend_keyed(op):

@@ -83,7 +83,11 @@ Phases (--phase, one process each):
   blocks    does a transformer block cost the host what its modules cost one by one? Chains of
             tiny ViT EncoderBlocks, their two residual halves and BertLayers beside chains of the
             probe's tiny layers of their ops, forward and forward + backward slopes, three rounds.
-The last fourteen take no points (the seven paired workloads are built and warmed all the same).
+  mixed     does a layer cost the host more among other kinds of layers than in a chain of its own?
+            Chains of units of a few tiny modules (a layer norm and a linear, a transformer's MLP and
+            attention halves and both together, a convolution, batch norm and ReLU) beside chains of
+            the probe's tiny layers of each op: each unit's slope over the sum of its ops' slopes.
+The last fifteen take no points (the seven paired workloads are built and warmed all the same).
 Writes JSON (--out) and prints a table. Usage, on a GPU machine, from the repository root:
   python3 tools/validate/host_state.py --phase profiler --out host_state_profiler.json
 """
@@ -390,22 +394,109 @@ def phase_blocks(dev, workloads, started) -> list:
     alone and forward + backward, seconds per layer: the slope over the chain lengths, as the probe
     fits its figures, median of 5 timings, three rounds with a canary each."""
     cases = probe.chain_cases(dev)
-    nn = torch.nn
-    lengths = [1, 4, 16]
     chains = {op: (cases[op][0], cases[op][1]) for op in ("mha_no_weights", "layernorm", "linear", "gelu",
                                                           "dropout_identity", "add", "cast") if op in cases}
     x64 = lambda: torch.randn(1, 4, 64, device=dev, requires_grad=True)  # noqa: E731
     for name, make in _tiny_blocks(dev).items():
         chains[name] = (make, x64)
+    return _chain_slope_rounds(dev, chains, started)
+
+
+def _mixed_units(dev) -> dict:
+    """Units of a few tiny modules each (64 wide, as a transformer's residual stream: float32 under
+    autocast), called in a flat function, no module of their own: name -> (make_unit, make_input,
+    the probe figures' ops whose sum the unit would cost if each op cost its own chain's slope)."""
+    nn = torch.nn
+    x64 = lambda: torch.randn(1, 4, 64, device=dev, requires_grad=True)  # noqa: E731
+    x4d = lambda: torch.randn(2, 4, 8, 8, device=dev, requires_grad=True)  # noqa: E731
+
+    def m(module):
+        return module.to(dev).train()
+
+    def ln_linear():  # y + Linear(LN(y)): the linear's input cast to bfloat16 by autocast
+        ln, lin = m(nn.LayerNorm(64)), m(nn.Linear(64, 64))
+        return lambda y: y + lin(ln(y))
+
+    def linear_gelu():  # GELU(Linear(y)), bfloat16 from the first unit on: no activation cast after it
+        lin, act = m(nn.Linear(64, 64)), m(nn.GELU())
+        return lambda y: act(lin(y))
+
+    def mlp_half():
+        ln, fc1, act, fc2 = m(nn.LayerNorm(64)), m(nn.Linear(64, 128)), m(nn.GELU()), m(nn.Linear(128, 64))
+        return lambda y: y + fc2(act(fc1(ln(y))))
+
+    def attention_half():
+        ln, mha, drop = m(nn.LayerNorm(64)), m(probe.SelfAttention(64, 1, need_weights=False)), m(nn.Dropout(0.0))
+        return lambda y: y + drop(mha(ln(y)))
+
+    def block():  # the two halves in one unit: a ViT encoder block without its module and its assert
+        attention, mlp = attention_half(), mlp_half()
+        return lambda y: mlp(attention(y))
+
+    def conv_bn_relu():  # a ResNet-like unit, as the depth phase's blocks
+        conv, bn, act = m(nn.Conv2d(4, 4, 3, padding=1, bias=False)), m(nn.BatchNorm2d(4)), m(nn.ReLU())
+        return lambda y: act(bn(conv(y)))
+
+    mlp_ops = ["layernorm", "cast", "linear", "gelu", "linear", "add"]
+    attention_ops = ["layernorm", "cast", "mha_no_weights", "dropout_identity", "add"]
+    return {
+        "unit_ln_linear": (ln_linear, x64, ["layernorm", "cast", "linear", "add"]),
+        "unit_linear_gelu": (linear_gelu, x64, ["linear", "gelu"]),
+        "unit_mlp_half": (mlp_half, x64, mlp_ops),
+        "unit_attention_half": (attention_half, x64, attention_ops),
+        "unit_block": (block, x64, attention_ops + mlp_ops),
+        "unit_conv_bn_relu": (conv_bn_relu, x4d, ["conv2d_nobias", "batchnorm2d", "relu"]),
+    }
+
+
+def phase_mixed(dev, workloads, started) -> list:
+    """Does a layer cost the host more among other kinds of layers than in a chain of its own kind?
+    Under autocast: chains of 1, 4 and 16 units of a few tiny modules each (_mixed_units: a linear
+    after a layer norm, a GELU after a linear, a transformer's MLP and attention halves, the two
+    together, a ResNet-like convolution, batch norm and ReLU), beside chains of the framework
+    probe's tiny layers of each op, interleaved in one process; per chain the forward and forward +
+    backward slopes, three rounds. Each unit's slope is set beside the sum of its ops' slopes of the
+    same round (`sum_of_ops`): the rule roofsim's host figures follow."""
+    cases = probe.chain_cases(dev)
+    units = _mixed_units(dev)
+    ops = sorted({op for _, _, unit_ops in units.values() for op in unit_ops})
+    chains = {op: (cases[op][0], cases[op][1]) for op in ops if op in cases}
+    for name, (make, make_input, _) in units.items():
+        chains[name] = (make, make_input)
+    points = _chain_slope_rounds(dev, chains, started)
+    for point in points:
+        slopes = point["seconds_per_layer"]
+        point["sum_of_ops"] = {}
+        for name, (_, _, unit_ops) in units.items():
+            for part in ("forward", "forward_backward"):
+                if all(f"{op} {part}" in slopes for op in unit_ops):
+                    total = sum(slopes[f"{op} {part}"] for op in unit_ops)
+                    point["sum_of_ops"][f"{name} {part}"] = {"ops": unit_ops, "seconds": total,
+                                                            "unit_over_sum": slopes[f"{name} {part}"] / total}
+        print("    unit / sum of its ops' slopes: " + ", ".join(
+            f"{k} {v['unit_over_sum']:.2f}" for k, v in point["sum_of_ops"].items()), flush=True)
+    return points
+
+
+def _chain_slope_rounds(dev, chains: dict, started: float, rounds: int = 3) -> list:
+    """Chains of 1, 4 and 16 layers of each (make_layer, make_input) of `chains` under autocast,
+    built once, timed interleaved: forward alone and forward + backward, median of 5 steady timings
+    per length, the least-squares slope over the lengths per layer (as the probe fits its figures);
+    `rounds` rounds, a canary each."""
+    nn = torch.nn
+    lengths = [1, 4, 16]
     built = {}
     for op, (make_layer, make_input) in chains.items():
         layers = [make_layer() for _ in range(max(lengths))]
         params = [q for layer in layers if isinstance(layer, nn.Module) for q in layer.parameters()]
-        for layer in layers:  # a BertLayer wrapped in a lambda: its parameters through the closure
-            owner = getattr(layer, "__closure__", None)
-            for cell in owner or ():
-                if isinstance(cell.cell_contents, nn.Module):
-                    params.extend(cell.cell_contents.parameters())
+        for layer in layers:  # a layer built as a closure: the parameters of the modules it holds
+            for cell in getattr(layer, "__closure__", None) or ():
+                held = cell.cell_contents
+                if isinstance(held, nn.Module):
+                    params.extend(held.parameters())
+                elif callable(held) and getattr(held, "__closure__", None):  # a unit made of units
+                    params.extend(q for inner in held.__closure__ if isinstance(inner.cell_contents, nn.Module)
+                                  for q in inner.cell_contents.parameters())
         x = make_input()
         for k in lengths:
             def run(backward, k=k, layers=layers, params=params, x=x):
@@ -423,7 +514,7 @@ def phase_blocks(dev, workloads, started) -> list:
         for backward in (False, True):
             steady_seconds(lambda: run(backward), 2)
     points = []
-    for r in range(3):
+    for r in range(rounds):
         canary = mp.canary_seconds_per_op(dev)
         times = {}
         for (op, k), run in built.items():
@@ -442,7 +533,7 @@ def phase_blocks(dev, workloads, started) -> list:
                                          for (op, k, b), t in times.items()}})
         print(f"[{points[-1]['at_seconds']:6.1f} s] round {r + 1}, canary {canary * 1e6:.1f} us", flush=True)
         for op in chains:
-            print(f"    {op:18s} us per layer: forward {slopes[op + ' forward'] * 1e6:7.1f}  "
+            print(f"    {op:20s} us per layer: forward {slopes[op + ' forward'] * 1e6:7.1f}  "
                   f"forward + backward {slopes[op + ' forward_backward'] * 1e6:7.1f}", flush=True)
     return points
 
@@ -1616,7 +1707,7 @@ def phase_autograd_thread(dev, workloads, started) -> list:
     return points
 
 
-PHASES = {"blocks": phase_blocks, "profiler": phase_profiler, "groups": phase_groups, "validation": phase_validation,
+PHASES = {"blocks": phase_blocks, "mixed": phase_mixed, "profiler": phase_profiler, "groups": phase_groups, "validation": phase_validation,
           "threads": phase_threads, "imports": phase_imports, "depth": phase_depth, "clocks": phase_clocks,
           "overlap": phase_overlap, "sizes": phase_sizes, "model_sum": phase_model_sum, "model_host": phase_model_host,
           "lstm": phase_lstm, "harness": phase_harness, "reps": phase_reps, "python": phase_python,

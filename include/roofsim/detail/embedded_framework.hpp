@@ -26,8 +26,8 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "cudnn": 91900,
   "python": "3.12.3"
  },
- "date_utc": "2026-12-01T10:41:06+00:00",
- "command": "/opt/torch/.venv/bin/python3 calibrate/torch_framework_probe.py --gpu-key h200-sxm --out /tmp/run/h200-sxm-torch-2.11-1041.json",
+ "date_utc": "2026-12-01T12:52:15+00:00",
+ "command": "/opt/torch/.venv/bin/python3 calibrate/torch_framework_probe.py --gpu-key h200-sxm --out /tmp/run/r64-framework.json",
  "settings": {
   "repeats": 11,
   "warmup": 2,
@@ -54,569 +54,569 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "conv_host_calls": 10
  },
  "host_speed": {
-  "reference_seconds_per_op": 1.0523182500001838e-05,
+  "reference_seconds_per_op": 9.870337500217374e-06,
   "canary": "200 x torch.add of two 1-element tensors between two synchronizes, wall / 200; before each timed repetition (at most one per 20 ms) and after each measurement",
-  "canaries": 5334,
-  "canary_p10_seconds": 7.632135000008589e-06,
-  "canary_p90_seconds": 1.1623654999937117e-05,
+  "canaries": 5400,
+  "canary_p10_seconds": 7.082595000156289e-06,
+  "canary_p90_seconds": 1.1046480000231896e-05,
   "use": "the figures are as measured; roofsim reads each at this host speed: the median over passes of pass_seconds x reference_seconds_per_op / pass_host_canary_seconds",
-  "backward_reference_seconds_per_node": 2.0168934999844625e-05,
-  "backward_canary": "after each canary, the backward() of a chain of 100 multiplications of a 1-element tensor, from a synchronize to its return, per node: the speed of autograd's device thread (recorded; roofsim does not read it yet)",
-  "backward_canary_p10_seconds": 1.5936610000011343e-05,
-  "backward_canary_p90_seconds": 2.4067909999985205e-05
+  "backward_reference_seconds_per_node": 1.9153585000140084e-05,
+  "backward_canary": "after each canary, the backward() of a chain of 100 multiplications of a 1-element tensor, from a synchronize to its return, per node: the speed of autograd's device thread (roofsim reads the layer_backward_* figures on it)",
+  "backward_canary_p10_seconds": 1.4852979999204763e-05,
+  "backward_canary_p90_seconds": 2.2426600000926556e-05
  },
  "figures": {
   "eager_op_add": {
-   "seconds": 1.087984500000161e-05,
-   "min": 8.722054999999784e-06,
-   "max": 1.2278883999996993e-05,
+   "seconds": 6.939560500029529e-06,
+   "min": 6.624806000047556e-06,
+   "max": 7.393277000005582e-06,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.0831043999999679e-05,
-   "host_canary_seconds": 1.1114302500008221e-05,
-   "host_backward_canary_seconds": 2.3059869999997317e-05,
+   "issue_only_seconds": 6.764319500007332e-06,
+   "host_canary_seconds": 6.874869999933253e-06,
+   "host_backward_canary_seconds": 2.339984999935041e-05,
    "pass_seconds": [
-    1.087984500000161e-05,
-    1.0277024499998787e-05,
-    1.1628472500007092e-05
+    6.780406500013214e-06,
+    6.939560500029529e-06,
+    7.12514200000669e-06
    ],
    "pass_host_canary_seconds": [
-    1.1114302500008221e-05,
-    1.0624674999988316e-05,
-    1.1797159999886731e-05
+    6.874869999933253e-06,
+    7.012720000147965e-06,
+    7.329384999934519e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.3059869999997317e-05,
-    2.0291364999849294e-05,
-    2.4868530000077273e-05
+    2.339984999935041e-05,
+    2.2493809999559745e-05,
+    1.949562999925547e-05
    ]
   },
   "eager_op_linear": {
-   "seconds": 2.0095225500000424e-05,
-   "min": 1.334952300000225e-05,
-   "max": 2.276921799999343e-05,
+   "seconds": 1.2201291999986096e-05,
+   "min": 1.181052900000168e-05,
+   "max": 1.3224743000023409e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.7599469999996843e-05,
-   "host_canary_seconds": 1.0363025000010851e-05,
-   "host_backward_canary_seconds": 2.4354829999992944e-05,
+   "issue_only_seconds": 1.2347682500035261e-05,
+   "host_canary_seconds": 7.1440149997670235e-06,
+   "host_backward_canary_seconds": 2.159977000019353e-05,
    "pass_seconds": [
-    1.7654733499998798e-05,
-    2.0095225500000424e-05,
-    2.052176000000827e-05
+    1.2385417500013318e-05,
+    1.215890049996915e-05,
+    1.2201291999986096e-05
    ],
    "pass_host_canary_seconds": [
-    1.0363025000010851e-05,
-    1.1146970000055489e-05,
-    1.1248365000113836e-05
+    7.1440149997670235e-06,
+    7.132319999527681e-06,
+    7.173004999572186e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.4354829999992944e-05,
-    2.0749399999999697e-05,
-    2.0699659999934282e-05
+    2.159977000019353e-05,
+    2.2601580000127796e-05,
+    1.754792999918209e-05
    ]
   },
   "eager_op_conv2d": {
-   "seconds": 1.8162494000009132e-05,
-   "min": 1.241736800000126e-05,
-   "max": 2.158215549999909e-05,
+   "seconds": 1.1579744000016489e-05,
+   "min": 1.074908450004841e-05,
+   "max": 1.4966553000022031e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.3374149000000558e-05,
-   "host_canary_seconds": 7.798464999986265e-06,
-   "host_backward_canary_seconds": 1.907528000003822e-05,
+   "issue_only_seconds": 1.1710640999979205e-05,
+   "host_canary_seconds": 7.030689999965034e-06,
+   "host_backward_canary_seconds": 2.149552999981097e-05,
    "pass_seconds": [
-    1.3414722000000268e-05,
-    1.8162494000009132e-05,
-    1.9056547499999966e-05
+    1.1733492500013654e-05,
+    1.1579744000016489e-05,
+    1.1300354500008325e-05
    ],
    "pass_host_canary_seconds": [
-    7.798464999986265e-06,
-    1.1054174999998167e-05,
-    1.145483499996658e-05
+    7.030689999965034e-06,
+    7.212405000132094e-06,
+    7.105904999775703e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.907528000003822e-05,
-    2.1250709999947047e-05,
-    2.3716949999936788e-05
+    2.149552999981097e-05,
+    2.016278999917631e-05,
+    2.1226999999726105e-05
    ]
   },
   "eager_op_layernorm": {
-   "seconds": 1.699693499999455e-05,
-   "min": 1.1239948000000054e-05,
-   "max": 2.0216086000004906e-05,
+   "seconds": 1.0928305000049931e-05,
+   "min": 9.970857999974214e-06,
+   "max": 1.6459867499975188e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.2681522500002984e-05,
-   "host_canary_seconds": 7.995220000012183e-06,
-   "host_backward_canary_seconds": 1.9356849999994095e-05,
+   "issue_only_seconds": 1.0356583499969929e-05,
+   "host_canary_seconds": 6.87700500009214e-06,
+   "host_backward_canary_seconds": 2.1060569999917788e-05,
    "pass_seconds": [
-    1.2723185000002246e-05,
-    1.699693499999455e-05,
-    1.8897892500007173e-05
+    1.0376502999974946e-05,
+    1.0928305000049931e-05,
+    1.550679150000178e-05
    ],
    "pass_host_canary_seconds": [
-    7.995220000012183e-06,
-    1.0726619999985587e-05,
-    1.15801200000476e-05
+    6.87700500009214e-06,
+    7.215480000013486e-06,
+    9.871360000488493e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9356849999994095e-05,
-    1.904023999998117e-05,
-    2.528885000003811e-05
+    2.1060569999917788e-05,
+    2.1665420000545055e-05,
+    2.2030630000244854e-05
    ]
   },
   "eager_op_add_autocast": {
-   "seconds": 1.035963950000962e-05,
-   "min": 8.020692500000592e-06,
-   "max": 1.2889913999998726e-05,
+   "seconds": 6.633233499997004e-06,
+   "min": 6.38611450000326e-06,
+   "max": 7.138644999997723e-06,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 9.88392349999856e-06,
-   "host_canary_seconds": 1.0644722500003922e-05,
-   "host_backward_canary_seconds": 2.3437340000000972e-05,
+   "issue_only_seconds": 6.489318500030095e-06,
+   "host_canary_seconds": 6.72098249992814e-06,
+   "host_backward_canary_seconds": 2.098026499993466e-05,
    "pass_seconds": [
-    9.936466500001017e-06,
-    1.035963950000962e-05,
-    1.1338375499988729e-05
+    6.503785999996126e-06,
+    6.986810000000787e-06,
+    6.633233499997004e-06
    ],
    "pass_host_canary_seconds": [
-    1.0644722500003922e-05,
-    1.0853192500022146e-05,
-    1.1524104999978135e-05
+    6.72098249992814e-06,
+    7.023214999719585e-06,
+    7.073052499890764e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.3437340000000972e-05,
-    2.068017499993857e-05,
-    2.649160000004258e-05
+    2.098026499993466e-05,
+    2.2627114999522748e-05,
+    2.1134169999754702e-05
    ]
   },
   "eager_op_linear_autocast": {
-   "seconds": 4.885150349998924e-05,
-   "min": 3.747642300000109e-05,
-   "max": 6.184955950000414e-05,
+   "seconds": 3.646985450001239e-05,
+   "min": 3.56269824999913e-05,
+   "max": 5.1712059499948285e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 3.924281450000322e-05,
-   "host_canary_seconds": 7.613030000044319e-06,
-   "host_backward_canary_seconds": 2.2788899999994784e-05,
+   "issue_only_seconds": 3.698707149999336e-05,
+   "host_canary_seconds": 7.01820500012218e-06,
+   "host_backward_canary_seconds": 2.1295610000606757e-05,
    "pass_seconds": [
-    3.929113549999741e-05,
-    5.8029431999997884e-05,
-    4.885150349998924e-05
+    3.7030057500032855e-05,
+    3.6219252000023516e-05,
+    3.646985450001239e-05
    ],
    "pass_host_canary_seconds": [
-    7.613030000044319e-06,
-    1.061789499999577e-05,
-    1.0234995000075742e-05
+    7.01820500012218e-06,
+    7.294655000009698e-06,
+    7.168600000113656e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2788899999994784e-05,
-    2.397852999990846e-05,
-    2.539707000011049e-05
+    2.1295610000606757e-05,
+    2.357747000019117e-05,
+    2.2025990000429373e-05
    ]
   },
   "eager_op_conv2d_autocast": {
-   "seconds": 3.9776090000003706e-05,
-   "min": 2.7178450499995675e-05,
-   "max": 4.200898349999704e-05,
+   "seconds": 2.6654470499977377e-05,
+   "min": 2.4822794500039435e-05,
+   "max": 4.0968577000001006e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 2.817615349999869e-05,
-   "host_canary_seconds": 7.549549999978922e-06,
-   "host_backward_canary_seconds": 1.9565790000086737e-05,
+   "issue_only_seconds": 2.583568549999882e-05,
+   "host_canary_seconds": 7.160735000297791e-06,
+   "host_backward_canary_seconds": 2.252411999961623e-05,
    "pass_seconds": [
-    2.822019700000311e-05,
-    3.999922850000814e-05,
-    3.9776090000003706e-05
+    2.5881447000017487e-05,
+    3.783242200000814e-05,
+    2.6654470499977377e-05
    ],
    "pass_host_canary_seconds": [
-    7.549549999978922e-06,
-    1.0671604999998863e-05,
-    1.0702244999976073e-05
+    7.160735000297791e-06,
+    1.0356199999819183e-05,
+    7.349695000016254e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9565790000086737e-05,
-    2.4460029999886503e-05,
-    2.1328130000028977e-05
+    2.252411999961623e-05,
+    2.228052999953434e-05,
+    2.109983999957876e-05
    ]
   },
   "eager_op_layernorm_autocast": {
-   "seconds": 1.7054060999996066e-05,
-   "min": 1.2620957999999405e-05,
-   "max": 1.8961721499991313e-05,
+   "seconds": 1.5058929500014528e-05,
+   "min": 1.0534034500039979e-05,
+   "max": 1.7494046500019068e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.747919849999846e-05,
-   "host_canary_seconds": 1.0613419999998542e-05,
-   "host_backward_canary_seconds": 1.7831910000012385e-05,
+   "issue_only_seconds": 1.1005259000000932e-05,
+   "host_canary_seconds": 7.0473549999405805e-06,
+   "host_backward_canary_seconds": 2.252411999961623e-05,
    "pass_seconds": [
-    1.7534078499998885e-05,
-    1.4422856499990643e-05,
-    1.7054060999996066e-05
+    1.1028963499995825e-05,
+    1.6889185499962877e-05,
+    1.5058929500014528e-05
    ],
    "pass_host_canary_seconds": [
-    1.0613419999998542e-05,
-    1.0943014999895694e-05,
-    1.1302384999964942e-05
+    7.0473549999405805e-06,
+    1.0090555000488167e-05,
+    9.269325000218487e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7831910000012385e-05,
-    2.48928700000306e-05,
-    2.5664810000023408e-05
+    2.252411999961623e-05,
+    2.260923999983788e-05,
+    1.992472000097223e-05
    ]
   },
   "eager_op_add_autograd": {
-   "seconds": 1.2981706499999745e-05,
-   "min": 8.265721000000781e-06,
-   "max": 1.4804598000011992e-05,
+   "seconds": 8.781356999975288e-06,
+   "min": 8.126696000033462e-06,
+   "max": 1.1442592999969748e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 8.640081999999439e-06,
-   "host_canary_seconds": 7.325260000001777e-06,
-   "host_backward_canary_seconds": 1.852067500003329e-05,
+   "issue_only_seconds": 8.788978500035682e-06,
+   "host_canary_seconds": 7.027137500017488e-06,
+   "host_backward_canary_seconds": 2.3372445000404695e-05,
    "pass_seconds": [
-    8.652879499997823e-06,
-    1.2981706499999745e-05,
-    1.3180405500008874e-05
+    8.80562849999933e-06,
+    8.190628499960439e-06,
+    8.781356999975288e-06
    ],
    "pass_host_canary_seconds": [
-    7.325260000001777e-06,
-    1.0857654999938403e-05,
-    1.092729000006898e-05
+    7.027137500017488e-06,
+    7.112380000080521e-06,
+    7.625114999996185e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.852067500003329e-05,
-    2.2426640000219323e-05,
-    2.4277150000102666e-05
+    2.3372445000404695e-05,
+    2.205466000020806e-05,
+    1.8131635000031567e-05
    ]
   },
   "eager_op_linear_autograd": {
-   "seconds": 1.8029061999996543e-05,
-   "min": 1.5619129499995665e-05,
-   "max": 2.743527299999471e-05,
+   "seconds": 1.6083699500029526e-05,
+   "min": 1.4347391499995866e-05,
+   "max": 2.3730253999985963e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.578124100000622e-05,
-   "host_canary_seconds": 7.331750000005854e-06,
-   "host_backward_canary_seconds": 2.058292000000961e-05,
+   "issue_only_seconds": 1.6053005000003396e-05,
+   "host_canary_seconds": 7.114425000054325e-06,
+   "host_backward_canary_seconds": 2.285857000060787e-05,
    "pass_seconds": [
-    1.5816046000004745e-05,
-    2.6161842000007595e-05,
-    1.8029061999996543e-05
+    1.6083699500029526e-05,
+    1.5250190499955352e-05,
+    1.714741849997381e-05
    ],
    "pass_host_canary_seconds": [
-    7.331750000005854e-06,
-    1.1372620000003053e-05,
-    8.303915000027472e-06
+    7.114425000054325e-06,
+    7.114334999869243e-06,
+    7.529284999918673e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.058292000000961e-05,
-    2.2899630000097204e-05,
-    1.6803229999879932e-05
+    2.285857000060787e-05,
+    1.963907999993353e-05,
+    2.0019259999344285e-05
    ]
   },
   "eager_op_conv2d_autograd": {
-   "seconds": 1.8669008000003373e-05,
-   "min": 1.4343042499994851e-05,
-   "max": 2.3146099499996355e-05,
+   "seconds": 1.53690680000409e-05,
+   "min": 1.3759020999998483e-05,
+   "max": 2.164342899999383e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.5949698499994725e-05,
-   "host_canary_seconds": 7.49736999999584e-06,
-   "host_backward_canary_seconds": 2.0383670000114763e-05,
+   "issue_only_seconds": 2.0310971000014887e-05,
+   "host_canary_seconds": 1.0028384999714034e-05,
+   "host_backward_canary_seconds": 2.2419270000000324e-05,
    "pass_seconds": [
-    1.599276099999969e-05,
-    2.1418905000004428e-05,
-    1.8669008000003373e-05
+    2.0364385499988204e-05,
+    1.53690680000409e-05,
+    1.5144243000008829e-05
    ],
    "pass_host_canary_seconds": [
-    7.49736999999584e-06,
-    1.0284629999972594e-05,
-    8.62902000008603e-06
+    1.0028384999714034e-05,
+    7.650285000408986e-06,
+    7.3660000003883395e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0383670000114763e-05,
-    1.955713000000969e-05,
-    2.1567569999945134e-05
+    2.2419270000000324e-05,
+    1.895164000075056e-05,
+    1.8302690000382428e-05
    ]
   },
   "eager_op_layernorm_autograd": {
-   "seconds": 2.0319008000001303e-05,
-   "min": 1.413053099999928e-05,
-   "max": 2.3239746500010484e-05,
+   "seconds": 2.003504350000185e-05,
+   "min": 1.3345825999977023e-05,
+   "max": 2.1283422500005145e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.465684949999968e-05,
-   "host_canary_seconds": 7.679859999996097e-06,
-   "host_backward_canary_seconds": 1.979955999999561e-05,
+   "issue_only_seconds": 2.022094599999491e-05,
+   "host_canary_seconds": 1.0068189999969946e-05,
+   "host_backward_canary_seconds": 2.2566439999991415e-05,
    "pass_seconds": [
-    1.4702444999997511e-05,
-    2.0319008000001303e-05,
-    2.234980949999965e-05
+    2.027205399997456e-05,
+    1.505346900000859e-05,
+    2.003504350000185e-05
    ],
    "pass_host_canary_seconds": [
-    7.679859999996097e-06,
-    1.0008790000028966e-05,
-    1.0630130000066628e-05
+    1.0068189999969946e-05,
+    7.491805000086061e-06,
+    9.57602000028146e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.979955999999561e-05,
-    1.8085629999973207e-05,
-    2.4143150000099922e-05
+    2.2566439999991415e-05,
+    1.8606129999625408e-05,
+    2.126508000060312e-05
    ]
   },
   "eager_op_add_autograd_autocast": {
-   "seconds": 1.1893420999996352e-05,
-   "min": 8.357463999999482e-06,
-   "max": 1.384393250000926e-05,
+   "seconds": 1.1824026999988746e-05,
+   "min": 8.36337150002464e-06,
+   "max": 1.239609749995907e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 8.678685499994287e-06,
-   "host_canary_seconds": 7.3354724999674656e-06,
-   "host_backward_canary_seconds": 1.6918909999930064e-05,
+   "issue_only_seconds": 1.1841121500026475e-05,
+   "host_canary_seconds": 9.813734999966073e-06,
+   "host_backward_canary_seconds": 2.3041790000206676e-05,
    "pass_seconds": [
-    8.689341999996713e-06,
-    1.1893420999996352e-05,
-    1.3148635999996827e-05
+    1.1890101500000583e-05,
+    8.581103499977872e-06,
+    1.1824026999988746e-05
    ],
    "pass_host_canary_seconds": [
-    7.3354724999674656e-06,
-    1.0121749999996155e-05,
-    1.1098484999934044e-05
+    9.813734999966073e-06,
+    7.09018750001178e-06,
+    9.803824999607969e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6918909999930064e-05,
-    1.9396050000182185e-05,
-    2.543118999994931e-05
+    2.3041790000206676e-05,
+    1.9435415000543797e-05,
+    2.0498679999718662e-05
    ]
   },
   "eager_op_linear_autograd_autocast": {
-   "seconds": 2.607897450000962e-05,
-   "min": 1.707873799999504e-05,
-   "max": 3.9146528999992825e-05,
+   "seconds": 1.9102239999995163e-05,
+   "min": 1.6732778000005055e-05,
+   "max": 2.7641605500036803e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.760201750000334e-05,
-   "host_canary_seconds": 7.4599749999748614e-06,
-   "host_backward_canary_seconds": 1.4947540000065374e-05,
+   "issue_only_seconds": 2.499808150002991e-05,
+   "host_canary_seconds": 1.0417120000170144e-05,
+   "host_backward_canary_seconds": 2.246732999992673e-05,
    "pass_seconds": [
-    1.7645758999996985e-05,
-    2.607897450000962e-05,
-    2.6596738999998593e-05
+    2.5064913500045806e-05,
+    1.7193083499989827e-05,
+    1.9102239999995163e-05
    ],
    "pass_host_canary_seconds": [
-    7.4599749999748614e-06,
-    1.0419020000114188e-05,
-    1.069898500006161e-05
+    1.0417120000170144e-05,
+    7.213874999933978e-06,
+    8.400099999903433e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4947540000065374e-05,
-    2.2816080000040985e-05,
-    2.5442150000003495e-05
+    2.246732999992673e-05,
+    2.0682570000190025e-05,
+    2.2381320000022243e-05
    ]
   },
   "eager_op_conv2d_autograd_autocast": {
-   "seconds": 1.9284356499994713e-05,
-   "min": 1.2855328500002372e-05,
-   "max": 2.1339119999993273e-05,
+   "seconds": 1.4743949500029885e-05,
+   "min": 1.25880140000163e-05,
+   "max": 2.0089107500041336e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.3752522499999032e-05,
-   "host_canary_seconds": 7.501294999983088e-06,
-   "host_backward_canary_seconds": 1.4273720000090861e-05,
+   "issue_only_seconds": 1.932234100002006e-05,
+   "host_canary_seconds": 1.0081369999852541e-05,
+   "host_backward_canary_seconds": 2.1799119999741378e-05,
    "pass_seconds": [
-    1.3799101500005406e-05,
-    1.9284356499994713e-05,
-    2.032263299999215e-05
+    1.9374141500009045e-05,
+    1.3377974000036375e-05,
+    1.4743949500029885e-05
    ],
    "pass_host_canary_seconds": [
-    7.501294999983088e-06,
-    1.0216415000030565e-05,
-    1.0961950000023535e-05
+    1.0081369999852541e-05,
+    7.3542850003605055e-06,
+    7.68740000012258e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4273720000090861e-05,
-    2.2798269999952935e-05,
-    2.4989660000187543e-05
+    2.1799119999741378e-05,
+    1.838693999957286e-05,
+    2.1388029999798164e-05
    ]
   },
   "eager_op_layernorm_autograd_autocast": {
-   "seconds": 2.088398899999788e-05,
-   "min": 1.4205386499995142e-05,
-   "max": 2.386132000000174e-05,
+   "seconds": 1.8251915999996982e-05,
+   "min": 1.3349735999952372e-05,
+   "max": 2.2875407000015003e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.550455449999788e-05,
-   "host_canary_seconds": 7.5295949999798495e-06,
-   "host_backward_canary_seconds": 1.5266299999865396e-05,
+   "issue_only_seconds": 2.0115879499996936e-05,
+   "host_canary_seconds": 9.464940000043498e-06,
+   "host_backward_canary_seconds": 2.1138270000164994e-05,
    "pass_seconds": [
-    1.554392050000075e-05,
-    2.088398899999788e-05,
-    2.2772298500001397e-05
+    2.0170925999991595e-05,
+    1.3932321499964929e-05,
+    1.8251915999996982e-05
    ],
    "pass_host_canary_seconds": [
-    7.5295949999798495e-06,
-    1.0310524999965764e-05,
-    1.0988669999960621e-05
+    9.464940000043498e-06,
+    7.2227200001862e-06,
+    7.940785000073447e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.5266299999865396e-05,
-    2.0028499999966698e-05,
-    2.490128000005143e-05
+    2.1138270000164994e-05,
+    1.822287999971195e-05,
+    1.8760079999537993e-05
    ]
   },
   "eager_op_add_out": {
-   "seconds": 8.246925499996394e-06,
-   "min": 6.731935499999508e-06,
-   "max": 1.1036074999999813e-05,
+   "seconds": 5.991257499999847e-06,
+   "min": 5.847397500019724e-06,
+   "max": 8.316872499960936e-06,
    "samples": 33,
    "method": "2000 x torch.add(x, y, out=z) on 1-element tensors, one synchronize, wall / 2000; median of 3 passes over the probe's run",
-   "issue_only_seconds": 8.202531999998542e-06,
-   "host_canary_seconds": 1.0194745000013938e-05,
-   "host_backward_canary_seconds": 2.2263525000028036e-05,
+   "issue_only_seconds": 5.9515850000479985e-06,
+   "host_canary_seconds": 7.182902500062483e-06,
+   "host_backward_canary_seconds": 1.4549114999908853e-05,
    "pass_seconds": [
-    8.246925499996394e-06,
-    8.224414000011393e-06,
-    8.883392499996034e-06
+    5.968597000048704e-06,
+    5.991257499999847e-06,
+    7.5042205000386276e-06
    ],
    "pass_host_canary_seconds": [
-    1.0194745000013938e-05,
-    1.0044290000053025e-05,
-    1.06541449999753e-05
+    7.182902500062483e-06,
+    7.192624999845521e-06,
+    8.144110000216643e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2263525000028036e-05,
-    1.8335184999926924e-05,
-    2.5004040000027318e-05
+    1.4549114999908853e-05,
+    1.9276980000313416e-05,
+    1.8346384999858854e-05
    ]
   },
   "backward_node_mul": {
-   "seconds": 1.6076589999995704e-05,
-   "min": 1.1846716666702326e-05,
-   "max": 2.4335851111061403e-05,
+   "seconds": 1.1751254444586973e-05,
+   "min": 9.828899999951723e-06,
+   "max": 1.6171272222259682e-05,
    "samples": 33,
    "method": "backward() of a chain of y = y * c (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.109919999997544e-05,
-   "host_backward_canary_seconds": 2.3640909999897987e-05,
+   "host_canary_seconds": 7.004979999578609e-06,
+   "host_backward_canary_seconds": 1.3039839999464675e-05,
    "pass_seconds": [
-    1.6076589999995704e-05,
-    1.2661654444438379e-05,
-    1.7885732222219353e-05
+    1.0069386666676413e-05,
+    1.1751254444586973e-05,
+    1.59315366667872e-05
    ],
    "pass_host_canary_seconds": [
-    1.109919999997544e-05,
-    1.0213920000126108e-05,
-    1.078877499992359e-05
+    7.004979999578609e-06,
+    9.582405000401196e-06,
+    8.534094999959053e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.3640909999897987e-05,
-    1.982106999975031e-05,
-    2.4587660000179312e-05
+    1.3039839999464675e-05,
+    1.9493519999969067e-05,
+    2.153066999994735e-05
    ]
   },
   "backward_fixed": {
-   "seconds": 0.0004303507777921015,
-   "min": -0.00034702611108627934,
-   "max": 0.000891146111124878,
+   "seconds": 0.00045454211105303943,
+   "min": 0.00011946922222705325,
+   "max": 0.0008213000000978354,
    "samples": 33,
    "method": "intercept of the y = y * c chain fit: T(100) - slope * 100; one backward() call; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.109919999997544e-05,
-   "host_backward_canary_seconds": 2.3640909999897987e-05,
+   "host_canary_seconds": 7.004979999578609e-06,
+   "host_backward_canary_seconds": 1.3039839999464675e-05,
    "pass_seconds": [
-    0.00037959166666862794,
-    0.000437590666665402,
-    0.0004303507777921015
+    0.00020814588896832394,
+    0.0004575415554957847,
+    0.00045454211105303943
    ],
    "pass_host_canary_seconds": [
-    1.109919999997544e-05,
-    1.0213920000126108e-05,
-    1.078877499992359e-05
+    7.004979999578609e-06,
+    9.582405000401196e-06,
+    8.534094999959053e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.3640909999897987e-05,
-    1.982106999975031e-05,
-    2.4587660000179312e-05
+    1.3039839999464675e-05,
+    1.9493519999969067e-05,
+    2.153066999994735e-05
    ]
   },
   "backward_node_view": {
-   "seconds": 5.21712444443286e-06,
-   "min": 3.790349999993244e-06,
-   "max": 7.595131111107396e-06,
+   "seconds": 3.668679999893559e-06,
+   "min": 3.298688888864692e-06,
+   "max": 7.603292222281905e-06,
    "samples": 33,
    "method": "backward() of a chain of y = y.view(...) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.118125000002862e-06,
-   "host_backward_canary_seconds": 1.8883244999940984e-05,
+   "host_canary_seconds": 7.1105600000009875e-06,
+   "host_backward_canary_seconds": 1.2195849999443453e-05,
    "pass_seconds": [
-    6.807493333348526e-06,
-    4.551434444440222e-06,
-    5.21712444443286e-06
+    3.6046033332897627e-06,
+    3.668679999893559e-06,
+    4.8105288888362135e-06
    ],
    "pass_host_canary_seconds": [
-    8.118125000002862e-06,
-    7.817614999936495e-06,
-    1.1221179999978403e-05
+    7.1105600000009875e-06,
+    6.973860000130116e-06,
+    1.0430467499986662e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8883244999940984e-05,
-    2.059594999991532e-05,
-    1.9121910000023945e-05
+    1.2195849999443453e-05,
+    1.7696320000482046e-05,
+    1.8371170000364145e-05
    ]
   },
   "backward_node_transpose": {
-   "seconds": 4.636473333334834e-06,
-   "min": 3.766138888907891e-06,
-   "max": 7.523731111089344e-06,
+   "seconds": 3.4591977777785763e-06,
+   "min": 3.1934822221854927e-06,
+   "max": 6.056288888834792e-06,
    "samples": 33,
    "method": "backward() of a chain of y = y.transpose(0, 1) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.24760000000191e-06,
-   "host_backward_canary_seconds": 1.9370885000000725e-05,
+   "host_canary_seconds": 6.898219999698085e-06,
+   "host_backward_canary_seconds": 1.1165319999690837e-05,
    "pass_seconds": [
-    6.66620111110837e-06,
-    4.009620000020833e-06,
-    4.636473333334834e-06
+    3.3162611111947625e-06,
+    3.4591977777785763e-06,
+    4.437075555567087e-06
    ],
    "pass_host_canary_seconds": [
-    9.24760000000191e-06,
-    8.225314999990019e-06,
-    1.1096169999973425e-05
+    6.898219999698085e-06,
+    6.912677499997245e-06,
+    9.559962500134133e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9370885000000725e-05,
-    1.8300939999988943e-05,
-    1.7664125000038666e-05
+    1.1165319999690837e-05,
+    1.671903500039207e-05,
+    1.724914500016439e-05
    ]
   },
   "backward_layer_linear": {
-   "seconds": 4.556091666665275e-05,
-   "min": 3.9634943333339835e-05,
-   "max": 6.451446999998704e-05,
+   "seconds": 5.732469555545726e-05,
+   "min": 3.301758666667512e-05,
+   "max": 6.222519111121174e-05,
    "samples": 33,
    "method": "backward() of a chain of F.linear(y, w_i) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0684559999987186e-05,
-   "host_backward_canary_seconds": 2.722736000009718e-05,
+   "host_canary_seconds": 7.023030000254948e-06,
+   "host_backward_canary_seconds": 1.5776019999975688e-05,
    "pass_seconds": [
-    5.887858666664809e-05,
-    4.479122111111641e-05,
-    4.556091666665275e-05
+    3.477933555548892e-05,
+    5.732469555545726e-05,
+    5.9458581111155376e-05
    ],
    "pass_host_canary_seconds": [
-    1.0684559999987186e-05,
-    8.867475000045033e-06,
-    1.0676899999992884e-05
+    7.023030000254948e-06,
+    9.40121000041927e-06,
+    9.044390000099156e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.722736000009718e-05,
-    2.2794360000091273e-05,
-    2.2502950000102828e-05
+    1.5776019999975688e-05,
+    2.438702000063131e-05,
+    2.5428210000200126e-05
    ]
   },
   "backward_call": {
-   "seconds": 8.159333343307176e-05,
-   "min": 6.881733052432537e-05,
-   "max": 0.00014250933503111204,
+   "seconds": 0.00010628133639693259,
+   "min": 6.802799987296263e-05,
+   "max": 0.00014944933851559954,
    "samples": 3,
-   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 22.31 us; median of 3 passes over the probe's run",
+   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 11.98 us; median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     2,
@@ -625,34 +625,34 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_median_seconds": [
-    0.00011046399921178818,
-    0.00012883199751377106,
-    0.00016300800442695617,
-    0.00025491198897361754,
-    0.00044233599305152895
+    0.00010979200154542923,
+    0.0001270720064640045,
+    0.0001573439985513687,
+    0.0002189120054244995,
+    0.000289792001247406
    ],
-   "host_canary_seconds": 7.507315000019332e-06,
-   "host_backward_canary_seconds": 2.0074309999955628e-05,
+   "host_canary_seconds": 6.858190000116337e-06,
+   "host_backward_canary_seconds": 1.2197679999417233e-05,
    "pass_seconds": [
-    8.159333343307176e-05,
-    6.881733052432537e-05,
-    0.00014250933503111204
+    0.00010628133639693259,
+    6.802799987296263e-05,
+    0.00014944933851559954
    ],
    "pass_host_canary_seconds": [
-    7.507315000019332e-06,
-    7.758560000041826e-06,
-    1.1021472500019059e-05
+    6.858190000116337e-06,
+    7.337194999763597e-06,
+    1.0986127499847952e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0074309999955628e-05,
-    1.821733500008804e-05,
-    1.7243835000044783e-05
+    1.2197679999417233e-05,
+    1.91341899994768e-05,
+    1.977179999926193e-05
    ]
   },
   "layer_forward_linear": {
-   "seconds": 3.284190612889471e-05,
-   "min": 2.959542792467844e-05,
-   "max": 3.347123609412284e-05,
+   "seconds": 1.7976380529857816e-05,
+   "min": 1.7643427919773828e-05,
+   "max": 1.8860189953730218e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -661,32 +661,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.5343998819589614e-05,
-    9.241600334644318e-05,
-    0.0005296319723129272
+    3.145600110292435e-05,
+    8.463999629020691e-05,
+    0.0002961919903755188
    ],
-   "host_canary_seconds": 9.943700000007994e-06,
-   "host_backward_canary_seconds": 1.9449050000091005e-05,
+   "host_canary_seconds": 6.894055000259414e-06,
+   "host_backward_canary_seconds": 1.2188284999865573e-05,
    "pass_seconds": [
-    3.347123609412284e-05,
-    3.284190612889471e-05,
-    2.959542792467844e-05
+    1.7643427919773828e-05,
+    1.8860189953730218e-05,
+    1.7976380529857816e-05
    ],
    "pass_host_canary_seconds": [
-    9.943700000007994e-06,
-    9.468522499957998e-06,
-    1.1328840000004447e-05
+    6.894055000259414e-06,
+    7.3436850001940005e-06,
+    1.0949652499903094e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9449050000091005e-05,
-    1.691860999983419e-05,
-    2.1749929999828054e-05
+    1.2188284999865573e-05,
+    1.9701460000192126e-05,
+    2.075599000022521e-05
    ]
   },
   "layer_backward_linear": {
-   "seconds": 0.00010344381328849566,
-   "min": 8.54560064063186e-05,
-   "max": 0.000122496006389459,
+   "seconds": 9.76434364205315e-05,
+   "min": 5.845486088877633e-05,
+   "max": 0.00011946286163514568,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -695,32 +695,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00023129600286483766,
-    0.0008195520043373108,
-    0.0023441920280456545
+    0.0002385600060224533,
+    0.0004964160025119781,
+    0.0013898880481719971
    ],
-   "host_canary_seconds": 9.943700000007994e-06,
-   "host_backward_canary_seconds": 1.9449050000091005e-05,
+   "host_canary_seconds": 6.894055000259414e-06,
+   "host_backward_canary_seconds": 1.2188284999865573e-05,
    "pass_seconds": [
-    0.00010344381328849566,
-    8.54560064063186e-05,
-    0.000122496006389459
+    5.845486088877633e-05,
+    0.00011946286163514568,
+    9.76434364205315e-05
    ],
    "pass_host_canary_seconds": [
-    9.943700000007994e-06,
-    9.468522499957998e-06,
-    1.1328840000004447e-05
+    6.894055000259414e-06,
+    7.3436850001940005e-06,
+    1.0949652499903094e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9449050000091005e-05,
-    1.691860999983419e-05,
-    2.1749929999828054e-05
+    1.2188284999865573e-05,
+    1.9701460000192126e-05,
+    2.075599000022521e-05
    ]
   },
   "layer_forward_linear_autocast": {
-   "seconds": 4.377371463037672e-05,
-   "min": 4.171276376360939e-05,
-   "max": 6.563580674784525e-05,
+   "seconds": 3.890438023067656e-05,
+   "min": 3.724038246132079e-05,
+   "max": 3.962971447479157e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -729,32 +729,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.744000107049942e-05,
-    0.00022883200645446779,
-    0.0007407360076904297
+    7.974400371313095e-05,
+    0.0002016959935426712,
+    0.0006650559902191162
    ],
-   "host_canary_seconds": 7.749660000015979e-06,
-   "host_backward_canary_seconds": 1.9760244999957876e-05,
+   "host_canary_seconds": 6.8200600000523076e-06,
+   "host_backward_canary_seconds": 1.1931230000072901e-05,
    "pass_seconds": [
-    4.377371463037672e-05,
-    4.171276376360939e-05,
-    6.563580674784525e-05
+    3.890438023067656e-05,
+    3.962971447479157e-05,
+    3.724038246132079e-05
    ],
    "pass_host_canary_seconds": [
-    7.749660000015979e-06,
-    8.538554999972804e-06,
-    1.1368555000075276e-05
+    6.8200600000523076e-06,
+    7.120899999790708e-06,
+    1.1063685000181068e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9760244999957876e-05,
-    1.762374499989505e-05,
-    1.9918699999976754e-05
+    1.1931230000072901e-05,
+    1.857339000025604e-05,
+    2.112578500032214e-05
    ]
   },
   "layer_backward_linear_autocast": {
-   "seconds": 0.0001444701013110933,
-   "min": 0.00013564039057209373,
-   "max": 0.0001658567591082482,
+   "seconds": 0.00015774171302715938,
+   "min": 8.580800749006723e-05,
+   "max": 0.00020347960293292994,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -763,32 +763,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004110719859600067,
-    0.00105731201171875,
-    0.003561311960220337
+    0.00039929598569869994,
+    0.000780351996421814,
+    0.0022722880840301512
    ],
-   "host_canary_seconds": 7.749660000015979e-06,
-   "host_backward_canary_seconds": 1.9760244999957876e-05,
+   "host_canary_seconds": 6.8200600000523076e-06,
+   "host_backward_canary_seconds": 1.1931230000072901e-05,
    "pass_seconds": [
-    0.0001658567591082482,
-    0.0001444701013110933,
-    0.00013564039057209373
+    8.580800749006723e-05,
+    0.00015774171302715938,
+    0.00020347960293292994
    ],
    "pass_host_canary_seconds": [
-    7.749660000015979e-06,
-    8.538554999972804e-06,
-    1.1368555000075276e-05
+    6.8200600000523076e-06,
+    7.120899999790708e-06,
+    1.1063685000181068e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9760244999957876e-05,
-    1.762374499989505e-05,
-    1.9918699999976754e-05
+    1.1931230000072901e-05,
+    1.857339000025604e-05,
+    2.112578500032214e-05
    ]
   },
   "layer_forward_linear_nobias": {
-   "seconds": 1.8037334439300354e-05,
-   "min": 1.7365332870256333e-05,
-   "max": 2.648380877716201e-05,
+   "seconds": 1.581714257952713e-05,
+   "min": 1.5123047200696809e-05,
+   "max": 2.792914264968464e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -797,32 +797,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.31839993596077e-05,
-    8.470399677753449e-05,
-    0.0002934719920158386
+    2.7103999629616738e-05,
+    7.171200215816498e-05,
+    0.0002536959946155548
    ],
-   "host_canary_seconds": 7.67301250000685e-06,
-   "host_backward_canary_seconds": 1.96766549999694e-05,
+   "host_canary_seconds": 6.821735000244189e-06,
+   "host_backward_canary_seconds": 1.1625029999322579e-05,
    "pass_seconds": [
-    1.7365332870256333e-05,
-    1.8037334439300354e-05,
-    2.648380877716201e-05
+    1.5123047200696809e-05,
+    1.581714257952713e-05,
+    2.792914264968464e-05
    ],
    "pass_host_canary_seconds": [
-    7.67301250000685e-06,
-    8.322979999988433e-06,
-    1.1368484999962902e-05
+    6.821735000244189e-06,
+    6.932024999741771e-06,
+    1.0599640000350518e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.96766549999694e-05,
-    1.6710195000086968e-05,
-    1.9989799999962086e-05
+    1.1625029999322579e-05,
+    1.867271999969944e-05,
+    2.012128000046687e-05
    ]
   },
   "layer_backward_linear_nobias": {
-   "seconds": 6.766628757828757e-05,
-   "min": 5.725028631942613e-05,
-   "max": 8.20860947881426e-05,
+   "seconds": 6.469943285697983e-05,
+   "min": 4.3308192154481304e-05,
+   "max": 9.835047603008292e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -831,32 +831,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002030719965696335,
-    0.0005317760109901428,
-    0.0017049599885940552
+    0.0001884160041809082,
+    0.0003841919898986816,
+    0.0010717120170593262
    ],
-   "host_canary_seconds": 7.67301250000685e-06,
-   "host_backward_canary_seconds": 1.96766549999694e-05,
+   "host_canary_seconds": 6.821735000244189e-06,
+   "host_backward_canary_seconds": 1.1625029999322579e-05,
    "pass_seconds": [
-    8.20860947881426e-05,
-    6.766628757828757e-05,
-    5.725028631942613e-05
+    4.3308192154481304e-05,
+    9.835047603008292e-05,
+    6.469943285697983e-05
    ],
    "pass_host_canary_seconds": [
-    7.67301250000685e-06,
-    8.322979999988433e-06,
-    1.1368484999962902e-05
+    6.821735000244189e-06,
+    6.932024999741771e-06,
+    1.0599640000350518e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.96766549999694e-05,
-    1.6710195000086968e-05,
-    1.9989799999962086e-05
+    1.1625029999322579e-05,
+    1.867271999969944e-05,
+    2.012128000046687e-05
    ]
   },
   "layer_forward_linear_nobias_autocast": {
-   "seconds": 4.127314331985655e-05,
-   "min": 3.478019081410908e-05,
-   "max": 4.8572953613031485e-05,
+   "seconds": 2.9179427950155168e-05,
+   "min": 2.795504707665671e-05,
+   "max": 4.9712001567795164e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -865,32 +865,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.499200314283371e-05,
-    0.00017113600671291352,
-    0.0005872960090637206
+    6.307200342416763e-05,
+    0.00014982399344444275,
+    0.0004833599925041199
    ],
-   "host_canary_seconds": 7.80006999999472e-06,
-   "host_backward_canary_seconds": 1.902536499997609e-05,
+   "host_canary_seconds": 6.781029999842758e-06,
+   "host_backward_canary_seconds": 1.1359089999132266e-05,
    "pass_seconds": [
-    3.478019081410908e-05,
-    4.127314331985655e-05,
-    4.8572953613031485e-05
+    2.795504707665671e-05,
+    2.9179427950155168e-05,
+    4.9712001567795164e-05
    ],
    "pass_host_canary_seconds": [
-    7.80006999999472e-06,
-    9.08812500000522e-06,
-    1.1105494999981147e-05
+    6.781029999842758e-06,
+    7.165410000311567e-06,
+    1.0694669999793404e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.902536499997609e-05,
-    1.5624410000043554e-05,
-    2.051544000011063e-05
+    1.1359089999132266e-05,
+    1.4703479999980118e-05,
+    2.0157880000510887e-05
    ]
   },
   "layer_backward_linear_nobias_autocast": {
-   "seconds": 0.00011430170635382333,
-   "min": 8.138743255819594e-05,
-   "max": 0.00011572572127694175,
+   "seconds": 8.943161013580503e-05,
+   "min": 5.501942655869891e-05,
+   "max": 0.00011360305157445725,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -899,32 +899,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003118399977684021,
-    0.0009140160083770752,
-    0.0025997118949890137
+    0.0003097920119762421,
+    0.0005774080157279969,
+    0.0015606399774551391
    ],
-   "host_canary_seconds": 7.80006999999472e-06,
-   "host_backward_canary_seconds": 1.902536499997609e-05,
+   "host_canary_seconds": 6.781029999842758e-06,
+   "host_backward_canary_seconds": 1.1359089999132266e-05,
    "pass_seconds": [
-    0.00011430170635382333,
-    8.138743255819594e-05,
-    0.00011572572127694175
+    5.501942655869891e-05,
+    0.00011360305157445725,
+    8.943161013580503e-05
    ],
    "pass_host_canary_seconds": [
-    7.80006999999472e-06,
-    9.08812500000522e-06,
-    1.1105494999981147e-05
+    6.781029999842758e-06,
+    7.165410000311567e-06,
+    1.0694669999793404e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.902536499997609e-05,
-    1.5624410000043554e-05,
-    2.051544000011063e-05
+    1.1359089999132266e-05,
+    1.4703479999980118e-05,
+    2.0157880000510887e-05
    ]
   },
   "layer_forward_matmul": {
-   "seconds": 2.1260951956113177e-05,
-   "min": 1.9739428978590736e-05,
-   "max": 2.158476270380474e-05,
+   "seconds": 1.1575618670100257e-05,
+   "min": 1.059047593956902e-05,
+   "max": 1.94285712426617e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -933,32 +933,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.4351999163627623e-05,
-    6.444799900054932e-05,
-    0.0003399040102958679
+    2.0767999812960626e-05,
+    5.452800169587135e-05,
+    0.00019407999515533446
    ],
-   "host_canary_seconds": 8.09220499998986e-06,
-   "host_backward_canary_seconds": 1.9165880000073798e-05,
+   "host_canary_seconds": 6.838007500391541e-06,
+   "host_backward_canary_seconds": 1.1394845000154419e-05,
    "pass_seconds": [
-    2.158476270380474e-05,
-    1.9739428978590736e-05,
-    2.1260951956113177e-05
+    1.1575618670100257e-05,
+    1.059047593956902e-05,
+    1.94285712426617e-05
    ],
    "pass_host_canary_seconds": [
-    8.09220499998986e-06,
-    1.0502355000028274e-05,
-    1.0999189999978398e-05
+    6.838007500391541e-06,
+    9.704010000177733e-06,
+    1.0427750000303604e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9165880000073798e-05,
-    1.8466720000134274e-05,
-    2.0534470000086458e-05
+    1.1394845000154419e-05,
+    1.4258249999556938e-05,
+    2.0178809999151783e-05
    ]
   },
   "layer_backward_matmul": {
-   "seconds": 7.184914535000212e-05,
-   "min": 7.126323541715032e-05,
-   "max": 8.050437910216195e-05,
+   "seconds": 6.934628724342301e-05,
+   "min": 3.942323653470902e-05,
+   "max": 7.266285802636827e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -967,32 +967,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00024134400486946106,
-    0.0005347840189933777,
-    0.0016472320556640625
+    0.00017744000256061555,
+    0.0003659839928150177,
+    0.0009542719721794128
    ],
-   "host_canary_seconds": 8.09220499998986e-06,
-   "host_backward_canary_seconds": 1.9165880000073798e-05,
+   "host_canary_seconds": 6.838007500391541e-06,
+   "host_backward_canary_seconds": 1.1394845000154419e-05,
    "pass_seconds": [
-    7.184914535000212e-05,
-    7.126323541715032e-05,
-    8.050437910216195e-05
+    3.942323653470902e-05,
+    7.266285802636827e-05,
+    6.934628724342301e-05
    ],
    "pass_host_canary_seconds": [
-    8.09220499998986e-06,
-    1.0502355000028274e-05,
-    1.0999189999978398e-05
+    6.838007500391541e-06,
+    9.704010000177733e-06,
+    1.0427750000303604e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9165880000073798e-05,
-    1.8466720000134274e-05,
-    2.0534470000086458e-05
+    1.1394845000154419e-05,
+    1.4258249999556938e-05,
+    2.0178809999151783e-05
    ]
   },
   "layer_forward_matmul_autocast": {
-   "seconds": 3.406933162893567e-05,
-   "min": 2.827809609117962e-05,
-   "max": 4.002590583903449e-05,
+   "seconds": 2.3720381337971915e-05,
+   "min": 2.0599619973273505e-05,
+   "max": 4.670704830260504e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1001,32 +1001,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.588800251483917e-05,
-    0.0001509760022163391,
-    0.0004901440143585205
+    5.318399891257286e-05,
+    0.00013414399325847626,
+    0.00041225600242614745
    ],
-   "host_canary_seconds": 7.602195000018241e-06,
-   "host_backward_canary_seconds": 1.8806230000052436e-05,
+   "host_canary_seconds": 6.990995000251133e-06,
+   "host_backward_canary_seconds": 1.3354530000242449e-05,
    "pass_seconds": [
-    2.827809609117962e-05,
-    3.406933162893567e-05,
-    4.002590583903449e-05
+    2.3720381337971915e-05,
+    2.0599619973273505e-05,
+    4.670704830260504e-05
    ],
    "pass_host_canary_seconds": [
-    7.602195000018241e-06,
-    8.26171749999105e-06,
-    1.1315564999989647e-05
+    6.990995000251133e-06,
+    6.851769999798307e-06,
+    1.0312049999754436e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8806230000052436e-05,
-    1.7746024999922836e-05,
-    2.075340000004644e-05
+    1.3354530000242449e-05,
+    1.4812699999993129e-05,
+    1.9737394999879143e-05
    ]
   },
   "layer_backward_matmul_autocast": {
-   "seconds": 9.292875372228168e-05,
-   "min": 9.032686054706574e-05,
-   "max": 0.00010278932643788201,
+   "seconds": 7.330818633948056e-05,
+   "min": 7.290895283222198e-05,
+   "max": 7.609600396383378e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1035,32 +1035,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002619200050830841,
-    0.0010183999538421632,
-    0.002210975885391235
+    0.0002873600125312805,
+    0.0005382080078125,
+    0.001729375958442688
    ],
-   "host_canary_seconds": 7.602195000018241e-06,
-   "host_backward_canary_seconds": 1.8806230000052436e-05,
+   "host_canary_seconds": 6.990995000251133e-06,
+   "host_backward_canary_seconds": 1.3354530000242449e-05,
    "pass_seconds": [
-    9.292875372228168e-05,
-    9.032686054706574e-05,
-    0.00010278932643788201
+    7.330818633948056e-05,
+    7.290895283222198e-05,
+    7.609600396383378e-05
    ],
    "pass_host_canary_seconds": [
-    7.602195000018241e-06,
-    8.26171749999105e-06,
-    1.1315564999989647e-05
+    6.990995000251133e-06,
+    6.851769999798307e-06,
+    1.0312049999754436e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8806230000052436e-05,
-    1.7746024999922836e-05,
-    2.075340000004644e-05
+    1.3354530000242449e-05,
+    1.4812699999993129e-05,
+    1.9737394999879143e-05
    ]
   },
   "layer_forward_bmm": {
-   "seconds": 1.9055238259690148e-05,
-   "min": 1.6850285852948824e-05,
-   "max": 2.4950095940203895e-05,
+   "seconds": 1.4150857481928097e-05,
+   "min": 1.3731047245008605e-05,
+   "max": 1.6665905270548093e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1069,32 +1069,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.9632000252604483e-05,
-    7.340800017118454e-05,
-    0.00028012800216674805
+    2.72000003606081e-05,
+    7.180800288915634e-05,
+    0.00023430399596691132
    ],
-   "host_canary_seconds": 7.775975000008372e-06,
-   "host_backward_canary_seconds": 1.9460574999996537e-05,
+   "host_canary_seconds": 6.816480000111369e-06,
+   "host_backward_canary_seconds": 1.469577999955618e-05,
    "pass_seconds": [
-    1.6850285852948824e-05,
-    1.9055238259690148e-05,
-    2.4950095940203895e-05
+    1.3731047245008605e-05,
+    1.4150857481928097e-05,
+    1.6665905270548093e-05
    ],
    "pass_host_canary_seconds": [
-    7.775975000008372e-06,
-    9.894920000022013e-06,
-    1.1236124999953744e-05
+    6.816480000111369e-06,
+    6.7443799997590755e-06,
+    9.60066499999357e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9460574999996537e-05,
-    1.9313429999812114e-05,
-    2.0860019999986435e-05
+    1.469577999955618e-05,
+    1.4079169999376972e-05,
+    1.9874299999855795e-05
    ]
   },
   "layer_backward_bmm": {
-   "seconds": 8.018666975909754e-05,
-   "min": 7.298438002665837e-05,
-   "max": 8.68868606076354e-05,
+   "seconds": 6.515428468230226e-05,
+   "min": 6.375238113105298e-05,
+   "max": 8.780342526733877e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1103,32 +1103,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00023836800456047058,
-    0.0004502719938755035,
-    0.001667520046234131
+    0.00014079999923706055,
+    0.0003430719971656799,
+    0.0012929919958114624
    ],
-   "host_canary_seconds": 7.775975000008372e-06,
-   "host_backward_canary_seconds": 1.9460574999996537e-05,
+   "host_canary_seconds": 6.816480000111369e-06,
+   "host_backward_canary_seconds": 1.469577999955618e-05,
    "pass_seconds": [
-    8.018666975909754e-05,
-    8.68868606076354e-05,
-    7.298438002665837e-05
+    6.375238113105298e-05,
+    6.515428468230226e-05,
+    8.780342526733877e-05
    ],
    "pass_host_canary_seconds": [
-    7.775975000008372e-06,
-    9.894920000022013e-06,
-    1.1236124999953744e-05
+    6.816480000111369e-06,
+    6.7443799997590755e-06,
+    9.60066499999357e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9460574999996537e-05,
-    1.9313429999812114e-05,
-    2.0860019999986435e-05
+    1.469577999955618e-05,
+    1.4079169999376972e-05,
+    1.9874299999855795e-05
    ]
   },
   "layer_forward_bmm_autocast": {
-   "seconds": 2.8044190435182483e-05,
-   "min": 2.6734477352528343e-05,
-   "max": 3.968152403831481e-05,
+   "seconds": 2.2919618835051855e-05,
+   "min": 2.199999988079071e-05,
+   "max": 3.956952229851768e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1137,32 +1137,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.86559996008873e-05,
-    0.00014511999487876892,
-    0.000461760014295578
+    5.2960000932216646e-05,
+    0.00012352000176906586,
+    0.0003844799995422363
    ],
-   "host_canary_seconds": 7.558689999953572e-06,
-   "host_backward_canary_seconds": 1.9240960000104224e-05,
+   "host_canary_seconds": 6.523435000076461e-06,
+   "host_backward_canary_seconds": 1.1559365000266552e-05,
    "pass_seconds": [
-    2.6734477352528343e-05,
-    2.8044190435182483e-05,
-    3.968152403831481e-05
+    2.199999988079071e-05,
+    2.2919618835051855e-05,
+    3.956952229851768e-05
    ],
    "pass_host_canary_seconds": [
-    7.558689999953572e-06,
-    7.517454999970141e-06,
-    1.13029300000278e-05
+    6.523435000076461e-06,
+    6.849599999441125e-06,
+    1.032188000010592e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9240960000104224e-05,
-    1.9104849999962426e-05,
-    2.088182000022698e-05
+    1.1559365000266552e-05,
+    1.4079169999376972e-05,
+    1.8681400000559733e-05
    ]
   },
   "layer_backward_bmm_autocast": {
-   "seconds": 0.00010776380839801973,
-   "min": 9.134857250111443e-05,
-   "max": 0.0001136716228155863,
+   "seconds": 7.767238201839585e-05,
+   "min": 5.254324064368293e-05,
+   "max": 8.271010326487676e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1171,32 +1171,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00043558400869369505,
-    0.0007737600207328797,
-    0.002201472043991089
+    0.0002895680069923401,
+    0.0005108799934387207,
+    0.0014069440364837646
    ],
-   "host_canary_seconds": 7.558689999953572e-06,
-   "host_backward_canary_seconds": 1.9240960000104224e-05,
+   "host_canary_seconds": 6.523435000076461e-06,
+   "host_backward_canary_seconds": 1.1559365000266552e-05,
    "pass_seconds": [
-    9.134857250111443e-05,
-    0.0001136716228155863,
-    0.00010776380839801973
+    5.254324064368293e-05,
+    7.767238201839585e-05,
+    8.271010326487676e-05
    ],
    "pass_host_canary_seconds": [
-    7.558689999953572e-06,
-    7.517454999970141e-06,
-    1.13029300000278e-05
+    6.523435000076461e-06,
+    6.849599999441125e-06,
+    1.032188000010592e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9240960000104224e-05,
-    1.9104849999962426e-05,
-    2.088182000022698e-05
+    1.1559365000266552e-05,
+    1.4079169999376972e-05,
+    1.8681400000559733e-05
    ]
   },
   "layer_forward_conv2d": {
-   "seconds": 4.5403427311352324e-05,
-   "min": 4.234133164087931e-05,
-   "max": 5.765866470478829e-05,
+   "seconds": 2.703618967816943e-05,
+   "min": 2.3386666107745394e-05,
+   "max": 4.737523730312075e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1205,32 +1205,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.017599791288375e-05,
-    0.00012547199428081512,
-    0.0007242559790611267
+    4.0031999349594116e-05,
+    0.00020182399451732636,
+    0.0004213759899139404
    ],
-   "host_canary_seconds": 9.31033500002343e-06,
-   "host_backward_canary_seconds": 1.8606459999972457e-05,
+   "host_canary_seconds": 6.934852499966837e-06,
+   "host_backward_canary_seconds": 1.3422840000316683e-05,
    "pass_seconds": [
-    4.5403427311352324e-05,
-    5.765866470478829e-05,
-    4.234133164087931e-05
+    2.3386666107745394e-05,
+    2.703618967816943e-05,
+    4.737523730312075e-05
    ],
    "pass_host_canary_seconds": [
-    9.31033500002343e-06,
-    1.044116999992184e-05,
-    1.1071780000122544e-05
+    6.934852499966837e-06,
+    6.791265000174462e-06,
+    1.036021000004439e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8606459999972457e-05,
-    1.9785589999798957e-05,
-    2.0404100000064317e-05
+    1.3422840000316683e-05,
+    1.3919810000970756e-05,
+    1.980461000016476e-05
    ]
   },
   "layer_backward_conv2d": {
-   "seconds": 8.494780460993449e-05,
-   "min": 7.863999477454594e-05,
-   "max": 8.52799988573506e-05,
+   "seconds": 7.115123704785393e-05,
+   "min": 6.986057297104882e-05,
+   "max": 8.334704417557943e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1239,32 +1239,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00036102399230003357,
-    0.000576255977153778,
-    0.0021693758964538576
+    0.00025196799635887146,
+    0.0006733440160751343,
+    0.0016978880167007446
    ],
-   "host_canary_seconds": 9.31033500002343e-06,
-   "host_backward_canary_seconds": 1.8606459999972457e-05,
+   "host_canary_seconds": 6.934852499966837e-06,
+   "host_backward_canary_seconds": 1.3422840000316683e-05,
    "pass_seconds": [
-    7.863999477454594e-05,
-    8.52799988573506e-05,
-    8.494780460993449e-05
+    6.986057297104882e-05,
+    7.115123704785393e-05,
+    8.334704417557943e-05
    ],
    "pass_host_canary_seconds": [
-    9.31033500002343e-06,
-    1.044116999992184e-05,
-    1.1071780000122544e-05
+    6.934852499966837e-06,
+    6.791265000174462e-06,
+    1.036021000004439e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8606459999972457e-05,
-    1.9785589999798957e-05,
-    2.0404100000064317e-05
+    1.3422840000316683e-05,
+    1.3919810000970756e-05,
+    1.980461000016476e-05
    ]
   },
   "layer_forward_conv2d_autocast": {
-   "seconds": 8.796418848491851e-05,
-   "min": 7.862018971216112e-05,
-   "max": 9.433218765826454e-05,
+   "seconds": 7.288457382292975e-05,
+   "min": 4.473447586808885e-05,
+   "max": 7.571886089586077e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1273,32 +1273,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    9.66079980134964e-05,
-    0.00023423999547958374,
-    0.0014631359577178956
+    9.363199770450592e-05,
+    0.0002332800030708313,
+    0.0007664639949798584
    ],
-   "host_canary_seconds": 1.0274764999991248e-05,
-   "host_backward_canary_seconds": 1.9729619999964143e-05,
+   "host_canary_seconds": 7.065864999731275e-06,
+   "host_backward_canary_seconds": 1.402395000013712e-05,
    "pass_seconds": [
-    9.433218765826454e-05,
-    8.796418848491851e-05,
-    7.862018971216112e-05
+    4.473447586808885e-05,
+    7.571886089586077e-05,
+    7.288457382292975e-05
    ],
    "pass_host_canary_seconds": [
-    1.0274764999991248e-05,
-    1.0420075000041607e-05,
-    1.074022249994755e-05
+    7.065864999731275e-06,
+    9.848505000036312e-06,
+    1.0328025000205799e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9729619999964143e-05,
-    1.9790069999885417e-05,
-    1.9528710000003004e-05
+    1.402395000013712e-05,
+    1.4905519999501848e-05,
+    1.9952454999838663e-05
    ]
   },
   "layer_backward_conv2d_autocast": {
-   "seconds": 0.00015750399089994884,
-   "min": 0.00015566553104491462,
-   "max": 0.00016912000732762465,
+   "seconds": 0.00012684876294363117,
+   "min": 8.490894699380512e-05,
+   "max": 0.000128988198581196,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1307,32 +1307,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003782399892807007,
-    0.0013759360313415527,
-    0.004399136066436767
+    0.00037555199861526487,
+    0.0009695360064506531,
+    0.003005664110183716
    ],
-   "host_canary_seconds": 1.0274764999991248e-05,
-   "host_backward_canary_seconds": 1.9729619999964143e-05,
+   "host_canary_seconds": 7.065864999731275e-06,
+   "host_backward_canary_seconds": 1.402395000013712e-05,
    "pass_seconds": [
-    0.00016912000732762465,
-    0.00015750399089994884,
-    0.00015566553104491462
+    0.000128988198581196,
+    8.490894699380512e-05,
+    0.00012684876294363117
    ],
    "pass_host_canary_seconds": [
-    1.0274764999991248e-05,
-    1.0420075000041607e-05,
-    1.074022249994755e-05
+    7.065864999731275e-06,
+    9.848505000036312e-06,
+    1.0328025000205799e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9729619999964143e-05,
-    1.9790069999885417e-05,
-    1.9528710000003004e-05
+    1.402395000013712e-05,
+    1.4905519999501848e-05,
+    1.9952454999838663e-05
    ]
   },
   "layer_forward_conv2d_nobias": {
-   "seconds": 3.75733325878779e-05,
-   "min": 3.654247451396216e-05,
-   "max": 4.1977905978759124e-05,
+   "seconds": 2.2559999355248042e-05,
+   "min": 1.9545142139707292e-05,
+   "max": 3.129219033178829e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1341,32 +1341,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.275200098752976e-05,
-    0.00015622399747371673,
-    0.0006055039763450623
+    3.328000009059906e-05,
+    9.81760025024414e-05,
+    0.0003285439908504486
    ],
-   "host_canary_seconds": 1.0288200000019288e-05,
-   "host_backward_canary_seconds": 2.015994999993609e-05,
+   "host_canary_seconds": 6.978064999998423e-06,
+   "host_backward_canary_seconds": 1.3079939999443012e-05,
    "pass_seconds": [
-    3.654247451396216e-05,
-    4.1977905978759124e-05,
-    3.75733325878779e-05
+    1.9545142139707292e-05,
+    2.2559999355248042e-05,
+    3.129219033178829e-05
    ],
    "pass_host_canary_seconds": [
-    1.0288200000019288e-05,
-    1.0373252499960018e-05,
-    1.106136499998911e-05
+    6.978064999998423e-06,
+    7.72819500014066e-06,
+    1.0162417499941511e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.015994999993609e-05,
-    2.0455085000037343e-05,
-    2.138252999998258e-05
+    1.3079939999443012e-05,
+    1.5091970000185028e-05,
+    1.9718309999348094e-05
    ]
   },
   "layer_backward_conv2d_nobias": {
-   "seconds": 6.860876349466187e-05,
-   "min": 6.856685663972584e-05,
-   "max": 7.196114957332612e-05,
+   "seconds": 6.513752646389464e-05,
+   "min": 5.954438376994361e-05,
+   "max": 6.944152411250841e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1375,32 +1375,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003298879861831665,
-    0.0007271999716758728,
-    0.001981376051902771
+    0.00014044800400733948,
+    0.0003273920118808746,
+    0.0013100160360336303
    ],
-   "host_canary_seconds": 1.0288200000019288e-05,
-   "host_backward_canary_seconds": 2.015994999993609e-05,
+   "host_canary_seconds": 6.978064999998423e-06,
+   "host_backward_canary_seconds": 1.3079939999443012e-05,
    "pass_seconds": [
-    7.196114957332612e-05,
-    6.860876349466187e-05,
-    6.856685663972584e-05
+    5.954438376994361e-05,
+    6.513752646389464e-05,
+    6.944152411250841e-05
    ],
    "pass_host_canary_seconds": [
-    1.0288200000019288e-05,
-    1.0373252499960018e-05,
-    1.106136499998911e-05
+    6.978064999998423e-06,
+    7.72819500014066e-06,
+    1.0162417499941511e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.015994999993609e-05,
-    2.0455085000037343e-05,
-    2.138252999998258e-05
+    1.3079939999443012e-05,
+    1.5091970000185028e-05,
+    1.9718309999348094e-05
    ]
   },
   "layer_forward_conv2d_nobias_autocast": {
-   "seconds": 4.9684573497091024e-05,
-   "min": 2.2243047753969822e-05,
-   "max": 5.794209099951244e-05,
+   "seconds": 2.7929903850668948e-05,
+   "min": 2.6784761675766536e-05,
+   "max": 3.722057136751357e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1409,32 +1409,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00015004800260066985,
-    0.00033257600665092467,
-    0.0010220799446105956
+    6.55680000782013e-05,
+    0.00014905600249767303,
+    0.0004683839976787567
    ],
-   "host_canary_seconds": 1.0516615000000228e-05,
-   "host_backward_canary_seconds": 1.871304000005125e-05,
+   "host_canary_seconds": 6.9012974998372555e-06,
+   "host_backward_canary_seconds": 1.3982400000145388e-05,
    "pass_seconds": [
-    5.794209099951244e-05,
-    2.2243047753969822e-05,
-    4.9684573497091024e-05
+    2.6784761675766536e-05,
+    3.722057136751357e-05,
+    2.7929903850668948e-05
    ],
    "pass_host_canary_seconds": [
-    1.0516615000000228e-05,
-    1.0519869999967567e-05,
-    1.0673817499977646e-05
+    6.9012974998372555e-06,
+    7.977392500038149e-06,
+    8.33155500004068e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.871304000005125e-05,
-    2.0408899999893037e-05,
-    2.183051499997646e-05
+    1.3982400000145388e-05,
+    1.5068244999270063e-05,
+    1.6576700000996426e-05
    ]
   },
   "layer_backward_conv2d_nobias_autocast": {
-   "seconds": 0.00011857142831598008,
-   "min": 7.687543829282126e-05,
-   "max": 0.00013437561548891523,
+   "seconds": 8.977067364113672e-05,
+   "min": 8.31123806890987e-05,
+   "max": 0.00010284496169714701,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1443,32 +1443,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0006248639822006225,
-    0.0011143039464950562,
-    0.0026754560470581053
+    0.000250656008720398,
+    0.0006216959953308105,
+    0.002006112098693848
    ],
-   "host_canary_seconds": 1.0516615000000228e-05,
-   "host_backward_canary_seconds": 1.871304000005125e-05,
+   "host_canary_seconds": 6.9012974998372555e-06,
+   "host_backward_canary_seconds": 1.3982400000145388e-05,
    "pass_seconds": [
-    7.687543829282126e-05,
-    0.00013437561548891523,
-    0.00011857142831598008
+    8.977067364113672e-05,
+    8.31123806890987e-05,
+    0.00010284496169714701
    ],
    "pass_host_canary_seconds": [
-    1.0516615000000228e-05,
-    1.0519869999967567e-05,
-    1.0673817499977646e-05
+    6.9012974998372555e-06,
+    7.977392500038149e-06,
+    8.33155500004068e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.871304000005125e-05,
-    2.0408899999893037e-05,
-    2.183051499997646e-05
+    1.3982400000145388e-05,
+    1.5068244999270063e-05,
+    1.6576700000996426e-05
    ]
   },
   "layer_forward_conv1d": {
-   "seconds": 4.8615617411477224e-05,
-   "min": 2.4993523600555603e-05,
-   "max": 5.446857178495043e-05,
+   "seconds": 4.73401906589667e-05,
+   "min": 2.6623237700689405e-05,
+   "max": 6.874514548551469e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1477,32 +1477,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    9.638399630784989e-05,
-    0.00026489600539207457,
-    0.0005024639964103699
+    3.990399837493896e-05,
+    0.00011711999773979187,
+    0.00043836799263954164
    ],
-   "host_canary_seconds": 7.4358649999339834e-06,
-   "host_backward_canary_seconds": 1.5241740000107029e-05,
+   "host_canary_seconds": 7.032549999621551e-06,
+   "host_backward_canary_seconds": 1.3880149999749847e-05,
    "pass_seconds": [
-    2.4993523600555603e-05,
-    4.8615617411477224e-05,
-    5.446857178495043e-05
+    2.6623237700689405e-05,
+    4.73401906589667e-05,
+    6.874514548551469e-05
    ],
    "pass_host_canary_seconds": [
-    7.4358649999339834e-06,
-    1.0487210000036384e-05,
-    1.1251700000087794e-05
+    7.032549999621551e-06,
+    1.0146717499992519e-05,
+    1.1048785000298266e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5241740000107029e-05,
-    2.0445400000141945e-05,
-    2.1489580000206842e-05
+    1.3880149999749847e-05,
+    1.9134985000164305e-05,
+    1.660661999949298e-05
    ]
   },
   "layer_backward_conv1d": {
-   "seconds": 7.444113386528836e-05,
-   "min": 5.636266689924967e-05,
-   "max": 9.228648174376716e-05,
+   "seconds": 8.232990333012174e-05,
+   "min": 6.180571303481149e-05,
+   "max": 8.877410154257505e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1511,32 +1511,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003994239866733551,
-    0.000847711980342865,
-    0.001687839984893799
+    0.00021583999693393707,
+    0.000463232010602951,
+    0.001823647975921631
    ],
-   "host_canary_seconds": 7.4358649999339834e-06,
-   "host_backward_canary_seconds": 1.5241740000107029e-05,
+   "host_canary_seconds": 7.032549999621551e-06,
+   "host_backward_canary_seconds": 1.3880149999749847e-05,
    "pass_seconds": [
-    5.636266689924967e-05,
-    9.228648174376716e-05,
-    7.444113386528836e-05
+    8.232990333012174e-05,
+    8.877410154257505e-05,
+    6.180571303481149e-05
    ],
    "pass_host_canary_seconds": [
-    7.4358649999339834e-06,
-    1.0487210000036384e-05,
-    1.1251700000087794e-05
+    7.032549999621551e-06,
+    1.0146717499992519e-05,
+    1.1048785000298266e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5241740000107029e-05,
-    2.0445400000141945e-05,
-    2.1489580000206842e-05
+    1.3880149999749847e-05,
+    1.9134985000164305e-05,
+    1.660661999949298e-05
    ]
   },
   "layer_forward_conv1d_autocast": {
-   "seconds": 8.464075979732333e-05,
-   "min": 5.385143025999978e-05,
-   "max": 9.372037862028395e-05,
+   "seconds": 5.632914141530082e-05,
+   "min": 3.9263236380758744e-05,
+   "max": 8.909942919299716e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1545,32 +1545,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.857599645853042e-05,
-    0.0002608959972858429,
-    0.0008999360203742981
+    9.350399672985077e-05,
+    0.00023270399868488312,
+    0.0009285119771957397
    ],
-   "host_canary_seconds": 7.279794999988098e-06,
-   "host_backward_canary_seconds": 1.5887699999979075e-05,
+   "host_canary_seconds": 7.073399999626418e-06,
+   "host_backward_canary_seconds": 1.4755379999087381e-05,
    "pass_seconds": [
-    5.385143025999978e-05,
-    9.372037862028395e-05,
-    8.464075979732333e-05
+    5.632914141530082e-05,
+    3.9263236380758744e-05,
+    8.909942919299716e-05
    ],
    "pass_host_canary_seconds": [
-    7.279794999988098e-06,
-    1.0796894999884898e-05,
-    1.0777959999899167e-05
+    7.073399999626418e-06,
+    1.0324330000344162e-05,
+    1.0775069999908738e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5887699999979075e-05,
-    2.0305930000006356e-05,
-    2.0052250000048844e-05
+    1.4755379999087381e-05,
+    1.8762220000780872e-05,
+    1.8807259999675806e-05
    ]
   },
   "layer_backward_conv1d_autocast": {
-   "seconds": 0.00014137372587408342,
-   "min": 0.00012336303896847225,
-   "max": 0.00014649294529642379,
+   "seconds": 0.0001510438216584069,
+   "min": 0.00011419123233783813,
+   "max": 0.00019162438100292568,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1579,32 +1579,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005857279896736145,
-    0.0010991040468215942,
-    0.0032378559112548827
+    0.0003349440097808838,
+    0.0009960319995880127,
+    0.002942591905593872
    ],
-   "host_canary_seconds": 7.279794999988098e-06,
-   "host_backward_canary_seconds": 1.5887699999979075e-05,
+   "host_canary_seconds": 7.073399999626418e-06,
+   "host_backward_canary_seconds": 1.4755379999087381e-05,
    "pass_seconds": [
-    0.00012336303896847225,
-    0.00014137372587408342,
-    0.00014649294529642379
+    0.00011419123233783813,
+    0.00019162438100292568,
+    0.0001510438216584069
    ],
    "pass_host_canary_seconds": [
-    7.279794999988098e-06,
-    1.0796894999884898e-05,
-    1.0777959999899167e-05
+    7.073399999626418e-06,
+    1.0324330000344162e-05,
+    1.0775069999908738e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5887699999979075e-05,
-    2.0305930000006356e-05,
-    2.0052250000048844e-05
+    1.4755379999087381e-05,
+    1.8762220000780872e-05,
+    1.8807259999675806e-05
    ]
   },
   "layer_forward_conv1d_nobias": {
-   "seconds": 1.9921524184090747e-05,
-   "min": 1.9200762467724936e-05,
-   "max": 3.698895374933878e-05,
+   "seconds": 1.9796571561268402e-05,
+   "min": 1.9725713701475233e-05,
+   "max": 3.2241525926760264e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1613,32 +1613,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.129599988460541e-05,
-    8.819200098514557e-05,
-    0.0003190720081329346
+    2.8960000723600386e-05,
+    9.145600348711014e-05,
+    0.0003259519934654236
    ],
-   "host_canary_seconds": 7.041530000009288e-06,
-   "host_backward_canary_seconds": 1.2418929999995498e-05,
+   "host_canary_seconds": 7.09227499953613e-06,
+   "host_backward_canary_seconds": 1.4430920000449987e-05,
    "pass_seconds": [
-    1.9200762467724936e-05,
-    1.9921524184090747e-05,
-    3.698895374933878e-05
+    1.9725713701475233e-05,
+    1.9796571561268402e-05,
+    3.2241525926760264e-05
    ],
    "pass_host_canary_seconds": [
-    7.041530000009288e-06,
-    9.770935000048553e-06,
-    1.1072852500007002e-05
+    7.09227499953613e-06,
+    7.629795000241302e-06,
+    1.0793300000386807e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.2418929999995498e-05,
-    1.991399499999602e-05,
-    2.0154585000113913e-05
+    1.4430920000449987e-05,
+    1.8280820000313725e-05,
+    2.0578209999939643e-05
    ]
   },
   "layer_backward_conv1d_nobias": {
-   "seconds": 6.544914273988635e-05,
-   "min": 3.7705140099638995e-05,
-   "max": 7.689295496259419e-05,
+   "seconds": 7.345981257302421e-05,
+   "min": 4.348495318776085e-05,
+   "max": 7.533713767216321e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1647,32 +1647,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00019465599954128265,
-    0.0003957439959049225,
-    0.0010583679676055909
+    0.00015593600273132324,
+    0.0003932799994945526,
+    0.0011200000047683716
    ],
-   "host_canary_seconds": 7.041530000009288e-06,
-   "host_backward_canary_seconds": 1.2418929999995498e-05,
+   "host_canary_seconds": 7.09227499953613e-06,
+   "host_backward_canary_seconds": 1.4430920000449987e-05,
    "pass_seconds": [
-    3.7705140099638995e-05,
-    7.689295496259419e-05,
-    6.544914273988635e-05
+    4.348495318776085e-05,
+    7.345981257302421e-05,
+    7.533713767216321e-05
    ],
    "pass_host_canary_seconds": [
-    7.041530000009288e-06,
-    9.770935000048553e-06,
-    1.1072852500007002e-05
+    7.09227499953613e-06,
+    7.629795000241302e-06,
+    1.0793300000386807e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.2418929999995498e-05,
-    1.991399499999602e-05,
-    2.0154585000113913e-05
+    1.4430920000449987e-05,
+    1.8280820000313725e-05,
+    2.0578209999939643e-05
    ]
   },
   "layer_forward_conv1d_nobias_autocast": {
-   "seconds": 4.142171570232936e-05,
-   "min": 3.185219246716727e-05,
-   "max": 5.476038157939911e-05,
+   "seconds": 3.00159990077927e-05,
+   "min": 2.9874287545681e-05,
+   "max": 5.686857444899423e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1681,32 +1681,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.508799642324447e-05,
-    0.00015356799960136413,
-    0.0005405120253562927
+    7.391999661922455e-05,
+    0.000151296004652977,
+    0.000517952024936676
    ],
-   "host_canary_seconds": 7.407972499997583e-06,
-   "host_backward_canary_seconds": 1.6714910000033e-05,
+   "host_canary_seconds": 6.979159999787044e-06,
+   "host_backward_canary_seconds": 1.495347499997024e-05,
    "pass_seconds": [
-    3.185219246716727e-05,
-    4.142171570232936e-05,
-    5.476038157939911e-05
+    2.9874287545681e-05,
+    3.00159990077927e-05,
+    5.686857444899423e-05
    ],
    "pass_host_canary_seconds": [
-    7.407972499997583e-06,
-    8.987272500107223e-06,
-    1.1180744999990111e-05
+    6.979159999787044e-06,
+    7.306037500143248e-06,
+    1.1163992499803044e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6714910000033e-05,
-    2.0659744999989017e-05,
-    1.9328429999916352e-05
+    1.495347499997024e-05,
+    1.7803360000243627e-05,
+    2.0741235000514277e-05
    ]
   },
   "layer_backward_conv1d_nobias_autocast": {
-   "seconds": 0.00012887618974560783,
-   "min": 0.00011217905297165825,
-   "max": 0.00012893714649336678,
+   "seconds": 0.00011381867279609043,
+   "min": 0.00010314513565528962,
+   "max": 0.0001275717999253954,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1715,32 +1715,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003523199856281281,
-    0.0006911360025405884,
-    0.002715456008911133
+    0.0003932479918003082,
+    0.0008067200183868408,
+    0.0023933439254760743
    ],
-   "host_canary_seconds": 7.407972499997583e-06,
-   "host_backward_canary_seconds": 1.6714910000033e-05,
+   "host_canary_seconds": 6.979159999787044e-06,
+   "host_backward_canary_seconds": 1.495347499997024e-05,
    "pass_seconds": [
-    0.00012887618974560783,
-    0.00012893714649336678,
-    0.00011217905297165825
+    0.00010314513565528962,
+    0.00011381867279609043,
+    0.0001275717999253954
    ],
    "pass_host_canary_seconds": [
-    7.407972499997583e-06,
-    8.987272500107223e-06,
-    1.1180744999990111e-05
+    6.979159999787044e-06,
+    7.306037500143248e-06,
+    1.1163992499803044e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6714910000033e-05,
-    2.0659744999989017e-05,
-    1.9328429999916352e-05
+    1.495347499997024e-05,
+    1.7803360000243627e-05,
+    2.0741235000514277e-05
    ]
   },
   "layer_forward_batchnorm2d": {
-   "seconds": 6.3327238318466e-05,
-   "min": 3.9632760875281837e-05,
-   "max": 6.886857038452511e-05,
+   "seconds": 3.616685650887944e-05,
+   "min": 3.502552158066205e-05,
+   "max": 6.842286068768729e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1749,32 +1749,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.311999842524528e-05,
-    0.00016550399363040924,
-    0.0006454399824142456
+    5.526399984955787e-05,
+    0.00019468800723552703,
+    0.0005920959711074829
    ],
-   "host_canary_seconds": 7.910614999957489e-06,
-   "host_backward_canary_seconds": 1.6504580000002988e-05,
+   "host_canary_seconds": 7.4071000000230924e-06,
+   "host_backward_canary_seconds": 1.5207050000753953e-05,
    "pass_seconds": [
-    3.9632760875281837e-05,
-    6.886857038452511e-05,
-    6.3327238318466e-05
+    3.502552158066205e-05,
+    3.616685650887944e-05,
+    6.842286068768729e-05
    ],
    "pass_host_canary_seconds": [
-    7.910614999957489e-06,
-    1.0759427500062202e-05,
-    1.0958830000049602e-05
+    7.4071000000230924e-06,
+    7.4734999998327115e-06,
+    1.0906214999977237e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6504580000002988e-05,
-    1.8518270000100756e-05,
-    1.836242000024413e-05
+    1.5207050000753953e-05,
+    1.6734939999878407e-05,
+    2.0240759999978765e-05
    ]
   },
   "layer_backward_batchnorm2d": {
-   "seconds": 6.346742773339863e-05,
-   "min": 3.43733330567678e-05,
-   "max": 6.610438600182534e-05,
+   "seconds": 6.202971403087886e-05,
+   "min": 5.399085953831672e-05,
+   "max": 8.963885176039877e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1783,32 +1783,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00019424000382423402,
-    0.000546559989452362,
-    0.0017920000553131104
+    0.00017577600479125977,
+    0.0004440320134162903,
+    0.002010495901107788
    ],
-   "host_canary_seconds": 7.910614999957489e-06,
-   "host_backward_canary_seconds": 1.6504580000002988e-05,
+   "host_canary_seconds": 7.4071000000230924e-06,
+   "host_backward_canary_seconds": 1.5207050000753953e-05,
    "pass_seconds": [
-    6.610438600182534e-05,
-    3.43733330567678e-05,
-    6.346742773339863e-05
+    8.963885176039877e-05,
+    5.399085953831672e-05,
+    6.202971403087886e-05
    ],
    "pass_host_canary_seconds": [
-    7.910614999957489e-06,
-    1.0759427500062202e-05,
-    1.0958830000049602e-05
+    7.4071000000230924e-06,
+    7.4734999998327115e-06,
+    1.0906214999977237e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6504580000002988e-05,
-    1.8518270000100756e-05,
-    1.836242000024413e-05
+    1.5207050000753953e-05,
+    1.6734939999878407e-05,
+    2.0240759999978765e-05
    ]
   },
   "layer_forward_batchnorm2d_autocast": {
-   "seconds": 3.940266831999734e-05,
-   "min": 3.86559988061587e-05,
-   "max": 7.072152481192634e-05,
+   "seconds": 3.507428580806369e-05,
+   "min": 3.1814855479058765e-05,
+   "max": 6.564418829622721e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1817,32 +1817,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    9.350399672985077e-05,
-    0.00022947199642658233,
-    0.0006904640197753906
+    0.0001270720064640045,
+    0.00033260801434516907,
+    0.0006409919857978821
    ],
-   "host_canary_seconds": 8.771420000002196e-06,
-   "host_backward_canary_seconds": 1.599374999997849e-05,
+   "host_canary_seconds": 7.349885000280665e-06,
+   "host_backward_canary_seconds": 1.8687340000269613e-05,
    "pass_seconds": [
-    3.940266831999734e-05,
-    3.86559988061587e-05,
-    7.072152481192634e-05
+    3.1814855479058765e-05,
+    3.507428580806369e-05,
+    6.564418829622721e-05
    ],
    "pass_host_canary_seconds": [
-    8.771420000002196e-06,
-    8.120414999979175e-06,
-    1.0885790000045858e-05
+    7.349885000280665e-06,
+    7.2809850001931405e-06,
+    1.0912930000017695e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.599374999997849e-05,
-    1.927359000006845e-05,
-    2.0178430000044044e-05
+    1.8687340000269613e-05,
+    1.5995819999261585e-05,
+    2.052074000062021e-05
    ]
   },
   "layer_backward_batchnorm2d_autocast": {
-   "seconds": 6.77600024001939e-05,
-   "min": 5.915428981894537e-05,
-   "max": 7.489447047313055e-05,
+   "seconds": 6.963276366392774e-05,
+   "min": 5.677105060645511e-05,
+   "max": 7.72639988433747e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1851,32 +1851,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00025910401344299316,
-    0.0005363519787788391,
-    0.0019516799449920655
+    0.00030048000812530517,
+    0.0005280960202217102,
+    0.0019034559726715087
    ],
-   "host_canary_seconds": 8.771420000002196e-06,
-   "host_backward_canary_seconds": 1.599374999997849e-05,
+   "host_canary_seconds": 7.349885000280665e-06,
+   "host_backward_canary_seconds": 1.8687340000269613e-05,
    "pass_seconds": [
-    7.489447047313055e-05,
-    6.77600024001939e-05,
-    5.915428981894537e-05
+    7.72639988433747e-05,
+    5.677105060645511e-05,
+    6.963276366392774e-05
    ],
    "pass_host_canary_seconds": [
-    8.771420000002196e-06,
-    8.120414999979175e-06,
-    1.0885790000045858e-05
+    7.349885000280665e-06,
+    7.2809850001931405e-06,
+    1.0912930000017695e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.599374999997849e-05,
-    1.927359000006845e-05,
-    2.0178430000044044e-05
+    1.8687340000269613e-05,
+    1.5995819999261585e-05,
+    2.052074000062021e-05
    ]
   },
   "layer_forward_layernorm": {
-   "seconds": 1.7975618175807452e-05,
-   "min": 1.5873522896851813e-05,
-   "max": 2.9417905069532845e-05,
+   "seconds": 1.910400071314403e-05,
+   "min": 1.6247618056478953e-05,
+   "max": 3.5620570182800295e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1885,32 +1885,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.851199917495251e-05,
-    7.817599922418594e-05,
-    0.0002672959864139557
+    3.55519987642765e-05,
+    7.558400183916092e-05,
+    0.0003163520097732544
    ],
-   "host_canary_seconds": 7.719199999982606e-06,
-   "host_backward_canary_seconds": 1.5303130000035024e-05,
+   "host_canary_seconds": 7.126575000029334e-06,
+   "host_backward_canary_seconds": 1.482628999951885e-05,
    "pass_seconds": [
-    1.5873522896851813e-05,
-    1.7975618175807452e-05,
-    2.9417905069532845e-05
+    1.910400071314403e-05,
+    1.6247618056478953e-05,
+    3.5620570182800295e-05
    ],
    "pass_host_canary_seconds": [
-    7.719199999982606e-06,
-    8.226900000067872e-06,
-    1.1147470000025805e-05
+    7.126575000029334e-06,
+    7.2056200002634796e-06,
+    1.1087187500038452e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5303130000035024e-05,
-    1.9414359999814224e-05,
-    2.0518460000005235e-05
+    1.482628999951885e-05,
+    1.5565690000585163e-05,
+    1.9838470000195232e-05
    ]
   },
   "layer_backward_layernorm": {
-   "seconds": 5.7145145677384865e-05,
-   "min": 5.352838275333245e-05,
-   "max": 7.535085463452907e-05,
+   "seconds": 4.818133229301089e-05,
+   "min": 4.375314109382174e-05,
+   "max": 6.195810011454992e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1919,32 +1919,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00013148799538612366,
-    0.00044095999002456666,
-    0.001206272006034851
+    0.00015001599490642548,
+    0.00030668801069259644,
+    0.0010822399854660033
    ],
-   "host_canary_seconds": 7.719199999982606e-06,
-   "host_backward_canary_seconds": 1.5303130000035024e-05,
+   "host_canary_seconds": 7.126575000029334e-06,
+   "host_backward_canary_seconds": 1.482628999951885e-05,
    "pass_seconds": [
-    5.352838275333245e-05,
-    7.535085463452907e-05,
-    5.7145145677384865e-05
+    4.375314109382174e-05,
+    6.195810011454992e-05,
+    4.818133229301089e-05
    ],
    "pass_host_canary_seconds": [
-    7.719199999982606e-06,
-    8.226900000067872e-06,
-    1.1147470000025805e-05
+    7.126575000029334e-06,
+    7.2056200002634796e-06,
+    1.1087187500038452e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5303130000035024e-05,
-    1.9414359999814224e-05,
-    2.0518460000005235e-05
+    1.482628999951885e-05,
+    1.5565690000585163e-05,
+    1.9838470000195232e-05
    ]
   },
   "layer_forward_layernorm_autocast": {
-   "seconds": 3.1485712953976226e-05,
-   "min": 1.9579427760271798e-05,
-   "max": 3.340952488638106e-05,
+   "seconds": 1.7218286260252905e-05,
+   "min": 1.7124571793136142e-05,
+   "max": 3.839999863079616e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1953,32 +1953,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.395199686288834e-05,
-    0.00010457599908113479,
-    0.000358271986246109
+    4.204799979925156e-05,
+    9.359999746084214e-05,
+    0.0002989760041236877
    ],
-   "host_canary_seconds": 8.07480750001588e-06,
-   "host_backward_canary_seconds": 1.5950505000077442e-05,
+   "host_canary_seconds": 8.338994999803618e-06,
+   "host_backward_canary_seconds": 1.549227000054998e-05,
    "pass_seconds": [
-    1.9579427760271798e-05,
-    3.340952488638106e-05,
-    3.1485712953976226e-05
+    1.7124571793136142e-05,
+    1.7218286260252905e-05,
+    3.839999863079616e-05
    ],
    "pass_host_canary_seconds": [
-    8.07480750001588e-06,
-    1.0630555000048504e-05,
-    1.1345022499966717e-05
+    8.338994999803618e-06,
+    9.980695000137986e-06,
+    1.1290424999970128e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5950505000077442e-05,
-    1.9386339999982738e-05,
-    2.025795500003369e-05
+    1.549227000054998e-05,
+    1.553895000029115e-05,
+    1.9904680000308874e-05
    ]
   },
   "layer_backward_layernorm_autocast": {
-   "seconds": 5.2403048035644337e-05,
-   "min": 4.8963814796436415e-05,
-   "max": 5.96921933548791e-05,
+   "seconds": 5.570590655718531e-05,
+   "min": 4.525257292247954e-05,
+   "max": 7.529828857098309e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1987,32 +1987,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002789439857006073,
-    0.0005687040090560913,
-    0.0013351360559463502
+    0.00017375999689102172,
+    0.0003234879970550537,
+    0.0012432960271835326
    ],
-   "host_canary_seconds": 8.07480750001588e-06,
-   "host_backward_canary_seconds": 1.5950505000077442e-05,
+   "host_canary_seconds": 8.338994999803618e-06,
+   "host_backward_canary_seconds": 1.549227000054998e-05,
    "pass_seconds": [
-    4.8963814796436415e-05,
-    5.2403048035644337e-05,
-    5.96921933548791e-05
+    5.570590655718531e-05,
+    7.529828857098309e-05,
+    4.525257292247954e-05
    ],
    "pass_host_canary_seconds": [
-    8.07480750001588e-06,
-    1.0630555000048504e-05,
-    1.1345022499966717e-05
+    8.338994999803618e-06,
+    9.980695000137986e-06,
+    1.1290424999970128e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5950505000077442e-05,
-    1.9386339999982738e-05,
-    2.025795500003369e-05
+    1.549227000054998e-05,
+    1.553895000029115e-05,
+    1.9904680000308874e-05
    ]
   },
   "layer_forward_groupnorm": {
-   "seconds": 3.857752272770518e-05,
-   "min": 3.299581011136373e-05,
-   "max": 5.565790477253142e-05,
+   "seconds": 5.51306651461692e-05,
+   "min": 3.3970285207033156e-05,
+   "max": 6.986514585358756e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2021,32 +2021,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.710400104522705e-05,
-    0.00015244799852371215,
-    0.0005441600084304809
+    4.735999926924705e-05,
+    0.00014575999975204468,
+    0.0005557439923286438
    ],
-   "host_canary_seconds": 7.228605000015875e-06,
-   "host_backward_canary_seconds": 1.7130624999950327e-05,
+   "host_canary_seconds": 7.306249999885494e-06,
+   "host_backward_canary_seconds": 1.5778825000438703e-05,
    "pass_seconds": [
-    3.299581011136373e-05,
-    3.857752272770518e-05,
-    5.565790477253142e-05
+    3.3970285207033156e-05,
+    5.51306651461692e-05,
+    6.986514585358756e-05
    ],
    "pass_host_canary_seconds": [
-    7.228605000015875e-06,
-    1.0454170000002706e-05,
-    8.463812500068003e-06
+    7.306249999885494e-06,
+    1.0408989999746155e-05,
+    1.148722249979528e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7130624999950327e-05,
-    1.987196999976959e-05,
-    2.0892509999868023e-05
+    1.5778825000438703e-05,
+    1.6375799999650555e-05,
+    2.016859500031387e-05
    ]
   },
   "layer_backward_groupnorm": {
-   "seconds": 0.00010157943481490725,
-   "min": 9.154972008296424e-05,
-   "max": 0.00012446933967016994,
+   "seconds": 8.250362071253003e-05,
+   "min": 6.616836928185963e-05,
+   "max": 9.006552877170699e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2055,32 +2055,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00024406400322914124,
-    0.0008509119749069213,
-    0.0021899840831756594
+    0.00024195200204849243,
+    0.0008122239708900452,
+    0.002168544054031372
    ],
-   "host_canary_seconds": 7.228605000015875e-06,
-   "host_backward_canary_seconds": 1.7130624999950327e-05,
+   "host_canary_seconds": 7.306249999885494e-06,
+   "host_backward_canary_seconds": 1.5778825000438703e-05,
    "pass_seconds": [
-    9.154972008296424e-05,
-    0.00012446933967016994,
-    0.00010157943481490725
+    9.006552877170699e-05,
+    8.250362071253003e-05,
+    6.616836928185963e-05
    ],
    "pass_host_canary_seconds": [
-    7.228605000015875e-06,
-    1.0454170000002706e-05,
-    8.463812500068003e-06
+    7.306249999885494e-06,
+    1.0408989999746155e-05,
+    1.148722249979528e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7130624999950327e-05,
-    1.987196999976959e-05,
-    2.0892509999868023e-05
+    1.5778825000438703e-05,
+    1.6375799999650555e-05,
+    2.016859500031387e-05
    ]
   },
   "layer_forward_groupnorm_autocast": {
-   "seconds": 4.823390536365055e-05,
-   "min": 3.1654094656308486e-05,
-   "max": 6.469104616414932e-05,
+   "seconds": 3.6236191966703963e-05,
+   "min": 2.985219018799918e-05,
+   "max": 3.878019146976016e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2089,32 +2089,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.313599646091461e-05,
-    0.000270143985748291,
-    0.0005752959847450256
+    6.111999973654748e-05,
+    0.00016995200514793396,
+    0.0006047040224075317
    ],
-   "host_canary_seconds": 7.626175000012836e-06,
-   "host_backward_canary_seconds": 1.6075740000047744e-05,
+   "host_canary_seconds": 7.084169999984624e-06,
+   "host_backward_canary_seconds": 1.5137650000269787e-05,
    "pass_seconds": [
-    3.1654094656308486e-05,
-    4.823390536365055e-05,
-    6.469104616414932e-05
+    3.6236191966703963e-05,
+    2.985219018799918e-05,
+    3.878019146976016e-05
    ],
    "pass_host_canary_seconds": [
-    7.626175000012836e-06,
-    1.0228045000104657e-05,
-    1.1340852500012489e-05
+    7.084169999984624e-06,
+    7.989292499814836e-06,
+    8.551327499901618e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6075740000047744e-05,
-    1.979865000009795e-05,
-    2.1015069999918976e-05
+    1.5137650000269787e-05,
+    1.6977529999735455e-05,
+    1.674842499994611e-05
    ]
   },
   "layer_backward_groupnorm_autocast": {
-   "seconds": 9.88281819792021e-05,
-   "min": 8.58735278958366e-05,
-   "max": 0.00011307961671125322,
+   "seconds": 0.00010128227834190645,
+   "min": 8.946438328850836e-05,
+   "max": 0.00010996037295886447,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2123,32 +2123,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003213120102882385,
-    0.0007936959862709045,
-    0.002124160051345825
+    0.00020793600380420685,
+    0.000588096022605896,
+    0.002094464063644409
    ],
-   "host_canary_seconds": 7.626175000012836e-06,
-   "host_backward_canary_seconds": 1.6075740000047744e-05,
+   "host_canary_seconds": 7.084169999984624e-06,
+   "host_backward_canary_seconds": 1.5137650000269787e-05,
    "pass_seconds": [
-    8.58735278958366e-05,
-    9.88281819792021e-05,
-    0.00011307961671125322
+    8.946438328850836e-05,
+    0.00010996037295886447,
+    0.00010128227834190645
    ],
    "pass_host_canary_seconds": [
-    7.626175000012836e-06,
-    1.0228045000104657e-05,
-    1.1340852500012489e-05
+    7.084169999984624e-06,
+    7.989292499814836e-06,
+    8.551327499901618e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6075740000047744e-05,
-    1.979865000009795e-05,
-    2.1015069999918976e-05
+    1.5137650000269787e-05,
+    1.6977529999735455e-05,
+    1.674842499994611e-05
    ]
   },
   "layer_forward_relu": {
-   "seconds": 1.6588191546144937e-05,
-   "min": 1.0327618569135666e-05,
-   "max": 1.9910856815321103e-05,
+   "seconds": 1.0966857540465537e-05,
+   "min": 9.982476543102944e-06,
+   "max": 1.1058285566312924e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2157,32 +2157,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    1.942400075495243e-05,
-    5.3472001105546954e-05,
-    0.00017535999417304991
+    2.099199965596199e-05,
+    5.152000114321709e-05,
+    0.0001847040057182312
    ],
-   "host_canary_seconds": 7.113429999989762e-06,
-   "host_backward_canary_seconds": 1.4245300000013116e-05,
+   "host_canary_seconds": 7.757784999853356e-06,
+   "host_backward_canary_seconds": 1.729212999975971e-05,
    "pass_seconds": [
-    1.0327618569135666e-05,
-    1.9910856815321103e-05,
-    1.6588191546144937e-05
+    1.0966857540465537e-05,
+    1.1058285566312924e-05,
+    9.982476543102944e-06
    ],
    "pass_host_canary_seconds": [
-    7.113429999989762e-06,
-    1.177633250001975e-05,
-    1.1118962500020756e-05
+    7.757784999853356e-06,
+    7.3044850000769656e-06,
+    8.743015000050036e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4245300000013116e-05,
-    2.0601849999906108e-05,
-    2.2039459999945165e-05
+    1.729212999975971e-05,
+    1.5060519999678945e-05,
+    1.547628000025725e-05
    ]
   },
   "layer_backward_relu": {
-   "seconds": 2.5144378965099653e-05,
-   "min": 1.958399851407324e-05,
-   "max": 3.0240760317870554e-05,
+   "seconds": 2.332952201721214e-05,
+   "min": 1.6917335401688306e-05,
+   "max": 2.3740191988292194e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2191,32 +2191,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    9.52960029244423e-05,
-    0.0001695680022239685,
-    0.000538815975189209
+    9.484799951314926e-05,
+    0.00017379200458526612,
+    0.000601311981678009
    ],
-   "host_canary_seconds": 7.113429999989762e-06,
-   "host_backward_canary_seconds": 1.4245300000013116e-05,
+   "host_canary_seconds": 7.757784999853356e-06,
+   "host_backward_canary_seconds": 1.729212999975971e-05,
    "pass_seconds": [
-    1.958399851407324e-05,
-    2.5144378965099653e-05,
-    3.0240760317870554e-05
+    2.332952201721214e-05,
+    1.6917335401688306e-05,
+    2.3740191988292194e-05
    ],
    "pass_host_canary_seconds": [
-    7.113429999989762e-06,
-    1.177633250001975e-05,
-    1.1118962500020756e-05
+    7.757784999853356e-06,
+    7.3044850000769656e-06,
+    8.743015000050036e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4245300000013116e-05,
-    2.0601849999906108e-05,
-    2.2039459999945165e-05
+    1.729212999975971e-05,
+    1.5060519999678945e-05,
+    1.547628000025725e-05
    ]
   },
   "layer_forward_relu_autocast": {
-   "seconds": 1.8312380072616395e-05,
-   "min": 1.0940952315216973e-05,
-   "max": 2.1177143922873904e-05,
+   "seconds": 1.197409505645434e-05,
+   "min": 1.0778666252181643e-05,
+   "max": 1.2902095736492248e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2225,32 +2225,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.254399821162224e-05,
-    6.713599711656571e-05,
-    0.00019724799692630768
+    4.355200007557869e-05,
+    6.825599819421769e-05,
+    0.00020268799364566803
    ],
-   "host_canary_seconds": 7.423874999972213e-06,
-   "host_backward_canary_seconds": 1.2589929999933247e-05,
+   "host_canary_seconds": 6.922365000150421e-06,
+   "host_backward_canary_seconds": 1.7940899999757677e-05,
    "pass_seconds": [
-    1.0940952315216973e-05,
-    2.1177143922873904e-05,
-    1.8312380072616395e-05
+    1.0778666252181643e-05,
+    1.197409505645434e-05,
+    1.2902095736492248e-05
    ],
    "pass_host_canary_seconds": [
-    7.423874999972213e-06,
-    1.12102625000432e-05,
-    1.118183999992084e-05
+    6.922365000150421e-06,
+    7.502560000034465e-06,
+    8.306920000222817e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.2589929999933247e-05,
-    2.094413000008899e-05,
-    2.1814389999974537e-05
+    1.7940899999757677e-05,
+    1.8058930000393047e-05,
+    1.9908560000203578e-05
    ]
   },
   "layer_backward_relu_autocast": {
-   "seconds": 2.7152757914293375e-05,
-   "min": 1.0274285007090797e-05,
-   "max": 2.8998095719587234e-05,
+   "seconds": 2.4537904986313413e-05,
+   "min": 2.3642666460502713e-05,
+   "max": 3.309714350671995e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2259,32 +2259,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001531520038843155,
-    0.00025196799635887146,
-    0.0004831039905548096
+    0.00012838399410247802,
+    0.00019788800179958345,
+    0.0006459839940071106
    ],
-   "host_canary_seconds": 7.423874999972213e-06,
-   "host_backward_canary_seconds": 1.2589929999933247e-05,
+   "host_canary_seconds": 6.922365000150421e-06,
+   "host_backward_canary_seconds": 1.7940899999757677e-05,
    "pass_seconds": [
-    1.0274285007090797e-05,
-    2.7152757914293375e-05,
-    2.8998095719587234e-05
+    2.4537904986313413e-05,
+    3.309714350671995e-05,
+    2.3642666460502713e-05
    ],
    "pass_host_canary_seconds": [
-    7.423874999972213e-06,
-    1.12102625000432e-05,
-    1.118183999992084e-05
+    6.922365000150421e-06,
+    7.502560000034465e-06,
+    8.306920000222817e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.2589929999933247e-05,
-    2.094413000008899e-05,
-    2.1814389999974537e-05
+    1.7940899999757677e-05,
+    1.8058930000393047e-05,
+    1.9908560000203578e-05
    ]
   },
   "layer_forward_gelu": {
-   "seconds": 1.616838059964634e-05,
-   "min": 9.855999655666806e-06,
-   "max": 1.9135999892439163e-05,
+   "seconds": 1.0233904368111067e-05,
+   "min": 9.901714821656545e-06,
+   "max": 1.0444190619247302e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2293,32 +2293,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.019199915230274e-05,
-    5.1295999437570575e-05,
-    0.0001685439944267273
+    1.9039999693632127e-05,
+    4.774399846792221e-05,
+    0.00016723200678825378
    ],
-   "host_canary_seconds": 7.398365000028661e-06,
-   "host_backward_canary_seconds": 1.2208409999914238e-05,
+   "host_canary_seconds": 1.0269210000046769e-05,
+   "host_backward_canary_seconds": 1.807149000001118e-05,
    "pass_seconds": [
-    9.855999655666806e-06,
-    1.9135999892439163e-05,
-    1.616838059964634e-05
+    9.901714821656545e-06,
+    1.0233904368111067e-05,
+    1.0444190619247302e-05
    ],
    "pass_host_canary_seconds": [
-    7.398365000028661e-06,
-    1.1022115000116628e-05,
-    1.0977555000053485e-05
+    1.0269210000046769e-05,
+    8.293559999970058e-06,
+    7.898549999936223e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.2208409999914238e-05,
-    2.0543919999909123e-05,
-    2.1140134999910743e-05
+    1.807149000001118e-05,
+    1.6425770000978444e-05,
+    2.066316999957962e-05
    ]
   },
   "layer_backward_gelu": {
-   "seconds": 2.097523957490921e-05,
-   "min": 1.0491429162876945e-05,
-   "max": 2.9947428653637572e-05,
+   "seconds": 3.190247670170806e-05,
+   "min": 2.897828560145128e-05,
+   "max": 3.2508951567468194e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2327,32 +2327,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00012569600343704225,
-    0.0002122880071401596,
-    0.0004394240081310272
+    0.00010348799824714661,
+    0.00019443200528621675,
+    0.0007275519967079163
    ],
-   "host_canary_seconds": 7.398365000028661e-06,
-   "host_backward_canary_seconds": 1.2208409999914238e-05,
+   "host_canary_seconds": 1.0269210000046769e-05,
+   "host_backward_canary_seconds": 1.807149000001118e-05,
    "pass_seconds": [
-    1.0491429162876945e-05,
-    2.097523957490921e-05,
-    2.9947428653637572e-05
+    3.2508951567468194e-05,
+    2.897828560145128e-05,
+    3.190247670170806e-05
    ],
    "pass_host_canary_seconds": [
-    7.398365000028661e-06,
-    1.1022115000116628e-05,
-    1.0977555000053485e-05
+    1.0269210000046769e-05,
+    8.293559999970058e-06,
+    7.898549999936223e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.2208409999914238e-05,
-    2.0543919999909123e-05,
-    2.1140134999910743e-05
+    1.807149000001118e-05,
+    1.6425770000978444e-05,
+    2.066316999957962e-05
    ]
   },
   "layer_forward_gelu_autocast": {
-   "seconds": 1.639466590824581e-05,
-   "min": 1.017904778321584e-05,
-   "max": 1.8473903870298748e-05,
+   "seconds": 1.1346286074036643e-05,
+   "min": 7.493333624941963e-06,
+   "max": 1.5347047398487727e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2361,32 +2361,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.126399964094162e-05,
-    6.252799928188324e-05,
-    0.00018419200181961058
+    4.646399989724159e-05,
+    9.539200365543366e-05,
+    0.0002776319980621338
    ],
-   "host_canary_seconds": 7.85532000001865e-06,
-   "host_backward_canary_seconds": 1.2373829999887675e-05,
+   "host_canary_seconds": 1.0237789999791858e-05,
+   "host_backward_canary_seconds": 1.8835084999864194e-05,
    "pass_seconds": [
-    1.017904778321584e-05,
-    1.8473903870298748e-05,
-    1.639466590824581e-05
+    1.5347047398487727e-05,
+    7.493333624941963e-06,
+    1.1346286074036643e-05
    ],
    "pass_host_canary_seconds": [
-    7.85532000001865e-06,
-    1.113050000000726e-05,
-    1.1156449999987217e-05
+    1.0237789999791858e-05,
+    1.0170830000220121e-05,
+    7.842269999969176e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.2373829999887675e-05,
-    2.0597570000120413e-05,
-    2.120009000009304e-05
+    1.8835084999864194e-05,
+    1.9377859999849533e-05,
+    1.9809099999292812e-05
    ]
   },
   "layer_backward_gelu_autocast": {
-   "seconds": 2.6930284819432675e-05,
-   "min": 1.2905141072613851e-05,
-   "max": 2.7716571021647684e-05,
+   "seconds": 2.7609905139321384e-05,
+   "min": 2.2425903983059388e-05,
+   "max": 3.381028540787243e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2395,32 +2395,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014735999703407288,
-    0.0002428479939699173,
-    0.0005023679733276367
+    0.0001773120015859604,
+    0.0002853440046310425,
+    0.000742143988609314
    ],
-   "host_canary_seconds": 7.85532000001865e-06,
-   "host_backward_canary_seconds": 1.2373829999887675e-05,
+   "host_canary_seconds": 1.0237789999791858e-05,
+   "host_backward_canary_seconds": 1.8835084999864194e-05,
    "pass_seconds": [
-    1.2905141072613851e-05,
-    2.6930284819432675e-05,
-    2.7716571021647684e-05
+    2.2425903983059388e-05,
+    3.381028540787243e-05,
+    2.7609905139321384e-05
    ],
    "pass_host_canary_seconds": [
-    7.85532000001865e-06,
-    1.113050000000726e-05,
-    1.1156449999987217e-05
+    1.0237789999791858e-05,
+    1.0170830000220121e-05,
+    7.842269999969176e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.2373829999887675e-05,
-    2.0597570000120413e-05,
-    2.120009000009304e-05
+    1.8835084999864194e-05,
+    1.9377859999849533e-05,
+    1.9809099999292812e-05
    ]
   },
   "layer_forward_silu": {
-   "seconds": 1.659657061100006e-05,
-   "min": 9.011809137605487e-06,
-   "max": 1.73203805018039e-05,
+   "seconds": 1.653942749613807e-05,
+   "min": 1.5088762644500957e-05,
+   "max": 1.785904798834097e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2429,32 +2429,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.407999828457832e-05,
-    5.09440004825592e-05,
-    0.00017919999361038207
+    2.812799997627735e-05,
+    7.763200253248215e-05,
+    0.00025587201118469237
    ],
-   "host_canary_seconds": 7.268884999973579e-06,
-   "host_backward_canary_seconds": 1.772801000001323e-05,
+   "host_canary_seconds": 1.0432827500324037e-05,
+   "host_backward_canary_seconds": 1.5081509999959053e-05,
    "pass_seconds": [
-    9.011809137605487e-06,
-    1.73203805018039e-05,
-    1.659657061100006e-05
+    1.5088762644500957e-05,
+    1.653942749613807e-05,
+    1.785904798834097e-05
    ],
    "pass_host_canary_seconds": [
-    7.268884999973579e-06,
-    1.1292009999976927e-05,
-    1.0957737499950326e-05
+    1.0432827500324037e-05,
+    1.0096462499973313e-05,
+    1.1060014999770829e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.772801000001323e-05,
-    2.1667339999851266e-05,
-    1.7776480000009087e-05
+    1.5081509999959053e-05,
+    1.9524200000091695e-05,
+    2.0520479999959207e-05
    ]
   },
   "layer_backward_silu": {
-   "seconds": 2.3606097236985256e-05,
-   "min": 2.275961850370679e-05,
-   "max": 2.9192379365364712e-05,
+   "seconds": 2.5975618954925312e-05,
+   "min": 2.477333588259561e-05,
+   "max": 2.792304869563806e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2463,32 +2463,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001274240016937256,
-    0.0002016959935426712,
-    0.0006870399713516236
+    0.00015046399831771852,
+    0.0002895039916038513,
+    0.0007717120051383972
    ],
-   "host_canary_seconds": 7.268884999973579e-06,
-   "host_backward_canary_seconds": 1.772801000001323e-05,
+   "host_canary_seconds": 1.0432827500324037e-05,
+   "host_backward_canary_seconds": 1.5081509999959053e-05,
    "pass_seconds": [
-    2.9192379365364712e-05,
-    2.3606097236985256e-05,
-    2.275961850370679e-05
+    2.5975618954925312e-05,
+    2.477333588259561e-05,
+    2.792304869563806e-05
    ],
    "pass_host_canary_seconds": [
-    7.268884999973579e-06,
-    1.1292009999976927e-05,
-    1.0957737499950326e-05
+    1.0432827500324037e-05,
+    1.0096462499973313e-05,
+    1.1060014999770829e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.772801000001323e-05,
-    2.1667339999851266e-05,
-    1.7776480000009087e-05
+    1.5081509999959053e-05,
+    1.9524200000091695e-05,
+    2.0520479999959207e-05
    ]
   },
   "layer_forward_silu_autocast": {
-   "seconds": 1.5533713889973505e-05,
-   "min": 1.0633142931120737e-05,
-   "max": 1.8202666370641616e-05,
+   "seconds": 1.8483047151849386e-05,
+   "min": 1.5082667271296185e-05,
+   "max": 1.9126856610888525e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2497,32 +2497,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.5711999982595444e-05,
-    7.286400347948074e-05,
-    0.0001969600021839142
+    5.161599814891815e-05,
+    0.0001000320017337799,
+    0.0002789120078086853
    ],
-   "host_canary_seconds": 7.586509999981672e-06,
-   "host_backward_canary_seconds": 1.9266710000067634e-05,
+   "host_canary_seconds": 1.0262155000191341e-05,
+   "host_backward_canary_seconds": 1.537291499971616e-05,
    "pass_seconds": [
-    1.0633142931120737e-05,
-    1.5533713889973505e-05,
-    1.8202666370641616e-05
+    1.5082667271296185e-05,
+    1.8483047151849386e-05,
+    1.9126856610888525e-05
    ],
    "pass_host_canary_seconds": [
-    7.586509999981672e-06,
-    1.079180749997022e-05,
-    1.0771120000043765e-05
+    1.0262155000191341e-05,
+    1.022051500001453e-05,
+    1.0941305000073953e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9266710000067634e-05,
-    1.928237499996044e-05,
-    2.045785000007072e-05
+    1.537291499971616e-05,
+    2.015864999975747e-05,
+    2.112495000005765e-05
    ]
   },
   "layer_backward_silu_autocast": {
-   "seconds": 2.60990471357391e-05,
-   "min": 2.3340192756482532e-05,
-   "max": 2.9345525872139706e-05,
+   "seconds": 2.6694096802246e-05,
+   "min": 2.646857145286742e-05,
+   "max": 2.9766096245674854e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2531,32 +2531,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001305599957704544,
-    0.0002978239953517914,
-    0.0007460160255432129
+    0.00016492800414562224,
+    0.0002952319979667664,
+    0.0007900800108909607
    ],
-   "host_canary_seconds": 7.586509999981672e-06,
-   "host_backward_canary_seconds": 1.9266710000067634e-05,
+   "host_canary_seconds": 1.0262155000191341e-05,
+   "host_backward_canary_seconds": 1.537291499971616e-05,
    "pass_seconds": [
-    2.9345525872139706e-05,
-    2.3340192756482532e-05,
-    2.60990471357391e-05
+    2.646857145286742e-05,
+    2.6694096802246e-05,
+    2.9766096245674854e-05
    ],
    "pass_host_canary_seconds": [
-    7.586509999981672e-06,
-    1.079180749997022e-05,
-    1.0771120000043765e-05
+    1.0262155000191341e-05,
+    1.022051500001453e-05,
+    1.0941305000073953e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9266710000067634e-05,
-    1.928237499996044e-05,
-    2.045785000007072e-05
+    1.537291499971616e-05,
+    2.015864999975747e-05,
+    2.112495000005765e-05
    ]
   },
   "layer_forward_tanh": {
-   "seconds": 1.0686475783586502e-05,
-   "min": 9.965714244615463e-06,
-   "max": 1.4839618777235349e-05,
+   "seconds": 1.4683428087404795e-05,
+   "min": 1.4348190277814867e-05,
+   "max": 1.6715429368473236e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2565,32 +2565,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.1247999742627146e-05,
-    4.927999898791313e-05,
-    0.0001701119989156723
+    3.0912000685930254e-05,
+    7.417599856853485e-05,
+    0.00024620799720287325
    ],
-   "host_canary_seconds": 7.814129999985654e-06,
-   "host_backward_canary_seconds": 1.941615000006891e-05,
+   "host_canary_seconds": 1.0177107500055626e-05,
+   "host_backward_canary_seconds": 1.8873619999908442e-05,
    "pass_seconds": [
-    9.965714244615463e-06,
-    1.4839618777235349e-05,
-    1.0686475783586502e-05
+    1.4348190277814867e-05,
+    1.6715429368473236e-05,
+    1.4683428087404795e-05
    ],
    "pass_host_canary_seconds": [
-    7.814129999985654e-06,
-    1.0663819999905399e-05,
-    1.0683482500013497e-05
+    1.0177107500055626e-05,
+    1.0091930000157846e-05,
+    1.0895117500240303e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.941615000006891e-05,
-    1.8656780000014805e-05,
-    2.123768499998846e-05
+    1.8873619999908442e-05,
+    1.970480500006033e-05,
+    2.1736274999852866e-05
    ]
   },
   "layer_backward_tanh": {
-   "seconds": 2.7152761462188903e-05,
-   "min": 2.0964570609586583e-05,
-   "max": 3.032000025823002e-05,
+   "seconds": 2.781790299784569e-05,
+   "min": 2.442438119933718e-05,
+   "max": 3.125638284143947e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2599,32 +2599,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00011273600161075592,
-    0.00019516800343990327,
-    0.0006598719954490662
+    0.00014316800236701966,
+    0.00026790401339530945,
+    0.0007750719785690307
    ],
-   "host_canary_seconds": 7.814129999985654e-06,
-   "host_backward_canary_seconds": 1.941615000006891e-05,
+   "host_canary_seconds": 1.0177107500055626e-05,
+   "host_backward_canary_seconds": 1.8873619999908442e-05,
    "pass_seconds": [
-    2.7152761462188903e-05,
-    2.0964570609586583e-05,
-    3.032000025823002e-05
+    2.781790299784569e-05,
+    2.442438119933718e-05,
+    3.125638284143947e-05
    ],
    "pass_host_canary_seconds": [
-    7.814129999985654e-06,
-    1.0663819999905399e-05,
-    1.0683482500013497e-05
+    1.0177107500055626e-05,
+    1.0091930000157846e-05,
+    1.0895117500240303e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.941615000006891e-05,
-    1.8656780000014805e-05,
-    2.123768499998846e-05
+    1.8873619999908442e-05,
+    1.970480500006033e-05,
+    2.1736274999852866e-05
    ]
   },
   "layer_forward_tanh_autocast": {
-   "seconds": 1.5144381672143935e-05,
-   "min": 1.210666713970048e-05,
-   "max": 1.5449143768776033e-05,
+   "seconds": 1.683809555002621e-05,
+   "min": 1.4555428354513076e-05,
+   "max": 1.7827047123795467e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2633,32 +2633,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.636799916625023e-05,
-    9.123200178146362e-05,
-    0.0002733440101146698
+    2.9023999348282813e-05,
+    6.1023999005556104e-05,
+    0.0002754240036010742
    ],
-   "host_canary_seconds": 9.82532249999224e-06,
-   "host_backward_canary_seconds": 1.9051840000017248e-05,
+   "host_canary_seconds": 1.0522485000024063e-05,
+   "host_backward_canary_seconds": 1.746871999898758e-05,
    "pass_seconds": [
-    1.5144381672143935e-05,
-    1.5449143768776033e-05,
-    1.210666713970048e-05
+    1.683809555002621e-05,
+    1.7827047123795467e-05,
+    1.4555428354513076e-05
    ],
    "pass_host_canary_seconds": [
-    9.82532249999224e-06,
-    1.0696719999927496e-05,
-    8.08192999997459e-06
+    1.0522485000024063e-05,
+    1.0181810000062796e-05,
+    1.0827194999762924e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9051840000017248e-05,
-    2.0432949999928953e-05,
-    1.6386069999896337e-05
+    1.746871999898758e-05,
+    1.9227799999725903e-05,
+    1.8057959999850935e-05
    ]
   },
   "layer_backward_tanh_autocast": {
-   "seconds": 2.2074664455084577e-05,
-   "min": 2.024228782171295e-05,
-   "max": 2.6422857351246338e-05,
+   "seconds": 2.6302477078778402e-05,
+   "min": 2.4108952887001492e-05,
+   "max": 2.713676116296223e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2667,32 +2667,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00017084799706935884,
-    0.00024108800292015075,
-    0.0007153279781341552
+    0.00010771200060844422,
+    0.00026550400257110594,
+    0.000733568012714386
    ],
-   "host_canary_seconds": 9.82532249999224e-06,
-   "host_backward_canary_seconds": 1.9051840000017248e-05,
+   "host_canary_seconds": 1.0522485000024063e-05,
+   "host_backward_canary_seconds": 1.746871999898758e-05,
    "pass_seconds": [
-    2.2074664455084577e-05,
-    2.6422857351246338e-05,
-    2.024228782171295e-05
+    2.4108952887001492e-05,
+    2.713676116296223e-05,
+    2.6302477078778402e-05
    ],
    "pass_host_canary_seconds": [
-    9.82532249999224e-06,
-    1.0696719999927496e-05,
-    8.08192999997459e-06
+    1.0522485000024063e-05,
+    1.0181810000062796e-05,
+    1.0827194999762924e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9051840000017248e-05,
-    2.0432949999928953e-05,
-    1.6386069999896337e-05
+    1.746871999898758e-05,
+    1.9227799999725903e-05,
+    1.8057959999850935e-05
    ]
   },
   "layer_forward_sigmoid": {
-   "seconds": 1.2216380575583095e-05,
-   "min": 1.1577142846016656e-05,
-   "max": 1.4745905729276793e-05,
+   "seconds": 1.5141334207285017e-05,
+   "min": 1.3934475857587088e-05,
+   "max": 1.6006095246190115e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2701,32 +2701,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.921600081026554e-05,
-    7.315199822187424e-05,
-    0.00025030401349067686
+    3.081599995493889e-05,
+    7.311999797821045e-05,
+    0.00023999999463558198
    ],
-   "host_canary_seconds": 1.0137330000006272e-05,
-   "host_backward_canary_seconds": 1.82556250000232e-05,
+   "host_canary_seconds": 9.9597175000099e-06,
+   "host_backward_canary_seconds": 1.7388260000075204e-05,
    "pass_seconds": [
-    1.4745905729276793e-05,
-    1.1577142846016656e-05,
-    1.2216380575583095e-05
+    1.3934475857587088e-05,
+    1.6006095246190115e-05,
+    1.5141334207285017e-05
    ],
    "pass_host_canary_seconds": [
-    1.0137330000006272e-05,
-    9.485304999969913e-06,
-    8.41502000000105e-06
+    9.9597175000099e-06,
+    1.0302549999892107e-05,
+    1.0462440000083005e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.82556250000232e-05,
-    2.0970950000105404e-05,
-    1.7296400000077482e-05
+    1.7388260000075204e-05,
+    1.991082000017741e-05,
+    1.550054500000897e-05
    ]
   },
   "layer_backward_sigmoid": {
-   "seconds": 2.2713142048035353e-05,
-   "min": 2.1199237111778482e-05,
-   "max": 3.944990287224452e-05,
+   "seconds": 2.48807617241428e-05,
+   "min": 2.4522665710676288e-05,
+   "max": 2.907733282163029e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2735,32 +2735,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00013715200126171112,
-    0.00022064000368118286,
-    0.000689408004283905
+    0.00014134399592876434,
+    0.00025916799902915956,
+    0.0007827839851379394
    ],
-   "host_canary_seconds": 1.0137330000006272e-05,
-   "host_backward_canary_seconds": 1.82556250000232e-05,
+   "host_canary_seconds": 9.9597175000099e-06,
+   "host_backward_canary_seconds": 1.7388260000075204e-05,
    "pass_seconds": [
-    2.2713142048035353e-05,
-    3.944990287224452e-05,
-    2.1199237111778482e-05
+    2.907733282163029e-05,
+    2.48807617241428e-05,
+    2.4522665710676288e-05
    ],
    "pass_host_canary_seconds": [
-    1.0137330000006272e-05,
-    9.485304999969913e-06,
-    8.41502000000105e-06
+    9.9597175000099e-06,
+    1.0302549999892107e-05,
+    1.0462440000083005e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.82556250000232e-05,
-    2.0970950000105404e-05,
-    1.7296400000077482e-05
+    1.7388260000075204e-05,
+    1.991082000017741e-05,
+    1.550054500000897e-05
    ]
   },
   "layer_forward_sigmoid_autocast": {
-   "seconds": 1.0844952648594265e-05,
-   "min": 1.0559999871821632e-05,
-   "max": 1.599390556414922e-05,
+   "seconds": 1.67817147005172e-05,
+   "min": 8.849523784149262e-06,
+   "max": 1.746209604399545e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2769,32 +2769,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.5536000281572345e-05,
-    6.368000060319901e-05,
-    0.00019942399859428406
+    5.116799846291542e-05,
+    5.955199897289276e-05,
+    0.00017785599827766418
    ],
-   "host_canary_seconds": 7.91866000000141e-06,
-   "host_backward_canary_seconds": 1.415386999994439e-05,
+   "host_canary_seconds": 7.107359999736218e-06,
+   "host_backward_canary_seconds": 1.744459000065035e-05,
    "pass_seconds": [
-    1.0559999871821632e-05,
-    1.599390556414922e-05,
-    1.0844952648594265e-05
+    8.849523784149262e-06,
+    1.746209604399545e-05,
+    1.67817147005172e-05
    ],
    "pass_host_canary_seconds": [
-    7.91866000000141e-06,
-    1.0827564999971172e-05,
-    7.955640000005814e-06
+    7.107359999736218e-06,
+    1.0057244999757131e-05,
+    1.0699864999708099e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.415386999994439e-05,
-    2.310715999982449e-05,
-    1.4313679999986561e-05
+    1.744459000065035e-05,
+    1.9651379999459096e-05,
+    1.9058550000181642e-05
    ]
   },
   "layer_backward_sigmoid_autocast": {
-   "seconds": 2.654552246843065e-05,
-   "min": 1.2937142380646298e-05,
-   "max": 3.540723841814767e-05,
+   "seconds": 2.336152252696809e-05,
+   "min": 1.747428501645724e-05,
+   "max": 2.4352760542006726e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2803,32 +2803,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001472959965467453,
-    0.000243136003613472,
-    0.0006987199783325195
+    0.00012080000340938568,
+    0.00021145600080490112,
+    0.0005195519924163819
    ],
-   "host_canary_seconds": 7.91866000000141e-06,
-   "host_backward_canary_seconds": 1.415386999994439e-05,
+   "host_canary_seconds": 7.107359999736218e-06,
+   "host_backward_canary_seconds": 1.744459000065035e-05,
    "pass_seconds": [
-    2.654552246843065e-05,
-    3.540723841814767e-05,
-    1.2937142380646298e-05
+    1.747428501645724e-05,
+    2.336152252696809e-05,
+    2.4352760542006726e-05
    ],
    "pass_host_canary_seconds": [
-    7.91866000000141e-06,
-    1.0827564999971172e-05,
-    7.955640000005814e-06
+    7.107359999736218e-06,
+    1.0057244999757131e-05,
+    1.0699864999708099e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.415386999994439e-05,
-    2.310715999982449e-05,
-    1.4313679999986561e-05
+    1.744459000065035e-05,
+    1.9651379999459096e-05,
+    1.9058550000181642e-05
    ]
   },
   "layer_forward_dropout": {
-   "seconds": 2.3004952729457903e-05,
-   "min": 2.2696381168706076e-05,
-   "max": 2.6643809818086167e-05,
+   "seconds": 2.6112000679685956e-05,
+   "min": 1.4310856926299277e-05,
+   "max": 2.6904380835947537e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2837,32 +2837,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.6208000257611275e-05,
-    0.00010735999792814255,
-    0.00037532800436019896
+    2.3231999948620795e-05,
+    6.412799656391143e-05,
+    0.00023721599578857422
    ],
-   "host_canary_seconds": 8.751290000006407e-06,
-   "host_backward_canary_seconds": 1.4934600000060527e-05,
+   "host_canary_seconds": 8.474262499760244e-06,
+   "host_backward_canary_seconds": 1.5118270000016309e-05,
    "pass_seconds": [
-    2.3004952729457903e-05,
-    2.2696381168706076e-05,
-    2.6643809818086167e-05
+    1.4310856926299277e-05,
+    2.6112000679685956e-05,
+    2.6904380835947537e-05
    ],
    "pass_host_canary_seconds": [
-    8.751290000006407e-06,
-    1.105636000005461e-05,
-    1.1271690000000944e-05
+    8.474262499760244e-06,
+    1.0163339999849087e-05,
+    1.1011574999884032e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4934600000060527e-05,
-    2.211834000007684e-05,
-    2.1073769999873093e-05
+    1.5118270000016309e-05,
+    2.031818000034491e-05,
+    2.055987000062487e-05
    ]
   },
   "layer_backward_dropout": {
-   "seconds": 3.1067429553894766e-05,
-   "min": 3.093180903011843e-05,
-   "max": 3.29691388067745e-05,
+   "seconds": 2.9820953983636125e-05,
+   "min": 2.238933449344976e-05,
+   "max": 4.1430093791513206e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2871,32 +2871,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00016262400150299073,
-    0.00026368001103401184,
-    0.0009514240026473999
+    0.00012409599870443345,
+    0.00017539200186729431,
+    0.0009215679764747619
    ],
-   "host_canary_seconds": 8.751290000006407e-06,
-   "host_backward_canary_seconds": 1.4934600000060527e-05,
+   "host_canary_seconds": 8.474262499760244e-06,
+   "host_backward_canary_seconds": 1.5118270000016309e-05,
    "pass_seconds": [
-    3.093180903011843e-05,
-    3.29691388067745e-05,
-    3.1067429553894766e-05
+    4.1430093791513206e-05,
+    2.9820953983636125e-05,
+    2.238933449344976e-05
    ],
    "pass_host_canary_seconds": [
-    8.751290000006407e-06,
-    1.105636000005461e-05,
-    1.1271690000000944e-05
+    8.474262499760244e-06,
+    1.0163339999849087e-05,
+    1.1011574999884032e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4934600000060527e-05,
-    2.211834000007684e-05,
-    2.1073769999873093e-05
+    1.5118270000016309e-05,
+    2.031818000034491e-05,
+    2.055987000062487e-05
    ]
   },
   "layer_forward_dropout_autocast": {
-   "seconds": 2.4917333608581907e-05,
-   "min": 1.654704873050962e-05,
-   "max": 2.750019161474137e-05,
+   "seconds": 2.3411810043312256e-05,
+   "min": 2.2724571859552748e-05,
+   "max": 2.6936380281334835e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2905,32 +2905,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.246399879455566e-05,
-    0.0001406719982624054,
-    0.00047353601455688476
+    5.51999993622303e-05,
+    0.00012028799951076507,
+    0.00039504000544548037
    ],
-   "host_canary_seconds": 7.645984999982148e-06,
-   "host_backward_canary_seconds": 1.721277999990889e-05,
+   "host_canary_seconds": 9.32114749957691e-06,
+   "host_backward_canary_seconds": 1.3915069999939078e-05,
    "pass_seconds": [
-    2.750019161474137e-05,
-    1.654704873050962e-05,
-    2.4917333608581907e-05
+    2.2724571859552748e-05,
+    2.6936380281334835e-05,
+    2.3411810043312256e-05
    ],
    "pass_host_canary_seconds": [
-    7.645984999982148e-06,
-    9.962244999996984e-06,
-    1.1084549999935689e-05
+    9.32114749957691e-06,
+    1.0069834999626437e-05,
+    1.0733615000049212e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.721277999990889e-05,
-    1.7513960000030692e-05,
-    2.0711660000074516e-05
+    1.3915069999939078e-05,
+    2.0348829999647932e-05,
+    1.9748739999840838e-05
    ]
   },
   "layer_backward_dropout_autocast": {
-   "seconds": 2.4524192015329998e-05,
-   "min": 1.890438050031662e-05,
-   "max": 2.6422854335535136e-05,
+   "seconds": 2.4318477050179524e-05,
+   "min": 2.1267811812105625e-05,
+   "max": 2.729447363387971e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2939,32 +2939,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00012044800072908401,
-    0.00034547200798988343,
-    0.0008451200127601624
+    0.0001595200002193451,
+    0.00029120001196861266,
+    0.0008620160222053527
    ],
-   "host_canary_seconds": 7.645984999982148e-06,
-   "host_backward_canary_seconds": 1.721277999990889e-05,
+   "host_canary_seconds": 9.32114749957691e-06,
+   "host_backward_canary_seconds": 1.3915069999939078e-05,
    "pass_seconds": [
-    1.890438050031662e-05,
-    2.6422854335535136e-05,
-    2.4524192015329998e-05
+    2.4318477050179524e-05,
+    2.1267811812105625e-05,
+    2.729447363387971e-05
    ],
    "pass_host_canary_seconds": [
-    7.645984999982148e-06,
-    9.962244999996984e-06,
-    1.1084549999935689e-05
+    9.32114749957691e-06,
+    1.0069834999626437e-05,
+    1.0733615000049212e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.721277999990889e-05,
-    1.7513960000030692e-05,
-    2.0711660000074516e-05
+    1.3915069999939078e-05,
+    2.0348829999647932e-05,
+    1.9748739999840838e-05
    ]
   },
   "layer_forward_dropout_identity": {
-   "seconds": 6.182095035910606e-06,
-   "min": 3.128380869470892e-06,
-   "max": 6.653714392866407e-06,
+   "seconds": 2.903619071557408e-06,
+   "min": 2.729142927342937e-06,
+   "max": 6.27504750376656e-06,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout_identity layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2973,32 +2973,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    1.2608000077307224e-05,
-    3.6928001791238784e-05,
-    6.45119994878769e-05
+    1.1680000461637974e-05,
+    2.067199908196926e-05,
+    5.532800033688545e-05
    ],
-   "host_canary_seconds": 8.096939999973074e-06,
-   "host_backward_canary_seconds": 1.881240000003004e-05,
+   "host_canary_seconds": 6.982259999972485e-06,
+   "host_backward_canary_seconds": 1.3032309999516655e-05,
    "pass_seconds": [
-    3.128380869470892e-06,
-    6.653714392866407e-06,
-    6.182095035910606e-06
+    2.903619071557408e-06,
+    2.729142927342937e-06,
+    6.27504750376656e-06
    ],
    "pass_host_canary_seconds": [
-    8.096939999973074e-06,
-    1.0863842499944098e-05,
-    1.0847472499975198e-05
+    6.982259999972485e-06,
+    8.466104999911294e-06,
+    1.1257132499906674e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.881240000003004e-05,
-    1.698727000004396e-05,
-    2.074010499995893e-05
+    1.3032309999516655e-05,
+    1.9392439999137423e-05,
+    1.627940999981092e-05
    ]
   },
   "layer_backward_dropout_identity": {
-   "seconds": 2.197333478501866e-06,
-   "min": 1.6990470744314655e-06,
-   "max": 4.6742864928784824e-06,
+   "seconds": 3.580952595387183e-07,
+   "min": 0.0,
+   "max": 2.038094969022842e-06,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout_identity layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3007,32 +3007,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    8.595199882984161e-05,
-    0.00013705599308013917,
-    0.00021222400665283202
+    7.318399846553803e-05,
+    8.883199840784073e-05,
+    0.00011417599767446517
    ],
-   "host_canary_seconds": 8.096939999973074e-06,
-   "host_backward_canary_seconds": 1.881240000003004e-05,
+   "host_canary_seconds": 6.982259999972485e-06,
+   "host_backward_canary_seconds": 1.3032309999516655e-05,
    "pass_seconds": [
-    4.6742864928784824e-06,
-    1.6990470744314655e-06,
-    2.197333478501866e-06
+    0.0,
+    3.580952595387183e-07,
+    2.038094969022842e-06
    ],
    "pass_host_canary_seconds": [
-    8.096939999973074e-06,
-    1.0863842499944098e-05,
-    1.0847472499975198e-05
+    6.982259999972485e-06,
+    8.466104999911294e-06,
+    1.1257132499906674e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.881240000003004e-05,
-    1.698727000004396e-05,
-    2.074010499995893e-05
+    1.3032309999516655e-05,
+    1.9392439999137423e-05,
+    1.627940999981092e-05
    ]
   },
   "layer_forward_dropout_identity_autocast": {
-   "seconds": 6.0975232294627595e-06,
-   "min": 5.77676198667004e-06,
-   "max": 6.420571711801347e-06,
+   "seconds": 3.3074282996711272e-06,
+   "min": 2.798476256430149e-06,
+   "max": 6.834286132029124e-06,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout_identity layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3041,32 +3041,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.319999970495701e-05,
-    3.152000159025192e-05,
-    0.00010684800148010254
+    1.9680000841617586e-05,
+    2.8575999662280082e-05,
+    6.182400137186051e-05
    ],
-   "host_canary_seconds": 8.836309999935566e-06,
-   "host_backward_canary_seconds": 1.8467799999939416e-05,
+   "host_canary_seconds": 7.002539999803048e-06,
+   "host_backward_canary_seconds": 1.4444879999473415e-05,
    "pass_seconds": [
-    5.77676198667004e-06,
-    6.0975232294627595e-06,
-    6.420571711801347e-06
+    2.798476256430149e-06,
+    3.3074282996711272e-06,
+    6.834286132029124e-06
    ],
    "pass_host_canary_seconds": [
-    8.836309999935566e-06,
-    1.1071114999978703e-05,
-    1.114213499995742e-05
+    7.002539999803048e-06,
+    1.0710130000006757e-05,
+    1.1157372500179008e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8467799999939416e-05,
-    1.6822440000083815e-05,
-    1.7559499999890706e-05
+    1.4444879999473415e-05,
+    2.003083999966293e-05,
+    1.914767000016582e-05
    ]
   },
   "layer_backward_dropout_identity_autocast": {
-   "seconds": 3.2060939286436338e-06,
-   "min": 1.0773344408898143e-06,
-   "max": 4.834286425085295e-06,
+   "seconds": 0.0,
+   "min": 0.0,
+   "max": 2.2095259988591703e-07,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout_identity layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3075,32 +3075,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00010224000364542008,
-    0.00014502400159835816,
-    0.0002650560140609741
+    8.489599823951722e-05,
+    9.79520007967949e-05,
+    0.00013152000308036803
    ],
-   "host_canary_seconds": 8.836309999935566e-06,
-   "host_backward_canary_seconds": 1.8467799999939416e-05,
+   "host_canary_seconds": 7.002539999803048e-06,
+   "host_backward_canary_seconds": 1.4444879999473415e-05,
    "pass_seconds": [
-    4.834286425085295e-06,
-    1.0773344408898143e-06,
-    3.2060939286436338e-06
+    2.2095259988591703e-07,
+    0.0,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    8.836309999935566e-06,
-    1.1071114999978703e-05,
-    1.114213499995742e-05
+    7.002539999803048e-06,
+    1.0710130000006757e-05,
+    1.1157372500179008e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8467799999939416e-05,
-    1.6822440000083815e-05,
-    1.7559499999890706e-05
+    1.4444879999473415e-05,
+    2.003083999966293e-05,
+    1.914767000016582e-05
    ]
   },
   "layer_forward_add": {
-   "seconds": 1.1871238460852986e-05,
-   "min": 7.603047947798457e-06,
-   "max": 1.2318476147594905e-05,
+   "seconds": 1.2477713947494824e-05,
+   "min": 7.614475807973318e-06,
+   "max": 1.294400046269099e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3109,32 +3109,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.9632000252604483e-05,
-    4.2943999171257016e-05,
-    0.00014051200449466706
+    1.7216000705957414e-05,
+    4.0031999349594116e-05,
+    0.00013142399489879608
    ],
-   "host_canary_seconds": 7.448845000013194e-06,
-   "host_backward_canary_seconds": 1.826369999989197e-05,
+   "host_canary_seconds": 6.975997499694131e-06,
+   "host_backward_canary_seconds": 1.3621840000155317e-05,
    "pass_seconds": [
-    7.603047947798457e-06,
-    1.1871238460852986e-05,
-    1.2318476147594905e-05
+    7.614475807973318e-06,
+    1.2477713947494824e-05,
+    1.294400046269099e-05
    ],
    "pass_host_canary_seconds": [
-    7.448845000013194e-06,
-    1.0712072499998726e-05,
-    1.0670657500000403e-05
+    6.975997499694131e-06,
+    1.0145075000309588e-05,
+    1.123582749983143e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.826369999989197e-05,
-    1.8213555000130553e-05,
-    2.0274164999989355e-05
+    1.3621840000155317e-05,
+    2.058933499995419e-05,
+    1.7510014999970734e-05
    ]
   },
   "layer_backward_add": {
-   "seconds": 3.29912363418511e-05,
-   "min": 2.7999999356411752e-05,
-   "max": 3.4089905786372365e-05,
+   "seconds": 3.0387047146047854e-05,
+   "min": 1.7686095443509873e-05,
+   "max": 3.9232001152066953e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3143,32 +3143,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00013046400249004363,
-    0.0002155520021915436,
-    0.0007425280213356018
+    9.804800152778626e-05,
+    0.00016649599373340607,
+    0.0004750719964504242
    ],
-   "host_canary_seconds": 7.448845000013194e-06,
-   "host_backward_canary_seconds": 1.826369999989197e-05,
+   "host_canary_seconds": 6.975997499694131e-06,
+   "host_backward_canary_seconds": 1.3621840000155317e-05,
    "pass_seconds": [
-    3.4089905786372365e-05,
-    2.7999999356411752e-05,
-    3.29912363418511e-05
+    1.7686095443509873e-05,
+    3.9232001152066953e-05,
+    3.0387047146047854e-05
    ],
    "pass_host_canary_seconds": [
-    7.448845000013194e-06,
-    1.0712072499998726e-05,
-    1.0670657500000403e-05
+    6.975997499694131e-06,
+    1.0145075000309588e-05,
+    1.123582749983143e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.826369999989197e-05,
-    1.8213555000130553e-05,
-    2.0274164999989355e-05
+    1.3621840000155317e-05,
+    2.058933499995419e-05,
+    1.7510014999970734e-05
    ]
   },
   "layer_forward_add_autocast": {
-   "seconds": 1.2079238359417233e-05,
-   "min": 8.559999898785635e-06,
-   "max": 1.334095231833912e-05,
+   "seconds": 1.3001142513184321e-05,
+   "min": 8.017523391615777e-06,
+   "max": 1.347047658193679e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3177,32 +3177,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.129599988460541e-05,
-    5.846399813890457e-05,
-    0.00016019199788570404
+    2.6240000501275063e-05,
+    4.912000149488449e-05,
+    0.00014611199498176574
    ],
-   "host_canary_seconds": 7.416879999979642e-06,
-   "host_backward_canary_seconds": 1.746569000005138e-05,
+   "host_canary_seconds": 6.970957499845554e-06,
+   "host_backward_canary_seconds": 1.4964574999680735e-05,
    "pass_seconds": [
-    8.559999898785635e-06,
-    1.2079238359417233e-05,
-    1.334095231833912e-05
+    8.017523391615777e-06,
+    1.3001142513184321e-05,
+    1.347047658193679e-05
    ],
    "pass_host_canary_seconds": [
-    7.416879999979642e-06,
-    1.0492587500010585e-05,
-    1.0827065000000857e-05
+    6.970957499845554e-06,
+    1.003485500007173e-05,
+    1.129711500027497e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.746569000005138e-05,
-    1.779670000004785e-05,
-    2.2228109999957725e-05
+    1.4964574999680735e-05,
+    2.0839100000102916e-05,
+    1.9097559999181613e-05
    ]
   },
   "layer_backward_add_autocast": {
-   "seconds": 2.7418665765296846e-05,
-   "min": 2.635657060004416e-05,
-   "max": 3.345142819342159e-05,
+   "seconds": 2.8702480452401287e-05,
+   "min": 2.4880001498829746e-05,
+   "max": 3.6557716273126154e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3211,32 +3211,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015043200552463531,
-    0.00024374400079250335,
-    0.0007696959972381592
+    0.00011168000102043152,
+    0.00017776000499725343,
+    0.0005942720174789428
    ],
-   "host_canary_seconds": 7.416879999979642e-06,
-   "host_backward_canary_seconds": 1.746569000005138e-05,
+   "host_canary_seconds": 6.970957499845554e-06,
+   "host_backward_canary_seconds": 1.4964574999680735e-05,
    "pass_seconds": [
-    3.345142819342159e-05,
-    2.7418665765296846e-05,
-    2.635657060004416e-05
+    2.4880001498829746e-05,
+    2.8702480452401287e-05,
+    3.6557716273126154e-05
    ],
    "pass_host_canary_seconds": [
-    7.416879999979642e-06,
-    1.0492587500010585e-05,
-    1.0827065000000857e-05
+    6.970957499845554e-06,
+    1.003485500007173e-05,
+    1.129711500027497e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.746569000005138e-05,
-    1.779670000004785e-05,
-    2.2228109999957725e-05
+    1.4964574999680735e-05,
+    2.0839100000102916e-05,
+    1.9097559999181613e-05
    ]
   },
   "layer_forward_mul": {
-   "seconds": 1.3849142761457533e-05,
-   "min": 9.463619529491379e-06,
-   "max": 1.487238102015995e-05,
+   "seconds": 1.4791619298713548e-05,
+   "min": 8.205713704228402e-06,
+   "max": 1.569219075498127e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3245,32 +3245,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    1.945599913597107e-05,
-    4.745600000023842e-05,
-    0.00016128000617027282
+    1.7472000792622568e-05,
+    4.329600185155869e-05,
+    0.0001409599930047989
    ],
-   "host_canary_seconds": 7.4463574999938946e-06,
-   "host_backward_canary_seconds": 1.966103999997415e-05,
+   "host_canary_seconds": 7.189009999706286e-06,
+   "host_backward_canary_seconds": 1.3960219999944457e-05,
    "pass_seconds": [
-    9.463619529491379e-06,
-    1.3849142761457533e-05,
-    1.487238102015995e-05
+    8.205713704228402e-06,
+    1.569219075498127e-05,
+    1.4791619298713548e-05
    ],
    "pass_host_canary_seconds": [
-    7.4463574999938946e-06,
-    1.0709055000006628e-05,
-    1.0827065000000857e-05
+    7.189009999706286e-06,
+    1.0166632499988281e-05,
+    1.0965470000314781e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.966103999997415e-05,
-    1.641453999980058e-05,
-    2.054228999980978e-05
+    1.3960219999944457e-05,
+    2.108044500005235e-05,
+    1.91570199990565e-05
    ]
   },
   "layer_backward_mul": {
-   "seconds": 5.642133312565939e-05,
-   "min": 5.2291045941057644e-05,
-   "max": 6.181257333429089e-05,
+   "seconds": 4.711161864300568e-05,
+   "min": 2.3883430642031483e-05,
+   "max": 5.265752261593228e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3279,32 +3279,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00013705599308013917,
-    0.00031798401474952695,
-    0.0011952320337295533
+    0.00011590400338172912,
+    0.00023423999547958374,
+    0.0009297919869422913
    ],
-   "host_canary_seconds": 7.4463574999938946e-06,
-   "host_backward_canary_seconds": 1.966103999997415e-05,
+   "host_canary_seconds": 7.189009999706286e-06,
+   "host_backward_canary_seconds": 1.3960219999944457e-05,
    "pass_seconds": [
-    6.181257333429089e-05,
-    5.642133312565939e-05,
-    5.2291045941057644e-05
+    4.711161864300568e-05,
+    5.265752261593228e-05,
+    2.3883430642031483e-05
    ],
    "pass_host_canary_seconds": [
-    7.4463574999938946e-06,
-    1.0709055000006628e-05,
-    1.0827065000000857e-05
+    7.189009999706286e-06,
+    1.0166632499988281e-05,
+    1.0965470000314781e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.966103999997415e-05,
-    1.641453999980058e-05,
-    2.054228999980978e-05
+    1.3960219999944457e-05,
+    2.108044500005235e-05,
+    1.91570199990565e-05
    ]
   },
   "layer_forward_mul_autocast": {
-   "seconds": 1.4169142891963325e-05,
-   "min": 1.2625523443732942e-05,
-   "max": 1.5767618747694154e-05,
+   "seconds": 1.274514313609827e-05,
+   "min": 9.221333389480909e-06,
+   "max": 1.815695244641531e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3313,32 +3313,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.302400141954422e-05,
-    5.78560009598732e-05,
-    0.0002313919961452484
+    2.6784000918269156e-05,
+    5.2960000932216646e-05,
+    0.0001646080017089844
    ],
-   "host_canary_seconds": 1.0084199999980114e-05,
-   "host_backward_canary_seconds": 2.0453580000037163e-05,
+   "host_canary_seconds": 7.81687249997276e-06,
+   "host_backward_canary_seconds": 1.472970500003612e-05,
    "pass_seconds": [
-    1.2625523443732942e-05,
-    1.5767618747694154e-05,
-    1.4169142891963325e-05
+    9.221333389480909e-06,
+    1.815695244641531e-05,
+    1.274514313609827e-05
    ],
    "pass_host_canary_seconds": [
-    1.0084199999980114e-05,
-    1.0801717500044107e-05,
-    1.0478754999923012e-05
+    7.81687249997276e-06,
+    1.0853300000235323e-05,
+    8.417204999773276e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0453580000037163e-05,
-    1.6534419999914006e-05,
-    1.9143479999854662e-05
+    1.472970500003612e-05,
+    2.0970990000250822e-05,
+    1.6058520000115095e-05
    ]
   },
   "layer_backward_mul_autocast": {
-   "seconds": 6.355504957692964e-05,
-   "min": 4.1916194593622564e-05,
-   "max": 6.457219193024294e-05,
+   "seconds": 5.225295431557157e-05,
+   "min": 3.956419131940319e-05,
+   "max": 5.3043051401064517e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3347,32 +3347,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00017468799650669097,
-    0.0004470399916172028,
-    0.0013320000171661377
+    0.0001438080072402954,
+    0.0003378559947013855,
+    0.0008914880156517029
    ],
-   "host_canary_seconds": 1.0084199999980114e-05,
-   "host_backward_canary_seconds": 2.0453580000037163e-05,
+   "host_canary_seconds": 7.81687249997276e-06,
+   "host_backward_canary_seconds": 1.472970500003612e-05,
    "pass_seconds": [
-    6.355504957692964e-05,
-    6.457219193024294e-05,
-    4.1916194593622564e-05
+    3.956419131940319e-05,
+    5.225295431557157e-05,
+    5.3043051401064517e-05
    ],
    "pass_host_canary_seconds": [
-    1.0084199999980114e-05,
-    1.0801717500044107e-05,
-    1.0478754999923012e-05
+    7.81687249997276e-06,
+    1.0853300000235323e-05,
+    8.417204999773276e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0453580000037163e-05,
-    1.6534419999914006e-05,
-    1.9143479999854662e-05
+    1.472970500003612e-05,
+    2.0970990000250822e-05,
+    1.6058520000115095e-05
    ]
   },
   "layer_forward_softmax": {
-   "seconds": 1.4070856784071242e-05,
-   "min": 9.123809369547026e-06,
-   "max": 1.460800053817885e-05,
+   "seconds": 8.799999952316284e-06,
+   "min": 7.75314246614774e-06,
+   "max": 1.5268570433060325e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3381,32 +3381,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.534399926662445e-05,
-    6.97920024394989e-05,
-    0.00023715199530124665
+    1.7247999086976052e-05,
+    3.971200063824654e-05,
+    0.00013327999413013459
    ],
-   "host_canary_seconds": 1.0534815000013965e-05,
-   "host_backward_canary_seconds": 1.738969000001589e-05,
+   "host_canary_seconds": 7.024255000374069e-06,
+   "host_backward_canary_seconds": 1.4307750000170927e-05,
    "pass_seconds": [
-    1.4070856784071242e-05,
-    9.123809369547026e-06,
-    1.460800053817885e-05
+    7.75314246614774e-06,
+    1.5268570433060325e-05,
+    8.799999952316284e-06
    ],
    "pass_host_canary_seconds": [
-    1.0534815000013965e-05,
-    7.862080000080596e-06,
-    1.0950772499995765e-05
+    7.024255000374069e-06,
+    1.0950390000061815e-05,
+    8.759560000157762e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.738969000001589e-05,
-    1.7453319999845006e-05,
-    1.6926204999947458e-05
+    1.4307750000170927e-05,
+    2.1097139999710634e-05,
+    1.7854019999958838e-05
    ]
   },
   "layer_backward_softmax": {
-   "seconds": 3.378209604748658e-05,
-   "min": 2.851352556830361e-05,
-   "max": 3.697904607369786e-05,
+   "seconds": 3.372800137315478e-05,
+   "min": 3.0005332792089105e-05,
+   "max": 3.694018739319983e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3415,32 +3415,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001558399945497513,
-    0.00033769598603248597,
-    0.0008126400113105774
+    9.07519981265068e-05,
+    0.00019948799908161164,
+    0.0006556159853935242
    ],
-   "host_canary_seconds": 1.0534815000013965e-05,
-   "host_backward_canary_seconds": 1.738969000001589e-05,
+   "host_canary_seconds": 7.024255000374069e-06,
+   "host_backward_canary_seconds": 1.4307750000170927e-05,
    "pass_seconds": [
-    2.851352556830361e-05,
-    3.378209604748658e-05,
-    3.697904607369786e-05
+    3.0005332792089105e-05,
+    3.694018739319983e-05,
+    3.372800137315478e-05
    ],
    "pass_host_canary_seconds": [
-    1.0534815000013965e-05,
-    7.862080000080596e-06,
-    1.0950772499995765e-05
+    7.024255000374069e-06,
+    1.0950390000061815e-05,
+    8.759560000157762e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.738969000001589e-05,
-    1.7453319999845006e-05,
-    1.6926204999947458e-05
+    1.4307750000170927e-05,
+    2.1097139999710634e-05,
+    1.7854019999958838e-05
    ]
   },
   "layer_forward_softmax_autocast": {
-   "seconds": 1.0656000070628666e-05,
-   "min": 9.530666151217054e-06,
-   "max": 1.5699809328431174e-05,
+   "seconds": 1.3392761615770205e-05,
+   "min": 8.528762363961763e-06,
+   "max": 1.6793143358968553e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3449,32 +3449,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.361600011587143e-05,
-    0.00010675200074911118,
-    0.00021142399311065675
+    3.52960005402565e-05,
+    5.5424001067876815e-05,
+    0.00016140800714492797
    ],
-   "host_canary_seconds": 9.397367499985875e-06,
-   "host_backward_canary_seconds": 1.6415174999977465e-05,
+   "host_canary_seconds": 7.722699999703764e-06,
+   "host_backward_canary_seconds": 1.5178720000221801e-05,
    "pass_seconds": [
-    9.530666151217054e-06,
-    1.0656000070628666e-05,
-    1.5699809328431174e-05
+    8.528762363961763e-06,
+    1.6793143358968553e-05,
+    1.3392761615770205e-05
    ],
    "pass_host_canary_seconds": [
-    9.397367499985875e-06,
-    8.154817499956835e-06,
-    1.1009695000012697e-05
+    7.722699999703764e-06,
+    1.073073499981092e-05,
+    9.805785000196465e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6415174999977465e-05,
-    1.5907405000064046e-05,
-    2.0158719999869844e-05
+    1.5178720000221801e-05,
+    2.1299339999814036e-05,
+    1.619237499994597e-05
    ]
   },
   "layer_backward_softmax_autocast": {
-   "seconds": 3.2994284338894345e-05,
-   "min": 2.9580951623973393e-05,
-   "max": 4.016457161023503e-05,
+   "seconds": 3.454780986621266e-05,
+   "min": 3.0812191023003495e-05,
+   "max": 3.8876189096342946e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3483,32 +3483,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00023209600150585175,
-    0.0003536959886550903,
-    0.0008201919794082642
+    0.00011296000331640244,
+    0.000217631995677948,
+    0.0006986240148544312
    ],
-   "host_canary_seconds": 9.397367499985875e-06,
-   "host_backward_canary_seconds": 1.6415174999977465e-05,
+   "host_canary_seconds": 7.722699999703764e-06,
+   "host_backward_canary_seconds": 1.5178720000221801e-05,
    "pass_seconds": [
-    2.9580951623973393e-05,
-    3.2994284338894345e-05,
-    4.016457161023503e-05
+    3.0812191023003495e-05,
+    3.454780986621266e-05,
+    3.8876189096342946e-05
    ],
    "pass_host_canary_seconds": [
-    9.397367499985875e-06,
-    8.154817499956835e-06,
-    1.1009695000012697e-05
+    7.722699999703764e-06,
+    1.073073499981092e-05,
+    9.805785000196465e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6415174999977465e-05,
-    1.5907405000064046e-05,
-    2.0158719999869844e-05
+    1.5178720000221801e-05,
+    2.1299339999814036e-05,
+    1.619237499994597e-05
    ]
   },
   "layer_forward_log_softmax": {
-   "seconds": 9.098666587046215e-06,
-   "min": 8.941714341441791e-06,
-   "max": 1.0947809776379949e-05,
+   "seconds": 1.2680380915602048e-05,
+   "min": 8.535618672058698e-06,
+   "max": 1.4457142424015772e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3517,32 +3517,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.110400028526783e-05,
-    4.255999997258186e-05,
-    0.00016230399906635285
+    1.8208000808954238e-05,
+    4.3616000562906266e-05,
+    0.00014617599546909332
    ],
-   "host_canary_seconds": 8.878304999981878e-06,
-   "host_backward_canary_seconds": 1.426047999999014e-05,
+   "host_canary_seconds": 7.917940000083945e-06,
+   "host_backward_canary_seconds": 1.5296894999892175e-05,
    "pass_seconds": [
-    9.098666587046215e-06,
-    1.0947809776379949e-05,
-    8.941714341441791e-06
+    8.535618672058698e-06,
+    1.4457142424015772e-05,
+    1.2680380915602048e-05
    ],
    "pass_host_canary_seconds": [
-    8.878304999981878e-06,
-    8.067509999989398e-06,
-    1.0892909999995481e-05
+    7.917940000083945e-06,
+    1.0765084999775354e-05,
+    8.892019999962031e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.426047999999014e-05,
-    1.61996399998543e-05,
-    1.711339999985739e-05
+    1.5296894999892175e-05,
+    2.0776989999262696e-05,
+    2.2072620000699318e-05
    ]
   },
   "layer_backward_log_softmax": {
-   "seconds": 2.6476189671527774e-05,
-   "min": 2.4940950441218558e-05,
-   "max": 2.6512762176848595e-05,
+   "seconds": 2.416457058418365e-05,
+   "min": 1.953981098319803e-05,
+   "max": 2.7523049552525786e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3551,32 +3551,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00013372799754142762,
-    0.0001621440052986145,
-    0.0006412479877471924
+    8.979199826717377e-05,
+    0.00015852800011634827,
+    0.0005057600140571595
    ],
-   "host_canary_seconds": 8.878304999981878e-06,
-   "host_backward_canary_seconds": 1.426047999999014e-05,
+   "host_canary_seconds": 7.917940000083945e-06,
+   "host_backward_canary_seconds": 1.5296894999892175e-05,
    "pass_seconds": [
-    2.6476189671527774e-05,
-    2.6512762176848595e-05,
-    2.4940950441218558e-05
+    1.953981098319803e-05,
+    2.416457058418365e-05,
+    2.7523049552525786e-05
    ],
    "pass_host_canary_seconds": [
-    8.878304999981878e-06,
-    8.067509999989398e-06,
-    1.0892909999995481e-05
+    7.917940000083945e-06,
+    1.0765084999775354e-05,
+    8.892019999962031e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.426047999999014e-05,
-    1.61996399998543e-05,
-    1.711339999985739e-05
+    1.5296894999892175e-05,
+    2.0776989999262696e-05,
+    2.2072620000699318e-05
    ]
   },
   "layer_forward_log_softmax_autocast": {
-   "seconds": 1.1068951870713916e-05,
-   "min": 7.927619275592622e-06,
-   "max": 1.2876952333109717e-05,
+   "seconds": 1.481752363698823e-05,
+   "min": 7.886475839075589e-06,
+   "max": 1.5792762062379292e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3585,32 +3585,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.783999964594841e-05,
-    8.531200140714645e-05,
-    0.00015798400342464448
+    2.8063999488949777e-05,
+    7.401599735021591e-05,
+    0.00015379199385643006
    ],
-   "host_canary_seconds": 8.105980000010503e-06,
-   "host_backward_canary_seconds": 1.7095449999970926e-05,
+   "host_canary_seconds": 7.701702500071406e-06,
+   "host_backward_canary_seconds": 1.4537600000608108e-05,
    "pass_seconds": [
-    7.927619275592622e-06,
-    1.1068951870713916e-05,
-    1.2876952333109717e-05
+    7.886475839075589e-06,
+    1.5792762062379292e-05,
+    1.481752363698823e-05
    ],
    "pass_host_canary_seconds": [
-    8.105980000010503e-06,
-    8.703670000045349e-06,
-    1.1350065000073073e-05
+    7.701702500071406e-06,
+    1.0483099999873958e-05,
+    1.1039304999940215e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7095449999970926e-05,
-    2.1975380000185397e-05,
-    2.2276280000141923e-05
+    1.4537600000608108e-05,
+    2.0335409999461262e-05,
+    2.102059000094414e-05
    ]
   },
   "layer_backward_log_softmax_autocast": {
-   "seconds": 2.048304783446448e-05,
-   "min": 2.015390424501328e-05,
-   "max": 2.1737906549658098e-05,
+   "seconds": 2.4547809114058807e-05,
+   "min": 1.7737905805309614e-05,
+   "max": 2.4862476225410188e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3619,896 +3619,896 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001621759980916977,
-    0.0001820800006389618,
-    0.000561951994895935
+    0.00010579200088977814,
+    0.00018704000115394591,
+    0.0004916160106658936
    ],
-   "host_canary_seconds": 8.105980000010503e-06,
-   "host_backward_canary_seconds": 1.7095449999970926e-05,
+   "host_canary_seconds": 7.701702500071406e-06,
+   "host_backward_canary_seconds": 1.4537600000608108e-05,
    "pass_seconds": [
-    2.015390424501328e-05,
-    2.048304783446448e-05,
-    2.1737906549658098e-05
+    1.7737905805309614e-05,
+    2.4547809114058807e-05,
+    2.4862476225410188e-05
    ],
    "pass_host_canary_seconds": [
-    8.105980000010503e-06,
-    8.703670000045349e-06,
-    1.1350065000073073e-05
+    7.701702500071406e-06,
+    1.0483099999873958e-05,
+    1.1039304999940215e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7095449999970926e-05,
-    2.1975380000185397e-05,
-    2.2276280000141923e-05
+    1.4537600000608108e-05,
+    2.0335409999461262e-05,
+    2.102059000094414e-05
    ]
   },
   "layer_forward_cross_entropy": {
-   "seconds": 4.368000105023384e-05,
-   "min": 2.751999907195568e-05,
-   "max": 0.00010400000214576721,
+   "seconds": 4.998400062322616e-05,
+   "min": 2.7488000690937042e-05,
+   "max": 8.777599781751632e-05,
    "samples": 123,
    "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.870175000017412e-06,
-   "host_backward_canary_seconds": 1.66653900001279e-05,
+   "host_canary_seconds": 6.9416200000205205e-06,
+   "host_backward_canary_seconds": 1.299677000019983e-05,
    "pass_seconds": [
-    5.06879985332489e-05,
-    3.42399999499321e-05,
-    4.368000105023384e-05
+    3.840000182390213e-05,
+    4.998400062322616e-05,
+    5.660799890756607e-05
    ],
    "pass_host_canary_seconds": [
-    9.870175000017412e-06,
-    7.670040000036238e-06,
-    1.1279265000041504e-05
+    6.9416200000205205e-06,
+    1.0819290000085858e-05,
+    1.0910979999607662e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.66653900001279e-05,
-    2.2608214999877417e-05,
-    2.1685940000111257e-05
+    1.299677000019983e-05,
+    2.008245999945757e-05,
+    1.962365999929716e-05
    ]
   },
   "layer_backward_cross_entropy": {
-   "seconds": 6.661065171162286e-05,
+   "seconds": 3.403866539398832e-05,
    "min": 0.0,
-   "max": 0.0003664186770717303,
+   "max": 0.0004216359959294398,
    "samples": 123,
    "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.870175000017412e-06,
-   "host_backward_canary_seconds": 1.66653900001279e-05,
+   "host_canary_seconds": 6.9416200000205205e-06,
+   "host_backward_canary_seconds": 1.299677000019983e-05,
    "pass_seconds": [
-    0.00010135066633423171,
-    5.5758664384484294e-05,
-    6.661065171162286e-05
+    0.0,
+    0.0001983400092770656,
+    3.403866539398832e-05
    ],
    "pass_host_canary_seconds": [
-    9.870175000017412e-06,
-    7.670040000036238e-06,
-    1.1279265000041504e-05
+    6.9416200000205205e-06,
+    1.0819290000085858e-05,
+    1.0910979999607662e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.66653900001279e-05,
-    2.2608214999877417e-05,
-    2.1685940000111257e-05
+    1.299677000019983e-05,
+    2.008245999945757e-05,
+    1.962365999929716e-05
    ]
   },
   "layer_forward_cross_entropy_autocast": {
-   "seconds": 4.9695998430252074e-05,
-   "min": 3.830400109291077e-05,
-   "max": 0.00012243200093507765,
+   "seconds": 5.270399898290634e-05,
+   "min": 3.3824000507593154e-05,
+   "max": 0.00011798399686813354,
    "samples": 123,
    "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0622859999998013e-05,
-   "host_backward_canary_seconds": 1.406056999996963e-05,
+   "host_canary_seconds": 6.707122499847174e-06,
+   "host_backward_canary_seconds": 1.5146499999900699e-05,
    "pass_seconds": [
-    4.912000149488449e-05,
-    4.9695998430252074e-05,
-    6.55680000782013e-05
+    3.747199848294258e-05,
+    5.270399898290634e-05,
+    8.59839990735054e-05
    ],
    "pass_host_canary_seconds": [
-    1.0622859999998013e-05,
-    7.824047499980225e-06,
-    1.1351569999931144e-05
+    6.707122499847174e-06,
+    1.0699064999926122e-05,
+    1.0975325000117665e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.406056999996963e-05,
-    1.9267664999915723e-05,
-    1.5983819999974002e-05
+    1.5146499999900699e-05,
+    2.073867999911272e-05,
+    1.5977150000026085e-05
    ]
   },
   "layer_backward_cross_entropy_autocast": {
-   "seconds": 0.0001231106606622537,
-   "min": 8.466667185227093e-06,
-   "max": 0.0006236026647190253,
+   "seconds": 3.851866970459625e-05,
+   "min": 0.0,
+   "max": 0.0005155879960705836,
    "samples": 123,
    "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0622859999998013e-05,
-   "host_backward_canary_seconds": 1.406056999996963e-05,
+   "host_canary_seconds": 6.707122499847174e-06,
+   "host_backward_canary_seconds": 1.5146499999900699e-05,
    "pass_seconds": [
-    0.0001231106606622537,
-    5.431866832077503e-05,
-    0.00016885066653291383
+    0.0,
+    0.0002688039944817622,
+    3.851866970459625e-05
    ],
    "pass_host_canary_seconds": [
-    1.0622859999998013e-05,
-    7.824047499980225e-06,
-    1.1351569999931144e-05
+    6.707122499847174e-06,
+    1.0699064999926122e-05,
+    1.0975325000117665e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.406056999996963e-05,
-    1.9267664999915723e-05,
-    1.5983819999974002e-05
+    1.5146499999900699e-05,
+    2.073867999911272e-05,
+    1.5977150000026085e-05
    ]
   },
   "layer_forward_embedding": {
-   "seconds": 4.5600000768899915e-05,
-   "min": 2.6688000187277795e-05,
-   "max": 0.00016476799547672272,
+   "seconds": 5.0175998359918594e-05,
+   "min": 2.179200015962124e-05,
+   "max": 9.974399954080582e-05,
    "samples": 123,
    "method": "one tiny embedding layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.950714999966692e-06,
-   "host_backward_canary_seconds": 1.3055670000028385e-05,
+   "host_canary_seconds": 7.1947449998788214e-06,
+   "host_backward_canary_seconds": 1.623730999995132e-05,
    "pass_seconds": [
-    4.5600000768899915e-05,
-    3.270399942994118e-05,
-    4.8160001635551456e-05
+    2.319999970495701e-05,
+    5.0175998359918594e-05,
+    5.6639999151229856e-05
    ],
    "pass_host_canary_seconds": [
-    9.950714999966692e-06,
-    1.1789219999940315e-05,
-    1.0911425000017517e-05
+    7.1947449998788214e-06,
+    1.053423999962888e-05,
+    1.0997250000173153e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3055670000028385e-05,
-    2.04516200000171e-05,
-    1.988527000008844e-05
+    1.623730999995132e-05,
+    2.0091200000251774e-05,
+    1.5573480000057315e-05
    ]
   },
   "layer_backward_embedding": {
-   "seconds": 0.00024769865597287815,
-   "min": 0.00013645466913779576,
-   "max": 0.0007371026705950499,
+   "seconds": 0.00016677467028299972,
+   "min": 9.208666719496251e-05,
+   "max": 0.0006813160174836715,
    "samples": 123,
    "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.950714999966692e-06,
-   "host_backward_canary_seconds": 1.3055670000028385e-05,
+   "host_canary_seconds": 7.1947449998788214e-06,
+   "host_backward_canary_seconds": 1.623730999995132e-05,
    "pass_seconds": [
-    0.00021709465732177105,
-    0.0004635986518114805,
-    0.00024769865597287815
+    0.0001292706523090601,
+    0.0004851239913453659,
+    0.00016677467028299972
    ],
    "pass_host_canary_seconds": [
-    9.950714999966692e-06,
-    1.1789219999940315e-05,
-    1.0911425000017517e-05
+    7.1947449998788214e-06,
+    1.053423999962888e-05,
+    1.0997250000173153e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3055670000028385e-05,
-    2.04516200000171e-05,
-    1.988527000008844e-05
+    1.623730999995132e-05,
+    2.0091200000251774e-05,
+    1.5573480000057315e-05
    ]
   },
   "layer_forward_embedding_autocast": {
-   "seconds": 6.224000081419944e-05,
-   "min": 5.4207999259233475e-05,
-   "max": 0.00016099199652671814,
+   "seconds": 8.191999793052673e-05,
+   "min": 3.174399957060814e-05,
+   "max": 0.00012614400684833526,
    "samples": 123,
    "method": "one tiny embedding layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.281824999978426e-06,
-   "host_backward_canary_seconds": 1.2413510000044425e-05,
+   "host_canary_seconds": 7.132834999765692e-06,
+   "host_backward_canary_seconds": 1.2512819999983548e-05,
    "pass_seconds": [
-    6.0959998518228534e-05,
-    0.00010115200281143188,
-    6.224000081419944e-05
+    3.481600061058998e-05,
+    8.191999793052673e-05,
+    8.355200290679932e-05
    ],
    "pass_host_canary_seconds": [
-    7.281824999978426e-06,
-    1.1789219999940315e-05,
-    1.0911425000017517e-05
+    7.132834999765692e-06,
+    1.0555697500080896e-05,
+    1.071546499986198e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.2413510000044425e-05,
-    2.2279340000181947e-05,
-    2.5630990000138353e-05
+    1.2512819999983548e-05,
+    2.00206499999922e-05,
+    1.546039999993809e-05
    ]
   },
   "layer_backward_embedding_autocast": {
-   "seconds": 0.0002542226780205965,
-   "min": 9.850266327460607e-05,
-   "max": 0.0008077626327673594,
+   "seconds": 0.00022069467107454943,
+   "min": 9.714266657829285e-05,
+   "max": 0.0007217640311767658,
    "samples": 123,
    "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.281824999978426e-06,
-   "host_backward_canary_seconds": 1.2413510000044425e-05,
+   "host_canary_seconds": 7.132834999765692e-06,
+   "host_backward_canary_seconds": 1.2512819999983548e-05,
    "pass_seconds": [
-    0.00019523867716391883,
-    0.0002542226780205965,
-    0.000359634647766749
+    0.0001917986571788788,
+    0.0005490599901725848,
+    0.00022069467107454943
    ],
    "pass_host_canary_seconds": [
-    7.281824999978426e-06,
-    1.1789219999940315e-05,
-    1.0911425000017517e-05
+    7.132834999765692e-06,
+    1.0555697500080896e-05,
+    1.071546499986198e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.2413510000044425e-05,
-    2.2279340000181947e-05,
-    2.5630990000138353e-05
+    1.2512819999983548e-05,
+    2.00206499999922e-05,
+    1.546039999993809e-05
    ]
   },
   "layer_forward_embedding_atomic": {
-   "seconds": 3.3344000577926634e-05,
-   "min": 2.0320000126957894e-05,
-   "max": 6.6880002617836e-05,
+   "seconds": 3.996799886226654e-05,
+   "min": 1.9360000267624855e-05,
+   "max": 8.316799998283387e-05,
    "samples": 123,
    "method": "one tiny embedding_atomic layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.281824999978426e-06,
-   "host_backward_canary_seconds": 1.5646149999923865e-05,
+   "host_canary_seconds": 7.132834999765692e-06,
+   "host_backward_canary_seconds": 1.3923310000336641e-05,
    "pass_seconds": [
     2.179200015962124e-05,
-    3.3344000577926634e-05,
-    4.0224000811576846e-05
+    3.996799886226654e-05,
+    4.6080000698566435e-05
    ],
    "pass_host_canary_seconds": [
-    7.281824999978426e-06,
-    1.1496492499958323e-05,
-    1.1543757499978824e-05
+    7.132834999765692e-06,
+    1.0222875000067688e-05,
+    1.1123239999903945e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5646149999923865e-05,
-    2.2026639999950248e-05,
-    2.3011250000024575e-05
+    1.3923310000336641e-05,
+    1.9460549999621435e-05,
+    1.5698599999609544e-05
    ]
   },
   "layer_backward_embedding_atomic": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 0.00014359866268932818,
+   "max": 0.0007570146899670363,
    "samples": 123,
    "method": "one tiny embedding_atomic layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.281824999978426e-06,
-   "host_backward_canary_seconds": 1.5646149999923865e-05,
+   "host_canary_seconds": 7.132834999765692e-06,
+   "host_backward_canary_seconds": 1.3923310000336641e-05,
    "pass_seconds": [
     0.0,
-    7.492667622864245e-05,
+    0.00023862798822422827,
     0.0
    ],
    "pass_host_canary_seconds": [
-    7.281824999978426e-06,
-    1.1496492499958323e-05,
-    1.1543757499978824e-05
+    7.132834999765692e-06,
+    1.0222875000067688e-05,
+    1.1123239999903945e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5646149999923865e-05,
-    2.2026639999950248e-05,
-    2.3011250000024575e-05
+    1.3923310000336641e-05,
+    1.9460549999621435e-05,
+    1.5698599999609544e-05
    ]
   },
   "layer_forward_embedding_atomic_autocast": {
-   "seconds": 5.958399921655655e-05,
-   "min": 3.1808000057935716e-05,
-   "max": 0.00013062399625778199,
+   "seconds": 6.681600213050842e-05,
+   "min": 3.948799893260002e-05,
+   "max": 0.00010841599851846695,
    "samples": 123,
    "method": "one tiny embedding_atomic layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.02642749999427e-06,
-   "host_backward_canary_seconds": 1.670885999992322e-05,
+   "host_canary_seconds": 1.439340749953999e-05,
+   "host_backward_canary_seconds": 1.5022344999806592e-05,
    "pass_seconds": [
-    3.4944001585245135e-05,
-    6.278400123119355e-05,
-    5.958399921655655e-05
+    4.2656000703573226e-05,
+    6.681600213050842e-05,
+    7.45600014925003e-05
    ],
    "pass_host_canary_seconds": [
-    7.02642749999427e-06,
-    1.0886900000031119e-05,
-    1.1634060000034196e-05
+    1.439340749953999e-05,
+    1.0463204999950903e-05,
+    1.0607259999915186e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.670885999992322e-05,
-    2.1717759999830832e-05,
-    2.0936359999836894e-05
+    1.5022344999806592e-05,
+    2.0717660000855175e-05,
+    1.5936799999280994e-05
    ]
   },
   "layer_backward_embedding_atomic_autocast": {
-   "seconds": 5.733066673080129e-05,
+   "seconds": 1.723865667978928e-05,
    "min": 0.0,
-   "max": 0.0005454586433867614,
+   "max": 0.00043168402028580504,
    "samples": 123,
    "method": "one tiny embedding_atomic layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.02642749999427e-06,
-   "host_backward_canary_seconds": 1.670885999992322e-05,
+   "host_canary_seconds": 1.439340749953999e-05,
+   "host_backward_canary_seconds": 1.5022344999806592e-05,
    "pass_seconds": [
-    5.702664454778044e-06,
-    0.00013585466332733631,
-    5.733066673080129e-05
+    0.0,
+    0.00019641998720665773,
+    1.723865667978928e-05
    ],
    "pass_host_canary_seconds": [
-    7.02642749999427e-06,
-    1.0886900000031119e-05,
-    1.1634060000034196e-05
+    1.439340749953999e-05,
+    1.0463204999950903e-05,
+    1.0607259999915186e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.670885999992322e-05,
-    2.1717759999830832e-05,
-    2.0936359999836894e-05
+    1.5022344999806592e-05,
+    2.0717660000855175e-05,
+    1.5936799999280994e-05
    ]
   },
   "layer_forward_maxpool2d": {
-   "seconds": 3.996799886226654e-05,
-   "min": 2.0416000857949256e-05,
-   "max": 7.971200346946716e-05,
+   "seconds": 4.0543999522924424e-05,
+   "min": 2.598400041460991e-05,
+   "max": 7.152000069618225e-05,
    "samples": 123,
    "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.243467499975509e-06,
-   "host_backward_canary_seconds": 1.596909499994581e-05,
+   "host_canary_seconds": 9.67262749981046e-06,
+   "host_backward_canary_seconds": 1.4676719999897613e-05,
    "pass_seconds": [
-    2.2016000002622604e-05,
-    3.996799886226654e-05,
-    4.0063999593257904e-05
+    2.7904000133275985e-05,
+    4.0543999522924424e-05,
+    4.7231998294591905e-05
    ],
    "pass_host_canary_seconds": [
-    7.243467499975509e-06,
-    1.0376630000052955e-05,
-    1.1173179999914851e-05
+    9.67262749981046e-06,
+    1.0470394999799738e-05,
+    1.068997999993826e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.596909499994581e-05,
-    1.7437905000008414e-05,
-    2.11511099999484e-05
+    1.4676719999897613e-05,
+    2.0653314999208304e-05,
+    1.5336650000108422e-05
    ]
   },
   "layer_backward_maxpool2d": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 0.00024359867163002493,
+   "max": 0.0001877160140623649,
    "samples": 123,
    "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.243467499975509e-06,
-   "host_backward_canary_seconds": 1.596909499994581e-05,
+   "host_canary_seconds": 9.67262749981046e-06,
+   "host_backward_canary_seconds": 1.4676719999897613e-05,
    "pass_seconds": [
     0.0,
-    4.673467762768269e-05,
+    0.00012131600764890511,
     0.0
    ],
    "pass_host_canary_seconds": [
-    7.243467499975509e-06,
-    1.0376630000052955e-05,
-    1.1173179999914851e-05
+    9.67262749981046e-06,
+    1.0470394999799738e-05,
+    1.068997999993826e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.596909499994581e-05,
-    1.7437905000008414e-05,
-    2.11511099999484e-05
+    1.4676719999897613e-05,
+    2.0653314999208304e-05,
+    1.5336650000108422e-05
    ]
   },
   "layer_forward_maxpool2d_autocast": {
-   "seconds": 5.488000065088272e-05,
-   "min": 2.9503999277949333e-05,
-   "max": 9.427200257778168e-05,
+   "seconds": 6.227200105786323e-05,
+   "min": 3.98080013692379e-05,
+   "max": 0.000508288025856018,
    "samples": 123,
    "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.5616049999993606e-06,
-   "host_backward_canary_seconds": 1.4815464999955451e-05,
+   "host_canary_seconds": 9.129315000109273e-06,
+   "host_backward_canary_seconds": 1.3460370000188958e-05,
    "pass_seconds": [
-    3.171199932694435e-05,
-    5.792000144720077e-05,
-    5.488000065088272e-05
+    5.2032001316547395e-05,
+    6.227200105786323e-05,
+    7.193599641323089e-05
    ],
    "pass_host_canary_seconds": [
-    7.5616049999993606e-06,
-    1.0508539999989353e-05,
-    1.0714357499992388e-05
+    9.129315000109273e-06,
+    1.0560955000187277e-05,
+    1.0913300000083837e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4815464999955451e-05,
-    1.563150999999152e-05,
-    2.2198310000050017e-05
+    1.3460370000188958e-05,
+    2.0754419999775564e-05,
+    1.5084069999602435e-05
    ]
   },
   "layer_backward_maxpool2d_autocast": {
-   "seconds": 1.1014667650063843e-05,
+   "seconds": 8.726666371027664e-06,
    "min": 0.0,
-   "max": 0.00013211467737952868,
+   "max": 0.00043891601202388603,
    "samples": 123,
    "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.5616049999993606e-06,
-   "host_backward_canary_seconds": 1.4815464999955451e-05,
+   "host_canary_seconds": 9.129315000109273e-06,
+   "host_backward_canary_seconds": 1.3460370000188958e-05,
    "pass_seconds": [
-    1.1014667650063843e-05,
-    3.883066214621067e-05,
-    0.0
+    0.0,
+    0.00013651598927875362,
+    8.726666371027664e-06
    ],
    "pass_host_canary_seconds": [
-    7.5616049999993606e-06,
-    1.0508539999989353e-05,
-    1.0714357499992388e-05
+    9.129315000109273e-06,
+    1.0560955000187277e-05,
+    1.0913300000083837e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4815464999955451e-05,
-    1.563150999999152e-05,
-    2.2198310000050017e-05
+    1.3460370000188958e-05,
+    2.0754419999775564e-05,
+    1.5084069999602435e-05
    ]
   },
   "layer_forward_avgpool2d": {
-   "seconds": 2.163200080394745e-05,
-   "min": 1.80479995906353e-05,
-   "max": 4.8415999859571457e-05,
+   "seconds": 2.489599958062172e-05,
+   "min": 1.9039999693632127e-05,
+   "max": 0.00017452800273895264,
    "samples": 123,
    "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.724967500024604e-06,
-   "host_backward_canary_seconds": 1.4593609999948852e-05,
+   "host_canary_seconds": 9.377039999947102e-06,
+   "host_backward_canary_seconds": 1.3232480000056058e-05,
    "pass_seconds": [
-    1.9872000440955163e-05,
-    2.163200080394745e-05,
-    2.9888000339269637e-05
+    2.489599958062172e-05,
+    3.5392001271247867e-05,
+    2.099199965596199e-05
    ],
    "pass_host_canary_seconds": [
-    7.724967500024604e-06,
-    1.0469737500002907e-05,
-    1.0889227500072707e-05
+    9.377039999947102e-06,
+    1.0565704999976334e-05,
+    7.74949750024234e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4593609999948852e-05,
-    1.6380355000080726e-05,
-    2.1752745000043208e-05
+    1.3232480000056058e-05,
+    2.0999555000003054e-05,
+    1.4537999999788552e-05
    ]
   },
   "layer_backward_avgpool2d": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 7.64306653290987e-05,
+   "max": 0.00015418000829716522,
    "samples": 123,
    "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.724967500024604e-06,
-   "host_backward_canary_seconds": 1.4593609999948852e-05,
+   "host_canary_seconds": 9.377039999947102e-06,
+   "host_backward_canary_seconds": 1.3232480000056058e-05,
    "pass_seconds": [
     0.0,
-    2.2446671500802034e-05,
+    0.00011593999279042085,
     0.0
    ],
    "pass_host_canary_seconds": [
-    7.724967500024604e-06,
-    1.0469737500002907e-05,
-    1.0889227500072707e-05
+    9.377039999947102e-06,
+    1.0565704999976334e-05,
+    7.74949750024234e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4593609999948852e-05,
-    1.6380355000080726e-05,
-    2.1752745000043208e-05
+    1.3232480000056058e-05,
+    2.0999555000003054e-05,
+    1.4537999999788552e-05
    ]
   },
   "layer_forward_avgpool2d_autocast": {
-   "seconds": 5.0879999995231625e-05,
-   "min": 2.9279999434947967e-05,
-   "max": 0.00011529599875211716,
+   "seconds": 3.756799921393395e-05,
+   "min": 3.071999922394752e-05,
+   "max": 8.700799942016601e-05,
    "samples": 123,
    "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.5460700000462565e-06,
-   "host_backward_canary_seconds": 1.3370044999945208e-05,
+   "host_canary_seconds": 9.411949999673652e-06,
+   "host_backward_canary_seconds": 1.2477039999794214e-05,
    "pass_seconds": [
-    3.0880000442266465e-05,
-    5.804799869656563e-05,
-    5.0879999995231625e-05
+    3.756799921393395e-05,
+    5.596800148487091e-05,
+    3.328000009059906e-05
    ],
    "pass_host_canary_seconds": [
-    7.5460700000462565e-06,
-    1.0324217500041755e-05,
-    1.098849500003496e-05
+    9.411949999673652e-06,
+    1.0648667499992825e-05,
+    8.051557499868523e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.3370044999945208e-05,
-    1.8472339999959785e-05,
-    2.179547999986653e-05
+    1.2477039999794214e-05,
+    2.1310750000225198e-05,
+    1.5590450000217968e-05
    ]
   },
   "layer_backward_avgpool2d_autocast": {
-   "seconds": 5.254668494065605e-06,
+   "seconds": 0.0,
    "min": 0.0,
-   "max": 0.00015131068043410778,
+   "max": 0.0008565667048096656,
    "samples": 123,
    "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.5460700000462565e-06,
-   "host_backward_canary_seconds": 1.3370044999945208e-05,
+   "host_canary_seconds": 9.411949999673652e-06,
+   "host_backward_canary_seconds": 1.2477039999794214e-05,
    "pass_seconds": [
-    5.254668494065605e-06,
-    4.731066338717938e-05,
+    0.0,
+    8.464399290581545e-05,
     0.0
    ],
    "pass_host_canary_seconds": [
-    7.5460700000462565e-06,
-    1.0324217500041755e-05,
-    1.098849500003496e-05
+    9.411949999673652e-06,
+    1.0648667499992825e-05,
+    8.051557499868523e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.3370044999945208e-05,
-    1.8472339999959785e-05,
-    2.179547999986653e-05
+    1.2477039999794214e-05,
+    2.1310750000225198e-05,
+    1.5590450000217968e-05
    ]
   },
   "layer_forward_adaptive_avgpool2d": {
-   "seconds": 3.3792000263929365e-05,
-   "min": 2.099199965596199e-05,
-   "max": 6.486400216817855e-05,
+   "seconds": 2.921600081026554e-05,
+   "min": 2.1888000890612604e-05,
+   "max": 8.531200140714645e-05,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.983475000017392e-06,
-   "host_backward_canary_seconds": 1.4720289999985426e-05,
+   "host_canary_seconds": 9.211709999590311e-06,
+   "host_backward_canary_seconds": 1.2933939999584254e-05,
    "pass_seconds": [
-    2.2624000906944274e-05,
-    3.6479998379945754e-05,
-    3.3792000263929365e-05
+    2.921600081026554e-05,
+    3.632000088691711e-05,
+    2.42880005389452e-05
    ],
    "pass_host_canary_seconds": [
-    7.983475000017392e-06,
-    1.0284787500012271e-05,
-    1.0815400000012687e-05
+    9.211709999590311e-06,
+    1.0559747500167304e-05,
+    7.98371749965554e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4720289999985426e-05,
-    1.8082619999972848e-05,
-    2.074828499985415e-05
+    1.2933939999584254e-05,
+    2.1267354999849888e-05,
+    1.597595500015814e-05
    ]
   },
   "layer_backward_adaptive_avgpool2d": {
-   "seconds": 3.310267440974712e-05,
+   "seconds": 0.0,
    "min": 0.0,
-   "max": 0.00019240265587965646,
+   "max": 0.0001133800030996402,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.983475000017392e-06,
-   "host_backward_canary_seconds": 1.4720289999985426e-05,
+   "host_canary_seconds": 9.211709999590311e-06,
+   "host_backward_canary_seconds": 1.2933939999584254e-05,
    "pass_seconds": [
     0.0,
-    3.310267440974712e-05,
-    5.621066192785899e-05
+    7.670799208184083e-05,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    7.983475000017392e-06,
-    1.0284787500012271e-05,
-    1.0815400000012687e-05
+    9.211709999590311e-06,
+    1.0559747500167304e-05,
+    7.98371749965554e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4720289999985426e-05,
-    1.8082619999972848e-05,
-    2.074828499985415e-05
+    1.2933939999584254e-05,
+    2.1267354999849888e-05,
+    1.597595500015814e-05
    ]
   },
   "layer_forward_adaptive_avgpool2d_autocast": {
-   "seconds": 5.116799846291542e-05,
-   "min": 3.28960008919239e-05,
-   "max": 9.619200229644776e-05,
+   "seconds": 4.0991999208927155e-05,
+   "min": 3.2864000648260114e-05,
+   "max": 9.321600198745727e-05,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.973372500025278e-06,
-   "host_backward_canary_seconds": 1.4402860000046757e-05,
+   "host_canary_seconds": 9.849272500161987e-06,
+   "host_backward_canary_seconds": 1.5876004999881844e-05,
    "pass_seconds": [
-    5.09440004825592e-05,
-    5.116799846291542e-05,
-    5.196800082921982e-05
+    4.0991999208927155e-05,
+    5.632000043988228e-05,
+    3.827200084924698e-05
    ],
    "pass_host_canary_seconds": [
-    7.973372500025278e-06,
-    1.028275499997733e-05,
-    1.1225070000051574e-05
+    9.849272500161987e-06,
+    1.0635349999859045e-05,
+    7.634907499891596e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4402860000046757e-05,
-    1.6272904999965473e-05,
-    2.0369519999974274e-05
+    1.5876004999881844e-05,
+    2.1247749999702136e-05,
+    1.627090999988923e-05
    ]
   },
   "layer_backward_adaptive_avgpool2d_autocast": {
-   "seconds": 4.122266297539075e-05,
+   "seconds": 0.0,
    "min": 0.0,
-   "max": 0.0004256826477746169,
+   "max": 0.00021494801280399163,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.973372500025278e-06,
-   "host_backward_canary_seconds": 1.4402860000046757e-05,
+   "host_canary_seconds": 9.849272500161987e-06,
+   "host_backward_canary_seconds": 1.5876004999881844e-05,
    "pass_seconds": [
-    4.122266297539075e-05,
-    4.180666618049144e-05,
-    2.0210667202870045e-05
+    0.0,
+    9.882000026603538e-05,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    7.973372500025278e-06,
-    1.028275499997733e-05,
-    1.1225070000051574e-05
+    9.849272500161987e-06,
+    1.0635349999859045e-05,
+    7.634907499891596e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4402860000046757e-05,
-    1.6272904999965473e-05,
-    2.0369519999974274e-05
+    1.5876004999881844e-05,
+    2.1247749999702136e-05,
+    1.627090999988923e-05
    ]
   },
   "layer_forward_flatten": {
-   "seconds": 2.4000000208616257e-05,
-   "min": 1.2864000163972378e-05,
-   "max": 5.225599929690361e-05,
+   "seconds": 2.102399989962578e-05,
+   "min": 1.327999960631132e-05,
+   "max": 0.0002448640018701553,
    "samples": 123,
    "method": "one tiny flatten layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.656647500018266e-06,
-   "host_backward_canary_seconds": 1.4079725000044617e-05,
+   "host_canary_seconds": 9.393029999955616e-06,
+   "host_backward_canary_seconds": 1.5173104999917086e-05,
    "pass_seconds": [
-    2.4000000208616257e-05,
-    2.0735999569296837e-05,
-    2.4607999250292777e-05
+    2.102399989962578e-05,
+    2.3360000923275948e-05,
+    1.4783999882638455e-05
    ],
    "pass_host_canary_seconds": [
-    8.656647500018266e-06,
-    1.0193899999961786e-05,
-    1.1385390000029362e-05
+    9.393029999955616e-06,
+    1.1076074999607499e-05,
+    7.683940000333677e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4079725000044617e-05,
-    1.6333505000005742e-05,
-    2.2305674999927308e-05
+    1.5173104999917086e-05,
+    2.162123000005067e-05,
+    1.639628999953402e-05
    ]
   },
   "layer_backward_flatten": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 6.715466889242329e-05,
+   "max": 3.7732006361087164e-05,
    "samples": 123,
    "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.656647500018266e-06,
-   "host_backward_canary_seconds": 1.4079725000044617e-05,
+   "host_canary_seconds": 9.393029999955616e-06,
+   "host_backward_canary_seconds": 1.5173104999917086e-05,
    "pass_seconds": [
     0.0,
-    2.542670816183082e-06,
+    2.2851997365554174e-05,
     0.0
    ],
    "pass_host_canary_seconds": [
-    8.656647500018266e-06,
-    1.0193899999961786e-05,
-    1.1385390000029362e-05
+    9.393029999955616e-06,
+    1.1076074999607499e-05,
+    7.683940000333677e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4079725000044617e-05,
-    1.6333505000005742e-05,
-    2.2305674999927308e-05
+    1.5173104999917086e-05,
+    2.162123000005067e-05,
+    1.639628999953402e-05
    ]
   },
   "layer_forward_flatten_autocast": {
-   "seconds": 3.8111999630928036e-05,
-   "min": 2.175999991595745e-05,
-   "max": 0.00010896000266075134,
+   "seconds": 4.057599976658821e-05,
+   "min": 2.812799997627735e-05,
+   "max": 9.292799979448318e-05,
    "samples": 123,
    "method": "one tiny flatten layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.615992500044968e-06,
-   "host_backward_canary_seconds": 1.3929349999983743e-05,
+   "host_canary_seconds": 9.586639999952241e-06,
+   "host_backward_canary_seconds": 1.3894940000227507e-05,
    "pass_seconds": [
-    2.4480000138282777e-05,
-    4.198399931192398e-05,
-    3.8111999630928036e-05
+    2.9632000252604483e-05,
+    4.057599976658821e-05,
+    4.809600114822388e-05
    ],
    "pass_host_canary_seconds": [
-    9.615992500044968e-06,
-    1.0735497499965162e-05,
-    1.1039275000044313e-05
+    9.586639999952241e-06,
+    1.0954817499850832e-05,
+    9.733537500267175e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.3929349999983743e-05,
-    1.7811660000148778e-05,
-    2.2193344999976716e-05
+    1.3894940000227507e-05,
+    2.1462844999859952e-05,
+    1.5582229999608898e-05
    ]
   },
   "layer_backward_flatten_autocast": {
-   "seconds": 2.0910674706101415e-05,
+   "seconds": 0.0,
    "min": 0.0,
-   "max": 0.00028910665834943456,
+   "max": 0.0005565026756376028,
    "samples": 123,
    "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.615992500044968e-06,
-   "host_backward_canary_seconds": 1.3929349999983743e-05,
+   "host_canary_seconds": 9.586639999952241e-06,
+   "host_backward_canary_seconds": 1.3894940000227507e-05,
    "pass_seconds": [
-    3.3062667896350235e-05,
-    2.0910674706101415e-05,
+    0.0,
+    3.098000523944697e-05,
     0.0
    ],
    "pass_host_canary_seconds": [
-    9.615992500044968e-06,
-    1.0735497499965162e-05,
-    1.1039275000044313e-05
+    9.586639999952241e-06,
+    1.0954817499850832e-05,
+    9.733537500267175e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.3929349999983743e-05,
-    1.7811660000148778e-05,
-    2.2193344999976716e-05
+    1.3894940000227507e-05,
+    2.1462844999859952e-05,
+    1.5582229999608898e-05
    ]
   },
   "layer_forward_reshape": {
-   "seconds": 1.80479995906353e-05,
-   "min": 1.648000068962574e-05,
-   "max": 5.289600044488907e-05,
+   "seconds": 1.9872000440955163e-05,
+   "min": 1.3824000023305415e-05,
+   "max": 6.355199962854386e-05,
    "samples": 123,
    "method": "one tiny reshape layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.941745000041637e-06,
-   "host_backward_canary_seconds": 1.3909460000007811e-05,
+   "host_canary_seconds": 9.642337500110897e-06,
+   "host_backward_canary_seconds": 1.3575560000163023e-05,
    "pass_seconds": [
-    1.80479995906353e-05,
-    1.8239999189972877e-05,
-    1.756799966096878e-05
+    1.4208000153303147e-05,
+    1.9872000440955163e-05,
+    2.2752000018954278e-05
    ],
    "pass_host_canary_seconds": [
-    9.941745000041637e-06,
-    1.1388552499980164e-05,
-    1.1024475000027679e-05
+    9.642337500110897e-06,
+    1.0512847500194765e-05,
+    1.1560807500075044e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3909460000007811e-05,
-    1.873975000009409e-05,
-    2.0956704999974815e-05
+    1.3575560000163023e-05,
+    2.0595610000100354e-05,
+    1.84675149995428e-05
    ]
   },
   "layer_backward_reshape": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 5.869466563065848e-05,
+   "max": 4.496399809916816e-05,
    "samples": 123,
    "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.941745000041637e-06,
-   "host_backward_canary_seconds": 1.3909460000007811e-05,
+   "host_canary_seconds": 9.642337500110897e-06,
+   "host_backward_canary_seconds": 1.3575560000163023e-05,
    "pass_seconds": [
     0.0,
-    1.0446667671203604e-05,
+    2.1411997576554622e-05,
     0.0
    ],
    "pass_host_canary_seconds": [
-    9.941745000041637e-06,
-    1.1388552499980164e-05,
-    1.1024475000027679e-05
+    9.642337500110897e-06,
+    1.0512847500194765e-05,
+    1.1560807500075044e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3909460000007811e-05,
-    1.873975000009409e-05,
-    2.0956704999974815e-05
+    1.3575560000163023e-05,
+    2.0595610000100354e-05,
+    1.84675149995428e-05
    ]
   },
   "layer_forward_reshape_autocast": {
-   "seconds": 3.468799963593483e-05,
-   "min": 2.0416000857949256e-05,
-   "max": 5.894400179386139e-05,
+   "seconds": 3.824000060558319e-05,
+   "min": 2.5919999927282332e-05,
+   "max": 0.00013737599551677705,
    "samples": 123,
    "method": "one tiny reshape layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.730467500013162e-06,
-   "host_backward_canary_seconds": 1.4561390000054075e-05,
+   "host_canary_seconds": 9.136567500149794e-06,
+   "host_backward_canary_seconds": 1.325384500034943e-05,
    "pass_seconds": [
-    2.220799960196018e-05,
-    3.468799963593483e-05,
-    3.5519998520612714e-05
+    3.119999915361404e-05,
+    3.824000060558319e-05,
+    4.160000011324883e-05
    ],
    "pass_host_canary_seconds": [
-    9.730467500013162e-06,
-    1.1521024999936458e-05,
-    1.1054174999927113e-05
+    9.136567500149794e-06,
+    1.045640500024092e-05,
+    9.603425000079823e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4561390000054075e-05,
-    1.704108500007351e-05,
-    2.318566500008501e-05
+    1.325384500034943e-05,
+    2.039836500046022e-05,
+    1.8727929999613478e-05
    ]
   },
   "layer_backward_reshape_autocast": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 7.646667460600533e-05,
+   "max": 0.0002964386629561584,
    "samples": 123,
    "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.730467500013162e-06,
-   "host_backward_canary_seconds": 1.4561390000054075e-05,
+   "host_canary_seconds": 9.136567500149794e-06,
+   "host_backward_canary_seconds": 1.325384500034943e-05,
    "pass_seconds": [
     0.0,
-    8.910669013857843e-06,
+    4.3011996274193134e-05,
     0.0
    ],
    "pass_host_canary_seconds": [
-    9.730467500013162e-06,
-    1.1521024999936458e-05,
-    1.1054174999927113e-05
+    9.136567500149794e-06,
+    1.045640500024092e-05,
+    9.603425000079823e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4561390000054075e-05,
-    1.704108500007351e-05,
-    2.318566500008501e-05
+    1.325384500034943e-05,
+    2.039836500046022e-05,
+    1.8727929999613478e-05
    ]
   },
   "layer_forward_slice": {
-   "seconds": 1.9775999709963798e-05,
-   "min": 1.2543999589979648e-05,
-   "max": 6.054399907588959e-05,
+   "seconds": 1.744000054895878e-05,
+   "min": 1.2864000163972378e-05,
+   "max": 5.567999929189682e-05,
    "samples": 123,
    "method": "one tiny slice layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.483429999976977e-06,
-   "host_backward_canary_seconds": 1.728796500003682e-05,
+   "host_canary_seconds": 1.1399680000181433e-05,
+   "host_backward_canary_seconds": 1.3812239999992925e-05,
    "pass_seconds": [
-    1.3088000006973743e-05,
-    1.9775999709963798e-05,
-    2.0160000771284102e-05
+    1.5615999698638916e-05,
+    2.0416000857949256e-05,
+    1.744000054895878e-05
    ],
    "pass_host_canary_seconds": [
-    8.483429999976977e-06,
-    1.108074499995837e-05,
-    1.0861894999933953e-05
+    1.1399680000181433e-05,
+    1.0447450000015124e-05,
+    9.41065250003703e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.728796500003682e-05,
-    1.670403000005649e-05,
-    2.4540945000097738e-05
+    1.3812239999992925e-05,
+    1.9957239999826015e-05,
+    1.618156500001078e-05
    ]
   },
   "layer_backward_slice": {
-   "seconds": 2.2054668826361498e-05,
+   "seconds": 4.534662390748691e-06,
    "min": 0.0,
-   "max": 0.0001145426668226719,
+   "max": 0.000225558668995897,
    "samples": 123,
    "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.483429999976977e-06,
-   "host_backward_canary_seconds": 1.728796500003682e-05,
+   "host_canary_seconds": 1.1399680000181433e-05,
+   "host_backward_canary_seconds": 1.3812239999992925e-05,
    "pass_seconds": [
-    2.2054668826361498e-05,
-    3.2398667186498645e-05,
-    0.0
+    0.0,
+    8.742799734075865e-05,
+    4.534662390748691e-06
    ],
    "pass_host_canary_seconds": [
-    8.483429999976977e-06,
-    1.108074499995837e-05,
-    1.0861894999933953e-05
+    1.1399680000181433e-05,
+    1.0447450000015124e-05,
+    9.41065250003703e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.728796500003682e-05,
-    1.670403000005649e-05,
-    2.4540945000097738e-05
+    1.3812239999992925e-05,
+    1.9957239999826015e-05,
+    1.618156500001078e-05
    ]
   },
   "layer_forward_slice_autocast": {
-   "seconds": 3.5967998206615446e-05,
-   "min": 2.2048000246286393e-05,
-   "max": 6.50240033864975e-05,
+   "seconds": 3.939199820160866e-05,
+   "min": 2.7264000847935676e-05,
+   "max": 8.617600053548813e-05,
    "samples": 123,
    "method": "one tiny slice layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.592749999965064e-06,
-   "host_backward_canary_seconds": 1.684601000000896e-05,
+   "host_canary_seconds": 1.1413732499931939e-05,
+   "host_backward_canary_seconds": 1.3638094999919304e-05,
    "pass_seconds": [
-    2.319999970495701e-05,
-    3.5967998206615446e-05,
-    3.7888001650571824e-05
+    2.9632000252604483e-05,
+    3.939199820160866e-05,
+    4.51200008392334e-05
    ],
    "pass_host_canary_seconds": [
-    7.592749999965064e-06,
-    1.0688117500023962e-05,
-    1.0986044999938827e-05
+    1.1413732499931939e-05,
+    1.0427125000092019e-05,
+    1.0968999999931839e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.684601000000896e-05,
-    1.915636500001483e-05,
-    2.175503499998399e-05
+    1.3638094999919304e-05,
+    1.9792524999502347e-05,
+    1.669866499980799e-05
    ]
   },
   "layer_backward_slice_autocast": {
-   "seconds": 6.069066623846689e-05,
+   "seconds": 0.0,
    "min": 0.0,
-   "max": 0.00025672265390555066,
+   "max": 0.0003579746584097545,
    "samples": 123,
    "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.592749999965064e-06,
-   "host_backward_canary_seconds": 1.684601000000896e-05,
+   "host_canary_seconds": 1.1413732499931939e-05,
+   "host_backward_canary_seconds": 1.3638094999919304e-05,
    "pass_seconds": [
-    1.491866943736872e-05,
-    6.66386727243662e-05,
-    6.069066623846689e-05
+    0.0,
+    0.00010390800175567468,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    7.592749999965064e-06,
-    1.0688117500023962e-05,
-    1.0986044999938827e-05
+    1.1413732499931939e-05,
+    1.0427125000092019e-05,
+    1.0968999999931839e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.684601000000896e-05,
-    1.915636500001483e-05,
-    2.175503499998399e-05
+    1.3638094999919304e-05,
+    1.9792524999502347e-05,
+    1.669866499980799e-05
    ]
   },
   "layer_forward_transpose_contiguous": {
-   "seconds": 1.8489904879104523e-05,
-   "min": 1.22971430066086e-05,
-   "max": 2.0551618898198715e-05,
+   "seconds": 1.9621333550839195e-05,
+   "min": 1.5257905015633222e-05,
+   "max": 2.1369143078724546e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4517,32 +4517,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.390399947762489e-05,
-    5.8559998869895935e-05,
-    0.00020761600136756897
+    2.7103999629616738e-05,
+    7.24800005555153e-05,
+    0.000255840003490448
    ],
-   "host_canary_seconds": 8.195959999994784e-06,
-   "host_backward_canary_seconds": 1.5669539999976225e-05,
+   "host_canary_seconds": 9.022924999726455e-06,
+   "host_backward_canary_seconds": 1.4761350000753736e-05,
    "pass_seconds": [
-    1.22971430066086e-05,
-    2.0551618898198715e-05,
-    1.8489904879104523e-05
+    1.5257905015633222e-05,
+    1.9621333550839195e-05,
+    2.1369143078724546e-05
    ],
    "pass_host_canary_seconds": [
-    8.195959999994784e-06,
-    1.0802432500014446e-05,
-    1.0879299999899672e-05
+    9.022924999726455e-06,
+    1.0495720000278652e-05,
+    1.1321332499960591e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5669539999976225e-05,
-    2.016938000011237e-05,
-    2.096974000011187e-05
+    1.4761350000753736e-05,
+    2.0615869999573988e-05,
+    2.0032450000257998e-05
    ]
   },
   "layer_backward_transpose_contiguous": {
-   "seconds": 2.1252571294705074e-05,
-   "min": 1.9324951406036107e-05,
-   "max": 2.5332570253383547e-05,
+   "seconds": 2.0438856844391138e-05,
+   "min": 1.549257329177288e-05,
+   "max": 2.4761143539633073e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4551,32 +4551,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00012329600006341933,
-    0.00018742400407791138,
-    0.0006714879870414734
+    0.00012931199371814727,
+    0.00018812799453735352,
+    0.0005794240236282348
    ],
-   "host_canary_seconds": 8.195959999994784e-06,
-   "host_backward_canary_seconds": 1.5669539999976225e-05,
+   "host_canary_seconds": 9.022924999726455e-06,
+   "host_backward_canary_seconds": 1.4761350000753736e-05,
    "pass_seconds": [
-    2.5332570253383547e-05,
-    1.9324951406036107e-05,
-    2.1252571294705074e-05
+    1.549257329177288e-05,
+    2.4761143539633073e-05,
+    2.0438856844391138e-05
    ],
    "pass_host_canary_seconds": [
-    8.195959999994784e-06,
-    1.0802432500014446e-05,
-    1.0879299999899672e-05
+    9.022924999726455e-06,
+    1.0495720000278652e-05,
+    1.1321332499960591e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5669539999976225e-05,
-    2.016938000011237e-05,
-    2.096974000011187e-05
+    1.4761350000753736e-05,
+    2.0615869999573988e-05,
+    2.0032450000257998e-05
    ]
   },
   "layer_forward_transpose_contiguous_autocast": {
-   "seconds": 1.3360762170382907e-05,
-   "min": 1.0018285186517806e-05,
-   "max": 2.1984762379101345e-05,
+   "seconds": 1.60518093478112e-05,
+   "min": 1.3223618623756225e-05,
+   "max": 1.9817904347465153e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4585,32 +4585,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.7312000542879106e-05,
-    0.00011395200341939927,
-    0.00021644799411296844
+    4.134399816393852e-05,
+    8.975999802350998e-05,
+    0.00028220799565315246
    ],
-   "host_canary_seconds": 8.534554999997113e-06,
-   "host_backward_canary_seconds": 1.5150810000079673e-05,
+   "host_canary_seconds": 9.0192800001887e-06,
+   "host_backward_canary_seconds": 1.5712000000576153e-05,
    "pass_seconds": [
-    1.0018285186517806e-05,
-    1.3360762170382907e-05,
-    2.1984762379101345e-05
+    1.60518093478112e-05,
+    1.9817904347465153e-05,
+    1.3223618623756225e-05
    ],
    "pass_host_canary_seconds": [
-    8.534554999997113e-06,
-    9.193267500009483e-06,
-    1.0918059999909246e-05
+    9.0192800001887e-06,
+    1.0646650000012415e-05,
+    1.0869635000005928e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5150810000079673e-05,
-    2.092375000003699e-05,
-    2.067544999988513e-05
+    1.5712000000576153e-05,
+    2.116382000053818e-05,
+    1.877672000034636e-05
    ]
   },
   "layer_backward_transpose_contiguous_autocast": {
-   "seconds": 1.5018665364810402e-05,
-   "min": 9.520000290303004e-06,
-   "max": 3.121447634129298e-05,
+   "seconds": 1.8310856251489548e-05,
+   "min": 1.1004951383386343e-05,
+   "max": 3.0099046727021535e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4619,128 +4619,128 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015676799416542054,
-    0.0002936640083789825,
-    0.0004759359955787659
+    0.0001321599930524826,
+    0.00020239999890327455,
+    0.0005343679785728455
    ],
-   "host_canary_seconds": 8.534554999997113e-06,
-   "host_backward_canary_seconds": 1.5150810000079673e-05,
+   "host_canary_seconds": 9.0192800001887e-06,
+   "host_backward_canary_seconds": 1.5712000000576153e-05,
    "pass_seconds": [
-    9.520000290303004e-06,
-    3.121447634129298e-05,
-    1.5018665364810402e-05
+    1.1004951383386343e-05,
+    1.8310856251489548e-05,
+    3.0099046727021535e-05
    ],
    "pass_host_canary_seconds": [
-    8.534554999997113e-06,
-    9.193267500009483e-06,
-    1.0918059999909246e-05
+    9.0192800001887e-06,
+    1.0646650000012415e-05,
+    1.0869635000005928e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5150810000079673e-05,
-    2.092375000003699e-05,
-    2.067544999988513e-05
+    1.5712000000576153e-05,
+    2.116382000053818e-05,
+    1.877672000034636e-05
    ]
   },
   "layer_forward_cat": {
-   "seconds": 2.25600004196167e-05,
-   "min": 1.8303999677300454e-05,
-   "max": 7.942400127649308e-05,
+   "seconds": 2.844800055027008e-05,
+   "min": 2.2624000906944274e-05,
+   "max": 5.187200009822845e-05,
    "samples": 123,
    "method": "one tiny cat layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.499332500060518e-06,
-   "host_backward_canary_seconds": 1.5383269999986736e-05,
+   "host_canary_seconds": 8.99693999997453e-06,
+   "host_backward_canary_seconds": 1.346790999946279e-05,
    "pass_seconds": [
-    2.019199915230274e-05,
-    3.094400092959404e-05,
-    2.25600004196167e-05
+    2.4000000208616257e-05,
+    2.9759999364614487e-05,
+    2.844800055027008e-05
    ],
    "pass_host_canary_seconds": [
-    7.499332500060518e-06,
-    8.453075000005584e-06,
-    9.76272750001783e-06
+    8.99693999997453e-06,
+    1.0989159999610365e-05,
+    1.0507419999896684e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5383269999986736e-05,
-    1.9681460000100514e-05,
-    2.2467250000062224e-05
+    1.346790999946279e-05,
+    2.0684850000520782e-05,
+    1.701341000057255e-05
    ]
   },
   "layer_backward_cat": {
-   "seconds": 3.1426691760619524e-06,
+   "seconds": 0.0,
    "min": 0.0,
-   "max": 0.0001955346819013357,
+   "max": 0.0003866466805338859,
    "samples": 123,
    "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.499332500060518e-06,
-   "host_backward_canary_seconds": 1.5383269999986736e-05,
+   "host_canary_seconds": 8.99693999997453e-06,
+   "host_backward_canary_seconds": 1.346790999946279e-05,
    "pass_seconds": [
-    3.1426691760619524e-06,
-    6.638666614890092e-06,
+    0.0,
+    3.251599458356699e-05,
     0.0
    ],
    "pass_host_canary_seconds": [
-    7.499332500060518e-06,
-    8.453075000005584e-06,
-    9.76272750001783e-06
+    8.99693999997453e-06,
+    1.0989159999610365e-05,
+    1.0507419999896684e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5383269999986736e-05,
-    1.9681460000100514e-05,
-    2.2467250000062224e-05
+    1.346790999946279e-05,
+    2.0684850000520782e-05,
+    1.701341000057255e-05
    ]
   },
   "layer_forward_cat_autocast": {
-   "seconds": 3.3695999532938e-05,
-   "min": 2.7103999629616738e-05,
-   "max": 9.647999703884124e-05,
+   "seconds": 4.998400062322616e-05,
+   "min": 3.558399900794029e-05,
+   "max": 0.00012511999905109406,
    "samples": 123,
    "method": "one tiny cat layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.374887500048999e-06,
-   "host_backward_canary_seconds": 1.6275804999921207e-05,
+   "host_canary_seconds": 8.839875000035136e-06,
+   "host_backward_canary_seconds": 1.747735500032377e-05,
    "pass_seconds": [
-    2.9759999364614487e-05,
-    3.3695999532938e-05,
-    6.0479998588562014e-05
+    3.750399872660637e-05,
+    4.998400062322616e-05,
+    5.5135998874902726e-05
    ],
    "pass_host_canary_seconds": [
-    7.374887500048999e-06,
-    8.84611750009867e-06,
-    1.0870895000039127e-05
+    8.839875000035136e-06,
+    1.0870367499649092e-05,
+    1.0344252499692173e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6275804999921207e-05,
-    1.9955759999987776e-05,
-    2.3402639999972053e-05
+    1.747735500032377e-05,
+    2.097145500044917e-05,
+    1.715852000074847e-05
    ]
   },
   "layer_backward_cat_autocast": {
-   "seconds": 2.8110666200518606e-05,
+   "seconds": 0.0,
    "min": 0.0,
-   "max": 0.000309010690699021,
+   "max": 0.0007006626352667809,
    "samples": 123,
    "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.374887500048999e-06,
-   "host_backward_canary_seconds": 1.6275804999921207e-05,
+   "host_canary_seconds": 8.839875000035136e-06,
+   "host_backward_canary_seconds": 1.747735500032377e-05,
    "pass_seconds": [
     0.0,
-    2.8110666200518606e-05,
-    3.9122662196556726e-05
+    6.787600678702195e-05,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    7.374887500048999e-06,
-    8.84611750009867e-06,
-    1.0870895000039127e-05
+    8.839875000035136e-06,
+    1.0870367499649092e-05,
+    1.0344252499692173e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6275804999921207e-05,
-    1.9955759999987776e-05,
-    2.3402639999972053e-05
+    1.747735500032377e-05,
+    2.097145500044917e-05,
+    1.715852000074847e-05
    ]
   },
   "layer_forward_gelu_tanh_composite": {
-   "seconds": 9.364343079782666e-05,
-   "min": 8.03984733564513e-05,
-   "max": 0.0001250087647210984,
+   "seconds": 0.0001143359974736259,
+   "min": 9.365714093049366e-05,
+   "max": 0.00012095314335255395,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4749,32 +4749,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.432000130414962e-05,
-    0.00035107201337814334,
-    0.0012988159656524658
+    0.00011161600053310394,
+    0.0004023039937019348,
+    0.001519711971282959
    ],
-   "host_canary_seconds": 7.907090000003336e-06,
-   "host_backward_canary_seconds": 1.8145069999917497e-05,
+   "host_canary_seconds": 9.812152500217053e-06,
+   "host_backward_canary_seconds": 1.48916350002537e-05,
    "pass_seconds": [
-    8.03984733564513e-05,
-    0.0001250087647210984,
-    9.364343079782666e-05
+    9.365714093049366e-05,
+    0.00012095314335255395,
+    0.0001143359974736259
    ],
    "pass_host_canary_seconds": [
-    7.907090000003336e-06,
-    9.314965000015718e-06,
-    1.0627070000026607e-05
+    9.812152500217053e-06,
+    1.0412992500050678e-05,
+    1.0220024999512133e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8145069999917497e-05,
-    1.894612999990386e-05,
-    2.229284000009102e-05
+    1.48916350002537e-05,
+    2.080145000036282e-05,
+    1.6417379999893455e-05
    ]
   },
   "layer_backward_gelu_tanh_composite": {
-   "seconds": 0.0001557302872339885,
-   "min": 0.0001478194236045792,
-   "max": 0.00023748418440421425,
+   "seconds": 0.0001666796058416366,
+   "min": 0.00016228646394752323,
+   "max": 0.00018297448541436875,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4783,32 +4783,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00045020800828933716,
-    0.0013404799699783326,
-    0.0039420158863067625
+    0.0003405439853668213,
+    0.0010502400398254394,
+    0.004160319805145264
    ],
-   "host_canary_seconds": 7.907090000003336e-06,
-   "host_backward_canary_seconds": 1.8145069999917497e-05,
+   "host_canary_seconds": 9.812152500217053e-06,
+   "host_backward_canary_seconds": 1.48916350002537e-05,
    "pass_seconds": [
-    0.0001478194236045792,
-    0.0001557302872339885,
-    0.00023748418440421425
+    0.00016228646394752323,
+    0.00018297448541436875,
+    0.0001666796058416366
    ],
    "pass_host_canary_seconds": [
-    7.907090000003336e-06,
-    9.314965000015718e-06,
-    1.0627070000026607e-05
+    9.812152500217053e-06,
+    1.0412992500050678e-05,
+    1.0220024999512133e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8145069999917497e-05,
-    1.894612999990386e-05,
-    2.229284000009102e-05
+    1.48916350002537e-05,
+    2.080145000036282e-05,
+    1.6417379999893455e-05
    ]
   },
   "layer_forward_gelu_tanh_composite_autocast": {
-   "seconds": 9.792533162094298e-05,
-   "min": 8.39596160110973e-05,
-   "max": 0.00014677409260045913,
+   "seconds": 0.00011878095425310591,
+   "min": 8.86659026145935e-05,
+   "max": 0.00011949485398474195,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4817,32 +4817,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00010716799646615982,
-    0.0003423359990119934,
-    0.0013609919548034667
+    0.00016246399283409118,
+    0.0004447680115699768,
+    0.0014978879690170288
    ],
-   "host_canary_seconds": 8.083489999997084e-06,
-   "host_backward_canary_seconds": 1.806748499994626e-05,
+   "host_canary_seconds": 8.711085000072671e-06,
+   "host_backward_canary_seconds": 1.4785655000082443e-05,
    "pass_seconds": [
-    8.39596160110973e-05,
-    9.792533162094298e-05,
-    0.00014677409260045913
+    8.86659026145935e-05,
+    0.00011878095425310591,
+    0.00011949485398474195
    ],
    "pass_host_canary_seconds": [
-    8.083489999997084e-06,
-    8.882342499987316e-06,
-    1.1699867499928018e-05
+    8.711085000072671e-06,
+    1.0286940000128198e-05,
+    1.0294244999613511e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.806748499994626e-05,
-    2.133053500003257e-05,
-    2.3911154999893825e-05
+    1.4785655000082443e-05,
+    1.8176269999798933e-05,
+    2.0430220000662303e-05
    ]
   },
   "layer_backward_gelu_tanh_composite_autocast": {
-   "seconds": 0.00019514287156718117,
-   "min": 0.00019262476513783137,
-   "max": 0.000249100183447202,
+   "seconds": 0.00011916493730885638,
+   "min": 0.0001169394396600269,
+   "max": 0.0001992373282001132,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4851,32 +4851,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00039468801021575925,
-    0.0014141440391540528,
-    0.004606688022613525
+    0.000536575973033905,
+    0.0011250239610671997,
+    0.0036112000942230224
    ],
-   "host_canary_seconds": 8.083489999997084e-06,
-   "host_backward_canary_seconds": 1.806748499994626e-05,
+   "host_canary_seconds": 8.711085000072671e-06,
+   "host_backward_canary_seconds": 1.4785655000082443e-05,
    "pass_seconds": [
-    0.00019262476513783137,
-    0.000249100183447202,
-    0.00019514287156718117
+    0.0001169394396600269,
+    0.00011916493730885638,
+    0.0001992373282001132
    ],
    "pass_host_canary_seconds": [
-    8.083489999997084e-06,
-    8.882342499987316e-06,
-    1.1699867499928018e-05
+    8.711085000072671e-06,
+    1.0286940000128198e-05,
+    1.0294244999613511e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.806748499994626e-05,
-    2.133053500003257e-05,
-    2.3911154999893825e-05
+    1.4785655000082443e-05,
+    1.8176269999798933e-05,
+    2.0430220000662303e-05
    ]
   },
   "layer_forward_mha": {
-   "seconds": 0.0004042445804391588,
-   "min": 0.00024990933991613846,
-   "max": 0.0004467710512025016,
+   "seconds": 0.00033209903893016636,
+   "min": 0.00022727543967110772,
+   "max": 0.00036783314602715627,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4885,32 +4885,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00047488000988960265,
-    0.0019359040260314942,
-    0.006621312141418457
+    0.00041708800196647644,
+    0.0014515520334243775,
+    0.005411295890808105
    ],
-   "host_canary_seconds": 1.1016615000016827e-05,
-   "host_backward_canary_seconds": 2.0051710000075217e-05,
+   "host_canary_seconds": 9.999309999955131e-06,
+   "host_backward_canary_seconds": 1.9697275000112313e-05,
    "pass_seconds": [
-    0.0004042445804391588,
-    0.00024990933991613846,
-    0.0004467710512025016
+    0.00033209903893016636,
+    0.00022727543967110772,
+    0.00036783314602715627
    ],
    "pass_host_canary_seconds": [
-    1.1016615000016827e-05,
-    8.206619999953091e-06,
-    1.1697480000023574e-05
+    9.999309999955131e-06,
+    1.0224334999975326e-05,
+    1.027381249997461e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0051710000075217e-05,
-    2.231002000002036e-05,
-    2.3763380000048073e-05
+    1.9697275000112313e-05,
+    2.07246499996927e-05,
+    1.857122499984598e-05
    ]
   },
   "layer_backward_mha": {
-   "seconds": 0.0008086224766004652,
-   "min": 0.0007017310417833781,
-   "max": 0.0008204769392808279,
+   "seconds": 0.0006340663120860146,
+   "min": 0.0006257509064106715,
+   "max": 0.0008713508901141938,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4919,32 +4919,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00172816002368927,
-    0.004907551765441894,
-    0.018271615982055664
+    0.0016070079803466796,
+    0.005074783802032471,
+    0.01617283248901367
    ],
-   "host_canary_seconds": 1.1016615000016827e-05,
-   "host_backward_canary_seconds": 2.0051710000075217e-05,
+   "host_canary_seconds": 9.999309999955131e-06,
+   "host_backward_canary_seconds": 1.9697275000112313e-05,
    "pass_seconds": [
-    0.0007017310417833781,
-    0.0008204769392808279,
-    0.0008086224766004652
+    0.0006257509064106715,
+    0.0008713508901141938,
+    0.0006340663120860146
    ],
    "pass_host_canary_seconds": [
-    1.1016615000016827e-05,
-    8.206619999953091e-06,
-    1.1697480000023574e-05
+    9.999309999955131e-06,
+    1.0224334999975326e-05,
+    1.027381249997461e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0051710000075217e-05,
-    2.231002000002036e-05,
-    2.3763380000048073e-05
+    1.9697275000112313e-05,
+    2.07246499996927e-05,
+    1.857122499984598e-05
    ]
   },
   "layer_forward_mha_autocast": {
-   "seconds": 0.000505667785803477,
-   "min": 0.0004727420892034258,
-   "max": 0.0006465630559694199,
+   "seconds": 0.0005022887672696795,
+   "min": 0.0002969318230946859,
+   "max": 0.0005189142511004493,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4953,32 +4953,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0005088639855384827,
-    0.002863424062728882,
-    0.010345600128173827
+    0.0005015680193901063,
+    0.0018044480085372926,
+    0.007967904090881347
    ],
-   "host_canary_seconds": 1.0238294999993513e-05,
-   "host_backward_canary_seconds": 2.04027799999551e-05,
+   "host_canary_seconds": 1.0247210000216e-05,
+   "host_backward_canary_seconds": 1.7149750000271524e-05,
    "pass_seconds": [
-    0.0006465630559694199,
-    0.000505667785803477,
-    0.0004727420892034258
+    0.0005022887672696795,
+    0.0002969318230946859,
+    0.0005189142511004493
    ],
    "pass_host_canary_seconds": [
-    1.0238294999993513e-05,
-    1.0365397500109452e-05,
-    1.0523645000048987e-05
+    1.0247210000216e-05,
+    8.271649999755937e-06,
+    1.0233765000009498e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.04027799999551e-05,
-    2.114552500003697e-05,
-    2.0872049999951515e-05
+    1.7149750000271524e-05,
+    2.1513560000130383e-05,
+    1.947816000097191e-05
    ]
   },
   "layer_backward_mha_autocast": {
-   "seconds": 0.0005713249870709012,
-   "min": 0.0005170643187704542,
-   "max": 0.0007123184743381683,
+   "seconds": 0.0007158895276841663,
+   "min": 0.000676382445153736,
+   "max": 0.0010937683468773252,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4987,32 +4987,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0021326720714569094,
-    0.006433375835418701,
-    0.019857023239135744
+    0.0016126079559326172,
+    0.004798783779144287,
+    0.019176063537597657
    ],
-   "host_canary_seconds": 1.0238294999993513e-05,
-   "host_backward_canary_seconds": 2.04027799999551e-05,
+   "host_canary_seconds": 1.0247210000216e-05,
+   "host_backward_canary_seconds": 1.7149750000271524e-05,
    "pass_seconds": [
-    0.0005170643187704542,
-    0.0007123184743381683,
-    0.0005713249870709012
+    0.000676382445153736,
+    0.0010937683468773252,
+    0.0007158895276841663
    ],
    "pass_host_canary_seconds": [
-    1.0238294999993513e-05,
-    1.0365397500109452e-05,
-    1.0523645000048987e-05
+    1.0247210000216e-05,
+    8.271649999755937e-06,
+    1.0233765000009498e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.04027799999551e-05,
-    2.114552500003697e-05,
-    2.0872049999951515e-05
+    1.7149750000271524e-05,
+    2.1513560000130383e-05,
+    1.947816000097191e-05
    ]
   },
   "layer_forward_cast": {
-   "seconds": 1.3148190542345955e-05,
-   "min": 1.0166095569729806e-05,
-   "max": 1.593142801097461e-05,
+   "seconds": 1.1116190414343562e-05,
+   "min": 9.375238347621192e-06,
+   "max": 1.4537905121133439e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny cast layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5021,32 +5021,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.0735999569296837e-05,
-    5.273599922657013e-05,
-    0.00017372800409793854
+    2.1056000143289565e-05,
+    4.681599885225296e-05,
+    0.00016089600324630738
    ],
-   "host_canary_seconds": 8.03563499999882e-06,
-   "host_backward_canary_seconds": 1.8614130000003114e-05,
+   "host_canary_seconds": 7.093419999648631e-06,
+   "host_backward_canary_seconds": 1.3018920000149592e-05,
    "pass_seconds": [
-    1.0166095569729806e-05,
-    1.3148190542345955e-05,
-    1.593142801097461e-05
+    9.375238347621192e-06,
+    1.1116190414343562e-05,
+    1.4537905121133439e-05
    ],
    "pass_host_canary_seconds": [
-    8.03563499999882e-06,
-    9.368749999936199e-06,
-    8.383189999960905e-06
+    7.093419999648631e-06,
+    7.820055000138382e-06,
+    1.0280889999876309e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8614130000003114e-05,
-    1.4660520000120414e-05,
-    1.6643249999788167e-05
+    1.3018920000149592e-05,
+    2.1804320000455845e-05,
+    1.8317700000807235e-05
    ]
   },
   "layer_backward_cast": {
-   "seconds": 2.317943122415315e-05,
-   "min": 1.590628655893462e-05,
-   "max": 3.299276167083354e-05,
+   "seconds": 2.5393524162826084e-05,
+   "min": 1.9024759885810667e-05,
+   "max": 3.019123692952452e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny cast layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5055,32 +5055,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014819200336933135,
-    0.00020751999318599702,
-    0.0007721920013427734
+    9.721600264310837e-05,
+    0.00015932799875736236,
+    0.0005155199766159057
    ],
-   "host_canary_seconds": 8.03563499999882e-06,
-   "host_backward_canary_seconds": 1.8614130000003114e-05,
+   "host_canary_seconds": 7.093419999648631e-06,
+   "host_backward_canary_seconds": 1.3018920000149592e-05,
    "pass_seconds": [
-    3.299276167083354e-05,
-    1.590628655893462e-05,
-    2.317943122415315e-05
+    1.9024759885810667e-05,
+    3.019123692952452e-05,
+    2.5393524162826084e-05
    ],
    "pass_host_canary_seconds": [
-    8.03563499999882e-06,
-    9.368749999936199e-06,
-    8.383189999960905e-06
+    7.093419999648631e-06,
+    7.820055000138382e-06,
+    1.0280889999876309e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8614130000003114e-05,
-    1.4660520000120414e-05,
-    1.6643249999788167e-05
+    1.3018920000149592e-05,
+    2.1804320000455845e-05,
+    1.8317700000807235e-05
    ]
   },
   "layer_forward_cast_autocast": {
-   "seconds": 1.6151619986409232e-05,
-   "min": 1.0686475960981278e-05,
-   "max": 1.6212572121904007e-05,
+   "seconds": 1.6586665951070334e-05,
+   "min": 1.1844571147646222e-05,
+   "max": 1.751923862667311e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny cast layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5089,32 +5089,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.12800009548664e-05,
-    0.00010876800119876861,
-    0.00030323201417922974
+    3.0271999537944795e-05,
+    6.34239986538887e-05,
+    0.00028659200668334963
    ],
-   "host_canary_seconds": 1.013073999999392e-05,
-   "host_backward_canary_seconds": 1.588024000000132e-05,
+   "host_canary_seconds": 7.537729999853582e-06,
+   "host_backward_canary_seconds": 1.695767999990494e-05,
    "pass_seconds": [
-    1.6151619986409232e-05,
-    1.6212572121904007e-05,
-    1.0686475960981278e-05
+    1.751923862667311e-05,
+    1.1844571147646222e-05,
+    1.6586665951070334e-05
    ],
    "pass_host_canary_seconds": [
-    1.013073999999392e-05,
-    1.0042837499995017e-05,
-    8.29815999999539e-06
+    7.537729999853582e-06,
+    7.88000000000011e-06,
+    1.046337749983195e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.588024000000132e-05,
-    1.5241159999845877e-05,
-    1.9959624999899006e-05
+    1.695767999990494e-05,
+    2.0500155000036105e-05,
+    1.628912999876775e-05
    ]
   },
   "layer_backward_cast_autocast": {
-   "seconds": 1.9956572247403008e-05,
-   "min": 1.6533331324656803e-05,
-   "max": 2.8087619869481947e-05,
+   "seconds": 1.787428451435907e-05,
+   "min": 8.382477753219146e-06,
+   "max": 3.32198121717998e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny cast layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5123,32 +5123,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00022364799678325654,
-    0.0003125759959220886,
-    0.0007108799815177917
+    0.00011081600189208984,
+    0.00020796799659729003,
+    0.0005058240294456482
    ],
-   "host_canary_seconds": 1.013073999999392e-05,
-   "host_backward_canary_seconds": 1.588024000000132e-05,
+   "host_canary_seconds": 7.537729999853582e-06,
+   "host_backward_canary_seconds": 1.695767999990494e-05,
    "pass_seconds": [
-    1.6533331324656803e-05,
-    1.9956572247403008e-05,
-    2.8087619869481947e-05
+    8.382477753219146e-06,
+    3.32198121717998e-05,
+    1.787428451435907e-05
    ],
    "pass_host_canary_seconds": [
-    1.013073999999392e-05,
-    1.0042837499995017e-05,
-    8.29815999999539e-06
+    7.537729999853582e-06,
+    7.88000000000011e-06,
+    1.046337749983195e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.588024000000132e-05,
-    1.5241159999845877e-05,
-    1.9959624999899006e-05
+    1.695767999990494e-05,
+    2.0500155000036105e-05,
+    1.628912999876775e-05
    ]
   },
   "layer_forward_rmsnorm": {
-   "seconds": 2.3972571960517336e-05,
-   "min": 2.2752761840820313e-05,
-   "max": 2.4750476791745142e-05,
+   "seconds": 1.6577524088677906e-05,
+   "min": 1.6291047579475814e-05,
+   "max": 2.369828646381696e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5157,32 +5157,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.9551999419927596e-05,
-    0.00011190400272607803,
-    0.00041017600893974304
+    2.5119999423623085e-05,
+    6.60799965262413e-05,
+    0.0002668479979038239
    ],
-   "host_canary_seconds": 1.0177320000011036e-05,
-   "host_backward_canary_seconds": 1.5078889999955436e-05,
+   "host_canary_seconds": 8.113854999862724e-06,
+   "host_backward_canary_seconds": 1.5451710000320416e-05,
    "pass_seconds": [
-    2.4750476791745142e-05,
-    2.3972571960517336e-05,
-    2.2752761840820313e-05
+    1.6291047579475814e-05,
+    1.6577524088677906e-05,
+    2.369828646381696e-05
    ],
    "pass_host_canary_seconds": [
-    1.0177320000011036e-05,
-    9.965085000018804e-06,
-    1.0552800000027673e-05
+    8.113854999862724e-06,
+    8.486760000039338e-06,
+    1.047150749911907e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5078889999955436e-05,
-    1.5230759999980138e-05,
-    2.045203999983869e-05
+    1.5451710000320416e-05,
+    2.0619779999719867e-05,
+    1.6392759998780094e-05
    ]
   },
   "layer_backward_rmsnorm": {
-   "seconds": 4.57919981508028e-05,
-   "min": 4.1902474704242894e-05,
-   "max": 5.241295446952184e-05,
+   "seconds": 4.5018668951732774e-05,
+   "min": 4.497447769556727e-05,
+   "max": 4.99283777815955e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5191,32 +5191,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00012428800016641616,
-    0.0003380480110645294,
-    0.001183135986328125
+    0.0001307840049266815,
+    0.00027689599990844726,
+    0.0010378240346908569
    ],
-   "host_canary_seconds": 1.0177320000011036e-05,
-   "host_backward_canary_seconds": 1.5078889999955436e-05,
+   "host_canary_seconds": 8.113854999862724e-06,
+   "host_backward_canary_seconds": 1.5451710000320416e-05,
    "pass_seconds": [
-    4.57919981508028e-05,
-    5.241295446952184e-05,
-    4.1902474704242894e-05
+    4.5018668951732774e-05,
+    4.99283777815955e-05,
+    4.497447769556727e-05
    ],
    "pass_host_canary_seconds": [
-    1.0177320000011036e-05,
-    9.965085000018804e-06,
-    1.0552800000027673e-05
+    8.113854999862724e-06,
+    8.486760000039338e-06,
+    1.047150749911907e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5078889999955436e-05,
-    1.5230759999980138e-05,
-    2.045203999983869e-05
+    1.5451710000320416e-05,
+    2.0619779999719867e-05,
+    1.6392759998780094e-05
    ]
   },
   "layer_forward_rmsnorm_autocast": {
-   "seconds": 2.236342926820119e-05,
-   "min": 1.8878476250739323e-05,
-   "max": 2.4475428497507457e-05,
+   "seconds": 2.3238857409783774e-05,
+   "min": 1.4240000929151263e-05,
+   "max": 2.9155047166915167e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5225,32 +5225,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.612799853086472e-05,
-    0.00014236800372600556,
-    0.000411296010017395
+    6.310400366783142e-05,
+    8.873599767684936e-05,
+    0.0002710080146789551
    ],
-   "host_canary_seconds": 1.0199177499998767e-05,
-   "host_backward_canary_seconds": 1.5042699999980868e-05,
+   "host_canary_seconds": 7.698022500051138e-06,
+   "host_backward_canary_seconds": 1.5832789999876694e-05,
    "pass_seconds": [
-    2.236342926820119e-05,
-    1.8878476250739323e-05,
-    2.4475428497507457e-05
+    1.4240000929151263e-05,
+    2.9155047166915167e-05,
+    2.3238857409783774e-05
    ],
    "pass_host_canary_seconds": [
-    1.0199177499998767e-05,
-    1.1207489999947028e-05,
-    1.0626050000013264e-05
+    7.698022500051138e-06,
+    1.0721720000219648e-05,
+    1.043040500007919e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5042699999980868e-05,
-    2.138872999978503e-05,
-    1.9422099999957254e-05
+    1.5832789999876694e-05,
+    2.118008000024929e-05,
+    1.5083210000739201e-05
    ]
   },
   "layer_backward_rmsnorm_autocast": {
-   "seconds": 4.4231618976309204e-05,
-   "min": 3.586819129330771e-05,
-   "max": 6.042209338574184e-05,
+   "seconds": 4.2682670589004236e-05,
+   "min": 3.732038040955862e-05,
+   "max": 5.644647848038446e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5259,32 +5259,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00022508800029754638,
-    0.0005335040092468261,
-    0.0011431360244750976
+    0.00014201599359512328,
+    0.00030803200602531433,
+    0.0009192000031471253
    ],
-   "host_canary_seconds": 1.0199177499998767e-05,
-   "host_backward_canary_seconds": 1.5042699999980868e-05,
+   "host_canary_seconds": 7.698022500051138e-06,
+   "host_backward_canary_seconds": 1.5832789999876694e-05,
    "pass_seconds": [
-    3.586819129330771e-05,
-    6.042209338574184e-05,
-    4.4231618976309204e-05
+    3.732038040955862e-05,
+    5.644647848038446e-05,
+    4.2682670589004236e-05
    ],
    "pass_host_canary_seconds": [
-    1.0199177499998767e-05,
-    1.1207489999947028e-05,
-    1.0626050000013264e-05
+    7.698022500051138e-06,
+    1.0721720000219648e-05,
+    1.043040500007919e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5042699999980868e-05,
-    2.138872999978503e-05,
-    1.9422099999957254e-05
+    1.5832789999876694e-05,
+    2.118008000024929e-05,
+    1.5083210000739201e-05
    ]
   },
   "layer_forward_sdpa": {
-   "seconds": 2.7808762909401033e-05,
-   "min": 1.6354284825779142e-05,
-   "max": 2.9063618608883447e-05,
+   "seconds": 2.9836953041099364e-05,
+   "min": 2.7393523426282972e-05,
+   "max": 3.07641914557843e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5293,32 +5293,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.82879988849163e-05,
-    0.00011289600282907486,
-    0.0002987839877605438
+    4.3359998613595965e-05,
+    7.37600028514862e-05,
+    0.00048419201374053956
    ],
-   "host_canary_seconds": 8.261412499983579e-06,
-   "host_backward_canary_seconds": 1.3545830000012416e-05,
+   "host_canary_seconds": 1.038101500000721e-05,
+   "host_backward_canary_seconds": 1.9118020000519208e-05,
    "pass_seconds": [
-    1.6354284825779142e-05,
-    2.7808762909401033e-05,
-    2.9063618608883447e-05
+    3.07641914557843e-05,
+    2.9836953041099364e-05,
+    2.7393523426282972e-05
    ],
    "pass_host_canary_seconds": [
-    8.261412499983579e-06,
-    1.0201025000000642e-05,
-    1.048243499994328e-05
+    1.038101500000721e-05,
+    1.0840899999777776e-05,
+    1.0020044999237144e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3545830000012416e-05,
-    2.1058055000082733e-05,
-    1.8778900000029352e-05
+    1.9118020000519208e-05,
+    2.0427354999696946e-05,
+    1.5937820000999638e-05
    ]
   },
   "layer_backward_sdpa": {
-   "seconds": 9.204038622833433e-05,
-   "min": 8.035657448428018e-05,
-   "max": 0.00011258590345581372,
+   "seconds": 0.00010415389956462952,
+   "min": 8.222323443208421e-05,
+   "max": 0.00012135771147551991,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5327,32 +5327,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00028547200560569765,
-    0.0007339839935302735,
-    0.0017889280319213867
+    0.0003521600067615509,
+    0.00102566397190094,
+    0.0027063679695129394
    ],
-   "host_canary_seconds": 8.261412499983579e-06,
-   "host_backward_canary_seconds": 1.3545830000012416e-05,
+   "host_canary_seconds": 1.038101500000721e-05,
+   "host_backward_canary_seconds": 1.9118020000519208e-05,
    "pass_seconds": [
-    8.035657448428018e-05,
-    0.00011258590345581372,
-    9.204038622833433e-05
+    0.00012135771147551991,
+    0.00010415389956462952,
+    8.222323443208421e-05
    ],
    "pass_host_canary_seconds": [
-    8.261412499983579e-06,
-    1.0201025000000642e-05,
-    1.048243499994328e-05
+    1.038101500000721e-05,
+    1.0840899999777776e-05,
+    1.0020044999237144e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3545830000012416e-05,
-    2.1058055000082733e-05,
-    1.8778900000029352e-05
+    1.9118020000519208e-05,
+    2.0427354999696946e-05,
+    1.5937820000999638e-05
    ]
   },
   "layer_forward_sdpa_autocast": {
-   "seconds": 3.4460952594166714e-05,
-   "min": 2.30003817095643e-05,
-   "max": 3.558323745216642e-05,
+   "seconds": 4.240152523631142e-05,
+   "min": 3.60022871976807e-05,
+   "max": 4.855771504697346e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5361,32 +5361,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.532800033688545e-05,
-    0.00012745599448680877,
-    0.00040137600898742674
+    8.956799656152725e-05,
+    0.00013526399433612824,
+    0.000784608006477356
    ],
-   "host_canary_seconds": 7.28785999996262e-06,
-   "host_backward_canary_seconds": 1.476525000001061e-05,
+   "host_canary_seconds": 1.0374927499867681e-05,
+   "host_backward_canary_seconds": 1.587776999997459e-05,
    "pass_seconds": [
-    2.30003817095643e-05,
-    3.4460952594166714e-05,
-    3.558323745216642e-05
+    4.855771504697346e-05,
+    4.240152523631142e-05,
+    3.60022871976807e-05
    ],
    "pass_host_canary_seconds": [
-    7.28785999996262e-06,
-    9.645980000030362e-06,
-    8.153062499971498e-06
+    1.0374927499867681e-05,
+    1.0752085000262923e-05,
+    9.843192499943142e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.476525000001061e-05,
-    2.02026400000932e-05,
-    2.114204999998037e-05
+    1.587776999997459e-05,
+    1.98591999992459e-05,
+    1.525941999943825e-05
    ]
   },
   "layer_backward_sdpa_autocast": {
-   "seconds": 9.820495084637688e-05,
-   "min": 8.360380909982183e-05,
-   "max": 0.00010289371368430911,
+   "seconds": 7.354514513696942e-05,
+   "min": 5.785523355007172e-05,
+   "max": 7.785828872805551e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5395,32 +5395,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00022774399816989898,
-    0.0005219519734382629,
-    0.0018182719945907594
+    0.00043075200915336607,
+    0.0009064639806747436,
+    0.002079103946685791
    ],
-   "host_canary_seconds": 7.28785999996262e-06,
-   "host_backward_canary_seconds": 1.476525000001061e-05,
+   "host_canary_seconds": 1.0374927499867681e-05,
+   "host_backward_canary_seconds": 1.587776999997459e-05,
    "pass_seconds": [
-    8.360380909982183e-05,
-    0.00010289371368430911,
-    9.820495084637688e-05
+    5.785523355007172e-05,
+    7.354514513696942e-05,
+    7.785828872805551e-05
    ],
    "pass_host_canary_seconds": [
-    7.28785999996262e-06,
-    9.645980000030362e-06,
-    8.153062499971498e-06
+    1.0374927499867681e-05,
+    1.0752085000262923e-05,
+    9.843192499943142e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.476525000001061e-05,
-    2.02026400000932e-05,
-    2.114204999998037e-05
+    1.587776999997459e-05,
+    1.98591999992459e-05,
+    1.525941999943825e-05
    ]
   },
   "layer_forward_sdpa_efficient": {
-   "seconds": 2.7544380830866946e-05,
-   "min": 2.4000760877416246e-05,
-   "max": 3.0083809846213886e-05,
+   "seconds": 2.781409433200246e-05,
+   "min": 1.5921524858900477e-05,
+   "max": 2.9765333625532332e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa_efficient layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5429,33 +5429,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.6720001846551896e-05,
-    0.0001228799968957901,
-    0.0004577279984951019
+    2.5280000641942024e-05,
+    7.292799651622772e-05,
+    0.0002640640139579773
    ],
    "attention_backend": "efficient",
-   "host_canary_seconds": 1.0028969999993364e-05,
-   "host_backward_canary_seconds": 1.5733489999973925e-05,
+   "host_canary_seconds": 7.24780999973973e-06,
+   "host_backward_canary_seconds": 1.7147920000297746e-05,
    "pass_seconds": [
-    2.7544380830866946e-05,
-    2.4000760877416246e-05,
-    3.0083809846213886e-05
+    1.5921524858900477e-05,
+    2.9765333625532332e-05,
+    2.781409433200246e-05
    ],
    "pass_host_canary_seconds": [
-    1.0028969999993364e-05,
-    9.758042499967701e-06,
-    1.0441099999951576e-05
+    7.24780999973973e-06,
+    1.040386250025449e-05,
+    9.811899999476737e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.5733489999973925e-05,
-    1.9672020000029987e-05,
-    1.7293299999892043e-05
+    1.7147920000297746e-05,
+    2.036378499951752e-05,
+    1.6186289999495786e-05
    ]
   },
   "layer_backward_sdpa_efficient": {
-   "seconds": 9.421256441800372e-05,
-   "min": 8.939352188081968e-05,
-   "max": 0.0001061607657798699,
+   "seconds": 8.57729483395815e-05,
+   "min": 7.520304992794991e-05,
+   "max": 9.447542666679333e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa_efficient layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5464,33 +5464,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003447360098361969,
-    0.0006376960277557373,
-    0.002079519987106323
+    0.00017561599612236022,
+    0.0006177600026130676,
+    0.0017467199563980104
    ],
    "attention_backend": "efficient",
-   "host_canary_seconds": 1.0028969999993364e-05,
-   "host_backward_canary_seconds": 1.5733489999973925e-05,
+   "host_canary_seconds": 7.24780999973973e-06,
+   "host_backward_canary_seconds": 1.7147920000297746e-05,
    "pass_seconds": [
-    8.939352188081968e-05,
-    0.0001061607657798699,
-    9.421256441800372e-05
+    8.57729483395815e-05,
+    9.447542666679333e-05,
+    7.520304992794991e-05
    ],
    "pass_host_canary_seconds": [
-    1.0028969999993364e-05,
-    9.758042499967701e-06,
-    1.0441099999951576e-05
+    7.24780999973973e-06,
+    1.040386250025449e-05,
+    9.811899999476737e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.5733489999973925e-05,
-    1.9672020000029987e-05,
-    1.7293299999892043e-05
+    1.7147920000297746e-05,
+    2.036378499951752e-05,
+    1.6186289999495786e-05
    ]
   },
   "layer_forward_sdpa_cudnn_autocast": {
-   "seconds": 4.2588954170544937e-05,
-   "min": 3.53455249042738e-05,
-   "max": 6.181256934290841e-05,
+   "seconds": 4.33112389984585e-05,
+   "min": 3.960152467091879e-05,
+   "max": 4.7503997882207233e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa_cudnn layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5499,33 +5499,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0001032319962978363,
-    0.0002272000014781952,
-    0.0007408000230789185
+    5.673599988222122e-05,
+    0.00013059200346469878,
+    0.0006877120137214661
    ],
    "attention_backend": "cudnn",
-   "host_canary_seconds": 1.0363077499988549e-05,
-   "host_backward_canary_seconds": 1.7257175000011672e-05,
+   "host_canary_seconds": 8.875242500039349e-06,
+   "host_backward_canary_seconds": 1.445839499979229e-05,
    "pass_seconds": [
-    4.2588954170544937e-05,
-    3.53455249042738e-05,
-    6.181256934290841e-05
+    4.33112389984585e-05,
+    4.7503997882207233e-05,
+    3.960152467091879e-05
    ],
    "pass_host_canary_seconds": [
-    1.0363077499988549e-05,
-    1.0109414999988077e-05,
-    1.0868555000058677e-05
+    8.875242500039349e-06,
+    1.0425544999748126e-05,
+    1.0570814999937284e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7257175000011672e-05,
-    1.936478499999339e-05,
-    1.678288000022121e-05
+    1.445839499979229e-05,
+    1.9962320000104227e-05,
+    1.9822870001462434e-05
    ]
   },
   "layer_backward_sdpa_cudnn_autocast": {
-   "seconds": 8.214019345385688e-05,
-   "min": 7.793447446255456e-05,
-   "max": 0.00011096761304707758,
+   "seconds": 5.310018928278061e-05,
+   "min": 4.8772569213594695e-05,
+   "max": 7.537524756931123e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa_cudnn layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5534,33 +5534,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00043305599689483644,
-    0.0009546239972114564,
-    0.0022942399978637695
+    0.00023216000199317933,
+    0.0007926080226898193,
+    0.0017687360048294068
    ],
    "attention_backend": "cudnn",
-   "host_canary_seconds": 1.0363077499988549e-05,
-   "host_backward_canary_seconds": 1.7257175000011672e-05,
+   "host_canary_seconds": 8.875242500039349e-06,
+   "host_backward_canary_seconds": 1.445839499979229e-05,
    "pass_seconds": [
-    7.793447446255456e-05,
-    0.00011096761304707758,
-    8.214019345385688e-05
+    5.310018928278061e-05,
+    4.8772569213594695e-05,
+    7.537524756931123e-05
    ],
    "pass_host_canary_seconds": [
-    1.0363077499988549e-05,
-    1.0109414999988077e-05,
-    1.0868555000058677e-05
+    8.875242500039349e-06,
+    1.0425544999748126e-05,
+    1.0570814999937284e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7257175000011672e-05,
-    1.936478499999339e-05,
-    1.678288000022121e-05
+    1.445839499979229e-05,
+    1.9962320000104227e-05,
+    1.9822870001462434e-05
    ]
   },
   "layer_forward_mha_no_weights": {
-   "seconds": 0.0003107611508596511,
-   "min": 0.000278780935775666,
-   "max": 0.0004272777296247937,
+   "seconds": 0.00023880685085342042,
+   "min": 0.0001484594231560117,
+   "max": 0.0003039070523920513,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha_no_weights layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5569,33 +5569,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0004245760142803192,
-    0.0013243199586868285,
-    0.0046274237632751465
+    0.0003624640107154846,
+    0.0006386560201644898,
+    0.0025329599380493166
    ],
    "attention_backend": "efficient",
-   "host_canary_seconds": 1.074107000000879e-05,
-   "host_backward_canary_seconds": 1.786620499999003e-05,
+   "host_canary_seconds": 7.254037500104005e-06,
+   "host_backward_canary_seconds": 1.568233499995131e-05,
    "pass_seconds": [
-    0.000278780935775666,
-    0.0003107611508596511,
-    0.0004272777296247937
+    0.0001484594231560117,
+    0.00023880685085342042,
+    0.0003039070523920513
    ],
    "pass_host_canary_seconds": [
-    1.074107000000879e-05,
-    1.0810219999939363e-05,
-    1.1259910000021023e-05
+    7.254037500104005e-06,
+    1.0243854999885116e-05,
+    1.0012377500174808e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.786620499999003e-05,
-    1.953133000000662e-05,
-    2.100937500003397e-05
+    1.568233499995131e-05,
+    1.886884999976246e-05,
+    1.84301100000539e-05
    ]
   },
   "layer_backward_mha_no_weights": {
-   "seconds": 0.00048350628358977187,
-   "min": 0.00044469638097853877,
-   "max": 0.0005294278122129894,
+   "seconds": 0.00047150248431024105,
+   "min": 0.00036615237735566637,
+   "max": 0.000576428193421591,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha_no_weights layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5604,33 +5604,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.001400320053100586,
-    0.004315968036651611,
-    0.013044223785400391
+    0.0010630719661712646,
+    0.0030408000946044924,
+    0.0089268798828125
    ],
    "attention_backend": "efficient",
-   "host_canary_seconds": 1.074107000000879e-05,
-   "host_backward_canary_seconds": 1.786620499999003e-05,
+   "host_canary_seconds": 7.254037500104005e-06,
+   "host_backward_canary_seconds": 1.568233499995131e-05,
    "pass_seconds": [
-    0.00048350628358977187,
-    0.0005294278122129894,
-    0.00044469638097853877
+    0.00036615237735566637,
+    0.00047150248431024105,
+    0.000576428193421591
    ],
    "pass_host_canary_seconds": [
-    1.074107000000879e-05,
-    1.0810219999939363e-05,
-    1.1259910000021023e-05
+    7.254037500104005e-06,
+    1.0243854999885116e-05,
+    1.0012377500174808e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.786620499999003e-05,
-    1.953133000000662e-05,
-    2.100937500003397e-05
+    1.568233499995131e-05,
+    1.886884999976246e-05,
+    1.84301100000539e-05
    ]
   },
   "layer_forward_mha_no_weights_autocast": {
-   "seconds": 0.0002740289370218913,
-   "min": 0.0002483482034433455,
-   "max": 0.0004974057390576317,
+   "seconds": 0.0004252114352725801,
+   "min": 0.0003518666710172381,
+   "max": 0.0004675405649911789,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha_no_weights layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5639,33 +5639,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0006801919937133789,
-    0.002199392080307007,
-    0.008150272369384766
+    0.0003098239898681641,
+    0.0011247999668121337,
+    0.005507616043090821
    ],
    "attention_backend": "cudnn",
-   "host_canary_seconds": 1.0703599999999368e-05,
-   "host_backward_canary_seconds": 1.9886160000055498e-05,
+   "host_canary_seconds": 8.616242500067983e-06,
+   "host_backward_canary_seconds": 1.812838000034844e-05,
    "pass_seconds": [
-    0.0004974057390576317,
-    0.0002483482034433455,
-    0.0002740289370218913
+    0.0003518666710172381,
+    0.0004252114352725801,
+    0.0004675405649911789
    ],
    "pass_host_canary_seconds": [
-    1.0703599999999368e-05,
-    9.200885000097969e-06,
-    8.996969999941484e-06
+    8.616242500067983e-06,
+    1.0498350000034407e-05,
+    1.0534295000752536e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9886160000055498e-05,
-    2.109712000020636e-05,
-    1.9392089999996642e-05
+    1.812838000034844e-05,
+    1.9717210000180786e-05,
+    1.9645140000648098e-05
    ]
   },
   "layer_backward_mha_no_weights_autocast": {
-   "seconds": 0.0006297713972273327,
-   "min": 0.00045511465413229803,
-   "max": 0.0008116045835472288,
+   "seconds": 0.0005073120139894032,
+   "min": 0.0004599458660398211,
+   "max": 0.0005671825408935548,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha_no_weights layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5674,2049 +5674,2221 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0016836800575256348,
-    0.005398784160614014,
-    0.01870252799987793
+    0.0013663680553436279,
+    0.004692287921905518,
+    0.013840383529663085
    ],
    "attention_backend": "cudnn",
-   "host_canary_seconds": 1.0703599999999368e-05,
-   "host_backward_canary_seconds": 1.9886160000055498e-05,
+   "host_canary_seconds": 8.616242500067983e-06,
+   "host_backward_canary_seconds": 1.812838000034844e-05,
    "pass_seconds": [
-    0.0006297713972273327,
-    0.0008116045835472288,
-    0.00045511465413229803
+    0.0004599458660398211,
+    0.0005073120139894032,
+    0.0005671825408935548
    ],
    "pass_host_canary_seconds": [
-    1.0703599999999368e-05,
-    9.200885000097969e-06,
-    8.996969999941484e-06
+    8.616242500067983e-06,
+    1.0498350000034407e-05,
+    1.0534295000752536e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9886160000055498e-05,
-    2.109712000020636e-05,
-    1.9392089999996642e-05
+    1.812838000034844e-05,
+    1.9717210000180786e-05,
+    1.9645140000648098e-05
+   ]
+  },
+  "layer_forward_unit_transformer_block_autocast": {
+   "seconds": 0.0008525340784163704,
+   "min": 0.0006938521691731045,
+   "max": 0.0009834849238395693,
+   "samples": 3,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny unit_transformer_block layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    0.0006290559768676758,
+    0.0021581759452819825,
+    0.013074239730834962
+   ],
+   "unit_ops": [
+    "layernorm",
+    "cast",
+    "mha_no_weights",
+    "dropout_identity",
+    "add",
+    "layernorm",
+    "cast",
+    "linear",
+    "gelu",
+    "linear",
+    "add"
+   ],
+   "host_canary_seconds": 1.020587749991364e-05,
+   "host_backward_canary_seconds": 1.8166105000432254e-05,
+   "pass_seconds": [
+    0.0008525340784163704,
+    0.0009834849238395693,
+    0.0006938521691731045
+   ],
+   "pass_host_canary_seconds": [
+    1.020587749991364e-05,
+    1.0876700000039818e-05,
+    9.877300000198375e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.8166105000432254e-05,
+    2.1297020000474732e-05,
+    1.9491119999202056e-05
+   ]
+  },
+  "layer_backward_unit_transformer_block_autocast": {
+   "seconds": 0.0013198507853916714,
+   "min": 0.000984874719665164,
+   "max": 0.0013617867543583824,
+   "samples": 3,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny unit_transformer_block layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.002434688091278076,
+    0.007597631931304931,
+    0.03456905746459961
+   ],
+   "unit_ops": [
+    "layernorm",
+    "cast",
+    "mha_no_weights",
+    "dropout_identity",
+    "add",
+    "layernorm",
+    "cast",
+    "linear",
+    "gelu",
+    "linear",
+    "add"
+   ],
+   "host_canary_seconds": 1.020587749991364e-05,
+   "host_backward_canary_seconds": 1.8166105000432254e-05,
+   "pass_seconds": [
+    0.0013198507853916714,
+    0.0013617867543583824,
+    0.000984874719665164
+   ],
+   "pass_host_canary_seconds": [
+    1.020587749991364e-05,
+    1.0876700000039818e-05,
+    9.877300000198375e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.8166105000432254e-05,
+    2.1297020000474732e-05,
+    1.9491119999202056e-05
+   ]
+  },
+  "layer_forward_unit_conv_bn_relu_autocast": {
+   "seconds": 0.000165036189414206,
+   "min": 0.00013722438187826244,
+   "max": 0.00017363047599792478,
+   "samples": 3,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny unit_conv_bn_relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    0.0002853440046310425,
+    0.0007924799919128418,
+    0.002885215997695923
+   ],
+   "unit_ops": [
+    "conv2d_nobias",
+    "batchnorm2d",
+    "relu"
+   ],
+   "host_canary_seconds": 1.0700280000150997e-05,
+   "host_backward_canary_seconds": 2.084353999975974e-05,
+   "pass_seconds": [
+    0.00017363047599792478,
+    0.000165036189414206,
+    0.00013722438187826244
+   ],
+   "pass_host_canary_seconds": [
+    1.0700280000150997e-05,
+    1.1039319999781583e-05,
+    9.511805000101959e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.084353999975974e-05,
+    1.955155000018749e-05,
+    1.570349000076021e-05
+   ]
+  },
+  "layer_backward_unit_conv_bn_relu_autocast": {
+   "seconds": 0.00016945905983448028,
+   "min": 0.00014533867154802597,
+   "max": 0.0002629790618306115,
+   "samples": 3,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny unit_conv_bn_relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.0009808639883995057,
+    0.0022911040782928466,
+    0.007530144214630127
+   ],
+   "unit_ops": [
+    "conv2d_nobias",
+    "batchnorm2d",
+    "relu"
+   ],
+   "host_canary_seconds": 1.0700280000150997e-05,
+   "host_backward_canary_seconds": 2.084353999975974e-05,
+   "pass_seconds": [
+    0.0002629790618306115,
+    0.00016945905983448028,
+    0.00014533867154802597
+   ],
+   "pass_host_canary_seconds": [
+    1.0700280000150997e-05,
+    1.1039319999781583e-05,
+    9.511805000101959e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.084353999975974e-05,
+    1.955155000018749e-05,
+    1.570349000076021e-05
    ]
   },
   "backward_call_before_first_kernel": {
-   "seconds": 0.00016099199652671814,
-   "min": 0.00011753600090742112,
-   "max": 0.00035984000563621523,
+   "seconds": 0.00011193600296974182,
+   "min": 8.710400015115738e-05,
+   "max": 0.0002937920093536377,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event recorded by the first autograd node's pre-hook (before its first kernel); no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0348679999978572e-05,
-   "host_backward_canary_seconds": 1.886589000008598e-05,
+   "host_canary_seconds": 1.1213225000119565e-05,
+   "host_backward_canary_seconds": 2.1244050000177594e-05,
    "pass_seconds": [
-    0.00017555199563503264,
-    0.00016099199652671814,
-    0.00013673600554466248
+    0.00023289600014686585,
+    0.00011193600296974182,
+    0.00010009600222110748
    ],
    "pass_host_canary_seconds": [
-    1.0348679999978572e-05,
-    8.675065000005589e-06,
-    1.1242500000037125e-05
+    1.1213225000119565e-05,
+    1.0557469999525892e-05,
+    9.588372499251818e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.886589000008598e-05,
-    2.0643800000073042e-05,
-    1.928523000003679e-05
+    2.1244050000177594e-05,
+    1.7397920000803424e-05,
+    1.4550375000226267e-05
    ]
   },
   "backward_call_after_last_kernel": {
-   "seconds": 0.00012006399780511856,
-   "min": 8.038400113582611e-05,
-   "max": 0.00017235200107097625,
+   "seconds": 8.569599688053131e-05,
+   "min": 6.742399930953979e-05,
+   "max": 0.00020931200683116914,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: event recorded by the input's gradient hook (after the last node's kernels) to an event after backward() returned; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0348679999978572e-05,
-   "host_backward_canary_seconds": 1.886589000008598e-05,
+   "host_canary_seconds": 1.1213225000119565e-05,
+   "host_backward_canary_seconds": 2.1244050000177594e-05,
    "pass_seconds": [
-    0.000142304003238678,
-    0.00012006399780511856,
-    0.00010476800054311752
+    0.0001711679995059967,
+    8.569599688053131e-05,
+    7.612799853086472e-05
    ],
    "pass_host_canary_seconds": [
-    1.0348679999978572e-05,
-    8.675065000005589e-06,
-    1.1242500000037125e-05
+    1.1213225000119565e-05,
+    1.0557469999525892e-05,
+    9.588372499251818e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.886589000008598e-05,
-    2.0643800000073042e-05,
-    1.928523000003679e-05
+    2.1244050000177594e-05,
+    1.7397920000803424e-05,
+    1.4550375000226267e-05
    ]
   },
   "backward_call_before_first_kernel_autocast": {
-   "seconds": 0.0001786240041255951,
-   "min": 0.00012793600559234618,
-   "max": 0.0003150720000267029,
+   "seconds": 0.00012608000636100768,
+   "min": 0.00010185600072145462,
+   "max": 0.00026931199431419375,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event recorded by the first autograd node's pre-hook (before its first kernel); inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0330919999965717e-05,
-   "host_backward_canary_seconds": 1.8497885000030578e-05,
+   "host_canary_seconds": 1.1195802499912589e-05,
+   "host_backward_canary_seconds": 2.170189000025857e-05,
    "pass_seconds": [
-    0.0001881600022315979,
-    0.0001786240041255951,
-    0.00017555199563503264
+    0.00024022400379180908,
+    0.00012275200337171554,
+    0.00012608000636100768
    ],
    "pass_host_canary_seconds": [
-    1.0330919999965717e-05,
-    8.078970000013896e-06,
-    1.0672190000065029e-05
+    1.1195802499912589e-05,
+    1.0774694999895473e-05,
+    9.720599999809565e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8497885000030578e-05,
-    2.0643800000073042e-05,
-    1.725872999998046e-05
+    2.170189000025857e-05,
+    1.7184309999720426e-05,
+    1.4460630000030506e-05
    ]
   },
   "backward_call_after_last_kernel_autocast": {
-   "seconds": 0.0001586879938840866,
-   "min": 0.00011939200013875961,
-   "max": 0.0003126400113105774,
+   "seconds": 0.00012569600343704225,
+   "min": 9.920000284910202e-05,
+   "max": 0.000273824006319046,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: event recorded by the input's gradient hook (after the last node's kernels) to an event after backward() returned; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0330919999965717e-05,
-   "host_backward_canary_seconds": 1.8497885000030578e-05,
+   "host_canary_seconds": 1.1195802499912589e-05,
+   "host_backward_canary_seconds": 2.170189000025857e-05,
    "pass_seconds": [
-    0.000176256000995636,
-    0.0001586879938840866,
-    0.00014268800616264342
+    0.00021606400609016418,
+    0.00012569600343704225,
+    0.00011529599875211716
    ],
    "pass_host_canary_seconds": [
-    1.0330919999965717e-05,
-    8.078970000013896e-06,
-    1.0672190000065029e-05
+    1.1195802499912589e-05,
+    1.0774694999895473e-05,
+    9.720599999809565e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8497885000030578e-05,
-    2.0643800000073042e-05,
-    1.725872999998046e-05
+    2.170189000025857e-05,
+    1.7184309999720426e-05,
+    1.4460630000030506e-05
    ]
   },
   "layer_steady_linear": {
-   "seconds": 0.00021942911148071292,
-   "min": 0.00019900991439819336,
-   "max": 0.00034716350555419925,
+   "seconds": 0.00024164352416992187,
+   "min": 0.00015277759552001952,
+   "max": 0.0005251520156860351,
    "samples": 33,
    "method": "one tiny linear layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1005185000030337e-05,
-   "host_backward_canary_seconds": 1.622030999996582e-05,
+   "host_canary_seconds": 1.1099677499828432e-05,
+   "host_backward_canary_seconds": 2.1093700000278658e-05,
    "pass_seconds": [
-    0.00021942911148071292,
-    0.0002448031997680664,
-    0.00020966655731201173
+    0.00024164352416992187,
+    0.0002760870361328125,
+    0.00016944639205932616
    ],
    "pass_host_canary_seconds": [
-    1.1005185000030337e-05,
-    1.1455565000062506e-05,
-    1.0664814999898908e-05
+    1.1099677499828432e-05,
+    1.0646769999880235e-05,
+    9.466432500175871e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.622030999996582e-05,
-    2.1302119999973002e-05,
-    1.732097999990856e-05
+    2.1093700000278658e-05,
+    2.0513430000050905e-05,
+    1.501415999996425e-05
    ]
   },
   "layer_steady_linear_autocast": {
-   "seconds": 0.0005901638412475586,
-   "min": 0.00039196094512939457,
-   "max": 0.0007989965057373046,
+   "seconds": 0.0004265951919555664,
+   "min": 0.0002871833610534668,
+   "max": 0.0005697612762451172,
    "samples": 33,
    "method": "one tiny linear layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.10721350000631e-05,
-   "host_backward_canary_seconds": 1.6751189999979487e-05,
+   "host_canary_seconds": 1.0634294999931626e-05,
+   "host_backward_canary_seconds": 1.9760270000119817e-05,
    "pass_seconds": [
-    0.0005901638412475586,
-    0.0007539507293701172,
-    0.00046034366607666013
+    0.00041106689453125,
+    0.0004962054443359375,
+    0.0004265951919555664
    ],
    "pass_host_canary_seconds": [
-    1.10721350000631e-05,
-    1.1515749999944091e-05,
-    1.0673584999949525e-05
+    1.0634294999931626e-05,
+    1.0765184999854682e-05,
+    9.652292499708892e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6751189999979487e-05,
-    2.1488779999856433e-05,
-    1.718281499989871e-05
+    1.9760270000119817e-05,
+    1.7846669999812546e-05,
+    1.8260235000298055e-05
    ]
   },
   "layer_steady_linear_nobias": {
-   "seconds": 0.00022717119216918947,
-   "min": 0.00013234304428100588,
-   "max": 0.0005346598434448242,
+   "seconds": 0.0001730233573913574,
+   "min": 0.0001302239990234375,
+   "max": 0.00021023935317993165,
    "samples": 33,
    "method": "one tiny linear_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1540165000027968e-05,
-   "host_backward_canary_seconds": 2.3795059999969225e-05,
+   "host_canary_seconds": 1.0658295000212093e-05,
+   "host_backward_canary_seconds": 1.6734609999957684e-05,
    "pass_seconds": [
-    0.00022717119216918947,
-    0.0002680716705322266,
-    0.00014420479774475097
+    0.00017795520782470703,
+    0.00014456064224243164,
+    0.0001730233573913574
    ],
    "pass_host_canary_seconds": [
-    1.1540165000027968e-05,
-    1.1576754999964578e-05,
-    7.937535000053232e-06
+    1.0658295000212093e-05,
+    7.841160000339187e-06,
+    9.550754999736455e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.3795059999969225e-05,
-    2.1406639999952402e-05,
-    1.731511999992108e-05
+    1.6734609999957684e-05,
+    1.6059199999745033e-05,
+    1.8136999999569524e-05
    ]
   },
   "layer_steady_linear_nobias_autocast": {
-   "seconds": 0.0004201318359375,
-   "min": 0.00028360063552856446,
-   "max": 0.0007504326629638672,
+   "seconds": 0.0003276736068725586,
+   "min": 0.0002223251152038574,
+   "max": 0.0006260800170898439,
    "samples": 33,
    "method": "one tiny linear_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1143137499978195e-05,
-   "host_backward_canary_seconds": 2.1121919999984584e-05,
+   "host_canary_seconds": 9.18563749991108e-06,
+   "host_backward_canary_seconds": 1.6713200000140202e-05,
    "pass_seconds": [
-    0.0004201318359375,
-    0.0005871052932739257,
-    0.00032494785308837893
+    0.0002497011184692383,
+    0.00042658752441406255,
+    0.0003276736068725586
    ],
    "pass_host_canary_seconds": [
-    1.1143137499978195e-05,
-    1.1552265000034368e-05,
-    8.166764999941733e-06
+    9.18563749991108e-06,
+    1.0831867500087354e-05,
+    9.743504999732977e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1121919999984584e-05,
-    2.0573849999721007e-05,
-    2.0728410000003805e-05
+    1.6713200000140202e-05,
+    2.0308560000330544e-05,
+    1.8504700001358288e-05
    ]
   },
   "layer_steady_matmul": {
-   "seconds": 0.00017757440567016603,
-   "min": 0.00013230655670166014,
-   "max": 0.0002730387115478516,
+   "seconds": 0.0001568172836303711,
+   "min": 0.00013348416328430175,
+   "max": 0.0002090457534790039,
    "samples": 33,
    "method": "one tiny matmul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0927825000024427e-05,
-   "host_backward_canary_seconds": 2.129985999999917e-05,
+   "host_canary_seconds": 7.7678550002247e-06,
+   "host_backward_canary_seconds": 1.9723969999176915e-05,
    "pass_seconds": [
-    0.00017757440567016603,
-    0.0002519327926635742,
-    0.00015409024238586427
+    0.00014650303840637208,
+    0.00019032127380371096,
+    0.0001568172836303711
    ],
    "pass_host_canary_seconds": [
-    1.0927825000024427e-05,
-    1.1030799999929286e-05,
-    8.93933000000402e-06
+    7.7678550002247e-06,
+    1.0731784999791217e-05,
+    9.743504999732977e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.129985999999917e-05,
-    2.376910999998927e-05,
-    2.1446480000122394e-05
+    1.9723969999176915e-05,
+    2.090589499971429e-05,
+    1.907117000200742e-05
    ]
   },
   "layer_steady_matmul_autocast": {
-   "seconds": 0.00030814016342163087,
-   "min": 0.00023310976028442386,
-   "max": 0.0006161414337158204,
+   "seconds": 0.00029192640304565433,
+   "min": 0.0002495859146118164,
+   "max": 0.0005361056137084961,
    "samples": 33,
    "method": "one tiny matmul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0730107499981045e-05,
-   "host_backward_canary_seconds": 1.715407500000765e-05,
+   "host_canary_seconds": 7.81580000023041e-06,
+   "host_backward_canary_seconds": 1.935004000074514e-05,
    "pass_seconds": [
-    0.00030814016342163087,
-    0.0004822009658813477,
-    0.0002768780708312988
+    0.00027026304244995113,
+    0.00044937023162841793,
+    0.00029192640304565433
    ],
    "pass_host_canary_seconds": [
-    1.0730107499981045e-05,
-    1.1058500000018512e-05,
-    8.491937499925939e-06
+    7.81580000023041e-06,
+    1.0804885000084142e-05,
+    9.496655000020837e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.715407500000765e-05,
-    2.0733449999852383e-05,
-    1.8103015000150437e-05
+    1.935004000074514e-05,
+    2.091480999979467e-05,
+    1.8620519999785755e-05
    ]
   },
   "layer_steady_bmm": {
-   "seconds": 0.00020221055984497068,
-   "min": 0.00015635007858276365,
-   "max": 0.00025325056076049804,
+   "seconds": 0.00018083776473999024,
+   "min": 0.00014381952285766602,
+   "max": 0.00022133760452270509,
    "samples": 33,
    "method": "one tiny bmm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0096329999988994e-05,
-   "host_backward_canary_seconds": 2.6769939999979897e-05,
+   "host_canary_seconds": 9.321182500059421e-06,
+   "host_backward_canary_seconds": 1.951431500003764e-05,
    "pass_seconds": [
-    0.00020221055984497068,
-    0.0002420249557495117,
-    0.00015848768234252928
+    0.00018083776473999024,
+    0.00018373311996459959,
+    0.00016481216430664063
    ],
    "pass_host_canary_seconds": [
-    1.0096329999988994e-05,
-    1.1013674999986733e-05,
-    7.836512499963533e-06
+    9.321182500059421e-06,
+    9.21256999987463e-06,
+    9.340514999394145e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.6769939999979897e-05,
-    2.1423009999921306e-05,
-    2.1230560000020658e-05
+    1.951431500003764e-05,
+    2.069757000072059e-05,
+    1.8710829999690758e-05
    ]
   },
   "layer_steady_bmm_autocast": {
-   "seconds": 0.0002887174415588379,
-   "min": 0.0002527775955200195,
-   "max": 0.00046480575561523433,
+   "seconds": 0.0002793971252441406,
+   "min": 0.0002385171127319336,
+   "max": 0.0003517843246459961,
    "samples": 33,
    "method": "one tiny bmm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0686525000025426e-05,
-   "host_backward_canary_seconds": 1.9038599999987583e-05,
+   "host_canary_seconds": 7.5747700003603315e-06,
+   "host_backward_canary_seconds": 1.979906999963532e-05,
    "pass_seconds": [
-    0.0003665536117553711,
-    0.0002887174415588379,
-    0.0002761004829406738
+    0.000259752311706543,
+    0.0002793971252441406,
+    0.00028306943893432617
    ],
    "pass_host_canary_seconds": [
-    1.0686525000025426e-05,
-    9.02392500002236e-06,
-    8.094315000022334e-06
+    7.5747700003603315e-06,
+    8.131949999778954e-06,
+    9.348109999791632e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9038599999987583e-05,
-    2.089826499997116e-05,
-    2.069978000008632e-05
+    1.979906999963532e-05,
+    1.9563869999501547e-05,
+    1.82281200000034e-05
    ]
   },
   "layer_steady_conv2d": {
-   "seconds": 0.00021836032867431643,
-   "min": 0.00017453119277954101,
-   "max": 0.000322542724609375,
+   "seconds": 0.0002012691116333008,
+   "min": 0.00015231103897094726,
+   "max": 0.00029268800735473633,
    "samples": 33,
    "method": "one tiny conv2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0475854999967282e-05,
-   "host_backward_canary_seconds": 2.0471830000019507e-05,
+   "host_canary_seconds": 7.523827499937852e-06,
+   "host_backward_canary_seconds": 2.0445760000029623e-05,
    "pass_seconds": [
-    0.00021836032867431643,
-    0.0002083468818664551,
-    0.0002232102394104004
+    0.0002012691116333008,
+    0.00019185344696044922,
+    0.00021920000076293945
    ],
    "pass_host_canary_seconds": [
-    1.0475854999967282e-05,
-    7.624140000075386e-06,
-    7.711349999937056e-06
+    7.523827499937852e-06,
+    7.517837500188307e-06,
+    9.414925000328366e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0471830000019507e-05,
-    2.0260900000153016e-05,
-    2.096388000012439e-05
+    2.0445760000029623e-05,
+    2.0098040000107176e-05,
+    1.8814589998328303e-05
    ]
   },
   "layer_steady_conv2d_autocast": {
-   "seconds": 0.000514081916809082,
-   "min": 0.00040076606750488286,
-   "max": 0.0006161817550659179,
+   "seconds": 0.0005008153533935547,
+   "min": 0.0002809075164794922,
+   "max": 0.0007810009765625,
    "samples": 33,
    "method": "one tiny conv2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0680354999976771e-05,
-   "host_backward_canary_seconds": 1.9303039999982728e-05,
+   "host_canary_seconds": 1.0377655000297636e-05,
+   "host_backward_canary_seconds": 1.9398919999957797e-05,
    "pass_seconds": [
-    0.000514081916809082,
-    0.00047665088653564455,
-    0.0005372038269042969
+    0.0006968921661376954,
+    0.0005008153533935547,
+    0.00045616191864013674
    ],
    "pass_host_canary_seconds": [
-    1.0680354999976771e-05,
-    8.035534999919492e-06,
-    7.758819999992284e-06
+    1.0377655000297636e-05,
+    1.0062667499823874e-05,
+    9.523175000367701e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9303039999982728e-05,
-    2.044283999993013e-05,
-    2.0377449999955388e-05
+    1.9398919999957797e-05,
+    1.611740499981806e-05,
+    1.7980439999973895e-05
    ]
   },
   "layer_steady_conv2d_nobias": {
-   "seconds": 0.00017836799621582034,
-   "min": 0.0001451123237609863,
-   "max": 0.00022247488021850587,
+   "seconds": 0.00016756288528442382,
+   "min": 0.0001462758445739746,
+   "max": 0.0002460671997070312,
    "samples": 33,
    "method": "one tiny conv2d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.636260000010054e-06,
-   "host_backward_canary_seconds": 2.118364499999359e-05,
+   "host_canary_seconds": 7.847439999864036e-06,
+   "host_backward_canary_seconds": 1.9855340000276555e-05,
    "pass_seconds": [
-    0.00018194623947143554,
-    0.00015585472106933594,
-    0.00017836799621582034
+    0.00016170303344726565,
+    0.0001817100715637207,
+    0.00016756288528442382
    ],
    "pass_host_canary_seconds": [
-    8.636260000010054e-06,
-    8.256902500036743e-06,
-    1.0577544999961219e-05
+    7.847439999864036e-06,
+    1.0147204999952919e-05,
+    9.207790000118621e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.118364499999359e-05,
-    2.020319999999742e-05,
-    2.043772999996918e-05
+    1.9855340000276555e-05,
+    1.6015225000387545e-05,
+    1.8716800000220246e-05
    ]
   },
   "layer_steady_conv2d_nobias_autocast": {
-   "seconds": 0.0004734348678588867,
-   "min": 0.0003338214492797852,
-   "max": 0.0006541522979736328,
+   "seconds": 0.0003364998245239258,
+   "min": 0.00028257856369018553,
+   "max": 0.0005528473663330078,
    "samples": 33,
    "method": "one tiny conv2d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0302534999979684e-05,
-   "host_backward_canary_seconds": 2.1283730000050127e-05,
+   "host_canary_seconds": 7.3756499995170085e-06,
+   "host_backward_canary_seconds": 1.9088969999074834e-05,
    "pass_seconds": [
-    0.0004734348678588867,
-    0.0004910995101928711,
-    0.00034496639251708984
+    0.00029877248764038087,
+    0.000398073616027832,
+    0.0003364998245239258
    ],
    "pass_host_canary_seconds": [
-    1.0302534999979684e-05,
-    1.0859634999889067e-05,
-    1.0353959999918061e-05
+    7.3756499995170085e-06,
+    1.006195000002208e-05,
+    9.038780000309998e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1283730000050127e-05,
-    2.032208000002811e-05,
-    1.9819849999862526e-05
+    1.9088969999074834e-05,
+    1.5725650000035786e-05,
+    1.8066749998979503e-05
    ]
   },
   "layer_steady_conv1d": {
-   "seconds": 0.00022537279129028319,
-   "min": 0.00018728063583374021,
-   "max": 0.00028839359283447266,
+   "seconds": 0.00022537151336669923,
+   "min": 0.0001981158447265625,
+   "max": 0.00026986688613891605,
    "samples": 33,
    "method": "one tiny conv1d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0333269999946992e-05,
-   "host_backward_canary_seconds": 2.0457290000024385e-05,
+   "host_canary_seconds": 7.560024999975212e-06,
+   "host_backward_canary_seconds": 1.9709080000893663e-05,
    "pass_seconds": [
-    0.00024412927627563477,
-    0.00021076223373413087,
-    0.00022537279129028319
+    0.000207838077545166,
+    0.0002306656074523926,
+    0.00022537151336669923
    ],
    "pass_host_canary_seconds": [
-    1.0333269999946992e-05,
-    7.755439999925784e-06,
-    8.34989499992389e-06
+    7.560024999975212e-06,
+    1.0351564999950825e-05,
+    9.468045000176062e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0457290000024385e-05,
-    2.0289340000090306e-05,
-    1.9990330000041467e-05
+    1.9709080000893663e-05,
+    1.9981979999101896e-05,
+    1.856437000014921e-05
    ]
   },
   "layer_steady_conv1d_autocast": {
-   "seconds": 0.0006047443389892578,
-   "min": 0.00047697406768798826,
-   "max": 0.0007638861083984374,
+   "seconds": 0.000558449935913086,
+   "min": 0.0004328287887573242,
+   "max": 0.0007497894287109375,
    "samples": 33,
    "method": "one tiny conv1d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.087185499997645e-05,
-   "host_backward_canary_seconds": 2.0222090000032723e-05,
+   "host_canary_seconds": 7.543934999603152e-06,
+   "host_backward_canary_seconds": 1.91771700008303e-05,
    "pass_seconds": [
-    0.0006482943725585938,
-    0.0005086982345581054,
-    0.0006047443389892578
+    0.000558449935913086,
+    0.0006111769485473633,
+    0.0004654163360595703
    ],
    "pass_host_canary_seconds": [
-    1.087185499997645e-05,
-    1.0527945000120552e-05,
-    1.0688105000014048e-05
+    7.543934999603152e-06,
+    1.0515019999957076e-05,
+    9.547214999656716e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0222090000032723e-05,
-    1.9554720000201088e-05,
-    1.989148000006935e-05
+    1.91771700008303e-05,
+    1.9231259999514803e-05,
+    1.8087590001414354e-05
    ]
   },
   "layer_steady_conv1d_nobias": {
-   "seconds": 0.00020711360931396485,
-   "min": 0.00016072704315185548,
-   "max": 0.00026605823516845703,
+   "seconds": 0.00015694463729858398,
+   "min": 0.00014082176208496093,
+   "max": 0.0002088447952270508,
    "samples": 33,
    "method": "one tiny conv1d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0727379999977415e-05,
-   "host_backward_canary_seconds": 1.996896000008519e-05,
+   "host_canary_seconds": 7.62770000051205e-06,
+   "host_backward_canary_seconds": 1.939099999958671e-05,
    "pass_seconds": [
-    0.00023255104064941404,
-    0.00020711360931396485,
-    0.00019885311126708984
+    0.00015694463729858398,
+    0.00018536319732666016,
+    0.0001489459228515625
    ],
    "pass_host_canary_seconds": [
-    1.0727379999977415e-05,
-    1.1178230000012946e-05,
-    1.1394839999923078e-05
+    7.62770000051205e-06,
+    1.0529054999892651e-05,
+    9.752185000024839e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.996896000008519e-05,
-    2.2271790000019107e-05,
-    1.881650999990825e-05
+    1.939099999958671e-05,
+    1.5629460000354813e-05,
+    1.5633809998689684e-05
    ]
   },
   "layer_steady_conv1d_nobias_autocast": {
-   "seconds": 0.0004601715087890625,
-   "min": 0.0002943449592590332,
-   "max": 0.0007624237060546875,
+   "seconds": 0.00036439361572265626,
+   "min": 0.00027811071395874025,
+   "max": 0.0006017766571044922,
    "samples": 33,
    "method": "one tiny conv1d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0930500000014831e-05,
-   "host_backward_canary_seconds": 1.9747640000105093e-05,
+   "host_canary_seconds": 7.536825000045156e-06,
+   "host_backward_canary_seconds": 1.937512499978311e-05,
    "pass_seconds": [
-    0.0005436972808837891,
-    0.0004601715087890625,
-    0.00033663486480712895
+    0.0003033894348144531,
+    0.00047476993560791015,
+    0.00036439361572265626
    ],
    "pass_host_canary_seconds": [
-    1.0930500000014831e-05,
-    1.1416984999925717e-05,
-    1.0973269999965397e-05
+    7.536825000045156e-06,
+    1.0612175000233037e-05,
+    9.767740000370395e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9747640000105093e-05,
-    2.1288570000024265e-05,
-    1.6867789999963632e-05
+    1.937512499978311e-05,
+    1.736777000019174e-05,
+    1.8716320000748964e-05
    ]
   },
   "layer_steady_batchnorm2d": {
-   "seconds": 0.00020690624237060547,
-   "min": 0.00015088959693908692,
-   "max": 0.00025937984466552737,
+   "seconds": 0.0002106380844116211,
+   "min": 0.00017578304290771484,
+   "max": 0.00034425472259521484,
    "samples": 33,
    "method": "one tiny batchnorm2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.007664999958308e-06,
-   "host_backward_canary_seconds": 1.648017500002652e-05,
+   "host_canary_seconds": 7.346000000154618e-06,
+   "host_backward_canary_seconds": 1.9125830000348288e-05,
    "pass_seconds": [
-    0.0001706208038330078,
-    0.0002520563125610352,
-    0.00020690624237060547
+    0.00018031551361083985,
+    0.00023912319183349608,
+    0.0002106380844116211
    ],
    "pass_host_canary_seconds": [
-    8.007664999958308e-06,
-    1.1475254999879781e-05,
-    1.0763070000052721e-05
+    7.346000000154618e-06,
+    1.0328050000225631e-05,
+    9.403405000512066e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.648017500002652e-05,
-    2.180334000001949e-05,
-    1.6847070000096665e-05
+    1.9125830000348288e-05,
+    1.873795999927097e-05,
+    1.9683730001816003e-05
    ]
   },
   "layer_steady_batchnorm2d_autocast": {
-   "seconds": 0.00027421247482299806,
-   "min": 0.00021041727066040038,
-   "max": 0.0004947552108764648,
+   "seconds": 0.00022013055801391602,
+   "min": 0.00019387840270996095,
+   "max": 0.000417259521484375,
    "samples": 33,
    "method": "one tiny batchnorm2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.354654999962463e-06,
-   "host_backward_canary_seconds": 2.089878999996131e-05,
+   "host_canary_seconds": 1.0618125000405598e-05,
+   "host_backward_canary_seconds": 1.9062890000896004e-05,
    "pass_seconds": [
-    0.0002210105514526367,
-    0.00027604543685913084,
-    0.00027421247482299806
+    0.00021642368316650393,
+    0.00035190654754638673,
+    0.00022013055801391602
    ],
    "pass_host_canary_seconds": [
-    8.354654999962463e-06,
-    1.1483225000006314e-05,
-    1.1174770000081935e-05
+    1.0618125000405598e-05,
+    1.057374999959393e-05,
+    7.405180000432665e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.089878999996131e-05,
-    2.164175999979534e-05,
-    1.906167000015557e-05
+    1.9062890000896004e-05,
+    2.063680999981443e-05,
+    1.89540900009888e-05
    ]
   },
   "layer_steady_layernorm": {
-   "seconds": 0.00015298687934875487,
-   "min": 0.00010727359771728515,
-   "max": 0.00019857471466064452,
+   "seconds": 0.00013104895591735838,
+   "min": 9.853568077087403e-05,
+   "max": 0.00018553855895996096,
    "samples": 33,
    "method": "one tiny layernorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.257479999969063e-06,
-   "host_backward_canary_seconds": 1.652688000007174e-05,
+   "host_canary_seconds": 7.394235000219851e-06,
+   "host_backward_canary_seconds": 1.5450855000267437e-05,
    "pass_seconds": [
-    0.00012771519660949705,
-    0.00015298687934875487,
-    0.00017624576568603514
+    0.00010348095893859863,
+    0.0001735980796813965,
+    0.00013104895591735838
    ],
    "pass_host_canary_seconds": [
-    8.257479999969063e-06,
-    8.828560000040398e-06,
-    1.0883220000010851e-05
+    7.394235000219851e-06,
+    1.0596264999662708e-05,
+    7.405180000432665e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.652688000007174e-05,
-    2.0727050000175495e-05,
-    1.795611999995117e-05
+    1.5450855000267437e-05,
+    2.1024259999649076e-05,
+    1.9303990000025807e-05
    ]
   },
   "layer_steady_layernorm_autocast": {
-   "seconds": 0.00016469823837280274,
-   "min": 0.00012392704010009763,
-   "max": 0.0002542854309082031,
+   "seconds": 0.0001575654411315918,
+   "min": 0.00013048768043518065,
+   "max": 0.00023313215255737306,
    "samples": 33,
    "method": "one tiny layernorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.214469999998642e-06,
-   "host_backward_canary_seconds": 1.5177330000000212e-05,
+   "host_canary_seconds": 7.47371999977986e-06,
+   "host_backward_canary_seconds": 1.5971869999020782e-05,
    "pass_seconds": [
-    0.00014422975540161133,
-    0.00016469823837280274,
-    0.0002063884735107422
+    0.0001575654411315918,
+    0.00022624576568603516,
+    0.0001516966438293457
    ],
    "pass_host_canary_seconds": [
-    8.214469999998642e-06,
-    8.490052499965372e-06,
-    1.0982514999966498e-05
+    7.47371999977986e-06,
+    1.0377099999914208e-05,
+    7.738765000340208e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.5177330000000212e-05,
-    2.075001999997994e-05,
-    1.713191999982655e-05
+    1.5971869999020782e-05,
+    2.0794120000573458e-05,
+    1.9083219999629364e-05
    ]
   },
   "layer_steady_groupnorm": {
-   "seconds": 0.00022750207901000978,
-   "min": 0.00021030975341796877,
-   "max": 0.00037990592956542966,
+   "seconds": 0.00021813119888305663,
+   "min": 0.00017428863525390626,
+   "max": 0.00034888702392578126,
    "samples": 33,
    "method": "one tiny groupnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.645204999988665e-06,
-   "host_backward_canary_seconds": 1.3685640000034028e-05,
+   "host_canary_seconds": 7.639979999964907e-06,
+   "host_backward_canary_seconds": 1.5988865000053922e-05,
    "pass_seconds": [
-    0.00022006847381591795,
-    0.00022750207901000978,
-    0.00022884544372558596
+    0.00018921215057373045,
+    0.0003094700813293457,
+    0.00021813119888305663
    ],
    "pass_host_canary_seconds": [
-    7.645204999988665e-06,
-    7.908609999986993e-06,
-    7.700674999995272e-06
+    7.639979999964907e-06,
+    9.990490000291174e-06,
+    7.738765000340208e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.3685640000034028e-05,
-    2.0946109999897543e-05,
-    1.3997960000153853e-05
+    1.5988865000053922e-05,
+    1.9919000000072628e-05,
+    1.9681539999965025e-05
    ]
   },
   "layer_steady_groupnorm_autocast": {
-   "seconds": 0.00026701248168945315,
-   "min": 0.00024247999191284177,
-   "max": 0.00039574527740478515,
+   "seconds": 0.00024393856048583986,
+   "min": 0.00019405887603759765,
+   "max": 0.0004725920104980469,
    "samples": 33,
    "method": "one tiny groupnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0073734999949124e-05,
-   "host_backward_canary_seconds": 1.5467400000090948e-05,
+   "host_canary_seconds": 7.581965000440505e-06,
+   "host_backward_canary_seconds": 1.5243049999753566e-05,
    "pass_seconds": [
-    0.00027153728485107423,
-    0.00025869504928588866,
-    0.00026701248168945315
+    0.00020101184844970702,
+    0.0003058252716064453,
+    0.00024393856048583986
    ],
    "pass_host_canary_seconds": [
-    1.0073734999949124e-05,
-    8.14071999997168e-06,
-    7.96595500005992e-06
+    7.581965000440505e-06,
+    1.0126054999943789e-05,
+    7.495020000760633e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.5467400000090948e-05,
-    2.0839770000122824e-05,
-    1.4424750000046061e-05
+    1.5243049999753566e-05,
+    1.9572725000216452e-05,
+    1.8558560000201397e-05
    ]
   },
   "layer_steady_relu": {
-   "seconds": 0.00010941439628601074,
-   "min": 9.282560348510742e-05,
-   "max": 0.00012606911659240723,
+   "seconds": 0.00010589247703552246,
+   "min": 7.58406400680542e-05,
+   "max": 0.00013956416130065917,
    "samples": 33,
    "method": "one tiny relu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0055329999971718e-05,
-   "host_backward_canary_seconds": 1.66438450000328e-05,
+   "host_canary_seconds": 7.520414999930836e-06,
+   "host_backward_canary_seconds": 1.637827499962441e-05,
    "pass_seconds": [
-    0.00011257535934448242,
-    9.994496345520019e-05,
-    0.00010941439628601074
+    7.964672088623047e-05,
+    0.00010589247703552246,
+    0.00011781375885009765
    ],
    "pass_host_canary_seconds": [
-    1.0055329999971718e-05,
-    7.84729999999456e-06,
-    9.51946000000703e-06
+    7.520414999930836e-06,
+    8.35211500003652e-06,
+    1.059454249968894e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.66438450000328e-05,
-    2.0790300000186334e-05,
-    2.2086650000119333e-05
+    1.637827499962441e-05,
+    2.0416390000832507e-05,
+    1.8106250000755607e-05
    ]
   },
   "layer_steady_relu_autocast": {
-   "seconds": 0.0001430463981628418,
-   "min": 0.00010260928153991698,
-   "max": 0.00016563455581665042,
+   "seconds": 0.0001336582374572754,
+   "min": 8.914943695068359e-05,
+   "max": 0.00020664960861206054,
    "samples": 33,
    "method": "one tiny relu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0036924999994312e-05,
-   "host_backward_canary_seconds": 1.8505460000000086e-05,
+   "host_canary_seconds": 7.2493875001100605e-06,
+   "host_backward_canary_seconds": 1.598274000002675e-05,
    "pass_seconds": [
-    0.0001430463981628418,
-    0.00011580608367919921,
-    0.00015282815933227538
+    9.862527847290039e-05,
+    0.0001336582374572754,
+    0.00017712255477905274
    ],
    "pass_host_canary_seconds": [
-    1.0036924999994312e-05,
-    8.001570000004677e-06,
-    1.0684714999911194e-05
+    7.2493875001100605e-06,
+    1.0087635000104455e-05,
+    1.078325499975108e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8505460000000086e-05,
-    1.7068730000175946e-05,
-    2.141561000001957e-05
+    1.598274000002675e-05,
+    2.0941649999031143e-05,
+    1.9764690000556585e-05
    ]
   },
   "layer_steady_gelu": {
-   "seconds": 9.198016166687011e-05,
-   "min": 8.361536026000976e-05,
-   "max": 0.0001314521598815918,
+   "seconds": 0.00011206975936889649,
+   "min": 8.920319557189941e-05,
+   "max": 0.00015302463531494142,
    "samples": 33,
    "method": "one tiny gelu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0075782500003071e-05,
-   "host_backward_canary_seconds": 1.8185249999973505e-05,
+   "host_canary_seconds": 7.237927499943453e-06,
+   "host_backward_canary_seconds": 2.221578999979101e-05,
    "pass_seconds": [
-    8.698240280151366e-05,
-    9.198016166687011e-05,
-    0.00012568960189819335
+    0.00011206975936889649,
+    0.00010995840072631836,
+    0.00011845824241638183
    ],
    "pass_host_canary_seconds": [
-    1.0075782500003071e-05,
-    8.141412499966805e-06,
-    1.0729397500099935e-05
+    7.237927499943453e-06,
+    1.0317797500078996e-05,
+    1.0456760001034127e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8185249999973505e-05,
-    1.536239499984049e-05,
-    2.1338915000086446e-05
+    2.221578999979101e-05,
+    2.0920100000694218e-05,
+    1.8859430001612053e-05
    ]
   },
   "layer_steady_gelu_autocast": {
-   "seconds": 0.00012647104263305666,
-   "min": 9.859007835388183e-05,
-   "max": 0.0001722496032714844,
+   "seconds": 0.00012860992431640625,
+   "min": 9.733311653137207e-05,
+   "max": 0.00020294719696044923,
    "samples": 33,
    "method": "one tiny gelu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0263590000008093e-05,
-   "host_backward_canary_seconds": 2.1282809999974006e-05,
+   "host_canary_seconds": 7.782480000173565e-06,
+   "host_backward_canary_seconds": 1.7564409999977216e-05,
    "pass_seconds": [
-    0.00012647104263305666,
-    0.00010169343948364258,
-    0.0001624051284790039
+    0.00011143936157226562,
+    0.00012860992431640625,
+    0.00017390655517578125
    ],
    "pass_host_canary_seconds": [
-    1.0263590000008093e-05,
-    7.774314999977605e-06,
-    1.1062230000078443e-05
+    7.782480000173565e-06,
+    1.015870999992785e-05,
+    1.0214530000212108e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1282809999974006e-05,
-    1.6958665000004203e-05,
-    2.097117000005255e-05
+    1.7564409999977216e-05,
+    2.0639229999233065e-05,
+    1.944918000162943e-05
    ]
   },
   "layer_steady_silu": {
-   "seconds": 9.199935913085938e-05,
-   "min": 8.104319572448731e-05,
-   "max": 0.00013569536209106446,
+   "seconds": 0.0001056396770477295,
+   "min": 7.416639804840088e-05,
+   "max": 0.00012981760025024413,
    "samples": 33,
    "method": "one tiny silu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.984054999994327e-06,
-   "host_backward_canary_seconds": 1.85094649999229e-05,
+   "host_canary_seconds": 9.016715000029762e-06,
+   "host_backward_canary_seconds": 1.701660500032176e-05,
    "pass_seconds": [
-    9.199935913085938e-05,
-    8.65113639831543e-05,
-    0.00012690688133239745
+    0.00010089535713195801,
+    0.0001056396770477295,
+    0.00011379263877868652
    ],
    "pass_host_canary_seconds": [
-    7.984054999994327e-06,
-    8.182682499935369e-06,
-    1.0723995000034848e-05
+    9.016715000029762e-06,
+    8.810312500031615e-06,
+    1.0248365000506965e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.85094649999229e-05,
-    1.915003000007687e-05,
-    2.0064130000037038e-05
+    1.701660500032176e-05,
+    2.086025499977495e-05,
+    1.914244000090548e-05
    ]
   },
   "layer_steady_silu_autocast": {
-   "seconds": 0.00011309503555297852,
-   "min": 0.00010014847755432129,
-   "max": 0.00016307136535644533,
+   "seconds": 0.00014698687553405763,
+   "min": 0.00010095104217529298,
+   "max": 0.00017897216796875,
    "samples": 33,
    "method": "one tiny silu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.550707499959231e-06,
-   "host_backward_canary_seconds": 1.883714999998176e-05,
+   "host_canary_seconds": 1.103885500015167e-05,
+   "host_backward_canary_seconds": 1.933618000066417e-05,
    "pass_seconds": [
-    0.00011309503555297852,
-    0.00010864447593688966,
-    0.00011844672203063966
+    0.00014698687553405763,
+    0.00012933631896972658,
+    0.00016230976104736328
    ],
    "pass_host_canary_seconds": [
-    7.550707499959231e-06,
-    8.836390000013239e-06,
-    7.92583000006175e-06
+    1.103885500015167e-05,
+    9.843185000022458e-06,
+    1.0768705000145928e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.883714999998176e-05,
-    1.6283734999973376e-05,
-    2.2485449999862794e-05
+    1.933618000066417e-05,
+    1.7051830000127665e-05,
+    1.851309000130641e-05
    ]
   },
   "layer_steady_tanh": {
-   "seconds": 9.406720161437989e-05,
-   "min": 8.158016204833984e-05,
-   "max": 0.0001221491241455078,
+   "seconds": 0.00011785792350769044,
+   "min": 7.70963191986084e-05,
+   "max": 0.00021012096405029297,
    "samples": 33,
    "method": "one tiny tanh layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.401124999972808e-06,
-   "host_backward_canary_seconds": 1.8917344999991315e-05,
+   "host_canary_seconds": 1.0448247500107755e-05,
+   "host_backward_canary_seconds": 2.035935499975494e-05,
    "pass_seconds": [
-    8.926272392272949e-05,
-    0.00010010751724243163,
-    9.406720161437989e-05
+    0.00012158592224121094,
+    9.70041561126709e-05,
+    0.00011785792350769044
    ],
    "pass_host_canary_seconds": [
-    7.401124999972808e-06,
-    9.983737500007806e-06,
-    7.828562500051817e-06
+    1.0448247500107755e-05,
+    9.380207499987138e-06,
+    1.0383477500113258e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8917344999991315e-05,
-    1.9172589999811863e-05,
-    2.1424030000076754e-05
+    2.035935499975494e-05,
+    1.9248789999437577e-05,
+    1.8164569999044035e-05
    ]
   },
   "layer_steady_tanh_autocast": {
-   "seconds": 0.00011436927795410155,
-   "min": 9.994048118591309e-05,
-   "max": 0.00016208639144897461,
+   "seconds": 0.0001379315185546875,
+   "min": 0.00011244735717773437,
+   "max": 0.00018458112716674804,
    "samples": 33,
    "method": "one tiny tanh layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.242347499989421e-06,
-   "host_backward_canary_seconds": 1.779410499999301e-05,
+   "host_canary_seconds": 1.0780725000358871e-05,
+   "host_backward_canary_seconds": 2.003177999995387e-05,
    "pass_seconds": [
-    0.00010591744422912597,
-    0.00014636351585388182,
-    0.00011436927795410155
+    0.00013761088371276855,
+    0.0001379315185546875,
+    0.00016179008483886717
    ],
    "pass_host_canary_seconds": [
-    7.242347499989421e-06,
-    1.115875500005359e-05,
-    7.891344999961802e-06
+    1.0780725000358871e-05,
+    9.91381000005731e-06,
+    1.0641205000183617e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.779410499999301e-05,
-    1.8640099999913672e-05,
-    1.6761519999874964e-05
+    2.003177999995387e-05,
+    1.9450209999831714e-05,
+    1.9638969999959953e-05
    ]
   },
   "layer_steady_sigmoid": {
-   "seconds": 9.204928398132324e-05,
-   "min": 7.939136028289796e-05,
-   "max": 0.0001271833610534668,
+   "seconds": 0.00011920127868652344,
+   "min": 9.73350429534912e-05,
+   "max": 0.0001431116771697998,
    "samples": 33,
    "method": "one tiny sigmoid layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.622780000033913e-06,
-   "host_backward_canary_seconds": 1.828217499998175e-05,
+   "host_canary_seconds": 1.0707335000006425e-05,
+   "host_backward_canary_seconds": 2.033717000017532e-05,
    "pass_seconds": [
-    9.576831817626953e-05,
-    8.897407531738282e-05,
-    9.204928398132324e-05
+    0.00012834431648254394,
+    0.00010966208457946777,
+    0.00011920127868652344
    ],
    "pass_host_canary_seconds": [
-    7.622780000033913e-06,
-    8.126472500009642e-06,
-    7.999892499981342e-06
+    1.0707335000006425e-05,
+    9.060302500074612e-06,
+    1.0251939999079696e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.828217499998175e-05,
-    1.743351499996493e-05,
-    2.0799745000061874e-05
+    2.033717000017532e-05,
+    2.2285940000301705e-05,
+    1.9638969999959953e-05
    ]
   },
   "layer_steady_sigmoid_autocast": {
-   "seconds": 0.00012446463584899902,
-   "min": 9.064512252807617e-05,
-   "max": 0.00015619775772094727,
+   "seconds": 0.00016785791397094725,
+   "min": 0.0001399948787689209,
+   "max": 0.00038442623138427735,
    "samples": 33,
    "method": "one tiny sigmoid layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.441595000017287e-06,
-   "host_backward_canary_seconds": 1.709257999998215e-05,
+   "host_canary_seconds": 1.1749440000130562e-05,
+   "host_backward_canary_seconds": 2.1116049999818643e-05,
    "pass_seconds": [
-    9.518719673156739e-05,
-    0.0001255020809173584,
-    0.00012446463584899902
+    0.00017365184783935548,
+    0.00016785791397094725,
+    0.00015274175643920898
    ],
    "pass_host_canary_seconds": [
-    7.441595000017287e-06,
-    7.88102000001345e-06,
-    8.426804999999149e-06
+    1.1749440000130562e-05,
+    1.0523547500156383e-05,
+    1.0231899999553206e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.709257999998215e-05,
-    2.156880000001138e-05,
-    2.1589554999934536e-05
+    2.1116049999818643e-05,
+    2.392117999988841e-05,
+    1.8178560001160804e-05
    ]
   },
   "layer_steady_dropout": {
-   "seconds": 0.00010976575851440428,
-   "min": 8.001407623291016e-05,
-   "max": 0.00017078655242919923,
+   "seconds": 0.00011682047843933105,
+   "min": 9.544960021972657e-05,
+   "max": 0.00020846591949462892,
    "samples": 33,
    "method": "one tiny dropout layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.880815000011922e-06,
-   "host_backward_canary_seconds": 1.6418334999954708e-05,
+   "host_canary_seconds": 1.0692629999766722e-05,
+   "host_backward_canary_seconds": 2.0863739999867904e-05,
    "pass_seconds": [
-    0.00010976575851440428,
-    0.0001096780776977539,
-    0.00016108991622924805
+    0.00011682047843933105,
+    0.00011479935646057128,
+    0.00014019328117370605
    ],
    "pass_host_canary_seconds": [
-    8.880815000011922e-06,
-    7.82619500000692e-06,
-    1.1585870000061505e-05
+    1.0692629999766722e-05,
+    9.508649999929731e-06,
+    1.0231899999553206e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6418334999954708e-05,
-    2.1347125000090727e-05,
-    2.142268999989483e-05
+    2.0863739999867904e-05,
+    2.0677999999634266e-05,
+    1.9577319999370957e-05
    ]
   },
   "layer_steady_dropout_autocast": {
-   "seconds": 0.00014203840255737305,
-   "min": 0.00012080767631530761,
-   "max": 0.00023779199600219725,
+   "seconds": 0.0001658201599121094,
+   "min": 0.00012591296195983888,
+   "max": 0.00022465728759765626,
    "samples": 33,
    "method": "one tiny dropout layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.02884600000408e-05,
-   "host_backward_canary_seconds": 1.6929039999951102e-05,
+   "host_canary_seconds": 1.0074734999534485e-05,
+   "host_backward_canary_seconds": 2.0612409999785087e-05,
    "pass_seconds": [
-    0.00014203840255737305,
-    0.0001277190399169922,
-    0.00017000192642211914
+    0.0001407795238494873,
+    0.0001658201599121094,
+    0.00017129535675048827
    ],
    "pass_host_canary_seconds": [
-    1.02884600000408e-05,
-    7.716974999993909e-06,
-    1.1598842500006867e-05
+    1.0074734999534485e-05,
+    1.0204384999781268e-05,
+    1.0343904999672305e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6929039999951102e-05,
-    1.966618000011522e-05,
-    2.1430100000117138e-05
+    2.0612409999785087e-05,
+    2.1285470000407256e-05,
+    1.842677000013282e-05
    ]
   },
   "layer_steady_dropout_identity": {
-   "seconds": 6.420991897583008e-05,
-   "min": 6.0165758132934575e-05,
-   "max": 0.00010877887725830077,
+   "seconds": 8.876416206359863e-05,
+   "min": 7.082304000854492e-05,
+   "max": 0.00014662848472595216,
    "samples": 33,
    "method": "one tiny dropout_identity layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0274649999999497e-05,
-   "host_backward_canary_seconds": 1.604693999993856e-05,
+   "host_canary_seconds": 8.358352500010825e-06,
+   "host_backward_canary_seconds": 2.036675500050933e-05,
    "pass_seconds": [
-    6.236544132232665e-05,
-    6.420991897583008e-05,
-    9.980223655700683e-05
+    8.072511672973632e-05,
+    9.04640007019043e-05,
+    8.876416206359863e-05
    ],
    "pass_host_canary_seconds": [
-    1.0274649999999497e-05,
-    7.3836750000566556e-06,
-    1.1336035000013566e-05
+    8.358352500010825e-06,
+    8.368925000183935e-06,
+    1.0336117500173715e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.604693999993856e-05,
-    1.8548790000068037e-05,
-    2.2434230000101252e-05
+    2.036675500050933e-05,
+    2.0861845000013092e-05,
+    1.945384999999078e-05
    ]
   },
   "layer_steady_dropout_identity_autocast": {
-   "seconds": 0.00011230143547058106,
-   "min": 8.622591972351074e-05,
-   "max": 0.0001610700798034668,
+   "seconds": 0.00011527296066284179,
+   "min": 8.585920333862304e-05,
+   "max": 0.00023136512756347655,
    "samples": 33,
    "method": "one tiny dropout_identity layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.067849749997407e-05,
-   "host_backward_canary_seconds": 1.634101999989923e-05,
+   "host_canary_seconds": 7.725939999829734e-06,
+   "host_backward_canary_seconds": 1.9963600000210135e-05,
    "pass_seconds": [
-    0.00011230143547058106,
-    9.632831573486328e-05,
-    0.00013754752159118652
+    8.750207901000976e-05,
+    0.00011527296066284179,
+    0.00011946240425109862
    ],
    "pass_host_canary_seconds": [
-    1.067849749997407e-05,
-    7.663567499989199e-06,
-    1.1143440000012106e-05
+    7.725939999829734e-06,
+    1.0088134999932663e-05,
+    1.0518155000340813e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.634101999989923e-05,
-    2.0916595000102235e-05,
-    2.2033740000040324e-05
+    1.9963600000210135e-05,
+    2.1409099999800674e-05,
+    1.9401460000381122e-05
    ]
   },
   "layer_steady_add": {
-   "seconds": 0.00013271103858947754,
-   "min": 0.0001078112030029297,
-   "max": 0.0001756390380859375,
+   "seconds": 0.00014745856285095215,
+   "min": 0.00010533568382263183,
+   "max": 0.00037731903076171873,
    "samples": 33,
    "method": "one tiny add layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0891089999987002e-05,
-   "host_backward_canary_seconds": 1.8294779999905585e-05,
+   "host_canary_seconds": 7.794972499937103e-06,
+   "host_backward_canary_seconds": 2.0027424999966572e-05,
    "pass_seconds": [
-    0.00013271103858947754,
-    0.00011501440048217773,
-    0.0001645420837402344
+    0.00011116352081298828,
+    0.0001745043182373047,
+    0.00014745856285095215
    ],
    "pass_host_canary_seconds": [
-    1.0891089999987002e-05,
-    7.47605749999991e-06,
-    1.0989244999990433e-05
+    7.794972499937103e-06,
+    1.1599279999927604e-05,
+    1.0693870000295647e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8294779999905585e-05,
-    1.9977415000056454e-05,
-    2.148420000025908e-05
+    2.0027424999966572e-05,
+    2.582924000023468e-05,
+    1.9770080000398594e-05
    ]
   },
   "layer_steady_add_autocast": {
-   "seconds": 0.00016245567321777343,
-   "min": 0.00012751999855041505,
-   "max": 0.0002350636863708496,
+   "seconds": 0.00017282495498657224,
+   "min": 0.00012307647705078127,
+   "max": 0.00045342910766601563,
    "samples": 33,
    "method": "one tiny add layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0758350000017457e-05,
-   "host_backward_canary_seconds": 1.8866300000013325e-05,
+   "host_canary_seconds": 1.0536304999959612e-05,
+   "host_backward_canary_seconds": 2.044952000005651e-05,
    "pass_seconds": [
-    0.00016245567321777343,
-    0.00013654656410217285,
-    0.00021451904296875002
+    0.00015573375701904296,
+    0.0002834873580932617,
+    0.00017282495498657224
    ],
    "pass_host_canary_seconds": [
-    1.0758350000017457e-05,
-    7.713220000056254e-06,
-    1.0935600000010482e-05
+    1.0536304999959612e-05,
+    1.1641385000302762e-05,
+    1.08051649999652e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8866300000013325e-05,
-    2.078474999990476e-05,
-    2.172939999979917e-05
+    2.044952000005651e-05,
+    2.01886000002105e-05,
+    1.9958220000262373e-05
    ]
   },
   "layer_steady_mul": {
-   "seconds": 0.00011446720123291015,
-   "min": 9.136639595031738e-05,
-   "max": 0.00016019840240478515,
+   "seconds": 0.00010965439796447754,
+   "min": 9.194432258605956e-05,
+   "max": 0.00014247232437133788,
    "samples": 33,
    "method": "one tiny mul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.86035249997974e-06,
-   "host_backward_canary_seconds": 1.6150649999957524e-05,
+   "host_canary_seconds": 1.051668500025471e-05,
+   "host_backward_canary_seconds": 1.493764999963787e-05,
    "pass_seconds": [
-    0.00010300800323486329,
-    0.00011446720123291015,
-    0.00015117119789123535
+    0.00010965439796447754,
+    9.904576301574706e-05,
+    0.00013559231758117677
    ],
    "pass_host_canary_seconds": [
-    8.86035249997974e-06,
-    7.806424999969863e-06,
-    1.0937889999951267e-05
+    1.051668500025471e-05,
+    7.885147500132916e-06,
+    1.0607015000232422e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6150649999957524e-05,
-    2.0970400000095425e-05,
-    2.1082080000098813e-05
+    1.493764999963787e-05,
+    1.741788000003908e-05,
+    1.9118980001167076e-05
    ]
   },
   "layer_steady_mul_autocast": {
-   "seconds": 0.00014895615577697753,
-   "min": 0.00011883392333984374,
-   "max": 0.00019113344192504884,
+   "seconds": 0.0001358304023742676,
+   "min": 0.00010980159759521484,
+   "max": 0.00020508800506591798,
    "samples": 33,
    "method": "one tiny mul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.042316499997753e-05,
-   "host_backward_canary_seconds": 1.591656999991642e-05,
+   "host_canary_seconds": 1.0508725000022423e-05,
+   "host_backward_canary_seconds": 1.4675779999606675e-05,
    "pass_seconds": [
-    0.00014926655769348146,
-    0.00014895615577697753,
-    0.00012694016456604002
+    0.00012798144340515135,
+    0.0001358304023742676,
+    0.00016777536392211914
    ],
    "pass_host_canary_seconds": [
-    1.042316499997753e-05,
-    9.699165000114362e-06,
-    7.483404999959475e-06
+    1.0508725000022423e-05,
+    7.384319999914624e-06,
+    1.0715805000245382e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.591656999991642e-05,
-    2.1557720000089376e-05,
-    2.0328889999916554e-05
+    1.4675779999606675e-05,
+    1.3019589999885284e-05,
+    1.8931879999399826e-05
    ]
   },
   "layer_steady_softmax": {
-   "seconds": 0.00010704511642456055,
-   "min": 8.758655548095703e-05,
-   "max": 0.00017638336181640624,
+   "seconds": 0.00010027263641357422,
+   "min": 9.44480037689209e-05,
+   "max": 0.0001436096000671387,
    "samples": 33,
    "method": "one tiny softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0725355000005266e-05,
-   "host_backward_canary_seconds": 1.877085499998543e-05,
+   "host_canary_seconds": 1.0459410000009938e-05,
+   "host_backward_canary_seconds": 1.571658499983641e-05,
    "pass_seconds": [
-    0.00011751551628112793,
-    0.00010704511642456055,
-    0.00010259008407592774
+    0.00010027263641357422,
+    9.863295555114747e-05,
+    0.0001228934383392334
    ],
    "pass_host_canary_seconds": [
-    1.0725355000005266e-05,
-    8.897292500051889e-06,
-    7.743084999987104e-06
+    1.0459410000009938e-05,
+    7.185654999943836e-06,
+    1.0586825000018508e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.877085499998543e-05,
-    2.0800959999860426e-05,
-    2.0624464999912108e-05
+    1.571658499983641e-05,
+    1.2440519999472599e-05,
+    1.639348000026075e-05
    ]
   },
   "layer_steady_softmax_autocast": {
-   "seconds": 0.00016867904663085936,
-   "min": 0.0001160326385498047,
-   "max": 0.00022078208923339844,
+   "seconds": 0.00012657407760620118,
+   "min": 0.00010749631881713868,
+   "max": 0.00019069183349609375,
    "samples": 33,
    "method": "one tiny softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.077779500000986e-05,
-   "host_backward_canary_seconds": 1.8211950000051047e-05,
+   "host_canary_seconds": 1.0078130000010787e-05,
+   "host_backward_canary_seconds": 1.6422740000052727e-05,
    "pass_seconds": [
-    0.00016867904663085936,
-    0.00012634559631347655,
-    0.00018494911193847656
+    0.00012657407760620118,
+    0.00012595583915710448,
+    0.0001595206356048584
    ],
    "pass_host_canary_seconds": [
-    1.077779500000986e-05,
-    7.4532600000054575e-06,
-    1.1289390000044364e-05
+    1.0078130000010787e-05,
+    7.108120000225426e-06,
+    1.0540439999431329e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8211950000051047e-05,
-    2.1191670000177965e-05,
-    2.20923949999019e-05
+    1.6422740000052727e-05,
+    1.2377589999914562e-05,
+    1.5902610000466668e-05
    ]
   },
   "layer_steady_log_softmax": {
-   "seconds": 0.00010461183547973633,
-   "min": 8.679743766784667e-05,
-   "max": 0.00013881855964660645,
+   "seconds": 0.00011282367706298828,
+   "min": 8.739007949829101e-05,
+   "max": 0.00012684224128723144,
    "samples": 33,
    "method": "one tiny log_softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0759787499985408e-05,
-   "host_backward_canary_seconds": 1.721696000004158e-05,
+   "host_canary_seconds": 1.0446670000305858e-05,
+   "host_backward_canary_seconds": 1.8622665000407326e-05,
    "pass_seconds": [
-    0.00010461183547973633,
-    9.699135780334474e-05,
-    0.00010751040458679199
+    9.57158374786377e-05,
+    0.00011792127609252929,
+    0.00011282367706298828
    ],
    "pass_host_canary_seconds": [
-    1.0759787499985408e-05,
-    7.961442500032944e-06,
-    1.0327087500101584e-05
+    1.0446670000305858e-05,
+    1.1616984999704982e-05,
+    1.0839765000127955e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.721696000004158e-05,
-    2.1496380000058935e-05,
-    2.1188169999817318e-05
+    1.8622665000407326e-05,
+    2.0473464999781754e-05,
+    1.6171455000630887e-05
    ]
   },
   "layer_steady_log_softmax_autocast": {
-   "seconds": 0.00013938112258911133,
-   "min": 0.00010825216293334961,
-   "max": 0.00018737472534179688,
+   "seconds": 0.00013500608444213868,
+   "min": 8.764543533325196e-05,
+   "max": 0.00015751999855041505,
    "samples": 33,
    "method": "one tiny log_softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0974204999953941e-05,
-   "host_backward_canary_seconds": 1.6977479999980007e-05,
+   "host_canary_seconds": 1.0519400000248424e-05,
+   "host_backward_canary_seconds": 1.9930455000007896e-05,
    "pass_seconds": [
-    0.00016878400802612304,
-    0.00011364480018615723,
-    0.00013938112258911133
+    0.00012525119781494143,
+    0.00013500608444213868,
+    0.0001515385627746582
    ],
    "pass_host_canary_seconds": [
-    1.0974204999953941e-05,
-    7.777992500024312e-06,
-    1.1327124999951365e-05
+    1.0519400000248424e-05,
+    1.0559650000345755e-05,
+    1.0821575000363736e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6977479999980007e-05,
-    2.088813999989725e-05,
-    1.986638000005314e-05
+    1.9930455000007896e-05,
+    1.6383590000259574e-05,
+    1.7360459999054e-05
    ]
   },
   "layer_steady_cross_entropy": {
-   "seconds": 0.00015981760025024415,
-   "min": 0.00013419136047363283,
-   "max": 0.0001901158332824707,
+   "seconds": 0.0001471110439300537,
+   "min": 0.00011215680122375489,
+   "max": 0.00026468160629272464,
    "samples": 33,
    "method": "one tiny cross_entropy layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.072308499999508e-05,
-   "host_backward_canary_seconds": 1.6391490000131625e-05,
+   "host_canary_seconds": 1.056867500011549e-05,
+   "host_backward_canary_seconds": 1.994512499948087e-05,
    "pass_seconds": [
-    0.00017225664138793948,
-    0.00013981823921203613,
-    0.00015981760025024415
+    0.0001471110439300537,
+    0.0001228166389465332,
+    0.0001595411205291748
    ],
    "pass_host_canary_seconds": [
-    1.072308499999508e-05,
-    7.5065400000084994e-06,
-    1.072110999999154e-05
+    1.056867500011549e-05,
+    7.131120000281044e-06,
+    1.0829000000285305e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6391490000131625e-05,
-    2.066198999983726e-05,
-    1.9851589999859698e-05
+    1.994512499948087e-05,
+    1.4974450000408978e-05,
+    1.6709320000245498e-05
    ]
   },
   "layer_steady_cross_entropy_autocast": {
-   "seconds": 0.00020648448944091797,
-   "min": 0.00016660480499267578,
-   "max": 0.000288984317779541,
+   "seconds": 0.00015942912101745606,
+   "min": 0.0001301369571685791,
+   "max": 0.00025594560623168946,
    "samples": 33,
    "method": "one tiny cross_entropy layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0886275000032697e-05,
-   "host_backward_canary_seconds": 1.970501999991825e-05,
+   "host_canary_seconds": 8.112225000331818e-06,
+   "host_backward_canary_seconds": 1.8931319999637708e-05,
    "pass_seconds": [
-    0.0002477529525756836,
-    0.00019676095962524416,
-    0.00020648448944091797
+    0.00015942912101745606,
+    0.00013722944259643555,
+    0.0002047942352294922
    ],
    "pass_host_canary_seconds": [
-    1.0886275000032697e-05,
-    1.0228619999921308e-05,
-    1.082700499978273e-05
+    8.112225000331818e-06,
+    7.370890000402142e-06,
+    1.0456594999368463e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.970501999991825e-05,
-    2.0627429999962033e-05,
-    2.1207709999657708e-05
+    1.8931319999637708e-05,
+    1.535300999989886e-05,
+    1.759557000013956e-05
    ]
   },
   "layer_steady_embedding": {
-   "seconds": 0.0003995264053344726,
-   "min": 0.00029654592514038086,
-   "max": 0.0005480652618408203,
+   "seconds": 0.0003442252731323242,
+   "min": 0.00028024896621704103,
+   "max": 0.000446506233215332,
    "samples": 33,
    "method": "one tiny embedding layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0886275000032697e-05,
-   "host_backward_canary_seconds": 1.9081610000029058e-05,
+   "host_canary_seconds": 1.081445000011172e-05,
+   "host_backward_canary_seconds": 1.8908490000058008e-05,
    "pass_seconds": [
-    0.0003995264053344726,
-    0.00044833728790283204,
-    0.00036950592041015625
+    0.0003838515090942383,
+    0.0002926694488525391,
+    0.0003442252731323242
    ],
    "pass_host_canary_seconds": [
-    1.0886275000032697e-05,
-    1.0451220000007312e-05,
-    1.082700499978273e-05
+    1.081445000011172e-05,
+    1.1166357500087542e-05,
+    1.0953199999903518e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9081610000029058e-05,
-    2.0801044999956275e-05,
-    2.041634000022441e-05
+    1.8908490000058008e-05,
+    1.6868765000026544e-05,
+    1.779208000016297e-05
    ]
   },
   "layer_steady_embedding_autocast": {
-   "seconds": 0.00041927745819091795,
-   "min": 0.0002805459213256836,
-   "max": 0.0006242911911010742,
+   "seconds": 0.00044340991973876954,
+   "min": 0.00031214975357055666,
+   "max": 0.0006064857482910157,
    "samples": 33,
    "method": "one tiny embedding layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0563579999995909e-05,
-   "host_backward_canary_seconds": 1.8543930000021192e-05,
+   "host_canary_seconds": 1.0459647500056235e-05,
+   "host_backward_canary_seconds": 1.8374394999796093e-05,
    "pass_seconds": [
-    0.00041927745819091795,
-    0.0005080774307250976,
-    0.00035224193572998047
+    0.00044340991973876954,
+    0.00039904064178466797,
+    0.0005500665664672852
    ],
    "pass_host_canary_seconds": [
-    1.0563579999995909e-05,
-    1.1125260000000026e-05,
-    8.567609999943215e-06
+    1.0459647500056235e-05,
+    1.0978880000038772e-05,
+    1.0995319998983177e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8543930000021192e-05,
-    2.058293000004596e-05,
-    2.0524589999695308e-05
+    1.8374394999796093e-05,
+    1.9240029999991747e-05,
+    2.0061700001861028e-05
    ]
   },
   "layer_steady_embedding_atomic": {
-   "seconds": 0.00013367487907409669,
-   "min": 0.0001174124813079834,
-   "max": 0.00015039296150207518,
+   "seconds": 0.00013867520332336424,
+   "min": 0.00011008831977844238,
+   "max": 0.00020189567565917968,
    "samples": 33,
    "method": "one tiny embedding_atomic layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0894185000012157e-05,
-   "host_backward_canary_seconds": 1.83642500000758e-05,
+   "host_canary_seconds": 1.0366424999972424e-05,
+   "host_backward_canary_seconds": 1.6513820000341184e-05,
    "pass_seconds": [
-    0.00013367487907409669,
-    0.00014302528381347657,
-    0.0001242470359802246
+    0.00011274815559387207,
+    0.00013867520332336424,
+    0.00014677184104919434
    ],
    "pass_host_canary_seconds": [
-    1.0894185000012157e-05,
-    1.1242825000010725e-05,
-    1.1408150000136174e-05
+    1.0366424999972424e-05,
+    1.1077104999799304e-05,
+    1.1296634999098388e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.83642500000758e-05,
-    2.125054999993381e-05,
-    1.6810299999860945e-05
+    1.6513820000341184e-05,
+    1.998311999955149e-05,
+    1.6925219999848195e-05
    ]
   },
   "layer_steady_embedding_atomic_autocast": {
-   "seconds": 0.00016894655227661136,
-   "min": 0.00013997311592102053,
-   "max": 0.0001799577522277832,
+   "seconds": 0.000172938232421875,
+   "min": 0.0001474745559692383,
+   "max": 0.00022537919998168946,
    "samples": 33,
    "method": "one tiny embedding_atomic layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.091146499994977e-05,
-   "host_backward_canary_seconds": 1.832000999996808e-05,
+   "host_canary_seconds": 1.0894065000002228e-05,
+   "host_backward_canary_seconds": 1.7732119999891438e-05,
    "pass_seconds": [
-    0.00016894655227661136,
+    0.00015994688034057618,
     0.000172938232421875,
-    0.00014839360237121581
+    0.00020177152633666992
    ],
    "pass_host_canary_seconds": [
-    1.091146499994977e-05,
-    1.090941499995779e-05,
-    1.0993340000027274e-05
+    1.0894065000002228e-05,
+    1.0896369999500167e-05,
+    1.087417999997342e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.832000999996808e-05,
-    2.0809240000119188e-05,
-    1.6676360000360547e-05
+    1.7732119999891438e-05,
+    1.905845999999656e-05,
+    2.1073489999707818e-05
    ]
   },
   "layer_steady_maxpool2d": {
-   "seconds": 0.00012860927581787108,
-   "min": 0.00011048383712768555,
-   "max": 0.00013880703926086427,
+   "seconds": 0.00014377535820007324,
+   "min": 0.0001128876781463623,
+   "max": 0.0001998355293273926,
    "samples": 33,
    "method": "one tiny maxpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0856144999991102e-05,
-   "host_backward_canary_seconds": 1.806419999994091e-05,
+   "host_canary_seconds": 1.0599099999808459e-05,
+   "host_backward_canary_seconds": 1.5026414999965709e-05,
    "pass_seconds": [
-    0.0001305401611328125,
-    0.0001187110424041748,
-    0.00012860927581787108
+    0.00011947839736938478,
+    0.00014377535820007324,
+    0.0001467795181274414
    ],
    "pass_host_canary_seconds": [
-    1.0856144999991102e-05,
-    1.0679734999996527e-05,
-    1.0483960000158277e-05
+    1.0599099999808459e-05,
+    1.0750184999892554e-05,
+    1.0799785000017437e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.806419999994091e-05,
-    1.6706659999954353e-05,
-    1.676893000023938e-05
+    1.5026414999965709e-05,
+    1.7332060000398997e-05,
+    2.083117999973183e-05
    ]
   },
   "layer_steady_maxpool2d_autocast": {
-   "seconds": 0.00016560384750366212,
-   "min": 0.00013809408187866212,
-   "max": 0.0001775027275085449,
+   "seconds": 0.00017139968872070314,
+   "min": 0.00013881088256835939,
+   "max": 0.00019880832672119139,
    "samples": 33,
    "method": "one tiny maxpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0956405000044355e-05,
-   "host_backward_canary_seconds": 1.806419999994091e-05,
+   "host_canary_seconds": 1.075226000011753e-05,
+   "host_backward_canary_seconds": 1.555682999992314e-05,
    "pass_seconds": [
-    0.00016670143127441408,
-    0.0001524403190612793,
-    0.00016560384750366212
+    0.00014438336372375488,
+    0.00017679040908813475,
+    0.00017139968872070314
    ],
    "pass_host_canary_seconds": [
-    1.0956405000044355e-05,
-    1.055543999996189e-05,
-    1.0968745000070612e-05
+    1.075226000011753e-05,
+    1.0550790000252163e-05,
+    1.0638630000130433e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.806419999994091e-05,
-    1.5977920000125323e-05,
-    2.019614999994701e-05
+    1.555682999992314e-05,
+    2.0067270000936332e-05,
+    1.7535640001824504e-05
    ]
   },
   "layer_steady_avgpool2d": {
-   "seconds": 0.00011324159622192382,
-   "min": 0.0001077286434173584,
-   "max": 0.0001279468822479248,
+   "seconds": 0.00010851967811584472,
+   "min": 9.459327697753907e-05,
+   "max": 0.00013051008224487304,
    "samples": 33,
    "method": "one tiny avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.086721250000977e-05,
-   "host_backward_canary_seconds": 1.797650999996847e-05,
+   "host_canary_seconds": 1.0445645000061176e-05,
+   "host_backward_canary_seconds": 1.6474669999979598e-05,
    "pass_seconds": [
-    0.00011324159622192382,
-    0.00011767807960510255,
-    0.00011299967765808105
+    0.00010027647972106933,
+    0.0001231999969482422,
+    0.00010851967811584472
    ],
    "pass_host_canary_seconds": [
-    1.086721250000977e-05,
-    1.0910995000088519e-05,
-    1.0859697500080756e-05
+    1.0445645000061176e-05,
+    1.0139542500269271e-05,
+    1.0725589999651675e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.797650999996847e-05,
-    2.140663500014739e-05,
-    2.041168999994625e-05
+    1.6474669999979598e-05,
+    1.981930000056309e-05,
+    1.6394579999996496e-05
    ]
   },
   "layer_steady_avgpool2d_autocast": {
-   "seconds": 0.00014647168159484864,
-   "min": 0.00012773568153381348,
-   "max": 0.0001564089584350586,
+   "seconds": 0.00014775039672851564,
+   "min": 9.349568367004394e-05,
+   "max": 0.00020001855850219726,
    "samples": 33,
    "method": "one tiny avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0501734999976975e-05,
-   "host_backward_canary_seconds": 1.7226840000006405e-05,
+   "host_canary_seconds": 7.567760000029011e-06,
+   "host_backward_canary_seconds": 1.645769499987182e-05,
    "pass_seconds": [
-    0.00014647168159484864,
-    0.00014904704093933105,
-    0.0001396076774597168
+    9.883328437805175e-05,
+    0.00016130048751831054,
+    0.00014775039672851564
    ],
    "pass_host_canary_seconds": [
-    1.0501734999976975e-05,
-    1.1076149999951213e-05,
-    1.1096375000079205e-05
+    7.567760000029011e-06,
+    1.0686644999964301e-05,
+    1.071971999976995e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7226840000006405e-05,
-    2.070324000015944e-05,
-    1.9562779999660052e-05
+    1.645769499987182e-05,
+    1.7270929999995134e-05,
+    1.7293939999944997e-05
    ]
   },
   "layer_steady_adaptive_avgpool2d": {
-   "seconds": 0.00012279168128967284,
-   "min": 0.00010597503662109376,
-   "max": 0.0001426591968536377,
+   "seconds": 0.00012025919914245605,
+   "min": 8.488063812255859e-05,
+   "max": 0.00016797695159912108,
    "samples": 33,
    "method": "one tiny adaptive_avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.008675000004017e-06,
-   "host_backward_canary_seconds": 1.7947139999918704e-05,
+   "host_canary_seconds": 7.554222500232299e-06,
+   "host_backward_canary_seconds": 1.6576575000044613e-05,
    "pass_seconds": [
-    0.00012279168128967284,
-    0.00013187520027160645,
-    0.00011347200393676758
+    8.954367637634277e-05,
+    0.00014863167762756347,
+    0.00012025919914245605
    ],
    "pass_host_canary_seconds": [
-    9.008675000004017e-06,
-    1.09650750000867e-05,
-    1.1004394999929446e-05
+    7.554222500232299e-06,
+    1.0652130000039505e-05,
+    1.0655219999762267e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7947139999918704e-05,
-    2.0350839999991876e-05,
-    1.737222499997415e-05
+    1.6576575000044613e-05,
+    1.9015300000546632e-05,
+    1.6660310000133903e-05
    ]
   },
   "layer_steady_adaptive_avgpool2d_autocast": {
-   "seconds": 0.0001428102397918701,
-   "min": 0.000110764799118042,
-   "max": 0.00019500032424926757,
+   "seconds": 0.00019182464599609375,
+   "min": 9.949824333190919e-05,
+   "max": 0.00021349311828613283,
    "samples": 33,
    "method": "one tiny adaptive_avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.210140000031175e-06,
-   "host_backward_canary_seconds": 1.8087170000029575e-05,
+   "host_canary_seconds": 1.0480409999900075e-05,
+   "host_backward_canary_seconds": 1.9838460000300982e-05,
    "pass_seconds": [
-    0.00013661888122558594,
-    0.00016494464874267578,
-    0.0001428102397918701
+    0.00019182464599609375,
+    0.00019295167922973633,
+    0.00011096832275390624
    ],
    "pass_host_canary_seconds": [
-    8.210140000031175e-06,
-    1.109573000007913e-05,
-    1.0918760000038218e-05
+    1.0480409999900075e-05,
+    1.0727990000134469e-05,
+    7.582237499832444e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8087170000029575e-05,
-    2.0350839999991876e-05,
-    1.5825009999730355e-05
+    1.9838460000300982e-05,
+    1.7528739999761455e-05,
+    1.6321169999855557e-05
    ]
   },
   "layer_steady_flatten": {
-   "seconds": 6.841856002807617e-05,
-   "min": 6.136320114135742e-05,
-   "max": 8.810432434082031e-05,
+   "seconds": 7.613823890686035e-05,
+   "min": 6.717184066772461e-05,
+   "max": 0.00010608896255493164,
    "samples": 33,
    "method": "one tiny flatten layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.655950000042822e-06,
-   "host_backward_canary_seconds": 1.8889790000002903e-05,
+   "host_canary_seconds": 1.0585907499773839e-05,
+   "host_backward_canary_seconds": 2.0340230000215344e-05,
    "pass_seconds": [
-    6.403647899627685e-05,
-    8.040639877319336e-05,
-    6.841856002807617e-05
+    8.363776206970216e-05,
+    7.613823890686035e-05,
+    7.102975845336915e-05
    ],
    "pass_host_canary_seconds": [
-    7.655950000042822e-06,
-    1.114072250004483e-05,
-    1.050990000010188e-05
+    1.0585907499773839e-05,
+    1.043505999973604e-05,
+    1.0032705000639908e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8889790000002903e-05,
-    2.0988764999998464e-05,
-    1.593392000017957e-05
+    2.0340230000215344e-05,
+    1.6860474999589315e-05,
+    1.605039999958535e-05
    ]
   },
   "layer_steady_flatten_autocast": {
-   "seconds": 0.00010207167625427246,
-   "min": 7.726592063903808e-05,
-   "max": 0.0001154105567932129,
+   "seconds": 0.00011359487533569336,
+   "min": 9.044544219970703e-05,
+   "max": 0.00012270912170410156,
    "samples": 33,
    "method": "one tiny flatten layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.146577500018794e-06,
-   "host_backward_canary_seconds": 1.9436035000026662e-05,
+   "host_canary_seconds": 1.0709752500304148e-05,
+   "host_backward_canary_seconds": 2.0796514999688045e-05,
    "pass_seconds": [
-    9.479807853698731e-05,
-    0.00010699584007263183,
-    0.00010207167625427246
+    0.00011515520095825194,
+    0.00011359487533569336,
+    9.448960304260253e-05
    ],
    "pass_host_canary_seconds": [
-    9.146577500018794e-06,
-    1.088330999998277e-05,
-    1.0822257499967237e-05
+    1.0709752500304148e-05,
+    1.039447250008152e-05,
+    1.0300197500328068e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9436035000026662e-05,
-    2.062588000001142e-05,
-    1.8837700000062793e-05
+    2.0796514999688045e-05,
+    2.0741629999179168e-05,
+    1.6277155000352648e-05
    ]
   },
   "layer_steady_reshape": {
-   "seconds": 7.100927829742431e-05,
-   "min": 6.28217601776123e-05,
-   "max": 7.963712215423585e-05,
+   "seconds": 6.421823978424072e-05,
+   "min": 5.6830081939697265e-05,
+   "max": 7.881728172302246e-05,
    "samples": 33,
    "method": "one tiny reshape layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1231074999997759e-05,
-   "host_backward_canary_seconds": 2.0284900000007155e-05,
+   "host_canary_seconds": 1.0637345000077402e-05,
+   "host_backward_canary_seconds": 2.0565820000228997e-05,
    "pass_seconds": [
-    7.100927829742431e-05,
-    7.160192012786865e-05,
-    6.33523178100586e-05
+    7.34451198577881e-05,
+    5.821887969970703e-05,
+    6.421823978424072e-05
    ],
    "pass_host_canary_seconds": [
-    1.1231074999997759e-05,
-    1.0668184999929054e-05,
-    1.089618500003553e-05
+    1.0637345000077402e-05,
+    8.18384000012884e-06,
+    1.0434060000079626e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0284900000007155e-05,
-    2.0428729999935058e-05,
-    1.6053440000405316e-05
+    2.0565820000228997e-05,
+    2.1193320000065795e-05,
+    1.5340130000822684e-05
    ]
   },
   "layer_steady_reshape_autocast": {
-   "seconds": 8.532863616943359e-05,
-   "min": 7.509056091308593e-05,
-   "max": 0.00010442303657531739,
+   "seconds": 9.261311531066895e-05,
+   "min": 7.173120021820068e-05,
+   "max": 0.00011922880172729492,
    "samples": 33,
    "method": "one tiny reshape layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.008402500010449e-06,
-   "host_backward_canary_seconds": 2.006182500004172e-05,
+   "host_canary_seconds": 1.0619894999877034e-05,
+   "host_backward_canary_seconds": 2.0597885000483985e-05,
    "pass_seconds": [
-    8.010751724243164e-05,
-    9.407679557800293e-05,
-    8.532863616943359e-05
+    0.00010959296226501465,
+    9.261311531066895e-05,
+    8.997759819030761e-05
    ],
    "pass_host_canary_seconds": [
-    8.008402500010449e-06,
-    1.0571215000041433e-05,
-    1.0657527500086417e-05
+    1.0619894999877034e-05,
+    9.200607500190472e-06,
+    1.0673592499301776e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.006182500004172e-05,
-    2.0133900000018913e-05,
-    1.6004980000161592e-05
+    2.0597885000483985e-05,
+    2.1193394999841075e-05,
+    1.7170129999612983e-05
    ]
   },
   "layer_steady_slice": {
-   "seconds": 9.180928230285644e-05,
-   "min": 8.386367797851563e-05,
-   "max": 0.00011518591880798341,
+   "seconds": 0.0001107705593109131,
+   "min": 9.06873607635498e-05,
+   "max": 0.00012258879661560058,
    "samples": 33,
    "method": "one tiny slice layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.863157500018758e-06,
-   "host_backward_canary_seconds": 1.7947785000060888e-05,
+   "host_canary_seconds": 1.0573952500010365e-05,
+   "host_backward_canary_seconds": 1.7832694999810884e-05,
    "pass_seconds": [
-    8.947711944580078e-05,
-    0.00010775168418884278,
-    9.180928230285644e-05
+    0.0001107705593109131,
+    0.00011542783737182618,
+    9.587264060974122e-05
    ],
    "pass_host_canary_seconds": [
-    7.863157500018758e-06,
-    1.0473595000064507e-05,
-    1.0990827500165778e-05
+    1.0573952500010365e-05,
+    1.009001499966189e-05,
+    1.0399544999586396e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7947785000060888e-05,
-    1.9763750000123537e-05,
-    1.4867234999940136e-05
+    1.7832694999810884e-05,
+    2.1206615000437525e-05,
+    1.6644184998995115e-05
    ]
   },
   "layer_steady_slice_autocast": {
-   "seconds": 0.00011585087776184082,
-   "min": 9.383040428161621e-05,
-   "max": 0.00015695167541503906,
+   "seconds": 0.00013254528045654297,
+   "min": 0.00011333248138427735,
+   "max": 0.0001650649642944336,
    "samples": 33,
    "method": "one tiny slice layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.011432500012461e-06,
-   "host_backward_canary_seconds": 1.744769999994844e-05,
+   "host_canary_seconds": 1.0620255000048929e-05,
+   "host_backward_canary_seconds": 1.6268110000510207e-05,
    "pass_seconds": [
-    0.00010072319984436036,
-    0.00014724672317504884,
-    0.00011585087776184082
+    0.00013254528045654297,
+    0.000137903995513916,
+    0.0001314348793029785
    ],
    "pass_host_canary_seconds": [
-    8.011432500012461e-06,
-    1.1386550000054285e-05,
-    1.0951795000124775e-05
+    1.0620255000048929e-05,
+    9.565104999751384e-06,
+    1.1071225000023332e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.744769999994844e-05,
-    2.0999470000049313e-05,
-    1.5269345000206157e-05
+    1.6268110000510207e-05,
+    2.041685999984111e-05,
+    1.6543560000172875e-05
    ]
   },
   "layer_steady_transpose_contiguous": {
-   "seconds": 0.00011426943778991699,
-   "min": 0.00010006400108337401,
-   "max": 0.00017022272109985353,
+   "seconds": 0.00013298751831054687,
+   "min": 0.00010859647750854491,
+   "max": 0.0001602694320678711,
    "samples": 33,
    "method": "one tiny transpose_contiguous layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.580912500024794e-06,
-   "host_backward_canary_seconds": 1.858552000001623e-05,
+   "host_canary_seconds": 1.0450300000002243e-05,
+   "host_backward_canary_seconds": 1.9630509999615242e-05,
    "pass_seconds": [
-    0.00010515007972717286,
-    0.00014126720428466797,
-    0.00011426943778991699
+    0.00014351936340332031,
+    0.00011730048179626465,
+    0.00013298751831054687
    ],
    "pass_host_canary_seconds": [
-    7.580912500024794e-06,
-    1.1028015000107417e-05,
-    1.0687972500136311e-05
+    1.0450300000002243e-05,
+    8.272115000522717e-06,
+    1.0752534999483032e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.858552000001623e-05,
-    2.06737999999973e-05,
-    1.6330375000279674e-05
+    1.9630509999615242e-05,
+    2.041685999984111e-05,
+    2.020858999912889e-05
    ]
   },
   "layer_steady_transpose_contiguous_autocast": {
-   "seconds": 0.00017208639144897459,
-   "min": 0.00010987968444824218,
-   "max": 0.00025810560226440426,
+   "seconds": 0.00015139840126037596,
+   "min": 0.00011592960357666016,
+   "max": 0.00024144704818725586,
    "samples": 33,
    "method": "one tiny transpose_contiguous layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.730310000013673e-06,
-   "host_backward_canary_seconds": 1.918930000002206e-05,
+   "host_canary_seconds": 1.0632885000063653e-05,
+   "host_backward_canary_seconds": 1.9723015000181477e-05,
    "pass_seconds": [
-    0.0001327577590942383,
-    0.00017208639144897459,
-    0.00020298303604125974
+    0.00019517759323120116,
+    0.00013506303787231446,
+    0.00015139840126037596
    ],
    "pass_host_canary_seconds": [
-    7.730310000013673e-06,
-    1.089591999999584e-05,
-    1.0547084999927846e-05
+    1.0632885000063653e-05,
+    9.924619999992502e-06,
+    1.053154500027631e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.918930000002206e-05,
-    2.0281710000062958e-05,
-    1.7866860000026462e-05
+    1.9723015000181477e-05,
+    1.9621309999138248e-05,
+    1.7303120000633498e-05
    ]
   },
   "layer_steady_cat": {
-   "seconds": 9.425727844238281e-05,
-   "min": 6.626304149627686e-05,
-   "max": 0.00014292415618896484,
+   "seconds": 9.705663681030273e-05,
+   "min": 8.714752197265624e-05,
+   "max": 0.00012358271598815918,
    "samples": 33,
    "method": "one tiny cat layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.918407500007163e-06,
-   "host_backward_canary_seconds": 1.918575999994232e-05,
+   "host_canary_seconds": 1.04797325002437e-05,
+   "host_backward_canary_seconds": 2.0119774999898256e-05,
    "pass_seconds": [
-    8.881216049194335e-05,
-    9.425727844238281e-05,
-    0.00011474176406860352
+    0.00011600192070007325,
+    9.705663681030273e-05,
+    9.513919830322265e-05
    ],
    "pass_host_canary_seconds": [
-    7.918407500007163e-06,
-    8.54680500005145e-06,
-    1.0190792499997769e-05
+    1.04797325002437e-05,
+    9.203889999866986e-06,
+    1.034963250049259e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.918575999994232e-05,
-    2.0024770000190985e-05,
-    1.746289999999817e-05
+    2.0119774999898256e-05,
+    2.0307844999933876e-05,
+    1.630358500051443e-05
    ]
   },
   "layer_steady_cat_autocast": {
-   "seconds": 0.0001373087978363037,
-   "min": 8.638079643249513e-05,
-   "max": 0.00019281087875366211,
+   "seconds": 0.0001374873638153076,
+   "min": 0.000113570556640625,
+   "max": 0.0001604684829711914,
    "samples": 33,
    "method": "one tiny cat layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.329497500023762e-06,
-   "host_backward_canary_seconds": 2.0148555000005783e-05,
+   "host_canary_seconds": 1.0501269999849682e-05,
+   "host_backward_canary_seconds": 2.0123140000123386e-05,
    "pass_seconds": [
-    9.663935661315918e-05,
-    0.0001373087978363037,
-    0.0001671500778198242
+    0.0001544153594970703,
+    0.00012174271583557128,
+    0.0001374873638153076
    ],
    "pass_host_canary_seconds": [
-    7.329497500023762e-06,
-    1.0426709999933337e-05,
-    1.0240379999970628e-05
+    1.0501269999849682e-05,
+    9.269854999729432e-06,
+    1.0790654999937033e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0148555000005783e-05,
-    2.0256869999855097e-05,
-    1.8189390000316053e-05
+    2.0123140000123386e-05,
+    1.9963189999998575e-05,
+    1.7334630001641926e-05
    ]
   },
   "layer_steady_gelu_tanh_composite": {
-   "seconds": 0.000477248649597168,
-   "min": 0.00030580928802490236,
-   "max": 0.0006187974548339844,
+   "seconds": 0.000558487663269043,
+   "min": 0.00044622207641601563,
+   "max": 0.0006322406387329102,
    "samples": 33,
    "method": "one tiny gelu_tanh_composite layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.164320000005887e-06,
-   "host_backward_canary_seconds": 1.902755999992678e-05,
+   "host_canary_seconds": 1.0837494999691443e-05,
+   "host_backward_canary_seconds": 1.9908019999093086e-05,
    "pass_seconds": [
-    0.0003947468948364258,
-    0.0005901395034790039,
-    0.000477248649597168
+    0.000558487663269043,
+    0.0004694476699829102,
+    0.0005714771270751953
    ],
    "pass_host_canary_seconds": [
-    8.164320000005887e-06,
-    1.0666320000041196e-05,
-    1.0406252499990387e-05
+    1.0837494999691443e-05,
+    9.584470000163492e-06,
+    1.1160819999531668e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.902755999992678e-05,
-    2.0223749999956907e-05,
-    1.7716659999962304e-05
+    1.9908019999093086e-05,
+    1.8489220000219575e-05,
+    2.067815999907907e-05
    ]
   },
   "layer_steady_gelu_tanh_composite_autocast": {
-   "seconds": 0.00048129089355468754,
-   "min": 0.0003135398483276367,
-   "max": 0.000692143325805664,
+   "seconds": 0.0005873555374145508,
+   "min": 0.0005038911819458008,
+   "max": 0.0007500582122802735,
    "samples": 33,
    "method": "one tiny gelu_tanh_composite layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.92597749999402e-06,
-   "host_backward_canary_seconds": 1.5758064999999988e-05,
+   "host_canary_seconds": 1.040019500010203e-05,
+   "host_backward_canary_seconds": 1.8495320000511127e-05,
    "pass_seconds": [
-    0.0004401132965087891,
-    0.0005624819183349609,
-    0.00048129089355468754
+    0.0005873555374145508,
+    0.0006520787048339843,
+    0.0005488569641113281
    ],
    "pass_host_canary_seconds": [
-    7.92597749999402e-06,
-    7.793754999880775e-06,
-    1.1199027500055082e-05
+    1.040019500010203e-05,
+    9.758720000263566e-06,
+    1.0778285000014876e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5758064999999988e-05,
-    2.012173999986544e-05,
-    1.9212525000114056e-05
+    1.8495320000511127e-05,
+    1.86259899999186e-05,
+    1.5669069998693885e-05
    ]
   },
   "layer_steady_mha": {
-   "seconds": 0.0014094111633300781,
-   "min": 0.001249521942138672,
-   "max": 0.0018759744262695313,
+   "seconds": 0.0017345671081542967,
+   "min": 0.0014496806335449219,
+   "max": 0.0018531436157226563,
    "samples": 33,
    "method": "one tiny mha layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.36801000001708e-06,
-   "host_backward_canary_seconds": 1.7849580000017796e-05,
+   "host_canary_seconds": 1.0153684999636426e-05,
+   "host_backward_canary_seconds": 1.896831000067323e-05,
    "pass_seconds": [
-    0.0013897529602050782,
-    0.001709015655517578,
-    0.0014094111633300781
+    0.0015710124206542969,
+    0.0017384895324707031,
+    0.0017345671081542967
    ],
    "pass_host_canary_seconds": [
-    9.36801000001708e-06,
-    9.974995000021636e-06,
-    1.079790000005687e-05
+    1.0153684999636426e-05,
+    1.0052774999849135e-05,
+    1.0972374999482781e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7849580000017796e-05,
-    2.045863999995845e-05,
-    1.953618000015922e-05
+    1.896831000067323e-05,
+    1.8955839999534872e-05,
+    1.9402489999720274e-05
    ]
   },
   "layer_steady_mha_autocast": {
-   "seconds": 0.002070296325683594,
-   "min": 0.0016477305603027341,
-   "max": 0.0024102720642089847,
+   "seconds": 0.0020620211791992187,
+   "min": 0.001428121032714844,
+   "max": 0.0022953689575195314,
    "samples": 33,
    "method": "one tiny mha layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.97162499999149e-06,
-   "host_backward_canary_seconds": 2.02848899999708e-05,
+   "host_canary_seconds": 8.589340000071388e-06,
+   "host_backward_canary_seconds": 1.6959990000486867e-05,
    "pass_seconds": [
-    0.0019851994323730466,
-    0.0020909504699707033,
-    0.002070296325683594
+    0.001668668212890625,
+    0.0020620211791992187,
+    0.0022041830444335937
    ],
    "pass_host_canary_seconds": [
-    9.97162499999149e-06,
-    1.0881165000000692e-05,
-    9.954934999996113e-06
+    8.589340000071388e-06,
+    9.70956000003298e-06,
+    1.0606689999121954e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.02848899999708e-05,
-    1.8813800000145875e-05,
-    1.9795999999701053e-05
+    1.6959990000486867e-05,
+    1.894221000043217e-05,
+    2.012134999858972e-05
    ]
   },
   "layer_steady_cast": {
-   "seconds": 0.00011953856468200684,
-   "min": 9.816831588745116e-05,
-   "max": 0.00013890560150146486,
+   "seconds": 9.497920036315917e-05,
+   "min": 7.44275188446045e-05,
+   "max": 0.0001371065616607666,
    "samples": 33,
    "method": "one tiny cast layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.378057500022407e-06,
-   "host_backward_canary_seconds": 2.1322265000023322e-05,
+   "host_canary_seconds": 7.345802499969522e-06,
+   "host_backward_canary_seconds": 1.484748999985186e-05,
    "pass_seconds": [
-    0.00011953856468200684,
-    0.00011788991928100586,
-    0.0001284940814971924
+    7.751808166503906e-05,
+    9.497920036315917e-05,
+    0.0001277791976928711
    ],
    "pass_host_canary_seconds": [
-    9.378057500022407e-06,
-    1.0627030000023297e-05,
-    9.907685000030141e-06
+    7.345802499969522e-06,
+    7.12353500006202e-06,
+    1.0648552500356345e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1322265000023322e-05,
-    1.872373000011862e-05,
-    2.0660879999923055e-05
+    1.484748999985186e-05,
+    1.940342500006409e-05,
+    2.059830999996848e-05
    ]
   },
   "layer_steady_cast_autocast": {
-   "seconds": 0.00015482751846313477,
-   "min": 0.0001294771194458008,
-   "max": 0.00023451072692871094,
+   "seconds": 0.00011002943992614747,
+   "min": 0.00010073856353759766,
+   "max": 0.0001906489562988281,
    "samples": 33,
    "method": "one tiny cast layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.401945000002797e-06,
-   "host_backward_canary_seconds": 2.1583429999907368e-05,
+   "host_canary_seconds": 7.575905000010153e-06,
+   "host_backward_canary_seconds": 1.4750414999866734e-05,
    "pass_seconds": [
-    0.00014910592079162596,
-    0.00015482751846313477,
-    0.00015699968338012696
+    0.0001056172752380371,
+    0.00011002943992614747,
+    0.00017368831634521486
    ],
    "pass_host_canary_seconds": [
-    8.401945000002797e-06,
-    1.0970364999991489e-05,
-    9.546404999980495e-06
+    7.575905000010153e-06,
+    7.162075000053391e-06,
+    1.0503104999770584e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1583429999907368e-05,
-    1.9260200000132953e-05,
-    1.8771079999737595e-05
+    1.4750414999866734e-05,
+    1.961794000010286e-05,
+    2.1127539998815336e-05
    ]
   },
   "layer_steady_rmsnorm": {
-   "seconds": 0.00016212736129760742,
-   "min": 0.000152609281539917,
-   "max": 0.0001938080024719238,
+   "seconds": 0.0001170252799987793,
+   "min": 0.0001088492774963379,
+   "max": 0.00019918399810791014,
    "samples": 33,
    "method": "one tiny rmsnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1056669999973678e-05,
-   "host_backward_canary_seconds": 2.1713669999883224e-05,
+   "host_canary_seconds": 7.269424999947205e-06,
+   "host_backward_canary_seconds": 2.0994844999790987e-05,
    "pass_seconds": [
-    0.0001774527931213379,
-    0.00016212736129760742,
-    0.00015550911903381348
+    0.0001164793586730957,
+    0.0001170252799987793,
+    0.0001732671928405762
    ],
    "pass_host_canary_seconds": [
-    1.1056669999973678e-05,
-    1.1413394999948424e-05,
-    9.899574999963079e-06
+    7.269424999947205e-06,
+    6.982489999813879e-06,
+    1.062338999986423e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1713669999883224e-05,
-    2.1009029999845552e-05,
-    1.9500989999983176e-05
+    2.0994844999790987e-05,
+    1.9853814999919448e-05,
+    2.1196889999828272e-05
    ]
   },
   "layer_steady_rmsnorm_autocast": {
-   "seconds": 0.00020981376647949217,
-   "min": 0.00017370431900024414,
-   "max": 0.0002344108772277832,
+   "seconds": 0.00015313152313232422,
+   "min": 0.00010968511581420898,
+   "max": 0.0002307801628112793,
    "samples": 33,
    "method": "one tiny rmsnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1203485000024216e-05,
-   "host_backward_canary_seconds": 2.127436999998622e-05,
+   "host_canary_seconds": 7.20416499973453e-06,
+   "host_backward_canary_seconds": 1.59117900000183e-05,
    "pass_seconds": [
-    0.00021715648651123048,
-    0.000195731201171875,
-    0.00020981376647949217
+    0.00012146047592163086,
+    0.00015313152313232422,
+    0.00020962688446044924
    ],
    "pass_host_canary_seconds": [
-    1.1203485000024216e-05,
-    1.132761249998282e-05,
-    1.0240825000096266e-05
+    7.20416499973453e-06,
+    7.823400000006587e-06,
+    1.0949139999638647e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.127436999998622e-05,
-    2.125479000000041e-05,
-    1.9500989999983176e-05
+    1.59117900000183e-05,
+    1.9855709999774263e-05,
+    2.129180999872915e-05
    ]
   },
   "layer_steady_sdpa": {
-   "seconds": 0.0002654419136047363,
-   "min": 0.00022688575744628906,
-   "max": 0.00042866561889648436,
+   "seconds": 0.00026939840316772464,
+   "min": 0.00017799360275268553,
+   "max": 0.0004256249618530274,
    "samples": 33,
    "method": "one tiny sdpa layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0829490000006103e-05,
-   "host_backward_canary_seconds": 2.0166639999956714e-05,
+   "host_canary_seconds": 7.718585000020539e-06,
+   "host_backward_canary_seconds": 1.7714179999757107e-05,
    "pass_seconds": [
-    0.0002917926406860352,
-    0.0002654419136047363,
-    0.0002638553619384766
+    0.0002316524887084961,
+    0.00026939840316772464,
+    0.0003663872146606445
    ],
    "pass_host_canary_seconds": [
-    1.0829490000006103e-05,
-    9.284485000051745e-06,
-    1.0031202500044855e-05
+    7.718585000020539e-06,
+    7.529425000143419e-06,
+    1.1034479999807445e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0166639999956714e-05,
-    2.038363999986359e-05,
-    1.9480889999954346e-05
+    1.7714179999757107e-05,
+    1.9643540000515713e-05,
+    2.1288569998887398e-05
    ]
   },
   "layer_steady_sdpa_autocast": {
-   "seconds": 0.0003897894287109375,
-   "min": 0.0003060396766662598,
-   "max": 0.0005665395355224609,
+   "seconds": 0.0004274687957763672,
+   "min": 0.00025471296310424803,
+   "max": 0.0007664460754394531,
    "samples": 33,
    "method": "one tiny sdpa layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.669449999985091e-06,
-   "host_backward_canary_seconds": 2.028341000013256e-05,
+   "host_canary_seconds": 7.5999124999270864e-06,
+   "host_backward_canary_seconds": 1.5717719999770452e-05,
    "pass_seconds": [
-    0.0003757727813720703,
-    0.0003897894287109375,
-    0.0005044044876098633
+    0.0002931782341003418,
+    0.0004274687957763672,
+    0.0005547820663452149
    ],
    "pass_host_canary_seconds": [
-    8.669449999985091e-06,
-    1.0488085000019964e-05,
-    9.994355000060296e-06
+    7.5999124999270864e-06,
+    8.120434999909776e-06,
+    1.0663535000503544e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.028341000013256e-05,
-    2.1519709999893166e-05,
-    1.914745999954448e-05
+    1.5717719999770452e-05,
+    1.9666774999791414e-05,
+    1.983512999913728e-05
    ]
   },
   "layer_steady_sdpa_efficient": {
-   "seconds": 0.0001981062316894531,
-   "min": 0.00017626815795898437,
-   "max": 0.0002648159980773926,
+   "seconds": 0.00017894720077514647,
+   "min": 0.00014334400177001954,
+   "max": 0.00027351423263549803,
    "samples": 33,
    "method": "one tiny sdpa_model_head layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.553225000011877e-06,
-   "host_backward_canary_seconds": 2.0323290000021645e-05,
+   "host_canary_seconds": 7.496874999901593e-06,
+   "host_backward_canary_seconds": 1.906598000005033e-05,
    "pass_seconds": [
-    0.0001968934440612793,
-    0.00022652544021606446,
-    0.0001981062316894531
+    0.00017894720077514647,
+    0.00016825279235839843,
+    0.00023169343948364256
    ],
    "pass_host_canary_seconds": [
-    9.553225000011877e-06,
-    1.1599344999950744e-05,
-    9.963859999970737e-06
+    7.496874999901593e-06,
+    8.36896999999226e-06,
+    1.076362500043615e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0323290000021645e-05,
-    2.1335069999963706e-05,
-    1.7134279999595493e-05
+    1.906598000005033e-05,
+    1.8055179999691973e-05,
+    1.6989750001812353e-05
    ]
   },
   "layer_steady_sdpa_cudnn_autocast": {
-   "seconds": 0.0003605299377441406,
-   "min": 0.00026075584411621095,
-   "max": 0.0005170918273925782,
+   "seconds": 0.00035071617126464845,
+   "min": 0.0002815059280395508,
+   "max": 0.0006847666931152343,
    "samples": 33,
    "method": "one tiny sdpa_model_head layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.81721999999263e-06,
-   "host_backward_canary_seconds": 1.5636635000078057e-05,
+   "host_canary_seconds": 9.847722500069266e-06,
+   "host_backward_canary_seconds": 1.832796000030612e-05,
    "pass_seconds": [
-    0.00031655424118041996,
-    0.0003605299377441406,
-    0.0003829862213134766
+    0.00035071617126464845,
+    0.00033577537536621095,
+    0.0005423929595947265
    ],
    "pass_host_canary_seconds": [
-    7.81721999999263e-06,
-    8.089155000021719e-06,
-    1.0432040000125653e-05
+    9.847722500069266e-06,
+    7.9300999999532e-06,
+    1.0874985000555172e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5636635000078057e-05,
-    2.0239379999793527e-05,
-    1.883851999991748e-05
+    1.832796000030612e-05,
+    1.4826254999888989e-05,
+    2.0503069999904256e-05
    ]
   },
   "layer_steady_mha_no_weights": {
-   "seconds": 0.001256478729248047,
-   "min": 0.000992507553100586,
-   "max": 0.001461131591796875,
+   "seconds": 0.0012923628234863282,
+   "min": 0.0010979987335205078,
+   "max": 0.0016744281005859373,
    "samples": 33,
    "method": "one tiny mha_no_weights layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.866059999978915e-06,
-   "host_backward_canary_seconds": 2.011916000000724e-05,
+   "host_canary_seconds": 7.343710000213832e-06,
+   "host_backward_canary_seconds": 1.8549769999935962e-05,
    "pass_seconds": [
-    0.0013575430297851562,
-    0.001256478729248047,
-    0.001141169891357422
+    0.0012509510040283204,
+    0.0012923628234863282,
+    0.0015197311401367187
    ],
    "pass_host_canary_seconds": [
-    9.866059999978915e-06,
-    7.600495000019691e-06,
-    7.71721999996089e-06
+    7.343710000213832e-06,
+    9.740830000168899e-06,
+    1.0365624999622014e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.011916000000724e-05,
-    1.938242999983686e-05,
-    1.579957999979342e-05
+    1.8549769999935962e-05,
+    1.5275250000286178e-05,
+    2.0514860000275804e-05
    ]
   },
   "layer_steady_mha_no_weights_autocast": {
-   "seconds": 0.0017464857482910156,
-   "min": 0.0012041120147705078,
-   "max": 0.002110811462402344,
+   "seconds": 0.0016564250183105469,
+   "min": 0.0013083885192871096,
+   "max": 0.002200362854003906,
    "samples": 33,
    "method": "one tiny mha_no_weights layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0610850000034588e-05,
-   "host_backward_canary_seconds": 1.8866260000010015e-05,
+   "host_canary_seconds": 7.674284999552583e-06,
+   "host_backward_canary_seconds": 1.905982999915068e-05,
    "pass_seconds": [
-    0.0016579653930664062,
-    0.0017464857482910156,
-    0.00175844482421875
+    0.0016564250183105469,
+    0.0014606962585449218,
+    0.002071399688720703
    ],
    "pass_host_canary_seconds": [
-    1.0610850000034588e-05,
-    7.796469999874489e-06,
-    1.031307999994624e-05
+    7.674284999552583e-06,
+    7.731565000312913e-06,
+    1.0474074999820004e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8866260000010015e-05,
-    1.9330350000075213e-05,
-    1.7196219999959794e-05
+    1.905982999915068e-05,
+    1.7494499999202163e-05,
+    2.0933939999849827e-05
    ]
   },
   "conv_host_k3_fp32_2x4x8x8_4_forward": {
-   "seconds": 5.663329999947564e-05,
-   "min": 2.7515799999378032e-05,
-   "max": 6.665889999908358e-05,
+   "seconds": 5.328190000000177e-05,
+   "min": 3.274400000918831e-05,
+   "max": 6.308959999614671e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7731,28 +7903,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.1513290000024767e-05,
-   "host_backward_canary_seconds": 1.9422674999916013e-05,
+   "host_canary_seconds": 8.853122500056543e-06,
+   "host_backward_canary_seconds": 2.180031500017776e-05,
    "pass_seconds": [
-    5.902679999962857e-05,
-    3.0263699997590265e-05,
-    5.663329999947564e-05
+    4.3336699991414204e-05,
+    5.5606799992347075e-05,
+    5.328190000000177e-05
    ],
    "pass_host_canary_seconds": [
-    1.1513290000024767e-05,
-    9.572579999996833e-06,
-    1.0850537500033397e-05
+    8.853122500056543e-06,
+    1.0338234999949237e-05,
+    1.1228939999909926e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9422674999916013e-05,
-    2.0124610000209486e-05,
-    2.1038974999783022e-05
+    2.180031500017776e-05,
+    1.9185099999958767e-05,
+    2.332842999862805e-05
    ]
   },
   "conv_host_k3_fp32_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00023163200000340112,
-   "min": 0.00015978419999669314,
-   "max": 0.0004545331999992186,
+   "seconds": 0.00025356630000032964,
+   "min": 0.00021132800000032149,
+   "max": 0.0004090382999947906,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7767,28 +7939,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.1591295000030754e-05,
-   "host_backward_canary_seconds": 1.907679999987977e-05,
+   "host_canary_seconds": 1.1069164999639725e-05,
+   "host_backward_canary_seconds": 2.167106000001695e-05,
    "pass_seconds": [
-    0.00037279649999959473,
-    0.00021099909999975353,
-    0.00023163200000340112
+    0.00025356630000032964,
+    0.00022456639999290928,
+    0.0002745067999967432
    ],
    "pass_host_canary_seconds": [
-    1.1591295000030754e-05,
-    9.565520000052174e-06,
-    1.0167355000021417e-05
+    1.1069164999639725e-05,
+    1.0338234999949237e-05,
+    1.0864529999707883e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.907679999987977e-05,
-    1.953533999994761e-05,
-    1.7577020000203446e-05
+    2.167106000001695e-05,
+    1.893229999950563e-05,
+    2.37337699991258e-05
    ]
   },
   "conv_host_k3_fp32_8x32x28x28_32_forward": {
-   "seconds": 4.618460000074265e-05,
-   "min": 2.9826399998000853e-05,
-   "max": 6.62348999995288e-05,
+   "seconds": 4.625439999017544e-05,
+   "min": 3.60064999995302e-05,
+   "max": 5.770970000185116e-05,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7803,28 +7975,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.1434652499993092e-05,
-   "host_backward_canary_seconds": 1.933655000001977e-05,
+   "host_canary_seconds": 1.08127774998934e-05,
+   "host_backward_canary_seconds": 2.0069700000249213e-05,
    "pass_seconds": [
-    5.573490000045922e-05,
-    3.0167399998504152e-05,
-    4.618460000074265e-05
+    4.333150000093156e-05,
+    4.8611600004733194e-05,
+    4.625439999017544e-05
    ],
    "pass_host_canary_seconds": [
-    1.1434652499993092e-05,
-    9.722230000051014e-06,
-    1.0076380000043628e-05
+    1.08127774998934e-05,
+    1.0305035000328643e-05,
+    1.12922100004198e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.933655000001977e-05,
-    1.969269999989365e-05,
-    1.7952740000168886e-05
+    2.0069700000249213e-05,
+    1.6499480000220502e-05,
+    2.1787290002066584e-05
    ]
   },
   "conv_host_k3_fp32_8x32x28x28_32_forward_backward": {
-   "seconds": 0.0002953098000034515,
-   "min": 0.00021446240000102534,
-   "max": 0.00041866889999937485,
+   "seconds": 0.0002545408000059979,
+   "min": 0.00017165909999903307,
+   "max": 0.00037421300000914923,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7839,28 +8011,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.1089845000000764e-05,
-   "host_backward_canary_seconds": 2.0560860000102822e-05,
+   "host_canary_seconds": 1.0838640000088162e-05,
+   "host_backward_canary_seconds": 1.628130999961286e-05,
    "pass_seconds": [
-    0.00037603239999981495,
-    0.00022926430000040908,
-    0.0002953098000034515
+    0.00023791410000058023,
+    0.0002545408000059979,
+    0.0002987943000107407
    ],
    "pass_host_canary_seconds": [
-    1.1089845000000764e-05,
-    9.722230000051014e-06,
-    1.0005095000025221e-05
+    1.0838640000088162e-05,
+    7.574685000122372e-06,
+    1.1515815000393559e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0560860000102822e-05,
-    1.872629000018833e-05,
-    1.765108000000737e-05
+    1.628130999961286e-05,
+    1.5807380000296688e-05,
+    2.737042000035217e-05
    ]
   },
   "conv_host_k3_fp32_16x64x56x56_64_forward": {
-   "seconds": 5.728579999981775e-05,
-   "min": 3.91092000000981e-05,
-   "max": 8.01929000004975e-05,
+   "seconds": 6.117059999724006e-05,
+   "min": 3.2348399997772503e-05,
+   "max": 8.922750000692759e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7875,28 +8047,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.1088979999982484e-05,
-   "host_backward_canary_seconds": 2.0130005000069673e-05,
+   "host_canary_seconds": 1.0700440000164236e-05,
+   "host_backward_canary_seconds": 1.628130999961286e-05,
    "pass_seconds": [
-    7.302749999951174e-05,
-    4.549569999880987e-05,
-    5.728579999981775e-05
+    5.7348100006038295e-05,
+    6.117059999724006e-05,
+    7.921080000414805e-05
    ],
    "pass_host_canary_seconds": [
-    1.1088979999982484e-05,
-    9.598949999940486e-06,
-    1.0355725000010806e-05
+    1.0700440000164236e-05,
+    7.883970000079898e-06,
+    1.1600215000271419e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0130005000069673e-05,
-    1.8918629999973292e-05,
-    1.7483889999994064e-05
+    1.628130999961286e-05,
+    1.606822999974611e-05,
+    2.369520999991437e-05
    ]
   },
   "conv_host_k3_fp32_16x64x56x56_64_forward_backward": {
-   "seconds": 0.0003458452000018042,
-   "min": 0.00026564119999932244,
-   "max": 0.0005854385000006346,
+   "seconds": 0.0002902788000028522,
+   "min": 0.00019140370000059193,
+   "max": 0.00045560549999663636,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7911,28 +8083,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.1190674999994599e-05,
-   "host_backward_canary_seconds": 1.668589000004772e-05,
+   "host_canary_seconds": 1.0609820000127002e-05,
+   "host_backward_canary_seconds": 1.5201120000938317e-05,
    "pass_seconds": [
-    0.00043617000000040207,
-    0.00030353690000026743,
-    0.0003458452000018042
+    0.0002902788000028522,
+    0.0002791742999988855,
+    0.0004421160999982021
    ],
    "pass_host_canary_seconds": [
-    1.1190674999994599e-05,
-    9.3643949999489e-06,
-    9.568367499923624e-06
+    1.0609820000127002e-05,
+    7.883970000079898e-06,
+    1.1488784999755807e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.668589000004772e-05,
-    1.9807369999966794e-05,
-    1.7085879999854118e-05
+    1.5201120000938317e-05,
+    1.606822999974611e-05,
+    2.292817000011382e-05
    ]
   },
   "conv_host_k3_fp32_32x128x56x56_128_forward": {
-   "seconds": 8.731419999890022e-05,
-   "min": 4.4673700000430475e-05,
-   "max": 0.00010027669999885802,
+   "seconds": 8.539120000250477e-05,
+   "min": 4.192449999891323e-05,
+   "max": 0.00011908920000678336,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7947,28 +8119,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.1417635000015024e-05,
-   "host_backward_canary_seconds": 1.8959030000047506e-05,
+   "host_canary_seconds": 1.079432999972596e-05,
+   "host_backward_canary_seconds": 1.6269679999822983e-05,
    "pass_seconds": [
-    8.887670000063963e-05,
-    5.74806999992461e-05,
-    8.731419999890022e-05
+    8.263029999397987e-05,
+    8.539120000250477e-05,
+    0.00010386460000972874
    ],
    "pass_host_canary_seconds": [
-    1.1417635000015024e-05,
-    7.974857500059329e-06,
-    1.0515724999891063e-05
+    1.079432999972596e-05,
+    9.521167499997319e-06,
+    1.143436499944528e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8959030000047506e-05,
-    2.022660500017537e-05,
-    2.1604770000180904e-05
+    1.6269679999822983e-05,
+    1.7224630000214347e-05,
+    2.273219499898005e-05
    ]
   },
   "conv_host_k3_fp32_32x128x56x56_128_forward_backward": {
-   "seconds": 0.00039836140000062417,
-   "min": 0.00029751990000477236,
-   "max": 0.0005106165999990253,
+   "seconds": 0.0003084725000007893,
+   "min": 0.00025461190000442,
+   "max": 0.0006093397000086042,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7983,28 +8155,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.1461912500010385e-05,
-   "host_backward_canary_seconds": 1.9680999999991398e-05,
+   "host_canary_seconds": 1.0605709999822465e-05,
+   "host_backward_canary_seconds": 1.6159374999347166e-05,
    "pass_seconds": [
-    0.00039836140000062417,
-    0.0004672055000014552,
-    0.00031209249999619715
+    0.0003083657000047424,
+    0.0003084725000007893,
+    0.0004774549999865485
    ],
    "pass_host_canary_seconds": [
-    1.1461912500010385e-05,
-    1.0470050000037645e-05,
-    1.052228999981253e-05
+    1.0605709999822465e-05,
+    7.403345000227546e-06,
+    1.1212062500476349e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9680999999991398e-05,
-    1.938913000003595e-05,
-    1.8054105000260277e-05
+    1.6159374999347166e-05,
+    1.693832000000839e-05,
+    2.1657709999090004e-05
    ]
   },
   "conv_host_k3_fp32_strict_2x4x8x8_4_forward": {
-   "seconds": 4.587360000414264e-05,
-   "min": 3.897229999978435e-05,
-   "max": 7.710840000072495e-05,
+   "seconds": 3.6206300001140336e-05,
+   "min": 2.5034099996901206e-05,
+   "max": 6.546970000727015e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8019,28 +8191,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.0841304999971158e-05,
-   "host_backward_canary_seconds": 1.668376999987231e-05,
+   "host_canary_seconds": 1.080774999991263e-05,
+   "host_backward_canary_seconds": 1.7015419999779624e-05,
    "pass_seconds": [
-    4.24273000007247e-05,
-    5.264259999933074e-05,
-    4.587360000414264e-05
+    3.6206300001140336e-05,
+    3.475559999515099e-05,
+    5.7423399994149804e-05
    ],
    "pass_host_canary_seconds": [
-    1.0841304999971158e-05,
-    1.0727330000008806e-05,
-    1.0797899999772653e-05
+    1.080774999991263e-05,
+    7.481979999965915e-06,
+    1.1198214999694755e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.668376999987231e-05,
-    1.9581089999860525e-05,
-    1.8431309999868972e-05
+    1.7015419999779624e-05,
+    1.6191240000580364e-05,
+    1.8294829999376816e-05
    ]
   },
   "conv_host_k3_fp32_strict_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00022914910000508825,
-   "min": 0.00016859790000012254,
-   "max": 0.0003804507000012336,
+   "seconds": 0.00018690360000164218,
+   "min": 0.00012999340000305893,
+   "max": 0.0003028693000032945,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8055,28 +8227,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.0967139999991104e-05,
-   "host_backward_canary_seconds": 1.6642410000002882e-05,
+   "host_canary_seconds": 1.0946724999598701e-05,
+   "host_backward_canary_seconds": 1.9200129999035197e-05,
    "pass_seconds": [
-    0.00022633899999959794,
-    0.0003423346999994692,
-    0.00022914910000508825
+    0.00018690360000164218,
+    0.000161243899992769,
+    0.0002821821999987151
    ],
    "pass_host_canary_seconds": [
-    1.0967139999991104e-05,
-    1.0821850000013455e-05,
-    1.0634019999997691e-05
+    1.0946724999598701e-05,
+    7.537275000117915e-06,
+    1.1198214999694755e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6642410000002882e-05,
-    1.999178000005486e-05,
-    1.8431309999868972e-05
+    1.9200129999035197e-05,
+    1.4571500000784e-05,
+    1.6967249998742772e-05
    ]
   },
   "conv_host_k3_fp32_strict_8x32x28x28_32_forward": {
-   "seconds": 5.041999999946256e-05,
-   "min": 3.778829999987465e-05,
-   "max": 6.66806999987557e-05,
+   "seconds": 3.544239999655474e-05,
+   "min": 2.1704800008137682e-05,
+   "max": 6.025180000506225e-05,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8091,28 +8263,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.1364924999988091e-05,
-   "host_backward_canary_seconds": 1.9236529999986373e-05,
+   "host_canary_seconds": 1.057334999984505e-05,
+   "host_backward_canary_seconds": 1.6288169999825185e-05,
    "pass_seconds": [
-    4.308219999984431e-05,
-    5.041999999946256e-05,
-    5.6209399997442236e-05
+    3.544239999655474e-05,
+    3.2676599994374554e-05,
+    5.001510000965936e-05
    ],
    "pass_host_canary_seconds": [
-    1.1364924999988091e-05,
-    1.0716175000027306e-05,
-    1.0860834999846247e-05
+    1.057334999984505e-05,
+    1.0064999999599422e-05,
+    1.107308499967985e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9236529999986373e-05,
-    2.0803470000032576e-05,
-    1.8564320000109548e-05
+    1.6288169999825185e-05,
+    1.80668500001957e-05,
+    1.895267000008971e-05
    ]
   },
   "conv_host_k3_fp32_strict_8x32x28x28_32_forward_backward": {
-   "seconds": 0.0003289623999989999,
-   "min": 0.00027700650000497264,
-   "max": 0.00045393709999643763,
+   "seconds": 0.00025245580000046177,
+   "min": 0.00019469759999992675,
+   "max": 0.0004504085999997187,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8127,28 +8299,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.138924499997529e-05,
-   "host_backward_canary_seconds": 2.009451000006379e-05,
+   "host_canary_seconds": 1.0629445000063243e-05,
+   "host_backward_canary_seconds": 1.4802969999436755e-05,
    "pass_seconds": [
-    0.0003242647000007537,
-    0.00033755099999837056,
-    0.0003289623999989999
+    0.00021627489999218597,
+    0.00025245580000046177,
+    0.0003574713999796586
    ],
    "pass_host_canary_seconds": [
-    1.138924499997529e-05,
-    1.0324255000000448e-05,
-    1.0830580000060764e-05
+    1.0629445000063243e-05,
+    9.90478999995048e-06,
+    1.107308499967985e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.009451000006379e-05,
-    2.0042200000034426e-05,
-    1.6650719999802276e-05
+    1.4802969999436755e-05,
+    1.7987749999974766e-05,
+    1.895267000008971e-05
    ]
   },
   "conv_host_k3_fp32_strict_16x64x56x56_64_forward": {
-   "seconds": 5.2644699999859766e-05,
-   "min": 4.086760000063805e-05,
-   "max": 7.132700000056502e-05,
+   "seconds": 6.180289999520028e-05,
+   "min": 3.692889999911131e-05,
+   "max": 6.899059999341262e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8163,28 +8335,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.1387089999956856e-05,
-   "host_backward_canary_seconds": 2.005041000003871e-05,
+   "host_canary_seconds": 1.0502725000094416e-05,
+   "host_backward_canary_seconds": 1.556671000003007e-05,
    "pass_seconds": [
-    5.2644699999859766e-05,
-    4.705789999945864e-05,
-    5.8741400005146714e-05
+    3.989220000448768e-05,
+    6.180289999520028e-05,
+    6.43547999970906e-05
    ],
    "pass_host_canary_seconds": [
-    1.1387089999956856e-05,
-    8.4547300000537e-06,
-    1.113557000010701e-05
+    1.0502725000094416e-05,
+    1.0606650000113405e-05,
+    1.1014952500545405e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.005041000003871e-05,
-    2.066211499993642e-05,
-    1.819681500023762e-05
+    1.556671000003007e-05,
+    1.852917000007892e-05,
+    1.771438999867314e-05
    ]
   },
   "conv_host_k3_fp32_strict_16x64x56x56_64_forward_backward": {
-   "seconds": 0.00043188610000015614,
-   "min": 0.00037693259999969084,
-   "max": 0.0007964125999990301,
+   "seconds": 0.0005426975999966999,
+   "min": 0.0003472735999935139,
+   "max": 0.0006755742999985159,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8199,28 +8371,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.1249257500018927e-05,
-   "host_backward_canary_seconds": 1.9259420000068415e-05,
+   "host_canary_seconds": 1.0802545000103692e-05,
+   "host_backward_canary_seconds": 2.7441705000228467e-05,
    "pass_seconds": [
-    0.00043188610000015614,
-    0.00048324499999807813,
-    0.00042335499999808236
+    0.0005426975999966999,
+    0.0005054640000025756,
+    0.0005772157000137667
    ],
    "pass_host_canary_seconds": [
-    1.1249257500018927e-05,
-    8.079107500051919e-06,
-    1.0873677499887435e-05
+    1.0802545000103692e-05,
+    1.0209030000112307e-05,
+    1.1073697500023627e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9259420000068415e-05,
-    2.0783044999888033e-05,
-    1.8924350000020242e-05
+    2.7441705000228467e-05,
+    2.033294500051852e-05,
+    1.7266744998778448e-05
    ]
   },
   "conv_host_k3_fp32_strict_32x128x56x56_128_forward": {
-   "seconds": 5.873030000032031e-05,
-   "min": 2.6933000000894936e-05,
-   "max": 7.264519999807816e-05,
+   "seconds": 5.543990000660415e-05,
+   "min": 3.969030000234852e-05,
+   "max": 7.76763999965624e-05,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8235,28 +8407,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.1118185000000836e-05,
-   "host_backward_canary_seconds": 2.1543120000018237e-05,
+   "host_canary_seconds": 1.076771000015242e-05,
+   "host_backward_canary_seconds": 1.8638230000647126e-05,
    "pass_seconds": [
-    5.3800300000261815e-05,
-    5.873030000032031e-05,
-    6.850760000247647e-05
+    4.262869999820396e-05,
+    7.025099999964368e-05,
+    5.543990000660415e-05
    ],
    "pass_host_canary_seconds": [
-    1.1118185000000836e-05,
-    9.431897499965202e-06,
-    1.086473000000865e-05
+    1.076771000015242e-05,
+    9.788860000128352e-06,
+    1.1188770000103431e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1543120000018237e-05,
-    2.3291245000081062e-05,
-    2.2912505000363128e-05
+    1.8638230000647126e-05,
+    1.8682185000216123e-05,
+    1.8235230000982484e-05
    ]
   },
   "conv_host_k3_fp32_strict_32x128x56x56_128_forward_backward": {
-   "seconds": 0.0004992009999995161,
-   "min": 0.0003616008999998144,
-   "max": 0.0006651737000026969,
+   "seconds": 0.00044456019999188355,
+   "min": 0.00032758429999830697,
+   "max": 0.0006216343000005509,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8271,28 +8443,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.0948707500020305e-05,
-   "host_backward_canary_seconds": 2.0836885000008466e-05,
+   "host_canary_seconds": 8.119312500127763e-06,
+   "host_backward_canary_seconds": 1.795779499957462e-05,
    "pass_seconds": [
-    0.0004992009999995161,
-    0.000450163599998632,
-    0.0005902085000002444
+    0.00039903639999465667,
+    0.00044456019999188355,
+    0.0005733286999884512
    ],
    "pass_host_canary_seconds": [
-    1.0948707500020305e-05,
-    8.101702500056263e-06,
-    1.0875090000013188e-05
+    8.119312500127763e-06,
+    7.172080000259484e-06,
+    1.0796307500413604e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0836885000008466e-05,
-    1.7632425000044804e-05,
-    2.2613060000082897e-05
+    1.795779499957462e-05,
+    1.9425575000013848e-05,
+    1.8132719999357507e-05
    ]
   },
   "conv_host_k3_bf16_2x4x8x8_4_forward": {
-   "seconds": 3.937920000112172e-05,
-   "min": 2.0739900000421586e-05,
-   "max": 5.452319999790234e-05,
+   "seconds": 2.847900000233494e-05,
+   "min": 2.094989999932295e-05,
+   "max": 0.0001250501999948028,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8307,28 +8479,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.0862314999968703e-05,
-   "host_backward_canary_seconds": 2.0842640000040548e-05,
+   "host_canary_seconds": 7.961905000115621e-06,
+   "host_backward_canary_seconds": 1.8711970000140354e-05,
    "pass_seconds": [
-    3.937920000112172e-05,
-    2.5389300000711045e-05,
-    4.6570199998541284e-05
+    2.847900000233494e-05,
+    2.3386199995911738e-05,
+    4.7613699985049605e-05
    ],
    "pass_host_canary_seconds": [
-    1.0862314999968703e-05,
-    7.804529999901888e-06,
-    1.0439755000106743e-05
+    7.961905000115621e-06,
+    7.191630000420446e-06,
+    1.0652480000317155e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0842640000040548e-05,
-    1.6255559999933665e-05,
-    1.885854000022391e-05
+    1.8711970000140354e-05,
+    1.9298790000448207e-05,
+    1.805828999977166e-05
    ]
   },
   "conv_host_k3_bf16_2x4x8x8_4_forward_backward": {
-   "seconds": 0.0002766751000024215,
-   "min": 0.00018036379999841756,
-   "max": 0.000712933099998736,
+   "seconds": 0.0002575631000013345,
+   "min": 0.00016313019999643076,
+   "max": 0.000415494599997146,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8343,28 +8515,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.0780600000046548e-05,
-   "host_backward_canary_seconds": 1.9886680000098523e-05,
+   "host_canary_seconds": 1.00106100001085e-05,
+   "host_backward_canary_seconds": 1.6727749999745357e-05,
    "pass_seconds": [
-    0.00027902800000134675,
-    0.00025020000000210987,
-    0.0002766751000024215
+    0.0002575631000013345,
+    0.00021790149999105778,
+    0.0003135128999929293
    ],
    "pass_host_canary_seconds": [
-    1.0780600000046548e-05,
-    7.804529999901888e-06,
-    1.0463410000056683e-05
+    1.00106100001085e-05,
+    6.894880000345438e-06,
+    1.0406159999547526e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9886680000098523e-05,
-    1.4848619999838774e-05,
-    1.885854000022391e-05
+    1.6727749999745357e-05,
+    1.6544470000781075e-05,
+    1.980539999976827e-05
    ]
   },
   "conv_host_k3_bf16_8x32x28x28_32_forward": {
-   "seconds": 6.493850000026669e-05,
-   "min": 3.484400000104415e-05,
-   "max": 8.703000000309657e-05,
+   "seconds": 5.4959600004167444e-05,
+   "min": 3.8071399990258216e-05,
+   "max": 8.680829998866101e-05,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8379,28 +8551,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.1279535000028318e-05,
-   "host_backward_canary_seconds": 2.1268690000013635e-05,
+   "host_canary_seconds": 8.131837499831818e-06,
+   "host_backward_canary_seconds": 1.7479034999610123e-05,
    "pass_seconds": [
-    6.493850000026669e-05,
-    3.9536599999223654e-05,
-    8.120480000002317e-05
+    5.4959600004167444e-05,
+    3.8492500004849715e-05,
+    7.592459999159474e-05
    ],
    "pass_host_canary_seconds": [
-    1.1279535000028318e-05,
-    7.866250000034824e-06,
-    1.1059074999906215e-05
+    8.131837499831818e-06,
+    6.894880000345438e-06,
+    1.0406159999547526e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1268690000013635e-05,
-    1.47685900000738e-05,
-    1.8182275000242497e-05
+    1.7479034999610123e-05,
+    1.6807940000944653e-05,
+    2.0737559998451617e-05
    ]
   },
   "conv_host_k3_bf16_8x32x28x28_32_forward_backward": {
-   "seconds": 0.0003283391000010738,
-   "min": 0.00020019910000144137,
-   "max": 0.00038914040000008753,
+   "seconds": 0.000332089099993027,
+   "min": 0.00018469539999159678,
+   "max": 0.0005087020999894776,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8415,28 +8587,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.128739500003917e-05,
-   "host_backward_canary_seconds": 2.1974149999977042e-05,
+   "host_canary_seconds": 8.08092999989185e-06,
+   "host_backward_canary_seconds": 1.9799104999833614e-05,
    "pass_seconds": [
-    0.0003283391000010738,
-    0.00023465289999933248,
-    0.00035765229999924487
+    0.00034581979999757093,
+    0.00022957349999614963,
+    0.000332089099993027
    ],
    "pass_host_canary_seconds": [
-    1.128739500003917e-05,
-    7.866250000034824e-06,
-    1.1386632500034467e-05
+    8.08092999989185e-06,
+    7.187950000115962e-06,
+    1.030766500093705e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1974149999977042e-05,
-    1.5184470000235705e-05,
-    1.73687799997424e-05
+    1.9799104999833614e-05,
+    1.6807940000944653e-05,
+    2.0737559998451617e-05
    ]
   },
   "conv_host_k3_bf16_16x64x56x56_64_forward": {
-   "seconds": 7.487100000389547e-05,
-   "min": 4.629459999989649e-05,
-   "max": 9.85663999983899e-05,
+   "seconds": 5.908220000492292e-05,
+   "min": 3.7592599994695775e-05,
+   "max": 0.00012000659999102936,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8451,28 +8623,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.124857000004198e-05,
-   "host_backward_canary_seconds": 2.0903489999994918e-05,
+   "host_canary_seconds": 8.629704999520983e-06,
+   "host_backward_canary_seconds": 2.3162620000221068e-05,
    "pass_seconds": [
-    7.523179999964213e-05,
-    5.4018500000552196e-05,
-    7.487100000389547e-05
+    5.908220000492292e-05,
+    4.0865699997993946e-05,
+    7.672690001072623e-05
    ],
    "pass_host_canary_seconds": [
-    1.124857000004198e-05,
-    1.0691899999955012e-05,
-    1.1635605000037686e-05
+    8.629704999520983e-06,
+    7.187950000115962e-06,
+    1.0334265000437882e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0903489999994918e-05,
-    1.5916500000230372e-05,
-    1.7438049999896067e-05
+    2.3162620000221068e-05,
+    1.782330000082766e-05,
+    1.9389670001146442e-05
    ]
   },
   "conv_host_k3_bf16_16x64x56x56_64_forward_backward": {
-   "seconds": 0.00034677770000257624,
-   "min": 0.0002665390000004209,
-   "max": 0.0004523573000000169,
+   "seconds": 0.00037093250000452826,
+   "min": 0.0002166611000006924,
+   "max": 0.0005075062999821967,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8487,28 +8659,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.0996060000003637e-05,
-   "host_backward_canary_seconds": 1.9836394999899198e-05,
+   "host_canary_seconds": 7.941304999690147e-06,
+   "host_backward_canary_seconds": 2.1055160000287285e-05,
    "pass_seconds": [
-    0.0003658584999996606,
-    0.0002874773000002051,
-    0.00034677770000257624
+    0.00037093250000452826,
+    0.0002479149999999208,
+    0.00047533360000215905
    ],
    "pass_host_canary_seconds": [
-    1.0996060000003637e-05,
-    1.1006880000081764e-05,
-    1.1387749999869357e-05
+    7.941304999690147e-06,
+    7.074785000327211e-06,
+    1.0324400000172318e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9836394999899198e-05,
-    1.5575719999958436e-05,
-    1.7438049999896067e-05
+    2.1055160000287285e-05,
+    1.6378070000655498e-05,
+    1.8701050000800022e-05
    ]
   },
   "conv_host_k3_bf16_32x128x56x56_128_forward": {
-   "seconds": 7.092559999932746e-05,
-   "min": 5.1519499999130856e-05,
-   "max": 8.860599999991337e-05,
+   "seconds": 5.861910000248827e-05,
+   "min": 3.69953000017631e-05,
+   "max": 9.490610000284505e-05,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8523,28 +8695,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.0854859999973599e-05,
-   "host_backward_canary_seconds": 1.620103500002301e-05,
+   "host_canary_seconds": 7.823164999933851e-06,
+   "host_backward_canary_seconds": 2.213937000021815e-05,
    "pass_seconds": [
-    7.49002999995696e-05,
-    7.092559999932746e-05,
-    6.001379999815981e-05
+    5.861910000248827e-05,
+    4.758380000566831e-05,
+    9.163570000509935e-05
    ],
    "pass_host_canary_seconds": [
-    1.0854859999973599e-05,
-    1.1006880000081764e-05,
-    1.0036715000012464e-05
+    7.823164999933851e-06,
+    7.321114999854217e-06,
+    1.0278837499981819e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.620103500002301e-05,
-    2.0340599999997265e-05,
-    2.131045999988146e-05
+    2.213937000021815e-05,
+    1.7896769999197205e-05,
+    1.8144284999834782e-05
    ]
   },
   "conv_host_k3_bf16_32x128x56x56_128_forward_backward": {
-   "seconds": 0.0003499728999997842,
-   "min": 0.00024607210000340276,
-   "max": 0.0006904735999967215,
+   "seconds": 0.00035273959999813085,
+   "min": 0.00022894909999422454,
+   "max": 0.0004322920000049635,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8559,28 +8731,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.096806250000526e-05,
-   "host_backward_canary_seconds": 1.6512764999987437e-05,
+   "host_canary_seconds": 8.088705000091068e-06,
+   "host_backward_canary_seconds": 1.8334669999262587e-05,
    "pass_seconds": [
-    0.00036509269999953633,
-    0.0003499728999997842,
-    0.00032765779999976985
+    0.0003795267999976204,
+    0.0002573303999952259,
+    0.00035273959999813085
    ],
    "pass_host_canary_seconds": [
-    1.096806250000526e-05,
-    1.0850642500059848e-05,
-    1.0351740000089649e-05
+    8.088705000091068e-06,
+    7.0629249995590726e-06,
+    7.99863249937971e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6512764999987437e-05,
-    1.8728780000003552e-05,
-    2.131327999961741e-05
+    1.8334669999262587e-05,
+    1.604300000053627e-05,
+    1.6983680001203536e-05
    ]
   },
   "conv_host_k3_autocast_2x4x8x8_4_forward": {
-   "seconds": 0.00010718529999991233,
-   "min": 8.530609999866102e-05,
-   "max": 0.00015235699999607277,
+   "seconds": 7.614250000642642e-05,
+   "min": 4.974529999799415e-05,
+   "max": 0.0001157557000055931,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8595,28 +8767,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.0850844999978903e-05,
-   "host_backward_canary_seconds": 1.672464999998624e-05,
+   "host_canary_seconds": 1.0077117500202348e-05,
+   "host_backward_canary_seconds": 1.9743899999298263e-05,
    "pass_seconds": [
-    0.00010718529999991233,
-    0.00010147510000138026,
-    0.00014180499999838503
+    9.30981999999858e-05,
+    6.743929999402099e-05,
+    7.614250000642642e-05
    ],
    "pass_host_canary_seconds": [
-    1.0850844999978903e-05,
-    1.0477240000028587e-05,
-    1.1047319999875071e-05
+    1.0077117500202348e-05,
+    7.084362499938379e-06,
+    7.93138999938492e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.672464999998624e-05,
-    1.602934999993977e-05,
-    2.4936755000339872e-05
+    1.9743899999298263e-05,
+    1.7005560000598055e-05,
+    2.0169619999705902e-05
    ]
   },
   "conv_host_k3_autocast_2x4x8x8_4_forward_backward": {
-   "seconds": 0.000529967300001033,
-   "min": 0.0003510985000005462,
-   "max": 0.0007049375999997664,
+   "seconds": 0.0003055620999930397,
+   "min": 0.00024220599998443505,
+   "max": 0.0006561776000012287,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8631,28 +8803,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.0742155000045273e-05,
-   "host_backward_canary_seconds": 1.6004059999943366e-05,
+   "host_canary_seconds": 1.0417719999793461e-05,
+   "host_backward_canary_seconds": 1.8652065000424046e-05,
    "pass_seconds": [
-    0.000529967300001033,
-    0.00044587220000096294,
-    0.0005769626000017069
+    0.0005680267000002459,
+    0.0003055620999930397,
+    0.00029676239998934764
    ],
    "pass_host_canary_seconds": [
-    1.0742155000045273e-05,
-    1.0046360000046661e-05,
-    1.1007474999900068e-05
+    1.0417719999793461e-05,
+    7.085147500163202e-06,
+    8.014224999897123e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6004059999943366e-05,
-    1.602934999993977e-05,
-    2.3039180000239412e-05
+    1.8652065000424046e-05,
+    1.837113999954454e-05,
+    1.6961220001121547e-05
    ]
   },
   "conv_host_k3_autocast_8x32x28x28_32_forward": {
-   "seconds": 0.00014364499999999225,
-   "min": 0.00012802759999885893,
-   "max": 0.00018626909999994724,
+   "seconds": 8.439189998625807e-05,
+   "min": 6.91123000024163e-05,
+   "max": 0.0001678917000049296,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8667,28 +8839,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.085133499998392e-05,
-   "host_backward_canary_seconds": 1.6366960000055997e-05,
+   "host_canary_seconds": 8.93088249995344e-06,
+   "host_backward_canary_seconds": 1.6511780000314502e-05,
    "pass_seconds": [
-    0.00014364499999999225,
-    0.00013368379999860734,
-    0.00015498710000088066
+    0.0001471894000019347,
+    7.506929999863132e-05,
+    8.439189998625807e-05
    ],
    "pass_host_canary_seconds": [
-    1.085133499998392e-05,
-    1.0398964999964732e-05,
-    1.120608749999974e-05
+    8.93088249995344e-06,
+    7.226650000120571e-06,
+    7.953855000550902e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6366960000055997e-05,
-    1.9577875000038604e-05,
-    1.8504034999864414e-05
+    1.6511780000314502e-05,
+    1.8146859999887966e-05,
+    1.7111340000610653e-05
    ]
   },
   "conv_host_k3_autocast_8x32x28x28_32_forward_backward": {
-   "seconds": 0.0005727019999994809,
-   "min": 0.00045440369999880657,
-   "max": 0.0006693522999995594,
+   "seconds": 0.000552983900001891,
+   "min": 0.00025327189999870827,
+   "max": 0.0006711956000003738,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8703,28 +8875,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.0907475000010436e-05,
-   "host_backward_canary_seconds": 1.6317529999980708e-05,
+   "host_canary_seconds": 8.902565000425965e-06,
+   "host_backward_canary_seconds": 1.8478804999517703e-05,
    "pass_seconds": [
-    0.0006057048000002397,
-    0.0004891244999981837,
-    0.0005727019999994809
+    0.0005548869999984163,
+    0.0003265181999950073,
+    0.000552983900001891
    ],
    "pass_host_canary_seconds": [
-    1.0907475000010436e-05,
-    1.047999500002561e-05,
-    9.957030000151688e-06
+    8.902565000425965e-06,
+    6.946004999690558e-06,
+    7.789470000716392e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6317529999980708e-05,
-    1.9637709999926756e-05,
-    2.1033459999841854e-05
+    1.8478804999517703e-05,
+    1.666739000029338e-05,
+    1.57409500002359e-05
    ]
   },
   "conv_host_k3_autocast_16x64x56x56_64_forward": {
-   "seconds": 0.00013878560000080142,
-   "min": 9.334420000186582e-05,
-   "max": 0.00018103479999922456,
+   "seconds": 9.357440000030692e-05,
+   "min": 7.636740000407371e-05,
+   "max": 0.00011446859998613945,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8739,28 +8911,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.0711847499997874e-05,
-   "host_backward_canary_seconds": 1.9982200000043805e-05,
+   "host_canary_seconds": 7.617449999770542e-06,
+   "host_backward_canary_seconds": 1.6672240000161765e-05,
    "pass_seconds": [
-    0.0001668480999995836,
-    0.00013878560000080142,
-    0.0001219036000009055
+    9.357440000030692e-05,
+    8.36637000020346e-05,
+    9.659439999722962e-05
    ],
    "pass_host_canary_seconds": [
-    1.0711847499997874e-05,
-    1.0431172499991703e-05,
-    8.364639999882683e-06
+    7.617449999770542e-06,
+    7.061879999810117e-06,
+    8.168530000602913e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9982200000043805e-05,
-    1.859073000005651e-05,
-    2.0788459999891983e-05
+    1.6672240000161765e-05,
+    1.74740899990411e-05,
+    2.008657000033054e-05
    ]
   },
   "conv_host_k3_autocast_16x64x56x56_64_forward_backward": {
-   "seconds": 0.000530878800000778,
-   "min": 0.00042115879999755635,
-   "max": 0.0006934083999993845,
+   "seconds": 0.0004446297999948001,
+   "min": 0.00031282879999707804,
+   "max": 0.0007646400999988146,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8775,28 +8947,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.0622467499992183e-05,
-   "host_backward_canary_seconds": 1.5867540000016334e-05,
+   "host_canary_seconds": 7.855480000102943e-06,
+   "host_backward_canary_seconds": 1.8487529999902108e-05,
    "pass_seconds": [
-    0.0005968800000005104,
-    0.000530878800000778,
-    0.0004763489000026766
+    0.0005125149000036799,
+    0.0004446297999948001,
+    0.0003912104000164618
    ],
    "pass_host_canary_seconds": [
-    1.0622467499992183e-05,
-    1.0440880000004427e-05,
-    8.271242500086373e-06
+    7.855480000102943e-06,
+    7.076580000102695e-06,
+    7.912569999461994e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.5867540000016334e-05,
-    1.621897000006811e-05,
-    2.0466260000091552e-05
+    1.8487529999902108e-05,
+    1.4368639999702283e-05,
+    1.980936000109068e-05
    ]
   },
   "conv_host_k3_autocast_32x128x56x56_128_forward": {
-   "seconds": 0.00015755759999933617,
-   "min": 8.870389999628969e-05,
-   "max": 0.0002228784999999789,
+   "seconds": 0.00010643199998412456,
+   "min": 7.758279999734441e-05,
+   "max": 0.00015178090000063095,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8811,28 +8983,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.0587632500005384e-05,
-   "host_backward_canary_seconds": 1.6845270000018788e-05,
+   "host_canary_seconds": 8.343997500048772e-06,
+   "host_backward_canary_seconds": 2.2270579999599247e-05,
    "pass_seconds": [
-    0.00016917139999890197,
-    0.00015755759999933617,
-    0.00010509710000405903
+    0.00011482720000230984,
+    9.658760000093025e-05,
+    0.00010643199998412456
    ],
    "pass_host_canary_seconds": [
-    1.0587632500005384e-05,
-    1.0228329999932839e-05,
-    8.544285000198215e-06
+    8.343997500048772e-06,
+    7.076580000102695e-06,
+    7.2545949996083434e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6845270000018788e-05,
-    1.7180625000037254e-05,
-    2.2712159999969117e-05
+    2.2270579999599247e-05,
+    1.6164569999546074e-05,
+    2.0363370000495704e-05
    ]
   },
   "conv_host_k3_autocast_32x128x56x56_128_forward_backward": {
-   "seconds": 0.0006096371999944949,
-   "min": 0.00043713930000421897,
-   "max": 0.0007476862999993728,
+   "seconds": 0.00048417799999924684,
+   "min": 0.0003712099000040325,
+   "max": 0.0006546972000023743,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8847,28 +9019,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.0683570000047381e-05,
-   "host_backward_canary_seconds": 1.67820400000096e-05,
+   "host_canary_seconds": 8.024497500116468e-06,
+   "host_backward_canary_seconds": 1.9673235000254864e-05,
    "pass_seconds": [
-    0.0006607936000008862,
-    0.0005805973999997605,
-    0.0006096371999944949
+    0.00048417799999924684,
+    0.000506850499994016,
+    0.000406795100002455
    ],
    "pass_host_canary_seconds": [
-    1.0683570000047381e-05,
-    1.0312504999987481e-05,
-    9.640254999965238e-06
+    8.024497500116468e-06,
+    7.588317500051289e-06,
+    8.02340999939588e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.67820400000096e-05,
-    1.6094134999917744e-05,
-    2.029684000007137e-05
+    1.9673235000254864e-05,
+    1.7488455000034265e-05,
+    1.6757459999325874e-05
    ]
   },
   "conv_host_k1_fp32_2x4x8x8_4_forward": {
-   "seconds": 4.245779999791921e-05,
-   "min": 2.8286099995966653e-05,
-   "max": 5.9431799999742904e-05,
+   "seconds": 2.977550000196061e-05,
+   "min": 2.1872999991501273e-05,
+   "max": 7.74255000010271e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8883,28 +9055,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.0914150000047584e-05,
-   "host_backward_canary_seconds": 1.6232965000000376e-05,
+   "host_canary_seconds": 7.803825000394226e-06,
+   "host_backward_canary_seconds": 1.6344050000043353e-05,
    "pass_seconds": [
-    5.5356299999687056e-05,
-    3.585679999957847e-05,
-    4.245779999791921e-05
+    2.795840000544558e-05,
+    3.57991999976548e-05,
+    2.977550000196061e-05
    ],
    "pass_host_canary_seconds": [
-    1.0914150000047584e-05,
-    1.0352460000007114e-05,
-    9.304179999958252e-06
+    7.803825000394226e-06,
+    9.142584999608517e-06,
+    7.675960000597115e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6232965000000376e-05,
-    1.7592229999934263e-05,
-    1.986864000002697e-05
+    1.6344050000043353e-05,
+    1.6382219999968584e-05,
+    1.643414999989545e-05
    ]
   },
   "conv_host_k1_fp32_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00024128979999886723,
-   "min": 0.00020071050000041167,
-   "max": 0.0003337154999996983,
+   "seconds": 0.0001894841999956043,
+   "min": 0.000129708200006462,
+   "max": 0.0003123054999946362,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8919,28 +9091,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.0664899999994759e-05,
-   "host_backward_canary_seconds": 1.609181000006288e-05,
+   "host_canary_seconds": 7.438189999788847e-06,
+   "host_backward_canary_seconds": 1.9342939999660303e-05,
    "pass_seconds": [
-    0.00024128979999886723,
-    0.0002526923999994324,
-    0.00023733049999918876
+    0.0001894841999956043,
+    0.0002002607999997963,
+    0.0001362341000003653
    ],
    "pass_host_canary_seconds": [
-    1.0664899999994759e-05,
-    1.0553784999984827e-05,
-    8.284035000087896e-06
+    7.438189999788847e-06,
+    8.941810000351324e-06,
+    7.760365000422099e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.609181000006288e-05,
-    2.190569999982017e-05,
-    2.038825999989058e-05
+    1.9342939999660303e-05,
+    1.8922740000562044e-05,
+    1.5716200000497337e-05
    ]
   },
   "conv_host_k1_fp32_8x64x28x28_64_forward": {
-   "seconds": 4.388600000027054e-05,
-   "min": 2.335089999974116e-05,
-   "max": 7.094479999949498e-05,
+   "seconds": 2.894629999445897e-05,
+   "min": 2.2354999998697167e-05,
+   "max": 4.903189999367896e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8955,28 +9127,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.0664899999994759e-05,
-   "host_backward_canary_seconds": 1.6724819999893725e-05,
+   "host_canary_seconds": 7.676664999962668e-06,
+   "host_backward_canary_seconds": 1.9342939999660303e-05,
    "pass_seconds": [
-    5.4569099999923766e-05,
-    4.388600000027054e-05,
-    3.2101800002237724e-05
+    3.1302599995797206e-05,
+    2.7963800005181837e-05,
+    2.894629999445897e-05
    ],
    "pass_host_canary_seconds": [
-    1.0664899999994759e-05,
-    1.0553784999984827e-05,
-    8.284035000087896e-06
+    7.676664999962668e-06,
+    7.870824999827164e-06,
+    7.760365000422099e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6724819999893725e-05,
-    1.833527999991702e-05,
-    2.095476000022245e-05
+    1.9342939999660303e-05,
+    2.0163190000630494e-05,
+    1.807962000157204e-05
    ]
   },
   "conv_host_k1_fp32_8x64x28x28_64_forward_backward": {
-   "seconds": 0.0002549298000019462,
-   "min": 0.00019995310000240352,
-   "max": 0.0003739722000005941,
+   "seconds": 0.0002650535000157106,
+   "min": 0.0001784960999998475,
+   "max": 0.00038421110000399496,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8991,28 +9163,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.0867834999999104e-05,
-   "host_backward_canary_seconds": 1.6724819999893725e-05,
+   "host_canary_seconds": 7.934169999543884e-06,
+   "host_backward_canary_seconds": 2.003250000029766e-05,
    "pass_seconds": [
-    0.00029806210000060673,
-    0.0002549298000019462,
-    0.0002152414000022418
+    0.0003270704000101432,
+    0.0002450461999956133,
+    0.0002650535000157106
    ],
    "pass_host_canary_seconds": [
-    1.0867834999999104e-05,
-    1.06526649999239e-05,
-    8.085434999998143e-06
+    7.934169999543884e-06,
+    7.5415199995632065e-06,
+    8.182804999705694e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6724819999893725e-05,
-    1.833527999991702e-05,
-    2.095476000022245e-05
+    2.003250000029766e-05,
+    2.0163190000630494e-05,
+    1.8395199999758917e-05
    ]
   },
   "conv_host_k1_fp32_16x256x56x56_64_forward": {
-   "seconds": 4.018909999956577e-05,
-   "min": 2.405199999770957e-05,
-   "max": 6.331510000023854e-05,
+   "seconds": 3.588820000004489e-05,
+   "min": 2.3327500002778834e-05,
+   "max": 4.8370800004704503e-05,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9027,28 +9199,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.0938905000017484e-05,
-   "host_backward_canary_seconds": 1.5914370000018607e-05,
+   "host_canary_seconds": 7.90605499986441e-06,
+   "host_backward_canary_seconds": 1.8842389999349506e-05,
    "pass_seconds": [
-    6.065529999972341e-05,
-    4.018909999956577e-05,
-    3.343340000014905e-05
+    3.853719999824534e-05,
+    2.9046399993148954e-05,
+    3.588820000004489e-05
    ],
    "pass_host_canary_seconds": [
-    1.0938905000017484e-05,
-    1.0788849999983086e-05,
-    8.028565000017807e-06
+    7.90605499986441e-06,
+    7.4447250000275744e-06,
+    8.182804999705694e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.5914370000018607e-05,
-    1.9224870000016382e-05,
-    2.0632349999800682e-05
+    1.8842389999349506e-05,
+    1.9725680000419744e-05,
+    1.90147800003615e-05
    ]
   },
   "conv_host_k1_fp32_16x256x56x56_64_forward_backward": {
-   "seconds": 0.0002730979000006073,
-   "min": 0.00020411990000184231,
-   "max": 0.0004778786999992235,
+   "seconds": 0.0002243677000024036,
+   "min": 0.00018385879998277231,
+   "max": 0.00034539539999514093,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9063,28 +9235,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.0787780000001136e-05,
-   "host_backward_canary_seconds": 1.5764159999918093e-05,
+   "host_canary_seconds": 8.109487500007617e-06,
+   "host_backward_canary_seconds": 1.756831499960754e-05,
    "pass_seconds": [
-    0.0003060392999998385,
-    0.0002730979000006073,
-    0.00021358820000045854
+    0.0002504405999957271,
+    0.0002243677000024036,
+    0.00020366880000892705
    ],
    "pass_host_canary_seconds": [
-    1.0787780000001136e-05,
-    1.080883000000199e-05,
-    8.142844999952103e-06
+    8.109487500007617e-06,
+    7.4447250000275744e-06,
+    9.163529999796084e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.5764159999918093e-05,
-    1.6928750000033688e-05,
-    1.8458900000268842e-05
+    1.756831499960754e-05,
+    1.9266010000364985e-05,
+    1.778632999958063e-05
    ]
   },
   "conv_host_k1_fp32_32x256x56x56_256_forward": {
-   "seconds": 5.975620000242543e-05,
-   "min": 3.6991600001101685e-05,
-   "max": 7.947109999975054e-05,
+   "seconds": 4.249099999924511e-05,
+   "min": 3.076340000234268e-05,
+   "max": 7.672059999777047e-05,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9099,28 +9271,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.0718754999956559e-05,
-   "host_backward_canary_seconds": 1.6472230000061928e-05,
+   "host_canary_seconds": 7.434075000105622e-06,
+   "host_backward_canary_seconds": 1.7783450000479207e-05,
    "pass_seconds": [
-    7.384949999931223e-05,
-    5.975620000242543e-05,
-    4.409350000287304e-05
+    3.472280000096362e-05,
+    4.762380000329358e-05,
+    4.249099999924511e-05
    ],
    "pass_host_canary_seconds": [
-    1.0718754999956559e-05,
-    1.050796499995954e-05,
-    7.81008000018346e-06
+    7.434075000105622e-06,
+    7.549845000198729e-06,
+    7.801064999739537e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6472230000061928e-05,
-    2.0759070000053726e-05,
-    1.9706229999769675e-05
+    1.7783450000479207e-05,
+    2.0253750000165384e-05,
+    1.7409420001968102e-05
    ]
   },
   "conv_host_k1_fp32_32x256x56x56_256_forward_backward": {
-   "seconds": 0.00037380280000149925,
-   "min": 0.00022339929999475315,
-   "max": 0.00048230310000008103,
+   "seconds": 0.00031004039999515953,
+   "min": 0.0001982583999961207,
+   "max": 0.0005782924999948591,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9135,28 +9307,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.0791559999958621e-05,
-   "host_backward_canary_seconds": 1.655980000009549e-05,
+   "host_canary_seconds": 7.3864649999677564e-06,
+   "host_backward_canary_seconds": 1.5573460000268824e-05,
    "pass_seconds": [
-    0.00045445460000053116,
-    0.00037380280000149925,
-    0.00023458260000097653
+    0.00031004039999515953,
+    0.00031923789999837026,
+    0.00025229459999991376
    ],
    "pass_host_canary_seconds": [
-    1.0791559999958621e-05,
-    1.0462095000036698e-05,
-    7.5959650001777845e-06
+    7.3864649999677564e-06,
+    7.549845000198729e-06,
+    7.876559999431266e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.655980000009549e-05,
-    1.733384499985391e-05,
-    1.8956089999733194e-05
+    1.5573460000268824e-05,
+    1.9137040000032356e-05,
+    1.6949710000062625e-05
    ]
   },
   "conv_host_k1_fp32_strict_2x4x8x8_4_forward": {
-   "seconds": 3.3585299999572274e-05,
-   "min": 2.010509999763599e-05,
-   "max": 4.844909999945912e-05,
+   "seconds": 2.5904800008902384e-05,
+   "min": 1.91448999999011e-05,
+   "max": 4.4148299991775275e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9171,28 +9343,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.0783879999962665e-05,
-   "host_backward_canary_seconds": 1.5936610000011343e-05,
+   "host_canary_seconds": 7.496139999716433e-06,
+   "host_backward_canary_seconds": 1.5576729999793315e-05,
    "pass_seconds": [
-    4.52452000004655e-05,
-    3.3585299999572274e-05,
-    2.54467000047498e-05
+    2.226969999128414e-05,
+    2.5904800008902384e-05,
+    2.913399998760724e-05
    ],
    "pass_host_canary_seconds": [
-    1.0783879999962665e-05,
-    1.0273580000017545e-05,
-    7.725019999895721e-06
+    7.496139999716433e-06,
+    8.225839999909113e-06,
+    7.821524999371832e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.5936610000011343e-05,
-    1.8078009999840107e-05,
-    2.0351260000097683e-05
+    1.5576729999793315e-05,
+    2.021173999992243e-05,
+    1.6949710000062625e-05
    ]
   },
   "conv_host_k1_fp32_strict_2x4x8x8_4_forward_backward": {
-   "seconds": 0.000196444400000928,
-   "min": 0.00017716159999849878,
-   "max": 0.0003673802999998088,
+   "seconds": 0.00018914519999952973,
+   "min": 0.00015670380000756267,
+   "max": 0.00028305949999776205,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9207,28 +9379,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.0783879999962665e-05,
-   "host_backward_canary_seconds": 1.5256829999970023e-05,
+   "host_canary_seconds": 7.019799999739007e-06,
+   "host_backward_canary_seconds": 1.5576729999793315e-05,
    "pass_seconds": [
-    0.0002519375999995077,
-    0.000196444400000928,
-    0.00018202569999630213
+    0.0001672334000090814,
+    0.00018914519999952973,
+    0.00020170719999441645
    ],
    "pass_host_canary_seconds": [
-    1.0783879999962665e-05,
-    1.0262649999930317e-05,
-    9.888164999836135e-06
+    7.019799999739007e-06,
+    8.225839999909113e-06,
+    9.143724998921243e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.5256829999970023e-05,
-    1.8078009999840107e-05,
-    2.0234439999740063e-05
+    1.5576729999793315e-05,
+    1.887577000047713e-05,
+    1.742444000001342e-05
    ]
   },
   "conv_host_k1_fp32_strict_8x64x28x28_64_forward": {
-   "seconds": 3.7739200001851715e-05,
-   "min": 2.728570000272157e-05,
-   "max": 4.745580000076188e-05,
+   "seconds": 3.268750000415821e-05,
+   "min": 1.9684799997321534e-05,
+   "max": 5.1408800004537625e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9243,28 +9415,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.070632000001126e-05,
-   "host_backward_canary_seconds": 1.7383754999968915e-05,
+   "host_canary_seconds": 7.151319999820771e-06,
+   "host_backward_canary_seconds": 1.5880899999274332e-05,
    "pass_seconds": [
-    4.3558900000562065e-05,
-    3.466790000175024e-05,
-    3.7739200001851715e-05
+    2.1041700006207974e-05,
+    3.268750000415821e-05,
+    4.1977199998655124e-05
    ],
    "pass_host_canary_seconds": [
-    1.070632000001126e-05,
-    1.0262649999930317e-05,
-    9.888164999836135e-06
+    7.151319999820771e-06,
+    7.156030000032842e-06,
+    1.0710440000138987e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7383754999968915e-05,
-    2.0391529999983505e-05,
-    1.8859479999946417e-05
+    1.5880899999274332e-05,
+    1.992171999972925e-05,
+    1.752505000013116e-05
    ]
   },
   "conv_host_k1_fp32_strict_8x64x28x28_64_forward_backward": {
-   "seconds": 0.0002500946999987264,
-   "min": 0.0001880510999967555,
-   "max": 0.0002945878000005564,
+   "seconds": 0.00018337040000915295,
+   "min": 0.00015500129999281853,
+   "max": 0.00023812609999822597,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9279,28 +9451,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.0768070000040098e-05,
-   "host_backward_canary_seconds": 1.9649250000099982e-05,
+   "host_canary_seconds": 7.14343499964798e-06,
+   "host_backward_canary_seconds": 1.6639089999443968e-05,
    "pass_seconds": [
-    0.00025265289999936157,
-    0.0002500946999987264,
-    0.00021245969999768023
+    0.00018337040000915295,
+    0.00018280020000247533,
+    0.00021915760000865703
    ],
    "pass_host_canary_seconds": [
-    1.0768070000040098e-05,
-    1.0300715000113315e-05,
-    9.73165500028017e-06
+    7.14343499964798e-06,
+    7.225974999869322e-06,
+    1.0653369999999995e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9649250000099982e-05,
-    1.9354949999978997e-05,
-    1.8859479999946417e-05
+    1.6639089999443968e-05,
+    2.0293869999932214e-05,
+    1.6805650000151216e-05
    ]
   },
   "conv_host_k1_fp32_strict_16x256x56x56_64_forward": {
-   "seconds": 4.7735099997225916e-05,
-   "min": 3.6251299999889855e-05,
-   "max": 6.338360000057719e-05,
+   "seconds": 2.5417699998797615e-05,
+   "min": 2.068229999849791e-05,
+   "max": 5.319989998042729e-05,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9315,28 +9487,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.0998097499985704e-05,
-   "host_backward_canary_seconds": 1.8476995000114017e-05,
+   "host_canary_seconds": 7.217415000013716e-06,
+   "host_backward_canary_seconds": 1.7654499999935068e-05,
    "pass_seconds": [
-    5.328999999960615e-05,
-    4.247629999838409e-05,
-    4.7735099997225916e-05
+    2.315350000117178e-05,
+    2.5417699998797615e-05,
+    5.23142000020016e-05
    ],
    "pass_host_canary_seconds": [
-    1.0998097499985704e-05,
-    1.054732000000058e-05,
-    9.858604999806175e-06
+    7.217415000013716e-06,
+    7.225974999869322e-06,
+    1.0653369999999995e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8476995000114017e-05,
-    1.669916500006252e-05,
-    2.047066999978142e-05
+    1.7654499999935068e-05,
+    2.000242999997681e-05,
+    1.869086999931824e-05
    ]
   },
   "conv_host_k1_fp32_strict_16x256x56x56_64_forward_backward": {
-   "seconds": 0.00025725959999931545,
-   "min": 0.00023077310000019224,
-   "max": 0.0003086043999999788,
+   "seconds": 0.00019105679999711355,
+   "min": 0.0001744264999956613,
+   "max": 0.0003585896000004141,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9351,28 +9523,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.0893957500037744e-05,
-   "host_backward_canary_seconds": 1.734462000001713e-05,
+   "host_canary_seconds": 7.4223999999389885e-06,
+   "host_backward_canary_seconds": 1.708486500035633e-05,
    "pass_seconds": [
-    0.00025725959999931545,
-    0.00029972579999935076,
-    0.0002486391999980242
+    0.0001853699999969649,
+    0.00019105679999711355,
+    0.0001913391000016418
    ],
    "pass_host_canary_seconds": [
-    1.0893957500037744e-05,
-    1.0717217500015864e-05,
-    1.0282264999830205e-05
+    7.4223999999389885e-06,
+    7.074732500029767e-06,
+    9.838745000365635e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.734462000001713e-05,
-    1.8705979999964484e-05,
-    2.1051829999976235e-05
+    1.708486500035633e-05,
+    1.9302554999853783e-05,
+    1.7080365000765593e-05
    ]
   },
   "conv_host_k1_fp32_strict_32x256x56x56_256_forward": {
-   "seconds": 6.41462000004367e-05,
-   "min": 5.0645699997176055e-05,
-   "max": 7.21604000005982e-05,
+   "seconds": 6.106990000489531e-05,
+   "min": 3.600860000005923e-05,
+   "max": 6.949309999981779e-05,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9387,28 +9559,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.0965690000048767e-05,
-   "host_backward_canary_seconds": 1.7634490000091318e-05,
+   "host_canary_seconds": 7.888784999749987e-06,
+   "host_backward_canary_seconds": 1.7422050000277522e-05,
    "pass_seconds": [
-    6.442539999937936e-05,
-    6.41462000004367e-05,
-    5.829870000297888e-05
+    6.106990000489531e-05,
+    4.789509999909569e-05,
+    6.214829998043569e-05
    ],
    "pass_host_canary_seconds": [
-    1.0965690000048767e-05,
-    1.0673419999989165e-05,
-    1.0328224999796021e-05
+    7.888784999749987e-06,
+    7.68725499995071e-06,
+    9.504294999942432e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7634490000091318e-05,
-    1.8850170000064282e-05,
-    2.3642580000000635e-05
+    1.7422050000277522e-05,
+    1.9635889999563004e-05,
+    2.217969999946945e-05
    ]
   },
   "conv_host_k1_fp32_strict_32x256x56x56_256_forward_backward": {
-   "seconds": 0.00029128139999983204,
-   "min": 0.00023232670000084,
-   "max": 0.0003433408000006466,
+   "seconds": 0.00027845949999800724,
+   "min": 0.0001901741999972728,
+   "max": 0.0005143650000036359,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9423,28 +9595,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.1363712500020995e-05,
-   "host_backward_canary_seconds": 2.0599979999929017e-05,
+   "host_canary_seconds": 7.4885424999138194e-06,
+   "host_backward_canary_seconds": 1.9185315000527226e-05,
    "pass_seconds": [
-    0.00029128139999983204,
-    0.00029922450000015034,
-    0.00025104269999474125
+    0.00025141749999875175,
+    0.00027845949999800724,
+    0.00032601679999970655
    ],
    "pass_host_canary_seconds": [
-    1.1363712500020995e-05,
-    1.0670330000053242e-05,
-    8.621472499896754e-06
+    7.4885424999138194e-06,
+    7.733155000266833e-06,
+    1.0665629999948579e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0599979999929017e-05,
-    1.8690805000147747e-05,
-    2.2724149999930887e-05
+    1.9185315000527226e-05,
+    2.1045070000127452e-05,
+    2.0720299999084092e-05
    ]
   },
   "conv_host_k1_bf16_2x4x8x8_4_forward": {
-   "seconds": 3.908900000055837e-05,
-   "min": 2.77615000015885e-05,
-   "max": 5.79356999992342e-05,
+   "seconds": 4.439449999154022e-05,
+   "min": 2.3301099997752316e-05,
+   "max": 6.412430000182212e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9459,28 +9631,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.1668477499995333e-05,
-   "host_backward_canary_seconds": 2.1811149999919622e-05,
+   "host_canary_seconds": 7.296709999877748e-06,
+   "host_backward_canary_seconds": 1.704419000020607e-05,
    "pass_seconds": [
-    4.592159999958767e-05,
-    3.908900000055837e-05,
-    3.7820599999349724e-05
+    2.999099999669852e-05,
+    4.439449999154022e-05,
+    5.915379999805736e-05
    ],
    "pass_host_canary_seconds": [
-    1.1668477499995333e-05,
-    1.0532205000117755e-05,
-    7.529799999872466e-06
+    7.296709999877748e-06,
+    9.946495000008326e-06,
+    1.091547999976683e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1811149999919622e-05,
-    2.0744960000058655e-05,
-    1.915924999991603e-05
+    1.704419000020607e-05,
+    1.8085070000779523e-05,
+    1.753575000066121e-05
    ]
   },
   "conv_host_k1_bf16_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00028415129999928015,
-   "min": 0.0002189107999981843,
-   "max": 0.0003520168000008539,
+   "seconds": 0.0002727212000081636,
+   "min": 0.000161416299999928,
+   "max": 0.00042922130000988545,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9495,28 +9667,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.1343679999953338e-05,
-   "host_backward_canary_seconds": 1.6529140000045574e-05,
+   "host_canary_seconds": 6.981225000117774e-06,
+   "host_backward_canary_seconds": 1.4307720000488189e-05,
    "pass_seconds": [
-    0.00029627059999910444,
-    0.00028415129999928015,
-    0.00025867749999974876
+    0.0002727212000081636,
+    0.00022727659999191018,
+    0.0003359130000035293
    ],
    "pass_host_canary_seconds": [
-    1.1343679999953338e-05,
-    1.0213890000017046e-05,
-    7.997694999914984e-06
+    6.981225000117774e-06,
+    9.37382999950387e-06,
+    1.064567499952318e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6529140000045574e-05,
-    1.5521830000011506e-05,
-    2.0198180000079446e-05
+    1.4307720000488189e-05,
+    1.7481520000046658e-05,
+    1.680742000189639e-05
    ]
   },
   "conv_host_k1_bf16_8x64x28x28_64_forward": {
-   "seconds": 4.506429999935335e-05,
-   "min": 2.846379999823512e-05,
-   "max": 6.236720000032391e-05,
+   "seconds": 5.222639999828971e-05,
+   "min": 2.1826100010002847e-05,
+   "max": 7.236789999751637e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9531,28 +9703,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.1330649999976572e-05,
-   "host_backward_canary_seconds": 1.7564270000036685e-05,
+   "host_canary_seconds": 7.061342499810052e-06,
+   "host_backward_canary_seconds": 1.2308289999509725e-05,
    "pass_seconds": [
-    5.63401000007957e-05,
-    4.506429999935335e-05,
-    3.999500000304579e-05
+    2.4341300002106436e-05,
+    5.222639999828971e-05,
+    6.378969999332185e-05
    ],
    "pass_host_canary_seconds": [
-    1.1330649999976572e-05,
-    1.033052499991527e-05,
-    8.337080000160313e-06
+    7.061342499810052e-06,
+    9.704240000019126e-06,
+    1.0860549999733848e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7564270000036685e-05,
-    1.5303350000124283e-05,
-    2.088164999975106e-05
+    1.2308289999509725e-05,
+    1.5910520000943508e-05,
+    2.193897999859473e-05
    ]
   },
   "conv_host_k1_bf16_8x64x28x28_64_forward_backward": {
-   "seconds": 0.0002642653999998856,
-   "min": 0.00017545320000067477,
-   "max": 0.0004256890000007729,
+   "seconds": 0.0002293354000016734,
+   "min": 0.00018633460000501146,
+   "max": 0.0004129910000074233,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9567,28 +9739,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.1061609999991618e-05,
-   "host_backward_canary_seconds": 2.105436500002611e-05,
+   "host_canary_seconds": 7.035584999925959e-06,
+   "host_backward_canary_seconds": 1.2155150000126013e-05,
    "pass_seconds": [
-    0.00034346469999917416,
-    0.0002642653999998856,
-    0.0002142832999993516
+    0.00019955640000262064,
+    0.0002293354000016734,
+    0.0003226272999881985
    ],
    "pass_host_canary_seconds": [
-    1.1061609999991618e-05,
-    1.033052499991527e-05,
-    7.642384999826391e-06
+    7.035584999925959e-06,
+    9.39500000015414e-06,
+    1.11472700007198e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.105436500002611e-05,
-    1.9009780000089905e-05,
-    2.033632999996371e-05
+    1.2155150000126013e-05,
+    1.51954399996157e-05,
+    2.184772999953566e-05
    ]
   },
   "conv_host_k1_bf16_16x256x56x56_64_forward": {
-   "seconds": 4.803550000076484e-05,
-   "min": 2.5108900001669098e-05,
-   "max": 5.785829999922498e-05,
+   "seconds": 4.4882300005610884e-05,
+   "min": 2.250940000294577e-05,
+   "max": 7.690699999329809e-05,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9603,28 +9775,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.1094947499969975e-05,
-   "host_backward_canary_seconds": 1.801847000002965e-05,
+   "host_canary_seconds": 7.043370000019422e-06,
+   "host_backward_canary_seconds": 1.2973679999959132e-05,
    "pass_seconds": [
-    5.067750000051774e-05,
-    4.803550000076484e-05,
-    2.8346000004830784e-05
+    2.5571900005161295e-05,
+    4.4882300005610884e-05,
+    5.953209999915998e-05
    ],
    "pass_host_canary_seconds": [
-    1.1094947499969975e-05,
-    1.0512154999986479e-05,
-    7.642384999826391e-06
+    7.043370000019422e-06,
+    9.701435000124547e-06,
+    1.101182499951392e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.801847000002965e-05,
-    2.1098859999995056e-05,
-    2.1086049999894386e-05
+    1.2973679999959132e-05,
+    1.9445990000122036e-05,
+    2.2290089998477924e-05
    ]
   },
   "conv_host_k1_bf16_16x256x56x56_64_forward_backward": {
-   "seconds": 0.0003034356000000571,
-   "min": 0.00024155779999972536,
-   "max": 0.0004211773000008634,
+   "seconds": 0.00027173199999879215,
+   "min": 0.00016531889999669148,
+   "max": 0.00044239190001462705,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9639,28 +9811,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.1122400000047605e-05,
-   "host_backward_canary_seconds": 1.9174110000079737e-05,
+   "host_canary_seconds": 7.0422449999796296e-06,
+   "host_backward_canary_seconds": 1.2084390000381973e-05,
    "pass_seconds": [
-    0.00026152259999889793,
-    0.00031632630000046904,
-    0.0003034356000000571
+    0.0002080659999933232,
+    0.00027173199999879215,
+    0.0004140147000043726
    ],
    "pass_host_canary_seconds": [
-    1.1122400000047605e-05,
-    1.0267104999996946e-05,
-    9.628420000069583e-06
+    7.0422449999796296e-06,
+    7.63613499998428e-06,
+    1.101182499951392e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9174110000079737e-05,
-    2.137342999986913e-05,
-    2.0384760000524692e-05
+    1.2084390000381973e-05,
+    1.862829999936366e-05,
+    2.0098610000331974e-05
    ]
   },
   "conv_host_k1_bf16_32x256x56x56_256_forward": {
-   "seconds": 4.864189999977953e-05,
-   "min": 3.9969299996300835e-05,
-   "max": 7.387899999571346e-05,
+   "seconds": 3.442259999246744e-05,
+   "min": 2.3244800001975818e-05,
+   "max": 7.351680001193018e-05,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9675,28 +9847,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.1309974999988982e-05,
-   "host_backward_canary_seconds": 1.7221274999954517e-05,
+   "host_canary_seconds": 7.837560000325538e-06,
+   "host_backward_canary_seconds": 1.2537620000330207e-05,
    "pass_seconds": [
-    4.864189999977953e-05,
-    4.4425799998748516e-05,
-    5.225989999644298e-05
+    2.4498599998423742e-05,
+    3.442259999246744e-05,
+    6.03123000018968e-05
    ],
    "pass_host_canary_seconds": [
-    1.1309974999988982e-05,
-    1.0324375000010377e-05,
-    1.0359970000024532e-05
+    7.837560000325538e-06,
+    7.246109999528016e-06,
+    1.0995577499670616e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7221274999954517e-05,
-    1.9345149999878687e-05,
-    1.637108000011267e-05
+    1.2537620000330207e-05,
+    1.862829999936366e-05,
+    1.875212000072679e-05
    ]
   },
   "conv_host_k1_bf16_32x256x56x56_256_forward_backward": {
-   "seconds": 0.0003458004000009396,
-   "min": 0.00019577879999701508,
-   "max": 0.0004636748000010016,
+   "seconds": 0.00026186890000872153,
+   "min": 0.00019185900000593393,
+   "max": 0.0003988542999877609,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9711,28 +9883,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.1526939999981778e-05,
-   "host_backward_canary_seconds": 2.117712000000438e-05,
+   "host_canary_seconds": 7.114019999789889e-06,
+   "host_backward_canary_seconds": 1.3207319999537504e-05,
    "pass_seconds": [
-    0.0003959139000002665,
-    0.0003458004000009396,
-    0.0002854102000014791
+    0.00026186890000872153,
+    0.00021013220000440925,
+    0.0003109741000116628
    ],
    "pass_host_canary_seconds": [
-    1.1526939999981778e-05,
-    1.0201730000005682e-05,
-    8.321929999794975e-06
+    7.114019999789889e-06,
+    7.278424999981325e-06,
+    1.0821912500205144e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.117712000000438e-05,
-    1.9345149999878687e-05,
-    1.7076049999786846e-05
+    1.3207319999537504e-05,
+    1.7067079999151246e-05,
+    1.6214349999472686e-05
    ]
   },
   "conv_host_k1_autocast_2x4x8x8_4_forward": {
-   "seconds": 0.00012170439999863447,
-   "min": 0.00010789680000016233,
-   "max": 0.00013806219999992208,
+   "seconds": 6.397289999995336e-05,
+   "min": 5.8562100002745864e-05,
+   "max": 0.0001256712999975207,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9747,28 +9919,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.1547205000006499e-05,
-   "host_backward_canary_seconds": 2.2661169999977913e-05,
+   "host_canary_seconds": 7.114019999789889e-06,
+   "host_backward_canary_seconds": 1.5018469999859008e-05,
    "pass_seconds": [
-    0.00012487039999911075,
-    0.00012170439999863447,
-    0.00011310549999734575
+    6.23055000005479e-05,
+    6.397289999995336e-05,
+    0.00011524169999574952
    ],
    "pass_host_canary_seconds": [
-    1.1547205000006499e-05,
-    1.0406910000071435e-05,
-    9.547347499960778e-06
+    7.114019999789889e-06,
+    7.3830500002713965e-06,
+    1.1006685000438665e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.2661169999977913e-05,
-    2.0512164999928474e-05,
-    2.049458499982393e-05
+    1.5018469999859008e-05,
+    1.6000980000399068e-05,
+    1.7132000000401603e-05
    ]
   },
   "conv_host_k1_autocast_2x4x8x8_4_forward_backward": {
-   "seconds": 0.000551125600000546,
-   "min": 0.0004335379999986344,
-   "max": 0.0007324600000004011,
+   "seconds": 0.0003466694000053394,
+   "min": 0.00025039739999783707,
+   "max": 0.0006362647000059951,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9783,28 +9955,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.1306912500010924e-05,
-   "host_backward_canary_seconds": 1.8622475000000805e-05,
+   "host_canary_seconds": 6.9510599996647215e-06,
+   "host_backward_canary_seconds": 1.3254030000098282e-05,
    "pass_seconds": [
-    0.000551125600000546,
-    0.0004724064999976463,
-    0.0005922185000031277
+    0.0003466694000053394,
+    0.0002992457000004833,
+    0.00045978670000295095
    ],
    "pass_host_canary_seconds": [
-    1.1306912500010924e-05,
-    1.0442889999993099e-05,
-    1.1080609999964964e-05
+    6.9510599996647215e-06,
+    7.225694999988263e-06,
+    1.0723494999638206e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8622475000000805e-05,
-    1.642662999998379e-05,
-    2.172293000000991e-05
+    1.3254030000098282e-05,
+    1.3299040000447349e-05,
+    1.5569630002119083e-05
    ]
   },
   "conv_host_k1_autocast_8x64x28x28_64_forward": {
-   "seconds": 0.00012222269999995206,
-   "min": 6.658490000290839e-05,
-   "max": 0.00019968240000025616,
+   "seconds": 6.742520000670992e-05,
+   "min": 5.2221400005691974e-05,
+   "max": 0.00012786810000307015,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9819,28 +9991,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.108545750003742e-05,
-   "host_backward_canary_seconds": 1.7026105000041982e-05,
+   "host_canary_seconds": 7.055339999624266e-06,
+   "host_backward_canary_seconds": 1.3038050000204748e-05,
    "pass_seconds": [
-    0.00012500840000058134,
-    0.00012222269999995206,
-    7.992509999894537e-05
+    6.538570000884647e-05,
+    6.742520000670992e-05,
+    0.00011052940001263779
    ],
    "pass_host_canary_seconds": [
-    1.108545750003742e-05,
-    1.0420075000041607e-05,
-    1.2058390000220243e-05
+    7.055339999624266e-06,
+    7.295825000142031e-06,
+    1.079898499938281e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7026105000041982e-05,
-    1.6147409999973662e-05,
-    2.1864789999881395e-05
+    1.3038050000204748e-05,
+    1.4465970000401285e-05,
+    1.6758090000621452e-05
    ]
   },
   "conv_host_k1_autocast_8x64x28x28_64_forward_backward": {
-   "seconds": 0.0004923179999991589,
-   "min": 0.00044070810000107485,
-   "max": 0.0006113202999983968,
+   "seconds": 0.00031210140000439426,
+   "min": 0.00021659989999989193,
+   "max": 0.0006009014999790452,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9855,28 +10027,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.1085525000034124e-05,
-   "host_backward_canary_seconds": 1.600924000001669e-05,
+   "host_canary_seconds": 7.02093500024148e-06,
+   "host_backward_canary_seconds": 1.2264639999557402e-05,
    "pass_seconds": [
-    0.0004923179999991589,
-    0.0004819669000028171,
-    0.0005923088000031384
+    0.00031210140000439426,
+    0.0002565379999964534,
+    0.0005435928999986573
    ],
    "pass_host_canary_seconds": [
-    1.1085525000034124e-05,
-    1.0374904999963518e-05,
-    1.186105500011081e-05
+    7.02093500024148e-06,
+    7.085125000116932e-06,
+    1.1009044999354956e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.600924000001669e-05,
-    1.5362580000157778e-05,
-    2.168670000003203e-05
+    1.2264639999557402e-05,
+    1.3623979999692892e-05,
+    1.5863120001995412e-05
    ]
   },
   "conv_host_k1_autocast_16x256x56x56_64_forward": {
-   "seconds": 0.00012431300000059764,
-   "min": 0.00010898360000055618,
-   "max": 0.00015206730000016933,
+   "seconds": 6.446449999657489e-05,
+   "min": 5.59506999934456e-05,
+   "max": 0.00014517089998662415,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9891,28 +10063,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.1507714999972052e-05,
-   "host_backward_canary_seconds": 1.889630500002681e-05,
+   "host_canary_seconds": 7.0035999999618074e-06,
+   "host_backward_canary_seconds": 2.0186189999549242e-05,
    "pass_seconds": [
-    0.00014762229999973898,
-    0.00012431300000059764,
-    0.00012190070000315246
+    6.153880000283606e-05,
+    6.446449999657489e-05,
+    0.00013310330000422256
    ],
    "pass_host_canary_seconds": [
-    1.1507714999972052e-05,
-    1.0715462499959471e-05,
-    1.1328782500186206e-05
+    7.0035999999618074e-06,
+    6.943189999901733e-06,
+    1.117215999954624e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.889630500002681e-05,
-    1.6454634999973904e-05,
-    2.2155030000021724e-05
+    2.0186189999549242e-05,
+    1.3948120000577547e-05,
+    1.739383499966607e-05
    ]
   },
   "conv_host_k1_autocast_16x256x56x56_64_forward_backward": {
-   "seconds": 0.0005239719000030618,
-   "min": 0.0004843873000012877,
-   "max": 0.0005848409999998694,
+   "seconds": 0.00041302019999420734,
+   "min": 0.00025814729999638073,
+   "max": 0.0006774283000140713,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9927,28 +10099,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.1587712500009673e-05,
-   "host_backward_canary_seconds": 2.0427160000053848e-05,
+   "host_canary_seconds": 7.3682999999391545e-06,
+   "host_backward_canary_seconds": 1.3912549999304247e-05,
    "pass_seconds": [
-    0.000509924700000397,
-    0.0005312777999989749,
-    0.0005239719000030618
+    0.00041302019999420734,
+    0.0002974360999928649,
+    0.0005183948999956556
    ],
    "pass_host_canary_seconds": [
-    1.1587712500009673e-05,
-    1.0749932500004888e-05,
-    1.0817657500012956e-05
+    7.3682999999391545e-06,
+    6.9555499999296444e-06,
+    1.079525500017553e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0427160000053848e-05,
-    2.0493380000061733e-05,
-    2.0483134999835784e-05
+    1.3912549999304247e-05,
+    1.454472999967038e-05,
+    1.911870999947496e-05
    ]
   },
   "conv_host_k1_autocast_32x256x56x56_256_forward": {
-   "seconds": 0.00013089300000217462,
-   "min": 7.372339999847099e-05,
-   "max": 0.00016475470000045788,
+   "seconds": 6.72800000074858e-05,
+   "min": 5.472840000493306e-05,
+   "max": 0.00014940759999717556,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9963,28 +10135,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.1469252500013738e-05,
-   "host_backward_canary_seconds": 1.9775900000098545e-05,
+   "host_canary_seconds": 7.565160000240212e-06,
+   "host_backward_canary_seconds": 1.388016999953834e-05,
    "pass_seconds": [
-    0.00013575480000014296,
-    0.00013089300000217462,
-    9.269710000125997e-05
+    6.32847000019865e-05,
+    6.72800000074858e-05,
+    0.00013606600000457548
    ],
    "pass_host_canary_seconds": [
-    1.1469252500013738e-05,
-    1.0899367500059042e-05,
-    9.524412499928304e-06
+    7.565160000240212e-06,
+    6.973705000064001e-06,
+    1.057304249968638e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9775900000098545e-05,
-    2.0356010000028847e-05,
-    2.281293999999434e-05
+    1.388016999953834e-05,
+    1.5577140000004875e-05,
+    2.2343605000969545e-05
    ]
   },
   "conv_host_k1_autocast_32x256x56x56_256_forward_backward": {
-   "seconds": 0.0005921206000010671,
-   "min": 0.0004767364999992196,
-   "max": 0.0007708478000040486,
+   "seconds": 0.0004647178000027452,
+   "min": 0.0003356548999931874,
+   "max": 0.0006481878999920809,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9999,28 +10171,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.1400130000005504e-05,
-   "host_backward_canary_seconds": 1.8130229999968606e-05,
+   "host_canary_seconds": 7.602447500119069e-06,
+   "host_backward_canary_seconds": 1.3820730000020376e-05,
    "pass_seconds": [
-    0.0005255250000004708,
-    0.0005921206000010671,
-    0.0007054531999983737
+    0.00040044090000037615,
+    0.0004647178000027452,
+    0.0005579426999929637
    ],
    "pass_host_canary_seconds": [
-    1.1400130000005504e-05,
-    1.1054537500001514e-05,
-    1.137017000004903e-05
+    7.602447500119069e-06,
+    7.413977499766133e-06,
+    1.0448755000425081e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8130229999968606e-05,
-    2.0543690000067726e-05,
-    2.1878390000154014e-05
+    1.3820730000020376e-05,
+    1.5510709999944083e-05,
+    1.8867654999894513e-05
    ]
   },
   "optimizer_sgd_foreach_per_param": {
-   "seconds": 3.7298325892910966e-06,
-   "min": 2.2849866070373537e-06,
-   "max": 4.083415178562129e-06,
+   "seconds": 3.0855691962118825e-06,
+   "min": 1.844183035869053e-06,
+   "max": 3.6529977681506613e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10030,28 +10202,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.15464550000155e-05,
-   "host_backward_canary_seconds": 1.827188999996565e-05,
+   "host_canary_seconds": 7.765975000211257e-06,
+   "host_backward_canary_seconds": 2.098587999967094e-05,
    "pass_seconds": [
-    3.7298325892910966e-06,
-    3.863734374982235e-06,
-    2.454781249891117e-06
+    1.987975446228672e-06,
+    3.0855691962118825e-06,
+    3.485417409925568e-06
    ],
    "pass_host_canary_seconds": [
-    1.15464550000155e-05,
-    1.0723452500016605e-05,
-    8.26798000019835e-06
+    7.765975000211257e-06,
+    8.97442499990575e-06,
+    1.0582565000163413e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.827188999996565e-05,
-    2.186726499999736e-05,
-    2.1783370000321158e-05
+    2.098587999967094e-05,
+    1.5455700000757134e-05,
+    2.031165000062174e-05
    ]
   },
   "optimizer_sgd_foreach_per_step": {
-   "seconds": 0.00015971114285459213,
-   "min": -8.939142820249134e-06,
-   "max": 0.0003118697142911385,
+   "seconds": 0.00011906028565330677,
+   "min": 6.650099995957654e-05,
+   "max": 0.0003555774286983901,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10061,28 +10233,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.15464550000155e-05,
-   "host_backward_canary_seconds": 1.827188999996565e-05,
+   "host_canary_seconds": 7.765975000211257e-06,
+   "host_backward_canary_seconds": 2.098587999967094e-05,
    "pass_seconds": [
-    0.00015971114285459213,
-    0.0001560270000067833,
-    0.00018878142861110194
+    9.71795714284391e-05,
+    0.00011906028565330677,
+    0.00018789499982371387
    ],
    "pass_host_canary_seconds": [
-    1.15464550000155e-05,
-    1.0723452500016605e-05,
-    8.26798000019835e-06
+    7.765975000211257e-06,
+    8.97442499990575e-06,
+    1.0582565000163413e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.827188999996565e-05,
-    2.186726499999736e-05,
-    2.1783370000321158e-05
+    2.098587999967094e-05,
+    1.5455700000757134e-05,
+    2.031165000062174e-05
    ]
   },
   "optimizer_sgd_foreach_cold_per_param": {
-   "seconds": 3.2797209821617505e-06,
-   "min": 2.3873549107124503e-06,
-   "max": 5.31886830363553e-06,
+   "seconds": 4.020468750301884e-06,
+   "min": 2.1511517857167713e-06,
+   "max": 5.1159866073037715e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10092,28 +10264,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.1436979999999152e-05,
-   "host_backward_canary_seconds": 2.1548799999919765e-05,
+   "host_canary_seconds": 9.916465000401331e-06,
+   "host_backward_canary_seconds": 2.0228010000664654e-05,
    "pass_seconds": [
-    3.0576718749968686e-06,
-    4.774506696479465e-06,
-    3.2797209821617505e-06
+    4.020468750301884e-06,
+    2.935638392947177e-06,
+    4.861618303359754e-06
    ],
    "pass_host_canary_seconds": [
-    1.1436979999999152e-05,
-    1.0820629999983566e-05,
-    8.122019999916575e-06
+    9.916465000401331e-06,
+    7.513869999797862e-06,
+    1.0683670000162238e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1548799999919765e-05,
-    2.0907560000011926e-05,
-    2.2199489999934486e-05
+    2.0228010000664654e-05,
+    1.7230750000862826e-05,
+    1.8171369999890887e-05
    ]
   },
   "optimizer_sgd_foreach_cold_per_step": {
-   "seconds": 0.0006634732857386488,
-   "min": 0.000563359285714731,
-   "max": 0.0007655764285731591,
+   "seconds": 0.0006888759999453344,
+   "min": 0.0004165884285579783,
+   "max": 0.0008272082856625015,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10123,28 +10295,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.1436979999999152e-05,
-   "host_backward_canary_seconds": 2.1548799999919765e-05,
+   "host_canary_seconds": 9.916465000401331e-06,
+   "host_backward_canary_seconds": 2.0228010000664654e-05,
    "pass_seconds": [
-    0.0006811262857228582,
-    0.0006634732857386488,
-    0.0006107127142545973
+    0.0006888759999453344,
+    0.000581022571509493,
+    0.000741371428668052
    ],
    "pass_host_canary_seconds": [
-    1.1436979999999152e-05,
-    1.0820629999983566e-05,
-    8.122019999916575e-06
+    9.916465000401331e-06,
+    7.513869999797862e-06,
+    1.0683670000162238e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1548799999919765e-05,
-    2.0907560000011926e-05,
-    2.2199489999934486e-05
+    2.0228010000664654e-05,
+    1.7230750000862826e-05,
+    1.8171369999890887e-05
    ]
   },
   "optimizer_sgd_foreach_large": {
-   "seconds": 0.00019361800002570817,
-   "min": 0.00018206899999029247,
-   "max": 0.00022196500000859487,
+   "seconds": 0.00021154900002784416,
+   "min": 0.00019315400004416006,
+   "max": 0.00022377300001608091,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -10152,15 +10324,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00019064300001048196,
-    0.00020950100000050043,
-    0.00019361800002570817
+    0.00021154900002784416,
+    0.00019650299998374976,
+    0.00021329599985620007
    ]
   },
   "optimizer_sgd_for_loop_per_param": {
-   "seconds": 3.282284598211354e-05,
-   "min": 2.2871249999984705e-05,
-   "max": 3.4788026785692594e-05,
+   "seconds": 2.203734151784431e-05,
+   "min": 2.01739151786435e-05,
+   "max": 3.3522200893238665e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10170,28 +10342,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.1130210000018792e-05,
-   "host_backward_canary_seconds": 1.9859414999956472e-05,
+   "host_canary_seconds": 7.280434999756835e-06,
+   "host_backward_canary_seconds": 1.862660999961463e-05,
    "pass_seconds": [
-    3.357331473214613e-05,
-    3.207773660715166e-05,
-    3.282284598211354e-05
+    2.203734151784431e-05,
+    2.137437500009704e-05,
+    3.192722321441822e-05
    ],
    "pass_host_canary_seconds": [
-    1.1130210000018792e-05,
-    1.0551437500012639e-05,
-    1.081021250001868e-05
+    7.280434999756835e-06,
+    7.214684999894416e-06,
+    1.0739095000076304e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9859414999956472e-05,
-    2.1872075000004542e-05,
-    1.7650959999571115e-05
+    1.862660999961463e-05,
+    1.7580175000375672e-05,
+    2.149906999989071e-05
    ]
   },
   "optimizer_sgd_for_loop_per_step": {
-   "seconds": 0.00032828585719763773,
-   "min": -0.0001283092857176729,
-   "max": 0.0012609819999990382,
+   "seconds": 0.000180929571472786,
+   "min": 1.512528576443268e-05,
+   "max": 0.0006138535713294654,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10201,28 +10373,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.1130210000018792e-05,
-   "host_backward_canary_seconds": 1.9859414999956472e-05,
+   "host_canary_seconds": 7.280434999756835e-06,
+   "host_backward_canary_seconds": 1.862660999961463e-05,
    "pass_seconds": [
-    0.00036464271428420566,
-    0.0002993730000103562,
-    0.00032828585719763773
+    0.0001711299999962129,
+    0.000180929571472786,
+    0.0003875102856259866
    ],
    "pass_host_canary_seconds": [
-    1.1130210000018792e-05,
-    1.0551437500012639e-05,
-    1.081021250001868e-05
+    7.280434999756835e-06,
+    7.214684999894416e-06,
+    1.0739095000076304e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9859414999956472e-05,
-    2.1872075000004542e-05,
-    1.7650959999571115e-05
+    1.862660999961463e-05,
+    1.7580175000375672e-05,
+    2.149906999989071e-05
    ]
   },
   "optimizer_sgd_for_loop_cold_per_param": {
-   "seconds": 3.43220066964126e-05,
-   "min": 2.2048305803545887e-05,
-   "max": 3.674028571427306e-05,
+   "seconds": 2.2202435267816766e-05,
+   "min": 1.9793750000068095e-05,
+   "max": 4.313780357152146e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10232,28 +10404,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.891899999989959e-06,
-   "host_backward_canary_seconds": 2.0845649999898796e-05,
+   "host_canary_seconds": 7.258469999555927e-06,
+   "host_backward_canary_seconds": 1.9904680000308874e-05,
    "pass_seconds": [
-    2.502801339288041e-05,
-    3.563196428573485e-05,
-    3.43220066964126e-05
+    2.2202435267816766e-05,
+    2.1647841517845124e-05,
+    2.3605348214264916e-05
    ],
    "pass_host_canary_seconds": [
-    7.891899999989959e-06,
-    1.1230174999923292e-05,
-    1.1035704999926566e-05
+    7.258469999555927e-06,
+    7.282380000219746e-06,
+    1.0478719999582609e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0845649999898796e-05,
-    2.2086989999934304e-05,
-    1.8929889999981242e-05
+    1.9904680000308874e-05,
+    2.04691199996887e-05,
+    1.9794039999396774e-05
    ]
   },
   "optimizer_sgd_for_loop_cold_per_step": {
-   "seconds": 0.0007739515714238871,
-   "min": 0.00043280471428732066,
-   "max": 0.0016904354285713907,
+   "seconds": 0.0006459581428381561,
+   "min": -0.0006402914285997341,
+   "max": 0.0016472859999956718,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10263,28 +10435,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.891899999989959e-06,
-   "host_backward_canary_seconds": 2.0845649999898796e-05,
+   "host_canary_seconds": 7.258469999555927e-06,
+   "host_backward_canary_seconds": 1.9904680000308874e-05,
    "pass_seconds": [
-    0.0006675461428561188,
-    0.0008400068571583169,
-    0.0007739515714238871
+    0.0006220691427805442,
+    0.0006459581428381561,
+    0.000807393857160475
    ],
    "pass_host_canary_seconds": [
-    7.891899999989959e-06,
-    1.1230174999923292e-05,
-    1.1035704999926566e-05
+    7.258469999555927e-06,
+    7.282380000219746e-06,
+    1.0478719999582609e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0845649999898796e-05,
-    2.2086989999934304e-05,
-    1.8929889999981242e-05
+    1.9904680000308874e-05,
+    2.04691199996887e-05,
+    1.9794039999396774e-05
    ]
   },
   "optimizer_sgd_for_loop_large": {
-   "seconds": 0.00019758100000899503,
-   "min": 0.00016315299998836963,
-   "max": 0.0003817509999919366,
+   "seconds": 0.00016267199998765136,
+   "min": 0.00015544400002909242,
+   "max": 0.00023248399998010427,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -10292,15 +10464,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00016745499999615276,
-    0.0002809869999964576,
-    0.00019758100000899503
+    0.00018011899999237357,
+    0.00016045299992129003,
+    0.00016267199998765136
    ]
   },
   "optimizer_sgd_fused_per_param": {
-   "seconds": 3.169535714267876e-06,
-   "min": 1.4997901785575505e-06,
-   "max": 3.451890625021698e-06,
+   "seconds": 1.6917633932475188e-06,
+   "min": 1.4292522322481967e-06,
+   "max": 2.59191071424628e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10310,28 +10482,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.248900000040749e-06,
-   "host_backward_canary_seconds": 1.8588670000099227e-05,
+   "host_canary_seconds": 1.0165944999585008e-05,
+   "host_backward_canary_seconds": 1.5738820000024134e-05,
    "pass_seconds": [
-    1.6187790178471114e-06,
-    3.169535714267876e-06,
-    3.17825892867266e-06
+    2.5323504464174514e-06,
+    1.491361607161171e-06,
+    1.6917633932475188e-06
    ],
    "pass_host_canary_seconds": [
-    8.248900000040749e-06,
-    1.1990307499942788e-05,
-    1.0592970000118384e-05
+    1.0165944999585008e-05,
+    7.153065000125025e-06,
+    7.905745000016396e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8588670000099227e-05,
-    2.38042800000926e-05,
-    1.8359885000052142e-05
+    1.5738820000024134e-05,
+    2.2191550000343342e-05,
+    2.079950000052122e-05
    ]
   },
   "optimizer_sgd_fused_per_step": {
-   "seconds": 0.00016515699998974145,
-   "min": 5.3179428568179385e-05,
-   "max": 0.00043625785714393066,
+   "seconds": 9.052971420585112e-05,
+   "min": 2.129200002595359e-05,
+   "max": 0.0002753045714923376,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10341,28 +10513,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.248900000040749e-06,
-   "host_backward_canary_seconds": 1.8588670000099227e-05,
+   "host_canary_seconds": 1.0165944999585008e-05,
+   "host_backward_canary_seconds": 1.5738820000024134e-05,
    "pass_seconds": [
-    6.861557142201491e-05,
-    0.00016515699998974145,
-    0.00021669271430775034
+    0.00011010557143111197,
+    6.0274857137950934e-05,
+    9.052971420585112e-05
    ],
    "pass_host_canary_seconds": [
-    8.248900000040749e-06,
-    1.1990307499942788e-05,
-    1.0592970000118384e-05
+    1.0165944999585008e-05,
+    7.153065000125025e-06,
+    7.905745000016396e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8588670000099227e-05,
-    2.38042800000926e-05,
-    1.8359885000052142e-05
+    1.5738820000024134e-05,
+    2.2191550000343342e-05,
+    2.079950000052122e-05
    ]
   },
   "optimizer_sgd_fused_cold_per_param": {
-   "seconds": 4.797700892947684e-06,
-   "min": 1.946167410687189e-06,
-   "max": 6.450863839292863e-06,
+   "seconds": 2.266352678605342e-06,
+   "min": 1.5903593748589628e-06,
+   "max": 4.705366071127466e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10372,28 +10544,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.832109999981185e-06,
-   "host_backward_canary_seconds": 2.0522610000028863e-05,
+   "host_canary_seconds": 7.456015000002481e-06,
+   "host_backward_canary_seconds": 1.8247059999794145e-05,
    "pass_seconds": [
-    2.2319508928360577e-06,
-    4.953281249989569e-06,
-    4.797700892947684e-06
+    1.960218750239408e-06,
+    2.266352678605342e-06,
+    3.3157611604955103e-06
    ],
    "pass_host_canary_seconds": [
-    7.832109999981185e-06,
-    1.2055414999991854e-05,
-    1.101505500002986e-05
+    7.456015000002481e-06,
+    7.313895000038428e-06,
+    8.585075000837606e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0522610000028863e-05,
-    2.233480000001009e-05,
-    2.188611999997647e-05
+    1.8247059999794145e-05,
+    2.0752270000912176e-05,
+    2.0569050000176504e-05
    ]
   },
   "optimizer_sgd_fused_cold_per_step": {
-   "seconds": 0.0006943151428962274,
-   "min": 0.0004951767142691616,
-   "max": 0.0011673682857430581,
+   "seconds": 0.0005673321428340777,
+   "min": 0.0004520011427432889,
+   "max": 0.0008933732857648075,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10403,28 +10575,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.832109999981185e-06,
-   "host_backward_canary_seconds": 2.0522610000028863e-05,
+   "host_canary_seconds": 7.456015000002481e-06,
+   "host_backward_canary_seconds": 1.8247059999794145e-05,
    "pass_seconds": [
-    0.0005783304285610516,
-    0.0007791514285843602,
-    0.0006943151428962274
+    0.0005615327142355195,
+    0.0005673321428340777,
+    0.0006018075715214114
    ],
    "pass_host_canary_seconds": [
-    7.832109999981185e-06,
-    1.2055414999991854e-05,
-    1.101505500002986e-05
+    7.456015000002481e-06,
+    7.313895000038428e-06,
+    8.585075000837606e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0522610000028863e-05,
-    2.233480000001009e-05,
-    2.188611999997647e-05
+    1.8247059999794145e-05,
+    2.0752270000912176e-05,
+    2.0569050000176504e-05
    ]
   },
   "optimizer_sgd_fused_large": {
-   "seconds": 0.00017796700001326826,
-   "min": 0.00012560900000835318,
-   "max": 0.0002369620000024497,
+   "seconds": 0.00012506400003076124,
+   "min": 0.00012106199994832423,
+   "max": 0.00014814400003615447,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -10432,15 +10604,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00012938700000120207,
-    0.00017796700001326826,
-    0.00018676500002356988
+    0.00012506400003076124,
+    0.00012419099994076532,
+    0.00012707900009445439
    ]
   },
   "optimizer_sgd_wd_foreach_per_param": {
-   "seconds": 8.969522321449525e-06,
-   "min": 4.4042276785243625e-06,
-   "max": 1.0146792410609911e-05,
+   "seconds": 4.2327946430426825e-06,
+   "min": 3.853473214426069e-06,
+   "max": 7.342504464499403e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10450,28 +10622,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.884864999991748e-06,
-   "host_backward_canary_seconds": 2.0089450000000398e-05,
+   "host_canary_seconds": 7.248585000354523e-06,
+   "host_backward_canary_seconds": 1.9286390000274877e-05,
    "pass_seconds": [
-    4.854640624988146e-06,
-    8.969522321449525e-06,
-    9.296796875065841e-06
+    3.974819196323713e-06,
+    4.2327946430426825e-06,
+    7.1140758929491966e-06
    ],
    "pass_host_canary_seconds": [
-    8.884864999991748e-06,
-    1.1956405000006498e-05,
-    1.177018000021235e-05
+    7.248585000354523e-06,
+    7.304157500129804e-06,
+    1.0259560000349665e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0089450000000398e-05,
-    2.0010220000017396e-05,
-    2.2913509999966665e-05
+    1.9286390000274877e-05,
+    2.05119849994162e-05,
+    1.665652999918166e-05
    ]
   },
   "optimizer_sgd_wd_foreach_per_step": {
-   "seconds": 0.000331079428560445,
-   "min": 4.5072142859632007e-05,
-   "max": 0.0006476631428548833,
+   "seconds": 0.00014584885717080657,
+   "min": 9.430285714578143e-05,
+   "max": 0.00046052300006392343,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10481,28 +10653,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.884864999991748e-06,
-   "host_backward_canary_seconds": 2.0089450000000398e-05,
+   "host_canary_seconds": 7.248585000354523e-06,
+   "host_backward_canary_seconds": 1.9286390000274877e-05,
    "pass_seconds": [
-    0.00011639999999601969,
-    0.000331079428560445,
-    0.000383093142837814
+    0.00013180557147864292,
+    0.00014584885717080657,
+    0.00017951257135402035
    ],
    "pass_host_canary_seconds": [
-    8.884864999991748e-06,
-    1.1956405000006498e-05,
-    1.177018000021235e-05
+    7.248585000354523e-06,
+    7.304157500129804e-06,
+    1.0259560000349665e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0089450000000398e-05,
-    2.0010220000017396e-05,
-    2.2913509999966665e-05
+    1.9286390000274877e-05,
+    2.05119849994162e-05,
+    1.665652999918166e-05
    ]
   },
   "optimizer_sgd_wd_foreach_cold_per_param": {
-   "seconds": 8.076408482120862e-06,
-   "min": 5.626723214088461e-06,
-   "max": 1.379343750006003e-05,
+   "seconds": 6.144370535667219e-06,
+   "min": 4.4519508930156756e-06,
+   "max": 1.0574176339365035e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10512,28 +10684,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.542960000032964e-06,
-   "host_backward_canary_seconds": 1.9425419999947735e-05,
+   "host_canary_seconds": 7.583720000070571e-06,
+   "host_backward_canary_seconds": 1.9996270000319784e-05,
    "pass_seconds": [
-    8.076408482120862e-06,
-    1.2144808035749069e-05,
-    7.177698660701789e-06
+    5.3312991070697535e-06,
+    6.370131696544133e-06,
+    6.144370535667219e-06
    ],
    "pass_host_canary_seconds": [
-    9.542960000032964e-06,
-    1.199954499995215e-05,
-    9.20592999989367e-06
+    7.583720000070571e-06,
+    8.371499999952903e-06,
+    1.0014785000294068e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9425419999947735e-05,
-    2.1590860000060276e-05,
-    2.2389169999996738e-05
+    1.9996270000319784e-05,
+    2.0056570000406283e-05,
+    1.7511080000076617e-05
    ]
   },
   "optimizer_sgd_wd_foreach_cold_per_step": {
-   "seconds": 0.0010230787142830877,
-   "min": 0.00042561928571720794,
-   "max": 0.0011862545714101153,
+   "seconds": 0.0007882125713324838,
+   "min": 0.0003505684285625778,
+   "max": 0.0011677441427926688,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10543,28 +10715,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.542960000032964e-06,
-   "host_backward_canary_seconds": 1.9425419999947735e-05,
+   "host_canary_seconds": 7.583720000070571e-06,
+   "host_backward_canary_seconds": 1.9996270000319784e-05,
    "pass_seconds": [
-    0.0010230787142830877,
-    0.00103329328569706,
-    0.0007812555714151261
+    0.0007183112856929646,
+    0.0007882125713324838,
+    0.0007966417142922312
    ],
    "pass_host_canary_seconds": [
-    9.542960000032964e-06,
-    1.199954499995215e-05,
-    9.20592999989367e-06
+    7.583720000070571e-06,
+    8.371499999952903e-06,
+    1.0014785000294068e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9425419999947735e-05,
-    2.1590860000060276e-05,
-    2.2389169999996738e-05
+    1.9996270000319784e-05,
+    2.0056570000406283e-05,
+    1.7511080000076617e-05
    ]
   },
   "optimizer_sgd_wd_for_loop_per_param": {
-   "seconds": 4.536061383930701e-05,
-   "min": 3.739834598213777e-05,
-   "max": 5.388451339286401e-05,
+   "seconds": 3.130369866052466e-05,
+   "min": 2.8208337053874694e-05,
+   "max": 4.5512741071515196e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10574,28 +10746,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.885480000093595e-06,
-   "host_backward_canary_seconds": 1.8099170000027697e-05,
+   "host_canary_seconds": 8.223140000040985e-06,
+   "host_backward_canary_seconds": 1.751552999962769e-05,
    "pass_seconds": [
-    3.9343683035676846e-05,
-    5.081590178569938e-05,
-    4.536061383930701e-05
+    3.130369866052466e-05,
+    2.9334124999788207e-05,
+    3.7604145088973186e-05
    ],
    "pass_host_canary_seconds": [
-    9.885480000093595e-06,
-    1.1802874999915502e-05,
-    1.098033999994641e-05
+    8.223140000040985e-06,
+    7.251909999581585e-06,
+    9.297044999811988e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8099170000027697e-05,
-    2.3751809999907893e-05,
-    2.2530370000026778e-05
+    1.751552999962769e-05,
+    1.6624789999468703e-05,
+    2.2263714998871365e-05
    ]
   },
   "optimizer_sgd_wd_for_loop_per_step": {
-   "seconds": 0.00041362199999639415,
-   "min": 5.972299999663314e-05,
-   "max": 0.0011765037142846984,
+   "seconds": 0.0003491814284676106,
+   "min": -0.0005788387140910345,
+   "max": 0.0009377707143747621,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10605,28 +10777,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.885480000093595e-06,
-   "host_backward_canary_seconds": 1.8099170000027697e-05,
+   "host_canary_seconds": 8.223140000040985e-06,
+   "host_backward_canary_seconds": 1.751552999962769e-05,
    "pass_seconds": [
-    0.00019461585713185852,
-    0.0005288958571238061,
-    0.00041362199999639415
+    0.0002932681428384448,
+    0.0003491814284676106,
+    0.0004203699998340327
    ],
    "pass_host_canary_seconds": [
-    9.885480000093595e-06,
-    1.1802874999915502e-05,
-    1.098033999994641e-05
+    8.223140000040985e-06,
+    7.251909999581585e-06,
+    9.297044999811988e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8099170000027697e-05,
-    2.3751809999907893e-05,
-    2.2530370000026778e-05
+    1.751552999962769e-05,
+    1.6624789999468703e-05,
+    2.2263714998871365e-05
    ]
   },
   "optimizer_sgd_wd_for_loop_cold_per_param": {
-   "seconds": 4.399984598218205e-05,
-   "min": 3.113244866075655e-05,
-   "max": 5.866610044640603e-05,
+   "seconds": 3.01113839287532e-05,
+   "min": 2.4334412946659866e-05,
+   "max": 4.811929017886233e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10636,28 +10808,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.308889999995016e-06,
-   "host_backward_canary_seconds": 2.2808550000092964e-05,
+   "host_canary_seconds": 7.208210000158033e-06,
+   "host_backward_canary_seconds": 1.430712000001222e-05,
    "pass_seconds": [
-    3.508101339289027e-05,
-    5.1004803571468625e-05,
-    4.399984598218205e-05
+    3.01113839287532e-05,
+    2.9791649553650196e-05,
+    3.261921874957758e-05
    ],
    "pass_host_canary_seconds": [
-    8.308889999995016e-06,
-    1.1858984999975063e-05,
-    1.0587564999866573e-05
+    7.208210000158033e-06,
+    7.13578499983214e-06,
+    7.705299999543058e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2808550000092964e-05,
-    2.4387450000062928e-05,
-    1.8515460000116945e-05
+    1.430712000001222e-05,
+    1.8335880000677207e-05,
+    2.092806000064229e-05
    ]
   },
   "optimizer_sgd_wd_for_loop_cold_per_step": {
-   "seconds": 0.0007554032857553595,
-   "min": -0.0003506634285729759,
-   "max": 0.0015405072856862845,
+   "seconds": 0.0006900511428479408,
+   "min": -0.00015110457148434118,
+   "max": 0.0037362705713966144,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10667,28 +10839,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.308889999995016e-06,
-   "host_backward_canary_seconds": 2.2808550000092964e-05,
+   "host_canary_seconds": 7.208210000158033e-06,
+   "host_backward_canary_seconds": 1.430712000001222e-05,
    "pass_seconds": [
-    0.0005396265714361042,
-    0.0008527411428604281,
-    0.0007554032857553595
+    0.0006343758571217353,
+    0.0006900511428479408,
+    0.0007796727141859655
    ],
    "pass_host_canary_seconds": [
-    8.308889999995016e-06,
-    1.1858984999975063e-05,
-    1.0587564999866573e-05
+    7.208210000158033e-06,
+    7.13578499983214e-06,
+    7.705299999543058e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2808550000092964e-05,
-    2.4387450000062928e-05,
-    1.8515460000116945e-05
+    1.430712000001222e-05,
+    1.8335880000677207e-05,
+    2.092806000064229e-05
    ]
   },
   "optimizer_sgd_wd_fused_per_param": {
-   "seconds": 2.7250267856818563e-06,
-   "min": 1.5839910714505429e-06,
-   "max": 3.596120535703002e-06,
+   "seconds": 1.4861830354310053e-06,
+   "min": 1.391973214534151e-06,
+   "max": 1.7921674110458037e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10698,28 +10870,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.858394999971096e-06,
-   "host_backward_canary_seconds": 2.1944510000082573e-05,
+   "host_canary_seconds": 7.372305000217239e-06,
+   "host_backward_canary_seconds": 1.3765589999366057e-05,
    "pass_seconds": [
-    1.6910848214455955e-06,
-    3.3490424106322588e-06,
-    2.7250267856818563e-06
+    1.5910156252780489e-06,
+    1.4794241070299158e-06,
+    1.4861830354310053e-06
    ],
    "pass_host_canary_seconds": [
-    7.858394999971096e-06,
-    1.1686564999990878e-05,
-    1.0755225000025348e-05
+    7.372305000217239e-06,
+    7.246274999488378e-06,
+    7.338730000583382e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1944510000082573e-05,
-    2.290520999991941e-05,
-    1.852911000014501e-05
+    1.3765589999366057e-05,
+    1.7873590001045158e-05,
+    2.2881249999500143e-05
    ]
   },
   "optimizer_sgd_wd_fused_per_step": {
-   "seconds": 0.00015466885716770257,
-   "min": 5.64500000044583e-05,
-   "max": 0.0004345137142658067,
+   "seconds": 6.500342851722962e-05,
+   "min": 4.5269285806170956e-05,
+   "max": 0.00027195385710651214,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10729,28 +10901,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.858394999971096e-06,
-   "host_backward_canary_seconds": 2.1944510000082573e-05,
+   "host_canary_seconds": 7.372305000217239e-06,
+   "host_backward_canary_seconds": 1.3765589999366057e-05,
    "pass_seconds": [
-    8.929157142542213e-05,
-    0.00021674942856618275,
-    0.00015466885716770257
+    7.192499997797443e-05,
+    6.500342851722962e-05,
+    6.053400014544812e-05
    ],
    "pass_host_canary_seconds": [
-    7.858394999971096e-06,
-    1.1686564999990878e-05,
-    1.0755225000025348e-05
+    7.372305000217239e-06,
+    7.246274999488378e-06,
+    7.338730000583382e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1944510000082573e-05,
-    2.290520999991941e-05,
-    1.852911000014501e-05
+    1.3765589999366057e-05,
+    1.7873590001045158e-05,
+    2.2881249999500143e-05
    ]
   },
   "optimizer_sgd_wd_fused_cold_per_param": {
-   "seconds": 4.0616450893387376e-06,
-   "min": 1.9371339286295656e-06,
-   "max": 5.3615089285712666e-06,
+   "seconds": 2.330486607249327e-06,
+   "min": 1.4539397322924482e-06,
+   "max": 5.454377232285067e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10760,28 +10932,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.386430000086875e-06,
-   "host_backward_canary_seconds": 2.3585639999907927e-05,
+   "host_canary_seconds": 7.547699999577162e-06,
+   "host_backward_canary_seconds": 1.8085039999959918e-05,
    "pass_seconds": [
-    2.4569107142420014e-06,
-    4.549430803508463e-06,
-    4.0616450893387376e-06
+    2.330486607249327e-06,
+    2.3111941962789776e-06,
+    2.6542075889527235e-06
    ],
    "pass_host_canary_seconds": [
-    8.386430000086875e-06,
-    1.2108184999988226e-05,
-    1.0378624999987096e-05
+    7.547699999577162e-06,
+    7.407559999705882e-06,
+    8.273449999478544e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.3585639999907927e-05,
-    2.2581479999814746e-05,
-    1.7443529999923156e-05
+    1.8085039999959918e-05,
+    1.795763000018269e-05,
+    2.2115050001048076e-05
    ]
   },
   "optimizer_sgd_wd_fused_cold_per_step": {
-   "seconds": 0.0005876484285473843,
-   "min": 0.0004429311428485302,
-   "max": 0.0008997431428627221,
+   "seconds": 0.0005587514287006862,
+   "min": 0.0003629692856910489,
+   "max": 0.0010025388570998725,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10791,28 +10963,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.386430000086875e-06,
-   "host_backward_canary_seconds": 2.3585639999907927e-05,
+   "host_canary_seconds": 7.547699999577162e-06,
+   "host_backward_canary_seconds": 1.8085039999959918e-05,
    "pass_seconds": [
-    0.0005687960000183726,
-    0.000771157142833902,
-    0.0005876484285473843
+    0.0006055772857800029,
+    0.0005061905713513884,
+    0.0005587514287006862
    ],
    "pass_host_canary_seconds": [
-    8.386430000086875e-06,
-    1.2108184999988226e-05,
-    1.0378624999987096e-05
+    7.547699999577162e-06,
+    7.407559999705882e-06,
+    8.273449999478544e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.3585639999907927e-05,
-    2.2581479999814746e-05,
-    1.7443529999923156e-05
+    1.8085039999959918e-05,
+    1.795763000018269e-05,
+    2.2115050001048076e-05
    ]
   },
   "optimizer_adamw_foreach_per_param": {
-   "seconds": 8.243511160799244e-06,
-   "min": 7.511573660729758e-06,
-   "max": 2.0455491071404352e-05,
+   "seconds": 7.940263392569591e-06,
+   "min": 7.532970982485462e-06,
+   "max": 1.4867906249906224e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10822,28 +10994,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.59685000005561e-06,
-   "host_backward_canary_seconds": 1.7233059999739453e-05,
+   "host_canary_seconds": 7.478480000031595e-06,
+   "host_backward_canary_seconds": 1.7882350000490988e-05,
    "pass_seconds": [
-    7.937428571429856e-06,
-    1.8824957589329877e-05,
-    8.243511160799244e-06
+    7.685424107403297e-06,
+    7.940263392569591e-06,
+    1.2876031249727962e-05
    ],
    "pass_host_canary_seconds": [
-    7.59685000005561e-06,
-    1.2003022499911253e-05,
-    7.451479999929234e-06
+    7.478480000031595e-06,
+    6.997339999657015e-06,
+    1.0740134999878137e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7233059999739453e-05,
-    2.5622260000091043e-05,
-    1.585870999974759e-05
+    1.7882350000490988e-05,
+    2.143965999948705e-05,
+    2.143872000033298e-05
    ]
   },
   "optimizer_adamw_foreach_per_step": {
-   "seconds": 0.00034732928572468936,
-   "min": 0.00010525385712461296,
-   "max": 0.0012876905714327741,
+   "seconds": 0.0003212821428145877,
+   "min": 0.00010064071427353023,
+   "max": 0.0008368204285358973,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10853,28 +11025,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.59685000005561e-06,
-   "host_backward_canary_seconds": 1.7233059999739453e-05,
+   "host_canary_seconds": 7.478480000031595e-06,
+   "host_backward_canary_seconds": 1.7882350000490988e-05,
    "pass_seconds": [
-    0.00030422071429419314,
-    0.000909008142879689,
-    0.00034732928572468936
+    0.0003212821428145877,
+    0.000275154428533954,
+    0.0005962231429878427
    ],
    "pass_host_canary_seconds": [
-    7.59685000005561e-06,
-    1.2003022499911253e-05,
-    7.451479999929234e-06
+    7.478480000031595e-06,
+    6.997339999657015e-06,
+    1.0740134999878137e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7233059999739453e-05,
-    2.5622260000091043e-05,
-    1.585870999974759e-05
+    1.7882350000490988e-05,
+    2.143965999948705e-05,
+    2.143872000033298e-05
    ]
   },
   "optimizer_adamw_foreach_cold_per_param": {
-   "seconds": 1.1552366071500484e-05,
-   "min": 9.016303571434442e-06,
-   "max": 2.2067323660771416e-05,
+   "seconds": 9.46700446416823e-06,
+   "min": 8.632198660762924e-06,
+   "max": 1.8519053571403837e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10884,28 +11056,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.039335000091797e-06,
-   "host_backward_canary_seconds": 1.9381310000028407e-05,
+   "host_canary_seconds": 7.4064199998247206e-06,
+   "host_backward_canary_seconds": 1.7739900000606214e-05,
    "pass_seconds": [
-    1.1552366071500484e-05,
-    2.017085044642946e-05,
-    9.693377232191023e-06
+    9.388904017931005e-06,
+    9.46700446416823e-06,
+    1.666607589255266e-05
    ],
    "pass_host_canary_seconds": [
-    8.039335000091797e-06,
-    1.1992144999908305e-05,
-    7.427860000177588e-06
+    7.4064199998247206e-06,
+    7.271645000059834e-06,
+    1.0696235000295928e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9381310000028407e-05,
-    2.4283399999944775e-05,
-    1.7845710000301552e-05
+    1.7739900000606214e-05,
+    2.0337980000704192e-05,
+    2.3262530000920378e-05
    ]
   },
   "optimizer_adamw_foreach_cold_per_step": {
-   "seconds": 0.0009410627142593901,
-   "min": 0.0007351794285617481,
-   "max": 0.0024438260000181344,
+   "seconds": 0.0009295888571776752,
+   "min": 0.0006676008571275815,
+   "max": 0.001565820857064994,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10915,28 +11087,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.039335000091797e-06,
-   "host_backward_canary_seconds": 1.9381310000028407e-05,
+   "host_canary_seconds": 7.4064199998247206e-06,
+   "host_backward_canary_seconds": 1.7739900000606214e-05,
    "pass_seconds": [
-    0.0009410627142593901,
-    0.0012507459999946085,
-    0.0008974815714282158
+    0.0009295888571776752,
+    0.0009016192857416172,
+    0.0011836432859126944
    ],
    "pass_host_canary_seconds": [
-    8.039335000091797e-06,
-    1.1992144999908305e-05,
-    7.427860000177588e-06
+    7.4064199998247206e-06,
+    7.271645000059834e-06,
+    1.0696235000295928e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9381310000028407e-05,
-    2.4283399999944775e-05,
-    1.7845710000301552e-05
+    1.7739900000606214e-05,
+    2.0337980000704192e-05,
+    2.3262530000920378e-05
    ]
   },
   "optimizer_adamw_foreach_large": {
-   "seconds": 0.0004730290000054538,
-   "min": 0.0004514359999916451,
-   "max": 0.0005875100000025668,
+   "seconds": 0.00046545600002900755,
+   "min": 0.0004396289999704095,
+   "max": 0.0006174000000100932,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -10944,15 +11116,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.0004730290000054538,
-    0.0005793039999844041,
-    0.0004616850000047634
+    0.0004481690000375238,
+    0.00046545600002900755,
+    0.0005418440000539704
    ]
   },
   "optimizer_adamw_for_loop_per_param": {
-   "seconds": 8.301226339283272e-05,
-   "min": 6.803519419649819e-05,
-   "max": 0.0001248082924107306,
+   "seconds": 6.939345312468552e-05,
+   "min": 6.438651116066499e-05,
+   "max": 0.00011644778348239373,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10962,28 +11134,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.06998000001613e-06,
-   "host_backward_canary_seconds": 1.9045569999889266e-05,
+   "host_canary_seconds": 7.084879999865734e-06,
+   "host_backward_canary_seconds": 2.138782000088213e-05,
    "pass_seconds": [
-    8.301226339283272e-05,
-    0.00012242091294645263,
-    7.700100669654526e-05
+    6.625298214275282e-05,
+    6.939345312468552e-05,
+    0.00011039680133911085
    ],
    "pass_host_canary_seconds": [
-    8.06998000001613e-06,
-    1.1467730000020992e-05,
-    7.386014999894996e-06
+    7.084879999865734e-06,
+    7.438614999841775e-06,
+    1.0988989999987098e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9045569999889266e-05,
-    2.5925710000080924e-05,
-    2.1183149999615126e-05
+    2.138782000088213e-05,
+    1.8656359999340565e-05,
+    1.8648689999736233e-05
    ]
   },
   "optimizer_adamw_for_loop_per_step": {
-   "seconds": 0.0006125970000100877,
-   "min": -0.0022707572857305946,
-   "max": 0.003542348142856001,
+   "seconds": 0.0006126685715181724,
+   "min": -6.384299993961954e-05,
+   "max": 0.0029145450000019734,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10993,28 +11165,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.06998000001613e-06,
-   "host_backward_canary_seconds": 1.9045569999889266e-05,
+   "host_canary_seconds": 7.084879999865734e-06,
+   "host_backward_canary_seconds": 2.138782000088213e-05,
    "pass_seconds": [
-    0.0006125970000100877,
-    0.0008231682857098941,
-    0.00051055185715703
+    0.0006034081427352634,
+    0.0006126685715181724,
+    0.0007891451426595654
    ],
    "pass_host_canary_seconds": [
-    8.06998000001613e-06,
-    1.1467730000020992e-05,
-    7.386014999894996e-06
+    7.084879999865734e-06,
+    7.438614999841775e-06,
+    1.0988989999987098e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9045569999889266e-05,
-    2.5925710000080924e-05,
-    2.1183149999615126e-05
+    2.138782000088213e-05,
+    1.8656359999340565e-05,
+    1.8648689999736233e-05
    ]
   },
   "optimizer_adamw_for_loop_cold_per_param": {
-   "seconds": 8.104304241074445e-05,
-   "min": 6.675054464290651e-05,
-   "max": 0.00013107635491075139,
+   "seconds": 7.075112053581531e-05,
+   "min": 6.264566294638436e-05,
+   "max": 0.00011400671428621731,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11024,28 +11196,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.194400000007817e-06,
-   "host_backward_canary_seconds": 1.9601170000100864e-05,
+   "host_canary_seconds": 7.206790000395813e-06,
+   "host_backward_canary_seconds": 2.1556159999818192e-05,
    "pass_seconds": [
-    8.104304241074445e-05,
-    0.00012168708258927399,
-    7.062937276788464e-05
+    6.96808526787456e-05,
+    7.075112053581531e-05,
+    7.944809375004525e-05
    ],
    "pass_host_canary_seconds": [
-    8.194400000007817e-06,
-    1.1404990000016823e-05,
-    7.357064999951035e-06
+    7.206790000395813e-06,
+    6.908069999553845e-06,
+    1.049677999958476e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9601170000100864e-05,
-    2.572269000012284e-05,
-    1.891312999987349e-05
+    2.1556159999818192e-05,
+    1.7879759999459564e-05,
+    1.9910470000468196e-05
    ]
   },
   "optimizer_adamw_for_loop_cold_per_step": {
-   "seconds": 0.0012431481428620828,
-   "min": 8.469214286930919e-05,
-   "max": 0.003411468857150014,
+   "seconds": 0.0009454745713648139,
+   "min": 0.0004365135714416669,
+   "max": 0.003399941999987277,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11055,28 +11227,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.194400000007817e-06,
-   "host_backward_canary_seconds": 1.9601170000100864e-05,
+   "host_canary_seconds": 7.206790000395813e-06,
+   "host_backward_canary_seconds": 2.1556159999818192e-05,
    "pass_seconds": [
-    0.0012431481428620828,
-    0.0017528171428539607,
-    0.0009711191428485632
+    0.0008766739999990546,
+    0.0009454745713648139,
+    0.00113402900001347
    ],
    "pass_host_canary_seconds": [
-    8.194400000007817e-06,
-    1.1404990000016823e-05,
-    7.357064999951035e-06
+    7.206790000395813e-06,
+    6.908069999553845e-06,
+    1.049677999958476e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9601170000100864e-05,
-    2.572269000012284e-05,
-    1.891312999987349e-05
+    2.1556159999818192e-05,
+    1.7879759999459564e-05,
+    1.9910470000468196e-05
    ]
   },
   "optimizer_adamw_for_loop_large": {
-   "seconds": 0.00040774399997189903,
-   "min": 0.0003919779999819184,
-   "max": 0.000510474999998678,
+   "seconds": 0.00039106399992761,
+   "min": 0.0003808999999819207,
+   "max": 0.0006884829999762587,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -11084,15 +11256,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.000405094000001327,
-    0.0004341409999994994,
-    0.00040774399997189903
+    0.00039106399992761,
+    0.0003898310000067795,
+    0.000506178000023283
    ]
   },
   "optimizer_adamw_fused_per_param": {
-   "seconds": 2.6605066963471458e-06,
-   "min": 2.370930803685667e-06,
-   "max": 4.754633928603726e-06,
+   "seconds": 2.4771026784061893e-06,
+   "min": 2.3082276785808224e-06,
+   "max": 4.947984374479932e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11102,28 +11274,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.02985500001796e-06,
-   "host_backward_canary_seconds": 1.732919000005495e-05,
+   "host_canary_seconds": 7.400244999757888e-06,
+   "host_backward_canary_seconds": 1.7231680000122652e-05,
    "pass_seconds": [
-    2.6113370535770945e-06,
-    3.2901049107358915e-06,
-    2.6605066963471458e-06
+    2.454975446549871e-06,
+    2.4771026784061893e-06,
+    4.556029017927747e-06
    ],
    "pass_host_canary_seconds": [
-    8.02985500001796e-06,
-    8.429644999949914e-06,
-    7.960880000155157e-06
+    7.400244999757888e-06,
+    7.171734999928958e-06,
+    1.0664925000014591e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.732919000005495e-05,
-    2.113288999993301e-05,
-    1.6295890000037615e-05
+    1.7231680000122652e-05,
+    1.6419019999602824e-05,
+    1.8090464999431787e-05
    ]
   },
   "optimizer_adamw_fused_per_step": {
-   "seconds": 0.0001322551428789406,
-   "min": 4.37077143260467e-05,
-   "max": 0.00036660657146317784,
+   "seconds": 0.00011533542850169657,
+   "min": 1.2658000157119082e-05,
+   "max": 0.00042120842850376254,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11133,28 +11305,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.02985500001796e-06,
-   "host_backward_canary_seconds": 1.732919000005495e-05,
+   "host_canary_seconds": 7.400244999757888e-06,
+   "host_backward_canary_seconds": 1.7231680000122652e-05,
    "pass_seconds": [
-    0.00011526714285992057,
-    0.00019560199999903358,
-    0.0001322551428789406
+    0.00011533542850169657,
+    0.00010524528572984439,
+    0.00023224085725814803
    ],
    "pass_host_canary_seconds": [
-    8.02985500001796e-06,
-    8.429644999949914e-06,
-    7.960880000155157e-06
+    7.400244999757888e-06,
+    7.171734999928958e-06,
+    1.0664925000014591e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.732919000005495e-05,
-    2.113288999993301e-05,
-    1.6295890000037615e-05
+    1.7231680000122652e-05,
+    1.6419019999602824e-05,
+    1.8090464999431787e-05
    ]
   },
   "optimizer_adamw_fused_cold_per_param": {
-   "seconds": 6.2710178571861216e-06,
-   "min": 3.4914241071604124e-06,
-   "max": 7.918823660674995e-06,
+   "seconds": 3.6330066964954507e-06,
+   "min": 3.1131741070769943e-06,
+   "max": 6.947924107032171e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11164,28 +11336,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.1783404999903269e-05,
-   "host_backward_canary_seconds": 2.1080369999992855e-05,
+   "host_canary_seconds": 7.449169999631522e-06,
+   "host_backward_canary_seconds": 1.9652240000596065e-05,
    "pass_seconds": [
-    6.874029017873389e-06,
-    6.2710178571861216e-06,
-    3.783591517933108e-06
+    3.4422879462425726e-06,
+    3.720035714392468e-06,
+    3.6330066964954507e-06
    ],
    "pass_host_canary_seconds": [
-    1.1783404999903269e-05,
-    1.156178000002228e-05,
-    7.5402699999926885e-06
+    7.449169999631522e-06,
+    7.424809999747595e-06,
+    8.830765000311658e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1080369999992855e-05,
-    2.352970999993431e-05,
-    1.9663749999949686e-05
+    1.9652240000596065e-05,
+    1.708838000013202e-05,
+    1.8379180000920315e-05
    ]
   },
   "optimizer_adamw_fused_cold_per_step": {
-   "seconds": 0.0007589094285833653,
-   "min": 0.00045326857144394647,
-   "max": 0.0009526021428395584,
+   "seconds": 0.0006444781427847245,
+   "min": 0.00032030685719876473,
+   "max": 0.0009660625714137236,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11195,28 +11367,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.1783404999903269e-05,
-   "host_backward_canary_seconds": 2.1080369999992855e-05,
+   "host_canary_seconds": 7.449169999631522e-06,
+   "host_backward_canary_seconds": 1.9652240000596065e-05,
    "pass_seconds": [
-    0.0008158352857330037,
-    0.0007589094285833653,
-    0.0006690838571249255
+    0.0006444781427847245,
+    0.0005781052857563346,
+    0.0006777724285516992
    ],
    "pass_host_canary_seconds": [
-    1.1783404999903269e-05,
-    1.156178000002228e-05,
-    7.5402699999926885e-06
+    7.449169999631522e-06,
+    7.424809999747595e-06,
+    8.830765000311658e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1080369999992855e-05,
-    2.352970999993431e-05,
-    1.9663749999949686e-05
+    1.9652240000596065e-05,
+    1.708838000013202e-05,
+    1.8379180000920315e-05
    ]
   },
   "optimizer_adamw_fused_large": {
-   "seconds": 0.00021451099999580947,
-   "min": 0.00017902400003322327,
-   "max": 0.00036171700000409146,
+   "seconds": 0.00018236400001114816,
+   "min": 0.00017725700013215828,
+   "max": 0.00023117300008834718,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -11224,135 +11396,135 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.0003074040000115019,
-    0.00021451099999580947,
-    0.00018059799998582093
+    0.0002241160000266973,
+    0.00018148599997402926,
+    0.00018236400001114816
    ]
   },
   "cuda_synchronize_idle": {
-   "seconds": 7.005786000007674e-06,
-   "min": 5.028865000042515e-06,
-   "max": 9.27931800001147e-06,
+   "seconds": 4.984994999972514e-06,
+   "min": 4.5757630000480275e-06,
+   "max": 8.439044000056128e-06,
    "samples": 33,
    "method": "1000 x torch.cuda.synchronize() with no work queued; wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0912982500030921e-05,
-   "host_backward_canary_seconds": 2.2286764999819296e-05,
+   "host_canary_seconds": 9.95231999979751e-06,
+   "host_backward_canary_seconds": 2.044934000082321e-05,
    "pass_seconds": [
-    8.96699399999079e-06,
-    7.005786000007674e-06,
-    5.645765999986451e-06
+    7.108983999955853e-06,
+    4.984994999972514e-06,
+    4.7674929999175215e-06
    ],
    "pass_host_canary_seconds": [
-    1.0912982500030921e-05,
-    1.1360680000009893e-05,
-    8.16403500010665e-06
+    9.95231999979751e-06,
+    7.35061999989739e-06,
+    7.4554700000817315e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2286764999819296e-05,
-    2.5397154999922125e-05,
-    1.9269940000299358e-05
+    2.044934000082321e-05,
+    1.977947000000313e-05,
+    1.8391470000551635e-05
    ]
   },
   "cuda_event_record": {
-   "seconds": 1.0725620000016533e-05,
-   "min": 6.262417000016285e-06,
-   "max": 1.219847699999832e-05,
+   "seconds": 6.3417759999993e-06,
+   "min": 6.118156000070485e-06,
+   "max": 1.0209804000055556e-05,
    "samples": 33,
    "method": "1000 x Event(enable_timing=True).record(); host wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1312937500065344e-05,
-   "host_backward_canary_seconds": 2.1797240000012155e-05,
+   "host_canary_seconds": 7.459299999936775e-06,
+   "host_backward_canary_seconds": 2.044934000082321e-05,
    "pass_seconds": [
-    1.1320355000009386e-05,
-    1.0725620000016533e-05,
-    6.6589950000093264e-06
+    6.290895000006458e-06,
+    8.22137099999054e-06,
+    6.3417759999993e-06
    ],
    "pass_host_canary_seconds": [
-    1.1312937500065344e-05,
-    1.1175739999913503e-05,
-    7.536790000131077e-06
+    7.459299999936775e-06,
+    9.414747499647546e-06,
+    7.516625000789645e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1797240000012155e-05,
-    2.4309009999967658e-05,
-    2.1430830000213063e-05
+    2.044934000082321e-05,
+    2.2715669999797682e-05,
+    1.7325260000689013e-05
    ]
   },
   "cuda_event_elapsed_time": {
-   "seconds": 1.7168269999956464e-06,
-   "min": 8.112179999670843e-07,
-   "max": 1.8964479999965534e-06,
+   "seconds": 8.432939999920563e-07,
+   "min": 8.046059999742283e-07,
+   "max": 1.6274220000696005e-06,
    "samples": 33,
    "method": "1000 x elapsed_time() of two finished events; wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0673314999962713e-05,
-   "host_backward_canary_seconds": 2.3650640000028033e-05,
+   "host_canary_seconds": 7.378825000046163e-06,
+   "host_backward_canary_seconds": 1.982253500045772e-05,
    "pass_seconds": [
-    1.7168269999956464e-06,
-    1.8597459999796229e-06,
-    8.476749999886124e-07
+    8.432939999920563e-07,
+    8.981800000356089e-07,
+    8.206669999708538e-07
    ],
    "pass_host_canary_seconds": [
-    1.0673314999962713e-05,
-    1.2258885000022702e-05,
-    7.248277499911637e-06
+    7.378825000046163e-06,
+    8.148072499807312e-06,
+    7.4223050000910006e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.3650640000028033e-05,
-    2.1432110000034754e-05,
-    1.8237460000136704e-05
+    1.982253500045772e-05,
+    2.3610659999917517e-05,
+    1.7976599999656172e-05
    ]
   },
   "launch_sync_roundtrip": {
-   "seconds": 2.2387444000003143e-05,
-   "min": 1.4534661999960008e-05,
-   "max": 2.5615254000001643e-05,
+   "seconds": 1.4186981000079868e-05,
+   "min": 1.3556977000007464e-05,
+   "max": 2.0135522000146012e-05,
    "samples": 33,
    "method": "1000 x (one tiny in-place add + torch.cuda.synchronize()); wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0310060000051635e-05,
-   "host_backward_canary_seconds": 2.3755930000106675e-05,
+   "host_canary_seconds": 7.3273474998813985e-06,
+   "host_backward_canary_seconds": 2.2453390000123365e-05,
    "pass_seconds": [
-    2.2387444000003143e-05,
-    2.328939299999888e-05,
-    1.514457999996921e-05
+    1.4186981000079868e-05,
+    1.8197806999978637e-05,
+    1.3991411000006337e-05
    ],
    "pass_host_canary_seconds": [
-    1.0310060000051635e-05,
-    1.1741940000007389e-05,
-    7.195474999974749e-06
+    7.3273474998813985e-06,
+    9.529909999912434e-06,
+    7.163337500060152e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.3755930000106675e-05,
-    2.6075560000151655e-05,
-    1.851632000011705e-05
+    2.2453390000123365e-05,
+    1.806658500015601e-05,
+    2.190132500004438e-05
    ]
   },
   "item_roundtrip": {
-   "seconds": 2.480532600000629e-05,
-   "min": 1.7806889999974372e-05,
-   "max": 2.7083790000006047e-05,
+   "seconds": 1.7115343000000393e-05,
+   "min": 1.634641800001191e-05,
+   "max": 2.0520469999837586e-05,
    "samples": 33,
    "method": "1000 x x.sum().item() on 16 elements (kernel + copy to host); wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0803670000001375e-05,
-   "host_backward_canary_seconds": 1.905316999994966e-05,
+   "host_canary_seconds": 7.193080000149621e-06,
+   "host_backward_canary_seconds": 2.2779585000307632e-05,
    "pass_seconds": [
-    2.480532600000629e-05,
-    2.4910976999990452e-05,
-    2.3345901000027426e-05
+    1.706240999999409e-05,
+    1.7115343000000393e-05,
+    1.7506446999959736e-05
    ],
    "pass_host_canary_seconds": [
-    1.0803670000001375e-05,
-    1.1582494999942128e-05,
-    1.0282519999975648e-05
+    7.193080000149621e-06,
+    6.998422500146261e-06,
+    7.293680000088897e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.905316999994966e-05,
-    2.6457929999992304e-05,
-    1.9106209999790736e-05
+    2.2779585000307632e-05,
+    1.8449650000320616e-05,
+    1.8099395000490403e-05
    ]
   },
   "gpu_kernel_gap": {
-   "seconds": 2.1909945811462593e-06,
-   "min": 2.0471888270568883e-06,
-   "max": 2.246435044860832e-06,
+   "seconds": 2.181274165649454e-06,
+   "min": 2.1171050437927494e-06,
+   "max": 2.295934867401165e-06,
    "samples": 11,
    "method": "200 back-to-back adds of 16777216 bfloat16 elements: CUDA-event interval per kernel minus the kernel's CUPTI duration (torch.profiler) of the same loop; GPU-bound (host far ahead)"
   }
@@ -11377,15 +11549,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.650384999999995e-05,
-    "min": 7.634800000000008e-05,
-    "max": 7.680979999999995e-05,
+    "seconds": 7.576480000000003e-05,
+    "min": 7.551360000000017e-05,
+    "max": 7.59007999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010507375,
-    "min": 0.00010466920000000005,
-    "max": 0.00010550970000000015,
+    "seconds": 0.00010484189999999998,
+    "min": 0.0001046972999999999,
+    "max": 0.00010526120000000009,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11409,15 +11581,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.322700000000009e-05,
-    "min": 9.294099999999995e-05,
-    "max": 9.356220000000016e-05,
+    "seconds": 9.076205e-05,
+    "min": 9.055659999999997e-05,
+    "max": 9.097299999999989e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.651829999999997e-05,
-    "min": 9.63681e-05,
-    "max": 9.675170000000003e-05,
+    "seconds": 9.529305000000001e-05,
+    "min": 9.492370000000003e-05,
+    "max": 9.575430000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11441,15 +11613,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017953539999999995,
-    "min": 0.0001791292,
-    "max": 0.0001797525999999999,
+    "seconds": 0.00017670875000000007,
+    "min": 0.00017636759999999993,
+    "max": 0.00017695160000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00045661955,
-    "min": 0.0004556722000000001,
-    "max": 0.0004570095999999999,
+    "seconds": 0.00044249129999999993,
+    "min": 0.00044213529999999996,
+    "max": 0.0004431728999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11473,15 +11645,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00029138095000000004,
-    "min": 0.00029052990000000007,
-    "max": 0.00029208179999999997,
+    "seconds": 0.0002837438999999998,
+    "min": 0.0002836393,
+    "max": 0.0002859454999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00055733085,
-    "min": 0.0005570258000000001,
-    "max": 0.0005577656,
+    "seconds": 0.0005408449499999999,
+    "min": 0.0005404565000000001,
+    "max": 0.0005415811,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11505,15 +11677,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0006988547499999999,
-    "min": 0.0006976345000000001,
-    "max": 0.0006999027000000004,
+    "seconds": 0.0006896881500000002,
+    "min": 0.0006888995999999997,
+    "max": 0.0006906282000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00180449465,
-    "min": 0.0018027481,
-    "max": 0.0018049461000000002,
+    "seconds": 0.00174647695,
+    "min": 0.0017450492999999997,
+    "max": 0.0017477654999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11537,15 +11709,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00117192335,
-    "min": 0.0011697179000000001,
-    "max": 0.0011723940999999996,
+    "seconds": 0.00114185385,
+    "min": 0.0011405243,
+    "max": 0.0011425157999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0021628444,
-    "min": 0.0021623437000000004,
-    "max": 0.0021633442000000007,
+    "seconds": 0.0020996305,
+    "min": 0.0020982857999999995,
+    "max": 0.0021000359000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11569,15 +11741,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.470150000000001e-05,
-    "min": 3.4615199999999946e-05,
-    "max": 3.536630000000006e-05,
+    "seconds": 3.455529999999995e-05,
+    "min": 3.451829999999996e-05,
+    "max": 3.516150000000007e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010209590000000003,
-    "min": 0.00010146840000000005,
-    "max": 0.00010260439999999985,
+    "seconds": 9.998995e-05,
+    "min": 9.975679999999997e-05,
+    "max": 0.00010032049999999994,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11601,15 +11773,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.818345000000008e-05,
-    "min": 4.811219999999998e-05,
-    "max": 4.954440000000003e-05,
+    "seconds": 4.8298249999999995e-05,
+    "min": 4.827200000000005e-05,
+    "max": 4.9987e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.144755e-05,
-    "min": 7.135319999999997e-05,
-    "max": 7.249820000000006e-05,
+    "seconds": 7.162535000000006e-05,
+    "min": 7.151990000000005e-05,
+    "max": 7.326719999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11633,15 +11805,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017815434999999999,
-    "min": 0.00017781590000000007,
-    "max": 0.0001784056,
+    "seconds": 0.0001752533,
+    "min": 0.00017519419999999992,
+    "max": 0.0001754396,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004532525000000001,
-    "min": 0.00045269249999999994,
-    "max": 0.00045382739999999994,
+    "seconds": 0.00043881635,
+    "min": 0.00043847719999999996,
+    "max": 0.0004392213,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11665,15 +11837,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0003281903499999999,
-    "min": 0.00032729959999999996,
-    "max": 0.00032951639999999983,
+    "seconds": 0.0003199796999999999,
+    "min": 0.0003196837999999998,
+    "max": 0.00032131540000000005,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006219425000000001,
-    "min": 0.0006208402000000001,
-    "max": 0.0006224705999999998,
+    "seconds": 0.0006038419,
+    "min": 0.0006030971999999998,
+    "max": 0.0006042817,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11697,15 +11869,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.198039999999999e-05,
-    "min": 5.1900299999999954e-05,
-    "max": 5.2105400000000004e-05,
+    "seconds": 5.119350000000002e-05,
+    "min": 5.096639999999993e-05,
+    "max": 5.1417700000000055e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012459039999999997,
-    "min": 0.00012432910000000002,
-    "max": 0.0001247149000000001,
+    "seconds": 0.00012158225000000002,
+    "min": 0.00012122479999999998,
+    "max": 0.00012185190000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11729,15 +11901,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.834889999999993e-05,
-    "min": 6.742820000000003e-05,
-    "max": 7.003539999999998e-05,
+    "seconds": 6.760250000000002e-05,
+    "min": 6.648610000000013e-05,
+    "max": 6.937229999999994e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00013159309999999995,
-    "min": 0.00013075829999999988,
-    "max": 0.0001325337,
+    "seconds": 0.00013095999999999995,
+    "min": 0.0001304575,
+    "max": 0.0001312892,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11761,15 +11933,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00020120775000000008,
-    "min": 0.00020094750000000002,
-    "max": 0.00020150939999999994,
+    "seconds": 0.0001992591,
+    "min": 0.00019887949999999993,
+    "max": 0.0001999859,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004786320500000001,
-    "min": 0.00047839409999999997,
-    "max": 0.0004788318999999999,
+    "seconds": 0.00046707455,
+    "min": 0.0004664952000000001,
+    "max": 0.00046742380000000007,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11793,15 +11965,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0003884948,
-    "min": 0.0003877215000000003,
-    "max": 0.0003886193000000002,
+    "seconds": 0.00037748839999999985,
+    "min": 0.0003768628000000001,
+    "max": 0.00037824490000000016,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00063422385,
-    "min": 0.0006336081000000001,
-    "max": 0.0006344816,
+    "seconds": 0.00061541825,
+    "min": 0.0006144312000000001,
+    "max": 0.0006157183999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11825,15 +11997,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.963394999999996e-05,
-    "min": 7.94044e-05,
-    "max": 7.972060000000002e-05,
+    "seconds": 7.987325000000014e-05,
+    "min": 7.942399999999998e-05,
+    "max": 8.019190000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001436371,
-    "min": 0.00014327860000000006,
-    "max": 0.00014385260000000002,
+    "seconds": 0.00014256160000000005,
+    "min": 0.00014248050000000012,
+    "max": 0.00014280630000000082,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11857,15 +12029,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012626430000000006,
-    "min": 0.0001258907,
-    "max": 0.00012654400000000016,
+    "seconds": 0.0001225667999999999,
+    "min": 0.00012237749999999996,
+    "max": 0.00012298989999999984,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00017203320000000005,
-    "min": 0.00017167849999999999,
-    "max": 0.0001721934,
+    "seconds": 0.00016814519999999988,
+    "min": 0.00016791579999999998,
+    "max": 0.00016861470000000006,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11889,15 +12061,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0003083606,
-    "min": 0.00030770929999999997,
-    "max": 0.0003088019999999999,
+    "seconds": 0.00030718079999999994,
+    "min": 0.0003067882,
+    "max": 0.0003078376,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005567548499999999,
-    "min": 0.0005564783000000002,
-    "max": 0.0005576062999999999,
+    "seconds": 0.00055195245,
+    "min": 0.0005518046999999999,
+    "max": 0.0005524778,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11921,15 +12093,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0004826532500000001,
-    "min": 0.0004821536000000001,
-    "max": 0.0004831605,
+    "seconds": 0.00046944705000000024,
+    "min": 0.0004685484999999999,
+    "max": 0.0004701781999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006681516,
-    "min": 0.0006666818000000002,
-    "max": 0.0006696346000000001,
+    "seconds": 0.0006547344,
+    "min": 0.0006539982000000001,
+    "max": 0.0006569079000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11953,15 +12125,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.580800000000015e-06,
-    "min": 9.561800000000004e-06,
-    "max": 9.647900000000003e-06,
+    "seconds": 9.500799999999982e-06,
+    "min": 9.442700000000014e-06,
+    "max": 9.590599999999972e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.4380549999999994e-05,
-    "min": 1.4345699999999963e-05,
-    "max": 1.4518399999999996e-05,
+    "seconds": 1.4635149999999964e-05,
+    "min": 1.4572799999999962e-05,
+    "max": 1.4860800000000019e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11985,15 +12157,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.1270650000000206e-05,
-    "min": 2.125080000000006e-05,
-    "max": 2.1433299999999963e-05,
+    "seconds": 2.145935000000005e-05,
+    "min": 2.139860000000017e-05,
+    "max": 2.153289999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.990400000000003e-05,
-    "min": 1.9878199999999992e-05,
-    "max": 2.0025799999999957e-05,
+    "seconds": 2.0187349999999972e-05,
+    "min": 2.015979999999994e-05,
+    "max": 2.0374400000000013e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12017,15 +12189,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.192155000000001e-05,
-    "min": 5.1686599999999865e-05,
-    "max": 5.2216900000000025e-05,
+    "seconds": 5.104519999999997e-05,
+    "min": 5.0828800000000065e-05,
+    "max": 5.112609999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012595959999999997,
-    "min": 0.00012548510000000006,
-    "max": 0.0001262529,
+    "seconds": 0.00012303065,
+    "min": 0.0001228384,
+    "max": 0.00012334079999999994,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12049,15 +12221,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.990400000000003e-05,
-    "min": 7.780780000000004e-05,
-    "max": 8.216259999999995e-05,
+    "seconds": 7.894994999999999e-05,
+    "min": 7.769540000000002e-05,
+    "max": 7.96070000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00015811325,
-    "min": 0.00015769719999999998,
-    "max": 0.00015893880000000002,
+    "seconds": 0.00015591644999999997,
+    "min": 0.0001555295,
+    "max": 0.00015711720000000006,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12081,15 +12253,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3407600000000002e-05,
-    "min": 1.332769999999996e-05,
-    "max": 1.4159799999999996e-05,
+    "seconds": 1.3566499999999973e-05,
+    "min": 1.3520099999999967e-05,
+    "max": 1.4358399999999983e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.4774350000000014e-05,
-    "min": 3.4406100000000084e-05,
-    "max": 3.4946999999999976e-05,
+    "seconds": 3.399365e-05,
+    "min": 3.3775699999999996e-05,
+    "max": 3.4188400000000006e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12113,15 +12285,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.6937750000000008e-05,
-    "min": 2.690879999999992e-05,
-    "max": 2.7372799999999993e-05,
+    "seconds": 2.7297399999999923e-05,
+    "min": 2.7261500000000003e-05,
+    "max": 2.7802199999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.7568099999999988e-05,
-    "min": 2.7507300000000078e-05,
-    "max": 2.792309999999993e-05,
+    "seconds": 2.7611300000000004e-05,
+    "min": 2.7526500000000035e-05,
+    "max": 2.8172999999999935e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12145,15 +12317,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.084929999999999e-05,
-    "min": 8.070979999999996e-05,
-    "max": 8.119080000000008e-05,
+    "seconds": 8.001439999999997e-05,
+    "min": 7.98238000000001e-05,
+    "max": 8.014999999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014848270000000007,
-    "min": 0.0001483651,
-    "max": 0.00014870729999999992,
+    "seconds": 0.00014741594999999994,
+    "min": 0.0001466396,
+    "max": 0.00014746910000000007,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12177,15 +12349,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001415055,
-    "min": 0.0001412617999999998,
-    "max": 0.00014208960000000012,
+    "seconds": 0.0001374394,
+    "min": 0.00013729230000000012,
+    "max": 0.00013786680000000005,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00020259104999999998,
-    "min": 0.0002024283,
-    "max": 0.00020276590000000008,
+    "seconds": 0.00019687669999999998,
+    "min": 0.0001966143,
+    "max": 0.00019715869999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12209,15 +12381,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.5070299999999995e-05,
-    "min": 3.4822299999999994e-05,
-    "max": 3.5513300000000004e-05,
+    "seconds": 3.490694999999994e-05,
+    "min": 3.4425699999999984e-05,
+    "max": 3.4995300000000034e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.908795000000003e-05,
-    "min": 5.891210000000005e-05,
-    "max": 5.924809999999999e-05,
+    "seconds": 5.922094999999992e-05,
+    "min": 5.914879999999996e-05,
+    "max": 5.952969999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12241,15 +12413,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.540325000000002e-05,
-    "min": 4.5253799999999977e-05,
-    "max": 4.5648199999999954e-05,
+    "seconds": 4.52703e-05,
+    "min": 4.5190700000000014e-05,
+    "max": 4.5535899999999904e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.248470000000003e-05,
-    "min": 5.202589999999998e-05,
-    "max": 5.3023700000000005e-05,
+    "seconds": 5.299979999999999e-05,
+    "min": 5.270770000000002e-05,
+    "max": 5.3481799999999987e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12273,15 +12445,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015364014999999997,
-    "min": 0.00015350810000000015,
-    "max": 0.00015401390000000003,
+    "seconds": 0.00015275335000000006,
+    "min": 0.0001522074,
+    "max": 0.00015304000000000007,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00021476505000000003,
-    "min": 0.0002142406,
-    "max": 0.0002150651,
+    "seconds": 0.00021610930000000002,
+    "min": 0.00021557660000000003,
+    "max": 0.00021657720000000006,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12305,15 +12477,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00020090564999999995,
-    "min": 0.00020071980000000008,
-    "max": 0.00020107479999999976,
+    "seconds": 0.00019664715000000007,
+    "min": 0.00019606850000000007,
+    "max": 0.00019695120000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0002296032,
-    "min": 0.00022928709999999987,
-    "max": 0.00022970459999999991,
+    "seconds": 0.0002265237000000001,
+    "min": 0.00022588400000000003,
+    "max": 0.00022679050000000016,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12337,15 +12509,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.388700000000012e-06,
-    "min": 6.371299999999996e-06,
-    "max": 6.431999999999971e-06,
+    "seconds": 6.390399999999977e-06,
+    "min": 6.345600000000081e-06,
+    "max": 6.415999999999997e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.222400000000017e-06,
-    "min": 6.208200000000079e-06,
-    "max": 6.262400000000025e-06,
+    "seconds": 6.22560000000002e-06,
+    "min": 6.214200000000006e-06,
+    "max": 6.2783999999999414e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12369,15 +12541,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3670600000000025e-05,
-    "min": 1.3632300000000032e-05,
-    "max": 1.3686699999999975e-05,
+    "seconds": 1.3598250000000013e-05,
+    "min": 1.3558500000000038e-05,
+    "max": 1.3622800000000028e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.575999999999998e-06,
-    "min": 9.570900000000029e-06,
-    "max": 9.590399999999977e-06,
+    "seconds": 9.542400000000009e-06,
+    "min": 9.5265e-06,
+    "max": 9.59659999999999e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12401,15 +12573,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4638150000000037e-05,
-    "min": 1.4579000000000041e-05,
-    "max": 1.5382399999999963e-05,
+    "seconds": 1.4584000000000032e-05,
+    "min": 1.4579300000000103e-05,
+    "max": 1.527679999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.1506850000000106e-05,
-    "min": 3.12733999999999e-05,
-    "max": 3.165109999999997e-05,
+    "seconds": 3.0966349999999945e-05,
+    "min": 3.080019999999993e-05,
+    "max": 3.109790000000006e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12433,15 +12605,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.430704999999993e-05,
-    "min": 3.4291299999999913e-05,
-    "max": 3.454420000000004e-05,
+    "seconds": 3.439179999999995e-05,
+    "min": 3.435320000000004e-05,
+    "max": 3.4527699999999944e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.360140000000001e-05,
-    "min": 3.351980000000001e-05,
-    "max": 3.38049e-05,
+    "seconds": 3.3948599999999975e-05,
+    "min": 3.386820000000005e-05,
+    "max": 3.4099e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12465,15 +12637,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1030600000000038e-05,
-    "min": 1.099840000000007e-05,
-    "max": 1.1177600000000018e-05,
+    "seconds": 1.1089549999999996e-05,
+    "min": 1.0960100000000012e-05,
+    "max": 1.1270099999999935e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.1595250000000033e-05,
-    "min": 1.1520100000000047e-05,
-    "max": 1.1721600000000057e-05,
+    "seconds": 1.157420000000003e-05,
+    "min": 1.1497699999999963e-05,
+    "max": 1.1772799999999915e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12497,15 +12669,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.1170999999999937e-05,
-    "min": 2.1152000000000034e-05,
-    "max": 2.1180700000000036e-05,
+    "seconds": 2.115835000000003e-05,
+    "min": 2.1142600000000017e-05,
+    "max": 2.1187300000000094e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.6344099999999985e-05,
-    "min": 1.6326399999999966e-05,
-    "max": 1.641280000000006e-05,
+    "seconds": 1.6316649999999992e-05,
+    "min": 1.628490000000006e-05,
+    "max": 1.6339200000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12529,15 +12701,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.7177650000000045e-05,
-    "min": 3.7017699999999956e-05,
-    "max": 3.727579999999999e-05,
+    "seconds": 3.656775000000003e-05,
+    "min": 3.643200000000004e-05,
+    "max": 3.666860000000015e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.645274999999995e-05,
-    "min": 5.621090000000001e-05,
-    "max": 5.678689999999998e-05,
+    "seconds": 5.645940000000002e-05,
+    "min": 5.634889999999996e-05,
+    "max": 5.658209999999992e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12561,15 +12733,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.0138750000000025e-05,
-    "min": 6.0035100000000106e-05,
-    "max": 6.055950000000004e-05,
+    "seconds": 6.0284550000000005e-05,
+    "min": 6.016000000000017e-05,
+    "max": 6.045089999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.518890000000002e-05,
-    "min": 6.446710000000005e-05,
-    "max": 6.588440000000002e-05,
+    "seconds": 6.539704999999995e-05,
+    "min": 6.523960000000005e-05,
+    "max": 6.566389999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12593,15 +12765,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.220639999999999e-05,
-    "min": 2.2133899999999937e-05,
-    "max": 2.2882600000000014e-05,
+    "seconds": 2.20096e-05,
+    "min": 2.195230000000006e-05,
+    "max": 2.2620700000000056e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.5903949999999983e-05,
-    "min": 3.56125e-05,
-    "max": 3.601619999999999e-05,
+    "seconds": 3.534390000000001e-05,
+    "min": 3.500830000000001e-05,
+    "max": 3.536650000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12625,15 +12797,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.580150000000004e-05,
-    "min": 3.577329999999997e-05,
-    "max": 3.586840000000008e-05,
+    "seconds": 3.5900650000000024e-05,
+    "min": 3.587840000000001e-05,
+    "max": 3.597109999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.944655e-05,
-    "min": 2.9311699999999965e-05,
-    "max": 2.9555399999999985e-05,
+    "seconds": 2.9736049999999978e-05,
+    "min": 2.9680000000000017e-05,
+    "max": 2.97758e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12657,15 +12829,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.120804999999996e-05,
-    "min": 7.099110000000003e-05,
-    "max": 7.138880000000003e-05,
+    "seconds": 7.031035000000001e-05,
+    "min": 7.015070000000003e-05,
+    "max": 7.034950000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011218625000000006,
-    "min": 0.00011203590000000007,
-    "max": 0.00011263329999999992,
+    "seconds": 0.00011247905000000002,
+    "min": 0.00011218900000000002,
+    "max": 0.00011309420000000011,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12689,15 +12861,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011951649999999999,
-    "min": 0.00011935009999999994,
-    "max": 0.00012000600000000012,
+    "seconds": 0.00011818700000000007,
+    "min": 0.00011805109999999998,
+    "max": 0.00011848350000000006,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00013136889999999996,
-    "min": 0.00013097330000000007,
-    "max": 0.0001315264,
+    "seconds": 0.00012940009999999998,
+    "min": 0.00012923809999999998,
+    "max": 0.00012978890000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12721,15 +12893,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.249500000000057e-06,
-    "min": 7.206100000000038e-06,
-    "max": 7.302400000000012e-06,
+    "seconds": 7.27030000000002e-06,
+    "min": 7.199699999999985e-06,
+    "max": 7.305499999999984e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.4175000000000525e-06,
-    "min": 6.403299999999944e-06,
-    "max": 6.464200000000028e-06,
+    "seconds": 6.430399999999987e-06,
+    "min": 6.422499999999991e-06,
+    "max": 6.486500000000024e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12753,15 +12925,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.6627300000000026e-05,
-    "min": 1.661749999999994e-05,
-    "max": 1.6653300000000046e-05,
+    "seconds": 1.6617650000000025e-05,
+    "min": 1.659519999999998e-05,
+    "max": 1.663390000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.572749999999979e-06,
-    "min": 6.559899999999982e-06,
-    "max": 6.607700000000091e-06,
+    "seconds": 6.563200000000041e-06,
+    "min": 6.5568000000000776e-06,
+    "max": 6.585399999999936e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12785,15 +12957,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.171369999999999e-05,
-    "min": 1.1654200000000015e-05,
-    "max": 1.1881500000000006e-05,
+    "seconds": 1.170379999999991e-05,
+    "min": 1.1638499999999977e-05,
+    "max": 1.1881600000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.2359999999999956e-05,
-    "min": 1.2297700000000021e-05,
-    "max": 1.2428900000000043e-05,
+    "seconds": 1.2356799999999929e-05,
+    "min": 1.2258999999999946e-05,
+    "max": 1.2563200000000099e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12817,15 +12989,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.3169700000000035e-05,
-    "min": 4.314220000000012e-05,
-    "max": 4.3177999999999904e-05,
+    "seconds": 4.318059999999999e-05,
+    "min": 4.315239999999993e-05,
+    "max": 4.319599999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.771209999999996e-05,
-    "min": 1.762560000000001e-05,
-    "max": 1.783050000000004e-05,
+    "seconds": 1.7590400000000024e-05,
+    "min": 1.7526599999999986e-05,
+    "max": 1.7622299999999904e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12849,15 +13021,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.2358749999999983e-05,
-    "min": 2.2326300000000017e-05,
-    "max": 2.2732700000000044e-05,
+    "seconds": 2.2414600000000014e-05,
+    "min": 2.2400099999999962e-05,
+    "max": 2.269120000000007e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.2648000000000065e-05,
-    "min": 2.2572500000000035e-05,
-    "max": 2.2745499999999903e-05,
+    "seconds": 2.2688099999999997e-05,
+    "min": 2.2642999999999915e-05,
+    "max": 2.287679999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12881,15 +13053,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.095510000000001e-05,
-    "min": 5.0928600000000006e-05,
-    "max": 5.100179999999999e-05,
+    "seconds": 5.105915000000001e-05,
+    "min": 5.101399999999996e-05,
+    "max": 5.108410000000006e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.1475250000000004e-05,
-    "min": 2.136329999999998e-05,
-    "max": 2.1542300000000022e-05,
+    "seconds": 2.165779999999994e-05,
+    "min": 2.1609500000000027e-05,
+    "max": 2.1676799999999955e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12913,15 +13085,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.431684999999999e-05,
-    "min": 5.400900000000001e-05,
-    "max": 5.446029999999997e-05,
+    "seconds": 5.377014999999999e-05,
+    "min": 5.350069999999991e-05,
+    "max": 5.3961999999999935e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.343050000000007e-05,
-    "min": 7.30974e-05,
-    "max": 7.349709999999997e-05,
+    "seconds": 7.244665e-05,
+    "min": 7.235970000000007e-05,
+    "max": 7.274269999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12945,15 +13117,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015546015,
-    "min": 0.00015528620000000004,
-    "max": 0.0001557821,
+    "seconds": 0.00015563524999999997,
+    "min": 0.00015552510000000014,
+    "max": 0.0001558713000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.605315000000004e-05,
-    "min": 6.591959999999996e-05,
-    "max": 6.613390000000006e-05,
+    "seconds": 6.569159999999998e-05,
+    "min": 6.561570000000004e-05,
+    "max": 6.588860000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12978,15 +13150,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.601749999999986e-06,
-    "min": 6.59190000000001e-06,
-    "max": 6.614500000000032e-06,
+    "seconds": 6.615950000000078e-06,
+    "min": 6.585399999999982e-06,
+    "max": 6.6365999999999984e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.0960149999999977e-05,
-    "min": 1.0937400000000025e-05,
-    "max": 1.1023999999999932e-05,
+    "seconds": 1.0956600000000027e-05,
+    "min": 1.0915300000000002e-05,
+    "max": 1.0982400000000007e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13011,15 +13183,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.0300599999999964e-05,
-    "min": 1.02878999999999e-05,
-    "max": 1.0316700000000106e-05,
+    "seconds": 1.0300749999999988e-05,
+    "min": 1.0262400000000002e-05,
+    "max": 1.0329600000000051e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.3011149999999988e-05,
-    "min": 1.299840000000006e-05,
-    "max": 1.3056300000000077e-05,
+    "seconds": 1.2985799999999858e-05,
+    "min": 1.2947200000000156e-05,
+    "max": 1.3049400000000058e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13044,15 +13216,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.443150000000014e-06,
-    "min": 8.409500000000013e-06,
-    "max": 8.51210000000001e-06,
+    "seconds": 8.510500000000013e-06,
+    "min": 8.489400000000034e-06,
+    "max": 8.556899999999974e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.3007999999999927e-05,
-    "min": 1.2988900000000058e-05,
-    "max": 1.3046299999999974e-05,
+    "seconds": 1.3080099999999909e-05,
+    "min": 1.3046399999999926e-05,
+    "max": 1.308489999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13077,15 +13249,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4409750000000019e-05,
-    "min": 1.4384200000000034e-05,
-    "max": 1.4851099999999986e-05,
+    "seconds": 1.4435500000000001e-05,
+    "min": 1.4378100000000019e-05,
+    "max": 1.4986099999999965e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.6153600000000085e-05,
-    "min": 1.6089699999999993e-05,
-    "max": 1.635520000000006e-05,
+    "seconds": 1.5982450000000015e-05,
+    "min": 1.5939300000000025e-05,
+    "max": 1.6131199999999992e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13110,15 +13282,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.5328000000000013e-05,
-    "min": 1.5264099999999995e-05,
-    "max": 1.5459400000000007e-05,
+    "seconds": 1.5353750000000005e-05,
+    "min": 1.533209999999998e-05,
+    "max": 1.5426999999999986e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.9865399999999906e-05,
-    "min": 2.97375e-05,
-    "max": 3.0204899999999986e-05,
+    "seconds": 2.9496150000000024e-05,
+    "min": 2.9209599999999874e-05,
+    "max": 2.9590500000000035e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13143,15 +13315,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.378095000000002e-05,
-    "min": 2.372170000000001e-05,
-    "max": 2.3900599999999996e-05,
+    "seconds": 2.3795399999999992e-05,
+    "min": 2.3725399999999968e-05,
+    "max": 2.4099300000000015e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.6991949999999984e-05,
-    "min": 3.6847399999999846e-05,
-    "max": 3.7417599999999904e-05,
+    "seconds": 3.624345e-05,
+    "min": 3.609609999999998e-05,
+    "max": 3.6415899999999985e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13176,15 +13348,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.2315149999999972e-05,
-    "min": 2.21851e-05,
-    "max": 2.2528200000000016e-05,
+    "seconds": 2.232325e-05,
+    "min": 2.2236900000000038e-05,
+    "max": 2.2448499999999956e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.29056e-05,
-    "min": 5.276799999999999e-05,
-    "max": 5.3253899999999975e-05,
+    "seconds": 5.1836700000000045e-05,
+    "min": 5.168360000000002e-05,
+    "max": 5.219500000000014e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13209,15 +13381,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.082739999999997e-05,
-    "min": 4.0643200000000004e-05,
-    "max": 4.093780000000002e-05,
+    "seconds": 4.053575000000003e-05,
+    "min": 4.0384299999999904e-05,
+    "max": 4.0659299999999965e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.369904999999988e-05,
-    "min": 6.351010000000003e-05,
-    "max": 6.383059999999982e-05,
+    "seconds": 6.266144999999998e-05,
+    "min": 6.229400000000001e-05,
+    "max": 6.280280000000012e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13242,15 +13414,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.0057400000000035e-05,
-    "min": 2.997420000000001e-05,
-    "max": 3.0211199999999993e-05,
+    "seconds": 3.0024000000000003e-05,
+    "min": 2.9954700000000006e-05,
+    "max": 3.005780000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.881615000000002e-05,
-    "min": 7.863269999999997e-05,
-    "max": 7.909390000000003e-05,
+    "seconds": 7.691550000000003e-05,
+    "min": 7.670070000000006e-05,
+    "max": 7.735449999999995e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13275,15 +13447,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.958665e-05,
-    "min": 4.950679999999996e-05,
-    "max": 4.9850400000000006e-05,
+    "seconds": 4.945414999999996e-05,
+    "min": 4.923860000000001e-05,
+    "max": 4.957760000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.962184999999998e-05,
-    "min": 8.935659999999991e-05,
-    "max": 8.984629999999995e-05,
+    "seconds": 8.764824999999999e-05,
+    "min": 8.750720000000008e-05,
+    "max": 8.781229999999993e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13308,15 +13480,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.1868700000000035e-05,
-    "min": 4.169989999999999e-05,
-    "max": 4.1974599999999996e-05,
+    "seconds": 4.1448200000000014e-05,
+    "min": 4.1322100000000036e-05,
+    "max": 4.177019999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.768420000000002e-05,
-    "min": 9.754550000000001e-05,
-    "max": 9.848639999999994e-05,
+    "seconds": 9.650600000000003e-05,
+    "min": 9.633609999999989e-05,
+    "max": 9.681249999999987e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13341,15 +13513,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.104695000000001e-05,
-    "min": 8.086340000000004e-05,
-    "max": 8.114260000000005e-05,
+    "seconds": 7.994705000000002e-05,
+    "min": 7.973789999999998e-05,
+    "max": 8.010230000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011674595000000002,
-    "min": 0.00011667740000000017,
-    "max": 0.00011703450000000001,
+    "seconds": 0.00011544295000000005,
+    "min": 0.00011517740000000005,
+    "max": 0.00011575210000000011,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13374,15 +13546,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.595985e-05,
-    "min": 7.586169999999998e-05,
-    "max": 7.609580000000001e-05,
+    "seconds": 7.593119999999999e-05,
+    "min": 7.567090000000002e-05,
+    "max": 7.607999999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019335565000000004,
-    "min": 0.00019311659999999995,
-    "max": 0.0001935715000000001,
+    "seconds": 0.0001890507,
+    "min": 0.0001886941999999999,
+    "max": 0.00019015889999999993,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13407,15 +13579,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012682714999999998,
-    "min": 0.00012667810000000003,
-    "max": 0.00012695040000000002,
+    "seconds": 0.0001254150500000001,
+    "min": 0.0001252351,
+    "max": 0.0001254876,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00021857515000000004,
-    "min": 0.00021815630000000005,
-    "max": 0.00021889710000000013,
+    "seconds": 0.00021435290000000005,
+    "min": 0.00021413100000000005,
+    "max": 0.00021461840000000016,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13440,15 +13612,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010305445,
-    "min": 0.0001028161,
-    "max": 0.00010319699999999993,
+    "seconds": 0.00010274869999999997,
+    "min": 0.00010248340000000003,
+    "max": 0.0001032119,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00024413565000000017,
-    "min": 0.00024380480000000014,
-    "max": 0.00024441480000000004,
+    "seconds": 0.00024190870000000006,
+    "min": 0.00024157040000000012,
+    "max": 0.0002422432999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13473,15 +13645,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00020297505000000009,
-    "min": 0.0002028341,
-    "max": 0.00020317029999999996,
+    "seconds": 0.00020036085000000009,
+    "min": 0.00020033349999999998,
+    "max": 0.0002005831000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0002916506,
-    "min": 0.0002914405000000001,
-    "max": 0.0002917231,
+    "seconds": 0.00028956825,
+    "min": 0.0002891419999999999,
+    "max": 0.00028980050000000006,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13501,9 +13673,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.977700000000021e-06,
-    "min": 6.94719999999993e-06,
-    "max": 7.008000000000016e-06,
+    "seconds": 7.083200000000005e-06,
+    "min": 7.071899999999959e-06,
+    "max": 7.158299999999963e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -13529,15 +13701,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.923100000000022e-06,
-    "min": 6.870500000000015e-06,
-    "max": 6.960099999999966e-06,
+    "seconds": 6.931249999999989e-06,
+    "min": 6.905299999999988e-06,
+    "max": 7.007999999999811e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.203150000000005e-06,
-    "min": 3.196799999999985e-06,
-    "max": 3.2255999999999857e-06,
+    "seconds": 3.164799999999957e-06,
+    "min": 3.161599999999976e-06,
+    "max": 3.1905000000000426e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13557,9 +13729,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.851050000000054e-06,
-    "min": 7.824300000000006e-06,
-    "max": 7.859300000000167e-06,
+    "seconds": 7.564699999999994e-06,
+    "min": 7.535699999999998e-06,
+    "max": 7.612899999999978e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -13585,15 +13757,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.60799999999997e-06,
-    "min": 7.440299999999889e-06,
-    "max": 7.632000000000016e-06,
+    "seconds": 7.241650000000033e-06,
+    "min": 7.2351000000000334e-06,
+    "max": 7.305899999999929e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.654350000000023e-06,
-    "min": 4.646399999999982e-06,
-    "max": 4.671999999999991e-06,
+    "seconds": 4.812799999999992e-06,
+    "min": 4.787299999999982e-06,
+    "max": 4.84480000000001e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13613,9 +13785,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1318400000000054e-05,
-    "min": 1.1273800000000063e-05,
-    "max": 1.1526399999999968e-05,
+    "seconds": 1.1099300000000062e-05,
+    "min": 1.1052499999999952e-05,
+    "max": 1.118710000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -13641,15 +13813,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.563100000000003e-06,
-    "min": 9.475100000000065e-06,
-    "max": 9.603299999999966e-06,
+    "seconds": 9.409550000000024e-06,
+    "min": 9.385699999999997e-06,
+    "max": 9.423800000000006e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.501614999999996e-05,
-    "min": 1.499819999999993e-05,
-    "max": 1.5040000000000008e-05,
+    "seconds": 1.5134449999999968e-05,
+    "min": 1.5116799999999989e-05,
+    "max": 1.5152000000000044e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13669,9 +13841,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3839949999999976e-05,
-    "min": 1.379500000000004e-05,
-    "max": 1.3932999999999971e-05,
+    "seconds": 1.3695799999999992e-05,
+    "min": 1.3670499999999946e-05,
+    "max": 1.3750300000000038e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -13697,15 +13869,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.2877000000000004e-05,
-    "min": 1.2873500000000023e-05,
-    "max": 1.295690000000002e-05,
+    "seconds": 1.2822449999999969e-05,
+    "min": 1.2806399999999997e-05,
+    "max": 1.2866999999999974e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.05594999999999e-06,
-    "min": 8.047899999999993e-06,
-    "max": 8.07349999999999e-06,
+    "seconds": 8.105449999999995e-06,
+    "min": 8.092899999999963e-06,
+    "max": 8.124899999999979e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13725,9 +13897,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.646715000000004e-05,
-    "min": 1.6361600000000033e-05,
-    "max": 1.6687999999999976e-05,
+    "seconds": 1.6124700000000025e-05,
+    "min": 1.6054300000000013e-05,
+    "max": 1.6153200000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -13753,15 +13925,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4734550000000013e-05,
-    "min": 1.4624100000000067e-05,
-    "max": 1.4883100000000037e-05,
+    "seconds": 1.4596749999999963e-05,
+    "min": 1.4566300000000025e-05,
+    "max": 1.4652900000000044e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.498079999999995e-05,
-    "min": 1.4969500000000006e-05,
-    "max": 1.4998299999999951e-05,
+    "seconds": 1.510405000000004e-05,
+    "min": 1.5097699999999986e-05,
+    "max": 1.5133100000000013e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13781,9 +13953,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.3430599999999984e-05,
-    "min": 4.306890000000008e-05,
-    "max": 4.350200000000002e-05,
+    "seconds": 4.350240000000001e-05,
+    "min": 4.339849999999998e-05,
+    "max": 4.3723999999999956e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -13809,15 +13981,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.9078550000000027e-05,
-    "min": 2.8820099999999992e-05,
-    "max": 2.9154999999999974e-05,
+    "seconds": 2.889124999999996e-05,
+    "min": 2.8829000000000018e-05,
+    "max": 2.9075700000000027e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.614660000000003e-05,
-    "min": 5.611440000000002e-05,
-    "max": 5.624959999999999e-05,
+    "seconds": 5.6446800000000064e-05,
+    "min": 5.6282200000000015e-05,
+    "max": 5.6623900000000025e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13837,9 +14009,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.11652e-05,
-    "min": 6.098219999999998e-05,
-    "max": 6.18106e-05,
+    "seconds": 6.0746100000000025e-05,
+    "min": 6.0058e-05,
+    "max": 6.117749999999991e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -13865,15 +14037,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.910895000000002e-05,
-    "min": 3.908150000000005e-05,
-    "max": 3.927669999999995e-05,
+    "seconds": 3.947859999999997e-05,
+    "min": 3.934689999999998e-05,
+    "max": 3.9573900000000024e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.881454999999999e-05,
-    "min": 2.8793399999999974e-05,
-    "max": 2.888640000000003e-05,
+    "seconds": 2.907834999999993e-05,
+    "min": 2.8793599999999947e-05,
+    "max": 2.914540000000006e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13893,9 +14065,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.9553300000000045e-05,
-    "min": 5.948089999999994e-05,
-    "max": 5.985579999999999e-05,
+    "seconds": 5.9684850000000005e-05,
+    "min": 5.9386e-05,
+    "max": 5.9734e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -13921,15 +14093,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.1416549999999996e-05,
-    "min": 4.12578999999999e-05,
-    "max": 4.15836e-05,
+    "seconds": 4.126100000000001e-05,
+    "min": 4.106890000000006e-05,
+    "max": 4.146209999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.6335999999999963e-05,
-    "min": 5.6278700000000014e-05,
-    "max": 5.6438400000000005e-05,
+    "seconds": 5.63918e-05,
+    "min": 5.6303399999999946e-05,
+    "max": 5.6828399999999986e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13949,9 +14121,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012946849999999997,
-    "min": 0.0001287806,
-    "max": 0.00012982630000000003,
+    "seconds": 0.00013388345000000005,
+    "min": 0.0001332706,
+    "max": 0.0001350212,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -13977,15 +14149,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.374179999999997e-05,
-    "min": 7.364440000000003e-05,
-    "max": 7.38236e-05,
+    "seconds": 7.443710000000004e-05,
+    "min": 7.433979999999997e-05,
+    "max": 7.459619999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00022052290000000002,
-    "min": 0.00022040479999999997,
-    "max": 0.00022062510000000002,
+    "seconds": 0.00022041619999999999,
+    "min": 0.00022035470000000005,
+    "max": 0.0002205159999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14007,15 +14179,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.470700000000002e-05,
-    "min": 2.4595300000000032e-05,
-    "max": 2.513879999999997e-05,
+    "seconds": 2.466220000000002e-05,
+    "min": 2.452120000000001e-05,
+    "max": 2.4838500000000054e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.1014250000000014e-05,
-    "min": 5.0860300000000005e-05,
-    "max": 5.125100000000001e-05,
+    "seconds": 5.011989999999999e-05,
+    "min": 4.9785400000000094e-05,
+    "max": 5.0352100000000016e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14037,15 +14209,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.1108450000000004e-05,
-    "min": 5.0982200000000144e-05,
-    "max": 5.1215400000000004e-05,
+    "seconds": 5.0122100000000026e-05,
+    "min": 5.0041600000000006e-05,
+    "max": 5.0259299999999975e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.4601500000000012e-05,
-    "min": 2.424329999999991e-05,
-    "max": 2.4675e-05,
+    "seconds": 2.4467149999999958e-05,
+    "min": 2.423680000000004e-05,
+    "max": 2.471990000000005e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14070,15 +14242,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010318070000000002,
-    "min": 0.0001029172,
-    "max": 0.0001034021,
+    "seconds": 0.00010132334999999996,
+    "min": 0.00010120630000000005,
+    "max": 0.00010160709999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001461039,
-    "min": 0.0001459482,
-    "max": 0.00014630300000000005,
+    "seconds": 0.00014469965000000004,
+    "min": 0.00014443410000000001,
+    "max": 0.00014491900000000013,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14103,15 +14275,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001613392,
-    "min": 0.0001610179,
-    "max": 0.00016145450000000017,
+    "seconds": 0.00015806580000000004,
+    "min": 0.00015771560000000007,
+    "max": 0.0001581534000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00017238884999999995,
-    "min": 0.00017210170000000024,
-    "max": 0.00017244760000000012,
+    "seconds": 0.00017186375000000027,
+    "min": 0.0001710466,
+    "max": 0.0001720901,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14135,15 +14307,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.803950000000004e-05,
-    "min": 3.796200000000002e-05,
-    "max": 3.821069999999998e-05,
+    "seconds": 3.775999999999999e-05,
+    "min": 3.7618800000000034e-05,
+    "max": 3.787569999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010618399999999986,
-    "min": 0.00010592930000000002,
-    "max": 0.00010671309999999989,
+    "seconds": 0.00010550200000000002,
+    "min": 0.00010500180000000009,
+    "max": 0.00010590419999999991,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14167,15 +14339,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00023897825000000002,
-    "min": 0.00023856610000000012,
-    "max": 0.00023937209999999996,
+    "seconds": 0.0002359159500000001,
+    "min": 0.00023556159999999992,
+    "max": 0.00023614490000000007,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005579167499999999,
-    "min": 0.0005575776000000001,
-    "max": 0.0005587557000000001,
+    "seconds": 0.0005540076999999998,
+    "min": 0.0005533209,
+    "max": 0.0005544551000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14197,15 +14369,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.724874999999999e-05,
-    "min": 3.7062599999999986e-05,
-    "max": 3.749080000000001e-05,
+    "seconds": 3.696830000000004e-05,
+    "min": 3.688969999999998e-05,
+    "max": 3.715840000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.3339e-05,
-    "min": 5.2982199999999955e-05,
-    "max": 5.351999999999999e-05,
+    "seconds": 5.3170899999999996e-05,
+    "min": 5.2978699999999954e-05,
+    "max": 5.3673499999999946e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14227,15 +14399,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.923349999999999e-05,
-    "min": 1.90813e-05,
-    "max": 1.9440399999999988e-05,
+    "seconds": 1.9146949999999995e-05,
+    "min": 1.89664e-05,
+    "max": 1.9193600000000016e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.743165000000003e-05,
-    "min": 2.7344199999999944e-05,
-    "max": 2.781410000000001e-05,
+    "seconds": 2.7518300000000058e-05,
+    "min": 2.7392000000000042e-05,
+    "max": 2.7577699999999985e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14257,15 +14429,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.3598300000000007e-05,
-    "min": 3.3520100000000005e-05,
-    "max": 3.381059999999998e-05,
+    "seconds": 3.335645000000003e-05,
+    "min": 3.325770000000001e-05,
+    "max": 3.3427600000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.728960000000001e-05,
-    "min": 4.703709999999996e-05,
-    "max": 4.763259999999998e-05,
+    "seconds": 4.7324599999999984e-05,
+    "min": 4.72001e-05,
+    "max": 4.794580000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14287,15 +14459,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4129649999999983e-05,
-    "min": 2.3942100000000006e-05,
-    "max": 2.4217899999999977e-05,
+    "seconds": 2.398019999999997e-05,
+    "min": 2.3884799999999904e-05,
+    "max": 2.416640000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.2063999999999997e-05,
-    "min": 3.199019999999996e-05,
-    "max": 3.22459e-05,
+    "seconds": 3.171990000000004e-05,
+    "min": 3.165759999999998e-05,
+    "max": 3.191339999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14315,15 +14487,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.342799999999995e-05,
-    "min": 3.336330000000002e-05,
-    "max": 3.392020000000001e-05,
+    "seconds": 3.3266149999999986e-05,
+    "min": 3.3080900000000024e-05,
+    "max": 3.3347599999999965e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.753835e-05,
-    "min": 4.7445899999999986e-05,
-    "max": 4.7808e-05,
+    "seconds": 4.78322e-05,
+    "min": 4.758019999999995e-05,
+    "max": 4.8304300000000106e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14343,15 +14515,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.899155e-05,
-    "min": 1.896600000000003e-05,
-    "max": 1.9094600000000002e-05,
+    "seconds": 1.8867150000000018e-05,
+    "min": 1.8751599999999985e-05,
+    "max": 1.8898999999999976e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.6337299999999996e-05,
-    "min": 2.6140800000000012e-05,
-    "max": 2.6578600000000027e-05,
+    "seconds": 2.6022199999999986e-05,
+    "min": 2.5788799999999854e-05,
+    "max": 2.6284799999999983e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14371,15 +14543,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.339615000000003e-05,
-    "min": 3.318649999999996e-05,
-    "max": 3.343259999999997e-05,
+    "seconds": 3.3131100000000005e-05,
+    "min": 3.288629999999996e-05,
+    "max": 3.322880000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.7479399999999985e-05,
-    "min": 4.7250900000000046e-05,
-    "max": 4.7968199999999986e-05,
+    "seconds": 4.7668600000000006e-05,
+    "min": 4.745590000000002e-05,
+    "max": 4.8166000000000053e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14399,15 +14571,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.8406249999999983e-05,
-    "min": 1.8288000000000056e-05,
-    "max": 1.851519999999998e-05,
+    "seconds": 1.8270200000000007e-05,
+    "min": 1.8108699999999998e-05,
+    "max": 1.8329899999999975e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.450544999999999e-05,
-    "min": 2.4370600000000024e-05,
-    "max": 2.46427e-05,
+    "seconds": 2.4492849999999933e-05,
+    "min": 2.431689999999994e-05,
+    "max": 2.498890000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14427,15 +14599,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.3711099999999976e-05,
-    "min": 3.336619999999999e-05,
-    "max": 3.376589999999994e-05,
+    "seconds": 3.3470350000000014e-05,
+    "min": 3.3380099999999955e-05,
+    "max": 3.36384e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.763434999999998e-05,
-    "min": 4.698830000000004e-05,
-    "max": 4.807280000000002e-05,
+    "seconds": 4.741774999999997e-05,
+    "min": 4.7062200000000005e-05,
+    "max": 4.766070000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14455,15 +14627,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.938535000000005e-05,
-    "min": 1.9244599999999968e-05,
-    "max": 1.942399999999998e-05,
+    "seconds": 1.9300800000000044e-05,
+    "min": 1.922219999999993e-05,
+    "max": 1.9481999999999994e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.464625000000005e-05,
-    "min": 2.448610000000001e-05,
-    "max": 2.49913e-05,
+    "seconds": 2.4455899999999974e-05,
+    "min": 2.4288200000000006e-05,
+    "max": 2.4668899999999987e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14485,15 +14657,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.8258900000000006e-05,
-    "min": 4.7807299999999945e-05,
-    "max": 4.833940000000004e-05,
+    "seconds": 4.760275000000001e-05,
+    "min": 4.741070000000001e-05,
+    "max": 4.7689700000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.684935000000001e-05,
-    "min": 3.643169999999998e-05,
-    "max": 3.727579999999996e-05,
+    "seconds": 3.659690000000001e-05,
+    "min": 3.6380500000000124e-05,
+    "max": 3.712049999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14515,15 +14687,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.012594999999998e-05,
-    "min": 2.9810799999999962e-05,
-    "max": 3.0316099999999993e-05,
+    "seconds": 2.9892800000000033e-05,
+    "min": 2.9734199999999997e-05,
+    "max": 3.0028699999999993e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.0935850000000007e-05,
-    "min": 2.0828700000000013e-05,
-    "max": 2.104950000000001e-05,
+    "seconds": 2.0843099999999956e-05,
+    "min": 2.0579100000000018e-05,
+    "max": 2.0982600000000025e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14551,9 +14723,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.7606849999999976e-05,
-    "min": 4.738260000000006e-05,
-    "max": 4.7826800000000014e-05,
+    "seconds": 4.767005e-05,
+    "min": 4.742120000000005e-05,
+    "max": 4.8112300000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14587,9 +14759,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4431749999999975e-05,
-    "min": 2.42779e-05,
-    "max": 2.460450000000003e-05,
+    "seconds": 2.435365e-05,
+    "min": 2.42625e-05,
+    "max": 2.4543600000000034e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14623,15 +14795,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.773369999999997e-05,
-    "min": 4.765999999999995e-05,
-    "max": 4.78269e-05,
+    "seconds": 4.781275000000005e-05,
+    "min": 4.765110000000001e-05,
+    "max": 4.8054600000000006e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.505029999999995e-05,
-    "min": 9.488880000000013e-05,
-    "max": 9.527819999999994e-05,
+    "seconds": 9.516614999999999e-05,
+    "min": 9.507810000000006e-05,
+    "max": 9.5467e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14659,15 +14831,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.428725000000003e-05,
-    "min": 2.392919999999998e-05,
-    "max": 2.4422299999999995e-05,
+    "seconds": 2.4379000000000012e-05,
+    "min": 2.422109999999999e-05,
+    "max": 2.4704200000000017e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.8751299999999894e-05,
-    "min": 4.848309999999994e-05,
-    "max": 4.9201800000000034e-05,
+    "seconds": 4.8795199999999956e-05,
+    "min": 4.8262900000000015e-05,
+    "max": 4.8918400000000016e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14691,15 +14863,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.401694999999997e-05,
-    "min": 3.3756899999999995e-05,
-    "max": 3.4175099999999964e-05,
+    "seconds": 3.373585000000001e-05,
+    "min": 3.3571299999999995e-05,
+    "max": 3.399029999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.55133e-05,
-    "min": 9.53645e-05,
-    "max": 9.58802999999999e-05,
+    "seconds": 9.564165000000007e-05,
+    "min": 9.507279999999999e-05,
+    "max": 9.596639999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14723,15 +14895,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.539029999999997e-05,
-    "min": 8.520700000000004e-05,
-    "max": 8.562509999999997e-05,
+    "seconds": 8.430390000000007e-05,
+    "min": 8.416080000000006e-05,
+    "max": 8.443880000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012005009999999993,
-    "min": 0.00011953700000000003,
-    "max": 0.00012034999999999986,
+    "seconds": 0.00012026955,
+    "min": 0.00012004609999999992,
+    "max": 0.00012055020000000008,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14753,15 +14925,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.392750000000001e-05,
-    "min": 6.372739999999997e-05,
-    "max": 6.43743e-05,
+    "seconds": 6.332990000000003e-05,
+    "min": 6.300839999999996e-05,
+    "max": 6.390090000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.9713e-05,
-    "min": 4.9547600000000074e-05,
-    "max": 4.989630000000002e-05,
+    "seconds": 4.956149999999994e-05,
+    "min": 4.914210000000017e-05,
+    "max": 4.977309999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14783,15 +14955,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011498189999999998,
-    "min": 0.00011415829999999994,
-    "max": 0.00011529130000000007,
+    "seconds": 0.00011339824999999999,
+    "min": 0.00011302359999999995,
+    "max": 0.00011388759999999994,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.435629999999997e-05,
-    "min": 7.359909999999999e-05,
-    "max": 7.446290000000006e-05,
+    "seconds": 7.394570000000006e-05,
+    "min": 7.356439999999996e-05,
+    "max": 7.420179999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14818,15 +14990,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.080355000000002e-05,
-    "min": 8.051070000000001e-05,
-    "max": 8.151119999999997e-05,
+    "seconds": 7.961560000000003e-05,
+    "min": 7.929390000000008e-05,
+    "max": 8.004190000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.650604999999994e-05,
-    "min": 7.626800000000008e-05,
-    "max": 7.68738000000001e-05,
+    "seconds": 7.597325000000002e-05,
+    "min": 7.580140000000012e-05,
+    "max": 7.624699999999991e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14853,15 +15025,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012645035000000002,
-    "min": 0.00012614870000000008,
-    "max": 0.00012669329999999995,
+    "seconds": 0.00012414970000000007,
+    "min": 0.00012388619999999999,
+    "max": 0.0001243123000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.896905000000001e-05,
-    "min": 7.87767000000001e-05,
-    "max": 7.917980000000027e-05,
+    "seconds": 7.776945000000001e-05,
+    "min": 7.749780000000004e-05,
+    "max": 7.804170000000008e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14884,15 +15056,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.6057450000000015e-05,
-    "min": 3.5992799999999985e-05,
-    "max": 3.623589999999997e-05,
+    "seconds": 3.576965e-05,
+    "min": 3.563500000000013e-05,
+    "max": 3.603199999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003463078000000003,
-    "min": 0.00034534079999999986,
-    "max": 0.0003475037,
+    "seconds": 0.00033998314999999997,
+    "min": 0.0003398543999999997,
+    "max": 0.0003403820000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14915,15 +15087,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.6281499999999954e-05,
-    "min": 3.601890000000003e-05,
-    "max": 3.6451000000000034e-05,
+    "seconds": 3.578910000000002e-05,
+    "min": 3.5597499999999945e-05,
+    "max": 3.5942299999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003465752499999999,
-    "min": 0.0003461793000000005,
-    "max": 0.00034762290000000054,
+    "seconds": 0.0003403245000000002,
+    "min": 0.0003399881999999995,
+    "max": 0.0003406487000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14958,15 +15130,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.9313699999999994e-05,
-    "min": 5.918360000000001e-05,
-    "max": 5.964430000000001e-05,
+    "seconds": 5.9397950000000026e-05,
+    "min": 5.92298e-05,
+    "max": 5.9639899999999984e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019779795,
-    "min": 0.0001977632,
-    "max": 0.00019792630000000012,
+    "seconds": 0.00019711755000000004,
+    "min": 0.00019683650000000005,
+    "max": 0.00019740020000000007,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15001,15 +15173,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.889439999999998e-05,
-    "min": 5.8870700000000005e-05,
-    "max": 5.895369999999997e-05,
+    "seconds": 5.874469999999997e-05,
+    "min": 5.861520000000001e-05,
+    "max": 5.8799700000000006e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019219940000000002,
-    "min": 0.00019210149999999998,
-    "max": 0.00019223699999999997,
+    "seconds": 0.00019147215,
+    "min": 0.00019142280000000007,
+    "max": 0.00019151310000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15044,15 +15216,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.839544999999999e-05,
-    "min": 5.82296e-05,
-    "max": 5.864010000000005e-05,
+    "seconds": 5.785270000000002e-05,
+    "min": 5.778920000000001e-05,
+    "max": 5.801939999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003451954499999999,
-    "min": 0.0003450994,
-    "max": 0.00034530159999999994,
+    "seconds": 0.00034242475000000007,
+    "min": 0.00034232659999999994,
+    "max": 0.00034246849999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15087,15 +15259,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.5801650000000015e-05,
-    "min": 5.574400000000003e-05,
-    "max": 5.6035399999999975e-05,
+    "seconds": 5.534819999999997e-05,
+    "min": 5.523490000000003e-05,
+    "max": 5.553940000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00033707845000000003,
-    "min": 0.0003368684,
-    "max": 0.0003374671,
+    "seconds": 0.00033522330000000005,
+    "min": 0.0003351152,
+    "max": 0.0003356044,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15134,15 +15306,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012766365000000003,
-    "min": 0.00012756870000000002,
-    "max": 0.00012773960000000002,
+    "seconds": 0.0001261697,
+    "min": 0.00012604000000000006,
+    "max": 0.0001262365,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00042760850000000006,
-    "min": 0.0004272332999999999,
-    "max": 0.0004277635000000003,
+    "seconds": 0.0004253356999999999,
+    "min": 0.0004249789999999999,
+    "max": 0.00042588459999999984,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15181,15 +15353,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012713215,
-    "min": 0.00012709050000000004,
-    "max": 0.00012726559999999993,
+    "seconds": 0.00012680945000000007,
+    "min": 0.00012675569999999998,
+    "max": 0.0001268518,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00042479099999999983,
-    "min": 0.0004244679000000002,
-    "max": 0.00042513869999999995,
+    "seconds": 0.00042333029999999997,
+    "min": 0.0004227024999999998,
+    "max": 0.00042370959999999986,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15228,15 +15400,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00019079950000000002,
-    "min": 0.00019076780000000003,
-    "max": 0.000190886,
+    "seconds": 0.00018903874999999997,
+    "min": 0.0001889622,
+    "max": 0.00018905310000000004,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00067880745,
-    "min": 0.000678716,
-    "max": 0.0006792238999999998,
+    "seconds": 0.0006745680000000002,
+    "min": 0.0006739674000000001,
+    "max": 0.0006750228000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15275,15 +15447,101 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00019087285000000004,
-    "min": 0.0001908484,
-    "max": 0.00019099679999999992,
+    "seconds": 0.00018985745000000003,
+    "min": 0.00018982340000000002,
+    "max": 0.0001898875,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00067352135,
-    "min": 0.0006724684000000006,
-    "max": 0.0006737691000000002,
+    "seconds": 0.0006684345000000003,
+    "min": 0.0006680445000000003,
+    "max": 0.0006688010000000003,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "conv1d",
+   "params": {
+    "in_channels": 768,
+    "out_channels": 768,
+    "kernel_size": [
+     3
+    ],
+    "stride": [
+     1
+    ],
+    "padding": [
+     1
+    ],
+    "groups": 768,
+    "bias": true
+   },
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      16,
+      768,
+      1536
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 0.00019234780000000002,
+    "min": 0.00019215980000000004,
+    "max": 0.00019246079999999999,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.00029205115000000015,
+    "min": 0.0002918960000000001,
+    "max": 0.0002930474000000001,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "conv1d",
+   "params": {
+    "in_channels": 768,
+    "out_channels": 768,
+    "kernel_size": [
+     3
+    ],
+    "stride": [
+     1
+    ],
+    "padding": [
+     1
+    ],
+    "groups": 768,
+    "bias": true
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      16,
+      768,
+      1536
+     ],
+     "dtype": "bfloat16",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 0.00019639829999999997,
+    "min": 0.00019634600000000002,
+    "max": 0.00019652299999999996,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.0002978654500000002,
+    "min": 0.0002975595000000002,
+    "max": 0.0002983582000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15310,15 +15568,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.87423e-05,
-    "min": 8.835840000000008e-05,
-    "max": 8.902999999999999e-05,
+    "seconds": 8.88227e-05,
+    "min": 8.830899999999998e-05,
+    "max": 8.91071e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012271295000000003,
-    "min": 0.0001226617,
-    "max": 0.0001227644,
+    "seconds": 0.00012282025000000005,
+    "min": 0.00012274739999999998,
+    "max": 0.0001228764,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15345,15 +15603,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.530005000000005e-05,
-    "min": 5.517470000000001e-05,
-    "max": 5.5480899999999986e-05,
+    "seconds": 5.509224999999998e-05,
+    "min": 5.497229999999995e-05,
+    "max": 5.529529999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.008829999999998e-05,
-    "min": 9.00026e-05,
-    "max": 9.017279999999998e-05,
+    "seconds": 8.9999e-05,
+    "min": 8.988910000000003e-05,
+    "max": 9.002810000000009e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15378,9 +15636,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.6557150000000004e-05,
-    "min": 5.6454999999999994e-05,
-    "max": 5.667519999999997e-05,
+    "seconds": 5.5789349999999974e-05,
+    "min": 5.575420000000001e-05,
+    "max": 5.603829999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -15411,9 +15669,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.896599999999999e-05,
-    "min": 4.8892999999999974e-05,
-    "max": 4.9046599999999985e-05,
+    "seconds": 4.8359800000000004e-05,
+    "min": 4.829089999999999e-05,
+    "max": 4.849639999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -15451,9 +15709,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.487215000000002e-05,
-    "min": 3.463680000000001e-05,
-    "max": 3.498549999999996e-05,
+    "seconds": 3.4585649999999986e-05,
+    "min": 3.4374300000000014e-05,
+    "max": 3.4784899999999945e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -15491,9 +15749,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.741129999999998e-05,
-    "min": 1.7283000000000014e-05,
-    "max": 1.7490899999999985e-05,
+    "seconds": 1.7286550000000022e-05,
+    "min": 1.72126e-05,
+    "max": 1.7328399999999964e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -15519,15 +15777,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00029647279999999983,
-    "min": 0.0002960287000000003,
-    "max": 0.00029664180000000005,
+    "seconds": 0.0002951858499999999,
+    "min": 0.00029471010000000036,
+    "max": 0.0002957792999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00045370069999999994,
-    "min": 0.0004532922999999999,
-    "max": 0.0004541299000000002,
+    "seconds": 0.00045307319999999987,
+    "min": 0.0004525083000000003,
+    "max": 0.00045391639999999955,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15547,15 +15805,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00037118419999999995,
-    "min": 0.0003709134999999999,
-    "max": 0.00037146560000000034,
+    "seconds": 0.0003671942999999998,
+    "min": 0.00036704309999999977,
+    "max": 0.0003673489000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004794526000000001,
-    "min": 0.00047892269999999976,
-    "max": 0.00047967989999999976,
+    "seconds": 0.00047749304999999953,
+    "min": 0.00047692800000000027,
+    "max": 0.0004780787999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15600,15 +15858,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00024165854999999998,
-    "min": 0.00024142260000000002,
-    "max": 0.00024193729999999998,
+    "seconds": 0.00024227639999999998,
+    "min": 0.00024202749999999986,
+    "max": 0.00024304160000000012,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0007811049500000003,
-    "min": 0.0007804863000000003,
-    "max": 0.0007816269999999994,
+    "seconds": 0.0007785687,
+    "min": 0.0007783409000000004,
+    "max": 0.0007800579000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15653,15 +15911,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0020238215999999996,
-    "min": 0.0020215221999999996,
-    "max": 0.0020283015,
+    "seconds": 0.0020193578500000003,
+    "min": 0.0020074193000000004,
+    "max": 0.0020320588999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.004913748299999999,
-    "min": 0.004909734,
-    "max": 0.004918090600000003,
+    "seconds": 0.00487508445,
+    "min": 0.004872323299999999,
+    "max": 0.0048848746,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15706,15 +15964,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0005520174,
-    "min": 0.0005516424000000001,
-    "max": 0.0005524956000000001,
+    "seconds": 0.0005481344499999999,
+    "min": 0.0005472721000000002,
+    "max": 0.0005496717,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0017666116999999998,
-    "min": 0.0017653276999999995,
-    "max": 0.0017681172000000005,
+    "seconds": 0.0017590207500000003,
+    "min": 0.0017566097,
+    "max": 0.0017601229,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15759,15 +16017,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00116980365,
-    "min": 0.0011661191,
-    "max": 0.001180798,
+    "seconds": 0.0011681502000000002,
+    "min": 0.0011600756,
+    "max": 0.0011735598999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00282927765,
-    "min": 0.0028216549000000006,
-    "max": 0.0028410601999999995,
+    "seconds": 0.0028051605500000005,
+    "min": 0.0028003883999999997,
+    "max": 0.0028178616,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15812,15 +16070,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00033831500000000006,
-    "min": 0.0003373374,
-    "max": 0.0003421712999999999,
+    "seconds": 0.0003393506,
+    "min": 0.00033468400000000013,
+    "max": 0.00033974730000000005,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0010996503000000003,
-    "min": 0.0010952218999999998,
-    "max": 0.0011046870999999998,
+    "seconds": 0.0010946048,
+    "min": 0.001089250499999999,
+    "max": 0.0010968140000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15865,15 +16123,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.834460000000001e-05,
-    "min": 6.80062e-05,
-    "max": 6.886989999999999e-05,
+    "seconds": 6.82062e-05,
+    "min": 6.78717e-05,
+    "max": 6.855100000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004019966000000002,
-    "min": 0.00040180319999999996,
-    "max": 0.0004025049000000003,
+    "seconds": 0.0003975685,
+    "min": 0.00039729499999999977,
+    "max": 0.0003982358999999996,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15918,15 +16176,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015743909999999995,
-    "min": 0.0001568584,
-    "max": 0.00015792890000000009,
+    "seconds": 0.00015808450000000002,
+    "min": 0.00015720089999999998,
+    "max": 0.00015828689999999987,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004941605500000001,
-    "min": 0.0004934423000000001,
-    "max": 0.0004947828999999853,
+    "seconds": 0.0004930156000000003,
+    "min": 0.0004914531,
+    "max": 0.0004935291000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15971,15 +16229,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010220790000000004,
-    "min": 0.00010193189999999992,
-    "max": 0.00010254990000000007,
+    "seconds": 0.00010294855000000003,
+    "min": 0.00010269749999999996,
+    "max": 0.00010374129999999996,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00036725570000000016,
-    "min": 0.00036694229999999987,
-    "max": 0.0003678132,
+    "seconds": 0.0003664147999999998,
+    "min": 0.0003649968000000001,
+    "max": 0.00036727729999999284,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16024,15 +16282,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.719214999999996e-05,
-    "min": 4.703679999999995e-05,
-    "max": 4.76378000000001e-05,
+    "seconds": 4.744640000000001e-05,
+    "min": 4.7276999999999974e-05,
+    "max": 4.786309999999994e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.000290661849999999,
-    "min": 0.0002901427000000003,
-    "max": 0.0002909240999999999,
+    "seconds": 0.00028712659999999973,
+    "min": 0.0002865952000000034,
+    "max": 0.00028836750000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16077,15 +16335,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.7250899999999956e-05,
-    "min": 2.7167799999999974e-05,
-    "max": 2.7484299999999983e-05,
+    "seconds": 2.720800000000004e-05,
+    "min": 2.7113399999999953e-05,
+    "max": 2.7459499999999868e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00015624330000000008,
-    "min": 0.00015595839999999443,
-    "max": 0.00015697580000000014,
+    "seconds": 0.0001547630999999997,
+    "min": 0.0001546811000000001,
+    "max": 0.00015489290000000034,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16130,15 +16388,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.375209999999998e-05,
-    "min": 3.3580700000000015e-05,
-    "max": 3.4198200000000035e-05,
+    "seconds": 3.37682499999999e-05,
+    "min": 3.354219999999987e-05,
+    "max": 3.4022300000000015e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001650246000000001,
-    "min": 0.00016426249999999855,
-    "max": 0.00016521110000000024,
+    "seconds": 0.0001634265500000003,
+    "min": 0.00016281969999999273,
+    "max": 0.00016393619999999977,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16183,15 +16441,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.2082549999999964e-05,
-    "min": 5.19356e-05,
-    "max": 5.280650000000001e-05,
+    "seconds": 5.1710550000000016e-05,
+    "min": 5.149750000000004e-05,
+    "max": 5.1952199999999994e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00022431335000000017,
-    "min": 0.00022412449999999992,
-    "max": 0.00022460409999999986,
+    "seconds": 0.00022278545000000007,
+    "min": 0.00022222430000000035,
+    "max": 0.00022344279999999962,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16236,15 +16494,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00016035505,
-    "min": 0.00015832330000000003,
-    "max": 0.0001609632,
+    "seconds": 0.00015966410000000004,
+    "min": 0.0001583968,
+    "max": 0.00016005740000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005519436,
-    "min": 0.0005515629999999998,
-    "max": 0.0005520716000000001,
+    "seconds": 0.0005468370999999998,
+    "min": 0.0005463528999999998,
+    "max": 0.0005471701999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16289,15 +16547,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00026705465,
-    "min": 0.00026488609999999996,
-    "max": 0.00027088709999999996,
+    "seconds": 0.0002657569,
+    "min": 0.00026468940000000005,
+    "max": 0.0002668992000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006587898,
-    "min": 0.0006550064,
-    "max": 0.0006624372999999998,
+    "seconds": 0.0006536072000000001,
+    "min": 0.0006501539000000002,
+    "max": 0.0006546973999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16342,15 +16600,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.359545e-05,
-    "min": 8.287830000000001e-05,
-    "max": 8.383050000000005e-05,
+    "seconds": 8.336365000000001e-05,
+    "min": 8.309110000000004e-05,
+    "max": 8.362880000000006e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00029728045000000007,
-    "min": 0.00029578060000000003,
-    "max": 0.0002982467000000003,
+    "seconds": 0.00029556549999999976,
+    "min": 0.0002937708,
+    "max": 0.0002970819,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16395,15 +16653,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00041195085,
-    "min": 0.0004115970000000001,
-    "max": 0.00041235920000000007,
+    "seconds": 0.0004085005,
+    "min": 0.00040844960000000006,
+    "max": 0.0004095662,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0010324993000000002,
-    "min": 0.0010323278000000005,
-    "max": 0.0010334376,
+    "seconds": 0.0010241520999999998,
+    "min": 0.0010234448,
+    "max": 0.0010243613999999994,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16448,15 +16706,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012337309999999995,
-    "min": 0.00012324460000000004,
-    "max": 0.00012399389999999999,
+    "seconds": 0.00012302905,
+    "min": 0.00012292759999999998,
+    "max": 0.000123264,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00046620704999999997,
-    "min": 0.0004659785,
-    "max": 0.0004668000999999996,
+    "seconds": 0.00046214439999999986,
+    "min": 0.0004615112999999995,
+    "max": 0.0004626839000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16502,15 +16760,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.383685000000001e-05,
-    "min": 4.3775599999999995e-05,
-    "max": 4.4160199999999964e-05,
+    "seconds": 4.3763649999999985e-05,
+    "min": 4.364779999999994e-05,
+    "max": 4.403809999999987e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001659741,
-    "min": 0.00016541359999999988,
-    "max": 0.00016628589999999986,
+    "seconds": 0.0001639467500000002,
+    "min": 0.0001637988999999997,
+    "max": 0.00016451749999999956,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16556,15 +16814,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.229524999999997e-05,
-    "min": 9.21374e-05,
-    "max": 9.288960000000015e-05,
+    "seconds": 9.274089999999996e-05,
+    "min": 9.26020999999999e-05,
+    "max": 9.336019999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00031112420000000015,
-    "min": 0.0003100358000000001,
-    "max": 0.0003117434000000001,
+    "seconds": 0.0003089275,
+    "min": 0.0003076669000000009,
+    "max": 0.0003095762999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16610,15 +16868,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00040031390000000005,
-    "min": 0.00040000580000000015,
-    "max": 0.0004004954,
+    "seconds": 0.00039908475,
+    "min": 0.0003989629000000001,
+    "max": 0.00039952830000000006,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006401556500000003,
-    "min": 0.0006398556000000025,
-    "max": 0.0006414047999999996,
+    "seconds": 0.0006354968500000001,
+    "min": 0.0006351920999999993,
+    "max": 0.0006358104999999894,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16664,15 +16922,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.448905000000003e-05,
-    "min": 6.419840000000001e-05,
-    "max": 6.469749999999999e-05,
+    "seconds": 6.432805000000002e-05,
+    "min": 6.424339999999996e-05,
+    "max": 6.504319999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00017818570000000642,
-    "min": 0.0001777464,
-    "max": 0.00017839979999999988,
+    "seconds": 0.00017758229999999988,
+    "min": 0.0001773270999999998,
+    "max": 0.0001784356000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16718,15 +16976,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.108635000000004e-05,
-    "min": 6.086090000000002e-05,
-    "max": 6.144299999999989e-05,
+    "seconds": 6.0810949999999994e-05,
+    "min": 6.007019999999996e-05,
+    "max": 6.12985e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0002431014499999999,
-    "min": 0.0002430556000000002,
-    "max": 0.00024376310000000012,
+    "seconds": 0.00024037415000000023,
+    "min": 0.0002397726999999998,
+    "max": 0.00024138210000000017,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16772,15 +17030,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00024186250000000009,
-    "min": 0.0002415450999999999,
-    "max": 0.00024228470000000002,
+    "seconds": 0.00024036894999999997,
+    "min": 0.00023984969999999998,
+    "max": 0.00024108009999999994,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00045148019999999983,
-    "min": 0.00045091100000000035,
-    "max": 0.00045175489999999956,
+    "seconds": 0.00044902504999999994,
+    "min": 0.00044826970000000024,
+    "max": 0.00044931830000000193,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16826,15 +17084,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00020523569999999998,
-    "min": 0.00020305280000000006,
-    "max": 0.00020798360000000011,
+    "seconds": 0.00020443100000000006,
+    "min": 0.0002029373,
+    "max": 0.00020677819999999992,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006235112500000003,
-    "min": 0.0006229205000000003,
-    "max": 0.0006236531999999999,
+    "seconds": 0.0006170399999999999,
+    "min": 0.0006164151999999998,
+    "max": 0.0006179153,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16862,9 +17120,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.794060000000002e-05,
-    "min": 6.777939999999998e-05,
-    "max": 6.810800000000002e-05,
+    "seconds": 6.701249999999998e-05,
+    "min": 6.694689999999997e-05,
+    "max": 6.71749e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -16892,15 +17150,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001081314,
-    "min": 0.00010801179999999995,
-    "max": 0.00010830130000000001,
+    "seconds": 0.00010761444999999998,
+    "min": 0.00010726079999999999,
+    "max": 0.00010766440000000005,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00015576255000000012,
-    "min": 0.00015563160000000006,
-    "max": 0.00015583010000000007,
+    "seconds": 0.00015636490000000007,
+    "min": 0.0001561401,
+    "max": 0.00015658929999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16922,15 +17180,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.4643949999999984e-05,
-    "min": 5.4569399999999986e-05,
-    "max": 5.482579999999998e-05,
+    "seconds": 5.431749999999998e-05,
+    "min": 5.397610000000005e-05,
+    "max": 5.4459300000000056e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.859705000000001e-05,
-    "min": 7.82785e-05,
-    "max": 7.876159999999997e-05,
+    "seconds": 7.864795e-05,
+    "min": 7.80202e-05,
+    "max": 7.882120000000006e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16952,15 +17210,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012768440000000003,
-    "min": 0.00012747519999999995,
-    "max": 0.0001278549,
+    "seconds": 0.00012703699999999998,
+    "min": 0.0001265616,
+    "max": 0.00012710110000000005,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018416360000000003,
-    "min": 0.000183876,
-    "max": 0.00018424670000000007,
+    "seconds": 0.00018463485,
+    "min": 0.00018440590000000002,
+    "max": 0.00018495210000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16982,15 +17240,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.989905000000002e-05,
-    "min": 8.973970000000002e-05,
-    "max": 9.001539999999999e-05,
+    "seconds": 8.922960000000001e-05,
+    "min": 8.919079999999998e-05,
+    "max": 8.926440000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012034230000000004,
-    "min": 0.00012020159999999996,
-    "max": 0.0001205381,
+    "seconds": 0.00012002735000000007,
+    "min": 0.00011974719999999994,
+    "max": 0.00012035130000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17010,15 +17268,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012790085000000004,
-    "min": 0.0001275821,
-    "max": 0.00012809380000000002,
+    "seconds": 0.00012699340000000002,
+    "min": 0.00012666589999999994,
+    "max": 0.0001270495,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018443474999999996,
-    "min": 0.0001842032,
-    "max": 0.0001847831,
+    "seconds": 0.00018513905000000003,
+    "min": 0.0001849831,
+    "max": 0.00018541070000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17038,15 +17296,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.051085000000002e-05,
-    "min": 7.042189999999999e-05,
-    "max": 7.080390000000004e-05,
+    "seconds": 6.976655e-05,
+    "min": 6.950959999999999e-05,
+    "max": 6.98306e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.887400000000002e-05,
-    "min": 9.85318e-05,
-    "max": 9.904919999999993e-05,
+    "seconds": 9.840309999999998e-05,
+    "min": 9.817969999999995e-05,
+    "max": 9.853160000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17066,15 +17324,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012769945000000002,
-    "min": 0.0001275723,
-    "max": 0.00012787600000000005,
+    "seconds": 0.00012695500000000005,
+    "min": 0.00012652420000000002,
+    "max": 0.00012707360000000005,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018432464999999998,
-    "min": 0.00018391960000000018,
-    "max": 0.00018452780000000006,
+    "seconds": 0.00018499795000000003,
+    "min": 0.00018467200000000006,
+    "max": 0.0001851877,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17094,15 +17352,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.906715000000002e-05,
-    "min": 6.88195e-05,
-    "max": 6.921319999999995e-05,
+    "seconds": 6.84278e-05,
+    "min": 6.830080000000005e-05,
+    "max": 6.869790000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.269599999999997e-05,
-    "min": 9.23421e-05,
-    "max": 9.275829999999999e-05,
+    "seconds": 9.286244999999997e-05,
+    "min": 9.256739999999998e-05,
+    "max": 9.294620000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17122,15 +17380,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001279281,
-    "min": 0.0001276641,
-    "max": 0.00012815620000000003,
+    "seconds": 0.00012712424999999997,
+    "min": 0.00012709449999999997,
+    "max": 0.00012726010000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018435794999999995,
-    "min": 0.00018430149999999992,
-    "max": 0.00018448409999999993,
+    "seconds": 0.00018509385000000002,
+    "min": 0.00018468899999999987,
+    "max": 0.00018523250000000008,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17150,15 +17408,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.170935000000003e-05,
-    "min": 7.13918e-05,
-    "max": 7.189459999999996e-05,
+    "seconds": 7.089450000000001e-05,
+    "min": 7.075420000000002e-05,
+    "max": 7.118340000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.241469999999995e-05,
-    "min": 9.220780000000006e-05,
-    "max": 9.293120000000002e-05,
+    "seconds": 9.285945e-05,
+    "min": 9.237150000000004e-05,
+    "max": 9.310389999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17180,15 +17438,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00018701304999999994,
-    "min": 0.00018692690000000003,
-    "max": 0.00018742849999999994,
+    "seconds": 0.00018444415,
+    "min": 0.00018416590000000006,
+    "max": 0.00018475320000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014166650000000004,
-    "min": 0.0001415519,
-    "max": 0.00014196169999999993,
+    "seconds": 0.00014140939999999997,
+    "min": 0.0001411106,
+    "max": 0.00014168839999999992,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17210,15 +17468,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011303415000000003,
-    "min": 0.00011270909999999993,
-    "max": 0.0001132304,
+    "seconds": 0.00011190965,
+    "min": 0.00011152300000000005,
+    "max": 0.00011222300000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.84798e-05,
-    "min": 7.826529999999998e-05,
-    "max": 7.858169999999998e-05,
+    "seconds": 7.826670000000001e-05,
+    "min": 7.820799999999998e-05,
+    "max": 7.840009999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17246,9 +17504,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00018444894999999998,
-    "min": 0.00018439390000000004,
-    "max": 0.0001847778,
+    "seconds": 0.00018500975,
+    "min": 0.00018493899999999999,
+    "max": 0.00018523540000000004,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -17282,9 +17540,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.230175e-05,
-    "min": 9.197089999999994e-05,
-    "max": 9.26238e-05,
+    "seconds": 9.240635000000002e-05,
+    "min": 9.2256e-05,
+    "max": 9.266099999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -17318,15 +17576,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00018468565,
-    "min": 0.00018444299999999998,
-    "max": 0.00018493240000000004,
+    "seconds": 0.00018531635,
+    "min": 0.00018518120000000004,
+    "max": 0.0001855281,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003689534499999999,
-    "min": 0.00036866589999999994,
-    "max": 0.0003692835000000001,
+    "seconds": 0.00037036520000000006,
+    "min": 0.00036995079999999975,
+    "max": 0.00037048150000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17354,15 +17612,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.233114999999998e-05,
-    "min": 9.219820000000006e-05,
-    "max": 9.246489999999996e-05,
+    "seconds": 9.238600000000002e-05,
+    "min": 9.210650000000002e-05,
+    "max": 9.255779999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018443895000000004,
-    "min": 0.00018429719999999992,
-    "max": 0.00018453850000000008,
+    "seconds": 0.00018472444999999995,
+    "min": 0.0001845858999999999,
+    "max": 0.0001851643,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17397,15 +17655,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017237790000000002,
-    "min": 0.00017233240000000006,
-    "max": 0.00017275930000000005,
+    "seconds": 0.00017174174999999998,
+    "min": 0.00017166409999999998,
+    "max": 0.0001717861,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005874730499999998,
-    "min": 0.0005873695999999999,
-    "max": 0.0005876329,
+    "seconds": 0.0005840851500000001,
+    "min": 0.0005839653,
+    "max": 0.0005841833,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17440,15 +17698,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017171569999999999,
-    "min": 0.00017166040000000002,
-    "max": 0.0001718315,
+    "seconds": 0.00017136734999999997,
+    "min": 0.00017134,
+    "max": 0.00017152339999999995,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005698918500000001,
-    "min": 0.0005698302000000002,
-    "max": 0.000570098,
+    "seconds": 0.0005681232000000001,
+    "min": 0.0005680589000000001,
+    "max": 0.0005681769000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17483,15 +17741,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00016994539999999996,
-    "min": 0.00016985569999999997,
-    "max": 0.0001701249,
+    "seconds": 0.00016819630000000003,
+    "min": 0.00016811220000000003,
+    "max": 0.00016839019999999994,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00103061055,
-    "min": 0.0010300317000000005,
-    "max": 0.0010307544000000002,
+    "seconds": 0.0010240875999999997,
+    "min": 0.0010229333000000003,
+    "max": 0.0010241199,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17526,15 +17784,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00016560954999999996,
-    "min": 0.0001654363,
-    "max": 0.00016569309999999994,
+    "seconds": 0.00016417975,
+    "min": 0.00016406100000000004,
+    "max": 0.00016432280000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0010183746,
-    "min": 0.0010180738999999999,
-    "max": 0.0010187622999999998,
+    "seconds": 0.0010125285000000001,
+    "min": 0.0010124534,
+    "max": 0.0010126083999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17562,9 +17820,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002628556,
-    "min": 0.0002626247999999999,
-    "max": 0.0002629879,
+    "seconds": 0.00026038114999999996,
+    "min": 0.00026019189999999993,
+    "max": 0.0002605636,
     "samples": 6
    },
    "backward_gpu_seconds": {
