@@ -406,6 +406,34 @@ class DropoutWithoutProbability(unittest.TestCase):
                         or any(k["op"].startswith("aten::bernoulli") for k in doc["kernels"] if k["layer"] == "drop"))
 
 
+class StridedInputs(unittest.TestCase):
+    def test_layer_norm_copies_a_transposed_input(self):
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(16, 16)
+                self.norm = nn.LayerNorm(16)
+                self.again = nn.LayerNorm(16)
+
+            def forward(self, x):
+                y = self.norm(self.fc(x).transpose(0, 1))  # a transposed view, as a batch-first MHA hands back
+                return self.again(y)                         # a contiguous one
+
+        doc = export(Net(), {"x": torch.empty(8, 4, 16)}, optimizer="none")
+        norm = [k for k in doc["kernels"] if k["layer"] == "norm" and k["kind"] != "host-only"]
+        again = [k for k in doc["kernels"] if k["layer"] == "again" and k["kind"] != "host-only"]
+        # layer norm's CUDA kernels make a strided input contiguous first: one copy forward, dispatched
+        # on its own; backward, the saved input again (its output's gradient comes contiguous)
+        copies = [(k["phase"], k["host_dispatch"], k["bytes_read"], k["bytes_written"]) for k in norm if k["op"] == "aten::clone"]
+        self.assertEqual(copies, [("forward", True, 8 * 4 * 16 * 4, 8 * 4 * 16 * 4), ("backward", True, 8 * 4 * 16 * 4, 8 * 4 * 16 * 4)])
+        # the contiguous one copies nothing forward; backward, its output's gradient is the loss's
+        # expanded ones (a stride-0 view of one element), which it makes dense
+        self.assertEqual([(k["phase"], k["bytes_read"], k["bytes_written"]) for k in again if k["op"] == "aten::clone"],
+                         [("backward", 4, 8 * 4 * 16 * 4)])
+        # the layer norm's own kernels stay costed by its figures
+        self.assertTrue(all(not k["host_dispatch"] for k in norm if k["op"] != "aten::clone"))
+
+
 class Convolutions(unittest.TestCase):
     def test_conv1d_grouped_bias_groupnorm(self):
         model, inputs = models.convnet()

@@ -30,7 +30,7 @@ import torch.nn as nn
 
 from . import compat, values
 from .emulate import CudaEmulation
-from .kernels import ATTENTION_OPS, BATCH_NORM_BACKWARD_OPS, Mapper, describe_args, flat_tensors
+from .kernels import ATTENTION_OPS, BATCH_NORM_BACKWARD_OPS, Mapper, describe_args, flat_tensors, hidden_copies
 from .ops import DROPOUT_IDENTITY, MHA_NO_WEIGHTS, aten_graph_op, attention_host_op, host_op, module_op
 from .precision import Precision, element_size
 
@@ -295,6 +295,8 @@ class Session:
         operands = flat_tensors(args) + flat_tensors(kwargs) + flat_tensors(out)
         host = bool(operands) and all(self.is_host(t) for t in operands)
         kernels, is_view, hint = self.mapper.map(name, func, args, kwargs, out, host)
+        copies = hidden_copies(name, args) if kernels and not host else []
+        kernels = copies + kernels
         if name in values.QUESTIONS and not host:
             # .item() / bool() of a GPU tensor: a copy to the host and a wait for the GPU to drain
             for k in kernels:
@@ -311,7 +313,7 @@ class Session:
                 args_text = describe_args(args, kwargs)
             except Exception:
                 args_text = None
-            self.emit(kernels, owner, name, is_view, hint, args_text, cast)
+            self.emit(kernels, owner, name, is_view, hint, args_text, cast, own_dispatch=len(copies))
         outputs = flat_tensors(out)
         for t in outputs:
             if not self.is_host(t):
@@ -323,15 +325,27 @@ class Session:
                 owner.cast = True  # its backward node (ToCopyBackward0) is a cast of its own too
             self.pending.extend((t, owner) for t in outputs)
 
-    def emit(self, kernels, owner: Owner, name, is_view, hint, args_text, cast: bool = False) -> None:
+    def emit(self, kernels, owner: Owner, name, is_view, hint, args_text, cast: bool = False, own_dispatch: int = 0) -> None:
         """Appends an op's kernels, with the dispatch marker that carries its host cost where it has
-        one of its own. `cast`: an activation's cast (autocast_cast_of) or its gradient's cast back."""
+        one of its own. `cast`: an activation's cast (autocast_cast_of) or its gradient's cast back.
+        `own_dispatch`: the first kernels are copies the op makes of strided inputs (hidden_copies),
+        each dispatched on its own from inside the op, which no layer figure holds (tiny layers'
+        inputs are contiguous)."""
         phase = self.phase or "forward"
         for k in kernels:
             k["phase"] = phase
             k["layer"] = owner.layer
             if args_text and k["kind"] != "host-only":
                 k["args"] = args_text
+        emitted = len(self.kernels)
+        self._emit(kernels, owner, name, is_view, hint, cast)
+        if own_dispatch:
+            ours = [k for k in self.kernels[emitted:] if k.get("kind") != "host-only"][:own_dispatch]
+            for k in ours:
+                k["host_dispatch"] = True
+
+    def _emit(self, kernels, owner: Owner, name, is_view, hint, cast: bool) -> None:
+        phase = self.phase or "forward"
         if phase == "optimizer":
             for k in kernels:
                 k["host_dispatch"] = owner.layer != "optimizer"  # grad scaler ops dispatch on their own

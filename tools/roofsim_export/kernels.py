@@ -262,6 +262,33 @@ def per_column(x, out, dims) -> dict:
     return {"norm": {"groups": int(out.numel()), "group_elements": int(x.numel() // out.numel())}}
 
 
+# Ops whose CUDA kernels make these inputs contiguous first (a copy of their own, dispatched from
+# inside the op, which a dispatch mode does not see): layer norm's forward (its input) and backward
+# (the output's gradient and the input), ATen's layer_norm_cuda and layer_norm_backward_cuda. A
+# transposed residual stream (torchvision's ViT: nn.MultiheadAttention batch-first hands back a
+# transposed view) makes every layer norm copy its input: 25 float32 strided copies in ViT-B/16's
+# forward on the H200 (data/validation/profiles/vit-b-16_b128x224_amp-bf16.json).
+CONTIGUOUS_INPUTS = {"native_layer_norm": (0,), "native_layer_norm_backward": (0, 1)}
+
+
+def hidden_copies(name: str, args) -> list:
+    """The kernels of the contiguous copies `name` makes of its strided inputs (CONTIGUOUS_INPUTS):
+    one aten::clone each, reading the input's addressed bytes, writing it dense."""
+    copies = []
+    for i in CONTIGUOUS_INPUTS.get(name, ()):
+        t = args[i] if i < len(args) else None
+        if not isinstance(t, torch.Tensor) or t.numel() <= 1:
+            continue
+        try:
+            dense = t.is_contiguous()
+        except Exception:  # a tensor whose strides cannot be read: assume the common case
+            dense = True
+        if not dense:
+            copies.append({"op": "aten::clone", "kind": "copy", "dtype": dtype_key(t.dtype),
+                           "bytes_read": _number(tensor_bytes(t)), "bytes_written": _number(out_bytes(t))})
+    return copies
+
+
 def mixed_dtypes(tensors) -> bool:
     """Whether an elementwise op's tensor operands (those of more than one element: not scalars)
     hold floating dtypes of more than one kind (a bfloat16 activation plus a float32 residual under
