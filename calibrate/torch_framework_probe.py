@@ -68,7 +68,8 @@ tools/validate/measure_pytorch.py, by contrast, only checks predictions.  Figure
       calls; seconds per call. Batch norm is timed over 24 shapes of channels and elements per
       channel, layer norm over rows x hidden sizes, column sums (bias gradients) over rows x columns,
       casts both ways, fused attention per backend at two sequence lengths, elementwise ops and
-      pools at two sizes (near the L2's and four times it). roofsim derives each
+      pools at two sizes (near the L2's and four times it), the transposing copy too (probes
+      after the sixty-fourth run of 2026-12-01). roofsim derives each
       op's efficiency against its own byte and FLOP counts from these (a sum's backward, a view,
       is recorded as 0).
   optimizer_<sgd|adamw>_<foreach|for_loop|fused>_per_param, ..._per_step, ..._large
@@ -1081,7 +1082,11 @@ def op_timing_cases():
                                         ("silu", {}, rows_large, 1), ("tanh", {}, rows_large, 1),
                                         ("sigmoid", {}, rows_large, 1), ("dropout", {"p": 0.1}, rows_large, 1),
                                         ("add", {}, rows_large, 2), ("mul", {}, rows_large, 2),
-                                        ("maxpool2d", pool, big_large, 1), ("avgpool2d", pool, big_large, 1)):
+                                        ("maxpool2d", pool, big_large, 1), ("avgpool2d", pool, big_large, 1),
+                                        # the transposing copy too: its bfloat16 size (67 MB moved) is
+                                        # near the L2's, and roofsim gives its efficiency to every
+                                        # layout copy and strided elementwise loop, most of them larger
+                                        ("transpose_contiguous", {"dim0": 1, "dim1": 2}, [64, 2048, 16, 32], 1)):
         cases.append((op, params, [(shape, f32, True)] * operands))
     cases.append(("add", {}, [(rows_large, "bfloat16!", False), (rows_large, "float32!", False)]))
     out = []

@@ -163,6 +163,12 @@ TEST_CASE("a bad IR is refused as a whole, naming the field", "[ir][json][errors
         doc["kernels"][2]["norm"] = {{"groups", 64}};
         CHECK(error_of(doc) == "ir.json: /kernels/2/norm/group_elements: missing");
     }
+    SECTION("strided operands on an elementwise kernel only") {
+        doc["kernels"][1]["strided"] = true;
+        CHECK(error_of(doc) == "ir.json: /kernels/1/strided: only an elementwise kernel has strided operands");
+        doc["kernels"][1]["strided"] = 1;
+        CHECK_THAT(error_of(doc), Catch::Contains("/kernels/1/strided"));
+    }
     SECTION("unknown op without a reason") {
         doc["kernels"][2].erase("flag");
         CHECK(error_of(doc) == "ir.json: /kernels/2: an unknown kernel needs a flag saying why");

@@ -988,6 +988,36 @@ TEST_CASE("an op timing's forward casts of leaves count once per autocast contex
     CHECK(forward_factor() < 0.5);
 }
 
+TEST_CASE("an elementwise loop over strided or broadcast operands takes the transposed copy's efficiency", "[predict][framework]") {
+    const FrameworkProfile* f = find_builtin_framework_profile("h200-sxm");
+    REQUIRE(f != nullptr);
+    const CostContext ctx = make_cost_context(gpu_or_throw("h200-sxm"), find_builtin_calibration("h200-sxm"), f);
+    // a bias added apart to a transposed bfloat16 tensor (ViT-B/16's in-projection at batch 128): the
+    // same bytes as the add layer's loop, which runs vectorized on dense operands
+    Kernel add;
+    add.op = "aten::add";
+    add.kind = KernelKind::elementwise;
+    add.dtype = DType::bf16;
+    add.bytes_read = Bytes(116199936);
+    add.bytes_written = Bytes(116195328);
+    add.source_op = "add";
+    Kernel copy = add;
+    copy.op = "aten::clone";
+    copy.kind = KernelKind::copy;
+    const Seconds plain_add = kernel_cost(add, ctx).time;
+    add.strided = true;
+    CHECK(factor_op(add) == "transpose_contiguous");
+    CHECK(op_factor(add, ctx) == Catch::Approx(op_factor(copy, ctx)));
+    CHECK(kernel_cost(add, ctx).time.value() > plain_add.value());
+    // the same loop backward (the probe's transposed copy is timed forward); not a gradient sum
+    add.phase = Phase::backward;
+    CHECK_FALSE(is_gradient_sum(add));
+    CHECK(op_factor(add, ctx) == Catch::Approx(op_factor(copy, ctx)));
+    // a mixed-dtype loop keeps the mixed-dtype add's efficiency, strided or not
+    add.mixed_dtypes = true;
+    CHECK(factor_op(add) == "elementwise_mixed");
+}
+
 TEST_CASE("elementwise loops over mixed dtypes take the mixed-dtype add's timing, in any op", "[predict][framework]") {
     // The probe times add(bfloat16, float32) (PyTorch's casting loop) apart from the same-dtype ops,
     // and GPT-2's tanh GELU, two of whose forward loops and one backward are such loops.

@@ -551,6 +551,16 @@ private:
     return k.kind == KernelKind::elementwise && k.mixed_dtypes && !is_cast(k);
 }
 
+/// Whether a kernel is an elementwise op of one dtype over a strided or broadcast operand (a bias
+/// added apart to a transposed tensor: `linear` on a strided input runs `matmul` and a broadcast
+/// `add_`): TensorIterator cannot run its vectorized loop and computes each element's offsets, as a
+/// transposing copy does; on an H200 ViT-B/16's bfloat16 bias adds ran at 1.5 TB/s and the probe's
+/// bfloat16 transposed copy at 1.4 TB/s (2026-12-01), so such kernels take the transposed copy's
+/// efficiency. A mixed-dtype loop keeps its own (is_mixed_elementwise), as does a cast.
+[[nodiscard]] inline bool is_strided_elementwise(const Kernel& k) {
+    return k.kind == KernelKind::elementwise && k.strided && !k.mixed_dtypes && !is_cast(k);
+}
+
 /// Whether a kernel is a backward add of one dtype: autograd summing the gradients of a tensor that
 /// several paths read (a residual connection, q/k/v's shared input, tied weights). The autograd engine
 /// runs it where the paths meet, inside whichever layer's backward is running (an exported IR gives it
@@ -559,15 +569,16 @@ private:
 /// probe's add at 4.2 TB/s, where layer norm's backward efficiency made them 128 µs.
 [[nodiscard]] inline bool is_gradient_sum(const Kernel& k) {
     return k.kind == KernelKind::elementwise && k.phase == Phase::backward && (k.op == "aten::add" || k.op == "aten::add_") &&
-           !k.mixed_dtypes;
+           !k.mixed_dtypes && !k.strided;
 }
 
-/// The phase whose per-op efficiency a kernel takes: its own, but a layout copy's is the same copy
-/// either way and takes the forward's (the probe's transposed copy launches none backward), and a
-/// mixed-dtype elementwise kernel or a gradient sum is the same loop either way (the probe times
-/// mixed-dtype and same-dtype adds forward).
+/// The phase whose per-op efficiency a kernel takes: its own, but a layout copy's (and a strided
+/// elementwise loop's) is the same copy either way and takes the forward's (the probe's transposed
+/// copy launches none backward), and a mixed-dtype elementwise kernel or a gradient sum is the same
+/// loop either way (the probe times mixed-dtype and same-dtype adds forward).
 [[nodiscard]] inline Phase factor_phase(const Kernel& k) {
-    return is_layout_copy(k) || is_mixed_elementwise(k) || is_gradient_sum(k) ? Phase::forward : k.phase;
+    return is_layout_copy(k) || is_strided_elementwise(k) || is_mixed_elementwise(k) || is_gradient_sum(k) ? Phase::forward
+                                                                                                              : k.phase;
 }
 
 /// Whether a kernel is a sum over the leading dimensions that keeps the last (aten::sum carrying its
@@ -597,7 +608,8 @@ private:
 [[nodiscard]] inline bool takes_op_factor(const Kernel& k, const CostContext& ctx) {
     if (ctx.op_factor.empty() || k.kind == KernelKind::gemm) return false;
     if (k.kind == KernelKind::conv) return is_depthwise_conv(k);
-    return !k.source_op.empty() || is_cast(k) || is_column_sum(k) || is_mixed_elementwise(k) || is_gradient_sum(k);
+    return !k.source_op.empty() || is_cast(k) || is_column_sum(k) || is_mixed_elementwise(k) || is_strided_elementwise(k) ||
+           is_gradient_sum(k);
 }
 
 /// The op whose timings a kernel's efficiency comes from: its graph op, but for a fused attention
@@ -605,12 +617,13 @@ private:
 /// for a cast the cast op's, whichever layer casts (its precision class is the source dtype's), for
 /// a column sum (a bias gradient, with its reduction shape) the sum op's, for a depthwise
 /// convolution's passes the depthwise timing's (conv2d with groups = channels; a conv1d's its own,
-/// find_op_factor_points), and for an
+/// find_op_factor_points), for a layout copy or an elementwise kernel over strided operands the
+/// transposed copy's, and for an
 /// elementwise kernel on mixed dtypes the mixed-dtype add's, and for a gradient sum the add's,
 /// whichever op it belongs to.
 [[nodiscard]] inline std::string_view factor_op(const Kernel& k) {
     if (k.kind == KernelKind::attention && std::holds_alternative<AttentionDims>(k.dims)) return "sdpa";
-    if (is_layout_copy(k)) return "transpose_contiguous";
+    if (is_layout_copy(k) || is_strided_elementwise(k)) return "transpose_contiguous";
     if (is_cast(k)) return "cast";
     if (is_mixed_elementwise(k)) return "elementwise_mixed";
     if (is_gradient_sum(k)) return "add";

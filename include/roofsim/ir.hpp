@@ -228,6 +228,7 @@ struct Kernel {
     bool host_dispatch = true;               ///< launched by its own host dispatch (costed per kernel)
     bool host_sync = false;                  ///< host-only: the host waits here until the GPU has drained (.item())
     bool mixed_dtypes = false;               ///< elementwise: floating operands of different dtypes (bfloat16 + float32)
+    bool strided = false;                    ///< elementwise: an operand strided or broadcast (PyTorch's offset-computing loop)
     Name host_op;                            ///< host-only markers: the framework op whose dispatch it stands for
     Name source_op;                          ///< the graph op that lowered to it ("maxpool2d"), for per-op efficiency
     std::string flag;                        ///< why the kernel is flagged (unknown op), empty otherwise

@@ -131,7 +131,8 @@ inline std::string optional_string(const JsonCursor& c, std::string_view key) {
 
 inline Kernel kernel_from_json(const JsonCursor& c) {
     check_fields(c, {"op", "kind", "phase", "layer", "dtype", "unit", "flops", "bytes_read", "bytes_written", "gemm",
-                     "conv", "attention", "norm", "host_dispatch", "sync", "mixed_dtypes", "host_op", "source_op", "flag", "args"});
+                     "conv", "attention", "norm", "host_dispatch", "sync", "mixed_dtypes", "strided", "host_op", "source_op", "flag",
+                     "args"});
     Kernel k;
     k.op = c.at("op").string();
     if (k.op.empty()) c.at("op").fail("must not be empty");
@@ -173,6 +174,10 @@ inline Kernel kernel_from_json(const JsonCursor& c) {
     if (c.has("mixed_dtypes")) {
         k.mixed_dtypes = c.at("mixed_dtypes").boolean();
         if (k.mixed_dtypes && k.kind != KernelKind::elementwise) c.at("mixed_dtypes").fail("only an elementwise kernel has mixed operand dtypes");
+    }
+    if (c.has("strided")) {
+        k.strided = c.at("strided").boolean();
+        if (k.strided && k.kind != KernelKind::elementwise) c.at("strided").fail("only an elementwise kernel has strided operands");
     }
     k.host_op = optional_string(c, "host_op");
     k.source_op = optional_string(c, "source_op");
@@ -275,6 +280,7 @@ inline nlohmann::json pair_json(std::int64_t h, std::int64_t w) { return nlohman
     if (!k.host_dispatch) j["host_dispatch"] = false;
     if (k.host_sync) j["sync"] = true;
     if (k.mixed_dtypes) j["mixed_dtypes"] = true;
+    if (k.strided) j["strided"] = true;
     if (!k.host_op.empty()) j["host_op"] = k.host_op;
     if (!k.source_op.empty()) j["source_op"] = k.source_op;
     if (!k.flag.empty()) j["flag"] = k.flag;

@@ -5,7 +5,7 @@ import numbers
 TOP = {"schema_version", "kind", "kernels", "model", "origin", "precision", "batch", "optimizer", "parameters",
        "memory"}
 KERNEL = {"op", "kind", "phase", "layer", "dtype", "unit", "flops", "bytes_read", "bytes_written", "gemm", "conv",
-          "attention", "norm", "host_dispatch", "sync", "mixed_dtypes", "host_op", "source_op", "flag", "args"}
+          "attention", "norm", "host_dispatch", "sync", "mixed_dtypes", "strided", "host_op", "source_op", "flag", "args"}
 KINDS = {"gemm", "conv", "attention", "elementwise", "reduction", "normalization", "softmax", "embedding", "copy",
          "optimizer", "host-only", "unknown"}
 PHASES = ["forward", "backward", "optimizer"]
@@ -102,6 +102,8 @@ def violations(doc):
             err(f"{p}.sync: a bool, on host-only kernels only")
         if "mixed_dtypes" in k and (not isinstance(k["mixed_dtypes"], bool) or k.get("kind") != "elementwise"):
             err(f"{p}.mixed_dtypes: a bool, on elementwise kernels only")
+        if "strided" in k and (not isinstance(k["strided"], bool) or k.get("kind") != "elementwise"):
+            err(f"{p}.strided: a bool, on elementwise kernels only")
         for key in ("host_op", "source_op", "flag", "args"):
             if key in k and not isinstance(k[key], str):
                 err(f"{p}.{key}: must be a string")

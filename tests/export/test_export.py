@@ -433,6 +433,31 @@ class StridedInputs(unittest.TestCase):
         # the layer norm's own kernels stay costed by its figures
         self.assertTrue(all(not k["host_dispatch"] for k in norm if k["op"] != "aten::clone"))
 
+    def test_elementwise_over_strided_or_broadcast_operands(self):
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(16, 16)
+                self.bias = nn.Parameter(torch.zeros(16))
+
+            def forward(self, x):
+                y = self.fc(x)
+                dense = y * 2.0                      # a dense operand and a scalar: the vectorized loop
+                shifted = dense + self.bias          # a broadcast bias
+                flipped = torch.relu(shifted.transpose(0, 1))  # a transposed view alone: its output alike, vectorized
+                return flipped - dense.transpose(0, 1).contiguous()  # a transposed and a contiguous operand
+
+        doc = export(Net(), {"x": torch.empty(8, 4, 16)}, optimizer="none")
+        forward = [k for k in doc["kernels"] if k["phase"] == "forward" and k["kind"] == "elementwise"]
+        flags = {k["op"]: k.get("strided", False) for k in forward}
+        self.assertEqual(flags.get("aten::mul"), False)
+        self.assertEqual(flags.get("aten::add"), True)
+        self.assertEqual(flags.get("aten::relu"), False)
+        self.assertEqual(flags.get("aten::sub"), True)
+        # pooling reads windows, not broadcasts
+        pool = export(nn.Sequential(nn.Conv2d(4, 4, 1), nn.MaxPool2d(2)), {"x": torch.empty(2, 4, 8, 8)}, optimizer="none")
+        self.assertFalse(any(k.get("strided") for k in pool["kernels"]))
+
 
 class Convolutions(unittest.TestCase):
     def test_conv1d_grouped_bias_groupnorm(self):

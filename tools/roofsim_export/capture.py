@@ -467,7 +467,8 @@ def marker(op: str, phase: str, layer: str, host: str | None = None) -> dict:
 
 
 _KEY_ORDER = ["op", "kind", "phase", "layer", "dtype", "unit", "flops", "bytes_read", "bytes_written", "gemm",
-              "conv", "attention", "norm", "host_dispatch", "sync", "mixed_dtypes", "host_op", "source_op", "flag", "args"]
+              "conv", "attention", "norm", "host_dispatch", "sync", "mixed_dtypes", "strided", "host_op", "source_op", "flag",
+              "args"]
 
 
 def _ordered(k: dict) -> dict:

@@ -298,6 +298,48 @@ def mixed_dtypes(tensors) -> bool:
     return len(kinds) > 1
 
 
+def _dense(t: torch.Tensor) -> bool:
+    """Whether a tensor's elements fill its memory without gaps or overlaps, in some order of its
+    dimensions (a contiguous tensor, or a transposed view of one)."""
+    dims = sorted(((int(st), int(sz)) for st, sz in zip(t.stride(), t.shape) if sz != 1), reverse=True)
+    expected = 1
+    for stride, size in reversed(dims):
+        if stride != expected:
+            return False
+        expected *= size
+    return True
+
+
+def strided_operands(name: str, inputs, written) -> bool:
+    """Whether an elementwise op runs PyTorch's strided loop: TensorIterator's vectorized loop needs
+    its operands (of more than one element) dense and laid out alike, whatever their order of
+    dimensions (a unary op on a transposed tensor writes a transposed output and stays vectorized);
+    an operand that broadcasts (fewer elements than the output: a bias added apart), one laid out
+    otherwise than the others (a transposed tensor added to a contiguous one) or one with gaps makes
+    it compute each element's offsets (elementwise_kernel with an offset calculator), at about the
+    speed of a transposing copy on an H200 (a bfloat16 bias add on a transposed 197 x 128 x 2304
+    tensor 1.5 TB/s, the probe's bfloat16 transposed copy 1.4 TB/s; docs/ir-format.md, `strided`).
+    Pooling and resampling read windows, not broadcasts: never."""
+    if "pool" in name or "upsample" in name or not written:
+        return False
+    operands = [t for t in list(inputs) + list(written) if t.numel() > 1]
+    if not operands:
+        return False
+    elements = max(int(t.numel()) for t in written)
+    layout = None
+    for t in operands:
+        if t.numel() < elements:
+            return True
+        try:
+            strides = tuple(int(s) for s, n in zip(t.stride(), t.shape) if n != 1)
+            if not _dense(t) or (layout is not None and strides != layout):
+                return True
+        except Exception:
+            continue
+        layout = strides if layout is None else layout
+    return False
+
+
 def sum_bytes(tensors, fn=tensor_bytes) -> int:
     return sum(fn(t) for t in distinct(tensors))
 
@@ -507,6 +549,8 @@ class Mapper:
                 False, None
         if base in ELEMENTWISE_OPS or base in SCAN_OPS:
             extra = {"mixed_dtypes": True} if base in ELEMENTWISE_OPS and mixed_dtypes(inputs + written) else {}
+            if base in ELEMENTWISE_OPS and strided_operands(base, reads, written):
+                extra["strided"] = True
             return [self.kernel(name, "elementwise", dtype, sum_bytes(reads), sum_bytes(written, out_bytes),
                                 **extra)], False, None
         if not inputs and not outputs and not mutated:

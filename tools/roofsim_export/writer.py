@@ -18,7 +18,8 @@ UNITS = ("fp64", "fp32", "fp16", "bf16", "fp64-tensor", "tf32-tensor", "fp16-ten
 TOP_FIELDS = ("schema_version", "kind", "model", "precision", "batch", "optimizer", "parameters", "origin", "memory",
               "kernels")
 KERNEL_FIELDS = ("op", "kind", "phase", "layer", "dtype", "unit", "flops", "bytes_read", "bytes_written", "gemm",
-                 "conv", "attention", "norm", "host_dispatch", "sync", "mixed_dtypes", "host_op", "source_op", "flag", "args")
+                 "conv", "attention", "norm", "host_dispatch", "sync", "mixed_dtypes", "strided", "host_op", "source_op", "flag",
+                 "args")
 MEMORY_FIELDS = ("parameters_bytes", "gradients_bytes", "optimizer_state_bytes", "peak_bytes", "method")
 
 
@@ -99,13 +100,15 @@ def problems(doc: dict) -> list[str]:
         for key in ("flops", "bytes_read", "bytes_written"):
             if key in k and (not number(k[key]) or k[key] < 0):
                 bad(f"{p}.{key}", "expected a number >= 0")
-        for key in ("host_dispatch", "sync", "mixed_dtypes"):
+        for key in ("host_dispatch", "sync", "mixed_dtypes", "strided"):
             if key in k and not isinstance(k[key], bool):
                 bad(f"{p}.{key}", "expected a bool")
         if k.get("sync") and k.get("kind") != "host-only":
             bad(f"{p}.sync", "only a host-only kernel can synchronize")
         if k.get("mixed_dtypes") and k.get("kind") != "elementwise":
             bad(f"{p}.mixed_dtypes", "only an elementwise kernel has mixed operand dtypes")
+        if k.get("strided") and k.get("kind") != "elementwise":
+            bad(f"{p}.strided", "only an elementwise kernel has strided operands")
         for key in ("host_op", "source_op", "flag", "args"):
             if key in k and not isinstance(k[key], str):
                 bad(f"{p}.{key}", "expected a string")
