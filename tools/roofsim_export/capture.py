@@ -313,7 +313,7 @@ class Session:
                 args_text = describe_args(args, kwargs)
             except Exception:
                 args_text = None
-            self.emit(kernels, owner, name, is_view, hint, args_text, cast, own_dispatch=len(copies))
+            self.emit(kernels, owner, name, is_view, hint, args_text, cast)
         outputs = flat_tensors(out)
         for t in outputs:
             if not self.is_host(t):
@@ -325,27 +325,18 @@ class Session:
                 owner.cast = True  # its backward node (ToCopyBackward0) is a cast of its own too
             self.pending.extend((t, owner) for t in outputs)
 
-    def emit(self, kernels, owner: Owner, name, is_view, hint, args_text, cast: bool = False, own_dispatch: int = 0) -> None:
+    def emit(self, kernels, owner: Owner, name, is_view, hint, args_text, cast: bool = False) -> None:
         """Appends an op's kernels, with the dispatch marker that carries its host cost where it has
         one of its own. `cast`: an activation's cast (autocast_cast_of) or its gradient's cast back.
-        `own_dispatch`: the first kernels are copies the op makes of strided inputs (hidden_copies),
-        each dispatched on its own from inside the op, which no layer figure holds (tiny layers'
-        inputs are contiguous)."""
+        A kernel that comes with `host_dispatch` already set keeps it: the copies an op makes of its
+        strided inputs (hidden_copies), each dispatched on its own from inside the op, which no layer
+        figure holds (tiny layers' inputs are contiguous)."""
         phase = self.phase or "forward"
         for k in kernels:
             k["phase"] = phase
             k["layer"] = owner.layer
             if args_text and k["kind"] != "host-only":
                 k["args"] = args_text
-        emitted = len(self.kernels)
-        self._emit(kernels, owner, name, is_view, hint, cast)
-        if own_dispatch:
-            ours = [k for k in self.kernels[emitted:] if k.get("kind") != "host-only"][:own_dispatch]
-            for k in ours:
-                k["host_dispatch"] = True
-
-    def _emit(self, kernels, owner: Owner, name, is_view, hint, cast: bool) -> None:
-        phase = self.phase or "forward"
         if phase == "optimizer":
             for k in kernels:
                 k["host_dispatch"] = owner.layer != "optimizer"  # grad scaler ops dispatch on their own
@@ -366,7 +357,7 @@ class Session:
                 # on the host, which the known layer's figures leave out
                 self.kernels.append(marker(AUTOCAST_CAST, phase, owner.layer))
             for k in kernels:
-                k["host_dispatch"] = False
+                k.setdefault("host_dispatch", False)
                 k["source_op"] = known.op
             self.kernels.extend(_ordered(k) for k in kernels)
             return
@@ -388,7 +379,7 @@ class Session:
             return
         self.kernels.append(marker(graph_op, phase, owner.layer, attention_host_op(name) if graph_op == "sdpa" else None))
         for k in kernels:
-            k["host_dispatch"] = False
+            k.setdefault("host_dispatch", False)
             k["source_op"] = graph_op
         self.kernels.extend(_ordered(k) for k in kernels)
 

@@ -273,7 +273,8 @@ CONTIGUOUS_INPUTS = {"native_layer_norm": (0,), "native_layer_norm_backward": (0
 
 def hidden_copies(name: str, args) -> list:
     """The kernels of the contiguous copies `name` makes of its strided inputs (CONTIGUOUS_INPUTS):
-    one aten::clone each, reading the input's addressed bytes, writing it dense."""
+    one aten::clone each, reading the input's addressed bytes, writing it dense, dispatched on its
+    own (host_dispatch: no layer figure holds it)."""
     copies = []
     for i in CONTIGUOUS_INPUTS.get(name, ()):
         t = args[i] if i < len(args) else None
@@ -285,7 +286,8 @@ def hidden_copies(name: str, args) -> list:
             dense = True
         if not dense:
             copies.append({"op": "aten::clone", "kind": "copy", "dtype": dtype_key(t.dtype),
-                           "bytes_read": _number(tensor_bytes(t)), "bytes_written": _number(out_bytes(t))})
+                           "bytes_read": _number(tensor_bytes(t)), "bytes_written": _number(out_bytes(t)),
+                           "host_dispatch": True})
     return copies
 
 
@@ -326,18 +328,17 @@ def strided_operands(name: str, inputs, written) -> bool:
     if not operands:
         return False
     elements = max(int(t.numel()) for t in written)
-    layout = None
+    layouts = set()
     for t in operands:
         if t.numel() < elements:
             return True
         try:
-            strides = tuple(int(s) for s, n in zip(t.stride(), t.shape) if n != 1)
-            if not _dense(t) or (layout is not None and strides != layout):
+            if not _dense(t):
                 return True
-        except Exception:
+            layouts.add(tuple(int(s) for s, n in zip(t.stride(), t.shape) if n != 1))
+        except Exception:  # a tensor whose strides cannot be read: assume the common case
             continue
-        layout = strides if layout is None else layout
-    return False
+    return len(layouts) > 1
 
 
 def sum_bytes(tensors, fn=tensor_bytes) -> int:
