@@ -87,7 +87,29 @@ Phases (--phase, one process each):
             Chains of units of a few tiny modules (a layer norm and a linear, a transformer's MLP and
             attention halves and both together, a convolution, batch norm and ReLU) beside chains of
             the probe's tiny layers of each op: each unit's slope over the sum of its ops' slopes.
-The last fifteen take no points (the seven paired workloads are built and warmed all the same).
+  gc        does Python's garbage collector pace a host-bound step? Each validation model at its
+            host-paced batch (and BERT-base b128), forward-only and whole-step timings (a synchronize
+            before and after each, as the validation times them) with the collector on, as every run
+            has it, and off (gc.disable()), alternating, six rounds; each timing records the
+            collections that ran inside it (gc.callbacks: count and seconds by generation), the CPU
+            the main thread was on before and after (/proc/thread-self/stat), and a canary before each
+            round.
+  lead      how far ahead of the GPU the host is as a step's phases end: each validation model (and
+            BERT-base b128, ResNet-50 b128), CUDA events recorded as the forward, backward() and
+            optimizer.step() return, against the host's clock at the same points (both from one
+            synchronize), twenty steps in each of three rounds, a canary before each round: the
+            phase's GPU end minus its host return is the host's lead (0: the host paced the GPU).
+  gpu_alone  is a GPU-paced phase as long as its kernels? The validation's GPU-paced models (and
+            BERT-base b32): the forward and backward() each timed in the stream as a step runs them
+            (CUDA events from the end of the phase before), then each issued while the GPU sleeps
+            (torch.cuda._sleep, longer than the host's issuing) so that the GPU runs its kernels back
+            to back: that phase's GPU time alone. Three rounds of eight steps, a canary before each.
+  backward_idle  where a GPU-paced backward() waits for the host: BERT-base b128, a full backward
+            pre-hook on each encoder layer, the pooler and the embeddings recording a CUDA event and
+            the host's clock, in the stream as a step runs it and with the backward issued while the
+            GPU sleeps (its kernels back to back): per stretch between two hooks, GPU seconds in the
+            stream minus alone is the GPU's wait for the host there. Three rounds of eight steps each.
+The last nineteen take no points (the seven paired workloads are built and warmed all the same).
 Writes JSON (--out) and prints a table. Usage, on a GPU machine, from the repository root:
   python3 tools/validate/host_state.py --phase profiler --out host_state_profiler.json
 """
@@ -1707,11 +1729,298 @@ def phase_autograd_thread(dev, workloads, started) -> list:
     return points
 
 
+GC_MODELS = PYTHON_MODELS + ("bert-base/b128xs128/amp-bf16",)
+GC_ROUNDS = 6
+GC_TIMINGS = 15  # forward-only timings, then whole-step timings, per round and setting
+
+
+def _current_cpu() -> int:
+    """The CPU this thread last ran on (/proc/thread-self/stat, field 39), -1 where unreadable."""
+    try:
+        with open("/proc/thread-self/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return int(fields[36])
+    except (OSError, IndexError, ValueError):
+        return -1
+
+
+class _CollectionLog:
+    """gc.callbacks: the collections that run while armed, by generation, with their seconds."""
+
+    def __init__(self):
+        self.started = None
+        self.counts = [0, 0, 0]
+        self.seconds = [0.0, 0.0, 0.0]
+
+    def __call__(self, phase, info):
+        if phase == "start":
+            self.started = time.perf_counter()
+        elif self.started is not None:
+            generation = info.get("generation", 0)
+            self.counts[generation] += 1
+            self.seconds[generation] += time.perf_counter() - self.started
+            self.started = None
+
+    def reset(self):
+        self.started, self.counts, self.seconds = None, [0, 0, 0], [0.0, 0.0, 0.0]
+
+
+def phase_gc(dev, workloads, started) -> list:
+    """GC_MODELS on `dev`: forward-only and whole-step seconds with Python's collector on and off,
+    alternating by round, each timing with the collections inside it and the CPU it ran on."""
+    points = []
+    log = _CollectionLog()
+    gc.callbacks.append(log)
+    try:
+        for spec, model, batch, _, opt, forward in _ready_python_models(dev, optimizer_steps=True, only=GC_MODELS):
+            record = {"label": spec["id"], "batch": spec["batch"], "tracked_objects": len(gc.get_objects()),
+                      "gc_thresholds": list(gc.get_threshold()), "rounds": []}
+
+            def step(opt=opt, forward=forward):
+                opt.zero_grad(set_to_none=True)
+                forward().backward()
+                opt.step()
+
+            def forward_only(opt=opt, forward=forward):
+                opt.zero_grad(set_to_none=True)
+                return forward()
+
+            for round_ in range(GC_ROUNDS):
+                for collector_on in (True, False):
+                    if not collector_on:
+                        gc.disable()
+                    try:
+                        entry = {"round": round_, "collector": "on" if collector_on else "off",
+                                 "canary_seconds": mp.canary_seconds_per_op(dev), "timings": []}
+                        for kind, region in (("forward", forward_only), ("step", step)):
+                            for _ in range(GC_TIMINGS):
+                                sync()
+                                cpu_before = _current_cpu()
+                                log.reset()
+                                t0 = time.perf_counter()
+                                result = region()
+                                sync()
+                                elapsed = time.perf_counter() - t0
+                                counts, seconds = list(log.counts), list(log.seconds)
+                                del result
+                                entry["timings"].append({"kind": kind, "seconds": elapsed, "cpu_before": cpu_before,
+                                                         "cpu_after": _current_cpu(), "collections": counts,
+                                                         "collection_seconds": seconds})
+                    finally:
+                        gc.enable()
+                    record["rounds"].append(entry)
+                    fw = [t["seconds"] for t in entry["timings"] if t["kind"] == "forward"]
+                    st = [t["seconds"] for t in entry["timings"] if t["kind"] == "step"]
+                    gcs = sum(sum(t["collection_seconds"]) for t in entry["timings"])
+                    cpus = sorted({t["cpu_before"] for t in entry["timings"]} | {t["cpu_after"] for t in entry["timings"]})
+                    print(f"  {spec['id']:32s} r{round_} gc {entry['collector']:3s} forward {statistics.median(fw) * 1e3:6.2f} "
+                          f"({min(fw) * 1e3:5.2f}-{max(fw) * 1e3:5.2f}) step {statistics.median(st) * 1e3:6.2f} "
+                          f"({min(st) * 1e3:5.2f}-{max(st) * 1e3:5.2f}) ms | collections {gcs * 1e3:6.2f} ms | "
+                          f"cpus {cpus} | canary {entry['canary_seconds'] * 1e6:.1f} us", flush=True)
+            del model, batch, opt
+            mp.clear_memory(dev)
+            record["at_seconds"] = time.perf_counter() - started
+            points.append(record)
+    finally:
+        gc.callbacks.remove(log)
+    return points
+
+
+LEAD_MODELS = PYTHON_MODELS + ("bert-base/b128xs128/amp-bf16", "resnet50/b128x224/amp-bf16")
+LEAD_ROUNDS = 3
+LEAD_STEPS = 20
+
+
+def phase_lead(dev, workloads, started) -> list:
+    """LEAD_MODELS on `dev`: per step, each phase's host return and GPU end (CUDA events) from one
+    synchronize, seconds; the host's lead at each phase's end is the second minus the first."""
+    points = []
+    for spec, model, batch, _, opt, forward in _ready_python_models(dev, optimizer_steps=True, only=LEAD_MODELS):
+        record = {"label": spec["id"], "batch": spec["batch"], "rounds": []}
+        for round_ in range(LEAD_ROUNDS):
+            entry = {"round": round_, "canary_seconds": mp.canary_seconds_per_op(dev),
+                     "backward_canary_seconds": mp.backward_canary_seconds_per_node(dev), "steps": []}
+            for _ in range(LEAD_STEPS):
+                events = [torch.cuda.Event(enable_timing=True) for _ in range(4)]
+                sync()
+                events[0].record()
+                t0 = time.perf_counter()
+                opt.zero_grad(set_to_none=True)
+                loss = forward()
+                t_forward = time.perf_counter()
+                events[1].record()
+                loss.backward()
+                t_backward = time.perf_counter()
+                events[2].record()
+                opt.step()
+                t_optimizer = time.perf_counter()
+                events[3].record()
+                sync()
+                t_end = time.perf_counter()
+                del loss
+                gpu = [events[0].elapsed_time(e) * 1e-3 for e in events[1:]]
+                entry["steps"].append({"host_return_seconds": [t_forward - t0, t_backward - t0, t_optimizer - t0],
+                                       "gpu_end_seconds": gpu, "wall_seconds": t_end - t0})
+            record["rounds"].append(entry)
+            med = lambda xs: statistics.median(xs) * 1e3  # noqa: E731
+            host = [med([s["host_return_seconds"][i] for s in entry["steps"]]) for i in range(3)]
+            gpu = [med([s["gpu_end_seconds"][i] for s in entry["steps"]]) for i in range(3)]
+            lead = [med([s["gpu_end_seconds"][i] - s["host_return_seconds"][i] for s in entry["steps"]]) for i in range(3)]
+            print(f"  {spec['id']:32s} r{round_} host returns {host[0]:6.2f} {host[1]:6.2f} {host[2]:6.2f} | GPU ends "
+                  f"{gpu[0]:6.2f} {gpu[1]:6.2f} {gpu[2]:6.2f} | lead {lead[0]:5.2f} {lead[1]:5.2f} {lead[2]:5.2f} ms | "
+                  f"wall {med([s['wall_seconds'] for s in entry['steps']]):6.2f} | canary "
+                  f"{entry['canary_seconds'] * 1e6:.1f} / {entry['backward_canary_seconds'] * 1e6:.1f} us", flush=True)
+        del model, batch, opt
+        mp.clear_memory(dev)
+        record["at_seconds"] = time.perf_counter() - started
+        points.append(record)
+    return points
+
+
+GPU_ALONE_MODELS = ("bert-base/b128xs128/amp-bf16", "bert-base/b32xs128/amp-bf16", "gpt2-small/b16xs1024/amp-bf16",
+                    "vit-b-16/b128x224/amp-bf16", "resnet50/b128x224/amp-bf16")
+GPU_ALONE_SLEEP_S = 0.08
+
+
+def phase_gpu_alone(dev, workloads, started) -> list:
+    """GPU_ALONE_MODELS on `dev`: forward and backward() GPU seconds in the stream (events from the
+    phase before's end) and queued behind a GPU sleep (events from the sleep's end), per step."""
+    if not has_gpu_sleep(dev):
+        raise SystemExit("error: the gpu_alone phase needs a CUDA device")
+    cycles_per_s = probe.gpu_sleep_cycles_per_second()
+    points = []
+    for spec, model, batch, _, opt, forward in _ready_python_models(dev, optimizer_steps=True, only=GPU_ALONE_MODELS):
+        record = {"label": spec["id"], "batch": spec["batch"], "sleep_seconds": GPU_ALONE_SLEEP_S, "rounds": []}
+        for round_ in range(3):
+            entry = {"round": round_, "canary_seconds": mp.canary_seconds_per_op(dev), "in_stream": [], "alone": []}
+            for _ in range(8):
+                ev = [torch.cuda.Event(enable_timing=True) for _ in range(3)]
+                sync()
+                ev[0].record()
+                opt.zero_grad(set_to_none=True)
+                loss = forward()
+                ev[1].record()
+                loss.backward()
+                ev[2].record()
+                opt.step()
+                sync()
+                del loss
+                entry["in_stream"].append({"forward_seconds": ev[0].elapsed_time(ev[1]) * 1e-3,
+                                           "backward_seconds": ev[1].elapsed_time(ev[2]) * 1e-3})
+            for _ in range(8):
+                timing = {}
+                opt.zero_grad(set_to_none=True)
+                for part in ("forward", "backward"):
+                    ev = [torch.cuda.Event(enable_timing=True) for _ in range(3)]
+                    sync()
+                    ev[0].record()
+                    torch.cuda._sleep(int(GPU_ALONE_SLEEP_S * cycles_per_s))
+                    ev[1].record()
+                    t0 = time.perf_counter()
+                    if part == "forward":
+                        loss = forward()
+                    else:
+                        loss.backward()
+                    issue = time.perf_counter() - t0
+                    ev[2].record()
+                    sync()
+                    slept = ev[0].elapsed_time(ev[1]) * 1e-3
+                    timing[f"{part}_seconds"] = ev[1].elapsed_time(ev[2]) * 1e-3
+                    timing[f"{part}_issue_seconds"] = issue
+                    timing[f"{part}_host_done_before_wake"] = issue < slept
+                opt.step()
+                sync()
+                del loss
+                entry["alone"].append(timing)
+            record["rounds"].append(entry)
+            med = lambda rows, k: statistics.median(r[k] for r in rows) * 1e3  # noqa: E731
+            print(f"  {spec['id']:32s} r{round_} in stream forward {med(entry['in_stream'], 'forward_seconds'):6.2f} "
+                  f"backward {med(entry['in_stream'], 'backward_seconds'):6.2f} | alone forward "
+                  f"{med(entry['alone'], 'forward_seconds'):6.2f} backward {med(entry['alone'], 'backward_seconds'):6.2f} ms "
+                  f"(host done first {sum(r['forward_host_done_before_wake'] and r['backward_host_done_before_wake'] for r in entry['alone'])}/8) "
+                  f"| canary {entry['canary_seconds'] * 1e6:.1f} us", flush=True)
+        del model, batch, opt
+        mp.clear_memory(dev)
+        record["at_seconds"] = time.perf_counter() - started
+        points.append(record)
+    return points
+
+
+def phase_backward_idle(dev, workloads, started) -> list:
+    """BERT-base b128's backward() on `dev`, CUDA events and host clock at the start of each
+    encoder layer's backward (and the pooler's, the embeddings'), in the stream and alone."""
+    if not has_gpu_sleep(dev):
+        raise SystemExit("error: the backward_idle phase needs a CUDA device")
+    cycles_per_s = probe.gpu_sleep_cycles_per_second()
+    points = []
+    for spec, model, batch, _, opt, forward in _ready_python_models(dev, optimizer_steps=True,
+                                                                    only=("bert-base/b128xs128/amp-bf16",)):
+        inner = model.bert
+        marks = [("pooler", inner.pooler)] + [(f"encoder.layer.{i}", layer) for i, layer in
+                                              reversed(list(enumerate(inner.encoder.layer)))] + [("embeddings", inner.embeddings)]
+        names = [name for name, _ in marks]
+        seen = []  # (name, host seconds, event) of the current backward
+
+        def make_hook(name):
+            def hook(module, grad_output):
+                event = torch.cuda.Event(enable_timing=True)
+                event.record()
+                seen.append((name, time.perf_counter(), event))
+            return hook
+        handles = [m.register_full_backward_pre_hook(make_hook(name)) for name, m in marks]
+        record = {"label": spec["id"], "marks": names, "rounds": []}
+        try:
+            for round_ in range(3):
+                entry = {"round": round_, "canary_seconds": mp.canary_seconds_per_op(dev),
+                         "backward_canary_seconds": mp.backward_canary_seconds_per_node(dev), "in_stream": [], "alone": []}
+                for alone in (False, True):
+                    for _ in range(8):
+                        opt.zero_grad(set_to_none=True)
+                        loss = forward()
+                        sync()
+                        seen.clear()
+                        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                        if alone:
+                            torch.cuda._sleep(int(0.08 * cycles_per_s))
+                        start.record()
+                        t0 = time.perf_counter()
+                        loss.backward()
+                        t1 = time.perf_counter()
+                        end.record()
+                        sync()
+                        row = {"host_seconds": {n: t - t0 for n, t, _ in seen},
+                               "gpu_seconds": {n: start.elapsed_time(e) * 1e-3 for n, _, e in seen},
+                               "host_return_seconds": t1 - t0, "gpu_end_seconds": start.elapsed_time(end) * 1e-3}
+                        (entry["alone"] if alone else entry["in_stream"]).append(row)
+                        opt.step()
+                        del loss
+                record["rounds"].append(entry)
+                med = lambda rows, key, n: statistics.median(r[key][n] for r in rows) * 1e3  # noqa: E731
+                cols = []
+                for n in names:
+                    cols.append(f"{n.replace('encoder.layer.', 'L')}: {med(entry['in_stream'], 'host_seconds', n):5.1f}h "
+                                f"{med(entry['in_stream'], 'gpu_seconds', n):5.1f}g {med(entry['alone'], 'gpu_seconds', n):5.1f}a")
+                end_s = statistics.median(r["gpu_end_seconds"] for r in entry["in_stream"]) * 1e3
+                end_a = statistics.median(r["gpu_end_seconds"] for r in entry["alone"]) * 1e3
+                print(f"  round {round_} canary {entry['canary_seconds'] * 1e6:.1f} / {entry['backward_canary_seconds'] * 1e6:.1f} us; "
+                      f"end {end_s:5.1f} in stream, {end_a:5.1f} alone (ms)\n    " + "\n    ".join(cols), flush=True)
+        finally:
+            for h in handles:
+                h.remove()
+        del model, batch, opt
+        mp.clear_memory(dev)
+        record["at_seconds"] = time.perf_counter() - started
+        points.append(record)
+    return points
+
+
 PHASES = {"blocks": phase_blocks, "mixed": phase_mixed, "profiler": phase_profiler, "groups": phase_groups, "validation": phase_validation,
           "threads": phase_threads, "imports": phase_imports, "depth": phase_depth, "clocks": phase_clocks,
           "overlap": phase_overlap, "sizes": phase_sizes, "model_sum": phase_model_sum, "model_host": phase_model_host,
           "lstm": phase_lstm, "harness": phase_harness, "reps": phase_reps, "python": phase_python,
-          "modules": phase_modules, "autograd": phase_autograd, "ops": phase_ops, "autograd_thread": phase_autograd_thread}
+          "modules": phase_modules, "autograd": phase_autograd, "ops": phase_ops, "autograd_thread": phase_autograd_thread,
+          "gc": phase_gc, "lead": phase_lead,
+          "gpu_alone": phase_gpu_alone, "backward_idle": phase_backward_idle}
 
 
 def main(argv=None) -> int:

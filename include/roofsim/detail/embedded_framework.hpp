@@ -26,8 +26,8 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "cudnn": 91900,
   "python": "3.12.3"
  },
- "date_utc": "2026-12-01T12:52:15+00:00",
- "command": "/opt/torch/.venv/bin/python3 calibrate/torch_framework_probe.py --gpu-key h200-sxm --out /tmp/run/r64-framework.json",
+ "date_utc": "2026-12-01T15:00:56+00:00",
+ "command": "/opt/torch/.venv/bin/python3 calibrate/torch_framework_probe.py --gpu-key h200-sxm --out /tmp/x/h200-sxm-torch-2.11.json",
  "settings": {
   "repeats": 11,
   "warmup": 2,
@@ -54,569 +54,569 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "conv_host_calls": 10
  },
  "host_speed": {
-  "reference_seconds_per_op": 9.870337500217374e-06,
+  "reference_seconds_per_op": 9.787402499945586e-06,
   "canary": "200 x torch.add of two 1-element tensors between two synchronizes, wall / 200; before each timed repetition (at most one per 20 ms) and after each measurement",
-  "canaries": 5400,
-  "canary_p10_seconds": 7.082595000156289e-06,
-  "canary_p90_seconds": 1.1046480000231896e-05,
+  "canaries": 5266,
+  "canary_p10_seconds": 7.137959999994337e-06,
+  "canary_p90_seconds": 1.0663999999991347e-05,
   "use": "the figures are as measured; roofsim reads each at this host speed: the median over passes of pass_seconds x reference_seconds_per_op / pass_host_canary_seconds",
-  "backward_reference_seconds_per_node": 1.9153585000140084e-05,
+  "backward_reference_seconds_per_node": 1.850986000015098e-05,
   "backward_canary": "after each canary, the backward() of a chain of 100 multiplications of a 1-element tensor, from a synchronize to its return, per node: the speed of autograd's device thread (roofsim reads the layer_backward_* figures on it)",
-  "backward_canary_p10_seconds": 1.4852979999204763e-05,
-  "backward_canary_p90_seconds": 2.2426600000926556e-05
+  "backward_canary_p10_seconds": 1.5058040000042184e-05,
+  "backward_canary_p90_seconds": 2.172586999996895e-05
  },
  "figures": {
   "eager_op_add": {
-   "seconds": 6.939560500029529e-06,
-   "min": 6.624806000047556e-06,
-   "max": 7.393277000005582e-06,
+   "seconds": 9.21052450000026e-06,
+   "min": 6.3872094999908315e-06,
+   "max": 1.0937264500000765e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 6.764319500007332e-06,
-   "host_canary_seconds": 6.874869999933253e-06,
-   "host_backward_canary_seconds": 2.339984999935041e-05,
+   "issue_only_seconds": 9.177058000000572e-06,
+   "host_canary_seconds": 9.313664999996974e-06,
+   "host_backward_canary_seconds": 1.8678359999988458e-05,
    "pass_seconds": [
-    6.780406500013214e-06,
-    6.939560500029529e-06,
-    7.12514200000669e-06
+    9.21052450000026e-06,
+    1.0018770999998594e-05,
+    6.6194184999943675e-06
    ],
    "pass_host_canary_seconds": [
-    6.874869999933253e-06,
-    7.012720000147965e-06,
-    7.329384999934519e-06
+    9.313664999996974e-06,
+    1.0299284999959468e-05,
+    6.925214999995432e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.339984999935041e-05,
-    2.2493809999559745e-05,
-    1.949562999925547e-05
+    1.8678359999988458e-05,
+    2.2308730000020204e-05,
+    1.6481720000172117e-05
    ]
   },
   "eager_op_linear": {
-   "seconds": 1.2201291999986096e-05,
-   "min": 1.181052900000168e-05,
-   "max": 1.3224743000023409e-05,
+   "seconds": 1.604426499999967e-05,
+   "min": 1.1614623499994536e-05,
+   "max": 1.920258999999902e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.2347682500035261e-05,
-   "host_canary_seconds": 7.1440149997670235e-06,
-   "host_backward_canary_seconds": 2.159977000019353e-05,
+   "issue_only_seconds": 1.602292599999977e-05,
+   "host_canary_seconds": 9.294115000013648e-06,
+   "host_backward_canary_seconds": 1.6309589999998763e-05,
    "pass_seconds": [
-    1.2385417500013318e-05,
-    1.215890049996915e-05,
-    1.2201291999986096e-05
+    1.604426499999967e-05,
+    1.8900586999997416e-05,
+    1.2010090999993394e-05
    ],
    "pass_host_canary_seconds": [
-    7.1440149997670235e-06,
-    7.132319999527681e-06,
-    7.173004999572186e-06
+    9.294115000013648e-06,
+    1.0427014999976337e-05,
+    7.128964999907339e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.159977000019353e-05,
-    2.2601580000127796e-05,
-    1.754792999918209e-05
+    1.6309589999998763e-05,
+    1.8799610000002076e-05,
+    1.6499400000213883e-05
    ]
   },
   "eager_op_conv2d": {
-   "seconds": 1.1579744000016489e-05,
-   "min": 1.074908450004841e-05,
-   "max": 1.4966553000022031e-05,
+   "seconds": 1.516561900000113e-05,
+   "min": 1.0806922499995153e-05,
+   "max": 1.7650512499997717e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.1710640999979205e-05,
-   "host_canary_seconds": 7.030689999965034e-06,
-   "host_backward_canary_seconds": 2.149552999981097e-05,
+   "issue_only_seconds": 1.5142200500001479e-05,
+   "host_canary_seconds": 9.47909000000635e-06,
+   "host_backward_canary_seconds": 1.673780000004399e-05,
    "pass_seconds": [
-    1.1733492500013654e-05,
-    1.1579744000016489e-05,
-    1.1300354500008325e-05
+    1.516561900000113e-05,
+    1.690924550000261e-05,
+    1.2151337500000636e-05
    ],
    "pass_host_canary_seconds": [
-    7.030689999965034e-06,
-    7.212405000132094e-06,
-    7.105904999775703e-06
+    9.47909000000635e-06,
+    1.0360010000027842e-05,
+    6.980315000078008e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.149552999981097e-05,
-    2.016278999917631e-05,
-    2.1226999999726105e-05
+    1.673780000004399e-05,
+    1.9455399999941392e-05,
+    1.9534070000020164e-05
    ]
   },
   "eager_op_layernorm": {
-   "seconds": 1.0928305000049931e-05,
-   "min": 9.970857999974214e-06,
-   "max": 1.6459867499975188e-05,
+   "seconds": 1.566284999999823e-05,
+   "min": 1.0323020500010216e-05,
+   "max": 1.7539343999999346e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.0356583499969929e-05,
-   "host_canary_seconds": 6.87700500009214e-06,
-   "host_backward_canary_seconds": 2.1060569999917788e-05,
+   "issue_only_seconds": 1.5644227999999317e-05,
+   "host_canary_seconds": 9.48968999999522e-06,
+   "host_backward_canary_seconds": 1.6308559999984596e-05,
    "pass_seconds": [
-    1.0376502999974946e-05,
-    1.0928305000049931e-05,
-    1.550679150000178e-05
+    1.566284999999823e-05,
+    1.7280831000000773e-05,
+    1.0707151500000122e-05
    ],
    "pass_host_canary_seconds": [
-    6.87700500009214e-06,
-    7.215480000013486e-06,
-    9.871360000488493e-06
+    9.48968999999522e-06,
+    1.0520335000023806e-05,
+    7.208490000039092e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1060569999917788e-05,
-    2.1665420000545055e-05,
-    2.2030630000244854e-05
+    1.6308559999984596e-05,
+    2.2301290000115158e-05,
+    1.7089450000185025e-05
    ]
   },
   "eager_op_add_autocast": {
-   "seconds": 6.633233499997004e-06,
-   "min": 6.38611450000326e-06,
-   "max": 7.138644999997723e-06,
+   "seconds": 9.028544499997793e-06,
+   "min": 6.487254000006715e-06,
+   "max": 1.078052100000093e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 6.489318500030095e-06,
-   "host_canary_seconds": 6.72098249992814e-06,
-   "host_backward_canary_seconds": 2.098026499993466e-05,
+   "issue_only_seconds": 9.012797499998725e-06,
+   "host_canary_seconds": 9.093894999985252e-06,
+   "host_backward_canary_seconds": 1.728461000002568e-05,
    "pass_seconds": [
-    6.503785999996126e-06,
-    6.986810000000787e-06,
-    6.633233499997004e-06
+    9.028544499997793e-06,
+    1.0114774999998133e-05,
+    6.9229830000097085e-06
    ],
    "pass_host_canary_seconds": [
-    6.72098249992814e-06,
-    7.023214999719585e-06,
-    7.073052499890764e-06
+    9.093894999985252e-06,
+    1.0192455000037627e-05,
+    6.95171750010104e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.098026499993466e-05,
-    2.2627114999522748e-05,
-    2.1134169999754702e-05
+    1.728461000002568e-05,
+    1.9364720000112356e-05,
+    1.7861964999923432e-05
    ]
   },
   "eager_op_linear_autocast": {
-   "seconds": 3.646985450001239e-05,
-   "min": 3.56269824999913e-05,
-   "max": 5.1712059499948285e-05,
+   "seconds": 4.87491800000015e-05,
+   "min": 3.848632749999581e-05,
+   "max": 5.864273600000303e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 3.698707149999336e-05,
-   "host_canary_seconds": 7.01820500012218e-06,
-   "host_backward_canary_seconds": 2.1295610000606757e-05,
+   "issue_only_seconds": 4.8242967999996725e-05,
+   "host_canary_seconds": 9.499264999988099e-06,
+   "host_backward_canary_seconds": 1.6089080000014633e-05,
    "pass_seconds": [
-    3.7030057500032855e-05,
-    3.6219252000023516e-05,
-    3.646985450001239e-05
+    4.8288158999998385e-05,
+    5.594873649999954e-05,
+    4.87491800000015e-05
    ],
    "pass_host_canary_seconds": [
-    7.01820500012218e-06,
-    7.294655000009698e-06,
-    7.168600000113656e-06
+    9.499264999988099e-06,
+    1.0623579999986532e-05,
+    7.505724999958829e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1295610000606757e-05,
-    2.357747000019117e-05,
-    2.2025990000429373e-05
+    1.6089080000014633e-05,
+    2.0085320000049477e-05,
+    2.0925090000218914e-05
    ]
   },
   "eager_op_conv2d_autocast": {
-   "seconds": 2.6654470499977377e-05,
-   "min": 2.4822794500039435e-05,
-   "max": 4.0968577000001006e-05,
+   "seconds": 3.831035949999517e-05,
+   "min": 3.286238350000303e-05,
+   "max": 4.1915978999995215e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 2.583568549999882e-05,
-   "host_canary_seconds": 7.160735000297791e-06,
-   "host_backward_canary_seconds": 2.252411999961623e-05,
+   "issue_only_seconds": 3.389884699999968e-05,
+   "host_canary_seconds": 9.269809999992163e-06,
+   "host_backward_canary_seconds": 1.735791000001541e-05,
    "pass_seconds": [
-    2.5881447000017487e-05,
-    3.783242200000814e-05,
-    2.6654470499977377e-05
+    3.393420349999943e-05,
+    3.831035949999517e-05,
+    3.904113250000307e-05
    ],
    "pass_host_canary_seconds": [
-    7.160735000297791e-06,
-    1.0356199999819183e-05,
-    7.349695000016254e-06
+    9.269809999992163e-06,
+    1.0247035000006122e-05,
+    1.0137265000054186e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.252411999961623e-05,
-    2.228052999953434e-05,
-    2.109983999957876e-05
+    1.735791000001541e-05,
+    1.871980000004214e-05,
+    2.130950999998049e-05
    ]
   },
   "eager_op_layernorm_autocast": {
-   "seconds": 1.5058929500014528e-05,
-   "min": 1.0534034500039979e-05,
-   "max": 1.7494046500019068e-05,
+   "seconds": 1.5319235500001583e-05,
+   "min": 1.4770941499989476e-05,
+   "max": 1.7225165500001082e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.1005259000000932e-05,
-   "host_canary_seconds": 7.0473549999405805e-06,
-   "host_backward_canary_seconds": 2.252411999961623e-05,
+   "issue_only_seconds": 1.5302851000001282e-05,
+   "host_canary_seconds": 9.248314999972251e-06,
+   "host_backward_canary_seconds": 1.8650690000043822e-05,
    "pass_seconds": [
-    1.1028963499995825e-05,
-    1.6889185499962877e-05,
-    1.5058929500014528e-05
+    1.5319235500001583e-05,
+    1.656496750000258e-05,
+    1.5023262499994416e-05
    ],
    "pass_host_canary_seconds": [
-    7.0473549999405805e-06,
-    1.0090555000488167e-05,
-    9.269325000218487e-06
+    9.248314999972251e-06,
+    1.0034259999969209e-05,
+    9.443235000077265e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.252411999961623e-05,
-    2.260923999983788e-05,
-    1.992472000097223e-05
+    1.8650690000043822e-05,
+    1.6999940000062e-05,
+    1.703216999999313e-05
    ]
   },
   "eager_op_add_autograd": {
-   "seconds": 8.781356999975288e-06,
-   "min": 8.126696000033462e-06,
-   "max": 1.1442592999969748e-05,
+   "seconds": 1.1474459999998744e-05,
+   "min": 8.558647999997504e-06,
+   "max": 1.2323396500001138e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 8.788978500035682e-06,
-   "host_canary_seconds": 7.027137500017488e-06,
-   "host_backward_canary_seconds": 2.3372445000404695e-05,
+   "issue_only_seconds": 1.1458685000000913e-05,
+   "host_canary_seconds": 9.43248000002228e-06,
+   "host_backward_canary_seconds": 1.9671590000029937e-05,
    "pass_seconds": [
-    8.80562849999933e-06,
-    8.190628499960439e-06,
-    8.781356999975288e-06
+    1.1474459999998744e-05,
+    1.1484959000000571e-05,
+    1.1336410500007333e-05
    ],
    "pass_host_canary_seconds": [
-    7.027137500017488e-06,
-    7.112380000080521e-06,
-    7.625114999996185e-06
+    9.43248000002228e-06,
+    9.588815000043383e-06,
+    9.443235000077265e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.3372445000404695e-05,
-    2.205466000020806e-05,
-    1.8131635000031567e-05
+    1.9671590000029937e-05,
+    1.803882999993789e-05,
+    1.77232100000424e-05
    ]
   },
   "eager_op_linear_autograd": {
-   "seconds": 1.6083699500029526e-05,
-   "min": 1.4347391499995866e-05,
-   "max": 2.3730253999985963e-05,
+   "seconds": 2.2509502500000168e-05,
+   "min": 1.5630958499997404e-05,
+   "max": 2.8072283500002016e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.6053005000003396e-05,
-   "host_canary_seconds": 7.114425000054325e-06,
-   "host_backward_canary_seconds": 2.285857000060787e-05,
+   "issue_only_seconds": 2.5409172499998078e-05,
+   "host_canary_seconds": 1.0559305000015229e-05,
+   "host_backward_canary_seconds": 2.285536000002253e-05,
    "pass_seconds": [
-    1.6083699500029526e-05,
-    1.5250190499955352e-05,
-    1.714741849997381e-05
+    2.5461347000000246e-05,
+    1.8946737000000268e-05,
+    2.2509502500000168e-05
    ],
    "pass_host_canary_seconds": [
-    7.114425000054325e-06,
-    7.114334999869243e-06,
-    7.529284999918673e-06
+    1.0559305000015229e-05,
+    1.0021109999982514e-05,
+    9.974204999991798e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.285857000060787e-05,
-    1.963907999993353e-05,
-    2.0019259999344285e-05
+    2.285536000002253e-05,
+    2.241189000002919e-05,
+    2.0708429999842793e-05
    ]
   },
   "eager_op_conv2d_autograd": {
-   "seconds": 1.53690680000409e-05,
-   "min": 1.3759020999998483e-05,
-   "max": 2.164342899999383e-05,
+   "seconds": 2.0918888500006006e-05,
+   "min": 1.3672657999997285e-05,
+   "max": 2.457859599999779e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 2.0310971000014887e-05,
-   "host_canary_seconds": 1.0028384999714034e-05,
-   "host_backward_canary_seconds": 2.2419270000000324e-05,
+   "issue_only_seconds": 2.222269750000194e-05,
+   "host_canary_seconds": 1.1026499999999827e-05,
+   "host_backward_canary_seconds": 2.2933649999998808e-05,
    "pass_seconds": [
-    2.0364385499988204e-05,
-    1.53690680000409e-05,
-    1.5144243000008829e-05
+    2.2281632000002105e-05,
+    1.6761013499994702e-05,
+    2.0918888500006006e-05
    ],
    "pass_host_canary_seconds": [
-    1.0028384999714034e-05,
-    7.650285000408986e-06,
-    7.3660000003883395e-06
+    1.1026499999999827e-05,
+    9.64671500000236e-06,
+    1.0100604999934148e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.2419270000000324e-05,
-    1.895164000075056e-05,
-    1.8302690000382428e-05
+    2.2933649999998808e-05,
+    2.11041599999362e-05,
+    2.0137749999946663e-05
    ]
   },
   "eager_op_layernorm_autograd": {
-   "seconds": 2.003504350000185e-05,
-   "min": 1.3345825999977023e-05,
-   "max": 2.1283422500005145e-05,
+   "seconds": 2.044909100000325e-05,
+   "min": 1.4613658000001806e-05,
+   "max": 2.2480131499989396e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 2.022094599999491e-05,
-   "host_canary_seconds": 1.0068189999969946e-05,
-   "host_backward_canary_seconds": 2.2566439999991415e-05,
+   "issue_only_seconds": 1.9952564499998715e-05,
+   "host_canary_seconds": 9.790934999998057e-06,
+   "host_backward_canary_seconds": 2.193411000000367e-05,
    "pass_seconds": [
-    2.027205399997456e-05,
-    1.505346900000859e-05,
-    2.003504350000185e-05
+    1.99943470000008e-05,
+    2.07108044999984e-05,
+    2.044909100000325e-05
    ],
    "pass_host_canary_seconds": [
-    1.0068189999969946e-05,
-    7.491805000086061e-06,
-    9.57602000028146e-06
+    9.790934999998057e-06,
+    1.005547500000148e-05,
+    1.000979500005883e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.2566439999991415e-05,
-    1.8606129999625408e-05,
-    2.126508000060312e-05
+    2.193411000000367e-05,
+    1.828634000005991e-05,
+    2.0837889999825164e-05
    ]
   },
   "eager_op_add_autograd_autocast": {
-   "seconds": 1.1824026999988746e-05,
-   "min": 8.36337150002464e-06,
-   "max": 1.239609749995907e-05,
+   "seconds": 1.1921553500002347e-05,
+   "min": 8.060786999998015e-06,
+   "max": 1.2920586999996431e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.1841121500026475e-05,
-   "host_canary_seconds": 9.813734999966073e-06,
-   "host_backward_canary_seconds": 2.3041790000206676e-05,
+   "issue_only_seconds": 1.1831156999999592e-05,
+   "host_canary_seconds": 9.78966499999956e-06,
+   "host_backward_canary_seconds": 2.0488930000013283e-05,
    "pass_seconds": [
-    1.1890101500000583e-05,
-    8.581103499977872e-06,
-    1.1824026999988746e-05
+    1.1861082500001175e-05,
+    1.1921553500002347e-05,
+    1.2522804999989034e-05
    ],
    "pass_host_canary_seconds": [
-    9.813734999966073e-06,
-    7.09018750001178e-06,
-    9.803824999607969e-06
+    9.78966499999956e-06,
+    9.889029999996524e-06,
+    1.0660660000070265e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.3041790000206676e-05,
-    1.9435415000543797e-05,
-    2.0498679999718662e-05
+    2.0488930000013283e-05,
+    1.860386000004155e-05,
+    1.7968550000091455e-05
    ]
   },
   "eager_op_linear_autograd_autocast": {
-   "seconds": 1.9102239999995163e-05,
-   "min": 1.6732778000005055e-05,
-   "max": 2.7641605500036803e-05,
+   "seconds": 2.4090544499998144e-05,
+   "min": 1.6547020500006226e-05,
+   "max": 2.6607677000001216e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 2.499808150002991e-05,
-   "host_canary_seconds": 1.0417120000170144e-05,
-   "host_backward_canary_seconds": 2.246732999992673e-05,
+   "issue_only_seconds": 2.404362999999776e-05,
+   "host_canary_seconds": 9.69418500002206e-06,
+   "host_backward_canary_seconds": 1.6559589999971535e-05,
    "pass_seconds": [
-    2.5064913500045806e-05,
-    1.7193083499989827e-05,
-    1.9102239999995163e-05
+    2.4090544499998144e-05,
+    1.7505292999999255e-05,
+    2.5916361000000164e-05
    ],
    "pass_host_canary_seconds": [
-    1.0417120000170144e-05,
-    7.213874999933978e-06,
-    8.400099999903433e-06
+    9.69418500002206e-06,
+    7.2829150000330855e-06,
+    1.040819500005341e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.246732999992673e-05,
-    2.0682570000190025e-05,
-    2.2381320000022243e-05
+    1.6559589999971535e-05,
+    2.2311970000004066e-05,
+    1.7784090000247944e-05
    ]
   },
   "eager_op_conv2d_autograd_autocast": {
-   "seconds": 1.4743949500029885e-05,
-   "min": 1.25880140000163e-05,
-   "max": 2.0089107500041336e-05,
+   "seconds": 1.87482935000034e-05,
+   "min": 1.343876450000181e-05,
+   "max": 2.0449502999994707e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.932234100002006e-05,
-   "host_canary_seconds": 1.0081369999852541e-05,
-   "host_backward_canary_seconds": 2.1799119999741378e-05,
+   "issue_only_seconds": 1.7693474499999695e-05,
+   "host_canary_seconds": 9.39564500001211e-06,
+   "host_backward_canary_seconds": 1.5949820000003e-05,
    "pass_seconds": [
-    1.9374141500009045e-05,
-    1.3377974000036375e-05,
-    1.4743949500029885e-05
+    1.7733312000000723e-05,
+    1.87482935000034e-05,
+    1.886028650000071e-05
    ],
    "pass_host_canary_seconds": [
-    1.0081369999852541e-05,
-    7.3542850003605055e-06,
-    7.68740000012258e-06
+    9.39564500001211e-06,
+    1.0311680000043566e-05,
+    1.0271415000033813e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1799119999741378e-05,
-    1.838693999957286e-05,
-    2.1388029999798164e-05
+    1.5949820000003e-05,
+    2.0735020000017813e-05,
+    1.774225999980672e-05
    ]
   },
   "eager_op_layernorm_autograd_autocast": {
-   "seconds": 1.8251915999996982e-05,
-   "min": 1.3349735999952372e-05,
-   "max": 2.2875407000015003e-05,
+   "seconds": 2.0655697999998778e-05,
+   "min": 1.4543584999998416e-05,
+   "max": 2.2481511999998815e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 2.0115879499996936e-05,
-   "host_canary_seconds": 9.464940000043498e-06,
-   "host_backward_canary_seconds": 2.1138270000164994e-05,
+   "issue_only_seconds": 2.0610650500000105e-05,
+   "host_canary_seconds": 9.917755000010687e-06,
+   "host_backward_canary_seconds": 1.7375709999996047e-05,
    "pass_seconds": [
-    2.0170925999991595e-05,
-    1.3932321499964929e-05,
-    1.8251915999996982e-05
+    2.0655697999998778e-05,
+    2.1678156999996647e-05,
+    2.025367449999749e-05
    ],
    "pass_host_canary_seconds": [
-    9.464940000043498e-06,
-    7.2227200001862e-06,
-    7.940785000073447e-06
+    9.917755000010687e-06,
+    1.0304150000024493e-05,
+    9.667245000031243e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1138270000164994e-05,
-    1.822287999971195e-05,
-    1.8760079999537993e-05
+    1.7375709999996047e-05,
+    2.0930719999938676e-05,
+    1.7534069999953772e-05
    ]
   },
   "eager_op_add_out": {
-   "seconds": 5.991257499999847e-06,
-   "min": 5.847397500019724e-06,
-   "max": 8.316872499960936e-06,
+   "seconds": 8.139831999997681e-06,
+   "min": 7.54932450000112e-06,
+   "max": 8.86758000000043e-06,
    "samples": 33,
    "method": "2000 x torch.add(x, y, out=z) on 1-element tensors, one synchronize, wall / 2000; median of 3 passes over the probe's run",
-   "issue_only_seconds": 5.9515850000479985e-06,
-   "host_canary_seconds": 7.182902500062483e-06,
-   "host_backward_canary_seconds": 1.4549114999908853e-05,
+   "issue_only_seconds": 8.1120929999976e-06,
+   "host_canary_seconds": 9.598820000018548e-06,
+   "host_backward_canary_seconds": 1.760963999998921e-05,
    "pass_seconds": [
-    5.968597000048704e-06,
-    5.991257499999847e-06,
-    7.5042205000386276e-06
+    8.139831999997681e-06,
+    8.693217500002959e-06,
+    8.134822999991797e-06
    ],
    "pass_host_canary_seconds": [
-    7.182902500062483e-06,
-    7.192624999845521e-06,
-    8.144110000216643e-06
+    9.598820000018548e-06,
+    1.0487285000024828e-05,
+    9.840714999995726e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4549114999908853e-05,
-    1.9276980000313416e-05,
-    1.8346384999858854e-05
+    1.760963999998921e-05,
+    2.2135674999930188e-05,
+    1.7258845000043268e-05
    ]
   },
   "backward_node_mul": {
-   "seconds": 1.1751254444586973e-05,
-   "min": 9.828899999951723e-06,
-   "max": 1.6171272222259682e-05,
+   "seconds": 1.2759985555553676e-05,
+   "min": 9.344681111100626e-06,
+   "max": 1.663904888889394e-05,
    "samples": 33,
    "method": "backward() of a chain of y = y * c (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.004979999578609e-06,
-   "host_backward_canary_seconds": 1.3039839999464675e-05,
+   "host_canary_seconds": 9.432674999985125e-06,
+   "host_backward_canary_seconds": 1.639004000004718e-05,
    "pass_seconds": [
-    1.0069386666676413e-05,
-    1.1751254444586973e-05,
-    1.59315366667872e-05
+    1.2759985555553676e-05,
+    1.6011173333336297e-05,
+    1.121270444444791e-05
    ],
    "pass_host_canary_seconds": [
-    7.004979999578609e-06,
-    9.582405000401196e-06,
-    8.534094999959053e-06
+    9.432674999985125e-06,
+    1.0688409999985993e-05,
+    9.99167499998066e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.3039839999464675e-05,
-    1.9493519999969067e-05,
-    2.153066999994735e-05
+    1.639004000004718e-05,
+    2.197635999991121e-05,
+    1.760767999996915e-05
    ]
   },
   "backward_fixed": {
-   "seconds": 0.00045454211105303943,
-   "min": 0.00011946922222705325,
-   "max": 0.0008213000000978354,
+   "seconds": 0.0004938212222214133,
+   "min": 0.00010875644444436412,
+   "max": 0.001252273888902601,
    "samples": 33,
    "method": "intercept of the y = y * c chain fit: T(100) - slope * 100; one backward() call; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.004979999578609e-06,
-   "host_backward_canary_seconds": 1.3039839999464675e-05,
+   "host_canary_seconds": 9.432674999985125e-06,
+   "host_backward_canary_seconds": 1.639004000004718e-05,
    "pass_seconds": [
-    0.00020814588896832394,
-    0.0004575415554957847,
-    0.00045454211105303943
+    0.00035082244444358457,
+    0.0004938212222214133,
+    0.0005714263333326623
    ],
    "pass_host_canary_seconds": [
-    7.004979999578609e-06,
-    9.582405000401196e-06,
-    8.534094999959053e-06
+    9.432674999985125e-06,
+    1.0688409999985993e-05,
+    9.99167499998066e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.3039839999464675e-05,
-    1.9493519999969067e-05,
-    2.153066999994735e-05
+    1.639004000004718e-05,
+    2.197635999991121e-05,
+    1.760767999996915e-05
    ]
   },
   "backward_node_view": {
-   "seconds": 3.668679999893559e-06,
-   "min": 3.298688888864692e-06,
-   "max": 7.603292222281905e-06,
+   "seconds": 4.361762222215601e-06,
+   "min": 3.477552222269272e-06,
+   "max": 7.088741111102889e-06,
    "samples": 33,
    "method": "backward() of a chain of y = y.view(...) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.1105600000009875e-06,
-   "host_backward_canary_seconds": 1.2195849999443453e-05,
+   "host_canary_seconds": 6.679245000000833e-06,
+   "host_backward_canary_seconds": 1.767463000000191e-05,
    "pass_seconds": [
-    3.6046033332897627e-06,
-    3.668679999893559e-06,
-    4.8105288888362135e-06
+    5.90858999999e-06,
+    4.361762222215601e-06,
+    4.1434955555372555e-06
    ],
    "pass_host_canary_seconds": [
-    7.1105600000009875e-06,
-    6.973860000130116e-06,
-    1.0430467499986662e-05
+    6.679245000000833e-06,
+    1.1073160000023563e-05,
+    9.822470000031558e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.2195849999443453e-05,
-    1.7696320000482046e-05,
-    1.8371170000364145e-05
+    1.767463000000191e-05,
+    1.7122750000027052e-05,
+    1.563936500005525e-05
    ]
   },
   "backward_node_transpose": {
-   "seconds": 3.4591977777785763e-06,
-   "min": 3.1934822221854927e-06,
-   "max": 6.056288888834792e-06,
+   "seconds": 5.79676777776841e-06,
+   "min": 2.921187777771037e-06,
+   "max": 6.666817777790533e-06,
    "samples": 33,
    "method": "backward() of a chain of y = y.transpose(0, 1) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.898219999698085e-06,
-   "host_backward_canary_seconds": 1.1165319999690837e-05,
+   "host_canary_seconds": 6.611212499993969e-06,
+   "host_backward_canary_seconds": 1.9079925000013988e-05,
    "pass_seconds": [
-    3.3162611111947625e-06,
-    3.4591977777785763e-06,
-    4.437075555567087e-06
+    5.79676777776841e-06,
+    4.122911111087054e-06,
+    6.223416666683887e-06
    ],
    "pass_host_canary_seconds": [
-    6.898219999698085e-06,
-    6.912677499997245e-06,
-    9.559962500134133e-06
+    6.611212499993969e-06,
+    7.757035000039991e-06,
+    1.0127689999990253e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.1165319999690837e-05,
-    1.671903500039207e-05,
-    1.724914500016439e-05
+    1.9079925000013988e-05,
+    1.3487995000005526e-05,
+    1.8835010000088914e-05
    ]
   },
   "backward_layer_linear": {
-   "seconds": 5.732469555545726e-05,
-   "min": 3.301758666667512e-05,
-   "max": 6.222519111121174e-05,
+   "seconds": 5.013291222221975e-05,
+   "min": 3.245067888889095e-05,
+   "max": 6.302929333331678e-05,
    "samples": 33,
    "method": "backward() of a chain of F.linear(y, w_i) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.023030000254948e-06,
-   "host_backward_canary_seconds": 1.5776019999975688e-05,
+   "host_canary_seconds": 7.917484999993008e-06,
+   "host_backward_canary_seconds": 1.8808169999999792e-05,
    "pass_seconds": [
-    3.477933555548892e-05,
-    5.732469555545726e-05,
-    5.9458581111155376e-05
+    3.493596666667524e-05,
+    5.956976777778462e-05,
+    5.013291222221975e-05
    ],
    "pass_host_canary_seconds": [
-    7.023030000254948e-06,
-    9.40121000041927e-06,
-    9.044390000099156e-06
+    7.917484999993008e-06,
+    1.0090480000002344e-05,
+    1.0397734999969544e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5776019999975688e-05,
-    2.438702000063131e-05,
-    2.5428210000200126e-05
+    1.8808169999999792e-05,
+    2.3782620000076805e-05,
+    2.4251840000033553e-05
    ]
   },
   "backward_call": {
-   "seconds": 0.00010628133639693259,
-   "min": 6.802799987296263e-05,
-   "max": 0.00014944933851559954,
+   "seconds": 8.470133257408938e-05,
+   "min": 2.9905329768856393e-05,
+   "max": 0.00015876266111930213,
    "samples": 3,
-   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 11.98 us; median of 3 passes over the probe's run",
+   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 31.72 us; median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     2,
@@ -625,34 +625,34 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_median_seconds": [
-    0.00010979200154542923,
-    0.0001270720064640045,
-    0.0001573439985513687,
-    0.0002189120054244995,
-    0.000289792001247406
+    9.446399658918381e-05,
+    0.00011116799712181092,
+    0.00014608000218868257,
+    0.00020691199600696565,
+    0.0005741440057754517
    ],
-   "host_canary_seconds": 6.858190000116337e-06,
-   "host_backward_canary_seconds": 1.2197679999417233e-05,
+   "host_canary_seconds": 7.041865000001479e-06,
+   "host_backward_canary_seconds": 1.9471979999998724e-05,
    "pass_seconds": [
-    0.00010628133639693259,
-    6.802799987296263e-05,
-    0.00014944933851559954
+    2.9905329768856393e-05,
+    8.470133257408938e-05,
+    0.00015876266111930213
    ],
    "pass_host_canary_seconds": [
-    6.858190000116337e-06,
-    7.337194999763597e-06,
-    1.0986127499847952e-05
+    7.041865000001479e-06,
+    9.668382500009898e-06,
+    1.03528399999675e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.2197679999417233e-05,
-    1.91341899994768e-05,
-    1.977179999926193e-05
+    1.9471979999998724e-05,
+    1.9154519999915465e-05,
+    2.104484000000184e-05
    ]
   },
   "layer_forward_linear": {
-   "seconds": 1.7976380529857816e-05,
-   "min": 1.7643427919773828e-05,
-   "max": 1.8860189953730218e-05,
+   "seconds": 2.6192761070671538e-05,
+   "min": 1.735771411941165e-05,
+   "max": 3.0763427948667887e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -661,32 +661,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.145600110292435e-05,
-    8.463999629020691e-05,
-    0.0002961919903755188
+    2.8799999505281448e-05,
+    7.862400263547898e-05,
+    0.00028841599822044373
    ],
-   "host_canary_seconds": 6.894055000259414e-06,
-   "host_backward_canary_seconds": 1.2188284999865573e-05,
+   "host_canary_seconds": 6.916322500014616e-06,
+   "host_backward_canary_seconds": 1.5969515000016088e-05,
    "pass_seconds": [
-    1.7643427919773828e-05,
-    1.8860189953730218e-05,
-    1.7976380529857816e-05
+    1.735771411941165e-05,
+    2.6192761070671538e-05,
+    3.0763427948667887e-05
    ],
    "pass_host_canary_seconds": [
-    6.894055000259414e-06,
-    7.3436850001940005e-06,
-    1.0949652499903094e-05
+    6.916322500014616e-06,
+    1.015928000001054e-05,
+    1.0470085000022777e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.2188284999865573e-05,
-    1.9701460000192126e-05,
-    2.075599000022521e-05
+    1.5969515000016088e-05,
+    1.9727869999996984e-05,
+    2.066988999999353e-05
    ]
   },
   "layer_backward_linear": {
-   "seconds": 9.76434364205315e-05,
-   "min": 5.845486088877633e-05,
-   "max": 0.00011946286163514568,
+   "seconds": 0.00010682742741136326,
+   "min": 8.248914636316755e-05,
+   "max": 0.00011434514944752057,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -695,32 +695,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002385600060224533,
-    0.0004964160025119781,
-    0.0013898880481719971
+    0.00015910400450229646,
+    0.0006254720091819763,
+    0.0017124160528182984
    ],
-   "host_canary_seconds": 6.894055000259414e-06,
-   "host_backward_canary_seconds": 1.2188284999865573e-05,
+   "host_canary_seconds": 6.916322500014616e-06,
+   "host_backward_canary_seconds": 1.5969515000016088e-05,
    "pass_seconds": [
-    5.845486088877633e-05,
-    0.00011946286163514568,
-    9.76434364205315e-05
+    8.248914636316755e-05,
+    0.00011434514944752057,
+    0.00010682742741136326
    ],
    "pass_host_canary_seconds": [
-    6.894055000259414e-06,
-    7.3436850001940005e-06,
-    1.0949652499903094e-05
+    6.916322500014616e-06,
+    1.015928000001054e-05,
+    1.0470085000022777e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.2188284999865573e-05,
-    1.9701460000192126e-05,
-    2.075599000022521e-05
+    1.5969515000016088e-05,
+    1.9727869999996984e-05,
+    2.066988999999353e-05
    ]
   },
   "layer_forward_linear_autocast": {
-   "seconds": 3.890438023067656e-05,
-   "min": 3.724038246132079e-05,
-   "max": 3.962971447479157e-05,
+   "seconds": 6.670856972535451e-05,
+   "min": 4.322209528514318e-05,
+   "max": 7.503771178779147e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -729,32 +729,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.974400371313095e-05,
-    0.0002016959935426712,
-    0.0006650559902191162
+    7.315199822187424e-05,
+    0.00021065600216388703,
+    0.0007240960001945496
    ],
-   "host_canary_seconds": 6.8200600000523076e-06,
-   "host_backward_canary_seconds": 1.1931230000072901e-05,
+   "host_canary_seconds": 7.148205000007124e-06,
+   "host_backward_canary_seconds": 1.7935770000008233e-05,
    "pass_seconds": [
-    3.890438023067656e-05,
-    3.962971447479157e-05,
-    3.724038246132079e-05
+    4.322209528514318e-05,
+    7.503771178779147e-05,
+    6.670856972535451e-05
    ],
    "pass_host_canary_seconds": [
-    6.8200600000523076e-06,
-    7.120899999790708e-06,
-    1.1063685000181068e-05
+    7.148205000007124e-06,
+    1.0420814999960726e-05,
+    1.0060305000010316e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.1931230000072901e-05,
-    1.857339000025604e-05,
-    2.112578500032214e-05
+    1.7935770000008233e-05,
+    2.0517420000061294e-05,
+    2.0002435000066044e-05
    ]
   },
   "layer_backward_linear_autocast": {
-   "seconds": 0.00015774171302715938,
-   "min": 8.580800749006723e-05,
-   "max": 0.00020347960293292994,
+   "seconds": 0.00014970285906678156,
+   "min": 0.0001260914266819046,
+   "max": 0.00014982552045867556,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -763,32 +763,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00039929598569869994,
-    0.000780351996421814,
-    0.0022722880840301512
+    0.0003523199856281281,
+    0.0010909119844436646,
+    0.0033011839389801025
    ],
-   "host_canary_seconds": 6.8200600000523076e-06,
-   "host_backward_canary_seconds": 1.1931230000072901e-05,
+   "host_canary_seconds": 7.148205000007124e-06,
+   "host_backward_canary_seconds": 1.7935770000008233e-05,
    "pass_seconds": [
-    8.580800749006723e-05,
-    0.00015774171302715938,
-    0.00020347960293292994
+    0.00014982552045867556,
+    0.0001260914266819046,
+    0.00014970285906678156
    ],
    "pass_host_canary_seconds": [
-    6.8200600000523076e-06,
-    7.120899999790708e-06,
-    1.1063685000181068e-05
+    7.148205000007124e-06,
+    1.0420814999960726e-05,
+    1.0060305000010316e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.1931230000072901e-05,
-    1.857339000025604e-05,
-    2.112578500032214e-05
+    1.7935770000008233e-05,
+    2.0517420000061294e-05,
+    2.0002435000066044e-05
    ]
   },
   "layer_forward_linear_nobias": {
-   "seconds": 1.581714257952713e-05,
-   "min": 1.5123047200696809e-05,
-   "max": 2.792914264968464e-05,
+   "seconds": 2.9784381389617917e-05,
+   "min": 1.4556952796521642e-05,
+   "max": 3.005942684553918e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -797,32 +797,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.7103999629616738e-05,
-    7.171200215816498e-05,
-    0.0002536959946155548
+    2.655999921262264e-05,
+    7.459200173616409e-05,
+    0.00024636800587177275
    ],
-   "host_canary_seconds": 6.821735000244189e-06,
-   "host_backward_canary_seconds": 1.1625029999322579e-05,
+   "host_canary_seconds": 6.848217500010634e-06,
+   "host_backward_canary_seconds": 1.7067019999998935e-05,
    "pass_seconds": [
-    1.5123047200696809e-05,
-    1.581714257952713e-05,
-    2.792914264968464e-05
+    1.4556952796521642e-05,
+    3.005942684553918e-05,
+    2.9784381389617917e-05
    ],
    "pass_host_canary_seconds": [
-    6.821735000244189e-06,
-    6.932024999741771e-06,
-    1.0599640000350518e-05
+    6.848217500010634e-06,
+    1.0965562499976045e-05,
+    1.0514025000034621e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.1625029999322579e-05,
-    1.867271999969944e-05,
-    2.012128000046687e-05
+    1.7067019999998935e-05,
+    2.136489000001518e-05,
+    1.985180000005471e-05
    ]
   },
   "layer_backward_linear_nobias": {
-   "seconds": 6.469943285697983e-05,
-   "min": 4.3308192154481304e-05,
-   "max": 9.835047603008292e-05,
+   "seconds": 7.508876289994944e-05,
+   "min": 6.834818919499716e-05,
+   "max": 8.264609550436336e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -831,32 +831,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001884160041809082,
-    0.0003841919898986816,
-    0.0010717120170593262
+    0.0001839040070772171,
+    0.0004812160134315491,
+    0.0015380480289459229
    ],
-   "host_canary_seconds": 6.821735000244189e-06,
-   "host_backward_canary_seconds": 1.1625029999322579e-05,
+   "host_canary_seconds": 6.848217500010634e-06,
+   "host_backward_canary_seconds": 1.7067019999998935e-05,
    "pass_seconds": [
-    4.3308192154481304e-05,
-    9.835047603008292e-05,
-    6.469943285697983e-05
+    7.508876289994944e-05,
+    8.264609550436336e-05,
+    6.834818919499716e-05
    ],
    "pass_host_canary_seconds": [
-    6.821735000244189e-06,
-    6.932024999741771e-06,
-    1.0599640000350518e-05
+    6.848217500010634e-06,
+    1.0965562499976045e-05,
+    1.0514025000034621e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.1625029999322579e-05,
-    1.867271999969944e-05,
-    2.012128000046687e-05
+    1.7067019999998935e-05,
+    2.136489000001518e-05,
+    1.985180000005471e-05
    ]
   },
   "layer_forward_linear_nobias_autocast": {
-   "seconds": 2.9179427950155168e-05,
-   "min": 2.795504707665671e-05,
-   "max": 4.9712001567795164e-05,
+   "seconds": 2.9872763014975046e-05,
+   "min": 2.953676134347916e-05,
+   "max": 4.937904931250073e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -865,32 +865,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.307200342416763e-05,
-    0.00014982399344444275,
-    0.0004833599925041199
+    6.672000139951706e-05,
+    0.0001504960060119629,
+    0.0005081599950790405
    ],
-   "host_canary_seconds": 6.781029999842758e-06,
-   "host_backward_canary_seconds": 1.1359089999132266e-05,
+   "host_canary_seconds": 6.82417500001975e-06,
+   "host_backward_canary_seconds": 1.8280539999935285e-05,
    "pass_seconds": [
-    2.795504707665671e-05,
-    2.9179427950155168e-05,
-    4.9712001567795164e-05
+    2.953676134347916e-05,
+    4.937904931250073e-05,
+    2.9872763014975046e-05
    ],
    "pass_host_canary_seconds": [
-    6.781029999842758e-06,
-    7.165410000311567e-06,
-    1.0694669999793404e-05
+    6.82417500001975e-06,
+    1.0726902499982315e-05,
+    8.027660000067271e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.1359089999132266e-05,
-    1.4703479999980118e-05,
-    2.0157880000510887e-05
+    1.8280539999935285e-05,
+    1.9477220000041483e-05,
+    2.0790859999948455e-05
    ]
   },
   "layer_backward_linear_nobias_autocast": {
-   "seconds": 8.943161013580503e-05,
-   "min": 5.501942655869891e-05,
-   "max": 0.00011360305157445725,
+   "seconds": 0.00011431010031983966,
+   "min": 8.645333420662652e-05,
+   "max": 0.0001255451362757456,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -899,32 +899,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003097920119762421,
-    0.0005774080157279969,
-    0.0015606399774551391
+    0.00022924800217151642,
+    0.0007656959891319275,
+    0.0024219200611114503
    ],
-   "host_canary_seconds": 6.781029999842758e-06,
-   "host_backward_canary_seconds": 1.1359089999132266e-05,
+   "host_canary_seconds": 6.82417500001975e-06,
+   "host_backward_canary_seconds": 1.8280539999935285e-05,
    "pass_seconds": [
-    5.501942655869891e-05,
-    0.00011360305157445725,
-    8.943161013580503e-05
+    0.00011431010031983966,
+    8.645333420662652e-05,
+    0.0001255451362757456
    ],
    "pass_host_canary_seconds": [
-    6.781029999842758e-06,
-    7.165410000311567e-06,
-    1.0694669999793404e-05
+    6.82417500001975e-06,
+    1.0726902499982315e-05,
+    8.027660000067271e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.1359089999132266e-05,
-    1.4703479999980118e-05,
-    2.0157880000510887e-05
+    1.8280539999935285e-05,
+    1.9477220000041483e-05,
+    2.0790859999948455e-05
    ]
   },
   "layer_forward_matmul": {
-   "seconds": 1.1575618670100257e-05,
-   "min": 1.059047593956902e-05,
-   "max": 1.94285712426617e-05,
+   "seconds": 1.8767999573832466e-05,
+   "min": 1.1200762043396633e-05,
+   "max": 2.0061714840786797e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -933,32 +933,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.0767999812960626e-05,
-    5.452800169587135e-05,
-    0.00019407999515533446
+    2.0416000857949256e-05,
+    5.321599915623665e-05,
+    0.0001881600022315979
    ],
-   "host_canary_seconds": 6.838007500391541e-06,
-   "host_backward_canary_seconds": 1.1394845000154419e-05,
+   "host_canary_seconds": 6.7698850000041945e-06,
+   "host_backward_canary_seconds": 1.8573309999965205e-05,
    "pass_seconds": [
-    1.1575618670100257e-05,
-    1.059047593956902e-05,
-    1.94285712426617e-05
+    1.1200762043396633e-05,
+    2.0061714840786797e-05,
+    1.8767999573832466e-05
    ],
    "pass_host_canary_seconds": [
-    6.838007500391541e-06,
-    9.704010000177733e-06,
-    1.0427750000303604e-05
+    6.7698850000041945e-06,
+    1.0321664999999313e-05,
+    1.0486140000125488e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.1394845000154419e-05,
-    1.4258249999556938e-05,
-    2.0178809999151783e-05
+    1.8573309999965205e-05,
+    1.8271470000001952e-05,
+    1.9957460000057382e-05
    ]
   },
   "layer_backward_matmul": {
-   "seconds": 6.934628724342301e-05,
-   "min": 3.942323653470902e-05,
-   "max": 7.266285802636827e-05,
+   "seconds": 6.936380568714368e-05,
+   "min": 6.837561744309608e-05,
+   "max": 7.472533289165723e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -967,32 +967,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00017744000256061555,
-    0.0003659839928150177,
-    0.0009542719721794128
+    0.00019219200313091278,
+    0.0005401920080184936,
+    0.0014360959529876708
    ],
-   "host_canary_seconds": 6.838007500391541e-06,
-   "host_backward_canary_seconds": 1.1394845000154419e-05,
+   "host_canary_seconds": 6.7698850000041945e-06,
+   "host_backward_canary_seconds": 1.8573309999965205e-05,
    "pass_seconds": [
-    3.942323653470902e-05,
-    7.266285802636827e-05,
-    6.934628724342301e-05
+    6.936380568714368e-05,
+    6.837561744309608e-05,
+    7.472533289165723e-05
    ],
    "pass_host_canary_seconds": [
-    6.838007500391541e-06,
-    9.704010000177733e-06,
-    1.0427750000303604e-05
+    6.7698850000041945e-06,
+    1.0321664999999313e-05,
+    1.0486140000125488e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.1394845000154419e-05,
-    1.4258249999556938e-05,
-    2.0178809999151783e-05
+    1.8573309999965205e-05,
+    1.8271470000001952e-05,
+    1.9957460000057382e-05
    ]
   },
   "layer_forward_matmul_autocast": {
-   "seconds": 2.3720381337971915e-05,
-   "min": 2.0599619973273505e-05,
-   "max": 4.670704830260504e-05,
+   "seconds": 3.314514209826787e-05,
+   "min": 2.31756197199935e-05,
+   "max": 3.6860951000735866e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1001,32 +1001,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.318399891257286e-05,
-    0.00013414399325847626,
-    0.00041225600242614745
+    5.4207999259233475e-05,
+    0.00012608000636100768,
+    0.0004026240110397339
    ],
-   "host_canary_seconds": 6.990995000251133e-06,
-   "host_backward_canary_seconds": 1.3354530000242449e-05,
+   "host_canary_seconds": 6.755464999983474e-06,
+   "host_backward_canary_seconds": 1.850887000003354e-05,
    "pass_seconds": [
-    2.3720381337971915e-05,
-    2.0599619973273505e-05,
-    4.670704830260504e-05
+    2.31756197199935e-05,
+    3.314514209826787e-05,
+    3.6860951000735866e-05
    ],
    "pass_host_canary_seconds": [
-    6.990995000251133e-06,
-    6.851769999798307e-06,
-    1.0312049999754436e-05
+    6.755464999983474e-06,
+    9.791219999968348e-06,
+    1.0234284999910415e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3354530000242449e-05,
-    1.4812699999993129e-05,
-    1.9737394999879143e-05
+    1.850887000003354e-05,
+    1.9183859999998277e-05,
+    1.9954310000116495e-05
    ]
   },
   "layer_backward_matmul_autocast": {
-   "seconds": 7.330818633948056e-05,
-   "min": 7.290895283222198e-05,
-   "max": 7.609600396383378e-05,
+   "seconds": 9.331505107028148e-05,
+   "min": 8.274057117246447e-05,
+   "max": 0.00010116722913725038,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1035,32 +1035,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002873600125312805,
-    0.0005382080078125,
-    0.001729375958442688
+    0.0003328959941864014,
+    0.0007707520127296448,
+    0.0022196478843688966
    ],
-   "host_canary_seconds": 6.990995000251133e-06,
-   "host_backward_canary_seconds": 1.3354530000242449e-05,
+   "host_canary_seconds": 6.755464999983474e-06,
+   "host_backward_canary_seconds": 1.850887000003354e-05,
    "pass_seconds": [
-    7.330818633948056e-05,
-    7.290895283222198e-05,
-    7.609600396383378e-05
+    0.00010116722913725038,
+    8.274057117246447e-05,
+    9.331505107028148e-05
    ],
    "pass_host_canary_seconds": [
-    6.990995000251133e-06,
-    6.851769999798307e-06,
-    1.0312049999754436e-05
+    6.755464999983474e-06,
+    9.791219999968348e-06,
+    1.0234284999910415e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3354530000242449e-05,
-    1.4812699999993129e-05,
-    1.9737394999879143e-05
+    1.850887000003354e-05,
+    1.9183859999998277e-05,
+    1.9954310000116495e-05
    ]
   },
   "layer_forward_bmm": {
-   "seconds": 1.4150857481928097e-05,
-   "min": 1.3731047245008605e-05,
-   "max": 1.6665905270548093e-05,
+   "seconds": 1.4781713751809934e-05,
+   "min": 1.3887238289628709e-05,
+   "max": 1.5266285943133493e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1069,32 +1069,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.72000003606081e-05,
-    7.180800288915634e-05,
-    0.00023430399596691132
+    2.473600022494793e-05,
+    6.697600334882736e-05,
+    0.0002457599937915802
    ],
-   "host_canary_seconds": 6.816480000111369e-06,
-   "host_backward_canary_seconds": 1.469577999955618e-05,
+   "host_canary_seconds": 7.537200000005129e-06,
+   "host_backward_canary_seconds": 1.7900950000004913e-05,
    "pass_seconds": [
-    1.3731047245008605e-05,
-    1.4150857481928097e-05,
-    1.6665905270548093e-05
+    1.4781713751809934e-05,
+    1.5266285943133493e-05,
+    1.3887238289628709e-05
    ],
    "pass_host_canary_seconds": [
-    6.816480000111369e-06,
-    6.7443799997590755e-06,
-    9.60066499999357e-06
+    7.537200000005129e-06,
+    9.517822499987005e-06,
+    7.637642500029073e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.469577999955618e-05,
-    1.4079169999376972e-05,
-    1.9874299999855795e-05
+    1.7900950000004913e-05,
+    1.8892119999947e-05,
+    1.950867999994443e-05
    ]
   },
   "layer_backward_bmm": {
-   "seconds": 6.515428468230226e-05,
-   "min": 6.375238113105298e-05,
-   "max": 8.780342526733877e-05,
+   "seconds": 7.491504693669932e-05,
+   "min": 7.398704599056926e-05,
+   "max": 9.244495452869506e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1103,32 +1103,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014079999923706055,
-    0.0003430719971656799,
-    0.0012929919958114624
+    0.00015942400693893431,
+    0.0005155519843101501,
+    0.0015338879823684692
    ],
-   "host_canary_seconds": 6.816480000111369e-06,
-   "host_backward_canary_seconds": 1.469577999955618e-05,
+   "host_canary_seconds": 7.537200000005129e-06,
+   "host_backward_canary_seconds": 1.7900950000004913e-05,
    "pass_seconds": [
-    6.375238113105298e-05,
-    6.515428468230226e-05,
-    8.780342526733877e-05
+    7.491504693669932e-05,
+    7.398704599056926e-05,
+    9.244495452869506e-05
    ],
    "pass_host_canary_seconds": [
-    6.816480000111369e-06,
-    6.7443799997590755e-06,
-    9.60066499999357e-06
+    7.537200000005129e-06,
+    9.517822499987005e-06,
+    7.637642500029073e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.469577999955618e-05,
-    1.4079169999376972e-05,
-    1.9874299999855795e-05
+    1.7900950000004913e-05,
+    1.8892119999947e-05,
+    1.950867999994443e-05
    ]
   },
   "layer_forward_bmm_autocast": {
-   "seconds": 2.2919618835051855e-05,
-   "min": 2.199999988079071e-05,
-   "max": 3.956952229851768e-05,
+   "seconds": 2.940952210199265e-05,
+   "min": 2.0255237462974728e-05,
+   "max": 3.349866647095907e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1137,32 +1137,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.2960000932216646e-05,
-    0.00012352000176906586,
-    0.0003844799995422363
+    6.803199648857117e-05,
+    0.00015744000673294069,
+    0.0005095679759979248
    ],
-   "host_canary_seconds": 6.523435000076461e-06,
-   "host_backward_canary_seconds": 1.1559365000266552e-05,
+   "host_canary_seconds": 8.632857500003866e-06,
+   "host_backward_canary_seconds": 1.6125545000029717e-05,
    "pass_seconds": [
-    2.199999988079071e-05,
-    2.2919618835051855e-05,
-    3.956952229851768e-05
+    2.940952210199265e-05,
+    3.349866647095907e-05,
+    2.0255237462974728e-05
    ],
    "pass_host_canary_seconds": [
-    6.523435000076461e-06,
-    6.849599999441125e-06,
-    1.032188000010592e-05
+    8.632857500003866e-06,
+    9.691785000001118e-06,
+    7.353294999887794e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.1559365000266552e-05,
-    1.4079169999376972e-05,
-    1.8681400000559733e-05
+    1.6125545000029717e-05,
+    1.741483000003541e-05,
+    1.901727999978675e-05
    ]
   },
   "layer_backward_bmm_autocast": {
-   "seconds": 7.767238201839585e-05,
-   "min": 5.254324064368293e-05,
-   "max": 8.271010326487676e-05,
+   "seconds": 7.410742661782675e-05,
+   "min": 6.863771591867719e-05,
+   "max": 0.00011118551840384802,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1171,32 +1171,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002895680069923401,
-    0.0005108799934387207,
-    0.0014069440364837646
+    0.000276095986366272,
+    0.0006528319716453552,
+    0.0017743359804153443
    ],
-   "host_canary_seconds": 6.523435000076461e-06,
-   "host_backward_canary_seconds": 1.1559365000266552e-05,
+   "host_canary_seconds": 8.632857500003866e-06,
+   "host_backward_canary_seconds": 1.6125545000029717e-05,
    "pass_seconds": [
-    5.254324064368293e-05,
-    7.767238201839585e-05,
-    8.271010326487676e-05
+    6.863771591867719e-05,
+    7.410742661782675e-05,
+    0.00011118551840384802
    ],
    "pass_host_canary_seconds": [
-    6.523435000076461e-06,
-    6.849599999441125e-06,
-    1.032188000010592e-05
+    8.632857500003866e-06,
+    9.691785000001118e-06,
+    7.353294999887794e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.1559365000266552e-05,
-    1.4079169999376972e-05,
-    1.8681400000559733e-05
+    1.6125545000029717e-05,
+    1.741483000003541e-05,
+    1.901727999978675e-05
    ]
   },
   "layer_forward_conv2d": {
-   "seconds": 2.703618967816943e-05,
-   "min": 2.3386666107745394e-05,
-   "max": 4.737523730312075e-05,
+   "seconds": 4.090666859632446e-05,
+   "min": 2.6269714747156414e-05,
+   "max": 4.986743061315445e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1205,32 +1205,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.0031999349594116e-05,
-    0.00020182399451732636,
-    0.0004213759899139404
+    5.6127998977899554e-05,
+    0.00011977600306272507,
+    0.00044512000679969787
    ],
-   "host_canary_seconds": 6.934852499966837e-06,
-   "host_backward_canary_seconds": 1.3422840000316683e-05,
+   "host_canary_seconds": 6.974695000003806e-06,
+   "host_backward_canary_seconds": 1.4464289999978064e-05,
    "pass_seconds": [
-    2.3386666107745394e-05,
-    2.703618967816943e-05,
-    4.737523730312075e-05
+    2.6269714747156414e-05,
+    4.090666859632446e-05,
+    4.986743061315445e-05
    ],
    "pass_host_canary_seconds": [
-    6.934852499966837e-06,
-    6.791265000174462e-06,
-    1.036021000004439e-05
+    6.974695000003806e-06,
+    9.878274999977066e-06,
+    9.811869999936106e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.3422840000316683e-05,
-    1.3919810000970756e-05,
-    1.980461000016476e-05
+    1.4464289999978064e-05,
+    1.7339789999937237e-05,
+    1.9228499999996985e-05
    ]
   },
   "layer_backward_conv2d": {
-   "seconds": 7.115123704785393e-05,
-   "min": 6.986057297104882e-05,
-   "max": 8.334704417557943e-05,
+   "seconds": 8.467276163754008e-05,
+   "min": 7.483428148996263e-05,
+   "max": 8.577065879390356e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1239,32 +1239,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00025196799635887146,
-    0.0006733440160751343,
-    0.0016978880167007446
+    0.0001855359971523285,
+    0.0004827519953250885,
+    0.001700063943862915
    ],
-   "host_canary_seconds": 6.934852499966837e-06,
-   "host_backward_canary_seconds": 1.3422840000316683e-05,
+   "host_canary_seconds": 6.974695000003806e-06,
+   "host_backward_canary_seconds": 1.4464289999978064e-05,
    "pass_seconds": [
-    6.986057297104882e-05,
-    7.115123704785393e-05,
-    8.334704417557943e-05
+    7.483428148996263e-05,
+    8.467276163754008e-05,
+    8.577065879390356e-05
    ],
    "pass_host_canary_seconds": [
-    6.934852499966837e-06,
-    6.791265000174462e-06,
-    1.036021000004439e-05
+    6.974695000003806e-06,
+    9.878274999977066e-06,
+    9.811869999936106e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.3422840000316683e-05,
-    1.3919810000970756e-05,
-    1.980461000016476e-05
+    1.4464289999978064e-05,
+    1.7339789999937237e-05,
+    1.9228499999996985e-05
    ]
   },
   "layer_forward_conv2d_autocast": {
-   "seconds": 7.288457382292975e-05,
-   "min": 4.473447586808885e-05,
-   "max": 7.571886089586077e-05,
+   "seconds": 6.433752604893276e-05,
+   "min": 4.244495183229446e-05,
+   "max": 6.749409224305834e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1273,32 +1273,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    9.363199770450592e-05,
-    0.0002332800030708313,
-    0.0007664639949798584
+    7.980799674987792e-05,
+    0.00022019200026988982,
+    0.0007208319902420044
    ],
-   "host_canary_seconds": 7.065864999731275e-06,
-   "host_backward_canary_seconds": 1.402395000013712e-05,
+   "host_canary_seconds": 6.929900000010036e-06,
+   "host_backward_canary_seconds": 1.6467599999998582e-05,
    "pass_seconds": [
-    4.473447586808885e-05,
-    7.571886089586077e-05,
-    7.288457382292975e-05
+    4.244495183229446e-05,
+    6.433752604893276e-05,
+    6.749409224305834e-05
    ],
    "pass_host_canary_seconds": [
-    7.065864999731275e-06,
-    9.848505000036312e-06,
-    1.0328025000205799e-05
+    6.929900000010036e-06,
+    1.0155199999957176e-05,
+    9.883519999931423e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.402395000013712e-05,
-    1.4905519999501848e-05,
-    1.9952454999838663e-05
+    1.6467599999998582e-05,
+    1.9601600000100918e-05,
+    1.8970459999820834e-05
    ]
   },
   "layer_backward_conv2d_autocast": {
-   "seconds": 0.00012684876294363117,
-   "min": 8.490894699380512e-05,
-   "max": 0.000128988198581196,
+   "seconds": 0.00014436571193592892,
+   "min": 0.0001401866575082143,
+   "max": 0.00015363200008869176,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1307,32 +1307,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00037555199861526487,
-    0.0009695360064506531,
-    0.003005664110183716
+    0.0003314560055732727,
+    0.001089408040046692,
+    0.003199455976486206
    ],
-   "host_canary_seconds": 7.065864999731275e-06,
-   "host_backward_canary_seconds": 1.402395000013712e-05,
+   "host_canary_seconds": 6.929900000010036e-06,
+   "host_backward_canary_seconds": 1.6467599999998582e-05,
    "pass_seconds": [
-    0.000128988198581196,
-    8.490894699380512e-05,
-    0.00012684876294363117
+    0.00014436571193592892,
+    0.0001401866575082143,
+    0.00015363200008869176
    ],
    "pass_host_canary_seconds": [
-    7.065864999731275e-06,
-    9.848505000036312e-06,
-    1.0328025000205799e-05
+    6.929900000010036e-06,
+    1.0155199999957176e-05,
+    9.883519999931423e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.402395000013712e-05,
-    1.4905519999501848e-05,
-    1.9952454999838663e-05
+    1.6467599999998582e-05,
+    1.9601600000100918e-05,
+    1.8970459999820834e-05
    ]
   },
   "layer_forward_conv2d_nobias": {
-   "seconds": 2.2559999355248042e-05,
-   "min": 1.9545142139707292e-05,
-   "max": 3.129219033178829e-05,
+   "seconds": 2.7542094389597577e-05,
+   "min": 2.5859808637982324e-05,
+   "max": 2.8407618935619083e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1341,32 +1341,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.328000009059906e-05,
-    9.81760025024414e-05,
-    0.0003285439908504486
+    3.152000159025192e-05,
+    9.07839983701706e-05,
+    0.0004133119881153107
    ],
-   "host_canary_seconds": 6.978064999998423e-06,
-   "host_backward_canary_seconds": 1.3079939999443012e-05,
+   "host_canary_seconds": 6.997240000004012e-06,
+   "host_backward_canary_seconds": 1.63840899999812e-05,
    "pass_seconds": [
-    1.9545142139707292e-05,
-    2.2559999355248042e-05,
-    3.129219033178829e-05
+    2.5859808637982324e-05,
+    2.7542094389597577e-05,
+    2.8407618935619083e-05
    ],
    "pass_host_canary_seconds": [
-    6.978064999998423e-06,
-    7.72819500014066e-06,
-    1.0162417499941511e-05
+    6.997240000004012e-06,
+    9.176507500008313e-06,
+    9.883519999931423e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.3079939999443012e-05,
-    1.5091970000185028e-05,
-    1.9718309999348094e-05
+    1.63840899999812e-05,
+    1.830343500003551e-05,
+    1.9182739999905608e-05
    ]
   },
   "layer_backward_conv2d_nobias": {
-   "seconds": 6.513752646389464e-05,
-   "min": 5.954438376994361e-05,
-   "max": 6.944152411250841e-05,
+   "seconds": 6.125790306500026e-05,
+   "min": 5.8114288818268556e-05,
+   "max": 6.931352278306372e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1375,32 +1375,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014044800400733948,
-    0.0003273920118808746,
-    0.0013100160360336303
+    0.00014531199634075165,
+    0.00039052799344062804,
+    0.0014026880264282227
    ],
-   "host_canary_seconds": 6.978064999998423e-06,
-   "host_backward_canary_seconds": 1.3079939999443012e-05,
+   "host_canary_seconds": 6.997240000004012e-06,
+   "host_backward_canary_seconds": 1.63840899999812e-05,
    "pass_seconds": [
-    5.954438376994361e-05,
-    6.513752646389464e-05,
-    6.944152411250841e-05
+    5.8114288818268556e-05,
+    6.125790306500026e-05,
+    6.931352278306372e-05
    ],
    "pass_host_canary_seconds": [
-    6.978064999998423e-06,
-    7.72819500014066e-06,
-    1.0162417499941511e-05
+    6.997240000004012e-06,
+    9.176507500008313e-06,
+    9.883519999931423e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.3079939999443012e-05,
-    1.5091970000185028e-05,
-    1.9718309999348094e-05
+    1.63840899999812e-05,
+    1.830343500003551e-05,
+    1.9182739999905608e-05
    ]
   },
   "layer_forward_conv2d_nobias_autocast": {
-   "seconds": 2.7929903850668948e-05,
-   "min": 2.6784761675766536e-05,
-   "max": 3.722057136751357e-05,
+   "seconds": 2.821561871539979e-05,
+   "min": 2.555504796050844e-05,
+   "max": 3.894400064434323e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1409,32 +1409,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.55680000782013e-05,
-    0.00014905600249767303,
-    0.0004683839976787567
+    8.975999802350998e-05,
+    0.00015760000050067902,
+    0.0004701440036296845
    ],
-   "host_canary_seconds": 6.9012974998372555e-06,
-   "host_backward_canary_seconds": 1.3982400000145388e-05,
+   "host_canary_seconds": 6.956862500011596e-06,
+   "host_backward_canary_seconds": 1.9411569999974176e-05,
    "pass_seconds": [
-    2.6784761675766536e-05,
-    3.722057136751357e-05,
-    2.7929903850668948e-05
+    2.555504796050844e-05,
+    3.894400064434323e-05,
+    2.821561871539979e-05
    ],
    "pass_host_canary_seconds": [
-    6.9012974998372555e-06,
-    7.977392500038149e-06,
-    8.33155500004068e-06
+    6.956862500011596e-06,
+    9.300795000015682e-06,
+    7.423229999972137e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.3982400000145388e-05,
-    1.5068244999270063e-05,
-    1.6576700000996426e-05
+    1.9411569999974176e-05,
+    1.8164929999926472e-05,
+    1.957118999982299e-05
    ]
   },
   "layer_backward_conv2d_nobias_autocast": {
-   "seconds": 8.977067364113672e-05,
-   "min": 8.31123806890987e-05,
-   "max": 0.00010284496169714701,
+   "seconds": 0.00011800991176139742,
+   "min": 0.00011500799904266994,
+   "max": 0.00011989409511997586,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1443,32 +1443,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.000250656008720398,
-    0.0006216959953308105,
-    0.002006112098693848
+    0.0004428800046443939,
+    0.0009850879907608032,
+    0.0026599040031433105
    ],
-   "host_canary_seconds": 6.9012974998372555e-06,
-   "host_backward_canary_seconds": 1.3982400000145388e-05,
+   "host_canary_seconds": 6.956862500011596e-06,
+   "host_backward_canary_seconds": 1.9411569999974176e-05,
    "pass_seconds": [
-    8.977067364113672e-05,
-    8.31123806890987e-05,
-    0.00010284496169714701
+    0.00011989409511997586,
+    0.00011800991176139742,
+    0.00011500799904266994
    ],
    "pass_host_canary_seconds": [
-    6.9012974998372555e-06,
-    7.977392500038149e-06,
-    8.33155500004068e-06
+    6.956862500011596e-06,
+    9.300795000015682e-06,
+    7.423229999972137e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.3982400000145388e-05,
-    1.5068244999270063e-05,
-    1.6576700000996426e-05
+    1.9411569999974176e-05,
+    1.8164929999926472e-05,
+    1.957118999982299e-05
    ]
   },
   "layer_forward_conv1d": {
-   "seconds": 4.73401906589667e-05,
-   "min": 2.6623237700689405e-05,
-   "max": 6.874514548551469e-05,
+   "seconds": 2.6921904512814114e-05,
+   "min": 2.6544762331814992e-05,
+   "max": 3.871618956327438e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1477,32 +1477,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.990399837493896e-05,
-    0.00011711999773979187,
-    0.00043836799263954164
+    6.057599931955337e-05,
+    0.00016998399794101716,
+    0.00047395199537277223
    ],
-   "host_canary_seconds": 7.032549999621551e-06,
-   "host_backward_canary_seconds": 1.3880149999749847e-05,
+   "host_canary_seconds": 9.052929999988634e-06,
+   "host_backward_canary_seconds": 1.778153000003613e-05,
    "pass_seconds": [
-    2.6623237700689405e-05,
-    4.73401906589667e-05,
-    6.874514548551469e-05
+    2.6921904512814114e-05,
+    3.871618956327438e-05,
+    2.6544762331814992e-05
    ],
    "pass_host_canary_seconds": [
-    7.032549999621551e-06,
-    1.0146717499992519e-05,
-    1.1048785000298266e-05
+    9.052929999988634e-06,
+    9.675142500000787e-06,
+    7.395970000061425e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.3880149999749847e-05,
-    1.9134985000164305e-05,
-    1.660661999949298e-05
+    1.778153000003613e-05,
+    1.571289000004583e-05,
+    2.088854999982459e-05
    ]
   },
   "layer_backward_conv1d": {
-   "seconds": 8.232990333012174e-05,
-   "min": 6.180571303481149e-05,
-   "max": 8.877410154257505e-05,
+   "seconds": 8.863848518757593e-05,
+   "min": 6.243504548356648e-05,
+   "max": 0.0001107276225728648,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1511,32 +1511,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00021583999693393707,
-    0.000463232010602951,
-    0.001823647975921631
+    0.00027251198887825014,
+    0.000735264003276825,
+    0.0020446081161499025
    ],
-   "host_canary_seconds": 7.032549999621551e-06,
-   "host_backward_canary_seconds": 1.3880149999749847e-05,
+   "host_canary_seconds": 9.052929999988634e-06,
+   "host_backward_canary_seconds": 1.778153000003613e-05,
    "pass_seconds": [
-    8.232990333012174e-05,
-    8.877410154257505e-05,
-    6.180571303481149e-05
+    8.863848518757593e-05,
+    6.243504548356648e-05,
+    0.0001107276225728648
    ],
    "pass_host_canary_seconds": [
-    7.032549999621551e-06,
-    1.0146717499992519e-05,
-    1.1048785000298266e-05
+    9.052929999988634e-06,
+    9.675142500000787e-06,
+    7.395970000061425e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.3880149999749847e-05,
-    1.9134985000164305e-05,
-    1.660661999949298e-05
+    1.778153000003613e-05,
+    1.571289000004583e-05,
+    2.088854999982459e-05
    ]
   },
   "layer_forward_conv1d_autocast": {
-   "seconds": 5.632914141530082e-05,
-   "min": 3.9263236380758744e-05,
-   "max": 8.909942919299716e-05,
+   "seconds": 6.463009828612916e-05,
+   "min": 6.371047383262998e-05,
+   "max": 6.737371179319564e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1545,32 +1545,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    9.350399672985077e-05,
-    0.00023270399868488312,
-    0.0009285119771957397
+    0.00011484800279140473,
+    0.0003189760148525238,
+    0.0010877120494842529
    ],
-   "host_canary_seconds": 7.073399999626418e-06,
-   "host_backward_canary_seconds": 1.4755379999087381e-05,
+   "host_canary_seconds": 9.463624999987984e-06,
+   "host_backward_canary_seconds": 1.7521830000006845e-05,
    "pass_seconds": [
-    5.632914141530082e-05,
-    3.9263236380758744e-05,
-    8.909942919299716e-05
+    6.463009828612916e-05,
+    6.371047383262998e-05,
+    6.737371179319564e-05
    ],
    "pass_host_canary_seconds": [
-    7.073399999626418e-06,
-    1.0324330000344162e-05,
-    1.0775069999908738e-05
+    9.463624999987984e-06,
+    9.568422500016994e-06,
+    9.369169999899896e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4755379999087381e-05,
-    1.8762220000780872e-05,
-    1.8807259999675806e-05
+    1.7521830000006845e-05,
+    1.5090895000042793e-05,
+    1.9957909999845923e-05
    ]
   },
   "layer_backward_conv1d_autocast": {
-   "seconds": 0.0001510438216584069,
-   "min": 0.00011419123233783813,
-   "max": 0.00019162438100292568,
+   "seconds": 0.00014796876197769527,
+   "min": 0.00011597105576878505,
+   "max": 0.00015304609530028844,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1579,32 +1579,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003349440097808838,
-    0.0009960319995880127,
-    0.002942591905593872
+    0.00048185598850250245,
+    0.0012190400362014772,
+    0.003703968048095703
    ],
-   "host_canary_seconds": 7.073399999626418e-06,
-   "host_backward_canary_seconds": 1.4755379999087381e-05,
+   "host_canary_seconds": 9.463624999987984e-06,
+   "host_backward_canary_seconds": 1.7521830000006845e-05,
    "pass_seconds": [
-    0.00011419123233783813,
-    0.00019162438100292568,
-    0.0001510438216584069
+    0.00014796876197769527,
+    0.00011597105576878505,
+    0.00015304609530028844
    ],
    "pass_host_canary_seconds": [
-    7.073399999626418e-06,
-    1.0324330000344162e-05,
-    1.0775069999908738e-05
+    9.463624999987984e-06,
+    9.568422500016994e-06,
+    9.369169999899896e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4755379999087381e-05,
-    1.8762220000780872e-05,
-    1.8807259999675806e-05
+    1.7521830000006845e-05,
+    1.5090895000042793e-05,
+    1.9957909999845923e-05
    ]
   },
   "layer_forward_conv1d_nobias": {
-   "seconds": 1.9796571561268402e-05,
-   "min": 1.9725713701475233e-05,
-   "max": 3.2241525926760264e-05,
+   "seconds": 2.64990468110357e-05,
+   "min": 2.148723779689698e-05,
+   "max": 2.6985142379999158e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1613,32 +1613,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.8960000723600386e-05,
-    9.145600348711014e-05,
-    0.0003259519934654236
+    4.329600185155869e-05,
+    0.00012073600292205811,
+    0.000440095990896225
    ],
-   "host_canary_seconds": 7.09227499953613e-06,
-   "host_backward_canary_seconds": 1.4430920000449987e-05,
+   "host_canary_seconds": 9.513845000004296e-06,
+   "host_backward_canary_seconds": 1.744657999999788e-05,
    "pass_seconds": [
-    1.9725713701475233e-05,
-    1.9796571561268402e-05,
-    3.2241525926760264e-05
+    2.64990468110357e-05,
+    2.6985142379999158e-05,
+    2.148723779689698e-05
    ],
    "pass_host_canary_seconds": [
-    7.09227499953613e-06,
-    7.629795000241302e-06,
-    1.0793300000386807e-05
+    9.513845000004296e-06,
+    9.615892500001166e-06,
+    9.879085000079613e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4430920000449987e-05,
-    1.8280820000313725e-05,
-    2.0578209999939643e-05
+    1.744657999999788e-05,
+    1.3373835000081159e-05,
+    2.053493999994771e-05
    ]
   },
   "layer_backward_conv1d_nobias": {
-   "seconds": 7.345981257302421e-05,
-   "min": 4.348495318776085e-05,
-   "max": 7.533713767216321e-05,
+   "seconds": 5.651581180947168e-05,
+   "min": 4.0513520262071065e-05,
+   "max": 7.868038295280366e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1647,32 +1647,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015593600273132324,
-    0.0003932799994945526,
-    0.0011200000047683716
+    0.00018726399540901185,
+    0.000485152006149292,
+    0.0014487680196762086
    ],
-   "host_canary_seconds": 7.09227499953613e-06,
-   "host_backward_canary_seconds": 1.4430920000449987e-05,
+   "host_canary_seconds": 9.513845000004296e-06,
+   "host_backward_canary_seconds": 1.744657999999788e-05,
    "pass_seconds": [
-    4.348495318776085e-05,
-    7.345981257302421e-05,
-    7.533713767216321e-05
+    5.651581180947168e-05,
+    4.0513520262071065e-05,
+    7.868038295280366e-05
    ],
    "pass_host_canary_seconds": [
-    7.09227499953613e-06,
-    7.629795000241302e-06,
-    1.0793300000386807e-05
+    9.513845000004296e-06,
+    9.615892500001166e-06,
+    9.879085000079613e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4430920000449987e-05,
-    1.8280820000313725e-05,
-    2.0578209999939643e-05
+    1.744657999999788e-05,
+    1.3373835000081159e-05,
+    2.053493999994771e-05
    ]
   },
   "layer_forward_conv1d_nobias_autocast": {
-   "seconds": 3.00159990077927e-05,
-   "min": 2.9874287545681e-05,
-   "max": 5.686857444899423e-05,
+   "seconds": 4.2537903501873926e-05,
+   "min": 4.154285682099206e-05,
+   "max": 4.6665906196548825e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1681,32 +1681,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.391999661922455e-05,
-    0.000151296004652977,
-    0.000517952024936676
+    8.75839963555336e-05,
+    0.00021430400013923645,
+    0.0007114239931106567
    ],
-   "host_canary_seconds": 6.979159999787044e-06,
-   "host_backward_canary_seconds": 1.495347499997024e-05,
+   "host_canary_seconds": 9.546152499986248e-06,
+   "host_backward_canary_seconds": 1.442571000001891e-05,
    "pass_seconds": [
-    2.9874287545681e-05,
-    3.00159990077927e-05,
-    5.686857444899423e-05
+    4.154285682099206e-05,
+    4.2537903501873926e-05,
+    4.6665906196548825e-05
    ],
    "pass_host_canary_seconds": [
-    6.979159999787044e-06,
-    7.306037500143248e-06,
-    1.1163992499803044e-05
+    9.546152499986248e-06,
+    9.813895000014839e-06,
+    1.007314500000689e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.495347499997024e-05,
-    1.7803360000243627e-05,
-    2.0741235000514277e-05
+    1.442571000001891e-05,
+    1.5114685000057193e-05,
+    2.0201049999855058e-05
    ]
   },
   "layer_backward_conv1d_nobias_autocast": {
-   "seconds": 0.00011381867279609043,
-   "min": 0.00010314513565528962,
-   "max": 0.0001275717999253954,
+   "seconds": 9.379123506091891e-05,
+   "min": 9.336914583331063e-05,
+   "max": 0.0001303238137846901,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1715,32 +1715,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003932479918003082,
-    0.0008067200183868408,
-    0.0023933439254760743
+    0.0003386560082435608,
+    0.0007144960165023804,
+    0.0023527040481567383
    ],
-   "host_canary_seconds": 6.979159999787044e-06,
-   "host_backward_canary_seconds": 1.495347499997024e-05,
+   "host_canary_seconds": 9.546152499986248e-06,
+   "host_backward_canary_seconds": 1.442571000001891e-05,
    "pass_seconds": [
-    0.00010314513565528962,
-    0.00011381867279609043,
-    0.0001275717999253954
+    9.336914583331063e-05,
+    9.379123506091891e-05,
+    0.0001303238137846901
    ],
    "pass_host_canary_seconds": [
-    6.979159999787044e-06,
-    7.306037500143248e-06,
-    1.1163992499803044e-05
+    9.546152499986248e-06,
+    9.813895000014839e-06,
+    1.007314500000689e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.495347499997024e-05,
-    1.7803360000243627e-05,
-    2.0741235000514277e-05
+    1.442571000001891e-05,
+    1.5114685000057193e-05,
+    2.0201049999855058e-05
    ]
   },
   "layer_forward_batchnorm2d": {
-   "seconds": 3.616685650887944e-05,
-   "min": 3.502552158066205e-05,
-   "max": 6.842286068768729e-05,
+   "seconds": 5.35801908090001e-05,
+   "min": 5.017904937267304e-05,
+   "max": 5.54765732515426e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1749,32 +1749,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.526399984955787e-05,
-    0.00019468800723552703,
-    0.0005920959711074829
+    7.13919997215271e-05,
+    0.00022198399901390074,
+    0.0008240960240364075
    ],
-   "host_canary_seconds": 7.4071000000230924e-06,
-   "host_backward_canary_seconds": 1.5207050000753953e-05,
+   "host_canary_seconds": 9.425362500010693e-06,
+   "host_backward_canary_seconds": 1.3892074999972692e-05,
    "pass_seconds": [
-    3.502552158066205e-05,
-    3.616685650887944e-05,
-    6.842286068768729e-05
+    5.017904937267304e-05,
+    5.35801908090001e-05,
+    5.54765732515426e-05
    ],
    "pass_host_canary_seconds": [
-    7.4071000000230924e-06,
-    7.4734999998327115e-06,
-    1.0906214999977237e-05
+    9.425362500010693e-06,
+    9.739199999998504e-06,
+    1.0379484999916144e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5207050000753953e-05,
-    1.6734939999878407e-05,
-    2.0240759999978765e-05
+    1.3892074999972692e-05,
+    1.625826999998026e-05,
+    2.0353824999972404e-05
    ]
   },
   "layer_backward_batchnorm2d": {
-   "seconds": 6.202971403087886e-05,
-   "min": 5.399085953831672e-05,
-   "max": 8.963885176039877e-05,
+   "seconds": 5.2208003898461664e-05,
+   "min": 4.9731809468496405e-05,
+   "max": 7.082743162200562e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1783,32 +1783,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00017577600479125977,
-    0.0004440320134162903,
-    0.002010495901107788
+    0.00022169600427150726,
+    0.000497215986251831,
+    0.0017122880220413208
    ],
-   "host_canary_seconds": 7.4071000000230924e-06,
-   "host_backward_canary_seconds": 1.5207050000753953e-05,
+   "host_canary_seconds": 9.425362500010693e-06,
+   "host_backward_canary_seconds": 1.3892074999972692e-05,
    "pass_seconds": [
-    8.963885176039877e-05,
-    5.399085953831672e-05,
-    6.202971403087886e-05
+    4.9731809468496405e-05,
+    5.2208003898461664e-05,
+    7.082743162200562e-05
    ],
    "pass_host_canary_seconds": [
-    7.4071000000230924e-06,
-    7.4734999998327115e-06,
-    1.0906214999977237e-05
+    9.425362500010693e-06,
+    9.739199999998504e-06,
+    1.0379484999916144e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5207050000753953e-05,
-    1.6734939999878407e-05,
-    2.0240759999978765e-05
+    1.3892074999972692e-05,
+    1.625826999998026e-05,
+    2.0353824999972404e-05
    ]
   },
   "layer_forward_batchnorm2d_autocast": {
-   "seconds": 3.507428580806369e-05,
-   "min": 3.1814855479058765e-05,
-   "max": 6.564418829622721e-05,
+   "seconds": 5.3391236989271067e-05,
+   "min": 3.161371570257913e-05,
+   "max": 5.586361778633934e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1817,32 +1817,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0001270720064640045,
-    0.00033260801434516907,
-    0.0006409919857978821
+    9.875199943780899e-05,
+    0.00025907200574874876,
+    0.0005947840213775635
    ],
-   "host_canary_seconds": 7.349885000280665e-06,
-   "host_backward_canary_seconds": 1.8687340000269613e-05,
+   "host_canary_seconds": 9.533624999988888e-06,
+   "host_backward_canary_seconds": 1.7280700000057438e-05,
    "pass_seconds": [
-    3.1814855479058765e-05,
-    3.507428580806369e-05,
-    6.564418829622721e-05
+    3.161371570257913e-05,
+    5.3391236989271067e-05,
+    5.586361778633934e-05
    ],
    "pass_host_canary_seconds": [
-    7.349885000280665e-06,
-    7.2809850001931405e-06,
-    1.0912930000017695e-05
+    9.533624999988888e-06,
+    9.725485000018353e-06,
+    1.0323287500071387e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8687340000269613e-05,
-    1.5995819999261585e-05,
-    2.052074000062021e-05
+    1.7280700000057438e-05,
+    1.7307349999953203e-05,
+    1.9251039999943485e-05
    ]
   },
   "layer_backward_batchnorm2d_autocast": {
-   "seconds": 6.963276366392774e-05,
-   "min": 5.677105060645511e-05,
-   "max": 7.72639988433747e-05,
+   "seconds": 6.762362342505229e-05,
+   "min": 4.372952346290861e-05,
+   "max": 8.947427819172541e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1851,32 +1851,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00030048000812530517,
-    0.0005280960202217102,
-    0.0019034559726715087
+    0.0002504960000514984,
+    0.0005788159966468811,
+    0.0020551679134368896
    ],
-   "host_canary_seconds": 7.349885000280665e-06,
-   "host_backward_canary_seconds": 1.8687340000269613e-05,
+   "host_canary_seconds": 9.533624999988888e-06,
+   "host_backward_canary_seconds": 1.7280700000057438e-05,
    "pass_seconds": [
-    7.72639988433747e-05,
-    5.677105060645511e-05,
-    6.963276366392774e-05
+    8.947427819172541e-05,
+    4.372952346290861e-05,
+    6.762362342505229e-05
    ],
    "pass_host_canary_seconds": [
-    7.349885000280665e-06,
-    7.2809850001931405e-06,
-    1.0912930000017695e-05
+    9.533624999988888e-06,
+    9.725485000018353e-06,
+    1.0323287500071387e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8687340000269613e-05,
-    1.5995819999261585e-05,
-    2.052074000062021e-05
+    1.7280700000057438e-05,
+    1.7307349999953203e-05,
+    1.9251039999943485e-05
    ]
   },
   "layer_forward_layernorm": {
-   "seconds": 1.910400071314403e-05,
-   "min": 1.6247618056478953e-05,
-   "max": 3.5620570182800295e-05,
+   "seconds": 2.4737523425193058e-05,
+   "min": 2.4240762350105103e-05,
+   "max": 2.7005713255632494e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1885,32 +1885,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.55519987642765e-05,
-    7.558400183916092e-05,
-    0.0003163520097732544
+    4.233599826693535e-05,
+    0.00011859200149774551,
+    0.00041407999396324155
    ],
-   "host_canary_seconds": 7.126575000029334e-06,
-   "host_backward_canary_seconds": 1.482628999951885e-05,
+   "host_canary_seconds": 9.358117500006812e-06,
+   "host_backward_canary_seconds": 1.7848039999996956e-05,
    "pass_seconds": [
-    1.910400071314403e-05,
-    1.6247618056478953e-05,
-    3.5620570182800295e-05
+    2.4737523425193058e-05,
+    2.4240762350105103e-05,
+    2.7005713255632494e-05
    ],
    "pass_host_canary_seconds": [
-    7.126575000029334e-06,
-    7.2056200002634796e-06,
-    1.1087187500038452e-05
+    9.358117500006812e-06,
+    9.688327500008142e-06,
+    1.0379062499978886e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.482628999951885e-05,
-    1.5565690000585163e-05,
-    1.9838470000195232e-05
+    1.7848039999996956e-05,
+    1.7845429999994165e-05,
+    1.9913044999952946e-05
    ]
   },
   "layer_backward_layernorm": {
-   "seconds": 4.818133229301089e-05,
-   "min": 4.375314109382174e-05,
-   "max": 6.195810011454992e-05,
+   "seconds": 5.2783239100660575e-05,
+   "min": 5.229333362409045e-05,
+   "max": 5.443047909509569e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1919,32 +1919,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015001599490642548,
-    0.00030668801069259644,
-    0.0010822399854660033
+    0.00018009600043296815,
+    0.0004485119879245758,
+    0.0013779200315475464
    ],
-   "host_canary_seconds": 7.126575000029334e-06,
-   "host_backward_canary_seconds": 1.482628999951885e-05,
+   "host_canary_seconds": 9.358117500006812e-06,
+   "host_backward_canary_seconds": 1.7848039999996956e-05,
    "pass_seconds": [
-    4.375314109382174e-05,
-    6.195810011454992e-05,
-    4.818133229301089e-05
+    5.443047909509569e-05,
+    5.229333362409045e-05,
+    5.2783239100660575e-05
    ],
    "pass_host_canary_seconds": [
-    7.126575000029334e-06,
-    7.2056200002634796e-06,
-    1.1087187500038452e-05
+    9.358117500006812e-06,
+    9.688327500008142e-06,
+    1.0379062499978886e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.482628999951885e-05,
-    1.5565690000585163e-05,
-    1.9838470000195232e-05
+    1.7848039999996956e-05,
+    1.7845429999994165e-05,
+    1.9913044999952946e-05
    ]
   },
   "layer_forward_layernorm_autocast": {
-   "seconds": 1.7218286260252905e-05,
-   "min": 1.7124571793136142e-05,
-   "max": 3.839999863079616e-05,
+   "seconds": 2.4508952739692867e-05,
+   "min": 1.6435810497828897e-05,
+   "max": 2.502857166386786e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1953,32 +1953,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.204799979925156e-05,
-    9.359999746084214e-05,
-    0.0002989760041236877
+    5.859199911355972e-05,
+    0.0001292800009250641,
+    0.00042528000473976137
    ],
-   "host_canary_seconds": 8.338994999803618e-06,
-   "host_backward_canary_seconds": 1.549227000054998e-05,
+   "host_canary_seconds": 9.250499999993167e-06,
+   "host_backward_canary_seconds": 1.3746079999990002e-05,
    "pass_seconds": [
-    1.7124571793136142e-05,
-    1.7218286260252905e-05,
-    3.839999863079616e-05
+    2.4508952739692867e-05,
+    1.6435810497828897e-05,
+    2.502857166386786e-05
    ],
    "pass_host_canary_seconds": [
-    8.338994999803618e-06,
-    9.980695000137986e-06,
-    1.1290424999970128e-05
+    9.250499999993167e-06,
+    7.5851449999575495e-06,
+    1.063070000000721e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.549227000054998e-05,
-    1.553895000029115e-05,
-    1.9904680000308874e-05
+    1.3746079999990002e-05,
+    1.6669245000002774e-05,
+    1.9015889999991487e-05
    ]
   },
   "layer_backward_layernorm_autocast": {
-   "seconds": 5.570590655718531e-05,
-   "min": 4.525257292247954e-05,
-   "max": 7.529828857098309e-05,
+   "seconds": 5.8056380599737166e-05,
+   "min": 4.078095264378049e-05,
+   "max": 6.507047514120737e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1987,32 +1987,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00017375999689102172,
-    0.0003234879970550537,
-    0.0012432960271835326
+    0.00016220800578594207,
+    0.0004036160111427307,
+    0.0011567360162734986
    ],
-   "host_canary_seconds": 8.338994999803618e-06,
-   "host_backward_canary_seconds": 1.549227000054998e-05,
+   "host_canary_seconds": 9.250499999993167e-06,
+   "host_backward_canary_seconds": 1.3746079999990002e-05,
    "pass_seconds": [
-    5.570590655718531e-05,
-    7.529828857098309e-05,
-    4.525257292247954e-05
+    4.078095264378049e-05,
+    6.507047514120737e-05,
+    5.8056380599737166e-05
    ],
    "pass_host_canary_seconds": [
-    8.338994999803618e-06,
-    9.980695000137986e-06,
-    1.1290424999970128e-05
+    9.250499999993167e-06,
+    7.5851449999575495e-06,
+    1.063070000000721e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.549227000054998e-05,
-    1.553895000029115e-05,
-    1.9904680000308874e-05
+    1.3746079999990002e-05,
+    1.6669245000002774e-05,
+    1.9015889999991487e-05
    ]
   },
   "layer_forward_groupnorm": {
-   "seconds": 5.51306651461692e-05,
-   "min": 3.3970285207033156e-05,
-   "max": 6.986514585358756e-05,
+   "seconds": 4.977676272392272e-05,
+   "min": 4.649904760576429e-05,
+   "max": 5.333256934370312e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2021,32 +2021,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.735999926924705e-05,
-    0.00014575999975204468,
-    0.0005557439923286438
+    6.50240033864975e-05,
+    0.00020236800611019134,
+    0.0007617920041084289
    ],
-   "host_canary_seconds": 7.306249999885494e-06,
-   "host_backward_canary_seconds": 1.5778825000438703e-05,
+   "host_canary_seconds": 9.539122500008545e-06,
+   "host_backward_canary_seconds": 1.3898460000021372e-05,
    "pass_seconds": [
-    3.3970285207033156e-05,
-    5.51306651461692e-05,
-    6.986514585358756e-05
+    4.649904760576429e-05,
+    5.333256934370312e-05,
+    4.977676272392272e-05
    ],
    "pass_host_canary_seconds": [
-    7.306249999885494e-06,
-    1.0408989999746155e-05,
-    1.148722249979528e-05
+    9.539122500008545e-06,
+    1.010761749999034e-05,
+    1.0628450000069733e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5778825000438703e-05,
-    1.6375799999650555e-05,
-    2.016859500031387e-05
+    1.3898460000021372e-05,
+    1.9129345000052922e-05,
+    1.878033999986428e-05
    ]
   },
   "layer_backward_groupnorm": {
-   "seconds": 8.250362071253003e-05,
-   "min": 6.616836928185963e-05,
-   "max": 9.006552877170699e-05,
+   "seconds": 9.996037965729121e-05,
+   "min": 7.392915125404084e-05,
+   "max": 0.00010955199528308144,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2055,32 +2055,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00024195200204849243,
-    0.0008122239708900452,
-    0.002168544054031372
+    0.0002215999960899353,
+    0.0006066240072250366,
+    0.002035936117172241
    ],
-   "host_canary_seconds": 7.306249999885494e-06,
-   "host_backward_canary_seconds": 1.5778825000438703e-05,
+   "host_canary_seconds": 9.539122500008545e-06,
+   "host_backward_canary_seconds": 1.3898460000021372e-05,
    "pass_seconds": [
-    9.006552877170699e-05,
-    8.250362071253003e-05,
-    6.616836928185963e-05
+    7.392915125404084e-05,
+    0.00010955199528308144,
+    9.996037965729121e-05
    ],
    "pass_host_canary_seconds": [
-    7.306249999885494e-06,
-    1.0408989999746155e-05,
-    1.148722249979528e-05
+    9.539122500008545e-06,
+    1.010761749999034e-05,
+    1.0628450000069733e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5778825000438703e-05,
-    1.6375799999650555e-05,
-    2.016859500031387e-05
+    1.3898460000021372e-05,
+    1.9129345000052922e-05,
+    1.878033999986428e-05
    ]
   },
   "layer_forward_groupnorm_autocast": {
-   "seconds": 3.6236191966703963e-05,
-   "min": 2.985219018799918e-05,
-   "max": 3.878019146976016e-05,
+   "seconds": 4.656533151865005e-05,
+   "min": 3.254019043275289e-05,
+   "max": 5.0985904676573625e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2089,32 +2089,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.111999973654748e-05,
-    0.00016995200514793396,
-    0.0006047040224075317
+    8.38719978928566e-05,
+    0.0002202560007572174,
+    0.0007812479734420776
    ],
-   "host_canary_seconds": 7.084169999984624e-06,
-   "host_backward_canary_seconds": 1.5137650000269787e-05,
+   "host_canary_seconds": 9.489804999986973e-06,
+   "host_backward_canary_seconds": 1.3790750000026719e-05,
    "pass_seconds": [
-    3.6236191966703963e-05,
-    2.985219018799918e-05,
-    3.878019146976016e-05
+    4.656533151865005e-05,
+    5.0985904676573625e-05,
+    3.254019043275289e-05
    ],
    "pass_host_canary_seconds": [
-    7.084169999984624e-06,
-    7.989292499814836e-06,
-    8.551327499901618e-06
+    9.489804999986973e-06,
+    1.007926500001588e-05,
+    9.939289999891797e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.5137650000269787e-05,
-    1.6977529999735455e-05,
-    1.674842499994611e-05
+    1.3790750000026719e-05,
+    1.8858990000012454e-05,
+    1.878033999986428e-05
    ]
   },
   "layer_backward_groupnorm_autocast": {
-   "seconds": 0.00010128227834190645,
-   "min": 8.946438328850836e-05,
-   "max": 0.00010996037295886447,
+   "seconds": 0.00010575466283730097,
+   "min": 8.126932914767946e-05,
+   "max": 0.00011969828641130814,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2123,32 +2123,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00020793600380420685,
-    0.000588096022605896,
-    0.002094464063644409
+    0.0002598080039024353,
+    0.0006419199705123901,
+    0.0021768639087677
    ],
-   "host_canary_seconds": 7.084169999984624e-06,
-   "host_backward_canary_seconds": 1.5137650000269787e-05,
+   "host_canary_seconds": 9.489804999986973e-06,
+   "host_backward_canary_seconds": 1.3790750000026719e-05,
    "pass_seconds": [
-    8.946438328850836e-05,
-    0.00010996037295886447,
-    0.00010128227834190645
+    8.126932914767946e-05,
+    0.00010575466283730097,
+    0.00011969828641130814
    ],
    "pass_host_canary_seconds": [
-    7.084169999984624e-06,
-    7.989292499814836e-06,
-    8.551327499901618e-06
+    9.489804999986973e-06,
+    1.007926500001588e-05,
+    9.939289999891797e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.5137650000269787e-05,
-    1.6977529999735455e-05,
-    1.674842499994611e-05
+    1.3790750000026719e-05,
+    1.8858990000012454e-05,
+    1.878033999986428e-05
    ]
   },
   "layer_forward_relu": {
-   "seconds": 1.0966857540465537e-05,
-   "min": 9.982476543102944e-06,
-   "max": 1.1058285566312924e-05,
+   "seconds": 1.0756571289329303e-05,
+   "min": 1.0676571123656772e-05,
+   "max": 1.3657143339514733e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2157,32 +2157,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.099199965596199e-05,
-    5.152000114321709e-05,
-    0.0001847040057182312
+    2.7744000777602196e-05,
+    6.950400024652481e-05,
+    0.00023286400735378265
    ],
-   "host_canary_seconds": 7.757784999853356e-06,
-   "host_backward_canary_seconds": 1.729212999975971e-05,
+   "host_canary_seconds": 9.231675000016537e-06,
+   "host_backward_canary_seconds": 1.526790999996308e-05,
    "pass_seconds": [
-    1.0966857540465537e-05,
-    1.1058285566312924e-05,
-    9.982476543102944e-06
+    1.3657143339514733e-05,
+    1.0676571123656772e-05,
+    1.0756571289329303e-05
    ],
    "pass_host_canary_seconds": [
-    7.757784999853356e-06,
-    7.3044850000769656e-06,
-    8.743015000050036e-06
+    9.231675000016537e-06,
+    7.304969999992749e-06,
+    8.538764999883597e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.729212999975971e-05,
-    1.5060519999678945e-05,
-    1.547628000025725e-05
+    1.526790999996308e-05,
+    1.839477000004308e-05,
+    1.9337660000076084e-05
    ]
   },
   "layer_backward_relu": {
-   "seconds": 2.332952201721214e-05,
-   "min": 1.6917335401688306e-05,
-   "max": 2.3740191988292194e-05,
+   "seconds": 2.9933714973075047e-05,
+   "min": 2.1061334670299585e-05,
+   "max": 3.474057190829799e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2191,32 +2191,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    9.484799951314926e-05,
-    0.00017379200458526612,
-    0.000601311981678009
+    0.00011356800049543381,
+    0.00018688000738620758,
+    0.0006240640282630921
    ],
-   "host_canary_seconds": 7.757784999853356e-06,
-   "host_backward_canary_seconds": 1.729212999975971e-05,
+   "host_canary_seconds": 9.231675000016537e-06,
+   "host_backward_canary_seconds": 1.526790999996308e-05,
    "pass_seconds": [
-    2.332952201721214e-05,
-    1.6917335401688306e-05,
-    2.3740191988292194e-05
+    2.1061334670299585e-05,
+    2.9933714973075047e-05,
+    3.474057190829799e-05
    ],
    "pass_host_canary_seconds": [
-    7.757784999853356e-06,
-    7.3044850000769656e-06,
-    8.743015000050036e-06
+    9.231675000016537e-06,
+    7.304969999992749e-06,
+    8.538764999883597e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.729212999975971e-05,
-    1.5060519999678945e-05,
-    1.547628000025725e-05
+    1.526790999996308e-05,
+    1.839477000004308e-05,
+    1.9337660000076084e-05
    ]
   },
   "layer_forward_relu_autocast": {
-   "seconds": 1.197409505645434e-05,
-   "min": 1.0778666252181643e-05,
-   "max": 1.2902095736492248e-05,
+   "seconds": 1.0575999638863973e-05,
+   "min": 9.355428495577404e-06,
+   "max": 1.3854475425822391e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2225,32 +2225,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.355200007557869e-05,
-    6.825599819421769e-05,
-    0.00020268799364566803
+    4.2208001017570495e-05,
+    8.393599838018418e-05,
+    0.00025007998943328856
    ],
-   "host_canary_seconds": 6.922365000150421e-06,
-   "host_backward_canary_seconds": 1.7940899999757677e-05,
+   "host_canary_seconds": 9.282745000014359e-06,
+   "host_backward_canary_seconds": 1.4039859999996906e-05,
    "pass_seconds": [
-    1.0778666252181643e-05,
-    1.197409505645434e-05,
-    1.2902095736492248e-05
+    1.3854475425822391e-05,
+    9.355428495577404e-06,
+    1.0575999638863973e-05
    ],
    "pass_host_canary_seconds": [
-    6.922365000150421e-06,
-    7.502560000034465e-06,
-    8.306920000222817e-06
+    9.282745000014359e-06,
+    7.456230000002506e-06,
+    8.743690000017068e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7940899999757677e-05,
-    1.8058930000393047e-05,
-    1.9908560000203578e-05
+    1.4039859999996906e-05,
+    1.8787150000036946e-05,
+    1.91439249999803e-05
    ]
   },
   "layer_backward_relu_autocast": {
-   "seconds": 2.4537904986313413e-05,
-   "min": 2.3642666460502713e-05,
-   "max": 3.309714350671995e-05,
+   "seconds": 2.8321525348084312e-05,
+   "min": 1.7305141226166776e-05,
+   "max": 2.9532950726293384e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2259,32 +2259,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00012838399410247802,
-    0.00019788800179958345,
-    0.0006459839940071106
+    0.00014243200421333314,
+    0.00025040000677108767,
+    0.0006146559715270996
    ],
-   "host_canary_seconds": 6.922365000150421e-06,
-   "host_backward_canary_seconds": 1.7940899999757677e-05,
+   "host_canary_seconds": 9.282745000014359e-06,
+   "host_backward_canary_seconds": 1.4039859999996906e-05,
    "pass_seconds": [
-    2.4537904986313413e-05,
-    3.309714350671995e-05,
-    2.3642666460502713e-05
+    1.7305141226166776e-05,
+    2.9532950726293384e-05,
+    2.8321525348084312e-05
    ],
    "pass_host_canary_seconds": [
-    6.922365000150421e-06,
-    7.502560000034465e-06,
-    8.306920000222817e-06
+    9.282745000014359e-06,
+    7.456230000002506e-06,
+    8.743690000017068e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7940899999757677e-05,
-    1.8058930000393047e-05,
-    1.9908560000203578e-05
+    1.4039859999996906e-05,
+    1.8787150000036946e-05,
+    1.91439249999803e-05
    ]
   },
   "layer_forward_gelu": {
-   "seconds": 1.0233904368111067e-05,
-   "min": 9.901714821656545e-06,
-   "max": 1.0444190619247302e-05,
+   "seconds": 1.2560761932815823e-05,
+   "min": 9.697523766330312e-06,
+   "max": 1.4753523681844983e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2293,32 +2293,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    1.9039999693632127e-05,
-    4.774399846792221e-05,
-    0.00016723200678825378
+    2.6367999613285064e-05,
+    6.26240000128746e-05,
+    0.00021430400013923645
    ],
-   "host_canary_seconds": 1.0269210000046769e-05,
-   "host_backward_canary_seconds": 1.807149000001118e-05,
+   "host_canary_seconds": 9.262650000003703e-06,
+   "host_backward_canary_seconds": 1.3331540000010023e-05,
    "pass_seconds": [
-    9.901714821656545e-06,
-    1.0233904368111067e-05,
-    1.0444190619247302e-05
+    1.2560761932815823e-05,
+    9.697523766330312e-06,
+    1.4753523681844983e-05
    ],
    "pass_host_canary_seconds": [
-    1.0269210000046769e-05,
-    8.293559999970058e-06,
-    7.898549999936223e-06
+    9.262650000003703e-06,
+    7.979254999952446e-06,
+    1.0618620000002465e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.807149000001118e-05,
-    1.6425770000978444e-05,
-    2.066316999957962e-05
+    1.3331540000010023e-05,
+    1.8636930000042185e-05,
+    1.974401000012449e-05
    ]
   },
   "layer_backward_gelu": {
-   "seconds": 3.190247670170806e-05,
-   "min": 2.897828560145128e-05,
-   "max": 3.2508951567468194e-05,
+   "seconds": 2.375161754233496e-05,
+   "min": 1.6707811504602436e-05,
+   "max": 2.905219128089291e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2327,32 +2327,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00010348799824714661,
-    0.00019443200528621675,
-    0.0007275519967079163
+    0.00010342399775981904,
+    0.00017427200078964233,
+    0.0005368000268936157
    ],
-   "host_canary_seconds": 1.0269210000046769e-05,
-   "host_backward_canary_seconds": 1.807149000001118e-05,
+   "host_canary_seconds": 9.262650000003703e-06,
+   "host_backward_canary_seconds": 1.3331540000010023e-05,
    "pass_seconds": [
-    3.2508951567468194e-05,
-    2.897828560145128e-05,
-    3.190247670170806e-05
+    1.6707811504602436e-05,
+    2.905219128089291e-05,
+    2.375161754233496e-05
    ],
    "pass_host_canary_seconds": [
-    1.0269210000046769e-05,
-    8.293559999970058e-06,
-    7.898549999936223e-06
+    9.262650000003703e-06,
+    7.979254999952446e-06,
+    1.0618620000002465e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.807149000001118e-05,
-    1.6425770000978444e-05,
-    2.066316999957962e-05
+    1.3331540000010023e-05,
+    1.8636930000042185e-05,
+    1.974401000012449e-05
    ]
   },
   "layer_forward_gelu_autocast": {
-   "seconds": 1.1346286074036643e-05,
-   "min": 7.493333624941963e-06,
-   "max": 1.5347047398487727e-05,
+   "seconds": 1.385447649019105e-05,
+   "min": 9.097142943314143e-06,
+   "max": 1.4614095113107138e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2361,32 +2361,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.646399989724159e-05,
-    9.539200365543366e-05,
-    0.0002776319980621338
+    4.083200171589851e-05,
+    8.073599636554718e-05,
+    0.0002480960041284561
    ],
-   "host_canary_seconds": 1.0237789999791858e-05,
-   "host_backward_canary_seconds": 1.8835084999864194e-05,
+   "host_canary_seconds": 9.818119999991382e-06,
+   "host_backward_canary_seconds": 1.3584750000035229e-05,
    "pass_seconds": [
-    1.5347047398487727e-05,
-    7.493333624941963e-06,
-    1.1346286074036643e-05
+    1.385447649019105e-05,
+    1.4614095113107138e-05,
+    9.097142943314143e-06
    ],
    "pass_host_canary_seconds": [
-    1.0237789999791858e-05,
-    1.0170830000220121e-05,
-    7.842269999969176e-06
+    9.818119999991382e-06,
+    1.0226079999995364e-05,
+    1.076574499997207e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8835084999864194e-05,
-    1.9377859999849533e-05,
-    1.9809099999292812e-05
+    1.3584750000035229e-05,
+    1.8601644999947096e-05,
+    1.9358710000005884e-05
    ]
   },
   "layer_backward_gelu_autocast": {
-   "seconds": 2.7609905139321384e-05,
-   "min": 2.2425903983059388e-05,
-   "max": 3.381028540787243e-05,
+   "seconds": 2.2784001947868435e-05,
+   "min": 1.8443427092972258e-05,
+   "max": 3.2134856496538434e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2395,32 +2395,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001773120015859604,
-    0.0002853440046310425,
-    0.000742143988609314
+    0.00012435200065374373,
+    0.0002046719938516617,
+    0.0006032959818840027
    ],
-   "host_canary_seconds": 1.0237789999791858e-05,
-   "host_backward_canary_seconds": 1.8835084999864194e-05,
+   "host_canary_seconds": 9.818119999991382e-06,
+   "host_backward_canary_seconds": 1.3584750000035229e-05,
    "pass_seconds": [
-    2.2425903983059388e-05,
-    3.381028540787243e-05,
-    2.7609905139321384e-05
+    1.8443427092972258e-05,
+    2.2784001947868435e-05,
+    3.2134856496538434e-05
    ],
    "pass_host_canary_seconds": [
-    1.0237789999791858e-05,
-    1.0170830000220121e-05,
-    7.842269999969176e-06
+    9.818119999991382e-06,
+    1.0226079999995364e-05,
+    1.076574499997207e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8835084999864194e-05,
-    1.9377859999849533e-05,
-    1.9809099999292812e-05
+    1.3584750000035229e-05,
+    1.8601644999947096e-05,
+    1.9358710000005884e-05
    ]
   },
   "layer_forward_silu": {
-   "seconds": 1.653942749613807e-05,
-   "min": 1.5088762644500957e-05,
-   "max": 1.785904798834097e-05,
+   "seconds": 1.4531047748667854e-05,
+   "min": 1.4438857546164875e-05,
+   "max": 1.5266285765738715e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2429,32 +2429,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.812799997627735e-05,
-    7.763200253248215e-05,
-    0.00025587201118469237
+    2.8960000723600386e-05,
+    7.193599641323089e-05,
+    0.0002467200011014938
    ],
-   "host_canary_seconds": 1.0432827500324037e-05,
-   "host_backward_canary_seconds": 1.5081509999959053e-05,
+   "host_canary_seconds": 1.0324764999971591e-05,
+   "host_backward_canary_seconds": 1.7807099999984643e-05,
    "pass_seconds": [
-    1.5088762644500957e-05,
-    1.653942749613807e-05,
-    1.785904798834097e-05
+    1.4531047748667854e-05,
+    1.4438857546164875e-05,
+    1.5266285765738715e-05
    ],
    "pass_host_canary_seconds": [
-    1.0432827500324037e-05,
-    1.0096462499973313e-05,
-    1.1060014999770829e-05
+    1.0324764999971591e-05,
+    1.0152429999976676e-05,
+    1.0724077499943973e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5081509999959053e-05,
-    1.9524200000091695e-05,
-    2.0520479999959207e-05
+    1.7807099999984643e-05,
+    1.8496320000025434e-05,
+    1.9628649999958726e-05
    ]
   },
   "layer_backward_silu": {
-   "seconds": 2.5975618954925312e-05,
-   "min": 2.477333588259561e-05,
-   "max": 2.792304869563806e-05,
+   "seconds": 2.3811807323779375e-05,
+   "min": 1.960456921231179e-05,
+   "max": 2.4383999762080963e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2463,32 +2463,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015046399831771852,
-    0.0002895039916038513,
-    0.0007717120051383972
+    0.00012051200121641159,
+    0.00020198400318622588,
+    0.0006255679726600647
    ],
-   "host_canary_seconds": 1.0432827500324037e-05,
-   "host_backward_canary_seconds": 1.5081509999959053e-05,
+   "host_canary_seconds": 1.0324764999971591e-05,
+   "host_backward_canary_seconds": 1.7807099999984643e-05,
    "pass_seconds": [
-    2.5975618954925312e-05,
-    2.477333588259561e-05,
-    2.792304869563806e-05
+    1.960456921231179e-05,
+    2.3811807323779375e-05,
+    2.4383999762080963e-05
    ],
    "pass_host_canary_seconds": [
-    1.0432827500324037e-05,
-    1.0096462499973313e-05,
-    1.1060014999770829e-05
+    1.0324764999971591e-05,
+    1.0152429999976676e-05,
+    1.0724077499943973e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5081509999959053e-05,
-    1.9524200000091695e-05,
-    2.0520479999959207e-05
+    1.7807099999984643e-05,
+    1.8496320000025434e-05,
+    1.9628649999958726e-05
    ]
   },
   "layer_forward_silu_autocast": {
-   "seconds": 1.8483047151849386e-05,
-   "min": 1.5082667271296185e-05,
-   "max": 1.9126856610888525e-05,
+   "seconds": 1.4776381708326794e-05,
+   "min": 1.4070858203229448e-05,
+   "max": 1.496761842142968e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2497,32 +2497,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.161599814891815e-05,
-    0.0001000320017337799,
-    0.0002789120078086853
+    4.6783998608589174e-05,
+    9.276799857616425e-05,
+    0.00025910401344299316
    ],
-   "host_canary_seconds": 1.0262155000191341e-05,
-   "host_backward_canary_seconds": 1.537291499971616e-05,
+   "host_canary_seconds": 9.831115000018542e-06,
+   "host_backward_canary_seconds": 1.4898840000014957e-05,
    "pass_seconds": [
-    1.5082667271296185e-05,
-    1.8483047151849386e-05,
-    1.9126856610888525e-05
+    1.4070858203229448e-05,
+    1.496761842142968e-05,
+    1.4776381708326794e-05
    ],
    "pass_host_canary_seconds": [
-    1.0262155000191341e-05,
-    1.022051500001453e-05,
-    1.0941305000073953e-05
+    9.831115000018542e-06,
+    1.0202580000004958e-05,
+    1.0599785000025008e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.537291499971616e-05,
-    2.015864999975747e-05,
-    2.112495000005765e-05
+    1.4898840000014957e-05,
+    1.9139079999987985e-05,
+    2.0249219999897147e-05
    ]
   },
   "layer_backward_silu_autocast": {
-   "seconds": 2.6694096802246e-05,
-   "min": 2.646857145286742e-05,
-   "max": 2.9766096245674854e-05,
+   "seconds": 2.4968380551962625e-05,
+   "min": 1.3887236160891401e-05,
+   "max": 2.9078856820151926e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2531,32 +2531,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00016492800414562224,
-    0.0002952319979667664,
-    0.0007900800108909607
+    0.0001446080058813095,
+    0.0002580159902572632,
+    0.0005738239884376526
    ],
-   "host_canary_seconds": 1.0262155000191341e-05,
-   "host_backward_canary_seconds": 1.537291499971616e-05,
+   "host_canary_seconds": 9.831115000018542e-06,
+   "host_backward_canary_seconds": 1.4898840000014957e-05,
    "pass_seconds": [
-    2.646857145286742e-05,
-    2.6694096802246e-05,
-    2.9766096245674854e-05
+    1.3887236160891401e-05,
+    2.4968380551962625e-05,
+    2.9078856820151926e-05
    ],
    "pass_host_canary_seconds": [
-    1.0262155000191341e-05,
-    1.022051500001453e-05,
-    1.0941305000073953e-05
+    9.831115000018542e-06,
+    1.0202580000004958e-05,
+    1.0599785000025008e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.537291499971616e-05,
-    2.015864999975747e-05,
-    2.112495000005765e-05
+    1.4898840000014957e-05,
+    1.9139079999987985e-05,
+    2.0249219999897147e-05
    ]
   },
   "layer_forward_tanh": {
-   "seconds": 1.4683428087404795e-05,
-   "min": 1.4348190277814867e-05,
-   "max": 1.6715429368473236e-05,
+   "seconds": 1.4074666780375296e-05,
+   "min": 1.2573713880209695e-05,
+   "max": 1.5395047763983413e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2565,32 +2565,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.0912000685930254e-05,
-    7.417599856853485e-05,
-    0.00024620799720287325
+    2.9759999364614487e-05,
+    7.046400010585785e-05,
+    0.00021935999393463135
    ],
-   "host_canary_seconds": 1.0177107500055626e-05,
-   "host_backward_canary_seconds": 1.8873619999908442e-05,
+   "host_canary_seconds": 9.338362500006525e-06,
+   "host_backward_canary_seconds": 1.4705349999992734e-05,
    "pass_seconds": [
-    1.4348190277814867e-05,
-    1.6715429368473236e-05,
-    1.4683428087404795e-05
+    1.2573713880209695e-05,
+    1.4074666780375296e-05,
+    1.5395047763983413e-05
    ],
    "pass_host_canary_seconds": [
-    1.0177107500055626e-05,
-    1.0091930000157846e-05,
-    1.0895117500240303e-05
+    9.338362500006525e-06,
+    1.022685499997067e-05,
+    1.0530027499981997e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8873619999908442e-05,
-    1.970480500006033e-05,
-    2.1736274999852866e-05
+    1.4705349999992734e-05,
+    1.9149059999961084e-05,
+    2.028547999998409e-05
    ]
   },
   "layer_backward_tanh": {
-   "seconds": 2.781790299784569e-05,
-   "min": 2.442438119933718e-05,
-   "max": 3.125638284143947e-05,
+   "seconds": 2.2607237898877693e-05,
+   "min": 2.101562083477066e-05,
+   "max": 2.7010287202539895e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2599,32 +2599,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014316800236701966,
-    0.00026790401339530945,
-    0.0007750719785690307
+    0.0001175680011510849,
+    0.00021353599429130553,
+    0.0006198080182075501
    ],
-   "host_canary_seconds": 1.0177107500055626e-05,
-   "host_backward_canary_seconds": 1.8873619999908442e-05,
+   "host_canary_seconds": 9.338362500006525e-06,
+   "host_backward_canary_seconds": 1.4705349999992734e-05,
    "pass_seconds": [
-    2.781790299784569e-05,
-    2.442438119933718e-05,
-    3.125638284143947e-05
+    2.101562083477066e-05,
+    2.2607237898877693e-05,
+    2.7010287202539895e-05
    ],
    "pass_host_canary_seconds": [
-    1.0177107500055626e-05,
-    1.0091930000157846e-05,
-    1.0895117500240303e-05
+    9.338362500006525e-06,
+    1.022685499997067e-05,
+    1.0530027499981997e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8873619999908442e-05,
-    1.970480500006033e-05,
-    2.1736274999852866e-05
+    1.4705349999992734e-05,
+    1.9149059999961084e-05,
+    2.028547999998409e-05
    ]
   },
   "layer_forward_tanh_autocast": {
-   "seconds": 1.683809555002621e-05,
-   "min": 1.4555428354513076e-05,
-   "max": 1.7827047123795467e-05,
+   "seconds": 1.4643810157264983e-05,
+   "min": 1.3550475771938052e-05,
+   "max": 1.5078094388757434e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2633,32 +2633,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.9023999348282813e-05,
-    6.1023999005556104e-05,
-    0.0002754240036010742
+    4.495999962091446e-05,
+    8.697599917650222e-05,
+    0.0002486719936132431
    ],
-   "host_canary_seconds": 1.0522485000024063e-05,
-   "host_backward_canary_seconds": 1.746871999898758e-05,
+   "host_canary_seconds": 9.542464999974243e-06,
+   "host_backward_canary_seconds": 1.7164140000005546e-05,
    "pass_seconds": [
-    1.683809555002621e-05,
-    1.7827047123795467e-05,
-    1.4555428354513076e-05
+    1.3550475771938052e-05,
+    1.4643810157264983e-05,
+    1.5078094388757434e-05
    ],
    "pass_host_canary_seconds": [
-    1.0522485000024063e-05,
-    1.0181810000062796e-05,
-    1.0827194999762924e-05
+    9.542464999974243e-06,
+    1.0328380000004245e-05,
+    1.029990749998433e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.746871999898758e-05,
-    1.9227799999725903e-05,
-    1.8057959999850935e-05
+    1.7164140000005546e-05,
+    1.9254494999998428e-05,
+    1.9991550000071357e-05
    ]
   },
   "layer_backward_tanh_autocast": {
-   "seconds": 2.6302477078778402e-05,
-   "min": 2.4108952887001492e-05,
-   "max": 2.713676116296223e-05,
+   "seconds": 2.5025526327746247e-05,
+   "min": 1.8931046305667795e-05,
+   "max": 2.806552552751132e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2667,32 +2667,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00010771200060844422,
-    0.00026550400257110594,
-    0.000733568012714386
+    0.0001459839940071106,
+    0.00024355199933052062,
+    0.000633247971534729
    ],
-   "host_canary_seconds": 1.0522485000024063e-05,
-   "host_backward_canary_seconds": 1.746871999898758e-05,
+   "host_canary_seconds": 9.542464999974243e-06,
+   "host_backward_canary_seconds": 1.7164140000005546e-05,
    "pass_seconds": [
-    2.4108952887001492e-05,
-    2.713676116296223e-05,
-    2.6302477078778402e-05
+    1.8931046305667795e-05,
+    2.806552552751132e-05,
+    2.5025526327746247e-05
    ],
    "pass_host_canary_seconds": [
-    1.0522485000024063e-05,
-    1.0181810000062796e-05,
-    1.0827194999762924e-05
+    9.542464999974243e-06,
+    1.0328380000004245e-05,
+    1.029990749998433e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.746871999898758e-05,
-    1.9227799999725903e-05,
-    1.8057959999850935e-05
+    1.7164140000005546e-05,
+    1.9254494999998428e-05,
+    1.9991550000071357e-05
    ]
   },
   "layer_forward_sigmoid": {
-   "seconds": 1.5141334207285017e-05,
-   "min": 1.3934475857587088e-05,
-   "max": 1.6006095246190115e-05,
+   "seconds": 1.4292570984079726e-05,
+   "min": 1.31817138088601e-05,
+   "max": 1.4630857056805067e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2701,32 +2701,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.081599995493889e-05,
-    7.311999797821045e-05,
-    0.00023999999463558198
+    2.8672000393271447e-05,
+    6.755200028419494e-05,
+    0.000226175993680954
    ],
-   "host_canary_seconds": 9.9597175000099e-06,
-   "host_backward_canary_seconds": 1.7388260000075204e-05,
+   "host_canary_seconds": 9.93606999999841e-06,
+   "host_backward_canary_seconds": 1.7363775000021064e-05,
    "pass_seconds": [
-    1.3934475857587088e-05,
-    1.6006095246190115e-05,
-    1.5141334207285017e-05
+    1.31817138088601e-05,
+    1.4630857056805067e-05,
+    1.4292570984079726e-05
    ],
    "pass_host_canary_seconds": [
-    9.9597175000099e-06,
-    1.0302549999892107e-05,
-    1.0462440000083005e-05
+    9.93606999999841e-06,
+    1.0206759999960014e-05,
+    1.0115605000038386e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7388260000075204e-05,
-    1.991082000017741e-05,
-    1.550054500000897e-05
+    1.7363775000021064e-05,
+    1.8220659999883537e-05,
+    1.474117000014985e-05
    ]
   },
   "layer_backward_sigmoid": {
-   "seconds": 2.48807617241428e-05,
-   "min": 2.4522665710676288e-05,
-   "max": 2.907733282163029e-05,
+   "seconds": 1.9929906619446616e-05,
+   "min": 1.9000380787821042e-05,
+   "max": 2.15108578226396e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2735,32 +2735,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014134399592876434,
-    0.00025916799902915956,
-    0.0007827839851379394
+    0.00016857600212097167,
+    0.0002789120078086853,
+    0.0006559039950370789
    ],
-   "host_canary_seconds": 9.9597175000099e-06,
-   "host_backward_canary_seconds": 1.7388260000075204e-05,
+   "host_canary_seconds": 9.93606999999841e-06,
+   "host_backward_canary_seconds": 1.7363775000021064e-05,
    "pass_seconds": [
-    2.907733282163029e-05,
-    2.48807617241428e-05,
-    2.4522665710676288e-05
+    1.9000380787821042e-05,
+    2.15108578226396e-05,
+    1.9929906619446616e-05
    ],
    "pass_host_canary_seconds": [
-    9.9597175000099e-06,
-    1.0302549999892107e-05,
-    1.0462440000083005e-05
+    9.93606999999841e-06,
+    1.0206759999960014e-05,
+    1.0115605000038386e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7388260000075204e-05,
-    1.991082000017741e-05,
-    1.550054500000897e-05
+    1.7363775000021064e-05,
+    1.8220659999883537e-05,
+    1.474117000014985e-05
    ]
   },
   "layer_forward_sigmoid_autocast": {
-   "seconds": 1.67817147005172e-05,
-   "min": 8.849523784149262e-06,
-   "max": 1.746209604399545e-05,
+   "seconds": 1.4221715075629098e-05,
+   "min": 1.0633905196473712e-05,
+   "max": 1.4846476770582654e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2769,32 +2769,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.116799846291542e-05,
-    5.955199897289276e-05,
-    0.00017785599827766418
+    4.332799836993218e-05,
+    8.62400010228157e-05,
+    0.00025673601031303404
    ],
-   "host_canary_seconds": 7.107359999736218e-06,
-   "host_backward_canary_seconds": 1.744459000065035e-05,
+   "host_canary_seconds": 9.859439999999609e-06,
+   "host_backward_canary_seconds": 1.6991950000004865e-05,
    "pass_seconds": [
-    8.849523784149262e-06,
-    1.746209604399545e-05,
-    1.67817147005172e-05
+    1.4221715075629098e-05,
+    1.4846476770582654e-05,
+    1.0633905196473712e-05
    ],
    "pass_host_canary_seconds": [
-    7.107359999736218e-06,
-    1.0057244999757131e-05,
-    1.0699864999708099e-05
+    9.859439999999609e-06,
+    1.0238687499999343e-05,
+    8.09625999991681e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.744459000065035e-05,
-    1.9651379999459096e-05,
-    1.9058550000181642e-05
+    1.6991950000004865e-05,
+    1.893080499996813e-05,
+    1.5394799999910445e-05
    ]
   },
   "layer_backward_sigmoid_autocast": {
-   "seconds": 2.336152252696809e-05,
-   "min": 1.747428501645724e-05,
-   "max": 2.4352760542006726e-05,
+   "seconds": 2.6109715302785242e-05,
+   "min": 1.505295364629655e-05,
+   "max": 3.0360380276328046e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2803,32 +2803,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00012080000340938568,
-    0.00021145600080490112,
-    0.0005195519924163819
+    0.0001855359971523285,
+    0.0002908799946308136,
+    0.0006304960250854493
    ],
-   "host_canary_seconds": 7.107359999736218e-06,
-   "host_backward_canary_seconds": 1.744459000065035e-05,
+   "host_canary_seconds": 9.859439999999609e-06,
+   "host_backward_canary_seconds": 1.6991950000004865e-05,
    "pass_seconds": [
-    1.747428501645724e-05,
-    2.336152252696809e-05,
-    2.4352760542006726e-05
+    1.505295364629655e-05,
+    2.6109715302785242e-05,
+    3.0360380276328046e-05
    ],
    "pass_host_canary_seconds": [
-    7.107359999736218e-06,
-    1.0057244999757131e-05,
-    1.0699864999708099e-05
+    9.859439999999609e-06,
+    1.0238687499999343e-05,
+    8.09625999991681e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.744459000065035e-05,
-    1.9651379999459096e-05,
-    1.9058550000181642e-05
+    1.6991950000004865e-05,
+    1.893080499996813e-05,
+    1.5394799999910445e-05
    ]
   },
   "layer_forward_dropout": {
-   "seconds": 2.6112000679685956e-05,
-   "min": 1.4310856926299277e-05,
-   "max": 2.6904380835947537e-05,
+   "seconds": 2.3699046955222176e-05,
+   "min": 1.998780880655561e-05,
+   "max": 2.4098285074744903e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2837,32 +2837,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.3231999948620795e-05,
-    6.412799656391143e-05,
-    0.00023721599578857422
+    3.574400022625923e-05,
+    9.769599884748459e-05,
+    0.0003362239897251129
    ],
-   "host_canary_seconds": 8.474262499760244e-06,
-   "host_backward_canary_seconds": 1.5118270000016309e-05,
+   "host_canary_seconds": 9.82459249998513e-06,
+   "host_backward_canary_seconds": 1.6251019999984352e-05,
    "pass_seconds": [
-    1.4310856926299277e-05,
-    2.6112000679685956e-05,
-    2.6904380835947537e-05
+    1.998780880655561e-05,
+    2.4098285074744903e-05,
+    2.3699046955222176e-05
    ],
    "pass_host_canary_seconds": [
-    8.474262499760244e-06,
-    1.0163339999849087e-05,
-    1.1011574999884032e-05
+    9.82459249998513e-06,
+    1.0245005000015793e-05,
+    1.0408144999942692e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5118270000016309e-05,
-    2.031818000034491e-05,
-    2.055987000062487e-05
+    1.6251019999984352e-05,
+    1.9442205000004264e-05,
+    1.56147350000424e-05
    ]
   },
   "layer_backward_dropout": {
-   "seconds": 2.9820953983636125e-05,
-   "min": 2.238933449344976e-05,
-   "max": 4.1430093791513206e-05,
+   "seconds": 2.2877714995826994e-05,
+   "min": 1.744381019047329e-05,
+   "max": 2.4079236601080207e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2871,32 +2871,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00012409599870443345,
-    0.00017539200186729431,
-    0.0009215679764747619
+    0.00013798399269580842,
+    0.00026092800498008726,
+    0.0007030079960823059
    ],
-   "host_canary_seconds": 8.474262499760244e-06,
-   "host_backward_canary_seconds": 1.5118270000016309e-05,
+   "host_canary_seconds": 9.82459249998513e-06,
+   "host_backward_canary_seconds": 1.6251019999984352e-05,
    "pass_seconds": [
-    4.1430093791513206e-05,
-    2.9820953983636125e-05,
-    2.238933449344976e-05
+    1.744381019047329e-05,
+    2.2877714995826994e-05,
+    2.4079236601080207e-05
    ],
    "pass_host_canary_seconds": [
-    8.474262499760244e-06,
-    1.0163339999849087e-05,
-    1.1011574999884032e-05
+    9.82459249998513e-06,
+    1.0245005000015793e-05,
+    1.0408144999942692e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5118270000016309e-05,
-    2.031818000034491e-05,
-    2.055987000062487e-05
+    1.6251019999984352e-05,
+    1.9442205000004264e-05,
+    1.56147350000424e-05
    ]
   },
   "layer_forward_dropout_autocast": {
-   "seconds": 2.3411810043312256e-05,
-   "min": 2.2724571859552748e-05,
-   "max": 2.6936380281334835e-05,
+   "seconds": 2.2590476309969313e-05,
+   "min": 2.1188570452587942e-05,
+   "max": 2.3532951694159278e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2905,32 +2905,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.51999993622303e-05,
-    0.00012028799951076507,
-    0.00039504000544548037
+    5.0367999821901324e-05,
+    0.00011353600025177002,
+    0.0003680639863014221
    ],
-   "host_canary_seconds": 9.32114749957691e-06,
-   "host_backward_canary_seconds": 1.3915069999939078e-05,
+   "host_canary_seconds": 9.642532500002687e-06,
+   "host_backward_canary_seconds": 1.4500170000033563e-05,
    "pass_seconds": [
-    2.2724571859552748e-05,
-    2.6936380281334835e-05,
-    2.3411810043312256e-05
+    2.1188570452587942e-05,
+    2.3532951694159278e-05,
+    2.2590476309969313e-05
    ],
    "pass_host_canary_seconds": [
-    9.32114749957691e-06,
-    1.0069834999626437e-05,
-    1.0733615000049212e-05
+    9.642532500002687e-06,
+    1.0062835000042015e-05,
+    1.0344689999897128e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3915069999939078e-05,
-    2.0348829999647932e-05,
-    1.9748739999840838e-05
+    1.4500170000033563e-05,
+    1.925103000004924e-05,
+    1.992697999980919e-05
    ]
   },
   "layer_backward_dropout_autocast": {
-   "seconds": 2.4318477050179524e-05,
-   "min": 2.1267811812105625e-05,
-   "max": 2.729447363387971e-05,
+   "seconds": 2.2259045747064416e-05,
+   "min": 2.211885668692135e-05,
+   "max": 2.758628715361868e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2939,32 +2939,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001595200002193451,
-    0.00029120001196861266,
-    0.0008620160222053527
+    0.00014796799421310425,
+    0.00027574399113655093,
+    0.0007968639731407165
    ],
-   "host_canary_seconds": 9.32114749957691e-06,
-   "host_backward_canary_seconds": 1.3915069999939078e-05,
+   "host_canary_seconds": 9.642532500002687e-06,
+   "host_backward_canary_seconds": 1.4500170000033563e-05,
    "pass_seconds": [
-    2.4318477050179524e-05,
-    2.1267811812105625e-05,
-    2.729447363387971e-05
+    2.211885668692135e-05,
+    2.758628715361868e-05,
+    2.2259045747064416e-05
    ],
    "pass_host_canary_seconds": [
-    9.32114749957691e-06,
-    1.0069834999626437e-05,
-    1.0733615000049212e-05
+    9.642532500002687e-06,
+    1.0062835000042015e-05,
+    1.0344689999897128e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3915069999939078e-05,
-    2.0348829999647932e-05,
-    1.9748739999840838e-05
+    1.4500170000033563e-05,
+    1.925103000004924e-05,
+    1.992697999980919e-05
    ]
   },
   "layer_forward_dropout_identity": {
-   "seconds": 2.903619071557408e-06,
-   "min": 2.729142927342937e-06,
-   "max": 6.27504750376656e-06,
+   "seconds": 5.8666666348775236e-06,
+   "min": 5.33561905225118e-06,
+   "max": 5.950476264669782e-06,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout_identity layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2973,32 +2973,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    1.1680000461637974e-05,
-    2.067199908196926e-05,
-    5.532800033688545e-05
+    1.788800023496151e-05,
+    3.3792000263929365e-05,
+    9.788800030946732e-05
    ],
-   "host_canary_seconds": 6.982259999972485e-06,
-   "host_backward_canary_seconds": 1.3032309999516655e-05,
+   "host_canary_seconds": 9.58318500000388e-06,
+   "host_backward_canary_seconds": 1.5672560000012936e-05,
    "pass_seconds": [
-    2.903619071557408e-06,
-    2.729142927342937e-06,
-    6.27504750376656e-06
+    5.33561905225118e-06,
+    5.950476264669782e-06,
+    5.8666666348775236e-06
    ],
    "pass_host_canary_seconds": [
-    6.982259999972485e-06,
-    8.466104999911294e-06,
-    1.1257132499906674e-05
+    9.58318500000388e-06,
+    1.0172217500006297e-05,
+    1.040627750001022e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3032309999516655e-05,
-    1.9392439999137423e-05,
-    1.627940999981092e-05
+    1.5672560000012936e-05,
+    1.912188000005699e-05,
+    1.4760864999914247e-05
    ]
   },
   "layer_backward_dropout_identity": {
-   "seconds": 3.580952595387183e-07,
-   "min": 0.0,
-   "max": 2.038094969022842e-06,
+   "seconds": 4.502857724825532e-07,
+   "min": 1.5161913775262247e-07,
+   "max": 1.275428171668732e-06,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout_identity layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3007,32 +3007,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    7.318399846553803e-05,
-    8.883199840784073e-05,
-    0.00011417599767446517
+    8.953599631786346e-05,
+    0.00010655999928712845,
+    0.00017203199863433837
    ],
-   "host_canary_seconds": 6.982259999972485e-06,
-   "host_backward_canary_seconds": 1.3032309999516655e-05,
+   "host_canary_seconds": 9.58318500000388e-06,
+   "host_backward_canary_seconds": 1.5672560000012936e-05,
    "pass_seconds": [
-    0.0,
-    3.580952595387183e-07,
-    2.038094969022842e-06
+    1.5161913775262247e-07,
+    1.275428171668732e-06,
+    4.502857724825532e-07
    ],
    "pass_host_canary_seconds": [
-    6.982259999972485e-06,
-    8.466104999911294e-06,
-    1.1257132499906674e-05
+    9.58318500000388e-06,
+    1.0172217500006297e-05,
+    1.040627750001022e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3032309999516655e-05,
-    1.9392439999137423e-05,
-    1.627940999981092e-05
+    1.5672560000012936e-05,
+    1.912188000005699e-05,
+    1.4760864999914247e-05
    ]
   },
   "layer_forward_dropout_identity_autocast": {
-   "seconds": 3.3074282996711272e-06,
-   "min": 2.798476256430149e-06,
-   "max": 6.834286132029124e-06,
+   "seconds": 5.951999908401853e-06,
+   "min": 5.353904550983793e-06,
+   "max": 6.111238063091324e-06,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout_identity layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3041,32 +3041,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    1.9680000841617586e-05,
-    2.8575999662280082e-05,
-    6.182400137186051e-05
+    3.174399957060814e-05,
+    4.793599992990494e-05,
+    0.00011209599673748017
    ],
-   "host_canary_seconds": 7.002539999803048e-06,
-   "host_backward_canary_seconds": 1.4444879999473415e-05,
+   "host_canary_seconds": 9.798960000022561e-06,
+   "host_backward_canary_seconds": 1.3408919999946533e-05,
    "pass_seconds": [
-    2.798476256430149e-06,
-    3.3074282996711272e-06,
-    6.834286132029124e-06
+    5.353904550983793e-06,
+    5.951999908401853e-06,
+    6.111238063091324e-06
    ],
    "pass_host_canary_seconds": [
-    7.002539999803048e-06,
-    1.0710130000006757e-05,
-    1.1157372500179008e-05
+    9.798960000022561e-06,
+    1.018596000001537e-05,
+    1.0452405000052068e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4444879999473415e-05,
-    2.003083999966293e-05,
-    1.914767000016582e-05
+    1.3408919999946533e-05,
+    1.944455999996819e-05,
+    1.4876554999858626e-05
    ]
   },
   "layer_backward_dropout_identity_autocast": {
-   "seconds": 0.0,
-   "min": 0.0,
-   "max": 2.2095259988591703e-07,
+   "seconds": 1.4758102950595651e-06,
+   "min": 1.2327620670908968e-06,
+   "max": 1.6144761549574988e-06,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout_identity layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3075,32 +3075,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    8.489599823951722e-05,
-    9.79520007967949e-05,
-    0.00013152000308036803
+    0.00012262400239706038,
+    0.00012793600559234618,
+    0.00021660800278186797
    ],
-   "host_canary_seconds": 7.002539999803048e-06,
-   "host_backward_canary_seconds": 1.4444879999473415e-05,
+   "host_canary_seconds": 9.798960000022561e-06,
+   "host_backward_canary_seconds": 1.3408919999946533e-05,
    "pass_seconds": [
-    2.2095259988591703e-07,
-    0.0,
-    0.0
+    1.2327620670908968e-06,
+    1.4758102950595651e-06,
+    1.6144761549574988e-06
    ],
    "pass_host_canary_seconds": [
-    7.002539999803048e-06,
-    1.0710130000006757e-05,
-    1.1157372500179008e-05
+    9.798960000022561e-06,
+    1.018596000001537e-05,
+    1.0452405000052068e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4444879999473415e-05,
-    2.003083999966293e-05,
-    1.914767000016582e-05
+    1.3408919999946533e-05,
+    1.944455999996819e-05,
+    1.4876554999858626e-05
    ]
   },
   "layer_forward_add": {
-   "seconds": 1.2477713947494824e-05,
-   "min": 7.614475807973318e-06,
-   "max": 1.294400046269099e-05,
+   "seconds": 1.1718094881091799e-05,
+   "min": 1.0893714215074264e-05,
+   "max": 1.2457142983164108e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3109,32 +3109,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    1.7216000705957414e-05,
-    4.0031999349594116e-05,
-    0.00013142399489879608
+    2.4159999564290046e-05,
+    5.728000029921532e-05,
+    0.00018771199882030486
    ],
-   "host_canary_seconds": 6.975997499694131e-06,
-   "host_backward_canary_seconds": 1.3621840000155317e-05,
+   "host_canary_seconds": 9.517770000009307e-06,
+   "host_backward_canary_seconds": 1.4626520000007304e-05,
    "pass_seconds": [
-    7.614475807973318e-06,
-    1.2477713947494824e-05,
-    1.294400046269099e-05
+    1.0893714215074264e-05,
+    1.1718094881091799e-05,
+    1.2457142983164108e-05
    ],
    "pass_host_canary_seconds": [
-    6.975997499694131e-06,
-    1.0145075000309588e-05,
-    1.123582749983143e-05
+    9.517770000009307e-06,
+    1.0448917499985555e-05,
+    1.0408170000033579e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3621840000155317e-05,
-    2.058933499995419e-05,
-    1.7510014999970734e-05
+    1.4626520000007304e-05,
+    1.910477000002686e-05,
+    1.4854899999932058e-05
    ]
   },
   "layer_backward_add": {
-   "seconds": 3.0387047146047854e-05,
-   "min": 1.7686095443509873e-05,
-   "max": 3.9232001152066953e-05,
+   "seconds": 3.0334475671961195e-05,
+   "min": 2.0292570548398157e-05,
+   "max": 3.05226675811268e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3143,32 +3143,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    9.804800152778626e-05,
-    0.00016649599373340607,
-    0.0004750719964504242
+    0.00011817599833011627,
+    0.000217631995677948,
+    0.0005879359841346741
    ],
-   "host_canary_seconds": 6.975997499694131e-06,
-   "host_backward_canary_seconds": 1.3621840000155317e-05,
+   "host_canary_seconds": 9.517770000009307e-06,
+   "host_backward_canary_seconds": 1.4626520000007304e-05,
    "pass_seconds": [
-    1.7686095443509873e-05,
-    3.9232001152066953e-05,
-    3.0387047146047854e-05
+    2.0292570548398157e-05,
+    3.0334475671961195e-05,
+    3.05226675811268e-05
    ],
    "pass_host_canary_seconds": [
-    6.975997499694131e-06,
-    1.0145075000309588e-05,
-    1.123582749983143e-05
+    9.517770000009307e-06,
+    1.0448917499985555e-05,
+    1.0408170000033579e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3621840000155317e-05,
-    2.058933499995419e-05,
-    1.7510014999970734e-05
+    1.4626520000007304e-05,
+    1.910477000002686e-05,
+    1.4854899999932058e-05
    ]
   },
   "layer_forward_add_autocast": {
-   "seconds": 1.3001142513184321e-05,
-   "min": 8.017523391615777e-06,
-   "max": 1.347047658193679e-05,
+   "seconds": 1.2217904485407328e-05,
+   "min": 1.1433142459108716e-05,
+   "max": 1.248380985288393e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3177,32 +3177,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.6240000501275063e-05,
-    4.912000149488449e-05,
-    0.00014611199498176574
+    3.891199827194214e-05,
+    7.347200065851212e-05,
+    0.0002104959934949875
    ],
-   "host_canary_seconds": 6.970957499845554e-06,
-   "host_backward_canary_seconds": 1.4964574999680735e-05,
+   "host_canary_seconds": 9.65861000000956e-06,
+   "host_backward_canary_seconds": 1.73884600000207e-05,
    "pass_seconds": [
-    8.017523391615777e-06,
-    1.3001142513184321e-05,
-    1.347047658193679e-05
+    1.1433142459108716e-05,
+    1.248380985288393e-05,
+    1.2217904485407328e-05
    ],
    "pass_host_canary_seconds": [
-    6.970957499845554e-06,
-    1.003485500007173e-05,
-    1.129711500027497e-05
+    9.65861000000956e-06,
+    1.0630927500017151e-05,
+    1.0211902499932535e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4964574999680735e-05,
-    2.0839100000102916e-05,
-    1.9097559999181613e-05
+    1.73884600000207e-05,
+    1.985065500001326e-05,
+    2.059082000002377e-05
    ]
   },
   "layer_backward_add_autocast": {
-   "seconds": 2.8702480452401287e-05,
-   "min": 2.4880001498829746e-05,
-   "max": 3.6557716273126154e-05,
+   "seconds": 2.8735236575206123e-05,
+   "min": 2.307809374871708e-05,
+   "max": 3.542171596061616e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3211,32 +3211,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00011168000102043152,
-    0.00017776000499725343,
-    0.0005942720174789428
+    0.00014860799908638001,
+    0.00025865599513053895,
+    0.0006684479713439941
    ],
-   "host_canary_seconds": 6.970957499845554e-06,
-   "host_backward_canary_seconds": 1.4964574999680735e-05,
+   "host_canary_seconds": 9.65861000000956e-06,
+   "host_backward_canary_seconds": 1.73884600000207e-05,
    "pass_seconds": [
-    2.4880001498829746e-05,
-    2.8702480452401287e-05,
-    3.6557716273126154e-05
+    2.307809374871708e-05,
+    2.8735236575206123e-05,
+    3.542171596061616e-05
    ],
    "pass_host_canary_seconds": [
-    6.970957499845554e-06,
-    1.003485500007173e-05,
-    1.129711500027497e-05
+    9.65861000000956e-06,
+    1.0630927500017151e-05,
+    1.0211902499932535e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4964574999680735e-05,
-    2.0839100000102916e-05,
-    1.9097559999181613e-05
+    1.73884600000207e-05,
+    1.985065500001326e-05,
+    2.059082000002377e-05
    ]
   },
   "layer_forward_mul": {
-   "seconds": 1.4791619298713548e-05,
-   "min": 8.205713704228402e-06,
-   "max": 1.569219075498127e-05,
+   "seconds": 1.2607237945000332e-05,
+   "min": 1.2303238379813375e-05,
+   "max": 1.3807238567443122e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3245,32 +3245,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    1.7472000792622568e-05,
-    4.329600185155869e-05,
-    0.0001409599930047989
+    2.5919999927282332e-05,
+    6.339199841022491e-05,
+    0.00021491199731826782
    ],
-   "host_canary_seconds": 7.189009999706286e-06,
-   "host_backward_canary_seconds": 1.3960219999944457e-05,
+   "host_canary_seconds": 9.769172500000423e-06,
+   "host_backward_canary_seconds": 1.6994115000024125e-05,
    "pass_seconds": [
-    8.205713704228402e-06,
-    1.569219075498127e-05,
-    1.4791619298713548e-05
+    1.2607237945000332e-05,
+    1.2303238379813375e-05,
+    1.3807238567443122e-05
    ],
    "pass_host_canary_seconds": [
-    7.189009999706286e-06,
-    1.0166632499988281e-05,
-    1.0965470000314781e-05
+    9.769172500000423e-06,
+    1.0475469999988719e-05,
+    1.008503500003144e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3960219999944457e-05,
-    2.108044500005235e-05,
-    1.91570199990565e-05
+    1.6994115000024125e-05,
+    1.8745440000031975e-05,
+    2.102563999983431e-05
    ]
   },
   "layer_backward_mul": {
-   "seconds": 4.711161864300568e-05,
-   "min": 2.3883430642031483e-05,
-   "max": 5.265752261593228e-05,
+   "seconds": 4.9815621847907704e-05,
+   "min": 4.0918097077381036e-05,
+   "max": 5.5046859241667246e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3279,32 +3279,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00011590400338172912,
-    0.00023423999547958374,
-    0.0009297919869422913
+    0.00014662399888038636,
+    0.00030134400725364684,
+    0.0009475520253181457
    ],
-   "host_canary_seconds": 7.189009999706286e-06,
-   "host_backward_canary_seconds": 1.3960219999944457e-05,
+   "host_canary_seconds": 9.769172500000423e-06,
+   "host_backward_canary_seconds": 1.6994115000024125e-05,
    "pass_seconds": [
-    4.711161864300568e-05,
-    5.265752261593228e-05,
-    2.3883430642031483e-05
+    4.0918097077381036e-05,
+    4.9815621847907704e-05,
+    5.5046859241667246e-05
    ],
    "pass_host_canary_seconds": [
-    7.189009999706286e-06,
-    1.0166632499988281e-05,
-    1.0965470000314781e-05
+    9.769172500000423e-06,
+    1.0475469999988719e-05,
+    1.008503500003144e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3960219999944457e-05,
-    2.108044500005235e-05,
-    1.91570199990565e-05
+    1.6994115000024125e-05,
+    1.8745440000031975e-05,
+    2.102563999983431e-05
    ]
   },
   "layer_forward_mul_autocast": {
-   "seconds": 1.274514313609827e-05,
-   "min": 9.221333389480909e-06,
-   "max": 1.815695244641531e-05,
+   "seconds": 1.4042666270619348e-05,
+   "min": 1.2122666019768941e-05,
+   "max": 1.5105523169040682e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3313,32 +3313,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.6784000918269156e-05,
-    5.2960000932216646e-05,
-    0.0001646080017089844
+    4.083200171589851e-05,
+    7.580800354480744e-05,
+    0.00022220799326896668
    ],
-   "host_canary_seconds": 7.81687249997276e-06,
-   "host_backward_canary_seconds": 1.472970500003612e-05,
+   "host_canary_seconds": 9.409794999992726e-06,
+   "host_backward_canary_seconds": 1.3748470000010115e-05,
    "pass_seconds": [
-    9.221333389480909e-06,
-    1.815695244641531e-05,
-    1.274514313609827e-05
+    1.2122666019768941e-05,
+    1.4042666270619348e-05,
+    1.5105523169040682e-05
    ],
    "pass_host_canary_seconds": [
-    7.81687249997276e-06,
-    1.0853300000235323e-05,
-    8.417204999773276e-06
+    9.409794999992726e-06,
+    1.0487090000026455e-05,
+    1.0413940000049138e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.472970500003612e-05,
-    2.0970990000250822e-05,
-    1.6058520000115095e-05
+    1.3748470000010115e-05,
+    1.8594099999944545e-05,
+    2.149397500005534e-05
    ]
   },
   "layer_backward_mul_autocast": {
-   "seconds": 5.225295431557157e-05,
-   "min": 3.956419131940319e-05,
-   "max": 5.3043051401064517e-05,
+   "seconds": 4.731123858974092e-05,
+   "min": 3.430552479057085e-05,
+   "max": 6.0153907608418236e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3347,32 +3347,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001438080072402954,
-    0.0003378559947013855,
-    0.0008914880156517029
+    0.0001448639929294586,
+    0.0002827839851379395,
+    0.000840831995010376
    ],
-   "host_canary_seconds": 7.81687249997276e-06,
-   "host_backward_canary_seconds": 1.472970500003612e-05,
+   "host_canary_seconds": 9.409794999992726e-06,
+   "host_backward_canary_seconds": 1.3748470000010115e-05,
    "pass_seconds": [
-    3.956419131940319e-05,
-    5.225295431557157e-05,
-    5.3043051401064517e-05
+    3.430552479057085e-05,
+    4.731123858974092e-05,
+    6.0153907608418236e-05
    ],
    "pass_host_canary_seconds": [
-    7.81687249997276e-06,
-    1.0853300000235323e-05,
-    8.417204999773276e-06
+    9.409794999992726e-06,
+    1.0487090000026455e-05,
+    1.0413940000049138e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.472970500003612e-05,
-    2.0970990000250822e-05,
-    1.6058520000115095e-05
+    1.3748470000010115e-05,
+    1.8594099999944545e-05,
+    2.149397500005534e-05
    ]
   },
   "layer_forward_softmax": {
-   "seconds": 8.799999952316284e-06,
-   "min": 7.75314246614774e-06,
-   "max": 1.5268570433060325e-05,
+   "seconds": 1.3053714785547483e-05,
+   "min": 1.1470476254111244e-05,
+   "max": 1.3366095012142546e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3381,32 +3381,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    1.7247999086976052e-05,
-    3.971200063824654e-05,
-    0.00013327999413013459
+    2.4703999981284142e-05,
+    5.913599953055382e-05,
+    0.00019676800072193146
    ],
-   "host_canary_seconds": 7.024255000374069e-06,
-   "host_backward_canary_seconds": 1.4307750000170927e-05,
+   "host_canary_seconds": 9.594612499981281e-06,
+   "host_backward_canary_seconds": 1.4071565000008945e-05,
    "pass_seconds": [
-    7.75314246614774e-06,
-    1.5268570433060325e-05,
-    8.799999952316284e-06
+    1.1470476254111244e-05,
+    1.3053714785547483e-05,
+    1.3366095012142546e-05
    ],
    "pass_host_canary_seconds": [
-    7.024255000374069e-06,
-    1.0950390000061815e-05,
-    8.759560000157762e-06
+    9.594612499981281e-06,
+    1.0683917499996198e-05,
+    1.0377522500064629e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4307750000170927e-05,
-    2.1097139999710634e-05,
-    1.7854019999958838e-05
+    1.4071565000008945e-05,
+    1.8326610000016784e-05,
+    2.1417235000029678e-05
    ]
   },
   "layer_backward_softmax": {
-   "seconds": 3.372800137315478e-05,
-   "min": 3.0005332792089105e-05,
-   "max": 3.694018739319983e-05,
+   "seconds": 3.081828329179969e-05,
+   "min": 2.0518856211787182e-05,
+   "max": 3.1839236971877876e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3415,32 +3415,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    9.07519981265068e-05,
-    0.00019948799908161164,
-    0.0006556159853935242
+    0.00011878400295972824,
+    0.000211776003241539,
+    0.0005976319909095764
    ],
-   "host_canary_seconds": 7.024255000374069e-06,
-   "host_backward_canary_seconds": 1.4307750000170927e-05,
+   "host_canary_seconds": 9.594612499981281e-06,
+   "host_backward_canary_seconds": 1.4071565000008945e-05,
    "pass_seconds": [
-    3.0005332792089105e-05,
-    3.694018739319983e-05,
-    3.372800137315478e-05
+    2.0518856211787182e-05,
+    3.081828329179969e-05,
+    3.1839236971877876e-05
    ],
    "pass_host_canary_seconds": [
-    7.024255000374069e-06,
-    1.0950390000061815e-05,
-    8.759560000157762e-06
+    9.594612499981281e-06,
+    1.0683917499996198e-05,
+    1.0377522500064629e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4307750000170927e-05,
-    2.1097139999710634e-05,
-    1.7854019999958838e-05
+    1.4071565000008945e-05,
+    1.8326610000016784e-05,
+    2.1417235000029678e-05
    ]
   },
   "layer_forward_softmax_autocast": {
-   "seconds": 1.3392761615770205e-05,
-   "min": 8.528762363961763e-06,
-   "max": 1.6793143358968553e-05,
+   "seconds": 1.2426666383232389e-05,
+   "min": 1.178361883475667e-05,
+   "max": 1.3640381218422028e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3449,32 +3449,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.52960005402565e-05,
-    5.5424001067876815e-05,
-    0.00016140800714492797
+    4.041599854826927e-05,
+    7.417599856853485e-05,
+    0.00021663999557495117
    ],
-   "host_canary_seconds": 7.722699999703764e-06,
-   "host_backward_canary_seconds": 1.5178720000221801e-05,
+   "host_canary_seconds": 9.567755000006174e-06,
+   "host_backward_canary_seconds": 1.3799919999968324e-05,
    "pass_seconds": [
-    8.528762363961763e-06,
-    1.6793143358968553e-05,
-    1.3392761615770205e-05
+    1.178361883475667e-05,
+    1.3640381218422028e-05,
+    1.2426666383232389e-05
    ],
    "pass_host_canary_seconds": [
-    7.722699999703764e-06,
-    1.073073499981092e-05,
-    9.805785000196465e-06
+    9.567755000006174e-06,
+    1.0543882500009261e-05,
+    1.0331412500050874e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5178720000221801e-05,
-    2.1299339999814036e-05,
-    1.619237499994597e-05
+    1.3799919999968324e-05,
+    1.8550970000035247e-05,
+    2.122623999994744e-05
    ]
   },
   "layer_backward_softmax_autocast": {
-   "seconds": 3.454780986621266e-05,
-   "min": 3.0812191023003495e-05,
-   "max": 3.8876189096342946e-05,
+   "seconds": 3.163657284208706e-05,
+   "min": 2.015923939290501e-05,
+   "max": 3.8115046031418305e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3483,32 +3483,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00011296000331640244,
-    0.000217631995677948,
-    0.0006986240148544312
+    0.00014060799777507781,
+    0.00023132799565792083,
+    0.0006180480122566223
    ],
-   "host_canary_seconds": 7.722699999703764e-06,
-   "host_backward_canary_seconds": 1.5178720000221801e-05,
+   "host_canary_seconds": 9.567755000006174e-06,
+   "host_backward_canary_seconds": 1.3799919999968324e-05,
    "pass_seconds": [
-    3.0812191023003495e-05,
-    3.454780986621266e-05,
-    3.8876189096342946e-05
+    2.015923939290501e-05,
+    3.163657284208706e-05,
+    3.8115046031418305e-05
    ],
    "pass_host_canary_seconds": [
-    7.722699999703764e-06,
-    1.073073499981092e-05,
-    9.805785000196465e-06
+    9.567755000006174e-06,
+    1.0543882500009261e-05,
+    1.0331412500050874e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5178720000221801e-05,
-    2.1299339999814036e-05,
-    1.619237499994597e-05
+    1.3799919999968324e-05,
+    1.8550970000035247e-05,
+    2.122623999994744e-05
    ]
   },
   "layer_forward_log_softmax": {
-   "seconds": 1.2680380915602048e-05,
-   "min": 8.535618672058698e-06,
-   "max": 1.4457142424015772e-05,
+   "seconds": 1.190247590697947e-05,
+   "min": 1.1052952901948066e-05,
+   "max": 1.2583619161021142e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3517,32 +3517,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    1.8208000808954238e-05,
-    4.3616000562906266e-05,
-    0.00014617599546909332
+    2.396799996495247e-05,
+    5.702399834990502e-05,
+    0.00018972800672054292
    ],
-   "host_canary_seconds": 7.917940000083945e-06,
-   "host_backward_canary_seconds": 1.5296894999892175e-05,
+   "host_canary_seconds": 9.144294999998692e-06,
+   "host_backward_canary_seconds": 1.3885110000018131e-05,
    "pass_seconds": [
-    8.535618672058698e-06,
-    1.4457142424015772e-05,
-    1.2680380915602048e-05
+    1.1052952901948066e-05,
+    1.190247590697947e-05,
+    1.2583619161021142e-05
    ],
    "pass_host_canary_seconds": [
-    7.917940000083945e-06,
-    1.0765084999775354e-05,
-    8.892019999962031e-06
+    9.144294999998692e-06,
+    1.0059524999945779e-05,
+    1.0518025000010312e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5296894999892175e-05,
-    2.0776989999262696e-05,
-    2.2072620000699318e-05
+    1.3885110000018131e-05,
+    1.8611949999893796e-05,
+    1.723974000015005e-05
    ]
   },
   "layer_backward_log_softmax": {
-   "seconds": 2.416457058418365e-05,
-   "min": 1.953981098319803e-05,
-   "max": 2.7523049552525786e-05,
+   "seconds": 1.9518475536079635e-05,
+   "min": 1.751314414044221e-05,
+   "max": 2.203276123674143e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3551,32 +3551,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    8.979199826717377e-05,
-    0.00015852800011634827,
-    0.0005057600140571595
+    0.00011452800035476685,
+    0.00019737599790096283,
+    0.00057014399766922
    ],
-   "host_canary_seconds": 7.917940000083945e-06,
-   "host_backward_canary_seconds": 1.5296894999892175e-05,
+   "host_canary_seconds": 9.144294999998692e-06,
+   "host_backward_canary_seconds": 1.3885110000018131e-05,
    "pass_seconds": [
-    1.953981098319803e-05,
-    2.416457058418365e-05,
-    2.7523049552525786e-05
+    1.9518475536079635e-05,
+    2.203276123674143e-05,
+    1.751314414044221e-05
    ],
    "pass_host_canary_seconds": [
-    7.917940000083945e-06,
-    1.0765084999775354e-05,
-    8.892019999962031e-06
+    9.144294999998692e-06,
+    1.0059524999945779e-05,
+    1.0518025000010312e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5296894999892175e-05,
-    2.0776989999262696e-05,
-    2.2072620000699318e-05
+    1.3885110000018131e-05,
+    1.8611949999893796e-05,
+    1.723974000015005e-05
    ]
   },
   "layer_forward_log_softmax_autocast": {
-   "seconds": 1.481752363698823e-05,
-   "min": 7.886475839075589e-06,
-   "max": 1.5792762062379292e-05,
+   "seconds": 1.2716190978175118e-05,
+   "min": 1.1721904611303693e-05,
+   "max": 1.2827428146487191e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3585,32 +3585,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.8063999488949777e-05,
-    7.401599735021591e-05,
-    0.00015379199385643006
+    4.105599969625473e-05,
+    7.587199658155441e-05,
+    0.00021676799654960632
    ],
-   "host_canary_seconds": 7.701702500071406e-06,
-   "host_backward_canary_seconds": 1.4537600000608108e-05,
+   "host_canary_seconds": 9.17983500002606e-06,
+   "host_backward_canary_seconds": 1.3624300000003586e-05,
    "pass_seconds": [
-    7.886475839075589e-06,
-    1.5792762062379292e-05,
-    1.481752363698823e-05
+    1.1721904611303693e-05,
+    1.2716190978175118e-05,
+    1.2827428146487191e-05
    ],
    "pass_host_canary_seconds": [
-    7.701702500071406e-06,
-    1.0483099999873958e-05,
-    1.1039304999940215e-05
+    9.17983500002606e-06,
+    1.0264434999953664e-05,
+    1.0161267500023996e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4537600000608108e-05,
-    2.0335409999461262e-05,
-    2.102059000094414e-05
+    1.3624300000003586e-05,
+    1.8671289999900865e-05,
+    2.0449544999934234e-05
    ]
   },
   "layer_backward_log_softmax_autocast": {
-   "seconds": 2.4547809114058807e-05,
-   "min": 1.7737905805309614e-05,
-   "max": 2.4862476225410188e-05,
+   "seconds": 2.199085500268709e-05,
+   "min": 1.4473904633805869e-05,
+   "max": 2.3893333084526513e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3619,896 +3619,896 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00010579200088977814,
-    0.00018704000115394591,
-    0.0004916160106658936
+    0.00013094399869441987,
+    0.00022035199403762818,
+    0.0005274879932403565
    ],
-   "host_canary_seconds": 7.701702500071406e-06,
-   "host_backward_canary_seconds": 1.4537600000608108e-05,
+   "host_canary_seconds": 9.17983500002606e-06,
+   "host_backward_canary_seconds": 1.3624300000003586e-05,
    "pass_seconds": [
-    1.7737905805309614e-05,
-    2.4547809114058807e-05,
-    2.4862476225410188e-05
+    1.4473904633805869e-05,
+    2.199085500268709e-05,
+    2.3893333084526513e-05
    ],
    "pass_host_canary_seconds": [
-    7.701702500071406e-06,
-    1.0483099999873958e-05,
-    1.1039304999940215e-05
+    9.17983500002606e-06,
+    1.0264434999953664e-05,
+    1.0161267500023996e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4537600000608108e-05,
-    2.0335409999461262e-05,
-    2.102059000094414e-05
+    1.3624300000003586e-05,
+    1.8671289999900865e-05,
+    2.0449544999934234e-05
    ]
   },
   "layer_forward_cross_entropy": {
-   "seconds": 4.998400062322616e-05,
-   "min": 2.7488000690937042e-05,
-   "max": 8.777599781751632e-05,
+   "seconds": 4.064000025391579e-05,
+   "min": 3.347200155258179e-05,
+   "max": 6.63679987192154e-05,
    "samples": 123,
    "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.9416200000205205e-06,
-   "host_backward_canary_seconds": 1.299677000019983e-05,
+   "host_canary_seconds": 9.17983500002606e-06,
+   "host_backward_canary_seconds": 1.7486799999986146e-05,
    "pass_seconds": [
-    3.840000182390213e-05,
-    4.998400062322616e-05,
-    5.660799890756607e-05
+    3.9103999733924864e-05,
+    4.064000025391579e-05,
+    4.249599948525429e-05
    ],
    "pass_host_canary_seconds": [
-    6.9416200000205205e-06,
-    1.0819290000085858e-05,
-    1.0910979999607662e-05
+    9.17983500002606e-06,
+    1.0236877499956165e-05,
+    1.031308500003547e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.299677000019983e-05,
-    2.008245999945757e-05,
-    1.962365999929716e-05
+    1.7486799999986146e-05,
+    1.80741399999107e-05,
+    2.0614344999927426e-05
    ]
   },
   "layer_backward_cross_entropy": {
-   "seconds": 3.403866539398832e-05,
+   "seconds": 4.992266806463398e-05,
    "min": 0.0,
-   "max": 0.0004216359959294398,
+   "max": 0.000147406671817104,
    "samples": 123,
    "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.9416200000205205e-06,
-   "host_backward_canary_seconds": 1.299677000019983e-05,
+   "host_canary_seconds": 9.17983500002606e-06,
+   "host_backward_canary_seconds": 1.7486799999986146e-05,
    "pass_seconds": [
-    0.0,
-    0.0001983400092770656,
-    3.403866539398832e-05
-   ],
-   "pass_host_canary_seconds": [
-    6.9416200000205205e-06,
-    1.0819290000085858e-05,
-    1.0910979999607662e-05
-   ],
-   "pass_host_backward_canary_seconds": [
-    1.299677000019983e-05,
-    2.008245999945757e-05,
-    1.962365999929716e-05
-   ]
-  },
-  "layer_forward_cross_entropy_autocast": {
-   "seconds": 5.270399898290634e-05,
-   "min": 3.3824000507593154e-05,
-   "max": 0.00011798399686813354,
-   "samples": 123,
-   "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.707122499847174e-06,
-   "host_backward_canary_seconds": 1.5146499999900699e-05,
-   "pass_seconds": [
-    3.747199848294258e-05,
-    5.270399898290634e-05,
-    8.59839990735054e-05
-   ],
-   "pass_host_canary_seconds": [
-    6.707122499847174e-06,
-    1.0699064999926122e-05,
-    1.0975325000117665e-05
-   ],
-   "pass_host_backward_canary_seconds": [
-    1.5146499999900699e-05,
-    2.073867999911272e-05,
-    1.5977150000026085e-05
-   ]
-  },
-  "layer_backward_cross_entropy_autocast": {
-   "seconds": 3.851866970459625e-05,
-   "min": 0.0,
-   "max": 0.0005155879960705836,
-   "samples": 123,
-   "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.707122499847174e-06,
-   "host_backward_canary_seconds": 1.5146499999900699e-05,
-   "pass_seconds": [
-    0.0,
-    0.0002688039944817622,
-    3.851866970459625e-05
-   ],
-   "pass_host_canary_seconds": [
-    6.707122499847174e-06,
-    1.0699064999926122e-05,
-    1.0975325000117665e-05
-   ],
-   "pass_host_backward_canary_seconds": [
-    1.5146499999900699e-05,
-    2.073867999911272e-05,
-    1.5977150000026085e-05
-   ]
-  },
-  "layer_forward_embedding": {
-   "seconds": 5.0175998359918594e-05,
-   "min": 2.179200015962124e-05,
-   "max": 9.974399954080582e-05,
-   "samples": 123,
-   "method": "one tiny embedding layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.1947449998788214e-06,
-   "host_backward_canary_seconds": 1.623730999995132e-05,
-   "pass_seconds": [
-    2.319999970495701e-05,
-    5.0175998359918594e-05,
-    5.6639999151229856e-05
-   ],
-   "pass_host_canary_seconds": [
-    7.1947449998788214e-06,
-    1.053423999962888e-05,
-    1.0997250000173153e-05
-   ],
-   "pass_host_backward_canary_seconds": [
-    1.623730999995132e-05,
-    2.0091200000251774e-05,
-    1.5573480000057315e-05
-   ]
-  },
-  "layer_backward_embedding": {
-   "seconds": 0.00016677467028299972,
-   "min": 9.208666719496251e-05,
-   "max": 0.0006813160174836715,
-   "samples": 123,
-   "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.1947449998788214e-06,
-   "host_backward_canary_seconds": 1.623730999995132e-05,
-   "pass_seconds": [
-    0.0001292706523090601,
-    0.0004851239913453659,
-    0.00016677467028299972
-   ],
-   "pass_host_canary_seconds": [
-    7.1947449998788214e-06,
-    1.053423999962888e-05,
-    1.0997250000173153e-05
-   ],
-   "pass_host_backward_canary_seconds": [
-    1.623730999995132e-05,
-    2.0091200000251774e-05,
-    1.5573480000057315e-05
-   ]
-  },
-  "layer_forward_embedding_autocast": {
-   "seconds": 8.191999793052673e-05,
-   "min": 3.174399957060814e-05,
-   "max": 0.00012614400684833526,
-   "samples": 123,
-   "method": "one tiny embedding layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.132834999765692e-06,
-   "host_backward_canary_seconds": 1.2512819999983548e-05,
-   "pass_seconds": [
-    3.481600061058998e-05,
-    8.191999793052673e-05,
-    8.355200290679932e-05
-   ],
-   "pass_host_canary_seconds": [
-    7.132834999765692e-06,
-    1.0555697500080896e-05,
-    1.071546499986198e-05
-   ],
-   "pass_host_backward_canary_seconds": [
-    1.2512819999983548e-05,
-    2.00206499999922e-05,
-    1.546039999993809e-05
-   ]
-  },
-  "layer_backward_embedding_autocast": {
-   "seconds": 0.00022069467107454943,
-   "min": 9.714266657829285e-05,
-   "max": 0.0007217640311767658,
-   "samples": 123,
-   "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.132834999765692e-06,
-   "host_backward_canary_seconds": 1.2512819999983548e-05,
-   "pass_seconds": [
-    0.0001917986571788788,
-    0.0005490599901725848,
-    0.00022069467107454943
-   ],
-   "pass_host_canary_seconds": [
-    7.132834999765692e-06,
-    1.0555697500080896e-05,
-    1.071546499986198e-05
-   ],
-   "pass_host_backward_canary_seconds": [
-    1.2512819999983548e-05,
-    2.00206499999922e-05,
-    1.546039999993809e-05
-   ]
-  },
-  "layer_forward_embedding_atomic": {
-   "seconds": 3.996799886226654e-05,
-   "min": 1.9360000267624855e-05,
-   "max": 8.316799998283387e-05,
-   "samples": 123,
-   "method": "one tiny embedding_atomic layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.132834999765692e-06,
-   "host_backward_canary_seconds": 1.3923310000336641e-05,
-   "pass_seconds": [
-    2.179200015962124e-05,
-    3.996799886226654e-05,
-    4.6080000698566435e-05
-   ],
-   "pass_host_canary_seconds": [
-    7.132834999765692e-06,
-    1.0222875000067688e-05,
-    1.1123239999903945e-05
-   ],
-   "pass_host_backward_canary_seconds": [
-    1.3923310000336641e-05,
-    1.9460549999621435e-05,
-    1.5698599999609544e-05
-   ]
-  },
-  "layer_backward_embedding_atomic": {
-   "seconds": 0.0,
-   "min": 0.0,
-   "max": 0.0007570146899670363,
-   "samples": 123,
-   "method": "one tiny embedding_atomic layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.132834999765692e-06,
-   "host_backward_canary_seconds": 1.3923310000336641e-05,
-   "pass_seconds": [
-    0.0,
-    0.00023862798822422827,
+    9.758267241219675e-05,
+    4.992266806463398e-05,
     0.0
    ],
    "pass_host_canary_seconds": [
-    7.132834999765692e-06,
-    1.0222875000067688e-05,
-    1.1123239999903945e-05
+    9.17983500002606e-06,
+    1.0236877499956165e-05,
+    1.031308500003547e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3923310000336641e-05,
-    1.9460549999621435e-05,
-    1.5698599999609544e-05
+    1.7486799999986146e-05,
+    1.80741399999107e-05,
+    2.0614344999927426e-05
+   ]
+  },
+  "layer_forward_cross_entropy_autocast": {
+   "seconds": 6.115199998021126e-05,
+   "min": 4.812800139188767e-05,
+   "max": 9.673599898815155e-05,
+   "samples": 123,
+   "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.026632499988807e-06,
+   "host_backward_canary_seconds": 1.9678980000001902e-05,
+   "pass_seconds": [
+    5.2480001002550127e-05,
+    6.143999844789505e-05,
+    6.115199998021126e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.026632499988807e-06,
+    1.0024032499984513e-05,
+    1.0427202499982969e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.9678980000001902e-05,
+    1.7815949999899772e-05,
+    1.9806635000065855e-05
+   ]
+  },
+  "layer_backward_cross_entropy_autocast": {
+   "seconds": 6.589067416886489e-05,
+   "min": 0.0,
+   "max": 0.00015184267299870647,
+   "samples": 123,
+   "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.026632499988807e-06,
+   "host_backward_canary_seconds": 1.9678980000001902e-05,
+   "pass_seconds": [
+    9.2462674404184e-05,
+    6.589067416886489e-05,
+    5.845336864391913e-06
+   ],
+   "pass_host_canary_seconds": [
+    9.026632499988807e-06,
+    1.0024032499984513e-05,
+    1.0427202499982969e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.9678980000001902e-05,
+    1.7815949999899772e-05,
+    1.9806635000065855e-05
+   ]
+  },
+  "layer_forward_embedding": {
+   "seconds": 3.8623999804258345e-05,
+   "min": 3.145600110292435e-05,
+   "max": 6.761600077152252e-05,
+   "samples": 123,
+   "method": "one tiny embedding layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 8.858295000013782e-06,
+   "host_backward_canary_seconds": 1.8056795000021e-05,
+   "pass_seconds": [
+    3.6671999841928484e-05,
+    3.8623999804258345e-05,
+    3.945599868893623e-05
+   ],
+   "pass_host_canary_seconds": [
+    8.858295000013782e-06,
+    1.0159580000035362e-05,
+    9.959464999980128e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.8056795000021e-05,
+    1.8931470000040916e-05,
+    1.9701299999894674e-05
+   ]
+  },
+  "layer_backward_embedding": {
+   "seconds": 0.0002663066542396943,
+   "min": 0.0001572053271035353,
+   "max": 0.0005158293681840102,
+   "samples": 123,
+   "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 8.858295000013782e-06,
+   "host_backward_canary_seconds": 1.8056795000021e-05,
+   "pass_seconds": [
+    0.0002512786841640869,
+    0.0002663066542396943,
+    0.00028011734659473097
+   ],
+   "pass_host_canary_seconds": [
+    8.858295000013782e-06,
+    1.0159580000035362e-05,
+    9.959464999980128e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.8056795000021e-05,
+    1.8931470000040916e-05,
+    1.9701299999894674e-05
+   ]
+  },
+  "layer_forward_embedding_autocast": {
+   "seconds": 5.603199824690819e-05,
+   "min": 4.9183998256921766e-05,
+   "max": 0.00011363200098276138,
+   "samples": 123,
+   "method": "one tiny embedding layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.262449999987155e-06,
+   "host_backward_canary_seconds": 1.624128000003111e-05,
+   "pass_seconds": [
+    5.260799825191498e-05,
+    5.603199824690819e-05,
+    6.083200126886368e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.262449999987155e-06,
+    1.0409204999959343e-05,
+    1.0322145000003502e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.624128000003111e-05,
+    1.865030000004708e-05,
+    2.143880000005538e-05
+   ]
+  },
+  "layer_backward_embedding_autocast": {
+   "seconds": 0.0002931413600842157,
+   "min": 0.00017886933187643685,
+   "max": 0.0007589146799097458,
+   "samples": 123,
+   "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.262449999987155e-06,
+   "host_backward_canary_seconds": 1.624128000003111e-05,
+   "pass_seconds": [
+    0.00027409467535714305,
+    0.0002975066608438889,
+    0.0002931413600842157
+   ],
+   "pass_host_canary_seconds": [
+    9.262449999987155e-06,
+    1.0409204999959343e-05,
+    1.0322145000003502e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.624128000003111e-05,
+    1.865030000004708e-05,
+    2.143880000005538e-05
+   ]
+  },
+  "layer_forward_embedding_atomic": {
+   "seconds": 3.55519987642765e-05,
+   "min": 2.8896000236272813e-05,
+   "max": 6.444799900054932e-05,
+   "samples": 123,
+   "method": "one tiny embedding_atomic layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.236775000012188e-06,
+   "host_backward_canary_seconds": 1.625050000001238e-05,
+   "pass_seconds": [
+    3.0463999137282373e-05,
+    4.0543999522924424e-05,
+    3.55519987642765e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.236775000012188e-06,
+    1.0468194999972978e-05,
+    1.052460499998631e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.625050000001238e-05,
+    1.835182999997187e-05,
+    2.0094350000050556e-05
+   ]
+  },
+  "layer_backward_embedding_atomic": {
+   "seconds": 3.917066814998786e-05,
+   "min": 0.0,
+   "max": 0.00010918666484455267,
+   "samples": 123,
+   "method": "one tiny embedding_atomic layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.236775000012188e-06,
+   "host_backward_canary_seconds": 1.625050000001238e-05,
+   "pass_seconds": [
+    5.5790668974320065e-05,
+    3.917066814998786e-05,
+    0.0
+   ],
+   "pass_host_canary_seconds": [
+    9.236775000012188e-06,
+    1.0468194999972978e-05,
+    1.052460499998631e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.625050000001238e-05,
+    1.835182999997187e-05,
+    2.0094350000050556e-05
    ]
   },
   "layer_forward_embedding_atomic_autocast": {
-   "seconds": 6.681600213050842e-05,
-   "min": 3.948799893260002e-05,
-   "max": 0.00010841599851846695,
+   "seconds": 5.289600044488907e-05,
+   "min": 4.4576000422239305e-05,
+   "max": 9.305600076913833e-05,
    "samples": 123,
    "method": "one tiny embedding_atomic layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.439340749953999e-05,
-   "host_backward_canary_seconds": 1.5022344999806592e-05,
+   "host_canary_seconds": 9.214262500005789e-06,
+   "host_backward_canary_seconds": 1.2027819999964606e-05,
    "pass_seconds": [
-    4.2656000703573226e-05,
-    6.681600213050842e-05,
-    7.45600014925003e-05
+    4.761600121855736e-05,
+    5.984000116586685e-05,
+    5.289600044488907e-05
    ],
    "pass_host_canary_seconds": [
-    1.439340749953999e-05,
-    1.0463204999950903e-05,
-    1.0607259999915186e-05
+    9.214262500005789e-06,
+    1.0403385000010701e-05,
+    1.015147750003109e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5022344999806592e-05,
-    2.0717660000855175e-05,
-    1.5936799999280994e-05
+    1.2027819999964606e-05,
+    1.8495664999989003e-05,
+    1.8370260000040163e-05
    ]
   },
   "layer_backward_embedding_atomic_autocast": {
-   "seconds": 1.723865667978928e-05,
+   "seconds": 6.174267145494617e-05,
    "min": 0.0,
-   "max": 0.00043168402028580504,
+   "max": 0.000161698658640186,
    "samples": 123,
    "method": "one tiny embedding_atomic layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.439340749953999e-05,
-   "host_backward_canary_seconds": 1.5022344999806592e-05,
+   "host_canary_seconds": 9.214262500005789e-06,
+   "host_backward_canary_seconds": 1.2027819999964606e-05,
    "pass_seconds": [
-    0.0,
-    0.00019641998720665773,
-    1.723865667978928e-05
+    6.174267145494617e-05,
+    7.024266260365644e-05,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    1.439340749953999e-05,
-    1.0463204999950903e-05,
-    1.0607259999915186e-05
+    9.214262500005789e-06,
+    1.0403385000010701e-05,
+    1.015147750003109e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5022344999806592e-05,
-    2.0717660000855175e-05,
-    1.5936799999280994e-05
+    1.2027819999964606e-05,
+    1.8495664999989003e-05,
+    1.8370260000040163e-05
    ]
   },
   "layer_forward_maxpool2d": {
-   "seconds": 4.0543999522924424e-05,
-   "min": 2.598400041460991e-05,
-   "max": 7.152000069618225e-05,
+   "seconds": 3.388800099492073e-05,
+   "min": 2.8543999418616294e-05,
+   "max": 7.318399846553803e-05,
    "samples": 123,
    "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.67262749981046e-06,
-   "host_backward_canary_seconds": 1.4676719999897613e-05,
+   "host_canary_seconds": 9.24458249999205e-06,
+   "host_backward_canary_seconds": 1.317318999998207e-05,
    "pass_seconds": [
-    2.7904000133275985e-05,
-    4.0543999522924424e-05,
-    4.7231998294591905e-05
+    3.0432000756263734e-05,
+    3.481600061058998e-05,
+    3.388800099492073e-05
    ],
    "pass_host_canary_seconds": [
-    9.67262749981046e-06,
-    1.0470394999799738e-05,
-    1.068997999993826e-05
+    9.24458249999205e-06,
+    8.590992500039362e-06,
+    9.962072500044883e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4676719999897613e-05,
-    2.0653314999208304e-05,
-    1.5336650000108422e-05
+    1.317318999998207e-05,
+    1.9017640000029702e-05,
+    1.615757000010376e-05
    ]
   },
   "layer_backward_maxpool2d": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 0.0001877160140623649,
+   "max": 7.863866227368513e-05,
    "samples": 123,
    "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.67262749981046e-06,
-   "host_backward_canary_seconds": 1.4676719999897613e-05,
+   "host_canary_seconds": 9.24458249999205e-06,
+   "host_backward_canary_seconds": 1.317318999998207e-05,
    "pass_seconds": [
+    5.831867145995295e-05,
     0.0,
-    0.00012131600764890511,
     0.0
    ],
    "pass_host_canary_seconds": [
-    9.67262749981046e-06,
-    1.0470394999799738e-05,
-    1.068997999993826e-05
+    9.24458249999205e-06,
+    8.590992500039362e-06,
+    9.962072500044883e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4676719999897613e-05,
-    2.0653314999208304e-05,
-    1.5336650000108422e-05
+    1.317318999998207e-05,
+    1.9017640000029702e-05,
+    1.615757000010376e-05
    ]
   },
   "layer_forward_maxpool2d_autocast": {
-   "seconds": 6.227200105786323e-05,
-   "min": 3.98080013692379e-05,
-   "max": 0.000508288025856018,
+   "seconds": 5.177599936723709e-05,
+   "min": 3.4495998173952105e-05,
+   "max": 8.649600297212601e-05,
    "samples": 123,
    "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.129315000109273e-06,
-   "host_backward_canary_seconds": 1.3460370000188958e-05,
+   "host_canary_seconds": 9.38141249999802e-06,
+   "host_backward_canary_seconds": 1.3748810000002721e-05,
    "pass_seconds": [
-    5.2032001316547395e-05,
-    6.227200105786323e-05,
-    7.193599641323089e-05
+    4.575999826192856e-05,
+    5.263999849557876e-05,
+    5.177599936723709e-05
    ],
    "pass_host_canary_seconds": [
-    9.129315000109273e-06,
-    1.0560955000187277e-05,
-    1.0913300000083837e-05
+    9.38141249999802e-06,
+    8.43252750001966e-06,
+    1.021793250004066e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3460370000188958e-05,
-    2.0754419999775564e-05,
-    1.5084069999602435e-05
+    1.3748810000002721e-05,
+    1.8721914999986212e-05,
+    2.2252865000069734e-05
    ]
   },
   "layer_backward_maxpool2d_autocast": {
-   "seconds": 8.726666371027664e-06,
+   "seconds": 5.933067637185253e-05,
    "min": 0.0,
-   "max": 0.00043891601202388603,
+   "max": 0.00012123733262221019,
    "samples": 123,
    "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.129315000109273e-06,
-   "host_backward_canary_seconds": 1.3460370000188958e-05,
+   "host_canary_seconds": 9.38141249999802e-06,
+   "host_backward_canary_seconds": 1.3748810000002721e-05,
    "pass_seconds": [
-    0.0,
-    0.00013651598927875362,
-    8.726666371027664e-06
+    7.099067854384578e-05,
+    5.933067637185253e-05,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    9.129315000109273e-06,
-    1.0560955000187277e-05,
-    1.0913300000083837e-05
+    9.38141249999802e-06,
+    8.43252750001966e-06,
+    1.021793250004066e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3460370000188958e-05,
-    2.0754419999775564e-05,
-    1.5084069999602435e-05
+    1.3748810000002721e-05,
+    1.8721914999986212e-05,
+    2.2252865000069734e-05
    ]
   },
   "layer_forward_avgpool2d": {
-   "seconds": 2.489599958062172e-05,
-   "min": 1.9039999693632127e-05,
-   "max": 0.00017452800273895264,
+   "seconds": 2.89280004799366e-05,
+   "min": 2.566399984061718e-05,
+   "max": 5.455999821424484e-05,
    "samples": 123,
    "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.377039999947102e-06,
-   "host_backward_canary_seconds": 1.3232480000056058e-05,
+   "host_canary_seconds": 9.366900000014056e-06,
+   "host_backward_canary_seconds": 1.3412844999969308e-05,
    "pass_seconds": [
-    2.489599958062172e-05,
-    3.5392001271247867e-05,
-    2.099199965596199e-05
+    2.7327999472618103e-05,
+    2.89280004799366e-05,
+    3.187200054526329e-05
    ],
    "pass_host_canary_seconds": [
-    9.377039999947102e-06,
-    1.0565704999976334e-05,
-    7.74949750024234e-06
+    9.366900000014056e-06,
+    9.887050000010333e-06,
+    1.0463107499987246e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3232480000056058e-05,
-    2.0999555000003054e-05,
-    1.4537999999788552e-05
+    1.3412844999969308e-05,
+    1.7558234999910384e-05,
+    2.1591029999967758e-05
    ]
   },
   "layer_backward_avgpool2d": {
-   "seconds": 0.0,
+   "seconds": 1.4402665818730989e-05,
    "min": 0.0,
-   "max": 0.00015418000829716522,
+   "max": 0.0001353306702027718,
    "samples": 123,
    "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.377039999947102e-06,
-   "host_backward_canary_seconds": 1.3232480000056058e-05,
+   "host_canary_seconds": 9.366900000014056e-06,
+   "host_backward_canary_seconds": 1.3412844999969308e-05,
    "pass_seconds": [
-    0.0,
-    0.00011593999279042085,
+    4.9102668340007433e-05,
+    1.4402665818730989e-05,
     0.0
    ],
    "pass_host_canary_seconds": [
-    9.377039999947102e-06,
-    1.0565704999976334e-05,
-    7.74949750024234e-06
+    9.366900000014056e-06,
+    9.887050000010333e-06,
+    1.0463107499987246e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3232480000056058e-05,
-    2.0999555000003054e-05,
-    1.4537999999788552e-05
+    1.3412844999969308e-05,
+    1.7558234999910384e-05,
+    2.1591029999967758e-05
    ]
   },
   "layer_forward_avgpool2d_autocast": {
-   "seconds": 3.756799921393395e-05,
-   "min": 3.071999922394752e-05,
-   "max": 8.700799942016601e-05,
+   "seconds": 4.489599913358688e-05,
+   "min": 3.968000039458275e-05,
+   "max": 7.036799937486648e-05,
    "samples": 123,
    "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.411949999673652e-06,
-   "host_backward_canary_seconds": 1.2477039999794214e-05,
+   "host_canary_seconds": 9.411662500014017e-06,
+   "host_backward_canary_seconds": 1.2926744999965933e-05,
    "pass_seconds": [
-    3.756799921393395e-05,
-    5.596800148487091e-05,
-    3.328000009059906e-05
+    4.2688000947237015e-05,
+    4.489599913358688e-05,
+    4.995200037956238e-05
    ],
    "pass_host_canary_seconds": [
-    9.411949999673652e-06,
-    1.0648667499992825e-05,
-    8.051557499868523e-06
+    9.411662500014017e-06,
+    9.901752500027783e-06,
+    1.0452654999966172e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.2477039999794214e-05,
-    2.1310750000225198e-05,
-    1.5590450000217968e-05
+    1.2926744999965933e-05,
+    1.744181499994113e-05,
+    1.4760450000039782e-05
    ]
   },
   "layer_backward_avgpool2d_autocast": {
-   "seconds": 0.0,
+   "seconds": 2.400267558793227e-05,
    "min": 0.0,
-   "max": 0.0008565667048096656,
+   "max": 0.0002521813238660494,
    "samples": 123,
    "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.411949999673652e-06,
-   "host_backward_canary_seconds": 1.2477039999794214e-05,
+   "host_canary_seconds": 9.411662500014017e-06,
+   "host_backward_canary_seconds": 1.2926744999965933e-05,
    "pass_seconds": [
-    0.0,
-    8.464399290581545e-05,
+    5.515067341427005e-05,
+    2.400267558793227e-05,
     0.0
    ],
    "pass_host_canary_seconds": [
-    9.411949999673652e-06,
-    1.0648667499992825e-05,
-    8.051557499868523e-06
+    9.411662500014017e-06,
+    9.901752500027783e-06,
+    1.0452654999966172e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.2477039999794214e-05,
-    2.1310750000225198e-05,
-    1.5590450000217968e-05
+    1.2926744999965933e-05,
+    1.744181499994113e-05,
+    1.4760450000039782e-05
    ]
   },
   "layer_forward_adaptive_avgpool2d": {
-   "seconds": 2.921600081026554e-05,
-   "min": 2.1888000890612604e-05,
-   "max": 8.531200140714645e-05,
+   "seconds": 3.235200047492981e-05,
+   "min": 2.8319999575614928e-05,
+   "max": 5.676800012588501e-05,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.211709999590311e-06,
-   "host_backward_canary_seconds": 1.2933939999584254e-05,
+   "host_canary_seconds": 9.445480000014328e-06,
+   "host_backward_canary_seconds": 1.3421270000009146e-05,
    "pass_seconds": [
-    2.921600081026554e-05,
-    3.632000088691711e-05,
-    2.42880005389452e-05
+    3.001599945127964e-05,
+    3.235200047492981e-05,
+    3.2575998455286026e-05
    ],
    "pass_host_canary_seconds": [
-    9.211709999590311e-06,
-    1.0559747500167304e-05,
-    7.98371749965554e-06
+    9.445480000014328e-06,
+    9.909730000039475e-06,
+    1.0060437499959107e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.2933939999584254e-05,
-    2.1267354999849888e-05,
-    1.597595500015814e-05
+    1.3421270000009146e-05,
+    1.76570649999519e-05,
+    1.4845060000112654e-05
    ]
   },
   "layer_backward_adaptive_avgpool2d": {
-   "seconds": 0.0,
+   "seconds": 2.345867144564788e-05,
    "min": 0.0,
-   "max": 0.0001133800030996402,
+   "max": 0.00016190267602602637,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.211709999590311e-06,
-   "host_backward_canary_seconds": 1.2933939999584254e-05,
+   "host_canary_seconds": 9.445480000014328e-06,
+   "host_backward_canary_seconds": 1.3421270000009146e-05,
    "pass_seconds": [
-    0.0,
-    7.670799208184083e-05,
+    5.598267416159308e-05,
+    2.345867144564788e-05,
     0.0
    ],
    "pass_host_canary_seconds": [
-    9.211709999590311e-06,
-    1.0559747500167304e-05,
-    7.98371749965554e-06
+    9.445480000014328e-06,
+    9.909730000039475e-06,
+    1.0060437499959107e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.2933939999584254e-05,
-    2.1267354999849888e-05,
-    1.597595500015814e-05
+    1.3421270000009146e-05,
+    1.76570649999519e-05,
+    1.4845060000112654e-05
    ]
   },
   "layer_forward_adaptive_avgpool2d_autocast": {
-   "seconds": 4.0991999208927155e-05,
-   "min": 3.2864000648260114e-05,
-   "max": 9.321600198745727e-05,
+   "seconds": 4.848000034689903e-05,
+   "min": 4.201599955558777e-05,
+   "max": 8.20159986615181e-05,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.849272500161987e-06,
-   "host_backward_canary_seconds": 1.5876004999881844e-05,
+   "host_canary_seconds": 9.392159999990214e-06,
+   "host_backward_canary_seconds": 1.348703499999715e-05,
    "pass_seconds": [
-    4.0991999208927155e-05,
-    5.632000043988228e-05,
-    3.827200084924698e-05
+    4.543999955058098e-05,
+    4.848000034689903e-05,
+    5.257600173354149e-05
    ],
    "pass_host_canary_seconds": [
-    9.849272500161987e-06,
-    1.0635349999859045e-05,
-    7.634907499891596e-06
+    9.392159999990214e-06,
+    9.99332250000151e-06,
+    1.0061439999944354e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5876004999881844e-05,
-    2.1247749999702136e-05,
-    1.627090999988923e-05
+    1.348703499999715e-05,
+    1.804984499997886e-05,
+    1.5123195000086297e-05
    ]
   },
   "layer_backward_adaptive_avgpool2d_autocast": {
-   "seconds": 0.0,
+   "seconds": 3.29626655826966e-05,
    "min": 0.0,
-   "max": 0.00021494801280399163,
+   "max": 9.643066736559068e-05,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.849272500161987e-06,
-   "host_backward_canary_seconds": 1.5876004999881844e-05,
+   "host_canary_seconds": 9.392159999990214e-06,
+   "host_backward_canary_seconds": 1.348703499999715e-05,
    "pass_seconds": [
-    0.0,
-    9.882000026603538e-05,
+    5.9758671248952505e-05,
+    3.29626655826966e-05,
     0.0
    ],
    "pass_host_canary_seconds": [
-    9.849272500161987e-06,
-    1.0635349999859045e-05,
-    7.634907499891596e-06
+    9.392159999990214e-06,
+    9.99332250000151e-06,
+    1.0061439999944354e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5876004999881844e-05,
-    2.1247749999702136e-05,
-    1.627090999988923e-05
+    1.348703499999715e-05,
+    1.804984499997886e-05,
+    1.5123195000086297e-05
    ]
   },
   "layer_forward_flatten": {
-   "seconds": 2.102399989962578e-05,
-   "min": 1.327999960631132e-05,
-   "max": 0.0002448640018701553,
+   "seconds": 1.9936000928282736e-05,
+   "min": 1.7472000792622568e-05,
+   "max": 4.064000025391579e-05,
    "samples": 123,
    "method": "one tiny flatten layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.393029999955616e-06,
-   "host_backward_canary_seconds": 1.5173104999917086e-05,
+   "host_canary_seconds": 9.494510000003232e-06,
+   "host_backward_canary_seconds": 1.3873525000001052e-05,
    "pass_seconds": [
-    2.102399989962578e-05,
-    2.3360000923275948e-05,
-    1.4783999882638455e-05
+    1.91040001809597e-05,
+    1.9936000928282736e-05,
+    2.1695999428629874e-05
    ],
    "pass_host_canary_seconds": [
-    9.393029999955616e-06,
-    1.1076074999607499e-05,
-    7.683940000333677e-06
+    9.494510000003232e-06,
+    1.0331969999946012e-05,
+    1.047048499998482e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5173104999917086e-05,
-    2.162123000005067e-05,
-    1.639628999953402e-05
+    1.3873525000001052e-05,
+    1.894470500005241e-05,
+    1.5428570000040056e-05
    ]
   },
   "layer_backward_flatten": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 3.7732006361087164e-05,
+   "max": 7.294266733030477e-05,
    "samples": 123,
    "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.393029999955616e-06,
-   "host_backward_canary_seconds": 1.5173104999917086e-05,
+   "host_canary_seconds": 9.494510000003232e-06,
+   "host_backward_canary_seconds": 1.3873525000001052e-05,
    "pass_seconds": [
+    3.121466996769108e-05,
     0.0,
-    2.2851997365554174e-05,
     0.0
    ],
    "pass_host_canary_seconds": [
-    9.393029999955616e-06,
-    1.1076074999607499e-05,
-    7.683940000333677e-06
+    9.494510000003232e-06,
+    1.0331969999946012e-05,
+    1.047048499998482e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5173104999917086e-05,
-    2.162123000005067e-05,
-    1.639628999953402e-05
+    1.3873525000001052e-05,
+    1.894470500005241e-05,
+    1.5428570000040056e-05
    ]
   },
   "layer_forward_flatten_autocast": {
-   "seconds": 4.057599976658821e-05,
-   "min": 2.812799997627735e-05,
-   "max": 9.292799979448318e-05,
+   "seconds": 3.5967998206615446e-05,
+   "min": 3.1647998839616774e-05,
+   "max": 6.428799778223038e-05,
    "samples": 123,
    "method": "one tiny flatten layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.586639999952241e-06,
-   "host_backward_canary_seconds": 1.3894940000227507e-05,
+   "host_canary_seconds": 9.395880000013791e-06,
+   "host_backward_canary_seconds": 1.318741999998707e-05,
    "pass_seconds": [
-    2.9632000252604483e-05,
-    4.057599976658821e-05,
-    4.809600114822388e-05
+    3.337600082159042e-05,
+    3.5967998206615446e-05,
+    3.676800057291984e-05
    ],
    "pass_host_canary_seconds": [
-    9.586639999952241e-06,
-    1.0954817499850832e-05,
-    9.733537500267175e-06
+    9.395880000013791e-06,
+    1.0096942499941974e-05,
+    1.0371225000014306e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3894940000227507e-05,
-    2.1462844999859952e-05,
-    1.5582229999608898e-05
+    1.318741999998707e-05,
+    1.8825490000011768e-05,
+    1.5436184999941818e-05
    ]
   },
   "layer_backward_flatten_autocast": {
-   "seconds": 0.0,
+   "seconds": 2.914671475688616e-06,
    "min": 0.0,
-   "max": 0.0005565026756376028,
+   "max": 5.924667107562222e-05,
    "samples": 123,
    "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.586639999952241e-06,
-   "host_backward_canary_seconds": 1.3894940000227507e-05,
+   "host_canary_seconds": 9.395880000013791e-06,
+   "host_backward_canary_seconds": 1.318741999998707e-05,
    "pass_seconds": [
-    0.0,
-    3.098000523944697e-05,
+    3.822266745070614e-05,
+    2.914671475688616e-06,
     0.0
    ],
    "pass_host_canary_seconds": [
-    9.586639999952241e-06,
-    1.0954817499850832e-05,
-    9.733537500267175e-06
+    9.395880000013791e-06,
+    1.0096942499941974e-05,
+    1.0371225000014306e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3894940000227507e-05,
-    2.1462844999859952e-05,
-    1.5582229999608898e-05
+    1.318741999998707e-05,
+    1.8825490000011768e-05,
+    1.5436184999941818e-05
    ]
   },
   "layer_forward_reshape": {
-   "seconds": 1.9872000440955163e-05,
-   "min": 1.3824000023305415e-05,
-   "max": 6.355199962854386e-05,
+   "seconds": 1.727999933063984e-05,
+   "min": 1.535999961197376e-05,
+   "max": 4.793599992990494e-05,
    "samples": 123,
    "method": "one tiny reshape layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.642337500110897e-06,
-   "host_backward_canary_seconds": 1.3575560000163023e-05,
+   "host_canary_seconds": 9.409819999994795e-06,
+   "host_backward_canary_seconds": 1.2067874999992512e-05,
    "pass_seconds": [
-    1.4208000153303147e-05,
-    1.9872000440955163e-05,
-    2.2752000018954278e-05
+    1.6127999871969224e-05,
+    1.7855999991297722e-05,
+    1.727999933063984e-05
    ],
    "pass_host_canary_seconds": [
-    9.642337500110897e-06,
-    1.0512847500194765e-05,
-    1.1560807500075044e-05
+    9.409819999994795e-06,
+    1.0106382499976973e-05,
+    1.0062630000007287e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3575560000163023e-05,
-    2.0595610000100354e-05,
-    1.84675149995428e-05
+    1.2067874999992512e-05,
+    1.8670869999937166e-05,
+    1.5548755000054372e-05
    ]
   },
   "layer_backward_reshape": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 4.496399809916816e-05,
+   "max": 6.417466762165226e-05,
    "samples": 123,
    "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.642337500110897e-06,
-   "host_backward_canary_seconds": 1.3575560000163023e-05,
+   "host_canary_seconds": 9.409819999994795e-06,
+   "host_backward_canary_seconds": 1.2067874999992512e-05,
    "pass_seconds": [
+    2.9614672685662874e-05,
     0.0,
-    2.1411997576554622e-05,
     0.0
    ],
    "pass_host_canary_seconds": [
-    9.642337500110897e-06,
-    1.0512847500194765e-05,
-    1.1560807500075044e-05
+    9.409819999994795e-06,
+    1.0106382499976973e-05,
+    1.0062630000007287e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3575560000163023e-05,
-    2.0595610000100354e-05,
-    1.84675149995428e-05
+    1.2067874999992512e-05,
+    1.8670869999937166e-05,
+    1.5548755000054372e-05
    ]
   },
   "layer_forward_reshape_autocast": {
-   "seconds": 3.824000060558319e-05,
-   "min": 2.5919999927282332e-05,
-   "max": 0.00013737599551677705,
+   "seconds": 3.190400078892708e-05,
+   "min": 2.7775999158620835e-05,
+   "max": 5.692800134420395e-05,
    "samples": 123,
    "method": "one tiny reshape layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.136567500149794e-06,
-   "host_backward_canary_seconds": 1.325384500034943e-05,
+   "host_canary_seconds": 9.406832499987417e-06,
+   "host_backward_canary_seconds": 1.2629255000007333e-05,
    "pass_seconds": [
-    3.119999915361404e-05,
-    3.824000060558319e-05,
-    4.160000011324883e-05
+    2.97279991209507e-05,
+    3.31839993596077e-05,
+    3.190400078892708e-05
    ],
    "pass_host_canary_seconds": [
-    9.136567500149794e-06,
-    1.045640500024092e-05,
-    9.603425000079823e-06
+    9.406832499987417e-06,
+    1.0131035000000567e-05,
+    1.001035500003411e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.325384500034943e-05,
-    2.039836500046022e-05,
-    1.8727929999613478e-05
+    1.2629255000007333e-05,
+    1.8969064999936336e-05,
+    1.5476430000092024e-05
    ]
   },
   "layer_backward_reshape_autocast": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 0.0002964386629561584,
+   "max": 8.317067163685955e-05,
    "samples": 123,
    "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.136567500149794e-06,
-   "host_backward_canary_seconds": 1.325384500034943e-05,
+   "host_canary_seconds": 9.406832499987417e-06,
+   "host_backward_canary_seconds": 1.2629255000007333e-05,
    "pass_seconds": [
+    3.505466940502324e-05,
     0.0,
-    4.3011996274193134e-05,
     0.0
    ],
    "pass_host_canary_seconds": [
-    9.136567500149794e-06,
-    1.045640500024092e-05,
-    9.603425000079823e-06
+    9.406832499987417e-06,
+    1.0131035000000567e-05,
+    1.001035500003411e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.325384500034943e-05,
-    2.039836500046022e-05,
-    1.8727929999613478e-05
+    1.2629255000007333e-05,
+    1.8969064999936336e-05,
+    1.5476430000092024e-05
    ]
   },
   "layer_forward_slice": {
-   "seconds": 1.744000054895878e-05,
-   "min": 1.2864000163972378e-05,
-   "max": 5.567999929189682e-05,
+   "seconds": 1.9295999780297278e-05,
+   "min": 1.6767999157309533e-05,
+   "max": 3.827200084924698e-05,
    "samples": 123,
    "method": "one tiny slice layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1399680000181433e-05,
-   "host_backward_canary_seconds": 1.3812239999992925e-05,
+   "host_canary_seconds": 9.396949999995741e-06,
+   "host_backward_canary_seconds": 1.314542500001181e-05,
    "pass_seconds": [
-    1.5615999698638916e-05,
-    2.0416000857949256e-05,
-    1.744000054895878e-05
+    1.7472000792622568e-05,
+    1.9840000197291375e-05,
+    1.9295999780297278e-05
    ],
    "pass_host_canary_seconds": [
-    1.1399680000181433e-05,
-    1.0447450000015124e-05,
-    9.41065250003703e-06
+    9.396949999995741e-06,
+    9.966217500014807e-06,
+    9.941950000040834e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.3812239999992925e-05,
-    1.9957239999826015e-05,
-    1.618156500001078e-05
+    1.314542500001181e-05,
+    1.8786629999993918e-05,
+    1.5080785000094467e-05
    ]
   },
   "layer_backward_slice": {
-   "seconds": 4.534662390748691e-06,
+   "seconds": 2.144266540805498e-05,
    "min": 0.0,
-   "max": 0.000225558668995897,
+   "max": 9.387067208687462e-05,
    "samples": 123,
    "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1399680000181433e-05,
-   "host_backward_canary_seconds": 1.3812239999992925e-05,
+   "host_canary_seconds": 9.396949999995741e-06,
+   "host_backward_canary_seconds": 1.314542500001181e-05,
    "pass_seconds": [
-    0.0,
-    8.742799734075865e-05,
-    4.534662390748691e-06
-   ],
-   "pass_host_canary_seconds": [
-    1.1399680000181433e-05,
-    1.0447450000015124e-05,
-    9.41065250003703e-06
-   ],
-   "pass_host_backward_canary_seconds": [
-    1.3812239999992925e-05,
-    1.9957239999826015e-05,
-    1.618156500001078e-05
-   ]
-  },
-  "layer_forward_slice_autocast": {
-   "seconds": 3.939199820160866e-05,
-   "min": 2.7264000847935676e-05,
-   "max": 8.617600053548813e-05,
-   "samples": 123,
-   "method": "one tiny slice layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1413732499931939e-05,
-   "host_backward_canary_seconds": 1.3638094999919304e-05,
-   "pass_seconds": [
-    2.9632000252604483e-05,
-    3.939199820160866e-05,
-    4.51200008392334e-05
-   ],
-   "pass_host_canary_seconds": [
-    1.1413732499931939e-05,
-    1.0427125000092019e-05,
-    1.0968999999931839e-05
-   ],
-   "pass_host_backward_canary_seconds": [
-    1.3638094999919304e-05,
-    1.9792524999502347e-05,
-    1.669866499980799e-05
-   ]
-  },
-  "layer_backward_slice_autocast": {
-   "seconds": 0.0,
-   "min": 0.0,
-   "max": 0.0003579746584097545,
-   "samples": 123,
-   "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1413732499931939e-05,
-   "host_backward_canary_seconds": 1.3638094999919304e-05,
-   "pass_seconds": [
-    0.0,
-    0.00010390800175567468,
+    5.307066688934959e-05,
+    2.144266540805498e-05,
     0.0
    ],
    "pass_host_canary_seconds": [
-    1.1413732499931939e-05,
-    1.0427125000092019e-05,
-    1.0968999999931839e-05
+    9.396949999995741e-06,
+    9.966217500014807e-06,
+    9.941950000040834e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.3638094999919304e-05,
-    1.9792524999502347e-05,
-    1.669866499980799e-05
+    1.314542500001181e-05,
+    1.8786629999993918e-05,
+    1.5080785000094467e-05
+   ]
+  },
+  "layer_forward_slice_autocast": {
+   "seconds": 3.3984001725912096e-05,
+   "min": 3.0432000756263734e-05,
+   "max": 6.47360011935234e-05,
+   "samples": 123,
+   "method": "one tiny slice layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.409357500000937e-06,
+   "host_backward_canary_seconds": 1.2599715000014554e-05,
+   "pass_seconds": [
+    3.148800134658813e-05,
+    3.5232000052928925e-05,
+    3.3984001725912096e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.409357500000937e-06,
+    1.0240705000015283e-05,
+    9.932877499991832e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.2599715000014554e-05,
+    1.838022500002978e-05,
+    1.4590564999963362e-05
+   ]
+  },
+  "layer_backward_slice_autocast": {
+   "seconds": 3.2066662485400835e-05,
+   "min": 0.0,
+   "max": 0.00011814666228989758,
+   "samples": 123,
+   "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.409357500000937e-06,
+   "host_backward_canary_seconds": 1.2599715000014554e-05,
+   "pass_seconds": [
+    5.940667229394116e-05,
+    3.2066662485400835e-05,
+    0.0
+   ],
+   "pass_host_canary_seconds": [
+    9.409357500000937e-06,
+    1.0240705000015283e-05,
+    9.932877499991832e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.2599715000014554e-05,
+    1.838022500002978e-05,
+    1.4590564999963362e-05
    ]
   },
   "layer_forward_transpose_contiguous": {
-   "seconds": 1.9621333550839195e-05,
-   "min": 1.5257905015633222e-05,
-   "max": 2.1369143078724546e-05,
+   "seconds": 1.7199999519756864e-05,
+   "min": 1.61074281980594e-05,
+   "max": 1.8067810507047747e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4517,32 +4517,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.7103999629616738e-05,
-    7.24800005555153e-05,
-    0.000255840003490448
+    3.001599945127964e-05,
+    7.695999741554261e-05,
+    0.00027116799354553225
    ],
-   "host_canary_seconds": 9.022924999726455e-06,
-   "host_backward_canary_seconds": 1.4761350000753736e-05,
+   "host_canary_seconds": 9.673125000020377e-06,
+   "host_backward_canary_seconds": 1.4040100000016764e-05,
    "pass_seconds": [
-    1.5257905015633222e-05,
-    1.9621333550839195e-05,
-    2.1369143078724546e-05
+    1.61074281980594e-05,
+    1.7199999519756864e-05,
+    1.8067810507047747e-05
    ],
    "pass_host_canary_seconds": [
-    9.022924999726455e-06,
-    1.0495720000278652e-05,
-    1.1321332499960591e-05
+    9.673125000020377e-06,
+    9.734345000005362e-06,
+    9.853445000089778e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4761350000753736e-05,
-    2.0615869999573988e-05,
-    2.0032450000257998e-05
+    1.4040100000016764e-05,
+    1.8305190000091898e-05,
+    1.4697590000025684e-05
    ]
   },
   "layer_backward_transpose_contiguous": {
-   "seconds": 2.0438856844391138e-05,
-   "min": 1.549257329177288e-05,
-   "max": 2.4761143539633073e-05,
+   "seconds": 1.3551997641722363e-05,
+   "min": 1.172952398303009e-05,
+   "max": 1.7079619069894157e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4551,32 +4551,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00012931199371814727,
-    0.00018812799453735352,
-    0.0005794240236282348
+    0.00011852800101041793,
+    0.000192671999335289,
+    0.0005329599976539611
    ],
-   "host_canary_seconds": 9.022924999726455e-06,
-   "host_backward_canary_seconds": 1.4761350000753736e-05,
+   "host_canary_seconds": 9.673125000020377e-06,
+   "host_backward_canary_seconds": 1.4040100000016764e-05,
    "pass_seconds": [
-    1.549257329177288e-05,
-    2.4761143539633073e-05,
-    2.0438856844391138e-05
+    1.172952398303009e-05,
+    1.7079619069894157e-05,
+    1.3551997641722363e-05
    ],
    "pass_host_canary_seconds": [
-    9.022924999726455e-06,
-    1.0495720000278652e-05,
-    1.1321332499960591e-05
+    9.673125000020377e-06,
+    9.734345000005362e-06,
+    9.853445000089778e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4761350000753736e-05,
-    2.0615869999573988e-05,
-    2.0032450000257998e-05
+    1.4040100000016764e-05,
+    1.8305190000091898e-05,
+    1.4697590000025684e-05
    ]
   },
   "layer_forward_transpose_contiguous_autocast": {
-   "seconds": 1.60518093478112e-05,
-   "min": 1.3223618623756225e-05,
-   "max": 1.9817904347465153e-05,
+   "seconds": 1.6755809209176475e-05,
+   "min": 1.205409531082426e-05,
+   "max": 1.980723813176155e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4585,32 +4585,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.134399816393852e-05,
-    8.975999802350998e-05,
-    0.00028220799565315246
+    4.8735998570919034e-05,
+    0.00010339199751615525,
+    0.0003015359938144684
    ],
-   "host_canary_seconds": 9.0192800001887e-06,
-   "host_backward_canary_seconds": 1.5712000000576153e-05,
+   "host_canary_seconds": 9.8556849999909e-06,
+   "host_backward_canary_seconds": 1.7577369999983717e-05,
    "pass_seconds": [
-    1.60518093478112e-05,
-    1.9817904347465153e-05,
-    1.3223618623756225e-05
+    1.6755809209176475e-05,
+    1.205409531082426e-05,
+    1.980723813176155e-05
    ],
    "pass_host_canary_seconds": [
-    9.0192800001887e-06,
-    1.0646650000012415e-05,
-    1.0869635000005928e-05
+    9.8556849999909e-06,
+    7.376849999971569e-06,
+    9.946637500064525e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.5712000000576153e-05,
-    2.116382000053818e-05,
-    1.877672000034636e-05
+    1.7577369999983717e-05,
+    1.8734639999991033e-05,
+    1.5635540000005224e-05
    ]
   },
   "layer_backward_transpose_contiguous_autocast": {
-   "seconds": 1.8310856251489548e-05,
-   "min": 1.1004951383386343e-05,
-   "max": 3.0099046727021535e-05,
+   "seconds": 1.4705524380717954e-05,
+   "min": 9.752379464251648e-06,
+   "max": 2.5249523421128585e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4619,128 +4619,128 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001321599930524826,
-    0.00020239999890327455,
-    0.0005343679785728455
+    0.0001674560010433197,
+    0.00024480000138282776,
+    0.0005643519759178161
    ],
-   "host_canary_seconds": 9.0192800001887e-06,
-   "host_backward_canary_seconds": 1.5712000000576153e-05,
+   "host_canary_seconds": 9.8556849999909e-06,
+   "host_backward_canary_seconds": 1.7577369999983717e-05,
    "pass_seconds": [
-    1.1004951383386343e-05,
-    1.8310856251489548e-05,
-    3.0099046727021535e-05
+    9.752379464251648e-06,
+    2.5249523421128585e-05,
+    1.4705524380717954e-05
    ],
    "pass_host_canary_seconds": [
-    9.0192800001887e-06,
-    1.0646650000012415e-05,
-    1.0869635000005928e-05
+    9.8556849999909e-06,
+    7.376849999971569e-06,
+    9.946637500064525e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.5712000000576153e-05,
-    2.116382000053818e-05,
-    1.877672000034636e-05
+    1.7577369999983717e-05,
+    1.8734639999991033e-05,
+    1.5635540000005224e-05
    ]
   },
   "layer_forward_cat": {
-   "seconds": 2.844800055027008e-05,
-   "min": 2.2624000906944274e-05,
-   "max": 5.187200009822845e-05,
+   "seconds": 2.9472000896930694e-05,
+   "min": 2.5407999753952028e-05,
+   "max": 5.25440014898777e-05,
    "samples": 123,
    "method": "one tiny cat layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.99693999997453e-06,
-   "host_backward_canary_seconds": 1.346790999946279e-05,
+   "host_canary_seconds": 9.249965000002191e-06,
+   "host_backward_canary_seconds": 1.5910830000009926e-05,
    "pass_seconds": [
-    2.4000000208616257e-05,
-    2.9759999364614487e-05,
-    2.844800055027008e-05
+    2.796800062060356e-05,
+    2.9472000896930694e-05,
+    3.0432000756263734e-05
    ],
    "pass_host_canary_seconds": [
-    8.99693999997453e-06,
-    1.0989159999610365e-05,
-    1.0507419999896684e-05
+    9.249965000002191e-06,
+    9.600359999986096e-06,
+    1.0218655000073795e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.346790999946279e-05,
-    2.0684850000520782e-05,
-    1.701341000057255e-05
+    1.5910830000009926e-05,
+    1.8397219999997105e-05,
+    1.7454814999950942e-05
    ]
   },
   "layer_backward_cat": {
-   "seconds": 0.0,
+   "seconds": 8.194666976730027e-06,
    "min": 0.0,
-   "max": 0.0003866466805338859,
+   "max": 8.734267267088094e-05,
    "samples": 123,
    "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.99693999997453e-06,
-   "host_backward_canary_seconds": 1.346790999946279e-05,
+   "host_canary_seconds": 9.249965000002191e-06,
+   "host_backward_canary_seconds": 1.5910830000009926e-05,
    "pass_seconds": [
-    0.0,
-    3.251599458356699e-05,
+    5.598267229894795e-05,
+    8.194666976730027e-06,
     0.0
    ],
    "pass_host_canary_seconds": [
-    8.99693999997453e-06,
-    1.0989159999610365e-05,
-    1.0507419999896684e-05
+    9.249965000002191e-06,
+    9.600359999986096e-06,
+    1.0218655000073795e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.346790999946279e-05,
-    2.0684850000520782e-05,
-    1.701341000057255e-05
+    1.5910830000009926e-05,
+    1.8397219999997105e-05,
+    1.7454814999950942e-05
    ]
   },
   "layer_forward_cat_autocast": {
-   "seconds": 4.998400062322616e-05,
-   "min": 3.558399900794029e-05,
-   "max": 0.00012511999905109406,
+   "seconds": 4.518400132656097e-05,
+   "min": 4.14079986512661e-05,
+   "max": 7.369600236415863e-05,
    "samples": 123,
    "method": "one tiny cat layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.839875000035136e-06,
-   "host_backward_canary_seconds": 1.747735500032377e-05,
+   "host_canary_seconds": 9.32452749999868e-06,
+   "host_backward_canary_seconds": 1.731683500000969e-05,
    "pass_seconds": [
-    3.750399872660637e-05,
-    4.998400062322616e-05,
-    5.5135998874902726e-05
+    4.4863998889923095e-05,
+    4.518400132656097e-05,
+    4.8928000032901765e-05
    ],
    "pass_host_canary_seconds": [
-    8.839875000035136e-06,
-    1.0870367499649092e-05,
-    1.0344252499692173e-05
+    9.32452749999868e-06,
+    9.69031000000342e-06,
+    1.0281745000000342e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.747735500032377e-05,
-    2.097145500044917e-05,
-    1.715852000074847e-05
+    1.731683500000969e-05,
+    1.806338500003335e-05,
+    1.788812499995629e-05
    ]
   },
   "layer_backward_cat_autocast": {
-   "seconds": 0.0,
+   "seconds": 2.003466772536436e-05,
    "min": 0.0,
-   "max": 0.0007006626352667809,
+   "max": 0.0001842706693957249,
    "samples": 123,
    "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.839875000035136e-06,
-   "host_backward_canary_seconds": 1.747735500032377e-05,
+   "host_canary_seconds": 9.32452749999868e-06,
+   "host_backward_canary_seconds": 1.731683500000969e-05,
    "pass_seconds": [
-    0.0,
-    6.787600678702195e-05,
+    6.971067624787486e-05,
+    2.003466772536436e-05,
     0.0
    ],
    "pass_host_canary_seconds": [
-    8.839875000035136e-06,
-    1.0870367499649092e-05,
-    1.0344252499692173e-05
+    9.32452749999868e-06,
+    9.69031000000342e-06,
+    1.0281745000000342e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.747735500032377e-05,
-    2.097145500044917e-05,
-    1.715852000074847e-05
+    1.731683500000969e-05,
+    1.806338500003335e-05,
+    1.788812499995629e-05
    ]
   },
   "layer_forward_gelu_tanh_composite": {
-   "seconds": 0.0001143359974736259,
-   "min": 9.365714093049366e-05,
-   "max": 0.00012095314335255395,
+   "seconds": 0.00010277181047768821,
+   "min": 9.825981301920755e-05,
+   "max": 0.00011378437990234012,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4749,32 +4749,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00011161600053310394,
-    0.0004023039937019348,
-    0.001519711971282959
+    0.00010547199845314026,
+    0.0004036799967288971,
+    0.0015805120468139649
    ],
-   "host_canary_seconds": 9.812152500217053e-06,
-   "host_backward_canary_seconds": 1.48916350002537e-05,
+   "host_canary_seconds": 9.370402499992991e-06,
+   "host_backward_canary_seconds": 1.7059830000007994e-05,
    "pass_seconds": [
-    9.365714093049366e-05,
-    0.00012095314335255395,
-    0.0001143359974736259
+    9.825981301920755e-05,
+    0.00010277181047768821,
+    0.00011378437990234012
    ],
    "pass_host_canary_seconds": [
-    9.812152500217053e-06,
-    1.0412992500050678e-05,
-    1.0220024999512133e-05
+    9.370402499992991e-06,
+    9.791377499972498e-06,
+    9.971690000014632e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.48916350002537e-05,
-    2.080145000036282e-05,
-    1.6417379999893455e-05
+    1.7059830000007994e-05,
+    1.8136939999990888e-05,
+    1.636206000000584e-05
    ]
   },
   "layer_backward_gelu_tanh_composite": {
-   "seconds": 0.0001666796058416366,
-   "min": 0.00016228646394752323,
-   "max": 0.00018297448541436875,
+   "seconds": 0.00015885561066014423,
+   "min": 0.00014884494174094426,
+   "max": 0.0001776007722531046,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4783,32 +4783,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003405439853668213,
-    0.0010502400398254394,
-    0.004160319805145264
+    0.00042361599206924437,
+    0.0012905919551849366,
+    0.0043122239112854
    ],
-   "host_canary_seconds": 9.812152500217053e-06,
-   "host_backward_canary_seconds": 1.48916350002537e-05,
+   "host_canary_seconds": 9.370402499992991e-06,
+   "host_backward_canary_seconds": 1.7059830000007994e-05,
    "pass_seconds": [
-    0.00016228646394752323,
-    0.00018297448541436875,
-    0.0001666796058416366
+    0.00015885561066014423,
+    0.0001776007722531046,
+    0.00014884494174094426
    ],
    "pass_host_canary_seconds": [
-    9.812152500217053e-06,
-    1.0412992500050678e-05,
-    1.0220024999512133e-05
+    9.370402499992991e-06,
+    9.791377499972498e-06,
+    9.971690000014632e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.48916350002537e-05,
-    2.080145000036282e-05,
-    1.6417379999893455e-05
+    1.7059830000007994e-05,
+    1.8136939999990888e-05,
+    1.636206000000584e-05
    ]
   },
   "layer_forward_gelu_tanh_composite_autocast": {
-   "seconds": 0.00011878095425310591,
-   "min": 8.86659026145935e-05,
-   "max": 0.00011949485398474195,
+   "seconds": 0.00010433066742760794,
+   "min": 0.00010045028797217776,
+   "max": 0.00011790628660292852,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4817,32 +4817,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00016246399283409118,
-    0.0004447680115699768,
-    0.0014978879690170288
+    0.00012748800218105317,
+    0.0004482240080833435,
+    0.0016407040357589722
    ],
-   "host_canary_seconds": 8.711085000072671e-06,
-   "host_backward_canary_seconds": 1.4785655000082443e-05,
+   "host_canary_seconds": 8.93846499998574e-06,
+   "host_backward_canary_seconds": 1.683711000005417e-05,
    "pass_seconds": [
-    8.86659026145935e-05,
-    0.00011878095425310591,
-    0.00011949485398474195
+    0.00010045028797217776,
+    0.00010433066742760794,
+    0.00011790628660292852
    ],
    "pass_host_canary_seconds": [
-    8.711085000072671e-06,
-    1.0286940000128198e-05,
-    1.0294244999613511e-05
+    8.93846499998574e-06,
+    9.925429999988467e-06,
+    9.94981249995419e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4785655000082443e-05,
-    1.8176269999798933e-05,
-    2.0430220000662303e-05
+    1.683711000005417e-05,
+    1.865447500001949e-05,
+    1.9178725000017495e-05
    ]
   },
   "layer_backward_gelu_tanh_composite_autocast": {
-   "seconds": 0.00011916493730885638,
-   "min": 0.0001169394396600269,
-   "max": 0.0001992373282001132,
+   "seconds": 0.00018002057359332133,
+   "min": 0.00013702474250679926,
+   "max": 0.00018377905374481564,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4851,32 +4851,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.000536575973033905,
-    0.0011250239610671997,
-    0.0036112000942230224
+    0.0004708159863948822,
+    0.0013529280424118043,
+    0.004089503765106201
    ],
-   "host_canary_seconds": 8.711085000072671e-06,
-   "host_backward_canary_seconds": 1.4785655000082443e-05,
+   "host_canary_seconds": 8.93846499998574e-06,
+   "host_backward_canary_seconds": 1.683711000005417e-05,
    "pass_seconds": [
-    0.0001169394396600269,
-    0.00011916493730885638,
-    0.0001992373282001132
+    0.00013702474250679926,
+    0.00018377905374481564,
+    0.00018002057359332133
    ],
    "pass_host_canary_seconds": [
-    8.711085000072671e-06,
-    1.0286940000128198e-05,
-    1.0294244999613511e-05
+    8.93846499998574e-06,
+    9.925429999988467e-06,
+    9.94981249995419e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4785655000082443e-05,
-    1.8176269999798933e-05,
-    2.0430220000662303e-05
+    1.683711000005417e-05,
+    1.865447500001949e-05,
+    1.9178725000017495e-05
    ]
   },
   "layer_forward_mha": {
-   "seconds": 0.00033209903893016636,
-   "min": 0.00022727543967110772,
-   "max": 0.00036783314602715627,
+   "seconds": 0.0002068685633795602,
+   "min": 0.00018836114378202533,
+   "max": 0.00039256458339237036,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4885,32 +4885,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00041708800196647644,
-    0.0014515520334243775,
-    0.005411295890808105
+    0.00025721600651741025,
+    0.0014884159564971923,
+    0.0033046720027923586
    ],
-   "host_canary_seconds": 9.999309999955131e-06,
-   "host_backward_canary_seconds": 1.9697275000112313e-05,
+   "host_canary_seconds": 6.795534999994856e-06,
+   "host_backward_canary_seconds": 1.7433129999986362e-05,
    "pass_seconds": [
-    0.00033209903893016636,
-    0.00022727543967110772,
-    0.00036783314602715627
+    0.00018836114378202533,
+    0.0002068685633795602,
+    0.00039256458339237036
    ],
    "pass_host_canary_seconds": [
-    9.999309999955131e-06,
-    1.0224334999975326e-05,
-    1.027381249997461e-05
+    6.795534999994856e-06,
+    9.513524999960055e-06,
+    9.946802500024887e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9697275000112313e-05,
-    2.07246499996927e-05,
-    1.857122499984598e-05
+    1.7433129999986362e-05,
+    1.9054770000082044e-05,
+    2.0985069999994723e-05
    ]
   },
   "layer_backward_mha": {
-   "seconds": 0.0006340663120860146,
-   "min": 0.0006257509064106715,
-   "max": 0.0008713508901141938,
+   "seconds": 0.0007392114117032004,
+   "min": 0.0005681066413720449,
+   "max": 0.0007934361554327463,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4919,32 +4919,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0016070079803466796,
-    0.005074783802032471,
-    0.01617283248901367
+    0.0012432639598846437,
+    0.004247712135314941,
+    0.012835295677185058
    ],
-   "host_canary_seconds": 9.999309999955131e-06,
-   "host_backward_canary_seconds": 1.9697275000112313e-05,
+   "host_canary_seconds": 6.795534999994856e-06,
+   "host_backward_canary_seconds": 1.7433129999986362e-05,
    "pass_seconds": [
-    0.0006257509064106715,
-    0.0008713508901141938,
-    0.0006340663120860146
+    0.0005681066413720449,
+    0.0007392114117032004,
+    0.0007934361554327463
    ],
    "pass_host_canary_seconds": [
-    9.999309999955131e-06,
-    1.0224334999975326e-05,
-    1.027381249997461e-05
+    6.795534999994856e-06,
+    9.513524999960055e-06,
+    9.946802500024887e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9697275000112313e-05,
-    2.07246499996927e-05,
-    1.857122499984598e-05
+    1.7433129999986362e-05,
+    1.9054770000082044e-05,
+    2.0985069999994723e-05
    ]
   },
   "layer_forward_mha_autocast": {
-   "seconds": 0.0005022887672696795,
-   "min": 0.0002969318230946859,
-   "max": 0.0005189142511004493,
+   "seconds": 0.0003975649504434494,
+   "min": 0.0002983268584523882,
+   "max": 0.0005417486003467015,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4953,32 +4953,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0005015680193901063,
-    0.0018044480085372926,
-    0.007967904090881347
+    0.0004901440143585205,
+    0.0013973439931869508,
+    0.004969120025634766
    ],
-   "host_canary_seconds": 1.0247210000216e-05,
-   "host_backward_canary_seconds": 1.7149750000271524e-05,
+   "host_canary_seconds": 8.27460000000002e-06,
+   "host_backward_canary_seconds": 1.823274000003039e-05,
    "pass_seconds": [
-    0.0005022887672696795,
-    0.0002969318230946859,
-    0.0005189142511004493
+    0.0002983268584523882,
+    0.0003975649504434494,
+    0.0005417486003467015
    ],
    "pass_host_canary_seconds": [
-    1.0247210000216e-05,
-    8.271649999755937e-06,
-    1.0233765000009498e-05
+    8.27460000000002e-06,
+    9.569509999920456e-06,
+    1.0639992499932304e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7149750000271524e-05,
-    2.1513560000130383e-05,
-    1.947816000097191e-05
+    1.823274000003039e-05,
+    1.893180500005087e-05,
+    2.1067749999872374e-05
    ]
   },
   "layer_backward_mha_autocast": {
-   "seconds": 0.0007158895276841663,
-   "min": 0.000676382445153736,
-   "max": 0.0010937683468773252,
+   "seconds": 0.0007903572746685572,
+   "min": 0.0007638453131630309,
+   "max": 0.0008191237478029161,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4987,32 +4987,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0016126079559326172,
-    0.004798783779144287,
-    0.019176063537597657
+    0.0015416320562362672,
+    0.0049350719451904295,
+    0.018317087173461914
    ],
-   "host_canary_seconds": 1.0247210000216e-05,
-   "host_backward_canary_seconds": 1.7149750000271524e-05,
+   "host_canary_seconds": 8.27460000000002e-06,
+   "host_backward_canary_seconds": 1.823274000003039e-05,
    "pass_seconds": [
-    0.000676382445153736,
-    0.0010937683468773252,
-    0.0007158895276841663
+    0.0008191237478029161,
+    0.0007638453131630309,
+    0.0007903572746685572
    ],
    "pass_host_canary_seconds": [
-    1.0247210000216e-05,
-    8.271649999755937e-06,
-    1.0233765000009498e-05
+    8.27460000000002e-06,
+    9.569509999920456e-06,
+    1.0639992499932304e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7149750000271524e-05,
-    2.1513560000130383e-05,
-    1.947816000097191e-05
+    1.823274000003039e-05,
+    1.893180500005087e-05,
+    2.1067749999872374e-05
    ]
   },
   "layer_forward_cast": {
-   "seconds": 1.1116190414343562e-05,
-   "min": 9.375238347621192e-06,
-   "max": 1.4537905121133439e-05,
+   "seconds": 1.549409418588593e-05,
+   "min": 1.349561945313499e-05,
+   "max": 1.5757714353856587e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny cast layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5021,32 +5021,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.1056000143289565e-05,
-    4.681599885225296e-05,
-    0.00016089600324630738
+    2.0927999168634415e-05,
+    8.275199681520462e-05,
+    0.00026214399933815005
    ],
-   "host_canary_seconds": 7.093419999648631e-06,
-   "host_backward_canary_seconds": 1.3018920000149592e-05,
+   "host_canary_seconds": 8.56079250000974e-06,
+   "host_backward_canary_seconds": 1.811972999998801e-05,
    "pass_seconds": [
-    9.375238347621192e-06,
-    1.1116190414343562e-05,
-    1.4537905121133439e-05
+    1.5757714353856587e-05,
+    1.349561945313499e-05,
+    1.549409418588593e-05
    ],
    "pass_host_canary_seconds": [
-    7.093419999648631e-06,
-    7.820055000138382e-06,
-    1.0280889999876309e-05
+    8.56079250000974e-06,
+    9.39752000007843e-06,
+    1.0340490000046996e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3018920000149592e-05,
-    2.1804320000455845e-05,
-    1.8317700000807235e-05
+    1.811972999998801e-05,
+    1.8209600000034243e-05,
+    2.022191999998313e-05
    ]
   },
   "layer_backward_cast": {
-   "seconds": 2.5393524162826084e-05,
-   "min": 1.9024759885810667e-05,
-   "max": 3.019123692952452e-05,
+   "seconds": 2.0759620482013336e-05,
+   "min": 2.052114407221476e-05,
+   "max": 3.290361999755814e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny cast layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5055,32 +5055,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    9.721600264310837e-05,
-    0.00015932799875736236,
-    0.0005155199766159057
+    0.00015404799580574037,
+    0.0002845759987831116,
+    0.0007088000178337098
    ],
-   "host_canary_seconds": 7.093419999648631e-06,
-   "host_backward_canary_seconds": 1.3018920000149592e-05,
+   "host_canary_seconds": 8.56079250000974e-06,
+   "host_backward_canary_seconds": 1.811972999998801e-05,
    "pass_seconds": [
-    1.9024759885810667e-05,
-    3.019123692952452e-05,
-    2.5393524162826084e-05
+    2.0759620482013336e-05,
+    2.052114407221476e-05,
+    3.290361999755814e-05
    ],
    "pass_host_canary_seconds": [
-    7.093419999648631e-06,
-    7.820055000138382e-06,
-    1.0280889999876309e-05
+    8.56079250000974e-06,
+    9.39752000007843e-06,
+    1.0340490000046996e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3018920000149592e-05,
-    2.1804320000455845e-05,
-    1.8317700000807235e-05
+    1.811972999998801e-05,
+    1.8209600000034243e-05,
+    2.022191999998313e-05
    ]
   },
   "layer_forward_cast_autocast": {
-   "seconds": 1.6586665951070334e-05,
-   "min": 1.1844571147646222e-05,
-   "max": 1.751923862667311e-05,
+   "seconds": 1.6310096319232668e-05,
+   "min": 1.3436952339751379e-05,
+   "max": 1.662628565515791e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny cast layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5089,32 +5089,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.0271999537944795e-05,
-    6.34239986538887e-05,
-    0.00028659200668334963
+    5.3536001592874524e-05,
+    6.956800073385239e-05,
+    0.0002916480004787445
    ],
-   "host_canary_seconds": 7.537729999853582e-06,
-   "host_backward_canary_seconds": 1.695767999990494e-05,
+   "host_canary_seconds": 9.99327000000605e-06,
+   "host_backward_canary_seconds": 1.7883734999948333e-05,
    "pass_seconds": [
-    1.751923862667311e-05,
-    1.1844571147646222e-05,
-    1.6586665951070334e-05
+    1.662628565515791e-05,
+    1.3436952339751379e-05,
+    1.6310096319232668e-05
    ],
    "pass_host_canary_seconds": [
-    7.537729999853582e-06,
-    7.88000000000011e-06,
-    1.046337749983195e-05
+    9.99327000000605e-06,
+    9.428915000029292e-06,
+    1.013548499997796e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.695767999990494e-05,
-    2.0500155000036105e-05,
-    1.628912999876775e-05
+    1.7883734999948333e-05,
+    1.774269000009099e-05,
+    1.999210499988635e-05
    ]
   },
   "layer_backward_cast_autocast": {
-   "seconds": 1.787428451435907e-05,
-   "min": 8.382477753219146e-06,
-   "max": 3.32198121717998e-05,
+   "seconds": 2.293104873526664e-05,
+   "min": 2.1667044964574637e-05,
+   "max": 2.2963045608429678e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny cast layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5123,32 +5123,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00011081600189208984,
-    0.00020796799659729003,
-    0.0005058240294456482
+    0.00020697599649429323,
+    0.00031091201305389406,
+    0.0007958719730377197
    ],
-   "host_canary_seconds": 7.537729999853582e-06,
-   "host_backward_canary_seconds": 1.695767999990494e-05,
+   "host_canary_seconds": 9.99327000000605e-06,
+   "host_backward_canary_seconds": 1.7883734999948333e-05,
    "pass_seconds": [
-    8.382477753219146e-06,
-    3.32198121717998e-05,
-    1.787428451435907e-05
+    2.2963045608429678e-05,
+    2.293104873526664e-05,
+    2.1667044964574637e-05
    ],
    "pass_host_canary_seconds": [
-    7.537729999853582e-06,
-    7.88000000000011e-06,
-    1.046337749983195e-05
+    9.99327000000605e-06,
+    9.428915000029292e-06,
+    1.013548499997796e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.695767999990494e-05,
-    2.0500155000036105e-05,
-    1.628912999876775e-05
+    1.7883734999948333e-05,
+    1.774269000009099e-05,
+    1.999210499988635e-05
    ]
   },
   "layer_forward_rmsnorm": {
-   "seconds": 1.6577524088677906e-05,
-   "min": 1.6291047579475814e-05,
-   "max": 2.369828646381696e-05,
+   "seconds": 2.3251809889361973e-05,
+   "min": 2.040152411375727e-05,
+   "max": 2.3289142087811515e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5157,32 +5157,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.5119999423623085e-05,
-    6.60799965262413e-05,
-    0.0002668479979038239
+    4.303999990224838e-05,
+    0.00012031999975442886,
+    0.0003948479890823364
    ],
-   "host_canary_seconds": 8.113854999862724e-06,
-   "host_backward_canary_seconds": 1.5451710000320416e-05,
+   "host_canary_seconds": 9.818814999995595e-06,
+   "host_backward_canary_seconds": 1.7344089999973276e-05,
    "pass_seconds": [
-    1.6291047579475814e-05,
-    1.6577524088677906e-05,
-    2.369828646381696e-05
+    2.3289142087811515e-05,
+    2.040152411375727e-05,
+    2.3251809889361973e-05
    ],
    "pass_host_canary_seconds": [
-    8.113854999862724e-06,
-    8.486760000039338e-06,
-    1.047150749911907e-05
+    9.818814999995595e-06,
+    9.513699999956771e-06,
+    1.010432750000234e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5451710000320416e-05,
-    2.0619779999719867e-05,
-    1.6392759998780094e-05
+    1.7344089999973276e-05,
+    1.8198170000118808e-05,
+    1.9792535000107136e-05
    ]
   },
   "layer_backward_rmsnorm": {
-   "seconds": 4.5018668951732774e-05,
-   "min": 4.497447769556727e-05,
-   "max": 4.99283777815955e-05,
+   "seconds": 3.6679622495458235e-05,
+   "min": 3.482743157517343e-05,
+   "max": 5.006857251837139e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5191,32 +5191,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001307840049266815,
-    0.00027689599990844726,
-    0.0010378240346908569
+    0.00022579200565814973,
+    0.00044409599900245664,
+    0.0011121920347213746
    ],
-   "host_canary_seconds": 8.113854999862724e-06,
-   "host_backward_canary_seconds": 1.5451710000320416e-05,
+   "host_canary_seconds": 9.818814999995595e-06,
+   "host_backward_canary_seconds": 1.7344089999973276e-05,
    "pass_seconds": [
-    4.5018668951732774e-05,
-    4.99283777815955e-05,
-    4.497447769556727e-05
+    3.482743157517343e-05,
+    3.6679622495458235e-05,
+    5.006857251837139e-05
    ],
    "pass_host_canary_seconds": [
-    8.113854999862724e-06,
-    8.486760000039338e-06,
-    1.047150749911907e-05
+    9.818814999995595e-06,
+    9.513699999956771e-06,
+    1.010432750000234e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5451710000320416e-05,
-    2.0619779999719867e-05,
-    1.6392759998780094e-05
+    1.7344089999973276e-05,
+    1.8198170000118808e-05,
+    1.9792535000107136e-05
    ]
   },
   "layer_forward_rmsnorm_autocast": {
-   "seconds": 2.3238857409783774e-05,
-   "min": 1.4240000929151263e-05,
-   "max": 2.9155047166915167e-05,
+   "seconds": 2.2121142773401168e-05,
+   "min": 1.911161946398871e-05,
+   "max": 2.4577524335611434e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5225,32 +5225,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.310400366783142e-05,
-    8.873599767684936e-05,
-    0.0002710080146789551
+    4.755200073122978e-05,
+    0.00010847999900579453,
+    0.00033542400598526
    ],
-   "host_canary_seconds": 7.698022500051138e-06,
-   "host_backward_canary_seconds": 1.5832789999876694e-05,
+   "host_canary_seconds": 9.273097499988837e-06,
+   "host_backward_canary_seconds": 1.4609004999996955e-05,
    "pass_seconds": [
-    1.4240000929151263e-05,
-    2.9155047166915167e-05,
-    2.3238857409783774e-05
+    1.911161946398871e-05,
+    2.2121142773401168e-05,
+    2.4577524335611434e-05
    ],
    "pass_host_canary_seconds": [
-    7.698022500051138e-06,
-    1.0721720000219648e-05,
-    1.043040500007919e-05
+    9.273097499988837e-06,
+    9.61940000010486e-06,
+    1.0204819999870552e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5832789999876694e-05,
-    2.118008000024929e-05,
-    1.5083210000739201e-05
+    1.4609004999996955e-05,
+    1.769081999981381e-05,
+    1.8993699999896307e-05
    ]
   },
   "layer_backward_rmsnorm_autocast": {
-   "seconds": 4.2682670589004236e-05,
-   "min": 3.732038040955862e-05,
-   "max": 5.644647848038446e-05,
+   "seconds": 4.1392760617392414e-05,
+   "min": 3.075733319634484e-05,
+   "max": 4.8469334485984984e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5259,32 +5259,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014201599359512328,
-    0.00030803200602531433,
-    0.0009192000031471253
+    0.0001594880074262619,
+    0.00033529600501060484,
+    0.0009162560105323792
    ],
-   "host_canary_seconds": 7.698022500051138e-06,
-   "host_backward_canary_seconds": 1.5832789999876694e-05,
+   "host_canary_seconds": 9.273097499988837e-06,
+   "host_backward_canary_seconds": 1.4609004999996955e-05,
    "pass_seconds": [
-    3.732038040955862e-05,
-    5.644647848038446e-05,
-    4.2682670589004236e-05
+    3.075733319634484e-05,
+    4.1392760617392414e-05,
+    4.8469334485984984e-05
    ],
    "pass_host_canary_seconds": [
-    7.698022500051138e-06,
-    1.0721720000219648e-05,
-    1.043040500007919e-05
+    9.273097499988837e-06,
+    9.61940000010486e-06,
+    1.0204819999870552e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5832789999876694e-05,
-    2.118008000024929e-05,
-    1.5083210000739201e-05
+    1.4609004999996955e-05,
+    1.769081999981381e-05,
+    1.8993699999896307e-05
    ]
   },
   "layer_forward_sdpa": {
-   "seconds": 2.9836953041099364e-05,
-   "min": 2.7393523426282972e-05,
-   "max": 3.07641914557843e-05,
+   "seconds": 2.4393903889826368e-05,
+   "min": 2.1408000694853923e-05,
+   "max": 2.8051809363421938e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5293,32 +5293,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.3359998613595965e-05,
-    7.37600028514862e-05,
-    0.00048419201374053956
+    3.2287999987602236e-05,
+    9.132800251245498e-05,
+    0.0003516800105571747
    ],
-   "host_canary_seconds": 1.038101500000721e-05,
-   "host_backward_canary_seconds": 1.9118020000519208e-05,
+   "host_canary_seconds": 7.666934999974728e-06,
+   "host_backward_canary_seconds": 1.4627629999992564e-05,
    "pass_seconds": [
-    3.07641914557843e-05,
-    2.9836953041099364e-05,
-    2.7393523426282972e-05
+    2.1408000694853923e-05,
+    2.4393903889826368e-05,
+    2.8051809363421938e-05
    ],
    "pass_host_canary_seconds": [
-    1.038101500000721e-05,
-    1.0840899999777776e-05,
-    1.0020044999237144e-05
+    7.666934999974728e-06,
+    9.554949999923678e-06,
+    1.0219199999994544e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9118020000519208e-05,
-    2.0427354999696946e-05,
-    1.5937820000999638e-05
+    1.4627629999992564e-05,
+    1.7758800000109433e-05,
+    1.6523870000071382e-05
    ]
   },
   "layer_backward_sdpa": {
-   "seconds": 0.00010415389956462952,
-   "min": 8.222323443208421e-05,
-   "max": 0.00012135771147551991,
+   "seconds": 8.72998090372199e-05,
+   "min": 7.746894852746101e-05,
+   "max": 0.00010153675948580104,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5327,32 +5327,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003521600067615509,
-    0.00102566397190094,
-    0.0027063679695129394
+    0.0001966080069541931,
+    0.00048483198881149294,
+    0.0018145920038223266
    ],
-   "host_canary_seconds": 1.038101500000721e-05,
-   "host_backward_canary_seconds": 1.9118020000519208e-05,
+   "host_canary_seconds": 7.666934999974728e-06,
+   "host_backward_canary_seconds": 1.4627629999992564e-05,
    "pass_seconds": [
-    0.00012135771147551991,
-    0.00010415389956462952,
-    8.222323443208421e-05
+    8.72998090372199e-05,
+    0.00010153675948580104,
+    7.746894852746101e-05
    ],
    "pass_host_canary_seconds": [
-    1.038101500000721e-05,
-    1.0840899999777776e-05,
-    1.0020044999237144e-05
+    7.666934999974728e-06,
+    9.554949999923678e-06,
+    1.0219199999994544e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9118020000519208e-05,
-    2.0427354999696946e-05,
-    1.5937820000999638e-05
+    1.4627629999992564e-05,
+    1.7758800000109433e-05,
+    1.6523870000071382e-05
    ]
   },
   "layer_forward_sdpa_autocast": {
-   "seconds": 4.240152523631142e-05,
-   "min": 3.60022871976807e-05,
-   "max": 4.855771504697346e-05,
+   "seconds": 3.760685558829989e-05,
+   "min": 3.4246094170070834e-05,
+   "max": 3.88533343516645e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5361,32 +5361,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.956799656152725e-05,
-    0.00013526399433612824,
-    0.000784608006477356
+    6.0416001826524736e-05,
+    0.00014908799529075623,
+    0.0006339200139045716
    ],
-   "host_canary_seconds": 1.0374927499867681e-05,
-   "host_backward_canary_seconds": 1.587776999997459e-05,
+   "host_canary_seconds": 7.631440000004375e-06,
+   "host_backward_canary_seconds": 1.44495649999854e-05,
    "pass_seconds": [
-    4.855771504697346e-05,
-    4.240152523631142e-05,
-    3.60022871976807e-05
+    3.88533343516645e-05,
+    3.4246094170070834e-05,
+    3.760685558829989e-05
    ],
    "pass_host_canary_seconds": [
-    1.0374927499867681e-05,
-    1.0752085000262923e-05,
-    9.843192499943142e-06
+    7.631440000004375e-06,
+    9.546029999967232e-06,
+    1.0905077499998584e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.587776999997459e-05,
-    1.98591999992459e-05,
-    1.525941999943825e-05
+    1.44495649999854e-05,
+    1.8013559999872085e-05,
+    1.8467485000002173e-05
    ]
   },
   "layer_backward_sdpa_autocast": {
-   "seconds": 7.354514513696942e-05,
-   "min": 5.785523355007172e-05,
-   "max": 7.785828872805551e-05,
+   "seconds": 7.741485039393107e-05,
+   "min": 5.2360381576276964e-05,
+   "max": 8.72815332952e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5395,32 +5395,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00043075200915336607,
-    0.0009064639806747436,
-    0.002079103946685791
+    0.00025587201118469237,
+    0.0007912639975547791,
+    0.0017113280296325683
    ],
-   "host_canary_seconds": 1.0374927499867681e-05,
-   "host_backward_canary_seconds": 1.587776999997459e-05,
+   "host_canary_seconds": 7.631440000004375e-06,
+   "host_backward_canary_seconds": 1.44495649999854e-05,
    "pass_seconds": [
-    5.785523355007172e-05,
-    7.354514513696942e-05,
-    7.785828872805551e-05
+    5.2360381576276964e-05,
+    7.741485039393107e-05,
+    8.72815332952e-05
    ],
    "pass_host_canary_seconds": [
-    1.0374927499867681e-05,
-    1.0752085000262923e-05,
-    9.843192499943142e-06
+    7.631440000004375e-06,
+    9.546029999967232e-06,
+    1.0905077499998584e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.587776999997459e-05,
-    1.98591999992459e-05,
-    1.525941999943825e-05
+    1.44495649999854e-05,
+    1.8013559999872085e-05,
+    1.8467485000002173e-05
    ]
   },
   "layer_forward_sdpa_efficient": {
-   "seconds": 2.781409433200246e-05,
-   "min": 1.5921524858900477e-05,
-   "max": 2.9765333625532332e-05,
+   "seconds": 2.491123708231108e-05,
+   "min": 2.274971331159274e-05,
+   "max": 2.5819428974673855e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa_efficient layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5429,33 +5429,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.5280000641942024e-05,
-    7.292799651622772e-05,
-    0.0002640640139579773
+    2.502400055527687e-05,
+    6.960000097751617e-05,
+    0.00038863998651504514
    ],
    "attention_backend": "efficient",
-   "host_canary_seconds": 7.24780999973973e-06,
-   "host_backward_canary_seconds": 1.7147920000297746e-05,
+   "host_canary_seconds": 7.910810000026913e-06,
+   "host_backward_canary_seconds": 1.54842199999905e-05,
    "pass_seconds": [
-    1.5921524858900477e-05,
-    2.9765333625532332e-05,
-    2.781409433200246e-05
+    2.491123708231108e-05,
+    2.274971331159274e-05,
+    2.5819428974673855e-05
    ],
    "pass_host_canary_seconds": [
-    7.24780999973973e-06,
-    1.040386250025449e-05,
-    9.811899999476737e-06
+    7.910810000026913e-06,
+    9.23390500005894e-06,
+    1.0058410000013396e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7147920000297746e-05,
-    2.036378499951752e-05,
-    1.6186289999495786e-05
+    1.54842199999905e-05,
+    1.7882719999988696e-05,
+    1.8416190000039025e-05
    ]
   },
   "layer_backward_sdpa_efficient": {
-   "seconds": 8.57729483395815e-05,
-   "min": 7.520304992794991e-05,
-   "max": 9.447542666679333e-05,
+   "seconds": 8.870247733734903e-05,
+   "min": 6.059048129689126e-05,
+   "max": 9.005257380860192e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa_efficient layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5464,33 +5464,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00017561599612236022,
-    0.0006177600026130676,
-    0.0017467199563980104
+    0.00020444799959659575,
+    0.0006449919939041138,
+    0.0015483200550079346
    ],
    "attention_backend": "efficient",
-   "host_canary_seconds": 7.24780999973973e-06,
-   "host_backward_canary_seconds": 1.7147920000297746e-05,
+   "host_canary_seconds": 7.910810000026913e-06,
+   "host_backward_canary_seconds": 1.54842199999905e-05,
    "pass_seconds": [
-    8.57729483395815e-05,
-    9.447542666679333e-05,
-    7.520304992794991e-05
+    6.059048129689126e-05,
+    8.870247733734903e-05,
+    9.005257380860192e-05
    ],
    "pass_host_canary_seconds": [
-    7.24780999973973e-06,
-    1.040386250025449e-05,
-    9.811899999476737e-06
+    7.910810000026913e-06,
+    9.23390500005894e-06,
+    1.0058410000013396e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7147920000297746e-05,
-    2.036378499951752e-05,
-    1.6186289999495786e-05
+    1.54842199999905e-05,
+    1.7882719999988696e-05,
+    1.8416190000039025e-05
    ]
   },
   "layer_forward_sdpa_cudnn_autocast": {
-   "seconds": 4.33112389984585e-05,
-   "min": 3.960152467091879e-05,
-   "max": 4.7503997882207233e-05,
+   "seconds": 3.535161806004389e-05,
+   "min": 2.4937142751046588e-05,
+   "max": 4.03657140476363e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa_cudnn layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5499,33 +5499,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.673599988222122e-05,
-    0.00013059200346469878,
-    0.0006877120137214661
+    5.70559985935688e-05,
+    0.00014287999272346495,
+    0.0004347839951515198
    ],
    "attention_backend": "cudnn",
-   "host_canary_seconds": 8.875242500039349e-06,
-   "host_backward_canary_seconds": 1.445839499979229e-05,
+   "host_canary_seconds": 7.362270000008664e-06,
+   "host_backward_canary_seconds": 1.54842199999905e-05,
    "pass_seconds": [
-    4.33112389984585e-05,
-    4.7503997882207233e-05,
-    3.960152467091879e-05
+    2.4937142751046588e-05,
+    3.535161806004389e-05,
+    4.03657140476363e-05
    ],
    "pass_host_canary_seconds": [
-    8.875242500039349e-06,
-    1.0425544999748126e-05,
-    1.0570814999937284e-05
+    7.362270000008664e-06,
+    9.634660000017447e-06,
+    1.0493792499985943e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.445839499979229e-05,
-    1.9962320000104227e-05,
-    1.9822870001462434e-05
+    1.54842199999905e-05,
+    1.8230879999805437e-05,
+    1.7028270000025715e-05
    ]
   },
   "layer_backward_sdpa_cudnn_autocast": {
-   "seconds": 5.310018928278061e-05,
-   "min": 4.8772569213594695e-05,
-   "max": 7.537524756931123e-05,
+   "seconds": 8.222323744779542e-05,
+   "min": 8.201143039124353e-05,
+   "max": 8.561904551017852e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa_cudnn layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5534,33 +5534,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00023216000199317933,
-    0.0007926080226898193,
-    0.0017687360048294068
+    0.00022675199806690215,
+    0.0006469759941101074,
+    0.0018670719861984253
    ],
    "attention_backend": "cudnn",
-   "host_canary_seconds": 8.875242500039349e-06,
-   "host_backward_canary_seconds": 1.445839499979229e-05,
+   "host_canary_seconds": 7.362270000008664e-06,
+   "host_backward_canary_seconds": 1.54842199999905e-05,
    "pass_seconds": [
-    5.310018928278061e-05,
-    4.8772569213594695e-05,
-    7.537524756931123e-05
+    8.222323744779542e-05,
+    8.201143039124353e-05,
+    8.561904551017852e-05
    ],
    "pass_host_canary_seconds": [
-    8.875242500039349e-06,
-    1.0425544999748126e-05,
-    1.0570814999937284e-05
+    7.362270000008664e-06,
+    9.634660000017447e-06,
+    1.0493792499985943e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.445839499979229e-05,
-    1.9962320000104227e-05,
-    1.9822870001462434e-05
+    1.54842199999905e-05,
+    1.8230879999805437e-05,
+    1.7028270000025715e-05
    ]
   },
   "layer_forward_mha_no_weights": {
-   "seconds": 0.00023880685085342042,
-   "min": 0.0001484594231560117,
-   "max": 0.0003039070523920513,
+   "seconds": 0.00022022933761278783,
+   "min": 0.00014932875760963988,
+   "max": 0.00031117409751528784,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha_no_weights layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5569,33 +5569,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0003624640107154846,
-    0.0006386560201644898,
-    0.0025329599380493166
+    0.00019167999923229217,
+    0.0007422080039978027,
+    0.002465791940689087
    ],
    "attention_backend": "efficient",
-   "host_canary_seconds": 7.254037500104005e-06,
-   "host_backward_canary_seconds": 1.568233499995131e-05,
+   "host_canary_seconds": 7.626585000011232e-06,
+   "host_backward_canary_seconds": 1.58285300000216e-05,
    "pass_seconds": [
-    0.0001484594231560117,
-    0.00023880685085342042,
-    0.0003039070523920513
+    0.00014932875760963988,
+    0.00022022933761278783,
+    0.00031117409751528784
    ],
    "pass_host_canary_seconds": [
-    7.254037500104005e-06,
-    1.0243854999885116e-05,
-    1.0012377500174808e-05
+    7.626585000011232e-06,
+    9.579047500025695e-06,
+    1.0514975000006642e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.568233499995131e-05,
-    1.886884999976246e-05,
-    1.84301100000539e-05
+    1.58285300000216e-05,
+    1.837343000005376e-05,
+    1.9187199999919357e-05
    ]
   },
   "layer_backward_mha_no_weights": {
-   "seconds": 0.00047150248431024105,
-   "min": 0.00036615237735566637,
-   "max": 0.000576428193421591,
+   "seconds": 0.0005193767419883183,
+   "min": 0.00045183317647093813,
+   "max": 0.0005215443486259097,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha_no_weights layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5604,33 +5604,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0010630719661712646,
-    0.0030408000946044924,
-    0.0089268798828125
+    0.001010432004928589,
+    0.0030249600410461428,
+    0.010098208427429199
    ],
    "attention_backend": "efficient",
-   "host_canary_seconds": 7.254037500104005e-06,
-   "host_backward_canary_seconds": 1.568233499995131e-05,
+   "host_canary_seconds": 7.626585000011232e-06,
+   "host_backward_canary_seconds": 1.58285300000216e-05,
    "pass_seconds": [
-    0.00036615237735566637,
-    0.00047150248431024105,
-    0.000576428193421591
+    0.00045183317647093813,
+    0.0005193767419883183,
+    0.0005215443486259097
    ],
    "pass_host_canary_seconds": [
-    7.254037500104005e-06,
-    1.0243854999885116e-05,
-    1.0012377500174808e-05
+    7.626585000011232e-06,
+    9.579047500025695e-06,
+    1.0514975000006642e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.568233499995131e-05,
-    1.886884999976246e-05,
-    1.84301100000539e-05
+    1.58285300000216e-05,
+    1.837343000005376e-05,
+    1.9187199999919357e-05
    ]
   },
   "layer_forward_mha_no_weights_autocast": {
-   "seconds": 0.0004252114352725801,
-   "min": 0.0003518666710172381,
-   "max": 0.0004675405649911789,
+   "seconds": 0.00043988571422440666,
+   "min": 0.00032265068235851464,
+   "max": 0.0004595222785359337,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha_no_weights layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5639,33 +5639,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0003098239898681641,
-    0.0011247999668121337,
-    0.005507616043090821
+    0.00038367998600006106,
+    0.001388159990310669,
+    0.005235616207122803
    ],
    "attention_backend": "cudnn",
-   "host_canary_seconds": 8.616242500067983e-06,
-   "host_backward_canary_seconds": 1.812838000034844e-05,
+   "host_canary_seconds": 9.403835000014737e-06,
+   "host_backward_canary_seconds": 1.7506060000016533e-05,
    "pass_seconds": [
-    0.0003518666710172381,
-    0.0004252114352725801,
-    0.0004675405649911789
+    0.00032265068235851464,
+    0.00043988571422440666,
+    0.0004595222785359337
    ],
    "pass_host_canary_seconds": [
-    8.616242500067983e-06,
-    1.0498350000034407e-05,
-    1.0534295000752536e-05
+    9.403835000014737e-06,
+    9.77222000003053e-06,
+    1.0752809999914349e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.812838000034844e-05,
-    1.9717210000180786e-05,
-    1.9645140000648098e-05
+    1.7506060000016533e-05,
+    1.8721840000068823e-05,
+    2.0884159999923214e-05
    ]
   },
   "layer_backward_mha_no_weights_autocast": {
-   "seconds": 0.0005073120139894032,
-   "min": 0.0004599458660398211,
-   "max": 0.0005671825408935548,
+   "seconds": 0.0005654819068454562,
+   "min": 0.000535214513540268,
+   "max": 0.0007310309324945721,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha_no_weights layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5674,33 +5674,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0013663680553436279,
-    0.004692287921905518,
-    0.013840383529663085
+    0.0012825599908828735,
+    0.004636320114135742,
+    0.014834336280822754
    ],
    "attention_backend": "cudnn",
-   "host_canary_seconds": 8.616242500067983e-06,
-   "host_backward_canary_seconds": 1.812838000034844e-05,
+   "host_canary_seconds": 9.403835000014737e-06,
+   "host_backward_canary_seconds": 1.7506060000016533e-05,
    "pass_seconds": [
-    0.0004599458660398211,
-    0.0005073120139894032,
-    0.0005671825408935548
+    0.0005654819068454562,
+    0.000535214513540268,
+    0.0007310309324945721
    ],
    "pass_host_canary_seconds": [
-    8.616242500067983e-06,
-    1.0498350000034407e-05,
-    1.0534295000752536e-05
+    9.403835000014737e-06,
+    9.77222000003053e-06,
+    1.0752809999914349e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.812838000034844e-05,
-    1.9717210000180786e-05,
-    1.9645140000648098e-05
+    1.7506060000016533e-05,
+    1.8721840000068823e-05,
+    2.0884159999923214e-05
    ]
   },
   "layer_forward_unit_transformer_block_autocast": {
-   "seconds": 0.0008525340784163704,
-   "min": 0.0006938521691731045,
-   "max": 0.0009834849238395693,
+   "seconds": 0.0007261447282064528,
+   "min": 0.0006269051744824364,
+   "max": 0.0007316884086245583,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny unit_transformer_block layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5709,9 +5709,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0006290559768676758,
-    0.0021581759452819825,
-    0.013074239730834962
+    0.0007784320116043091,
+    0.002738624095916748,
+    0.011597855567932129
    ],
    "unit_ops": [
     "layernorm",
@@ -5726,28 +5726,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "linear",
     "add"
    ],
-   "host_canary_seconds": 1.020587749991364e-05,
-   "host_backward_canary_seconds": 1.8166105000432254e-05,
+   "host_canary_seconds": 9.34694000001457e-06,
+   "host_backward_canary_seconds": 1.6921780000132e-05,
    "pass_seconds": [
-    0.0008525340784163704,
-    0.0009834849238395693,
-    0.0006938521691731045
+    0.0007261447282064528,
+    0.0006269051744824364,
+    0.0007316884086245583
    ],
    "pass_host_canary_seconds": [
-    1.020587749991364e-05,
-    1.0876700000039818e-05,
-    9.877300000198375e-06
+    9.34694000001457e-06,
+    9.40863249994095e-06,
+    1.0167352499976802e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8166105000432254e-05,
-    2.1297020000474732e-05,
-    1.9491119999202056e-05
+    1.6921780000132e-05,
+    1.754530499979978e-05,
+    2.126916000008805e-05
    ]
   },
   "layer_backward_unit_transformer_block_autocast": {
-   "seconds": 0.0013198507853916714,
-   "min": 0.000984874719665164,
-   "max": 0.0013617867543583824,
+   "seconds": 0.0011501074688775197,
+   "min": 0.0009132716144834249,
+   "max": 0.0014285111200241813,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny unit_transformer_block layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5756,9 +5756,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.002434688091278076,
-    0.007597631931304931,
-    0.03456905746459961
+    0.002218303918838501,
+    0.007028223991394043,
+    0.026773439407348634
    ],
    "unit_ops": [
     "layernorm",
@@ -5773,28 +5773,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "linear",
     "add"
    ],
-   "host_canary_seconds": 1.020587749991364e-05,
-   "host_backward_canary_seconds": 1.8166105000432254e-05,
+   "host_canary_seconds": 9.34694000001457e-06,
+   "host_backward_canary_seconds": 1.6921780000132e-05,
    "pass_seconds": [
-    0.0013198507853916714,
-    0.0013617867543583824,
-    0.000984874719665164
+    0.0009132716144834249,
+    0.0011501074688775197,
+    0.0014285111200241813
    ],
    "pass_host_canary_seconds": [
-    1.020587749991364e-05,
-    1.0876700000039818e-05,
-    9.877300000198375e-06
+    9.34694000001457e-06,
+    9.40863249994095e-06,
+    1.0167352499976802e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8166105000432254e-05,
-    2.1297020000474732e-05,
-    1.9491119999202056e-05
+    1.6921780000132e-05,
+    1.754530499979978e-05,
+    2.126916000008805e-05
    ]
   },
   "layer_forward_unit_conv_bn_relu_autocast": {
-   "seconds": 0.000165036189414206,
-   "min": 0.00013722438187826244,
-   "max": 0.00017363047599792478,
+   "seconds": 0.00012671999491396403,
+   "min": 0.00010199618765286038,
+   "max": 0.00013132419827438537,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny unit_conv_bn_relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5803,37 +5803,37 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0002853440046310425,
-    0.0007924799919128418,
-    0.002885215997695923
+    0.00018595199286937714,
+    0.00045135998725891115,
+    0.0021129601001739504
    ],
    "unit_ops": [
     "conv2d_nobias",
     "batchnorm2d",
     "relu"
    ],
-   "host_canary_seconds": 1.0700280000150997e-05,
-   "host_backward_canary_seconds": 2.084353999975974e-05,
+   "host_canary_seconds": 9.413160000022459e-06,
+   "host_backward_canary_seconds": 1.5904959999915037e-05,
    "pass_seconds": [
-    0.00017363047599792478,
-    0.000165036189414206,
-    0.00013722438187826244
+    0.00013132419827438537,
+    0.00012671999491396403,
+    0.00010199618765286038
    ],
    "pass_host_canary_seconds": [
-    1.0700280000150997e-05,
-    1.1039319999781583e-05,
-    9.511805000101959e-06
+    9.413160000022459e-06,
+    9.270902500020383e-06,
+    7.797720000013442e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.084353999975974e-05,
-    1.955155000018749e-05,
-    1.570349000076021e-05
+    1.5904959999915037e-05,
+    1.69484849999435e-05,
+    1.9340230000182146e-05
    ]
   },
   "layer_backward_unit_conv_bn_relu_autocast": {
-   "seconds": 0.00016945905983448028,
-   "min": 0.00014533867154802597,
-   "max": 0.0002629790618306115,
+   "seconds": 0.00015634973205271217,
+   "min": 0.0001487923768304643,
+   "max": 0.00017713447269939242,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny unit_conv_bn_relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5842,2053 +5842,2053 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0009808639883995057,
-    0.0022911040782928466,
-    0.007530144214630127
+    0.0005359359979629516,
+    0.001346560001373291,
+    0.004727776050567627
    ],
    "unit_ops": [
     "conv2d_nobias",
     "batchnorm2d",
     "relu"
    ],
-   "host_canary_seconds": 1.0700280000150997e-05,
-   "host_backward_canary_seconds": 2.084353999975974e-05,
+   "host_canary_seconds": 9.413160000022459e-06,
+   "host_backward_canary_seconds": 1.5904959999915037e-05,
    "pass_seconds": [
-    0.0002629790618306115,
-    0.00016945905983448028,
-    0.00014533867154802597
+    0.0001487923768304643,
+    0.00015634973205271217,
+    0.00017713447269939242
    ],
    "pass_host_canary_seconds": [
-    1.0700280000150997e-05,
-    1.1039319999781583e-05,
-    9.511805000101959e-06
+    9.413160000022459e-06,
+    9.270902500020383e-06,
+    7.797720000013442e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.084353999975974e-05,
-    1.955155000018749e-05,
-    1.570349000076021e-05
+    1.5904959999915037e-05,
+    1.69484849999435e-05,
+    1.9340230000182146e-05
    ]
   },
   "backward_call_before_first_kernel": {
-   "seconds": 0.00011193600296974182,
-   "min": 8.710400015115738e-05,
-   "max": 0.0002937920093536377,
+   "seconds": 0.0001311360001564026,
+   "min": 8.569599688053131e-05,
+   "max": 0.00031590399146080015,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event recorded by the first autograd node's pre-hook (before its first kernel); no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1213225000119565e-05,
-   "host_backward_canary_seconds": 2.1244050000177594e-05,
+   "host_canary_seconds": 9.748115000007828e-06,
+   "host_backward_canary_seconds": 1.3275299999975233e-05,
    "pass_seconds": [
-    0.00023289600014686585,
-    0.00011193600296974182,
-    0.00010009600222110748
+    0.0001366720050573349,
+    0.00011433599889278412,
+    0.0001311360001564026
    ],
    "pass_host_canary_seconds": [
-    1.1213225000119565e-05,
-    1.0557469999525892e-05,
-    9.588372499251818e-06
+    9.748115000007828e-06,
+    9.292284999986578e-06,
+    7.634029999934455e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1244050000177594e-05,
-    1.7397920000803424e-05,
-    1.4550375000226267e-05
+    1.3275299999975233e-05,
+    1.6614049999930103e-05,
+    1.8794469999932064e-05
    ]
   },
   "backward_call_after_last_kernel": {
-   "seconds": 8.569599688053131e-05,
-   "min": 6.742399930953979e-05,
-   "max": 0.00020931200683116914,
+   "seconds": 8.799999952316284e-05,
+   "min": 6.307200342416763e-05,
+   "max": 0.00023836800456047058,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: event recorded by the input's gradient hook (after the last node's kernels) to an event after backward() returned; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1213225000119565e-05,
-   "host_backward_canary_seconds": 2.1244050000177594e-05,
+   "host_canary_seconds": 9.748115000007828e-06,
+   "host_backward_canary_seconds": 1.3275299999975233e-05,
    "pass_seconds": [
-    0.0001711679995059967,
-    8.569599688053131e-05,
-    7.612799853086472e-05
+    0.00010876800119876861,
+    7.529599964618684e-05,
+    8.799999952316284e-05
    ],
    "pass_host_canary_seconds": [
-    1.1213225000119565e-05,
-    1.0557469999525892e-05,
-    9.588372499251818e-06
+    9.748115000007828e-06,
+    9.292284999986578e-06,
+    7.634029999934455e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1244050000177594e-05,
-    1.7397920000803424e-05,
-    1.4550375000226267e-05
+    1.3275299999975233e-05,
+    1.6614049999930103e-05,
+    1.8794469999932064e-05
    ]
   },
   "backward_call_before_first_kernel_autocast": {
-   "seconds": 0.00012608000636100768,
-   "min": 0.00010185600072145462,
-   "max": 0.00026931199431419375,
+   "seconds": 0.00015014399588108063,
+   "min": 0.00010294400155544281,
+   "max": 0.0003933759927749634,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event recorded by the first autograd node's pre-hook (before its first kernel); inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1195802499912589e-05,
-   "host_backward_canary_seconds": 2.170189000025857e-05,
+   "host_canary_seconds": 9.652700000017943e-06,
+   "host_backward_canary_seconds": 1.3275299999975233e-05,
    "pass_seconds": [
-    0.00024022400379180908,
-    0.00012275200337171554,
-    0.00012608000636100768
+    0.00015014399588108063,
+    0.00013324800133705138,
+    0.00015142400562763214
    ],
    "pass_host_canary_seconds": [
-    1.1195802499912589e-05,
-    1.0774694999895473e-05,
-    9.720599999809565e-06
+    9.652700000017943e-06,
+    9.192320000011023e-06,
+    7.434279999927184e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.170189000025857e-05,
-    1.7184309999720426e-05,
-    1.4460630000030506e-05
+    1.3275299999975233e-05,
+    1.639643000004298e-05,
+    2.00856699999008e-05
    ]
   },
   "backward_call_after_last_kernel_autocast": {
-   "seconds": 0.00012569600343704225,
-   "min": 9.920000284910202e-05,
-   "max": 0.000273824006319046,
+   "seconds": 0.0001425279974937439,
+   "min": 0.0001011200025677681,
+   "max": 0.0003107199966907501,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: event recorded by the input's gradient hook (after the last node's kernels) to an event after backward() returned; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1195802499912589e-05,
-   "host_backward_canary_seconds": 2.170189000025857e-05,
+   "host_canary_seconds": 9.652700000017943e-06,
+   "host_backward_canary_seconds": 1.3275299999975233e-05,
    "pass_seconds": [
-    0.00021606400609016418,
-    0.00012569600343704225,
-    0.00011529599875211716
+    0.0001425279974937439,
+    0.00011852800101041793,
+    0.00015190400183200836
    ],
    "pass_host_canary_seconds": [
-    1.1195802499912589e-05,
-    1.0774694999895473e-05,
-    9.720599999809565e-06
+    9.652700000017943e-06,
+    9.192320000011023e-06,
+    7.434279999927184e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.170189000025857e-05,
-    1.7184309999720426e-05,
-    1.4460630000030506e-05
+    1.3275299999975233e-05,
+    1.639643000004298e-05,
+    2.00856699999008e-05
    ]
   },
   "layer_steady_linear": {
-   "seconds": 0.00024164352416992187,
-   "min": 0.00015277759552001952,
-   "max": 0.0005251520156860351,
+   "seconds": 0.0001901228713989258,
+   "min": 0.00013700223922729493,
+   "max": 0.00025787519454956056,
    "samples": 33,
    "method": "one tiny linear layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1099677499828432e-05,
-   "host_backward_canary_seconds": 2.1093700000278658e-05,
+   "host_canary_seconds": 8.181907499960062e-06,
+   "host_backward_canary_seconds": 1.408571999995445e-05,
    "pass_seconds": [
-    0.00024164352416992187,
-    0.0002760870361328125,
-    0.00016944639205932616
+    0.0001627008056640625,
+    0.0001901228713989258,
+    0.00023439424514770508
    ],
    "pass_host_canary_seconds": [
-    1.1099677499828432e-05,
-    1.0646769999880235e-05,
-    9.466432500175871e-06
+    8.181907499960062e-06,
+    9.249757499958378e-06,
+    9.81755499992687e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1093700000278658e-05,
-    2.0513430000050905e-05,
-    1.501415999996425e-05
+    1.408571999995445e-05,
+    1.6074634999796447e-05,
+    1.773245000009638e-05
    ]
   },
   "layer_steady_linear_autocast": {
-   "seconds": 0.0004265951919555664,
-   "min": 0.0002871833610534668,
-   "max": 0.0005697612762451172,
+   "seconds": 0.0003405779266357422,
+   "min": 0.00022915008544921876,
+   "max": 0.0005562323379516602,
    "samples": 33,
    "method": "one tiny linear layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0634294999931626e-05,
-   "host_backward_canary_seconds": 1.9760270000119817e-05,
+   "host_canary_seconds": 6.976989999998295e-06,
+   "host_backward_canary_seconds": 1.52432349999998e-05,
    "pass_seconds": [
-    0.00041106689453125,
-    0.0004962054443359375,
-    0.0004265951919555664
+    0.00025195775985717775,
+    0.0003405779266357422,
+    0.0005082566452026368
    ],
    "pass_host_canary_seconds": [
-    1.0634294999931626e-05,
-    1.0765184999854682e-05,
-    9.652292499708892e-06
+    6.976989999998295e-06,
+    9.511689999968099e-06,
+    1.058144000012362e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9760270000119817e-05,
-    1.7846669999812546e-05,
-    1.8260235000298055e-05
+    1.52432349999998e-05,
+    1.7367110000066078e-05,
+    1.8002139999850896e-05
    ]
   },
   "layer_steady_linear_nobias": {
-   "seconds": 0.0001730233573913574,
-   "min": 0.0001302239990234375,
-   "max": 0.00021023935317993165,
+   "seconds": 0.00017785919189453124,
+   "min": 0.00010707584381103517,
+   "max": 0.0001961996841430664,
    "samples": 33,
    "method": "one tiny linear_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0658295000212093e-05,
-   "host_backward_canary_seconds": 1.6734609999957684e-05,
+   "host_canary_seconds": 6.576689999988616e-06,
+   "host_backward_canary_seconds": 1.4126709999970898e-05,
    "pass_seconds": [
-    0.00017795520782470703,
-    0.00014456064224243164,
-    0.0001730233573913574
+    0.00011340928077697754,
+    0.00018349184036254882,
+    0.00017785919189453124
    ],
    "pass_host_canary_seconds": [
-    1.0658295000212093e-05,
-    7.841160000339187e-06,
-    9.550754999736455e-06
+    6.576689999988616e-06,
+    9.50207249999835e-06,
+    1.010987000000796e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6734609999957684e-05,
-    1.6059199999745033e-05,
-    1.8136999999569524e-05
+    1.4126709999970898e-05,
+    1.7973749999953268e-05,
+    1.8145399999980326e-05
    ]
   },
   "layer_steady_linear_nobias_autocast": {
-   "seconds": 0.0003276736068725586,
-   "min": 0.0002223251152038574,
-   "max": 0.0006260800170898439,
+   "seconds": 0.0003323129653930664,
+   "min": 0.00018954624176025392,
+   "max": 0.0003929337692260742,
    "samples": 33,
    "method": "one tiny linear_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.18563749991108e-06,
-   "host_backward_canary_seconds": 1.6713200000140202e-05,
+   "host_canary_seconds": 6.918822500026067e-06,
+   "host_backward_canary_seconds": 1.3650775000044747e-05,
    "pass_seconds": [
-    0.0002497011184692383,
-    0.00042658752441406255,
-    0.0003276736068725586
+    0.00020145536422729493,
+    0.0003576364898681641,
+    0.0003323129653930664
    ],
    "pass_host_canary_seconds": [
-    9.18563749991108e-06,
-    1.0831867500087354e-05,
-    9.743504999732977e-06
+    6.918822500026067e-06,
+    9.368249999965883e-06,
+    1.0192310000007865e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6713200000140202e-05,
-    2.0308560000330544e-05,
-    1.8504700001358288e-05
+    1.3650775000044747e-05,
+    1.694916999980478e-05,
+    1.8558370000221204e-05
    ]
   },
   "layer_steady_matmul": {
-   "seconds": 0.0001568172836303711,
-   "min": 0.00013348416328430175,
-   "max": 0.0002090457534790039,
+   "seconds": 0.00013577088356018068,
+   "min": 9.519743919372558e-05,
+   "max": 0.00017403520584106447,
    "samples": 33,
    "method": "one tiny matmul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.7678550002247e-06,
-   "host_backward_canary_seconds": 1.9723969999176915e-05,
+   "host_canary_seconds": 6.717459999983078e-06,
+   "host_backward_canary_seconds": 1.3306010000064817e-05,
    "pass_seconds": [
-    0.00014650303840637208,
-    0.00019032127380371096,
-    0.0001568172836303711
+    9.948927879333496e-05,
+    0.00013577088356018068,
+    0.00016149248123168946
    ],
    "pass_host_canary_seconds": [
-    7.7678550002247e-06,
-    1.0731784999791217e-05,
-    9.743504999732977e-06
+    6.717459999983078e-06,
+    6.97681500000158e-06,
+    1.00932600000192e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9723969999176915e-05,
-    2.090589499971429e-05,
-    1.907117000200742e-05
+    1.3306010000064817e-05,
+    1.7110990000048788e-05,
+    1.7631430000051297e-05
    ]
   },
   "layer_steady_matmul_autocast": {
-   "seconds": 0.00029192640304565433,
-   "min": 0.0002495859146118164,
-   "max": 0.0005361056137084961,
+   "seconds": 0.00024667200088500976,
+   "min": 0.00017575296401977538,
+   "max": 0.00043051967620849613,
    "samples": 33,
    "method": "one tiny matmul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.81580000023041e-06,
-   "host_backward_canary_seconds": 1.935004000074514e-05,
+   "host_canary_seconds": 7.1428724999833546e-06,
+   "host_backward_canary_seconds": 1.4371960000048035e-05,
    "pass_seconds": [
-    0.00027026304244995113,
-    0.00044937023162841793,
-    0.00029192640304565433
+    0.00018746879577636718,
+    0.00024667200088500976,
+    0.00037731006622314454
    ],
    "pass_host_canary_seconds": [
-    7.81580000023041e-06,
-    1.0804885000084142e-05,
-    9.496655000020837e-06
+    7.1428724999833546e-06,
+    6.787460000055035e-06,
+    1.0581069999915372e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.935004000074514e-05,
-    2.091480999979467e-05,
-    1.8620519999785755e-05
+    1.4371960000048035e-05,
+    1.6893319999979893e-05,
+    1.8216830000028494e-05
    ]
   },
   "layer_steady_bmm": {
-   "seconds": 0.00018083776473999024,
-   "min": 0.00014381952285766602,
-   "max": 0.00022133760452270509,
+   "seconds": 0.00012727231979370117,
+   "min": 0.00010234304428100586,
+   "max": 0.0001964076805114746,
    "samples": 33,
    "method": "one tiny bmm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.321182500059421e-06,
-   "host_backward_canary_seconds": 1.951431500003764e-05,
+   "host_canary_seconds": 6.918354999996268e-06,
+   "host_backward_canary_seconds": 1.392561500004774e-05,
    "pass_seconds": [
-    0.00018083776473999024,
-    0.00018373311996459959,
-    0.00016481216430664063
+    0.00011207679748535156,
+    0.00012727231979370117,
+    0.00017694015502929688
    ],
    "pass_host_canary_seconds": [
-    9.321182500059421e-06,
-    9.21256999987463e-06,
-    9.340514999394145e-06
+    6.918354999996268e-06,
+    6.58758000000148e-06,
+    1.0112024999955337e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.951431500003764e-05,
-    2.069757000072059e-05,
-    1.8710829999690758e-05
+    1.392561500004774e-05,
+    1.809374000004027e-05,
+    1.933063999985052e-05
    ]
   },
   "layer_steady_bmm_autocast": {
-   "seconds": 0.0002793971252441406,
-   "min": 0.0002385171127319336,
-   "max": 0.0003517843246459961,
+   "seconds": 0.0002154470443725586,
+   "min": 0.00017150207519531249,
+   "max": 0.00028303167343139647,
    "samples": 33,
    "method": "one tiny bmm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.5747700003603315e-06,
-   "host_backward_canary_seconds": 1.979906999963532e-05,
+   "host_canary_seconds": 6.803074999979231e-06,
+   "host_backward_canary_seconds": 1.350311999999576e-05,
    "pass_seconds": [
-    0.000259752311706543,
-    0.0002793971252441406,
-    0.00028306943893432617
+    0.0001793734359741211,
+    0.0002154470443725586,
+    0.00026893312454223634
    ],
    "pass_host_canary_seconds": [
-    7.5747700003603315e-06,
-    8.131949999778954e-06,
-    9.348109999791632e-06
+    6.803074999979231e-06,
+    6.43346999993355e-06,
+    9.89789000001906e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.979906999963532e-05,
-    1.9563869999501547e-05,
-    1.82281200000034e-05
+    1.350311999999576e-05,
+    1.6928320000033637e-05,
+    1.7675969999970675e-05
    ]
   },
   "layer_steady_conv2d": {
-   "seconds": 0.0002012691116333008,
-   "min": 0.00015231103897094726,
-   "max": 0.00029268800735473633,
+   "seconds": 0.00016250560760498048,
+   "min": 0.00013371456146240234,
+   "max": 0.000274837760925293,
    "samples": 33,
    "method": "one tiny conv2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.523827499937852e-06,
-   "host_backward_canary_seconds": 2.0445760000029623e-05,
+   "host_canary_seconds": 6.707459999972798e-06,
+   "host_backward_canary_seconds": 1.2613699999945992e-05,
    "pass_seconds": [
-    0.0002012691116333008,
-    0.00019185344696044922,
-    0.00021920000076293945
+    0.00013706111907958984,
+    0.00016250560760498048,
+    0.0002610560035705566
    ],
    "pass_host_canary_seconds": [
-    7.523827499937852e-06,
-    7.517837500188307e-06,
-    9.414925000328366e-06
+    6.707459999972798e-06,
+    6.412600000089697e-06,
+    1.0218264999934945e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0445760000029623e-05,
-    2.0098040000107176e-05,
-    1.8814589998328303e-05
+    1.2613699999945992e-05,
+    1.6928320000033637e-05,
+    1.7897890000142525e-05
    ]
   },
   "layer_steady_conv2d_autocast": {
-   "seconds": 0.0005008153533935547,
-   "min": 0.0002809075164794922,
-   "max": 0.0007810009765625,
+   "seconds": 0.00033971519470214843,
+   "min": 0.0002462892723083496,
+   "max": 0.0004807545471191406,
    "samples": 33,
    "method": "one tiny conv2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0377655000297636e-05,
-   "host_backward_canary_seconds": 1.9398919999957797e-05,
+   "host_canary_seconds": 6.919120000006273e-06,
+   "host_backward_canary_seconds": 1.645622999987495e-05,
    "pass_seconds": [
-    0.0006968921661376954,
-    0.0005008153533935547,
-    0.00045616191864013674
+    0.00030224447250366213,
+    0.00033971519470214843,
+    0.0004109529495239258
    ],
    "pass_host_canary_seconds": [
-    1.0377655000297636e-05,
-    1.0062667499823874e-05,
-    9.523175000367701e-06
+    6.919120000006273e-06,
+    6.767887499989911e-06,
+    9.957084999996368e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9398919999957797e-05,
-    1.611740499981806e-05,
-    1.7980439999973895e-05
+    1.645622999987495e-05,
+    1.787848999995845e-05,
+    1.7673769999930755e-05
    ]
   },
   "layer_steady_conv2d_nobias": {
-   "seconds": 0.00016756288528442382,
-   "min": 0.0001462758445739746,
-   "max": 0.0002460671997070312,
+   "seconds": 0.00013152000427246093,
+   "min": 0.00012260928153991698,
+   "max": 0.00017210752487182616,
    "samples": 33,
    "method": "one tiny conv2d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.847439999864036e-06,
-   "host_backward_canary_seconds": 1.9855340000276555e-05,
+   "host_canary_seconds": 7.035320000028378e-06,
+   "host_backward_canary_seconds": 1.707695999996872e-05,
    "pass_seconds": [
-    0.00016170303344726565,
-    0.0001817100715637207,
-    0.00016756288528442382
+    0.00013152000427246093,
+    0.0001310604763031006,
+    0.0001615065574645996
    ],
    "pass_host_canary_seconds": [
-    7.847439999864036e-06,
-    1.0147204999952919e-05,
-    9.207790000118621e-06
+    7.035320000028378e-06,
+    6.842840000018669e-06,
+    9.701409999962608e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9855340000276555e-05,
-    1.6015225000387545e-05,
-    1.8716800000220246e-05
+    1.707695999996872e-05,
+    1.7163550000134366e-05,
+    1.7955719999918075e-05
    ]
   },
   "layer_steady_conv2d_nobias_autocast": {
-   "seconds": 0.0003364998245239258,
-   "min": 0.00028257856369018553,
-   "max": 0.0005528473663330078,
+   "seconds": 0.0002555027198791504,
+   "min": 0.00022801727294921876,
+   "max": 0.000337151985168457,
    "samples": 33,
    "method": "one tiny conv2d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.3756499995170085e-06,
-   "host_backward_canary_seconds": 1.9088969999074834e-05,
+   "host_canary_seconds": 6.907145000027981e-06,
+   "host_backward_canary_seconds": 1.667460999996706e-05,
    "pass_seconds": [
-    0.00029877248764038087,
-    0.000398073616027832,
-    0.0003364998245239258
+    0.0002555027198791504,
+    0.0002513286399841309,
+    0.00030453311920166016
    ],
    "pass_host_canary_seconds": [
-    7.3756499995170085e-06,
-    1.006195000002208e-05,
-    9.038780000309998e-06
+    6.907145000027981e-06,
+    6.549175000003515e-06,
+    9.701409999962608e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9088969999074834e-05,
-    1.5725650000035786e-05,
-    1.8066749998979503e-05
+    1.667460999996706e-05,
+    1.7857950000177424e-05,
+    1.82476599999859e-05
    ]
   },
   "layer_steady_conv1d": {
-   "seconds": 0.00022537151336669923,
-   "min": 0.0001981158447265625,
-   "max": 0.00026986688613891605,
+   "seconds": 0.0001716441535949707,
+   "min": 0.00015231040000915529,
+   "max": 0.00021547136306762697,
    "samples": 33,
    "method": "one tiny conv1d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.560024999975212e-06,
-   "host_backward_canary_seconds": 1.9709080000893663e-05,
+   "host_canary_seconds": 6.822235000036869e-06,
+   "host_backward_canary_seconds": 1.6006689999983337e-05,
    "pass_seconds": [
-    0.000207838077545166,
-    0.0002306656074523926,
-    0.00022537151336669923
+    0.00016064512252807618,
+    0.0001716441535949707,
+    0.00020991743087768553
    ],
    "pass_host_canary_seconds": [
-    7.560024999975212e-06,
-    1.0351564999950825e-05,
-    9.468045000176062e-06
+    6.822235000036869e-06,
+    6.633254999997007e-06,
+    9.68675999999391e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9709080000893663e-05,
-    1.9981979999101896e-05,
-    1.856437000014921e-05
+    1.6006689999983337e-05,
+    1.869612000007237e-05,
+    1.8242040000018278e-05
    ]
   },
   "layer_steady_conv1d_autocast": {
-   "seconds": 0.000558449935913086,
-   "min": 0.0004328287887573242,
-   "max": 0.0007497894287109375,
+   "seconds": 0.0003851270294189453,
+   "min": 0.00030499839782714846,
+   "max": 0.0006155795288085938,
    "samples": 33,
    "method": "one tiny conv1d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.543934999603152e-06,
-   "host_backward_canary_seconds": 1.91771700008303e-05,
+   "host_canary_seconds": 7.871060000042007e-06,
+   "host_backward_canary_seconds": 1.5951270000016394e-05,
    "pass_seconds": [
-    0.000558449935913086,
-    0.0006111769485473633,
-    0.0004654163360595703
+    0.0003851270294189453,
+    0.0003716447830200195,
+    0.0004309574508666992
    ],
    "pass_host_canary_seconds": [
-    7.543934999603152e-06,
-    1.0515019999957076e-05,
-    9.547214999656716e-06
+    7.871060000042007e-06,
+    9.208439999923712e-06,
+    9.999924999988252e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.91771700008303e-05,
-    1.9231259999514803e-05,
-    1.8087590001414354e-05
+    1.5951270000016394e-05,
+    1.7265099999974608e-05,
+    1.8196110000019415e-05
    ]
   },
   "layer_steady_conv1d_nobias": {
-   "seconds": 0.00015694463729858398,
-   "min": 0.00014082176208496093,
-   "max": 0.0002088447952270508,
+   "seconds": 0.00015578304290771484,
+   "min": 0.0001276524829864502,
+   "max": 0.00020554943084716794,
    "samples": 33,
    "method": "one tiny conv1d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.62770000051205e-06,
-   "host_backward_canary_seconds": 1.939099999958671e-05,
+   "host_canary_seconds": 7.908010000008403e-06,
+   "host_backward_canary_seconds": 1.61367000001178e-05,
    "pass_seconds": [
-    0.00015694463729858398,
-    0.00018536319732666016,
-    0.0001489459228515625
+    0.0001532473564147949,
+    0.00015578304290771484,
+    0.0001882374382019043
    ],
    "pass_host_canary_seconds": [
-    7.62770000051205e-06,
-    1.0529054999892651e-05,
-    9.752185000024839e-06
+    7.908010000008403e-06,
+    7.247775000109868e-06,
+    1.0410135000000764e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.939099999958671e-05,
-    1.5629460000354813e-05,
-    1.5633809998689684e-05
+    1.61367000001178e-05,
+    1.758778999999322e-05,
+    1.86193600001161e-05
    ]
   },
   "layer_steady_conv1d_nobias_autocast": {
-   "seconds": 0.00036439361572265626,
-   "min": 0.00027811071395874025,
-   "max": 0.0006017766571044922,
+   "seconds": 0.0003110886383056641,
+   "min": 0.00026926528930664063,
+   "max": 0.0004068544006347656,
    "samples": 33,
    "method": "one tiny conv1d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.536825000045156e-06,
-   "host_backward_canary_seconds": 1.937512499978311e-05,
+   "host_canary_seconds": 7.866159999991851e-06,
+   "host_backward_canary_seconds": 1.7095920000116394e-05,
    "pass_seconds": [
-    0.0003033894348144531,
-    0.00047476993560791015,
-    0.00036439361572265626
+    0.00031199232101440427,
+    0.0003110886383056641,
+    0.0003023110389709473
    ],
    "pass_host_canary_seconds": [
-    7.536825000045156e-06,
-    1.0612175000233037e-05,
-    9.767740000370395e-06
+    7.866159999991851e-06,
+    9.45944499989082e-06,
+    1.0548704999990832e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.937512499978311e-05,
-    1.736777000019174e-05,
-    1.8716320000748964e-05
+    1.7095920000116394e-05,
+    1.8042080000100214e-05,
+    1.8629040000064378e-05
    ]
   },
   "layer_steady_batchnorm2d": {
-   "seconds": 0.0002106380844116211,
-   "min": 0.00017578304290771484,
-   "max": 0.00034425472259521484,
+   "seconds": 0.0001917478370666504,
+   "min": 0.00014658111572265624,
+   "max": 0.00022762943267822265,
    "samples": 33,
    "method": "one tiny batchnorm2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.346000000154618e-06,
-   "host_backward_canary_seconds": 1.9125830000348288e-05,
+   "host_canary_seconds": 7.754752499984363e-06,
+   "host_backward_canary_seconds": 1.6777439999984268e-05,
    "pass_seconds": [
-    0.00018031551361083985,
-    0.00023912319183349608,
-    0.0002106380844116211
+    0.0001917478370666504,
+    0.0001648806381225586,
+    0.00021714815139770507
    ],
    "pass_host_canary_seconds": [
-    7.346000000154618e-06,
-    1.0328050000225631e-05,
-    9.403405000512066e-06
+    7.754752499984363e-06,
+    7.715294999997013e-06,
+    1.0294095000062953e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9125830000348288e-05,
-    1.873795999927097e-05,
-    1.9683730001816003e-05
+    1.6777439999984268e-05,
+    1.7584989999903656e-05,
+    1.911984000003031e-05
    ]
   },
   "layer_steady_batchnorm2d_autocast": {
-   "seconds": 0.00022013055801391602,
-   "min": 0.00019387840270996095,
-   "max": 0.000417259521484375,
+   "seconds": 0.00023431295394897458,
+   "min": 0.0001714681625366211,
+   "max": 0.0002770220756530762,
    "samples": 33,
    "method": "one tiny batchnorm2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0618125000405598e-05,
-   "host_backward_canary_seconds": 1.9062890000896004e-05,
+   "host_canary_seconds": 7.950954999955684e-06,
+   "host_backward_canary_seconds": 1.6782249999920396e-05,
    "pass_seconds": [
-    0.00021642368316650393,
-    0.00035190654754638673,
-    0.00022013055801391602
+    0.00023431295394897458,
+    0.00017801984786987304,
+    0.00025513471603393555
    ],
    "pass_host_canary_seconds": [
-    1.0618125000405598e-05,
-    1.057374999959393e-05,
-    7.405180000432665e-06
+    7.950954999955684e-06,
+    6.658709999953772e-06,
+    1.0211849999990364e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9062890000896004e-05,
-    2.063680999981443e-05,
-    1.89540900009888e-05
+    1.6782249999920396e-05,
+    1.876630999987583e-05,
+    1.8630069999971964e-05
    ]
   },
   "layer_steady_layernorm": {
-   "seconds": 0.00013104895591735838,
-   "min": 9.853568077087403e-05,
-   "max": 0.00018553855895996096,
+   "seconds": 0.00014362431526184082,
+   "min": 0.00010921919822692871,
+   "max": 0.0001750739288330078,
    "samples": 33,
    "method": "one tiny layernorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.394235000219851e-06,
-   "host_backward_canary_seconds": 1.5450855000267437e-05,
+   "host_canary_seconds": 8.145875000025171e-06,
+   "host_backward_canary_seconds": 1.6664500000018732e-05,
    "pass_seconds": [
-    0.00010348095893859863,
-    0.0001735980796813965,
-    0.00013104895591735838
+    0.0001332896041870117,
+    0.00014362431526184082,
+    0.0001570297622680664
    ],
    "pass_host_canary_seconds": [
-    7.394235000219851e-06,
-    1.0596264999662708e-05,
-    7.405180000432665e-06
+    8.145875000025171e-06,
+    9.051680000027317e-06,
+    1.0110489999988204e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5450855000267437e-05,
-    2.1024259999649076e-05,
-    1.9303990000025807e-05
+    1.6664500000018732e-05,
+    1.840385000008382e-05,
+    1.9295379999846318e-05
    ]
   },
   "layer_steady_layernorm_autocast": {
-   "seconds": 0.0001575654411315918,
-   "min": 0.00013048768043518065,
-   "max": 0.00023313215255737306,
+   "seconds": 0.00017971328735351562,
+   "min": 0.0001646316719055176,
+   "max": 0.0002409676742553711,
    "samples": 33,
    "method": "one tiny layernorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.47371999977986e-06,
-   "host_backward_canary_seconds": 1.5971869999020782e-05,
+   "host_canary_seconds": 9.842715000019098e-06,
+   "host_backward_canary_seconds": 1.8866489999993518e-05,
    "pass_seconds": [
-    0.0001575654411315918,
-    0.00022624576568603516,
-    0.0001516966438293457
+    0.00017971328735351562,
+    0.00017495040893554688,
+    0.00021988544464111328
    ],
    "pass_host_canary_seconds": [
-    7.47371999977986e-06,
-    1.0377099999914208e-05,
-    7.738765000340208e-06
+    9.842715000019098e-06,
+    9.34404000005884e-06,
+    1.0499615000014728e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5971869999020782e-05,
-    2.0794120000573458e-05,
-    1.9083219999629364e-05
+    1.8866489999993518e-05,
+    1.6329910000081327e-05,
+    1.8358979999959502e-05
    ]
   },
   "layer_steady_groupnorm": {
-   "seconds": 0.00021813119888305663,
-   "min": 0.00017428863525390626,
-   "max": 0.00034888702392578126,
+   "seconds": 0.00024113920211791992,
+   "min": 0.00016957183837890626,
+   "max": 0.0003252032089233398,
    "samples": 33,
    "method": "one tiny groupnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.639979999964907e-06,
-   "host_backward_canary_seconds": 1.5988865000053922e-05,
+   "host_canary_seconds": 9.241034999973863e-06,
+   "host_backward_canary_seconds": 1.7969949999923075e-05,
    "pass_seconds": [
-    0.00018921215057373045,
-    0.0003094700813293457,
-    0.00021813119888305663
+    0.00024113920211791992,
+    0.00019439231872558593,
+    0.00025845184326171874
    ],
    "pass_host_canary_seconds": [
-    7.639979999964907e-06,
-    9.990490000291174e-06,
-    7.738765000340208e-06
+    9.241034999973863e-06,
+    9.077554999947778e-06,
+    1.0447589999955653e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5988865000053922e-05,
-    1.9919000000072628e-05,
-    1.9681539999965025e-05
+    1.7969949999923075e-05,
+    1.3146404999986316e-05,
+    1.5223960000128045e-05
    ]
   },
   "layer_steady_groupnorm_autocast": {
-   "seconds": 0.00024393856048583986,
-   "min": 0.00019405887603759765,
-   "max": 0.0004725920104980469,
+   "seconds": 0.00027197696685791014,
+   "min": 0.00017786943435668944,
+   "max": 0.0004039775848388672,
    "samples": 33,
    "method": "one tiny groupnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.581965000440505e-06,
-   "host_backward_canary_seconds": 1.5243049999753566e-05,
+   "host_canary_seconds": 9.407510000016827e-06,
+   "host_backward_canary_seconds": 1.8033940000066197e-05,
    "pass_seconds": [
-    0.00020101184844970702,
-    0.0003058252716064453,
-    0.00024393856048583986
+    0.00027197696685791014,
+    0.00024431936264038084,
+    0.00030219520568847656
    ],
    "pass_host_canary_seconds": [
-    7.581965000440505e-06,
-    1.0126054999943789e-05,
-    7.495020000760633e-06
+    9.407510000016827e-06,
+    9.719064999984539e-06,
+    1.0589185000071667e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5243049999753566e-05,
-    1.9572725000216452e-05,
-    1.8558560000201397e-05
+    1.8033940000066197e-05,
+    1.4231520000009823e-05,
+    1.9611855000079002e-05
    ]
   },
   "layer_steady_relu": {
-   "seconds": 0.00010589247703552246,
-   "min": 7.58406400680542e-05,
-   "max": 0.00013956416130065917,
+   "seconds": 9.983551979064943e-05,
+   "min": 7.95359992980957e-05,
+   "max": 0.00012179776191711427,
    "samples": 33,
    "method": "one tiny relu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.520414999930836e-06,
-   "host_backward_canary_seconds": 1.637827499962441e-05,
+   "host_canary_seconds": 9.79054999994844e-06,
+   "host_backward_canary_seconds": 1.5905109999962973e-05,
    "pass_seconds": [
-    7.964672088623047e-05,
-    0.00010589247703552246,
-    0.00011781375885009765
+    9.177727699279785e-05,
+    9.983551979064943e-05,
+    0.00010090880393981934
    ],
    "pass_host_canary_seconds": [
-    7.520414999930836e-06,
-    8.35211500003652e-06,
-    1.059454249968894e-05
+    9.79054999994844e-06,
+    9.628767499947344e-06,
+    9.690859999977875e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.637827499962441e-05,
-    2.0416390000832507e-05,
-    1.8106250000755607e-05
+    1.5905109999962973e-05,
+    1.2983465000075968e-05,
+    1.5464279999974906e-05
    ]
   },
   "layer_steady_relu_autocast": {
-   "seconds": 0.0001336582374572754,
-   "min": 8.914943695068359e-05,
-   "max": 0.00020664960861206054,
+   "seconds": 0.00012454272270202637,
+   "min": 0.00010229887962341309,
+   "max": 0.00015566335678100587,
    "samples": 33,
    "method": "one tiny relu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.2493875001100605e-06,
-   "host_backward_canary_seconds": 1.598274000002675e-05,
+   "host_canary_seconds": 9.160279999989029e-06,
+   "host_backward_canary_seconds": 1.577449999999203e-05,
    "pass_seconds": [
-    9.862527847290039e-05,
-    0.0001336582374572754,
-    0.00017712255477905274
+    0.00011606975555419922,
+    0.00012461567878723143,
+    0.00012454272270202637
    ],
    "pass_host_canary_seconds": [
-    7.2493875001100605e-06,
-    1.0087635000104455e-05,
-    1.078325499975108e-05
+    9.160279999989029e-06,
+    9.64178999993237e-06,
+    9.883227500040448e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.598274000002675e-05,
-    2.0941649999031143e-05,
-    1.9764690000556585e-05
+    1.577449999999203e-05,
+    1.3320609999993849e-05,
+    1.5016790000004221e-05
    ]
   },
   "layer_steady_gelu": {
-   "seconds": 0.00011206975936889649,
-   "min": 8.920319557189941e-05,
-   "max": 0.00015302463531494142,
+   "seconds": 9.09113597869873e-05,
+   "min": 7.408256053924561e-05,
+   "max": 0.00013916928291320802,
    "samples": 33,
    "method": "one tiny gelu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.237927499943453e-06,
-   "host_backward_canary_seconds": 2.221578999979101e-05,
+   "host_canary_seconds": 9.012257499989574e-06,
+   "host_backward_canary_seconds": 1.545741000001044e-05,
    "pass_seconds": [
-    0.00011206975936889649,
-    0.00010995840072631836,
-    0.00011845824241638183
+    9.09113597869873e-05,
+    8.723648071289063e-05,
+    0.00010075455665588379
    ],
    "pass_host_canary_seconds": [
-    7.237927499943453e-06,
-    1.0317797500078996e-05,
-    1.0456760001034127e-05
+    9.012257499989574e-06,
+    9.100652499967055e-06,
+    8.553047500043931e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.221578999979101e-05,
-    2.0920100000694218e-05,
-    1.8859430001612053e-05
+    1.545741000001044e-05,
+    1.2686560000076952e-05,
+    1.7152355000007446e-05
    ]
   },
   "layer_steady_gelu_autocast": {
-   "seconds": 0.00012860992431640625,
-   "min": 9.733311653137207e-05,
-   "max": 0.00020294719696044923,
+   "seconds": 0.0001148089599609375,
+   "min": 9.591296195983887e-05,
+   "max": 0.00015688639640808104,
    "samples": 33,
    "method": "one tiny gelu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.782480000173565e-06,
-   "host_backward_canary_seconds": 1.7564409999977216e-05,
+   "host_canary_seconds": 9.075812499972358e-06,
+   "host_backward_canary_seconds": 1.5560264999976424e-05,
    "pass_seconds": [
-    0.00011143936157226562,
-    0.00012860992431640625,
-    0.00017390655517578125
+    0.00011354559898376466,
+    0.0001148089599609375,
+    0.00012310400009155273
    ],
    "pass_host_canary_seconds": [
-    7.782480000173565e-06,
-    1.015870999992785e-05,
-    1.0214530000212108e-05
+    9.075812499972358e-06,
+    9.132932499937852e-06,
+    9.847934999953623e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7564409999977216e-05,
-    2.0639229999233065e-05,
-    1.944918000162943e-05
+    1.5560264999976424e-05,
+    1.4041830000053323e-05,
+    1.4995639999995093e-05
    ]
   },
   "layer_steady_silu": {
-   "seconds": 0.0001056396770477295,
-   "min": 7.416639804840088e-05,
-   "max": 0.00012981760025024413,
+   "seconds": 9.429951667785645e-05,
+   "min": 6.818816184997558e-05,
+   "max": 0.00013156671524047853,
    "samples": 33,
    "method": "one tiny silu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.016715000029762e-06,
-   "host_backward_canary_seconds": 1.701660500032176e-05,
+   "host_canary_seconds": 8.789852500008522e-06,
+   "host_backward_canary_seconds": 1.548943000003078e-05,
    "pass_seconds": [
-    0.00010089535713195801,
-    0.0001056396770477295,
-    0.00011379263877868652
+    9.429951667785645e-05,
+    8.323519706726076e-05,
+    0.00011110207557678224
    ],
    "pass_host_canary_seconds": [
-    9.016715000029762e-06,
-    8.810312500031615e-06,
-    1.0248365000506965e-05
+    8.789852500008522e-06,
+    8.981797500027257e-06,
+    1.0047115000020314e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.701660500032176e-05,
-    2.086025499977495e-05,
-    1.914244000090548e-05
+    1.548943000003078e-05,
+    1.4614555000065365e-05,
+    1.5891950000082033e-05
    ]
   },
   "layer_steady_silu_autocast": {
-   "seconds": 0.00014698687553405763,
-   "min": 0.00010095104217529298,
-   "max": 0.00017897216796875,
+   "seconds": 0.00011912447929382324,
+   "min": 8.317824363708495e-05,
+   "max": 0.00013610688209533692,
    "samples": 33,
    "method": "one tiny silu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.103885500015167e-05,
-   "host_backward_canary_seconds": 1.933618000066417e-05,
+   "host_canary_seconds": 9.287167499998361e-06,
+   "host_backward_canary_seconds": 1.637584500002731e-05,
    "pass_seconds": [
-    0.00014698687553405763,
-    0.00012933631896972658,
-    0.00016230976104736328
+    0.00011912447929382324,
+    8.651712417602538e-05,
+    0.000123373441696167
    ],
    "pass_host_canary_seconds": [
-    1.103885500015167e-05,
-    9.843185000022458e-06,
-    1.0768705000145928e-05
+    9.287167499998361e-06,
+    6.776674999997567e-06,
+    9.924255000015592e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.933618000066417e-05,
-    1.7051830000127665e-05,
-    1.851309000130641e-05
+    1.637584500002731e-05,
+    1.4828780000044616e-05,
+    1.526210000008632e-05
    ]
   },
   "layer_steady_tanh": {
-   "seconds": 0.00011785792350769044,
-   "min": 7.70963191986084e-05,
-   "max": 0.00021012096405029297,
+   "seconds": 9.463935852050782e-05,
+   "min": 6.645503997802734e-05,
+   "max": 0.00010858943939208984,
    "samples": 33,
    "method": "one tiny tanh layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0448247500107755e-05,
-   "host_backward_canary_seconds": 2.035935499975494e-05,
+   "host_canary_seconds": 9.348192499984976e-06,
+   "host_backward_canary_seconds": 1.651058000000205e-05,
    "pass_seconds": [
-    0.00012158592224121094,
-    9.70041561126709e-05,
-    0.00011785792350769044
+    9.463935852050782e-05,
+    6.897984027862548e-05,
+    9.59001636505127e-05
    ],
    "pass_host_canary_seconds": [
-    1.0448247500107755e-05,
-    9.380207499987138e-06,
-    1.0383477500113258e-05
+    9.348192499984976e-06,
+    6.528575000004366e-06,
+    9.848812500052872e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.035935499975494e-05,
-    1.9248789999437577e-05,
-    1.8164569999044035e-05
+    1.651058000000205e-05,
+    1.4666430000147556e-05,
+    1.5713764999958356e-05
    ]
   },
   "layer_steady_tanh_autocast": {
-   "seconds": 0.0001379315185546875,
-   "min": 0.00011244735717773437,
-   "max": 0.00018458112716674804,
+   "seconds": 0.00011955072402954101,
+   "min": 8.146495819091796e-05,
+   "max": 0.00013196288108825683,
    "samples": 33,
    "method": "one tiny tanh layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0780725000358871e-05,
-   "host_backward_canary_seconds": 2.003177999995387e-05,
+   "host_canary_seconds": 9.639562500005637e-06,
+   "host_backward_canary_seconds": 1.6424955000005072e-05,
    "pass_seconds": [
-    0.00013761088371276855,
-    0.0001379315185546875,
-    0.00016179008483886717
+    0.00011955072402954101,
+    8.488896369934083e-05,
+    0.00012258367538452148
    ],
    "pass_host_canary_seconds": [
-    1.0780725000358871e-05,
-    9.91381000005731e-06,
-    1.0641205000183617e-05
+    9.639562500005637e-06,
+    6.5061800000165704e-06,
+    9.713130000008618e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.003177999995387e-05,
-    1.9450209999831714e-05,
-    1.9638969999959953e-05
+    1.6424955000005072e-05,
+    1.404367500015269e-05,
+    1.5164090000041598e-05
    ]
   },
   "layer_steady_sigmoid": {
-   "seconds": 0.00011920127868652344,
-   "min": 9.73350429534912e-05,
-   "max": 0.0001431116771697998,
+   "seconds": 9.460479736328124e-05,
+   "min": 6.47488021850586e-05,
+   "max": 0.00011518591880798341,
    "samples": 33,
    "method": "one tiny sigmoid layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0707335000006425e-05,
-   "host_backward_canary_seconds": 2.033717000017532e-05,
+   "host_canary_seconds": 9.544985000005113e-06,
+   "host_backward_canary_seconds": 1.67007750000181e-05,
    "pass_seconds": [
-    0.00012834431648254394,
-    0.00010966208457946777,
-    0.00011920127868652344
+    0.00010410880088806153,
+    6.706943988800049e-05,
+    9.460479736328124e-05
    ],
    "pass_host_canary_seconds": [
-    1.0707335000006425e-05,
-    9.060302500074612e-06,
-    1.0251939999079696e-05
+    9.544985000005113e-06,
+    6.4512449999654105e-06,
+    9.994137500015654e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.033717000017532e-05,
-    2.2285940000301705e-05,
-    1.9638969999959953e-05
+    1.67007750000181e-05,
+    1.395978000005016e-05,
+    1.4927529999937405e-05
    ]
   },
   "layer_steady_sigmoid_autocast": {
-   "seconds": 0.00016785791397094725,
-   "min": 0.0001399948787689209,
-   "max": 0.00038442623138427735,
+   "seconds": 0.00012297727584838867,
+   "min": 8.191807746887207e-05,
+   "max": 0.00013963775634765624,
    "samples": 33,
    "method": "one tiny sigmoid layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1749440000130562e-05,
-   "host_backward_canary_seconds": 2.1116049999818643e-05,
+   "host_canary_seconds": 9.533320000016943e-06,
+   "host_backward_canary_seconds": 1.686139000000253e-05,
    "pass_seconds": [
-    0.00017365184783935548,
-    0.00016785791397094725,
-    0.00015274175643920898
+    0.00012600704193115235,
+    8.866623878479003e-05,
+    0.00012297727584838867
    ],
    "pass_host_canary_seconds": [
-    1.1749440000130562e-05,
-    1.0523547500156383e-05,
-    1.0231899999553206e-05
+    9.533320000016943e-06,
+    6.552077499932807e-06,
+    9.97275500004946e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1116049999818643e-05,
-    2.392117999988841e-05,
-    1.8178560001160804e-05
+    1.686139000000253e-05,
+    1.568159999990826e-05,
+    1.621870500002842e-05
    ]
   },
   "layer_steady_dropout": {
-   "seconds": 0.00011682047843933105,
-   "min": 9.544960021972657e-05,
-   "max": 0.00020846591949462892,
+   "seconds": 0.00010444607734680176,
+   "min": 7.82528018951416e-05,
+   "max": 0.00011801600456237793,
    "samples": 33,
    "method": "one tiny dropout layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0692629999766722e-05,
-   "host_backward_canary_seconds": 2.0863739999867904e-05,
+   "host_canary_seconds": 9.475239999972017e-06,
+   "host_backward_canary_seconds": 1.621748000005141e-05,
    "pass_seconds": [
-    0.00011682047843933105,
-    0.00011479935646057128,
-    0.00014019328117370605
+    0.00010721407890319823,
+    8.160639762878418e-05,
+    0.00010444607734680176
    ],
    "pass_host_canary_seconds": [
-    1.0692629999766722e-05,
-    9.508649999929731e-06,
-    1.0231899999553206e-05
+    9.475239999972017e-06,
+    7.121910000051912e-06,
+    1.0017587500072977e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0863739999867904e-05,
-    2.0677999999634266e-05,
-    1.9577319999370957e-05
+    1.621748000005141e-05,
+    1.564520499997002e-05,
+    1.5916014999959318e-05
    ]
   },
   "layer_steady_dropout_autocast": {
-   "seconds": 0.0001658201599121094,
-   "min": 0.00012591296195983888,
-   "max": 0.00022465728759765626,
+   "seconds": 0.00012833215713500977,
+   "min": 0.00010047616004943848,
+   "max": 0.0001574988842010498,
    "samples": 33,
    "method": "one tiny dropout layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0074734999534485e-05,
-   "host_backward_canary_seconds": 2.0612409999785087e-05,
+   "host_canary_seconds": 9.333570000009673e-06,
+   "host_backward_canary_seconds": 1.604087999993453e-05,
    "pass_seconds": [
-    0.0001407795238494873,
-    0.0001658201599121094,
-    0.00017129535675048827
+    0.00012833215713500977,
+    0.00010786047935485839,
+    0.00013502655982971192
    ],
    "pass_host_canary_seconds": [
-    1.0074734999534485e-05,
-    1.0204384999781268e-05,
-    1.0343904999672305e-05
+    9.333570000009673e-06,
+    7.284422500006826e-06,
+    1.0072019999967097e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0612409999785087e-05,
-    2.1285470000407256e-05,
-    1.842677000013282e-05
+    1.604087999993453e-05,
+    1.4436379999835935e-05,
+    1.5088739999953304e-05
    ]
   },
   "layer_steady_dropout_identity": {
-   "seconds": 8.876416206359863e-05,
-   "min": 7.082304000854492e-05,
-   "max": 0.00014662848472595216,
+   "seconds": 7.169472217559814e-05,
+   "min": 5.6848640441894526e-05,
+   "max": 0.00010028351783752441,
    "samples": 33,
    "method": "one tiny dropout_identity layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.358352500010825e-06,
-   "host_backward_canary_seconds": 2.036675500050933e-05,
+   "host_canary_seconds": 9.567665000034253e-06,
+   "host_backward_canary_seconds": 1.5878359999987878e-05,
    "pass_seconds": [
-    8.072511672973632e-05,
-    9.04640007019043e-05,
-    8.876416206359863e-05
+    7.285568237304687e-05,
+    5.7870721817016606e-05,
+    7.169472217559814e-05
    ],
    "pass_host_canary_seconds": [
-    8.358352500010825e-06,
-    8.368925000183935e-06,
-    1.0336117500173715e-05
+    9.567665000034253e-06,
+    7.0756399999538646e-06,
+    1.0168510000028164e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.036675500050933e-05,
-    2.0861845000013092e-05,
-    1.945384999999078e-05
+    1.5878359999987878e-05,
+    1.3566639999851304e-05,
+    1.6580629999936036e-05
    ]
   },
   "layer_steady_dropout_identity_autocast": {
-   "seconds": 0.00011527296066284179,
-   "min": 8.585920333862304e-05,
-   "max": 0.00023136512756347655,
+   "seconds": 9.461376190185547e-05,
+   "min": 7.146880149841308e-05,
+   "max": 0.00012621055603027345,
    "samples": 33,
    "method": "one tiny dropout_identity layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.725939999829734e-06,
-   "host_backward_canary_seconds": 1.9963600000210135e-05,
+   "host_canary_seconds": 9.214769999985607e-06,
+   "host_backward_canary_seconds": 1.6304594999994036e-05,
    "pass_seconds": [
-    8.750207901000976e-05,
-    0.00011527296066284179,
-    0.00011946240425109862
+    9.461376190185547e-05,
+    7.444352149963379e-05,
+    9.780672073364259e-05
    ],
    "pass_host_canary_seconds": [
-    7.725939999829734e-06,
-    1.0088134999932663e-05,
-    1.0518155000340813e-05
+    9.214769999985607e-06,
+    7.170787500001552e-06,
+    1.0114694999998619e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9963600000210135e-05,
-    2.1409099999800674e-05,
-    1.9401460000381122e-05
+    1.6304594999994036e-05,
+    1.469476999986341e-05,
+    1.6470270000041866e-05
    ]
   },
   "layer_steady_add": {
-   "seconds": 0.00014745856285095215,
-   "min": 0.00010533568382263183,
-   "max": 0.00037731903076171873,
+   "seconds": 0.00010722240447998047,
+   "min": 8.668095588684081e-05,
+   "max": 0.00012766016006469726,
    "samples": 33,
    "method": "one tiny add layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.794972499937103e-06,
-   "host_backward_canary_seconds": 2.0027424999966572e-05,
+   "host_canary_seconds": 9.244997499955331e-06,
+   "host_backward_canary_seconds": 1.6567664999982414e-05,
    "pass_seconds": [
-    0.00011116352081298828,
-    0.0001745043182373047,
-    0.00014745856285095215
+    0.00011350527763366698,
+    9.004735946655273e-05,
+    0.00010722240447998047
    ],
    "pass_host_canary_seconds": [
-    7.794972499937103e-06,
-    1.1599279999927604e-05,
-    1.0693870000295647e-05
+    9.244997499955331e-06,
+    7.242427500031568e-06,
+    1.0184049999963918e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0027424999966572e-05,
-    2.582924000023468e-05,
-    1.9770080000398594e-05
+    1.6567664999982414e-05,
+    1.3423575000075516e-05,
+    1.4045380000027306e-05
    ]
   },
   "layer_steady_add_autocast": {
-   "seconds": 0.00017282495498657224,
-   "min": 0.00012307647705078127,
-   "max": 0.00045342910766601563,
+   "seconds": 0.0001311571216583252,
+   "min": 0.00010468031883239746,
+   "max": 0.00016293888092041016,
    "samples": 33,
    "method": "one tiny add layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0536304999959612e-05,
-   "host_backward_canary_seconds": 2.044952000005651e-05,
+   "host_canary_seconds": 9.213490000021806e-06,
+   "host_backward_canary_seconds": 1.643012000002386e-05,
    "pass_seconds": [
-    0.00015573375701904296,
-    0.0002834873580932617,
-    0.00017282495498657224
+    0.0001311571216583252,
+    0.00012912192344665527,
+    0.00014046143531799317
    ],
    "pass_host_canary_seconds": [
-    1.0536304999959612e-05,
-    1.1641385000302762e-05,
-    1.08051649999652e-05
+    9.213490000021806e-06,
+    9.297295000010308e-06,
+    9.755519999998797e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.044952000005651e-05,
-    2.01886000002105e-05,
-    1.9958220000262373e-05
+    1.643012000002386e-05,
+    1.4515029999984107e-05,
+    1.8776699999989432e-05
    ]
   },
   "layer_steady_mul": {
-   "seconds": 0.00010965439796447754,
-   "min": 9.194432258605956e-05,
-   "max": 0.00014247232437133788,
+   "seconds": 0.00010641280174255372,
+   "min": 9.945792198181153e-05,
+   "max": 0.00012541312217712402,
    "samples": 33,
    "method": "one tiny mul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.051668500025471e-05,
-   "host_backward_canary_seconds": 1.493764999963787e-05,
+   "host_canary_seconds": 9.098732499985828e-06,
+   "host_backward_canary_seconds": 1.705058500000689e-05,
    "pass_seconds": [
-    0.00010965439796447754,
-    9.904576301574706e-05,
-    0.00013559231758117677
+    0.00010641280174255372,
+    0.00010525952339172364,
+    0.00011710080146789551
    ],
    "pass_host_canary_seconds": [
-    1.051668500025471e-05,
-    7.885147500132916e-06,
-    1.0607015000232422e-05
+    9.098732499985828e-06,
+    9.55959749994406e-06,
+    9.358630000022573e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.493764999963787e-05,
-    1.741788000003908e-05,
-    1.9118980001167076e-05
+    1.705058500000689e-05,
+    1.4186274999872239e-05,
+    1.882268499997508e-05
    ]
   },
   "layer_steady_mul_autocast": {
-   "seconds": 0.0001358304023742676,
-   "min": 0.00010980159759521484,
-   "max": 0.00020508800506591798,
+   "seconds": 0.00013811967849731445,
+   "min": 0.00012956671714782714,
+   "max": 0.0001721062469482422,
    "samples": 33,
    "method": "one tiny mul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0508725000022423e-05,
-   "host_backward_canary_seconds": 1.4675779999606675e-05,
+   "host_canary_seconds": 9.778284999981679e-06,
+   "host_backward_canary_seconds": 1.7058579999940093e-05,
    "pass_seconds": [
-    0.00012798144340515135,
-    0.0001358304023742676,
-    0.00016777536392211914
+    0.00013472895622253418,
+    0.00013811967849731445,
+    0.00014346431732177736
    ],
    "pass_host_canary_seconds": [
-    1.0508725000022423e-05,
-    7.384319999914624e-06,
-    1.0715805000245382e-05
+    9.778284999981679e-06,
+    9.801135000060413e-06,
+    9.531725000044844e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4675779999606675e-05,
-    1.3019589999885284e-05,
-    1.8931879999399826e-05
+    1.7058579999940093e-05,
+    1.4971869999840237e-05,
+    1.8398359999878265e-05
    ]
   },
   "layer_steady_softmax": {
-   "seconds": 0.00010027263641357422,
-   "min": 9.44480037689209e-05,
-   "max": 0.0001436096000671387,
+   "seconds": 0.00010466303825378418,
+   "min": 9.58067226409912e-05,
+   "max": 0.00015126655578613283,
    "samples": 33,
    "method": "one tiny softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0459410000009938e-05,
-   "host_backward_canary_seconds": 1.571658499983641e-05,
+   "host_canary_seconds": 1.0248252500026922e-05,
+   "host_backward_canary_seconds": 1.6134935000025055e-05,
    "pass_seconds": [
-    0.00010027263641357422,
-    9.863295555114747e-05,
-    0.0001228934383392334
+    0.00010466303825378418,
+    9.915200233459473e-05,
+    0.00010769280433654784
    ],
    "pass_host_canary_seconds": [
-    1.0459410000009938e-05,
-    7.185654999943836e-06,
-    1.0586825000018508e-05
+    1.0248252500026922e-05,
+    9.903797500001587e-06,
+    9.248137499966447e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.571658499983641e-05,
-    1.2440519999472599e-05,
-    1.639348000026075e-05
+    1.6134935000025055e-05,
+    1.5010844999920892e-05,
+    1.7895734999910927e-05
    ]
   },
   "layer_steady_softmax_autocast": {
-   "seconds": 0.00012657407760620118,
-   "min": 0.00010749631881713868,
-   "max": 0.00019069183349609375,
+   "seconds": 0.00013238271713256837,
+   "min": 0.00011391360282897949,
+   "max": 0.00016203264236450195,
    "samples": 33,
    "method": "one tiny softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0078130000010787e-05,
-   "host_backward_canary_seconds": 1.6422740000052727e-05,
+   "host_canary_seconds": 1.036798499995939e-05,
+   "host_backward_canary_seconds": 1.4862630000038734e-05,
    "pass_seconds": [
-    0.00012657407760620118,
-    0.00012595583915710448,
-    0.0001595206356048584
+    0.00012245375633239747,
+    0.00013238271713256837,
+    0.0001330675220489502
    ],
    "pass_host_canary_seconds": [
-    1.0078130000010787e-05,
-    7.108120000225426e-06,
-    1.0540439999431329e-05
+    1.036798499995939e-05,
+    9.696135000041296e-06,
+    9.069369999963328e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6422740000052727e-05,
-    1.2377589999914562e-05,
-    1.5902610000466668e-05
+    1.4862630000038734e-05,
+    1.5013799999792355e-05,
+    1.738025000008747e-05
    ]
   },
   "layer_steady_log_softmax": {
-   "seconds": 0.00011282367706298828,
-   "min": 8.739007949829101e-05,
-   "max": 0.00012684224128723144,
+   "seconds": 9.206591606140137e-05,
+   "min": 6.883647918701172e-05,
+   "max": 0.00013417535781860352,
    "samples": 33,
    "method": "one tiny log_softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0446670000305858e-05,
-   "host_backward_canary_seconds": 1.8622665000407326e-05,
+   "host_canary_seconds": 1.0265572499967847e-05,
+   "host_backward_canary_seconds": 1.8129209999955266e-05,
    "pass_seconds": [
-    9.57158374786377e-05,
-    0.00011792127609252929,
-    0.00011282367706298828
+    9.988479614257813e-05,
+    9.151935577392578e-05,
+    9.206591606140137e-05
    ],
    "pass_host_canary_seconds": [
-    1.0446670000305858e-05,
-    1.1616984999704982e-05,
-    1.0839765000127955e-05
+    1.0265572499967847e-05,
+    9.875942499988356e-06,
+    9.258059999979196e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8622665000407326e-05,
-    2.0473464999781754e-05,
-    1.6171455000630887e-05
+    1.8129209999955266e-05,
+    1.5029254999916475e-05,
+    1.708668500000954e-05
    ]
   },
   "layer_steady_log_softmax_autocast": {
-   "seconds": 0.00013500608444213868,
-   "min": 8.764543533325196e-05,
-   "max": 0.00015751999855041505,
+   "seconds": 0.00012652671813964843,
+   "min": 8.459903717041016e-05,
+   "max": 0.00017853120803833008,
    "samples": 33,
    "method": "one tiny log_softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0519400000248424e-05,
-   "host_backward_canary_seconds": 1.9930455000007896e-05,
+   "host_canary_seconds": 1.0397644999997623e-05,
+   "host_backward_canary_seconds": 2.0849309999988465e-05,
    "pass_seconds": [
-    0.00012525119781494143,
-    0.00013500608444213868,
-    0.0001515385627746582
+    0.00016360639572143555,
+    0.00010896512031555176,
+    0.00012652671813964843
    ],
    "pass_host_canary_seconds": [
-    1.0519400000248424e-05,
-    1.0559650000345755e-05,
-    1.0821575000363736e-05
+    1.0397644999997623e-05,
+    9.484714999956622e-06,
+    9.672539999883156e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9930455000007896e-05,
-    1.6383590000259574e-05,
-    1.7360459999054e-05
+    2.0849309999988465e-05,
+    1.5191020000031585e-05,
+    1.8587799999920662e-05
    ]
   },
   "layer_steady_cross_entropy": {
-   "seconds": 0.0001471110439300537,
-   "min": 0.00011215680122375489,
-   "max": 0.00026468160629272464,
+   "seconds": 0.00015058112144470217,
+   "min": 0.00010142080307006836,
+   "max": 0.0001927123260498047,
    "samples": 33,
    "method": "one tiny cross_entropy layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.056867500011549e-05,
-   "host_backward_canary_seconds": 1.994512499948087e-05,
+   "host_canary_seconds": 1.0080310000013525e-05,
+   "host_backward_canary_seconds": 2.1405044999980307e-05,
    "pass_seconds": [
-    0.0001471110439300537,
-    0.0001228166389465332,
-    0.0001595411205291748
+    0.00017924224853515624,
+    0.00012344191551208497,
+    0.00015058112144470217
    ],
    "pass_host_canary_seconds": [
-    1.056867500011549e-05,
-    7.131120000281044e-06,
-    1.0829000000285305e-05
+    1.0080310000013525e-05,
+    6.6929300000140306e-06,
+    9.71972000002097e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.994512499948087e-05,
-    1.4974450000408978e-05,
-    1.6709320000245498e-05
+    2.1405044999980307e-05,
+    1.68544699999984e-05,
+    1.8484430000000885e-05
    ]
   },
   "layer_steady_cross_entropy_autocast": {
-   "seconds": 0.00015942912101745606,
-   "min": 0.0001301369571685791,
-   "max": 0.00025594560623168946,
+   "seconds": 0.0001789286422729492,
+   "min": 0.00011514431953430175,
+   "max": 0.00022807935714721679,
    "samples": 33,
    "method": "one tiny cross_entropy layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.112225000331818e-06,
-   "host_backward_canary_seconds": 1.8931319999637708e-05,
+   "host_canary_seconds": 1.060875500002112e-05,
+   "host_backward_canary_seconds": 2.108874999990462e-05,
    "pass_seconds": [
-    0.00015942912101745606,
-    0.00013722944259643555,
-    0.0002047942352294922
+    0.00021300928115844725,
+    0.00011889599800109862,
+    0.0001789286422729492
    ],
    "pass_host_canary_seconds": [
-    8.112225000331818e-06,
-    7.370890000402142e-06,
-    1.0456594999368463e-05
+    1.060875500002112e-05,
+    6.626850000017726e-06,
+    1.0077964999908317e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8931319999637708e-05,
-    1.535300999989886e-05,
-    1.759557000013956e-05
+    2.108874999990462e-05,
+    1.3776284999948984e-05,
+    1.8586060000131966e-05
    ]
   },
   "layer_steady_embedding": {
-   "seconds": 0.0003442252731323242,
-   "min": 0.00028024896621704103,
-   "max": 0.000446506233215332,
+   "seconds": 0.0003571257781982422,
+   "min": 0.00022402687072753903,
+   "max": 0.0004577260971069336,
    "samples": 33,
    "method": "one tiny embedding layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.081445000011172e-05,
-   "host_backward_canary_seconds": 1.8908490000058008e-05,
+   "host_canary_seconds": 1.0124315000012985e-05,
+   "host_backward_canary_seconds": 2.005006000004528e-05,
    "pass_seconds": [
-    0.0003838515090942383,
-    0.0002926694488525391,
-    0.0003442252731323242
+    0.0004135379028320312,
+    0.00026422271728515623,
+    0.0003571257781982422
    ],
    "pass_host_canary_seconds": [
-    1.081445000011172e-05,
-    1.1166357500087542e-05,
-    1.0953199999903518e-05
+    1.0124315000012985e-05,
+    9.138659999905485e-06,
+    9.699490000087963e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8908490000058008e-05,
-    1.6868765000026544e-05,
-    1.779208000016297e-05
+    2.005006000004528e-05,
+    1.4527209999926072e-05,
+    1.8915370000058828e-05
    ]
   },
   "layer_steady_embedding_autocast": {
-   "seconds": 0.00044340991973876954,
-   "min": 0.00031214975357055666,
-   "max": 0.0006064857482910157,
+   "seconds": 0.00037351104736328125,
+   "min": 0.00022396352767944334,
+   "max": 0.00044577854156494136,
    "samples": 33,
    "method": "one tiny embedding layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0459647500056235e-05,
-   "host_backward_canary_seconds": 1.8374394999796093e-05,
+   "host_canary_seconds": 1.0128830000013523e-05,
+   "host_backward_canary_seconds": 1.86516699999828e-05,
    "pass_seconds": [
-    0.00044340991973876954,
-    0.00039904064178466797,
-    0.0005500665664672852
+    0.00037351104736328125,
+    0.00023651903152465819,
+    0.0004141011047363281
    ],
    "pass_host_canary_seconds": [
-    1.0459647500056235e-05,
-    1.0978880000038772e-05,
-    1.0995319998983177e-05
+    1.0128830000013523e-05,
+    6.514880000025869e-06,
+    9.646660000015573e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8374394999796093e-05,
-    1.9240029999991747e-05,
-    2.0061700001861028e-05
+    1.86516699999828e-05,
+    1.4479269999867483e-05,
+    1.907382000013058e-05
    ]
   },
   "layer_steady_embedding_atomic": {
-   "seconds": 0.00013867520332336424,
-   "min": 0.00011008831977844238,
-   "max": 0.00020189567565917968,
+   "seconds": 0.00011540800094604494,
+   "min": 7.582272052764892e-05,
+   "max": 0.00014859711647033692,
    "samples": 33,
    "method": "one tiny embedding_atomic layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0366424999972424e-05,
-   "host_backward_canary_seconds": 1.6513820000341184e-05,
+   "host_canary_seconds": 1.0218162500024163e-05,
+   "host_backward_canary_seconds": 1.952564999996298e-05,
    "pass_seconds": [
-    0.00011274815559387207,
-    0.00013867520332336424,
-    0.00014677184104919434
+    0.00011540800094604494,
+    8.156671524047851e-05,
+    0.00013530752182006837
    ],
    "pass_host_canary_seconds": [
-    1.0366424999972424e-05,
-    1.1077104999799304e-05,
-    1.1296634999098388e-05
+    1.0218162500024163e-05,
+    6.656194999976605e-06,
+    9.921184999939215e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6513820000341184e-05,
-    1.998311999955149e-05,
-    1.6925219999848195e-05
+    1.952564999996298e-05,
+    1.313865499994904e-05,
+    1.9820220000212885e-05
    ]
   },
   "layer_steady_embedding_atomic_autocast": {
-   "seconds": 0.000172938232421875,
-   "min": 0.0001474745559692383,
-   "max": 0.00022537919998168946,
+   "seconds": 0.00014468159675598146,
+   "min": 9.341183662414551e-05,
+   "max": 0.00018106943130493164,
    "samples": 33,
    "method": "one tiny embedding_atomic layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0894065000002228e-05,
-   "host_backward_canary_seconds": 1.7732119999891438e-05,
+   "host_canary_seconds": 1.050139000000172e-05,
+   "host_backward_canary_seconds": 1.9528779999973268e-05,
    "pass_seconds": [
-    0.00015994688034057618,
-    0.000172938232421875,
-    0.00020177152633666992
+    0.00014468159675598146,
+    0.00010063039779663086,
+    0.00016882368087768555
    ],
    "pass_host_canary_seconds": [
-    1.0894065000002228e-05,
-    1.0896369999500167e-05,
-    1.087417999997342e-05
+    1.050139000000172e-05,
+    6.614472500032776e-06,
+    9.884609999915028e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7732119999891438e-05,
-    1.905845999999656e-05,
-    2.1073489999707818e-05
+    1.9528779999973268e-05,
+    1.3512344999924152e-05,
+    1.9516149999958544e-05
    ]
   },
   "layer_steady_maxpool2d": {
-   "seconds": 0.00014377535820007324,
-   "min": 0.0001128876781463623,
-   "max": 0.0001998355293273926,
+   "seconds": 0.00010068096160888672,
+   "min": 7.993023872375488e-05,
+   "max": 0.0001395148754119873,
    "samples": 33,
    "method": "one tiny maxpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0599099999808459e-05,
-   "host_backward_canary_seconds": 1.5026414999965709e-05,
+   "host_canary_seconds": 7.599270000007152e-06,
+   "host_backward_canary_seconds": 1.9842184999987467e-05,
    "pass_seconds": [
-    0.00011947839736938478,
-    0.00014377535820007324,
-    0.0001467795181274414
+    0.00010068096160888672,
+    8.630463600158692e-05,
+    0.00012614912033081054
    ],
    "pass_host_canary_seconds": [
-    1.0599099999808459e-05,
-    1.0750184999892554e-05,
-    1.0799785000017437e-05
+    7.599270000007152e-06,
+    6.594465000020478e-06,
+    8.878269999996746e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.5026414999965709e-05,
-    1.7332060000398997e-05,
-    2.083117999973183e-05
+    1.9842184999987467e-05,
+    1.4112389999922925e-05,
+    1.99363199999425e-05
    ]
   },
   "layer_steady_maxpool2d_autocast": {
-   "seconds": 0.00017139968872070314,
-   "min": 0.00013881088256835939,
-   "max": 0.00019880832672119139,
+   "seconds": 0.0001176159954071045,
+   "min": 9.870911598205566e-05,
+   "max": 0.0001738591957092285,
    "samples": 33,
    "method": "one tiny maxpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.075226000011753e-05,
-   "host_backward_canary_seconds": 1.555682999992314e-05,
+   "host_canary_seconds": 7.231364999995549e-06,
+   "host_backward_canary_seconds": 1.8846314999976246e-05,
    "pass_seconds": [
-    0.00014438336372375488,
-    0.00017679040908813475,
-    0.00017139968872070314
+    0.0001176159954071045,
+    0.00010372223854064941,
+    0.0001315174388885498
    ],
    "pass_host_canary_seconds": [
-    1.075226000011753e-05,
-    1.0550790000252163e-05,
-    1.0638630000130433e-05
+    7.231364999995549e-06,
+    6.8020274999724965e-06,
+    9.241209999970579e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.555682999992314e-05,
-    2.0067270000936332e-05,
-    1.7535640001824504e-05
+    1.8846314999976246e-05,
+    1.4759534999910783e-05,
+    1.9350689999839687e-05
    ]
   },
   "layer_steady_avgpool2d": {
-   "seconds": 0.00010851967811584472,
-   "min": 9.459327697753907e-05,
-   "max": 0.00013051008224487304,
+   "seconds": 8.662079811096192e-05,
+   "min": 7.052480220794678e-05,
+   "max": 0.00011587840080261231,
    "samples": 33,
    "method": "one tiny avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0445645000061176e-05,
-   "host_backward_canary_seconds": 1.6474669999979598e-05,
+   "host_canary_seconds": 7.4057099999791375e-06,
+   "host_backward_canary_seconds": 1.8065174999932765e-05,
    "pass_seconds": [
-    0.00010027647972106933,
-    0.0001231999969482422,
-    0.00010851967811584472
+    8.662079811096192e-05,
+    7.66048002243042e-05,
+    0.00011102144241333007
    ],
    "pass_host_canary_seconds": [
-    1.0445645000061176e-05,
-    1.0139542500269271e-05,
-    1.0725589999651675e-05
+    7.4057099999791375e-06,
+    7.294274999978256e-06,
+    9.206794999983003e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6474669999979598e-05,
-    1.981930000056309e-05,
-    1.6394579999996496e-05
+    1.8065174999932765e-05,
+    1.5122229999917636e-05,
+    1.888389500010135e-05
    ]
   },
   "layer_steady_avgpool2d_autocast": {
-   "seconds": 0.00014775039672851564,
-   "min": 9.349568367004394e-05,
-   "max": 0.00020001855850219726,
+   "seconds": 0.00011084351539611817,
+   "min": 8.888064384460449e-05,
+   "max": 0.00012647232055664064,
    "samples": 33,
    "method": "one tiny avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.567760000029011e-06,
-   "host_backward_canary_seconds": 1.645769499987182e-05,
+   "host_canary_seconds": 7.148397499996406e-06,
+   "host_backward_canary_seconds": 1.9095320000062085e-05,
    "pass_seconds": [
-    9.883328437805175e-05,
-    0.00016130048751831054,
-    0.00014775039672851564
+    0.00010038784027099609,
+    0.000113121919631958,
+    0.00011084351539611817
    ],
    "pass_host_canary_seconds": [
-    7.567760000029011e-06,
-    1.0686644999964301e-05,
-    1.071971999976995e-05
+    7.148397499996406e-06,
+    8.178185000033978e-06,
+    7.074072499975159e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.645769499987182e-05,
-    1.7270929999995134e-05,
-    1.7293939999944997e-05
+    1.9095320000062085e-05,
+    1.4413149999938923e-05,
+    1.9730490000142708e-05
    ]
   },
   "layer_steady_adaptive_avgpool2d": {
-   "seconds": 0.00012025919914245605,
-   "min": 8.488063812255859e-05,
-   "max": 0.00016797695159912108,
+   "seconds": 9.726847648620606e-05,
+   "min": 8.035200119018554e-05,
+   "max": 0.00013571264266967775,
    "samples": 33,
    "method": "one tiny adaptive_avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.554222500232299e-06,
-   "host_backward_canary_seconds": 1.6576575000044613e-05,
+   "host_canary_seconds": 7.188075000001959e-06,
+   "host_backward_canary_seconds": 1.9738905000110662e-05,
    "pass_seconds": [
-    8.954367637634277e-05,
-    0.00014863167762756347,
-    0.00012025919914245605
+    9.351936340332032e-05,
+    9.726847648620606e-05,
+    0.00012196800231933595
    ],
    "pass_host_canary_seconds": [
-    7.554222500232299e-06,
-    1.0652130000039505e-05,
-    1.0655219999762267e-05
+    7.188075000001959e-06,
+    8.106964999967658e-06,
+    7.883332500000507e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6576575000044613e-05,
-    1.9015300000546632e-05,
-    1.6660310000133903e-05
+    1.9738905000110662e-05,
+    1.5406114999905186e-05,
+    1.9554959999936726e-05
    ]
   },
   "layer_steady_adaptive_avgpool2d_autocast": {
-   "seconds": 0.00019182464599609375,
-   "min": 9.949824333190919e-05,
-   "max": 0.00021349311828613283,
+   "seconds": 0.0001218777561187744,
+   "min": 0.0001039852809906006,
+   "max": 0.0001748089599609375,
    "samples": 33,
    "method": "one tiny adaptive_avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0480409999900075e-05,
-   "host_backward_canary_seconds": 1.9838460000300982e-05,
+   "host_canary_seconds": 7.405535000017949e-06,
+   "host_backward_canary_seconds": 1.8435280000019815e-05,
    "pass_seconds": [
-    0.00019182464599609375,
-    0.00019295167922973633,
-    0.00011096832275390624
+    0.00011050623893737793,
+    0.0001218777561187744,
+    0.00015545727729797363
    ],
    "pass_host_canary_seconds": [
-    1.0480409999900075e-05,
-    1.0727990000134469e-05,
-    7.582237499832444e-06
+    7.405535000017949e-06,
+    7.994139999993877e-06,
+    9.454300000015792e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9838460000300982e-05,
-    1.7528739999761455e-05,
-    1.6321169999855557e-05
+    1.8435280000019815e-05,
+    1.4993519999961791e-05,
+    1.8819969999981366e-05
    ]
   },
   "layer_steady_flatten": {
-   "seconds": 7.613823890686035e-05,
-   "min": 6.717184066772461e-05,
-   "max": 0.00010608896255493164,
+   "seconds": 6.256832122802735e-05,
+   "min": 5.136256217956543e-05,
+   "max": 8.323648452758788e-05,
    "samples": 33,
    "method": "one tiny flatten layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0585907499773839e-05,
-   "host_backward_canary_seconds": 2.0340230000215344e-05,
+   "host_canary_seconds": 7.374640000037402e-06,
+   "host_backward_canary_seconds": 1.9458969999988086e-05,
    "pass_seconds": [
-    8.363776206970216e-05,
-    7.613823890686035e-05,
-    7.102975845336915e-05
+    6.256832122802735e-05,
+    5.55622386932373e-05,
+    7.19705581665039e-05
    ],
    "pass_host_canary_seconds": [
-    1.0585907499773839e-05,
-    1.043505999973604e-05,
-    1.0032705000639908e-05
+    7.374640000037402e-06,
+    7.2320600000352894e-06,
+    9.482970000078695e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0340230000215344e-05,
-    1.6860474999589315e-05,
-    1.605039999958535e-05
+    1.9458969999988086e-05,
+    1.4486010000211991e-05,
+    1.4366509999774734e-05
    ]
   },
   "layer_steady_flatten_autocast": {
-   "seconds": 0.00011359487533569336,
-   "min": 9.044544219970703e-05,
-   "max": 0.00012270912170410156,
+   "seconds": 7.832640171051026e-05,
+   "min": 6.782847881317139e-05,
+   "max": 0.00011669119834899903,
    "samples": 33,
    "method": "one tiny flatten layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0709752500304148e-05,
-   "host_backward_canary_seconds": 2.0796514999688045e-05,
+   "host_canary_seconds": 7.263437499993586e-06,
+   "host_backward_canary_seconds": 1.9160069999983877e-05,
    "pass_seconds": [
-    0.00011515520095825194,
-    0.00011359487533569336,
-    9.448960304260253e-05
+    7.557951927185059e-05,
+    7.832640171051026e-05,
+    9.342399597167968e-05
    ],
    "pass_host_canary_seconds": [
-    1.0709752500304148e-05,
-    1.039447250008152e-05,
-    1.0300197500328068e-05
+    7.263437499993586e-06,
+    7.213507500054561e-06,
+    9.528615000036212e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0796514999688045e-05,
-    2.0741629999179168e-05,
-    1.6277155000352648e-05
+    1.9160069999983877e-05,
+    1.9484495000057225e-05,
+    1.8518509999978505e-05
    ]
   },
   "layer_steady_reshape": {
-   "seconds": 6.421823978424072e-05,
-   "min": 5.6830081939697265e-05,
-   "max": 7.881728172302246e-05,
+   "seconds": 6.0167040824890135e-05,
+   "min": 5.576831817626953e-05,
+   "max": 7.22489595413208e-05,
    "samples": 33,
    "method": "one tiny reshape layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0637345000077402e-05,
-   "host_backward_canary_seconds": 2.0565820000228997e-05,
+   "host_canary_seconds": 7.230625000005375e-06,
+   "host_backward_canary_seconds": 1.943982000000233e-05,
    "pass_seconds": [
-    7.34451198577881e-05,
-    5.821887969970703e-05,
-    6.421823978424072e-05
+    5.708799839019775e-05,
+    6.0167040824890135e-05,
+    6.168320178985596e-05
    ],
    "pass_host_canary_seconds": [
-    1.0637345000077402e-05,
-    8.18384000012884e-06,
-    1.0434060000079626e-05
+    7.230625000005375e-06,
+    7.135430000033693e-06,
+    9.059305000107543e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0565820000228997e-05,
-    2.1193320000065795e-05,
-    1.5340130000822684e-05
+    1.943982000000233e-05,
+    1.8994310000266523e-05,
+    1.9038519999980964e-05
    ]
   },
   "layer_steady_reshape_autocast": {
-   "seconds": 9.261311531066895e-05,
-   "min": 7.173120021820068e-05,
-   "max": 0.00011922880172729492,
+   "seconds": 7.525055885314941e-05,
+   "min": 6.986944198608398e-05,
+   "max": 9.022208213806152e-05,
    "samples": 33,
    "method": "one tiny reshape layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0619894999877034e-05,
-   "host_backward_canary_seconds": 2.0597885000483985e-05,
+   "host_canary_seconds": 7.571075000001315e-06,
+   "host_backward_canary_seconds": 1.811985999992771e-05,
    "pass_seconds": [
-    0.00010959296226501465,
-    9.261311531066895e-05,
-    8.997759819030761e-05
+    7.064320087432861e-05,
+    7.525055885314941e-05,
+    7.936063766479494e-05
    ],
    "pass_host_canary_seconds": [
-    1.0619894999877034e-05,
-    9.200607500190472e-06,
-    1.0673592499301776e-05
+    7.571075000001315e-06,
+    7.277257499964663e-06,
+    6.985344999961284e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0597885000483985e-05,
-    2.1193394999841075e-05,
-    1.7170129999612983e-05
+    1.811985999992771e-05,
+    1.897308499991368e-05,
+    1.853030999981797e-05
    ]
   },
   "layer_steady_slice": {
-   "seconds": 0.0001107705593109131,
-   "min": 9.06873607635498e-05,
-   "max": 0.00012258879661560058,
+   "seconds": 8.8985595703125e-05,
+   "min": 8.03769588470459e-05,
+   "max": 0.00010944000244140624,
    "samples": 33,
    "method": "one tiny slice layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0573952500010365e-05,
-   "host_backward_canary_seconds": 1.7832694999810884e-05,
+   "host_canary_seconds": 7.60315000000844e-06,
+   "host_backward_canary_seconds": 1.8036485000010315e-05,
    "pass_seconds": [
-    0.0001107705593109131,
-    0.00011542783737182618,
-    9.587264060974122e-05
+    8.320256233215333e-05,
+    9.807168006896973e-05,
+    8.8985595703125e-05
    ],
    "pass_host_canary_seconds": [
-    1.0573952500010365e-05,
-    1.009001499966189e-05,
-    1.0399544999586396e-05
+    7.60315000000844e-06,
+    7.736495000045807e-06,
+    6.906960000065964e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7832694999810884e-05,
-    2.1206615000437525e-05,
-    1.6644184998995115e-05
+    1.8036485000010315e-05,
+    1.8818034999839027e-05,
+    1.9457979999941698e-05
    ]
   },
   "layer_steady_slice_autocast": {
-   "seconds": 0.00013254528045654297,
-   "min": 0.00011333248138427735,
-   "max": 0.0001650649642944336,
+   "seconds": 0.00010503935813903807,
+   "min": 9.358592033386231e-05,
+   "max": 0.00014517888069152832,
    "samples": 33,
    "method": "one tiny slice layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0620255000048929e-05,
-   "host_backward_canary_seconds": 1.6268110000510207e-05,
+   "host_canary_seconds": 7.359560000033128e-06,
+   "host_backward_canary_seconds": 1.8068249999956267e-05,
    "pass_seconds": [
-    0.00013254528045654297,
-    0.000137903995513916,
-    0.0001314348793029785
+    9.82431983947754e-05,
+    0.0001317568016052246,
+    0.00010503935813903807
    ],
    "pass_host_canary_seconds": [
-    1.0620255000048929e-05,
-    9.565104999751384e-06,
-    1.1071225000023332e-05
+    7.359560000033128e-06,
+    1.0179305000121986e-05,
+    7.028057500022555e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6268110000510207e-05,
-    2.041685999984111e-05,
-    1.6543560000172875e-05
+    1.8068249999956267e-05,
+    1.7470820000085042e-05,
+    1.919341999993662e-05
    ]
   },
   "layer_steady_transpose_contiguous": {
-   "seconds": 0.00013298751831054687,
-   "min": 0.00010859647750854491,
-   "max": 0.0001602694320678711,
+   "seconds": 0.00010247360229492188,
+   "min": 9.621952056884765e-05,
+   "max": 0.00012260095596313477,
    "samples": 33,
    "method": "one tiny transpose_contiguous layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0450300000002243e-05,
-   "host_backward_canary_seconds": 1.9630509999615242e-05,
+   "host_canary_seconds": 7.674664999974823e-06,
+   "host_backward_canary_seconds": 1.8369184999968977e-05,
    "pass_seconds": [
-    0.00014351936340332031,
-    0.00011730048179626465,
-    0.00013298751831054687
+    9.947135925292969e-05,
+    0.0001159763240814209,
+    0.00010247360229492188
    ],
    "pass_host_canary_seconds": [
-    1.0450300000002243e-05,
-    8.272115000522717e-06,
-    1.0752534999483032e-05
+    7.674664999974823e-06,
+    9.617627499949321e-06,
+    7.051610000061714e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9630509999615242e-05,
-    2.041685999984111e-05,
-    2.020858999912889e-05
+    1.8369184999968977e-05,
+    1.8972690000111925e-05,
+    1.8706660000020748e-05
    ]
   },
   "layer_steady_transpose_contiguous_autocast": {
-   "seconds": 0.00015139840126037596,
-   "min": 0.00011592960357666016,
-   "max": 0.00024144704818725586,
+   "seconds": 0.0001410591983795166,
+   "min": 0.00011448384284973145,
+   "max": 0.00016380096435546877,
    "samples": 33,
    "method": "one tiny transpose_contiguous layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0632885000063653e-05,
-   "host_backward_canary_seconds": 1.9723015000181477e-05,
+   "host_canary_seconds": 7.428037500005758e-06,
+   "host_backward_canary_seconds": 1.8435734999968646e-05,
    "pass_seconds": [
-    0.00019517759323120116,
-    0.00013506303787231446,
-    0.00015139840126037596
+    0.00011964415550231934,
+    0.0001410591983795166,
+    0.00015044544219970703
    ],
    "pass_host_canary_seconds": [
-    1.0632885000063653e-05,
-    9.924619999992502e-06,
-    1.053154500027631e-05
+    7.428037500005758e-06,
+    9.838790000031849e-06,
+    9.712060000026668e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9723015000181477e-05,
-    1.9621309999138248e-05,
-    1.7303120000633498e-05
+    1.8435734999968646e-05,
+    1.5281059999949777e-05,
+    1.9752569999980097e-05
    ]
   },
   "layer_steady_cat": {
-   "seconds": 9.705663681030273e-05,
-   "min": 8.714752197265624e-05,
-   "max": 0.00012358271598815918,
+   "seconds": 8.72704029083252e-05,
+   "min": 7.683775901794433e-05,
+   "max": 9.826239585876465e-05,
    "samples": 33,
    "method": "one tiny cat layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.04797325002437e-05,
-   "host_backward_canary_seconds": 2.0119774999898256e-05,
+   "host_canary_seconds": 7.381674999997756e-06,
+   "host_backward_canary_seconds": 1.8442390000004138e-05,
    "pass_seconds": [
-    0.00011600192070007325,
-    9.705663681030273e-05,
-    9.513919830322265e-05
+    7.984384059906006e-05,
+    8.72704029083252e-05,
+    9.503040313720702e-05
    ],
    "pass_host_canary_seconds": [
-    1.04797325002437e-05,
-    9.203889999866986e-06,
-    1.034963250049259e-05
+    7.381674999997756e-06,
+    9.996962499982943e-06,
+    9.425327499954505e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0119774999898256e-05,
-    2.0307844999933876e-05,
-    1.630358500051443e-05
+    1.8442390000004138e-05,
+    1.3774394999899187e-05,
+    1.85452499999883e-05
    ]
   },
   "layer_steady_cat_autocast": {
-   "seconds": 0.0001374873638153076,
-   "min": 0.000113570556640625,
-   "max": 0.0001604684829711914,
+   "seconds": 0.00011801024436950684,
+   "min": 9.369664192199708e-05,
+   "max": 0.0001383033561706543,
    "samples": 33,
    "method": "one tiny cat layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0501269999849682e-05,
-   "host_backward_canary_seconds": 2.0123140000123386e-05,
+   "host_canary_seconds": 7.171819999989282e-06,
+   "host_backward_canary_seconds": 1.881400499996744e-05,
    "pass_seconds": [
-    0.0001544153594970703,
-    0.00012174271583557128,
-    0.0001374873638153076
+    9.698687553405762e-05,
+    0.0001273791980743408,
+    0.00011801024436950684
    ],
    "pass_host_canary_seconds": [
-    1.0501269999849682e-05,
-    9.269854999729432e-06,
-    1.0790654999937033e-05
+    7.171819999989282e-06,
+    9.650745000016058e-06,
+    9.379944999992063e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0123140000123386e-05,
-    1.9963189999998575e-05,
-    1.7334630001641926e-05
+    1.881400499996744e-05,
+    1.9135080000012293e-05,
+    1.9075900000018463e-05
    ]
   },
   "layer_steady_gelu_tanh_composite": {
-   "seconds": 0.000558487663269043,
-   "min": 0.00044622207641601563,
-   "max": 0.0006322406387329102,
+   "seconds": 0.00042105087280273434,
+   "min": 0.00032666561126708986,
+   "max": 0.0005576671981811523,
    "samples": 33,
    "method": "one tiny gelu_tanh_composite layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0837494999691443e-05,
-   "host_backward_canary_seconds": 1.9908019999093086e-05,
+   "host_canary_seconds": 7.125249999972993e-06,
+   "host_backward_canary_seconds": 1.8296810000038023e-05,
    "pass_seconds": [
-    0.000558487663269043,
-    0.0004694476699829102,
-    0.0005714771270751953
+    0.0003508793640136719,
+    0.0004892480087280274,
+    0.00042105087280273434
    ],
    "pass_host_canary_seconds": [
-    1.0837494999691443e-05,
-    9.584470000163492e-06,
-    1.1160819999531668e-05
+    7.125249999972993e-06,
+    9.395569999952613e-06,
+    9.385135000030686e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9908019999093086e-05,
-    1.8489220000219575e-05,
-    2.067815999907907e-05
+    1.8296810000038023e-05,
+    1.8700894999881255e-05,
+    1.8679320000103417e-05
    ]
   },
   "layer_steady_gelu_tanh_composite_autocast": {
-   "seconds": 0.0005873555374145508,
-   "min": 0.0005038911819458008,
-   "max": 0.0007500582122802735,
+   "seconds": 0.0004438079833984375,
+   "min": 0.00034970878601074223,
+   "max": 0.0005774995040893554,
    "samples": 33,
    "method": "one tiny gelu_tanh_composite layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.040019500010203e-05,
-   "host_backward_canary_seconds": 1.8495320000511127e-05,
+   "host_canary_seconds": 7.396330000020157e-06,
+   "host_backward_canary_seconds": 1.7812560000081136e-05,
    "pass_seconds": [
-    0.0005873555374145508,
-    0.0006520787048339843,
-    0.0005488569641113281
+    0.00037022720336914064,
+    0.0004438079833984375,
+    0.0004756185531616211
    ],
    "pass_host_canary_seconds": [
-    1.040019500010203e-05,
-    9.758720000263566e-06,
-    1.0778285000014876e-05
+    7.396330000020157e-06,
+    9.925844999969512e-06,
+    9.953440000032287e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8495320000511127e-05,
-    1.86259899999186e-05,
-    1.5669069998693885e-05
+    1.7812560000081136e-05,
+    1.7383950000180447e-05,
+    1.813024000000496e-05
    ]
   },
   "layer_steady_mha": {
-   "seconds": 0.0017345671081542967,
-   "min": 0.0014496806335449219,
-   "max": 0.0018531436157226563,
+   "seconds": 0.0013580979919433594,
+   "min": 0.001196980514526367,
+   "max": 0.0016038534545898436,
    "samples": 33,
    "method": "one tiny mha layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0153684999636426e-05,
-   "host_backward_canary_seconds": 1.896831000067323e-05,
+   "host_canary_seconds": 9.850329999991914e-06,
+   "host_backward_canary_seconds": 1.7981989999924507e-05,
    "pass_seconds": [
-    0.0015710124206542969,
-    0.0017384895324707031,
-    0.0017345671081542967
+    0.0012303052520751952,
+    0.001381990966796875,
+    0.0013580979919433594
    ],
    "pass_host_canary_seconds": [
-    1.0153684999636426e-05,
-    1.0052774999849135e-05,
-    1.0972374999482781e-05
+    9.850329999991914e-06,
+    1.0273500000010926e-05,
+    9.813125000022183e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.896831000067323e-05,
-    1.8955839999534872e-05,
-    1.9402489999720274e-05
+    1.7981989999924507e-05,
+    1.777688999993643e-05,
+    1.8379450000054477e-05
    ]
   },
   "layer_steady_mha_autocast": {
-   "seconds": 0.0020620211791992187,
-   "min": 0.001428121032714844,
-   "max": 0.0022953689575195314,
+   "seconds": 0.001722376251220703,
+   "min": 0.0014406137084960937,
+   "max": 0.0019763673400878907,
    "samples": 33,
    "method": "one tiny mha layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.589340000071388e-06,
-   "host_backward_canary_seconds": 1.6959990000486867e-05,
+   "host_canary_seconds": 9.572589999962134e-06,
+   "host_backward_canary_seconds": 1.823381999997764e-05,
    "pass_seconds": [
-    0.001668668212890625,
-    0.0020620211791992187,
-    0.0022041830444335937
+    0.001722376251220703,
+    0.0017725765991210938,
+    0.0016902668762207031
    ],
    "pass_host_canary_seconds": [
-    8.589340000071388e-06,
-    9.70956000003298e-06,
-    1.0606689999121954e-05
+    9.572589999962134e-06,
+    9.626834999920675e-06,
+    9.892834999902788e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6959990000486867e-05,
-    1.894221000043217e-05,
-    2.012134999858972e-05
+    1.823381999997764e-05,
+    1.7832999999995992e-05,
+    1.904988000006824e-05
    ]
   },
   "layer_steady_cast": {
-   "seconds": 9.497920036315917e-05,
-   "min": 7.44275188446045e-05,
-   "max": 0.0001371065616607666,
+   "seconds": 0.00010513600349426269,
+   "min": 8.609024047851562e-05,
+   "max": 0.00015516096115112305,
    "samples": 33,
    "method": "one tiny cast layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.345802499969522e-06,
-   "host_backward_canary_seconds": 1.484748999985186e-05,
+   "host_canary_seconds": 9.767974999981277e-06,
+   "host_backward_canary_seconds": 1.934615000003248e-05,
    "pass_seconds": [
-    7.751808166503906e-05,
-    9.497920036315917e-05,
-    0.0001277791976928711
+    0.00010513600349426269,
+    9.374719619750976e-05,
+    0.00014703488349914552
    ],
    "pass_host_canary_seconds": [
-    7.345802499969522e-06,
-    7.12353500006202e-06,
-    1.0648552500356345e-05
+    9.767974999981277e-06,
+    7.260120000012194e-06,
+    9.760604999939915e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.484748999985186e-05,
-    1.940342500006409e-05,
-    2.059830999996848e-05
+    1.934615000003248e-05,
+    2.0226315000115848e-05,
+    1.9962970000051428e-05
    ]
   },
   "layer_steady_cast_autocast": {
-   "seconds": 0.00011002943992614747,
-   "min": 0.00010073856353759766,
-   "max": 0.0001906489562988281,
+   "seconds": 0.00013138175964355468,
+   "min": 0.00011885760307312012,
+   "max": 0.00018283456802368166,
    "samples": 33,
    "method": "one tiny cast layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.575905000010153e-06,
-   "host_backward_canary_seconds": 1.4750414999866734e-05,
+   "host_canary_seconds": 9.922404999969104e-06,
+   "host_backward_canary_seconds": 1.9252750000049446e-05,
    "pass_seconds": [
-    0.0001056172752380371,
-    0.00011002943992614747,
-    0.00017368831634521486
+    0.00012797247886657716,
+    0.00013172863960266113,
+    0.00013138175964355468
    ],
    "pass_host_canary_seconds": [
-    7.575905000010153e-06,
-    7.162075000053391e-06,
-    1.0503104999770584e-05
+    9.922404999969104e-06,
+    1.0810769999949344e-05,
+    9.73652999988417e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4750414999866734e-05,
-    1.961794000010286e-05,
-    2.1127539998815336e-05
+    1.9252750000049446e-05,
+    1.7022330000031615e-05,
+    1.972023000007539e-05
    ]
   },
   "layer_steady_rmsnorm": {
-   "seconds": 0.0001170252799987793,
-   "min": 0.0001088492774963379,
-   "max": 0.00019918399810791014,
+   "seconds": 0.00013364800453186034,
+   "min": 0.00011959872245788573,
+   "max": 0.00015265024185180665,
    "samples": 33,
    "method": "one tiny rmsnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.269424999947205e-06,
-   "host_backward_canary_seconds": 2.0994844999790987e-05,
+   "host_canary_seconds": 9.706474999973125e-06,
+   "host_backward_canary_seconds": 1.8934719999919025e-05,
    "pass_seconds": [
-    0.0001164793586730957,
-    0.0001170252799987793,
-    0.0001732671928405762
+    0.00013268223762512207,
+    0.00013751296043395996,
+    0.00013364800453186034
    ],
    "pass_host_canary_seconds": [
-    7.269424999947205e-06,
-    6.982489999813879e-06,
-    1.062338999986423e-05
+    9.706474999973125e-06,
+    9.921334999916098e-06,
+    9.899085000029118e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0994844999790987e-05,
-    1.9853814999919448e-05,
-    2.1196889999828272e-05
+    1.8934719999919025e-05,
+    1.7646399999762252e-05,
+    1.92617199999745e-05
    ]
   },
   "layer_steady_rmsnorm_autocast": {
-   "seconds": 0.00015313152313232422,
-   "min": 0.00010968511581420898,
-   "max": 0.0002307801628112793,
+   "seconds": 0.00016145984649658203,
+   "min": 0.00013654975891113283,
+   "max": 0.0001741644859313965,
    "samples": 33,
    "method": "one tiny rmsnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.20416499973453e-06,
-   "host_backward_canary_seconds": 1.59117900000183e-05,
+   "host_canary_seconds": 9.902005000057557e-06,
+   "host_backward_canary_seconds": 1.9119690000053423e-05,
    "pass_seconds": [
-    0.00012146047592163086,
-    0.00015313152313232422,
-    0.00020962688446044924
+    0.00016028736114501955,
+    0.0001657747268676758,
+    0.00016145984649658203
    ],
    "pass_host_canary_seconds": [
-    7.20416499973453e-06,
-    7.823400000006587e-06,
-    1.0949139999638647e-05
+    9.902005000057557e-06,
+    9.791840000019647e-06,
+    1.0118364999982531e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.59117900000183e-05,
-    1.9855709999774263e-05,
-    2.129180999872915e-05
+    1.9119690000053423e-05,
+    1.7859350000151152e-05,
+    1.9791189999978086e-05
    ]
   },
   "layer_steady_sdpa": {
-   "seconds": 0.00026939840316772464,
-   "min": 0.00017799360275268553,
-   "max": 0.0004256249618530274,
+   "seconds": 0.00023790592193603514,
+   "min": 0.0002088102340698242,
+   "max": 0.00033445056915283204,
    "samples": 33,
    "method": "one tiny sdpa layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.718585000020539e-06,
-   "host_backward_canary_seconds": 1.7714179999757107e-05,
+   "host_canary_seconds": 1.0109115000034307e-05,
+   "host_backward_canary_seconds": 1.907385999999178e-05,
    "pass_seconds": [
-    0.0002316524887084961,
-    0.00026939840316772464,
-    0.0003663872146606445
+    0.00025032831192016604,
+    0.00023790592193603514,
+    0.0002340928077697754
    ],
    "pass_host_canary_seconds": [
-    7.718585000020539e-06,
-    7.529425000143419e-06,
-    1.1034479999807445e-05
+    1.0109115000034307e-05,
+    9.920370000031652e-06,
+    7.358229999994137e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7714179999757107e-05,
-    1.9643540000515713e-05,
-    2.1288569998887398e-05
+    1.907385999999178e-05,
+    1.9924850000165862e-05,
+    1.9882349999988946e-05
    ]
   },
   "layer_steady_sdpa_autocast": {
-   "seconds": 0.0004274687957763672,
-   "min": 0.00025471296310424803,
-   "max": 0.0007664460754394531,
+   "seconds": 0.00037995582580566405,
+   "min": 0.00024280000686645507,
+   "max": 0.0005371814346313476,
    "samples": 33,
    "method": "one tiny sdpa layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.5999124999270864e-06,
-   "host_backward_canary_seconds": 1.5717719999770452e-05,
+   "host_canary_seconds": 1.0111275000035392e-05,
+   "host_backward_canary_seconds": 1.806854999998109e-05,
    "pass_seconds": [
-    0.0002931782341003418,
-    0.0004274687957763672,
-    0.0005547820663452149
+    0.00034156352996826174,
+    0.00037995582580566405,
+    0.0004790208053588867
    ],
    "pass_host_canary_seconds": [
-    7.5999124999270864e-06,
-    8.120434999909776e-06,
-    1.0663535000503544e-05
+    1.0111275000035392e-05,
+    1.0199927500025296e-05,
+    1.0295704999947475e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5717719999770452e-05,
-    1.9666774999791414e-05,
-    1.983512999913728e-05
+    1.806854999998109e-05,
+    1.7798570000024937e-05,
+    1.901717999999164e-05
    ]
   },
   "layer_steady_sdpa_efficient": {
-   "seconds": 0.00017894720077514647,
-   "min": 0.00014334400177001954,
-   "max": 0.00027351423263549803,
+   "seconds": 0.0001683718490600586,
+   "min": 0.0001539020824432373,
+   "max": 0.00026389759063720703,
    "samples": 33,
    "method": "one tiny sdpa_model_head layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.496874999901593e-06,
-   "host_backward_canary_seconds": 1.906598000005033e-05,
+   "host_canary_seconds": 7.378634999994915e-06,
+   "host_backward_canary_seconds": 1.7681399999958102e-05,
    "pass_seconds": [
-    0.00017894720077514647,
-    0.00016825279235839843,
-    0.00023169343948364256
+    0.0001672915267944336,
+    0.0001683718490600586,
+    0.00023397504806518558
    ],
    "pass_host_canary_seconds": [
-    7.496874999901593e-06,
-    8.36896999999226e-06,
-    1.076362500043615e-05
+    7.378634999994915e-06,
+    9.876574999907461e-06,
+    1.0295704999947475e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.906598000005033e-05,
-    1.8055179999691973e-05,
-    1.6989750001812353e-05
+    1.7681399999958102e-05,
+    1.714410000005273e-05,
+    1.7100679999941804e-05
    ]
   },
   "layer_steady_sdpa_cudnn_autocast": {
-   "seconds": 0.00035071617126464845,
-   "min": 0.0002815059280395508,
-   "max": 0.0006847666931152343,
+   "seconds": 0.0003812992095947266,
+   "min": 0.0002740640068054199,
+   "max": 0.0006545407867431641,
    "samples": 33,
    "method": "one tiny sdpa_model_head layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.847722500069266e-06,
-   "host_backward_canary_seconds": 1.832796000030612e-05,
+   "host_canary_seconds": 8.457102500010194e-06,
+   "host_backward_canary_seconds": 1.7654845000052434e-05,
    "pass_seconds": [
-    0.00035071617126464845,
-    0.00033577537536621095,
-    0.0005423929595947265
+    0.00030797952651977537,
+    0.0003812992095947266,
+    0.000584442253112793
    ],
    "pass_host_canary_seconds": [
-    9.847722500069266e-06,
-    7.9300999999532e-06,
-    1.0874985000555172e-05
+    8.457102500010194e-06,
+    9.51989000000708e-06,
+    1.0726589999876524e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.832796000030612e-05,
-    1.4826254999888989e-05,
-    2.0503069999904256e-05
+    1.7654845000052434e-05,
+    1.7950919999805138e-05,
+    1.7055939999863766e-05
    ]
   },
   "layer_steady_mha_no_weights": {
-   "seconds": 0.0012923628234863282,
-   "min": 0.0010979987335205078,
-   "max": 0.0016744281005859373,
+   "seconds": 0.0011023961639404297,
+   "min": 0.000951061782836914,
+   "max": 0.0015322898864746093,
    "samples": 33,
    "method": "one tiny mha_no_weights layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.343710000213832e-06,
-   "host_backward_canary_seconds": 1.8549769999935962e-05,
+   "host_canary_seconds": 7.5743050000198765e-06,
+   "host_backward_canary_seconds": 1.7353860000071107e-05,
    "pass_seconds": [
-    0.0012509510040283204,
-    0.0012923628234863282,
-    0.0015197311401367187
+    0.001011149444580078,
+    0.0011023961639404297,
+    0.0013882669067382814
    ],
    "pass_host_canary_seconds": [
-    7.343710000213832e-06,
-    9.740830000168899e-06,
-    1.0365624999622014e-05
+    7.5743050000198765e-06,
+    1.0233044999949925e-05,
+    1.0262115000045923e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8549769999935962e-05,
-    1.5275250000286178e-05,
-    2.0514860000275804e-05
+    1.7353860000071107e-05,
+    1.7171000000075764e-05,
+    1.90202299998532e-05
    ]
   },
   "layer_steady_mha_no_weights_autocast": {
-   "seconds": 0.0016564250183105469,
-   "min": 0.0013083885192871096,
-   "max": 0.002200362854003906,
+   "seconds": 0.0016026911926269533,
+   "min": 0.0013716531372070311,
+   "max": 0.0017882579040527343,
    "samples": 33,
    "method": "one tiny mha_no_weights layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.674284999552583e-06,
-   "host_backward_canary_seconds": 1.905982999915068e-05,
+   "host_canary_seconds": 9.639809999981707e-06,
+   "host_backward_canary_seconds": 1.836644999997361e-05,
    "pass_seconds": [
-    0.0016564250183105469,
-    0.0014606962585449218,
-    0.002071399688720703
+    0.0016026911926269533,
+    0.0014753952026367186,
+    0.001680078125
    ],
    "pass_host_canary_seconds": [
-    7.674284999552583e-06,
-    7.731565000312913e-06,
-    1.0474074999820004e-05
+    9.639809999981707e-06,
+    9.863120000090931e-06,
+    1.0276484999991453e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.905982999915068e-05,
-    1.7494499999202163e-05,
-    2.0933939999849827e-05
+    1.836644999997361e-05,
+    1.6911040000024968e-05,
+    1.88381600000298e-05
    ]
   },
   "conv_host_k3_fp32_2x4x8x8_4_forward": {
-   "seconds": 5.328190000000177e-05,
-   "min": 3.274400000918831e-05,
-   "max": 6.308959999614671e-05,
+   "seconds": 4.136350000010225e-05,
+   "min": 3.17768000002161e-05,
+   "max": 5.706410000243523e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7903,28 +7903,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 8.853122500056543e-06,
-   "host_backward_canary_seconds": 2.180031500017776e-05,
+   "host_canary_seconds": 9.47516499994805e-06,
+   "host_backward_canary_seconds": 1.9048919999988814e-05,
    "pass_seconds": [
-    4.3336699991414204e-05,
-    5.5606799992347075e-05,
-    5.328190000000177e-05
+    4.136350000010225e-05,
+    3.5605100001134816e-05,
+    4.6398599999974975e-05
    ],
    "pass_host_canary_seconds": [
-    8.853122500056543e-06,
-    1.0338234999949237e-05,
-    1.1228939999909926e-05
+    9.47516499994805e-06,
+    9.61234999991234e-06,
+    1.07197849999352e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.180031500017776e-05,
-    1.9185099999958767e-05,
-    2.332842999862805e-05
+    1.9048919999988814e-05,
+    1.5016899999977796e-05,
+    1.866388999985702e-05
    ]
   },
   "conv_host_k3_fp32_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00025356630000032964,
-   "min": 0.00021132800000032149,
-   "max": 0.0004090382999947906,
+   "seconds": 0.0002101830999990284,
+   "min": 0.00017354720000071212,
+   "max": 0.0002703889999992271,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7939,28 +7939,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.1069164999639725e-05,
-   "host_backward_canary_seconds": 2.167106000001695e-05,
+   "host_canary_seconds": 9.498879999938482e-06,
+   "host_backward_canary_seconds": 1.8247160000015583e-05,
    "pass_seconds": [
-    0.00025356630000032964,
-    0.00022456639999290928,
-    0.0002745067999967432
+    0.0002101830999990284,
+    0.00020314419999749588,
+    0.00025454629999899225
    ],
    "pass_host_canary_seconds": [
-    1.1069164999639725e-05,
-    1.0338234999949237e-05,
-    1.0864529999707883e-05
+    9.498879999938482e-06,
+    9.387740000050826e-06,
+    1.1123055000012982e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.167106000001695e-05,
-    1.893229999950563e-05,
-    2.37337699991258e-05
+    1.8247160000015583e-05,
+    1.727512000002207e-05,
+    1.9087969999986853e-05
    ]
   },
   "conv_host_k3_fp32_8x32x28x28_32_forward": {
-   "seconds": 4.625439999017544e-05,
-   "min": 3.60064999995302e-05,
-   "max": 5.770970000185116e-05,
+   "seconds": 4.0235699999868756e-05,
+   "min": 3.149629999938952e-05,
+   "max": 5.8972700000481384e-05,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7975,28 +7975,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.08127774998934e-05,
-   "host_backward_canary_seconds": 2.0069700000249213e-05,
+   "host_canary_seconds": 9.829312500038156e-06,
+   "host_backward_canary_seconds": 1.8868334999950777e-05,
    "pass_seconds": [
-    4.333150000093156e-05,
-    4.8611600004733194e-05,
-    4.625439999017544e-05
+    4.0235699999868756e-05,
+    3.8010500000495993e-05,
+    4.6475099998133375e-05
    ],
    "pass_host_canary_seconds": [
-    1.08127774998934e-05,
-    1.0305035000328643e-05,
-    1.12922100004198e-05
+    9.829312500038156e-06,
+    9.894100000025219e-06,
+    1.095541999987404e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0069700000249213e-05,
-    1.6499480000220502e-05,
-    2.1787290002066584e-05
+    1.8868334999950777e-05,
+    1.798457999996117e-05,
+    2.0469950000006067e-05
    ]
   },
   "conv_host_k3_fp32_8x32x28x28_32_forward_backward": {
-   "seconds": 0.0002545408000059979,
-   "min": 0.00017165909999903307,
-   "max": 0.00037421300000914923,
+   "seconds": 0.0002507634000011194,
+   "min": 0.00020901709999918694,
+   "max": 0.00030511779999926604,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8011,28 +8011,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.0838640000088162e-05,
-   "host_backward_canary_seconds": 1.628130999961286e-05,
+   "host_canary_seconds": 9.893735000048309e-06,
+   "host_backward_canary_seconds": 1.8032520000019758e-05,
    "pass_seconds": [
-    0.00023791410000058023,
-    0.0002545408000059979,
-    0.0002987943000107407
+    0.00022696869999947467,
+    0.0002507634000011194,
+    0.0002572408999981235
    ],
    "pass_host_canary_seconds": [
-    1.0838640000088162e-05,
-    7.574685000122372e-06,
-    1.1515815000393559e-05
+    9.893735000048309e-06,
+    9.987220000056141e-06,
+    1.0724794999958931e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.628130999961286e-05,
-    1.5807380000296688e-05,
-    2.737042000035217e-05
+    1.8032520000019758e-05,
+    2.0017950000124074e-05,
+    1.8259499999828676e-05
    ]
   },
   "conv_host_k3_fp32_16x64x56x56_64_forward": {
-   "seconds": 6.117059999724006e-05,
-   "min": 3.2348399997772503e-05,
-   "max": 8.922750000692759e-05,
+   "seconds": 5.120400000180325e-05,
+   "min": 3.328910000277574e-05,
+   "max": 7.075690000135637e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8047,28 +8047,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.0700440000164236e-05,
-   "host_backward_canary_seconds": 1.628130999961286e-05,
+   "host_canary_seconds": 9.483392500015952e-06,
+   "host_backward_canary_seconds": 1.8823555000011537e-05,
    "pass_seconds": [
-    5.7348100006038295e-05,
-    6.117059999724006e-05,
-    7.921080000414805e-05
+    4.864360000027546e-05,
+    5.120400000180325e-05,
+    6.130300000108945e-05
    ],
    "pass_host_canary_seconds": [
-    1.0700440000164236e-05,
-    7.883970000079898e-06,
-    1.1600215000271419e-05
+    9.483392500015952e-06,
+    1.0194179999984953e-05,
+    1.072709500007818e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.628130999961286e-05,
-    1.606822999974611e-05,
-    2.369520999991437e-05
+    1.8823555000011537e-05,
+    1.9038640000133e-05,
+    1.9763039999816102e-05
    ]
   },
   "conv_host_k3_fp32_16x64x56x56_64_forward_backward": {
-   "seconds": 0.0002902788000028522,
-   "min": 0.00019140370000059193,
-   "max": 0.00045560549999663636,
+   "seconds": 0.00028535840000074584,
+   "min": 0.00023782499999924767,
+   "max": 0.00038429390000089826,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8083,28 +8083,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.0609820000127002e-05,
-   "host_backward_canary_seconds": 1.5201120000938317e-05,
+   "host_canary_seconds": 9.820789999963608e-06,
+   "host_backward_canary_seconds": 1.8755230000095933e-05,
    "pass_seconds": [
-    0.0002902788000028522,
-    0.0002791742999988855,
-    0.0004421160999982021
+    0.0002831053999997835,
+    0.00028535840000074584,
+    0.0003358637000019371
    ],
    "pass_host_canary_seconds": [
-    1.0609820000127002e-05,
-    7.883970000079898e-06,
-    1.1488784999755807e-05
+    9.820789999963608e-06,
+    1.1404564999963896e-05,
+    1.0538920000016105e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5201120000938317e-05,
-    1.606822999974611e-05,
-    2.292817000011382e-05
+    1.8755230000095933e-05,
+    1.9038640000133e-05,
+    1.932124000006752e-05
    ]
   },
   "conv_host_k3_fp32_32x128x56x56_128_forward": {
-   "seconds": 8.539120000250477e-05,
-   "min": 4.192449999891323e-05,
-   "max": 0.00011908920000678336,
+   "seconds": 6.850950000085732e-05,
+   "min": 6.052720000013778e-05,
+   "max": 9.625500000254306e-05,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8119,28 +8119,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.079432999972596e-05,
-   "host_backward_canary_seconds": 1.6269679999822983e-05,
+   "host_canary_seconds": 9.888049999986493e-06,
+   "host_backward_canary_seconds": 1.95924100000866e-05,
    "pass_seconds": [
-    8.263029999397987e-05,
-    8.539120000250477e-05,
-    0.00010386460000972874
+    6.850950000085732e-05,
+    6.596090000243748e-05,
+    8.639890000097238e-05
    ],
    "pass_host_canary_seconds": [
-    1.079432999972596e-05,
-    9.521167499997319e-06,
-    1.143436499944528e-05
+    9.888049999986493e-06,
+    1.0103502499987372e-05,
+    1.041901000000678e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6269679999822983e-05,
-    1.7224630000214347e-05,
-    2.273219499898005e-05
+    1.95924100000866e-05,
+    1.970213000006993e-05,
+    1.9821535000090764e-05
    ]
   },
   "conv_host_k3_fp32_32x128x56x56_128_forward_backward": {
-   "seconds": 0.0003084725000007893,
-   "min": 0.00025461190000442,
-   "max": 0.0006093397000086042,
+   "seconds": 0.0003421530999986544,
+   "min": 0.00030295799999748854,
+   "max": 0.00048685749999890506,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8155,28 +8155,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.0605709999822465e-05,
-   "host_backward_canary_seconds": 1.6159374999347166e-05,
+   "host_canary_seconds": 1.0136954999993009e-05,
+   "host_backward_canary_seconds": 1.895254000004343e-05,
    "pass_seconds": [
-    0.0003083657000047424,
-    0.0003084725000007893,
-    0.0004774549999865485
+    0.0003247139000009724,
+    0.0003421530999986544,
+    0.0003616104999991876
    ],
    "pass_host_canary_seconds": [
-    1.0605709999822465e-05,
-    7.403345000227546e-06,
-    1.1212062500476349e-05
+    1.0136954999993009e-05,
+    1.1086615000053257e-05,
+    1.1059925000012073e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6159374999347166e-05,
-    1.693832000000839e-05,
-    2.1657709999090004e-05
+    1.895254000004343e-05,
+    1.9179460000060545e-05,
+    1.9358550000134757e-05
    ]
   },
   "conv_host_k3_fp32_strict_2x4x8x8_4_forward": {
-   "seconds": 3.6206300001140336e-05,
-   "min": 2.5034099996901206e-05,
-   "max": 6.546970000727015e-05,
+   "seconds": 4.469470000003639e-05,
+   "min": 2.808140000070125e-05,
+   "max": 5.483330000117803e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8191,28 +8191,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.080774999991263e-05,
-   "host_backward_canary_seconds": 1.7015419999779624e-05,
+   "host_canary_seconds": 1.0439799999986122e-05,
+   "host_backward_canary_seconds": 1.883649000006926e-05,
    "pass_seconds": [
-    3.6206300001140336e-05,
-    3.475559999515099e-05,
-    5.7423399994149804e-05
+    4.469470000003639e-05,
+    3.852099999903658e-05,
+    4.555579999987458e-05
    ],
    "pass_host_canary_seconds": [
-    1.080774999991263e-05,
-    7.481979999965915e-06,
-    1.1198214999694755e-05
+    1.0439799999986122e-05,
+    9.598995000033028e-06,
+    1.0932450000069593e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7015419999779624e-05,
-    1.6191240000580364e-05,
-    1.8294829999376816e-05
+    1.883649000006926e-05,
+    2.0419829999980267e-05,
+    1.9571760000189896e-05
    ]
   },
   "conv_host_k3_fp32_strict_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00018690360000164218,
-   "min": 0.00012999340000305893,
-   "max": 0.0003028693000032945,
+   "seconds": 0.00021830800000088857,
+   "min": 0.0001791617999998607,
+   "max": 0.000253179399999226,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8227,28 +8227,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.0946724999598701e-05,
-   "host_backward_canary_seconds": 1.9200129999035197e-05,
+   "host_canary_seconds": 1.0564135000024066e-05,
+   "host_backward_canary_seconds": 1.8933479999958536e-05,
    "pass_seconds": [
-    0.00018690360000164218,
-    0.000161243899992769,
-    0.0002821821999987151
+    0.00024169440000036956,
+    0.00019013220000090313,
+    0.00021830800000088857
    ],
    "pass_host_canary_seconds": [
-    1.0946724999598701e-05,
-    7.537275000117915e-06,
-    1.1198214999694755e-05
+    1.0564135000024066e-05,
+    9.76750000006632e-06,
+    1.0257879999926444e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9200129999035197e-05,
-    1.4571500000784e-05,
-    1.6967249998742772e-05
+    1.8933479999958536e-05,
+    1.9698739999967075e-05,
+    1.824341000002505e-05
    ]
   },
   "conv_host_k3_fp32_strict_8x32x28x28_32_forward": {
-   "seconds": 3.544239999655474e-05,
-   "min": 2.1704800008137682e-05,
-   "max": 6.025180000506225e-05,
+   "seconds": 4.174080000041158e-05,
+   "min": 3.072490000022299e-05,
+   "max": 5.196070000010877e-05,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8263,28 +8263,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.057334999984505e-05,
-   "host_backward_canary_seconds": 1.6288169999825185e-05,
+   "host_canary_seconds": 1.0564135000024066e-05,
+   "host_backward_canary_seconds": 1.9369760000103043e-05,
    "pass_seconds": [
-    3.544239999655474e-05,
-    3.2676599994374554e-05,
-    5.001510000965936e-05
+    4.6402099999909294e-05,
+    3.6651900001061224e-05,
+    4.174080000041158e-05
    ],
    "pass_host_canary_seconds": [
-    1.057334999984505e-05,
-    1.0064999999599422e-05,
-    1.107308499967985e-05
+    1.0564135000024066e-05,
+    9.76750000006632e-06,
+    1.0152629999993224e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6288169999825185e-05,
-    1.80668500001957e-05,
-    1.895267000008971e-05
+    1.9369760000103043e-05,
+    1.7294270000149938e-05,
+    1.8170390000022962e-05
    ]
   },
   "conv_host_k3_fp32_strict_8x32x28x28_32_forward_backward": {
-   "seconds": 0.00025245580000046177,
-   "min": 0.00019469759999992675,
-   "max": 0.0004504085999997187,
+   "seconds": 0.00026648089999810055,
+   "min": 0.00020982700000047317,
+   "max": 0.00034081050000054345,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8299,28 +8299,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.0629445000063243e-05,
-   "host_backward_canary_seconds": 1.4802969999436755e-05,
+   "host_canary_seconds": 1.0618844999967791e-05,
+   "host_backward_canary_seconds": 1.9369760000103043e-05,
    "pass_seconds": [
-    0.00021627489999218597,
-    0.00025245580000046177,
-    0.0003574713999796586
+    0.00029150800000081744,
+    0.0002208150999990721,
+    0.00026648089999810055
    ],
    "pass_host_canary_seconds": [
-    1.0629445000063243e-05,
-    9.90478999995048e-06,
-    1.107308499967985e-05
+    1.0618844999967791e-05,
+    1.1210850000082927e-05,
+    9.963494999993827e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4802969999436755e-05,
-    1.7987749999974766e-05,
-    1.895267000008971e-05
+    1.9369760000103043e-05,
+    1.8253430000072512e-05,
+    1.8180120000010903e-05
    ]
   },
   "conv_host_k3_fp32_strict_16x64x56x56_64_forward": {
-   "seconds": 6.180289999520028e-05,
-   "min": 3.692889999911131e-05,
-   "max": 6.899059999341262e-05,
+   "seconds": 5.018629999824498e-05,
+   "min": 3.710500000124739e-05,
+   "max": 5.79181999995626e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8335,28 +8335,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.0502725000094416e-05,
-   "host_backward_canary_seconds": 1.556671000003007e-05,
+   "host_canary_seconds": 1.0215369999997393e-05,
+   "host_backward_canary_seconds": 1.952955999996675e-05,
    "pass_seconds": [
-    3.989220000448768e-05,
-    6.180289999520028e-05,
-    6.43547999970906e-05
+    5.0222500000529635e-05,
+    4.072319999863794e-05,
+    5.018629999824498e-05
    ],
    "pass_host_canary_seconds": [
-    1.0502725000094416e-05,
-    1.0606650000113405e-05,
-    1.1014952500545405e-05
+    1.0215369999997393e-05,
+    9.876680000004967e-06,
+    1.0676854999971397e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.556671000003007e-05,
-    1.852917000007892e-05,
-    1.771438999867314e-05
+    1.952955999996675e-05,
+    1.8014199999925042e-05,
+    1.8779925000131925e-05
    ]
   },
   "conv_host_k3_fp32_strict_16x64x56x56_64_forward_backward": {
-   "seconds": 0.0005426975999966999,
-   "min": 0.0003472735999935139,
-   "max": 0.0006755742999985159,
+   "seconds": 0.0004006773000014618,
+   "min": 0.00034645719999844006,
+   "max": 0.0005429413000001659,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8371,28 +8371,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.0802545000103692e-05,
-   "host_backward_canary_seconds": 2.7441705000228467e-05,
+   "host_canary_seconds": 1.0468437500001927e-05,
+   "host_backward_canary_seconds": 1.9488960000018096e-05,
    "pass_seconds": [
-    0.0005426975999966999,
-    0.0005054640000025756,
-    0.0005772157000137667
+    0.0005033269999998424,
+    0.00038800770000193554,
+    0.0004006773000014618
    ],
    "pass_host_canary_seconds": [
-    1.0802545000103692e-05,
-    1.0209030000112307e-05,
-    1.1073697500023627e-05
+    1.0468437500001927e-05,
+    9.967427499972814e-06,
+    1.0329590000068833e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.7441705000228467e-05,
-    2.033294500051852e-05,
-    1.7266744998778448e-05
+    1.9488960000018096e-05,
+    1.8388390000012578e-05,
+    1.920515500003717e-05
    ]
   },
   "conv_host_k3_fp32_strict_32x128x56x56_128_forward": {
-   "seconds": 5.543990000660415e-05,
-   "min": 3.969030000234852e-05,
-   "max": 7.76763999965624e-05,
+   "seconds": 5.7050300000582865e-05,
+   "min": 3.512429999830147e-05,
+   "max": 6.226079999862577e-05,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8407,28 +8407,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.076771000015242e-05,
-   "host_backward_canary_seconds": 1.8638230000647126e-05,
+   "host_canary_seconds": 1.0538635000010288e-05,
+   "host_backward_canary_seconds": 2.1131960000033703e-05,
    "pass_seconds": [
-    4.262869999820396e-05,
-    7.025099999964368e-05,
-    5.543990000660415e-05
+    5.917820000007623e-05,
+    3.7268799999878865e-05,
+    5.7050300000582865e-05
    ],
    "pass_host_canary_seconds": [
-    1.076771000015242e-05,
-    9.788860000128352e-06,
-    1.1188770000103431e-05
+    1.0538635000010288e-05,
+    7.336792500041156e-06,
+    1.0362760000006687e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8638230000647126e-05,
-    1.8682185000216123e-05,
-    1.8235230000982484e-05
+    2.1131960000033703e-05,
+    2.0754469999957337e-05,
+    2.2047864999876767e-05
    ]
   },
   "conv_host_k3_fp32_strict_32x128x56x56_128_forward_backward": {
-   "seconds": 0.00044456019999188355,
-   "min": 0.00032758429999830697,
-   "max": 0.0006216343000005509,
+   "seconds": 0.0004621925999998666,
+   "min": 0.0003931284000003643,
+   "max": 0.000549931800000536,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8443,28 +8443,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 8.119312500127763e-06,
-   "host_backward_canary_seconds": 1.795779499957462e-05,
+   "host_canary_seconds": 1.0553587499977368e-05,
+   "host_backward_canary_seconds": 2.1106555000045546e-05,
    "pass_seconds": [
-    0.00039903639999465667,
-    0.00044456019999188355,
-    0.0005733286999884512
+    0.0005199264999987463,
+    0.0004621925999998666,
+    0.0004182900000017753
    ],
    "pass_host_canary_seconds": [
-    8.119312500127763e-06,
-    7.172080000259484e-06,
-    1.0796307500413604e-05
+    1.0553587499977368e-05,
+    6.885519999926259e-06,
+    1.0427689999943368e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.795779499957462e-05,
-    1.9425575000013848e-05,
-    1.8132719999357507e-05
+    2.1106555000045546e-05,
+    2.2739905000008778e-05,
+    2.124664500001927e-05
    ]
   },
   "conv_host_k3_bf16_2x4x8x8_4_forward": {
-   "seconds": 2.847900000233494e-05,
-   "min": 2.094989999932295e-05,
-   "max": 0.0001250501999948028,
+   "seconds": 4.180900000108068e-05,
+   "min": 3.541140000038467e-05,
+   "max": 5.2629000001047645e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8479,28 +8479,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 7.961905000115621e-06,
-   "host_backward_canary_seconds": 1.8711970000140354e-05,
+   "host_canary_seconds": 1.0290135000019518e-05,
+   "host_backward_canary_seconds": 1.904373000002124e-05,
    "pass_seconds": [
-    2.847900000233494e-05,
-    2.3386199995911738e-05,
-    4.7613699985049605e-05
+    4.397499999981846e-05,
+    3.734230000134176e-05,
+    4.180900000108068e-05
    ],
    "pass_host_canary_seconds": [
-    7.961905000115621e-06,
-    7.191630000420446e-06,
-    1.0652480000317155e-05
+    1.0290135000019518e-05,
+    9.641989999948918e-06,
+    1.1205160000002934e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8711970000140354e-05,
-    1.9298790000448207e-05,
-    1.805828999977166e-05
+    1.904373000002124e-05,
+    2.226341000010734e-05,
+    2.0757530000139467e-05
    ]
   },
   "conv_host_k3_bf16_2x4x8x8_4_forward_backward": {
-   "seconds": 0.0002575631000013345,
-   "min": 0.00016313019999643076,
-   "max": 0.000415494599997146,
+   "seconds": 0.0002536375999994789,
+   "min": 0.00022365800000159197,
+   "max": 0.0003199381000001722,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8515,28 +8515,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.00106100001085e-05,
-   "host_backward_canary_seconds": 1.6727749999745357e-05,
+   "host_canary_seconds": 1.003186500000197e-05,
+   "host_backward_canary_seconds": 1.8765920000021197e-05,
    "pass_seconds": [
-    0.0002575631000013345,
-    0.00021790149999105778,
-    0.0003135128999929293
+    0.000270603499998856,
+    0.0002450968000005105,
+    0.0002536375999994789
    ],
    "pass_host_canary_seconds": [
-    1.00106100001085e-05,
-    6.894880000345438e-06,
-    1.0406159999547526e-05
+    1.003186500000197e-05,
+    1.1106999999981327e-05,
+    1.0442884999974921e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6727749999745357e-05,
-    1.6544470000781075e-05,
-    1.980539999976827e-05
+    1.8765920000021197e-05,
+    1.8414969999867026e-05,
+    1.9269560000054752e-05
    ]
   },
   "conv_host_k3_bf16_8x32x28x28_32_forward": {
-   "seconds": 5.4959600004167444e-05,
-   "min": 3.8071399990258216e-05,
-   "max": 8.680829998866101e-05,
+   "seconds": 5.6642900000269945e-05,
+   "min": 5.245780000109335e-05,
+   "max": 7.3351300000013e-05,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8551,28 +8551,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 8.131837499831818e-06,
-   "host_backward_canary_seconds": 1.7479034999610123e-05,
+   "host_canary_seconds": 1.040757999998476e-05,
+   "host_backward_canary_seconds": 1.944387500003586e-05,
    "pass_seconds": [
-    5.4959600004167444e-05,
-    3.8492500004849715e-05,
-    7.592459999159474e-05
+    7.082249999967871e-05,
+    5.5366699999126465e-05,
+    5.6642900000269945e-05
    ],
    "pass_host_canary_seconds": [
-    8.131837499831818e-06,
-    6.894880000345438e-06,
-    1.0406159999547526e-05
+    1.040757999998476e-05,
+    1.1335985000044957e-05,
+    1.0041989999933776e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7479034999610123e-05,
-    1.6807940000944653e-05,
-    2.0737559998451617e-05
+    1.944387500003586e-05,
+    1.775452000003952e-05,
+    1.9269560000054752e-05
    ]
   },
   "conv_host_k3_bf16_8x32x28x28_32_forward_backward": {
-   "seconds": 0.000332089099993027,
-   "min": 0.00018469539999159678,
-   "max": 0.0005087020999894776,
+   "seconds": 0.00028482300000121086,
+   "min": 0.0002562530000005836,
+   "max": 0.00037996629999952346,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8587,28 +8587,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 8.08092999989185e-06,
-   "host_backward_canary_seconds": 1.9799104999833614e-05,
+   "host_canary_seconds": 1.0366174999987265e-05,
+   "host_backward_canary_seconds": 1.9398339999980864e-05,
    "pass_seconds": [
-    0.00034581979999757093,
-    0.00022957349999614963,
-    0.000332089099993027
+    0.00033094190000042544,
+    0.00028482300000121086,
+    0.0002761575999983279
    ],
    "pass_host_canary_seconds": [
-    8.08092999989185e-06,
-    7.187950000115962e-06,
-    1.030766500093705e-05
+    1.0366174999987265e-05,
+    9.646710000055236e-06,
+    1.08138749999398e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9799104999833614e-05,
-    1.6807940000944653e-05,
-    2.0737559998451617e-05
+    1.9398339999980864e-05,
+    1.891749000009213e-05,
+    2.0152430000166533e-05
    ]
   },
   "conv_host_k3_bf16_16x64x56x56_64_forward": {
-   "seconds": 5.908220000492292e-05,
-   "min": 3.7592599994695775e-05,
-   "max": 0.00012000659999102936,
+   "seconds": 6.202429999859759e-05,
+   "min": 4.732380000120884e-05,
+   "max": 8.172980000011875e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8623,28 +8623,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 8.629704999520983e-06,
-   "host_backward_canary_seconds": 2.3162620000221068e-05,
+   "host_canary_seconds": 1.0319082499989918e-05,
+   "host_backward_canary_seconds": 1.9467794999954436e-05,
    "pass_seconds": [
-    5.908220000492292e-05,
-    4.0865699997993946e-05,
-    7.672690001072623e-05
+    7.59911000002944e-05,
+    5.68020000002889e-05,
+    6.202429999859759e-05
    ],
    "pass_host_canary_seconds": [
-    8.629704999520983e-06,
-    7.187950000115962e-06,
-    1.0334265000437882e-05
+    1.0319082499989918e-05,
+    1.0100474999887866e-05,
+    1.0432225000016615e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.3162620000221068e-05,
-    1.782330000082766e-05,
-    1.9389670001146442e-05
+    1.9467794999954436e-05,
+    1.7517060000216135e-05,
+    1.8192960000078527e-05
    ]
   },
   "conv_host_k3_bf16_16x64x56x56_64_forward_backward": {
-   "seconds": 0.00037093250000452826,
-   "min": 0.0002166611000006924,
-   "max": 0.0005075062999821967,
+   "seconds": 0.00030867380000074716,
+   "min": 0.00024382720000062363,
+   "max": 0.00040095949999994216,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8659,28 +8659,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 7.941304999690147e-06,
-   "host_backward_canary_seconds": 2.1055160000287285e-05,
+   "host_canary_seconds": 1.0617155000005596e-05,
+   "host_backward_canary_seconds": 1.9097939999994652e-05,
    "pass_seconds": [
-    0.00037093250000452826,
-    0.0002479149999999208,
-    0.00047533360000215905
+    0.00037269230000021026,
+    0.00030867380000074716,
+    0.00028036040000074537
    ],
    "pass_host_canary_seconds": [
-    7.941304999690147e-06,
-    7.074785000327211e-06,
-    1.0324400000172318e-05
+    1.0617155000005596e-05,
+    1.0238389999983611e-05,
+    1.0362740000005032e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1055160000287285e-05,
-    1.6378070000655498e-05,
-    1.8701050000800022e-05
+    1.9097939999994652e-05,
+    1.7764220000060505e-05,
+    1.3954799999851275e-05
    ]
   },
   "conv_host_k3_bf16_32x128x56x56_128_forward": {
-   "seconds": 5.861910000248827e-05,
-   "min": 3.69953000017631e-05,
-   "max": 9.490610000284505e-05,
+   "seconds": 6.368880000025001e-05,
+   "min": 4.9706499999047084e-05,
+   "max": 9.154100000046128e-05,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8695,28 +8695,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 7.823164999933851e-06,
-   "host_backward_canary_seconds": 2.213937000021815e-05,
+   "host_canary_seconds": 1.0167689999995843e-05,
+   "host_backward_canary_seconds": 1.931487500002049e-05,
    "pass_seconds": [
-    5.861910000248827e-05,
-    4.758380000566831e-05,
-    9.163570000509935e-05
+    6.734529999903316e-05,
+    6.368880000025001e-05,
+    6.192790000056903e-05
    ],
    "pass_host_canary_seconds": [
-    7.823164999933851e-06,
-    7.321114999854217e-06,
-    1.0278837499981819e-05
+    1.0167689999995843e-05,
+    1.037839000005647e-05,
+    9.982204999943179e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.213937000021815e-05,
-    1.7896769999197205e-05,
-    1.8144284999834782e-05
+    1.931487500002049e-05,
+    1.7764220000060505e-05,
+    1.5234599999871534e-05
    ]
   },
   "conv_host_k3_bf16_32x128x56x56_128_forward_backward": {
-   "seconds": 0.00035273959999813085,
-   "min": 0.00022894909999422454,
-   "max": 0.0004322920000049635,
+   "seconds": 0.00035870290000019624,
+   "min": 0.00026463840000019446,
+   "max": 0.00045130989999790926,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8731,28 +8731,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 8.088705000091068e-06,
-   "host_backward_canary_seconds": 1.8334669999262587e-05,
+   "host_canary_seconds": 9.77915499994708e-06,
+   "host_backward_canary_seconds": 1.951191000003405e-05,
    "pass_seconds": [
-    0.0003795267999976204,
-    0.0002573303999952259,
-    0.00035273959999813085
+    0.00035870290000019624,
+    0.0003647389000008161,
+    0.00033821020000175396
    ],
    "pass_host_canary_seconds": [
-    8.088705000091068e-06,
-    7.0629249995590726e-06,
-    7.99863249937971e-06
+    9.77915499994708e-06,
+    1.0437250000023823e-05,
+    1.0025634999948351e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8334669999262587e-05,
-    1.604300000053627e-05,
-    1.6983680001203536e-05
+    1.951191000003405e-05,
+    1.759171999992759e-05,
+    1.5553175000064812e-05
    ]
   },
   "conv_host_k3_autocast_2x4x8x8_4_forward": {
-   "seconds": 7.614250000642642e-05,
-   "min": 4.974529999799415e-05,
-   "max": 0.0001157557000055931,
+   "seconds": 8.391370000140341e-05,
+   "min": 6.441029999848524e-05,
+   "max": 0.00010391600000048129,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8767,28 +8767,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.0077117500202348e-05,
-   "host_backward_canary_seconds": 1.9743899999298263e-05,
+   "host_canary_seconds": 9.993024999985777e-06,
+   "host_backward_canary_seconds": 1.974930000002928e-05,
    "pass_seconds": [
-    9.30981999999858e-05,
-    6.743929999402099e-05,
-    7.614250000642642e-05
+    7.864629999971839e-05,
+    8.902959999943505e-05,
+    8.391370000140341e-05
    ],
    "pass_host_canary_seconds": [
-    1.0077117500202348e-05,
-    7.084362499938379e-06,
-    7.93138999938492e-06
+    9.993024999985777e-06,
+    1.055951500006813e-05,
+    1.0042920000046251e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9743899999298263e-05,
-    1.7005560000598055e-05,
-    2.0169619999705902e-05
+    1.974930000002928e-05,
+    1.7991699999981846e-05,
+    1.5391029999989315e-05
    ]
   },
   "conv_host_k3_autocast_2x4x8x8_4_forward_backward": {
-   "seconds": 0.0003055620999930397,
-   "min": 0.00024220599998443505,
-   "max": 0.0006561776000012287,
+   "seconds": 0.00038116769999874123,
+   "min": 0.00033167280000157007,
+   "max": 0.0004896263000006229,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8803,28 +8803,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.0417719999793461e-05,
-   "host_backward_canary_seconds": 1.8652065000424046e-05,
+   "host_canary_seconds": 9.947285000038163e-06,
+   "host_backward_canary_seconds": 1.8867179999944028e-05,
    "pass_seconds": [
-    0.0005680267000002459,
-    0.0003055620999930397,
-    0.00029676239998934764
+    0.00041169599999903996,
+    0.00038116769999874123,
+    0.00037786110000013193
    ],
    "pass_host_canary_seconds": [
-    1.0417719999793461e-05,
-    7.085147500163202e-06,
-    8.014224999897123e-06
+    9.947285000038163e-06,
+    1.0178085000092097e-05,
+    1.0042920000046251e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8652065000424046e-05,
-    1.837113999954454e-05,
-    1.6961220001121547e-05
+    1.8867179999944028e-05,
+    1.79517500001225e-05,
+    1.4916749999827062e-05
    ]
   },
   "conv_host_k3_autocast_8x32x28x28_32_forward": {
-   "seconds": 8.439189998625807e-05,
-   "min": 6.91123000024163e-05,
-   "max": 0.0001678917000049296,
+   "seconds": 0.00010376969999867925,
+   "min": 8.476980000011735e-05,
+   "max": 0.0001210221000008005,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8839,28 +8839,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 8.93088249995344e-06,
-   "host_backward_canary_seconds": 1.6511780000314502e-05,
+   "host_canary_seconds": 9.819444999976667e-06,
+   "host_backward_canary_seconds": 1.9379929999985278e-05,
    "pass_seconds": [
-    0.0001471894000019347,
-    7.506929999863132e-05,
-    8.439189998625807e-05
+    0.00011183689999967328,
+    9.73176999991665e-05,
+    0.00010376969999867925
    ],
    "pass_host_canary_seconds": [
-    8.93088249995344e-06,
-    7.226650000120571e-06,
-    7.953855000550902e-06
+    9.819444999976667e-06,
+    1.0178085000092097e-05,
+    9.850609999944027e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6511780000314502e-05,
-    1.8146859999887966e-05,
-    1.7111340000610653e-05
+    1.9379929999985278e-05,
+    1.79517500001225e-05,
+    1.5342089999990092e-05
    ]
   },
   "conv_host_k3_autocast_8x32x28x28_32_forward_backward": {
-   "seconds": 0.000552983900001891,
-   "min": 0.00025327189999870827,
-   "max": 0.0006711956000003738,
+   "seconds": 0.0004550474000012628,
+   "min": 0.0003688482000001159,
+   "max": 0.0006074519999998528,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8875,28 +8875,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 8.902565000425965e-06,
-   "host_backward_canary_seconds": 1.8478804999517703e-05,
+   "host_canary_seconds": 9.819444999976667e-06,
+   "host_backward_canary_seconds": 1.909358000006023e-05,
    "pass_seconds": [
-    0.0005548869999984163,
-    0.0003265181999950073,
-    0.000552983900001891
+    0.000525876500000777,
+    0.0004550474000012628,
+    0.00042039709999812657
    ],
    "pass_host_canary_seconds": [
-    8.902565000425965e-06,
-    6.946004999690558e-06,
-    7.789470000716392e-06
+    9.819444999976667e-06,
+    1.1450045000032104e-05,
+    1.0275220000011131e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8478804999517703e-05,
-    1.666739000029338e-05,
-    1.57409500002359e-05
+    1.909358000006023e-05,
+    1.6843149999772322e-05,
+    1.6207669999914743e-05
    ]
   },
   "conv_host_k3_autocast_16x64x56x56_64_forward": {
-   "seconds": 9.357440000030692e-05,
-   "min": 7.636740000407371e-05,
-   "max": 0.00011446859998613945,
+   "seconds": 0.00012169340000127704,
+   "min": 0.00010856659999944896,
+   "max": 0.00016135200000064743,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8911,28 +8911,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 7.617449999770542e-06,
-   "host_backward_canary_seconds": 1.6672240000161765e-05,
+   "host_canary_seconds": 1.0644289999959256e-05,
+   "host_backward_canary_seconds": 1.9875929999955134e-05,
    "pass_seconds": [
-    9.357440000030692e-05,
-    8.36637000020346e-05,
-    9.659439999722962e-05
+    0.00015189979999945534,
+    0.00011269990000073449,
+    0.00012169340000127704
    ],
    "pass_host_canary_seconds": [
-    7.617449999770542e-06,
-    7.061879999810117e-06,
-    8.168530000602913e-06
+    1.0644289999959256e-05,
+    1.0032759999916153e-05,
+    1.0355297500055371e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6672240000161765e-05,
-    1.74740899990411e-05,
-    2.008657000033054e-05
+    1.9875929999955134e-05,
+    1.8489299999941978e-05,
+    1.7873565000030566e-05
    ]
   },
   "conv_host_k3_autocast_16x64x56x56_64_forward_backward": {
-   "seconds": 0.0004446297999948001,
-   "min": 0.00031282879999707804,
-   "max": 0.0007646400999988146,
+   "seconds": 0.0004428611999998111,
+   "min": 0.0004029248999984247,
+   "max": 0.0006041933000005883,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8947,28 +8947,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 7.855480000102943e-06,
-   "host_backward_canary_seconds": 1.8487529999902108e-05,
+   "host_canary_seconds": 1.0528847499990947e-05,
+   "host_backward_canary_seconds": 1.8584809999993013e-05,
    "pass_seconds": [
-    0.0005125149000036799,
-    0.0004446297999948001,
-    0.0003912104000164618
+    0.0005895617999996716,
+    0.0004428611999998111,
+    0.00042258149999838677
    ],
    "pass_host_canary_seconds": [
-    7.855480000102943e-06,
-    7.076580000102695e-06,
-    7.912569999461994e-06
+    1.0528847499990947e-05,
+    1.0294752499930837e-05,
+    1.0196925000016675e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8487529999902108e-05,
-    1.4368639999702283e-05,
-    1.980936000109068e-05
+    1.8584809999993013e-05,
+    1.8529704999963313e-05,
+    1.7060885000006465e-05
    ]
   },
   "conv_host_k3_autocast_32x128x56x56_128_forward": {
-   "seconds": 0.00010643199998412456,
-   "min": 7.758279999734441e-05,
-   "max": 0.00015178090000063095,
+   "seconds": 0.0001279470000014271,
+   "min": 0.00011031230000071445,
+   "max": 0.0001622170999993955,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8983,28 +8983,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 8.343997500048772e-06,
-   "host_backward_canary_seconds": 2.2270579999599247e-05,
+   "host_canary_seconds": 1.0396142500006532e-05,
+   "host_backward_canary_seconds": 1.936814000004006e-05,
    "pass_seconds": [
-    0.00011482720000230984,
-    9.658760000093025e-05,
-    0.00010643199998412456
+    0.00015547699999984843,
+    0.00012262740000039684,
+    0.0001279470000014271
    ],
    "pass_host_canary_seconds": [
-    8.343997500048772e-06,
-    7.076580000102695e-06,
-    7.2545949996083434e-06
+    1.0396142500006532e-05,
+    1.0796014999954195e-05,
+    1.0313890000048786e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.2270579999599247e-05,
-    1.6164569999546074e-05,
-    2.0363370000495704e-05
+    1.936814000004006e-05,
+    1.791431000000898e-05,
+    1.7196889999979702e-05
    ]
   },
   "conv_host_k3_autocast_32x128x56x56_128_forward_backward": {
-   "seconds": 0.00048417799999924684,
-   "min": 0.0003712099000040325,
-   "max": 0.0006546972000023743,
+   "seconds": 0.0004930376999993768,
+   "min": 0.000412711000001309,
+   "max": 0.0006864812999992864,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9019,28 +9019,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 8.024497500116468e-06,
-   "host_backward_canary_seconds": 1.9673235000254864e-05,
+   "host_canary_seconds": 1.0431879999970306e-05,
+   "host_backward_canary_seconds": 1.8969205000018975e-05,
    "pass_seconds": [
-    0.00048417799999924684,
-    0.000506850499994016,
-    0.000406795100002455
+    0.0006569024999990347,
+    0.00047674509999922065,
+    0.0004930376999993768
    ],
    "pass_host_canary_seconds": [
-    8.024497500116468e-06,
-    7.588317500051289e-06,
-    8.02340999939588e-06
+    1.0431879999970306e-05,
+    9.668895000061184e-06,
+    1.0495974999926715e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9673235000254864e-05,
-    1.7488455000034265e-05,
-    1.6757459999325874e-05
+    1.8969205000018975e-05,
+    1.8924650000116117e-05,
+    1.7514004999981124e-05
    ]
   },
   "conv_host_k1_fp32_2x4x8x8_4_forward": {
-   "seconds": 2.977550000196061e-05,
-   "min": 2.1872999991501273e-05,
-   "max": 7.74255000010271e-05,
+   "seconds": 4.193819999898096e-05,
+   "min": 2.9357200000390547e-05,
+   "max": 6.190409999931034e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9055,28 +9055,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 7.803825000394226e-06,
-   "host_backward_canary_seconds": 1.6344050000043353e-05,
+   "host_canary_seconds": 1.0538857499966524e-05,
+   "host_backward_canary_seconds": 1.9092165000031968e-05,
    "pass_seconds": [
-    2.795840000544558e-05,
-    3.57991999976548e-05,
-    2.977550000196061e-05
+    4.193819999898096e-05,
+    3.0134400000747517e-05,
+    4.2806999999811524e-05
    ],
    "pass_host_canary_seconds": [
-    7.803825000394226e-06,
-    9.142584999608517e-06,
-    7.675960000597115e-06
+    1.0538857499966524e-05,
+    1.0030140000054644e-05,
+    1.099006999993435e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6344050000043353e-05,
-    1.6382219999968584e-05,
-    1.643414999989545e-05
+    1.9092165000031968e-05,
+    1.7707080000093357e-05,
+    1.6368439999894236e-05
    ]
   },
   "conv_host_k1_fp32_2x4x8x8_4_forward_backward": {
-   "seconds": 0.0001894841999956043,
-   "min": 0.000129708200006462,
-   "max": 0.0003123054999946362,
+   "seconds": 0.00021683000000081166,
+   "min": 0.00015436959999988177,
+   "max": 0.0002481689999996206,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9091,28 +9091,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 7.438189999788847e-06,
-   "host_backward_canary_seconds": 1.9342939999660303e-05,
+   "host_canary_seconds": 1.0461979999973892e-05,
+   "host_backward_canary_seconds": 1.8017379999974992e-05,
    "pass_seconds": [
-    0.0001894841999956043,
-    0.0002002607999997963,
-    0.0001362341000003653
+    0.00021683000000081166,
+    0.00020422439999947528,
+    0.00023821139999995465
    ],
    "pass_host_canary_seconds": [
-    7.438189999788847e-06,
-    8.941810000351324e-06,
-    7.760365000422099e-06
+    1.0461979999973892e-05,
+    1.0015530000089257e-05,
+    1.0724230000107582e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9342939999660303e-05,
-    1.8922740000562044e-05,
-    1.5716200000497337e-05
+    1.8017379999974992e-05,
+    1.770966999998791e-05,
+    1.5228519999936908e-05
    ]
   },
   "conv_host_k1_fp32_8x64x28x28_64_forward": {
-   "seconds": 2.894629999445897e-05,
-   "min": 2.2354999998697167e-05,
-   "max": 4.903189999367896e-05,
+   "seconds": 4.827379999881032e-05,
+   "min": 3.354779999824587e-05,
+   "max": 6.829470000013771e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9127,28 +9127,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 7.676664999962668e-06,
-   "host_backward_canary_seconds": 1.9342939999660303e-05,
+   "host_canary_seconds": 1.047663500003182e-05,
+   "host_backward_canary_seconds": 1.9621630000017375e-05,
    "pass_seconds": [
-    3.1302599995797206e-05,
-    2.7963800005181837e-05,
-    2.894629999445897e-05
+    4.827379999881032e-05,
+    3.5590400000273806e-05,
+    5.6280300000821626e-05
    ],
    "pass_host_canary_seconds": [
-    7.676664999962668e-06,
-    7.870824999827164e-06,
-    7.760365000422099e-06
+    1.047663500003182e-05,
+    9.943924999902266e-06,
+    1.0498190000021169e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9342939999660303e-05,
-    2.0163190000630494e-05,
-    1.807962000157204e-05
+    1.9621630000017375e-05,
+    1.9916030000217687e-05,
+    1.5783810000016273e-05
    ]
   },
   "conv_host_k1_fp32_8x64x28x28_64_forward_backward": {
-   "seconds": 0.0002650535000157106,
-   "min": 0.0001784960999998475,
-   "max": 0.00038421110000399496,
+   "seconds": 0.00023727299999904973,
+   "min": 0.00016957829999739716,
+   "max": 0.0003575479000005544,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9163,28 +9163,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 7.934169999543884e-06,
-   "host_backward_canary_seconds": 2.003250000029766e-05,
+   "host_canary_seconds": 1.04663649999992e-05,
+   "host_backward_canary_seconds": 1.9937010000035114e-05,
    "pass_seconds": [
-    0.0003270704000101432,
-    0.0002450461999956133,
-    0.0002650535000157106
+    0.0003047723000008773,
+    0.00023727299999904973,
+    0.0002285362999998597
    ],
    "pass_host_canary_seconds": [
-    7.934169999543884e-06,
-    7.5415199995632065e-06,
-    8.182804999705694e-06
+    1.04663649999992e-05,
+    7.236099999943235e-06,
+    9.926285000005918e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.003250000029766e-05,
-    2.0163190000630494e-05,
-    1.8395199999758917e-05
+    1.9937010000035114e-05,
+    1.897390000010546e-05,
+    1.4567359999944073e-05
    ]
   },
   "conv_host_k1_fp32_16x256x56x56_64_forward": {
-   "seconds": 3.588820000004489e-05,
-   "min": 2.3327500002778834e-05,
-   "max": 4.8370800004704503e-05,
+   "seconds": 3.7095999999792184e-05,
+   "min": 2.7785300000005007e-05,
+   "max": 5.994619999967199e-05,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9199,28 +9199,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 7.90605499986441e-06,
-   "host_backward_canary_seconds": 1.8842389999349506e-05,
+   "host_canary_seconds": 1.0430657500002384e-05,
+   "host_backward_canary_seconds": 1.9132350000035104e-05,
    "pass_seconds": [
-    3.853719999824534e-05,
-    2.9046399993148954e-05,
-    3.588820000004489e-05
+    5.003119999997807e-05,
+    3.5073600000146146e-05,
+    3.7095999999792184e-05
    ],
    "pass_host_canary_seconds": [
-    7.90605499986441e-06,
-    7.4447250000275744e-06,
-    8.182804999705694e-06
+    1.0430657500002384e-05,
+    1.028553499992313e-05,
+    9.926285000005918e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8842389999349506e-05,
-    1.9725680000419744e-05,
-    1.90147800003615e-05
+    1.9132350000035104e-05,
+    1.897390000010546e-05,
+    1.4567359999944073e-05
    ]
   },
   "conv_host_k1_fp32_16x256x56x56_64_forward_backward": {
-   "seconds": 0.0002243677000024036,
-   "min": 0.00018385879998277231,
-   "max": 0.00034539539999514093,
+   "seconds": 0.00022577279999893562,
+   "min": 0.00019955200000083552,
+   "max": 0.0003312893000000372,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9235,28 +9235,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 8.109487500007617e-06,
-   "host_backward_canary_seconds": 1.756831499960754e-05,
+   "host_canary_seconds": 1.0408504999972479e-05,
+   "host_backward_canary_seconds": 1.9526440000134925e-05,
    "pass_seconds": [
-    0.0002504405999957271,
-    0.0002243677000024036,
-    0.00020366880000892705
+    0.0003062123999995947,
+    0.00022577279999893562,
+    0.0002081908999997495
    ],
    "pass_host_canary_seconds": [
-    8.109487500007617e-06,
-    7.4447250000275744e-06,
-    9.163529999796084e-06
+    1.0408504999972479e-05,
+    1.1158445000063466e-05,
+    9.787294999910045e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.756831499960754e-05,
-    1.9266010000364985e-05,
-    1.778632999958063e-05
+    1.9526440000134925e-05,
+    2.0678560000249034e-05,
+    1.4125779999858423e-05
    ]
   },
   "conv_host_k1_fp32_32x256x56x56_256_forward": {
-   "seconds": 4.249099999924511e-05,
-   "min": 3.076340000234268e-05,
-   "max": 7.672059999777047e-05,
+   "seconds": 6.138589999977739e-05,
+   "min": 3.808540000136418e-05,
+   "max": 7.381070000036515e-05,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9271,28 +9271,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 7.434075000105622e-06,
-   "host_backward_canary_seconds": 1.7783450000479207e-05,
+   "host_canary_seconds": 1.0516687499979583e-05,
+   "host_backward_canary_seconds": 2.085867500007055e-05,
    "pass_seconds": [
-    3.472280000096362e-05,
-    4.762380000329358e-05,
-    4.249099999924511e-05
+    6.99131000004627e-05,
+    5.415100000050188e-05,
+    6.138589999977739e-05
    ],
    "pass_host_canary_seconds": [
-    7.434075000105622e-06,
-    7.549845000198729e-06,
-    7.801064999739537e-06
+    1.0516687499979583e-05,
+    1.1158445000063466e-05,
+    9.973492499995018e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7783450000479207e-05,
-    2.0253750000165384e-05,
-    1.7409420001968102e-05
+    2.085867500007055e-05,
+    1.912768000011056e-05,
+    1.704773000000159e-05
    ]
   },
   "conv_host_k1_fp32_32x256x56x56_256_forward_backward": {
-   "seconds": 0.00031004039999515953,
-   "min": 0.0001982583999961207,
-   "max": 0.0005782924999948591,
+   "seconds": 0.000284059399999137,
+   "min": 0.00024759869999968487,
+   "max": 0.00045509229999964875,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9307,28 +9307,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 7.3864649999677564e-06,
-   "host_backward_canary_seconds": 1.5573460000268824e-05,
+   "host_canary_seconds": 1.0754942499993092e-05,
+   "host_backward_canary_seconds": 2.02628850000508e-05,
    "pass_seconds": [
-    0.00031004039999515953,
-    0.00031923789999837026,
-    0.00025229459999991376
+    0.00045060960000000707,
+    0.000284059399999137,
+    0.0002575637000006736
    ],
    "pass_host_canary_seconds": [
-    7.3864649999677564e-06,
-    7.549845000198729e-06,
-    7.876559999431266e-06
+    1.0754942499993092e-05,
+    1.0383914999891886e-05,
+    9.894152500038446e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.5573460000268824e-05,
-    1.9137040000032356e-05,
-    1.6949710000062625e-05
+    2.02628850000508e-05,
+    1.7197829999986426e-05,
+    1.5203399999847989e-05
    ]
   },
   "conv_host_k1_fp32_strict_2x4x8x8_4_forward": {
-   "seconds": 2.5904800008902384e-05,
-   "min": 1.91448999999011e-05,
-   "max": 4.4148299991775275e-05,
+   "seconds": 3.2799499999214275e-05,
+   "min": 2.990619999820865e-05,
+   "max": 4.424449999760327e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9343,28 +9343,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 7.496139999716433e-06,
-   "host_backward_canary_seconds": 1.5576729999793315e-05,
+   "host_canary_seconds": 1.0476285000038388e-05,
+   "host_backward_canary_seconds": 1.96306499999821e-05,
    "pass_seconds": [
-    2.226969999128414e-05,
-    2.5904800008902384e-05,
-    2.913399998760724e-05
+    4.1293099999961666e-05,
+    3.2799499999214275e-05,
+    3.052719999914188e-05
    ],
    "pass_host_canary_seconds": [
-    7.496139999716433e-06,
-    8.225839999909113e-06,
-    7.821524999371832e-06
+    1.0476285000038388e-05,
+    9.587834999962298e-06,
+    1.000501000007148e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5576729999793315e-05,
-    2.021173999992243e-05,
-    1.6949710000062625e-05
+    1.96306499999821e-05,
+    1.8011690000037105e-05,
+    1.653148999992027e-05
    ]
   },
   "conv_host_k1_fp32_strict_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00018914519999952973,
-   "min": 0.00015670380000756267,
-   "max": 0.00028305949999776205,
+   "seconds": 0.0002008044000007203,
+   "min": 0.00016711729999769888,
+   "max": 0.00027505170000097223,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9379,28 +9379,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 7.019799999739007e-06,
-   "host_backward_canary_seconds": 1.5576729999793315e-05,
+   "host_canary_seconds": 1.0296640000007073e-05,
+   "host_backward_canary_seconds": 2.0094919999991134e-05,
    "pass_seconds": [
-    0.0001672334000090814,
-    0.00018914519999952973,
-    0.00020170719999441645
+    0.00024113610000000562,
+    0.00018674549999957434,
+    0.0002008044000007203
    ],
    "pass_host_canary_seconds": [
-    7.019799999739007e-06,
-    8.225839999909113e-06,
-    9.143724998921243e-06
+    1.0296640000007073e-05,
+    1.0045829999967283e-05,
+    9.603430000026946e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.5576729999793315e-05,
-    1.887577000047713e-05,
-    1.742444000001342e-05
+    2.0094919999991134e-05,
+    1.8011690000037105e-05,
+    1.6475619999880565e-05
    ]
   },
   "conv_host_k1_fp32_strict_8x64x28x28_64_forward": {
-   "seconds": 3.268750000415821e-05,
-   "min": 1.9684799997321534e-05,
-   "max": 5.1408800004537625e-05,
+   "seconds": 4.0629299999750404e-05,
+   "min": 2.4214799998389937e-05,
+   "max": 5.077919999934011e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9415,28 +9415,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 7.151319999820771e-06,
-   "host_backward_canary_seconds": 1.5880899999274332e-05,
+   "host_canary_seconds": 1.0358367500025167e-05,
+   "host_backward_canary_seconds": 2.0133909999984212e-05,
    "pass_seconds": [
-    2.1041700006207974e-05,
-    3.268750000415821e-05,
-    4.1977199998655124e-05
+    4.460130000012441e-05,
+    4.0629299999750404e-05,
+    3.4096800001748305e-05
    ],
    "pass_host_canary_seconds": [
-    7.151319999820771e-06,
-    7.156030000032842e-06,
-    1.0710440000138987e-05
+    1.0358367500025167e-05,
+    9.59058999995932e-06,
+    9.565335000019104e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.5880899999274332e-05,
-    1.992171999972925e-05,
-    1.752505000013116e-05
+    2.0133909999984212e-05,
+    1.9429760000093667e-05,
+    1.6475619999880565e-05
    ]
   },
   "conv_host_k1_fp32_strict_8x64x28x28_64_forward_backward": {
-   "seconds": 0.00018337040000915295,
-   "min": 0.00015500129999281853,
-   "max": 0.00023812609999822597,
+   "seconds": 0.00021164149999890468,
+   "min": 0.00017599710000126834,
+   "max": 0.00032630869999934476,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9451,28 +9451,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 7.14343499964798e-06,
-   "host_backward_canary_seconds": 1.6639089999443968e-05,
+   "host_canary_seconds": 1.0283004999962487e-05,
+   "host_backward_canary_seconds": 1.9784969999960822e-05,
    "pass_seconds": [
-    0.00018337040000915295,
-    0.00018280020000247533,
-    0.00021915760000865703
+    0.00027365109999948344,
+    0.00021164149999890468,
+    0.0002027803000004269
    ],
    "pass_host_canary_seconds": [
-    7.14343499964798e-06,
-    7.225974999869322e-06,
-    1.0653369999999995e-05
+    1.0283004999962487e-05,
+    1.0190819999991163e-05,
+    7.745955000046933e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6639089999443968e-05,
-    2.0293869999932214e-05,
-    1.6805650000151216e-05
+    1.9784969999960822e-05,
+    1.362448999998378e-05,
+    1.5343540000003486e-05
    ]
   },
   "conv_host_k1_fp32_strict_16x256x56x56_64_forward": {
-   "seconds": 2.5417699998797615e-05,
-   "min": 2.068229999849791e-05,
-   "max": 5.319989998042729e-05,
+   "seconds": 4.2916900000022906e-05,
+   "min": 2.3096300000702286e-05,
+   "max": 5.368489999995063e-05,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9487,28 +9487,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 7.217415000013716e-06,
-   "host_backward_canary_seconds": 1.7654499999935068e-05,
+   "host_canary_seconds": 1.0690595000006909e-05,
+   "host_backward_canary_seconds": 2.0983595000032553e-05,
    "pass_seconds": [
-    2.315350000117178e-05,
-    2.5417699998797615e-05,
-    5.23142000020016e-05
+    4.865589999951681e-05,
+    4.2916900000022906e-05,
+    3.182039999956032e-05
    ],
    "pass_host_canary_seconds": [
-    7.217415000013716e-06,
-    7.225974999869322e-06,
-    1.0653369999999995e-05
+    1.0690595000006909e-05,
+    1.010337499991465e-05,
+    7.745955000046933e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7654499999935068e-05,
-    2.000242999997681e-05,
-    1.869086999931824e-05
+    2.0983595000032553e-05,
+    1.618740999987267e-05,
+    1.8311940000046434e-05
    ]
   },
   "conv_host_k1_fp32_strict_16x256x56x56_64_forward_backward": {
-   "seconds": 0.00019105679999711355,
-   "min": 0.0001744264999956613,
-   "max": 0.0003585896000004141,
+   "seconds": 0.00023044879999929436,
+   "min": 0.0001858434000013176,
+   "max": 0.0003970478999974603,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9523,28 +9523,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 7.4223999999389885e-06,
-   "host_backward_canary_seconds": 1.708486500035633e-05,
+   "host_canary_seconds": 1.056495000003821e-05,
+   "host_backward_canary_seconds": 2.0237370000089072e-05,
    "pass_seconds": [
-    0.0001853699999969649,
-    0.00019105679999711355,
-    0.0001913391000016418
+    0.00031633239999990793,
+    0.00023044879999929436,
+    0.00021046859999955813
    ],
    "pass_host_canary_seconds": [
-    7.4223999999389885e-06,
-    7.074732500029767e-06,
-    9.838745000365635e-06
+    1.056495000003821e-05,
+    9.699560000058227e-06,
+    7.859192499992674e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.708486500035633e-05,
-    1.9302554999853783e-05,
-    1.7080365000765593e-05
+    2.0237370000089072e-05,
+    1.904819000003499e-05,
+    2.076113999990525e-05
    ]
   },
   "conv_host_k1_fp32_strict_32x256x56x56_256_forward": {
-   "seconds": 6.106990000489531e-05,
-   "min": 3.600860000005923e-05,
-   "max": 6.949309999981779e-05,
+   "seconds": 5.2159999998480086e-05,
+   "min": 3.334380000126202e-05,
+   "max": 9.948469999869758e-05,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9559,28 +9559,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 7.888784999749987e-06,
-   "host_backward_canary_seconds": 1.7422050000277522e-05,
+   "host_canary_seconds": 1.0607190000015975e-05,
+   "host_backward_canary_seconds": 2.3088889999911544e-05,
    "pass_seconds": [
-    6.106990000489531e-05,
-    4.789509999909569e-05,
-    6.214829998043569e-05
+    6.285659999889503e-05,
+    5.2159999998480086e-05,
+    4.436019999900509e-05
    ],
    "pass_host_canary_seconds": [
-    7.888784999749987e-06,
-    7.68725499995071e-06,
-    9.504294999942432e-06
+    1.0607190000015975e-05,
+    9.653004999989889e-06,
+    9.689485000023978e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7422050000277522e-05,
-    1.9635889999563004e-05,
-    2.217969999946945e-05
+    2.3088889999911544e-05,
+    2.156858000006423e-05,
+    2.2223290000056294e-05
    ]
   },
   "conv_host_k1_fp32_strict_32x256x56x56_256_forward_backward": {
-   "seconds": 0.00027845949999800724,
-   "min": 0.0001901741999972728,
-   "max": 0.0005143650000036359,
+   "seconds": 0.0003255077000005713,
+   "min": 0.0002587771000008843,
+   "max": 0.00037378329999882,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9595,28 +9595,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 7.4885424999138194e-06,
-   "host_backward_canary_seconds": 1.9185315000527226e-05,
+   "host_canary_seconds": 1.0611422499984258e-05,
+   "host_backward_canary_seconds": 2.2851825000032023e-05,
    "pass_seconds": [
-    0.00025141749999875175,
-    0.00027845949999800724,
-    0.00032601679999970655
+    0.0003390046000006919,
+    0.0003055752000022949,
+    0.0003255077000005713
    ],
    "pass_host_canary_seconds": [
-    7.4885424999138194e-06,
-    7.733155000266833e-06,
-    1.0665629999948579e-05
+    1.0611422499984258e-05,
+    1.1214330000015593e-05,
+    1.0778799999968669e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9185315000527226e-05,
-    2.1045070000127452e-05,
-    2.0720299999084092e-05
+    2.2851825000032023e-05,
+    2.188711500011209e-05,
+    2.211724000005688e-05
    ]
   },
   "conv_host_k1_bf16_2x4x8x8_4_forward": {
-   "seconds": 4.439449999154022e-05,
-   "min": 2.3301099997752316e-05,
-   "max": 6.412430000182212e-05,
+   "seconds": 4.827899999924057e-05,
+   "min": 3.557579999835525e-05,
+   "max": 5.7760499998948944e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9631,28 +9631,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 7.296709999877748e-06,
-   "host_backward_canary_seconds": 1.704419000020607e-05,
+   "host_canary_seconds": 1.0341817500005846e-05,
+   "host_backward_canary_seconds": 2.0899485000072104e-05,
    "pass_seconds": [
-    2.999099999669852e-05,
-    4.439449999154022e-05,
-    5.915379999805736e-05
+    4.827899999924057e-05,
+    3.741280000042479e-05,
+    5.235420000246904e-05
    ],
    "pass_host_canary_seconds": [
-    7.296709999877748e-06,
-    9.946495000008326e-06,
-    1.091547999976683e-05
+    1.0341817500005846e-05,
+    9.952380000015636e-06,
+    1.0324304999898004e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.704419000020607e-05,
-    1.8085070000779523e-05,
-    1.753575000066121e-05
+    2.0899485000072104e-05,
+    1.9719860000009248e-05,
+    2.1082060000026105e-05
    ]
   },
   "conv_host_k1_bf16_2x4x8x8_4_forward_backward": {
-   "seconds": 0.0002727212000081636,
-   "min": 0.000161416299999928,
-   "max": 0.00042922130000988545,
+   "seconds": 0.00024670730000195815,
+   "min": 0.00021650369999974827,
+   "max": 0.00034309539999952674,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9667,28 +9667,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 6.981225000117774e-06,
-   "host_backward_canary_seconds": 1.4307720000488189e-05,
+   "host_canary_seconds": 1.0290035000011244e-05,
+   "host_backward_canary_seconds": 1.892360000013582e-05,
    "pass_seconds": [
-    0.0002727212000081636,
-    0.00022727659999191018,
-    0.0003359130000035293
+    0.0003178738000002568,
+    0.00022577269999999317,
+    0.00024670730000195815
    ],
    "pass_host_canary_seconds": [
-    6.981225000117774e-06,
-    9.37382999950387e-06,
-    1.064567499952318e-05
+    1.0290035000011244e-05,
+    1.046249000012267e-05,
+    9.922914999975774e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4307720000488189e-05,
-    1.7481520000046658e-05,
-    1.680742000189639e-05
+    1.892360000013582e-05,
+    1.84299399998622e-05,
+    2.000339000005624e-05
    ]
   },
   "conv_host_k1_bf16_8x64x28x28_64_forward": {
-   "seconds": 5.222639999828971e-05,
-   "min": 2.1826100010002847e-05,
-   "max": 7.236789999751637e-05,
+   "seconds": 4.465109999785e-05,
+   "min": 3.2623600000647456e-05,
+   "max": 6.244249999980412e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9703,28 +9703,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 7.061342499810052e-06,
-   "host_backward_canary_seconds": 1.2308289999509725e-05,
+   "host_canary_seconds": 1.0362902499991833e-05,
+   "host_backward_canary_seconds": 1.8633525000026907e-05,
    "pass_seconds": [
-    2.4341300002106436e-05,
-    5.222639999828971e-05,
-    6.378969999332185e-05
+    5.625830000042242e-05,
+    4.174169999942024e-05,
+    4.465109999785e-05
    ],
    "pass_host_canary_seconds": [
-    7.061342499810052e-06,
-    9.704240000019126e-06,
-    1.0860549999733848e-05
+    1.0362902499991833e-05,
+    9.609144999984664e-06,
+    9.942865000027724e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.2308289999509725e-05,
-    1.5910520000943508e-05,
-    2.193897999859473e-05
+    1.8633525000026907e-05,
+    1.822064999998929e-05,
+    2.0130240000071353e-05
    ]
   },
   "conv_host_k1_bf16_8x64x28x28_64_forward_backward": {
-   "seconds": 0.0002293354000016734,
-   "min": 0.00018633460000501146,
-   "max": 0.0004129910000074233,
+   "seconds": 0.00027566849999800526,
+   "min": 0.00021134849999953075,
+   "max": 0.00032666200000051047,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9739,28 +9739,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 7.035584999925959e-06,
-   "host_backward_canary_seconds": 1.2155150000126013e-05,
+   "host_canary_seconds": 1.0552569999973116e-05,
+   "host_backward_canary_seconds": 1.9443169999959764e-05,
    "pass_seconds": [
-    0.00019955640000262064,
-    0.0002293354000016734,
-    0.0003226272999881985
+    0.00028621409999942673,
+    0.00027566849999800526,
+    0.00026181419999886656
    ],
    "pass_host_canary_seconds": [
-    7.035584999925959e-06,
-    9.39500000015414e-06,
-    1.11472700007198e-05
+    1.0552569999973116e-05,
+    9.298134999937701e-06,
+    1.0326569999961065e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.2155150000126013e-05,
-    1.51954399996157e-05,
-    2.184772999953566e-05
+    1.9443169999959764e-05,
+    1.8363640000131908e-05,
+    2.0095220000087012e-05
    ]
   },
   "conv_host_k1_bf16_16x256x56x56_64_forward": {
-   "seconds": 4.4882300005610884e-05,
-   "min": 2.250940000294577e-05,
-   "max": 7.690699999329809e-05,
+   "seconds": 4.6913700001027794e-05,
+   "min": 2.9416399999604437e-05,
+   "max": 5.988180000002785e-05,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9775,28 +9775,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 7.043370000019422e-06,
-   "host_backward_canary_seconds": 1.2973679999959132e-05,
+   "host_canary_seconds": 1.0407050000011964e-05,
+   "host_backward_canary_seconds": 1.9121954999974377e-05,
    "pass_seconds": [
-    2.5571900005161295e-05,
-    4.4882300005610884e-05,
-    5.953209999915998e-05
+    5.443889999980911e-05,
+    3.996599999993578e-05,
+    4.6913700001027794e-05
    ],
    "pass_host_canary_seconds": [
-    7.043370000019422e-06,
-    9.701435000124547e-06,
-    1.101182499951392e-05
+    1.0407050000011964e-05,
+    9.387189999898737e-06,
+    9.932079999970255e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.2973679999959132e-05,
-    1.9445990000122036e-05,
-    2.2290089998477924e-05
+    1.9121954999974377e-05,
+    1.9553729999870483e-05,
+    2.0027340000012827e-05
    ]
   },
   "conv_host_k1_bf16_16x256x56x56_64_forward_backward": {
-   "seconds": 0.00027173199999879215,
-   "min": 0.00016531889999669148,
-   "max": 0.00044239190001462705,
+   "seconds": 0.00026388640000050143,
+   "min": 0.00019096119999915118,
+   "max": 0.0003308212000007416,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9811,28 +9811,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 7.0422449999796296e-06,
-   "host_backward_canary_seconds": 1.2084390000381973e-05,
+   "host_canary_seconds": 1.0412550000040711e-05,
+   "host_backward_canary_seconds": 1.9188870000022006e-05,
    "pass_seconds": [
-    0.0002080659999933232,
-    0.00027173199999879215,
-    0.0004140147000043726
+    0.0003141247999991492,
+    0.00026388640000050143,
+    0.00021774770000035915
    ],
    "pass_host_canary_seconds": [
-    7.0422449999796296e-06,
-    7.63613499998428e-06,
-    1.101182499951392e-05
+    1.0412550000040711e-05,
+    9.387189999898737e-06,
+    1.0159189999967566e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.2084390000381973e-05,
-    1.862829999936366e-05,
-    2.0098610000331974e-05
+    1.9188870000022006e-05,
+    1.785529999978053e-05,
+    1.5163489999849844e-05
    ]
   },
   "conv_host_k1_bf16_32x256x56x56_256_forward": {
-   "seconds": 3.442259999246744e-05,
-   "min": 2.3244800001975818e-05,
-   "max": 7.351680001193018e-05,
+   "seconds": 4.786920000015016e-05,
+   "min": 3.431160000104683e-05,
+   "max": 6.357450000109566e-05,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9847,28 +9847,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 7.837560000325538e-06,
-   "host_backward_canary_seconds": 1.2537620000330207e-05,
+   "host_canary_seconds": 1.0437450000040372e-05,
+   "host_backward_canary_seconds": 1.9455430000050455e-05,
    "pass_seconds": [
-    2.4498599998423742e-05,
-    3.442259999246744e-05,
-    6.03123000018968e-05
+    5.132559999907471e-05,
+    4.740060000187896e-05,
+    4.786920000015016e-05
    ],
    "pass_host_canary_seconds": [
-    7.837560000325538e-06,
-    7.246109999528016e-06,
-    1.0995577499670616e-05
+    1.0437450000040372e-05,
+    1.0035819999956176e-05,
+    1.023987499991108e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.2537620000330207e-05,
-    1.862829999936366e-05,
-    1.875212000072679e-05
+    1.9455430000050455e-05,
+    1.551130999985162e-05,
+    1.6626649999977873e-05
    ]
   },
   "conv_host_k1_bf16_32x256x56x56_256_forward_backward": {
-   "seconds": 0.00026186890000872153,
-   "min": 0.00019185900000593393,
-   "max": 0.0003988542999877609,
+   "seconds": 0.00025430860000028586,
+   "min": 0.00019617359999983818,
+   "max": 0.00036999940000015386,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9883,28 +9883,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 7.114019999789889e-06,
-   "host_backward_canary_seconds": 1.3207319999537504e-05,
+   "host_canary_seconds": 1.0523900000016794e-05,
+   "host_backward_canary_seconds": 1.9208809999966548e-05,
    "pass_seconds": [
-    0.00026186890000872153,
-    0.00021013220000440925,
-    0.0003109741000116628
+    0.0003375367999993273,
+    0.0002502192000008563,
+    0.00025430860000028586
    ],
    "pass_host_canary_seconds": [
-    7.114019999789889e-06,
-    7.278424999981325e-06,
-    1.0821912500205144e-05
+    1.0523900000016794e-05,
+    9.420749999975442e-06,
+    1.0535529999913252e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3207319999537504e-05,
-    1.7067079999151246e-05,
-    1.6214349999472686e-05
+    1.9208809999966548e-05,
+    1.551130999985162e-05,
+    1.66335500000514e-05
    ]
   },
   "conv_host_k1_autocast_2x4x8x8_4_forward": {
-   "seconds": 6.397289999995336e-05,
-   "min": 5.8562100002745864e-05,
-   "max": 0.0001256712999975207,
+   "seconds": 9.442490000139969e-05,
+   "min": 7.788759999982631e-05,
+   "max": 0.00014773799999829863,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9919,28 +9919,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 7.114019999789889e-06,
-   "host_backward_canary_seconds": 1.5018469999859008e-05,
+   "host_canary_seconds": 1.0330232500024295e-05,
+   "host_backward_canary_seconds": 1.9892150000018203e-05,
    "pass_seconds": [
-    6.23055000005479e-05,
-    6.397289999995336e-05,
-    0.00011524169999574952
+    0.00011671150000012176,
+    8.657160000211662e-05,
+    9.442490000139969e-05
    ],
    "pass_host_canary_seconds": [
-    7.114019999789889e-06,
-    7.3830500002713965e-06,
-    1.1006685000438665e-05
+    1.0330232500024295e-05,
+    9.51732499999025e-06,
+    1.0336229999978741e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5018469999859008e-05,
-    1.6000980000399068e-05,
-    1.7132000000401603e-05
+    1.9892150000018203e-05,
+    1.4993719999836231e-05,
+    1.6384309999750714e-05
    ]
   },
   "conv_host_k1_autocast_2x4x8x8_4_forward_backward": {
-   "seconds": 0.0003466694000053394,
-   "min": 0.00025039739999783707,
-   "max": 0.0006362647000059951,
+   "seconds": 0.0004390567999990935,
+   "min": 0.0003267759999999953,
+   "max": 0.0005906361999990395,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9955,28 +9955,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 6.9510599996647215e-06,
-   "host_backward_canary_seconds": 1.3254030000098282e-05,
+   "host_canary_seconds": 1.0308890000025883e-05,
+   "host_backward_canary_seconds": 1.930080500002873e-05,
    "pass_seconds": [
-    0.0003466694000053394,
-    0.0002992457000004833,
-    0.00045978670000295095
+    0.0005368074000003276,
+    0.0003786429999991014,
+    0.0004390567999990935
    ],
    "pass_host_canary_seconds": [
-    6.9510599996647215e-06,
-    7.225694999988263e-06,
-    1.0723494999638206e-05
+    1.0308890000025883e-05,
+    1.0398812500014288e-05,
+    1.074889500003451e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3254030000098282e-05,
-    1.3299040000447349e-05,
-    1.5569630002119083e-05
+    1.930080500002873e-05,
+    1.6332794999982524e-05,
+    1.5101179999987836e-05
    ]
   },
   "conv_host_k1_autocast_8x64x28x28_64_forward": {
-   "seconds": 6.742520000670992e-05,
-   "min": 5.2221400005691974e-05,
-   "max": 0.00012786810000307015,
+   "seconds": 0.00010414589999925283,
+   "min": 7.111010000073747e-05,
+   "max": 0.0001344464999988304,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9991,28 +9991,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 7.055339999624266e-06,
-   "host_backward_canary_seconds": 1.3038050000204748e-05,
+   "host_canary_seconds": 1.021833750002088e-05,
+   "host_backward_canary_seconds": 1.918526499999018e-05,
    "pass_seconds": [
-    6.538570000884647e-05,
-    6.742520000670992e-05,
-    0.00011052940001263779
+    0.00012277189999991832,
+    9.737569999970219e-05,
+    0.00010414589999925283
    ],
    "pass_host_canary_seconds": [
-    7.055339999624266e-06,
-    7.295825000142031e-06,
-    1.079898499938281e-05
+    1.021833750002088e-05,
+    9.524425000080327e-06,
+    1.0770399999984192e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3038050000204748e-05,
-    1.4465970000401285e-05,
-    1.6758090000621452e-05
+    1.918526499999018e-05,
+    1.6474650000191104e-05,
+    1.6149369999993725e-05
    ]
   },
   "conv_host_k1_autocast_8x64x28x28_64_forward_backward": {
-   "seconds": 0.00031210140000439426,
-   "min": 0.00021659989999989193,
-   "max": 0.0006009014999790452,
+   "seconds": 0.00046204439999826264,
+   "min": 0.00022362970000244786,
+   "max": 0.0005649986999998191,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10027,28 +10027,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 7.02093500024148e-06,
-   "host_backward_canary_seconds": 1.2264639999557402e-05,
+   "host_canary_seconds": 1.0208715000032953e-05,
+   "host_backward_canary_seconds": 1.8171109999940427e-05,
    "pass_seconds": [
-    0.00031210140000439426,
-    0.0002565379999964534,
-    0.0005435928999986573
+    0.0005130467000000749,
+    0.00043781640000020163,
+    0.00046204439999826264
    ],
    "pass_host_canary_seconds": [
-    7.02093500024148e-06,
-    7.085125000116932e-06,
-    1.1009044999354956e-05
+    1.0208715000032953e-05,
+    1.054299999992736e-05,
+    1.0099274999930686e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.2264639999557402e-05,
-    1.3623979999692892e-05,
-    1.5863120001995412e-05
+    1.8171109999940427e-05,
+    1.6387050000048475e-05,
+    1.609589999986838e-05
    ]
   },
   "conv_host_k1_autocast_16x256x56x56_64_forward": {
-   "seconds": 6.446449999657489e-05,
-   "min": 5.59506999934456e-05,
-   "max": 0.00014517089998662415,
+   "seconds": 0.00010111560000041209,
+   "min": 7.979439999985515e-05,
+   "max": 0.00013623959999904401,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10063,28 +10063,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 7.0035999999618074e-06,
-   "host_backward_canary_seconds": 2.0186189999549242e-05,
+   "host_canary_seconds": 1.0185492499985572e-05,
+   "host_backward_canary_seconds": 1.9176225000023805e-05,
    "pass_seconds": [
-    6.153880000283606e-05,
-    6.446449999657489e-05,
-    0.00013310330000422256
+    0.0001257858000002443,
+    9.739739999758967e-05,
+    0.00010111560000041209
    ],
    "pass_host_canary_seconds": [
-    7.0035999999618074e-06,
-    6.943189999901733e-06,
-    1.117215999954624e-05
+    1.0185492499985572e-05,
+    1.054299999992736e-05,
+    1.0198920000021872e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0186189999549242e-05,
-    1.3948120000577547e-05,
-    1.739383499966607e-05
+    1.9176225000023805e-05,
+    1.4879260000100203e-05,
+    1.609589999986838e-05
    ]
   },
   "conv_host_k1_autocast_16x256x56x56_64_forward_backward": {
-   "seconds": 0.00041302019999420734,
-   "min": 0.00025814729999638073,
-   "max": 0.0006774283000140713,
+   "seconds": 0.00043212680000124235,
+   "min": 0.00029334020000248984,
+   "max": 0.0005293441999995707,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10099,28 +10099,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 7.3682999999391545e-06,
-   "host_backward_canary_seconds": 1.3912549999304247e-05,
+   "host_canary_seconds": 1.0570664999960399e-05,
+   "host_backward_canary_seconds": 1.923968500001649e-05,
    "pass_seconds": [
-    0.00041302019999420734,
-    0.0002974360999928649,
-    0.0005183948999956556
+    0.0005245346999998901,
+    0.0004035057999999481,
+    0.00043212680000124235
    ],
    "pass_host_canary_seconds": [
-    7.3682999999391545e-06,
-    6.9555499999296444e-06,
-    1.079525500017553e-05
+    1.0570664999960399e-05,
+    1.0185364999983903e-05,
+    1.0419285000011768e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3912549999304247e-05,
-    1.454472999967038e-05,
-    1.911870999947496e-05
+    1.923968500001649e-05,
+    1.4689669999938814e-05,
+    1.8934370000067702e-05
    ]
   },
   "conv_host_k1_autocast_32x256x56x56_256_forward": {
-   "seconds": 6.72800000074858e-05,
-   "min": 5.472840000493306e-05,
-   "max": 0.00014940759999717556,
+   "seconds": 9.983010000098602e-05,
+   "min": 8.263979999867388e-05,
+   "max": 0.0001332312000002389,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10135,28 +10135,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 7.565160000240212e-06,
-   "host_backward_canary_seconds": 1.388016999953834e-05,
+   "host_canary_seconds": 1.0472494999973491e-05,
+   "host_backward_canary_seconds": 2.1024480000022552e-05,
    "pass_seconds": [
-    6.32847000019865e-05,
-    6.72800000074858e-05,
-    0.00013606600000457548
+    0.00013081080000034717,
+    8.903529999884085e-05,
+    9.983010000098602e-05
    ],
    "pass_host_canary_seconds": [
-    7.565160000240212e-06,
-    6.973705000064001e-06,
-    1.057304249968638e-05
+    1.0472494999973491e-05,
+    1.0185364999983903e-05,
+    1.0463277500036838e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.388016999953834e-05,
-    1.5577140000004875e-05,
-    2.2343605000969545e-05
+    2.1024480000022552e-05,
+    1.7241390000037883e-05,
+    1.9908444999998662e-05
    ]
   },
   "conv_host_k1_autocast_32x256x56x56_256_forward_backward": {
-   "seconds": 0.0004647178000027452,
-   "min": 0.0003356548999931874,
-   "max": 0.0006481878999920809,
+   "seconds": 0.0005485381999989159,
+   "min": 0.00036511600000039835,
+   "max": 0.0006531135999992444,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10171,28 +10171,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 7.602447500119069e-06,
-   "host_backward_canary_seconds": 1.3820730000020376e-05,
+   "host_canary_seconds": 1.048692249998595e-05,
+   "host_backward_canary_seconds": 2.0676914999953054e-05,
    "pass_seconds": [
-    0.00040044090000037615,
-    0.0004647178000027452,
-    0.0005579426999929637
+    0.0006371559000001526,
+    0.0005485381999989159,
+    0.0004654239000018379
    ],
    "pass_host_canary_seconds": [
-    7.602447500119069e-06,
-    7.413977499766133e-06,
-    1.0448755000425081e-05
+    1.048692249998595e-05,
+    9.637454999946726e-06,
+    1.0377417500038177e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3820730000020376e-05,
-    1.5510709999944083e-05,
-    1.8867654999894513e-05
+    2.0676914999953054e-05,
+    1.735575500006803e-05,
+    1.983166499996969e-05
    ]
   },
   "optimizer_sgd_foreach_per_param": {
-   "seconds": 3.0855691962118825e-06,
-   "min": 1.844183035869053e-06,
-   "max": 3.6529977681506613e-06,
+   "seconds": 3.3156026785695147e-06,
+   "min": 2.5130334821353373e-06,
+   "max": 3.863359375014649e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10202,28 +10202,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.765975000211257e-06,
-   "host_backward_canary_seconds": 2.098587999967094e-05,
+   "host_canary_seconds": 1.0268587500021909e-05,
+   "host_backward_canary_seconds": 2.0241950000041698e-05,
    "pass_seconds": [
-    1.987975446228672e-06,
-    3.0855691962118825e-06,
-    3.485417409925568e-06
+    3.3156026785695147e-06,
+    3.095499999946786e-06,
+    3.6555513392829856e-06
    ],
    "pass_host_canary_seconds": [
-    7.765975000211257e-06,
-    8.97442499990575e-06,
-    1.0582565000163413e-05
+    1.0268587500021909e-05,
+    9.962997499997072e-06,
+    1.0503749999983824e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.098587999967094e-05,
-    1.5455700000757134e-05,
-    2.031165000062174e-05
+    2.0241950000041698e-05,
+    1.745609500005685e-05,
+    2.028692499990825e-05
    ]
   },
   "optimizer_sgd_foreach_per_step": {
-   "seconds": 0.00011906028565330677,
-   "min": 6.650099995957654e-05,
-   "max": 0.0003555774286983901,
+   "seconds": 0.0001602170000032694,
+   "min": 8.759471427310928e-05,
+   "max": 0.00031695742856235095,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10233,28 +10233,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.765975000211257e-06,
-   "host_backward_canary_seconds": 2.098587999967094e-05,
+   "host_canary_seconds": 1.0268587500021909e-05,
+   "host_backward_canary_seconds": 2.0241950000041698e-05,
    "pass_seconds": [
-    9.71795714284391e-05,
-    0.00011906028565330677,
-    0.00018789499982371387
+    0.0001602170000032694,
+    0.00011823014284167193,
+    0.00020589157142580916
    ],
    "pass_host_canary_seconds": [
-    7.765975000211257e-06,
-    8.97442499990575e-06,
-    1.0582565000163413e-05
+    1.0268587500021909e-05,
+    9.962997499997072e-06,
+    1.0503749999983824e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.098587999967094e-05,
-    1.5455700000757134e-05,
-    2.031165000062174e-05
+    2.0241950000041698e-05,
+    1.745609500005685e-05,
+    2.028692499990825e-05
    ]
   },
   "optimizer_sgd_foreach_cold_per_param": {
-   "seconds": 4.020468750301884e-06,
-   "min": 2.1511517857167713e-06,
-   "max": 5.1159866073037715e-06,
+   "seconds": 4.497305803573072e-06,
+   "min": 2.7687254464352814e-06,
+   "max": 5.374138392839305e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10264,28 +10264,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.916465000401331e-06,
-   "host_backward_canary_seconds": 2.0228010000664654e-05,
+   "host_canary_seconds": 1.036306000003151e-05,
+   "host_backward_canary_seconds": 2.0554270000019416e-05,
    "pass_seconds": [
-    4.020468750301884e-06,
-    2.935638392947177e-06,
-    4.861618303359754e-06
+    3.8275535714544465e-06,
+    4.588308035735622e-06,
+    4.497305803573072e-06
    ],
    "pass_host_canary_seconds": [
-    9.916465000401331e-06,
-    7.513869999797862e-06,
-    1.0683670000162238e-05
+    1.036306000003151e-05,
+    1.0445144999948752e-05,
+    1.0481169999962958e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0228010000664654e-05,
-    1.7230750000862826e-05,
-    1.8171369999890887e-05
+    2.0554270000019416e-05,
+    2.3160600000267096e-05,
+    2.1583099999986644e-05
    ]
   },
   "optimizer_sgd_foreach_cold_per_step": {
-   "seconds": 0.0006888759999453344,
-   "min": 0.0004165884285579783,
-   "max": 0.0008272082856625015,
+   "seconds": 0.000631297999997774,
+   "min": 0.0005389561428696002,
+   "max": 0.0008177425714157899,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10295,28 +10295,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.916465000401331e-06,
-   "host_backward_canary_seconds": 2.0228010000664654e-05,
+   "host_canary_seconds": 1.036306000003151e-05,
+   "host_backward_canary_seconds": 2.0554270000019416e-05,
    "pass_seconds": [
-    0.0006888759999453344,
-    0.000581022571509493,
-    0.000741371428668052
+    0.0006627041428584692,
+    0.000631297999997774,
+    0.0006021389999984551
    ],
    "pass_host_canary_seconds": [
-    9.916465000401331e-06,
-    7.513869999797862e-06,
-    1.0683670000162238e-05
+    1.036306000003151e-05,
+    1.0445144999948752e-05,
+    1.0481169999962958e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0228010000664654e-05,
-    1.7230750000862826e-05,
-    1.8171369999890887e-05
+    2.0554270000019416e-05,
+    2.3160600000267096e-05,
+    2.1583099999986644e-05
    ]
   },
   "optimizer_sgd_foreach_large": {
-   "seconds": 0.00021154900002784416,
-   "min": 0.00019315400004416006,
-   "max": 0.00022377300001608091,
+   "seconds": 0.00020480300000258467,
+   "min": 0.00018815100000324492,
+   "max": 0.00022170200000459772,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -10324,15 +10324,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00021154900002784416,
-    0.00019650299998374976,
-    0.00021329599985620007
+    0.00020882700000868226,
+    0.00019154200001025856,
+    0.00020480300000258467
    ]
   },
   "optimizer_sgd_for_loop_per_param": {
-   "seconds": 2.203734151784431e-05,
-   "min": 2.01739151786435e-05,
-   "max": 3.3522200893238665e-05,
+   "seconds": 3.002988839284626e-05,
+   "min": 2.9236517857165823e-05,
+   "max": 3.119294642856778e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10342,28 +10342,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.280434999756835e-06,
-   "host_backward_canary_seconds": 1.862660999961463e-05,
+   "host_canary_seconds": 1.0252317500025754e-05,
+   "host_backward_canary_seconds": 2.1862820000038142e-05,
    "pass_seconds": [
-    2.203734151784431e-05,
-    2.137437500009704e-05,
-    3.192722321441822e-05
+    3.0256520089271583e-05,
+    3.002988839284626e-05,
+    2.994714062497041e-05
    ],
    "pass_host_canary_seconds": [
-    7.280434999756835e-06,
-    7.214684999894416e-06,
-    1.0739095000076304e-05
+    1.0252317500025754e-05,
+    1.0537552499982894e-05,
+    1.022873250001055e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.862660999961463e-05,
-    1.7580175000375672e-05,
-    2.149906999989071e-05
+    2.1862820000038142e-05,
+    2.032749999997918e-05,
+    2.2017105000031737e-05
    ]
   },
   "optimizer_sgd_for_loop_per_step": {
-   "seconds": 0.000180929571472786,
-   "min": 1.512528576443268e-05,
-   "max": 0.0006138535713294654,
+   "seconds": 0.00020457685714144911,
+   "min": -0.00028248457143880464,
+   "max": 0.0003876028571474827,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10373,28 +10373,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.280434999756835e-06,
-   "host_backward_canary_seconds": 1.862660999961463e-05,
+   "host_canary_seconds": 1.0252317500025754e-05,
+   "host_backward_canary_seconds": 2.1862820000038142e-05,
    "pass_seconds": [
-    0.0001711299999962129,
-    0.000180929571472786,
-    0.0003875102856259866
+    0.0002734487142877892,
+    9.634414282848921e-05,
+    0.00020457685714144911
    ],
    "pass_host_canary_seconds": [
-    7.280434999756835e-06,
-    7.214684999894416e-06,
-    1.0739095000076304e-05
+    1.0252317500025754e-05,
+    1.0537552499982894e-05,
+    1.022873250001055e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.862660999961463e-05,
-    1.7580175000375672e-05,
-    2.149906999989071e-05
+    2.1862820000038142e-05,
+    2.032749999997918e-05,
+    2.2017105000031737e-05
    ]
   },
   "optimizer_sgd_for_loop_cold_per_param": {
-   "seconds": 2.2202435267816766e-05,
-   "min": 1.9793750000068095e-05,
-   "max": 4.313780357152146e-05,
+   "seconds": 3.0909997767812414e-05,
+   "min": 1.9675517857198344e-05,
+   "max": 3.2764544642865144e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10404,28 +10404,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.258469999555927e-06,
-   "host_backward_canary_seconds": 1.9904680000308874e-05,
+   "host_canary_seconds": 1.0368599999992512e-05,
+   "host_backward_canary_seconds": 2.166080000009174e-05,
    "pass_seconds": [
-    2.2202435267816766e-05,
-    2.1647841517845124e-05,
-    2.3605348214264916e-05
+    3.148537723214011e-05,
+    3.0250497767868113e-05,
+    3.0909997767812414e-05
    ],
    "pass_host_canary_seconds": [
-    7.258469999555927e-06,
-    7.282380000219746e-06,
-    1.0478719999582609e-05
+    1.0368599999992512e-05,
+    1.015516999999022e-05,
+    1.0316519999946649e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9904680000308874e-05,
-    2.04691199996887e-05,
-    1.9794039999396774e-05
+    2.166080000009174e-05,
+    1.7540759999974396e-05,
+    2.2037340000053972e-05
    ]
   },
   "optimizer_sgd_for_loop_cold_per_step": {
-   "seconds": 0.0006459581428381561,
-   "min": -0.0006402914285997341,
-   "max": 0.0016472859999956718,
+   "seconds": 0.0006141081428674105,
+   "min": 0.0004288314285767164,
+   "max": 0.0012771078571347516,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10435,28 +10435,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.258469999555927e-06,
-   "host_backward_canary_seconds": 1.9904680000308874e-05,
+   "host_canary_seconds": 1.0368599999992512e-05,
+   "host_backward_canary_seconds": 2.166080000009174e-05,
    "pass_seconds": [
-    0.0006220691427805442,
-    0.0006459581428381561,
-    0.000807393857160475
+    0.000640510714278873,
+    0.0006141081428674105,
+    0.0006049855714463448
    ],
    "pass_host_canary_seconds": [
-    7.258469999555927e-06,
-    7.282380000219746e-06,
-    1.0478719999582609e-05
+    1.0368599999992512e-05,
+    1.015516999999022e-05,
+    1.0316519999946649e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9904680000308874e-05,
-    2.04691199996887e-05,
-    1.9794039999396774e-05
+    2.166080000009174e-05,
+    1.7540759999974396e-05,
+    2.2037340000053972e-05
    ]
   },
   "optimizer_sgd_for_loop_large": {
-   "seconds": 0.00016267199998765136,
-   "min": 0.00015544400002909242,
-   "max": 0.00023248399998010427,
+   "seconds": 0.0001806559999977253,
+   "min": 0.0001674310000225887,
+   "max": 0.00025546500000928063,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -10464,15 +10464,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00018011899999237357,
-    0.00016045299992129003,
-    0.00016267199998765136
+    0.00018449700000644498,
+    0.00017201599999339123,
+    0.0001806559999977253
    ]
   },
   "optimizer_sgd_fused_per_param": {
-   "seconds": 1.6917633932475188e-06,
-   "min": 1.4292522322481967e-06,
-   "max": 2.59191071424628e-06,
+   "seconds": 2.5957433035715482e-06,
+   "min": 1.906026785736259e-06,
+   "max": 2.9272924106926723e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10482,28 +10482,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0165944999585008e-05,
-   "host_backward_canary_seconds": 1.5738820000024134e-05,
+   "host_canary_seconds": 1.0253845000036676e-05,
+   "host_backward_canary_seconds": 2.1348040000077618e-05,
    "pass_seconds": [
-    2.5323504464174514e-06,
-    1.491361607161171e-06,
-    1.6917633932475188e-06
+    2.5957433035715482e-06,
+    2.3332901785926604e-06,
+    2.762046875025094e-06
    ],
    "pass_host_canary_seconds": [
-    1.0165944999585008e-05,
-    7.153065000125025e-06,
-    7.905745000016396e-06
+    1.0253845000036676e-05,
+    1.1099875000013526e-05,
+    1.0771099999971056e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5738820000024134e-05,
-    2.2191550000343342e-05,
-    2.079950000052122e-05
+    2.1348040000077618e-05,
+    1.6828569999916e-05,
+    2.2037340000053972e-05
    ]
   },
   "optimizer_sgd_fused_per_step": {
-   "seconds": 9.052971420585112e-05,
-   "min": 2.129200002595359e-05,
-   "max": 0.0002753045714923376,
+   "seconds": 0.00012824957144224363,
+   "min": 3.398885714237361e-05,
+   "max": 0.00027368228570675716,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10513,28 +10513,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0165944999585008e-05,
-   "host_backward_canary_seconds": 1.5738820000024134e-05,
+   "host_canary_seconds": 1.0253845000036676e-05,
+   "host_backward_canary_seconds": 2.1348040000077618e-05,
    "pass_seconds": [
-    0.00011010557143111197,
-    6.0274857137950934e-05,
-    9.052971420585112e-05
+    0.00014909242857592226,
+    0.000107452142860406,
+    0.00012824957144224363
    ],
    "pass_host_canary_seconds": [
-    1.0165944999585008e-05,
-    7.153065000125025e-06,
-    7.905745000016396e-06
+    1.0253845000036676e-05,
+    1.1099875000013526e-05,
+    1.0771099999971056e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5738820000024134e-05,
-    2.2191550000343342e-05,
-    2.079950000052122e-05
+    2.1348040000077618e-05,
+    1.6828569999916e-05,
+    2.2037340000053972e-05
    ]
   },
   "optimizer_sgd_fused_cold_per_param": {
-   "seconds": 2.266352678605342e-06,
-   "min": 1.5903593748589628e-06,
-   "max": 4.705366071127466e-06,
+   "seconds": 3.4144419643413116e-06,
+   "min": 1.7587946428143653e-06,
+   "max": 4.148368303535932e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10544,28 +10544,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.456015000002481e-06,
-   "host_backward_canary_seconds": 1.8247059999794145e-05,
+   "host_canary_seconds": 1.0301010000048905e-05,
+   "host_backward_canary_seconds": 1.8471359999949755e-05,
    "pass_seconds": [
-    1.960218750239408e-06,
-    2.266352678605342e-06,
-    3.3157611604955103e-06
+    3.3319598214160654e-06,
+    3.4144419643413116e-06,
+    3.953484375048991e-06
    ],
    "pass_host_canary_seconds": [
-    7.456015000002481e-06,
-    7.313895000038428e-06,
-    8.585075000837606e-06
+    1.0301010000048905e-05,
+    1.0455020000108561e-05,
+    1.0705224999867369e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8247059999794145e-05,
-    2.0752270000912176e-05,
-    2.0569050000176504e-05
+    1.8471359999949755e-05,
+    1.9607559999883505e-05,
+    2.1949180000149225e-05
    ]
   },
   "optimizer_sgd_fused_cold_per_step": {
-   "seconds": 0.0005673321428340777,
-   "min": 0.0004520011427432889,
-   "max": 0.0008933732857648075,
+   "seconds": 0.0005897629999895214,
+   "min": 0.00045866528569555546,
+   "max": 0.0006693251428657732,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10575,28 +10575,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.456015000002481e-06,
-   "host_backward_canary_seconds": 1.8247059999794145e-05,
+   "host_canary_seconds": 1.0301010000048905e-05,
+   "host_backward_canary_seconds": 1.8471359999949755e-05,
    "pass_seconds": [
-    0.0005615327142355195,
-    0.0005673321428340777,
-    0.0006018075715214114
+    0.0005939891428527387,
+    0.0004997400000174171,
+    0.0005897629999895214
    ],
    "pass_host_canary_seconds": [
-    7.456015000002481e-06,
-    7.313895000038428e-06,
-    8.585075000837606e-06
+    1.0301010000048905e-05,
+    1.0455020000108561e-05,
+    1.0705224999867369e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8247059999794145e-05,
-    2.0752270000912176e-05,
-    2.0569050000176504e-05
+    1.8471359999949755e-05,
+    1.9607559999883505e-05,
+    2.1949180000149225e-05
    ]
   },
   "optimizer_sgd_fused_large": {
-   "seconds": 0.00012506400003076124,
-   "min": 0.00012106199994832423,
-   "max": 0.00014814400003615447,
+   "seconds": 0.00014342999998007144,
+   "min": 0.00013320100001124047,
+   "max": 0.0001581650000019863,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -10604,15 +10604,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00012506400003076124,
-    0.00012419099994076532,
-    0.00012707900009445439
+    0.00015028999999344705,
+    0.00013755399999126894,
+    0.00014342999998007144
    ]
   },
   "optimizer_sgd_wd_foreach_per_param": {
-   "seconds": 4.2327946430426825e-06,
-   "min": 3.853473214426069e-06,
-   "max": 7.342504464499403e-06,
+   "seconds": 6.757245535750554e-06,
+   "min": 5.815694196442678e-06,
+   "max": 7.2893683035678085e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10622,28 +10622,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.248585000354523e-06,
-   "host_backward_canary_seconds": 1.9286390000274877e-05,
+   "host_canary_seconds": 1.0302340000052368e-05,
+   "host_backward_canary_seconds": 1.6187260000037897e-05,
    "pass_seconds": [
-    3.974819196323713e-06,
-    4.2327946430426825e-06,
-    7.1140758929491966e-06
+    7.043986607145415e-06,
+    6.041720982111595e-06,
+    6.757245535750554e-06
    ],
    "pass_host_canary_seconds": [
-    7.248585000354523e-06,
-    7.304157500129804e-06,
-    1.0259560000349665e-05
+    1.0302340000052368e-05,
+    1.045173500003216e-05,
+    1.0136515000027657e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9286390000274877e-05,
-    2.05119849994162e-05,
-    1.665652999918166e-05
+    1.6187260000037897e-05,
+    2.3403459999968847e-05,
+    2.1700929999894923e-05
    ]
   },
   "optimizer_sgd_wd_foreach_per_step": {
-   "seconds": 0.00014584885717080657,
-   "min": 9.430285714578143e-05,
-   "max": 0.00046052300006392343,
+   "seconds": 0.0001791441428825432,
+   "min": 0.00012897785714877888,
+   "max": 0.0004442305714503293,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10653,28 +10653,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.248585000354523e-06,
-   "host_backward_canary_seconds": 1.9286390000274877e-05,
+   "host_canary_seconds": 1.0302340000052368e-05,
+   "host_backward_canary_seconds": 1.6187260000037897e-05,
    "pass_seconds": [
-    0.00013180557147864292,
-    0.00014584885717080657,
-    0.00017951257135402035
+    0.0002293319999994635,
+    0.0001606755714362862,
+    0.0001791441428825432
    ],
    "pass_host_canary_seconds": [
-    7.248585000354523e-06,
-    7.304157500129804e-06,
-    1.0259560000349665e-05
+    1.0302340000052368e-05,
+    1.045173500003216e-05,
+    1.0136515000027657e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9286390000274877e-05,
-    2.05119849994162e-05,
-    1.665652999918166e-05
+    1.6187260000037897e-05,
+    2.3403459999968847e-05,
+    2.1700929999894923e-05
    ]
   },
   "optimizer_sgd_wd_foreach_cold_per_param": {
-   "seconds": 6.144370535667219e-06,
-   "min": 4.4519508930156756e-06,
-   "max": 1.0574176339365035e-05,
+   "seconds": 8.258075892886296e-06,
+   "min": 5.067095982168114e-06,
+   "max": 8.775580357151774e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10684,28 +10684,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.583720000070571e-06,
-   "host_backward_canary_seconds": 1.9996270000319784e-05,
+   "host_canary_seconds": 1.0191754999979708e-05,
+   "host_backward_canary_seconds": 1.7416310000015757e-05,
    "pass_seconds": [
-    5.3312991070697535e-06,
-    6.370131696544133e-06,
-    6.144370535667219e-06
+    8.493354910710238e-06,
+    5.350424107129571e-06,
+    8.258075892886296e-06
    ],
    "pass_host_canary_seconds": [
-    7.583720000070571e-06,
-    8.371499999952903e-06,
-    1.0014785000294068e-05
+    1.0191754999979708e-05,
+    7.257260000130827e-06,
+    9.992825000040284e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9996270000319784e-05,
-    2.0056570000406283e-05,
-    1.7511080000076617e-05
+    1.7416310000015757e-05,
+    1.6299389999971937e-05,
+    1.7914489999952822e-05
    ]
   },
   "optimizer_sgd_wd_foreach_cold_per_step": {
-   "seconds": 0.0007882125713324838,
-   "min": 0.0003505684285625778,
-   "max": 0.0011677441427926688,
+   "seconds": 0.0007188289999951232,
+   "min": 0.0005591612857317939,
+   "max": 0.000820676714277673,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10715,28 +10715,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.583720000070571e-06,
-   "host_backward_canary_seconds": 1.9996270000319784e-05,
+   "host_canary_seconds": 1.0191754999979708e-05,
+   "host_backward_canary_seconds": 1.7416310000015757e-05,
    "pass_seconds": [
-    0.0007183112856929646,
-    0.0007882125713324838,
-    0.0007966417142922312
+    0.0007188289999951232,
+    0.0005968711428465667,
+    0.0007513320000011195
    ],
    "pass_host_canary_seconds": [
-    7.583720000070571e-06,
-    8.371499999952903e-06,
-    1.0014785000294068e-05
+    1.0191754999979708e-05,
+    7.257260000130827e-06,
+    9.992825000040284e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9996270000319784e-05,
-    2.0056570000406283e-05,
-    1.7511080000076617e-05
+    1.7416310000015757e-05,
+    1.6299389999971937e-05,
+    1.7914489999952822e-05
    ]
   },
   "optimizer_sgd_wd_for_loop_per_param": {
-   "seconds": 3.130369866052466e-05,
-   "min": 2.8208337053874694e-05,
-   "max": 4.5512741071515196e-05,
+   "seconds": 4.026955133935266e-05,
+   "min": 2.6932319196402788e-05,
+   "max": 4.266460267857549e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10746,28 +10746,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.223140000040985e-06,
-   "host_backward_canary_seconds": 1.751552999962769e-05,
+   "host_canary_seconds": 1.0176145000002635e-05,
+   "host_backward_canary_seconds": 2.0598549999988338e-05,
    "pass_seconds": [
-    3.130369866052466e-05,
-    2.9334124999788207e-05,
-    3.7604145088973186e-05
+    4.123705357142856e-05,
+    2.8245928571455992e-05,
+    4.026955133935266e-05
    ],
    "pass_host_canary_seconds": [
-    8.223140000040985e-06,
-    7.251909999581585e-06,
-    9.297044999811988e-06
+    1.0176145000002635e-05,
+    6.9785600000216164e-06,
+    1.0105449999997518e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.751552999962769e-05,
-    1.6624789999468703e-05,
-    2.2263714998871365e-05
+    2.0598549999988338e-05,
+    2.0813874999987548e-05,
+    1.952806999980794e-05
    ]
   },
   "optimizer_sgd_wd_for_loop_per_step": {
-   "seconds": 0.0003491814284676106,
-   "min": -0.0005788387140910345,
-   "max": 0.0009377707143747621,
+   "seconds": 0.00036679128572408067,
+   "min": 6.855714287163609e-05,
+   "max": 0.0005292074285502429,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10777,28 +10777,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.223140000040985e-06,
-   "host_backward_canary_seconds": 1.751552999962769e-05,
+   "host_canary_seconds": 1.0176145000002635e-05,
+   "host_backward_canary_seconds": 2.0598549999988338e-05,
    "pass_seconds": [
-    0.0002932681428384448,
-    0.0003491814284676106,
-    0.0004203699998340327
+    0.00036738314286870796,
+    0.00018916928571245857,
+    0.00036679128572408067
    ],
    "pass_host_canary_seconds": [
-    8.223140000040985e-06,
-    7.251909999581585e-06,
-    9.297044999811988e-06
+    1.0176145000002635e-05,
+    6.9785600000216164e-06,
+    1.0105449999997518e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.751552999962769e-05,
-    1.6624789999468703e-05,
-    2.2263714998871365e-05
+    2.0598549999988338e-05,
+    2.0813874999987548e-05,
+    1.952806999980794e-05
    ]
   },
   "optimizer_sgd_wd_for_loop_cold_per_param": {
-   "seconds": 3.01113839287532e-05,
-   "min": 2.4334412946659866e-05,
-   "max": 4.811929017886233e-05,
+   "seconds": 4.08108950893065e-05,
+   "min": 2.795023214290688e-05,
+   "max": 4.393612946431068e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10808,28 +10808,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.208210000158033e-06,
-   "host_backward_canary_seconds": 1.430712000001222e-05,
+   "host_canary_seconds": 1.0159560000033708e-05,
+   "host_backward_canary_seconds": 2.174014999994256e-05,
    "pass_seconds": [
-    3.01113839287532e-05,
-    2.9791649553650196e-05,
-    3.261921874957758e-05
+    4.2602345982142455e-05,
+    3.0359066964231423e-05,
+    4.08108950893065e-05
    ],
    "pass_host_canary_seconds": [
-    7.208210000158033e-06,
-    7.13578499983214e-06,
-    7.705299999543058e-06
+    1.0159560000033708e-05,
+    7.27879999999459e-06,
+    9.91985500007786e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.430712000001222e-05,
-    1.8335880000677207e-05,
-    2.092806000064229e-05
+    2.174014999994256e-05,
+    1.796649999988631e-05,
+    1.6703869999901144e-05
    ]
   },
   "optimizer_sgd_wd_for_loop_cold_per_step": {
-   "seconds": 0.0006900511428479408,
-   "min": -0.00015110457148434118,
-   "max": 0.0037362705713966144,
+   "seconds": 0.0006895112857258873,
+   "min": 0.0002120274285581608,
+   "max": 0.0009634421428513309,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10839,28 +10839,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.208210000158033e-06,
-   "host_backward_canary_seconds": 1.430712000001222e-05,
+   "host_canary_seconds": 1.0159560000033708e-05,
+   "host_backward_canary_seconds": 2.174014999994256e-05,
    "pass_seconds": [
-    0.0006343758571217353,
-    0.0006900511428479408,
-    0.0007796727141859655
+    0.0007365217142794984,
+    0.0006127915714395321,
+    0.0006895112857258873
    ],
    "pass_host_canary_seconds": [
-    7.208210000158033e-06,
-    7.13578499983214e-06,
-    7.705299999543058e-06
+    1.0159560000033708e-05,
+    7.27879999999459e-06,
+    9.91985500007786e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.430712000001222e-05,
-    1.8335880000677207e-05,
-    2.092806000064229e-05
+    2.174014999994256e-05,
+    1.796649999988631e-05,
+    1.6703869999901144e-05
    ]
   },
   "optimizer_sgd_wd_fused_per_param": {
-   "seconds": 1.4861830354310053e-06,
-   "min": 1.391973214534151e-06,
-   "max": 1.7921674110458037e-06,
+   "seconds": 2.5812566964513095e-06,
+   "min": 1.3616540179204963e-06,
+   "max": 2.8847165178813583e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10870,28 +10870,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.372305000217239e-06,
-   "host_backward_canary_seconds": 1.3765589999366057e-05,
+   "host_canary_seconds": 1.024512499995467e-05,
+   "host_backward_canary_seconds": 2.2077989999900183e-05,
    "pass_seconds": [
-    1.5910156252780489e-06,
-    1.4794241070299158e-06,
-    1.4861830354310053e-06
+    2.741156249985721e-06,
+    1.4392499999412881e-06,
+    2.5812566964513095e-06
    ],
    "pass_host_canary_seconds": [
-    7.372305000217239e-06,
-    7.246274999488378e-06,
-    7.338730000583382e-06
+    1.024512499995467e-05,
+    6.591124999886233e-06,
+    9.892480000104342e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.3765589999366057e-05,
-    1.7873590001045158e-05,
-    2.2881249999500143e-05
+    2.2077989999900183e-05,
+    1.68897300000026e-05,
+    2.115694999986317e-05
    ]
   },
   "optimizer_sgd_wd_fused_per_step": {
-   "seconds": 6.500342851722962e-05,
-   "min": 4.5269285806170956e-05,
-   "max": 0.00027195385710651214,
+   "seconds": 0.0001005038571325453,
+   "min": 4.622571429584761e-05,
+   "max": 0.00028363614286571907,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10901,28 +10901,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.372305000217239e-06,
-   "host_backward_canary_seconds": 1.3765589999366057e-05,
+   "host_canary_seconds": 1.024512499995467e-05,
+   "host_backward_canary_seconds": 2.2077989999900183e-05,
    "pass_seconds": [
-    7.192499997797443e-05,
-    6.500342851722962e-05,
-    6.053400014544812e-05
+    0.00013828400000193142,
+    5.385471428098754e-05,
+    0.0001005038571325453
    ],
    "pass_host_canary_seconds": [
-    7.372305000217239e-06,
-    7.246274999488378e-06,
-    7.338730000583382e-06
+    1.024512499995467e-05,
+    6.591124999886233e-06,
+    9.892480000104342e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.3765589999366057e-05,
-    1.7873590001045158e-05,
-    2.2881249999500143e-05
+    2.2077989999900183e-05,
+    1.68897300000026e-05,
+    2.115694999986317e-05
    ]
   },
   "optimizer_sgd_wd_fused_cold_per_param": {
-   "seconds": 2.330486607249327e-06,
-   "min": 1.4539397322924482e-06,
-   "max": 5.454377232285067e-06,
+   "seconds": 3.3774017856710463e-06,
+   "min": 2.199624999984654e-06,
+   "max": 4.0076450892482085e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10932,28 +10932,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.547699999577162e-06,
-   "host_backward_canary_seconds": 1.8085039999959918e-05,
+   "host_canary_seconds": 1.024512499995467e-05,
+   "host_backward_canary_seconds": 2.2524029999999585e-05,
    "pass_seconds": [
-    2.330486607249327e-06,
-    2.3111941962789776e-06,
-    2.6542075889527235e-06
+    3.2871250000050215e-06,
+    3.443870535667161e-06,
+    3.3774017856710463e-06
    ],
    "pass_host_canary_seconds": [
-    7.547699999577162e-06,
-    7.407559999705882e-06,
-    8.273449999478544e-06
+    1.024512499995467e-05,
+    9.046465000039915e-06,
+    1.0193019999888975e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8085039999959918e-05,
-    1.795763000018269e-05,
-    2.2115050001048076e-05
+    2.2524029999999585e-05,
+    2.028844999983903e-05,
+    1.9147700000132774e-05
    ]
   },
   "optimizer_sgd_wd_fused_cold_per_step": {
-   "seconds": 0.0005587514287006862,
-   "min": 0.0003629692856910489,
-   "max": 0.0010025388570998725,
+   "seconds": 0.0005624857142874719,
+   "min": 0.0004026807142979903,
+   "max": 0.0006653678571158902,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10963,28 +10963,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.547699999577162e-06,
-   "host_backward_canary_seconds": 1.8085039999959918e-05,
+   "host_canary_seconds": 1.024512499995467e-05,
+   "host_backward_canary_seconds": 2.2524029999999585e-05,
    "pass_seconds": [
-    0.0006055772857800029,
-    0.0005061905713513884,
-    0.0005587514287006862
+    0.0005624857142874719,
+    0.0004784557142889818,
+    0.000618506285726588
    ],
    "pass_host_canary_seconds": [
-    7.547699999577162e-06,
-    7.407559999705882e-06,
-    8.273449999478544e-06
+    1.024512499995467e-05,
+    9.046465000039915e-06,
+    1.0193019999888975e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8085039999959918e-05,
-    1.795763000018269e-05,
-    2.2115050001048076e-05
+    2.2524029999999585e-05,
+    2.028844999983903e-05,
+    1.9147700000132774e-05
    ]
   },
   "optimizer_adamw_foreach_per_param": {
-   "seconds": 7.940263392569591e-06,
-   "min": 7.532970982485462e-06,
-   "max": 1.4867906249906224e-05,
+   "seconds": 1.22925379464662e-05,
+   "min": 7.586390625004467e-06,
+   "max": 1.3447691964303082e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10994,28 +10994,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.478480000031595e-06,
-   "host_backward_canary_seconds": 1.7882350000490988e-05,
+   "host_canary_seconds": 7.562629999995351e-06,
+   "host_backward_canary_seconds": 2.1342360000033978e-05,
    "pass_seconds": [
-    7.685424107403297e-06,
-    7.940263392569591e-06,
-    1.2876031249727962e-05
+    8.374354910729259e-06,
+    1.22925379464662e-05,
+    1.3231546874984243e-05
    ],
    "pass_host_canary_seconds": [
-    7.478480000031595e-06,
-    6.997339999657015e-06,
-    1.0740134999878137e-05
+    7.562629999995351e-06,
+    9.425925000030589e-06,
+    1.0104350000048612e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7882350000490988e-05,
-    2.143965999948705e-05,
-    2.143872000033298e-05
+    2.1342360000033978e-05,
+    1.614133499998616e-05,
+    1.5363305000022364e-05
    ]
   },
   "optimizer_adamw_foreach_per_step": {
-   "seconds": 0.0003212821428145877,
-   "min": 0.00010064071427353023,
-   "max": 0.0008368204285358973,
+   "seconds": 0.0003948645714331178,
+   "min": 0.00016106185714599112,
+   "max": 0.0007961770000000407,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11025,28 +11025,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.478480000031595e-06,
-   "host_backward_canary_seconds": 1.7882350000490988e-05,
+   "host_canary_seconds": 7.562629999995351e-06,
+   "host_backward_canary_seconds": 2.1342360000033978e-05,
    "pass_seconds": [
-    0.0003212821428145877,
-    0.000275154428533954,
-    0.0005962231429878427
+    0.0003948645714331178,
+    0.00040982457144472003,
+    0.0003521010000002077
    ],
    "pass_host_canary_seconds": [
-    7.478480000031595e-06,
-    6.997339999657015e-06,
-    1.0740134999878137e-05
+    7.562629999995351e-06,
+    9.425925000030589e-06,
+    1.0104350000048612e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7882350000490988e-05,
-    2.143965999948705e-05,
-    2.143872000033298e-05
+    2.1342360000033978e-05,
+    1.614133499998616e-05,
+    1.5363305000022364e-05
    ]
   },
   "optimizer_adamw_foreach_cold_per_param": {
-   "seconds": 9.46700446416823e-06,
-   "min": 8.632198660762924e-06,
-   "max": 1.8519053571403837e-05,
+   "seconds": 9.460174107062918e-06,
+   "min": 8.836366071359894e-06,
+   "max": 1.566350892856505e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11056,28 +11056,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.4064199998247206e-06,
-   "host_backward_canary_seconds": 1.7739900000606214e-05,
+   "host_canary_seconds": 7.3110649999819085e-06,
+   "host_backward_canary_seconds": 2.0201700000086475e-05,
    "pass_seconds": [
-    9.388904017931005e-06,
-    9.46700446416823e-06,
-    1.666607589255266e-05
+    9.303238839266012e-06,
+    9.460174107062918e-06,
+    1.5177098214318769e-05
    ],
    "pass_host_canary_seconds": [
-    7.4064199998247206e-06,
-    7.271645000059834e-06,
-    1.0696235000295928e-05
+    7.3110649999819085e-06,
+    6.983985000061921e-06,
+    1.0007724999923085e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7739900000606214e-05,
-    2.0337980000704192e-05,
-    2.3262530000920378e-05
+    2.0201700000086475e-05,
+    1.9327159999988908e-05,
+    2.0975809999868033e-05
    ]
   },
   "optimizer_adamw_foreach_cold_per_step": {
-   "seconds": 0.0009295888571776752,
-   "min": 0.0006676008571275815,
-   "max": 0.001565820857064994,
+   "seconds": 0.0008969992857085377,
+   "min": 0.0007208925714142619,
+   "max": 0.0011951928571331141,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11087,28 +11087,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.4064199998247206e-06,
-   "host_backward_canary_seconds": 1.7739900000606214e-05,
+   "host_canary_seconds": 7.3110649999819085e-06,
+   "host_backward_canary_seconds": 2.0201700000086475e-05,
    "pass_seconds": [
-    0.0009295888571776752,
-    0.0009016192857416172,
-    0.0011836432859126944
+    0.0008969992857085377,
+    0.0008094911428599971,
+    0.001016173999983851
    ],
    "pass_host_canary_seconds": [
-    7.4064199998247206e-06,
-    7.271645000059834e-06,
-    1.0696235000295928e-05
+    7.3110649999819085e-06,
+    6.983985000061921e-06,
+    1.0007724999923085e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7739900000606214e-05,
-    2.0337980000704192e-05,
-    2.3262530000920378e-05
+    2.0201700000086475e-05,
+    1.9327159999988908e-05,
+    2.0975809999868033e-05
    ]
   },
   "optimizer_adamw_foreach_large": {
-   "seconds": 0.00046545600002900755,
-   "min": 0.0004396289999704095,
-   "max": 0.0006174000000100932,
+   "seconds": 0.00045344699999816385,
+   "min": 0.0004441059999891195,
+   "max": 0.0005195440000136387,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -11116,15 +11116,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.0004481690000375238,
-    0.00046545600002900755,
-    0.0005418440000539704
+    0.00045344699999816385,
+    0.00044949299999075265,
+    0.0004970850000063365
    ]
   },
   "optimizer_adamw_for_loop_per_param": {
-   "seconds": 6.939345312468552e-05,
-   "min": 6.438651116066499e-05,
-   "max": 0.00011644778348239373,
+   "seconds": 6.436077008929532e-05,
+   "min": 6.262689062497273e-05,
+   "max": 0.00010108345982143671,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11134,28 +11134,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.084879999865734e-06,
-   "host_backward_canary_seconds": 2.138782000088213e-05,
+   "host_canary_seconds": 8.436574999990398e-06,
+   "host_backward_canary_seconds": 1.928488000004336e-05,
    "pass_seconds": [
-    6.625298214275282e-05,
-    6.939345312468552e-05,
-    0.00011039680133911085
+    8.219510267859498e-05,
+    6.436077008929532e-05,
+    6.343652008933276e-05
    ],
    "pass_host_canary_seconds": [
-    7.084879999865734e-06,
-    7.438614999841775e-06,
-    1.0988989999987098e-05
+    8.436574999990398e-06,
+    6.775900000093316e-06,
+    6.879550000036261e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.138782000088213e-05,
-    1.8656359999340565e-05,
-    1.8648689999736233e-05
+    1.928488000004336e-05,
+    2.1227640000063276e-05,
+    1.764704999999367e-05
    ]
   },
   "optimizer_adamw_for_loop_per_step": {
-   "seconds": 0.0006126685715181724,
-   "min": -6.384299993961954e-05,
-   "max": 0.0029145450000019734,
+   "seconds": 0.0005632002857274597,
+   "min": -0.0006276617142759733,
+   "max": 0.002805567857137703,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11165,28 +11165,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.084879999865734e-06,
-   "host_backward_canary_seconds": 2.138782000088213e-05,
+   "host_canary_seconds": 8.436574999990398e-06,
+   "host_backward_canary_seconds": 1.928488000004336e-05,
    "pass_seconds": [
-    0.0006034081427352634,
-    0.0006126685715181724,
-    0.0007891451426595654
+    0.0005750435714284253,
+    0.0004751150000004145,
+    0.0005632002857274597
    ],
    "pass_host_canary_seconds": [
-    7.084879999865734e-06,
-    7.438614999841775e-06,
-    1.0988989999987098e-05
+    8.436574999990398e-06,
+    6.775900000093316e-06,
+    6.879550000036261e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.138782000088213e-05,
-    1.8656359999340565e-05,
-    1.8648689999736233e-05
+    1.928488000004336e-05,
+    2.1227640000063276e-05,
+    1.764704999999367e-05
    ]
   },
   "optimizer_adamw_for_loop_cold_per_param": {
-   "seconds": 7.075112053581531e-05,
-   "min": 6.264566294638436e-05,
-   "max": 0.00011400671428621731,
+   "seconds": 8.624474553574148e-05,
+   "min": 6.243396651787034e-05,
+   "max": 0.00010204714732142683,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11196,28 +11196,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.206790000395813e-06,
-   "host_backward_canary_seconds": 2.1556159999818192e-05,
+   "host_canary_seconds": 8.382270000026892e-06,
+   "host_backward_canary_seconds": 1.9447340000056103e-05,
    "pass_seconds": [
-    6.96808526787456e-05,
-    7.075112053581531e-05,
-    7.944809375004525e-05
+    8.70323169642909e-05,
+    6.5335962053619e-05,
+    8.624474553574148e-05
    ],
    "pass_host_canary_seconds": [
-    7.206790000395813e-06,
-    6.908069999553845e-06,
-    1.049677999958476e-05
+    8.382270000026892e-06,
+    6.7100900000127695e-06,
+    7.596190000072056e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1556159999818192e-05,
-    1.7879759999459564e-05,
-    1.9910470000468196e-05
+    1.9447340000056103e-05,
+    2.015396999979657e-05,
+    2.081529000008686e-05
    ]
   },
   "optimizer_adamw_for_loop_cold_per_step": {
-   "seconds": 0.0009454745713648139,
-   "min": 0.0004365135714416669,
-   "max": 0.003399941999987277,
+   "seconds": 0.0007632807142710718,
+   "min": -0.0011449599999967374,
+   "max": 0.0018304118571482574,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11227,28 +11227,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.206790000395813e-06,
-   "host_backward_canary_seconds": 2.1556159999818192e-05,
+   "host_canary_seconds": 8.382270000026892e-06,
+   "host_backward_canary_seconds": 1.9447340000056103e-05,
    "pass_seconds": [
-    0.0008766739999990546,
-    0.0009454745713648139,
-    0.00113402900001347
+    0.0007486768571384672,
+    0.0007632807142710718,
+    0.0010540304285525182
    ],
    "pass_host_canary_seconds": [
-    7.206790000395813e-06,
-    6.908069999553845e-06,
-    1.049677999958476e-05
+    8.382270000026892e-06,
+    6.7100900000127695e-06,
+    7.596190000072056e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1556159999818192e-05,
-    1.7879759999459564e-05,
-    1.9910470000468196e-05
+    1.9447340000056103e-05,
+    2.015396999979657e-05,
+    2.081529000008686e-05
    ]
   },
   "optimizer_adamw_for_loop_large": {
-   "seconds": 0.00039106399992761,
-   "min": 0.0003808999999819207,
-   "max": 0.0006884829999762587,
+   "seconds": 0.0003999850000013794,
+   "min": 0.0003899030000127368,
+   "max": 0.0005715050000105748,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -11256,15 +11256,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00039106399992761,
-    0.0003898310000067795,
-    0.000506178000023283
+    0.0005404559999959702,
+    0.00039973300002316137,
+    0.0003999850000013794
    ]
   },
   "optimizer_adamw_fused_per_param": {
-   "seconds": 2.4771026784061893e-06,
-   "min": 2.3082276785808224e-06,
-   "max": 4.947984374479932e-06,
+   "seconds": 4.085194196415795e-06,
+   "min": 2.3535892856862972e-06,
+   "max": 5.385386160699264e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11274,28 +11274,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.400244999757888e-06,
-   "host_backward_canary_seconds": 1.7231680000122652e-05,
+   "host_canary_seconds": 1.020896500001811e-05,
+   "host_backward_canary_seconds": 2.1453104999977767e-05,
    "pass_seconds": [
-    2.454975446549871e-06,
-    2.4771026784061893e-06,
-    4.556029017927747e-06
+    4.085194196415795e-06,
+    2.5543169642919646e-06,
+    4.229089285688405e-06
    ],
    "pass_host_canary_seconds": [
-    7.400244999757888e-06,
-    7.171734999928958e-06,
-    1.0664925000014591e-05
+    1.020896500001811e-05,
+    7.050540000079763e-06,
+    1.0333667499935473e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7231680000122652e-05,
-    1.6419019999602824e-05,
-    1.8090464999431787e-05
+    2.1453104999977767e-05,
+    1.615635000007387e-05,
+    1.9085769999946932e-05
    ]
   },
   "optimizer_adamw_fused_per_step": {
-   "seconds": 0.00011533542850169657,
-   "min": 1.2658000157119082e-05,
-   "max": 0.00042120842850376254,
+   "seconds": 0.00012750642855507976,
+   "min": 4.8919285709254294e-05,
+   "max": 0.00037828185715430403,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11305,28 +11305,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.400244999757888e-06,
-   "host_backward_canary_seconds": 1.7231680000122652e-05,
+   "host_canary_seconds": 1.020896500001811e-05,
+   "host_backward_canary_seconds": 2.1453104999977767e-05,
    "pass_seconds": [
-    0.00011533542850169657,
-    0.00010524528572984439,
-    0.00023224085725814803
+    0.00024303857142220816,
+    0.00010587942859225613,
+    0.00012750642855507976
    ],
    "pass_host_canary_seconds": [
-    7.400244999757888e-06,
-    7.171734999928958e-06,
-    1.0664925000014591e-05
+    1.020896500001811e-05,
+    7.050540000079763e-06,
+    1.0333667499935473e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7231680000122652e-05,
-    1.6419019999602824e-05,
-    1.8090464999431787e-05
+    2.1453104999977767e-05,
+    1.615635000007387e-05,
+    1.9085769999946932e-05
    ]
   },
   "optimizer_adamw_fused_cold_per_param": {
-   "seconds": 3.6330066964954507e-06,
-   "min": 3.1131741070769943e-06,
-   "max": 6.947924107032171e-06,
+   "seconds": 6.1091205356689215e-06,
+   "min": 3.036127232133471e-06,
+   "max": 6.9161607142273084e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11336,28 +11336,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.449169999631522e-06,
-   "host_backward_canary_seconds": 1.9652240000596065e-05,
+   "host_canary_seconds": 1.0218574999996121e-05,
+   "host_backward_canary_seconds": 2.025610000004008e-05,
    "pass_seconds": [
-    3.4422879462425726e-06,
-    3.720035714392468e-06,
-    3.6330066964954507e-06
+    5.353584821423039e-06,
+    6.266638392902836e-06,
+    6.1091205356689215e-06
    ],
    "pass_host_canary_seconds": [
-    7.449169999631522e-06,
-    7.424809999747595e-06,
-    8.830765000311658e-06
+    1.0218574999996121e-05,
+    9.994844999994256e-06,
+    1.0115599999949154e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9652240000596065e-05,
-    1.708838000013202e-05,
-    1.8379180000920315e-05
+    2.025610000004008e-05,
+    1.6260280000039983e-05,
+    1.7255479999960243e-05
    ]
   },
   "optimizer_adamw_fused_cold_per_step": {
-   "seconds": 0.0006444781427847245,
-   "min": 0.00032030685719876473,
-   "max": 0.0009660625714137236,
+   "seconds": 0.0005995579999843617,
+   "min": 0.0005193282857435731,
+   "max": 0.0008789901428554815,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11367,28 +11367,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.449169999631522e-06,
-   "host_backward_canary_seconds": 1.9652240000596065e-05,
+   "host_canary_seconds": 1.0218574999996121e-05,
+   "host_backward_canary_seconds": 2.025610000004008e-05,
    "pass_seconds": [
-    0.0006444781427847245,
-    0.0005781052857563346,
-    0.0006777724285516992
+    0.0006550527142832964,
+    0.0005456245714461666,
+    0.0005995579999843617
    ],
    "pass_host_canary_seconds": [
-    7.449169999631522e-06,
-    7.424809999747595e-06,
-    8.830765000311658e-06
+    1.0218574999996121e-05,
+    9.994844999994256e-06,
+    1.0115599999949154e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9652240000596065e-05,
-    1.708838000013202e-05,
-    1.8379180000920315e-05
+    2.025610000004008e-05,
+    1.6260280000039983e-05,
+    1.7255479999960243e-05
    ]
   },
   "optimizer_adamw_fused_large": {
-   "seconds": 0.00018236400001114816,
-   "min": 0.00017725700013215828,
-   "max": 0.00023117300008834718,
+   "seconds": 0.0002245630000032861,
+   "min": 0.00020166100000551523,
+   "max": 0.0002502199999980803,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -11396,135 +11396,135 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.0002241160000266973,
-    0.00018148599997402926,
-    0.00018236400001114816
+    0.0002245630000032861,
+    0.00024014000001670865,
+    0.00021228199997835873
    ]
   },
   "cuda_synchronize_idle": {
-   "seconds": 4.984994999972514e-06,
-   "min": 4.5757630000480275e-06,
-   "max": 8.439044000056128e-06,
+   "seconds": 7.917185999986032e-06,
+   "min": 7.248094000004812e-06,
+   "max": 9.174086999991005e-06,
    "samples": 33,
    "method": "1000 x torch.cuda.synchronize() with no work queued; wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.95231999979751e-06,
-   "host_backward_canary_seconds": 2.044934000082321e-05,
+   "host_canary_seconds": 1.026155999998224e-05,
+   "host_backward_canary_seconds": 2.1698190000023488e-05,
    "pass_seconds": [
-    7.108983999955853e-06,
-    4.984994999972514e-06,
-    4.7674929999175215e-06
+    8.194863999989366e-06,
+    7.64220900001078e-06,
+    7.917185999986032e-06
    ],
    "pass_host_canary_seconds": [
-    9.95231999979751e-06,
-    7.35061999989739e-06,
-    7.4554700000817315e-06
+    1.026155999998224e-05,
+    1.004773749997412e-05,
+    1.0052184999977954e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.044934000082321e-05,
-    1.977947000000313e-05,
-    1.8391470000551635e-05
+    2.1698190000023488e-05,
+    1.5056155000081617e-05,
+    2.0969159999992824e-05
    ]
   },
   "cuda_event_record": {
-   "seconds": 6.3417759999993e-06,
-   "min": 6.118156000070485e-06,
-   "max": 1.0209804000055556e-05,
+   "seconds": 9.859787000010555e-06,
+   "min": 8.320611000016242e-06,
+   "max": 1.134236200000771e-05,
    "samples": 33,
    "method": "1000 x Event(enable_timing=True).record(); host wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.459299999936775e-06,
-   "host_backward_canary_seconds": 2.044934000082321e-05,
+   "host_canary_seconds": 1.0440297500018403e-05,
+   "host_backward_canary_seconds": 2.2404909999949043e-05,
    "pass_seconds": [
-    6.290895000006458e-06,
-    8.22137099999054e-06,
-    6.3417759999993e-06
+    1.0626076999997735e-05,
+    9.859787000010555e-06,
+    9.633600999990222e-06
    ],
    "pass_host_canary_seconds": [
-    7.459299999936775e-06,
-    9.414747499647546e-06,
-    7.516625000789645e-06
+    1.0440297500018403e-05,
+    9.907515000051604e-06,
+    9.453442500060305e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.044934000082321e-05,
-    2.2715669999797682e-05,
-    1.7325260000689013e-05
+    2.2404909999949043e-05,
+    1.53555750000578e-05,
+    1.9237870000097245e-05
    ]
   },
   "cuda_event_elapsed_time": {
-   "seconds": 8.432939999920563e-07,
-   "min": 8.046059999742283e-07,
-   "max": 1.6274220000696005e-06,
+   "seconds": 1.4479840000092281e-06,
+   "min": 1.057167999988451e-06,
+   "max": 1.6460519999981217e-06,
    "samples": 33,
    "method": "1000 x elapsed_time() of two finished events; wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.378825000046163e-06,
-   "host_backward_canary_seconds": 1.982253500045772e-05,
+   "host_canary_seconds": 1.0297507499998914e-05,
+   "host_backward_canary_seconds": 2.159943999998859e-05,
    "pass_seconds": [
-    8.432939999920563e-07,
-    8.981800000356089e-07,
-    8.206669999708538e-07
+    1.5697390000042333e-06,
+    1.4143280000098458e-06,
+    1.4479840000092281e-06
    ],
    "pass_host_canary_seconds": [
-    7.378825000046163e-06,
-    8.148072499807312e-06,
-    7.4223050000910006e-06
+    1.0297507499998914e-05,
+    8.071297500009678e-06,
+    9.153865000044447e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.982253500045772e-05,
-    2.3610659999917517e-05,
-    1.7976599999656172e-05
+    2.159943999998859e-05,
+    1.3898825000069336e-05,
+    1.8975645000125495e-05
    ]
   },
   "launch_sync_roundtrip": {
-   "seconds": 1.4186981000079868e-05,
-   "min": 1.3556977000007464e-05,
-   "max": 2.0135522000146012e-05,
+   "seconds": 1.8789908000002243e-05,
+   "min": 1.2801515999996127e-05,
+   "max": 2.2528618999999138e-05,
    "samples": 33,
    "method": "1000 x (one tiny in-place add + torch.cuda.synchronize()); wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.3273474998813985e-06,
-   "host_backward_canary_seconds": 2.2453390000123365e-05,
+   "host_canary_seconds": 1.0478535000046918e-05,
+   "host_backward_canary_seconds": 2.1819570000047862e-05,
    "pass_seconds": [
-    1.4186981000079868e-05,
-    1.8197806999978637e-05,
-    1.3991411000006337e-05
+    2.1116861999999516e-05,
+    1.8789908000002243e-05,
+    1.8410767999995415e-05
    ],
    "pass_host_canary_seconds": [
-    7.3273474998813985e-06,
-    9.529909999912434e-06,
-    7.163337500060152e-06
+    1.0478535000046918e-05,
+    9.134322500017334e-06,
+    9.045237500018288e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2453390000123365e-05,
-    1.806658500015601e-05,
-    2.190132500004438e-05
+    2.1819570000047862e-05,
+    1.6224410000091894e-05,
+    2.0365380000129107e-05
    ]
   },
   "item_roundtrip": {
-   "seconds": 1.7115343000000393e-05,
-   "min": 1.634641800001191e-05,
-   "max": 2.0520469999837586e-05,
+   "seconds": 2.2099359999998568e-05,
+   "min": 1.6866584000013063e-05,
+   "max": 2.482503800000302e-05,
    "samples": 33,
    "method": "1000 x x.sum().item() on 16 elements (kernel + copy to host); wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.193080000149621e-06,
-   "host_backward_canary_seconds": 2.2779585000307632e-05,
+   "host_canary_seconds": 1.0283885000035298e-05,
+   "host_backward_canary_seconds": 1.8094069999960994e-05,
    "pass_seconds": [
-    1.706240999999409e-05,
-    1.7115343000000393e-05,
-    1.7506446999959736e-05
+    2.36698760000138e-05,
+    1.8780826000011075e-05,
+    2.2099359999998568e-05
    ],
    "pass_host_canary_seconds": [
-    7.193080000149621e-06,
-    6.998422500146261e-06,
-    7.293680000088897e-06
+    1.0283885000035298e-05,
+    9.728780000060056e-06,
+    9.569020000057548e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2779585000307632e-05,
-    1.8449650000320616e-05,
-    1.8099395000490403e-05
+    1.8094069999960994e-05,
+    1.7066734999957587e-05,
+    1.815100500010658e-05
    ]
   },
   "gpu_kernel_gap": {
-   "seconds": 2.181274165649454e-06,
-   "min": 2.1171050437927494e-06,
-   "max": 2.295934867401165e-06,
+   "seconds": 2.08331914611816e-06,
+   "min": 2.0240397872924585e-06,
+   "max": 2.2071509568786715e-06,
    "samples": 11,
    "method": "200 back-to-back adds of 16777216 bfloat16 elements: CUDA-event interval per kernel minus the kernel's CUPTI duration (torch.profiler) of the same loop; GPU-bound (host far ahead)"
   }
@@ -11549,15 +11549,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.576480000000003e-05,
-    "min": 7.551360000000017e-05,
-    "max": 7.59007999999997e-05,
+    "seconds": 7.596484999999997e-05,
+    "min": 7.586550000000003e-05,
+    "max": 7.620780000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010484189999999998,
-    "min": 0.0001046972999999999,
-    "max": 0.00010526120000000009,
+    "seconds": 0.00010509145000000002,
+    "min": 0.00010485079999999996,
+    "max": 0.00010523829999999994,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11581,15 +11581,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.076205e-05,
-    "min": 9.055659999999997e-05,
-    "max": 9.097299999999989e-05,
+    "seconds": 9.065145000000003e-05,
+    "min": 9.050260000000002e-05,
+    "max": 9.120259999999993e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.529305000000001e-05,
-    "min": 9.492370000000003e-05,
-    "max": 9.575430000000001e-05,
+    "seconds": 9.48903e-05,
+    "min": 9.479669999999992e-05,
+    "max": 9.509140000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11613,15 +11613,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017670875000000007,
-    "min": 0.00017636759999999993,
-    "max": 0.00017695160000000002,
+    "seconds": 0.00017646714999999997,
+    "min": 0.00017630619999999995,
+    "max": 0.0001767783,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00044249129999999993,
-    "min": 0.00044213529999999996,
-    "max": 0.0004431728999999999,
+    "seconds": 0.0004429471,
+    "min": 0.0004425764000000001,
+    "max": 0.00044313619999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11645,15 +11645,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002837438999999998,
-    "min": 0.0002836393,
-    "max": 0.0002859454999999999,
+    "seconds": 0.0002834462500000001,
+    "min": 0.00028269989999999995,
+    "max": 0.0002843352999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005408449499999999,
-    "min": 0.0005404565000000001,
-    "max": 0.0005415811,
+    "seconds": 0.0005412358,
+    "min": 0.0005401768000000001,
+    "max": 0.0005416314999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11677,15 +11677,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0006896881500000002,
-    "min": 0.0006888995999999997,
-    "max": 0.0006906282000000002,
+    "seconds": 0.0006902714,
+    "min": 0.0006893700999999998,
+    "max": 0.0006908660999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00174647695,
-    "min": 0.0017450492999999997,
-    "max": 0.0017477654999999998,
+    "seconds": 0.0017474457000000003,
+    "min": 0.0017464974999999998,
+    "max": 0.0017480180999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11709,15 +11709,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00114185385,
-    "min": 0.0011405243,
-    "max": 0.0011425157999999998,
+    "seconds": 0.00114139615,
+    "min": 0.0011410727000000004,
+    "max": 0.0011420179000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0020996305,
-    "min": 0.0020982857999999995,
-    "max": 0.0021000359000000004,
+    "seconds": 0.0021078459500000002,
+    "min": 0.0021059112000000003,
+    "max": 0.0021093220000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11741,15 +11741,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.455529999999995e-05,
-    "min": 3.451829999999996e-05,
-    "max": 3.516150000000007e-05,
+    "seconds": 3.4704100000000046e-05,
+    "min": 3.4643299999999953e-05,
+    "max": 3.523799999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.998995e-05,
-    "min": 9.975679999999997e-05,
-    "max": 0.00010032049999999994,
+    "seconds": 0.00010061605000000009,
+    "min": 9.983449999999999e-05,
+    "max": 0.00010095010000000012,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11773,15 +11773,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.8298249999999995e-05,
-    "min": 4.827200000000005e-05,
-    "max": 4.9987e-05,
+    "seconds": 4.8361750000000046e-05,
+    "min": 4.830070000000001e-05,
+    "max": 4.994860000000006e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.162535000000006e-05,
-    "min": 7.151990000000005e-05,
-    "max": 7.326719999999998e-05,
+    "seconds": 7.137300000000012e-05,
+    "min": 7.13157e-05,
+    "max": 7.27778e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11805,15 +11805,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001752533,
-    "min": 0.00017519419999999992,
-    "max": 0.0001754396,
+    "seconds": 0.00017542110000000002,
+    "min": 0.00017507189999999996,
+    "max": 0.0001756058,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00043881635,
-    "min": 0.00043847719999999996,
-    "max": 0.0004392213,
+    "seconds": 0.0004391356,
+    "min": 0.00043834480000000007,
+    "max": 0.0004396207,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11837,15 +11837,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0003199796999999999,
-    "min": 0.0003196837999999998,
-    "max": 0.00032131540000000005,
+    "seconds": 0.00032017860000000005,
+    "min": 0.00031921360000000004,
+    "max": 0.0003219951,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006038419,
-    "min": 0.0006030971999999998,
-    "max": 0.0006042817,
+    "seconds": 0.0006040684000000002,
+    "min": 0.0006034980999999999,
+    "max": 0.0006045887000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11869,15 +11869,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.119350000000002e-05,
-    "min": 5.096639999999993e-05,
-    "max": 5.1417700000000055e-05,
+    "seconds": 5.10289e-05,
+    "min": 5.087370000000002e-05,
+    "max": 5.1424e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012158225000000002,
-    "min": 0.00012122479999999998,
-    "max": 0.00012185190000000002,
+    "seconds": 0.00012167815,
+    "min": 0.00012128010000000008,
+    "max": 0.00012193639999999993,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11901,15 +11901,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.760250000000002e-05,
-    "min": 6.648610000000013e-05,
-    "max": 6.937229999999994e-05,
+    "seconds": 6.863430000000006e-05,
+    "min": 6.803839999999998e-05,
+    "max": 6.978520000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00013095999999999995,
-    "min": 0.0001304575,
-    "max": 0.0001312892,
+    "seconds": 0.00013097975000000005,
+    "min": 0.00013066470000000006,
+    "max": 0.0001328640000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11933,15 +11933,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001992591,
-    "min": 0.00019887949999999993,
-    "max": 0.0001999859,
+    "seconds": 0.00019904385,
+    "min": 0.0001989349,
+    "max": 0.00019946300000000004,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00046707455,
-    "min": 0.0004664952000000001,
-    "max": 0.00046742380000000007,
+    "seconds": 0.0004668103,
+    "min": 0.00046650019999999986,
+    "max": 0.0004677157,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11965,15 +11965,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00037748839999999985,
-    "min": 0.0003768628000000001,
-    "max": 0.00037824490000000016,
+    "seconds": 0.00037790425,
+    "min": 0.0003774542,
+    "max": 0.0003789657999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00061541825,
-    "min": 0.0006144312000000001,
-    "max": 0.0006157183999999998,
+    "seconds": 0.00061526495,
+    "min": 0.0006142677,
+    "max": 0.0006165505000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11997,15 +11997,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.987325000000014e-05,
-    "min": 7.942399999999998e-05,
-    "max": 8.019190000000004e-05,
+    "seconds": 7.962730000000002e-05,
+    "min": 7.940439999999999e-05,
+    "max": 7.985030000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014256160000000005,
-    "min": 0.00014248050000000012,
-    "max": 0.00014280630000000082,
+    "seconds": 0.00014215310000000004,
+    "min": 0.00014205419999999998,
+    "max": 0.0001425695999999976,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12029,15 +12029,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001225667999999999,
-    "min": 0.00012237749999999996,
-    "max": 0.00012298989999999984,
+    "seconds": 0.00012238204999999994,
+    "min": 0.00012204869999999998,
+    "max": 0.00012259109999999992,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00016814519999999988,
-    "min": 0.00016791579999999998,
-    "max": 0.00016861470000000006,
+    "seconds": 0.0001677761,
+    "min": 0.0001672712,
+    "max": 0.00016815420000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12061,15 +12061,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00030718079999999994,
-    "min": 0.0003067882,
-    "max": 0.0003078376,
+    "seconds": 0.0003068477,
+    "min": 0.00030642690000000003,
+    "max": 0.00030790400000000007,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00055195245,
-    "min": 0.0005518046999999999,
-    "max": 0.0005524778,
+    "seconds": 0.0005525618999999999,
+    "min": 0.0005520188999999998,
+    "max": 0.0005527913999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12093,15 +12093,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00046944705000000024,
-    "min": 0.0004685484999999999,
-    "max": 0.0004701781999999998,
+    "seconds": 0.0004688678500000001,
+    "min": 0.00046840210000000007,
+    "max": 0.00046956989999999974,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006547344,
-    "min": 0.0006539982000000001,
-    "max": 0.0006569079000000002,
+    "seconds": 0.00065533455,
+    "min": 0.0006546541,
+    "max": 0.0006560453,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12125,15 +12125,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.500799999999982e-06,
-    "min": 9.442700000000014e-06,
-    "max": 9.590599999999972e-06,
+    "seconds": 9.417399999999963e-06,
+    "min": 9.388800000000038e-06,
+    "max": 9.503999999999974e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.4635149999999964e-05,
-    "min": 1.4572799999999962e-05,
-    "max": 1.4860800000000019e-05,
+    "seconds": 1.4436800000000046e-05,
+    "min": 1.4406600000000016e-05,
+    "max": 1.4758400000000006e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12157,15 +12157,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.145935000000005e-05,
-    "min": 2.139860000000017e-05,
-    "max": 2.153289999999997e-05,
+    "seconds": 2.1457899999999983e-05,
+    "min": 2.14049e-05,
+    "max": 2.1718300000000066e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.0187349999999972e-05,
-    "min": 2.015979999999994e-05,
-    "max": 2.0374400000000013e-05,
+    "seconds": 2.0060800000000023e-05,
+    "min": 1.999989999999989e-05,
+    "max": 2.0182500000000005e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12189,15 +12189,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.104519999999997e-05,
-    "min": 5.0828800000000065e-05,
-    "max": 5.112609999999995e-05,
+    "seconds": 5.097305000000003e-05,
+    "min": 5.0755100000000005e-05,
+    "max": 5.117450000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012303065,
-    "min": 0.0001228384,
-    "max": 0.00012334079999999994,
+    "seconds": 0.00012350719999999998,
+    "min": 0.00012292160000000008,
+    "max": 0.00012390400000000007,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12221,15 +12221,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.894994999999999e-05,
-    "min": 7.769540000000002e-05,
-    "max": 7.96070000000001e-05,
+    "seconds": 7.879490000000007e-05,
+    "min": 7.806079999999998e-05,
+    "max": 8.048970000000006e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00015591644999999997,
-    "min": 0.0001555295,
-    "max": 0.00015711720000000006,
+    "seconds": 0.00015678789999999998,
+    "min": 0.00015605409999999996,
+    "max": 0.00015790749999999992,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12253,15 +12253,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3566499999999973e-05,
-    "min": 1.3520099999999967e-05,
-    "max": 1.4358399999999983e-05,
+    "seconds": 1.4150299999999948e-05,
+    "min": 1.3977800000000038e-05,
+    "max": 1.4703599999999994e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.399365e-05,
-    "min": 3.3775699999999996e-05,
-    "max": 3.4188400000000006e-05,
+    "seconds": 3.384160000000007e-05,
+    "min": 3.368000000000008e-05,
+    "max": 3.395190000000007e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12285,15 +12285,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.7297399999999923e-05,
-    "min": 2.7261500000000003e-05,
-    "max": 2.7802199999999996e-05,
+    "seconds": 2.7200200000000025e-05,
+    "min": 2.7168299999999968e-05,
+    "max": 2.7660700000000137e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.7611300000000004e-05,
-    "min": 2.7526500000000035e-05,
-    "max": 2.8172999999999935e-05,
+    "seconds": 2.784004999999984e-05,
+    "min": 2.7744000000000048e-05,
+    "max": 2.8124700000000053e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12317,15 +12317,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.001439999999997e-05,
-    "min": 7.98238000000001e-05,
-    "max": 8.014999999999998e-05,
+    "seconds": 8.007359999999999e-05,
+    "min": 7.973419999999997e-05,
+    "max": 8.03135e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014741594999999994,
-    "min": 0.0001466396,
-    "max": 0.00014746910000000007,
+    "seconds": 0.00014743679999999998,
+    "min": 0.0001471271999999998,
+    "max": 0.00014791990000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12349,15 +12349,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001374394,
-    "min": 0.00013729230000000012,
-    "max": 0.00013786680000000005,
+    "seconds": 0.00013779235000000004,
+    "min": 0.00013773309999999997,
+    "max": 0.00013880630000000005,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019687669999999998,
-    "min": 0.0001966143,
-    "max": 0.00019715869999999995,
+    "seconds": 0.0001972236,
+    "min": 0.0001968292,
+    "max": 0.00019797659999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12381,15 +12381,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.490694999999994e-05,
-    "min": 3.4425699999999984e-05,
-    "max": 3.4995300000000034e-05,
+    "seconds": 3.4861000000000004e-05,
+    "min": 3.456690000000001e-05,
+    "max": 3.496670000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.922094999999992e-05,
-    "min": 5.914879999999996e-05,
-    "max": 5.952969999999996e-05,
+    "seconds": 5.909769999999999e-05,
+    "min": 5.898859999999995e-05,
+    "max": 5.9564800000000104e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12413,15 +12413,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.52703e-05,
-    "min": 4.5190700000000014e-05,
-    "max": 4.5535899999999904e-05,
+    "seconds": 4.530720000000002e-05,
+    "min": 4.501750000000002e-05,
+    "max": 4.544650000000009e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.299979999999999e-05,
-    "min": 5.270770000000002e-05,
-    "max": 5.3481799999999987e-05,
+    "seconds": 5.2659600000000034e-05,
+    "min": 5.146860000000002e-05,
+    "max": 5.3046600000000035e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12445,15 +12445,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015275335000000006,
-    "min": 0.0001522074,
-    "max": 0.00015304000000000007,
+    "seconds": 0.0001524937,
+    "min": 0.0001521858000000001,
+    "max": 0.00015280609999999989,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00021610930000000002,
-    "min": 0.00021557660000000003,
-    "max": 0.00021657720000000006,
+    "seconds": 0.00021656670000000004,
+    "min": 0.00021625100000000004,
+    "max": 0.00021680179999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12477,15 +12477,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00019664715000000007,
-    "min": 0.00019606850000000007,
-    "max": 0.00019695120000000002,
+    "seconds": 0.000196609,
+    "min": 0.00019625849999999997,
+    "max": 0.00019699880000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0002265237000000001,
-    "min": 0.00022588400000000003,
-    "max": 0.00022679050000000016,
+    "seconds": 0.00022626224999999995,
+    "min": 0.00022607549999999993,
+    "max": 0.00022660910000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12509,15 +12509,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.390399999999977e-06,
-    "min": 6.345600000000081e-06,
-    "max": 6.415999999999997e-06,
+    "seconds": 6.40795000000001e-06,
+    "min": 6.38380000000002e-06,
+    "max": 6.447999999999956e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.22560000000002e-06,
-    "min": 6.214200000000006e-06,
-    "max": 6.2783999999999414e-06,
+    "seconds": 6.2447999999999745e-06,
+    "min": 6.208000000000038e-06,
+    "max": 6.3009000000000924e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12541,15 +12541,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3598250000000013e-05,
-    "min": 1.3558500000000038e-05,
-    "max": 1.3622800000000028e-05,
+    "seconds": 1.356345e-05,
+    "min": 1.3529300000000023e-05,
+    "max": 1.358090000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.542400000000009e-06,
-    "min": 9.5265e-06,
-    "max": 9.59659999999999e-06,
+    "seconds": 9.668900000000008e-06,
+    "min": 9.650999999999988e-06,
+    "max": 9.718299999999932e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12573,15 +12573,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4584000000000032e-05,
-    "min": 1.4579300000000103e-05,
-    "max": 1.527679999999998e-05,
+    "seconds": 1.470739999999999e-05,
+    "min": 1.466270000000003e-05,
+    "max": 1.532760000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.0966349999999945e-05,
-    "min": 3.080019999999993e-05,
-    "max": 3.109790000000006e-05,
+    "seconds": 3.0832049999999996e-05,
+    "min": 3.055699999999997e-05,
+    "max": 3.1686599999999975e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12605,15 +12605,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.439179999999995e-05,
-    "min": 3.435320000000004e-05,
-    "max": 3.4527699999999944e-05,
+    "seconds": 3.4324850000000024e-05,
+    "min": 3.422999999999995e-05,
+    "max": 3.447349999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.3948599999999975e-05,
-    "min": 3.386820000000005e-05,
-    "max": 3.4099e-05,
+    "seconds": 3.377455000000002e-05,
+    "min": 3.375660000000006e-05,
+    "max": 3.398390000000005e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12637,15 +12637,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1089549999999996e-05,
-    "min": 1.0960100000000012e-05,
-    "max": 1.1270099999999935e-05,
+    "seconds": 1.1166550000000013e-05,
+    "min": 1.1056399999999996e-05,
+    "max": 1.1216000000000041e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.157420000000003e-05,
-    "min": 1.1497699999999963e-05,
-    "max": 1.1772799999999915e-05,
+    "seconds": 1.160980000000003e-05,
+    "min": 1.154249999999995e-05,
+    "max": 1.1702299999999991e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12669,15 +12669,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.115835000000003e-05,
-    "min": 2.1142600000000017e-05,
-    "max": 2.1187300000000094e-05,
+    "seconds": 2.117934999999996e-05,
+    "min": 2.114240000000002e-05,
+    "max": 2.1197199999999974e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.6316649999999992e-05,
-    "min": 1.628490000000006e-05,
-    "max": 1.6339200000000004e-05,
+    "seconds": 1.6353649999999975e-05,
+    "min": 1.6307199999999897e-05,
+    "max": 1.6371300000000065e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12701,15 +12701,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.656775000000003e-05,
-    "min": 3.643200000000004e-05,
-    "max": 3.666860000000015e-05,
+    "seconds": 3.6597300000000043e-05,
+    "min": 3.6438199999999986e-05,
+    "max": 3.672020000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.645940000000002e-05,
-    "min": 5.634889999999996e-05,
-    "max": 5.658209999999992e-05,
+    "seconds": 5.65102e-05,
+    "min": 5.638119999999999e-05,
+    "max": 5.6860799999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12733,15 +12733,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.0284550000000005e-05,
-    "min": 6.016000000000017e-05,
-    "max": 6.045089999999998e-05,
+    "seconds": 6.016290000000006e-05,
+    "min": 5.999400000000002e-05,
+    "max": 6.036159999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.539704999999995e-05,
-    "min": 6.523960000000005e-05,
-    "max": 6.566389999999999e-05,
+    "seconds": 6.528029999999994e-05,
+    "min": 6.458620000000004e-05,
+    "max": 6.599979999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12765,15 +12765,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.20096e-05,
-    "min": 2.195230000000006e-05,
-    "max": 2.2620700000000056e-05,
+    "seconds": 2.2054300000000007e-05,
+    "min": 2.192290000000006e-05,
+    "max": 2.2553499999999987e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.534390000000001e-05,
-    "min": 3.500830000000001e-05,
-    "max": 3.536650000000004e-05,
+    "seconds": 3.528499999999996e-05,
+    "min": 3.512639999999999e-05,
+    "max": 3.5427500000000196e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12797,15 +12797,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.5900650000000024e-05,
-    "min": 3.587840000000001e-05,
-    "max": 3.597109999999998e-05,
+    "seconds": 3.588510000000002e-05,
+    "min": 3.585959999999998e-05,
+    "max": 3.599030000000008e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.9736049999999978e-05,
-    "min": 2.9680000000000017e-05,
-    "max": 2.97758e-05,
+    "seconds": 2.951190000000003e-05,
+    "min": 2.945919999999994e-05,
+    "max": 2.9609600000000015e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12829,15 +12829,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.031035000000001e-05,
-    "min": 7.015070000000003e-05,
-    "max": 7.034950000000001e-05,
+    "seconds": 7.01655e-05,
+    "min": 7.002139999999996e-05,
+    "max": 7.044519999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011247905000000002,
-    "min": 0.00011218900000000002,
-    "max": 0.00011309420000000011,
+    "seconds": 0.0001125039,
+    "min": 0.00011230750000000003,
+    "max": 0.00011281310000000008,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12861,15 +12861,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011818700000000007,
-    "min": 0.00011805109999999998,
-    "max": 0.00011848350000000006,
+    "seconds": 0.00011816220000000001,
+    "min": 0.00011796869999999993,
+    "max": 0.00011846749999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012940009999999998,
-    "min": 0.00012923809999999998,
-    "max": 0.00012978890000000002,
+    "seconds": 0.00012982280000000003,
+    "min": 0.0001294765,
+    "max": 0.00013027200000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12893,15 +12893,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.27030000000002e-06,
-    "min": 7.199699999999985e-06,
-    "max": 7.305499999999984e-06,
+    "seconds": 7.281699999999983e-06,
+    "min": 7.228599999999949e-06,
+    "max": 7.369499999999971e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.430399999999987e-06,
-    "min": 6.422499999999991e-06,
-    "max": 6.486500000000024e-06,
+    "seconds": 6.411150000000016e-06,
+    "min": 6.399999999999909e-06,
+    "max": 6.4895000000000215e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12925,15 +12925,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.6617650000000025e-05,
-    "min": 1.659519999999998e-05,
-    "max": 1.663390000000005e-05,
+    "seconds": 1.666550000000008e-05,
+    "min": 1.6649300000000075e-05,
+    "max": 1.6672499999999993e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.563200000000041e-06,
-    "min": 6.5568000000000776e-06,
-    "max": 6.585399999999936e-06,
+    "seconds": 6.753450000000021e-06,
+    "min": 6.713399999999978e-06,
+    "max": 6.82880000000007e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12957,15 +12957,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.170379999999991e-05,
-    "min": 1.1638499999999977e-05,
-    "max": 1.1881600000000003e-05,
+    "seconds": 1.176005000000003e-05,
+    "min": 1.1676999999999953e-05,
+    "max": 1.199040000000008e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.2356799999999929e-05,
-    "min": 1.2258999999999946e-05,
-    "max": 1.2563200000000099e-05,
+    "seconds": 1.2315300000000017e-05,
+    "min": 1.2262299999999983e-05,
+    "max": 1.2457699999999977e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12989,15 +12989,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.318059999999999e-05,
-    "min": 4.315239999999993e-05,
-    "max": 4.319599999999996e-05,
+    "seconds": 4.3169399999999967e-05,
+    "min": 4.3155299999999956e-05,
+    "max": 4.3203499999999974e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.7590400000000024e-05,
-    "min": 1.7526599999999986e-05,
-    "max": 1.7622299999999904e-05,
+    "seconds": 1.7654550000000002e-05,
+    "min": 1.7600199999999937e-05,
+    "max": 1.775049999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13021,15 +13021,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.2414600000000014e-05,
-    "min": 2.2400099999999962e-05,
-    "max": 2.269120000000007e-05,
+    "seconds": 2.2419199999999983e-05,
+    "min": 2.2397500000000024e-05,
+    "max": 2.2736100000000045e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.2688099999999997e-05,
-    "min": 2.2642999999999915e-05,
-    "max": 2.287679999999998e-05,
+    "seconds": 2.2708749999999978e-05,
+    "min": 2.2643199999999933e-05,
+    "max": 2.2860800000000084e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13053,15 +13053,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.105915000000001e-05,
-    "min": 5.101399999999996e-05,
-    "max": 5.108410000000006e-05,
+    "seconds": 5.103910000000002e-05,
+    "min": 5.1014300000000065e-05,
+    "max": 5.1056099999999974e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.165779999999994e-05,
-    "min": 2.1609500000000027e-05,
-    "max": 2.1676799999999955e-05,
+    "seconds": 2.1617699999999947e-05,
+    "min": 2.1555200000000057e-05,
+    "max": 2.163529999999987e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13085,15 +13085,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.377014999999999e-05,
-    "min": 5.350069999999991e-05,
-    "max": 5.3961999999999935e-05,
+    "seconds": 5.357260000000005e-05,
+    "min": 5.3404699999999994e-05,
+    "max": 5.367780000000006e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.244665e-05,
-    "min": 7.235970000000007e-05,
-    "max": 7.274269999999998e-05,
+    "seconds": 7.247735e-05,
+    "min": 7.242560000000008e-05,
+    "max": 7.261450000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13117,15 +13117,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015563524999999997,
-    "min": 0.00015552510000000014,
-    "max": 0.0001558713000000001,
+    "seconds": 0.00015542599999999996,
+    "min": 0.0001553503,
+    "max": 0.00015579090000000022,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.569159999999998e-05,
-    "min": 6.561570000000004e-05,
-    "max": 6.588860000000002e-05,
+    "seconds": 6.559035000000001e-05,
+    "min": 6.546299999999999e-05,
+    "max": 6.607059999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13150,15 +13150,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.615950000000078e-06,
-    "min": 6.585399999999982e-06,
-    "max": 6.6365999999999984e-06,
+    "seconds": 6.707100000000072e-06,
+    "min": 6.668800000000022e-06,
+    "max": 6.710400000000072e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.0956600000000027e-05,
-    "min": 1.0915300000000002e-05,
-    "max": 1.0982400000000007e-05,
+    "seconds": 1.1038800000000027e-05,
+    "min": 1.099540000000005e-05,
+    "max": 1.108809999999994e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13183,15 +13183,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.0300749999999988e-05,
-    "min": 1.0262400000000002e-05,
-    "max": 1.0329600000000051e-05,
+    "seconds": 1.0371249999999963e-05,
+    "min": 1.0362099999999987e-05,
+    "max": 1.0400300000000038e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.2985799999999858e-05,
-    "min": 1.2947200000000156e-05,
-    "max": 1.3049400000000058e-05,
+    "seconds": 1.2912100000000083e-05,
+    "min": 1.2902599999999962e-05,
+    "max": 1.2969500000000017e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13216,15 +13216,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.510500000000013e-06,
-    "min": 8.489400000000034e-06,
-    "max": 8.556899999999974e-06,
+    "seconds": 8.502450000000005e-06,
+    "min": 8.457800000000009e-06,
+    "max": 8.54729999999995e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.3080099999999909e-05,
-    "min": 1.3046399999999926e-05,
-    "max": 1.308489999999997e-05,
+    "seconds": 1.3112099999999947e-05,
+    "min": 1.3071900000000016e-05,
+    "max": 1.3139300000000173e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13249,15 +13249,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4435500000000001e-05,
-    "min": 1.4378100000000019e-05,
-    "max": 1.4986099999999965e-05,
+    "seconds": 1.437430000000004e-05,
+    "min": 1.43394e-05,
+    "max": 1.4877100000000029e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.5982450000000015e-05,
-    "min": 1.5939300000000025e-05,
-    "max": 1.6131199999999992e-05,
+    "seconds": 1.5793499999999956e-05,
+    "min": 1.5743799999999966e-05,
+    "max": 1.6025499999999896e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13282,15 +13282,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.5353750000000005e-05,
-    "min": 1.533209999999998e-05,
-    "max": 1.5426999999999986e-05,
+    "seconds": 1.5318649999999986e-05,
+    "min": 1.531519999999997e-05,
+    "max": 1.5417499999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.9496150000000024e-05,
-    "min": 2.9209599999999874e-05,
-    "max": 2.9590500000000035e-05,
+    "seconds": 2.9501049999999933e-05,
+    "min": 2.941710000000003e-05,
+    "max": 2.9695499999999912e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13315,15 +13315,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.3795399999999992e-05,
-    "min": 2.3725399999999968e-05,
-    "max": 2.4099300000000015e-05,
+    "seconds": 2.3721650000000075e-05,
+    "min": 2.3625799999999946e-05,
+    "max": 2.3967900000000008e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.624345e-05,
-    "min": 3.609609999999998e-05,
-    "max": 3.6415899999999985e-05,
+    "seconds": 3.610434999999997e-05,
+    "min": 3.58552999999999e-05,
+    "max": 3.640959999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13348,15 +13348,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.232325e-05,
-    "min": 2.2236900000000038e-05,
-    "max": 2.2448499999999956e-05,
+    "seconds": 2.2268600000000012e-05,
+    "min": 2.2214300000000015e-05,
+    "max": 2.231049999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.1836700000000045e-05,
-    "min": 5.168360000000002e-05,
-    "max": 5.219500000000014e-05,
+    "seconds": 5.208674999999986e-05,
+    "min": 5.190049999999998e-05,
+    "max": 5.227850000000005e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13381,15 +13381,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.053575000000003e-05,
-    "min": 4.0384299999999904e-05,
-    "max": 4.0659299999999965e-05,
+    "seconds": 4.0305949999999986e-05,
+    "min": 4.021150000000001e-05,
+    "max": 4.038410000000007e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.266144999999998e-05,
-    "min": 6.229400000000001e-05,
-    "max": 6.280280000000012e-05,
+    "seconds": 6.266395000000002e-05,
+    "min": 6.254689999999998e-05,
+    "max": 6.27395e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13414,15 +13414,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.0024000000000003e-05,
-    "min": 2.9954700000000006e-05,
-    "max": 3.005780000000002e-05,
+    "seconds": 3.0043249999999984e-05,
+    "min": 2.9945399999999983e-05,
+    "max": 3.007990000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.691550000000003e-05,
-    "min": 7.670070000000006e-05,
-    "max": 7.735449999999995e-05,
+    "seconds": 7.692485000000007e-05,
+    "min": 7.67774999999997e-05,
+    "max": 7.72323e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13447,15 +13447,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.945414999999996e-05,
-    "min": 4.923860000000001e-05,
-    "max": 4.957760000000003e-05,
+    "seconds": 4.909584999999997e-05,
+    "min": 4.8975999999999986e-05,
+    "max": 4.920920000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.764824999999999e-05,
-    "min": 8.750720000000008e-05,
-    "max": 8.781229999999993e-05,
+    "seconds": 8.745510000000004e-05,
+    "min": 8.741169999999997e-05,
+    "max": 8.768290000000007e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13480,15 +13480,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.1448200000000014e-05,
-    "min": 4.1322100000000036e-05,
-    "max": 4.177019999999995e-05,
+    "seconds": 4.1749150000000013e-05,
+    "min": 4.1730800000000024e-05,
+    "max": 4.189109999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.650600000000003e-05,
-    "min": 9.633609999999989e-05,
-    "max": 9.681249999999987e-05,
+    "seconds": 9.65514e-05,
+    "min": 9.639379999999996e-05,
+    "max": 9.720040000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13513,15 +13513,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.994705000000002e-05,
-    "min": 7.973789999999998e-05,
-    "max": 8.010230000000002e-05,
+    "seconds": 8.03217e-05,
+    "min": 8.00516e-05,
+    "max": 8.075549999999992e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011544295000000005,
-    "min": 0.00011517740000000005,
-    "max": 0.00011575210000000011,
+    "seconds": 0.00011567450000000003,
+    "min": 0.00011548909999999997,
+    "max": 0.00011585070000000013,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13546,15 +13546,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.593119999999999e-05,
-    "min": 7.567090000000002e-05,
-    "max": 7.607999999999996e-05,
+    "seconds": 7.558080000000003e-05,
+    "min": 7.551750000000005e-05,
+    "max": 7.571900000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001890507,
-    "min": 0.0001886941999999999,
-    "max": 0.00019015889999999993,
+    "seconds": 0.00018917950000000005,
+    "min": 0.00018872719999999998,
+    "max": 0.00018943480000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13579,15 +13579,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001254150500000001,
-    "min": 0.0001252351,
-    "max": 0.0001254876,
+    "seconds": 0.0001254471500000001,
+    "min": 0.0001252776,
+    "max": 0.00012554320000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00021435290000000005,
-    "min": 0.00021413100000000005,
-    "max": 0.00021461840000000016,
+    "seconds": 0.00021476374999999996,
+    "min": 0.0002146289,
+    "max": 0.00021491660000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13612,15 +13612,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010274869999999997,
-    "min": 0.00010248340000000003,
-    "max": 0.0001032119,
+    "seconds": 0.00010261014999999999,
+    "min": 0.00010247100000000003,
+    "max": 0.00010275679999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00024190870000000006,
-    "min": 0.00024157040000000012,
-    "max": 0.0002422432999999999,
+    "seconds": 0.00024174280000000003,
+    "min": 0.00024138880000000004,
+    "max": 0.00024216239999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13645,15 +13645,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00020036085000000009,
-    "min": 0.00020033349999999998,
-    "max": 0.0002005831000000001,
+    "seconds": 0.00020029930000000005,
+    "min": 0.00019997449999999993,
+    "max": 0.0002004673,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00028956825,
-    "min": 0.0002891419999999999,
-    "max": 0.00028980050000000006,
+    "seconds": 0.0002894101,
+    "min": 0.000289074,
+    "max": 0.0002898467,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13673,9 +13673,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.083200000000005e-06,
-    "min": 7.071899999999959e-06,
-    "max": 7.158299999999963e-06,
+    "seconds": 7.116700000000014e-06,
+    "min": 7.100999999999965e-06,
+    "max": 7.1298999999999645e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -13701,15 +13701,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.931249999999989e-06,
-    "min": 6.905299999999988e-06,
-    "max": 7.007999999999811e-06,
+    "seconds": 6.894400000000006e-06,
+    "min": 6.876800000000003e-06,
+    "max": 6.9505000000000565e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.164799999999957e-06,
-    "min": 3.161599999999976e-06,
-    "max": 3.1905000000000426e-06,
+    "seconds": 3.1712500000000207e-06,
+    "min": 3.168200000000036e-06,
+    "max": 3.180999999999858e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13729,9 +13729,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.564699999999994e-06,
-    "min": 7.535699999999998e-06,
-    "max": 7.612899999999978e-06,
+    "seconds": 7.60324999999998e-06,
+    "min": 7.5841000000000575e-06,
+    "max": 7.644900000000029e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -13757,15 +13757,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.241650000000033e-06,
-    "min": 7.2351000000000334e-06,
-    "max": 7.305899999999929e-06,
+    "seconds": 7.2976500000000046e-06,
+    "min": 7.279999999999939e-06,
+    "max": 7.327900000000135e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.812799999999992e-06,
-    "min": 4.787299999999982e-06,
-    "max": 4.84480000000001e-06,
+    "seconds": 4.78564999999997e-06,
+    "min": 4.774499999999967e-06,
+    "max": 4.819299999999987e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13785,9 +13785,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1099300000000062e-05,
-    "min": 1.1052499999999952e-05,
-    "max": 1.118710000000001e-05,
+    "seconds": 1.1134550000000024e-05,
+    "min": 1.1117199999999992e-05,
+    "max": 1.1197099999999978e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -13813,15 +13813,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.409550000000024e-06,
-    "min": 9.385699999999997e-06,
-    "max": 9.423800000000006e-06,
+    "seconds": 9.444850000000066e-06,
+    "min": 9.398300000000154e-06,
+    "max": 9.472100000000046e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.5134449999999968e-05,
-    "min": 1.5116799999999989e-05,
-    "max": 1.5152000000000044e-05,
+    "seconds": 1.5036950000000012e-05,
+    "min": 1.5023900000000004e-05,
+    "max": 1.5075199999999984e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13841,9 +13841,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3695799999999992e-05,
-    "min": 1.3670499999999946e-05,
-    "max": 1.3750300000000038e-05,
+    "seconds": 1.3774599999999999e-05,
+    "min": 1.376329999999998e-05,
+    "max": 1.3827200000000016e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -13869,15 +13869,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.2822449999999969e-05,
-    "min": 1.2806399999999997e-05,
-    "max": 1.2866999999999974e-05,
+    "seconds": 1.2869000000000019e-05,
+    "min": 1.2832099999999958e-05,
+    "max": 1.2965999999999974e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.105449999999995e-06,
-    "min": 8.092899999999963e-06,
-    "max": 8.124899999999979e-06,
+    "seconds": 8.05465000000002e-06,
+    "min": 8.041800000000057e-06,
+    "max": 8.080100000000016e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13897,9 +13897,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.6124700000000025e-05,
-    "min": 1.6054300000000013e-05,
-    "max": 1.6153200000000003e-05,
+    "seconds": 1.633929999999999e-05,
+    "min": 1.6275400000000014e-05,
+    "max": 1.6412999999999987e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -13925,15 +13925,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4596749999999963e-05,
-    "min": 1.4566300000000025e-05,
-    "max": 1.4652900000000044e-05,
+    "seconds": 1.4669150000000037e-05,
+    "min": 1.4643000000000007e-05,
+    "max": 1.4716999999999985e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.510405000000004e-05,
-    "min": 1.5097699999999986e-05,
-    "max": 1.5133100000000013e-05,
+    "seconds": 1.5003200000000009e-05,
+    "min": 1.4991999999999963e-05,
+    "max": 1.5027200000000028e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13953,9 +13953,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.350240000000001e-05,
-    "min": 4.339849999999998e-05,
-    "max": 4.3723999999999956e-05,
+    "seconds": 4.451374999999998e-05,
+    "min": 4.4134299999999975e-05,
+    "max": 4.469519999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -13981,15 +13981,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.889124999999996e-05,
-    "min": 2.8829000000000018e-05,
-    "max": 2.9075700000000027e-05,
+    "seconds": 2.8924699999999984e-05,
+    "min": 2.8768200000000027e-05,
+    "max": 2.9171199999999976e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.6446800000000064e-05,
-    "min": 5.6282200000000015e-05,
-    "max": 5.6623900000000025e-05,
+    "seconds": 5.619885000000001e-05,
+    "min": 5.611459999999998e-05,
+    "max": 5.624640000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14009,9 +14009,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.0746100000000025e-05,
-    "min": 6.0058e-05,
-    "max": 6.117749999999991e-05,
+    "seconds": 6.109599999999996e-05,
+    "min": 6.0796000000000026e-05,
+    "max": 6.164410000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14037,15 +14037,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.947859999999997e-05,
-    "min": 3.934689999999998e-05,
-    "max": 3.9573900000000024e-05,
+    "seconds": 3.918060000000002e-05,
+    "min": 3.9024299999999924e-05,
+    "max": 3.9264499999999976e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.907834999999993e-05,
-    "min": 2.8793599999999947e-05,
-    "max": 2.914540000000006e-05,
+    "seconds": 2.886885000000002e-05,
+    "min": 2.88577e-05,
+    "max": 2.8924899999999913e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14065,9 +14065,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.9684850000000005e-05,
-    "min": 5.9386e-05,
-    "max": 5.9734e-05,
+    "seconds": 6.039500000000001e-05,
+    "min": 6.012259999999999e-05,
+    "max": 6.06723e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14093,15 +14093,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.126100000000001e-05,
-    "min": 4.106890000000006e-05,
-    "max": 4.146209999999999e-05,
+    "seconds": 4.120325000000002e-05,
+    "min": 4.105900000000003e-05,
+    "max": 4.139890000000008e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.63918e-05,
-    "min": 5.6303399999999946e-05,
-    "max": 5.6828399999999986e-05,
+    "seconds": 5.6439999999999954e-05,
+    "min": 5.6336099999999984e-05,
+    "max": 5.6483199999999995e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14121,9 +14121,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00013388345000000005,
-    "min": 0.0001332706,
-    "max": 0.0001350212,
+    "seconds": 0.00013750410000000002,
+    "min": 0.00013715969999999997,
+    "max": 0.00013762220000000005,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14149,15 +14149,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.443710000000004e-05,
-    "min": 7.433979999999997e-05,
-    "max": 7.459619999999998e-05,
+    "seconds": 7.465444999999997e-05,
+    "min": 7.455399999999994e-05,
+    "max": 7.484379999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00022041619999999999,
-    "min": 0.00022035470000000005,
-    "max": 0.0002205159999999999,
+    "seconds": 0.00022061435,
+    "min": 0.0002203771,
+    "max": 0.00022069659999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14179,15 +14179,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.466220000000002e-05,
-    "min": 2.452120000000001e-05,
-    "max": 2.4838500000000054e-05,
+    "seconds": 2.4713650000000007e-05,
+    "min": 2.456340000000005e-05,
+    "max": 2.4819300000000035e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.011989999999999e-05,
-    "min": 4.9785400000000094e-05,
-    "max": 5.0352100000000016e-05,
+    "seconds": 4.9982600000000025e-05,
+    "min": 4.9750599999999964e-05,
+    "max": 5.0105799999999957e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14209,15 +14209,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.0122100000000026e-05,
-    "min": 5.0041600000000006e-05,
-    "max": 5.0259299999999975e-05,
+    "seconds": 5.0087900000000005e-05,
+    "min": 4.9983400000000013e-05,
+    "max": 5.01816e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.4467149999999958e-05,
-    "min": 2.423680000000004e-05,
-    "max": 2.471990000000005e-05,
+    "seconds": 2.4344199999999976e-05,
+    "min": 2.420160000000001e-05,
+    "max": 2.4556800000000022e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14242,15 +14242,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010132334999999996,
-    "min": 0.00010120630000000005,
-    "max": 0.00010160709999999998,
+    "seconds": 0.00010139130000000005,
+    "min": 0.00010115179999999994,
+    "max": 0.00010150439999999993,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014469965000000004,
-    "min": 0.00014443410000000001,
-    "max": 0.00014491900000000013,
+    "seconds": 0.00014495309999999995,
+    "min": 0.0001445823,
+    "max": 0.00014508359999999967,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14275,15 +14275,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015806580000000004,
-    "min": 0.00015771560000000007,
-    "max": 0.0001581534000000001,
+    "seconds": 0.00015790439999999986,
+    "min": 0.0001575647,
+    "max": 0.00015805160000000013,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00017186375000000027,
-    "min": 0.0001710466,
-    "max": 0.0001720901,
+    "seconds": 0.00017201135000000014,
+    "min": 0.00017164890000000017,
+    "max": 0.0001722248,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14307,15 +14307,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.775999999999999e-05,
-    "min": 3.7618800000000034e-05,
-    "max": 3.787569999999999e-05,
+    "seconds": 3.780799999999999e-05,
+    "min": 3.7613199999999974e-05,
+    "max": 3.7920000000000016e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010550200000000002,
-    "min": 0.00010500180000000009,
-    "max": 0.00010590419999999991,
+    "seconds": 0.00010591070000000002,
+    "min": 0.00010560579999999996,
+    "max": 0.00010632329999999988,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14339,15 +14339,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002359159500000001,
-    "min": 0.00023556159999999992,
-    "max": 0.00023614490000000007,
+    "seconds": 0.0002360126,
+    "min": 0.00023578239999999997,
+    "max": 0.00023644310000000006,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005540076999999998,
-    "min": 0.0005533209,
-    "max": 0.0005544551000000005,
+    "seconds": 0.0005537396000000006,
+    "min": 0.0005532967000000006,
+    "max": 0.0005539979000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14369,15 +14369,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.696830000000004e-05,
-    "min": 3.688969999999998e-05,
-    "max": 3.715840000000001e-05,
+    "seconds": 3.705324999999999e-05,
+    "min": 3.696040000000005e-05,
+    "max": 3.7225199999999984e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.3170899999999996e-05,
-    "min": 5.2978699999999954e-05,
-    "max": 5.3673499999999946e-05,
+    "seconds": 5.333425000000002e-05,
+    "min": 5.311670000000001e-05,
+    "max": 5.384970000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14399,15 +14399,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.9146949999999995e-05,
-    "min": 1.89664e-05,
-    "max": 1.9193600000000016e-05,
+    "seconds": 1.9116750000000023e-05,
+    "min": 1.9026799999999958e-05,
+    "max": 1.9219399999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.7518300000000058e-05,
-    "min": 2.7392000000000042e-05,
-    "max": 2.7577699999999985e-05,
+    "seconds": 2.7444899999999992e-05,
+    "min": 2.725470000000005e-05,
+    "max": 2.7638499999999976e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14429,15 +14429,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.335645000000003e-05,
-    "min": 3.325770000000001e-05,
-    "max": 3.3427600000000005e-05,
+    "seconds": 3.329284999999999e-05,
+    "min": 3.32255e-05,
+    "max": 3.3376099999999994e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.7324599999999984e-05,
-    "min": 4.72001e-05,
-    "max": 4.794580000000003e-05,
+    "seconds": 4.7510399999999944e-05,
+    "min": 4.71454e-05,
+    "max": 4.764730000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14459,15 +14459,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.398019999999997e-05,
-    "min": 2.3884799999999904e-05,
-    "max": 2.416640000000002e-05,
+    "seconds": 2.4017750000000023e-05,
+    "min": 2.385279999999998e-05,
+    "max": 2.4143899999999984e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.171990000000004e-05,
-    "min": 3.165759999999998e-05,
-    "max": 3.191339999999996e-05,
+    "seconds": 3.179685000000006e-05,
+    "min": 3.163179999999995e-05,
+    "max": 3.200650000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14487,15 +14487,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.3266149999999986e-05,
-    "min": 3.3080900000000024e-05,
-    "max": 3.3347599999999965e-05,
+    "seconds": 3.331865e-05,
+    "min": 3.320620000000003e-05,
+    "max": 3.344659999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.78322e-05,
-    "min": 4.758019999999995e-05,
-    "max": 4.8304300000000106e-05,
+    "seconds": 4.7942650000000014e-05,
+    "min": 4.727369999999999e-05,
+    "max": 4.811840000000011e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14515,15 +14515,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.8867150000000018e-05,
-    "min": 1.8751599999999985e-05,
-    "max": 1.8898999999999976e-05,
+    "seconds": 1.8860499999999987e-05,
+    "min": 1.872320000000001e-05,
+    "max": 1.9046500000000035e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.6022199999999986e-05,
-    "min": 2.5788799999999854e-05,
-    "max": 2.6284799999999983e-05,
+    "seconds": 2.596005000000003e-05,
+    "min": 2.5846400000000017e-05,
+    "max": 2.604489999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14543,15 +14543,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.3131100000000005e-05,
-    "min": 3.288629999999996e-05,
-    "max": 3.322880000000002e-05,
+    "seconds": 3.314244999999998e-05,
+    "min": 3.296909999999999e-05,
+    "max": 3.3243999999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.7668600000000006e-05,
-    "min": 4.745590000000002e-05,
-    "max": 4.8166000000000053e-05,
+    "seconds": 4.764000000000001e-05,
+    "min": 4.723329999999997e-05,
+    "max": 4.797100000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14571,15 +14571,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.8270200000000007e-05,
-    "min": 1.8108699999999998e-05,
-    "max": 1.8329899999999975e-05,
+    "seconds": 1.8440099999999993e-05,
+    "min": 1.8178800000000023e-05,
+    "max": 1.854409999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.4492849999999933e-05,
-    "min": 2.431689999999994e-05,
-    "max": 2.498890000000001e-05,
+    "seconds": 2.4598499999999934e-05,
+    "min": 2.4428900000000023e-05,
+    "max": 2.4781200000000013e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14599,15 +14599,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.3470350000000014e-05,
-    "min": 3.3380099999999955e-05,
-    "max": 3.36384e-05,
+    "seconds": 3.3430600000000025e-05,
+    "min": 3.3366399999999986e-05,
+    "max": 3.3542900000000034e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.741774999999997e-05,
-    "min": 4.7062200000000005e-05,
-    "max": 4.766070000000002e-05,
+    "seconds": 4.755329999999997e-05,
+    "min": 4.743690000000003e-05,
+    "max": 4.774770000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14627,15 +14627,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.9300800000000044e-05,
-    "min": 1.922219999999993e-05,
-    "max": 1.9481999999999994e-05,
+    "seconds": 1.9352399999999994e-05,
+    "min": 1.917120000000009e-05,
+    "max": 1.943040000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.4455899999999974e-05,
-    "min": 2.4288200000000006e-05,
-    "max": 2.4668899999999987e-05,
+    "seconds": 2.45152e-05,
+    "min": 2.4370799999999987e-05,
+    "max": 2.4838199999999995e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14657,15 +14657,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.760275000000001e-05,
-    "min": 4.741070000000001e-05,
-    "max": 4.7689700000000005e-05,
+    "seconds": 4.7524399999999995e-05,
+    "min": 4.746499999999997e-05,
+    "max": 4.78114e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.659690000000001e-05,
-    "min": 3.6380500000000124e-05,
-    "max": 3.712049999999999e-05,
+    "seconds": 3.6529299999999996e-05,
+    "min": 3.635509999999995e-05,
+    "max": 3.668199999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14687,15 +14687,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.9892800000000033e-05,
-    "min": 2.9734199999999997e-05,
-    "max": 3.0028699999999993e-05,
+    "seconds": 2.9929600000000002e-05,
+    "min": 2.98719e-05,
+    "max": 3.0047999999999987e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.0843099999999956e-05,
-    "min": 2.0579100000000018e-05,
-    "max": 2.0982600000000025e-05,
+    "seconds": 2.0784000000000054e-05,
+    "min": 2.0595300000000043e-05,
+    "max": 2.09952e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14723,9 +14723,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.767005e-05,
-    "min": 4.742120000000005e-05,
-    "max": 4.8112300000000004e-05,
+    "seconds": 4.7713549999999966e-05,
+    "min": 4.750079999999995e-05,
+    "max": 4.789109999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14759,9 +14759,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.435365e-05,
-    "min": 2.42625e-05,
-    "max": 2.4543600000000034e-05,
+    "seconds": 2.4327749999999998e-05,
+    "min": 2.4201699999999996e-05,
+    "max": 2.4621e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14795,15 +14795,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.781275000000005e-05,
-    "min": 4.765110000000001e-05,
-    "max": 4.8054600000000006e-05,
+    "seconds": 4.76186e-05,
+    "min": 4.7510299999999985e-05,
+    "max": 4.7938899999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.516614999999999e-05,
-    "min": 9.507810000000006e-05,
-    "max": 9.5467e-05,
+    "seconds": 9.523854999999993e-05,
+    "min": 9.418570000000002e-05,
+    "max": 9.542760000000005e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14831,15 +14831,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4379000000000012e-05,
-    "min": 2.422109999999999e-05,
-    "max": 2.4704200000000017e-05,
+    "seconds": 2.4411099999999994e-05,
+    "min": 2.4236899999999968e-05,
+    "max": 2.459810000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.8795199999999956e-05,
-    "min": 4.8262900000000015e-05,
-    "max": 4.8918400000000016e-05,
+    "seconds": 4.8583900000000035e-05,
+    "min": 4.837689999999999e-05,
+    "max": 4.893469999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14863,15 +14863,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.373585000000001e-05,
-    "min": 3.3571299999999995e-05,
-    "max": 3.399029999999996e-05,
+    "seconds": 3.380565000000002e-05,
+    "min": 3.3583399999999994e-05,
+    "max": 3.4105500000000014e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.564165000000007e-05,
-    "min": 9.507279999999999e-05,
-    "max": 9.596639999999996e-05,
+    "seconds": 9.578839999999995e-05,
+    "min": 9.548699999999995e-05,
+    "max": 9.598429999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14895,15 +14895,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.430390000000007e-05,
-    "min": 8.416080000000006e-05,
-    "max": 8.443880000000002e-05,
+    "seconds": 8.421279999999996e-05,
+    "min": 8.410329999999994e-05,
+    "max": 8.437380000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012026955,
-    "min": 0.00012004609999999992,
-    "max": 0.00012055020000000008,
+    "seconds": 0.00012054215000000009,
+    "min": 0.0001203044,
+    "max": 0.00012079390000000006,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14925,15 +14925,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.332990000000003e-05,
-    "min": 6.300839999999996e-05,
-    "max": 6.390090000000003e-05,
+    "seconds": 6.354475e-05,
+    "min": 6.327029999999996e-05,
+    "max": 6.381980000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.956149999999994e-05,
-    "min": 4.914210000000017e-05,
-    "max": 4.977309999999997e-05,
+    "seconds": 4.9590200000000046e-05,
+    "min": 4.940099999999998e-05,
+    "max": 4.9946000000000006e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14955,15 +14955,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011339824999999999,
-    "min": 0.00011302359999999995,
-    "max": 0.00011388759999999994,
+    "seconds": 0.00011373760000000005,
+    "min": 0.00011298800000000002,
+    "max": 0.00011393889999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.394570000000006e-05,
-    "min": 7.356439999999996e-05,
-    "max": 7.420179999999998e-05,
+    "seconds": 7.395504999999996e-05,
+    "min": 7.375040000000003e-05,
+    "max": 7.434520000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14990,15 +14990,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.961560000000003e-05,
-    "min": 7.929390000000008e-05,
-    "max": 8.004190000000001e-05,
+    "seconds": 7.990079999999999e-05,
+    "min": 7.951980000000001e-05,
+    "max": 8.036670000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.597325000000002e-05,
-    "min": 7.580140000000012e-05,
-    "max": 7.624699999999991e-05,
+    "seconds": 7.596045e-05,
+    "min": 7.569609999999994e-05,
+    "max": 7.606420000000017e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15025,15 +15025,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012414970000000007,
-    "min": 0.00012388619999999999,
-    "max": 0.0001243123000000001,
+    "seconds": 0.00012384614999999994,
+    "min": 0.00012362209999999997,
+    "max": 0.0001241307,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.776945000000001e-05,
-    "min": 7.749780000000004e-05,
-    "max": 7.804170000000008e-05,
+    "seconds": 7.775614999999998e-05,
+    "min": 7.765369999999995e-05,
+    "max": 7.801250000000011e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15056,15 +15056,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.576965e-05,
-    "min": 3.563500000000013e-05,
-    "max": 3.603199999999997e-05,
+    "seconds": 3.596599999999999e-05,
+    "min": 3.586869999999999e-05,
+    "max": 3.606389999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00033998314999999997,
-    "min": 0.0003398543999999997,
-    "max": 0.0003403820000000001,
+    "seconds": 0.00034099245,
+    "min": 0.0003398788999999997,
+    "max": 0.00034201399999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15087,15 +15087,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.578910000000002e-05,
-    "min": 3.5597499999999945e-05,
-    "max": 3.5942299999999996e-05,
+    "seconds": 3.5793449999999985e-05,
+    "min": 3.5782099999999984e-05,
+    "max": 3.6034699999999955e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003403245000000002,
-    "min": 0.0003399881999999995,
-    "max": 0.0003406487000000004,
+    "seconds": 0.00034183034999999985,
+    "min": 0.00034030749999999955,
+    "max": 0.0003424579000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15130,15 +15130,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.9397950000000026e-05,
-    "min": 5.92298e-05,
-    "max": 5.9639899999999984e-05,
+    "seconds": 5.891819999999998e-05,
+    "min": 5.884769999999998e-05,
+    "max": 5.914500000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019711755000000004,
-    "min": 0.00019683650000000005,
-    "max": 0.00019740020000000007,
+    "seconds": 0.00019686765,
+    "min": 0.00019668099999999985,
+    "max": 0.0001969545,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15173,15 +15173,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.874469999999997e-05,
-    "min": 5.861520000000001e-05,
-    "max": 5.8799700000000006e-05,
+    "seconds": 5.868900000000002e-05,
+    "min": 5.864290000000001e-05,
+    "max": 5.879910000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019147215,
-    "min": 0.00019142280000000007,
-    "max": 0.00019151310000000001,
+    "seconds": 0.00019146879999999998,
+    "min": 0.0001914162999999999,
+    "max": 0.00019149840000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15216,15 +15216,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.785270000000002e-05,
-    "min": 5.778920000000001e-05,
-    "max": 5.801939999999998e-05,
+    "seconds": 5.787310000000003e-05,
+    "min": 5.775369999999998e-05,
+    "max": 5.8102900000000016e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00034242475000000007,
-    "min": 0.00034232659999999994,
-    "max": 0.00034246849999999997,
+    "seconds": 0.00034237359999999997,
+    "min": 0.0003423241,
+    "max": 0.0003424531000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15259,15 +15259,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.534819999999997e-05,
-    "min": 5.523490000000003e-05,
-    "max": 5.553940000000004e-05,
+    "seconds": 5.5420449999999985e-05,
+    "min": 5.53286e-05,
+    "max": 5.5635600000000034e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00033522330000000005,
-    "min": 0.0003351152,
-    "max": 0.0003356044,
+    "seconds": 0.0003350989,
+    "min": 0.00033501130000000007,
+    "max": 0.00033540169999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15306,15 +15306,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001261697,
-    "min": 0.00012604000000000006,
-    "max": 0.0001262365,
+    "seconds": 0.00012607930000000002,
+    "min": 0.00012598679999999994,
+    "max": 0.0001261692,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004253356999999999,
-    "min": 0.0004249789999999999,
-    "max": 0.00042588459999999984,
+    "seconds": 0.00042629885000000005,
+    "min": 0.0004253344999999999,
+    "max": 0.0004279611,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15353,15 +15353,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012680945000000007,
-    "min": 0.00012675569999999998,
-    "max": 0.0001268518,
+    "seconds": 0.00012684099999999996,
+    "min": 0.00012672959999999997,
+    "max": 0.0001269089,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00042333029999999997,
-    "min": 0.0004227024999999998,
-    "max": 0.00042370959999999986,
+    "seconds": 0.00042249275000000015,
+    "min": 0.00042213780000000006,
+    "max": 0.00042391660000000035,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15400,15 +15400,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00018903874999999997,
-    "min": 0.0001889622,
-    "max": 0.00018905310000000004,
+    "seconds": 0.00018895130000000002,
+    "min": 0.0001888423,
+    "max": 0.00018908810000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006745680000000002,
-    "min": 0.0006739674000000001,
-    "max": 0.0006750228000000003,
+    "seconds": 0.0006748792500000001,
+    "min": 0.0006743575000000004,
+    "max": 0.0006753410000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15447,15 +15447,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00018985745000000003,
-    "min": 0.00018982340000000002,
-    "max": 0.0001898875,
+    "seconds": 0.00018985629999999993,
+    "min": 0.00018981610000000002,
+    "max": 0.00018987930000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006684345000000003,
-    "min": 0.0006680445000000003,
-    "max": 0.0006688010000000003,
+    "seconds": 0.0006684032999999998,
+    "min": 0.0006681548000000002,
+    "max": 0.0006685875999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15490,15 +15490,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00019234780000000002,
-    "min": 0.00019215980000000004,
-    "max": 0.00019246079999999999,
+    "seconds": 0.00019240934999999995,
+    "min": 0.00019228329999999996,
+    "max": 0.00019243140000000004,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00029205115000000015,
-    "min": 0.0002918960000000001,
-    "max": 0.0002930474000000001,
+    "seconds": 0.00029214239999999993,
+    "min": 0.00029178499999999976,
+    "max": 0.0002925385999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15533,15 +15533,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00019639829999999997,
-    "min": 0.00019634600000000002,
-    "max": 0.00019652299999999996,
+    "seconds": 0.00019641405000000008,
+    "min": 0.00019634860000000004,
+    "max": 0.00019648140000000006,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0002978654500000002,
-    "min": 0.0002975595000000002,
-    "max": 0.0002983582000000001,
+    "seconds": 0.0002977987000000001,
+    "min": 0.00029753550000000004,
+    "max": 0.0002989828999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15568,15 +15568,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.88227e-05,
-    "min": 8.830899999999998e-05,
-    "max": 8.91071e-05,
+    "seconds": 8.889115000000001e-05,
+    "min": 8.866600000000005e-05,
+    "max": 8.907120000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012282025000000005,
-    "min": 0.00012274739999999998,
-    "max": 0.0001228764,
+    "seconds": 0.00012270845,
+    "min": 0.00012261489999999998,
+    "max": 0.00012273979999999994,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15603,15 +15603,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.509224999999998e-05,
-    "min": 5.497229999999995e-05,
-    "max": 5.529529999999998e-05,
+    "seconds": 5.512294999999999e-05,
+    "min": 5.469770000000006e-05,
+    "max": 5.5349999999999977e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.9999e-05,
-    "min": 8.988910000000003e-05,
-    "max": 9.002810000000009e-05,
+    "seconds": 9.001465000000005e-05,
+    "min": 8.997790000000005e-05,
+    "max": 9.007640000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15636,9 +15636,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.5789349999999974e-05,
-    "min": 5.575420000000001e-05,
-    "max": 5.603829999999998e-05,
+    "seconds": 5.579964999999999e-05,
+    "min": 5.577039999999998e-05,
+    "max": 5.587499999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -15669,9 +15669,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.8359800000000004e-05,
-    "min": 4.829089999999999e-05,
-    "max": 4.849639999999999e-05,
+    "seconds": 4.835395e-05,
+    "min": 4.828150000000003e-05,
+    "max": 4.865010000000006e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -15709,9 +15709,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.4585649999999986e-05,
-    "min": 3.4374300000000014e-05,
-    "max": 3.4784899999999945e-05,
+    "seconds": 3.45824e-05,
+    "min": 3.4515199999999984e-05,
+    "max": 3.4646799999999975e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -15749,9 +15749,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.7286550000000022e-05,
-    "min": 1.72126e-05,
-    "max": 1.7328399999999964e-05,
+    "seconds": 1.7239949999999994e-05,
+    "min": 1.7023699999999998e-05,
+    "max": 1.7343700000000035e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -15777,15 +15777,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002951858499999999,
-    "min": 0.00029471010000000036,
-    "max": 0.0002957792999999998,
+    "seconds": 0.0002954470999999998,
+    "min": 0.00029491470000000004,
+    "max": 0.0002960886000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00045307319999999987,
-    "min": 0.0004525083000000003,
-    "max": 0.00045391639999999955,
+    "seconds": 0.0004533794000000001,
+    "min": 0.0004529661000000001,
+    "max": 0.0004539552000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15805,15 +15805,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0003671942999999998,
-    "min": 0.00036704309999999977,
-    "max": 0.0003673489000000002,
+    "seconds": 0.0003671404500000002,
+    "min": 0.00036700549999999995,
+    "max": 0.0003673569000000005,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00047749304999999953,
-    "min": 0.00047692800000000027,
-    "max": 0.0004780787999999998,
+    "seconds": 0.0004779322500000004,
+    "min": 0.00047744089999999996,
+    "max": 0.00047837809999999993,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15858,15 +15858,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00024227639999999998,
-    "min": 0.00024202749999999986,
-    "max": 0.00024304160000000012,
+    "seconds": 0.00024210395000000002,
+    "min": 0.0002418583,
+    "max": 0.0002427364,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0007785687,
-    "min": 0.0007783409000000004,
-    "max": 0.0007800579000000001,
+    "seconds": 0.0007785071499999997,
+    "min": 0.0007783502999999996,
+    "max": 0.0007790798999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15911,15 +15911,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0020193578500000003,
-    "min": 0.0020074193000000004,
-    "max": 0.0020320588999999997,
+    "seconds": 0.0020263459000000004,
+    "min": 0.0020234022,
+    "max": 0.0020304927,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00487508445,
-    "min": 0.004872323299999999,
-    "max": 0.0048848746,
+    "seconds": 0.0048993447499999995,
+    "min": 0.004896936699999998,
+    "max": 0.0049043742000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15964,15 +15964,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0005481344499999999,
-    "min": 0.0005472721000000002,
-    "max": 0.0005496717,
+    "seconds": 0.00055144035,
+    "min": 0.0005509540999999998,
+    "max": 0.0005518177999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0017590207500000003,
-    "min": 0.0017566097,
-    "max": 0.0017601229,
+    "seconds": 0.00176126125,
+    "min": 0.0017587563,
+    "max": 0.0017632578999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16017,15 +16017,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0011681502000000002,
-    "min": 0.0011600756,
-    "max": 0.0011735598999999997,
+    "seconds": 0.0011771052500000002,
+    "min": 0.0011691618,
+    "max": 0.0011849798000000006,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0028051605500000005,
-    "min": 0.0028003883999999997,
-    "max": 0.0028178616,
+    "seconds": 0.0028185805500000006,
+    "min": 0.0028013953000000013,
+    "max": 0.002831167600000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16070,15 +16070,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0003393506,
-    "min": 0.00033468400000000013,
-    "max": 0.00033974730000000005,
+    "seconds": 0.0003382583000000001,
+    "min": 0.0003354397,
+    "max": 0.0003416105999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0010946048,
-    "min": 0.001089250499999999,
-    "max": 0.0010968140000000002,
+    "seconds": 0.0010918602499999997,
+    "min": 0.0010879429999999994,
+    "max": 0.0010957100999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16123,15 +16123,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.82062e-05,
-    "min": 6.78717e-05,
-    "max": 6.855100000000004e-05,
+    "seconds": 6.788000000000001e-05,
+    "min": 6.776080000000007e-05,
+    "max": 6.815699999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003975685,
-    "min": 0.00039729499999999977,
-    "max": 0.0003982358999999996,
+    "seconds": 0.00039697784999999993,
+    "min": 0.0003964682,
+    "max": 0.0003973796999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16176,15 +16176,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015808450000000002,
-    "min": 0.00015720089999999998,
-    "max": 0.00015828689999999987,
+    "seconds": 0.00015741059999999996,
+    "min": 0.0001567623,
+    "max": 0.00015766950000000005,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004930156000000003,
-    "min": 0.0004914531,
-    "max": 0.0004935291000000002,
+    "seconds": 0.0004924209499999875,
+    "min": 0.0004910984,
+    "max": 0.0004927341000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16229,15 +16229,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010294855000000003,
-    "min": 0.00010269749999999996,
-    "max": 0.00010374129999999996,
+    "seconds": 0.00010241884999999995,
+    "min": 0.00010213350000000011,
+    "max": 0.00010289330000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003664147999999998,
-    "min": 0.0003649968000000001,
-    "max": 0.00036727729999999284,
+    "seconds": 0.0003637695000000001,
+    "min": 0.00036291299999999976,
+    "max": 0.00036476809999998075,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16282,15 +16282,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.744640000000001e-05,
-    "min": 4.7276999999999974e-05,
-    "max": 4.786309999999994e-05,
+    "seconds": 4.728615e-05,
+    "min": 4.704650000000008e-05,
+    "max": 4.75423e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00028712659999999973,
-    "min": 0.0002865952000000034,
-    "max": 0.00028836750000000005,
+    "seconds": 0.0002868451000000001,
+    "min": 0.00028649629999999985,
+    "max": 0.00028750479999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16335,15 +16335,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.720800000000004e-05,
-    "min": 2.7113399999999953e-05,
-    "max": 2.7459499999999868e-05,
+    "seconds": 2.725125000000003e-05,
+    "min": 2.7126600000000053e-05,
+    "max": 2.743060000000006e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001547630999999997,
-    "min": 0.0001546811000000001,
-    "max": 0.00015489290000000034,
+    "seconds": 0.00015478979999999996,
+    "min": 0.00015437529999999953,
+    "max": 0.0001550999000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16388,15 +16388,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.37682499999999e-05,
-    "min": 3.354219999999987e-05,
-    "max": 3.4022300000000015e-05,
+    "seconds": 3.382234999999993e-05,
+    "min": 3.3667299999999955e-05,
+    "max": 3.391389999999992e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001634265500000003,
-    "min": 0.00016281969999999273,
-    "max": 0.00016393619999999977,
+    "seconds": 0.00016338585000000028,
+    "min": 0.00016307290000000066,
+    "max": 0.0001639241999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16441,15 +16441,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.1710550000000016e-05,
-    "min": 5.149750000000004e-05,
-    "max": 5.1952199999999994e-05,
+    "seconds": 5.2017700000000015e-05,
+    "min": 5.1606999999999955e-05,
+    "max": 5.28672e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00022278545000000007,
-    "min": 0.00022222430000000035,
-    "max": 0.00022344279999999962,
+    "seconds": 0.00022232894999999972,
+    "min": 0.00022158779999999998,
+    "max": 0.00022287149999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16494,15 +16494,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015966410000000004,
-    "min": 0.0001583968,
-    "max": 0.00016005740000000002,
+    "seconds": 0.00015966205,
+    "min": 0.00015893420000000002,
+    "max": 0.00016037040000000004,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005468370999999998,
-    "min": 0.0005463528999999998,
-    "max": 0.0005471701999999999,
+    "seconds": 0.0005467887999999998,
+    "min": 0.0005464946,
+    "max": 0.0005470646999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16547,15 +16547,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002657569,
-    "min": 0.00026468940000000005,
-    "max": 0.0002668992000000001,
+    "seconds": 0.00026693625000000004,
+    "min": 0.00026529829999999996,
+    "max": 0.0002680297,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006536072000000001,
-    "min": 0.0006501539000000002,
-    "max": 0.0006546973999999995,
+    "seconds": 0.0006551871,
+    "min": 0.0006530143999999994,
+    "max": 0.0006564359000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16600,15 +16600,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.336365000000001e-05,
-    "min": 8.309110000000004e-05,
-    "max": 8.362880000000006e-05,
+    "seconds": 8.332040000000004e-05,
+    "min": 8.26626e-05,
+    "max": 8.396760000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00029556549999999976,
-    "min": 0.0002937708,
-    "max": 0.0002970819,
+    "seconds": 0.0002951445500000002,
+    "min": 0.0002936384000000004,
+    "max": 0.00029720899999999983,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16653,15 +16653,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0004085005,
-    "min": 0.00040844960000000006,
-    "max": 0.0004095662,
+    "seconds": 0.00040842485,
+    "min": 0.00040785799999999993,
+    "max": 0.00040894669999999995,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0010241520999999998,
-    "min": 0.0010234448,
-    "max": 0.0010243613999999994,
+    "seconds": 0.0010219376500000001,
+    "min": 0.0010203142,
+    "max": 0.0010231374999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16706,15 +16706,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012302905,
-    "min": 0.00012292759999999998,
-    "max": 0.000123264,
+    "seconds": 0.00012238395000000005,
+    "min": 0.00012225079999999994,
+    "max": 0.00012317019999999993,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00046214439999999986,
-    "min": 0.0004615112999999995,
-    "max": 0.0004626839000000002,
+    "seconds": 0.0004604008999999999,
+    "min": 0.00046031030000000034,
+    "max": 0.00046129790000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16760,15 +16760,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.3763649999999985e-05,
-    "min": 4.364779999999994e-05,
-    "max": 4.403809999999987e-05,
+    "seconds": 4.388485000000001e-05,
+    "min": 4.382429999999999e-05,
+    "max": 4.405440000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001639467500000002,
-    "min": 0.0001637988999999997,
-    "max": 0.00016451749999999956,
+    "seconds": 0.00016413364999999996,
+    "min": 0.00016399670000000007,
+    "max": 0.00016417339999999988,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16814,15 +16814,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.274089999999996e-05,
-    "min": 9.26020999999999e-05,
-    "max": 9.336019999999996e-05,
+    "seconds": 9.227375000000004e-05,
+    "min": 9.214449999999998e-05,
+    "max": 9.28249000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003089275,
-    "min": 0.0003076669000000009,
-    "max": 0.0003095762999999998,
+    "seconds": 0.0003085585500000002,
+    "min": 0.00030698840000000015,
+    "max": 0.00030908020000000017,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16868,15 +16868,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00039908475,
-    "min": 0.0003989629000000001,
-    "max": 0.00039952830000000006,
+    "seconds": 0.0004003275999999999,
+    "min": 0.0004001801,
+    "max": 0.0004004396999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006354968500000001,
-    "min": 0.0006351920999999993,
-    "max": 0.0006358104999999894,
+    "seconds": 0.0006355648500000002,
+    "min": 0.0006348940000000002,
+    "max": 0.0006358934999999996,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16922,15 +16922,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.432805000000002e-05,
-    "min": 6.424339999999996e-05,
-    "max": 6.504319999999998e-05,
+    "seconds": 6.408479999999993e-05,
+    "min": 6.396469999999998e-05,
+    "max": 6.469479999999983e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00017758229999999988,
-    "min": 0.0001773270999999998,
-    "max": 0.0001784356000000001,
+    "seconds": 0.00017740824999999986,
+    "min": 0.00017721310000001685,
+    "max": 0.00017767089999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16976,15 +16976,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.0810949999999994e-05,
-    "min": 6.007019999999996e-05,
-    "max": 6.12985e-05,
+    "seconds": 6.103134999999996e-05,
+    "min": 6.065629999999994e-05,
+    "max": 6.156849999999993e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00024037415000000023,
-    "min": 0.0002397726999999998,
-    "max": 0.00024138210000000017,
+    "seconds": 0.0002404876499999999,
+    "min": 0.0002400448000000002,
+    "max": 0.00024099790000000026,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17030,15 +17030,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00024036894999999997,
-    "min": 0.00023984969999999998,
-    "max": 0.00024108009999999994,
+    "seconds": 0.0002403232999999999,
+    "min": 0.00024013759999999993,
+    "max": 0.00024121599999999977,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00044902504999999994,
-    "min": 0.00044826970000000024,
-    "max": 0.00044931830000000193,
+    "seconds": 0.00044796454999999994,
+    "min": 0.00044677339999999957,
+    "max": 0.0004487536999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17084,15 +17084,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00020443100000000006,
-    "min": 0.0002029373,
-    "max": 0.00020677819999999992,
+    "seconds": 0.00020449550000000002,
+    "min": 0.0002027141,
+    "max": 0.00020569529999999993,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006170399999999999,
-    "min": 0.0006164151999999998,
-    "max": 0.0006179153,
+    "seconds": 0.00061644205,
+    "min": 0.0006158584000000002,
+    "max": 0.0006169217999999996,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17120,9 +17120,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.701249999999998e-05,
-    "min": 6.694689999999997e-05,
-    "max": 6.71749e-05,
+    "seconds": 6.703990000000006e-05,
+    "min": 6.685989999999997e-05,
+    "max": 6.715160000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -17150,15 +17150,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010761444999999998,
-    "min": 0.00010726079999999999,
-    "max": 0.00010766440000000005,
+    "seconds": 0.00010758415,
+    "min": 0.00010744339999999998,
+    "max": 0.0001077692,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00015636490000000007,
-    "min": 0.0001561401,
-    "max": 0.00015658929999999997,
+    "seconds": 0.00015638209999999997,
+    "min": 0.0001563452,
+    "max": 0.00015655890000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17180,15 +17180,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.431749999999998e-05,
-    "min": 5.397610000000005e-05,
-    "max": 5.4459300000000056e-05,
+    "seconds": 5.425824999999999e-05,
+    "min": 5.396760000000002e-05,
+    "max": 5.449900000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.864795e-05,
-    "min": 7.80202e-05,
-    "max": 7.882120000000006e-05,
+    "seconds": 7.889150000000002e-05,
+    "min": 7.864270000000005e-05,
+    "max": 7.903079999999995e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17210,15 +17210,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012703699999999998,
-    "min": 0.0001265616,
-    "max": 0.00012710110000000005,
+    "seconds": 0.00012691294999999997,
+    "min": 0.00012645129999999997,
+    "max": 0.0001272006,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018463485,
-    "min": 0.00018440590000000002,
-    "max": 0.00018495210000000003,
+    "seconds": 0.00018444209999999997,
+    "min": 0.00018404079999999998,
+    "max": 0.00018467220000000008,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17240,15 +17240,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.922960000000001e-05,
-    "min": 8.919079999999998e-05,
-    "max": 8.926440000000002e-05,
+    "seconds": 8.949184999999997e-05,
+    "min": 8.935719999999996e-05,
+    "max": 8.98182e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012002735000000007,
-    "min": 0.00011974719999999994,
-    "max": 0.00012035130000000001,
+    "seconds": 0.00011986715000000002,
+    "min": 0.000119779,
+    "max": 0.0001210853999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17268,15 +17268,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012699340000000002,
-    "min": 0.00012666589999999994,
-    "max": 0.0001270495,
+    "seconds": 0.00012697705,
+    "min": 0.00012661089999999996,
+    "max": 0.00012716119999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018513905000000003,
-    "min": 0.0001849831,
-    "max": 0.00018541070000000002,
+    "seconds": 0.00018514204999999995,
+    "min": 0.0001850142,
+    "max": 0.0001853335,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17296,15 +17296,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.976655e-05,
-    "min": 6.950959999999999e-05,
-    "max": 6.98306e-05,
+    "seconds": 6.972579999999999e-05,
+    "min": 6.947230000000001e-05,
+    "max": 6.98405e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.840309999999998e-05,
-    "min": 9.817969999999995e-05,
-    "max": 9.853160000000004e-05,
+    "seconds": 9.853335e-05,
+    "min": 9.83589e-05,
+    "max": 9.87555e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17324,15 +17324,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012695500000000005,
-    "min": 0.00012652420000000002,
-    "max": 0.00012707360000000005,
+    "seconds": 0.00012681464999999997,
+    "min": 0.0001264355,
+    "max": 0.00012709390000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018499795000000003,
-    "min": 0.00018467200000000006,
-    "max": 0.0001851877,
+    "seconds": 0.0001850485,
+    "min": 0.000184912,
+    "max": 0.0001851750000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17352,15 +17352,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.84278e-05,
-    "min": 6.830080000000005e-05,
-    "max": 6.869790000000003e-05,
+    "seconds": 6.853530000000001e-05,
+    "min": 6.828560000000002e-05,
+    "max": 6.864649999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.286244999999997e-05,
-    "min": 9.256739999999998e-05,
-    "max": 9.294620000000003e-05,
+    "seconds": 9.277464999999998e-05,
+    "min": 9.268269999999997e-05,
+    "max": 9.292600000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17380,15 +17380,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012712424999999997,
-    "min": 0.00012709449999999997,
-    "max": 0.00012726010000000003,
+    "seconds": 0.0001270553,
+    "min": 0.00012665090000000002,
+    "max": 0.00012726499999999994,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018509385000000002,
-    "min": 0.00018468899999999987,
-    "max": 0.00018523250000000008,
+    "seconds": 0.00018503400000000002,
+    "min": 0.0001849316000000001,
+    "max": 0.00018517979999999994,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17408,15 +17408,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.089450000000001e-05,
-    "min": 7.075420000000002e-05,
-    "max": 7.118340000000003e-05,
+    "seconds": 7.0861e-05,
+    "min": 7.064890000000001e-05,
+    "max": 7.101180000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.285945e-05,
-    "min": 9.237150000000004e-05,
-    "max": 9.310389999999997e-05,
+    "seconds": 9.281440000000004e-05,
+    "min": 9.257770000000004e-05,
+    "max": 9.303070000000007e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17438,15 +17438,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00018444415,
-    "min": 0.00018416590000000006,
-    "max": 0.00018475320000000003,
+    "seconds": 0.00018452335,
+    "min": 0.00018422430000000002,
+    "max": 0.00018463670000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014140939999999997,
-    "min": 0.0001411106,
-    "max": 0.00014168839999999992,
+    "seconds": 0.0001412977,
+    "min": 0.0001410687,
+    "max": 0.00014134999999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17468,15 +17468,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011190965,
-    "min": 0.00011152300000000005,
-    "max": 0.00011222300000000001,
+    "seconds": 0.0001116891,
+    "min": 0.00011151260000000001,
+    "max": 0.00011180260000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.826670000000001e-05,
-    "min": 7.820799999999998e-05,
-    "max": 7.840009999999997e-05,
+    "seconds": 7.821074999999996e-05,
+    "min": 7.809870000000002e-05,
+    "max": 7.835269999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17504,9 +17504,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00018500975,
-    "min": 0.00018493899999999999,
-    "max": 0.00018523540000000004,
+    "seconds": 0.00018516194999999998,
+    "min": 0.00018479200000000006,
+    "max": 0.0001856319,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -17540,9 +17540,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.240635000000002e-05,
-    "min": 9.2256e-05,
-    "max": 9.266099999999997e-05,
+    "seconds": 9.24239e-05,
+    "min": 9.217919999999999e-05,
+    "max": 9.28163e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -17576,15 +17576,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00018531635,
-    "min": 0.00018518120000000004,
-    "max": 0.0001855281,
+    "seconds": 0.00018544854999999997,
+    "min": 0.00018512400000000005,
+    "max": 0.00018556719999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00037036520000000006,
-    "min": 0.00036995079999999975,
-    "max": 0.00037048150000000004,
+    "seconds": 0.0003703316000000002,
+    "min": 0.0003697115,
+    "max": 0.0003704797000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17612,15 +17612,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.238600000000002e-05,
-    "min": 9.210650000000002e-05,
-    "max": 9.255779999999995e-05,
+    "seconds": 9.250569999999996e-05,
+    "min": 9.24133e-05,
+    "max": 9.267550000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018472444999999995,
-    "min": 0.0001845858999999999,
-    "max": 0.0001851643,
+    "seconds": 0.00018487969999999993,
+    "min": 0.0001847114,
+    "max": 0.00018507100000000009,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17655,15 +17655,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017174174999999998,
-    "min": 0.00017166409999999998,
-    "max": 0.0001717861,
+    "seconds": 0.0001715564,
+    "min": 0.00017143969999999995,
+    "max": 0.00017161649999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005840851500000001,
-    "min": 0.0005839653,
-    "max": 0.0005841833,
+    "seconds": 0.0005839223499999999,
+    "min": 0.0005837740999999998,
+    "max": 0.0005843048000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17698,15 +17698,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017136734999999997,
-    "min": 0.00017134,
-    "max": 0.00017152339999999995,
+    "seconds": 0.00017136320000000002,
+    "min": 0.00017129620000000002,
+    "max": 0.00017147620000000006,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005681232000000001,
-    "min": 0.0005680589000000001,
-    "max": 0.0005681769000000001,
+    "seconds": 0.0005680358999999999,
+    "min": 0.0005680093000000001,
+    "max": 0.0005681315,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17741,15 +17741,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00016819630000000003,
-    "min": 0.00016811220000000003,
-    "max": 0.00016839019999999994,
+    "seconds": 0.00016819240000000003,
+    "min": 0.00016807020000000002,
+    "max": 0.00016825540000000008,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0010240875999999997,
-    "min": 0.0010229333000000003,
-    "max": 0.0010241199,
+    "seconds": 0.0010227558500000003,
+    "min": 0.0010226223,
+    "max": 0.0010238306999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17784,15 +17784,81 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00016417975,
-    "min": 0.00016406100000000004,
-    "max": 0.00016432280000000003,
+    "seconds": 0.0001643412,
+    "min": 0.00016407840000000007,
+    "max": 0.00016442060000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0010125285000000001,
-    "min": 0.0010124534,
-    "max": 0.0010126083999999998,
+    "seconds": 0.0010133416499999999,
+    "min": 0.0010122858,
+    "max": 0.0010134903,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "transpose_contiguous",
+   "params": {
+    "dim0": 1,
+    "dim1": 2
+   },
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      64,
+      2048,
+      16,
+      32
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 0.00021665089999999996,
+    "min": 0.00021654470000000001,
+    "max": 0.00021680069999999995,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.0,
+    "min": 0.0,
+    "max": 0.0,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "transpose_contiguous",
+   "params": {
+    "dim0": 1,
+    "dim1": 2
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      64,
+      2048,
+      16,
+      32
+     ],
+     "dtype": "bfloat16",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 0.00018482275000000005,
+    "min": 0.00018469140000000007,
+    "max": 0.00018494179999999996,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.0,
+    "min": 0.0,
+    "max": 0.0,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17820,9 +17886,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00026038114999999996,
-    "min": 0.00026019189999999993,
-    "max": 0.0002605636,
+    "seconds": 0.0002603439,
+    "min": 0.00026020070000000006,
+    "max": 0.0002608256,
     "samples": 6
    },
    "backward_gpu_seconds": {
