@@ -109,7 +109,10 @@ Phases (--phase, one process each):
             the host's clock, in the stream as a step runs it and with the backward issued while the
             GPU sleeps (its kernels back to back): per stretch between two hooks, GPU seconds in the
             stream minus alone is the GPU's wait for the host there. Three rounds of eight steps each.
-The last nineteen take no points (the seven paired workloads are built and warmed all the same).
+  backward_start  does backward() pay for its graph's size before its first node runs? Chains of 10
+            to 3000 tiny multiplications (and of tiny Linear layers): the host seconds from the call to
+            the first node's pre-hook, and to backward()'s return, median of 15, three rounds.
+The last twenty take no points (the seven paired workloads are built and warmed all the same).
 Writes JSON (--out) and prints a table. Usage, on a GPU machine, from the repository root:
   python3 tools/validate/host_state.py --phase profiler --out host_state_profiler.json
 """
@@ -2014,13 +2017,57 @@ def phase_backward_idle(dev, workloads, started) -> list:
     return points
 
 
+BACKWARD_START_LENGTHS = (10, 100, 300, 1000, 3000)
+
+
+def phase_backward_start(dev, workloads, started) -> list:
+    """backward() of chains of tiny multiplications and of tiny Linear layers on `dev`: host seconds
+    from the call to its first node's pre-hook (what runs before any node: the engine's traversal of
+    the graph, its thread's hand-off) and to its return, by the chain's length."""
+    points = []
+    for round_ in range(3):
+        for family in ("mul", "linear"):
+            for length in BACKWARD_START_LENGTHS:
+                if family == "linear" and length > 1000:
+                    continue
+                x = torch.randn(4, 4, device=dev, requires_grad=True)
+                weights = [torch.randn(4, 4, device=dev, requires_grad=True) for _ in range(length)] if family == "linear" else []
+                firsts, totals = [], []
+                for _ in range(15):
+                    y = x
+                    for i in range(length):
+                        y = y * 1.0001 if family == "mul" else torch.nn.functional.linear(y, weights[i])
+                    loss = y.sum()
+                    mark = []
+                    loss.grad_fn.register_prehook(lambda grad_outputs: mark.append(time.perf_counter()))
+                    sync()
+                    t0 = time.perf_counter()
+                    loss.backward()
+                    t1 = time.perf_counter()
+                    sync()
+                    firsts.append(mark[0] - t0)
+                    totals.append(t1 - t0)
+                    x.grad = None
+                    for w in weights:
+                        w.grad = None
+                    del y, loss
+                record = {"label": f"{family} x{length}", "round": round_, "family": family, "nodes": length,
+                          "to_first_node_seconds": statistics.median(firsts), "backward_seconds": statistics.median(totals),
+                          "canary_seconds": mp.canary_seconds_per_op(dev), "at_seconds": time.perf_counter() - started}
+                points.append(record)
+                print(f"  r{round_} {family:6s} x{length:5d}: to first node {record['to_first_node_seconds'] * 1e6:8.1f} us, "
+                      f"backward() {record['backward_seconds'] * 1e3:7.3f} ms | canary {record['canary_seconds'] * 1e6:.1f} us", flush=True)
+    return points
+
+
 PHASES = {"blocks": phase_blocks, "mixed": phase_mixed, "profiler": phase_profiler, "groups": phase_groups, "validation": phase_validation,
           "threads": phase_threads, "imports": phase_imports, "depth": phase_depth, "clocks": phase_clocks,
           "overlap": phase_overlap, "sizes": phase_sizes, "model_sum": phase_model_sum, "model_host": phase_model_host,
           "lstm": phase_lstm, "harness": phase_harness, "reps": phase_reps, "python": phase_python,
           "modules": phase_modules, "autograd": phase_autograd, "ops": phase_ops, "autograd_thread": phase_autograd_thread,
           "gc": phase_gc, "lead": phase_lead,
-          "gpu_alone": phase_gpu_alone, "backward_idle": phase_backward_idle}
+          "gpu_alone": phase_gpu_alone, "backward_idle": phase_backward_idle,
+          "backward_start": phase_backward_start}
 
 
 def main(argv=None) -> int:
