@@ -1911,29 +1911,17 @@ def phase_gpu_alone(dev, workloads, started) -> list:
                 entry["in_stream"].append({"forward_seconds": ev[0].elapsed_time(ev[1]) * 1e-3,
                                            "backward_seconds": ev[1].elapsed_time(ev[2]) * 1e-3})
             for _ in range(8):
-                timing = {}
+                timing, held = {}, {}
                 opt.zero_grad(set_to_none=True)
-                for part in ("forward", "backward"):
-                    ev = [torch.cuda.Event(enable_timing=True) for _ in range(3)]
-                    sync()
-                    ev[0].record()
-                    torch.cuda._sleep(int(GPU_ALONE_SLEEP_S * cycles_per_s))
-                    ev[1].record()
-                    t0 = time.perf_counter()
-                    if part == "forward":
-                        loss = forward()
-                    else:
-                        loss.backward()
-                    issue = time.perf_counter() - t0
-                    ev[2].record()
-                    sync()
-                    slept = ev[0].elapsed_time(ev[1]) * 1e-3
-                    timing[f"{part}_seconds"] = ev[1].elapsed_time(ev[2]) * 1e-3
-                    timing[f"{part}_issue_seconds"] = issue
-                    timing[f"{part}_host_done_before_wake"] = issue < slept
+                parts = (("forward", lambda: held.update(loss=forward())), ("backward", lambda: held["loss"].backward()))
+                for part, issue in parts:
+                    queued = queued_batch(issue, 1, GPU_ALONE_SLEEP_S, cycles_per_s)
+                    timing[f"{part}_seconds"] = queued["gpu_seconds"]
+                    timing[f"{part}_issue_seconds"] = queued["issue_seconds"]
+                    timing[f"{part}_host_done_before_wake"] = queued["issue_seconds"] < queued["hold_seconds"]
                 opt.step()
                 sync()
-                del loss
+                held.clear()
                 entry["alone"].append(timing)
             record["rounds"].append(entry)
             med = lambda rows, k: statistics.median(r[k] for r in rows) * 1e3  # noqa: E731
