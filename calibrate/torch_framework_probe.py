@@ -33,6 +33,8 @@ tools/validate/measure_pytorch.py, by contrast, only checks predictions.  Figure
       and layer_*_mha_no_weights (nn.MultiheadAttention(64, 1) called with need_weights=False, as
       torchvision's ViT calls it; its record names the backend). layer_*_dropout_identity: nn.Dropout(0.0),
       which returns its input (no kernel, no autograd node): the module call alone.
+      layer_*_view_chain: a chain of Tensor.view calls (not read by roofsim: a view inside model code,
+      beside layer_*_reshape's one-call figure, which holds the call's own costs).
   layer_forward_unit_<name>_autocast, layer_backward_unit_<name>_autocast
       The same chain figures of units of several kinds of tiny layers (unit_ops names them, in
       order): a pre-norm transformer block called flat (layer norm, cast, nn.MultiheadAttention
@@ -59,6 +61,13 @@ tools/validate/measure_pytorch.py, by contrast, only checks predictions.  Figure
       input's gradient hook (after the last node's kernels) and after backward() returns. The time
       from the call to its first node, and from its last node to its return; roofsim splits
       backward_call in these shares (the hooks' own cost is in both).
+  backward_walk_node
+      What backward() spends on each node of its graph before it runs the first one (the engine
+      walks the whole graph first): host seconds from the call to the first node's pre-hook, over
+      chains of 100 and 1000 tiny multiplications, per node (the slope; nodes counted by walking
+      grad_fn). Each chain figure's backward record counts its layer's nodes
+      (backward_nodes_per_layer); roofsim moves that many nodes' walk from each layer's backward
+      figure to the start of the backward.
   op_timings (a list, not figures)
       GPU time of PyTorch's own kernels for roofsim's memory-bound and attention ops (under
       amp-bf16 on bfloat16 activations, as inside an autocast model), on
@@ -600,6 +609,10 @@ def layer_probes(p: Probe, samples: int) -> None:
     # chain figures
     for op, (make_unit, make_input, unit_ops) in mixed_unit_cases(dev).items():
         chain_layer_probe(p, op, (make_unit, make_input), True, samples, timed, unit_ops=list(unit_ops))
+    # chain figures of ops that are no layer of roofsim's graphs (view_chain)
+    for op in [op for op in chain_ops if op not in layer_cases(dev)]:
+        for use_autocast in (False, True):
+            chain_layer_probe(p, op, chain_ops[op], use_autocast, samples, timed)
 
 
 def steady_repetitions(fn, inputs, leaves, ctx, grad, reps: int) -> None:
@@ -751,6 +764,57 @@ def conv_host_probes(p: Probe, samples: int, reps: int, smoke: bool) -> None:
                     p.skip(f"{key}_forward", first_line(exc))
 
 
+def autograd_node_count(out) -> int:
+    """The autograd nodes reachable from a tensor's grad_fn (AccumulateGrad included), each once:
+    what backward() from it walks before running any."""
+    seen, kept, todo = set(), [], [getattr(out, "grad_fn", None)]
+    while todo:
+        node = todo.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        kept.append(node)  # alive while counting: a freed wrapper's id can come back for another node
+        todo.extend(n for n, _ in getattr(node, "next_functions", ()))
+    return len(seen)
+
+
+def backward_walk_probes(p: Probe, samples: int, lengths=(100, 1000)) -> None:
+    """backward_walk_node: host seconds per node from backward() to its first node's pre-hook."""
+    dev = p.device
+    x = torch.randn(4, device=dev, requires_grad=True)
+    medians, nodes = [], []
+    try:
+        for length in lengths:
+            firsts = []
+            for i in range(samples + 3):
+                p.tick()
+                x.grad = None
+                y = x
+                for _ in range(length):
+                    y = y * 1.0001
+                root = y.sum()
+                count = autograd_node_count(root)
+                mark = []
+                root.grad_fn.register_prehook(lambda grad_outputs: mark.append(time.perf_counter()))
+                p.sync()
+                t0 = time.perf_counter()
+                root.backward()
+                p.sync()
+                if i >= 3:
+                    firsts.append(mark[0] - t0)
+                del y, root
+            medians.append(statistics.median(firsts))
+            nodes.append(count)
+    except Exception as exc:  # torch 1.13 has no Node.register_prehook
+        p.skip("backward_walk_node", first_line(exc))
+        return
+    per_node = max(0.0, (medians[-1] - medians[0]) / (nodes[-1] - nodes[0]))
+    p.record("backward_walk_node", [per_node],
+             f"backward() of chains of {list(lengths)} tiny multiplications ({nodes} nodes): host seconds from the "
+             "call to the first node's pre-hook, median per length, (T(long) - T(short)) / (nodes(long) - "
+             "nodes(short))", chain_nodes=nodes, chain_to_first_node_seconds=medians)
+
+
 def backward_split_probes(p: Probe, samples: int) -> None:
     """Where a backward() call's own host cost falls relative to the GPU work it issues."""
     if not p.cuda:
@@ -847,6 +911,9 @@ def chain_cases(dev):
         # each lower-precision op whose input is float32 (a layer norm's output in an autocast
         # model); the chain alternates bfloat16 and float32 so that every layer casts
         "cast": (lambda: (lambda y: y.to(torch.bfloat16 if y.dtype == torch.float32 else torch.float32)), lambda: r(4, 8)),
+        # a view (aten::view, ViewBackward0) in a chain: what one costs inside model code, beside the
+        # reshape layer's one-call figure (which holds the call's own costs); roofsim does not read it
+        "view_chain": (lambda: (lambda y: y.view(8, 4) if y.shape[0] == 4 else y.view(4, 8)), lambda: r(4, 8)),
     }
     if hasattr(nn, "RMSNorm"):
         cases["rmsnorm"] = (mod(lambda: nn.RMSNorm(8)), lambda: r(4, 8))
@@ -922,7 +989,7 @@ def chain_layer_probe(p: Probe, op: str, case, use_autocast: bool, samples: int,
             extra["attention_backend"] = attention_backend(layers[0], [x], ctx)
             if backend_keyed(op):
                 op = "sdpa_" + extra["attention_backend"]
-        fwd_medians, fb_medians = [], []
+        fwd_medians, fb_medians, node_counts = [], [], []
         for k in lengths:
             def forward(k=k):
                 with ctx():
@@ -949,9 +1016,12 @@ def chain_layer_probe(p: Probe, op: str, case, use_autocast: bool, samples: int,
                 for _ in range(3):
                     timed(body)
                 medians.append(statistics.median([timed(body) for _ in range(samples)]))
+            node_counts.append(autograd_node_count(forward()))
     except Exception as exc:
         p.skip(f"layer_forward_{op}{suffix}", first_line(exc))
         return
+    # the autograd nodes one more layer adds (backward_walk_node: the walk before the first node)
+    extra_backward = {"backward_nodes_per_layer": (node_counts[-1] - node_counts[0]) / (lengths[-1] - lengths[0])}
 
     def slope(ys):
         mk = sum(lengths) / len(lengths)
@@ -967,7 +1037,7 @@ def chain_layer_probe(p: Probe, op: str, case, use_autocast: bool, samples: int,
     p.record(f"layer_backward_{op}{suffix}", [backward_s],
              f"per-layer slope of median (forward + backward) minus that of forward over chains of {lengths} tiny "
              f"{op} layers, CUDA events, {where}", chain_lengths=lengths, chain_forward_backward_seconds=fb_medians,
-             **extra)
+             **extra, **extra_backward)
 
 
 # ----------------------------------------------------------------------------- (b3) op GPU time
@@ -1490,6 +1560,7 @@ def main(argv=None) -> int:
         ("backward", lambda: backward_probes(p, *settings["backward_chain_lengths"])),
         ("layers", lambda: layer_probes(p, settings["layer_samples"])),
         ("backward call split", lambda: backward_split_probes(p, settings["split_samples"])),
+        ("backward walk", lambda: backward_walk_probes(p, settings["split_samples"])),
         ("layers in steady state", lambda: steady_layer_probes(p, settings["steady_batches"],
                                                                settings["steady_repetitions"])),
         ("convolution host by size", lambda: conv_host_probes(p, settings["conv_host_samples"],

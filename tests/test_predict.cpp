@@ -534,6 +534,55 @@ TEST_CASE("a layer on its own pays the per-call host cost that its steady-state 
     CHECK_THROWS_AS(predict(g, ctx, o), std::invalid_argument);
 }
 
+TEST_CASE("backward() walks every layer's nodes before its first kernel: the walk moves there from the layers' figures", "[predict][sim]") {
+    FrameworkProfile f = h200_test_framework({{"layer_forward_relu", 10e-6}, {"layer_backward_relu", 20e-6}, {"layer_forward_add", 4e-6},
+                                              {"layer_backward_add", 6e-6}, {"backward_call", 50e-6}});
+    const CostContext ctx = make_cost_context(gpu_or_throw("h200-sxm"));
+    const PredictOptions o = host_cost_options(f);
+    Graph g;
+    g.name = "relus";
+    g.inputs.push_back(GraphInput{"x", {GraphBuilder::batch, 16}, DType::f32, true});
+    for (const char* name : {"a", "b", "c"}) g.layers.push_back(Layer{name, "relu", {g.layers.empty() ? "x" : g.layers.back().name}, {}});
+    const auto first_backward = [](const Prediction& p) {
+        for (std::size_t i = 0; i < p.kernels.kernels.size(); ++i) {
+            if (p.kernels.kernels[i].phase == Phase::backward) return i;
+        }
+        return p.kernels.kernels.size();
+    };
+    const Prediction before = predict(g, ctx, o);
+    // 4 nodes a relu layer at 2 us a node: 8 of its 20 us move to the backward's start, for all three layers
+    f.figures["layer_backward_relu"].backward_nodes_per_layer = 4.0;
+    set_figure(f, "backward_walk_node", 2e-6);
+    const Prediction after = predict(g, ctx, o);
+    CHECK(after.host_time.value() == Catch::Approx(before.host_time.value()));  // moved, not added
+    const std::size_t i = first_backward(after);
+    REQUIRE(i < after.kernels.kernels.size());
+    REQUIRE(i == first_backward(before));
+    CHECK(after.timeline.kernels[i].host_time.value() - before.timeline.kernels[i].host_time.value() ==
+          Catch::Approx(3 * 8e-6 - (after.kernels.kernels[i].kind == KernelKind::host_only ? 8e-6 : 0.0)));
+    Seconds marker_host{0};
+    int markers = 0;
+    for (std::size_t k = i + 1; k < after.kernels.kernels.size(); ++k) {
+        const Kernel& kernel = after.kernels.kernels[k];
+        if (kernel.phase == Phase::backward && kernel.kind == KernelKind::host_only && kernel.host_op == "relu") {
+            marker_host += after.timeline.kernels[k].host_time;
+            ++markers;
+        }
+    }
+    CHECK(marker_host.value() == Catch::Approx(markers * 12e-6));  // 20 us less the walk of its 4 nodes
+    // A walk longer than a figure takes the figure, no more: nothing goes negative.
+    set_figure(f, "backward_walk_node", 10e-6);
+    const Prediction capped = predict(g, ctx, o);
+    CHECK(capped.host_time.value() == Catch::Approx(before.host_time.value()));
+    for (const SimulatedKernel& k : capped.timeline.kernels) CHECK(k.host_time.value() >= 0);
+    // The figure's node count is read from a profile document.
+    nlohmann::json figures = {{"layer_backward_relu", {{"seconds", 20e-6}, {"min", 20e-6}, {"max", 20e-6}, {"samples", 1},
+                                                        {"method", "chain"}, {"backward_nodes_per_layer", 4}}}};
+    CHECK(framework_profile_from_json(framework_doc(figures), "test").figures.at("layer_backward_relu").backward_nodes_per_layer == 4.0);
+    figures["layer_backward_relu"]["backward_nodes_per_layer"] = -1;
+    CHECK_THROWS_AS(framework_profile_from_json(framework_doc(figures), "test"), std::exception);
+}
+
 TEST_CASE("a layer without a bias costs its op's bias-free host figures, or the op's where none was measured", "[predict][sim]") {
     FrameworkProfile f = h200_test_framework({{"layer_forward_conv2d", 30e-6}, {"layer_backward_conv2d", 70e-6}, {"layer_forward_add", 4e-6},
                                               {"layer_backward_add", 6e-6}, {"backward_call", 50e-6}});

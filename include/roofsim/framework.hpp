@@ -30,6 +30,8 @@ struct FrameworkFigure {
     std::string method;
     /// The figure as measured, where `seconds` was put on the profile's host speed (at_host_speed).
     std::optional<double> measured_seconds{};
+    /// A layer's backward chain figure: the autograd nodes one layer adds (backward_walk_node).
+    std::optional<double> backward_nodes_per_layer{};
 };
 
 /// GPU time of one PyTorch op at a calibration shape (forward, and backward through autograd.grad).
@@ -164,6 +166,7 @@ namespace detail {
                 x.max = std::max(x.max, x.seconds);
             }
         }
+        if (fig.has("backward_nodes_per_layer")) x.backward_nodes_per_layer = fig.at("backward_nodes_per_layer").non_negative();
         if (fig.has("conv_host")) {
             const JsonCursor c = fig.at("conv_host");
             ConvHostFigure h{c.at("family").string(), c.at("mode").string(), c.at("part").string(), c.at("flops").positive(),
@@ -419,7 +422,12 @@ namespace detail {
             if (!amp && op.ends_with(suffix)) return;  // its keys would be autocast figures
             for (const auto& [prefix, table] : {std::pair{forward_prefix, &h.forward}, std::pair{backward_prefix, &h.backward}}) {
                 key.assign(prefix).append(op).append(amp ? suffix : std::string_view());
-                if (auto it = f.figures.find(key); it != f.figures.end()) table->emplace(op, Seconds(it->second.seconds));
+                if (auto it = f.figures.find(key); it != f.figures.end()) {
+                    table->emplace(op, Seconds(it->second.seconds));
+                    if (table == &h.backward && it->second.backward_nodes_per_layer) {
+                        h.backward_nodes.emplace(op, *it->second.backward_nodes_per_layer);
+                    }
+                }
             }
         };
         add_figures_of("add");
@@ -431,7 +439,11 @@ namespace detail {
             if (amp) base.remove_suffix(suffix.size());
             const Seconds seconds(it->second.seconds);
             if (base.starts_with(forward_prefix)) h.forward.emplace_hint(h.forward.end(), base.substr(forward_prefix.size()), seconds);
-            if (base.starts_with(backward_prefix)) h.backward.emplace_hint(h.backward.end(), base.substr(backward_prefix.size()), seconds);
+            if (base.starts_with(backward_prefix)) {
+                const std::string_view op = base.substr(backward_prefix.size());
+                h.backward.emplace_hint(h.backward.end(), op, seconds);
+                if (it->second.backward_nodes_per_layer) h.backward_nodes.emplace(op, *it->second.backward_nodes_per_layer);
+            }
         }
     }
     // A view's backward node launches nothing: its one-at-a-time figure is the difference of two
@@ -439,9 +451,15 @@ namespace detail {
     // plus one view op), whatever the autocast state.
     if (const auto view = f.seconds("backward_node_view")) {
         for (const std::string_view op : {"reshape", "flatten"}) {
-            if (wanted(op)) h.backward[std::string(op)] = *view;
+            if (!wanted(op)) continue;
+            h.backward[std::string(op)] = *view;
+            h.backward_nodes[std::string(op)] = 1;  // the chain of view nodes: one a view
         }
     }
+    // backward() walks its whole graph before it runs a node: the walk per node, which the chain
+    // figures hold spread over their nodes, is charged before the first backward kernel
+    // (simulate: backward_walk_share)
+    h.backward_walk_per_node = f.seconds("backward_walk_node").value_or(Seconds(0));
     // A copy AccumulateGrad dispatches and launches on its own: one eager op (a tiny add, back to back).
     if (const auto eager = f.seconds("eager_op_add"); eager && wanted(accumulate_grad_clone_host_op)) {
         h.backward[std::string(accumulate_grad_clone_host_op)] = *eager;

@@ -43,6 +43,9 @@ struct HostCosts {
     Seconds default_backward{0};
     Seconds backward_call{0};                 ///< once per step, before the first backward node
     Seconds backward_call_end{0};             ///< once per step, after the last backward node
+    /// Autograd nodes one layer's backward holds, by host op (the chain figures' count, where measured)
+    std::map<std::string, double, std::less<>> backward_nodes;
+    Seconds backward_walk_per_node{0};        ///< backward()'s walk of its graph, per node, before any node runs
     Seconds optimizer_step{0};                ///< the whole optimizer.step()
     Seconds per_kernel{0};                    ///< each kernel dispatched on its own (exported IR, no profile)
     Seconds synchronize{0};                   ///< returning from a wait for the GPU (a `sync` kernel)
@@ -69,7 +72,7 @@ struct HostCosts {
         for (auto& [op, seconds] : *table) seconds = seconds * factor;
     }
     for (Seconds* s : {&h.default_forward, &h.default_backward, &h.backward_call, &h.backward_call_end, &h.optimizer_step,
-                       &h.per_kernel, &h.synchronize}) {
+                       &h.per_kernel, &h.synchronize, &h.backward_walk_per_node}) {
         *s = *s * factor;
     }
     for (auto* points : {&h.conv_growth.kernel_1x1, &h.conv_growth.other}) {
@@ -174,6 +177,20 @@ template <class LogFlops>
     return k.kind == KernelKind::conv ? dispatch + conv_host_growth(k, h.conv_growth) : dispatch;
 }
 
+/// The part of a backward dispatch marker's figure that is backward()'s walk of the layer's autograd
+/// nodes (walk per node x the nodes its op's chain figure counted, at most the figure): charged once
+/// before the first backward kernel instead, for every layer of the step (simulate). Zero for any
+/// other kernel, or where the profile has no walk or node count.
+[[nodiscard]] inline Seconds backward_walk_share(const Kernel& k, const HostCosts& h) {
+    if (k.kind != KernelKind::host_only || k.host_op.empty() || k.phase != Phase::backward || !(h.backward_walk_per_node.value() > 0)) {
+        return Seconds(0);
+    }
+    auto it = h.backward_nodes.find(k.host_op);
+    if (it == h.backward_nodes.end()) it = h.backward_nodes.find(graph_op_of_host_op(k.host_op));
+    if (it == h.backward_nodes.end()) return Seconds(0);
+    return min(host_cost(k, h), h.backward_walk_per_node * it->second);
+}
+
 namespace detail {
 
 /// A kernel list's host costs and per-op efficiencies, looked up once per distinct graph op, phase
@@ -195,6 +212,14 @@ public:
         }
         const Seconds dispatch = k.host_dispatch ? host_.per_kernel : Seconds(0);
         return k.kind == KernelKind::conv ? dispatch + conv_host_growth(k) : dispatch;
+    }
+
+    /// backward_walk_share(k, host)
+    [[nodiscard]] Seconds backward_walk_share(const Kernel& k) {
+        if (k.kind != KernelKind::host_only || k.host_op.empty() || k.phase != Phase::backward) return Seconds(0);
+        std::optional<Seconds>& share = entry(k.host_op).walk;
+        if (!share) share = roofsim::backward_walk_share(k, host_);
+        return *share;
     }
 
     /// op_factor(k, ctx); 1 for a host-only kernel, whose cost (none) no factor changes.
@@ -221,6 +246,7 @@ private:
     struct Entry {
         std::string_view op;
         std::optional<Seconds> host[2];      ///< forward, backward dispatch
+        std::optional<Seconds> walk;         ///< the backward dispatch's walk share
         std::optional<const std::vector<OpFactorPoint>*> factor[3][2];  ///< the op's points, by phase and 16-bit
     };
     /// What op_factor_at reads of a kernel that is not attention, with the op's points.
@@ -290,11 +316,11 @@ private:
             for (Entry& e : entries_) {
                 if (same_name(e.op, op)) return e;
             }
-            if (entries_.size() < few_ops) return entries_.emplace_back(Entry{op, {}, {}});
+            if (entries_.size() < few_ops) return entries_.emplace_back(Entry{op, {}, {}, {}});
             for (std::size_t i = 0; i < entries_.size(); ++i) index_.insert(entries_[i].op, i);
         }
         const std::size_t i = index_.insert(op, entries_.size());
-        if (i == entries_.size()) entries_.push_back(Entry{op, {}, {}});
+        if (i == entries_.size()) entries_.push_back(Entry{op, {}, {}, {}});
         return entries_[i];
     }
 };
@@ -302,7 +328,9 @@ private:
 }  // namespace detail
 
 /// Runs the host/GPU simulation of a kernel list: issued_i = issued_{i-1} + host_i (a synchronizing
-/// host-only kernel then waits until the GPU has finished, plus the cost of returning from the wait);
+/// host-only kernel then waits until the GPU has finished, plus the cost of returning from the wait;
+/// the backward's first kernel also pays backward()'s walk of every backward layer's nodes, which
+/// those layers' dispatches then no longer hold: backward_walk_share);
 /// start_i = max(issued_i, start_{i-1} + gpu_{i-1} + gap_{i-1}) (gap_after); the step ends when the
 /// last kernel does, or when the host is done (backward() returned, last dispatch issued), whichever
 /// is later.
@@ -313,12 +341,16 @@ private:
     detail::BandwidthMemo bandwidths(ctx);
     detail::ShapeMemo shapes;
     Seconds host_clock{0}, gpu_free{0}, gpu_end{0}, host_total{0}, gpu_total{0};
+    Seconds walk{0};  // backward()'s walk of the whole backward graph, before its first node
+    if (host.backward_walk_per_node.value() > 0) {
+        for (const Kernel& k : list.kernels) walk += lookups.backward_walk_share(k);
+    }
     bool in_backward = false, backward_done = false;
     for (const Kernel& k : list.kernels) {
         SimulatedKernel s;
-        s.host_time = lookups.host_cost(k);
+        s.host_time = lookups.host_cost(k) - lookups.backward_walk_share(k);
         if (k.phase == Phase::backward && !in_backward) {
-            s.host_time += host.backward_call;
+            s.host_time += host.backward_call + walk;
             in_backward = true;
         } else if (k.phase != Phase::backward && in_backward && !backward_done) {
             s.host_time += host.backward_call_end;  // backward() returns before optimizer.step() begins

@@ -6,7 +6,8 @@ its steady-state timing runs them), after warm-up, under torch.profiler; writes 
 grouped by name (calls, total GPU seconds), how long the GPU sat idle between them (waiting for the
 host), the host's synchronizing calls, and the aten ops with the most host (CPU self) time, as JSON;
 for a model, also the kernels of each phase (forward, backward, optimizer) from a second profiled
-step with a synchronize after each phase (`by_phase`).
+step with a synchronize after each phase (`by_phase`), and that step's kernels by the aten op that
+launched them and its input shapes (`by_op`: to set a model's kernels beside roofsim's one by one).
 Like measure_pytorch.py it only checks roofsim (data/validation/profiles/), it never feeds it; the
 profiler slows the host, so its host times are relative, not figures to compare with a prediction.
 
@@ -68,7 +69,9 @@ def profile_case(case: dict, device: torch.device, warmup: int) -> dict:
                 torch.cuda.synchronize()
 
         result = profiled(step, warmup)
-        result["by_phase"] = profiled(step_by_phase, 1)["phases"]
+        by_phase = profiled(step_by_phase, 1, by_op=True)
+        result["by_phase"] = by_phase["phases"]
+        result["by_op"] = by_phase["by_op"]
     result.update({"id": case["id"], "model_info": info})
     return result
 
@@ -110,13 +113,32 @@ def profile_layer_case(case: dict, device: torch.device, warmup: int, repetition
 PHASE_PREFIX = "roofsim.phase."
 
 
-def profiled(region, warmup: int) -> dict:
-    """Kernels, GPU idle time, host synchronizations and host time by op of `region` (after warm-up)."""
+def kernels_by_op(events, phases: dict) -> list:
+    """Each phase's kernels by the aten op that launched them and its input shapes (the innermost op
+    on the host when the kernel was launched): calls and GPU seconds per (phase, op, shapes, kernel)."""
+    rows = collections.defaultdict(lambda: [0, 0.0])
+    for e in events:
+        if e.device_type != torch.autograd.DeviceType.CPU or not e.kernels:
+            continue
+        phase = next((name for name, ph in phases.items() if ph["range"][0] <= e.time_range.start <= ph["range"][1]), "")
+        shapes = "; ".join(str(s) for s in (e.input_shapes or []) if s)
+        for k in e.kernels:
+            r = rows[(phase, e.name, shapes, k.name)]
+            r[0] += 1
+            r[1] += k.duration / 1e6
+    out = [{"phase": ph, "op": op, "input_shapes": sh, "kernel": kn, "calls": c, "gpu_seconds": s}
+           for (ph, op, sh, kn), (c, s) in rows.items()]
+    return sorted(out, key=lambda r: (r["phase"], -r["gpu_seconds"]))
+
+
+def profiled(region, warmup: int, by_op: bool = False) -> dict:
+    """Kernels, GPU idle time, host synchronizations and host time by op of `region` (after warm-up);
+    with `by_op`, input shapes recorded and each phase's kernels by launching op (kernels_by_op)."""
     for _ in range(warmup):
         region()
     torch.cuda.synchronize()
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
-                                            torch.profiler.ProfilerActivity.CUDA]) as prof:
+                                            torch.profiler.ProfilerActivity.CUDA], record_shapes=by_op) as prof:
         region()
         torch.cuda.synchronize()
     events = list(prof.events())
@@ -168,13 +190,16 @@ def profiled(region, warmup: int) -> dict:
                             "kernel_launches": sum(r["calls"] for r in ks), "kernels": ks}
     host_rows = sorted(({"op": n, "calls": c, "host_self_seconds": s} for n, (c, s) in host.items()),
                        key=lambda r: -r["host_self_seconds"])
-    return {"kernel_gpu_seconds_total": sum(r["gpu_seconds"] for r in rows),
+    result = {"kernel_gpu_seconds_total": sum(r["gpu_seconds"] for r in rows),
             "kernel_launches": sum(r["calls"] for r in rows),
             "gpu_span_seconds": (spans[-1][1] - spans[0][0]) / 1e6 if spans else 0.0,
             "gpu_idle_seconds": idle_us / 1e6,
             "host_synchronizations": dict(syncs),
             "aten_ops": sum(c for c, _ in host.values()),
             "kernels": rows, "host_ops": host_rows[:40], "phases": phase_rows}
+    if by_op:
+        result["by_op"] = kernels_by_op(events, phases)
+    return result
 
 
 def main() -> int:

@@ -26,7 +26,7 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "cudnn": 91900,
   "python": "3.12.3"
  },
- "date_utc": "2026-12-01T15:00:56+00:00",
+ "date_utc": "2026-12-01T16:31:41+00:00",
  "command": "/opt/torch/.venv/bin/python3 calibrate/torch_framework_probe.py --gpu-key h200-sxm --out /tmp/x/h200-sxm-torch-2.11.json",
  "settings": {
   "repeats": 11,
@@ -54,569 +54,569 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "conv_host_calls": 10
  },
  "host_speed": {
-  "reference_seconds_per_op": 9.787402499945586e-06,
+  "reference_seconds_per_op": 1.0702607499979423e-05,
   "canary": "200 x torch.add of two 1-element tensors between two synchronizes, wall / 200; before each timed repetition (at most one per 20 ms) and after each measurement",
-  "canaries": 5266,
-  "canary_p10_seconds": 7.137959999994337e-06,
-  "canary_p90_seconds": 1.0663999999991347e-05,
+  "canaries": 5926,
+  "canary_p10_seconds": 7.573840000532073e-06,
+  "canary_p90_seconds": 1.1933579999094946e-05,
   "use": "the figures are as measured; roofsim reads each at this host speed: the median over passes of pass_seconds x reference_seconds_per_op / pass_host_canary_seconds",
-  "backward_reference_seconds_per_node": 1.850986000015098e-05,
+  "backward_reference_seconds_per_node": 2.1089260000621836e-05,
   "backward_canary": "after each canary, the backward() of a chain of 100 multiplications of a 1-element tensor, from a synchronize to its return, per node: the speed of autograd's device thread (roofsim reads the layer_backward_* figures on it)",
-  "backward_canary_p10_seconds": 1.5058040000042184e-05,
-  "backward_canary_p90_seconds": 2.172586999996895e-05
+  "backward_canary_p10_seconds": 1.6727229999560224e-05,
+  "backward_canary_p90_seconds": 2.489101999799459e-05
  },
  "figures": {
   "eager_op_add": {
-   "seconds": 9.21052450000026e-06,
-   "min": 6.3872094999908315e-06,
-   "max": 1.0937264500000765e-05,
+   "seconds": 9.417220000045745e-06,
+   "min": 7.12362599995231e-06,
+   "max": 1.1440022000044792e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 9.177058000000572e-06,
-   "host_canary_seconds": 9.313664999996974e-06,
-   "host_backward_canary_seconds": 1.8678359999988458e-05,
+   "issue_only_seconds": 1.0884543499969367e-05,
+   "host_canary_seconds": 1.1033492500018838e-05,
+   "host_backward_canary_seconds": 1.9887325000240707e-05,
    "pass_seconds": [
-    9.21052450000026e-06,
-    1.0018770999998594e-05,
-    6.6194184999943675e-06
+    1.0934176499972636e-05,
+    7.229057000017747e-06,
+    9.417220000045745e-06
    ],
    "pass_host_canary_seconds": [
-    9.313664999996974e-06,
-    1.0299284999959468e-05,
-    6.925214999995432e-06
+    1.1033492500018838e-05,
+    7.4226350000117236e-06,
+    1.0369875000151296e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8678359999988458e-05,
-    2.2308730000020204e-05,
-    1.6481720000172117e-05
+    1.9887325000240707e-05,
+    1.9108539999024287e-05,
+    2.3651795000887432e-05
    ]
   },
   "eager_op_linear": {
-   "seconds": 1.604426499999967e-05,
-   "min": 1.1614623499994536e-05,
-   "max": 1.920258999999902e-05,
+   "seconds": 1.478537299999516e-05,
+   "min": 1.3263276500026678e-05,
+   "max": 2.672551000000567e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.602292599999977e-05,
-   "host_canary_seconds": 9.294115000013648e-06,
-   "host_backward_canary_seconds": 1.6309589999998763e-05,
+   "issue_only_seconds": 2.0194895000031464e-05,
+   "host_canary_seconds": 1.1521750000156317e-05,
+   "host_backward_canary_seconds": 2.5253370000655196e-05,
    "pass_seconds": [
-    1.604426499999967e-05,
-    1.8900586999997416e-05,
-    1.2010090999993394e-05
+    2.02531725000199e-05,
+    1.4471788999969704e-05,
+    1.478537299999516e-05
    ],
    "pass_host_canary_seconds": [
-    9.294115000013648e-06,
-    1.0427014999976337e-05,
-    7.128964999907339e-06
+    1.1521750000156317e-05,
+    7.788039999923057e-06,
+    8.609500000602565e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6309589999998763e-05,
-    1.8799610000002076e-05,
-    1.6499400000213883e-05
+    2.5253370000655196e-05,
+    2.0700249999663357e-05,
+    2.297421999855942e-05
    ]
   },
   "eager_op_conv2d": {
-   "seconds": 1.516561900000113e-05,
-   "min": 1.0806922499995153e-05,
-   "max": 1.7650512499997717e-05,
+   "seconds": 1.4084298499994929e-05,
+   "min": 1.1907151999935196e-05,
+   "max": 1.9408580499998607e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.5142200500001479e-05,
-   "host_canary_seconds": 9.47909000000635e-06,
-   "host_backward_canary_seconds": 1.673780000004399e-05,
+   "issue_only_seconds": 1.7953933999990568e-05,
+   "host_canary_seconds": 1.1036325000191028e-05,
+   "host_backward_canary_seconds": 2.0334170000069206e-05,
    "pass_seconds": [
-    1.516561900000113e-05,
-    1.690924550000261e-05,
-    1.2151337500000636e-05
+    1.800202599997647e-05,
+    1.4084298499994929e-05,
+    1.3529598999980407e-05
    ],
    "pass_host_canary_seconds": [
-    9.47909000000635e-06,
-    1.0360010000027842e-05,
-    6.980315000078008e-06
+    1.1036325000191028e-05,
+    7.691115000056925e-06,
+    7.578644999739481e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.673780000004399e-05,
-    1.9455399999941392e-05,
-    1.9534070000020164e-05
+    2.0334170000069206e-05,
+    1.920743000027869e-05,
+    1.9319419998282683e-05
    ]
   },
   "eager_op_layernorm": {
-   "seconds": 1.566284999999823e-05,
-   "min": 1.0323020500010216e-05,
-   "max": 1.7539343999999346e-05,
+   "seconds": 1.3987758499979463e-05,
+   "min": 1.1036871499982226e-05,
+   "max": 1.8823000999987015e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.5644227999999317e-05,
-   "host_canary_seconds": 9.48968999999522e-06,
-   "host_backward_canary_seconds": 1.6308559999984596e-05,
+   "issue_only_seconds": 1.8347483500008367e-05,
+   "host_canary_seconds": 1.1129000000096312e-05,
+   "host_backward_canary_seconds": 2.4609479999071483e-05,
    "pass_seconds": [
-    1.566284999999823e-05,
-    1.7280831000000773e-05,
-    1.0707151500000122e-05
+    1.8377054500035683e-05,
+    1.2376463999999032e-05,
+    1.3987758499979463e-05
    ],
    "pass_host_canary_seconds": [
-    9.48968999999522e-06,
-    1.0520335000023806e-05,
-    7.208490000039092e-06
+    1.1129000000096312e-05,
+    7.574575000148798e-06,
+    8.080715000460259e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6308559999984596e-05,
-    2.2301290000115158e-05,
-    1.7089450000185025e-05
+    2.4609479999071483e-05,
+    2.2721649999084547e-05,
+    2.170937999835587e-05
    ]
   },
   "eager_op_add_autocast": {
-   "seconds": 9.028544499997793e-06,
-   "min": 6.487254000006715e-06,
-   "max": 1.078052100000093e-05,
+   "seconds": 9.403065500009689e-06,
+   "min": 6.823659500014401e-06,
+   "max": 1.180762550001191e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 9.012797499998725e-06,
-   "host_canary_seconds": 9.093894999985252e-06,
-   "host_backward_canary_seconds": 1.728461000002568e-05,
+   "issue_only_seconds": 9.359273000029588e-06,
+   "host_canary_seconds": 1.0739095000076304e-05,
+   "host_backward_canary_seconds": 2.601480999999239e-05,
    "pass_seconds": [
-    9.028544499997793e-06,
-    1.0114774999998133e-05,
-    6.9229830000097085e-06
+    9.403065500009689e-06,
+    7.250674999966123e-06,
+    1.0025272000007134e-05
    ],
    "pass_host_canary_seconds": [
-    9.093894999985252e-06,
-    1.0192455000037627e-05,
-    6.95171750010104e-06
+    1.0739095000076304e-05,
+    7.122482500108163e-06,
+    1.0595482500548314e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.728461000002568e-05,
-    1.9364720000112356e-05,
-    1.7861964999923432e-05
+    2.601480999999239e-05,
+    1.87324700004865e-05,
+    2.1793265000269456e-05
    ]
   },
   "eager_op_linear_autocast": {
-   "seconds": 4.87491800000015e-05,
-   "min": 3.848632749999581e-05,
-   "max": 5.864273600000303e-05,
+   "seconds": 4.14439130000801e-05,
+   "min": 3.6947239000028275e-05,
+   "max": 6.42510350000407e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 4.8242967999996725e-05,
-   "host_canary_seconds": 9.499264999988099e-06,
-   "host_backward_canary_seconds": 1.6089080000014633e-05,
+   "issue_only_seconds": 6.098733250001942e-05,
+   "host_canary_seconds": 1.1438925000106792e-05,
+   "host_backward_canary_seconds": 2.396541000052821e-05,
    "pass_seconds": [
-    4.8288158999998385e-05,
-    5.594873649999954e-05,
-    4.87491800000015e-05
+    6.104844049997382e-05,
+    3.836188700000775e-05,
+    4.14439130000801e-05
    ],
    "pass_host_canary_seconds": [
-    9.499264999988099e-06,
-    1.0623579999986532e-05,
-    7.505724999958829e-06
+    1.1438925000106792e-05,
+    7.184474999917256e-06,
+    7.579255000109697e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6089080000014633e-05,
-    2.0085320000049477e-05,
-    2.0925090000218914e-05
+    2.396541000052821e-05,
+    2.084878999994544e-05,
+    1.867217000153687e-05
    ]
   },
   "eager_op_conv2d_autocast": {
-   "seconds": 3.831035949999517e-05,
-   "min": 3.286238350000303e-05,
-   "max": 4.1915978999995215e-05,
+   "seconds": 3.136296750000156e-05,
+   "min": 2.7593594499990104e-05,
+   "max": 4.262452950001716e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 3.389884699999968e-05,
-   "host_canary_seconds": 9.269809999992163e-06,
-   "host_backward_canary_seconds": 1.735791000001541e-05,
+   "issue_only_seconds": 3.939727800002402e-05,
+   "host_canary_seconds": 1.0773919999564896e-05,
+   "host_backward_canary_seconds": 2.546492000078615e-05,
    "pass_seconds": [
-    3.393420349999943e-05,
-    3.831035949999517e-05,
-    3.904113250000307e-05
+    3.944919349999054e-05,
+    3.136296750000156e-05,
+    2.961946999994325e-05
    ],
    "pass_host_canary_seconds": [
-    9.269809999992163e-06,
-    1.0247035000006122e-05,
-    1.0137265000054186e-05
+    1.0773919999564896e-05,
+    1.0322229999815136e-05,
+    7.745894999970914e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.735791000001541e-05,
-    1.871980000004214e-05,
-    2.130950999998049e-05
+    2.546492000078615e-05,
+    2.2550329999830866e-05,
+    2.308032999962961e-05
    ]
   },
   "eager_op_layernorm_autocast": {
-   "seconds": 1.5319235500001583e-05,
-   "min": 1.4770941499989476e-05,
-   "max": 1.7225165500001082e-05,
+   "seconds": 1.2875106000024062e-05,
+   "min": 1.1639990999924522e-05,
+   "max": 2.1071065999990424e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.5302851000001282e-05,
-   "host_canary_seconds": 9.248314999972251e-06,
-   "host_backward_canary_seconds": 1.8650690000043822e-05,
+   "issue_only_seconds": 1.7516449500021734e-05,
+   "host_canary_seconds": 1.0739114999864796e-05,
+   "host_backward_canary_seconds": 2.1400849999508863e-05,
    "pass_seconds": [
-    1.5319235500001583e-05,
-    1.656496750000258e-05,
-    1.5023262499994416e-05
+    1.7560404499988634e-05,
+    1.2875106000024062e-05,
+    1.2485538499959147e-05
    ],
    "pass_host_canary_seconds": [
-    9.248314999972251e-06,
-    1.0034259999969209e-05,
-    9.443235000077265e-06
+    1.0739114999864796e-05,
+    7.66556000030505e-06,
+    7.728969999334367e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8650690000043822e-05,
-    1.6999940000062e-05,
-    1.703216999999313e-05
+    2.1400849999508863e-05,
+    1.9521230000236757e-05,
+    2.3461749999569293e-05
    ]
   },
   "eager_op_add_autograd": {
-   "seconds": 1.1474459999998744e-05,
-   "min": 8.558647999997504e-06,
-   "max": 1.2323396500001138e-05,
+   "seconds": 9.766397000021242e-06,
+   "min": 8.893489000001864e-06,
+   "max": 1.3713267000014184e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.1458685000000913e-05,
-   "host_canary_seconds": 9.43248000002228e-06,
-   "host_backward_canary_seconds": 1.9671590000029937e-05,
+   "issue_only_seconds": 1.2925741999993079e-05,
+   "host_canary_seconds": 1.0370950000151425e-05,
+   "host_backward_canary_seconds": 2.57152100004987e-05,
    "pass_seconds": [
-    1.1474459999998744e-05,
-    1.1484959000000571e-05,
-    1.1336410500007333e-05
+    1.2960843000030309e-05,
+    9.19741799998519e-06,
+    9.766397000021242e-06
    ],
    "pass_host_canary_seconds": [
-    9.43248000002228e-06,
-    9.588815000043383e-06,
-    9.443235000077265e-06
+    1.0370950000151425e-05,
+    7.348695000359839e-06,
+    7.789900000716444e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9671590000029937e-05,
-    1.803882999993789e-05,
-    1.77232100000424e-05
+    2.57152100004987e-05,
+    1.973276000057922e-05,
+    2.3628080000435148e-05
    ]
   },
   "eager_op_linear_autograd": {
-   "seconds": 2.2509502500000168e-05,
-   "min": 1.5630958499997404e-05,
-   "max": 2.8072283500002016e-05,
+   "seconds": 2.5036399500038443e-05,
+   "min": 1.7284883499996794e-05,
+   "max": 2.7667523499985692e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 2.5409172499998078e-05,
-   "host_canary_seconds": 1.0559305000015229e-05,
-   "host_backward_canary_seconds": 2.285536000002253e-05,
+   "issue_only_seconds": 2.4156593499981227e-05,
+   "host_canary_seconds": 1.0800465000215809e-05,
+   "host_backward_canary_seconds": 2.4141800000734293e-05,
    "pass_seconds": [
-    2.5461347000000246e-05,
-    1.8946737000000268e-05,
-    2.2509502500000168e-05
+    2.4231337999992773e-05,
+    2.5036399500038443e-05,
+    2.6692844500075807e-05
    ],
    "pass_host_canary_seconds": [
-    1.0559305000015229e-05,
-    1.0021109999982514e-05,
-    9.974204999991798e-06
+    1.0800465000215809e-05,
+    1.1172405000365871e-05,
+    1.1109515000953251e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.285536000002253e-05,
-    2.241189000002919e-05,
-    2.0708429999842793e-05
+    2.4141800000734293e-05,
+    1.935100000082457e-05,
+    2.4287329999879148e-05
    ]
   },
   "eager_op_conv2d_autograd": {
-   "seconds": 2.0918888500006006e-05,
-   "min": 1.3672657999997285e-05,
-   "max": 2.457859599999779e-05,
+   "seconds": 2.1940045999997438e-05,
+   "min": 1.7446124499997495e-05,
+   "max": 2.4717728499922486e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 2.222269750000194e-05,
-   "host_canary_seconds": 1.1026499999999827e-05,
-   "host_backward_canary_seconds": 2.2933649999998808e-05,
+   "issue_only_seconds": 2.0631689000026655e-05,
+   "host_canary_seconds": 1.0118734999764456e-05,
+   "host_backward_canary_seconds": 2.1240080000097804e-05,
    "pass_seconds": [
-    2.2281632000002105e-05,
-    1.6761013499994702e-05,
-    2.0918888500006006e-05
+    2.0680801500020608e-05,
+    2.1940045999997438e-05,
+    2.3396359499997745e-05
    ],
    "pass_host_canary_seconds": [
-    1.1026499999999827e-05,
-    9.64671500000236e-06,
-    1.0100604999934148e-05
+    1.0118734999764456e-05,
+    1.0585620000256313e-05,
+    1.1339154999632228e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.2933649999998808e-05,
-    2.11041599999362e-05,
-    2.0137749999946663e-05
+    2.1240080000097804e-05,
+    1.8909699999767326e-05,
+    2.2609320001265588e-05
    ]
   },
   "eager_op_layernorm_autograd": {
-   "seconds": 2.044909100000325e-05,
-   "min": 1.4613658000001806e-05,
-   "max": 2.2480131499989396e-05,
+   "seconds": 2.1583520000035605e-05,
+   "min": 1.497188799999094e-05,
+   "max": 2.383274150008674e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.9952564499998715e-05,
-   "host_canary_seconds": 9.790934999998057e-06,
-   "host_backward_canary_seconds": 2.193411000000367e-05,
+   "issue_only_seconds": 1.5750426000010976e-05,
+   "host_canary_seconds": 7.745119999640337e-06,
+   "host_backward_canary_seconds": 2.1476540000548992e-05,
    "pass_seconds": [
-    1.99943470000008e-05,
-    2.07108044999984e-05,
-    2.044909100000325e-05
+    1.5789588000018285e-05,
+    2.1583520000035605e-05,
+    2.329129149995879e-05
    ],
    "pass_host_canary_seconds": [
-    9.790934999998057e-06,
-    1.005547500000148e-05,
-    1.000979500005883e-05
+    7.745119999640337e-06,
+    1.0312945000237051e-05,
+    1.1261975000707025e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.193411000000367e-05,
-    1.828634000005991e-05,
-    2.0837889999825164e-05
+    2.1476540000548992e-05,
+    2.3527400001057684e-05,
+    2.4825699999837524e-05
    ]
   },
   "eager_op_add_autograd_autocast": {
-   "seconds": 1.1921553500002347e-05,
-   "min": 8.060786999998015e-06,
-   "max": 1.2920586999996431e-05,
+   "seconds": 9.943163000002641e-06,
+   "min": 8.760223999956907e-06,
+   "max": 1.3040246499997465e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.1831156999999592e-05,
-   "host_canary_seconds": 9.78966499999956e-06,
-   "host_backward_canary_seconds": 2.0488930000013283e-05,
+   "issue_only_seconds": 9.247710500005724e-06,
+   "host_canary_seconds": 8.019404999970449e-06,
+   "host_backward_canary_seconds": 1.8698920000019827e-05,
    "pass_seconds": [
-    1.1861082500001175e-05,
-    1.1921553500002347e-05,
-    1.2522804999989034e-05
+    9.281176000001778e-06,
+    1.2540526999998747e-05,
+    9.943163000002641e-06
    ],
    "pass_host_canary_seconds": [
-    9.78966499999956e-06,
-    9.889029999996524e-06,
-    1.0660660000070265e-05
+    8.019404999970449e-06,
+    1.0411039999667082e-05,
+    8.142634999330767e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0488930000013283e-05,
-    1.860386000004155e-05,
-    1.7968550000091455e-05
+    1.8698920000019827e-05,
+    2.2551860000703526e-05,
+    2.4498679999851446e-05
    ]
   },
   "eager_op_linear_autograd_autocast": {
-   "seconds": 2.4090544499998144e-05,
-   "min": 1.6547020500006226e-05,
-   "max": 2.6607677000001216e-05,
+   "seconds": 2.1204854500069816e-05,
+   "min": 1.763294199997745e-05,
+   "max": 3.5125488500057144e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 2.404362999999776e-05,
-   "host_canary_seconds": 9.69418500002206e-06,
-   "host_backward_canary_seconds": 1.6559589999971535e-05,
+   "issue_only_seconds": 1.8040373500014083e-05,
+   "host_canary_seconds": 7.82327000024452e-06,
+   "host_backward_canary_seconds": 1.8963730000223222e-05,
    "pass_seconds": [
-    2.4090544499998144e-05,
-    1.7505292999999255e-05,
-    2.5916361000000164e-05
+    1.8081933000019035e-05,
+    2.8076893500042387e-05,
+    2.1204854500069816e-05
    ],
    "pass_host_canary_seconds": [
-    9.69418500002206e-06,
-    7.2829150000330855e-06,
-    1.040819500005341e-05
+    7.82327000024452e-06,
+    1.070674000004601e-05,
+    8.142634999330767e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6559589999971535e-05,
-    2.2311970000004066e-05,
-    1.7784090000247944e-05
+    1.8963730000223222e-05,
+    1.9956770000817414e-05,
+    2.52563399999417e-05
    ]
   },
   "eager_op_conv2d_autograd_autocast": {
-   "seconds": 1.87482935000034e-05,
-   "min": 1.343876450000181e-05,
-   "max": 2.0449502999994707e-05,
+   "seconds": 2.0605920500031514e-05,
+   "min": 1.5887166999959846e-05,
+   "max": 2.2974895499999092e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.7693474499999695e-05,
-   "host_canary_seconds": 9.39564500001211e-06,
-   "host_backward_canary_seconds": 1.5949820000003e-05,
+   "issue_only_seconds": 2.0543465499997638e-05,
+   "host_canary_seconds": 1.0735019999970064e-05,
+   "host_backward_canary_seconds": 1.9971330000316812e-05,
    "pass_seconds": [
-    1.7733312000000723e-05,
-    1.87482935000034e-05,
-    1.886028650000071e-05
+    2.0605920500031514e-05,
+    2.070351849999952e-05,
+    1.7345272500051577e-05
    ],
    "pass_host_canary_seconds": [
-    9.39564500001211e-06,
-    1.0311680000043566e-05,
-    1.0271415000033813e-05
+    1.0735019999970064e-05,
+    1.0825049999994007e-05,
+    8.976139999958832e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.5949820000003e-05,
-    2.0735020000017813e-05,
-    1.774225999980672e-05
+    1.9971330000316812e-05,
+    2.327530000002298e-05,
+    2.0607040000868436e-05
    ]
   },
   "eager_op_layernorm_autograd_autocast": {
-   "seconds": 2.0655697999998778e-05,
-   "min": 1.4543584999998416e-05,
-   "max": 2.2481511999998815e-05,
+   "seconds": 2.3287301500090508e-05,
+   "min": 2.0941673500033177e-05,
+   "max": 2.479122800002642e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 2.0610650500000105e-05,
-   "host_canary_seconds": 9.917755000010687e-06,
-   "host_backward_canary_seconds": 1.7375709999996047e-05,
+   "issue_only_seconds": 2.3194652499967105e-05,
+   "host_canary_seconds": 1.1056520000352065e-05,
+   "host_backward_canary_seconds": 2.4222590000135824e-05,
    "pass_seconds": [
-    2.0655697999998778e-05,
-    2.1678156999996647e-05,
-    2.025367449999749e-05
+    2.322470199999316e-05,
+    2.3383917999979076e-05,
+    2.3287301500090508e-05
    ],
    "pass_host_canary_seconds": [
-    9.917755000010687e-06,
-    1.0304150000024493e-05,
-    9.667245000031243e-06
+    1.1056520000352065e-05,
+    1.0985104999576834e-05,
+    1.167821500075661e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7375709999996047e-05,
-    2.0930719999938676e-05,
-    1.7534069999953772e-05
+    2.4222590000135824e-05,
+    2.4208690000477872e-05,
+    2.1036910000020724e-05
    ]
   },
   "eager_op_add_out": {
-   "seconds": 8.139831999997681e-06,
-   "min": 7.54932450000112e-06,
-   "max": 8.86758000000043e-06,
+   "seconds": 9.22041299998e-06,
+   "min": 8.626728000024286e-06,
+   "max": 9.960374000002047e-06,
    "samples": 33,
    "method": "2000 x torch.add(x, y, out=z) on 1-element tensors, one synchronize, wall / 2000; median of 3 passes over the probe's run",
-   "issue_only_seconds": 8.1120929999976e-06,
-   "host_canary_seconds": 9.598820000018548e-06,
-   "host_backward_canary_seconds": 1.760963999998921e-05,
+   "issue_only_seconds": 9.563556499983861e-06,
+   "host_canary_seconds": 1.1204207499986296e-05,
+   "host_backward_canary_seconds": 2.595466499997201e-05,
    "pass_seconds": [
-    8.139831999997681e-06,
-    8.693217500002959e-06,
-    8.134822999991797e-06
+    9.601901499991072e-06,
+    8.766358999992008e-06,
+    9.22041299998e-06
    ],
    "pass_host_canary_seconds": [
-    9.598820000018548e-06,
-    1.0487285000024828e-05,
-    9.840714999995726e-06
+    1.1204207499986296e-05,
+    1.0391107499856389e-05,
+    1.0849199999825031e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.760963999998921e-05,
-    2.2135674999930188e-05,
-    1.7258845000043268e-05
+    2.595466499997201e-05,
+    2.371705000030033e-05,
+    2.5935845000049087e-05
    ]
   },
   "backward_node_mul": {
-   "seconds": 1.2759985555553676e-05,
-   "min": 9.344681111100626e-06,
-   "max": 1.663904888889394e-05,
+   "seconds": 1.5333865555425694e-05,
+   "min": 1.2032887778130114e-05,
+   "max": 2.138922333339603e-05,
    "samples": 33,
    "method": "backward() of a chain of y = y * c (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.432674999985125e-06,
-   "host_backward_canary_seconds": 1.639004000004718e-05,
+   "host_canary_seconds": 1.0638009999865972e-05,
+   "host_backward_canary_seconds": 2.2112220000281015e-05,
    "pass_seconds": [
-    1.2759985555553676e-05,
-    1.6011173333336297e-05,
-    1.121270444444791e-05
+    1.6497120000041023e-05,
+    1.5333865555425694e-05,
+    1.4862822222565027e-05
    ],
    "pass_host_canary_seconds": [
-    9.432674999985125e-06,
-    1.0688409999985993e-05,
-    9.99167499998066e-06
+    1.0638009999865972e-05,
+    1.0427755000250727e-05,
+    1.1011304999328785e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.639004000004718e-05,
-    2.197635999991121e-05,
-    1.760767999996915e-05
+    2.2112220000281015e-05,
+    2.2430810000741987e-05,
+    2.149442000018098e-05
    ]
   },
   "backward_fixed": {
-   "seconds": 0.0004938212222214133,
-   "min": 0.00010875644444436412,
-   "max": 0.001252273888902601,
+   "seconds": 0.00044057200002751225,
+   "min": -0.00015511899999233296,
+   "max": 0.0010332526665782402,
    "samples": 33,
    "method": "intercept of the y = y * c chain fit: T(100) - slope * 100; one backward() call; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.432674999985125e-06,
-   "host_backward_canary_seconds": 1.639004000004718e-05,
+   "host_canary_seconds": 1.0638009999865972e-05,
+   "host_backward_canary_seconds": 2.2112220000281015e-05,
    "pass_seconds": [
-    0.00035082244444358457,
-    0.0004938212222214133,
-    0.0005714263333326623
+    0.00028121822222399524,
+    0.00044057200002751225,
+    0.00048861999984082
    ],
    "pass_host_canary_seconds": [
-    9.432674999985125e-06,
-    1.0688409999985993e-05,
-    9.99167499998066e-06
+    1.0638009999865972e-05,
+    1.0427755000250727e-05,
+    1.1011304999328785e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.639004000004718e-05,
-    2.197635999991121e-05,
-    1.760767999996915e-05
+    2.2112220000281015e-05,
+    2.2430810000741987e-05,
+    2.149442000018098e-05
    ]
   },
   "backward_node_view": {
-   "seconds": 4.361762222215601e-06,
-   "min": 3.477552222269272e-06,
-   "max": 7.088741111102889e-06,
+   "seconds": 7.135051111062138e-06,
+   "min": 6.5267788887821456e-06,
+   "max": 7.957751111133702e-06,
    "samples": 33,
    "method": "backward() of a chain of y = y.view(...) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.679245000000833e-06,
-   "host_backward_canary_seconds": 1.767463000000191e-05,
+   "host_canary_seconds": 1.0506069999962621e-05,
+   "host_backward_canary_seconds": 2.1918859999914275e-05,
    "pass_seconds": [
-    5.90858999999e-06,
-    4.361762222215601e-06,
-    4.1434955555372555e-06
+    7.732133333446553e-06,
+    6.717937777820124e-06,
+    7.135051111062138e-06
    ],
    "pass_host_canary_seconds": [
-    6.679245000000833e-06,
-    1.1073160000023563e-05,
-    9.822470000031558e-06
+    1.0506069999962621e-05,
+    1.0475039999846558e-05,
+    1.0945875000061279e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.767463000000191e-05,
-    1.7122750000027052e-05,
-    1.563936500005525e-05
+    2.1918859999914275e-05,
+    1.9198674999643116e-05,
+    2.161767499956113e-05
    ]
   },
   "backward_node_transpose": {
-   "seconds": 5.79676777776841e-06,
-   "min": 2.921187777771037e-06,
-   "max": 6.666817777790533e-06,
+   "seconds": 7.092961111033623e-06,
+   "min": 4.426170000139488e-06,
+   "max": 1.9570727777767793e-05,
    "samples": 33,
    "method": "backward() of a chain of y = y.transpose(0, 1) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.611212499993969e-06,
-   "host_backward_canary_seconds": 1.9079925000013988e-05,
+   "host_canary_seconds": 1.1337214999969092e-05,
+   "host_backward_canary_seconds": 2.0946839999851363e-05,
    "pass_seconds": [
-    5.79676777776841e-06,
-    4.122911111087054e-06,
-    6.223416666683887e-06
+    7.389248888911323e-06,
+    6.6510455554988665e-06,
+    7.092961111033623e-06
    ],
    "pass_host_canary_seconds": [
-    6.611212499993969e-06,
-    7.757035000039991e-06,
-    1.0127689999990253e-05
+    1.1337214999969092e-05,
+    1.0595987500039428e-05,
+    1.1176522500022655e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9079925000013988e-05,
-    1.3487995000005526e-05,
-    1.8835010000088914e-05
+    2.0946839999851363e-05,
+    2.0315825000238875e-05,
+    2.0676784999977825e-05
    ]
   },
   "backward_layer_linear": {
-   "seconds": 5.013291222221975e-05,
-   "min": 3.245067888889095e-05,
-   "max": 6.302929333331678e-05,
+   "seconds": 6.039977777795179e-05,
+   "min": 3.5261994444479366e-05,
+   "max": 7.936527444447468e-05,
    "samples": 33,
    "method": "backward() of a chain of F.linear(y, w_i) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.917484999993008e-06,
-   "host_backward_canary_seconds": 1.8808169999999792e-05,
+   "host_canary_seconds": 1.1326215000053708e-05,
+   "host_backward_canary_seconds": 2.705524000020887e-05,
    "pass_seconds": [
-    3.493596666667524e-05,
-    5.956976777778462e-05,
-    5.013291222221975e-05
+    6.1737028888855e-05,
+    5.4429741111208484e-05,
+    6.039977777795179e-05
    ],
    "pass_host_canary_seconds": [
-    7.917484999993008e-06,
-    1.0090480000002344e-05,
-    1.0397734999969544e-05
+    1.1326215000053708e-05,
+    1.0410129999627315e-05,
+    1.1132980000638782e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8808169999999792e-05,
-    2.3782620000076805e-05,
-    2.4251840000033553e-05
+    2.705524000020887e-05,
+    2.349850999962655e-05,
+    2.682779999986451e-05
    ]
   },
   "backward_call": {
-   "seconds": 8.470133257408938e-05,
-   "min": 2.9905329768856393e-05,
-   "max": 0.00015876266111930213,
+   "seconds": 0.0001211946718394756,
+   "min": 9.724933716158074e-05,
+   "max": 0.00013584933616220948,
    "samples": 3,
-   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 31.72 us; median of 3 passes over the probe's run",
+   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 34.76 us; median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     2,
@@ -625,34 +625,34 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_median_seconds": [
-    9.446399658918381e-05,
-    0.00011116799712181092,
-    0.00014608000218868257,
-    0.00020691199600696565,
-    0.0005741440057754517
+    0.0001170239970088005,
+    0.00014211200177669526,
+    0.00021772800385951995,
+    0.00047440001368522644,
+    0.0006125119924545288
    ],
-   "host_canary_seconds": 7.041865000001479e-06,
-   "host_backward_canary_seconds": 1.9471979999998724e-05,
+   "host_canary_seconds": 1.1330054999802996e-05,
+   "host_backward_canary_seconds": 2.2897880000414262e-05,
    "pass_seconds": [
-    2.9905329768856393e-05,
-    8.470133257408938e-05,
-    0.00015876266111930213
+    9.724933716158074e-05,
+    0.0001211946718394756,
+    0.00013584933616220948
    ],
    "pass_host_canary_seconds": [
-    7.041865000001479e-06,
-    9.668382500009898e-06,
-    1.03528399999675e-05
+    1.1330054999802996e-05,
+    9.790425000346659e-06,
+    1.1111979999895993e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9471979999998724e-05,
-    1.9154519999915465e-05,
-    2.104484000000184e-05
+    2.2897880000414262e-05,
+    1.9789820000823966e-05,
+    2.0596260001184418e-05
    ]
   },
   "layer_forward_linear": {
-   "seconds": 2.6192761070671538e-05,
-   "min": 1.735771411941165e-05,
-   "max": 3.0763427948667887e-05,
+   "seconds": 2.877561978641011e-05,
+   "min": 2.7926857272783912e-05,
+   "max": 3.141790699391138e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -661,32 +661,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.8799999505281448e-05,
-    7.862400263547898e-05,
-    0.00028841599822044373
+    7.238399982452393e-05,
+    0.00013104000687599182,
+    0.00048291200399398803
    ],
-   "host_canary_seconds": 6.916322500014616e-06,
-   "host_backward_canary_seconds": 1.5969515000016088e-05,
+   "host_canary_seconds": 1.015360500019824e-05,
+   "host_backward_canary_seconds": 2.3285179999561478e-05,
    "pass_seconds": [
-    1.735771411941165e-05,
-    2.6192761070671538e-05,
-    3.0763427948667887e-05
+    2.7926857272783912e-05,
+    2.877561978641011e-05,
+    3.141790699391138e-05
    ],
    "pass_host_canary_seconds": [
-    6.916322500014616e-06,
-    1.015928000001054e-05,
-    1.0470085000022777e-05
+    1.015360500019824e-05,
+    9.605374999637207e-06,
+    1.0912039999766421e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5969515000016088e-05,
-    1.9727869999996984e-05,
-    2.066988999999353e-05
+    2.3285179999561478e-05,
+    1.9329389999711566e-05,
+    2.082090000158132e-05
    ]
   },
   "layer_backward_linear": {
-   "seconds": 0.00010682742741136326,
-   "min": 8.248914636316755e-05,
-   "max": 0.00011434514944752057,
+   "seconds": 0.00010620113852478208,
+   "min": 9.292875993109884e-05,
+   "max": 0.00014254780539444515,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -695,32 +695,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015910400450229646,
-    0.0006254720091819763,
-    0.0017124160528182984
+    0.00044950398802757265,
+    0.0009372159838676453,
+    0.0029987199306488036
    ],
-   "host_canary_seconds": 6.916322500014616e-06,
-   "host_backward_canary_seconds": 1.5969515000016088e-05,
+   "backward_nodes_per_layer": 4.0,
+   "host_canary_seconds": 1.015360500019824e-05,
+   "host_backward_canary_seconds": 2.3285179999561478e-05,
    "pass_seconds": [
-    8.248914636316755e-05,
-    0.00011434514944752057,
-    0.00010682742741136326
+    0.00014254780539444515,
+    9.292875993109884e-05,
+    0.00010620113852478208
    ],
    "pass_host_canary_seconds": [
-    6.916322500014616e-06,
-    1.015928000001054e-05,
-    1.0470085000022777e-05
+    1.015360500019824e-05,
+    9.605374999637207e-06,
+    1.0912039999766421e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5969515000016088e-05,
-    1.9727869999996984e-05,
-    2.066988999999353e-05
+    2.3285179999561478e-05,
+    1.9329389999711566e-05,
+    2.082090000158132e-05
    ]
   },
   "layer_forward_linear_autocast": {
-   "seconds": 6.670856972535451e-05,
-   "min": 4.322209528514318e-05,
-   "max": 7.503771178779147e-05,
+   "seconds": 7.374095100732077e-05,
+   "min": 6.853638234592618e-05,
+   "max": 8.158552362805323e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -729,32 +730,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.315199822187424e-05,
-    0.00021065600216388703,
-    0.0007240960001945496
+    0.00018054400384426116,
+    0.0004914239943027497,
+    0.001426367998123169
    ],
-   "host_canary_seconds": 7.148205000007124e-06,
-   "host_backward_canary_seconds": 1.7935770000008233e-05,
+   "host_canary_seconds": 1.1499285000127201e-05,
+   "host_backward_canary_seconds": 2.393361999907029e-05,
    "pass_seconds": [
-    4.322209528514318e-05,
-    7.503771178779147e-05,
-    6.670856972535451e-05
+    8.158552362805323e-05,
+    6.853638234592618e-05,
+    7.374095100732077e-05
    ],
    "pass_host_canary_seconds": [
-    7.148205000007124e-06,
-    1.0420814999960726e-05,
-    1.0060305000010316e-05
+    1.1499285000127201e-05,
+    1.0131484999647e-05,
+    1.0848990000340565e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7935770000008233e-05,
-    2.0517420000061294e-05,
-    2.0002435000066044e-05
+    2.393361999907029e-05,
+    1.9547239999155865e-05,
+    2.1275115000207733e-05
    ]
   },
   "layer_backward_linear_autocast": {
-   "seconds": 0.00014970285906678156,
-   "min": 0.0001260914266819046,
-   "max": 0.00014982552045867556,
+   "seconds": 0.00013918248102778478,
+   "min": 0.00012271238757031306,
+   "max": 0.00016446172907238915,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -763,32 +764,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003523199856281281,
-    0.0010909119844436646,
-    0.0033011839389801025
+    0.0008670719861984253,
+    0.001548799991607666,
+    0.0045389761924743656
    ],
-   "host_canary_seconds": 7.148205000007124e-06,
-   "host_backward_canary_seconds": 1.7935770000008233e-05,
+   "backward_nodes_per_layer": 6.0,
+   "host_canary_seconds": 1.1499285000127201e-05,
+   "host_backward_canary_seconds": 2.393361999907029e-05,
    "pass_seconds": [
-    0.00014982552045867556,
-    0.0001260914266819046,
-    0.00014970285906678156
+    0.00016446172907238915,
+    0.00013918248102778478,
+    0.00012271238757031306
    ],
    "pass_host_canary_seconds": [
-    7.148205000007124e-06,
-    1.0420814999960726e-05,
-    1.0060305000010316e-05
+    1.1499285000127201e-05,
+    1.0131484999647e-05,
+    1.0848990000340565e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7935770000008233e-05,
-    2.0517420000061294e-05,
-    2.0002435000066044e-05
+    2.393361999907029e-05,
+    1.9547239999155865e-05,
+    2.1275115000207733e-05
    ]
   },
   "layer_forward_linear_nobias": {
-   "seconds": 2.9784381389617917e-05,
-   "min": 1.4556952796521642e-05,
-   "max": 3.005942684553918e-05,
+   "seconds": 2.6991998865490865e-05,
+   "min": 2.3732570487828482e-05,
+   "max": 3.056152324591364e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -797,32 +799,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.655999921262264e-05,
-    7.459200173616409e-05,
-    0.00024636800587177275
+    5.939200147986412e-05,
+    0.0001321599930524826,
+    0.0004159039855003357
    ],
-   "host_canary_seconds": 6.848217500010634e-06,
-   "host_backward_canary_seconds": 1.7067019999998935e-05,
+   "host_canary_seconds": 1.0276917500107174e-05,
+   "host_backward_canary_seconds": 1.946847500050808e-05,
    "pass_seconds": [
-    1.4556952796521642e-05,
-    3.005942684553918e-05,
-    2.9784381389617917e-05
+    2.3732570487828482e-05,
+    2.6991998865490865e-05,
+    3.056152324591364e-05
    ],
    "pass_host_canary_seconds": [
-    6.848217500010634e-06,
-    1.0965562499976045e-05,
-    1.0514025000034621e-05
+    1.0276917500107174e-05,
+    1.0174144999837154e-05,
+    1.0831700000153433e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7067019999998935e-05,
-    2.136489000001518e-05,
-    1.985180000005471e-05
+    1.946847500050808e-05,
+    1.997077000055469e-05,
+    1.644091999878583e-05
    ]
   },
   "layer_backward_linear_nobias": {
-   "seconds": 7.508876289994944e-05,
-   "min": 6.834818919499716e-05,
-   "max": 8.264609550436336e-05,
+   "seconds": 7.405638552847363e-05,
+   "min": 5.913142842196283e-05,
+   "max": 8.219047334222566e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -831,32 +833,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001839040070772171,
-    0.0004812160134315491,
-    0.0015380480289459229
+    0.00026102399826049807,
+    0.0006225280165672302,
+    0.0018644479513168334
    ],
-   "host_canary_seconds": 6.848217500010634e-06,
-   "host_backward_canary_seconds": 1.7067019999998935e-05,
+   "backward_nodes_per_layer": 3.0,
+   "host_canary_seconds": 1.0276917500107174e-05,
+   "host_backward_canary_seconds": 1.946847500050808e-05,
    "pass_seconds": [
-    7.508876289994944e-05,
-    8.264609550436336e-05,
-    6.834818919499716e-05
+    8.219047334222566e-05,
+    7.405638552847363e-05,
+    5.913142842196283e-05
    ],
    "pass_host_canary_seconds": [
-    6.848217500010634e-06,
-    1.0965562499976045e-05,
-    1.0514025000034621e-05
+    1.0276917500107174e-05,
+    1.0174144999837154e-05,
+    1.0831700000153433e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7067019999998935e-05,
-    2.136489000001518e-05,
-    1.985180000005471e-05
+    1.946847500050808e-05,
+    1.997077000055469e-05,
+    1.644091999878583e-05
    ]
   },
   "layer_forward_linear_nobias_autocast": {
-   "seconds": 2.9872763014975046e-05,
-   "min": 2.953676134347916e-05,
-   "max": 4.937904931250073e-05,
+   "seconds": 5.6326855506215785e-05,
+   "min": 5.4425903019450965e-05,
+   "max": 5.646780878305436e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -865,32 +868,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.672000139951706e-05,
-    0.0001504960060119629,
-    0.0005081599950790405
+    0.00012163200229406357,
+    0.0002950400114059448,
+    0.0009699839949607849
    ],
-   "host_canary_seconds": 6.82417500001975e-06,
-   "host_backward_canary_seconds": 1.8280539999935285e-05,
+   "host_canary_seconds": 1.0885650000318493e-05,
+   "host_backward_canary_seconds": 1.9017120000626163e-05,
    "pass_seconds": [
-    2.953676134347916e-05,
-    4.937904931250073e-05,
-    2.9872763014975046e-05
+    5.646780878305436e-05,
+    5.4425903019450965e-05,
+    5.6326855506215785e-05
    ],
    "pass_host_canary_seconds": [
-    6.82417500001975e-06,
-    1.0726902499982315e-05,
-    8.027660000067271e-06
+    1.0885650000318493e-05,
+    9.964434999574223e-06,
+    1.0972825000408193e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8280539999935285e-05,
-    1.9477220000041483e-05,
-    2.0790859999948455e-05
+    1.9017120000626163e-05,
+    1.9658339999750753e-05,
+    2.1996600000875333e-05
    ]
   },
   "layer_backward_linear_nobias_autocast": {
-   "seconds": 0.00011431010031983966,
-   "min": 8.645333420662652e-05,
-   "max": 0.0001255451362757456,
+   "seconds": 0.00010192153106133143,
+   "min": 9.831162222794125e-05,
+   "max": 0.00010660647139662786,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -899,32 +902,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00022924800217151642,
-    0.0007656959891319275,
-    0.0024219200611114503
+    0.0004966079890727997,
+    0.0011183680295944213,
+    0.002921312093734741
    ],
-   "host_canary_seconds": 6.82417500001975e-06,
-   "host_backward_canary_seconds": 1.8280539999935285e-05,
+   "backward_nodes_per_layer": 4.0,
+   "host_canary_seconds": 1.0885650000318493e-05,
+   "host_backward_canary_seconds": 1.9017120000626163e-05,
    "pass_seconds": [
-    0.00011431010031983966,
-    8.645333420662652e-05,
-    0.0001255451362757456
+    0.00010192153106133143,
+    9.831162222794125e-05,
+    0.00010660647139662786
    ],
    "pass_host_canary_seconds": [
-    6.82417500001975e-06,
-    1.0726902499982315e-05,
-    8.027660000067271e-06
+    1.0885650000318493e-05,
+    9.964434999574223e-06,
+    1.0972825000408193e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8280539999935285e-05,
-    1.9477220000041483e-05,
-    2.0790859999948455e-05
+    1.9017120000626163e-05,
+    1.9658339999750753e-05,
+    2.1996600000875333e-05
    ]
   },
   "layer_forward_matmul": {
-   "seconds": 1.8767999573832466e-05,
-   "min": 1.1200762043396633e-05,
-   "max": 2.0061714840786797e-05,
+   "seconds": 2.0531810287918367e-05,
+   "min": 1.9133715047722772e-05,
+   "max": 2.4146286327214467e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -933,32 +937,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.0416000857949256e-05,
-    5.321599915623665e-05,
-    0.0001881600022315979
+    4.56320010125637e-05,
+    0.0001136000007390976,
+    0.0004063360095024109
    ],
-   "host_canary_seconds": 6.7698850000041945e-06,
-   "host_backward_canary_seconds": 1.8573309999965205e-05,
+   "host_canary_seconds": 1.1634217499931765e-05,
+   "host_backward_canary_seconds": 2.2630985000091642e-05,
    "pass_seconds": [
-    1.1200762043396633e-05,
-    2.0061714840786797e-05,
-    1.8767999573832466e-05
+    2.4146286327214467e-05,
+    1.9133715047722772e-05,
+    2.0531810287918367e-05
    ],
    "pass_host_canary_seconds": [
-    6.7698850000041945e-06,
-    1.0321664999999313e-05,
-    1.0486140000125488e-05
+    1.1634217499931765e-05,
+    1.0264955000138798e-05,
+    1.0942979999981616e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8573309999965205e-05,
-    1.8271470000001952e-05,
-    1.9957460000057382e-05
+    2.2630985000091642e-05,
+    1.950635999946826e-05,
+    2.181436999990183e-05
    ]
   },
   "layer_backward_matmul": {
-   "seconds": 6.936380568714368e-05,
-   "min": 6.837561744309608e-05,
-   "max": 7.472533289165723e-05,
+   "seconds": 7.753828487225941e-05,
+   "min": 7.592228285613514e-05,
+   "max": 8.111695040549551e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -967,32 +971,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00019219200313091278,
-    0.0005401920080184936,
-    0.0014360959529876708
+    0.0003758400082588196,
+    0.0008003519773483276,
+    0.0019183039665222168
    ],
-   "host_canary_seconds": 6.7698850000041945e-06,
-   "host_backward_canary_seconds": 1.8573309999965205e-05,
+   "backward_nodes_per_layer": 2.0,
+   "host_canary_seconds": 1.1634217499931765e-05,
+   "host_backward_canary_seconds": 2.2630985000091642e-05,
    "pass_seconds": [
-    6.936380568714368e-05,
-    6.837561744309608e-05,
-    7.472533289165723e-05
+    7.592228285613514e-05,
+    7.753828487225941e-05,
+    8.111695040549551e-05
    ],
    "pass_host_canary_seconds": [
-    6.7698850000041945e-06,
-    1.0321664999999313e-05,
-    1.0486140000125488e-05
+    1.1634217499931765e-05,
+    1.0264955000138798e-05,
+    1.0942979999981616e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8573309999965205e-05,
-    1.8271470000001952e-05,
-    1.9957460000057382e-05
+    2.2630985000091642e-05,
+    1.950635999946826e-05,
+    2.181436999990183e-05
    ]
   },
   "layer_forward_matmul_autocast": {
-   "seconds": 3.314514209826787e-05,
-   "min": 2.31756197199935e-05,
-   "max": 3.6860951000735866e-05,
+   "seconds": 4.269790507498241e-05,
+   "min": 3.5661714062804264e-05,
+   "max": 4.8300189631325855e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1001,32 +1006,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.4207999259233475e-05,
-    0.00012608000636100768,
-    0.0004026240110397339
+    8.582399785518647e-05,
+    0.00018374399840831757,
+    0.0006177279949188232
    ],
-   "host_canary_seconds": 6.755464999983474e-06,
-   "host_backward_canary_seconds": 1.850887000003354e-05,
+   "host_canary_seconds": 9.959109999897463e-06,
+   "host_backward_canary_seconds": 2.319641499923364e-05,
    "pass_seconds": [
-    2.31756197199935e-05,
-    3.314514209826787e-05,
-    3.6860951000735866e-05
+    3.5661714062804264e-05,
+    4.269790507498241e-05,
+    4.8300189631325855e-05
    ],
    "pass_host_canary_seconds": [
-    6.755464999983474e-06,
-    9.791219999968348e-06,
-    1.0234284999910415e-05
+    9.959109999897463e-06,
+    1.032458999929986e-05,
+    1.1570860000347238e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.850887000003354e-05,
-    1.9183859999998277e-05,
-    1.9954310000116495e-05
+    2.319641499923364e-05,
+    1.992693999909534e-05,
+    2.208290999988094e-05
    ]
   },
   "layer_backward_matmul_autocast": {
-   "seconds": 9.331505107028148e-05,
-   "min": 8.274057117246447e-05,
-   "max": 0.00010116722913725038,
+   "seconds": 0.0001082674264907837,
+   "min": 7.67329562278021e-05,
+   "max": 0.00014058133569501695,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1035,32 +1040,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003328959941864014,
-    0.0007707520127296448,
-    0.0022196478843688966
+    0.0004546239972114563,
+    0.0010293439626693727,
+    0.003113600015640259
    ],
-   "host_canary_seconds": 6.755464999983474e-06,
-   "host_backward_canary_seconds": 1.850887000003354e-05,
+   "backward_nodes_per_layer": 3.0,
+   "host_canary_seconds": 9.959109999897463e-06,
+   "host_backward_canary_seconds": 2.319641499923364e-05,
    "pass_seconds": [
-    0.00010116722913725038,
-    8.274057117246447e-05,
-    9.331505107028148e-05
+    0.00014058133569501695,
+    7.67329562278021e-05,
+    0.0001082674264907837
    ],
    "pass_host_canary_seconds": [
-    6.755464999983474e-06,
-    9.791219999968348e-06,
-    1.0234284999910415e-05
+    9.959109999897463e-06,
+    1.032458999929986e-05,
+    1.1570860000347238e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.850887000003354e-05,
-    1.9183859999998277e-05,
-    1.9954310000116495e-05
+    2.319641499923364e-05,
+    1.992693999909534e-05,
+    2.208290999988094e-05
    ]
   },
   "layer_forward_bmm": {
-   "seconds": 1.4781713751809934e-05,
-   "min": 1.3887238289628709e-05,
-   "max": 1.5266285943133493e-05,
+   "seconds": 2.2510477119968052e-05,
+   "min": 2.0863237569019907e-05,
+   "max": 2.948495319911412e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1069,32 +1075,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.473600022494793e-05,
-    6.697600334882736e-05,
-    0.0002457599937915802
+    2.9184000566601752e-05,
+    0.00011984000355005264,
+    0.00035148799419403075
    ],
-   "host_canary_seconds": 7.537200000005129e-06,
-   "host_backward_canary_seconds": 1.7900950000004913e-05,
+   "host_canary_seconds": 1.122807249998914e-05,
+   "host_backward_canary_seconds": 2.2383669999044288e-05,
    "pass_seconds": [
-    1.4781713751809934e-05,
-    1.5266285943133493e-05,
-    1.3887238289628709e-05
+    2.0863237569019907e-05,
+    2.2510477119968052e-05,
+    2.948495319911412e-05
    ],
    "pass_host_canary_seconds": [
-    7.537200000005129e-06,
-    9.517822499987005e-06,
-    7.637642500029073e-06
+    1.122807249998914e-05,
+    9.982070000660315e-06,
+    1.1579174999951647e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7900950000004913e-05,
-    1.8892119999947e-05,
-    1.950867999994443e-05
+    2.2383669999044288e-05,
+    1.774195999814765e-05,
+    2.1750150001480506e-05
    ]
   },
   "layer_backward_bmm": {
-   "seconds": 7.491504693669932e-05,
-   "min": 7.398704599056926e-05,
-   "max": 9.244495452869506e-05,
+   "seconds": 9.029179953393482e-05,
+   "min": 7.1316574655828e-05,
+   "max": 0.00010546361575169223,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1103,32 +1109,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015942400693893431,
-    0.0005155519843101501,
-    0.0015338879823684692
+    0.0002666240036487579,
+    0.0006593599915504456,
+    0.002166111946105957
    ],
-   "host_canary_seconds": 7.537200000005129e-06,
-   "host_backward_canary_seconds": 1.7900950000004913e-05,
+   "backward_nodes_per_layer": 2.0,
+   "host_canary_seconds": 1.122807249998914e-05,
+   "host_backward_canary_seconds": 2.2383669999044288e-05,
    "pass_seconds": [
-    7.491504693669932e-05,
-    7.398704599056926e-05,
-    9.244495452869506e-05
+    0.00010546361575169223,
+    7.1316574655828e-05,
+    9.029179953393482e-05
    ],
    "pass_host_canary_seconds": [
-    7.537200000005129e-06,
-    9.517822499987005e-06,
-    7.637642500029073e-06
+    1.122807249998914e-05,
+    9.982070000660315e-06,
+    1.1579174999951647e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7900950000004913e-05,
-    1.8892119999947e-05,
-    1.950867999994443e-05
+    2.2383669999044288e-05,
+    1.774195999814765e-05,
+    2.1750150001480506e-05
    ]
   },
   "layer_forward_bmm_autocast": {
-   "seconds": 2.940952210199265e-05,
-   "min": 2.0255237462974728e-05,
-   "max": 3.349866647095907e-05,
+   "seconds": 4.580647498369217e-05,
+   "min": 4.094400008519491e-05,
+   "max": 8.015162142969313e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1137,32 +1144,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.803199648857117e-05,
-    0.00015744000673294069,
-    0.0005095679759979248
+    6.45119994878769e-05,
+    0.0002338239997625351,
+    0.0012430720329284668
    ],
-   "host_canary_seconds": 8.632857500003866e-06,
-   "host_backward_canary_seconds": 1.6125545000029717e-05,
+   "host_canary_seconds": 1.243681000005381e-05,
+   "host_backward_canary_seconds": 2.249582499985081e-05,
    "pass_seconds": [
-    2.940952210199265e-05,
-    3.349866647095907e-05,
-    2.0255237462974728e-05
+    8.015162142969313e-05,
+    4.094400008519491e-05,
+    4.580647498369217e-05
    ],
    "pass_host_canary_seconds": [
-    8.632857500003866e-06,
-    9.691785000001118e-06,
-    7.353294999887794e-06
+    1.243681000005381e-05,
+    1.0156710000046588e-05,
+    1.1719354999968347e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6125545000029717e-05,
-    1.741483000003541e-05,
-    1.901727999978675e-05
+    2.249582499985081e-05,
+    1.7731350001213284e-05,
+    2.0838494999679825e-05
    ]
   },
   "layer_backward_bmm_autocast": {
-   "seconds": 7.410742661782675e-05,
-   "min": 6.863771591867719e-05,
-   "max": 0.00011118551840384802,
+   "seconds": 7.636952542123342e-05,
+   "min": 6.930667055504663e-05,
+   "max": 8.745294631946654e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1171,32 +1178,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.000276095986366272,
-    0.0006528319716453552,
-    0.0017743359804153443
+    0.0005540159940719604,
+    0.001310304045677185,
+    0.002898528099060059
    ],
-   "host_canary_seconds": 8.632857500003866e-06,
-   "host_backward_canary_seconds": 1.6125545000029717e-05,
+   "backward_nodes_per_layer": 3.0,
+   "host_canary_seconds": 1.243681000005381e-05,
+   "host_backward_canary_seconds": 2.249582499985081e-05,
    "pass_seconds": [
-    6.863771591867719e-05,
-    7.410742661782675e-05,
-    0.00011118551840384802
+    6.930667055504663e-05,
+    7.636952542123342e-05,
+    8.745294631946654e-05
    ],
    "pass_host_canary_seconds": [
-    8.632857500003866e-06,
-    9.691785000001118e-06,
-    7.353294999887794e-06
+    1.243681000005381e-05,
+    1.0156710000046588e-05,
+    1.1719354999968347e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6125545000029717e-05,
-    1.741483000003541e-05,
-    1.901727999978675e-05
+    2.249582499985081e-05,
+    1.7731350001213284e-05,
+    2.0838494999679825e-05
    ]
   },
   "layer_forward_conv2d": {
-   "seconds": 4.090666859632446e-05,
-   "min": 2.6269714747156414e-05,
-   "max": 4.986743061315445e-05,
+   "seconds": 4.5043810137680596e-05,
+   "min": 2.971733326003665e-05,
+   "max": 4.6578285594781236e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1205,32 +1213,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.6127998977899554e-05,
-    0.00011977600306272507,
-    0.00044512000679969787
+    7.24800005555153e-05,
+    0.00015939199924468994,
+    0.0007320640087127685
    ],
-   "host_canary_seconds": 6.974695000003806e-06,
-   "host_backward_canary_seconds": 1.4464289999978064e-05,
+   "host_canary_seconds": 1.1343130000227574e-05,
+   "host_backward_canary_seconds": 2.2041140000510494e-05,
    "pass_seconds": [
-    2.6269714747156414e-05,
-    4.090666859632446e-05,
-    4.986743061315445e-05
+    4.5043810137680596e-05,
+    4.6578285594781236e-05,
+    2.971733326003665e-05
    ],
    "pass_host_canary_seconds": [
-    6.974695000003806e-06,
-    9.878274999977066e-06,
-    9.811869999936106e-06
+    1.1343130000227574e-05,
+    9.927297500098576e-06,
+    1.1700430000587403e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4464289999978064e-05,
-    1.7339789999937237e-05,
-    1.9228499999996985e-05
+    2.2041140000510494e-05,
+    1.752624999994623e-05,
+    2.0153670000127022e-05
    ]
   },
   "layer_backward_conv2d": {
-   "seconds": 8.467276163754008e-05,
-   "min": 7.483428148996263e-05,
-   "max": 8.577065879390356e-05,
+   "seconds": 9.661866972843806e-05,
+   "min": 7.418437905254819e-05,
+   "max": 0.00010341409700257439,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1239,32 +1247,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001855359971523285,
-    0.0004827519953250885,
-    0.001700063943862915
+    0.00026208001375198364,
+    0.0007388799786567688,
+    0.0024042880535125734
    ],
-   "host_canary_seconds": 6.974695000003806e-06,
-   "host_backward_canary_seconds": 1.4464289999978064e-05,
+   "backward_nodes_per_layer": 3.0,
+   "host_canary_seconds": 1.1343130000227574e-05,
+   "host_backward_canary_seconds": 2.2041140000510494e-05,
    "pass_seconds": [
-    7.483428148996263e-05,
-    8.467276163754008e-05,
-    8.577065879390356e-05
+    9.661866972843806e-05,
+    7.418437905254819e-05,
+    0.00010341409700257439
    ],
    "pass_host_canary_seconds": [
-    6.974695000003806e-06,
-    9.878274999977066e-06,
-    9.811869999936106e-06
+    1.1343130000227574e-05,
+    9.927297500098576e-06,
+    1.1700430000587403e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4464289999978064e-05,
-    1.7339789999937237e-05,
-    1.9228499999996985e-05
+    2.2041140000510494e-05,
+    1.752624999994623e-05,
+    2.0153670000127022e-05
    ]
   },
   "layer_forward_conv2d_autocast": {
-   "seconds": 6.433752604893276e-05,
-   "min": 4.244495183229446e-05,
-   "max": 6.749409224305834e-05,
+   "seconds": 7.92723773490815e-05,
+   "min": 7.702171163899558e-05,
+   "max": 9.596266562030429e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1273,32 +1282,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.980799674987792e-05,
-    0.00022019200026988982,
-    0.0007208319902420044
+    0.00013996799290180207,
+    0.0005218880176544189,
+    0.0016107519865036011
    ],
-   "host_canary_seconds": 6.929900000010036e-06,
-   "host_backward_canary_seconds": 1.6467599999998582e-05,
+   "host_canary_seconds": 1.1217887499981317e-05,
+   "host_backward_canary_seconds": 2.221283499977744e-05,
    "pass_seconds": [
-    4.244495183229446e-05,
-    6.433752604893276e-05,
-    6.749409224305834e-05
+    9.596266562030429e-05,
+    7.702171163899558e-05,
+    7.92723773490815e-05
    ],
    "pass_host_canary_seconds": [
-    6.929900000010036e-06,
-    1.0155199999957176e-05,
-    9.883519999931423e-06
+    1.1217887499981317e-05,
+    1.0231074999751398e-05,
+    1.142039249998561e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6467599999998582e-05,
-    1.9601600000100918e-05,
-    1.8970459999820834e-05
+    2.221283499977744e-05,
+    1.646027000106187e-05,
+    1.8251729999292364e-05
    ]
   },
   "layer_backward_conv2d_autocast": {
-   "seconds": 0.00014436571193592892,
-   "min": 0.0001401866575082143,
-   "max": 0.00015363200008869176,
+   "seconds": 0.00013899506060850055,
+   "min": 0.00011835581135182154,
+   "max": 0.00017798477766059698,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1307,32 +1316,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003314560055732727,
-    0.001089408040046692,
-    0.003199455976486206
+    0.0008776959776878357,
+    0.001659999966621399,
+    0.004973728179931641
    ],
-   "host_canary_seconds": 6.929900000010036e-06,
-   "host_backward_canary_seconds": 1.6467599999998582e-05,
+   "backward_nodes_per_layer": 5.0,
+   "host_canary_seconds": 1.1217887499981317e-05,
+   "host_backward_canary_seconds": 2.221283499977744e-05,
    "pass_seconds": [
-    0.00014436571193592892,
-    0.0001401866575082143,
-    0.00015363200008869176
+    0.00017798477766059698,
+    0.00011835581135182154,
+    0.00013899506060850055
    ],
    "pass_host_canary_seconds": [
-    6.929900000010036e-06,
-    1.0155199999957176e-05,
-    9.883519999931423e-06
+    1.1217887499981317e-05,
+    1.0231074999751398e-05,
+    1.142039249998561e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6467599999998582e-05,
-    1.9601600000100918e-05,
-    1.8970459999820834e-05
+    2.221283499977744e-05,
+    1.646027000106187e-05,
+    1.8251729999292364e-05
    ]
   },
   "layer_forward_conv2d_nobias": {
-   "seconds": 2.7542094389597577e-05,
-   "min": 2.5859808637982324e-05,
-   "max": 2.8407618935619083e-05,
+   "seconds": 3.355199879124051e-05,
+   "min": 3.186057046765373e-05,
+   "max": 4.386742874270394e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1341,32 +1351,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.152000159025192e-05,
-    9.07839983701706e-05,
-    0.0004133119881153107
+    7.705599814653397e-05,
+    0.00020175999402999878,
+    0.0007327679991722107
    ],
-   "host_canary_seconds": 6.997240000004012e-06,
-   "host_backward_canary_seconds": 1.63840899999812e-05,
+   "host_canary_seconds": 1.0907010000096307e-05,
+   "host_backward_canary_seconds": 2.168213000004471e-05,
    "pass_seconds": [
-    2.5859808637982324e-05,
-    2.7542094389597577e-05,
-    2.8407618935619083e-05
+    4.386742874270394e-05,
+    3.186057046765373e-05,
+    3.355199879124051e-05
    ],
    "pass_host_canary_seconds": [
-    6.997240000004012e-06,
-    9.176507500008313e-06,
-    9.883519999931423e-06
+    1.0907010000096307e-05,
+    9.852114999375772e-06,
+    1.0758919999602768e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.63840899999812e-05,
-    1.830343500003551e-05,
-    1.9182739999905608e-05
+    2.168213000004471e-05,
+    1.6032250000534988e-05,
+    1.9793889999846212e-05
    ]
   },
   "layer_backward_conv2d_nobias": {
-   "seconds": 6.125790306500026e-05,
-   "min": 5.8114288818268556e-05,
-   "max": 6.931352278306372e-05,
+   "seconds": 5.040990986994334e-05,
+   "min": 4.930895460503441e-05,
+   "max": 6.15900932323365e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1375,32 +1385,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014531199634075165,
-    0.00039052799344062804,
-    0.0014026880264282227
+    0.0005323200225830078,
+    0.0008150720000267028,
+    0.001931040048599243
    ],
-   "host_canary_seconds": 6.997240000004012e-06,
-   "host_backward_canary_seconds": 1.63840899999812e-05,
+   "backward_nodes_per_layer": 2.0,
+   "host_canary_seconds": 1.0907010000096307e-05,
+   "host_backward_canary_seconds": 2.168213000004471e-05,
    "pass_seconds": [
-    5.8114288818268556e-05,
-    6.125790306500026e-05,
-    6.931352278306372e-05
+    4.930895460503441e-05,
+    5.040990986994334e-05,
+    6.15900932323365e-05
    ],
    "pass_host_canary_seconds": [
-    6.997240000004012e-06,
-    9.176507500008313e-06,
-    9.883519999931423e-06
+    1.0907010000096307e-05,
+    9.852114999375772e-06,
+    1.0758919999602768e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.63840899999812e-05,
-    1.830343500003551e-05,
-    1.9182739999905608e-05
+    2.168213000004471e-05,
+    1.6032250000534988e-05,
+    1.9793889999846212e-05
    ]
   },
   "layer_forward_conv2d_nobias_autocast": {
-   "seconds": 2.821561871539979e-05,
-   "min": 2.555504796050844e-05,
-   "max": 3.894400064434323e-05,
+   "seconds": 4.428571391673315e-05,
+   "min": 2.9678474934328172e-05,
+   "max": 4.9738666840962e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1409,32 +1420,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.975999802350998e-05,
-    0.00015760000050067902,
-    0.0004701440036296845
+    0.0001003199964761734,
+    0.0002677440047264099,
+    0.0007761279940605163
    ],
-   "host_canary_seconds": 6.956862500011596e-06,
-   "host_backward_canary_seconds": 1.9411569999974176e-05,
+   "host_canary_seconds": 1.0450920000266705e-05,
+   "host_backward_canary_seconds": 2.1550810000690035e-05,
    "pass_seconds": [
-    2.555504796050844e-05,
-    3.894400064434323e-05,
-    2.821561871539979e-05
+    4.428571391673315e-05,
+    2.9678474934328172e-05,
+    4.9738666840962e-05
    ],
    "pass_host_canary_seconds": [
-    6.956862500011596e-06,
-    9.300795000015682e-06,
-    7.423229999972137e-06
+    1.0450920000266705e-05,
+    7.329864999974234e-06,
+    9.563725000703017e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9411569999974176e-05,
-    1.8164929999926472e-05,
-    1.957118999982299e-05
+    2.1550810000690035e-05,
+    1.4348469999276859e-05,
+    2.1299174999285242e-05
    ]
   },
   "layer_backward_conv2d_nobias_autocast": {
-   "seconds": 0.00011800991176139742,
-   "min": 0.00011500799904266994,
-   "max": 0.00011989409511997586,
+   "seconds": 0.00011525257215613409,
+   "min": 9.071467497519084e-05,
+   "max": 0.00015048456475848243,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1443,32 +1454,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004428800046443939,
-    0.0009850879907608032,
-    0.0026599040031433105
+    0.0005171840190887451,
+    0.0011269760131835938,
+    0.0029539840221405027
    ],
-   "host_canary_seconds": 6.956862500011596e-06,
-   "host_backward_canary_seconds": 1.9411569999974176e-05,
+   "backward_nodes_per_layer": 3.0,
+   "host_canary_seconds": 1.0450920000266705e-05,
+   "host_backward_canary_seconds": 2.1550810000690035e-05,
    "pass_seconds": [
-    0.00011989409511997586,
-    0.00011800991176139742,
-    0.00011500799904266994
+    0.00011525257215613409,
+    9.071467497519084e-05,
+    0.00015048456475848243
    ],
    "pass_host_canary_seconds": [
-    6.956862500011596e-06,
-    9.300795000015682e-06,
-    7.423229999972137e-06
+    1.0450920000266705e-05,
+    7.329864999974234e-06,
+    9.563725000703017e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9411569999974176e-05,
-    1.8164929999926472e-05,
-    1.957118999982299e-05
+    2.1550810000690035e-05,
+    1.4348469999276859e-05,
+    2.1299174999285242e-05
    ]
   },
   "layer_forward_conv1d": {
-   "seconds": 2.6921904512814114e-05,
-   "min": 2.6544762331814992e-05,
-   "max": 3.871618956327438e-05,
+   "seconds": 2.6678094196887243e-05,
+   "min": 2.620952363525118e-05,
+   "max": 4.4819047408444546e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1477,32 +1489,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.057599931955337e-05,
-    0.00016998399794101716,
-    0.00047395199537277223
+    7.644800096750259e-05,
+    0.00018902400135993957,
+    0.0007414399981498719
    ],
-   "host_canary_seconds": 9.052929999988634e-06,
-   "host_backward_canary_seconds": 1.778153000003613e-05,
+   "host_canary_seconds": 1.075951000018449e-05,
+   "host_backward_canary_seconds": 2.065431999994871e-05,
    "pass_seconds": [
-    2.6921904512814114e-05,
-    3.871618956327438e-05,
-    2.6544762331814992e-05
+    4.4819047408444546e-05,
+    2.6678094196887243e-05,
+    2.620952363525118e-05
    ],
    "pass_host_canary_seconds": [
-    9.052929999988634e-06,
-    9.675142500000787e-06,
-    7.395970000061425e-06
+    1.075951000018449e-05,
+    7.324580000158676e-06,
+    8.463435000294339e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.778153000003613e-05,
-    1.571289000004583e-05,
-    2.088854999982459e-05
+    2.065431999994871e-05,
+    1.4129149999462243e-05,
+    2.0973939999748836e-05
    ]
   },
   "layer_backward_conv1d": {
-   "seconds": 8.863848518757593e-05,
-   "min": 6.243504548356648e-05,
-   "max": 0.0001107276225728648,
+   "seconds": 9.169524163007737e-05,
+   "min": 8.692953096968786e-05,
+   "max": 0.00013554437635909946,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1511,32 +1523,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00027251198887825014,
-    0.000735264003276825,
-    0.0020446081161499025
+    0.00038060799241065976,
+    0.0008696320056915284,
+    0.0023880960941314697
    ],
-   "host_canary_seconds": 9.052929999988634e-06,
-   "host_backward_canary_seconds": 1.778153000003613e-05,
+   "backward_nodes_per_layer": 3.0,
+   "host_canary_seconds": 1.075951000018449e-05,
+   "host_backward_canary_seconds": 2.065431999994871e-05,
    "pass_seconds": [
-    8.863848518757593e-05,
-    6.243504548356648e-05,
-    0.0001107276225728648
+    8.692953096968786e-05,
+    9.169524163007737e-05,
+    0.00013554437635909946
    ],
    "pass_host_canary_seconds": [
-    9.052929999988634e-06,
-    9.675142500000787e-06,
-    7.395970000061425e-06
+    1.075951000018449e-05,
+    7.324580000158676e-06,
+    8.463435000294339e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.778153000003613e-05,
-    1.571289000004583e-05,
-    2.088854999982459e-05
+    2.065431999994871e-05,
+    1.4129149999462243e-05,
+    2.0973939999748836e-05
    ]
   },
   "layer_forward_conv1d_autocast": {
-   "seconds": 6.463009828612916e-05,
-   "min": 6.371047383262998e-05,
-   "max": 6.737371179319564e-05,
+   "seconds": 5.5808002040499746e-05,
+   "min": 4.437638251554398e-05,
+   "max": 7.979656897840047e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1545,32 +1558,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00011484800279140473,
-    0.0003189760148525238,
-    0.0010877120494842529
+    0.00015801599621772765,
+    0.0004229759871959686,
+    0.001363487958908081
    ],
-   "host_canary_seconds": 9.463624999987984e-06,
-   "host_backward_canary_seconds": 1.7521830000006845e-05,
+   "host_canary_seconds": 1.0455115000240766e-05,
+   "host_backward_canary_seconds": 2.1079619999682107e-05,
    "pass_seconds": [
-    6.463009828612916e-05,
-    6.371047383262998e-05,
-    6.737371179319564e-05
+    7.979656897840047e-05,
+    4.437638251554398e-05,
+    5.5808002040499746e-05
    ],
    "pass_host_canary_seconds": [
-    9.463624999987984e-06,
-    9.568422500016994e-06,
-    9.369169999899896e-06
+    1.0455115000240766e-05,
+    6.9745675000376645e-06,
+    1.0889154999631501e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7521830000006845e-05,
-    1.5090895000042793e-05,
-    1.9957909999845923e-05
+    2.1079619999682107e-05,
+    1.634761999980583e-05,
+    2.1347809999952007e-05
    ]
   },
   "layer_backward_conv1d_autocast": {
-   "seconds": 0.00014796876197769527,
-   "min": 0.00011597105576878505,
-   "max": 0.00015304609530028844,
+   "seconds": 0.0001975535161438443,
+   "min": 0.00012495923255171097,
+   "max": 0.0002339596294221424,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1579,32 +1592,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00048185598850250245,
-    0.0012190400362014772,
-    0.003703968048095703
+    0.0004881280064582825,
+    0.0014907840490341186,
+    0.004705247879028321
    ],
-   "host_canary_seconds": 9.463624999987984e-06,
-   "host_backward_canary_seconds": 1.7521830000006845e-05,
+   "backward_nodes_per_layer": 5.0,
+   "host_canary_seconds": 1.0455115000240766e-05,
+   "host_backward_canary_seconds": 2.1079619999682107e-05,
    "pass_seconds": [
-    0.00014796876197769527,
-    0.00011597105576878505,
-    0.00015304609530028844
+    0.0001975535161438443,
+    0.00012495923255171097,
+    0.0002339596294221424
    ],
    "pass_host_canary_seconds": [
-    9.463624999987984e-06,
-    9.568422500016994e-06,
-    9.369169999899896e-06
+    1.0455115000240766e-05,
+    6.9745675000376645e-06,
+    1.0889154999631501e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7521830000006845e-05,
-    1.5090895000042793e-05,
-    1.9957909999845923e-05
+    2.1079619999682107e-05,
+    1.634761999980583e-05,
+    2.1347809999952007e-05
    ]
   },
   "layer_forward_conv1d_nobias": {
-   "seconds": 2.64990468110357e-05,
-   "min": 2.148723779689698e-05,
-   "max": 2.6985142379999158e-05,
+   "seconds": 3.5694477458794914e-05,
+   "min": 2.2649904979126793e-05,
+   "max": 3.863999850693203e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1613,32 +1627,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.329600185155869e-05,
-    0.00012073600292205811,
-    0.000440095990896225
+    4.4128000736236574e-05,
+    0.00015673600137233734,
+    0.0006226239800453187
    ],
-   "host_canary_seconds": 9.513845000004296e-06,
-   "host_backward_canary_seconds": 1.744657999999788e-05,
+   "host_canary_seconds": 1.1245940000037537e-05,
+   "host_backward_canary_seconds": 2.2577544999649035e-05,
    "pass_seconds": [
-    2.64990468110357e-05,
-    2.6985142379999158e-05,
-    2.148723779689698e-05
+    3.863999850693203e-05,
+    2.2649904979126793e-05,
+    3.5694477458794914e-05
    ],
    "pass_host_canary_seconds": [
-    9.513845000004296e-06,
-    9.615892500001166e-06,
-    9.879085000079613e-06
+    1.1245940000037537e-05,
+    7.2511549990395e-06,
+    1.1323124999762512e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.744657999999788e-05,
-    1.3373835000081159e-05,
-    2.053493999994771e-05
+    2.2577544999649035e-05,
+    1.5607929999532643e-05,
+    2.1347809999952007e-05
    ]
   },
   "layer_backward_conv1d_nobias": {
-   "seconds": 5.651581180947168e-05,
-   "min": 4.0513520262071065e-05,
-   "max": 7.868038295280366e-05,
+   "seconds": 7.525790411801563e-05,
+   "min": 6.0193521458478195e-05,
+   "max": 9.326171697605223e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1647,32 +1661,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00018726399540901185,
-    0.000485152006149292,
-    0.0014487680196762086
+    0.00037699198722839357,
+    0.0008017920255661011,
+    0.002365216016769409
    ],
-   "host_canary_seconds": 9.513845000004296e-06,
-   "host_backward_canary_seconds": 1.744657999999788e-05,
+   "backward_nodes_per_layer": 2.0,
+   "host_canary_seconds": 1.1245940000037537e-05,
+   "host_backward_canary_seconds": 2.2577544999649035e-05,
    "pass_seconds": [
-    5.651581180947168e-05,
-    4.0513520262071065e-05,
-    7.868038295280366e-05
+    9.326171697605223e-05,
+    6.0193521458478195e-05,
+    7.525790411801563e-05
    ],
    "pass_host_canary_seconds": [
-    9.513845000004296e-06,
-    9.615892500001166e-06,
-    9.879085000079613e-06
+    1.1245940000037537e-05,
+    7.2511549990395e-06,
+    1.1323124999762512e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.744657999999788e-05,
-    1.3373835000081159e-05,
-    2.053493999994771e-05
+    2.2577544999649035e-05,
+    1.5607929999532643e-05,
+    2.1347809999952007e-05
    ]
   },
   "layer_forward_conv1d_nobias_autocast": {
-   "seconds": 4.2537903501873926e-05,
-   "min": 4.154285682099206e-05,
-   "max": 4.6665906196548825e-05,
+   "seconds": 3.604952316908609e-05,
+   "min": 3.280228411867505e-05,
+   "max": 4.327009511845452e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1681,32 +1696,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.75839963555336e-05,
-    0.00021430400013923645,
-    0.0007114239931106567
+    0.00010422399640083313,
+    0.00021235199272632598,
+    0.0006449599862098694
    ],
-   "host_canary_seconds": 9.546152499986248e-06,
-   "host_backward_canary_seconds": 1.442571000001891e-05,
+   "host_canary_seconds": 8.157169999662983e-06,
+   "host_backward_canary_seconds": 2.306570999962787e-05,
    "pass_seconds": [
-    4.154285682099206e-05,
-    4.2537903501873926e-05,
-    4.6665906196548825e-05
+    3.604952316908609e-05,
+    3.280228411867505e-05,
+    4.327009511845452e-05
    ],
    "pass_host_canary_seconds": [
-    9.546152499986248e-06,
-    9.813895000014839e-06,
-    1.007314500000689e-05
+    8.157169999662983e-06,
+    7.466729999805466e-06,
+    1.0050262500271855e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.442571000001891e-05,
-    1.5114685000057193e-05,
-    2.0201049999855058e-05
+    2.306570999962787e-05,
+    1.6122365000228456e-05,
+    1.8543444999750138e-05
    ]
   },
   "layer_backward_conv1d_nobias_autocast": {
-   "seconds": 9.379123506091891e-05,
-   "min": 9.336914583331063e-05,
-   "max": 0.0001303238137846901,
+   "seconds": 0.00010577448599395297,
+   "min": 0.00010559161539588658,
+   "max": 0.00011536000065860293,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1715,32 +1730,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003386560082435608,
-    0.0007144960165023804,
-    0.0023527040481567383
+    0.0005938559770584106,
+    0.0012974720001220704,
+    0.00294812798500061
    ],
-   "host_canary_seconds": 9.546152499986248e-06,
-   "host_backward_canary_seconds": 1.442571000001891e-05,
+   "backward_nodes_per_layer": 3.0,
+   "host_canary_seconds": 8.157169999662983e-06,
+   "host_backward_canary_seconds": 2.306570999962787e-05,
    "pass_seconds": [
-    9.336914583331063e-05,
-    9.379123506091891e-05,
-    0.0001303238137846901
+    0.00011536000065860293,
+    0.00010577448599395297,
+    0.00010559161539588658
    ],
    "pass_host_canary_seconds": [
-    9.546152499986248e-06,
-    9.813895000014839e-06,
-    1.007314500000689e-05
+    8.157169999662983e-06,
+    7.466729999805466e-06,
+    1.0050262500271855e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.442571000001891e-05,
-    1.5114685000057193e-05,
-    2.0201049999855058e-05
+    2.306570999962787e-05,
+    1.6122365000228456e-05,
+    1.8543444999750138e-05
    ]
   },
   "layer_forward_batchnorm2d": {
-   "seconds": 5.35801908090001e-05,
-   "min": 5.017904937267304e-05,
-   "max": 5.54765732515426e-05,
+   "seconds": 4.6890667151837125e-05,
+   "min": 4.0070856256144385e-05,
+   "max": 5.195199840125583e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1749,32 +1765,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.13919997215271e-05,
-    0.00022198399901390074,
-    0.0008240960240364075
+    0.00010351999849081039,
+    0.00020713600516319275,
+    0.0007945280075073243
    ],
-   "host_canary_seconds": 9.425362500010693e-06,
-   "host_backward_canary_seconds": 1.3892074999972692e-05,
+   "host_canary_seconds": 9.455825000372898e-06,
+   "host_backward_canary_seconds": 1.9808470000270972e-05,
    "pass_seconds": [
-    5.017904937267304e-05,
-    5.35801908090001e-05,
-    5.54765732515426e-05
+    4.6890667151837125e-05,
+    4.0070856256144385e-05,
+    5.195199840125583e-05
    ],
    "pass_host_canary_seconds": [
-    9.425362500010693e-06,
-    9.739199999998504e-06,
-    1.0379484999916144e-05
+    9.455825000372898e-06,
+    7.4714724996738366e-06,
+    9.995985000159635e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.3892074999972692e-05,
-    1.625826999998026e-05,
-    2.0353824999972404e-05
+    1.9808470000270972e-05,
+    1.5130640000506902e-05,
+    1.704349999954502e-05
    ]
   },
   "layer_backward_batchnorm2d": {
-   "seconds": 5.2208003898461664e-05,
-   "min": 4.9731809468496405e-05,
-   "max": 7.082743162200562e-05,
+   "seconds": 5.739581052746094e-05,
+   "min": 2.7684573971089862e-05,
+   "max": 6.326857599474133e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1783,32 +1799,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00022169600427150726,
-    0.000497215986251831,
-    0.0017122880220413208
+    0.0003211840093135834,
+    0.0008056319952011109,
+    0.0015267200469970704
    ],
-   "host_canary_seconds": 9.425362500010693e-06,
-   "host_backward_canary_seconds": 1.3892074999972692e-05,
+   "backward_nodes_per_layer": 3.0,
+   "host_canary_seconds": 9.455825000372898e-06,
+   "host_backward_canary_seconds": 1.9808470000270972e-05,
    "pass_seconds": [
-    4.9731809468496405e-05,
-    5.2208003898461664e-05,
-    7.082743162200562e-05
+    2.7684573971089862e-05,
+    6.326857599474133e-05,
+    5.739581052746094e-05
    ],
    "pass_host_canary_seconds": [
-    9.425362500010693e-06,
-    9.739199999998504e-06,
-    1.0379484999916144e-05
+    9.455825000372898e-06,
+    7.4714724996738366e-06,
+    9.995985000159635e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.3892074999972692e-05,
-    1.625826999998026e-05,
-    2.0353824999972404e-05
+    1.9808470000270972e-05,
+    1.5130640000506902e-05,
+    1.704349999954502e-05
    ]
   },
   "layer_forward_batchnorm2d_autocast": {
-   "seconds": 5.3391236989271067e-05,
-   "min": 3.161371570257913e-05,
-   "max": 5.586361778633934e-05,
+   "seconds": 5.160075993764968e-05,
+   "min": 3.892418884095692e-05,
+   "max": 7.302399937595639e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1817,32 +1834,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    9.875199943780899e-05,
-    0.00025907200574874876,
-    0.0005947840213775635
+    0.00013104000687599182,
+    0.00023529599606990814,
+    0.0011881279945373535
    ],
-   "host_canary_seconds": 9.533624999988888e-06,
-   "host_backward_canary_seconds": 1.7280700000057438e-05,
+   "host_canary_seconds": 1.1430257499966956e-05,
+   "host_backward_canary_seconds": 2.1900739999978212e-05,
    "pass_seconds": [
-    3.161371570257913e-05,
-    5.3391236989271067e-05,
-    5.586361778633934e-05
+    7.302399937595639e-05,
+    3.892418884095692e-05,
+    5.160075993764968e-05
    ],
    "pass_host_canary_seconds": [
-    9.533624999988888e-06,
-    9.725485000018353e-06,
-    1.0323287500071387e-05
+    1.1430257499966956e-05,
+    7.2001349997208304e-06,
+    9.867717499787432e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7280700000057438e-05,
-    1.7307349999953203e-05,
-    1.9251039999943485e-05
+    2.1900739999978212e-05,
+    1.520563999974911e-05,
+    1.842402999955084e-05
    ]
   },
   "layer_backward_batchnorm2d_autocast": {
-   "seconds": 6.762362342505229e-05,
-   "min": 4.372952346290861e-05,
-   "max": 8.947427819172541e-05,
+   "seconds": 5.828572029159182e-05,
+   "min": 5.26628621986934e-05,
+   "max": 6.662094983316604e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1851,32 +1868,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002504960000514984,
-    0.0005788159966468811,
-    0.0020551679134368896
+    0.00028153601288795474,
+    0.0009360960125923156,
+    0.002454751968383789
    ],
-   "host_canary_seconds": 9.533624999988888e-06,
-   "host_backward_canary_seconds": 1.7280700000057438e-05,
+   "backward_nodes_per_layer": 3.0,
+   "host_canary_seconds": 1.1430257499966956e-05,
+   "host_backward_canary_seconds": 2.1900739999978212e-05,
    "pass_seconds": [
-    8.947427819172541e-05,
-    4.372952346290861e-05,
-    6.762362342505229e-05
+    6.662094983316604e-05,
+    5.26628621986934e-05,
+    5.828572029159182e-05
    ],
    "pass_host_canary_seconds": [
-    9.533624999988888e-06,
-    9.725485000018353e-06,
-    1.0323287500071387e-05
+    1.1430257499966956e-05,
+    7.2001349997208304e-06,
+    9.867717499787432e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7280700000057438e-05,
-    1.7307349999953203e-05,
-    1.9251039999943485e-05
+    2.1900739999978212e-05,
+    1.520563999974911e-05,
+    1.842402999955084e-05
    ]
   },
   "layer_forward_layernorm": {
-   "seconds": 2.4737523425193058e-05,
-   "min": 2.4240762350105103e-05,
-   "max": 2.7005713255632494e-05,
+   "seconds": 2.3887999355793e-05,
+   "min": 1.7827809743937993e-05,
+   "max": 2.779961980524517e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1885,32 +1903,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.233599826693535e-05,
-    0.00011859200149774551,
-    0.00041407999396324155
+    5.104000121355057e-05,
+    0.0001438400000333786,
+    0.00047116801142692565
    ],
-   "host_canary_seconds": 9.358117500006812e-06,
-   "host_backward_canary_seconds": 1.7848039999996956e-05,
+   "host_canary_seconds": 1.0926825000296958e-05,
+   "host_backward_canary_seconds": 2.2132610000653584e-05,
    "pass_seconds": [
-    2.4737523425193058e-05,
-    2.4240762350105103e-05,
-    2.7005713255632494e-05
+    2.779961980524517e-05,
+    1.7827809743937993e-05,
+    2.3887999355793e-05
    ],
    "pass_host_canary_seconds": [
-    9.358117500006812e-06,
-    9.688327500008142e-06,
-    1.0379062499978886e-05
+    1.0926825000296958e-05,
+    1.0841104999599339e-05,
+    9.812134999833688e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7848039999996956e-05,
-    1.7845429999994165e-05,
-    1.9913044999952946e-05
+    2.2132610000653584e-05,
+    1.545133000036003e-05,
+    1.7105585000081193e-05
    ]
   },
   "layer_backward_layernorm": {
-   "seconds": 5.2783239100660575e-05,
-   "min": 5.229333362409045e-05,
-   "max": 5.443047909509569e-05,
+   "seconds": 6.45188589890798e-05,
+   "min": 5.2490665444305955e-05,
+   "max": 6.653638308246931e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1919,32 +1937,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00018009600043296815,
-    0.0004485119879245758,
-    0.0013779200315475464
+    0.0002338239997625351,
+    0.0005422400236129761,
+    0.001629088044166565
    ],
-   "host_canary_seconds": 9.358117500006812e-06,
-   "host_backward_canary_seconds": 1.7848039999996956e-05,
+   "backward_nodes_per_layer": 3.0,
+   "host_canary_seconds": 1.0926825000296958e-05,
+   "host_backward_canary_seconds": 2.2132610000653584e-05,
    "pass_seconds": [
-    5.443047909509569e-05,
-    5.229333362409045e-05,
-    5.2783239100660575e-05
+    6.45188589890798e-05,
+    6.653638308246931e-05,
+    5.2490665444305955e-05
    ],
    "pass_host_canary_seconds": [
-    9.358117500006812e-06,
-    9.688327500008142e-06,
-    1.0379062499978886e-05
+    1.0926825000296958e-05,
+    1.0841104999599339e-05,
+    9.812134999833688e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7848039999996956e-05,
-    1.7845429999994165e-05,
-    1.9913044999952946e-05
+    2.2132610000653584e-05,
+    1.545133000036003e-05,
+    1.7105585000081193e-05
    ]
   },
   "layer_forward_layernorm_autocast": {
-   "seconds": 2.4508952739692867e-05,
-   "min": 1.6435810497828897e-05,
-   "max": 2.502857166386786e-05,
+   "seconds": 2.370895232473101e-05,
+   "min": 1.9368381904704233e-05,
+   "max": 3.540495268645741e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1953,32 +1972,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.859199911355972e-05,
-    0.0001292800009250641,
-    0.00042528000473976137
+    5.86559996008873e-05,
+    0.00012031999975442886,
+    0.0005748800039291382
    ],
-   "host_canary_seconds": 9.250499999993167e-06,
-   "host_backward_canary_seconds": 1.3746079999990002e-05,
+   "host_canary_seconds": 1.1470459999713966e-05,
+   "host_backward_canary_seconds": 2.08696400000008e-05,
    "pass_seconds": [
-    2.4508952739692867e-05,
-    1.6435810497828897e-05,
-    2.502857166386786e-05
+    3.540495268645741e-05,
+    1.9368381904704233e-05,
+    2.370895232473101e-05
    ],
    "pass_host_canary_seconds": [
-    9.250499999993167e-06,
-    7.5851449999575495e-06,
-    1.063070000000721e-05
+    1.1470459999713966e-05,
+    8.659212500674585e-06,
+    9.60146500005976e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.3746079999990002e-05,
-    1.6669245000002774e-05,
-    1.9015889999991487e-05
+    2.08696400000008e-05,
+    1.998034500047652e-05,
+    1.571671499959848e-05
    ]
   },
   "layer_backward_layernorm_autocast": {
-   "seconds": 5.8056380599737166e-05,
-   "min": 4.078095264378049e-05,
-   "max": 6.507047514120737e-05,
+   "seconds": 4.8983619149242125e-05,
+   "min": 4.642590383688609e-05,
+   "max": 5.435962389622415e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1987,32 +2006,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00016220800578594207,
-    0.0004036160111427307,
-    0.0011567360162734986
+    0.0003322559893131256,
+    0.0007361279726028442,
+    0.0017235840559005737
    ],
-   "host_canary_seconds": 9.250499999993167e-06,
-   "host_backward_canary_seconds": 1.3746079999990002e-05,
+   "backward_nodes_per_layer": 3.0,
+   "host_canary_seconds": 1.1470459999713966e-05,
+   "host_backward_canary_seconds": 2.08696400000008e-05,
    "pass_seconds": [
-    4.078095264378049e-05,
-    6.507047514120737e-05,
-    5.8056380599737166e-05
+    5.435962389622415e-05,
+    4.8983619149242125e-05,
+    4.642590383688609e-05
    ],
    "pass_host_canary_seconds": [
-    9.250499999993167e-06,
-    7.5851449999575495e-06,
-    1.063070000000721e-05
+    1.1470459999713966e-05,
+    8.659212500674585e-06,
+    9.60146500005976e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.3746079999990002e-05,
-    1.6669245000002774e-05,
-    1.9015889999991487e-05
+    2.08696400000008e-05,
+    1.998034500047652e-05,
+    1.571671499959848e-05
    ]
   },
   "layer_forward_groupnorm": {
-   "seconds": 4.977676272392272e-05,
-   "min": 4.649904760576429e-05,
-   "max": 5.333256934370312e-05,
+   "seconds": 4.60944754027185e-05,
+   "min": 3.613409399986267e-05,
+   "max": 5.7180190015406836e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2021,32 +2041,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.50240033864975e-05,
-    0.00020236800611019134,
-    0.0007617920041084289
+    8.924800157546998e-05,
+    0.00020268799364566803,
+    0.0009275839924812317
    ],
-   "host_canary_seconds": 9.539122500008545e-06,
-   "host_backward_canary_seconds": 1.3898460000021372e-05,
+   "host_canary_seconds": 1.1326629999643956e-05,
+   "host_backward_canary_seconds": 2.2243159999106866e-05,
    "pass_seconds": [
-    4.649904760576429e-05,
-    5.333256934370312e-05,
-    4.977676272392272e-05
+    5.7180190015406836e-05,
+    3.613409399986267e-05,
+    4.60944754027185e-05
    ],
    "pass_host_canary_seconds": [
-    9.539122500008545e-06,
-    1.010761749999034e-05,
-    1.0628450000069733e-05
+    1.1326629999643956e-05,
+    7.792090000293684e-06,
+    9.67242749993602e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.3898460000021372e-05,
-    1.9129345000052922e-05,
-    1.878033999986428e-05
+    2.2243159999106866e-05,
+    1.9266930000867432e-05,
+    1.6104685000755127e-05
    ]
   },
   "layer_backward_groupnorm": {
-   "seconds": 9.996037965729121e-05,
-   "min": 7.392915125404084e-05,
-   "max": 0.00010955199528308144,
+   "seconds": 0.0001181455318416868,
+   "min": 0.00010082362627699263,
+   "max": 0.00011942780620995025,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2055,32 +2075,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002215999960899353,
-    0.0006066240072250366,
-    0.002035936117172241
+    0.00032265600562095644,
+    0.0010527360439300537,
+    0.0030385279655456543
    ],
-   "host_canary_seconds": 9.539122500008545e-06,
-   "host_backward_canary_seconds": 1.3898460000021372e-05,
+   "backward_nodes_per_layer": 3.0,
+   "host_canary_seconds": 1.1326629999643956e-05,
+   "host_backward_canary_seconds": 2.2243159999106866e-05,
    "pass_seconds": [
-    7.392915125404084e-05,
-    0.00010955199528308144,
-    9.996037965729121e-05
+    0.00011942780620995025,
+    0.0001181455318416868,
+    0.00010082362627699263
    ],
    "pass_host_canary_seconds": [
-    9.539122500008545e-06,
-    1.010761749999034e-05,
-    1.0628450000069733e-05
+    1.1326629999643956e-05,
+    7.792090000293684e-06,
+    9.67242749993602e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.3898460000021372e-05,
-    1.9129345000052922e-05,
-    1.878033999986428e-05
+    2.2243159999106866e-05,
+    1.9266930000867432e-05,
+    1.6104685000755127e-05
    ]
   },
   "layer_forward_groupnorm_autocast": {
-   "seconds": 4.656533151865005e-05,
-   "min": 3.254019043275289e-05,
-   "max": 5.0985904676573625e-05,
+   "seconds": 4.4810664795693904e-05,
+   "min": 3.606171444767997e-05,
+   "max": 6.366628869658425e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2089,32 +2110,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.38719978928566e-05,
-    0.0002202560007572174,
-    0.0007812479734420776
+    0.00012409599870443345,
+    0.0003460479974746704,
+    0.001089408040046692
    ],
-   "host_canary_seconds": 9.489804999986973e-06,
-   "host_backward_canary_seconds": 1.3790750000026719e-05,
+   "host_canary_seconds": 1.2116940000055366e-05,
+   "host_backward_canary_seconds": 2.5562309999713762e-05,
    "pass_seconds": [
-    4.656533151865005e-05,
-    5.0985904676573625e-05,
-    3.254019043275289e-05
+    6.366628869658425e-05,
+    3.606171444767997e-05,
+    4.4810664795693904e-05
    ],
    "pass_host_canary_seconds": [
-    9.489804999986973e-06,
-    1.007926500001588e-05,
-    9.939289999891797e-06
+    1.2116940000055366e-05,
+    1.0595445000376457e-05,
+    1.0171274999493107e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3790750000026719e-05,
-    1.8858990000012454e-05,
-    1.878033999986428e-05
+    2.5562309999713762e-05,
+    1.908187500021086e-05,
+    1.728486000047269e-05
    ]
   },
   "layer_backward_groupnorm_autocast": {
-   "seconds": 0.00010575466283730097,
-   "min": 8.126932914767946e-05,
-   "max": 0.00011969828641130814,
+   "seconds": 0.00011471619031258991,
+   "min": 9.982704619566599e-05,
+   "max": 0.00012191466596864518,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2123,32 +2144,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002598080039024353,
-    0.0006419199705123901,
-    0.0021768639087677
+    0.0005097600221633911,
+    0.0013544000387191773,
+    0.0033894400596618654
    ],
-   "host_canary_seconds": 9.489804999986973e-06,
-   "host_backward_canary_seconds": 1.3790750000026719e-05,
+   "backward_nodes_per_layer": 3.0,
+   "host_canary_seconds": 1.2116940000055366e-05,
+   "host_backward_canary_seconds": 2.5562309999713762e-05,
    "pass_seconds": [
-    8.126932914767946e-05,
-    0.00010575466283730097,
-    0.00011969828641130814
+    0.00012191466596864518,
+    0.00011471619031258991,
+    9.982704619566599e-05
    ],
    "pass_host_canary_seconds": [
-    9.489804999986973e-06,
-    1.007926500001588e-05,
-    9.939289999891797e-06
+    1.2116940000055366e-05,
+    1.0595445000376457e-05,
+    1.0171274999493107e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3790750000026719e-05,
-    1.8858990000012454e-05,
-    1.878033999986428e-05
+    2.5562309999713762e-05,
+    1.908187500021086e-05,
+    1.728486000047269e-05
    ]
   },
   "layer_forward_relu": {
-   "seconds": 1.0756571289329303e-05,
-   "min": 1.0676571123656772e-05,
-   "max": 1.3657143339514733e-05,
+   "seconds": 2.052419162577107e-05,
+   "min": 1.699733414820262e-05,
+   "max": 2.2883047305402303e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2157,32 +2179,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.7744000777602196e-05,
-    6.950400024652481e-05,
-    0.00023286400735378265
+    2.4127999320626257e-05,
+    9.052799642086029e-05,
+    0.0003336000144481659
    ],
-   "host_canary_seconds": 9.231675000016537e-06,
-   "host_backward_canary_seconds": 1.526790999996308e-05,
+   "host_canary_seconds": 1.1668874999770652e-05,
+   "host_backward_canary_seconds": 2.3445725000215133e-05,
    "pass_seconds": [
-    1.3657143339514733e-05,
-    1.0676571123656772e-05,
-    1.0756571289329303e-05
+    2.052419162577107e-05,
+    2.2883047305402303e-05,
+    1.699733414820262e-05
    ],
    "pass_host_canary_seconds": [
-    9.231675000016537e-06,
-    7.304969999992749e-06,
-    8.538764999883597e-06
+    1.1668874999770652e-05,
+    1.1436162499762758e-05,
+    1.1034089999952813e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.526790999996308e-05,
-    1.839477000004308e-05,
-    1.9337660000076084e-05
+    2.3445725000215133e-05,
+    1.9469934999278847e-05,
+    1.8630225000606515e-05
    ]
   },
   "layer_backward_relu": {
-   "seconds": 2.9933714973075047e-05,
-   "min": 2.1061334670299585e-05,
-   "max": 3.474057190829799e-05,
+   "seconds": 2.228723830055623e-05,
+   "min": 1.9166474186238793e-05,
+   "max": 2.3255619619573864e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2191,32 +2213,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00011356800049543381,
-    0.00018688000738620758,
-    0.0006240640282630921
+    0.0001855040043592453,
+    0.0003975679874420166,
+    0.0008555520176887513
    ],
-   "host_canary_seconds": 9.231675000016537e-06,
-   "host_backward_canary_seconds": 1.526790999996308e-05,
+   "backward_nodes_per_layer": 1.0,
+   "host_canary_seconds": 1.1668874999770652e-05,
+   "host_backward_canary_seconds": 2.3445725000215133e-05,
    "pass_seconds": [
-    2.1061334670299585e-05,
-    2.9933714973075047e-05,
-    3.474057190829799e-05
+    2.228723830055623e-05,
+    2.3255619619573864e-05,
+    1.9166474186238793e-05
    ],
    "pass_host_canary_seconds": [
-    9.231675000016537e-06,
-    7.304969999992749e-06,
-    8.538764999883597e-06
+    1.1668874999770652e-05,
+    1.1436162499762758e-05,
+    1.1034089999952813e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.526790999996308e-05,
-    1.839477000004308e-05,
-    1.9337660000076084e-05
+    2.3445725000215133e-05,
+    1.9469934999278847e-05,
+    1.8630225000606515e-05
    ]
   },
   "layer_forward_relu_autocast": {
-   "seconds": 1.0575999638863973e-05,
-   "min": 9.355428495577404e-06,
-   "max": 1.3854475425822391e-05,
+   "seconds": 1.7452191384065722e-05,
+   "min": 1.21333332998412e-05,
+   "max": 1.857447624206543e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2225,32 +2248,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.2208001017570495e-05,
-    8.393599838018418e-05,
-    0.00025007998943328856
+    3.894399851560593e-05,
+    0.00012214399874210357,
+    0.00023654399812221528
    ],
-   "host_canary_seconds": 9.282745000014359e-06,
-   "host_backward_canary_seconds": 1.4039859999996906e-05,
+   "host_canary_seconds": 1.1298630000169396e-05,
+   "host_backward_canary_seconds": 2.3855959999536934e-05,
    "pass_seconds": [
-    1.3854475425822391e-05,
-    9.355428495577404e-06,
-    1.0575999638863973e-05
+    1.21333332998412e-05,
+    1.857447624206543e-05,
+    1.7452191384065722e-05
    ],
    "pass_host_canary_seconds": [
-    9.282745000014359e-06,
-    7.456230000002506e-06,
-    8.743690000017068e-06
+    1.1298630000169396e-05,
+    1.2331809999750476e-05,
+    1.0967732500830606e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4039859999996906e-05,
-    1.8787150000036946e-05,
-    1.91439249999803e-05
+    2.3855959999536934e-05,
+    1.995288999978584e-05,
+    1.6812490000575055e-05
    ]
   },
   "layer_backward_relu_autocast": {
-   "seconds": 2.8321525348084312e-05,
-   "min": 1.7305141226166776e-05,
-   "max": 2.9532950726293384e-05,
+   "seconds": 2.7459049508685162e-05,
+   "min": 1.6440381961209432e-05,
+   "max": 3.893333283208667e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2259,32 +2282,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014243200421333314,
-    0.00025040000677108767,
-    0.0006146559715270996
+    0.0002606079876422882,
+    0.00032860800623893735,
+    0.000998207986354828
    ],
-   "host_canary_seconds": 9.282745000014359e-06,
-   "host_backward_canary_seconds": 1.4039859999996906e-05,
+   "backward_nodes_per_layer": 1.0,
+   "host_canary_seconds": 1.1298630000169396e-05,
+   "host_backward_canary_seconds": 2.3855959999536934e-05,
    "pass_seconds": [
-    1.7305141226166776e-05,
-    2.9532950726293384e-05,
-    2.8321525348084312e-05
+    3.893333283208667e-05,
+    2.7459049508685162e-05,
+    1.6440381961209432e-05
    ],
    "pass_host_canary_seconds": [
-    9.282745000014359e-06,
-    7.456230000002506e-06,
-    8.743690000017068e-06
+    1.1298630000169396e-05,
+    1.2331809999750476e-05,
+    1.0967732500830606e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4039859999996906e-05,
-    1.8787150000036946e-05,
-    1.91439249999803e-05
+    2.3855959999536934e-05,
+    1.995288999978584e-05,
+    1.6812490000575055e-05
    ]
   },
   "layer_forward_gelu": {
-   "seconds": 1.2560761932815823e-05,
-   "min": 9.697523766330312e-06,
-   "max": 1.4753523681844983e-05,
+   "seconds": 1.7496380245401744e-05,
+   "min": 1.591847570879119e-05,
+   "max": 1.7696000635623933e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2293,32 +2317,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.6367999613285064e-05,
-    6.26240000128746e-05,
-    0.00021430400013923645
+    3.58400009572506e-05,
+    8.393599838018418e-05,
+    0.0002996160089969635
    ],
-   "host_canary_seconds": 9.262650000003703e-06,
-   "host_backward_canary_seconds": 1.3331540000010023e-05,
+   "host_canary_seconds": 1.151535249960034e-05,
+   "host_backward_canary_seconds": 2.208628500056875e-05,
    "pass_seconds": [
-    1.2560761932815823e-05,
-    9.697523766330312e-06,
-    1.4753523681844983e-05
+    1.7696000635623933e-05,
+    1.7496380245401744e-05,
+    1.591847570879119e-05
    ],
    "pass_host_canary_seconds": [
-    9.262650000003703e-06,
-    7.979254999952446e-06,
-    1.0618620000002465e-05
+    1.151535249960034e-05,
+    1.2373632500271015e-05,
+    1.098403000014514e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3331540000010023e-05,
-    1.8636930000042185e-05,
-    1.974401000012449e-05
+    2.208628500056875e-05,
+    1.999139999952604e-05,
+    1.6737900000407536e-05
    ]
   },
   "layer_backward_gelu": {
-   "seconds": 2.375161754233496e-05,
-   "min": 1.6707811504602436e-05,
-   "max": 2.905219128089291e-05,
+   "seconds": 2.1782856434583668e-05,
+   "min": 1.7757716100840345e-05,
+   "max": 3.567314183428175e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2327,32 +2351,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00010342399775981904,
-    0.00017427200078964233,
-    0.0005368000268936157
+    0.0001767680048942566,
+    0.0003372800052165985,
+    0.0009774399995803834
    ],
-   "host_canary_seconds": 9.262650000003703e-06,
-   "host_backward_canary_seconds": 1.3331540000010023e-05,
+   "backward_nodes_per_layer": 1.0,
+   "host_canary_seconds": 1.151535249960034e-05,
+   "host_backward_canary_seconds": 2.208628500056875e-05,
    "pass_seconds": [
-    1.6707811504602436e-05,
-    2.905219128089291e-05,
-    2.375161754233496e-05
+    3.567314183428175e-05,
+    2.1782856434583668e-05,
+    1.7757716100840345e-05
    ],
    "pass_host_canary_seconds": [
-    9.262650000003703e-06,
-    7.979254999952446e-06,
-    1.0618620000002465e-05
+    1.151535249960034e-05,
+    1.2373632500271015e-05,
+    1.098403000014514e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3331540000010023e-05,
-    1.8636930000042185e-05,
-    1.974401000012449e-05
+    2.208628500056875e-05,
+    1.999139999952604e-05,
+    1.6737900000407536e-05
    ]
   },
   "layer_forward_gelu_autocast": {
-   "seconds": 1.385447649019105e-05,
-   "min": 9.097142943314143e-06,
-   "max": 1.4614095113107138e-05,
+   "seconds": 1.6457143638815196e-05,
+   "min": 1.614552310534886e-05,
+   "max": 1.785219017238844e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2361,32 +2386,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.083200171589851e-05,
-    8.073599636554718e-05,
-    0.0002480960041284561
+    5.3056001663208005e-05,
+    9.673599898815155e-05,
+    0.0002980160117149353
    ],
-   "host_canary_seconds": 9.818119999991382e-06,
-   "host_backward_canary_seconds": 1.3584750000035229e-05,
+   "host_canary_seconds": 1.1262620000138667e-05,
+   "host_backward_canary_seconds": 2.1959749999496126e-05,
    "pass_seconds": [
-    1.385447649019105e-05,
-    1.4614095113107138e-05,
-    9.097142943314143e-06
+    1.6457143638815196e-05,
+    1.785219017238844e-05,
+    1.614552310534886e-05
    ],
    "pass_host_canary_seconds": [
-    9.818119999991382e-06,
-    1.0226079999995364e-05,
-    1.076574499997207e-05
+    1.1262620000138667e-05,
+    1.1799744999620998e-05,
+    1.0823105000099532e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3584750000035229e-05,
-    1.8601644999947096e-05,
-    1.9358710000005884e-05
+    2.1959749999496126e-05,
+    2.030673499916702e-05,
+    1.4723144998924908e-05
    ]
   },
   "layer_backward_gelu_autocast": {
-   "seconds": 2.2784001947868435e-05,
-   "min": 1.8443427092972258e-05,
-   "max": 3.2134856496538434e-05,
+   "seconds": 2.2211049816438126e-05,
+   "min": 2.005866950466519e-05,
+   "max": 3.399238025858289e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2395,32 +2420,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00012435200065374373,
-    0.0002046719938516617,
-    0.0006032959818840027
+    0.00018515199422836304,
+    0.00033532801270484924,
+    0.0009415040016174317
    ],
-   "host_canary_seconds": 9.818119999991382e-06,
-   "host_backward_canary_seconds": 1.3584750000035229e-05,
+   "backward_nodes_per_layer": 1.0,
+   "host_canary_seconds": 1.1262620000138667e-05,
+   "host_backward_canary_seconds": 2.1959749999496126e-05,
    "pass_seconds": [
-    1.8443427092972258e-05,
-    2.2784001947868435e-05,
-    3.2134856496538434e-05
+    3.399238025858289e-05,
+    2.2211049816438126e-05,
+    2.005866950466519e-05
    ],
    "pass_host_canary_seconds": [
-    9.818119999991382e-06,
-    1.0226079999995364e-05,
-    1.076574499997207e-05
+    1.1262620000138667e-05,
+    1.1799744999620998e-05,
+    1.0823105000099532e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3584750000035229e-05,
-    1.8601644999947096e-05,
-    1.9358710000005884e-05
+    2.1959749999496126e-05,
+    2.030673499916702e-05,
+    1.4723144998924908e-05
    ]
   },
   "layer_forward_silu": {
-   "seconds": 1.4531047748667854e-05,
-   "min": 1.4438857546164875e-05,
-   "max": 1.5266285765738715e-05,
+   "seconds": 1.7618286112944287e-05,
+   "min": 1.5984762637388138e-05,
+   "max": 1.799847717796053e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2429,32 +2455,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.8960000723600386e-05,
-    7.193599641323089e-05,
-    0.0002467200011014938
+    4.668800160288811e-05,
+    0.00010127999633550644,
+    0.000316864013671875
    ],
-   "host_canary_seconds": 1.0324764999971591e-05,
-   "host_backward_canary_seconds": 1.7807099999984643e-05,
+   "host_canary_seconds": 1.1542627499920855e-05,
+   "host_backward_canary_seconds": 2.2148295000192777e-05,
    "pass_seconds": [
-    1.4531047748667854e-05,
-    1.4438857546164875e-05,
-    1.5266285765738715e-05
+    1.799847717796053e-05,
+    1.7618286112944287e-05,
+    1.5984762637388138e-05
    ],
    "pass_host_canary_seconds": [
-    1.0324764999971591e-05,
-    1.0152429999976676e-05,
-    1.0724077499943973e-05
+    1.1542627499920855e-05,
+    1.192488749950371e-05,
+    1.0942047500748231e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7807099999984643e-05,
-    1.8496320000025434e-05,
-    1.9628649999958726e-05
+    2.2148295000192777e-05,
+    1.987814500012064e-05,
+    1.9190439999192677e-05
    ]
   },
   "layer_backward_silu": {
-   "seconds": 2.3811807323779375e-05,
-   "min": 1.960456921231179e-05,
-   "max": 2.4383999762080963e-05,
+   "seconds": 2.5406474513666973e-05,
+   "min": 2.3707429213183263e-05,
+   "max": 2.667657214970816e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2463,32 +2489,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00012051200121641159,
-    0.00020198400318622588,
-    0.0006255679726600647
+    0.0002274560034275055,
+    0.00045126399397850034,
+    0.0009097279906272888
    ],
-   "host_canary_seconds": 1.0324764999971591e-05,
-   "host_backward_canary_seconds": 1.7807099999984643e-05,
+   "backward_nodes_per_layer": 1.0,
+   "host_canary_seconds": 1.1542627499920855e-05,
+   "host_backward_canary_seconds": 2.2148295000192777e-05,
    "pass_seconds": [
-    1.960456921231179e-05,
-    2.3811807323779375e-05,
-    2.4383999762080963e-05
+    2.5406474513666973e-05,
+    2.3707429213183263e-05,
+    2.667657214970816e-05
    ],
    "pass_host_canary_seconds": [
-    1.0324764999971591e-05,
-    1.0152429999976676e-05,
-    1.0724077499943973e-05
+    1.1542627499920855e-05,
+    1.192488749950371e-05,
+    1.0942047500748231e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7807099999984643e-05,
-    1.8496320000025434e-05,
-    1.9628649999958726e-05
+    2.2148295000192777e-05,
+    1.987814500012064e-05,
+    1.9190439999192677e-05
    ]
   },
   "layer_forward_silu_autocast": {
-   "seconds": 1.4776381708326794e-05,
-   "min": 1.4070858203229448e-05,
-   "max": 1.496761842142968e-05,
+   "seconds": 1.706438103602046e-05,
+   "min": 1.6532571542830692e-05,
+   "max": 1.8032761556761605e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2497,32 +2524,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.6783998608589174e-05,
-    9.276799857616425e-05,
-    0.00025910401344299316
+    5.417599901556969e-05,
+    0.00010307200253009796,
+    0.0003093760013580322
    ],
-   "host_canary_seconds": 9.831115000018542e-06,
-   "host_backward_canary_seconds": 1.4898840000014957e-05,
+   "host_canary_seconds": 1.1500510000246322e-05,
+   "host_backward_canary_seconds": 2.1759060000476893e-05,
    "pass_seconds": [
-    1.4070858203229448e-05,
-    1.496761842142968e-05,
-    1.4776381708326794e-05
+    1.706438103602046e-05,
+    1.8032761556761605e-05,
+    1.6532571542830692e-05
    ],
    "pass_host_canary_seconds": [
-    9.831115000018542e-06,
-    1.0202580000004958e-05,
-    1.0599785000025008e-05
+    1.1500510000246322e-05,
+    1.1855289999402885e-05,
+    1.0960542500697556e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4898840000014957e-05,
-    1.9139079999987985e-05,
-    2.0249219999897147e-05
+    2.1759060000476893e-05,
+    2.0661450000716287e-05,
+    1.9899444999964544e-05
    ]
   },
   "layer_backward_silu_autocast": {
-   "seconds": 2.4968380551962625e-05,
-   "min": 1.3887236160891401e-05,
-   "max": 2.9078856820151926e-05,
+   "seconds": 2.4765714470829282e-05,
+   "min": 2.413790566580636e-05,
+   "max": 2.659581033956437e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2531,32 +2558,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001446080058813095,
-    0.0002580159902572632,
-    0.0005738239884376526
+    0.0002184319943189621,
+    0.00035334399342536925,
+    0.0008490239977836609
    ],
-   "host_canary_seconds": 9.831115000018542e-06,
-   "host_backward_canary_seconds": 1.4898840000014957e-05,
+   "backward_nodes_per_layer": 1.0,
+   "host_canary_seconds": 1.1500510000246322e-05,
+   "host_backward_canary_seconds": 2.1759060000476893e-05,
    "pass_seconds": [
-    1.3887236160891401e-05,
-    2.4968380551962625e-05,
-    2.9078856820151926e-05
+    2.4765714470829282e-05,
+    2.413790566580636e-05,
+    2.659581033956437e-05
    ],
    "pass_host_canary_seconds": [
-    9.831115000018542e-06,
-    1.0202580000004958e-05,
-    1.0599785000025008e-05
+    1.1500510000246322e-05,
+    1.1855289999402885e-05,
+    1.0960542500697556e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4898840000014957e-05,
-    1.9139079999987985e-05,
-    2.0249219999897147e-05
+    2.1759060000476893e-05,
+    2.0661450000716287e-05,
+    1.9899444999964544e-05
    ]
   },
   "layer_forward_tanh": {
-   "seconds": 1.4074666780375296e-05,
-   "min": 1.2573713880209695e-05,
-   "max": 1.5395047763983413e-05,
+   "seconds": 1.7738666030622664e-05,
+   "min": 1.6340572209585283e-05,
+   "max": 1.819961801880882e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2565,32 +2593,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.9759999364614487e-05,
-    7.046400010585785e-05,
-    0.00021935999393463135
+    3.395200148224831e-05,
+    8.115199953317642e-05,
+    0.0003044799864292145
    ],
-   "host_canary_seconds": 9.338362500006525e-06,
-   "host_backward_canary_seconds": 1.4705349999992734e-05,
+   "host_canary_seconds": 1.20013450003853e-05,
+   "host_backward_canary_seconds": 2.27855000002819e-05,
    "pass_seconds": [
-    1.2573713880209695e-05,
-    1.4074666780375296e-05,
-    1.5395047763983413e-05
+    1.819961801880882e-05,
+    1.7738666030622664e-05,
+    1.6340572209585283e-05
    ],
    "pass_host_canary_seconds": [
-    9.338362500006525e-06,
-    1.022685499997067e-05,
-    1.0530027499981997e-05
+    1.20013450003853e-05,
+    1.1591952500680235e-05,
+    1.130528499970751e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4705349999992734e-05,
-    1.9149059999961084e-05,
-    2.028547999998409e-05
+    2.27855000002819e-05,
+    2.0727245000671247e-05,
+    2.0310459999564048e-05
    ]
   },
   "layer_backward_tanh": {
-   "seconds": 2.2607237898877693e-05,
-   "min": 2.101562083477066e-05,
-   "max": 2.7010287202539895e-05,
+   "seconds": 3.012037773927052e-05,
+   "min": 2.3119239402668815e-05,
+   "max": 3.0661332110563914e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2599,32 +2627,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001175680011510849,
-    0.00021353599429130553,
-    0.0006198080182075501
+    0.0001844480037689209,
+    0.000350271999835968,
+    0.0009237759709358215
    ],
-   "host_canary_seconds": 9.338362500006525e-06,
-   "host_backward_canary_seconds": 1.4705349999992734e-05,
+   "backward_nodes_per_layer": 1.0,
+   "host_canary_seconds": 1.20013450003853e-05,
+   "host_backward_canary_seconds": 2.27855000002819e-05,
    "pass_seconds": [
-    2.101562083477066e-05,
-    2.2607237898877693e-05,
-    2.7010287202539895e-05
+    3.0661332110563914e-05,
+    2.3119239402668815e-05,
+    3.012037773927052e-05
    ],
    "pass_host_canary_seconds": [
-    9.338362500006525e-06,
-    1.022685499997067e-05,
-    1.0530027499981997e-05
+    1.20013450003853e-05,
+    1.1591952500680235e-05,
+    1.130528499970751e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4705349999992734e-05,
-    1.9149059999961084e-05,
-    2.028547999998409e-05
+    2.27855000002819e-05,
+    2.0727245000671247e-05,
+    2.0310459999564048e-05
    ]
   },
   "layer_forward_tanh_autocast": {
-   "seconds": 1.4643810157264983e-05,
-   "min": 1.3550475771938052e-05,
-   "max": 1.5078094388757434e-05,
+   "seconds": 1.6609523977552143e-05,
+   "min": 1.605866583330291e-05,
+   "max": 1.8662857157843454e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2633,32 +2662,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.495999962091446e-05,
-    8.697599917650222e-05,
-    0.0002486719936132431
+    6.220800057053566e-05,
+    0.00011244799941778183,
+    0.000311488002538681
    ],
-   "host_canary_seconds": 9.542464999974243e-06,
-   "host_backward_canary_seconds": 1.7164140000005546e-05,
+   "host_canary_seconds": 1.2952649999533605e-05,
+   "host_backward_canary_seconds": 2.394747000039388e-05,
    "pass_seconds": [
-    1.3550475771938052e-05,
-    1.4643810157264983e-05,
-    1.5078094388757434e-05
+    1.6609523977552143e-05,
+    1.605866583330291e-05,
+    1.8662857157843454e-05
    ],
    "pass_host_canary_seconds": [
-    9.542464999974243e-06,
-    1.0328380000004245e-05,
-    1.029990749998433e-05
+    1.2952649999533605e-05,
+    8.040745000243987e-06,
+    1.1290319999943676e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7164140000005546e-05,
-    1.9254494999998428e-05,
-    1.9991550000071357e-05
+    2.394747000039388e-05,
+    2.094423000016832e-05,
+    2.082459999883213e-05
    ]
   },
   "layer_backward_tanh_autocast": {
-   "seconds": 2.5025526327746247e-05,
-   "min": 1.8931046305667795e-05,
-   "max": 2.806552552751132e-05,
+   "seconds": 2.3026285959141592e-05,
+   "min": 2.208990426290603e-05,
+   "max": 2.8441141049067175e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2667,32 +2696,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001459839940071106,
-    0.00024355199933052062,
-    0.000633247971534729
+    0.00028169599175453184,
+    0.0004214720129966736,
+    0.0008700799942016602
    ],
-   "host_canary_seconds": 9.542464999974243e-06,
-   "host_backward_canary_seconds": 1.7164140000005546e-05,
+   "backward_nodes_per_layer": 1.0,
+   "host_canary_seconds": 1.2952649999533605e-05,
+   "host_backward_canary_seconds": 2.394747000039388e-05,
    "pass_seconds": [
-    1.8931046305667795e-05,
-    2.806552552751132e-05,
-    2.5025526327746247e-05
+    2.208990426290603e-05,
+    2.3026285959141592e-05,
+    2.8441141049067175e-05
    ],
    "pass_host_canary_seconds": [
-    9.542464999974243e-06,
-    1.0328380000004245e-05,
-    1.029990749998433e-05
+    1.2952649999533605e-05,
+    8.040745000243987e-06,
+    1.1290319999943676e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7164140000005546e-05,
-    1.9254494999998428e-05,
-    1.9991550000071357e-05
+    2.394747000039388e-05,
+    2.094423000016832e-05,
+    2.082459999883213e-05
    ]
   },
   "layer_forward_sigmoid": {
-   "seconds": 1.4292570984079726e-05,
-   "min": 1.31817138088601e-05,
-   "max": 1.4630857056805067e-05,
+   "seconds": 1.718247735074588e-05,
+   "min": 1.0990476679234277e-05,
+   "max": 1.7316572190750213e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2701,32 +2731,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.8672000393271447e-05,
-    6.755200028419494e-05,
-    0.000226175993680954
+    3.3055998384952545e-05,
+    9.551999717950821e-05,
+    0.00029443201422691345
    ],
-   "host_canary_seconds": 9.93606999999841e-06,
-   "host_backward_canary_seconds": 1.7363775000021064e-05,
+   "host_canary_seconds": 1.2038542499794858e-05,
+   "host_backward_canary_seconds": 2.2281569999336168e-05,
    "pass_seconds": [
-    1.31817138088601e-05,
-    1.4630857056805067e-05,
-    1.4292570984079726e-05
+    1.718247735074588e-05,
+    1.0990476679234277e-05,
+    1.7316572190750213e-05
    ],
    "pass_host_canary_seconds": [
-    9.93606999999841e-06,
-    1.0206759999960014e-05,
-    1.0115605000038386e-05
+    1.2038542499794858e-05,
+    8.150109999860434e-06,
+    1.1033839999754491e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7363775000021064e-05,
-    1.8220659999883537e-05,
-    1.474117000014985e-05
+    2.2281569999336168e-05,
+    2.1997970000029453e-05,
+    2.12791599983575e-05
    ]
   },
   "layer_backward_sigmoid": {
-   "seconds": 1.9929906619446616e-05,
-   "min": 1.9000380787821042e-05,
-   "max": 2.15108578226396e-05,
+   "seconds": 3.2904377828041716e-05,
+   "min": 2.046704682565871e-05,
+   "max": 3.301257232115382e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2735,32 +2765,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00016857600212097167,
-    0.0002789120078086853,
-    0.0006559039950370789
+    0.000190528005361557,
+    0.0003595840036869049,
+    0.000948095977306366
    ],
-   "host_canary_seconds": 9.93606999999841e-06,
-   "host_backward_canary_seconds": 1.7363775000021064e-05,
+   "backward_nodes_per_layer": 1.0,
+   "host_canary_seconds": 1.2038542499794858e-05,
+   "host_backward_canary_seconds": 2.2281569999336168e-05,
    "pass_seconds": [
-    1.9000380787821042e-05,
-    2.15108578226396e-05,
-    1.9929906619446616e-05
+    3.2904377828041716e-05,
+    2.046704682565871e-05,
+    3.301257232115382e-05
    ],
    "pass_host_canary_seconds": [
-    9.93606999999841e-06,
-    1.0206759999960014e-05,
-    1.0115605000038386e-05
+    1.2038542499794858e-05,
+    8.150109999860434e-06,
+    1.1033839999754491e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7363775000021064e-05,
-    1.8220659999883537e-05,
-    1.474117000014985e-05
+    2.2281569999336168e-05,
+    2.1997970000029453e-05,
+    2.12791599983575e-05
    ]
   },
   "layer_forward_sigmoid_autocast": {
-   "seconds": 1.4221715075629098e-05,
-   "min": 1.0633905196473712e-05,
-   "max": 1.4846476770582654e-05,
+   "seconds": 1.716419131982894e-05,
+   "min": 1.0563047514075325e-05,
+   "max": 1.8016762321903592e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2769,32 +2800,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.332799836993218e-05,
-    8.62400010228157e-05,
-    0.00025673601031303404
+    7.107199728488922e-05,
+    0.00012671999633312225,
+    0.0003418560028076172
    ],
-   "host_canary_seconds": 9.859439999999609e-06,
-   "host_backward_canary_seconds": 1.6991950000004865e-05,
+   "host_canary_seconds": 1.2078782499997942e-05,
+   "host_backward_canary_seconds": 2.222219000032055e-05,
    "pass_seconds": [
-    1.4221715075629098e-05,
-    1.4846476770582654e-05,
-    1.0633905196473712e-05
+    1.8016762321903592e-05,
+    1.0563047514075325e-05,
+    1.716419131982894e-05
    ],
    "pass_host_canary_seconds": [
-    9.859439999999609e-06,
-    1.0238687499999343e-05,
-    8.09625999991681e-06
+    1.2078782499997942e-05,
+    8.150109999860434e-06,
+    1.1545559999603938e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6991950000004865e-05,
-    1.893080499996813e-05,
-    1.5394799999910445e-05
+    2.222219000032055e-05,
+    2.2365219999755938e-05,
+    1.786301000038293e-05
    ]
   },
   "layer_backward_sigmoid_autocast": {
-   "seconds": 2.6109715302785242e-05,
-   "min": 1.505295364629655e-05,
-   "max": 3.0360380276328046e-05,
+   "seconds": 2.8872382427964883e-05,
+   "min": 2.5338665360496155e-05,
+   "max": 3.769904658907936e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2803,32 +2834,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001855359971523285,
-    0.0002908799946308136,
-    0.0006304960250854493
+    0.000290367990732193,
+    0.0005958399772644043,
+    0.0010486400127410888
    ],
-   "host_canary_seconds": 9.859439999999609e-06,
-   "host_backward_canary_seconds": 1.6991950000004865e-05,
+   "backward_nodes_per_layer": 1.0,
+   "host_canary_seconds": 1.2078782499997942e-05,
+   "host_backward_canary_seconds": 2.222219000032055e-05,
    "pass_seconds": [
-    1.505295364629655e-05,
-    2.6109715302785242e-05,
-    3.0360380276328046e-05
+    2.8872382427964883e-05,
+    3.769904658907936e-05,
+    2.5338665360496155e-05
    ],
    "pass_host_canary_seconds": [
-    9.859439999999609e-06,
-    1.0238687499999343e-05,
-    8.09625999991681e-06
+    1.2078782499997942e-05,
+    8.150109999860434e-06,
+    1.1545559999603938e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6991950000004865e-05,
-    1.893080499996813e-05,
-    1.5394799999910445e-05
+    2.222219000032055e-05,
+    2.2365219999755938e-05,
+    1.786301000038293e-05
    ]
   },
   "layer_forward_dropout": {
-   "seconds": 2.3699046955222176e-05,
-   "min": 1.998780880655561e-05,
-   "max": 2.4098285074744903e-05,
+   "seconds": 2.653866686991283e-05,
+   "min": 1.487390413170769e-05,
+   "max": 3.051123980964933e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2837,32 +2869,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.574400022625923e-05,
-    9.769599884748459e-05,
-    0.0003362239897251129
+    5.8559998869895935e-05,
+    0.00013184000551700592,
+    0.00045452800393104553
    ],
-   "host_canary_seconds": 9.82459249998513e-06,
-   "host_backward_canary_seconds": 1.6251019999984352e-05,
+   "host_canary_seconds": 1.2121694999791544e-05,
+   "host_backward_canary_seconds": 2.199627999971199e-05,
    "pass_seconds": [
-    1.998780880655561e-05,
-    2.4098285074744903e-05,
-    2.3699046955222176e-05
+    2.653866686991283e-05,
+    1.487390413170769e-05,
+    3.051123980964933e-05
    ],
    "pass_host_canary_seconds": [
-    9.82459249998513e-06,
-    1.0245005000015793e-05,
-    1.0408144999942692e-05
+    1.2121694999791544e-05,
+    1.0763284999484313e-05,
+    1.19070349995809e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6251019999984352e-05,
-    1.9442205000004264e-05,
-    1.56147350000424e-05
+    2.199627999971199e-05,
+    2.0238839999819903e-05,
+    1.7070755000077042e-05
    ]
   },
   "layer_backward_dropout": {
-   "seconds": 2.2877714995826994e-05,
-   "min": 1.744381019047329e-05,
-   "max": 2.4079236601080207e-05,
+   "seconds": 2.285790407941455e-05,
+   "min": 2.0339049398899084e-05,
+   "max": 4.1412574904305594e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2871,32 +2903,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00013798399269580842,
-    0.00026092800498008726,
-    0.0007030079960823059
+    0.00031526398658752444,
+    0.000448415994644165,
+    0.001015936017036438
    ],
-   "host_canary_seconds": 9.82459249998513e-06,
-   "host_backward_canary_seconds": 1.6251019999984352e-05,
+   "backward_nodes_per_layer": 1.0,
+   "host_canary_seconds": 1.2121694999791544e-05,
+   "host_backward_canary_seconds": 2.199627999971199e-05,
    "pass_seconds": [
-    1.744381019047329e-05,
-    2.2877714995826994e-05,
-    2.4079236601080207e-05
+    2.0339049398899084e-05,
+    4.1412574904305594e-05,
+    2.285790407941455e-05
    ],
    "pass_host_canary_seconds": [
-    9.82459249998513e-06,
-    1.0245005000015793e-05,
-    1.0408144999942692e-05
+    1.2121694999791544e-05,
+    1.0763284999484313e-05,
+    1.19070349995809e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6251019999984352e-05,
-    1.9442205000004264e-05,
-    1.56147350000424e-05
+    2.199627999971199e-05,
+    2.0238839999819903e-05,
+    1.7070755000077042e-05
    ]
   },
   "layer_forward_dropout_autocast": {
-   "seconds": 2.2590476309969313e-05,
-   "min": 2.1188570452587942e-05,
-   "max": 2.3532951694159278e-05,
+   "seconds": 2.3420190882115137e-05,
+   "min": 1.5089523579393114e-05,
+   "max": 2.779276065883182e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2905,32 +2938,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.0367999821901324e-05,
-    0.00011353600025177002,
-    0.0003680639863014221
+    7.558400183916092e-05,
+    0.00015356799960136413,
+    0.0003128319978713989
    ],
-   "host_canary_seconds": 9.642532500002687e-06,
-   "host_backward_canary_seconds": 1.4500170000033563e-05,
+   "host_canary_seconds": 1.1682944999904522e-05,
+   "host_backward_canary_seconds": 2.1668525000109185e-05,
    "pass_seconds": [
-    2.1188570452587942e-05,
-    2.3532951694159278e-05,
-    2.2590476309969313e-05
+    1.5089523579393114e-05,
+    2.3420190882115137e-05,
+    2.779276065883182e-05
    ],
    "pass_host_canary_seconds": [
-    9.642532500002687e-06,
-    1.0062835000042015e-05,
-    1.0344689999897128e-05
+    1.1682944999904522e-05,
+    1.050262000035218e-05,
+    1.1624750000009953e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4500170000033563e-05,
-    1.925103000004924e-05,
-    1.992697999980919e-05
+    2.1668525000109185e-05,
+    1.968655999917246e-05,
+    1.943410999956541e-05
    ]
   },
   "layer_backward_dropout_autocast": {
-   "seconds": 2.2259045747064416e-05,
-   "min": 2.211885668692135e-05,
-   "max": 2.758628715361868e-05,
+   "seconds": 5.116571379559382e-05,
+   "min": 1.8675810169605977e-05,
+   "max": 6.310019145409267e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2939,32 +2972,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014796799421310425,
-    0.00027574399113655093,
-    0.0007968639731407165
+    0.00021648000180721284,
+    0.0003593280017375946,
+    0.0013587520122528077
    ],
-   "host_canary_seconds": 9.642532500002687e-06,
-   "host_backward_canary_seconds": 1.4500170000033563e-05,
+   "backward_nodes_per_layer": 1.0,
+   "host_canary_seconds": 1.1682944999904522e-05,
+   "host_backward_canary_seconds": 2.1668525000109185e-05,
    "pass_seconds": [
-    2.211885668692135e-05,
-    2.758628715361868e-05,
-    2.2259045747064416e-05
+    6.310019145409267e-05,
+    1.8675810169605977e-05,
+    5.116571379559382e-05
    ],
    "pass_host_canary_seconds": [
-    9.642532500002687e-06,
-    1.0062835000042015e-05,
-    1.0344689999897128e-05
+    1.1682944999904522e-05,
+    1.050262000035218e-05,
+    1.1624750000009953e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4500170000033563e-05,
-    1.925103000004924e-05,
-    1.992697999980919e-05
+    2.1668525000109185e-05,
+    1.968655999917246e-05,
+    1.943410999956541e-05
    ]
   },
   "layer_forward_dropout_identity": {
-   "seconds": 5.8666666348775236e-06,
-   "min": 5.33561905225118e-06,
-   "max": 5.950476264669782e-06,
+   "seconds": 6.098285494815736e-06,
+   "min": 5.195428661647297e-06,
+   "max": 1.0431999606745584e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout_identity layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2973,32 +3007,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    1.788800023496151e-05,
-    3.3792000263929365e-05,
-    9.788800030946732e-05
+    2.3584000766277314e-05,
+    3.7888001650571824e-05,
+    0.0001010880023241043
    ],
-   "host_canary_seconds": 9.58318500000388e-06,
-   "host_backward_canary_seconds": 1.5672560000012936e-05,
+   "host_canary_seconds": 1.0711112500132458e-05,
+   "host_backward_canary_seconds": 2.134342500028197e-05,
    "pass_seconds": [
-    5.33561905225118e-06,
-    5.950476264669782e-06,
-    5.8666666348775236e-06
+    5.195428661647297e-06,
+    6.098285494815736e-06,
+    1.0431999606745584e-05
    ],
    "pass_host_canary_seconds": [
-    9.58318500000388e-06,
-    1.0172217500006297e-05,
-    1.040627750001022e-05
+    1.0711112500132458e-05,
+    1.0352494999779083e-05,
+    1.4144600000349782e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5672560000012936e-05,
-    1.912188000005699e-05,
-    1.4760864999914247e-05
+    2.134342500028197e-05,
+    1.97480099996028e-05,
+    2.3060315000975607e-05
    ]
   },
   "layer_backward_dropout_identity": {
-   "seconds": 4.502857724825532e-07,
-   "min": 1.5161913775262247e-07,
-   "max": 1.275428171668732e-06,
+   "seconds": 0.0,
+   "min": 0.0,
+   "max": 8.449527834142956e-07,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout_identity layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3007,32 +3041,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    8.953599631786346e-05,
-    0.00010655999928712845,
-    0.00017203199863433837
+    0.00014217600226402283,
+    0.00016070400178432465,
+    0.0002202879935503006
    ],
-   "host_canary_seconds": 9.58318500000388e-06,
-   "host_backward_canary_seconds": 1.5672560000012936e-05,
+   "backward_nodes_per_layer": 0.0,
+   "host_canary_seconds": 1.0711112500132458e-05,
+   "host_backward_canary_seconds": 2.134342500028197e-05,
    "pass_seconds": [
-    1.5161913775262247e-07,
-    1.275428171668732e-06,
-    4.502857724825532e-07
+    0.0,
+    8.449527834142956e-07,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    9.58318500000388e-06,
-    1.0172217500006297e-05,
-    1.040627750001022e-05
+    1.0711112500132458e-05,
+    1.0352494999779083e-05,
+    1.4144600000349782e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5672560000012936e-05,
-    1.912188000005699e-05,
-    1.4760864999914247e-05
+    2.134342500028197e-05,
+    1.97480099996028e-05,
+    2.3060315000975607e-05
    ]
   },
   "layer_forward_dropout_identity_autocast": {
-   "seconds": 5.951999908401853e-06,
-   "min": 5.353904550983793e-06,
-   "max": 6.111238063091324e-06,
+   "seconds": 8.244571586449942e-06,
+   "min": 6.1272380962258305e-06,
+   "max": 1.0441904976254418e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout_identity layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3041,32 +3076,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.174399957060814e-05,
-    4.793599992990494e-05,
-    0.00011209599673748017
+    3.7856001406908035e-05,
+    5.753599852323532e-05,
+    0.00015984000265598298
    ],
-   "host_canary_seconds": 9.798960000022561e-06,
-   "host_backward_canary_seconds": 1.3408919999946533e-05,
+   "host_canary_seconds": 1.2002770000094642e-05,
+   "host_backward_canary_seconds": 2.2468230000640687e-05,
    "pass_seconds": [
-    5.353904550983793e-06,
-    5.951999908401853e-06,
-    6.111238063091324e-06
+    8.244571586449942e-06,
+    6.1272380962258305e-06,
+    1.0441904976254418e-05
    ],
    "pass_host_canary_seconds": [
-    9.798960000022561e-06,
-    1.018596000001537e-05,
-    1.0452405000052068e-05
+    1.2002770000094642e-05,
+    1.0260875000085434e-05,
+    1.420856499976253e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3408919999946533e-05,
-    1.944455999996819e-05,
-    1.4876554999858626e-05
+    2.2468230000640687e-05,
+    1.9346389999554956e-05,
+    2.2759010000754643e-05
    ]
   },
   "layer_backward_dropout_identity_autocast": {
-   "seconds": 1.4758102950595651e-06,
-   "min": 1.2327620670908968e-06,
-   "max": 1.6144761549574988e-06,
+   "seconds": 7.809522960867188e-07,
+   "min": 3.4514282430921256e-07,
+   "max": 5.726475091207593e-06,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout_identity layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3075,32 +3110,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00012262400239706038,
-    0.00012793600559234618,
-    0.00021660800278186797
+    0.00016179199516773223,
+    0.00019641600549221038,
+    0.0003689279854297638
    ],
-   "host_canary_seconds": 9.798960000022561e-06,
-   "host_backward_canary_seconds": 1.3408919999946533e-05,
+   "backward_nodes_per_layer": 0.0,
+   "host_canary_seconds": 1.2002770000094642e-05,
+   "host_backward_canary_seconds": 2.2468230000640687e-05,
    "pass_seconds": [
-    1.2327620670908968e-06,
-    1.4758102950595651e-06,
-    1.6144761549574988e-06
+    5.726475091207593e-06,
+    7.809522960867188e-07,
+    3.4514282430921256e-07
    ],
    "pass_host_canary_seconds": [
-    9.798960000022561e-06,
-    1.018596000001537e-05,
-    1.0452405000052068e-05
+    1.2002770000094642e-05,
+    1.0260875000085434e-05,
+    1.420856499976253e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3408919999946533e-05,
-    1.944455999996819e-05,
-    1.4876554999858626e-05
+    2.2468230000640687e-05,
+    1.9346389999554956e-05,
+    2.2759010000754643e-05
    ]
   },
   "layer_forward_add": {
-   "seconds": 1.1718094881091799e-05,
-   "min": 1.0893714215074264e-05,
-   "max": 1.2457142983164108e-05,
+   "seconds": 1.3366856745311192e-05,
+   "min": 1.2445714058620587e-05,
+   "max": 1.3439237716652098e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3109,32 +3145,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.4159999564290046e-05,
-    5.728000029921532e-05,
-    0.00018771199882030486
+    3.443200141191483e-05,
+    7.820799946784973e-05,
+    0.00023615999519824982
    ],
-   "host_canary_seconds": 9.517770000009307e-06,
-   "host_backward_canary_seconds": 1.4626520000007304e-05,
+   "host_canary_seconds": 1.200865000015483e-05,
+   "host_backward_canary_seconds": 2.236475499955759e-05,
    "pass_seconds": [
-    1.0893714215074264e-05,
-    1.1718094881091799e-05,
-    1.2457142983164108e-05
+    1.3366856745311192e-05,
+    1.2445714058620587e-05,
+    1.3439237716652098e-05
    ],
    "pass_host_canary_seconds": [
-    9.517770000009307e-06,
-    1.0448917499985555e-05,
-    1.0408170000033579e-05
+    1.200865000015483e-05,
+    1.0530099999641606e-05,
+    1.0444229999961863e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4626520000007304e-05,
-    1.910477000002686e-05,
-    1.4854899999932058e-05
+    2.236475499955759e-05,
+    1.9483589999254035e-05,
+    2.318143499906e-05
    ]
   },
   "layer_backward_add": {
-   "seconds": 3.0334475671961195e-05,
-   "min": 2.0292570548398157e-05,
-   "max": 3.05226675811268e-05,
+   "seconds": 3.39192393280211e-05,
+   "min": 2.5368380848140945e-05,
+   "max": 4.082590448004858e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3143,32 +3179,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00011817599833011627,
-    0.000217631995677948,
-    0.0005879359841346741
+    0.00018508799374103546,
+    0.0003814400136470795,
+    0.0009125440120697022
    ],
-   "host_canary_seconds": 9.517770000009307e-06,
-   "host_backward_canary_seconds": 1.4626520000007304e-05,
+   "backward_nodes_per_layer": 2.0,
+   "host_canary_seconds": 1.200865000015483e-05,
+   "host_backward_canary_seconds": 2.236475499955759e-05,
    "pass_seconds": [
-    2.0292570548398157e-05,
-    3.0334475671961195e-05,
-    3.05226675811268e-05
+    3.39192393280211e-05,
+    2.5368380848140945e-05,
+    4.082590448004858e-05
    ],
    "pass_host_canary_seconds": [
-    9.517770000009307e-06,
-    1.0448917499985555e-05,
-    1.0408170000033579e-05
+    1.200865000015483e-05,
+    1.0530099999641606e-05,
+    1.0444229999961863e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4626520000007304e-05,
-    1.910477000002686e-05,
-    1.4854899999932058e-05
+    2.236475499955759e-05,
+    1.9483589999254035e-05,
+    2.318143499906e-05
    ]
   },
   "layer_forward_add_autocast": {
-   "seconds": 1.2217904485407328e-05,
-   "min": 1.1433142459108716e-05,
-   "max": 1.248380985288393e-05,
+   "seconds": 1.4000761012236278e-05,
+   "min": 6.762667071251642e-06,
+   "max": 1.4692571723744982e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3177,32 +3214,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.891199827194214e-05,
-    7.347200065851212e-05,
-    0.0002104959934949875
+    6.646399945020676e-05,
+    0.00010809600353240967,
+    0.0002763519883155823
    ],
-   "host_canary_seconds": 9.65861000000956e-06,
-   "host_backward_canary_seconds": 1.73884600000207e-05,
+   "host_canary_seconds": 1.2084484999945744e-05,
+   "host_backward_canary_seconds": 2.2586089999094837e-05,
    "pass_seconds": [
-    1.1433142459108716e-05,
-    1.248380985288393e-05,
-    1.2217904485407328e-05
+    1.4000761012236278e-05,
+    6.762667071251642e-06,
+    1.4692571723744982e-05
    ],
    "pass_host_canary_seconds": [
-    9.65861000000956e-06,
-    1.0630927500017151e-05,
-    1.0211902499932535e-05
+    1.2084484999945744e-05,
+    7.568235000690038e-06,
+    9.649777500158052e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.73884600000207e-05,
-    1.985065500001326e-05,
-    2.059082000002377e-05
+    2.2586089999094837e-05,
+    1.932113000066238e-05,
+    2.2451429998682215e-05
    ]
   },
   "layer_backward_add_autocast": {
-   "seconds": 2.8735236575206123e-05,
-   "min": 2.307809374871708e-05,
-   "max": 3.542171596061616e-05,
+   "seconds": 2.8141713745537262e-05,
+   "min": 2.701561897993087e-05,
+   "max": 3.247314372232981e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3211,32 +3248,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014860799908638001,
-    0.00025865599513053895,
-    0.0006684479713439941
+    0.00027878400683403016,
+    0.0004147520065307617,
+    0.0008983359932899475
    ],
-   "host_canary_seconds": 9.65861000000956e-06,
-   "host_backward_canary_seconds": 1.73884600000207e-05,
+   "backward_nodes_per_layer": 2.0,
+   "host_canary_seconds": 1.2084484999945744e-05,
+   "host_backward_canary_seconds": 2.2586089999094837e-05,
    "pass_seconds": [
-    2.307809374871708e-05,
-    2.8735236575206123e-05,
-    3.542171596061616e-05
+    2.701561897993087e-05,
+    3.247314372232981e-05,
+    2.8141713745537262e-05
    ],
    "pass_host_canary_seconds": [
-    9.65861000000956e-06,
-    1.0630927500017151e-05,
-    1.0211902499932535e-05
+    1.2084484999945744e-05,
+    7.568235000690038e-06,
+    9.649777500158052e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.73884600000207e-05,
-    1.985065500001326e-05,
-    2.059082000002377e-05
+    2.2586089999094837e-05,
+    1.932113000066238e-05,
+    2.2451429998682215e-05
    ]
   },
   "layer_forward_mul": {
-   "seconds": 1.2607237945000332e-05,
-   "min": 1.2303238379813375e-05,
-   "max": 1.3807238567443122e-05,
+   "seconds": 1.5261714657147722e-05,
+   "min": 9.340189929519383e-06,
+   "max": 1.5512380926381973e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3245,32 +3283,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.5919999927282332e-05,
-    6.339199841022491e-05,
-    0.00021491199731826782
+    3.772800043225288e-05,
+    8.457600325345993e-05,
+    0.0002670080065727234
    ],
-   "host_canary_seconds": 9.769172500000423e-06,
-   "host_backward_canary_seconds": 1.6994115000024125e-05,
+   "host_canary_seconds": 1.1974662500051635e-05,
+   "host_backward_canary_seconds": 2.2611064999864538e-05,
    "pass_seconds": [
-    1.2607237945000332e-05,
-    1.2303238379813375e-05,
-    1.3807238567443122e-05
+    1.5261714657147722e-05,
+    9.340189929519383e-06,
+    1.5512380926381973e-05
    ],
    "pass_host_canary_seconds": [
-    9.769172500000423e-06,
-    1.0475469999988719e-05,
-    1.008503500003144e-05
+    1.1974662500051635e-05,
+    7.638829999905282e-06,
+    1.052190499990502e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6994115000024125e-05,
-    1.8745440000031975e-05,
-    2.102563999983431e-05
+    2.2611064999864538e-05,
+    1.834318999954121e-05,
+    2.071531999945364e-05
    ]
   },
   "layer_backward_mul": {
-   "seconds": 4.9815621847907704e-05,
-   "min": 4.0918097077381036e-05,
-   "max": 5.5046859241667246e-05,
+   "seconds": 5.5948950172889805e-05,
+   "min": 5.3386669073786046e-05,
+   "max": 5.868723598264513e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3279,32 +3317,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014662399888038636,
-    0.00030134400725364684,
-    0.0009475520253181457
+    0.0001990080028772354,
+    0.0004413439929485321,
+    0.0012408640384674072
    ],
-   "host_canary_seconds": 9.769172500000423e-06,
-   "host_backward_canary_seconds": 1.6994115000024125e-05,
+   "backward_nodes_per_layer": 2.0,
+   "host_canary_seconds": 1.1974662500051635e-05,
+   "host_backward_canary_seconds": 2.2611064999864538e-05,
    "pass_seconds": [
-    4.0918097077381036e-05,
-    4.9815621847907704e-05,
-    5.5046859241667246e-05
+    5.3386669073786046e-05,
+    5.5948950172889805e-05,
+    5.868723598264513e-05
    ],
    "pass_host_canary_seconds": [
-    9.769172500000423e-06,
-    1.0475469999988719e-05,
-    1.008503500003144e-05
+    1.1974662500051635e-05,
+    7.638829999905282e-06,
+    1.052190499990502e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6994115000024125e-05,
-    1.8745440000031975e-05,
-    2.102563999983431e-05
+    2.2611064999864538e-05,
+    1.834318999954121e-05,
+    2.071531999945364e-05
    ]
   },
   "layer_forward_mul_autocast": {
-   "seconds": 1.4042666270619348e-05,
-   "min": 1.2122666019768941e-05,
-   "max": 1.5105523169040682e-05,
+   "seconds": 1.5036951750516892e-05,
+   "min": 9.09942885239919e-06,
+   "max": 1.5980953261965796e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3313,32 +3352,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.083200171589851e-05,
-    7.580800354480744e-05,
-    0.00022220799326896668
+    6.697600334882736e-05,
+    0.00011011199653148651,
+    0.00030508801341056825
    ],
-   "host_canary_seconds": 9.409794999992726e-06,
-   "host_backward_canary_seconds": 1.3748470000010115e-05,
+   "host_canary_seconds": 1.1910800000123346e-05,
+   "host_backward_canary_seconds": 2.5080959999854713e-05,
    "pass_seconds": [
-    1.2122666019768941e-05,
-    1.4042666270619348e-05,
-    1.5105523169040682e-05
+    1.5980953261965796e-05,
+    9.09942885239919e-06,
+    1.5036951750516892e-05
    ],
    "pass_host_canary_seconds": [
-    9.409794999992726e-06,
-    1.0487090000026455e-05,
-    1.0413940000049138e-05
+    1.1910800000123346e-05,
+    7.154044999992948e-06,
+    1.1324647500146055e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3748470000010115e-05,
-    1.8594099999944545e-05,
-    2.149397500005534e-05
+    2.5080959999854713e-05,
+    1.7940115000101287e-05,
+    2.143520999993598e-05
    ]
   },
   "layer_backward_mul_autocast": {
-   "seconds": 4.731123858974092e-05,
-   "min": 3.430552479057085e-05,
-   "max": 6.0153907608418236e-05,
+   "seconds": 6.220647497546104e-05,
+   "min": 4.739352422101156e-05,
+   "max": 7.506285465898969e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3347,32 +3386,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001448639929294586,
-    0.0002827839851379395,
-    0.000840831995010376
+    0.0002369280010461807,
+    0.0006734719872474671,
+    0.0016570559740066528
    ],
-   "host_canary_seconds": 9.409794999992726e-06,
-   "host_backward_canary_seconds": 1.3748470000010115e-05,
+   "backward_nodes_per_layer": 2.0,
+   "host_canary_seconds": 1.1910800000123346e-05,
+   "host_backward_canary_seconds": 2.5080959999854713e-05,
    "pass_seconds": [
-    3.430552479057085e-05,
-    4.731123858974092e-05,
-    6.0153907608418236e-05
+    7.506285465898969e-05,
+    4.739352422101156e-05,
+    6.220647497546104e-05
    ],
    "pass_host_canary_seconds": [
-    9.409794999992726e-06,
-    1.0487090000026455e-05,
-    1.0413940000049138e-05
+    1.1910800000123346e-05,
+    7.154044999992948e-06,
+    1.1324647500146055e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3748470000010115e-05,
-    1.8594099999944545e-05,
-    2.149397500005534e-05
+    2.5080959999854713e-05,
+    1.7940115000101287e-05,
+    2.143520999993598e-05
    ]
   },
   "layer_forward_softmax": {
-   "seconds": 1.3053714785547483e-05,
-   "min": 1.1470476254111244e-05,
-   "max": 1.3366095012142546e-05,
+   "seconds": 1.2377142906188965e-05,
+   "min": 8.339047875432743e-06,
+   "max": 1.5225143038800786e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3381,32 +3421,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.4703999981284142e-05,
-    5.913599953055382e-05,
-    0.00019676800072193146
+    2.8192000463604927e-05,
+    8.022399991750717e-05,
+    0.00025868800282478335
    ],
-   "host_canary_seconds": 9.594612499981281e-06,
-   "host_backward_canary_seconds": 1.4071565000008945e-05,
+   "host_canary_seconds": 1.1510577499791453e-05,
+   "host_backward_canary_seconds": 2.4811685000258878e-05,
    "pass_seconds": [
-    1.1470476254111244e-05,
-    1.3053714785547483e-05,
-    1.3366095012142546e-05
+    1.5225143038800786e-05,
+    8.339047875432743e-06,
+    1.2377142906188965e-05
    ],
    "pass_host_canary_seconds": [
-    9.594612499981281e-06,
-    1.0683917499996198e-05,
-    1.0377522500064629e-05
+    1.1510577499791453e-05,
+    7.175380000035148e-06,
+    1.2370602500482165e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4071565000008945e-05,
-    1.8326610000016784e-05,
-    2.1417235000029678e-05
+    2.4811685000258878e-05,
+    1.7591820001143787e-05,
+    2.3352084999714864e-05
    ]
   },
   "layer_backward_softmax": {
-   "seconds": 3.081828329179969e-05,
-   "min": 2.0518856211787182e-05,
-   "max": 3.1839236971877876e-05,
+   "seconds": 3.231466730080899e-05,
+   "min": 3.192000117685113e-05,
+   "max": 4.177371731826236e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3415,32 +3455,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00011878400295972824,
-    0.000211776003241539,
-    0.0005976319909095764
+    0.00026188799738883974,
+    0.00046399998664855955,
+    0.0009948160052299499
    ],
-   "host_canary_seconds": 9.594612499981281e-06,
-   "host_backward_canary_seconds": 1.4071565000008945e-05,
+   "backward_nodes_per_layer": 1.0,
+   "host_canary_seconds": 1.1510577499791453e-05,
+   "host_backward_canary_seconds": 2.4811685000258878e-05,
    "pass_seconds": [
-    2.0518856211787182e-05,
-    3.081828329179969e-05,
-    3.1839236971877876e-05
+    3.231466730080899e-05,
+    3.192000117685113e-05,
+    4.177371731826236e-05
    ],
    "pass_host_canary_seconds": [
-    9.594612499981281e-06,
-    1.0683917499996198e-05,
-    1.0377522500064629e-05
+    1.1510577499791453e-05,
+    7.175380000035148e-06,
+    1.2370602500482165e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4071565000008945e-05,
-    1.8326610000016784e-05,
-    2.1417235000029678e-05
+    2.4811685000258878e-05,
+    1.7591820001143787e-05,
+    2.3352084999714864e-05
    ]
   },
   "layer_forward_softmax_autocast": {
-   "seconds": 1.2426666383232389e-05,
-   "min": 1.178361883475667e-05,
-   "max": 1.3640381218422028e-05,
+   "seconds": 1.47679994503657e-05,
+   "min": 9.224381031734603e-06,
+   "max": 1.6378666673387798e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3449,32 +3490,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.041599854826927e-05,
-    7.417599856853485e-05,
-    0.00021663999557495117
+    6.441599875688553e-05,
+    0.00010726399719715118,
+    0.00030799999833106993
    ],
-   "host_canary_seconds": 9.567755000006174e-06,
-   "host_backward_canary_seconds": 1.3799919999968324e-05,
+   "host_canary_seconds": 1.1619879999784644e-05,
+   "host_backward_canary_seconds": 2.309892000084801e-05,
    "pass_seconds": [
-    1.178361883475667e-05,
-    1.3640381218422028e-05,
-    1.2426666383232389e-05
+    1.6378666673387798e-05,
+    9.224381031734603e-06,
+    1.47679994503657e-05
    ],
    "pass_host_canary_seconds": [
-    9.567755000006174e-06,
-    1.0543882500009261e-05,
-    1.0331412500050874e-05
+    1.1619879999784644e-05,
+    7.2327800000948625e-06,
+    1.200539500018749e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3799919999968324e-05,
-    1.8550970000035247e-05,
-    2.122623999994744e-05
+    2.309892000084801e-05,
+    1.8770890001178487e-05,
+    2.23715100003119e-05
    ]
   },
   "layer_backward_softmax_autocast": {
-   "seconds": 3.163657284208706e-05,
-   "min": 2.015923939290501e-05,
-   "max": 3.8115046031418305e-05,
+   "seconds": 2.9554284044674468e-05,
+   "min": 2.9352380849775815e-05,
+   "max": 3.998628826368422e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3483,32 +3524,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014060799777507781,
-    0.00023132799565792083,
-    0.0006180480122566223
+    0.00023580799996852876,
+    0.0004255360066890717,
+    0.0010881600379943847
    ],
-   "host_canary_seconds": 9.567755000006174e-06,
-   "host_backward_canary_seconds": 1.3799919999968324e-05,
+   "backward_nodes_per_layer": 1.0,
+   "host_canary_seconds": 1.1619879999784644e-05,
+   "host_backward_canary_seconds": 2.309892000084801e-05,
    "pass_seconds": [
-    2.015923939290501e-05,
-    3.163657284208706e-05,
-    3.8115046031418305e-05
+    3.998628826368422e-05,
+    2.9352380849775815e-05,
+    2.9554284044674468e-05
    ],
    "pass_host_canary_seconds": [
-    9.567755000006174e-06,
-    1.0543882500009261e-05,
-    1.0331412500050874e-05
+    1.1619879999784644e-05,
+    7.2327800000948625e-06,
+    1.200539500018749e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3799919999968324e-05,
-    1.8550970000035247e-05,
-    2.122623999994744e-05
+    2.309892000084801e-05,
+    1.8770890001178487e-05,
+    2.23715100003119e-05
    ]
   },
   "layer_forward_log_softmax": {
-   "seconds": 1.190247590697947e-05,
-   "min": 1.1052952901948066e-05,
-   "max": 1.2583619161021142e-05,
+   "seconds": 8.99657163591612e-06,
+   "min": 8.464761876634188e-06,
+   "max": 1.369371424828257e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3517,32 +3559,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.396799996495247e-05,
-    5.702399834990502e-05,
-    0.00018972800672054292
+    3.3312000334262846e-05,
+    8.313599973917008e-05,
+    0.00024163199961185454
    ],
-   "host_canary_seconds": 9.144294999998692e-06,
-   "host_backward_canary_seconds": 1.3885110000018131e-05,
+   "host_canary_seconds": 1.166236500012019e-05,
+   "host_backward_canary_seconds": 2.4076199999853997e-05,
    "pass_seconds": [
-    1.1052952901948066e-05,
-    1.190247590697947e-05,
-    1.2583619161021142e-05
+    1.369371424828257e-05,
+    8.464761876634188e-06,
+    8.99657163591612e-06
    ],
    "pass_host_canary_seconds": [
-    9.144294999998692e-06,
-    1.0059524999945779e-05,
-    1.0518025000010312e-05
+    1.166236500012019e-05,
+    7.177572499585949e-06,
+    1.1348219999263165e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3885110000018131e-05,
-    1.8611949999893796e-05,
-    1.723974000015005e-05
+    2.4076199999853997e-05,
+    1.876283000115109e-05,
+    1.7714239997985715e-05
    ]
   },
   "layer_backward_log_softmax": {
-   "seconds": 1.9518475536079635e-05,
-   "min": 1.751314414044221e-05,
-   "max": 2.203276123674143e-05,
+   "seconds": 3.315276315524464e-05,
+   "min": 1.9746285730174618e-05,
+   "max": 3.8649141965877444e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3551,32 +3593,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00011452800035476685,
-    0.00019737599790096283,
-    0.00057014399766922
+    0.00017795200645923613,
+    0.00034143999218940737,
+    0.0009652479887008668
    ],
-   "host_canary_seconds": 9.144294999998692e-06,
-   "host_backward_canary_seconds": 1.3885110000018131e-05,
+   "backward_nodes_per_layer": 1.0,
+   "host_canary_seconds": 1.166236500012019e-05,
+   "host_backward_canary_seconds": 2.4076199999853997e-05,
    "pass_seconds": [
-    1.9518475536079635e-05,
-    2.203276123674143e-05,
-    1.751314414044221e-05
+    3.8649141965877444e-05,
+    1.9746285730174618e-05,
+    3.315276315524464e-05
    ],
    "pass_host_canary_seconds": [
-    9.144294999998692e-06,
-    1.0059524999945779e-05,
-    1.0518025000010312e-05
+    1.166236500012019e-05,
+    7.177572499585949e-06,
+    1.1348219999263165e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3885110000018131e-05,
-    1.8611949999893796e-05,
-    1.723974000015005e-05
+    2.4076199999853997e-05,
+    1.876283000115109e-05,
+    1.7714239997985715e-05
    ]
   },
   "layer_forward_log_softmax_autocast": {
-   "seconds": 1.2716190978175118e-05,
-   "min": 1.1721904611303693e-05,
-   "max": 1.2827428146487191e-05,
+   "seconds": 1.6185142099857334e-05,
+   "min": 8.623999587836718e-06,
+   "max": 1.7875046779712043e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3585,32 +3628,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.105599969625473e-05,
-    7.587199658155441e-05,
-    0.00021676799654960632
+    5.932800099253654e-05,
+    0.00013033600151538848,
+    0.00033324798941612244
    ],
-   "host_canary_seconds": 9.17983500002606e-06,
-   "host_backward_canary_seconds": 1.3624300000003586e-05,
+   "host_canary_seconds": 1.276009000008571e-05,
+   "host_backward_canary_seconds": 2.4739754999814066e-05,
    "pass_seconds": [
-    1.1721904611303693e-05,
-    1.2716190978175118e-05,
-    1.2827428146487191e-05
+    1.7875046779712043e-05,
+    8.623999587836718e-06,
+    1.6185142099857334e-05
    ],
    "pass_host_canary_seconds": [
-    9.17983500002606e-06,
-    1.0264434999953664e-05,
-    1.0161267500023996e-05
+    1.276009000008571e-05,
+    7.205360000170913e-06,
+    1.169069500065234e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3624300000003586e-05,
-    1.8671289999900865e-05,
-    2.0449544999934234e-05
+    2.4739754999814066e-05,
+    1.8371460000707885e-05,
+    2.326168000081452e-05
    ]
   },
   "layer_backward_log_softmax_autocast": {
-   "seconds": 2.199085500268709e-05,
-   "min": 1.4473904633805869e-05,
-   "max": 2.3893333084526513e-05,
+   "seconds": 2.1010284888602438e-05,
+   "min": 1.903085995997702e-05,
+   "max": 2.7096382564022425e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3619,896 +3662,897 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00013094399869441987,
-    0.00022035199403762818,
-    0.0005274879932403565
+    0.00033324798941612244,
+    0.0004967040121555328,
+    0.000904416024684906
    ],
-   "host_canary_seconds": 9.17983500002606e-06,
-   "host_backward_canary_seconds": 1.3624300000003586e-05,
+   "backward_nodes_per_layer": 1.0,
+   "host_canary_seconds": 1.276009000008571e-05,
+   "host_backward_canary_seconds": 2.4739754999814066e-05,
    "pass_seconds": [
-    1.4473904633805869e-05,
-    2.199085500268709e-05,
-    2.3893333084526513e-05
+    1.903085995997702e-05,
+    2.1010284888602438e-05,
+    2.7096382564022425e-05
    ],
    "pass_host_canary_seconds": [
-    9.17983500002606e-06,
-    1.0264434999953664e-05,
-    1.0161267500023996e-05
+    1.276009000008571e-05,
+    7.205360000170913e-06,
+    1.169069500065234e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3624300000003586e-05,
-    1.8671289999900865e-05,
-    2.0449544999934234e-05
+    2.4739754999814066e-05,
+    1.8371460000707885e-05,
+    2.326168000081452e-05
    ]
   },
   "layer_forward_cross_entropy": {
-   "seconds": 4.064000025391579e-05,
-   "min": 3.347200155258179e-05,
-   "max": 6.63679987192154e-05,
+   "seconds": 3.222399950027466e-05,
+   "min": 2.6048000901937486e-05,
+   "max": 0.00014732800424098968,
    "samples": 123,
    "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.17983500002606e-06,
-   "host_backward_canary_seconds": 1.7486799999986146e-05,
+   "host_canary_seconds": 1.2021520000189412e-05,
+   "host_backward_canary_seconds": 2.5929810000207e-05,
    "pass_seconds": [
-    3.9103999733924864e-05,
-    4.064000025391579e-05,
-    4.249599948525429e-05
+    5.916799977421761e-05,
+    2.8351999819278716e-05,
+    3.222399950027466e-05
    ],
    "pass_host_canary_seconds": [
-    9.17983500002606e-06,
-    1.0236877499956165e-05,
-    1.031308500003547e-05
+    1.2021520000189412e-05,
+    7.3836100000335135e-06,
+    8.403767499771674e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7486799999986146e-05,
-    1.80741399999107e-05,
-    2.0614344999927426e-05
+    2.5929810000207e-05,
+    1.838233499938724e-05,
+    2.116197999953329e-05
    ]
   },
   "layer_backward_cross_entropy": {
-   "seconds": 4.992266806463398e-05,
+   "seconds": 8.566668257117312e-06,
    "min": 0.0,
-   "max": 0.000147406671817104,
+   "max": 0.000557214650635918,
    "samples": 123,
    "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.17983500002606e-06,
-   "host_backward_canary_seconds": 1.7486799999986146e-05,
+   "host_canary_seconds": 1.2021520000189412e-05,
+   "host_backward_canary_seconds": 2.5929810000207e-05,
    "pass_seconds": [
-    9.758267241219675e-05,
-    4.992266806463398e-05,
-    0.0
+    0.00011343866897126035,
+    0.0,
+    8.566668257117312e-06
    ],
    "pass_host_canary_seconds": [
-    9.17983500002606e-06,
-    1.0236877499956165e-05,
-    1.031308500003547e-05
+    1.2021520000189412e-05,
+    7.3836100000335135e-06,
+    8.403767499771674e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7486799999986146e-05,
-    1.80741399999107e-05,
-    2.0614344999927426e-05
+    2.5929810000207e-05,
+    1.838233499938724e-05,
+    2.116197999953329e-05
    ]
   },
   "layer_forward_cross_entropy_autocast": {
-   "seconds": 6.115199998021126e-05,
-   "min": 4.812800139188767e-05,
-   "max": 9.673599898815155e-05,
+   "seconds": 5.06879985332489e-05,
+   "min": 3.8784001022577287e-05,
+   "max": 0.00010582400113344193,
    "samples": 123,
    "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.026632499988807e-06,
-   "host_backward_canary_seconds": 1.9678980000001902e-05,
+   "host_canary_seconds": 1.210550499990859e-05,
+   "host_backward_canary_seconds": 2.1860919999880935e-05,
    "pass_seconds": [
-    5.2480001002550127e-05,
-    6.143999844789505e-05,
-    6.115199998021126e-05
+    5.5904000997543335e-05,
+    4.105599969625473e-05,
+    5.06879985332489e-05
    ],
    "pass_host_canary_seconds": [
-    9.026632499988807e-06,
-    1.0024032499984513e-05,
-    1.0427202499982969e-05
+    1.210550499990859e-05,
+    7.3408849999623275e-06,
+    1.1338785000134522e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9678980000001902e-05,
-    1.7815949999899772e-05,
-    1.9806635000065855e-05
+    2.1860919999880935e-05,
+    1.8821825000259197e-05,
+    2.20384399995055e-05
    ]
   },
   "layer_backward_cross_entropy_autocast": {
-   "seconds": 6.589067416886489e-05,
+   "seconds": 7.595865987241273e-05,
    "min": 0.0,
-   "max": 0.00015184267299870647,
+   "max": 0.0014196786501755316,
    "samples": 123,
    "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.026632499988807e-06,
-   "host_backward_canary_seconds": 1.9678980000001902e-05,
+   "host_canary_seconds": 1.210550499990859e-05,
+   "host_backward_canary_seconds": 2.1860919999880935e-05,
    "pass_seconds": [
-    9.2462674404184e-05,
-    6.589067416886489e-05,
-    5.845336864391913e-06
+    0.0001771186509480079,
+    4.981335252523454e-06,
+    7.595865987241273e-05
    ],
    "pass_host_canary_seconds": [
-    9.026632499988807e-06,
-    1.0024032499984513e-05,
-    1.0427202499982969e-05
+    1.210550499990859e-05,
+    7.3408849999623275e-06,
+    1.1338785000134522e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9678980000001902e-05,
-    1.7815949999899772e-05,
-    1.9806635000065855e-05
+    2.1860919999880935e-05,
+    1.8821825000259197e-05,
+    2.20384399995055e-05
    ]
   },
   "layer_forward_embedding": {
-   "seconds": 3.8623999804258345e-05,
-   "min": 3.145600110292435e-05,
-   "max": 6.761600077152252e-05,
+   "seconds": 5.555199831724167e-05,
+   "min": 2.4480000138282777e-05,
+   "max": 0.00013299199938774108,
    "samples": 123,
    "method": "one tiny embedding layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.858295000013782e-06,
-   "host_backward_canary_seconds": 1.8056795000021e-05,
+   "host_canary_seconds": 1.2902272499673016e-05,
+   "host_backward_canary_seconds": 2.3119124999766428e-05,
    "pass_seconds": [
-    3.6671999841928484e-05,
-    3.8623999804258345e-05,
-    3.945599868893623e-05
+    5.9999998658895494e-05,
+    3.948799893260002e-05,
+    5.555199831724167e-05
    ],
    "pass_host_canary_seconds": [
-    8.858295000013782e-06,
-    1.0159580000035362e-05,
-    9.959464999980128e-06
+    1.2902272499673016e-05,
+    7.599625000693777e-06,
+    1.1978745000078561e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8056795000021e-05,
-    1.8931470000040916e-05,
-    1.9701299999894674e-05
+    2.3119124999766428e-05,
+    1.8688479999582343e-05,
+    2.2467710000455554e-05
    ]
   },
   "layer_backward_embedding": {
-   "seconds": 0.0002663066542396943,
-   "min": 0.0001572053271035353,
-   "max": 0.0005158293681840102,
+   "seconds": 0.00038056668452918544,
+   "min": 0.00015470931679010394,
+   "max": 0.0011503026441981395,
    "samples": 123,
    "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.858295000013782e-06,
-   "host_backward_canary_seconds": 1.8056795000021e-05,
+   "host_canary_seconds": 1.2902272499673016e-05,
+   "host_backward_canary_seconds": 2.3119124999766428e-05,
    "pass_seconds": [
-    0.0002512786841640869,
-    0.0002663066542396943,
-    0.00028011734659473097
+    0.00047881465715666604,
+    0.00019368533045053483,
+    0.00038056668452918544
    ],
    "pass_host_canary_seconds": [
-    8.858295000013782e-06,
-    1.0159580000035362e-05,
-    9.959464999980128e-06
+    1.2902272499673016e-05,
+    7.599625000693777e-06,
+    1.1978745000078561e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8056795000021e-05,
-    1.8931470000040916e-05,
-    1.9701299999894674e-05
+    2.3119124999766428e-05,
+    1.8688479999582343e-05,
+    2.2467710000455554e-05
    ]
   },
   "layer_forward_embedding_autocast": {
-   "seconds": 5.603199824690819e-05,
-   "min": 4.9183998256921766e-05,
-   "max": 0.00011363200098276138,
+   "seconds": 5.596800148487091e-05,
+   "min": 3.440000116825104e-05,
+   "max": 0.00013865600526332856,
    "samples": 123,
    "method": "one tiny embedding layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.262449999987155e-06,
-   "host_backward_canary_seconds": 1.624128000003111e-05,
+   "host_canary_seconds": 1.2413139999694068e-05,
+   "host_backward_canary_seconds": 2.3466880000455605e-05,
    "pass_seconds": [
-    5.260799825191498e-05,
-    5.603199824690819e-05,
-    6.083200126886368e-05
+    8.028800040483475e-05,
+    4.131200164556503e-05,
+    5.596800148487091e-05
    ],
    "pass_host_canary_seconds": [
-    9.262449999987155e-06,
-    1.0409204999959343e-05,
-    1.0322145000003502e-05
+    1.2413139999694068e-05,
+    7.599625000693777e-06,
+    9.726724999836734e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.624128000003111e-05,
-    1.865030000004708e-05,
-    2.143880000005538e-05
+    2.3466880000455605e-05,
+    1.8688479999582343e-05,
+    2.2467710000455554e-05
    ]
   },
   "layer_backward_embedding_autocast": {
-   "seconds": 0.0002931413600842157,
-   "min": 0.00017886933187643685,
-   "max": 0.0007589146799097458,
+   "seconds": 0.0004238946493715049,
+   "min": 0.00016648533567786218,
+   "max": 0.0009246386134376128,
    "samples": 123,
    "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.262449999987155e-06,
-   "host_backward_canary_seconds": 1.624128000003111e-05,
+   "host_canary_seconds": 1.2413139999694068e-05,
+   "host_backward_canary_seconds": 2.3466880000455605e-05,
    "pass_seconds": [
-    0.00027409467535714305,
-    0.0002975066608438889,
-    0.0002931413600842157
+    0.0004795186364402373,
+    0.00020357331261038782,
+    0.0004238946493715049
    ],
    "pass_host_canary_seconds": [
-    9.262449999987155e-06,
-    1.0409204999959343e-05,
-    1.0322145000003502e-05
+    1.2413139999694068e-05,
+    7.599625000693777e-06,
+    9.726724999836734e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.624128000003111e-05,
-    1.865030000004708e-05,
-    2.143880000005538e-05
+    2.3466880000455605e-05,
+    1.8688479999582343e-05,
+    2.2467710000455554e-05
    ]
   },
   "layer_forward_embedding_atomic": {
-   "seconds": 3.55519987642765e-05,
-   "min": 2.8896000236272813e-05,
-   "max": 6.444799900054932e-05,
+   "seconds": 3.6928001791238784e-05,
+   "min": 2.208000048995018e-05,
+   "max": 8.49599987268448e-05,
    "samples": 123,
    "method": "one tiny embedding_atomic layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.236775000012188e-06,
-   "host_backward_canary_seconds": 1.625050000001238e-05,
+   "host_canary_seconds": 1.1667632500120816e-05,
+   "host_backward_canary_seconds": 2.347835000023224e-05,
    "pass_seconds": [
-    3.0463999137282373e-05,
-    4.0543999522924424e-05,
-    3.55519987642765e-05
+    4.377600178122521e-05,
+    2.4447999894618988e-05,
+    3.6928001791238784e-05
    ],
    "pass_host_canary_seconds": [
-    9.236775000012188e-06,
-    1.0468194999972978e-05,
-    1.052460499998631e-05
+    1.1667632500120816e-05,
+    8.262854999543378e-06,
+    1.0763752500224654e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.625050000001238e-05,
-    1.835182999997187e-05,
-    2.0094350000050556e-05
+    2.347835000023224e-05,
+    1.9578310001406863e-05,
+    2.1679735000361687e-05
    ]
   },
   "layer_backward_embedding_atomic": {
-   "seconds": 3.917066814998786e-05,
-   "min": 0.0,
-   "max": 0.00010918666484455267,
-   "samples": 123,
-   "method": "one tiny embedding_atomic layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.236775000012188e-06,
-   "host_backward_canary_seconds": 1.625050000001238e-05,
-   "pass_seconds": [
-    5.5790668974320065e-05,
-    3.917066814998786e-05,
-    0.0
-   ],
-   "pass_host_canary_seconds": [
-    9.236775000012188e-06,
-    1.0468194999972978e-05,
-    1.052460499998631e-05
-   ],
-   "pass_host_backward_canary_seconds": [
-    1.625050000001238e-05,
-    1.835182999997187e-05,
-    2.0094350000050556e-05
-   ]
-  },
-  "layer_forward_embedding_atomic_autocast": {
-   "seconds": 5.289600044488907e-05,
-   "min": 4.4576000422239305e-05,
-   "max": 9.305600076913833e-05,
-   "samples": 123,
-   "method": "one tiny embedding_atomic layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.214262500005789e-06,
-   "host_backward_canary_seconds": 1.2027819999964606e-05,
-   "pass_seconds": [
-    4.761600121855736e-05,
-    5.984000116586685e-05,
-    5.289600044488907e-05
-   ],
-   "pass_host_canary_seconds": [
-    9.214262500005789e-06,
-    1.0403385000010701e-05,
-    1.015147750003109e-05
-   ],
-   "pass_host_backward_canary_seconds": [
-    1.2027819999964606e-05,
-    1.8495664999989003e-05,
-    1.8370260000040163e-05
-   ]
-  },
-  "layer_backward_embedding_atomic_autocast": {
-   "seconds": 6.174267145494617e-05,
-   "min": 0.0,
-   "max": 0.000161698658640186,
-   "samples": 123,
-   "method": "one tiny embedding_atomic layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.214262500005789e-06,
-   "host_backward_canary_seconds": 1.2027819999964606e-05,
-   "pass_seconds": [
-    6.174267145494617e-05,
-    7.024266260365644e-05,
-    0.0
-   ],
-   "pass_host_canary_seconds": [
-    9.214262500005789e-06,
-    1.0403385000010701e-05,
-    1.015147750003109e-05
-   ],
-   "pass_host_backward_canary_seconds": [
-    1.2027819999964606e-05,
-    1.8495664999989003e-05,
-    1.8370260000040163e-05
-   ]
-  },
-  "layer_forward_maxpool2d": {
-   "seconds": 3.388800099492073e-05,
-   "min": 2.8543999418616294e-05,
-   "max": 7.318399846553803e-05,
-   "samples": 123,
-   "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.24458249999205e-06,
-   "host_backward_canary_seconds": 1.317318999998207e-05,
-   "pass_seconds": [
-    3.0432000756263734e-05,
-    3.481600061058998e-05,
-    3.388800099492073e-05
-   ],
-   "pass_host_canary_seconds": [
-    9.24458249999205e-06,
-    8.590992500039362e-06,
-    9.962072500044883e-06
-   ],
-   "pass_host_backward_canary_seconds": [
-    1.317318999998207e-05,
-    1.9017640000029702e-05,
-    1.615757000010376e-05
-   ]
-  },
-  "layer_backward_maxpool2d": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 7.863866227368513e-05,
+   "max": 0.00031103866857786974,
    "samples": 123,
-   "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.24458249999205e-06,
-   "host_backward_canary_seconds": 1.317318999998207e-05,
+   "method": "one tiny embedding_atomic layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 1.1667632500120816e-05,
+   "host_backward_canary_seconds": 2.347835000023224e-05,
    "pass_seconds": [
-    5.831867145995295e-05,
+    8.92146633317073e-05,
     0.0,
     0.0
    ],
    "pass_host_canary_seconds": [
-    9.24458249999205e-06,
-    8.590992500039362e-06,
-    9.962072500044883e-06
+    1.1667632500120816e-05,
+    8.262854999543378e-06,
+    1.0763752500224654e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.317318999998207e-05,
-    1.9017640000029702e-05,
-    1.615757000010376e-05
+    2.347835000023224e-05,
+    1.9578310001406863e-05,
+    2.1679735000361687e-05
+   ]
+  },
+  "layer_forward_embedding_atomic_autocast": {
+   "seconds": 6.950400024652481e-05,
+   "min": 3.299200162291527e-05,
+   "max": 0.00011683200299739837,
+   "samples": 123,
+   "method": "one tiny embedding_atomic layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 1.2271635000047355e-05,
+   "host_backward_canary_seconds": 2.3057490000155668e-05,
+   "pass_seconds": [
+    6.950400024652481e-05,
+    3.564799949526787e-05,
+    7.369600236415863e-05
+   ],
+   "pass_host_canary_seconds": [
+    1.2271635000047355e-05,
+    7.692342499581173e-06,
+    1.159297499953027e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.3057490000155668e-05,
+    1.9846015001121486e-05,
+    2.2029849999398722e-05
+   ]
+  },
+  "layer_backward_embedding_atomic_autocast": {
+   "seconds": 0.0001046306546777487,
+   "min": 0.0,
+   "max": 0.0012317746424426635,
+   "samples": 123,
+   "method": "one tiny embedding_atomic layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 1.2271635000047355e-05,
+   "host_backward_canary_seconds": 2.3057490000155668e-05,
+   "pass_seconds": [
+    0.00026131065127750236,
+    0.0,
+    0.0001046306546777487
+   ],
+   "pass_host_canary_seconds": [
+    1.2271635000047355e-05,
+    7.692342499581173e-06,
+    1.159297499953027e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.3057490000155668e-05,
+    1.9846015001121486e-05,
+    2.2029849999398722e-05
+   ]
+  },
+  "layer_forward_maxpool2d": {
+   "seconds": 4.227200150489807e-05,
+   "min": 2.208000048995018e-05,
+   "max": 8.271999657154083e-05,
+   "samples": 123,
+   "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 1.2076675000116666e-05,
+   "host_backward_canary_seconds": 2.233394000086264e-05,
+   "pass_seconds": [
+    4.227200150489807e-05,
+    2.364799939095974e-05,
+    4.374400153756142e-05
+   ],
+   "pass_host_canary_seconds": [
+    1.2076675000116666e-05,
+    7.77244999994764e-06,
+    1.1249802499833096e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.233394000086264e-05,
+    1.8985910000992592e-05,
+    2.0976719999907802e-05
+   ]
+  },
+  "layer_backward_maxpool2d": {
+   "seconds": 1.8486665561795278e-05,
+   "min": 0.0,
+   "max": 0.0004732466557373602,
+   "samples": 123,
+   "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 1.2076675000116666e-05,
+   "host_backward_canary_seconds": 2.233394000086264e-05,
+   "pass_seconds": [
+    7.238266554971537e-05,
+    0.0,
+    1.8486665561795278e-05
+   ],
+   "pass_host_canary_seconds": [
+    1.2076675000116666e-05,
+    7.77244999994764e-06,
+    1.1249802499833096e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.233394000086264e-05,
+    1.8985910000992592e-05,
+    2.0976719999907802e-05
    ]
   },
   "layer_forward_maxpool2d_autocast": {
-   "seconds": 5.177599936723709e-05,
-   "min": 3.4495998173952105e-05,
-   "max": 8.649600297212601e-05,
+   "seconds": 6.15679994225502e-05,
+   "min": 3.3984001725912096e-05,
+   "max": 0.0001199679970741272,
    "samples": 123,
    "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.38141249999802e-06,
-   "host_backward_canary_seconds": 1.3748810000002721e-05,
+   "host_canary_seconds": 1.1622882499864318e-05,
+   "host_backward_canary_seconds": 2.26185600001827e-05,
    "pass_seconds": [
-    4.575999826192856e-05,
-    5.263999849557876e-05,
-    5.177599936723709e-05
+    6.15679994225502e-05,
+    3.6928001791238784e-05,
+    6.806399673223496e-05
    ],
    "pass_host_canary_seconds": [
-    9.38141249999802e-06,
-    8.43252750001966e-06,
-    1.021793250004066e-05
+    1.1622882499864318e-05,
+    7.5431725002772515e-06,
+    1.108734500007813e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3748810000002721e-05,
-    1.8721914999986212e-05,
-    2.2252865000069734e-05
+    2.26185600001827e-05,
+    1.8725580000591433e-05,
+    2.1762300000318647e-05
    ]
   },
   "layer_backward_maxpool2d_autocast": {
-   "seconds": 5.933067637185253e-05,
+   "seconds": 3.951866862674552e-05,
    "min": 0.0,
-   "max": 0.00012123733262221019,
+   "max": 0.0003394146542996169,
    "samples": 123,
    "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.38141249999802e-06,
-   "host_backward_canary_seconds": 1.3748810000002721e-05,
+   "host_canary_seconds": 1.1622882499864318e-05,
+   "host_backward_canary_seconds": 2.26185600001827e-05,
    "pass_seconds": [
-    7.099067854384578e-05,
-    5.933067637185253e-05,
-    0.0
+    3.951866862674552e-05,
+    0.0,
+    7.04546552151442e-05
    ],
    "pass_host_canary_seconds": [
-    9.38141249999802e-06,
-    8.43252750001966e-06,
-    1.021793250004066e-05
+    1.1622882499864318e-05,
+    7.5431725002772515e-06,
+    1.108734500007813e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3748810000002721e-05,
-    1.8721914999986212e-05,
-    2.2252865000069734e-05
+    2.26185600001827e-05,
+    1.8725580000591433e-05,
+    2.1762300000318647e-05
    ]
   },
   "layer_forward_avgpool2d": {
-   "seconds": 2.89280004799366e-05,
-   "min": 2.566399984061718e-05,
-   "max": 5.455999821424484e-05,
+   "seconds": 3.6639999598264696e-05,
+   "min": 1.9551999866962432e-05,
+   "max": 6.95360004901886e-05,
    "samples": 123,
    "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.366900000014056e-06,
-   "host_backward_canary_seconds": 1.3412844999969308e-05,
+   "host_canary_seconds": 1.1381809999875258e-05,
+   "host_backward_canary_seconds": 2.168804000007185e-05,
    "pass_seconds": [
-    2.7327999472618103e-05,
-    2.89280004799366e-05,
-    3.187200054526329e-05
+    3.6639999598264696e-05,
+    2.1215999498963357e-05,
+    3.9583999663591384e-05
    ],
    "pass_host_canary_seconds": [
-    9.366900000014056e-06,
-    9.887050000010333e-06,
-    1.0463107499987246e-05
+    1.1381809999875258e-05,
+    7.485395000230711e-06,
+    1.1161864999849059e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3412844999969308e-05,
-    1.7558234999910384e-05,
-    2.1591029999967758e-05
+    2.168804000007185e-05,
+    1.821638000023995e-05,
+    2.206268000122691e-05
    ]
   },
   "layer_backward_avgpool2d": {
-   "seconds": 1.4402665818730989e-05,
+   "seconds": 4.054667428135924e-06,
    "min": 0.0,
-   "max": 0.0001353306702027718,
+   "max": 0.00023481465441485243,
    "samples": 123,
    "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.366900000014056e-06,
-   "host_backward_canary_seconds": 1.3412844999969308e-05,
+   "host_canary_seconds": 1.1381809999875258e-05,
+   "host_backward_canary_seconds": 2.168804000007185e-05,
    "pass_seconds": [
-    4.9102668340007433e-05,
-    1.4402665818730989e-05,
-    0.0
+    3.900666100283462e-05,
+    0.0,
+    4.054667428135924e-06
    ],
    "pass_host_canary_seconds": [
-    9.366900000014056e-06,
-    9.887050000010333e-06,
-    1.0463107499987246e-05
+    1.1381809999875258e-05,
+    7.485395000230711e-06,
+    1.1161864999849059e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3412844999969308e-05,
-    1.7558234999910384e-05,
-    2.1591029999967758e-05
+    2.168804000007185e-05,
+    1.821638000023995e-05,
+    2.206268000122691e-05
    ]
   },
   "layer_forward_avgpool2d_autocast": {
-   "seconds": 4.489599913358688e-05,
-   "min": 3.968000039458275e-05,
-   "max": 7.036799937486648e-05,
+   "seconds": 6.227200105786323e-05,
+   "min": 2.8351999819278716e-05,
+   "max": 0.00010438399761915208,
    "samples": 123,
    "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.411662500014017e-06,
-   "host_backward_canary_seconds": 1.2926744999965933e-05,
+   "host_canary_seconds": 1.11497800000393e-05,
+   "host_backward_canary_seconds": 2.087533999997504e-05,
    "pass_seconds": [
-    4.2688000947237015e-05,
-    4.489599913358688e-05,
-    4.995200037956238e-05
+    6.227200105786323e-05,
+    3.1360000371932985e-05,
+    6.963200122117996e-05
    ],
    "pass_host_canary_seconds": [
-    9.411662500014017e-06,
-    9.901752500027783e-06,
-    1.0452654999966172e-05
+    1.11497800000393e-05,
+    7.25709749985981e-06,
+    1.1236384999619986e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.2926744999965933e-05,
-    1.744181499994113e-05,
-    1.4760450000039782e-05
+    2.087533999997504e-05,
+    1.889041499907762e-05,
+    2.236306000213517e-05
    ]
   },
   "layer_backward_avgpool2d_autocast": {
-   "seconds": 2.400267558793227e-05,
+   "seconds": 3.212666821976503e-05,
    "min": 0.0,
-   "max": 0.0002521813238660494,
+   "max": 0.00037256665341556076,
    "samples": 123,
    "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.411662500014017e-06,
-   "host_backward_canary_seconds": 1.2926744999965933e-05,
+   "host_canary_seconds": 1.11497800000393e-05,
+   "host_backward_canary_seconds": 2.087533999997504e-05,
    "pass_seconds": [
-    5.515067341427005e-05,
-    2.400267558793227e-05,
-    0.0
+    3.212666821976503e-05,
+    0.0,
+    4.6934677287936206e-05
    ],
    "pass_host_canary_seconds": [
-    9.411662500014017e-06,
-    9.901752500027783e-06,
-    1.0452654999966172e-05
+    1.11497800000393e-05,
+    7.25709749985981e-06,
+    1.1236384999619986e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.2926744999965933e-05,
-    1.744181499994113e-05,
-    1.4760450000039782e-05
+    2.087533999997504e-05,
+    1.889041499907762e-05,
+    2.236306000213517e-05
    ]
   },
   "layer_forward_adaptive_avgpool2d": {
-   "seconds": 3.235200047492981e-05,
-   "min": 2.8319999575614928e-05,
-   "max": 5.676800012588501e-05,
+   "seconds": 3.9840001612901684e-05,
+   "min": 2.0447999238967895e-05,
+   "max": 0.00018054400384426116,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.445480000014328e-06,
-   "host_backward_canary_seconds": 1.3421270000009146e-05,
+   "host_canary_seconds": 1.1420632499721251e-05,
+   "host_backward_canary_seconds": 2.1958740000513898e-05,
    "pass_seconds": [
-    3.001599945127964e-05,
-    3.235200047492981e-05,
-    3.2575998455286026e-05
+    3.9840001612901684e-05,
+    2.211200073361397e-05,
+    4.275200143456459e-05
    ],
    "pass_host_canary_seconds": [
-    9.445480000014328e-06,
-    9.909730000039475e-06,
-    1.0060437499959107e-05
+    1.1420632499721251e-05,
+    7.465799999977207e-06,
+    1.0814177500151345e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3421270000009146e-05,
-    1.76570649999519e-05,
-    1.4845060000112654e-05
+    2.1958740000513898e-05,
+    1.9836204999137407e-05,
+    2.3020534999886877e-05
    ]
   },
   "layer_backward_adaptive_avgpool2d": {
-   "seconds": 2.345867144564788e-05,
+   "seconds": 1.8677324056625403e-05,
    "min": 0.0,
-   "max": 0.00016190267602602637,
+   "max": 0.0016898866028835376,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.445480000014328e-06,
-   "host_backward_canary_seconds": 1.3421270000009146e-05,
+   "host_canary_seconds": 1.1420632499721251e-05,
+   "host_backward_canary_seconds": 2.1958740000513898e-05,
    "pass_seconds": [
-    5.598267416159308e-05,
-    2.345867144564788e-05,
-    0.0
+    8.271865857144197e-05,
+    1.8677324056625403e-05,
+    1.2502657249569937e-05
    ],
    "pass_host_canary_seconds": [
-    9.445480000014328e-06,
-    9.909730000039475e-06,
-    1.0060437499959107e-05
+    1.1420632499721251e-05,
+    7.465799999977207e-06,
+    1.0814177500151345e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3421270000009146e-05,
-    1.76570649999519e-05,
-    1.4845060000112654e-05
+    2.1958740000513898e-05,
+    1.9836204999137407e-05,
+    2.3020534999886877e-05
    ]
   },
   "layer_forward_adaptive_avgpool2d_autocast": {
-   "seconds": 4.848000034689903e-05,
-   "min": 4.201599955558777e-05,
-   "max": 8.20159986615181e-05,
+   "seconds": 5.7151999324560164e-05,
+   "min": 3.139200061559677e-05,
+   "max": 0.00011420799791812896,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.392159999990214e-06,
-   "host_backward_canary_seconds": 1.348703499999715e-05,
+   "host_canary_seconds": 8.593539999992573e-06,
+   "host_backward_canary_seconds": 2.3436489999539845e-05,
    "pass_seconds": [
-    4.543999955058098e-05,
-    4.848000034689903e-05,
-    5.257600173354149e-05
+    7.126399874687195e-05,
+    3.491200134158135e-05,
+    5.7151999324560164e-05
    ],
    "pass_host_canary_seconds": [
-    9.392159999990214e-06,
-    9.99332250000151e-06,
-    1.0061439999944354e-05
+    8.593539999992573e-06,
+    7.77076750011929e-06,
+    1.1523649999389817e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.348703499999715e-05,
-    1.804984499997886e-05,
-    1.5123195000086297e-05
+    2.3436489999539845e-05,
+    2.0551009999962843e-05,
+    2.4272129999189928e-05
    ]
   },
   "layer_backward_adaptive_avgpool2d_autocast": {
-   "seconds": 3.29626655826966e-05,
-   "min": 0.0,
-   "max": 9.643066736559068e-05,
+   "seconds": 7.97666553407908e-05,
+   "min": 1.4422664418816588e-05,
+   "max": 0.00043291866220533854,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.392159999990214e-06,
-   "host_backward_canary_seconds": 1.348703499999715e-05,
+   "host_canary_seconds": 8.593539999992573e-06,
+   "host_backward_canary_seconds": 2.3436489999539845e-05,
    "pass_seconds": [
-    5.9758671248952505e-05,
-    3.29626655826966e-05,
-    0.0
+    0.0001308466711392005,
+    2.8053320944309266e-05,
+    7.97666553407908e-05
    ],
    "pass_host_canary_seconds": [
-    9.392159999990214e-06,
-    9.99332250000151e-06,
-    1.0061439999944354e-05
+    8.593539999992573e-06,
+    7.77076750011929e-06,
+    1.1523649999389817e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.348703499999715e-05,
-    1.804984499997886e-05,
-    1.5123195000086297e-05
+    2.3436489999539845e-05,
+    2.0551009999962843e-05,
+    2.4272129999189928e-05
    ]
   },
   "layer_forward_flatten": {
-   "seconds": 1.9936000928282736e-05,
-   "min": 1.7472000792622568e-05,
-   "max": 4.064000025391579e-05,
+   "seconds": 2.425600029528141e-05,
+   "min": 1.2351999990642071e-05,
+   "max": 0.00016672000288963317,
    "samples": 123,
    "method": "one tiny flatten layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.494510000003232e-06,
-   "host_backward_canary_seconds": 1.3873525000001052e-05,
+   "host_canary_seconds": 1.2138465000077758e-05,
+   "host_backward_canary_seconds": 2.294179999978496e-05,
    "pass_seconds": [
-    1.91040001809597e-05,
-    1.9936000928282736e-05,
-    2.1695999428629874e-05
+    2.425600029528141e-05,
+    1.3055999763309955e-05,
+    3.0656000599265096e-05
    ],
    "pass_host_canary_seconds": [
-    9.494510000003232e-06,
-    1.0331969999946012e-05,
-    1.047048499998482e-05
+    1.2138465000077758e-05,
+    7.68875999995089e-06,
+    9.847877499851166e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.3873525000001052e-05,
-    1.894470500005241e-05,
-    1.5428570000040056e-05
+    2.294179999978496e-05,
+    2.1185195000725797e-05,
+    3.053251499977705e-05
    ]
   },
   "layer_backward_flatten": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 7.294266733030477e-05,
+   "max": 0.0003394226556022961,
    "samples": 123,
    "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.494510000003232e-06,
-   "host_backward_canary_seconds": 1.3873525000001052e-05,
+   "host_canary_seconds": 1.2138465000077758e-05,
+   "host_backward_canary_seconds": 2.294179999978496e-05,
    "pass_seconds": [
-    3.121466996769108e-05,
+    2.7070668836434665e-05,
     0.0,
     0.0
    ],
    "pass_host_canary_seconds": [
-    9.494510000003232e-06,
-    1.0331969999946012e-05,
-    1.047048499998482e-05
+    1.2138465000077758e-05,
+    7.68875999995089e-06,
+    9.847877499851166e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.3873525000001052e-05,
-    1.894470500005241e-05,
-    1.5428570000040056e-05
+    2.294179999978496e-05,
+    2.1185195000725797e-05,
+    3.053251499977705e-05
    ]
   },
   "layer_forward_flatten_autocast": {
-   "seconds": 3.5967998206615446e-05,
-   "min": 3.1647998839616774e-05,
-   "max": 6.428799778223038e-05,
+   "seconds": 2.611199952661991e-05,
+   "min": 2.2304000332951547e-05,
+   "max": 0.00015267199277877808,
    "samples": 123,
    "method": "one tiny flatten layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.395880000013791e-06,
-   "host_backward_canary_seconds": 1.318741999998707e-05,
+   "host_canary_seconds": 1.1291787500056218e-05,
+   "host_backward_canary_seconds": 2.2611539999957128e-05,
    "pass_seconds": [
-    3.337600082159042e-05,
-    3.5967998206615446e-05,
-    3.676800057291984e-05
+    4.7711998224258425e-05,
+    2.4000000208616257e-05,
+    2.611199952661991e-05
    ],
    "pass_host_canary_seconds": [
-    9.395880000013791e-06,
-    1.0096942499941974e-05,
-    1.0371225000014306e-05
+    1.1291787500056218e-05,
+    7.725987499611621e-06,
+    7.71105500007252e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.318741999998707e-05,
-    1.8825490000011768e-05,
-    1.5436184999941818e-05
+    2.2611539999957128e-05,
+    2.0529760000727037e-05,
+    2.2105054999883577e-05
    ]
   },
   "layer_backward_flatten_autocast": {
-   "seconds": 2.914671475688616e-06,
+   "seconds": 0.0,
    "min": 0.0,
-   "max": 5.924667107562222e-05,
+   "max": 0.000235678664719065,
    "samples": 123,
    "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.395880000013791e-06,
-   "host_backward_canary_seconds": 1.318741999998707e-05,
+   "host_canary_seconds": 1.1291787500056218e-05,
+   "host_backward_canary_seconds": 2.2611539999957128e-05,
    "pass_seconds": [
-    3.822266745070614e-05,
-    2.914671475688616e-06,
+    5.6638664876421276e-05,
+    0.0,
     0.0
    ],
    "pass_host_canary_seconds": [
-    9.395880000013791e-06,
-    1.0096942499941974e-05,
-    1.0371225000014306e-05
+    1.1291787500056218e-05,
+    7.725987499611621e-06,
+    7.71105500007252e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.318741999998707e-05,
-    1.8825490000011768e-05,
-    1.5436184999941818e-05
+    2.2611539999957128e-05,
+    2.0529760000727037e-05,
+    2.2105054999883577e-05
    ]
   },
   "layer_forward_reshape": {
-   "seconds": 1.727999933063984e-05,
-   "min": 1.535999961197376e-05,
-   "max": 4.793599992990494e-05,
+   "seconds": 1.4240000396966935e-05,
+   "min": 1.065600011497736e-05,
+   "max": 5.001600086688995e-05,
    "samples": 123,
    "method": "one tiny reshape layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.409819999994795e-06,
-   "host_backward_canary_seconds": 1.2067874999992512e-05,
+   "host_canary_seconds": 1.1545810000086476e-05,
+   "host_backward_canary_seconds": 2.2466069999609317e-05,
    "pass_seconds": [
-    1.6127999871969224e-05,
-    1.7855999991297722e-05,
-    1.727999933063984e-05
+    2.0384000614285468e-05,
+    1.1487999930977822e-05,
+    1.4240000396966935e-05
    ],
    "pass_host_canary_seconds": [
-    9.409819999994795e-06,
-    1.0106382499976973e-05,
-    1.0062630000007287e-05
+    1.1545810000086476e-05,
+    7.5401799995233895e-06,
+    8.259987500309761e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.2067874999992512e-05,
-    1.8670869999937166e-05,
-    1.5548755000054372e-05
+    2.2466069999609317e-05,
+    1.9716660000312912e-05,
+    2.1990039999764122e-05
    ]
   },
   "layer_backward_reshape": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 6.417466762165226e-05,
+   "max": 3.2286663850148486e-05,
    "samples": 123,
    "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.409819999994795e-06,
-   "host_backward_canary_seconds": 1.2067874999992512e-05,
+   "host_canary_seconds": 1.1545810000086476e-05,
+   "host_backward_canary_seconds": 2.2466069999609317e-05,
    "pass_seconds": [
-    2.9614672685662874e-05,
+    0.0,
     0.0,
     0.0
    ],
    "pass_host_canary_seconds": [
-    9.409819999994795e-06,
-    1.0106382499976973e-05,
-    1.0062630000007287e-05
+    1.1545810000086476e-05,
+    7.5401799995233895e-06,
+    8.259987500309761e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.2067874999992512e-05,
-    1.8670869999937166e-05,
-    1.5548755000054372e-05
+    2.2466069999609317e-05,
+    1.9716660000312912e-05,
+    2.1990039999764122e-05
    ]
   },
   "layer_forward_reshape_autocast": {
-   "seconds": 3.190400078892708e-05,
-   "min": 2.7775999158620835e-05,
-   "max": 5.692800134420395e-05,
+   "seconds": 2.3104000836610794e-05,
+   "min": 1.9872000440955163e-05,
+   "max": 6.950400024652481e-05,
    "samples": 123,
    "method": "one tiny reshape layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.406832499987417e-06,
-   "host_backward_canary_seconds": 1.2629255000007333e-05,
+   "host_canary_seconds": 1.223624250002331e-05,
+   "host_backward_canary_seconds": 2.3248389999821485e-05,
    "pass_seconds": [
-    2.97279991209507e-05,
-    3.31839993596077e-05,
-    3.190400078892708e-05
+    3.87520007789135e-05,
+    2.127999998629093e-05,
+    2.3104000836610794e-05
    ],
    "pass_host_canary_seconds": [
-    9.406832499987417e-06,
-    1.0131035000000567e-05,
-    1.001035500003411e-05
+    1.223624250002331e-05,
+    7.511652499943011e-06,
+    8.774907500423977e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.2629255000007333e-05,
-    1.8969064999936336e-05,
-    1.5476430000092024e-05
+    2.3248389999821485e-05,
+    1.9358944999794403e-05,
+    2.2036954999293815e-05
    ]
   },
   "layer_backward_reshape_autocast": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 8.317067163685955e-05,
+   "max": 8.326266271372636e-05,
    "samples": 123,
    "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.406832499987417e-06,
-   "host_backward_canary_seconds": 1.2629255000007333e-05,
+   "host_canary_seconds": 1.223624250002331e-05,
+   "host_backward_canary_seconds": 2.3248389999821485e-05,
    "pass_seconds": [
-    3.505466940502324e-05,
+    3.5134668772419285e-05,
     0.0,
     0.0
    ],
    "pass_host_canary_seconds": [
-    9.406832499987417e-06,
-    1.0131035000000567e-05,
-    1.001035500003411e-05
+    1.223624250002331e-05,
+    7.511652499943011e-06,
+    8.774907500423977e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.2629255000007333e-05,
-    1.8969064999936336e-05,
-    1.5476430000092024e-05
+    2.3248389999821485e-05,
+    1.9358944999794403e-05,
+    2.2036954999293815e-05
    ]
   },
   "layer_forward_slice": {
-   "seconds": 1.9295999780297278e-05,
-   "min": 1.6767999157309533e-05,
-   "max": 3.827200084924698e-05,
+   "seconds": 1.4175999909639358e-05,
+   "min": 1.2543999589979648e-05,
+   "max": 0.00224563193321228,
    "samples": 123,
    "method": "one tiny slice layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.396949999995741e-06,
-   "host_backward_canary_seconds": 1.314542500001181e-05,
+   "host_canary_seconds": 1.191928000025655e-05,
+   "host_backward_canary_seconds": 2.1950829999468624e-05,
    "pass_seconds": [
-    1.7472000792622568e-05,
-    1.9840000197291375e-05,
-    1.9295999780297278e-05
+    2.3135999217629433e-05,
+    1.3472000136971474e-05,
+    1.4175999909639358e-05
    ],
    "pass_host_canary_seconds": [
-    9.396949999995741e-06,
-    9.966217500014807e-06,
-    9.941950000040834e-06
+    1.191928000025655e-05,
+    7.876554999484142e-06,
+    8.330730000238874e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.314542500001181e-05,
-    1.8786629999993918e-05,
-    1.5080785000094467e-05
+    2.1950829999468624e-05,
+    1.957123500005764e-05,
+    2.0110609999619558e-05
    ]
   },
   "layer_backward_slice": {
-   "seconds": 2.144266540805498e-05,
+   "seconds": 0.0,
    "min": 0.0,
-   "max": 9.387067208687462e-05,
+   "max": 0.00030937467267115907,
    "samples": 123,
    "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.396949999995741e-06,
-   "host_backward_canary_seconds": 1.314542500001181e-05,
+   "host_canary_seconds": 1.191928000025655e-05,
+   "host_backward_canary_seconds": 2.1950829999468624e-05,
    "pass_seconds": [
-    5.307066688934959e-05,
-    2.144266540805498e-05,
+    0.0001230386619766553,
+    0.0,
     0.0
    ],
    "pass_host_canary_seconds": [
-    9.396949999995741e-06,
-    9.966217500014807e-06,
-    9.941950000040834e-06
+    1.191928000025655e-05,
+    7.876554999484142e-06,
+    8.330730000238874e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.314542500001181e-05,
-    1.8786629999993918e-05,
-    1.5080785000094467e-05
+    2.1950829999468624e-05,
+    1.957123500005764e-05,
+    2.0110609999619558e-05
    ]
   },
   "layer_forward_slice_autocast": {
-   "seconds": 3.3984001725912096e-05,
-   "min": 3.0432000756263734e-05,
-   "max": 6.47360011935234e-05,
+   "seconds": 2.595200017094612e-05,
+   "min": 2.1888000890612604e-05,
+   "max": 7.571200281381607e-05,
    "samples": 123,
    "method": "one tiny slice layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.409357500000937e-06,
-   "host_backward_canary_seconds": 1.2599715000014554e-05,
+   "host_canary_seconds": 1.1997505000067577e-05,
+   "host_backward_canary_seconds": 2.1979529999498483e-05,
    "pass_seconds": [
-    3.148800134658813e-05,
-    3.5232000052928925e-05,
-    3.3984001725912096e-05
+    3.187200054526329e-05,
+    2.2943999618291856e-05,
+    2.595200017094612e-05
    ],
    "pass_host_canary_seconds": [
-    9.409357500000937e-06,
-    1.0240705000015283e-05,
-    9.932877499991832e-06
+    1.1997505000067577e-05,
+    7.755544999668018e-06,
+    9.616699999810408e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.2599715000014554e-05,
-    1.838022500002978e-05,
-    1.4590564999963362e-05
+    2.1979529999498483e-05,
+    1.90432150009201e-05,
+    1.990556499890772e-05
    ]
   },
   "layer_backward_slice_autocast": {
-   "seconds": 3.2066662485400835e-05,
+   "seconds": 2.9782669618725818e-05,
    "min": 0.0,
-   "max": 0.00011814666228989758,
+   "max": 0.0007360626713683207,
    "samples": 123,
    "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.409357500000937e-06,
-   "host_backward_canary_seconds": 1.2599715000014554e-05,
+   "host_canary_seconds": 1.1997505000067577e-05,
+   "host_backward_canary_seconds": 2.1979529999498483e-05,
    "pass_seconds": [
-    5.940667229394116e-05,
-    3.2066662485400835e-05,
-    0.0
+    0.00013279866737624007,
+    0.0,
+    2.9782669618725818e-05
    ],
    "pass_host_canary_seconds": [
-    9.409357500000937e-06,
-    1.0240705000015283e-05,
-    9.932877499991832e-06
+    1.1997505000067577e-05,
+    7.755544999668018e-06,
+    9.616699999810408e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.2599715000014554e-05,
-    1.838022500002978e-05,
-    1.4590564999963362e-05
+    2.1979529999498483e-05,
+    1.90432150009201e-05,
+    1.990556499890772e-05
    ]
   },
   "layer_forward_transpose_contiguous": {
-   "seconds": 1.7199999519756864e-05,
-   "min": 1.61074281980594e-05,
-   "max": 1.8067810507047747e-05,
+   "seconds": 1.3548951950811203e-05,
+   "min": 1.2617142693627449e-05,
+   "max": 1.715123795327686e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4517,32 +4561,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.001599945127964e-05,
-    7.695999741554261e-05,
-    0.00027116799354553225
+    4.764800146222115e-05,
+    0.00011430399864912033,
+    0.0003099839985370636
    ],
-   "host_canary_seconds": 9.673125000020377e-06,
-   "host_backward_canary_seconds": 1.4040100000016764e-05,
+   "host_canary_seconds": 1.1548034999577794e-05,
+   "host_backward_canary_seconds": 2.31212999995023e-05,
    "pass_seconds": [
-    1.61074281980594e-05,
-    1.7199999519756864e-05,
-    1.8067810507047747e-05
+    1.715123795327686e-05,
+    1.2617142693627449e-05,
+    1.3548951950811203e-05
    ],
    "pass_host_canary_seconds": [
-    9.673125000020377e-06,
-    9.734345000005362e-06,
-    9.853445000089778e-06
+    1.1548034999577794e-05,
+    7.544839999127362e-06,
+    1.1285484999916662e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4040100000016764e-05,
-    1.8305190000091898e-05,
-    1.4697590000025684e-05
+    2.31212999995023e-05,
+    1.941599000019778e-05,
+    1.8394830001398076e-05
    ]
   },
   "layer_backward_transpose_contiguous": {
-   "seconds": 1.3551997641722363e-05,
-   "min": 1.172952398303009e-05,
-   "max": 1.7079619069894157e-05,
+   "seconds": 1.827657054222766e-05,
+   "min": 1.6961525061300823e-05,
+   "max": 2.4164571648552307e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4551,32 +4595,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00011852800101041793,
-    0.000192671999335289,
-    0.0005329599976539611
+    0.00033420801162719726,
+    0.00033164799213409424,
+    0.0009117760062217712
    ],
-   "host_canary_seconds": 9.673125000020377e-06,
-   "host_backward_canary_seconds": 1.4040100000016764e-05,
+   "backward_nodes_per_layer": 2.0,
+   "host_canary_seconds": 1.1548034999577794e-05,
+   "host_backward_canary_seconds": 2.31212999995023e-05,
    "pass_seconds": [
-    1.172952398303009e-05,
-    1.7079619069894157e-05,
-    1.3551997641722363e-05
+    2.4164571648552307e-05,
+    1.827657054222766e-05,
+    1.6961525061300823e-05
    ],
    "pass_host_canary_seconds": [
-    9.673125000020377e-06,
-    9.734345000005362e-06,
-    9.853445000089778e-06
+    1.1548034999577794e-05,
+    7.544839999127362e-06,
+    1.1285484999916662e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4040100000016764e-05,
-    1.8305190000091898e-05,
-    1.4697590000025684e-05
+    2.31212999995023e-05,
+    1.941599000019778e-05,
+    1.8394830001398076e-05
    ]
   },
   "layer_forward_transpose_contiguous_autocast": {
-   "seconds": 1.6755809209176475e-05,
-   "min": 1.205409531082426e-05,
-   "max": 1.980723813176155e-05,
+   "seconds": 1.3347048135030837e-05,
+   "min": 1.2003047125680106e-05,
+   "max": 1.3946666603996642e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4585,32 +4630,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.8735998570919034e-05,
-    0.00010339199751615525,
-    0.0003015359938144684
+    4.224000126123428e-05,
+    0.00011398400366306306,
+    0.0002614080011844635
    ],
-   "host_canary_seconds": 9.8556849999909e-06,
-   "host_backward_canary_seconds": 1.7577369999983717e-05,
+   "host_canary_seconds": 1.1414100000024518e-05,
+   "host_backward_canary_seconds": 2.1940069999573097e-05,
    "pass_seconds": [
-    1.6755809209176475e-05,
-    1.205409531082426e-05,
-    1.980723813176155e-05
+    1.3946666603996642e-05,
+    1.3347048135030837e-05,
+    1.2003047125680106e-05
    ],
    "pass_host_canary_seconds": [
-    9.8556849999909e-06,
-    7.376849999971569e-06,
-    9.946637500064525e-06
+    1.1414100000024518e-05,
+    8.02185500106134e-06,
+    1.1316905000171572e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7577369999983717e-05,
-    1.8734639999991033e-05,
-    1.5635540000005224e-05
+    2.1940069999573097e-05,
+    2.027879000024768e-05,
+    2.0408439999073382e-05
    ]
   },
   "layer_backward_transpose_contiguous_autocast": {
-   "seconds": 1.4705524380717954e-05,
-   "min": 9.752379464251648e-06,
-   "max": 2.5249523421128585e-05,
+   "seconds": 3.252342769077846e-05,
+   "min": 1.84601896575519e-05,
+   "max": 4.3621332517692025e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4619,128 +4664,129 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001674560010433197,
-    0.00024480000138282776,
-    0.0005643519759178161
+    0.0003071039915084839,
+    0.0002813119888305664,
+    0.0009490879774093628
    ],
-   "host_canary_seconds": 9.8556849999909e-06,
-   "host_backward_canary_seconds": 1.7577369999983717e-05,
+   "backward_nodes_per_layer": 2.0,
+   "host_canary_seconds": 1.1414100000024518e-05,
+   "host_backward_canary_seconds": 2.1940069999573097e-05,
    "pass_seconds": [
-    9.752379464251648e-06,
-    2.5249523421128585e-05,
-    1.4705524380717954e-05
+    3.252342769077846e-05,
+    1.84601896575519e-05,
+    4.3621332517692025e-05
    ],
    "pass_host_canary_seconds": [
-    9.8556849999909e-06,
-    7.376849999971569e-06,
-    9.946637500064525e-06
+    1.1414100000024518e-05,
+    8.02185500106134e-06,
+    1.1316905000171572e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7577369999983717e-05,
-    1.8734639999991033e-05,
-    1.5635540000005224e-05
+    2.1940069999573097e-05,
+    2.027879000024768e-05,
+    2.0408439999073382e-05
    ]
   },
   "layer_forward_cat": {
-   "seconds": 2.9472000896930694e-05,
-   "min": 2.5407999753952028e-05,
-   "max": 5.25440014898777e-05,
+   "seconds": 3.139200061559677e-05,
+   "min": 1.9231999292969705e-05,
+   "max": 0.00012723200023174287,
    "samples": 123,
    "method": "one tiny cat layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.249965000002191e-06,
-   "host_backward_canary_seconds": 1.5910830000009926e-05,
+   "host_canary_seconds": 1.1350264999805404e-05,
+   "host_backward_canary_seconds": 2.082209000036528e-05,
    "pass_seconds": [
-    2.796800062060356e-05,
-    2.9472000896930694e-05,
-    3.0432000756263734e-05
+    3.139200061559677e-05,
+    2.6176000013947487e-05,
+    3.417599946260452e-05
    ],
    "pass_host_canary_seconds": [
-    9.249965000002191e-06,
-    9.600359999986096e-06,
-    1.0218655000073795e-05
+    1.1350264999805404e-05,
+    8.385337499703383e-06,
+    1.1467127500282004e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5910830000009926e-05,
-    1.8397219999997105e-05,
-    1.7454814999950942e-05
+    2.082209000036528e-05,
+    1.938680499961265e-05,
+    2.0200295000449842e-05
    ]
   },
   "layer_backward_cat": {
-   "seconds": 8.194666976730027e-06,
+   "seconds": 9.15066835780937e-06,
    "min": 0.0,
-   "max": 8.734267267088094e-05,
+   "max": 0.0003969586783399184,
    "samples": 123,
    "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.249965000002191e-06,
-   "host_backward_canary_seconds": 1.5910830000009926e-05,
+   "host_canary_seconds": 1.1350264999805404e-05,
+   "host_backward_canary_seconds": 2.082209000036528e-05,
    "pass_seconds": [
-    5.598267229894795e-05,
-    8.194666976730027e-06,
-    0.0
+    9.15066835780937e-06,
+    0.0,
+    1.0006664320826578e-05
    ],
    "pass_host_canary_seconds": [
-    9.249965000002191e-06,
-    9.600359999986096e-06,
-    1.0218655000073795e-05
+    1.1350264999805404e-05,
+    8.385337499703383e-06,
+    1.1467127500282004e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5910830000009926e-05,
-    1.8397219999997105e-05,
-    1.7454814999950942e-05
+    2.082209000036528e-05,
+    1.938680499961265e-05,
+    2.0200295000449842e-05
    ]
   },
   "layer_forward_cat_autocast": {
-   "seconds": 4.518400132656097e-05,
-   "min": 4.14079986512661e-05,
-   "max": 7.369600236415863e-05,
+   "seconds": 6.483200192451477e-05,
+   "min": 2.812799997627735e-05,
+   "max": 0.00016358399391174316,
    "samples": 123,
    "method": "one tiny cat layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.32452749999868e-06,
-   "host_backward_canary_seconds": 1.731683500000969e-05,
+   "host_canary_seconds": 1.1350264999805404e-05,
+   "host_backward_canary_seconds": 2.17700899997908e-05,
    "pass_seconds": [
-    4.4863998889923095e-05,
-    4.518400132656097e-05,
-    4.8928000032901765e-05
+    6.940799951553344e-05,
+    3.0400000512599945e-05,
+    6.483200192451477e-05
    ],
    "pass_host_canary_seconds": [
-    9.32452749999868e-06,
-    9.69031000000342e-06,
-    1.0281745000000342e-05
+    1.1350264999805404e-05,
+    8.229445000438318e-06,
+    1.146799500020279e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.731683500000969e-05,
-    1.806338500003335e-05,
-    1.788812499995629e-05
+    2.17700899997908e-05,
+    1.818916499928491e-05,
+    2.217399999835834e-05
    ]
   },
   "layer_backward_cat_autocast": {
-   "seconds": 2.003466772536436e-05,
+   "seconds": 1.541466079652313e-05,
    "min": 0.0,
-   "max": 0.0001842706693957249,
+   "max": 0.0008079026856770118,
    "samples": 123,
    "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.32452749999868e-06,
-   "host_backward_canary_seconds": 1.731683500000969e-05,
+   "host_canary_seconds": 1.1350264999805404e-05,
+   "host_backward_canary_seconds": 2.17700899997908e-05,
    "pass_seconds": [
-    6.971067624787486e-05,
-    2.003466772536436e-05,
-    0.0
+    0.00014063867119451363,
+    0.0,
+    1.541466079652313e-05
    ],
    "pass_host_canary_seconds": [
-    9.32452749999868e-06,
-    9.69031000000342e-06,
-    1.0281745000000342e-05
+    1.1350264999805404e-05,
+    8.229445000438318e-06,
+    1.146799500020279e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.731683500000969e-05,
-    1.806338500003335e-05,
-    1.788812499995629e-05
+    2.17700899997908e-05,
+    1.818916499928491e-05,
+    2.217399999835834e-05
    ]
   },
   "layer_forward_gelu_tanh_composite": {
-   "seconds": 0.00010277181047768821,
-   "min": 9.825981301920755e-05,
-   "max": 0.00011378437990234012,
+   "seconds": 0.0001258262786127272,
+   "min": 8.365409466482345e-05,
+   "max": 0.00013462628778957184,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4749,32 +4795,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00010547199845314026,
-    0.0004036799967288971,
-    0.0015805120468139649
+    0.00015148800611495972,
+    0.0005823360085487366,
+    0.0021798720359802247
    ],
-   "host_canary_seconds": 9.370402499992991e-06,
-   "host_backward_canary_seconds": 1.7059830000007994e-05,
+   "host_canary_seconds": 1.139779249967887e-05,
+   "host_backward_canary_seconds": 2.268920500000604e-05,
    "pass_seconds": [
-    9.825981301920755e-05,
-    0.00010277181047768821,
-    0.00011378437990234012
+    0.00013462628778957184,
+    8.365409466482345e-05,
+    0.0001258262786127272
    ],
    "pass_host_canary_seconds": [
-    9.370402499992991e-06,
-    9.791377499972498e-06,
-    9.971690000014632e-06
+    1.139779249967887e-05,
+    8.377399999517366e-06,
+    1.0895799999843802e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7059830000007994e-05,
-    1.8136939999990888e-05,
-    1.636206000000584e-05
+    2.268920500000604e-05,
+    1.8066629997974815e-05,
+    2.217399999835834e-05
    ]
   },
   "layer_backward_gelu_tanh_composite": {
-   "seconds": 0.00015885561066014423,
-   "min": 0.00014884494174094426,
-   "max": 0.0001776007722531046,
+   "seconds": 0.00019334782447133746,
+   "min": 0.0001929158124895323,
+   "max": 0.0001947497136536099,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4783,32 +4829,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00042361599206924437,
-    0.0012905919551849366,
-    0.0043122239112854
+    0.0006437439918518066,
+    0.0018322559595108031,
+    0.005631552219390869
    ],
-   "host_canary_seconds": 9.370402499992991e-06,
-   "host_backward_canary_seconds": 1.7059830000007994e-05,
+   "backward_nodes_per_layer": 8.0,
+   "host_canary_seconds": 1.139779249967887e-05,
+   "host_backward_canary_seconds": 2.268920500000604e-05,
    "pass_seconds": [
-    0.00015885561066014423,
-    0.0001776007722531046,
-    0.00014884494174094426
+    0.00019334782447133746,
+    0.0001929158124895323,
+    0.0001947497136536099
    ],
    "pass_host_canary_seconds": [
-    9.370402499992991e-06,
-    9.791377499972498e-06,
-    9.971690000014632e-06
+    1.139779249967887e-05,
+    8.377399999517366e-06,
+    1.0895799999843802e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7059830000007994e-05,
-    1.8136939999990888e-05,
-    1.636206000000584e-05
+    2.268920500000604e-05,
+    1.8066629997974815e-05,
+    2.217399999835834e-05
    ]
   },
   "layer_forward_gelu_tanh_composite_autocast": {
-   "seconds": 0.00010433066742760794,
-   "min": 0.00010045028797217776,
-   "max": 0.00011790628660292852,
+   "seconds": 0.00011855390242167881,
+   "min": 0.00011631162251744953,
+   "max": 0.00012272458062285467,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4817,32 +4864,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00012748800218105317,
-    0.0004482240080833435,
-    0.0016407040357589722
+    0.00021062399446964263,
+    0.0006674879789352417,
+    0.0020810561180114747
    ],
-   "host_canary_seconds": 8.93846499998574e-06,
-   "host_backward_canary_seconds": 1.683711000005417e-05,
+   "host_canary_seconds": 1.166484500004117e-05,
+   "host_backward_canary_seconds": 2.3274060000630923e-05,
    "pass_seconds": [
-    0.00010045028797217776,
-    0.00010433066742760794,
-    0.00011790628660292852
+    0.00012272458062285467,
+    0.00011631162251744953,
+    0.00011855390242167881
    ],
    "pass_host_canary_seconds": [
-    8.93846499998574e-06,
-    9.925429999988467e-06,
-    9.94981249995419e-06
+    1.166484500004117e-05,
+    1.0707202500270795e-05,
+    1.0970950000341873e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.683711000005417e-05,
-    1.865447500001949e-05,
-    1.9178725000017495e-05
+    2.3274060000630923e-05,
+    1.823908499886784e-05,
+    2.1858764999933558e-05
    ]
   },
   "layer_backward_gelu_tanh_composite_autocast": {
-   "seconds": 0.00018002057359332133,
-   "min": 0.00013702474250679926,
-   "max": 0.00018377905374481564,
+   "seconds": 0.00020665675117855983,
+   "min": 0.0001731169308934893,
+   "max": 0.00023327848244281046,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4851,32 +4898,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004708159863948822,
-    0.0013529280424118043,
-    0.004089503765106201
+    0.0007395520210266113,
+    0.001839967966079712,
+    0.006090400218963623
    ],
-   "host_canary_seconds": 8.93846499998574e-06,
-   "host_backward_canary_seconds": 1.683711000005417e-05,
+   "backward_nodes_per_layer": 8.0,
+   "host_canary_seconds": 1.166484500004117e-05,
+   "host_backward_canary_seconds": 2.3274060000630923e-05,
    "pass_seconds": [
-    0.00013702474250679926,
-    0.00018377905374481564,
-    0.00018002057359332133
+    0.00023327848244281046,
+    0.0001731169308934893,
+    0.00020665675117855983
    ],
    "pass_host_canary_seconds": [
-    8.93846499998574e-06,
-    9.925429999988467e-06,
-    9.94981249995419e-06
+    1.166484500004117e-05,
+    1.0707202500270795e-05,
+    1.0970950000341873e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.683711000005417e-05,
-    1.865447500001949e-05,
-    1.9178725000017495e-05
+    2.3274060000630923e-05,
+    1.823908499886784e-05,
+    2.1858764999933558e-05
    ]
   },
   "layer_forward_mha": {
-   "seconds": 0.0002068685633795602,
-   "min": 0.00018836114378202533,
-   "max": 0.00039256458339237036,
+   "seconds": 0.0005157615343729655,
+   "min": 0.0004051177302996318,
+   "max": 0.0005689699082147507,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4885,32 +4933,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00025721600651741025,
-    0.0014884159564971923,
-    0.0033046720027923586
+    0.0005654720067977905,
+    0.002065632104873657,
+    0.00903110408782959
    ],
-   "host_canary_seconds": 6.795534999994856e-06,
-   "host_backward_canary_seconds": 1.7433129999986362e-05,
+   "host_canary_seconds": 1.1976945000355954e-05,
+   "host_backward_canary_seconds": 2.321795999932874e-05,
    "pass_seconds": [
-    0.00018836114378202533,
-    0.0002068685633795602,
-    0.00039256458339237036
+    0.0005689699082147507,
+    0.0004051177302996318,
+    0.0005157615343729655
    ],
    "pass_host_canary_seconds": [
-    6.795534999994856e-06,
-    9.513524999960055e-06,
-    9.946802500024887e-06
+    1.1976945000355954e-05,
+    1.0279959999479616e-05,
+    1.1312189999443944e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7433129999986362e-05,
-    1.9054770000082044e-05,
-    2.0985069999994723e-05
+    2.321795999932874e-05,
+    1.8817010000020675e-05,
+    2.4157590000868368e-05
    ]
   },
   "layer_backward_mha": {
-   "seconds": 0.0007392114117032004,
-   "min": 0.0005681066413720449,
-   "max": 0.0007934361554327463,
+   "seconds": 0.000561002708616711,
+   "min": 0.00046463465974444436,
+   "max": 0.0008215383007412865,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4919,32 +4967,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0012432639598846437,
-    0.004247712135314941,
-    0.012835295677185058
+    0.001972383975982666,
+    0.006133024215698242,
+    0.01917888069152832
    ],
-   "host_canary_seconds": 6.795534999994856e-06,
-   "host_backward_canary_seconds": 1.7433129999986362e-05,
+   "backward_nodes_per_layer": 35.0,
+   "host_canary_seconds": 1.1976945000355954e-05,
+   "host_backward_canary_seconds": 2.321795999932874e-05,
    "pass_seconds": [
-    0.0005681066413720449,
-    0.0007392114117032004,
-    0.0007934361554327463
+    0.000561002708616711,
+    0.00046463465974444436,
+    0.0008215383007412865
    ],
    "pass_host_canary_seconds": [
-    6.795534999994856e-06,
-    9.513524999960055e-06,
-    9.946802500024887e-06
+    1.1976945000355954e-05,
+    1.0279959999479616e-05,
+    1.1312189999443944e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7433129999986362e-05,
-    1.9054770000082044e-05,
-    2.0985069999994723e-05
+    2.321795999932874e-05,
+    1.8817010000020675e-05,
+    2.4157590000868368e-05
    ]
   },
   "layer_forward_mha_autocast": {
-   "seconds": 0.0003975649504434494,
-   "min": 0.0002983268584523882,
-   "max": 0.0005417486003467015,
+   "seconds": 0.0005075374898456392,
+   "min": 0.0005001919950757707,
+   "max": 0.000597988594146002,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4953,32 +5002,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0004901440143585205,
-    0.0013973439931869508,
-    0.004969120025634766
+    0.0007254719734191894,
+    0.002624063968658447,
+    0.008361023902893066
    ],
-   "host_canary_seconds": 8.27460000000002e-06,
-   "host_backward_canary_seconds": 1.823274000003039e-05,
+   "host_canary_seconds": 1.1428319999708948e-05,
+   "host_backward_canary_seconds": 2.25827299999537e-05,
    "pass_seconds": [
-    0.0002983268584523882,
-    0.0003975649504434494,
-    0.0005417486003467015
+    0.0005001919950757707,
+    0.0005075374898456392,
+    0.000597988594146002
    ],
    "pass_host_canary_seconds": [
-    8.27460000000002e-06,
-    9.569509999920456e-06,
-    1.0639992499932304e-05
+    1.1428319999708948e-05,
+    1.04084800000237e-05,
+    1.115991500000746e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.823274000003039e-05,
-    1.893180500005087e-05,
-    2.1067749999872374e-05
+    2.25827299999537e-05,
+    1.7890460001126484e-05,
+    2.3733505000791413e-05
    ]
   },
   "layer_backward_mha_autocast": {
-   "seconds": 0.0007903572746685572,
-   "min": 0.0007638453131630309,
-   "max": 0.0008191237478029161,
+   "seconds": 0.0009485401766640801,
+   "min": 0.0005707040003367832,
+   "max": 0.0012560738381885346,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4987,32 +5036,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0015416320562362672,
-    0.0049350719451904295,
-    0.018317087173461914
+    0.0022038400173187258,
+    0.00677350378036499,
+    0.02400931167602539
    ],
-   "host_canary_seconds": 8.27460000000002e-06,
-   "host_backward_canary_seconds": 1.823274000003039e-05,
+   "backward_nodes_per_layer": 41.0,
+   "host_canary_seconds": 1.1428319999708948e-05,
+   "host_backward_canary_seconds": 2.25827299999537e-05,
    "pass_seconds": [
-    0.0008191237478029161,
-    0.0007638453131630309,
-    0.0007903572746685572
+    0.0009485401766640801,
+    0.0005707040003367832,
+    0.0012560738381885346
    ],
    "pass_host_canary_seconds": [
-    8.27460000000002e-06,
-    9.569509999920456e-06,
-    1.0639992499932304e-05
+    1.1428319999708948e-05,
+    1.04084800000237e-05,
+    1.115991500000746e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.823274000003039e-05,
-    1.893180500005087e-05,
-    2.1067749999872374e-05
+    2.25827299999537e-05,
+    1.7890460001126484e-05,
+    2.3733505000791413e-05
    ]
   },
   "layer_forward_cast": {
-   "seconds": 1.549409418588593e-05,
-   "min": 1.349561945313499e-05,
-   "max": 1.5757714353856587e-05,
+   "seconds": 1.4810667417588688e-05,
+   "min": 1.1714286126551173e-05,
+   "max": 1.833295236740793e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny cast layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5021,32 +5071,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.0927999168634415e-05,
-    8.275199681520462e-05,
-    0.00026214399933815005
+    3.251200169324875e-05,
+    8.160000294446945e-05,
+    0.00030553600192070006
    ],
-   "host_canary_seconds": 8.56079250000974e-06,
-   "host_backward_canary_seconds": 1.811972999998801e-05,
+   "host_canary_seconds": 1.0807824999972126e-05,
+   "host_backward_canary_seconds": 2.090710999937073e-05,
    "pass_seconds": [
-    1.5757714353856587e-05,
-    1.349561945313499e-05,
-    1.549409418588593e-05
+    1.833295236740793e-05,
+    1.4810667417588688e-05,
+    1.1714286126551173e-05
    ],
    "pass_host_canary_seconds": [
-    8.56079250000974e-06,
-    9.39752000007843e-06,
-    1.0340490000046996e-05
+    1.0807824999972126e-05,
+    1.0249489999978323e-05,
+    8.05455999966398e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.811972999998801e-05,
-    1.8209600000034243e-05,
-    2.022191999998313e-05
+    2.090710999937073e-05,
+    1.6548440000860865e-05,
+    2.2115630001735554e-05
    ]
   },
   "layer_backward_cast": {
-   "seconds": 2.0759620482013336e-05,
-   "min": 2.052114407221476e-05,
-   "max": 3.290361999755814e-05,
+   "seconds": 2.6982858954440988e-05,
+   "min": 2.315199916206655e-05,
+   "max": 2.840076058748223e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny cast layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5055,32 +5105,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015404799580574037,
-    0.0002845759987831116,
-    0.0007088000178337098
+    0.00014793600142002104,
+    0.0002828480005264282,
+    0.0008273280262947083
    ],
-   "host_canary_seconds": 8.56079250000974e-06,
-   "host_backward_canary_seconds": 1.811972999998801e-05,
+   "backward_nodes_per_layer": 1.0,
+   "host_canary_seconds": 1.0807824999972126e-05,
+   "host_backward_canary_seconds": 2.090710999937073e-05,
    "pass_seconds": [
-    2.0759620482013336e-05,
-    2.052114407221476e-05,
-    3.290361999755814e-05
+    2.6982858954440988e-05,
+    2.315199916206655e-05,
+    2.840076058748223e-05
    ],
    "pass_host_canary_seconds": [
-    8.56079250000974e-06,
-    9.39752000007843e-06,
-    1.0340490000046996e-05
+    1.0807824999972126e-05,
+    1.0249489999978323e-05,
+    8.05455999966398e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.811972999998801e-05,
-    1.8209600000034243e-05,
-    2.022191999998313e-05
+    2.090710999937073e-05,
+    1.6548440000860865e-05,
+    2.2115630001735554e-05
    ]
   },
   "layer_forward_cast_autocast": {
-   "seconds": 1.6310096319232668e-05,
-   "min": 1.3436952339751379e-05,
-   "max": 1.662628565515791e-05,
+   "seconds": 1.5005715013969512e-05,
+   "min": 1.26735239866234e-05,
+   "max": 1.993904724007561e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny cast layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5089,32 +5140,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.3536001592874524e-05,
-    6.956800073385239e-05,
-    0.0002916480004787445
+    3.683200106024742e-05,
+    7.308799773454666e-05,
+    0.0003280639946460724
    ],
-   "host_canary_seconds": 9.99327000000605e-06,
-   "host_backward_canary_seconds": 1.7883734999948333e-05,
+   "host_canary_seconds": 1.2047625000093375e-05,
+   "host_backward_canary_seconds": 2.1572885000296082e-05,
    "pass_seconds": [
-    1.662628565515791e-05,
-    1.3436952339751379e-05,
-    1.6310096319232668e-05
+    1.993904724007561e-05,
+    1.5005715013969512e-05,
+    1.26735239866234e-05
    ],
    "pass_host_canary_seconds": [
-    9.99327000000605e-06,
-    9.428915000029292e-06,
-    1.013548499997796e-05
+    1.2047625000093375e-05,
+    1.024083250001695e-05,
+    8.487920000561644e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7883734999948333e-05,
-    1.774269000009099e-05,
-    1.999210499988635e-05
+    2.1572885000296082e-05,
+    1.741753000146673e-05,
+    2.1527889998651517e-05
    ]
   },
   "layer_backward_cast_autocast": {
-   "seconds": 2.293104873526664e-05,
-   "min": 2.1667044964574637e-05,
-   "max": 2.2963045608429678e-05,
+   "seconds": 2.5417904591276536e-05,
+   "min": 2.4717713395754496e-05,
+   "max": 2.608990403158324e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny cast layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5123,32 +5174,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00020697599649429323,
-    0.00031091201305389406,
-    0.0007958719730377197
+    0.00015161600708961487,
+    0.00031228798627853395,
+    0.0008303679823875428
    ],
-   "host_canary_seconds": 9.99327000000605e-06,
-   "host_backward_canary_seconds": 1.7883734999948333e-05,
+   "backward_nodes_per_layer": 1.0,
+   "host_canary_seconds": 1.2047625000093375e-05,
+   "host_backward_canary_seconds": 2.1572885000296082e-05,
    "pass_seconds": [
-    2.2963045608429678e-05,
-    2.293104873526664e-05,
-    2.1667044964574637e-05
+    2.4717713395754496e-05,
+    2.5417904591276536e-05,
+    2.608990403158324e-05
    ],
    "pass_host_canary_seconds": [
-    9.99327000000605e-06,
-    9.428915000029292e-06,
-    1.013548499997796e-05
+    1.2047625000093375e-05,
+    1.024083250001695e-05,
+    8.487920000561644e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7883734999948333e-05,
-    1.774269000009099e-05,
-    1.999210499988635e-05
+    2.1572885000296082e-05,
+    1.741753000146673e-05,
+    2.1527889998651517e-05
    ]
   },
   "layer_forward_rmsnorm": {
-   "seconds": 2.3251809889361973e-05,
-   "min": 2.040152411375727e-05,
-   "max": 2.3289142087811515e-05,
+   "seconds": 2.278780883976391e-05,
+   "min": 1.950171385847387e-05,
+   "max": 2.572266739748773e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5157,32 +5209,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.303999990224838e-05,
-    0.00012031999975442886,
-    0.0003948479890823364
+    4.9375999718904496e-05,
+    0.00014368000626564025,
+    0.00044092801213264465
    ],
-   "host_canary_seconds": 9.818814999995595e-06,
-   "host_backward_canary_seconds": 1.7344089999973276e-05,
+   "host_canary_seconds": 1.1743562500328152e-05,
+   "host_backward_canary_seconds": 2.1178795000196262e-05,
    "pass_seconds": [
-    2.3289142087811515e-05,
-    2.040152411375727e-05,
-    2.3251809889361973e-05
+    2.572266739748773e-05,
+    2.278780883976391e-05,
+    1.950171385847387e-05
    ],
    "pass_host_canary_seconds": [
-    9.818814999995595e-06,
-    9.513699999956771e-06,
-    1.010432750000234e-05
+    1.1743562500328152e-05,
+    1.0271840000086741e-05,
+    9.389347500246004e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7344089999973276e-05,
-    1.8198170000118808e-05,
-    1.9792535000107136e-05
+    2.1178795000196262e-05,
+    1.6556599998693855e-05,
+    2.194066000015482e-05
    ]
   },
   "layer_backward_rmsnorm": {
-   "seconds": 3.6679622495458235e-05,
-   "min": 3.482743157517343e-05,
-   "max": 5.006857251837139e-05,
+   "seconds": 5.483428583968254e-05,
+   "min": 4.301409476569721e-05,
+   "max": 6.534933041603791e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5191,32 +5243,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00022579200565814973,
-    0.00044409599900245664,
-    0.0011121920347213746
+    0.0002037760019302368,
+    0.000500927984714508,
+    0.0014306240081787109
    ],
-   "host_canary_seconds": 9.818814999995595e-06,
-   "host_backward_canary_seconds": 1.7344089999973276e-05,
+   "backward_nodes_per_layer": 2.0,
+   "host_canary_seconds": 1.1743562500328152e-05,
+   "host_backward_canary_seconds": 2.1178795000196262e-05,
    "pass_seconds": [
-    3.482743157517343e-05,
-    3.6679622495458235e-05,
-    5.006857251837139e-05
+    5.483428583968254e-05,
+    4.301409476569721e-05,
+    6.534933041603791e-05
    ],
    "pass_host_canary_seconds": [
-    9.818814999995595e-06,
-    9.513699999956771e-06,
-    1.010432750000234e-05
+    1.1743562500328152e-05,
+    1.0271840000086741e-05,
+    9.389347500246004e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7344089999973276e-05,
-    1.8198170000118808e-05,
-    1.9792535000107136e-05
+    2.1178795000196262e-05,
+    1.6556599998693855e-05,
+    2.194066000015482e-05
    ]
   },
   "layer_forward_rmsnorm_autocast": {
-   "seconds": 2.2121142773401168e-05,
-   "min": 1.911161946398871e-05,
-   "max": 2.4577524335611434e-05,
+   "seconds": 2.6135618133204324e-05,
+   "min": 2.31352373957634e-05,
+   "max": 4.3382859300999414e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5225,32 +5278,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.755200073122978e-05,
-    0.00010847999900579453,
-    0.00033542400598526
+    7.254400104284287e-05,
+    0.0002917119860649109,
+    0.0007529600262641907
    ],
-   "host_canary_seconds": 9.273097499988837e-06,
-   "host_backward_canary_seconds": 1.4609004999996955e-05,
+   "host_canary_seconds": 1.2946644999942692e-05,
+   "host_backward_canary_seconds": 2.1299589999443924e-05,
    "pass_seconds": [
-    1.911161946398871e-05,
-    2.2121142773401168e-05,
-    2.4577524335611434e-05
+    4.3382859300999414e-05,
+    2.31352373957634e-05,
+    2.6135618133204324e-05
    ],
    "pass_host_canary_seconds": [
-    9.273097499988837e-06,
-    9.61940000010486e-06,
-    1.0204819999870552e-05
+    1.2946644999942692e-05,
+    1.0160124999174513e-05,
+    1.0950719999982539e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4609004999996955e-05,
-    1.769081999981381e-05,
-    1.8993699999896307e-05
+    2.1299589999443924e-05,
+    1.547221000009813e-05,
+    2.1470289998433144e-05
    ]
   },
   "layer_backward_rmsnorm_autocast": {
-   "seconds": 4.1392760617392414e-05,
-   "min": 3.075733319634484e-05,
-   "max": 4.8469334485984984e-05,
+   "seconds": 3.876114423785891e-05,
+   "min": 3.388190233991259e-05,
+   "max": 4.1433140990279965e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5259,32 +5312,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001594880074262619,
-    0.00033529600501060484,
-    0.0009162560105323792
+    0.00027935999631881713,
+    0.0007499520182609558,
+    0.0015862400531768798
    ],
-   "host_canary_seconds": 9.273097499988837e-06,
-   "host_backward_canary_seconds": 1.4609004999996955e-05,
+   "backward_nodes_per_layer": 2.0,
+   "host_canary_seconds": 1.2946644999942692e-05,
+   "host_backward_canary_seconds": 2.1299589999443924e-05,
    "pass_seconds": [
-    3.075733319634484e-05,
-    4.1392760617392414e-05,
-    4.8469334485984984e-05
+    3.876114423785891e-05,
+    3.388190233991259e-05,
+    4.1433140990279965e-05
    ],
    "pass_host_canary_seconds": [
-    9.273097499988837e-06,
-    9.61940000010486e-06,
-    1.0204819999870552e-05
+    1.2946644999942692e-05,
+    1.0160124999174513e-05,
+    1.0950719999982539e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4609004999996955e-05,
-    1.769081999981381e-05,
-    1.8993699999896307e-05
+    2.1299589999443924e-05,
+    1.547221000009813e-05,
+    2.1470289998433144e-05
    ]
   },
   "layer_forward_sdpa": {
-   "seconds": 2.4393903889826368e-05,
-   "min": 2.1408000694853923e-05,
-   "max": 2.8051809363421938e-05,
+   "seconds": 2.7015618979930877e-05,
+   "min": 2.493485613238244e-05,
+   "max": 2.8754286024542084e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5293,32 +5347,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.2287999987602236e-05,
-    9.132800251245498e-05,
-    0.0003516800105571747
+    4.831999912858009e-05,
+    0.00012105599790811539,
+    0.00045078399777412413
    ],
-   "host_canary_seconds": 7.666934999974728e-06,
-   "host_backward_canary_seconds": 1.4627629999992564e-05,
+   "host_canary_seconds": 1.0828372500100158e-05,
+   "host_backward_canary_seconds": 2.065517000005457e-05,
    "pass_seconds": [
-    2.1408000694853923e-05,
-    2.4393903889826368e-05,
-    2.8051809363421938e-05
+    2.7015618979930877e-05,
+    2.493485613238244e-05,
+    2.8754286024542084e-05
    ],
    "pass_host_canary_seconds": [
-    7.666934999974728e-06,
-    9.554949999923678e-06,
-    1.0219199999994544e-05
+    1.0828372500100158e-05,
+    1.0222787500424603e-05,
+    9.349757500558554e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4627629999992564e-05,
-    1.7758800000109433e-05,
-    1.6523870000071382e-05
+    2.065517000005457e-05,
+    1.8854124999734267e-05,
+    1.837875499973052e-05
    ]
   },
   "layer_backward_sdpa": {
-   "seconds": 8.72998090372199e-05,
-   "min": 7.746894852746101e-05,
-   "max": 0.00010153675948580104,
+   "seconds": 0.00010023771190927141,
+   "min": 9.043885066750504e-05,
+   "max": 0.00011658589949920062,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5327,32 +5381,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001966080069541931,
-    0.00048483198881149294,
-    0.0018145920038223266
+    0.0004061119854450226,
+    0.0008524799942970276,
+    0.0023364479541778563
    ],
-   "host_canary_seconds": 7.666934999974728e-06,
-   "host_backward_canary_seconds": 1.4627629999992564e-05,
+   "backward_nodes_per_layer": 1.0,
+   "host_canary_seconds": 1.0828372500100158e-05,
+   "host_backward_canary_seconds": 2.065517000005457e-05,
    "pass_seconds": [
-    8.72998090372199e-05,
-    0.00010153675948580104,
-    7.746894852746101e-05
+    0.00010023771190927141,
+    0.00011658589949920062,
+    9.043885066750504e-05
    ],
    "pass_host_canary_seconds": [
-    7.666934999974728e-06,
-    9.554949999923678e-06,
-    1.0219199999994544e-05
+    1.0828372500100158e-05,
+    1.0222787500424603e-05,
+    9.349757500558554e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4627629999992564e-05,
-    1.7758800000109433e-05,
-    1.6523870000071382e-05
+    2.065517000005457e-05,
+    1.8854124999734267e-05,
+    1.837875499973052e-05
    ]
   },
   "layer_forward_sdpa_autocast": {
-   "seconds": 3.760685558829989e-05,
-   "min": 3.4246094170070834e-05,
-   "max": 3.88533343516645e-05,
+   "seconds": 4.211199922221048e-05,
+   "min": 3.743237966582888e-05,
+   "max": 5.798476082938057e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5361,32 +5416,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.0416001826524736e-05,
-    0.00014908799529075623,
-    0.0006339200139045716
+    0.00010819199681282043,
+    0.0002227199971675873,
+    0.0007359359860420227
    ],
-   "host_canary_seconds": 7.631440000004375e-06,
-   "host_backward_canary_seconds": 1.44495649999854e-05,
+   "host_canary_seconds": 1.0980574999734927e-05,
+   "host_backward_canary_seconds": 2.1195870000383366e-05,
    "pass_seconds": [
-    3.88533343516645e-05,
-    3.4246094170070834e-05,
-    3.760685558829989e-05
+    4.211199922221048e-05,
+    3.743237966582888e-05,
+    5.798476082938057e-05
    ],
    "pass_host_canary_seconds": [
-    7.631440000004375e-06,
-    9.546029999967232e-06,
-    1.0905077499998584e-05
+    1.0980574999734927e-05,
+    9.872075000316727e-06,
+    1.0955985000009606e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.44495649999854e-05,
-    1.8013559999872085e-05,
-    1.8467485000002173e-05
+    2.1195870000383366e-05,
+    1.9453740000017207e-05,
+    2.107373499939058e-05
    ]
   },
   "layer_backward_sdpa_autocast": {
-   "seconds": 7.741485039393107e-05,
-   "min": 5.2360381576276964e-05,
-   "max": 8.72815332952e-05,
+   "seconds": 7.96327619325547e-05,
+   "min": 6.576838237898692e-05,
+   "max": 0.00012569219086851392,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5395,32 +5450,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00025587201118469237,
-    0.0007912639975547791,
-    0.0017113280296325683
+    0.0004153920114040375,
+    0.0008537920117378235,
+    0.0029107840061187744
    ],
-   "host_canary_seconds": 7.631440000004375e-06,
-   "host_backward_canary_seconds": 1.44495649999854e-05,
+   "backward_nodes_per_layer": 1.0,
+   "host_canary_seconds": 1.0980574999734927e-05,
+   "host_backward_canary_seconds": 2.1195870000383366e-05,
    "pass_seconds": [
-    5.2360381576276964e-05,
-    7.741485039393107e-05,
-    8.72815332952e-05
+    0.00012569219086851392,
+    7.96327619325547e-05,
+    6.576838237898692e-05
    ],
    "pass_host_canary_seconds": [
-    7.631440000004375e-06,
-    9.546029999967232e-06,
-    1.0905077499998584e-05
+    1.0980574999734927e-05,
+    9.872075000316727e-06,
+    1.0955985000009606e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.44495649999854e-05,
-    1.8013559999872085e-05,
-    1.8467485000002173e-05
+    2.1195870000383366e-05,
+    1.9453740000017207e-05,
+    2.107373499939058e-05
    ]
   },
   "layer_forward_sdpa_efficient": {
-   "seconds": 2.491123708231108e-05,
-   "min": 2.274971331159274e-05,
-   "max": 2.5819428974673855e-05,
+   "seconds": 2.753676261220659e-05,
+   "min": 2.5369905112754728e-05,
+   "max": 3.193218952843121e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa_efficient layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5429,33 +5485,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.502400055527687e-05,
-    6.960000097751617e-05,
-    0.00038863998651504514
+    5.6352000683546066e-05,
+    0.000141184002161026,
+    0.0005316799879074097
    ],
    "attention_backend": "efficient",
-   "host_canary_seconds": 7.910810000026913e-06,
-   "host_backward_canary_seconds": 1.54842199999905e-05,
+   "host_canary_seconds": 1.1428144999854339e-05,
+   "host_backward_canary_seconds": 2.1416050000198083e-05,
    "pass_seconds": [
-    2.491123708231108e-05,
-    2.274971331159274e-05,
-    2.5819428974673855e-05
+    3.193218952843121e-05,
+    2.5369905112754728e-05,
+    2.753676261220659e-05
    ],
    "pass_host_canary_seconds": [
-    7.910810000026913e-06,
-    9.23390500005894e-06,
-    1.0058410000013396e-05
+    1.1428144999854339e-05,
+    9.756937499219021e-06,
+    1.1206340000171622e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.54842199999905e-05,
-    1.7882719999988696e-05,
-    1.8416190000039025e-05
+    2.1416050000198083e-05,
+    1.924557499933144e-05,
+    2.1832079999057895e-05
    ]
   },
   "layer_backward_sdpa_efficient": {
-   "seconds": 8.870247733734903e-05,
-   "min": 6.059048129689126e-05,
-   "max": 9.005257380860192e-05,
+   "seconds": 8.802285737224988e-05,
+   "min": 8.127391320608912e-05,
+   "max": 0.00011106284743263608,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa_efficient layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5464,33 +5520,34 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00020444799959659575,
-    0.0006449919939041138,
-    0.0015483200550079346
+    0.00040025600790977476,
+    0.0008604159951210022,
+    0.002138528108596802
    ],
    "attention_backend": "efficient",
-   "host_canary_seconds": 7.910810000026913e-06,
-   "host_backward_canary_seconds": 1.54842199999905e-05,
+   "backward_nodes_per_layer": 1.0,
+   "host_canary_seconds": 1.1428144999854339e-05,
+   "host_backward_canary_seconds": 2.1416050000198083e-05,
    "pass_seconds": [
-    6.059048129689126e-05,
-    8.870247733734903e-05,
-    9.005257380860192e-05
+    8.127391320608912e-05,
+    8.802285737224988e-05,
+    0.00011106284743263608
    ],
    "pass_host_canary_seconds": [
-    7.910810000026913e-06,
-    9.23390500005894e-06,
-    1.0058410000013396e-05
+    1.1428144999854339e-05,
+    9.756937499219021e-06,
+    1.1206340000171622e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.54842199999905e-05,
-    1.7882719999988696e-05,
-    1.8416190000039025e-05
+    2.1416050000198083e-05,
+    1.924557499933144e-05,
+    2.1832079999057895e-05
    ]
   },
   "layer_forward_sdpa_cudnn_autocast": {
-   "seconds": 3.535161806004389e-05,
-   "min": 2.4937142751046588e-05,
-   "max": 4.03657140476363e-05,
+   "seconds": 5.3739426746254885e-05,
+   "min": 3.845104894467762e-05,
+   "max": 5.391162101711546e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa_cudnn layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5499,33 +5556,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.70559985935688e-05,
-    0.00014287999272346495,
-    0.0004347839951515198
+    0.00011420799791812896,
+    0.00017507199943065643,
+    0.0008868479728698731
    ],
    "attention_backend": "cudnn",
-   "host_canary_seconds": 7.362270000008664e-06,
-   "host_backward_canary_seconds": 1.54842199999905e-05,
+   "host_canary_seconds": 1.1734325000247736e-05,
+   "host_backward_canary_seconds": 2.2808085000178834e-05,
    "pass_seconds": [
-    2.4937142751046588e-05,
-    3.535161806004389e-05,
-    4.03657140476363e-05
+    5.3739426746254885e-05,
+    3.845104894467762e-05,
+    5.391162101711546e-05
    ],
    "pass_host_canary_seconds": [
-    7.362270000008664e-06,
-    9.634660000017447e-06,
-    1.0493792499985943e-05
+    1.1734325000247736e-05,
+    1.0160135000205628e-05,
+    1.072972999963895e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.54842199999905e-05,
-    1.8230879999805437e-05,
-    1.7028270000025715e-05
+    2.2808085000178834e-05,
+    1.592313999935868e-05,
+    2.1624870000778174e-05
    ]
   },
   "layer_backward_sdpa_cudnn_autocast": {
-   "seconds": 8.222323744779542e-05,
-   "min": 8.201143039124353e-05,
-   "max": 8.561904551017852e-05,
+   "seconds": 7.449447789362499e-05,
+   "min": 7.301409719955352e-05,
+   "max": 8.796496228093189e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa_cudnn layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5534,33 +5591,34 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00022675199806690215,
-    0.0006469759941101074,
-    0.0018670719861984253
+    0.0005232639908790589,
+    0.000995519995689392,
+    0.002664544105529785
    ],
    "attention_backend": "cudnn",
-   "host_canary_seconds": 7.362270000008664e-06,
-   "host_backward_canary_seconds": 1.54842199999905e-05,
+   "backward_nodes_per_layer": 1.0,
+   "host_canary_seconds": 1.1734325000247736e-05,
+   "host_backward_canary_seconds": 2.2808085000178834e-05,
    "pass_seconds": [
-    8.222323744779542e-05,
-    8.201143039124353e-05,
-    8.561904551017852e-05
+    8.796496228093189e-05,
+    7.449447789362499e-05,
+    7.301409719955352e-05
    ],
    "pass_host_canary_seconds": [
-    7.362270000008664e-06,
-    9.634660000017447e-06,
-    1.0493792499985943e-05
+    1.1734325000247736e-05,
+    1.0160135000205628e-05,
+    1.072972999963895e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.54842199999905e-05,
-    1.8230879999805437e-05,
-    1.7028270000025715e-05
+    2.2808085000178834e-05,
+    1.592313999935868e-05,
+    2.1624870000778174e-05
    ]
   },
   "layer_forward_mha_no_weights": {
-   "seconds": 0.00022022933761278783,
-   "min": 0.00014932875760963988,
-   "max": 0.00031117409751528784,
+   "seconds": 0.00035066893838700796,
+   "min": 0.00029654171920958023,
+   "max": 0.0003837401795954931,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha_no_weights layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5569,33 +5627,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00019167999923229217,
-    0.0007422080039978027,
-    0.002465791940689087
+    0.00034911999106407163,
+    0.0008941439986228943,
+    0.005440159797668457
    ],
    "attention_backend": "efficient",
-   "host_canary_seconds": 7.626585000011232e-06,
-   "host_backward_canary_seconds": 1.58285300000216e-05,
+   "host_canary_seconds": 1.1783135000200674e-05,
+   "host_backward_canary_seconds": 2.3348140000507556e-05,
    "pass_seconds": [
-    0.00014932875760963988,
-    0.00022022933761278783,
-    0.00031117409751528784
+    0.00035066893838700796,
+    0.00029654171920958023,
+    0.0003837401795954931
    ],
    "pass_host_canary_seconds": [
-    7.626585000011232e-06,
-    9.579047500025695e-06,
-    1.0514975000006642e-05
+    1.1783135000200674e-05,
+    1.0888629999499244e-05,
+    1.0874990000502293e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.58285300000216e-05,
-    1.837343000005376e-05,
-    1.9187199999919357e-05
+    2.3348140000507556e-05,
+    1.715831499950582e-05,
+    2.2997450000730167e-05
    ]
   },
   "layer_backward_mha_no_weights": {
-   "seconds": 0.0005193767419883183,
-   "min": 0.00045183317647093813,
-   "max": 0.0005215443486259097,
+   "seconds": 0.0005766567814917791,
+   "min": 0.0004919520275933401,
+   "max": 0.0007008549102715082,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha_no_weights layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5604,33 +5662,34 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.001010432004928589,
-    0.0030249600410461428,
-    0.010098208427429199
+    0.0017024320363998413,
+    0.0047266240119934085,
+    0.015693056106567384
    ],
    "attention_backend": "efficient",
-   "host_canary_seconds": 7.626585000011232e-06,
-   "host_backward_canary_seconds": 1.58285300000216e-05,
+   "backward_nodes_per_layer": 33.0,
+   "host_canary_seconds": 1.1783135000200674e-05,
+   "host_backward_canary_seconds": 2.3348140000507556e-05,
    "pass_seconds": [
-    0.00045183317647093813,
-    0.0005193767419883183,
-    0.0005215443486259097
+    0.0005766567814917791,
+    0.0004919520275933401,
+    0.0007008549102715082
    ],
    "pass_host_canary_seconds": [
-    7.626585000011232e-06,
-    9.579047500025695e-06,
-    1.0514975000006642e-05
+    1.1783135000200674e-05,
+    1.0888629999499244e-05,
+    1.0874990000502293e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.58285300000216e-05,
-    1.837343000005376e-05,
-    1.9187199999919357e-05
+    2.3348140000507556e-05,
+    1.715831499950582e-05,
+    2.2997450000730167e-05
    ]
   },
   "layer_forward_mha_no_weights_autocast": {
-   "seconds": 0.00043988571422440666,
-   "min": 0.00032265068235851464,
-   "max": 0.0004595222785359337,
+   "seconds": 0.0004066217314629328,
+   "min": 0.0002907116299583798,
+   "max": 0.00043676646550496416,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha_no_weights layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5639,33 +5698,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00038367998600006106,
-    0.001388159990310669,
-    0.005235616207122803
+    0.0005575039982795715,
+    0.001702399969100952,
+    0.006631840229034424
    ],
    "attention_backend": "cudnn",
-   "host_canary_seconds": 9.403835000014737e-06,
-   "host_backward_canary_seconds": 1.7506060000016533e-05,
+   "host_canary_seconds": 1.1291229999983444e-05,
+   "host_backward_canary_seconds": 2.270318999990195e-05,
    "pass_seconds": [
-    0.00032265068235851464,
-    0.00043988571422440666,
-    0.0004595222785359337
+    0.0004066217314629328,
+    0.00043676646550496416,
+    0.0002907116299583798
    ],
    "pass_host_canary_seconds": [
-    9.403835000014737e-06,
-    9.77222000003053e-06,
-    1.0752809999914349e-05
+    1.1291229999983444e-05,
+    1.0941025000192894e-05,
+    1.0822792499993739e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7506060000016533e-05,
-    1.8721840000068823e-05,
-    2.0884159999923214e-05
+    2.270318999990195e-05,
+    1.8171834999520796e-05,
+    2.360339999881944e-05
    ]
   },
   "layer_backward_mha_no_weights_autocast": {
-   "seconds": 0.0005654819068454562,
-   "min": 0.000535214513540268,
-   "max": 0.0007310309324945721,
+   "seconds": 0.0006920593721526009,
+   "min": 0.0005303162676947458,
+   "max": 0.0009783778871808731,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha_no_weights layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5674,33 +5733,34 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0012825599908828735,
-    0.004636320114135742,
-    0.014834336280822754
+    0.0019735039472579957,
+    0.005674111843109131,
+    0.01858857536315918
    ],
    "attention_backend": "cudnn",
-   "host_canary_seconds": 9.403835000014737e-06,
-   "host_backward_canary_seconds": 1.7506060000016533e-05,
+   "backward_nodes_per_layer": 37.0,
+   "host_canary_seconds": 1.1291229999983444e-05,
+   "host_backward_canary_seconds": 2.270318999990195e-05,
    "pass_seconds": [
-    0.0005654819068454562,
-    0.000535214513540268,
-    0.0007310309324945721
+    0.0006920593721526009,
+    0.0005303162676947458,
+    0.0009783778871808731
    ],
    "pass_host_canary_seconds": [
-    9.403835000014737e-06,
-    9.77222000003053e-06,
-    1.0752809999914349e-05
+    1.1291229999983444e-05,
+    1.0941025000192894e-05,
+    1.0822792499993739e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7506060000016533e-05,
-    1.8721840000068823e-05,
-    2.0884159999923214e-05
+    2.270318999990195e-05,
+    1.8171834999520796e-05,
+    2.360339999881944e-05
    ]
   },
   "layer_forward_unit_transformer_block_autocast": {
-   "seconds": 0.0007261447282064528,
-   "min": 0.0006269051744824364,
-   "max": 0.0007316884086245583,
+   "seconds": 0.0007341135484831674,
+   "min": 0.00046788040229252405,
+   "max": 0.0009309044111342657,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny unit_transformer_block layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5709,9 +5769,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0007784320116043091,
-    0.002738624095916748,
-    0.011597855567932129
+    0.0006856639981269836,
+    0.002807679891586304,
+    0.011670592308044434
    ],
    "unit_ops": [
     "layernorm",
@@ -5726,28 +5786,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "linear",
     "add"
    ],
-   "host_canary_seconds": 9.34694000001457e-06,
-   "host_backward_canary_seconds": 1.6921780000132e-05,
+   "host_canary_seconds": 1.0775894999994761e-05,
+   "host_backward_canary_seconds": 2.2287250000090354e-05,
    "pass_seconds": [
-    0.0007261447282064528,
-    0.0006269051744824364,
-    0.0007316884086245583
+    0.0007341135484831674,
+    0.00046788040229252405,
+    0.0009309044111342657
    ],
    "pass_host_canary_seconds": [
-    9.34694000001457e-06,
-    9.40863249994095e-06,
-    1.0167352499976802e-05
+    1.0775894999994761e-05,
+    1.0010510000029171e-05,
+    1.0847207499864453e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6921780000132e-05,
-    1.754530499979978e-05,
-    2.126916000008805e-05
+    2.2287250000090354e-05,
+    1.9319680000080552e-05,
+    2.0796125000970277e-05
    ]
   },
   "layer_backward_unit_transformer_block_autocast": {
-   "seconds": 0.0011501074688775197,
-   "min": 0.0009132716144834249,
-   "max": 0.0014285111200241813,
+   "seconds": 0.0015745006033352437,
+   "min": 0.001004722209203811,
+   "max": 0.0015909288553964524,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny unit_transformer_block layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5756,9 +5816,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.002218303918838501,
-    0.007028223991394043,
-    0.026773439407348634
+    0.0032158401012420653,
+    0.009078304290771484,
+    0.037490592956542966
    ],
    "unit_ops": [
     "layernorm",
@@ -5773,28 +5833,29 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "linear",
     "add"
    ],
-   "host_canary_seconds": 9.34694000001457e-06,
-   "host_backward_canary_seconds": 1.6921780000132e-05,
+   "backward_nodes_per_layer": 64.0,
+   "host_canary_seconds": 1.0775894999994761e-05,
+   "host_backward_canary_seconds": 2.2287250000090354e-05,
    "pass_seconds": [
-    0.0009132716144834249,
-    0.0011501074688775197,
-    0.0014285111200241813
+    0.0015745006033352437,
+    0.0015909288553964524,
+    0.001004722209203811
    ],
    "pass_host_canary_seconds": [
-    9.34694000001457e-06,
-    9.40863249994095e-06,
-    1.0167352499976802e-05
+    1.0775894999994761e-05,
+    1.0010510000029171e-05,
+    1.0847207499864453e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6921780000132e-05,
-    1.754530499979978e-05,
-    2.126916000008805e-05
+    2.2287250000090354e-05,
+    1.9319680000080552e-05,
+    2.0796125000970277e-05
    ]
   },
   "layer_forward_unit_conv_bn_relu_autocast": {
-   "seconds": 0.00012671999491396403,
-   "min": 0.00010199618765286038,
-   "max": 0.00013132419827438537,
+   "seconds": 0.00016400533063071115,
+   "min": 0.0001454659125634602,
+   "max": 0.00021071161471662066,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny unit_conv_bn_relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5803,37 +5864,37 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00018595199286937714,
-    0.00045135998725891115,
-    0.0021129601001739504
+    0.00026809599995613096,
+    0.0008380159735679627,
+    0.0027541439533233644
    ],
    "unit_ops": [
     "conv2d_nobias",
     "batchnorm2d",
     "relu"
    ],
-   "host_canary_seconds": 9.413160000022459e-06,
-   "host_backward_canary_seconds": 1.5904959999915037e-05,
+   "host_canary_seconds": 1.1423485000250367e-05,
+   "host_backward_canary_seconds": 2.0767700000305922e-05,
    "pass_seconds": [
-    0.00013132419827438537,
-    0.00012671999491396403,
-    0.00010199618765286038
+    0.00016400533063071115,
+    0.00021071161471662066,
+    0.0001454659125634602
    ],
    "pass_host_canary_seconds": [
-    9.413160000022459e-06,
-    9.270902500020383e-06,
-    7.797720000013442e-06
+    1.1423485000250367e-05,
+    1.0717839999188072e-05,
+    1.071431000013945e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5904959999915037e-05,
-    1.69484849999435e-05,
-    1.9340230000182146e-05
+    2.0767700000305922e-05,
+    2.05223200009641e-05,
+    2.022140999997646e-05
    ]
   },
   "layer_backward_unit_conv_bn_relu_autocast": {
-   "seconds": 0.00015634973205271217,
-   "min": 0.0001487923768304643,
-   "max": 0.00017713447269939242,
+   "seconds": 0.00018783619077432723,
+   "min": 0.00018276875075839817,
+   "max": 0.00018890208644526353,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny unit_conv_bn_relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5842,2053 +5903,2224 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005359359979629516,
-    0.001346560001373291,
-    0.004727776050567627
+    0.0009306880235671997,
+    0.0019342080354690552,
+    0.006120031833648682
    ],
    "unit_ops": [
     "conv2d_nobias",
     "batchnorm2d",
     "relu"
    ],
-   "host_canary_seconds": 9.413160000022459e-06,
-   "host_backward_canary_seconds": 1.5904959999915037e-05,
+   "backward_nodes_per_layer": 7.0,
+   "host_canary_seconds": 1.1423485000250367e-05,
+   "host_backward_canary_seconds": 2.0767700000305922e-05,
    "pass_seconds": [
-    0.0001487923768304643,
-    0.00015634973205271217,
-    0.00017713447269939242
+    0.00018276875075839817,
+    0.00018783619077432723,
+    0.00018890208644526353
    ],
    "pass_host_canary_seconds": [
-    9.413160000022459e-06,
-    9.270902500020383e-06,
-    7.797720000013442e-06
+    1.1423485000250367e-05,
+    1.0717839999188072e-05,
+    1.071431000013945e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5904959999915037e-05,
-    1.69484849999435e-05,
-    1.9340230000182146e-05
+    2.0767700000305922e-05,
+    2.05223200009641e-05,
+    2.022140999997646e-05
+   ]
+  },
+  "layer_forward_view_chain": {
+   "seconds": 4.101333518822987e-06,
+   "min": 2.1638094137112295e-06,
+   "max": 4.431237865771566e-06,
+   "samples": 3,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny view_chain layers, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    2.112000063061714e-05,
+    3.459199890494346e-05,
+    8.764799684286118e-05
+   ],
+   "host_canary_seconds": 1.1318279999841252e-05,
+   "host_backward_canary_seconds": 2.1714079999810564e-05,
+   "pass_seconds": [
+    4.431237865771566e-06,
+    2.1638094137112295e-06,
+    4.101333518822987e-06
+   ],
+   "pass_host_canary_seconds": [
+    1.1318279999841252e-05,
+    7.95698250044552e-06,
+    1.1132810000162863e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.1714079999810564e-05,
+    2.1315330000106768e-05,
+    2.1217809999143354e-05
+   ]
+  },
+  "layer_backward_view_chain": {
+   "seconds": 1.0852571044649396e-05,
+   "min": 1.0512762037771088e-05,
+   "max": 1.5623618183391435e-05,
+   "samples": 3,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny view_chain layers, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.00011503999680280685,
+    0.00015699200332164765,
+    0.0003382399976253509
+   ],
+   "backward_nodes_per_layer": 1.0,
+   "host_canary_seconds": 1.1318279999841252e-05,
+   "host_backward_canary_seconds": 2.1714079999810564e-05,
+   "pass_seconds": [
+    1.0512762037771088e-05,
+    1.5623618183391435e-05,
+    1.0852571044649396e-05
+   ],
+   "pass_host_canary_seconds": [
+    1.1318279999841252e-05,
+    7.95698250044552e-06,
+    1.1132810000162863e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.1714079999810564e-05,
+    2.1315330000106768e-05,
+    2.1217809999143354e-05
+   ]
+  },
+  "layer_forward_view_chain_autocast": {
+   "seconds": 4.585904557080495e-06,
+   "min": 4.284952368055072e-06,
+   "max": 4.620952531695366e-06,
+   "samples": 3,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny view_chain layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    4.0063999593257904e-05,
+    5.238400027155876e-05,
+    0.00010886400192975997
+   ],
+   "host_canary_seconds": 1.1580332499931957e-05,
+   "host_backward_canary_seconds": 2.1745459999920058e-05,
+   "pass_seconds": [
+    4.620952531695366e-06,
+    4.284952368055072e-06,
+    4.585904557080495e-06
+   ],
+   "pass_host_canary_seconds": [
+    1.1580332499931957e-05,
+    1.1231092499883744e-05,
+    1.1102682499881666e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.1745459999920058e-05,
+    2.1118245000479875e-05,
+    2.1498825000207943e-05
+   ]
+  },
+  "layer_backward_view_chain_autocast": {
+   "seconds": 1.040533415618397e-05,
+   "min": 9.786667568343023e-06,
+   "max": 1.0956951638772377e-05,
+   "samples": 3,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny view_chain layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.00014451199769973755,
+    0.0001884479969739914,
+    0.0003772479891777039
+   ],
+   "backward_nodes_per_layer": 1.0,
+   "host_canary_seconds": 1.1580332499931957e-05,
+   "host_backward_canary_seconds": 2.1745459999920058e-05,
+   "pass_seconds": [
+    1.0956951638772377e-05,
+    9.786667568343023e-06,
+    1.040533415618397e-05
+   ],
+   "pass_host_canary_seconds": [
+    1.1580332499931957e-05,
+    1.1231092499883744e-05,
+    1.1102682499881666e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.1745459999920058e-05,
+    2.1118245000479875e-05,
+    2.1498825000207943e-05
    ]
   },
   "backward_call_before_first_kernel": {
-   "seconds": 0.0001311360001564026,
-   "min": 8.569599688053131e-05,
-   "max": 0.00031590399146080015,
+   "seconds": 0.00016723200678825378,
+   "min": 0.00010992000252008438,
+   "max": 0.000281823992729187,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event recorded by the first autograd node's pre-hook (before its first kernel); no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.748115000007828e-06,
-   "host_backward_canary_seconds": 1.3275299999975233e-05,
+   "host_canary_seconds": 1.0920149999833484e-05,
+   "host_backward_canary_seconds": 2.164982999943277e-05,
    "pass_seconds": [
-    0.0001366720050573349,
-    0.00011433599889278412,
-    0.0001311360001564026
+    0.00016169600188732148,
+    0.00017017599940299987,
+    0.00016723200678825378
    ],
    "pass_host_canary_seconds": [
-    9.748115000007828e-06,
-    9.292284999986578e-06,
-    7.634029999934455e-06
+    1.0920149999833484e-05,
+    1.1198290000038469e-05,
+    1.107255499960047e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3275299999975233e-05,
-    1.6614049999930103e-05,
-    1.8794469999932064e-05
+    2.164982999943277e-05,
+    2.1260280000205967e-05,
+    2.012183000033474e-05
    ]
   },
   "backward_call_after_last_kernel": {
-   "seconds": 8.799999952316284e-05,
-   "min": 6.307200342416763e-05,
-   "max": 0.00023836800456047058,
+   "seconds": 0.00011955200135707855,
+   "min": 8.752000331878663e-05,
+   "max": 0.0002157440036535263,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: event recorded by the input's gradient hook (after the last node's kernels) to an event after backward() returned; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.748115000007828e-06,
-   "host_backward_canary_seconds": 1.3275299999975233e-05,
+   "host_canary_seconds": 1.0920149999833484e-05,
+   "host_backward_canary_seconds": 2.164982999943277e-05,
    "pass_seconds": [
-    0.00010876800119876861,
-    7.529599964618684e-05,
-    8.799999952316284e-05
+    0.0001090560033917427,
+    0.00011955200135707855,
+    0.0001276479959487915
    ],
    "pass_host_canary_seconds": [
-    9.748115000007828e-06,
-    9.292284999986578e-06,
-    7.634029999934455e-06
+    1.0920149999833484e-05,
+    1.1198290000038469e-05,
+    1.107255499960047e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3275299999975233e-05,
-    1.6614049999930103e-05,
-    1.8794469999932064e-05
+    2.164982999943277e-05,
+    2.1260280000205967e-05,
+    2.012183000033474e-05
    ]
   },
   "backward_call_before_first_kernel_autocast": {
-   "seconds": 0.00015014399588108063,
-   "min": 0.00010294400155544281,
-   "max": 0.0003933759927749634,
+   "seconds": 0.00017584000527858735,
+   "min": 0.00011587200313806533,
+   "max": 0.00035862401127815244,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event recorded by the first autograd node's pre-hook (before its first kernel); inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.652700000017943e-06,
-   "host_backward_canary_seconds": 1.3275299999975233e-05,
+   "host_canary_seconds": 8.104954999907932e-06,
+   "host_backward_canary_seconds": 2.0595239999465775e-05,
    "pass_seconds": [
-    0.00015014399588108063,
-    0.00013324800133705138,
-    0.00015142400562763214
+    0.00019142399728298186,
+    0.00017584000527858735,
+    0.00016390399634838104
    ],
    "pass_host_canary_seconds": [
-    9.652700000017943e-06,
-    9.192320000011023e-06,
-    7.434279999927184e-06
+    8.104954999907932e-06,
+    1.1052725000126884e-05,
+    1.1035984999807625e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3275299999975233e-05,
-    1.639643000004298e-05,
-    2.00856699999008e-05
+    2.0595239999465775e-05,
+    2.0192755000607578e-05,
+    2.138445000127831e-05
    ]
   },
   "backward_call_after_last_kernel_autocast": {
-   "seconds": 0.0001425279974937439,
-   "min": 0.0001011200025677681,
-   "max": 0.0003107199966907501,
+   "seconds": 0.00015670399367809297,
+   "min": 0.00011382400244474411,
+   "max": 0.00023785600066184996,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: event recorded by the input's gradient hook (after the last node's kernels) to an event after backward() returned; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.652700000017943e-06,
-   "host_backward_canary_seconds": 1.3275299999975233e-05,
+   "host_canary_seconds": 8.104954999907932e-06,
+   "host_backward_canary_seconds": 2.0595239999465775e-05,
    "pass_seconds": [
-    0.0001425279974937439,
-    0.00011852800101041793,
-    0.00015190400183200836
+    0.00015670399367809297,
+    0.00016803200542926788,
+    0.00015555199980735778
    ],
    "pass_host_canary_seconds": [
-    9.652700000017943e-06,
-    9.192320000011023e-06,
-    7.434279999927184e-06
+    8.104954999907932e-06,
+    1.1052725000126884e-05,
+    1.1035984999807625e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3275299999975233e-05,
-    1.639643000004298e-05,
-    2.00856699999008e-05
+    2.0595239999465775e-05,
+    2.0192755000607578e-05,
+    2.138445000127831e-05
+   ]
+  },
+  "backward_walk_node": {
+   "seconds": 4.6960555550867865e-07,
+   "min": 3.716055557055774e-07,
+   "max": 4.784788891103947e-07,
+   "samples": 3,
+   "method": "backward() of chains of [100, 1000] tiny multiplications ([102, 1002] nodes): host seconds from the call to the first node's pre-hook, median per length, (T(long) - T(short)) / (nodes(long) - nodes(short)); median of 3 passes over the probe's run",
+   "chain_nodes": [
+    102,
+    1002
+   ],
+   "chain_to_first_node_seconds": [
+    0.00023120100001960964,
+    0.0006538459999774204
+   ],
+   "host_canary_seconds": 1.1804284999925585e-05,
+   "host_backward_canary_seconds": 2.2588529999438835e-05,
+   "pass_seconds": [
+    4.6960555550867865e-07,
+    4.784788891103947e-07,
+    3.716055557055774e-07
+   ],
+   "pass_host_canary_seconds": [
+    1.1804284999925585e-05,
+    1.1009885000703434e-05,
+    9.446225000147024e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.2588529999438835e-05,
+    2.4330349999672764e-05,
+    2.4524279999695865e-05
    ]
   },
   "layer_steady_linear": {
-   "seconds": 0.0001901228713989258,
-   "min": 0.00013700223922729493,
-   "max": 0.00025787519454956056,
+   "seconds": 0.0002167308807373047,
+   "min": 0.00019489919662475587,
+   "max": 0.0002823219108581543,
    "samples": 33,
    "method": "one tiny linear layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.181907499960062e-06,
-   "host_backward_canary_seconds": 1.408571999995445e-05,
+   "host_canary_seconds": 7.974224999998114e-06,
+   "host_backward_canary_seconds": 2.1183910000672767e-05,
    "pass_seconds": [
-    0.0001627008056640625,
-    0.0001901228713989258,
-    0.00023439424514770508
+    0.00020371583938598632,
+    0.00027104576110839845,
+    0.0002167308807373047
    ],
    "pass_host_canary_seconds": [
-    8.181907499960062e-06,
-    9.249757499958378e-06,
-    9.81755499992687e-06
+    7.974224999998114e-06,
+    1.0812845000600645e-05,
+    8.0388700007461e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.408571999995445e-05,
-    1.6074634999796447e-05,
-    1.773245000009638e-05
+    2.1183910000672767e-05,
+    2.1523189998333693e-05,
+    2.090805000079854e-05
    ]
   },
   "layer_steady_linear_autocast": {
-   "seconds": 0.0003405779266357422,
-   "min": 0.00022915008544921876,
-   "max": 0.0005562323379516602,
+   "seconds": 0.0005743596649169922,
+   "min": 0.0003683737564086914,
+   "max": 0.0006844294738769532,
    "samples": 33,
    "method": "one tiny linear layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.976989999998295e-06,
-   "host_backward_canary_seconds": 1.52432349999998e-05,
+   "host_canary_seconds": 1.1850275000142573e-05,
+   "host_backward_canary_seconds": 2.130703000034373e-05,
    "pass_seconds": [
-    0.00025195775985717775,
-    0.0003405779266357422,
-    0.0005082566452026368
+    0.0005743596649169922,
+    0.0006299513626098633,
+    0.000466240005493164
    ],
    "pass_host_canary_seconds": [
-    6.976989999998295e-06,
-    9.511689999968099e-06,
-    1.058144000012362e-05
+    1.1850275000142573e-05,
+    1.111399500018706e-05,
+    7.82309250041635e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.52432349999998e-05,
-    1.7367110000066078e-05,
-    1.8002139999850896e-05
+    2.130703000034373e-05,
+    2.0155400000021474e-05,
+    2.0275199999559846e-05
    ]
   },
   "layer_steady_linear_nobias": {
-   "seconds": 0.00017785919189453124,
-   "min": 0.00010707584381103517,
-   "max": 0.0001961996841430664,
+   "seconds": 0.00018774911880493163,
+   "min": 0.000164335994720459,
+   "max": 0.00024668224334716796,
    "samples": 33,
    "method": "one tiny linear_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.576689999988616e-06,
-   "host_backward_canary_seconds": 1.4126709999970898e-05,
+   "host_canary_seconds": 1.1560140000028697e-05,
+   "host_backward_canary_seconds": 2.149273999975776e-05,
    "pass_seconds": [
-    0.00011340928077697754,
-    0.00018349184036254882,
-    0.00017785919189453124
+    0.00021351232528686522,
+    0.00018774911880493163,
+    0.00017851327896118162
    ],
    "pass_host_canary_seconds": [
-    6.576689999988616e-06,
-    9.50207249999835e-06,
-    1.010987000000796e-05
+    1.1560140000028697e-05,
+    7.878425000171774e-06,
+    7.82003500034989e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4126709999970898e-05,
-    1.7973749999953268e-05,
-    1.8145399999980326e-05
+    2.149273999975776e-05,
+    2.0917069998631633e-05,
+    2.1228379998774472e-05
    ]
   },
   "layer_steady_linear_nobias_autocast": {
-   "seconds": 0.0003323129653930664,
-   "min": 0.00018954624176025392,
-   "max": 0.0003929337692260742,
+   "seconds": 0.0002944191932678223,
+   "min": 0.00024296768188476563,
+   "max": 0.000534672622680664,
    "samples": 33,
    "method": "one tiny linear_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.918822500026067e-06,
-   "host_backward_canary_seconds": 1.3650775000044747e-05,
+   "host_canary_seconds": 1.1200149999694987e-05,
+   "host_backward_canary_seconds": 2.1465250000574088e-05,
    "pass_seconds": [
-    0.00020145536422729493,
-    0.0003576364898681641,
-    0.0003323129653930664
+    0.0003814323043823242,
+    0.00027997568130493165,
+    0.0002944191932678223
    ],
    "pass_host_canary_seconds": [
-    6.918822500026067e-06,
-    9.368249999965883e-06,
-    1.0192310000007865e-05
+    1.1200149999694987e-05,
+    7.713089999583644e-06,
+    7.724965000761585e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.3650775000044747e-05,
-    1.694916999980478e-05,
-    1.8558370000221204e-05
+    2.1465250000574088e-05,
+    2.0301199999721578e-05,
+    2.0440920000055485e-05
    ]
   },
   "layer_steady_matmul": {
-   "seconds": 0.00013577088356018068,
-   "min": 9.519743919372558e-05,
-   "max": 0.00017403520584106447,
+   "seconds": 0.00014884608268737792,
+   "min": 0.0001361913585662842,
+   "max": 0.00018263103485107422,
    "samples": 33,
    "method": "one tiny matmul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.717459999983078e-06,
-   "host_backward_canary_seconds": 1.3306010000064817e-05,
+   "host_canary_seconds": 1.1172514999771011e-05,
+   "host_backward_canary_seconds": 2.1414220000224305e-05,
    "pass_seconds": [
-    9.948927879333496e-05,
-    0.00013577088356018068,
-    0.00016149248123168946
+    0.00016660543441772462,
+    0.00014884608268737792,
+    0.00014464768409729005
    ],
    "pass_host_canary_seconds": [
-    6.717459999983078e-06,
-    6.97681500000158e-06,
-    1.00932600000192e-05
+    1.1172514999771011e-05,
+    9.953260000656883e-06,
+    7.553864999181315e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.3306010000064817e-05,
-    1.7110990000048788e-05,
-    1.7631430000051297e-05
+    2.1414220000224305e-05,
+    1.9390819998079677e-05,
+    2.0607379999546536e-05
    ]
   },
   "layer_steady_matmul_autocast": {
-   "seconds": 0.00024667200088500976,
-   "min": 0.00017575296401977538,
-   "max": 0.00043051967620849613,
+   "seconds": 0.00030914239883422854,
+   "min": 0.00025580095291137696,
+   "max": 0.0005777254486083984,
    "samples": 33,
    "method": "one tiny matmul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.1428724999833546e-06,
-   "host_backward_canary_seconds": 1.4371960000048035e-05,
+   "host_canary_seconds": 1.165942999989511e-05,
+   "host_backward_canary_seconds": 2.187219000006735e-05,
    "pass_seconds": [
-    0.00018746879577636718,
-    0.00024667200088500976,
-    0.00037731006622314454
+    0.00045341567993164065,
+    0.00030914239883422854,
+    0.00026427200317382814
    ],
    "pass_host_canary_seconds": [
-    7.1428724999833546e-06,
-    6.787460000055035e-06,
-    1.0581069999915372e-05
+    1.165942999989511e-05,
+    1.061165000010078e-05,
+    7.522570000446649e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4371960000048035e-05,
-    1.6893319999979893e-05,
-    1.8216830000028494e-05
+    2.187219000006735e-05,
+    1.992811000036454e-05,
+    2.0762859999194917e-05
    ]
   },
   "layer_steady_bmm": {
-   "seconds": 0.00012727231979370117,
-   "min": 0.00010234304428100586,
-   "max": 0.0001964076805114746,
+   "seconds": 0.0001729100799560547,
+   "min": 0.00015592063903808594,
+   "max": 0.0002055392074584961,
    "samples": 33,
    "method": "one tiny bmm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.918354999996268e-06,
-   "host_backward_canary_seconds": 1.392561500004774e-05,
+   "host_canary_seconds": 1.1565455000095427e-05,
+   "host_backward_canary_seconds": 1.9884399999909875e-05,
    "pass_seconds": [
-    0.00011207679748535156,
-    0.00012727231979370117,
-    0.00017694015502929688
+    0.0001729100799560547,
+    0.00018465087890625,
+    0.0001623148727416992
    ],
    "pass_host_canary_seconds": [
-    6.918354999996268e-06,
-    6.58758000000148e-06,
-    1.0112024999955337e-05
+    1.1565455000095427e-05,
+    1.0444497500543549e-05,
+    7.637195000143038e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.392561500004774e-05,
-    1.809374000004027e-05,
-    1.933063999985052e-05
+    1.9884399999909875e-05,
+    1.9894944999805373e-05,
+    2.100057999996352e-05
    ]
   },
   "layer_steady_bmm_autocast": {
-   "seconds": 0.0002154470443725586,
-   "min": 0.00017150207519531249,
-   "max": 0.00028303167343139647,
+   "seconds": 0.0003001958465576172,
+   "min": 0.00025635456085205076,
+   "max": 0.0004566105651855469,
    "samples": 33,
    "method": "one tiny bmm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.803074999979231e-06,
-   "host_backward_canary_seconds": 1.350311999999576e-05,
+   "host_canary_seconds": 1.11177375001148e-05,
+   "host_backward_canary_seconds": 2.1713859999863417e-05,
    "pass_seconds": [
-    0.0001793734359741211,
-    0.0002154470443725586,
-    0.00026893312454223634
+    0.0003001958465576172,
+    0.0003003379249572754,
+    0.0002627622413635254
    ],
    "pass_host_canary_seconds": [
-    6.803074999979231e-06,
-    6.43346999993355e-06,
-    9.89789000001906e-06
+    1.11177375001148e-05,
+    1.0791860000836096e-05,
+    7.555180000053951e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.350311999999576e-05,
-    1.6928320000033637e-05,
-    1.7675969999970675e-05
+    2.1713859999863417e-05,
+    1.986045999956332e-05,
+    2.1095380000133445e-05
    ]
   },
   "layer_steady_conv2d": {
-   "seconds": 0.00016250560760498048,
-   "min": 0.00013371456146240234,
-   "max": 0.000274837760925293,
+   "seconds": 0.00021788671493530275,
+   "min": 0.0001748748779296875,
+   "max": 0.00030863935470581055,
    "samples": 33,
    "method": "one tiny conv2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.707459999972798e-06,
-   "host_backward_canary_seconds": 1.2613699999945992e-05,
+   "host_canary_seconds": 8.264015000349901e-06,
+   "host_backward_canary_seconds": 2.1487320000233013e-05,
    "pass_seconds": [
-    0.00013706111907958984,
-    0.00016250560760498048,
-    0.0002610560035705566
+    0.00021788671493530275,
+    0.00023265600204467774,
+    0.00020855808258056643
    ],
    "pass_host_canary_seconds": [
-    6.707459999972798e-06,
-    6.412600000089697e-06,
-    1.0218264999934945e-05
+    8.264015000349901e-06,
+    1.0407705000261558e-05,
+    7.544885000925206e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.2613699999945992e-05,
-    1.6928320000033637e-05,
-    1.7897890000142525e-05
+    2.1487320000233013e-05,
+    1.9667999999910535e-05,
+    2.1095380000133445e-05
    ]
   },
   "layer_steady_conv2d_autocast": {
-   "seconds": 0.00033971519470214843,
-   "min": 0.0002462892723083496,
-   "max": 0.0004807545471191406,
+   "seconds": 0.00048409793853759764,
+   "min": 0.00033570751190185546,
+   "max": 0.0006790342712402343,
    "samples": 33,
    "method": "one tiny conv2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.919120000006273e-06,
-   "host_backward_canary_seconds": 1.645622999987495e-05,
+   "host_canary_seconds": 1.1337239999988924e-05,
+   "host_backward_canary_seconds": 2.085539999939101e-05,
    "pass_seconds": [
-    0.00030224447250366213,
-    0.00033971519470214843,
-    0.0004109529495239258
+    0.0005789657592773438,
+    0.0004433004760742187,
+    0.00048409793853759764
    ],
    "pass_host_canary_seconds": [
-    6.919120000006273e-06,
-    6.767887499989911e-06,
-    9.957084999996368e-06
+    1.1337239999988924e-05,
+    7.855997500314516e-06,
+    7.842295000273225e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.645622999987495e-05,
-    1.787848999995845e-05,
-    1.7673769999930755e-05
+    2.085539999939101e-05,
+    1.9450350000624896e-05,
+    1.9889650000095573e-05
    ]
   },
   "layer_steady_conv2d_nobias": {
-   "seconds": 0.00013152000427246093,
-   "min": 0.00012260928153991698,
-   "max": 0.00017210752487182616,
+   "seconds": 0.0001475327968597412,
+   "min": 0.00012506815910339356,
+   "max": 0.0002796460723876953,
    "samples": 33,
    "method": "one tiny conv2d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.035320000028378e-06,
-   "host_backward_canary_seconds": 1.707695999996872e-05,
+   "host_canary_seconds": 1.0776500000417854e-05,
+   "host_backward_canary_seconds": 2.0791820000454207e-05,
    "pass_seconds": [
-    0.00013152000427246093,
-    0.0001310604763031006,
-    0.0001615065574645996
+    0.00019083776473999024,
+    0.0001475327968597412,
+    0.00014606592178344725
    ],
    "pass_host_canary_seconds": [
-    7.035320000028378e-06,
-    6.842840000018669e-06,
-    9.701409999962608e-06
+    1.0776500000417854e-05,
+    7.50262999986262e-06,
+    7.600084999808133e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.707695999996872e-05,
-    1.7163550000134366e-05,
-    1.7955719999918075e-05
+    2.0791820000454207e-05,
+    1.9227669999963835e-05,
+    2.0140169999649517e-05
    ]
   },
   "layer_steady_conv2d_nobias_autocast": {
-   "seconds": 0.0002555027198791504,
-   "min": 0.00022801727294921876,
-   "max": 0.000337151985168457,
+   "seconds": 0.0003066636848449707,
+   "min": 0.0002809542465209961,
+   "max": 0.0006405907440185547,
    "samples": 33,
    "method": "one tiny conv2d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.907145000027981e-06,
-   "host_backward_canary_seconds": 1.667460999996706e-05,
+   "host_canary_seconds": 1.1072595000030106e-05,
+   "host_backward_canary_seconds": 2.092248499991456e-05,
    "pass_seconds": [
-    0.0002555027198791504,
-    0.0002513286399841309,
-    0.00030453311920166016
+    0.000510115852355957,
+    0.0003066636848449707,
+    0.0002934131240844727
    ],
    "pass_host_canary_seconds": [
-    6.907145000027981e-06,
-    6.549175000003515e-06,
-    9.701409999962608e-06
+    1.1072595000030106e-05,
+    7.876092499827792e-06,
+    7.5747449994878486e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.667460999996706e-05,
-    1.7857950000177424e-05,
-    1.82476599999859e-05
+    2.092248499991456e-05,
+    2.021875499963244e-05,
+    2.0842540000103326e-05
    ]
   },
   "layer_steady_conv1d": {
-   "seconds": 0.0001716441535949707,
-   "min": 0.00015231040000915529,
-   "max": 0.00021547136306762697,
+   "seconds": 0.00020073535919189453,
+   "min": 0.0001882784080505371,
+   "max": 0.0004488876724243164,
    "samples": 33,
    "method": "one tiny conv1d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.822235000036869e-06,
-   "host_backward_canary_seconds": 1.6006689999983337e-05,
+   "host_canary_seconds": 1.169898749992626e-05,
+   "host_backward_canary_seconds": 2.2535664999736582e-05,
    "pass_seconds": [
-    0.00016064512252807618,
-    0.0001716441535949707,
-    0.00020991743087768553
+    0.00033483390808105467,
+    0.00020073535919189453,
+    0.00019845119476318362
    ],
    "pass_host_canary_seconds": [
-    6.822235000036869e-06,
-    6.633254999997007e-06,
-    9.68675999999391e-06
+    1.169898749992626e-05,
+    7.676652500094862e-06,
+    7.80594499929066e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6006689999983337e-05,
-    1.869612000007237e-05,
-    1.8242040000018278e-05
+    2.2535664999736582e-05,
+    2.0147760000099876e-05,
+    2.0972259999325616e-05
    ]
   },
   "layer_steady_conv1d_autocast": {
-   "seconds": 0.0003851270294189453,
-   "min": 0.00030499839782714846,
-   "max": 0.0006155795288085938,
+   "seconds": 0.0005427788925170898,
+   "min": 0.0003956063842773438,
+   "max": 0.0008109843444824219,
    "samples": 33,
    "method": "one tiny conv1d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.871060000042007e-06,
-   "host_backward_canary_seconds": 1.5951270000016394e-05,
+   "host_canary_seconds": 1.106025499950647e-05,
+   "host_backward_canary_seconds": 2.2082250000039492e-05,
    "pass_seconds": [
-    0.0003851270294189453,
-    0.0003716447830200195,
-    0.0004309574508666992
+    0.00054056640625,
+    0.0005427788925170898,
+    0.000580313606262207
    ],
    "pass_host_canary_seconds": [
-    7.871060000042007e-06,
-    9.208439999923712e-06,
-    9.999924999988252e-06
+    1.106025499950647e-05,
+    1.0364775000653026e-05,
+    1.0231154999473801e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5951270000016394e-05,
-    1.7265099999974608e-05,
-    1.8196110000019415e-05
+    2.2082250000039492e-05,
+    1.9637039999906845e-05,
+    1.959618999990198e-05
    ]
   },
   "layer_steady_conv1d_nobias": {
-   "seconds": 0.00015578304290771484,
-   "min": 0.0001276524829864502,
-   "max": 0.00020554943084716794,
+   "seconds": 0.00018345920562744142,
+   "min": 0.00014927103996276856,
+   "max": 0.00021444992065429688,
    "samples": 33,
    "method": "one tiny conv1d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.908010000008403e-06,
-   "host_backward_canary_seconds": 1.61367000001178e-05,
+   "host_canary_seconds": 1.0762014999841085e-05,
+   "host_backward_canary_seconds": 2.1450609999646985e-05,
    "pass_seconds": [
-    0.0001532473564147949,
-    0.00015578304290771484,
-    0.0001882374382019043
+    0.00018345920562744142,
+    0.00020354816436767578,
+    0.00017242559432983397
    ],
    "pass_host_canary_seconds": [
-    7.908010000008403e-06,
-    7.247775000109868e-06,
-    1.0410135000000764e-05
+    1.0762014999841085e-05,
+    1.0715692499729813e-05,
+    1.0078544999601036e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.61367000001178e-05,
-    1.758778999999322e-05,
-    1.86193600001161e-05
+    2.1450609999646985e-05,
+    2.0388065000815916e-05,
+    1.6113650000306732e-05
    ]
   },
   "layer_steady_conv1d_nobias_autocast": {
-   "seconds": 0.0003110886383056641,
-   "min": 0.00026926528930664063,
-   "max": 0.0004068544006347656,
+   "seconds": 0.00043602622985839843,
+   "min": 0.00023577024459838866,
+   "max": 0.0006374675369262696,
    "samples": 33,
    "method": "one tiny conv1d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.866159999991851e-06,
-   "host_backward_canary_seconds": 1.7095920000116394e-05,
+   "host_canary_seconds": 1.0965104999627329e-05,
+   "host_backward_canary_seconds": 2.136802000109128e-05,
    "pass_seconds": [
-    0.00031199232101440427,
-    0.0003110886383056641,
-    0.0003023110389709473
+    0.0005495987319946289,
+    0.00043602622985839843,
+    0.0002722310447692871
    ],
    "pass_host_canary_seconds": [
-    7.866159999991851e-06,
-    9.45944499989082e-06,
-    1.0548704999990832e-05
+    1.0965104999627329e-05,
+    1.1432712499868104e-05,
+    7.950734999440102e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7095920000116394e-05,
-    1.8042080000100214e-05,
-    1.8629040000064378e-05
+    2.136802000109128e-05,
+    2.0566644999462368e-05,
+    1.505432999920231e-05
    ]
   },
   "layer_steady_batchnorm2d": {
-   "seconds": 0.0001917478370666504,
-   "min": 0.00014658111572265624,
-   "max": 0.00022762943267822265,
+   "seconds": 0.00019505792617797852,
+   "min": 0.00016465087890625002,
+   "max": 0.00038818302154541016,
    "samples": 33,
    "method": "one tiny batchnorm2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.754752499984363e-06,
-   "host_backward_canary_seconds": 1.6777439999984268e-05,
+   "host_canary_seconds": 9.707450000178141e-06,
+   "host_backward_canary_seconds": 2.305278999983784e-05,
    "pass_seconds": [
-    0.0001917478370666504,
-    0.0001648806381225586,
-    0.00021714815139770507
+    0.00018398208618164061,
+    0.0002668307113647461,
+    0.00019505792617797852
    ],
    "pass_host_canary_seconds": [
-    7.754752499984363e-06,
-    7.715294999997013e-06,
-    1.0294095000062953e-05
+    9.707450000178141e-06,
+    7.706630000257065e-06,
+    7.04434249996666e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6777439999984268e-05,
-    1.7584989999903656e-05,
-    1.911984000003031e-05
+    2.305278999983784e-05,
+    2.1608740000829128e-05,
+    1.2991495000278519e-05
    ]
   },
   "layer_steady_batchnorm2d_autocast": {
-   "seconds": 0.00023431295394897458,
-   "min": 0.0001714681625366211,
-   "max": 0.0002770220756530762,
+   "seconds": 0.00025472448348999024,
+   "min": 0.00022596736907958985,
+   "max": 0.00047989120483398433,
    "samples": 33,
    "method": "one tiny batchnorm2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.950954999955684e-06,
-   "host_backward_canary_seconds": 1.6782249999920396e-05,
+   "host_canary_seconds": 8.469339999805924e-06,
+   "host_backward_canary_seconds": 2.216956999973263e-05,
    "pass_seconds": [
-    0.00023431295394897458,
-    0.00017801984786987304,
-    0.00025513471603393555
+    0.00025472448348999024,
+    0.0002954348754882813,
+    0.00023206272125244143
    ],
    "pass_host_canary_seconds": [
-    7.950954999955684e-06,
-    6.658709999953772e-06,
-    1.0211849999990364e-05
+    8.469339999805924e-06,
+    8.383565000258385e-06,
+    7.424130000117657e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6782249999920396e-05,
-    1.876630999987583e-05,
-    1.8630069999971964e-05
+    2.216956999973263e-05,
+    2.1336530001008213e-05,
+    1.3257670000257349e-05
    ]
   },
   "layer_steady_layernorm": {
-   "seconds": 0.00014362431526184082,
-   "min": 0.00010921919822692871,
-   "max": 0.0001750739288330078,
+   "seconds": 0.00016596544265747072,
+   "min": 0.0001334425640106201,
+   "max": 0.0002888640022277832,
    "samples": 33,
    "method": "one tiny layernorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.145875000025171e-06,
-   "host_backward_canary_seconds": 1.6664500000018732e-05,
+   "host_canary_seconds": 1.0619639999731589e-05,
+   "host_backward_canary_seconds": 2.481192999994164e-05,
    "pass_seconds": [
-    0.0001332896041870117,
-    0.00014362431526184082,
-    0.0001570297622680664
+    0.00020154687881469727,
+    0.00016596544265747072,
+    0.00013660223960876465
    ],
    "pass_host_canary_seconds": [
-    8.145875000025171e-06,
-    9.051680000027317e-06,
-    1.0110489999988204e-05
+    1.0619639999731589e-05,
+    7.813037499886376e-06,
+    7.2177499998815616e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6664500000018732e-05,
-    1.840385000008382e-05,
-    1.9295379999846318e-05
+    2.481192999994164e-05,
+    2.034577999893372e-05,
+    1.2919440000587202e-05
    ]
   },
   "layer_steady_layernorm_autocast": {
-   "seconds": 0.00017971328735351562,
-   "min": 0.0001646316719055176,
-   "max": 0.0002409676742553711,
+   "seconds": 0.00017094335556030272,
+   "min": 0.00014921600341796876,
+   "max": 0.00027999168395996093,
    "samples": 33,
    "method": "one tiny layernorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.842715000019098e-06,
-   "host_backward_canary_seconds": 1.8866489999993518e-05,
+   "host_canary_seconds": 1.1358880000216231e-05,
+   "host_backward_canary_seconds": 2.2326829999883557e-05,
    "pass_seconds": [
-    0.00017971328735351562,
-    0.00017495040893554688,
-    0.00021988544464111328
+    0.00025312576293945314,
+    0.00015264512062072754,
+    0.00017094335556030272
    ],
    "pass_host_canary_seconds": [
-    9.842715000019098e-06,
-    9.34404000005884e-06,
-    1.0499615000014728e-05
+    1.1358880000216231e-05,
+    7.572115000584745e-06,
+    7.628090000935117e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8866489999993518e-05,
-    1.6329910000081327e-05,
-    1.8358979999959502e-05
+    2.2326829999883557e-05,
+    1.921693999975105e-05,
+    1.3440590000755037e-05
    ]
   },
   "layer_steady_groupnorm": {
-   "seconds": 0.00024113920211791992,
-   "min": 0.00016957183837890626,
-   "max": 0.0003252032089233398,
+   "seconds": 0.00022420543670654297,
+   "min": 0.00020779199600219725,
+   "max": 0.00032314239501953125,
    "samples": 33,
    "method": "one tiny groupnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.241034999973863e-06,
-   "host_backward_canary_seconds": 1.7969949999923075e-05,
+   "host_canary_seconds": 7.719982500020704e-06,
+   "host_backward_canary_seconds": 2.1780010000611584e-05,
    "pass_seconds": [
-    0.00024113920211791992,
-    0.00019439231872558593,
-    0.00025845184326171874
+    0.0002834867286682129,
+    0.00022106496810913088,
+    0.00022420543670654297
    ],
    "pass_host_canary_seconds": [
-    9.241034999973863e-06,
-    9.077554999947778e-06,
-    1.0447589999955653e-05
+    7.719982500020704e-06,
+    7.567820000531356e-06,
+    7.3729900009311676e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7969949999923075e-05,
-    1.3146404999986316e-05,
-    1.5223960000128045e-05
+    2.1780010000611584e-05,
+    2.0696090000456025e-05,
+    1.3143149999450543e-05
    ]
   },
   "layer_steady_groupnorm_autocast": {
-   "seconds": 0.00027197696685791014,
-   "min": 0.00017786943435668944,
-   "max": 0.0004039775848388672,
+   "seconds": 0.0002572326469421387,
+   "min": 0.0002233580780029297,
+   "max": 0.00043027648925781254,
    "samples": 33,
    "method": "one tiny groupnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.407510000016827e-06,
-   "host_backward_canary_seconds": 1.8033940000066197e-05,
+   "host_canary_seconds": 8.182590000274104e-06,
+   "host_backward_canary_seconds": 2.1171680000406923e-05,
    "pass_seconds": [
-    0.00027197696685791014,
-    0.00024431936264038084,
-    0.00030219520568847656
+    0.0003658252716064453,
+    0.00024145215988159182,
+    0.0002572326469421387
    ],
    "pass_host_canary_seconds": [
-    9.407510000016827e-06,
-    9.719064999984539e-06,
-    1.0589185000071667e-05
+    8.182590000274104e-06,
+    7.621800000379153e-06,
+    7.414574999984325e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8033940000066197e-05,
-    1.4231520000009823e-05,
-    1.9611855000079002e-05
+    2.1171680000406923e-05,
+    1.917558999821267e-05,
+    1.316990000077567e-05
    ]
   },
   "layer_steady_relu": {
-   "seconds": 9.983551979064943e-05,
-   "min": 7.95359992980957e-05,
-   "max": 0.00012179776191711427,
+   "seconds": 0.00010233983993530274,
+   "min": 8.46777629852295e-05,
+   "max": 0.00015051648139953613,
    "samples": 33,
    "method": "one tiny relu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.79054999994844e-06,
-   "host_backward_canary_seconds": 1.5905109999962973e-05,
+   "host_canary_seconds": 1.1290644999917277e-05,
+   "host_backward_canary_seconds": 2.182338000011441e-05,
    "pass_seconds": [
-    9.177727699279785e-05,
-    9.983551979064943e-05,
-    0.00010090880393981934
+    0.00013901632308959961,
+    8.789248466491698e-05,
+    0.00010233983993530274
    ],
    "pass_host_canary_seconds": [
-    9.79054999994844e-06,
-    9.628767499947344e-06,
-    9.690859999977875e-06
+    1.1290644999917277e-05,
+    7.287505000022066e-06,
+    7.475995000163493e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.5905109999962973e-05,
-    1.2983465000075968e-05,
-    1.5464279999974906e-05
+    2.182338000011441e-05,
+    1.7650204999881683e-05,
+    1.2831264999704217e-05
    ]
   },
   "layer_steady_relu_autocast": {
-   "seconds": 0.00012454272270202637,
-   "min": 0.00010229887962341309,
-   "max": 0.00015566335678100587,
+   "seconds": 0.00012993087768554688,
+   "min": 0.00010287551879882814,
+   "max": 0.00021154432296752927,
    "samples": 33,
    "method": "one tiny relu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.160279999989029e-06,
-   "host_backward_canary_seconds": 1.577449999999203e-05,
+   "host_canary_seconds": 1.1549124999987726e-05,
+   "host_backward_canary_seconds": 2.0305069999722035e-05,
    "pass_seconds": [
-    0.00011606975555419922,
-    0.00012461567878723143,
-    0.00012454272270202637
+    0.00018249216079711914,
+    0.0001081766414642334,
+    0.00012993087768554688
    ],
    "pass_host_canary_seconds": [
-    9.160279999989029e-06,
-    9.64178999993237e-06,
-    9.883227500040448e-06
+    1.1549124999987726e-05,
+    7.581747499898484e-06,
+    7.20107500001177e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.577449999999203e-05,
-    1.3320609999993849e-05,
-    1.5016790000004221e-05
+    2.0305069999722035e-05,
+    1.8224379999765006e-05,
+    1.339885000106733e-05
    ]
   },
   "layer_steady_gelu": {
-   "seconds": 9.09113597869873e-05,
-   "min": 7.408256053924561e-05,
-   "max": 0.00013916928291320802,
+   "seconds": 9.48799991607666e-05,
+   "min": 8.127296447753906e-05,
+   "max": 0.00017188480377197267,
    "samples": 33,
    "method": "one tiny gelu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.012257499989574e-06,
-   "host_backward_canary_seconds": 1.545741000001044e-05,
+   "host_canary_seconds": 1.1271449999981086e-05,
+   "host_backward_canary_seconds": 2.035640999906718e-05,
    "pass_seconds": [
-    9.09113597869873e-05,
-    8.723648071289063e-05,
-    0.00010075455665588379
+    0.0001319923210144043,
+    8.774463653564453e-05,
+    9.48799991607666e-05
    ],
    "pass_host_canary_seconds": [
-    9.012257499989574e-06,
-    9.100652499967055e-06,
-    8.553047500043931e-06
+    1.1271449999981086e-05,
+    7.0316500006128985e-06,
+    7.147807500587078e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.545741000001044e-05,
-    1.2686560000076952e-05,
-    1.7152355000007446e-05
+    2.035640999906718e-05,
+    1.810084499993536e-05,
+    1.2913514998444953e-05
    ]
   },
   "layer_steady_gelu_autocast": {
-   "seconds": 0.0001148089599609375,
-   "min": 9.591296195983887e-05,
-   "max": 0.00015688639640808104,
+   "seconds": 0.00012558527946472168,
+   "min": 9.855168342590332e-05,
+   "max": 0.00021737600326538089,
    "samples": 33,
    "method": "one tiny gelu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.075812499972358e-06,
-   "host_backward_canary_seconds": 1.5560264999976424e-05,
+   "host_canary_seconds": 1.1452987500035761e-05,
+   "host_backward_canary_seconds": 2.1284970000010617e-05,
    "pass_seconds": [
-    0.00011354559898376466,
-    0.0001148089599609375,
-    0.00012310400009155273
+    0.00018892288208007812,
+    0.00010464639663696288,
+    0.00012558527946472168
    ],
    "pass_host_canary_seconds": [
-    9.075812499972358e-06,
-    9.132932499937852e-06,
-    9.847934999953623e-06
+    1.1452987500035761e-05,
+    7.540027499430835e-06,
+    7.615327500047897e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.5560264999976424e-05,
-    1.4041830000053323e-05,
-    1.4995639999995093e-05
+    2.1284970000010617e-05,
+    1.9276604998594848e-05,
+    1.2600605000443465e-05
    ]
   },
   "layer_steady_silu": {
-   "seconds": 9.429951667785645e-05,
-   "min": 6.818816184997558e-05,
-   "max": 0.00013156671524047853,
+   "seconds": 9.80959987640381e-05,
+   "min": 8.680512428283692e-05,
+   "max": 0.00015074496269226073,
    "samples": 33,
    "method": "one tiny silu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.789852500008522e-06,
-   "host_backward_canary_seconds": 1.548943000003078e-05,
+   "host_canary_seconds": 1.1162179999928412e-05,
+   "host_backward_canary_seconds": 2.196702999981426e-05,
    "pass_seconds": [
-    9.429951667785645e-05,
-    8.323519706726076e-05,
-    0.00011110207557678224
+    0.00013699711799621583,
+    9.80959987640381e-05,
+    9.632767677307129e-05
    ],
    "pass_host_canary_seconds": [
-    8.789852500008522e-06,
-    8.981797500027257e-06,
-    1.0047115000020314e-05
+    1.1162179999928412e-05,
+    9.23476999957984e-06,
+    7.4032075008290125e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.548943000003078e-05,
-    1.4614555000065365e-05,
-    1.5891950000082033e-05
+    2.196702999981426e-05,
+    1.9304309998915416e-05,
+    1.2440205000530114e-05
    ]
   },
   "layer_steady_silu_autocast": {
-   "seconds": 0.00011912447929382324,
-   "min": 8.317824363708495e-05,
-   "max": 0.00013610688209533692,
+   "seconds": 0.0001427680015563965,
+   "min": 0.00011808768272399902,
+   "max": 0.00019468671798706055,
    "samples": 33,
    "method": "one tiny silu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.287167499998361e-06,
-   "host_backward_canary_seconds": 1.637584500002731e-05,
+   "host_canary_seconds": 1.1585575000481185e-05,
+   "host_backward_canary_seconds": 2.2785899999462346e-05,
    "pass_seconds": [
-    0.00011912447929382324,
-    8.651712417602538e-05,
-    0.000123373441696167
+    0.0001745913505554199,
+    0.0001427680015563965,
+    0.00012198719978332519
    ],
    "pass_host_canary_seconds": [
-    9.287167499998361e-06,
-    6.776674999997567e-06,
-    9.924255000015592e-06
+    1.1585575000481185e-05,
+    1.0546505000093021e-05,
+    7.367134999753944e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.637584500002731e-05,
-    1.4828780000044616e-05,
-    1.526210000008632e-05
+    2.2785899999462346e-05,
+    1.9322149998970417e-05,
+    1.2606235001157983e-05
    ]
   },
   "layer_steady_tanh": {
-   "seconds": 9.463935852050782e-05,
-   "min": 6.645503997802734e-05,
-   "max": 0.00010858943939208984,
+   "seconds": 0.00011266752243041993,
+   "min": 9.340736389160157e-05,
+   "max": 0.0001438361644744873,
    "samples": 33,
    "method": "one tiny tanh layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.348192499984976e-06,
-   "host_backward_canary_seconds": 1.651058000000205e-05,
+   "host_canary_seconds": 1.1559455000451635e-05,
+   "host_backward_canary_seconds": 2.151767999976073e-05,
    "pass_seconds": [
-    9.463935852050782e-05,
-    6.897984027862548e-05,
-    9.59001636505127e-05
+    0.00013079615592956543,
+    0.00011266752243041993,
+    9.599871635437011e-05
    ],
    "pass_host_canary_seconds": [
-    9.348192499984976e-06,
-    6.528575000004366e-06,
-    9.848812500052872e-06
+    1.1559455000451635e-05,
+    1.0327739999524966e-05,
+    7.235142500121582e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.651058000000205e-05,
-    1.4666430000147556e-05,
-    1.5713764999958356e-05
+    2.151767999976073e-05,
+    1.918103499974677e-05,
+    1.2814410000601129e-05
    ]
   },
   "layer_steady_tanh_autocast": {
-   "seconds": 0.00011955072402954101,
-   "min": 8.146495819091796e-05,
-   "max": 0.00013196288108825683,
+   "seconds": 0.00012268608093261719,
+   "min": 0.0001027353572845459,
+   "max": 0.0002172287940979004,
    "samples": 33,
    "method": "one tiny tanh layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.639562500005637e-06,
-   "host_backward_canary_seconds": 1.6424955000005072e-05,
+   "host_canary_seconds": 1.1658427499980917e-05,
+   "host_backward_canary_seconds": 2.6045535000207566e-05,
    "pass_seconds": [
-    0.00011955072402954101,
-    8.488896369934083e-05,
-    0.00012258367538452148
+    0.00019284992218017576,
+    0.00010822400093078614,
+    0.00012268608093261719
    ],
    "pass_host_canary_seconds": [
-    9.639562500005637e-06,
-    6.5061800000165704e-06,
-    9.713130000008618e-06
+    1.1658427499980917e-05,
+    7.66094000027806e-06,
+    7.298360000049797e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6424955000005072e-05,
-    1.404367500015269e-05,
-    1.5164090000041598e-05
+    2.6045535000207566e-05,
+    2.009989999805839e-05,
+    1.2716339999769842e-05
    ]
   },
   "layer_steady_sigmoid": {
-   "seconds": 9.460479736328124e-05,
-   "min": 6.47488021850586e-05,
-   "max": 0.00011518591880798341,
+   "seconds": 9.324031829833984e-05,
+   "min": 8.231295585632323e-05,
+   "max": 0.00016889600753784177,
    "samples": 33,
    "method": "one tiny sigmoid layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.544985000005113e-06,
-   "host_backward_canary_seconds": 1.67007750000181e-05,
+   "host_canary_seconds": 1.1214749999908235e-05,
+   "host_backward_canary_seconds": 2.0846419999998034e-05,
    "pass_seconds": [
-    0.00010410880088806153,
-    6.706943988800049e-05,
-    9.460479736328124e-05
+    0.00013798463821411132,
+    8.480064392089844e-05,
+    9.324031829833984e-05
    ],
    "pass_host_canary_seconds": [
-    9.544985000005113e-06,
-    6.4512449999654105e-06,
-    9.994137500015654e-06
+    1.1214749999908235e-05,
+    7.033407500216526e-06,
+    7.108875000199077e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.67007750000181e-05,
-    1.395978000005016e-05,
-    1.4927529999937405e-05
+    2.0846419999998034e-05,
+    1.9036310000046797e-05,
+    1.2226400000372451e-05
    ]
   },
   "layer_steady_sigmoid_autocast": {
-   "seconds": 0.00012297727584838867,
-   "min": 8.191807746887207e-05,
-   "max": 0.00013963775634765624,
+   "seconds": 0.00014065152168273926,
+   "min": 0.00010554368019104005,
+   "max": 0.00019979904174804688,
    "samples": 33,
    "method": "one tiny sigmoid layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.533320000016943e-06,
-   "host_backward_canary_seconds": 1.686139000000253e-05,
+   "host_canary_seconds": 1.1445949999995265e-05,
+   "host_backward_canary_seconds": 2.0789165000110187e-05,
    "pass_seconds": [
-    0.00012600704193115235,
-    8.866623878479003e-05,
-    0.00012297727584838867
+    0.00018839872360229494,
+    0.00014065152168273926,
+    0.00012174015998840331
    ],
    "pass_host_canary_seconds": [
-    9.533320000016943e-06,
-    6.552077499932807e-06,
-    9.97275500004946e-06
+    1.1445949999995265e-05,
+    1.0006140000768937e-05,
+    7.171409999955358e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.686139000000253e-05,
-    1.568159999990826e-05,
-    1.621870500002842e-05
+    2.0789165000110187e-05,
+    1.8613049999203213e-05,
+    1.2217969999710476e-05
    ]
   },
   "layer_steady_dropout": {
-   "seconds": 0.00010444607734680176,
-   "min": 7.82528018951416e-05,
-   "max": 0.00011801600456237793,
+   "seconds": 0.00012011967658996581,
+   "min": 0.00010472319602966308,
+   "max": 0.0001615238380432129,
    "samples": 33,
    "method": "one tiny dropout layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.475239999972017e-06,
-   "host_backward_canary_seconds": 1.621748000005141e-05,
+   "host_canary_seconds": 1.1719205000417787e-05,
+   "host_backward_canary_seconds": 2.091802999984793e-05,
    "pass_seconds": [
-    0.00010721407890319823,
-    8.160639762878418e-05,
-    0.00010444607734680176
+    0.0001406713581085205,
+    0.00012011967658996581,
+    0.0001081651210784912
    ],
    "pass_host_canary_seconds": [
-    9.475239999972017e-06,
-    7.121910000051912e-06,
-    1.0017587500072977e-05
+    1.1719205000417787e-05,
+    1.0498245000007956e-05,
+    7.376902499345306e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.621748000005141e-05,
-    1.564520499997002e-05,
-    1.5916014999959318e-05
+    2.091802999984793e-05,
+    1.89662749994568e-05,
+    1.2630065000394098e-05
    ]
   },
   "layer_steady_dropout_autocast": {
-   "seconds": 0.00012833215713500977,
-   "min": 0.00010047616004943848,
-   "max": 0.0001574988842010498,
+   "seconds": 0.00014577152252197265,
+   "min": 9.691776275634766e-05,
+   "max": 0.00022330047607421876,
    "samples": 33,
    "method": "one tiny dropout layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.333570000009673e-06,
-   "host_backward_canary_seconds": 1.604087999993453e-05,
+   "host_canary_seconds": 1.1760967499867547e-05,
+   "host_backward_canary_seconds": 2.174616500042248e-05,
    "pass_seconds": [
-    0.00012833215713500977,
-    0.00010786047935485839,
-    0.00013502655982971192
+    0.00019977279663085937,
+    0.00014577152252197265,
+    0.0001374944019317627
    ],
    "pass_host_canary_seconds": [
-    9.333570000009673e-06,
-    7.284422500006826e-06,
-    1.0072019999967097e-05
+    1.1760967499867547e-05,
+    1.04046300009486e-05,
+    7.436130000542107e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.604087999993453e-05,
-    1.4436379999835935e-05,
-    1.5088739999953304e-05
+    2.174616500042248e-05,
+    1.716532000045845e-05,
+    1.2646830000448973e-05
    ]
   },
   "layer_steady_dropout_identity": {
-   "seconds": 7.169472217559814e-05,
-   "min": 5.6848640441894526e-05,
-   "max": 0.00010028351783752441,
+   "seconds": 7.670400142669678e-05,
+   "min": 5.630335807800293e-05,
+   "max": 0.00010335871696472168,
    "samples": 33,
    "method": "one tiny dropout_identity layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.567665000034253e-06,
-   "host_backward_canary_seconds": 1.5878359999987878e-05,
+   "host_canary_seconds": 1.199288750001415e-05,
+   "host_backward_canary_seconds": 2.166992000013579e-05,
    "pass_seconds": [
-    7.285568237304687e-05,
-    5.7870721817016606e-05,
-    7.169472217559814e-05
+    9.707648277282716e-05,
+    5.772928237915039e-05,
+    7.670400142669678e-05
    ],
    "pass_host_canary_seconds": [
-    9.567665000034253e-06,
-    7.0756399999538646e-06,
-    1.0168510000028164e-05
+    1.199288750001415e-05,
+    7.235284999751457e-06,
+    7.4593049998838974e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.5878359999987878e-05,
-    1.3566639999851304e-05,
-    1.6580629999936036e-05
+    2.166992000013579e-05,
+    1.716532000045845e-05,
+    1.263937999965492e-05
    ]
   },
   "layer_steady_dropout_identity_autocast": {
-   "seconds": 9.461376190185547e-05,
-   "min": 7.146880149841308e-05,
-   "max": 0.00012621055603027345,
+   "seconds": 0.00010300479888916015,
+   "min": 7.218048095703124e-05,
+   "max": 0.00013836480140686037,
    "samples": 33,
    "method": "one tiny dropout_identity layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.214769999985607e-06,
-   "host_backward_canary_seconds": 1.6304594999994036e-05,
+   "host_canary_seconds": 1.204514000050949e-05,
+   "host_backward_canary_seconds": 2.2914529999980004e-05,
    "pass_seconds": [
-    9.461376190185547e-05,
-    7.444352149963379e-05,
-    9.780672073364259e-05
+    0.00013140992164611815,
+    7.312575817108154e-05,
+    0.00010300479888916015
    ],
    "pass_host_canary_seconds": [
-    9.214769999985607e-06,
-    7.170787500001552e-06,
-    1.0114694999998619e-05
+    1.204514000050949e-05,
+    7.269275000680864e-06,
+    7.452020000187076e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6304594999994036e-05,
-    1.469476999986341e-05,
-    1.6470270000041866e-05
+    2.2914529999980004e-05,
+    1.669965000019147e-05,
+    1.2911260000691982e-05
    ]
   },
   "layer_steady_add": {
-   "seconds": 0.00010722240447998047,
-   "min": 8.668095588684081e-05,
-   "max": 0.00012766016006469726,
+   "seconds": 0.00012185088157653808,
+   "min": 0.00011089471817016602,
+   "max": 0.00015714816093444824,
    "samples": 33,
    "method": "one tiny add layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.244997499955331e-06,
-   "host_backward_canary_seconds": 1.6567664999982414e-05,
+   "host_canary_seconds": 1.2070274999587128e-05,
+   "host_backward_canary_seconds": 2.273090000016964e-05,
    "pass_seconds": [
-    0.00011350527763366698,
-    9.004735946655273e-05,
-    0.00010722240447998047
+    0.00014895039558410645,
+    0.00012185088157653808,
+    0.00011388031959533692
    ],
    "pass_host_canary_seconds": [
-    9.244997499955331e-06,
-    7.242427500031568e-06,
-    1.0184049999963918e-05
+    1.2070274999587128e-05,
+    1.0492312499650325e-05,
+    7.372157500071808e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6567664999982414e-05,
-    1.3423575000075516e-05,
-    1.4045380000027306e-05
+    2.273090000016964e-05,
+    1.8152984998778266e-05,
+    1.3039985000204978e-05
    ]
   },
   "layer_steady_add_autocast": {
-   "seconds": 0.0001311571216583252,
-   "min": 0.00010468031883239746,
-   "max": 0.00016293888092041016,
+   "seconds": 0.00015676863670349123,
+   "min": 0.00012728384017944336,
+   "max": 0.00019256448745727539,
    "samples": 33,
    "method": "one tiny add layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.213490000021806e-06,
-   "host_backward_canary_seconds": 1.643012000002386e-05,
+   "host_canary_seconds": 1.2069480000036492e-05,
+   "host_backward_canary_seconds": 2.2122290000652357e-05,
    "pass_seconds": [
-    0.0001311571216583252,
-    0.00012912192344665527,
-    0.00014046143531799317
+    0.0001883616065979004,
+    0.00015676863670349123,
+    0.00014463104248046876
    ],
    "pass_host_canary_seconds": [
-    9.213490000021806e-06,
-    9.297295000010308e-06,
-    9.755519999998797e-06
+    1.2069480000036492e-05,
+    1.0433349999630081e-05,
+    7.421990000011647e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.643012000002386e-05,
-    1.4515029999984107e-05,
-    1.8776699999989432e-05
+    2.2122290000652357e-05,
+    2.0353780000732514e-05,
+    1.3000449998799012e-05
    ]
   },
   "layer_steady_mul": {
-   "seconds": 0.00010641280174255372,
-   "min": 9.945792198181153e-05,
-   "max": 0.00012541312217712402,
+   "seconds": 0.00010993599891662598,
+   "min": 8.825728416442871e-05,
+   "max": 0.00015355327606201172,
    "samples": 33,
    "method": "one tiny mul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.098732499985828e-06,
-   "host_backward_canary_seconds": 1.705058500000689e-05,
+   "host_canary_seconds": 1.1755289999655361e-05,
+   "host_backward_canary_seconds": 2.121073000012075e-05,
    "pass_seconds": [
-    0.00010641280174255372,
-    0.00010525952339172364,
-    0.00011710080146789551
+    0.00014604479789733887,
+    9.15392017364502e-05,
+    0.00010993599891662598
    ],
    "pass_host_canary_seconds": [
-    9.098732499985828e-06,
-    9.55959749994406e-06,
-    9.358630000022573e-06
+    1.1755289999655361e-05,
+    7.593304999886641e-06,
+    7.269177500006663e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.705058500000689e-05,
-    1.4186274999872239e-05,
-    1.882268499997508e-05
+    2.121073000012075e-05,
+    1.705941999944116e-05,
+    1.2551739999935307e-05
    ]
   },
   "layer_steady_mul_autocast": {
-   "seconds": 0.00013811967849731445,
-   "min": 0.00012956671714782714,
-   "max": 0.0001721062469482422,
+   "seconds": 0.00013742527961730955,
+   "min": 0.00010053183555603028,
+   "max": 0.00018107456207275394,
    "samples": 33,
    "method": "one tiny mul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.778284999981679e-06,
-   "host_backward_canary_seconds": 1.7058579999940093e-05,
+   "host_canary_seconds": 1.1574600000017199e-05,
+   "host_backward_canary_seconds": 2.081992999933391e-05,
    "pass_seconds": [
-    0.00013472895622253418,
-    0.00013811967849731445,
-    0.00014346431732177736
+    0.00017789823532104491,
+    0.00010833536148071289,
+    0.00013742527961730955
    ],
    "pass_host_canary_seconds": [
-    9.778284999981679e-06,
-    9.801135000060413e-06,
-    9.531725000044844e-06
+    1.1574600000017199e-05,
+    7.18690249982501e-06,
+    7.245980000334384e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7058579999940093e-05,
-    1.4971869999840237e-05,
-    1.8398359999878265e-05
+    2.081992999933391e-05,
+    1.7707255000232178e-05,
+    1.2261530000614585e-05
    ]
   },
   "layer_steady_softmax": {
-   "seconds": 0.00010466303825378418,
-   "min": 9.58067226409912e-05,
-   "max": 0.00015126655578613283,
+   "seconds": 0.00010685952186584472,
+   "min": 7.764800071716309e-05,
+   "max": 0.00014699520111083984,
    "samples": 33,
    "method": "one tiny softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0248252500026922e-05,
-   "host_backward_canary_seconds": 1.6134935000025055e-05,
+   "host_canary_seconds": 1.1823009999716306e-05,
+   "host_backward_canary_seconds": 2.0741160000170566e-05,
    "pass_seconds": [
-    0.00010466303825378418,
-    9.915200233459473e-05,
-    0.00010769280433654784
+    0.0001334316825866699,
+    7.963903903961182e-05,
+    0.00010685952186584472
    ],
    "pass_host_canary_seconds": [
-    1.0248252500026922e-05,
-    9.903797500001587e-06,
-    9.248137499966447e-06
+    1.1823009999716306e-05,
+    7.251647500083891e-06,
+    7.276957500153003e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6134935000025055e-05,
-    1.5010844999920892e-05,
-    1.7895734999910927e-05
+    2.0741160000170566e-05,
+    1.7526804999761225e-05,
+    1.277094999977635e-05
    ]
   },
   "layer_steady_softmax_autocast": {
-   "seconds": 0.00013238271713256837,
-   "min": 0.00011391360282897949,
-   "max": 0.00016203264236450195,
+   "seconds": 0.0001370751953125,
+   "min": 0.0001111295986175537,
+   "max": 0.00019002496719360354,
    "samples": 33,
    "method": "one tiny softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.036798499995939e-05,
-   "host_backward_canary_seconds": 1.4862630000038734e-05,
+   "host_canary_seconds": 1.187340999990738e-05,
+   "host_backward_canary_seconds": 2.1465660000785648e-05,
    "pass_seconds": [
-    0.00012245375633239747,
-    0.00013238271713256837,
-    0.0001330675220489502
+    0.00017724351882934572,
+    0.00011772928237915039,
+    0.0001370751953125
    ],
    "pass_host_canary_seconds": [
-    1.036798499995939e-05,
-    9.696135000041296e-06,
-    9.069369999963328e-06
+    1.187340999990738e-05,
+    7.88939000017308e-06,
+    7.439899999326371e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4862630000038734e-05,
-    1.5013799999792355e-05,
-    1.738025000008747e-05
+    2.1465660000785648e-05,
+    1.9597099999373313e-05,
+    1.272370999913619e-05
    ]
   },
   "layer_steady_log_softmax": {
-   "seconds": 9.206591606140137e-05,
-   "min": 6.883647918701172e-05,
-   "max": 0.00013417535781860352,
+   "seconds": 9.422271728515626e-05,
+   "min": 8.067328453063965e-05,
+   "max": 0.00012680959701538087,
    "samples": 33,
    "method": "one tiny log_softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0265572499967847e-05,
-   "host_backward_canary_seconds": 1.8129209999955266e-05,
+   "host_canary_seconds": 1.1931507500264616e-05,
+   "host_backward_canary_seconds": 2.177550999988398e-05,
    "pass_seconds": [
-    9.988479614257813e-05,
-    9.151935577392578e-05,
-    9.206591606140137e-05
+    0.00012201087951660156,
+    8.280639648437499e-05,
+    9.422271728515626e-05
    ],
    "pass_host_canary_seconds": [
-    1.0265572499967847e-05,
-    9.875942499988356e-06,
-    9.258059999979196e-06
+    1.1931507500264616e-05,
+    7.1725424999158345e-06,
+    7.246490000056838e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8129209999955266e-05,
-    1.5029254999916475e-05,
-    1.708668500000954e-05
+    2.177550999988398e-05,
+    1.9341099999792277e-05,
+    1.2971339999694463e-05
    ]
   },
   "layer_steady_log_softmax_autocast": {
-   "seconds": 0.00012652671813964843,
-   "min": 8.459903717041016e-05,
-   "max": 0.00017853120803833008,
+   "seconds": 0.00012133312225341797,
+   "min": 9.862591743469238e-05,
+   "max": 0.0001669055938720703,
    "samples": 33,
    "method": "one tiny log_softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0397644999997623e-05,
-   "host_backward_canary_seconds": 2.0849309999988465e-05,
+   "host_canary_seconds": 1.1681490000228224e-05,
+   "host_backward_canary_seconds": 2.2500009999930627e-05,
    "pass_seconds": [
-    0.00016360639572143555,
-    0.00010896512031555176,
-    0.00012652671813964843
+    0.0001600070381164551,
+    0.00010259455680847167,
+    0.00012133312225341797
    ],
    "pass_host_canary_seconds": [
-    1.0397644999997623e-05,
-    9.484714999956622e-06,
-    9.672539999883156e-06
+    1.1681490000228224e-05,
+    7.5228824994155736e-06,
+    7.462077500122177e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0849309999988465e-05,
-    1.5191020000031585e-05,
-    1.8587799999920662e-05
+    2.2500009999930627e-05,
+    2.0360440000786184e-05,
+    1.2777405000861108e-05
    ]
   },
   "layer_steady_cross_entropy": {
-   "seconds": 0.00015058112144470217,
-   "min": 0.00010142080307006836,
-   "max": 0.0001927123260498047,
+   "seconds": 0.00014272255897521973,
+   "min": 0.00012198143959045411,
+   "max": 0.00020474048614501955,
    "samples": 33,
    "method": "one tiny cross_entropy layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0080310000013525e-05,
-   "host_backward_canary_seconds": 2.1405044999980307e-05,
+   "host_canary_seconds": 1.1742662500182633e-05,
+   "host_backward_canary_seconds": 2.1513895000566662e-05,
    "pass_seconds": [
-    0.00017924224853515624,
-    0.00012344191551208497,
-    0.00015058112144470217
+    0.00017948928833007812,
+    0.00012865407943725586,
+    0.00014272255897521973
    ],
    "pass_host_canary_seconds": [
-    1.0080310000013525e-05,
-    6.6929300000140306e-06,
-    9.71972000002097e-06
+    1.1742662500182633e-05,
+    7.473510000863826e-06,
+    7.167754999954923e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1405044999980307e-05,
-    1.68544699999984e-05,
-    1.8484430000000885e-05
+    2.1513895000566662e-05,
+    1.9392770000195014e-05,
+    1.2861509999311238e-05
    ]
   },
   "layer_steady_cross_entropy_autocast": {
-   "seconds": 0.0001789286422729492,
-   "min": 0.00011514431953430175,
-   "max": 0.00022807935714721679,
+   "seconds": 0.00017744384765625,
+   "min": 0.00015050687789916993,
+   "max": 0.0002731040000915527,
    "samples": 33,
    "method": "one tiny cross_entropy layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.060875500002112e-05,
-   "host_backward_canary_seconds": 2.108874999990462e-05,
+   "host_canary_seconds": 1.1865829999919697e-05,
+   "host_backward_canary_seconds": 2.0254249999425156e-05,
    "pass_seconds": [
-    0.00021300928115844725,
-    0.00011889599800109862,
-    0.0001789286422729492
+    0.00026481727600097656,
+    0.00015678463935852054,
+    0.00017744384765625
    ],
    "pass_host_canary_seconds": [
-    1.060875500002112e-05,
-    6.626850000017726e-06,
-    1.0077964999908317e-05
+    1.1865829999919697e-05,
+    7.4893049998081555e-06,
+    7.371005000322839e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.108874999990462e-05,
-    1.3776284999948984e-05,
-    1.8586060000131966e-05
+    2.0254249999425156e-05,
+    1.972402000092188e-05,
+    1.269821000050797e-05
    ]
   },
   "layer_steady_embedding": {
-   "seconds": 0.0003571257781982422,
-   "min": 0.00022402687072753903,
-   "max": 0.0004577260971069336,
+   "seconds": 0.0003421971130371094,
+   "min": 0.0002631308746337891,
+   "max": 0.0005393977737426758,
    "samples": 33,
    "method": "one tiny embedding layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0124315000012985e-05,
-   "host_backward_canary_seconds": 2.005006000004528e-05,
+   "host_canary_seconds": 1.2013377500181832e-05,
+   "host_backward_canary_seconds": 2.179395000041495e-05,
    "pass_seconds": [
-    0.0004135379028320312,
-    0.00026422271728515623,
-    0.0003571257781982422
+    0.0004565107345581055,
+    0.0003421971130371094,
+    0.0002935980796813965
    ],
    "pass_host_canary_seconds": [
-    1.0124315000012985e-05,
-    9.138659999905485e-06,
-    9.699490000087963e-06
+    1.2013377500181832e-05,
+    1.0034500000415392e-05,
+    1.0683109999263251e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.005006000004528e-05,
-    1.4527209999926072e-05,
-    1.8915370000058828e-05
+    2.179395000041495e-05,
+    1.8833034999943266e-05,
+    1.627896000172768e-05
    ]
   },
   "layer_steady_embedding_autocast": {
-   "seconds": 0.00037351104736328125,
-   "min": 0.00022396352767944334,
-   "max": 0.00044577854156494136,
+   "seconds": 0.00046807102203369136,
+   "min": 0.000257576961517334,
+   "max": 0.000729507827758789,
    "samples": 33,
    "method": "one tiny embedding layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0128830000013523e-05,
-   "host_backward_canary_seconds": 1.86516699999828e-05,
+   "host_canary_seconds": 1.175484499981394e-05,
+   "host_backward_canary_seconds": 2.2049829999559735e-05,
    "pass_seconds": [
-    0.00037351104736328125,
-    0.00023651903152465819,
-    0.0004141011047363281
+    0.0006469990539550781,
+    0.00046807102203369136,
+    0.00028504959106445313
    ],
    "pass_host_canary_seconds": [
-    1.0128830000013523e-05,
-    6.514880000025869e-06,
-    9.646660000015573e-06
+    1.175484499981394e-05,
+    1.0403039999573593e-05,
+    8.435330000224893e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.86516699999828e-05,
-    1.4479269999867483e-05,
-    1.907382000013058e-05
+    2.2049829999559735e-05,
+    1.912166000010984e-05,
+    1.616177500068261e-05
    ]
   },
   "layer_steady_embedding_atomic": {
-   "seconds": 0.00011540800094604494,
-   "min": 7.582272052764892e-05,
-   "max": 0.00014859711647033692,
+   "seconds": 0.00012913920402526856,
+   "min": 0.0001136729621887207,
+   "max": 0.0001665017509460449,
    "samples": 33,
    "method": "one tiny embedding_atomic layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0218162500024163e-05,
-   "host_backward_canary_seconds": 1.952564999996298e-05,
+   "host_canary_seconds": 8.42135500022323e-06,
+   "host_backward_canary_seconds": 2.2729759999720047e-05,
    "pass_seconds": [
-    0.00011540800094604494,
-    8.156671524047851e-05,
-    0.00013530752182006837
+    0.00012913920402526856,
+    0.0001370131206512451,
+    0.0001277676773071289
    ],
    "pass_host_canary_seconds": [
-    1.0218162500024163e-05,
-    6.656194999976605e-06,
-    9.921184999939215e-06
+    8.42135500022323e-06,
+    1.1430329999484457e-05,
+    1.0753064999562412e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.952564999996298e-05,
-    1.313865499994904e-05,
-    1.9820220000212885e-05
+    2.2729759999720047e-05,
+    2.067967999892062e-05,
+    1.623399999971298e-05
    ]
   },
   "layer_steady_embedding_atomic_autocast": {
-   "seconds": 0.00014468159675598146,
-   "min": 9.341183662414551e-05,
-   "max": 0.00018106943130493164,
+   "seconds": 0.00016395391464233398,
+   "min": 0.00014082495689392088,
+   "max": 0.0003685798263549805,
    "samples": 33,
    "method": "one tiny embedding_atomic layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.050139000000172e-05,
-   "host_backward_canary_seconds": 1.9528779999973268e-05,
+   "host_canary_seconds": 9.282849999863174e-06,
+   "host_backward_canary_seconds": 2.4381964999520277e-05,
    "pass_seconds": [
-    0.00014468159675598146,
-    0.00010063039779663086,
-    0.00016882368087768555
+    0.00016395391464233398,
+    0.00016670272827148437,
+    0.00015400896072387696
    ],
    "pass_host_canary_seconds": [
-    1.050139000000172e-05,
-    6.614472500032776e-06,
-    9.884609999915028e-06
+    9.282849999863174e-06,
+    1.0963304999904722e-05,
+    1.0339855000438547e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9528779999973268e-05,
-    1.3512344999924152e-05,
-    1.9516149999958544e-05
+    2.4381964999520277e-05,
+    2.071397000008801e-05,
+    1.6603130000021337e-05
    ]
   },
   "layer_steady_maxpool2d": {
-   "seconds": 0.00010068096160888672,
-   "min": 7.993023872375488e-05,
-   "max": 0.0001395148754119873,
+   "seconds": 0.0001226419162750244,
+   "min": 9.623231887817384e-05,
+   "max": 0.00014264127731323243,
    "samples": 33,
    "method": "one tiny maxpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.599270000007152e-06,
-   "host_backward_canary_seconds": 1.9842184999987467e-05,
+   "host_canary_seconds": 1.0819227500178387e-05,
+   "host_backward_canary_seconds": 2.1227295000016967e-05,
    "pass_seconds": [
-    0.00010068096160888672,
-    8.630463600158692e-05,
-    0.00012614912033081054
+    0.00011750592231750488,
+    0.00013525759696960448,
+    0.0001226419162750244
    ],
    "pass_host_canary_seconds": [
-    7.599270000007152e-06,
-    6.594465000020478e-06,
-    8.878269999996746e-06
+    1.0819227500178387e-05,
+    1.084446500044578e-05,
+    1.0335270000041419e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9842184999987467e-05,
-    1.4112389999922925e-05,
-    1.99363199999425e-05
+    2.1227295000016967e-05,
+    2.00093100011145e-05,
+    1.7095559999233954e-05
    ]
   },
   "layer_steady_maxpool2d_autocast": {
-   "seconds": 0.0001176159954071045,
-   "min": 9.870911598205566e-05,
-   "max": 0.0001738591957092285,
+   "seconds": 0.0001494752025604248,
+   "min": 0.00011819328308105469,
+   "max": 0.00017749311447143556,
    "samples": 33,
    "method": "one tiny maxpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.231364999995549e-06,
-   "host_backward_canary_seconds": 1.8846314999976246e-05,
+   "host_canary_seconds": 9.349525000175164e-06,
+   "host_backward_canary_seconds": 1.998042500019892e-05,
    "pass_seconds": [
-    0.0001176159954071045,
-    0.00010372223854064941,
-    0.0001315174388885498
+    0.0001251360034942627,
+    0.0001494752025604248,
+    0.00015194239616394043
    ],
    "pass_host_canary_seconds": [
-    7.231364999995549e-06,
-    6.8020274999724965e-06,
-    9.241209999970579e-06
+    9.349525000175164e-06,
+    9.516449999864562e-06,
+    1.0374375000310465e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8846314999976246e-05,
-    1.4759534999910783e-05,
-    1.9350689999839687e-05
+    1.998042500019892e-05,
+    1.980123000066669e-05,
+    1.644145000000208e-05
    ]
   },
   "layer_steady_avgpool2d": {
-   "seconds": 8.662079811096192e-05,
-   "min": 7.052480220794678e-05,
-   "max": 0.00011587840080261231,
+   "seconds": 9.884736061096192e-05,
+   "min": 8.267840385437012e-05,
+   "max": 0.00016401792526245118,
    "samples": 33,
    "method": "one tiny avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.4057099999791375e-06,
-   "host_backward_canary_seconds": 1.8065174999932765e-05,
+   "host_canary_seconds": 1.0118865000094956e-05,
+   "host_backward_canary_seconds": 2.042238499996074e-05,
    "pass_seconds": [
-    8.662079811096192e-05,
-    7.66048002243042e-05,
-    0.00011102144241333007
+    9.884736061096192e-05,
+    8.917695999145508e-05,
+    0.00012910719871520995
    ],
    "pass_host_canary_seconds": [
-    7.4057099999791375e-06,
-    7.294274999978256e-06,
-    9.206794999983003e-06
+    1.0118865000094956e-05,
+    7.51374749995648e-06,
+    1.1120540000320034e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8065174999932765e-05,
-    1.5122229999917636e-05,
-    1.888389500010135e-05
+    2.042238499996074e-05,
+    2.029975500022374e-05,
+    1.995331999978589e-05
    ]
   },
   "layer_steady_avgpool2d_autocast": {
-   "seconds": 0.00011084351539611817,
-   "min": 8.888064384460449e-05,
-   "max": 0.00012647232055664064,
+   "seconds": 0.00013914239883422853,
+   "min": 0.00010083776473999023,
+   "max": 0.00028099840164184567,
    "samples": 33,
    "method": "one tiny avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.148397499996406e-06,
-   "host_backward_canary_seconds": 1.9095320000062085e-05,
+   "host_canary_seconds": 1.0199905000263243e-05,
+   "host_backward_canary_seconds": 2.210869999998977e-05,
    "pass_seconds": [
-    0.00010038784027099609,
-    0.000113121919631958,
-    0.00011084351539611817
+    0.00013914239883422853,
+    0.00012339839935302736,
+    0.00018922048568725586
    ],
    "pass_host_canary_seconds": [
-    7.148397499996406e-06,
-    8.178185000033978e-06,
-    7.074072499975159e-06
+    1.0199905000263243e-05,
+    9.655204999035049e-06,
+    1.1169992500299486e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9095320000062085e-05,
-    1.4413149999938923e-05,
-    1.9730490000142708e-05
+    2.210869999998977e-05,
+    1.96595499983232e-05,
+    2.223348500024258e-05
    ]
   },
   "layer_steady_adaptive_avgpool2d": {
-   "seconds": 9.726847648620606e-05,
-   "min": 8.035200119018554e-05,
-   "max": 0.00013571264266967775,
+   "seconds": 0.00011796992301940918,
+   "min": 9.495231628417968e-05,
+   "max": 0.000187007999420166,
    "samples": 33,
    "method": "one tiny adaptive_avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.188075000001959e-06,
-   "host_backward_canary_seconds": 1.9738905000110662e-05,
+   "host_canary_seconds": 8.40595999989091e-06,
+   "host_backward_canary_seconds": 2.245229499976631e-05,
    "pass_seconds": [
-    9.351936340332032e-05,
-    9.726847648620606e-05,
-    0.00012196800231933595
+    0.00011796992301940918,
+    0.000103438720703125,
+    0.00015922944068908694
    ],
    "pass_host_canary_seconds": [
-    7.188075000001959e-06,
-    8.106964999967658e-06,
-    7.883332500000507e-06
+    8.40595999989091e-06,
+    8.920149999198656e-06,
+    1.0589270000309624e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9738905000110662e-05,
-    1.5406114999905186e-05,
-    1.9554959999936726e-05
+    2.245229499976631e-05,
+    1.9690624999384457e-05,
+    2.4467739999636253e-05
    ]
   },
   "layer_steady_adaptive_avgpool2d_autocast": {
-   "seconds": 0.0001218777561187744,
-   "min": 0.0001039852809906006,
-   "max": 0.0001748089599609375,
+   "seconds": 0.00014975040435791017,
+   "min": 0.00013539263725280762,
+   "max": 0.00024209407806396484,
    "samples": 33,
    "method": "one tiny adaptive_avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.405535000017949e-06,
-   "host_backward_canary_seconds": 1.8435280000019815e-05,
+   "host_canary_seconds": 1.0425505000171142e-05,
+   "host_backward_canary_seconds": 2.2113559999752397e-05,
    "pass_seconds": [
-    0.00011050623893737793,
-    0.0001218777561187744,
-    0.00015545727729797363
+    0.0001453337574005127,
+    0.00014975040435791017,
+    0.0002023846435546875
    ],
    "pass_host_canary_seconds": [
-    7.405535000017949e-06,
-    7.994139999993877e-06,
-    9.454300000015792e-06
+    1.0425505000171142e-05,
+    9.990270000344025e-06,
+    1.0697440000058123e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8435280000019815e-05,
-    1.4993519999961791e-05,
-    1.8819969999981366e-05
+    2.2113559999752397e-05,
+    1.898680999829594e-05,
+    2.0633600001929153e-05
    ]
   },
   "layer_steady_flatten": {
-   "seconds": 6.256832122802735e-05,
-   "min": 5.136256217956543e-05,
-   "max": 8.323648452758788e-05,
+   "seconds": 6.996863842010498e-05,
+   "min": 5.747456073760987e-05,
+   "max": 0.00011537280082702636,
    "samples": 33,
    "method": "one tiny flatten layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.374640000037402e-06,
-   "host_backward_canary_seconds": 1.9458969999988086e-05,
+   "host_canary_seconds": 9.986099999537146e-06,
+   "host_backward_canary_seconds": 2.1284390001028442e-05,
    "pass_seconds": [
-    6.256832122802735e-05,
-    5.55622386932373e-05,
-    7.19705581665039e-05
+    6.996863842010498e-05,
+    5.933119773864746e-05,
+    0.00010028927803039552
    ],
    "pass_host_canary_seconds": [
-    7.374640000037402e-06,
-    7.2320600000352894e-06,
-    9.482970000078695e-06
+    9.986099999537146e-06,
+    7.174204999955691e-06,
+    1.0686432499937837e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9458969999988086e-05,
-    1.4486010000211991e-05,
-    1.4366509999774734e-05
+    2.1284390001028442e-05,
+    2.012847000059992e-05,
+    2.0723204999057996e-05
    ]
   },
   "layer_steady_flatten_autocast": {
-   "seconds": 7.832640171051026e-05,
-   "min": 6.782847881317139e-05,
-   "max": 0.00011669119834899903,
+   "seconds": 9.286016464233398e-05,
+   "min": 7.264575958251953e-05,
+   "max": 0.00014878975868225098,
    "samples": 33,
    "method": "one tiny flatten layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.263437499993586e-06,
-   "host_backward_canary_seconds": 1.9160069999983877e-05,
+   "host_canary_seconds": 1.0544042499702755e-05,
+   "host_backward_canary_seconds": 2.1151450000616022e-05,
    "pass_seconds": [
-    7.557951927185059e-05,
-    7.832640171051026e-05,
-    9.342399597167968e-05
+    9.286016464233398e-05,
+    7.410431861877441e-05,
+    0.00012004480361938477
    ],
    "pass_host_canary_seconds": [
-    7.263437499993586e-06,
-    7.213507500054561e-06,
-    9.528615000036212e-06
+    1.0544042499702755e-05,
+    7.254542500163552e-06,
+    1.1177679999718748e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9160069999983877e-05,
-    1.9484495000057225e-05,
-    1.8518509999978505e-05
+    2.1151450000616022e-05,
+    1.8706954999743175e-05,
+    2.2062119999191055e-05
    ]
   },
   "layer_steady_reshape": {
-   "seconds": 6.0167040824890135e-05,
-   "min": 5.576831817626953e-05,
-   "max": 7.22489595413208e-05,
+   "seconds": 7.55238389968872e-05,
+   "min": 6.130239963531494e-05,
+   "max": 0.00011597887992858886,
    "samples": 33,
    "method": "one tiny reshape layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.230625000005375e-06,
-   "host_backward_canary_seconds": 1.943982000000233e-05,
+   "host_canary_seconds": 1.0177270000326644e-05,
+   "host_backward_canary_seconds": 2.0030640000641143e-05,
    "pass_seconds": [
-    5.708799839019775e-05,
-    6.0167040824890135e-05,
-    6.168320178985596e-05
+    6.619904041290284e-05,
+    7.55238389968872e-05,
+    8.41164779663086e-05
    ],
    "pass_host_canary_seconds": [
-    7.230625000005375e-06,
-    7.135430000033693e-06,
-    9.059305000107543e-06
+    1.0177270000326644e-05,
+    1.0537530000647166e-05,
+    1.1566400000333487e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.943982000000233e-05,
-    1.8994310000266523e-05,
-    1.9038519999980964e-05
+    2.0030640000641143e-05,
+    1.975853999965693e-05,
+    2.3667320000413384e-05
    ]
   },
   "layer_steady_reshape_autocast": {
-   "seconds": 7.525055885314941e-05,
-   "min": 6.986944198608398e-05,
-   "max": 9.022208213806152e-05,
+   "seconds": 0.00011339712142944335,
+   "min": 8.665984153747558e-05,
+   "max": 0.00012279359817504883,
    "samples": 33,
    "method": "one tiny reshape layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.571075000001315e-06,
-   "host_backward_canary_seconds": 1.811985999992771e-05,
+   "host_canary_seconds": 1.1378629999967415e-05,
+   "host_backward_canary_seconds": 2.3023914999953375e-05,
    "pass_seconds": [
-    7.064320087432861e-05,
-    7.525055885314941e-05,
-    7.936063766479494e-05
+    0.00011339712142944335,
+    0.00010225215911865233,
+    0.00011440959930419923
    ],
    "pass_host_canary_seconds": [
-    7.571075000001315e-06,
-    7.277257499964663e-06,
-    6.985344999961284e-06
+    1.1378629999967415e-05,
+    1.0575795000136167e-05,
+    1.1037317500495192e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.811985999992771e-05,
-    1.897308499991368e-05,
-    1.853030999981797e-05
+    2.3023914999953375e-05,
+    2.0307639999828098e-05,
+    2.6249014999848442e-05
    ]
   },
   "layer_steady_slice": {
-   "seconds": 8.8985595703125e-05,
-   "min": 8.03769588470459e-05,
-   "max": 0.00010944000244140624,
+   "seconds": 0.00011790911674499511,
+   "min": 9.877823829650878e-05,
+   "max": 0.0001508563232421875,
    "samples": 33,
    "method": "one tiny slice layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.60315000000844e-06,
-   "host_backward_canary_seconds": 1.8036485000010315e-05,
+   "host_canary_seconds": 1.1307810000289464e-05,
+   "host_backward_canary_seconds": 2.2460630000296077e-05,
    "pass_seconds": [
-    8.320256233215333e-05,
-    9.807168006896973e-05,
-    8.8985595703125e-05
+    0.00011790911674499511,
+    0.00011280896186828613,
+    0.0001419212818145752
    ],
    "pass_host_canary_seconds": [
-    7.60315000000844e-06,
-    7.736495000045807e-06,
-    6.906960000065964e-06
+    1.1307810000289464e-05,
+    1.0826202499742976e-05,
+    1.0677545000135068e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8036485000010315e-05,
-    1.8818034999839027e-05,
-    1.9457979999941698e-05
+    2.2460630000296077e-05,
+    1.953419499955089e-05,
+    2.046173000053386e-05
    ]
   },
   "layer_steady_slice_autocast": {
-   "seconds": 0.00010503935813903807,
-   "min": 9.358592033386231e-05,
-   "max": 0.00014517888069152832,
+   "seconds": 0.00015172415733337403,
+   "min": 0.00011503040313720704,
+   "max": 0.0001965779113769531,
    "samples": 33,
    "method": "one tiny slice layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.359560000033128e-06,
-   "host_backward_canary_seconds": 1.8068249999956267e-05,
+   "host_canary_seconds": 1.1157619999835333e-05,
+   "host_backward_canary_seconds": 2.193606999981057e-05,
    "pass_seconds": [
-    9.82431983947754e-05,
-    0.0001317568016052246,
-    0.00010503935813903807
+    0.00012975616455078125,
+    0.00015172415733337403,
+    0.00017934272766113282
    ],
    "pass_host_canary_seconds": [
-    7.359560000033128e-06,
-    1.0179305000121986e-05,
-    7.028057500022555e-06
+    1.1157619999835333e-05,
+    1.101876000006996e-05,
+    1.1120305000531516e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8068249999956267e-05,
-    1.7470820000085042e-05,
-    1.919341999993662e-05
+    2.193606999981057e-05,
+    2.1127570000771812e-05,
+    2.046173000053386e-05
    ]
   },
   "layer_steady_transpose_contiguous": {
-   "seconds": 0.00010247360229492188,
-   "min": 9.621952056884765e-05,
-   "max": 0.00012260095596313477,
+   "seconds": 0.00012789440155029297,
+   "min": 0.0001004851245880127,
+   "max": 0.00020337535858154298,
    "samples": 33,
    "method": "one tiny transpose_contiguous layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.674664999974823e-06,
-   "host_backward_canary_seconds": 1.8369184999968977e-05,
+   "host_canary_seconds": 7.906159999606644e-06,
+   "host_backward_canary_seconds": 1.7001890000187814e-05,
    "pass_seconds": [
-    9.947135925292969e-05,
-    0.0001159763240814209,
-    0.00010247360229492188
+    0.00011479935646057128,
+    0.00012789440155029297,
+    0.00016418624877929686
    ],
    "pass_host_canary_seconds": [
-    7.674664999974823e-06,
-    9.617627499949321e-06,
-    7.051610000061714e-06
+    7.906159999606644e-06,
+    1.101876000006996e-05,
+    1.0773075000543031e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8369184999968977e-05,
-    1.8972690000111925e-05,
-    1.8706660000020748e-05
+    1.7001890000187814e-05,
+    2.0452349999686704e-05,
+    1.9971479998730503e-05
    ]
   },
   "layer_steady_transpose_contiguous_autocast": {
-   "seconds": 0.0001410591983795166,
-   "min": 0.00011448384284973145,
-   "max": 0.00016380096435546877,
+   "seconds": 0.00016937152862548827,
+   "min": 0.0001299071979522705,
+   "max": 0.00027257408142089843,
    "samples": 33,
    "method": "one tiny transpose_contiguous layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.428037500005758e-06,
-   "host_backward_canary_seconds": 1.8435734999968646e-05,
+   "host_canary_seconds": 8.916835000150058e-06,
+   "host_backward_canary_seconds": 1.667576000045301e-05,
    "pass_seconds": [
-    0.00011964415550231934,
-    0.0001410591983795166,
-    0.00015044544219970703
+    0.000154268159866333,
+    0.00016937152862548827,
+    0.00021256448745727538
    ],
    "pass_host_canary_seconds": [
-    7.428037500005758e-06,
-    9.838790000031849e-06,
-    9.712060000026668e-06
+    8.916835000150058e-06,
+    1.0663214999340198e-05,
+    1.075891499908721e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8435734999968646e-05,
-    1.5281059999949777e-05,
-    1.9752569999980097e-05
+    1.667576000045301e-05,
+    2.0152659999439493e-05,
+    2.0306740000251012e-05
    ]
   },
   "layer_steady_cat": {
-   "seconds": 8.72704029083252e-05,
-   "min": 7.683775901794433e-05,
-   "max": 9.826239585876465e-05,
+   "seconds": 0.00012519040107727053,
+   "min": 7.333759784698487e-05,
+   "max": 0.0001629427146911621,
    "samples": 33,
    "method": "one tiny cat layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.381674999997756e-06,
-   "host_backward_canary_seconds": 1.8442390000004138e-05,
+   "host_canary_seconds": 1.0481879999986177e-05,
+   "host_backward_canary_seconds": 1.652242500028933e-05,
    "pass_seconds": [
-    7.984384059906006e-05,
-    8.72704029083252e-05,
-    9.503040313720702e-05
+    7.703936100006104e-05,
+    0.00012519040107727053,
+    0.00012641152381896975
    ],
    "pass_host_canary_seconds": [
-    7.381674999997756e-06,
-    9.996962499982943e-06,
-    9.425327499954505e-06
+    1.0481879999986177e-05,
+    1.0663214999340198e-05,
+    1.067147750006825e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8442390000004138e-05,
-    1.3774394999899187e-05,
-    1.85452499999883e-05
+    1.652242500028933e-05,
+    2.102220000097077e-05,
+    2.3757105000186127e-05
    ]
   },
   "layer_steady_cat_autocast": {
-   "seconds": 0.00011801024436950684,
-   "min": 9.369664192199708e-05,
-   "max": 0.0001383033561706543,
+   "seconds": 0.0001457593631744385,
+   "min": 9.69536018371582e-05,
+   "max": 0.00018102144241333005,
    "samples": 33,
    "method": "one tiny cat layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.171819999989282e-06,
-   "host_backward_canary_seconds": 1.881400499996744e-05,
+   "host_canary_seconds": 8.531557500077726e-06,
+   "host_backward_canary_seconds": 1.6664414999922883e-05,
    "pass_seconds": [
-    9.698687553405762e-05,
-    0.0001273791980743408,
-    0.00011801024436950684
+    0.000105928316116333,
+    0.0001457593631744385,
+    0.00015060223579406738
    ],
    "pass_host_canary_seconds": [
-    7.171819999989282e-06,
-    9.650745000016058e-06,
-    9.379944999992063e-06
+    8.531557500077726e-06,
+    9.562005000134376e-06,
+    1.06865149996338e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.881400499996744e-05,
-    1.9135080000012293e-05,
-    1.9075900000018463e-05
+    1.6664414999922883e-05,
+    2.1058469999388764e-05,
+    2.5884459998906094e-05
    ]
   },
   "layer_steady_gelu_tanh_composite": {
-   "seconds": 0.00042105087280273434,
-   "min": 0.00032666561126708986,
-   "max": 0.0005576671981811523,
+   "seconds": 0.0004903583908081055,
+   "min": 0.00029786239624023434,
+   "max": 0.0006086547088623047,
    "samples": 33,
    "method": "one tiny gelu_tanh_composite layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.125249999972993e-06,
-   "host_backward_canary_seconds": 1.8296810000038023e-05,
+   "host_canary_seconds": 7.717202499861742e-06,
+   "host_backward_canary_seconds": 1.5364615000521555e-05,
    "pass_seconds": [
-    0.0003508793640136719,
-    0.0004892480087280274,
-    0.00042105087280273434
+    0.0003639571380615234,
+    0.0005114713668823242,
+    0.0004903583908081055
    ],
    "pass_host_canary_seconds": [
-    7.125249999972993e-06,
-    9.395569999952613e-06,
-    9.385135000030686e-06
+    7.717202499861742e-06,
+    1.0692345000506975e-05,
+    1.06865149996338e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8296810000038023e-05,
-    1.8700894999881255e-05,
-    1.8679320000103417e-05
+    1.5364615000521555e-05,
+    2.0046310000907398e-05,
+    1.9600319999426573e-05
    ]
   },
   "layer_steady_gelu_tanh_composite_autocast": {
-   "seconds": 0.0004438079833984375,
-   "min": 0.00034970878601074223,
-   "max": 0.0005774995040893554,
+   "seconds": 0.0005107603073120117,
+   "min": 0.00038378814697265625,
+   "max": 0.0007088985443115234,
    "samples": 33,
    "method": "one tiny gelu_tanh_composite layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.396330000020157e-06,
-   "host_backward_canary_seconds": 1.7812560000081136e-05,
+   "host_canary_seconds": 1.0594304999926862e-05,
+   "host_backward_canary_seconds": 1.6244370000322307e-05,
    "pass_seconds": [
-    0.00037022720336914064,
-    0.0004438079833984375,
-    0.0004756185531616211
+    0.0005107603073120117,
+    0.000505489273071289,
+    0.0005883705520629883
    ],
    "pass_host_canary_seconds": [
-    7.396330000020157e-06,
-    9.925844999969512e-06,
-    9.953440000032287e-06
+    1.0594304999926862e-05,
+    1.0195314999918991e-05,
+    1.071273749971624e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7812560000081136e-05,
-    1.7383950000180447e-05,
-    1.813024000000496e-05
+    1.6244370000322307e-05,
+    1.906006999888632e-05,
+    2.2798964999992676e-05
    ]
   },
   "layer_steady_mha": {
-   "seconds": 0.0013580979919433594,
-   "min": 0.001196980514526367,
-   "max": 0.0016038534545898436,
+   "seconds": 0.001590181121826172,
+   "min": 0.0011002067565917969,
+   "max": 0.0018130514526367187,
    "samples": 33,
    "method": "one tiny mha layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.850329999991914e-06,
-   "host_backward_canary_seconds": 1.7981989999924507e-05,
+   "host_canary_seconds": 1.116443499995512e-05,
+   "host_backward_canary_seconds": 2.0651229999657516e-05,
    "pass_seconds": [
-    0.0012303052520751952,
-    0.001381990966796875,
-    0.0013580979919433594
+    0.0016415341186523439,
+    0.001590181121826172,
+    0.0015854310607910157
    ],
    "pass_host_canary_seconds": [
-    9.850329999991914e-06,
-    1.0273500000010926e-05,
-    9.813125000022183e-06
+    1.116443499995512e-05,
+    1.0697210000216727e-05,
+    1.1164769999822965e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7981989999924507e-05,
-    1.777688999993643e-05,
-    1.8379450000054477e-05
+    2.0651229999657516e-05,
+    1.8868939998810675e-05,
+    1.7428469998321816e-05
    ]
   },
   "layer_steady_mha_autocast": {
-   "seconds": 0.001722376251220703,
-   "min": 0.0014406137084960937,
-   "max": 0.0019763673400878907,
+   "seconds": 0.002029925079345703,
+   "min": 0.001776248321533203,
+   "max": 0.002374473571777344,
    "samples": 33,
    "method": "one tiny mha layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.572589999962134e-06,
-   "host_backward_canary_seconds": 1.823381999997764e-05,
+   "host_canary_seconds": 1.1018309999712983e-05,
+   "host_backward_canary_seconds": 2.1016919999965468e-05,
    "pass_seconds": [
-    0.001722376251220703,
-    0.0017725765991210938,
-    0.0016902668762207031
+    0.0022665721130371093,
+    0.0018598323059082031,
+    0.002029925079345703
    ],
    "pass_host_canary_seconds": [
-    9.572589999962134e-06,
-    9.626834999920675e-06,
-    9.892834999902788e-06
+    1.1018309999712983e-05,
+    7.16540499979601e-06,
+    1.1028914999542394e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.823381999997764e-05,
-    1.7832999999995992e-05,
-    1.904988000006824e-05
+    2.1016919999965468e-05,
+    1.9022389999463485e-05,
+    2.0107499999539868e-05
    ]
   },
   "layer_steady_cast": {
-   "seconds": 0.00010513600349426269,
-   "min": 8.609024047851562e-05,
-   "max": 0.00015516096115112305,
+   "seconds": 9.972479820251465e-05,
+   "min": 8.633728027343751e-05,
+   "max": 0.00014150336265563964,
    "samples": 33,
    "method": "one tiny cast layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.767974999981277e-06,
-   "host_backward_canary_seconds": 1.934615000003248e-05,
+   "host_canary_seconds": 8.006307499783816e-06,
+   "host_backward_canary_seconds": 2.0784035000360747e-05,
    "pass_seconds": [
-    0.00010513600349426269,
-    9.374719619750976e-05,
-    0.00014703488349914552
+    9.972479820251465e-05,
+    9.225343704223633e-05,
+    0.00013337087631225587
    ],
    "pass_host_canary_seconds": [
-    9.767974999981277e-06,
-    7.260120000012194e-06,
-    9.760604999939915e-06
+    8.006307499783816e-06,
+    7.260175000283197e-06,
+    1.067326499992305e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.934615000003248e-05,
-    2.0226315000115848e-05,
-    1.9962970000051428e-05
+    2.0784035000360747e-05,
+    1.907670999912625e-05,
+    2.1659389999513224e-05
    ]
   },
   "layer_steady_cast_autocast": {
-   "seconds": 0.00013138175964355468,
-   "min": 0.00011885760307312012,
-   "max": 0.00018283456802368166,
+   "seconds": 0.0001240659236907959,
+   "min": 0.00011350912094116211,
+   "max": 0.00033037502288818364,
    "samples": 33,
    "method": "one tiny cast layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.922404999969104e-06,
-   "host_backward_canary_seconds": 1.9252750000049446e-05,
+   "host_canary_seconds": 7.674704999942605e-06,
+   "host_backward_canary_seconds": 2.172675499991783e-05,
    "pass_seconds": [
-    0.00012797247886657716,
-    0.00013172863960266113,
-    0.00013138175964355468
+    0.00012388928413391113,
+    0.0001240659236907959,
+    0.00017614591598510743
    ],
    "pass_host_canary_seconds": [
-    9.922404999969104e-06,
-    1.0810769999949344e-05,
-    9.73652999988417e-06
+    7.674704999942605e-06,
+    7.685020000280928e-06,
+    1.0777295000252706e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9252750000049446e-05,
-    1.7022330000031615e-05,
-    1.972023000007539e-05
+    2.172675499991783e-05,
+    1.96739000011803e-05,
+    2.1509589998913725e-05
    ]
   },
   "layer_steady_rmsnorm": {
-   "seconds": 0.00013364800453186034,
-   "min": 0.00011959872245788573,
-   "max": 0.00015265024185180665,
+   "seconds": 0.0001267078399658203,
+   "min": 0.00011217535972595215,
+   "max": 0.0001726348876953125,
    "samples": 33,
    "method": "one tiny rmsnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.706474999973125e-06,
-   "host_backward_canary_seconds": 1.8934719999919025e-05,
+   "host_canary_seconds": 7.695509999621209e-06,
+   "host_backward_canary_seconds": 2.13700400001926e-05,
    "pass_seconds": [
-    0.00013268223762512207,
-    0.00013751296043395996,
-    0.00013364800453186034
+    0.00012787520408630372,
+    0.00011653696060180665,
+    0.0001267078399658203
    ],
    "pass_host_canary_seconds": [
-    9.706474999973125e-06,
-    9.921334999916098e-06,
-    9.899085000029118e-06
+    7.695509999621209e-06,
+    7.212514999537234e-06,
+    9.250140000176543e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8934719999919025e-05,
-    1.7646399999762252e-05,
-    1.92617199999745e-05
+    2.13700400001926e-05,
+    2.0805789999940317e-05,
+    2.1559159999924305e-05
    ]
   },
   "layer_steady_rmsnorm_autocast": {
-   "seconds": 0.00016145984649658203,
-   "min": 0.00013654975891113283,
-   "max": 0.0001741644859313965,
+   "seconds": 0.00016026559829711913,
+   "min": 0.00013092096328735353,
+   "max": 0.00021331008911132813,
    "samples": 33,
    "method": "one tiny rmsnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.902005000057557e-06,
-   "host_backward_canary_seconds": 1.9119690000053423e-05,
+   "host_canary_seconds": 8.4044375000758e-06,
+   "host_backward_canary_seconds": 2.2315780000212727e-05,
    "pass_seconds": [
-    0.00016028736114501955,
-    0.0001657747268676758,
-    0.00016145984649658203
+    0.00016026559829711913,
+    0.00013739263534545898,
+    0.0001756819152832031
    ],
    "pass_host_canary_seconds": [
-    9.902005000057557e-06,
-    9.791840000019647e-06,
-    1.0118364999982531e-05
+    8.4044375000758e-06,
+    7.365060000665835e-06,
+    1.0498000000325191e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9119690000053423e-05,
-    1.7859350000151152e-05,
-    1.9791189999978086e-05
+    2.2315780000212727e-05,
+    1.967116000059832e-05,
+    2.1916084999702435e-05
    ]
   },
   "layer_steady_sdpa": {
-   "seconds": 0.00023790592193603514,
-   "min": 0.0002088102340698242,
-   "max": 0.00033445056915283204,
+   "seconds": 0.0002818438339233398,
+   "min": 0.000214400634765625,
+   "max": 0.0004472991943359375,
    "samples": 33,
    "method": "one tiny sdpa layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0109115000034307e-05,
-   "host_backward_canary_seconds": 1.907385999999178e-05,
+   "host_canary_seconds": 1.1783654999817372e-05,
+   "host_backward_canary_seconds": 2.234630500026924e-05,
    "pass_seconds": [
-    0.00025032831192016604,
-    0.00023790592193603514,
-    0.0002340928077697754
+    0.0002818438339233398,
+    0.0002290444755554199,
+    0.0003452057647705078
    ],
    "pass_host_canary_seconds": [
-    1.0109115000034307e-05,
-    9.920370000031652e-06,
-    7.358229999994137e-06
+    1.1783654999817372e-05,
+    7.365060000665835e-06,
+    8.513872500088838e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.907385999999178e-05,
-    1.9924850000165862e-05,
-    1.9882349999988946e-05
+    2.234630500026924e-05,
+    1.9291529999918565e-05,
+    2.211112500049239e-05
    ]
   },
   "layer_steady_sdpa_autocast": {
-   "seconds": 0.00037995582580566405,
-   "min": 0.00024280000686645507,
-   "max": 0.0005371814346313476,
+   "seconds": 0.00039898750305175786,
+   "min": 0.0002936793518066406,
+   "max": 0.0006490758514404296,
    "samples": 33,
    "method": "one tiny sdpa layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0111275000035392e-05,
-   "host_backward_canary_seconds": 1.806854999998109e-05,
+   "host_canary_seconds": 1.1537362500178005e-05,
+   "host_backward_canary_seconds": 1.700250499993672e-05,
    "pass_seconds": [
-    0.00034156352996826174,
-    0.00037995582580566405,
-    0.0004790208053588867
+    0.00039898750305175786,
+    0.00036948158264160153,
+    0.0005590969467163086
    ],
    "pass_host_canary_seconds": [
-    1.0111275000035392e-05,
-    1.0199927500025296e-05,
-    1.0295704999947475e-05
+    1.1537362500178005e-05,
+    7.2830650003652405e-06,
+    1.1678864999566941e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.806854999998109e-05,
-    1.7798570000024937e-05,
-    1.901717999999164e-05
+    1.700250499993672e-05,
+    1.9933529999889286e-05,
+    2.1399769998424745e-05
    ]
   },
   "layer_steady_sdpa_efficient": {
-   "seconds": 0.0001683718490600586,
-   "min": 0.0001539020824432373,
-   "max": 0.00026389759063720703,
+   "seconds": 0.0002096928024291992,
+   "min": 0.00017177408218383789,
+   "max": 0.0002984441566467285,
    "samples": 33,
    "method": "one tiny sdpa_model_head layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.378634999994915e-06,
-   "host_backward_canary_seconds": 1.7681399999958102e-05,
+   "host_canary_seconds": 1.177589999997508e-05,
+   "host_backward_canary_seconds": 2.2160830000075293e-05,
    "pass_seconds": [
-    0.0001672915267944336,
-    0.0001683718490600586,
-    0.00023397504806518558
+    0.00022711872100830078,
+    0.0001823423957824707,
+    0.0002096928024291992
    ],
    "pass_host_canary_seconds": [
-    7.378634999994915e-06,
-    9.876574999907461e-06,
-    1.0295704999947475e-05
+    1.177589999997508e-05,
+    7.309064999958536e-06,
+    8.230020000610239e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7681399999958102e-05,
-    1.714410000005273e-05,
-    1.7100679999941804e-05
+    2.2160830000075293e-05,
+    1.976122499968369e-05,
+    2.096842000128163e-05
    ]
   },
   "layer_steady_sdpa_cudnn_autocast": {
-   "seconds": 0.0003812992095947266,
-   "min": 0.0002740640068054199,
-   "max": 0.0006545407867431641,
+   "seconds": 0.00046229953765869144,
+   "min": 0.0003231321716308594,
+   "max": 0.0006727584075927734,
    "samples": 33,
    "method": "one tiny sdpa_model_head layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.457102500010194e-06,
-   "host_backward_canary_seconds": 1.7654845000052434e-05,
+   "host_canary_seconds": 1.136308500008454e-05,
+   "host_backward_canary_seconds": 2.2487690000616566e-05,
    "pass_seconds": [
-    0.00030797952651977537,
-    0.0003812992095947266,
-    0.000584442253112793
+    0.0005681625747680664,
+    0.00036277057647705077,
+    0.00046229953765869144
    ],
    "pass_host_canary_seconds": [
-    8.457102500010194e-06,
-    9.51989000000708e-06,
-    1.0726589999876524e-05
+    1.136308500008454e-05,
+    7.318247499483732e-06,
+    9.527882499469344e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7654845000052434e-05,
-    1.7950919999805138e-05,
-    1.7055939999863766e-05
+    2.2487690000616566e-05,
+    1.9181735001438938e-05,
+    2.056435499866893e-05
    ]
   },
   "layer_steady_mha_no_weights": {
-   "seconds": 0.0011023961639404297,
-   "min": 0.000951061782836914,
-   "max": 0.0015322898864746093,
+   "seconds": 0.001353322296142578,
+   "min": 0.00104289794921875,
+   "max": 0.0017103967285156249,
    "samples": 33,
    "method": "one tiny mha_no_weights layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.5743050000198765e-06,
-   "host_backward_canary_seconds": 1.7353860000071107e-05,
+   "host_canary_seconds": 1.1009135000108473e-05,
+   "host_backward_canary_seconds": 2.2137610000072527e-05,
    "pass_seconds": [
-    0.001011149444580078,
-    0.0011023961639404297,
-    0.0013882669067382814
+    0.001353322296142578,
+    0.0013284774780273436,
+    0.0013547596740722655
    ],
    "pass_host_canary_seconds": [
-    7.5743050000198765e-06,
-    1.0233044999949925e-05,
-    1.0262115000045923e-05
+    1.1009135000108473e-05,
+    7.316795000633647e-06,
+    9.873924999510565e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7353860000071107e-05,
-    1.7171000000075764e-05,
-    1.90202299998532e-05
+    2.2137610000072527e-05,
+    1.8982850001521e-05,
+    2.0873799999208133e-05
    ]
   },
   "layer_steady_mha_no_weights_autocast": {
-   "seconds": 0.0016026911926269533,
-   "min": 0.0013716531372070311,
-   "max": 0.0017882579040527343,
+   "seconds": 0.0018974298095703124,
+   "min": 0.0013609925842285155,
+   "max": 0.002228703308105469,
    "samples": 33,
    "method": "one tiny mha_no_weights layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.639809999981707e-06,
-   "host_backward_canary_seconds": 1.836644999997361e-05,
+   "host_canary_seconds": 1.120136499991986e-05,
+   "host_backward_canary_seconds": 1.8544250000331886e-05,
    "pass_seconds": [
-    0.0016026911926269533,
-    0.0014753952026367186,
-    0.001680078125
+    0.002030509490966797,
+    0.0016821824645996094,
+    0.0018974298095703124
    ],
    "pass_host_canary_seconds": [
-    9.639809999981707e-06,
-    9.863120000090931e-06,
-    1.0276484999991453e-05
+    1.120136499991986e-05,
+    8.115040000120643e-06,
+    1.0810014999833584e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.836644999997361e-05,
-    1.6911040000024968e-05,
-    1.88381600000298e-05
+    1.8544250000331886e-05,
+    1.902355999845895e-05,
+    2.0754700001361927e-05
    ]
   },
   "conv_host_k3_fp32_2x4x8x8_4_forward": {
-   "seconds": 4.136350000010225e-05,
-   "min": 3.17768000002161e-05,
-   "max": 5.706410000243523e-05,
+   "seconds": 4.462230001536227e-05,
+   "min": 2.751289998741413e-05,
+   "max": 7.47080999985883e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7903,28 +8135,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 9.47516499994805e-06,
-   "host_backward_canary_seconds": 1.9048919999988814e-05,
+   "host_canary_seconds": 1.1542130000066209e-05,
+   "host_backward_canary_seconds": 1.7783115000042924e-05,
    "pass_seconds": [
-    4.136350000010225e-05,
-    3.5605100001134816e-05,
-    4.6398599999974975e-05
+    6.601960000125473e-05,
+    2.9717999996137224e-05,
+    4.462230001536227e-05
    ],
    "pass_host_canary_seconds": [
-    9.47516499994805e-06,
-    9.61234999991234e-06,
-    1.07197849999352e-05
+    1.1542130000066209e-05,
+    7.970849999310304e-06,
+    1.1226350000015373e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9048919999988814e-05,
-    1.5016899999977796e-05,
-    1.866388999985702e-05
+    1.7783115000042924e-05,
+    1.7328750000160654e-05,
+    2.1510179999495448e-05
    ]
   },
   "conv_host_k3_fp32_2x4x8x8_4_forward_backward": {
-   "seconds": 0.0002101830999990284,
-   "min": 0.00017354720000071212,
-   "max": 0.0002703889999992271,
+   "seconds": 0.0002417877999960183,
+   "min": 0.00019283060000816477,
+   "max": 0.0005783312000062323,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7939,28 +8171,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 9.498879999938482e-06,
-   "host_backward_canary_seconds": 1.8247160000015583e-05,
+   "host_canary_seconds": 1.1548310000080165e-05,
+   "host_backward_canary_seconds": 2.1866170000066633e-05,
    "pass_seconds": [
-    0.0002101830999990284,
-    0.00020314419999749588,
-    0.00025454629999899225
+    0.0004549999999994725,
+    0.00019717069999387605,
+    0.0002417877999960183
    ],
    "pass_host_canary_seconds": [
-    9.498879999938482e-06,
-    9.387740000050826e-06,
-    1.1123055000012982e-05
+    1.1548310000080165e-05,
+    7.859920000328202e-06,
+    1.1256579999781025e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8247160000015583e-05,
-    1.727512000002207e-05,
-    1.9087969999986853e-05
+    2.1866170000066633e-05,
+    1.4730240000062622e-05,
+    2.087690000053044e-05
    ]
   },
   "conv_host_k3_fp32_8x32x28x28_32_forward": {
-   "seconds": 4.0235699999868756e-05,
-   "min": 3.149629999938952e-05,
-   "max": 5.8972700000481384e-05,
+   "seconds": 3.337370000053852e-05,
+   "min": 2.6359499997852254e-05,
+   "max": 5.6454799982930125e-05,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7975,28 +8207,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 9.829312500038156e-06,
-   "host_backward_canary_seconds": 1.8868334999950777e-05,
+   "host_canary_seconds": 1.2366910000309873e-05,
+   "host_backward_canary_seconds": 2.12906000001567e-05,
    "pass_seconds": [
-    4.0235699999868756e-05,
-    3.8010500000495993e-05,
-    4.6475099998133375e-05
+    3.337370000053852e-05,
+    3.255310000440659e-05,
+    4.541470000276604e-05
    ],
    "pass_host_canary_seconds": [
-    9.829312500038156e-06,
-    9.894100000025219e-06,
-    1.095541999987404e-05
+    1.2366910000309873e-05,
+    1.0940155000298546e-05,
+    1.1028144999727374e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8868334999950777e-05,
-    1.798457999996117e-05,
-    2.0469950000006067e-05
+    2.12906000001567e-05,
+    1.687056000037046e-05,
+    2.0545719999063294e-05
    ]
   },
   "conv_host_k3_fp32_8x32x28x28_32_forward_backward": {
-   "seconds": 0.0002507634000011194,
-   "min": 0.00020901709999918694,
-   "max": 0.00030511779999926604,
+   "seconds": 0.00027114399999845774,
+   "min": 0.00018817279999439052,
+   "max": 0.00041939160000765697,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8011,28 +8243,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 9.893735000048309e-06,
-   "host_backward_canary_seconds": 1.8032520000019758e-05,
+   "host_canary_seconds": 1.1687069999766209e-05,
+   "host_backward_canary_seconds": 2.12906000001567e-05,
    "pass_seconds": [
-    0.00022696869999947467,
-    0.0002507634000011194,
-    0.0002572408999981235
+    0.0003170644999954675,
+    0.0002577822999910495,
+    0.00027114399999845774
    ],
    "pass_host_canary_seconds": [
-    9.893735000048309e-06,
-    9.987220000056141e-06,
-    1.0724794999958931e-05
+    1.1687069999766209e-05,
+    9.475649999330927e-06,
+    1.154468999970959e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8032520000019758e-05,
-    2.0017950000124074e-05,
-    1.8259499999828676e-05
+    2.12906000001567e-05,
+    1.7141629998604914e-05,
+    2.0545719999063294e-05
    ]
   },
   "conv_host_k3_fp32_16x64x56x56_64_forward": {
-   "seconds": 5.120400000180325e-05,
-   "min": 3.328910000277574e-05,
-   "max": 7.075690000135637e-05,
+   "seconds": 6.093879999298224e-05,
+   "min": 3.566650000266236e-05,
+   "max": 7.654289997844898e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8047,28 +8279,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 9.483392500015952e-06,
-   "host_backward_canary_seconds": 1.8823555000011537e-05,
+   "host_canary_seconds": 1.0807097499991869e-05,
+   "host_backward_canary_seconds": 2.2653695000371955e-05,
    "pass_seconds": [
-    4.864360000027546e-05,
-    5.120400000180325e-05,
-    6.130300000108945e-05
+    6.093879999298224e-05,
+    5.5249899992304564e-05,
+    6.599799999094103e-05
    ],
    "pass_host_canary_seconds": [
-    9.483392500015952e-06,
-    1.0194179999984953e-05,
-    1.072709500007818e-05
+    1.0807097499991869e-05,
+    7.986829999708788e-06,
+    1.154468999970959e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8823555000011537e-05,
-    1.9038640000133e-05,
-    1.9763039999816102e-05
+    2.2653695000371955e-05,
+    2.308104500002628e-05,
+    2.1311049999894748e-05
    ]
   },
   "conv_host_k3_fp32_16x64x56x56_64_forward_backward": {
-   "seconds": 0.00028535840000074584,
-   "min": 0.00023782499999924767,
-   "max": 0.00038429390000089826,
+   "seconds": 0.00036239809999187854,
+   "min": 0.00027723279999918303,
+   "max": 0.000531387499995617,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8083,28 +8315,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 9.820789999963608e-06,
-   "host_backward_canary_seconds": 1.8755230000095933e-05,
+   "host_canary_seconds": 9.670147499889482e-06,
+   "host_backward_canary_seconds": 2.262932999997247e-05,
    "pass_seconds": [
-    0.0002831053999997835,
-    0.00028535840000074584,
-    0.0003358637000019371
+    0.00043322960000296006,
+    0.0002798678000090149,
+    0.00036239809999187854
    ],
    "pass_host_canary_seconds": [
-    9.820789999963608e-06,
-    1.1404564999963896e-05,
-    1.0538920000016105e-05
+    9.670147499889482e-06,
+    8.101055000224733e-06,
+    1.1238895000360571e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8755230000095933e-05,
-    1.9038640000133e-05,
-    1.932124000006752e-05
+    2.262932999997247e-05,
+    2.2367454999994155e-05,
+    2.2258750000219152e-05
    ]
   },
   "conv_host_k3_fp32_32x128x56x56_128_forward": {
-   "seconds": 6.850950000085732e-05,
-   "min": 6.052720000013778e-05,
-   "max": 9.625500000254306e-05,
+   "seconds": 9.387039999637636e-05,
+   "min": 4.9029199999495177e-05,
+   "max": 0.00018141510001896678,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8119,28 +8351,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 9.888049999986493e-06,
-   "host_backward_canary_seconds": 1.95924100000866e-05,
+   "host_canary_seconds": 1.085306499987837e-05,
+   "host_backward_canary_seconds": 2.2974430000886058e-05,
    "pass_seconds": [
-    6.850950000085732e-05,
-    6.596090000243748e-05,
-    8.639890000097238e-05
+    9.387039999637636e-05,
+    7.65810000075362e-05,
+    9.468240000387596e-05
    ],
    "pass_host_canary_seconds": [
-    9.888049999986493e-06,
-    1.0103502499987372e-05,
-    1.041901000000678e-05
+    1.085306499987837e-05,
+    8.629210000208332e-06,
+    1.102658000036172e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.95924100000866e-05,
-    1.970213000006993e-05,
-    1.9821535000090764e-05
+    2.2974430000886058e-05,
+    2.1063729999468705e-05,
+    2.308731500079375e-05
    ]
   },
   "conv_host_k3_fp32_32x128x56x56_128_forward_backward": {
-   "seconds": 0.0003421530999986544,
-   "min": 0.00030295799999748854,
-   "max": 0.00048685749999890506,
+   "seconds": 0.00043649090000599247,
+   "min": 0.00029883530000915923,
+   "max": 0.0006199236999918867,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8155,28 +8387,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.0136954999993009e-05,
-   "host_backward_canary_seconds": 1.895254000004343e-05,
+   "host_canary_seconds": 1.1039557500112095e-05,
+   "host_backward_canary_seconds": 2.2889184999712595e-05,
    "pass_seconds": [
-    0.0003247139000009724,
-    0.0003421530999986544,
-    0.0003616104999991876
+    0.0005503003999933753,
+    0.0003286677000005511,
+    0.00043649090000599247
    ],
    "pass_host_canary_seconds": [
-    1.0136954999993009e-05,
-    1.1086615000053257e-05,
-    1.1059925000012073e-05
+    1.1039557500112095e-05,
+    8.107957499987606e-06,
+    1.1282075000735858e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.895254000004343e-05,
-    1.9179460000060545e-05,
-    1.9358550000134757e-05
+    2.2889184999712595e-05,
+    2.1129594999820254e-05,
+    2.426949499977127e-05
    ]
   },
   "conv_host_k3_fp32_strict_2x4x8x8_4_forward": {
-   "seconds": 4.469470000003639e-05,
-   "min": 2.808140000070125e-05,
-   "max": 5.483330000117803e-05,
+   "seconds": 5.109149999498186e-05,
+   "min": 2.471899999818561e-05,
+   "max": 6.112900000516674e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8191,28 +8423,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.0439799999986122e-05,
-   "host_backward_canary_seconds": 1.883649000006926e-05,
+   "host_canary_seconds": 1.1576069999819083e-05,
+   "host_backward_canary_seconds": 2.24614000001111e-05,
    "pass_seconds": [
-    4.469470000003639e-05,
-    3.852099999903658e-05,
-    4.555579999987458e-05
+    5.82098999984737e-05,
+    4.0874600017559715e-05,
+    5.109149999498186e-05
    ],
    "pass_host_canary_seconds": [
-    1.0439799999986122e-05,
-    9.598995000033028e-06,
-    1.0932450000069593e-05
+    1.1576069999819083e-05,
+    7.996834999630665e-06,
+    1.1325850000503123e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.883649000006926e-05,
-    2.0419829999980267e-05,
-    1.9571760000189896e-05
+    2.24614000001111e-05,
+    2.198434000092675e-05,
+    2.4095900000702388e-05
    ]
   },
   "conv_host_k3_fp32_strict_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00021830800000088857,
-   "min": 0.0001791617999998607,
-   "max": 0.000253179399999226,
+   "seconds": 0.0002969232999930682,
+   "min": 0.00016713469999558584,
+   "max": 0.00037634789999856365,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8227,28 +8459,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.0564135000024066e-05,
-   "host_backward_canary_seconds": 1.8933479999958536e-05,
+   "host_canary_seconds": 1.1414445000355044e-05,
+   "host_backward_canary_seconds": 2.188460000070336e-05,
    "pass_seconds": [
-    0.00024169440000036956,
-    0.00019013220000090313,
-    0.00021830800000088857
+    0.0002969232999930682,
+    0.00017875450000701676,
+    0.0003029328999900827
    ],
    "pass_host_canary_seconds": [
-    1.0564135000024066e-05,
-    9.76750000006632e-06,
-    1.0257879999926444e-05
+    1.1414445000355044e-05,
+    7.87613999932546e-06,
+    1.228657999945426e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8933479999958536e-05,
-    1.9698739999967075e-05,
-    1.824341000002505e-05
+    2.188460000070336e-05,
+    1.9661290000385634e-05,
+    2.3071820000950537e-05
    ]
   },
   "conv_host_k3_fp32_strict_8x32x28x28_32_forward": {
-   "seconds": 4.174080000041158e-05,
-   "min": 3.072490000022299e-05,
-   "max": 5.196070000010877e-05,
+   "seconds": 4.727349999029684e-05,
+   "min": 2.4404400005550996e-05,
+   "max": 6.852719999415058e-05,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8263,28 +8495,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.0564135000024066e-05,
-   "host_backward_canary_seconds": 1.9369760000103043e-05,
+   "host_canary_seconds": 1.0010527500128319e-05,
+   "host_backward_canary_seconds": 2.202619000058803e-05,
    "pass_seconds": [
-    4.6402099999909294e-05,
-    3.6651900001061224e-05,
-    4.174080000041158e-05
+    6.229389999816704e-05,
+    2.867959999548475e-05,
+    4.727349999029684e-05
    ],
    "pass_host_canary_seconds": [
-    1.0564135000024066e-05,
-    9.76750000006632e-06,
-    1.0152629999993224e-05
+    1.0010527500128319e-05,
+    7.978669999602062e-06,
+    1.0652769999524025e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9369760000103043e-05,
-    1.7294270000149938e-05,
-    1.8170390000022962e-05
+    2.202619000058803e-05,
+    2.070745999844803e-05,
+    2.4357329998565546e-05
    ]
   },
   "conv_host_k3_fp32_strict_8x32x28x28_32_forward_backward": {
-   "seconds": 0.00026648089999810055,
-   "min": 0.00020982700000047317,
-   "max": 0.00034081050000054345,
+   "seconds": 0.0003931276999992406,
+   "min": 0.0001999694999994972,
+   "max": 0.0005289049999873896,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8299,28 +8531,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.0618844999967791e-05,
-   "host_backward_canary_seconds": 1.9369760000103043e-05,
+   "host_canary_seconds": 1.1405134999904476e-05,
+   "host_backward_canary_seconds": 2.2177909999072652e-05,
    "pass_seconds": [
-    0.00029150800000081744,
-    0.0002208150999990721,
-    0.00026648089999810055
+    0.0003931276999992406,
+    0.00022598599998673307,
+    0.0004172878999952445
    ],
    "pass_host_canary_seconds": [
-    1.0618844999967791e-05,
-    1.1210850000082927e-05,
-    9.963494999993827e-06
+    1.1405134999904476e-05,
+    8.293610000009721e-06,
+    1.0652769999524025e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9369760000103043e-05,
-    1.8253430000072512e-05,
-    1.8180120000010903e-05
+    2.2177909999072652e-05,
+    2.070745999844803e-05,
+    2.7856869999141053e-05
    ]
   },
   "conv_host_k3_fp32_strict_16x64x56x56_64_forward": {
-   "seconds": 5.018629999824498e-05,
-   "min": 3.710500000124739e-05,
-   "max": 5.79181999995626e-05,
+   "seconds": 5.314009999892733e-05,
+   "min": 3.7679599995499305e-05,
+   "max": 6.954039999982343e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8335,28 +8567,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.0215369999997393e-05,
-   "host_backward_canary_seconds": 1.952955999996675e-05,
+   "host_canary_seconds": 1.1151125000310459e-05,
+   "host_backward_canary_seconds": 2.4050179999903775e-05,
    "pass_seconds": [
-    5.0222500000529635e-05,
-    4.072319999863794e-05,
-    5.018629999824498e-05
+    6.299890000036613e-05,
+    4.132839999329008e-05,
+    5.314009999892733e-05
    ],
    "pass_host_canary_seconds": [
-    1.0215369999997393e-05,
-    9.876680000004967e-06,
-    1.0676854999971397e-05
+    1.1151125000310459e-05,
+    7.923047500071334e-06,
+    9.691432500176233e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.952955999996675e-05,
-    1.8014199999925042e-05,
-    1.8779925000131925e-05
+    2.4050179999903775e-05,
+    2.071528499982378e-05,
+    2.0530414999484493e-05
    ]
   },
   "conv_host_k3_fp32_strict_16x64x56x56_64_forward_backward": {
-   "seconds": 0.0004006773000014618,
-   "min": 0.00034645719999844006,
-   "max": 0.0005429413000001659,
+   "seconds": 0.0006180145000143966,
+   "min": 0.00043077870000161054,
+   "max": 0.0006909046000032504,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8371,28 +8603,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.0468437500001927e-05,
-   "host_backward_canary_seconds": 1.9488960000018096e-05,
+   "host_canary_seconds": 9.262280000257306e-06,
+   "host_backward_canary_seconds": 2.417850999961502e-05,
    "pass_seconds": [
-    0.0005033269999998424,
-    0.00038800770000193554,
-    0.0004006773000014618
+    0.0006345083000041995,
+    0.00046566469998197133,
+    0.0006180145000143966
    ],
    "pass_host_canary_seconds": [
-    1.0468437500001927e-05,
-    9.967427499972814e-06,
-    1.0329590000068833e-05
+    9.262280000257306e-06,
+    8.264357499569997e-06,
+    1.1330817500265766e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9488960000018096e-05,
-    1.8388390000012578e-05,
-    1.920515500003717e-05
+    2.417850999961502e-05,
+    2.091044500048156e-05,
+    2.3325869998416236e-05
    ]
   },
   "conv_host_k3_fp32_strict_32x128x56x56_128_forward": {
-   "seconds": 5.7050300000582865e-05,
-   "min": 3.512429999830147e-05,
-   "max": 6.226079999862577e-05,
+   "seconds": 7.022360000519257e-05,
+   "min": 3.0689100003655764e-05,
+   "max": 8.190200001081393e-05,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8407,28 +8639,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.0538635000010288e-05,
-   "host_backward_canary_seconds": 2.1131960000033703e-05,
+   "host_canary_seconds": 1.0810202499840216e-05,
+   "host_backward_canary_seconds": 2.4219684999593485e-05,
    "pass_seconds": [
-    5.917820000007623e-05,
-    3.7268799999878865e-05,
-    5.7050300000582865e-05
+    7.022360000519257e-05,
+    5.10471000097823e-05,
+    7.406989998344215e-05
    ],
    "pass_host_canary_seconds": [
-    1.0538635000010288e-05,
-    7.336792500041156e-06,
-    1.0362760000006687e-05
+    1.0810202499840216e-05,
+    7.823492500165229e-06,
+    1.1657659999855241e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1131960000033703e-05,
-    2.0754469999957337e-05,
-    2.2047864999876767e-05
+    2.4219684999593485e-05,
+    2.2235389999423204e-05,
+    2.5110395000638164e-05
    ]
   },
   "conv_host_k3_fp32_strict_32x128x56x56_128_forward_backward": {
-   "seconds": 0.0004621925999998666,
-   "min": 0.0003931284000003643,
-   "max": 0.000549931800000536,
+   "seconds": 0.0006081286000153341,
+   "min": 0.0004749222000100417,
+   "max": 0.0008500597999955062,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8443,28 +8675,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.0553587499977368e-05,
-   "host_backward_canary_seconds": 2.1106555000045546e-05,
+   "host_canary_seconds": 1.0960969999871395e-05,
+   "host_backward_canary_seconds": 1.943208999989565e-05,
    "pass_seconds": [
-    0.0005199264999987463,
-    0.0004621925999998666,
-    0.0004182900000017753
+    0.0005685244000005696,
+    0.0006081286000153341,
+    0.0007000701000151821
    ],
    "pass_host_canary_seconds": [
-    1.0553587499977368e-05,
-    6.885519999926259e-06,
-    1.0427689999943368e-05
+    1.0960969999871395e-05,
+    7.937764999610407e-06,
+    1.1583747499912534e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1106555000045546e-05,
-    2.2739905000008778e-05,
-    2.124664500001927e-05
+    1.943208999989565e-05,
+    2.2989125001231513e-05,
+    2.553660999865315e-05
    ]
   },
   "conv_host_k3_bf16_2x4x8x8_4_forward": {
-   "seconds": 4.180900000108068e-05,
-   "min": 3.541140000038467e-05,
-   "max": 5.2629000001047645e-05,
+   "seconds": 5.089830000315487e-05,
+   "min": 2.1689499999411054e-05,
+   "max": 6.51535000088188e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8479,28 +8711,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.0290135000019518e-05,
-   "host_backward_canary_seconds": 1.904373000002124e-05,
+   "host_canary_seconds": 1.1041870000099152e-05,
+   "host_backward_canary_seconds": 2.2684059999846795e-05,
    "pass_seconds": [
-    4.397499999981846e-05,
-    3.734230000134176e-05,
-    4.180900000108068e-05
+    5.089830000315487e-05,
+    2.7087900002698005e-05,
+    6.0207499996067784e-05
    ],
    "pass_host_canary_seconds": [
-    1.0290135000019518e-05,
-    9.641989999948918e-06,
-    1.1205160000002934e-05
+    1.1041870000099152e-05,
+    7.840640000722487e-06,
+    1.102422000030856e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.904373000002124e-05,
-    2.226341000010734e-05,
-    2.0757530000139467e-05
+    2.2684059999846795e-05,
+    2.287434999971083e-05,
+    1.975507999986803e-05
    ]
   },
   "conv_host_k3_bf16_2x4x8x8_4_forward_backward": {
-   "seconds": 0.0002536375999994789,
-   "min": 0.00022365800000159197,
-   "max": 0.0003199381000001722,
+   "seconds": 0.00032282020000593545,
+   "min": 0.00024250820001725515,
+   "max": 0.00041063319999921075,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8515,28 +8747,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.003186500000197e-05,
-   "host_backward_canary_seconds": 1.8765920000021197e-05,
+   "host_canary_seconds": 1.0964979999812385e-05,
+   "host_backward_canary_seconds": 2.1139210000455934e-05,
    "pass_seconds": [
-    0.000270603499998856,
-    0.0002450968000005105,
-    0.0002536375999994789
+    0.00032282020000593545,
+    0.00026202980000107346,
+    0.0003247464999958538
    ],
    "pass_host_canary_seconds": [
-    1.003186500000197e-05,
-    1.1106999999981327e-05,
-    1.0442884999974921e-05
+    1.0964979999812385e-05,
+    7.619169999770747e-06,
+    1.098839499945825e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8765920000021197e-05,
-    1.8414969999867026e-05,
-    1.9269560000054752e-05
+    2.1139210000455934e-05,
+    2.138043000059042e-05,
+    2.3029480000786862e-05
    ]
   },
   "conv_host_k3_bf16_8x32x28x28_32_forward": {
-   "seconds": 5.6642900000269945e-05,
-   "min": 5.245780000109335e-05,
-   "max": 7.3351300000013e-05,
+   "seconds": 8.28925999940111e-05,
+   "min": 3.776389999075036e-05,
+   "max": 0.00010251720000269416,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8551,28 +8783,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.040757999998476e-05,
-   "host_backward_canary_seconds": 1.944387500003586e-05,
+   "host_canary_seconds": 1.1362412500091069e-05,
+   "host_backward_canary_seconds": 2.303291000032459e-05,
    "pass_seconds": [
-    7.082249999967871e-05,
-    5.5366699999126465e-05,
-    5.6642900000269945e-05
+    8.28925999940111e-05,
+    4.742470000564936e-05,
+    8.451810001588455e-05
    ],
    "pass_host_canary_seconds": [
-    1.040757999998476e-05,
-    1.1335985000044957e-05,
-    1.0041989999933776e-05
+    1.1362412500091069e-05,
+    7.72957500089433e-06,
+    1.1899464999487463e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.944387500003586e-05,
-    1.775452000003952e-05,
-    1.9269560000054752e-05
+    2.303291000032459e-05,
+    2.086211000005278e-05,
+    2.5551539999923988e-05
    ]
   },
   "conv_host_k3_bf16_8x32x28x28_32_forward_backward": {
-   "seconds": 0.00028482300000121086,
-   "min": 0.0002562530000005836,
-   "max": 0.00037996629999952346,
+   "seconds": 0.0004129993999981707,
+   "min": 0.00023599969999850147,
+   "max": 0.0005654819000028511,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8587,28 +8819,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.0366174999987265e-05,
-   "host_backward_canary_seconds": 1.9398339999980864e-05,
+   "host_canary_seconds": 1.1341907500082016e-05,
+   "host_backward_canary_seconds": 2.2615385000221976e-05,
    "pass_seconds": [
-    0.00033094190000042544,
-    0.00028482300000121086,
-    0.0002761575999983279
+    0.0004129993999981707,
+    0.00026092360001257476,
+    0.00047829719999299415
    ],
    "pass_host_canary_seconds": [
-    1.0366174999987265e-05,
-    9.646710000055236e-06,
-    1.08138749999398e-05
+    1.1341907500082016e-05,
+    7.72957500089433e-06,
+    1.1681949999911012e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9398339999980864e-05,
-    1.891749000009213e-05,
-    2.0152430000166533e-05
+    2.2615385000221976e-05,
+    1.9902199999251024e-05,
+    2.6118820001101996e-05
    ]
   },
   "conv_host_k3_bf16_16x64x56x56_64_forward": {
-   "seconds": 6.202429999859759e-05,
-   "min": 4.732380000120884e-05,
-   "max": 8.172980000011875e-05,
+   "seconds": 9.506029999784005e-05,
+   "min": 4.8465600002600695e-05,
+   "max": 0.00011177710000538354,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8623,28 +8855,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.0319082499989918e-05,
-   "host_backward_canary_seconds": 1.9467794999954436e-05,
+   "host_canary_seconds": 1.1085052499879565e-05,
+   "host_backward_canary_seconds": 2.2747879999656106e-05,
    "pass_seconds": [
-    7.59911000002944e-05,
-    5.68020000002889e-05,
-    6.202429999859759e-05
+    9.506029999784005e-05,
+    5.638640000142914e-05,
+    0.00010230740001588856
    ],
    "pass_host_canary_seconds": [
-    1.0319082499989918e-05,
-    1.0100474999887866e-05,
-    1.0432225000016615e-05
+    1.1085052499879565e-05,
+    7.382114999927581e-06,
+    1.1893215000213785e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9467794999954436e-05,
-    1.7517060000216135e-05,
-    1.8192960000078527e-05
+    2.2747879999656106e-05,
+    2.1697050001421304e-05,
+    2.2433454998918025e-05
    ]
   },
   "conv_host_k3_bf16_16x64x56x56_64_forward_backward": {
-   "seconds": 0.00030867380000074716,
-   "min": 0.00024382720000062363,
-   "max": 0.00040095949999994216,
+   "seconds": 0.0004651346999935413,
+   "min": 0.00026679220000005446,
+   "max": 0.00055387840000094,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8659,28 +8891,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.0617155000005596e-05,
-   "host_backward_canary_seconds": 1.9097939999994652e-05,
+   "host_canary_seconds": 1.1224624999783826e-05,
+   "host_backward_canary_seconds": 2.2555149999448074e-05,
    "pass_seconds": [
-    0.00037269230000021026,
-    0.00030867380000074716,
-    0.00028036040000074537
+    0.000476119600000402,
+    0.0003079718999970282,
+    0.0004651346999935413
    ],
    "pass_host_canary_seconds": [
-    1.0617155000005596e-05,
-    1.0238389999983611e-05,
-    1.0362740000005032e-05
+    1.1224624999783826e-05,
+    7.437305000621563e-06,
+    1.1156429999346073e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9097939999994652e-05,
-    1.7764220000060505e-05,
-    1.3954799999851275e-05
+    2.2555149999448074e-05,
+    1.9986080001217488e-05,
+    2.4193430000423178e-05
    ]
   },
   "conv_host_k3_bf16_32x128x56x56_128_forward": {
-   "seconds": 6.368880000025001e-05,
-   "min": 4.9706499999047084e-05,
-   "max": 9.154100000046128e-05,
+   "seconds": 7.951089999096439e-05,
+   "min": 5.1277199986543565e-05,
+   "max": 0.00010331120000728333,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8695,28 +8927,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.0167689999995843e-05,
-   "host_backward_canary_seconds": 1.931487500002049e-05,
+   "host_canary_seconds": 1.148480500006599e-05,
+   "host_backward_canary_seconds": 2.396162000025015e-05,
    "pass_seconds": [
-    6.734529999903316e-05,
-    6.368880000025001e-05,
-    6.192790000056903e-05
+    9.18812000008984e-05,
+    6.432990001030703e-05,
+    7.951089999096439e-05
    ],
    "pass_host_canary_seconds": [
-    1.0167689999995843e-05,
-    1.037839000005647e-05,
-    9.982204999943179e-06
+    1.148480500006599e-05,
+    7.489882500522072e-06,
+    1.1307019999549084e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.931487500002049e-05,
-    1.7764220000060505e-05,
-    1.5234599999871534e-05
+    2.396162000025015e-05,
+    1.6654649999736645e-05,
+    1.9150480001144387e-05
    ]
   },
   "conv_host_k3_bf16_32x128x56x56_128_forward_backward": {
-   "seconds": 0.00035870290000019624,
-   "min": 0.00026463840000019446,
-   "max": 0.00045130989999790926,
+   "seconds": 0.00045165059998453216,
+   "min": 0.0002868696999939857,
+   "max": 0.0006163438000044152,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8731,28 +8963,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 9.77915499994708e-06,
-   "host_backward_canary_seconds": 1.951191000003405e-05,
+   "host_canary_seconds": 1.101029250008878e-05,
+   "host_backward_canary_seconds": 2.2320004999869527e-05,
    "pass_seconds": [
-    0.00035870290000019624,
-    0.0003647389000008161,
-    0.00033821020000175396
+    0.0004866505999984838,
+    0.0003225118000045768,
+    0.00045165059998453216
    ],
    "pass_host_canary_seconds": [
-    9.77915499994708e-06,
-    1.0437250000023823e-05,
-    1.0025634999948351e-05
+    1.101029250008878e-05,
+    7.640257500156622e-06,
+    1.1308569999641805e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.951191000003405e-05,
-    1.759171999992759e-05,
-    1.5553175000064812e-05
+    2.2320004999869527e-05,
+    1.959223499966356e-05,
+    2.1916174999887518e-05
    ]
   },
   "conv_host_k3_autocast_2x4x8x8_4_forward": {
-   "seconds": 8.391370000140341e-05,
-   "min": 6.441029999848524e-05,
-   "max": 0.00010391600000048129,
+   "seconds": 8.566080000491639e-05,
+   "min": 5.64735999887489e-05,
+   "max": 0.0001343664000046374,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8767,28 +8999,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 9.993024999985777e-06,
-   "host_backward_canary_seconds": 1.974930000002928e-05,
+   "host_canary_seconds": 1.09100925001826e-05,
+   "host_backward_canary_seconds": 2.3776825000823012e-05,
    "pass_seconds": [
-    7.864629999971839e-05,
-    8.902959999943505e-05,
-    8.391370000140341e-05
+    0.0001197917000013149,
+    7.356479998179565e-05,
+    8.566080000491639e-05
    ],
    "pass_host_canary_seconds": [
-    9.993024999985777e-06,
-    1.055951500006813e-05,
-    1.0042920000046251e-05
+    1.09100925001826e-05,
+    7.679574999883697e-06,
+    1.1378924999689844e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.974930000002928e-05,
-    1.7991699999981846e-05,
-    1.5391029999989315e-05
+    2.3776825000823012e-05,
+    2.1864699999696312e-05,
+    2.4366130000998966e-05
    ]
   },
   "conv_host_k3_autocast_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00038116769999874123,
-   "min": 0.00033167280000157007,
-   "max": 0.0004896263000006229,
+   "seconds": 0.00040916049999850657,
+   "min": 0.00030739549999907466,
+   "max": 0.000658324099993024,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8803,28 +9035,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 9.947285000038163e-06,
-   "host_backward_canary_seconds": 1.8867179999944028e-05,
+   "host_canary_seconds": 1.1247482500209572e-05,
+   "host_backward_canary_seconds": 2.0280049999996665e-05,
    "pass_seconds": [
-    0.00041169599999903996,
-    0.00038116769999874123,
-    0.00037786110000013193
+    0.0005459825999992063,
+    0.0003209895999816581,
+    0.00040916049999850657
    ],
    "pass_host_canary_seconds": [
-    9.947285000038163e-06,
-    1.0178085000092097e-05,
-    1.0042920000046251e-05
+    1.1247482500209572e-05,
+    7.936320000681008e-06,
+    1.0950570000431981e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8867179999944028e-05,
-    1.79517500001225e-05,
-    1.4916749999827062e-05
+    2.0280049999996665e-05,
+    1.4348250001603446e-05,
+    2.412240000012389e-05
    ]
   },
   "conv_host_k3_autocast_8x32x28x28_32_forward": {
-   "seconds": 0.00010376969999867925,
-   "min": 8.476980000011735e-05,
-   "max": 0.0001210221000008005,
+   "seconds": 0.00013293950000843325,
+   "min": 8.30725000014354e-05,
+   "max": 0.00015588150000667156,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8839,28 +9071,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 9.819444999976667e-06,
-   "host_backward_canary_seconds": 1.9379929999985278e-05,
+   "host_canary_seconds": 1.1044970000284593e-05,
+   "host_backward_canary_seconds": 2.267635500004417e-05,
    "pass_seconds": [
-    0.00011183689999967328,
-    9.73176999991665e-05,
-    0.00010376969999867925
+    0.00015419379999457306,
+    9.651049999774841e-05,
+    0.00013293950000843325
    ],
    "pass_host_canary_seconds": [
-    9.819444999976667e-06,
-    1.0178085000092097e-05,
-    9.850609999944027e-06
+    1.1044970000284593e-05,
+    7.936320000681008e-06,
+    1.1021487499647264e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9379929999985278e-05,
-    1.79517500001225e-05,
-    1.5342089999990092e-05
+    2.267635500004417e-05,
+    1.8316270000013902e-05,
+    2.518053500011774e-05
    ]
   },
   "conv_host_k3_autocast_8x32x28x28_32_forward_backward": {
-   "seconds": 0.0004550474000012628,
-   "min": 0.0003688482000001159,
-   "max": 0.0006074519999998528,
+   "seconds": 0.0005142417000115529,
+   "min": 0.00030769270001655967,
+   "max": 0.0008411412999976165,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8875,28 +9107,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 9.819444999976667e-06,
-   "host_backward_canary_seconds": 1.909358000006023e-05,
+   "host_canary_seconds": 1.0925370000052225e-05,
+   "host_backward_canary_seconds": 1.6923625000231365e-05,
    "pass_seconds": [
-    0.000525876500000777,
-    0.0004550474000012628,
-    0.00042039709999812657
+    0.0005961547999959293,
+    0.00037690880001264306,
+    0.0005142417000115529
    ],
    "pass_host_canary_seconds": [
-    9.819444999976667e-06,
-    1.1450045000032104e-05,
-    1.0275220000011131e-05
+    1.0925370000052225e-05,
+    7.763039999417742e-06,
+    1.0838867499955995e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.909358000006023e-05,
-    1.6843149999772322e-05,
-    1.6207669999914743e-05
+    1.6923625000231365e-05,
+    1.8316270000013902e-05,
+    2.4374109999598657e-05
    ]
   },
   "conv_host_k3_autocast_16x64x56x56_64_forward": {
-   "seconds": 0.00012169340000127704,
-   "min": 0.00010856659999944896,
-   "max": 0.00016135200000064743,
+   "seconds": 0.00014934849999690414,
+   "min": 8.370649998141743e-05,
+   "max": 0.0002700289999893357,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8911,28 +9143,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.0644289999959256e-05,
-   "host_backward_canary_seconds": 1.9875929999955134e-05,
+   "host_canary_seconds": 1.1021800000321491e-05,
+   "host_backward_canary_seconds": 1.758816000005936e-05,
    "pass_seconds": [
-    0.00015189979999945534,
-    0.00011269990000073449,
-    0.00012169340000127704
+    0.00014934849999690414,
+    9.644319998187711e-05,
+    0.00018249489999107028
    ],
    "pass_host_canary_seconds": [
-    1.0644289999959256e-05,
-    1.0032759999916153e-05,
-    1.0355297500055371e-05
+    1.1021800000321491e-05,
+    8.010394999473647e-06,
+    1.0312079999721392e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9875929999955134e-05,
-    1.8489299999941978e-05,
-    1.7873565000030566e-05
+    1.758816000005936e-05,
+    1.7187149999244867e-05,
+    2.4182180000025254e-05
    ]
   },
   "conv_host_k3_autocast_16x64x56x56_64_forward_backward": {
-   "seconds": 0.0004428611999998111,
-   "min": 0.0004029248999984247,
-   "max": 0.0006041933000005883,
+   "seconds": 0.0005341359999988526,
+   "min": 0.0003775193999899784,
+   "max": 0.0007676242000115962,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8947,28 +9179,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.0528847499990947e-05,
-   "host_backward_canary_seconds": 1.8584809999993013e-05,
+   "host_canary_seconds": 1.0934454999755872e-05,
+   "host_backward_canary_seconds": 1.6724779999890416e-05,
    "pass_seconds": [
-    0.0005895617999996716,
-    0.0004428611999998111,
-    0.00042258149999838677
+    0.0005341359999988526,
+    0.00040956809998533573,
+    0.0006045822999794836
    ],
    "pass_host_canary_seconds": [
-    1.0528847499990947e-05,
-    1.0294752499930837e-05,
-    1.0196925000016675e-05
+    1.0934454999755872e-05,
+    8.010394999473647e-06,
+    1.0422587500329428e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8584809999993013e-05,
-    1.8529704999963313e-05,
-    1.7060885000006465e-05
+    1.6724779999890416e-05,
+    1.7187149999244867e-05,
+    2.4969090000013238e-05
    ]
   },
   "conv_host_k3_autocast_32x128x56x56_128_forward": {
-   "seconds": 0.0001279470000014271,
-   "min": 0.00011031230000071445,
-   "max": 0.0001622170999993955,
+   "seconds": 0.000131190100000822,
+   "min": 8.856540000579116e-05,
+   "max": 0.0001711745999955383,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8983,28 +9215,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.0396142500006532e-05,
-   "host_backward_canary_seconds": 1.936814000004006e-05,
+   "host_canary_seconds": 1.1301727500097059e-05,
+   "host_backward_canary_seconds": 1.7647950000423406e-05,
    "pass_seconds": [
-    0.00015547699999984843,
-    0.00012262740000039684,
-    0.0001279470000014271
+    0.00015843830000221714,
+    0.00010973149999244924,
+    0.000131190100000822
    ],
    "pass_host_canary_seconds": [
-    1.0396142500006532e-05,
-    1.0796014999954195e-05,
-    1.0313890000048786e-05
+    1.1301727500097059e-05,
+    8.02540999984558e-06,
+    1.0561005000226942e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.936814000004006e-05,
-    1.791431000000898e-05,
-    1.7196889999979702e-05
+    1.7647950000423406e-05,
+    1.7334985001298266e-05,
+    2.3984370000107446e-05
    ]
   },
   "conv_host_k3_autocast_32x128x56x56_128_forward_backward": {
-   "seconds": 0.0004930376999993768,
-   "min": 0.000412711000001309,
-   "max": 0.0006864812999992864,
+   "seconds": 0.0005745762000060495,
+   "min": 0.0004349264999973457,
+   "max": 0.0006722292000063135,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9019,28 +9251,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.0431879999970306e-05,
-   "host_backward_canary_seconds": 1.8969205000018975e-05,
+   "host_canary_seconds": 1.1347832499950529e-05,
+   "host_backward_canary_seconds": 1.9670070000188388e-05,
    "pass_seconds": [
-    0.0006569024999990347,
-    0.00047674509999922065,
-    0.0004930376999993768
+    0.0006597505000058845,
+    0.0004993207999859806,
+    0.0005745762000060495
    ],
    "pass_host_canary_seconds": [
-    1.0431879999970306e-05,
-    9.668895000061184e-06,
-    1.0495974999926715e-05
+    1.1347832499950529e-05,
+    7.717529999808903e-06,
+    1.0390085000153704e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8969205000018975e-05,
-    1.8924650000116117e-05,
-    1.7514004999981124e-05
+    1.9670070000188388e-05,
+    1.664084000026378e-05,
+    2.436359000057564e-05
    ]
   },
   "conv_host_k1_fp32_2x4x8x8_4_forward": {
-   "seconds": 4.193819999898096e-05,
-   "min": 2.9357200000390547e-05,
-   "max": 6.190409999931034e-05,
+   "seconds": 3.693860001021676e-05,
+   "min": 2.2630199987361264e-05,
+   "max": 6.279369999901973e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9055,28 +9287,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.0538857499966524e-05,
-   "host_backward_canary_seconds": 1.9092165000031968e-05,
+   "host_canary_seconds": 1.1327649999657297e-05,
+   "host_backward_canary_seconds": 2.208305000067412e-05,
    "pass_seconds": [
-    4.193819999898096e-05,
-    3.0134400000747517e-05,
-    4.2806999999811524e-05
+    5.552029999762453e-05,
+    3.317790001347021e-05,
+    3.693860001021676e-05
    ],
    "pass_host_canary_seconds": [
-    1.0538857499966524e-05,
-    1.0030140000054644e-05,
-    1.099006999993435e-05
+    1.1327649999657297e-05,
+    8.54759499929969e-06,
+    1.1489585000390435e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9092165000031968e-05,
-    1.7707080000093357e-05,
-    1.6368439999894236e-05
+    2.208305000067412e-05,
+    1.590068000041356e-05,
+    2.4784020001789032e-05
    ]
   },
   "conv_host_k1_fp32_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00021683000000081166,
-   "min": 0.00015436959999988177,
-   "max": 0.0002481689999996206,
+   "seconds": 0.00022012730000824375,
+   "min": 0.0001553337999894211,
+   "max": 0.00029096140000319794,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9091,28 +9323,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.0461979999973892e-05,
-   "host_backward_canary_seconds": 1.8017379999974992e-05,
+   "host_canary_seconds": 1.1133587500182785e-05,
+   "host_backward_canary_seconds": 2.2533790000238698e-05,
    "pass_seconds": [
-    0.00021683000000081166,
-    0.00020422439999947528,
-    0.00023821139999995465
+    0.00028284490000487497,
+    0.00016282410001622338,
+    0.00022012730000824375
    ],
    "pass_host_canary_seconds": [
-    1.0461979999973892e-05,
-    1.0015530000089257e-05,
-    1.0724230000107582e-05
+    1.1133587500182785e-05,
+    7.978424999919298e-06,
+    1.1561200000187456e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8017379999974992e-05,
-    1.770966999998791e-05,
-    1.5228519999936908e-05
+    2.2533790000238698e-05,
+    1.6124800001762196e-05,
+    2.2342319998642778e-05
    ]
   },
   "conv_host_k1_fp32_8x64x28x28_64_forward": {
-   "seconds": 4.827379999881032e-05,
-   "min": 3.354779999824587e-05,
-   "max": 6.829470000013771e-05,
+   "seconds": 5.245790000572015e-05,
+   "min": 2.5070199990295804e-05,
+   "max": 6.053780000456754e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9127,28 +9359,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.047663500003182e-05,
-   "host_backward_canary_seconds": 1.9621630000017375e-05,
+   "host_canary_seconds": 1.1356479999733438e-05,
+   "host_backward_canary_seconds": 2.3171834999970997e-05,
    "pass_seconds": [
-    4.827379999881032e-05,
-    3.5590400000273806e-05,
-    5.6280300000821626e-05
+    5.322040000237394e-05,
+    3.247390000069572e-05,
+    5.245790000572015e-05
    ],
    "pass_host_canary_seconds": [
-    1.047663500003182e-05,
-    9.943924999902266e-06,
-    1.0498190000021169e-05
+    1.1356479999733438e-05,
+    7.849674999533817e-06,
+    1.031572499982758e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9621630000017375e-05,
-    1.9916030000217687e-05,
-    1.5783810000016273e-05
+    2.3171834999970997e-05,
+    1.7220529998667188e-05,
+    2.397313000074064e-05
    ]
   },
   "conv_host_k1_fp32_8x64x28x28_64_forward_backward": {
-   "seconds": 0.00023727299999904973,
-   "min": 0.00016957829999739716,
-   "max": 0.0003575479000005544,
+   "seconds": 0.00027102920000743325,
+   "min": 0.00015888519999407436,
+   "max": 0.00044387140000026195,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9163,28 +9395,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.04663649999992e-05,
-   "host_backward_canary_seconds": 1.9937010000035114e-05,
+   "host_canary_seconds": 1.1129709999977422e-05,
+   "host_backward_canary_seconds": 2.2538639999538646e-05,
    "pass_seconds": [
-    0.0003047723000008773,
-    0.00023727299999904973,
-    0.0002285362999998597
+    0.00035444179999331025,
+    0.00020710060000510565,
+    0.00027102920000743325
    ],
    "pass_host_canary_seconds": [
-    1.04663649999992e-05,
-    7.236099999943235e-06,
-    9.926285000005918e-06
+    1.1129709999977422e-05,
+    7.39671500014083e-06,
+    1.0238869999739108e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9937010000035114e-05,
-    1.897390000010546e-05,
-    1.4567359999944073e-05
+    2.2538639999538646e-05,
+    1.4662450000741956e-05,
+    2.4060910000116565e-05
    ]
   },
   "conv_host_k1_fp32_16x256x56x56_64_forward": {
-   "seconds": 3.7095999999792184e-05,
-   "min": 2.7785300000005007e-05,
-   "max": 5.994619999967199e-05,
+   "seconds": 4.167990000496502e-05,
+   "min": 3.155260001221905e-05,
+   "max": 6.672350000371807e-05,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9199,28 +9431,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.0430657500002384e-05,
-   "host_backward_canary_seconds": 1.9132350000035104e-05,
+   "host_canary_seconds": 1.1273064999954841e-05,
+   "host_backward_canary_seconds": 2.0703809999531585e-05,
    "pass_seconds": [
-    5.003119999997807e-05,
-    3.5073600000146146e-05,
-    3.7095999999792184e-05
+    4.167990000496502e-05,
+    3.432429998611042e-05,
+    4.9334300001646625e-05
    ],
    "pass_host_canary_seconds": [
-    1.0430657500002384e-05,
-    1.028553499992313e-05,
-    9.926285000005918e-06
+    1.1273064999954841e-05,
+    7.529199999680713e-06,
+    1.0516785000618256e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9132350000035104e-05,
-    1.897390000010546e-05,
-    1.4567359999944073e-05
+    2.0703809999531585e-05,
+    1.5143250000164698e-05,
+    2.481344999978319e-05
    ]
   },
   "conv_host_k1_fp32_16x256x56x56_64_forward_backward": {
-   "seconds": 0.00022577279999893562,
-   "min": 0.00019955200000083552,
-   "max": 0.0003312893000000372,
+   "seconds": 0.00028642380000292177,
+   "min": 0.00022321900000861207,
+   "max": 0.00038649420000638204,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9235,28 +9467,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.0408504999972479e-05,
-   "host_backward_canary_seconds": 1.9526440000134925e-05,
+   "host_canary_seconds": 1.0985210000171719e-05,
+   "host_backward_canary_seconds": 2.124264000030962e-05,
    "pass_seconds": [
-    0.0003062123999995947,
-    0.00022577279999893562,
-    0.0002081908999997495
+    0.00028642380000292177,
+    0.00024864249999154706,
+    0.0003103993999957311
    ],
    "pass_host_canary_seconds": [
-    1.0408504999972479e-05,
-    1.1158445000063466e-05,
-    9.787294999910045e-06
+    1.0985210000171719e-05,
+    7.551080000212096e-06,
+    1.0740369999666655e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9526440000134925e-05,
-    2.0678560000249034e-05,
-    1.4125779999858423e-05
+    2.124264000030962e-05,
+    1.61923099994965e-05,
+    2.2588500000892965e-05
    ]
   },
   "conv_host_k1_fp32_32x256x56x56_256_forward": {
-   "seconds": 6.138589999977739e-05,
-   "min": 3.808540000136418e-05,
-   "max": 7.381070000036515e-05,
+   "seconds": 6.264329999794427e-05,
+   "min": 3.6173300009068045e-05,
+   "max": 0.00010456509999130503,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9271,28 +9503,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.0516687499979583e-05,
-   "host_backward_canary_seconds": 2.085867500007055e-05,
+   "host_canary_seconds": 1.113243499986538e-05,
+   "host_backward_canary_seconds": 2.1729329999971015e-05,
    "pass_seconds": [
-    6.99131000004627e-05,
-    5.415100000050188e-05,
-    6.138589999977739e-05
+    6.396109999968757e-05,
+    5.275309999888123e-05,
+    6.264329999794427e-05
    ],
    "pass_host_canary_seconds": [
-    1.0516687499979583e-05,
-    1.1158445000063466e-05,
-    9.973492499995018e-06
+    1.113243499986538e-05,
+    7.671445000596578e-06,
+    1.0169114999598605e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.085867500007055e-05,
-    1.912768000011056e-05,
-    1.704773000000159e-05
+    2.1729329999971015e-05,
+    1.9473890001791006e-05,
+    2.325747999975647e-05
    ]
   },
   "conv_host_k1_fp32_32x256x56x56_256_forward_backward": {
-   "seconds": 0.000284059399999137,
-   "min": 0.00024759869999968487,
-   "max": 0.00045509229999964875,
+   "seconds": 0.00031107530001008856,
+   "min": 0.00019081289999576257,
+   "max": 0.0004935530000011567,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9307,28 +9539,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.0754942499993092e-05,
-   "host_backward_canary_seconds": 2.02628850000508e-05,
+   "host_canary_seconds": 1.1190357500083793e-05,
+   "host_backward_canary_seconds": 2.0910279999952763e-05,
    "pass_seconds": [
-    0.00045060960000000707,
-    0.000284059399999137,
-    0.0002575637000006736
+    0.00039512140000397267,
+    0.0002130967000084638,
+    0.00031107530001008856
    ],
    "pass_host_canary_seconds": [
-    1.0754942499993092e-05,
-    1.0383914999891886e-05,
-    9.894152500038446e-06
+    1.1190357500083793e-05,
+    7.610239999849e-06,
+    9.999165000635912e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.02628850000508e-05,
-    1.7197829999986426e-05,
-    1.5203399999847989e-05
+    2.0910279999952763e-05,
+    1.6006920000108948e-05,
+    2.5477100000443896e-05
    ]
   },
   "conv_host_k1_fp32_strict_2x4x8x8_4_forward": {
-   "seconds": 3.2799499999214275e-05,
-   "min": 2.990619999820865e-05,
-   "max": 4.424449999760327e-05,
+   "seconds": 3.3446299994466244e-05,
+   "min": 2.2515599994221702e-05,
+   "max": 5.489449999913631e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9343,28 +9575,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.0476285000038388e-05,
-   "host_backward_canary_seconds": 1.96306499999821e-05,
+   "host_canary_seconds": 1.1420590000170706e-05,
+   "host_backward_canary_seconds": 2.1537229999921693e-05,
    "pass_seconds": [
-    4.1293099999961666e-05,
-    3.2799499999214275e-05,
-    3.052719999914188e-05
+    3.6139500002718707e-05,
+    2.6158800005759984e-05,
+    3.3446299994466244e-05
    ],
    "pass_host_canary_seconds": [
-    1.0476285000038388e-05,
-    9.587834999962298e-06,
-    1.000501000007148e-05
+    1.1420590000170706e-05,
+    7.857919999878504e-06,
+    8.427615000528021e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.96306499999821e-05,
-    1.8011690000037105e-05,
-    1.653148999992027e-05
+    2.1537229999921693e-05,
+    1.7887080000491552e-05,
+    2.3586270001487718e-05
    ]
   },
   "conv_host_k1_fp32_strict_2x4x8x8_4_forward_backward": {
-   "seconds": 0.0002008044000007203,
-   "min": 0.00016711729999769888,
-   "max": 0.00027505170000097223,
+   "seconds": 0.00020848999999998342,
+   "min": 0.0001397887999928571,
+   "max": 0.00031543170000531974,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9379,28 +9611,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.0296640000007073e-05,
-   "host_backward_canary_seconds": 2.0094919999991134e-05,
+   "host_canary_seconds": 1.1392309999678219e-05,
+   "host_backward_canary_seconds": 2.0473269999001786e-05,
    "pass_seconds": [
-    0.00024113610000000562,
-    0.00018674549999957434,
-    0.0002008044000007203
+    0.00023194279999643185,
+    0.00016443939998680434,
+    0.00020848999999998342
    ],
    "pass_host_canary_seconds": [
-    1.0296640000007073e-05,
-    1.0045829999967283e-05,
-    9.603430000026946e-06
+    1.1392309999678219e-05,
+    7.521649999944202e-06,
+    8.309890000646192e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0094919999991134e-05,
-    1.8011690000037105e-05,
-    1.6475619999880565e-05
+    2.0473269999001786e-05,
+    1.729313999931037e-05,
+    2.310161999957927e-05
    ]
   },
   "conv_host_k1_fp32_strict_8x64x28x28_64_forward": {
-   "seconds": 4.0629299999750404e-05,
-   "min": 2.4214799998389937e-05,
-   "max": 5.077919999934011e-05,
+   "seconds": 4.396110000470799e-05,
+   "min": 2.045300000190764e-05,
+   "max": 6.683379999685712e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9415,28 +9647,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.0358367500025167e-05,
-   "host_backward_canary_seconds": 2.0133909999984212e-05,
+   "host_canary_seconds": 1.1373409999748674e-05,
+   "host_backward_canary_seconds": 1.7808734999675834e-05,
    "pass_seconds": [
-    4.460130000012441e-05,
-    4.0629299999750404e-05,
-    3.4096800001748305e-05
+    4.396110000470799e-05,
+    2.7730700003303356e-05,
+    5.141040001035435e-05
    ],
    "pass_host_canary_seconds": [
-    1.0358367500025167e-05,
-    9.59058999995932e-06,
-    9.565335000019104e-06
+    1.1373409999748674e-05,
+    8.089895000011892e-06,
+    8.604125000601925e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0133909999984212e-05,
-    1.9429760000093667e-05,
-    1.6475619999880565e-05
+    1.7808734999675834e-05,
+    1.8823170000814572e-05,
+    2.334442999881503e-05
    ]
   },
   "conv_host_k1_fp32_strict_8x64x28x28_64_forward_backward": {
-   "seconds": 0.00021164149999890468,
-   "min": 0.00017599710000126834,
-   "max": 0.00032630869999934476,
+   "seconds": 0.0002241714000092543,
+   "min": 0.00018243490001168539,
+   "max": 0.0003558736000059071,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9451,28 +9683,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.0283004999962487e-05,
-   "host_backward_canary_seconds": 1.9784969999960822e-05,
+   "host_canary_seconds": 1.143052499969599e-05,
+   "host_backward_canary_seconds": 1.841545999923255e-05,
    "pass_seconds": [
-    0.00027365109999948344,
-    0.00021164149999890468,
-    0.0002027803000004269
+    0.0002227287000096112,
+    0.0002241714000092543,
+    0.00025469889999385487
    ],
    "pass_host_canary_seconds": [
-    1.0283004999962487e-05,
-    1.0190819999991163e-05,
-    7.745955000046933e-06
+    1.143052499969599e-05,
+    7.967545000155952e-06,
+    1.1509009999599584e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9784969999960822e-05,
-    1.362448999998378e-05,
-    1.5343540000003486e-05
+    1.841545999923255e-05,
+    1.7637119999562855e-05,
+    1.9457279997823206e-05
    ]
   },
   "conv_host_k1_fp32_strict_16x256x56x56_64_forward": {
-   "seconds": 4.2916900000022906e-05,
-   "min": 2.3096300000702286e-05,
-   "max": 5.368489999995063e-05,
+   "seconds": 4.622280000603496e-05,
+   "min": 3.4209799991913314e-05,
+   "max": 6.0610499986069044e-05,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9487,28 +9719,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.0690595000006909e-05,
-   "host_backward_canary_seconds": 2.0983595000032553e-05,
+   "host_canary_seconds": 1.1068785000247771e-05,
+   "host_backward_canary_seconds": 1.7991309999842996e-05,
    "pass_seconds": [
-    4.865589999951681e-05,
-    4.2916900000022906e-05,
-    3.182039999956032e-05
+    4.622280000603496e-05,
+    3.792019999764307e-05,
+    4.870799998570874e-05
    ],
    "pass_host_canary_seconds": [
-    1.0690595000006909e-05,
-    1.010337499991465e-05,
-    7.745955000046933e-06
+    1.1068785000247771e-05,
+    7.967545000155952e-06,
+    1.1095170000317012e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0983595000032553e-05,
-    1.618740999987267e-05,
-    1.8311940000046434e-05
+    1.7991309999842996e-05,
+    2.1941510001397547e-05,
+    1.9457279997823206e-05
    ]
   },
   "conv_host_k1_fp32_strict_16x256x56x56_64_forward_backward": {
-   "seconds": 0.00023044879999929436,
-   "min": 0.0001858434000013176,
-   "max": 0.0003970478999974603,
+   "seconds": 0.00022299080001175753,
+   "min": 0.00018827480000709328,
+   "max": 0.00033514149999973596,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9523,28 +9755,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.056495000003821e-05,
-   "host_backward_canary_seconds": 2.0237370000089072e-05,
+   "host_canary_seconds": 1.1363357500044912e-05,
+   "host_backward_canary_seconds": 2.2452239999779522e-05,
    "pass_seconds": [
-    0.00031633239999990793,
-    0.00023044879999929436,
-    0.00021046859999955813
+    0.00027393780000011246,
+    0.00021474580000813148,
+    0.00022299080001175753
    ],
    "pass_host_canary_seconds": [
-    1.056495000003821e-05,
-    9.699560000058227e-06,
-    7.859192499992674e-06
+    1.1363357500044912e-05,
+    7.986554999774853e-06,
+    9.64168499990592e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0237370000089072e-05,
-    1.904819000003499e-05,
-    2.076113999990525e-05
+    2.2452239999779522e-05,
+    1.8761755000014092e-05,
+    2.2614710001107597e-05
    ]
   },
   "conv_host_k1_fp32_strict_32x256x56x56_256_forward": {
-   "seconds": 5.2159999998480086e-05,
-   "min": 3.334380000126202e-05,
-   "max": 9.948469999869758e-05,
+   "seconds": 5.72528999896349e-05,
+   "min": 3.9192100007312544e-05,
+   "max": 8.786129999407421e-05,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9559,28 +9791,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.0607190000015975e-05,
-   "host_backward_canary_seconds": 2.3088889999911544e-05,
+   "host_canary_seconds": 8.501524999928734e-06,
+   "host_backward_canary_seconds": 2.265323999949942e-05,
    "pass_seconds": [
-    6.285659999889503e-05,
-    5.2159999998480086e-05,
-    4.436019999900509e-05
+    5.72528999896349e-05,
+    4.832289998830674e-05,
+    6.220210000265069e-05
    ],
    "pass_host_canary_seconds": [
-    1.0607190000015975e-05,
-    9.653004999989889e-06,
-    9.689485000023978e-06
+    8.501524999928734e-06,
+    7.634005000909383e-06,
+    1.063437999960115e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.3088889999911544e-05,
-    2.156858000006423e-05,
-    2.2223290000056294e-05
+    2.265323999949942e-05,
+    2.0383380001476325e-05,
+    2.169993000052273e-05
    ]
   },
   "conv_host_k1_fp32_strict_32x256x56x56_256_forward_backward": {
-   "seconds": 0.0003255077000005713,
-   "min": 0.0002587771000008843,
-   "max": 0.00037378329999882,
+   "seconds": 0.00026945039999191065,
+   "min": 0.00019519919999311242,
+   "max": 0.00044350819998726363,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9595,28 +9827,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.0611422499984258e-05,
-   "host_backward_canary_seconds": 2.2851825000032023e-05,
+   "host_canary_seconds": 1.1186392499951126e-05,
+   "host_backward_canary_seconds": 2.349273499987703e-05,
    "pass_seconds": [
-    0.0003390046000006919,
-    0.0003055752000022949,
-    0.0003255077000005713
+    0.0003093999000043368,
+    0.00023726699998860568,
+    0.00026945039999191065
    ],
    "pass_host_canary_seconds": [
-    1.0611422499984258e-05,
-    1.1214330000015593e-05,
-    1.0778799999968669e-05
+    1.1186392499951126e-05,
+    7.663792500238742e-06,
+    1.0790665000399712e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.2851825000032023e-05,
-    2.188711500011209e-05,
-    2.211724000005688e-05
+    2.349273499987703e-05,
+    1.99535100000503e-05,
+    2.3404010000831477e-05
    ]
   },
   "conv_host_k1_bf16_2x4x8x8_4_forward": {
-   "seconds": 4.827899999924057e-05,
-   "min": 3.557579999835525e-05,
-   "max": 5.7760499998948944e-05,
+   "seconds": 4.257690000031289e-05,
+   "min": 2.8577299985954596e-05,
+   "max": 7.352299999183743e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9631,28 +9863,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.0341817500005846e-05,
-   "host_backward_canary_seconds": 2.0899485000072104e-05,
+   "host_canary_seconds": 1.0690052500024194e-05,
+   "host_backward_canary_seconds": 2.2499739999375378e-05,
    "pass_seconds": [
-    4.827899999924057e-05,
-    3.741280000042479e-05,
-    5.235420000246904e-05
+    4.257690000031289e-05,
+    6.664929999260494e-05,
+    3.9306200005739814e-05
    ],
    "pass_host_canary_seconds": [
-    1.0341817500005846e-05,
-    9.952380000015636e-06,
-    1.0324304999898004e-05
+    1.0690052500024194e-05,
+    1.0824280000178988e-05,
+    1.014750499962247e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0899485000072104e-05,
-    1.9719860000009248e-05,
-    2.1082060000026105e-05
+    2.2499739999375378e-05,
+    2.009143000123004e-05,
+    2.420815000050425e-05
    ]
   },
   "conv_host_k1_bf16_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00024670730000195815,
-   "min": 0.00021650369999974827,
-   "max": 0.00034309539999952674,
+   "seconds": 0.0002887276999899768,
+   "min": 0.0002299369999946066,
+   "max": 0.00046961909999936323,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9667,28 +9899,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.0290035000011244e-05,
-   "host_backward_canary_seconds": 1.892360000013582e-05,
+   "host_canary_seconds": 1.0787924999817733e-05,
+   "host_backward_canary_seconds": 2.1650999999565103e-05,
    "pass_seconds": [
-    0.0003178738000002568,
-    0.00022577269999999317,
-    0.00024670730000195815
+    0.00028524909999987357,
+    0.0003683265000063329,
+    0.0002887276999899768
    ],
    "pass_host_canary_seconds": [
-    1.0290035000011244e-05,
-    1.046249000012267e-05,
-    9.922914999975774e-06
+    1.0787924999817733e-05,
+    1.0884902499697092e-05,
+    9.8894249993009e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.892360000013582e-05,
-    1.84299399998622e-05,
-    2.000339000005624e-05
+    2.1650999999565103e-05,
+    1.780994000114333e-05,
+    2.115360999823679e-05
    ]
   },
   "conv_host_k1_bf16_8x64x28x28_64_forward": {
-   "seconds": 4.465109999785e-05,
-   "min": 3.2623600000647456e-05,
-   "max": 6.244249999980412e-05,
+   "seconds": 5.203309999615158e-05,
+   "min": 3.6957399993298166e-05,
+   "max": 7.441320001362328e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9703,28 +9935,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.0362902499991833e-05,
-   "host_backward_canary_seconds": 1.8633525000026907e-05,
+   "host_canary_seconds": 1.0733992500036038e-05,
+   "host_backward_canary_seconds": 1.975825499982875e-05,
    "pass_seconds": [
-    5.625830000042242e-05,
-    4.174169999942024e-05,
-    4.465109999785e-05
+    5.203309999615158e-05,
+    6.099290001202462e-05,
+    4.267029999027727e-05
    ],
    "pass_host_canary_seconds": [
-    1.0362902499991833e-05,
-    9.609144999984664e-06,
-    9.942865000027724e-06
+    1.0733992500036038e-05,
+    1.0831424999651062e-05,
+    1.0900324999738587e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8633525000026907e-05,
-    1.822064999998929e-05,
-    2.0130240000071353e-05
+    1.975825499982875e-05,
+    1.7670290001206014e-05,
+    2.2847489999549e-05
    ]
   },
   "conv_host_k1_bf16_8x64x28x28_64_forward_backward": {
-   "seconds": 0.00027566849999800526,
-   "min": 0.00021134849999953075,
-   "max": 0.00032666200000051047,
+   "seconds": 0.00026442280000082974,
+   "min": 0.00018947590000379934,
+   "max": 0.0004344816999946488,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9739,28 +9971,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.0552569999973116e-05,
-   "host_backward_canary_seconds": 1.9443169999959764e-05,
+   "host_canary_seconds": 7.81662999997934e-06,
+   "host_backward_canary_seconds": 1.7407139999932042e-05,
    "pass_seconds": [
-    0.00028621409999942673,
-    0.00027566849999800526,
-    0.00026181419999886656
+    0.00026442280000082974,
+    0.00030912309998711864,
+    0.00024632580000343295
    ],
    "pass_host_canary_seconds": [
-    1.0552569999973116e-05,
-    9.298134999937701e-06,
-    1.0326569999961065e-05
+    7.81662999997934e-06,
+    1.0797059999276826e-05,
+    1.0579155000414176e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9443169999959764e-05,
-    1.8363640000131908e-05,
-    2.0095220000087012e-05
+    1.7407139999932042e-05,
+    1.7241339999145567e-05,
+    2.200190999928964e-05
    ]
   },
   "conv_host_k1_bf16_16x256x56x56_64_forward": {
-   "seconds": 4.6913700001027794e-05,
-   "min": 2.9416399999604437e-05,
-   "max": 5.988180000002785e-05,
+   "seconds": 4.366919999938545e-05,
+   "min": 2.8519799991499893e-05,
+   "max": 7.132030000320811e-05,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9775,28 +10007,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.0407050000011964e-05,
-   "host_backward_canary_seconds": 1.9121954999974377e-05,
+   "host_canary_seconds": 7.977384999549031e-06,
+   "host_backward_canary_seconds": 1.7407139999932042e-05,
    "pass_seconds": [
-    5.443889999980911e-05,
-    3.996599999993578e-05,
-    4.6913700001027794e-05
+    3.5569399994983544e-05,
+    5.816699999741104e-05,
+    4.366919999938545e-05
    ],
    "pass_host_canary_seconds": [
-    1.0407050000011964e-05,
-    9.387189999898737e-06,
-    9.932079999970255e-06
+    7.977384999549031e-06,
+    1.0640634999390385e-05,
+    1.0702229999424163e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9121954999974377e-05,
-    1.9553729999870483e-05,
-    2.0027340000012827e-05
+    1.7407139999932042e-05,
+    1.6839059999256278e-05,
+    2.284347000113485e-05
    ]
   },
   "conv_host_k1_bf16_16x256x56x56_64_forward_backward": {
-   "seconds": 0.00026388640000050143,
-   "min": 0.00019096119999915118,
-   "max": 0.0003308212000007416,
+   "seconds": 0.0002619837999873198,
+   "min": 0.00017977439999867785,
+   "max": 0.000369119399988449,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9811,28 +10043,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.0412550000040711e-05,
-   "host_backward_canary_seconds": 1.9188870000022006e-05,
+   "host_canary_seconds": 7.545159999722273e-06,
+   "host_backward_canary_seconds": 1.603010999929211e-05,
    "pass_seconds": [
-    0.0003141247999991492,
-    0.00026388640000050143,
-    0.00021774770000035915
+    0.00020011510000585985,
+    0.00028120790000230045,
+    0.0002619837999873198
    ],
    "pass_host_canary_seconds": [
-    1.0412550000040711e-05,
-    9.387189999898737e-06,
-    1.0159189999967566e-05
+    7.545159999722273e-06,
+    1.0336325000253054e-05,
+    1.0592540000970984e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9188870000022006e-05,
-    1.785529999978053e-05,
-    1.5163489999849844e-05
+    1.603010999929211e-05,
+    1.6839059999256278e-05,
+    2.2187729998677243e-05
    ]
   },
   "conv_host_k1_bf16_32x256x56x56_256_forward": {
-   "seconds": 4.786920000015016e-05,
-   "min": 3.431160000104683e-05,
-   "max": 6.357450000109566e-05,
+   "seconds": 5.324270000528486e-05,
+   "min": 2.963690001251962e-05,
+   "max": 6.42825999989327e-05,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9847,28 +10079,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.0437450000040372e-05,
-   "host_backward_canary_seconds": 1.9455430000050455e-05,
+   "host_canary_seconds": 8.202670000230227e-06,
+   "host_backward_canary_seconds": 1.6539980000516154e-05,
    "pass_seconds": [
-    5.132559999907471e-05,
-    4.740060000187896e-05,
-    4.786920000015016e-05
+    5.324270000528486e-05,
+    5.568770000081713e-05,
+    3.949400002056791e-05
    ],
    "pass_host_canary_seconds": [
-    1.0437450000040372e-05,
-    1.0035819999956176e-05,
-    1.023987499991108e-05
+    8.202670000230227e-06,
+    1.0021859999369554e-05,
+    1.0525409999218028e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9455430000050455e-05,
-    1.551130999985162e-05,
-    1.6626649999977873e-05
+    1.6539980000516154e-05,
+    1.7463970000335393e-05,
+    1.910983000016131e-05
    ]
   },
   "conv_host_k1_bf16_32x256x56x56_256_forward_backward": {
-   "seconds": 0.00025430860000028586,
-   "min": 0.00019617359999983818,
-   "max": 0.00036999940000015386,
+   "seconds": 0.0003253761999985727,
+   "min": 0.00024877650000689757,
+   "max": 0.0004868643999998312,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9883,28 +10115,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.0523900000016794e-05,
-   "host_backward_canary_seconds": 1.9208809999966548e-05,
+   "host_canary_seconds": 1.0582687500004795e-05,
+   "host_backward_canary_seconds": 1.94864200000211e-05,
    "pass_seconds": [
-    0.0003375367999993273,
-    0.0002502192000008563,
-    0.00025430860000028586
+    0.0003253761999985727,
+    0.000401039899998068,
+    0.0002647997000167379
    ],
    "pass_host_canary_seconds": [
-    1.0523900000016794e-05,
-    9.420749999975442e-06,
-    1.0535529999913252e-05
+    1.0582687500004795e-05,
+    1.0021859999369554e-05,
+    1.0022657499462183e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9208809999966548e-05,
-    1.551130999985162e-05,
-    1.66335500000514e-05
+    1.94864200000211e-05,
+    1.5864449999298813e-05,
+    1.6553679998878578e-05
    ]
   },
   "conv_host_k1_autocast_2x4x8x8_4_forward": {
-   "seconds": 9.442490000139969e-05,
-   "min": 7.788759999982631e-05,
-   "max": 0.00014773799999829863,
+   "seconds": 0.0001129921000028844,
+   "min": 6.47776000050726e-05,
+   "max": 0.00013455079999857844,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9919,28 +10151,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.0330232500024295e-05,
-   "host_backward_canary_seconds": 1.9892150000018203e-05,
+   "host_canary_seconds": 9.406862500043189e-06,
+   "host_backward_canary_seconds": 1.915099000086684e-05,
    "pass_seconds": [
-    0.00011671150000012176,
-    8.657160000211662e-05,
-    9.442490000139969e-05
+    0.0001233530999911636,
+    0.0001129921000028844,
+    9.390230000008159e-05
    ],
    "pass_host_canary_seconds": [
-    1.0330232500024295e-05,
-    9.51732499999025e-06,
-    1.0336229999978741e-05
+    9.406862500043189e-06,
+    9.947959999863088e-06,
+    1.0836635000259776e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9892150000018203e-05,
-    1.4993719999836231e-05,
-    1.6384309999750714e-05
+    1.915099000086684e-05,
+    1.642306999883658e-05,
+    1.7574150001564702e-05
    ]
   },
   "conv_host_k1_autocast_2x4x8x8_4_forward_backward": {
-   "seconds": 0.0004390567999990935,
-   "min": 0.0003267759999999953,
-   "max": 0.0005906361999990395,
+   "seconds": 0.0004885508000029403,
+   "min": 0.00031932690001212904,
+   "max": 0.0006052281000165749,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9955,28 +10187,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.0308890000025883e-05,
-   "host_backward_canary_seconds": 1.930080500002873e-05,
+   "host_canary_seconds": 8.593200000177603e-06,
+   "host_backward_canary_seconds": 2.0050629999559532e-05,
    "pass_seconds": [
-    0.0005368074000003276,
-    0.0003786429999991014,
-    0.0004390567999990935
+    0.0004885508000029403,
+    0.0004978591000053712,
+    0.0003704446000028838
    ],
    "pass_host_canary_seconds": [
-    1.0308890000025883e-05,
-    1.0398812500014288e-05,
-    1.074889500003451e-05
+    8.593200000177603e-06,
+    1.0286444999110244e-05,
+    1.0836635000259776e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.930080500002873e-05,
-    1.6332794999982524e-05,
-    1.5101179999987836e-05
+    2.0050629999559532e-05,
+    1.7164539999612317e-05,
+    1.8447370000558293e-05
    ]
   },
   "conv_host_k1_autocast_8x64x28x28_64_forward": {
-   "seconds": 0.00010414589999925283,
-   "min": 7.111010000073747e-05,
-   "max": 0.0001344464999988304,
+   "seconds": 8.695869998973649e-05,
+   "min": 6.347549999645708e-05,
+   "max": 0.0001224275000140551,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9991,28 +10223,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.021833750002088e-05,
-   "host_backward_canary_seconds": 1.918526499999018e-05,
+   "host_canary_seconds": 8.044470000072579e-06,
+   "host_backward_canary_seconds": 2.1400919999905456e-05,
    "pass_seconds": [
-    0.00012277189999991832,
-    9.737569999970219e-05,
-    0.00010414589999925283
+    8.07759999929658e-05,
+    8.695869998973649e-05,
+    0.00010264769998684642
    ],
    "pass_host_canary_seconds": [
-    1.021833750002088e-05,
-    9.524425000080327e-06,
-    1.0770399999984192e-05
+    8.044470000072579e-06,
+    9.865785000329196e-06,
+    1.0632754999733152e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.918526499999018e-05,
-    1.6474650000191104e-05,
-    1.6149369999993725e-05
+    2.1400919999905456e-05,
+    1.693757999873924e-05,
+    2.214868999999453e-05
    ]
   },
   "conv_host_k1_autocast_8x64x28x28_64_forward_backward": {
-   "seconds": 0.00046204439999826264,
-   "min": 0.00022362970000244786,
-   "max": 0.0005649986999998191,
+   "seconds": 0.00039912610000101265,
+   "min": 0.00033764279999104474,
+   "max": 0.000856434500008163,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10027,28 +10259,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.0208715000032953e-05,
-   "host_backward_canary_seconds": 1.8171109999940427e-05,
+   "host_canary_seconds": 8.039694999979475e-06,
+   "host_backward_canary_seconds": 2.3238409999066788e-05,
    "pass_seconds": [
-    0.0005130467000000749,
-    0.00043781640000020163,
-    0.00046204439999826264
+    0.0003687689000003047,
+    0.0006203284999855896,
+    0.00039912610000101265
    ],
    "pass_host_canary_seconds": [
-    1.0208715000032953e-05,
-    1.054299999992736e-05,
-    1.0099274999930686e-05
+    8.039694999979475e-06,
+    1.0387824999043004e-05,
+    1.0503590000325857e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8171109999940427e-05,
-    1.6387050000048475e-05,
-    1.609589999986838e-05
+    2.3238409999066788e-05,
+    2.044078000153604e-05,
+    1.9354019998445436e-05
    ]
   },
   "conv_host_k1_autocast_16x256x56x56_64_forward": {
-   "seconds": 0.00010111560000041209,
-   "min": 7.979439999985515e-05,
-   "max": 0.00013623959999904401,
+   "seconds": 0.00012044170000535814,
+   "min": 6.854910000129167e-05,
+   "max": 0.0003417305000084525,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10063,28 +10295,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.0185492499985572e-05,
-   "host_backward_canary_seconds": 1.9176225000023805e-05,
+   "host_canary_seconds": 8.140062499819578e-06,
+   "host_backward_canary_seconds": 2.4636310000119012e-05,
    "pass_seconds": [
-    0.0001257858000002443,
-    9.739739999758967e-05,
-    0.00010111560000041209
+    9.385920000113402e-05,
+    0.00017368579999583745,
+    0.00012044170000535814
    ],
    "pass_host_canary_seconds": [
-    1.0185492499985572e-05,
-    1.054299999992736e-05,
-    1.0198920000021872e-05
+    8.140062499819578e-06,
+    1.090769749964693e-05,
+    1.0711639999385625e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9176225000023805e-05,
-    1.4879260000100203e-05,
-    1.609589999986838e-05
+    2.4636310000119012e-05,
+    1.8089695000753636e-05,
+    1.9982034999657116e-05
    ]
   },
   "conv_host_k1_autocast_16x256x56x56_64_forward_backward": {
-   "seconds": 0.00043212680000124235,
-   "min": 0.00029334020000248984,
-   "max": 0.0005293441999995707,
+   "seconds": 0.0006555161000051157,
+   "min": 0.0004219783000053212,
+   "max": 0.0007559409999998934,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10099,28 +10331,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.0570664999960399e-05,
-   "host_backward_canary_seconds": 1.923968500001649e-05,
+   "host_canary_seconds": 8.41468749968044e-06,
+   "host_backward_canary_seconds": 2.4097085000107654e-05,
    "pass_seconds": [
-    0.0005245346999998901,
-    0.0004035057999999481,
-    0.00043212680000124235
+    0.0006680013999925905,
+    0.0006555161000051157,
+    0.0005182890000014595
    ],
    "pass_host_canary_seconds": [
-    1.0570664999960399e-05,
-    1.0185364999983903e-05,
-    1.0419285000011768e-05
+    8.41468749968044e-06,
+    1.1364267499516246e-05,
+    1.053742250007872e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.923968500001649e-05,
-    1.4689669999938814e-05,
-    1.8934370000067702e-05
+    2.4097085000107654e-05,
+    1.9920060000231386e-05,
+    2.0093184999723235e-05
    ]
   },
   "conv_host_k1_autocast_32x256x56x56_256_forward": {
-   "seconds": 9.983010000098602e-05,
-   "min": 8.263979999867388e-05,
-   "max": 0.0001332312000002389,
+   "seconds": 0.00011572179998893261,
+   "min": 7.796119999738948e-05,
+   "max": 0.00017070089999151605,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10135,28 +10367,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.0472494999973491e-05,
-   "host_backward_canary_seconds": 2.1024480000022552e-05,
+   "host_canary_seconds": 9.78237749990285e-06,
+   "host_backward_canary_seconds": 2.621724999983144e-05,
    "pass_seconds": [
-    0.00013081080000034717,
-    8.903529999884085e-05,
-    9.983010000098602e-05
+    9.586870000930504e-05,
+    0.00015975780002008833,
+    0.00011572179998893261
    ],
    "pass_host_canary_seconds": [
-    1.0472494999973491e-05,
-    1.0185364999983903e-05,
-    1.0463277500036838e-05
+    9.78237749990285e-06,
+    1.1229562499579515e-05,
+    1.0701732499569516e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1024480000022552e-05,
-    1.7241390000037883e-05,
-    1.9908444999998662e-05
+    2.621724999983144e-05,
+    2.3070055000289358e-05,
+    2.12370600002032e-05
    ]
   },
   "conv_host_k1_autocast_32x256x56x56_256_forward_backward": {
-   "seconds": 0.0005485381999989159,
-   "min": 0.00036511600000039835,
-   "max": 0.0006531135999992444,
+   "seconds": 0.0006309787999953187,
+   "min": 0.0005300368999996863,
+   "max": 0.0008239574000072025,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10171,28 +10403,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.048692249998595e-05,
-   "host_backward_canary_seconds": 2.0676914999953054e-05,
+   "host_canary_seconds": 1.1214970000139601e-05,
+   "host_backward_canary_seconds": 2.3305720000053042e-05,
    "pass_seconds": [
-    0.0006371559000001526,
-    0.0005485381999989159,
-    0.0004654239000018379
+    0.0006023045999995702,
+    0.0006526134999830901,
+    0.0006309787999953187
    ],
    "pass_host_canary_seconds": [
-    1.048692249998595e-05,
-    9.637454999946726e-06,
-    1.0377417500038177e-05
+    1.1214970000139601e-05,
+    1.1112319999710962e-05,
+    1.0902172499527297e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0676914999953054e-05,
-    1.735575500006803e-05,
-    1.983166499996969e-05
+    2.3305720000053042e-05,
+    2.2706344999505746e-05,
+    2.1034310000231928e-05
    ]
   },
   "optimizer_sgd_foreach_per_param": {
-   "seconds": 3.3156026785695147e-06,
-   "min": 2.5130334821353373e-06,
-   "max": 3.863359375014649e-06,
+   "seconds": 3.73662946425871e-06,
+   "min": 3.3001205357002002e-06,
+   "max": 4.348544643103683e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10202,28 +10434,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0268587500021909e-05,
-   "host_backward_canary_seconds": 2.0241950000041698e-05,
+   "host_canary_seconds": 1.105211999998801e-05,
+   "host_backward_canary_seconds": 2.267889999984618e-05,
    "pass_seconds": [
-    3.3156026785695147e-06,
-    3.095499999946786e-06,
-    3.6555513392829856e-06
+    3.469845982095876e-06,
+    3.868241071204791e-06,
+    3.73662946425871e-06
    ],
    "pass_host_canary_seconds": [
-    1.0268587500021909e-05,
-    9.962997499997072e-06,
-    1.0503749999983824e-05
+    1.105211999998801e-05,
+    1.0854404999918188e-05,
+    1.1130859999184395e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0241950000041698e-05,
-    1.745609500005685e-05,
-    2.028692499990825e-05
+    2.267889999984618e-05,
+    1.833213500049169e-05,
+    2.274434999890218e-05
    ]
   },
   "optimizer_sgd_foreach_per_step": {
-   "seconds": 0.0001602170000032694,
-   "min": 8.759471427310928e-05,
-   "max": 0.00031695742856235095,
+   "seconds": 0.0001862048571865671,
+   "min": 0.00011168114279566259,
+   "max": 0.00037515471428508,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10233,28 +10465,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0268587500021909e-05,
-   "host_backward_canary_seconds": 2.0241950000041698e-05,
+   "host_canary_seconds": 1.105211999998801e-05,
+   "host_backward_canary_seconds": 2.267889999984618e-05,
    "pass_seconds": [
-    0.0001602170000032694,
-    0.00011823014284167193,
-    0.00020589157142580916
+    0.0001862048571865671,
+    0.00019515585722729156,
+    0.00018141542857717598
    ],
    "pass_host_canary_seconds": [
-    1.0268587500021909e-05,
-    9.962997499997072e-06,
-    1.0503749999983824e-05
+    1.105211999998801e-05,
+    1.0854404999918188e-05,
+    1.1130859999184395e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0241950000041698e-05,
-    1.745609500005685e-05,
-    2.028692499990825e-05
+    2.267889999984618e-05,
+    1.833213500049169e-05,
+    2.274434999890218e-05
    ]
   },
   "optimizer_sgd_foreach_cold_per_param": {
-   "seconds": 4.497305803573072e-06,
-   "min": 2.7687254464352814e-06,
-   "max": 5.374138392839305e-06,
+   "seconds": 5.053857143317535e-06,
+   "min": 2.4122723214503594e-06,
+   "max": 5.706803571671669e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10264,28 +10496,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.036306000003151e-05,
-   "host_backward_canary_seconds": 2.0554270000019416e-05,
+   "host_canary_seconds": 7.811489999767219e-06,
+   "host_backward_canary_seconds": 1.965014000006704e-05,
    "pass_seconds": [
-    3.8275535714544465e-06,
-    4.588308035735622e-06,
-    4.497305803573072e-06
+    2.590375000214148e-06,
+    5.053857143317535e-06,
+    5.0900066962559066e-06
    ],
    "pass_host_canary_seconds": [
-    1.036306000003151e-05,
-    1.0445144999948752e-05,
-    1.0481169999962958e-05
+    7.811489999767219e-06,
+    1.1081940000394752e-05,
+    1.1531115000025238e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0554270000019416e-05,
-    2.3160600000267096e-05,
-    2.1583099999986644e-05
+    1.965014000006704e-05,
+    2.339239000093585e-05,
+    2.3284260000764333e-05
    ]
   },
   "optimizer_sgd_foreach_cold_per_step": {
-   "seconds": 0.000631297999997774,
-   "min": 0.0005389561428696002,
-   "max": 0.0008177425714157899,
+   "seconds": 0.0006933698571174318,
+   "min": 0.0006130090000462068,
+   "max": 0.0007825972859011797,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10295,28 +10527,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.036306000003151e-05,
-   "host_backward_canary_seconds": 2.0554270000019416e-05,
+   "host_canary_seconds": 7.811489999767219e-06,
+   "host_backward_canary_seconds": 1.965014000006704e-05,
    "pass_seconds": [
-    0.0006627041428584692,
-    0.000631297999997774,
-    0.0006021389999984551
+    0.0006669348571709374,
+    0.0007125762857478029,
+    0.0006933698571174318
    ],
    "pass_host_canary_seconds": [
-    1.036306000003151e-05,
-    1.0445144999948752e-05,
-    1.0481169999962958e-05
+    7.811489999767219e-06,
+    1.1081940000394752e-05,
+    1.1531115000025238e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0554270000019416e-05,
-    2.3160600000267096e-05,
-    2.1583099999986644e-05
+    1.965014000006704e-05,
+    2.339239000093585e-05,
+    2.3284260000764333e-05
    ]
   },
   "optimizer_sgd_foreach_large": {
-   "seconds": 0.00020480300000258467,
-   "min": 0.00018815100000324492,
-   "max": 0.00022170200000459772,
+   "seconds": 0.00019034799993278284,
+   "min": 0.00018131199999515957,
+   "max": 0.00023065100003805128,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -10324,15 +10556,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00020882700000868226,
-    0.00019154200001025856,
-    0.00020480300000258467
+    0.00018645300008302002,
+    0.00019034799993278284,
+    0.0002069679999294749
    ]
   },
   "optimizer_sgd_for_loop_per_param": {
-   "seconds": 3.002988839284626e-05,
-   "min": 2.9236517857165823e-05,
-   "max": 3.119294642856778e-05,
+   "seconds": 3.2153904017816005e-05,
+   "min": 2.290082812501331e-05,
+   "max": 4.2918323660704315e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10342,28 +10574,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0252317500025754e-05,
-   "host_backward_canary_seconds": 2.1862820000038142e-05,
+   "host_canary_seconds": 1.096564750014295e-05,
+   "host_backward_canary_seconds": 1.8570120000163113e-05,
    "pass_seconds": [
-    3.0256520089271583e-05,
-    3.002988839284626e-05,
-    2.994714062497041e-05
+    3.2153904017816005e-05,
+    2.763136830351089e-05,
+    3.453368526809949e-05
    ],
    "pass_host_canary_seconds": [
-    1.0252317500025754e-05,
-    1.0537552499982894e-05,
-    1.022873250001055e-05
+    1.096564750014295e-05,
+    1.0823895000271477e-05,
+    1.1541719999854649e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1862820000038142e-05,
-    2.032749999997918e-05,
-    2.2017105000031737e-05
+    1.8570120000163113e-05,
+    1.8643885000528825e-05,
+    2.4011744998233552e-05
    ]
   },
   "optimizer_sgd_for_loop_per_step": {
-   "seconds": 0.00020457685714144911,
-   "min": -0.00028248457143880464,
-   "max": 0.0003876028571474827,
+   "seconds": 0.00028505371411873567,
+   "min": -0.0003319092857054784,
+   "max": 0.0006322945714600792,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10373,28 +10605,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0252317500025754e-05,
-   "host_backward_canary_seconds": 2.1862820000038142e-05,
+   "host_canary_seconds": 1.096564750014295e-05,
+   "host_backward_canary_seconds": 1.8570120000163113e-05,
    "pass_seconds": [
-    0.0002734487142877892,
-    9.634414282848921e-05,
-    0.00020457685714144911
+    0.0002742270000258679,
+    0.00028505371411873567,
+    0.00031928642865100944
    ],
    "pass_host_canary_seconds": [
-    1.0252317500025754e-05,
-    1.0537552499982894e-05,
-    1.022873250001055e-05
+    1.096564750014295e-05,
+    1.0823895000271477e-05,
+    1.1541719999854649e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1862820000038142e-05,
-    2.032749999997918e-05,
-    2.2017105000031737e-05
+    1.8570120000163113e-05,
+    1.8643885000528825e-05,
+    2.4011744998233552e-05
    ]
   },
   "optimizer_sgd_for_loop_cold_per_param": {
-   "seconds": 3.0909997767812414e-05,
-   "min": 1.9675517857198344e-05,
-   "max": 3.2764544642865144e-05,
+   "seconds": 3.401191964285439e-05,
+   "min": 2.219110937470451e-05,
+   "max": 4.610212053535179e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10404,28 +10636,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0368599999992512e-05,
-   "host_backward_canary_seconds": 2.166080000009174e-05,
+   "host_canary_seconds": 1.1074219999613888e-05,
+   "host_backward_canary_seconds": 2.328380999983892e-05,
    "pass_seconds": [
-    3.148537723214011e-05,
-    3.0250497767868113e-05,
-    3.0909997767812414e-05
+    3.401191964285439e-05,
+    2.4084533482238157e-05,
+    3.405164955389799e-05
    ],
    "pass_host_canary_seconds": [
-    1.0368599999992512e-05,
-    1.015516999999022e-05,
-    1.0316519999946649e-05
+    1.1074219999613888e-05,
+    7.695064999779788e-06,
+    1.1551954999049486e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.166080000009174e-05,
-    1.7540759999974396e-05,
-    2.2037340000053972e-05
+    2.328380999983892e-05,
+    1.9847029998345535e-05,
+    2.148603000023286e-05
    ]
   },
   "optimizer_sgd_for_loop_cold_per_step": {
-   "seconds": 0.0006141081428674105,
-   "min": 0.0004288314285767164,
-   "max": 0.0012771078571347516,
+   "seconds": 0.0006978952857415216,
+   "min": 1.4910285813130031e-05,
+   "max": 0.0013229260001870508,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10435,28 +10667,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0368599999992512e-05,
-   "host_backward_canary_seconds": 2.166080000009174e-05,
+   "host_canary_seconds": 1.1074219999613888e-05,
+   "host_backward_canary_seconds": 2.328380999983892e-05,
    "pass_seconds": [
-    0.000640510714278873,
-    0.0006141081428674105,
-    0.0006049855714463448
+    0.000814773000050601,
+    0.0006978952857415216,
+    0.000680960571246812
    ],
    "pass_host_canary_seconds": [
-    1.0368599999992512e-05,
-    1.015516999999022e-05,
-    1.0316519999946649e-05
+    1.1074219999613888e-05,
+    7.695064999779788e-06,
+    1.1551954999049486e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.166080000009174e-05,
-    1.7540759999974396e-05,
-    2.2037340000053972e-05
+    2.328380999983892e-05,
+    1.9847029998345535e-05,
+    2.148603000023286e-05
    ]
   },
   "optimizer_sgd_for_loop_large": {
-   "seconds": 0.0001806559999977253,
-   "min": 0.0001674310000225887,
-   "max": 0.00025546500000928063,
+   "seconds": 0.00018526200005908322,
+   "min": 0.00016490099994825869,
+   "max": 0.0002266480000798765,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -10464,15 +10696,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00018449700000644498,
-    0.00017201599999339123,
-    0.0001806559999977253
+    0.00016816899994864798,
+    0.00018526200005908322,
+    0.00018714199995883973
    ]
   },
   "optimizer_sgd_fused_per_param": {
-   "seconds": 2.5957433035715482e-06,
-   "min": 1.906026785736259e-06,
-   "max": 2.9272924106926723e-06,
+   "seconds": 2.6767745531230958e-06,
+   "min": 1.6599732143772274e-06,
+   "max": 3.17227008953377e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10482,28 +10714,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0253845000036676e-05,
-   "host_backward_canary_seconds": 2.1348040000077618e-05,
+   "host_canary_seconds": 7.941795000192541e-06,
+   "host_backward_canary_seconds": 1.825111000016477e-05,
    "pass_seconds": [
-    2.5957433035715482e-06,
-    2.3332901785926604e-06,
-    2.762046875025094e-06
+    1.76928794612e-06,
+    2.8660111607134046e-06,
+    2.6767745531230958e-06
    ],
    "pass_host_canary_seconds": [
-    1.0253845000036676e-05,
-    1.1099875000013526e-05,
-    1.0771099999971056e-05
+    7.941795000192541e-06,
+    1.0836105000180396e-05,
+    1.0587725000732462e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1348040000077618e-05,
-    1.6828569999916e-05,
-    2.2037340000053972e-05
+    1.825111000016477e-05,
+    1.628656499974568e-05,
+    1.7637050000303134e-05
    ]
   },
   "optimizer_sgd_fused_per_step": {
-   "seconds": 0.00012824957144224363,
-   "min": 3.398885714237361e-05,
-   "max": 0.00027368228570675716,
+   "seconds": 0.0001108137141402819,
+   "min": 5.247114279427478e-05,
+   "max": 0.00028413157130151897,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10513,28 +10745,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0253845000036676e-05,
-   "host_backward_canary_seconds": 2.1348040000077618e-05,
+   "host_canary_seconds": 7.941795000192541e-06,
+   "host_backward_canary_seconds": 1.825111000016477e-05,
    "pass_seconds": [
-    0.00014909242857592226,
-    0.000107452142860406,
-    0.00012824957144224363
+    7.932957134926255e-05,
+    0.00014243485725273786,
+    0.0001108137141402819
    ],
    "pass_host_canary_seconds": [
-    1.0253845000036676e-05,
-    1.1099875000013526e-05,
-    1.0771099999971056e-05
+    7.941795000192541e-06,
+    1.0836105000180396e-05,
+    1.0587725000732462e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1348040000077618e-05,
-    1.6828569999916e-05,
-    2.2037340000053972e-05
+    1.825111000016477e-05,
+    1.628656499974568e-05,
+    1.7637050000303134e-05
    ]
   },
   "optimizer_sgd_fused_cold_per_param": {
-   "seconds": 3.4144419643413116e-06,
-   "min": 1.7587946428143653e-06,
-   "max": 4.148368303535932e-06,
+   "seconds": 3.6479620533214074e-06,
+   "min": 1.997756696578027e-06,
+   "max": 4.31922544663621e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10544,28 +10776,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0301010000048905e-05,
-   "host_backward_canary_seconds": 1.8471359999949755e-05,
+   "host_canary_seconds": 8.18019500002265e-06,
+   "host_backward_canary_seconds": 2.3472330000231522e-05,
    "pass_seconds": [
-    3.3319598214160654e-06,
-    3.4144419643413116e-06,
-    3.953484375048991e-06
+    2.518997767708697e-06,
+    3.97835267814831e-06,
+    3.6479620533214074e-06
    ],
    "pass_host_canary_seconds": [
-    1.0301010000048905e-05,
-    1.0455020000108561e-05,
-    1.0705224999867369e-05
+    8.18019500002265e-06,
+    1.1629665000327804e-05,
+    1.0741705000327784e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8471359999949755e-05,
-    1.9607559999883505e-05,
-    2.1949180000149225e-05
+    2.3472330000231522e-05,
+    2.1410700001069926e-05,
+    1.976210000066203e-05
    ]
   },
   "optimizer_sgd_fused_cold_per_step": {
-   "seconds": 0.0005897629999895214,
-   "min": 0.00045866528569555546,
-   "max": 0.0006693251428657732,
+   "seconds": 0.0006796028571898205,
+   "min": 0.00042971528580437734,
+   "max": 0.0007635575712551404,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10575,28 +10807,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0301010000048905e-05,
-   "host_backward_canary_seconds": 1.8471359999949755e-05,
+   "host_canary_seconds": 8.18019500002265e-06,
+   "host_backward_canary_seconds": 2.3472330000231522e-05,
    "pass_seconds": [
-    0.0005939891428527387,
-    0.0004997400000174171,
-    0.0005897629999895214
+    0.0006267491428226485,
+    0.000688512714305034,
+    0.0006796028571898205
    ],
    "pass_host_canary_seconds": [
-    1.0301010000048905e-05,
-    1.0455020000108561e-05,
-    1.0705224999867369e-05
+    8.18019500002265e-06,
+    1.1629665000327804e-05,
+    1.0741705000327784e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8471359999949755e-05,
-    1.9607559999883505e-05,
-    2.1949180000149225e-05
+    2.3472330000231522e-05,
+    2.1410700001069926e-05,
+    1.976210000066203e-05
    ]
   },
   "optimizer_sgd_fused_large": {
-   "seconds": 0.00014342999998007144,
-   "min": 0.00013320100001124047,
-   "max": 0.0001581650000019863,
+   "seconds": 0.0001336020000053395,
+   "min": 0.00012644899993574654,
+   "max": 0.0001766519999364391,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -10604,15 +10836,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00015028999999344705,
-    0.00013755399999126894,
-    0.00014342999998007144
+    0.00012820699998883356,
+    0.0001336020000053395,
+    0.0001519680001820234
    ]
   },
   "optimizer_sgd_wd_foreach_per_param": {
-   "seconds": 6.757245535750554e-06,
-   "min": 5.815694196442678e-06,
-   "max": 7.2893683035678085e-06,
+   "seconds": 5.254718749776137e-06,
+   "min": 3.937120535876407e-06,
+   "max": 7.588720982149815e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10622,28 +10854,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0302340000052368e-05,
-   "host_backward_canary_seconds": 1.6187260000037897e-05,
+   "host_canary_seconds": 7.699037500117356e-06,
+   "host_backward_canary_seconds": 1.965110000014647e-05,
    "pass_seconds": [
-    7.043986607145415e-06,
-    6.041720982111595e-06,
-    6.757245535750554e-06
+    4.362249999953097e-06,
+    5.254718749776137e-06,
+    7.220287946450656e-06
    ],
    "pass_host_canary_seconds": [
-    1.0302340000052368e-05,
-    1.045173500003216e-05,
-    1.0136515000027657e-05
+    7.699037500117356e-06,
+    9.09935000038331e-06,
+    1.0925625000481886e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6187260000037897e-05,
-    2.3403459999968847e-05,
-    2.1700929999894923e-05
+    1.965110000014647e-05,
+    2.421640500074318e-05,
+    1.953974000116432e-05
    ]
   },
   "optimizer_sgd_wd_foreach_per_step": {
-   "seconds": 0.0001791441428825432,
-   "min": 0.00012897785714877888,
-   "max": 0.0004442305714503293,
+   "seconds": 0.0001752977144795815,
+   "min": 4.228700010701559e-05,
+   "max": 0.00037997628563906413,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10653,28 +10885,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0302340000052368e-05,
-   "host_backward_canary_seconds": 1.6187260000037897e-05,
+   "host_canary_seconds": 7.699037500117356e-06,
+   "host_backward_canary_seconds": 1.965110000014647e-05,
    "pass_seconds": [
-    0.0002293319999994635,
-    0.0001606755714362862,
-    0.0001791441428825432
+    0.00015809557133447276,
+    0.0001752977144795815,
+    0.00021875499997544727
    ],
    "pass_host_canary_seconds": [
-    1.0302340000052368e-05,
-    1.045173500003216e-05,
-    1.0136515000027657e-05
+    7.699037500117356e-06,
+    9.09935000038331e-06,
+    1.0925625000481886e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6187260000037897e-05,
-    2.3403459999968847e-05,
-    2.1700929999894923e-05
+    1.965110000014647e-05,
+    2.421640500074318e-05,
+    1.953974000116432e-05
    ]
   },
   "optimizer_sgd_wd_foreach_cold_per_param": {
-   "seconds": 8.258075892886296e-06,
-   "min": 5.067095982168114e-06,
-   "max": 8.775580357151774e-06,
+   "seconds": 6.041093750448161e-06,
+   "min": 4.614866071506185e-06,
+   "max": 1.0296426339603418e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10684,28 +10916,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0191754999979708e-05,
-   "host_backward_canary_seconds": 1.7416310000015757e-05,
+   "host_canary_seconds": 7.935699999848111e-06,
+   "host_backward_canary_seconds": 2.1781450000162296e-05,
    "pass_seconds": [
-    8.493354910710238e-06,
-    5.350424107129571e-06,
-    8.258075892886296e-06
+    5.674078124938221e-06,
+    6.041093750448161e-06,
+    9.288406250362868e-06
    ],
    "pass_host_canary_seconds": [
-    1.0191754999979708e-05,
-    7.257260000130827e-06,
-    9.992825000040284e-06
+    7.935699999848111e-06,
+    8.080794999614228e-06,
+    1.0843210000075486e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7416310000015757e-05,
-    1.6299389999971937e-05,
-    1.7914489999952822e-05
+    2.1781450000162296e-05,
+    1.922448000186705e-05,
+    1.9047840000894213e-05
    ]
   },
   "optimizer_sgd_wd_foreach_cold_per_step": {
-   "seconds": 0.0007188289999951232,
-   "min": 0.0005591612857317939,
-   "max": 0.000820676714277673,
+   "seconds": 0.0007617032857914247,
+   "min": 0.000434249714057192,
+   "max": 0.0011057182857224948,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10715,28 +10947,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0191754999979708e-05,
-   "host_backward_canary_seconds": 1.7416310000015757e-05,
+   "host_canary_seconds": 7.935699999848111e-06,
+   "host_backward_canary_seconds": 2.1781450000162296e-05,
    "pass_seconds": [
-    0.0007188289999951232,
-    0.0005968711428465667,
-    0.0007513320000011195
+    0.0007504697142296988,
+    0.0007617032857914247,
+    0.0008620479998496324
    ],
    "pass_host_canary_seconds": [
-    1.0191754999979708e-05,
-    7.257260000130827e-06,
-    9.992825000040284e-06
+    7.935699999848111e-06,
+    8.080794999614228e-06,
+    1.0843210000075486e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7416310000015757e-05,
-    1.6299389999971937e-05,
-    1.7914489999952822e-05
+    2.1781450000162296e-05,
+    1.922448000186705e-05,
+    1.9047840000894213e-05
    ]
   },
   "optimizer_sgd_wd_for_loop_per_param": {
-   "seconds": 4.026955133935266e-05,
-   "min": 2.6932319196402788e-05,
-   "max": 4.266460267857549e-05,
+   "seconds": 4.3904517857486424e-05,
+   "min": 2.751986830367465e-05,
+   "max": 4.782541517859126e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10746,28 +10978,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0176145000002635e-05,
-   "host_backward_canary_seconds": 2.0598549999988338e-05,
+   "host_canary_seconds": 1.0565284999870529e-05,
+   "host_backward_canary_seconds": 1.9604399999479937e-05,
    "pass_seconds": [
-    4.123705357142856e-05,
-    2.8245928571455992e-05,
-    4.026955133935266e-05
+    4.3904517857486424e-05,
+    3.053589955369164e-05,
+    4.558954241115235e-05
    ],
    "pass_host_canary_seconds": [
-    1.0176145000002635e-05,
-    6.9785600000216164e-06,
-    1.0105449999997518e-05
+    1.0565284999870529e-05,
+    7.496150000179114e-06,
+    1.0910820000162858e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0598549999988338e-05,
-    2.0813874999987548e-05,
-    1.952806999980794e-05
+    1.9604399999479937e-05,
+    1.9390049999401526e-05,
+    2.5242740000521736e-05
    ]
   },
   "optimizer_sgd_wd_for_loop_per_step": {
-   "seconds": 0.00036679128572408067,
-   "min": 6.855714287163609e-05,
-   "max": 0.0005292074285502429,
+   "seconds": 0.0004132722856898647,
+   "min": -6.818814287206428e-05,
+   "max": 0.0028129194284117276,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10777,28 +11009,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0176145000002635e-05,
-   "host_backward_canary_seconds": 2.0598549999988338e-05,
+   "host_canary_seconds": 1.0565284999870529e-05,
+   "host_backward_canary_seconds": 1.9604399999479937e-05,
    "pass_seconds": [
-    0.00036738314286870796,
-    0.00018916928571245857,
-    0.00036679128572408067
+    0.0004132722856898647,
+    0.00029576128576991323,
+    0.0004975464284728203
    ],
    "pass_host_canary_seconds": [
-    1.0176145000002635e-05,
-    6.9785600000216164e-06,
-    1.0105449999997518e-05
+    1.0565284999870529e-05,
+    7.496150000179114e-06,
+    1.0910820000162858e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0598549999988338e-05,
-    2.0813874999987548e-05,
-    1.952806999980794e-05
+    1.9604399999479937e-05,
+    1.9390049999401526e-05,
+    2.5242740000521736e-05
    ]
   },
   "optimizer_sgd_wd_for_loop_cold_per_param": {
-   "seconds": 4.08108950893065e-05,
-   "min": 2.795023214290688e-05,
-   "max": 4.393612946431068e-05,
+   "seconds": 3.226426562465333e-05,
+   "min": 2.8180718750294075e-05,
+   "max": 4.60998995533503e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10808,28 +11040,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0159560000033708e-05,
-   "host_backward_canary_seconds": 2.174014999994256e-05,
+   "host_canary_seconds": 7.5560549998954225e-06,
+   "host_backward_canary_seconds": 2.2219520000135164e-05,
    "pass_seconds": [
-    4.2602345982142455e-05,
-    3.0359066964231423e-05,
-    4.08108950893065e-05
+    3.151653571441061e-05,
+    3.226426562465333e-05,
+    4.4326247767908657e-05
    ],
    "pass_host_canary_seconds": [
-    1.0159560000033708e-05,
-    7.27879999999459e-06,
-    9.91985500007786e-06
+    7.5560549998954225e-06,
+    7.463130000360252e-06,
+    1.0700760000190713e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.174014999994256e-05,
-    1.796649999988631e-05,
-    1.6703869999901144e-05
+    2.2219520000135164e-05,
+    2.359654999963823e-05,
+    2.337733000103981e-05
    ]
   },
   "optimizer_sgd_wd_for_loop_cold_per_step": {
-   "seconds": 0.0006895112857258873,
-   "min": 0.0002120274285581608,
-   "max": 0.0009634421428513309,
+   "seconds": 0.0007980352856650696,
+   "min": 0.0003945241426533486,
+   "max": 0.002210534999919998,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10839,28 +11071,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0159560000033708e-05,
-   "host_backward_canary_seconds": 2.174014999994256e-05,
+   "host_canary_seconds": 7.5560549998954225e-06,
+   "host_backward_canary_seconds": 2.2219520000135164e-05,
    "pass_seconds": [
-    0.0007365217142794984,
-    0.0006127915714395321,
-    0.0006895112857258873
+    0.0007739744285117922,
+    0.0007980352856650696,
+    0.0008268741428634841
    ],
    "pass_host_canary_seconds": [
-    1.0159560000033708e-05,
-    7.27879999999459e-06,
-    9.91985500007786e-06
+    7.5560549998954225e-06,
+    7.463130000360252e-06,
+    1.0700760000190713e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.174014999994256e-05,
-    1.796649999988631e-05,
-    1.6703869999901144e-05
+    2.2219520000135164e-05,
+    2.359654999963823e-05,
+    2.337733000103981e-05
    ]
   },
   "optimizer_sgd_wd_fused_per_param": {
-   "seconds": 2.5812566964513095e-06,
-   "min": 1.3616540179204963e-06,
-   "max": 2.8847165178813583e-06,
+   "seconds": 2.729113839044268e-06,
+   "min": 1.4420066963996954e-06,
+   "max": 2.8225758928864967e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10870,28 +11102,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.024512499995467e-05,
-   "host_backward_canary_seconds": 2.2077989999900183e-05,
+   "host_canary_seconds": 1.0972910000077717e-05,
+   "host_backward_canary_seconds": 2.0277439999745185e-05,
    "pass_seconds": [
-    2.741156249985721e-06,
-    1.4392499999412881e-06,
-    2.5812566964513095e-06
+    2.7442656251557603e-06,
+    1.8695937501636957e-06,
+    2.729113839044268e-06
    ],
    "pass_host_canary_seconds": [
-    1.024512499995467e-05,
-    6.591124999886233e-06,
-    9.892480000104342e-06
+    1.0972910000077717e-05,
+    8.360484999911932e-06,
+    1.061558500055071e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.2077989999900183e-05,
-    1.68897300000026e-05,
-    2.115694999986317e-05
+    2.0277439999745185e-05,
+    2.3468900001262226e-05,
+    2.0973200000753423e-05
    ]
   },
   "optimizer_sgd_wd_fused_per_step": {
-   "seconds": 0.0001005038571325453,
-   "min": 4.622571429584761e-05,
-   "max": 0.00028363614286571907,
+   "seconds": 9.746271445822328e-05,
+   "min": 2.4562428572088326e-05,
+   "max": 0.00031271799996700016,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10901,28 +11133,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.024512499995467e-05,
-   "host_backward_canary_seconds": 2.2077989999900183e-05,
+   "host_canary_seconds": 1.0972910000077717e-05,
+   "host_backward_canary_seconds": 2.0277439999745185e-05,
    "pass_seconds": [
-    0.00013828400000193142,
-    5.385471428098754e-05,
-    0.0001005038571325453
+    0.00010408128564774546,
+    7.262828574182225e-05,
+    9.746271445822328e-05
    ],
    "pass_host_canary_seconds": [
-    1.024512499995467e-05,
-    6.591124999886233e-06,
-    9.892480000104342e-06
+    1.0972910000077717e-05,
+    8.360484999911932e-06,
+    1.061558500055071e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.2077989999900183e-05,
-    1.68897300000026e-05,
-    2.115694999986317e-05
+    2.0277439999745185e-05,
+    2.3468900001262226e-05,
+    2.0973200000753423e-05
    ]
   },
   "optimizer_sgd_wd_fused_cold_per_param": {
-   "seconds": 3.3774017856710463e-06,
-   "min": 2.199624999984654e-06,
-   "max": 4.0076450892482085e-06,
+   "seconds": 3.3320959822447094e-06,
+   "min": 1.998404018520107e-06,
+   "max": 4.941645088812103e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10932,28 +11164,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.024512499995467e-05,
-   "host_backward_canary_seconds": 2.2524029999999585e-05,
+   "host_canary_seconds": 1.0374469999874236e-05,
+   "host_backward_canary_seconds": 1.848986000027253e-05,
    "pass_seconds": [
-    3.2871250000050215e-06,
-    3.443870535667161e-06,
-    3.3774017856710463e-06
+    3.3320959822447094e-06,
+    2.4190089286589356e-06,
+    3.949912946308944e-06
    ],
    "pass_host_canary_seconds": [
-    1.024512499995467e-05,
-    9.046465000039915e-06,
-    1.0193019999888975e-05
+    1.0374469999874236e-05,
+    7.875080000303569e-06,
+    9.274599999571365e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2524029999999585e-05,
-    2.028844999983903e-05,
-    1.9147700000132774e-05
+    1.848986000027253e-05,
+    2.3357840000244323e-05,
+    2.4136429999543907e-05
    ]
   },
   "optimizer_sgd_wd_fused_cold_per_step": {
-   "seconds": 0.0005624857142874719,
-   "min": 0.0004026807142979903,
-   "max": 0.0006653678571158902,
+   "seconds": 0.0006284887142230998,
+   "min": 0.00044716371426797456,
+   "max": 0.001162063142698701,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10963,28 +11195,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.024512499995467e-05,
-   "host_backward_canary_seconds": 2.2524029999999585e-05,
+   "host_canary_seconds": 1.0374469999874236e-05,
+   "host_backward_canary_seconds": 1.848986000027253e-05,
    "pass_seconds": [
-    0.0005624857142874719,
-    0.0004784557142889818,
-    0.000618506285726588
+    0.0006385568571626468,
+    0.0006284887142230998,
+    0.0005842490002123668
    ],
    "pass_host_canary_seconds": [
-    1.024512499995467e-05,
-    9.046465000039915e-06,
-    1.0193019999888975e-05
+    1.0374469999874236e-05,
+    7.875080000303569e-06,
+    9.274599999571365e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2524029999999585e-05,
-    2.028844999983903e-05,
-    1.9147700000132774e-05
+    1.848986000027253e-05,
+    2.3357840000244323e-05,
+    2.4136429999543907e-05
    ]
   },
   "optimizer_adamw_foreach_per_param": {
-   "seconds": 1.22925379464662e-05,
-   "min": 7.586390625004467e-06,
-   "max": 1.3447691964303082e-05,
+   "seconds": 1.4369209821499648e-05,
+   "min": 8.68569196401024e-06,
+   "max": 1.9587399553496914e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10994,28 +11226,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.562629999995351e-06,
-   "host_backward_canary_seconds": 2.1342360000033978e-05,
+   "host_canary_seconds": 1.0099799999920834e-05,
+   "host_backward_canary_seconds": 2.014011000028404e-05,
    "pass_seconds": [
-    8.374354910729259e-06,
-    1.22925379464662e-05,
-    1.3231546874984243e-05
+    1.2813046875186679e-05,
+    1.4369209821499648e-05,
+    1.5153774553665147e-05
    ],
    "pass_host_canary_seconds": [
-    7.562629999995351e-06,
-    9.425925000030589e-06,
-    1.0104350000048612e-05
+    1.0099799999920834e-05,
+    1.0687432499594252e-05,
+    1.1490474998936406e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1342360000033978e-05,
-    1.614133499998616e-05,
-    1.5363305000022364e-05
+    2.014011000028404e-05,
+    1.8184750000500572e-05,
+    2.304051999999501e-05
    ]
   },
   "optimizer_adamw_foreach_per_step": {
-   "seconds": 0.0003948645714331178,
-   "min": 0.00016106185714599112,
-   "max": 0.0007961770000000407,
+   "seconds": 0.00048372128584820275,
+   "min": -0.0001257025715273943,
+   "max": 0.0010666191428104607,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11025,28 +11257,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.562629999995351e-06,
-   "host_backward_canary_seconds": 2.1342360000033978e-05,
+   "host_canary_seconds": 1.0099799999920834e-05,
+   "host_backward_canary_seconds": 2.014011000028404e-05,
    "pass_seconds": [
-    0.0003948645714331178,
-    0.00040982457144472003,
-    0.0003521010000002077
+    0.0004824922857389018,
+    0.00048372128584820275,
+    0.0006012369998253624
    ],
    "pass_host_canary_seconds": [
-    7.562629999995351e-06,
-    9.425925000030589e-06,
-    1.0104350000048612e-05
+    1.0099799999920834e-05,
+    1.0687432499594252e-05,
+    1.1490474998936406e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1342360000033978e-05,
-    1.614133499998616e-05,
-    1.5363305000022364e-05
+    2.014011000028404e-05,
+    1.8184750000500572e-05,
+    2.304051999999501e-05
    ]
   },
   "optimizer_adamw_foreach_cold_per_param": {
-   "seconds": 9.460174107062918e-06,
-   "min": 8.836366071359894e-06,
-   "max": 1.566350892856505e-05,
+   "seconds": 1.8080881695985746e-05,
+   "min": 7.590622767545645e-06,
+   "max": 2.5502587053694015e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11056,28 +11288,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.3110649999819085e-06,
-   "host_backward_canary_seconds": 2.0201700000086475e-05,
+   "host_canary_seconds": 1.039293499957239e-05,
+   "host_backward_canary_seconds": 2.126255999996829e-05,
    "pass_seconds": [
-    9.303238839266012e-06,
-    9.460174107062918e-06,
-    1.5177098214318769e-05
+    1.531943080352554e-05,
+    1.8080881695985746e-05,
+    2.0805470982107215e-05
    ],
    "pass_host_canary_seconds": [
-    7.3110649999819085e-06,
-    6.983985000061921e-06,
-    1.0007724999923085e-05
+    1.039293499957239e-05,
+    1.0878114999286481e-05,
+    1.275378499940416e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0201700000086475e-05,
-    1.9327159999988908e-05,
-    2.0975809999868033e-05
+    2.126255999996829e-05,
+    1.8255840000165336e-05,
+    1.992339999787873e-05
    ]
   },
   "optimizer_adamw_foreach_cold_per_step": {
-   "seconds": 0.0008969992857085377,
-   "min": 0.0007208925714142619,
-   "max": 0.0011951928571331141,
+   "seconds": 0.0011498457143618776,
+   "min": 0.00036618185725144164,
+   "max": 0.0023561731428084647,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11087,28 +11319,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.3110649999819085e-06,
-   "host_backward_canary_seconds": 2.0201700000086475e-05,
+   "host_canary_seconds": 1.039293499957239e-05,
+   "host_backward_canary_seconds": 2.126255999996829e-05,
    "pass_seconds": [
-    0.0008969992857085377,
-    0.0008094911428599971,
-    0.001016173999983851
+    0.0011498457143618776,
+    0.0010072675713672652,
+    0.0014966144285608607
    ],
    "pass_host_canary_seconds": [
-    7.3110649999819085e-06,
-    6.983985000061921e-06,
-    1.0007724999923085e-05
+    1.039293499957239e-05,
+    1.0878114999286481e-05,
+    1.275378499940416e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0201700000086475e-05,
-    1.9327159999988908e-05,
-    2.0975809999868033e-05
+    2.126255999996829e-05,
+    1.8255840000165336e-05,
+    1.992339999787873e-05
    ]
   },
   "optimizer_adamw_foreach_large": {
-   "seconds": 0.00045344699999816385,
-   "min": 0.0004441059999891195,
-   "max": 0.0005195440000136387,
+   "seconds": 0.0005996949998916534,
+   "min": 0.000475593000032859,
+   "max": 0.0010521179999614105,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -11116,15 +11348,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00045344699999816385,
-    0.00044949299999075265,
-    0.0004970850000063365
+    0.0005229719999988447,
+    0.0005996949998916534,
+    0.0007905760000994633
    ]
   },
   "optimizer_adamw_for_loop_per_param": {
-   "seconds": 6.436077008929532e-05,
-   "min": 6.262689062497273e-05,
-   "max": 0.00010108345982143671,
+   "seconds": 0.00012781067410675258,
+   "min": 7.498935937506295e-05,
+   "max": 0.00014652336160711092,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11134,28 +11366,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.436574999990398e-06,
-   "host_backward_canary_seconds": 1.928488000004336e-05,
+   "host_canary_seconds": 1.0922755000137841e-05,
+   "host_backward_canary_seconds": 2.0752440000251227e-05,
    "pass_seconds": [
-    8.219510267859498e-05,
-    6.436077008929532e-05,
-    6.343652008933276e-05
+    0.0001285589017859325,
+    9.15255267851681e-05,
+    0.00012781067410675258
    ],
    "pass_host_canary_seconds": [
-    8.436574999990398e-06,
-    6.775900000093316e-06,
-    6.879550000036261e-06
+    1.0922755000137841e-05,
+    1.0777354999618183e-05,
+    1.1603049999848736e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.928488000004336e-05,
-    2.1227640000063276e-05,
-    1.764704999999367e-05
+    2.0752440000251227e-05,
+    1.9685049999225157e-05,
+    2.0246700000825512e-05
    ]
   },
   "optimizer_adamw_for_loop_per_step": {
-   "seconds": 0.0005632002857274597,
-   "min": -0.0006276617142759733,
-   "max": 0.002805567857137703,
+   "seconds": 0.000998228857188874,
+   "min": -0.0009213951427682332,
+   "max": 0.004516248428769488,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11165,28 +11397,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.436574999990398e-06,
-   "host_backward_canary_seconds": 1.928488000004336e-05,
+   "host_canary_seconds": 1.0922755000137841e-05,
+   "host_backward_canary_seconds": 2.0752440000251227e-05,
    "pass_seconds": [
-    0.0005750435714284253,
-    0.0004751150000004145,
-    0.0005632002857274597
+    0.000998228857188874,
+    0.0007958075712265001,
+    0.0010589502858562947
    ],
    "pass_host_canary_seconds": [
-    8.436574999990398e-06,
-    6.775900000093316e-06,
-    6.879550000036261e-06
+    1.0922755000137841e-05,
+    1.0777354999618183e-05,
+    1.1603049999848736e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.928488000004336e-05,
-    2.1227640000063276e-05,
-    1.764704999999367e-05
+    2.0752440000251227e-05,
+    1.9685049999225157e-05,
+    2.0246700000825512e-05
    ]
   },
   "optimizer_adamw_for_loop_cold_per_param": {
-   "seconds": 8.624474553574148e-05,
-   "min": 6.243396651787034e-05,
-   "max": 0.00010204714732142683,
+   "seconds": 7.673555133992847e-05,
+   "min": 6.928534151790749e-05,
+   "max": 0.00014013082812474359,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11196,28 +11428,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.382270000026892e-06,
-   "host_backward_canary_seconds": 1.9447340000056103e-05,
+   "host_canary_seconds": 7.681970000135152e-06,
+   "host_backward_canary_seconds": 2.0766459999777e-05,
    "pass_seconds": [
-    8.70323169642909e-05,
-    6.5335962053619e-05,
-    8.624474553574148e-05
+    7.575573660721448e-05,
+    7.673555133992847e-05,
+    0.00012813347544593512
    ],
    "pass_host_canary_seconds": [
-    8.382270000026892e-06,
-    6.7100900000127695e-06,
-    7.596190000072056e-06
+    7.681970000135152e-06,
+    7.852644999957192e-06,
+    1.1561885000901385e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9447340000056103e-05,
-    2.015396999979657e-05,
-    2.081529000008686e-05
+    2.0766459999777e-05,
+    2.3525169999629726e-05,
+    1.9650110000384303e-05
    ]
   },
   "optimizer_adamw_for_loop_cold_per_step": {
-   "seconds": 0.0007632807142710718,
-   "min": -0.0011449599999967374,
-   "max": 0.0018304118571482574,
+   "seconds": 0.001026389714297693,
+   "min": -0.0008076317141590805,
+   "max": 0.005149908857187516,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11227,28 +11459,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.382270000026892e-06,
-   "host_backward_canary_seconds": 1.9447340000056103e-05,
+   "host_canary_seconds": 7.681970000135152e-06,
+   "host_backward_canary_seconds": 2.0766459999777e-05,
    "pass_seconds": [
-    0.0007486768571384672,
-    0.0007632807142710718,
-    0.0010540304285525182
+    0.001026389714297693,
+    0.0010797618571944312,
+    0.0005384605715335056
    ],
    "pass_host_canary_seconds": [
-    8.382270000026892e-06,
-    6.7100900000127695e-06,
-    7.596190000072056e-06
+    7.681970000135152e-06,
+    7.852644999957192e-06,
+    1.1561885000901385e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9447340000056103e-05,
-    2.015396999979657e-05,
-    2.081529000008686e-05
+    2.0766459999777e-05,
+    2.3525169999629726e-05,
+    1.9650110000384303e-05
    ]
   },
   "optimizer_adamw_for_loop_large": {
-   "seconds": 0.0003999850000013794,
-   "min": 0.0003899030000127368,
-   "max": 0.0005715050000105748,
+   "seconds": 0.0005446989998745266,
+   "min": 0.0003967840000314027,
+   "max": 0.0007060039999942092,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -11256,15 +11488,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.0005404559999959702,
-    0.00039973300002316137,
-    0.0003999850000013794
+    0.0004068499999902997,
+    0.0005446989998745266,
+    0.0006247599999369413
    ]
   },
   "optimizer_adamw_fused_per_param": {
-   "seconds": 4.085194196415795e-06,
-   "min": 2.3535892856862972e-06,
-   "max": 5.385386160699264e-06,
+   "seconds": 3.433680803307685e-06,
+   "min": 2.5087767858065846e-06,
+   "max": 7.097272321589441e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11274,28 +11506,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.020896500001811e-05,
-   "host_backward_canary_seconds": 2.1453104999977767e-05,
+   "host_canary_seconds": 7.72974500023338e-06,
+   "host_backward_canary_seconds": 2.168850000089151e-05,
    "pass_seconds": [
-    4.085194196415795e-06,
-    2.5543169642919646e-06,
-    4.229089285688405e-06
+    2.684241071447348e-06,
+    3.433680803307685e-06,
+    5.265243303702911e-06
    ],
    "pass_host_canary_seconds": [
-    1.020896500001811e-05,
-    7.050540000079763e-06,
-    1.0333667499935473e-05
+    7.72974500023338e-06,
+    9.162167499994211e-06,
+    1.0768514999881518e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1453104999977767e-05,
-    1.615635000007387e-05,
-    1.9085769999946932e-05
+    2.168850000089151e-05,
+    2.389411999843105e-05,
+    2.23734600001535e-05
    ]
   },
   "optimizer_adamw_fused_per_step": {
-   "seconds": 0.00012750642855507976,
-   "min": 4.8919285709254294e-05,
-   "max": 0.00037828185715430403,
+   "seconds": 0.0001376549999544555,
+   "min": 2.826757135413312e-05,
+   "max": 0.0005619040000185903,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11305,28 +11537,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.020896500001811e-05,
-   "host_backward_canary_seconds": 2.1453104999977767e-05,
+   "host_canary_seconds": 7.72974500023338e-06,
+   "host_backward_canary_seconds": 2.168850000089151e-05,
    "pass_seconds": [
-    0.00024303857142220816,
-    0.00010587942859225613,
-    0.00012750642855507976
+    0.0001376549999544555,
+    0.00013483028562534728,
+    0.00022196714274157003
    ],
    "pass_host_canary_seconds": [
-    1.020896500001811e-05,
-    7.050540000079763e-06,
-    1.0333667499935473e-05
+    7.72974500023338e-06,
+    9.162167499994211e-06,
+    1.0768514999881518e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1453104999977767e-05,
-    1.615635000007387e-05,
-    1.9085769999946932e-05
+    2.168850000089151e-05,
+    2.389411999843105e-05,
+    2.23734600001535e-05
    ]
   },
   "optimizer_adamw_fused_cold_per_param": {
-   "seconds": 6.1091205356689215e-06,
-   "min": 3.036127232133471e-06,
-   "max": 6.9161607142273084e-06,
+   "seconds": 3.952649553440324e-06,
+   "min": 2.9615513394024414e-06,
+   "max": 1.2408957589217704e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11336,28 +11568,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0218574999996121e-05,
-   "host_backward_canary_seconds": 2.025610000004008e-05,
+   "host_canary_seconds": 7.656910000264361e-06,
+   "host_backward_canary_seconds": 2.2651850000556805e-05,
    "pass_seconds": [
-    5.353584821423039e-06,
-    6.266638392902836e-06,
-    6.1091205356689215e-06
+    3.6085290179447123e-06,
+    3.952649553440324e-06,
+    6.747542410526616e-06
    ],
    "pass_host_canary_seconds": [
-    1.0218574999996121e-05,
-    9.994844999994256e-06,
-    1.0115599999949154e-05
+    7.656910000264361e-06,
+    7.723969999915426e-06,
+    1.1279039999863017e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.025610000004008e-05,
-    1.6260280000039983e-05,
-    1.7255479999960243e-05
+    2.2651850000556805e-05,
+    2.011956999922404e-05,
+    2.1841029999905005e-05
    ]
   },
   "optimizer_adamw_fused_cold_per_step": {
-   "seconds": 0.0005995579999843617,
-   "min": 0.0005193282857435731,
-   "max": 0.0008789901428554815,
+   "seconds": 0.000744114857103081,
+   "min": 0.00048145699992931313,
+   "max": 0.0011325322857211567,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11367,28 +11599,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0218574999996121e-05,
-   "host_backward_canary_seconds": 2.025610000004008e-05,
+   "host_canary_seconds": 7.656910000264361e-06,
+   "host_backward_canary_seconds": 2.2651850000556805e-05,
    "pass_seconds": [
-    0.0006550527142832964,
-    0.0005456245714461666,
-    0.0005995579999843617
+    0.000744114857103081,
+    0.0006889724286338605,
+    0.000790029714445544
    ],
    "pass_host_canary_seconds": [
-    1.0218574999996121e-05,
-    9.994844999994256e-06,
-    1.0115599999949154e-05
+    7.656910000264361e-06,
+    7.723969999915426e-06,
+    1.1279039999863017e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.025610000004008e-05,
-    1.6260280000039983e-05,
-    1.7255479999960243e-05
+    2.2651850000556805e-05,
+    2.011956999922404e-05,
+    2.1841029999905005e-05
    ]
   },
   "optimizer_adamw_fused_large": {
-   "seconds": 0.0002245630000032861,
-   "min": 0.00020166100000551523,
-   "max": 0.0002502199999980803,
+   "seconds": 0.00021628100012094365,
+   "min": 0.0001938529999279126,
+   "max": 0.0002754649999587855,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -11396,135 +11628,135 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.0002245630000032861,
-    0.00024014000001670865,
-    0.00021228199997835873
+    0.0002014310000504338,
+    0.00023139299992180895,
+    0.00021628100012094365
    ]
   },
   "cuda_synchronize_idle": {
-   "seconds": 7.917185999986032e-06,
-   "min": 7.248094000004812e-06,
-   "max": 9.174086999991005e-06,
+   "seconds": 8.46603100012544e-06,
+   "min": 5.295876999980465e-06,
+   "max": 1.0103390000040236e-05,
    "samples": 33,
    "method": "1000 x torch.cuda.synchronize() with no work queued; wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.026155999998224e-05,
-   "host_backward_canary_seconds": 2.1698190000023488e-05,
+   "host_canary_seconds": 8.165550000285293e-06,
+   "host_backward_canary_seconds": 1.845495999987179e-05,
    "pass_seconds": [
-    8.194863999989366e-06,
-    7.64220900001078e-06,
-    7.917185999986032e-06
+    6.029029999922386e-06,
+    8.46603100012544e-06,
+    8.74092300000484e-06
    ],
    "pass_host_canary_seconds": [
-    1.026155999998224e-05,
-    1.004773749997412e-05,
-    1.0052184999977954e-05
+    8.165550000285293e-06,
+    1.1004075000187186e-05,
+    1.0675210000385959e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1698190000023488e-05,
-    1.5056155000081617e-05,
-    2.0969159999992824e-05
+    1.845495999987179e-05,
+    2.4114670000017214e-05,
+    2.1050195000498208e-05
    ]
   },
   "cuda_event_record": {
-   "seconds": 9.859787000010555e-06,
-   "min": 8.320611000016242e-06,
-   "max": 1.134236200000771e-05,
+   "seconds": 9.262053000043125e-06,
+   "min": 6.6494310000280165e-06,
+   "max": 1.1642713999890475e-05,
    "samples": 33,
    "method": "1000 x Event(enable_timing=True).record(); host wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0440297500018403e-05,
-   "host_backward_canary_seconds": 2.2404909999949043e-05,
+   "host_canary_seconds": 1.0222597499875973e-05,
+   "host_backward_canary_seconds": 1.957763000007162e-05,
    "pass_seconds": [
-    1.0626076999997735e-05,
-    9.859787000010555e-06,
-    9.633600999990222e-06
+    9.262053000043125e-06,
+    1.1062609999953566e-05,
+    8.314406999943458e-06
    ],
    "pass_host_canary_seconds": [
-    1.0440297500018403e-05,
-    9.907515000051604e-06,
-    9.453442500060305e-06
+    1.0222597499875973e-05,
+    1.0855674998992981e-05,
+    9.95811500047239e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2404909999949043e-05,
-    1.53555750000578e-05,
-    1.9237870000097245e-05
+    1.957763000007162e-05,
+    2.394843000047331e-05,
+    2.4804240000548815e-05
    ]
   },
   "cuda_event_elapsed_time": {
-   "seconds": 1.4479840000092281e-06,
-   "min": 1.057167999988451e-06,
-   "max": 1.6460519999981217e-06,
+   "seconds": 1.77895299998454e-06,
+   "min": 8.967310000116413e-07,
+   "max": 1.9940190002216696e-06,
    "samples": 33,
    "method": "1000 x elapsed_time() of two finished events; wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0297507499998914e-05,
-   "host_backward_canary_seconds": 2.159943999998859e-05,
+   "host_canary_seconds": 7.514005000075486e-06,
+   "host_backward_canary_seconds": 1.794332999963899e-05,
    "pass_seconds": [
-    1.5697390000042333e-06,
-    1.4143280000098458e-06,
-    1.4479840000092281e-06
+    9.132599999475132e-07,
+    1.77895299998454e-06,
+    1.8004549999659503e-06
    ],
    "pass_host_canary_seconds": [
-    1.0297507499998914e-05,
-    8.071297500009678e-06,
-    9.153865000044447e-06
+    7.514005000075486e-06,
+    1.0888100000556733e-05,
+    1.1961619999283356e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.159943999998859e-05,
-    1.3898825000069336e-05,
-    1.8975645000125495e-05
+    1.794332999963899e-05,
+    2.214003000062803e-05,
+    2.774749000082011e-05
    ]
   },
   "launch_sync_roundtrip": {
-   "seconds": 1.8789908000002243e-05,
-   "min": 1.2801515999996127e-05,
-   "max": 2.2528618999999138e-05,
+   "seconds": 1.8545359999961874e-05,
+   "min": 1.5122361999829081e-05,
+   "max": 6.154809100007697e-05,
    "samples": 33,
    "method": "1000 x (one tiny in-place add + torch.cuda.synchronize()); wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0478535000046918e-05,
-   "host_backward_canary_seconds": 2.1819570000047862e-05,
+   "host_canary_seconds": 7.770314999788752e-06,
+   "host_backward_canary_seconds": 2.0183649999125917e-05,
    "pass_seconds": [
-    2.1116861999999516e-05,
-    1.8789908000002243e-05,
-    1.8410767999995415e-05
+    1.8545359999961874e-05,
+    1.76329060000171e-05,
+    2.0129666000002543e-05
    ],
    "pass_host_canary_seconds": [
-    1.0478535000046918e-05,
-    9.134322500017334e-06,
-    9.045237500018288e-06
+    7.770314999788752e-06,
+    9.41039500048646e-06,
+    1.0924744999556424e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1819570000047862e-05,
-    1.6224410000091894e-05,
-    2.0365380000129107e-05
+    2.0183649999125917e-05,
+    2.332738999939465e-05,
+    2.5223040001947083e-05
    ]
   },
   "item_roundtrip": {
-   "seconds": 2.2099359999998568e-05,
-   "min": 1.6866584000013063e-05,
-   "max": 2.482503800000302e-05,
+   "seconds": 2.0209338999848113e-05,
+   "min": 1.8016304999946443e-05,
+   "max": 2.6288739999927203e-05,
    "samples": 33,
    "method": "1000 x x.sum().item() on 16 elements (kernel + copy to host); wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0283885000035298e-05,
-   "host_backward_canary_seconds": 1.8094069999960994e-05,
+   "host_canary_seconds": 7.858234999957858e-06,
+   "host_backward_canary_seconds": 1.9897309999805654e-05,
    "pass_seconds": [
-    2.36698760000138e-05,
-    1.8780826000011075e-05,
-    2.2099359999998568e-05
+    1.8958021999992526e-05,
+    2.514325600009215e-05,
+    2.0209338999848113e-05
    ],
    "pass_host_canary_seconds": [
-    1.0283885000035298e-05,
-    9.728780000060056e-06,
-    9.569020000057548e-06
+    7.858234999957858e-06,
+    1.1219829999618015e-05,
+    8.164390000047205e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8094069999960994e-05,
-    1.7066734999957587e-05,
-    1.815100500010658e-05
+    1.9897309999805654e-05,
+    2.4440219999632972e-05,
+    2.0679680001194357e-05
    ]
   },
   "gpu_kernel_gap": {
-   "seconds": 2.08331914611816e-06,
-   "min": 2.0240397872924585e-06,
-   "max": 2.2071509568786715e-06,
+   "seconds": 2.2899943595886037e-06,
+   "min": 2.153360626525869e-06,
+   "max": 2.3772152726745485e-06,
    "samples": 11,
    "method": "200 back-to-back adds of 16777216 bfloat16 elements: CUDA-event interval per kernel minus the kernel's CUPTI duration (torch.profiler) of the same loop; GPU-bound (host far ahead)"
   }
@@ -11549,15 +11781,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.596484999999997e-05,
-    "min": 7.586550000000003e-05,
-    "max": 7.620780000000004e-05,
+    "seconds": 7.569080000000003e-05,
+    "min": 7.544260000000006e-05,
+    "max": 7.584620000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010509145000000002,
-    "min": 0.00010485079999999996,
-    "max": 0.00010523829999999994,
+    "seconds": 0.00010473210000000002,
+    "min": 0.00010462609999999995,
+    "max": 0.0001049562,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11581,15 +11813,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.065145000000003e-05,
-    "min": 9.050260000000002e-05,
-    "max": 9.120259999999993e-05,
+    "seconds": 9.092104999999998e-05,
+    "min": 9.055969999999998e-05,
+    "max": 9.11259000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.48903e-05,
-    "min": 9.479669999999992e-05,
-    "max": 9.509140000000002e-05,
+    "seconds": 9.520695e-05,
+    "min": 9.507089999999999e-05,
+    "max": 9.53179e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11613,15 +11845,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017646714999999997,
-    "min": 0.00017630619999999995,
-    "max": 0.0001767783,
+    "seconds": 0.00017616595,
+    "min": 0.0001759832,
+    "max": 0.00017660659999999993,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004429471,
-    "min": 0.0004425764000000001,
-    "max": 0.00044313619999999997,
+    "seconds": 0.00044202859999999995,
+    "min": 0.0004415269000000002,
+    "max": 0.00044229100000000015,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11645,15 +11877,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002834462500000001,
-    "min": 0.00028269989999999995,
-    "max": 0.0002843352999999999,
+    "seconds": 0.0002835463000000002,
+    "min": 0.00028328519999999983,
+    "max": 0.00028427190000000004,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005412358,
-    "min": 0.0005401768000000001,
-    "max": 0.0005416314999999999,
+    "seconds": 0.0005406220500000001,
+    "min": 0.0005396901000000001,
+    "max": 0.0005416325999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11677,15 +11909,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0006902714,
-    "min": 0.0006893700999999998,
-    "max": 0.0006908660999999998,
+    "seconds": 0.0006883111000000001,
+    "min": 0.0006878765000000001,
+    "max": 0.0006886050999999996,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0017474457000000003,
-    "min": 0.0017464974999999998,
-    "max": 0.0017480180999999997,
+    "seconds": 0.0017431012999999994,
+    "min": 0.0017419015999999995,
+    "max": 0.0017437375000000006,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11709,15 +11941,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00114139615,
-    "min": 0.0011410727000000004,
-    "max": 0.0011420179000000003,
+    "seconds": 0.0011392666,
+    "min": 0.0011382900999999995,
+    "max": 0.0011414655,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0021078459500000002,
-    "min": 0.0021059112000000003,
-    "max": 0.0021093220000000003,
+    "seconds": 0.00210051695,
+    "min": 0.0020996756,
+    "max": 0.0021022788000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11741,15 +11973,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.4704100000000046e-05,
-    "min": 3.4643299999999953e-05,
-    "max": 3.523799999999999e-05,
+    "seconds": 3.4526450000000046e-05,
+    "min": 3.446039999999998e-05,
+    "max": 3.506880000000006e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010061605000000009,
-    "min": 9.983449999999999e-05,
-    "max": 0.00010095010000000012,
+    "seconds": 9.655129999999997e-05,
+    "min": 9.638379999999995e-05,
+    "max": 9.734649999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11773,15 +12005,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.8361750000000046e-05,
-    "min": 4.830070000000001e-05,
-    "max": 4.994860000000006e-05,
+    "seconds": 4.821095000000003e-05,
+    "min": 4.818819999999996e-05,
+    "max": 4.9926000000000145e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.137300000000012e-05,
-    "min": 7.13157e-05,
-    "max": 7.27778e-05,
+    "seconds": 7.230209999999993e-05,
+    "min": 7.217180000000003e-05,
+    "max": 7.348790000000007e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11805,15 +12037,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017542110000000002,
-    "min": 0.00017507189999999996,
-    "max": 0.0001756058,
+    "seconds": 0.00017556005000000008,
+    "min": 0.00017535120000000004,
+    "max": 0.00017581830000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004391356,
-    "min": 0.00043834480000000007,
-    "max": 0.0004396207,
+    "seconds": 0.0004383954000000001,
+    "min": 0.00043767190000000014,
+    "max": 0.00043881350000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11837,15 +12069,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00032017860000000005,
-    "min": 0.00031921360000000004,
-    "max": 0.0003219951,
+    "seconds": 0.0003194235500000001,
+    "min": 0.0003188822000000001,
+    "max": 0.00031972710000000026,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006040684000000002,
-    "min": 0.0006034980999999999,
-    "max": 0.0006045887000000001,
+    "seconds": 0.0006029494000000001,
+    "min": 0.0006019544000000001,
+    "max": 0.0006035515999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11869,15 +12101,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.10289e-05,
-    "min": 5.087370000000002e-05,
-    "max": 5.1424e-05,
+    "seconds": 5.118810000000002e-05,
+    "min": 5.111620000000008e-05,
+    "max": 5.135039999999991e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012167815,
-    "min": 0.00012128010000000008,
-    "max": 0.00012193639999999993,
+    "seconds": 0.00012051945000000002,
+    "min": 0.00012029030000000013,
+    "max": 0.00012082359999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11901,15 +12133,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.863430000000006e-05,
-    "min": 6.803839999999998e-05,
-    "max": 6.978520000000002e-05,
+    "seconds": 6.788605000000002e-05,
+    "min": 6.730729999999996e-05,
+    "max": 7.015939999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00013097975000000005,
-    "min": 0.00013066470000000006,
-    "max": 0.0001328640000000001,
+    "seconds": 0.0001329685500000001,
+    "min": 0.00013286360000000003,
+    "max": 0.00013326940000000018,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11933,15 +12165,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00019904385,
-    "min": 0.0001989349,
-    "max": 0.00019946300000000004,
+    "seconds": 0.00019896524999999998,
+    "min": 0.0001984749999999999,
+    "max": 0.0001992156000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004668103,
-    "min": 0.00046650019999999986,
-    "max": 0.0004677157,
+    "seconds": 0.0004657834,
+    "min": 0.0004655753999999999,
+    "max": 0.0004668275999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11965,15 +12197,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00037790425,
-    "min": 0.0003774542,
-    "max": 0.0003789657999999999,
+    "seconds": 0.0003773962500000002,
+    "min": 0.0003765998000000001,
+    "max": 0.00037789109999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00061526495,
-    "min": 0.0006142677,
-    "max": 0.0006165505000000001,
+    "seconds": 0.0006152055499999999,
+    "min": 0.0006140697000000002,
+    "max": 0.0006154347999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11997,15 +12229,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.962730000000002e-05,
-    "min": 7.940439999999999e-05,
-    "max": 7.985030000000001e-05,
+    "seconds": 7.92794e-05,
+    "min": 7.892140000000001e-05,
+    "max": 7.93807999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014215310000000004,
-    "min": 0.00014205419999999998,
-    "max": 0.0001425695999999976,
+    "seconds": 0.00014227135000000003,
+    "min": 0.000141805,
+    "max": 0.00014248910000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12029,15 +12261,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012238204999999994,
-    "min": 0.00012204869999999998,
-    "max": 0.00012259109999999992,
+    "seconds": 0.00012227929999999995,
+    "min": 0.00012202000000000007,
+    "max": 0.00012281869999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001677761,
-    "min": 0.0001672712,
-    "max": 0.00016815420000000002,
+    "seconds": 0.00016813570000000005,
+    "min": 0.00016766020000000005,
+    "max": 0.00016845380000000008,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12061,15 +12293,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0003068477,
-    "min": 0.00030642690000000003,
-    "max": 0.00030790400000000007,
+    "seconds": 0.0003065753499999999,
+    "min": 0.0003062382999999999,
+    "max": 0.00030707839999999994,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005525618999999999,
-    "min": 0.0005520188999999998,
-    "max": 0.0005527913999999999,
+    "seconds": 0.00055165015,
+    "min": 0.0005514869999999999,
+    "max": 0.0005518328,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12093,15 +12325,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0004688678500000001,
-    "min": 0.00046840210000000007,
-    "max": 0.00046956989999999974,
+    "seconds": 0.00046915124999999977,
+    "min": 0.00046872289999999985,
+    "max": 0.00046962079999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00065533455,
-    "min": 0.0006546541,
-    "max": 0.0006560453,
+    "seconds": 0.00065492375,
+    "min": 0.0006539613999999997,
+    "max": 0.0006563592000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12125,15 +12357,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.417399999999963e-06,
-    "min": 9.388800000000038e-06,
-    "max": 9.503999999999974e-06,
+    "seconds": 9.44305000000004e-06,
+    "min": 9.401399999999898e-06,
+    "max": 9.516599999999925e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.4436800000000046e-05,
-    "min": 1.4406600000000016e-05,
-    "max": 1.4758400000000006e-05,
+    "seconds": 1.5160000000000038e-05,
+    "min": 1.5071899999999914e-05,
+    "max": 1.5279499999999985e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12157,15 +12389,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.1457899999999983e-05,
-    "min": 2.14049e-05,
-    "max": 2.1718300000000066e-05,
+    "seconds": 2.1260099999999966e-05,
+    "min": 2.1225099999999998e-05,
+    "max": 2.1391600000000017e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.0060800000000023e-05,
-    "min": 1.999989999999989e-05,
-    "max": 2.0182500000000005e-05,
+    "seconds": 1.9849299999999925e-05,
+    "min": 1.9811200000000008e-05,
+    "max": 1.9990200000000028e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12189,15 +12421,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.097305000000003e-05,
-    "min": 5.0755100000000005e-05,
-    "max": 5.117450000000003e-05,
+    "seconds": 5.128329999999996e-05,
+    "min": 5.096159999999995e-05,
+    "max": 5.164619999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012350719999999998,
-    "min": 0.00012292160000000008,
-    "max": 0.00012390400000000007,
+    "seconds": 0.00012294064999999988,
+    "min": 0.00012273329999999986,
+    "max": 0.00012304309999999988,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12221,15 +12453,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.879490000000007e-05,
-    "min": 7.806079999999998e-05,
-    "max": 8.048970000000006e-05,
+    "seconds": 7.921590000000006e-05,
+    "min": 7.820859999999998e-05,
+    "max": 8.055619999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00015678789999999998,
-    "min": 0.00015605409999999996,
-    "max": 0.00015790749999999992,
+    "seconds": 0.0001558798,
+    "min": 0.00015501789999999995,
+    "max": 0.0001560509,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12253,15 +12485,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4150299999999948e-05,
-    "min": 1.3977800000000038e-05,
-    "max": 1.4703599999999994e-05,
+    "seconds": 1.3718049999999981e-05,
+    "min": 1.3577499999999986e-05,
+    "max": 1.4019399999999927e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.384160000000007e-05,
-    "min": 3.368000000000008e-05,
-    "max": 3.395190000000007e-05,
+    "seconds": 3.3586950000000026e-05,
+    "min": 3.327060000000001e-05,
+    "max": 3.3776000000000024e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12285,15 +12517,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.7200200000000025e-05,
-    "min": 2.7168299999999968e-05,
-    "max": 2.7660700000000137e-05,
+    "seconds": 2.7078350000000045e-05,
+    "min": 2.7046200000000022e-05,
+    "max": 2.765399999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.784004999999984e-05,
-    "min": 2.7744000000000048e-05,
-    "max": 2.8124700000000053e-05,
+    "seconds": 2.764815000000007e-05,
+    "min": 2.7571000000000096e-05,
+    "max": 2.8063999999999893e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12317,15 +12549,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.007359999999999e-05,
-    "min": 7.973419999999997e-05,
-    "max": 8.03135e-05,
+    "seconds": 8.032904999999999e-05,
+    "min": 8.005349999999997e-05,
+    "max": 8.062689999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014743679999999998,
-    "min": 0.0001471271999999998,
-    "max": 0.00014791990000000003,
+    "seconds": 0.00014742285000000002,
+    "min": 0.0001471861999999999,
+    "max": 0.00014771840000000008,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12349,15 +12581,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00013779235000000004,
-    "min": 0.00013773309999999997,
-    "max": 0.00013880630000000005,
+    "seconds": 0.00013773715000000002,
+    "min": 0.0001375118000000001,
+    "max": 0.00013832830000000033,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001972236,
-    "min": 0.0001968292,
-    "max": 0.00019797659999999995,
+    "seconds": 0.0001974092000000001,
+    "min": 0.00019704469999999976,
+    "max": 0.0001976177999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12381,15 +12613,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.4861000000000004e-05,
-    "min": 3.456690000000001e-05,
-    "max": 3.496670000000001e-05,
+    "seconds": 3.464294999999989e-05,
+    "min": 3.4393299999999974e-05,
+    "max": 3.4799599999999964e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.909769999999999e-05,
-    "min": 5.898859999999995e-05,
-    "max": 5.9564800000000104e-05,
+    "seconds": 5.9130799999999986e-05,
+    "min": 5.904859999999997e-05,
+    "max": 5.9317999999999977e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12413,15 +12645,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.530720000000002e-05,
-    "min": 4.501750000000002e-05,
-    "max": 4.544650000000009e-05,
+    "seconds": 4.5385400000000055e-05,
+    "min": 4.511290000000013e-05,
+    "max": 4.57821999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.2659600000000034e-05,
-    "min": 5.146860000000002e-05,
-    "max": 5.3046600000000035e-05,
+    "seconds": 5.293104999999996e-05,
+    "min": 5.266260000000006e-05,
+    "max": 5.383009999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12445,15 +12677,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001524937,
-    "min": 0.0001521858000000001,
-    "max": 0.00015280609999999989,
+    "seconds": 0.00015285479999999996,
+    "min": 0.00015215610000000014,
+    "max": 0.0001530061,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00021656670000000004,
-    "min": 0.00021625100000000004,
-    "max": 0.00021680179999999995,
+    "seconds": 0.00021602885000000007,
+    "min": 0.00021573020000000006,
+    "max": 0.00021640180000000007,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12477,15 +12709,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.000196609,
-    "min": 0.00019625849999999997,
-    "max": 0.00019699880000000002,
+    "seconds": 0.00019648325000000023,
+    "min": 0.00019641489999999983,
+    "max": 0.00019682740000000011,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00022626224999999995,
-    "min": 0.00022607549999999993,
-    "max": 0.00022660910000000005,
+    "seconds": 0.00022604525000000008,
+    "min": 0.00022564079999999994,
+    "max": 0.0002263250999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12509,15 +12741,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.40795000000001e-06,
-    "min": 6.38380000000002e-06,
-    "max": 6.447999999999956e-06,
+    "seconds": 6.473500000000018e-06,
+    "min": 6.460599999999966e-06,
+    "max": 6.480199999999968e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.2447999999999745e-06,
-    "min": 6.208000000000038e-06,
-    "max": 6.3009000000000924e-06,
+    "seconds": 6.230400000000031e-06,
+    "min": 6.211100000000033e-06,
+    "max": 6.28479999999995e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12541,15 +12773,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.356345e-05,
-    "min": 1.3529300000000023e-05,
-    "max": 1.358090000000003e-05,
+    "seconds": 1.3684899999999914e-05,
+    "min": 1.3667000000000008e-05,
+    "max": 1.369269999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.668900000000008e-06,
-    "min": 9.650999999999988e-06,
-    "max": 9.718299999999932e-06,
+    "seconds": 9.459350000000064e-06,
+    "min": 9.44949999999992e-06,
+    "max": 9.50079999999989e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12573,15 +12805,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.470739999999999e-05,
-    "min": 1.466270000000003e-05,
-    "max": 1.532760000000003e-05,
+    "seconds": 1.4547299999999985e-05,
+    "min": 1.4476600000000098e-05,
+    "max": 1.5222200000000044e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.0832049999999996e-05,
-    "min": 3.055699999999997e-05,
-    "max": 3.1686599999999975e-05,
+    "seconds": 3.046559999999995e-05,
+    "min": 3.0406299999999967e-05,
+    "max": 3.099159999999995e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12605,15 +12837,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.4324850000000024e-05,
-    "min": 3.422999999999995e-05,
-    "max": 3.447349999999999e-05,
+    "seconds": 3.442755000000003e-05,
+    "min": 3.439690000000003e-05,
+    "max": 3.4827999999999904e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.377455000000002e-05,
-    "min": 3.375660000000006e-05,
-    "max": 3.398390000000005e-05,
+    "seconds": 3.412134999999999e-05,
+    "min": 3.403480000000006e-05,
+    "max": 3.437100000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12637,15 +12869,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1166550000000013e-05,
-    "min": 1.1056399999999996e-05,
-    "max": 1.1216000000000041e-05,
+    "seconds": 1.1140549999999952e-05,
+    "min": 1.1024099999999998e-05,
+    "max": 1.1209099999999943e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.160980000000003e-05,
-    "min": 1.154249999999995e-05,
-    "max": 1.1702299999999991e-05,
+    "seconds": 1.1476799999999934e-05,
+    "min": 1.1433499999999936e-05,
+    "max": 1.1654400000000056e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12669,15 +12901,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.117934999999996e-05,
-    "min": 2.114240000000002e-05,
-    "max": 2.1197199999999974e-05,
+    "seconds": 2.110379999999993e-05,
+    "min": 2.108169999999993e-05,
+    "max": 2.1136200000000145e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.6353649999999975e-05,
-    "min": 1.6307199999999897e-05,
-    "max": 1.6371300000000065e-05,
+    "seconds": 1.6446350000000006e-05,
+    "min": 1.642560000000003e-05,
+    "max": 1.6492699999999992e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12701,15 +12933,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.6597300000000043e-05,
-    "min": 3.6438199999999986e-05,
-    "max": 3.672020000000002e-05,
+    "seconds": 3.6747199999999884e-05,
+    "min": 3.6626800000000095e-05,
+    "max": 3.704299999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.65102e-05,
-    "min": 5.638119999999999e-05,
-    "max": 5.6860799999999996e-05,
+    "seconds": 5.657865000000004e-05,
+    "min": 5.645460000000001e-05,
+    "max": 5.671999999999989e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12733,15 +12965,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.016290000000006e-05,
-    "min": 5.999400000000002e-05,
-    "max": 6.036159999999999e-05,
+    "seconds": 6.044274999999995e-05,
+    "min": 6.0323300000000046e-05,
+    "max": 6.062649999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.528029999999994e-05,
-    "min": 6.458620000000004e-05,
-    "max": 6.599979999999999e-05,
+    "seconds": 6.676890000000002e-05,
+    "min": 6.64703e-05,
+    "max": 6.698530000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12765,15 +12997,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.2054300000000007e-05,
-    "min": 2.192290000000006e-05,
-    "max": 2.2553499999999987e-05,
+    "seconds": 2.1591999999999965e-05,
+    "min": 2.152320000000003e-05,
+    "max": 2.203489999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.528499999999996e-05,
-    "min": 3.512639999999999e-05,
-    "max": 3.5427500000000196e-05,
+    "seconds": 3.516305000000003e-05,
+    "min": 3.509429999999995e-05,
+    "max": 3.5279599999999987e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12797,15 +13029,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.588510000000002e-05,
-    "min": 3.585959999999998e-05,
-    "max": 3.599030000000008e-05,
+    "seconds": 3.585125000000007e-05,
+    "min": 3.579539999999997e-05,
+    "max": 3.588450000000006e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.951190000000003e-05,
-    "min": 2.945919999999994e-05,
-    "max": 2.9609600000000015e-05,
+    "seconds": 2.9667150000000003e-05,
+    "min": 2.960649999999996e-05,
+    "max": 2.970190000000005e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12829,15 +13061,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.01655e-05,
-    "min": 7.002139999999996e-05,
-    "max": 7.044519999999997e-05,
+    "seconds": 7.051315000000006e-05,
+    "min": 7.04448e-05,
+    "max": 7.092140000000009e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001125039,
-    "min": 0.00011230750000000003,
-    "max": 0.00011281310000000008,
+    "seconds": 0.00011221044999999995,
+    "min": 0.00011201179999999992,
+    "max": 0.00011249489999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12861,15 +13093,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011816220000000001,
-    "min": 0.00011796869999999993,
-    "max": 0.00011846749999999998,
+    "seconds": 0.00011834094999999984,
+    "min": 0.00011818609999999984,
+    "max": 0.00011870920000000015,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012982280000000003,
-    "min": 0.0001294765,
-    "max": 0.00013027200000000002,
+    "seconds": 0.00012968654999999992,
+    "min": 0.00012939689999999997,
+    "max": 0.00012987340000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12893,15 +13125,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.281699999999983e-06,
-    "min": 7.228599999999949e-06,
-    "max": 7.369499999999971e-06,
+    "seconds": 7.331150000000031e-06,
+    "min": 7.228399999999954e-06,
+    "max": 7.433599999999989e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.411150000000016e-06,
-    "min": 6.399999999999909e-06,
-    "max": 6.4895000000000215e-06,
+    "seconds": 6.4255e-06,
+    "min": 6.419000000000028e-06,
+    "max": 6.4928000000000795e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12925,15 +13157,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.666550000000008e-05,
-    "min": 1.6649300000000075e-05,
-    "max": 1.6672499999999993e-05,
+    "seconds": 1.6657649999999957e-05,
+    "min": 1.6636500000000036e-05,
+    "max": 1.6669000000000118e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.753450000000021e-06,
-    "min": 6.713399999999978e-06,
-    "max": 6.82880000000007e-06,
+    "seconds": 6.606549999999948e-06,
+    "min": 6.579099999999994e-06,
+    "max": 6.640100000000075e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12957,15 +13189,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.176005000000003e-05,
-    "min": 1.1676999999999953e-05,
-    "max": 1.199040000000008e-05,
+    "seconds": 1.1711799999999971e-05,
+    "min": 1.1663600000000076e-05,
+    "max": 1.1936100000000011e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.2315300000000017e-05,
-    "min": 1.2262299999999983e-05,
-    "max": 1.2457699999999977e-05,
+    "seconds": 1.2993550000000007e-05,
+    "min": 1.2895900000000005e-05,
+    "max": 1.3174400000000058e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12989,15 +13221,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.3169399999999967e-05,
-    "min": 4.3155299999999956e-05,
-    "max": 4.3203499999999974e-05,
+    "seconds": 4.323494999999996e-05,
+    "min": 4.319049999999997e-05,
+    "max": 4.3256799999999975e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.7654550000000002e-05,
-    "min": 1.7600199999999937e-05,
-    "max": 1.775049999999999e-05,
+    "seconds": 1.7663850000000036e-05,
+    "min": 1.7609400000000005e-05,
+    "max": 1.773439999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13021,15 +13253,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.2419199999999983e-05,
-    "min": 2.2397500000000024e-05,
-    "max": 2.2736100000000045e-05,
+    "seconds": 2.240704999999994e-05,
+    "min": 2.236799999999995e-05,
+    "max": 2.2783200000000067e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.2708749999999978e-05,
-    "min": 2.2643199999999933e-05,
-    "max": 2.2860800000000084e-05,
+    "seconds": 2.3998300000000004e-05,
+    "min": 2.390059999999994e-05,
+    "max": 2.4242999999999917e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13053,15 +13285,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.103910000000002e-05,
-    "min": 5.1014300000000065e-05,
-    "max": 5.1056099999999974e-05,
+    "seconds": 5.110354999999993e-05,
+    "min": 5.10786e-05,
+    "max": 5.111659999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.1617699999999947e-05,
-    "min": 2.1555200000000057e-05,
-    "max": 2.163529999999987e-05,
+    "seconds": 2.1457549999999935e-05,
+    "min": 2.1398200000000066e-05,
+    "max": 2.152020000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13085,15 +13317,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.357260000000005e-05,
-    "min": 5.3404699999999994e-05,
-    "max": 5.367780000000006e-05,
+    "seconds": 5.356805000000002e-05,
+    "min": 5.343640000000001e-05,
+    "max": 5.3800899999999954e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.247735e-05,
-    "min": 7.242560000000008e-05,
-    "max": 7.261450000000004e-05,
+    "seconds": 7.242035000000004e-05,
+    "min": 7.232629999999999e-05,
+    "max": 7.261789999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13117,15 +13349,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015542599999999996,
-    "min": 0.0001553503,
-    "max": 0.00015579090000000022,
+    "seconds": 0.00015556005000000013,
+    "min": 0.00015546189999999987,
+    "max": 0.00015590820000000016,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.559035000000001e-05,
-    "min": 6.546299999999999e-05,
-    "max": 6.607059999999996e-05,
+    "seconds": 6.560120000000003e-05,
+    "min": 6.55000999999999e-05,
+    "max": 6.5875e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13150,15 +13382,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.707100000000072e-06,
-    "min": 6.668800000000022e-06,
-    "max": 6.710400000000072e-06,
+    "seconds": 6.612700000000029e-06,
+    "min": 6.60130000000005e-06,
+    "max": 6.62669999999996e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.1038800000000027e-05,
-    "min": 1.099540000000005e-05,
-    "max": 1.108809999999994e-05,
+    "seconds": 1.1032000000000044e-05,
+    "min": 1.1001400000000013e-05,
+    "max": 1.1084600000000046e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13183,15 +13415,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.0371249999999963e-05,
-    "min": 1.0362099999999987e-05,
-    "max": 1.0400300000000038e-05,
+    "seconds": 1.0302499999999986e-05,
+    "min": 1.0291099999999984e-05,
+    "max": 1.0322899999999982e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.2912100000000083e-05,
-    "min": 1.2902599999999962e-05,
-    "max": 1.2969500000000017e-05,
+    "seconds": 1.2958599999999956e-05,
+    "min": 1.2933999999999832e-05,
+    "max": 1.3039599999999928e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13216,15 +13448,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.502450000000005e-06,
-    "min": 8.457800000000009e-06,
-    "max": 8.54729999999995e-06,
+    "seconds": 8.470050000000016e-06,
+    "min": 8.444699999999943e-06,
+    "max": 8.518199999999979e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.3112099999999947e-05,
-    "min": 1.3071900000000016e-05,
-    "max": 1.3139300000000173e-05,
+    "seconds": 1.3078350000000149e-05,
+    "min": 1.30558e-05,
+    "max": 1.31233000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13249,15 +13481,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.437430000000004e-05,
-    "min": 1.43394e-05,
-    "max": 1.4877100000000029e-05,
+    "seconds": 1.4385350000000033e-05,
+    "min": 1.434880000000004e-05,
+    "max": 1.4784199999999954e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.5793499999999956e-05,
-    "min": 1.5743799999999966e-05,
-    "max": 1.6025499999999896e-05,
+    "seconds": 1.6063799999999966e-05,
+    "min": 1.6015600000000017e-05,
+    "max": 1.632320000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13282,15 +13514,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.5318649999999986e-05,
-    "min": 1.531519999999997e-05,
-    "max": 1.5417499999999996e-05,
+    "seconds": 1.5369500000000003e-05,
+    "min": 1.5350499999999998e-05,
+    "max": 1.5471899999999993e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.9501049999999933e-05,
-    "min": 2.941710000000003e-05,
-    "max": 2.9695499999999912e-05,
+    "seconds": 2.973910000000003e-05,
+    "min": 2.968639999999998e-05,
+    "max": 2.9878099999999855e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13315,15 +13547,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.3721650000000075e-05,
-    "min": 2.3625799999999946e-05,
-    "max": 2.3967900000000008e-05,
+    "seconds": 2.4054149999999936e-05,
+    "min": 2.397429999999997e-05,
+    "max": 2.4255800000000043e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.610434999999997e-05,
-    "min": 3.58552999999999e-05,
-    "max": 3.640959999999997e-05,
+    "seconds": 3.67214499999999e-05,
+    "min": 3.660469999999987e-05,
+    "max": 3.6908500000000096e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13348,15 +13580,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.2268600000000012e-05,
-    "min": 2.2214300000000015e-05,
-    "max": 2.231049999999998e-05,
+    "seconds": 2.232580000000003e-05,
+    "min": 2.220459999999996e-05,
+    "max": 2.2422400000000018e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.208674999999986e-05,
-    "min": 5.190049999999998e-05,
-    "max": 5.227850000000005e-05,
+    "seconds": 5.2044800000000034e-05,
+    "min": 5.196460000000011e-05,
+    "max": 5.2515100000000096e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13381,15 +13613,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.0305949999999986e-05,
-    "min": 4.021150000000001e-05,
-    "max": 4.038410000000007e-05,
+    "seconds": 4.0505199999999986e-05,
+    "min": 4.0301099999999986e-05,
+    "max": 4.06138999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.266395000000002e-05,
-    "min": 6.254689999999998e-05,
-    "max": 6.27395e-05,
+    "seconds": 6.263579999999988e-05,
+    "min": 6.246040000000009e-05,
+    "max": 6.271290000000008e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13414,15 +13646,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.0043249999999984e-05,
-    "min": 2.9945399999999983e-05,
-    "max": 3.007990000000001e-05,
+    "seconds": 3.0076999999999997e-05,
+    "min": 3.0031899999999996e-05,
+    "max": 3.0140000000000023e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.692485000000007e-05,
-    "min": 7.67774999999997e-05,
-    "max": 7.72323e-05,
+    "seconds": 7.741624999999997e-05,
+    "min": 7.71574000000001e-05,
+    "max": 7.750110000000006e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13447,15 +13679,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.909584999999997e-05,
-    "min": 4.8975999999999986e-05,
-    "max": 4.920920000000001e-05,
+    "seconds": 4.932629999999999e-05,
+    "min": 4.92156e-05,
+    "max": 4.950409999999993e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.745510000000004e-05,
-    "min": 8.741169999999997e-05,
-    "max": 8.768290000000007e-05,
+    "seconds": 8.702214999999996e-05,
+    "min": 8.666130000000002e-05,
+    "max": 8.737909999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13480,15 +13712,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.1749150000000013e-05,
-    "min": 4.1730800000000024e-05,
-    "max": 4.189109999999996e-05,
+    "seconds": 4.151469999999999e-05,
+    "min": 4.1341000000000043e-05,
+    "max": 4.169570000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.65514e-05,
-    "min": 9.639379999999996e-05,
-    "max": 9.720040000000003e-05,
+    "seconds": 9.684070000000002e-05,
+    "min": 9.665579999999996e-05,
+    "max": 9.722309999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13513,15 +13745,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.03217e-05,
-    "min": 8.00516e-05,
-    "max": 8.075549999999992e-05,
+    "seconds": 8.013660000000001e-05,
+    "min": 7.993630000000001e-05,
+    "max": 8.02654000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011567450000000003,
-    "min": 0.00011548909999999997,
-    "max": 0.00011585070000000013,
+    "seconds": 0.00011548760000000004,
+    "min": 0.00011507790000000005,
+    "max": 0.00011570670000000014,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13546,15 +13778,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.558080000000003e-05,
-    "min": 7.551750000000005e-05,
-    "max": 7.571900000000005e-05,
+    "seconds": 7.573125000000003e-05,
+    "min": 7.56699e-05,
+    "max": 7.599900000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018917950000000005,
-    "min": 0.00018872719999999998,
-    "max": 0.00018943480000000002,
+    "seconds": 0.00018955095000000005,
+    "min": 0.00018919180000000001,
+    "max": 0.00018972019999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13579,15 +13811,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001254471500000001,
-    "min": 0.0001252776,
-    "max": 0.00012554320000000003,
+    "seconds": 0.00012608759999999998,
+    "min": 0.0001257056,
+    "max": 0.00012614000000000006,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00021476374999999996,
-    "min": 0.0002146289,
-    "max": 0.00021491660000000002,
+    "seconds": 0.00021500794999999997,
+    "min": 0.00021466560000000007,
+    "max": 0.00021538739999999996,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13612,15 +13844,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010261014999999999,
-    "min": 0.00010247100000000003,
-    "max": 0.00010275679999999998,
+    "seconds": 0.0001025802,
+    "min": 0.00010240189999999992,
+    "max": 0.00010288280000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00024174280000000003,
-    "min": 0.00024138880000000004,
-    "max": 0.00024216239999999998,
+    "seconds": 0.00024156325000000004,
+    "min": 0.00024139930000000005,
+    "max": 0.00024195060000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13645,15 +13877,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00020029930000000005,
-    "min": 0.00019997449999999993,
-    "max": 0.0002004673,
+    "seconds": 0.0002004526999999999,
+    "min": 0.00020025190000000004,
+    "max": 0.00020050140000000012,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0002894101,
-    "min": 0.000289074,
-    "max": 0.0002898467,
+    "seconds": 0.00028931469999999996,
+    "min": 0.000289111,
+    "max": 0.0002896429999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13673,9 +13905,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.116700000000014e-06,
-    "min": 7.100999999999965e-06,
-    "max": 7.1298999999999645e-06,
+    "seconds": 6.991999999999979e-06,
+    "min": 6.96660000000004e-06,
+    "max": 7.039800000000059e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -13701,15 +13933,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.894400000000006e-06,
-    "min": 6.876800000000003e-06,
-    "max": 6.9505000000000565e-06,
+    "seconds": 6.915200000000016e-06,
+    "min": 6.905299999999988e-06,
+    "max": 7.004400000000032e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.1712500000000207e-06,
-    "min": 3.168200000000036e-06,
-    "max": 3.180999999999858e-06,
+    "seconds": 3.207999999999981e-06,
+    "min": 3.2000000000000227e-06,
+    "max": 3.2287999999999097e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13729,9 +13961,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.60324999999998e-06,
-    "min": 7.5841000000000575e-06,
-    "max": 7.644900000000029e-06,
+    "seconds": 7.638049999999999e-06,
+    "min": 7.622400000000028e-06,
+    "max": 7.648100000000023e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -13757,15 +13989,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.2976500000000046e-06,
-    "min": 7.279999999999939e-06,
-    "max": 7.327900000000135e-06,
+    "seconds": 7.267250000000041e-06,
+    "min": 7.25409999999996e-06,
+    "max": 7.299099999999998e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.78564999999997e-06,
-    "min": 4.774499999999967e-06,
-    "max": 4.819299999999987e-06,
+    "seconds": 4.663949999999971e-06,
+    "min": 4.655799999999977e-06,
+    "max": 4.678399999999965e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13785,9 +14017,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1134550000000024e-05,
-    "min": 1.1117199999999992e-05,
-    "max": 1.1197099999999978e-05,
+    "seconds": 1.0974350000000026e-05,
+    "min": 1.0950399999999933e-05,
+    "max": 1.1030199999999991e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -13813,15 +14045,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.444850000000066e-06,
-    "min": 9.398300000000154e-06,
-    "max": 9.472100000000046e-06,
+    "seconds": 9.465699999999907e-06,
+    "min": 9.45279999999998e-06,
+    "max": 9.481200000000024e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.5036950000000012e-05,
-    "min": 1.5023900000000004e-05,
-    "max": 1.5075199999999984e-05,
+    "seconds": 1.5075199999999994e-05,
+    "min": 1.5065399999999908e-05,
+    "max": 1.509440000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13841,9 +14073,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3774599999999999e-05,
-    "min": 1.376329999999998e-05,
-    "max": 1.3827200000000016e-05,
+    "seconds": 1.373270000000008e-05,
+    "min": 1.370620000000007e-05,
+    "max": 1.3766200000000072e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -13869,15 +14101,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.2869000000000019e-05,
-    "min": 1.2832099999999958e-05,
-    "max": 1.2965999999999974e-05,
+    "seconds": 1.2846400000000016e-05,
+    "min": 1.2806299999999942e-05,
+    "max": 1.2976099999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.05465000000002e-06,
-    "min": 8.041800000000057e-06,
-    "max": 8.080100000000016e-06,
+    "seconds": 8.084699999999977e-06,
+    "min": 8.067000000000053e-06,
+    "max": 8.105800000000023e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13897,9 +14129,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.633929999999999e-05,
-    "min": 1.6275400000000014e-05,
-    "max": 1.6412999999999987e-05,
+    "seconds": 1.6211099999999954e-05,
+    "min": 1.6166399999999964e-05,
+    "max": 1.624599999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -13925,15 +14157,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4669150000000037e-05,
-    "min": 1.4643000000000007e-05,
-    "max": 1.4716999999999985e-05,
+    "seconds": 1.4628799999999978e-05,
+    "min": 1.4582700000000022e-05,
+    "max": 1.4662599999999974e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.5003200000000009e-05,
-    "min": 1.4991999999999963e-05,
-    "max": 1.5027200000000028e-05,
+    "seconds": 1.5057450000000018e-05,
+    "min": 1.5046200000000022e-05,
+    "max": 1.5068699999999966e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13953,9 +14185,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.451374999999998e-05,
-    "min": 4.4134299999999975e-05,
-    "max": 4.469519999999995e-05,
+    "seconds": 4.345909999999997e-05,
+    "min": 4.3225300000000015e-05,
+    "max": 4.374099999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -13981,15 +14213,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.8924699999999984e-05,
-    "min": 2.8768200000000027e-05,
-    "max": 2.9171199999999976e-05,
+    "seconds": 2.909e-05,
+    "min": 2.8898799999999985e-05,
+    "max": 2.9241499999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.619885000000001e-05,
-    "min": 5.611459999999998e-05,
-    "max": 5.624640000000002e-05,
+    "seconds": 5.6342550000000015e-05,
+    "min": 5.62944e-05,
+    "max": 5.644199999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14009,9 +14241,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.109599999999996e-05,
-    "min": 6.0796000000000026e-05,
-    "max": 6.164410000000003e-05,
+    "seconds": 6.034664999999997e-05,
+    "min": 5.998019999999998e-05,
+    "max": 6.100159999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14037,15 +14269,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.918060000000002e-05,
-    "min": 3.9024299999999924e-05,
-    "max": 3.9264499999999976e-05,
+    "seconds": 3.9191950000000024e-05,
+    "min": 3.905909999999999e-05,
+    "max": 3.93094e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.886885000000002e-05,
-    "min": 2.88577e-05,
-    "max": 2.8924899999999913e-05,
+    "seconds": 2.8966200000000014e-05,
+    "min": 2.8943799999999897e-05,
+    "max": 2.907520000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14065,9 +14297,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.039500000000001e-05,
-    "min": 6.012259999999999e-05,
-    "max": 6.06723e-05,
+    "seconds": 5.9482949999999996e-05,
+    "min": 5.9372800000000103e-05,
+    "max": 5.973750000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14093,15 +14325,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.120325000000002e-05,
-    "min": 4.105900000000003e-05,
-    "max": 4.139890000000008e-05,
+    "seconds": 4.132195000000002e-05,
+    "min": 4.117079999999996e-05,
+    "max": 4.153550000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.6439999999999954e-05,
-    "min": 5.6336099999999984e-05,
-    "max": 5.6483199999999995e-05,
+    "seconds": 5.65472e-05,
+    "min": 5.6412499999999955e-05,
+    "max": 5.695980000000011e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14121,9 +14353,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00013750410000000002,
-    "min": 0.00013715969999999997,
-    "max": 0.00013762220000000005,
+    "seconds": 0.00013144929999999997,
+    "min": 0.00013117479999999996,
+    "max": 0.0001318025000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14149,15 +14381,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.465444999999997e-05,
-    "min": 7.455399999999994e-05,
-    "max": 7.484379999999998e-05,
+    "seconds": 7.441355e-05,
+    "min": 7.429379999999988e-05,
+    "max": 7.47482e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00022061435,
-    "min": 0.0002203771,
-    "max": 0.00022069659999999998,
+    "seconds": 0.00022041430000000004,
+    "min": 0.00022038049999999993,
+    "max": 0.00022049770000000008,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14179,15 +14411,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4713650000000007e-05,
-    "min": 2.456340000000005e-05,
-    "max": 2.4819300000000035e-05,
+    "seconds": 2.4701199999999993e-05,
+    "min": 2.4240300000000046e-05,
+    "max": 2.4834799999999954e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.9982600000000025e-05,
-    "min": 4.9750599999999964e-05,
-    "max": 5.0105799999999957e-05,
+    "seconds": 5.0143749999999996e-05,
+    "min": 4.997790000000002e-05,
+    "max": 5.05316e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14209,15 +14441,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.0087900000000005e-05,
-    "min": 4.9983400000000013e-05,
-    "max": 5.01816e-05,
+    "seconds": 5.0082149999999996e-05,
+    "min": 4.999700000000005e-05,
+    "max": 5.0179599999999976e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.4344199999999976e-05,
-    "min": 2.420160000000001e-05,
-    "max": 2.4556800000000022e-05,
+    "seconds": 2.4435050000000047e-05,
+    "min": 2.421420000000005e-05,
+    "max": 2.4553500000000008e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14242,15 +14474,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010139130000000005,
-    "min": 0.00010115179999999994,
-    "max": 0.00010150439999999993,
+    "seconds": 0.0001011556,
+    "min": 0.00010076819999999998,
+    "max": 0.00010151520000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014495309999999995,
-    "min": 0.0001445823,
-    "max": 0.00014508359999999967,
+    "seconds": 0.0001451397,
+    "min": 0.00014499460000000017,
+    "max": 0.00014548680000000012,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14275,15 +14507,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015790439999999986,
-    "min": 0.0001575647,
-    "max": 0.00015805160000000013,
+    "seconds": 0.00015810630000000006,
+    "min": 0.00015784800000000006,
+    "max": 0.00015859539999999985,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00017201135000000014,
-    "min": 0.00017164890000000017,
-    "max": 0.0001722248,
+    "seconds": 0.00017130035000000005,
+    "min": 0.00017124989999999982,
+    "max": 0.00017158269999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14307,15 +14539,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.780799999999999e-05,
-    "min": 3.7613199999999974e-05,
-    "max": 3.7920000000000016e-05,
+    "seconds": 3.7765950000000034e-05,
+    "min": 3.7532199999999986e-05,
+    "max": 3.8000199999999975e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010591070000000002,
-    "min": 0.00010560579999999996,
-    "max": 0.00010632329999999988,
+    "seconds": 0.00010586220000000005,
+    "min": 0.00010559240000000002,
+    "max": 0.00010627459999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14339,15 +14571,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002360126,
-    "min": 0.00023578239999999997,
-    "max": 0.00023644310000000006,
+    "seconds": 0.00023576364999999992,
+    "min": 0.00023537090000000003,
+    "max": 0.00023615529999999985,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005537396000000006,
-    "min": 0.0005532967000000006,
-    "max": 0.0005539979000000002,
+    "seconds": 0.0005542255500000004,
+    "min": 0.0005540342999999997,
+    "max": 0.0005546738999999986,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14369,15 +14601,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.705324999999999e-05,
-    "min": 3.696040000000005e-05,
-    "max": 3.7225199999999984e-05,
+    "seconds": 3.702355000000002e-05,
+    "min": 3.6921199999999954e-05,
+    "max": 3.7235300000000026e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.333425000000002e-05,
-    "min": 5.311670000000001e-05,
-    "max": 5.384970000000003e-05,
+    "seconds": 5.3236299999999984e-05,
+    "min": 5.303979999999994e-05,
+    "max": 5.3599099999999966e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14399,15 +14631,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.9116750000000023e-05,
-    "min": 1.9026799999999958e-05,
-    "max": 1.9219399999999998e-05,
+    "seconds": 1.917434999999998e-05,
+    "min": 1.8882900000000005e-05,
+    "max": 1.924770000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.7444899999999992e-05,
-    "min": 2.725470000000005e-05,
-    "max": 2.7638499999999976e-05,
+    "seconds": 2.7265349999999988e-05,
+    "min": 2.7103999999999997e-05,
+    "max": 2.7596499999999972e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14429,15 +14661,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.329284999999999e-05,
-    "min": 3.32255e-05,
-    "max": 3.3376099999999994e-05,
+    "seconds": 3.337269999999996e-05,
+    "min": 3.326420000000002e-05,
+    "max": 3.346549999999993e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.7510399999999944e-05,
-    "min": 4.71454e-05,
-    "max": 4.764730000000001e-05,
+    "seconds": 4.715160000000001e-05,
+    "min": 4.694060000000003e-05,
+    "max": 4.773109999999993e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14459,15 +14691,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4017750000000023e-05,
-    "min": 2.385279999999998e-05,
-    "max": 2.4143899999999984e-05,
+    "seconds": 2.4021799999999994e-05,
+    "min": 2.388820000000006e-05,
+    "max": 2.4092700000000048e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.179685000000006e-05,
-    "min": 3.163179999999995e-05,
-    "max": 3.200650000000002e-05,
+    "seconds": 3.196274999999998e-05,
+    "min": 3.1711499999999976e-05,
+    "max": 3.211509999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14487,15 +14719,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.331865e-05,
-    "min": 3.320620000000003e-05,
-    "max": 3.344659999999999e-05,
+    "seconds": 3.321595e-05,
+    "min": 3.3004700000000006e-05,
+    "max": 3.330500000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.7942650000000014e-05,
-    "min": 4.727369999999999e-05,
-    "max": 4.811840000000011e-05,
+    "seconds": 4.7598e-05,
+    "min": 4.736609999999995e-05,
+    "max": 4.818510000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14515,15 +14747,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.8860499999999987e-05,
-    "min": 1.872320000000001e-05,
-    "max": 1.9046500000000035e-05,
+    "seconds": 1.8899000000000013e-05,
+    "min": 1.879709999999999e-05,
+    "max": 1.9021100000000013e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.596005000000003e-05,
-    "min": 2.5846400000000017e-05,
-    "max": 2.604489999999996e-05,
+    "seconds": 2.6054300000000002e-05,
+    "min": 2.5833699999999956e-05,
+    "max": 2.608940000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14543,15 +14775,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.314244999999998e-05,
-    "min": 3.296909999999999e-05,
-    "max": 3.3243999999999995e-05,
+    "seconds": 3.313569999999997e-05,
+    "min": 3.301720000000006e-05,
+    "max": 3.32348e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.764000000000001e-05,
-    "min": 4.723329999999997e-05,
-    "max": 4.797100000000002e-05,
+    "seconds": 4.740925000000001e-05,
+    "min": 4.7215499999999975e-05,
+    "max": 4.8095900000000015e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14571,15 +14803,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.8440099999999993e-05,
-    "min": 1.8178800000000023e-05,
-    "max": 1.854409999999999e-05,
+    "seconds": 1.8170099999999997e-05,
+    "min": 1.802520000000003e-05,
+    "max": 1.8284699999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.4598499999999934e-05,
-    "min": 2.4428900000000023e-05,
-    "max": 2.4781200000000013e-05,
+    "seconds": 2.4518500000000006e-05,
+    "min": 2.4320000000000004e-05,
+    "max": 2.469109999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14599,15 +14831,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.3430600000000025e-05,
-    "min": 3.3366399999999986e-05,
-    "max": 3.3542900000000034e-05,
+    "seconds": 3.3564700000000014e-05,
+    "min": 3.317130000000002e-05,
+    "max": 3.370590000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.755329999999997e-05,
-    "min": 4.743690000000003e-05,
-    "max": 4.774770000000001e-05,
+    "seconds": 4.750550000000003e-05,
+    "min": 4.7273500000000035e-05,
+    "max": 4.7773900000000075e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14627,15 +14859,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.9352399999999994e-05,
-    "min": 1.917120000000009e-05,
-    "max": 1.943040000000001e-05,
+    "seconds": 1.9287800000000005e-05,
+    "min": 1.9065600000000016e-05,
+    "max": 1.9420700000000012e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.45152e-05,
-    "min": 2.4370799999999987e-05,
-    "max": 2.4838199999999995e-05,
+    "seconds": 2.4566200000000026e-05,
+    "min": 2.4348499999999897e-05,
+    "max": 2.4614000000000103e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14657,15 +14889,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.7524399999999995e-05,
-    "min": 4.746499999999997e-05,
-    "max": 4.78114e-05,
+    "seconds": 4.767669999999999e-05,
+    "min": 4.735089999999999e-05,
+    "max": 4.7820299999999966e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.6529299999999996e-05,
-    "min": 3.635509999999995e-05,
-    "max": 3.668199999999998e-05,
+    "seconds": 3.6440949999999995e-05,
+    "min": 3.6262200000000034e-05,
+    "max": 3.67522e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14687,15 +14919,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.9929600000000002e-05,
-    "min": 2.98719e-05,
-    "max": 3.0047999999999987e-05,
+    "seconds": 2.9902150000000017e-05,
+    "min": 2.975999999999996e-05,
+    "max": 2.999609999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.0784000000000054e-05,
-    "min": 2.0595300000000043e-05,
-    "max": 2.09952e-05,
+    "seconds": 2.069395000000004e-05,
+    "min": 2.0649599999999918e-05,
+    "max": 2.140130000000005e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14723,9 +14955,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.7713549999999966e-05,
-    "min": 4.750079999999995e-05,
-    "max": 4.789109999999999e-05,
+    "seconds": 4.7735999999999985e-05,
+    "min": 4.760660000000001e-05,
+    "max": 4.805090000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14759,9 +14991,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4327749999999998e-05,
-    "min": 2.4201699999999996e-05,
-    "max": 2.4621e-05,
+    "seconds": 2.4364700000000035e-05,
+    "min": 2.4246000000000005e-05,
+    "max": 2.4815599999999905e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14795,15 +15027,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.76186e-05,
-    "min": 4.7510299999999985e-05,
-    "max": 4.7938899999999996e-05,
+    "seconds": 4.777729999999999e-05,
+    "min": 4.768470000000007e-05,
+    "max": 4.784909999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.523854999999993e-05,
-    "min": 9.418570000000002e-05,
-    "max": 9.542760000000005e-05,
+    "seconds": 9.527605000000003e-05,
+    "min": 9.498170000000005e-05,
+    "max": 9.547839999999992e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14831,15 +15063,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4411099999999994e-05,
-    "min": 2.4236899999999968e-05,
-    "max": 2.459810000000001e-05,
+    "seconds": 2.4334600000000006e-05,
+    "min": 2.4278299999999957e-05,
+    "max": 2.4831599999999978e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.8583900000000035e-05,
-    "min": 4.837689999999999e-05,
-    "max": 4.893469999999997e-05,
+    "seconds": 4.8579449999999974e-05,
+    "min": 4.824249999999993e-05,
+    "max": 4.903730000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14863,15 +15095,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.380565000000002e-05,
-    "min": 3.3583399999999994e-05,
-    "max": 3.4105500000000014e-05,
+    "seconds": 3.3825299999999976e-05,
+    "min": 3.3606600000000025e-05,
+    "max": 3.4070599999999924e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.578839999999995e-05,
-    "min": 9.548699999999995e-05,
-    "max": 9.598429999999996e-05,
+    "seconds": 9.571914999999994e-05,
+    "min": 9.534310000000013e-05,
+    "max": 9.621290000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14895,15 +15127,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.421279999999996e-05,
-    "min": 8.410329999999994e-05,
-    "max": 8.437380000000003e-05,
+    "seconds": 8.422569999999997e-05,
+    "min": 8.40343e-05,
+    "max": 8.440310000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012054215000000009,
-    "min": 0.0001203044,
-    "max": 0.00012079390000000006,
+    "seconds": 0.0001204250499999999,
+    "min": 0.0001200571000000001,
+    "max": 0.00012067439999999965,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14925,15 +15157,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.354475e-05,
-    "min": 6.327029999999996e-05,
-    "max": 6.381980000000001e-05,
+    "seconds": 6.32694e-05,
+    "min": 6.292810000000001e-05,
+    "max": 6.403119999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.9590200000000046e-05,
-    "min": 4.940099999999998e-05,
-    "max": 4.9946000000000006e-05,
+    "seconds": 4.96924e-05,
+    "min": 4.9212500000000004e-05,
+    "max": 4.993639999999995e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14955,15 +15187,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011373760000000005,
-    "min": 0.00011298800000000002,
-    "max": 0.00011393889999999997,
+    "seconds": 0.00011351569999999998,
+    "min": 0.0001132255,
+    "max": 0.00011376910000000004,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.395504999999996e-05,
-    "min": 7.375040000000003e-05,
-    "max": 7.434520000000001e-05,
+    "seconds": 7.403815e-05,
+    "min": 7.360880000000002e-05,
+    "max": 7.41848e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14990,15 +15222,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.990079999999999e-05,
-    "min": 7.951980000000001e-05,
-    "max": 8.036670000000004e-05,
+    "seconds": 7.990314999999998e-05,
+    "min": 7.932350000000003e-05,
+    "max": 8.024569999999989e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.596045e-05,
-    "min": 7.569609999999994e-05,
-    "max": 7.606420000000017e-05,
+    "seconds": 7.594960000000002e-05,
+    "min": 7.57596e-05,
+    "max": 7.616270000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15025,15 +15257,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012384614999999994,
-    "min": 0.00012362209999999997,
-    "max": 0.0001241307,
+    "seconds": 0.00012466160000000002,
+    "min": 0.00012458390000000006,
+    "max": 0.00012477700000000004,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.775614999999998e-05,
-    "min": 7.765369999999995e-05,
-    "max": 7.801250000000011e-05,
+    "seconds": 7.826674999999998e-05,
+    "min": 7.808589999999999e-05,
+    "max": 7.839640000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15056,15 +15288,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.596599999999999e-05,
-    "min": 3.586869999999999e-05,
-    "max": 3.606389999999999e-05,
+    "seconds": 3.569470000000002e-05,
+    "min": 3.55452e-05,
+    "max": 3.5817600000000014e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00034099245,
-    "min": 0.0003398788999999997,
-    "max": 0.00034201399999999997,
+    "seconds": 0.00033935954999999977,
+    "min": 0.0003388597000000008,
+    "max": 0.00034044729999999963,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15087,15 +15319,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.5793449999999985e-05,
-    "min": 3.5782099999999984e-05,
-    "max": 3.6034699999999955e-05,
+    "seconds": 3.5609300000000025e-05,
+    "min": 3.555130000000004e-05,
+    "max": 3.57691e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00034183034999999985,
-    "min": 0.00034030749999999955,
-    "max": 0.0003424579000000003,
+    "seconds": 0.0003388631500000005,
+    "min": 0.00033812849999999945,
+    "max": 0.00033912459999999934,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15130,15 +15362,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.891819999999998e-05,
-    "min": 5.884769999999998e-05,
-    "max": 5.914500000000002e-05,
+    "seconds": 5.91021e-05,
+    "min": 5.9020700000000016e-05,
+    "max": 5.9205199999999993e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019686765,
-    "min": 0.00019668099999999985,
-    "max": 0.0001969545,
+    "seconds": 0.00019698210000000004,
+    "min": 0.00019682430000000014,
+    "max": 0.0001970614999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15173,15 +15405,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.868900000000002e-05,
-    "min": 5.864290000000001e-05,
-    "max": 5.879910000000005e-05,
+    "seconds": 5.887560000000001e-05,
+    "min": 5.8819099999999994e-05,
+    "max": 5.9148600000000046e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019146879999999998,
-    "min": 0.0001914162999999999,
-    "max": 0.00019149840000000004,
+    "seconds": 0.00019172535000000008,
+    "min": 0.00019165279999999992,
+    "max": 0.00019178450000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15216,15 +15448,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.787310000000003e-05,
-    "min": 5.775369999999998e-05,
-    "max": 5.8102900000000016e-05,
+    "seconds": 5.796340000000004e-05,
+    "min": 5.7791299999999956e-05,
+    "max": 5.814039999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00034237359999999997,
-    "min": 0.0003423241,
-    "max": 0.0003424531000000001,
+    "seconds": 0.00034271095,
+    "min": 0.0003425904,
+    "max": 0.00034285360000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15259,15 +15491,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.5420449999999985e-05,
-    "min": 5.53286e-05,
-    "max": 5.5635600000000034e-05,
+    "seconds": 5.537844999999999e-05,
+    "min": 5.5289200000000026e-05,
+    "max": 5.5779099999999976e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003350989,
-    "min": 0.00033501130000000007,
-    "max": 0.00033540169999999995,
+    "seconds": 0.00033630000000000004,
+    "min": 0.00033617740000000003,
+    "max": 0.0003365999999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15306,15 +15538,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012607930000000002,
-    "min": 0.00012598679999999994,
-    "max": 0.0001261692,
+    "seconds": 0.00012624889999999996,
+    "min": 0.00012609429999999998,
+    "max": 0.00012631310000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00042629885000000005,
-    "min": 0.0004253344999999999,
-    "max": 0.0004279611,
+    "seconds": 0.0004254621999999999,
+    "min": 0.00042493620000000007,
+    "max": 0.0004266800999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15353,15 +15585,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012684099999999996,
-    "min": 0.00012672959999999997,
-    "max": 0.0001269089,
+    "seconds": 0.00012653999999999996,
+    "min": 0.00012649480000000005,
+    "max": 0.00012659959999999996,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00042249275000000015,
-    "min": 0.00042213780000000006,
-    "max": 0.00042391660000000035,
+    "seconds": 0.00042374665000000013,
+    "min": 0.0004233294999999997,
+    "max": 0.0004238802000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15400,15 +15632,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00018895130000000002,
-    "min": 0.0001888423,
-    "max": 0.00018908810000000002,
+    "seconds": 0.00018917024999999998,
+    "min": 0.0001890582000000001,
+    "max": 0.00018947049999999994,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006748792500000001,
-    "min": 0.0006743575000000004,
-    "max": 0.0006753410000000002,
+    "seconds": 0.0006741866000000002,
+    "min": 0.0006739789999999998,
+    "max": 0.0006747594999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15447,15 +15679,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00018985629999999993,
-    "min": 0.00018981610000000002,
-    "max": 0.00018987930000000002,
+    "seconds": 0.00019000644999999993,
+    "min": 0.0001898120999999999,
+    "max": 0.00019010610000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006684032999999998,
-    "min": 0.0006681548000000002,
-    "max": 0.0006685875999999998,
+    "seconds": 0.0006695290500000001,
+    "min": 0.0006686944999999999,
+    "max": 0.000669854,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15490,15 +15722,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00019240934999999995,
-    "min": 0.00019228329999999996,
-    "max": 0.00019243140000000004,
+    "seconds": 0.00019212595,
+    "min": 0.00019200239999999996,
+    "max": 0.00019222319999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00029214239999999993,
-    "min": 0.00029178499999999976,
-    "max": 0.0002925385999999999,
+    "seconds": 0.00029213185000000023,
+    "min": 0.0002917359,
+    "max": 0.0002926939000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15533,15 +15765,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00019641405000000008,
-    "min": 0.00019634860000000004,
-    "max": 0.00019648140000000006,
+    "seconds": 0.0001965176,
+    "min": 0.00019644260000000006,
+    "max": 0.00019653800000000006,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0002977987000000001,
-    "min": 0.00029753550000000004,
-    "max": 0.0002989828999999997,
+    "seconds": 0.00029794315,
+    "min": 0.000297896,
+    "max": 0.0002982651000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15568,15 +15800,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.889115000000001e-05,
-    "min": 8.866600000000005e-05,
-    "max": 8.907120000000002e-05,
+    "seconds": 8.892099999999997e-05,
+    "min": 8.87543e-05,
+    "max": 8.91938e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012270845,
-    "min": 0.00012261489999999998,
-    "max": 0.00012273979999999994,
+    "seconds": 0.00012280739999999995,
+    "min": 0.00012274159999999996,
+    "max": 0.00012288890000000007,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15603,15 +15835,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.512294999999999e-05,
-    "min": 5.469770000000006e-05,
-    "max": 5.5349999999999977e-05,
+    "seconds": 5.518895e-05,
+    "min": 5.4944200000000015e-05,
+    "max": 5.5398000000000014e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.001465000000005e-05,
-    "min": 8.997790000000005e-05,
-    "max": 9.007640000000001e-05,
+    "seconds": 9.015730000000002e-05,
+    "min": 9.008930000000007e-05,
+    "max": 9.024950000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15636,9 +15868,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.579964999999999e-05,
-    "min": 5.577039999999998e-05,
-    "max": 5.587499999999995e-05,
+    "seconds": 5.592745000000001e-05,
+    "min": 5.566130000000001e-05,
+    "max": 5.603910000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -15669,9 +15901,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.835395e-05,
-    "min": 4.828150000000003e-05,
-    "max": 4.865010000000006e-05,
+    "seconds": 4.821059999999999e-05,
+    "min": 4.8070100000000026e-05,
+    "max": 4.83645e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -15709,9 +15941,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.45824e-05,
-    "min": 3.4515199999999984e-05,
-    "max": 3.4646799999999975e-05,
+    "seconds": 3.452149999999997e-05,
+    "min": 3.438390000000002e-05,
+    "max": 3.481300000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -15749,9 +15981,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.7239949999999994e-05,
-    "min": 1.7023699999999998e-05,
-    "max": 1.7343700000000035e-05,
+    "seconds": 1.7318250000000017e-05,
+    "min": 1.719000000000002e-05,
+    "max": 1.7612599999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -15777,15 +16009,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002954470999999998,
-    "min": 0.00029491470000000004,
-    "max": 0.0002960886000000002,
+    "seconds": 0.0002959597500000001,
+    "min": 0.0002957519000000001,
+    "max": 0.00029607170000000026,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004533794000000001,
-    "min": 0.0004529661000000001,
-    "max": 0.0004539552000000004,
+    "seconds": 0.00045356270000000015,
+    "min": 0.00045288649999999985,
+    "max": 0.0004542684000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15805,15 +16037,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0003671404500000002,
-    "min": 0.00036700549999999995,
-    "max": 0.0003673569000000005,
+    "seconds": 0.0003674926500000001,
+    "min": 0.00036708300000000036,
+    "max": 0.0003680472000000006,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004779322500000004,
-    "min": 0.00047744089999999996,
-    "max": 0.00047837809999999993,
+    "seconds": 0.0004780368000000002,
+    "min": 0.00047719719999999975,
+    "max": 0.00047824160000000055,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15858,15 +16090,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00024210395000000002,
-    "min": 0.0002418583,
-    "max": 0.0002427364,
+    "seconds": 0.00024102645000000002,
+    "min": 0.00023943319999999996,
+    "max": 0.00024185139999999993,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0007785071499999997,
-    "min": 0.0007783502999999996,
-    "max": 0.0007790798999999997,
+    "seconds": 0.0007743589999999996,
+    "min": 0.0007741260999999998,
+    "max": 0.0007758617000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15911,15 +16143,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0020263459000000004,
-    "min": 0.0020234022,
-    "max": 0.0020304927,
+    "seconds": 0.0020155443,
+    "min": 0.0020079274000000006,
+    "max": 0.0020232146000000004,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0048993447499999995,
-    "min": 0.004896936699999998,
-    "max": 0.0049043742000000005,
+    "seconds": 0.00489929125,
+    "min": 0.0048966771,
+    "max": 0.0049045996000000045,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15964,15 +16196,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00055144035,
-    "min": 0.0005509540999999998,
-    "max": 0.0005518177999999999,
+    "seconds": 0.0005520024499999999,
+    "min": 0.0005512519,
+    "max": 0.0005522560000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00176126125,
-    "min": 0.0017587563,
-    "max": 0.0017632578999999995,
+    "seconds": 0.00176269805,
+    "min": 0.0017608464000000007,
+    "max": 0.0017633267999999994,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16017,15 +16249,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0011771052500000002,
-    "min": 0.0011691618,
-    "max": 0.0011849798000000006,
+    "seconds": 0.0011803786999999997,
+    "min": 0.0011734854999999999,
+    "max": 0.0011851677999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0028185805500000006,
-    "min": 0.0028013953000000013,
-    "max": 0.002831167600000001,
+    "seconds": 0.0028243604000000003,
+    "min": 0.0028217488999999997,
+    "max": 0.0028316677000000006,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16070,15 +16302,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0003382583000000001,
-    "min": 0.0003354397,
-    "max": 0.0003416105999999999,
+    "seconds": 0.0003399469,
+    "min": 0.000336942,
+    "max": 0.0003409464,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0010918602499999997,
-    "min": 0.0010879429999999994,
-    "max": 0.0010957100999999998,
+    "seconds": 0.0010968235999999998,
+    "min": 0.0010932763,
+    "max": 0.0010999309,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16123,15 +16355,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.788000000000001e-05,
-    "min": 6.776080000000007e-05,
-    "max": 6.815699999999998e-05,
+    "seconds": 6.804194999999999e-05,
+    "min": 6.793230000000006e-05,
+    "max": 6.81526000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00039697784999999993,
-    "min": 0.0003964682,
-    "max": 0.0003973796999999999,
+    "seconds": 0.00039829030000000014,
+    "min": 0.0003979118999999997,
+    "max": 0.0003993197000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16176,15 +16408,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015741059999999996,
-    "min": 0.0001567623,
-    "max": 0.00015766950000000005,
+    "seconds": 0.00015775464999999994,
+    "min": 0.00015757019999999998,
+    "max": 0.00015833970000000004,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004924209499999875,
-    "min": 0.0004910984,
-    "max": 0.0004927341000000001,
+    "seconds": 0.0004926244499999998,
+    "min": 0.0004912163,
+    "max": 0.0004939332000000023,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16229,15 +16461,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010241884999999995,
-    "min": 0.00010213350000000011,
-    "max": 0.00010289330000000003,
+    "seconds": 0.00010310779999999999,
+    "min": 0.00010284689999999998,
+    "max": 0.00010324380000000006,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003637695000000001,
-    "min": 0.00036291299999999976,
-    "max": 0.00036476809999998075,
+    "seconds": 0.00036529650000000004,
+    "min": 0.0003644587,
+    "max": 0.0003658347999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16282,15 +16514,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.728615e-05,
-    "min": 4.704650000000008e-05,
-    "max": 4.75423e-05,
+    "seconds": 4.758664999999994e-05,
+    "min": 4.7455399999999986e-05,
+    "max": 4.776039999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0002868451000000001,
-    "min": 0.00028649629999999985,
-    "max": 0.00028750479999999995,
+    "seconds": 0.00028574110000000356,
+    "min": 0.00028466329999999977,
+    "max": 0.0002861944000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16335,15 +16567,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.725125000000003e-05,
-    "min": 2.7126600000000053e-05,
-    "max": 2.743060000000006e-05,
+    "seconds": 2.7335749999999993e-05,
+    "min": 2.7180400000000032e-05,
+    "max": 2.7664099999999917e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00015478979999999996,
-    "min": 0.00015437529999999953,
-    "max": 0.0001550999000000001,
+    "seconds": 0.00015520149999999995,
+    "min": 0.0001550707999999948,
+    "max": 0.00015562190000000022,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16388,15 +16620,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.382234999999993e-05,
-    "min": 3.3667299999999955e-05,
-    "max": 3.391389999999992e-05,
+    "seconds": 3.378390000000002e-05,
+    "min": 3.351360000000011e-05,
+    "max": 3.405669999999993e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00016338585000000028,
-    "min": 0.00016307290000000066,
-    "max": 0.0001639241999999997,
+    "seconds": 0.00016377475000000014,
+    "min": 0.0001635890999999999,
+    "max": 0.0001643220999999983,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16441,15 +16673,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.2017700000000015e-05,
-    "min": 5.1606999999999955e-05,
-    "max": 5.28672e-05,
+    "seconds": 5.202659999999994e-05,
+    "min": 5.183350000000005e-05,
+    "max": 5.22935e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00022232894999999972,
-    "min": 0.00022158779999999998,
-    "max": 0.00022287149999999995,
+    "seconds": 0.00022372044999999994,
+    "min": 0.00022302359999999986,
+    "max": 0.0002239508000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16494,15 +16726,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015966205,
-    "min": 0.00015893420000000002,
-    "max": 0.00016037040000000004,
+    "seconds": 0.00016058775000000005,
+    "min": 0.00015961189999999991,
+    "max": 0.00016143020000000013,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005467887999999998,
-    "min": 0.0005464946,
-    "max": 0.0005470646999999999,
+    "seconds": 0.0005499857,
+    "min": 0.0005492808999999997,
+    "max": 0.0005503022000000006,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16547,15 +16779,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00026693625000000004,
-    "min": 0.00026529829999999996,
-    "max": 0.0002680297,
+    "seconds": 0.00026542279999999997,
+    "min": 0.0002638270999999999,
+    "max": 0.0002684206,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006551871,
-    "min": 0.0006530143999999994,
-    "max": 0.0006564359000000001,
+    "seconds": 0.0006560025000000001,
+    "min": 0.0006522710000000001,
+    "max": 0.0006591383000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16600,15 +16832,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.332040000000004e-05,
-    "min": 8.26626e-05,
-    "max": 8.396760000000003e-05,
+    "seconds": 8.343765000000004e-05,
+    "min": 8.287009999999996e-05,
+    "max": 8.392599999999991e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0002951445500000002,
-    "min": 0.0002936384000000004,
-    "max": 0.00029720899999999983,
+    "seconds": 0.00029584650000000006,
+    "min": 0.0002948050999999999,
+    "max": 0.00029634450000000015,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16653,15 +16885,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00040842485,
-    "min": 0.00040785799999999993,
-    "max": 0.00040894669999999995,
+    "seconds": 0.0004102225499999999,
+    "min": 0.0004096904,
+    "max": 0.00041107800000000005,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0010219376500000001,
-    "min": 0.0010203142,
-    "max": 0.0010231374999999999,
+    "seconds": 0.0010289152,
+    "min": 0.0010274539000000005,
+    "max": 0.0010292526999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16706,15 +16938,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012238395000000005,
-    "min": 0.00012225079999999994,
-    "max": 0.00012317019999999993,
+    "seconds": 0.00012328275,
+    "min": 0.0001231518,
+    "max": 0.0001240832,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004604008999999999,
-    "min": 0.00046031030000000034,
-    "max": 0.00046129790000000003,
+    "seconds": 0.00046314454999999983,
+    "min": 0.00046275640000000034,
+    "max": 0.0004636791000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16760,15 +16992,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.388485000000001e-05,
-    "min": 4.382429999999999e-05,
-    "max": 4.405440000000001e-05,
+    "seconds": 4.3895899999999994e-05,
+    "min": 4.3740099999999985e-05,
+    "max": 4.412750000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00016413364999999996,
-    "min": 0.00016399670000000007,
-    "max": 0.00016417339999999988,
+    "seconds": 0.0001640376000000019,
+    "min": 0.00016391609999999972,
+    "max": 0.00016409499999999993,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16814,15 +17046,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.227375000000004e-05,
-    "min": 9.214449999999998e-05,
-    "max": 9.28249000000001e-05,
+    "seconds": 9.275764999999993e-05,
+    "min": 9.248269999999998e-05,
+    "max": 9.359710000000016e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003085585500000002,
-    "min": 0.00030698840000000015,
-    "max": 0.00030908020000000017,
+    "seconds": 0.00030964355000000026,
+    "min": 0.00030843329999999695,
+    "max": 0.00031052330000000026,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16868,15 +17100,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0004003275999999999,
-    "min": 0.0004001801,
-    "max": 0.0004004396999999998,
+    "seconds": 0.00040159145,
+    "min": 0.0004011059,
+    "max": 0.0004020097999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006355648500000002,
-    "min": 0.0006348940000000002,
-    "max": 0.0006358934999999996,
+    "seconds": 0.000638625349999999,
+    "min": 0.0006377882,
+    "max": 0.0006394820999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16922,15 +17154,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.408479999999993e-05,
-    "min": 6.396469999999998e-05,
-    "max": 6.469479999999983e-05,
+    "seconds": 6.469555000000014e-05,
+    "min": 6.456330000000003e-05,
+    "max": 6.500120000000028e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00017740824999999986,
-    "min": 0.00017721310000001685,
-    "max": 0.00017767089999999998,
+    "seconds": 0.00017810144999999975,
+    "min": 0.00017784199999999837,
+    "max": 0.00017841549999999984,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16976,15 +17208,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.103134999999996e-05,
-    "min": 6.065629999999994e-05,
-    "max": 6.156849999999993e-05,
+    "seconds": 6.139054999999998e-05,
+    "min": 6.116729999999996e-05,
+    "max": 6.208269999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0002404876499999999,
-    "min": 0.0002400448000000002,
-    "max": 0.00024099790000000026,
+    "seconds": 0.00024161759999999995,
+    "min": 0.00024115360000000053,
+    "max": 0.00024187979999999975,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17030,15 +17262,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002403232999999999,
-    "min": 0.00024013759999999993,
-    "max": 0.00024121599999999977,
+    "seconds": 0.00024201510000000008,
+    "min": 0.00024182480000000005,
+    "max": 0.0002423132999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00044796454999999994,
-    "min": 0.00044677339999999957,
-    "max": 0.0004487536999999998,
+    "seconds": 0.00045086295000000006,
+    "min": 0.0004499053000000014,
+    "max": 0.0004520425000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17084,15 +17316,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00020449550000000002,
-    "min": 0.0002027141,
-    "max": 0.00020569529999999993,
+    "seconds": 0.00020351715,
+    "min": 0.0002019158,
+    "max": 0.00020464900000000005,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00061644205,
-    "min": 0.0006158584000000002,
-    "max": 0.0006169217999999996,
+    "seconds": 0.00062005705,
+    "min": 0.0006196899000000002,
+    "max": 0.0006204835000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17120,9 +17352,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.703990000000006e-05,
-    "min": 6.685989999999997e-05,
-    "max": 6.715160000000004e-05,
+    "seconds": 6.716524999999999e-05,
+    "min": 6.701169999999997e-05,
+    "max": 6.727979999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -17150,15 +17382,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010758415,
-    "min": 0.00010744339999999998,
-    "max": 0.0001077692,
+    "seconds": 0.00010758314999999999,
+    "min": 0.00010745660000000004,
+    "max": 0.00010788320000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00015638209999999997,
-    "min": 0.0001563452,
-    "max": 0.00015655890000000004,
+    "seconds": 0.00015650330000000002,
+    "min": 0.00015625029999999997,
+    "max": 0.00015667809999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17180,15 +17412,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.425824999999999e-05,
-    "min": 5.396760000000002e-05,
-    "max": 5.449900000000002e-05,
+    "seconds": 5.429219999999999e-05,
+    "min": 5.4073799999999984e-05,
+    "max": 5.439379999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.889150000000002e-05,
-    "min": 7.864270000000005e-05,
-    "max": 7.903079999999995e-05,
+    "seconds": 7.853715000000005e-05,
+    "min": 7.767040000000001e-05,
+    "max": 7.887839999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17210,15 +17442,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012691294999999997,
-    "min": 0.00012645129999999997,
-    "max": 0.0001272006,
+    "seconds": 0.00012706145000000003,
+    "min": 0.0001268313,
+    "max": 0.00012723099999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018444209999999997,
-    "min": 0.00018404079999999998,
-    "max": 0.00018467220000000008,
+    "seconds": 0.00018477155000000005,
+    "min": 0.00018456819999999999,
+    "max": 0.0001850081,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17240,15 +17472,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.949184999999997e-05,
-    "min": 8.935719999999996e-05,
-    "max": 8.98182e-05,
+    "seconds": 8.946920000000003e-05,
+    "min": 8.921870000000003e-05,
+    "max": 8.976910000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011986715000000002,
-    "min": 0.000119779,
-    "max": 0.0001210853999999999,
+    "seconds": 0.00011984119999999997,
+    "min": 0.00011963769999999996,
+    "max": 0.0001200324,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17268,15 +17500,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012697705,
-    "min": 0.00012661089999999996,
-    "max": 0.00012716119999999997,
+    "seconds": 0.00012709719999999997,
+    "min": 0.0001267956,
+    "max": 0.0001273513,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018514204999999995,
-    "min": 0.0001850142,
-    "max": 0.0001853335,
+    "seconds": 0.0001852582,
+    "min": 0.00018516240000000003,
+    "max": 0.00018546529999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17296,15 +17528,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.972579999999999e-05,
-    "min": 6.947230000000001e-05,
-    "max": 6.98405e-05,
+    "seconds": 6.984275000000001e-05,
+    "min": 6.976190000000001e-05,
+    "max": 7.002770000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.853335e-05,
-    "min": 9.83589e-05,
-    "max": 9.87555e-05,
+    "seconds": 9.852919999999999e-05,
+    "min": 9.83416e-05,
+    "max": 9.87960999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17324,15 +17556,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012681464999999997,
-    "min": 0.0001264355,
-    "max": 0.00012709390000000003,
+    "seconds": 0.0001270566,
+    "min": 0.000126658,
+    "max": 0.00012736519999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001850485,
-    "min": 0.000184912,
-    "max": 0.0001851750000000001,
+    "seconds": 0.00018523590000000005,
+    "min": 0.00018513510000000004,
+    "max": 0.0001852831999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17352,15 +17584,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.853530000000001e-05,
-    "min": 6.828560000000002e-05,
-    "max": 6.864649999999999e-05,
+    "seconds": 6.840375e-05,
+    "min": 6.825459999999999e-05,
+    "max": 6.853440000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.277464999999998e-05,
-    "min": 9.268269999999997e-05,
-    "max": 9.292600000000002e-05,
+    "seconds": 9.273944999999999e-05,
+    "min": 9.24995e-05,
+    "max": 9.302640000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17380,15 +17612,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001270553,
-    "min": 0.00012665090000000002,
-    "max": 0.00012726499999999994,
+    "seconds": 0.0001273033,
+    "min": 0.00012703999999999998,
+    "max": 0.00012760860000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018503400000000002,
-    "min": 0.0001849316000000001,
-    "max": 0.00018517979999999994,
+    "seconds": 0.00018523440000000002,
+    "min": 0.00018520229999999997,
+    "max": 0.0001853583,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17408,15 +17640,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.0861e-05,
-    "min": 7.064890000000001e-05,
-    "max": 7.101180000000002e-05,
+    "seconds": 7.093535000000001e-05,
+    "min": 7.068120000000001e-05,
+    "max": 7.128269999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.281440000000004e-05,
-    "min": 9.257770000000004e-05,
-    "max": 9.303070000000007e-05,
+    "seconds": 9.274339999999998e-05,
+    "min": 9.24803e-05,
+    "max": 9.317060000000006e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17438,15 +17670,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00018452335,
-    "min": 0.00018422430000000002,
-    "max": 0.00018463670000000003,
+    "seconds": 0.00018458339999999996,
+    "min": 0.00018405440000000007,
+    "max": 0.00018506980000000006,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001412977,
-    "min": 0.0001410687,
-    "max": 0.00014134999999999997,
+    "seconds": 0.00014151434999999998,
+    "min": 0.00014133869999999996,
+    "max": 0.00014168089999999994,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17468,15 +17700,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001116891,
-    "min": 0.00011151260000000001,
-    "max": 0.00011180260000000003,
+    "seconds": 0.00011164240000000001,
+    "min": 0.0001116019,
+    "max": 0.00011189500000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.821074999999996e-05,
-    "min": 7.809870000000002e-05,
-    "max": 7.835269999999999e-05,
+    "seconds": 7.821745000000003e-05,
+    "min": 7.776620000000003e-05,
+    "max": 7.824960000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17504,9 +17736,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00018516194999999998,
-    "min": 0.00018479200000000006,
-    "max": 0.0001856319,
+    "seconds": 0.00018528805000000005,
+    "min": 0.00018499389999999998,
+    "max": 0.0001854156,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -17540,9 +17772,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.24239e-05,
-    "min": 9.217919999999999e-05,
-    "max": 9.28163e-05,
+    "seconds": 9.249525e-05,
+    "min": 9.231709999999996e-05,
+    "max": 9.271679999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -17576,15 +17808,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00018544854999999997,
-    "min": 0.00018512400000000005,
-    "max": 0.00018556719999999997,
+    "seconds": 0.0001853688,
+    "min": 0.00018523109999999998,
+    "max": 0.0001856041,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003703316000000002,
-    "min": 0.0003697115,
-    "max": 0.0003704797000000001,
+    "seconds": 0.00037033545,
+    "min": 0.00037010600000000004,
+    "max": 0.0003707428000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17612,15 +17844,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.250569999999996e-05,
-    "min": 9.24133e-05,
-    "max": 9.267550000000001e-05,
+    "seconds": 9.251749999999999e-05,
+    "min": 9.237700000000005e-05,
+    "max": 9.298250000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018487969999999993,
-    "min": 0.0001847114,
-    "max": 0.00018507100000000009,
+    "seconds": 0.00018499040000000006,
+    "min": 0.00018491489999999993,
+    "max": 0.00018509009999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17655,15 +17887,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001715564,
-    "min": 0.00017143969999999995,
-    "max": 0.00017161649999999999,
+    "seconds": 0.00017161215000000002,
+    "min": 0.00017151879999999995,
+    "max": 0.00017164779999999993,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005839223499999999,
-    "min": 0.0005837740999999998,
-    "max": 0.0005843048000000001,
+    "seconds": 0.0005843064000000001,
+    "min": 0.0005840568,
+    "max": 0.0005843359000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17698,15 +17930,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017136320000000002,
-    "min": 0.00017129620000000002,
-    "max": 0.00017147620000000006,
+    "seconds": 0.00017153680000000002,
+    "min": 0.0001714548,
+    "max": 0.00017182549999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005680358999999999,
-    "min": 0.0005680093000000001,
-    "max": 0.0005681315,
+    "seconds": 0.0005679933499999999,
+    "min": 0.0005679311000000001,
+    "max": 0.0005682726,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17741,15 +17973,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00016819240000000003,
-    "min": 0.00016807020000000002,
-    "max": 0.00016825540000000008,
+    "seconds": 0.0001680853,
+    "min": 0.00016802879999999997,
+    "max": 0.00016842019999999992,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0010227558500000003,
-    "min": 0.0010226223,
-    "max": 0.0010238306999999997,
+    "seconds": 0.0010229869999999997,
+    "min": 0.0010222201,
+    "max": 0.0010231545000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17784,15 +18016,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001643412,
-    "min": 0.00016407840000000007,
-    "max": 0.00016442060000000002,
+    "seconds": 0.00016412095000000005,
+    "min": 0.0001640077,
+    "max": 0.00016429609999999995,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0010133416499999999,
-    "min": 0.0010122858,
-    "max": 0.0010134903,
+    "seconds": 0.0010121161,
+    "min": 0.0010120021000000006,
+    "max": 0.0010121986,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17817,9 +18049,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00021665089999999996,
-    "min": 0.00021654470000000001,
-    "max": 0.00021680069999999995,
+    "seconds": 0.00021676620000000003,
+    "min": 0.0002166173999999999,
+    "max": 0.00021696470000000007,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -17850,9 +18082,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00018482275000000005,
-    "min": 0.00018469140000000007,
-    "max": 0.00018494179999999996,
+    "seconds": 0.00018488425,
+    "min": 0.0001847975,
+    "max": 0.00018506910000000006,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -17886,9 +18118,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002603439,
-    "min": 0.00026020070000000006,
-    "max": 0.0002608256,
+    "seconds": 0.0002598981,
+    "min": 0.000259752,
+    "max": 0.0002599981999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
