@@ -562,7 +562,8 @@ def layer_probes(p: Probe, samples: int) -> None:
              chain_lengths=lengths, chain_median_seconds=chain_medians)
 
     chain_ops = chain_cases(dev)
-    for op, (build, make_inputs) in layer_cases(dev).items():
+    layers = layer_cases(dev)
+    for op, (build, make_inputs) in layers.items():
         if op in chain_ops:
             for use_autocast in (False, True):
                 chain_layer_probe(p, op, chain_ops[op], use_autocast, samples, timed)
@@ -610,7 +611,7 @@ def layer_probes(p: Probe, samples: int) -> None:
     for op, (make_unit, make_input, unit_ops) in mixed_unit_cases(dev).items():
         chain_layer_probe(p, op, (make_unit, make_input), True, samples, timed, unit_ops=list(unit_ops))
     # chain figures of ops that are no layer of roofsim's graphs (view_chain)
-    for op in [op for op in chain_ops if op not in layer_cases(dev)]:
+    for op in [op for op in chain_ops if op not in layers]:
         for use_autocast in (False, True):
             chain_layer_probe(p, op, chain_ops[op], use_autocast, samples, timed)
 
