@@ -202,24 +202,23 @@ public:
         : ctx_(ctx), host_(host), log_flops_1x1_(log_flops(host.conv_growth.kernel_1x1)),
           log_flops_other_(log_flops(host.conv_growth.other)) {}
 
-    /// host_cost(k, host)
-    [[nodiscard]] Seconds host_cost(const Kernel& k) {
+    /// host_cost(k, host); where `walk_share` is given, it is set to backward_walk_share(k, host)
+    /// (looked up with the cost: zero but for a backward dispatch marker).
+    [[nodiscard]] Seconds host_cost(const Kernel& k, Seconds* walk_share = nullptr) {
+        if (walk_share) *walk_share = Seconds(0);
         if (k.kind == KernelKind::host_only && !k.host_op.empty()) {  // a dispatch marker: its op's figure
             if (k.phase == Phase::optimizer) return roofsim::host_cost(k, host_);
-            std::optional<Seconds>& cost = entry(k.host_op).host[k.phase == Phase::forward ? 0 : 1];
+            Entry& e = entry(k.host_op);
+            std::optional<Seconds>& cost = e.host[k.phase == Phase::forward ? 0 : 1];
             if (!cost) cost = roofsim::host_cost(k, host_);
+            if (walk_share && k.phase == Phase::backward) {
+                if (!e.walk) e.walk = roofsim::backward_walk_share(k, host_);
+                *walk_share = *e.walk;
+            }
             return *cost;
         }
         const Seconds dispatch = k.host_dispatch ? host_.per_kernel : Seconds(0);
         return k.kind == KernelKind::conv ? dispatch + conv_host_growth(k) : dispatch;
-    }
-
-    /// backward_walk_share(k, host)
-    [[nodiscard]] Seconds backward_walk_share(const Kernel& k) {
-        if (k.kind != KernelKind::host_only || k.host_op.empty() || k.phase != Phase::backward) return Seconds(0);
-        std::optional<Seconds>& share = entry(k.host_op).walk;
-        if (!share) share = roofsim::backward_walk_share(k, host_);
-        return *share;
     }
 
     /// op_factor(k, ctx); 1 for a host-only kernel, whose cost (none) no factor changes.
@@ -341,14 +340,20 @@ private:
     detail::BandwidthMemo bandwidths(ctx);
     detail::ShapeMemo shapes;
     Seconds host_clock{0}, gpu_free{0}, gpu_end{0}, host_total{0}, gpu_total{0};
-    Seconds walk{0};  // backward()'s walk of the whole backward graph, before its first node
-    if (host.backward_walk_per_node.value() > 0) {
-        for (const Kernel& k : list.kernels) walk += lookups.backward_walk_share(k);
+    // each kernel's host cost, less its share of backward()'s walk, which is summed for the first
+    // backward kernel: the whole graph's walk comes before any node runs
+    std::vector<Seconds> host_times(list.kernels.size());
+    Seconds walk{0};
+    for (std::size_t i = 0; i < list.kernels.size(); ++i) {
+        Seconds share{0};
+        host_times[i] = lookups.host_cost(list.kernels[i], &share) - share;
+        walk += share;
     }
     bool in_backward = false, backward_done = false;
-    for (const Kernel& k : list.kernels) {
+    for (std::size_t i = 0; i < list.kernels.size(); ++i) {
+        const Kernel& k = list.kernels[i];
         SimulatedKernel s;
-        s.host_time = lookups.host_cost(k) - lookups.backward_walk_share(k);
+        s.host_time = host_times[i];
         if (k.phase == Phase::backward && !in_backward) {
             s.host_time += host.backward_call + walk;
             in_backward = true;
