@@ -53,10 +53,10 @@ struct HostCosts {
     std::string source;
 };
 
-/// A host op's figure in `table`: its own, else (a variant the profile did not measure, "conv2d_nobias")
-/// the op's it is a variant of; nullptr when neither is there.
-[[nodiscard]] inline const Seconds* find_host_figure(const std::map<std::string, Seconds, std::less<>>& table,
-                                                     std::string_view op) {
+/// A host op's figure in `table` (its seconds, or its backward node count): its own, else (a variant
+/// the profile did not measure, "conv2d_nobias") the op's it is a variant of; nullptr when neither is there.
+template <class Value>
+[[nodiscard]] const Value* find_host_figure(const std::map<std::string, Value, std::less<>>& table, std::string_view op) {
     auto it = table.find(op);
     if (it == table.end()) it = table.find(graph_op_of_host_op(op));
     return it != table.end() ? &it->second : nullptr;
@@ -185,10 +185,8 @@ template <class LogFlops>
     if (k.kind != KernelKind::host_only || k.host_op.empty() || k.phase != Phase::backward || !(h.backward_walk_per_node.value() > 0)) {
         return Seconds(0);
     }
-    auto it = h.backward_nodes.find(k.host_op);
-    if (it == h.backward_nodes.end()) it = h.backward_nodes.find(graph_op_of_host_op(k.host_op));
-    if (it == h.backward_nodes.end()) return Seconds(0);
-    return min(host_cost(k, h), h.backward_walk_per_node * it->second);
+    const double* nodes = find_host_figure(h.backward_nodes, k.host_op);
+    return nodes ? min(host_cost(k, h), h.backward_walk_per_node * *nodes) : Seconds(0);
 }
 
 namespace detail {
