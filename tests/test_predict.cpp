@@ -2,6 +2,7 @@
 
 #include <roofsim/builtin_profiles.hpp>
 #include <roofsim/predict.hpp>
+#include <roofsim/predict_ir.hpp>
 #include <roofsim/zoo/zoo.hpp>
 
 #include <algorithm>
@@ -1266,4 +1267,47 @@ TEST_CASE("an elementwise op timed at two sizes takes its efficiency by its kern
     one_size["op_timings"] = nlohmann::json::array({relu(16384, 2 * small_modelled)});
     calibrate_op_factors(ctx, framework_profile_from_json(one_size, "test"));
     CHECK(op_factor(large, ctx) == Catch::Approx(2.0));
+}
+
+TEST_CASE("an exported IR's model code costs its time at export, scaled by the two hosts' Python reference times", "[predict][ir]") {
+    // a forward of one relu, with 300 us of model code before it and a view in model code
+    const auto ir_doc = [](bool with_code, std::optional<double> reference_seconds) {
+        nlohmann::json kernels = nlohmann::json::array();
+        if (with_code) {
+            kernels.push_back({{"op", "model code"}, {"kind", "host-only"}, {"phase", "forward"}, {"layer", "block"},
+                               {"host_dispatch", false}, {"python_seconds", 300e-6}});
+        }
+        kernels.push_back({{"op", "aten::view"}, {"kind", "host-only"}, {"phase", "forward"}, {"layer", "block"},
+                           {"host_op", "view_chain"}, {"source_op", "reshape"}});
+        kernels.push_back({{"op", "dispatch relu"}, {"kind", "host-only"}, {"phase", "forward"}, {"layer", "relu"}, {"host_op", "relu"}});
+        kernels.push_back({{"op", "aten::relu"}, {"kind", "elementwise"}, {"phase", "forward"}, {"layer", "relu"}, {"dtype", "float32"},
+                           {"unit", "fp32"}, {"bytes_read", 4096}, {"bytes_written", 4096}, {"host_dispatch", false}, {"source_op", "relu"}});
+        nlohmann::json doc = {{"schema_version", 1}, {"kind", "roofsim-kernel-ir"}, {"model", "m"}, {"precision", "fp32"}, {"batch", 1},
+                              {"kernels", kernels}};
+        if (reference_seconds) doc["model_code"] = {{"reference_seconds", *reference_seconds}, {"method", "set by the test"}};
+        return kernel_ir_from_json(doc, "ir.json");
+    };
+    FrameworkProfile f = h200_test_framework({{"layer_forward_relu", 10e-6}, {"layer_forward_add", 4e-6},
+                                              {"layer_forward_reshape", 30e-6}, {"layer_forward_view_chain", 3e-6}});
+    const CostContext ctx = make_cost_context(gpu_or_throw("h200-sxm"));
+    const Prediction plain = predict(ir_doc(false, std::nullopt), ctx, &f);
+    CHECK(plain.host_time.value() == Catch::Approx(13e-6));  // a view in model code: the chain's 3 us, not a reshape layer's 30
+    // no python_reference in the profile: the code at the exporting host's speed, and the source says so
+    const Prediction unscaled = predict(ir_doc(true, 1e-3), ctx, &f);
+    CHECK(unscaled.host_time.value() - plain.host_time.value() == Catch::Approx(300e-6));
+    CHECK(host_costs_for_ir(ir_doc(true, 1e-3), ctx, &f).source.find("the profile has no python_reference") != std::string::npos);
+    // this host runs the reference work in half the exporting host's time: the code takes half as long
+    set_figure(f, "python_reference", 0.5e-3);
+    const Prediction scaled = predict(ir_doc(true, 1e-3), ctx, &f);
+    CHECK(scaled.host_time.value() - plain.host_time.value() == Catch::Approx(150e-6));
+    // and with every host cost (PredictOptions::host_time_scale, the validation's canary): twice as slow
+    const Prediction slower = predict(ir_doc(true, 1e-3), ctx, &f, 2.0);
+    CHECK(slower.host_time.value() == Catch::Approx(2 * scaled.host_time.value()));
+    // a profile without the view chain figure: the reshape layer's, as before
+    f.figures.erase("layer_forward_view_chain");
+    CHECK(predict(ir_doc(false, std::nullopt), ctx, &f).host_time.value() == Catch::Approx(40e-6));
+    // model code on a GPU kernel is refused, naming the field
+    nlohmann::json bad = to_json(ir_doc(false, std::nullopt));
+    bad["kernels"][2]["python_seconds"] = 1e-6;
+    CHECK_THROWS_WITH(kernel_ir_from_json(bad, "ir.json"), Catch::Contains("/kernels/2/python_seconds"));
 }

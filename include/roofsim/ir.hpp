@@ -231,6 +231,7 @@ struct Kernel {
     bool strided = false;                    ///< elementwise: an operand strided or broadcast (PyTorch's offset-computing loop)
     Name host_op;                            ///< host-only markers: the framework op whose dispatch it stands for
     Name source_op;                          ///< the graph op that lowered to it ("maxpool2d"), for per-op efficiency
+    Seconds python_time{0};                  ///< host-only: the model's own Python code run here, as timed where the IR was exported
     std::string flag;                        ///< why the kernel is flagged (unknown op), empty otherwise
 
     [[nodiscard]] Bytes bytes() const { return bytes_read + bytes_written; }
@@ -259,11 +260,18 @@ struct Kernel {
     return "sdpa";
 }
 
+/// The host op of a view (`x.view(...)`, `.transpose`, `.permute`) called in a model's own code, outside
+/// any layer: the probe's chain of views (`layer_forward_view_chain`), a reshape layer's figures where
+/// a profile has none (the reshape layer's one-call figure holds that call's own costs on top).
+inline constexpr std::string_view view_in_model_code_host_op = "view_chain";
+
 /// The graph op a host op stands for: "conv2d" for "conv2d_nobias" (host_op_without_bias), "sdpa"
 /// for "sdpa_cudnn" (host_op_of_attention), "mha" for "mha_no_weights" (nn.MultiheadAttention called
-/// with need_weights=False), "dropout" for "dropout_identity" (p = 0), else itself.
+/// with need_weights=False), "dropout" for "dropout_identity" (p = 0), "reshape" for "view_chain"
+/// (view_in_model_code_host_op), else itself.
 [[nodiscard]] constexpr std::string_view graph_op_of_host_op(std::string_view host_op) {
     if (host_op.starts_with("sdpa_")) return "sdpa";
+    if (host_op == view_in_model_code_host_op) return "reshape";
     for (const std::string_view variant : {std::string_view("_nobias"), std::string_view("_no_weights"), std::string_view("_identity")}) {
         if (host_op.ends_with(variant)) return host_op.substr(0, host_op.size() - variant.size());
     }

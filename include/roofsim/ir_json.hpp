@@ -38,6 +38,10 @@ struct KernelIr {
     double parameter_elements = 0;           ///< 0: not given
     std::int64_t parameter_tensors = 0;      ///< tensors optimizer.step() updates (0: not given)
     std::optional<IrMemory> memory;
+    /// How the kernels' python_seconds were timed: the exporting host's time of the Python reference
+    /// work (the framework probe's `python_reference`), which relates them to another host's speed.
+    std::optional<Seconds> model_code_reference;
+    std::string model_code_method;
 };
 
 namespace detail {
@@ -132,7 +136,7 @@ inline std::string optional_string(const JsonCursor& c, std::string_view key) {
 inline Kernel kernel_from_json(const JsonCursor& c) {
     check_fields(c, {"op", "kind", "phase", "layer", "dtype", "unit", "flops", "bytes_read", "bytes_written", "gemm",
                      "conv", "attention", "norm", "host_dispatch", "sync", "mixed_dtypes", "strided", "host_op", "source_op", "flag",
-                     "args"});
+                     "args", "python_seconds"});
     Kernel k;
     k.op = c.at("op").string();
     if (k.op.empty()) c.at("op").fail("must not be empty");
@@ -183,6 +187,10 @@ inline Kernel kernel_from_json(const JsonCursor& c) {
     k.source_op = optional_string(c, "source_op");
     k.flag = optional_string(c, "flag");
     if (k.kind == KernelKind::unknown && k.flag.empty()) c.fail("an unknown kernel needs a flag saying why");
+    if (c.has("python_seconds")) {
+        k.python_time = Seconds(c.at("python_seconds").non_negative());
+        if (k.kind != KernelKind::host_only) c.at("python_seconds").fail("only a host-only kernel runs model code");
+    }
     if (k.kind == KernelKind::host_only && (k.flops.value() > 0 || k.bytes().value() > 0)) {
         c.fail("a host-only kernel does no GPU work: flops and bytes must be 0");
     }
@@ -198,7 +206,7 @@ inline nlohmann::json pair_json(std::int64_t h, std::int64_t w) { return nlohman
     using detail::JsonCursor;
     const JsonCursor root(document, std::string(origin), "");
     detail::check_fields(root, {"schema_version", "kind", "model", "precision", "batch", "optimizer", "origin",
-                                "parameters", "memory", "kernels"});
+                                "parameters", "memory", "model_code", "kernels"});
     if (root.at("schema_version").integer() != 1) root.at("schema_version").fail("unsupported version (expected 1)");
     if (root.at("kind").string() != "roofsim-kernel-ir") root.at("kind").fail("expected \"roofsim-kernel-ir\"");
     KernelIr ir;
@@ -238,6 +246,12 @@ inline nlohmann::json pair_json(std::int64_t h, std::int64_t w) { return nlohman
         mem.peak = Bytes(m.at("peak_bytes").non_negative());
         mem.method = m.at("method").string();
         ir.memory = mem;
+    }
+    if (root.has("model_code")) {
+        const JsonCursor m = root.at("model_code");
+        detail::check_fields(m, {"reference_seconds", "method"});
+        ir.model_code_reference = Seconds(m.at("reference_seconds").positive());
+        ir.model_code_method = m.at("method").string();
     }
     const JsonCursor kernels = root.at("kernels");
     const std::size_t n = kernels.array_size();
@@ -284,6 +298,7 @@ inline nlohmann::json pair_json(std::int64_t h, std::int64_t w) { return nlohman
     if (!k.host_op.empty()) j["host_op"] = k.host_op;
     if (!k.source_op.empty()) j["source_op"] = k.source_op;
     if (!k.flag.empty()) j["flag"] = k.flag;
+    if (k.python_time.value() > 0) j["python_seconds"] = k.python_time.value();
     return j;
 }
 
@@ -305,6 +320,9 @@ inline nlohmann::json pair_json(std::int64_t h, std::int64_t w) { return nlohman
                        {"optimizer_state_bytes", ir.memory->optimizer_state.value()},
                        {"peak_bytes", ir.memory->peak.value()},
                        {"method", ir.memory->method}};
+    }
+    if (ir.model_code_reference) {
+        j["model_code"] = {{"reference_seconds", ir.model_code_reference->value()}, {"method", ir.model_code_method}};
     }
     j["kernels"] = std::move(kernels);
     return j;

@@ -14,8 +14,9 @@
 namespace roofsim {
 
 /// Host costs of an IR step: the framework profile's per-op figures for its markers (as for a
-/// graph), and one eager dispatch (`eager_op_add`, its autocast variant under autocast) for each
-/// kernel the IR marks as dispatched on its own.
+/// graph), one eager dispatch (`eager_op_add`, its autocast variant under autocast) for each
+/// kernel the IR marks as dispatched on its own, and the model's own code as timed at export,
+/// scaled by the two hosts' times of the same Python reference work (`python_reference`).
 [[nodiscard]] inline HostCosts host_costs_for_ir(const KernelIr& ir, const CostContext& ctx, const FrameworkProfile* framework) {
     const PrecisionMode mode = precision_mode_from_key(ir.list.precision).value_or(PrecisionMode::fp32);
     if (!framework) return host_costs_from_launch_rate(ctx);
@@ -23,6 +24,19 @@ namespace roofsim {
     const bool amp = rules_for(mode).autocast;
     h.per_kernel = framework->seconds(amp ? "eager_op_add_autocast" : "eager_op_add").value_or(Seconds(0));
     note_host_of_other_gpu(h, *framework, ctx);
+    const bool has_model_code = std::any_of(ir.list.kernels.begin(), ir.list.kernels.end(),
+                                            [](const Kernel& k) { return k.python_time.value() > 0; });
+    if (has_model_code) {
+        // the model's own Python, timed where the IR was exported, at this host's Python speed: the
+        // probe's time of the reference work over the exporting host's (the same work)
+        const auto here = framework->seconds("python_reference");
+        if (here && ir.model_code_reference) {
+            h.model_code_scale = *here / *ir.model_code_reference;
+        } else {
+            h.source += here ? "; model code at the exporting host's speed (the IR has no python reference)"
+                             : "; model code at the exporting host's speed (the profile has no python_reference)";
+        }
+    }
     return h;
 }
 

@@ -50,6 +50,9 @@ struct HostCosts {
     Seconds per_kernel{0};                    ///< each kernel dispatched on its own (exported IR, no profile)
     Seconds synchronize{0};                   ///< returning from a wait for the GPU (a `sync` kernel)
     ConvHostGrowth conv_growth;               ///< a convolution's host cost beyond its tiny layer's, by size
+    /// Seconds of model code here per second of it timed where the IR was exported (a kernel's
+    /// python_time): this host's Python reference time over the exporting host's
+    double model_code_scale = 1;
     std::string source;
 };
 
@@ -81,6 +84,7 @@ template <class Value>
             point.backward = point.backward * factor;
         }
     }
+    h.model_code_scale *= factor;
     char text[32];
     std::snprintf(text, sizeof text, "; host times x%.3f", factor);
     h.source += text;
@@ -163,10 +167,17 @@ template <class LogFlops>
                                        conv_flops(*d).value(), d->pass);
 }
 
+/// Host time of a stretch of model code (a host-only kernel with python_time): its time where the
+/// IR was exported, at this host's Python speed (HostCosts::model_code_scale). Zero for any other kernel.
+[[nodiscard]] inline Seconds model_code_cost(const Kernel& k, const HostCosts& h) {
+    return k.kind == KernelKind::host_only ? k.python_time * h.model_code_scale : Seconds(0);
+}
+
 /// Host time before kernel `k` can be launched: a layer's dispatch marker (host-only, naming its
-/// op) costs that op's figure; a kernel dispatched on its own costs `per_kernel`; a convolution pass
-/// adds its growth over the tiny layer (conv_host_growth).
+/// op) costs that op's figure; model code its own time (model_code_cost); a kernel dispatched on its
+/// own costs `per_kernel`; a convolution pass adds its growth over the tiny layer (conv_host_growth).
 [[nodiscard]] inline Seconds host_cost(const Kernel& k, const HostCosts& h) {
+    if (k.python_time.value() > 0) return model_code_cost(k, h);
     if (k.kind == KernelKind::host_only && !k.host_op.empty()) {
         if (k.phase == Phase::optimizer) return h.optimizer_step;
         const auto& table = k.phase == Phase::forward ? h.forward : h.backward;
@@ -204,6 +215,7 @@ public:
     /// (looked up with the cost: zero but for a backward dispatch marker).
     [[nodiscard]] Seconds host_cost(const Kernel& k, Seconds* walk_share = nullptr) {
         if (walk_share) *walk_share = Seconds(0);
+        if (k.python_time.value() > 0) return model_code_cost(k, host_);  // each stretch its own time
         if (k.kind == KernelKind::host_only && !k.host_op.empty()) {  // a dispatch marker: its op's figure
             if (k.phase == Phase::optimizer) return roofsim::host_cost(k, host_);
             Entry& e = entry(k.host_op);
