@@ -3,9 +3,10 @@
 import numbers
 
 TOP = {"schema_version", "kind", "kernels", "model", "origin", "precision", "batch", "optimizer", "parameters",
-       "memory"}
+       "memory", "model_code"}
 KERNEL = {"op", "kind", "phase", "layer", "dtype", "unit", "flops", "bytes_read", "bytes_written", "gemm", "conv",
-          "attention", "norm", "host_dispatch", "sync", "mixed_dtypes", "strided", "host_op", "source_op", "flag", "args"}
+          "attention", "norm", "host_dispatch", "sync", "mixed_dtypes", "strided", "host_op", "source_op", "flag", "args",
+          "python_seconds"}
 KINDS = {"gemm", "conv", "attention", "elementwise", "reduction", "normalization", "softmax", "embedding", "copy",
          "optimizer", "host-only", "unknown"}
 PHASES = ["forward", "backward", "optimizer"]
@@ -63,6 +64,11 @@ def violations(doc):
                 err(f"memory.{key}: must be >= 0")
         if not isinstance(m.get("method"), str) or not m.get("method"):
             err("memory.method: must say how")
+    if "model_code" in doc:
+        c = doc["model_code"]
+        if not isinstance(c, dict) or set(c) != {"reference_seconds", "method"} or not _num(c["reference_seconds"]) \
+                or c["reference_seconds"] <= 0 or not isinstance(c["method"], str) or not c["method"]:
+            err("model_code: {reference_seconds > 0, method saying how}")
     kernels = doc.get("kernels")
     if not isinstance(kernels, list) or not kernels:
         err("kernels: at least one kernel")
@@ -109,6 +115,9 @@ def violations(doc):
                 err(f"{p}.{key}: must be a string")
         if k.get("kind") == "unknown" and not k.get("flag"):
             err(f"{p}.flag: required on unknown kernels")
+        if "python_seconds" in k and (not _num(k["python_seconds"]) or k["python_seconds"] < 0
+                                      or k.get("kind") != "host-only"):
+            err(f"{p}.python_seconds: a number >= 0, on host-only kernels only")
         if k.get("kind") == "host-only":
             if k.get("flops", 0) or k.get("bytes_read", 0) or k.get("bytes_written", 0):
                 err(f"{p}: host-only kernels do no GPU work")

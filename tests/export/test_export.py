@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -404,6 +405,75 @@ class DropoutWithoutProbability(unittest.TestCase):
         self.assertEqual([(k["phase"], k["host_op"]) for k in drop], [("forward", "dropout"), ("backward", "dropout")])
         self.assertTrue(any(k["op"] == "aten::native_dropout" for k in doc["kernels"] if k["layer"] == "drop")
                         or any(k["op"].startswith("aten::bernoulli") for k in doc["kernels"] if k["layer"] == "drop"))
+
+
+class ModelCode(unittest.TestCase):
+    """The model's own Python between its torch calls is timed; views in it cost a view's chain figure."""
+
+    def test_reference_work_is_the_probes(self):
+        import ast
+        import inspect
+        from roofsim_export import model_code
+
+        probe_path = os.path.join(ROOT, "calibrate", "torch_framework_probe.py")
+        with open(probe_path, encoding="utf-8") as f:
+            probe = ast.parse(f.read())
+        in_probe = [n for n in probe.body if isinstance(n, ast.FunctionDef) and n.name == "python_reference_work"]
+        self.assertEqual(len(in_probe), 1)
+        ours = ast.parse(inspect.getsource(model_code.python_reference_work)).body[0]
+        self.assertEqual(ast.dump(in_probe[0]), ast.dump(ours))
+
+    def test_slow_python_is_timed_where_it_runs(self):
+        def busy():  # pure Python, no torch call
+            return sum(i * i for i in range(60000))
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc1 = nn.Linear(16, 16)
+                self.fc2 = nn.Linear(16, 16)
+
+            def forward(self, x):
+                x = self.fc1(x)
+                busy()
+                x = x.view(2, 32).view(4, 16)  # views in the model's code
+                return self.fc2(x)
+
+        doc = export(Net(), {"x": torch.empty(4, 16)}, optimizer="none")
+        t0 = time.perf_counter()
+        busy()
+        alone = time.perf_counter() - t0
+        ks = doc["kernels"]
+        code = [i for i, k in enumerate(ks) if "python_seconds" in k]
+        self.assertTrue(code)
+        self.assertTrue(all(ks[i]["kind"] == "host-only" and ks[i]["phase"] == "forward" and
+                            ks[i]["host_dispatch"] is False for i in code))
+        total = sum(ks[i]["python_seconds"] for i in code)
+        # the busy loop's time, give or take this host's swings
+        self.assertGreater(total, 0.5 * alone)
+        self.assertLess(total, 3.0 * alone + 2e-3)
+        # it lands between the two layers' markers, as long as the loop (the rest is small)
+        longest = max(code, key=lambda i: ks[i]["python_seconds"])
+        fc1 = next(i for i, k in enumerate(ks) if k["op"] == "dispatch linear" and k["layer"] == "fc1")
+        fc2 = next(i for i, k in enumerate(ks) if k["op"] == "dispatch linear" and k["layer"] == "fc2")
+        self.assertLess(fc1, longest)
+        self.assertLess(longest, fc2)
+        self.assertGreater(ks[longest]["python_seconds"], 0.5 * total)
+        # the views: forward markers of their own at the chain's figure (a backward node is no chain's)
+        views = [k for k in ks if k["op"] == "aten::view"]
+        self.assertEqual([k["host_op"] for k in views if k["phase"] == "forward"], ["view_chain", "view_chain"])
+        self.assertTrue(all(k.get("host_op") != "view_chain" for k in views if k["phase"] == "backward"))
+        # how it was timed, with this host's reference time
+        self.assertGreater(doc["model_code"]["reference_seconds"], 0)
+        self.assertIn("TorchFunctionMode", doc["model_code"]["method"])
+
+    def test_known_modules_hold_their_own_python(self):
+        # a model of known modules only (nn.Sequential's loop is all its code): little model code,
+        # far less than one busy loop above
+        net = nn.Sequential(*[nn.Linear(16, 16) for _ in range(4)])
+        doc = export(net, {"x": torch.empty(4, 16)}, optimizer="none")
+        total = sum(k.get("python_seconds", 0) for k in doc["kernels"])
+        self.assertLess(total, 1e-3)
 
 
 class StridedInputs(unittest.TestCase):

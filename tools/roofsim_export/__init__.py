@@ -91,7 +91,7 @@ def export(model: torch.nn.Module, inputs: dict, *, loss=None, targets=None, pre
     memory = dict(cap.memory, method=MEMORY_METHOD)
     doc = document(model=model_name or cls.__name__, precision=precision, batch=batch, optimizer=optimizer,
                    fused=fused, weight_decay=WEIGHT_DECAY.get(optimizer, 0.0) != 0, parameters=cap.parameters, origin=origin(description, cap, optimizer, notes),
-                   memory=memory, kernels=cap.kernels)
+                   memory=memory, kernels=cap.kernels, model_code=cap.model_code)
     bad = problems(doc)
     if bad:  # a bug in the exporter, never the user's model
         raise ExportError("internal error: the exported IR breaks docs/ir-format.md: " + "; ".join(bad[:5]))

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn as nn
 
-from . import compat, values
+from . import compat, model_code, values
 from .emulate import CudaEmulation
 from .kernels import ATTENTION_OPS, BATCH_NORM_BACKWARD_OPS, Mapper, describe_args, flat_tensors, hidden_copies
 from .ops import DROPOUT_IDENTITY, MHA_NO_WEIGHTS, aten_graph_op, attention_host_op, host_op, module_op
@@ -139,6 +139,11 @@ class Session:
         self.region: str | None = None   # "optimizer" / "grad_scaler" outside module code
         self.counts = {"ops": 0, "backward_ops": 0}
         self.fill_ins: set = set()
+        self.root: nn.Module | None = None            # the model: its forward is where model code runs
+        self.in_model = False
+        self.clock: model_code.Clock | None = None    # the recorded forward's model-code clock
+        self.hook_overheads = (0.0, 0.0)  # the hooks' cost at a known / another module call (model_code.py)
+        self.references: list[float] = []  # the Python reference work's time around the recorded forward
 
     # -- fake tensors ---------------------------------------------------------------------------
 
@@ -172,6 +177,19 @@ class Session:
         return handles
 
     def _pre_hook(self, module, args):
+        if self.clock is not None:
+            self.clock.stop()
+            known = (self.stack[-1].known is not None if self.stack else False) or module_op(module) is not None
+            self.clock.settle(self.hook_overheads[0 if known else 1])
+        try:
+            self._push(module)
+        finally:
+            if self.clock is not None:
+                self.clock.resume(self.code_running())
+
+    def _push(self, module):
+        if module is self.root and self.recording:
+            self.in_model = True
         path = self.paths.get(id(module), type(module).__name__)
         op = module_op(module)
         parent_known = self.stack[-1].known if self.stack else None
@@ -184,6 +202,18 @@ class Session:
         call.recorded_at = len(self.kernels)
 
     def _post_hook(self, module, args, output):
+        if self.clock is not None:
+            self.clock.stop()
+            self.clock.settle()
+        try:
+            self._pop(module)
+        finally:
+            if module is self.root:
+                self.in_model = False
+            if self.clock is not None:
+                self.clock.resume(self.code_running())
+
+    def _pop(self, module):
         for i in range(len(self.stack) - 1, -1, -1):
             call = self.stack[i]
             if call.module is module:
@@ -193,6 +223,42 @@ class Session:
                     call.host_op = call.marker["host_op"] = DROPOUT_IDENTITY
                 del self.stack[i:]
                 return
+
+    def calibrate_hooks(self, x: torch.Tensor) -> None:
+        """The hooks' own cost at a module call, under the capture's modes (model_code.py)."""
+        def run_with_hooks(model, x) -> float:
+            saved = self.root, self.recording, self.phase
+            self.root, self.recording, self.phase = model, True, "forward"
+            handles = self.install_hooks(model)
+            self.clock = model_code.Clock(lambda seconds: None, 0.0)
+            recorded, counts = len(self.kernels), dict(self.counts)
+            try:
+                with model_code.TorchCalls(self.clock, self.code_running):
+                    model(x)
+                self.clock.finish()
+                return self.clock.total
+            finally:
+                for h in handles:
+                    h.remove()
+                self.clock = None
+                self.root, self.recording, self.phase = saved
+                self.stack.clear()
+                self.in_model = False
+                del self.kernels[recorded:]
+                self.counts = counts
+                self.pending.clear()
+        self.hook_overheads = model_code.module_call_overheads(run_with_hooks, x)
+
+    def code_running(self) -> bool:
+        """Whether the model's own code runs now: inside its recorded forward, in no known module."""
+        return (self.in_model and self.recording and self.phase == "forward" and bool(self.stack)
+                and self.stack[-1].known is None)
+
+    def emit_model_code(self, seconds: float) -> None:
+        """A stretch of the model's own code: a host-only kernel of its time on this host."""
+        self.kernels.append({"op": "model code", "kind": "host-only", "phase": "forward",
+                             "layer": self.current_owner().layer, "host_dispatch": False,
+                             "python_seconds": round(seconds, 9)})
 
     def current_owner(self) -> Owner:
         if self.region:
@@ -373,7 +439,9 @@ class Session:
             return
         if all(k["kind"] == "host-only" for k in kernels):
             for k in kernels:  # the op is its own marker
-                k["host_op"] = graph_op
+                # a view in the model's forward code costs what a view costs in a chain of them (the
+                # code around it is timed: model_code), not a reshape layer's one call
+                k["host_op"] = VIEW_IN_MODEL_CODE if is_view and phase == "forward" else graph_op
                 k["source_op"] = graph_op
             self.kernels.extend(_ordered(k) for k in kernels)
             return
@@ -451,6 +519,11 @@ def autocast_cast_of(name: str, args) -> bool:
     return src.is_floating_point() and not (src.requires_grad and src.grad_fn is None)
 
 
+# The host op of a view in the model's forward code, outside known modules (roofsim's
+# view_in_model_code_host_op): the framework probe's chain of views.
+VIEW_IN_MODEL_CODE = "view_chain"
+
+
 def marker(op: str, phase: str, layer: str, host: str | None = None) -> dict:
     """A host-only dispatch marker: the host cost of one call of `op`, by the figures of `host` (ops.host_op;
     default `op`) (docs/ir-format.md)."""
@@ -459,7 +532,7 @@ def marker(op: str, phase: str, layer: str, host: str | None = None) -> dict:
 
 _KEY_ORDER = ["op", "kind", "phase", "layer", "dtype", "unit", "flops", "bytes_read", "bytes_written", "gemm",
               "conv", "attention", "norm", "host_dispatch", "sync", "mixed_dtypes", "strided", "host_op", "source_op", "flag",
-              "args"]
+              "args", "python_seconds"]
 
 
 def _ordered(k: dict) -> dict:
@@ -495,6 +568,7 @@ class Capture:
     counts: dict
     parameters: dict  # trainable elements and tensors (what optimizer.step() updates)
     libraries_patched: bool = False
+    model_code: dict | None = None  # how the model's own code was timed (model_code.py)
 
 
 def choose_device(requested: str) -> tuple[torch.device, bool]:
@@ -629,12 +703,20 @@ def capture_step(spec: StepSpec, precision: Precision, fake_device: str = "auto"
                 handles = session.install_hooks(model)
                 with recorder:
                     _run_step(session, spec, model, inputs, opt, scaler, emulation, record=False)
+                    # the model-code clock's own costs, under the modes the recorded step runs in
+                    probe = session.fake_empty((1,), torch.float32).requires_grad_()
+                    overhead = model_code.mode_overhead_per_call(probe)
+                    session.calibrate_hooks(probe)
+                    del probe
                     gc.collect()
                     session.memory = Memory()
                     for t in _resident(model, inputs, opt, scaler):
                         if not session.is_host(t):
                             session.memory.track(t)
+                    session.root = model
+                    session.clock = model_code.Clock(session.emit_model_code, overhead)
                     _run_step(session, spec, model, inputs, opt, scaler, emulation, record=True)
+                    clock, session.clock = session.clock, None
                 memory = _memory_summary(session, model, opt)
                 trainable = list({id(p): p for p in model.parameters() if p.requires_grad}.values())
                 parameters = {"elements": sum(int(p.numel()) for p in trainable), "tensors": len(trainable)}
@@ -653,8 +735,11 @@ def capture_step(spec: StepSpec, precision: Precision, fake_device: str = "auto"
         session.stack.clear()
         session.claimed.clear()
         session.pending.clear()
+    code = {"reference_seconds": sum(session.references) / len(session.references),
+            "method": model_code.method_text(clock.total, clock.calls, overhead, session.hook_overheads,
+                                             session.references)}
     return Capture(session.kernels, memory, device.type, emulated, sorted(session.fill_ins), session.counts,
-                   parameters, patched)
+                   parameters, patched, code)
 
 
 def _run_step(session: Session, spec: StepSpec, model, inputs, opt, scaler, emulation, record: bool):
@@ -675,8 +760,17 @@ def _run_step(session: Session, spec: StepSpec, model, inputs, opt, scaler, emul
         autocast = emulation.autocast()
     else:
         autocast = compat.autocast_cuda(session.precision.autocast)
+    # the recorded forward: the model's own code timed between its torch calls (model_code.py)
+    torch_calls = model_code.TorchCalls(session.clock, session.code_running) if session.clock else contextlib.nullcontext()
+    if session.clock is not None:  # this host's Python speed, just before the forward and just after
+        session.references.append(model_code.time_python_reference())
     with autocast:
-        loss = spec.loss_fn(model, inputs)
+        with torch_calls:
+            loss = spec.loss_fn(model, inputs)
+        if session.clock is not None:
+            session.clock.finish()
+    if session.clock is not None:
+        session.references.append(model_code.time_python_reference())
     if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
         raise ExportError("the loss is not a one-element tensor")
     if not loss.requires_grad:

@@ -30,6 +30,7 @@ except ImportError:  # pragma: no cover
             del guard
 
 TorchDispatchMode = _python_dispatch.TorchDispatchMode
+TorchFunctionMode = torch.overrides.TorchFunctionMode  # torch 1.13 and 2.x
 
 from torch.multiprocessing.reductions import StorageWeakRef
 

@@ -16,16 +16,16 @@ DTYPES = ("float32", "float16", "bfloat16", "float64", "float8", "int64", "int32
 UNITS = ("fp64", "fp32", "fp16", "bf16", "fp64-tensor", "tf32-tensor", "fp16-tensor", "fp16-fp16acc-tensor",
          "bf16-tensor", "fp8-tensor", "int8-tensor")
 TOP_FIELDS = ("schema_version", "kind", "model", "precision", "batch", "optimizer", "parameters", "origin", "memory",
-              "kernels")
+              "model_code", "kernels")
 KERNEL_FIELDS = ("op", "kind", "phase", "layer", "dtype", "unit", "flops", "bytes_read", "bytes_written", "gemm",
                  "conv", "attention", "norm", "host_dispatch", "sync", "mixed_dtypes", "strided", "host_op", "source_op", "flag",
-                 "args")
+                 "args", "python_seconds")
 MEMORY_FIELDS = ("parameters_bytes", "gradients_bytes", "optimizer_state_bytes", "peak_bytes", "method")
 
 
 def document(*, model: str, precision: str, batch: int, optimizer: str, fused: bool, weight_decay: bool,
-             parameters: dict, origin: str, memory: dict, kernels: list) -> dict:
-    return {
+             parameters: dict, origin: str, memory: dict, kernels: list, model_code: dict | None = None) -> dict:
+    doc = {
         "schema_version": 1,
         "kind": "roofsim-kernel-ir",
         "model": model,
@@ -35,8 +35,11 @@ def document(*, model: str, precision: str, batch: int, optimizer: str, fused: b
         "parameters": parameters,
         "origin": origin,
         "memory": memory,
-        "kernels": kernels,
     }
+    if model_code is not None:
+        doc["model_code"] = model_code
+    doc["kernels"] = kernels
+    return doc
 
 
 def problems(doc: dict) -> list[str]:
@@ -77,6 +80,12 @@ def problems(doc: dict) -> list[str]:
                     bad("memory.method", "expected a string")
             elif not number(v) or v < 0:
                 bad(f"memory.{key}", "expected a number >= 0")
+    code = doc.get("model_code")
+    if code is not None:
+        if not isinstance(code, dict) or set(code) != {"reference_seconds", "method"} \
+                or not number(code["reference_seconds"]) or code["reference_seconds"] <= 0 \
+                or not isinstance(code["method"], str):
+            bad("model_code", "expected {reference_seconds: number > 0, method: string}")
     kernels = doc.get("kernels")
     if not isinstance(kernels, list) or not kernels:
         bad("kernels", "expected a non-empty array")
@@ -112,6 +121,11 @@ def problems(doc: dict) -> list[str]:
         for key in ("host_op", "source_op", "flag", "args"):
             if key in k and not isinstance(k[key], str):
                 bad(f"{p}.{key}", "expected a string")
+        if "python_seconds" in k:
+            if not number(k["python_seconds"]) or k["python_seconds"] < 0:
+                bad(f"{p}.python_seconds", "expected a number >= 0")
+            elif k.get("kind") != "host-only":
+                bad(f"{p}.python_seconds", "only a host-only kernel runs model code")
         if k.get("kind") == "unknown" and not k.get("flag"):
             bad(f"{p}.flag", "required on unknown kernels")
         if k.get("kind") == "host-only" and (k.get("flops", 0) or k.get("bytes_read", 0) or k.get("bytes_written", 0)):
@@ -208,6 +222,11 @@ def summary(doc: dict) -> str:
         lines.append(f"memory: parameters {mem['parameters_bytes'] / 2**20:.1f} MiB, gradients "
                      f"{mem['gradients_bytes'] / 2**20:.1f} MiB, optimizer state {mem['optimizer_state_bytes'] / 2**20:.1f}"
                      f" MiB, peak {mem['peak_bytes'] / 2**20:.1f} MiB")
+    code = [k["python_seconds"] for k in doc["kernels"] if "python_seconds" in k]
+    if code:
+        lines.append(f"model code: {sum(code) * 1e3:.3f} ms in {len(code)} stretches on the exporting host "
+                     f"(reference {doc['model_code']['reference_seconds'] * 1e6:.1f} us)" if "model_code" in doc else
+                     f"model code: {sum(code) * 1e3:.3f} ms in {len(code)} stretches")
     unknown = collections.Counter((k["op"], k["layer"]) for k in unknown_kernels(doc))
     if unknown:
         lines.append(f"unknown ops ({sum(unknown.values())} kernels, costed on the roofline from their bytes):")

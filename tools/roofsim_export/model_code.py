@@ -1,0 +1,238 @@
+"""The model's own Python code: how long the forward spends between its torch calls, outside the
+modules roofsim has figures for, on the exporting host; and a reference work that relates that
+host's Python speed to the GPU host's (the framework probe times the same work: `python_reference`).
+
+What is timed: from the model's first forward pre-hook to its last post-hook, every stretch during
+which no module of a type roofsim knows is running and no torch function is (a TorchFunctionMode
+marks the torch calls: each view, each tensor op, each metadata query). The known modules' calls
+are their framework figures; a torch call is its op's figure (a view: the probe's chain of views);
+what is left is the model's code: Hugging Face's argument handling, attention-mask preparation,
+container modules' calls, `inspect` and the like. The mode's own cost at each torch call (measured
+here on a loop of cheap calls) is taken off each stretch."""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import torch
+
+from . import compat
+
+# A stretch of model code shorter than this is carried over to the next one (fewer IR kernels; the
+# time moves by at most this much).
+FLUSH_SECONDS = 10e-6
+
+
+def python_reference_work(n: int = 1000) -> int:
+    """Pure-Python work of the kinds a model's forward runs between its tensor ops: method calls
+    with keyword arguments, attribute and dict lookups, isinstance checks, small tuples. Its time
+    relates one host's Python speed to another's. The framework probe (calibrate/torch_framework_probe.py)
+    and the exporter (tools/roofsim_export/model_code.py) each hold this function, the same (tests/export
+    checks)."""
+    class Config:
+        hidden_size = 768
+        num_heads = 12
+        use_cache = False
+
+        def head_dim(self, scale=1):
+            return self.hidden_size // self.num_heads * scale
+
+    config = Config()
+    cache = {}
+    total = 0
+    for i in range(n):
+        heads = config.head_dim(scale=1)
+        if isinstance(heads, int) and not getattr(config, "use_cache", True):
+            cache[i & 31] = (heads, i)
+        shape = tuple(cache.get(j & 31, (0, 0))[0] for j in range(i, i + 3))
+        total += sum(shape) + len(cache)
+    return total
+
+
+def time_python_reference(repeats: int = 15) -> float:
+    """Median seconds of one python_reference_work() call (after one unmeasured call)."""
+    python_reference_work()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        python_reference_work()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+class Clock:
+    """Accrues the model's own code time of one recorded forward. The session calls stop() when a
+    hook or a torch call begins and resume() when it ends; emit(seconds) receives each stretch
+    (FLUSH_SECONDS or more, the rest at finish())."""
+
+    def __init__(self, emit, overhead_per_call: float):
+        self.emit = emit
+        self.overhead_per_call = overhead_per_call  # the function mode's own cost around a torch call
+        self.since: float | None = None
+        self.last_gap = 0.0
+        self.pending = 0.0
+        self.total = 0.0
+        self.calls = 0
+
+    def stop(self, torch_call: bool = False) -> None:
+        """Model code stops running (a hook or a torch call begins): the stretch is held until
+        settle(), which the caller calls once it knows what to take off (its own work in between is
+        not timed)."""
+        now = time.perf_counter()
+        self.last_gap = 0.0
+        if self.since is None:
+            return
+        gap = now - self.since
+        if torch_call:
+            gap -= self.overhead_per_call
+            self.calls += 1
+        self.since = None
+        self.last_gap = max(0.0, gap)
+
+    def settle(self, deduct: float = 0.0) -> None:
+        """Adds the stretch stop() ended, less `deduct` (the hooks' own machinery at a module call:
+        module_call_overheads), and emits what has gathered once it reaches FLUSH_SECONDS."""
+        self.pending += max(0.0, self.last_gap - deduct)
+        self.last_gap = 0.0
+        if self.pending >= FLUSH_SECONDS:
+            self.flush()
+
+    def resume(self, running: bool) -> None:
+        self.since = time.perf_counter() if running else None
+
+    def flush(self) -> None:
+        if self.pending > 0:
+            self.total += self.pending
+            self.emit(self.pending)
+        self.pending = 0.0
+
+    def finish(self) -> None:
+        self.stop()
+        self.settle()
+        self.flush()
+
+
+class TorchCalls(compat.TorchFunctionMode):
+    """Tells the clock when each torch call (a top-level one: the mode is off inside it) begins and ends."""
+
+    def __init__(self, clock: Clock, running):
+        super().__init__()
+        self.clock = clock
+        self.running = running  # () -> whether model code runs once the call returns
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        self.clock.stop(torch_call=True)
+        self.clock.settle()
+        try:
+            return func(*args, **(kwargs or {}))
+        finally:
+            self.clock.resume(self.running())
+
+
+class _Empty(torch.nn.Module):
+    def forward(self, x):
+        return x
+
+
+class _Calls(torch.nn.Module):
+    """Calls its child `n` times (the calibration of module calls under the exporter's hooks)."""
+
+    def __init__(self, n: int, child: torch.nn.Module):
+        super().__init__()
+        self.child = child
+        self.n = n
+
+    def forward(self, x):
+        for _ in range(self.n):
+            x = self.child(x)
+        return x
+
+    def lookups(self, x):
+        for _ in range(self.n):
+            self.child
+        return x
+
+    def plain_calls(self, x):  # forward without the hooks' path: the same child, called directly
+        for _ in range(self.n):
+            x = self.child(x)
+        return x
+
+
+def module_call_overheads(run_with_hooks, x: torch.Tensor, loops: int = 5000) -> tuple[float, float]:
+    """What the exporter's forward hooks add to the model code's clock at one module call, as
+    (a call of a module roofsim knows, of one it does not). `run_with_hooks(model, x)` runs
+    model(x) under the session's hooks, clock and TorchCalls and returns the seconds the clock
+    accrued; `x`: a tensor as the model's (fake, under the capture's modes: what they add to a call
+    is measured with it).
+    Under hooks nn.Module.__call__ takes its slow path; the clock runs through its parts outside the
+    hooks (S a call). Without hooks a call costs F (the fast path) and the child's body. A known
+    module's figure holds its whole call: S is taken off, measured on calls of nn.ReLU (a module
+    roofsim knows: its op recorded, as in the step, and dropped). An unknown module's call is model
+    code: S less F is taken off, both measured on calls of an empty module. S = accrued per call less
+    the loop's time with the attribute lookup alone; F = the loop's time with plain calls less that."""
+    known = _Calls(loops // 10, torch.nn.ReLU())
+    run_with_hooks(known, x)
+    slow_known = max(0.0, min(run_with_hooks(known, x) for _ in range(3)) / known.n
+                     - min(_timed_lookups(known, x) for _ in range(3)))
+    model = _Calls(loops, _Empty())
+
+    def timed(fn) -> float:
+        t0 = time.perf_counter()
+        fn(x)
+        return (time.perf_counter() - t0) / loops
+
+    run_with_hooks(model, x)
+    accrued = min(run_with_hooks(model, x) for _ in range(3)) / loops
+    lookup = min(timed(model.lookups) for _ in range(3))
+    plain = min(timed(model.plain_calls) for _ in range(3))
+    slow_outside_hooks = max(0.0, accrued - lookup)
+    fast = max(0.0, plain - lookup)
+    return slow_known, max(0.0, slow_outside_hooks - fast)
+
+
+def _timed_lookups(model: _Calls, x) -> float:
+    t0 = time.perf_counter()
+    model.lookups(x)
+    return (time.perf_counter() - t0) / model.n
+
+
+def mode_overhead_per_call(x: torch.Tensor, loops: int = 20000) -> float:
+    """What TorchCalls adds to the model code's clock at each torch call beyond the call itself: a
+    loop of cheap torch calls (x.dim(), x as the model's tensors, under the capture's modes) timed as
+    model code under TorchCalls, less the same loop's time per call without it (which holds the loop
+    and the call's own cost, both real)."""
+
+    def plain() -> float:
+        t0 = time.perf_counter()
+        for _ in range(loops):
+            x.dim()
+        return (time.perf_counter() - t0) / loops
+
+    def under_mode() -> float:
+        clock = Clock(lambda seconds: None, 0.0)
+        clock.resume(True)
+        with TorchCalls(clock, lambda: True):
+            for _ in range(loops):
+                x.dim()
+        clock.finish()
+        return clock.total / loops
+
+    plain()
+    under_mode()
+    best_plain = min(plain() for _ in range(3))
+    best_mode = min(under_mode() for _ in range(3))
+    return max(0.0, best_mode - best_plain)
+
+
+def method_text(total_seconds: float, torch_calls: int, overhead_per_call: float, hooks: tuple[float, float],
+                references: list[float]) -> str:
+    """The IR's model_code.method: what was timed, how, and the totals."""
+    return (f"the model's own Python in its forward, between its torch calls and outside modules roofsim knows, "
+            f"timed with time.perf_counter on the exporting host; taken off, as measured there: a TorchFunctionMode's "
+            f"cost at each torch call ({overhead_per_call * 1e6:.2f} us, a loop of Tensor.dim) and the forward "
+            f"hooks' at each module call ({hooks[0] * 1e6:.2f} us a known module, loops of nn.ReLU calls; "
+            f"{hooks[1] * 1e6:.2f} us another, of an empty module's): {total_seconds * 1e3:.3f} ms over {torch_calls} torch calls; "
+            f"reference_seconds: python_reference_work() on that host, the mean of its median of 15 calls just "
+            f"before the forward and just after ({', '.join(f'{r * 1e6:.1f}' for r in references)} us: a host "
+            f"whose speed moved in between shows it here)")
