@@ -33,8 +33,9 @@ tools/validate/measure_pytorch.py, by contrast, only checks predictions.  Figure
       and layer_*_mha_no_weights (nn.MultiheadAttention(64, 1) called with need_weights=False, as
       torchvision's ViT calls it; its record names the backend). layer_*_dropout_identity: nn.Dropout(0.0),
       which returns its input (no kernel, no autograd node): the module call alone.
-      layer_*_view_chain: a chain of Tensor.view calls (not read by roofsim: a view inside model code,
-      beside layer_*_reshape's one-call figure, which holds the call's own costs).
+      layer_*_view_chain: a chain of Tensor.view calls: what a view in a model's own code costs
+      (roofsim's exported IRs), beside layer_*_reshape's one-call figure, which holds the call's own
+      costs.
   layer_forward_unit_<name>_autocast, layer_backward_unit_<name>_autocast
       The same chain figures of units of several kinds of tiny layers (unit_ops names them, in
       order): a pre-norm transformer block called flat (layer norm, cast, nn.MultiheadAttention
@@ -90,6 +91,11 @@ tools/validate/measure_pytorch.py, by contrast, only checks predictions.  Figure
       GPU): CUDA events around 200 adds of 16 M bfloat16 elements (GPU-bound) per kernel, less
       the kernels' CUPTI durations. roofsim adds it after every kernel whose time comes from kernel
       durations or bandwidth (GEMM and convolution sweeps are timed back to back and include it).
+  python_reference
+      One call of python_reference_work() (pure Python of the kinds a model's forward runs between
+      its tensor ops): this host's Python speed. The PyTorch exporter times a model's own code on
+      its host together with the same work (tools/roofsim_export/model_code.py); roofsim scales
+      that code's time by the ratio of the two.
   cuda_synchronize_idle, cuda_event_record, cuda_event_elapsed_time, launch_sync_roundtrip,
   item_roundtrip
       torch.cuda.synchronize() on an idle GPU, Event.record(), Event.elapsed_time() on two
@@ -913,7 +919,7 @@ def chain_cases(dev):
         # model); the chain alternates bfloat16 and float32 so that every layer casts
         "cast": (lambda: (lambda y: y.to(torch.bfloat16 if y.dtype == torch.float32 else torch.float32)), lambda: r(4, 8)),
         # a view (aten::view, ViewBackward0) in a chain: what one costs inside model code, beside the
-        # reshape layer's one-call figure (which holds the call's own costs); roofsim does not read it
+        # reshape layer's one-call figure (which holds the call's own costs)
         "view_chain": (lambda: (lambda y: y.view(8, 4) if y.shape[0] == 4 else y.view(4, 8)), lambda: r(4, 8)),
     }
     if hasattr(nn, "RMSNorm"):
@@ -1418,6 +1424,43 @@ def optimizer_probes(p: Probe, n1: int, n2: int, small_numel: int, large_numel: 
 
 # ----------------------------------------------------------------------------- (d) sync, events
 
+def python_reference_work(n: int = 1000) -> int:
+    """Pure-Python work of the kinds a model's forward runs between its tensor ops: method calls
+    with keyword arguments, attribute and dict lookups, isinstance checks, small tuples. Its time
+    relates one host's Python speed to another's. The framework probe (calibrate/torch_framework_probe.py)
+    and the exporter (tools/roofsim_export/model_code.py) each hold this function, the same (tests/export
+    checks)."""
+    class Config:
+        hidden_size = 768
+        num_heads = 12
+        use_cache = False
+
+        def head_dim(self, scale=1):
+            return self.hidden_size // self.num_heads * scale
+
+    config = Config()
+    cache = {}
+    total = 0
+    for i in range(n):
+        heads = config.head_dim(scale=1)
+        if isinstance(heads, int) and not getattr(config, "use_cache", True):
+            cache[i & 31] = (heads, i)
+        shape = tuple(cache.get(j & 31, (0, 0))[0] for j in range(i, i + 3))
+        total += sum(shape) + len(cache)
+    return total
+
+
+def python_reference_probe(p: Probe, calls: int) -> None:
+    """This host's Python speed: python_reference_work() timed on its own (no GPU work)."""
+    def measure():
+        t0 = time.perf_counter()
+        python_reference_work()
+        return time.perf_counter() - t0
+    python_reference_work()
+    p.record("python_reference", [measure() for _ in range(calls)],
+             f"python_reference_work(), {calls} calls one after another, median (as the exporter times it)")
+
+
 def sync_probes(p: Probe, n_calls: int) -> None:
     keys = ("cuda_synchronize_idle", "cuda_event_record", "cuda_event_elapsed_time",
             "launch_sync_roundtrip", "item_roundtrip")
@@ -1570,6 +1613,7 @@ def main(argv=None) -> int:
                                                 settings["optimizer_small_param_numel"],
                                                 settings["optimizer_large_param_numel"])),
         ("synchronize and events", lambda: sync_probes(p, settings["sync_calls_per_measurement"])),
+        ("Python reference", lambda: python_reference_probe(p, 31)),
         )
 
     op_timings: list = []
