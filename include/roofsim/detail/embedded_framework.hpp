@@ -26,8 +26,8 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "cudnn": 91900,
   "python": "3.12.3"
  },
- "date_utc": "2026-12-01T16:31:41+00:00",
- "command": "/opt/torch/.venv/bin/python3 calibrate/torch_framework_probe.py --gpu-key h200-sxm --out /tmp/x/h200-sxm-torch-2.11.json",
+ "date_utc": "2026-12-01T18:46:28+00:00",
+ "command": "/opt/torch/.venv/bin/python3 calibrate/torch_framework_probe.py --gpu-key h200-sxm --out /root/out/h200-sxm-torch-2.11-run4.json",
  "settings": {
   "repeats": 11,
   "warmup": 2,
@@ -54,569 +54,569 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "conv_host_calls": 10
  },
  "host_speed": {
-  "reference_seconds_per_op": 1.0702607499979423e-05,
+  "reference_seconds_per_op": 9.856217499990549e-06,
   "canary": "200 x torch.add of two 1-element tensors between two synchronizes, wall / 200; before each timed repetition (at most one per 20 ms) and after each measurement",
-  "canaries": 5926,
-  "canary_p10_seconds": 7.573840000532073e-06,
-  "canary_p90_seconds": 1.1933579999094946e-05,
+  "canaries": 5572,
+  "canary_p10_seconds": 7.321485000062467e-06,
+  "canary_p90_seconds": 1.0814599999946494e-05,
   "use": "the figures are as measured; roofsim reads each at this host speed: the median over passes of pass_seconds x reference_seconds_per_op / pass_host_canary_seconds",
-  "backward_reference_seconds_per_node": 2.1089260000621836e-05,
+  "backward_reference_seconds_per_node": 1.9376959999988228e-05,
   "backward_canary": "after each canary, the backward() of a chain of 100 multiplications of a 1-element tensor, from a synchronize to its return, per node: the speed of autograd's device thread (roofsim reads the layer_backward_* figures on it)",
-  "backward_canary_p10_seconds": 1.6727229999560224e-05,
-  "backward_canary_p90_seconds": 2.489101999799459e-05
+  "backward_canary_p10_seconds": 1.6433320000004413e-05,
+  "backward_canary_p90_seconds": 2.2319919999986838e-05
  },
  "figures": {
   "eager_op_add": {
-   "seconds": 9.417220000045745e-06,
-   "min": 7.12362599995231e-06,
-   "max": 1.1440022000044792e-05,
+   "seconds": 6.77768399999934e-06,
+   "min": 6.5573360000001915e-06,
+   "max": 1.0084100000000261e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.0884543499969367e-05,
-   "host_canary_seconds": 1.1033492500018838e-05,
-   "host_backward_canary_seconds": 1.9887325000240707e-05,
+   "issue_only_seconds": 9.34563699999913e-06,
+   "host_canary_seconds": 9.148984999995947e-06,
+   "host_backward_canary_seconds": 1.9920519999985233e-05,
    "pass_seconds": [
-    1.0934176499972636e-05,
-    7.229057000017747e-06,
-    9.417220000045745e-06
+    9.368416499999199e-06,
+    6.6379285000053304e-06,
+    6.77768399999934e-06
    ],
    "pass_host_canary_seconds": [
-    1.1033492500018838e-05,
-    7.4226350000117236e-06,
-    1.0369875000151296e-05
+    9.148984999995947e-06,
+    6.938009999970518e-06,
+    6.898449999965805e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9887325000240707e-05,
-    1.9108539999024287e-05,
-    2.3651795000887432e-05
+    1.9920519999985233e-05,
+    2.1727879999957622e-05,
+    2.309647999993558e-05
    ]
   },
   "eager_op_linear": {
-   "seconds": 1.478537299999516e-05,
-   "min": 1.3263276500026678e-05,
-   "max": 2.672551000000567e-05,
+   "seconds": 1.2199422999998433e-05,
+   "min": 1.1722637999994844e-05,
+   "max": 1.7500217999995014e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 2.0194895000031464e-05,
-   "host_canary_seconds": 1.1521750000156317e-05,
-   "host_backward_canary_seconds": 2.5253370000655196e-05,
+   "issue_only_seconds": 1.6228117500002527e-05,
+   "host_canary_seconds": 9.472684999991544e-06,
+   "host_backward_canary_seconds": 2.2404879999982085e-05,
    "pass_seconds": [
-    2.02531725000199e-05,
-    1.4471788999969704e-05,
-    1.478537299999516e-05
+    1.6271178499998484e-05,
+    1.2199422999998433e-05,
+    1.2126597999994714e-05
    ],
    "pass_host_canary_seconds": [
-    1.1521750000156317e-05,
-    7.788039999923057e-06,
-    8.609500000602565e-06
+    9.472684999991544e-06,
+    7.049749999978871e-06,
+    7.246954999970967e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.5253370000655196e-05,
-    2.0700249999663357e-05,
-    2.297421999855942e-05
+    2.2404879999982085e-05,
+    2.1899239999925158e-05,
+    2.2241039999926215e-05
    ]
   },
   "eager_op_conv2d": {
-   "seconds": 1.4084298499994929e-05,
-   "min": 1.1907151999935196e-05,
-   "max": 1.9408580499998607e-05,
+   "seconds": 1.1495056000001114e-05,
+   "min": 1.0954305999998581e-05,
+   "max": 1.7026930499994818e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.7953933999990568e-05,
-   "host_canary_seconds": 1.1036325000191028e-05,
-   "host_backward_canary_seconds": 2.0334170000069206e-05,
+   "issue_only_seconds": 1.1147907000001567e-05,
+   "host_canary_seconds": 7.037529999998071e-06,
+   "host_backward_canary_seconds": 2.1363480000005097e-05,
    "pass_seconds": [
-    1.800202599997647e-05,
-    1.4084298499994929e-05,
-    1.3529598999980407e-05
+    1.1174846999999489e-05,
+    1.2116081999998585e-05,
+    1.1495056000001114e-05
    ],
    "pass_host_canary_seconds": [
-    1.1036325000191028e-05,
-    7.691115000056925e-06,
-    7.578644999739481e-06
+    7.037529999998071e-06,
+    7.3549049999854785e-06,
+    7.153669999979684e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0334170000069206e-05,
-    1.920743000027869e-05,
-    1.9319419998282683e-05
+    2.1363480000005097e-05,
+    2.1746470000039154e-05,
+    2.242183000021214e-05
    ]
   },
   "eager_op_layernorm": {
-   "seconds": 1.3987758499979463e-05,
-   "min": 1.1036871499982226e-05,
-   "max": 1.8823000999987015e-05,
+   "seconds": 1.4541670999999923e-05,
+   "min": 1.0706396999999868e-05,
+   "max": 1.6906596500000148e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.8347483500008367e-05,
-   "host_canary_seconds": 1.1129000000096312e-05,
-   "host_backward_canary_seconds": 2.4609479999071483e-05,
+   "issue_only_seconds": 1.4489970499997895e-05,
+   "host_canary_seconds": 9.821224999981836e-06,
+   "host_backward_canary_seconds": 2.222171999996192e-05,
    "pass_seconds": [
-    1.8377054500035683e-05,
-    1.2376463999999032e-05,
-    1.3987758499979463e-05
+    1.4541670999999923e-05,
+    1.6010506500002463e-05,
+    1.210970449999138e-05
    ],
    "pass_host_canary_seconds": [
-    1.1129000000096312e-05,
-    7.574575000148798e-06,
-    8.080715000460259e-06
+    9.821224999981836e-06,
+    9.903105000006462e-06,
+    7.441289999974288e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.4609479999071483e-05,
-    2.2721649999084547e-05,
-    2.170937999835587e-05
+    2.222171999996192e-05,
+    2.2035079999938035e-05,
+    2.1853979999946206e-05
    ]
   },
   "eager_op_add_autocast": {
-   "seconds": 9.403065500009689e-06,
-   "min": 6.823659500014401e-06,
-   "max": 1.180762550001191e-05,
+   "seconds": 6.9490064999975234e-06,
+   "min": 6.5913294999973e-06,
+   "max": 9.750632499994083e-06,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 9.359273000029588e-06,
-   "host_canary_seconds": 1.0739095000076304e-05,
-   "host_backward_canary_seconds": 2.601480999999239e-05,
+   "issue_only_seconds": 6.925462499999924e-06,
+   "host_canary_seconds": 7.0867899999882404e-06,
+   "host_backward_canary_seconds": 2.363793999997199e-05,
    "pass_seconds": [
-    9.403065500009689e-06,
-    7.250674999966123e-06,
-    1.0025272000007134e-05
+    6.9490064999975234e-06,
+    9.270868000001542e-06,
+    6.73558799999796e-06
    ],
    "pass_host_canary_seconds": [
-    1.0739095000076304e-05,
-    7.122482500108163e-06,
-    1.0595482500548314e-05
+    7.0867899999882404e-06,
+    9.791287500000577e-06,
+    6.897742500058257e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.601480999999239e-05,
-    1.87324700004865e-05,
-    2.1793265000269456e-05
+    2.363793999997199e-05,
+    1.9580264999987664e-05,
+    2.0945359999871016e-05
    ]
   },
   "eager_op_linear_autocast": {
-   "seconds": 4.14439130000801e-05,
-   "min": 3.6947239000028275e-05,
-   "max": 6.42510350000407e-05,
+   "seconds": 3.6163946000002054e-05,
+   "min": 3.5290977500000766e-05,
+   "max": 5.521528799999942e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 6.098733250001942e-05,
-   "host_canary_seconds": 1.1438925000106792e-05,
-   "host_backward_canary_seconds": 2.396541000052821e-05,
+   "issue_only_seconds": 3.752151000000126e-05,
+   "host_canary_seconds": 7.169454999989e-06,
+   "host_backward_canary_seconds": 2.2378410000030158e-05,
    "pass_seconds": [
-    6.104844049997382e-05,
-    3.836188700000775e-05,
-    4.14439130000801e-05
+    3.757157749999962e-05,
+    3.6163946000002054e-05,
+    3.597406600000852e-05
    ],
    "pass_host_canary_seconds": [
-    1.1438925000106792e-05,
-    7.184474999917256e-06,
-    7.579255000109697e-06
+    7.169454999989e-06,
+    7.316614999979265e-06,
+    7.105274999901212e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.396541000052821e-05,
-    2.084878999994544e-05,
-    1.867217000153687e-05
+    2.2378410000030158e-05,
+    1.8216489999929307e-05,
+    2.1024270000111757e-05
    ]
   },
   "eager_op_conv2d_autocast": {
-   "seconds": 3.136296750000156e-05,
-   "min": 2.7593594499990104e-05,
-   "max": 4.262452950001716e-05,
+   "seconds": 3.2591019499999875e-05,
+   "min": 2.5321178500000486e-05,
+   "max": 3.815703999999798e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 3.939727800002402e-05,
-   "host_canary_seconds": 1.0773919999564896e-05,
-   "host_backward_canary_seconds": 2.546492000078615e-05,
+   "issue_only_seconds": 3.252837150000332e-05,
+   "host_canary_seconds": 8.650370000005125e-06,
+   "host_backward_canary_seconds": 2.2505640000005654e-05,
    "pass_seconds": [
-    3.944919349999054e-05,
-    3.136296750000156e-05,
-    2.961946999994325e-05
+    3.2591019499999875e-05,
+    2.6276521499994488e-05,
+    3.57672484999938e-05
    ],
    "pass_host_canary_seconds": [
-    1.0773919999564896e-05,
-    1.0322229999815136e-05,
-    7.745894999970914e-06
+    8.650370000005125e-06,
+    7.362119999996253e-06,
+    9.848190000099067e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.546492000078615e-05,
-    2.2550329999830866e-05,
-    2.308032999962961e-05
+    2.2505640000005654e-05,
+    1.7262079999937896e-05,
+    1.9741920000058143e-05
    ]
   },
   "eager_op_layernorm_autocast": {
-   "seconds": 1.2875106000024062e-05,
-   "min": 1.1639990999924522e-05,
-   "max": 2.1071065999990424e-05,
+   "seconds": 1.1381434000000468e-05,
+   "min": 1.0507647500002549e-05,
+   "max": 1.692631150000068e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.7516449500021734e-05,
-   "host_canary_seconds": 1.0739114999864796e-05,
-   "host_backward_canary_seconds": 2.1400849999508863e-05,
+   "issue_only_seconds": 1.135310750000329e-05,
+   "host_canary_seconds": 7.294219999991469e-06,
+   "host_backward_canary_seconds": 2.1668609999991874e-05,
    "pass_seconds": [
-    1.7560404499988634e-05,
-    1.2875106000024062e-05,
-    1.2485538499959147e-05
+    1.1381434000000468e-05,
+    1.074997499999597e-05,
+    1.5656451500007053e-05
    ],
    "pass_host_canary_seconds": [
-    1.0739114999864796e-05,
-    7.66556000030505e-06,
-    7.728969999334367e-06
+    7.294219999991469e-06,
+    7.106330000041794e-06,
+    9.808485000064593e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1400849999508863e-05,
-    1.9521230000236757e-05,
-    2.3461749999569293e-05
+    2.1668609999991874e-05,
+    1.712737999994829e-05,
+    2.1937650000154463e-05
    ]
   },
   "eager_op_add_autograd": {
-   "seconds": 9.766397000021242e-06,
-   "min": 8.893489000001864e-06,
-   "max": 1.3713267000014184e-05,
+   "seconds": 8.255258500000195e-06,
+   "min": 7.744870500005164e-06,
+   "max": 1.235608549999867e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.2925741999993079e-05,
-   "host_canary_seconds": 1.0370950000151425e-05,
-   "host_backward_canary_seconds": 2.57152100004987e-05,
+   "issue_only_seconds": 8.24008049999847e-06,
+   "host_canary_seconds": 8.452877499998123e-06,
+   "host_backward_canary_seconds": 2.229176499998431e-05,
    "pass_seconds": [
-    1.2960843000030309e-05,
-    9.19741799998519e-06,
-    9.766397000021242e-06
+    8.255258500000195e-06,
+    8.077880500003687e-06,
+    1.1374541999998656e-05
    ],
    "pass_host_canary_seconds": [
-    1.0370950000151425e-05,
-    7.348695000359839e-06,
-    7.789900000716444e-06
+    8.452877499998123e-06,
+    6.989130000008004e-06,
+    9.485329999989745e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.57152100004987e-05,
-    1.973276000057922e-05,
-    2.3628080000435148e-05
+    2.229176499998431e-05,
+    1.968575500008285e-05,
+    2.1064700000010817e-05
    ]
   },
   "eager_op_linear_autograd": {
-   "seconds": 2.5036399500038443e-05,
-   "min": 1.7284883499996794e-05,
-   "max": 2.7667523499985692e-05,
+   "seconds": 2.0702178999997045e-05,
+   "min": 1.4175059999999463e-05,
+   "max": 2.2775680499989903e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 2.4156593499981227e-05,
-   "host_canary_seconds": 1.0800465000215809e-05,
-   "host_backward_canary_seconds": 2.4141800000734293e-05,
+   "issue_only_seconds": 2.19625344999983e-05,
+   "host_canary_seconds": 1.028199000000285e-05,
+   "host_backward_canary_seconds": 2.253645000003246e-05,
    "pass_seconds": [
-    2.4231337999992773e-05,
-    2.5036399500038443e-05,
-    2.6692844500075807e-05
+    2.2024313500001113e-05,
+    1.4284903500005442e-05,
+    2.0702178999997045e-05
    ],
    "pass_host_canary_seconds": [
-    1.0800465000215809e-05,
-    1.1172405000365871e-05,
-    1.1109515000953251e-05
+    1.028199000000285e-05,
+    6.902504999999337e-06,
+    9.571665000009944e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.4141800000734293e-05,
-    1.935100000082457e-05,
-    2.4287329999879148e-05
+    2.253645000003246e-05,
+    1.6601110000067366e-05,
+    2.1241620000012063e-05
    ]
   },
   "eager_op_conv2d_autograd": {
-   "seconds": 2.1940045999997438e-05,
-   "min": 1.7446124499997495e-05,
-   "max": 2.4717728499922486e-05,
+   "seconds": 2.027738649999833e-05,
+   "min": 1.349491100000222e-05,
+   "max": 2.4354244999997833e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 2.0631689000026655e-05,
-   "host_canary_seconds": 1.0118734999764456e-05,
-   "host_backward_canary_seconds": 2.1240080000097804e-05,
+   "issue_only_seconds": 2.0216106500001273e-05,
+   "host_canary_seconds": 1.0526245000015422e-05,
+   "host_backward_canary_seconds": 2.2651949999996645e-05,
    "pass_seconds": [
-    2.0680801500020608e-05,
-    2.1940045999997438e-05,
-    2.3396359499997745e-05
+    2.027738649999833e-05,
+    2.3727975500001718e-05,
+    1.8537858500010883e-05
    ],
    "pass_host_canary_seconds": [
-    1.0118734999764456e-05,
-    1.0585620000256313e-05,
-    1.1339154999632228e-05
+    1.0526245000015422e-05,
+    1.2247165000047743e-05,
+    9.540844999946784e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1240080000097804e-05,
-    1.8909699999767326e-05,
-    2.2609320001265588e-05
+    2.2651949999996645e-05,
+    2.053232999998045e-05,
+    2.1311860000139404e-05
    ]
   },
   "eager_op_layernorm_autograd": {
-   "seconds": 2.1583520000035605e-05,
-   "min": 1.497188799999094e-05,
-   "max": 2.383274150008674e-05,
+   "seconds": 2.0720633500005192e-05,
+   "min": 1.3144643000003953e-05,
+   "max": 2.3773517500004005e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.5750426000010976e-05,
-   "host_canary_seconds": 7.745119999640337e-06,
-   "host_backward_canary_seconds": 2.1476540000548992e-05,
+   "issue_only_seconds": 2.119928799999826e-05,
+   "host_canary_seconds": 1.0595979999976634e-05,
+   "host_backward_canary_seconds": 2.2789049999971667e-05,
    "pass_seconds": [
-    1.5789588000018285e-05,
-    2.1583520000035605e-05,
-    2.329129149995879e-05
+    2.1256933000000088e-05,
+    2.0720633500005192e-05,
+    1.983663850000994e-05
    ],
    "pass_host_canary_seconds": [
-    7.745119999640337e-06,
-    1.0312945000237051e-05,
-    1.1261975000707025e-05
+    1.0595979999976634e-05,
+    1.0384225000024116e-05,
+    9.684694999947396e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1476540000548992e-05,
-    2.3527400001057684e-05,
-    2.4825699999837524e-05
+    2.2789049999971667e-05,
+    2.47947699999429e-05,
+    2.1823830000187172e-05
    ]
   },
   "eager_op_add_autograd_autocast": {
-   "seconds": 9.943163000002641e-06,
-   "min": 8.760223999956907e-06,
-   "max": 1.3040246499997465e-05,
+   "seconds": 1.193520750000232e-05,
+   "min": 1.012553299999297e-05,
+   "max": 1.270818549999575e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 9.247710500005724e-06,
-   "host_canary_seconds": 8.019404999970449e-06,
-   "host_backward_canary_seconds": 1.8698920000019827e-05,
+   "issue_only_seconds": 1.1867231500001908e-05,
+   "host_canary_seconds": 1.011722499999479e-05,
+   "host_backward_canary_seconds": 2.221593999998106e-05,
    "pass_seconds": [
-    9.281176000001778e-06,
-    1.2540526999998747e-05,
-    9.943163000002641e-06
+    1.193520750000232e-05,
+    1.1937031500004026e-05,
+    1.1639579000004119e-05
    ],
    "pass_host_canary_seconds": [
-    8.019404999970449e-06,
-    1.0411039999667082e-05,
-    8.142634999330767e-06
+    1.011722499999479e-05,
+    9.720499999943399e-06,
+    9.650510000085433e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8698920000019827e-05,
-    2.2551860000703526e-05,
-    2.4498679999851446e-05
+    2.221593999998106e-05,
+    1.9359500000035724e-05,
+    2.1012630000143418e-05
    ]
   },
   "eager_op_linear_autograd_autocast": {
-   "seconds": 2.1204854500069816e-05,
-   "min": 1.763294199997745e-05,
-   "max": 3.5125488500057144e-05,
+   "seconds": 2.3670764000002008e-05,
+   "min": 1.6622282499998418e-05,
+   "max": 2.592975349999449e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.8040373500014083e-05,
-   "host_canary_seconds": 7.82327000024452e-06,
-   "host_backward_canary_seconds": 1.8963730000223222e-05,
+   "issue_only_seconds": 2.4827339499999824e-05,
+   "host_canary_seconds": 1.0081864999982316e-05,
+   "host_backward_canary_seconds": 2.267740999997159e-05,
    "pass_seconds": [
-    1.8081933000019035e-05,
-    2.8076893500042387e-05,
-    2.1204854500069816e-05
+    2.4887194499999766e-05,
+    2.306809950000144e-05,
+    2.3670764000002008e-05
    ],
    "pass_host_canary_seconds": [
-    7.82327000024452e-06,
-    1.070674000004601e-05,
-    8.142634999330767e-06
+    1.0081864999982316e-05,
+    9.657339999975534e-06,
+    9.75342999993245e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8963730000223222e-05,
-    1.9956770000817414e-05,
-    2.52563399999417e-05
+    2.267740999997159e-05,
+    2.143846999999255e-05,
+    2.209047999997438e-05
    ]
   },
   "eager_op_conv2d_autograd_autocast": {
-   "seconds": 2.0605920500031514e-05,
-   "min": 1.5887166999959846e-05,
-   "max": 2.2974895499999092e-05,
+   "seconds": 1.7557615000001193e-05,
+   "min": 1.245946099999884e-05,
+   "max": 2.0609512999996583e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 2.0543465499997638e-05,
-   "host_canary_seconds": 1.0735019999970064e-05,
-   "host_backward_canary_seconds": 1.9971330000316812e-05,
+   "issue_only_seconds": 1.3061343000000392e-05,
+   "host_canary_seconds": 7.243205000015962e-06,
+   "host_backward_canary_seconds": 2.261517000000879e-05,
    "pass_seconds": [
-    2.0605920500031514e-05,
-    2.070351849999952e-05,
-    1.7345272500051577e-05
+    1.3095493999998098e-05,
+    1.7557615000001193e-05,
+    1.8381957000002558e-05
    ],
    "pass_host_canary_seconds": [
-    1.0735019999970064e-05,
-    1.0825049999994007e-05,
-    8.976139999958832e-06
+    7.243205000015962e-06,
+    9.737664999960316e-06,
+    9.879159999997e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9971330000316812e-05,
-    2.327530000002298e-05,
-    2.0607040000868436e-05
+    2.261517000000879e-05,
+    2.113934000007589e-05,
+    2.216699000001654e-05
    ]
   },
   "eager_op_layernorm_autograd_autocast": {
-   "seconds": 2.3287301500090508e-05,
-   "min": 2.0941673500033177e-05,
-   "max": 2.479122800002642e-05,
+   "seconds": 1.9483313500003873e-05,
+   "min": 1.3333120500000461e-05,
+   "max": 2.3478983999993376e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 2.3194652499967105e-05,
-   "host_canary_seconds": 1.1056520000352065e-05,
-   "host_backward_canary_seconds": 2.4222590000135824e-05,
+   "issue_only_seconds": 1.376626049999885e-05,
+   "host_canary_seconds": 7.3379500000214644e-06,
+   "host_backward_canary_seconds": 2.177166999999258e-05,
    "pass_seconds": [
-    2.322470199999316e-05,
-    2.3383917999979076e-05,
-    2.3287301500090508e-05
+    1.3786430999999765e-05,
+    1.9483313500003873e-05,
+    2.0516324999988457e-05
    ],
    "pass_host_canary_seconds": [
-    1.1056520000352065e-05,
-    1.0985104999576834e-05,
-    1.167821500075661e-05
+    7.3379500000214644e-06,
+    9.863180000024841e-06,
+    1.0072120000046425e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.4222590000135824e-05,
-    2.4208690000477872e-05,
-    2.1036910000020724e-05
+    2.177166999999258e-05,
+    2.093501000004494e-05,
+    2.2071200000084445e-05
    ]
   },
   "eager_op_add_out": {
-   "seconds": 9.22041299998e-06,
-   "min": 8.626728000024286e-06,
-   "max": 9.960374000002047e-06,
+   "seconds": 8.046870000001149e-06,
+   "min": 6.045959499999754e-06,
+   "max": 8.725977500002813e-06,
    "samples": 33,
    "method": "2000 x torch.add(x, y, out=z) on 1-element tensors, one synchronize, wall / 2000; median of 3 passes over the probe's run",
-   "issue_only_seconds": 9.563556499983861e-06,
-   "host_canary_seconds": 1.1204207499986296e-05,
-   "host_backward_canary_seconds": 2.595466499997201e-05,
+   "issue_only_seconds": 6.081944499999992e-06,
+   "host_canary_seconds": 7.2240349999930235e-06,
+   "host_backward_canary_seconds": 1.8165579999980254e-05,
    "pass_seconds": [
-    9.601901499991072e-06,
-    8.766358999992008e-06,
-    9.22041299998e-06
+    6.096331999998483e-06,
+    8.046870000001149e-06,
+    8.057346000001075e-06
    ],
    "pass_host_canary_seconds": [
-    1.1204207499986296e-05,
-    1.0391107499856389e-05,
-    1.0849199999825031e-05
+    7.2240349999930235e-06,
+    9.862009999963563e-06,
+    9.572662500048069e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.595466499997201e-05,
-    2.371705000030033e-05,
-    2.5935845000049087e-05
+    1.8165579999980254e-05,
+    1.9159514999955717e-05,
+    1.7949909999970262e-05
    ]
   },
   "backward_node_mul": {
-   "seconds": 1.5333865555425694e-05,
-   "min": 1.2032887778130114e-05,
-   "max": 2.138922333339603e-05,
+   "seconds": 1.1349645555556423e-05,
+   "min": 9.806276666668939e-06,
+   "max": 1.603331444443591e-05,
    "samples": 33,
    "method": "backward() of a chain of y = y * c (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0638009999865972e-05,
-   "host_backward_canary_seconds": 2.2112220000281015e-05,
+   "host_canary_seconds": 1.0104369999979213e-05,
+   "host_backward_canary_seconds": 1.9236999999989733e-05,
    "pass_seconds": [
-    1.6497120000041023e-05,
-    1.5333865555425694e-05,
-    1.4862822222565027e-05
+    1.1349645555556423e-05,
+    1.238477333332513e-05,
+    1.121056666666694e-05
    ],
    "pass_host_canary_seconds": [
-    1.0638009999865972e-05,
-    1.0427755000250727e-05,
-    1.1011304999328785e-05
+    1.0104369999979213e-05,
+    9.864754999995285e-06,
+    1.0088755000055016e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.2112220000281015e-05,
-    2.2430810000741987e-05,
-    2.149442000018098e-05
+    1.9236999999989733e-05,
+    1.9832449999910296e-05,
+    1.7723499999817706e-05
    ]
   },
   "backward_fixed": {
-   "seconds": 0.00044057200002751225,
-   "min": -0.00015511899999233296,
-   "max": 0.0010332526665782402,
+   "seconds": 0.0003416960000019269,
+   "min": -3.2697999990381884e-05,
+   "max": 0.0010066643333285835,
    "samples": 33,
    "method": "intercept of the y = y * c chain fit: T(100) - slope * 100; one backward() call; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0638009999865972e-05,
-   "host_backward_canary_seconds": 2.2112220000281015e-05,
+   "host_canary_seconds": 1.0104369999979213e-05,
+   "host_backward_canary_seconds": 1.9236999999989733e-05,
    "pass_seconds": [
-    0.00028121822222399524,
-    0.00044057200002751225,
-    0.00048861999984082
+    0.0004346715555519785,
+    0.00033710900002385347,
+    0.0003416960000019269
    ],
    "pass_host_canary_seconds": [
-    1.0638009999865972e-05,
-    1.0427755000250727e-05,
-    1.1011304999328785e-05
+    1.0104369999979213e-05,
+    9.864754999995285e-06,
+    1.0088755000055016e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.2112220000281015e-05,
-    2.2430810000741987e-05,
-    2.149442000018098e-05
+    1.9236999999989733e-05,
+    1.9832449999910296e-05,
+    1.7723499999817706e-05
    ]
   },
   "backward_node_view": {
-   "seconds": 7.135051111062138e-06,
-   "min": 6.5267788887821456e-06,
-   "max": 7.957751111133702e-06,
+   "seconds": 4.081715555565147e-06,
+   "min": 3.5857877777958595e-06,
+   "max": 7.220552222217217e-06,
    "samples": 33,
    "method": "backward() of a chain of y = y.view(...) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0506069999962621e-05,
-   "host_backward_canary_seconds": 2.1918859999914275e-05,
+   "host_canary_seconds": 1.0098175000017306e-05,
+   "host_backward_canary_seconds": 1.7968780000003905e-05,
    "pass_seconds": [
-    7.732133333446553e-06,
-    6.717937777820124e-06,
-    7.135051111062138e-06
+    6.459348888883357e-06,
+    4.059060000006159e-06,
+    4.081715555565147e-06
    ],
    "pass_host_canary_seconds": [
-    1.0506069999962621e-05,
-    1.0475039999846558e-05,
-    1.0945875000061279e-05
+    1.0098175000017306e-05,
+    9.827435000033803e-06,
+    9.66186249996781e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1918859999914275e-05,
-    1.9198674999643116e-05,
-    2.161767499956113e-05
+    1.7968780000003905e-05,
+    1.5527019999979075e-05,
+    1.6201054999953613e-05
    ]
   },
   "backward_node_transpose": {
-   "seconds": 7.092961111033623e-06,
-   "min": 4.426170000139488e-06,
-   "max": 1.9570727777767793e-05,
+   "seconds": 4.042614444428081e-06,
+   "min": 3.5612555555215092e-06,
+   "max": 6.483913333347067e-06,
    "samples": 33,
    "method": "backward() of a chain of y = y.transpose(0, 1) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1337214999969092e-05,
-   "host_backward_canary_seconds": 2.0946839999851363e-05,
+   "host_canary_seconds": 9.97848249999933e-06,
+   "host_backward_canary_seconds": 1.84699400000099e-05,
    "pass_seconds": [
-    7.389248888911323e-06,
-    6.6510455554988665e-06,
-    7.092961111033623e-06
+    6.180502222221662e-06,
+    3.7748388888935044e-06,
+    4.042614444428081e-06
    ],
    "pass_host_canary_seconds": [
-    1.1337214999969092e-05,
-    1.0595987500039428e-05,
-    1.1176522500022655e-05
+    9.97848249999933e-06,
+    9.723004999955265e-06,
+    9.656867499998611e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0946839999851363e-05,
-    2.0315825000238875e-05,
-    2.0676784999977825e-05
+    1.84699400000099e-05,
+    1.5023395000071106e-05,
+    1.5447029999933195e-05
    ]
   },
   "backward_layer_linear": {
-   "seconds": 6.039977777795179e-05,
-   "min": 3.5261994444479366e-05,
-   "max": 7.936527444447468e-05,
+   "seconds": 4.6595106666668726e-05,
+   "min": 3.4839586666635115e-05,
+   "max": 5.5737057777776045e-05,
    "samples": 33,
    "method": "backward() of a chain of F.linear(y, w_i) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1326215000053708e-05,
-   "host_backward_canary_seconds": 2.705524000020887e-05,
+   "host_canary_seconds": 9.857555000003516e-06,
+   "host_backward_canary_seconds": 2.3847260000025016e-05,
    "pass_seconds": [
-    6.1737028888855e-05,
-    5.4429741111208484e-05,
-    6.039977777795179e-05
+    5.5083256666661226e-05,
+    4.6595106666668726e-05,
+    4.447296555557361e-05
    ],
    "pass_host_canary_seconds": [
-    1.1326215000053708e-05,
-    1.0410129999627315e-05,
-    1.1132980000638782e-05
+    9.857555000003516e-06,
+    9.368255000055115e-06,
+    9.567845000049146e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.705524000020887e-05,
-    2.349850999962655e-05,
-    2.682779999986451e-05
+    2.3847260000025016e-05,
+    2.1047769999995582e-05,
+    1.9270630000107756e-05
    ]
   },
   "backward_call": {
-   "seconds": 0.0001211946718394756,
-   "min": 9.724933716158074e-05,
-   "max": 0.00013584933616220948,
+   "seconds": 9.463466828068097e-05,
+   "min": 6.778533787777027e-05,
+   "max": 0.00012858666107058524,
    "samples": 3,
-   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 34.76 us; median of 3 passes over the probe's run",
+   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 22.15 us; median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     2,
@@ -625,34 +625,34 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_median_seconds": [
-    0.0001170239970088005,
-    0.00014211200177669526,
-    0.00021772800385951995,
-    0.00047440001368522644,
-    0.0006125119924545288
+    0.00011977600306272507,
+    0.0001456959992647171,
+    0.00017932799458503723,
+    0.00026022401452064514,
+    0.00045475199818611144
    ],
-   "host_canary_seconds": 1.1330054999802996e-05,
-   "host_backward_canary_seconds": 2.2897880000414262e-05,
+   "host_canary_seconds": 9.384849999989341e-06,
+   "host_backward_canary_seconds": 1.8984850000052233e-05,
    "pass_seconds": [
-    9.724933716158074e-05,
-    0.0001211946718394756,
-    0.00013584933616220948
+    9.463466828068097e-05,
+    6.778533787777027e-05,
+    0.00012858666107058524
    ],
    "pass_host_canary_seconds": [
-    1.1330054999802996e-05,
-    9.790425000346659e-06,
-    1.1111979999895993e-05
+    9.384849999989341e-06,
+    9.397589999906586e-06,
+    9.398467500005837e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2897880000414262e-05,
-    1.9789820000823966e-05,
-    2.0596260001184418e-05
+    1.8984850000052233e-05,
+    1.691302000011774e-05,
+    1.7364109999959965e-05
    ]
   },
   "layer_forward_linear": {
-   "seconds": 2.877561978641011e-05,
-   "min": 2.7926857272783912e-05,
-   "max": 3.141790699391138e-05,
+   "seconds": 2.471085691026279e-05,
+   "min": 2.3656380673249564e-05,
+   "max": 3.203961732132094e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -661,32 +661,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.238399982452393e-05,
-    0.00013104000687599182,
-    0.00048291200399398803
+    5.020799860358238e-05,
+    0.0001435839980840683,
+    0.0005298879742622376
    ],
-   "host_canary_seconds": 1.015360500019824e-05,
-   "host_backward_canary_seconds": 2.3285179999561478e-05,
+   "host_canary_seconds": 1.0453127499996383e-05,
+   "host_backward_canary_seconds": 1.9575610000046597e-05,
    "pass_seconds": [
-    2.7926857272783912e-05,
-    2.877561978641011e-05,
-    3.141790699391138e-05
+    3.203961732132094e-05,
+    2.3656380673249564e-05,
+    2.471085691026279e-05
    ],
    "pass_host_canary_seconds": [
-    1.015360500019824e-05,
-    9.605374999637207e-06,
-    1.0912039999766421e-05
+    1.0453127499996383e-05,
+    9.638435000027811e-06,
+    9.526734999951713e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.3285179999561478e-05,
-    1.9329389999711566e-05,
-    2.082090000158132e-05
+    1.9575610000046597e-05,
+    1.727935499999944e-05,
+    1.7167435000118303e-05
    ]
   },
   "layer_backward_linear": {
-   "seconds": 0.00010620113852478208,
-   "min": 9.292875993109884e-05,
-   "max": 0.00014254780539444515,
+   "seconds": 8.677942536416508e-05,
+   "min": 7.916571590162458e-05,
+   "max": 0.00010867580576311975,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -695,33 +695,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00044950398802757265,
-    0.0009372159838676453,
-    0.0029987199306488036
+    0.000329695999622345,
+    0.000904255986213684,
+    0.002491231918334961
    ],
    "backward_nodes_per_layer": 4.0,
-   "host_canary_seconds": 1.015360500019824e-05,
-   "host_backward_canary_seconds": 2.3285179999561478e-05,
+   "host_canary_seconds": 1.0453127499996383e-05,
+   "host_backward_canary_seconds": 1.9575610000046597e-05,
    "pass_seconds": [
-    0.00014254780539444515,
-    9.292875993109884e-05,
-    0.00010620113852478208
+    0.00010867580576311975,
+    7.916571590162458e-05,
+    8.677942536416508e-05
    ],
    "pass_host_canary_seconds": [
-    1.015360500019824e-05,
-    9.605374999637207e-06,
-    1.0912039999766421e-05
+    1.0453127499996383e-05,
+    9.638435000027811e-06,
+    9.526734999951713e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.3285179999561478e-05,
-    1.9329389999711566e-05,
-    2.082090000158132e-05
+    1.9575610000046597e-05,
+    1.727935499999944e-05,
+    1.7167435000118303e-05
    ]
   },
   "layer_forward_linear_autocast": {
-   "seconds": 7.374095100732077e-05,
-   "min": 6.853638234592618e-05,
-   "max": 8.158552362805323e-05,
+   "seconds": 6.023771670602617e-05,
+   "min": 5.188190582252684e-05,
+   "max": 7.383618752161662e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -730,32 +730,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00018054400384426116,
-    0.0004914239943027497,
-    0.001426367998123169
+    0.0001454399973154068,
+    0.0003236800134181976,
+    0.0012385599613189697
    ],
-   "host_canary_seconds": 1.1499285000127201e-05,
-   "host_backward_canary_seconds": 2.393361999907029e-05,
+   "host_canary_seconds": 1.0501050000009116e-05,
+   "host_backward_canary_seconds": 1.983699000000172e-05,
    "pass_seconds": [
-    8.158552362805323e-05,
-    6.853638234592618e-05,
-    7.374095100732077e-05
+    7.383618752161662e-05,
+    6.023771670602617e-05,
+    5.188190582252684e-05
    ],
    "pass_host_canary_seconds": [
-    1.1499285000127201e-05,
-    1.0131484999647e-05,
-    1.0848990000340565e-05
+    1.0501050000009116e-05,
+    9.496837499938237e-06,
+    9.55675000007261e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.393361999907029e-05,
-    1.9547239999155865e-05,
-    2.1275115000207733e-05
+    1.983699000000172e-05,
+    1.7531700000006367e-05,
+    1.813050000009753e-05
    ]
   },
   "layer_backward_linear_autocast": {
-   "seconds": 0.00013918248102778478,
-   "min": 0.00012271238757031306,
-   "max": 0.00016446172907238915,
+   "seconds": 0.00013360151825916197,
+   "min": 0.00011859962273211709,
+   "max": 0.00015697067975997927,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -764,33 +764,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0008670719861984253,
-    0.001548799991607666,
-    0.0045389761924743656
+    0.0006311039924621582,
+    0.0013258559703826903,
+    0.004093984127044678
    ],
    "backward_nodes_per_layer": 6.0,
-   "host_canary_seconds": 1.1499285000127201e-05,
-   "host_backward_canary_seconds": 2.393361999907029e-05,
+   "host_canary_seconds": 1.0501050000009116e-05,
+   "host_backward_canary_seconds": 1.983699000000172e-05,
    "pass_seconds": [
-    0.00016446172907238915,
-    0.00013918248102778478,
-    0.00012271238757031306
+    0.00015697067975997927,
+    0.00013360151825916197,
+    0.00011859962273211709
    ],
    "pass_host_canary_seconds": [
-    1.1499285000127201e-05,
-    1.0131484999647e-05,
-    1.0848990000340565e-05
+    1.0501050000009116e-05,
+    9.496837499938237e-06,
+    9.55675000007261e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.393361999907029e-05,
-    1.9547239999155865e-05,
-    2.1275115000207733e-05
+    1.983699000000172e-05,
+    1.7531700000006367e-05,
+    1.813050000009753e-05
    ]
   },
   "layer_forward_linear_nobias": {
-   "seconds": 2.6991998865490865e-05,
-   "min": 2.3732570487828482e-05,
-   "max": 3.056152324591364e-05,
+   "seconds": 2.3603048530362902e-05,
+   "min": 2.2916571724982487e-05,
+   "max": 2.376076259783336e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -799,32 +799,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.939200147986412e-05,
-    0.0001321599930524826,
-    0.0004159039855003357
+    5.503999814391136e-05,
+    0.00013104000687599182,
+    0.0004108160138130188
    ],
-   "host_canary_seconds": 1.0276917500107174e-05,
-   "host_backward_canary_seconds": 1.946847500050808e-05,
+   "host_canary_seconds": 1.0154084999989267e-05,
+   "host_backward_canary_seconds": 1.983588499999911e-05,
    "pass_seconds": [
-    2.3732570487828482e-05,
-    2.6991998865490865e-05,
-    3.056152324591364e-05
+    2.3603048530362902e-05,
+    2.2916571724982487e-05,
+    2.376076259783336e-05
    ],
    "pass_host_canary_seconds": [
-    1.0276917500107174e-05,
-    1.0174144999837154e-05,
-    1.0831700000153433e-05
+    1.0154084999989267e-05,
+    9.394257500048297e-06,
+    9.746359999951437e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.946847500050808e-05,
-    1.997077000055469e-05,
-    1.644091999878583e-05
+    1.983588499999911e-05,
+    1.4661189999998215e-05,
+    1.7430719999822486e-05
    ]
   },
   "layer_backward_linear_nobias": {
-   "seconds": 7.405638552847363e-05,
-   "min": 5.913142842196283e-05,
-   "max": 8.219047334222566e-05,
+   "seconds": 7.367923625168346e-05,
+   "min": 5.8408377426011235e-05,
+   "max": 7.398475883972077e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -833,33 +833,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00026102399826049807,
-    0.0006225280165672302,
-    0.0018644479513168334
+    0.00031407999992370605,
+    0.0006054400205612183,
+    0.0017731519937515259
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 1.0276917500107174e-05,
-   "host_backward_canary_seconds": 1.946847500050808e-05,
+   "host_canary_seconds": 1.0154084999989267e-05,
+   "host_backward_canary_seconds": 1.983588499999911e-05,
    "pass_seconds": [
-    8.219047334222566e-05,
-    7.405638552847363e-05,
-    5.913142842196283e-05
+    7.367923625168346e-05,
+    5.8408377426011235e-05,
+    7.398475883972077e-05
    ],
    "pass_host_canary_seconds": [
-    1.0276917500107174e-05,
-    1.0174144999837154e-05,
-    1.0831700000153433e-05
+    1.0154084999989267e-05,
+    9.394257500048297e-06,
+    9.746359999951437e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.946847500050808e-05,
-    1.997077000055469e-05,
-    1.644091999878583e-05
+    1.983588499999911e-05,
+    1.4661189999998215e-05,
+    1.7430719999822486e-05
    ]
   },
   "layer_forward_linear_nobias_autocast": {
-   "seconds": 5.6326855506215785e-05,
-   "min": 5.4425903019450965e-05,
-   "max": 5.646780878305436e-05,
+   "seconds": 4.412038092102323e-05,
+   "min": 4.0332953135172526e-05,
+   "max": 4.882133219923292e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -868,32 +868,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00012163200229406357,
-    0.0002950400114059448,
-    0.0009699839949607849
+    9.331200271844864e-05,
+    0.00022707200050354004,
+    0.0007555840015411377
    ],
-   "host_canary_seconds": 1.0885650000318493e-05,
-   "host_backward_canary_seconds": 1.9017120000626163e-05,
+   "host_canary_seconds": 1.0200114999996402e-05,
+   "host_backward_canary_seconds": 2.0482934999996872e-05,
    "pass_seconds": [
-    5.646780878305436e-05,
-    5.4425903019450965e-05,
-    5.6326855506215785e-05
+    4.412038092102323e-05,
+    4.0332953135172526e-05,
+    4.882133219923292e-05
    ],
    "pass_host_canary_seconds": [
-    1.0885650000318493e-05,
-    9.964434999574223e-06,
-    1.0972825000408193e-05
+    1.0200114999996402e-05,
+    9.35391249996087e-06,
+    9.753587499972128e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9017120000626163e-05,
-    1.9658339999750753e-05,
-    2.1996600000875333e-05
+    2.0482934999996872e-05,
+    1.5627000000080215e-05,
+    1.7861985000138248e-05
    ]
   },
   "layer_backward_linear_nobias_autocast": {
-   "seconds": 0.00010192153106133143,
-   "min": 9.831162222794125e-05,
-   "max": 0.00010660647139662786,
+   "seconds": 9.033371579079402e-05,
+   "min": 8.932647889568695e-05,
+   "max": 0.00011832685023546219,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -902,33 +902,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004966079890727997,
-    0.0011183680295944213,
-    0.002921312093734741
+    0.0004131520092487335,
+    0.0009282240271568298,
+    0.0028591039180755613
    ],
    "backward_nodes_per_layer": 4.0,
-   "host_canary_seconds": 1.0885650000318493e-05,
-   "host_backward_canary_seconds": 1.9017120000626163e-05,
+   "host_canary_seconds": 1.0200114999996402e-05,
+   "host_backward_canary_seconds": 2.0482934999996872e-05,
    "pass_seconds": [
-    0.00010192153106133143,
-    9.831162222794125e-05,
-    0.00010660647139662786
+    0.00011832685023546219,
+    9.033371579079402e-05,
+    8.932647889568695e-05
    ],
    "pass_host_canary_seconds": [
-    1.0885650000318493e-05,
-    9.964434999574223e-06,
-    1.0972825000408193e-05
+    1.0200114999996402e-05,
+    9.35391249996087e-06,
+    9.753587499972128e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9017120000626163e-05,
-    1.9658339999750753e-05,
-    2.1996600000875333e-05
+    2.0482934999996872e-05,
+    1.5627000000080215e-05,
+    1.7861985000138248e-05
    ]
   },
   "layer_forward_matmul": {
-   "seconds": 2.0531810287918367e-05,
-   "min": 1.9133715047722772e-05,
-   "max": 2.4146286327214467e-05,
+   "seconds": 1.716038070264317e-05,
+   "min": 1.6324570668595178e-05,
+   "max": 2.148190424555824e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -937,32 +937,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.56320010125637e-05,
-    0.0001136000007390976,
-    0.0004063360095024109
+    4.137599840760231e-05,
+    0.000104032002389431,
+    0.0003630079925060272
    ],
-   "host_canary_seconds": 1.1634217499931765e-05,
-   "host_backward_canary_seconds": 2.2630985000091642e-05,
+   "host_canary_seconds": 1.0681569999988483e-05,
+   "host_backward_canary_seconds": 2.071653999998091e-05,
    "pass_seconds": [
-    2.4146286327214467e-05,
-    1.9133715047722772e-05,
-    2.0531810287918367e-05
+    2.148190424555824e-05,
+    1.6324570668595178e-05,
+    1.716038070264317e-05
    ],
    "pass_host_canary_seconds": [
-    1.1634217499931765e-05,
-    1.0264955000138798e-05,
-    1.0942979999981616e-05
+    1.0681569999988483e-05,
+    9.465225000013789e-06,
+    9.609435000044187e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2630985000091642e-05,
-    1.950635999946826e-05,
-    2.181436999990183e-05
+    2.071653999998091e-05,
+    1.4334440000141057e-05,
+    1.7160440000054676e-05
    ]
   },
   "layer_backward_matmul": {
-   "seconds": 7.753828487225941e-05,
-   "min": 7.592228285613514e-05,
-   "max": 8.111695040549551e-05,
+   "seconds": 6.890895199917612e-05,
+   "min": 5.513067100019683e-05,
+   "max": 7.514971707548414e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -971,33 +971,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003758400082588196,
-    0.0008003519773483276,
-    0.0019183039665222168
+    0.00024732799828052523,
+    0.0006090239882469178,
+    0.001720736026763916
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 1.1634217499931765e-05,
-   "host_backward_canary_seconds": 2.2630985000091642e-05,
+   "host_canary_seconds": 1.0681569999988483e-05,
+   "host_backward_canary_seconds": 2.071653999998091e-05,
    "pass_seconds": [
-    7.592228285613514e-05,
-    7.753828487225941e-05,
-    8.111695040549551e-05
+    7.514971707548414e-05,
+    5.513067100019683e-05,
+    6.890895199917612e-05
    ],
    "pass_host_canary_seconds": [
-    1.1634217499931765e-05,
-    1.0264955000138798e-05,
-    1.0942979999981616e-05
+    1.0681569999988483e-05,
+    9.465225000013789e-06,
+    9.609435000044187e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2630985000091642e-05,
-    1.950635999946826e-05,
-    2.181436999990183e-05
+    2.071653999998091e-05,
+    1.4334440000141057e-05,
+    1.7160440000054676e-05
    ]
   },
   "layer_forward_matmul_autocast": {
-   "seconds": 4.269790507498241e-05,
-   "min": 3.5661714062804264e-05,
-   "max": 4.8300189631325855e-05,
+   "seconds": 3.7260191426390695e-05,
+   "min": 3.6338284966491515e-05,
+   "max": 3.899961709976197e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1006,32 +1006,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.582399785518647e-05,
-    0.00018374399840831757,
-    0.0006177279949188232
+    8.671999722719193e-05,
+    0.00020844799280166627,
+    0.0006360319852828979
    ],
-   "host_canary_seconds": 9.959109999897463e-06,
-   "host_backward_canary_seconds": 2.319641499923364e-05,
+   "host_canary_seconds": 1.0297594999997273e-05,
+   "host_backward_canary_seconds": 2.0918719999976075e-05,
    "pass_seconds": [
-    3.5661714062804264e-05,
-    4.269790507498241e-05,
-    4.8300189631325855e-05
+    3.6338284966491515e-05,
+    3.7260191426390695e-05,
+    3.899961709976197e-05
    ],
    "pass_host_canary_seconds": [
-    9.959109999897463e-06,
-    1.032458999929986e-05,
-    1.1570860000347238e-05
+    1.0297594999997273e-05,
+    9.149650000068731e-06,
+    9.816775000075495e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.319641499923364e-05,
-    1.992693999909534e-05,
-    2.208290999988094e-05
+    2.0918719999976075e-05,
+    1.690545999991855e-05,
+    1.7233790000119598e-05
    ]
   },
   "layer_backward_matmul_autocast": {
-   "seconds": 0.0001082674264907837,
-   "min": 7.67329562278021e-05,
-   "max": 0.00014058133569501695,
+   "seconds": 9.585751841465631e-05,
+   "min": 8.603733494168236e-05,
+   "max": 0.00011480076291731427,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1040,33 +1040,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004546239972114563,
-    0.0010293439626693727,
-    0.003113600015640259
+    0.0003861440122127533,
+    0.0008159040212631226,
+    0.0026453440189361573
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 9.959109999897463e-06,
-   "host_backward_canary_seconds": 2.319641499923364e-05,
+   "host_canary_seconds": 1.0297594999997273e-05,
+   "host_backward_canary_seconds": 2.0918719999976075e-05,
    "pass_seconds": [
-    0.00014058133569501695,
-    7.67329562278021e-05,
-    0.0001082674264907837
+    0.00011480076291731427,
+    9.585751841465631e-05,
+    8.603733494168236e-05
    ],
    "pass_host_canary_seconds": [
-    9.959109999897463e-06,
-    1.032458999929986e-05,
-    1.1570860000347238e-05
+    1.0297594999997273e-05,
+    9.149650000068731e-06,
+    9.816775000075495e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.319641499923364e-05,
-    1.992693999909534e-05,
-    2.208290999988094e-05
+    2.0918719999976075e-05,
+    1.690545999991855e-05,
+    1.7233790000119598e-05
    ]
   },
   "layer_forward_bmm": {
-   "seconds": 2.2510477119968052e-05,
-   "min": 2.0863237569019907e-05,
-   "max": 2.948495319911412e-05,
+   "seconds": 2.2602667056378865e-05,
+   "min": 1.8472380403961452e-05,
+   "max": 2.273066696666536e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1075,32 +1075,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.9184000566601752e-05,
-    0.00011984000355005264,
-    0.00035148799419403075
+    3.894399851560593e-05,
+    0.00010809600353240967,
+    0.0003784320056438446
    ],
-   "host_canary_seconds": 1.122807249998914e-05,
-   "host_backward_canary_seconds": 2.2383669999044288e-05,
+   "host_canary_seconds": 1.0339849999994044e-05,
+   "host_backward_canary_seconds": 2.0406530000016687e-05,
    "pass_seconds": [
-    2.0863237569019907e-05,
-    2.2510477119968052e-05,
-    2.948495319911412e-05
+    2.2602667056378865e-05,
+    1.8472380403961452e-05,
+    2.273066696666536e-05
    ],
    "pass_host_canary_seconds": [
-    1.122807249998914e-05,
-    9.982070000660315e-06,
-    1.1579174999951647e-05
+    1.0339849999994044e-05,
+    9.289374999994494e-06,
+    9.725684999892792e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2383669999044288e-05,
-    1.774195999814765e-05,
-    2.1750150001480506e-05
+    2.0406530000016687e-05,
+    1.7426670000020293e-05,
+    1.7346820000057052e-05
    ]
   },
   "layer_backward_bmm": {
-   "seconds": 9.029179953393482e-05,
-   "min": 7.1316574655828e-05,
-   "max": 0.00010546361575169223,
+   "seconds": 7.358018557230631e-05,
+   "min": 7.340266537808236e-05,
+   "max": 8.308723462479454e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1109,33 +1109,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002666240036487579,
-    0.0006593599915504456,
-    0.002166111946105957
+    0.00023104000091552735,
+    0.0005769919753074646,
+    0.0018260159492492676
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 1.122807249998914e-05,
-   "host_backward_canary_seconds": 2.2383669999044288e-05,
+   "host_canary_seconds": 1.0339849999994044e-05,
+   "host_backward_canary_seconds": 2.0406530000016687e-05,
    "pass_seconds": [
-    0.00010546361575169223,
-    7.1316574655828e-05,
-    9.029179953393482e-05
+    8.308723462479454e-05,
+    7.340266537808236e-05,
+    7.358018557230631e-05
    ],
    "pass_host_canary_seconds": [
-    1.122807249998914e-05,
-    9.982070000660315e-06,
-    1.1579174999951647e-05
+    1.0339849999994044e-05,
+    9.289374999994494e-06,
+    9.725684999892792e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2383669999044288e-05,
-    1.774195999814765e-05,
-    2.1750150001480506e-05
+    2.0406530000016687e-05,
+    1.7426670000020293e-05,
+    1.7346820000057052e-05
    ]
   },
   "layer_forward_bmm_autocast": {
-   "seconds": 4.580647498369217e-05,
-   "min": 4.094400008519491e-05,
-   "max": 8.015162142969313e-05,
+   "seconds": 3.80746651263464e-05,
+   "min": 2.996190566392172e-05,
+   "max": 4.349714162803832e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1144,32 +1144,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.45119994878769e-05,
-    0.0002338239997625351,
-    0.0012430720329284668
+    8.687999844551086e-05,
+    0.00020044800639152526,
+    0.0007336959838867188
    ],
-   "host_canary_seconds": 1.243681000005381e-05,
-   "host_backward_canary_seconds": 2.249582499985081e-05,
+   "host_canary_seconds": 1.0302104999997396e-05,
+   "host_backward_canary_seconds": 2.0175875000028043e-05,
    "pass_seconds": [
-    8.015162142969313e-05,
-    4.094400008519491e-05,
-    4.580647498369217e-05
+    4.349714162803832e-05,
+    2.996190566392172e-05,
+    3.80746651263464e-05
    ],
    "pass_host_canary_seconds": [
-    1.243681000005381e-05,
-    1.0156710000046588e-05,
-    1.1719354999968347e-05
+    1.0302104999997396e-05,
+    9.475789999981998e-06,
+    9.879702500015243e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.249582499985081e-05,
-    1.7731350001213284e-05,
-    2.0838494999679825e-05
+    2.0175875000028043e-05,
+    1.4140950000012254e-05,
+    1.5794360000001006e-05
    ]
   },
   "layer_backward_bmm_autocast": {
-   "seconds": 7.636952542123342e-05,
-   "min": 6.930667055504663e-05,
-   "max": 8.745294631946654e-05,
+   "seconds": 7.958705084664482e-05,
+   "min": 6.832456695181983e-05,
+   "max": 0.00010761676728725432,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1178,33 +1178,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005540159940719604,
-    0.001310304045677185,
-    0.002898528099060059
+    0.0003461120128631592,
+    0.0008127359747886658,
+    0.0026172480583190917
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 1.243681000005381e-05,
-   "host_backward_canary_seconds": 2.249582499985081e-05,
+   "host_canary_seconds": 1.0302104999997396e-05,
+   "host_backward_canary_seconds": 2.0175875000028043e-05,
    "pass_seconds": [
-    6.930667055504663e-05,
-    7.636952542123342e-05,
-    8.745294631946654e-05
+    0.00010761676728725432,
+    6.832456695181983e-05,
+    7.958705084664482e-05
    ],
    "pass_host_canary_seconds": [
-    1.243681000005381e-05,
-    1.0156710000046588e-05,
-    1.1719354999968347e-05
+    1.0302104999997396e-05,
+    9.475789999981998e-06,
+    9.879702500015243e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.249582499985081e-05,
-    1.7731350001213284e-05,
-    2.0838494999679825e-05
+    2.0175875000028043e-05,
+    1.4140950000012254e-05,
+    1.5794360000001006e-05
    ]
   },
   "layer_forward_conv2d": {
-   "seconds": 4.5043810137680596e-05,
-   "min": 2.971733326003665e-05,
-   "max": 4.6578285594781236e-05,
+   "seconds": 4.211199922221048e-05,
+   "min": 3.8422094391924994e-05,
+   "max": 5.2367238416558226e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1213,32 +1213,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.24800005555153e-05,
-    0.00015939199924468994,
-    0.0007320640087127685
+    8.374399691820145e-05,
+    0.0002144320011138916,
+    0.0008604480028152466
    ],
-   "host_canary_seconds": 1.1343130000227574e-05,
-   "host_backward_canary_seconds": 2.2041140000510494e-05,
+   "host_canary_seconds": 1.0997014999993838e-05,
+   "host_backward_canary_seconds": 2.094866000000195e-05,
    "pass_seconds": [
-    4.5043810137680596e-05,
-    4.6578285594781236e-05,
-    2.971733326003665e-05
+    5.2367238416558226e-05,
+    3.8422094391924994e-05,
+    4.211199922221048e-05
    ],
    "pass_host_canary_seconds": [
-    1.1343130000227574e-05,
-    9.927297500098576e-06,
-    1.1700430000587403e-05
+    1.0997014999993838e-05,
+    9.622419999999466e-06,
+    9.860859999974992e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2041140000510494e-05,
-    1.752624999994623e-05,
-    2.0153670000127022e-05
+    2.094866000000195e-05,
+    1.5012759999990522e-05,
+    1.4936225000070635e-05
    ]
   },
   "layer_backward_conv2d": {
-   "seconds": 9.661866972843806e-05,
-   "min": 7.418437905254819e-05,
-   "max": 0.00010341409700257439,
+   "seconds": 8.56297119032769e-05,
+   "min": 7.916114426084929e-05,
+   "max": 8.638857163134077e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1247,33 +1247,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00026208001375198364,
-    0.0007388799786567688,
-    0.0024042880535125734
+    0.00038089600205421447,
+    0.0008564159870147705,
+    0.002471359968185425
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 1.1343130000227574e-05,
-   "host_backward_canary_seconds": 2.2041140000510494e-05,
+   "host_canary_seconds": 1.0997014999993838e-05,
+   "host_backward_canary_seconds": 2.094866000000195e-05,
    "pass_seconds": [
-    9.661866972843806e-05,
-    7.418437905254819e-05,
-    0.00010341409700257439
+    8.56297119032769e-05,
+    7.916114426084929e-05,
+    8.638857163134077e-05
    ],
    "pass_host_canary_seconds": [
-    1.1343130000227574e-05,
-    9.927297500098576e-06,
-    1.1700430000587403e-05
+    1.0997014999993838e-05,
+    9.622419999999466e-06,
+    9.860859999974992e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2041140000510494e-05,
-    1.752624999994623e-05,
-    2.0153670000127022e-05
+    2.094866000000195e-05,
+    1.5012759999990522e-05,
+    1.4936225000070635e-05
    ]
   },
   "layer_forward_conv2d_autocast": {
-   "seconds": 7.92723773490815e-05,
-   "min": 7.702171163899558e-05,
-   "max": 9.596266562030429e-05,
+   "seconds": 7.343390654949915e-05,
+   "min": 6.562514283827374e-05,
+   "max": 8.281904600915454e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1282,32 +1282,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00013996799290180207,
-    0.0005218880176544189,
-    0.0016107519865036011
+    0.00015510399639606475,
+    0.0004232960045337677,
+    0.0014039679765701293
    ],
-   "host_canary_seconds": 1.1217887499981317e-05,
-   "host_backward_canary_seconds": 2.221283499977744e-05,
+   "host_canary_seconds": 1.0818850000013924e-05,
+   "host_backward_canary_seconds": 2.0292009999991478e-05,
    "pass_seconds": [
-    9.596266562030429e-05,
-    7.702171163899558e-05,
-    7.92723773490815e-05
+    8.281904600915454e-05,
+    6.562514283827374e-05,
+    7.343390654949915e-05
    ],
    "pass_host_canary_seconds": [
-    1.1217887499981317e-05,
-    1.0231074999751398e-05,
-    1.142039249998561e-05
+    1.0818850000013924e-05,
+    9.478559999962498e-06,
+    9.778790000041226e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.221283499977744e-05,
-    1.646027000106187e-05,
-    1.8251729999292364e-05
+    2.0292009999991478e-05,
+    1.842431999989458e-05,
+    1.772998999996389e-05
    ]
   },
   "layer_backward_conv2d_autocast": {
-   "seconds": 0.00013899506060850055,
-   "min": 0.00011835581135182154,
-   "max": 0.00017798477766059698,
+   "seconds": 0.0001506537167089326,
+   "min": 0.0001365295201539993,
+   "max": 0.00016568991258030847,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1316,33 +1316,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0008776959776878357,
-    0.001659999966621399,
-    0.004973728179931641
+    0.0005533120036125183,
+    0.0014090880155563355,
+    0.004317696094512939
    ],
    "backward_nodes_per_layer": 5.0,
-   "host_canary_seconds": 1.1217887499981317e-05,
-   "host_backward_canary_seconds": 2.221283499977744e-05,
+   "host_canary_seconds": 1.0818850000013924e-05,
+   "host_backward_canary_seconds": 2.0292009999991478e-05,
    "pass_seconds": [
-    0.00017798477766059698,
-    0.00011835581135182154,
-    0.00013899506060850055
+    0.00016568991258030847,
+    0.0001506537167089326,
+    0.0001365295201539993
    ],
    "pass_host_canary_seconds": [
-    1.1217887499981317e-05,
-    1.0231074999751398e-05,
-    1.142039249998561e-05
+    1.0818850000013924e-05,
+    9.478559999962498e-06,
+    9.778790000041226e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.221283499977744e-05,
-    1.646027000106187e-05,
-    1.8251729999292364e-05
+    2.0292009999991478e-05,
+    1.842431999989458e-05,
+    1.772998999996389e-05
    ]
   },
   "layer_forward_conv2d_nobias": {
-   "seconds": 3.355199879124051e-05,
-   "min": 3.186057046765373e-05,
-   "max": 4.386742874270394e-05,
+   "seconds": 2.4787048143999917e-05,
+   "min": 1.8765714906510853e-05,
+   "max": 3.0794665394794375e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1351,32 +1351,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.705599814653397e-05,
-    0.00020175999402999878,
-    0.0007327679991722107
+    6.31679967045784e-05,
+    0.00017212800681591035,
+    0.0003622080087661743
    ],
-   "host_canary_seconds": 1.0907010000096307e-05,
-   "host_backward_canary_seconds": 2.168213000004471e-05,
+   "host_canary_seconds": 1.075632999999243e-05,
+   "host_backward_canary_seconds": 2.0495574999976895e-05,
    "pass_seconds": [
-    4.386742874270394e-05,
-    3.186057046765373e-05,
-    3.355199879124051e-05
+    1.8765714906510853e-05,
+    2.4787048143999917e-05,
+    3.0794665394794375e-05
    ],
    "pass_host_canary_seconds": [
-    1.0907010000096307e-05,
-    9.852114999375772e-06,
-    1.0758919999602768e-05
+    1.075632999999243e-05,
+    9.374469999983148e-06,
+    9.960844999881147e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.168213000004471e-05,
-    1.6032250000534988e-05,
-    1.9793889999846212e-05
+    2.0495574999976895e-05,
+    1.8168819999857532e-05,
+    1.756889999995792e-05
    ]
   },
   "layer_backward_conv2d_nobias": {
-   "seconds": 5.040990986994334e-05,
-   "min": 4.930895460503441e-05,
-   "max": 6.15900932323365e-05,
+   "seconds": 5.805713825282598e-05,
+   "min": 4.82179102088724e-05,
+   "max": 8.362819041524614e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1385,33 +1385,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005323200225830078,
-    0.0008150720000267028,
-    0.001931040048599243
+    0.0002710080146789551,
+    0.0006393280029296875,
+    0.0018272960186004638
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 1.0907010000096307e-05,
-   "host_backward_canary_seconds": 2.168213000004471e-05,
+   "host_canary_seconds": 1.075632999999243e-05,
+   "host_backward_canary_seconds": 2.0495574999976895e-05,
    "pass_seconds": [
-    4.930895460503441e-05,
-    5.040990986994334e-05,
-    6.15900932323365e-05
+    8.362819041524614e-05,
+    5.805713825282598e-05,
+    4.82179102088724e-05
    ],
    "pass_host_canary_seconds": [
-    1.0907010000096307e-05,
-    9.852114999375772e-06,
-    1.0758919999602768e-05
+    1.075632999999243e-05,
+    9.374469999983148e-06,
+    9.960844999881147e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.168213000004471e-05,
-    1.6032250000534988e-05,
-    1.9793889999846212e-05
+    2.0495574999976895e-05,
+    1.8168819999857532e-05,
+    1.756889999995792e-05
    ]
   },
   "layer_forward_conv2d_nobias_autocast": {
-   "seconds": 4.428571391673315e-05,
-   "min": 2.9678474934328172e-05,
-   "max": 4.9738666840962e-05,
+   "seconds": 4.038019159010479e-05,
+   "min": 3.641523846558162e-05,
+   "max": 4.92152376543908e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1420,32 +1420,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0001003199964761734,
-    0.0002677440047264099,
-    0.0007761279940605163
+    0.00011964800208806991,
+    0.0002778880000114441,
+    0.000861407995223999
    ],
-   "host_canary_seconds": 1.0450920000266705e-05,
-   "host_backward_canary_seconds": 2.1550810000690035e-05,
+   "host_canary_seconds": 1.0397204999996745e-05,
+   "host_backward_canary_seconds": 2.0380909999957453e-05,
    "pass_seconds": [
-    4.428571391673315e-05,
-    2.9678474934328172e-05,
-    4.9738666840962e-05
+    4.92152376543908e-05,
+    3.641523846558162e-05,
+    4.038019159010479e-05
    ],
    "pass_host_canary_seconds": [
-    1.0450920000266705e-05,
-    7.329864999974234e-06,
-    9.563725000703017e-06
+    1.0397204999996745e-05,
+    9.397430000035456e-06,
+    9.220714999997881e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1550810000690035e-05,
-    1.4348469999276859e-05,
-    2.1299174999285242e-05
+    2.0380909999957453e-05,
+    1.844172999994953e-05,
+    1.680324999995264e-05
    ]
   },
   "layer_backward_conv2d_nobias_autocast": {
-   "seconds": 0.00011525257215613409,
-   "min": 9.071467497519084e-05,
-   "max": 0.00015048456475848243,
+   "seconds": 0.00010759466247899191,
+   "min": 9.715122942413603e-05,
+   "max": 0.00011884723639204387,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1454,33 +1454,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005171840190887451,
-    0.0011269760131835938,
-    0.0029539840221405027
+    0.0005847679972648621,
+    0.0011938560009002687,
+    0.0031406719684600832
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 1.0450920000266705e-05,
-   "host_backward_canary_seconds": 2.1550810000690035e-05,
+   "host_canary_seconds": 1.0397204999996745e-05,
+   "host_backward_canary_seconds": 2.0380909999957453e-05,
    "pass_seconds": [
-    0.00011525257215613409,
-    9.071467497519084e-05,
-    0.00015048456475848243
+    0.00011884723639204387,
+    0.00010759466247899191,
+    9.715122942413603e-05
    ],
    "pass_host_canary_seconds": [
-    1.0450920000266705e-05,
-    7.329864999974234e-06,
-    9.563725000703017e-06
+    1.0397204999996745e-05,
+    9.397430000035456e-06,
+    9.220714999997881e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1550810000690035e-05,
-    1.4348469999276859e-05,
-    2.1299174999285242e-05
+    2.0380909999957453e-05,
+    1.844172999994953e-05,
+    1.680324999995264e-05
    ]
   },
   "layer_forward_conv1d": {
-   "seconds": 2.6678094196887243e-05,
-   "min": 2.620952363525118e-05,
-   "max": 4.4819047408444546e-05,
+   "seconds": 4.0553902586301166e-05,
+   "min": 3.5338668596176876e-05,
+   "max": 4.442209537540164e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1489,32 +1489,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.644800096750259e-05,
-    0.00018902400135993957,
-    0.0007414399981498719
+    7.072000205516816e-05,
+    0.00019564799964427948,
+    0.0007342720031738282
    ],
-   "host_canary_seconds": 1.075951000018449e-05,
-   "host_backward_canary_seconds": 2.065431999994871e-05,
+   "host_canary_seconds": 1.0141939999996908e-05,
+   "host_backward_canary_seconds": 2.049040000002833e-05,
    "pass_seconds": [
-    4.4819047408444546e-05,
-    2.6678094196887243e-05,
-    2.620952363525118e-05
+    4.442209537540164e-05,
+    3.5338668596176876e-05,
+    4.0553902586301166e-05
    ],
    "pass_host_canary_seconds": [
-    1.075951000018449e-05,
-    7.324580000158676e-06,
-    8.463435000294339e-06
+    1.0141939999996908e-05,
+    9.439385000007405e-06,
+    9.538770000006025e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.065431999994871e-05,
-    1.4129149999462243e-05,
-    2.0973939999748836e-05
+    2.049040000002833e-05,
+    1.8351370000004862e-05,
+    1.5839769999956844e-05
    ]
   },
   "layer_backward_conv1d": {
-   "seconds": 9.169524163007737e-05,
-   "min": 8.692953096968786e-05,
-   "max": 0.00013554437635909946,
+   "seconds": 8.975466660090855e-05,
+   "min": 8.065675624779291e-05,
+   "max": 9.649751619214105e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1523,33 +1523,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00038060799241065976,
-    0.0008696320056915284,
-    0.0023880960941314697
+    0.0003370879888534546,
+    0.0008813760280609131,
+    0.0024913918972015382
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 1.075951000018449e-05,
-   "host_backward_canary_seconds": 2.065431999994871e-05,
+   "host_canary_seconds": 1.0141939999996908e-05,
+   "host_backward_canary_seconds": 2.049040000002833e-05,
    "pass_seconds": [
-    8.692953096968786e-05,
-    9.169524163007737e-05,
-    0.00013554437635909946
+    9.649751619214105e-05,
+    8.975466660090855e-05,
+    8.065675624779291e-05
    ],
    "pass_host_canary_seconds": [
-    1.075951000018449e-05,
-    7.324580000158676e-06,
-    8.463435000294339e-06
+    1.0141939999996908e-05,
+    9.439385000007405e-06,
+    9.538770000006025e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.065431999994871e-05,
-    1.4129149999462243e-05,
-    2.0973939999748836e-05
+    2.049040000002833e-05,
+    1.8351370000004862e-05,
+    1.5839769999956844e-05
    ]
   },
   "layer_forward_conv1d_autocast": {
-   "seconds": 5.5808002040499746e-05,
-   "min": 4.437638251554398e-05,
-   "max": 7.979656897840047e-05,
+   "seconds": 7.355733641556331e-05,
+   "min": 6.715961935974303e-05,
+   "max": 7.981561762945994e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1558,32 +1558,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00015801599621772765,
-    0.0004229759871959686,
-    0.001363487958908081
+    0.00014979200065135955,
+    0.00040992000699043273,
+    0.0013539199829101563
    ],
-   "host_canary_seconds": 1.0455115000240766e-05,
-   "host_backward_canary_seconds": 2.1079619999682107e-05,
+   "host_canary_seconds": 1.0372107500007389e-05,
+   "host_backward_canary_seconds": 2.068664500001205e-05,
    "pass_seconds": [
-    7.979656897840047e-05,
-    4.437638251554398e-05,
-    5.5808002040499746e-05
+    7.981561762945994e-05,
+    6.715961935974303e-05,
+    7.355733641556331e-05
    ],
    "pass_host_canary_seconds": [
-    1.0455115000240766e-05,
-    6.9745675000376645e-06,
-    1.0889154999631501e-05
+    1.0372107500007389e-05,
+    9.421845000048279e-06,
+    9.608089999915137e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1079619999682107e-05,
-    1.634761999980583e-05,
-    2.1347809999952007e-05
+    2.068664500001205e-05,
+    1.8335599999943497e-05,
+    1.708928000027754e-05
    ]
   },
   "layer_backward_conv1d_autocast": {
-   "seconds": 0.0001975535161438443,
-   "min": 0.00012495923255171097,
-   "max": 0.0002339596294221424,
+   "seconds": 0.000145523801445961,
+   "min": 0.0001421058951389222,
+   "max": 0.0001649417054085504,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1592,33 +1592,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004881280064582825,
-    0.0014907840490341186,
-    0.004705247879028321
+    0.0006876159906387329,
+    0.0015515840053558349,
+    0.004402207851409912
    ],
    "backward_nodes_per_layer": 5.0,
-   "host_canary_seconds": 1.0455115000240766e-05,
-   "host_backward_canary_seconds": 2.1079619999682107e-05,
+   "host_canary_seconds": 1.0372107500007389e-05,
+   "host_backward_canary_seconds": 2.068664500001205e-05,
    "pass_seconds": [
-    0.0001975535161438443,
-    0.00012495923255171097,
-    0.0002339596294221424
+    0.0001649417054085504,
+    0.000145523801445961,
+    0.0001421058951389222
    ],
    "pass_host_canary_seconds": [
-    1.0455115000240766e-05,
-    6.9745675000376645e-06,
-    1.0889154999631501e-05
+    1.0372107500007389e-05,
+    9.421845000048279e-06,
+    9.608089999915137e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1079619999682107e-05,
-    1.634761999980583e-05,
-    2.1347809999952007e-05
+    2.068664500001205e-05,
+    1.8335599999943497e-05,
+    1.708928000027754e-05
    ]
   },
   "layer_forward_conv1d_nobias": {
-   "seconds": 3.5694477458794914e-05,
-   "min": 2.2649904979126793e-05,
-   "max": 3.863999850693203e-05,
+   "seconds": 2.9554285818622224e-05,
+   "min": 2.578971410791079e-05,
+   "max": 3.244799907718387e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1627,32 +1627,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.4128000736236574e-05,
-    0.00015673600137233734,
-    0.0006226239800453187
+    5.484800040721893e-05,
+    0.00015228800475597382,
+    0.000541599988937378
    ],
-   "host_canary_seconds": 1.1245940000037537e-05,
-   "host_backward_canary_seconds": 2.2577544999649035e-05,
+   "host_canary_seconds": 1.06881774999934e-05,
+   "host_backward_canary_seconds": 2.0875509999989105e-05,
    "pass_seconds": [
-    3.863999850693203e-05,
-    2.2649904979126793e-05,
-    3.5694477458794914e-05
+    3.244799907718387e-05,
+    2.578971410791079e-05,
+    2.9554285818622224e-05
    ],
    "pass_host_canary_seconds": [
-    1.1245940000037537e-05,
-    7.2511549990395e-06,
-    1.1323124999762512e-05
+    1.06881774999934e-05,
+    9.46237999997379e-06,
+    9.856660000053808e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2577544999649035e-05,
-    1.5607929999532643e-05,
-    2.1347809999952007e-05
+    2.0875509999989105e-05,
+    1.8370409999874937e-05,
+    1.6980040000191822e-05
    ]
   },
   "layer_backward_conv1d_nobias": {
-   "seconds": 7.525790411801563e-05,
-   "min": 6.0193521458478195e-05,
-   "max": 9.326171697605223e-05,
+   "seconds": 5.82255268735545e-05,
+   "min": 5.774324103480295e-05,
+   "max": 6.63893354080972e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1661,33 +1661,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00037699198722839357,
-    0.0008017920255661011,
-    0.002365216016769409
+    0.00029836800694465636,
+    0.000651520013809204,
+    0.0017998080253601074
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 1.1245940000037537e-05,
-   "host_backward_canary_seconds": 2.2577544999649035e-05,
+   "host_canary_seconds": 1.06881774999934e-05,
+   "host_backward_canary_seconds": 2.0875509999989105e-05,
    "pass_seconds": [
-    9.326171697605223e-05,
-    6.0193521458478195e-05,
-    7.525790411801563e-05
+    6.63893354080972e-05,
+    5.82255268735545e-05,
+    5.774324103480295e-05
    ],
    "pass_host_canary_seconds": [
-    1.1245940000037537e-05,
-    7.2511549990395e-06,
-    1.1323124999762512e-05
+    1.06881774999934e-05,
+    9.46237999997379e-06,
+    9.856660000053808e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2577544999649035e-05,
-    1.5607929999532643e-05,
-    2.1347809999952007e-05
+    2.0875509999989105e-05,
+    1.8370409999874937e-05,
+    1.6980040000191822e-05
    ]
   },
   "layer_forward_conv1d_nobias_autocast": {
-   "seconds": 3.604952316908609e-05,
-   "min": 3.280228411867505e-05,
-   "max": 4.327009511845452e-05,
+   "seconds": 4.7196192400796074e-05,
+   "min": 4.632685865674699e-05,
+   "max": 4.983771556899661e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1696,32 +1696,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00010422399640083313,
-    0.00021235199272632598,
-    0.0006449599862098694
+    0.00011513599753379821,
+    0.0002937920093536377,
+    0.0008724160194396972
    ],
-   "host_canary_seconds": 8.157169999662983e-06,
-   "host_backward_canary_seconds": 2.306570999962787e-05,
+   "host_canary_seconds": 1.0577287500002086e-05,
+   "host_backward_canary_seconds": 2.0182769999976812e-05,
    "pass_seconds": [
-    3.604952316908609e-05,
-    3.280228411867505e-05,
-    4.327009511845452e-05
+    4.983771556899661e-05,
+    4.632685865674699e-05,
+    4.7196192400796074e-05
    ],
    "pass_host_canary_seconds": [
-    8.157169999662983e-06,
-    7.466729999805466e-06,
-    1.0050262500271855e-05
+    1.0577287500002086e-05,
+    9.950782499998921e-06,
+    9.666197499953456e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.306570999962787e-05,
-    1.6122365000228456e-05,
-    1.8543444999750138e-05
+    2.0182769999976812e-05,
+    1.8253694999970094e-05,
+    1.688995499989687e-05
    ]
   },
   "layer_backward_conv1d_nobias_autocast": {
-   "seconds": 0.00010577448599395297,
-   "min": 0.00010559161539588658,
-   "max": 0.00011536000065860293,
+   "seconds": 0.00011697447158041452,
+   "min": 0.00010033904654639109,
+   "max": 0.00011761980539276489,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1730,33 +1730,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005938559770584106,
-    0.0012974720001220704,
-    0.00294812798500061
+    0.0005886080265045166,
+    0.0011663999557495117,
+    0.0031165759563446045
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 8.157169999662983e-06,
-   "host_backward_canary_seconds": 2.306570999962787e-05,
+   "host_canary_seconds": 1.0577287500002086e-05,
+   "host_backward_canary_seconds": 2.0182769999976812e-05,
    "pass_seconds": [
-    0.00011536000065860293,
-    0.00010577448599395297,
-    0.00010559161539588658
+    0.00011697447158041452,
+    0.00011761980539276489,
+    0.00010033904654639109
    ],
    "pass_host_canary_seconds": [
-    8.157169999662983e-06,
-    7.466729999805466e-06,
-    1.0050262500271855e-05
+    1.0577287500002086e-05,
+    9.950782499998921e-06,
+    9.666197499953456e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.306570999962787e-05,
-    1.6122365000228456e-05,
-    1.8543444999750138e-05
+    2.0182769999976812e-05,
+    1.8253694999970094e-05,
+    1.688995499989687e-05
    ]
   },
   "layer_forward_batchnorm2d": {
-   "seconds": 4.6890667151837125e-05,
-   "min": 4.0070856256144385e-05,
-   "max": 5.195199840125583e-05,
+   "seconds": 6.029485556341353e-05,
+   "min": 5.8249902867135545e-05,
+   "max": 6.250743284111931e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1765,32 +1765,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00010351999849081039,
-    0.00020713600516319275,
-    0.0007945280075073243
+    9.388799965381622e-05,
+    0.00027983999252319334,
+    0.0010309760570526123
    ],
-   "host_canary_seconds": 9.455825000372898e-06,
-   "host_backward_canary_seconds": 1.9808470000270972e-05,
+   "host_canary_seconds": 1.0205980000002057e-05,
+   "host_backward_canary_seconds": 2.0224790000042957e-05,
    "pass_seconds": [
-    4.6890667151837125e-05,
-    4.0070856256144385e-05,
-    5.195199840125583e-05
+    6.250743284111931e-05,
+    6.029485556341353e-05,
+    5.8249902867135545e-05
    ],
    "pass_host_canary_seconds": [
-    9.455825000372898e-06,
-    7.4714724996738366e-06,
-    9.995985000159635e-06
+    1.0205980000002057e-05,
+    9.784880000012208e-06,
+    9.45692249999297e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9808470000270972e-05,
-    1.5130640000506902e-05,
-    1.704349999954502e-05
+    2.0224790000042957e-05,
+    1.8296490000011546e-05,
+    1.715341999982911e-05
    ]
   },
   "layer_backward_batchnorm2d": {
-   "seconds": 5.739581052746094e-05,
-   "min": 2.7684573971089862e-05,
-   "max": 6.326857599474133e-05,
+   "seconds": 5.826971467052187e-05,
+   "min": 5.358171250138964e-05,
+   "max": 6.127161710035232e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1799,33 +1799,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003211840093135834,
-    0.0008056319952011109,
-    0.0015267200469970704
+    0.00033926400542259215,
+    0.0008387200236320496,
+    0.0022386560440063475
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 9.455825000372898e-06,
-   "host_backward_canary_seconds": 1.9808470000270972e-05,
+   "host_canary_seconds": 1.0205980000002057e-05,
+   "host_backward_canary_seconds": 2.0224790000042957e-05,
    "pass_seconds": [
-    2.7684573971089862e-05,
-    6.326857599474133e-05,
-    5.739581052746094e-05
+    6.127161710035232e-05,
+    5.826971467052187e-05,
+    5.358171250138964e-05
    ],
    "pass_host_canary_seconds": [
-    9.455825000372898e-06,
-    7.4714724996738366e-06,
-    9.995985000159635e-06
+    1.0205980000002057e-05,
+    9.784880000012208e-06,
+    9.45692249999297e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9808470000270972e-05,
-    1.5130640000506902e-05,
-    1.704349999954502e-05
+    2.0224790000042957e-05,
+    1.8296490000011546e-05,
+    1.715341999982911e-05
    ]
   },
   "layer_forward_batchnorm2d_autocast": {
-   "seconds": 5.160075993764968e-05,
-   "min": 3.892418884095692e-05,
-   "max": 7.302399937595639e-05,
+   "seconds": 6.469790814887909e-05,
+   "min": 5.872228564251037e-05,
+   "max": 6.483123912697746e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1834,32 +1834,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00013104000687599182,
-    0.00023529599606990814,
-    0.0011881279945373535
+    0.00011984000355005264,
+    0.00034252798557281495,
+    0.0010998400449752808
    ],
-   "host_canary_seconds": 1.1430257499966956e-05,
-   "host_backward_canary_seconds": 2.1900739999978212e-05,
+   "host_canary_seconds": 1.073666750000868e-05,
+   "host_backward_canary_seconds": 2.0916935000023783e-05,
    "pass_seconds": [
-    7.302399937595639e-05,
-    3.892418884095692e-05,
-    5.160075993764968e-05
+    6.469790814887909e-05,
+    6.483123912697746e-05,
+    5.872228564251037e-05
    ],
    "pass_host_canary_seconds": [
-    1.1430257499966956e-05,
-    7.2001349997208304e-06,
-    9.867717499787432e-06
+    1.073666750000868e-05,
+    9.871857499987867e-06,
+    9.583700000064255e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1900739999978212e-05,
-    1.520563999974911e-05,
-    1.842402999955084e-05
+    2.0916935000023783e-05,
+    1.908608999997341e-05,
+    1.786073999994642e-05
    ]
   },
   "layer_backward_batchnorm2d_autocast": {
-   "seconds": 5.828572029159182e-05,
-   "min": 5.26628621986934e-05,
-   "max": 6.662094983316604e-05,
+   "seconds": 6.305447114365443e-05,
+   "min": 5.510780818405606e-05,
+   "max": 6.48274286871865e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1868,33 +1868,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00028153601288795474,
-    0.0009360960125923156,
-    0.002454751968383789
+    0.0003962239921092987,
+    0.0010016319751739503,
+    0.0023865599632263185
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 1.1430257499966956e-05,
-   "host_backward_canary_seconds": 2.1900739999978212e-05,
+   "host_canary_seconds": 1.073666750000868e-05,
+   "host_backward_canary_seconds": 2.0916935000023783e-05,
    "pass_seconds": [
-    6.662094983316604e-05,
-    5.26628621986934e-05,
-    5.828572029159182e-05
+    6.305447114365443e-05,
+    6.48274286871865e-05,
+    5.510780818405606e-05
    ],
    "pass_host_canary_seconds": [
-    1.1430257499966956e-05,
-    7.2001349997208304e-06,
-    9.867717499787432e-06
+    1.073666750000868e-05,
+    9.871857499987867e-06,
+    9.583700000064255e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1900739999978212e-05,
-    1.520563999974911e-05,
-    1.842402999955084e-05
+    2.0916935000023783e-05,
+    1.908608999997341e-05,
+    1.786073999994642e-05
    ]
   },
   "layer_forward_layernorm": {
-   "seconds": 2.3887999355793e-05,
-   "min": 1.7827809743937993e-05,
-   "max": 2.779961980524517e-05,
+   "seconds": 2.640914313849949e-05,
+   "min": 2.4952380252735957e-05,
+   "max": 2.7538285368964783e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1903,32 +1903,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.104000121355057e-05,
-    0.0001438400000333786,
-    0.00047116801142692565
+    4.790399968624115e-05,
+    0.00013036799430847168,
+    0.0004609279930591583
    ],
-   "host_canary_seconds": 1.0926825000296958e-05,
-   "host_backward_canary_seconds": 2.2132610000653584e-05,
+   "host_canary_seconds": 1.0069064999989052e-05,
+   "host_backward_canary_seconds": 2.0555799999968372e-05,
    "pass_seconds": [
-    2.779961980524517e-05,
-    1.7827809743937993e-05,
-    2.3887999355793e-05
+    2.7538285368964783e-05,
+    2.640914313849949e-05,
+    2.4952380252735957e-05
    ],
    "pass_host_canary_seconds": [
-    1.0926825000296958e-05,
-    1.0841104999599339e-05,
-    9.812134999833688e-06
+    1.0069064999989052e-05,
+    9.82277000005638e-06,
+    9.455329999923379e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2132610000653584e-05,
-    1.545133000036003e-05,
-    1.7105585000081193e-05
+    2.0555799999968372e-05,
+    1.8497559999843815e-05,
+    1.5954750000020114e-05
    ]
   },
   "layer_backward_layernorm": {
-   "seconds": 6.45188589890798e-05,
-   "min": 5.2490665444305955e-05,
-   "max": 6.653638308246931e-05,
+   "seconds": 5.674285299721218e-05,
+   "min": 4.893333092331886e-05,
+   "max": 6.186742654868534e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1937,33 +1937,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002338239997625351,
-    0.0005422400236129761,
-    0.001629088044166565
+    0.00023334400355815886,
+    0.0005433279871940613,
+    0.0015883519649505615
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 1.0926825000296958e-05,
-   "host_backward_canary_seconds": 2.2132610000653584e-05,
+   "host_canary_seconds": 1.0069064999989052e-05,
+   "host_backward_canary_seconds": 2.0555799999968372e-05,
    "pass_seconds": [
-    6.45188589890798e-05,
-    6.653638308246931e-05,
-    5.2490665444305955e-05
+    6.186742654868534e-05,
+    5.674285299721218e-05,
+    4.893333092331886e-05
    ],
    "pass_host_canary_seconds": [
-    1.0926825000296958e-05,
-    1.0841104999599339e-05,
-    9.812134999833688e-06
+    1.0069064999989052e-05,
+    9.82277000005638e-06,
+    9.455329999923379e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2132610000653584e-05,
-    1.545133000036003e-05,
-    1.7105585000081193e-05
+    2.0555799999968372e-05,
+    1.8497559999843815e-05,
+    1.5954750000020114e-05
    ]
   },
   "layer_forward_layernorm_autocast": {
-   "seconds": 2.370895232473101e-05,
-   "min": 1.9368381904704233e-05,
-   "max": 3.540495268645741e-05,
+   "seconds": 2.8544762659640536e-05,
+   "min": 2.7647237692560473e-05,
+   "max": 2.8858665554296405e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1972,32 +1972,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.86559996008873e-05,
-    0.00012031999975442886,
-    0.0005748800039291382
+    7.196799665689468e-05,
+    0.0001568640023469925,
+    0.00048732799291610715
    ],
-   "host_canary_seconds": 1.1470459999713966e-05,
-   "host_backward_canary_seconds": 2.08696400000008e-05,
+   "host_canary_seconds": 1.029527499998295e-05,
+   "host_backward_canary_seconds": 2.041823999995529e-05,
    "pass_seconds": [
-    3.540495268645741e-05,
-    1.9368381904704233e-05,
-    2.370895232473101e-05
+    2.7647237692560473e-05,
+    2.8858665554296405e-05,
+    2.8544762659640536e-05
    ],
    "pass_host_canary_seconds": [
-    1.1470459999713966e-05,
-    8.659212500674585e-06,
-    9.60146500005976e-06
+    1.029527499998295e-05,
+    9.770919999994021e-06,
+    9.825924999944391e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.08696400000008e-05,
-    1.998034500047652e-05,
-    1.571671499959848e-05
+    2.041823999995529e-05,
+    1.8445810000002893e-05,
+    1.4759249999940494e-05
    ]
   },
   "layer_backward_layernorm_autocast": {
-   "seconds": 4.8983619149242125e-05,
-   "min": 4.642590383688609e-05,
-   "max": 5.435962389622415e-05,
+   "seconds": 5.754437865245908e-05,
+   "min": 5.375085735604878e-05,
+   "max": 6.0491427779197686e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2006,33 +2006,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003322559893131256,
-    0.0007361279726028442,
-    0.0017235840559005737
+    0.0002716799974441528,
+    0.000563264012336731,
+    0.0016028159856796265
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 1.1470459999713966e-05,
-   "host_backward_canary_seconds": 2.08696400000008e-05,
+   "host_canary_seconds": 1.029527499998295e-05,
+   "host_backward_canary_seconds": 2.041823999995529e-05,
    "pass_seconds": [
-    5.435962389622415e-05,
-    4.8983619149242125e-05,
-    4.642590383688609e-05
+    6.0491427779197686e-05,
+    5.754437865245908e-05,
+    5.375085735604878e-05
    ],
    "pass_host_canary_seconds": [
-    1.1470459999713966e-05,
-    8.659212500674585e-06,
-    9.60146500005976e-06
+    1.029527499998295e-05,
+    9.770919999994021e-06,
+    9.825924999944391e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.08696400000008e-05,
-    1.998034500047652e-05,
-    1.571671499959848e-05
+    2.041823999995529e-05,
+    1.8445810000002893e-05,
+    1.4759249999940494e-05
    ]
   },
   "layer_forward_groupnorm": {
-   "seconds": 4.60944754027185e-05,
-   "min": 3.613409399986267e-05,
-   "max": 5.7180190015406836e-05,
+   "seconds": 4.960457022700991e-05,
+   "min": 2.780037940967651e-05,
+   "max": 5.5045331872644884e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2041,32 +2041,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.924800157546998e-05,
-    0.00020268799364566803,
-    0.0009275839924812317
+    8.073599636554718e-05,
+    0.00024822400510311125,
+    0.0009071999788284302
    ],
-   "host_canary_seconds": 1.1326629999643956e-05,
-   "host_backward_canary_seconds": 2.2243159999106866e-05,
+   "host_canary_seconds": 1.0672539999987407e-05,
+   "host_backward_canary_seconds": 2.0394389999935925e-05,
    "pass_seconds": [
-    5.7180190015406836e-05,
-    3.613409399986267e-05,
-    4.60944754027185e-05
+    5.5045331872644884e-05,
+    2.780037940967651e-05,
+    4.960457022700991e-05
    ],
    "pass_host_canary_seconds": [
-    1.1326629999643956e-05,
-    7.792090000293684e-06,
-    9.67242749993602e-06
+    1.0672539999987407e-05,
+    9.509505000053764e-06,
+    9.932319999990113e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2243159999106866e-05,
-    1.9266930000867432e-05,
-    1.6104685000755127e-05
+    2.0394389999935925e-05,
+    1.8705924999977698e-05,
+    1.4738140000076783e-05
    ]
   },
   "layer_backward_groupnorm": {
-   "seconds": 0.0001181455318416868,
-   "min": 0.00010082362627699263,
-   "max": 0.00011942780620995025,
+   "seconds": 0.00010988419006268183,
+   "min": 9.101333256278718e-05,
+   "max": 0.0001234826704575902,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2075,33 +2075,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00032265600562095644,
-    0.0010527360439300537,
-    0.0030385279655456543
+    0.0003444800078868866,
+    0.0009100480079650879,
+    0.0028420159816741944
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 1.1326629999643956e-05,
-   "host_backward_canary_seconds": 2.2243159999106866e-05,
+   "host_canary_seconds": 1.0672539999987407e-05,
+   "host_backward_canary_seconds": 2.0394389999935925e-05,
    "pass_seconds": [
-    0.00011942780620995025,
-    0.0001181455318416868,
-    0.00010082362627699263
+    0.00010988419006268183,
+    0.0001234826704575902,
+    9.101333256278718e-05
    ],
    "pass_host_canary_seconds": [
-    1.1326629999643956e-05,
-    7.792090000293684e-06,
-    9.67242749993602e-06
+    1.0672539999987407e-05,
+    9.509505000053764e-06,
+    9.932319999990113e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2243159999106866e-05,
-    1.9266930000867432e-05,
-    1.6104685000755127e-05
+    2.0394389999935925e-05,
+    1.8705924999977698e-05,
+    1.4738140000076783e-05
    ]
   },
   "layer_forward_groupnorm_autocast": {
-   "seconds": 4.4810664795693904e-05,
-   "min": 3.606171444767997e-05,
-   "max": 6.366628869658425e-05,
+   "seconds": 5.478628760292417e-05,
+   "min": 4.774323637996401e-05,
+   "max": 6.095466478949501e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2110,32 +2110,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00012409599870443345,
-    0.0003460479974746704,
-    0.001089408040046692
+    6.45119994878769e-05,
+    0.00022649599611759185,
+    0.0009718719720840454
    ],
-   "host_canary_seconds": 1.2116940000055366e-05,
-   "host_backward_canary_seconds": 2.5562309999713762e-05,
+   "host_canary_seconds": 1.0410922499985987e-05,
+   "host_backward_canary_seconds": 1.9650509999991074e-05,
    "pass_seconds": [
-    6.366628869658425e-05,
-    3.606171444767997e-05,
-    4.4810664795693904e-05
+    6.095466478949501e-05,
+    4.774323637996401e-05,
+    5.478628760292417e-05
    ],
    "pass_host_canary_seconds": [
-    1.2116940000055366e-05,
-    1.0595445000376457e-05,
-    1.0171274999493107e-05
+    1.0410922499985987e-05,
+    9.534665000074938e-06,
+    9.840390000022125e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.5562309999713762e-05,
-    1.908187500021086e-05,
-    1.728486000047269e-05
+    1.9650509999991074e-05,
+    1.8944349999969745e-05,
+    1.5976679999880617e-05
    ]
   },
   "layer_backward_groupnorm_autocast": {
-   "seconds": 0.00011471619031258991,
-   "min": 9.982704619566599e-05,
-   "max": 0.00012191466596864518,
+   "seconds": 9.951238085826239e-05,
+   "min": 8.30628616469247e-05,
+   "max": 0.00010624076248634429,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2144,33 +2144,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005097600221633911,
-    0.0013544000387191773,
-    0.0033894400596618654
+    0.00033193600177764895,
+    0.0010300159454345703,
+    0.0028111679553985596
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 1.2116940000055366e-05,
-   "host_backward_canary_seconds": 2.5562309999713762e-05,
+   "host_canary_seconds": 1.0410922499985987e-05,
+   "host_backward_canary_seconds": 1.9650509999991074e-05,
    "pass_seconds": [
-    0.00012191466596864518,
-    0.00011471619031258991,
-    9.982704619566599e-05
+    9.951238085826239e-05,
+    0.00010624076248634429,
+    8.30628616469247e-05
    ],
    "pass_host_canary_seconds": [
-    1.2116940000055366e-05,
-    1.0595445000376457e-05,
-    1.0171274999493107e-05
+    1.0410922499985987e-05,
+    9.534665000074938e-06,
+    9.840390000022125e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.5562309999713762e-05,
-    1.908187500021086e-05,
-    1.728486000047269e-05
+    1.9650509999991074e-05,
+    1.8944349999969745e-05,
+    1.5976679999880617e-05
    ]
   },
   "layer_forward_relu": {
-   "seconds": 2.052419162577107e-05,
-   "min": 1.699733414820262e-05,
-   "max": 2.2883047305402303e-05,
+   "seconds": 1.4284190943553335e-05,
+   "min": 8.70323757685366e-06,
+   "max": 1.4677333157686961e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2179,32 +2179,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.4127999320626257e-05,
-    9.052799642086029e-05,
-    0.0003336000144481659
+    2.6367999613285064e-05,
+    7.539200037717819e-05,
+    0.0002481919974088669
    ],
-   "host_canary_seconds": 1.1668874999770652e-05,
-   "host_backward_canary_seconds": 2.3445725000215133e-05,
+   "host_canary_seconds": 9.805360000001428e-06,
+   "host_backward_canary_seconds": 1.998749000001965e-05,
    "pass_seconds": [
-    2.052419162577107e-05,
-    2.2883047305402303e-05,
-    1.699733414820262e-05
+    1.4677333157686961e-05,
+    1.4284190943553335e-05,
+    8.70323757685366e-06
    ],
    "pass_host_canary_seconds": [
-    1.1668874999770652e-05,
-    1.1436162499762758e-05,
-    1.1034089999952813e-05
+    9.805360000001428e-06,
+    1.0032834999975648e-05,
+    9.362434999928837e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.3445725000215133e-05,
-    1.9469934999278847e-05,
-    1.8630225000606515e-05
+    1.998749000001965e-05,
+    1.949865999989697e-05,
+    1.708755000009887e-05
    ]
   },
   "layer_backward_relu": {
-   "seconds": 2.228723830055623e-05,
-   "min": 1.9166474186238793e-05,
-   "max": 2.3255619619573864e-05,
+   "seconds": 2.6038097306376414e-05,
+   "min": 1.8744380612458497e-05,
+   "max": 2.7526856267026488e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2213,33 +2213,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001855040043592453,
-    0.0003975679874420166,
-    0.0008555520176887513
+    0.00012326399981975555,
+    0.0002568959891796112,
+    0.000737824022769928
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.1668874999770652e-05,
-   "host_backward_canary_seconds": 2.3445725000215133e-05,
+   "host_canary_seconds": 9.805360000001428e-06,
+   "host_backward_canary_seconds": 1.998749000001965e-05,
    "pass_seconds": [
-    2.228723830055623e-05,
-    2.3255619619573864e-05,
-    1.9166474186238793e-05
+    2.6038097306376414e-05,
+    2.7526856267026488e-05,
+    1.8744380612458497e-05
    ],
    "pass_host_canary_seconds": [
-    1.1668874999770652e-05,
-    1.1436162499762758e-05,
-    1.1034089999952813e-05
+    9.805360000001428e-06,
+    1.0032834999975648e-05,
+    9.362434999928837e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.3445725000215133e-05,
-    1.9469934999278847e-05,
-    1.8630225000606515e-05
+    1.998749000001965e-05,
+    1.949865999989697e-05,
+    1.708755000009887e-05
    ]
   },
   "layer_forward_relu_autocast": {
-   "seconds": 1.7452191384065722e-05,
-   "min": 1.21333332998412e-05,
-   "max": 1.857447624206543e-05,
+   "seconds": 1.422628653900964e-05,
+   "min": 1.2422856653020495e-05,
+   "max": 1.7547429140125003e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2248,32 +2248,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.894399851560593e-05,
-    0.00012214399874210357,
-    0.00023654399812221528
+    3.9296001195907595e-05,
+    9.516800194978714e-05,
+    0.0003035840094089508
    ],
-   "host_canary_seconds": 1.1298630000169396e-05,
-   "host_backward_canary_seconds": 2.3855959999536934e-05,
+   "host_canary_seconds": 1.0452042499995428e-05,
+   "host_backward_canary_seconds": 1.8755090000013297e-05,
    "pass_seconds": [
-    1.21333332998412e-05,
-    1.857447624206543e-05,
-    1.7452191384065722e-05
+    1.7547429140125003e-05,
+    1.422628653900964e-05,
+    1.2422856653020495e-05
    ],
    "pass_host_canary_seconds": [
-    1.1298630000169396e-05,
-    1.2331809999750476e-05,
-    1.0967732500830606e-05
+    1.0452042499995428e-05,
+    9.630432499960761e-06,
+    8.952284999992344e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.3855959999536934e-05,
-    1.995288999978584e-05,
-    1.6812490000575055e-05
+    1.8755090000013297e-05,
+    1.8938004999995427e-05,
+    1.4382919999889054e-05
    ]
   },
   "layer_backward_relu_autocast": {
-   "seconds": 2.7459049508685162e-05,
-   "min": 1.6440381961209432e-05,
-   "max": 3.893333283208667e-05,
+   "seconds": 2.2708572269905183e-05,
+   "min": 2.216152243670963e-05,
+   "max": 2.2995809891394206e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2282,33 +2282,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002606079876422882,
-    0.00032860800623893735,
-    0.000998207986354828
+    0.00015311999619007112,
+    0.0003277760148048401,
+    0.0007789440155029297
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.1298630000169396e-05,
-   "host_backward_canary_seconds": 2.3855959999536934e-05,
+   "host_canary_seconds": 1.0452042499995428e-05,
+   "host_backward_canary_seconds": 1.8755090000013297e-05,
    "pass_seconds": [
-    3.893333283208667e-05,
-    2.7459049508685162e-05,
-    1.6440381961209432e-05
+    2.2995809891394206e-05,
+    2.216152243670963e-05,
+    2.2708572269905183e-05
    ],
    "pass_host_canary_seconds": [
-    1.1298630000169396e-05,
-    1.2331809999750476e-05,
-    1.0967732500830606e-05
+    1.0452042499995428e-05,
+    9.630432499960761e-06,
+    8.952284999992344e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.3855959999536934e-05,
-    1.995288999978584e-05,
-    1.6812490000575055e-05
+    1.8755090000013297e-05,
+    1.8938004999995427e-05,
+    1.4382919999889054e-05
    ]
   },
   "layer_forward_gelu": {
-   "seconds": 1.7496380245401744e-05,
-   "min": 1.591847570879119e-05,
-   "max": 1.7696000635623933e-05,
+   "seconds": 1.4723808637687138e-05,
+   "min": 1.205409522212687e-05,
+   "max": 1.5027047534074105e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2317,32 +2317,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.58400009572506e-05,
-    8.393599838018418e-05,
-    0.0002996160089969635
+    3.3312000334262846e-05,
+    7.337599992752076e-05,
+    0.00025279998779296873
    ],
-   "host_canary_seconds": 1.151535249960034e-05,
-   "host_backward_canary_seconds": 2.208628500056875e-05,
+   "host_canary_seconds": 1.0572304999989513e-05,
+   "host_backward_canary_seconds": 1.9126580000019546e-05,
    "pass_seconds": [
-    1.7696000635623933e-05,
-    1.7496380245401744e-05,
-    1.591847570879119e-05
+    1.4723808637687138e-05,
+    1.5027047534074105e-05,
+    1.205409522212687e-05
    ],
    "pass_host_canary_seconds": [
-    1.151535249960034e-05,
-    1.2373632500271015e-05,
-    1.098403000014514e-05
+    1.0572304999989513e-05,
+    9.751075000110631e-06,
+    9.111759999882452e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.208628500056875e-05,
-    1.999139999952604e-05,
-    1.6737900000407536e-05
+    1.9126580000019546e-05,
+    1.849502999988317e-05,
+    1.3196739999727924e-05
    ]
   },
   "layer_backward_gelu": {
-   "seconds": 2.1782856434583668e-05,
-   "min": 1.7757716100840345e-05,
-   "max": 3.567314183428175e-05,
+   "seconds": 1.9079620018601414e-05,
+   "min": 1.6728378921037627e-05,
+   "max": 2.800457427899042e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2351,33 +2351,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001767680048942566,
-    0.0003372800052165985,
-    0.0009774399995803834
+    0.00015510399639606475,
+    0.00026927998661994935,
+    0.0007913600206375122
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.151535249960034e-05,
-   "host_backward_canary_seconds": 2.208628500056875e-05,
+   "host_canary_seconds": 1.0572304999989513e-05,
+   "host_backward_canary_seconds": 1.9126580000019546e-05,
    "pass_seconds": [
-    3.567314183428175e-05,
-    2.1782856434583668e-05,
-    1.7757716100840345e-05
+    2.800457427899042e-05,
+    1.9079620018601414e-05,
+    1.6728378921037627e-05
    ],
    "pass_host_canary_seconds": [
-    1.151535249960034e-05,
-    1.2373632500271015e-05,
-    1.098403000014514e-05
+    1.0572304999989513e-05,
+    9.751075000110631e-06,
+    9.111759999882452e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.208628500056875e-05,
-    1.999139999952604e-05,
-    1.6737900000407536e-05
+    1.9126580000019546e-05,
+    1.849502999988317e-05,
+    1.3196739999727924e-05
    ]
   },
   "layer_forward_gelu_autocast": {
-   "seconds": 1.6457143638815196e-05,
-   "min": 1.614552310534886e-05,
-   "max": 1.785219017238844e-05,
+   "seconds": 1.330361905552092e-05,
+   "min": 1.3171047327064334e-05,
+   "max": 1.5758476264420013e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2386,32 +2386,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.3056001663208005e-05,
-    9.673599898815155e-05,
-    0.0002980160117149353
+    5.86559996008873e-05,
+    0.00010134399682283402,
+    0.000293503999710083
    ],
-   "host_canary_seconds": 1.1262620000138667e-05,
-   "host_backward_canary_seconds": 2.1959749999496126e-05,
+   "host_canary_seconds": 1.0545577500007398e-05,
+   "host_backward_canary_seconds": 1.9861359999993058e-05,
    "pass_seconds": [
-    1.6457143638815196e-05,
-    1.785219017238844e-05,
-    1.614552310534886e-05
+    1.5758476264420013e-05,
+    1.330361905552092e-05,
+    1.3171047327064334e-05
    ],
    "pass_host_canary_seconds": [
-    1.1262620000138667e-05,
-    1.1799744999620998e-05,
-    1.0823105000099532e-05
+    1.0545577500007398e-05,
+    9.609210000007806e-06,
+    8.69837499990922e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1959749999496126e-05,
-    2.030673499916702e-05,
-    1.4723144998924908e-05
+    1.9861359999993058e-05,
+    1.852529499998923e-05,
+    1.4042119999828629e-05
    ]
   },
   "layer_backward_gelu_autocast": {
-   "seconds": 2.2211049816438126e-05,
-   "min": 2.005866950466519e-05,
-   "max": 3.399238025858289e-05,
+   "seconds": 2.6984379937251404e-05,
+   "min": 2.2039617456140976e-05,
+   "max": 2.9701334379968185e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2420,33 +2420,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00018515199422836304,
-    0.00033532801270484924,
-    0.0009415040016174317
+    0.00019097599387168885,
+    0.0003556160032749176,
+    0.0008442559838294983
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.1262620000138667e-05,
-   "host_backward_canary_seconds": 2.1959749999496126e-05,
+   "host_canary_seconds": 1.0545577500007398e-05,
+   "host_backward_canary_seconds": 1.9861359999993058e-05,
    "pass_seconds": [
-    3.399238025858289e-05,
-    2.2211049816438126e-05,
-    2.005866950466519e-05
+    2.6984379937251404e-05,
+    2.9701334379968185e-05,
+    2.2039617456140976e-05
    ],
    "pass_host_canary_seconds": [
-    1.1262620000138667e-05,
-    1.1799744999620998e-05,
-    1.0823105000099532e-05
+    1.0545577500007398e-05,
+    9.609210000007806e-06,
+    8.69837499990922e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1959749999496126e-05,
-    2.030673499916702e-05,
-    1.4723144998924908e-05
+    1.9861359999993058e-05,
+    1.852529499998923e-05,
+    1.4042119999828629e-05
    ]
   },
   "layer_forward_silu": {
-   "seconds": 1.7618286112944287e-05,
-   "min": 1.5984762637388138e-05,
-   "max": 1.799847717796053e-05,
+   "seconds": 1.3571809888595625e-05,
+   "min": 9.810285199256172e-06,
+   "max": 1.4289523696615582e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2455,32 +2455,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.668800160288811e-05,
-    0.00010127999633550644,
-    0.000316864013671875
+    3.2767999917268756e-05,
+    6.735999882221223e-05,
+    0.00024435199797153475
    ],
-   "host_canary_seconds": 1.1542627499920855e-05,
-   "host_backward_canary_seconds": 2.2148295000192777e-05,
+   "host_canary_seconds": 1.009079750000197e-05,
+   "host_backward_canary_seconds": 2.051787500001012e-05,
    "pass_seconds": [
-    1.799847717796053e-05,
-    1.7618286112944287e-05,
-    1.5984762637388138e-05
+    1.4289523696615582e-05,
+    1.3571809888595625e-05,
+    9.810285199256172e-06
    ],
    "pass_host_canary_seconds": [
-    1.1542627499920855e-05,
-    1.192488749950371e-05,
-    1.0942047500748231e-05
+    1.009079750000197e-05,
+    9.703465000114875e-06,
+    7.952655000025289e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2148295000192777e-05,
-    1.987814500012064e-05,
-    1.9190439999192677e-05
+    2.051787500001012e-05,
+    1.8548360000067987e-05,
+    1.3569934999964061e-05
    ]
   },
   "layer_backward_silu": {
-   "seconds": 2.5406474513666973e-05,
-   "min": 2.3707429213183263e-05,
-   "max": 2.667657214970816e-05,
+   "seconds": 2.3011810279318265e-05,
+   "min": 2.173333437669845e-05,
+   "max": 2.6281906912724184e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2489,33 +2489,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002274560034275055,
-    0.00045126399397850034,
-    0.0009097279906272888
+    0.00017126399278640748,
+    0.0002770560085773468,
+    0.0007745280265808106
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.1542627499920855e-05,
-   "host_backward_canary_seconds": 2.2148295000192777e-05,
+   "host_canary_seconds": 1.009079750000197e-05,
+   "host_backward_canary_seconds": 2.051787500001012e-05,
    "pass_seconds": [
-    2.5406474513666973e-05,
-    2.3707429213183263e-05,
-    2.667657214970816e-05
+    2.6281906912724184e-05,
+    2.3011810279318265e-05,
+    2.173333437669845e-05
    ],
    "pass_host_canary_seconds": [
-    1.1542627499920855e-05,
-    1.192488749950371e-05,
-    1.0942047500748231e-05
+    1.009079750000197e-05,
+    9.703465000114875e-06,
+    7.952655000025289e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2148295000192777e-05,
-    1.987814500012064e-05,
-    1.9190439999192677e-05
+    2.051787500001012e-05,
+    1.8548360000067987e-05,
+    1.3569934999964061e-05
    ]
   },
   "layer_forward_silu_autocast": {
-   "seconds": 1.706438103602046e-05,
-   "min": 1.6532571542830692e-05,
-   "max": 1.8032761556761605e-05,
+   "seconds": 1.5164191169398172e-05,
+   "min": 1.2840380803460165e-05,
+   "max": 1.5436190579618726e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2524,32 +2524,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.417599901556969e-05,
-    0.00010307200253009796,
-    0.0003093760013580322
+    5.056000128388405e-05,
+    0.000102463997900486,
+    0.0002839680016040802
    ],
-   "host_canary_seconds": 1.1500510000246322e-05,
-   "host_backward_canary_seconds": 2.1759060000476893e-05,
+   "host_canary_seconds": 9.996000000001003e-06,
+   "host_backward_canary_seconds": 1.8738765000030356e-05,
    "pass_seconds": [
-    1.706438103602046e-05,
-    1.8032761556761605e-05,
-    1.6532571542830692e-05
+    1.5436190579618726e-05,
+    1.5164191169398172e-05,
+    1.2840380803460165e-05
    ],
    "pass_host_canary_seconds": [
-    1.1500510000246322e-05,
-    1.1855289999402885e-05,
-    1.0960542500697556e-05
+    9.996000000001003e-06,
+    9.959502500080931e-06,
+    8.73524499994005e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1759060000476893e-05,
-    2.0661450000716287e-05,
-    1.9899444999964544e-05
+    1.8738765000030356e-05,
+    1.8655364999915492e-05,
+    1.430588000005173e-05
    ]
   },
   "layer_backward_silu_autocast": {
-   "seconds": 2.4765714470829282e-05,
-   "min": 2.413790566580636e-05,
-   "max": 2.659581033956437e-05,
+   "seconds": 2.0459425946076707e-05,
+   "min": 1.4092951126041868e-05,
+   "max": 2.6035808736369723e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2558,33 +2558,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002184319943189621,
-    0.00035334399342536925,
-    0.0008490239977836609
+    0.0001728000044822693,
+    0.0003160319924354553,
+    0.000801151990890503
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.1500510000246322e-05,
-   "host_backward_canary_seconds": 2.1759060000476893e-05,
+   "host_canary_seconds": 9.996000000001003e-06,
+   "host_backward_canary_seconds": 1.8738765000030356e-05,
    "pass_seconds": [
-    2.4765714470829282e-05,
-    2.413790566580636e-05,
-    2.659581033956437e-05
+    2.6035808736369723e-05,
+    2.0459425946076707e-05,
+    1.4092951126041868e-05
    ],
    "pass_host_canary_seconds": [
-    1.1500510000246322e-05,
-    1.1855289999402885e-05,
-    1.0960542500697556e-05
+    9.996000000001003e-06,
+    9.959502500080931e-06,
+    8.73524499994005e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1759060000476893e-05,
-    2.0661450000716287e-05,
-    1.9899444999964544e-05
+    1.8738765000030356e-05,
+    1.8655364999915492e-05,
+    1.430588000005173e-05
    ]
   },
   "layer_forward_tanh": {
-   "seconds": 1.7738666030622664e-05,
-   "min": 1.6340572209585283e-05,
-   "max": 1.819961801880882e-05,
+   "seconds": 1.3869714524064741e-05,
+   "min": 1.1744762371693339e-05,
+   "max": 1.4461714242185865e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2593,32 +2593,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.395200148224831e-05,
-    8.115199953317642e-05,
-    0.0003044799864292145
+    3.206399828195572e-05,
+    8.553600311279297e-05,
+    0.0002523519992828369
    ],
-   "host_canary_seconds": 1.20013450003853e-05,
-   "host_backward_canary_seconds": 2.27855000002819e-05,
+   "host_canary_seconds": 1.0963684999989453e-05,
+   "host_backward_canary_seconds": 2.2400470000007997e-05,
    "pass_seconds": [
-    1.819961801880882e-05,
-    1.7738666030622664e-05,
-    1.6340572209585283e-05
+    1.4461714242185865e-05,
+    1.3869714524064741e-05,
+    1.1744762371693339e-05
    ],
    "pass_host_canary_seconds": [
-    1.20013450003853e-05,
-    1.1591952500680235e-05,
-    1.130528499970751e-05
+    1.0963684999989453e-05,
+    1.0109160000126849e-05,
+    8.724837499940463e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.27855000002819e-05,
-    2.0727245000671247e-05,
-    2.0310459999564048e-05
+    2.2400470000007997e-05,
+    1.869575000000623e-05,
+    1.3414010000047937e-05
    ]
   },
   "layer_backward_tanh": {
-   "seconds": 3.012037773927052e-05,
-   "min": 2.3119239402668815e-05,
-   "max": 3.0661332110563914e-05,
+   "seconds": 2.4239999552567804e-05,
+   "min": 1.5839235857129097e-05,
+   "max": 3.0178286135196688e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2627,33 +2627,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001844480037689209,
-    0.000350271999835968,
-    0.0009237759709358215
+    0.00019072000682353974,
+    0.0003042879998683929,
+    0.0008535360097885132
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.20013450003853e-05,
-   "host_backward_canary_seconds": 2.27855000002819e-05,
+   "host_canary_seconds": 1.0963684999989453e-05,
+   "host_backward_canary_seconds": 2.2400470000007997e-05,
    "pass_seconds": [
-    3.0661332110563914e-05,
-    2.3119239402668815e-05,
-    3.012037773927052e-05
+    3.0178286135196688e-05,
+    2.4239999552567804e-05,
+    1.5839235857129097e-05
    ],
    "pass_host_canary_seconds": [
-    1.20013450003853e-05,
-    1.1591952500680235e-05,
-    1.130528499970751e-05
+    1.0963684999989453e-05,
+    1.0109160000126849e-05,
+    8.724837499940463e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.27855000002819e-05,
-    2.0727245000671247e-05,
-    2.0310459999564048e-05
+    2.2400470000007997e-05,
+    1.869575000000623e-05,
+    1.3414010000047937e-05
    ]
   },
   "layer_forward_tanh_autocast": {
-   "seconds": 1.6609523977552143e-05,
-   "min": 1.605866583330291e-05,
-   "max": 1.8662857157843454e-05,
+   "seconds": 1.5828571681465423e-05,
+   "min": 1.2903619025434768e-05,
+   "max": 1.5902476296538398e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2662,32 +2662,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.220800057053566e-05,
-    0.00011244799941778183,
-    0.000311488002538681
+    5.4239999502897264e-05,
+    0.00010022400319576263,
+    0.0002911680042743683
    ],
-   "host_canary_seconds": 1.2952649999533605e-05,
-   "host_backward_canary_seconds": 2.394747000039388e-05,
+   "host_canary_seconds": 1.0629877500001328e-05,
+   "host_backward_canary_seconds": 1.9842890000028032e-05,
    "pass_seconds": [
-    1.6609523977552143e-05,
-    1.605866583330291e-05,
-    1.8662857157843454e-05
+    1.5828571681465423e-05,
+    1.2903619025434768e-05,
+    1.5902476296538398e-05
    ],
    "pass_host_canary_seconds": [
-    1.2952649999533605e-05,
-    8.040745000243987e-06,
-    1.1290319999943676e-05
+    1.0629877500001328e-05,
+    9.804887500024507e-06,
+    8.937662499945986e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.394747000039388e-05,
-    2.094423000016832e-05,
-    2.082459999883213e-05
+    1.9842890000028032e-05,
+    1.8959905000031084e-05,
+    1.3974445000002334e-05
    ]
   },
   "layer_backward_tanh_autocast": {
-   "seconds": 2.3026285959141592e-05,
-   "min": 2.208990426290603e-05,
-   "max": 2.8441141049067175e-05,
+   "seconds": 1.935847777695883e-05,
+   "min": 1.5981714285555343e-05,
+   "max": 2.7849140798761726e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2696,33 +2696,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00028169599175453184,
-    0.0004214720129966736,
-    0.0008700799942016602
+    0.0001730560064315796,
+    0.00033952000737190246,
+    0.0008400319814682006
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.2952649999533605e-05,
-   "host_backward_canary_seconds": 2.394747000039388e-05,
+   "host_canary_seconds": 1.0629877500001328e-05,
+   "host_backward_canary_seconds": 1.9842890000028032e-05,
    "pass_seconds": [
-    2.208990426290603e-05,
-    2.3026285959141592e-05,
-    2.8441141049067175e-05
+    2.7849140798761726e-05,
+    1.935847777695883e-05,
+    1.5981714285555343e-05
    ],
    "pass_host_canary_seconds": [
-    1.2952649999533605e-05,
-    8.040745000243987e-06,
-    1.1290319999943676e-05
+    1.0629877500001328e-05,
+    9.804887500024507e-06,
+    8.937662499945986e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.394747000039388e-05,
-    2.094423000016832e-05,
-    2.082459999883213e-05
+    1.9842890000028032e-05,
+    1.8959905000031084e-05,
+    1.3974445000002334e-05
    ]
   },
   "layer_forward_sigmoid": {
-   "seconds": 1.718247735074588e-05,
-   "min": 1.0990476679234277e-05,
-   "max": 1.7316572190750213e-05,
+   "seconds": 1.2755810061380976e-05,
+   "min": 1.1782857633772351e-05,
+   "max": 1.3116952031850814e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2731,32 +2731,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.3055998384952545e-05,
-    9.551999717950821e-05,
-    0.00029443201422691345
+    2.5631999596953393e-05,
+    7.308799773454666e-05,
+    0.0002200320065021515
    ],
-   "host_canary_seconds": 1.2038542499794858e-05,
-   "host_backward_canary_seconds": 2.2281569999336168e-05,
+   "host_canary_seconds": 1.0083667500015991e-05,
+   "host_backward_canary_seconds": 1.907180500001715e-05,
    "pass_seconds": [
-    1.718247735074588e-05,
-    1.0990476679234277e-05,
-    1.7316572190750213e-05
+    1.2755810061380976e-05,
+    1.3116952031850814e-05,
+    1.1782857633772351e-05
    ],
    "pass_host_canary_seconds": [
-    1.2038542499794858e-05,
-    8.150109999860434e-06,
-    1.1033839999754491e-05
+    1.0083667500015991e-05,
+    9.707985000062536e-06,
+    9.135382500033984e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2281569999336168e-05,
-    2.1997970000029453e-05,
-    2.12791599983575e-05
+    1.907180500001715e-05,
+    1.8728539999983694e-05,
+    1.3114950000101545e-05
    ]
   },
   "layer_backward_sigmoid": {
-   "seconds": 3.2904377828041716e-05,
-   "min": 2.046704682565871e-05,
-   "max": 3.301257232115382e-05,
+   "seconds": 2.4156191696723305e-05,
+   "min": 1.631238169613339e-05,
+   "max": 2.4330665401759607e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2765,33 +2765,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.000190528005361557,
-    0.0003595840036869049,
-    0.000948095977306366
+    0.00013359999656677247,
+    0.00033392000198364255,
+    0.0007195839881896973
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.2038542499794858e-05,
-   "host_backward_canary_seconds": 2.2281569999336168e-05,
+   "host_canary_seconds": 1.0083667500015991e-05,
+   "host_backward_canary_seconds": 1.907180500001715e-05,
    "pass_seconds": [
-    3.2904377828041716e-05,
-    2.046704682565871e-05,
-    3.301257232115382e-05
+    2.4330665401759607e-05,
+    2.4156191696723305e-05,
+    1.631238169613339e-05
    ],
    "pass_host_canary_seconds": [
-    1.2038542499794858e-05,
-    8.150109999860434e-06,
-    1.1033839999754491e-05
+    1.0083667500015991e-05,
+    9.707985000062536e-06,
+    9.135382500033984e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2281569999336168e-05,
-    2.1997970000029453e-05,
-    2.12791599983575e-05
+    1.907180500001715e-05,
+    1.8728539999983694e-05,
+    1.3114950000101545e-05
    ]
   },
   "layer_forward_sigmoid_autocast": {
-   "seconds": 1.716419131982894e-05,
-   "min": 1.0563047514075325e-05,
-   "max": 1.8016762321903592e-05,
+   "seconds": 1.3836952192442759e-05,
+   "min": 1.2813713933740342e-05,
+   "max": 1.5129905194044112e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2800,32 +2800,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.107199728488922e-05,
-    0.00012671999633312225,
-    0.0003418560028076172
+    5.075199902057648e-05,
+    9.564799815416335e-05,
+    0.000277536004781723
    ],
-   "host_canary_seconds": 1.2078782499997942e-05,
-   "host_backward_canary_seconds": 2.222219000032055e-05,
+   "host_canary_seconds": 1.0353614999978333e-05,
+   "host_backward_canary_seconds": 1.8491980000021613e-05,
    "pass_seconds": [
-    1.8016762321903592e-05,
-    1.0563047514075325e-05,
-    1.716419131982894e-05
+    1.5129905194044112e-05,
+    1.3836952192442759e-05,
+    1.2813713933740342e-05
    ],
    "pass_host_canary_seconds": [
-    1.2078782499997942e-05,
-    8.150109999860434e-06,
-    1.1545559999603938e-05
+    1.0353614999978333e-05,
+    9.533469999922772e-06,
+    9.088090000091142e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.222219000032055e-05,
-    2.2365219999755938e-05,
-    1.786301000038293e-05
+    1.8491980000021613e-05,
+    1.843495000002804e-05,
+    1.3702040000111993e-05
    ]
   },
   "layer_backward_sigmoid_autocast": {
-   "seconds": 2.8872382427964883e-05,
-   "min": 2.5338665360496155e-05,
-   "max": 3.769904658907936e-05,
+   "seconds": 2.1473524116334455e-05,
+   "min": 1.5093335438342322e-05,
+   "max": 2.6288761446873344e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2834,33 +2834,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.000290367990732193,
-    0.0005958399772644043,
-    0.0010486400127410888
+    0.0001757120043039322,
+    0.0002991999983787537,
+    0.0007967360019683838
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.2078782499997942e-05,
-   "host_backward_canary_seconds": 2.222219000032055e-05,
+   "host_canary_seconds": 1.0353614999978333e-05,
+   "host_backward_canary_seconds": 1.8491980000021613e-05,
    "pass_seconds": [
-    2.8872382427964883e-05,
-    3.769904658907936e-05,
-    2.5338665360496155e-05
+    2.6288761446873344e-05,
+    2.1473524116334455e-05,
+    1.5093335438342322e-05
    ],
    "pass_host_canary_seconds": [
-    1.2078782499997942e-05,
-    8.150109999860434e-06,
-    1.1545559999603938e-05
+    1.0353614999978333e-05,
+    9.533469999922772e-06,
+    9.088090000091142e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.222219000032055e-05,
-    2.2365219999755938e-05,
-    1.786301000038293e-05
+    1.8491980000021613e-05,
+    1.843495000002804e-05,
+    1.3702040000111993e-05
    ]
   },
   "layer_forward_dropout": {
-   "seconds": 2.653866686991283e-05,
-   "min": 1.487390413170769e-05,
-   "max": 3.051123980964933e-05,
+   "seconds": 2.009981054635275e-05,
+   "min": 1.798857136496476e-05,
+   "max": 2.3526094676483248e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2869,32 +2869,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.8559998869895935e-05,
-    0.00013184000551700592,
-    0.00045452800393104553
+    4.0608000010252e-05,
+    0.0001316480040550232,
+    0.00040031999349594117
    ],
-   "host_canary_seconds": 1.2121694999791544e-05,
-   "host_backward_canary_seconds": 2.199627999971199e-05,
+   "host_canary_seconds": 1.0406420000030892e-05,
+   "host_backward_canary_seconds": 1.687361999998416e-05,
    "pass_seconds": [
-    2.653866686991283e-05,
-    1.487390413170769e-05,
-    3.051123980964933e-05
+    2.3526094676483248e-05,
+    2.009981054635275e-05,
+    1.798857136496476e-05
    ],
    "pass_host_canary_seconds": [
-    1.2121694999791544e-05,
-    1.0763284999484313e-05,
-    1.19070349995809e-05
+    1.0406420000030892e-05,
+    9.542344999999842e-06,
+    8.863640000100758e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.199627999971199e-05,
-    2.0238839999819903e-05,
-    1.7070755000077042e-05
+    1.687361999998416e-05,
+    1.8186209999981887e-05,
+    1.444085000002815e-05
    ]
   },
   "layer_backward_dropout": {
-   "seconds": 2.285790407941455e-05,
-   "min": 2.0339049398899084e-05,
-   "max": 4.1412574904305594e-05,
+   "seconds": 1.9065141323066888e-05,
+   "min": 1.5568762396772698e-05,
+   "max": 2.2932572556393478e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2903,33 +2903,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00031526398658752444,
-    0.000448415994644165,
-    0.001015936017036438
+    0.00019497600197792054,
+    0.000320576012134552,
+    0.0008872640132904053
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.2121694999791544e-05,
-   "host_backward_canary_seconds": 2.199627999971199e-05,
+   "host_canary_seconds": 1.0406420000030892e-05,
+   "host_backward_canary_seconds": 1.687361999998416e-05,
    "pass_seconds": [
-    2.0339049398899084e-05,
-    4.1412574904305594e-05,
-    2.285790407941455e-05
+    2.2932572556393478e-05,
+    1.9065141323066888e-05,
+    1.5568762396772698e-05
    ],
    "pass_host_canary_seconds": [
-    1.2121694999791544e-05,
-    1.0763284999484313e-05,
-    1.19070349995809e-05
+    1.0406420000030892e-05,
+    9.542344999999842e-06,
+    8.863640000100758e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.199627999971199e-05,
-    2.0238839999819903e-05,
-    1.7070755000077042e-05
+    1.687361999998416e-05,
+    1.8186209999981887e-05,
+    1.444085000002815e-05
    ]
   },
   "layer_forward_dropout_autocast": {
-   "seconds": 2.3420190882115137e-05,
-   "min": 1.5089523579393114e-05,
-   "max": 2.779276065883182e-05,
+   "seconds": 1.8400761343183972e-05,
+   "min": 1.8043428127254758e-05,
+   "max": 2.0971429312512985e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2938,32 +2938,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.558400183916092e-05,
-    0.00015356799960136413,
-    0.0003128319978713989
+    7.023999840021133e-05,
+    0.00015372799336910248,
+    0.00035567998886108397
    ],
-   "host_canary_seconds": 1.1682944999904522e-05,
-   "host_backward_canary_seconds": 2.1668525000109185e-05,
+   "host_canary_seconds": 1.0318405000013798e-05,
+   "host_backward_canary_seconds": 1.5682190000063656e-05,
    "pass_seconds": [
-    1.5089523579393114e-05,
-    2.3420190882115137e-05,
-    2.779276065883182e-05
+    1.8400761343183972e-05,
+    2.0971429312512985e-05,
+    1.8043428127254758e-05
    ],
    "pass_host_canary_seconds": [
-    1.1682944999904522e-05,
-    1.050262000035218e-05,
-    1.1624750000009953e-05
+    1.0318405000013798e-05,
+    9.51675250007611e-06,
+    8.875702500006355e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1668525000109185e-05,
-    1.968655999917246e-05,
-    1.943410999956541e-05
+    1.5682190000063656e-05,
+    1.8411605000068222e-05,
+    1.4329664999905844e-05
    ]
   },
   "layer_backward_dropout_autocast": {
-   "seconds": 5.116571379559382e-05,
-   "min": 1.8675810169605977e-05,
-   "max": 6.310019145409267e-05,
+   "seconds": 1.9549715554430374e-05,
+   "min": 1.7196954006240484e-05,
+   "max": 2.2937143310194926e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2972,33 +2972,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00021648000180721284,
-    0.0003593280017375946,
-    0.0013587520122528077
+    0.0002133439928293228,
+    0.00035916799306869506,
+    0.0007603200078010559
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.1682944999904522e-05,
-   "host_backward_canary_seconds": 2.1668525000109185e-05,
+   "host_canary_seconds": 1.0318405000013798e-05,
+   "host_backward_canary_seconds": 1.5682190000063656e-05,
    "pass_seconds": [
-    6.310019145409267e-05,
-    1.8675810169605977e-05,
-    5.116571379559382e-05
+    1.7196954006240484e-05,
+    2.2937143310194926e-05,
+    1.9549715554430374e-05
    ],
    "pass_host_canary_seconds": [
-    1.1682944999904522e-05,
-    1.050262000035218e-05,
-    1.1624750000009953e-05
+    1.0318405000013798e-05,
+    9.51675250007611e-06,
+    8.875702500006355e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1668525000109185e-05,
-    1.968655999917246e-05,
-    1.943410999956541e-05
+    1.5682190000063656e-05,
+    1.8411605000068222e-05,
+    1.4329664999905844e-05
    ]
   },
   "layer_forward_dropout_identity": {
-   "seconds": 6.098285494815736e-06,
-   "min": 5.195428661647297e-06,
-   "max": 1.0431999606745584e-05,
+   "seconds": 4.453333139064766e-06,
+   "min": 3.9436189635168935e-06,
+   "max": 4.826666609871955e-06,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout_identity layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3007,32 +3007,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.3584000766277314e-05,
-    3.7888001650571824e-05,
-    0.0001010880023241043
+    2.0384000614285468e-05,
+    2.956799976527691e-05,
+    8.579199761152268e-05
    ],
-   "host_canary_seconds": 1.0711112500132458e-05,
-   "host_backward_canary_seconds": 2.134342500028197e-05,
+   "host_canary_seconds": 9.309985000029996e-06,
+   "host_backward_canary_seconds": 1.755295999998907e-05,
    "pass_seconds": [
-    5.195428661647297e-06,
-    6.098285494815736e-06,
-    1.0431999606745584e-05
+    4.453333139064766e-06,
+    4.826666609871955e-06,
+    3.9436189635168935e-06
    ],
    "pass_host_canary_seconds": [
-    1.0711112500132458e-05,
-    1.0352494999779083e-05,
-    1.4144600000349782e-05
+    9.309985000029996e-06,
+    9.6985049999887e-06,
+    9.11047499997153e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.134342500028197e-05,
-    1.97480099996028e-05,
-    2.3060315000975607e-05
+    1.755295999998907e-05,
+    1.8662479999989044e-05,
+    1.9327839999903063e-05
    ]
   },
   "layer_backward_dropout_identity": {
-   "seconds": 0.0,
-   "min": 0.0,
-   "max": 8.449527834142956e-07,
+   "seconds": 1.3874281818668036e-06,
+   "min": 2.3619112159524546e-07,
+   "max": 1.4940955720487097e-06,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout_identity layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3041,33 +3041,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014217600226402283,
-    0.00016070400178432465,
-    0.0002202879935503006
+    8.819200098514557e-05,
+    0.00011552000045776367,
+    0.00017907199263572692
    ],
    "backward_nodes_per_layer": 0.0,
-   "host_canary_seconds": 1.0711112500132458e-05,
-   "host_backward_canary_seconds": 2.134342500028197e-05,
+   "host_canary_seconds": 9.309985000029996e-06,
+   "host_backward_canary_seconds": 1.755295999998907e-05,
    "pass_seconds": [
-    0.0,
-    8.449527834142956e-07,
-    0.0
+    1.3874281818668036e-06,
+    2.3619112159524546e-07,
+    1.4940955720487097e-06
    ],
    "pass_host_canary_seconds": [
-    1.0711112500132458e-05,
-    1.0352494999779083e-05,
-    1.4144600000349782e-05
+    9.309985000029996e-06,
+    9.6985049999887e-06,
+    9.11047499997153e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.134342500028197e-05,
-    1.97480099996028e-05,
-    2.3060315000975607e-05
+    1.755295999998907e-05,
+    1.8662479999989044e-05,
+    1.9327839999903063e-05
    ]
   },
   "layer_forward_dropout_identity_autocast": {
-   "seconds": 8.244571586449942e-06,
-   "min": 6.1272380962258305e-06,
-   "max": 1.0441904976254418e-05,
+   "seconds": 5.319619285208838e-06,
+   "min": 4.39847588893913e-06,
+   "max": 6.497524235220182e-06,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout_identity layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3076,32 +3076,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.7856001406908035e-05,
-    5.753599852323532e-05,
-    0.00015984000265598298
+    2.8224000707268716e-05,
+    5.7824000716209414e-05,
+    0.00012905600666999816
    ],
-   "host_canary_seconds": 1.2002770000094642e-05,
-   "host_backward_canary_seconds": 2.2468230000640687e-05,
+   "host_canary_seconds": 1.0209112499985906e-05,
+   "host_backward_canary_seconds": 1.8210155000026872e-05,
    "pass_seconds": [
-    8.244571586449942e-06,
-    6.1272380962258305e-06,
-    1.0441904976254418e-05
+    6.497524235220182e-06,
+    5.319619285208838e-06,
+    4.39847588893913e-06
    ],
    "pass_host_canary_seconds": [
-    1.2002770000094642e-05,
-    1.0260875000085434e-05,
-    1.420856499976253e-05
+    1.0209112499985906e-05,
+    1.0392210000063073e-05,
+    9.08494499995527e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2468230000640687e-05,
-    1.9346389999554956e-05,
-    2.2759010000754643e-05
+    1.8210155000026872e-05,
+    1.886384499997007e-05,
+    1.8313040000066396e-05
    ]
   },
   "layer_backward_dropout_identity_autocast": {
-   "seconds": 7.809522960867188e-07,
-   "min": 3.4514282430921256e-07,
-   "max": 5.726475091207593e-06,
+   "seconds": 8.662859244006015e-07,
+   "min": 5.561955982730667e-08,
+   "max": 1.9405705056020216e-06,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout_identity layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3110,33 +3110,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00016179199516773223,
-    0.00019641600549221038,
-    0.0003689279854297638
+    0.00011686400324106216,
+    0.00016124799847602844,
+    0.0002497919946908951
    ],
    "backward_nodes_per_layer": 0.0,
-   "host_canary_seconds": 1.2002770000094642e-05,
-   "host_backward_canary_seconds": 2.2468230000640687e-05,
+   "host_canary_seconds": 1.0209112499985906e-05,
+   "host_backward_canary_seconds": 1.8210155000026872e-05,
    "pass_seconds": [
-    5.726475091207593e-06,
-    7.809522960867188e-07,
-    3.4514282430921256e-07
+    1.9405705056020216e-06,
+    8.662859244006015e-07,
+    5.561955982730667e-08
    ],
    "pass_host_canary_seconds": [
-    1.2002770000094642e-05,
-    1.0260875000085434e-05,
-    1.420856499976253e-05
+    1.0209112499985906e-05,
+    1.0392210000063073e-05,
+    9.08494499995527e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2468230000640687e-05,
-    1.9346389999554956e-05,
-    2.2759010000754643e-05
+    1.8210155000026872e-05,
+    1.886384499997007e-05,
+    1.8313040000066396e-05
    ]
   },
   "layer_forward_add": {
-   "seconds": 1.3366856745311192e-05,
-   "min": 1.2445714058620587e-05,
-   "max": 1.3439237716652098e-05,
+   "seconds": 1.1449143467914491e-05,
+   "min": 1.0012190345497358e-05,
+   "max": 1.2390857651120141e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3145,32 +3145,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.443200141191483e-05,
-    7.820799946784973e-05,
-    0.00023615999519824982
+    2.8384000062942505e-05,
+    6.409599632024765e-05,
+    0.00020057600736618042
    ],
-   "host_canary_seconds": 1.200865000015483e-05,
-   "host_backward_canary_seconds": 2.236475499955759e-05,
+   "host_canary_seconds": 1.0402209999984534e-05,
+   "host_backward_canary_seconds": 1.6159355000020525e-05,
    "pass_seconds": [
-    1.3366856745311192e-05,
-    1.2445714058620587e-05,
-    1.3439237716652098e-05
+    1.1449143467914491e-05,
+    1.2390857651120141e-05,
+    1.0012190345497358e-05
    ],
    "pass_host_canary_seconds": [
-    1.200865000015483e-05,
-    1.0530099999641606e-05,
-    1.0444229999961863e-05
+    1.0402209999984534e-05,
+    1.005231000000606e-05,
+    9.07737500000394e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.236475499955759e-05,
-    1.9483589999254035e-05,
-    2.318143499906e-05
+    1.6159355000020525e-05,
+    1.875278499994693e-05,
+    1.880661999990707e-05
    ]
   },
   "layer_backward_add": {
-   "seconds": 3.39192393280211e-05,
-   "min": 2.5368380848140945e-05,
-   "max": 4.082590448004858e-05,
+   "seconds": 2.5941333511755574e-05,
+   "min": 2.0620952049891155e-05,
+   "max": 2.7378283618461525e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3179,33 +3179,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00018508799374103546,
-    0.0003814400136470795,
-    0.0009125440120697022
+    0.00015353600680828095,
+    0.0002617279887199402,
+    0.0007331839799880981
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 1.200865000015483e-05,
-   "host_backward_canary_seconds": 2.236475499955759e-05,
+   "host_canary_seconds": 1.0402209999984534e-05,
+   "host_backward_canary_seconds": 1.6159355000020525e-05,
    "pass_seconds": [
-    3.39192393280211e-05,
-    2.5368380848140945e-05,
-    4.082590448004858e-05
+    2.7378283618461525e-05,
+    2.0620952049891155e-05,
+    2.5941333511755574e-05
    ],
    "pass_host_canary_seconds": [
-    1.200865000015483e-05,
-    1.0530099999641606e-05,
-    1.0444229999961863e-05
+    1.0402209999984534e-05,
+    1.005231000000606e-05,
+    9.07737500000394e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.236475499955759e-05,
-    1.9483589999254035e-05,
-    2.318143499906e-05
+    1.6159355000020525e-05,
+    1.875278499994693e-05,
+    1.880661999990707e-05
    ]
   },
   "layer_forward_add_autocast": {
-   "seconds": 1.4000761012236278e-05,
-   "min": 6.762667071251642e-06,
-   "max": 1.4692571723744982e-05,
+   "seconds": 1.1233523842834291e-05,
+   "min": 1.054704739224343e-05,
+   "max": 1.331047589580218e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3214,32 +3214,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.646399945020676e-05,
-    0.00010809600353240967,
-    0.0002763519883155823
+    4.7711998224258425e-05,
+    8.579199761152268e-05,
+    0.000246751993894577
    ],
-   "host_canary_seconds": 1.2084484999945744e-05,
-   "host_backward_canary_seconds": 2.2586089999094837e-05,
+   "host_canary_seconds": 1.0832739999990793e-05,
+   "host_backward_canary_seconds": 1.6362345000011656e-05,
    "pass_seconds": [
-    1.4000761012236278e-05,
-    6.762667071251642e-06,
-    1.4692571723744982e-05
+    1.331047589580218e-05,
+    1.1233523842834291e-05,
+    1.054704739224343e-05
    ],
    "pass_host_canary_seconds": [
-    1.2084484999945744e-05,
-    7.568235000690038e-06,
-    9.649777500158052e-06
+    1.0832739999990793e-05,
+    9.829262500034019e-06,
+    9.314617499995848e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2586089999094837e-05,
-    1.932113000066238e-05,
-    2.2451429998682215e-05
+    1.6362345000011656e-05,
+    1.905064499993614e-05,
+    1.8429014999981064e-05
    ]
   },
   "layer_backward_add_autocast": {
-   "seconds": 2.8141713745537262e-05,
-   "min": 2.701561897993087e-05,
-   "max": 3.247314372232981e-05,
+   "seconds": 2.913904651289894e-05,
+   "min": 2.253866674644607e-05,
+   "max": 4.0572190745955425e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3248,33 +3248,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00027878400683403016,
-    0.0004147520065307617,
-    0.0008983359932899475
+    0.00017664000391960145,
+    0.0003022080063819885,
+    0.0007203840017318726
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 1.2084484999945744e-05,
-   "host_backward_canary_seconds": 2.2586089999094837e-05,
+   "host_canary_seconds": 1.0832739999990793e-05,
+   "host_backward_canary_seconds": 1.6362345000011656e-05,
    "pass_seconds": [
-    2.701561897993087e-05,
-    3.247314372232981e-05,
-    2.8141713745537262e-05
+    2.253866674644607e-05,
+    2.913904651289894e-05,
+    4.0572190745955425e-05
    ],
    "pass_host_canary_seconds": [
-    1.2084484999945744e-05,
-    7.568235000690038e-06,
-    9.649777500158052e-06
+    1.0832739999990793e-05,
+    9.829262500034019e-06,
+    9.314617499995848e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2586089999094837e-05,
-    1.932113000066238e-05,
-    2.2451429998682215e-05
+    1.6362345000011656e-05,
+    1.905064499993614e-05,
+    1.8429014999981064e-05
    ]
   },
   "layer_forward_mul": {
-   "seconds": 1.5261714657147722e-05,
-   "min": 9.340189929519383e-06,
-   "max": 1.5512380926381973e-05,
+   "seconds": 1.2966094982056392e-05,
+   "min": 1.2145523425369037e-05,
+   "max": 1.3386666153868042e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3283,32 +3283,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.772800043225288e-05,
-    8.457600325345993e-05,
-    0.0002670080065727234
+    2.89280004799366e-05,
+    6.851200014352798e-05,
+    0.00022364799678325654
    ],
-   "host_canary_seconds": 1.1974662500051635e-05,
-   "host_backward_canary_seconds": 2.2611064999864538e-05,
+   "host_canary_seconds": 9.990174999998658e-06,
+   "host_backward_canary_seconds": 1.5405969999982005e-05,
    "pass_seconds": [
-    1.5261714657147722e-05,
-    9.340189929519383e-06,
-    1.5512380926381973e-05
+    1.2966094982056392e-05,
+    1.2145523425369037e-05,
+    1.3386666153868042e-05
    ],
    "pass_host_canary_seconds": [
-    1.1974662500051635e-05,
-    7.638829999905282e-06,
-    1.052190499990502e-05
+    9.990174999998658e-06,
+    9.625814999978388e-06,
+    9.762434999913693e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2611064999864538e-05,
-    1.834318999954121e-05,
-    2.071531999945364e-05
+    1.5405969999982005e-05,
+    1.8822509999978366e-05,
+    1.850622000006297e-05
    ]
   },
   "layer_backward_mul": {
-   "seconds": 5.5948950172889805e-05,
-   "min": 5.3386669073786046e-05,
-   "max": 5.868723598264513e-05,
+   "seconds": 4.932114703669434e-05,
+   "min": 4.054400040989831e-05,
+   "max": 5.833752728289082e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3317,33 +3317,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001990080028772354,
-    0.0004413439929485321,
-    0.0012408640384674072
+    0.00014508800208568574,
+    0.0003583360016345978,
+    0.0009653120040893554
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 1.1974662500051635e-05,
-   "host_backward_canary_seconds": 2.2611064999864538e-05,
+   "host_canary_seconds": 9.990174999998658e-06,
+   "host_backward_canary_seconds": 1.5405969999982005e-05,
    "pass_seconds": [
-    5.3386669073786046e-05,
-    5.5948950172889805e-05,
-    5.868723598264513e-05
+    4.054400040989831e-05,
+    4.932114703669434e-05,
+    5.833752728289082e-05
    ],
    "pass_host_canary_seconds": [
-    1.1974662500051635e-05,
-    7.638829999905282e-06,
-    1.052190499990502e-05
+    9.990174999998658e-06,
+    9.625814999978388e-06,
+    9.762434999913693e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2611064999864538e-05,
-    1.834318999954121e-05,
-    2.071531999945364e-05
+    1.5405969999982005e-05,
+    1.8822509999978366e-05,
+    1.850622000006297e-05
    ]
   },
   "layer_forward_mul_autocast": {
-   "seconds": 1.5036951750516892e-05,
-   "min": 9.09942885239919e-06,
-   "max": 1.5980953261965796e-05,
+   "seconds": 1.3233524170659836e-05,
+   "min": 1.163352369552567e-05,
+   "max": 1.389638086160024e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3352,32 +3352,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.697600334882736e-05,
-    0.00011011199653148651,
-    0.00030508801341056825
+    3.708799928426743e-05,
+    7.24480003118515e-05,
+    0.00024342399835586547
    ],
-   "host_canary_seconds": 1.1910800000123346e-05,
-   "host_backward_canary_seconds": 2.5080959999854713e-05,
+   "host_canary_seconds": 1.0106807499994376e-05,
+   "host_backward_canary_seconds": 1.4907219999962251e-05,
    "pass_seconds": [
-    1.5980953261965796e-05,
-    9.09942885239919e-06,
-    1.5036951750516892e-05
+    1.389638086160024e-05,
+    1.163352369552567e-05,
+    1.3233524170659836e-05
    ],
    "pass_host_canary_seconds": [
-    1.1910800000123346e-05,
-    7.154044999992948e-06,
-    1.1324647500146055e-05
+    1.0106807499994376e-05,
+    9.623429999976451e-06,
+    9.627395000109118e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.5080959999854713e-05,
-    1.7940115000101287e-05,
-    2.143520999993598e-05
+    1.4907219999962251e-05,
+    1.8498329999943053e-05,
+    1.857510999997203e-05
    ]
   },
   "layer_backward_mul_autocast": {
-   "seconds": 6.220647497546104e-05,
-   "min": 4.739352422101156e-05,
-   "max": 7.506285465898969e-05,
+   "seconds": 4.730895534157753e-05,
+   "min": 3.944457144964308e-05,
+   "max": 5.634819166291328e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3386,33 +3386,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002369280010461807,
-    0.0006734719872474671,
-    0.0016570559740066528
+    0.00016995200514793396,
+    0.00034624001383781435,
+    0.000975488007068634
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 1.1910800000123346e-05,
-   "host_backward_canary_seconds": 2.5080959999854713e-05,
+   "host_canary_seconds": 1.0106807499994376e-05,
+   "host_backward_canary_seconds": 1.4907219999962251e-05,
    "pass_seconds": [
-    7.506285465898969e-05,
-    4.739352422101156e-05,
-    6.220647497546104e-05
+    3.944457144964308e-05,
+    4.730895534157753e-05,
+    5.634819166291328e-05
    ],
    "pass_host_canary_seconds": [
-    1.1910800000123346e-05,
-    7.154044999992948e-06,
-    1.1324647500146055e-05
+    1.0106807499994376e-05,
+    9.623429999976451e-06,
+    9.627395000109118e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.5080959999854713e-05,
-    1.7940115000101287e-05,
-    2.143520999993598e-05
+    1.4907219999962251e-05,
+    1.8498329999943053e-05,
+    1.857510999997203e-05
    ]
   },
   "layer_forward_softmax": {
-   "seconds": 1.2377142906188965e-05,
-   "min": 8.339047875432743e-06,
-   "max": 1.5225143038800786e-05,
+   "seconds": 1.2639237922571954e-05,
+   "min": 1.1115428148990585e-05,
+   "max": 1.3178666432698567e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3421,32 +3421,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.8192000463604927e-05,
-    8.022399991750717e-05,
-    0.00025868800282478335
+    3.0432000756263734e-05,
+    6.828799843788146e-05,
+    0.00022755199670791625
    ],
-   "host_canary_seconds": 1.1510577499791453e-05,
-   "host_backward_canary_seconds": 2.4811685000258878e-05,
+   "host_canary_seconds": 1.0489575000001139e-05,
+   "host_backward_canary_seconds": 1.9181589999988093e-05,
    "pass_seconds": [
-    1.5225143038800786e-05,
-    8.339047875432743e-06,
-    1.2377142906188965e-05
+    1.3178666432698567e-05,
+    1.1115428148990585e-05,
+    1.2639237922571954e-05
    ],
    "pass_host_canary_seconds": [
-    1.1510577499791453e-05,
-    7.175380000035148e-06,
-    1.2370602500482165e-05
+    1.0489575000001139e-05,
+    9.69810499988455e-06,
+    9.891305000024886e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.4811685000258878e-05,
-    1.7591820001143787e-05,
-    2.3352084999714864e-05
+    1.9181589999988093e-05,
+    1.831835000004389e-05,
+    1.8886954999999262e-05
    ]
   },
   "layer_backward_softmax": {
-   "seconds": 3.231466730080899e-05,
-   "min": 3.192000117685113e-05,
-   "max": 4.177371731826236e-05,
+   "seconds": 3.567314431780861e-05,
+   "min": 2.8668192259612545e-05,
+   "max": 3.799009544863587e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3455,33 +3455,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00026188799738883974,
-    0.00046399998664855955,
-    0.0009948160052299499
+    0.00016332800686359405,
+    0.0003296320140361786,
+    0.0009026880264282227
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.1510577499791453e-05,
-   "host_backward_canary_seconds": 2.4811685000258878e-05,
+   "host_canary_seconds": 1.0489575000001139e-05,
+   "host_backward_canary_seconds": 1.9181589999988093e-05,
    "pass_seconds": [
-    3.231466730080899e-05,
-    3.192000117685113e-05,
-    4.177371731826236e-05
+    3.567314431780861e-05,
+    2.8668192259612545e-05,
+    3.799009544863587e-05
    ],
    "pass_host_canary_seconds": [
-    1.1510577499791453e-05,
-    7.175380000035148e-06,
-    1.2370602500482165e-05
+    1.0489575000001139e-05,
+    9.69810499988455e-06,
+    9.891305000024886e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.4811685000258878e-05,
-    1.7591820001143787e-05,
-    2.3352084999714864e-05
+    1.9181589999988093e-05,
+    1.831835000004389e-05,
+    1.8886954999999262e-05
    ]
   },
   "layer_forward_softmax_autocast": {
-   "seconds": 1.47679994503657e-05,
-   "min": 9.224381031734603e-06,
-   "max": 1.6378666673387798e-05,
+   "seconds": 1.2842666712545213e-05,
+   "min": 1.2588952091478165e-05,
+   "max": 1.3222856713192805e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3490,32 +3490,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.441599875688553e-05,
-    0.00010726399719715118,
-    0.00030799999833106993
+    3.5711999982595444e-05,
+    8.508799970149993e-05,
+    0.00022841599583625793
    ],
-   "host_canary_seconds": 1.1619879999784644e-05,
-   "host_backward_canary_seconds": 2.309892000084801e-05,
+   "host_canary_seconds": 1.0005219999982273e-05,
+   "host_backward_canary_seconds": 1.7836180000010418e-05,
    "pass_seconds": [
-    1.6378666673387798e-05,
-    9.224381031734603e-06,
-    1.47679994503657e-05
+    1.2588952091478165e-05,
+    1.2842666712545213e-05,
+    1.3222856713192805e-05
    ],
    "pass_host_canary_seconds": [
-    1.1619879999784644e-05,
-    7.2327800000948625e-06,
-    1.200539500018749e-05
+    1.0005219999982273e-05,
+    9.618760000051907e-06,
+    9.685302499988779e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.309892000084801e-05,
-    1.8770890001178487e-05,
-    2.23715100003119e-05
+    1.7836180000010418e-05,
+    1.391006500000458e-05,
+    1.8337404999897447e-05
    ]
   },
   "layer_backward_softmax_autocast": {
-   "seconds": 2.9554284044674468e-05,
-   "min": 2.9352380849775815e-05,
-   "max": 3.998628826368422e-05,
+   "seconds": 3.5224382189058125e-05,
+   "min": 2.7596191458758855e-05,
+   "max": 3.589028563527834e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3524,33 +3524,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00023580799996852876,
-    0.0004255360066890717,
-    0.0010881600379943847
+    0.00016025599837303162,
+    0.0003068479895591736,
+    0.0007717120051383972
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.1619879999784644e-05,
-   "host_backward_canary_seconds": 2.309892000084801e-05,
+   "host_canary_seconds": 1.0005219999982273e-05,
+   "host_backward_canary_seconds": 1.7836180000010418e-05,
    "pass_seconds": [
-    3.998628826368422e-05,
-    2.9352380849775815e-05,
-    2.9554284044674468e-05
+    2.7596191458758855e-05,
+    3.5224382189058125e-05,
+    3.589028563527834e-05
    ],
    "pass_host_canary_seconds": [
-    1.1619879999784644e-05,
-    7.2327800000948625e-06,
-    1.200539500018749e-05
+    1.0005219999982273e-05,
+    9.618760000051907e-06,
+    9.685302499988779e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.309892000084801e-05,
-    1.8770890001178487e-05,
-    2.23715100003119e-05
+    1.7836180000010418e-05,
+    1.391006500000458e-05,
+    1.8337404999897447e-05
    ]
   },
   "layer_forward_log_softmax": {
-   "seconds": 8.99657163591612e-06,
-   "min": 8.464761876634188e-06,
-   "max": 1.369371424828257e-05,
+   "seconds": 1.0108190810396558e-05,
+   "min": 8.964571480949718e-06,
+   "max": 1.132114249325934e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3559,32 +3559,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.3312000334262846e-05,
-    8.313599973917008e-05,
-    0.00024163199961185454
+    1.6863999888300894e-05,
+    4.211200028657913e-05,
+    0.00015078400075435637
    ],
-   "host_canary_seconds": 1.166236500012019e-05,
-   "host_backward_canary_seconds": 2.4076199999853997e-05,
+   "host_canary_seconds": 8.991745000006546e-06,
+   "host_backward_canary_seconds": 1.579313000000582e-05,
    "pass_seconds": [
-    1.369371424828257e-05,
-    8.464761876634188e-06,
-    8.99657163591612e-06
+    8.964571480949718e-06,
+    1.132114249325934e-05,
+    1.0108190810396558e-05
    ],
    "pass_host_canary_seconds": [
-    1.166236500012019e-05,
-    7.177572499585949e-06,
-    1.1348219999263165e-05
+    8.991745000006546e-06,
+    9.54282999998668e-06,
+    8.677977499971234e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.4076199999853997e-05,
-    1.876283000115109e-05,
-    1.7714239997985715e-05
+    1.579313000000582e-05,
+    1.890446000004431e-05,
+    1.749719999992294e-05
    ]
   },
   "layer_backward_log_softmax": {
-   "seconds": 3.315276315524464e-05,
-   "min": 1.9746285730174618e-05,
-   "max": 3.8649141965877444e-05,
+   "seconds": 2.2758094505185173e-05,
+   "min": 2.046933113819076e-05,
+   "max": 2.631923884508156e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3593,33 +3593,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00017795200645923613,
-    0.00034143999218940737,
-    0.0009652479887008668
+    8.73280018568039e-05,
+    0.00020947200059890747,
+    0.0006220160126686096
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.166236500012019e-05,
-   "host_backward_canary_seconds": 2.4076199999853997e-05,
+   "host_canary_seconds": 8.991745000006546e-06,
+   "host_backward_canary_seconds": 1.579313000000582e-05,
    "pass_seconds": [
-    3.8649141965877444e-05,
-    1.9746285730174618e-05,
-    3.315276315524464e-05
+    2.631923884508156e-05,
+    2.2758094505185173e-05,
+    2.046933113819076e-05
    ],
    "pass_host_canary_seconds": [
-    1.166236500012019e-05,
-    7.177572499585949e-06,
-    1.1348219999263165e-05
+    8.991745000006546e-06,
+    9.54282999998668e-06,
+    8.677977499971234e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.4076199999853997e-05,
-    1.876283000115109e-05,
-    1.7714239997985715e-05
+    1.579313000000582e-05,
+    1.890446000004431e-05,
+    1.749719999992294e-05
    ]
   },
   "layer_forward_log_softmax_autocast": {
-   "seconds": 1.6185142099857334e-05,
-   "min": 8.623999587836718e-06,
-   "max": 1.7875046779712043e-05,
+   "seconds": 1.089219039394742e-05,
+   "min": 7.881904464392435e-06,
+   "max": 1.1884190142154695e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3628,32 +3628,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.932800099253654e-05,
-    0.00013033600151538848,
-    0.00033324798941612244
+    5.321599915623665e-05,
+    8.899199962615967e-05,
+    0.00017548799514770507
    ],
-   "host_canary_seconds": 1.276009000008571e-05,
-   "host_backward_canary_seconds": 2.4739754999814066e-05,
+   "host_canary_seconds": 9.847539999974231e-06,
+   "host_backward_canary_seconds": 1.9927010000060364e-05,
    "pass_seconds": [
-    1.7875046779712043e-05,
-    8.623999587836718e-06,
-    1.6185142099857334e-05
+    7.881904464392435e-06,
+    1.1884190142154695e-05,
+    1.089219039394742e-05
    ],
    "pass_host_canary_seconds": [
-    1.276009000008571e-05,
-    7.205360000170913e-06,
-    1.169069500065234e-05
+    9.847539999974231e-06,
+    9.74558999999431e-06,
+    8.546234999897706e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.4739754999814066e-05,
-    1.8371460000707885e-05,
-    2.326168000081452e-05
+    1.9927010000060364e-05,
+    1.890446000004431e-05,
+    1.8052759999989122e-05
    ]
   },
   "layer_backward_log_softmax_autocast": {
-   "seconds": 2.1010284888602438e-05,
-   "min": 1.903085995997702e-05,
-   "max": 2.7096382564022425e-05,
+   "seconds": 2.127009736640113e-05,
+   "min": 1.697599923326855e-05,
+   "max": 2.9379809718756452e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3662,897 +3662,897 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00033324798941612244,
-    0.0004967040121555328,
-    0.000904416024684906
+    0.00014838400483131408,
+    0.00022575999796390533,
+    0.0006958400011062622
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.276009000008571e-05,
-   "host_backward_canary_seconds": 2.4739754999814066e-05,
+   "host_canary_seconds": 9.847539999974231e-06,
+   "host_backward_canary_seconds": 1.9927010000060364e-05,
    "pass_seconds": [
-    1.903085995997702e-05,
-    2.1010284888602438e-05,
-    2.7096382564022425e-05
+    2.9379809718756452e-05,
+    1.697599923326855e-05,
+    2.127009736640113e-05
    ],
    "pass_host_canary_seconds": [
-    1.276009000008571e-05,
-    7.205360000170913e-06,
-    1.169069500065234e-05
+    9.847539999974231e-06,
+    9.74558999999431e-06,
+    8.546234999897706e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.4739754999814066e-05,
-    1.8371460000707885e-05,
-    2.326168000081452e-05
+    1.9927010000060364e-05,
+    1.890446000004431e-05,
+    1.8052759999989122e-05
    ]
   },
   "layer_forward_cross_entropy": {
-   "seconds": 3.222399950027466e-05,
-   "min": 2.6048000901937486e-05,
-   "max": 0.00014732800424098968,
+   "seconds": 3.920000046491623e-05,
+   "min": 3.103999979794026e-05,
+   "max": 8.640000224113465e-05,
    "samples": 123,
    "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.2021520000189412e-05,
-   "host_backward_canary_seconds": 2.5929810000207e-05,
+   "host_canary_seconds": 1.0775650000027782e-05,
+   "host_backward_canary_seconds": 2.0806610000008164e-05,
    "pass_seconds": [
-    5.916799977421761e-05,
-    2.8351999819278716e-05,
-    3.222399950027466e-05
+    4.812800139188767e-05,
+    3.920000046491623e-05,
+    3.28960008919239e-05
    ],
    "pass_host_canary_seconds": [
-    1.2021520000189412e-05,
-    7.3836100000335135e-06,
-    8.403767499771674e-06
+    1.0775650000027782e-05,
+    9.64669249995609e-06,
+    8.744990000053578e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.5929810000207e-05,
-    1.838233499938724e-05,
-    2.116197999953329e-05
+    2.0806610000008164e-05,
+    1.8673595000109345e-05,
+    1.7950154999937238e-05
    ]
   },
   "layer_backward_cross_entropy": {
-   "seconds": 8.566668257117312e-06,
+   "seconds": 5.999066649625699e-05,
    "min": 0.0,
-   "max": 0.000557214650635918,
+   "max": 0.0003016853245596091,
    "samples": 123,
    "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.2021520000189412e-05,
-   "host_backward_canary_seconds": 2.5929810000207e-05,
+   "host_canary_seconds": 1.0775650000027782e-05,
+   "host_backward_canary_seconds": 2.0806610000008164e-05,
    "pass_seconds": [
-    0.00011343866897126035,
-    0.0,
-    8.566668257117312e-06
-   ],
-   "pass_host_canary_seconds": [
-    1.2021520000189412e-05,
-    7.3836100000335135e-06,
-    8.403767499771674e-06
-   ],
-   "pass_host_backward_canary_seconds": [
-    2.5929810000207e-05,
-    1.838233499938724e-05,
-    2.116197999953329e-05
-   ]
-  },
-  "layer_forward_cross_entropy_autocast": {
-   "seconds": 5.06879985332489e-05,
-   "min": 3.8784001022577287e-05,
-   "max": 0.00010582400113344193,
-   "samples": 123,
-   "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.210550499990859e-05,
-   "host_backward_canary_seconds": 2.1860919999880935e-05,
-   "pass_seconds": [
-    5.5904000997543335e-05,
-    4.105599969625473e-05,
-    5.06879985332489e-05
-   ],
-   "pass_host_canary_seconds": [
-    1.210550499990859e-05,
-    7.3408849999623275e-06,
-    1.1338785000134522e-05
-   ],
-   "pass_host_backward_canary_seconds": [
-    2.1860919999880935e-05,
-    1.8821825000259197e-05,
-    2.20384399995055e-05
-   ]
-  },
-  "layer_backward_cross_entropy_autocast": {
-   "seconds": 7.595865987241273e-05,
-   "min": 0.0,
-   "max": 0.0014196786501755316,
-   "samples": 123,
-   "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.210550499990859e-05,
-   "host_backward_canary_seconds": 2.1860919999880935e-05,
-   "pass_seconds": [
-    0.0001771186509480079,
-    4.981335252523454e-06,
-    7.595865987241273e-05
-   ],
-   "pass_host_canary_seconds": [
-    1.210550499990859e-05,
-    7.3408849999623275e-06,
-    1.1338785000134522e-05
-   ],
-   "pass_host_backward_canary_seconds": [
-    2.1860919999880935e-05,
-    1.8821825000259197e-05,
-    2.20384399995055e-05
-   ]
-  },
-  "layer_forward_embedding": {
-   "seconds": 5.555199831724167e-05,
-   "min": 2.4480000138282777e-05,
-   "max": 0.00013299199938774108,
-   "samples": 123,
-   "method": "one tiny embedding layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.2902272499673016e-05,
-   "host_backward_canary_seconds": 2.3119124999766428e-05,
-   "pass_seconds": [
-    5.9999998658895494e-05,
-    3.948799893260002e-05,
-    5.555199831724167e-05
-   ],
-   "pass_host_canary_seconds": [
-    1.2902272499673016e-05,
-    7.599625000693777e-06,
-    1.1978745000078561e-05
-   ],
-   "pass_host_backward_canary_seconds": [
-    2.3119124999766428e-05,
-    1.8688479999582343e-05,
-    2.2467710000455554e-05
-   ]
-  },
-  "layer_backward_embedding": {
-   "seconds": 0.00038056668452918544,
-   "min": 0.00015470931679010394,
-   "max": 0.0011503026441981395,
-   "samples": 123,
-   "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.2902272499673016e-05,
-   "host_backward_canary_seconds": 2.3119124999766428e-05,
-   "pass_seconds": [
-    0.00047881465715666604,
-    0.00019368533045053483,
-    0.00038056668452918544
-   ],
-   "pass_host_canary_seconds": [
-    1.2902272499673016e-05,
-    7.599625000693777e-06,
-    1.1978745000078561e-05
-   ],
-   "pass_host_backward_canary_seconds": [
-    2.3119124999766428e-05,
-    1.8688479999582343e-05,
-    2.2467710000455554e-05
-   ]
-  },
-  "layer_forward_embedding_autocast": {
-   "seconds": 5.596800148487091e-05,
-   "min": 3.440000116825104e-05,
-   "max": 0.00013865600526332856,
-   "samples": 123,
-   "method": "one tiny embedding layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.2413139999694068e-05,
-   "host_backward_canary_seconds": 2.3466880000455605e-05,
-   "pass_seconds": [
-    8.028800040483475e-05,
-    4.131200164556503e-05,
-    5.596800148487091e-05
-   ],
-   "pass_host_canary_seconds": [
-    1.2413139999694068e-05,
-    7.599625000693777e-06,
-    9.726724999836734e-06
-   ],
-   "pass_host_backward_canary_seconds": [
-    2.3466880000455605e-05,
-    1.8688479999582343e-05,
-    2.2467710000455554e-05
-   ]
-  },
-  "layer_backward_embedding_autocast": {
-   "seconds": 0.0004238946493715049,
-   "min": 0.00016648533567786218,
-   "max": 0.0009246386134376128,
-   "samples": 123,
-   "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.2413139999694068e-05,
-   "host_backward_canary_seconds": 2.3466880000455605e-05,
-   "pass_seconds": [
-    0.0004795186364402373,
-    0.00020357331261038782,
-    0.0004238946493715049
-   ],
-   "pass_host_canary_seconds": [
-    1.2413139999694068e-05,
-    7.599625000693777e-06,
-    9.726724999836734e-06
-   ],
-   "pass_host_backward_canary_seconds": [
-    2.3466880000455605e-05,
-    1.8688479999582343e-05,
-    2.2467710000455554e-05
-   ]
-  },
-  "layer_forward_embedding_atomic": {
-   "seconds": 3.6928001791238784e-05,
-   "min": 2.208000048995018e-05,
-   "max": 8.49599987268448e-05,
-   "samples": 123,
-   "method": "one tiny embedding_atomic layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1667632500120816e-05,
-   "host_backward_canary_seconds": 2.347835000023224e-05,
-   "pass_seconds": [
-    4.377600178122521e-05,
-    2.4447999894618988e-05,
-    3.6928001791238784e-05
-   ],
-   "pass_host_canary_seconds": [
-    1.1667632500120816e-05,
-    8.262854999543378e-06,
-    1.0763752500224654e-05
-   ],
-   "pass_host_backward_canary_seconds": [
-    2.347835000023224e-05,
-    1.9578310001406863e-05,
-    2.1679735000361687e-05
-   ]
-  },
-  "layer_backward_embedding_atomic": {
-   "seconds": 0.0,
-   "min": 0.0,
-   "max": 0.00031103866857786974,
-   "samples": 123,
-   "method": "one tiny embedding_atomic layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1667632500120816e-05,
-   "host_backward_canary_seconds": 2.347835000023224e-05,
-   "pass_seconds": [
-    8.92146633317073e-05,
-    0.0,
+    8.328532303373019e-05,
+    5.999066649625699e-05,
     0.0
    ],
    "pass_host_canary_seconds": [
-    1.1667632500120816e-05,
-    8.262854999543378e-06,
-    1.0763752500224654e-05
+    1.0775650000027782e-05,
+    9.64669249995609e-06,
+    8.744990000053578e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.347835000023224e-05,
-    1.9578310001406863e-05,
-    2.1679735000361687e-05
+    2.0806610000008164e-05,
+    1.8673595000109345e-05,
+    1.7950154999937238e-05
+   ]
+  },
+  "layer_forward_cross_entropy_autocast": {
+   "seconds": 5.5167999118566515e-05,
+   "min": 4.53759990632534e-05,
+   "max": 0.00010739199817180633,
+   "samples": 123,
+   "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 1.0346640000022944e-05,
+   "host_backward_canary_seconds": 1.8387349999997584e-05,
+   "pass_seconds": [
+    6.691200286149979e-05,
+    5.5167999118566515e-05,
+    4.8703998327255246e-05
+   ],
+   "pass_host_canary_seconds": [
+    1.0346640000022944e-05,
+    9.55611499996678e-06,
+    8.627632499980109e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.8387349999997584e-05,
+    1.839166499991052e-05,
+    1.7570474999928364e-05
+   ]
+  },
+  "layer_backward_cross_entropy_autocast": {
+   "seconds": 6.744666739056509e-05,
+   "min": 0.0,
+   "max": 0.00047509334112207097,
+   "samples": 123,
+   "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 1.0346640000022944e-05,
+   "host_backward_canary_seconds": 1.8387349999997584e-05,
+   "pass_seconds": [
+    0.00016136533642808598,
+    6.744666739056509e-05,
+    2.773441374302201e-07
+   ],
+   "pass_host_canary_seconds": [
+    1.0346640000022944e-05,
+    9.55611499996678e-06,
+    8.627632499980109e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.8387349999997584e-05,
+    1.839166499991052e-05,
+    1.7570474999928364e-05
+   ]
+  },
+  "layer_forward_embedding": {
+   "seconds": 3.8816001266241075e-05,
+   "min": 2.8351999819278716e-05,
+   "max": 0.00010470400005578995,
+   "samples": 123,
+   "method": "one tiny embedding layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 1.0302350000017667e-05,
+   "host_backward_canary_seconds": 1.6246735000002843e-05,
+   "pass_seconds": [
+    4.11520004272461e-05,
+    3.8816001266241075e-05,
+    3.033600002527237e-05
+   ],
+   "pass_host_canary_seconds": [
+    1.0302350000017667e-05,
+    9.95438500012824e-06,
+    8.725204999961988e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.6246735000002843e-05,
+    1.8708410000272124e-05,
+    1.773775000003752e-05
+   ]
+  },
+  "layer_backward_embedding": {
+   "seconds": 0.00021544532353679337,
+   "min": 0.0001687253254155318,
+   "max": 0.0005178466622407237,
+   "samples": 123,
+   "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 1.0302350000017667e-05,
+   "host_backward_canary_seconds": 1.6246735000002843e-05,
+   "pass_seconds": [
+    0.00021544532353679337,
+    0.000263606656032304,
+    0.00018824533745646476
+   ],
+   "pass_host_canary_seconds": [
+    1.0302350000017667e-05,
+    9.95438500012824e-06,
+    8.725204999961988e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.6246735000002843e-05,
+    1.8708410000272124e-05,
+    1.773775000003752e-05
+   ]
+  },
+  "layer_forward_embedding_autocast": {
+   "seconds": 5.689600110054016e-05,
+   "min": 4.0063999593257904e-05,
+   "max": 0.00012438400089740754,
+   "samples": 123,
+   "method": "one tiny embedding layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 1.0211760000018443e-05,
+   "host_backward_canary_seconds": 1.4106120000008104e-05,
+   "pass_seconds": [
+    5.689600110054016e-05,
+    8.128000050783158e-05,
+    4.300799965858459e-05
+   ],
+   "pass_host_canary_seconds": [
+    1.0211760000018443e-05,
+    9.439470000103256e-06,
+    8.86422999997194e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.4106120000008104e-05,
+    1.832134000011365e-05,
+    1.7443889999810834e-05
+   ]
+  },
+  "layer_backward_embedding_autocast": {
+   "seconds": 0.00027653465388963617,
+   "min": 0.00017426135018467904,
+   "max": 0.0006045013206700484,
+   "samples": 123,
+   "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 1.0211760000018443e-05,
+   "host_backward_canary_seconds": 1.4106120000008104e-05,
+   "pass_seconds": [
+    0.0002865173357228438,
+    0.00027653465388963617,
+    0.000206773329526186
+   ],
+   "pass_host_canary_seconds": [
+    1.0211760000018443e-05,
+    9.439470000103256e-06,
+    8.86422999997194e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.4106120000008104e-05,
+    1.832134000011365e-05,
+    1.7443889999810834e-05
+   ]
+  },
+  "layer_forward_embedding_atomic": {
+   "seconds": 3.049599938094616e-05,
+   "min": 2.473600022494793e-05,
+   "max": 7.577600330114365e-05,
+   "samples": 123,
+   "method": "one tiny embedding_atomic layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 1.0191850000005331e-05,
+   "host_backward_canary_seconds": 1.7145790000014925e-05,
+   "pass_seconds": [
+    3.411199897527695e-05,
+    3.049599938094616e-05,
+    2.5760000571608544e-05
+   ],
+   "pass_host_canary_seconds": [
+    1.0191850000005331e-05,
+    9.678252500080475e-06,
+    8.850562499986836e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.7145790000014925e-05,
+    1.8650404999931425e-05,
+    1.784891999989213e-05
+   ]
+  },
+  "layer_backward_embedding_atomic": {
+   "seconds": 1.9157326469818742e-05,
+   "min": 0.0,
+   "max": 0.00011749465918789306,
+   "samples": 123,
+   "method": "one tiny embedding_atomic layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 1.0191850000005331e-05,
+   "host_backward_canary_seconds": 1.7145790000014925e-05,
+   "pass_seconds": [
+    1.9157326469818742e-05,
+    4.8918666007618096e-05,
+    0.0
+   ],
+   "pass_host_canary_seconds": [
+    1.0191850000005331e-05,
+    9.678252500080475e-06,
+    8.850562499986836e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.7145790000014925e-05,
+    1.8650404999931425e-05,
+    1.784891999989213e-05
    ]
   },
   "layer_forward_embedding_atomic_autocast": {
-   "seconds": 6.950400024652481e-05,
-   "min": 3.299200162291527e-05,
-   "max": 0.00011683200299739837,
+   "seconds": 4.649600014090538e-05,
+   "min": 3.6639999598264696e-05,
+   "max": 8.995199948549271e-05,
    "samples": 123,
    "method": "one tiny embedding_atomic layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.2271635000047355e-05,
-   "host_backward_canary_seconds": 2.3057490000155668e-05,
+   "host_canary_seconds": 1.0525809999997194e-05,
+   "host_backward_canary_seconds": 1.848983499996848e-05,
    "pass_seconds": [
-    6.950400024652481e-05,
-    3.564799949526787e-05,
-    7.369600236415863e-05
+    5.7631999254226684e-05,
+    4.649600014090538e-05,
+    3.884800150990486e-05
    ],
    "pass_host_canary_seconds": [
-    1.2271635000047355e-05,
-    7.692342499581173e-06,
-    1.159297499953027e-05
+    1.0525809999997194e-05,
+    9.794985000084465e-06,
+    9.372342499958107e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.3057490000155668e-05,
-    1.9846015001121486e-05,
-    2.2029849999398722e-05
+    1.848983499996848e-05,
+    1.911798499989459e-05,
+    1.7996929999952728e-05
    ]
   },
   "layer_backward_embedding_atomic_autocast": {
-   "seconds": 0.0001046306546777487,
+   "seconds": 2.21973347167174e-05,
    "min": 0.0,
-   "max": 0.0012317746424426635,
+   "max": 0.00010962132985393208,
    "samples": 123,
    "method": "one tiny embedding_atomic layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.2271635000047355e-05,
-   "host_backward_canary_seconds": 2.3057490000155668e-05,
+   "host_canary_seconds": 1.0525809999997194e-05,
+   "host_backward_canary_seconds": 1.848983499996848e-05,
    "pass_seconds": [
-    0.00026131065127750236,
-    0.0,
-    0.0001046306546777487
+    2.21973347167174e-05,
+    4.8566657739380995e-05,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    1.2271635000047355e-05,
-    7.692342499581173e-06,
-    1.159297499953027e-05
+    1.0525809999997194e-05,
+    9.794985000084465e-06,
+    9.372342499958107e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.3057490000155668e-05,
-    1.9846015001121486e-05,
-    2.2029849999398722e-05
+    1.848983499996848e-05,
+    1.911798499989459e-05,
+    1.7996929999952728e-05
    ]
   },
   "layer_forward_maxpool2d": {
-   "seconds": 4.227200150489807e-05,
-   "min": 2.208000048995018e-05,
-   "max": 8.271999657154083e-05,
+   "seconds": 3.4495998173952105e-05,
+   "min": 2.486399933695793e-05,
+   "max": 7.103999704122543e-05,
    "samples": 123,
    "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.2076675000116666e-05,
-   "host_backward_canary_seconds": 2.233394000086264e-05,
+   "host_canary_seconds": 1.0721925000005683e-05,
+   "host_backward_canary_seconds": 1.9157389999975294e-05,
    "pass_seconds": [
-    4.227200150489807e-05,
-    2.364799939095974e-05,
-    4.374400153756142e-05
+    4.0608000010252e-05,
+    3.273599967360497e-05,
+    3.4495998173952105e-05
    ],
    "pass_host_canary_seconds": [
-    1.2076675000116666e-05,
-    7.77244999994764e-06,
-    1.1249802499833096e-05
+    1.0721925000005683e-05,
+    9.567495000055715e-06,
+    9.359752499946693e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.233394000086264e-05,
-    1.8985910000992592e-05,
-    2.0976719999907802e-05
+    1.9157389999975294e-05,
+    1.7149745000040182e-05,
+    1.7373539999994137e-05
    ]
   },
   "layer_backward_maxpool2d": {
-   "seconds": 1.8486665561795278e-05,
+   "seconds": 2.181466265271107e-05,
    "min": 0.0,
-   "max": 0.0004732466557373602,
+   "max": 0.00029870933542648956,
    "samples": 123,
    "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.2076675000116666e-05,
-   "host_backward_canary_seconds": 2.233394000086264e-05,
+   "host_canary_seconds": 1.0721925000005683e-05,
+   "host_backward_canary_seconds": 1.9157389999975294e-05,
    "pass_seconds": [
-    7.238266554971537e-05,
-    0.0,
-    1.8486665561795278e-05
+    6.021332989136378e-05,
+    2.181466265271107e-05,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    1.2076675000116666e-05,
-    7.77244999994764e-06,
-    1.1249802499833096e-05
+    1.0721925000005683e-05,
+    9.567495000055715e-06,
+    9.359752499946693e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.233394000086264e-05,
-    1.8985910000992592e-05,
-    2.0976719999907802e-05
+    1.9157389999975294e-05,
+    1.7149745000040182e-05,
+    1.7373539999994137e-05
    ]
   },
   "layer_forward_maxpool2d_autocast": {
-   "seconds": 6.15679994225502e-05,
-   "min": 3.3984001725912096e-05,
-   "max": 0.0001199679970741272,
+   "seconds": 4.8000000417232514e-05,
+   "min": 3.632000088691711e-05,
+   "max": 0.0002980799973011017,
    "samples": 123,
    "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1622882499864318e-05,
-   "host_backward_canary_seconds": 2.26185600001827e-05,
+   "host_canary_seconds": 1.117330500001401e-05,
+   "host_backward_canary_seconds": 1.9212819999978592e-05,
    "pass_seconds": [
-    6.15679994225502e-05,
-    3.6928001791238784e-05,
-    6.806399673223496e-05
+    6.761600077152252e-05,
+    4.8000000417232514e-05,
+    3.8816001266241075e-05
    ],
    "pass_host_canary_seconds": [
-    1.1622882499864318e-05,
-    7.5431725002772515e-06,
-    1.108734500007813e-05
+    1.117330500001401e-05,
+    9.664682499987977e-06,
+    8.738944999961973e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.26185600001827e-05,
-    1.8725580000591433e-05,
-    2.1762300000318647e-05
+    1.9212819999978592e-05,
+    1.719193500008487e-05,
+    1.6663145000137548e-05
    ]
   },
   "layer_backward_maxpool2d_autocast": {
-   "seconds": 3.951866862674552e-05,
+   "seconds": 5.06466549510757e-05,
    "min": 0.0,
-   "max": 0.0003394146542996169,
+   "max": 0.00032200533027450245,
    "samples": 123,
    "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1622882499864318e-05,
-   "host_backward_canary_seconds": 2.26185600001827e-05,
+   "host_canary_seconds": 1.117330500001401e-05,
+   "host_backward_canary_seconds": 1.9212819999978592e-05,
    "pass_seconds": [
-    3.951866862674552e-05,
-    0.0,
-    7.04546552151442e-05
+    0.00011198931808273,
+    5.06466549510757e-05,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    1.1622882499864318e-05,
-    7.5431725002772515e-06,
-    1.108734500007813e-05
+    1.117330500001401e-05,
+    9.664682499987977e-06,
+    8.738944999961973e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.26185600001827e-05,
-    1.8725580000591433e-05,
-    2.1762300000318647e-05
+    1.9212819999978592e-05,
+    1.719193500008487e-05,
+    1.6663145000137548e-05
    ]
   },
   "layer_forward_avgpool2d": {
-   "seconds": 3.6639999598264696e-05,
-   "min": 1.9551999866962432e-05,
-   "max": 6.95360004901886e-05,
+   "seconds": 2.908799983561039e-05,
+   "min": 1.9071999937295912e-05,
+   "max": 6.815999746322632e-05,
    "samples": 123,
    "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1381809999875258e-05,
-   "host_backward_canary_seconds": 2.168804000007185e-05,
+   "host_canary_seconds": 9.742639999998914e-06,
+   "host_backward_canary_seconds": 1.7163479999950938e-05,
    "pass_seconds": [
-    3.6639999598264696e-05,
-    2.1215999498963357e-05,
-    3.9583999663591384e-05
+    3.142400085926056e-05,
+    2.908799983561039e-05,
+    2.438399940729141e-05
    ],
    "pass_host_canary_seconds": [
-    1.1381809999875258e-05,
-    7.485395000230711e-06,
-    1.1161864999849059e-05
+    9.742639999998914e-06,
+    9.795359999955622e-06,
+    8.672752500018533e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.168804000007185e-05,
-    1.821638000023995e-05,
-    2.206268000122691e-05
+    1.7163479999950938e-05,
+    1.9368659999940972e-05,
+    1.6604715000170245e-05
    ]
   },
   "layer_backward_avgpool2d": {
-   "seconds": 4.054667428135924e-06,
+   "seconds": 0.0,
    "min": 0.0,
-   "max": 0.00023481465441485243,
+   "max": 7.547866335759559e-05,
    "samples": 123,
    "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1381809999875258e-05,
-   "host_backward_canary_seconds": 2.168804000007185e-05,
+   "host_canary_seconds": 9.742639999998914e-06,
+   "host_backward_canary_seconds": 1.7163479999950938e-05,
    "pass_seconds": [
-    3.900666100283462e-05,
     0.0,
-    4.054667428135924e-06
+    3.48386668289701e-05,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    1.1381809999875258e-05,
-    7.485395000230711e-06,
-    1.1161864999849059e-05
+    9.742639999998914e-06,
+    9.795359999955622e-06,
+    8.672752500018533e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.168804000007185e-05,
-    1.821638000023995e-05,
-    2.206268000122691e-05
+    1.7163479999950938e-05,
+    1.9368659999940972e-05,
+    1.6604715000170245e-05
    ]
   },
   "layer_forward_avgpool2d_autocast": {
-   "seconds": 6.227200105786323e-05,
-   "min": 2.8351999819278716e-05,
-   "max": 0.00010438399761915208,
+   "seconds": 3.680000081658363e-05,
+   "min": 3.0688000842928885e-05,
+   "max": 5.9776000678539275e-05,
    "samples": 123,
    "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.11497800000393e-05,
-   "host_backward_canary_seconds": 2.087533999997504e-05,
+   "host_canary_seconds": 7.998580000005974e-06,
+   "host_backward_canary_seconds": 1.7289699999984975e-05,
    "pass_seconds": [
-    6.227200105786323e-05,
-    3.1360000371932985e-05,
-    6.963200122117996e-05
+    3.251200169324875e-05,
+    4.3903999030590055e-05,
+    3.680000081658363e-05
    ],
    "pass_host_canary_seconds": [
-    1.11497800000393e-05,
-    7.25709749985981e-06,
-    1.1236384999619986e-05
+    7.998580000005974e-06,
+    9.73664249990236e-06,
+    8.686010000076294e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.087533999997504e-05,
-    1.889041499907762e-05,
-    2.236306000213517e-05
+    1.7289699999984975e-05,
+    1.9803224999890288e-05,
+    1.701093999997738e-05
    ]
   },
   "layer_backward_avgpool2d_autocast": {
-   "seconds": 3.212666821976503e-05,
+   "seconds": 7.221332440773644e-06,
    "min": 0.0,
-   "max": 0.00037256665341556076,
+   "max": 7.951066611955564e-05,
    "samples": 123,
    "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.11497800000393e-05,
-   "host_backward_canary_seconds": 2.087533999997504e-05,
+   "host_canary_seconds": 7.998580000005974e-06,
+   "host_backward_canary_seconds": 1.7289699999984975e-05,
    "pass_seconds": [
-    3.212666821976503e-05,
-    0.0,
-    4.6934677287936206e-05
+    7.221332440773644e-06,
+    4.08226621026794e-05,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    1.11497800000393e-05,
-    7.25709749985981e-06,
-    1.1236384999619986e-05
+    7.998580000005974e-06,
+    9.73664249990236e-06,
+    8.686010000076294e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.087533999997504e-05,
-    1.889041499907762e-05,
-    2.236306000213517e-05
+    1.7289699999984975e-05,
+    1.9803224999890288e-05,
+    1.701093999997738e-05
    ]
   },
   "layer_forward_adaptive_avgpool2d": {
-   "seconds": 3.9840001612901684e-05,
-   "min": 2.0447999238967895e-05,
-   "max": 0.00018054400384426116,
+   "seconds": 2.6335999369621275e-05,
+   "min": 2.1536000072956085e-05,
+   "max": 7.315199822187424e-05,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1420632499721251e-05,
-   "host_backward_canary_seconds": 2.1958740000513898e-05,
+   "host_canary_seconds": 9.818095000007078e-06,
+   "host_backward_canary_seconds": 1.8591324999981393e-05,
    "pass_seconds": [
-    3.9840001612901684e-05,
-    2.211200073361397e-05,
-    4.275200143456459e-05
+    2.3135999217629433e-05,
+    4.5056000351905825e-05,
+    2.6335999369621275e-05
    ],
    "pass_host_canary_seconds": [
-    1.1420632499721251e-05,
-    7.465799999977207e-06,
-    1.0814177500151345e-05
+    9.818095000007078e-06,
+    1.0089444999934472e-05,
+    8.888940000062462e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1958740000513898e-05,
-    1.9836204999137407e-05,
-    2.3020534999886877e-05
+    1.8591324999981393e-05,
+    2.0339535000033495e-05,
+    1.7367524999940543e-05
    ]
   },
   "layer_backward_adaptive_avgpool2d": {
-   "seconds": 1.8677324056625403e-05,
+   "seconds": 5.5861328418056164e-05,
    "min": 0.0,
-   "max": 0.0016898866028835376,
+   "max": 0.0001502946612114708,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1420632499721251e-05,
-   "host_backward_canary_seconds": 2.1958740000513898e-05,
+   "host_canary_seconds": 9.818095000007078e-06,
+   "host_backward_canary_seconds": 1.8591324999981393e-05,
    "pass_seconds": [
-    8.271865857144197e-05,
-    1.8677324056625403e-05,
-    1.2502657249569937e-05
+    5.5861328418056164e-05,
+    0.00010543066232154769,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    1.1420632499721251e-05,
-    7.465799999977207e-06,
-    1.0814177500151345e-05
+    9.818095000007078e-06,
+    1.0089444999934472e-05,
+    8.888940000062462e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1958740000513898e-05,
-    1.9836204999137407e-05,
-    2.3020534999886877e-05
+    1.8591324999981393e-05,
+    2.0339535000033495e-05,
+    1.7367524999940543e-05
    ]
   },
   "layer_forward_adaptive_avgpool2d_autocast": {
-   "seconds": 5.7151999324560164e-05,
-   "min": 3.139200061559677e-05,
-   "max": 0.00011420799791812896,
+   "seconds": 5.049600079655647e-05,
+   "min": 3.791999816894531e-05,
+   "max": 9.31520015001297e-05,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.593539999992573e-06,
-   "host_backward_canary_seconds": 2.3436489999539845e-05,
+   "host_canary_seconds": 1.0678960000021221e-05,
+   "host_backward_canary_seconds": 1.4252080000005662e-05,
    "pass_seconds": [
-    7.126399874687195e-05,
-    3.491200134158135e-05,
-    5.7151999324560164e-05
+    6.191999837756157e-05,
+    5.049600079655647e-05,
+    3.996799886226654e-05
    ],
    "pass_host_canary_seconds": [
-    8.593539999992573e-06,
-    7.77076750011929e-06,
-    1.1523649999389817e-05
+    1.0678960000021221e-05,
+    1.020121750002545e-05,
+    9.048822500048459e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.3436489999539845e-05,
-    2.0551009999962843e-05,
-    2.4272129999189928e-05
+    1.4252080000005662e-05,
+    1.9693529999926795e-05,
+    1.7332070000009027e-05
    ]
   },
   "layer_backward_adaptive_avgpool2d_autocast": {
-   "seconds": 7.97666553407908e-05,
-   "min": 1.4422664418816588e-05,
-   "max": 0.00043291866220533854,
+   "seconds": 4.162266446898381e-05,
+   "min": 0.0,
+   "max": 0.0002880853439370791,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.593539999992573e-06,
-   "host_backward_canary_seconds": 2.3436489999539845e-05,
+   "host_canary_seconds": 1.0678960000021221e-05,
+   "host_backward_canary_seconds": 1.4252080000005662e-05,
    "pass_seconds": [
-    0.0001308466711392005,
-    2.8053320944309266e-05,
-    7.97666553407908e-05
+    9.182933221260706e-05,
+    4.162266446898381e-05,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    8.593539999992573e-06,
-    7.77076750011929e-06,
-    1.1523649999389817e-05
+    1.0678960000021221e-05,
+    1.020121750002545e-05,
+    9.048822500048459e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.3436489999539845e-05,
-    2.0551009999962843e-05,
-    2.4272129999189928e-05
+    1.4252080000005662e-05,
+    1.9693529999926795e-05,
+    1.7332070000009027e-05
    ]
   },
   "layer_forward_flatten": {
-   "seconds": 2.425600029528141e-05,
-   "min": 1.2351999990642071e-05,
-   "max": 0.00016672000288963317,
+   "seconds": 1.961600035429001e-05,
+   "min": 1.5552000142633914e-05,
+   "max": 7.088000327348708e-05,
    "samples": 123,
    "method": "one tiny flatten layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.2138465000077758e-05,
-   "host_backward_canary_seconds": 2.294179999978496e-05,
+   "host_canary_seconds": 1.05695975000053e-05,
+   "host_backward_canary_seconds": 1.4765190000005646e-05,
    "pass_seconds": [
-    2.425600029528141e-05,
-    1.3055999763309955e-05,
-    3.0656000599265096e-05
+    2.454400062561035e-05,
+    1.961600035429001e-05,
+    1.6095999628305435e-05
    ],
    "pass_host_canary_seconds": [
-    1.2138465000077758e-05,
-    7.68875999995089e-06,
-    9.847877499851166e-06
+    1.05695975000053e-05,
+    9.96759250000423e-06,
+    8.145097500005249e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.294179999978496e-05,
-    2.1185195000725797e-05,
-    3.053251499977705e-05
+    1.4765190000005646e-05,
+    1.8956399999865424e-05,
+    1.712345499996104e-05
    ]
   },
   "layer_backward_flatten": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 0.0003394226556022961,
+   "max": 4.2742661821345494e-05,
    "samples": 123,
    "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.2138465000077758e-05,
-   "host_backward_canary_seconds": 2.294179999978496e-05,
+   "host_canary_seconds": 1.05695975000053e-05,
+   "host_backward_canary_seconds": 1.4765190000005646e-05,
    "pass_seconds": [
-    2.7070668836434665e-05,
     0.0,
+    9.654663192729153e-06,
     0.0
    ],
    "pass_host_canary_seconds": [
-    1.2138465000077758e-05,
-    7.68875999995089e-06,
-    9.847877499851166e-06
+    1.05695975000053e-05,
+    9.96759250000423e-06,
+    8.145097500005249e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.294179999978496e-05,
-    2.1185195000725797e-05,
-    3.053251499977705e-05
+    1.4765190000005646e-05,
+    1.8956399999865424e-05,
+    1.712345499996104e-05
    ]
   },
   "layer_forward_flatten_autocast": {
-   "seconds": 2.611199952661991e-05,
-   "min": 2.2304000332951547e-05,
-   "max": 0.00015267199277877808,
+   "seconds": 3.4272000193595885e-05,
+   "min": 2.1215999498963357e-05,
+   "max": 7.088000327348708e-05,
    "samples": 123,
    "method": "one tiny flatten layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1291787500056218e-05,
-   "host_backward_canary_seconds": 2.2611539999957128e-05,
+   "host_canary_seconds": 1.0880950000000667e-05,
+   "host_backward_canary_seconds": 1.591946999997873e-05,
    "pass_seconds": [
-    4.7711998224258425e-05,
-    2.4000000208616257e-05,
-    2.611199952661991e-05
+    4.4096000492572786e-05,
+    3.4272000193595885e-05,
+    2.2431999444961547e-05
    ],
    "pass_host_canary_seconds": [
-    1.1291787500056218e-05,
-    7.725987499611621e-06,
-    7.71105500007252e-06
+    1.0880950000000667e-05,
+    9.866482499987228e-06,
+    7.312047499965502e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2611539999957128e-05,
-    2.0529760000727037e-05,
-    2.2105054999883577e-05
+    1.591946999997873e-05,
+    1.900895500000388e-05,
+    1.687622999995142e-05
    ]
   },
   "layer_backward_flatten_autocast": {
-   "seconds": 0.0,
+   "seconds": 8.117324362198508e-06,
    "min": 0.0,
-   "max": 0.000235678664719065,
+   "max": 4.991066424796978e-05,
    "samples": 123,
    "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1291787500056218e-05,
-   "host_backward_canary_seconds": 2.2611539999957128e-05,
+   "host_canary_seconds": 1.0880950000000667e-05,
+   "host_backward_canary_seconds": 1.591946999997873e-05,
    "pass_seconds": [
-    5.6638664876421276e-05,
-    0.0,
+    8.117324362198508e-06,
+    1.5606663810710107e-05,
     0.0
    ],
    "pass_host_canary_seconds": [
-    1.1291787500056218e-05,
-    7.725987499611621e-06,
-    7.71105500007252e-06
+    1.0880950000000667e-05,
+    9.866482499987228e-06,
+    7.312047499965502e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2611539999957128e-05,
-    2.0529760000727037e-05,
-    2.2105054999883577e-05
+    1.591946999997873e-05,
+    1.900895500000388e-05,
+    1.687622999995142e-05
    ]
   },
   "layer_forward_reshape": {
-   "seconds": 1.4240000396966935e-05,
-   "min": 1.065600011497736e-05,
-   "max": 5.001600086688995e-05,
+   "seconds": 1.6160000115633012e-05,
+   "min": 1.0367999784648419e-05,
+   "max": 3.196800127625465e-05,
    "samples": 123,
    "method": "one tiny reshape layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1545810000086476e-05,
-   "host_backward_canary_seconds": 2.2466069999609317e-05,
+   "host_canary_seconds": 1.1262969999989991e-05,
+   "host_backward_canary_seconds": 1.574893999997329e-05,
    "pass_seconds": [
-    2.0384000614285468e-05,
-    1.1487999930977822e-05,
-    1.4240000396966935e-05
+    2.022399939596653e-05,
+    1.6160000115633012e-05,
+    1.0816000401973725e-05
    ],
    "pass_host_canary_seconds": [
-    1.1545810000086476e-05,
-    7.5401799995233895e-06,
-    8.259987500309761e-06
+    1.1262969999989991e-05,
+    9.765450000003283e-06,
+    7.34394500000235e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2466069999609317e-05,
-    1.9716660000312912e-05,
-    2.1990039999764122e-05
+    1.574893999997329e-05,
+    1.9015135000017834e-05,
+    1.8205650000027163e-05
    ]
   },
   "layer_backward_reshape": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 3.2286663850148486e-05,
+   "max": 4.4374655621747165e-05,
    "samples": 123,
    "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1545810000086476e-05,
-   "host_backward_canary_seconds": 2.2466069999609317e-05,
+   "host_canary_seconds": 1.1262969999989991e-05,
+   "host_backward_canary_seconds": 1.574893999997329e-05,
    "pass_seconds": [
     0.0,
-    0.0,
+    6.550665634373815e-06,
     0.0
    ],
    "pass_host_canary_seconds": [
-    1.1545810000086476e-05,
-    7.5401799995233895e-06,
-    8.259987500309761e-06
+    1.1262969999989991e-05,
+    9.765450000003283e-06,
+    7.34394500000235e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2466069999609317e-05,
-    1.9716660000312912e-05,
-    2.1990039999764122e-05
+    1.574893999997329e-05,
+    1.9015135000017834e-05,
+    1.8205650000027163e-05
    ]
   },
   "layer_forward_reshape_autocast": {
-   "seconds": 2.3104000836610794e-05,
-   "min": 1.9872000440955163e-05,
-   "max": 6.950400024652481e-05,
+   "seconds": 3.094400092959404e-05,
+   "min": 1.8815999850630762e-05,
+   "max": 7.654400169849396e-05,
    "samples": 123,
    "method": "one tiny reshape layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.223624250002331e-05,
-   "host_backward_canary_seconds": 2.3248389999821485e-05,
+   "host_canary_seconds": 1.1242587499982194e-05,
+   "host_backward_canary_seconds": 1.553231500000862e-05,
    "pass_seconds": [
-    3.87520007789135e-05,
-    2.127999998629093e-05,
-    2.3104000836610794e-05
+    3.903999924659729e-05,
+    3.094400092959404e-05,
+    1.9999999552965164e-05
    ],
    "pass_host_canary_seconds": [
-    1.223624250002331e-05,
-    7.511652499943011e-06,
-    8.774907500423977e-06
+    1.1242587499982194e-05,
+    9.690732499976206e-06,
+    7.203867500038542e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.3248389999821485e-05,
-    1.9358944999794403e-05,
-    2.2036954999293815e-05
+    1.553231500000862e-05,
+    1.8843569999944518e-05,
+    1.9721075000092016e-05
    ]
   },
   "layer_backward_reshape_autocast": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 8.326266271372636e-05,
+   "max": 4.9110654431084786e-05,
    "samples": 123,
    "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.223624250002331e-05,
-   "host_backward_canary_seconds": 2.3248389999821485e-05,
+   "host_canary_seconds": 1.1242587499982194e-05,
+   "host_backward_canary_seconds": 1.553231500000862e-05,
    "pass_seconds": [
-    3.5134668772419285e-05,
     0.0,
+    1.2534659045437973e-05,
     0.0
    ],
    "pass_host_canary_seconds": [
-    1.223624250002331e-05,
-    7.511652499943011e-06,
-    8.774907500423977e-06
+    1.1242587499982194e-05,
+    9.690732499976206e-06,
+    7.203867500038542e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.3248389999821485e-05,
-    1.9358944999794403e-05,
-    2.2036954999293815e-05
+    1.553231500000862e-05,
+    1.8843569999944518e-05,
+    1.9721075000092016e-05
    ]
   },
   "layer_forward_slice": {
-   "seconds": 1.4175999909639358e-05,
-   "min": 1.2543999589979648e-05,
-   "max": 0.00224563193321228,
+   "seconds": 1.7343999817967414e-05,
+   "min": 1.1487999930977822e-05,
+   "max": 5.0847999751567844e-05,
    "samples": 123,
    "method": "one tiny slice layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.191928000025655e-05,
-   "host_backward_canary_seconds": 2.1950829999468624e-05,
+   "host_canary_seconds": 1.0740367499995074e-05,
+   "host_backward_canary_seconds": 1.5314334999985135e-05,
    "pass_seconds": [
-    2.3135999217629433e-05,
-    1.3472000136971474e-05,
-    1.4175999909639358e-05
+    1.8208000808954238e-05,
+    1.7343999817967414e-05,
+    1.1872000060975551e-05
    ],
    "pass_host_canary_seconds": [
-    1.191928000025655e-05,
-    7.876554999484142e-06,
-    8.330730000238874e-06
+    1.0740367499995074e-05,
+    9.542777499973455e-06,
+    7.252400000012926e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1950829999468624e-05,
-    1.957123500005764e-05,
-    2.0110609999619558e-05
+    1.5314334999985135e-05,
+    1.854252000001111e-05,
+    1.9588840000039906e-05
    ]
   },
   "layer_backward_slice": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 0.00030937467267115907,
+   "max": 9.032533783465626e-05,
    "samples": 123,
    "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.191928000025655e-05,
-   "host_backward_canary_seconds": 2.1950829999468624e-05,
+   "host_canary_seconds": 1.0740367499995074e-05,
+   "host_backward_canary_seconds": 1.5314334999985135e-05,
    "pass_seconds": [
-    0.0001230386619766553,
     0.0,
+    3.544666400800148e-05,
     0.0
    ],
    "pass_host_canary_seconds": [
-    1.191928000025655e-05,
-    7.876554999484142e-06,
-    8.330730000238874e-06
+    1.0740367499995074e-05,
+    9.542777499973455e-06,
+    7.252400000012926e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1950829999468624e-05,
-    1.957123500005764e-05,
-    2.0110609999619558e-05
+    1.5314334999985135e-05,
+    1.854252000001111e-05,
+    1.9588840000039906e-05
    ]
   },
   "layer_forward_slice_autocast": {
-   "seconds": 2.595200017094612e-05,
-   "min": 2.1888000890612604e-05,
-   "max": 7.571200281381607e-05,
+   "seconds": 3.129599988460541e-05,
+   "min": 2.022399939596653e-05,
+   "max": 5.9200000017881396e-05,
    "samples": 123,
    "method": "one tiny slice layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1997505000067577e-05,
-   "host_backward_canary_seconds": 2.1979529999498483e-05,
+   "host_canary_seconds": 1.0573902500006228e-05,
+   "host_backward_canary_seconds": 1.4529939999974319e-05,
    "pass_seconds": [
-    3.187200054526329e-05,
-    2.2943999618291856e-05,
-    2.595200017094612e-05
+    3.791999816894531e-05,
+    3.129599988460541e-05,
+    2.1215999498963357e-05
    ],
    "pass_host_canary_seconds": [
-    1.1997505000067577e-05,
-    7.755544999668018e-06,
-    9.616699999810408e-06
+    1.0573902500006228e-05,
+    9.539072500004408e-06,
+    7.237204999981372e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1979529999498483e-05,
-    1.90432150009201e-05,
-    1.990556499890772e-05
+    1.4529939999974319e-05,
+    1.820536500005687e-05,
+    1.802296000008141e-05
    ]
   },
   "layer_backward_slice_autocast": {
-   "seconds": 2.9782669618725818e-05,
+   "seconds": 1.2885330865780516e-05,
    "min": 0.0,
-   "max": 0.0007360626713683207,
+   "max": 9.400665728996197e-05,
    "samples": 123,
    "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1997505000067577e-05,
-   "host_backward_canary_seconds": 2.1979529999498483e-05,
+   "host_canary_seconds": 1.0573902500006228e-05,
+   "host_backward_canary_seconds": 1.4529939999974319e-05,
    "pass_seconds": [
-    0.00013279866737624007,
-    0.0,
-    2.9782669618725818e-05
+    1.2885330865780516e-05,
+    4.530265896270673e-05,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    1.1997505000067577e-05,
-    7.755544999668018e-06,
-    9.616699999810408e-06
+    1.0573902500006228e-05,
+    9.539072500004408e-06,
+    7.237204999981372e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1979529999498483e-05,
-    1.90432150009201e-05,
-    1.990556499890772e-05
+    1.4529939999974319e-05,
+    1.820536500005687e-05,
+    1.802296000008141e-05
    ]
   },
   "layer_forward_transpose_contiguous": {
-   "seconds": 1.3548951950811203e-05,
-   "min": 1.2617142693627449e-05,
-   "max": 1.715123795327686e-05,
+   "seconds": 1.7081904890281813e-05,
+   "min": 1.132266613699141e-05,
+   "max": 1.8476190134173346e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4561,32 +4561,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.764800146222115e-05,
-    0.00011430399864912033,
-    0.0003099839985370636
+    3.7856001406908035e-05,
+    9.23520028591156e-05,
+    0.0003146879971027374
    ],
-   "host_canary_seconds": 1.1548034999577794e-05,
-   "host_backward_canary_seconds": 2.31212999995023e-05,
+   "host_canary_seconds": 1.049934750001924e-05,
+   "host_backward_canary_seconds": 1.752952000000363e-05,
    "pass_seconds": [
-    1.715123795327686e-05,
-    1.2617142693627449e-05,
-    1.3548951950811203e-05
+    1.8476190134173346e-05,
+    1.7081904890281813e-05,
+    1.132266613699141e-05
    ],
    "pass_host_canary_seconds": [
-    1.1548034999577794e-05,
-    7.544839999127362e-06,
-    1.1285484999916662e-05
+    1.049934750001924e-05,
+    9.542982500008178e-06,
+    8.568234999870583e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.31212999995023e-05,
-    1.941599000019778e-05,
-    1.8394830001398076e-05
+    1.752952000000363e-05,
+    1.8850260000107257e-05,
+    1.812693999994508e-05
    ]
   },
   "layer_backward_transpose_contiguous": {
-   "seconds": 1.827657054222766e-05,
-   "min": 1.6961525061300823e-05,
-   "max": 2.4164571648552307e-05,
+   "seconds": 1.4113522888649082e-05,
+   "min": 1.2654475601656095e-05,
+   "max": 1.8518095215161643e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4595,33 +4595,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00033420801162719726,
-    0.00033164799213409424,
-    0.0009117760062217712
+    0.00016182400286197663,
+    0.00025283199548721314,
+    0.0006484159827232361
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 1.1548034999577794e-05,
-   "host_backward_canary_seconds": 2.31212999995023e-05,
+   "host_canary_seconds": 1.049934750001924e-05,
+   "host_backward_canary_seconds": 1.752952000000363e-05,
    "pass_seconds": [
-    2.4164571648552307e-05,
-    1.827657054222766e-05,
-    1.6961525061300823e-05
+    1.4113522888649082e-05,
+    1.2654475601656095e-05,
+    1.8518095215161643e-05
    ],
    "pass_host_canary_seconds": [
-    1.1548034999577794e-05,
-    7.544839999127362e-06,
-    1.1285484999916662e-05
+    1.049934750001924e-05,
+    9.542982500008178e-06,
+    8.568234999870583e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.31212999995023e-05,
-    1.941599000019778e-05,
-    1.8394830001398076e-05
+    1.752952000000363e-05,
+    1.8850260000107257e-05,
+    1.812693999994508e-05
    ]
   },
   "layer_forward_transpose_contiguous_autocast": {
-   "seconds": 1.3347048135030837e-05,
-   "min": 1.2003047125680106e-05,
-   "max": 1.3946666603996642e-05,
+   "seconds": 1.701714311327253e-05,
+   "min": 1.5376000886871702e-05,
+   "max": 1.8479238486006144e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4630,32 +4630,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.224000126123428e-05,
-    0.00011398400366306306,
-    0.0002614080011844635
+    5.9039998799562455e-05,
+    0.000114656001329422,
+    0.00033628800511360167
    ],
-   "host_canary_seconds": 1.1414100000024518e-05,
-   "host_backward_canary_seconds": 2.1940069999573097e-05,
+   "host_canary_seconds": 1.04430000000022e-05,
+   "host_backward_canary_seconds": 1.6625565000012444e-05,
    "pass_seconds": [
-    1.3946666603996642e-05,
-    1.3347048135030837e-05,
-    1.2003047125680106e-05
+    1.8479238486006144e-05,
+    1.701714311327253e-05,
+    1.5376000886871702e-05
    ],
    "pass_host_canary_seconds": [
-    1.1414100000024518e-05,
-    8.02185500106134e-06,
-    1.1316905000171572e-05
+    1.04430000000022e-05,
+    9.672939999987308e-06,
+    8.645464999972319e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1940069999573097e-05,
-    2.027879000024768e-05,
-    2.0408439999073382e-05
+    1.6625565000012444e-05,
+    1.8982580000113105e-05,
+    1.8067309999878488e-05
    ]
   },
   "layer_backward_transpose_contiguous_autocast": {
-   "seconds": 3.252342769077846e-05,
-   "min": 1.84601896575519e-05,
-   "max": 4.3621332517692025e-05,
+   "seconds": 1.935542569983573e-05,
+   "min": 1.583085776794525e-05,
+   "max": 2.248380794411614e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4664,129 +4664,129 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003071039915084839,
-    0.0002813119888305664,
-    0.0009490879774093628
+    0.00017638400197029114,
+    0.00026876801252365113,
+    0.0007368639707565308
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 1.1414100000024518e-05,
-   "host_backward_canary_seconds": 2.1940069999573097e-05,
+   "host_canary_seconds": 1.04430000000022e-05,
+   "host_backward_canary_seconds": 1.6625565000012444e-05,
    "pass_seconds": [
-    3.252342769077846e-05,
-    1.84601896575519e-05,
-    4.3621332517692025e-05
+    1.935542569983573e-05,
+    2.248380794411614e-05,
+    1.583085776794525e-05
    ],
    "pass_host_canary_seconds": [
-    1.1414100000024518e-05,
-    8.02185500106134e-06,
-    1.1316905000171572e-05
+    1.04430000000022e-05,
+    9.672939999987308e-06,
+    8.645464999972319e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1940069999573097e-05,
-    2.027879000024768e-05,
-    2.0408439999073382e-05
+    1.6625565000012444e-05,
+    1.8982580000113105e-05,
+    1.8067309999878488e-05
    ]
   },
   "layer_forward_cat": {
-   "seconds": 3.139200061559677e-05,
-   "min": 1.9231999292969705e-05,
-   "max": 0.00012723200023174287,
+   "seconds": 2.6752000674605368e-05,
+   "min": 2.227200008928776e-05,
+   "max": 4.915200173854828e-05,
    "samples": 123,
    "method": "one tiny cat layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1350264999805404e-05,
-   "host_backward_canary_seconds": 2.082209000036528e-05,
+   "host_canary_seconds": 1.0327379999992559e-05,
+   "host_backward_canary_seconds": 1.7088130000004752e-05,
    "pass_seconds": [
-    3.139200061559677e-05,
-    2.6176000013947487e-05,
-    3.417599946260452e-05
+    3.145600110292435e-05,
+    2.6752000674605368e-05,
+    2.3423999547958375e-05
    ],
    "pass_host_canary_seconds": [
-    1.1350264999805404e-05,
-    8.385337499703383e-06,
-    1.1467127500282004e-05
+    1.0327379999992559e-05,
+    9.715569999997342e-06,
+    9.073852500023349e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.082209000036528e-05,
-    1.938680499961265e-05,
-    2.0200295000449842e-05
+    1.7088130000004752e-05,
+    1.875291999994033e-05,
+    1.8216469999998708e-05
    ]
   },
   "layer_backward_cat": {
-   "seconds": 9.15066835780937e-06,
+   "seconds": 5.141324053208025e-06,
    "min": 0.0,
-   "max": 0.0003969586783399184,
+   "max": 0.0001891733172039191,
    "samples": 123,
    "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1350264999805404e-05,
-   "host_backward_canary_seconds": 2.082209000036528e-05,
+   "host_canary_seconds": 1.0327379999992559e-05,
+   "host_backward_canary_seconds": 1.7088130000004752e-05,
    "pass_seconds": [
-    9.15066835780937e-06,
-    0.0,
-    1.0006664320826578e-05
+    5.141324053208025e-06,
+    2.3318664791683355e-05,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    1.1350264999805404e-05,
-    8.385337499703383e-06,
-    1.1467127500282004e-05
+    1.0327379999992559e-05,
+    9.715569999997342e-06,
+    9.073852500023349e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.082209000036528e-05,
-    1.938680499961265e-05,
-    2.0200295000449842e-05
+    1.7088130000004752e-05,
+    1.875291999994033e-05,
+    1.8216469999998708e-05
    ]
   },
   "layer_forward_cat_autocast": {
-   "seconds": 6.483200192451477e-05,
-   "min": 2.812799997627735e-05,
-   "max": 0.00016358399391174316,
+   "seconds": 4.259200021624565e-05,
+   "min": 3.491200134158135e-05,
+   "max": 7.894399762153625e-05,
    "samples": 123,
    "method": "one tiny cat layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1350264999805404e-05,
-   "host_backward_canary_seconds": 2.17700899997908e-05,
+   "host_canary_seconds": 1.0550514999998483e-05,
+   "host_backward_canary_seconds": 1.594006499999523e-05,
    "pass_seconds": [
-    6.940799951553344e-05,
-    3.0400000512599945e-05,
-    6.483200192451477e-05
+    5.030399933457375e-05,
+    4.259200021624565e-05,
+    3.6896001547574996e-05
    ],
    "pass_host_canary_seconds": [
-    1.1350264999805404e-05,
-    8.229445000438318e-06,
-    1.146799500020279e-05
+    1.0550514999998483e-05,
+    9.794775000031564e-06,
+    9.076625000048466e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.17700899997908e-05,
-    1.818916499928491e-05,
-    2.217399999835834e-05
+    1.594006499999523e-05,
+    1.9075515000110953e-05,
+    1.889564500004326e-05
    ]
   },
   "layer_backward_cat_autocast": {
-   "seconds": 1.541466079652313e-05,
+   "seconds": 3.029326597849528e-06,
    "min": 0.0,
-   "max": 0.0008079026856770118,
+   "max": 0.00010078933338324226,
    "samples": 123,
    "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1350264999805404e-05,
-   "host_backward_canary_seconds": 2.17700899997908e-05,
+   "host_canary_seconds": 1.0550514999998483e-05,
+   "host_backward_canary_seconds": 1.594006499999523e-05,
    "pass_seconds": [
-    0.00014063867119451363,
-    0.0,
-    1.541466079652313e-05
+    3.029326597849528e-06,
+    3.0166659193734316e-05,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    1.1350264999805404e-05,
-    8.229445000438318e-06,
-    1.146799500020279e-05
+    1.0550514999998483e-05,
+    9.794775000031564e-06,
+    9.076625000048466e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.17700899997908e-05,
-    1.818916499928491e-05,
-    2.217399999835834e-05
+    1.594006499999523e-05,
+    1.9075515000110953e-05,
+    1.889564500004326e-05
    ]
   },
   "layer_forward_gelu_tanh_composite": {
-   "seconds": 0.0001258262786127272,
-   "min": 8.365409466482345e-05,
-   "max": 0.00013462628778957184,
+   "seconds": 0.00010405180638744717,
+   "min": 9.248152446179162e-05,
+   "max": 0.00012552228392589656,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4795,32 +4795,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00015148800611495972,
-    0.0005823360085487366,
-    0.0021798720359802247
+    0.00012460800260305404,
+    0.0004771200120449066,
+    0.0019994239807128904
    ],
-   "host_canary_seconds": 1.139779249967887e-05,
-   "host_backward_canary_seconds": 2.268920500000604e-05,
+   "host_canary_seconds": 1.0702705000014134e-05,
+   "host_backward_canary_seconds": 1.942408999994427e-05,
    "pass_seconds": [
-    0.00013462628778957184,
-    8.365409466482345e-05,
-    0.0001258262786127272
+    0.00012552228392589656,
+    0.00010405180638744717,
+    9.248152446179162e-05
    ],
    "pass_host_canary_seconds": [
-    1.139779249967887e-05,
-    8.377399999517366e-06,
-    1.0895799999843802e-05
+    1.0702705000014134e-05,
+    9.568622499998015e-06,
+    8.618144999985588e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.268920500000604e-05,
-    1.8066629997974815e-05,
-    2.217399999835834e-05
+    1.942408999994427e-05,
+    1.8845864999974538e-05,
+    1.7523610000012014e-05
    ]
   },
   "layer_backward_gelu_tanh_composite": {
-   "seconds": 0.00019334782447133746,
-   "min": 0.0001929158124895323,
-   "max": 0.0001947497136536099,
+   "seconds": 0.00017666666032302956,
+   "min": 0.00017601753771305086,
+   "max": 0.000182667416476068,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4829,33 +4829,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0006437439918518066,
-    0.0018322559595108031,
-    0.005631552219390869
+    0.0004987199902534485,
+    0.0014475200176239014,
+    0.005045631885528565
    ],
    "backward_nodes_per_layer": 8.0,
-   "host_canary_seconds": 1.139779249967887e-05,
-   "host_backward_canary_seconds": 2.268920500000604e-05,
+   "host_canary_seconds": 1.0702705000014134e-05,
+   "host_backward_canary_seconds": 1.942408999994427e-05,
    "pass_seconds": [
-    0.00019334782447133746,
-    0.0001929158124895323,
-    0.0001947497136536099
+    0.00017666666032302956,
+    0.000182667416476068,
+    0.00017601753771305086
    ],
    "pass_host_canary_seconds": [
-    1.139779249967887e-05,
-    8.377399999517366e-06,
-    1.0895799999843802e-05
+    1.0702705000014134e-05,
+    9.568622499998015e-06,
+    8.618144999985588e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.268920500000604e-05,
-    1.8066629997974815e-05,
-    2.217399999835834e-05
+    1.942408999994427e-05,
+    1.8845864999974538e-05,
+    1.7523610000012014e-05
    ]
   },
   "layer_forward_gelu_tanh_composite_autocast": {
-   "seconds": 0.00011855390242167881,
-   "min": 0.00011631162251744953,
-   "max": 0.00012272458062285467,
+   "seconds": 0.00010489752391974131,
+   "min": 9.090438201313927e-05,
+   "max": 0.00010964799920717877,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4864,32 +4864,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00021062399446964263,
-    0.0006674879789352417,
-    0.0020810561180114747
+    0.00014188799262046813,
+    0.00047942399978637693,
+    0.001789471983909607
    ],
-   "host_canary_seconds": 1.166484500004117e-05,
-   "host_backward_canary_seconds": 2.3274060000630923e-05,
+   "host_canary_seconds": 9.85607999997029e-06,
+   "host_backward_canary_seconds": 1.8723190000002887e-05,
    "pass_seconds": [
-    0.00012272458062285467,
-    0.00011631162251744953,
-    0.00011855390242167881
+    0.00010964799920717877,
+    0.00010489752391974131,
+    9.090438201313927e-05
    ],
    "pass_host_canary_seconds": [
-    1.166484500004117e-05,
-    1.0707202500270795e-05,
-    1.0970950000341873e-05
+    9.85607999997029e-06,
+    9.516359999963698e-06,
+    8.730290000045216e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.3274060000630923e-05,
-    1.823908499886784e-05,
-    2.1858764999933558e-05
+    1.8723190000002887e-05,
+    1.8763390000060553e-05,
+    1.7863299999874015e-05
    ]
   },
   "layer_backward_gelu_tanh_composite_autocast": {
-   "seconds": 0.00020665675117855983,
-   "min": 0.0001731169308934893,
-   "max": 0.00023327848244281046,
+   "seconds": 0.00018069790090833394,
+   "min": 0.0001723565672125135,
+   "max": 0.00018130515090056823,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4898,33 +4898,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0007395520210266113,
-    0.001839967966079712,
-    0.006090400218963623
+    0.0004903680086135864,
+    0.0014291520118713378,
+    0.0047513599395751956
    ],
    "backward_nodes_per_layer": 8.0,
-   "host_canary_seconds": 1.166484500004117e-05,
-   "host_backward_canary_seconds": 2.3274060000630923e-05,
+   "host_canary_seconds": 9.85607999997029e-06,
+   "host_backward_canary_seconds": 1.8723190000002887e-05,
    "pass_seconds": [
-    0.00023327848244281046,
-    0.0001731169308934893,
-    0.00020665675117855983
+    0.0001723565672125135,
+    0.00018130515090056823,
+    0.00018069790090833394
    ],
    "pass_host_canary_seconds": [
-    1.166484500004117e-05,
-    1.0707202500270795e-05,
-    1.0970950000341873e-05
+    9.85607999997029e-06,
+    9.516359999963698e-06,
+    8.730290000045216e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.3274060000630923e-05,
-    1.823908499886784e-05,
-    2.1858764999933558e-05
+    1.8723190000002887e-05,
+    1.8763390000060553e-05,
+    1.7863299999874015e-05
    ]
   },
   "layer_forward_mha": {
-   "seconds": 0.0005157615343729655,
-   "min": 0.0004051177302996318,
-   "max": 0.0005689699082147507,
+   "seconds": 0.00032776455935977755,
+   "min": 0.00026129143294833954,
+   "max": 0.0004486857297874632,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4933,32 +4933,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0005654720067977905,
-    0.002065632104873657,
-    0.00903110408782959
+    0.0002807359993457794,
+    0.0009487040042877197,
+    0.006784992218017578
    ],
-   "host_canary_seconds": 1.1976945000355954e-05,
-   "host_backward_canary_seconds": 2.321795999932874e-05,
+   "host_canary_seconds": 1.044837999998549e-05,
+   "host_backward_canary_seconds": 2.059979000001988e-05,
    "pass_seconds": [
-    0.0005689699082147507,
-    0.0004051177302996318,
-    0.0005157615343729655
+    0.0004486857297874632,
+    0.00032776455935977755,
+    0.00026129143294833954
    ],
    "pass_host_canary_seconds": [
-    1.1976945000355954e-05,
-    1.0279959999479616e-05,
-    1.1312189999443944e-05
+    1.044837999998549e-05,
+    9.765812500006632e-06,
+    8.910697499970865e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.321795999932874e-05,
-    1.8817010000020675e-05,
-    2.4157590000868368e-05
+    2.059979000001988e-05,
+    1.997396500001969e-05,
+    1.853414999999359e-05
    ]
   },
   "layer_backward_mha": {
-   "seconds": 0.000561002708616711,
-   "min": 0.00046463465974444436,
-   "max": 0.0008215383007412865,
+   "seconds": 0.0006638559471993221,
+   "min": 0.0006288807817867823,
+   "max": 0.0007525196373462681,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4967,33 +4967,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.001972383975982666,
-    0.006133024215698242,
-    0.01917888069152832
+    0.0013258559703826903,
+    0.004417888164520264,
+    0.019173408508300783
    ],
    "backward_nodes_per_layer": 35.0,
-   "host_canary_seconds": 1.1976945000355954e-05,
-   "host_backward_canary_seconds": 2.321795999932874e-05,
+   "host_canary_seconds": 1.044837999998549e-05,
+   "host_backward_canary_seconds": 2.059979000001988e-05,
    "pass_seconds": [
-    0.000561002708616711,
-    0.00046463465974444436,
-    0.0008215383007412865
+    0.0007525196373462681,
+    0.0006638559471993221,
+    0.0006288807817867823
    ],
    "pass_host_canary_seconds": [
-    1.1976945000355954e-05,
-    1.0279959999479616e-05,
-    1.1312189999443944e-05
+    1.044837999998549e-05,
+    9.765812500006632e-06,
+    8.910697499970865e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.321795999932874e-05,
-    1.8817010000020675e-05,
-    2.4157590000868368e-05
+    2.059979000001988e-05,
+    1.997396500001969e-05,
+    1.853414999999359e-05
    ]
   },
   "layer_forward_mha_autocast": {
-   "seconds": 0.0005075374898456392,
-   "min": 0.0005001919950757707,
-   "max": 0.000597988594146002,
+   "seconds": 0.0005891999772616796,
+   "min": 0.0003512121935685476,
+   "max": 0.0005914414908204759,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5002,32 +5002,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0007254719734191894,
-    0.002624063968658447,
-    0.008361023902893066
+    0.0003948160111904144,
+    0.0014990719556808472,
+    0.005679872035980225
    ],
-   "host_canary_seconds": 1.1428319999708948e-05,
-   "host_backward_canary_seconds": 2.25827299999537e-05,
+   "host_canary_seconds": 8.20064749998295e-06,
+   "host_backward_canary_seconds": 2.1389925000043773e-05,
    "pass_seconds": [
-    0.0005001919950757707,
-    0.0005075374898456392,
-    0.000597988594146002
+    0.0003512121935685476,
+    0.0005891999772616796,
+    0.0005914414908204759
    ],
    "pass_host_canary_seconds": [
-    1.1428319999708948e-05,
-    1.04084800000237e-05,
-    1.115991500000746e-05
+    8.20064749998295e-06,
+    9.950132499980668e-06,
+    9.791047500016248e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.25827299999537e-05,
-    1.7890460001126484e-05,
-    2.3733505000791413e-05
+    2.1389925000043773e-05,
+    1.995478499992487e-05,
+    2.0318330000037575e-05
    ]
   },
   "layer_backward_mha_autocast": {
-   "seconds": 0.0009485401766640801,
-   "min": 0.0005707040003367832,
-   "max": 0.0012560738381885346,
+   "seconds": 0.0007856313430127646,
+   "min": 0.0007538278244790575,
+   "max": 0.0008690216441949211,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5036,33 +5036,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0022038400173187258,
-    0.00677350378036499,
-    0.02400931167602539
+    0.0021644160747528074,
+    0.005895711898803711,
+    0.020491455078125
    ],
    "backward_nodes_per_layer": 41.0,
-   "host_canary_seconds": 1.1428319999708948e-05,
-   "host_backward_canary_seconds": 2.25827299999537e-05,
+   "host_canary_seconds": 8.20064749998295e-06,
+   "host_backward_canary_seconds": 2.1389925000043773e-05,
    "pass_seconds": [
-    0.0009485401766640801,
-    0.0005707040003367832,
-    0.0012560738381885346
+    0.0008690216441949211,
+    0.0007538278244790575,
+    0.0007856313430127646
    ],
    "pass_host_canary_seconds": [
-    1.1428319999708948e-05,
-    1.04084800000237e-05,
-    1.115991500000746e-05
+    8.20064749998295e-06,
+    9.950132499980668e-06,
+    9.791047500016248e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.25827299999537e-05,
-    1.7890460001126484e-05,
-    2.3733505000791413e-05
+    2.1389925000043773e-05,
+    1.995478499992487e-05,
+    2.0318330000037575e-05
    ]
   },
   "layer_forward_cast": {
-   "seconds": 1.4810667417588688e-05,
-   "min": 1.1714286126551173e-05,
-   "max": 1.833295236740793e-05,
+   "seconds": 1.4648381443250749e-05,
+   "min": 1.444038101250217e-05,
+   "max": 1.8294094396489006e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny cast layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5071,32 +5071,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.251200169324875e-05,
-    8.160000294446945e-05,
-    0.00030553600192070006
+    3.1615998595952986e-05,
+    7.667200267314911e-05,
+    0.00030275198817253114
    ],
-   "host_canary_seconds": 1.0807824999972126e-05,
-   "host_backward_canary_seconds": 2.090710999937073e-05,
+   "host_canary_seconds": 1.1126912499968e-05,
+   "host_backward_canary_seconds": 1.8569699999986257e-05,
    "pass_seconds": [
-    1.833295236740793e-05,
-    1.4810667417588688e-05,
-    1.1714286126551173e-05
+    1.8294094396489006e-05,
+    1.444038101250217e-05,
+    1.4648381443250749e-05
    ],
    "pass_host_canary_seconds": [
-    1.0807824999972126e-05,
-    1.0249489999978323e-05,
-    8.05455999966398e-06
+    1.1126912499968e-05,
+    9.730195000088315e-06,
+    9.655472499972006e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.090710999937073e-05,
-    1.6548440000860865e-05,
-    2.2115630001735554e-05
+    1.8569699999986257e-05,
+    1.9200314999920922e-05,
+    1.8497379999899978e-05
    ]
   },
   "layer_backward_cast": {
-   "seconds": 2.6982858954440988e-05,
-   "min": 2.315199916206655e-05,
-   "max": 2.840076058748223e-05,
+   "seconds": 2.884114232091677e-05,
+   "min": 2.786971353704021e-05,
+   "max": 3.093562026818593e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny cast layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5105,33 +5105,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014793600142002104,
-    0.0002828480005264282,
-    0.0008273280262947083
+    0.00012873600423336028,
+    0.00023984000086784362,
+    0.0008256639838218689
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.0807824999972126e-05,
-   "host_backward_canary_seconds": 2.090710999937073e-05,
+   "host_canary_seconds": 1.1126912499968e-05,
+   "host_backward_canary_seconds": 1.8569699999986257e-05,
    "pass_seconds": [
-    2.6982858954440988e-05,
-    2.315199916206655e-05,
-    2.840076058748223e-05
+    2.884114232091677e-05,
+    2.786971353704021e-05,
+    3.093562026818593e-05
    ],
    "pass_host_canary_seconds": [
-    1.0807824999972126e-05,
-    1.0249489999978323e-05,
-    8.05455999966398e-06
+    1.1126912499968e-05,
+    9.730195000088315e-06,
+    9.655472499972006e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.090710999937073e-05,
-    1.6548440000860865e-05,
-    2.2115630001735554e-05
+    1.8569699999986257e-05,
+    1.9200314999920922e-05,
+    1.8497379999899978e-05
    ]
   },
   "layer_forward_cast_autocast": {
-   "seconds": 1.5005715013969512e-05,
-   "min": 1.26735239866234e-05,
-   "max": 1.993904724007561e-05,
+   "seconds": 1.5942857733794622e-05,
+   "min": 1.4610286802053451e-05,
+   "max": 1.77104760493551e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny cast layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5140,32 +5140,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.683200106024742e-05,
-    7.308799773454666e-05,
-    0.0003280639946460724
+    6.92479982972145e-05,
+    0.00012643200159072877,
+    0.0003362559974193573
    ],
-   "host_canary_seconds": 1.2047625000093375e-05,
-   "host_backward_canary_seconds": 2.1572885000296082e-05,
+   "host_canary_seconds": 1.1238694999988752e-05,
+   "host_backward_canary_seconds": 2.0027919999989764e-05,
    "pass_seconds": [
-    1.993904724007561e-05,
-    1.5005715013969512e-05,
-    1.26735239866234e-05
+    1.77104760493551e-05,
+    1.4610286802053451e-05,
+    1.5942857733794622e-05
    ],
    "pass_host_canary_seconds": [
-    1.2047625000093375e-05,
-    1.024083250001695e-05,
-    8.487920000561644e-06
+    1.1238694999988752e-05,
+    9.451527499990675e-06,
+    1.0030375000127378e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1572885000296082e-05,
-    1.741753000146673e-05,
-    2.1527889998651517e-05
+    2.0027919999989764e-05,
+    1.8514805000080517e-05,
+    1.779530999982626e-05
    ]
   },
   "layer_backward_cast_autocast": {
-   "seconds": 2.5417904591276536e-05,
-   "min": 2.4717713395754496e-05,
-   "max": 2.608990403158324e-05,
+   "seconds": 2.7104001137472335e-05,
+   "min": 2.556800026269186e-05,
+   "max": 2.7369904021422068e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny cast layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5174,33 +5174,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015161600708961487,
-    0.00031228798627853395,
-    0.0008303679823875428
+    0.0002587200105190277,
+    0.0003957439959049225,
+    0.0009355199933052063
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.2047625000093375e-05,
-   "host_backward_canary_seconds": 2.1572885000296082e-05,
+   "host_canary_seconds": 1.1238694999988752e-05,
+   "host_backward_canary_seconds": 2.0027919999989764e-05,
    "pass_seconds": [
-    2.4717713395754496e-05,
-    2.5417904591276536e-05,
-    2.608990403158324e-05
+    2.7369904021422068e-05,
+    2.7104001137472335e-05,
+    2.556800026269186e-05
    ],
    "pass_host_canary_seconds": [
-    1.2047625000093375e-05,
-    1.024083250001695e-05,
-    8.487920000561644e-06
+    1.1238694999988752e-05,
+    9.451527499990675e-06,
+    1.0030375000127378e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1572885000296082e-05,
-    1.741753000146673e-05,
-    2.1527889998651517e-05
+    2.0027919999989764e-05,
+    1.8514805000080517e-05,
+    1.779530999982626e-05
    ]
   },
   "layer_forward_rmsnorm": {
-   "seconds": 2.278780883976391e-05,
-   "min": 1.950171385847387e-05,
-   "max": 2.572266739748773e-05,
+   "seconds": 2.1526095058236805e-05,
+   "min": 1.590476158474173e-05,
+   "max": 2.3754665982865152e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5209,32 +5209,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.9375999718904496e-05,
-    0.00014368000626564025,
-    0.00044092801213264465
+    2.6688000187277795e-05,
+    7.283200323581695e-05,
+    0.00026473599672317507
    ],
-   "host_canary_seconds": 1.1743562500328152e-05,
-   "host_backward_canary_seconds": 2.1178795000196262e-05,
+   "host_canary_seconds": 7.785457500020243e-06,
+   "host_backward_canary_seconds": 1.7468074999982264e-05,
    "pass_seconds": [
-    2.572266739748773e-05,
-    2.278780883976391e-05,
-    1.950171385847387e-05
+    1.590476158474173e-05,
+    2.1526095058236805e-05,
+    2.3754665982865152e-05
    ],
    "pass_host_canary_seconds": [
-    1.1743562500328152e-05,
-    1.0271840000086741e-05,
-    9.389347500246004e-06
+    7.785457500020243e-06,
+    9.636380000017652e-06,
+    1.0104165000015541e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1178795000196262e-05,
-    1.6556599998693855e-05,
-    2.194066000015482e-05
+    1.7468074999982264e-05,
+    1.9028439999999592e-05,
+    1.8160584999975527e-05
    ]
   },
   "layer_backward_rmsnorm": {
-   "seconds": 5.483428583968254e-05,
-   "min": 4.301409476569721e-05,
-   "max": 6.534933041603791e-05,
+   "seconds": 4.304000274056481e-05,
+   "min": 4.233295639001188e-05,
+   "max": 5.065676099842503e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5243,33 +5243,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002037760019302368,
-    0.000500927984714508,
-    0.0014306240081787109
+    0.0001454080045223236,
+    0.000408160001039505,
+    0.0010483200550079346
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 1.1743562500328152e-05,
-   "host_backward_canary_seconds": 2.1178795000196262e-05,
+   "host_canary_seconds": 7.785457500020243e-06,
+   "host_backward_canary_seconds": 1.7468074999982264e-05,
    "pass_seconds": [
-    5.483428583968254e-05,
-    4.301409476569721e-05,
-    6.534933041603791e-05
+    4.233295639001188e-05,
+    4.304000274056481e-05,
+    5.065676099842503e-05
    ],
    "pass_host_canary_seconds": [
-    1.1743562500328152e-05,
-    1.0271840000086741e-05,
-    9.389347500246004e-06
+    7.785457500020243e-06,
+    9.636380000017652e-06,
+    1.0104165000015541e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1178795000196262e-05,
-    1.6556599998693855e-05,
-    2.194066000015482e-05
+    1.7468074999982264e-05,
+    1.9028439999999592e-05,
+    1.8160584999975527e-05
    ]
   },
   "layer_forward_rmsnorm_autocast": {
-   "seconds": 2.6135618133204324e-05,
-   "min": 2.31352373957634e-05,
-   "max": 4.3382859300999414e-05,
+   "seconds": 2.241218977031254e-05,
+   "min": 1.8724570671717325e-05,
+   "max": 2.693257126070204e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5278,32 +5278,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.254400104284287e-05,
-    0.0002917119860649109,
-    0.0007529600262641907
+    4.1439998894929886e-05,
+    8.656000345945359e-05,
+    0.00031862398982048033
    ],
-   "host_canary_seconds": 1.2946644999942692e-05,
-   "host_backward_canary_seconds": 2.1299589999443924e-05,
+   "host_canary_seconds": 1.0448915000011994e-05,
+   "host_backward_canary_seconds": 1.722207000000253e-05,
    "pass_seconds": [
-    4.3382859300999414e-05,
-    2.31352373957634e-05,
-    2.6135618133204324e-05
+    1.8724570671717325e-05,
+    2.693257126070204e-05,
+    2.241218977031254e-05
    ],
    "pass_host_canary_seconds": [
-    1.2946644999942692e-05,
-    1.0160124999174513e-05,
-    1.0950719999982539e-05
+    1.0448915000011994e-05,
+    1.0119569999886835e-05,
+    1.0165517499984846e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1299589999443924e-05,
-    1.547221000009813e-05,
-    2.1470289998433144e-05
+    1.722207000000253e-05,
+    1.8337490000135404e-05,
+    1.842047499991395e-05
    ]
   },
   "layer_backward_rmsnorm_autocast": {
-   "seconds": 3.876114423785891e-05,
-   "min": 3.388190233991259e-05,
-   "max": 4.1433140990279965e-05,
+   "seconds": 5.030933341809681e-05,
+   "min": 4.536990360135123e-05,
+   "max": 5.835123927820295e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5312,33 +5312,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00027935999631881713,
-    0.0007499520182609558,
-    0.0015862400531768798
+    0.0001452160030603409,
+    0.00032841598987579345,
+    0.0012853440046310424
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 1.2946644999942692e-05,
-   "host_backward_canary_seconds": 2.1299589999443924e-05,
+   "host_canary_seconds": 1.0448915000011994e-05,
+   "host_backward_canary_seconds": 1.722207000000253e-05,
    "pass_seconds": [
-    3.876114423785891e-05,
-    3.388190233991259e-05,
-    4.1433140990279965e-05
+    5.835123927820295e-05,
+    4.536990360135123e-05,
+    5.030933341809681e-05
    ],
    "pass_host_canary_seconds": [
-    1.2946644999942692e-05,
-    1.0160124999174513e-05,
-    1.0950719999982539e-05
+    1.0448915000011994e-05,
+    1.0119569999886835e-05,
+    1.0165517499984846e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1299589999443924e-05,
-    1.547221000009813e-05,
-    2.1470289998433144e-05
+    1.722207000000253e-05,
+    1.8337490000135404e-05,
+    1.842047499991395e-05
    ]
   },
   "layer_forward_sdpa": {
-   "seconds": 2.7015618979930877e-05,
-   "min": 2.493485613238244e-05,
-   "max": 2.8754286024542084e-05,
+   "seconds": 2.694171383267357e-05,
+   "min": 1.804266728105999e-05,
+   "max": 2.800838134828068e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5347,32 +5347,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.831999912858009e-05,
-    0.00012105599790811539,
-    0.00045078399777412413
+    4.783999919891357e-05,
+    0.00012428800016641616,
+    0.00046544000506401064
    ],
-   "host_canary_seconds": 1.0828372500100158e-05,
-   "host_backward_canary_seconds": 2.065517000005457e-05,
+   "host_canary_seconds": 1.0167940000016528e-05,
+   "host_backward_canary_seconds": 1.556421999993063e-05,
    "pass_seconds": [
-    2.7015618979930877e-05,
-    2.493485613238244e-05,
-    2.8754286024542084e-05
+    2.800838134828068e-05,
+    2.694171383267357e-05,
+    1.804266728105999e-05
    ],
    "pass_host_canary_seconds": [
-    1.0828372500100158e-05,
-    1.0222787500424603e-05,
-    9.349757500558554e-06
+    1.0167940000016528e-05,
+    1.019330000005425e-05,
+    7.2500649999795996e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.065517000005457e-05,
-    1.8854124999734267e-05,
-    1.837875499973052e-05
+    1.556421999993063e-05,
+    1.8432519999862508e-05,
+    1.803197500009901e-05
    ]
   },
   "layer_backward_sdpa": {
-   "seconds": 0.00010023771190927141,
-   "min": 9.043885066750504e-05,
-   "max": 0.00011658589949920062,
+   "seconds": 0.00010340800455638342,
+   "min": 8.036038155357045e-05,
+   "max": 0.000105782864349229,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5381,33 +5381,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004061119854450226,
-    0.0008524799942970276,
-    0.0023364479541778563
+    0.00032547199726104737,
+    0.0006877440214157105,
+    0.0019633920192718506
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.0828372500100158e-05,
-   "host_backward_canary_seconds": 2.065517000005457e-05,
+   "host_canary_seconds": 1.0167940000016528e-05,
+   "host_backward_canary_seconds": 1.556421999993063e-05,
    "pass_seconds": [
-    0.00010023771190927141,
-    0.00011658589949920062,
-    9.043885066750504e-05
+    8.036038155357045e-05,
+    0.00010340800455638342,
+    0.000105782864349229
    ],
    "pass_host_canary_seconds": [
-    1.0828372500100158e-05,
-    1.0222787500424603e-05,
-    9.349757500558554e-06
+    1.0167940000016528e-05,
+    1.019330000005425e-05,
+    7.2500649999795996e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.065517000005457e-05,
-    1.8854124999734267e-05,
-    1.837875499973052e-05
+    1.556421999993063e-05,
+    1.8432519999862508e-05,
+    1.803197500009901e-05
    ]
   },
   "layer_forward_sdpa_autocast": {
-   "seconds": 4.211199922221048e-05,
-   "min": 3.743237966582888e-05,
-   "max": 5.798476082938057e-05,
+   "seconds": 4.355352478367942e-05,
+   "min": 4.0000760839098975e-05,
+   "max": 4.836647496336982e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5416,32 +5416,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00010819199681282043,
-    0.0002227199971675873,
-    0.0007359359860420227
+    0.0001191679984331131,
+    0.0003075839877128601,
+    0.0008591039776802063
    ],
-   "host_canary_seconds": 1.0980574999734927e-05,
-   "host_backward_canary_seconds": 2.1195870000383366e-05,
+   "host_canary_seconds": 1.1054892500013123e-05,
+   "host_backward_canary_seconds": 2.0970849999955022e-05,
    "pass_seconds": [
-    4.211199922221048e-05,
-    3.743237966582888e-05,
-    5.798476082938057e-05
+    4.836647496336982e-05,
+    4.355352478367942e-05,
+    4.0000760839098975e-05
    ],
    "pass_host_canary_seconds": [
-    1.0980574999734927e-05,
-    9.872075000316727e-06,
-    1.0955985000009606e-05
+    1.1054892500013123e-05,
+    1.0083859999951982e-05,
+    9.195862499993268e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1195870000383366e-05,
-    1.9453740000017207e-05,
-    2.107373499939058e-05
+    2.0970849999955022e-05,
+    1.8702320000159032e-05,
+    1.8689270000038505e-05
    ]
   },
   "layer_backward_sdpa_autocast": {
-   "seconds": 7.96327619325547e-05,
-   "min": 6.576838237898692e-05,
-   "max": 0.00012569219086851392,
+   "seconds": 8.025143614837101e-05,
+   "min": 6.370666835989273e-05,
+   "max": 9.459048083850313e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5450,33 +5450,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004153920114040375,
-    0.0008537920117378235,
-    0.0029107840061187744
+    0.0006638079881668091,
+    0.0012109119892120361,
+    0.0024151999950408937
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.0980574999734927e-05,
-   "host_backward_canary_seconds": 2.1195870000383366e-05,
+   "host_canary_seconds": 1.1054892500013123e-05,
+   "host_backward_canary_seconds": 2.0970849999955022e-05,
    "pass_seconds": [
-    0.00012569219086851392,
-    7.96327619325547e-05,
-    6.576838237898692e-05
+    6.370666835989273e-05,
+    8.025143614837101e-05,
+    9.459048083850313e-05
    ],
    "pass_host_canary_seconds": [
-    1.0980574999734927e-05,
-    9.872075000316727e-06,
-    1.0955985000009606e-05
+    1.1054892500013123e-05,
+    1.0083859999951982e-05,
+    9.195862499993268e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1195870000383366e-05,
-    1.9453740000017207e-05,
-    2.107373499939058e-05
+    2.0970849999955022e-05,
+    1.8702320000159032e-05,
+    1.8689270000038505e-05
    ]
   },
   "layer_forward_sdpa_efficient": {
-   "seconds": 2.753676261220659e-05,
-   "min": 2.5369905112754728e-05,
-   "max": 3.193218952843121e-05,
+   "seconds": 2.609066647433099e-05,
+   "min": 2.5353142725569864e-05,
+   "max": 2.7556571577276505e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa_efficient layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5485,33 +5485,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.6352000683546066e-05,
-    0.000141184002161026,
-    0.0005316799879074097
+    5.145600065588951e-05,
+    0.00013654400408267975,
+    0.00044508799910545347
    ],
    "attention_backend": "efficient",
-   "host_canary_seconds": 1.1428144999854339e-05,
-   "host_backward_canary_seconds": 2.1416050000198083e-05,
+   "host_canary_seconds": 1.0983565000017847e-05,
+   "host_backward_canary_seconds": 1.992246000000364e-05,
    "pass_seconds": [
-    3.193218952843121e-05,
-    2.5369905112754728e-05,
-    2.753676261220659e-05
+    2.609066647433099e-05,
+    2.7556571577276505e-05,
+    2.5353142725569864e-05
    ],
    "pass_host_canary_seconds": [
-    1.1428144999854339e-05,
-    9.756937499219021e-06,
-    1.1206340000171622e-05
+    1.0983565000017847e-05,
+    1.0122334999920213e-05,
+    9.397382500040408e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1416050000198083e-05,
-    1.924557499933144e-05,
-    2.1832079999057895e-05
+    1.992246000000364e-05,
+    1.9007719999990512e-05,
+    1.7899030000023684e-05
    ]
   },
   "layer_backward_sdpa_efficient": {
-   "seconds": 8.802285737224988e-05,
-   "min": 8.127391320608912e-05,
-   "max": 0.00011106284743263608,
+   "seconds": 9.534095600247383e-05,
+   "min": 9.316343601260866e-05,
+   "max": 9.5987042678254e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa_efficient layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5520,34 +5520,34 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00040025600790977476,
-    0.0008604159951210022,
-    0.002138528108596802
+    0.0002588160037994385,
+    0.0006815040111541748,
+    0.002108799934387207
    ],
    "attention_backend": "efficient",
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.1428144999854339e-05,
-   "host_backward_canary_seconds": 2.1416050000198083e-05,
+   "host_canary_seconds": 1.0983565000017847e-05,
+   "host_backward_canary_seconds": 1.992246000000364e-05,
    "pass_seconds": [
-    8.127391320608912e-05,
-    8.802285737224988e-05,
-    0.00011106284743263608
+    9.5987042678254e-05,
+    9.316343601260866e-05,
+    9.534095600247383e-05
    ],
    "pass_host_canary_seconds": [
-    1.1428144999854339e-05,
-    9.756937499219021e-06,
-    1.1206340000171622e-05
+    1.0983565000017847e-05,
+    1.0122334999920213e-05,
+    9.397382500040408e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1416050000198083e-05,
-    1.924557499933144e-05,
-    2.1832079999057895e-05
+    1.992246000000364e-05,
+    1.9007719999990512e-05,
+    1.7899030000023684e-05
    ]
   },
   "layer_forward_sdpa_cudnn_autocast": {
-   "seconds": 5.3739426746254885e-05,
-   "min": 3.845104894467762e-05,
-   "max": 5.391162101711546e-05,
+   "seconds": 3.668571263551712e-05,
+   "min": 2.4675808846950538e-05,
+   "max": 4.277180986745017e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa_cudnn layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5556,33 +5556,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00011420799791812896,
-    0.00017507199943065643,
-    0.0008868479728698731
+    9.692800045013428e-05,
+    0.0002462400048971176,
+    0.0004921599924564362
    ],
    "attention_backend": "cudnn",
-   "host_canary_seconds": 1.1734325000247736e-05,
-   "host_backward_canary_seconds": 2.2808085000178834e-05,
+   "host_canary_seconds": 1.038446499997292e-05,
+   "host_backward_canary_seconds": 2.0850309999929097e-05,
    "pass_seconds": [
-    5.3739426746254885e-05,
-    3.845104894467762e-05,
-    5.391162101711546e-05
+    2.4675808846950538e-05,
+    4.277180986745017e-05,
+    3.668571263551712e-05
    ],
    "pass_host_canary_seconds": [
-    1.1734325000247736e-05,
-    1.0160135000205628e-05,
-    1.072972999963895e-05
+    1.038446499997292e-05,
+    1.004528000009941e-05,
+    9.657790000048295e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2808085000178834e-05,
-    1.592313999935868e-05,
-    2.1624870000778174e-05
+    2.0850309999929097e-05,
+    1.9072169999958534e-05,
+    1.754274500001429e-05
    ]
   },
   "layer_backward_sdpa_cudnn_autocast": {
-   "seconds": 7.449447789362499e-05,
-   "min": 7.301409719955352e-05,
-   "max": 8.796496228093189e-05,
+   "seconds": 7.878172184739795e-05,
+   "min": 7.410666736818496e-05,
+   "max": 9.474742731877737e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa_cudnn layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5591,34 +5591,34 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005232639908790589,
-    0.000995519995689392,
-    0.002664544105529785
+    0.0005764480233192443,
+    0.0011571840047836304,
+    0.0024419519901275636
    ],
    "attention_backend": "cudnn",
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.1734325000247736e-05,
-   "host_backward_canary_seconds": 2.2808085000178834e-05,
+   "host_canary_seconds": 1.038446499997292e-05,
+   "host_backward_canary_seconds": 2.0850309999929097e-05,
    "pass_seconds": [
-    8.796496228093189e-05,
-    7.449447789362499e-05,
-    7.301409719955352e-05
+    9.474742731877737e-05,
+    7.878172184739795e-05,
+    7.410666736818496e-05
    ],
    "pass_host_canary_seconds": [
-    1.1734325000247736e-05,
-    1.0160135000205628e-05,
-    1.072972999963895e-05
+    1.038446499997292e-05,
+    1.004528000009941e-05,
+    9.657790000048295e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2808085000178834e-05,
-    1.592313999935868e-05,
-    2.1624870000778174e-05
+    2.0850309999929097e-05,
+    1.9072169999958534e-05,
+    1.754274500001429e-05
    ]
   },
   "layer_forward_mha_no_weights": {
-   "seconds": 0.00035066893838700796,
-   "min": 0.00029654171920958023,
-   "max": 0.0003837401795954931,
+   "seconds": 0.0002876830313886915,
+   "min": 0.0002438544709058035,
+   "max": 0.00031904227393014095,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha_no_weights layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5627,33 +5627,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00034911999106407163,
-    0.0008941439986228943,
-    0.005440159797668457
+    0.00020815999805927276,
+    0.0016523519754409791,
+    0.004103519916534424
    ],
    "attention_backend": "efficient",
-   "host_canary_seconds": 1.1783135000200674e-05,
-   "host_backward_canary_seconds": 2.3348140000507556e-05,
+   "host_canary_seconds": 1.0779285000026562e-05,
+   "host_backward_canary_seconds": 2.123115000003395e-05,
    "pass_seconds": [
-    0.00035066893838700796,
-    0.00029654171920958023,
-    0.0003837401795954931
+    0.0002438544709058035,
+    0.00031904227393014095,
+    0.0002876830313886915
    ],
    "pass_host_canary_seconds": [
-    1.1783135000200674e-05,
-    1.0888629999499244e-05,
-    1.0874990000502293e-05
+    1.0779285000026562e-05,
+    1.0095932500036043e-05,
+    9.77489000007381e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.3348140000507556e-05,
-    1.715831499950582e-05,
-    2.2997450000730167e-05
+    2.123115000003395e-05,
+    1.9222364999933462e-05,
+    1.9748649999939972e-05
    ]
   },
   "layer_backward_mha_no_weights": {
-   "seconds": 0.0005766567814917791,
-   "min": 0.0004919520275933401,
-   "max": 0.0007008549102715082,
+   "seconds": 0.0005847741088696888,
+   "min": 0.0005270979120617822,
+   "max": 0.0006314689843427568,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha_no_weights layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5662,34 +5662,34 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0017024320363998413,
-    0.0047266240119934085,
-    0.015693056106567384
+    0.0016433919668197633,
+    0.004827807903289795,
+    0.0143056640625
    ],
    "attention_backend": "efficient",
    "backward_nodes_per_layer": 33.0,
-   "host_canary_seconds": 1.1783135000200674e-05,
-   "host_backward_canary_seconds": 2.3348140000507556e-05,
+   "host_canary_seconds": 1.0779285000026562e-05,
+   "host_backward_canary_seconds": 2.123115000003395e-05,
    "pass_seconds": [
-    0.0005766567814917791,
-    0.0004919520275933401,
-    0.0007008549102715082
+    0.0005847741088696888,
+    0.0005270979120617822,
+    0.0006314689843427568
    ],
    "pass_host_canary_seconds": [
-    1.1783135000200674e-05,
-    1.0888629999499244e-05,
-    1.0874990000502293e-05
+    1.0779285000026562e-05,
+    1.0095932500036043e-05,
+    9.77489000007381e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.3348140000507556e-05,
-    1.715831499950582e-05,
-    2.2997450000730167e-05
+    2.123115000003395e-05,
+    1.9222364999933462e-05,
+    1.9748649999939972e-05
    ]
   },
   "layer_forward_mha_no_weights_autocast": {
-   "seconds": 0.0004066217314629328,
-   "min": 0.0002907116299583798,
-   "max": 0.00043676646550496416,
+   "seconds": 0.00028290360314505445,
+   "min": 0.0001845287652242751,
+   "max": 0.00040373637136958897,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha_no_weights layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5698,33 +5698,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0005575039982795715,
-    0.001702399969100952,
-    0.006631840229034424
+    0.0003172160089015961,
+    0.0010658559799194337,
+    0.006219071865081787
    ],
    "attention_backend": "cudnn",
-   "host_canary_seconds": 1.1291229999983444e-05,
-   "host_backward_canary_seconds": 2.270318999990195e-05,
+   "host_canary_seconds": 1.0463340000015365e-05,
+   "host_backward_canary_seconds": 2.1144990000010467e-05,
    "pass_seconds": [
-    0.0004066217314629328,
-    0.00043676646550496416,
-    0.0002907116299583798
+    0.00040373637136958897,
+    0.00028290360314505445,
+    0.0001845287652242751
    ],
    "pass_host_canary_seconds": [
-    1.1291229999983444e-05,
-    1.0941025000192894e-05,
-    1.0822792499993739e-05
+    1.0463340000015365e-05,
+    9.343609999987735e-06,
+    9.844047499925067e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.270318999990195e-05,
-    1.8171834999520796e-05,
-    2.360339999881944e-05
+    2.1144990000010467e-05,
+    1.8380715000034796e-05,
+    1.9752165000141984e-05
    ]
   },
   "layer_backward_mha_no_weights_autocast": {
-   "seconds": 0.0006920593721526009,
-   "min": 0.0005303162676947458,
-   "max": 0.0009783778871808731,
+   "seconds": 0.0007191817348911648,
+   "min": 0.00043030704203106103,
+   "max": 0.000880979753675915,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha_no_weights layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5733,34 +5733,34 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0019735039472579957,
-    0.005674111843109131,
-    0.01858857536315918
+    0.0015873279571533203,
+    0.004259615898132324,
+    0.018198944091796874
    ],
    "attention_backend": "cudnn",
    "backward_nodes_per_layer": 37.0,
-   "host_canary_seconds": 1.1291229999983444e-05,
-   "host_backward_canary_seconds": 2.270318999990195e-05,
+   "host_canary_seconds": 1.0463340000015365e-05,
+   "host_backward_canary_seconds": 2.1144990000010467e-05,
    "pass_seconds": [
-    0.0006920593721526009,
-    0.0005303162676947458,
-    0.0009783778871808731
+    0.0007191817348911648,
+    0.00043030704203106103,
+    0.000880979753675915
    ],
    "pass_host_canary_seconds": [
-    1.1291229999983444e-05,
-    1.0941025000192894e-05,
-    1.0822792499993739e-05
+    1.0463340000015365e-05,
+    9.343609999987735e-06,
+    9.844047499925067e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.270318999990195e-05,
-    1.8171834999520796e-05,
-    2.360339999881944e-05
+    2.1144990000010467e-05,
+    1.8380715000034796e-05,
+    1.9752165000141984e-05
    ]
   },
   "layer_forward_unit_transformer_block_autocast": {
-   "seconds": 0.0007341135484831674,
-   "min": 0.00046788040229252405,
-   "max": 0.0009309044111342657,
+   "seconds": 0.0005952213122731163,
+   "min": 0.0004133310317993164,
+   "max": 0.0008002590338389079,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny unit_transformer_block layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5769,9 +5769,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0006856639981269836,
-    0.002807679891586304,
-    0.011670592308044434
+    0.0011780799627304076,
+    0.0033489921092987062,
+    0.013105343818664551
    ],
    "unit_ops": [
     "layernorm",
@@ -5786,28 +5786,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "linear",
     "add"
    ],
-   "host_canary_seconds": 1.0775894999994761e-05,
-   "host_backward_canary_seconds": 2.2287250000090354e-05,
+   "host_canary_seconds": 1.1041392499997471e-05,
+   "host_backward_canary_seconds": 2.074331499997584e-05,
    "pass_seconds": [
-    0.0007341135484831674,
-    0.00046788040229252405,
-    0.0009309044111342657
+    0.0008002590338389079,
+    0.0005952213122731163,
+    0.0004133310317993164
    ],
    "pass_host_canary_seconds": [
-    1.0775894999994761e-05,
-    1.0010510000029171e-05,
-    1.0847207499864453e-05
+    1.1041392499997471e-05,
+    9.388352499968277e-06,
+    6.991989999960424e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2287250000090354e-05,
-    1.9319680000080552e-05,
-    2.0796125000970277e-05
+    2.074331499997584e-05,
+    1.8293005000060705e-05,
+    1.831871000007368e-05
    ]
   },
   "layer_backward_unit_transformer_block_autocast": {
-   "seconds": 0.0015745006033352437,
-   "min": 0.001004722209203811,
-   "max": 0.0015909288553964524,
+   "seconds": 0.0011280311970483692,
+   "min": 0.0011278377515929086,
+   "max": 0.0012249546959286644,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny unit_transformer_block layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5816,9 +5816,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0032158401012420653,
-    0.009078304290771484,
-    0.037490592956542966
+    0.003412224054336548,
+    0.009026880264282227,
+    0.03363676834106445
    ],
    "unit_ops": [
     "layernorm",
@@ -5834,28 +5834,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "add"
    ],
    "backward_nodes_per_layer": 64.0,
-   "host_canary_seconds": 1.0775894999994761e-05,
-   "host_backward_canary_seconds": 2.2287250000090354e-05,
+   "host_canary_seconds": 1.1041392499997471e-05,
+   "host_backward_canary_seconds": 2.074331499997584e-05,
    "pass_seconds": [
-    0.0015745006033352437,
-    0.0015909288553964524,
-    0.001004722209203811
+    0.0012249546959286644,
+    0.0011278377515929086,
+    0.0011280311970483692
    ],
    "pass_host_canary_seconds": [
-    1.0775894999994761e-05,
-    1.0010510000029171e-05,
-    1.0847207499864453e-05
+    1.1041392499997471e-05,
+    9.388352499968277e-06,
+    6.991989999960424e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2287250000090354e-05,
-    1.9319680000080552e-05,
-    2.0796125000970277e-05
+    2.074331499997584e-05,
+    1.8293005000060705e-05,
+    1.831871000007368e-05
    ]
   },
   "layer_forward_unit_conv_bn_relu_autocast": {
-   "seconds": 0.00016400533063071115,
-   "min": 0.0001454659125634602,
-   "max": 0.00021071161471662066,
+   "seconds": 0.0001252320075318927,
+   "min": 9.231999587445032e-05,
+   "max": 0.00014281524008228665,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny unit_conv_bn_relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5864,37 +5864,37 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00026809599995613096,
-    0.0008380159735679627,
-    0.0027541439533233644
+    0.0002141440063714981,
+    0.0006677759885787964,
+    0.0023647680282592775
    ],
    "unit_ops": [
     "conv2d_nobias",
     "batchnorm2d",
     "relu"
    ],
-   "host_canary_seconds": 1.1423485000250367e-05,
-   "host_backward_canary_seconds": 2.0767700000305922e-05,
+   "host_canary_seconds": 1.0337540000016077e-05,
+   "host_backward_canary_seconds": 1.841807499999959e-05,
    "pass_seconds": [
-    0.00016400533063071115,
-    0.00021071161471662066,
-    0.0001454659125634602
+    0.00014281524008228665,
+    0.0001252320075318927,
+    9.231999587445032e-05
    ],
    "pass_host_canary_seconds": [
-    1.1423485000250367e-05,
-    1.0717839999188072e-05,
-    1.071431000013945e-05
+    1.0337540000016077e-05,
+    9.530472500003384e-06,
+    6.918074999902046e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0767700000305922e-05,
-    2.05223200009641e-05,
-    2.022140999997646e-05
+    1.841807499999959e-05,
+    1.896518499989952e-05,
+    1.7823519999922155e-05
    ]
   },
   "layer_backward_unit_conv_bn_relu_autocast": {
-   "seconds": 0.00018783619077432723,
-   "min": 0.00018276875075839817,
-   "max": 0.00018890208644526353,
+   "seconds": 0.00019104684605484917,
+   "min": 0.00018134476670197077,
+   "max": 0.00019915505605084556,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny unit_conv_bn_relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5903,9 +5903,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0009306880235671997,
-    0.0019342080354690552,
-    0.006120031833648682
+    0.0005900800228118896,
+    0.0016382399797439575,
+    0.0056135358810424805
    ],
    "unit_ops": [
     "conv2d_nobias",
@@ -5913,28 +5913,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "relu"
    ],
    "backward_nodes_per_layer": 7.0,
-   "host_canary_seconds": 1.1423485000250367e-05,
-   "host_backward_canary_seconds": 2.0767700000305922e-05,
+   "host_canary_seconds": 1.0337540000016077e-05,
+   "host_backward_canary_seconds": 1.841807499999959e-05,
    "pass_seconds": [
-    0.00018276875075839817,
-    0.00018783619077432723,
-    0.00018890208644526353
+    0.00019104684605484917,
+    0.00018134476670197077,
+    0.00019915505605084556
    ],
    "pass_host_canary_seconds": [
-    1.1423485000250367e-05,
-    1.0717839999188072e-05,
-    1.071431000013945e-05
+    1.0337540000016077e-05,
+    9.530472500003384e-06,
+    6.918074999902046e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0767700000305922e-05,
-    2.05223200009641e-05,
-    2.022140999997646e-05
+    1.841807499999959e-05,
+    1.896518499989952e-05,
+    1.7823519999922155e-05
    ]
   },
   "layer_forward_view_chain": {
-   "seconds": 4.101333518822987e-06,
-   "min": 2.1638094137112295e-06,
-   "max": 4.431237865771566e-06,
+   "seconds": 3.7683812191798577e-06,
+   "min": 3.4445713584621747e-06,
+   "max": 3.9900953748396465e-06,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny view_chain layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5943,32 +5943,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.112000063061714e-05,
-    3.459199890494346e-05,
-    8.764799684286118e-05
+    1.7696000635623933e-05,
+    3.587200120091438e-05,
+    7.96160027384758e-05
    ],
-   "host_canary_seconds": 1.1318279999841252e-05,
-   "host_backward_canary_seconds": 2.1714079999810564e-05,
+   "host_canary_seconds": 1.051230000001624e-05,
+   "host_backward_canary_seconds": 1.932456499993407e-05,
    "pass_seconds": [
-    4.431237865771566e-06,
-    2.1638094137112295e-06,
-    4.101333518822987e-06
+    3.9900953748396465e-06,
+    3.4445713584621747e-06,
+    3.7683812191798577e-06
    ],
    "pass_host_canary_seconds": [
-    1.1318279999841252e-05,
-    7.95698250044552e-06,
-    1.1132810000162863e-05
+    1.051230000001624e-05,
+    9.515904999943813e-06,
+    9.712079999957269e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1714079999810564e-05,
-    2.1315330000106768e-05,
-    2.1217809999143354e-05
+    1.932456499993407e-05,
+    1.9029450000118688e-05,
+    1.858825999988767e-05
    ]
   },
   "layer_backward_view_chain": {
-   "seconds": 1.0852571044649396e-05,
-   "min": 1.0512762037771088e-05,
-   "max": 1.5623618183391435e-05,
+   "seconds": 7.853713463104908e-06,
+   "min": 7.492571980470703e-06,
+   "max": 8.464762187075048e-06,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny view_chain layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5977,33 +5977,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00011503999680280685,
-    0.00015699200332164765,
-    0.0003382399976253509
+    0.00010198400169610977,
+    0.00019331200420856477,
+    0.0002931840121746063
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.1318279999841252e-05,
-   "host_backward_canary_seconds": 2.1714079999810564e-05,
+   "host_canary_seconds": 1.051230000001624e-05,
+   "host_backward_canary_seconds": 1.932456499993407e-05,
    "pass_seconds": [
-    1.0512762037771088e-05,
-    1.5623618183391435e-05,
-    1.0852571044649396e-05
+    7.492571980470703e-06,
+    7.853713463104908e-06,
+    8.464762187075048e-06
    ],
    "pass_host_canary_seconds": [
-    1.1318279999841252e-05,
-    7.95698250044552e-06,
-    1.1132810000162863e-05
+    1.051230000001624e-05,
+    9.515904999943813e-06,
+    9.712079999957269e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1714079999810564e-05,
-    2.1315330000106768e-05,
-    2.1217809999143354e-05
+    1.932456499993407e-05,
+    1.9029450000118688e-05,
+    1.858825999988767e-05
    ]
   },
   "layer_forward_view_chain_autocast": {
-   "seconds": 4.585904557080495e-06,
-   "min": 4.284952368055072e-06,
-   "max": 4.620952531695366e-06,
+   "seconds": 3.8095239017690927e-06,
+   "min": 3.658666763277281e-06,
+   "max": 3.846856987192517e-06,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny view_chain layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -6012,32 +6012,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.0063999593257904e-05,
-    5.238400027155876e-05,
-    0.00010886400192975997
+    3.417599946260452e-05,
+    4.524800181388855e-05,
+    9.120000153779983e-05
    ],
-   "host_canary_seconds": 1.1580332499931957e-05,
-   "host_backward_canary_seconds": 2.1745459999920058e-05,
+   "host_canary_seconds": 1.0106609999986915e-05,
+   "host_backward_canary_seconds": 1.9711119999996642e-05,
    "pass_seconds": [
-    4.620952531695366e-06,
-    4.284952368055072e-06,
-    4.585904557080495e-06
+    3.8095239017690927e-06,
+    3.658666763277281e-06,
+    3.846856987192517e-06
    ],
    "pass_host_canary_seconds": [
-    1.1580332499931957e-05,
-    1.1231092499883744e-05,
-    1.1102682499881666e-05
+    1.0106609999986915e-05,
+    9.51425999993205e-06,
+    9.759150000050454e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1745459999920058e-05,
-    2.1118245000479875e-05,
-    2.1498825000207943e-05
+    1.9711119999996642e-05,
+    1.9661380000144392e-05,
+    1.8321179999958304e-05
    ]
   },
   "layer_backward_view_chain_autocast": {
-   "seconds": 1.040533415618397e-05,
-   "min": 9.786667568343023e-06,
-   "max": 1.0956951638772377e-05,
+   "seconds": 8.758095492209707e-06,
+   "min": 8.689524339778081e-06,
+   "max": 9.896381447712578e-06,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny view_chain layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -6046,129 +6046,129 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014451199769973755,
-    0.0001884479969739914,
-    0.0003772479891777039
+    0.00012176000326871872,
+    0.00016262400150299073,
+    0.00032726401090621947
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.1580332499931957e-05,
-   "host_backward_canary_seconds": 2.1745459999920058e-05,
+   "host_canary_seconds": 1.0106609999986915e-05,
+   "host_backward_canary_seconds": 1.9711119999996642e-05,
    "pass_seconds": [
-    1.0956951638772377e-05,
-    9.786667568343023e-06,
-    1.040533415618397e-05
+    9.896381447712578e-06,
+    8.758095492209707e-06,
+    8.689524339778081e-06
    ],
    "pass_host_canary_seconds": [
-    1.1580332499931957e-05,
-    1.1231092499883744e-05,
-    1.1102682499881666e-05
+    1.0106609999986915e-05,
+    9.51425999993205e-06,
+    9.759150000050454e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1745459999920058e-05,
-    2.1118245000479875e-05,
-    2.1498825000207943e-05
+    1.9711119999996642e-05,
+    1.9661380000144392e-05,
+    1.8321179999958304e-05
    ]
   },
   "backward_call_before_first_kernel": {
-   "seconds": 0.00016723200678825378,
-   "min": 0.00010992000252008438,
-   "max": 0.000281823992729187,
+   "seconds": 0.00015721599757671356,
+   "min": 0.00010143999755382538,
+   "max": 0.00031481599807739257,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event recorded by the first autograd node's pre-hook (before its first kernel); no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0920149999833484e-05,
-   "host_backward_canary_seconds": 2.164982999943277e-05,
+   "host_canary_seconds": 1.0331415000024435e-05,
+   "host_backward_canary_seconds": 1.95686100001069e-05,
    "pass_seconds": [
-    0.00016169600188732148,
-    0.00017017599940299987,
-    0.00016723200678825378
+    0.00015721599757671356,
+    0.00016515199840068818,
+    0.00013488000631332398
    ],
    "pass_host_canary_seconds": [
-    1.0920149999833484e-05,
-    1.1198290000038469e-05,
-    1.107255499960047e-05
+    1.0331415000024435e-05,
+    1.4758625000013125e-05,
+    9.778630000027988e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.164982999943277e-05,
-    2.1260280000205967e-05,
-    2.012183000033474e-05
+    1.95686100001069e-05,
+    1.998719999988907e-05,
+    1.8211089999908837e-05
    ]
   },
   "backward_call_after_last_kernel": {
-   "seconds": 0.00011955200135707855,
-   "min": 8.752000331878663e-05,
-   "max": 0.0002157440036535263,
+   "seconds": 0.00010294400155544281,
+   "min": 6.819199770689011e-05,
+   "max": 0.00016592000424861907,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: event recorded by the input's gradient hook (after the last node's kernels) to an event after backward() returned; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0920149999833484e-05,
-   "host_backward_canary_seconds": 2.164982999943277e-05,
+   "host_canary_seconds": 1.0331415000024435e-05,
+   "host_backward_canary_seconds": 1.95686100001069e-05,
    "pass_seconds": [
-    0.0001090560033917427,
-    0.00011955200135707855,
-    0.0001276479959487915
+    0.00010294400155544281,
+    0.00014323200285434724,
+    8.575999736785889e-05
    ],
    "pass_host_canary_seconds": [
-    1.0920149999833484e-05,
-    1.1198290000038469e-05,
-    1.107255499960047e-05
+    1.0331415000024435e-05,
+    1.4758625000013125e-05,
+    9.778630000027988e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.164982999943277e-05,
-    2.1260280000205967e-05,
-    2.012183000033474e-05
+    1.95686100001069e-05,
+    1.998719999988907e-05,
+    1.8211089999908837e-05
    ]
   },
   "backward_call_before_first_kernel_autocast": {
-   "seconds": 0.00017584000527858735,
-   "min": 0.00011587200313806533,
-   "max": 0.00035862401127815244,
+   "seconds": 0.0001592639982700348,
+   "min": 0.00010960000008344651,
+   "max": 0.0002465600073337555,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event recorded by the first autograd node's pre-hook (before its first kernel); inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.104954999907932e-06,
-   "host_backward_canary_seconds": 2.0595239999465775e-05,
+   "host_canary_seconds": 1.0466614999984357e-05,
+   "host_backward_canary_seconds": 1.9699489999993603e-05,
    "pass_seconds": [
-    0.00019142399728298186,
-    0.00017584000527858735,
-    0.00016390399634838104
+    0.0001908479928970337,
+    0.0001592639982700348,
+    0.00015238399803638457
    ],
    "pass_host_canary_seconds": [
-    8.104954999907932e-06,
-    1.1052725000126884e-05,
-    1.1035984999807625e-05
+    1.0466614999984357e-05,
+    1.0540014999946834e-05,
+    9.57511999999383e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0595239999465775e-05,
-    2.0192755000607578e-05,
-    2.138445000127831e-05
+    1.9699489999993603e-05,
+    1.998719999988907e-05,
+    1.8040230000053725e-05
    ]
   },
   "backward_call_after_last_kernel_autocast": {
-   "seconds": 0.00015670399367809297,
-   "min": 0.00011382400244474411,
-   "max": 0.00023785600066184996,
+   "seconds": 0.00015427200496196747,
+   "min": 0.0001117120012640953,
+   "max": 0.0003308799862861633,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: event recorded by the input's gradient hook (after the last node's kernels) to an event after backward() returned; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.104954999907932e-06,
-   "host_backward_canary_seconds": 2.0595239999465775e-05,
+   "host_canary_seconds": 1.0466614999984357e-05,
+   "host_backward_canary_seconds": 1.9699489999993603e-05,
    "pass_seconds": [
-    0.00015670399367809297,
-    0.00016803200542926788,
-    0.00015555199980735778
+    0.00015427200496196747,
+    0.00016700799763202668,
+    0.00014182400703430175
    ],
    "pass_host_canary_seconds": [
-    8.104954999907932e-06,
-    1.1052725000126884e-05,
-    1.1035984999807625e-05
+    1.0466614999984357e-05,
+    1.0540014999946834e-05,
+    9.57511999999383e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0595239999465775e-05,
-    2.0192755000607578e-05,
-    2.138445000127831e-05
+    1.9699489999993603e-05,
+    1.998719999988907e-05,
+    1.8040230000053725e-05
    ]
   },
   "backward_walk_node": {
-   "seconds": 4.6960555550867865e-07,
-   "min": 3.716055557055774e-07,
-   "max": 4.784788891103947e-07,
+   "seconds": 3.7389555555162386e-07,
+   "min": 2.97406666681531e-07,
+   "max": 5.403022222259955e-07,
    "samples": 3,
    "method": "backward() of chains of [100, 1000] tiny multiplications ([102, 1002] nodes): host seconds from the call to the first node's pre-hook, median per length, (T(long) - T(short)) / (nodes(long) - nodes(short)); median of 3 passes over the probe's run",
    "chain_nodes": [
@@ -6176,1951 +6176,1951 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     1002
    ],
    "chain_to_first_node_seconds": [
-    0.00023120100001960964,
-    0.0006538459999774204
+    0.00019014299999753348,
+    0.0006764150000009295
    ],
-   "host_canary_seconds": 1.1804284999925585e-05,
-   "host_backward_canary_seconds": 2.2588529999438835e-05,
+   "host_canary_seconds": 1.2350984999969227e-05,
+   "host_backward_canary_seconds": 2.1620109999958005e-05,
    "pass_seconds": [
-    4.6960555550867865e-07,
-    4.784788891103947e-07,
-    3.716055557055774e-07
+    5.403022222259955e-07,
+    3.7389555555162386e-07,
+    2.97406666681531e-07
    ],
    "pass_host_canary_seconds": [
-    1.1804284999925585e-05,
-    1.1009885000703434e-05,
-    9.446225000147024e-06
+    1.2350984999969227e-05,
+    1.0208919999996623e-05,
+    9.701919999969277e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2588529999438835e-05,
-    2.4330349999672764e-05,
-    2.4524279999695865e-05
+    2.1620109999958005e-05,
+    2.2452679999958036e-05,
+    1.991199999991977e-05
    ]
   },
   "layer_steady_linear": {
-   "seconds": 0.0002167308807373047,
-   "min": 0.00019489919662475587,
-   "max": 0.0002823219108581543,
+   "seconds": 0.00024371839523315428,
+   "min": 0.00019087295532226563,
+   "max": 0.00037728897094726566,
    "samples": 33,
    "method": "one tiny linear layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.974224999998114e-06,
-   "host_backward_canary_seconds": 2.1183910000672767e-05,
+   "host_canary_seconds": 1.322453749999397e-05,
+   "host_backward_canary_seconds": 2.1455115000037495e-05,
    "pass_seconds": [
-    0.00020371583938598632,
-    0.00027104576110839845,
-    0.0002167308807373047
+    0.00032221950531005855,
+    0.00024371839523315428,
+    0.00020782976150512695
    ],
    "pass_host_canary_seconds": [
-    7.974224999998114e-06,
-    1.0812845000600645e-05,
-    8.0388700007461e-06
+    1.322453749999397e-05,
+    1.0338360000048396e-05,
+    7.072125000036067e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1183910000672767e-05,
-    2.1523189998333693e-05,
-    2.090805000079854e-05
+    2.1455115000037495e-05,
+    2.000826999989158e-05,
+    1.8805140000210942e-05
    ]
   },
   "layer_steady_linear_autocast": {
-   "seconds": 0.0005743596649169922,
-   "min": 0.0003683737564086914,
-   "max": 0.0006844294738769532,
+   "seconds": 0.0005133926391601563,
+   "min": 0.0002880019187927246,
+   "max": 0.0006729408264160157,
    "samples": 33,
    "method": "one tiny linear layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1850275000142573e-05,
-   "host_backward_canary_seconds": 2.130703000034373e-05,
+   "host_canary_seconds": 1.3028140000059807e-05,
+   "host_backward_canary_seconds": 2.0254770000036615e-05,
    "pass_seconds": [
-    0.0005743596649169922,
-    0.0006299513626098633,
-    0.000466240005493164
+    0.0006095513534545898,
+    0.0005133926391601563,
+    0.00043516094207763674
    ],
    "pass_host_canary_seconds": [
-    1.1850275000142573e-05,
-    1.111399500018706e-05,
-    7.82309250041635e-06
+    1.3028140000059807e-05,
+    1.0398904999959768e-05,
+    9.20393499995953e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.130703000034373e-05,
-    2.0155400000021474e-05,
-    2.0275199999559846e-05
+    2.0254770000036615e-05,
+    1.972192000010864e-05,
+    1.8442460000187566e-05
    ]
   },
   "layer_steady_linear_nobias": {
-   "seconds": 0.00018774911880493163,
-   "min": 0.000164335994720459,
-   "max": 0.00024668224334716796,
+   "seconds": 0.0001929030418395996,
+   "min": 0.0001222655963897705,
+   "max": 0.00022516735076904298,
    "samples": 33,
    "method": "one tiny linear_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1560140000028697e-05,
-   "host_backward_canary_seconds": 2.149273999975776e-05,
+   "host_canary_seconds": 1.0932840000030809e-05,
+   "host_backward_canary_seconds": 1.6984299999975862e-05,
    "pass_seconds": [
-    0.00021351232528686522,
-    0.00018774911880493163,
-    0.00017851327896118162
+    0.00015893247604370115,
+    0.00021237951278686522,
+    0.0001929030418395996
    ],
    "pass_host_canary_seconds": [
-    1.1560140000028697e-05,
-    7.878425000171774e-06,
-    7.82003500034989e-06
+    1.0932840000030809e-05,
+    1.0499575000011418e-05,
+    9.674542499951143e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.149273999975776e-05,
-    2.0917069998631633e-05,
-    2.1228379998774472e-05
+    1.6984299999975862e-05,
+    2.052072000026328e-05,
+    1.8594385000056946e-05
    ]
   },
   "layer_steady_linear_nobias_autocast": {
-   "seconds": 0.0002944191932678223,
-   "min": 0.00024296768188476563,
-   "max": 0.000534672622680664,
+   "seconds": 0.00026589567184448243,
+   "min": 0.0002269011116027832,
+   "max": 0.0006804447937011719,
    "samples": 33,
    "method": "one tiny linear_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1200149999694987e-05,
-   "host_backward_canary_seconds": 2.1465250000574088e-05,
+   "host_canary_seconds": 1.109171000003073e-05,
+   "host_backward_canary_seconds": 2.04522699999643e-05,
    "pass_seconds": [
-    0.0003814323043823242,
-    0.00027997568130493165,
-    0.0002944191932678223
+    0.0005065318298339844,
+    0.0002483788871765137,
+    0.00026589567184448243
    ],
    "pass_host_canary_seconds": [
-    1.1200149999694987e-05,
-    7.713089999583644e-06,
-    7.724965000761585e-06
+    1.109171000003073e-05,
+    8.910525000018764e-06,
+    7.333360000032485e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1465250000574088e-05,
-    2.0301199999721578e-05,
-    2.0440920000055485e-05
+    2.04522699999643e-05,
+    1.5845434999874898e-05,
+    1.8321114999935162e-05
    ]
   },
   "layer_steady_matmul": {
-   "seconds": 0.00014884608268737792,
-   "min": 0.0001361913585662842,
-   "max": 0.00018263103485107422,
+   "seconds": 0.00015312640190124512,
+   "min": 0.00010727744102478026,
+   "max": 0.00025521408081054687,
    "samples": 33,
    "method": "one tiny matmul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1172514999771011e-05,
-   "host_backward_canary_seconds": 2.1414220000224305e-05,
+   "host_canary_seconds": 1.0360690000013051e-05,
+   "host_backward_canary_seconds": 2.1017509999978757e-05,
    "pass_seconds": [
-    0.00016660543441772462,
-    0.00014884608268737792,
-    0.00014464768409729005
+    0.0002245964813232422,
+    0.00014798015594482422,
+    0.00015312640190124512
    ],
    "pass_host_canary_seconds": [
-    1.1172514999771011e-05,
-    9.953260000656883e-06,
-    7.553864999181315e-06
+    1.0360690000013051e-05,
+    1.0105225000103246e-05,
+    7.0756300000596185e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1414220000224305e-05,
-    1.9390819998079677e-05,
-    2.0607379999546536e-05
+    2.1017509999978757e-05,
+    1.5021890000070926e-05,
+    1.889376999997694e-05
    ]
   },
   "layer_steady_matmul_autocast": {
-   "seconds": 0.00030914239883422854,
-   "min": 0.00025580095291137696,
-   "max": 0.0005777254486083984,
+   "seconds": 0.00033578624725341796,
+   "min": 0.00025206144332885744,
+   "max": 0.0005500281524658203,
    "samples": 33,
    "method": "one tiny matmul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.165942999989511e-05,
-   "host_backward_canary_seconds": 2.187219000006735e-05,
+   "host_canary_seconds": 1.0205364999968936e-05,
+   "host_backward_canary_seconds": 2.1137765000034393e-05,
    "pass_seconds": [
-    0.00045341567993164065,
-    0.00030914239883422854,
-    0.00026427200317382814
+    0.0005293113708496094,
+    0.00029094783782958984,
+    0.00033578624725341796
    ],
    "pass_host_canary_seconds": [
-    1.165942999989511e-05,
-    1.061165000010078e-05,
-    7.522570000446649e-06
+    1.0205364999968936e-05,
+    1.0785650000002533e-05,
+    9.507665000114685e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.187219000006735e-05,
-    1.992811000036454e-05,
-    2.0762859999194917e-05
+    2.1137765000034393e-05,
+    1.658221000013782e-05,
+    1.8621059999759383e-05
    ]
   },
   "layer_steady_bmm": {
-   "seconds": 0.0001729100799560547,
-   "min": 0.00015592063903808594,
-   "max": 0.0002055392074584961,
+   "seconds": 0.0001915782356262207,
+   "min": 0.00010994751930236817,
+   "max": 0.00021839103698730467,
    "samples": 33,
    "method": "one tiny bmm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1565455000095427e-05,
-   "host_backward_canary_seconds": 1.9884399999909875e-05,
+   "host_canary_seconds": 1.0682230000007565e-05,
+   "host_backward_canary_seconds": 2.0096430000009492e-05,
    "pass_seconds": [
-    0.0001729100799560547,
-    0.00018465087890625,
-    0.0001623148727416992
+    0.0001915782356262207,
+    0.00019431808471679686,
+    0.00012104063987731935
    ],
    "pass_host_canary_seconds": [
-    1.1565455000095427e-05,
-    1.0444497500543549e-05,
-    7.637195000143038e-06
+    1.0682230000007565e-05,
+    1.045337499995469e-05,
+    7.268800000019837e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9884399999909875e-05,
-    1.9894944999805373e-05,
-    2.100057999996352e-05
+    2.0096430000009492e-05,
+    2.0044095000031347e-05,
+    1.4361970000038583e-05
    ]
   },
   "layer_steady_bmm_autocast": {
-   "seconds": 0.0003001958465576172,
-   "min": 0.00025635456085205076,
-   "max": 0.0004566105651855469,
+   "seconds": 0.0002590662384033203,
+   "min": 0.00022498559951782227,
+   "max": 0.00039481536865234375,
    "samples": 33,
    "method": "one tiny bmm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.11177375001148e-05,
-   "host_backward_canary_seconds": 2.1713859999863417e-05,
+   "host_canary_seconds": 1.1072920000003705e-05,
+   "host_backward_canary_seconds": 2.0431989999991627e-05,
    "pass_seconds": [
-    0.0003001958465576172,
-    0.0003003379249572754,
-    0.0002627622413635254
+    0.0003806752014160156,
+    0.0002590662384033203,
+    0.00023634624481201172
    ],
    "pass_host_canary_seconds": [
-    1.11177375001148e-05,
-    1.0791860000836096e-05,
-    7.555180000053951e-06
+    1.1072920000003705e-05,
+    8.315424999949527e-06,
+    7.020514999993565e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1713859999863417e-05,
-    1.986045999956332e-05,
-    2.1095380000133445e-05
+    2.0431989999991627e-05,
+    1.8411730000025273e-05,
+    1.838974000008875e-05
    ]
   },
   "layer_steady_conv2d": {
-   "seconds": 0.00021788671493530275,
-   "min": 0.0001748748779296875,
-   "max": 0.00030863935470581055,
+   "seconds": 0.00017990400314331055,
+   "min": 0.0001664313507080078,
+   "max": 0.0002801798439025879,
    "samples": 33,
    "method": "one tiny conv2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.264015000349901e-06,
-   "host_backward_canary_seconds": 2.1487320000233013e-05,
+   "host_canary_seconds": 1.0734039999960032e-05,
+   "host_backward_canary_seconds": 2.1477949999990642e-05,
    "pass_seconds": [
-    0.00021788671493530275,
-    0.00023265600204467774,
-    0.00020855808258056643
+    0.0002738719940185547,
+    0.0001781337547302246,
+    0.00017990400314331055
    ],
    "pass_host_canary_seconds": [
-    8.264015000349901e-06,
-    1.0407705000261558e-05,
-    7.544885000925206e-06
+    1.0734039999960032e-05,
+    7.079569999888235e-06,
+    7.3180449999199484e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1487320000233013e-05,
-    1.9667999999910535e-05,
-    2.1095380000133445e-05
+    2.1477949999990642e-05,
+    1.928340000006301e-05,
+    1.8713469999909192e-05
    ]
   },
   "layer_steady_conv2d_autocast": {
-   "seconds": 0.00048409793853759764,
-   "min": 0.00033570751190185546,
-   "max": 0.0006790342712402343,
+   "seconds": 0.0004485030364990234,
+   "min": 0.0002870688056945801,
+   "max": 0.000716920928955078,
    "samples": 33,
    "method": "one tiny conv2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1337239999988924e-05,
-   "host_backward_canary_seconds": 2.085539999939101e-05,
+   "host_canary_seconds": 1.074195499995767e-05,
+   "host_backward_canary_seconds": 2.0073499999995192e-05,
    "pass_seconds": [
-    0.0005789657592773438,
-    0.0004433004760742187,
-    0.00048409793853759764
+    0.0005944601440429687,
+    0.0003596249771118164,
+    0.0004485030364990234
    ],
    "pass_host_canary_seconds": [
-    1.1337239999988924e-05,
-    7.855997500314516e-06,
-    7.842295000273225e-06
+    1.074195499995767e-05,
+    7.462250000003223e-06,
+    7.265854999900512e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.085539999939101e-05,
-    1.9450350000624896e-05,
-    1.9889650000095573e-05
+    2.0073499999995192e-05,
+    1.8576140000163832e-05,
+    1.855801000004931e-05
    ]
   },
   "layer_steady_conv2d_nobias": {
-   "seconds": 0.0001475327968597412,
-   "min": 0.00012506815910339356,
-   "max": 0.0002796460723876953,
+   "seconds": 0.0001784774398803711,
+   "min": 0.00011177408218383788,
+   "max": 0.0002536441612243652,
    "samples": 33,
    "method": "one tiny conv2d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0776500000417854e-05,
-   "host_backward_canary_seconds": 2.0791820000454207e-05,
+   "host_canary_seconds": 1.0681100000020649e-05,
+   "host_backward_canary_seconds": 1.987459999995167e-05,
    "pass_seconds": [
-    0.00019083776473999024,
-    0.0001475327968597412,
-    0.00014606592178344725
+    0.0001991801643371582,
+    0.00012415807723999023,
+    0.0001784774398803711
    ],
    "pass_host_canary_seconds": [
-    1.0776500000417854e-05,
-    7.50262999986262e-06,
-    7.600084999808133e-06
+    1.0681100000020649e-05,
+    7.357924999951138e-06,
+    9.711299999963786e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0791820000454207e-05,
-    1.9227669999963835e-05,
-    2.0140169999649517e-05
+    1.987459999995167e-05,
+    1.730379999997922e-05,
+    1.873198999987835e-05
    ]
   },
   "layer_steady_conv2d_nobias_autocast": {
-   "seconds": 0.0003066636848449707,
-   "min": 0.0002809542465209961,
-   "max": 0.0006405907440185547,
+   "seconds": 0.0003142886352539063,
+   "min": 0.0002268998336791992,
+   "max": 0.0005005356979370118,
    "samples": 33,
    "method": "one tiny conv2d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1072595000030106e-05,
-   "host_backward_canary_seconds": 2.092248499991456e-05,
+   "host_canary_seconds": 1.0717489999976237e-05,
+   "host_backward_canary_seconds": 2.0070860000060975e-05,
    "pass_seconds": [
-    0.000510115852355957,
-    0.0003066636848449707,
-    0.0002934131240844727
+    0.0004185209655761719,
+    0.00026655487060546875,
+    0.0003142886352539063
    ],
    "pass_host_canary_seconds": [
-    1.1072595000030106e-05,
-    7.876092499827792e-06,
-    7.5747449994878486e-06
+    1.0717489999976237e-05,
+    7.190759999957663e-06,
+    9.480014999923015e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.092248499991456e-05,
-    2.021875499963244e-05,
-    2.0842540000103326e-05
+    2.0070860000060975e-05,
+    1.8748429999959627e-05,
+    1.783451999983754e-05
    ]
   },
   "layer_steady_conv1d": {
-   "seconds": 0.00020073535919189453,
-   "min": 0.0001882784080505371,
-   "max": 0.0004488876724243164,
+   "seconds": 0.0002243231964111328,
+   "min": 0.0001716499137878418,
+   "max": 0.00034498302459716793,
    "samples": 33,
    "method": "one tiny conv1d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.169898749992626e-05,
-   "host_backward_canary_seconds": 2.2535664999736582e-05,
+   "host_canary_seconds": 7.978530000016804e-06,
+   "host_backward_canary_seconds": 2.0379000000048107e-05,
    "pass_seconds": [
-    0.00033483390808105467,
-    0.00020073535919189453,
-    0.00019845119476318362
+    0.00022455104827880858,
+    0.00021096128463745118,
+    0.0002243231964111328
    ],
    "pass_host_canary_seconds": [
-    1.169898749992626e-05,
-    7.676652500094862e-06,
-    7.80594499929066e-06
+    7.978530000016804e-06,
+    7.332122500045557e-06,
+    9.773350000017444e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2535664999736582e-05,
-    2.0147760000099876e-05,
-    2.0972259999325616e-05
+    2.0379000000048107e-05,
+    1.8851210000008224e-05,
+    1.8021539999892867e-05
    ]
   },
   "layer_steady_conv1d_autocast": {
-   "seconds": 0.0005427788925170898,
-   "min": 0.0003956063842773438,
-   "max": 0.0008109843444824219,
+   "seconds": 0.0006743949127197265,
+   "min": 0.0004248441696166992,
+   "max": 0.0007554041290283204,
    "samples": 33,
    "method": "one tiny conv1d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.106025499950647e-05,
-   "host_backward_canary_seconds": 2.2082250000039492e-05,
+   "host_canary_seconds": 1.0235949999994887e-05,
+   "host_backward_canary_seconds": 2.070940999999493e-05,
    "pass_seconds": [
-    0.00054056640625,
-    0.0005427788925170898,
-    0.000580313606262207
+    0.0006743949127197265,
+    0.0007229170989990234,
+    0.0004881651306152344
    ],
    "pass_host_canary_seconds": [
-    1.106025499950647e-05,
-    1.0364775000653026e-05,
-    1.0231154999473801e-05
+    1.0235949999994887e-05,
+    1.0273614999931625e-05,
+    9.350750000010066e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2082250000039492e-05,
-    1.9637039999906845e-05,
-    1.959618999990198e-05
+    2.070940999999493e-05,
+    2.045757000018966e-05,
+    1.843738000019357e-05
    ]
   },
   "layer_steady_conv1d_nobias": {
-   "seconds": 0.00018345920562744142,
-   "min": 0.00014927103996276856,
-   "max": 0.00021444992065429688,
+   "seconds": 0.0001931648063659668,
+   "min": 0.00017342784881591795,
+   "max": 0.00024237119674682618,
    "samples": 33,
    "method": "one tiny conv1d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0762014999841085e-05,
-   "host_backward_canary_seconds": 2.1450609999646985e-05,
+   "host_canary_seconds": 1.007133499996371e-05,
+   "host_backward_canary_seconds": 2.0697570000010047e-05,
    "pass_seconds": [
-    0.00018345920562744142,
-    0.00020354816436767578,
-    0.00017242559432983397
+    0.0001931648063659668,
+    0.00020496192932128906,
+    0.00017786752700805662
    ],
    "pass_host_canary_seconds": [
-    1.0762014999841085e-05,
-    1.0715692499729813e-05,
-    1.0078544999601036e-05
+    1.007133499996371e-05,
+    1.0378899999992085e-05,
+    9.544304999877795e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1450609999646985e-05,
-    2.0388065000815916e-05,
-    1.6113650000306732e-05
+    2.0697570000010047e-05,
+    1.9149834999865335e-05,
+    1.9413079999992533e-05
    ]
   },
   "layer_steady_conv1d_nobias_autocast": {
-   "seconds": 0.00043602622985839843,
-   "min": 0.00023577024459838866,
-   "max": 0.0006374675369262696,
+   "seconds": 0.0003845868682861328,
+   "min": 0.00032611713409423827,
+   "max": 0.0005206604766845703,
    "samples": 33,
    "method": "one tiny conv1d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0965104999627329e-05,
-   "host_backward_canary_seconds": 2.136802000109128e-05,
+   "host_canary_seconds": 9.940934999974615e-06,
+   "host_backward_canary_seconds": 1.7684369999955152e-05,
    "pass_seconds": [
-    0.0005495987319946289,
-    0.00043602622985839843,
-    0.0002722310447692871
+    0.0003841036987304688,
+    0.000435968017578125,
+    0.0003845868682861328
    ],
    "pass_host_canary_seconds": [
-    1.0965104999627329e-05,
-    1.1432712499868104e-05,
-    7.950734999440102e-06
+    9.940934999974615e-06,
+    1.0424095000018952e-05,
+    1.024182249999228e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.136802000109128e-05,
-    2.0566644999462368e-05,
-    1.505432999920231e-05
+    1.7684369999955152e-05,
+    1.8737710000209518e-05,
+    1.916764500009549e-05
    ]
   },
   "layer_steady_batchnorm2d": {
-   "seconds": 0.00019505792617797852,
-   "min": 0.00016465087890625002,
-   "max": 0.00038818302154541016,
+   "seconds": 0.00021207872390747068,
+   "min": 0.0001832467269897461,
+   "max": 0.0002492486381530762,
    "samples": 33,
    "method": "one tiny batchnorm2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.707450000178141e-06,
-   "host_backward_canary_seconds": 2.305278999983784e-05,
+   "host_canary_seconds": 9.940934999974615e-06,
+   "host_backward_canary_seconds": 1.9539910000077042e-05,
    "pass_seconds": [
-    0.00018398208618164061,
-    0.0002668307113647461,
-    0.00019505792617797852
+    0.00021207872390747068,
+    0.00023598400115966797,
+    0.00018847679138183593
    ],
    "pass_host_canary_seconds": [
-    9.707450000178141e-06,
-    7.706630000257065e-06,
-    7.04434249996666e-06
+    9.940934999974615e-06,
+    1.0007599999966033e-05,
+    8.977904999980523e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.305278999983784e-05,
-    2.1608740000829128e-05,
-    1.2991495000278519e-05
+    1.9539910000077042e-05,
+    1.8962299999998323e-05,
+    1.853537499982849e-05
    ]
   },
   "layer_steady_batchnorm2d_autocast": {
-   "seconds": 0.00025472448348999024,
-   "min": 0.00022596736907958985,
-   "max": 0.00047989120483398433,
+   "seconds": 0.00031573759078979487,
+   "min": 0.00018722496032714842,
+   "max": 0.0004094451141357422,
    "samples": 33,
    "method": "one tiny batchnorm2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.469339999805924e-06,
-   "host_backward_canary_seconds": 2.216956999973263e-05,
+   "host_canary_seconds": 1.0581919999985701e-05,
+   "host_backward_canary_seconds": 1.73519499999486e-05,
    "pass_seconds": [
-    0.00025472448348999024,
-    0.0002954348754882813,
-    0.00023206272125244143
+    0.0003293011093139649,
+    0.00031573759078979487,
+    0.00022065536499023437
    ],
    "pass_host_canary_seconds": [
-    8.469339999805924e-06,
-    8.383565000258385e-06,
-    7.424130000117657e-06
+    1.0581919999985701e-05,
+    1.0172355000008792e-05,
+    8.91830500009405e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.216956999973263e-05,
-    2.1336530001008213e-05,
-    1.3257670000257349e-05
+    1.73519499999486e-05,
+    1.9259259999842016e-05,
+    1.772971000008283e-05
    ]
   },
   "layer_steady_layernorm": {
-   "seconds": 0.00016596544265747072,
-   "min": 0.0001334425640106201,
-   "max": 0.0002888640022277832,
+   "seconds": 0.00013496447563171387,
+   "min": 0.00010269120216369629,
+   "max": 0.0002029952049255371,
    "samples": 33,
    "method": "one tiny layernorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0619639999731589e-05,
-   "host_backward_canary_seconds": 2.481192999994164e-05,
+   "host_canary_seconds": 1.005104999997286e-05,
+   "host_backward_canary_seconds": 1.4791240000135985e-05,
    "pass_seconds": [
-    0.00020154687881469727,
-    0.00016596544265747072,
-    0.00013660223960876465
+    0.00013496447563171387,
+    0.00013019136428833007,
+    0.00013587455749511718
    ],
    "pass_host_canary_seconds": [
-    1.0619639999731589e-05,
-    7.813037499886376e-06,
-    7.2177499998815616e-06
+    1.005104999997286e-05,
+    1.0047195000026931e-05,
+    8.867880000025252e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.481192999994164e-05,
-    2.034577999893372e-05,
-    1.2919440000587202e-05
+    1.4791240000135985e-05,
+    1.6742360000137068e-05,
+    1.7600790000074083e-05
    ]
   },
   "layer_steady_layernorm_autocast": {
-   "seconds": 0.00017094335556030272,
-   "min": 0.00014921600341796876,
-   "max": 0.00027999168395996093,
+   "seconds": 0.0001616736030578613,
+   "min": 0.0001354419231414795,
+   "max": 0.00023779327392578126,
    "samples": 33,
    "method": "one tiny layernorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1358880000216231e-05,
-   "host_backward_canary_seconds": 2.2326829999883557e-05,
+   "host_canary_seconds": 1.0309055000021772e-05,
+   "host_backward_canary_seconds": 1.9211320000067646e-05,
    "pass_seconds": [
-    0.00025312576293945314,
-    0.00015264512062072754,
-    0.00017094335556030272
+    0.0001790656089782715,
+    0.00014337408065795898,
+    0.0001616736030578613
    ],
    "pass_host_canary_seconds": [
-    1.1358880000216231e-05,
-    7.572115000584745e-06,
-    7.628090000935117e-06
+    1.0309055000021772e-05,
+    7.414290000014034e-06,
+    8.888769999941814e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2326829999883557e-05,
-    1.921693999975105e-05,
-    1.3440590000755037e-05
+    1.9211320000067646e-05,
+    1.9521549999979017e-05,
+    1.7701479999914228e-05
    ]
   },
   "layer_steady_groupnorm": {
-   "seconds": 0.00022420543670654297,
-   "min": 0.00020779199600219725,
-   "max": 0.00032314239501953125,
+   "seconds": 0.0002469318389892578,
+   "min": 0.00019880191802978516,
+   "max": 0.00043117183685302735,
    "samples": 33,
    "method": "one tiny groupnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.719982500020704e-06,
-   "host_backward_canary_seconds": 2.1780010000611584e-05,
+   "host_canary_seconds": 1.0279230000023177e-05,
+   "host_backward_canary_seconds": 2.0769650000005413e-05,
    "pass_seconds": [
-    0.0002834867286682129,
-    0.00022106496810913088,
-    0.00022420543670654297
+    0.00023987775802612307,
+    0.0002469318389892578,
+    0.0004101625442504883
    ],
    "pass_host_canary_seconds": [
-    7.719982500020704e-06,
-    7.567820000531356e-06,
-    7.3729900009311676e-06
+    1.0279230000023177e-05,
+    1.0064184999976078e-05,
+    1.0681557499978567e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1780010000611584e-05,
-    2.0696090000456025e-05,
-    1.3143149999450543e-05
+    2.0769650000005413e-05,
+    1.872532999982468e-05,
+    1.8548334999906046e-05
    ]
   },
   "layer_steady_groupnorm_autocast": {
-   "seconds": 0.0002572326469421387,
-   "min": 0.0002233580780029297,
-   "max": 0.00043027648925781254,
+   "seconds": 0.0003447903823852539,
+   "min": 0.00023854207992553712,
+   "max": 0.0005112582397460937,
    "samples": 33,
    "method": "one tiny groupnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.182590000274104e-06,
-   "host_backward_canary_seconds": 2.1171680000406923e-05,
+   "host_canary_seconds": 1.0247565000014446e-05,
+   "host_backward_canary_seconds": 1.9862320000072485e-05,
    "pass_seconds": [
-    0.0003658252716064453,
-    0.00024145215988159182,
-    0.0002572326469421387
+    0.00027927616119384767,
+    0.0003447903823852539,
+    0.000391544303894043
    ],
    "pass_host_canary_seconds": [
-    8.182590000274104e-06,
-    7.621800000379153e-06,
-    7.414574999984325e-06
+    1.0247565000014446e-05,
+    1.0688514999941389e-05,
+    1.0996394999978065e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1171680000406923e-05,
-    1.917558999821267e-05,
-    1.316990000077567e-05
+    1.9862320000072485e-05,
+    1.9155399999988277e-05,
+    1.8592599999749382e-05
    ]
   },
   "layer_steady_relu": {
-   "seconds": 0.00010233983993530274,
-   "min": 8.46777629852295e-05,
-   "max": 0.00015051648139953613,
+   "seconds": 0.00010318079948425293,
+   "min": 9.330368041992187e-05,
+   "max": 0.00011261311531066895,
    "samples": 33,
    "method": "one tiny relu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1290644999917277e-05,
-   "host_backward_canary_seconds": 2.182338000011441e-05,
+   "host_canary_seconds": 1.0171564999978953e-05,
+   "host_backward_canary_seconds": 1.9786410000008916e-05,
    "pass_seconds": [
-    0.00013901632308959961,
-    8.789248466491698e-05,
-    0.00010233983993530274
+    0.00010739456176757813,
+    0.00010318079948425293,
+    9.679360389709473e-05
    ],
    "pass_host_canary_seconds": [
-    1.1290644999917277e-05,
-    7.287505000022066e-06,
-    7.475995000163493e-06
+    1.0171564999978953e-05,
+    1.0245307499943124e-05,
+    8.975530000085995e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.182338000011441e-05,
-    1.7650204999881683e-05,
-    1.2831264999704217e-05
+    1.9786410000008916e-05,
+    1.878787500004364e-05,
+    1.8617459999887842e-05
    ]
   },
   "layer_steady_relu_autocast": {
-   "seconds": 0.00012993087768554688,
-   "min": 0.00010287551879882814,
-   "max": 0.00021154432296752927,
+   "seconds": 0.00011746175765991211,
+   "min": 0.00010410431861877442,
+   "max": 0.00018650367736816408,
    "samples": 33,
    "method": "one tiny relu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1549124999987726e-05,
-   "host_backward_canary_seconds": 2.0305069999722035e-05,
+   "host_canary_seconds": 1.0218470000040725e-05,
+   "host_backward_canary_seconds": 1.983694000003311e-05,
    "pass_seconds": [
-    0.00018249216079711914,
-    0.0001081766414642334,
-    0.00012993087768554688
+    0.0001391980838775635,
+    0.00011746175765991211,
+    0.00010843968391418457
    ],
    "pass_host_canary_seconds": [
-    1.1549124999987726e-05,
-    7.581747499898484e-06,
-    7.20107500001177e-06
+    1.0218470000040725e-05,
+    9.027759999966633e-06,
+    8.915567499983013e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0305069999722035e-05,
-    1.8224379999765006e-05,
-    1.339885000106733e-05
+    1.983694000003311e-05,
+    1.9233029999981e-05,
+    1.8361314999992828e-05
    ]
   },
   "layer_steady_gelu": {
-   "seconds": 9.48799991607666e-05,
-   "min": 8.127296447753906e-05,
-   "max": 0.00017188480377197267,
+   "seconds": 9.188544273376465e-05,
+   "min": 8.09107208251953e-05,
+   "max": 0.00011957695960998535,
    "samples": 33,
    "method": "one tiny gelu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1271449999981086e-05,
-   "host_backward_canary_seconds": 2.035640999906718e-05,
+   "host_canary_seconds": 1.0126320000019007e-05,
+   "host_backward_canary_seconds": 1.942344500001525e-05,
    "pass_seconds": [
-    0.0001319923210144043,
-    8.774463653564453e-05,
-    9.48799991607666e-05
+    0.00010920255661010743,
+    8.653440475463868e-05,
+    9.188544273376465e-05
    ],
    "pass_host_canary_seconds": [
-    1.1271449999981086e-05,
-    7.0316500006128985e-06,
-    7.147807500587078e-06
+    1.0126320000019007e-05,
+    8.0069324999954e-06,
+    9.062102500010382e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.035640999906718e-05,
-    1.810084499993536e-05,
-    1.2913514998444953e-05
+    1.942344500001525e-05,
+    1.8884680000041953e-05,
+    1.8878210000110588e-05
    ]
   },
   "layer_steady_gelu_autocast": {
-   "seconds": 0.00012558527946472168,
-   "min": 9.855168342590332e-05,
-   "max": 0.00021737600326538089,
+   "seconds": 0.00011073087692260742,
+   "min": 0.00010301440238952638,
+   "max": 0.00015697600364685059,
    "samples": 33,
    "method": "one tiny gelu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1452987500035761e-05,
-   "host_backward_canary_seconds": 2.1284970000010617e-05,
+   "host_canary_seconds": 1.0347324999955277e-05,
+   "host_backward_canary_seconds": 1.989539000007312e-05,
    "pass_seconds": [
-    0.00018892288208007812,
-    0.00010464639663696288,
-    0.00012558527946472168
+    0.0001361011219024658,
+    0.00011073087692260742,
+    0.00010709631919860839
    ],
    "pass_host_canary_seconds": [
-    1.1452987500035761e-05,
-    7.540027499430835e-06,
-    7.615327500047897e-06
+    1.0347324999955277e-05,
+    7.971625000067205e-06,
+    9.268744999957335e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1284970000010617e-05,
-    1.9276604998594848e-05,
-    1.2600605000443465e-05
+    1.989539000007312e-05,
+    1.9038220000027195e-05,
+    1.5601615000093713e-05
    ]
   },
   "layer_steady_silu": {
-   "seconds": 9.80959987640381e-05,
-   "min": 8.680512428283692e-05,
-   "max": 0.00015074496269226073,
+   "seconds": 0.00010640512466430665,
+   "min": 8.228992462158203e-05,
+   "max": 0.00013133567810058594,
    "samples": 33,
    "method": "one tiny silu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1162179999928412e-05,
-   "host_backward_canary_seconds": 2.196702999981426e-05,
+   "host_canary_seconds": 1.0130974999995602e-05,
+   "host_backward_canary_seconds": 1.990217500008384e-05,
    "pass_seconds": [
-    0.00013699711799621583,
-    9.80959987640381e-05,
-    9.632767677307129e-05
+    0.00010640512466430665,
+    0.00011374143600463868,
+    8.500991821289062e-05
    ],
    "pass_host_canary_seconds": [
-    1.1162179999928412e-05,
-    9.23476999957984e-06,
-    7.4032075008290125e-06
+    1.0130974999995602e-05,
+    1.0232910000027573e-05,
+    9.215294999975754e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.196702999981426e-05,
-    1.9304309998915416e-05,
-    1.2440205000530114e-05
+    1.990217500008384e-05,
+    1.8904574999965008e-05,
+    1.649571000001515e-05
    ]
   },
   "layer_steady_silu_autocast": {
-   "seconds": 0.0001427680015563965,
-   "min": 0.00011808768272399902,
-   "max": 0.00019468671798706055,
+   "seconds": 0.00013589311599731445,
+   "min": 0.00012030271530151367,
+   "max": 0.00017812799453735352,
    "samples": 33,
    "method": "one tiny silu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1585575000481185e-05,
-   "host_backward_canary_seconds": 2.2785899999462346e-05,
+   "host_canary_seconds": 1.0604424999982598e-05,
+   "host_backward_canary_seconds": 1.975598000001355e-05,
    "pass_seconds": [
-    0.0001745913505554199,
-    0.0001427680015563965,
-    0.00012198719978332519
+    0.00013589311599731445,
+    0.0001478540802001953,
+    0.00012806976318359374
    ],
    "pass_host_canary_seconds": [
-    1.1585575000481185e-05,
-    1.0546505000093021e-05,
-    7.367134999753944e-06
+    1.0604424999982598e-05,
+    1.0329560000030824e-05,
+    9.24021499997707e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2785899999462346e-05,
-    1.9322149998970417e-05,
-    1.2606235001157983e-05
+    1.975598000001355e-05,
+    1.871911999984377e-05,
+    1.9067669999799363e-05
    ]
   },
   "layer_steady_tanh": {
-   "seconds": 0.00011266752243041993,
-   "min": 9.340736389160157e-05,
-   "max": 0.0001438361644744873,
+   "seconds": 0.0001022969627380371,
+   "min": 8.526399612426757e-05,
+   "max": 0.00014342656135559083,
    "samples": 33,
    "method": "one tiny tanh layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1559455000451635e-05,
-   "host_backward_canary_seconds": 2.151767999976073e-05,
+   "host_canary_seconds": 1.0175905000053831e-05,
+   "host_backward_canary_seconds": 1.963783999997304e-05,
    "pass_seconds": [
-    0.00013079615592956543,
-    0.00011266752243041993,
-    9.599871635437011e-05
+    0.00011186880111694335,
+    9.968511581420899e-05,
+    0.0001022969627380371
    ],
    "pass_host_canary_seconds": [
-    1.1559455000451635e-05,
-    1.0327739999524966e-05,
-    7.235142500121582e-06
+    1.0175905000053831e-05,
+    1.0106115000070303e-05,
+    9.135602499981133e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.151767999976073e-05,
-    1.918103499974677e-05,
-    1.2814410000601129e-05
+    1.963783999997304e-05,
+    1.9369734999941102e-05,
+    1.9880705000048238e-05
    ]
   },
   "layer_steady_tanh_autocast": {
-   "seconds": 0.00012268608093261719,
-   "min": 0.0001027353572845459,
-   "max": 0.0002172287940979004,
+   "seconds": 0.00012328767776489258,
+   "min": 9.765312194824219e-05,
+   "max": 0.00016360000610351563,
    "samples": 33,
    "method": "one tiny tanh layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1658427499980917e-05,
-   "host_backward_canary_seconds": 2.6045535000207566e-05,
+   "host_canary_seconds": 1.0374240000032842e-05,
+   "host_backward_canary_seconds": 1.9463019999932384e-05,
    "pass_seconds": [
-    0.00019284992218017576,
-    0.00010822400093078614,
-    0.00012268608093261719
+    0.00013613375663757324,
+    0.00010281408309936523,
+    0.00012328767776489258
    ],
    "pass_host_canary_seconds": [
-    1.1658427499980917e-05,
-    7.66094000027806e-06,
-    7.298360000049797e-06
+    1.0374240000032842e-05,
+    7.322720000004779e-06,
+    9.166939999971646e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.6045535000207566e-05,
-    2.009989999805839e-05,
-    1.2716339999769842e-05
+    1.9463019999932384e-05,
+    1.9724594999956934e-05,
+    2.026336999989553e-05
    ]
   },
   "layer_steady_sigmoid": {
-   "seconds": 9.324031829833984e-05,
-   "min": 8.231295585632323e-05,
-   "max": 0.00016889600753784177,
+   "seconds": 0.0001004582405090332,
+   "min": 8.05497646331787e-05,
+   "max": 0.00011410176277160644,
    "samples": 33,
    "method": "one tiny sigmoid layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1214749999908235e-05,
-   "host_backward_canary_seconds": 2.0846419999998034e-05,
+   "host_canary_seconds": 1.0032960000003755e-05,
+   "host_backward_canary_seconds": 1.9874894999958314e-05,
    "pass_seconds": [
-    0.00013798463821411132,
-    8.480064392089844e-05,
-    9.324031829833984e-05
+    0.0001047059154510498,
+    8.404800415039062e-05,
+    0.0001004582405090332
    ],
    "pass_host_canary_seconds": [
-    1.1214749999908235e-05,
-    7.033407500216526e-06,
-    7.108875000199077e-06
+    1.0032960000003755e-05,
+    7.280474999973307e-06,
+    9.198602500006814e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0846419999998034e-05,
-    1.9036310000046797e-05,
-    1.2226400000372451e-05
+    1.9874894999958314e-05,
+    1.892792499987195e-05,
+    1.9007790000102888e-05
    ]
   },
   "layer_steady_sigmoid_autocast": {
-   "seconds": 0.00014065152168273926,
-   "min": 0.00010554368019104005,
-   "max": 0.00019979904174804688,
+   "seconds": 0.00012166591644287109,
+   "min": 9.947135925292969e-05,
+   "max": 0.0001827020835876465,
    "samples": 33,
    "method": "one tiny sigmoid layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1445949999995265e-05,
-   "host_backward_canary_seconds": 2.0789165000110187e-05,
+   "host_canary_seconds": 1.0149475000034159e-05,
+   "host_backward_canary_seconds": 1.79842800000074e-05,
    "pass_seconds": [
-    0.00018839872360229494,
-    0.00014065152168273926,
-    0.00012174015998840331
+    0.0001334060764312744,
+    0.00010197055816650392,
+    0.00012166591644287109
    ],
    "pass_host_canary_seconds": [
-    1.1445949999995265e-05,
-    1.0006140000768937e-05,
-    7.171409999955358e-06
+    1.0149475000034159e-05,
+    7.284902499975487e-06,
+    9.498515000032626e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0789165000110187e-05,
-    1.8613049999203213e-05,
-    1.2217969999710476e-05
+    1.79842800000074e-05,
+    1.946907499984718e-05,
+    2.0261490000024196e-05
    ]
   },
   "layer_steady_dropout": {
-   "seconds": 0.00012011967658996581,
-   "min": 0.00010472319602966308,
-   "max": 0.0001615238380432129,
+   "seconds": 0.00011293567657470704,
+   "min": 8.744447708129884e-05,
+   "max": 0.0001209382438659668,
    "samples": 33,
    "method": "one tiny dropout layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1719205000417787e-05,
-   "host_backward_canary_seconds": 2.091802999984793e-05,
+   "host_canary_seconds": 1.0215785000013966e-05,
+   "host_backward_canary_seconds": 1.8359459999999217e-05,
    "pass_seconds": [
-    0.0001406713581085205,
-    0.00012011967658996581,
-    0.0001081651210784912
+    0.00011503616333007811,
+    9.31948757171631e-05,
+    0.00011293567657470704
    ],
    "pass_host_canary_seconds": [
-    1.1719205000417787e-05,
-    1.0498245000007956e-05,
-    7.376902499345306e-06
+    1.0215785000013966e-05,
+    7.49485499994762e-06,
+    9.648002500028952e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.091802999984793e-05,
-    1.89662749994568e-05,
-    1.2630065000394098e-05
+    1.8359459999999217e-05,
+    1.982430000012414e-05,
+    2.026503999999818e-05
    ]
   },
   "layer_steady_dropout_autocast": {
-   "seconds": 0.00014577152252197265,
-   "min": 9.691776275634766e-05,
-   "max": 0.00022330047607421876,
+   "seconds": 0.00013222592353820801,
+   "min": 0.00010701120376586914,
+   "max": 0.0002128633689880371,
    "samples": 33,
    "method": "one tiny dropout layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1760967499867547e-05,
-   "host_backward_canary_seconds": 2.174616500042248e-05,
+   "host_canary_seconds": 1.0415939999965928e-05,
+   "host_backward_canary_seconds": 1.836802500001511e-05,
    "pass_seconds": [
-    0.00019977279663085937,
-    0.00014577152252197265,
-    0.0001374944019317627
+    0.000144389123916626,
+    0.00011403391838073731,
+    0.00013222592353820801
    ],
    "pass_host_canary_seconds": [
-    1.1760967499867547e-05,
-    1.04046300009486e-05,
-    7.436130000542107e-06
+    1.0415939999965928e-05,
+    7.371832499956098e-06,
+    9.35071499995388e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.174616500042248e-05,
-    1.716532000045845e-05,
-    1.2646830000448973e-05
+    1.836802500001511e-05,
+    1.8898114999927883e-05,
+    1.978440000016235e-05
    ]
   },
   "layer_steady_dropout_identity": {
-   "seconds": 7.670400142669678e-05,
-   "min": 5.630335807800293e-05,
-   "max": 0.00010335871696472168,
+   "seconds": 7.625408172607421e-05,
+   "min": 6.249152183532716e-05,
+   "max": 8.505344390869141e-05,
    "samples": 33,
    "method": "one tiny dropout_identity layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.199288750001415e-05,
-   "host_backward_canary_seconds": 2.166992000013579e-05,
+   "host_canary_seconds": 1.0142349999995304e-05,
+   "host_backward_canary_seconds": 1.8050469999977283e-05,
    "pass_seconds": [
-    9.707648277282716e-05,
-    5.772928237915039e-05,
-    7.670400142669678e-05
+    7.822400093078613e-05,
+    6.43558406829834e-05,
+    7.625408172607421e-05
    ],
    "pass_host_canary_seconds": [
-    1.199288750001415e-05,
-    7.235284999751457e-06,
-    7.4593049998838974e-06
+    1.0142349999995304e-05,
+    7.39138000000139e-06,
+    9.319365000024505e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.166992000013579e-05,
-    1.716532000045845e-05,
-    1.263937999965492e-05
+    1.8050469999977283e-05,
+    1.8909919999998694e-05,
+    1.9760724999855483e-05
    ]
   },
   "layer_steady_dropout_identity_autocast": {
-   "seconds": 0.00010300479888916015,
-   "min": 7.218048095703124e-05,
-   "max": 0.00013836480140686037,
+   "seconds": 0.00010062463760375977,
+   "min": 9.291904449462891e-05,
+   "max": 0.00012110976219177246,
    "samples": 33,
    "method": "one tiny dropout_identity layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.204514000050949e-05,
-   "host_backward_canary_seconds": 2.2914529999980004e-05,
+   "host_canary_seconds": 1.0159169999965913e-05,
+   "host_backward_canary_seconds": 1.8029889999979787e-05,
    "pass_seconds": [
-    0.00013140992164611815,
-    7.312575817108154e-05,
-    0.00010300479888916015
+    0.00010062463760375977,
+    0.00011493247985839844,
+    9.545215606689454e-05
    ],
    "pass_host_canary_seconds": [
-    1.204514000050949e-05,
-    7.269275000680864e-06,
-    7.452020000187076e-06
+    1.0159169999965913e-05,
+    1.0489534999962301e-05,
+    9.474020000013184e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2914529999980004e-05,
-    1.669965000019147e-05,
-    1.2911260000691982e-05
+    1.8029889999979787e-05,
+    1.9076364999932593e-05,
+    1.990097000003743e-05
    ]
   },
   "layer_steady_add": {
-   "seconds": 0.00012185088157653808,
-   "min": 0.00011089471817016602,
-   "max": 0.00015714816093444824,
+   "seconds": 0.00012523967742919921,
+   "min": 0.00011867839813232422,
+   "max": 0.00020635007858276367,
    "samples": 33,
    "method": "one tiny add layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.2070274999587128e-05,
-   "host_backward_canary_seconds": 2.273090000016964e-05,
+   "host_canary_seconds": 1.0170195000043237e-05,
+   "host_backward_canary_seconds": 1.9072139999991576e-05,
    "pass_seconds": [
-    0.00014895039558410645,
-    0.00012185088157653808,
-    0.00011388031959533692
+    0.00012523967742919921,
+    0.00013249024391174318,
+    0.00012044799804687501
    ],
    "pass_host_canary_seconds": [
-    1.2070274999587128e-05,
-    1.0492312499650325e-05,
-    7.372157500071808e-06
+    1.0170195000043237e-05,
+    9.985410000012961e-06,
+    9.34789500000477e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.273090000016964e-05,
-    1.8152984998778266e-05,
-    1.3039985000204978e-05
+    1.9072139999991576e-05,
+    1.82381299998724e-05,
+    2.0054379999976392e-05
    ]
   },
   "layer_steady_add_autocast": {
-   "seconds": 0.00015676863670349123,
-   "min": 0.00012728384017944336,
-   "max": 0.00019256448745727539,
+   "seconds": 0.0001510483169555664,
+   "min": 0.00013822912216186523,
+   "max": 0.00019710527420043947,
    "samples": 33,
    "method": "one tiny add layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.2069480000036492e-05,
-   "host_backward_canary_seconds": 2.2122290000652357e-05,
+   "host_canary_seconds": 1.0259384999997678e-05,
+   "host_backward_canary_seconds": 1.8466500000045015e-05,
    "pass_seconds": [
-    0.0001883616065979004,
-    0.00015676863670349123,
-    0.00014463104248046876
+    0.0001510483169555664,
+    0.00015715264320373537,
+    0.0001402233600616455
    ],
    "pass_host_canary_seconds": [
-    1.2069480000036492e-05,
-    1.0433349999630081e-05,
-    7.421990000011647e-06
+    1.0259384999997678e-05,
+    1.020459499997628e-05,
+    9.376765000013165e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2122290000652357e-05,
-    2.0353780000732514e-05,
-    1.3000449998799012e-05
+    1.8466500000045015e-05,
+    1.911798999998382e-05,
+    2.02453500000388e-05
    ]
   },
   "layer_steady_mul": {
-   "seconds": 0.00010993599891662598,
-   "min": 8.825728416442871e-05,
-   "max": 0.00015355327606201172,
+   "seconds": 0.00011962559700012207,
+   "min": 0.00011182656288146973,
+   "max": 0.00012715840339660645,
    "samples": 33,
    "method": "one tiny mul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1755289999655361e-05,
-   "host_backward_canary_seconds": 2.121073000012075e-05,
+   "host_canary_seconds": 1.0200717499984079e-05,
+   "host_backward_canary_seconds": 1.8377540000003023e-05,
    "pass_seconds": [
-    0.00014604479789733887,
-    9.15392017364502e-05,
-    0.00010993599891662598
+    0.00011962559700012207,
+    0.00012110783576965332,
+    0.00011777152061462402
    ],
    "pass_host_canary_seconds": [
-    1.1755289999655361e-05,
-    7.593304999886641e-06,
-    7.269177500006663e-06
+    1.0200717499984079e-05,
+    1.0149040000015931e-05,
+    9.111692500027856e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.121073000012075e-05,
-    1.705941999944116e-05,
-    1.2551739999935307e-05
+    1.8377540000003023e-05,
+    1.855249999991315e-05,
+    2.0136629999996102e-05
    ]
   },
   "layer_steady_mul_autocast": {
-   "seconds": 0.00013742527961730955,
-   "min": 0.00010053183555603028,
-   "max": 0.00018107456207275394,
+   "seconds": 0.00015019647598266603,
+   "min": 0.00013277888298034667,
+   "max": 0.00019229183197021484,
    "samples": 33,
    "method": "one tiny mul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1574600000017199e-05,
-   "host_backward_canary_seconds": 2.081992999933391e-05,
+   "host_canary_seconds": 1.0374489999946945e-05,
+   "host_backward_canary_seconds": 1.8776129999906742e-05,
    "pass_seconds": [
-    0.00017789823532104491,
-    0.00010833536148071289,
-    0.00013742527961730955
+    0.00015019647598266603,
+    0.0001509318447113037,
+    0.00013878591537475586
    ],
    "pass_host_canary_seconds": [
-    1.1574600000017199e-05,
-    7.18690249982501e-06,
-    7.245980000334384e-06
+    1.0374489999946945e-05,
+    1.0344214999946643e-05,
+    9.439984999914941e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.081992999933391e-05,
-    1.7707255000232178e-05,
-    1.2261530000614585e-05
+    1.8776129999906742e-05,
+    1.8001239999989594e-05,
+    1.9688079999866657e-05
    ]
   },
   "layer_steady_softmax": {
-   "seconds": 0.00010685952186584472,
-   "min": 7.764800071716309e-05,
-   "max": 0.00014699520111083984,
+   "seconds": 0.0001151961612701416,
+   "min": 0.00010600831985473633,
+   "max": 0.0001464153575897217,
    "samples": 33,
    "method": "one tiny softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1823009999716306e-05,
-   "host_backward_canary_seconds": 2.0741160000170566e-05,
+   "host_canary_seconds": 1.0282654999969054e-05,
+   "host_backward_canary_seconds": 2.254518999990296e-05,
    "pass_seconds": [
-    0.0001334316825866699,
-    7.963903903961182e-05,
-    0.00010685952186584472
+    0.00012453184127807616,
+    0.0001151961612701416,
+    0.00011005824089050292
    ],
    "pass_host_canary_seconds": [
-    1.1823009999716306e-05,
-    7.251647500083891e-06,
-    7.276957500153003e-06
+    1.0282654999969054e-05,
+    1.0422587499974155e-05,
+    9.379619999947408e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0741160000170566e-05,
-    1.7526804999761225e-05,
-    1.277094999977635e-05
+    2.254518999990296e-05,
+    1.8408279999988507e-05,
+    1.9495454999969297e-05
    ]
   },
   "layer_steady_softmax_autocast": {
-   "seconds": 0.0001370751953125,
-   "min": 0.0001111295986175537,
-   "max": 0.00019002496719360354,
+   "seconds": 0.0001444320011138916,
+   "min": 0.00012602432250976564,
+   "max": 0.00019687999725341798,
    "samples": 33,
    "method": "one tiny softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.187340999990738e-05,
-   "host_backward_canary_seconds": 2.1465660000785648e-05,
+   "host_canary_seconds": 1.0033899999974949e-05,
+   "host_backward_canary_seconds": 1.993253999998501e-05,
    "pass_seconds": [
-    0.00017724351882934572,
-    0.00011772928237915039,
-    0.0001370751953125
+    0.0001444320011138916,
+    0.00014745087623596191,
+    0.0001309836769104004
    ],
    "pass_host_canary_seconds": [
-    1.187340999990738e-05,
-    7.88939000017308e-06,
-    7.439899999326371e-06
+    1.0033899999974949e-05,
+    1.0414070000024366e-05,
+    9.232605000022432e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1465660000785648e-05,
-    1.9597099999373313e-05,
-    1.272370999913619e-05
+    1.993253999998501e-05,
+    1.8521439999972246e-05,
+    1.9576109999945855e-05
    ]
   },
   "layer_steady_log_softmax": {
-   "seconds": 9.422271728515626e-05,
-   "min": 8.067328453063965e-05,
-   "max": 0.00012680959701538087,
+   "seconds": 0.00010340224266052246,
+   "min": 9.518848419189454e-05,
+   "max": 0.000129300479888916,
    "samples": 33,
    "method": "one tiny log_softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1931507500264616e-05,
-   "host_backward_canary_seconds": 2.177550999988398e-05,
+   "host_canary_seconds": 1.0108662499987987e-05,
+   "host_backward_canary_seconds": 2.0946745000003375e-05,
    "pass_seconds": [
-    0.00012201087951660156,
-    8.280639648437499e-05,
-    9.422271728515626e-05
+    0.00010340224266052246,
+    0.00010845120429992677,
+    9.708864212036133e-05
    ],
    "pass_host_canary_seconds": [
-    1.1931507500264616e-05,
-    7.1725424999158345e-06,
-    7.246490000056838e-06
+    1.0108662499987987e-05,
+    1.0623117500045965e-05,
+    9.44916750000857e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.177550999988398e-05,
-    1.9341099999792277e-05,
-    1.2971339999694463e-05
+    2.0946745000003375e-05,
+    1.87691300000381e-05,
+    1.991509500001598e-05
    ]
   },
   "layer_steady_log_softmax_autocast": {
-   "seconds": 0.00012133312225341797,
-   "min": 9.862591743469238e-05,
-   "max": 0.0001669055938720703,
+   "seconds": 0.00012437248229980468,
+   "min": 0.0001145132827758789,
+   "max": 0.00014426943778991699,
    "samples": 33,
    "method": "one tiny log_softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1681490000228224e-05,
-   "host_backward_canary_seconds": 2.2500009999930627e-05,
+   "host_canary_seconds": 9.859517499997138e-06,
+   "host_backward_canary_seconds": 2.0097320000047603e-05,
    "pass_seconds": [
-    0.0001600070381164551,
-    0.00010259455680847167,
-    0.00012133312225341797
+    0.00012437248229980468,
+    0.00013325119972229003,
+    0.0001181100845336914
    ],
    "pass_host_canary_seconds": [
-    1.1681490000228224e-05,
-    7.5228824994155736e-06,
-    7.462077500122177e-06
+    9.859517499997138e-06,
+    1.0318915000055995e-05,
+    9.337959999982104e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2500009999930627e-05,
-    2.0360440000786184e-05,
-    1.2777405000861108e-05
+    2.0097320000047603e-05,
+    1.8840619999878073e-05,
+    2.0086604999960398e-05
    ]
   },
   "layer_steady_cross_entropy": {
-   "seconds": 0.00014272255897521973,
-   "min": 0.00012198143959045411,
-   "max": 0.00020474048614501955,
+   "seconds": 0.0001533683204650879,
+   "min": 0.00014012351989746094,
+   "max": 0.00018697919845581053,
    "samples": 33,
    "method": "one tiny cross_entropy layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1742662500182633e-05,
-   "host_backward_canary_seconds": 2.1513895000566662e-05,
+   "host_canary_seconds": 1.0003785000023413e-05,
+   "host_backward_canary_seconds": 1.9201649999871508e-05,
    "pass_seconds": [
-    0.00017948928833007812,
-    0.00012865407943725586,
-    0.00014272255897521973
+    0.0001533683204650879,
+    0.00015451775550842287,
+    0.00014539456367492677
    ],
    "pass_host_canary_seconds": [
-    1.1742662500182633e-05,
-    7.473510000863826e-06,
-    7.167754999954923e-06
+    1.0003785000023413e-05,
+    1.0248399999994718e-05,
+    9.401380000042536e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1513895000566662e-05,
-    1.9392770000195014e-05,
-    1.2861509999311238e-05
+    1.9201649999871508e-05,
+    1.8439769999929466e-05,
+    2.0015469999918878e-05
    ]
   },
   "layer_steady_cross_entropy_autocast": {
-   "seconds": 0.00017744384765625,
-   "min": 0.00015050687789916993,
-   "max": 0.0002731040000915527,
+   "seconds": 0.00018519168853759767,
+   "min": 0.00016626367568969724,
+   "max": 0.0002696403121948242,
    "samples": 33,
    "method": "one tiny cross_entropy layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1865829999919697e-05,
-   "host_backward_canary_seconds": 2.0254249999425156e-05,
+   "host_canary_seconds": 9.904335000001652e-06,
+   "host_backward_canary_seconds": 2.006473999998093e-05,
    "pass_seconds": [
-    0.00026481727600097656,
-    0.00015678463935852054,
-    0.00017744384765625
+    0.00018519168853759767,
+    0.00018561920166015625,
+    0.00017216960906982424
    ],
    "pass_host_canary_seconds": [
-    1.1865829999919697e-05,
-    7.4893049998081555e-06,
-    7.371005000322839e-06
+    9.904335000001652e-06,
+    1.0424919999962867e-05,
+    9.659215000112908e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0254249999425156e-05,
-    1.972402000092188e-05,
-    1.269821000050797e-05
+    2.006473999998093e-05,
+    1.860987999975805e-05,
+    2.034733999977334e-05
    ]
   },
   "layer_steady_embedding": {
-   "seconds": 0.0003421971130371094,
-   "min": 0.0002631308746337891,
-   "max": 0.0005393977737426758,
+   "seconds": 0.00033398529052734374,
+   "min": 0.0002547865676879883,
+   "max": 0.0005169740676879884,
    "samples": 33,
    "method": "one tiny embedding layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.2013377500181832e-05,
-   "host_backward_canary_seconds": 2.179395000041495e-05,
+   "host_canary_seconds": 1.013540500000687e-05,
+   "host_backward_canary_seconds": 1.9058334999968452e-05,
    "pass_seconds": [
-    0.0004565107345581055,
-    0.0003421971130371094,
-    0.0002935980796813965
+    0.00033398529052734374,
+    0.0003334380722045899,
+    0.0004426387023925781
    ],
    "pass_host_canary_seconds": [
-    1.2013377500181832e-05,
-    1.0034500000415392e-05,
-    1.0683109999263251e-05
+    1.013540500000687e-05,
+    1.0546405000013693e-05,
+    1.0519947500000626e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.179395000041495e-05,
-    1.8833034999943266e-05,
-    1.627896000172768e-05
+    1.9058334999968452e-05,
+    1.8103009999776986e-05,
+    2.015063499996472e-05
    ]
   },
   "layer_steady_embedding_autocast": {
-   "seconds": 0.00046807102203369136,
-   "min": 0.000257576961517334,
-   "max": 0.000729507827758789,
+   "seconds": 0.0004580972671508789,
+   "min": 0.00028629119873046875,
+   "max": 0.0006378668975830078,
    "samples": 33,
    "method": "one tiny embedding layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.175484499981394e-05,
-   "host_backward_canary_seconds": 2.2049829999559735e-05,
+   "host_canary_seconds": 1.0058205000014198e-05,
+   "host_backward_canary_seconds": 1.8687065000051463e-05,
    "pass_seconds": [
-    0.0006469990539550781,
-    0.00046807102203369136,
-    0.00028504959106445313
+    0.0003721887969970703,
+    0.0004580972671508789,
+    0.0005544384002685547
    ],
    "pass_host_canary_seconds": [
-    1.175484499981394e-05,
-    1.0403039999573593e-05,
-    8.435330000224893e-06
+    1.0058205000014198e-05,
+    1.0239814999977172e-05,
+    1.0794475000039937e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.2049829999559735e-05,
-    1.912166000010984e-05,
-    1.616177500068261e-05
+    1.8687065000051463e-05,
+    1.844694499993693e-05,
+    2.0482430000043904e-05
    ]
   },
   "layer_steady_embedding_atomic": {
-   "seconds": 0.00012913920402526856,
-   "min": 0.0001136729621887207,
-   "max": 0.0001665017509460449,
+   "seconds": 0.00012412480354309082,
+   "min": 9.875136375427246e-05,
+   "max": 0.00015845824241638183,
    "samples": 33,
    "method": "one tiny embedding_atomic layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.42135500022323e-06,
-   "host_backward_canary_seconds": 2.2729759999720047e-05,
+   "host_canary_seconds": 1.0152834999956894e-05,
+   "host_backward_canary_seconds": 1.923389000012321e-05,
    "pass_seconds": [
-    0.00012913920402526856,
-    0.0001370131206512451,
-    0.0001277676773071289
+    0.00012412480354309082,
+    0.00011878144264221192,
+    0.00013459327697753907
    ],
    "pass_host_canary_seconds": [
-    8.42135500022323e-06,
-    1.1430329999484457e-05,
-    1.0753064999562412e-05
+    1.0152834999956894e-05,
+    8.901602500017703e-06,
+    1.0264004999953614e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.2729759999720047e-05,
-    2.067967999892062e-05,
-    1.623399999971298e-05
+    1.923389000012321e-05,
+    1.9572380000170143e-05,
+    2.027848000011545e-05
    ]
   },
   "layer_steady_embedding_atomic_autocast": {
-   "seconds": 0.00016395391464233398,
-   "min": 0.00014082495689392088,
-   "max": 0.0003685798263549805,
+   "seconds": 0.00016544448852539063,
+   "min": 0.00014226176261901855,
+   "max": 0.000178606071472168,
    "samples": 33,
    "method": "one tiny embedding_atomic layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.282849999863174e-06,
-   "host_backward_canary_seconds": 2.4381964999520277e-05,
+   "host_canary_seconds": 9.954474999958052e-06,
+   "host_backward_canary_seconds": 1.8415750000002616e-05,
    "pass_seconds": [
-    0.00016395391464233398,
-    0.00016670272827148437,
-    0.00015400896072387696
+    0.00014816384315490723,
+    0.00016544448852539063,
+    0.00016780479431152345
    ],
    "pass_host_canary_seconds": [
-    9.282849999863174e-06,
-    1.0963304999904722e-05,
-    1.0339855000438547e-05
+    9.954474999958052e-06,
+    1.0288504999920177e-05,
+    1.0068744999927049e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.4381964999520277e-05,
-    2.071397000008801e-05,
-    1.6603130000021337e-05
+    1.8415750000002616e-05,
+    1.9589690000145767e-05,
+    1.9791219999945044e-05
    ]
   },
   "layer_steady_maxpool2d": {
-   "seconds": 0.0001226419162750244,
-   "min": 9.623231887817384e-05,
-   "max": 0.00014264127731323243,
+   "seconds": 0.00012262911796569824,
+   "min": 8.488703727722168e-05,
+   "max": 0.0001530406379699707,
    "samples": 33,
    "method": "one tiny maxpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0819227500178387e-05,
-   "host_backward_canary_seconds": 2.1227295000016967e-05,
+   "host_canary_seconds": 1.0004789999982221e-05,
+   "host_backward_canary_seconds": 1.904996000007486e-05,
    "pass_seconds": [
-    0.00011750592231750488,
-    0.00013525759696960448,
-    0.0001226419162750244
+    0.00012262911796569824,
+    0.00013644224166870116,
+    0.00010326656341552734
    ],
    "pass_host_canary_seconds": [
-    1.0819227500178387e-05,
-    1.084446500044578e-05,
-    1.0335270000041419e-05
+    1.0004789999982221e-05,
+    1.0621489999920187e-05,
+    9.003575000008368e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1227295000016967e-05,
-    2.00093100011145e-05,
-    1.7095559999233954e-05
+    1.904996000007486e-05,
+    1.9983720000027462e-05,
+    1.7700009999828124e-05
    ]
   },
   "layer_steady_maxpool2d_autocast": {
-   "seconds": 0.0001494752025604248,
-   "min": 0.00011819328308105469,
-   "max": 0.00017749311447143556,
+   "seconds": 0.0001524403190612793,
+   "min": 0.00010440320014953613,
+   "max": 0.00020678720474243164,
    "samples": 33,
    "method": "one tiny maxpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.349525000175164e-06,
-   "host_backward_canary_seconds": 1.998042500019892e-05,
+   "host_canary_seconds": 1.0225704999982099e-05,
+   "host_backward_canary_seconds": 2.057070999995858e-05,
    "pass_seconds": [
-    0.0001251360034942627,
-    0.0001494752025604248,
-    0.00015194239616394043
+    0.0001524403190612793,
+    0.0001724736022949219,
+    0.00011681471824645996
    ],
    "pass_host_canary_seconds": [
-    9.349525000175164e-06,
-    9.516449999864562e-06,
-    1.0374375000310465e-05
+    1.0225704999982099e-05,
+    1.0487030000092545e-05,
+    7.430912499941656e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.998042500019892e-05,
-    1.980123000066669e-05,
-    1.644145000000208e-05
+    2.057070999995858e-05,
+    2.0040049999749954e-05,
+    1.456836999992106e-05
    ]
   },
   "layer_steady_avgpool2d": {
-   "seconds": 9.884736061096192e-05,
-   "min": 8.267840385437012e-05,
-   "max": 0.00016401792526245118,
+   "seconds": 0.00010382911682128908,
+   "min": 7.37657594680786e-05,
+   "max": 0.00012565567970275877,
    "samples": 33,
    "method": "one tiny avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0118865000094956e-05,
-   "host_backward_canary_seconds": 2.042238499996074e-05,
+   "host_canary_seconds": 9.887252499964915e-06,
+   "host_backward_canary_seconds": 1.971829500007516e-05,
    "pass_seconds": [
-    9.884736061096192e-05,
-    8.917695999145508e-05,
-    0.00012910719871520995
+    0.00010382911682128908,
+    0.00011586624145507813,
+    7.974143981933593e-05
    ],
    "pass_host_canary_seconds": [
-    1.0118865000094956e-05,
-    7.51374749995648e-06,
-    1.1120540000320034e-05
+    9.887252499964915e-06,
+    1.0218190000017556e-05,
+    7.512099999971156e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.042238499996074e-05,
-    2.029975500022374e-05,
-    1.995331999978589e-05
+    1.971829500007516e-05,
+    2.013961499997663e-05,
+    1.570056500000305e-05
    ]
   },
   "layer_steady_avgpool2d_autocast": {
-   "seconds": 0.00013914239883422853,
-   "min": 0.00010083776473999023,
-   "max": 0.00028099840164184567,
+   "seconds": 0.00013234944343566894,
+   "min": 9.268735885620117e-05,
+   "max": 0.00018036096572875978,
    "samples": 33,
    "method": "one tiny avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0199905000263243e-05,
-   "host_backward_canary_seconds": 2.210869999998977e-05,
+   "host_canary_seconds": 1.0158620000026986e-05,
+   "host_backward_canary_seconds": 1.932162999992215e-05,
    "pass_seconds": [
-    0.00013914239883422853,
-    0.00012339839935302736,
-    0.00018922048568725586
+    0.00013234944343566894,
+    0.00014689215660095215,
+    9.900032043457031e-05
    ],
    "pass_host_canary_seconds": [
-    1.0199905000263243e-05,
-    9.655204999035049e-06,
-    1.1169992500299486e-05
+    1.0158620000026986e-05,
+    1.0423014999929592e-05,
+    7.40413500004422e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.210869999998977e-05,
-    1.96595499983232e-05,
-    2.223348500024258e-05
+    1.932162999992215e-05,
+    1.9934480000074473e-05,
+    1.5257609999963505e-05
    ]
   },
   "layer_steady_adaptive_avgpool2d": {
-   "seconds": 0.00011796992301940918,
-   "min": 9.495231628417968e-05,
-   "max": 0.000187007999420166,
+   "seconds": 0.00011843647956848145,
+   "min": 8.41324806213379e-05,
+   "max": 0.00016007104873657228,
    "samples": 33,
    "method": "one tiny adaptive_avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.40595999989091e-06,
-   "host_backward_canary_seconds": 2.245229499976631e-05,
+   "host_canary_seconds": 1.0127720000028261e-05,
+   "host_backward_canary_seconds": 1.9225299999874324e-05,
    "pass_seconds": [
-    0.00011796992301940918,
-    0.000103438720703125,
-    0.00015922944068908694
+    0.00011843647956848145,
+    0.0001274022388458252,
+    8.729408264160156e-05
    ],
    "pass_host_canary_seconds": [
-    8.40595999989091e-06,
-    8.920149999198656e-06,
-    1.0589270000309624e-05
+    1.0127720000028261e-05,
+    1.0241714999992268e-05,
+    7.272097499964048e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.245229499976631e-05,
-    1.9690624999384457e-05,
-    2.4467739999636253e-05
+    1.9225299999874324e-05,
+    1.892163999997365e-05,
+    1.4999510000137661e-05
    ]
   },
   "layer_steady_adaptive_avgpool2d_autocast": {
-   "seconds": 0.00014975040435791017,
-   "min": 0.00013539263725280762,
-   "max": 0.00024209407806396484,
+   "seconds": 0.0001425708770751953,
+   "min": 0.00010011520385742188,
+   "max": 0.0001643110466003418,
    "samples": 33,
    "method": "one tiny adaptive_avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0425505000171142e-05,
-   "host_backward_canary_seconds": 2.2113559999752397e-05,
+   "host_canary_seconds": 1.0103494999995633e-05,
+   "host_backward_canary_seconds": 1.915345000000457e-05,
    "pass_seconds": [
-    0.0001453337574005127,
-    0.00014975040435791017,
-    0.0002023846435546875
+    0.0001425708770751953,
+    0.0001528544044494629,
+    0.00013060480117797852
    ],
    "pass_host_canary_seconds": [
-    1.0425505000171142e-05,
-    9.990270000344025e-06,
-    1.0697440000058123e-05
+    1.0103494999995633e-05,
+    1.0320619999930613e-05,
+    7.087044999991576e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2113559999752397e-05,
-    1.898680999829594e-05,
-    2.0633600001929153e-05
+    1.915345000000457e-05,
+    1.87721499997906e-05,
+    1.4677210000115792e-05
    ]
   },
   "layer_steady_flatten": {
-   "seconds": 6.996863842010498e-05,
-   "min": 5.747456073760987e-05,
-   "max": 0.00011537280082702636,
+   "seconds": 7.294335842132568e-05,
+   "min": 5.151872158050537e-05,
+   "max": 9.31436824798584e-05,
    "samples": 33,
    "method": "one tiny flatten layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.986099999537146e-06,
-   "host_backward_canary_seconds": 2.1284390001028442e-05,
+   "host_canary_seconds": 9.880287499974826e-06,
+   "host_backward_canary_seconds": 1.9051340000046934e-05,
    "pass_seconds": [
-    6.996863842010498e-05,
-    5.933119773864746e-05,
-    0.00010028927803039552
+    7.294335842132568e-05,
+    7.398208141326904e-05,
+    5.479487895965576e-05
    ],
    "pass_host_canary_seconds": [
-    9.986099999537146e-06,
-    7.174204999955691e-06,
-    1.0686432499937837e-05
+    9.880287499974826e-06,
+    1.0207990000026257e-05,
+    7.073259999970105e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1284390001028442e-05,
-    2.012847000059992e-05,
-    2.0723204999057996e-05
+    1.9051340000046934e-05,
+    1.87721499997906e-05,
+    1.4640240000005633e-05
    ]
   },
   "layer_steady_flatten_autocast": {
-   "seconds": 9.286016464233398e-05,
-   "min": 7.264575958251953e-05,
-   "max": 0.00014878975868225098,
+   "seconds": 9.577919960021973e-05,
+   "min": 8.542143821716309e-05,
+   "max": 0.00011225088119506836,
    "samples": 33,
    "method": "one tiny flatten layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0544042499702755e-05,
-   "host_backward_canary_seconds": 2.1151450000616022e-05,
+   "host_canary_seconds": 9.932837499988523e-06,
+   "host_backward_canary_seconds": 1.912980000000175e-05,
    "pass_seconds": [
-    9.286016464233398e-05,
-    7.410431861877441e-05,
-    0.00012004480361938477
+    9.577919960021973e-05,
+    0.00010692864418029787,
+    8.635519981384277e-05
    ],
    "pass_host_canary_seconds": [
-    1.0544042499702755e-05,
-    7.254542500163552e-06,
-    1.1177679999718748e-05
+    9.932837499988523e-06,
+    1.0371657500058972e-05,
+    7.095882500038897e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1151450000616022e-05,
-    1.8706954999743175e-05,
-    2.2062119999191055e-05
+    1.912980000000175e-05,
+    1.8966444999932717e-05,
+    1.2270274999934828e-05
    ]
   },
   "layer_steady_reshape": {
-   "seconds": 7.55238389968872e-05,
-   "min": 6.130239963531494e-05,
-   "max": 0.00011597887992858886,
+   "seconds": 7.095935821533203e-05,
+   "min": 5.726848125457763e-05,
+   "max": 8.408896446228027e-05,
    "samples": 33,
    "method": "one tiny reshape layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0177270000326644e-05,
-   "host_backward_canary_seconds": 2.0030640000641143e-05,
+   "host_canary_seconds": 1.0194597500010617e-05,
+   "host_backward_canary_seconds": 1.962904499990259e-05,
    "pass_seconds": [
-    6.619904041290284e-05,
-    7.55238389968872e-05,
-    8.41164779663086e-05
+    7.38483190536499e-05,
+    7.095935821533203e-05,
+    5.81440019607544e-05
    ],
    "pass_host_canary_seconds": [
-    1.0177270000326644e-05,
-    1.0537530000647166e-05,
-    1.1566400000333487e-05
+    1.0194597500010617e-05,
+    1.0385400000103572e-05,
+    7.639534999981378e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0030640000641143e-05,
-    1.975853999965693e-05,
-    2.3667320000413384e-05
+    1.962904499990259e-05,
+    1.900312999993048e-05,
+    1.2570270000082928e-05
    ]
   },
   "layer_steady_reshape_autocast": {
-   "seconds": 0.00011339712142944335,
-   "min": 8.665984153747558e-05,
-   "max": 0.00012279359817504883,
+   "seconds": 8.883584022521972e-05,
+   "min": 7.852992057800294e-05,
+   "max": 0.0001057414436340332,
    "samples": 33,
    "method": "one tiny reshape layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1378629999967415e-05,
-   "host_backward_canary_seconds": 2.3023914999953375e-05,
+   "host_canary_seconds": 1.0043307499998377e-05,
+   "host_backward_canary_seconds": 1.9615265000041402e-05,
    "pass_seconds": [
-    0.00011339712142944335,
-    0.00010225215911865233,
-    0.00011440959930419923
+    8.883584022521972e-05,
+    9.684800148010253e-05,
+    8.095487594604493e-05
    ],
    "pass_host_canary_seconds": [
-    1.1378629999967415e-05,
-    1.0575795000136167e-05,
-    1.1037317500495192e-05
+    1.0043307499998377e-05,
+    1.0502597499950638e-05,
+    7.364172499961797e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.3023914999953375e-05,
-    2.0307639999828098e-05,
-    2.6249014999848442e-05
+    1.9615265000041402e-05,
+    1.9360234999936663e-05,
+    1.2083270000005087e-05
    ]
   },
   "layer_steady_slice": {
-   "seconds": 0.00011790911674499511,
-   "min": 9.877823829650878e-05,
-   "max": 0.0001508563232421875,
+   "seconds": 0.00010322431564331055,
+   "min": 7.43609619140625e-05,
+   "max": 0.00012585408210754394,
    "samples": 33,
    "method": "one tiny slice layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1307810000289464e-05,
-   "host_backward_canary_seconds": 2.2460630000296077e-05,
+   "host_canary_seconds": 1.0391754999972137e-05,
+   "host_backward_canary_seconds": 2.0018295000028275e-05,
    "pass_seconds": [
-    0.00011790911674499511,
-    0.00011280896186828613,
-    0.0001419212818145752
+    0.00010322431564331055,
+    0.00010402112007141113,
+    9.012800216674804e-05
    ],
    "pass_host_canary_seconds": [
-    1.1307810000289464e-05,
-    1.0826202499742976e-05,
-    1.0677545000135068e-05
+    1.0391754999972137e-05,
+    1.0521852499962848e-05,
+    7.314145000023586e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2460630000296077e-05,
-    1.953419499955089e-05,
-    2.046173000053386e-05
+    2.0018295000028275e-05,
+    1.8894370000026584e-05,
+    1.2737905000079763e-05
    ]
   },
   "layer_steady_slice_autocast": {
-   "seconds": 0.00015172415733337403,
-   "min": 0.00011503040313720704,
-   "max": 0.0001965779113769531,
+   "seconds": 0.00012375231742858887,
+   "min": 8.854528427124024e-05,
+   "max": 0.00013214783668518066,
    "samples": 33,
    "method": "one tiny slice layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1157619999835333e-05,
-   "host_backward_canary_seconds": 2.193606999981057e-05,
+   "host_canary_seconds": 1.0444600000028005e-05,
+   "host_backward_canary_seconds": 1.9239790000042946e-05,
    "pass_seconds": [
-    0.00012975616455078125,
-    0.00015172415733337403,
-    0.00017934272766113282
+    0.00012375231742858887,
+    0.00012580479621887206,
+    0.00011113792419433595
    ],
    "pass_host_canary_seconds": [
-    1.1157619999835333e-05,
-    1.101876000006996e-05,
-    1.1120305000531516e-05
+    1.0444600000028005e-05,
+    9.994187499984265e-06,
+    7.356820000055108e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.193606999981057e-05,
-    2.1127570000771812e-05,
-    2.046173000053386e-05
+    1.9239790000042946e-05,
+    1.836741999980518e-05,
+    1.9596834999902057e-05
    ]
   },
   "layer_steady_transpose_contiguous": {
-   "seconds": 0.00012789440155029297,
-   "min": 0.0001004851245880127,
-   "max": 0.00020337535858154298,
+   "seconds": 0.0001254412841796875,
+   "min": 0.00010056639671325683,
+   "max": 0.0001632134437561035,
    "samples": 33,
    "method": "one tiny transpose_contiguous layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.906159999606644e-06,
-   "host_backward_canary_seconds": 1.7001890000187814e-05,
+   "host_canary_seconds": 9.964804999995636e-06,
+   "host_backward_canary_seconds": 1.9201750000092943e-05,
    "pass_seconds": [
-    0.00011479935646057128,
-    0.00012789440155029297,
-    0.00016418624877929686
+    0.0001254412841796875,
+    0.0001303001594543457,
+    0.00010977279663085937
    ],
    "pass_host_canary_seconds": [
-    7.906159999606644e-06,
-    1.101876000006996e-05,
-    1.0773075000543031e-05
+    9.964804999995636e-06,
+    1.0132495000050312e-05,
+    7.244800000023588e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7001890000187814e-05,
-    2.0452349999686704e-05,
-    1.9971479998730503e-05
+    1.9201750000092943e-05,
+    1.8384800000035285e-05,
+    1.619007499982672e-05
    ]
   },
   "layer_steady_transpose_contiguous_autocast": {
-   "seconds": 0.00016937152862548827,
-   "min": 0.0001299071979522705,
-   "max": 0.00027257408142089843,
+   "seconds": 0.00015665856361389162,
+   "min": 0.00012487423896789552,
+   "max": 0.00023164928436279295,
    "samples": 33,
    "method": "one tiny transpose_contiguous layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.916835000150058e-06,
-   "host_backward_canary_seconds": 1.667576000045301e-05,
+   "host_canary_seconds": 1.0116635000017027e-05,
+   "host_backward_canary_seconds": 1.915388000000462e-05,
    "pass_seconds": [
-    0.000154268159866333,
-    0.00016937152862548827,
-    0.00021256448745727538
+    0.00015665856361389162,
+    0.0001681100845336914,
+    0.00013506943702697754
    ],
    "pass_host_canary_seconds": [
-    8.916835000150058e-06,
-    1.0663214999340198e-05,
-    1.075891499908721e-05
+    1.0116635000017027e-05,
+    1.0288840000072242e-05,
+    7.338110000034703e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.667576000045301e-05,
-    2.0152659999439493e-05,
-    2.0306740000251012e-05
+    1.915388000000462e-05,
+    1.863748999994641e-05,
+    1.2521929999991243e-05
    ]
   },
   "layer_steady_cat": {
-   "seconds": 0.00012519040107727053,
-   "min": 7.333759784698487e-05,
-   "max": 0.0001629427146911621,
+   "seconds": 9.677503585815429e-05,
+   "min": 8.501503944396972e-05,
+   "max": 0.00010495871543884277,
    "samples": 33,
    "method": "one tiny cat layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0481879999986177e-05,
-   "host_backward_canary_seconds": 1.652242500028933e-05,
+   "host_canary_seconds": 9.943399999983172e-06,
+   "host_backward_canary_seconds": 2.088717000006568e-05,
    "pass_seconds": [
-    7.703936100006104e-05,
-    0.00012519040107727053,
-    0.00012641152381896975
+    0.00010171839714050293,
+    9.677503585815429e-05,
+    8.748736381530762e-05
    ],
    "pass_host_canary_seconds": [
-    1.0481879999986177e-05,
-    1.0663214999340198e-05,
-    1.067147750006825e-05
+    9.943399999983172e-06,
+    9.27589500001602e-06,
+    7.05673749990865e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.652242500028933e-05,
-    2.102220000097077e-05,
-    2.3757105000186127e-05
+    2.088717000006568e-05,
+    1.880510999995977e-05,
+    1.2242385000007517e-05
    ]
   },
   "layer_steady_cat_autocast": {
-   "seconds": 0.0001457593631744385,
-   "min": 9.69536018371582e-05,
-   "max": 0.00018102144241333005,
+   "seconds": 0.00011071040153503417,
+   "min": 9.774847984313966e-05,
+   "max": 0.00017645952224731444,
    "samples": 33,
    "method": "one tiny cat layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.531557500077726e-06,
-   "host_backward_canary_seconds": 1.6664414999922883e-05,
+   "host_canary_seconds": 9.928234999989627e-06,
+   "host_backward_canary_seconds": 2.1025220000012724e-05,
    "pass_seconds": [
-    0.000105928316116333,
-    0.0001457593631744385,
-    0.00015060223579406738
+    0.0001272640037536621,
+    0.00010193792343139649,
+    0.00011071040153503417
    ],
    "pass_host_canary_seconds": [
-    8.531557500077726e-06,
-    9.562005000134376e-06,
-    1.06865149996338e-05
+    9.928234999989627e-06,
+    8.426130000032117e-06,
+    7.129697499905774e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6664414999922883e-05,
-    2.1058469999388764e-05,
-    2.5884459998906094e-05
+    2.1025220000012724e-05,
+    1.8981340000010507e-05,
+    1.203265000000897e-05
    ]
   },
   "layer_steady_gelu_tanh_composite": {
-   "seconds": 0.0004903583908081055,
-   "min": 0.00029786239624023434,
-   "max": 0.0006086547088623047,
+   "seconds": 0.00037732479095458986,
+   "min": 0.00032742847442626953,
+   "max": 0.0006194553756713867,
    "samples": 33,
    "method": "one tiny gelu_tanh_composite layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.717202499861742e-06,
-   "host_backward_canary_seconds": 1.5364615000521555e-05,
+   "host_canary_seconds": 1.03886874999759e-05,
+   "host_backward_canary_seconds": 1.897001999999759e-05,
    "pass_seconds": [
-    0.0003639571380615234,
-    0.0005114713668823242,
-    0.0004903583908081055
+    0.00048119297027587887,
+    0.00037732479095458986,
+    0.00034130878448486327
    ],
    "pass_host_canary_seconds": [
-    7.717202499861742e-06,
-    1.0692345000506975e-05,
-    1.06865149996338e-05
+    1.03886874999759e-05,
+    1.0438500000020668e-05,
+    7.3682200000035895e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.5364615000521555e-05,
-    2.0046310000907398e-05,
-    1.9600319999426573e-05
+    1.897001999999759e-05,
+    1.8626379999773236e-05,
+    1.3261269999986779e-05
    ]
   },
   "layer_steady_gelu_tanh_composite_autocast": {
-   "seconds": 0.0005107603073120117,
-   "min": 0.00038378814697265625,
-   "max": 0.0007088985443115234,
+   "seconds": 0.0005149280166625976,
+   "min": 0.00041101440429687497,
+   "max": 0.000659680633544922,
    "samples": 33,
    "method": "one tiny gelu_tanh_composite layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0594304999926862e-05,
-   "host_backward_canary_seconds": 1.6244370000322307e-05,
+   "host_canary_seconds": 1.0402989999960255e-05,
+   "host_backward_canary_seconds": 1.8719979999985982e-05,
    "pass_seconds": [
-    0.0005107603073120117,
-    0.000505489273071289,
-    0.0005883705520629883
+    0.0005661190414428711,
+    0.0004276569747924805,
+    0.0005149280166625976
    ],
    "pass_host_canary_seconds": [
-    1.0594304999926862e-05,
-    1.0195314999918991e-05,
-    1.071273749971624e-05
+    1.0402989999960255e-05,
+    1.0063735000045427e-05,
+    1.003935500008879e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6244370000322307e-05,
-    1.906006999888632e-05,
-    2.2798964999992676e-05
+    1.8719979999985982e-05,
+    1.825440000004619e-05,
+    2.138594999991028e-05
    ]
   },
   "layer_steady_mha": {
-   "seconds": 0.001590181121826172,
-   "min": 0.0011002067565917969,
-   "max": 0.0018130514526367187,
+   "seconds": 0.0014525395202636719,
+   "min": 0.001186065902709961,
+   "max": 0.001806225891113281,
    "samples": 33,
    "method": "one tiny mha layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.116443499995512e-05,
-   "host_backward_canary_seconds": 2.0651229999657516e-05,
+   "host_canary_seconds": 1.0517134999972199e-05,
+   "host_backward_canary_seconds": 1.962529999985918e-05,
    "pass_seconds": [
-    0.0016415341186523439,
-    0.001590181121826172,
-    0.0015854310607910157
+    0.0015965574645996094,
+    0.0014525395202636719,
+    0.0013976007080078127
    ],
    "pass_host_canary_seconds": [
-    1.116443499995512e-05,
-    1.0697210000216727e-05,
-    1.1164769999822965e-05
+    1.0517134999972199e-05,
+    1.0072755000010147e-05,
+    1.004019000006906e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0651229999657516e-05,
-    1.8868939998810675e-05,
-    1.7428469998321816e-05
+    1.962529999985918e-05,
+    1.8930599999862352e-05,
+    1.896541000007801e-05
    ]
   },
   "layer_steady_mha_autocast": {
-   "seconds": 0.002029925079345703,
-   "min": 0.001776248321533203,
-   "max": 0.002374473571777344,
+   "seconds": 0.0017409805297851563,
+   "min": 0.0013462944030761719,
+   "max": 0.0020857676696777344,
    "samples": 33,
    "method": "one tiny mha layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1018309999712983e-05,
-   "host_backward_canary_seconds": 2.1016919999965468e-05,
+   "host_canary_seconds": 1.0168059999955403e-05,
+   "host_backward_canary_seconds": 1.9494010000045137e-05,
    "pass_seconds": [
-    0.0022665721130371093,
-    0.0018598323059082031,
-    0.002029925079345703
+    0.0017409805297851563,
+    0.001787178955078125,
+    0.0016217216491699218
    ],
    "pass_host_canary_seconds": [
-    1.1018309999712983e-05,
-    7.16540499979601e-06,
-    1.1028914999542394e-05
+    1.0168059999955403e-05,
+    1.0490194999874803e-05,
+    7.492630000029976e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1016919999965468e-05,
-    1.9022389999463485e-05,
-    2.0107499999539868e-05
+    1.9494010000045137e-05,
+    1.834449999989829e-05,
+    1.7162839999969036e-05
    ]
   },
   "layer_steady_cast": {
-   "seconds": 9.972479820251465e-05,
-   "min": 8.633728027343751e-05,
-   "max": 0.00014150336265563964,
+   "seconds": 0.00010913663864135743,
+   "min": 8.926591873168945e-05,
+   "max": 0.00013410752296447753,
    "samples": 33,
    "method": "one tiny cast layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.006307499783816e-06,
-   "host_backward_canary_seconds": 2.0784035000360747e-05,
+   "host_canary_seconds": 1.0180565000013074e-05,
+   "host_backward_canary_seconds": 1.975732499992944e-05,
    "pass_seconds": [
-    9.972479820251465e-05,
-    9.225343704223633e-05,
-    0.00013337087631225587
+    0.00010913663864135743,
+    0.00011968064308166503,
+    9.407360076904297e-05
    ],
    "pass_host_canary_seconds": [
-    8.006307499783816e-06,
-    7.260175000283197e-06,
-    1.067326499992305e-05
+    1.0180565000013074e-05,
+    1.0743225000027223e-05,
+    7.385587499939561e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0784035000360747e-05,
-    1.907670999912625e-05,
-    2.1659389999513224e-05
+    1.975732499992944e-05,
+    1.9417839999960052e-05,
+    1.9509314999908155e-05
    ]
   },
   "layer_steady_cast_autocast": {
-   "seconds": 0.0001240659236907959,
-   "min": 0.00011350912094116211,
-   "max": 0.00033037502288818364,
+   "seconds": 0.00013577983856201173,
+   "min": 0.00011745535850524901,
+   "max": 0.00015544575691223145,
    "samples": 33,
    "method": "one tiny cast layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.674704999942605e-06,
-   "host_backward_canary_seconds": 2.172675499991783e-05,
+   "host_canary_seconds": 1.0206605000036006e-05,
+   "host_backward_canary_seconds": 1.9961980000005043e-05,
    "pass_seconds": [
-    0.00012388928413391113,
-    0.0001240659236907959,
-    0.00017614591598510743
+    0.00013577983856201173,
+    0.0001507046413421631,
+    0.00013242431640625
    ],
    "pass_host_canary_seconds": [
-    7.674704999942605e-06,
-    7.685020000280928e-06,
-    1.0777295000252706e-05
+    1.0206605000036006e-05,
+    1.0711325000016814e-05,
+    1.0108575000060681e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.172675499991783e-05,
-    1.96739000011803e-05,
-    2.1509589998913725e-05
+    1.9961980000005043e-05,
+    1.8818380000027445e-05,
+    1.9518529999800193e-05
    ]
   },
   "layer_steady_rmsnorm": {
-   "seconds": 0.0001267078399658203,
-   "min": 0.00011217535972595215,
-   "max": 0.0001726348876953125,
+   "seconds": 0.00014916671752929686,
+   "min": 0.00013224384307861328,
+   "max": 0.00017970048904418945,
    "samples": 33,
    "method": "one tiny rmsnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.695509999621209e-06,
-   "host_backward_canary_seconds": 2.13700400001926e-05,
+   "host_canary_seconds": 1.0459639999993442e-05,
+   "host_backward_canary_seconds": 2.038632999997958e-05,
    "pass_seconds": [
-    0.00012787520408630372,
-    0.00011653696060180665,
-    0.0001267078399658203
+    0.00013905856132507324,
+    0.00014916671752929686,
+    0.00016695167541503904
    ],
    "pass_host_canary_seconds": [
-    7.695509999621209e-06,
-    7.212514999537234e-06,
-    9.250140000176543e-06
+    1.0459639999993442e-05,
+    1.0582480000067562e-05,
+    1.0108575000060681e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.13700400001926e-05,
-    2.0805789999940317e-05,
-    2.1559159999924305e-05
+    2.038632999997958e-05,
+    1.9414200000085203e-05,
+    1.9023479999873416e-05
    ]
   },
   "layer_steady_rmsnorm_autocast": {
-   "seconds": 0.00016026559829711913,
-   "min": 0.00013092096328735353,
-   "max": 0.00021331008911132813,
+   "seconds": 0.00016712575912475585,
+   "min": 0.00013911808013916015,
+   "max": 0.00023804864883422851,
    "samples": 33,
    "method": "one tiny rmsnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.4044375000758e-06,
-   "host_backward_canary_seconds": 2.2315780000212727e-05,
+   "host_canary_seconds": 1.039714999997443e-05,
+   "host_backward_canary_seconds": 1.9810080000013387e-05,
    "pass_seconds": [
-    0.00016026559829711913,
-    0.00013739263534545898,
-    0.0001756819152832031
+    0.00016504255294799805,
+    0.00017556800842285155,
+    0.00016712575912475585
    ],
    "pass_host_canary_seconds": [
-    8.4044375000758e-06,
-    7.365060000665835e-06,
-    1.0498000000325191e-05
+    1.039714999997443e-05,
+    1.055151000002752e-05,
+    1.0243855000027224e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.2315780000212727e-05,
-    1.967116000059832e-05,
-    2.1916084999702435e-05
+    1.9810080000013387e-05,
+    1.8551349999995636e-05,
+    1.8847104999935027e-05
    ]
   },
   "layer_steady_sdpa": {
-   "seconds": 0.0002818438339233398,
-   "min": 0.000214400634765625,
-   "max": 0.0004472991943359375,
+   "seconds": 0.00024368448257446287,
+   "min": 0.00022532800674438476,
+   "max": 0.000286615047454834,
    "samples": 33,
    "method": "one tiny sdpa layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1783654999817372e-05,
-   "host_backward_canary_seconds": 2.234630500026924e-05,
+   "host_canary_seconds": 1.0210514999968723e-05,
+   "host_backward_canary_seconds": 2.0023290000068526e-05,
    "pass_seconds": [
-    0.0002818438339233398,
-    0.0002290444755554199,
-    0.0003452057647705078
+    0.00024042112350463867,
+    0.00024368448257446287,
+    0.0002450822448730469
    ],
    "pass_host_canary_seconds": [
-    1.1783654999817372e-05,
-    7.365060000665835e-06,
-    8.513872500088838e-06
+    1.0210514999968723e-05,
+    1.0495804999948178e-05,
+    1.004889999990155e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.234630500026924e-05,
-    1.9291529999918565e-05,
-    2.211112500049239e-05
+    2.0023290000068526e-05,
+    1.8990719999862905e-05,
+    1.8754870000066147e-05
    ]
   },
   "layer_steady_sdpa_autocast": {
-   "seconds": 0.00039898750305175786,
-   "min": 0.0002936793518066406,
-   "max": 0.0006490758514404296,
+   "seconds": 0.0003615225601196289,
+   "min": 0.00033813121795654293,
+   "max": 0.000481657600402832,
    "samples": 33,
    "method": "one tiny sdpa layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1537362500178005e-05,
-   "host_backward_canary_seconds": 1.700250499993672e-05,
+   "host_canary_seconds": 1.0425712500001794e-05,
+   "host_backward_canary_seconds": 1.9334954999976616e-05,
    "pass_seconds": [
-    0.00039898750305175786,
-    0.00036948158264160153,
-    0.0005590969467163086
+    0.0003615225601196289,
+    0.0003890323257446289,
+    0.0003563571166992188
    ],
    "pass_host_canary_seconds": [
-    1.1537362500178005e-05,
-    7.2830650003652405e-06,
-    1.1678864999566941e-05
+    1.0425712500001794e-05,
+    1.0790254999903937e-05,
+    1.0311162500045157e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.700250499993672e-05,
-    1.9933529999889286e-05,
-    2.1399769998424745e-05
+    1.9334954999976616e-05,
+    1.8766550000179904e-05,
+    1.8901265000010882e-05
    ]
   },
   "layer_steady_sdpa_efficient": {
-   "seconds": 0.0002096928024291992,
-   "min": 0.00017177408218383789,
-   "max": 0.0002984441566467285,
+   "seconds": 0.00018935808181762693,
+   "min": 0.00016349184036254885,
+   "max": 0.0002217939186096191,
    "samples": 33,
    "method": "one tiny sdpa_model_head layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.177589999997508e-05,
-   "host_backward_canary_seconds": 2.2160830000075293e-05,
+   "host_canary_seconds": 1.0120852500001831e-05,
+   "host_backward_canary_seconds": 1.9652739999997945e-05,
    "pass_seconds": [
-    0.00022711872100830078,
-    0.0001823423957824707,
-    0.0002096928024291992
+    0.00019704511642456055,
+    0.00017204288482666017,
+    0.00018935808181762693
    ],
    "pass_host_canary_seconds": [
-    1.177589999997508e-05,
-    7.309064999958536e-06,
-    8.230020000610239e-06
+    1.0120852500001831e-05,
+    1.0562730000032162e-05,
+    9.91216000002737e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2160830000075293e-05,
-    1.976122499968369e-05,
-    2.096842000128163e-05
+    1.9652739999997945e-05,
+    1.5887239999869962e-05,
+    1.8550199999936012e-05
    ]
   },
   "layer_steady_sdpa_cudnn_autocast": {
-   "seconds": 0.00046229953765869144,
-   "min": 0.0003231321716308594,
-   "max": 0.0006727584075927734,
+   "seconds": 0.0003740108871459961,
+   "min": 0.00025799104690551756,
+   "max": 0.0005247488021850586,
    "samples": 33,
    "method": "one tiny sdpa_model_head layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.136308500008454e-05,
-   "host_backward_canary_seconds": 2.2487690000616566e-05,
+   "host_canary_seconds": 1.029134500004858e-05,
+   "host_backward_canary_seconds": 1.9706789999958118e-05,
    "pass_seconds": [
-    0.0005681625747680664,
-    0.00036277057647705077,
-    0.00046229953765869144
+    0.0003740108871459961,
+    0.0004015910339355469,
+    0.0003585599899291992
    ],
    "pass_host_canary_seconds": [
-    1.136308500008454e-05,
-    7.318247499483732e-06,
-    9.527882499469344e-06
+    1.029134500004858e-05,
+    7.547312500051361e-06,
+    9.995134999982725e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2487690000616566e-05,
-    1.9181735001438938e-05,
-    2.056435499866893e-05
+    1.9706789999958118e-05,
+    1.6998605000111412e-05,
+    1.9012074999977813e-05
    ]
   },
   "layer_steady_mha_no_weights": {
-   "seconds": 0.001353322296142578,
-   "min": 0.00104289794921875,
-   "max": 0.0017103967285156249,
+   "seconds": 0.0013631494140625,
+   "min": 0.001053354263305664,
+   "max": 0.0014486349487304686,
    "samples": 33,
    "method": "one tiny mha_no_weights layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1009135000108473e-05,
-   "host_backward_canary_seconds": 2.2137610000072527e-05,
+   "host_canary_seconds": 1.0203575000033993e-05,
+   "host_backward_canary_seconds": 1.9392970000069453e-05,
    "pass_seconds": [
-    0.001353322296142578,
-    0.0013284774780273436,
-    0.0013547596740722655
+    0.0013723455810546875,
+    0.0013631494140625,
+    0.0011035404968261719
    ],
    "pass_host_canary_seconds": [
-    1.1009135000108473e-05,
-    7.316795000633647e-06,
-    9.873924999510565e-06
+    1.0203575000033993e-05,
+    9.810669999978928e-06,
+    8.690250000000788e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2137610000072527e-05,
-    1.8982850001521e-05,
-    2.0873799999208133e-05
+    1.9392970000069453e-05,
+    1.921463000002177e-05,
+    1.910808999980418e-05
    ]
   },
   "layer_steady_mha_no_weights_autocast": {
-   "seconds": 0.0018974298095703124,
-   "min": 0.0013609925842285155,
-   "max": 0.002228703308105469,
+   "seconds": 0.001577064971923828,
+   "min": 0.0012505964660644532,
+   "max": 0.001844424285888672,
    "samples": 33,
    "method": "one tiny mha_no_weights layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.120136499991986e-05,
-   "host_backward_canary_seconds": 1.8544250000331886e-05,
+   "host_canary_seconds": 9.923145000030332e-06,
+   "host_backward_canary_seconds": 1.9009620000076666e-05,
    "pass_seconds": [
-    0.002030509490966797,
-    0.0016821824645996094,
-    0.0018974298095703124
+    0.001577064971923828,
+    0.0017699008178710938,
+    0.0013268083190917967
    ],
    "pass_host_canary_seconds": [
-    1.120136499991986e-05,
-    8.115040000120643e-06,
-    1.0810014999833584e-05
+    9.923145000030332e-06,
+    9.939044999924818e-06,
+    9.222970000024589e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8544250000331886e-05,
-    1.902355999845895e-05,
-    2.0754700001361927e-05
+    1.9009620000076666e-05,
+    1.9540710000001126e-05,
+    1.8220289999817395e-05
    ]
   },
   "conv_host_k3_fp32_2x4x8x8_4_forward": {
-   "seconds": 4.462230001536227e-05,
-   "min": 2.751289998741413e-05,
-   "max": 7.47080999985883e-05,
+   "seconds": 4.0957299998467536e-05,
+   "min": 3.060309999938227e-05,
+   "max": 5.553400000053443e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8135,28 +8135,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.1542130000066209e-05,
-   "host_backward_canary_seconds": 1.7783115000042924e-05,
+   "host_canary_seconds": 9.175087499997403e-06,
+   "host_backward_canary_seconds": 1.9120639999954393e-05,
    "pass_seconds": [
-    6.601960000125473e-05,
-    2.9717999996137224e-05,
-    4.462230001536227e-05
+    3.215079999989712e-05,
+    4.0957299998467536e-05,
+    4.256409999925381e-05
    ],
    "pass_host_canary_seconds": [
-    1.1542130000066209e-05,
-    7.970849999310304e-06,
-    1.1226350000015373e-05
+    9.175087499997403e-06,
+    9.66963499990925e-06,
+    9.644260000101213e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7783115000042924e-05,
-    1.7328750000160654e-05,
-    2.1510179999495448e-05
+    1.9120639999954393e-05,
+    1.993289999973058e-05,
+    1.8832740000220838e-05
    ]
   },
   "conv_host_k3_fp32_2x4x8x8_4_forward_backward": {
-   "seconds": 0.0002417877999960183,
-   "min": 0.00019283060000816477,
-   "max": 0.0005783312000062323,
+   "seconds": 0.00019261779999908414,
+   "min": 0.00017889699999926734,
+   "max": 0.00034634889999836106,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8171,28 +8171,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.1548310000080165e-05,
-   "host_backward_canary_seconds": 2.1866170000066633e-05,
+   "host_canary_seconds": 9.284274999998843e-06,
+   "host_backward_canary_seconds": 1.878629999993109e-05,
    "pass_seconds": [
-    0.0004549999999994725,
-    0.00019717069999387605,
-    0.0002417877999960183
+    0.00018509030000046778,
+    0.00034491270000103214,
+    0.00019261779999908414
    ],
    "pass_host_canary_seconds": [
-    1.1548310000080165e-05,
-    7.859920000328202e-06,
-    1.1256579999781025e-05
+    9.284274999998843e-06,
+    9.66963499990925e-06,
+    1.0076714999911474e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1866170000066633e-05,
-    1.4730240000062622e-05,
-    2.087690000053044e-05
+    1.878629999993109e-05,
+    1.9793200000037814e-05,
+    1.9286149999970803e-05
    ]
   },
   "conv_host_k3_fp32_8x32x28x28_32_forward": {
-   "seconds": 3.337370000053852e-05,
-   "min": 2.6359499997852254e-05,
-   "max": 5.6454799982930125e-05,
+   "seconds": 3.664380000145684e-05,
+   "min": 2.9184400000303866e-05,
+   "max": 4.8714500002233764e-05,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8207,28 +8207,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.2366910000309873e-05,
-   "host_backward_canary_seconds": 2.12906000001567e-05,
+   "host_canary_seconds": 9.692127500002812e-06,
+   "host_backward_canary_seconds": 2.0121555000045534e-05,
    "pass_seconds": [
-    3.337370000053852e-05,
-    3.255310000440659e-05,
-    4.541470000276604e-05
+    3.154790000081675e-05,
+    3.9596299998834183e-05,
+    3.664380000145684e-05
    ],
    "pass_host_canary_seconds": [
-    1.2366910000309873e-05,
-    1.0940155000298546e-05,
-    1.1028144999727374e-05
+    9.692127500002812e-06,
+    9.577820000004067e-06,
+    9.811784999982365e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.12906000001567e-05,
-    1.687056000037046e-05,
-    2.0545719999063294e-05
+    2.0121555000045534e-05,
+    1.9574149999925793e-05,
+    1.8915809999953125e-05
    ]
   },
   "conv_host_k3_fp32_8x32x28x28_32_forward_backward": {
-   "seconds": 0.00027114399999845774,
-   "min": 0.00018817279999439052,
-   "max": 0.00041939160000765697,
+   "seconds": 0.00023204649999968295,
+   "min": 0.00021455669999852488,
+   "max": 0.00031093320000081804,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8243,28 +8243,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.1687069999766209e-05,
-   "host_backward_canary_seconds": 2.12906000001567e-05,
+   "host_canary_seconds": 9.607725000009281e-06,
+   "host_backward_canary_seconds": 1.952008999992927e-05,
    "pass_seconds": [
-    0.0003170644999954675,
-    0.0002577822999910495,
-    0.00027114399999845774
+    0.00022043510000031575,
+    0.00025654100000167547,
+    0.00023204649999968295
    ],
    "pass_host_canary_seconds": [
-    1.1687069999766209e-05,
-    9.475649999330927e-06,
-    1.154468999970959e-05
+    9.607725000009281e-06,
+    9.974040000031436e-06,
+    1.0072325000010097e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.12906000001567e-05,
-    1.7141629998604914e-05,
-    2.0545719999063294e-05
+    1.952008999992927e-05,
+    1.9574149999925793e-05,
+    1.8915809999953125e-05
    ]
   },
   "conv_host_k3_fp32_16x64x56x56_64_forward": {
-   "seconds": 6.093879999298224e-05,
-   "min": 3.566650000266236e-05,
-   "max": 7.654289997844898e-05,
+   "seconds": 5.9413899998617124e-05,
+   "min": 4.307560000142985e-05,
+   "max": 7.601560000125573e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8279,28 +8279,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.0807097499991869e-05,
-   "host_backward_canary_seconds": 2.2653695000371955e-05,
+   "host_canary_seconds": 9.63887750003778e-06,
+   "host_backward_canary_seconds": 2.0254780000001914e-05,
    "pass_seconds": [
-    6.093879999298224e-05,
-    5.5249899992304564e-05,
-    6.599799999094103e-05
+    4.868919999978516e-05,
+    5.9413899998617124e-05,
+    6.247919999964324e-05
    ],
    "pass_host_canary_seconds": [
-    1.0807097499991869e-05,
-    7.986829999708788e-06,
-    1.154468999970959e-05
+    9.63887750003778e-06,
+    1.032035000008591e-05,
+    1.0318285000039395e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.2653695000371955e-05,
-    2.308104500002628e-05,
-    2.1311049999894748e-05
+    2.0254780000001914e-05,
+    1.974183000015728e-05,
+    1.9633180000084848e-05
    ]
   },
   "conv_host_k3_fp32_16x64x56x56_64_forward_backward": {
-   "seconds": 0.00036239809999187854,
-   "min": 0.00027723279999918303,
-   "max": 0.000531387499995617,
+   "seconds": 0.0002871052000017471,
+   "min": 0.0002413717999985465,
+   "max": 0.0005306656000016119,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8315,28 +8315,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 9.670147499889482e-06,
-   "host_backward_canary_seconds": 2.262932999997247e-05,
+   "host_canary_seconds": 9.699459999978899e-06,
+   "host_backward_canary_seconds": 2.03587900000457e-05,
    "pass_seconds": [
-    0.00043322960000296006,
-    0.0002798678000090149,
-    0.00036239809999187854
+    0.0002729221999999254,
+    0.00047246739999877717,
+    0.0002871052000017471
    ],
    "pass_host_canary_seconds": [
-    9.670147499889482e-06,
-    8.101055000224733e-06,
-    1.1238895000360571e-05
+    9.699459999978899e-06,
+    9.7523699999158e-06,
+    1.0318140000009634e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.262932999997247e-05,
-    2.2367454999994155e-05,
-    2.2258750000219152e-05
+    2.03587900000457e-05,
+    1.989559000008967e-05,
+    1.8332660000055513e-05
    ]
   },
   "conv_host_k3_fp32_32x128x56x56_128_forward": {
-   "seconds": 9.387039999637636e-05,
-   "min": 4.9029199999495177e-05,
-   "max": 0.00018141510001896678,
+   "seconds": 7.16786999987562e-05,
+   "min": 5.478770000024724e-05,
+   "max": 0.00010483679999993001,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8351,28 +8351,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.085306499987837e-05,
-   "host_backward_canary_seconds": 2.2974430000886058e-05,
+   "host_canary_seconds": 9.669584999940639e-06,
+   "host_backward_canary_seconds": 2.1165529999933597e-05,
    "pass_seconds": [
-    9.387039999637636e-05,
-    7.65810000075362e-05,
-    9.468240000387596e-05
+    5.983150000048454e-05,
+    7.16786999987562e-05,
+    7.729019999942466e-05
    ],
    "pass_host_canary_seconds": [
-    1.085306499987837e-05,
-    8.629210000208332e-06,
-    1.102658000036172e-05
+    9.669584999940639e-06,
+    1.0147897500019099e-05,
+    1.0385579999976357e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.2974430000886058e-05,
-    2.1063729999468705e-05,
-    2.308731500079375e-05
+    2.1165529999933597e-05,
+    2.0917839999867735e-05,
+    2.0992675000002238e-05
    ]
   },
   "conv_host_k3_fp32_32x128x56x56_128_forward_backward": {
-   "seconds": 0.00043649090000599247,
-   "min": 0.00029883530000915923,
-   "max": 0.0006199236999918867,
+   "seconds": 0.00033243549999895095,
+   "min": 0.0002946124000004602,
+   "max": 0.00043921479999937675,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8387,28 +8387,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.1039557500112095e-05,
-   "host_backward_canary_seconds": 2.2889184999712595e-05,
+   "host_canary_seconds": 9.557944999976088e-06,
+   "host_backward_canary_seconds": 2.0071979999940483e-05,
    "pass_seconds": [
-    0.0005503003999933753,
-    0.0003286677000005511,
-    0.00043649090000599247
+    0.000319117499999777,
+    0.00038036150000095856,
+    0.00033243549999895095
    ],
    "pass_host_canary_seconds": [
-    1.1039557500112095e-05,
-    8.107957499987606e-06,
-    1.1282075000735858e-05
+    9.557944999976088e-06,
+    9.96960750001108e-06,
+    1.0186352499985673e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.2889184999712595e-05,
-    2.1129594999820254e-05,
-    2.426949499977127e-05
+    2.0071979999940483e-05,
+    1.9592554999974253e-05,
+    1.908266499995648e-05
    ]
   },
   "conv_host_k3_fp32_strict_2x4x8x8_4_forward": {
-   "seconds": 5.109149999498186e-05,
-   "min": 2.471899999818561e-05,
-   "max": 6.112900000516674e-05,
+   "seconds": 3.663310000092679e-05,
+   "min": 2.720750000122507e-05,
+   "max": 4.922120000117047e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8423,28 +8423,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.1576069999819083e-05,
-   "host_backward_canary_seconds": 2.24614000001111e-05,
+   "host_canary_seconds": 9.553169999989564e-06,
+   "host_backward_canary_seconds": 1.9088180000039756e-05,
    "pass_seconds": [
-    5.82098999984737e-05,
-    4.0874600017559715e-05,
-    5.109149999498186e-05
+    3.0160000000023503e-05,
+    3.663310000092679e-05,
+    4.272209999953702e-05
    ],
    "pass_host_canary_seconds": [
-    1.1576069999819083e-05,
-    7.996834999630665e-06,
-    1.1325850000503123e-05
+    9.553169999989564e-06,
+    9.723074999925529e-06,
+    9.884929999941505e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.24614000001111e-05,
-    2.198434000092675e-05,
-    2.4095900000702388e-05
+    1.9088180000039756e-05,
+    1.951128000001745e-05,
+    1.7987450000021e-05
    ]
   },
   "conv_host_k3_fp32_strict_2x4x8x8_4_forward_backward": {
-   "seconds": 0.0002969232999930682,
-   "min": 0.00016713469999558584,
-   "max": 0.00037634789999856365,
+   "seconds": 0.0001919764999996687,
+   "min": 0.0001643574000013359,
+   "max": 0.00034092140000154816,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8459,28 +8459,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.1414445000355044e-05,
-   "host_backward_canary_seconds": 2.188460000070336e-05,
+   "host_canary_seconds": 9.622899999968127e-06,
+   "host_backward_canary_seconds": 1.9056870000042635e-05,
    "pass_seconds": [
-    0.0002969232999930682,
-    0.00017875450000701676,
-    0.0003029328999900827
+    0.0001885373000007462,
+    0.00031260070000200814,
+    0.0001919764999996687
    ],
    "pass_host_canary_seconds": [
-    1.1414445000355044e-05,
-    7.87613999932546e-06,
-    1.228657999945426e-05
+    9.622899999968127e-06,
+    1.0707269999983283e-05,
+    9.884929999941505e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.188460000070336e-05,
-    1.9661290000385634e-05,
-    2.3071820000950537e-05
+    1.9056870000042635e-05,
+    1.951128000001745e-05,
+    1.5034079999907136e-05
    ]
   },
   "conv_host_k3_fp32_strict_8x32x28x28_32_forward": {
-   "seconds": 4.727349999029684e-05,
-   "min": 2.4404400005550996e-05,
-   "max": 6.852719999415058e-05,
+   "seconds": 3.536520000011478e-05,
+   "min": 2.5556100000301284e-05,
+   "max": 6.634420000182218e-05,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8495,28 +8495,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.0010527500128319e-05,
-   "host_backward_canary_seconds": 2.202619000058803e-05,
+   "host_canary_seconds": 9.622899999968127e-06,
+   "host_backward_canary_seconds": 1.968805999993606e-05,
    "pass_seconds": [
-    6.229389999816704e-05,
-    2.867959999548475e-05,
-    4.727349999029684e-05
+    2.897029999928691e-05,
+    5.716130000052999e-05,
+    3.536520000011478e-05
    ],
    "pass_host_canary_seconds": [
-    1.0010527500128319e-05,
-    7.978669999602062e-06,
-    1.0652769999524025e-05
+    9.622899999968127e-06,
+    1.057543000001715e-05,
+    8.995400000060272e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.202619000058803e-05,
-    2.070745999844803e-05,
-    2.4357329998565546e-05
+    1.968805999993606e-05,
+    2.008789500010266e-05,
+    1.4951419999817971e-05
    ]
   },
   "conv_host_k3_fp32_strict_8x32x28x28_32_forward_backward": {
-   "seconds": 0.0003931276999992406,
-   "min": 0.0001999694999994972,
-   "max": 0.0005289049999873896,
+   "seconds": 0.00025438100000059195,
+   "min": 0.00017537570000172308,
+   "max": 0.0005706534000012198,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8531,28 +8531,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.1405134999904476e-05,
-   "host_backward_canary_seconds": 2.2177909999072652e-05,
+   "host_canary_seconds": 8.125620000001278e-06,
+   "host_backward_canary_seconds": 1.968805999993606e-05,
    "pass_seconds": [
-    0.0003931276999992406,
-    0.00022598599998673307,
-    0.0004172878999952445
+    0.00025438100000059195,
+    0.0003221815000017614,
+    0.00024692199999947205
    ],
    "pass_host_canary_seconds": [
-    1.1405134999904476e-05,
-    8.293610000009721e-06,
-    1.0652769999524025e-05
+    8.125620000001278e-06,
+    1.031590250001102e-05,
+    9.026755000007825e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2177909999072652e-05,
-    2.070745999844803e-05,
-    2.7856869999141053e-05
+    1.968805999993606e-05,
+    1.923612000013009e-05,
+    1.7517470000143475e-05
    ]
   },
   "conv_host_k3_fp32_strict_16x64x56x56_64_forward": {
-   "seconds": 5.314009999892733e-05,
-   "min": 3.7679599995499305e-05,
-   "max": 6.954039999982343e-05,
+   "seconds": 3.983510000011847e-05,
+   "min": 2.5828400001159935e-05,
+   "max": 4.9434400000336606e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8567,28 +8567,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.1151125000310459e-05,
-   "host_backward_canary_seconds": 2.4050179999903775e-05,
+   "host_canary_seconds": 7.885260000008998e-06,
+   "host_backward_canary_seconds": 2.0287419999931444e-05,
    "pass_seconds": [
-    6.299890000036613e-05,
-    4.132839999329008e-05,
-    5.314009999892733e-05
+    3.013850000002094e-05,
+    3.983510000011847e-05,
+    4.0690099999096675e-05
    ],
    "pass_host_canary_seconds": [
-    1.1151125000310459e-05,
-    7.923047500071334e-06,
-    9.691432500176233e-06
+    7.885260000008998e-06,
+    9.79144749997829e-06,
+    9.192969999958222e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.4050179999903775e-05,
-    2.071528499982378e-05,
-    2.0530414999484493e-05
+    2.0287419999931444e-05,
+    1.9993134999936045e-05,
+    1.7066789999944377e-05
    ]
   },
   "conv_host_k3_fp32_strict_16x64x56x56_64_forward_backward": {
-   "seconds": 0.0006180145000143966,
-   "min": 0.00043077870000161054,
-   "max": 0.0006909046000032504,
+   "seconds": 0.0004231398000001718,
+   "min": 0.00030697379999935495,
+   "max": 0.0006398986999982981,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8603,28 +8603,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 9.262280000257306e-06,
-   "host_backward_canary_seconds": 2.417850999961502e-05,
+   "host_canary_seconds": 9.562732500008053e-06,
+   "host_backward_canary_seconds": 2.0244704999967667e-05,
    "pass_seconds": [
-    0.0006345083000041995,
-    0.00046566469998197133,
-    0.0006180145000143966
+    0.0004231398000001718,
+    0.0005238751000007369,
+    0.0003400059999989935
    ],
    "pass_host_canary_seconds": [
-    9.262280000257306e-06,
-    8.264357499569997e-06,
-    1.1330817500265766e-05
+    9.562732500008053e-06,
+    9.825850000027004e-06,
+    9.287222500020674e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.417850999961502e-05,
-    2.091044500048156e-05,
-    2.3325869998416236e-05
+    2.0244704999967667e-05,
+    1.910921499998608e-05,
+    1.5309424999969677e-05
    ]
   },
   "conv_host_k3_fp32_strict_32x128x56x56_128_forward": {
-   "seconds": 7.022360000519257e-05,
-   "min": 3.0689100003655764e-05,
-   "max": 8.190200001081393e-05,
+   "seconds": 5.1250300001015606e-05,
+   "min": 2.472580000016933e-05,
+   "max": 6.387800000027256e-05,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8639,28 +8639,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.0810202499840216e-05,
-   "host_backward_canary_seconds": 2.4219684999593485e-05,
+   "host_canary_seconds": 9.549482499977556e-06,
+   "host_backward_canary_seconds": 2.100203499999509e-05,
    "pass_seconds": [
-    7.022360000519257e-05,
-    5.10471000097823e-05,
-    7.406989998344215e-05
+    3.7065499999755505e-05,
+    5.1250300001015606e-05,
+    6.23204999982363e-05
    ],
    "pass_host_canary_seconds": [
-    1.0810202499840216e-05,
-    7.823492500165229e-06,
-    1.1657659999855241e-05
+    9.549482499977556e-06,
+    1.0053872499966586e-05,
+    9.734709999946745e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.4219684999593485e-05,
-    2.2235389999423204e-05,
-    2.5110395000638164e-05
+    2.100203499999509e-05,
+    2.1391845000096057e-05,
+    1.766828499995654e-05
    ]
   },
   "conv_host_k3_fp32_strict_32x128x56x56_128_forward_backward": {
-   "seconds": 0.0006081286000153341,
-   "min": 0.0004749222000100417,
-   "max": 0.0008500597999955062,
+   "seconds": 0.00045535190000123293,
+   "min": 0.0003314532000018744,
+   "max": 0.0006573054000000411,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8675,28 +8675,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.0960969999871395e-05,
-   "host_backward_canary_seconds": 1.943208999989565e-05,
+   "host_canary_seconds": 9.823980000014387e-06,
+   "host_backward_canary_seconds": 2.095051000004844e-05,
    "pass_seconds": [
-    0.0005685244000005696,
-    0.0006081286000153341,
-    0.0007000701000151821
+    0.00043080099999883716,
+    0.0004970770999989327,
+    0.00045535190000123293
    ],
    "pass_host_canary_seconds": [
-    1.0960969999871395e-05,
-    7.937764999610407e-06,
-    1.1583747499912534e-05
+    9.823980000014387e-06,
+    9.92434250001395e-06,
+    9.58702500000186e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.943208999989565e-05,
-    2.2989125001231513e-05,
-    2.553660999865315e-05
+    2.095051000004844e-05,
+    2.1303310000035935e-05,
+    1.9538034999868612e-05
    ]
   },
   "conv_host_k3_bf16_2x4x8x8_4_forward": {
-   "seconds": 5.089830000315487e-05,
-   "min": 2.1689499999411054e-05,
-   "max": 6.51535000088188e-05,
+   "seconds": 3.713990000164813e-05,
+   "min": 2.5397000000282334e-05,
+   "max": 7.300860000043485e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8711,28 +8711,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.1041870000099152e-05,
-   "host_backward_canary_seconds": 2.2684059999846795e-05,
+   "host_canary_seconds": 1.018020499998329e-05,
+   "host_backward_canary_seconds": 2.0456759999945008e-05,
    "pass_seconds": [
-    5.089830000315487e-05,
-    2.7087900002698005e-05,
-    6.0207499996067784e-05
+    3.3229599999629045e-05,
+    3.713990000164813e-05,
+    3.930819999879987e-05
    ],
    "pass_host_canary_seconds": [
-    1.1041870000099152e-05,
-    7.840640000722487e-06,
-    1.102422000030856e-05
+    1.018020499998329e-05,
+    9.761215000025914e-06,
+    9.513054999956694e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2684059999846795e-05,
-    2.287434999971083e-05,
-    1.975507999986803e-05
+    2.0456759999945008e-05,
+    1.614673999995375e-05,
+    2.0463329999813595e-05
    ]
   },
   "conv_host_k3_bf16_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00032282020000593545,
-   "min": 0.00024250820001725515,
-   "max": 0.00041063319999921075,
+   "seconds": 0.0002586429000018597,
+   "min": 0.00019154320000041024,
+   "max": 0.0004662717000002203,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8747,28 +8747,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.0964979999812385e-05,
-   "host_backward_canary_seconds": 2.1139210000455934e-05,
+   "host_canary_seconds": 1.1496260000001258e-05,
+   "host_backward_canary_seconds": 2.020444000010002e-05,
    "pass_seconds": [
-    0.00032282020000593545,
-    0.00026202980000107346,
-    0.0003247464999958538
+    0.0003326729999997724,
+    0.0002586429000018597,
+    0.0002137712999996211
    ],
    "pass_host_canary_seconds": [
-    1.0964979999812385e-05,
-    7.619169999770747e-06,
-    1.098839499945825e-05
+    1.1496260000001258e-05,
+    1.0372029999956566e-05,
+    9.124689999993051e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1139210000455934e-05,
-    2.138043000059042e-05,
-    2.3029480000786862e-05
+    2.020444000010002e-05,
+    1.5079120000223157e-05,
+    1.4908560000037597e-05
    ]
   },
   "conv_host_k3_bf16_8x32x28x28_32_forward": {
-   "seconds": 8.28925999940111e-05,
-   "min": 3.776389999075036e-05,
-   "max": 0.00010251720000269416,
+   "seconds": 6.150610000190681e-05,
+   "min": 4.663160000006883e-05,
+   "max": 7.210020000059103e-05,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8783,28 +8783,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.1362412500091069e-05,
-   "host_backward_canary_seconds": 2.303291000032459e-05,
+   "host_canary_seconds": 1.0262150000031057e-05,
+   "host_backward_canary_seconds": 2.020444000010002e-05,
    "pass_seconds": [
-    8.28925999940111e-05,
-    4.742470000564936e-05,
-    8.451810001588455e-05
+    5.5332899999882554e-05,
+    6.150610000190681e-05,
+    6.2792999997896e-05
    ],
    "pass_host_canary_seconds": [
-    1.1362412500091069e-05,
-    7.72957500089433e-06,
-    1.1899464999487463e-05
+    1.0262150000031057e-05,
+    1.0240200000026789e-05,
+    9.694124999981568e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.303291000032459e-05,
-    2.086211000005278e-05,
-    2.5551539999923988e-05
+    2.020444000010002e-05,
+    1.5360209999926155e-05,
+    1.671272000010049e-05
    ]
   },
   "conv_host_k3_bf16_8x32x28x28_32_forward_backward": {
-   "seconds": 0.0004129993999981707,
-   "min": 0.00023599969999850147,
-   "max": 0.0005654819000028511,
+   "seconds": 0.00029965080000096125,
+   "min": 0.00024625080000078013,
+   "max": 0.00040640820000135134,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8819,28 +8819,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.1341907500082016e-05,
-   "host_backward_canary_seconds": 2.2615385000221976e-05,
+   "host_canary_seconds": 9.892965000020126e-06,
+   "host_backward_canary_seconds": 1.9434990000064546e-05,
    "pass_seconds": [
-    0.0004129993999981707,
-    0.00026092360001257476,
-    0.00047829719999299415
+    0.00029965080000096125,
+    0.0002504404999996268,
+    0.0003265755000001036
    ],
    "pass_host_canary_seconds": [
-    1.1341907500082016e-05,
-    7.72957500089433e-06,
-    1.1681949999911012e-05
+    9.892965000020126e-06,
+    1.0213240000069845e-05,
+    9.994950000020708e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2615385000221976e-05,
-    1.9902199999251024e-05,
-    2.6118820001101996e-05
+    1.9434990000064546e-05,
+    1.6101639999988038e-05,
+    1.6280005000055552e-05
    ]
   },
   "conv_host_k3_bf16_16x64x56x56_64_forward": {
-   "seconds": 9.506029999784005e-05,
-   "min": 4.8465600002600695e-05,
-   "max": 0.00011177710000538354,
+   "seconds": 6.44068000013931e-05,
+   "min": 4.882910000105767e-05,
+   "max": 8.654800000158502e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8855,28 +8855,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.1085052499879565e-05,
-   "host_backward_canary_seconds": 2.2747879999656106e-05,
+   "host_canary_seconds": 9.459812500018927e-06,
+   "host_backward_canary_seconds": 1.9945199999966688e-05,
    "pass_seconds": [
-    9.506029999784005e-05,
-    5.638640000142914e-05,
-    0.00010230740001588856
+    5.3979399999093404e-05,
+    7.56868999985727e-05,
+    6.44068000013931e-05
    ],
    "pass_host_canary_seconds": [
-    1.1085052499879565e-05,
-    7.382114999927581e-06,
-    1.1893215000213785e-05
+    9.459812500018927e-06,
+    1.0318455000088989e-05,
+    1.0174250000005714e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.2747879999656106e-05,
-    2.1697050001421304e-05,
-    2.2433454998918025e-05
+    1.9945199999966688e-05,
+    1.5236754999961023e-05,
+    1.6074589999846012e-05
    ]
   },
   "conv_host_k3_bf16_16x64x56x56_64_forward_backward": {
-   "seconds": 0.0004651346999935413,
-   "min": 0.00026679220000005446,
-   "max": 0.00055387840000094,
+   "seconds": 0.00031034900000008746,
+   "min": 0.0002477627999979859,
+   "max": 0.00036376350000182355,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8891,28 +8891,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.1224624999783826e-05,
-   "host_backward_canary_seconds": 2.2555149999448074e-05,
+   "host_canary_seconds": 9.327925000022219e-06,
+   "host_backward_canary_seconds": 2.0135919999972884e-05,
    "pass_seconds": [
-    0.000476119600000402,
-    0.0003079718999970282,
-    0.0004651346999935413
+    0.00031034900000008746,
+    0.0003279268000000002,
+    0.0002856114999985948
    ],
    "pass_host_canary_seconds": [
-    1.1224624999783826e-05,
-    7.437305000621563e-06,
-    1.1156429999346073e-05
+    9.327925000022219e-06,
+    9.659619999951019e-06,
+    9.682590000039682e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2555149999448074e-05,
-    1.9986080001217488e-05,
-    2.4193430000423178e-05
+    2.0135919999972884e-05,
+    1.5072479999957977e-05,
+    1.6095619999987322e-05
    ]
   },
   "conv_host_k3_bf16_32x128x56x56_128_forward": {
-   "seconds": 7.951089999096439e-05,
-   "min": 5.1277199986543565e-05,
-   "max": 0.00010331120000728333,
+   "seconds": 6.754320000084136e-05,
+   "min": 5.0557600000900035e-05,
+   "max": 8.485949999794684e-05,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8927,28 +8927,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.148480500006599e-05,
-   "host_backward_canary_seconds": 2.396162000025015e-05,
+   "host_canary_seconds": 9.293237500003216e-06,
+   "host_backward_canary_seconds": 1.960455500004343e-05,
    "pass_seconds": [
-    9.18812000008984e-05,
-    6.432990001030703e-05,
-    7.951089999096439e-05
+    5.35802000001695e-05,
+    6.754320000084136e-05,
+    7.033690000071146e-05
    ],
    "pass_host_canary_seconds": [
-    1.148480500006599e-05,
-    7.489882500522072e-06,
-    1.1307019999549084e-05
+    9.293237500003216e-06,
+    9.794894999970438e-06,
+    1.01453575000221e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.396162000025015e-05,
-    1.6654649999736645e-05,
-    1.9150480001144387e-05
+    1.960455500004343e-05,
+    1.5062470000088979e-05,
+    1.8007464999811875e-05
    ]
   },
   "conv_host_k3_bf16_32x128x56x56_128_forward_backward": {
-   "seconds": 0.00045165059998453216,
-   "min": 0.0002868696999939857,
-   "max": 0.0006163438000044152,
+   "seconds": 0.0003308456999988607,
+   "min": 0.00023507690000030835,
+   "max": 0.0004711853999992854,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8963,28 +8963,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.101029250008878e-05,
-   "host_backward_canary_seconds": 2.2320004999869527e-05,
+   "host_canary_seconds": 9.773552499972027e-06,
+   "host_backward_canary_seconds": 1.4979389999965065e-05,
    "pass_seconds": [
-    0.0004866505999984838,
-    0.0003225118000045768,
-    0.00045165059998453216
+    0.0003308456999988607,
+    0.00029785430000117685,
+    0.0003463591000013366
    ],
    "pass_host_canary_seconds": [
-    1.101029250008878e-05,
-    7.640257500156622e-06,
-    1.1308569999641805e-05
+    9.773552499972027e-06,
+    9.990630000089595e-06,
+    9.650990000054094e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2320004999869527e-05,
-    1.959223499966356e-05,
-    2.1916174999887518e-05
+    1.4979389999965065e-05,
+    1.615100999998731e-05,
+    1.9391609999956927e-05
    ]
   },
   "conv_host_k3_autocast_2x4x8x8_4_forward": {
-   "seconds": 8.566080000491639e-05,
-   "min": 5.64735999887489e-05,
-   "max": 0.0001343664000046374,
+   "seconds": 9.058869999876152e-05,
+   "min": 6.826939999911019e-05,
+   "max": 0.00011246340000070632,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8999,28 +8999,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.09100925001826e-05,
-   "host_backward_canary_seconds": 2.3776825000823012e-05,
+   "host_canary_seconds": 9.351114999986976e-06,
+   "host_backward_canary_seconds": 1.4909599999981538e-05,
    "pass_seconds": [
-    0.0001197917000013149,
-    7.356479998179565e-05,
-    8.566080000491639e-05
+    7.075179999986858e-05,
+    9.171250000008512e-05,
+    9.058869999876152e-05
    ],
    "pass_host_canary_seconds": [
-    1.09100925001826e-05,
-    7.679574999883697e-06,
-    1.1378924999689844e-05
+    9.351114999986976e-06,
+    1.002497250006229e-05,
+    9.759877499959657e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.3776825000823012e-05,
-    2.1864699999696312e-05,
-    2.4366130000998966e-05
+    1.4909599999981538e-05,
+    1.597813499984113e-05,
+    1.8231410000026926e-05
    ]
   },
   "conv_host_k3_autocast_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00040916049999850657,
-   "min": 0.00030739549999907466,
-   "max": 0.000658324099993024,
+   "seconds": 0.00042921270000135793,
+   "min": 0.0002513712999999029,
+   "max": 0.000612460600001441,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9035,28 +9035,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.1247482500209572e-05,
-   "host_backward_canary_seconds": 2.0280049999996665e-05,
+   "host_canary_seconds": 9.351114999986976e-06,
+   "host_backward_canary_seconds": 1.439232000009838e-05,
    "pass_seconds": [
-    0.0005459825999992063,
-    0.0003209895999816581,
-    0.00040916049999850657
+    0.0002881731000002219,
+    0.00042921270000135793,
+    0.0004343483000013748
    ],
    "pass_host_canary_seconds": [
-    1.1247482500209572e-05,
-    7.936320000681008e-06,
-    1.0950570000431981e-05
+    9.351114999986976e-06,
+    9.629627500089554e-06,
+    9.549579999941215e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0280049999996665e-05,
-    1.4348250001603446e-05,
-    2.412240000012389e-05
+    1.439232000009838e-05,
+    1.7025094999922886e-05,
+    1.6069610000073455e-05
    ]
   },
   "conv_host_k3_autocast_8x32x28x28_32_forward": {
-   "seconds": 0.00013293950000843325,
-   "min": 8.30725000014354e-05,
-   "max": 0.00015588150000667156,
+   "seconds": 0.000110189599999444,
+   "min": 8.838709999992034e-05,
+   "max": 0.00016121969999858266,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9071,28 +9071,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.1044970000284593e-05,
-   "host_backward_canary_seconds": 2.267635500004417e-05,
+   "host_canary_seconds": 9.4605950000215e-06,
+   "host_backward_canary_seconds": 1.541561999999885e-05,
    "pass_seconds": [
-    0.00015419379999457306,
-    9.651049999774841e-05,
-    0.00013293950000843325
+    9.137019999911899e-05,
+    0.000110189599999444,
+    0.00014199229999860562
    ],
    "pass_host_canary_seconds": [
-    1.1044970000284593e-05,
-    7.936320000681008e-06,
-    1.1021487499647264e-05
+    9.4605950000215e-06,
+    1.033940500008157e-05,
+    1.0211909999995328e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.267635500004417e-05,
-    1.8316270000013902e-05,
-    2.518053500011774e-05
+    1.541561999999885e-05,
+    1.8429700000126558e-05,
+    2.119134999986727e-05
    ]
   },
   "conv_host_k3_autocast_8x32x28x28_32_forward_backward": {
-   "seconds": 0.0005142417000115529,
-   "min": 0.00030769270001655967,
-   "max": 0.0008411412999976165,
+   "seconds": 0.0004872414999994135,
+   "min": 0.00043238730000041416,
+   "max": 0.0006345294999988482,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9107,28 +9107,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.0925370000052225e-05,
-   "host_backward_canary_seconds": 1.6923625000231365e-05,
+   "host_canary_seconds": 9.186245000023519e-06,
+   "host_backward_canary_seconds": 1.8680010000053927e-05,
    "pass_seconds": [
-    0.0005961547999959293,
-    0.00037690880001264306,
-    0.0005142417000115529
+    0.0004453854999994178,
+    0.0004872414999994135,
+    0.0005825146999995923
    ],
    "pass_host_canary_seconds": [
-    1.0925370000052225e-05,
-    7.763039999417742e-06,
-    1.0838867499955995e-05
+    9.186245000023519e-06,
+    1.033940500008157e-05,
+    1.0109522499988088e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6923625000231365e-05,
-    1.8316270000013902e-05,
-    2.4374109999598657e-05
+    1.8680010000053927e-05,
+    1.9168259999844395e-05,
+    1.9627529999866057e-05
    ]
   },
   "conv_host_k3_autocast_16x64x56x56_64_forward": {
-   "seconds": 0.00014934849999690414,
-   "min": 8.370649998141743e-05,
-   "max": 0.0002700289999893357,
+   "seconds": 0.0001289450999991004,
+   "min": 9.248009999964779e-05,
+   "max": 0.00017089689999920664,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9143,28 +9143,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.1021800000321491e-05,
-   "host_backward_canary_seconds": 1.758816000005936e-05,
+   "host_canary_seconds": 9.410565000038674e-06,
+   "host_backward_canary_seconds": 1.9528945000075737e-05,
    "pass_seconds": [
-    0.00014934849999690414,
-    9.644319998187711e-05,
-    0.00018249489999107028
+    0.00010057259999882718,
+    0.0001289450999991004,
+    0.000155551999998238
    ],
    "pass_host_canary_seconds": [
-    1.1021800000321491e-05,
-    8.010394999473647e-06,
-    1.0312079999721392e-05
+    9.410565000038674e-06,
+    9.884675000009225e-06,
+    1.0388867499955267e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.758816000005936e-05,
-    1.7187149999244867e-05,
-    2.4182180000025254e-05
+    1.9528945000075737e-05,
+    1.9424060000119425e-05,
+    2.1404514999971983e-05
    ]
   },
   "conv_host_k3_autocast_16x64x56x56_64_forward_backward": {
-   "seconds": 0.0005341359999988526,
-   "min": 0.0003775193999899784,
-   "max": 0.0007676242000115962,
+   "seconds": 0.0005496207999982517,
+   "min": 0.00045888819999930777,
+   "max": 0.0008497342999987722,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9179,28 +9179,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.0934454999755872e-05,
-   "host_backward_canary_seconds": 1.6724779999890416e-05,
+   "host_canary_seconds": 9.354664999996488e-06,
+   "host_backward_canary_seconds": 1.8732509999921373e-05,
    "pass_seconds": [
-    0.0005341359999988526,
-    0.00040956809998533573,
-    0.0006045822999794836
+    0.0004629436999991299,
+    0.0005496207999982517,
+    0.0006625779000017928
    ],
    "pass_host_canary_seconds": [
-    1.0934454999755872e-05,
-    8.010394999473647e-06,
-    1.0422587500329428e-05
+    9.354664999996488e-06,
+    9.82654499999569e-06,
+    1.0413250000098629e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6724779999890416e-05,
-    1.7187149999244867e-05,
-    2.4969090000013238e-05
+    1.8732509999921373e-05,
+    1.6937440000077687e-05,
+    2.0633605000028866e-05
    ]
   },
   "conv_host_k3_autocast_32x128x56x56_128_forward": {
-   "seconds": 0.000131190100000822,
-   "min": 8.856540000579116e-05,
-   "max": 0.0001711745999955383,
+   "seconds": 0.00012060420000068462,
+   "min": 9.818409999979849e-05,
+   "max": 0.0001778040000004921,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9215,28 +9215,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.1301727500097059e-05,
-   "host_backward_canary_seconds": 1.7647950000423406e-05,
+   "host_canary_seconds": 9.76788249996474e-06,
+   "host_backward_canary_seconds": 1.9621235000002457e-05,
    "pass_seconds": [
-    0.00015843830000221714,
-    0.00010973149999244924,
-    0.000131190100000822
+    0.00010215399999964347,
+    0.00012060420000068462,
+    0.00013569509999911133
    ],
    "pass_host_canary_seconds": [
-    1.1301727500097059e-05,
-    8.02540999984558e-06,
-    1.0561005000226942e-05
+    9.76788249996474e-06,
+    9.927867499968102e-06,
+    9.77400499998282e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7647950000423406e-05,
-    1.7334985001298266e-05,
-    2.3984370000107446e-05
+    1.9621235000002457e-05,
+    1.976430499993853e-05,
+    2.2344759999981535e-05
    ]
   },
   "conv_host_k3_autocast_32x128x56x56_128_forward_backward": {
-   "seconds": 0.0005745762000060495,
-   "min": 0.0004349264999973457,
-   "max": 0.0006722292000063135,
+   "seconds": 0.0005740365000008296,
+   "min": 0.0004359129000008011,
+   "max": 0.0007664729999987685,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9251,28 +9251,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.1347832499950529e-05,
-   "host_backward_canary_seconds": 1.9670070000188388e-05,
+   "host_canary_seconds": 9.490424999967218e-06,
+   "host_backward_canary_seconds": 1.9389714999960006e-05,
    "pass_seconds": [
-    0.0006597505000058845,
-    0.0004993207999859806,
-    0.0005745762000060495
+    0.0004619466000008288,
+    0.0005762169999997014,
+    0.0005740365000008296
    ],
    "pass_host_canary_seconds": [
-    1.1347832499950529e-05,
-    7.717529999808903e-06,
-    1.0390085000153704e-05
+    9.490424999967218e-06,
+    9.782302499985461e-06,
+    1.0328387499995983e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9670070000188388e-05,
-    1.664084000026378e-05,
-    2.436359000057564e-05
+    1.9389714999960006e-05,
+    1.9549025000031862e-05,
+    2.0114244999973608e-05
    ]
   },
   "conv_host_k1_fp32_2x4x8x8_4_forward": {
-   "seconds": 3.693860001021676e-05,
-   "min": 2.2630199987361264e-05,
-   "max": 6.279369999901973e-05,
+   "seconds": 3.1959800000436187e-05,
+   "min": 2.5729899999760163e-05,
+   "max": 4.525599999851693e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9287,28 +9287,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.1327649999657297e-05,
-   "host_backward_canary_seconds": 2.208305000067412e-05,
+   "host_canary_seconds": 9.267359999967084e-06,
+   "host_backward_canary_seconds": 1.9422369999944066e-05,
    "pass_seconds": [
-    5.552029999762453e-05,
-    3.317790001347021e-05,
-    3.693860001021676e-05
+    2.9060499998934118e-05,
+    3.1959800000436187e-05,
+    3.7366399999427814e-05
    ],
    "pass_host_canary_seconds": [
-    1.1327649999657297e-05,
-    8.54759499929969e-06,
-    1.1489585000390435e-05
+    9.267359999967084e-06,
+    9.703519999959553e-06,
+    9.520370000046796e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.208305000067412e-05,
-    1.590068000041356e-05,
-    2.4784020001789032e-05
+    1.9422369999944066e-05,
+    1.91274000002295e-05,
+    1.9614299999943797e-05
    ]
   },
   "conv_host_k1_fp32_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00022012730000824375,
-   "min": 0.0001553337999894211,
-   "max": 0.00029096140000319794,
+   "seconds": 0.00018096009999908348,
+   "min": 0.00016497370000081446,
+   "max": 0.00029080280000073346,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9323,28 +9323,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.1133587500182785e-05,
-   "host_backward_canary_seconds": 2.2533790000238698e-05,
+   "host_canary_seconds": 9.728375000008782e-06,
+   "host_backward_canary_seconds": 1.7738589999964915e-05,
    "pass_seconds": [
-    0.00028284490000487497,
-    0.00016282410001622338,
-    0.00022012730000824375
+    0.00017582370000042148,
+    0.0002101282000012361,
+    0.00018096009999908348
    ],
    "pass_host_canary_seconds": [
-    1.1133587500182785e-05,
-    7.978424999919298e-06,
-    1.1561200000187456e-05
+    9.728375000008782e-06,
+    7.969720000033931e-06,
+    9.307565000113982e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2533790000238698e-05,
-    1.6124800001762196e-05,
-    2.2342319998642778e-05
+    1.7738589999964915e-05,
+    1.9080520000045455e-05,
+    1.8946500000254217e-05
    ]
   },
   "conv_host_k1_fp32_8x64x28x28_64_forward": {
-   "seconds": 5.245790000572015e-05,
-   "min": 2.5070199990295804e-05,
-   "max": 6.053780000456754e-05,
+   "seconds": 2.735489999992069e-05,
+   "min": 1.9966700000395578e-05,
+   "max": 5.2742299999408715e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9359,28 +9359,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.1356479999733438e-05,
-   "host_backward_canary_seconds": 2.3171834999970997e-05,
+   "host_canary_seconds": 9.352390000003652e-06,
+   "host_backward_canary_seconds": 1.9263840000007802e-05,
    "pass_seconds": [
-    5.322040000237394e-05,
-    3.247390000069572e-05,
-    5.245790000572015e-05
+    2.735489999992069e-05,
+    2.0735199998966892e-05,
+    2.8674700001829478e-05
    ],
    "pass_host_canary_seconds": [
-    1.1356479999733438e-05,
-    7.849674999533817e-06,
-    1.031572499982758e-05
+    9.352390000003652e-06,
+    6.822324999973262e-06,
+    9.483850000009398e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.3171834999970997e-05,
-    1.7220529998667188e-05,
-    2.397313000074064e-05
+    1.9263840000007802e-05,
+    2.0552360000181123e-05,
+    2.026622000016687e-05
    ]
   },
   "conv_host_k1_fp32_8x64x28x28_64_forward_backward": {
-   "seconds": 0.00027102920000743325,
-   "min": 0.00015888519999407436,
-   "max": 0.00044387140000026195,
+   "seconds": 0.00023234109999918927,
+   "min": 0.00019357769999999163,
+   "max": 0.00046910370000148306,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9395,28 +9395,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.1129709999977422e-05,
-   "host_backward_canary_seconds": 2.2538639999538646e-05,
+   "host_canary_seconds": 9.203019999972639e-06,
+   "host_backward_canary_seconds": 1.7964260000127296e-05,
    "pass_seconds": [
-    0.00035444179999331025,
-    0.00020710060000510565,
-    0.00027102920000743325
+    0.00023234109999918927,
+    0.00023389369999904375,
+    0.0002067355999997744
    ],
    "pass_host_canary_seconds": [
-    1.1129709999977422e-05,
-    7.39671500014083e-06,
-    1.0238869999739108e-05
+    9.203019999972639e-06,
+    7.352469999943878e-06,
+    8.585644999925535e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2538639999538646e-05,
-    1.4662450000741956e-05,
-    2.4060910000116565e-05
+    1.7964260000127296e-05,
+    1.9490660000087702e-05,
+    1.8593549999934566e-05
    ]
   },
   "conv_host_k1_fp32_16x256x56x56_64_forward": {
-   "seconds": 4.167990000496502e-05,
-   "min": 3.155260001221905e-05,
-   "max": 6.672350000371807e-05,
+   "seconds": 2.870360000031269e-05,
+   "min": 1.9930400000589543e-05,
+   "max": 4.3666499999517326e-05,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9431,28 +9431,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.1273064999954841e-05,
-   "host_backward_canary_seconds": 2.0703809999531585e-05,
+   "host_canary_seconds": 9.087579999942364e-06,
+   "host_backward_canary_seconds": 1.8305910000009362e-05,
    "pass_seconds": [
-    4.167990000496502e-05,
-    3.432429998611042e-05,
-    4.9334300001646625e-05
+    2.870360000031269e-05,
+    2.165989999980411e-05,
+    3.0258999998977743e-05
    ],
    "pass_host_canary_seconds": [
-    1.1273064999954841e-05,
-    7.529199999680713e-06,
-    1.0516785000618256e-05
+    9.087579999942364e-06,
+    7.555375000123377e-06,
+    7.410185000082947e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0703809999531585e-05,
-    1.5143250000164698e-05,
-    2.481344999978319e-05
+    1.8305910000009362e-05,
+    1.9490660000087702e-05,
+    2.0439010000075087e-05
    ]
   },
   "conv_host_k1_fp32_16x256x56x56_64_forward_backward": {
-   "seconds": 0.00028642380000292177,
-   "min": 0.00022321900000861207,
-   "max": 0.00038649420000638204,
+   "seconds": 0.00022583999999881144,
+   "min": 0.00018720969999890257,
+   "max": 0.0003935164000012037,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9467,28 +9467,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.0985210000171719e-05,
-   "host_backward_canary_seconds": 2.124264000030962e-05,
+   "host_canary_seconds": 9.200980000017011e-06,
+   "host_backward_canary_seconds": 1.7716050000018412e-05,
    "pass_seconds": [
-    0.00028642380000292177,
-    0.00024864249999154706,
-    0.0003103993999957311
+    0.00022023529999870561,
+    0.00022616369999752805,
+    0.00022583999999881144
    ],
    "pass_host_canary_seconds": [
-    1.0985210000171719e-05,
-    7.551080000212096e-06,
-    1.0740369999666655e-05
+    9.200980000017011e-06,
+    6.8030500000304526e-06,
+    7.2667100000956e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.124264000030962e-05,
-    1.61923099994965e-05,
-    2.2588500000892965e-05
+    1.7716050000018412e-05,
+    1.8728739999858134e-05,
+    2.0156550000081098e-05
    ]
   },
   "conv_host_k1_fp32_32x256x56x56_256_forward": {
-   "seconds": 6.264329999794427e-05,
-   "min": 3.6173300009068045e-05,
-   "max": 0.00010456509999130503,
+   "seconds": 4.0670899998929144e-05,
+   "min": 2.9723199997988558e-05,
+   "max": 7.654569999999694e-05,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9503,28 +9503,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.113243499986538e-05,
-   "host_backward_canary_seconds": 2.1729329999971015e-05,
+   "host_canary_seconds": 9.75439000001188e-06,
+   "host_backward_canary_seconds": 1.8255199999970274e-05,
    "pass_seconds": [
-    6.396109999968757e-05,
-    5.275309999888123e-05,
-    6.264329999794427e-05
+    4.0670899998929144e-05,
+    3.706859999965673e-05,
+    4.213649999940117e-05
    ],
    "pass_host_canary_seconds": [
-    1.113243499986538e-05,
-    7.671445000596578e-06,
-    1.0169114999598605e-05
+    9.75439000001188e-06,
+    7.232134999952678e-06,
+    8.155384999923854e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1729329999971015e-05,
-    1.9473890001791006e-05,
-    2.325747999975647e-05
+    1.8255199999970274e-05,
+    1.9455080000057024e-05,
+    2.0552500000121654e-05
    ]
   },
   "conv_host_k1_fp32_32x256x56x56_256_forward_backward": {
-   "seconds": 0.00031107530001008856,
-   "min": 0.00019081289999576257,
-   "max": 0.0004935530000011567,
+   "seconds": 0.00026821730000108345,
+   "min": 0.00022618819999991046,
+   "max": 0.00036780570000019,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9539,28 +9539,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.1190357500083793e-05,
-   "host_backward_canary_seconds": 2.0910279999952763e-05,
+   "host_canary_seconds": 9.797425000002135e-06,
+   "host_backward_canary_seconds": 1.95080800000369e-05,
    "pass_seconds": [
-    0.00039512140000397267,
-    0.0002130967000084638,
-    0.00031107530001008856
+    0.00026821730000108345,
+    0.0002604925000014191,
+    0.00033155140000076246
    ],
    "pass_host_canary_seconds": [
-    1.1190357500083793e-05,
-    7.610239999849e-06,
-    9.999165000635912e-06
+    9.797425000002135e-06,
+    7.401874999999336e-06,
+    7.637715000043955e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0910279999952763e-05,
-    1.6006920000108948e-05,
-    2.5477100000443896e-05
+    1.95080800000369e-05,
+    1.9878479999988485e-05,
+    2.0135549999906742e-05
    ]
   },
   "conv_host_k1_fp32_strict_2x4x8x8_4_forward": {
-   "seconds": 3.3446299994466244e-05,
-   "min": 2.2515599994221702e-05,
-   "max": 5.489449999913631e-05,
+   "seconds": 2.114259999927981e-05,
+   "min": 1.9452300000466495e-05,
+   "max": 4.25358000001097e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9575,28 +9575,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.1420590000170706e-05,
-   "host_backward_canary_seconds": 2.1537229999921693e-05,
+   "host_canary_seconds": 9.84852999998509e-06,
+   "host_backward_canary_seconds": 2.0215090000021974e-05,
    "pass_seconds": [
-    3.6139500002718707e-05,
-    2.6158800005759984e-05,
-    3.3446299994466244e-05
+    2.770739999959915e-05,
+    2.078750000009677e-05,
+    2.114259999927981e-05
    ],
    "pass_host_canary_seconds": [
-    1.1420590000170706e-05,
-    7.857919999878504e-06,
-    8.427615000528021e-06
+    9.84852999998509e-06,
+    7.401874999999336e-06,
+    7.637715000043955e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1537229999921693e-05,
-    1.7887080000491552e-05,
-    2.3586270001487718e-05
+    2.0215090000021974e-05,
+    1.9878479999988485e-05,
+    1.9554849999963152e-05
    ]
   },
   "conv_host_k1_fp32_strict_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00020848999999998342,
-   "min": 0.0001397887999928571,
-   "max": 0.00031543170000531974,
+   "seconds": 0.00017544060000034277,
+   "min": 0.0001417478000007577,
+   "max": 0.0003002686000002086,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9611,28 +9611,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.1392309999678219e-05,
-   "host_backward_canary_seconds": 2.0473269999001786e-05,
+   "host_canary_seconds": 9.781795000023408e-06,
+   "host_backward_canary_seconds": 1.900587999998038e-05,
    "pass_seconds": [
-    0.00023194279999643185,
-    0.00016443939998680434,
-    0.00020848999999998342
+    0.00019251480000122002,
+    0.00017544060000034277,
+    0.00016706670000132817
    ],
    "pass_host_canary_seconds": [
-    1.1392309999678219e-05,
-    7.521649999944202e-06,
-    8.309890000646192e-06
+    9.781795000023408e-06,
+    7.835484999958453e-06,
+    7.25162500003762e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0473269999001786e-05,
-    1.729313999931037e-05,
-    2.310161999957927e-05
+    1.900587999998038e-05,
+    1.5385330000015072e-05,
+    1.9554849999963152e-05
    ]
   },
   "conv_host_k1_fp32_strict_8x64x28x28_64_forward": {
-   "seconds": 4.396110000470799e-05,
-   "min": 2.045300000190764e-05,
-   "max": 6.683379999685712e-05,
+   "seconds": 2.5027499998486746e-05,
+   "min": 1.974970000162557e-05,
+   "max": 4.2080599999394505e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9647,28 +9647,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.1373409999748674e-05,
-   "host_backward_canary_seconds": 1.7808734999675834e-05,
+   "host_canary_seconds": 9.541427499968336e-06,
+   "host_backward_canary_seconds": 1.9367560000063122e-05,
    "pass_seconds": [
-    4.396110000470799e-05,
-    2.7730700003303356e-05,
-    5.141040001035435e-05
+    3.557749999885118e-05,
+    2.5027499998486746e-05,
+    2.321419999873342e-05
    ],
    "pass_host_canary_seconds": [
-    1.1373409999748674e-05,
-    8.089895000011892e-06,
-    8.604125000601925e-06
+    9.541427499968336e-06,
+    6.909049999990202e-06,
+    7.036724999949229e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7808734999675834e-05,
-    1.8823170000814572e-05,
-    2.334442999881503e-05
+    1.9367560000063122e-05,
+    1.8266529999948488e-05,
+    1.8826349999869763e-05
    ]
   },
   "conv_host_k1_fp32_strict_8x64x28x28_64_forward_backward": {
-   "seconds": 0.0002241714000092543,
-   "min": 0.00018243490001168539,
-   "max": 0.0003558736000059071,
+   "seconds": 0.00018571809999912148,
+   "min": 0.00016135829999939233,
+   "max": 0.00031665059999852474,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9683,28 +9683,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.143052499969599e-05,
-   "host_backward_canary_seconds": 1.841545999923255e-05,
+   "host_canary_seconds": 9.206120000015971e-06,
+   "host_backward_canary_seconds": 1.912366999988535e-05,
    "pass_seconds": [
-    0.0002227287000096112,
-    0.0002241714000092543,
-    0.00025469889999385487
+    0.00020900089999997817,
+    0.00018571809999912148,
+    0.0001682716999994227
    ],
    "pass_host_canary_seconds": [
-    1.143052499969599e-05,
-    7.967545000155952e-06,
-    1.1509009999599584e-05
+    9.206120000015971e-06,
+    7.342570000048454e-06,
+    7.694300000054e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.841545999923255e-05,
-    1.7637119999562855e-05,
-    1.9457279997823206e-05
+    1.912366999988535e-05,
+    1.876497000012023e-05,
+    1.9835930000056124e-05
    ]
   },
   "conv_host_k1_fp32_strict_16x256x56x56_64_forward": {
-   "seconds": 4.622280000603496e-05,
-   "min": 3.4209799991913314e-05,
-   "max": 6.0610499986069044e-05,
+   "seconds": 3.125019999856704e-05,
+   "min": 2.104029999827617e-05,
+   "max": 5.435309999910487e-05,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9719,28 +9719,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.1068785000247771e-05,
-   "host_backward_canary_seconds": 1.7991309999842996e-05,
+   "host_canary_seconds": 9.822975000020052e-06,
+   "host_backward_canary_seconds": 2.0544429999915793e-05,
    "pass_seconds": [
-    4.622280000603496e-05,
-    3.792019999764307e-05,
-    4.870799998570874e-05
+    4.4747500000141825e-05,
+    3.125019999856704e-05,
+    2.6300599998307916e-05
    ],
    "pass_host_canary_seconds": [
-    1.1068785000247771e-05,
-    7.967545000155952e-06,
-    1.1095170000317012e-05
+    9.822975000020052e-06,
+    7.619500000117796e-06,
+    7.080750000056923e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7991309999842996e-05,
-    2.1941510001397547e-05,
-    1.9457279997823206e-05
+    2.0544429999915793e-05,
+    1.876497000012023e-05,
+    2.0205160000159593e-05
    ]
   },
   "conv_host_k1_fp32_strict_16x256x56x56_64_forward_backward": {
-   "seconds": 0.00022299080001175753,
-   "min": 0.00018827480000709328,
-   "max": 0.00033514149999973596,
+   "seconds": 0.00020748530000105347,
+   "min": 0.00018446199999857526,
+   "max": 0.0004125443999996037,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9755,28 +9755,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.1363357500044912e-05,
-   "host_backward_canary_seconds": 2.2452239999779522e-05,
+   "host_canary_seconds": 1.0395602500032908e-05,
+   "host_backward_canary_seconds": 2.0693349999945096e-05,
    "pass_seconds": [
-    0.00027393780000011246,
-    0.00021474580000813148,
-    0.00022299080001175753
+    0.0003232179999997697,
+    0.00018728879999798664,
+    0.00020748530000105347
    ],
    "pass_host_canary_seconds": [
-    1.1363357500044912e-05,
-    7.986554999774853e-06,
-    9.64168499990592e-06
+    1.0395602500032908e-05,
+    7.81923250002592e-06,
+    7.185892499990132e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2452239999779522e-05,
-    1.8761755000014092e-05,
-    2.2614710001107597e-05
+    2.0693349999945096e-05,
+    1.933655000001977e-05,
+    1.9489185000054476e-05
    ]
   },
   "conv_host_k1_fp32_strict_32x256x56x56_256_forward": {
-   "seconds": 5.72528999896349e-05,
-   "min": 3.9192100007312544e-05,
-   "max": 8.786129999407421e-05,
+   "seconds": 5.416089999812357e-05,
+   "min": 3.104930000006334e-05,
+   "max": 6.635980000027075e-05,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9791,28 +9791,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 8.501524999928734e-06,
-   "host_backward_canary_seconds": 2.265323999949942e-05,
+   "host_canary_seconds": 1.0503514999982144e-05,
+   "host_backward_canary_seconds": 2.163085000006504e-05,
    "pass_seconds": [
-    5.72528999896349e-05,
-    4.832289998830674e-05,
-    6.220210000265069e-05
+    6.31776000005857e-05,
+    5.416089999812357e-05,
+    4.313399999773537e-05
    ],
    "pass_host_canary_seconds": [
-    8.501524999928734e-06,
-    7.634005000909383e-06,
-    1.063437999960115e-05
+    1.0503514999982144e-05,
+    9.901109999930213e-06,
+    7.810309999882748e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.265323999949942e-05,
-    2.0383380001476325e-05,
-    2.169993000052273e-05
+    2.163085000006504e-05,
+    1.9657640000048104e-05,
+    2.1493680000048697e-05
    ]
   },
   "conv_host_k1_fp32_strict_32x256x56x56_256_forward_backward": {
-   "seconds": 0.00026945039999191065,
-   "min": 0.00019519919999311242,
-   "max": 0.00044350819998726363,
+   "seconds": 0.00029579589999855215,
+   "min": 0.0002175663999992139,
+   "max": 0.0004214152000002969,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9827,28 +9827,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.1186392499951126e-05,
-   "host_backward_canary_seconds": 2.349273499987703e-05,
+   "host_canary_seconds": 1.0495394999985308e-05,
+   "host_backward_canary_seconds": 2.1307665000023233e-05,
    "pass_seconds": [
-    0.0003093999000043368,
-    0.00023726699998860568,
-    0.00026945039999191065
+    0.0003718398999993155,
+    0.000278338500001496,
+    0.00029579589999855215
    ],
    "pass_host_canary_seconds": [
-    1.1186392499951126e-05,
-    7.663792500238742e-06,
-    1.0790665000399712e-05
+    1.0495394999985308e-05,
+    9.377327500033062e-06,
+    7.371200000036993e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.349273499987703e-05,
-    1.99535100000503e-05,
-    2.3404010000831477e-05
+    2.1307665000023233e-05,
+    1.7714680000011642e-05,
+    1.997442000003957e-05
    ]
   },
   "conv_host_k1_bf16_2x4x8x8_4_forward": {
-   "seconds": 4.257690000031289e-05,
-   "min": 2.8577299985954596e-05,
-   "max": 7.352299999183743e-05,
+   "seconds": 3.568999999998823e-05,
+   "min": 2.2202099998480662e-05,
+   "max": 4.6409300000505024e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9863,28 +9863,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.0690052500024194e-05,
-   "host_backward_canary_seconds": 2.2499739999375378e-05,
+   "host_canary_seconds": 9.994605000009927e-06,
+   "host_backward_canary_seconds": 2.1117929999974195e-05,
    "pass_seconds": [
-    4.257690000031289e-05,
-    6.664929999260494e-05,
-    3.9306200005739814e-05
+    3.568999999998823e-05,
+    4.169489999981124e-05,
+    2.561590000027536e-05
    ],
    "pass_host_canary_seconds": [
-    1.0690052500024194e-05,
-    1.0824280000178988e-05,
-    1.014750499962247e-05
+    9.994605000009927e-06,
+    9.274104999974498e-06,
+    7.587350000051174e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2499739999375378e-05,
-    2.009143000123004e-05,
-    2.420815000050425e-05
+    2.1117929999974195e-05,
+    1.571817000012743e-05,
+    1.6319020000139515e-05
    ]
   },
   "conv_host_k1_bf16_2x4x8x8_4_forward_backward": {
-   "seconds": 0.0002887276999899768,
-   "min": 0.0002299369999946066,
-   "max": 0.00046961909999936323,
+   "seconds": 0.0002321130000012772,
+   "min": 0.00017651459999967756,
+   "max": 0.00048066890000058037,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9899,28 +9899,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.0787924999817733e-05,
-   "host_backward_canary_seconds": 2.1650999999565103e-05,
+   "host_canary_seconds": 1.0188745000050403e-05,
+   "host_backward_canary_seconds": 1.920132999998714e-05,
    "pass_seconds": [
-    0.00028524909999987357,
-    0.0003683265000063329,
-    0.0002887276999899768
+    0.00038174120000036285,
+    0.0002321130000012772,
+    0.00021493550000002416
    ],
    "pass_host_canary_seconds": [
-    1.0787924999817733e-05,
-    1.0884902499697092e-05,
-    9.8894249993009e-06
+    1.0188745000050403e-05,
+    9.547039999944217e-06,
+    8.007615000025225e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1650999999565103e-05,
-    1.780994000114333e-05,
-    2.115360999823679e-05
+    1.920132999998714e-05,
+    1.3605030000007901e-05,
+    1.507581999987906e-05
    ]
   },
   "conv_host_k1_bf16_8x64x28x28_64_forward": {
-   "seconds": 5.203309999615158e-05,
-   "min": 3.6957399993298166e-05,
-   "max": 7.441320001362328e-05,
+   "seconds": 3.8542299998312045e-05,
+   "min": 2.3116299999514922e-05,
+   "max": 6.843430000031958e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9935,28 +9935,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.0733992500036038e-05,
-   "host_backward_canary_seconds": 1.975825499982875e-05,
+   "host_canary_seconds": 1.0406255000035004e-05,
+   "host_backward_canary_seconds": 2.0609580000012785e-05,
    "pass_seconds": [
-    5.203309999615158e-05,
-    6.099290001202462e-05,
-    4.267029999027727e-05
+    6.116819999988366e-05,
+    3.8542299998312045e-05,
+    2.6182700000276782e-05
    ],
    "pass_host_canary_seconds": [
-    1.0733992500036038e-05,
-    1.0831424999651062e-05,
-    1.0900324999738587e-05
+    1.0406255000035004e-05,
+    8.486764999986462e-06,
+    9.088559999952395e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.975825499982875e-05,
-    1.7670290001206014e-05,
-    2.2847489999549e-05
+    2.0609580000012785e-05,
+    1.4216980000014701e-05,
+    1.6114189999996143e-05
    ]
   },
   "conv_host_k1_bf16_8x64x28x28_64_forward_backward": {
-   "seconds": 0.00026442280000082974,
-   "min": 0.00018947590000379934,
-   "max": 0.0004344816999946488,
+   "seconds": 0.00027536820000193527,
+   "min": 0.00017841419999911067,
+   "max": 0.000508469599999728,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9971,28 +9971,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 7.81662999997934e-06,
-   "host_backward_canary_seconds": 1.7407139999932042e-05,
+   "host_canary_seconds": 1.075197750001422e-05,
+   "host_backward_canary_seconds": 1.980180499998596e-05,
    "pass_seconds": [
-    0.00026442280000082974,
-    0.00030912309998711864,
-    0.00024632580000343295
+    0.00043813730000010767,
+    0.00022832239999956983,
+    0.00027536820000193527
    ],
    "pass_host_canary_seconds": [
-    7.81662999997934e-06,
-    1.0797059999276826e-05,
-    1.0579155000414176e-05
+    1.075197750001422e-05,
+    9.493215000020427e-06,
+    1.0326725000027182e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7407139999932042e-05,
-    1.7241339999145567e-05,
-    2.200190999928964e-05
+    1.980180499998596e-05,
+    1.495658999999705e-05,
+    1.66025300001138e-05
    ]
   },
   "conv_host_k1_bf16_16x256x56x56_64_forward": {
-   "seconds": 4.366919999938545e-05,
-   "min": 2.8519799991499893e-05,
-   "max": 7.132030000320811e-05,
+   "seconds": 4.958019999889984e-05,
+   "min": 2.57946999994374e-05,
+   "max": 6.186600000006593e-05,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10007,28 +10007,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 7.977384999549031e-06,
-   "host_backward_canary_seconds": 1.7407139999932042e-05,
+   "host_canary_seconds": 1.046922749996071e-05,
+   "host_backward_canary_seconds": 2.03566700000124e-05,
    "pass_seconds": [
-    3.5569399994983544e-05,
-    5.816699999741104e-05,
-    4.366919999938545e-05
+    5.518969999940282e-05,
+    4.958019999889984e-05,
+    2.935420000085287e-05
    ],
    "pass_host_canary_seconds": [
-    7.977384999549031e-06,
-    1.0640634999390385e-05,
-    1.0702229999424163e-05
+    1.046922749996071e-05,
+    1.0186384999997244e-05,
+    7.633300000122745e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7407139999932042e-05,
-    1.6839059999256278e-05,
-    2.284347000113485e-05
+    2.03566700000124e-05,
+    1.5666209999949388e-05,
+    2.07436700000585e-05
    ]
   },
   "conv_host_k1_bf16_16x256x56x56_64_forward_backward": {
-   "seconds": 0.0002619837999873198,
-   "min": 0.00017977439999867785,
-   "max": 0.000369119399988449,
+   "seconds": 0.00033476979999988996,
+   "min": 0.0002133537000020169,
+   "max": 0.0004619188000006602,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10043,28 +10043,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 7.545159999722273e-06,
-   "host_backward_canary_seconds": 1.603010999929211e-05,
+   "host_canary_seconds": 1.0436970000000655e-05,
+   "host_backward_canary_seconds": 2.022840000009296e-05,
    "pass_seconds": [
-    0.00020011510000585985,
-    0.00028120790000230045,
-    0.0002619837999873198
+    0.0004278901000006385,
+    0.00033476979999988996,
+    0.0002434902000004513
    ],
    "pass_host_canary_seconds": [
-    7.545159999722273e-06,
-    1.0336325000253054e-05,
-    1.0592540000970984e-05
+    1.0436970000000655e-05,
+    1.0288069999973004e-05,
+    7.355624999973997e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.603010999929211e-05,
-    1.6839059999256278e-05,
-    2.2187729998677243e-05
+    2.022840000009296e-05,
+    1.5646679999861136e-05,
+    1.964043000015181e-05
    ]
   },
   "conv_host_k1_bf16_32x256x56x56_256_forward": {
-   "seconds": 5.324270000528486e-05,
-   "min": 2.963690001251962e-05,
-   "max": 6.42825999989327e-05,
+   "seconds": 4.959510000048795e-05,
+   "min": 2.9770500000836363e-05,
+   "max": 9.260890000177824e-05,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10079,28 +10079,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 8.202670000230227e-06,
-   "host_backward_canary_seconds": 1.6539980000516154e-05,
+   "host_canary_seconds": 1.0421115000021074e-05,
+   "host_backward_canary_seconds": 2.0995660000053817e-05,
    "pass_seconds": [
-    5.324270000528486e-05,
-    5.568770000081713e-05,
-    3.949400002056791e-05
+    5.690189999967288e-05,
+    4.959510000048795e-05,
+    3.6242299998434646e-05
    ],
    "pass_host_canary_seconds": [
-    8.202670000230227e-06,
-    1.0021859999369554e-05,
-    1.0525409999218028e-05
+    1.0421115000021074e-05,
+    1.0288069999973004e-05,
+    7.3245124999488095e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6539980000516154e-05,
-    1.7463970000335393e-05,
-    1.910983000016131e-05
+    2.0995660000053817e-05,
+    1.877155000016728e-05,
+    1.850664499997379e-05
    ]
   },
   "conv_host_k1_bf16_32x256x56x56_256_forward_backward": {
-   "seconds": 0.0003253761999985727,
-   "min": 0.00024877650000689757,
-   "max": 0.0004868643999998312,
+   "seconds": 0.00027699460000008,
+   "min": 0.00021568569999885767,
+   "max": 0.00045098479999978737,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10115,28 +10115,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.0582687500004795e-05,
-   "host_backward_canary_seconds": 1.94864200000211e-05,
+   "host_canary_seconds": 1.0572009999982867e-05,
+   "host_backward_canary_seconds": 2.067652500002737e-05,
    "pass_seconds": [
-    0.0003253761999985727,
-    0.000401039899998068,
-    0.0002647997000167379
+    0.00036525560000058024,
+    0.00023943670000221574,
+    0.00027699460000008
    ],
    "pass_host_canary_seconds": [
-    1.0582687500004795e-05,
-    1.0021859999369554e-05,
-    1.0022657499462183e-05
+    1.0572009999982867e-05,
+    9.821965000043064e-06,
+    9.953262499990956e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.94864200000211e-05,
-    1.5864449999298813e-05,
-    1.6553679998878578e-05
+    2.067652500002737e-05,
+    1.877155000016728e-05,
+    1.85718000000179e-05
    ]
   },
   "conv_host_k1_autocast_2x4x8x8_4_forward": {
-   "seconds": 0.0001129921000028844,
-   "min": 6.47776000050726e-05,
-   "max": 0.00013455079999857844,
+   "seconds": 0.00011309420000031878,
+   "min": 8.830099999954655e-05,
+   "max": 0.00016789270000003854,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10151,28 +10151,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 9.406862500043189e-06,
-   "host_backward_canary_seconds": 1.915099000086684e-05,
+   "host_canary_seconds": 1.0286197499986827e-05,
+   "host_backward_canary_seconds": 2.0560250000016822e-05,
    "pass_seconds": [
-    0.0001233530999911636,
-    0.0001129921000028844,
-    9.390230000008159e-05
+    0.00013619549999930314,
+    0.00011309420000031878,
+    9.437389999789048e-05
    ],
    "pass_host_canary_seconds": [
-    9.406862500043189e-06,
-    9.947959999863088e-06,
-    1.0836635000259776e-05
+    1.0286197499986827e-05,
+    1.0473465000018223e-05,
+    1.0154950000043073e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.915099000086684e-05,
-    1.642306999883658e-05,
-    1.7574150001564702e-05
+    2.0560250000016822e-05,
+    2.3815080000133547e-05,
+    1.7889949999982947e-05
    ]
   },
   "conv_host_k1_autocast_2x4x8x8_4_forward_backward": {
-   "seconds": 0.0004885508000029403,
-   "min": 0.00031932690001212904,
-   "max": 0.0006052281000165749,
+   "seconds": 0.0005120915000006221,
+   "min": 0.0003531471000002284,
+   "max": 0.0006083869000008235,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10187,28 +10187,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 8.593200000177603e-06,
-   "host_backward_canary_seconds": 2.0050629999559532e-05,
+   "host_canary_seconds": 1.0361967499967761e-05,
+   "host_backward_canary_seconds": 1.9424110000088034e-05,
    "pass_seconds": [
-    0.0004885508000029403,
-    0.0004978591000053712,
-    0.0003704446000028838
+    0.0005120915000006221,
+    0.0004107837999981712,
+    0.0005235459999994418
    ],
    "pass_host_canary_seconds": [
-    8.593200000177603e-06,
-    1.0286444999110244e-05,
-    1.0836635000259776e-05
+    1.0361967499967761e-05,
+    1.0411745000027395e-05,
+    1.0969424999984767e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0050629999559532e-05,
-    1.7164539999612317e-05,
-    1.8447370000558293e-05
+    1.9424110000088034e-05,
+    2.1531040000013492e-05,
+    1.9555359999969825e-05
    ]
   },
   "conv_host_k1_autocast_8x64x28x28_64_forward": {
-   "seconds": 8.695869998973649e-05,
-   "min": 6.347549999645708e-05,
-   "max": 0.0001224275000140551,
+   "seconds": 0.00011385759999882339,
+   "min": 8.424420000210375e-05,
+   "max": 0.00015532329999956573,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10223,28 +10223,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 8.044470000072579e-06,
-   "host_backward_canary_seconds": 2.1400919999905456e-05,
+   "host_canary_seconds": 1.0341042499995012e-05,
+   "host_backward_canary_seconds": 2.0639085000055954e-05,
    "pass_seconds": [
-    8.07759999929658e-05,
-    8.695869998973649e-05,
-    0.00010264769998684642
+    0.00012974720000045182,
+    0.000102436599999578,
+    0.00011385759999882339
    ],
    "pass_host_canary_seconds": [
-    8.044470000072579e-06,
-    9.865785000329196e-06,
-    1.0632754999733152e-05
+    1.0341042499995012e-05,
+    1.0036934999959613e-05,
+    1.0774794999974801e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1400919999905456e-05,
-    1.693757999873924e-05,
-    2.214868999999453e-05
+    2.0639085000055954e-05,
+    2.266708999997036e-05,
+    1.9644710000079613e-05
    ]
   },
   "conv_host_k1_autocast_8x64x28x28_64_forward_backward": {
-   "seconds": 0.00039912610000101265,
-   "min": 0.00033764279999104474,
-   "max": 0.000856434500008163,
+   "seconds": 0.00046229239999888704,
+   "min": 0.0003330336000004763,
+   "max": 0.0005563401999992834,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10259,28 +10259,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 8.039694999979475e-06,
-   "host_backward_canary_seconds": 2.3238409999066788e-05,
+   "host_canary_seconds": 1.0451039999992417e-05,
+   "host_backward_canary_seconds": 2.0084479999979975e-05,
    "pass_seconds": [
-    0.0003687689000003047,
-    0.0006203284999855896,
-    0.00039912610000101265
+    0.0005377553000002422,
+    0.00035927429999844663,
+    0.00046229239999888704
    ],
    "pass_host_canary_seconds": [
-    8.039694999979475e-06,
-    1.0387824999043004e-05,
-    1.0503590000325857e-05
+    1.0451039999992417e-05,
+    9.746879999994462e-06,
+    7.53695499994933e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.3238409999066788e-05,
-    2.044078000153604e-05,
-    1.9354019998445436e-05
+    2.0084479999979975e-05,
+    2.2214930000075127e-05,
+    1.4710279999974319e-05
    ]
   },
   "conv_host_k1_autocast_16x256x56x56_64_forward": {
-   "seconds": 0.00012044170000535814,
-   "min": 6.854910000129167e-05,
-   "max": 0.0003417305000084525,
+   "seconds": 0.00011744349999958104,
+   "min": 6.463599999904091e-05,
+   "max": 0.0001683800000009228,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10295,28 +10295,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 8.140062499819578e-06,
-   "host_backward_canary_seconds": 2.4636310000119012e-05,
+   "host_canary_seconds": 1.0324385000011206e-05,
+   "host_backward_canary_seconds": 2.0247960000006062e-05,
    "pass_seconds": [
-    9.385920000113402e-05,
-    0.00017368579999583745,
-    0.00012044170000535814
+    0.0001405610999995588,
+    0.00011744349999958104,
+    6.708690000039042e-05
    ],
    "pass_host_canary_seconds": [
-    8.140062499819578e-06,
-    1.090769749964693e-05,
-    1.0711639999385625e-05
+    1.0324385000011206e-05,
+    1.0081599999978152e-05,
+    7.378190000082441e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.4636310000119012e-05,
-    1.8089695000753636e-05,
-    1.9982034999657116e-05
+    2.0247960000006062e-05,
+    1.8828050000081474e-05,
+    1.390337000003683e-05
    ]
   },
   "conv_host_k1_autocast_16x256x56x56_64_forward_backward": {
-   "seconds": 0.0006555161000051157,
-   "min": 0.0004219783000053212,
-   "max": 0.0007559409999998934,
+   "seconds": 0.00038999909999972717,
+   "min": 0.00030622569999820825,
+   "max": 0.0005647981999999275,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10331,28 +10331,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 8.41468749968044e-06,
-   "host_backward_canary_seconds": 2.4097085000107654e-05,
+   "host_canary_seconds": 1.0198249999966436e-05,
+   "host_backward_canary_seconds": 1.9501134999941884e-05,
    "pass_seconds": [
-    0.0006680013999925905,
-    0.0006555161000051157,
-    0.0005182890000014595
+    0.0005273165999994944,
+    0.00038999909999972717,
+    0.00036089559999936683
    ],
    "pass_host_canary_seconds": [
-    8.41468749968044e-06,
-    1.1364267499516246e-05,
-    1.053742250007872e-05
+    1.0198249999966436e-05,
+    9.681820000082553e-06,
+    7.290030000035586e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.4097085000107654e-05,
-    1.9920060000231386e-05,
-    2.0093184999723235e-05
+    1.9501134999941884e-05,
+    1.7433820000007925e-05,
+    1.4093899999920722e-05
    ]
   },
   "conv_host_k1_autocast_32x256x56x56_256_forward": {
-   "seconds": 0.00011572179998893261,
-   "min": 7.796119999738948e-05,
-   "max": 0.00017070089999151605,
+   "seconds": 9.535849999906532e-05,
+   "min": 6.176880000055007e-05,
+   "max": 0.00014596879999970725,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10367,28 +10367,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 9.78237749990285e-06,
-   "host_backward_canary_seconds": 2.621724999983144e-05,
+   "host_canary_seconds": 1.043892250002898e-05,
+   "host_backward_canary_seconds": 2.0486069999989807e-05,
    "pass_seconds": [
-    9.586870000930504e-05,
-    0.00015975780002008833,
-    0.00011572179998893261
+    0.0001411239999995928,
+    9.535849999906532e-05,
+    6.792510000082075e-05
    ],
    "pass_host_canary_seconds": [
-    9.78237749990285e-06,
-    1.1229562499579515e-05,
-    1.0701732499569516e-05
+    1.043892250002898e-05,
+    9.825180000007094e-06,
+    7.1246449999762264e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.621724999983144e-05,
-    2.3070055000289358e-05,
-    2.12370600002032e-05
+    2.0486069999989807e-05,
+    2.2023550000085378e-05,
+    1.559823999997434e-05
    ]
   },
   "conv_host_k1_autocast_32x256x56x56_256_forward_backward": {
-   "seconds": 0.0006309787999953187,
-   "min": 0.0005300368999996863,
-   "max": 0.0008239574000072025,
+   "seconds": 0.0003789326000003257,
+   "min": 0.00030319869999857475,
+   "max": 0.0007675654999999892,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10403,28 +10403,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.1214970000139601e-05,
-   "host_backward_canary_seconds": 2.3305720000053042e-05,
+   "host_canary_seconds": 1.036524250000781e-05,
+   "host_backward_canary_seconds": 2.0105355000055168e-05,
    "pass_seconds": [
-    0.0006023045999995702,
-    0.0006526134999830901,
-    0.0006309787999953187
+    0.0006667425000003391,
+    0.0003789326000003257,
+    0.00035096240000029864
    ],
    "pass_host_canary_seconds": [
-    1.1214970000139601e-05,
-    1.1112319999710962e-05,
-    1.0902172499527297e-05
+    1.036524250000781e-05,
+    9.967977499982794e-06,
+    7.143754999958673e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.3305720000053042e-05,
-    2.2706344999505746e-05,
-    2.1034310000231928e-05
+    2.0105355000055168e-05,
+    2.186483999992106e-05,
+    1.935814999995955e-05
    ]
   },
   "optimizer_sgd_foreach_per_param": {
-   "seconds": 3.73662946425871e-06,
-   "min": 3.3001205357002002e-06,
-   "max": 4.348544643103683e-06,
+   "seconds": 2.9576495535239237e-06,
+   "min": 1.981997767876363e-06,
+   "max": 5.315785714277155e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10434,28 +10434,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.105211999998801e-05,
-   "host_backward_canary_seconds": 2.267889999984618e-05,
+   "host_canary_seconds": 1.0443880000003958e-05,
+   "host_backward_canary_seconds": 2.0614939999958893e-05,
    "pass_seconds": [
-    3.469845982095876e-06,
-    3.868241071204791e-06,
-    3.73662946425871e-06
+    3.395977678558434e-06,
+    2.9576495535239237e-06,
+    2.085767857159685e-06
    ],
    "pass_host_canary_seconds": [
-    1.105211999998801e-05,
-    1.0854404999918188e-05,
-    1.1130859999184395e-05
+    1.0443880000003958e-05,
+    1.0009379999971202e-05,
+    7.414500000066937e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.267889999984618e-05,
-    1.833213500049169e-05,
-    2.274434999890218e-05
+    2.0614939999958893e-05,
+    2.1525985000039325e-05,
+    1.5025799999932587e-05
    ]
   },
   "optimizer_sgd_foreach_per_step": {
-   "seconds": 0.0001862048571865671,
-   "min": 0.00011168114279566259,
-   "max": 0.00037515471428508,
+   "seconds": 0.00014904771429412124,
+   "min": -0.00013872428570493867,
+   "max": 0.0007380834285705923,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10465,28 +10465,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.105211999998801e-05,
-   "host_backward_canary_seconds": 2.267889999984618e-05,
+   "host_canary_seconds": 1.0443880000003958e-05,
+   "host_backward_canary_seconds": 2.0614939999958893e-05,
    "pass_seconds": [
-    0.0001862048571865671,
-    0.00019515585722729156,
-    0.00018141542857717598
+    0.00020039914286128026,
+    0.00014904771429412124,
+    0.00010497171428726557
    ],
    "pass_host_canary_seconds": [
-    1.105211999998801e-05,
-    1.0854404999918188e-05,
-    1.1130859999184395e-05
+    1.0443880000003958e-05,
+    1.0009379999971202e-05,
+    7.414500000066937e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.267889999984618e-05,
-    1.833213500049169e-05,
-    2.274434999890218e-05
+    2.0614939999958893e-05,
+    2.1525985000039325e-05,
+    1.5025799999932587e-05
    ]
   },
   "optimizer_sgd_foreach_cold_per_param": {
-   "seconds": 5.053857143317535e-06,
-   "min": 2.4122723214503594e-06,
-   "max": 5.706803571671669e-06,
+   "seconds": 3.2388013392495703e-06,
+   "min": 2.2576964285711147e-06,
+   "max": 5.4548593749917785e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10496,28 +10496,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.811489999767219e-06,
-   "host_backward_canary_seconds": 1.965014000006704e-05,
+   "host_canary_seconds": 9.317684999956555e-06,
+   "host_backward_canary_seconds": 2.0340720000007194e-05,
    "pass_seconds": [
-    2.590375000214148e-06,
-    5.053857143317535e-06,
-    5.0900066962559066e-06
+    3.2388013392495703e-06,
+    3.1412232143043388e-06,
+    5.049796875005492e-06
    ],
    "pass_host_canary_seconds": [
-    7.811489999767219e-06,
-    1.1081940000394752e-05,
-    1.1531115000025238e-05
+    9.317684999956555e-06,
+    7.508070000028511e-06,
+    1.0333185000064304e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.965014000006704e-05,
-    2.339239000093585e-05,
-    2.3284260000764333e-05
+    2.0340720000007194e-05,
+    2.0855629999800838e-05,
+    2.2409519999939675e-05
    ]
   },
   "optimizer_sgd_foreach_cold_per_step": {
-   "seconds": 0.0006933698571174318,
-   "min": 0.0006130090000462068,
-   "max": 0.0007825972859011797,
+   "seconds": 0.0006698584285637871,
+   "min": 0.0005056579999761977,
+   "max": 0.000729081714277007,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10527,28 +10527,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.811489999767219e-06,
-   "host_backward_canary_seconds": 1.965014000006704e-05,
+   "host_canary_seconds": 9.317684999956555e-06,
+   "host_backward_canary_seconds": 2.0340720000007194e-05,
    "pass_seconds": [
-    0.0006669348571709374,
-    0.0007125762857478029,
-    0.0006933698571174318
+    0.0006784527142968955,
+    0.0005883225714171658,
+    0.0006698584285637871
    ],
    "pass_host_canary_seconds": [
-    7.811489999767219e-06,
-    1.1081940000394752e-05,
-    1.1531115000025238e-05
+    9.317684999956555e-06,
+    7.508070000028511e-06,
+    1.0333185000064304e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.965014000006704e-05,
-    2.339239000093585e-05,
-    2.3284260000764333e-05
+    2.0340720000007194e-05,
+    2.0855629999800838e-05,
+    2.2409519999939675e-05
    ]
   },
   "optimizer_sgd_foreach_large": {
-   "seconds": 0.00019034799993278284,
-   "min": 0.00018131199999515957,
-   "max": 0.00023065100003805128,
+   "seconds": 0.00018739399999390116,
+   "min": 0.0001777190000069595,
+   "max": 0.00022632299999258976,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -10556,15 +10556,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00018645300008302002,
-    0.00019034799993278284,
-    0.0002069679999294749
+    0.00018072499999277625,
+    0.00018739399999390116,
+    0.00021017199998141223
    ]
   },
   "optimizer_sgd_for_loop_per_param": {
-   "seconds": 3.2153904017816005e-05,
-   "min": 2.290082812501331e-05,
-   "max": 4.2918323660704315e-05,
+   "seconds": 2.214367410711761e-05,
+   "min": 2.1079015624980713e-05,
+   "max": 3.137311383927255e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10574,28 +10574,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.096564750014295e-05,
-   "host_backward_canary_seconds": 1.8570120000163113e-05,
+   "host_canary_seconds": 7.096562499988579e-06,
+   "host_backward_canary_seconds": 2.006782499996973e-05,
    "pass_seconds": [
-    3.2153904017816005e-05,
-    2.763136830351089e-05,
-    3.453368526809949e-05
+    2.1567198660722908e-05,
+    2.214367410711761e-05,
+    3.005733482140473e-05
    ],
    "pass_host_canary_seconds": [
-    1.096564750014295e-05,
-    1.0823895000271477e-05,
-    1.1541719999854649e-05
+    7.096562499988579e-06,
+    7.317082500009065e-06,
+    1.0109365000019466e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8570120000163113e-05,
-    1.8643885000528825e-05,
-    2.4011744998233552e-05
+    2.006782499996973e-05,
+    2.0667309999993222e-05,
+    2.2369840000067146e-05
    ]
   },
   "optimizer_sgd_for_loop_per_step": {
-   "seconds": 0.00028505371411873567,
-   "min": -0.0003319092857054784,
-   "max": 0.0006322945714600792,
+   "seconds": 0.0002094400000061114,
+   "min": -0.00042393328570256017,
+   "max": 0.0006672698571727714,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10605,28 +10605,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.096564750014295e-05,
-   "host_backward_canary_seconds": 1.8570120000163113e-05,
+   "host_canary_seconds": 7.096562499988579e-06,
+   "host_backward_canary_seconds": 2.006782499996973e-05,
    "pass_seconds": [
-    0.0002742270000258679,
-    0.00028505371411873567,
-    0.00031928642865100944
+    0.0002094400000061114,
+    0.00013179628572450894,
+    0.0004089514285884174
    ],
    "pass_host_canary_seconds": [
-    1.096564750014295e-05,
-    1.0823895000271477e-05,
-    1.1541719999854649e-05
+    7.096562499988579e-06,
+    7.317082500009065e-06,
+    1.0109365000019466e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8570120000163113e-05,
-    1.8643885000528825e-05,
-    2.4011744998233552e-05
+    2.006782499996973e-05,
+    2.0667309999993222e-05,
+    2.2369840000067146e-05
    ]
   },
   "optimizer_sgd_for_loop_cold_per_param": {
-   "seconds": 3.401191964285439e-05,
-   "min": 2.219110937470451e-05,
-   "max": 4.610212053535179e-05,
+   "seconds": 2.9603473214250592e-05,
+   "min": 2.06456919642812e-05,
+   "max": 3.3831203124977194e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10636,28 +10636,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.1074219999613888e-05,
-   "host_backward_canary_seconds": 2.328380999983892e-05,
+   "host_canary_seconds": 7.243055000003551e-06,
+   "host_backward_canary_seconds": 2.1098010000031307e-05,
    "pass_seconds": [
-    3.401191964285439e-05,
-    2.4084533482238157e-05,
-    3.405164955389799e-05
+    2.263281473213752e-05,
+    3.1824671874997836e-05,
+    2.9603473214250592e-05
    ],
    "pass_host_canary_seconds": [
-    1.1074219999613888e-05,
-    7.695064999779788e-06,
-    1.1551954999049486e-05
+    7.243055000003551e-06,
+    1.0057235000004994e-05,
+    9.9129299999845e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.328380999983892e-05,
-    1.9847029998345535e-05,
-    2.148603000023286e-05
+    2.1098010000031307e-05,
+    2.104706000011447e-05,
+    2.2197819999973946e-05
    ]
   },
   "optimizer_sgd_for_loop_cold_per_step": {
-   "seconds": 0.0006978952857415216,
-   "min": 1.4910285813130031e-05,
-   "max": 0.0013229260001870508,
+   "seconds": 0.0005914938571436323,
+   "min": 2.5360428570105932e-05,
+   "max": 0.001070688285722099,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10667,28 +10667,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.1074219999613888e-05,
-   "host_backward_canary_seconds": 2.328380999983892e-05,
+   "host_canary_seconds": 7.243055000003551e-06,
+   "host_backward_canary_seconds": 2.1098010000031307e-05,
    "pass_seconds": [
-    0.000814773000050601,
-    0.0006978952857415216,
-    0.000680960571246812
+    0.0005914938571436323,
+    0.0004980870000232634,
+    0.0006639588571561361
    ],
    "pass_host_canary_seconds": [
-    1.1074219999613888e-05,
-    7.695064999779788e-06,
-    1.1551954999049486e-05
+    7.243055000003551e-06,
+    1.0057235000004994e-05,
+    9.9129299999845e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.328380999983892e-05,
-    1.9847029998345535e-05,
-    2.148603000023286e-05
+    2.1098010000031307e-05,
+    2.104706000011447e-05,
+    2.2197819999973946e-05
    ]
   },
   "optimizer_sgd_for_loop_large": {
-   "seconds": 0.00018526200005908322,
-   "min": 0.00016490099994825869,
-   "max": 0.0002266480000798765,
+   "seconds": 0.00017431100000919741,
+   "min": 0.00015987800000516472,
+   "max": 0.0002063979999888943,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -10696,15 +10696,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00016816899994864798,
-    0.00018526200005908322,
-    0.00018714199995883973
+    0.00017431100000919741,
+    0.00017019000000573214,
+    0.0001748530000043047
    ]
   },
   "optimizer_sgd_fused_per_param": {
-   "seconds": 2.6767745531230958e-06,
-   "min": 1.6599732143772274e-06,
-   "max": 3.17227008953377e-06,
+   "seconds": 2.348220982233735e-06,
+   "min": 1.3346450892713437e-06,
+   "max": 2.6838392857949804e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10714,28 +10714,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.941795000192541e-06,
-   "host_backward_canary_seconds": 1.825111000016477e-05,
+   "host_canary_seconds": 7.302499999966017e-06,
+   "host_backward_canary_seconds": 2.069907999995735e-05,
    "pass_seconds": [
-    1.76928794612e-06,
-    2.8660111607134046e-06,
-    2.6767745531230958e-06
+    1.454694196434403e-06,
+    2.5368281250262977e-06,
+    2.348220982233735e-06
    ],
    "pass_host_canary_seconds": [
-    7.941795000192541e-06,
-    1.0836105000180396e-05,
-    1.0587725000732462e-05
+    7.302499999966017e-06,
+    9.162110000033863e-06,
+    1.0366374999932759e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.825111000016477e-05,
-    1.628656499974568e-05,
-    1.7637050000303134e-05
+    2.069907999995735e-05,
+    1.510506000016676e-05,
+    2.1296599999800492e-05
    ]
   },
   "optimizer_sgd_fused_per_step": {
-   "seconds": 0.0001108137141402819,
-   "min": 5.247114279427478e-05,
-   "max": 0.00028413157130151897,
+   "seconds": 0.00012201142858511309,
+   "min": 4.6929571425380345e-05,
+   "max": 0.0003185787142894826,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10745,28 +10745,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.941795000192541e-06,
-   "host_backward_canary_seconds": 1.825111000016477e-05,
+   "host_canary_seconds": 7.302499999966017e-06,
+   "host_backward_canary_seconds": 2.069907999995735e-05,
    "pass_seconds": [
-    7.932957134926255e-05,
-    0.00014243485725273786,
-    0.0001108137141402819
+    7.193985714642232e-05,
+    0.00015410457142398367,
+    0.00012201142858511309
    ],
    "pass_host_canary_seconds": [
-    7.941795000192541e-06,
-    1.0836105000180396e-05,
-    1.0587725000732462e-05
+    7.302499999966017e-06,
+    9.162110000033863e-06,
+    1.0366374999932759e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.825111000016477e-05,
-    1.628656499974568e-05,
-    1.7637050000303134e-05
+    2.069907999995735e-05,
+    1.510506000016676e-05,
+    2.1296599999800492e-05
    ]
   },
   "optimizer_sgd_fused_cold_per_param": {
-   "seconds": 3.6479620533214074e-06,
-   "min": 1.997756696578027e-06,
-   "max": 4.31922544663621e-06,
+   "seconds": 2.278091517902782e-06,
+   "min": 1.8632589285440458e-06,
+   "max": 4.0341785713898e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10776,28 +10776,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.18019500002265e-06,
-   "host_backward_canary_seconds": 2.3472330000231522e-05,
+   "host_canary_seconds": 7.330625000037117e-06,
+   "host_backward_canary_seconds": 2.2537139999911916e-05,
    "pass_seconds": [
-    2.518997767708697e-06,
-    3.97835267814831e-06,
-    3.6479620533214074e-06
+    1.9950156249860995e-06,
+    2.278091517902782e-06,
+    3.2816450892576247e-06
    ],
    "pass_host_canary_seconds": [
-    8.18019500002265e-06,
-    1.1629665000327804e-05,
-    1.0741705000327784e-05
+    7.330625000037117e-06,
+    7.836690000004864e-06,
+    1.0084474999985105e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.3472330000231522e-05,
-    2.1410700001069926e-05,
-    1.976210000066203e-05
+    2.2537139999911916e-05,
+    1.6603100000054383e-05,
+    1.711764999981824e-05
    ]
   },
   "optimizer_sgd_fused_cold_per_step": {
-   "seconds": 0.0006796028571898205,
-   "min": 0.00042971528580437734,
-   "max": 0.0007635575712551404,
+   "seconds": 0.0006420975714352803,
+   "min": 0.00047788300001830715,
+   "max": 0.000752656142834342,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10807,28 +10807,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.18019500002265e-06,
-   "host_backward_canary_seconds": 2.3472330000231522e-05,
+   "host_canary_seconds": 7.330625000037117e-06,
+   "host_backward_canary_seconds": 2.2537139999911916e-05,
    "pass_seconds": [
-    0.0006267491428226485,
-    0.000688512714305034,
-    0.0006796028571898205
+    0.0005884112857086977,
+    0.0006465415714436468,
+    0.0006420975714352803
    ],
    "pass_host_canary_seconds": [
-    8.18019500002265e-06,
-    1.1629665000327804e-05,
-    1.0741705000327784e-05
+    7.330625000037117e-06,
+    7.836690000004864e-06,
+    1.0084474999985105e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.3472330000231522e-05,
-    2.1410700001069926e-05,
-    1.976210000066203e-05
+    2.2537139999911916e-05,
+    1.6603100000054383e-05,
+    1.711764999981824e-05
    ]
   },
   "optimizer_sgd_fused_large": {
-   "seconds": 0.0001336020000053395,
-   "min": 0.00012644899993574654,
-   "max": 0.0001766519999364391,
+   "seconds": 0.00014399700000922167,
+   "min": 0.00011893999999301741,
+   "max": 0.0001660770000029288,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -10836,15 +10836,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00012820699998883356,
-    0.0001336020000053395,
-    0.0001519680001820234
+    0.00014399700000922167,
+    0.00012135399998669527,
+    0.00014469099997427293
    ]
   },
   "optimizer_sgd_wd_foreach_per_param": {
-   "seconds": 5.254718749776137e-06,
-   "min": 3.937120535876407e-06,
-   "max": 7.588720982149815e-06,
+   "seconds": 6.889323660695469e-06,
+   "min": 3.945696428570804e-06,
+   "max": 8.967745535746832e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10854,28 +10854,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.699037500117356e-06,
-   "host_backward_canary_seconds": 1.965110000014647e-05,
+   "host_canary_seconds": 1.0598754999975314e-05,
+   "host_backward_canary_seconds": 2.106500000010669e-05,
    "pass_seconds": [
-    4.362249999953097e-06,
-    5.254718749776137e-06,
-    7.220287946450656e-06
+    6.889323660695469e-06,
+    4.075767857119368e-06,
+    7.338868303539771e-06
    ],
    "pass_host_canary_seconds": [
-    7.699037500117356e-06,
-    9.09935000038331e-06,
-    1.0925625000481886e-05
+    1.0598754999975314e-05,
+    6.947257500016235e-06,
+    1.0435475000036831e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.965110000014647e-05,
-    2.421640500074318e-05,
-    1.953974000116432e-05
+    2.106500000010669e-05,
+    1.801973499993892e-05,
+    1.9892840000181878e-05
    ]
   },
   "optimizer_sgd_wd_foreach_per_step": {
-   "seconds": 0.0001752977144795815,
-   "min": 4.228700010701559e-05,
-   "max": 0.00037997628563906413,
+   "seconds": 0.00017247114285875602,
+   "min": 9.693699999096291e-05,
+   "max": 0.00040604171429338616,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10885,28 +10885,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.699037500117356e-06,
-   "host_backward_canary_seconds": 1.965110000014647e-05,
+   "host_canary_seconds": 1.0598754999975314e-05,
+   "host_backward_canary_seconds": 2.106500000010669e-05,
    "pass_seconds": [
-    0.00015809557133447276,
-    0.0001752977144795815,
-    0.00021875499997544727
+    0.00017247114285875602,
+    0.0001403201428818842,
+    0.00024846314287125485
    ],
    "pass_host_canary_seconds": [
-    7.699037500117356e-06,
-    9.09935000038331e-06,
-    1.0925625000481886e-05
+    1.0598754999975314e-05,
+    6.947257500016235e-06,
+    1.0435475000036831e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.965110000014647e-05,
-    2.421640500074318e-05,
-    1.953974000116432e-05
+    2.106500000010669e-05,
+    1.801973499993892e-05,
+    1.9892840000181878e-05
    ]
   },
   "optimizer_sgd_wd_foreach_cold_per_param": {
-   "seconds": 6.041093750448161e-06,
-   "min": 4.614866071506185e-06,
-   "max": 1.0296426339603418e-05,
+   "seconds": 9.852142857155347e-06,
+   "min": 4.8427991071266415e-06,
+   "max": 1.0443287946479021e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10916,28 +10916,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.935699999848111e-06,
-   "host_backward_canary_seconds": 2.1781450000162296e-05,
+   "host_canary_seconds": 1.0125009999981671e-05,
+   "host_backward_canary_seconds": 2.1694720000056123e-05,
    "pass_seconds": [
-    5.674078124938221e-06,
-    6.041093750448161e-06,
-    9.288406250362868e-06
+    8.107859374963309e-06,
+    9.852142857155347e-06,
+    9.931207589313524e-06
    ],
    "pass_host_canary_seconds": [
-    7.935699999848111e-06,
-    8.080794999614228e-06,
-    1.0843210000075486e-05
+    1.0125009999981671e-05,
+    1.0202724999999192e-05,
+    1.081434499994316e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1781450000162296e-05,
-    1.922448000186705e-05,
-    1.9047840000894213e-05
+    2.1694720000056123e-05,
+    1.958368999993354e-05,
+    2.2509449999859042e-05
    ]
   },
   "optimizer_sgd_wd_foreach_cold_per_step": {
-   "seconds": 0.0007617032857914247,
-   "min": 0.000434249714057192,
-   "max": 0.0011057182857224948,
+   "seconds": 0.0008126678571431155,
+   "min": 0.00033583557140153583,
+   "max": 0.000989524714262708,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10947,28 +10947,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.935699999848111e-06,
-   "host_backward_canary_seconds": 2.1781450000162296e-05,
+   "host_canary_seconds": 1.0125009999981671e-05,
+   "host_backward_canary_seconds": 2.1694720000056123e-05,
    "pass_seconds": [
-    0.0007504697142296988,
-    0.0007617032857914247,
-    0.0008620479998496324
+    0.0008126678571431155,
+    0.0008005208571221699,
+    0.0008672158571333252
    ],
    "pass_host_canary_seconds": [
-    7.935699999848111e-06,
-    8.080794999614228e-06,
-    1.0843210000075486e-05
+    1.0125009999981671e-05,
+    1.0202724999999192e-05,
+    1.081434499994316e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1781450000162296e-05,
-    1.922448000186705e-05,
-    1.9047840000894213e-05
+    2.1694720000056123e-05,
+    1.958368999993354e-05,
+    2.2509449999859042e-05
    ]
   },
   "optimizer_sgd_wd_for_loop_per_param": {
-   "seconds": 4.3904517857486424e-05,
-   "min": 2.751986830367465e-05,
-   "max": 4.782541517859126e-05,
+   "seconds": 4.0844446428600634e-05,
+   "min": 2.872483258926322e-05,
+   "max": 4.507975223212922e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10978,28 +10978,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0565284999870529e-05,
-   "host_backward_canary_seconds": 1.9604399999479937e-05,
+   "host_canary_seconds": 7.422095000002571e-06,
+   "host_backward_canary_seconds": 1.558966999994027e-05,
    "pass_seconds": [
-    4.3904517857486424e-05,
-    3.053589955369164e-05,
-    4.558954241115235e-05
+    3.0299189732138237e-05,
+    4.0844446428600634e-05,
+    4.4338194196390036e-05
    ],
    "pass_host_canary_seconds": [
-    1.0565284999870529e-05,
-    7.496150000179114e-06,
-    1.0910820000162858e-05
+    7.422095000002571e-06,
+    1.0096074999950133e-05,
+    1.0715939999954572e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9604399999479937e-05,
-    1.9390049999401526e-05,
-    2.5242740000521736e-05
+    1.558966999994027e-05,
+    1.6602640000087375e-05,
+    2.2927480000021205e-05
    ]
   },
   "optimizer_sgd_wd_for_loop_per_step": {
-   "seconds": 0.0004132722856898647,
-   "min": -6.818814287206428e-05,
-   "max": 0.0028129194284117276,
+   "seconds": 0.00040637485713546084,
+   "min": 3.467414286514479e-05,
+   "max": 0.0007954207142932188,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11009,28 +11009,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0565284999870529e-05,
-   "host_backward_canary_seconds": 1.9604399999479937e-05,
+   "host_canary_seconds": 7.422095000002571e-06,
+   "host_backward_canary_seconds": 1.558966999994027e-05,
    "pass_seconds": [
-    0.0004132722856898647,
-    0.00029576128576991323,
-    0.0004975464284728203
+    0.0002385735714247922,
+    0.00041326714285868814,
+    0.00040637485713546084
    ],
    "pass_host_canary_seconds": [
-    1.0565284999870529e-05,
-    7.496150000179114e-06,
-    1.0910820000162858e-05
+    7.422095000002571e-06,
+    1.0096074999950133e-05,
+    1.0715939999954572e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9604399999479937e-05,
-    1.9390049999401526e-05,
-    2.5242740000521736e-05
+    1.558966999994027e-05,
+    1.6602640000087375e-05,
+    2.2927480000021205e-05
    ]
   },
   "optimizer_sgd_wd_for_loop_cold_per_param": {
-   "seconds": 3.226426562465333e-05,
-   "min": 2.8180718750294075e-05,
-   "max": 4.60998995533503e-05,
+   "seconds": 4.2661196428563285e-05,
+   "min": 2.918218080351563e-05,
+   "max": 4.611031919643516e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11040,28 +11040,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.5560549998954225e-06,
-   "host_backward_canary_seconds": 2.2219520000135164e-05,
+   "host_canary_seconds": 1.0290385000004675e-05,
+   "host_backward_canary_seconds": 2.2291859999938878e-05,
    "pass_seconds": [
-    3.151653571441061e-05,
-    3.226426562465333e-05,
-    4.4326247767908657e-05
+    4.298781026783922e-05,
+    3.078049999993837e-05,
+    4.2661196428563285e-05
    ],
    "pass_host_canary_seconds": [
-    7.5560549998954225e-06,
-    7.463130000360252e-06,
-    1.0700760000190713e-05
+    1.0290385000004675e-05,
+    7.107360000020435e-06,
+    1.02142449999576e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.2219520000135164e-05,
-    2.359654999963823e-05,
-    2.337733000103981e-05
+    2.2291859999938878e-05,
+    2.083510999995042e-05,
+    1.9011520000162817e-05
    ]
   },
   "optimizer_sgd_wd_for_loop_cold_per_step": {
-   "seconds": 0.0007980352856650696,
-   "min": 0.0003945241426533486,
-   "max": 0.002210534999919998,
+   "seconds": 0.0007596054285638081,
+   "min": 0.00039800557145700357,
+   "max": 0.0010539047143091856,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11071,28 +11071,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.5560549998954225e-06,
-   "host_backward_canary_seconds": 2.2219520000135164e-05,
+   "host_canary_seconds": 1.0290385000004675e-05,
+   "host_backward_canary_seconds": 2.2291859999938878e-05,
    "pass_seconds": [
-    0.0007739744285117922,
-    0.0007980352856650696,
-    0.0008268741428634841
+    0.0008344717142908359,
+    0.0007540292857178038,
+    0.0007596054285638081
    ],
    "pass_host_canary_seconds": [
-    7.5560549998954225e-06,
-    7.463130000360252e-06,
-    1.0700760000190713e-05
+    1.0290385000004675e-05,
+    7.107360000020435e-06,
+    1.02142449999576e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.2219520000135164e-05,
-    2.359654999963823e-05,
-    2.337733000103981e-05
+    2.2291859999938878e-05,
+    2.083510999995042e-05,
+    1.9011520000162817e-05
    ]
   },
   "optimizer_sgd_wd_fused_per_param": {
-   "seconds": 2.729113839044268e-06,
-   "min": 1.4420066963996954e-06,
-   "max": 2.8225758928864967e-06,
+   "seconds": 2.698881696413683e-06,
+   "min": 1.373504464259006e-06,
+   "max": 2.811890624977918e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11102,28 +11102,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0972910000077717e-05,
-   "host_backward_canary_seconds": 2.0277439999745185e-05,
+   "host_canary_seconds": 1.0290634999989834e-05,
+   "host_backward_canary_seconds": 1.6571119999895245e-05,
    "pass_seconds": [
-    2.7442656251557603e-06,
-    1.8695937501636957e-06,
-    2.729113839044268e-06
+    2.698881696413683e-06,
+    1.463464285692392e-06,
+    2.708631696459106e-06
    ],
    "pass_host_canary_seconds": [
-    1.0972910000077717e-05,
-    8.360484999911932e-06,
-    1.061558500055071e-05
+    1.0290634999989834e-05,
+    6.946145000057413e-06,
+    9.891674999948918e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0277439999745185e-05,
-    2.3468900001262226e-05,
-    2.0973200000753423e-05
+    1.6571119999895245e-05,
+    1.5830940000114425e-05,
+    1.7568409999739744e-05
    ]
   },
   "optimizer_sgd_wd_fused_per_step": {
-   "seconds": 9.746271445822328e-05,
-   "min": 2.4562428572088326e-05,
-   "max": 0.00031271799996700016,
+   "seconds": 0.00010135671428607957,
+   "min": 4.30640000144779e-05,
+   "max": 0.00026232285714960265,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11133,28 +11133,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0972910000077717e-05,
-   "host_backward_canary_seconds": 2.0277439999745185e-05,
+   "host_canary_seconds": 1.0290634999989834e-05,
+   "host_backward_canary_seconds": 1.6571119999895245e-05,
    "pass_seconds": [
-    0.00010408128564774546,
-    7.262828574182225e-05,
-    9.746271445822328e-05
+    0.00014769000000772588,
+    6.857257141794954e-05,
+    0.00010135671428607957
    ],
    "pass_host_canary_seconds": [
-    1.0972910000077717e-05,
-    8.360484999911932e-06,
-    1.061558500055071e-05
+    1.0290634999989834e-05,
+    6.946145000057413e-06,
+    9.891674999948918e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0277439999745185e-05,
-    2.3468900001262226e-05,
-    2.0973200000753423e-05
+    1.6571119999895245e-05,
+    1.5830940000114425e-05,
+    1.7568409999739744e-05
    ]
   },
   "optimizer_sgd_wd_fused_cold_per_param": {
-   "seconds": 3.3320959822447094e-06,
-   "min": 1.998404018520107e-06,
-   "max": 4.941645088812103e-06,
+   "seconds": 2.4148169642960023e-06,
+   "min": 1.973274553598462e-06,
+   "max": 4.916084821449118e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11164,28 +11164,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0374469999874236e-05,
-   "host_backward_canary_seconds": 1.848986000027253e-05,
+   "host_canary_seconds": 7.848460000019485e-06,
+   "host_backward_canary_seconds": 2.212885999995251e-05,
    "pass_seconds": [
-    3.3320959822447094e-06,
-    2.4190089286589356e-06,
-    3.949912946308944e-06
+    2.3054308035635226e-06,
+    2.4148169642960023e-06,
+    3.153941964357492e-06
    ],
    "pass_host_canary_seconds": [
-    1.0374469999874236e-05,
-    7.875080000303569e-06,
-    9.274599999571365e-06
+    7.848460000019485e-06,
+    7.247175000060224e-06,
+    9.881919999941147e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.848986000027253e-05,
-    2.3357840000244323e-05,
-    2.4136429999543907e-05
+    2.212885999995251e-05,
+    2.0407760000011877e-05,
+    2.1410349999939628e-05
    ]
   },
   "optimizer_sgd_wd_fused_cold_per_step": {
-   "seconds": 0.0006284887142230998,
-   "min": 0.00044716371426797456,
-   "max": 0.001162063142698701,
+   "seconds": 0.000571731285719222,
+   "min": 0.0004266952857169112,
+   "max": 0.0007372714285582203,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11195,28 +11195,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0374469999874236e-05,
-   "host_backward_canary_seconds": 1.848986000027253e-05,
+   "host_canary_seconds": 7.848460000019485e-06,
+   "host_backward_canary_seconds": 2.212885999995251e-05,
    "pass_seconds": [
-    0.0006385568571626468,
-    0.0006284887142230998,
-    0.0005842490002123668
+    0.000571731285719222,
+    0.0005344001428722679,
+    0.0005753934285824666
    ],
    "pass_host_canary_seconds": [
-    1.0374469999874236e-05,
-    7.875080000303569e-06,
-    9.274599999571365e-06
+    7.848460000019485e-06,
+    7.247175000060224e-06,
+    9.881919999941147e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.848986000027253e-05,
-    2.3357840000244323e-05,
-    2.4136429999543907e-05
+    2.212885999995251e-05,
+    2.0407760000011877e-05,
+    2.1410349999939628e-05
    ]
   },
   "optimizer_adamw_foreach_per_param": {
-   "seconds": 1.4369209821499648e-05,
-   "min": 8.68569196401024e-06,
-   "max": 1.9587399553496914e-05,
+   "seconds": 1.198634151787305e-05,
+   "min": 7.800258928579242e-06,
+   "max": 1.4195185267811589e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11226,28 +11226,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0099799999920834e-05,
-   "host_backward_canary_seconds": 2.014011000028404e-05,
+   "host_canary_seconds": 9.726587500011874e-06,
+   "host_backward_canary_seconds": 2.0990464999997018e-05,
    "pass_seconds": [
-    1.2813046875186679e-05,
-    1.4369209821499648e-05,
-    1.5153774553665147e-05
+    1.1655283482157688e-05,
+    1.4025582589243563e-05,
+    1.198634151787305e-05
    ],
    "pass_host_canary_seconds": [
-    1.0099799999920834e-05,
-    1.0687432499594252e-05,
-    1.1490474998936406e-05
+    9.726587500011874e-06,
+    1.0487045000004968e-05,
+    9.787192499999264e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.014011000028404e-05,
-    1.8184750000500572e-05,
-    2.304051999999501e-05
+    2.0990464999997018e-05,
+    1.9397750000109683e-05,
+    2.1269779999926186e-05
    ]
   },
   "optimizer_adamw_foreach_per_step": {
-   "seconds": 0.00048372128584820275,
-   "min": -0.0001257025715273943,
-   "max": 0.0010666191428104607,
+   "seconds": 0.00044861971429099867,
+   "min": 0.0002780892857085096,
+   "max": 0.0006095527142966668,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11257,28 +11257,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0099799999920834e-05,
-   "host_backward_canary_seconds": 2.014011000028404e-05,
+   "host_canary_seconds": 9.726587500011874e-06,
+   "host_backward_canary_seconds": 2.0990464999997018e-05,
    "pass_seconds": [
-    0.0004824922857389018,
-    0.00048372128584820275,
-    0.0006012369998253624
+    0.00043122642857034473,
+    0.0005072761428794235,
+    0.00044861971429099867
    ],
    "pass_host_canary_seconds": [
-    1.0099799999920834e-05,
-    1.0687432499594252e-05,
-    1.1490474998936406e-05
+    9.726587500011874e-06,
+    1.0487045000004968e-05,
+    9.787192499999264e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.014011000028404e-05,
-    1.8184750000500572e-05,
-    2.304051999999501e-05
+    2.0990464999997018e-05,
+    1.9397750000109683e-05,
+    2.1269779999926186e-05
    ]
   },
   "optimizer_adamw_foreach_cold_per_param": {
-   "seconds": 1.8080881695985746e-05,
-   "min": 7.590622767545645e-06,
-   "max": 2.5502587053694015e-05,
+   "seconds": 1.6723680803552655e-05,
+   "min": 7.94180580359389e-06,
+   "max": 1.7786810267888293e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11288,28 +11288,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.039293499957239e-05,
-   "host_backward_canary_seconds": 2.126255999996829e-05,
+   "host_canary_seconds": 7.5564750000012286e-06,
+   "host_backward_canary_seconds": 2.0818719999908808e-05,
    "pass_seconds": [
-    1.531943080352554e-05,
-    1.8080881695985746e-05,
-    2.0805470982107215e-05
+    9.583741071406138e-06,
+    1.723316741074145e-05,
+    1.6723680803552655e-05
    ],
    "pass_host_canary_seconds": [
-    1.039293499957239e-05,
-    1.0878114999286481e-05,
-    1.275378499940416e-05
+    7.5564750000012286e-06,
+    1.0561985000094865e-05,
+    1.0649664999959896e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.126255999996829e-05,
-    1.8255840000165336e-05,
-    1.992339999787873e-05
+    2.0818719999908808e-05,
+    2.034849000011718e-05,
+    2.2399359999951684e-05
    ]
   },
   "optimizer_adamw_foreach_cold_per_step": {
-   "seconds": 0.0011498457143618776,
-   "min": 0.00036618185725144164,
-   "max": 0.0023561731428084647,
+   "seconds": 0.001069712000027526,
+   "min": 0.0008056982857210317,
+   "max": 0.001743540428567566,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11319,28 +11319,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.039293499957239e-05,
-   "host_backward_canary_seconds": 2.126255999996829e-05,
+   "host_canary_seconds": 7.5564750000012286e-06,
+   "host_backward_canary_seconds": 2.0818719999908808e-05,
    "pass_seconds": [
-    0.0011498457143618776,
-    0.0010072675713672652,
-    0.0014966144285608607
+    0.0009752059999986581,
+    0.0010729058571468744,
+    0.001069712000027526
    ],
    "pass_host_canary_seconds": [
-    1.039293499957239e-05,
-    1.0878114999286481e-05,
-    1.275378499940416e-05
+    7.5564750000012286e-06,
+    1.0561985000094865e-05,
+    1.0649664999959896e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.126255999996829e-05,
-    1.8255840000165336e-05,
-    1.992339999787873e-05
+    2.0818719999908808e-05,
+    2.034849000011718e-05,
+    2.2399359999951684e-05
    ]
   },
   "optimizer_adamw_foreach_large": {
-   "seconds": 0.0005996949998916534,
-   "min": 0.000475593000032859,
-   "max": 0.0010521179999614105,
+   "seconds": 0.0005088510000064161,
+   "min": 0.00044238399999585454,
+   "max": 0.0006102170000019669,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -11348,15 +11348,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.0005229719999988447,
-    0.0005996949998916534,
-    0.0007905760000994633
+    0.00045128200000021934,
+    0.0005713110000158395,
+    0.0005088510000064161
    ]
   },
   "optimizer_adamw_for_loop_per_param": {
-   "seconds": 0.00012781067410675258,
-   "min": 7.498935937506295e-05,
-   "max": 0.00014652336160711092,
+   "seconds": 8.396167410719611e-05,
+   "min": 6.768564285710075e-05,
+   "max": 0.0001088628281250083,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11366,28 +11366,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0922755000137841e-05,
-   "host_backward_canary_seconds": 2.0752440000251227e-05,
+   "host_canary_seconds": 7.447639999966782e-06,
+   "host_backward_canary_seconds": 1.416528999996558e-05,
    "pass_seconds": [
-    0.0001285589017859325,
-    9.15255267851681e-05,
-    0.00012781067410675258
+    7.017249553571097e-05,
+    8.396167410719611e-05,
+    0.0001043887120536015
    ],
    "pass_host_canary_seconds": [
-    1.0922755000137841e-05,
-    1.0777354999618183e-05,
-    1.1603049999848736e-05
+    7.447639999966782e-06,
+    1.0035604999956149e-05,
+    1.0587080000021843e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0752440000251227e-05,
-    1.9685049999225157e-05,
-    2.0246700000825512e-05
+    1.416528999996558e-05,
+    1.9224739999970098e-05,
+    2.1313470000166035e-05
    ]
   },
   "optimizer_adamw_for_loop_per_step": {
-   "seconds": 0.000998228857188874,
-   "min": -0.0009213951427682332,
-   "max": 0.004516248428769488,
+   "seconds": 0.0006618812857124923,
+   "min": -0.00015577014287617048,
+   "max": 0.002181145714278695,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11397,28 +11397,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0922755000137841e-05,
-   "host_backward_canary_seconds": 2.0752440000251227e-05,
+   "host_canary_seconds": 7.447639999966782e-06,
+   "host_backward_canary_seconds": 1.416528999996558e-05,
    "pass_seconds": [
-    0.000998228857188874,
-    0.0007958075712265001,
-    0.0010589502858562947
+    0.0004199852857129016,
+    0.001029680428562837,
+    0.0006618812857124923
    ],
    "pass_host_canary_seconds": [
-    1.0922755000137841e-05,
-    1.0777354999618183e-05,
-    1.1603049999848736e-05
+    7.447639999966782e-06,
+    1.0035604999956149e-05,
+    1.0587080000021843e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0752440000251227e-05,
-    1.9685049999225157e-05,
-    2.0246700000825512e-05
+    1.416528999996558e-05,
+    1.9224739999970098e-05,
+    2.1313470000166035e-05
    ]
   },
   "optimizer_adamw_for_loop_cold_per_param": {
-   "seconds": 7.673555133992847e-05,
-   "min": 6.928534151790749e-05,
-   "max": 0.00014013082812474359,
+   "seconds": 0.00010699706026784384,
+   "min": 7.630715178571659e-05,
+   "max": 0.00011552579464283294,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11428,28 +11428,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.681970000135152e-06,
-   "host_backward_canary_seconds": 2.0766459999777e-05,
+   "host_canary_seconds": 1.0091729999999188e-05,
+   "host_backward_canary_seconds": 2.115504999991913e-05,
    "pass_seconds": [
-    7.575573660721448e-05,
-    7.673555133992847e-05,
-    0.00012813347544593512
+    9.182212499998193e-05,
+    0.00011076112946430326,
+    0.00010699706026784384
    ],
    "pass_host_canary_seconds": [
-    7.681970000135152e-06,
-    7.852644999957192e-06,
-    1.1561885000901385e-05
+    1.0091729999999188e-05,
+    1.0545530000030112e-05,
+    1.0615019999988818e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0766459999777e-05,
-    2.3525169999629726e-05,
-    1.9650110000384303e-05
+    2.115504999991913e-05,
+    2.1357810000210974e-05,
+    2.2558619999699658e-05
    ]
   },
   "optimizer_adamw_for_loop_cold_per_step": {
-   "seconds": 0.001026389714297693,
-   "min": -0.0008076317141590805,
-   "max": 0.005149908857187516,
+   "seconds": 0.0010220748571327931,
+   "min": 0.00018548014285053264,
+   "max": 0.002762833000001511,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11459,28 +11459,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.681970000135152e-06,
-   "host_backward_canary_seconds": 2.0766459999777e-05,
+   "host_canary_seconds": 1.0091729999999188e-05,
+   "host_backward_canary_seconds": 2.115504999991913e-05,
    "pass_seconds": [
-    0.001026389714297693,
-    0.0010797618571944312,
-    0.0005384605715335056
+    0.0012512870000043518,
+    0.0009549808571713515,
+    0.0010220748571327931
    ],
    "pass_host_canary_seconds": [
-    7.681970000135152e-06,
-    7.852644999957192e-06,
-    1.1561885000901385e-05
+    1.0091729999999188e-05,
+    1.0545530000030112e-05,
+    1.0615019999988818e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0766459999777e-05,
-    2.3525169999629726e-05,
-    1.9650110000384303e-05
+    2.115504999991913e-05,
+    2.1357810000210974e-05,
+    2.2558619999699658e-05
    ]
   },
   "optimizer_adamw_for_loop_large": {
-   "seconds": 0.0005446989998745266,
-   "min": 0.0003967840000314027,
-   "max": 0.0007060039999942092,
+   "seconds": 0.0005600780000349914,
+   "min": 0.0004364970000096946,
+   "max": 0.0007465179999996963,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -11488,15 +11488,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.0004068499999902997,
-    0.0005446989998745266,
-    0.0006247599999369413
+    0.0004559120000067196,
+    0.0006703820000097949,
+    0.0005600780000349914
    ]
   },
   "optimizer_adamw_fused_per_param": {
-   "seconds": 3.433680803307685e-06,
-   "min": 2.5087767858065846e-06,
-   "max": 7.097272321589441e-06,
+   "seconds": 4.417939732017016e-06,
+   "min": 3.6541361607054867e-06,
+   "max": 4.602412946435359e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11506,28 +11506,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.72974500023338e-06,
-   "host_backward_canary_seconds": 2.168850000089151e-05,
+   "host_canary_seconds": 9.871315000005154e-06,
+   "host_backward_canary_seconds": 2.7276549999939446e-05,
    "pass_seconds": [
-    2.684241071447348e-06,
-    3.433680803307685e-06,
-    5.265243303702911e-06
+    3.8059062499952645e-06,
+    4.453457589307216e-06,
+    4.417939732017016e-06
    ],
    "pass_host_canary_seconds": [
-    7.72974500023338e-06,
-    9.162167499994211e-06,
-    1.0768514999881518e-05
+    9.871315000005154e-06,
+    1.0478307500036976e-05,
+    1.0661322500027382e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.168850000089151e-05,
-    2.389411999843105e-05,
-    2.23734600001535e-05
+    2.7276549999939446e-05,
+    1.8375309999925093e-05,
+    1.6732435000221813e-05
    ]
   },
   "optimizer_adamw_fused_per_step": {
-   "seconds": 0.0001376549999544555,
-   "min": 2.826757135413312e-05,
-   "max": 0.0005619040000185903,
+   "seconds": 0.0001857748571621544,
+   "min": 0.00012140257142334576,
+   "max": 0.0003847907142682873,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11537,28 +11537,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.72974500023338e-06,
-   "host_backward_canary_seconds": 2.168850000089151e-05,
+   "host_canary_seconds": 9.871315000005154e-06,
+   "host_backward_canary_seconds": 2.7276549999939446e-05,
    "pass_seconds": [
-    0.0001376549999544555,
-    0.00013483028562534728,
-    0.00022196714274157003
+    0.00014553099998693142,
+    0.0002029028571379448,
+    0.0001857748571621544
    ],
    "pass_host_canary_seconds": [
-    7.72974500023338e-06,
-    9.162167499994211e-06,
-    1.0768514999881518e-05
+    9.871315000005154e-06,
+    1.0478307500036976e-05,
+    1.0661322500027382e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.168850000089151e-05,
-    2.389411999843105e-05,
-    2.23734600001535e-05
+    2.7276549999939446e-05,
+    1.8375309999925093e-05,
+    1.6732435000221813e-05
    ]
   },
   "optimizer_adamw_fused_cold_per_param": {
-   "seconds": 3.952649553440324e-06,
-   "min": 2.9615513394024414e-06,
-   "max": 1.2408957589217704e-05,
+   "seconds": 4.637544642844509e-06,
+   "min": 2.865401785718496e-06,
+   "max": 7.96184151776101e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11568,28 +11568,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.656910000264361e-06,
-   "host_backward_canary_seconds": 2.2651850000556805e-05,
+   "host_canary_seconds": 7.503009999965116e-06,
+   "host_backward_canary_seconds": 2.272560000008639e-05,
    "pass_seconds": [
-    3.6085290179447123e-06,
-    3.952649553440324e-06,
-    6.747542410526616e-06
+    3.4126808035685386e-06,
+    4.637544642844509e-06,
+    6.157756696418508e-06
    ],
    "pass_host_canary_seconds": [
-    7.656910000264361e-06,
-    7.723969999915426e-06,
-    1.1279039999863017e-05
+    7.503009999965116e-06,
+    1.0127635000003466e-05,
+    1.0715124999762794e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.2651850000556805e-05,
-    2.011956999922404e-05,
-    2.1841029999905005e-05
+    2.272560000008639e-05,
+    2.054219000001467e-05,
+    2.1664430000214453e-05
    ]
   },
   "optimizer_adamw_fused_cold_per_step": {
-   "seconds": 0.000744114857103081,
-   "min": 0.00048145699992931313,
-   "max": 0.0011325322857211567,
+   "seconds": 0.0006941825714323256,
+   "min": 0.00044745571428604435,
+   "max": 0.0008982322857146333,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11599,28 +11599,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.656910000264361e-06,
-   "host_backward_canary_seconds": 2.2651850000556805e-05,
+   "host_canary_seconds": 7.503009999965116e-06,
+   "host_backward_canary_seconds": 2.272560000008639e-05,
    "pass_seconds": [
-    0.000744114857103081,
-    0.0006889724286338605,
-    0.000790029714445544
+    0.0006710500000001016,
+    0.0007230484285806987,
+    0.0006941825714323256
    ],
    "pass_host_canary_seconds": [
-    7.656910000264361e-06,
-    7.723969999915426e-06,
-    1.1279039999863017e-05
+    7.503009999965116e-06,
+    1.0127635000003466e-05,
+    1.0715124999762794e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.2651850000556805e-05,
-    2.011956999922404e-05,
-    2.1841029999905005e-05
+    2.272560000008639e-05,
+    2.054219000001467e-05,
+    2.1664430000214453e-05
    ]
   },
   "optimizer_adamw_fused_large": {
-   "seconds": 0.00021628100012094365,
-   "min": 0.0001938529999279126,
-   "max": 0.0002754649999587855,
+   "seconds": 0.0001847859999912771,
+   "min": 0.00017811099999676117,
+   "max": 0.00023803999999927328,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -11628,135 +11628,159 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.0002014310000504338,
-    0.00023139299992180895,
-    0.00021628100012094365
+    0.0001847859999912771,
+    0.00018260899997812885,
+    0.00022181999997883395
    ]
   },
   "cuda_synchronize_idle": {
-   "seconds": 8.46603100012544e-06,
-   "min": 5.295876999980465e-06,
-   "max": 1.0103390000040236e-05,
+   "seconds": 6.08911899999498e-06,
+   "min": 4.821456999991369e-06,
+   "max": 8.70654900001e-06,
    "samples": 33,
    "method": "1000 x torch.cuda.synchronize() with no work queued; wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.165550000285293e-06,
-   "host_backward_canary_seconds": 1.845495999987179e-05,
+   "host_canary_seconds": 7.696659999965049e-06,
+   "host_backward_canary_seconds": 2.1851740000045085e-05,
    "pass_seconds": [
-    6.029029999922386e-06,
-    8.46603100012544e-06,
-    8.74092300000484e-06
+    6.08911899999498e-06,
+    4.858678999994481e-06,
+    8.548141000005671e-06
    ],
    "pass_host_canary_seconds": [
-    8.165550000285293e-06,
-    1.1004075000187186e-05,
-    1.0675210000385959e-05
+    7.696659999965049e-06,
+    7.5171875000989984e-06,
+    1.065612749997058e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.845495999987179e-05,
-    2.4114670000017214e-05,
-    2.1050195000498208e-05
+    2.1851740000045085e-05,
+    1.9893070000023272e-05,
+    1.7268704999651165e-05
    ]
   },
   "cuda_event_record": {
-   "seconds": 9.262053000043125e-06,
-   "min": 6.6494310000280165e-06,
-   "max": 1.1642713999890475e-05,
+   "seconds": 6.573938000002499e-06,
+   "min": 6.301603999986582e-06,
+   "max": 1.1093824999989011e-05,
    "samples": 33,
    "method": "1000 x Event(enable_timing=True).record(); host wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0222597499875973e-05,
-   "host_backward_canary_seconds": 1.957763000007162e-05,
+   "host_canary_seconds": 7.624380000024189e-06,
+   "host_backward_canary_seconds": 2.232519000003208e-05,
    "pass_seconds": [
-    9.262053000043125e-06,
-    1.1062609999953566e-05,
-    8.314406999943458e-06
+    6.573938000002499e-06,
+    6.519303000004584e-06,
+    1.0957002999987252e-05
    ],
    "pass_host_canary_seconds": [
-    1.0222597499875973e-05,
-    1.0855674998992981e-05,
-    9.95811500047239e-06
+    7.624380000024189e-06,
+    7.380050000023175e-06,
+    1.0532282500150814e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.957763000007162e-05,
-    2.394843000047331e-05,
-    2.4804240000548815e-05
+    2.232519000003208e-05,
+    2.028337000012925e-05,
+    1.8676695000294784e-05
    ]
   },
   "cuda_event_elapsed_time": {
-   "seconds": 1.77895299998454e-06,
-   "min": 8.967310000116413e-07,
-   "max": 1.9940190002216696e-06,
+   "seconds": 9.03325999999538e-07,
+   "min": 8.266269999808173e-07,
+   "max": 1.8148369999835268e-06,
    "samples": 33,
    "method": "1000 x elapsed_time() of two finished events; wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.514005000075486e-06,
-   "host_backward_canary_seconds": 1.794332999963899e-05,
+   "host_canary_seconds": 7.351574999958644e-06,
+   "host_backward_canary_seconds": 2.2621395000044228e-05,
    "pass_seconds": [
-    9.132599999475132e-07,
-    1.77895299998454e-06,
-    1.8004549999659503e-06
+    9.03325999999538e-07,
+    8.534149999945839e-07,
+    1.7105530000094403e-06
    ],
    "pass_host_canary_seconds": [
-    7.514005000075486e-06,
-    1.0888100000556733e-05,
-    1.1961619999283356e-05
+    7.351574999958644e-06,
+    8.16114250000055e-06,
+    1.0481470000058834e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.794332999963899e-05,
-    2.214003000062803e-05,
-    2.774749000082011e-05
+    2.2621395000044228e-05,
+    2.159570999978655e-05,
+    1.761412999996992e-05
    ]
   },
   "launch_sync_roundtrip": {
-   "seconds": 1.8545359999961874e-05,
-   "min": 1.5122361999829081e-05,
-   "max": 6.154809100007697e-05,
+   "seconds": 1.4536792000001241e-05,
+   "min": 1.3642657000019654e-05,
+   "max": 2.1063609000009365e-05,
    "samples": 33,
    "method": "1000 x (one tiny in-place add + torch.cuda.synchronize()); wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.770314999788752e-06,
-   "host_backward_canary_seconds": 2.0183649999125917e-05,
+   "host_canary_seconds": 7.229547500031686e-06,
+   "host_backward_canary_seconds": 2.247080499998333e-05,
    "pass_seconds": [
-    1.8545359999961874e-05,
-    1.76329060000171e-05,
-    2.0129666000002543e-05
+    1.4536792000001241e-05,
+    1.432616200000325e-05,
+    2.065554300003214e-05
    ],
    "pass_host_canary_seconds": [
-    7.770314999788752e-06,
-    9.41039500048646e-06,
-    1.0924744999556424e-05
+    7.229547500031686e-06,
+    7.241144999952098e-06,
+    1.0315899999966404e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0183649999125917e-05,
-    2.332738999939465e-05,
-    2.5223040001947083e-05
+    2.247080499998333e-05,
+    2.3053369999956886e-05,
+    1.830100000006496e-05
    ]
   },
   "item_roundtrip": {
-   "seconds": 2.0209338999848113e-05,
-   "min": 1.8016304999946443e-05,
-   "max": 2.6288739999927203e-05,
+   "seconds": 2.0045068999991144e-05,
+   "min": 1.6725153000010095e-05,
+   "max": 2.3194197999998777e-05,
    "samples": 33,
    "method": "1000 x x.sum().item() on 16 elements (kernel + copy to host); wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.858234999957858e-06,
-   "host_backward_canary_seconds": 1.9897309999805654e-05,
+   "host_canary_seconds": 7.350504999976693e-06,
+   "host_backward_canary_seconds": 2.1637029999936884e-05,
    "pass_seconds": [
-    1.8958021999992526e-05,
-    2.514325600009215e-05,
-    2.0209338999848113e-05
+    1.7286368000000607e-05,
+    2.0045068999991144e-05,
+    2.2888512999998057e-05
    ],
    "pass_host_canary_seconds": [
-    7.858234999957858e-06,
-    1.1219829999618015e-05,
-    8.164390000047205e-06
+    7.350504999976693e-06,
+    7.271439999954054e-06,
+    1.0309605000031753e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9897309999805654e-05,
-    2.4440219999632972e-05,
-    2.0679680001194357e-05
+    2.1637029999936884e-05,
+    2.229954000000589e-05,
+    1.8311409999682837e-05
+   ]
+  },
+  "python_reference": {
+   "seconds": 0.001494902000004572,
+   "min": 0.0008963310000069669,
+   "max": 0.0020015560000388177,
+   "samples": 93,
+   "method": "python_reference_work(), 31 calls one after another, median (as the exporter times it); median of 3 passes over the probe's run",
+   "host_canary_seconds": 7.350504999976693e-06,
+   "host_backward_canary_seconds": 2.1637029999936884e-05,
+   "pass_seconds": [
+    0.001494902000004572,
+    0.0009580169999878763,
+    0.0019514989999720456
+   ],
+   "pass_host_canary_seconds": [
+    7.350504999976693e-06,
+    7.271439999954054e-06,
+    1.0309605000031753e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.1637029999936884e-05,
+    2.229954000000589e-05,
+    1.8311409999682837e-05
    ]
   },
   "gpu_kernel_gap": {
-   "seconds": 2.2899943595886037e-06,
-   "min": 2.153360626525869e-06,
-   "max": 2.3772152726745485e-06,
+   "seconds": 2.1729708081054532e-06,
+   "min": 2.1153160153198617e-06,
+   "max": 2.1964205300903077e-06,
    "samples": 11,
    "method": "200 back-to-back adds of 16777216 bfloat16 elements: CUDA-event interval per kernel minus the kernel's CUPTI duration (torch.profiler) of the same loop; GPU-bound (host far ahead)"
   }
@@ -11781,15 +11805,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.569080000000003e-05,
-    "min": 7.544260000000006e-05,
-    "max": 7.584620000000002e-05,
+    "seconds": 7.589644999999998e-05,
+    "min": 7.568590000000005e-05,
+    "max": 7.602820000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010473210000000002,
-    "min": 0.00010462609999999995,
-    "max": 0.0001049562,
+    "seconds": 0.00010493055000000004,
+    "min": 0.00010469340000000002,
+    "max": 0.0001053561999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11813,15 +11837,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.092104999999998e-05,
-    "min": 9.055969999999998e-05,
-    "max": 9.11259000000001e-05,
+    "seconds": 9.077895000000003e-05,
+    "min": 9.041879999999987e-05,
+    "max": 9.116369999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.520695e-05,
-    "min": 9.507089999999999e-05,
-    "max": 9.53179e-05,
+    "seconds": 9.509299999999997e-05,
+    "min": 9.487789999999997e-05,
+    "max": 9.53434e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11845,15 +11869,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017616595,
-    "min": 0.0001759832,
-    "max": 0.00017660659999999993,
+    "seconds": 0.00017639015000000003,
+    "min": 0.00017620309999999986,
+    "max": 0.00017659590000000013,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00044202859999999995,
-    "min": 0.0004415269000000002,
-    "max": 0.00044229100000000015,
+    "seconds": 0.0004424924500000001,
+    "min": 0.00044232720000000024,
+    "max": 0.0004426836999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11877,15 +11901,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002835463000000002,
-    "min": 0.00028328519999999983,
-    "max": 0.00028427190000000004,
+    "seconds": 0.0002839302000000001,
+    "min": 0.0002832592,
+    "max": 0.00028448319999999994,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005406220500000001,
-    "min": 0.0005396901000000001,
-    "max": 0.0005416325999999999,
+    "seconds": 0.00054168075,
+    "min": 0.0005412853999999999,
+    "max": 0.0005424754,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11909,15 +11933,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0006883111000000001,
-    "min": 0.0006878765000000001,
-    "max": 0.0006886050999999996,
+    "seconds": 0.00068931,
+    "min": 0.0006889626,
+    "max": 0.0006905081000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0017431012999999994,
-    "min": 0.0017419015999999995,
-    "max": 0.0017437375000000006,
+    "seconds": 0.00174632505,
+    "min": 0.0017459972,
+    "max": 0.0017466697,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11941,15 +11965,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0011392666,
-    "min": 0.0011382900999999995,
-    "max": 0.0011414655,
+    "seconds": 0.00114016225,
+    "min": 0.0011395155000000004,
+    "max": 0.0011406331999999995,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00210051695,
-    "min": 0.0020996756,
-    "max": 0.0021022788000000002,
+    "seconds": 0.0021038671,
+    "min": 0.0021034691,
+    "max": 0.0021053663,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11973,15 +11997,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.4526450000000046e-05,
-    "min": 3.446039999999998e-05,
-    "max": 3.506880000000006e-05,
+    "seconds": 3.4578849999999985e-05,
+    "min": 3.4521299999999984e-05,
+    "max": 3.51136e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.655129999999997e-05,
-    "min": 9.638379999999995e-05,
-    "max": 9.734649999999997e-05,
+    "seconds": 9.689805000000001e-05,
+    "min": 9.676950000000006e-05,
+    "max": 9.75756e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12005,15 +12029,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.821095000000003e-05,
-    "min": 4.818819999999996e-05,
-    "max": 4.9926000000000145e-05,
+    "seconds": 4.822685e-05,
+    "min": 4.8191499999999994e-05,
+    "max": 4.998930000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.230209999999993e-05,
-    "min": 7.217180000000003e-05,
-    "max": 7.348790000000007e-05,
+    "seconds": 7.189854999999993e-05,
+    "min": 7.181999999999999e-05,
+    "max": 7.31729000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12037,15 +12061,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017556005000000008,
-    "min": 0.00017535120000000004,
-    "max": 0.00017581830000000002,
+    "seconds": 0.00017547235,
+    "min": 0.0001752105,
+    "max": 0.00017569559999999992,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004383954000000001,
-    "min": 0.00043767190000000014,
-    "max": 0.00043881350000000004,
+    "seconds": 0.00043878790000000003,
+    "min": 0.0004381105000000001,
+    "max": 0.0004391707,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12069,15 +12093,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0003194235500000001,
-    "min": 0.0003188822000000001,
-    "max": 0.00031972710000000026,
+    "seconds": 0.00031927075,
+    "min": 0.0003188620999999999,
+    "max": 0.0003202523000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006029494000000001,
-    "min": 0.0006019544000000001,
-    "max": 0.0006035515999999999,
+    "seconds": 0.0006042584,
+    "min": 0.0006035657,
+    "max": 0.0006048156999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12101,15 +12125,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.118810000000002e-05,
-    "min": 5.111620000000008e-05,
-    "max": 5.135039999999991e-05,
+    "seconds": 5.127495000000001e-05,
+    "min": 5.10872e-05,
+    "max": 5.142360000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012051945000000002,
-    "min": 0.00012029030000000013,
-    "max": 0.00012082359999999999,
+    "seconds": 0.00012054985000000006,
+    "min": 0.00012030969999999989,
+    "max": 0.00012072169999999991,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12133,15 +12157,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.788605000000002e-05,
-    "min": 6.730729999999996e-05,
-    "max": 7.015939999999998e-05,
+    "seconds": 6.801185000000003e-05,
+    "min": 6.677330000000003e-05,
+    "max": 7.043060000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001329685500000001,
-    "min": 0.00013286360000000003,
-    "max": 0.00013326940000000018,
+    "seconds": 0.00013270714999999992,
+    "min": 0.00013250769999999988,
+    "max": 0.00013317909999999988,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12165,15 +12189,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00019896524999999998,
-    "min": 0.0001984749999999999,
-    "max": 0.0001992156000000001,
+    "seconds": 0.00019921634999999998,
+    "min": 0.00019885889999999998,
+    "max": 0.00019970219999999994,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004657834,
-    "min": 0.0004655753999999999,
-    "max": 0.0004668275999999999,
+    "seconds": 0.00046707494999999994,
+    "min": 0.0004669378,
+    "max": 0.00046768569999999993,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12197,15 +12221,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0003773962500000002,
-    "min": 0.0003765998000000001,
-    "max": 0.00037789109999999997,
+    "seconds": 0.0003774449,
+    "min": 0.00037688289999999997,
+    "max": 0.00037834730000000017,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006152055499999999,
-    "min": 0.0006140697000000002,
-    "max": 0.0006154347999999999,
+    "seconds": 0.0006160346500000001,
+    "min": 0.0006156085000000001,
+    "max": 0.0006164732,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12229,15 +12253,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.92794e-05,
-    "min": 7.892140000000001e-05,
-    "max": 7.93807999999999e-05,
+    "seconds": 7.936734999999998e-05,
+    "min": 7.908739999999989e-05,
+    "max": 7.96857e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014227135000000003,
-    "min": 0.000141805,
-    "max": 0.00014248910000000002,
+    "seconds": 0.00014254944999999994,
+    "min": 0.00014207299999999994,
+    "max": 0.00014294940000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12261,15 +12285,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012227929999999995,
-    "min": 0.00012202000000000007,
-    "max": 0.00012281869999999998,
+    "seconds": 0.0001223130999999999,
+    "min": 0.0001220866,
+    "max": 0.0001226747,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00016813570000000005,
-    "min": 0.00016766020000000005,
-    "max": 0.00016845380000000008,
+    "seconds": 0.00016874225,
+    "min": 0.0001681457,
+    "max": 0.0001690089000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12293,15 +12317,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0003065753499999999,
-    "min": 0.0003062382999999999,
-    "max": 0.00030707839999999994,
+    "seconds": 0.00030674559999999986,
+    "min": 0.0003065337999999998,
+    "max": 0.0003072953,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00055165015,
-    "min": 0.0005514869999999999,
-    "max": 0.0005518328,
+    "seconds": 0.0005520025,
+    "min": 0.0005517917000000001,
+    "max": 0.0005522348,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12325,15 +12349,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00046915124999999977,
-    "min": 0.00046872289999999985,
-    "max": 0.00046962079999999997,
+    "seconds": 0.0004696278500000001,
+    "min": 0.00046889570000000006,
+    "max": 0.00046989699999999994,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00065492375,
-    "min": 0.0006539613999999997,
-    "max": 0.0006563592000000001,
+    "seconds": 0.0006533217,
+    "min": 0.0006526109000000001,
+    "max": 0.0006538561999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12357,15 +12381,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.44305000000004e-06,
-    "min": 9.401399999999898e-06,
-    "max": 9.516599999999925e-06,
+    "seconds": 9.476850000000018e-06,
+    "min": 9.449600000000056e-06,
+    "max": 9.497700000000043e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.5160000000000038e-05,
-    "min": 1.5071899999999914e-05,
-    "max": 1.5279499999999985e-05,
+    "seconds": 1.5188800000000015e-05,
+    "min": 1.5129400000000008e-05,
+    "max": 1.5385600000000024e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12389,15 +12413,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.1260099999999966e-05,
-    "min": 2.1225099999999998e-05,
-    "max": 2.1391600000000017e-05,
+    "seconds": 2.1235050000000006e-05,
+    "min": 2.122200000000005e-05,
+    "max": 2.1317899999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.9849299999999925e-05,
-    "min": 1.9811200000000008e-05,
-    "max": 1.9990200000000028e-05,
+    "seconds": 2.0604499999999996e-05,
+    "min": 2.053739999999999e-05,
+    "max": 2.0684799999999975e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12421,15 +12445,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.128329999999996e-05,
-    "min": 5.096159999999995e-05,
-    "max": 5.164619999999997e-05,
+    "seconds": 5.100464999999999e-05,
+    "min": 5.079980000000005e-05,
+    "max": 5.1263600000000035e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012294064999999988,
-    "min": 0.00012273329999999986,
-    "max": 0.00012304309999999988,
+    "seconds": 0.00012335715000000004,
+    "min": 0.00012292600000000004,
+    "max": 0.00012412289999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12453,15 +12477,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.921590000000006e-05,
-    "min": 7.820859999999998e-05,
-    "max": 8.055619999999999e-05,
+    "seconds": 7.947459999999999e-05,
+    "min": 7.815999999999998e-05,
+    "max": 8.183569999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001558798,
-    "min": 0.00015501789999999995,
-    "max": 0.0001560509,
+    "seconds": 0.00015617585000000006,
+    "min": 0.0001555118000000001,
+    "max": 0.00015671799999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12485,15 +12509,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3718049999999981e-05,
-    "min": 1.3577499999999986e-05,
-    "max": 1.4019399999999927e-05,
+    "seconds": 1.3335849999999977e-05,
+    "min": 1.3154999999999983e-05,
+    "max": 1.378239999999994e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.3586950000000026e-05,
-    "min": 3.327060000000001e-05,
-    "max": 3.3776000000000024e-05,
+    "seconds": 3.3205900000000014e-05,
+    "min": 3.296320000000003e-05,
+    "max": 3.339810000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12517,15 +12541,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.7078350000000045e-05,
-    "min": 2.7046200000000022e-05,
-    "max": 2.765399999999995e-05,
+    "seconds": 2.7068599999999997e-05,
+    "min": 2.705569999999998e-05,
+    "max": 2.7663399999999966e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.764815000000007e-05,
-    "min": 2.7571000000000096e-05,
-    "max": 2.8063999999999893e-05,
+    "seconds": 2.780589999999996e-05,
+    "min": 2.7727999999999955e-05,
+    "max": 2.8121200000000018e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12549,15 +12573,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.032904999999999e-05,
-    "min": 8.005349999999997e-05,
-    "max": 8.062689999999999e-05,
+    "seconds": 7.967995e-05,
+    "min": 7.946810000000003e-05,
+    "max": 7.988409999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014742285000000002,
-    "min": 0.0001471861999999999,
-    "max": 0.00014771840000000008,
+    "seconds": 0.00014771055000000003,
+    "min": 0.00014707269999999999,
+    "max": 0.00014815250000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12581,15 +12605,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00013773715000000002,
-    "min": 0.0001375118000000001,
-    "max": 0.00013832830000000033,
+    "seconds": 0.00013771505000000002,
+    "min": 0.00013748939999999997,
+    "max": 0.00013852669999999992,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001974092000000001,
-    "min": 0.00019704469999999976,
-    "max": 0.0001976177999999999,
+    "seconds": 0.00019671930000000003,
+    "min": 0.00019664040000000002,
+    "max": 0.00019696139999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12613,15 +12637,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.464294999999989e-05,
-    "min": 3.4393299999999974e-05,
-    "max": 3.4799599999999964e-05,
+    "seconds": 3.4698699999999994e-05,
+    "min": 3.443520000000008e-05,
+    "max": 3.48319e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.9130799999999986e-05,
-    "min": 5.904859999999997e-05,
-    "max": 5.9317999999999977e-05,
+    "seconds": 5.923934999999999e-05,
+    "min": 5.894629999999996e-05,
+    "max": 5.946809999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12645,15 +12669,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.5385400000000055e-05,
-    "min": 4.511290000000013e-05,
-    "max": 4.57821999999999e-05,
+    "seconds": 4.537060000000004e-05,
+    "min": 4.52312e-05,
+    "max": 4.576369999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.293104999999996e-05,
-    "min": 5.266260000000006e-05,
-    "max": 5.383009999999999e-05,
+    "seconds": 5.2101750000000034e-05,
+    "min": 5.20158e-05,
+    "max": 5.302039999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12677,15 +12701,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015285479999999996,
-    "min": 0.00015215610000000014,
-    "max": 0.0001530061,
+    "seconds": 0.00015240485000000005,
+    "min": 0.00015226439999999988,
+    "max": 0.00015269620000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00021602885000000007,
-    "min": 0.00021573020000000006,
-    "max": 0.00021640180000000007,
+    "seconds": 0.00021624389999999995,
+    "min": 0.0002158624000000001,
+    "max": 0.00021638029999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12709,15 +12733,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00019648325000000023,
-    "min": 0.00019641489999999983,
-    "max": 0.00019682740000000011,
+    "seconds": 0.0001966698000000001,
+    "min": 0.00019647889999999997,
+    "max": 0.00019701600000000008,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00022604525000000008,
-    "min": 0.00022564079999999994,
-    "max": 0.0002263250999999999,
+    "seconds": 0.0002262845,
+    "min": 0.00022586480000000002,
+    "max": 0.0002265672,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12741,15 +12765,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.473500000000018e-06,
-    "min": 6.460599999999966e-06,
-    "max": 6.480199999999968e-06,
+    "seconds": 6.5278500000000005e-06,
+    "min": 6.492599999999948e-06,
+    "max": 6.553599999999824e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.230400000000031e-06,
-    "min": 6.211100000000033e-06,
-    "max": 6.28479999999995e-06,
+    "seconds": 6.276750000000004e-06,
+    "min": 6.25590000000002e-06,
+    "max": 6.332700000000046e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12773,15 +12797,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3684899999999914e-05,
-    "min": 1.3667000000000008e-05,
-    "max": 1.369269999999999e-05,
+    "seconds": 1.3621099999999926e-05,
+    "min": 1.3603499999999942e-05,
+    "max": 1.3638100000000065e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.459350000000064e-06,
-    "min": 9.44949999999992e-06,
-    "max": 9.50079999999989e-06,
+    "seconds": 9.536050000000012e-06,
+    "min": 9.51969999999999e-06,
+    "max": 9.552099999999996e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12805,15 +12829,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4547299999999985e-05,
-    "min": 1.4476600000000098e-05,
-    "max": 1.5222200000000044e-05,
+    "seconds": 1.4455849999999981e-05,
+    "min": 1.4431700000000001e-05,
+    "max": 1.5142600000000017e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.046559999999995e-05,
-    "min": 3.0406299999999967e-05,
-    "max": 3.099159999999995e-05,
+    "seconds": 3.049595000000003e-05,
+    "min": 3.028480000000001e-05,
+    "max": 3.088959999999993e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12837,15 +12861,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.442755000000003e-05,
-    "min": 3.439690000000003e-05,
-    "max": 3.4827999999999904e-05,
+    "seconds": 3.4345150000000035e-05,
+    "min": 3.430989999999994e-05,
+    "max": 3.464299999999985e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.412134999999999e-05,
-    "min": 3.403480000000006e-05,
-    "max": 3.437100000000003e-05,
+    "seconds": 3.380759999999997e-05,
+    "min": 3.375049999999999e-05,
+    "max": 3.415330000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12869,15 +12893,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1140549999999952e-05,
-    "min": 1.1024099999999998e-05,
-    "max": 1.1209099999999943e-05,
+    "seconds": 1.1057549999999963e-05,
+    "min": 1.0972800000000018e-05,
+    "max": 1.1244399999999917e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.1476799999999934e-05,
-    "min": 1.1433499999999936e-05,
-    "max": 1.1654400000000056e-05,
+    "seconds": 1.1531299999999975e-05,
+    "min": 1.1487500000000023e-05,
+    "max": 1.1686200000000007e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12901,15 +12925,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.110379999999993e-05,
-    "min": 2.108169999999993e-05,
-    "max": 2.1136200000000145e-05,
+    "seconds": 2.1073249999999983e-05,
+    "min": 2.105249999999999e-05,
+    "max": 2.108770000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.6446350000000006e-05,
-    "min": 1.642560000000003e-05,
-    "max": 1.6492699999999992e-05,
+    "seconds": 1.627984999999999e-05,
+    "min": 1.6249699999999984e-05,
+    "max": 1.6300300000000028e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12933,15 +12957,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.6747199999999884e-05,
-    "min": 3.6626800000000095e-05,
-    "max": 3.704299999999995e-05,
+    "seconds": 3.681405000000006e-05,
+    "min": 3.654739999999996e-05,
+    "max": 3.698240000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.657865000000004e-05,
-    "min": 5.645460000000001e-05,
-    "max": 5.671999999999989e-05,
+    "seconds": 5.666175000000002e-05,
+    "min": 5.637650000000006e-05,
+    "max": 5.680249999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12965,15 +12989,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.044274999999995e-05,
-    "min": 6.0323300000000046e-05,
-    "max": 6.062649999999995e-05,
+    "seconds": 6.040415000000001e-05,
+    "min": 6.034540000000002e-05,
+    "max": 6.0507800000000044e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.676890000000002e-05,
-    "min": 6.64703e-05,
-    "max": 6.698530000000003e-05,
+    "seconds": 6.651265000000005e-05,
+    "min": 6.574650000000003e-05,
+    "max": 6.702339999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12997,15 +13021,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.1591999999999965e-05,
-    "min": 2.152320000000003e-05,
-    "max": 2.203489999999996e-05,
+    "seconds": 2.151625000000006e-05,
+    "min": 2.1436100000000067e-05,
+    "max": 2.2197900000000047e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.516305000000003e-05,
-    "min": 3.509429999999995e-05,
-    "max": 3.5279599999999987e-05,
+    "seconds": 3.5012299999999936e-05,
+    "min": 3.4946900000000016e-05,
+    "max": 3.521550000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13029,15 +13053,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.585125000000007e-05,
-    "min": 3.579539999999997e-05,
-    "max": 3.588450000000006e-05,
+    "seconds": 3.584484999999997e-05,
+    "min": 3.5772800000000065e-05,
+    "max": 3.589769999999993e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.9667150000000003e-05,
-    "min": 2.960649999999996e-05,
-    "max": 2.970190000000005e-05,
+    "seconds": 2.9754900000000043e-05,
+    "min": 2.9698499999999902e-05,
+    "max": 2.979169999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13061,15 +13085,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.051315000000006e-05,
-    "min": 7.04448e-05,
-    "max": 7.092140000000009e-05,
+    "seconds": 7.04556e-05,
+    "min": 7.03445e-05,
+    "max": 7.063680000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011221044999999995,
-    "min": 0.00011201179999999992,
-    "max": 0.00011249489999999997,
+    "seconds": 0.00011234095000000005,
+    "min": 0.0001122385,
+    "max": 0.00011292700000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13093,15 +13117,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011834094999999984,
-    "min": 0.00011818609999999984,
-    "max": 0.00011870920000000015,
+    "seconds": 0.00011826025,
+    "min": 0.00011806860000000006,
+    "max": 0.00011839829999999985,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012968654999999992,
-    "min": 0.00012939689999999997,
-    "max": 0.00012987340000000002,
+    "seconds": 0.00012949475,
+    "min": 0.00012933960000000006,
+    "max": 0.00012978209999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13125,15 +13149,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.331150000000031e-06,
-    "min": 7.228399999999954e-06,
-    "max": 7.433599999999989e-06,
+    "seconds": 7.284550000000013e-06,
+    "min": 7.24770000000002e-06,
+    "max": 7.34409999999998e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.4255e-06,
-    "min": 6.419000000000028e-06,
-    "max": 6.4928000000000795e-06,
+    "seconds": 6.4591000000000065e-06,
+    "min": 6.431999999999982e-06,
+    "max": 6.515199999999981e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13157,15 +13181,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.6657649999999957e-05,
-    "min": 1.6636500000000036e-05,
-    "max": 1.6669000000000118e-05,
+    "seconds": 1.6603349999999967e-05,
+    "min": 1.6585699999999918e-05,
+    "max": 1.662340000000013e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.606549999999948e-06,
-    "min": 6.579099999999994e-06,
-    "max": 6.640100000000075e-06,
+    "seconds": 6.700599999999986e-06,
+    "min": 6.672000000000025e-06,
+    "max": 6.720000000000039e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13189,15 +13213,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1711799999999971e-05,
-    "min": 1.1663600000000076e-05,
-    "max": 1.1936100000000011e-05,
+    "seconds": 1.1700700000000006e-05,
+    "min": 1.1669999999999981e-05,
+    "max": 1.1955299999999977e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.2993550000000007e-05,
-    "min": 1.2895900000000005e-05,
-    "max": 1.3174400000000058e-05,
+    "seconds": 1.298855000000001e-05,
+    "min": 1.2940700000000074e-05,
+    "max": 1.3065499999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13221,15 +13245,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.323494999999996e-05,
-    "min": 4.319049999999997e-05,
-    "max": 4.3256799999999975e-05,
+    "seconds": 4.3140649999999934e-05,
+    "min": 4.312599999999998e-05,
+    "max": 4.31708e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.7663850000000036e-05,
-    "min": 1.7609400000000005e-05,
-    "max": 1.773439999999996e-05,
+    "seconds": 1.7827099999999977e-05,
+    "min": 1.7807899999999928e-05,
+    "max": 1.7855899999999986e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13253,15 +13277,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.240704999999994e-05,
-    "min": 2.236799999999995e-05,
-    "max": 2.2783200000000067e-05,
+    "seconds": 2.247344999999995e-05,
+    "min": 2.2412500000000033e-05,
+    "max": 2.2930900000000018e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.3998300000000004e-05,
-    "min": 2.390059999999994e-05,
-    "max": 2.4242999999999917e-05,
+    "seconds": 2.4062049999999977e-05,
+    "min": 2.3987299999999915e-05,
+    "max": 2.4230299999999943e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13285,15 +13309,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.110354999999993e-05,
-    "min": 5.10786e-05,
-    "max": 5.111659999999998e-05,
+    "seconds": 5.10648e-05,
+    "min": 5.1048700000000025e-05,
+    "max": 5.1096699999999954e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.1457549999999935e-05,
-    "min": 2.1398200000000066e-05,
-    "max": 2.152020000000002e-05,
+    "seconds": 2.151650000000003e-05,
+    "min": 2.149409999999989e-05,
+    "max": 2.1557899999999928e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13317,15 +13341,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.356805000000002e-05,
-    "min": 5.343640000000001e-05,
-    "max": 5.3800899999999954e-05,
+    "seconds": 5.359324999999999e-05,
+    "min": 5.3529200000000016e-05,
+    "max": 5.3855100000000026e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.242035000000004e-05,
-    "min": 7.232629999999999e-05,
-    "max": 7.261789999999998e-05,
+    "seconds": 7.255134999999992e-05,
+    "min": 7.231969999999992e-05,
+    "max": 7.26425e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13349,15 +13373,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015556005000000013,
-    "min": 0.00015546189999999987,
-    "max": 0.00015590820000000016,
+    "seconds": 0.00015545890000000017,
+    "min": 0.0001553134000000001,
+    "max": 0.00015566189999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.560120000000003e-05,
-    "min": 6.55000999999999e-05,
-    "max": 6.5875e-05,
+    "seconds": 6.576995e-05,
+    "min": 6.558659999999999e-05,
+    "max": 6.609649999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13382,15 +13406,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.612700000000029e-06,
-    "min": 6.60130000000005e-06,
-    "max": 6.62669999999996e-06,
+    "seconds": 6.67669999999996e-06,
+    "min": 6.65580000000001e-06,
+    "max": 6.723100000000022e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.1032000000000044e-05,
-    "min": 1.1001400000000013e-05,
-    "max": 1.1084600000000046e-05,
+    "seconds": 1.0934200000000028e-05,
+    "min": 1.0912100000000054e-05,
+    "max": 1.100480000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13415,15 +13439,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.0302499999999986e-05,
-    "min": 1.0291099999999984e-05,
-    "max": 1.0322899999999982e-05,
+    "seconds": 1.0406149999999992e-05,
+    "min": 1.0374599999999987e-05,
+    "max": 1.0441499999999985e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.2958599999999956e-05,
-    "min": 1.2933999999999832e-05,
-    "max": 1.3039599999999928e-05,
+    "seconds": 1.289420000000008e-05,
+    "min": 1.2870500000000039e-05,
+    "max": 1.2943900000000032e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13448,15 +13472,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.470050000000016e-06,
-    "min": 8.444699999999943e-06,
-    "max": 8.518199999999979e-06,
+    "seconds": 8.566249999999996e-06,
+    "min": 8.537600000000032e-06,
+    "max": 8.646500000000015e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.3078350000000149e-05,
-    "min": 1.30558e-05,
-    "max": 1.31233000000002e-05,
+    "seconds": 1.3105450000000025e-05,
+    "min": 1.3061999999999942e-05,
+    "max": 1.3152100000000041e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13481,15 +13505,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4385350000000033e-05,
-    "min": 1.434880000000004e-05,
-    "max": 1.4784199999999954e-05,
+    "seconds": 1.4450800000000062e-05,
+    "min": 1.4441599999999948e-05,
+    "max": 1.4809599999999944e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.6063799999999966e-05,
-    "min": 1.6015600000000017e-05,
-    "max": 1.632320000000002e-05,
+    "seconds": 1.6254200000000086e-05,
+    "min": 1.6195300000000018e-05,
+    "max": 1.6425299999999878e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13514,15 +13538,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.5369500000000003e-05,
-    "min": 1.5350499999999998e-05,
-    "max": 1.5471899999999993e-05,
+    "seconds": 1.5361650000000033e-05,
+    "min": 1.52957e-05,
+    "max": 1.543059999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.973910000000003e-05,
-    "min": 2.968639999999998e-05,
-    "max": 2.9878099999999855e-05,
+    "seconds": 2.9482649999999968e-05,
+    "min": 2.93982e-05,
+    "max": 2.9826300000000016e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13547,15 +13571,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4054149999999936e-05,
-    "min": 2.397429999999997e-05,
-    "max": 2.4255800000000043e-05,
+    "seconds": 2.4012550000000004e-05,
+    "min": 2.39097e-05,
+    "max": 2.4246000000000072e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.67214499999999e-05,
-    "min": 3.660469999999987e-05,
-    "max": 3.6908500000000096e-05,
+    "seconds": 3.667909999999995e-05,
+    "min": 3.6540399999999905e-05,
+    "max": 3.693359999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13580,15 +13604,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.232580000000003e-05,
-    "min": 2.220459999999996e-05,
-    "max": 2.2422400000000018e-05,
+    "seconds": 2.235495000000001e-05,
+    "min": 2.2233400000000017e-05,
+    "max": 2.244439999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.2044800000000034e-05,
-    "min": 5.196460000000011e-05,
-    "max": 5.2515100000000096e-05,
+    "seconds": 5.202640000000002e-05,
+    "min": 5.180629999999995e-05,
+    "max": 5.231579999999995e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13613,15 +13637,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.0505199999999986e-05,
-    "min": 4.0301099999999986e-05,
-    "max": 4.06138999999999e-05,
+    "seconds": 4.043445000000002e-05,
+    "min": 4.038940000000006e-05,
+    "max": 4.046050000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.263579999999988e-05,
-    "min": 6.246040000000009e-05,
-    "max": 6.271290000000008e-05,
+    "seconds": 6.247070000000004e-05,
+    "min": 6.238620000000005e-05,
+    "max": 6.293970000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13646,15 +13670,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.0076999999999997e-05,
-    "min": 3.0031899999999996e-05,
-    "max": 3.0140000000000023e-05,
+    "seconds": 2.9994749999999993e-05,
+    "min": 2.9877399999999986e-05,
+    "max": 3.0015699999999978e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.741624999999997e-05,
-    "min": 7.71574000000001e-05,
-    "max": 7.750110000000006e-05,
+    "seconds": 7.738165000000003e-05,
+    "min": 7.723469999999998e-05,
+    "max": 7.770809999999992e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13679,15 +13703,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.932629999999999e-05,
-    "min": 4.92156e-05,
-    "max": 4.950409999999993e-05,
+    "seconds": 4.927890000000001e-05,
+    "min": 4.9138899999999985e-05,
+    "max": 4.951009999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.702214999999996e-05,
-    "min": 8.666130000000002e-05,
-    "max": 8.737909999999997e-05,
+    "seconds": 8.706139999999988e-05,
+    "min": 8.686350000000005e-05,
+    "max": 8.779050000000006e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13712,15 +13736,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.151469999999999e-05,
-    "min": 4.1341000000000043e-05,
-    "max": 4.169570000000001e-05,
+    "seconds": 4.151775e-05,
+    "min": 4.13308e-05,
+    "max": 4.175320000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.684070000000002e-05,
-    "min": 9.665579999999996e-05,
-    "max": 9.722309999999997e-05,
+    "seconds": 9.678584999999997e-05,
+    "min": 9.656839999999996e-05,
+    "max": 9.708319999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13745,15 +13769,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.013660000000001e-05,
-    "min": 7.993630000000001e-05,
-    "max": 8.02654000000001e-05,
+    "seconds": 7.997280000000004e-05,
+    "min": 7.988000000000003e-05,
+    "max": 8.016789999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011548760000000004,
-    "min": 0.00011507790000000005,
-    "max": 0.00011570670000000014,
+    "seconds": 0.00011556740000000004,
+    "min": 0.00011531080000000001,
+    "max": 0.00011574659999999996,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13778,15 +13802,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.573125000000003e-05,
-    "min": 7.56699e-05,
-    "max": 7.599900000000002e-05,
+    "seconds": 7.579755e-05,
+    "min": 7.566659999999999e-05,
+    "max": 7.633860000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018955095000000005,
-    "min": 0.00018919180000000001,
-    "max": 0.00018972019999999998,
+    "seconds": 0.00018964340000000006,
+    "min": 0.00018956229999999994,
+    "max": 0.00018972160000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13811,15 +13835,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012608759999999998,
-    "min": 0.0001257056,
-    "max": 0.00012614000000000006,
+    "seconds": 0.00012541635,
+    "min": 0.00012518090000000003,
+    "max": 0.0001256877,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00021500794999999997,
-    "min": 0.00021466560000000007,
-    "max": 0.00021538739999999996,
+    "seconds": 0.00021503060000000005,
+    "min": 0.00021493049999999985,
+    "max": 0.0002151317000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13844,15 +13868,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001025802,
-    "min": 0.00010240189999999992,
-    "max": 0.00010288280000000002,
+    "seconds": 0.0001027314,
+    "min": 0.00010268659999999997,
+    "max": 0.0001029585,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00024156325000000004,
-    "min": 0.00024139930000000005,
-    "max": 0.00024195060000000004,
+    "seconds": 0.00024185274999999993,
+    "min": 0.0002416963999999998,
+    "max": 0.0002422539999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13877,15 +13901,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002004526999999999,
-    "min": 0.00020025190000000004,
-    "max": 0.00020050140000000012,
+    "seconds": 0.00020048685000000006,
+    "min": 0.00020006039999999993,
+    "max": 0.0002007006000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00028931469999999996,
-    "min": 0.000289111,
-    "max": 0.0002896429999999999,
+    "seconds": 0.00028964680000000007,
+    "min": 0.0002893442000000001,
+    "max": 0.0002900635999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13905,9 +13929,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.991999999999979e-06,
-    "min": 6.96660000000004e-06,
-    "max": 7.039800000000059e-06,
+    "seconds": 7.0381000000000995e-06,
+    "min": 7.004999999999996e-06,
+    "max": 7.059000000000003e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -13933,15 +13957,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.915200000000016e-06,
-    "min": 6.905299999999988e-06,
-    "max": 7.004400000000032e-06,
+    "seconds": 7.012600000000049e-06,
+    "min": 6.982700000000022e-06,
+    "max": 7.0234000000000385e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.207999999999981e-06,
-    "min": 3.2000000000000227e-06,
-    "max": 3.2287999999999097e-06,
+    "seconds": 3.1967500000000203e-06,
+    "min": 3.187099999999976e-06,
+    "max": 3.222300000000087e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13961,9 +13985,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.638049999999999e-06,
-    "min": 7.622400000000028e-06,
-    "max": 7.648100000000023e-06,
+    "seconds": 7.668700000000013e-06,
+    "min": 7.647699999999895e-06,
+    "max": 7.753299999999921e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -13989,15 +14013,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.267250000000041e-06,
-    "min": 7.25409999999996e-06,
-    "max": 7.299099999999998e-06,
+    "seconds": 7.350449999999978e-06,
+    "min": 7.337600000000032e-06,
+    "max": 7.366600000000062e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.663949999999971e-06,
-    "min": 4.655799999999977e-06,
-    "max": 4.678399999999965e-06,
+    "seconds": 4.820650000000012e-06,
+    "min": 4.79380000000001e-06,
+    "max": 4.863999999999942e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14017,9 +14041,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.0974350000000026e-05,
-    "min": 1.0950399999999933e-05,
-    "max": 1.1030199999999991e-05,
+    "seconds": 1.1044499999999958e-05,
+    "min": 1.1023800000000018e-05,
+    "max": 1.1055999999999994e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14045,15 +14069,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.465699999999907e-06,
-    "min": 9.45279999999998e-06,
-    "max": 9.481200000000024e-06,
+    "seconds": 9.428800000000024e-06,
+    "min": 9.401400000000103e-06,
+    "max": 9.47849999999994e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.5075199999999994e-05,
-    "min": 1.5065399999999908e-05,
-    "max": 1.509440000000003e-05,
+    "seconds": 1.5116700000000002e-05,
+    "min": 1.5103799999999979e-05,
+    "max": 1.5148699999999938e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14073,9 +14097,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.373270000000008e-05,
-    "min": 1.370620000000007e-05,
-    "max": 1.3766200000000072e-05,
+    "seconds": 1.3837999999999999e-05,
+    "min": 1.3791899999999975e-05,
+    "max": 1.3913300000000016e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14101,15 +14125,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.2846400000000016e-05,
-    "min": 1.2806299999999942e-05,
-    "max": 1.2976099999999996e-05,
+    "seconds": 1.3089500000000016e-05,
+    "min": 1.3065299999999968e-05,
+    "max": 1.3126200000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.084699999999977e-06,
-    "min": 8.067000000000053e-06,
-    "max": 8.105800000000023e-06,
+    "seconds": 8.099099999999992e-06,
+    "min": 8.095900000000029e-06,
+    "max": 8.127999999999997e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14129,9 +14153,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.6211099999999954e-05,
-    "min": 1.6166399999999964e-05,
-    "max": 1.624599999999997e-05,
+    "seconds": 1.6229850000000005e-05,
+    "min": 1.6198000000000037e-05,
+    "max": 1.6262500000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14157,15 +14181,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4628799999999978e-05,
-    "min": 1.4582700000000022e-05,
-    "max": 1.4662599999999974e-05,
+    "seconds": 1.4670299999999987e-05,
+    "min": 1.4623599999999976e-05,
+    "max": 1.4918200000000046e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.5057450000000018e-05,
-    "min": 1.5046200000000022e-05,
-    "max": 1.5068699999999966e-05,
+    "seconds": 1.5087950000000029e-05,
+    "min": 1.5068600000000003e-05,
+    "max": 1.5100700000000028e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14185,9 +14209,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.345909999999997e-05,
-    "min": 4.3225300000000015e-05,
-    "max": 4.374099999999996e-05,
+    "seconds": 4.378335e-05,
+    "min": 4.3580499999999994e-05,
+    "max": 4.3929899999999954e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14213,15 +14237,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.909e-05,
-    "min": 2.8898799999999985e-05,
-    "max": 2.9241499999999998e-05,
+    "seconds": 2.8946949999999975e-05,
+    "min": 2.8832099999999957e-05,
+    "max": 2.9026700000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.6342550000000015e-05,
-    "min": 5.62944e-05,
-    "max": 5.644199999999996e-05,
+    "seconds": 5.6319449999999924e-05,
+    "min": 5.627739999999999e-05,
+    "max": 5.635149999999994e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14241,9 +14265,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.034664999999997e-05,
-    "min": 5.998019999999998e-05,
-    "max": 6.100159999999995e-05,
+    "seconds": 6.0449499999999984e-05,
+    "min": 5.995449999999998e-05,
+    "max": 6.111000000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14269,15 +14293,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.9191950000000024e-05,
-    "min": 3.905909999999999e-05,
-    "max": 3.93094e-05,
+    "seconds": 3.9236350000000094e-05,
+    "min": 3.908440000000003e-05,
+    "max": 3.940209999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.8966200000000014e-05,
-    "min": 2.8943799999999897e-05,
-    "max": 2.907520000000002e-05,
+    "seconds": 2.9022099999999994e-05,
+    "min": 2.897590000000005e-05,
+    "max": 2.9052699999999984e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14297,9 +14321,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.9482949999999996e-05,
-    "min": 5.9372800000000103e-05,
-    "max": 5.973750000000002e-05,
+    "seconds": 5.98796e-05,
+    "min": 5.970609999999997e-05,
+    "max": 5.998099999999991e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14325,15 +14349,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.132195000000002e-05,
-    "min": 4.117079999999996e-05,
-    "max": 4.153550000000002e-05,
+    "seconds": 4.125535000000001e-05,
+    "min": 4.088950000000006e-05,
+    "max": 4.154189999999993e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.65472e-05,
-    "min": 5.6412499999999955e-05,
-    "max": 5.695980000000011e-05,
+    "seconds": 5.648745000000001e-05,
+    "min": 5.6393199999999974e-05,
+    "max": 5.659490000000005e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14353,9 +14377,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00013144929999999997,
-    "min": 0.00013117479999999996,
-    "max": 0.0001318025000000001,
+    "seconds": 0.0001312438,
+    "min": 0.00013082069999999994,
+    "max": 0.0001325161,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14381,15 +14405,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.441355e-05,
-    "min": 7.429379999999988e-05,
-    "max": 7.47482e-05,
+    "seconds": 7.450005000000001e-05,
+    "min": 7.419130000000004e-05,
+    "max": 7.458800000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00022041430000000004,
-    "min": 0.00022038049999999993,
-    "max": 0.00022049770000000008,
+    "seconds": 0.00022070915000000008,
+    "min": 0.0002205959,
+    "max": 0.0002208298999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14411,15 +14435,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4701199999999993e-05,
-    "min": 2.4240300000000046e-05,
-    "max": 2.4834799999999954e-05,
+    "seconds": 2.4583649999999966e-05,
+    "min": 2.452169999999999e-05,
+    "max": 2.4815899999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.0143749999999996e-05,
-    "min": 4.997790000000002e-05,
-    "max": 5.05316e-05,
+    "seconds": 5.009374999999997e-05,
+    "min": 4.9826899999999996e-05,
+    "max": 5.028099999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14441,15 +14465,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.0082149999999996e-05,
-    "min": 4.999700000000005e-05,
-    "max": 5.0179599999999976e-05,
+    "seconds": 5.002654999999997e-05,
+    "min": 4.9945399999999984e-05,
+    "max": 5.0220700000000026e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.4435050000000047e-05,
-    "min": 2.421420000000005e-05,
-    "max": 2.4553500000000008e-05,
+    "seconds": 2.4439949999999986e-05,
+    "min": 2.4265500000000068e-05,
+    "max": 2.48830999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14474,15 +14498,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001011556,
-    "min": 0.00010076819999999998,
-    "max": 0.00010151520000000003,
+    "seconds": 0.00010146655000000005,
+    "min": 0.00010126170000000001,
+    "max": 0.00010162320000000004,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001451397,
-    "min": 0.00014499460000000017,
-    "max": 0.00014548680000000012,
+    "seconds": 0.0001449962499999999,
+    "min": 0.0001446509,
+    "max": 0.00014528110000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14507,15 +14531,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015810630000000006,
-    "min": 0.00015784800000000006,
-    "max": 0.00015859539999999985,
+    "seconds": 0.00015794070000000002,
+    "min": 0.0001577177,
+    "max": 0.00015810050000000006,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00017130035000000005,
-    "min": 0.00017124989999999982,
-    "max": 0.00017158269999999998,
+    "seconds": 0.00017157525,
+    "min": 0.00017120559999999995,
+    "max": 0.00017209059999999979,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14539,15 +14563,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.7765950000000034e-05,
-    "min": 3.7532199999999986e-05,
-    "max": 3.8000199999999975e-05,
+    "seconds": 3.78233e-05,
+    "min": 3.7727999999999955e-05,
+    "max": 3.7897900000000015e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010586220000000005,
-    "min": 0.00010559240000000002,
-    "max": 0.00010627459999999997,
+    "seconds": 0.00010591119999999996,
+    "min": 0.00010572039999999996,
+    "max": 0.00010634890000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14571,15 +14595,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00023576364999999992,
-    "min": 0.00023537090000000003,
-    "max": 0.00023615529999999985,
+    "seconds": 0.00023561824999999997,
+    "min": 0.00023553999999999996,
+    "max": 0.0002362465999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005542255500000004,
-    "min": 0.0005540342999999997,
-    "max": 0.0005546738999999986,
+    "seconds": 0.0005539458500000002,
+    "min": 0.0005531352999999998,
+    "max": 0.0005547640999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14601,15 +14625,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.702355000000002e-05,
-    "min": 3.6921199999999954e-05,
-    "max": 3.7235300000000026e-05,
+    "seconds": 3.705389999999999e-05,
+    "min": 3.693719999999993e-05,
+    "max": 3.7231500000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.3236299999999984e-05,
-    "min": 5.303979999999994e-05,
-    "max": 5.3599099999999966e-05,
+    "seconds": 5.326975000000003e-05,
+    "min": 5.300279999999998e-05,
+    "max": 5.345259999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14631,15 +14655,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.917434999999998e-05,
-    "min": 1.8882900000000005e-05,
-    "max": 1.924770000000002e-05,
+    "seconds": 1.9158399999999972e-05,
+    "min": 1.900129999999996e-05,
+    "max": 1.9241499999999975e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.7265349999999988e-05,
-    "min": 2.7103999999999997e-05,
-    "max": 2.7596499999999972e-05,
+    "seconds": 2.73661e-05,
+    "min": 2.7129099999999984e-05,
+    "max": 2.7525699999999983e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14661,15 +14685,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.337269999999996e-05,
-    "min": 3.326420000000002e-05,
-    "max": 3.346549999999993e-05,
+    "seconds": 3.3326349999999976e-05,
+    "min": 3.326670000000001e-05,
+    "max": 3.3535800000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.715160000000001e-05,
-    "min": 4.694060000000003e-05,
-    "max": 4.773109999999993e-05,
+    "seconds": 4.742690000000004e-05,
+    "min": 4.7382100000000015e-05,
+    "max": 4.765960000000007e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14691,15 +14715,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4021799999999994e-05,
-    "min": 2.388820000000006e-05,
-    "max": 2.4092700000000048e-05,
+    "seconds": 2.4072100000000023e-05,
+    "min": 2.3996599999999956e-05,
+    "max": 2.4153400000000056e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.196274999999998e-05,
-    "min": 3.1711499999999976e-05,
-    "max": 3.211509999999996e-05,
+    "seconds": 3.179140000000002e-05,
+    "min": 3.173130000000001e-05,
+    "max": 3.200589999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14719,15 +14743,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.321595e-05,
-    "min": 3.3004700000000006e-05,
-    "max": 3.330500000000002e-05,
+    "seconds": 3.328984999999997e-05,
+    "min": 3.2946499999999994e-05,
+    "max": 3.3331100000000024e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.7598e-05,
-    "min": 4.736609999999995e-05,
-    "max": 4.818510000000001e-05,
+    "seconds": 4.778860000000001e-05,
+    "min": 4.7599799999999984e-05,
+    "max": 4.8073e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14747,15 +14771,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.8899000000000013e-05,
-    "min": 1.879709999999999e-05,
-    "max": 1.9021100000000013e-05,
+    "seconds": 1.8920100000000016e-05,
+    "min": 1.874799999999999e-05,
+    "max": 1.9078399999999976e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.6054300000000002e-05,
-    "min": 2.5833699999999956e-05,
-    "max": 2.608940000000001e-05,
+    "seconds": 2.5994750000000007e-05,
+    "min": 2.5929499999999983e-05,
+    "max": 2.6409400000000005e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14775,15 +14799,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.313569999999997e-05,
-    "min": 3.301720000000006e-05,
-    "max": 3.32348e-05,
+    "seconds": 3.309575000000002e-05,
+    "min": 3.307799999999998e-05,
+    "max": 3.332440000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.740925000000001e-05,
-    "min": 4.7215499999999975e-05,
-    "max": 4.8095900000000015e-05,
+    "seconds": 4.760885e-05,
+    "min": 4.731459999999993e-05,
+    "max": 4.784940000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14803,15 +14827,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.8170099999999997e-05,
-    "min": 1.802520000000003e-05,
-    "max": 1.8284699999999998e-05,
+    "seconds": 1.8324599999999997e-05,
+    "min": 1.823649999999999e-05,
+    "max": 1.844440000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.4518500000000006e-05,
-    "min": 2.4320000000000004e-05,
-    "max": 2.469109999999996e-05,
+    "seconds": 2.4651650000000013e-05,
+    "min": 2.4329399999999964e-05,
+    "max": 2.4847600000000023e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14831,15 +14855,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.3564700000000014e-05,
-    "min": 3.317130000000002e-05,
-    "max": 3.370590000000002e-05,
+    "seconds": 3.344174999999999e-05,
+    "min": 3.3212300000000014e-05,
+    "max": 3.3624499999999976e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.750550000000003e-05,
-    "min": 4.7273500000000035e-05,
-    "max": 4.7773900000000075e-05,
+    "seconds": 4.7516249999999974e-05,
+    "min": 4.7340200000000045e-05,
+    "max": 4.794490000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14859,15 +14883,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.9287800000000005e-05,
-    "min": 1.9065600000000016e-05,
-    "max": 1.9420700000000012e-05,
+    "seconds": 1.9281250000000004e-05,
+    "min": 1.9267399999999974e-05,
+    "max": 1.9481299999999986e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.4566200000000026e-05,
-    "min": 2.4348499999999897e-05,
-    "max": 2.4614000000000103e-05,
+    "seconds": 2.445420000000002e-05,
+    "min": 2.43836e-05,
+    "max": 2.4515099999999846e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14889,15 +14913,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.767669999999999e-05,
-    "min": 4.735089999999999e-05,
-    "max": 4.7820299999999966e-05,
+    "seconds": 4.774650000000001e-05,
+    "min": 4.7467000000000005e-05,
+    "max": 4.78072e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.6440949999999995e-05,
-    "min": 3.6262200000000034e-05,
-    "max": 3.67522e-05,
+    "seconds": 3.649395000000002e-05,
+    "min": 3.620770000000002e-05,
+    "max": 3.6739100000000016e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14919,15 +14943,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.9902150000000017e-05,
-    "min": 2.975999999999996e-05,
-    "max": 2.999609999999996e-05,
+    "seconds": 2.9844449999999978e-05,
+    "min": 2.9683200000000014e-05,
+    "max": 3.0139999999999986e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.069395000000004e-05,
-    "min": 2.0649599999999918e-05,
-    "max": 2.140130000000005e-05,
+    "seconds": 2.080144999999999e-05,
+    "min": 2.073859999999996e-05,
+    "max": 2.103009999999995e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14955,9 +14979,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.7735999999999985e-05,
-    "min": 4.760660000000001e-05,
-    "max": 4.805090000000001e-05,
+    "seconds": 4.783625000000001e-05,
+    "min": 4.779549999999999e-05,
+    "max": 4.787480000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14991,9 +15015,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4364700000000035e-05,
-    "min": 2.4246000000000005e-05,
-    "max": 2.4815599999999905e-05,
+    "seconds": 2.441255000000002e-05,
+    "min": 2.431299999999999e-05,
+    "max": 2.4745300000000046e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -15027,15 +15051,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.777729999999999e-05,
-    "min": 4.768470000000007e-05,
-    "max": 4.784909999999999e-05,
+    "seconds": 4.785085000000003e-05,
+    "min": 4.783990000000001e-05,
+    "max": 4.811109999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.527605000000003e-05,
-    "min": 9.498170000000005e-05,
-    "max": 9.547839999999992e-05,
+    "seconds": 9.519734999999997e-05,
+    "min": 9.504800000000003e-05,
+    "max": 9.537529999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15063,15 +15087,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4334600000000006e-05,
-    "min": 2.4278299999999957e-05,
-    "max": 2.4831599999999978e-05,
+    "seconds": 2.4321199999999976e-05,
+    "min": 2.4092399999999952e-05,
+    "max": 2.4716399999999986e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.8579449999999974e-05,
-    "min": 4.824249999999993e-05,
-    "max": 4.903730000000003e-05,
+    "seconds": 4.8663350000000016e-05,
+    "min": 4.8575400000000016e-05,
+    "max": 4.885380000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15095,15 +15119,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.3825299999999976e-05,
-    "min": 3.3606600000000025e-05,
-    "max": 3.4070599999999924e-05,
+    "seconds": 3.384300000000001e-05,
+    "min": 3.375310000000005e-05,
+    "max": 3.4194600000000006e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.571914999999994e-05,
-    "min": 9.534310000000013e-05,
-    "max": 9.621290000000004e-05,
+    "seconds": 9.570514999999998e-05,
+    "min": 9.55354e-05,
+    "max": 9.597939999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15127,15 +15151,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.422569999999997e-05,
-    "min": 8.40343e-05,
-    "max": 8.440310000000005e-05,
+    "seconds": 8.42693e-05,
+    "min": 8.42101999999999e-05,
+    "max": 8.450840000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001204250499999999,
-    "min": 0.0001200571000000001,
-    "max": 0.00012067439999999965,
+    "seconds": 0.00012055724999999993,
+    "min": 0.00011971699999999991,
+    "max": 0.00012070580000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15157,15 +15181,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.32694e-05,
-    "min": 6.292810000000001e-05,
-    "max": 6.403119999999998e-05,
+    "seconds": 6.33751e-05,
+    "min": 6.30894e-05,
+    "max": 6.36554e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.96924e-05,
-    "min": 4.9212500000000004e-05,
-    "max": 4.993639999999995e-05,
+    "seconds": 4.959414999999997e-05,
+    "min": 4.942649999999999e-05,
+    "max": 4.987419999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15187,15 +15211,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011351569999999998,
-    "min": 0.0001132255,
-    "max": 0.00011376910000000004,
+    "seconds": 0.00011366770000000002,
+    "min": 0.00011331679999999997,
+    "max": 0.00011426990000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.403815e-05,
-    "min": 7.360880000000002e-05,
-    "max": 7.41848e-05,
+    "seconds": 7.425199999999986e-05,
+    "min": 7.361809999999991e-05,
+    "max": 7.433139999999988e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15222,15 +15246,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.990314999999998e-05,
-    "min": 7.932350000000003e-05,
-    "max": 8.024569999999989e-05,
+    "seconds": 7.980214999999999e-05,
+    "min": 7.942540000000001e-05,
+    "max": 8.027720000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.594960000000002e-05,
-    "min": 7.57596e-05,
-    "max": 7.616270000000004e-05,
+    "seconds": 7.589860000000008e-05,
+    "min": 7.575890000000005e-05,
+    "max": 7.625189999999995e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15257,15 +15281,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012466160000000002,
-    "min": 0.00012458390000000006,
-    "max": 0.00012477700000000004,
+    "seconds": 0.0001243924,
+    "min": 0.00012418949999999998,
+    "max": 0.00012445509999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.826674999999998e-05,
-    "min": 7.808589999999999e-05,
-    "max": 7.839640000000004e-05,
+    "seconds": 7.820165000000001e-05,
+    "min": 7.789979999999997e-05,
+    "max": 7.836099999999994e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15288,15 +15312,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.569470000000002e-05,
-    "min": 3.55452e-05,
-    "max": 3.5817600000000014e-05,
+    "seconds": 3.578670000000002e-05,
+    "min": 3.5634400000000006e-05,
+    "max": 3.584940000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00033935954999999977,
-    "min": 0.0003388597000000008,
-    "max": 0.00034044729999999963,
+    "seconds": 0.0003406237499999996,
+    "min": 0.00033997210000000005,
+    "max": 0.0003413076000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15319,15 +15343,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.5609300000000025e-05,
-    "min": 3.555130000000004e-05,
-    "max": 3.57691e-05,
+    "seconds": 3.5601200000000014e-05,
+    "min": 3.548410000000005e-05,
+    "max": 3.574979999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003388631500000005,
-    "min": 0.00033812849999999945,
-    "max": 0.00033912459999999934,
+    "seconds": 0.0003403338999999996,
+    "min": 0.0003392569000000006,
+    "max": 0.00034102149999999963,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15362,15 +15386,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.91021e-05,
-    "min": 5.9020700000000016e-05,
-    "max": 5.9205199999999993e-05,
+    "seconds": 5.909385e-05,
+    "min": 5.888279999999997e-05,
+    "max": 5.915149999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019698210000000004,
-    "min": 0.00019682430000000014,
-    "max": 0.0001970614999999999,
+    "seconds": 0.0001969968500000001,
+    "min": 0.0001965283000000001,
+    "max": 0.00019716659999999985,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15405,15 +15429,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.887560000000001e-05,
-    "min": 5.8819099999999994e-05,
-    "max": 5.9148600000000046e-05,
+    "seconds": 5.893574999999997e-05,
+    "min": 5.887299999999994e-05,
+    "max": 5.9250100000000024e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019172535000000008,
-    "min": 0.00019165279999999992,
-    "max": 0.00019178450000000005,
+    "seconds": 0.00019172994999999996,
+    "min": 0.0001916213,
+    "max": 0.00019181169999999992,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15448,15 +15472,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.796340000000004e-05,
-    "min": 5.7791299999999956e-05,
-    "max": 5.814039999999999e-05,
+    "seconds": 5.792619999999999e-05,
+    "min": 5.7791699999999984e-05,
+    "max": 5.824009999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00034271095,
-    "min": 0.0003425904,
-    "max": 0.00034285360000000005,
+    "seconds": 0.00034276985,
+    "min": 0.00034255970000000006,
+    "max": 0.0003428516,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15491,15 +15515,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.537844999999999e-05,
-    "min": 5.5289200000000026e-05,
-    "max": 5.5779099999999976e-05,
+    "seconds": 5.539429999999996e-05,
+    "min": 5.5320599999999966e-05,
+    "max": 5.5635000000000026e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00033630000000000004,
-    "min": 0.00033617740000000003,
-    "max": 0.0003365999999999999,
+    "seconds": 0.00033623434999999994,
+    "min": 0.0003360536999999999,
+    "max": 0.0003364762000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15538,15 +15562,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012624889999999996,
-    "min": 0.00012609429999999998,
-    "max": 0.00012631310000000003,
+    "seconds": 0.00012627025,
+    "min": 0.00012623869999999997,
+    "max": 0.00012634999999999995,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004254621999999999,
-    "min": 0.00042493620000000007,
-    "max": 0.0004266800999999999,
+    "seconds": 0.0004255984999999999,
+    "min": 0.0004253271000000001,
+    "max": 0.0004269788000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15585,15 +15609,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012653999999999996,
-    "min": 0.00012649480000000005,
-    "max": 0.00012659959999999996,
+    "seconds": 0.00012658774999999998,
+    "min": 0.00012655170000000005,
+    "max": 0.00012663359999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00042374665000000013,
-    "min": 0.0004233294999999997,
-    "max": 0.0004238802000000001,
+    "seconds": 0.0004233392000000001,
+    "min": 0.0004230150999999997,
+    "max": 0.00042360029999999967,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15632,15 +15656,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00018917024999999998,
-    "min": 0.0001890582000000001,
-    "max": 0.00018947049999999994,
+    "seconds": 0.00018912655,
+    "min": 0.00018908729999999994,
+    "max": 0.00018934019999999996,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006741866000000002,
-    "min": 0.0006739789999999998,
-    "max": 0.0006747594999999998,
+    "seconds": 0.0006750565,
+    "min": 0.0006741006,
+    "max": 0.0006758941999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15679,15 +15703,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00019000644999999993,
-    "min": 0.0001898120999999999,
-    "max": 0.00019010610000000003,
+    "seconds": 0.0001898119,
+    "min": 0.00018973289999999997,
+    "max": 0.00018988370000000006,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006695290500000001,
-    "min": 0.0006686944999999999,
-    "max": 0.000669854,
+    "seconds": 0.0006693319000000003,
+    "min": 0.0006685947000000002,
+    "max": 0.0006702910000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15722,15 +15746,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00019212595,
-    "min": 0.00019200239999999996,
-    "max": 0.00019222319999999998,
+    "seconds": 0.00019231930000000003,
+    "min": 0.0001921326,
+    "max": 0.0001925737,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00029213185000000023,
-    "min": 0.0002917359,
-    "max": 0.0002926939000000001,
+    "seconds": 0.0002917317999999999,
+    "min": 0.000291081,
+    "max": 0.0002919931000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15765,15 +15789,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001965176,
-    "min": 0.00019644260000000006,
-    "max": 0.00019653800000000006,
+    "seconds": 0.00019639910000000002,
+    "min": 0.00019629820000000004,
+    "max": 0.00019655130000000004,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00029794315,
-    "min": 0.000297896,
-    "max": 0.0002982651000000001,
+    "seconds": 0.0002985647499999999,
+    "min": 0.00029817509999999984,
+    "max": 0.0002996347999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15800,15 +15824,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.892099999999997e-05,
-    "min": 8.87543e-05,
-    "max": 8.91938e-05,
+    "seconds": 8.893545000000002e-05,
+    "min": 8.888579999999996e-05,
+    "max": 8.909029999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012280739999999995,
-    "min": 0.00012274159999999996,
-    "max": 0.00012288890000000007,
+    "seconds": 0.00012270940000000004,
+    "min": 0.00012268780000000007,
+    "max": 0.00012272230000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15835,15 +15859,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.518895e-05,
-    "min": 5.4944200000000015e-05,
-    "max": 5.5398000000000014e-05,
+    "seconds": 5.510420000000001e-05,
+    "min": 5.50046e-05,
+    "max": 5.532799999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.015730000000002e-05,
-    "min": 9.008930000000007e-05,
-    "max": 9.024950000000002e-05,
+    "seconds": 8.992234999999997e-05,
+    "min": 8.98815e-05,
+    "max": 9.00024e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15868,9 +15892,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.592745000000001e-05,
-    "min": 5.566130000000001e-05,
-    "max": 5.603910000000002e-05,
+    "seconds": 5.5813349999999986e-05,
+    "min": 5.5739400000000024e-05,
+    "max": 5.593260000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -15901,9 +15925,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.821059999999999e-05,
-    "min": 4.8070100000000026e-05,
-    "max": 4.83645e-05,
+    "seconds": 4.8278499999999995e-05,
+    "min": 4.809870000000001e-05,
+    "max": 4.849450000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -15941,9 +15965,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.452149999999997e-05,
-    "min": 3.438390000000002e-05,
-    "max": 3.481300000000001e-05,
+    "seconds": 3.4730599999999975e-05,
+    "min": 3.4389599999999993e-05,
+    "max": 3.482220000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -15981,9 +16005,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.7318250000000017e-05,
-    "min": 1.719000000000002e-05,
-    "max": 1.7612599999999998e-05,
+    "seconds": 1.7367900000000014e-05,
+    "min": 1.721930000000001e-05,
+    "max": 1.751690000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -16009,15 +16033,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002959597500000001,
-    "min": 0.0002957519000000001,
-    "max": 0.00029607170000000026,
+    "seconds": 0.00029572755000000005,
+    "min": 0.00029548010000000007,
+    "max": 0.00029601519999999975,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00045356270000000015,
-    "min": 0.00045288649999999985,
-    "max": 0.0004542684000000001,
+    "seconds": 0.0004535323999999999,
+    "min": 0.00045311640000000023,
+    "max": 0.00045384500000000035,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16037,15 +16061,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0003674926500000001,
-    "min": 0.00036708300000000036,
-    "max": 0.0003680472000000006,
+    "seconds": 0.0003674642499999998,
+    "min": 0.0003670297000000001,
+    "max": 0.0003678020000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004780368000000002,
-    "min": 0.00047719719999999975,
-    "max": 0.00047824160000000055,
+    "seconds": 0.0004779831499999998,
+    "min": 0.00047730769999999964,
+    "max": 0.00047860989999999994,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16090,15 +16114,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00024102645000000002,
-    "min": 0.00023943319999999996,
-    "max": 0.00024185139999999993,
+    "seconds": 0.00024312095,
+    "min": 0.00024205979999999998,
+    "max": 0.0002443403,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0007743589999999996,
-    "min": 0.0007741260999999998,
-    "max": 0.0007758617000000003,
+    "seconds": 0.0007785244500000009,
+    "min": 0.0007777745999999999,
+    "max": 0.0007799182000000006,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16143,15 +16167,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0020155443,
-    "min": 0.0020079274000000006,
-    "max": 0.0020232146000000004,
+    "seconds": 0.0020241120999999994,
+    "min": 0.0020093417000000002,
+    "max": 0.0020267001999999994,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00489929125,
-    "min": 0.0048966771,
-    "max": 0.0049045996000000045,
+    "seconds": 0.0048782352999999995,
+    "min": 0.0048740076,
+    "max": 0.004886738099999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16196,15 +16220,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0005520024499999999,
-    "min": 0.0005512519,
-    "max": 0.0005522560000000002,
+    "seconds": 0.000547868,
+    "min": 0.0005470666999999999,
+    "max": 0.000548563,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00176269805,
-    "min": 0.0017608464000000007,
-    "max": 0.0017633267999999994,
+    "seconds": 0.0017554136000000004,
+    "min": 0.0017520843999999998,
+    "max": 0.0017585683000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16249,15 +16273,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0011803786999999997,
-    "min": 0.0011734854999999999,
-    "max": 0.0011851677999999998,
+    "seconds": 0.00116666455,
+    "min": 0.0011627385999999997,
+    "max": 0.0011708324999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0028243604000000003,
-    "min": 0.0028217488999999997,
-    "max": 0.0028316677000000006,
+    "seconds": 0.00280511775,
+    "min": 0.0028020171,
+    "max": 0.0028189327,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16302,15 +16326,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0003399469,
-    "min": 0.000336942,
-    "max": 0.0003409464,
+    "seconds": 0.00033599265,
+    "min": 0.00033429579999999997,
+    "max": 0.0003391873000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0010968235999999998,
-    "min": 0.0010932763,
-    "max": 0.0010999309,
+    "seconds": 0.0010932831999999994,
+    "min": 0.0010877027000000005,
+    "max": 0.0011004960999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16355,15 +16379,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.804194999999999e-05,
-    "min": 6.793230000000006e-05,
-    "max": 6.81526000000001e-05,
+    "seconds": 6.810014999999997e-05,
+    "min": 6.78269e-05,
+    "max": 6.839229999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00039829030000000014,
-    "min": 0.0003979118999999997,
-    "max": 0.0003993197000000001,
+    "seconds": 0.0003975709999999999,
+    "min": 0.00039716360000000006,
+    "max": 0.00039820999999999964,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16408,15 +16432,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015775464999999994,
-    "min": 0.00015757019999999998,
-    "max": 0.00015833970000000004,
+    "seconds": 0.00015774024999999994,
+    "min": 0.00015743900000000005,
+    "max": 0.00015866399999999993,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004926244499999998,
-    "min": 0.0004912163,
-    "max": 0.0004939332000000023,
+    "seconds": 0.0004944318500000015,
+    "min": 0.0004936902000000004,
+    "max": 0.0004952618000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16461,15 +16485,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010310779999999999,
-    "min": 0.00010284689999999998,
-    "max": 0.00010324380000000006,
+    "seconds": 0.00010344989999999999,
+    "min": 0.00010324499999999994,
+    "max": 0.00010368190000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00036529650000000004,
-    "min": 0.0003644587,
-    "max": 0.0003658347999999997,
+    "seconds": 0.0003666975000000001,
+    "min": 0.0003663064999999944,
+    "max": 0.0003678645999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16514,15 +16538,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.758664999999994e-05,
-    "min": 4.7455399999999986e-05,
-    "max": 4.776039999999998e-05,
+    "seconds": 4.744875000000002e-05,
+    "min": 4.7362300000000006e-05,
+    "max": 4.782579999999994e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00028574110000000356,
-    "min": 0.00028466329999999977,
-    "max": 0.0002861944000000001,
+    "seconds": 0.000286521,
+    "min": 0.0002859904999999997,
+    "max": 0.00028676380000000016,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16567,15 +16591,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.7335749999999993e-05,
-    "min": 2.7180400000000032e-05,
-    "max": 2.7664099999999917e-05,
+    "seconds": 2.7530750000000007e-05,
+    "min": 2.7436299999999987e-05,
+    "max": 2.7884900000000062e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00015520149999999995,
-    "min": 0.0001550707999999948,
-    "max": 0.00015562190000000022,
+    "seconds": 0.0001554339499999992,
+    "min": 0.00015520149999999992,
+    "max": 0.00015547030000000037,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16620,15 +16644,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.378390000000002e-05,
-    "min": 3.351360000000011e-05,
-    "max": 3.405669999999993e-05,
+    "seconds": 3.379475000000007e-05,
+    "min": 3.365769999999998e-05,
+    "max": 3.4028299999999994e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00016377475000000014,
-    "min": 0.0001635890999999999,
-    "max": 0.0001643220999999983,
+    "seconds": 0.0001641181500000001,
+    "min": 0.00016385119999999878,
+    "max": 0.00016442300000000008,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16673,15 +16697,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.202659999999994e-05,
-    "min": 5.183350000000005e-05,
-    "max": 5.22935e-05,
+    "seconds": 5.221395e-05,
+    "min": 5.209869999999999e-05,
+    "max": 5.24055999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00022372044999999994,
-    "min": 0.00022302359999999986,
-    "max": 0.0002239508000000005,
+    "seconds": 0.00022368169999999996,
+    "min": 0.00022326090000000012,
+    "max": 0.00022407680000000014,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16726,15 +16750,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00016058775000000005,
-    "min": 0.00015961189999999991,
-    "max": 0.00016143020000000013,
+    "seconds": 0.00016039650000000002,
+    "min": 0.0001600164,
+    "max": 0.00016351879999999995,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005499857,
-    "min": 0.0005492808999999997,
-    "max": 0.0005503022000000006,
+    "seconds": 0.0005510258,
+    "min": 0.0005503948000000001,
+    "max": 0.0005511004000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16779,15 +16803,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00026542279999999997,
-    "min": 0.0002638270999999999,
-    "max": 0.0002684206,
+    "seconds": 0.0002665602500000001,
+    "min": 0.0002641476,
+    "max": 0.0002680212,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006560025000000001,
-    "min": 0.0006522710000000001,
-    "max": 0.0006591383000000004,
+    "seconds": 0.0006580021500000002,
+    "min": 0.0006559782999999999,
+    "max": 0.0006582482999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16832,15 +16856,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.343765000000004e-05,
-    "min": 8.287009999999996e-05,
-    "max": 8.392599999999991e-05,
+    "seconds": 8.404324999999997e-05,
+    "min": 8.32503e-05,
+    "max": 8.509660000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00029584650000000006,
-    "min": 0.0002948050999999999,
-    "max": 0.00029634450000000015,
+    "seconds": 0.00029630214999999997,
+    "min": 0.00029549299999999986,
+    "max": 0.0002982773999999996,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16885,15 +16909,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0004102225499999999,
-    "min": 0.0004096904,
-    "max": 0.00041107800000000005,
+    "seconds": 0.00041115359999999997,
+    "min": 0.0004107184999999999,
+    "max": 0.00041258540000000006,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0010289152,
-    "min": 0.0010274539000000005,
-    "max": 0.0010292526999999998,
+    "seconds": 0.0010274892000000004,
+    "min": 0.0010248953000000004,
+    "max": 0.0010295573999999992,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16938,15 +16962,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012328275,
-    "min": 0.0001231518,
-    "max": 0.0001240832,
+    "seconds": 0.0001226773,
+    "min": 0.00012237789999999997,
+    "max": 0.00012300489999999994,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00046314454999999983,
-    "min": 0.00046275640000000034,
-    "max": 0.0004636791000000002,
+    "seconds": 0.00046209885000000005,
+    "min": 0.00046156620000000013,
+    "max": 0.0004624109999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16992,15 +17016,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.3895899999999994e-05,
-    "min": 4.3740099999999985e-05,
-    "max": 4.412750000000001e-05,
+    "seconds": 4.381385000000004e-05,
+    "min": 4.3779700000000024e-05,
+    "max": 4.407349999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001640376000000019,
-    "min": 0.00016391609999999972,
-    "max": 0.00016409499999999993,
+    "seconds": 0.0001645865499999901,
+    "min": 0.00016426499999999986,
+    "max": 0.00016491050000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17046,15 +17070,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.275764999999993e-05,
-    "min": 9.248269999999998e-05,
-    "max": 9.359710000000016e-05,
+    "seconds": 9.241844999999997e-05,
+    "min": 9.233140000000005e-05,
+    "max": 9.305809999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00030964355000000026,
-    "min": 0.00030843329999999695,
-    "max": 0.00031052330000000026,
+    "seconds": 0.00030885475000002466,
+    "min": 0.00030868660000000017,
+    "max": 0.0003095004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17100,15 +17124,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00040159145,
-    "min": 0.0004011059,
-    "max": 0.0004020097999999999,
+    "seconds": 0.0004017783499999999,
+    "min": 0.0004014498999999999,
+    "max": 0.0004029335,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.000638625349999999,
-    "min": 0.0006377882,
-    "max": 0.0006394820999999995,
+    "seconds": 0.0006399704999999988,
+    "min": 0.0006392457999999997,
+    "max": 0.0006405100000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17154,15 +17178,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.469555000000014e-05,
-    "min": 6.456330000000003e-05,
-    "max": 6.500120000000028e-05,
+    "seconds": 6.461229999999999e-05,
+    "min": 6.42968e-05,
+    "max": 6.485439999999988e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00017810144999999975,
-    "min": 0.00017784199999999837,
-    "max": 0.00017841549999999984,
+    "seconds": 0.00017872064999999995,
+    "min": 0.00017836229999997885,
+    "max": 0.00017918780000000014,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17208,15 +17232,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.139054999999998e-05,
-    "min": 6.116729999999996e-05,
-    "max": 6.208269999999996e-05,
+    "seconds": 6.11748e-05,
+    "min": 6.089949999999999e-05,
+    "max": 6.214630000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00024161759999999995,
-    "min": 0.00024115360000000053,
-    "max": 0.00024187979999999975,
+    "seconds": 0.00024137580000000003,
+    "min": 0.00024086159999999984,
+    "max": 0.00024161800000000025,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17262,15 +17286,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00024201510000000008,
-    "min": 0.00024182480000000005,
-    "max": 0.0002423132999999999,
+    "seconds": 0.00024250019999999995,
+    "min": 0.0002423704000000002,
+    "max": 0.00024257009999999993,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00045086295000000006,
-    "min": 0.0004499053000000014,
-    "max": 0.0004520425000000003,
+    "seconds": 0.00045229444999999994,
+    "min": 0.00045150259999999544,
+    "max": 0.00045292999999999966,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17316,15 +17340,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00020351715,
-    "min": 0.0002019158,
-    "max": 0.00020464900000000005,
+    "seconds": 0.00020481654999999994,
+    "min": 0.00020356099999999994,
+    "max": 0.00020649099999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00062005705,
-    "min": 0.0006196899000000002,
-    "max": 0.0006204835000000001,
+    "seconds": 0.0006201949499999998,
+    "min": 0.0006195215999999998,
+    "max": 0.0006203967000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17352,9 +17376,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.716524999999999e-05,
-    "min": 6.701169999999997e-05,
-    "max": 6.727979999999998e-05,
+    "seconds": 6.711919999999999e-05,
+    "min": 6.697499999999996e-05,
+    "max": 6.726340000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -17382,15 +17406,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010758314999999999,
-    "min": 0.00010745660000000004,
-    "max": 0.00010788320000000002,
+    "seconds": 0.00010753635000000002,
+    "min": 0.00010737749999999997,
+    "max": 0.00010779709999999996,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00015650330000000002,
-    "min": 0.00015625029999999997,
-    "max": 0.00015667809999999995,
+    "seconds": 0.00015643080000000005,
+    "min": 0.0001562382,
+    "max": 0.00015656589999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17412,15 +17436,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.429219999999999e-05,
-    "min": 5.4073799999999984e-05,
-    "max": 5.439379999999999e-05,
+    "seconds": 5.421250000000001e-05,
+    "min": 5.412929999999999e-05,
+    "max": 5.4391600000000016e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.853715000000005e-05,
-    "min": 7.767040000000001e-05,
-    "max": 7.887839999999996e-05,
+    "seconds": 7.866814999999997e-05,
+    "min": 7.857789999999999e-05,
+    "max": 7.88275e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17442,15 +17466,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012706145000000003,
-    "min": 0.0001268313,
-    "max": 0.00012723099999999997,
+    "seconds": 0.00012710719999999996,
+    "min": 0.00012705120000000003,
+    "max": 0.00012714980000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018477155000000005,
-    "min": 0.00018456819999999999,
-    "max": 0.0001850081,
+    "seconds": 0.00018459850000000002,
+    "min": 0.00018418699999999996,
+    "max": 0.0001848356,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17472,15 +17496,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.946920000000003e-05,
-    "min": 8.921870000000003e-05,
-    "max": 8.976910000000003e-05,
+    "seconds": 8.976790000000002e-05,
+    "min": 8.964630000000005e-05,
+    "max": 9.014340000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011984119999999997,
-    "min": 0.00011963769999999996,
-    "max": 0.0001200324,
+    "seconds": 0.00012006324999999996,
+    "min": 0.00011991900000000006,
+    "max": 0.00012043279999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17500,15 +17524,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012709719999999997,
-    "min": 0.0001267956,
-    "max": 0.0001273513,
+    "seconds": 0.00012701649999999999,
+    "min": 0.0001267075,
+    "max": 0.00012721770000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001852582,
-    "min": 0.00018516240000000003,
-    "max": 0.00018546529999999997,
+    "seconds": 0.00018518989999999997,
+    "min": 0.00018490979999999998,
+    "max": 0.00018537829999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17528,15 +17552,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.984275000000001e-05,
-    "min": 6.976190000000001e-05,
-    "max": 7.002770000000001e-05,
+    "seconds": 6.98365e-05,
+    "min": 6.960589999999999e-05,
+    "max": 7.000560000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.852919999999999e-05,
-    "min": 9.83416e-05,
-    "max": 9.87960999999999e-05,
+    "seconds": 9.850754999999998e-05,
+    "min": 9.837770000000006e-05,
+    "max": 9.8588e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17556,15 +17580,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001270566,
-    "min": 0.000126658,
-    "max": 0.00012736519999999998,
+    "seconds": 0.00012683669999999998,
+    "min": 0.00012674390000000005,
+    "max": 0.00012708090000000005,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018523590000000005,
-    "min": 0.00018513510000000004,
-    "max": 0.0001852831999999999,
+    "seconds": 0.00018512485,
+    "min": 0.00018497080000000001,
+    "max": 0.00018520789999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17584,15 +17608,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.840375e-05,
-    "min": 6.825459999999999e-05,
-    "max": 6.853440000000002e-05,
+    "seconds": 6.862055e-05,
+    "min": 6.848590000000003e-05,
+    "max": 6.87639e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.273944999999999e-05,
-    "min": 9.24995e-05,
-    "max": 9.302640000000001e-05,
+    "seconds": 9.297229999999997e-05,
+    "min": 9.276969999999997e-05,
+    "max": 9.302569999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17612,15 +17636,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001273033,
-    "min": 0.00012703999999999998,
-    "max": 0.00012760860000000002,
+    "seconds": 0.00012709420000000003,
+    "min": 0.000126898,
+    "max": 0.00012744809999999996,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018523440000000002,
-    "min": 0.00018520229999999997,
-    "max": 0.0001853583,
+    "seconds": 0.00018500645000000003,
+    "min": 0.0001848184,
+    "max": 0.0001854055,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17640,15 +17664,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.093535000000001e-05,
-    "min": 7.068120000000001e-05,
-    "max": 7.128269999999997e-05,
+    "seconds": 7.096974999999996e-05,
+    "min": 7.062289999999998e-05,
+    "max": 7.119610000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.274339999999998e-05,
-    "min": 9.24803e-05,
-    "max": 9.317060000000006e-05,
+    "seconds": 9.291895000000003e-05,
+    "min": 9.278009999999993e-05,
+    "max": 9.29847e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17670,15 +17694,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00018458339999999996,
-    "min": 0.00018405440000000007,
-    "max": 0.00018506980000000006,
+    "seconds": 0.00018458105000000003,
+    "min": 0.00018407480000000003,
+    "max": 0.0001848744,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014151434999999998,
-    "min": 0.00014133869999999996,
-    "max": 0.00014168089999999994,
+    "seconds": 0.0001413999,
+    "min": 0.0001413565,
+    "max": 0.00014158529999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17700,15 +17724,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011164240000000001,
-    "min": 0.0001116019,
-    "max": 0.00011189500000000003,
+    "seconds": 0.0001118747,
+    "min": 0.00011168260000000001,
+    "max": 0.00011200649999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.821745000000003e-05,
-    "min": 7.776620000000003e-05,
-    "max": 7.824960000000003e-05,
+    "seconds": 7.8131e-05,
+    "min": 7.795770000000001e-05,
+    "max": 7.828480000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17736,9 +17760,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00018528805000000005,
-    "min": 0.00018499389999999998,
-    "max": 0.0001854156,
+    "seconds": 0.00018521260000000004,
+    "min": 0.0001850049,
+    "max": 0.0001852695,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -17772,9 +17796,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.249525e-05,
-    "min": 9.231709999999996e-05,
-    "max": 9.271679999999999e-05,
+    "seconds": 9.252529999999998e-05,
+    "min": 9.235040000000002e-05,
+    "max": 9.27388e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -17808,15 +17832,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001853688,
-    "min": 0.00018523109999999998,
-    "max": 0.0001856041,
+    "seconds": 0.0001852799,
+    "min": 0.000185188,
+    "max": 0.00018554270000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00037033545,
-    "min": 0.00037010600000000004,
-    "max": 0.0003707428000000002,
+    "seconds": 0.00037044050000000005,
+    "min": 0.0003701871999999999,
+    "max": 0.0003705848,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17844,15 +17868,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.251749999999999e-05,
-    "min": 9.237700000000005e-05,
-    "max": 9.298250000000003e-05,
+    "seconds": 9.256699999999997e-05,
+    "min": 9.224439999999995e-05,
+    "max": 9.265489999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018499040000000006,
-    "min": 0.00018491489999999993,
-    "max": 0.00018509009999999998,
+    "seconds": 0.00018484935000000002,
+    "min": 0.0001848043000000001,
+    "max": 0.00018517539999999996,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17887,15 +17911,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017161215000000002,
-    "min": 0.00017151879999999995,
-    "max": 0.00017164779999999993,
+    "seconds": 0.00017176325,
+    "min": 0.00017162709999999994,
+    "max": 0.0001717734,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005843064000000001,
-    "min": 0.0005840568,
-    "max": 0.0005843359000000003,
+    "seconds": 0.0005840047999999999,
+    "min": 0.0005838925999999999,
+    "max": 0.0005845283000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17930,15 +17954,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017153680000000002,
-    "min": 0.0001714548,
-    "max": 0.00017182549999999997,
+    "seconds": 0.00017158529999999992,
+    "min": 0.00017155310000000002,
+    "max": 0.00017163540000000006,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005679933499999999,
-    "min": 0.0005679311000000001,
-    "max": 0.0005682726,
+    "seconds": 0.0005685080999999999,
+    "min": 0.0005684588,
+    "max": 0.0005685482000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17973,15 +17997,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001680853,
-    "min": 0.00016802879999999997,
-    "max": 0.00016842019999999992,
+    "seconds": 0.00016817545000000005,
+    "min": 0.00016810410000000004,
+    "max": 0.00016854210000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0010229869999999997,
-    "min": 0.0010222201,
-    "max": 0.0010231545000000002,
+    "seconds": 0.00102274075,
+    "min": 0.001022534,
+    "max": 0.0010235514999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -18016,15 +18040,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00016412095000000005,
-    "min": 0.0001640077,
-    "max": 0.00016429609999999995,
+    "seconds": 0.00016427420000000007,
+    "min": 0.00016418030000000012,
+    "max": 0.00016451560000000013,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0010121161,
-    "min": 0.0010120021000000006,
-    "max": 0.0010121986,
+    "seconds": 0.0010130173999999999,
+    "min": 0.0010122990999999997,
+    "max": 0.0010132821999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -18049,9 +18073,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00021676620000000003,
-    "min": 0.0002166173999999999,
-    "max": 0.00021696470000000007,
+    "seconds": 0.00021667395,
+    "min": 0.00021662820000000003,
+    "max": 0.00021672329999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -18082,9 +18106,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00018488425,
-    "min": 0.0001847975,
-    "max": 0.00018506910000000006,
+    "seconds": 0.00018500834999999997,
+    "min": 0.00018486539999999996,
+    "max": 0.00018505589999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -18118,9 +18142,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002598981,
-    "min": 0.000259752,
-    "max": 0.0002599981999999999,
+    "seconds": 0.0002601592,
+    "min": 0.0002600538,
+    "max": 0.0002604348999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
