@@ -14,6 +14,9 @@ How:
   * memory: every storage an op creates is tracked by a weak reference until it is freed; the live
     bytes (each allocation rounded up to 512 B, as the CUDA caching allocator does) are summed after
     every op and the maximum is the step's peak.
+  * model code: in the recorded forward, the model's own Python between its torch calls, outside
+    known modules, is timed on this host (model_code.py) and written as host-only kernels with
+    python_seconds, beside this host's time of the Python reference work around the forward.
 
 A warm-up step runs first, unrecorded (the optimizer creates its state on its first step, and SGD's
 first momentum step clones instead of updating); the second step is recorded."""

@@ -7,8 +7,9 @@ which no module of a type roofsim knows is running and no torch function is (a T
 marks the torch calls: each view, each tensor op, each metadata query). The known modules' calls
 are their framework figures; a torch call is its op's figure (a view: the probe's chain of views);
 what is left is the model's code: Hugging Face's argument handling, attention-mask preparation,
-container modules' calls, `inspect` and the like. The mode's own cost at each torch call (measured
-here on a loop of cheap calls) is taken off each stretch."""
+container modules' calls, `inspect` and the like. What the exporter adds there itself is measured
+in the capture's own modes and taken off each stretch: the mode's cost at each torch call
+(mode_overhead_per_call) and its forward hooks' at each module call (module_call_overheads)."""
 
 from __future__ import annotations
 
@@ -153,10 +154,15 @@ class _Calls(torch.nn.Module):
             self.child
         return x
 
-    def plain_calls(self, x):  # forward without the hooks' path: the same child, called directly
-        for _ in range(self.n):
-            x = self.child(x)
-        return x
+
+def _per_call(fn, x, n: int) -> float:
+    """Seconds of fn(x) over n, the fastest of three."""
+    best = float("inf")
+    for _ in range(3):
+        t0 = time.perf_counter()
+        fn(x)
+        best = min(best, time.perf_counter() - t0)
+    return best / n
 
 
 def module_call_overheads(run_with_hooks, x: torch.Tensor, loops: int = 5000) -> tuple[float, float]:
@@ -170,31 +176,19 @@ def module_call_overheads(run_with_hooks, x: torch.Tensor, loops: int = 5000) ->
     module's figure holds its whole call: S is taken off, measured on calls of nn.ReLU (a module
     roofsim knows: its op recorded, as in the step, and dropped). An unknown module's call is model
     code: S less F is taken off, both measured on calls of an empty module. S = accrued per call less
-    the loop's time with the attribute lookup alone; F = the loop's time with plain calls less that."""
+    the loop's time with the attribute lookup alone; F = the loop's time with the calls made without
+    hooks (the parent's forward called directly, the hooks removed) less that."""
+    def accrued_per_call(model: _Calls) -> float:
+        run_with_hooks(model, x)
+        return min(run_with_hooks(model, x) for _ in range(3)) / model.n
+
     known = _Calls(loops // 10, torch.nn.ReLU())
-    run_with_hooks(known, x)
-    slow_known = max(0.0, min(run_with_hooks(known, x) for _ in range(3)) / known.n
-                     - min(_timed_lookups(known, x) for _ in range(3)))
-    model = _Calls(loops, _Empty())
-
-    def timed(fn) -> float:
-        t0 = time.perf_counter()
-        fn(x)
-        return (time.perf_counter() - t0) / loops
-
-    run_with_hooks(model, x)
-    accrued = min(run_with_hooks(model, x) for _ in range(3)) / loops
-    lookup = min(timed(model.lookups) for _ in range(3))
-    plain = min(timed(model.plain_calls) for _ in range(3))
-    slow_outside_hooks = max(0.0, accrued - lookup)
-    fast = max(0.0, plain - lookup)
+    slow_known = max(0.0, accrued_per_call(known) - _per_call(known.lookups, x, known.n))
+    other = _Calls(loops, _Empty())
+    lookup = _per_call(other.lookups, x, other.n)
+    slow_outside_hooks = max(0.0, accrued_per_call(other) - lookup)
+    fast = max(0.0, _per_call(other.forward, x, other.n) - lookup)
     return slow_known, max(0.0, slow_outside_hooks - fast)
-
-
-def _timed_lookups(model: _Calls, x) -> float:
-    t0 = time.perf_counter()
-    model.lookups(x)
-    return (time.perf_counter() - t0) / model.n
 
 
 def mode_overhead_per_call(x: torch.Tensor, loops: int = 20000) -> float:
