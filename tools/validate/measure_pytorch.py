@@ -84,7 +84,7 @@ METHOD = (
     "pre-made random gradient) timed separately with torch.cuda.Event pairs, synchronize before and "
     "after each repetition; parameter and input .grad set to None before each repetition; warm-up "
     "repetitions discarded; median/min/max over the timed repetitions. Layer steady state: batches of "
-    "forward+backward repetitions back to back, each forward inside torch.autocast (or nothing) entered as "
+    "forward+backward repetitions back to back (about 30 ms of work a batch, 4 to 100 repetitions), each forward inside torch.autocast (or nothing) entered as "
     "a training loop writes it, in --layer-rounds rounds over all cases (the later "
     "ones after every case's first), samples pooled. Model cases: full training "
     "step (zero_grad(set_to_none=True) + forward + loss + backward + optimizer.step) and its phases "
@@ -744,6 +744,20 @@ class LayerRun:
         return steady_s, canary_s, backward_canary_s
 
 
+# Work per steady-state batch. A batch's first repetitions after the synchronize that starts it cost
+# more than later ones: on the H200 machine a tiny layer's repetition took a third less at 50 a batch
+# than at 5 and no less at 100 (tools/validate/host_state.py --phase reps, docs/NOTES.md), and the
+# probe's steady figures take 50. Until the seventy-fourth run (2026-12-01) a batch was about 5 ms: a
+# host-paced case ran 7 to 30 repetitions a batch and read 5-30 % above its steady state.
+STEADY_BATCH_SECONDS = 30e-3
+
+
+def steady_repetitions_for(forward_backward_wall_s: float) -> int:
+    """Repetitions per steady-state batch of a case whose one forward+backward between synchronizes
+    took `forward_backward_wall_s`: about STEADY_BATCH_SECONDS of work, 4 to 100."""
+    return max(4, min(100, round(STEADY_BATCH_SECONDS / max(forward_backward_wall_s, 1e-9))))
+
+
 def measure_layer(case: dict, device: torch.device, clock: Clock, args, target_s: float) -> dict:
     """Time one layer case; raises Skip (or any error) when it cannot run."""
     with tf32_flags(case["precision"]):
@@ -786,8 +800,9 @@ def measure_layer(case: dict, device: torch.device, clock: Clock, args, target_s
         forward_backward_s = [forward_backward_once() for _ in range(repeats)]
 
         # Steady state, as a layer runs inside a training loop: batches of back-to-back repetitions
-        # (more rounds of them later in the run: steady_round).
-        reps = max(4, min(100, round(5e-3 / max(fb_wall_s, 1e-9))))
+        # (more rounds of them later in the run: steady_round), each batch about STEADY_BATCH_SECONDS
+        # of work, so that what a batch's start costs beyond a repetition is spread thin.
+        reps = steady_repetitions_for(fb_wall_s)
         batches = max(3, min(9, int(target_s / max(reps * fb_wall_s, 1e-9))))
         steady_s, canary_s, backward_canary_s = run.steady_batches(clock, device, reps, batches)
 
