@@ -16,7 +16,7 @@ namespace roofsim {
 /// Host costs of an IR step: the framework profile's per-op figures for its markers (as for a
 /// graph), one eager dispatch (`eager_op_add`, its autocast variant under autocast) for each
 /// kernel the IR marks as dispatched on its own, and the model's own code as timed at export,
-/// scaled by the two hosts' times of the same Python reference work (`python_reference`).
+/// scaled by the two hosts' fastest calls of the same Python reference work (`python_reference`).
 [[nodiscard]] inline HostCosts host_costs_for_ir(const KernelIr& ir, const CostContext& ctx, const FrameworkProfile* framework) {
     const PrecisionMode mode = precision_mode_from_key(ir.list.precision).value_or(PrecisionMode::fp32);
     if (!framework) return host_costs_from_launch_rate(ctx);
@@ -28,13 +28,20 @@ namespace roofsim {
                                             [](const Kernel& k) { return k.python_time.value() > 0; });
     if (has_model_code) {
         // the model's own Python, timed where the IR was exported, at this host's Python speed: the
-        // probe's time of the reference work over the exporting host's (the same work)
-        const auto here = framework->seconds("python_reference");
-        if (here && ir.model_code_reference) {
-            h.model_code_scale = *here / *ir.model_code_reference;
+        // probe's fastest call of the reference work over the exporting host's (the same work). The
+        // fastest, not a median: a shared host's Python speed swings by 2x for seconds at a time (the
+        // probe's passes on one H200 machine, 0.87-1.95 ms), its fastest call held within 8 % over four
+        // runs on two machines (docs/NOTES.md)
+        const auto here = framework->fastest_seconds("python_reference");
+        if (here && ir.model_code_fastest_reference) {
+            h.model_code_scale = *here / *ir.model_code_fastest_reference;
+        } else if (!here) {
+            h.source += "; model code at the exporting host's speed (the profile has no python_reference)";
         } else {
-            h.source += here ? "; model code at the exporting host's speed (the IR has no python reference)"
-                             : "; model code at the exporting host's speed (the profile has no python_reference)";
+            h.source += ir.model_code_median_reference
+                            ? "; model code at the exporting host's speed (the IR's reference is an earlier exporter's "
+                              "median of the moment, not its fastest call: export it again to scale)"
+                            : "; model code at the exporting host's speed (the IR has no python reference)";
         }
     }
     return h;

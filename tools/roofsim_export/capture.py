@@ -146,7 +146,8 @@ class Session:
         self.in_model = False
         self.clock: model_code.Clock | None = None    # the recorded forward's model-code clock
         self.hook_overheads = (0.0, 0.0)  # the hooks' cost at a known / another module call (model_code.py)
-        self.references: list[float] = []  # the Python reference work's time around the recorded forward
+        self.references: list[float] = []  # each call of the Python reference work around the timed forwards
+        self.code_totals: list[float] = []  # the model code's total in each timed forward (model_code.TIMED_FORWARDS)
 
     # -- fake tensors ---------------------------------------------------------------------------
 
@@ -251,6 +252,27 @@ class Session:
                 self.counts = counts
                 self.pending.clear()
         self.hook_overheads = model_code.module_call_overheads(run_with_hooks, x)
+
+    def time_model_code_step(self, clock: model_code.Clock, run_step) -> None:
+        """Runs a step (run_step()) with its forward's model code timed on `clock`, for the total
+        alone: what the step recorded is dropped."""
+        kept, counts = len(self.kernels), dict(self.counts)
+        self.clock = clock
+        try:
+            run_step()
+            self.code_totals.append(clock.total)
+        finally:
+            self.clock = None
+            del self.kernels[kept:]
+            self.counts = counts
+            self.pending.clear()
+            self.claimed.clear()
+
+    def scale_model_code(self, factor: float) -> None:
+        """Multiplies each recorded stretch of model code (python_seconds) by `factor`."""
+        for k in self.kernels:
+            if "python_seconds" in k:
+                k["python_seconds"] = round(k["python_seconds"] * factor, 9)
 
     def code_running(self) -> bool:
         """Whether the model's own code runs now: inside its recorded forward, in no known module."""
@@ -711,15 +733,23 @@ def capture_step(spec: StepSpec, precision: Precision, fake_device: str = "auto"
                     overhead = model_code.mode_overhead_per_call(probe)
                     session.calibrate_hooks(probe)
                     del probe
+                    # the model code in forwards before the recorded one (model_code.TIMED_FORWARDS),
+                    # each a whole step as the recorded one runs, what it recorded dropped
+                    session.root = model
+                    for _ in range(model_code.TIMED_FORWARDS - 1):
+                        session.time_model_code_step(
+                            model_code.Clock(lambda seconds: None, overhead),
+                            lambda: _run_step(session, spec, model, inputs, opt, scaler, emulation, record=True))
                     gc.collect()
                     session.memory = Memory()
                     for t in _resident(model, inputs, opt, scaler):
                         if not session.is_host(t):
                             session.memory.track(t)
-                    session.root = model
                     session.clock = model_code.Clock(session.emit_model_code, overhead)
                     _run_step(session, spec, model, inputs, opt, scaler, emulation, record=True)
                     clock, session.clock = session.clock, None
+                    session.code_totals.append(clock.total)
+                    session.scale_model_code(model_code.median_scale(session.code_totals, clock.total))
                 memory = _memory_summary(session, model, opt)
                 trainable = list({id(p): p for p in model.parameters() if p.requires_grad}.values())
                 parameters = {"elements": sum(int(p.numel()) for p in trainable), "tensors": len(trainable)}
@@ -738,8 +768,8 @@ def capture_step(spec: StepSpec, precision: Precision, fake_device: str = "auto"
         session.stack.clear()
         session.claimed.clear()
         session.pending.clear()
-    code = {"reference_seconds": sum(session.references) / len(session.references),
-            "method": model_code.method_text(clock.total, clock.calls, overhead, session.hook_overheads,
+    code = {"fastest_reference_seconds": min(session.references),
+            "method": model_code.method_text(session.code_totals, clock.calls, overhead, session.hook_overheads,
                                              session.references)}
     return Capture(session.kernels, memory, device.type, emulated, sorted(session.fill_ins), session.counts,
                    parameters, patched, code)
@@ -766,14 +796,14 @@ def _run_step(session: Session, spec: StepSpec, model, inputs, opt, scaler, emul
     # the recorded forward: the model's own code timed between its torch calls (model_code.py)
     torch_calls = model_code.TorchCalls(session.clock, session.code_running) if session.clock else contextlib.nullcontext()
     if session.clock is not None:  # this host's Python speed, just before the forward and just after
-        session.references.append(model_code.time_python_reference())
+        session.references.extend(model_code.time_python_reference())
     with autocast:
         with torch_calls:
             loss = spec.loss_fn(model, inputs)
         if session.clock is not None:
             session.clock.finish()
     if session.clock is not None:
-        session.references.append(model_code.time_python_reference())
+        session.references.extend(model_code.time_python_reference())
     if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
         raise ExportError("the loss is not a one-element tensor")
     if not loss.requires_grad:

@@ -51,15 +51,28 @@ def python_reference_work(n: int = 1000) -> int:
     return total
 
 
-def time_python_reference(repeats: int = 15) -> float:
-    """Median seconds of one python_reference_work() call (after one unmeasured call)."""
+def time_python_reference(repeats: int = 15) -> list[float]:
+    """Seconds of each of `repeats` python_reference_work() calls (after one unmeasured call)."""
     python_reference_work()
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
         python_reference_work()
         times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+    return times
+
+
+# Forwards whose model code is timed: the recorded one and the ones before it. A shared host's
+# Python speed swings for seconds at a time (the reference work took 0.85 ms and 2.0 ms around one
+# forward on the H200 machine): the recorded forward's stretches are scaled to the median of the
+# forwards' totals.
+TIMED_FORWARDS = 3
+
+
+def median_scale(totals: list[float], recorded: float) -> float:
+    """What the recorded forward's stretches are multiplied by: the median of all timed forwards'
+    model-code totals over the recorded one's (1 where the recorded forward timed none)."""
+    return statistics.median(totals) / recorded if recorded > 0 else 1.0
 
 
 class Clock:
@@ -219,14 +232,16 @@ def mode_overhead_per_call(x: torch.Tensor, loops: int = 20000) -> float:
     return max(0.0, best_mode - best_plain)
 
 
-def method_text(total_seconds: float, torch_calls: int, overhead_per_call: float, hooks: tuple[float, float],
+def method_text(totals: list[float], torch_calls: int, overhead_per_call: float, hooks: tuple[float, float],
                 references: list[float]) -> str:
-    """The IR's model_code.method: what was timed, how, and the totals."""
+    """The IR's model_code.method: what was timed, how, and the totals (the recorded forward's last)."""
     return (f"the model's own Python in its forward, between its torch calls and outside modules roofsim knows, "
             f"timed with time.perf_counter on the exporting host; taken off, as measured there: a TorchFunctionMode's "
             f"cost at each torch call ({overhead_per_call * 1e6:.2f} us, a loop of Tensor.dim) and the forward "
             f"hooks' at each module call ({hooks[0] * 1e6:.2f} us a known module, loops of nn.ReLU calls; "
-            f"{hooks[1] * 1e6:.2f} us another, of an empty module's): {total_seconds * 1e3:.3f} ms over {torch_calls} torch calls; "
-            f"reference_seconds: python_reference_work() on that host, the mean of its median of 15 calls just "
-            f"before the forward and just after ({', '.join(f'{r * 1e6:.1f}' for r in references)} us: a host "
-            f"whose speed moved in between shows it here)")
+            f"{hooks[1] * 1e6:.2f} us another, of an empty module's); {torch_calls} torch calls a forward; "
+            f"{len(totals)} forwards timed ({', '.join(f'{t * 1e3:.3f}' for t in totals)} ms), the recorded one's "
+            f"stretches scaled to their median ({statistics.median(totals) * 1e3:.3f} ms); "
+            f"fastest_reference_seconds: the fastest of {len(references)} calls of python_reference_work() on that "
+            f"host, 15 just before each timed forward and 15 just after (median {statistics.median(references) * 1e6:.1f} us, "
+            f"slowest {max(references) * 1e6:.1f} us)")
