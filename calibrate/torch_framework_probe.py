@@ -95,7 +95,8 @@ tools/validate/measure_pytorch.py, by contrast, only checks predictions.  Figure
       One call of python_reference_work() (pure Python of the kinds a model's forward runs between
       its tensor ops): this host's Python speed. The PyTorch exporter times a model's own code on
       its host together with the same work (tools/roofsim_export/model_code.py); roofsim scales
-      that code's time by the ratio of the two.
+      that code's time by the ratio of the two hosts' fastest calls (the figure's min: a shared
+      host's Python speed swings by 2x for seconds at a time, its median with it).
   cuda_synchronize_idle, cuda_event_record, cuda_event_elapsed_time, launch_sync_roundtrip,
   item_roundtrip
       torch.cuda.synchronize() on an idle GPU, Event.record(), Event.elapsed_time() on two
@@ -1458,7 +1459,8 @@ def python_reference_probe(p: Probe, calls: int) -> None:
         return time.perf_counter() - t0
     python_reference_work()
     p.record("python_reference", [measure() for _ in range(calls)],
-             f"python_reference_work(), {calls} calls one after another, median (as the exporter times it)")
+             f"python_reference_work(), {calls} calls one after another, median; min: the fastest call, "
+             f"which roofsim relates to the exporter's fastest")
 
 
 def sync_probes(p: Probe, n_calls: int) -> None:
