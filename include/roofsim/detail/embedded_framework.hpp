@@ -26,8 +26,8 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "cudnn": 91900,
   "python": "3.12.3"
  },
- "date_utc": "2026-12-01T18:46:28+00:00",
- "command": "/opt/torch/.venv/bin/python3 calibrate/torch_framework_probe.py --gpu-key h200-sxm --out /root/out/h200-sxm-torch-2.11-run4.json",
+ "date_utc": "2026-12-01T20:13:46+00:00",
+ "command": "/opt/torch/.venv/bin/python3 calibrate/torch_framework_probe.py --gpu-key h200-sxm --out /root/out/h200-sxm-torch-2.11.json",
  "settings": {
   "repeats": 11,
   "warmup": 2,
@@ -54,569 +54,569 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "conv_host_calls": 10
  },
  "host_speed": {
-  "reference_seconds_per_op": 9.856217499990549e-06,
+  "reference_seconds_per_op": 1.03219549998812e-05,
   "canary": "200 x torch.add of two 1-element tensors between two synchronizes, wall / 200; before each timed repetition (at most one per 20 ms) and after each measurement",
-  "canaries": 5572,
-  "canary_p10_seconds": 7.321485000062467e-06,
-  "canary_p90_seconds": 1.0814599999946494e-05,
+  "canaries": 5636,
+  "canary_p10_seconds": 7.508694999387444e-06,
+  "canary_p90_seconds": 1.1230919999434264e-05,
   "use": "the figures are as measured; roofsim reads each at this host speed: the median over passes of pass_seconds x reference_seconds_per_op / pass_host_canary_seconds",
-  "backward_reference_seconds_per_node": 1.9376959999988228e-05,
+  "backward_reference_seconds_per_node": 1.976247500010686e-05,
   "backward_canary": "after each canary, the backward() of a chain of 100 multiplications of a 1-element tensor, from a synchronize to its return, per node: the speed of autograd's device thread (roofsim reads the layer_backward_* figures on it)",
-  "backward_canary_p10_seconds": 1.6433320000004413e-05,
-  "backward_canary_p90_seconds": 2.2319919999986838e-05
+  "backward_canary_p10_seconds": 1.605662999963897e-05,
+  "backward_canary_p90_seconds": 2.3248039999543833e-05
  },
  "figures": {
   "eager_op_add": {
-   "seconds": 6.77768399999934e-06,
-   "min": 6.5573360000001915e-06,
-   "max": 1.0084100000000261e-05,
+   "seconds": 7.802037000033124e-06,
+   "min": 7.1904784999787805e-06,
+   "max": 1.1476893500002916e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 9.34563699999913e-06,
-   "host_canary_seconds": 9.148984999995947e-06,
-   "host_backward_canary_seconds": 1.9920519999985233e-05,
+   "issue_only_seconds": 7.404967000070428e-06,
+   "host_canary_seconds": 7.38317500008634e-06,
+   "host_backward_canary_seconds": 2.298017000157415e-05,
    "pass_seconds": [
-    9.368416499999199e-06,
-    6.6379285000053304e-06,
-    6.77768399999934e-06
+    7.4293880001050635e-06,
+    7.802037000033124e-06,
+    1.090591150000364e-05
    ],
    "pass_host_canary_seconds": [
-    9.148984999995947e-06,
-    6.938009999970518e-06,
-    6.898449999965805e-06
+    7.38317500008634e-06,
+    8.682474999659463e-06,
+    1.088454749947232e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9920519999985233e-05,
-    2.1727879999957622e-05,
-    2.309647999993558e-05
+    2.298017000157415e-05,
+    2.3245180000230902e-05,
+    2.393959999949402e-05
    ]
   },
   "eager_op_linear": {
-   "seconds": 1.2199422999998433e-05,
-   "min": 1.1722637999994844e-05,
-   "max": 1.7500217999995014e-05,
+   "seconds": 1.6019505000031132e-05,
+   "min": 1.2875981999968644e-05,
+   "max": 2.07046130000208e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.6228117500002527e-05,
-   "host_canary_seconds": 9.472684999991544e-06,
-   "host_backward_canary_seconds": 2.2404879999982085e-05,
+   "issue_only_seconds": 1.4229048500055797e-05,
+   "host_canary_seconds": 7.584754999925281e-06,
+   "host_backward_canary_seconds": 1.927807999891229e-05,
    "pass_seconds": [
-    1.6271178499998484e-05,
-    1.2199422999998433e-05,
-    1.2126597999994714e-05
+    1.4273572499973852e-05,
+    1.6019505000031132e-05,
+    1.964878299997963e-05
    ],
    "pass_host_canary_seconds": [
-    9.472684999991544e-06,
-    7.049749999978871e-06,
-    7.246954999970967e-06
+    7.584754999925281e-06,
+    8.328280000569065e-06,
+    1.1242580000043744e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.2404879999982085e-05,
-    2.1899239999925158e-05,
-    2.2241039999926215e-05
+    1.927807999891229e-05,
+    2.119016000051488e-05,
+    2.455399000155012e-05
    ]
   },
   "eager_op_conv2d": {
-   "seconds": 1.1495056000001114e-05,
-   "min": 1.0954305999998581e-05,
-   "max": 1.7026930499994818e-05,
+   "seconds": 1.2957212500054994e-05,
+   "min": 1.1407308999991983e-05,
+   "max": 2.0420752499944685e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.1147907000001567e-05,
-   "host_canary_seconds": 7.037529999998071e-06,
-   "host_backward_canary_seconds": 2.1363480000005097e-05,
+   "issue_only_seconds": 1.2921968999989986e-05,
+   "host_canary_seconds": 7.608319999690139e-06,
+   "host_backward_canary_seconds": 2.260722999835707e-05,
    "pass_seconds": [
-    1.1174846999999489e-05,
-    1.2116081999998585e-05,
-    1.1495056000001114e-05
+    1.2957212500054994e-05,
+    1.2400099500041507e-05,
+    1.9255861500028004e-05
    ],
    "pass_host_canary_seconds": [
-    7.037529999998071e-06,
-    7.3549049999854785e-06,
-    7.153669999979684e-06
+    7.608319999690139e-06,
+    7.387289999769564e-06,
+    1.1526150000236158e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1363480000005097e-05,
-    2.1746470000039154e-05,
-    2.242183000021214e-05
+    2.260722999835707e-05,
+    1.780968000048233e-05,
+    2.352951000148096e-05
    ]
   },
   "eager_op_layernorm": {
-   "seconds": 1.4541670999999923e-05,
-   "min": 1.0706396999999868e-05,
-   "max": 1.6906596500000148e-05,
+   "seconds": 1.176474099997904e-05,
+   "min": 1.0746669000013753e-05,
+   "max": 1.8774001999986467e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.4489970499997895e-05,
-   "host_canary_seconds": 9.821224999981836e-06,
-   "host_backward_canary_seconds": 2.222171999996192e-05,
+   "issue_only_seconds": 1.1733172999925045e-05,
+   "host_canary_seconds": 7.781790000080946e-06,
+   "host_backward_canary_seconds": 2.1367290000853244e-05,
    "pass_seconds": [
-    1.4541670999999923e-05,
-    1.6010506500002463e-05,
-    1.210970449999138e-05
+    1.176474099997904e-05,
+    1.124295750003057e-05,
+    1.8575381999994534e-05
    ],
    "pass_host_canary_seconds": [
-    9.821224999981836e-06,
-    9.903105000006462e-06,
-    7.441289999974288e-06
+    7.781790000080946e-06,
+    7.384169999795631e-06,
+    1.1382080000430505e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.222171999996192e-05,
-    2.2035079999938035e-05,
-    2.1853979999946206e-05
+    2.1367290000853244e-05,
+    2.1297030000368976e-05,
+    2.191497000012532e-05
    ]
   },
   "eager_op_add_autocast": {
-   "seconds": 6.9490064999975234e-06,
-   "min": 6.5913294999973e-06,
-   "max": 9.750632499994083e-06,
+   "seconds": 7.684026499987339e-06,
+   "min": 7.052665499941213e-06,
+   "max": 1.1285702500003937e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 6.925462499999924e-06,
-   "host_canary_seconds": 7.0867899999882404e-06,
-   "host_backward_canary_seconds": 2.363793999997199e-05,
+   "issue_only_seconds": 7.359795000070335e-06,
+   "host_canary_seconds": 9.064697499638896e-06,
+   "host_backward_canary_seconds": 2.1540774999948555e-05,
    "pass_seconds": [
-    6.9490064999975234e-06,
-    9.270868000001542e-06,
-    6.73558799999796e-06
+    7.382867500041357e-06,
+    7.684026499987339e-06,
+    1.093932350011073e-05
    ],
    "pass_host_canary_seconds": [
-    7.0867899999882404e-06,
-    9.791287500000577e-06,
-    6.897742500058257e-06
+    9.064697499638896e-06,
+    8.116962500253067e-06,
+    1.1296845000288159e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.363793999997199e-05,
-    1.9580264999987664e-05,
-    2.0945359999871016e-05
+    2.1540774999948555e-05,
+    2.250554500051294e-05,
+    2.313738999873749e-05
    ]
   },
   "eager_op_linear_autocast": {
-   "seconds": 3.6163946000002054e-05,
-   "min": 3.5290977500000766e-05,
-   "max": 5.521528799999942e-05,
+   "seconds": 4.375408949999837e-05,
+   "min": 3.626238449999164e-05,
+   "max": 6.289742249998654e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 3.752151000000126e-05,
-   "host_canary_seconds": 7.169454999989e-06,
-   "host_backward_canary_seconds": 2.2378410000030158e-05,
+   "issue_only_seconds": 4.3709654000053885e-05,
+   "host_canary_seconds": 8.056670000087251e-06,
+   "host_backward_canary_seconds": 2.13252100002137e-05,
    "pass_seconds": [
-    3.757157749999962e-05,
-    3.6163946000002054e-05,
-    3.597406600000852e-05
+    4.375408949999837e-05,
+    3.917918249999275e-05,
+    6.044381199990312e-05
    ],
    "pass_host_canary_seconds": [
-    7.169454999989e-06,
-    7.316614999979265e-06,
-    7.105274999901212e-06
+    8.056670000087251e-06,
+    7.180965000088691e-06,
+    1.1316574999682416e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.2378410000030158e-05,
-    1.8216489999929307e-05,
-    2.1024270000111757e-05
+    2.13252100002137e-05,
+    2.1925180001289845e-05,
+    2.4376080000365617e-05
    ]
   },
   "eager_op_conv2d_autocast": {
-   "seconds": 3.2591019499999875e-05,
-   "min": 2.5321178500000486e-05,
-   "max": 3.815703999999798e-05,
+   "seconds": 3.236585750005361e-05,
+   "min": 2.6529895500061684e-05,
+   "max": 4.4019271500019386e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 3.252837150000332e-05,
-   "host_canary_seconds": 8.650370000005125e-06,
-   "host_backward_canary_seconds": 2.2505640000005654e-05,
+   "issue_only_seconds": 3.2307740999954146e-05,
+   "host_canary_seconds": 1.0533500000065032e-05,
+   "host_backward_canary_seconds": 2.4064190001809037e-05,
    "pass_seconds": [
-    3.2591019499999875e-05,
-    2.6276521499994488e-05,
-    3.57672484999938e-05
+    3.236585750005361e-05,
+    2.794613699995807e-05,
+    4.130630600002405e-05
    ],
    "pass_host_canary_seconds": [
-    8.650370000005125e-06,
-    7.362119999996253e-06,
-    9.848190000099067e-06
+    1.0533500000065032e-05,
+    7.312029999866354e-06,
+    1.1477864999278609e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.2505640000005654e-05,
-    1.7262079999937896e-05,
-    1.9741920000058143e-05
+    2.4064190001809037e-05,
+    1.97971299985511e-05,
+    2.4584269999650134e-05
    ]
   },
   "eager_op_layernorm_autocast": {
-   "seconds": 1.1381434000000468e-05,
-   "min": 1.0507647500002549e-05,
-   "max": 1.692631150000068e-05,
+   "seconds": 1.2658466999937446e-05,
+   "min": 1.0575326499974836e-05,
+   "max": 1.8908107000015662e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.135310750000329e-05,
-   "host_canary_seconds": 7.294219999991469e-06,
-   "host_backward_canary_seconds": 2.1668609999991874e-05,
+   "issue_only_seconds": 1.2624516499954553e-05,
+   "host_canary_seconds": 7.725154999889127e-06,
+   "host_backward_canary_seconds": 2.356378000058612e-05,
    "pass_seconds": [
-    1.1381434000000468e-05,
-    1.074997499999597e-05,
-    1.5656451500007053e-05
+    1.2658466999937446e-05,
+    1.1019591999911426e-05,
+    1.8398391000005176e-05
    ],
    "pass_host_canary_seconds": [
-    7.294219999991469e-06,
-    7.106330000041794e-06,
-    9.808485000064593e-06
+    7.725154999889127e-06,
+    7.153990000006161e-06,
+    1.1277890000656044e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1668609999991874e-05,
-    1.712737999994829e-05,
-    2.1937650000154463e-05
+    2.356378000058612e-05,
+    2.1084370000608033e-05,
+    2.4739590000990573e-05
    ]
   },
   "eager_op_add_autograd": {
-   "seconds": 8.255258500000195e-06,
-   "min": 7.744870500005164e-06,
-   "max": 1.235608549999867e-05,
+   "seconds": 9.395594000011442e-06,
+   "min": 8.314558500046587e-06,
+   "max": 1.3425789500047358e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 8.24008049999847e-06,
-   "host_canary_seconds": 8.452877499998123e-06,
-   "host_backward_canary_seconds": 2.229176499998431e-05,
+   "issue_only_seconds": 9.362578499917618e-06,
+   "host_canary_seconds": 8.040635000270413e-06,
+   "host_backward_canary_seconds": 2.3454120000678813e-05,
    "pass_seconds": [
-    8.255258500000195e-06,
-    8.077880500003687e-06,
-    1.1374541999998656e-05
+    9.395594000011442e-06,
+    8.820895999974709e-06,
+    1.297366799997235e-05
    ],
    "pass_host_canary_seconds": [
-    8.452877499998123e-06,
-    6.989130000008004e-06,
-    9.485329999989745e-06
+    8.040635000270413e-06,
+    7.482500000151049e-06,
+    1.0896290000346198e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.229176499998431e-05,
-    1.968575500008285e-05,
-    2.1064700000010817e-05
+    2.3454120000678813e-05,
+    1.8941045000246958e-05,
+    2.465068999981668e-05
    ]
   },
   "eager_op_linear_autograd": {
-   "seconds": 2.0702178999997045e-05,
-   "min": 1.4175059999999463e-05,
-   "max": 2.2775680499989903e-05,
+   "seconds": 2.381135699999959e-05,
+   "min": 1.5090875000055348e-05,
+   "max": 2.609271949995673e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 2.19625344999983e-05,
-   "host_canary_seconds": 1.028199000000285e-05,
-   "host_backward_canary_seconds": 2.253645000003246e-05,
+   "issue_only_seconds": 2.376327150000179e-05,
+   "host_canary_seconds": 1.0605144999544792e-05,
+   "host_backward_canary_seconds": 1.8875020000450604e-05,
    "pass_seconds": [
-    2.2024313500001113e-05,
-    1.4284903500005442e-05,
-    2.0702178999997045e-05
+    2.381135699999959e-05,
+    1.5452816999982133e-05,
+    2.499860400007492e-05
    ],
    "pass_host_canary_seconds": [
-    1.028199000000285e-05,
-    6.902504999999337e-06,
-    9.571665000009944e-06
+    1.0605144999544792e-05,
+    7.384210000509484e-06,
+    1.1191429999826141e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.253645000003246e-05,
-    1.6601110000067366e-05,
-    2.1241620000012063e-05
+    1.8875020000450604e-05,
+    1.9611929999427958e-05,
+    2.3422829999617535e-05
    ]
   },
   "eager_op_conv2d_autograd": {
-   "seconds": 2.027738649999833e-05,
-   "min": 1.349491100000222e-05,
-   "max": 2.4354244999997833e-05,
+   "seconds": 1.534521799999311e-05,
+   "min": 1.4122355500035156e-05,
+   "max": 2.4283723500047925e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 2.0216106500001273e-05,
-   "host_canary_seconds": 1.0526245000015422e-05,
-   "host_backward_canary_seconds": 2.2651949999996645e-05,
+   "issue_only_seconds": 1.531100049999168e-05,
+   "host_canary_seconds": 7.669484999723863e-06,
+   "host_backward_canary_seconds": 1.7620109999825218e-05,
    "pass_seconds": [
-    2.027738649999833e-05,
-    2.3727975500001718e-05,
-    1.8537858500010883e-05
+    1.534521799999311e-05,
+    1.4574951999975382e-05,
+    2.3137913000027765e-05
    ],
    "pass_host_canary_seconds": [
-    1.0526245000015422e-05,
-    1.2247165000047743e-05,
-    9.540844999946784e-06
+    7.669484999723863e-06,
+    7.332625000344706e-06,
+    1.1255414999595815e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.2651949999996645e-05,
-    2.053232999998045e-05,
-    2.1311860000139404e-05
+    1.7620109999825218e-05,
+    1.7721930000789143e-05,
+    2.3913089999041405e-05
    ]
   },
   "eager_op_layernorm_autograd": {
-   "seconds": 2.0720633500005192e-05,
-   "min": 1.3144643000003953e-05,
-   "max": 2.3773517500004005e-05,
+   "seconds": 1.811548099999527e-05,
+   "min": 1.362970899992888e-05,
+   "max": 2.3524088000044684e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 2.119928799999826e-05,
-   "host_canary_seconds": 1.0595979999976634e-05,
-   "host_backward_canary_seconds": 2.2789049999971667e-05,
+   "issue_only_seconds": 1.8073063499969068e-05,
+   "host_canary_seconds": 1.0585915000547174e-05,
+   "host_backward_canary_seconds": 1.95674999986295e-05,
    "pass_seconds": [
-    2.1256933000000088e-05,
-    2.0720633500005192e-05,
-    1.983663850000994e-05
+    1.811548099999527e-05,
+    1.521627699992223e-05,
+    2.2474130499972487e-05
    ],
    "pass_host_canary_seconds": [
-    1.0595979999976634e-05,
-    1.0384225000024116e-05,
-    9.684694999947396e-06
+    1.0585915000547174e-05,
+    7.631949999904464e-06,
+    1.1129270000083124e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.2789049999971667e-05,
-    2.47947699999429e-05,
-    2.1823830000187172e-05
+    1.95674999986295e-05,
+    1.7072619998543813e-05,
+    2.3998560000109137e-05
    ]
   },
   "eager_op_add_autograd_autocast": {
-   "seconds": 1.193520750000232e-05,
-   "min": 1.012553299999297e-05,
-   "max": 1.270818549999575e-05,
+   "seconds": 1.2728282500006572e-05,
+   "min": 8.167076499944415e-06,
+   "max": 1.4539697500026704e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.1867231500001908e-05,
-   "host_canary_seconds": 1.011722499999479e-05,
-   "host_backward_canary_seconds": 2.221593999998106e-05,
+   "issue_only_seconds": 1.2830082000050424e-05,
+   "host_canary_seconds": 1.0896499999262232e-05,
+   "host_backward_canary_seconds": 1.9543650000741764e-05,
    "pass_seconds": [
-    1.193520750000232e-05,
-    1.1937031500004026e-05,
-    1.1639579000004119e-05
+    1.2874287000045116e-05,
+    9.142845499923168e-06,
+    1.2728282500006572e-05
    ],
    "pass_host_canary_seconds": [
-    1.011722499999479e-05,
-    9.720499999943399e-06,
-    9.650510000085433e-06
+    1.0896499999262232e-05,
+    7.4353199994448e-06,
+    1.0751350000646198e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.221593999998106e-05,
-    1.9359500000035724e-05,
-    2.1012630000143418e-05
+    1.9543650000741764e-05,
+    2.1079790000158026e-05,
+    2.326188000097318e-05
    ]
   },
   "eager_op_linear_autograd_autocast": {
-   "seconds": 2.3670764000002008e-05,
-   "min": 1.6622282499998418e-05,
-   "max": 2.592975349999449e-05,
+   "seconds": 1.951498150003772e-05,
+   "min": 1.717248699992524e-05,
+   "max": 2.6957258000038566e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 2.4827339499999824e-05,
-   "host_canary_seconds": 1.0081864999982316e-05,
-   "host_backward_canary_seconds": 2.267740999997159e-05,
+   "issue_only_seconds": 1.8596667499991783e-05,
+   "host_canary_seconds": 7.451469999750771e-06,
+   "host_backward_canary_seconds": 1.7853589999958784e-05,
    "pass_seconds": [
-    2.4887194499999766e-05,
-    2.306809950000144e-05,
-    2.3670764000002008e-05
+    1.8654396499982794e-05,
+    1.951498150003772e-05,
+    2.6489850499956445e-05
    ],
    "pass_host_canary_seconds": [
-    1.0081864999982316e-05,
-    9.657339999975534e-06,
-    9.75342999993245e-06
+    7.451469999750771e-06,
+    8.402409999916926e-06,
+    1.0839445000101478e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.267740999997159e-05,
-    2.143846999999255e-05,
-    2.209047999997438e-05
+    1.7853589999958784e-05,
+    2.2114649998457025e-05,
+    2.2658560001218576e-05
    ]
   },
   "eager_op_conv2d_autograd_autocast": {
-   "seconds": 1.7557615000001193e-05,
-   "min": 1.245946099999884e-05,
-   "max": 2.0609512999996583e-05,
+   "seconds": 1.9745112500004326e-05,
+   "min": 1.338811900006931e-05,
+   "max": 2.1003963999987717e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.3061343000000392e-05,
-   "host_canary_seconds": 7.243205000015962e-06,
-   "host_backward_canary_seconds": 2.261517000000879e-05,
+   "issue_only_seconds": 1.9681120999962332e-05,
+   "host_canary_seconds": 1.0404084999890983e-05,
+   "host_backward_canary_seconds": 1.998196999920765e-05,
    "pass_seconds": [
-    1.3095493999998098e-05,
-    1.7557615000001193e-05,
-    1.8381957000002558e-05
+    1.9745112500004326e-05,
+    1.4328833500030668e-05,
+    2.024750250006946e-05
    ],
    "pass_host_canary_seconds": [
-    7.243205000015962e-06,
-    9.737664999960316e-06,
-    9.879159999997e-06
+    1.0404084999890983e-05,
+    8.104449999564168e-06,
+    1.0721385000351803e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.261517000000879e-05,
-    2.113934000007589e-05,
-    2.216699000001654e-05
+    1.998196999920765e-05,
+    1.9622249999429188e-05,
+    2.2961740000937425e-05
    ]
   },
   "eager_op_layernorm_autograd_autocast": {
-   "seconds": 1.9483313500003873e-05,
-   "min": 1.3333120500000461e-05,
-   "max": 2.3478983999993376e-05,
+   "seconds": 2.1954474000040136e-05,
+   "min": 1.3216945500062138e-05,
+   "max": 2.390611800001352e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.376626049999885e-05,
-   "host_canary_seconds": 7.3379500000214644e-06,
-   "host_backward_canary_seconds": 2.177166999999258e-05,
+   "issue_only_seconds": 2.1902501499994287e-05,
+   "host_canary_seconds": 1.0603509999782545e-05,
+   "host_backward_canary_seconds": 1.9951149999997143e-05,
    "pass_seconds": [
-    1.3786430999999765e-05,
-    1.9483313500003873e-05,
-    2.0516324999988457e-05
+    2.1954474000040136e-05,
+    1.5773629500017705e-05,
+    2.2780468499945526e-05
    ],
    "pass_host_canary_seconds": [
-    7.3379500000214644e-06,
-    9.863180000024841e-06,
-    1.0072120000046425e-05
+    1.0603509999782545e-05,
+    7.584014999792999e-06,
+    1.091585499921166e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.177166999999258e-05,
-    2.093501000004494e-05,
-    2.2071200000084445e-05
+    1.9951149999997143e-05,
+    2.2126410001419572e-05,
+    2.2411019999708513e-05
    ]
   },
   "eager_op_add_out": {
-   "seconds": 8.046870000001149e-06,
-   "min": 6.045959499999754e-06,
-   "max": 8.725977500002813e-06,
+   "seconds": 8.71552299997802e-06,
+   "min": 6.187759999988884e-06,
+   "max": 9.384965500089492e-06,
    "samples": 33,
    "method": "2000 x torch.add(x, y, out=z) on 1-element tensors, one synchronize, wall / 2000; median of 3 passes over the probe's run",
-   "issue_only_seconds": 6.081944499999992e-06,
-   "host_canary_seconds": 7.2240349999930235e-06,
-   "host_backward_canary_seconds": 1.8165579999980254e-05,
+   "issue_only_seconds": 8.771026999966126e-06,
+   "host_canary_seconds": 1.068723749995115e-05,
+   "host_backward_canary_seconds": 2.293894499985072e-05,
    "pass_seconds": [
-    6.096331999998483e-06,
-    8.046870000001149e-06,
-    8.057346000001075e-06
+    8.812995499965837e-06,
+    6.419067500019082e-06,
+    8.71552299997802e-06
    ],
    "pass_host_canary_seconds": [
-    7.2240349999930235e-06,
-    9.862009999963563e-06,
-    9.572662500048069e-06
+    1.068723749995115e-05,
+    9.713535000628326e-06,
+    1.0665570000014669e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8165579999980254e-05,
-    1.9159514999955717e-05,
-    1.7949909999970262e-05
+    2.293894499985072e-05,
+    1.873939500001143e-05,
+    2.319499000009273e-05
    ]
   },
   "backward_node_mul": {
-   "seconds": 1.1349645555556423e-05,
-   "min": 9.806276666668939e-06,
-   "max": 1.603331444443591e-05,
+   "seconds": 1.5685122222445594e-05,
+   "min": 1.0495082222203362e-05,
+   "max": 1.7595273333325974e-05,
    "samples": 33,
    "method": "backward() of a chain of y = y * c (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0104369999979213e-05,
-   "host_backward_canary_seconds": 1.9236999999989733e-05,
+   "host_canary_seconds": 1.1330265000424333e-05,
+   "host_backward_canary_seconds": 2.3138599999583676e-05,
    "pass_seconds": [
-    1.1349645555556423e-05,
-    1.238477333332513e-05,
-    1.121056666666694e-05
+    1.6838976666804228e-05,
+    1.5685122222445594e-05,
+    1.5405781111136698e-05
    ],
    "pass_host_canary_seconds": [
-    1.0104369999979213e-05,
-    9.864754999995285e-06,
-    1.0088755000055016e-05
+    1.1330265000424333e-05,
+    1.0267189999240145e-05,
+    1.0545790000833222e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9236999999989733e-05,
-    1.9832449999910296e-05,
-    1.7723499999817706e-05
+    2.3138599999583676e-05,
+    2.129952999894158e-05,
+    2.2323279999909573e-05
    ]
   },
   "backward_fixed": {
-   "seconds": 0.0003416960000019269,
-   "min": -3.2697999990381884e-05,
-   "max": 0.0010066643333285835,
+   "seconds": 0.000401737888826877,
+   "min": 0.00023047766651668818,
+   "max": 0.0006174827776451112,
    "samples": 33,
    "method": "intercept of the y = y * c chain fit: T(100) - slope * 100; one backward() call; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0104369999979213e-05,
-   "host_backward_canary_seconds": 1.9236999999989733e-05,
+   "host_canary_seconds": 1.1330265000424333e-05,
+   "host_backward_canary_seconds": 2.3138599999583676e-05,
    "pass_seconds": [
-    0.0004346715555519785,
-    0.00033710900002385347,
-    0.0003416960000019269
+    0.00031850888884340156,
+    0.000401737888826877,
+    0.0004400644445215424
    ],
    "pass_host_canary_seconds": [
-    1.0104369999979213e-05,
-    9.864754999995285e-06,
-    1.0088755000055016e-05
+    1.1330265000424333e-05,
+    1.0267189999240145e-05,
+    1.0545790000833222e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9236999999989733e-05,
-    1.9832449999910296e-05,
-    1.7723499999817706e-05
+    2.3138599999583676e-05,
+    2.129952999894158e-05,
+    2.2323279999909573e-05
    ]
   },
   "backward_node_view": {
-   "seconds": 4.081715555565147e-06,
-   "min": 3.5857877777958595e-06,
-   "max": 7.220552222217217e-06,
+   "seconds": 6.4969533334786115e-06,
+   "min": 4.256376666439287e-06,
+   "max": 7.251174444415179e-06,
    "samples": 33,
    "method": "backward() of a chain of y = y.view(...) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0098175000017306e-05,
-   "host_backward_canary_seconds": 1.7968780000003905e-05,
+   "host_canary_seconds": 1.0934552500430073e-05,
+   "host_backward_canary_seconds": 2.0698779999293037e-05,
    "pass_seconds": [
-    6.459348888883357e-06,
-    4.059060000006159e-06,
-    4.081715555565147e-06
+    7.0471666665778485e-06,
+    6.403032222250557e-06,
+    6.4969533334786115e-06
    ],
    "pass_host_canary_seconds": [
-    1.0098175000017306e-05,
-    9.827435000033803e-06,
-    9.66186249996781e-06
+    1.0934552500430073e-05,
+    1.0085244999800125e-05,
+    1.0061662499651903e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7968780000003905e-05,
-    1.5527019999979075e-05,
-    1.6201054999953613e-05
+    2.0698779999293037e-05,
+    1.971249000007447e-05,
+    1.9728494999071698e-05
    ]
   },
   "backward_node_transpose": {
-   "seconds": 4.042614444428081e-06,
-   "min": 3.5612555555215092e-06,
-   "max": 6.483913333347067e-06,
+   "seconds": 6.3482811113620605e-06,
+   "min": 4.356484444593257e-06,
+   "max": 6.960241111199947e-06,
    "samples": 33,
    "method": "backward() of a chain of y = y.transpose(0, 1) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.97848249999933e-06,
-   "host_backward_canary_seconds": 1.84699400000099e-05,
+   "host_canary_seconds": 9.611524999968424e-06,
+   "host_backward_canary_seconds": 1.9718505000128063e-05,
    "pass_seconds": [
-    6.180502222221662e-06,
-    3.7748388888935044e-06,
-    4.042614444428081e-06
+    6.362878888871314e-06,
+    6.096138888804287e-06,
+    6.3482811113620605e-06
    ],
    "pass_host_canary_seconds": [
-    9.97848249999933e-06,
-    9.723004999955265e-06,
-    9.656867499998611e-06
+    9.611524999968424e-06,
+    9.753520000117533e-06,
+    7.640399999786496e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.84699400000099e-05,
-    1.5023395000071106e-05,
-    1.5447029999933195e-05
+    1.9718505000128063e-05,
+    1.9761710000238963e-05,
+    1.96858749995954e-05
    ]
   },
   "backward_layer_linear": {
-   "seconds": 4.6595106666668726e-05,
-   "min": 3.4839586666635115e-05,
-   "max": 5.5737057777776045e-05,
+   "seconds": 5.480298222209967e-05,
+   "min": 3.5285607777950647e-05,
+   "max": 6.48959533330324e-05,
    "samples": 33,
    "method": "backward() of a chain of F.linear(y, w_i) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.857555000003516e-06,
-   "host_backward_canary_seconds": 2.3847260000025016e-05,
+   "host_canary_seconds": 1.0771484999168025e-05,
+   "host_backward_canary_seconds": 2.7439069999672938e-05,
    "pass_seconds": [
-    5.5083256666661226e-05,
-    4.6595106666668726e-05,
-    4.447296555557361e-05
+    6.129511777771767e-05,
+    4.196137666642446e-05,
+    5.480298222209967e-05
    ],
    "pass_host_canary_seconds": [
-    9.857555000003516e-06,
-    9.368255000055115e-06,
-    9.567845000049146e-06
+    1.0771484999168025e-05,
+    8.05528000000777e-06,
+    7.914374999700157e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.3847260000025016e-05,
-    2.1047769999995582e-05,
-    1.9270630000107756e-05
+    2.7439069999672938e-05,
+    2.059832999975697e-05,
+    2.420492000055674e-05
    ]
   },
   "backward_call": {
-   "seconds": 9.463466828068097e-05,
-   "min": 6.778533787777027e-05,
-   "max": 0.00012858666107058524,
+   "seconds": 0.00010123866920669876,
+   "min": 9.634933372338613e-05,
+   "max": 0.00013241466321051122,
    "samples": 3,
-   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 22.15 us; median of 3 passes over the probe's run",
+   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 16.92 us; median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     2,
@@ -625,34 +625,34 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_median_seconds": [
-    0.00011977600306272507,
-    0.0001456959992647171,
-    0.00017932799458503723,
-    0.00026022401452064514,
-    0.00045475199818611144
+    0.00010825599730014801,
+    0.0001282240003347397,
+    0.00015436799824237822,
+    0.0002589440047740936,
+    0.00035631999373435973
    ],
-   "host_canary_seconds": 9.384849999989341e-06,
-   "host_backward_canary_seconds": 1.8984850000052233e-05,
+   "host_canary_seconds": 1.0198197499562412e-05,
+   "host_backward_canary_seconds": 2.0231739999871936e-05,
    "pass_seconds": [
-    9.463466828068097e-05,
-    6.778533787777027e-05,
-    0.00012858666107058524
+    9.634933372338613e-05,
+    0.00013241466321051122,
+    0.00010123866920669876
    ],
    "pass_host_canary_seconds": [
-    9.384849999989341e-06,
-    9.397589999906586e-06,
-    9.398467500005837e-06
+    1.0198197499562412e-05,
+    1.0274840000192854e-05,
+    8.012360000293484e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8984850000052233e-05,
-    1.691302000011774e-05,
-    1.7364109999959965e-05
+    2.0231739999871936e-05,
+    1.8765410000014527e-05,
+    1.8890200000214463e-05
    ]
   },
   "layer_forward_linear": {
-   "seconds": 2.471085691026279e-05,
-   "min": 2.3656380673249564e-05,
-   "max": 3.203961732132094e-05,
+   "seconds": 2.885638124176434e-05,
+   "min": 2.796114200637454e-05,
+   "max": 3.232076090006602e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -661,32 +661,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.020799860358238e-05,
-    0.0001435839980840683,
-    0.0005298879742622376
+    4.5504000037908556e-05,
+    0.00013049599528312683,
+    0.00047782400250434874
    ],
-   "host_canary_seconds": 1.0453127499996383e-05,
-   "host_backward_canary_seconds": 1.9575610000046597e-05,
+   "host_canary_seconds": 1.025472250034909e-05,
+   "host_backward_canary_seconds": 1.7045459999280864e-05,
    "pass_seconds": [
-    3.203961732132094e-05,
-    2.3656380673249564e-05,
-    2.471085691026279e-05
+    2.885638124176434e-05,
+    3.232076090006602e-05,
+    2.796114200637454e-05
    ],
    "pass_host_canary_seconds": [
-    1.0453127499996383e-05,
-    9.638435000027811e-06,
-    9.526734999951713e-06
+    1.025472250034909e-05,
+    9.974542500117423e-06,
+    1.0108827499379913e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9575610000046597e-05,
-    1.727935499999944e-05,
-    1.7167435000118303e-05
+    1.7045459999280864e-05,
+    1.933756500079653e-05,
+    1.871500999982345e-05
    ]
   },
   "layer_backward_linear": {
-   "seconds": 8.677942536416508e-05,
-   "min": 7.916571590162458e-05,
-   "max": 0.00010867580576311975,
+   "seconds": 8.678019756362553e-05,
+   "min": 7.746285750042825e-05,
+   "max": 0.00010751009022905713,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -695,33 +695,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.000329695999622345,
-    0.000904255986213684,
-    0.002491231918334961
+    0.0002123199999332428,
+    0.0005731199979782105,
+    0.0018210560083389282
    ],
    "backward_nodes_per_layer": 4.0,
-   "host_canary_seconds": 1.0453127499996383e-05,
-   "host_backward_canary_seconds": 1.9575610000046597e-05,
+   "host_canary_seconds": 1.025472250034909e-05,
+   "host_backward_canary_seconds": 1.7045459999280864e-05,
    "pass_seconds": [
-    0.00010867580576311975,
-    7.916571590162458e-05,
-    8.677942536416508e-05
+    7.746285750042825e-05,
+    0.00010751009022905713,
+    8.678019756362553e-05
    ],
    "pass_host_canary_seconds": [
-    1.0453127499996383e-05,
-    9.638435000027811e-06,
-    9.526734999951713e-06
+    1.025472250034909e-05,
+    9.974542500117423e-06,
+    1.0108827499379913e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9575610000046597e-05,
-    1.727935499999944e-05,
-    1.7167435000118303e-05
+    1.7045459999280864e-05,
+    1.933756500079653e-05,
+    1.871500999982345e-05
    ]
   },
   "layer_forward_linear_autocast": {
-   "seconds": 6.023771670602617e-05,
-   "min": 5.188190582252684e-05,
-   "max": 7.383618752161662e-05,
+   "seconds": 6.182704688537689e-05,
+   "min": 5.986133182332629e-05,
+   "max": 7.884647839126132e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -730,32 +730,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0001454399973154068,
-    0.0003236800134181976,
-    0.0012385599613189697
+    0.00010979200154542923,
+    0.000301472008228302,
+    0.0012775360345840454
    ],
-   "host_canary_seconds": 1.0501050000009116e-05,
-   "host_backward_canary_seconds": 1.983699000000172e-05,
+   "host_canary_seconds": 1.0423934999153061e-05,
+   "host_backward_canary_seconds": 1.974567999923238e-05,
    "pass_seconds": [
-    7.383618752161662e-05,
-    6.023771670602617e-05,
-    5.188190582252684e-05
+    7.884647839126132e-05,
+    5.986133182332629e-05,
+    6.182704688537689e-05
    ],
    "pass_host_canary_seconds": [
-    1.0501050000009116e-05,
-    9.496837499938237e-06,
-    9.55675000007261e-06
+    1.0423934999153061e-05,
+    8.150237499648938e-06,
+    1.0112732500715537e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.983699000000172e-05,
-    1.7531700000006367e-05,
-    1.813050000009753e-05
+    1.974567999923238e-05,
+    1.8959540000196284e-05,
+    1.935442500098361e-05
    ]
   },
   "layer_backward_linear_autocast": {
-   "seconds": 0.00013360151825916197,
-   "min": 0.00011859962273211709,
-   "max": 0.00015697067975997927,
+   "seconds": 0.00013965257612012688,
+   "min": 0.00013414705260878515,
+   "max": 0.0001662704827530044,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -764,33 +764,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0006311039924621582,
-    0.0013258559703826903,
-    0.004093984127044678
+    0.00037968000769615174,
+    0.0011093440055847169,
+    0.0036818881034851076
    ],
    "backward_nodes_per_layer": 6.0,
-   "host_canary_seconds": 1.0501050000009116e-05,
-   "host_backward_canary_seconds": 1.983699000000172e-05,
+   "host_canary_seconds": 1.0423934999153061e-05,
+   "host_backward_canary_seconds": 1.974567999923238e-05,
    "pass_seconds": [
-    0.00015697067975997927,
-    0.00013360151825916197,
-    0.00011859962273211709
+    0.00013965257612012688,
+    0.00013414705260878515,
+    0.0001662704827530044
    ],
    "pass_host_canary_seconds": [
-    1.0501050000009116e-05,
-    9.496837499938237e-06,
-    9.55675000007261e-06
+    1.0423934999153061e-05,
+    8.150237499648938e-06,
+    1.0112732500715537e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.983699000000172e-05,
-    1.7531700000006367e-05,
-    1.813050000009753e-05
+    1.974567999923238e-05,
+    1.8959540000196284e-05,
+    1.935442500098361e-05
    ]
   },
   "layer_forward_linear_nobias": {
-   "seconds": 2.3603048530362902e-05,
-   "min": 2.2916571724982487e-05,
-   "max": 2.376076259783336e-05,
+   "seconds": 2.5078094608726953e-05,
+   "min": 1.7958096095493863e-05,
+   "max": 2.5101714900561742e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -799,32 +799,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.503999814391136e-05,
-    0.00013104000687599182,
-    0.0004108160138130188
+    4.1248001158237455e-05,
+    0.00011462400108575821,
+    0.00041679999232292173
    ],
-   "host_canary_seconds": 1.0154084999989267e-05,
-   "host_backward_canary_seconds": 1.983588499999911e-05,
+   "host_canary_seconds": 1.0381247499253732e-05,
+   "host_backward_canary_seconds": 2.252195999972173e-05,
    "pass_seconds": [
-    2.3603048530362902e-05,
-    2.2916571724982487e-05,
-    2.376076259783336e-05
+    2.5078094608726953e-05,
+    1.7958096095493863e-05,
+    2.5101714900561742e-05
    ],
    "pass_host_canary_seconds": [
-    1.0154084999989267e-05,
-    9.394257500048297e-06,
-    9.746359999951437e-06
+    1.0381247499253732e-05,
+    7.42615500030297e-06,
+    1.0543360000383472e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.983588499999911e-05,
-    1.4661189999998215e-05,
-    1.7430719999822486e-05
+    2.252195999972173e-05,
+    1.8803985000204193e-05,
+    2.069280999876355e-05
    ]
   },
   "layer_backward_linear_nobias": {
-   "seconds": 7.367923625168346e-05,
-   "min": 5.8408377426011235e-05,
-   "max": 7.398475883972077e-05,
+   "seconds": 8.02963837271645e-05,
+   "min": 7.739885772267978e-05,
+   "max": 8.768228547913686e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -833,33 +833,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00031407999992370605,
-    0.0006054400205612183,
-    0.0017731519937515259
+    0.00019487999379634856,
+    0.0007499840259552002,
+    0.0018145920038223266
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 1.0154084999989267e-05,
-   "host_backward_canary_seconds": 1.983588499999911e-05,
+   "host_canary_seconds": 1.0381247499253732e-05,
+   "host_backward_canary_seconds": 2.252195999972173e-05,
    "pass_seconds": [
-    7.367923625168346e-05,
-    5.8408377426011235e-05,
-    7.398475883972077e-05
+    7.739885772267978e-05,
+    8.02963837271645e-05,
+    8.768228547913686e-05
    ],
    "pass_host_canary_seconds": [
-    1.0154084999989267e-05,
-    9.394257500048297e-06,
-    9.746359999951437e-06
+    1.0381247499253732e-05,
+    7.42615500030297e-06,
+    1.0543360000383472e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.983588499999911e-05,
-    1.4661189999998215e-05,
-    1.7430719999822486e-05
+    2.252195999972173e-05,
+    1.8803985000204193e-05,
+    2.069280999876355e-05
    ]
   },
   "layer_forward_linear_nobias_autocast": {
-   "seconds": 4.412038092102323e-05,
-   "min": 4.0332953135172526e-05,
-   "max": 4.882133219923292e-05,
+   "seconds": 4.4748188839072274e-05,
+   "min": 2.9895621041456855e-05,
+   "max": 4.615161816279093e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -868,32 +868,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    9.331200271844864e-05,
-    0.00022707200050354004,
-    0.0007555840015411377
+    0.00010345599800348282,
+    0.00021055999398231505,
+    0.0007656319737434388
    ],
-   "host_canary_seconds": 1.0200114999996402e-05,
-   "host_backward_canary_seconds": 2.0482934999996872e-05,
+   "host_canary_seconds": 1.023415750012191e-05,
+   "host_backward_canary_seconds": 1.9658100000015112e-05,
    "pass_seconds": [
-    4.412038092102323e-05,
-    4.0332953135172526e-05,
-    4.882133219923292e-05
+    4.4748188839072274e-05,
+    2.9895621041456855e-05,
+    4.615161816279093e-05
    ],
    "pass_host_canary_seconds": [
-    1.0200114999996402e-05,
-    9.35391249996087e-06,
-    9.753587499972128e-06
+    1.023415750012191e-05,
+    7.346017500253765e-06,
+    1.001537000092867e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0482934999996872e-05,
-    1.5627000000080215e-05,
-    1.7861985000138248e-05
+    1.9658100000015112e-05,
+    1.8468484998948043e-05,
+    1.893922000135717e-05
    ]
   },
   "layer_backward_linear_nobias_autocast": {
-   "seconds": 9.033371579079402e-05,
-   "min": 8.932647889568695e-05,
-   "max": 0.00011832685023546219,
+   "seconds": 0.00010720534374316531,
+   "min": 0.0001068144738674164,
+   "max": 0.00011104456548179899,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -902,33 +902,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004131520092487335,
-    0.0009282240271568298,
-    0.0028591039180755613
+    0.0004708159863948822,
+    0.0009904959797859192,
+    0.0027713921070098876
    ],
    "backward_nodes_per_layer": 4.0,
-   "host_canary_seconds": 1.0200114999996402e-05,
-   "host_backward_canary_seconds": 2.0482934999996872e-05,
+   "host_canary_seconds": 1.023415750012191e-05,
+   "host_backward_canary_seconds": 1.9658100000015112e-05,
    "pass_seconds": [
-    0.00011832685023546219,
-    9.033371579079402e-05,
-    8.932647889568695e-05
+    0.00010720534374316531,
+    0.00011104456548179899,
+    0.0001068144738674164
    ],
    "pass_host_canary_seconds": [
-    1.0200114999996402e-05,
-    9.35391249996087e-06,
-    9.753587499972128e-06
+    1.023415750012191e-05,
+    7.346017500253765e-06,
+    1.001537000092867e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0482934999996872e-05,
-    1.5627000000080215e-05,
-    1.7861985000138248e-05
+    1.9658100000015112e-05,
+    1.8468484998948043e-05,
+    1.893922000135717e-05
    ]
   },
   "layer_forward_matmul": {
-   "seconds": 1.716038070264317e-05,
-   "min": 1.6324570668595178e-05,
-   "max": 2.148190424555824e-05,
+   "seconds": 1.7563428552377793e-05,
+   "min": 1.2716190091201236e-05,
+   "max": 1.8658285339673357e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -937,32 +937,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.137599840760231e-05,
-    0.000104032002389431,
-    0.0003630079925060272
+    3.215999901294708e-05,
+    8.563199639320374e-05,
+    0.0003111999928951263
    ],
-   "host_canary_seconds": 1.0681569999988483e-05,
-   "host_backward_canary_seconds": 2.071653999998091e-05,
+   "host_canary_seconds": 1.0249382499409877e-05,
+   "host_backward_canary_seconds": 1.962613000046076e-05,
    "pass_seconds": [
-    2.148190424555824e-05,
-    1.6324570668595178e-05,
-    1.716038070264317e-05
+    1.8658285339673357e-05,
+    1.2716190091201236e-05,
+    1.7563428552377793e-05
    ],
    "pass_host_canary_seconds": [
-    1.0681569999988483e-05,
-    9.465225000013789e-06,
-    9.609435000044187e-06
+    1.0249382499409877e-05,
+    7.4994350006818425e-06,
+    1.0117615000808654e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.071653999998091e-05,
-    1.4334440000141057e-05,
-    1.7160440000054676e-05
+    1.962613000046076e-05,
+    1.8604560000312632e-05,
+    1.7861699998320546e-05
    ]
   },
   "layer_backward_matmul": {
-   "seconds": 6.890895199917612e-05,
-   "min": 5.513067100019683e-05,
-   "max": 7.514971707548414e-05,
+   "seconds": 7.600000252326329e-05,
+   "min": 5.3259426993983126e-05,
+   "max": 7.75375266869863e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -971,33 +971,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00024732799828052523,
-    0.0006090239882469178,
-    0.001720736026763916
+    0.0002215999960899353,
+    0.0004772799909114838,
+    0.0016535680294036865
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 1.0681569999988483e-05,
-   "host_backward_canary_seconds": 2.071653999998091e-05,
+   "host_canary_seconds": 1.0249382499409877e-05,
+   "host_backward_canary_seconds": 1.962613000046076e-05,
    "pass_seconds": [
-    7.514971707548414e-05,
-    5.513067100019683e-05,
-    6.890895199917612e-05
+    7.75375266869863e-05,
+    7.600000252326329e-05,
+    5.3259426993983126e-05
    ],
    "pass_host_canary_seconds": [
-    1.0681569999988483e-05,
-    9.465225000013789e-06,
-    9.609435000044187e-06
+    1.0249382499409877e-05,
+    7.4994350006818425e-06,
+    1.0117615000808654e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.071653999998091e-05,
-    1.4334440000141057e-05,
-    1.7160440000054676e-05
+    1.962613000046076e-05,
+    1.8604560000312632e-05,
+    1.7861699998320546e-05
    ]
   },
   "layer_forward_matmul_autocast": {
-   "seconds": 3.7260191426390695e-05,
-   "min": 3.6338284966491515e-05,
-   "max": 3.899961709976197e-05,
+   "seconds": 3.740418879758744e-05,
+   "min": 2.4540190718003682e-05,
+   "max": 4.3388952811559034e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1006,32 +1006,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.671999722719193e-05,
-    0.00020844799280166627,
-    0.0006360319852828979
+    7.833600044250488e-05,
+    0.00019523200392723085,
+    0.0006409599781036377
    ],
-   "host_canary_seconds": 1.0297594999997273e-05,
-   "host_backward_canary_seconds": 2.0918719999976075e-05,
+   "host_canary_seconds": 9.974605000024894e-06,
+   "host_backward_canary_seconds": 1.940988500109597e-05,
    "pass_seconds": [
-    3.6338284966491515e-05,
-    3.7260191426390695e-05,
-    3.899961709976197e-05
+    3.740418879758744e-05,
+    2.4540190718003682e-05,
+    4.3388952811559034e-05
    ],
    "pass_host_canary_seconds": [
-    1.0297594999997273e-05,
-    9.149650000068731e-06,
-    9.816775000075495e-06
+    9.974605000024894e-06,
+    7.3363100000278795e-06,
+    1.008455999965463e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0918719999976075e-05,
-    1.690545999991855e-05,
-    1.7233790000119598e-05
+    1.940988500109597e-05,
+    1.891815999897517e-05,
+    1.886716999933924e-05
    ]
   },
   "layer_backward_matmul_autocast": {
-   "seconds": 9.585751841465631e-05,
-   "min": 8.603733494168236e-05,
-   "max": 0.00011480076291731427,
+   "seconds": 0.00010347581690266018,
+   "min": 8.937675328481767e-05,
+   "max": 0.00010769143221633776,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1040,33 +1040,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003861440122127533,
-    0.0008159040212631226,
-    0.0026453440189361573
+    0.0003772799968719482,
+    0.0008830080032348632,
+    0.0025181760787963865
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 1.0297594999997273e-05,
-   "host_backward_canary_seconds": 2.0918719999976075e-05,
+   "host_canary_seconds": 9.974605000024894e-06,
+   "host_backward_canary_seconds": 1.940988500109597e-05,
    "pass_seconds": [
-    0.00011480076291731427,
-    9.585751841465631e-05,
-    8.603733494168236e-05
+    0.00010347581690266018,
+    0.00010769143221633776,
+    8.937675328481767e-05
    ],
    "pass_host_canary_seconds": [
-    1.0297594999997273e-05,
-    9.149650000068731e-06,
-    9.816775000075495e-06
+    9.974605000024894e-06,
+    7.3363100000278795e-06,
+    1.008455999965463e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0918719999976075e-05,
-    1.690545999991855e-05,
-    1.7233790000119598e-05
+    1.940988500109597e-05,
+    1.891815999897517e-05,
+    1.886716999933924e-05
    ]
   },
   "layer_forward_bmm": {
-   "seconds": 2.2602667056378865e-05,
-   "min": 1.8472380403961452e-05,
-   "max": 2.273066696666536e-05,
+   "seconds": 2.4069333182913916e-05,
+   "min": 1.895161886655149e-05,
+   "max": 2.6845713633866533e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1075,32 +1075,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.894399851560593e-05,
-    0.00010809600353240967,
-    0.0003784320056438446
+    3.772800043225288e-05,
+    0.00010460799932479858,
+    0.0003969919979572296
    ],
-   "host_canary_seconds": 1.0339849999994044e-05,
-   "host_backward_canary_seconds": 2.0406530000016687e-05,
+   "host_canary_seconds": 1.0155289999147499e-05,
+   "host_backward_canary_seconds": 1.9672890000492772e-05,
    "pass_seconds": [
-    2.2602667056378865e-05,
-    1.8472380403961452e-05,
-    2.273066696666536e-05
+    2.4069333182913916e-05,
+    1.895161886655149e-05,
+    2.6845713633866533e-05
    ],
    "pass_host_canary_seconds": [
-    1.0339849999994044e-05,
-    9.289374999994494e-06,
-    9.725684999892792e-06
+    1.0155289999147499e-05,
+    7.895082499658202e-06,
+    1.02215849994991e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0406530000016687e-05,
-    1.7426670000020293e-05,
-    1.7346820000057052e-05
+    1.9672890000492772e-05,
+    1.8895179999844912e-05,
+    1.8739450001703518e-05
    ]
   },
   "layer_backward_bmm": {
-   "seconds": 7.358018557230631e-05,
-   "min": 7.340266537808236e-05,
-   "max": 8.308723462479454e-05,
+   "seconds": 7.364723804805963e-05,
+   "min": 6.963200139857474e-05,
+   "max": 7.888914520541826e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1109,33 +1109,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00023104000091552735,
-    0.0005769919753074646,
-    0.0018260159492492676
+    0.00022700800001621246,
+    0.0006136639714241028,
+    0.0017973120212554932
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 1.0339849999994044e-05,
-   "host_backward_canary_seconds": 2.0406530000016687e-05,
+   "host_canary_seconds": 1.0155289999147499e-05,
+   "host_backward_canary_seconds": 1.9672890000492772e-05,
    "pass_seconds": [
-    8.308723462479454e-05,
-    7.340266537808236e-05,
-    7.358018557230631e-05
+    7.888914520541826e-05,
+    7.364723804805963e-05,
+    6.963200139857474e-05
    ],
    "pass_host_canary_seconds": [
-    1.0339849999994044e-05,
-    9.289374999994494e-06,
-    9.725684999892792e-06
+    1.0155289999147499e-05,
+    7.895082499658202e-06,
+    1.02215849994991e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0406530000016687e-05,
-    1.7426670000020293e-05,
-    1.7346820000057052e-05
+    1.9672890000492772e-05,
+    1.8895179999844912e-05,
+    1.8739450001703518e-05
    ]
   },
   "layer_forward_bmm_autocast": {
-   "seconds": 3.80746651263464e-05,
-   "min": 2.996190566392172e-05,
-   "max": 4.349714162803832e-05,
+   "seconds": 3.845180890389851e-05,
+   "min": 3.5945905106408254e-05,
+   "max": 4.089142914329256e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1144,32 +1144,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.687999844551086e-05,
-    0.00020044800639152526,
-    0.0007336959838867188
+    7.811199873685836e-05,
+    0.00019702400267124177,
+    0.0006209920048713684
    ],
-   "host_canary_seconds": 1.0302104999997396e-05,
-   "host_backward_canary_seconds": 2.0175875000028043e-05,
+   "host_canary_seconds": 1.0220125000159897e-05,
+   "host_backward_canary_seconds": 1.96087400001943e-05,
    "pass_seconds": [
-    4.349714162803832e-05,
-    2.996190566392172e-05,
-    3.80746651263464e-05
+    3.5945905106408254e-05,
+    3.845180890389851e-05,
+    4.089142914329256e-05
    ],
    "pass_host_canary_seconds": [
-    1.0302104999997396e-05,
-    9.475789999981998e-06,
-    9.879702500015243e-06
+    1.0220125000159897e-05,
+    1.0306199999376987e-05,
+    9.746372500103462e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0175875000028043e-05,
-    1.4140950000012254e-05,
-    1.5794360000001006e-05
+    1.96087400001943e-05,
+    1.9036290000258303e-05,
+    1.8035860000509275e-05
    ]
   },
   "layer_backward_bmm_autocast": {
-   "seconds": 7.958705084664482e-05,
-   "min": 6.832456695181983e-05,
-   "max": 0.00010761676728725432,
+   "seconds": 9.540495028098424e-05,
+   "min": 8.529067145926614e-05,
+   "max": 0.00010644876815023876,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1178,33 +1178,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003461120128631592,
-    0.0008127359747886658,
-    0.0026172480583190917
+    0.0003988159894943237,
+    0.0008649280071258545,
+    0.0025477120876312258
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 1.0302104999997396e-05,
-   "host_backward_canary_seconds": 2.0175875000028043e-05,
+   "host_canary_seconds": 1.0220125000159897e-05,
+   "host_backward_canary_seconds": 1.96087400001943e-05,
    "pass_seconds": [
-    0.00010761676728725432,
-    6.832456695181983e-05,
-    7.958705084664482e-05
+    0.00010644876815023876,
+    9.540495028098424e-05,
+    8.529067145926614e-05
    ],
    "pass_host_canary_seconds": [
-    1.0302104999997396e-05,
-    9.475789999981998e-06,
-    9.879702500015243e-06
+    1.0220125000159897e-05,
+    1.0306199999376987e-05,
+    9.746372500103462e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0175875000028043e-05,
-    1.4140950000012254e-05,
-    1.5794360000001006e-05
+    1.96087400001943e-05,
+    1.9036290000258303e-05,
+    1.8035860000509275e-05
    ]
   },
   "layer_forward_conv2d": {
-   "seconds": 4.211199922221048e-05,
-   "min": 3.8422094391924994e-05,
-   "max": 5.2367238416558226e-05,
+   "seconds": 4.7423999579179854e-05,
+   "min": 4.162133414120901e-05,
+   "max": 4.8038859097730546e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1213,32 +1213,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.374399691820145e-05,
-    0.0002144320011138916,
-    0.0008604480028152466
+    6.166400015354157e-05,
+    0.00018499200046062468,
+    0.0006854720115661621
    ],
-   "host_canary_seconds": 1.0997014999993838e-05,
-   "host_backward_canary_seconds": 2.094866000000195e-05,
+   "host_canary_seconds": 1.022242249973715e-05,
+   "host_backward_canary_seconds": 1.9990584999050043e-05,
    "pass_seconds": [
-    5.2367238416558226e-05,
-    3.8422094391924994e-05,
-    4.211199922221048e-05
+    4.162133414120901e-05,
+    4.8038859097730546e-05,
+    4.7423999579179854e-05
    ],
    "pass_host_canary_seconds": [
-    1.0997014999993838e-05,
-    9.622419999999466e-06,
-    9.860859999974992e-06
+    1.022242249973715e-05,
+    1.0509384999295435e-05,
+    1.0145027500243485e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.094866000000195e-05,
-    1.5012759999990522e-05,
-    1.4936225000070635e-05
+    1.9990584999050043e-05,
+    1.937450000013996e-05,
+    1.8266055000140114e-05
    ]
   },
   "layer_backward_conv2d": {
-   "seconds": 8.56297119032769e-05,
-   "min": 7.916114426084929e-05,
-   "max": 8.638857163134077e-05,
+   "seconds": 8.328989680324281e-05,
+   "min": 7.409448460454033e-05,
+   "max": 9.013332816816511e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1247,33 +1247,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00038089600205421447,
-    0.0008564159870147705,
-    0.002471359968185425
+    0.00025167998671531675,
+    0.0007391039729118347,
+    0.0022587199211120605
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 1.0997014999993838e-05,
-   "host_backward_canary_seconds": 2.094866000000195e-05,
+   "host_canary_seconds": 1.022242249973715e-05,
+   "host_backward_canary_seconds": 1.9990584999050043e-05,
    "pass_seconds": [
-    8.56297119032769e-05,
-    7.916114426084929e-05,
-    8.638857163134077e-05
+    9.013332816816511e-05,
+    8.328989680324281e-05,
+    7.409448460454033e-05
    ],
    "pass_host_canary_seconds": [
-    1.0997014999993838e-05,
-    9.622419999999466e-06,
-    9.860859999974992e-06
+    1.022242249973715e-05,
+    1.0509384999295435e-05,
+    1.0145027500243485e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.094866000000195e-05,
-    1.5012759999990522e-05,
-    1.4936225000070635e-05
+    1.9990584999050043e-05,
+    1.937450000013996e-05,
+    1.8266055000140114e-05
    ]
   },
   "layer_forward_conv2d_autocast": {
-   "seconds": 7.343390654949915e-05,
-   "min": 6.562514283827374e-05,
-   "max": 8.281904600915454e-05,
+   "seconds": 7.906590685957954e-05,
+   "min": 6.700876106818518e-05,
+   "max": 7.96769523904437e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1282,32 +1282,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00015510399639606475,
-    0.0004232960045337677,
-    0.0014039679765701293
+    0.00011740799993276597,
+    0.00033884799480438235,
+    0.0011293439865112304
    ],
-   "host_canary_seconds": 1.0818850000013924e-05,
-   "host_backward_canary_seconds": 2.0292009999991478e-05,
+   "host_canary_seconds": 1.0218707500371239e-05,
+   "host_backward_canary_seconds": 1.9568855000215992e-05,
    "pass_seconds": [
-    8.281904600915454e-05,
-    6.562514283827374e-05,
-    7.343390654949915e-05
+    6.700876106818518e-05,
+    7.906590685957954e-05,
+    7.96769523904437e-05
    ],
    "pass_host_canary_seconds": [
-    1.0818850000013924e-05,
-    9.478559999962498e-06,
-    9.778790000041226e-06
+    1.0218707500371239e-05,
+    1.0338849999698141e-05,
+    1.0007460000451829e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0292009999991478e-05,
-    1.842431999989458e-05,
-    1.772998999996389e-05
+    1.9568855000215992e-05,
+    1.8527059999087215e-05,
+    1.8587965000733676e-05
    ]
   },
   "layer_backward_conv2d_autocast": {
-   "seconds": 0.0001506537167089326,
-   "min": 0.0001365295201539993,
-   "max": 0.00016568991258030847,
+   "seconds": 0.00013199314439580554,
+   "min": 9.560000115916842e-05,
+   "max": 0.00014680076425983791,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1316,33 +1316,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005533120036125183,
-    0.0014090880155563355,
-    0.004317696094512939
+    0.0005318719744682312,
+    0.001323359966278076,
+    0.0035817279815673828
    ],
    "backward_nodes_per_layer": 5.0,
-   "host_canary_seconds": 1.0818850000013924e-05,
-   "host_backward_canary_seconds": 2.0292009999991478e-05,
+   "host_canary_seconds": 1.0218707500371239e-05,
+   "host_backward_canary_seconds": 1.9568855000215992e-05,
    "pass_seconds": [
-    0.00016568991258030847,
-    0.0001506537167089326,
-    0.0001365295201539993
+    0.00013199314439580554,
+    9.560000115916842e-05,
+    0.00014680076425983791
    ],
    "pass_host_canary_seconds": [
-    1.0818850000013924e-05,
-    9.478559999962498e-06,
-    9.778790000041226e-06
+    1.0218707500371239e-05,
+    1.0338849999698141e-05,
+    1.0007460000451829e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0292009999991478e-05,
-    1.842431999989458e-05,
-    1.772998999996389e-05
+    1.9568855000215992e-05,
+    1.8527059999087215e-05,
+    1.8587965000733676e-05
    ]
   },
   "layer_forward_conv2d_nobias": {
-   "seconds": 2.4787048143999917e-05,
-   "min": 1.8765714906510853e-05,
-   "max": 3.0794665394794375e-05,
+   "seconds": 2.233599889136496e-05,
+   "min": 1.86994279779139e-05,
+   "max": 2.8900571344863803e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1351,32 +1351,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.31679967045784e-05,
-    0.00017212800681591035,
-    0.0003622080087661743
+    4.659200087189674e-05,
+    0.0001286720037460327,
+    0.00047856000065803526
    ],
-   "host_canary_seconds": 1.075632999999243e-05,
-   "host_backward_canary_seconds": 2.0495574999976895e-05,
+   "host_canary_seconds": 9.813609999582695e-06,
+   "host_backward_canary_seconds": 1.9370370000615367e-05,
    "pass_seconds": [
-    1.8765714906510853e-05,
-    2.4787048143999917e-05,
-    3.0794665394794375e-05
+    2.8900571344863803e-05,
+    1.86994279779139e-05,
+    2.233599889136496e-05
    ],
    "pass_host_canary_seconds": [
-    1.075632999999243e-05,
-    9.374469999983148e-06,
-    9.960844999881147e-06
+    9.813609999582695e-06,
+    7.2591799994370375e-06,
+    7.557340000516888e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0495574999976895e-05,
-    1.8168819999857532e-05,
-    1.756889999995792e-05
+    1.9370370000615367e-05,
+    1.5213760000278854e-05,
+    1.8979105000198615e-05
    ]
   },
   "layer_backward_conv2d_nobias": {
-   "seconds": 5.805713825282598e-05,
-   "min": 4.82179102088724e-05,
-   "max": 8.362819041524614e-05,
+   "seconds": 6.267276565943444e-05,
+   "min": 6.19306665446077e-05,
+   "max": 6.867352429599988e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1385,33 +1385,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002710080146789551,
-    0.0006393280029296875,
-    0.0018272960186004638
+    0.00021302400529384614,
+    0.0005564799904823303,
+    0.001609536051750183
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 1.075632999999243e-05,
-   "host_backward_canary_seconds": 2.0495574999976895e-05,
+   "host_canary_seconds": 9.813609999582695e-06,
+   "host_backward_canary_seconds": 1.9370370000615367e-05,
    "pass_seconds": [
-    8.362819041524614e-05,
-    5.805713825282598e-05,
-    4.82179102088724e-05
+    6.267276565943444e-05,
+    6.19306665446077e-05,
+    6.867352429599988e-05
    ],
    "pass_host_canary_seconds": [
-    1.075632999999243e-05,
-    9.374469999983148e-06,
-    9.960844999881147e-06
+    9.813609999582695e-06,
+    7.2591799994370375e-06,
+    7.557340000516888e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0495574999976895e-05,
-    1.8168819999857532e-05,
-    1.756889999995792e-05
+    1.9370370000615367e-05,
+    1.5213760000278854e-05,
+    1.8979105000198615e-05
    ]
   },
   "layer_forward_conv2d_nobias_autocast": {
-   "seconds": 4.038019159010479e-05,
-   "min": 3.641523846558162e-05,
-   "max": 4.92152376543908e-05,
+   "seconds": 4.1939811337561825e-05,
+   "min": 2.6835048482531598e-05,
+   "max": 5.7311998946326124e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1420,32 +1420,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00011964800208806991,
-    0.0002778880000114441,
-    0.000861407995223999
+    8.959999680519104e-05,
+    0.00022815999388694765,
+    0.0007229440212249755
    ],
-   "host_canary_seconds": 1.0397204999996745e-05,
-   "host_backward_canary_seconds": 2.0380909999957453e-05,
+   "host_canary_seconds": 1.009793250034363e-05,
+   "host_backward_canary_seconds": 1.9540900001402407e-05,
    "pass_seconds": [
-    4.92152376543908e-05,
-    3.641523846558162e-05,
-    4.038019159010479e-05
+    4.1939811337561825e-05,
+    5.7311998946326124e-05,
+    2.6835048482531598e-05
    ],
    "pass_host_canary_seconds": [
-    1.0397204999996745e-05,
-    9.397430000035456e-06,
-    9.220714999997881e-06
+    1.009793250034363e-05,
+    9.73011749977104e-06,
+    9.859895000090546e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0380909999957453e-05,
-    1.844172999994953e-05,
-    1.680324999995264e-05
+    1.9540900001402407e-05,
+    1.5685039999198123e-05,
+    1.876302000027863e-05
    ]
   },
   "layer_backward_conv2d_nobias_autocast": {
-   "seconds": 0.00010759466247899191,
-   "min": 9.715122942413603e-05,
-   "max": 0.00011884723639204387,
+   "seconds": 0.0001233660947708856,
+   "min": 8.844037566866191e-05,
+   "max": 0.00012771885238942648,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1454,33 +1454,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005847679972648621,
-    0.0011938560009002687,
-    0.0031406719684600832
+    0.0004609279930591583,
+    0.000997983992099762,
+    0.0030151679515838625
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 1.0397204999996745e-05,
-   "host_backward_canary_seconds": 2.0380909999957453e-05,
+   "host_canary_seconds": 1.009793250034363e-05,
+   "host_backward_canary_seconds": 1.9540900001402407e-05,
    "pass_seconds": [
-    0.00011884723639204387,
-    0.00010759466247899191,
-    9.715122942413603e-05
+    0.00012771885238942648,
+    8.844037566866191e-05,
+    0.0001233660947708856
    ],
    "pass_host_canary_seconds": [
-    1.0397204999996745e-05,
-    9.397430000035456e-06,
-    9.220714999997881e-06
+    1.009793250034363e-05,
+    9.73011749977104e-06,
+    9.859895000090546e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0380909999957453e-05,
-    1.844172999994953e-05,
-    1.680324999995264e-05
+    1.9540900001402407e-05,
+    1.5685039999198123e-05,
+    1.876302000027863e-05
    ]
   },
   "layer_forward_conv1d": {
-   "seconds": 4.0553902586301166e-05,
-   "min": 3.5338668596176876e-05,
-   "max": 4.442209537540164e-05,
+   "seconds": 4.2900571156115756e-05,
+   "min": 3.924800083041192e-05,
+   "max": 4.6108953299976535e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1489,32 +1489,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.072000205516816e-05,
-    0.00019564799964427948,
-    0.0007342720031738282
+    6.099199876189232e-05,
+    0.0001826239973306656,
+    0.0006510080099105835
    ],
-   "host_canary_seconds": 1.0141939999996908e-05,
-   "host_backward_canary_seconds": 2.049040000002833e-05,
+   "host_canary_seconds": 1.005839000015385e-05,
+   "host_backward_canary_seconds": 1.953955000089991e-05,
    "pass_seconds": [
-    4.442209537540164e-05,
-    3.5338668596176876e-05,
-    4.0553902586301166e-05
+    3.924800083041192e-05,
+    4.2900571156115756e-05,
+    4.6108953299976535e-05
    ],
    "pass_host_canary_seconds": [
-    1.0141939999996908e-05,
-    9.439385000007405e-06,
-    9.538770000006025e-06
+    1.005839000015385e-05,
+    1.039482000010139e-05,
+    1.0154949999900965e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.049040000002833e-05,
-    1.8351370000004862e-05,
-    1.5839769999956844e-05
+    1.953955000089991e-05,
+    1.4030999998340122e-05,
+    1.8124539999462285e-05
    ]
   },
   "layer_backward_conv1d": {
-   "seconds": 8.975466660090855e-05,
-   "min": 8.065675624779291e-05,
-   "max": 9.649751619214105e-05,
+   "seconds": 7.941638217085883e-05,
+   "min": 6.67908571305729e-05,
+   "max": 0.00010266513643520221,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1523,33 +1523,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003370879888534546,
-    0.0008813760280609131,
-    0.0024913918972015382
+    0.00033535999059677125,
+    0.0007482560276985169,
+    0.0024597759246826174
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 1.0141939999996908e-05,
-   "host_backward_canary_seconds": 2.049040000002833e-05,
+   "host_canary_seconds": 1.005839000015385e-05,
+   "host_backward_canary_seconds": 1.953955000089991e-05,
    "pass_seconds": [
-    9.649751619214105e-05,
-    8.975466660090855e-05,
-    8.065675624779291e-05
+    0.00010266513643520221,
+    6.67908571305729e-05,
+    7.941638217085883e-05
    ],
    "pass_host_canary_seconds": [
-    1.0141939999996908e-05,
-    9.439385000007405e-06,
-    9.538770000006025e-06
+    1.005839000015385e-05,
+    1.039482000010139e-05,
+    1.0154949999900965e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.049040000002833e-05,
-    1.8351370000004862e-05,
-    1.5839769999956844e-05
+    1.953955000089991e-05,
+    1.4030999998340122e-05,
+    1.8124539999462285e-05
    ]
   },
   "layer_forward_conv1d_autocast": {
-   "seconds": 7.355733641556331e-05,
-   "min": 6.715961935974303e-05,
-   "max": 7.981561762945994e-05,
+   "seconds": 7.83154254867917e-05,
+   "min": 7.016228387753168e-05,
+   "max": 8.727162082990011e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1558,32 +1558,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00014979200065135955,
-    0.00040992000699043273,
-    0.0013539199829101563
+    0.00012057600170373917,
+    0.00034646400809288026,
+    0.0011781439781188964
    ],
-   "host_canary_seconds": 1.0372107500007389e-05,
-   "host_backward_canary_seconds": 2.068664500001205e-05,
+   "host_canary_seconds": 1.033650500062322e-05,
+   "host_backward_canary_seconds": 1.6567520001444792e-05,
    "pass_seconds": [
-    7.981561762945994e-05,
-    6.715961935974303e-05,
-    7.355733641556331e-05
+    7.016228387753168e-05,
+    7.83154254867917e-05,
+    8.727162082990011e-05
    ],
    "pass_host_canary_seconds": [
-    1.0372107500007389e-05,
-    9.421845000048279e-06,
-    9.608089999915137e-06
+    1.033650500062322e-05,
+    1.012569749946124e-05,
+    1.1060020000286386e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.068664500001205e-05,
-    1.8335599999943497e-05,
-    1.708928000027754e-05
+    1.6567520001444792e-05,
+    1.4264784998658796e-05,
+    1.9267729999228323e-05
    ]
   },
   "layer_backward_conv1d_autocast": {
-   "seconds": 0.000145523801445961,
-   "min": 0.0001421058951389222,
-   "max": 0.0001649417054085504,
+   "seconds": 0.00013028647608700252,
+   "min": 0.00011572343678701491,
+   "max": 0.00018353445615087235,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1592,33 +1592,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0006876159906387329,
-    0.0015515840053558349,
-    0.004402207851409912
+    0.0005939199924468994,
+    0.0011301440000534057,
+    0.003578943967819214
    ],
    "backward_nodes_per_layer": 5.0,
-   "host_canary_seconds": 1.0372107500007389e-05,
-   "host_backward_canary_seconds": 2.068664500001205e-05,
+   "host_canary_seconds": 1.033650500062322e-05,
+   "host_backward_canary_seconds": 1.6567520001444792e-05,
    "pass_seconds": [
-    0.0001649417054085504,
-    0.000145523801445961,
-    0.0001421058951389222
+    0.00013028647608700252,
+    0.00011572343678701491,
+    0.00018353445615087235
    ],
    "pass_host_canary_seconds": [
-    1.0372107500007389e-05,
-    9.421845000048279e-06,
-    9.608089999915137e-06
+    1.033650500062322e-05,
+    1.012569749946124e-05,
+    1.1060020000286386e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.068664500001205e-05,
-    1.8335599999943497e-05,
-    1.708928000027754e-05
+    1.6567520001444792e-05,
+    1.4264784998658796e-05,
+    1.9267729999228323e-05
    ]
   },
   "layer_forward_conv1d_nobias": {
-   "seconds": 2.9554285818622224e-05,
-   "min": 2.578971410791079e-05,
-   "max": 3.244799907718387e-05,
+   "seconds": 3.304381012206986e-05,
+   "min": 2.8944762867121466e-05,
+   "max": 3.7392761026109966e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1627,32 +1627,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.484800040721893e-05,
-    0.00015228800475597382,
-    0.000541599988937378
+    4.7680001705884936e-05,
+    0.00013222399353981018,
+    0.00048108801245689393
    ],
-   "host_canary_seconds": 1.06881774999934e-05,
-   "host_backward_canary_seconds": 2.0875509999989105e-05,
+   "host_canary_seconds": 1.0166724999862708e-05,
+   "host_backward_canary_seconds": 1.9314010000925918e-05,
    "pass_seconds": [
-    3.244799907718387e-05,
-    2.578971410791079e-05,
-    2.9554285818622224e-05
+    2.8944762867121466e-05,
+    3.304381012206986e-05,
+    3.7392761026109966e-05
    ],
    "pass_host_canary_seconds": [
-    1.06881774999934e-05,
-    9.46237999997379e-06,
-    9.856660000053808e-06
+    1.0166724999862708e-05,
+    1.0362819999727435e-05,
+    1.152577499965446e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0875509999989105e-05,
-    1.8370409999874937e-05,
-    1.6980040000191822e-05
+    1.9314010000925918e-05,
+    1.558881999926598e-05,
+    1.9972129999814568e-05
    ]
   },
   "layer_backward_conv1d_nobias": {
-   "seconds": 5.82255268735545e-05,
-   "min": 5.774324103480295e-05,
-   "max": 6.63893354080972e-05,
+   "seconds": 5.591771858079094e-05,
+   "min": 4.3550477318820504e-05,
+   "max": 7.567466422915458e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1661,33 +1661,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00029836800694465636,
-    0.000651520013809204,
-    0.0017998080253601074
+    0.0001910720020532608,
+    0.00044345599412918093,
+    0.0017398719787597655
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 1.06881774999934e-05,
-   "host_backward_canary_seconds": 2.0875509999989105e-05,
+   "host_canary_seconds": 1.0166724999862708e-05,
+   "host_backward_canary_seconds": 1.9314010000925918e-05,
    "pass_seconds": [
-    6.63893354080972e-05,
-    5.82255268735545e-05,
-    5.774324103480295e-05
+    7.567466422915458e-05,
+    4.3550477318820504e-05,
+    5.591771858079094e-05
    ],
    "pass_host_canary_seconds": [
-    1.06881774999934e-05,
-    9.46237999997379e-06,
-    9.856660000053808e-06
+    1.0166724999862708e-05,
+    1.0362819999727435e-05,
+    1.152577499965446e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0875509999989105e-05,
-    1.8370409999874937e-05,
-    1.6980040000191822e-05
+    1.9314010000925918e-05,
+    1.558881999926598e-05,
+    1.9972129999814568e-05
    ]
   },
   "layer_forward_conv1d_nobias_autocast": {
-   "seconds": 4.7196192400796074e-05,
-   "min": 4.632685865674699e-05,
-   "max": 4.983771556899661e-05,
+   "seconds": 4.484495059365319e-05,
+   "min": 2.5709712789172216e-05,
+   "max": 5.167542894681295e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1696,32 +1696,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00011513599753379821,
-    0.0002937920093536377,
-    0.0008724160194396972
+    9.436800330877304e-05,
+    0.00022697600722312928,
+    0.0007663999795913697
    ],
-   "host_canary_seconds": 1.0577287500002086e-05,
-   "host_backward_canary_seconds": 2.0182769999976812e-05,
+   "host_canary_seconds": 1.0191657500513429e-05,
+   "host_backward_canary_seconds": 1.6003399998680834e-05,
    "pass_seconds": [
-    4.983771556899661e-05,
-    4.632685865674699e-05,
-    4.7196192400796074e-05
+    4.484495059365319e-05,
+    5.167542894681295e-05,
+    2.5709712789172216e-05
    ],
    "pass_host_canary_seconds": [
-    1.0577287500002086e-05,
-    9.950782499998921e-06,
-    9.666197499953456e-06
+    1.0191657500513429e-05,
+    9.914020000110213e-06,
+    8.29772500026138e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0182769999976812e-05,
-    1.8253694999970094e-05,
-    1.688995499989687e-05
+    1.6003399998680834e-05,
+    1.575506999870413e-05,
+    1.9636320000699925e-05
    ]
   },
   "layer_backward_conv1d_nobias_autocast": {
-   "seconds": 0.00011697447158041452,
-   "min": 0.00010033904654639109,
-   "max": 0.00011761980539276489,
+   "seconds": 9.276648114124933e-05,
+   "min": 6.674057387170336e-05,
+   "max": 0.000121603053240549,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1730,33 +1730,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005886080265045166,
-    0.0011663999557495117,
-    0.0031165759563446045
+    0.00032451200485229494,
+    0.0008384000062942505,
+    0.002422368049621582
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 1.0577287500002086e-05,
-   "host_backward_canary_seconds": 2.0182769999976812e-05,
+   "host_canary_seconds": 1.0191657500513429e-05,
+   "host_backward_canary_seconds": 1.6003399998680834e-05,
    "pass_seconds": [
-    0.00011697447158041452,
-    0.00011761980539276489,
-    0.00010033904654639109
+    9.276648114124933e-05,
+    6.674057387170336e-05,
+    0.000121603053240549
    ],
    "pass_host_canary_seconds": [
-    1.0577287500002086e-05,
-    9.950782499998921e-06,
-    9.666197499953456e-06
+    1.0191657500513429e-05,
+    9.914020000110213e-06,
+    8.29772500026138e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0182769999976812e-05,
-    1.8253694999970094e-05,
-    1.688995499989687e-05
+    1.6003399998680834e-05,
+    1.575506999870413e-05,
+    1.9636320000699925e-05
    ]
   },
   "layer_forward_batchnorm2d": {
-   "seconds": 6.029485556341353e-05,
-   "min": 5.8249902867135545e-05,
-   "max": 6.250743284111931e-05,
+   "seconds": 4.103466495871544e-05,
+   "min": 3.577904793478195e-05,
+   "max": 5.347809656744911e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1765,32 +1765,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    9.388799965381622e-05,
-    0.00027983999252319334,
-    0.0010309760570526123
+    7.651200145483017e-05,
+    0.0002337920069694519,
+    0.0008776320219039917
    ],
-   "host_canary_seconds": 1.0205980000002057e-05,
-   "host_backward_canary_seconds": 2.0224790000042957e-05,
+   "host_canary_seconds": 1.0073944999930972e-05,
+   "host_backward_canary_seconds": 1.5574179999475744e-05,
    "pass_seconds": [
-    6.250743284111931e-05,
-    6.029485556341353e-05,
-    5.8249902867135545e-05
+    5.347809656744911e-05,
+    3.577904793478195e-05,
+    4.103466495871544e-05
    ],
    "pass_host_canary_seconds": [
-    1.0205980000002057e-05,
-    9.784880000012208e-06,
-    9.45692249999297e-06
+    1.0073944999930972e-05,
+    7.1950849996937906e-06,
+    1.0484470000164947e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0224790000042957e-05,
-    1.8296490000011546e-05,
-    1.715341999982911e-05
+    1.5574179999475744e-05,
+    1.5872819999458444e-05,
+    2.0078740000144535e-05
    ]
   },
   "layer_backward_batchnorm2d": {
-   "seconds": 5.826971467052187e-05,
-   "min": 5.358171250138964e-05,
-   "max": 6.127161710035232e-05,
+   "seconds": 6.728075622093108e-05,
+   "min": 6.638933115062258e-05,
+   "max": 9.044190194635164e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1799,33 +1799,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00033926400542259215,
-    0.0008387200236320496,
-    0.0022386560440063475
+    0.00024726399779319763,
+    0.0005280640125274658,
+    0.0020314879417419433
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 1.0205980000002057e-05,
-   "host_backward_canary_seconds": 2.0224790000042957e-05,
+   "host_canary_seconds": 1.0073944999930972e-05,
+   "host_backward_canary_seconds": 1.5574179999475744e-05,
    "pass_seconds": [
-    6.127161710035232e-05,
-    5.826971467052187e-05,
-    5.358171250138964e-05
+    6.728075622093108e-05,
+    6.638933115062258e-05,
+    9.044190194635164e-05
    ],
    "pass_host_canary_seconds": [
-    1.0205980000002057e-05,
-    9.784880000012208e-06,
-    9.45692249999297e-06
+    1.0073944999930972e-05,
+    7.1950849996937906e-06,
+    1.0484470000164947e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0224790000042957e-05,
-    1.8296490000011546e-05,
-    1.715341999982911e-05
+    1.5574179999475744e-05,
+    1.5872819999458444e-05,
+    2.0078740000144535e-05
    ]
   },
   "layer_forward_batchnorm2d_autocast": {
-   "seconds": 6.469790814887909e-05,
-   "min": 5.872228564251037e-05,
-   "max": 6.483123912697746e-05,
+   "seconds": 5.370590622935976e-05,
+   "min": 3.3480381327016016e-05,
+   "max": 6.313523650169373e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1834,32 +1834,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00011984000355005264,
-    0.00034252798557281495,
-    0.0010998400449752808
+    9.836799651384353e-05,
+    0.00026009601354599,
+    0.0009041600227355957
    ],
-   "host_canary_seconds": 1.073666750000868e-05,
-   "host_backward_canary_seconds": 2.0916935000023783e-05,
+   "host_canary_seconds": 1.0165249999545268e-05,
+   "host_backward_canary_seconds": 1.8840400000499356e-05,
    "pass_seconds": [
-    6.469790814887909e-05,
-    6.483123912697746e-05,
-    5.872228564251037e-05
+    5.370590622935976e-05,
+    3.3480381327016016e-05,
+    6.313523650169373e-05
    ],
    "pass_host_canary_seconds": [
-    1.073666750000868e-05,
-    9.871857499987867e-06,
-    9.583700000064255e-06
+    1.0165249999545268e-05,
+    7.255297499568769e-06,
+    1.0923170000296523e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0916935000023783e-05,
-    1.908608999997341e-05,
-    1.786073999994642e-05
+    1.8840400000499356e-05,
+    1.601440500053286e-05,
+    1.9881099999565775e-05
    ]
   },
   "layer_backward_batchnorm2d_autocast": {
-   "seconds": 6.305447114365443e-05,
-   "min": 5.510780818405606e-05,
-   "max": 6.48274286871865e-05,
+   "seconds": 6.104762639318194e-05,
+   "min": 5.400913847344264e-05,
+   "max": 6.208457088186626e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1868,33 +1868,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003962239921092987,
-    0.0010016319751739503,
-    0.0023865599632263185
+    0.00028243198990821836,
+    0.000648639976978302,
+    0.001912511944770813
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 1.073666750000868e-05,
-   "host_backward_canary_seconds": 2.0916935000023783e-05,
+   "host_canary_seconds": 1.0165249999545268e-05,
+   "host_backward_canary_seconds": 1.8840400000499356e-05,
    "pass_seconds": [
-    6.305447114365443e-05,
-    6.48274286871865e-05,
-    5.510780818405606e-05
+    5.400913847344264e-05,
+    6.208457088186626e-05,
+    6.104762639318194e-05
    ],
    "pass_host_canary_seconds": [
-    1.073666750000868e-05,
-    9.871857499987867e-06,
-    9.583700000064255e-06
+    1.0165249999545268e-05,
+    7.255297499568769e-06,
+    1.0923170000296523e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0916935000023783e-05,
-    1.908608999997341e-05,
-    1.786073999994642e-05
+    1.8840400000499356e-05,
+    1.601440500053286e-05,
+    1.9881099999565775e-05
    ]
   },
   "layer_forward_layernorm": {
-   "seconds": 2.640914313849949e-05,
-   "min": 2.4952380252735957e-05,
-   "max": 2.7538285368964783e-05,
+   "seconds": 1.6856380960061436e-05,
+   "min": 1.4700190119800115e-05,
+   "max": 2.618361956306866e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1903,32 +1903,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.790399968624115e-05,
-    0.00013036799430847168,
-    0.0004609279930591583
+    4.188799858093262e-05,
+    0.00011952000111341476,
+    0.0004343360066413879
    ],
-   "host_canary_seconds": 1.0069064999989052e-05,
-   "host_backward_canary_seconds": 2.0555799999968372e-05,
+   "host_canary_seconds": 1.0315729999774703e-05,
+   "host_backward_canary_seconds": 1.8255940001381533e-05,
    "pass_seconds": [
-    2.7538285368964783e-05,
-    2.640914313849949e-05,
-    2.4952380252735957e-05
+    2.618361956306866e-05,
+    1.6856380960061436e-05,
+    1.4700190119800115e-05
    ],
    "pass_host_canary_seconds": [
-    1.0069064999989052e-05,
-    9.82277000005638e-06,
-    9.455329999923379e-06
+    1.0315729999774703e-05,
+    7.276645000047211e-06,
+    1.0576645000810457e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0555799999968372e-05,
-    1.8497559999843815e-05,
-    1.5954750000020114e-05
+    1.8255940001381533e-05,
+    1.6586460001235538e-05,
+    1.8450230001008095e-05
    ]
   },
   "layer_backward_layernorm": {
-   "seconds": 5.674285299721218e-05,
-   "min": 4.893333092331886e-05,
-   "max": 6.186742654868534e-05,
+   "seconds": 5.8112762424917446e-05,
+   "min": 5.0371043561469925e-05,
+   "max": 7.153067045978136e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1937,33 +1937,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00023334400355815886,
-    0.0005433279871940613,
-    0.0015883519649505615
+    0.00017632000148296357,
+    0.00043171200156211855,
+    0.0013332159519195556
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 1.0069064999989052e-05,
-   "host_backward_canary_seconds": 2.0555799999968372e-05,
+   "host_canary_seconds": 1.0315729999774703e-05,
+   "host_backward_canary_seconds": 1.8255940001381533e-05,
    "pass_seconds": [
-    6.186742654868534e-05,
-    5.674285299721218e-05,
-    4.893333092331886e-05
+    5.0371043561469925e-05,
+    5.8112762424917446e-05,
+    7.153067045978136e-05
    ],
    "pass_host_canary_seconds": [
-    1.0069064999989052e-05,
-    9.82277000005638e-06,
-    9.455329999923379e-06
+    1.0315729999774703e-05,
+    7.276645000047211e-06,
+    1.0576645000810457e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0555799999968372e-05,
-    1.8497559999843815e-05,
-    1.5954750000020114e-05
+    1.8255940001381533e-05,
+    1.6586460001235538e-05,
+    1.8450230001008095e-05
    ]
   },
   "layer_forward_layernorm_autocast": {
-   "seconds": 2.8544762659640536e-05,
-   "min": 2.7647237692560473e-05,
-   "max": 2.8858665554296405e-05,
+   "seconds": 2.9929143687089283e-05,
+   "min": 2.6697905113299687e-05,
+   "max": 3.2832761605580644e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1972,32 +1972,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.196799665689468e-05,
-    0.0001568640023469925,
-    0.00048732799291610715
+    6.198399886488915e-05,
+    0.0001369280070066452,
+    0.0004607360064983368
    ],
-   "host_canary_seconds": 1.029527499998295e-05,
-   "host_backward_canary_seconds": 2.041823999995529e-05,
+   "host_canary_seconds": 1.0413047500037464e-05,
+   "host_backward_canary_seconds": 1.806443500072419e-05,
    "pass_seconds": [
-    2.7647237692560473e-05,
-    2.8858665554296405e-05,
-    2.8544762659640536e-05
+    2.6697905113299687e-05,
+    3.2832761605580644e-05,
+    2.9929143687089283e-05
    ],
    "pass_host_canary_seconds": [
-    1.029527499998295e-05,
-    9.770919999994021e-06,
-    9.825924999944391e-06
+    1.0413047500037464e-05,
+    9.494549999544688e-06,
+    1.0641014999919208e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.041823999995529e-05,
-    1.8445810000002893e-05,
-    1.4759249999940494e-05
+    1.806443500072419e-05,
+    1.7109090001667938e-05,
+    1.940355999977328e-05
    ]
   },
   "layer_backward_layernorm_autocast": {
-   "seconds": 5.754437865245908e-05,
-   "min": 5.375085735604878e-05,
-   "max": 6.0491427779197686e-05,
+   "seconds": 4.960075943242938e-05,
+   "min": 4.8975239374807896e-05,
+   "max": 5.7251049294358205e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2006,33 +2006,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002716799974441528,
-    0.000563264012336731,
-    0.0016028159856796265
+    0.00021139200031757355,
+    0.0004738560020923614,
+    0.0013583040237426759
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 1.029527499998295e-05,
-   "host_backward_canary_seconds": 2.041823999995529e-05,
+   "host_canary_seconds": 1.0413047500037464e-05,
+   "host_backward_canary_seconds": 1.806443500072419e-05,
    "pass_seconds": [
-    6.0491427779197686e-05,
-    5.754437865245908e-05,
-    5.375085735604878e-05
+    4.8975239374807896e-05,
+    4.960075943242938e-05,
+    5.7251049294358205e-05
    ],
    "pass_host_canary_seconds": [
-    1.029527499998295e-05,
-    9.770919999994021e-06,
-    9.825924999944391e-06
+    1.0413047500037464e-05,
+    9.494549999544688e-06,
+    1.0641014999919208e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.041823999995529e-05,
-    1.8445810000002893e-05,
-    1.4759249999940494e-05
+    1.806443500072419e-05,
+    1.7109090001667938e-05,
+    1.940355999977328e-05
    ]
   },
   "layer_forward_groupnorm": {
-   "seconds": 4.960457022700991e-05,
-   "min": 2.780037940967651e-05,
-   "max": 5.5045331872644884e-05,
+   "seconds": 5.111695329348246e-05,
+   "min": 3.1781333188215895e-05,
+   "max": 6.104685827380134e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2041,32 +2041,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.073599636554718e-05,
-    0.00024822400510311125,
-    0.0009071999788284302
+    6.857600063085556e-05,
+    0.00027459201216697694,
+    0.0009919040203094482
    ],
-   "host_canary_seconds": 1.0672539999987407e-05,
-   "host_backward_canary_seconds": 2.0394389999935925e-05,
+   "host_canary_seconds": 1.0717849999650752e-05,
+   "host_backward_canary_seconds": 2.126877500018054e-05,
    "pass_seconds": [
-    5.5045331872644884e-05,
-    2.780037940967651e-05,
-    4.960457022700991e-05
+    6.104685827380134e-05,
+    5.111695329348246e-05,
+    3.1781333188215895e-05
    ],
    "pass_host_canary_seconds": [
-    1.0672539999987407e-05,
-    9.509505000053764e-06,
-    9.932319999990113e-06
+    1.0717849999650752e-05,
+    1.0373687499622975e-05,
+    1.0301127500156326e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0394389999935925e-05,
-    1.8705924999977698e-05,
-    1.4738140000076783e-05
+    2.126877500018054e-05,
+    1.871611000069606e-05,
+    1.686849000066104e-05
    ]
   },
   "layer_backward_groupnorm": {
-   "seconds": 0.00010988419006268183,
-   "min": 9.101333256278718e-05,
-   "max": 0.0001234826704575902,
+   "seconds": 0.00010372038788738706,
+   "min": 0.00010232152470520566,
+   "max": 0.00010773333942606335,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2075,33 +2075,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003444800078868866,
-    0.0009100480079650879,
-    0.0028420159816741944
+    0.0004329279959201813,
+    0.0010055359601974488,
+    0.002986720085144043
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 1.0672539999987407e-05,
-   "host_backward_canary_seconds": 2.0394389999935925e-05,
+   "host_canary_seconds": 1.0717849999650752e-05,
+   "host_backward_canary_seconds": 2.126877500018054e-05,
    "pass_seconds": [
-    0.00010988419006268183,
-    0.0001234826704575902,
-    9.101333256278718e-05
+    0.00010773333942606335,
+    0.00010232152470520566,
+    0.00010372038788738706
    ],
    "pass_host_canary_seconds": [
-    1.0672539999987407e-05,
-    9.509505000053764e-06,
-    9.932319999990113e-06
+    1.0717849999650752e-05,
+    1.0373687499622975e-05,
+    1.0301127500156326e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0394389999935925e-05,
-    1.8705924999977698e-05,
-    1.4738140000076783e-05
+    2.126877500018054e-05,
+    1.871611000069606e-05,
+    1.686849000066104e-05
    ]
   },
   "layer_forward_groupnorm_autocast": {
-   "seconds": 5.478628760292417e-05,
-   "min": 4.774323637996401e-05,
-   "max": 6.095466478949501e-05,
+   "seconds": 5.274056998037156e-05,
+   "min": 3.181561898617518e-05,
+   "max": 5.7115429923647936e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2110,32 +2110,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.45119994878769e-05,
-    0.00022649599611759185,
-    0.0009718719720840454
+    0.0001239359974861145,
+    0.0003189760148525238,
+    0.0006343680024147034
    ],
-   "host_canary_seconds": 1.0410922499985987e-05,
-   "host_backward_canary_seconds": 1.9650509999991074e-05,
+   "host_canary_seconds": 8.601862499517666e-06,
+   "host_backward_canary_seconds": 2.2204330000477058e-05,
    "pass_seconds": [
-    6.095466478949501e-05,
-    4.774323637996401e-05,
-    5.478628760292417e-05
+    3.181561898617518e-05,
+    5.274056998037156e-05,
+    5.7115429923647936e-05
    ],
    "pass_host_canary_seconds": [
-    1.0410922499985987e-05,
-    9.534665000074938e-06,
-    9.840390000022125e-06
+    8.601862499517666e-06,
+    1.0628972500512646e-05,
+    1.0504250000167303e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9650509999991074e-05,
-    1.8944349999969745e-05,
-    1.5976679999880617e-05
+    2.2204330000477058e-05,
+    2.0325315000491172e-05,
+    1.6757159999087888e-05
    ]
   },
   "layer_backward_groupnorm_autocast": {
-   "seconds": 9.951238085826239e-05,
-   "min": 8.30628616469247e-05,
-   "max": 0.00010624076248634429,
+   "seconds": 0.00011854323141631627,
+   "min": 0.00010056761900583903,
+   "max": 0.000120038098522595,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2144,33 +2144,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00033193600177764895,
-    0.0010300159454345703,
-    0.0028111679553985596
+    0.0005633919835090637,
+    0.0009803199768066407,
+    0.0028283200263977053
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 1.0410922499985987e-05,
-   "host_backward_canary_seconds": 1.9650509999991074e-05,
+   "host_canary_seconds": 8.601862499517666e-06,
+   "host_backward_canary_seconds": 2.2204330000477058e-05,
    "pass_seconds": [
-    9.951238085826239e-05,
-    0.00010624076248634429,
-    8.30628616469247e-05
+    0.000120038098522595,
+    0.00011854323141631627,
+    0.00010056761900583903
    ],
    "pass_host_canary_seconds": [
-    1.0410922499985987e-05,
-    9.534665000074938e-06,
-    9.840390000022125e-06
+    8.601862499517666e-06,
+    1.0628972500512646e-05,
+    1.0504250000167303e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9650509999991074e-05,
-    1.8944349999969745e-05,
-    1.5976679999880617e-05
+    2.2204330000477058e-05,
+    2.0325315000491172e-05,
+    1.6757159999087888e-05
    ]
   },
   "layer_forward_relu": {
-   "seconds": 1.4284190943553335e-05,
-   "min": 8.70323757685366e-06,
-   "max": 1.4677333157686961e-05,
+   "seconds": 1.5965713808933894e-05,
+   "min": 1.3068190287976037e-05,
+   "max": 1.7772189918018522e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2179,32 +2179,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.6367999613285064e-05,
-    7.539200037717819e-05,
-    0.0002481919974088669
+    2.2495999932289124e-05,
+    5.6639999151229856e-05,
+    0.0002168319970369339
    ],
-   "host_canary_seconds": 9.805360000001428e-06,
-   "host_backward_canary_seconds": 1.998749000001965e-05,
+   "host_canary_seconds": 7.800889999316496e-06,
+   "host_backward_canary_seconds": 2.0562160000281437e-05,
    "pass_seconds": [
-    1.4677333157686961e-05,
-    1.4284190943553335e-05,
-    8.70323757685366e-06
+    1.3068190287976037e-05,
+    1.7772189918018522e-05,
+    1.5965713808933894e-05
    ],
    "pass_host_canary_seconds": [
-    9.805360000001428e-06,
-    1.0032834999975648e-05,
-    9.362434999928837e-06
+    7.800889999316496e-06,
+    1.0982782500263966e-05,
+    1.0459717499884392e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.998749000001965e-05,
-    1.949865999989697e-05,
-    1.708755000009887e-05
+    2.0562160000281437e-05,
+    2.0268729999770583e-05,
+    1.608429500038255e-05
    ]
   },
   "layer_backward_relu": {
-   "seconds": 2.6038097306376414e-05,
-   "min": 1.8744380612458497e-05,
-   "max": 2.7526856267026488e-05,
+   "seconds": 2.9721905787785847e-05,
+   "min": 2.3961907163971952e-05,
+   "max": 3.4191998697462536e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2213,33 +2213,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00012326399981975555,
-    0.0002568959891796112,
-    0.000737824022769928
+    0.0001088000014424324,
+    0.00020899200439453126,
+    0.0008038399815559387
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 9.805360000001428e-06,
-   "host_backward_canary_seconds": 1.998749000001965e-05,
+   "host_canary_seconds": 7.800889999316496e-06,
+   "host_backward_canary_seconds": 2.0562160000281437e-05,
    "pass_seconds": [
-    2.6038097306376414e-05,
-    2.7526856267026488e-05,
-    1.8744380612458497e-05
+    3.4191998697462536e-05,
+    2.9721905787785847e-05,
+    2.3961907163971952e-05
    ],
    "pass_host_canary_seconds": [
-    9.805360000001428e-06,
-    1.0032834999975648e-05,
-    9.362434999928837e-06
+    7.800889999316496e-06,
+    1.0982782500263966e-05,
+    1.0459717499884392e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.998749000001965e-05,
-    1.949865999989697e-05,
-    1.708755000009887e-05
+    2.0562160000281437e-05,
+    2.0268729999770583e-05,
+    1.608429500038255e-05
    ]
   },
   "layer_forward_relu_autocast": {
-   "seconds": 1.422628653900964e-05,
-   "min": 1.2422856653020495e-05,
-   "max": 1.7547429140125003e-05,
+   "seconds": 1.2092952572164081e-05,
+   "min": 1.158780941650981e-05,
+   "max": 1.788723734872682e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2248,32 +2248,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.9296001195907595e-05,
-    9.516800194978714e-05,
-    0.0003035840094089508
+    3.2864000648260114e-05,
+    7.225599884986877e-05,
+    0.00020822399854660033
    ],
-   "host_canary_seconds": 1.0452042499995428e-05,
-   "host_backward_canary_seconds": 1.8755090000013297e-05,
+   "host_canary_seconds": 1.083650499936084e-05,
+   "host_backward_canary_seconds": 1.902944000107709e-05,
    "pass_seconds": [
-    1.7547429140125003e-05,
-    1.422628653900964e-05,
-    1.2422856653020495e-05
+    1.158780941650981e-05,
+    1.2092952572164081e-05,
+    1.788723734872682e-05
    ],
    "pass_host_canary_seconds": [
-    1.0452042499995428e-05,
-    9.630432499960761e-06,
-    8.952284999992344e-06
+    1.083650499936084e-05,
+    1.0783205000279849e-05,
+    1.0208332499814787e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8755090000013297e-05,
-    1.8938004999995427e-05,
-    1.4382919999889054e-05
+    1.902944000107709e-05,
+    2.06519050004772e-05,
+    1.4933505000271907e-05
    ]
   },
   "layer_backward_relu_autocast": {
-   "seconds": 2.2708572269905183e-05,
-   "min": 2.216152243670963e-05,
-   "max": 2.2995809891394206e-05,
+   "seconds": 3.5228951701096127e-05,
+   "min": 1.677180844403448e-05,
+   "max": 3.785142887915883e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2282,33 +2282,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015311999619007112,
-    0.0003277760148048401,
-    0.0007789440155029297
+    0.00013017599284648895,
+    0.0002184319943189621,
+    0.0008517439961433411
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.0452042499995428e-05,
-   "host_backward_canary_seconds": 1.8755090000013297e-05,
+   "host_canary_seconds": 1.083650499936084e-05,
+   "host_backward_canary_seconds": 1.902944000107709e-05,
    "pass_seconds": [
-    2.2995809891394206e-05,
-    2.216152243670963e-05,
-    2.2708572269905183e-05
+    3.785142887915883e-05,
+    3.5228951701096127e-05,
+    1.677180844403448e-05
    ],
    "pass_host_canary_seconds": [
-    1.0452042499995428e-05,
-    9.630432499960761e-06,
-    8.952284999992344e-06
+    1.083650499936084e-05,
+    1.0783205000279849e-05,
+    1.0208332499814787e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8755090000013297e-05,
-    1.8938004999995427e-05,
-    1.4382919999889054e-05
+    1.902944000107709e-05,
+    2.06519050004772e-05,
+    1.4933505000271907e-05
    ]
   },
   "layer_forward_gelu": {
-   "seconds": 1.4723808637687138e-05,
-   "min": 1.205409522212687e-05,
-   "max": 1.5027047534074105e-05,
+   "seconds": 1.5935238805555164e-05,
+   "min": 1.445104767169271e-05,
+   "max": 1.6906667145944778e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2317,32 +2317,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.3312000334262846e-05,
-    7.337599992752076e-05,
-    0.00025279998779296873
+    5.2767999470233916e-05,
+    8.62400010228157e-05,
+    0.00026624000072479246
    ],
-   "host_canary_seconds": 1.0572304999989513e-05,
-   "host_backward_canary_seconds": 1.9126580000019546e-05,
+   "host_canary_seconds": 1.1119860000690095e-05,
+   "host_backward_canary_seconds": 1.956338000127289e-05,
    "pass_seconds": [
-    1.4723808637687138e-05,
-    1.5027047534074105e-05,
-    1.205409522212687e-05
+    1.445104767169271e-05,
+    1.5935238805555164e-05,
+    1.6906667145944778e-05
    ],
    "pass_host_canary_seconds": [
-    1.0572304999989513e-05,
-    9.751075000110631e-06,
-    9.111759999882452e-06
+    1.1119860000690095e-05,
+    1.0522752500037314e-05,
+    1.0313239999959479e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9126580000019546e-05,
-    1.849502999988317e-05,
-    1.3196739999727924e-05
+    1.956338000127289e-05,
+    2.0120370000995537e-05,
+    1.7730304999759028e-05
    ]
   },
   "layer_backward_gelu": {
-   "seconds": 1.9079620018601414e-05,
-   "min": 1.6728378921037627e-05,
-   "max": 2.800457427899042e-05,
+   "seconds": 2.8325333304348443e-05,
+   "min": 2.3657906445718948e-05,
+   "max": 3.378666529343241e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2351,33 +2351,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015510399639606475,
-    0.00026927998661994935,
-    0.0007913600206375122
+    0.00027500799298286436,
+    0.00032169601321220396,
+    0.0008240960240364075
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.0572304999989513e-05,
-   "host_backward_canary_seconds": 1.9126580000019546e-05,
+   "host_canary_seconds": 1.1119860000690095e-05,
+   "host_backward_canary_seconds": 1.956338000127289e-05,
    "pass_seconds": [
-    2.800457427899042e-05,
-    1.9079620018601414e-05,
-    1.6728378921037627e-05
+    2.3657906445718948e-05,
+    2.8325333304348443e-05,
+    3.378666529343241e-05
    ],
    "pass_host_canary_seconds": [
-    1.0572304999989513e-05,
-    9.751075000110631e-06,
-    9.111759999882452e-06
+    1.1119860000690095e-05,
+    1.0522752500037314e-05,
+    1.0313239999959479e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9126580000019546e-05,
-    1.849502999988317e-05,
-    1.3196739999727924e-05
+    1.956338000127289e-05,
+    2.0120370000995537e-05,
+    1.7730304999759028e-05
    ]
   },
   "layer_forward_gelu_autocast": {
-   "seconds": 1.330361905552092e-05,
-   "min": 1.3171047327064334e-05,
-   "max": 1.5758476264420013e-05,
+   "seconds": 1.5930665745621634e-05,
+   "min": 1.0297143210967382e-05,
+   "max": 1.597409500252633e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2386,32 +2386,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.86559996008873e-05,
-    0.00010134399682283402,
-    0.000293503999710083
+    5.68000003695488e-05,
+    0.00010771200060844422,
+    0.00029679998755455017
    ],
-   "host_canary_seconds": 1.0545577500007398e-05,
-   "host_backward_canary_seconds": 1.9861359999993058e-05,
+   "host_canary_seconds": 1.0672114999579208e-05,
+   "host_backward_canary_seconds": 1.988953999898513e-05,
    "pass_seconds": [
-    1.5758476264420013e-05,
-    1.330361905552092e-05,
-    1.3171047327064334e-05
+    1.5930665745621634e-05,
+    1.0297143210967382e-05,
+    1.597409500252633e-05
    ],
    "pass_host_canary_seconds": [
-    1.0545577500007398e-05,
-    9.609210000007806e-06,
-    8.69837499990922e-06
+    1.0672114999579208e-05,
+    9.64102000011735e-06,
+    1.0537340000382755e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9861359999993058e-05,
-    1.852529499998923e-05,
-    1.4042119999828629e-05
+    1.988953999898513e-05,
+    1.7393534999428085e-05,
+    2.1376719998897898e-05
    ]
   },
   "layer_backward_gelu_autocast": {
-   "seconds": 2.6984379937251404e-05,
-   "min": 2.2039617456140976e-05,
-   "max": 2.9701334379968185e-05,
+   "seconds": 2.7468952749456682e-05,
+   "min": 2.585142797657422e-05,
+   "max": 4.0448761944259913e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2420,33 +2420,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00019097599387168885,
-    0.0003556160032749176,
-    0.0008442559838294983
+    0.0001709440052509308,
+    0.00042175999283790587,
+    0.0008621439933776856
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.0545577500007398e-05,
-   "host_backward_canary_seconds": 1.9861359999993058e-05,
+   "host_canary_seconds": 1.0672114999579208e-05,
+   "host_backward_canary_seconds": 1.988953999898513e-05,
    "pass_seconds": [
-    2.6984379937251404e-05,
-    2.9701334379968185e-05,
-    2.2039617456140976e-05
+    2.7468952749456682e-05,
+    4.0448761944259913e-05,
+    2.585142797657422e-05
    ],
    "pass_host_canary_seconds": [
-    1.0545577500007398e-05,
-    9.609210000007806e-06,
-    8.69837499990922e-06
+    1.0672114999579208e-05,
+    9.64102000011735e-06,
+    1.0537340000382755e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9861359999993058e-05,
-    1.852529499998923e-05,
-    1.4042119999828629e-05
+    1.988953999898513e-05,
+    1.7393534999428085e-05,
+    2.1376719998897898e-05
    ]
   },
   "layer_forward_silu": {
-   "seconds": 1.3571809888595625e-05,
-   "min": 9.810285199256172e-06,
-   "max": 1.4289523696615582e-05,
+   "seconds": 1.6249904497748326e-05,
+   "min": 1.5877334134919302e-05,
+   "max": 1.6438856011345277e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2455,32 +2455,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.2767999917268756e-05,
-    6.735999882221223e-05,
-    0.00024435199797153475
+    2.595200017094612e-05,
+    6.335999816656113e-05,
+    0.00026070401072502135
    ],
-   "host_canary_seconds": 1.009079750000197e-05,
-   "host_backward_canary_seconds": 2.051787500001012e-05,
+   "host_canary_seconds": 9.626367499890876e-06,
+   "host_backward_canary_seconds": 1.9646245000330964e-05,
    "pass_seconds": [
-    1.4289523696615582e-05,
-    1.3571809888595625e-05,
-    9.810285199256172e-06
+    1.5877334134919302e-05,
+    1.6249904497748326e-05,
+    1.6438856011345277e-05
    ],
    "pass_host_canary_seconds": [
-    1.009079750000197e-05,
-    9.703465000114875e-06,
-    7.952655000025289e-06
+    9.626367499890876e-06,
+    1.0898479999923438e-05,
+    1.0750517500355272e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.051787500001012e-05,
-    1.8548360000067987e-05,
-    1.3569934999964061e-05
+    1.9646245000330964e-05,
+    2.025505999995403e-05,
+    2.1599024998977255e-05
    ]
   },
   "layer_backward_silu": {
-   "seconds": 2.3011810279318265e-05,
-   "min": 2.173333437669845e-05,
-   "max": 2.6281906912724184e-05,
+   "seconds": 2.8893714149792995e-05,
+   "min": 2.8621713143019453e-05,
+   "max": 3.097219197523026e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2489,33 +2489,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00017126399278640748,
-    0.0002770560085773468,
-    0.0007745280265808106
+    0.0001215360015630722,
+    0.00025494399666786194,
+    0.0007928000092506409
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.009079750000197e-05,
-   "host_backward_canary_seconds": 2.051787500001012e-05,
+   "host_canary_seconds": 9.626367499890876e-06,
+   "host_backward_canary_seconds": 1.9646245000330964e-05,
    "pass_seconds": [
-    2.6281906912724184e-05,
-    2.3011810279318265e-05,
-    2.173333437669845e-05
+    2.8893714149792995e-05,
+    2.8621713143019453e-05,
+    3.097219197523026e-05
    ],
    "pass_host_canary_seconds": [
-    1.009079750000197e-05,
-    9.703465000114875e-06,
-    7.952655000025289e-06
+    9.626367499890876e-06,
+    1.0898479999923438e-05,
+    1.0750517500355272e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.051787500001012e-05,
-    1.8548360000067987e-05,
-    1.3569934999964061e-05
+    1.9646245000330964e-05,
+    2.025505999995403e-05,
+    2.1599024998977255e-05
    ]
   },
   "layer_forward_silu_autocast": {
-   "seconds": 1.5164191169398172e-05,
-   "min": 1.2840380803460165e-05,
-   "max": 1.5436190579618726e-05,
+   "seconds": 1.0898285855849584e-05,
+   "min": 1.0323047637939452e-05,
+   "max": 1.716647634194011e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2524,32 +2524,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.056000128388405e-05,
-    0.000102463997900486,
-    0.0002839680016040802
+    3.0208000913262368e-05,
+    6.099199876189232e-05,
+    0.00018499200046062468
    ],
-   "host_canary_seconds": 9.996000000001003e-06,
-   "host_backward_canary_seconds": 1.8738765000030356e-05,
+   "host_canary_seconds": 7.397885000273164e-06,
+   "host_backward_canary_seconds": 1.9832770001357857e-05,
    "pass_seconds": [
-    1.5436190579618726e-05,
-    1.5164191169398172e-05,
-    1.2840380803460165e-05
+    1.0323047637939452e-05,
+    1.716647634194011e-05,
+    1.0898285855849584e-05
    ],
    "pass_host_canary_seconds": [
-    9.996000000001003e-06,
-    9.959502500080931e-06,
-    8.73524499994005e-06
+    7.397885000273164e-06,
+    1.0868195000739433e-05,
+    1.044118000038452e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8738765000030356e-05,
-    1.8655364999915492e-05,
-    1.430588000005173e-05
+    1.9832770001357857e-05,
+    2.015916000118523e-05,
+    1.8222140000716535e-05
    ]
   },
   "layer_backward_silu_autocast": {
-   "seconds": 2.0459425946076707e-05,
-   "min": 1.4092951126041868e-05,
-   "max": 2.6035808736369723e-05,
+   "seconds": 2.9187048297552833e-05,
+   "min": 2.5465906730719975e-05,
+   "max": 4.278247821189108e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2558,33 +2558,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001728000044822693,
-    0.0003160319924354553,
-    0.000801151990890503
+    0.00017209599912166595,
+    0.00022790400683879854,
+    0.0006917440295219422
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 9.996000000001003e-06,
-   "host_backward_canary_seconds": 1.8738765000030356e-05,
+   "host_canary_seconds": 7.397885000273164e-06,
+   "host_backward_canary_seconds": 1.9832770001357857e-05,
    "pass_seconds": [
-    2.6035808736369723e-05,
-    2.0459425946076707e-05,
-    1.4092951126041868e-05
+    2.5465906730719975e-05,
+    2.9187048297552833e-05,
+    4.278247821189108e-05
    ],
    "pass_host_canary_seconds": [
-    9.996000000001003e-06,
-    9.959502500080931e-06,
-    8.73524499994005e-06
+    7.397885000273164e-06,
+    1.0868195000739433e-05,
+    1.044118000038452e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8738765000030356e-05,
-    1.8655364999915492e-05,
-    1.430588000005173e-05
+    1.9832770001357857e-05,
+    2.015916000118523e-05,
+    1.8222140000716535e-05
    ]
   },
   "layer_forward_tanh": {
-   "seconds": 1.3869714524064741e-05,
-   "min": 1.1744762371693339e-05,
-   "max": 1.4461714242185865e-05,
+   "seconds": 1.5390475945813316e-05,
+   "min": 9.488762400689578e-06,
+   "max": 1.5915429308300927e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2593,32 +2593,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.206399828195572e-05,
-    8.553600311279297e-05,
-    0.0002523519992828369
+    3.1328000128269197e-05,
+    5.222399905323982e-05,
+    0.00017113600671291352
    ],
-   "host_canary_seconds": 1.0963684999989453e-05,
-   "host_backward_canary_seconds": 2.2400470000007997e-05,
+   "host_canary_seconds": 8.528707500090604e-06,
+   "host_backward_canary_seconds": 1.7708509999465606e-05,
    "pass_seconds": [
-    1.4461714242185865e-05,
-    1.3869714524064741e-05,
-    1.1744762371693339e-05
+    9.488762400689578e-06,
+    1.5915429308300927e-05,
+    1.5390475945813316e-05
    ],
    "pass_host_canary_seconds": [
-    1.0963684999989453e-05,
-    1.0109160000126849e-05,
-    8.724837499940463e-06
+    8.528707500090604e-06,
+    1.0505565000471507e-05,
+    1.070308250064045e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.2400470000007997e-05,
-    1.869575000000623e-05,
-    1.3414010000047937e-05
+    1.7708509999465606e-05,
+    1.8569509999224463e-05,
+    1.876667000033194e-05
    ]
   },
   "layer_backward_tanh": {
-   "seconds": 2.4239999552567804e-05,
-   "min": 1.5839235857129097e-05,
-   "max": 3.0178286135196688e-05,
+   "seconds": 2.2627047928316256e-05,
+   "min": 2.1939810188043686e-05,
+   "max": 2.954361836115519e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2627,33 +2627,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00019072000682353974,
-    0.0003042879998683929,
-    0.0008535360097885132
+    0.00016575999557971955,
+    0.00023097600042819977,
+    0.000637120008468628
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.0963684999989453e-05,
-   "host_backward_canary_seconds": 2.2400470000007997e-05,
+   "host_canary_seconds": 8.528707500090604e-06,
+   "host_backward_canary_seconds": 1.7708509999465606e-05,
    "pass_seconds": [
-    3.0178286135196688e-05,
-    2.4239999552567804e-05,
-    1.5839235857129097e-05
+    2.2627047928316256e-05,
+    2.954361836115519e-05,
+    2.1939810188043686e-05
    ],
    "pass_host_canary_seconds": [
-    1.0963684999989453e-05,
-    1.0109160000126849e-05,
-    8.724837499940463e-06
+    8.528707500090604e-06,
+    1.0505565000471507e-05,
+    1.070308250064045e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.2400470000007997e-05,
-    1.869575000000623e-05,
-    1.3414010000047937e-05
+    1.7708509999465606e-05,
+    1.8569509999224463e-05,
+    1.876667000033194e-05
    ]
   },
   "layer_forward_tanh_autocast": {
-   "seconds": 1.5828571681465423e-05,
-   "min": 1.2903619025434768e-05,
-   "max": 1.5902476296538398e-05,
+   "seconds": 1.6203429727327257e-05,
+   "min": 8.571428734631766e-06,
+   "max": 1.8191238953953696e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2662,32 +2662,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.4239999502897264e-05,
-    0.00010022400319576263,
-    0.0002911680042743683
+    5.455999821424484e-05,
+    9.958399832248688e-05,
+    0.0002964160144329071
    ],
-   "host_canary_seconds": 1.0629877500001328e-05,
-   "host_backward_canary_seconds": 1.9842890000028032e-05,
+   "host_canary_seconds": 1.0423312499483472e-05,
+   "host_backward_canary_seconds": 2.0055635001199335e-05,
    "pass_seconds": [
-    1.5828571681465423e-05,
-    1.2903619025434768e-05,
-    1.5902476296538398e-05
+    1.6203429727327257e-05,
+    1.8191238953953696e-05,
+    8.571428734631766e-06
    ],
    "pass_host_canary_seconds": [
-    1.0629877500001328e-05,
-    9.804887500024507e-06,
-    8.937662499945986e-06
+    1.0423312499483472e-05,
+    1.079538999988472e-05,
+    1.0671789999605607e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9842890000028032e-05,
-    1.8959905000031084e-05,
-    1.3974445000002334e-05
+    2.0055635001199335e-05,
+    2.038960999925621e-05,
+    1.818210999999792e-05
    ]
   },
   "layer_backward_tanh_autocast": {
-   "seconds": 1.935847777695883e-05,
-   "min": 1.5981714285555343e-05,
-   "max": 2.7849140798761726e-05,
+   "seconds": 2.7482664301281893e-05,
+   "min": 2.6700951513789952e-05,
+   "max": 3.462476372009232e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2696,33 +2696,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001730560064315796,
-    0.00033952000737190246,
-    0.0008400319814682006
+    0.00020124800503253936,
+    0.00035977599024772643,
+    0.000854752004146576
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.0629877500001328e-05,
-   "host_backward_canary_seconds": 1.9842890000028032e-05,
+   "host_canary_seconds": 1.0423312499483472e-05,
+   "host_backward_canary_seconds": 2.0055635001199335e-05,
    "pass_seconds": [
-    2.7849140798761726e-05,
-    1.935847777695883e-05,
-    1.5981714285555343e-05
+    2.6700951513789952e-05,
+    2.7482664301281893e-05,
+    3.462476372009232e-05
    ],
    "pass_host_canary_seconds": [
-    1.0629877500001328e-05,
-    9.804887500024507e-06,
-    8.937662499945986e-06
+    1.0423312499483472e-05,
+    1.079538999988472e-05,
+    1.0671789999605607e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9842890000028032e-05,
-    1.8959905000031084e-05,
-    1.3974445000002334e-05
+    2.0055635001199335e-05,
+    2.038960999925621e-05,
+    1.818210999999792e-05
    ]
   },
   "layer_forward_sigmoid": {
-   "seconds": 1.2755810061380976e-05,
-   "min": 1.1782857633772351e-05,
-   "max": 1.3116952031850814e-05,
+   "seconds": 1.6006094536611014e-05,
+   "min": 1.5043047921998158e-05,
+   "max": 1.658971474639007e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2731,32 +2731,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.5631999596953393e-05,
-    7.308799773454666e-05,
-    0.0002200320065021515
+    3.392000123858452e-05,
+    8.118399977684021e-05,
+    0.0002737599909305573
    ],
-   "host_canary_seconds": 1.0083667500015991e-05,
-   "host_backward_canary_seconds": 1.907180500001715e-05,
+   "host_canary_seconds": 1.0478787500005637e-05,
+   "host_backward_canary_seconds": 1.9784345000743996e-05,
    "pass_seconds": [
-    1.2755810061380976e-05,
-    1.3116952031850814e-05,
-    1.1782857633772351e-05
+    1.6006094536611014e-05,
+    1.5043047921998158e-05,
+    1.658971474639007e-05
    ],
    "pass_host_canary_seconds": [
-    1.0083667500015991e-05,
-    9.707985000062536e-06,
-    9.135382500033984e-06
+    1.0478787500005637e-05,
+    1.097333499956221e-05,
+    1.0728319999770974e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.907180500001715e-05,
-    1.8728539999983694e-05,
-    1.3114950000101545e-05
+    1.9784345000743996e-05,
+    2.051665500061972e-05,
+    1.6126180000810563e-05
    ]
   },
   "layer_backward_sigmoid": {
-   "seconds": 2.4156191696723305e-05,
-   "min": 1.631238169613339e-05,
-   "max": 2.4330665401759607e-05,
+   "seconds": 2.382704668811389e-05,
+   "min": 1.5354665173661136e-05,
+   "max": 2.666971513203212e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2765,33 +2765,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00013359999656677247,
-    0.00033392000198364255,
-    0.0007195839881896973
+    0.00019603200256824494,
+    0.0003240959942340851,
+    0.0007963839769363403
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.0083667500015991e-05,
-   "host_backward_canary_seconds": 1.907180500001715e-05,
+   "host_canary_seconds": 1.0478787500005637e-05,
+   "host_backward_canary_seconds": 1.9784345000743996e-05,
    "pass_seconds": [
-    2.4330665401759607e-05,
-    2.4156191696723305e-05,
-    1.631238169613339e-05
+    2.382704668811389e-05,
+    2.666971513203212e-05,
+    1.5354665173661136e-05
    ],
    "pass_host_canary_seconds": [
-    1.0083667500015991e-05,
-    9.707985000062536e-06,
-    9.135382500033984e-06
+    1.0478787500005637e-05,
+    1.097333499956221e-05,
+    1.0728319999770974e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.907180500001715e-05,
-    1.8728539999983694e-05,
-    1.3114950000101545e-05
+    1.9784345000743996e-05,
+    2.051665500061972e-05,
+    1.6126180000810563e-05
    ]
   },
   "layer_forward_sigmoid_autocast": {
-   "seconds": 1.3836952192442759e-05,
-   "min": 1.2813713933740342e-05,
-   "max": 1.5129905194044112e-05,
+   "seconds": 1.581790404660361e-05,
+   "min": 1.570133226258414e-05,
+   "max": 1.6287999671129952e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2800,32 +2800,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.075199902057648e-05,
-    9.564799815416335e-05,
-    0.000277536004781723
+    6.390400230884551e-05,
+    0.0001061440035700798,
+    0.0003060159981250763
    ],
-   "host_canary_seconds": 1.0353614999978333e-05,
-   "host_backward_canary_seconds": 1.8491980000021613e-05,
+   "host_canary_seconds": 1.0756689999880108e-05,
+   "host_backward_canary_seconds": 1.8138660000204254e-05,
    "pass_seconds": [
-    1.5129905194044112e-05,
-    1.3836952192442759e-05,
-    1.2813713933740342e-05
+    1.6287999671129952e-05,
+    1.570133226258414e-05,
+    1.581790404660361e-05
    ],
    "pass_host_canary_seconds": [
-    1.0353614999978333e-05,
-    9.533469999922772e-06,
-    9.088090000091142e-06
+    1.0756689999880108e-05,
+    1.0399590000815807e-05,
+    1.064531499991972e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8491980000021613e-05,
-    1.843495000002804e-05,
-    1.3702040000111993e-05
+    1.8138660000204254e-05,
+    2.0770270000411985e-05,
+    1.6102284999988117e-05
    ]
   },
   "layer_backward_sigmoid_autocast": {
-   "seconds": 2.1473524116334455e-05,
-   "min": 1.5093335438342322e-05,
-   "max": 2.6288761446873344e-05,
+   "seconds": 2.4285712944609787e-05,
+   "min": 2.1678477525711063e-05,
+   "max": 3.0211047757239572e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2834,33 +2834,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001757120043039322,
-    0.0002991999983787537,
-    0.0007967360019683838
+    0.00021536000072956086,
+    0.0003614720106124878,
+    0.0008320959806442261
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.0353614999978333e-05,
-   "host_backward_canary_seconds": 1.8491980000021613e-05,
+   "host_canary_seconds": 1.0756689999880108e-05,
+   "host_backward_canary_seconds": 1.8138660000204254e-05,
    "pass_seconds": [
-    2.6288761446873344e-05,
-    2.1473524116334455e-05,
-    1.5093335438342322e-05
+    2.4285712944609787e-05,
+    3.0211047757239572e-05,
+    2.1678477525711063e-05
    ],
    "pass_host_canary_seconds": [
-    1.0353614999978333e-05,
-    9.533469999922772e-06,
-    9.088090000091142e-06
+    1.0756689999880108e-05,
+    1.0399590000815807e-05,
+    1.064531499991972e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8491980000021613e-05,
-    1.843495000002804e-05,
-    1.3702040000111993e-05
+    1.8138660000204254e-05,
+    2.0770270000411985e-05,
+    1.6102284999988117e-05
    ]
   },
   "layer_forward_dropout": {
-   "seconds": 2.009981054635275e-05,
-   "min": 1.798857136496476e-05,
-   "max": 2.3526094676483248e-05,
+   "seconds": 2.4275046906300954e-05,
+   "min": 2.392685626234327e-05,
+   "max": 2.496076144632839e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2869,32 +2869,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.0608000010252e-05,
-    0.0001316480040550232,
-    0.00040031999349594117
+    4.444799944758415e-05,
+    0.00011673600226640701,
+    0.00040351998805999756
    ],
-   "host_canary_seconds": 1.0406420000030892e-05,
-   "host_backward_canary_seconds": 1.687361999998416e-05,
+   "host_canary_seconds": 1.0593905000177983e-05,
+   "host_backward_canary_seconds": 1.7163059999347753e-05,
    "pass_seconds": [
-    2.3526094676483248e-05,
-    2.009981054635275e-05,
-    1.798857136496476e-05
+    2.392685626234327e-05,
+    2.496076144632839e-05,
+    2.4275046906300954e-05
    ],
    "pass_host_canary_seconds": [
-    1.0406420000030892e-05,
-    9.542344999999842e-06,
-    8.863640000100758e-06
+    1.0593905000177983e-05,
+    1.0412684999892008e-05,
+    1.060506749979595e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.687361999998416e-05,
-    1.8186209999981887e-05,
-    1.444085000002815e-05
+    1.7163059999347753e-05,
+    1.8937019999611947e-05,
+    1.537615500069478e-05
    ]
   },
   "layer_backward_dropout": {
-   "seconds": 1.9065141323066888e-05,
-   "min": 1.5568762396772698e-05,
-   "max": 2.2932572556393478e-05,
+   "seconds": 2.563123812987691e-05,
+   "min": 2.126324017133031e-05,
+   "max": 2.6870858101617715e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2903,33 +2903,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00019497600197792054,
-    0.000320576012134552,
-    0.0008872640132904053
+    0.00020015999674797058,
+    0.0003561600148677826,
+    0.0009633280038833618
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.0406420000030892e-05,
-   "host_backward_canary_seconds": 1.687361999998416e-05,
+   "host_canary_seconds": 1.0593905000177983e-05,
+   "host_backward_canary_seconds": 1.7163059999347753e-05,
    "pass_seconds": [
-    2.2932572556393478e-05,
-    1.9065141323066888e-05,
-    1.5568762396772698e-05
+    2.6870858101617715e-05,
+    2.563123812987691e-05,
+    2.126324017133031e-05
    ],
    "pass_host_canary_seconds": [
-    1.0406420000030892e-05,
-    9.542344999999842e-06,
-    8.863640000100758e-06
+    1.0593905000177983e-05,
+    1.0412684999892008e-05,
+    1.060506749979595e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.687361999998416e-05,
-    1.8186209999981887e-05,
-    1.444085000002815e-05
+    1.7163059999347753e-05,
+    1.8937019999611947e-05,
+    1.537615500069478e-05
    ]
   },
   "layer_forward_dropout_autocast": {
-   "seconds": 1.8400761343183972e-05,
-   "min": 1.8043428127254758e-05,
-   "max": 2.0971429312512985e-05,
+   "seconds": 2.591161891108467e-05,
+   "min": 2.5516191053958167e-05,
+   "max": 2.9665525115671606e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2938,32 +2938,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.023999840021133e-05,
-    0.00015372799336910248,
-    0.00035567998886108397
+    7.878399640321732e-05,
+    0.00020019200444221496,
+    0.00048201599717140195
    ],
-   "host_canary_seconds": 1.0318405000013798e-05,
-   "host_backward_canary_seconds": 1.5682190000063656e-05,
+   "host_canary_seconds": 1.1551972500001284e-05,
+   "host_backward_canary_seconds": 1.815000000078726e-05,
    "pass_seconds": [
-    1.8400761343183972e-05,
-    2.0971429312512985e-05,
-    1.8043428127254758e-05
+    2.591161891108467e-05,
+    2.9665525115671606e-05,
+    2.5516191053958167e-05
    ],
    "pass_host_canary_seconds": [
-    1.0318405000013798e-05,
-    9.51675250007611e-06,
-    8.875702500006355e-06
+    1.1551972500001284e-05,
+    1.0653377499920681e-05,
+    1.0492365000231984e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5682190000063656e-05,
-    1.8411605000068222e-05,
-    1.4329664999905844e-05
+    1.815000000078726e-05,
+    1.9690990000071907e-05,
+    1.949783999975807e-05
    ]
   },
   "layer_backward_dropout_autocast": {
-   "seconds": 1.9549715554430374e-05,
-   "min": 1.7196954006240484e-05,
-   "max": 2.2937143310194926e-05,
+   "seconds": 2.5765328535011843e-05,
+   "min": 2.2454094673906056e-05,
+   "max": 2.6529523943151746e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2972,33 +2972,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002133439928293228,
-    0.00035916799306869506,
-    0.0007603200078010559
+    0.00032396799325942993,
+    0.0004461759924888611,
+    0.0010418239831924438
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.0318405000013798e-05,
-   "host_backward_canary_seconds": 1.5682190000063656e-05,
+   "host_canary_seconds": 1.1551972500001284e-05,
+   "host_backward_canary_seconds": 1.815000000078726e-05,
    "pass_seconds": [
-    1.7196954006240484e-05,
-    2.2937143310194926e-05,
-    1.9549715554430374e-05
+    2.2454094673906056e-05,
+    2.5765328535011843e-05,
+    2.6529523943151746e-05
    ],
    "pass_host_canary_seconds": [
-    1.0318405000013798e-05,
-    9.51675250007611e-06,
-    8.875702500006355e-06
+    1.1551972500001284e-05,
+    1.0653377499920681e-05,
+    1.0492365000231984e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5682190000063656e-05,
-    1.8411605000068222e-05,
-    1.4329664999905844e-05
+    1.815000000078726e-05,
+    1.9690990000071907e-05,
+    1.949783999975807e-05
    ]
   },
   "layer_forward_dropout_identity": {
-   "seconds": 4.453333139064766e-06,
-   "min": 3.9436189635168935e-06,
-   "max": 4.826666609871955e-06,
+   "seconds": 5.482666904018039e-06,
+   "min": 3.0529526106658438e-06,
+   "max": 5.9672381196703225e-06,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout_identity layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3007,32 +3007,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.0384000614285468e-05,
-    2.956799976527691e-05,
-    8.579199761152268e-05
+    2.0031999796628952e-05,
+    3.9071999490261076e-05,
+    0.00010313600301742554
    ],
-   "host_canary_seconds": 9.309985000029996e-06,
-   "host_backward_canary_seconds": 1.755295999998907e-05,
+   "host_canary_seconds": 1.0915387500176621e-05,
+   "host_backward_canary_seconds": 1.7634399999906235e-05,
    "pass_seconds": [
-    4.453333139064766e-06,
-    4.826666609871955e-06,
-    3.9436189635168935e-06
+    5.482666904018039e-06,
+    3.0529526106658438e-06,
+    5.9672381196703225e-06
    ],
    "pass_host_canary_seconds": [
-    9.309985000029996e-06,
-    9.6985049999887e-06,
-    9.11047499997153e-06
+    1.0915387500176621e-05,
+    7.775074999472054e-06,
+    1.035994749997826e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.755295999998907e-05,
-    1.8662479999989044e-05,
-    1.9327839999903063e-05
+    1.7634399999906235e-05,
+    1.909053999952448e-05,
+    1.823299999955452e-05
    ]
   },
   "layer_backward_dropout_identity": {
-   "seconds": 1.3874281818668036e-06,
-   "min": 2.3619112159524546e-07,
-   "max": 1.4940955720487097e-06,
+   "seconds": 8.647612162998739e-07,
+   "min": 0.0,
+   "max": 2.2529521070065957e-06,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout_identity layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3041,33 +3041,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    8.819200098514557e-05,
-    0.00011552000045776367,
-    0.00017907199263572692
+    0.00012995199859142304,
+    0.00014608000218868257,
+    0.00022419199347496033
    ],
    "backward_nodes_per_layer": 0.0,
-   "host_canary_seconds": 9.309985000029996e-06,
-   "host_backward_canary_seconds": 1.755295999998907e-05,
+   "host_canary_seconds": 1.0915387500176621e-05,
+   "host_backward_canary_seconds": 1.7634399999906235e-05,
    "pass_seconds": [
-    1.3874281818668036e-06,
-    2.3619112159524546e-07,
-    1.4940955720487097e-06
+    8.647612162998739e-07,
+    2.2529521070065957e-06,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    9.309985000029996e-06,
-    9.6985049999887e-06,
-    9.11047499997153e-06
+    1.0915387500176621e-05,
+    7.775074999472054e-06,
+    1.035994749997826e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.755295999998907e-05,
-    1.8662479999989044e-05,
-    1.9327839999903063e-05
+    1.7634399999906235e-05,
+    1.909053999952448e-05,
+    1.823299999955452e-05
    ]
   },
   "layer_forward_dropout_identity_autocast": {
-   "seconds": 5.319619285208838e-06,
-   "min": 4.39847588893913e-06,
-   "max": 6.497524235220182e-06,
+   "seconds": 5.6289525791293104e-06,
+   "min": 5.382095153133075e-06,
+   "max": 7.363809361344292e-06,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout_identity layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3076,32 +3076,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.8224000707268716e-05,
-    5.7824000716209414e-05,
-    0.00012905600666999816
+    4.16640006005764e-05,
+    5.7151999324560164e-05,
+    0.00012217599898576737
    ],
-   "host_canary_seconds": 1.0209112499985906e-05,
-   "host_backward_canary_seconds": 1.8210155000026872e-05,
+   "host_canary_seconds": 1.0328282500040586e-05,
+   "host_backward_canary_seconds": 1.723554500017599e-05,
    "pass_seconds": [
-    6.497524235220182e-06,
-    5.319619285208838e-06,
-    4.39847588893913e-06
+    5.382095153133075e-06,
+    7.363809361344292e-06,
+    5.6289525791293104e-06
    ],
    "pass_host_canary_seconds": [
-    1.0209112499985906e-05,
-    1.0392210000063073e-05,
-    9.08494499995527e-06
+    1.0328282500040586e-05,
+    9.48120249972817e-06,
+    1.027978749959857e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8210155000026872e-05,
-    1.886384499997007e-05,
-    1.8313040000066396e-05
+    1.723554500017599e-05,
+    2.0880499999975657e-05,
+    1.877549499909037e-05
    ]
   },
   "layer_backward_dropout_identity_autocast": {
-   "seconds": 8.662859244006015e-07,
-   "min": 5.561955982730667e-08,
-   "max": 1.9405705056020216e-06,
+   "seconds": 3.3760006051687966e-06,
+   "min": 2.200380411176455e-06,
+   "max": 6.7908568751244325e-06,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout_identity layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3110,33 +3110,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00011686400324106216,
-    0.00016124799847602844,
-    0.0002497919946908951
+    0.00014131200313568116,
+    0.00017772799730300903,
+    0.00027606400847435
    ],
    "backward_nodes_per_layer": 0.0,
-   "host_canary_seconds": 1.0209112499985906e-05,
-   "host_backward_canary_seconds": 1.8210155000026872e-05,
+   "host_canary_seconds": 1.0328282500040586e-05,
+   "host_backward_canary_seconds": 1.723554500017599e-05,
    "pass_seconds": [
-    1.9405705056020216e-06,
-    8.662859244006015e-07,
-    5.561955982730667e-08
+    3.3760006051687966e-06,
+    6.7908568751244325e-06,
+    2.200380411176455e-06
    ],
    "pass_host_canary_seconds": [
-    1.0209112499985906e-05,
-    1.0392210000063073e-05,
-    9.08494499995527e-06
+    1.0328282500040586e-05,
+    9.48120249972817e-06,
+    1.027978749959857e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8210155000026872e-05,
-    1.886384499997007e-05,
-    1.8313040000066396e-05
+    1.723554500017599e-05,
+    2.0880499999975657e-05,
+    1.877549499909037e-05
    ]
   },
   "layer_forward_add": {
-   "seconds": 1.1449143467914491e-05,
-   "min": 1.0012190345497358e-05,
-   "max": 1.2390857651120141e-05,
+   "seconds": 1.216228554646174e-05,
+   "min": 1.2032000081879752e-05,
+   "max": 1.365485760782446e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3145,32 +3145,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.8384000062942505e-05,
-    6.409599632024765e-05,
-    0.00020057600736618042
+    2.9600000008940698e-05,
+    6.511999666690826e-05,
+    0.00023260800540447234
    ],
-   "host_canary_seconds": 1.0402209999984534e-05,
-   "host_backward_canary_seconds": 1.6159355000020525e-05,
+   "host_canary_seconds": 1.0041647500429461e-05,
+   "host_backward_canary_seconds": 1.829374500061931e-05,
    "pass_seconds": [
-    1.1449143467914491e-05,
-    1.2390857651120141e-05,
-    1.0012190345497358e-05
+    1.365485760782446e-05,
+    1.216228554646174e-05,
+    1.2032000081879752e-05
    ],
    "pass_host_canary_seconds": [
-    1.0402209999984534e-05,
-    1.005231000000606e-05,
-    9.07737500000394e-06
+    1.0041647500429461e-05,
+    1.0586737499806986e-05,
+    9.798862500360883e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6159355000020525e-05,
-    1.875278499994693e-05,
-    1.880661999990707e-05
+    1.829374500061931e-05,
+    2.103657500015288e-05,
+    2.0174774999759392e-05
    ]
   },
   "layer_backward_add": {
-   "seconds": 2.5941333511755574e-05,
-   "min": 2.0620952049891155e-05,
-   "max": 2.7378283618461525e-05,
+   "seconds": 3.303161760171255e-05,
+   "min": 3.0363427297700024e-05,
+   "max": 3.512762167624064e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3179,33 +3179,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015353600680828095,
-    0.0002617279887199402,
-    0.0007331839799880981
+    0.00014959999918937684,
+    0.00034092798829078676,
+    0.0008296319842338563
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 1.0402209999984534e-05,
-   "host_backward_canary_seconds": 1.6159355000020525e-05,
+   "host_canary_seconds": 1.0041647500429461e-05,
+   "host_backward_canary_seconds": 1.829374500061931e-05,
    "pass_seconds": [
-    2.7378283618461525e-05,
-    2.0620952049891155e-05,
-    2.5941333511755574e-05
+    3.0363427297700024e-05,
+    3.512762167624064e-05,
+    3.303161760171255e-05
    ],
    "pass_host_canary_seconds": [
-    1.0402209999984534e-05,
-    1.005231000000606e-05,
-    9.07737500000394e-06
+    1.0041647500429461e-05,
+    1.0586737499806986e-05,
+    9.798862500360883e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6159355000020525e-05,
-    1.875278499994693e-05,
-    1.880661999990707e-05
+    1.829374500061931e-05,
+    2.103657500015288e-05,
+    2.0174774999759392e-05
    ]
   },
   "layer_forward_add_autocast": {
-   "seconds": 1.1233523842834291e-05,
-   "min": 1.054704739224343e-05,
-   "max": 1.331047589580218e-05,
+   "seconds": 1.354666586433138e-05,
+   "min": 1.1945905075186775e-05,
+   "max": 1.411047719773792e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3214,32 +3214,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.7711998224258425e-05,
-    8.579199761152268e-05,
-    0.000246751993894577
+    5.023999884724617e-05,
+    9.452799707651139e-05,
+    0.00025465598702430724
    ],
-   "host_canary_seconds": 1.0832739999990793e-05,
-   "host_backward_canary_seconds": 1.6362345000011656e-05,
+   "host_canary_seconds": 1.0284679999585933e-05,
+   "host_backward_canary_seconds": 1.9273039999916363e-05,
    "pass_seconds": [
-    1.331047589580218e-05,
-    1.1233523842834291e-05,
-    1.054704739224343e-05
+    1.354666586433138e-05,
+    1.411047719773792e-05,
+    1.1945905075186775e-05
    ],
    "pass_host_canary_seconds": [
-    1.0832739999990793e-05,
-    9.829262500034019e-06,
-    9.314617499995848e-06
+    1.0284679999585933e-05,
+    1.0593187499807755e-05,
+    1.0123167500069029e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6362345000011656e-05,
-    1.905064499993614e-05,
-    1.8429014999981064e-05
+    1.9273039999916363e-05,
+    1.8116719999170528e-05,
+    1.9581920000746322e-05
    ]
   },
   "layer_backward_add_autocast": {
-   "seconds": 2.913904651289894e-05,
-   "min": 2.253866674644607e-05,
-   "max": 4.0572190745955425e-05,
+   "seconds": 2.883733099415189e-05,
+   "min": 2.8193523841244836e-05,
+   "max": 2.9397333306925642e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3248,33 +3248,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00017664000391960145,
-    0.0003022080063819885,
-    0.0007203840017318726
+    0.00025788798928260803,
+    0.00040147200226783755,
+    0.0008901119828224182
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 1.0832739999990793e-05,
-   "host_backward_canary_seconds": 1.6362345000011656e-05,
+   "host_canary_seconds": 1.0284679999585933e-05,
+   "host_backward_canary_seconds": 1.9273039999916363e-05,
    "pass_seconds": [
-    2.253866674644607e-05,
-    2.913904651289894e-05,
-    4.0572190745955425e-05
+    2.8193523841244836e-05,
+    2.883733099415189e-05,
+    2.9397333306925642e-05
    ],
    "pass_host_canary_seconds": [
-    1.0832739999990793e-05,
-    9.829262500034019e-06,
-    9.314617499995848e-06
+    1.0284679999585933e-05,
+    1.0593187499807755e-05,
+    1.0123167500069029e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6362345000011656e-05,
-    1.905064499993614e-05,
-    1.8429014999981064e-05
+    1.9273039999916363e-05,
+    1.8116719999170528e-05,
+    1.9581920000746322e-05
    ]
   },
   "layer_forward_mul": {
-   "seconds": 1.2966094982056392e-05,
-   "min": 1.2145523425369037e-05,
-   "max": 1.3386666153868042e-05,
+   "seconds": 1.2632380638803754e-05,
+   "min": 8.329904593882105e-06,
+   "max": 1.395961855139051e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3283,32 +3283,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.89280004799366e-05,
-    6.851200014352798e-05,
-    0.00022364799678325654
+    3.251200169324875e-05,
+    6.384000182151794e-05,
+    0.00021980799734592439
    ],
-   "host_canary_seconds": 9.990174999998658e-06,
-   "host_backward_canary_seconds": 1.5405969999982005e-05,
+   "host_canary_seconds": 1.0099025000727125e-05,
+   "host_backward_canary_seconds": 1.6486849999637344e-05,
    "pass_seconds": [
-    1.2966094982056392e-05,
-    1.2145523425369037e-05,
-    1.3386666153868042e-05
+    1.2632380638803754e-05,
+    1.395961855139051e-05,
+    8.329904593882105e-06
    ],
    "pass_host_canary_seconds": [
-    9.990174999998658e-06,
-    9.625814999978388e-06,
-    9.762434999913693e-06
+    1.0099025000727125e-05,
+    1.0403320000023086e-05,
+    9.83147999988887e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.5405969999982005e-05,
-    1.8822509999978366e-05,
-    1.850622000006297e-05
+    1.6486849999637344e-05,
+    1.600414999984423e-05,
+    1.879116500163036e-05
    ]
   },
   "layer_backward_mul": {
-   "seconds": 4.932114703669434e-05,
-   "min": 4.054400040989831e-05,
-   "max": 5.833752728289082e-05,
+   "seconds": 4.333257533255078e-05,
+   "min": 4.081066875230699e-05,
+   "max": 5.748951993882655e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3317,33 +3317,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014508800208568574,
-    0.0003583360016345978,
-    0.0009653120040893554
+    0.00021638399362564086,
+    0.00037116798758506775,
+    0.0010514880418777467
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 9.990174999998658e-06,
-   "host_backward_canary_seconds": 1.5405969999982005e-05,
+   "host_canary_seconds": 1.0099025000727125e-05,
+   "host_backward_canary_seconds": 1.6486849999637344e-05,
    "pass_seconds": [
-    4.054400040989831e-05,
-    4.932114703669434e-05,
-    5.833752728289082e-05
+    4.333257533255078e-05,
+    4.081066875230699e-05,
+    5.748951993882655e-05
    ],
    "pass_host_canary_seconds": [
-    9.990174999998658e-06,
-    9.625814999978388e-06,
-    9.762434999913693e-06
+    1.0099025000727125e-05,
+    1.0403320000023086e-05,
+    9.83147999988887e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.5405969999982005e-05,
-    1.8822509999978366e-05,
-    1.850622000006297e-05
+    1.6486849999637344e-05,
+    1.600414999984423e-05,
+    1.879116500163036e-05
    ]
   },
   "layer_forward_mul_autocast": {
-   "seconds": 1.3233524170659836e-05,
-   "min": 1.163352369552567e-05,
-   "max": 1.389638086160024e-05,
+   "seconds": 1.43817143426055e-05,
+   "min": 1.3711237836451757e-05,
+   "max": 1.5413333972295128e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3352,32 +3352,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.708799928426743e-05,
-    7.24480003118515e-05,
-    0.00024342399835586547
+    5.0815999507904055e-05,
+    9.408000111579895e-05,
+    0.0002810240089893341
    ],
-   "host_canary_seconds": 1.0106807499994376e-05,
-   "host_backward_canary_seconds": 1.4907219999962251e-05,
+   "host_canary_seconds": 1.0485462499900677e-05,
+   "host_backward_canary_seconds": 1.7366565000429546e-05,
    "pass_seconds": [
-    1.389638086160024e-05,
-    1.163352369552567e-05,
-    1.3233524170659836e-05
+    1.5413333972295128e-05,
+    1.43817143426055e-05,
+    1.3711237836451757e-05
    ],
    "pass_host_canary_seconds": [
-    1.0106807499994376e-05,
-    9.623429999976451e-06,
-    9.627395000109118e-06
+    1.0485462499900677e-05,
+    1.0546377500304515e-05,
+    1.0377485000390153e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4907219999962251e-05,
-    1.8498329999943053e-05,
-    1.857510999997203e-05
+    1.7366565000429546e-05,
+    1.5811959999609827e-05,
+    1.8348439998590037e-05
    ]
   },
   "layer_backward_mul_autocast": {
-   "seconds": 4.730895534157753e-05,
-   "min": 3.944457144964308e-05,
-   "max": 5.634819166291328e-05,
+   "seconds": 4.801447370222637e-05,
+   "min": 4.580952244855109e-05,
+   "max": 5.152228119827452e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3386,33 +3386,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00016995200514793396,
-    0.00034624001383781435,
-    0.000975488007068634
+    0.00022889600694179534,
+    0.0005030400156974793,
+    0.001257375955581665
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 1.0106807499994376e-05,
-   "host_backward_canary_seconds": 1.4907219999962251e-05,
+   "host_canary_seconds": 1.0485462499900677e-05,
+   "host_backward_canary_seconds": 1.7366565000429546e-05,
    "pass_seconds": [
-    3.944457144964308e-05,
-    4.730895534157753e-05,
-    5.634819166291328e-05
+    5.152228119827452e-05,
+    4.580952244855109e-05,
+    4.801447370222637e-05
    ],
    "pass_host_canary_seconds": [
-    1.0106807499994376e-05,
-    9.623429999976451e-06,
-    9.627395000109118e-06
+    1.0485462499900677e-05,
+    1.0546377500304515e-05,
+    1.0377485000390153e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4907219999962251e-05,
-    1.8498329999943053e-05,
-    1.857510999997203e-05
+    1.7366565000429546e-05,
+    1.5811959999609827e-05,
+    1.8348439998590037e-05
    ]
   },
   "layer_forward_softmax": {
-   "seconds": 1.2639237922571954e-05,
-   "min": 1.1115428148990585e-05,
-   "max": 1.3178666432698567e-05,
+   "seconds": 1.2648381115425202e-05,
+   "min": 1.1243428680158796e-05,
+   "max": 1.3548952305600757e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3421,32 +3421,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.0432000756263734e-05,
-    6.828799843788146e-05,
-    0.00022755199670791625
+    3.1840000301599505e-05,
+    7.206399738788604e-05,
+    0.00020265600085258483
    ],
-   "host_canary_seconds": 1.0489575000001139e-05,
-   "host_backward_canary_seconds": 1.9181589999988093e-05,
+   "host_canary_seconds": 1.0087435000514234e-05,
+   "host_backward_canary_seconds": 1.8750090000594354e-05,
    "pass_seconds": [
-    1.3178666432698567e-05,
-    1.1115428148990585e-05,
-    1.2639237922571954e-05
+    1.1243428680158796e-05,
+    1.3548952305600757e-05,
+    1.2648381115425202e-05
    ],
    "pass_host_canary_seconds": [
-    1.0489575000001139e-05,
-    9.69810499988455e-06,
-    9.891305000024886e-06
+    1.0087435000514234e-05,
+    1.0323910000238357e-05,
+    1.0613355000259617e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9181589999988093e-05,
-    1.831835000004389e-05,
-    1.8886954999999262e-05
+    1.8750090000594354e-05,
+    1.6975979999642732e-05,
+    1.853412500054219e-05
    ]
   },
   "layer_backward_softmax": {
-   "seconds": 3.567314431780861e-05,
-   "min": 2.8668192259612545e-05,
-   "max": 3.799009544863587e-05,
+   "seconds": 3.0045716003293088e-05,
+   "min": 2.42796183696815e-05,
+   "max": 3.587047454147112e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3455,33 +3455,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00016332800686359405,
-    0.0003296320140361786,
-    0.0009026880264282227
+    0.00018358400464057922,
+    0.0003130559921264648,
+    0.0007240639925003052
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.0489575000001139e-05,
-   "host_backward_canary_seconds": 1.9181589999988093e-05,
+   "host_canary_seconds": 1.0087435000514234e-05,
+   "host_backward_canary_seconds": 1.8750090000594354e-05,
    "pass_seconds": [
-    3.567314431780861e-05,
-    2.8668192259612545e-05,
-    3.799009544863587e-05
+    2.42796183696815e-05,
+    3.0045716003293088e-05,
+    3.587047454147112e-05
    ],
    "pass_host_canary_seconds": [
-    1.0489575000001139e-05,
-    9.69810499988455e-06,
-    9.891305000024886e-06
+    1.0087435000514234e-05,
+    1.0323910000238357e-05,
+    1.0613355000259617e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9181589999988093e-05,
-    1.831835000004389e-05,
-    1.8886954999999262e-05
+    1.8750090000594354e-05,
+    1.6975979999642732e-05,
+    1.853412500054219e-05
    ]
   },
   "layer_forward_softmax_autocast": {
-   "seconds": 1.2842666712545213e-05,
-   "min": 1.2588952091478165e-05,
-   "max": 1.3222856713192805e-05,
+   "seconds": 1.1888000049761363e-05,
+   "min": 9.691428836612475e-06,
+   "max": 1.3205333479813167e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3490,32 +3490,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.5711999982595444e-05,
-    8.508799970149993e-05,
-    0.00022841599583625793
+    3.913599997758865e-05,
+    7.465600222349167e-05,
+    0.0002174080014228821
    ],
-   "host_canary_seconds": 1.0005219999982273e-05,
-   "host_backward_canary_seconds": 1.7836180000010418e-05,
+   "host_canary_seconds": 1.0093322500210888e-05,
+   "host_backward_canary_seconds": 1.8563810000387095e-05,
    "pass_seconds": [
-    1.2588952091478165e-05,
-    1.2842666712545213e-05,
-    1.3222856713192805e-05
+    1.1888000049761363e-05,
+    9.691428836612475e-06,
+    1.3205333479813167e-05
    ],
    "pass_host_canary_seconds": [
-    1.0005219999982273e-05,
-    9.618760000051907e-06,
-    9.685302499988779e-06
+    1.0093322500210888e-05,
+    1.0649060000673672e-05,
+    1.0061794999955963e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7836180000010418e-05,
-    1.391006500000458e-05,
-    1.8337404999897447e-05
+    1.8563810000387095e-05,
+    2.0490914999982122e-05,
+    1.9932924999466195e-05
    ]
   },
   "layer_backward_softmax_autocast": {
-   "seconds": 3.5224382189058125e-05,
-   "min": 2.7596191458758855e-05,
-   "max": 3.589028563527834e-05,
+   "seconds": 3.412495145485515e-05,
+   "min": 3.301104654868444e-05,
+   "max": 4.6521143987774846e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3524,33 +3524,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00016025599837303162,
-    0.0003068479895591736,
-    0.0007717120051383972
+    0.000150176003575325,
+    0.00027020800113677977,
+    0.0008343679904937744
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.0005219999982273e-05,
-   "host_backward_canary_seconds": 1.7836180000010418e-05,
+   "host_canary_seconds": 1.0093322500210888e-05,
+   "host_backward_canary_seconds": 1.8563810000387095e-05,
    "pass_seconds": [
-    2.7596191458758855e-05,
-    3.5224382189058125e-05,
-    3.589028563527834e-05
+    3.412495145485515e-05,
+    4.6521143987774846e-05,
+    3.301104654868444e-05
    ],
    "pass_host_canary_seconds": [
-    1.0005219999982273e-05,
-    9.618760000051907e-06,
-    9.685302499988779e-06
+    1.0093322500210888e-05,
+    1.0649060000673672e-05,
+    1.0061794999955963e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7836180000010418e-05,
-    1.391006500000458e-05,
-    1.8337404999897447e-05
+    1.8563810000387095e-05,
+    2.0490914999982122e-05,
+    1.9932924999466195e-05
    ]
   },
   "layer_forward_log_softmax": {
-   "seconds": 1.0108190810396558e-05,
-   "min": 8.964571480949718e-06,
-   "max": 1.132114249325934e-05,
+   "seconds": 1.3618285723385356e-05,
+   "min": 1.3286856579638662e-05,
+   "max": 1.4038856895197006e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3559,32 +3559,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    1.6863999888300894e-05,
-    4.211200028657913e-05,
-    0.00015078400075435637
+    2.912000007927418e-05,
+    7.078400254249573e-05,
+    0.00022902399301528932
    ],
-   "host_canary_seconds": 8.991745000006546e-06,
-   "host_backward_canary_seconds": 1.579313000000582e-05,
+   "host_canary_seconds": 1.049741499969059e-05,
+   "host_backward_canary_seconds": 1.7257869999411923e-05,
    "pass_seconds": [
-    8.964571480949718e-06,
-    1.132114249325934e-05,
-    1.0108190810396558e-05
+    1.3286856579638662e-05,
+    1.4038856895197006e-05,
+    1.3618285723385356e-05
    ],
    "pass_host_canary_seconds": [
-    8.991745000006546e-06,
-    9.54282999998668e-06,
-    8.677977499971234e-06
+    1.049741499969059e-05,
+    1.0994242500146356e-05,
+    1.041593999957513e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.579313000000582e-05,
-    1.890446000004431e-05,
-    1.749719999992294e-05
+    1.7257869999411923e-05,
+    2.029163999964112e-05,
+    2.1045879998382587e-05
    ]
   },
   "layer_backward_log_softmax": {
-   "seconds": 2.2758094505185173e-05,
-   "min": 2.046933113819076e-05,
-   "max": 2.631923884508156e-05,
+   "seconds": 2.3557333364373166e-05,
+   "min": 2.296838208678223e-05,
+   "max": 2.462476075050377e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3593,33 +3593,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    8.73280018568039e-05,
-    0.00020947200059890747,
-    0.0006220160126686096
+    0.00016438399255275726,
+    0.000288096010684967,
+    0.0007363839745521545
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 8.991745000006546e-06,
-   "host_backward_canary_seconds": 1.579313000000582e-05,
+   "host_canary_seconds": 1.049741499969059e-05,
+   "host_backward_canary_seconds": 1.7257869999411923e-05,
    "pass_seconds": [
-    2.631923884508156e-05,
-    2.2758094505185173e-05,
-    2.046933113819076e-05
+    2.462476075050377e-05,
+    2.3557333364373166e-05,
+    2.296838208678223e-05
    ],
    "pass_host_canary_seconds": [
-    8.991745000006546e-06,
-    9.54282999998668e-06,
-    8.677977499971234e-06
+    1.049741499969059e-05,
+    1.0994242500146356e-05,
+    1.041593999957513e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.579313000000582e-05,
-    1.890446000004431e-05,
-    1.749719999992294e-05
+    1.7257869999411923e-05,
+    2.029163999964112e-05,
+    2.1045879998382587e-05
    ]
   },
   "layer_forward_log_softmax_autocast": {
-   "seconds": 1.089219039394742e-05,
-   "min": 7.881904464392435e-06,
-   "max": 1.1884190142154695e-05,
+   "seconds": 1.4140190113158455e-05,
+   "min": 1.323885665762992e-05,
+   "max": 1.530819084672701e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3628,32 +3628,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.321599915623665e-05,
-    8.899199962615967e-05,
-    0.00017548799514770507
+    5.8111999183893203e-05,
+    9.523200243711472e-05,
+    0.0002684479951858521
    ],
-   "host_canary_seconds": 9.847539999974231e-06,
-   "host_backward_canary_seconds": 1.9927010000060364e-05,
+   "host_canary_seconds": 1.1026340000057645e-05,
+   "host_backward_canary_seconds": 1.873837500170339e-05,
    "pass_seconds": [
-    7.881904464392435e-06,
-    1.1884190142154695e-05,
-    1.089219039394742e-05
+    1.4140190113158455e-05,
+    1.530819084672701e-05,
+    1.323885665762992e-05
    ],
    "pass_host_canary_seconds": [
-    9.847539999974231e-06,
-    9.74558999999431e-06,
-    8.546234999897706e-06
+    1.1026340000057645e-05,
+    1.0702927500574333e-05,
+    1.022201249952559e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9927010000060364e-05,
-    1.890446000004431e-05,
-    1.8052759999989122e-05
+    1.873837500170339e-05,
+    1.9779335000293942e-05,
+    2.04605249996348e-05
    ]
   },
   "layer_backward_log_softmax_autocast": {
-   "seconds": 2.127009736640113e-05,
-   "min": 1.697599923326855e-05,
-   "max": 2.9379809718756452e-05,
+   "seconds": 2.6003045695168632e-05,
+   "min": 2.4766478332735237e-05,
+   "max": 2.8563809359357465e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3662,897 +3662,897 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014838400483131408,
-    0.00022575999796390533,
-    0.0006958400011062622
+    0.00016809600591659546,
+    0.0003356480002403259,
+    0.0007859519720077514
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 9.847539999974231e-06,
-   "host_backward_canary_seconds": 1.9927010000060364e-05,
+   "host_canary_seconds": 1.1026340000057645e-05,
+   "host_backward_canary_seconds": 1.873837500170339e-05,
    "pass_seconds": [
-    2.9379809718756452e-05,
-    1.697599923326855e-05,
-    2.127009736640113e-05
+    2.6003045695168632e-05,
+    2.8563809359357465e-05,
+    2.4766478332735237e-05
    ],
    "pass_host_canary_seconds": [
-    9.847539999974231e-06,
-    9.74558999999431e-06,
-    8.546234999897706e-06
+    1.1026340000057645e-05,
+    1.0702927500574333e-05,
+    1.022201249952559e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9927010000060364e-05,
-    1.890446000004431e-05,
-    1.8052759999989122e-05
+    1.873837500170339e-05,
+    1.9779335000293942e-05,
+    2.04605249996348e-05
    ]
   },
   "layer_forward_cross_entropy": {
-   "seconds": 3.920000046491623e-05,
-   "min": 3.103999979794026e-05,
-   "max": 8.640000224113465e-05,
+   "seconds": 4.3903999030590055e-05,
+   "min": 2.755199931561947e-05,
+   "max": 8.323200047016143e-05,
    "samples": 123,
    "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0775650000027782e-05,
-   "host_backward_canary_seconds": 2.0806610000008164e-05,
+   "host_canary_seconds": 1.1058999999704611e-05,
+   "host_backward_canary_seconds": 1.8573230001948104e-05,
    "pass_seconds": [
-    4.812800139188767e-05,
-    3.920000046491623e-05,
-    3.28960008919239e-05
+    2.9823999851942064e-05,
+    4.8160001635551456e-05,
+    4.3903999030590055e-05
    ],
    "pass_host_canary_seconds": [
-    1.0775650000027782e-05,
-    9.64669249995609e-06,
-    8.744990000053578e-06
+    1.1058999999704611e-05,
+    1.041961999931118e-05,
+    1.0702824999384573e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0806610000008164e-05,
-    1.8673595000109345e-05,
-    1.7950154999937238e-05
+    1.8573230001948104e-05,
+    1.9649380001283134e-05,
+    2.0194999999603167e-05
    ]
   },
   "layer_backward_cross_entropy": {
-   "seconds": 5.999066649625699e-05,
-   "min": 0.0,
-   "max": 0.0003016853245596091,
+   "seconds": 5.0370662162701265e-05,
+   "min": 1.353867227832477e-05,
+   "max": 0.0003141453471034765,
    "samples": 123,
    "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0775650000027782e-05,
-   "host_backward_canary_seconds": 2.0806610000008164e-05,
+   "host_canary_seconds": 1.1058999999704611e-05,
+   "host_backward_canary_seconds": 1.8573230001948104e-05,
    "pass_seconds": [
-    8.328532303373019e-05,
-    5.999066649625699e-05,
-    0.0
+    5.0370662162701265e-05,
+    7.187332771718501e-05,
+    4.602532709638274e-05
    ],
    "pass_host_canary_seconds": [
-    1.0775650000027782e-05,
-    9.64669249995609e-06,
-    8.744990000053578e-06
+    1.1058999999704611e-05,
+    1.041961999931118e-05,
+    1.0702824999384573e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0806610000008164e-05,
-    1.8673595000109345e-05,
-    1.7950154999937238e-05
+    1.8573230001948104e-05,
+    1.9649380001283134e-05,
+    2.0194999999603167e-05
    ]
   },
   "layer_forward_cross_entropy_autocast": {
-   "seconds": 5.5167999118566515e-05,
-   "min": 4.53759990632534e-05,
-   "max": 0.00010739199817180633,
+   "seconds": 8.051200211048127e-05,
+   "min": 5.4944001138210295e-05,
+   "max": 0.0001350719928741455,
    "samples": 123,
    "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0346640000022944e-05,
-   "host_backward_canary_seconds": 1.8387349999997584e-05,
+   "host_canary_seconds": 1.1116875000425353e-05,
+   "host_backward_canary_seconds": 1.859812000020611e-05,
    "pass_seconds": [
-    6.691200286149979e-05,
-    5.5167999118566515e-05,
-    4.8703998327255246e-05
+    8.051200211048127e-05,
+    8.217599987983704e-05,
+    6.585600227117538e-05
    ],
    "pass_host_canary_seconds": [
-    1.0346640000022944e-05,
-    9.55611499996678e-06,
-    8.627632499980109e-06
+    1.1116875000425353e-05,
+    1.0467570000400883e-05,
+    1.1282742499929553e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8387349999997584e-05,
-    1.839166499991052e-05,
-    1.7570474999928364e-05
+    1.859812000020611e-05,
+    1.8897539998761203e-05,
+    2.01888600008715e-05
    ]
   },
   "layer_backward_cross_entropy_autocast": {
-   "seconds": 6.744666739056509e-05,
-   "min": 0.0,
-   "max": 0.00047509334112207097,
+   "seconds": 0.00011529732309281822,
+   "min": 8.098656932512907e-06,
+   "max": 0.0004930893238633871,
    "samples": 123,
    "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0346640000022944e-05,
-   "host_backward_canary_seconds": 1.8387349999997584e-05,
+   "host_canary_seconds": 1.1116875000425353e-05,
+   "host_backward_canary_seconds": 1.859812000020611e-05,
    "pass_seconds": [
-    0.00016136533642808598,
-    6.744666739056509e-05,
-    2.773441374302201e-07
+    0.0001222426692644755,
+    0.00011529732309281822,
+    5.33213230470816e-05
    ],
    "pass_host_canary_seconds": [
-    1.0346640000022944e-05,
-    9.55611499996678e-06,
-    8.627632499980109e-06
+    1.1116875000425353e-05,
+    1.0467570000400883e-05,
+    1.1282742499929553e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8387349999997584e-05,
-    1.839166499991052e-05,
-    1.7570474999928364e-05
+    1.859812000020611e-05,
+    1.8897539998761203e-05,
+    2.01888600008715e-05
    ]
   },
   "layer_forward_embedding": {
-   "seconds": 3.8816001266241075e-05,
-   "min": 2.8351999819278716e-05,
-   "max": 0.00010470400005578995,
+   "seconds": 4.252799972891807e-05,
+   "min": 2.5407999753952028e-05,
+   "max": 8.505599945783615e-05,
    "samples": 123,
    "method": "one tiny embedding layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0302350000017667e-05,
-   "host_backward_canary_seconds": 1.6246735000002843e-05,
+   "host_canary_seconds": 8.58658750075847e-06,
+   "host_backward_canary_seconds": 1.8015274999925168e-05,
    "pass_seconds": [
-    4.11520004272461e-05,
-    3.8816001266241075e-05,
-    3.033600002527237e-05
+    2.6976000517606734e-05,
+    4.323200136423111e-05,
+    4.252799972891807e-05
    ],
    "pass_host_canary_seconds": [
-    1.0302350000017667e-05,
-    9.95438500012824e-06,
-    8.725204999961988e-06
+    8.58658750075847e-06,
+    1.0241960000030304e-05,
+    1.0641200000236494e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6246735000002843e-05,
-    1.8708410000272124e-05,
-    1.773775000003752e-05
+    1.8015274999925168e-05,
+    1.8261230000007345e-05,
+    2.041969000174504e-05
    ]
   },
   "layer_backward_embedding": {
-   "seconds": 0.00021544532353679337,
-   "min": 0.0001687253254155318,
-   "max": 0.0005178466622407237,
+   "seconds": 0.0002603546517590682,
+   "min": 0.0001822746532658736,
+   "max": 0.0006258266704777876,
    "samples": 123,
    "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0302350000017667e-05,
-   "host_backward_canary_seconds": 1.6246735000002843e-05,
+   "host_canary_seconds": 8.58658750075847e-06,
+   "host_backward_canary_seconds": 1.8015274999925168e-05,
    "pass_seconds": [
-    0.00021544532353679337,
-    0.000263606656032304,
-    0.00018824533745646476
+    0.0002603546517590682,
+    0.00033475333265960215,
+    0.00025514534364144004
    ],
    "pass_host_canary_seconds": [
-    1.0302350000017667e-05,
-    9.95438500012824e-06,
-    8.725204999961988e-06
+    8.58658750075847e-06,
+    1.0241960000030304e-05,
+    1.0641200000236494e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6246735000002843e-05,
-    1.8708410000272124e-05,
-    1.773775000003752e-05
+    1.8015274999925168e-05,
+    1.8261230000007345e-05,
+    2.041969000174504e-05
    ]
   },
   "layer_forward_embedding_autocast": {
-   "seconds": 5.689600110054016e-05,
-   "min": 4.0063999593257904e-05,
-   "max": 0.00012438400089740754,
+   "seconds": 6.115199998021126e-05,
+   "min": 3.625600039958954e-05,
+   "max": 0.00011923199892044068,
    "samples": 123,
    "method": "one tiny embedding layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0211760000018443e-05,
-   "host_backward_canary_seconds": 1.4106120000008104e-05,
+   "host_canary_seconds": 9.547774999418834e-06,
+   "host_backward_canary_seconds": 1.968693999970128e-05,
    "pass_seconds": [
-    5.689600110054016e-05,
-    8.128000050783158e-05,
-    4.300799965858459e-05
+    5.776000022888184e-05,
+    7.615999877452851e-05,
+    6.115199998021126e-05
    ],
    "pass_host_canary_seconds": [
-    1.0211760000018443e-05,
-    9.439470000103256e-06,
-    8.86422999997194e-06
+    9.547774999418834e-06,
+    1.0603680000258464e-05,
+    1.0478154999873368e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4106120000008104e-05,
-    1.832134000011365e-05,
-    1.7443889999810834e-05
+    1.968693999970128e-05,
+    1.8583720000151515e-05,
+    1.9530709998889506e-05
    ]
   },
   "layer_backward_embedding_autocast": {
-   "seconds": 0.00027653465388963617,
-   "min": 0.00017426135018467904,
-   "max": 0.0006045013206700484,
+   "seconds": 0.0003117533425490061,
+   "min": 0.0001265613343566656,
+   "max": 0.0005672026524941127,
    "samples": 123,
    "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0211760000018443e-05,
-   "host_backward_canary_seconds": 1.4106120000008104e-05,
+   "host_canary_seconds": 9.547774999418834e-06,
+   "host_backward_canary_seconds": 1.968693999970128e-05,
    "pass_seconds": [
-    0.0002865173357228438,
-    0.00027653465388963617,
-    0.000206773329526186
+    0.0002744026730457942,
+    0.0003339533116668463,
+    0.0003117533425490061
    ],
    "pass_host_canary_seconds": [
-    1.0211760000018443e-05,
-    9.439470000103256e-06,
-    8.86422999997194e-06
+    9.547774999418834e-06,
+    1.0603680000258464e-05,
+    1.0478154999873368e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4106120000008104e-05,
-    1.832134000011365e-05,
-    1.7443889999810834e-05
+    1.968693999970128e-05,
+    1.8583720000151515e-05,
+    1.9530709998889506e-05
    ]
   },
   "layer_forward_embedding_atomic": {
-   "seconds": 3.049599938094616e-05,
-   "min": 2.473600022494793e-05,
-   "max": 7.577600330114365e-05,
+   "seconds": 3.840000182390213e-05,
+   "min": 2.8095999732613562e-05,
+   "max": 0.00011395200341939927,
    "samples": 123,
    "method": "one tiny embedding_atomic layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0191850000005331e-05,
-   "host_backward_canary_seconds": 1.7145790000014925e-05,
+   "host_canary_seconds": 1.098495499945784e-05,
+   "host_backward_canary_seconds": 1.965965499948652e-05,
    "pass_seconds": [
-    3.411199897527695e-05,
-    3.049599938094616e-05,
-    2.5760000571608544e-05
+    4.444799944758415e-05,
+    3.840000182390213e-05,
+    3.0400000512599945e-05
    ],
    "pass_host_canary_seconds": [
-    1.0191850000005331e-05,
-    9.678252500080475e-06,
-    8.850562499986836e-06
+    1.098495499945784e-05,
+    8.891437500437859e-06,
+    1.0713854999835348e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7145790000014925e-05,
-    1.8650404999931425e-05,
-    1.784891999989213e-05
+    1.965965499948652e-05,
+    1.811869999983173e-05,
+    1.9782850000638063e-05
    ]
   },
   "layer_backward_embedding_atomic": {
-   "seconds": 1.9157326469818742e-05,
+   "seconds": 2.8617328653732905e-05,
    "min": 0.0,
-   "max": 0.00011749465918789306,
+   "max": 0.0003861146407822768,
    "samples": 123,
    "method": "one tiny embedding_atomic layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0191850000005331e-05,
-   "host_backward_canary_seconds": 1.7145790000014925e-05,
+   "host_canary_seconds": 1.098495499945784e-05,
+   "host_backward_canary_seconds": 1.965965499948652e-05,
    "pass_seconds": [
-    1.9157326469818742e-05,
-    4.8918666007618096e-05,
-    0.0
+    0.00015475465233127277,
+    0.0,
+    2.8617328653732905e-05
    ],
    "pass_host_canary_seconds": [
-    1.0191850000005331e-05,
-    9.678252500080475e-06,
-    8.850562499986836e-06
+    1.098495499945784e-05,
+    8.891437500437859e-06,
+    1.0713854999835348e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7145790000014925e-05,
-    1.8650404999931425e-05,
-    1.784891999989213e-05
+    1.965965499948652e-05,
+    1.811869999983173e-05,
+    1.9782850000638063e-05
    ]
   },
   "layer_forward_embedding_atomic_autocast": {
-   "seconds": 4.649600014090538e-05,
-   "min": 3.6639999598264696e-05,
-   "max": 8.995199948549271e-05,
+   "seconds": 5.6159999221563336e-05,
+   "min": 3.3344000577926634e-05,
+   "max": 0.000102463997900486,
    "samples": 123,
    "method": "one tiny embedding_atomic layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0525809999997194e-05,
-   "host_backward_canary_seconds": 1.848983499996848e-05,
+   "host_canary_seconds": 1.0511495000855575e-05,
+   "host_backward_canary_seconds": 1.9136999999318504e-05,
    "pass_seconds": [
-    5.7631999254226684e-05,
-    4.649600014090538e-05,
-    3.884800150990486e-05
+    6.82239979505539e-05,
+    4.0063999593257904e-05,
+    5.6159999221563336e-05
    ],
    "pass_host_canary_seconds": [
-    1.0525809999997194e-05,
-    9.794985000084465e-06,
-    9.372342499958107e-06
+    1.0511495000855575e-05,
+    7.3954775001539015e-06,
+    1.0130737500162468e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.848983499996848e-05,
-    1.911798499989459e-05,
-    1.7996929999952728e-05
+    1.9136999999318504e-05,
+    1.8394849998912832e-05,
+    1.9648955000093338e-05
    ]
   },
   "layer_backward_embedding_atomic_autocast": {
-   "seconds": 2.21973347167174e-05,
+   "seconds": 1.927332828442253e-05,
    "min": 0.0,
-   "max": 0.00010962132985393208,
+   "max": 0.000438978652159373,
    "samples": 123,
    "method": "one tiny embedding_atomic layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0525809999997194e-05,
-   "host_backward_canary_seconds": 1.848983499996848e-05,
+   "host_canary_seconds": 1.0511495000855575e-05,
+   "host_backward_canary_seconds": 1.9136999999318504e-05,
    "pass_seconds": [
-    2.21973347167174e-05,
-    4.8566657739380995e-05,
-    0.0
+    0.00012979466716448465,
+    0.0,
+    1.927332828442253e-05
    ],
    "pass_host_canary_seconds": [
-    1.0525809999997194e-05,
-    9.794985000084465e-06,
-    9.372342499958107e-06
+    1.0511495000855575e-05,
+    7.3954775001539015e-06,
+    1.0130737500162468e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.848983499996848e-05,
-    1.911798499989459e-05,
-    1.7996929999952728e-05
+    1.9136999999318504e-05,
+    1.8394849998912832e-05,
+    1.9648955000093338e-05
    ]
   },
   "layer_forward_maxpool2d": {
-   "seconds": 3.4495998173952105e-05,
-   "min": 2.486399933695793e-05,
-   "max": 7.103999704122543e-05,
+   "seconds": 3.075199946761131e-05,
+   "min": 2.1983999758958816e-05,
+   "max": 5.5424001067876815e-05,
    "samples": 123,
    "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0721925000005683e-05,
-   "host_backward_canary_seconds": 1.9157389999975294e-05,
+   "host_canary_seconds": 1.0511495000855575e-05,
+   "host_backward_canary_seconds": 1.9303120000131456e-05,
    "pass_seconds": [
-    4.0608000010252e-05,
-    3.273599967360497e-05,
-    3.4495998173952105e-05
+    3.827200084924698e-05,
+    2.425600029528141e-05,
+    3.075199946761131e-05
    ],
    "pass_host_canary_seconds": [
-    1.0721925000005683e-05,
-    9.567495000055715e-06,
-    9.359752499946693e-06
+    1.0511495000855575e-05,
+    7.736819999877299e-06,
+    9.774565000384428e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9157389999975294e-05,
-    1.7149745000040182e-05,
-    1.7373539999994137e-05
+    1.9303120000131456e-05,
+    1.9094829998493878e-05,
+    2.004700999918896e-05
    ]
   },
   "layer_backward_maxpool2d": {
-   "seconds": 2.181466265271107e-05,
+   "seconds": 2.599333475033442e-05,
    "min": 0.0,
-   "max": 0.00029870933542648956,
+   "max": 0.00033094667146603266,
    "samples": 123,
    "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0721925000005683e-05,
-   "host_backward_canary_seconds": 1.9157389999975294e-05,
+   "host_canary_seconds": 1.0511495000855575e-05,
+   "host_backward_canary_seconds": 1.9303120000131456e-05,
    "pass_seconds": [
-    6.021332989136378e-05,
-    2.181466265271107e-05,
-    0.0
+    6.381066391865413e-05,
+    0.0,
+    2.599333475033442e-05
    ],
    "pass_host_canary_seconds": [
-    1.0721925000005683e-05,
-    9.567495000055715e-06,
-    9.359752499946693e-06
+    1.0511495000855575e-05,
+    7.736819999877299e-06,
+    9.774565000384428e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9157389999975294e-05,
-    1.7149745000040182e-05,
-    1.7373539999994137e-05
+    1.9303120000131456e-05,
+    1.9094829998493878e-05,
+    2.004700999918896e-05
    ]
   },
   "layer_forward_maxpool2d_autocast": {
-   "seconds": 4.8000000417232514e-05,
-   "min": 3.632000088691711e-05,
-   "max": 0.0002980799973011017,
+   "seconds": 5.7599999010562895e-05,
+   "min": 3.465599939227104e-05,
+   "max": 9.862399846315384e-05,
    "samples": 123,
    "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.117330500001401e-05,
-   "host_backward_canary_seconds": 1.9212819999978592e-05,
+   "host_canary_seconds": 7.587087500269263e-06,
+   "host_backward_canary_seconds": 2.1499100000710314e-05,
    "pass_seconds": [
-    6.761600077152252e-05,
-    4.8000000417232514e-05,
-    3.8816001266241075e-05
+    6.719999760389328e-05,
+    3.855999931693077e-05,
+    5.7599999010562895e-05
    ],
    "pass_host_canary_seconds": [
-    1.117330500001401e-05,
-    9.664682499987977e-06,
-    8.738944999961973e-06
+    7.587087500269263e-06,
+    7.81881000023077e-06,
+    1.050244000055045e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9212819999978592e-05,
-    1.719193500008487e-05,
-    1.6663145000137548e-05
+    2.1499100000710314e-05,
+    1.9494194999651883e-05,
+    1.9779355000082433e-05
    ]
   },
   "layer_backward_maxpool2d_autocast": {
-   "seconds": 5.06466549510757e-05,
+   "seconds": 2.5257325420776987e-05,
    "min": 0.0,
-   "max": 0.00032200533027450245,
+   "max": 0.00021187466631333033,
    "samples": 123,
    "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.117330500001401e-05,
-   "host_backward_canary_seconds": 1.9212819999978592e-05,
+   "host_canary_seconds": 7.587087500269263e-06,
+   "host_backward_canary_seconds": 2.1499100000710314e-05,
    "pass_seconds": [
-    0.00011198931808273,
-    5.06466549510757e-05,
-    0.0
+    3.104266772667566e-05,
+    0.0,
+    2.5257325420776987e-05
    ],
    "pass_host_canary_seconds": [
-    1.117330500001401e-05,
-    9.664682499987977e-06,
-    8.738944999961973e-06
+    7.587087500269263e-06,
+    7.81881000023077e-06,
+    1.050244000055045e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9212819999978592e-05,
-    1.719193500008487e-05,
-    1.6663145000137548e-05
+    2.1499100000710314e-05,
+    1.9494194999651883e-05,
+    1.9779355000082433e-05
    ]
   },
   "layer_forward_avgpool2d": {
-   "seconds": 2.908799983561039e-05,
-   "min": 1.9071999937295912e-05,
-   "max": 6.815999746322632e-05,
+   "seconds": 2.924799919128418e-05,
+   "min": 1.958400011062622e-05,
+   "max": 5.94559982419014e-05,
    "samples": 123,
    "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.742639999998914e-06,
-   "host_backward_canary_seconds": 1.7163479999950938e-05,
+   "host_canary_seconds": 8.36326500063933e-06,
+   "host_backward_canary_seconds": 2.447659000040403e-05,
    "pass_seconds": [
-    3.142400085926056e-05,
-    2.908799983561039e-05,
-    2.438399940729141e-05
+    3.033600002527237e-05,
+    2.1727999672293662e-05,
+    2.924799919128418e-05
    ],
    "pass_host_canary_seconds": [
-    9.742639999998914e-06,
-    9.795359999955622e-06,
-    8.672752500018533e-06
+    8.36326500063933e-06,
+    7.67888249981752e-06,
+    1.0158145000218609e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7163479999950938e-05,
-    1.9368659999940972e-05,
-    1.6604715000170245e-05
+    2.447659000040403e-05,
+    1.9450549999646682e-05,
+    1.9618620000301236e-05
    ]
   },
   "layer_backward_avgpool2d": {
-   "seconds": 0.0,
+   "seconds": 4.6813326577345205e-06,
    "min": 0.0,
-   "max": 7.547866335759559e-05,
+   "max": 8.656266580025354e-05,
    "samples": 123,
    "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.742639999998914e-06,
-   "host_backward_canary_seconds": 1.7163479999950938e-05,
+   "host_canary_seconds": 8.36326500063933e-06,
+   "host_backward_canary_seconds": 2.447659000040403e-05,
    "pass_seconds": [
+    1.6258659462134022e-05,
     0.0,
-    3.48386668289701e-05,
-    0.0
+    4.6813326577345205e-06
    ],
    "pass_host_canary_seconds": [
-    9.742639999998914e-06,
-    9.795359999955622e-06,
-    8.672752500018533e-06
+    8.36326500063933e-06,
+    7.67888249981752e-06,
+    1.0158145000218609e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7163479999950938e-05,
-    1.9368659999940972e-05,
-    1.6604715000170245e-05
+    2.447659000040403e-05,
+    1.9450549999646682e-05,
+    1.9618620000301236e-05
    ]
   },
   "layer_forward_avgpool2d_autocast": {
-   "seconds": 3.680000081658363e-05,
-   "min": 3.0688000842928885e-05,
-   "max": 5.9776000678539275e-05,
+   "seconds": 4.358400031924248e-05,
+   "min": 3.062400035560131e-05,
+   "max": 9.772799909114838e-05,
    "samples": 123,
    "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.998580000005974e-06,
-   "host_backward_canary_seconds": 1.7289699999984975e-05,
+   "host_canary_seconds": 8.228032500028347e-06,
+   "host_backward_canary_seconds": 2.748699499989016e-05,
    "pass_seconds": [
-    3.251200169324875e-05,
-    4.3903999030590055e-05,
-    3.680000081658363e-05
+    3.292800113558769e-05,
+    5.311999842524528e-05,
+    4.358400031924248e-05
    ],
    "pass_host_canary_seconds": [
-    7.998580000005974e-06,
-    9.73664249990236e-06,
-    8.686010000076294e-06
+    8.228032500028347e-06,
+    9.478662499873279e-06,
+    9.721535000153381e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7289699999984975e-05,
-    1.9803224999890288e-05,
-    1.701093999997738e-05
+    2.748699499989016e-05,
+    1.906081000015547e-05,
+    1.983256500011521e-05
    ]
   },
   "layer_backward_avgpool2d_autocast": {
-   "seconds": 7.221332440773644e-06,
+   "seconds": 1.4913344755768771e-05,
    "min": 0.0,
-   "max": 7.951066611955564e-05,
+   "max": 6.819467122356096e-05,
    "samples": 123,
    "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.998580000005974e-06,
-   "host_backward_canary_seconds": 1.7289699999984975e-05,
+   "host_canary_seconds": 8.228032500028347e-06,
+   "host_backward_canary_seconds": 2.748699499989016e-05,
    "pass_seconds": [
-    7.221332440773644e-06,
-    4.08226621026794e-05,
-    0.0
+    1.9106669972340264e-05,
+    1.4913344755768771e-05,
+    1.3161333898703233e-05
    ],
    "pass_host_canary_seconds": [
-    7.998580000005974e-06,
-    9.73664249990236e-06,
-    8.686010000076294e-06
+    8.228032500028347e-06,
+    9.478662499873279e-06,
+    9.721535000153381e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7289699999984975e-05,
-    1.9803224999890288e-05,
-    1.701093999997738e-05
+    2.748699499989016e-05,
+    1.906081000015547e-05,
+    1.983256500011521e-05
    ]
   },
   "layer_forward_adaptive_avgpool2d": {
-   "seconds": 2.6335999369621275e-05,
-   "min": 2.1536000072956085e-05,
-   "max": 7.315199822187424e-05,
+   "seconds": 2.985600009560585e-05,
+   "min": 2.1951999515295028e-05,
+   "max": 8.268799632787704e-05,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.818095000007078e-06,
-   "host_backward_canary_seconds": 1.8591324999981393e-05,
+   "host_canary_seconds": 7.627595000485598e-06,
+   "host_backward_canary_seconds": 2.6190940000105913e-05,
    "pass_seconds": [
-    2.3135999217629433e-05,
-    4.5056000351905825e-05,
-    2.6335999369621275e-05
+    3.923200070858002e-05,
+    2.4607999250292777e-05,
+    2.985600009560585e-05
    ],
    "pass_host_canary_seconds": [
-    9.818095000007078e-06,
-    1.0089444999934472e-05,
-    8.888940000062462e-06
+    7.627595000485598e-06,
+    9.434010000290982e-06,
+    9.811687500587142e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8591324999981393e-05,
-    2.0339535000033495e-05,
-    1.7367524999940543e-05
+    2.6190940000105913e-05,
+    1.9679910000149903e-05,
+    1.951552000036827e-05
    ]
   },
   "layer_backward_adaptive_avgpool2d": {
-   "seconds": 5.5861328418056164e-05,
+   "seconds": 0.0,
    "min": 0.0,
-   "max": 0.0001502946612114708,
+   "max": 3.476133445898689e-05,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.818095000007078e-06,
-   "host_backward_canary_seconds": 1.8591324999981393e-05,
+   "host_canary_seconds": 7.627595000485598e-06,
+   "host_backward_canary_seconds": 2.6190940000105913e-05,
    "pass_seconds": [
-    5.5861328418056164e-05,
-    0.00010543066232154769,
-    0.0
+    0.0,
+    0.0,
+    1.5369335810343394e-05
    ],
    "pass_host_canary_seconds": [
-    9.818095000007078e-06,
-    1.0089444999934472e-05,
-    8.888940000062462e-06
+    7.627595000485598e-06,
+    9.434010000290982e-06,
+    9.811687500587142e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8591324999981393e-05,
-    2.0339535000033495e-05,
-    1.7367524999940543e-05
+    2.6190940000105913e-05,
+    1.9679910000149903e-05,
+    1.951552000036827e-05
    ]
   },
   "layer_forward_adaptive_avgpool2d_autocast": {
-   "seconds": 5.049600079655647e-05,
-   "min": 3.791999816894531e-05,
-   "max": 9.31520015001297e-05,
+   "seconds": 4.8000000417232514e-05,
+   "min": 3.2832000404596326e-05,
+   "max": 0.00010688000172376633,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0678960000021221e-05,
-   "host_backward_canary_seconds": 1.4252080000005662e-05,
+   "host_canary_seconds": 8.121129999949516e-06,
+   "host_backward_canary_seconds": 2.3274379999520533e-05,
    "pass_seconds": [
-    6.191999837756157e-05,
-    5.049600079655647e-05,
-    3.996799886226654e-05
+    3.7599999457597735e-05,
+    6.124800071120262e-05,
+    4.8000000417232514e-05
    ],
    "pass_host_canary_seconds": [
-    1.0678960000021221e-05,
-    1.020121750002545e-05,
-    9.048822500048459e-06
+    8.121129999949516e-06,
+    1.0251359999529086e-05,
+    9.916415000361666e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4252080000005662e-05,
-    1.9693529999926795e-05,
-    1.7332070000009027e-05
+    2.3274379999520533e-05,
+    2.0105010000861513e-05,
+    1.949640000020736e-05
    ]
   },
   "layer_backward_adaptive_avgpool2d_autocast": {
-   "seconds": 4.162266446898381e-05,
+   "seconds": 2.2505334268013607e-05,
    "min": 0.0,
-   "max": 0.0002880853439370791,
+   "max": 0.0002908493373543024,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0678960000021221e-05,
-   "host_backward_canary_seconds": 1.4252080000005662e-05,
+   "host_canary_seconds": 8.121129999949516e-06,
+   "host_backward_canary_seconds": 2.3274379999520533e-05,
    "pass_seconds": [
-    9.182933221260706e-05,
-    4.162266446898381e-05,
-    0.0
+    2.237067247430483e-05,
+    6.163332797586918e-05,
+    2.2505334268013607e-05
    ],
    "pass_host_canary_seconds": [
-    1.0678960000021221e-05,
-    1.020121750002545e-05,
-    9.048822500048459e-06
+    8.121129999949516e-06,
+    1.0251359999529086e-05,
+    9.916415000361666e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4252080000005662e-05,
-    1.9693529999926795e-05,
-    1.7332070000009027e-05
+    2.3274379999520533e-05,
+    2.0105010000861513e-05,
+    1.949640000020736e-05
    ]
   },
   "layer_forward_flatten": {
-   "seconds": 1.961600035429001e-05,
-   "min": 1.5552000142633914e-05,
-   "max": 7.088000327348708e-05,
+   "seconds": 1.9551999866962432e-05,
+   "min": 1.2992000207304955e-05,
+   "max": 6.319999694824218e-05,
    "samples": 123,
    "method": "one tiny flatten layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.05695975000053e-05,
-   "host_backward_canary_seconds": 1.4765190000005646e-05,
+   "host_canary_seconds": 8.201709999298146e-06,
+   "host_backward_canary_seconds": 1.9027570000389457e-05,
    "pass_seconds": [
-    2.454400062561035e-05,
-    1.961600035429001e-05,
-    1.6095999628305435e-05
+    1.4208000153303147e-05,
+    2.396799996495247e-05,
+    1.9551999866962432e-05
    ],
    "pass_host_canary_seconds": [
-    1.05695975000053e-05,
-    9.96759250000423e-06,
-    8.145097500005249e-06
+    8.201709999298146e-06,
+    1.0412389999601145e-05,
+    1.0068670000009662e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4765190000005646e-05,
-    1.8956399999865424e-05,
-    1.712345499996104e-05
+    1.9027570000389457e-05,
+    1.967992000004415e-05,
+    1.9763804999683998e-05
    ]
   },
   "layer_backward_flatten": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 4.2742661821345494e-05,
+   "max": 3.001867110530537e-05,
    "samples": 123,
    "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.05695975000053e-05,
-   "host_backward_canary_seconds": 1.4765190000005646e-05,
+   "host_canary_seconds": 8.201709999298146e-06,
+   "host_backward_canary_seconds": 1.9027570000389457e-05,
    "pass_seconds": [
     0.0,
-    9.654663192729153e-06,
+    0.0,
     0.0
    ],
    "pass_host_canary_seconds": [
-    1.05695975000053e-05,
-    9.96759250000423e-06,
-    8.145097500005249e-06
+    8.201709999298146e-06,
+    1.0412389999601145e-05,
+    1.0068670000009662e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4765190000005646e-05,
-    1.8956399999865424e-05,
-    1.712345499996104e-05
+    1.9027570000389457e-05,
+    1.967992000004415e-05,
+    1.9763804999683998e-05
    ]
   },
   "layer_forward_flatten_autocast": {
-   "seconds": 3.4272000193595885e-05,
-   "min": 2.1215999498963357e-05,
-   "max": 7.088000327348708e-05,
+   "seconds": 3.411199897527695e-05,
+   "min": 2.329600043594837e-05,
+   "max": 6.284800171852112e-05,
    "samples": 123,
    "method": "one tiny flatten layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0880950000000667e-05,
-   "host_backward_canary_seconds": 1.591946999997873e-05,
+   "host_canary_seconds": 7.773747499300042e-06,
+   "host_backward_canary_seconds": 1.8520525001122222e-05,
    "pass_seconds": [
-    4.4096000492572786e-05,
-    3.4272000193595885e-05,
-    2.2431999444961547e-05
+    2.4768000468611716e-05,
+    4.1280001401901244e-05,
+    3.411199897527695e-05
    ],
    "pass_host_canary_seconds": [
-    1.0880950000000667e-05,
-    9.866482499987228e-06,
-    7.312047499965502e-06
+    7.773747499300042e-06,
+    1.0500072499439738e-05,
+    9.851652499719421e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.591946999997873e-05,
-    1.900895500000388e-05,
-    1.687622999995142e-05
+    1.8520525001122222e-05,
+    1.9855629999483427e-05,
+    1.993409499959853e-05
    ]
   },
   "layer_backward_flatten_autocast": {
-   "seconds": 8.117324362198508e-06,
+   "seconds": 0.0,
    "min": 0.0,
-   "max": 4.991066424796978e-05,
+   "max": 9.570662553111717e-06,
    "samples": 123,
    "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0880950000000667e-05,
-   "host_backward_canary_seconds": 1.591946999997873e-05,
+   "host_canary_seconds": 7.773747499300042e-06,
+   "host_backward_canary_seconds": 1.8520525001122222e-05,
    "pass_seconds": [
-    8.117324362198508e-06,
-    1.5606663810710107e-05,
+    0.0,
+    0.0,
     0.0
    ],
    "pass_host_canary_seconds": [
-    1.0880950000000667e-05,
-    9.866482499987228e-06,
-    7.312047499965502e-06
+    7.773747499300042e-06,
+    1.0500072499439738e-05,
+    9.851652499719421e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.591946999997873e-05,
-    1.900895500000388e-05,
-    1.687622999995142e-05
+    1.8520525001122222e-05,
+    1.9855629999483427e-05,
+    1.993409499959853e-05
    ]
   },
   "layer_forward_reshape": {
-   "seconds": 1.6160000115633012e-05,
-   "min": 1.0367999784648419e-05,
-   "max": 3.196800127625465e-05,
+   "seconds": 1.6224000602960586e-05,
+   "min": 1.110399980098009e-05,
+   "max": 4.82879988849163e-05,
    "samples": 123,
    "method": "one tiny reshape layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1262969999989991e-05,
-   "host_backward_canary_seconds": 1.574893999997329e-05,
+   "host_canary_seconds": 8.050934999914716e-06,
+   "host_backward_canary_seconds": 1.8832265000128244e-05,
    "pass_seconds": [
-    2.022399939596653e-05,
-    1.6160000115633012e-05,
-    1.0816000401973725e-05
+    1.1455999687314034e-05,
+    1.8144000321626665e-05,
+    1.6224000602960586e-05
    ],
    "pass_host_canary_seconds": [
-    1.1262969999989991e-05,
-    9.765450000003283e-06,
-    7.34394500000235e-06
+    8.050934999914716e-06,
+    8.848992499679299e-06,
+    9.982784999920114e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.574893999997329e-05,
-    1.9015135000017834e-05,
-    1.8205650000027163e-05
+    1.8832265000128244e-05,
+    1.876628999980312e-05,
+    2.005286999974487e-05
    ]
   },
   "layer_backward_reshape": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 4.4374655621747165e-05,
+   "max": 0.0,
    "samples": 123,
    "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1262969999989991e-05,
-   "host_backward_canary_seconds": 1.574893999997329e-05,
+   "host_canary_seconds": 8.050934999914716e-06,
+   "host_backward_canary_seconds": 1.8832265000128244e-05,
    "pass_seconds": [
     0.0,
-    6.550665634373815e-06,
+    0.0,
     0.0
    ],
    "pass_host_canary_seconds": [
-    1.1262969999989991e-05,
-    9.765450000003283e-06,
-    7.34394500000235e-06
+    8.050934999914716e-06,
+    8.848992499679299e-06,
+    9.982784999920114e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.574893999997329e-05,
-    1.9015135000017834e-05,
-    1.8205650000027163e-05
+    1.8832265000128244e-05,
+    1.876628999980312e-05,
+    2.005286999974487e-05
    ]
   },
   "layer_forward_reshape_autocast": {
-   "seconds": 3.094400092959404e-05,
-   "min": 1.8815999850630762e-05,
-   "max": 7.654400169849396e-05,
+   "seconds": 3.145600110292435e-05,
+   "min": 2.1088000386953353e-05,
+   "max": 4.838399961590767e-05,
    "samples": 123,
    "method": "one tiny reshape layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1242587499982194e-05,
-   "host_backward_canary_seconds": 1.553231500000862e-05,
+   "host_canary_seconds": 8.254159999978584e-06,
+   "host_backward_canary_seconds": 1.6613340000048994e-05,
    "pass_seconds": [
-    3.903999924659729e-05,
-    3.094400092959404e-05,
-    1.9999999552965164e-05
+    2.223999984562397e-05,
+    3.42399999499321e-05,
+    3.145600110292435e-05
    ],
    "pass_host_canary_seconds": [
-    1.1242587499982194e-05,
-    9.690732499976206e-06,
-    7.203867500038542e-06
+    8.254159999978584e-06,
+    9.013205000201196e-06,
+    1.0096707499656077e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.553231500000862e-05,
-    1.8843569999944518e-05,
-    1.9721075000092016e-05
+    1.6613340000048994e-05,
+    1.7277240000339586e-05,
+    1.9910729999992327e-05
    ]
   },
   "layer_backward_reshape_autocast": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 4.9110654431084786e-05,
+   "max": 0.00011430533044040202,
    "samples": 123,
    "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1242587499982194e-05,
-   "host_backward_canary_seconds": 1.553231500000862e-05,
+   "host_canary_seconds": 8.254159999978584e-06,
+   "host_backward_canary_seconds": 1.6613340000048994e-05,
    "pass_seconds": [
     0.0,
-    1.2534659045437973e-05,
+    0.0,
     0.0
    ],
    "pass_host_canary_seconds": [
-    1.1242587499982194e-05,
-    9.690732499976206e-06,
-    7.203867500038542e-06
+    8.254159999978584e-06,
+    9.013205000201196e-06,
+    1.0096707499656077e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.553231500000862e-05,
-    1.8843569999944518e-05,
-    1.9721075000092016e-05
+    1.6613340000048994e-05,
+    1.7277240000339586e-05,
+    1.9910729999992327e-05
    ]
   },
   "layer_forward_slice": {
-   "seconds": 1.7343999817967414e-05,
-   "min": 1.1487999930977822e-05,
-   "max": 5.0847999751567844e-05,
+   "seconds": 1.852799952030182e-05,
+   "min": 1.2351999990642071e-05,
+   "max": 5.2799999713897704e-05,
    "samples": 123,
    "method": "one tiny slice layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0740367499995074e-05,
-   "host_backward_canary_seconds": 1.5314334999985135e-05,
+   "host_canary_seconds": 7.780197499869246e-06,
+   "host_backward_canary_seconds": 1.7869805000145788e-05,
    "pass_seconds": [
-    1.8208000808954238e-05,
-    1.7343999817967414e-05,
-    1.1872000060975551e-05
+    1.2992000207304955e-05,
+    2.3584000766277314e-05,
+    1.852799952030182e-05
    ],
    "pass_host_canary_seconds": [
-    1.0740367499995074e-05,
-    9.542777499973455e-06,
-    7.252400000012926e-06
+    7.780197499869246e-06,
+    1.0920972500230163e-05,
+    9.930482499953542e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.5314334999985135e-05,
-    1.854252000001111e-05,
-    1.9588840000039906e-05
+    1.7869805000145788e-05,
+    1.6003580000187868e-05,
+    1.95760799999789e-05
    ]
   },
   "layer_backward_slice": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 9.032533783465626e-05,
+   "max": 4.364932887256144e-05,
    "samples": 123,
    "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0740367499995074e-05,
-   "host_backward_canary_seconds": 1.5314334999985135e-05,
+   "host_canary_seconds": 7.780197499869246e-06,
+   "host_backward_canary_seconds": 1.7869805000145788e-05,
    "pass_seconds": [
     0.0,
-    3.544666400800148e-05,
-    0.0
+    0.0,
+    1.3033329198757794e-05
    ],
    "pass_host_canary_seconds": [
-    1.0740367499995074e-05,
-    9.542777499973455e-06,
-    7.252400000012926e-06
+    7.780197499869246e-06,
+    1.0920972500230163e-05,
+    9.930482499953542e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.5314334999985135e-05,
-    1.854252000001111e-05,
-    1.9588840000039906e-05
+    1.7869805000145788e-05,
+    1.6003580000187868e-05,
+    1.95760799999789e-05
    ]
   },
   "layer_forward_slice_autocast": {
-   "seconds": 3.129599988460541e-05,
-   "min": 2.022399939596653e-05,
-   "max": 5.9200000017881396e-05,
+   "seconds": 3.222399950027466e-05,
+   "min": 2.1824000403285027e-05,
+   "max": 7.651200145483017e-05,
    "samples": 123,
    "method": "one tiny slice layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0573902500006228e-05,
-   "host_backward_canary_seconds": 1.4529939999974319e-05,
+   "host_canary_seconds": 7.419054999786567e-06,
+   "host_backward_canary_seconds": 1.900726500025485e-05,
    "pass_seconds": [
-    3.791999816894531e-05,
-    3.129599988460541e-05,
-    2.1215999498963357e-05
+    2.3679999634623526e-05,
+    4.713600128889084e-05,
+    3.222399950027466e-05
    ],
    "pass_host_canary_seconds": [
-    1.0573902500006228e-05,
-    9.539072500004408e-06,
-    7.237204999981372e-06
+    7.419054999786567e-06,
+    1.115127500042945e-05,
+    9.885860000622415e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4529939999974319e-05,
-    1.820536500005687e-05,
-    1.802296000008141e-05
+    1.900726500025485e-05,
+    1.5558840000267083e-05,
+    1.9034304999649974e-05
    ]
   },
   "layer_backward_slice_autocast": {
-   "seconds": 1.2885330865780516e-05,
+   "seconds": 3.329334780573836e-06,
    "min": 0.0,
-   "max": 9.400665728996197e-05,
+   "max": 0.00023212934844195842,
    "samples": 123,
    "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0573902500006228e-05,
-   "host_backward_canary_seconds": 1.4529939999974319e-05,
+   "host_canary_seconds": 7.419054999786567e-06,
+   "host_backward_canary_seconds": 1.900726500025485e-05,
    "pass_seconds": [
-    1.2885330865780516e-05,
-    4.530265896270673e-05,
-    0.0
+    0.0,
+    3.329334780573836e-06,
+    2.2473334024349832e-05
    ],
    "pass_host_canary_seconds": [
-    1.0573902500006228e-05,
-    9.539072500004408e-06,
-    7.237204999981372e-06
+    7.419054999786567e-06,
+    1.115127500042945e-05,
+    9.885860000622415e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4529939999974319e-05,
-    1.820536500005687e-05,
-    1.802296000008141e-05
+    1.900726500025485e-05,
+    1.5558840000267083e-05,
+    1.9034304999649974e-05
    ]
   },
   "layer_forward_transpose_contiguous": {
-   "seconds": 1.7081904890281813e-05,
-   "min": 1.132266613699141e-05,
-   "max": 1.8476190134173346e-05,
+   "seconds": 1.711923797570524e-05,
+   "min": 1.2237714248753727e-05,
+   "max": 2.002285775684175e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4561,32 +4561,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.7856001406908035e-05,
-    9.23520028591156e-05,
-    0.0003146879971027374
+    2.211200073361397e-05,
+    6.108799949288369e-05,
+    0.0002064319998025894
    ],
-   "host_canary_seconds": 1.049934750001924e-05,
-   "host_backward_canary_seconds": 1.752952000000363e-05,
+   "host_canary_seconds": 7.581390000268584e-06,
+   "host_backward_canary_seconds": 1.9805360000191286e-05,
    "pass_seconds": [
-    1.8476190134173346e-05,
-    1.7081904890281813e-05,
-    1.132266613699141e-05
+    1.2237714248753727e-05,
+    2.002285775684175e-05,
+    1.711923797570524e-05
    ],
    "pass_host_canary_seconds": [
-    1.049934750001924e-05,
-    9.542982500008178e-06,
-    8.568234999870583e-06
+    7.581390000268584e-06,
+    1.0164715000655633e-05,
+    9.808470000507441e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.752952000000363e-05,
-    1.8850260000107257e-05,
-    1.812693999994508e-05
+    1.9805360000191286e-05,
+    1.6521359999615015e-05,
+    2.000976999852355e-05
    ]
   },
   "layer_backward_transpose_contiguous": {
-   "seconds": 1.4113522888649082e-05,
-   "min": 1.2654475601656095e-05,
-   "max": 1.8518095215161643e-05,
+   "seconds": 1.5740190322200452e-05,
+   "min": 6.347427765528361e-06,
+   "max": 2.348418915200801e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4595,33 +4595,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00016182400286197663,
-    0.00025283199548721314,
-    0.0006484159827232361
+    0.00012467200309038162,
+    0.00019183999300003053,
+    0.0006471679806709289
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 1.049934750001924e-05,
-   "host_backward_canary_seconds": 1.752952000000363e-05,
+   "host_canary_seconds": 7.581390000268584e-06,
+   "host_backward_canary_seconds": 1.9805360000191286e-05,
    "pass_seconds": [
-    1.4113522888649082e-05,
-    1.2654475601656095e-05,
-    1.8518095215161643e-05
+    2.348418915200801e-05,
+    6.347427765528361e-06,
+    1.5740190322200452e-05
    ],
    "pass_host_canary_seconds": [
-    1.049934750001924e-05,
-    9.542982500008178e-06,
-    8.568234999870583e-06
+    7.581390000268584e-06,
+    1.0164715000655633e-05,
+    9.808470000507441e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.752952000000363e-05,
-    1.8850260000107257e-05,
-    1.812693999994508e-05
+    1.9805360000191286e-05,
+    1.6521359999615015e-05,
+    2.000976999852355e-05
    ]
   },
   "layer_forward_transpose_contiguous_autocast": {
-   "seconds": 1.701714311327253e-05,
-   "min": 1.5376000886871702e-05,
-   "max": 1.8479238486006144e-05,
+   "seconds": 1.7316572368144988e-05,
+   "min": 1.3807999945822218e-05,
+   "max": 1.784304706823258e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4630,32 +4630,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.9039998799562455e-05,
-    0.000114656001329422,
-    0.00033628800511360167
+    5.235200002789497e-05,
+    0.00010476800054311752,
+    0.0002631359994411469
    ],
-   "host_canary_seconds": 1.04430000000022e-05,
-   "host_backward_canary_seconds": 1.6625565000012444e-05,
+   "host_canary_seconds": 9.769197499736039e-06,
+   "host_backward_canary_seconds": 1.8192525000131355e-05,
    "pass_seconds": [
-    1.8479238486006144e-05,
-    1.701714311327253e-05,
-    1.5376000886871702e-05
+    1.3807999945822218e-05,
+    1.7316572368144988e-05,
+    1.784304706823258e-05
    ],
    "pass_host_canary_seconds": [
-    1.04430000000022e-05,
-    9.672939999987308e-06,
-    8.645464999972319e-06
+    9.769197499736039e-06,
+    9.697000000414845e-06,
+    9.880607499894723e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6625565000012444e-05,
-    1.8982580000113105e-05,
-    1.8067309999878488e-05
+    1.8192525000131355e-05,
+    1.625524500013853e-05,
+    1.862723499925778e-05
    ]
   },
   "layer_backward_transpose_contiguous_autocast": {
-   "seconds": 1.935542569983573e-05,
-   "min": 1.583085776794525e-05,
-   "max": 2.248380794411614e-05,
+   "seconds": 2.463923820427486e-05,
+   "min": 1.6239998596055172e-05,
+   "max": 2.478095179512387e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4664,129 +4664,129 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00017638400197029114,
-    0.00026876801252365113,
-    0.0007368639707565308
+    0.00018419200181961058,
+    0.0002120639979839325,
+    0.0007337279915809632
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 1.04430000000022e-05,
-   "host_backward_canary_seconds": 1.6625565000012444e-05,
+   "host_canary_seconds": 9.769197499736039e-06,
+   "host_backward_canary_seconds": 1.8192525000131355e-05,
    "pass_seconds": [
-    1.935542569983573e-05,
-    2.248380794411614e-05,
-    1.583085776794525e-05
+    2.478095179512387e-05,
+    2.463923820427486e-05,
+    1.6239998596055172e-05
    ],
    "pass_host_canary_seconds": [
-    1.04430000000022e-05,
-    9.672939999987308e-06,
-    8.645464999972319e-06
+    9.769197499736039e-06,
+    9.697000000414845e-06,
+    9.880607499894723e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6625565000012444e-05,
-    1.8982580000113105e-05,
-    1.8067309999878488e-05
+    1.8192525000131355e-05,
+    1.625524500013853e-05,
+    1.862723499925778e-05
    ]
   },
   "layer_forward_cat": {
-   "seconds": 2.6752000674605368e-05,
-   "min": 2.227200008928776e-05,
-   "max": 4.915200173854828e-05,
+   "seconds": 2.5312000885605812e-05,
+   "min": 1.9711999222636224e-05,
+   "max": 5.270399898290634e-05,
    "samples": 123,
    "method": "one tiny cat layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0327379999992559e-05,
-   "host_backward_canary_seconds": 1.7088130000004752e-05,
+   "host_canary_seconds": 1.0424150000289955e-05,
+   "host_backward_canary_seconds": 1.7852314999799998e-05,
    "pass_seconds": [
-    3.145600110292435e-05,
-    2.6752000674605368e-05,
-    2.3423999547958375e-05
+    2.1439999341964723e-05,
+    2.5312000885605812e-05,
+    2.8991999104619025e-05
    ],
    "pass_host_canary_seconds": [
-    1.0327379999992559e-05,
-    9.715569999997342e-06,
-    9.073852500023349e-06
+    1.0424150000289955e-05,
+    9.376477499927205e-06,
+    1.0036367499424159e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7088130000004752e-05,
-    1.875291999994033e-05,
-    1.8216469999998708e-05
+    1.7852314999799998e-05,
+    1.9693869999173332e-05,
+    1.8633774998306764e-05
    ]
   },
   "layer_backward_cat": {
-   "seconds": 5.141324053208025e-06,
+   "seconds": 0.0,
    "min": 0.0,
-   "max": 0.0001891733172039191,
+   "max": 7.113866011301676e-05,
    "samples": 123,
    "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0327379999992559e-05,
-   "host_backward_canary_seconds": 1.7088130000004752e-05,
+   "host_canary_seconds": 1.0424150000289955e-05,
+   "host_backward_canary_seconds": 1.7852314999799998e-05,
    "pass_seconds": [
-    5.141324053208025e-06,
-    2.3318664791683355e-05,
+    1.2162665526072183e-05,
+    0.0,
     0.0
    ],
    "pass_host_canary_seconds": [
-    1.0327379999992559e-05,
-    9.715569999997342e-06,
-    9.073852500023349e-06
+    1.0424150000289955e-05,
+    9.376477499927205e-06,
+    1.0036367499424159e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7088130000004752e-05,
-    1.875291999994033e-05,
-    1.8216469999998708e-05
+    1.7852314999799998e-05,
+    1.9693869999173332e-05,
+    1.8633774998306764e-05
    ]
   },
   "layer_forward_cat_autocast": {
-   "seconds": 4.259200021624565e-05,
-   "min": 3.491200134158135e-05,
-   "max": 7.894399762153625e-05,
+   "seconds": 4.479999840259552e-05,
+   "min": 3.855999931693077e-05,
+   "max": 0.00017417599260807038,
    "samples": 123,
    "method": "one tiny cat layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0550514999998483e-05,
-   "host_backward_canary_seconds": 1.594006499999523e-05,
+   "host_canary_seconds": 1.0764897500052939e-05,
+   "host_backward_canary_seconds": 1.9250369999781468e-05,
    "pass_seconds": [
-    5.030399933457375e-05,
-    4.259200021624565e-05,
-    3.6896001547574996e-05
+    5.532800033688545e-05,
+    4.064000025391579e-05,
+    4.479999840259552e-05
    ],
    "pass_host_canary_seconds": [
-    1.0550514999998483e-05,
-    9.794775000031564e-06,
-    9.076625000048466e-06
+    1.0764897500052939e-05,
+    9.47157749976668e-06,
+    1.011504500013416e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.594006499999523e-05,
-    1.9075515000110953e-05,
-    1.889564500004326e-05
+    1.9250369999781468e-05,
+    1.9174710000697815e-05,
+    1.8776375000015833e-05
    ]
   },
   "layer_backward_cat_autocast": {
-   "seconds": 3.029326597849528e-06,
+   "seconds": 0.0,
    "min": 0.0,
-   "max": 0.00010078933338324226,
+   "max": 0.00011494666958848632,
    "samples": 123,
    "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0550514999998483e-05,
-   "host_backward_canary_seconds": 1.594006499999523e-05,
+   "host_canary_seconds": 1.0764897500052939e-05,
+   "host_backward_canary_seconds": 1.9250369999781468e-05,
    "pass_seconds": [
-    3.029326597849528e-06,
-    3.0166659193734316e-05,
+    1.5202662597099944e-05,
+    0.0,
     0.0
    ],
    "pass_host_canary_seconds": [
-    1.0550514999998483e-05,
-    9.794775000031564e-06,
-    9.076625000048466e-06
+    1.0764897500052939e-05,
+    9.47157749976668e-06,
+    1.011504500013416e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.594006499999523e-05,
-    1.9075515000110953e-05,
-    1.889564500004326e-05
+    1.9250369999781468e-05,
+    1.9174710000697815e-05,
+    1.8776375000015833e-05
    ]
   },
   "layer_forward_gelu_tanh_composite": {
-   "seconds": 0.00010405180638744717,
-   "min": 9.248152446179162e-05,
-   "max": 0.00012552228392589656,
+   "seconds": 9.994133136102132e-05,
+   "min": 7.69104730515253e-05,
+   "max": 0.00011879238273416246,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4795,32 +4795,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00012460800260305404,
-    0.0004771200120449066,
-    0.0019994239807128904
+    9.600000083446503e-05,
+    0.0005201600193977356,
+    0.001900480031967163
    ],
-   "host_canary_seconds": 1.0702705000014134e-05,
-   "host_backward_canary_seconds": 1.942408999994427e-05,
+   "host_canary_seconds": 1.0477685000296333e-05,
+   "host_backward_canary_seconds": 1.9627220000302257e-05,
    "pass_seconds": [
-    0.00012552228392589656,
-    0.00010405180638744717,
-    9.248152446179162e-05
+    0.00011879238273416246,
+    9.994133136102132e-05,
+    7.69104730515253e-05
    ],
    "pass_host_canary_seconds": [
-    1.0702705000014134e-05,
-    9.568622499998015e-06,
-    8.618144999985588e-06
+    1.0477685000296333e-05,
+    9.591755000428748e-06,
+    7.807305000824272e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.942408999994427e-05,
-    1.8845864999974538e-05,
-    1.7523610000012014e-05
+    1.9627220000302257e-05,
+    1.9687340000018594e-05,
+    1.8016219999026363e-05
    ]
   },
   "layer_backward_gelu_tanh_composite": {
-   "seconds": 0.00017666666032302956,
-   "min": 0.00017601753771305086,
-   "max": 0.000182667416476068,
+   "seconds": 0.00018442363540331524,
+   "min": 0.00017724495345637918,
+   "max": 0.00020037485055980227,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4829,33 +4829,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004987199902534485,
-    0.0014475200176239014,
-    0.005045631885528565
+    0.000630016028881073,
+    0.0015664639472961425,
+    0.005086688041687012
    ],
    "backward_nodes_per_layer": 8.0,
-   "host_canary_seconds": 1.0702705000014134e-05,
-   "host_backward_canary_seconds": 1.942408999994427e-05,
+   "host_canary_seconds": 1.0477685000296333e-05,
+   "host_backward_canary_seconds": 1.9627220000302257e-05,
    "pass_seconds": [
-    0.00017666666032302956,
-    0.000182667416476068,
-    0.00017601753771305086
+    0.00017724495345637918,
+    0.00020037485055980227,
+    0.00018442363540331524
    ],
    "pass_host_canary_seconds": [
-    1.0702705000014134e-05,
-    9.568622499998015e-06,
-    8.618144999985588e-06
+    1.0477685000296333e-05,
+    9.591755000428748e-06,
+    7.807305000824272e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.942408999994427e-05,
-    1.8845864999974538e-05,
-    1.7523610000012014e-05
+    1.9627220000302257e-05,
+    1.9687340000018594e-05,
+    1.8016219999026363e-05
    ]
   },
   "layer_forward_gelu_tanh_composite_autocast": {
-   "seconds": 0.00010489752391974131,
-   "min": 9.090438201313927e-05,
-   "max": 0.00010964799920717877,
+   "seconds": 0.00011851885489055087,
+   "min": 0.00011378286140305654,
+   "max": 0.0001201272393975939,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4864,32 +4864,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00014188799262046813,
-    0.00047942399978637693,
-    0.001789471983909607
+    0.0001735360026359558,
+    0.0005469120144844055,
+    0.0019797760248184203
    ],
-   "host_canary_seconds": 9.85607999997029e-06,
-   "host_backward_canary_seconds": 1.8723190000002887e-05,
+   "host_canary_seconds": 1.0486397500244493e-05,
+   "host_backward_canary_seconds": 1.7909030000282654e-05,
    "pass_seconds": [
-    0.00010964799920717877,
-    0.00010489752391974131,
-    9.090438201313927e-05
+    0.0001201272393975939,
+    0.00011378286140305654,
+    0.00011851885489055087
    ],
    "pass_host_canary_seconds": [
-    9.85607999997029e-06,
-    9.516359999963698e-06,
-    8.730290000045216e-06
+    1.0486397500244493e-05,
+    1.0667365000358586e-05,
+    1.0159600000179126e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8723190000002887e-05,
-    1.8763390000060553e-05,
-    1.7863299999874015e-05
+    1.7909030000282654e-05,
+    1.94808449998618e-05,
+    1.7552310000610303e-05
    ]
   },
   "layer_backward_gelu_tanh_composite_autocast": {
-   "seconds": 0.00018069790090833394,
-   "min": 0.0001723565672125135,
-   "max": 0.00018130515090056823,
+   "seconds": 0.0001505752333572933,
+   "min": 0.00014062552225022087,
+   "max": 0.00019113979878879734,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4898,33 +4898,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004903680086135864,
-    0.0014291520118713378,
-    0.0047513599395751956
+    0.0006119359731674195,
+    0.0016704000234603882,
+    0.0047545919418334965
    ],
    "backward_nodes_per_layer": 8.0,
-   "host_canary_seconds": 9.85607999997029e-06,
-   "host_backward_canary_seconds": 1.8723190000002887e-05,
+   "host_canary_seconds": 1.0486397500244493e-05,
+   "host_backward_canary_seconds": 1.7909030000282654e-05,
    "pass_seconds": [
-    0.0001723565672125135,
-    0.00018130515090056823,
-    0.00018069790090833394
+    0.0001505752333572933,
+    0.00019113979878879734,
+    0.00014062552225022087
    ],
    "pass_host_canary_seconds": [
-    9.85607999997029e-06,
-    9.516359999963698e-06,
-    8.730290000045216e-06
+    1.0486397500244493e-05,
+    1.0667365000358586e-05,
+    1.0159600000179126e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8723190000002887e-05,
-    1.8763390000060553e-05,
-    1.7863299999874015e-05
+    1.7909030000282654e-05,
+    1.94808449998618e-05,
+    1.7552310000610303e-05
    ]
   },
   "layer_forward_mha": {
-   "seconds": 0.00032776455935977755,
-   "min": 0.00026129143294833954,
-   "max": 0.0004486857297874632,
+   "seconds": 0.00025873905420303346,
+   "min": 0.00025569903424807954,
+   "max": 0.00043323580140159246,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4933,32 +4933,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0002807359993457794,
-    0.0009487040042877197,
-    0.006784992218017578
+    0.0005601599812507629,
+    0.001955647945404053,
+    0.00709062385559082
    ],
-   "host_canary_seconds": 1.044837999998549e-05,
-   "host_backward_canary_seconds": 2.059979000001988e-05,
+   "host_canary_seconds": 1.0599502500099334e-05,
+   "host_backward_canary_seconds": 1.922473000036007e-05,
    "pass_seconds": [
-    0.0004486857297874632,
-    0.00032776455935977755,
-    0.00026129143294833954
+    0.00043323580140159246,
+    0.00025873905420303346,
+    0.00025569903424807954
    ],
    "pass_host_canary_seconds": [
-    1.044837999998549e-05,
-    9.765812500006632e-06,
-    8.910697499970865e-06
+    1.0599502500099334e-05,
+    9.663395000529817e-06,
+    8.829579999201087e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.059979000001988e-05,
-    1.997396500001969e-05,
-    1.853414999999359e-05
+    1.922473000036007e-05,
+    1.995917499925781e-05,
+    1.7724839999573305e-05
    ]
   },
   "layer_backward_mha": {
-   "seconds": 0.0006638559471993221,
-   "min": 0.0006288807817867823,
-   "max": 0.0007525196373462681,
+   "seconds": 0.0006509226532209488,
+   "min": 0.0005129981367360979,
+   "max": 0.0006703200709252129,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4967,33 +4967,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0013258559703826903,
-    0.004417888164520264,
-    0.019173408508300783
+    0.0015504319667816163,
+    0.004612480163574219,
+    0.018020896911621093
    ],
    "backward_nodes_per_layer": 35.0,
-   "host_canary_seconds": 1.044837999998549e-05,
-   "host_backward_canary_seconds": 2.059979000001988e-05,
+   "host_canary_seconds": 1.0599502500099334e-05,
+   "host_backward_canary_seconds": 1.922473000036007e-05,
    "pass_seconds": [
-    0.0007525196373462681,
-    0.0006638559471993221,
-    0.0006288807817867823
+    0.0006703200709252129,
+    0.0006509226532209488,
+    0.0005129981367360979
    ],
    "pass_host_canary_seconds": [
-    1.044837999998549e-05,
-    9.765812500006632e-06,
-    8.910697499970865e-06
+    1.0599502500099334e-05,
+    9.663395000529817e-06,
+    8.829579999201087e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.059979000001988e-05,
-    1.997396500001969e-05,
-    1.853414999999359e-05
+    1.922473000036007e-05,
+    1.995917499925781e-05,
+    1.7724839999573305e-05
    ]
   },
   "layer_forward_mha_autocast": {
-   "seconds": 0.0005891999772616796,
-   "min": 0.0003512121935685476,
-   "max": 0.0005914414908204759,
+   "seconds": 0.0004076601806141081,
+   "min": 0.0003136891296931675,
+   "max": 0.0004458262806846982,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5002,32 +5002,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0003948160111904144,
-    0.0014990719556808472,
-    0.005679872035980225
+    0.0007832000255584716,
+    0.0026164159774780273,
+    0.0076358399391174316
    ],
-   "host_canary_seconds": 8.20064749998295e-06,
-   "host_backward_canary_seconds": 2.1389925000043773e-05,
+   "host_canary_seconds": 1.0559772499618701e-05,
+   "host_backward_canary_seconds": 2.078260499956741e-05,
    "pass_seconds": [
-    0.0003512121935685476,
-    0.0005891999772616796,
-    0.0005914414908204759
+    0.0004458262806846982,
+    0.0003136891296931675,
+    0.0004076601806141081
    ],
    "pass_host_canary_seconds": [
-    8.20064749998295e-06,
-    9.950132499980668e-06,
-    9.791047500016248e-06
+    1.0559772499618701e-05,
+    8.438990000740887e-06,
+    9.906707500135781e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1389925000043773e-05,
-    1.995478499992487e-05,
-    2.0318330000037575e-05
+    2.078260499956741e-05,
+    1.8777820000650535e-05,
+    2.0761160000120073e-05
    ]
   },
   "layer_backward_mha_autocast": {
-   "seconds": 0.0007856313430127646,
-   "min": 0.0007538278244790575,
-   "max": 0.0008690216441949211,
+   "seconds": 0.0007399237751960755,
+   "min": 0.0007191459224337624,
+   "max": 0.000753982464472453,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5036,33 +5036,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0021644160747528074,
-    0.005895711898803711,
-    0.020491455078125
+    0.0021142399311065672,
+    0.0060063362121582035,
+    0.019721216201782226
    ],
    "backward_nodes_per_layer": 41.0,
-   "host_canary_seconds": 8.20064749998295e-06,
-   "host_backward_canary_seconds": 2.1389925000043773e-05,
+   "host_canary_seconds": 1.0559772499618701e-05,
+   "host_backward_canary_seconds": 2.078260499956741e-05,
    "pass_seconds": [
-    0.0008690216441949211,
-    0.0007538278244790575,
-    0.0007856313430127646
+    0.0007191459224337624,
+    0.000753982464472453,
+    0.0007399237751960755
    ],
    "pass_host_canary_seconds": [
-    8.20064749998295e-06,
-    9.950132499980668e-06,
-    9.791047500016248e-06
+    1.0559772499618701e-05,
+    8.438990000740887e-06,
+    9.906707500135781e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1389925000043773e-05,
-    1.995478499992487e-05,
-    2.0318330000037575e-05
+    2.078260499956741e-05,
+    1.8777820000650535e-05,
+    2.0761160000120073e-05
    ]
   },
   "layer_forward_cast": {
-   "seconds": 1.4648381443250749e-05,
-   "min": 1.444038101250217e-05,
-   "max": 1.8294094396489006e-05,
+   "seconds": 1.5116191336086818e-05,
+   "min": 1.0602667040768122e-05,
+   "max": 1.698818962488856e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny cast layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5071,32 +5071,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.1615998595952986e-05,
-    7.667200267314911e-05,
-    0.00030275198817253114
+    4.019200056791306e-05,
+    9.10400003194809e-05,
+    0.00026876801252365113
    ],
-   "host_canary_seconds": 1.1126912499968e-05,
-   "host_backward_canary_seconds": 1.8569699999986257e-05,
+   "host_canary_seconds": 1.0608414999637717e-05,
+   "host_backward_canary_seconds": 1.9026305000124922e-05,
    "pass_seconds": [
-    1.8294094396489006e-05,
-    1.444038101250217e-05,
-    1.4648381443250749e-05
+    1.5116191336086818e-05,
+    1.0602667040768122e-05,
+    1.698818962488856e-05
    ],
    "pass_host_canary_seconds": [
-    1.1126912499968e-05,
-    9.730195000088315e-06,
-    9.655472499972006e-06
+    1.0608414999637717e-05,
+    7.701959999621977e-06,
+    1.0367290000203866e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8569699999986257e-05,
-    1.9200314999920922e-05,
-    1.8497379999899978e-05
+    1.9026305000124922e-05,
+    1.8982379999670228e-05,
+    2.0659710000927588e-05
    ]
   },
   "layer_backward_cast": {
-   "seconds": 2.884114232091677e-05,
-   "min": 2.786971353704021e-05,
-   "max": 3.093562026818593e-05,
+   "seconds": 2.7976379330669128e-05,
+   "min": 2.689980963865916e-05,
+   "max": 2.8559999274356023e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny cast layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5105,33 +5105,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00012873600423336028,
-    0.00023984000086784362,
-    0.0008256639838218689
+    0.00018592000007629393,
+    0.00031705600023269653,
+    0.0008178560137748718
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.1126912499968e-05,
-   "host_backward_canary_seconds": 1.8569699999986257e-05,
+   "host_canary_seconds": 1.0608414999637717e-05,
+   "host_backward_canary_seconds": 1.9026305000124922e-05,
    "pass_seconds": [
-    2.884114232091677e-05,
-    2.786971353704021e-05,
-    3.093562026818593e-05
+    2.689980963865916e-05,
+    2.8559999274356023e-05,
+    2.7976379330669128e-05
    ],
    "pass_host_canary_seconds": [
-    1.1126912499968e-05,
-    9.730195000088315e-06,
-    9.655472499972006e-06
+    1.0608414999637717e-05,
+    7.701959999621977e-06,
+    1.0367290000203866e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8569699999986257e-05,
-    1.9200314999920922e-05,
-    1.8497379999899978e-05
+    1.9026305000124922e-05,
+    1.8982379999670228e-05,
+    2.0659710000927588e-05
    ]
   },
   "layer_forward_cast_autocast": {
-   "seconds": 1.5942857733794622e-05,
-   "min": 1.4610286802053451e-05,
-   "max": 1.77104760493551e-05,
+   "seconds": 1.6575999557971955e-05,
+   "min": 1.0054095160393487e-05,
+   "max": 1.8283429422548838e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny cast layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5140,32 +5140,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.92479982972145e-05,
-    0.00012643200159072877,
-    0.0003362559974193573
+    6.470400094985963e-05,
+    0.00011472000181674958,
+    0.0003134399950504303
    ],
-   "host_canary_seconds": 1.1238694999988752e-05,
-   "host_backward_canary_seconds": 2.0027919999989764e-05,
+   "host_canary_seconds": 1.0447375000239845e-05,
+   "host_backward_canary_seconds": 1.8101560001468898e-05,
    "pass_seconds": [
-    1.77104760493551e-05,
-    1.4610286802053451e-05,
-    1.5942857733794622e-05
+    1.6575999557971955e-05,
+    1.0054095160393487e-05,
+    1.8283429422548838e-05
    ],
    "pass_host_canary_seconds": [
-    1.1238694999988752e-05,
-    9.451527499990675e-06,
-    1.0030375000127378e-05
+    1.0447375000239845e-05,
+    8.168905000047743e-06,
+    1.0470687499264386e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0027919999989764e-05,
-    1.8514805000080517e-05,
-    1.779530999982626e-05
+    1.8101560001468898e-05,
+    1.8579580000732676e-05,
+    2.030182499993316e-05
    ]
   },
   "layer_backward_cast_autocast": {
-   "seconds": 2.7104001137472335e-05,
-   "min": 2.556800026269186e-05,
-   "max": 2.7369904021422068e-05,
+   "seconds": 2.421790680715016e-05,
+   "min": 2.3940573136011762e-05,
+   "max": 2.7513143029950912e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny cast layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5174,33 +5174,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002587200105190277,
-    0.0003957439959049225,
-    0.0009355199933052063
+    0.00022096000611782074,
+    0.0003638719916343689,
+    0.0008397120237350464
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.1238694999988752e-05,
-   "host_backward_canary_seconds": 2.0027919999989764e-05,
+   "host_canary_seconds": 1.0447375000239845e-05,
+   "host_backward_canary_seconds": 1.8101560001468898e-05,
    "pass_seconds": [
-    2.7369904021422068e-05,
-    2.7104001137472335e-05,
-    2.556800026269186e-05
+    2.421790680715016e-05,
+    2.3940573136011762e-05,
+    2.7513143029950912e-05
    ],
    "pass_host_canary_seconds": [
-    1.1238694999988752e-05,
-    9.451527499990675e-06,
-    1.0030375000127378e-05
+    1.0447375000239845e-05,
+    8.168905000047743e-06,
+    1.0470687499264386e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0027919999989764e-05,
-    1.8514805000080517e-05,
-    1.779530999982626e-05
+    1.8101560001468898e-05,
+    1.8579580000732676e-05,
+    2.030182499993316e-05
    ]
   },
   "layer_forward_rmsnorm": {
-   "seconds": 2.1526095058236805e-05,
-   "min": 1.590476158474173e-05,
-   "max": 2.3754665982865152e-05,
+   "seconds": 2.5166476411478863e-05,
+   "min": 2.0764190348840893e-05,
+   "max": 2.7649524488619395e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5209,32 +5209,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.6688000187277795e-05,
-    7.283200323581695e-05,
-    0.00026473599672317507
+    5.171199887990952e-05,
+    0.00012656000256538392,
+    0.00042899200320243837
    ],
-   "host_canary_seconds": 7.785457500020243e-06,
-   "host_backward_canary_seconds": 1.7468074999982264e-05,
+   "host_canary_seconds": 1.0417894999363853e-05,
+   "host_backward_canary_seconds": 1.7406985000434362e-05,
    "pass_seconds": [
-    1.590476158474173e-05,
-    2.1526095058236805e-05,
-    2.3754665982865152e-05
+    2.5166476411478863e-05,
+    2.0764190348840893e-05,
+    2.7649524488619395e-05
    ],
    "pass_host_canary_seconds": [
-    7.785457500020243e-06,
-    9.636380000017652e-06,
-    1.0104165000015541e-05
+    1.0417894999363853e-05,
+    9.994714999947974e-06,
+    1.02305550001347e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7468074999982264e-05,
-    1.9028439999999592e-05,
-    1.8160584999975527e-05
+    1.7406985000434362e-05,
+    1.8747920000805608e-05,
+    1.977424999950017e-05
    ]
   },
   "layer_backward_rmsnorm": {
-   "seconds": 4.304000274056481e-05,
-   "min": 4.233295639001188e-05,
-   "max": 5.065676099842503e-05,
+   "seconds": 4.087695018166586e-05,
+   "min": 2.6537144645338964e-05,
+   "max": 4.2223236567917334e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5243,33 +5243,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001454080045223236,
-    0.000408160001039505,
-    0.0010483200550079346
+    0.0002205120027065277,
+    0.000501695990562439,
+    0.0012388479709625243
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 7.785457500020243e-06,
-   "host_backward_canary_seconds": 1.7468074999982264e-05,
+   "host_canary_seconds": 1.0417894999363853e-05,
+   "host_backward_canary_seconds": 1.7406985000434362e-05,
    "pass_seconds": [
-    4.233295639001188e-05,
-    4.304000274056481e-05,
-    5.065676099842503e-05
+    4.087695018166586e-05,
+    4.2223236567917334e-05,
+    2.6537144645338964e-05
    ],
    "pass_host_canary_seconds": [
-    7.785457500020243e-06,
-    9.636380000017652e-06,
-    1.0104165000015541e-05
+    1.0417894999363853e-05,
+    9.994714999947974e-06,
+    1.02305550001347e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7468074999982264e-05,
-    1.9028439999999592e-05,
-    1.8160584999975527e-05
+    1.7406985000434362e-05,
+    1.8747920000805608e-05,
+    1.977424999950017e-05
    ]
   },
   "layer_forward_rmsnorm_autocast": {
-   "seconds": 2.241218977031254e-05,
-   "min": 1.8724570671717325e-05,
-   "max": 2.693257126070204e-05,
+   "seconds": 2.1902477280015038e-05,
+   "min": 2.0912000643355505e-05,
+   "max": 2.560533228374663e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5278,32 +5278,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.1439998894929886e-05,
-    8.656000345945359e-05,
-    0.00031862398982048033
+    7.772800326347351e-05,
+    0.00016150400042533875,
+    0.0004641279876232147
    ],
-   "host_canary_seconds": 1.0448915000011994e-05,
-   "host_backward_canary_seconds": 1.722207000000253e-05,
+   "host_canary_seconds": 1.0678970000412846e-05,
+   "host_backward_canary_seconds": 1.794102999951974e-05,
    "pass_seconds": [
-    1.8724570671717325e-05,
-    2.693257126070204e-05,
-    2.241218977031254e-05
+    2.560533228374663e-05,
+    2.1902477280015038e-05,
+    2.0912000643355505e-05
    ],
    "pass_host_canary_seconds": [
-    1.0448915000011994e-05,
-    1.0119569999886835e-05,
-    1.0165517499984846e-05
+    1.0678970000412846e-05,
+    1.0108964999062663e-05,
+    9.862900000143782e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.722207000000253e-05,
-    1.8337490000135404e-05,
-    1.842047499991395e-05
+    1.794102999951974e-05,
+    1.745036999864169e-05,
+    1.8457549999766342e-05
    ]
   },
   "layer_backward_rmsnorm_autocast": {
-   "seconds": 5.030933341809681e-05,
-   "min": 4.536990360135123e-05,
-   "max": 5.835123927820295e-05,
+   "seconds": 4.0332951893409086e-05,
+   "min": 3.438171744346618e-05,
+   "max": 4.225675921354976e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5312,33 +5312,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001452160030603409,
-    0.00032841598987579345,
-    0.0012853440046310424
+    0.00029443201422691345,
+    0.00045135998725891115,
+    0.001186560034751892
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 1.0448915000011994e-05,
-   "host_backward_canary_seconds": 1.722207000000253e-05,
+   "host_canary_seconds": 1.0678970000412846e-05,
+   "host_backward_canary_seconds": 1.794102999951974e-05,
    "pass_seconds": [
-    5.835123927820295e-05,
-    4.536990360135123e-05,
-    5.030933341809681e-05
+    3.438171744346618e-05,
+    4.0332951893409086e-05,
+    4.225675921354976e-05
    ],
    "pass_host_canary_seconds": [
-    1.0448915000011994e-05,
-    1.0119569999886835e-05,
-    1.0165517499984846e-05
+    1.0678970000412846e-05,
+    1.0108964999062663e-05,
+    9.862900000143782e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.722207000000253e-05,
-    1.8337490000135404e-05,
-    1.842047499991395e-05
+    1.794102999951974e-05,
+    1.745036999864169e-05,
+    1.8457549999766342e-05
    ]
   },
   "layer_forward_sdpa": {
-   "seconds": 2.694171383267357e-05,
-   "min": 1.804266728105999e-05,
-   "max": 2.800838134828068e-05,
+   "seconds": 2.5478857436350415e-05,
+   "min": 2.430171537257376e-05,
+   "max": 3.39100942725227e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5347,32 +5347,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.783999919891357e-05,
-    0.00012428800016641616,
-    0.00046544000506401064
+    4.262400045990944e-05,
+    0.00012863999605178833,
+    0.00042800000309944154
    ],
-   "host_canary_seconds": 1.0167940000016528e-05,
-   "host_backward_canary_seconds": 1.556421999993063e-05,
+   "host_canary_seconds": 1.012275499988391e-05,
+   "host_backward_canary_seconds": 2.0057500000802976e-05,
    "pass_seconds": [
-    2.800838134828068e-05,
-    2.694171383267357e-05,
-    1.804266728105999e-05
+    2.5478857436350415e-05,
+    2.430171537257376e-05,
+    3.39100942725227e-05
    ],
    "pass_host_canary_seconds": [
-    1.0167940000016528e-05,
-    1.019330000005425e-05,
-    7.2500649999795996e-06
+    1.012275499988391e-05,
+    9.89783000022726e-06,
+    1.0282270000061545e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.556421999993063e-05,
-    1.8432519999862508e-05,
-    1.803197500009901e-05
+    2.0057500000802976e-05,
+    1.6015680000691645e-05,
+    1.884689000007711e-05
    ]
   },
   "layer_backward_sdpa": {
-   "seconds": 0.00010340800455638342,
-   "min": 8.036038155357045e-05,
-   "max": 0.000105782864349229,
+   "seconds": 0.00010673143324397858,
+   "min": 7.964114294875237e-05,
+   "max": 0.00012070476104106222,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5381,33 +5381,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00032547199726104737,
-    0.0006877440214157105,
-    0.0019633920192718506
+    0.0003174079954624176,
+    0.0006814079880714417,
+    0.0024853119850158692
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.0167940000016528e-05,
-   "host_backward_canary_seconds": 1.556421999993063e-05,
+   "host_canary_seconds": 1.012275499988391e-05,
+   "host_backward_canary_seconds": 2.0057500000802976e-05,
    "pass_seconds": [
-    8.036038155357045e-05,
-    0.00010340800455638342,
-    0.000105782864349229
+    0.00012070476104106222,
+    7.964114294875237e-05,
+    0.00010673143324397858
    ],
    "pass_host_canary_seconds": [
-    1.0167940000016528e-05,
-    1.019330000005425e-05,
-    7.2500649999795996e-06
+    1.012275499988391e-05,
+    9.89783000022726e-06,
+    1.0282270000061545e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.556421999993063e-05,
-    1.8432519999862508e-05,
-    1.803197500009901e-05
+    2.0057500000802976e-05,
+    1.6015680000691645e-05,
+    1.884689000007711e-05
    ]
   },
   "layer_forward_sdpa_autocast": {
-   "seconds": 4.355352478367942e-05,
-   "min": 4.0000760839098975e-05,
-   "max": 4.836647496336982e-05,
+   "seconds": 3.364114250455584e-05,
+   "min": 3.212266770147141e-05,
+   "max": 4.960533125059946e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5416,32 +5416,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0001191679984331131,
-    0.0003075839877128601,
-    0.0008591039776802063
+    9.468799829483033e-05,
+    0.00021596799790859223,
+    0.0005848320126533508
    ],
-   "host_canary_seconds": 1.1054892500013123e-05,
-   "host_backward_canary_seconds": 2.0970849999955022e-05,
+   "host_canary_seconds": 9.787330000108341e-06,
+   "host_backward_canary_seconds": 1.9227249999858032e-05,
    "pass_seconds": [
-    4.836647496336982e-05,
-    4.355352478367942e-05,
-    4.0000760839098975e-05
+    3.212266770147141e-05,
+    3.364114250455584e-05,
+    4.960533125059946e-05
    ],
    "pass_host_canary_seconds": [
-    1.1054892500013123e-05,
-    1.0083859999951982e-05,
-    9.195862499993268e-06
+    9.787330000108341e-06,
+    9.893844999169232e-06,
+    1.0340645000042059e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0970849999955022e-05,
-    1.8702320000159032e-05,
-    1.8689270000038505e-05
+    1.9227249999858032e-05,
+    1.7829079999955867e-05,
+    2.054512999848157e-05
    ]
   },
   "layer_backward_sdpa_autocast": {
-   "seconds": 8.025143614837101e-05,
-   "min": 6.370666835989273e-05,
-   "max": 9.459048083850313e-05,
+   "seconds": 8.353675653537114e-05,
+   "min": 8.351390134720575e-05,
+   "max": 8.874438064438953e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5450,33 +5450,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0006638079881668091,
-    0.0012109119892120361,
-    0.0024151999950408937
+    0.00044281598925590516,
+    0.0007770879864692688,
+    0.002173471927642822
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.1054892500013123e-05,
-   "host_backward_canary_seconds": 2.0970849999955022e-05,
+   "host_canary_seconds": 9.787330000108341e-06,
+   "host_backward_canary_seconds": 1.9227249999858032e-05,
    "pass_seconds": [
-    6.370666835989273e-05,
-    8.025143614837101e-05,
-    9.459048083850313e-05
+    8.353675653537114e-05,
+    8.351390134720575e-05,
+    8.874438064438953e-05
    ],
    "pass_host_canary_seconds": [
-    1.1054892500013123e-05,
-    1.0083859999951982e-05,
-    9.195862499993268e-06
+    9.787330000108341e-06,
+    9.893844999169232e-06,
+    1.0340645000042059e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0970849999955022e-05,
-    1.8702320000159032e-05,
-    1.8689270000038505e-05
+    1.9227249999858032e-05,
+    1.7829079999955867e-05,
+    2.054512999848157e-05
    ]
   },
   "layer_forward_sdpa_efficient": {
-   "seconds": 2.609066647433099e-05,
-   "min": 2.5353142725569864e-05,
-   "max": 2.7556571577276505e-05,
+   "seconds": 2.8584380589780353e-05,
+   "min": 2.4001524384532656e-05,
+   "max": 3.083733451508341e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa_efficient layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5485,33 +5485,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.145600065588951e-05,
-    0.00013654400408267975,
-    0.00044508799910545347
+    3.990399837493896e-05,
+    0.00011033599823713303,
+    0.0004951040148735047
    ],
    "attention_backend": "efficient",
-   "host_canary_seconds": 1.0983565000017847e-05,
-   "host_backward_canary_seconds": 1.992246000000364e-05,
+   "host_canary_seconds": 1.0518514999375839e-05,
+   "host_backward_canary_seconds": 1.9169000001966196e-05,
    "pass_seconds": [
-    2.609066647433099e-05,
-    2.7556571577276505e-05,
-    2.5353142725569864e-05
+    3.083733451508341e-05,
+    2.8584380589780353e-05,
+    2.4001524384532656e-05
    ],
    "pass_host_canary_seconds": [
-    1.0983565000017847e-05,
-    1.0122334999920213e-05,
-    9.397382500040408e-06
+    1.0518514999375839e-05,
+    9.897230000888158e-06,
+    1.0191344999839203e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.992246000000364e-05,
-    1.9007719999990512e-05,
-    1.7899030000023684e-05
+    1.9169000001966196e-05,
+    1.7902110000704853e-05,
+    2.0806879999781815e-05
    ]
   },
   "layer_backward_sdpa_efficient": {
-   "seconds": 9.534095600247383e-05,
-   "min": 9.316343601260866e-05,
-   "max": 9.5987042678254e-05,
+   "seconds": 9.000914774480318e-05,
+   "min": 7.926552104098458e-05,
+   "max": 9.508723889787993e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa_efficient layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5520,34 +5520,34 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002588160037994385,
-    0.0006815040111541748,
-    0.002108799934387207
+    0.0001860799938440323,
+    0.000732479989528656,
+    0.0020600640773773193
    ],
    "attention_backend": "efficient",
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.0983565000017847e-05,
-   "host_backward_canary_seconds": 1.992246000000364e-05,
+   "host_canary_seconds": 1.0518514999375839e-05,
+   "host_backward_canary_seconds": 1.9169000001966196e-05,
    "pass_seconds": [
-    9.5987042678254e-05,
-    9.316343601260866e-05,
-    9.534095600247383e-05
+    9.000914774480318e-05,
+    7.926552104098458e-05,
+    9.508723889787993e-05
    ],
    "pass_host_canary_seconds": [
-    1.0983565000017847e-05,
-    1.0122334999920213e-05,
-    9.397382500040408e-06
+    1.0518514999375839e-05,
+    9.897230000888158e-06,
+    1.0191344999839203e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.992246000000364e-05,
-    1.9007719999990512e-05,
-    1.7899030000023684e-05
+    1.9169000001966196e-05,
+    1.7902110000704853e-05,
+    2.0806879999781815e-05
    ]
   },
   "layer_forward_sdpa_cudnn_autocast": {
-   "seconds": 3.668571263551712e-05,
-   "min": 2.4675808846950538e-05,
-   "max": 4.277180986745017e-05,
+   "seconds": 4.455466674906867e-05,
+   "min": 3.5481141791457225e-05,
+   "max": 4.587123720418839e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa_cudnn layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5556,33 +5556,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    9.692800045013428e-05,
-    0.0002462400048971176,
-    0.0004921599924564362
+    0.0001430400013923645,
+    0.00029120001196861266,
+    0.0008346239924430847
    ],
    "attention_backend": "cudnn",
-   "host_canary_seconds": 1.038446499997292e-05,
-   "host_backward_canary_seconds": 2.0850309999929097e-05,
+   "host_canary_seconds": 1.0691277499859097e-05,
+   "host_backward_canary_seconds": 1.8438434999552555e-05,
    "pass_seconds": [
-    2.4675808846950538e-05,
-    4.277180986745017e-05,
-    3.668571263551712e-05
+    4.587123720418839e-05,
+    4.455466674906867e-05,
+    3.5481141791457225e-05
    ],
    "pass_host_canary_seconds": [
-    1.038446499997292e-05,
-    1.004528000009941e-05,
-    9.657790000048295e-06
+    1.0691277499859097e-05,
+    1.0344905000465587e-05,
+    9.862227499866095e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0850309999929097e-05,
-    1.9072169999958534e-05,
-    1.754274500001429e-05
+    1.8438434999552555e-05,
+    1.808912000115015e-05,
+    1.932450499907645e-05
    ]
   },
   "layer_backward_sdpa_cudnn_autocast": {
-   "seconds": 7.878172184739795e-05,
-   "min": 7.410666736818496e-05,
-   "max": 9.474742731877737e-05,
+   "seconds": 8.495313887085234e-05,
+   "min": 7.779656350612642e-05,
+   "max": 9.119086215893425e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa_cudnn layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5591,34 +5591,34 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005764480233192443,
-    0.0011571840047836304,
-    0.0024419519901275636
+    0.000348224014043808,
+    0.0009165760278701782,
+    0.002269023895263672
    ],
    "attention_backend": "cudnn",
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.038446499997292e-05,
-   "host_backward_canary_seconds": 2.0850309999929097e-05,
+   "host_canary_seconds": 1.0691277499859097e-05,
+   "host_backward_canary_seconds": 1.8438434999552555e-05,
    "pass_seconds": [
-    9.474742731877737e-05,
-    7.878172184739795e-05,
-    7.410666736818496e-05
+    7.779656350612642e-05,
+    8.495313887085234e-05,
+    9.119086215893425e-05
    ],
    "pass_host_canary_seconds": [
-    1.038446499997292e-05,
-    1.004528000009941e-05,
-    9.657790000048295e-06
+    1.0691277499859097e-05,
+    1.0344905000465587e-05,
+    9.862227499866095e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0850309999929097e-05,
-    1.9072169999958534e-05,
-    1.754274500001429e-05
+    1.8438434999552555e-05,
+    1.808912000115015e-05,
+    1.932450499907645e-05
    ]
   },
   "layer_forward_mha_no_weights": {
-   "seconds": 0.0002876830313886915,
-   "min": 0.0002438544709058035,
-   "max": 0.00031904227393014095,
+   "seconds": 0.00023840761184692382,
+   "min": 0.00014303999855404807,
+   "max": 0.00026519314164207095,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha_no_weights layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5627,33 +5627,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00020815999805927276,
-    0.0016523519754409791,
-    0.004103519916534424
+    0.00035475200414657594,
+    0.0014575040340423584,
+    0.00443503999710083
    ],
    "attention_backend": "efficient",
-   "host_canary_seconds": 1.0779285000026562e-05,
-   "host_backward_canary_seconds": 2.123115000003395e-05,
+   "host_canary_seconds": 1.0644535000210454e-05,
+   "host_backward_canary_seconds": 1.8606990001899247e-05,
    "pass_seconds": [
-    0.0002438544709058035,
-    0.00031904227393014095,
-    0.0002876830313886915
+    0.00026519314164207095,
+    0.00014303999855404807,
+    0.00023840761184692382
    ],
    "pass_host_canary_seconds": [
-    1.0779285000026562e-05,
-    1.0095932500036043e-05,
-    9.77489000007381e-06
+    1.0644535000210454e-05,
+    8.146145000864636e-06,
+    1.0507447499890076e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.123115000003395e-05,
-    1.9222364999933462e-05,
-    1.9748649999939972e-05
+    1.8606990001899247e-05,
+    2.02590699996108e-05,
+    2.119270999969558e-05
    ]
   },
   "layer_backward_mha_no_weights": {
-   "seconds": 0.0005847741088696888,
-   "min": 0.0005270979120617822,
-   "max": 0.0006314689843427568,
+   "seconds": 0.0005544868877955845,
+   "min": 0.0004800883673486255,
+   "max": 0.0007684624535696848,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha_no_weights layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5662,34 +5662,34 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0016433919668197633,
-    0.004827807903289795,
-    0.0143056640625
+    0.0014020479917526245,
+    0.0039649920463562015,
+    0.012690303802490234
    ],
    "attention_backend": "efficient",
    "backward_nodes_per_layer": 33.0,
-   "host_canary_seconds": 1.0779285000026562e-05,
-   "host_backward_canary_seconds": 2.123115000003395e-05,
+   "host_canary_seconds": 1.0644535000210454e-05,
+   "host_backward_canary_seconds": 1.8606990001899247e-05,
    "pass_seconds": [
-    0.0005847741088696888,
-    0.0005270979120617822,
-    0.0006314689843427568
+    0.0004800883673486255,
+    0.0005544868877955845,
+    0.0007684624535696848
    ],
    "pass_host_canary_seconds": [
-    1.0779285000026562e-05,
-    1.0095932500036043e-05,
-    9.77489000007381e-06
+    1.0644535000210454e-05,
+    8.146145000864636e-06,
+    1.0507447499890076e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.123115000003395e-05,
-    1.9222364999933462e-05,
-    1.9748649999939972e-05
+    1.8606990001899247e-05,
+    2.02590699996108e-05,
+    2.119270999969558e-05
    ]
   },
   "layer_forward_mha_no_weights_autocast": {
-   "seconds": 0.00028290360314505445,
-   "min": 0.0001845287652242751,
-   "max": 0.00040373637136958897,
+   "seconds": 0.0002462963745707557,
+   "min": 0.00021634818826402936,
+   "max": 0.00030832151146162123,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha_no_weights layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5698,33 +5698,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0003172160089015961,
-    0.0010658559799194337,
-    0.006219071865081787
+    0.0006291840076446533,
+    0.0012062079906463624,
+    0.0038503999710083007
    ],
    "attention_backend": "cudnn",
-   "host_canary_seconds": 1.0463340000015365e-05,
-   "host_backward_canary_seconds": 2.1144990000010467e-05,
+   "host_canary_seconds": 1.0045674999901166e-05,
+   "host_backward_canary_seconds": 1.8284849998053686e-05,
    "pass_seconds": [
-    0.00040373637136958897,
-    0.00028290360314505445,
-    0.0001845287652242751
+    0.00021634818826402936,
+    0.0002462963745707557,
+    0.00030832151146162123
    ],
    "pass_host_canary_seconds": [
-    1.0463340000015365e-05,
-    9.343609999987735e-06,
-    9.844047499925067e-06
+    1.0045674999901166e-05,
+    8.245954999779315e-06,
+    9.914969999726964e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1144990000010467e-05,
-    1.8380715000034796e-05,
-    1.9752165000141984e-05
+    1.8284849998053686e-05,
+    2.1409774999483487e-05,
+    2.0571060001657316e-05
    ]
   },
   "layer_backward_mha_no_weights_autocast": {
-   "seconds": 0.0007191817348911648,
-   "min": 0.00043030704203106103,
-   "max": 0.000880979753675915,
+   "seconds": 0.0007571443361895425,
+   "min": 0.0005956944397517612,
+   "max": 0.0007711185131754194,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha_no_weights layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5733,34 +5733,34 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0015873279571533203,
-    0.004259615898132324,
-    0.018198944091796874
+    0.0019080640077590943,
+    0.004767648220062256,
+    0.01422985553741455
    ],
    "attention_backend": "cudnn",
    "backward_nodes_per_layer": 37.0,
-   "host_canary_seconds": 1.0463340000015365e-05,
-   "host_backward_canary_seconds": 2.1144990000010467e-05,
+   "host_canary_seconds": 1.0045674999901166e-05,
+   "host_backward_canary_seconds": 1.8284849998053686e-05,
    "pass_seconds": [
-    0.0007191817348911648,
-    0.00043030704203106103,
-    0.000880979753675915
+    0.0005956944397517612,
+    0.0007711185131754194,
+    0.0007571443361895425
    ],
    "pass_host_canary_seconds": [
-    1.0463340000015365e-05,
-    9.343609999987735e-06,
-    9.844047499925067e-06
+    1.0045674999901166e-05,
+    8.245954999779315e-06,
+    9.914969999726964e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1144990000010467e-05,
-    1.8380715000034796e-05,
-    1.9752165000141984e-05
+    1.8284849998053686e-05,
+    2.1409774999483487e-05,
+    2.0571060001657316e-05
    ]
   },
   "layer_forward_unit_transformer_block_autocast": {
-   "seconds": 0.0005952213122731163,
-   "min": 0.0004133310317993164,
-   "max": 0.0008002590338389079,
+   "seconds": 0.0008895855177016486,
+   "min": 0.0004747527582304818,
+   "max": 0.000936195052805401,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny unit_transformer_block layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5769,9 +5769,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0011780799627304076,
-    0.0033489921092987062,
-    0.013105343818664551
+    0.0008289600014686584,
+    0.0038497600555419923,
+    0.014942624092102052
    ],
    "unit_ops": [
     "layernorm",
@@ -5786,28 +5786,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "linear",
     "add"
    ],
-   "host_canary_seconds": 1.1041392499997471e-05,
-   "host_backward_canary_seconds": 2.074331499997584e-05,
+   "host_canary_seconds": 1.0523557500050628e-05,
+   "host_backward_canary_seconds": 2.060452499904386e-05,
    "pass_seconds": [
-    0.0008002590338389079,
-    0.0005952213122731163,
-    0.0004133310317993164
+    0.000936195052805401,
+    0.0004747527582304818,
+    0.0008895855177016486
    ],
    "pass_host_canary_seconds": [
-    1.1041392499997471e-05,
-    9.388352499968277e-06,
-    6.991989999960424e-06
+    1.0523557500050628e-05,
+    8.175372500431876e-06,
+    1.0382109999227395e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.074331499997584e-05,
-    1.8293005000060705e-05,
-    1.831871000007368e-05
+    2.060452499904386e-05,
+    1.906321999967986e-05,
+    1.9666179998694133e-05
    ]
   },
   "layer_backward_unit_transformer_block_autocast": {
-   "seconds": 0.0011280311970483692,
-   "min": 0.0011278377515929086,
-   "max": 0.0012249546959286644,
+   "seconds": 0.001269330334095728,
+   "min": 0.0012149166351272949,
+   "max": 0.0013785889262244817,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny unit_transformer_block layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5816,9 +5816,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.003412224054336548,
-    0.009026880264282227,
-    0.03363676834106445
+    0.0026053760051727294,
+    0.008505696296691895,
+    0.03544950485229492
    ],
    "unit_ops": [
     "layernorm",
@@ -5834,28 +5834,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "add"
    ],
    "backward_nodes_per_layer": 64.0,
-   "host_canary_seconds": 1.1041392499997471e-05,
-   "host_backward_canary_seconds": 2.074331499997584e-05,
+   "host_canary_seconds": 1.0523557500050628e-05,
+   "host_backward_canary_seconds": 2.060452499904386e-05,
    "pass_seconds": [
-    0.0012249546959286644,
-    0.0011278377515929086,
-    0.0011280311970483692
+    0.001269330334095728,
+    0.0012149166351272949,
+    0.0013785889262244817
    ],
    "pass_host_canary_seconds": [
-    1.1041392499997471e-05,
-    9.388352499968277e-06,
-    6.991989999960424e-06
+    1.0523557500050628e-05,
+    8.175372500431876e-06,
+    1.0382109999227395e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.074331499997584e-05,
-    1.8293005000060705e-05,
-    1.831871000007368e-05
+    2.060452499904386e-05,
+    1.906321999967986e-05,
+    1.9666179998694133e-05
    ]
   },
   "layer_forward_unit_conv_bn_relu_autocast": {
-   "seconds": 0.0001252320075318927,
-   "min": 9.231999587445032e-05,
-   "max": 0.00014281524008228665,
+   "seconds": 0.00015020952764011563,
+   "min": 0.0001365706700654257,
+   "max": 0.00015535390731834229,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny unit_conv_bn_relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5864,37 +5864,37 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0002141440063714981,
-    0.0006677759885787964,
-    0.0023647680282592775
+    0.00014591999351978301,
+    0.0005156800150871276,
+    0.0024441280364990233
    ],
    "unit_ops": [
     "conv2d_nobias",
     "batchnorm2d",
     "relu"
    ],
-   "host_canary_seconds": 1.0337540000016077e-05,
-   "host_backward_canary_seconds": 1.841807499999959e-05,
+   "host_canary_seconds": 7.680135000782684e-06,
+   "host_backward_canary_seconds": 1.931177999949796e-05,
    "pass_seconds": [
-    0.00014281524008228665,
-    0.0001252320075318927,
-    9.231999587445032e-05
+    0.00015535390731834229,
+    0.0001365706700654257,
+    0.00015020952764011563
    ],
    "pass_host_canary_seconds": [
-    1.0337540000016077e-05,
-    9.530472500003384e-06,
-    6.918074999902046e-06
+    7.680135000782684e-06,
+    1.0354779999488527e-05,
+    1.0420164999231929e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.841807499999959e-05,
-    1.896518499989952e-05,
-    1.7823519999922155e-05
+    1.931177999949796e-05,
+    1.707084999907238e-05,
+    1.6531979999854228e-05
    ]
   },
   "layer_backward_unit_conv_bn_relu_autocast": {
-   "seconds": 0.00019104684605484917,
-   "min": 0.00018134476670197077,
-   "max": 0.00019915505605084556,
+   "seconds": 0.00012034284075101222,
+   "min": 9.597712684245336e-05,
+   "max": 0.0001777813257206054,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny unit_conv_bn_relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5903,9 +5903,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005900800228118896,
-    0.0016382399797439575,
-    0.0056135358810424805
+    0.0009598720073699951,
+    0.0019471039772033692,
+    0.004807583808898926
    ],
    "unit_ops": [
     "conv2d_nobias",
@@ -5913,28 +5913,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "relu"
    ],
    "backward_nodes_per_layer": 7.0,
-   "host_canary_seconds": 1.0337540000016077e-05,
-   "host_backward_canary_seconds": 1.841807499999959e-05,
+   "host_canary_seconds": 7.680135000782684e-06,
+   "host_backward_canary_seconds": 1.931177999949796e-05,
    "pass_seconds": [
-    0.00019104684605484917,
-    0.00018134476670197077,
-    0.00019915505605084556
+    9.597712684245336e-05,
+    0.0001777813257206054,
+    0.00012034284075101222
    ],
    "pass_host_canary_seconds": [
-    1.0337540000016077e-05,
-    9.530472500003384e-06,
-    6.918074999902046e-06
+    7.680135000782684e-06,
+    1.0354779999488527e-05,
+    1.0420164999231929e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.841807499999959e-05,
-    1.896518499989952e-05,
-    1.7823519999922155e-05
+    1.931177999949796e-05,
+    1.707084999907238e-05,
+    1.6531979999854228e-05
    ]
   },
   "layer_forward_view_chain": {
-   "seconds": 3.7683812191798577e-06,
-   "min": 3.4445713584621747e-06,
-   "max": 3.9900953748396465e-06,
+   "seconds": 2.222476216653983e-06,
+   "min": 2.070857167598747e-06,
+   "max": 4.015999979206494e-06,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny view_chain layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5943,32 +5943,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    1.7696000635623933e-05,
-    3.587200120091438e-05,
-    7.96160027384758e-05
+    1.1648000217974186e-05,
+    2.211200073361397e-05,
+    4.4128000736236574e-05
    ],
-   "host_canary_seconds": 1.051230000001624e-05,
-   "host_backward_canary_seconds": 1.932456499993407e-05,
+   "host_canary_seconds": 7.228650000570269e-06,
+   "host_backward_canary_seconds": 1.8931480001356247e-05,
    "pass_seconds": [
-    3.9900953748396465e-06,
-    3.4445713584621747e-06,
-    3.7683812191798577e-06
+    2.070857167598747e-06,
+    2.222476216653983e-06,
+    4.015999979206494e-06
    ],
    "pass_host_canary_seconds": [
-    1.051230000001624e-05,
-    9.515904999943813e-06,
-    9.712079999957269e-06
+    7.228650000570269e-06,
+    8.412364999230703e-06,
+    1.0861907500157032e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.932456499993407e-05,
-    1.9029450000118688e-05,
-    1.858825999988767e-05
+    1.8931480001356247e-05,
+    1.543954999988273e-05,
+    1.6057235000062066e-05
    ]
   },
   "layer_backward_view_chain": {
-   "seconds": 7.853713463104908e-06,
-   "min": 7.492571980470703e-06,
-   "max": 8.464762187075048e-06,
+   "seconds": 8.450285531580447e-06,
+   "min": 7.78742857454788e-06,
+   "max": 9.900952999790512e-06,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny view_chain layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5977,33 +5977,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00010198400169610977,
-    0.00019331200420856477,
-    0.0002931840121746063
+    7.347200065851212e-05,
+    0.00010908800363540649,
+    0.00022336000204086303
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.051230000001624e-05,
-   "host_backward_canary_seconds": 1.932456499993407e-05,
+   "host_canary_seconds": 7.228650000570269e-06,
+   "host_backward_canary_seconds": 1.8931480001356247e-05,
    "pass_seconds": [
-    7.492571980470703e-06,
-    7.853713463104908e-06,
-    8.464762187075048e-06
+    7.78742857454788e-06,
+    8.450285531580447e-06,
+    9.900952999790512e-06
    ],
    "pass_host_canary_seconds": [
-    1.051230000001624e-05,
-    9.515904999943813e-06,
-    9.712079999957269e-06
+    7.228650000570269e-06,
+    8.412364999230703e-06,
+    1.0861907500157032e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.932456499993407e-05,
-    1.9029450000118688e-05,
-    1.858825999988767e-05
+    1.8931480001356247e-05,
+    1.543954999988273e-05,
+    1.6057235000062066e-05
    ]
   },
   "layer_forward_view_chain_autocast": {
-   "seconds": 3.8095239017690927e-06,
-   "min": 3.658666763277281e-06,
-   "max": 3.846856987192517e-06,
+   "seconds": 2.310095266217277e-06,
+   "min": 2.2796190210751124e-06,
+   "max": 3.6822858133486337e-06,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny view_chain layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -6012,32 +6012,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.417599946260452e-05,
-    4.524800181388855e-05,
-    9.120000153779983e-05
+    2.175999991595745e-05,
+    2.8416000306606293e-05,
+    5.632000043988228e-05
    ],
-   "host_canary_seconds": 1.0106609999986915e-05,
-   "host_backward_canary_seconds": 1.9711119999996642e-05,
+   "host_canary_seconds": 7.228650000570269e-06,
+   "host_backward_canary_seconds": 1.8931480001356247e-05,
    "pass_seconds": [
-    3.8095239017690927e-06,
-    3.658666763277281e-06,
-    3.846856987192517e-06
+    2.310095266217277e-06,
+    2.2796190210751124e-06,
+    3.6822858133486337e-06
    ],
    "pass_host_canary_seconds": [
-    1.0106609999986915e-05,
-    9.51425999993205e-06,
-    9.759150000050454e-06
+    7.228650000570269e-06,
+    7.848650000141788e-06,
+    1.0507987499863703e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9711119999996642e-05,
-    1.9661380000144392e-05,
-    1.8321179999958304e-05
+    1.8931480001356247e-05,
+    1.615847000039139e-05,
+    1.614003499980754e-05
    ]
   },
   "layer_backward_view_chain_autocast": {
-   "seconds": 8.758095492209707e-06,
-   "min": 8.689524339778081e-06,
-   "max": 9.896381447712578e-06,
+   "seconds": 8.883048203729446e-06,
+   "min": 5.763809418394452e-06,
+   "max": 1.4042666714106287e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny view_chain layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -6046,129 +6046,129 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00012176000326871872,
-    0.00016262400150299073,
-    0.00032726401090621947
+    8.934400230646134e-05,
+    0.0001281280070543289,
+    0.000258976012468338
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.0106609999986915e-05,
-   "host_backward_canary_seconds": 1.9711119999996642e-05,
+   "host_canary_seconds": 7.228650000570269e-06,
+   "host_backward_canary_seconds": 1.8931480001356247e-05,
    "pass_seconds": [
-    9.896381447712578e-06,
-    8.758095492209707e-06,
-    8.689524339778081e-06
+    8.883048203729446e-06,
+    5.763809418394452e-06,
+    1.4042666714106287e-05
    ],
    "pass_host_canary_seconds": [
-    1.0106609999986915e-05,
-    9.51425999993205e-06,
-    9.759150000050454e-06
+    7.228650000570269e-06,
+    7.848650000141788e-06,
+    1.0507987499863703e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9711119999996642e-05,
-    1.9661380000144392e-05,
-    1.8321179999958304e-05
+    1.8931480001356247e-05,
+    1.615847000039139e-05,
+    1.614003499980754e-05
    ]
   },
   "backward_call_before_first_kernel": {
-   "seconds": 0.00015721599757671356,
-   "min": 0.00010143999755382538,
-   "max": 0.00031481599807739257,
+   "seconds": 0.0001563200056552887,
+   "min": 8.806400001049042e-05,
+   "max": 0.0004123840034008026,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event recorded by the first autograd node's pre-hook (before its first kernel); no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0331415000024435e-05,
-   "host_backward_canary_seconds": 1.95686100001069e-05,
+   "host_canary_seconds": 9.787335000055463e-06,
+   "host_backward_canary_seconds": 1.797982000198317e-05,
    "pass_seconds": [
-    0.00015721599757671356,
-    0.00016515199840068818,
-    0.00013488000631332398
+    0.0001563200056552887,
+    0.00015328000485897064,
+    0.0002004159986972809
    ],
    "pass_host_canary_seconds": [
-    1.0331415000024435e-05,
-    1.4758625000013125e-05,
-    9.778630000027988e-06
+    9.787335000055463e-06,
+    8.019970000532339e-06,
+    1.0301954999931694e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.95686100001069e-05,
-    1.998719999988907e-05,
-    1.8211089999908837e-05
+    1.797982000198317e-05,
+    1.5745040000183507e-05,
+    1.8954770000618735e-05
    ]
   },
   "backward_call_after_last_kernel": {
-   "seconds": 0.00010294400155544281,
-   "min": 6.819199770689011e-05,
-   "max": 0.00016592000424861907,
+   "seconds": 0.00010412800312042237,
+   "min": 6.57920017838478e-05,
+   "max": 0.0003077119886875153,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: event recorded by the input's gradient hook (after the last node's kernels) to an event after backward() returned; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0331415000024435e-05,
-   "host_backward_canary_seconds": 1.95686100001069e-05,
+   "host_canary_seconds": 9.787335000055463e-06,
+   "host_backward_canary_seconds": 1.797982000198317e-05,
    "pass_seconds": [
-    0.00010294400155544281,
-    0.00014323200285434724,
-    8.575999736785889e-05
+    0.00010412800312042237,
+    9.833600372076034e-05,
+    0.00013209599256515503
    ],
    "pass_host_canary_seconds": [
-    1.0331415000024435e-05,
-    1.4758625000013125e-05,
-    9.778630000027988e-06
+    9.787335000055463e-06,
+    8.019970000532339e-06,
+    1.0301954999931694e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.95686100001069e-05,
-    1.998719999988907e-05,
-    1.8211089999908837e-05
+    1.797982000198317e-05,
+    1.5745040000183507e-05,
+    1.8954770000618735e-05
    ]
   },
   "backward_call_before_first_kernel_autocast": {
-   "seconds": 0.0001592639982700348,
-   "min": 0.00010960000008344651,
-   "max": 0.0002465600073337555,
+   "seconds": 0.0001398719996213913,
+   "min": 9.340800344944e-05,
+   "max": 0.00038944000005722046,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event recorded by the first autograd node's pre-hook (before its first kernel); inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0466614999984357e-05,
-   "host_backward_canary_seconds": 1.9699489999993603e-05,
+   "host_canary_seconds": 9.819384999900648e-06,
+   "host_backward_canary_seconds": 1.783552000006239e-05,
    "pass_seconds": [
-    0.0001908479928970337,
-    0.0001592639982700348,
-    0.00015238399803638457
+    0.0001398719996213913,
+    0.00014431999623775482,
+    0.00013011200726032257
    ],
    "pass_host_canary_seconds": [
-    1.0466614999984357e-05,
-    1.0540014999946834e-05,
-    9.57511999999383e-06
+    9.819384999900648e-06,
+    7.157454999742185e-06,
+    9.810990000005405e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9699489999993603e-05,
-    1.998719999988907e-05,
-    1.8040230000053725e-05
+    1.783552000006239e-05,
+    1.3187400002152572e-05,
+    1.7326240001693805e-05
    ]
   },
   "backward_call_after_last_kernel_autocast": {
-   "seconds": 0.00015427200496196747,
-   "min": 0.0001117120012640953,
-   "max": 0.0003308799862861633,
+   "seconds": 0.00013596799969673156,
+   "min": 8.76159965991974e-05,
+   "max": 0.0003327359855175018,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: event recorded by the input's gradient hook (after the last node's kernels) to an event after backward() returned; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0466614999984357e-05,
-   "host_backward_canary_seconds": 1.9699489999993603e-05,
+   "host_canary_seconds": 9.819384999900648e-06,
+   "host_backward_canary_seconds": 1.783552000006239e-05,
    "pass_seconds": [
-    0.00015427200496196747,
-    0.00016700799763202668,
-    0.00014182400703430175
+    0.00014710399508476257,
+    0.00011196800321340561,
+    0.00013596799969673156
    ],
    "pass_host_canary_seconds": [
-    1.0466614999984357e-05,
-    1.0540014999946834e-05,
-    9.57511999999383e-06
+    9.819384999900648e-06,
+    7.157454999742185e-06,
+    9.810990000005405e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9699489999993603e-05,
-    1.998719999988907e-05,
-    1.8040230000053725e-05
+    1.783552000006239e-05,
+    1.3187400002152572e-05,
+    1.7326240001693805e-05
    ]
   },
   "backward_walk_node": {
-   "seconds": 3.7389555555162386e-07,
-   "min": 2.97406666681531e-07,
-   "max": 5.403022222259955e-07,
+   "seconds": 3.4231888877103403e-07,
+   "min": 3.313933333023063e-07,
+   "max": 3.9991666679068453e-07,
    "samples": 3,
    "method": "backward() of chains of [100, 1000] tiny multiplications ([102, 1002] nodes): host seconds from the call to the first node's pre-hook, median per length, (T(long) - T(short)) / (nodes(long) - nodes(short)); median of 3 passes over the probe's run",
    "chain_nodes": [
@@ -6176,1951 +6176,1951 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     1002
    ],
    "chain_to_first_node_seconds": [
-    0.00019014299999753348,
-    0.0006764150000009295
+    0.00012863400002061098,
+    0.0004367209999145416
    ],
-   "host_canary_seconds": 1.2350984999969227e-05,
-   "host_backward_canary_seconds": 2.1620109999958005e-05,
+   "host_canary_seconds": 8.323567499814998e-06,
+   "host_backward_canary_seconds": 2.0370844998751637e-05,
    "pass_seconds": [
-    5.403022222259955e-07,
-    3.7389555555162386e-07,
-    2.97406666681531e-07
+    3.4231888877103403e-07,
+    3.9991666679068453e-07,
+    3.313933333023063e-07
    ],
    "pass_host_canary_seconds": [
-    1.2350984999969227e-05,
-    1.0208919999996623e-05,
-    9.701919999969277e-06
+    8.323567499814998e-06,
+    1.0600157499993655e-05,
+    8.811872500018581e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1620109999958005e-05,
-    2.2452679999958036e-05,
-    1.991199999991977e-05
+    2.0370844998751637e-05,
+    1.7509229999177477e-05,
+    1.850773500109426e-05
    ]
   },
   "layer_steady_linear": {
-   "seconds": 0.00024371839523315428,
-   "min": 0.00019087295532226563,
-   "max": 0.00037728897094726566,
+   "seconds": 0.00024166912078857423,
+   "min": 0.0001905023956298828,
+   "max": 0.0004164767837524414,
    "samples": 33,
    "method": "one tiny linear layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.322453749999397e-05,
-   "host_backward_canary_seconds": 2.1455115000037495e-05,
+   "host_canary_seconds": 1.0191689999601295e-05,
+   "host_backward_canary_seconds": 1.9282960001874015e-05,
    "pass_seconds": [
-    0.00032221950531005855,
-    0.00024371839523315428,
-    0.00020782976150512695
+    0.00024166912078857423,
+    0.0003101484870910644,
+    0.00022060991287231444
    ],
    "pass_host_canary_seconds": [
-    1.322453749999397e-05,
-    1.0338360000048396e-05,
-    7.072125000036067e-06
+    1.0191689999601295e-05,
+    1.1200957499681863e-05,
+    7.244889999356019e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1455115000037495e-05,
-    2.000826999989158e-05,
-    1.8805140000210942e-05
+    1.9282960001874015e-05,
+    2.096704999985377e-05,
+    1.8697230000270793e-05
    ]
   },
   "layer_steady_linear_autocast": {
-   "seconds": 0.0005133926391601563,
-   "min": 0.0002880019187927246,
-   "max": 0.0006729408264160157,
+   "seconds": 0.0006383891296386719,
+   "min": 0.00044156993865966795,
+   "max": 0.0007797100830078125,
    "samples": 33,
    "method": "one tiny linear layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.3028140000059807e-05,
-   "host_backward_canary_seconds": 2.0254770000036615e-05,
+   "host_canary_seconds": 1.0136864999594763e-05,
+   "host_backward_canary_seconds": 1.9146950000958897e-05,
    "pass_seconds": [
-    0.0006095513534545898,
-    0.0005133926391601563,
-    0.00043516094207763674
+    0.00045059585571289066,
+    0.0006383891296386719,
+    0.0006801414489746093
    ],
    "pass_host_canary_seconds": [
-    1.3028140000059807e-05,
-    1.0398904999959768e-05,
-    9.20393499995953e-06
+    1.0136864999594763e-05,
+    1.122302499993566e-05,
+    1.0203450000290103e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0254770000036615e-05,
-    1.972192000010864e-05,
-    1.8442460000187566e-05
+    1.9146950000958897e-05,
+    2.0590909998645656e-05,
+    1.9616909999058407e-05
    ]
   },
   "layer_steady_linear_nobias": {
-   "seconds": 0.0001929030418395996,
-   "min": 0.0001222655963897705,
-   "max": 0.00022516735076904298,
+   "seconds": 0.00019661760330200195,
+   "min": 0.00016550783157348633,
+   "max": 0.0003579782485961914,
    "samples": 33,
    "method": "one tiny linear_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0932840000030809e-05,
-   "host_backward_canary_seconds": 1.6984299999975862e-05,
+   "host_canary_seconds": 1.0305285000526965e-05,
+   "host_backward_canary_seconds": 1.9203445000357532e-05,
    "pass_seconds": [
-    0.00015893247604370115,
-    0.00021237951278686522,
-    0.0001929030418395996
+    0.00019268096923828125,
+    0.0003031641578674316,
+    0.00019661760330200195
    ],
    "pass_host_canary_seconds": [
-    1.0932840000030809e-05,
-    1.0499575000011418e-05,
-    9.674542499951143e-06
+    1.0305285000526965e-05,
+    1.1090520000607285e-05,
+    1.040178500034017e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6984299999975862e-05,
-    2.052072000026328e-05,
-    1.8594385000056946e-05
+    1.9203445000357532e-05,
+    2.1186739998029226e-05,
+    1.816189500004839e-05
    ]
   },
   "layer_steady_linear_nobias_autocast": {
-   "seconds": 0.00026589567184448243,
-   "min": 0.0002269011116027832,
-   "max": 0.0006804447937011719,
+   "seconds": 0.00034594177246093755,
+   "min": 0.00022996671676635744,
+   "max": 0.0006864390563964843,
    "samples": 33,
    "method": "one tiny linear_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.109171000003073e-05,
-   "host_backward_canary_seconds": 2.04522699999643e-05,
+   "host_canary_seconds": 1.0111770000662546e-05,
+   "host_backward_canary_seconds": 1.801317500053301e-05,
    "pass_seconds": [
-    0.0005065318298339844,
-    0.0002483788871765137,
-    0.00026589567184448243
+    0.00034594177246093755,
+    0.00033319679260253906,
+    0.0005545971298217773
    ],
    "pass_host_canary_seconds": [
-    1.109171000003073e-05,
-    8.910525000018764e-06,
-    7.333360000032485e-06
+    1.0111770000662546e-05,
+    9.15534499995374e-06,
+    1.0195260000500638e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.04522699999643e-05,
-    1.5845434999874898e-05,
-    1.8321114999935162e-05
+    1.801317500053301e-05,
+    2.1738080001796333e-05,
+    1.926881000144931e-05
    ]
   },
   "layer_steady_matmul": {
-   "seconds": 0.00015312640190124512,
-   "min": 0.00010727744102478026,
-   "max": 0.00025521408081054687,
+   "seconds": 0.00016208192825317383,
+   "min": 0.00010700991630554199,
+   "max": 0.00020844352722167967,
    "samples": 33,
    "method": "one tiny matmul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0360690000013051e-05,
-   "host_backward_canary_seconds": 2.1017509999978757e-05,
+   "host_canary_seconds": 7.354069999792046e-06,
+   "host_backward_canary_seconds": 1.5402400000539272e-05,
    "pass_seconds": [
-    0.0002245964813232422,
-    0.00014798015594482422,
-    0.00015312640190124512
+    0.00011469887733459474,
+    0.00016208192825317383,
+    0.00018824256896972656
    ],
    "pass_host_canary_seconds": [
-    1.0360690000013051e-05,
-    1.0105225000103246e-05,
-    7.0756300000596185e-06
+    7.354069999792046e-06,
+    8.190835000050356e-06,
+    1.0293222500195043e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1017509999978757e-05,
-    1.5021890000070926e-05,
-    1.889376999997694e-05
+    1.5402400000539272e-05,
+    2.1593199999188073e-05,
+    1.9936174999202196e-05
    ]
   },
   "layer_steady_matmul_autocast": {
-   "seconds": 0.00033578624725341796,
-   "min": 0.00025206144332885744,
-   "max": 0.0005500281524658203,
+   "seconds": 0.00040716480255126953,
+   "min": 0.00019864383697509766,
+   "max": 0.0005568825531005859,
    "samples": 33,
    "method": "one tiny matmul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0205364999968936e-05,
-   "host_backward_canary_seconds": 2.1137765000034393e-05,
+   "host_canary_seconds": 7.472434999726829e-06,
+   "host_backward_canary_seconds": 1.6876460001640226e-05,
    "pass_seconds": [
-    0.0005293113708496094,
-    0.00029094783782958984,
-    0.00033578624725341796
+    0.00022521024703979495,
+    0.0004726752090454102,
+    0.00040716480255126953
    ],
    "pass_host_canary_seconds": [
-    1.0205364999968936e-05,
-    1.0785650000002533e-05,
-    9.507665000114685e-06
+    7.472434999726829e-06,
+    1.1009632499963118e-05,
+    1.0143990000415215e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1137765000034393e-05,
-    1.658221000013782e-05,
-    1.8621059999759383e-05
+    1.6876460001640226e-05,
+    2.1147500000324726e-05,
+    1.9474819999913962e-05
    ]
   },
   "layer_steady_bmm": {
-   "seconds": 0.0001915782356262207,
-   "min": 0.00010994751930236817,
-   "max": 0.00021839103698730467,
+   "seconds": 0.00013302656173706055,
+   "min": 0.00011557248115539551,
+   "max": 0.0002577644729614258,
    "samples": 33,
    "method": "one tiny bmm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0682230000007565e-05,
-   "host_backward_canary_seconds": 2.0096430000009492e-05,
+   "host_canary_seconds": 7.347680000293622e-06,
+   "host_backward_canary_seconds": 1.5723390000630388e-05,
    "pass_seconds": [
-    0.0001915782356262207,
-    0.00019431808471679686,
-    0.00012104063987731935
+    0.00012411520004272463,
+    0.00019300096511840818,
+    0.00013302656173706055
    ],
    "pass_host_canary_seconds": [
-    1.0682230000007565e-05,
-    1.045337499995469e-05,
-    7.268800000019837e-06
+    7.347680000293622e-06,
+    1.0992879999776051e-05,
+    8.294255000009798e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0096430000009492e-05,
-    2.0044095000031347e-05,
-    1.4361970000038583e-05
+    1.5723390000630388e-05,
+    2.0502390000274318e-05,
+    1.9931990000259247e-05
    ]
   },
   "layer_steady_bmm_autocast": {
-   "seconds": 0.0002590662384033203,
-   "min": 0.00022498559951782227,
-   "max": 0.00039481536865234375,
+   "seconds": 0.00026183103561401366,
+   "min": 0.00019056896209716797,
+   "max": 0.0005082463836669922,
    "samples": 33,
    "method": "one tiny bmm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1072920000003705e-05,
-   "host_backward_canary_seconds": 2.0431989999991627e-05,
+   "host_canary_seconds": 7.502329999624635e-06,
+   "host_backward_canary_seconds": 1.6226909999659255e-05,
    "pass_seconds": [
-    0.0003806752014160156,
-    0.0002590662384033203,
-    0.00023634624481201172
+    0.0002323967933654785,
+    0.0004624563217163086,
+    0.00026183103561401366
    ],
    "pass_host_canary_seconds": [
-    1.1072920000003705e-05,
-    8.315424999949527e-06,
-    7.020514999993565e-06
+    7.502329999624635e-06,
+    1.0984097499999734e-05,
+    7.134395000321092e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0431989999991627e-05,
-    1.8411730000025273e-05,
-    1.838974000008875e-05
+    1.6226909999659255e-05,
+    2.0667420000108907e-05,
+    1.959147999968991e-05
    ]
   },
   "layer_steady_conv2d": {
-   "seconds": 0.00017990400314331055,
-   "min": 0.0001664313507080078,
-   "max": 0.0002801798439025879,
+   "seconds": 0.00021141248703002928,
+   "min": 0.00018063936233520507,
+   "max": 0.000286618881225586,
    "samples": 33,
    "method": "one tiny conv2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0734039999960032e-05,
-   "host_backward_canary_seconds": 2.1477949999990642e-05,
+   "host_canary_seconds": 8.793819999937113e-06,
+   "host_backward_canary_seconds": 1.9568259999687144e-05,
    "pass_seconds": [
-    0.0002738719940185547,
-    0.0001781337547302246,
-    0.00017990400314331055
+    0.0002405311965942383,
+    0.00021141248703002928,
+    0.00020150592803955077
    ],
    "pass_host_canary_seconds": [
-    1.0734039999960032e-05,
-    7.079569999888235e-06,
-    7.3180449999199484e-06
+    8.793819999937113e-06,
+    8.409700000129305e-06,
+    7.665535000001002e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1477949999990642e-05,
-    1.928340000006301e-05,
-    1.8713469999909192e-05
+    1.9568259999687144e-05,
+    2.0728599999983998e-05,
+    1.9563209999660103e-05
    ]
   },
   "layer_steady_conv2d_autocast": {
-   "seconds": 0.0004485030364990234,
-   "min": 0.0002870688056945801,
-   "max": 0.000716920928955078,
+   "seconds": 0.0004987443161010742,
+   "min": 0.00027699583053588864,
+   "max": 0.0006458771514892578,
    "samples": 33,
    "method": "one tiny conv2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.074195499995767e-05,
-   "host_backward_canary_seconds": 2.0073499999995192e-05,
+   "host_canary_seconds": 1.0005245000002104e-05,
+   "host_backward_canary_seconds": 1.56469500007006e-05,
    "pass_seconds": [
-    0.0005944601440429687,
-    0.0003596249771118164,
-    0.0004485030364990234
+    0.0003730860900878906,
+    0.0005951763153076173,
+    0.0004987443161010742
    ],
    "pass_host_canary_seconds": [
-    1.074195499995767e-05,
-    7.462250000003223e-06,
-    7.265854999900512e-06
+    1.0005245000002104e-05,
+    1.0686724999686703e-05,
+    8.328140000344319e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0073499999995192e-05,
-    1.8576140000163832e-05,
-    1.855801000004931e-05
+    1.56469500007006e-05,
+    1.961329000096157e-05,
+    1.8801630001235023e-05
    ]
   },
   "layer_steady_conv2d_nobias": {
-   "seconds": 0.0001784774398803711,
-   "min": 0.00011177408218383788,
-   "max": 0.0002536441612243652,
+   "seconds": 0.0001491500759124756,
+   "min": 0.00011365504264831543,
+   "max": 0.00024742847442626954,
    "samples": 33,
    "method": "one tiny conv2d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0681100000020649e-05,
-   "host_backward_canary_seconds": 1.987459999995167e-05,
+   "host_canary_seconds": 7.919505000018035e-06,
+   "host_backward_canary_seconds": 1.557760999958191e-05,
    "pass_seconds": [
-    0.0001991801643371582,
-    0.00012415807723999023,
-    0.0001784774398803711
+    0.00012782912254333495,
+    0.00022579647064208984,
+    0.0001491500759124756
    ],
    "pass_host_canary_seconds": [
-    1.0681100000020649e-05,
-    7.357924999951138e-06,
-    9.711299999963786e-06
+    7.919505000018035e-06,
+    1.0505560001092817e-05,
+    7.414369999878545e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.987459999995167e-05,
-    1.730379999997922e-05,
-    1.873198999987835e-05
+    1.557760999958191e-05,
+    2.0685360000243235e-05,
+    1.8363660001341486e-05
    ]
   },
   "layer_steady_conv2d_nobias_autocast": {
-   "seconds": 0.0003142886352539063,
-   "min": 0.0002268998336791992,
-   "max": 0.0005005356979370118,
+   "seconds": 0.00045236736297607423,
+   "min": 0.00024270847320556643,
+   "max": 0.0005850912094116211,
    "samples": 33,
    "method": "one tiny conv2d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0717489999976237e-05,
-   "host_backward_canary_seconds": 2.0070860000060975e-05,
+   "host_canary_seconds": 1.057790999993813e-05,
+   "host_backward_canary_seconds": 1.7806365001433732e-05,
    "pass_seconds": [
-    0.0004185209655761719,
-    0.00026655487060546875,
-    0.0003142886352539063
+    0.0003030624008178711,
+    0.0005106284713745117,
+    0.00045236736297607423
    ],
    "pass_host_canary_seconds": [
-    1.0717489999976237e-05,
-    7.190759999957663e-06,
-    9.480014999923015e-06
+    1.057790999993813e-05,
+    1.0630070000843262e-05,
+    9.848619999957009e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0070860000060975e-05,
-    1.8748429999959627e-05,
-    1.783451999983754e-05
+    1.7806365001433732e-05,
+    2.074832000062088e-05,
+    1.9407615001227894e-05
    ]
   },
   "layer_steady_conv1d": {
-   "seconds": 0.0002243231964111328,
-   "min": 0.0001716499137878418,
-   "max": 0.00034498302459716793,
+   "seconds": 0.0002380460739135742,
+   "min": 0.00015603072166442872,
+   "max": 0.00035405952453613284,
    "samples": 33,
    "method": "one tiny conv1d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.978530000016804e-06,
-   "host_backward_canary_seconds": 2.0379000000048107e-05,
+   "host_canary_seconds": 7.716914999491565e-06,
+   "host_backward_canary_seconds": 1.928098000007594e-05,
    "pass_seconds": [
-    0.00022455104827880858,
-    0.00021096128463745118,
-    0.0002243231964111328
+    0.00018531391143798828,
+    0.0003261452865600586,
+    0.0002380460739135742
    ],
    "pass_host_canary_seconds": [
-    7.978530000016804e-06,
-    7.332122500045557e-06,
-    9.773350000017444e-06
+    7.716914999491565e-06,
+    1.0923419999926409e-05,
+    9.732940000048985e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0379000000048107e-05,
-    1.8851210000008224e-05,
-    1.8021539999892867e-05
+    1.928098000007594e-05,
+    2.0260310000139724e-05,
+    1.9241909999436757e-05
    ]
   },
   "layer_steady_conv1d_autocast": {
-   "seconds": 0.0006743949127197265,
-   "min": 0.0004248441696166992,
-   "max": 0.0007554041290283204,
+   "seconds": 0.0005269254302978515,
+   "min": 0.0002993145561218262,
+   "max": 0.0006956006622314453,
    "samples": 33,
    "method": "one tiny conv1d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0235949999994887e-05,
-   "host_backward_canary_seconds": 2.070940999999493e-05,
+   "host_canary_seconds": 7.792984999923645e-06,
+   "host_backward_canary_seconds": 1.7255729999305914e-05,
    "pass_seconds": [
-    0.0006743949127197265,
-    0.0007229170989990234,
-    0.0004881651306152344
+    0.0003564384078979492,
+    0.0005453644943237305,
+    0.0005269254302978515
    ],
    "pass_host_canary_seconds": [
-    1.0235949999994887e-05,
-    1.0273614999931625e-05,
-    9.350750000010066e-06
+    7.792984999923645e-06,
+    1.0549794999406004e-05,
+    1.0061437500326064e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.070940999999493e-05,
-    2.045757000018966e-05,
-    1.843738000019357e-05
+    1.7255729999305914e-05,
+    2.0655099999657976e-05,
+    1.929405500050052e-05
    ]
   },
   "layer_steady_conv1d_nobias": {
-   "seconds": 0.0001931648063659668,
-   "min": 0.00017342784881591795,
-   "max": 0.00024237119674682618,
+   "seconds": 0.0001806003189086914,
+   "min": 0.0001461631965637207,
+   "max": 0.00021423295974731446,
    "samples": 33,
    "method": "one tiny conv1d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.007133499996371e-05,
-   "host_backward_canary_seconds": 2.0697570000010047e-05,
+   "host_canary_seconds": 1.1095457500118755e-05,
+   "host_backward_canary_seconds": 2.0083309999563424e-05,
    "pass_seconds": [
-    0.0001931648063659668,
-    0.00020496192932128906,
-    0.00017786752700805662
+    0.00018972671508789063,
+    0.0001806003189086914,
+    0.0001777292823791504
    ],
    "pass_host_canary_seconds": [
-    1.007133499996371e-05,
-    1.0378899999992085e-05,
-    9.544304999877795e-06
+    1.1095457500118755e-05,
+    1.0172644999784098e-05,
+    8.116710000081183e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0697570000010047e-05,
-    1.9149834999865335e-05,
-    1.9413079999992533e-05
+    2.0083309999563424e-05,
+    2.055428999938158e-05,
+    1.9715314999757537e-05
    ]
   },
   "layer_steady_conv1d_nobias_autocast": {
-   "seconds": 0.0003845868682861328,
-   "min": 0.00032611713409423827,
-   "max": 0.0005206604766845703,
+   "seconds": 0.0003610227203369141,
+   "min": 0.0002641606330871582,
+   "max": 0.0006039705657958984,
    "samples": 33,
    "method": "one tiny conv1d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.940934999974615e-06,
-   "host_backward_canary_seconds": 1.7684369999955152e-05,
+   "host_canary_seconds": 9.744207499693402e-06,
+   "host_backward_canary_seconds": 1.923185500004365e-05,
    "pass_seconds": [
-    0.0003841036987304688,
-    0.000435968017578125,
-    0.0003845868682861328
+    0.000298156795501709,
+    0.0003610227203369141,
+    0.0005116876983642577
    ],
    "pass_host_canary_seconds": [
-    9.940934999974615e-06,
-    1.0424095000018952e-05,
-    1.024182249999228e-05
+    9.744207499693402e-06,
+    1.0601297499874818e-05,
+    9.893034999777228e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7684369999955152e-05,
-    1.8737710000209518e-05,
-    1.916764500009549e-05
+    1.923185500004365e-05,
+    1.9565990000955936e-05,
+    1.8759310000859843e-05
    ]
   },
   "layer_steady_batchnorm2d": {
-   "seconds": 0.00021207872390747068,
-   "min": 0.0001832467269897461,
-   "max": 0.0002492486381530762,
+   "seconds": 0.00020027648925781248,
+   "min": 0.00017792768478393554,
+   "max": 0.0002623072052001953,
    "samples": 33,
    "method": "one tiny batchnorm2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.940934999974615e-06,
-   "host_backward_canary_seconds": 1.9539910000077042e-05,
+   "host_canary_seconds": 7.5381250002237725e-06,
+   "host_backward_canary_seconds": 2.0054304999348458e-05,
    "pass_seconds": [
-    0.00021207872390747068,
-    0.00023598400115966797,
-    0.00018847679138183593
+    0.00020027648925781248,
+    0.00021304704666137695,
+    0.0001821286392211914
    ],
    "pass_host_canary_seconds": [
-    9.940934999974615e-06,
-    1.0007599999966033e-05,
-    8.977904999980523e-06
+    7.5381250002237725e-06,
+    1.0467095000876725e-05,
+    6.925165000666311e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9539910000077042e-05,
-    1.8962299999998323e-05,
-    1.853537499982849e-05
+    2.0054304999348458e-05,
+    2.001200999984576e-05,
+    1.2960949998159777e-05
    ]
   },
   "layer_steady_batchnorm2d_autocast": {
-   "seconds": 0.00031573759078979487,
-   "min": 0.00018722496032714842,
-   "max": 0.0004094451141357422,
+   "seconds": 0.00024239360809326173,
+   "min": 0.00021008895874023438,
+   "max": 0.0004011455917358398,
    "samples": 33,
    "method": "one tiny batchnorm2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0581919999985701e-05,
-   "host_backward_canary_seconds": 1.73519499999486e-05,
+   "host_canary_seconds": 1.0271804999888445e-05,
+   "host_backward_canary_seconds": 1.9962535001241123e-05,
    "pass_seconds": [
-    0.0003293011093139649,
-    0.00031573759078979487,
-    0.00022065536499023437
+    0.00024239360809326173,
+    0.00024687360763549806,
+    0.00021402111053466798
    ],
    "pass_host_canary_seconds": [
-    1.0581919999985701e-05,
-    1.0172355000008792e-05,
-    8.91830500009405e-06
+    1.0271804999888445e-05,
+    1.0199965000765587e-05,
+    7.0946300002106e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.73519499999486e-05,
-    1.9259259999842016e-05,
-    1.772971000008283e-05
+    1.9962535001241123e-05,
+    1.9366859999081498e-05,
+    1.215172000001985e-05
    ]
   },
   "layer_steady_layernorm": {
-   "seconds": 0.00013496447563171387,
-   "min": 0.00010269120216369629,
-   "max": 0.0002029952049255371,
+   "seconds": 0.00015239168167114259,
+   "min": 0.0001034067153930664,
+   "max": 0.00016243648529052734,
    "samples": 33,
    "method": "one tiny layernorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.005104999997286e-05,
-   "host_backward_canary_seconds": 1.4791240000135985e-05,
+   "host_canary_seconds": 1.0748480000302153e-05,
+   "host_backward_canary_seconds": 2.104130000134319e-05,
    "pass_seconds": [
-    0.00013496447563171387,
-    0.00013019136428833007,
-    0.00013587455749511718
+    0.0001567263984680176,
+    0.00015239168167114259,
+    0.00012739968299865724
    ],
    "pass_host_canary_seconds": [
-    1.005104999997286e-05,
-    1.0047195000026931e-05,
-    8.867880000025252e-06
+    1.0748480000302153e-05,
+    1.0280369999691174e-05,
+    7.006409999803509e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4791240000135985e-05,
-    1.6742360000137068e-05,
-    1.7600790000074083e-05
+    2.104130000134319e-05,
+    1.9786079999448702e-05,
+    1.207302000011623e-05
    ]
   },
   "layer_steady_layernorm_autocast": {
-   "seconds": 0.0001616736030578613,
-   "min": 0.0001354419231414795,
-   "max": 0.00023779327392578126,
+   "seconds": 0.0001808172798156738,
+   "min": 0.00011742143630981446,
+   "max": 0.0001982464027404785,
    "samples": 33,
    "method": "one tiny layernorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0309055000021772e-05,
-   "host_backward_canary_seconds": 1.9211320000067646e-05,
+   "host_canary_seconds": 1.0238349999553974e-05,
+   "host_backward_canary_seconds": 2.0415300000422575e-05,
    "pass_seconds": [
-    0.0001790656089782715,
-    0.00014337408065795898,
-    0.0001616736030578613
+    0.0001808172798156738,
+    0.00018619392395019532,
+    0.00012331071853637695
    ],
    "pass_host_canary_seconds": [
-    1.0309055000021772e-05,
-    7.414290000014034e-06,
-    8.888769999941814e-06
+    1.0238349999553974e-05,
+    1.0809924999648501e-05,
+    7.006409999803509e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9211320000067646e-05,
-    1.9521549999979017e-05,
-    1.7701479999914228e-05
+    2.0415300000422575e-05,
+    1.99804200019571e-05,
+    1.4006440001139708e-05
    ]
   },
   "layer_steady_groupnorm": {
-   "seconds": 0.0002469318389892578,
-   "min": 0.00019880191802978516,
-   "max": 0.00043117183685302735,
+   "seconds": 0.00024410112380981446,
+   "min": 0.00016619007110595704,
+   "max": 0.0002523583984375,
    "samples": 33,
    "method": "one tiny groupnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0279230000023177e-05,
-   "host_backward_canary_seconds": 2.0769650000005413e-05,
+   "host_canary_seconds": 1.0060070000008636e-05,
+   "host_backward_canary_seconds": 2.0340439998562943e-05,
    "pass_seconds": [
-    0.00023987775802612307,
-    0.0002469318389892578,
-    0.0004101625442504883
+    0.0002442745590209961,
+    0.00024410112380981446,
+    0.00016942975997924804
    ],
    "pass_host_canary_seconds": [
-    1.0279230000023177e-05,
-    1.0064184999976078e-05,
-    1.0681557499978567e-05
+    1.0060070000008636e-05,
+    1.0316064999642549e-05,
+    7.145394999952259e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0769650000005413e-05,
-    1.872532999982468e-05,
-    1.8548334999906046e-05
+    2.0340439998562943e-05,
+    1.966248999906384e-05,
+    1.5740010001081826e-05
    ]
   },
   "layer_steady_groupnorm_autocast": {
-   "seconds": 0.0003447903823852539,
-   "min": 0.00023854207992553712,
-   "max": 0.0005112582397460937,
+   "seconds": 0.00028252416610717774,
+   "min": 0.00018799808502197263,
+   "max": 0.00037113086700439455,
    "samples": 33,
    "method": "one tiny groupnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0247565000014446e-05,
-   "host_backward_canary_seconds": 1.9862320000072485e-05,
+   "host_canary_seconds": 1.0593360000257235e-05,
+   "host_backward_canary_seconds": 2.1338620001642994e-05,
    "pass_seconds": [
-    0.00027927616119384767,
-    0.0003447903823852539,
-    0.000391544303894043
+    0.00028252416610717774,
+    0.00029386816024780274,
+    0.00020039808273315427
    ],
    "pass_host_canary_seconds": [
-    1.0247565000014446e-05,
-    1.0688514999941389e-05,
-    1.0996394999978065e-05
+    1.0593360000257235e-05,
+    1.0350270000571982e-05,
+    7.299862499507981e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9862320000072485e-05,
-    1.9155399999988277e-05,
-    1.8592599999749382e-05
+    2.1338620001642994e-05,
+    1.946859000099721e-05,
+    1.4966029999641252e-05
    ]
   },
   "layer_steady_relu": {
-   "seconds": 0.00010318079948425293,
-   "min": 9.330368041992187e-05,
-   "max": 0.00011261311531066895,
+   "seconds": 0.00011078975677490233,
+   "min": 7.283904075622558e-05,
+   "max": 0.0001354201602935791,
    "samples": 33,
    "method": "one tiny relu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0171564999978953e-05,
-   "host_backward_canary_seconds": 1.9786410000008916e-05,
+   "host_canary_seconds": 1.0776999999961845e-05,
+   "host_backward_canary_seconds": 2.1664939999936905e-05,
    "pass_seconds": [
-    0.00010739456176757813,
-    0.00010318079948425293,
-    9.679360389709473e-05
+    0.00012512127876281736,
+    0.00011078975677490233,
+    7.89132785797119e-05
    ],
    "pass_host_canary_seconds": [
-    1.0171564999978953e-05,
-    1.0245307499943124e-05,
-    8.975530000085995e-06
+    1.0776999999961845e-05,
+    9.903337499963527e-06,
+    7.248850000109997e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9786410000008916e-05,
-    1.878787500004364e-05,
-    1.8617459999887842e-05
+    2.1664939999936905e-05,
+    1.9857310001043515e-05,
+    1.727992499922948e-05
    ]
   },
   "layer_steady_relu_autocast": {
-   "seconds": 0.00011746175765991211,
-   "min": 0.00010410431861877442,
-   "max": 0.00018650367736816408,
+   "seconds": 0.00013940159797668457,
+   "min": 0.00010882368087768554,
+   "max": 0.00017008192062377932,
    "samples": 33,
    "method": "one tiny relu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0218470000040725e-05,
-   "host_backward_canary_seconds": 1.983694000003311e-05,
+   "host_canary_seconds": 1.0766149999881236e-05,
+   "host_backward_canary_seconds": 2.1874179999485932e-05,
    "pass_seconds": [
-    0.0001391980838775635,
-    0.00011746175765991211,
-    0.00010843968391418457
+    0.00016572479248046877,
+    0.00013940159797668457,
+    0.00011408767700195312
    ],
    "pass_host_canary_seconds": [
-    1.0218470000040725e-05,
-    9.027759999966633e-06,
-    8.915567499983013e-06
+    1.0766149999881236e-05,
+    1.0046815000350761e-05,
+    7.633719999944332e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.983694000003311e-05,
-    1.9233029999981e-05,
-    1.8361314999992828e-05
+    2.1874179999485932e-05,
+    1.9299160001082783e-05,
+    1.9546199999922465e-05
    ]
   },
   "layer_steady_gelu": {
-   "seconds": 9.188544273376465e-05,
-   "min": 8.09107208251953e-05,
-   "max": 0.00011957695960998535,
+   "seconds": 0.0001064134407043457,
+   "min": 7.769279956817628e-05,
+   "max": 0.00012676671981811524,
    "samples": 33,
    "method": "one tiny gelu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0126320000019007e-05,
-   "host_backward_canary_seconds": 1.942344500001525e-05,
+   "host_canary_seconds": 1.0845544999824596e-05,
+   "host_backward_canary_seconds": 2.1509270001160986e-05,
    "pass_seconds": [
-    0.00010920255661010743,
-    8.653440475463868e-05,
-    9.188544273376465e-05
+    0.00012189056396484375,
+    0.0001064134407043457,
+    8.880319595336914e-05
    ],
    "pass_host_canary_seconds": [
-    1.0126320000019007e-05,
-    8.0069324999954e-06,
-    9.062102500010382e-06
+    1.0845544999824596e-05,
+    1.0116615000015372e-05,
+    8.842447500114758e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.942344500001525e-05,
-    1.8884680000041953e-05,
-    1.8878210000110588e-05
+    2.1509270001160986e-05,
+    2.031234000014592e-05,
+    1.596554499883496e-05
    ]
   },
   "layer_steady_gelu_autocast": {
-   "seconds": 0.00011073087692260742,
-   "min": 0.00010301440238952638,
-   "max": 0.00015697600364685059,
+   "seconds": 0.00013950207710266112,
+   "min": 9.565119743347167e-05,
+   "max": 0.00019999168395996094,
    "samples": 33,
    "method": "one tiny gelu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0347324999955277e-05,
-   "host_backward_canary_seconds": 1.989539000007312e-05,
+   "host_canary_seconds": 1.068398000029447e-05,
+   "host_backward_canary_seconds": 2.1400339999217977e-05,
    "pass_seconds": [
-    0.0001361011219024658,
-    0.00011073087692260742,
-    0.00010709631919860839
+    0.0001596761608123779,
+    0.00012550463676452636,
+    0.00013950207710266112
    ],
    "pass_host_canary_seconds": [
-    1.0347324999955277e-05,
-    7.971625000067205e-06,
-    9.268744999957335e-06
+    1.068398000029447e-05,
+    1.0535685000263584e-05,
+    1.0273085000562788e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.989539000007312e-05,
-    1.9038220000027195e-05,
-    1.5601615000093713e-05
+    2.1400339999217977e-05,
+    1.850618999924336e-05,
+    1.5432920001785533e-05
    ]
   },
   "layer_steady_silu": {
-   "seconds": 0.00010640512466430665,
-   "min": 8.228992462158203e-05,
-   "max": 0.00013133567810058594,
+   "seconds": 9.674816131591797e-05,
+   "min": 7.303232192993163e-05,
+   "max": 0.00012764032363891603,
    "samples": 33,
    "method": "one tiny silu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0130974999995602e-05,
-   "host_backward_canary_seconds": 1.990217500008384e-05,
+   "host_canary_seconds": 1.0534369999959381e-05,
+   "host_backward_canary_seconds": 1.995833500018307e-05,
    "pass_seconds": [
-    0.00010640512466430665,
-    0.00011374143600463868,
-    8.500991821289062e-05
+    0.00011980095863342284,
+    9.674816131591797e-05,
+    7.973440170288086e-05
    ],
    "pass_host_canary_seconds": [
-    1.0130974999995602e-05,
-    1.0232910000027573e-05,
-    9.215294999975754e-06
+    1.0534369999959381e-05,
+    1.0668777500768556e-05,
+    8.375887499596502e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.990217500008384e-05,
-    1.8904574999965008e-05,
-    1.649571000001515e-05
+    1.995833500018307e-05,
+    1.559709500156714e-05,
+    1.540465500056598e-05
    ]
   },
   "layer_steady_silu_autocast": {
-   "seconds": 0.00013589311599731445,
-   "min": 0.00012030271530151367,
-   "max": 0.00017812799453735352,
+   "seconds": 0.00013940352439880373,
+   "min": 9.479680061340332e-05,
+   "max": 0.00017544832229614258,
    "samples": 33,
    "method": "one tiny silu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0604424999982598e-05,
-   "host_backward_canary_seconds": 1.975598000001355e-05,
+   "host_canary_seconds": 1.05240099992443e-05,
+   "host_backward_canary_seconds": 2.0010719999845606e-05,
    "pass_seconds": [
-    0.00013589311599731445,
-    0.0001478540802001953,
-    0.00012806976318359374
+    0.0001552070426940918,
+    0.00013940352439880373,
+    0.0001354975986480713
    ],
    "pass_host_canary_seconds": [
-    1.0604424999982598e-05,
-    1.0329560000030824e-05,
-    9.24021499997707e-06
+    1.05240099992443e-05,
+    1.0774455000728267e-05,
+    9.936315000231844e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.975598000001355e-05,
-    1.871911999984377e-05,
-    1.9067669999799363e-05
+    2.0010719999845606e-05,
+    2.0492109999850072e-05,
+    1.4662339999631513e-05
    ]
   },
   "layer_steady_tanh": {
-   "seconds": 0.0001022969627380371,
-   "min": 8.526399612426757e-05,
-   "max": 0.00014342656135559083,
+   "seconds": 0.00011461440086364746,
+   "min": 7.420544147491455e-05,
+   "max": 0.00015140671730041504,
    "samples": 33,
    "method": "one tiny tanh layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0175905000053831e-05,
-   "host_backward_canary_seconds": 1.963783999997304e-05,
+   "host_canary_seconds": 1.0426904999576437e-05,
+   "host_backward_canary_seconds": 2.152027999954953e-05,
    "pass_seconds": [
-    0.00011186880111694335,
-    9.968511581420899e-05,
-    0.0001022969627380371
+    0.00013570879936218263,
+    0.00011461440086364746,
+    7.765567779541016e-05
    ],
    "pass_host_canary_seconds": [
-    1.0175905000053831e-05,
-    1.0106115000070303e-05,
-    9.135602499981133e-06
+    1.0426904999576437e-05,
+    1.0788352500412657e-05,
+    7.449174999578645e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.963783999997304e-05,
-    1.9369734999941102e-05,
-    1.9880705000048238e-05
+    2.152027999954953e-05,
+    2.173106999975971e-05,
+    1.5182644999640617e-05
    ]
   },
   "layer_steady_tanh_autocast": {
-   "seconds": 0.00012328767776489258,
-   "min": 9.765312194824219e-05,
-   "max": 0.00016360000610351563,
+   "seconds": 0.00014377984046936036,
+   "min": 9.38259220123291e-05,
+   "max": 0.00018666879653930665,
    "samples": 33,
    "method": "one tiny tanh layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0374240000032842e-05,
-   "host_backward_canary_seconds": 1.9463019999932384e-05,
+   "host_canary_seconds": 1.0656575000211888e-05,
+   "host_backward_canary_seconds": 2.0308600001044396e-05,
    "pass_seconds": [
-    0.00013613375663757324,
-    0.00010281408309936523,
-    0.00012328767776489258
+    0.00017129600524902342,
+    0.00014377984046936036,
+    0.00010831232070922852
    ],
    "pass_host_canary_seconds": [
-    1.0374240000032842e-05,
-    7.322720000004779e-06,
-    9.166939999971646e-06
+    1.0656575000211888e-05,
+    1.124433499967381e-05,
+    7.322605000013028e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9463019999932384e-05,
-    1.9724594999956934e-05,
-    2.026336999989553e-05
+    2.0308600001044396e-05,
+    2.105811999854268e-05,
+    1.4468150001221148e-05
    ]
   },
   "layer_steady_sigmoid": {
-   "seconds": 0.0001004582405090332,
-   "min": 8.05497646331787e-05,
-   "max": 0.00011410176277160644,
+   "seconds": 0.0001114457607269287,
+   "min": 8.25107192993164e-05,
+   "max": 0.0001260371208190918,
    "samples": 33,
    "method": "one tiny sigmoid layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0032960000003755e-05,
-   "host_backward_canary_seconds": 1.9874894999958314e-05,
+   "host_canary_seconds": 1.0704910000072232e-05,
+   "host_backward_canary_seconds": 1.7949440000393224e-05,
    "pass_seconds": [
-    0.0001047059154510498,
-    8.404800415039062e-05,
-    0.0001004582405090332
+    0.00011040767669677735,
+    0.0001114457607269287,
+    0.00011157440185546875
    ],
    "pass_host_canary_seconds": [
-    1.0032960000003755e-05,
-    7.280474999973307e-06,
-    9.198602500006814e-06
+    1.0704910000072232e-05,
+    1.1047250000046915e-05,
+    9.255592500494458e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9874894999958314e-05,
-    1.892792499987195e-05,
-    1.9007790000102888e-05
+    1.7949440000393224e-05,
+    2.0275580000088665e-05,
+    1.9889924998324205e-05
    ]
   },
   "layer_steady_sigmoid_autocast": {
-   "seconds": 0.00012166591644287109,
-   "min": 9.947135925292969e-05,
-   "max": 0.0001827020835876465,
+   "seconds": 0.0001401030445098877,
+   "min": 0.00010845824241638183,
+   "max": 0.00015412351608276367,
    "samples": 33,
    "method": "one tiny sigmoid layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0149475000034159e-05,
-   "host_backward_canary_seconds": 1.79842800000074e-05,
+   "host_canary_seconds": 1.0587420000547354e-05,
+   "host_backward_canary_seconds": 1.9501270001001102e-05,
    "pass_seconds": [
-    0.0001334060764312744,
-    0.00010197055816650392,
-    0.00012166591644287109
+    0.0001401030445098877,
+    0.00011874624252319336,
+    0.00014482303619384765
    ],
    "pass_host_canary_seconds": [
-    1.0149475000034159e-05,
-    7.284902499975487e-06,
-    9.498515000032626e-06
+    1.0587420000547354e-05,
+    8.03791000066667e-06,
+    1.1575224999660349e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.79842800000074e-05,
-    1.946907499984718e-05,
-    2.0261490000024196e-05
+    1.9501270001001102e-05,
+    1.985012999966784e-05,
+    2.0036839998738287e-05
    ]
   },
   "layer_steady_dropout": {
-   "seconds": 0.00011293567657470704,
-   "min": 8.744447708129884e-05,
-   "max": 0.0001209382438659668,
+   "seconds": 0.0001239136028289795,
+   "min": 0.00010387711524963379,
+   "max": 0.00013554368019104003,
    "samples": 33,
    "method": "one tiny dropout layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0215785000013966e-05,
-   "host_backward_canary_seconds": 1.8359459999999217e-05,
+   "host_canary_seconds": 1.0339604999671792e-05,
+   "host_backward_canary_seconds": 1.8942799999877025e-05,
    "pass_seconds": [
-    0.00011503616333007811,
-    9.31948757171631e-05,
-    0.00011293567657470704
+    0.0001239136028289795,
+    0.00010920384407043456,
+    0.00012573375701904296
    ],
    "pass_host_canary_seconds": [
-    1.0215785000013966e-05,
-    7.49485499994762e-06,
-    9.648002500028952e-06
+    1.0339604999671792e-05,
+    8.135727500189206e-06,
+    1.1310644999866782e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8359459999999217e-05,
-    1.982430000012414e-05,
-    2.026503999999818e-05
+    1.8942799999877025e-05,
+    2.1752049999577142e-05,
+    2.0113455000227987e-05
    ]
   },
   "layer_steady_dropout_autocast": {
-   "seconds": 0.00013222592353820801,
-   "min": 0.00010701120376586914,
-   "max": 0.0002128633689880371,
+   "seconds": 0.0001506495952606201,
+   "min": 0.00011208576202392578,
+   "max": 0.00017060928344726564,
    "samples": 33,
    "method": "one tiny dropout layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0415939999965928e-05,
-   "host_backward_canary_seconds": 1.836802500001511e-05,
+   "host_canary_seconds": 1.0213095000608519e-05,
+   "host_backward_canary_seconds": 2.253031000009287e-05,
    "pass_seconds": [
-    0.000144389123916626,
-    0.00011403391838073731,
-    0.00013222592353820801
+    0.00015945216178894043,
+    0.0001506495952606201,
+    0.00012143424034118652
    ],
    "pass_host_canary_seconds": [
-    1.0415939999965928e-05,
-    7.371832499956098e-06,
-    9.35071499995388e-06
+    1.0213095000608519e-05,
+    1.0666579998996895e-05,
+    7.444354999961433e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.836802500001511e-05,
-    1.8898114999927883e-05,
-    1.978440000016235e-05
+    2.253031000009287e-05,
+    2.031913000109853e-05,
+    1.9633670001439894e-05
    ]
   },
   "layer_steady_dropout_identity": {
-   "seconds": 7.625408172607421e-05,
-   "min": 6.249152183532716e-05,
-   "max": 8.505344390869141e-05,
+   "seconds": 8.169471740722656e-05,
+   "min": 6.326784133911132e-05,
+   "max": 9.950143814086913e-05,
    "samples": 33,
    "method": "one tiny dropout_identity layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0142349999995304e-05,
-   "host_backward_canary_seconds": 1.8050469999977283e-05,
+   "host_canary_seconds": 1.0574702499752676e-05,
+   "host_backward_canary_seconds": 2.1448155000598492e-05,
    "pass_seconds": [
-    7.822400093078613e-05,
-    6.43558406829834e-05,
-    7.625408172607421e-05
+    8.730175971984863e-05,
+    8.169471740722656e-05,
+    6.480512142181397e-05
    ],
    "pass_host_canary_seconds": [
-    1.0142349999995304e-05,
-    7.39138000000139e-06,
-    9.319365000024505e-06
+    1.0574702499752676e-05,
+    1.0627747499256657e-05,
+    7.181070000115142e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8050469999977283e-05,
-    1.8909919999998694e-05,
-    1.9760724999855483e-05
+    2.1448155000598492e-05,
+    2.0549504999962667e-05,
+    1.8131320000520646e-05
    ]
   },
   "layer_steady_dropout_identity_autocast": {
-   "seconds": 0.00010062463760375977,
-   "min": 9.291904449462891e-05,
-   "max": 0.00012110976219177246,
+   "seconds": 0.0001120620822906494,
+   "min": 7.029376029968261e-05,
+   "max": 0.00016869312286376954,
    "samples": 33,
    "method": "one tiny dropout_identity layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0159169999965913e-05,
-   "host_backward_canary_seconds": 1.8029889999979787e-05,
+   "host_canary_seconds": 9.882712499802437e-06,
+   "host_backward_canary_seconds": 1.9507259999045346e-05,
    "pass_seconds": [
-    0.00010062463760375977,
-    0.00011493247985839844,
-    9.545215606689454e-05
+    0.00011552639961242676,
+    0.0001120620822906494,
+    7.392384052276611e-05
    ],
    "pass_host_canary_seconds": [
-    1.0159169999965913e-05,
-    1.0489534999962301e-05,
-    9.474020000013184e-06
+    9.882712499802437e-06,
+    1.0628377499983798e-05,
+    7.170132499823012e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8029889999979787e-05,
-    1.9076364999932593e-05,
-    1.990097000003743e-05
+    1.9507259999045346e-05,
+    2.1140759999980217e-05,
+    1.6695345000243833e-05
    ]
   },
   "layer_steady_add": {
-   "seconds": 0.00012523967742919921,
-   "min": 0.00011867839813232422,
-   "max": 0.00020635007858276367,
+   "seconds": 0.00012546112060546875,
+   "min": 9.011520385742187e-05,
+   "max": 0.00015007616043090821,
    "samples": 33,
    "method": "one tiny add layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0170195000043237e-05,
-   "host_backward_canary_seconds": 1.9072139999991576e-05,
+   "host_canary_seconds": 1.1113365000028352e-05,
+   "host_backward_canary_seconds": 1.973451999901954e-05,
    "pass_seconds": [
-    0.00012523967742919921,
-    0.00013249024391174318,
-    0.00012044799804687501
+    0.00012789567947387695,
+    0.00012546112060546875,
+    9.860032081604005e-05
    ],
    "pass_host_canary_seconds": [
-    1.0170195000043237e-05,
-    9.985410000012961e-06,
-    9.34789500000477e-06
+    1.1113365000028352e-05,
+    1.0728527499850315e-05,
+    7.483302499622369e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9072139999991576e-05,
-    1.82381299998724e-05,
-    2.0054379999976392e-05
+    1.973451999901954e-05,
+    1.9843755001147657e-05,
+    1.6336830000227565e-05
    ]
   },
   "layer_steady_add_autocast": {
-   "seconds": 0.0001510483169555664,
-   "min": 0.00013822912216186523,
-   "max": 0.00019710527420043947,
+   "seconds": 0.0001502284812927246,
+   "min": 0.00010293951988220215,
+   "max": 0.0001708710479736328,
    "samples": 33,
    "method": "one tiny add layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0259384999997678e-05,
-   "host_backward_canary_seconds": 1.8466500000045015e-05,
+   "host_canary_seconds": 1.1523665000368055e-05,
+   "host_backward_canary_seconds": 1.9923519998883422e-05,
    "pass_seconds": [
-    0.0001510483169555664,
-    0.00015715264320373537,
-    0.0001402233600616455
+    0.0001660403251647949,
+    0.0001502284812927246,
+    0.00010689920425415038
    ],
    "pass_host_canary_seconds": [
-    1.0259384999997678e-05,
-    1.020459499997628e-05,
-    9.376765000013165e-06
+    1.1523665000368055e-05,
+    1.0215600000265112e-05,
+    7.514317499612844e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8466500000045015e-05,
-    1.911798999998382e-05,
-    2.02453500000388e-05
+    1.9923519998883422e-05,
+    1.9596750000800966e-05,
+    1.5083019999337921e-05
    ]
   },
   "layer_steady_mul": {
-   "seconds": 0.00011962559700012207,
-   "min": 0.00011182656288146973,
-   "max": 0.00012715840339660645,
+   "seconds": 0.00012166080474853516,
+   "min": 8.612671852111815e-05,
+   "max": 0.00014136063575744627,
    "samples": 33,
    "method": "one tiny mul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0200717499984079e-05,
-   "host_backward_canary_seconds": 1.8377540000003023e-05,
+   "host_canary_seconds": 1.164207999977407e-05,
+   "host_backward_canary_seconds": 2.065478999838888e-05,
    "pass_seconds": [
-    0.00011962559700012207,
-    0.00012110783576965332,
-    0.00011777152061462402
+    0.00013743295669555665,
+    0.00012166080474853516,
+    9.041664123535156e-05
    ],
    "pass_host_canary_seconds": [
-    1.0200717499984079e-05,
-    1.0149040000015931e-05,
-    9.111692500027856e-06
+    1.164207999977407e-05,
+    1.0390059999849655e-05,
+    7.16336749974289e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8377540000003023e-05,
-    1.855249999991315e-05,
-    2.0136629999996102e-05
+    2.065478999838888e-05,
+    1.9230554999012382e-05,
+    1.550481499975831e-05
    ]
   },
   "layer_steady_mul_autocast": {
-   "seconds": 0.00015019647598266603,
-   "min": 0.00013277888298034667,
-   "max": 0.00019229183197021484,
+   "seconds": 0.00012475584030151367,
+   "min": 0.00010559167861938477,
+   "max": 0.00017148160934448244,
    "samples": 33,
    "method": "one tiny mul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0374489999946945e-05,
-   "host_backward_canary_seconds": 1.8776129999906742e-05,
+   "host_canary_seconds": 1.1559724999870013e-05,
+   "host_backward_canary_seconds": 1.9343290000506384e-05,
    "pass_seconds": [
-    0.00015019647598266603,
-    0.0001509318447113037,
-    0.00013878591537475586
+    0.0001656332778930664,
+    0.00012475584030151367,
+    0.00012065855979919434
    ],
    "pass_host_canary_seconds": [
-    1.0374489999946945e-05,
-    1.0344214999946643e-05,
-    9.439984999914941e-06
+    1.1559724999870013e-05,
+    7.900524999513436e-06,
+    7.1644449997165795e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8776129999906742e-05,
-    1.8001239999989594e-05,
-    1.9688079999866657e-05
+    1.9343290000506384e-05,
+    1.974736000192934e-05,
+    1.5945289999308442e-05
    ]
   },
   "layer_steady_softmax": {
-   "seconds": 0.0001151961612701416,
-   "min": 0.00010600831985473633,
-   "max": 0.0001464153575897217,
+   "seconds": 0.0001231270408630371,
+   "min": 0.00010801407814025879,
+   "max": 0.00013089152336120605,
    "samples": 33,
    "method": "one tiny softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0282654999969054e-05,
-   "host_backward_canary_seconds": 2.254518999990296e-05,
+   "host_canary_seconds": 1.1438994999934948e-05,
+   "host_backward_canary_seconds": 1.9243165000943917e-05,
    "pass_seconds": [
-    0.00012453184127807616,
-    0.0001151961612701416,
-    0.00011005824089050292
+    0.0001231270408630371,
+    0.00012315520286560058,
+    0.00011498815536499023
    ],
    "pass_host_canary_seconds": [
-    1.0282654999969054e-05,
-    1.0422587499974155e-05,
-    9.379619999947408e-06
+    1.1438994999934948e-05,
+    1.0686919999898236e-05,
+    1.010615500035783e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.254518999990296e-05,
-    1.8408279999988507e-05,
-    1.9495454999969297e-05
+    1.9243165000943917e-05,
+    2.0565205001048523e-05,
+    1.5172579999216396e-05
    ]
   },
   "layer_steady_softmax_autocast": {
-   "seconds": 0.0001444320011138916,
-   "min": 0.00012602432250976564,
-   "max": 0.00019687999725341798,
+   "seconds": 0.000157391357421875,
+   "min": 0.00014139519691467285,
+   "max": 0.00016794879913330078,
    "samples": 33,
    "method": "one tiny softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0033899999974949e-05,
-   "host_backward_canary_seconds": 1.993253999998501e-05,
+   "host_canary_seconds": 1.122957999996288e-05,
+   "host_backward_canary_seconds": 1.9621389999429084e-05,
    "pass_seconds": [
-    0.0001444320011138916,
-    0.00014745087623596191,
-    0.0001309836769104004
+    0.00015850560188293458,
+    0.0001491430377960205,
+    0.000157391357421875
    ],
    "pass_host_canary_seconds": [
-    1.0033899999974949e-05,
-    1.0414070000024366e-05,
-    9.232605000022432e-06
+    1.122957999996288e-05,
+    9.989459999815154e-06,
+    1.0192174999019699e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.993253999998501e-05,
-    1.8521439999972246e-05,
-    1.9576109999945855e-05
+    1.9621389999429084e-05,
+    1.984746000061932e-05,
+    1.728211999989071e-05
    ]
   },
   "layer_steady_log_softmax": {
-   "seconds": 0.00010340224266052246,
-   "min": 9.518848419189454e-05,
-   "max": 0.000129300479888916,
+   "seconds": 0.00011539711952209472,
+   "min": 9.47430419921875e-05,
+   "max": 0.00016817152023315433,
    "samples": 33,
    "method": "one tiny log_softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0108662499987987e-05,
-   "host_backward_canary_seconds": 2.0946745000003375e-05,
+   "host_canary_seconds": 1.1286214999586263e-05,
+   "host_backward_canary_seconds": 1.976433000095312e-05,
    "pass_seconds": [
-    0.00010340224266052246,
-    0.00010845120429992677,
-    9.708864212036133e-05
+    0.00011539711952209472,
+    0.00010466303825378418,
+    0.0001366323184967041
    ],
    "pass_host_canary_seconds": [
-    1.0108662499987987e-05,
-    1.0623117500045965e-05,
-    9.44916750000857e-06
+    1.1286214999586263e-05,
+    9.944195000457511e-06,
+    1.0341395000068588e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0946745000003375e-05,
-    1.87691300000381e-05,
-    1.991509500001598e-05
+    1.976433000095312e-05,
+    1.952877000007902e-05,
+    1.579515999992509e-05
    ]
   },
   "layer_steady_log_softmax_autocast": {
-   "seconds": 0.00012437248229980468,
-   "min": 0.0001145132827758789,
-   "max": 0.00014426943778991699,
+   "seconds": 0.0001418508815765381,
+   "min": 8.732288360595704e-05,
+   "max": 0.00016531904220581052,
    "samples": 33,
    "method": "one tiny log_softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.859517499997138e-06,
-   "host_backward_canary_seconds": 2.0097320000047603e-05,
+   "host_canary_seconds": 1.1247779999621344e-05,
+   "host_backward_canary_seconds": 1.9696520000707095e-05,
    "pass_seconds": [
-    0.00012437248229980468,
-    0.00013325119972229003,
-    0.0001181100845336914
+    0.00014463104248046876,
+    0.00013244799613952636,
+    0.0001418508815765381
    ],
    "pass_host_canary_seconds": [
-    9.859517499997138e-06,
-    1.0318915000055995e-05,
-    9.337959999982104e-06
+    1.1247779999621344e-05,
+    9.964010000658164e-06,
+    1.0280069999453189e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0097320000047603e-05,
-    1.8840619999878073e-05,
-    2.0086604999960398e-05
+    1.9696520000707095e-05,
+    2.000127999963297e-05,
+    1.575951999939207e-05
    ]
   },
   "layer_steady_cross_entropy": {
-   "seconds": 0.0001533683204650879,
-   "min": 0.00014012351989746094,
-   "max": 0.00018697919845581053,
+   "seconds": 0.00016513856887817382,
+   "min": 0.00014272000312805176,
+   "max": 0.0002064454460144043,
    "samples": 33,
    "method": "one tiny cross_entropy layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0003785000023413e-05,
-   "host_backward_canary_seconds": 1.9201649999871508e-05,
+   "host_canary_seconds": 1.1292075000710611e-05,
+   "host_backward_canary_seconds": 1.922811999975238e-05,
    "pass_seconds": [
-    0.0001533683204650879,
-    0.00015451775550842287,
-    0.00014539456367492677
+    0.00016513856887817382,
+    0.0001506438446044922,
+    0.00019009023666381836
    ],
    "pass_host_canary_seconds": [
-    1.0003785000023413e-05,
-    1.0248399999994718e-05,
-    9.401380000042536e-06
+    1.1292075000710611e-05,
+    1.0155135000786686e-05,
+    1.025350499958222e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9201649999871508e-05,
-    1.8439769999929466e-05,
-    2.0015469999918878e-05
+    1.922811999975238e-05,
+    1.9465679999939313e-05,
+    1.958482500072023e-05
    ]
   },
   "layer_steady_cross_entropy_autocast": {
-   "seconds": 0.00018519168853759767,
-   "min": 0.00016626367568969724,
-   "max": 0.0002696403121948242,
+   "seconds": 0.00018457599639892577,
+   "min": 0.00017464128494262696,
+   "max": 0.0002657472038269043,
    "samples": 33,
    "method": "one tiny cross_entropy layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.904335000001652e-06,
-   "host_backward_canary_seconds": 2.006473999998093e-05,
+   "host_canary_seconds": 1.110103499968318e-05,
+   "host_backward_canary_seconds": 1.8400699998437632e-05,
    "pass_seconds": [
-    0.00018519168853759767,
-    0.00018561920166015625,
-    0.00017216960906982424
+    0.00018457599639892577,
+    0.00017756799697875975,
+    0.00022273536682128906
    ],
    "pass_host_canary_seconds": [
-    9.904335000001652e-06,
-    1.0424919999962867e-05,
-    9.659215000112908e-06
+    1.110103499968318e-05,
+    1.0169150000365334e-05,
+    1.0177005000286954e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.006473999998093e-05,
-    1.860987999975805e-05,
-    2.034733999977334e-05
+    1.8400699998437632e-05,
+    1.94782300013685e-05,
+    1.8318760000965996e-05
    ]
   },
   "layer_steady_embedding": {
-   "seconds": 0.00033398529052734374,
-   "min": 0.0002547865676879883,
-   "max": 0.0005169740676879884,
+   "seconds": 0.0003680953598022461,
+   "min": 0.0002895244789123535,
+   "max": 0.00045272449493408205,
    "samples": 33,
    "method": "one tiny embedding layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.013540500000687e-05,
-   "host_backward_canary_seconds": 1.9058334999968452e-05,
+   "host_canary_seconds": 8.440624999366264e-06,
+   "host_backward_canary_seconds": 2.0413029999417632e-05,
    "pass_seconds": [
-    0.00033398529052734374,
-    0.0003334380722045899,
-    0.0004426387023925781
+    0.00039598911285400394,
+    0.0003543289566040039,
+    0.0003680953598022461
    ],
    "pass_host_canary_seconds": [
-    1.013540500000687e-05,
-    1.0546405000013693e-05,
-    1.0519947500000626e-05
+    8.440624999366264e-06,
+    1.0125874999857843e-05,
+    1.0034234999807268e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9058334999968452e-05,
-    1.8103009999776986e-05,
-    2.015063499996472e-05
+    2.0413029999417632e-05,
+    1.960446000111915e-05,
+    1.8634109999311476e-05
    ]
   },
   "layer_steady_embedding_autocast": {
-   "seconds": 0.0004580972671508789,
-   "min": 0.00028629119873046875,
-   "max": 0.0006378668975830078,
+   "seconds": 0.0003872582244873047,
+   "min": 0.000347657585144043,
+   "max": 0.0005845119857788085,
    "samples": 33,
    "method": "one tiny embedding layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0058205000014198e-05,
-   "host_backward_canary_seconds": 1.8687065000051463e-05,
+   "host_canary_seconds": 1.0998489999565209e-05,
+   "host_backward_canary_seconds": 2.0646259999921314e-05,
    "pass_seconds": [
-    0.0003721887969970703,
-    0.0004580972671508789,
-    0.0005544384002685547
+    0.0004639468765258789,
+    0.0003872582244873047,
+    0.0003814982223510742
    ],
    "pass_host_canary_seconds": [
-    1.0058205000014198e-05,
-    1.0239814999977172e-05,
-    1.0794475000039937e-05
+    1.0998489999565209e-05,
+    9.967144999336597e-06,
+    1.031822500067392e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8687065000051463e-05,
-    1.844694499993693e-05,
-    2.0482430000043904e-05
+    2.0646259999921314e-05,
+    1.9585420000112207e-05,
+    1.8907849998868187e-05
    ]
   },
   "layer_steady_embedding_atomic": {
-   "seconds": 0.00012412480354309082,
-   "min": 9.875136375427246e-05,
-   "max": 0.00015845824241638183,
+   "seconds": 0.00014822848320007325,
+   "min": 0.00010881152153015137,
+   "max": 0.00016354560852050782,
    "samples": 33,
    "method": "one tiny embedding_atomic layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0152834999956894e-05,
-   "host_backward_canary_seconds": 1.923389000012321e-05,
+   "host_canary_seconds": 1.1191930000222782e-05,
+   "host_backward_canary_seconds": 2.095794000069873e-05,
    "pass_seconds": [
-    0.00012412480354309082,
-    0.00011878144264221192,
-    0.00013459327697753907
+    0.00015149888038635254,
+    0.00014822848320007325,
+    0.00011181952476501465
    ],
    "pass_host_canary_seconds": [
-    1.0152834999956894e-05,
-    8.901602500017703e-06,
-    1.0264004999953614e-05
+    1.1191930000222782e-05,
+    1.0460089999924093e-05,
+    1.0253304999423563e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.923389000012321e-05,
-    1.9572380000170143e-05,
-    2.027848000011545e-05
+    2.095794000069873e-05,
+    2.030787999956374e-05,
+    1.802214000008462e-05
    ]
   },
   "layer_steady_embedding_atomic_autocast": {
-   "seconds": 0.00016544448852539063,
-   "min": 0.00014226176261901855,
-   "max": 0.000178606071472168,
+   "seconds": 0.00015638208389282226,
+   "min": 0.0001292307186126709,
+   "max": 0.0002177734375,
    "samples": 33,
    "method": "one tiny embedding_atomic layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.954474999958052e-06,
-   "host_backward_canary_seconds": 1.8415750000002616e-05,
+   "host_canary_seconds": 1.0647467499893537e-05,
+   "host_backward_canary_seconds": 2.094200999977147e-05,
    "pass_seconds": [
-    0.00014816384315490723,
-    0.00016544448852539063,
-    0.00016780479431152345
+    0.00015638208389282226,
+    0.0001895180892944336,
+    0.00013636544227600098
    ],
    "pass_host_canary_seconds": [
-    9.954474999958052e-06,
-    1.0288504999920177e-05,
-    1.0068744999927049e-05
+    1.0647467499893537e-05,
+    1.0876114999973652e-05,
+    9.821319999900879e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8415750000002616e-05,
-    1.9589690000145767e-05,
-    1.9791219999945044e-05
+    2.094200999977147e-05,
+    2.049466000016764e-05,
+    1.7784249998840095e-05
    ]
   },
   "layer_steady_maxpool2d": {
-   "seconds": 0.00012262911796569824,
-   "min": 8.488703727722168e-05,
-   "max": 0.0001530406379699707,
+   "seconds": 0.00012364864349365234,
+   "min": 0.00010398783683776856,
+   "max": 0.00015447808265686035,
    "samples": 33,
    "method": "one tiny maxpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0004789999982221e-05,
-   "host_backward_canary_seconds": 1.904996000007486e-05,
+   "host_canary_seconds": 1.04160525000907e-05,
+   "host_backward_canary_seconds": 2.0901435000268976e-05,
    "pass_seconds": [
-    0.00012262911796569824,
-    0.00013644224166870116,
-    0.00010326656341552734
+    0.00012364864349365234,
+    0.00013720319747924806,
+    0.00011014975547790528
    ],
    "pass_host_canary_seconds": [
-    1.0004789999982221e-05,
-    1.0621489999920187e-05,
-    9.003575000008368e-06
+    1.04160525000907e-05,
+    1.0348470000280941e-05,
+    9.741922499983958e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.904996000007486e-05,
-    1.9983720000027462e-05,
-    1.7700009999828124e-05
+    2.0901435000268976e-05,
+    2.0581880000918318e-05,
+    1.7503124998938803e-05
    ]
   },
   "layer_steady_maxpool2d_autocast": {
-   "seconds": 0.0001524403190612793,
-   "min": 0.00010440320014953613,
-   "max": 0.00020678720474243164,
+   "seconds": 0.0001722265625,
+   "min": 0.00012294528007507322,
+   "max": 0.00031322111129760744,
    "samples": 33,
    "method": "one tiny maxpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0225704999982099e-05,
-   "host_backward_canary_seconds": 2.057070999995858e-05,
+   "host_canary_seconds": 1.0990259999061892e-05,
+   "host_backward_canary_seconds": 2.148492000060287e-05,
    "pass_seconds": [
-    0.0001524403190612793,
-    0.0001724736022949219,
-    0.00011681471824645996
+    0.00024016704559326173,
+    0.0001722265625,
+    0.00012827263832092286
    ],
    "pass_host_canary_seconds": [
-    1.0225704999982099e-05,
-    1.0487030000092545e-05,
-    7.430912499941656e-06
+    1.0990259999061892e-05,
+    1.0440070000186096e-05,
+    9.21260499978871e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.057070999995858e-05,
-    2.0040049999749954e-05,
-    1.456836999992106e-05
+    2.148492000060287e-05,
+    2.0463689997995972e-05,
+    1.812819500059959e-05
    ]
   },
   "layer_steady_avgpool2d": {
-   "seconds": 0.00010382911682128908,
-   "min": 7.37657594680786e-05,
-   "max": 0.00012565567970275877,
+   "seconds": 0.00010819007873535156,
+   "min": 9.099007606506348e-05,
+   "max": 0.00014806015968322754,
    "samples": 33,
    "method": "one tiny avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.887252499964915e-06,
-   "host_backward_canary_seconds": 1.971829500007516e-05,
+   "host_canary_seconds": 1.0504510000828305e-05,
+   "host_backward_canary_seconds": 2.148492000060287e-05,
    "pass_seconds": [
-    0.00010382911682128908,
-    0.00011586624145507813,
-    7.974143981933593e-05
+    0.00010819007873535156,
+    0.00011915776252746582,
+    9.47871971130371e-05
    ],
    "pass_host_canary_seconds": [
-    9.887252499964915e-06,
-    1.0218190000017556e-05,
-    7.512099999971156e-06
+    1.0504510000828305e-05,
+    1.0414394999997967e-05,
+    9.220927499313802e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.971829500007516e-05,
-    2.013961499997663e-05,
-    1.570056500000305e-05
+    2.148492000060287e-05,
+    2.038020000100005e-05,
+    1.900521499919705e-05
    ]
   },
   "layer_steady_avgpool2d_autocast": {
-   "seconds": 0.00013234944343566894,
-   "min": 9.268735885620117e-05,
-   "max": 0.00018036096572875978,
+   "seconds": 0.00015288960456848145,
+   "min": 0.00010544896125793458,
+   "max": 0.00022425600051879883,
    "samples": 33,
    "method": "one tiny avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0158620000026986e-05,
-   "host_backward_canary_seconds": 1.932162999992215e-05,
+   "host_canary_seconds": 1.12101700005951e-05,
+   "host_backward_canary_seconds": 2.0239909999872908e-05,
    "pass_seconds": [
-    0.00013234944343566894,
-    0.00014689215660095215,
-    9.900032043457031e-05
+    0.0001573203182220459,
+    0.00015288960456848145,
+    0.00011499903678894043
    ],
    "pass_host_canary_seconds": [
-    1.0158620000026986e-05,
-    1.0423014999929592e-05,
-    7.40413500004422e-06
+    1.12101700005951e-05,
+    1.0445914999763773e-05,
+    9.303507499680564e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.932162999992215e-05,
-    1.9934480000074473e-05,
-    1.5257609999963505e-05
+    2.0239909999872908e-05,
+    2.0644840001295962e-05,
+    1.8315515001177117e-05
    ]
   },
   "layer_steady_adaptive_avgpool2d": {
-   "seconds": 0.00011843647956848145,
-   "min": 8.41324806213379e-05,
-   "max": 0.00016007104873657228,
+   "seconds": 0.00012680576324462892,
+   "min": 0.00010637760162353516,
+   "max": 0.00015164608001708984,
    "samples": 33,
    "method": "one tiny adaptive_avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0127720000028261e-05,
-   "host_backward_canary_seconds": 1.9225299999874324e-05,
+   "host_canary_seconds": 1.0836635000259776e-05,
+   "host_backward_canary_seconds": 2.0239909999872908e-05,
    "pass_seconds": [
-    0.00011843647956848145,
-    0.0001274022388458252,
-    8.729408264160156e-05
+    0.00012680576324462892,
+    0.00012711039543151855,
+    0.00011207488059997559
    ],
    "pass_host_canary_seconds": [
-    1.0127720000028261e-05,
-    1.0241714999992268e-05,
-    7.272097499964048e-06
+    1.0836635000259776e-05,
+    1.0445914999763773e-05,
+    9.734560000538293e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9225299999874324e-05,
-    1.892163999997365e-05,
-    1.4999510000137661e-05
+    2.0239909999872908e-05,
+    2.0395459998781006e-05,
+    1.8243154999026954e-05
    ]
   },
   "layer_steady_adaptive_avgpool2d_autocast": {
-   "seconds": 0.0001425708770751953,
-   "min": 0.00010011520385742188,
-   "max": 0.0001643110466003418,
+   "seconds": 0.00014503168106079102,
+   "min": 0.00011595647811889648,
+   "max": 0.0002128704071044922,
    "samples": 33,
    "method": "one tiny adaptive_avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0103494999995633e-05,
-   "host_backward_canary_seconds": 1.915345000000457e-05,
+   "host_canary_seconds": 1.0836635000259776e-05,
+   "host_backward_canary_seconds": 2.10315599997557e-05,
    "pass_seconds": [
-    0.0001425708770751953,
-    0.0001528544044494629,
-    0.00013060480117797852
+    0.00017118976593017576,
+    0.00014388095855712892,
+    0.00014503168106079102
    ],
    "pass_host_canary_seconds": [
-    1.0103494999995633e-05,
-    1.0320619999930613e-05,
-    7.087044999991576e-06
+    1.0836635000259776e-05,
+    7.67042000006768e-06,
+    1.0243104999290153e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.915345000000457e-05,
-    1.87721499997906e-05,
-    1.4677210000115792e-05
+    2.10315599997557e-05,
+    1.9482850000258622e-05,
+    1.950748000126623e-05
    ]
   },
   "layer_steady_flatten": {
-   "seconds": 7.294335842132568e-05,
-   "min": 5.151872158050537e-05,
-   "max": 9.31436824798584e-05,
+   "seconds": 7.130239963531494e-05,
+   "min": 5.835840225219727e-05,
+   "max": 8.986495971679687e-05,
    "samples": 33,
    "method": "one tiny flatten layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.880287499974826e-06,
-   "host_backward_canary_seconds": 1.9051340000046934e-05,
+   "host_canary_seconds": 8.34385999951337e-06,
+   "host_backward_canary_seconds": 2.078319999782252e-05,
    "pass_seconds": [
-    7.294335842132568e-05,
-    7.398208141326904e-05,
-    5.479487895965576e-05
+    7.130239963531494e-05,
+    6.703360080718995e-05,
+    8.534848213195801e-05
    ],
    "pass_host_canary_seconds": [
-    9.880287499974826e-06,
-    1.0207990000026257e-05,
-    7.073259999970105e-06
+    8.34385999951337e-06,
+    1.0346359999857668e-05,
+    1.0436369999524688e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9051340000046934e-05,
-    1.87721499997906e-05,
-    1.4640240000005633e-05
+    2.078319999782252e-05,
+    2.001734000032229e-05,
+    1.9798959999661744e-05
    ]
   },
   "layer_steady_flatten_autocast": {
-   "seconds": 9.577919960021973e-05,
-   "min": 8.542143821716309e-05,
-   "max": 0.00011225088119506836,
+   "seconds": 0.00011789759635925294,
+   "min": 7.589951992034912e-05,
+   "max": 0.0001326483154296875,
    "samples": 33,
    "method": "one tiny flatten layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.932837499988523e-06,
-   "host_backward_canary_seconds": 1.912980000000175e-05,
+   "host_canary_seconds": 1.0871135000343202e-05,
+   "host_backward_canary_seconds": 2.1425104998797904e-05,
    "pass_seconds": [
-    9.577919960021973e-05,
-    0.00010692864418029787,
-    8.635519981384277e-05
+    0.0001201369571685791,
+    9.942655563354492e-05,
+    0.00011789759635925294
    ],
    "pass_host_canary_seconds": [
-    9.932837499988523e-06,
-    1.0371657500058972e-05,
-    7.095882500038897e-06
+    1.0871135000343202e-05,
+    9.529192499826422e-06,
+    1.05301199994301e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.912980000000175e-05,
-    1.8966444999932717e-05,
-    1.2270274999934828e-05
+    2.1425104998797904e-05,
+    1.9654910000781453e-05,
+    1.9779790000029608e-05
    ]
   },
   "layer_steady_reshape": {
-   "seconds": 7.095935821533203e-05,
-   "min": 5.726848125457763e-05,
-   "max": 8.408896446228027e-05,
+   "seconds": 7.8854398727417e-05,
+   "min": 5.379456043243408e-05,
+   "max": 9.509568214416503e-05,
    "samples": 33,
    "method": "one tiny reshape layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0194597500010617e-05,
-   "host_backward_canary_seconds": 1.962904499990259e-05,
+   "host_canary_seconds": 1.1119330000610717e-05,
+   "host_backward_canary_seconds": 2.2159874999942987e-05,
    "pass_seconds": [
-    7.38483190536499e-05,
-    7.095935821533203e-05,
-    5.81440019607544e-05
+    7.993855953216552e-05,
+    6.142528057098389e-05,
+    7.8854398727417e-05
    ],
    "pass_host_canary_seconds": [
-    1.0194597500010617e-05,
-    1.0385400000103572e-05,
-    7.639534999981378e-06
+    1.1119330000610717e-05,
+    1.214247500001875e-05,
+    1.0462427499646765e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.962904499990259e-05,
-    1.900312999993048e-05,
-    1.2570270000082928e-05
+    2.2159874999942987e-05,
+    2.056357000128628e-05,
+    1.9864334999510904e-05
    ]
   },
   "layer_steady_reshape_autocast": {
-   "seconds": 8.883584022521972e-05,
-   "min": 7.852992057800294e-05,
-   "max": 0.0001057414436340332,
+   "seconds": 0.00011009152412414552,
+   "min": 6.859200000762939e-05,
+   "max": 0.00012836544036865235,
    "samples": 33,
    "method": "one tiny reshape layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0043307499998377e-05,
-   "host_backward_canary_seconds": 1.9615265000041402e-05,
+   "host_canary_seconds": 1.1407797500169182e-05,
+   "host_backward_canary_seconds": 2.2802400000045964e-05,
    "pass_seconds": [
-    8.883584022521972e-05,
-    9.684800148010253e-05,
-    8.095487594604493e-05
+    0.00011243776321411133,
+    7.420032024383545e-05,
+    0.00011009152412414552
    ],
    "pass_host_canary_seconds": [
-    1.0043307499998377e-05,
-    1.0502597499950638e-05,
-    7.364172499961797e-06
+    1.1407797500169182e-05,
+    9.020800000598683e-06,
+    1.0348312500241263e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9615265000041402e-05,
-    1.9360234999936663e-05,
-    1.2083270000005087e-05
+    2.2802400000045964e-05,
+    2.083863000052588e-05,
+    1.9617469998820525e-05
    ]
   },
   "layer_steady_slice": {
-   "seconds": 0.00010322431564331055,
-   "min": 7.43609619140625e-05,
-   "max": 0.00012585408210754394,
+   "seconds": 0.00010975040435791016,
+   "min": 8.365440368652343e-05,
+   "max": 0.00012771455764770508,
    "samples": 33,
    "method": "one tiny slice layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0391754999972137e-05,
-   "host_backward_canary_seconds": 2.0018295000028275e-05,
+   "host_canary_seconds": 1.1444589999882738e-05,
+   "host_backward_canary_seconds": 2.0657860001165316e-05,
    "pass_seconds": [
-    0.00010322431564331055,
-    0.00010402112007141113,
-    9.012800216674804e-05
+    0.00010975040435791016,
+    9.502719879150391e-05,
+    0.00011852095603942872
    ],
    "pass_host_canary_seconds": [
-    1.0391754999972137e-05,
-    1.0521852499962848e-05,
-    7.314145000023586e-06
+    1.1444589999882738e-05,
+    7.65348500010532e-06,
+    1.0513950000472505e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0018295000028275e-05,
-    1.8894370000026584e-05,
-    1.2737905000079763e-05
+    2.0657860001165316e-05,
+    1.8504200000961645e-05,
+    1.9470220000812332e-05
    ]
   },
   "layer_steady_slice_autocast": {
-   "seconds": 0.00012375231742858887,
-   "min": 8.854528427124024e-05,
-   "max": 0.00013214783668518066,
+   "seconds": 0.00012975680351257323,
+   "min": 9.37939167022705e-05,
+   "max": 0.00016694271087646485,
    "samples": 33,
    "method": "one tiny slice layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0444600000028005e-05,
-   "host_backward_canary_seconds": 1.9239790000042946e-05,
+   "host_canary_seconds": 1.1235570000280858e-05,
+   "host_backward_canary_seconds": 2.0345140001154505e-05,
    "pass_seconds": [
-    0.00012375231742858887,
-    0.00012580479621887206,
-    0.00011113792419433595
+    0.00014415167808532714,
+    0.00011000767707824707,
+    0.00012975680351257323
    ],
    "pass_host_canary_seconds": [
-    1.0444600000028005e-05,
-    9.994187499984265e-06,
-    7.356820000055108e-06
+    1.1235570000280858e-05,
+    7.842272499374303e-06,
+    1.0640310000553654e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9239790000042946e-05,
-    1.836741999980518e-05,
-    1.9596834999902057e-05
+    2.0345140001154505e-05,
+    1.9911260000071704e-05,
+    2.01562000006561e-05
    ]
   },
   "layer_steady_transpose_contiguous": {
-   "seconds": 0.0001254412841796875,
-   "min": 0.00010056639671325683,
-   "max": 0.0001632134437561035,
+   "seconds": 0.00012231743812561035,
+   "min": 8.874688148498535e-05,
+   "max": 0.00017165760040283203,
    "samples": 33,
    "method": "one tiny transpose_contiguous layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.964804999995636e-06,
-   "host_backward_canary_seconds": 1.9201750000092943e-05,
+   "host_canary_seconds": 1.0554955000543487e-05,
+   "host_backward_canary_seconds": 2.0978049999484938e-05,
    "pass_seconds": [
-    0.0001254412841796875,
-    0.0001303001594543457,
-    0.00010977279663085937
+    0.00014709759712219238,
+    0.00011932479858398437,
+    0.00012231743812561035
    ],
    "pass_host_canary_seconds": [
-    9.964804999995636e-06,
-    1.0132495000050312e-05,
-    7.244800000023588e-06
+    1.0554955000543487e-05,
+    7.633074999944257e-06,
+    1.0519587499970841e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9201750000092943e-05,
-    1.8384800000035285e-05,
-    1.619007499982672e-05
+    2.0978049999484938e-05,
+    1.793403000078797e-05,
+    2.05456850005703e-05
    ]
   },
   "layer_steady_transpose_contiguous_autocast": {
-   "seconds": 0.00015665856361389162,
-   "min": 0.00012487423896789552,
-   "max": 0.00023164928436279295,
+   "seconds": 0.00016768255233764648,
+   "min": 0.00011352767944335938,
+   "max": 0.00026553472518920897,
    "samples": 33,
    "method": "one tiny transpose_contiguous layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0116635000017027e-05,
-   "host_backward_canary_seconds": 1.915388000000462e-05,
+   "host_canary_seconds": 1.0756660000197371e-05,
+   "host_backward_canary_seconds": 2.1314585000027362e-05,
    "pass_seconds": [
-    0.00015665856361389162,
-    0.0001681100845336914,
-    0.00013506943702697754
+    0.00019480384826660156,
+    0.00016168512344360352,
+    0.00016768255233764648
    ],
    "pass_host_canary_seconds": [
-    1.0116635000017027e-05,
-    1.0288840000072242e-05,
-    7.338110000034703e-06
+    1.0756660000197371e-05,
+    1.249706000066908e-05,
+    1.1111520000213205e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.915388000000462e-05,
-    1.863748999994641e-05,
-    1.2521929999991243e-05
+    2.1314585000027362e-05,
+    2.061100000219085e-05,
+    2.0964580000963908e-05
    ]
   },
   "layer_steady_cat": {
-   "seconds": 9.677503585815429e-05,
-   "min": 8.501503944396972e-05,
-   "max": 0.00010495871543884277,
+   "seconds": 9.709504127502442e-05,
+   "min": 7.755263805389404e-05,
+   "max": 0.00013306495666503906,
    "samples": 33,
    "method": "one tiny cat layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.943399999983172e-06,
-   "host_backward_canary_seconds": 2.088717000006568e-05,
+   "host_canary_seconds": 1.0181610000472575e-05,
+   "host_backward_canary_seconds": 2.0795310000494282e-05,
    "pass_seconds": [
-    0.00010171839714050293,
-    9.677503585815429e-05,
-    8.748736381530762e-05
+    0.0001050649642944336,
+    8.127103805541993e-05,
+    9.709504127502442e-05
    ],
    "pass_host_canary_seconds": [
-    9.943399999983172e-06,
-    9.27589500001602e-06,
-    7.05673749990865e-06
+    1.0181610000472575e-05,
+    8.414657499997703e-06,
+    1.0526254999945195e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.088717000006568e-05,
-    1.880510999995977e-05,
-    1.2242385000007517e-05
+    2.0795310000494282e-05,
+    1.9751894999444627e-05,
+    1.6982509998797467e-05
    ]
   },
   "layer_steady_cat_autocast": {
-   "seconds": 0.00011071040153503417,
-   "min": 9.774847984313966e-05,
-   "max": 0.00017645952224731444,
+   "seconds": 0.00013103296279907227,
+   "min": 0.00011203647613525391,
+   "max": 0.00018795711517333985,
    "samples": 33,
    "method": "one tiny cat layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.928234999989627e-06,
-   "host_backward_canary_seconds": 2.1025220000012724e-05,
+   "host_canary_seconds": 1.0267889999795443e-05,
+   "host_backward_canary_seconds": 2.2025600001143174e-05,
    "pass_seconds": [
-    0.0001272640037536621,
-    0.00010193792343139649,
-    0.00011071040153503417
+    0.00013094016075134278,
+    0.00016452671051025392,
+    0.00013103296279907227
    ],
    "pass_host_canary_seconds": [
-    9.928234999989627e-06,
-    8.426130000032117e-06,
-    7.129697499905774e-06
+    1.0267889999795443e-05,
+    1.050801000019419e-05,
+    1.0784625000042069e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1025220000012724e-05,
-    1.8981340000010507e-05,
-    1.203265000000897e-05
+    2.2025600001143174e-05,
+    1.9323009998970518e-05,
+    2.0459170000322045e-05
    ]
   },
   "layer_steady_gelu_tanh_composite": {
-   "seconds": 0.00037732479095458986,
-   "min": 0.00032742847442626953,
-   "max": 0.0006194553756713867,
+   "seconds": 0.0004661491012573242,
+   "min": 0.0003469139099121093,
+   "max": 0.0006190246582031251,
    "samples": 33,
    "method": "one tiny gelu_tanh_composite layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.03886874999759e-05,
-   "host_backward_canary_seconds": 1.897001999999759e-05,
+   "host_canary_seconds": 1.0567350000201258e-05,
+   "host_backward_canary_seconds": 1.959417000080066e-05,
    "pass_seconds": [
-    0.00048119297027587887,
-    0.00037732479095458986,
-    0.00034130878448486327
+    0.0004661491012573242,
+    0.0004111142349243164,
+    0.0005326176071166992
    ],
    "pass_host_canary_seconds": [
-    1.03886874999759e-05,
-    1.0438500000020668e-05,
-    7.3682200000035895e-06
+    1.0567350000201258e-05,
+    9.917029999542137e-06,
+    1.0791164999091053e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.897001999999759e-05,
-    1.8626379999773236e-05,
-    1.3261269999986779e-05
+    1.959417000080066e-05,
+    1.8771180000385355e-05,
+    1.9408569999086465e-05
    ]
   },
   "layer_steady_gelu_tanh_composite_autocast": {
-   "seconds": 0.0005149280166625976,
-   "min": 0.00041101440429687497,
-   "max": 0.000659680633544922,
+   "seconds": 0.00043066177368164066,
+   "min": 0.0003461529541015625,
+   "max": 0.0006178931045532226,
    "samples": 33,
    "method": "one tiny gelu_tanh_composite layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0402989999960255e-05,
-   "host_backward_canary_seconds": 1.8719979999985982e-05,
+   "host_canary_seconds": 1.0389929999519154e-05,
+   "host_backward_canary_seconds": 1.937365999992835e-05,
    "pass_seconds": [
-    0.0005661190414428711,
-    0.0004276569747924805,
-    0.0005149280166625976
+    0.0004900729751586914,
+    0.00038344768524169924,
+    0.00043066177368164066
    ],
    "pass_host_canary_seconds": [
-    1.0402989999960255e-05,
-    1.0063735000045427e-05,
-    1.003935500008879e-05
+    1.0389929999519154e-05,
+    7.447250000041095e-06,
+    1.0115000000041619e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8719979999985982e-05,
-    1.825440000004619e-05,
-    2.138594999991028e-05
+    1.937365999992835e-05,
+    1.8527490000224133e-05,
+    1.814761999867187e-05
    ]
   },
   "layer_steady_mha": {
-   "seconds": 0.0014525395202636719,
-   "min": 0.001186065902709961,
-   "max": 0.001806225891113281,
+   "seconds": 0.0013696493530273438,
+   "min": 0.0012120025634765625,
+   "max": 0.00173623291015625,
    "samples": 33,
    "method": "one tiny mha layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0517134999972199e-05,
-   "host_backward_canary_seconds": 1.962529999985918e-05,
+   "host_canary_seconds": 1.0070980000591589e-05,
+   "host_backward_canary_seconds": 1.534471000013582e-05,
    "pass_seconds": [
-    0.0015965574645996094,
-    0.0014525395202636719,
-    0.0013976007080078127
+    0.00130279296875,
+    0.0013696493530273438,
+    0.0015102995300292968
    ],
    "pass_host_canary_seconds": [
-    1.0517134999972199e-05,
-    1.0072755000010147e-05,
-    1.004019000006906e-05
+    1.0070980000591589e-05,
+    1.0269320000588777e-05,
+    1.03604649996214e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.962529999985918e-05,
-    1.8930599999862352e-05,
-    1.896541000007801e-05
+    1.534471000013582e-05,
+    1.8628969999099355e-05,
+    1.8572300000414543e-05
    ]
   },
   "layer_steady_mha_autocast": {
-   "seconds": 0.0017409805297851563,
-   "min": 0.0013462944030761719,
-   "max": 0.0020857676696777344,
+   "seconds": 0.0017824882507324218,
+   "min": 0.0014704409790039063,
+   "max": 0.0021290829467773436,
    "samples": 33,
    "method": "one tiny mha layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0168059999955403e-05,
-   "host_backward_canary_seconds": 1.9494010000045137e-05,
+   "host_canary_seconds": 1.020697000058135e-05,
+   "host_backward_canary_seconds": 1.7164400001092874e-05,
    "pass_seconds": [
-    0.0017409805297851563,
-    0.001787178955078125,
-    0.0016217216491699218
+    0.0017824882507324218,
+    0.0016217785644531248,
+    0.001783053436279297
    ],
    "pass_host_canary_seconds": [
-    1.0168059999955403e-05,
-    1.0490194999874803e-05,
-    7.492630000029976e-06
+    1.020697000058135e-05,
+    9.991614999762533e-06,
+    9.870999999748164e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9494010000045137e-05,
-    1.834449999989829e-05,
-    1.7162839999969036e-05
+    1.7164400001092874e-05,
+    1.7441309998957878e-05,
+    1.7831690001912648e-05
    ]
   },
   "layer_steady_cast": {
-   "seconds": 0.00010913663864135743,
-   "min": 8.926591873168945e-05,
-   "max": 0.00013410752296447753,
+   "seconds": 0.00012874815940856933,
+   "min": 9.28223991394043e-05,
+   "max": 0.00015057600021362304,
    "samples": 33,
    "method": "one tiny cast layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0180565000013074e-05,
-   "host_backward_canary_seconds": 1.975732499992944e-05,
+   "host_canary_seconds": 1.0599065000178598e-05,
+   "host_backward_canary_seconds": 2.0537790001071698e-05,
    "pass_seconds": [
-    0.00010913663864135743,
-    0.00011968064308166503,
-    9.407360076904297e-05
+    0.00012874815940856933,
+    0.000141015043258667,
+    9.947135925292969e-05
    ],
    "pass_host_canary_seconds": [
-    1.0180565000013074e-05,
-    1.0743225000027223e-05,
-    7.385587499939561e-06
+    1.0599065000178598e-05,
+    1.068889500061232e-05,
+    9.51132000011512e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.975732499992944e-05,
-    1.9417839999960052e-05,
-    1.9509314999908155e-05
+    2.0537790001071698e-05,
+    2.1739509998042193e-05,
+    1.8190724999840314e-05
    ]
   },
   "layer_steady_cast_autocast": {
-   "seconds": 0.00013577983856201173,
-   "min": 0.00011745535850524901,
-   "max": 0.00015544575691223145,
+   "seconds": 0.00016494720458984377,
+   "min": 0.0001181606388092041,
+   "max": 0.00019165760040283205,
    "samples": 33,
    "method": "one tiny cast layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0206605000036006e-05,
-   "host_backward_canary_seconds": 1.9961980000005043e-05,
+   "host_canary_seconds": 1.073903000019527e-05,
+   "host_backward_canary_seconds": 2.0631899999443704e-05,
    "pass_seconds": [
-    0.00013577983856201173,
-    0.0001507046413421631,
-    0.00013242431640625
+    0.00016494720458984377,
+    0.00018316991806030275,
+    0.00012516351699829101
    ],
    "pass_host_canary_seconds": [
-    1.0206605000036006e-05,
-    1.0711325000016814e-05,
-    1.0108575000060681e-05
+    1.073903000019527e-05,
+    1.0433815000396861e-05,
+    9.626374999243127e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9961980000005043e-05,
-    1.8818380000027445e-05,
-    1.9518529999800193e-05
+    2.0631899999443704e-05,
+    2.060909999954674e-05,
+    1.8768149999459638e-05
    ]
   },
   "layer_steady_rmsnorm": {
-   "seconds": 0.00014916671752929686,
-   "min": 0.00013224384307861328,
-   "max": 0.00017970048904418945,
+   "seconds": 0.0001616716766357422,
+   "min": 0.00011916480064392089,
+   "max": 0.00019019903182983396,
    "samples": 33,
    "method": "one tiny rmsnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0459639999993442e-05,
-   "host_backward_canary_seconds": 2.038632999997958e-05,
+   "host_canary_seconds": 1.09141300004012e-05,
+   "host_backward_canary_seconds": 2.0631899999443704e-05,
    "pass_seconds": [
-    0.00013905856132507324,
-    0.00014916671752929686,
-    0.00016695167541503904
+    0.0001616716766357422,
+    0.00017140800476074218,
+    0.00012869824409484862
    ],
    "pass_host_canary_seconds": [
-    1.0459639999993442e-05,
-    1.0582480000067562e-05,
-    1.0108575000060681e-05
+    1.09141300004012e-05,
+    1.036806499996601e-05,
+    9.695059999330624e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.038632999997958e-05,
-    1.9414200000085203e-05,
-    1.9023479999873416e-05
+    2.0631899999443704e-05,
+    2.1367310000641738e-05,
+    1.8425810001190257e-05
    ]
   },
   "layer_steady_rmsnorm_autocast": {
-   "seconds": 0.00016712575912475585,
-   "min": 0.00013911808013916015,
-   "max": 0.00023804864883422851,
+   "seconds": 0.00019243072509765626,
+   "min": 0.0001367091178894043,
+   "max": 0.0002335513687133789,
    "samples": 33,
    "method": "one tiny rmsnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.039714999997443e-05,
-   "host_backward_canary_seconds": 1.9810080000013387e-05,
+   "host_canary_seconds": 1.0899684999685633e-05,
+   "host_backward_canary_seconds": 2.092549000053623e-05,
    "pass_seconds": [
-    0.00016504255294799805,
-    0.00017556800842285155,
-    0.00016712575912475585
+    0.0002044211196899414,
+    0.00019243072509765626,
+    0.00015088128089904787
    ],
    "pass_host_canary_seconds": [
-    1.039714999997443e-05,
-    1.055151000002752e-05,
-    1.0243855000027224e-05
+    1.0899684999685633e-05,
+    1.0837285000206975e-05,
+    1.1036887499926706e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9810080000013387e-05,
-    1.8551349999995636e-05,
-    1.8847104999935027e-05
+    2.092549000053623e-05,
+    2.0901695000929978e-05,
+    1.9800605000455106e-05
    ]
   },
   "layer_steady_sdpa": {
-   "seconds": 0.00024368448257446287,
-   "min": 0.00022532800674438476,
-   "max": 0.000286615047454834,
+   "seconds": 0.0002940153694152832,
+   "min": 0.000200248966217041,
+   "max": 0.0003479059219360352,
    "samples": 33,
    "method": "one tiny sdpa layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0210514999968723e-05,
-   "host_backward_canary_seconds": 2.0023290000068526e-05,
+   "host_canary_seconds": 1.091462499971385e-05,
+   "host_backward_canary_seconds": 2.0366560002003097e-05,
    "pass_seconds": [
-    0.00024042112350463867,
-    0.00024368448257446287,
-    0.0002450822448730469
+    0.0002940153694152832,
+    0.0003277510452270508,
+    0.00021146432876586915
    ],
    "pass_host_canary_seconds": [
-    1.0210514999968723e-05,
-    1.0495804999948178e-05,
-    1.004889999990155e-05
+    1.091462499971385e-05,
+    1.0614754999096476e-05,
+    1.0550580000199262e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0023290000068526e-05,
-    1.8990719999862905e-05,
-    1.8754870000066147e-05
+    2.0366560002003097e-05,
+    2.1342640000057145e-05,
+    1.6768469999988157e-05
    ]
   },
   "layer_steady_sdpa_autocast": {
-   "seconds": 0.0003615225601196289,
-   "min": 0.00033813121795654293,
-   "max": 0.000481657600402832,
+   "seconds": 0.00047818241119384764,
+   "min": 0.0003294451141357422,
+   "max": 0.0006443885040283204,
    "samples": 33,
    "method": "one tiny sdpa layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0425712500001794e-05,
-   "host_backward_canary_seconds": 1.9334954999976616e-05,
+   "host_canary_seconds": 1.055673999985629e-05,
+   "host_backward_canary_seconds": 1.9894719998774234e-05,
    "pass_seconds": [
-    0.0003615225601196289,
-    0.0003890323257446289,
-    0.0003563571166992188
+    0.00047818241119384764,
+    0.0006137619018554688,
+    0.0003829056167602539
    ],
    "pass_host_canary_seconds": [
-    1.0425712500001794e-05,
-    1.0790254999903937e-05,
-    1.0311162500045157e-05
+    1.055673999985629e-05,
+    1.0582209999938642e-05,
+    1.0124565000069196e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9334954999976616e-05,
-    1.8766550000179904e-05,
-    1.8901265000010882e-05
+    1.9894719998774234e-05,
+    2.0819860001211055e-05,
+    1.8333660000280362e-05
    ]
   },
   "layer_steady_sdpa_efficient": {
-   "seconds": 0.00018935808181762693,
-   "min": 0.00016349184036254885,
-   "max": 0.0002217939186096191,
+   "seconds": 0.00020936511993408205,
+   "min": 0.00016374847412109375,
+   "max": 0.0002624127960205078,
    "samples": 33,
    "method": "one tiny sdpa_model_head layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0120852500001831e-05,
-   "host_backward_canary_seconds": 1.9652739999997945e-05,
+   "host_canary_seconds": 1.0416819999363724e-05,
+   "host_backward_canary_seconds": 2.0318370000040888e-05,
    "pass_seconds": [
-    0.00019704511642456055,
-    0.00017204288482666017,
-    0.00018935808181762693
+    0.00020936511993408205,
+    0.00023963584899902343,
+    0.00017073984146118162
    ],
    "pass_host_canary_seconds": [
-    1.0120852500001831e-05,
-    1.0562730000032162e-05,
-    9.91216000002737e-06
+    1.0416819999363724e-05,
+    1.0502710000537264e-05,
+    7.435244999669521e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9652739999997945e-05,
-    1.5887239999869962e-05,
-    1.8550199999936012e-05
+    2.0318370000040888e-05,
+    2.066134999950009e-05,
+    1.944882999850961e-05
    ]
   },
   "layer_steady_sdpa_cudnn_autocast": {
-   "seconds": 0.0003740108871459961,
-   "min": 0.00025799104690551756,
-   "max": 0.0005247488021850586,
+   "seconds": 0.0003559852981567383,
+   "min": 0.0002861440086364746,
+   "max": 0.0007475827026367188,
    "samples": 33,
    "method": "one tiny sdpa_model_head layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.029134500004858e-05,
-   "host_backward_canary_seconds": 1.9706789999958118e-05,
+   "host_canary_seconds": 1.0525975000064136e-05,
+   "host_backward_canary_seconds": 2.0404800000051183e-05,
    "pass_seconds": [
-    0.0003740108871459961,
-    0.0004015910339355469,
-    0.0003585599899291992
+    0.0006551993560791015,
+    0.0003502092742919922,
+    0.0003559852981567383
    ],
    "pass_host_canary_seconds": [
-    1.029134500004858e-05,
-    7.547312500051361e-06,
-    9.995134999982725e-06
+    1.0525975000064136e-05,
+    1.0386960000232647e-05,
+    9.403125000062574e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9706789999958118e-05,
-    1.6998605000111412e-05,
-    1.9012074999977813e-05
+    2.0404800000051183e-05,
+    1.959804000080112e-05,
+    1.839168000060454e-05
    ]
   },
   "layer_steady_mha_no_weights": {
-   "seconds": 0.0013631494140625,
-   "min": 0.001053354263305664,
-   "max": 0.0014486349487304686,
+   "seconds": 0.0012788275146484375,
+   "min": 0.0011067513275146484,
+   "max": 0.0017420812988281251,
    "samples": 33,
    "method": "one tiny mha_no_weights layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0203575000033993e-05,
-   "host_backward_canary_seconds": 1.9392970000069453e-05,
+   "host_canary_seconds": 1.067562999992333e-05,
+   "host_backward_canary_seconds": 2.0561979999911274e-05,
    "pass_seconds": [
-    0.0013723455810546875,
-    0.0013631494140625,
-    0.0011035404968261719
+    0.0014956434631347656,
+    0.0012788275146484375,
+    0.0011525331115722656
    ],
    "pass_host_canary_seconds": [
-    1.0203575000033993e-05,
-    9.810669999978928e-06,
-    8.690250000000788e-06
+    1.067562999992333e-05,
+    1.0789694999857603e-05,
+    9.838400000035108e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9392970000069453e-05,
-    1.921463000002177e-05,
-    1.910808999980418e-05
+    2.0561979999911274e-05,
+    1.885167999944315e-05,
+    1.833922000059829e-05
    ]
   },
   "layer_steady_mha_no_weights_autocast": {
-   "seconds": 0.001577064971923828,
-   "min": 0.0012505964660644532,
-   "max": 0.001844424285888672,
+   "seconds": 0.0018479513549804689,
+   "min": 0.0015239768981933593,
+   "max": 0.0019847283935546874,
    "samples": 33,
    "method": "one tiny mha_no_weights layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.923145000030332e-06,
-   "host_backward_canary_seconds": 1.9009620000076666e-05,
+   "host_canary_seconds": 1.068371000087609e-05,
+   "host_backward_canary_seconds": 2.006174999905852e-05,
    "pass_seconds": [
-    0.001577064971923828,
-    0.0017699008178710938,
-    0.0013268083190917967
+    0.0019269573974609374,
+    0.0018479513549804689,
+    0.001726219482421875
    ],
    "pass_host_canary_seconds": [
-    9.923145000030332e-06,
-    9.939044999924818e-06,
-    9.222970000024589e-06
+    1.068371000087609e-05,
+    9.747650000235809e-06,
+    9.909704999699898e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9009620000076666e-05,
-    1.9540710000001126e-05,
-    1.8220289999817395e-05
+    2.006174999905852e-05,
+    1.9961569998940833e-05,
+    1.8254829999477806e-05
    ]
   },
   "conv_host_k3_fp32_2x4x8x8_4_forward": {
-   "seconds": 4.0957299998467536e-05,
-   "min": 3.060309999938227e-05,
-   "max": 5.553400000053443e-05,
+   "seconds": 4.6126500001264505e-05,
+   "min": 2.5673400000414403e-05,
+   "max": 5.564589998812153e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8135,28 +8135,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 9.175087499997403e-06,
-   "host_backward_canary_seconds": 1.9120639999954393e-05,
+   "host_canary_seconds": 1.1090222499774428e-05,
+   "host_backward_canary_seconds": 2.0716380001886135e-05,
    "pass_seconds": [
-    3.215079999989712e-05,
-    4.0957299998467536e-05,
-    4.256409999925381e-05
+    5.201380001835787e-05,
+    3.6541700001180286e-05,
+    4.6126500001264505e-05
    ],
    "pass_host_canary_seconds": [
-    9.175087499997403e-06,
-    9.66963499990925e-06,
-    9.644260000101213e-06
+    1.1090222499774428e-05,
+    8.155944999543863e-06,
+    1.0064110000485016e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9120639999954393e-05,
-    1.993289999973058e-05,
-    1.8832740000220838e-05
+    2.0716380001886135e-05,
+    1.6877049999948214e-05,
+    1.5383780000775003e-05
    ]
   },
   "conv_host_k3_fp32_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00019261779999908414,
-   "min": 0.00017889699999926734,
-   "max": 0.00034634889999836106,
+   "seconds": 0.00024032930000430496,
+   "min": 0.00017783379998945748,
+   "max": 0.00043479280000155993,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8171,28 +8171,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 9.284274999998843e-06,
-   "host_backward_canary_seconds": 1.878629999993109e-05,
+   "host_canary_seconds": 1.1177059999454286e-05,
+   "host_backward_canary_seconds": 2.112297999929069e-05,
    "pass_seconds": [
-    0.00018509030000046778,
-    0.00034491270000103214,
-    0.00019261779999908414
+    0.000318607899998824,
+    0.0002294301000119958,
+    0.00024032930000430496
    ],
    "pass_host_canary_seconds": [
-    9.284274999998843e-06,
-    9.66963499990925e-06,
-    1.0076714999911474e-05
+    1.1177059999454286e-05,
+    7.76233500005219e-06,
+    1.0158299999147857e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.878629999993109e-05,
-    1.9793200000037814e-05,
-    1.9286149999970803e-05
+    2.112297999929069e-05,
+    1.7387030000008962e-05,
+    1.5321799999128416e-05
    ]
   },
   "conv_host_k3_fp32_8x32x28x28_32_forward": {
-   "seconds": 3.664380000145684e-05,
-   "min": 2.9184400000303866e-05,
-   "max": 4.8714500002233764e-05,
+   "seconds": 4.657209999550105e-05,
+   "min": 3.322380000554403e-05,
+   "max": 6.178919998092169e-05,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8207,28 +8207,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 9.692127500002812e-06,
-   "host_backward_canary_seconds": 2.0121555000045534e-05,
+   "host_canary_seconds": 1.1126877499805232e-05,
+   "host_backward_canary_seconds": 2.2020420000217198e-05,
    "pass_seconds": [
-    3.154790000081675e-05,
-    3.9596299998834183e-05,
-    3.664380000145684e-05
+    5.255570001736487e-05,
+    4.497909999372496e-05,
+    4.657209999550105e-05
    ],
    "pass_host_canary_seconds": [
-    9.692127500002812e-06,
-    9.577820000004067e-06,
-    9.811784999982365e-06
+    1.1126877499805232e-05,
+    1.0746379999773125e-05,
+    1.073964500051261e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0121555000045534e-05,
-    1.9574149999925793e-05,
-    1.8915809999953125e-05
+    2.2020420000217198e-05,
+    2.156046999971295e-05,
+    1.5321799999128416e-05
    ]
   },
   "conv_host_k3_fp32_8x32x28x28_32_forward_backward": {
-   "seconds": 0.00023204649999968295,
-   "min": 0.00021455669999852488,
-   "max": 0.00031093320000081804,
+   "seconds": 0.00022901990000718798,
+   "min": 0.00017859310000858386,
+   "max": 0.00040667139999186477,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8243,28 +8243,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 9.607725000009281e-06,
-   "host_backward_canary_seconds": 1.952008999992927e-05,
+   "host_canary_seconds": 1.0755009999456888e-05,
+   "host_backward_canary_seconds": 2.134058000137884e-05,
    "pass_seconds": [
-    0.00022043510000031575,
-    0.00025654100000167547,
-    0.00023204649999968295
+    0.000341915500007417,
+    0.00022901990000718798,
+    0.0002103225999917413
    ],
    "pass_host_canary_seconds": [
-    9.607725000009281e-06,
-    9.974040000031436e-06,
-    1.0072325000010097e-05
+    1.0755009999456888e-05,
+    1.0992224999881728e-05,
+    8.212249999814958e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.952008999992927e-05,
-    1.9574149999925793e-05,
-    1.8915809999953125e-05
+    2.134058000137884e-05,
+    2.0782080000572022e-05,
+    1.534756999944875e-05
    ]
   },
   "conv_host_k3_fp32_16x64x56x56_64_forward": {
-   "seconds": 5.9413899998617124e-05,
-   "min": 4.307560000142985e-05,
-   "max": 7.601560000125573e-05,
+   "seconds": 6.137549999039039e-05,
+   "min": 3.892459999406128e-05,
+   "max": 8.225399999446381e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8279,28 +8279,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 9.63887750003778e-06,
-   "host_backward_canary_seconds": 2.0254780000001914e-05,
+   "host_canary_seconds": 1.0723364999876139e-05,
+   "host_backward_canary_seconds": 2.017067999986466e-05,
    "pass_seconds": [
-    4.868919999978516e-05,
-    5.9413899998617124e-05,
-    6.247919999964324e-05
+    7.629589999851305e-05,
+    6.137549999039039e-05,
+    4.188849998172372e-05
    ],
    "pass_host_canary_seconds": [
-    9.63887750003778e-06,
-    1.032035000008591e-05,
-    1.0318285000039395e-05
+    1.0723364999876139e-05,
+    1.1094709999497353e-05,
+    8.034950000137541e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0254780000001914e-05,
-    1.974183000015728e-05,
-    1.9633180000084848e-05
+    2.017067999986466e-05,
+    2.231097000048976e-05,
+    1.5480549998301284e-05
    ]
   },
   "conv_host_k3_fp32_16x64x56x56_64_forward_backward": {
-   "seconds": 0.0002871052000017471,
-   "min": 0.0002413717999985465,
-   "max": 0.0005306656000016119,
+   "seconds": 0.0003212430999838034,
+   "min": 0.00023714009998911933,
+   "max": 0.0005822348000037892,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8315,28 +8315,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 9.699459999978899e-06,
-   "host_backward_canary_seconds": 2.03587900000457e-05,
+   "host_canary_seconds": 1.0452879999434116e-05,
+   "host_backward_canary_seconds": 2.0027389999768276e-05,
    "pass_seconds": [
-    0.0002729221999999254,
-    0.00047246739999877717,
-    0.0002871052000017471
+    0.0003589604000126201,
+    0.0003212430999838034,
+    0.000280839099991681
    ],
    "pass_host_canary_seconds": [
-    9.699459999978899e-06,
-    9.7523699999158e-06,
-    1.0318140000009634e-05
+    1.0452879999434116e-05,
+    1.104789000009987e-05,
+    7.4538350008879205e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.03587900000457e-05,
-    1.989559000008967e-05,
-    1.8332660000055513e-05
+    2.0027389999768276e-05,
+    2.130657000179781e-05,
+    1.916325000138386e-05
    ]
   },
   "conv_host_k3_fp32_32x128x56x56_128_forward": {
-   "seconds": 7.16786999987562e-05,
-   "min": 5.478770000024724e-05,
-   "max": 0.00010483679999993001,
+   "seconds": 7.920689999991737e-05,
+   "min": 5.8821500010708407e-05,
+   "max": 9.129539998866675e-05,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8351,28 +8351,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 9.669584999940639e-06,
-   "host_backward_canary_seconds": 2.1165529999933597e-05,
+   "host_canary_seconds": 1.062877999970624e-05,
+   "host_backward_canary_seconds": 2.0416249999470892e-05,
    "pass_seconds": [
-    5.983150000048454e-05,
-    7.16786999987562e-05,
-    7.729019999942466e-05
+    9.056890000920248e-05,
+    7.920689999991737e-05,
+    6.579099999726168e-05
    ],
    "pass_host_canary_seconds": [
-    9.669584999940639e-06,
-    1.0147897500019099e-05,
-    1.0385579999976357e-05
+    1.062877999970624e-05,
+    1.0905757499699575e-05,
+    8.171550000497518e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1165529999933597e-05,
-    2.0917839999867735e-05,
-    2.0992675000002238e-05
+    2.0416249999470892e-05,
+    2.186165500120296e-05,
+    1.9161225001198545e-05
    ]
   },
   "conv_host_k3_fp32_32x128x56x56_128_forward_backward": {
-   "seconds": 0.00033243549999895095,
-   "min": 0.0002946124000004602,
-   "max": 0.00043921479999937675,
+   "seconds": 0.00047477460000209246,
+   "min": 0.0002618488000052821,
+   "max": 0.000554978300010589,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8387,28 +8387,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 9.557944999976088e-06,
-   "host_backward_canary_seconds": 2.0071979999940483e-05,
+   "host_canary_seconds": 1.0640847500553717e-05,
+   "host_backward_canary_seconds": 2.0615565000525747e-05,
    "pass_seconds": [
-    0.000319117499999777,
-    0.00038036150000095856,
-    0.00033243549999895095
+    0.00047477460000209246,
+    0.0004980055000032735,
+    0.00031787749999239167
    ],
    "pass_host_canary_seconds": [
-    9.557944999976088e-06,
-    9.96960750001108e-06,
-    1.0186352499985673e-05
+    1.0640847500553717e-05,
+    1.125045500032229e-05,
+    7.637929999759763e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0071979999940483e-05,
-    1.9592554999974253e-05,
-    1.908266499995648e-05
+    2.0615565000525747e-05,
+    2.3943165000446243e-05,
+    1.9835020000300572e-05
    ]
   },
   "conv_host_k3_fp32_strict_2x4x8x8_4_forward": {
-   "seconds": 3.663310000092679e-05,
-   "min": 2.720750000122507e-05,
-   "max": 4.922120000117047e-05,
+   "seconds": 4.103019998638047e-05,
+   "min": 2.3918899978525586e-05,
+   "max": 6.669960000635911e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8423,28 +8423,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 9.553169999989564e-06,
-   "host_backward_canary_seconds": 1.9088180000039756e-05,
+   "host_canary_seconds": 1.035702499962099e-05,
+   "host_backward_canary_seconds": 2.0546349999222004e-05,
    "pass_seconds": [
-    3.0160000000023503e-05,
-    3.663310000092679e-05,
-    4.272209999953702e-05
+    4.8157300011553164e-05,
+    4.103019998638047e-05,
+    2.7274799981569232e-05
    ],
    "pass_host_canary_seconds": [
-    9.553169999989564e-06,
-    9.723074999925529e-06,
-    9.884929999941505e-06
+    1.035702499962099e-05,
+    1.1564200000293568e-05,
+    7.419654999694103e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9088180000039756e-05,
-    1.951128000001745e-05,
-    1.7987450000021e-05
+    2.0546349999222004e-05,
+    2.4261570001726795e-05,
+    2.035068999930445e-05
    ]
   },
   "conv_host_k3_fp32_strict_2x4x8x8_4_forward_backward": {
-   "seconds": 0.0001919764999996687,
-   "min": 0.0001643574000013359,
-   "max": 0.00034092140000154816,
+   "seconds": 0.0002203769000061584,
+   "min": 0.00017174170000089362,
+   "max": 0.00028342289999727655,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8459,28 +8459,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 9.622899999968127e-06,
-   "host_backward_canary_seconds": 1.9056870000042635e-05,
+   "host_canary_seconds": 1.0259845000746281e-05,
+   "host_backward_canary_seconds": 1.884706000055303e-05,
    "pass_seconds": [
-    0.0001885373000007462,
-    0.00031260070000200814,
-    0.0001919764999996687
+    0.0002669209000032424,
+    0.0002203769000061584,
+    0.00020009760000903044
    ],
    "pass_host_canary_seconds": [
-    9.622899999968127e-06,
-    1.0707269999983283e-05,
-    9.884929999941505e-06
+    1.0259845000746281e-05,
+    1.1480800000072122e-05,
+    7.566725000742735e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9056870000042635e-05,
-    1.951128000001745e-05,
-    1.5034079999907136e-05
+    1.884706000055303e-05,
+    2.2368850000020758e-05,
+    1.4247480000904034e-05
    ]
   },
   "conv_host_k3_fp32_strict_8x32x28x28_32_forward": {
-   "seconds": 3.536520000011478e-05,
-   "min": 2.5556100000301284e-05,
-   "max": 6.634420000182218e-05,
+   "seconds": 3.919820001101471e-05,
+   "min": 2.352839999275602e-05,
+   "max": 5.095080000501184e-05,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8495,28 +8495,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 9.622899999968127e-06,
-   "host_backward_canary_seconds": 1.968805999993606e-05,
+   "host_canary_seconds": 1.0455009999077447e-05,
+   "host_backward_canary_seconds": 2.025356000103784e-05,
    "pass_seconds": [
-    2.897029999928691e-05,
-    5.716130000052999e-05,
-    3.536520000011478e-05
+    4.7324800016212974e-05,
+    3.919820001101471e-05,
+    3.011070000411564e-05
    ],
    "pass_host_canary_seconds": [
-    9.622899999968127e-06,
-    1.057543000001715e-05,
-    8.995400000060272e-06
+    1.0455009999077447e-05,
+    1.1322174999577329e-05,
+    7.76340000015807e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.968805999993606e-05,
-    2.008789500010266e-05,
-    1.4951419999817971e-05
+    2.025356000103784e-05,
+    2.2368850000020758e-05,
+    1.5790239999660116e-05
    ]
   },
   "conv_host_k3_fp32_strict_8x32x28x28_32_forward_backward": {
-   "seconds": 0.00025438100000059195,
-   "min": 0.00017537570000172308,
-   "max": 0.0005706534000012198,
+   "seconds": 0.000279767299980449,
+   "min": 0.00019240829999489506,
+   "max": 0.00033625270000356975,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8531,28 +8531,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 8.125620000001278e-06,
-   "host_backward_canary_seconds": 1.968805999993606e-05,
+   "host_canary_seconds": 7.974100000183171e-06,
+   "host_backward_canary_seconds": 1.9041709999783053e-05,
    "pass_seconds": [
-    0.00025438100000059195,
-    0.0003221815000017614,
-    0.00024692199999947205
+    0.000279767299980449,
+    0.0002550778999875547,
+    0.00029568899999503627
    ],
    "pass_host_canary_seconds": [
-    8.125620000001278e-06,
-    1.031590250001102e-05,
-    9.026755000007825e-06
+    7.974100000183171e-06,
+    1.053508499921918e-05,
+    9.900730000254042e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.968805999993606e-05,
-    1.923612000013009e-05,
-    1.7517470000143475e-05
+    1.9041709999783053e-05,
+    2.0079060000171012e-05,
+    1.738662999969165e-05
    ]
   },
   "conv_host_k3_fp32_strict_16x64x56x56_64_forward": {
-   "seconds": 3.983510000011847e-05,
-   "min": 2.5828400001159935e-05,
-   "max": 4.9434400000336606e-05,
+   "seconds": 4.307130000142933e-05,
+   "min": 3.525219999573892e-05,
+   "max": 5.612370000562805e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8567,28 +8567,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 7.885260000008998e-06,
-   "host_backward_canary_seconds": 2.0287419999931444e-05,
+   "host_canary_seconds": 1.0241290000294612e-05,
+   "host_backward_canary_seconds": 2.1199099999194006e-05,
    "pass_seconds": [
-    3.013850000002094e-05,
-    3.983510000011847e-05,
-    4.0690099999096675e-05
+    4.291959999136452e-05,
+    4.412379998939286e-05,
+    4.307130000142933e-05
    ],
    "pass_host_canary_seconds": [
-    7.885260000008998e-06,
-    9.79144749997829e-06,
-    9.192969999958222e-06
+    1.0241290000294612e-05,
+    1.053508499921918e-05,
+    8.873620000144911e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0287419999931444e-05,
-    1.9993134999936045e-05,
-    1.7066789999944377e-05
+    2.1199099999194006e-05,
+    2.200143000209209e-05,
+    1.610808000009456e-05
    ]
   },
   "conv_host_k3_fp32_strict_16x64x56x56_64_forward_backward": {
-   "seconds": 0.0004231398000001718,
-   "min": 0.00030697379999935495,
-   "max": 0.0006398986999982981,
+   "seconds": 0.00042010290001144314,
+   "min": 0.0003537486000141143,
+   "max": 0.0005866756999921563,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8603,28 +8603,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 9.562732500008053e-06,
-   "host_backward_canary_seconds": 2.0244704999967667e-05,
+   "host_canary_seconds": 1.0693867500322086e-05,
+   "host_backward_canary_seconds": 2.1234409999806302e-05,
    "pass_seconds": [
-    0.0004231398000001718,
-    0.0005238751000007369,
-    0.0003400059999989935
+    0.0005463955000095666,
+    0.00042010290001144314,
+    0.0003723643000057564
    ],
    "pass_host_canary_seconds": [
-    9.562732500008053e-06,
-    9.825850000027004e-06,
-    9.287222500020674e-06
+    1.0693867500322086e-05,
+    1.0658300000159214e-05,
+    8.975407500315668e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0244704999967667e-05,
-    1.910921499998608e-05,
-    1.5309424999969677e-05
+    2.1234409999806302e-05,
+    2.0963104999509598e-05,
+    1.5578349999714194e-05
    ]
   },
   "conv_host_k3_fp32_strict_32x128x56x56_128_forward": {
-   "seconds": 5.1250300001015606e-05,
-   "min": 2.472580000016933e-05,
-   "max": 6.387800000027256e-05,
+   "seconds": 6.474639999396459e-05,
+   "min": 4.0516899980502784e-05,
+   "max": 6.63251000105447e-05,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8639,28 +8639,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 9.549482499977556e-06,
-   "host_backward_canary_seconds": 2.100203499999509e-05,
+   "host_canary_seconds": 1.1306664999892748e-05,
+   "host_backward_canary_seconds": 2.2360804999834725e-05,
    "pass_seconds": [
-    3.7065499999755505e-05,
-    5.1250300001015606e-05,
-    6.23204999982363e-05
+    6.482399999185873e-05,
+    5.745860000843095e-05,
+    6.474639999396459e-05
    ],
    "pass_host_canary_seconds": [
-    9.549482499977556e-06,
-    1.0053872499966586e-05,
-    9.734709999946745e-06
+    1.1306664999892748e-05,
+    1.0768150000330934e-05,
+    1.048855249962344e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.100203499999509e-05,
-    2.1391845000096057e-05,
-    1.766828499995654e-05
+    2.2360804999834725e-05,
+    1.9798764999450213e-05,
+    1.761965499895268e-05
    ]
   },
   "conv_host_k3_fp32_strict_32x128x56x56_128_forward_backward": {
-   "seconds": 0.00045535190000123293,
-   "min": 0.0003314532000018744,
-   "max": 0.0006573054000000411,
+   "seconds": 0.0005158330000085698,
+   "min": 0.0003813648999994257,
+   "max": 0.0007825871000022744,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8675,28 +8675,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 9.823980000014387e-06,
-   "host_backward_canary_seconds": 2.095051000004844e-05,
+   "host_canary_seconds": 1.139706250000927e-05,
+   "host_backward_canary_seconds": 2.2810064999703174e-05,
    "pass_seconds": [
-    0.00043080099999883716,
-    0.0004970770999989327,
-    0.00045535190000123293
+    0.0005543928999941272,
+    0.0005158330000085698,
+    0.0004205801999887626
    ],
    "pass_host_canary_seconds": [
-    9.823980000014387e-06,
-    9.92434250001395e-06,
-    9.58702500000186e-06
+    1.139706250000927e-05,
+    1.0897857499685415e-05,
+    1.0322617499696206e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.095051000004844e-05,
-    2.1303310000035935e-05,
-    1.9538034999868612e-05
+    2.2810064999703174e-05,
+    1.8742549999615222e-05,
+    2.0942550000881966e-05
    ]
   },
   "conv_host_k3_bf16_2x4x8x8_4_forward": {
-   "seconds": 3.713990000164813e-05,
-   "min": 2.5397000000282334e-05,
-   "max": 7.300860000043485e-05,
+   "seconds": 4.133369998271519e-05,
+   "min": 3.169780000007449e-05,
+   "max": 5.204359999879671e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8711,28 +8711,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.018020499998329e-05,
-   "host_backward_canary_seconds": 2.0456759999945008e-05,
+   "host_canary_seconds": 1.12762050002857e-05,
+   "host_backward_canary_seconds": 2.1820510000907233e-05,
    "pass_seconds": [
-    3.3229599999629045e-05,
-    3.713990000164813e-05,
-    3.930819999879987e-05
+    4.782890000569751e-05,
+    3.5239799990449684e-05,
+    4.133369998271519e-05
    ],
    "pass_host_canary_seconds": [
-    1.018020499998329e-05,
-    9.761215000025914e-06,
-    9.513054999956694e-06
+    1.12762050002857e-05,
+    1.0272974999452344e-05,
+    1.0196604999919146e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0456759999945008e-05,
-    1.614673999995375e-05,
-    2.0463329999813595e-05
+    2.1820510000907233e-05,
+    2.9763379998257733e-05,
+    1.631360999908793e-05
    ]
   },
   "conv_host_k3_bf16_2x4x8x8_4_forward_backward": {
-   "seconds": 0.0002586429000018597,
-   "min": 0.00019154320000041024,
-   "max": 0.0004662717000002203,
+   "seconds": 0.0003157906000069488,
+   "min": 0.00024494839999533724,
+   "max": 0.00045111529998393963,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8747,28 +8747,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.1496260000001258e-05,
-   "host_backward_canary_seconds": 2.020444000010002e-05,
+   "host_canary_seconds": 1.0150589999966542e-05,
+   "host_backward_canary_seconds": 2.0710479998342634e-05,
    "pass_seconds": [
-    0.0003326729999997724,
-    0.0002586429000018597,
-    0.0002137712999996211
+    0.0003157906000069488,
+    0.0003592926000010266,
+    0.000293889899990063
    ],
    "pass_host_canary_seconds": [
-    1.1496260000001258e-05,
-    1.0372029999956566e-05,
-    9.124689999993051e-06
+    1.0150589999966542e-05,
+    1.0778245000437892e-05,
+    1.0001219999367095e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.020444000010002e-05,
-    1.5079120000223157e-05,
-    1.4908560000037597e-05
+    2.0710479998342634e-05,
+    1.6194269999232347e-05,
+    1.5086739999787823e-05
    ]
   },
   "conv_host_k3_bf16_8x32x28x28_32_forward": {
-   "seconds": 6.150610000190681e-05,
-   "min": 4.663160000006883e-05,
-   "max": 7.210020000059103e-05,
+   "seconds": 6.846129999757978e-05,
+   "min": 4.836970001633745e-05,
+   "max": 7.867410001836106e-05,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8783,28 +8783,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.0262150000031057e-05,
-   "host_backward_canary_seconds": 2.020444000010002e-05,
+   "host_canary_seconds": 1.0329534999868883e-05,
+   "host_backward_canary_seconds": 2.1629374999747596e-05,
    "pass_seconds": [
-    5.5332899999882554e-05,
-    6.150610000190681e-05,
-    6.2792999997896e-05
+    6.94081999881746e-05,
+    5.791169999156409e-05,
+    6.846129999757978e-05
    ],
    "pass_host_canary_seconds": [
-    1.0262150000031057e-05,
-    1.0240200000026789e-05,
-    9.694124999981568e-06
+    1.0329534999868883e-05,
+    1.0926515000164726e-05,
+    9.761704999391441e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.020444000010002e-05,
-    1.5360209999926155e-05,
-    1.671272000010049e-05
+    2.1629374999747596e-05,
+    1.7695659998935298e-05,
+    2.1104190000187373e-05
    ]
   },
   "conv_host_k3_bf16_8x32x28x28_32_forward_backward": {
-   "seconds": 0.00029965080000096125,
-   "min": 0.00024625080000078013,
-   "max": 0.00040640820000135134,
+   "seconds": 0.0003567193999970186,
+   "min": 0.00026943199998186174,
+   "max": 0.0004533095999931902,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8819,28 +8819,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 9.892965000020126e-06,
-   "host_backward_canary_seconds": 1.9434990000064546e-05,
+   "host_canary_seconds": 1.0436590000608704e-05,
+   "host_backward_canary_seconds": 2.0803439999781402e-05,
    "pass_seconds": [
-    0.00029965080000096125,
-    0.0002504404999996268,
-    0.0003265755000001036
+    0.0003567193999970186,
+    0.0003412475000004633,
+    0.0003967508999949132
    ],
    "pass_host_canary_seconds": [
-    9.892965000020126e-06,
-    1.0213240000069845e-05,
-    9.994950000020708e-06
+    1.0436590000608704e-05,
+    1.0898479999923438e-05,
+    1.0248479999290793e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9434990000064546e-05,
-    1.6101639999988038e-05,
-    1.6280005000055552e-05
+    2.0803439999781402e-05,
+    2.1389690000432894e-05,
+    2.0669600000928768e-05
    ]
   },
   "conv_host_k3_bf16_16x64x56x56_64_forward": {
-   "seconds": 6.44068000013931e-05,
-   "min": 4.882910000105767e-05,
-   "max": 8.654800000158502e-05,
+   "seconds": 7.01727999967261e-05,
+   "min": 5.781159998150542e-05,
+   "max": 8.453880000161007e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8855,28 +8855,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 9.459812500018927e-06,
-   "host_backward_canary_seconds": 1.9945199999966688e-05,
+   "host_canary_seconds": 1.0567077500240885e-05,
+   "host_backward_canary_seconds": 2.113796000003276e-05,
    "pass_seconds": [
-    5.3979399999093404e-05,
-    7.56868999985727e-05,
-    6.44068000013931e-05
+    8.118160001231444e-05,
+    7.01727999967261e-05,
+    6.253930000639229e-05
    ],
    "pass_host_canary_seconds": [
-    9.459812500018927e-06,
-    1.0318455000088989e-05,
-    1.0174250000005714e-05
+    1.0567077500240885e-05,
+    1.0917099999687707e-05,
+    1.0248479999290793e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9945199999966688e-05,
-    1.5236754999961023e-05,
-    1.6074589999846012e-05
+    2.113796000003276e-05,
+    2.1389690000432894e-05,
+    1.775866000116366e-05
    ]
   },
   "conv_host_k3_bf16_16x64x56x56_64_forward_backward": {
-   "seconds": 0.00031034900000008746,
-   "min": 0.0002477627999979859,
-   "max": 0.00036376350000182355,
+   "seconds": 0.000344471599987628,
+   "min": 0.0002772368000023562,
+   "max": 0.0004594449000023815,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8891,28 +8891,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 9.327925000022219e-06,
-   "host_backward_canary_seconds": 2.0135919999972884e-05,
+   "host_canary_seconds": 1.137558500090563e-05,
+   "host_backward_canary_seconds": 2.0925139999690145e-05,
    "pass_seconds": [
-    0.00031034900000008746,
-    0.0003279268000000002,
-    0.0002856114999985948
+    0.00043028719999256283,
+    0.000344471599987628,
+    0.00029235520000838735
    ],
    "pass_host_canary_seconds": [
-    9.327925000022219e-06,
-    9.659619999951019e-06,
-    9.682590000039682e-06
+    1.137558500090563e-05,
+    1.142227499940418e-05,
+    1.0240640000347412e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0135919999972884e-05,
-    1.5072479999957977e-05,
-    1.6095619999987322e-05
+    2.0925139999690145e-05,
+    2.0001420000426152e-05,
+    2.086696000105803e-05
    ]
   },
   "conv_host_k3_bf16_32x128x56x56_128_forward": {
-   "seconds": 6.754320000084136e-05,
-   "min": 5.0557600000900035e-05,
-   "max": 8.485949999794684e-05,
+   "seconds": 7.834200000615965e-05,
+   "min": 6.912669998655474e-05,
+   "max": 9.455179999804387e-05,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8927,28 +8927,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 9.293237500003216e-06,
-   "host_backward_canary_seconds": 1.960455500004343e-05,
+   "host_canary_seconds": 1.0713974999703169e-05,
+   "host_backward_canary_seconds": 2.044156000010844e-05,
    "pass_seconds": [
-    5.35802000001695e-05,
-    6.754320000084136e-05,
-    7.033690000071146e-05
+    7.834200000615965e-05,
+    7.67195999969772e-05,
+    8.043299999371811e-05
    ],
    "pass_host_canary_seconds": [
-    9.293237500003216e-06,
-    9.794894999970438e-06,
-    1.01453575000221e-05
+    1.0713974999703169e-05,
+    1.1400977499533837e-05,
+    1.0367087500071647e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.960455500004343e-05,
-    1.5062470000088979e-05,
-    1.8007464999811875e-05
+    2.044156000010844e-05,
+    2.2359189998724104e-05,
+    2.1246310000151423e-05
    ]
   },
   "conv_host_k3_bf16_32x128x56x56_128_forward_backward": {
-   "seconds": 0.0003308456999988607,
-   "min": 0.00023507690000030835,
-   "max": 0.0004711853999992854,
+   "seconds": 0.0003750449000108347,
+   "min": 0.00033293980000053124,
+   "max": 0.0005341729000065242,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8963,28 +8963,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 9.773552499972027e-06,
-   "host_backward_canary_seconds": 1.4979389999965065e-05,
+   "host_canary_seconds": 1.0540532500158406e-05,
+   "host_backward_canary_seconds": 1.5552864999790474e-05,
    "pass_seconds": [
-    0.0003308456999988607,
-    0.00029785430000117685,
-    0.0003463591000013366
+    0.0004340578999972422,
+    0.0003719377999914286,
+    0.0003750449000108347
    ],
    "pass_host_canary_seconds": [
-    9.773552499972027e-06,
-    9.990630000089595e-06,
-    9.650990000054094e-06
+    1.0540532500158406e-05,
+    1.1124155000175052e-05,
+    1.0269864999941091e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4979389999965065e-05,
-    1.615100999998731e-05,
-    1.9391609999956927e-05
+    1.5552864999790474e-05,
+    2.173735999917881e-05,
+    1.664231499944435e-05
    ]
   },
   "conv_host_k3_autocast_2x4x8x8_4_forward": {
-   "seconds": 9.058869999876152e-05,
-   "min": 6.826939999911019e-05,
-   "max": 0.00011246340000070632,
+   "seconds": 0.00010579370000414201,
+   "min": 7.735229999070726e-05,
+   "max": 0.00012014209999051672,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8999,28 +8999,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 9.351114999986976e-06,
-   "host_backward_canary_seconds": 1.4909599999981538e-05,
+   "host_canary_seconds": 1.057507500036081e-05,
+   "host_backward_canary_seconds": 1.644692500008205e-05,
    "pass_seconds": [
-    7.075179999986858e-05,
-    9.171250000008512e-05,
-    9.058869999876152e-05
+    0.00010579370000414201,
+    0.00010765019999325887,
+    0.00010220200001640479
    ],
    "pass_host_canary_seconds": [
-    9.351114999986976e-06,
-    1.002497250006229e-05,
-    9.759877499959657e-06
+    1.057507500036081e-05,
+    1.1519827500023893e-05,
+    1.028086000019357e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4909599999981538e-05,
-    1.597813499984113e-05,
-    1.8231410000026926e-05
+    1.644692500008205e-05,
+    2.232999999932872e-05,
+    1.637051999978212e-05
    ]
   },
   "conv_host_k3_autocast_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00042921270000135793,
-   "min": 0.0002513712999999029,
-   "max": 0.000612460600001441,
+   "seconds": 0.0004805889000181196,
+   "min": 0.000390693100007411,
+   "max": 0.0006810921999885977,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9035,28 +9035,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 9.351114999986976e-06,
-   "host_backward_canary_seconds": 1.439232000009838e-05,
+   "host_canary_seconds": 1.0314642500475203e-05,
+   "host_backward_canary_seconds": 1.585386000101607e-05,
    "pass_seconds": [
-    0.0002881731000002219,
-    0.00042921270000135793,
-    0.0004343483000013748
+    0.0004805889000181196,
+    0.00047047000000475234,
+    0.0005624874999966778
    ],
    "pass_host_canary_seconds": [
-    9.351114999986976e-06,
-    9.629627500089554e-06,
-    9.549579999941215e-06
+    1.0314642500475203e-05,
+    1.1139554999886058e-05,
+    1.0299484999904962e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.439232000009838e-05,
-    1.7025094999922886e-05,
-    1.6069610000073455e-05
+    1.585386000101607e-05,
+    2.189929000110169e-05,
+    2.272440999831815e-05
    ]
   },
   "conv_host_k3_autocast_8x32x28x28_32_forward": {
-   "seconds": 0.000110189599999444,
-   "min": 8.838709999992034e-05,
-   "max": 0.00016121969999858266,
+   "seconds": 0.00013788769999791838,
+   "min": 0.00011757290001241927,
+   "max": 0.0001514393999968888,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9071,28 +9071,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 9.4605950000215e-06,
-   "host_backward_canary_seconds": 1.541561999999885e-05,
+   "host_canary_seconds": 1.0182265000366897e-05,
+   "host_backward_canary_seconds": 1.6121900000598546e-05,
    "pass_seconds": [
-    9.137019999911899e-05,
-    0.000110189599999444,
-    0.00014199229999860562
+    0.00013788769999791838,
+    0.00012342120000994328,
+    0.000144425799999226
    ],
    "pass_host_canary_seconds": [
-    9.4605950000215e-06,
-    1.033940500008157e-05,
-    1.0211909999995328e-05
+    1.0182265000366897e-05,
+    1.0919714999317875e-05,
+    1.0407837499997186e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.541561999999885e-05,
-    1.8429700000126558e-05,
-    2.119134999986727e-05
+    1.6121900000598546e-05,
+    1.6769989999829705e-05,
+    1.8315219998612518e-05
    ]
   },
   "conv_host_k3_autocast_8x32x28x28_32_forward_backward": {
-   "seconds": 0.0004872414999994135,
-   "min": 0.00043238730000041416,
-   "max": 0.0006345294999988482,
+   "seconds": 0.000560224599985304,
+   "min": 0.00044566540000232633,
+   "max": 0.0006191843999886259,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9107,28 +9107,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 9.186245000023519e-06,
-   "host_backward_canary_seconds": 1.8680010000053927e-05,
+   "host_canary_seconds": 1.0178902499546894e-05,
+   "host_backward_canary_seconds": 1.6372295000337545e-05,
    "pass_seconds": [
-    0.0004453854999994178,
-    0.0004872414999994135,
-    0.0005825146999995923
+    0.0004854256000044188,
+    0.0005729169999995065,
+    0.000560224599985304
    ],
    "pass_host_canary_seconds": [
-    9.186245000023519e-06,
-    1.033940500008157e-05,
-    1.0109522499988088e-05
+    1.0178902499546894e-05,
+    1.1288157500075613e-05,
+    1.012061749975146e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8680010000053927e-05,
-    1.9168259999844395e-05,
-    1.9627529999866057e-05
+    1.6372295000337545e-05,
+    1.945927500059952e-05,
+    1.7646764999881273e-05
    ]
   },
   "conv_host_k3_autocast_16x64x56x56_64_forward": {
-   "seconds": 0.0001289450999991004,
-   "min": 9.248009999964779e-05,
-   "max": 0.00017089689999920664,
+   "seconds": 0.0001484449000145105,
+   "min": 0.000133059199993113,
+   "max": 0.00017419519999748446,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9143,28 +9143,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 9.410565000038674e-06,
-   "host_backward_canary_seconds": 1.9528945000075737e-05,
+   "host_canary_seconds": 1.0329142500609124e-05,
+   "host_backward_canary_seconds": 1.6897030000109226e-05,
    "pass_seconds": [
-    0.00010057259999882718,
-    0.0001289450999991004,
-    0.000155551999998238
+    0.0001547608000009859,
+    0.0001484449000145105,
+    0.00014470900000560505
    ],
    "pass_host_canary_seconds": [
-    9.410565000038674e-06,
-    9.884675000009225e-06,
-    1.0388867499955267e-05
+    1.0329142500609124e-05,
+    1.160464999998112e-05,
+    1.0277299999756906e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9528945000075737e-05,
-    1.9424060000119425e-05,
-    2.1404514999971983e-05
+    1.6897030000109226e-05,
+    2.502608499867165e-05,
+    1.702685000054771e-05
    ]
   },
   "conv_host_k3_autocast_16x64x56x56_64_forward_backward": {
-   "seconds": 0.0005496207999982517,
-   "min": 0.00045888819999930777,
-   "max": 0.0008497342999987722,
+   "seconds": 0.000665469899990967,
+   "min": 0.0005885671999976694,
+   "max": 0.0008245969000199693,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9179,28 +9179,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 9.354664999996488e-06,
-   "host_backward_canary_seconds": 1.8732509999921373e-05,
+   "host_canary_seconds": 1.0398059999943142e-05,
+   "host_backward_canary_seconds": 1.7766395000080593e-05,
    "pass_seconds": [
-    0.0004629436999991299,
-    0.0005496207999982517,
-    0.0006625779000017928
+    0.000665469899990967,
+    0.0007676571000047261,
+    0.0006412167999997109
    ],
    "pass_host_canary_seconds": [
-    9.354664999996488e-06,
-    9.82654499999569e-06,
-    1.0413250000098629e-05
+    1.0398059999943142e-05,
+    1.1576792500136433e-05,
+    1.0599462499953914e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8732509999921373e-05,
-    1.6937440000077687e-05,
-    2.0633605000028866e-05
+    1.7766395000080593e-05,
+    2.38394849998258e-05,
+    1.932937000105994e-05
    ]
   },
   "conv_host_k3_autocast_32x128x56x56_128_forward": {
-   "seconds": 0.00012060420000068462,
-   "min": 9.818409999979849e-05,
-   "max": 0.0001778040000004921,
+   "seconds": 0.00016072630000962818,
+   "min": 0.00013776319999578846,
+   "max": 0.00022369819998857565,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9215,28 +9215,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 9.76788249996474e-06,
-   "host_backward_canary_seconds": 1.9621235000002457e-05,
+   "host_canary_seconds": 1.0301842499416125e-05,
+   "host_backward_canary_seconds": 1.711893000106102e-05,
    "pass_seconds": [
-    0.00010215399999964347,
-    0.00012060420000068462,
-    0.00013569509999911133
+    0.0001512931999968714,
+    0.0001997684000116351,
+    0.00016072630000962818
    ],
    "pass_host_canary_seconds": [
-    9.76788249996474e-06,
-    9.927867499968102e-06,
-    9.77400499998282e-06
+    1.0301842499416125e-05,
+    1.1748709999892526e-05,
+    1.0486182499676034e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9621235000002457e-05,
-    1.976430499993853e-05,
-    2.2344759999981535e-05
+    1.711893000106102e-05,
+    2.4133110001685055e-05,
+    1.9265359999280917e-05
    ]
   },
   "conv_host_k3_autocast_32x128x56x56_128_forward_backward": {
-   "seconds": 0.0005740365000008296,
-   "min": 0.0004359129000008011,
-   "max": 0.0007664729999987685,
+   "seconds": 0.0006101078000028792,
+   "min": 0.0005166917999986254,
+   "max": 0.0008355695000091146,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9251,28 +9251,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 9.490424999967218e-06,
-   "host_backward_canary_seconds": 1.9389714999960006e-05,
+   "host_canary_seconds": 1.0290497499454432e-05,
+   "host_backward_canary_seconds": 1.8729860000803457e-05,
    "pass_seconds": [
-    0.0004619466000008288,
-    0.0005762169999997014,
-    0.0005740365000008296
+    0.0006101078000028792,
+    0.0006832322000036584,
+    0.0005842508999876373
    ],
    "pass_host_canary_seconds": [
-    9.490424999967218e-06,
-    9.782302499985461e-06,
-    1.0328387499995983e-05
+    1.0290497499454432e-05,
+    1.1596037500112287e-05,
+    1.0506067500273275e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9389714999960006e-05,
-    1.9549025000031862e-05,
-    2.0114244999973608e-05
+    1.8729860000803457e-05,
+    2.383025999961319e-05,
+    1.8711590000748403e-05
    ]
   },
   "conv_host_k1_fp32_2x4x8x8_4_forward": {
-   "seconds": 3.1959800000436187e-05,
-   "min": 2.5729899999760163e-05,
-   "max": 4.525599999851693e-05,
+   "seconds": 4.191620000710827e-05,
+   "min": 3.525039999203727e-05,
+   "max": 5.04741999975522e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9287,28 +9287,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 9.267359999967084e-06,
-   "host_backward_canary_seconds": 1.9422369999944066e-05,
+   "host_canary_seconds": 1.0679899999672672e-05,
+   "host_backward_canary_seconds": 1.9780740000214792e-05,
    "pass_seconds": [
-    2.9060499998934118e-05,
-    3.1959800000436187e-05,
-    3.7366399999427814e-05
+    4.464910000478994e-05,
+    3.857489998608799e-05,
+    4.191620000710827e-05
    ],
    "pass_host_canary_seconds": [
-    9.267359999967084e-06,
-    9.703519999959553e-06,
-    9.520370000046796e-06
+    1.0679899999672672e-05,
+    1.1134099999026148e-05,
+    1.0408374999997249e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9422369999944066e-05,
-    1.91274000002295e-05,
-    1.9614299999943797e-05
+    1.9780740000214792e-05,
+    2.3410239998611358e-05,
+    1.8080509998981143e-05
    ]
   },
   "conv_host_k1_fp32_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00018096009999908348,
-   "min": 0.00016497370000081446,
-   "max": 0.00029080280000073346,
+   "seconds": 0.00020618660000764065,
+   "min": 0.00018356210000547435,
+   "max": 0.0002509102999965762,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9323,28 +9323,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 9.728375000008782e-06,
-   "host_backward_canary_seconds": 1.7738589999964915e-05,
+   "host_canary_seconds": 1.0700914999688394e-05,
+   "host_backward_canary_seconds": 1.9385409998449177e-05,
    "pass_seconds": [
-    0.00017582370000042148,
-    0.0002101282000012361,
-    0.00018096009999908348
+    0.00023984630001905316,
+    0.00019627030001174718,
+    0.00020618660000764065
    ],
    "pass_host_canary_seconds": [
-    9.728375000008782e-06,
-    7.969720000033931e-06,
-    9.307565000113982e-06
+    1.0700914999688394e-05,
+    1.0885535000397794e-05,
+    1.0374089999913849e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7738589999964915e-05,
-    1.9080520000045455e-05,
-    1.8946500000254217e-05
+    1.9385409998449177e-05,
+    2.1339459999580866e-05,
+    1.7776839999896765e-05
    ]
   },
   "conv_host_k1_fp32_8x64x28x28_64_forward": {
-   "seconds": 2.735489999992069e-05,
-   "min": 1.9966700000395578e-05,
-   "max": 5.2742299999408715e-05,
+   "seconds": 4.833880000205681e-05,
+   "min": 3.598100001909188e-05,
+   "max": 5.586199999925156e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9359,28 +9359,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 9.352390000003652e-06,
-   "host_backward_canary_seconds": 1.9263840000007802e-05,
+   "host_canary_seconds": 1.055791999988287e-05,
+   "host_backward_canary_seconds": 1.9933710000259452e-05,
    "pass_seconds": [
-    2.735489999992069e-05,
-    2.0735199998966892e-05,
-    2.8674700001829478e-05
+    4.833880000205681e-05,
+    4.181130000233679e-05,
+    4.8504699998375143e-05
    ],
    "pass_host_canary_seconds": [
-    9.352390000003652e-06,
-    6.822324999973262e-06,
-    9.483850000009398e-06
+    1.055791999988287e-05,
+    1.1336819999314685e-05,
+    1.0374089999913849e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9263840000007802e-05,
-    2.0552360000181123e-05,
-    2.026622000016687e-05
+    1.9933710000259452e-05,
+    2.1667549999619952e-05,
+    1.8362729999807925e-05
    ]
   },
   "conv_host_k1_fp32_8x64x28x28_64_forward_backward": {
-   "seconds": 0.00023234109999918927,
-   "min": 0.00019357769999999163,
-   "max": 0.00046910370000148306,
+   "seconds": 0.0002673730999958934,
+   "min": 0.00019888169999831006,
+   "max": 0.0004170073000068442,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9395,28 +9395,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 9.203019999972639e-06,
-   "host_backward_canary_seconds": 1.7964260000127296e-05,
+   "host_canary_seconds": 1.0465364999845405e-05,
+   "host_backward_canary_seconds": 1.7148090000773665e-05,
    "pass_seconds": [
-    0.00023234109999918927,
-    0.00023389369999904375,
-    0.0002067355999997744
+    0.00030779020000863965,
+    0.00022753880000436766,
+    0.0002673730999958934
    ],
    "pass_host_canary_seconds": [
-    9.203019999972639e-06,
-    7.352469999943878e-06,
-    8.585644999925535e-06
+    1.0465364999845405e-05,
+    1.1567890001060732e-05,
+    1.0536830000091868e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7964260000127296e-05,
-    1.9490660000087702e-05,
-    1.8593549999934566e-05
+    1.7148090000773665e-05,
+    2.1667549999619952e-05,
+    1.8362729999807925e-05
    ]
   },
   "conv_host_k1_fp32_16x256x56x56_64_forward": {
-   "seconds": 2.870360000031269e-05,
-   "min": 1.9930400000589543e-05,
-   "max": 4.3666499999517326e-05,
+   "seconds": 4.8504399978810396e-05,
+   "min": 3.44835000078092e-05,
+   "max": 6.3638999995419e-05,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9431,28 +9431,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 9.087579999942364e-06,
-   "host_backward_canary_seconds": 1.8305910000009362e-05,
+   "host_canary_seconds": 1.0718799999267503e-05,
+   "host_backward_canary_seconds": 1.598444999899584e-05,
    "pass_seconds": [
-    2.870360000031269e-05,
-    2.165989999980411e-05,
-    3.0258999998977743e-05
+    5.090070001187996e-05,
+    4.295319999982894e-05,
+    4.8504399978810396e-05
    ],
    "pass_host_canary_seconds": [
-    9.087579999942364e-06,
-    7.555375000123377e-06,
-    7.410185000082947e-06
+    1.0718799999267503e-05,
+    1.1597469999742316e-05,
+    1.0440945000027568e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8305910000009362e-05,
-    1.9490660000087702e-05,
-    2.0439010000075087e-05
+    1.598444999899584e-05,
+    2.356741000085094e-05,
+    1.8005839999659658e-05
    ]
   },
   "conv_host_k1_fp32_16x256x56x56_64_forward_backward": {
-   "seconds": 0.00022583999999881144,
-   "min": 0.00018720969999890257,
-   "max": 0.0003935164000012037,
+   "seconds": 0.00028145539999968605,
+   "min": 0.0002377559000024121,
+   "max": 0.00039063159999841446,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9467,28 +9467,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 9.200980000017011e-06,
-   "host_backward_canary_seconds": 1.7716050000018412e-05,
+   "host_canary_seconds": 1.0718799999267503e-05,
+   "host_backward_canary_seconds": 1.6989890000331797e-05,
    "pass_seconds": [
-    0.00022023529999870561,
-    0.00022616369999752805,
-    0.00022583999999881144
+    0.00029711460001635714,
+    0.00028145539999968605,
+    0.00027630069998849647
    ],
    "pass_host_canary_seconds": [
-    9.200980000017011e-06,
-    6.8030500000304526e-06,
-    7.2667100000956e-06
+    1.0718799999267503e-05,
+    1.1012985000888875e-05,
+    1.0416444999918895e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7716050000018412e-05,
-    1.8728739999858134e-05,
-    2.0156550000081098e-05
+    1.6989890000331797e-05,
+    2.0190079999338197e-05,
+    1.8005839999659658e-05
    ]
   },
   "conv_host_k1_fp32_32x256x56x56_256_forward": {
-   "seconds": 4.0670899998929144e-05,
-   "min": 2.9723199997988558e-05,
-   "max": 7.654569999999694e-05,
+   "seconds": 6.785049999962212e-05,
+   "min": 4.945939999743132e-05,
+   "max": 8.182499998383719e-05,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9503,28 +9503,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 9.75439000001188e-06,
-   "host_backward_canary_seconds": 1.8255199999970274e-05,
+   "host_canary_seconds": 1.0246424999422743e-05,
+   "host_backward_canary_seconds": 2.06887900003494e-05,
    "pass_seconds": [
-    4.0670899998929144e-05,
-    3.706859999965673e-05,
-    4.213649999940117e-05
+    6.43846000002668e-05,
+    7.051959998989332e-05,
+    6.785049999962212e-05
    ],
    "pass_host_canary_seconds": [
-    9.75439000001188e-06,
-    7.232134999952678e-06,
-    8.155384999923854e-06
+    1.0246424999422743e-05,
+    1.1012985000888875e-05,
+    1.0230430000319757e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8255199999970274e-05,
-    1.9455080000057024e-05,
-    2.0552500000121654e-05
+    2.06887900003494e-05,
+    2.3218210001232363e-05,
+    1.806223999892609e-05
    ]
   },
   "conv_host_k1_fp32_32x256x56x56_256_forward_backward": {
-   "seconds": 0.00026821730000108345,
-   "min": 0.00022618819999991046,
-   "max": 0.00036780570000019,
+   "seconds": 0.00033913790000497104,
+   "min": 0.00030848419999074395,
+   "max": 0.0005990202000020872,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9539,28 +9539,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 9.797425000002135e-06,
-   "host_backward_canary_seconds": 1.95080800000369e-05,
+   "host_canary_seconds": 1.0584484999753841e-05,
+   "host_backward_canary_seconds": 2.06887900003494e-05,
    "pass_seconds": [
-    0.00026821730000108345,
-    0.0002604925000014191,
-    0.00033155140000076246
+    0.0004386904999819308,
+    0.00033913790000497104,
+    0.0003183163999892713
    ],
    "pass_host_canary_seconds": [
-    9.797425000002135e-06,
-    7.401874999999336e-06,
-    7.637715000043955e-06
+    1.0584484999753841e-05,
+    1.0774217500397754e-05,
+    1.0416887500355187e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.95080800000369e-05,
-    1.9878479999988485e-05,
-    2.0135549999906742e-05
+    2.06887900003494e-05,
+    2.1858410000277218e-05,
+    1.8519050000804783e-05
    ]
   },
   "conv_host_k1_fp32_strict_2x4x8x8_4_forward": {
-   "seconds": 2.114259999927981e-05,
-   "min": 1.9452300000466495e-05,
-   "max": 4.25358000001097e-05,
+   "seconds": 4.6635600006084134e-05,
+   "min": 3.096609998465283e-05,
+   "max": 5.271739998988778e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9575,28 +9575,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 9.84852999998509e-06,
-   "host_backward_canary_seconds": 2.0215090000021974e-05,
+   "host_canary_seconds": 1.0583960000758451e-05,
+   "host_backward_canary_seconds": 1.9838919999983773e-05,
    "pass_seconds": [
-    2.770739999959915e-05,
-    2.078750000009677e-05,
-    2.114259999927981e-05
+    4.1491000001769865e-05,
+    4.6635600006084134e-05,
+    4.689770000823046e-05
    ],
    "pass_host_canary_seconds": [
-    9.84852999998509e-06,
-    7.401874999999336e-06,
-    7.637715000043955e-06
+    1.0583960000758451e-05,
+    1.0883439999815892e-05,
+    1.0540085000911858e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0215090000021974e-05,
-    1.9878479999988485e-05,
-    1.9554849999963152e-05
+    1.9838919999983773e-05,
+    2.1811740000430292e-05,
+    1.8305100002180553e-05
    ]
   },
   "conv_host_k1_fp32_strict_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00017544060000034277,
-   "min": 0.0001417478000007577,
-   "max": 0.0003002686000002086,
+   "seconds": 0.00022990850000041972,
+   "min": 0.00019095440000000964,
+   "max": 0.00028336179998404986,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9611,28 +9611,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 9.781795000023408e-06,
-   "host_backward_canary_seconds": 1.900587999998038e-05,
+   "host_canary_seconds": 1.0347170000386541e-05,
+   "host_backward_canary_seconds": 1.9788399999924877e-05,
    "pass_seconds": [
-    0.00019251480000122002,
-    0.00017544060000034277,
-    0.00016706670000132817
+    0.00023719579999124108,
+    0.00019516520001161552,
+    0.00022990850000041972
    ],
    "pass_host_canary_seconds": [
-    9.781795000023408e-06,
-    7.835484999958453e-06,
-    7.25162500003762e-06
+    1.0347170000386541e-05,
+    1.0892859999103166e-05,
+    1.0821430000760302e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.900587999998038e-05,
-    1.5385330000015072e-05,
-    1.9554849999963152e-05
+    1.9788399999924877e-05,
+    2.1062099999653583e-05,
+    1.9054669999150064e-05
    ]
   },
   "conv_host_k1_fp32_strict_8x64x28x28_64_forward": {
-   "seconds": 2.5027499998486746e-05,
-   "min": 1.974970000162557e-05,
-   "max": 4.2080599999394505e-05,
+   "seconds": 4.5860799991714886e-05,
+   "min": 3.1371799991575244e-05,
+   "max": 5.3461800007426064e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9647,28 +9647,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 9.541427499968336e-06,
-   "host_backward_canary_seconds": 1.9367560000063122e-05,
+   "host_canary_seconds": 1.0481720000257155e-05,
+   "host_backward_canary_seconds": 2.2190290000025925e-05,
    "pass_seconds": [
-    3.557749999885118e-05,
-    2.5027499998486746e-05,
-    2.321419999873342e-05
+    4.985119999219023e-05,
+    3.350449999288685e-05,
+    4.5860799991714886e-05
    ],
    "pass_host_canary_seconds": [
-    9.541427499968336e-06,
-    6.909049999990202e-06,
-    7.036724999949229e-06
+    1.0481720000257155e-05,
+    1.0825924999835478e-05,
+    1.0821430000760302e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9367560000063122e-05,
-    1.8266529999948488e-05,
-    1.8826349999869763e-05
+    2.2190290000025925e-05,
+    2.1062099999653583e-05,
+    2.013313000134076e-05
    ]
   },
   "conv_host_k1_fp32_strict_8x64x28x28_64_forward_backward": {
-   "seconds": 0.00018571809999912148,
-   "min": 0.00016135829999939233,
-   "max": 0.00031665059999852474,
+   "seconds": 0.0002878053999893382,
+   "min": 0.00020401129997935641,
+   "max": 0.0003554470000153742,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9683,28 +9683,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 9.206120000015971e-06,
-   "host_backward_canary_seconds": 1.912366999988535e-05,
+   "host_canary_seconds": 1.0537545000488535e-05,
+   "host_backward_canary_seconds": 2.151097000023583e-05,
    "pass_seconds": [
-    0.00020900089999997817,
-    0.00018571809999912148,
-    0.0001682716999994227
+    0.0002878053999893382,
+    0.00020754709998982435,
+    0.00029006469999330874
    ],
    "pass_host_canary_seconds": [
-    9.206120000015971e-06,
-    7.342570000048454e-06,
-    7.694300000054e-06
+    1.0537545000488535e-05,
+    1.0825924999835478e-05,
+    1.0635065000315081e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.912366999988535e-05,
-    1.876497000012023e-05,
-    1.9835930000056124e-05
+    2.151097000023583e-05,
+    2.0027150001169502e-05,
+    2.0566789999065804e-05
    ]
   },
   "conv_host_k1_fp32_strict_16x256x56x56_64_forward": {
-   "seconds": 3.125019999856704e-05,
-   "min": 2.104029999827617e-05,
-   "max": 5.435309999910487e-05,
+   "seconds": 5.51492999875336e-05,
+   "min": 3.6461500008044824e-05,
+   "max": 7.395349998660095e-05,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9719,28 +9719,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 9.822975000020052e-06,
-   "host_backward_canary_seconds": 2.0544429999915793e-05,
+   "host_canary_seconds": 1.0537545000488535e-05,
+   "host_backward_canary_seconds": 1.7965289998755907e-05,
    "pass_seconds": [
-    4.4747500000141825e-05,
-    3.125019999856704e-05,
-    2.6300599998307916e-05
+    5.51492999875336e-05,
+    4.366120001577656e-05,
+    5.531360000077257e-05
    ],
    "pass_host_canary_seconds": [
-    9.822975000020052e-06,
-    7.619500000117796e-06,
-    7.080750000056923e-06
+    1.0537545000488535e-05,
+    1.101024999911715e-05,
+    1.0425232499642334e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0544429999915793e-05,
-    1.876497000012023e-05,
-    2.0205160000159593e-05
+    1.7965289998755907e-05,
+    1.8273900000167487e-05,
+    2.0926849999796103e-05
    ]
   },
   "conv_host_k1_fp32_strict_16x256x56x56_64_forward_backward": {
-   "seconds": 0.00020748530000105347,
-   "min": 0.00018446199999857526,
-   "max": 0.0004125443999996037,
+   "seconds": 0.0002547812000102567,
+   "min": 0.0002294123999945441,
+   "max": 0.0005350696000050448,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9755,28 +9755,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.0395602500032908e-05,
-   "host_backward_canary_seconds": 2.0693349999945096e-05,
+   "host_canary_seconds": 1.0402287500141938e-05,
+   "host_backward_canary_seconds": 1.706330499928299e-05,
    "pass_seconds": [
-    0.0003232179999997697,
-    0.00018728879999798664,
-    0.00020748530000105347
+    0.0002515816999903109,
+    0.0002547812000102567,
+    0.00029092969998600893
    ],
    "pass_host_canary_seconds": [
-    1.0395602500032908e-05,
-    7.81923250002592e-06,
-    7.185892499990132e-06
+    1.0402287500141938e-05,
+    1.1127104999673065e-05,
+    1.0287279999374731e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0693349999945096e-05,
-    1.933655000001977e-05,
-    1.9489185000054476e-05
+    1.706330499928299e-05,
+    2.270190500098579e-05,
+    2.0154890000867455e-05
    ]
   },
   "conv_host_k1_fp32_strict_32x256x56x56_256_forward": {
-   "seconds": 5.416089999812357e-05,
-   "min": 3.104930000006334e-05,
-   "max": 6.635980000027075e-05,
+   "seconds": 6.29515999889918e-05,
+   "min": 5.0527700000202455e-05,
+   "max": 7.200390000434709e-05,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9791,28 +9791,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.0503514999982144e-05,
-   "host_backward_canary_seconds": 2.163085000006504e-05,
+   "host_canary_seconds": 1.0610314999439652e-05,
+   "host_backward_canary_seconds": 1.8465359999026988e-05,
    "pass_seconds": [
-    6.31776000005857e-05,
-    5.416089999812357e-05,
-    4.313399999773537e-05
+    5.89964000027976e-05,
+    6.29515999889918e-05,
+    6.478180000613065e-05
    ],
    "pass_host_canary_seconds": [
-    1.0503514999982144e-05,
-    9.901109999930213e-06,
-    7.810309999882748e-06
+    1.0610314999439652e-05,
+    1.1084660000051372e-05,
+    1.0804365000467442e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.163085000006504e-05,
-    1.9657640000048104e-05,
-    2.1493680000048697e-05
+    1.8465359999026988e-05,
+    2.426911999918957e-05,
+    2.3100030000478e-05
    ]
   },
   "conv_host_k1_fp32_strict_32x256x56x56_256_forward_backward": {
-   "seconds": 0.00029579589999855215,
-   "min": 0.0002175663999992139,
-   "max": 0.0004214152000002969,
+   "seconds": 0.00031156269999428333,
+   "min": 0.0002400156000021525,
+   "max": 0.0004382824999993318,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9827,28 +9827,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.0495394999985308e-05,
-   "host_backward_canary_seconds": 2.1307665000023233e-05,
+   "host_canary_seconds": 8.544407500039597e-06,
+   "host_backward_canary_seconds": 2.207641500149293e-05,
    "pass_seconds": [
-    0.0003718398999993155,
-    0.000278338500001496,
-    0.00029579589999855215
+    0.0002701240000078542,
+    0.00031156269999428333,
+    0.00032885690000057367
    ],
    "pass_host_canary_seconds": [
-    1.0495394999985308e-05,
-    9.377327500033062e-06,
-    7.371200000036993e-06
+    8.544407500039597e-06,
+    1.1154782500284455e-05,
+    1.074295500018252e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1307665000023233e-05,
-    1.7714680000011642e-05,
-    1.997442000003957e-05
+    2.207641500149293e-05,
+    2.500373500083697e-05,
+    2.323252999985925e-05
    ]
   },
   "conv_host_k1_bf16_2x4x8x8_4_forward": {
-   "seconds": 3.568999999998823e-05,
-   "min": 2.2202099998480662e-05,
-   "max": 4.6409300000505024e-05,
+   "seconds": 4.442819999894709e-05,
+   "min": 3.65883000085887e-05,
+   "max": 6.570860000465473e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9863,28 +9863,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 9.994605000009927e-06,
-   "host_backward_canary_seconds": 2.1117929999974195e-05,
+   "host_canary_seconds": 8.398172499823887e-06,
+   "host_backward_canary_seconds": 2.2127335000732273e-05,
    "pass_seconds": [
-    3.568999999998823e-05,
-    4.169489999981124e-05,
-    2.561590000027536e-05
+    4.200070000024425e-05,
+    4.442819999894709e-05,
+    5.110839999815653e-05
    ],
    "pass_host_canary_seconds": [
-    9.994605000009927e-06,
-    9.274104999974498e-06,
-    7.587350000051174e-06
+    8.398172499823887e-06,
+    1.0819295000601415e-05,
+    1.0359874999039675e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1117929999974195e-05,
-    1.571817000012743e-05,
-    1.6319020000139515e-05
+    2.2127335000732273e-05,
+    1.8824090000180148e-05,
+    2.116634999993039e-05
    ]
   },
   "conv_host_k1_bf16_2x4x8x8_4_forward_backward": {
-   "seconds": 0.0002321130000012772,
-   "min": 0.00017651459999967756,
-   "max": 0.00048066890000058037,
+   "seconds": 0.0002878553999835276,
+   "min": 0.00021974969999973836,
+   "max": 0.00038664449998577767,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9899,28 +9899,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.0188745000050403e-05,
-   "host_backward_canary_seconds": 1.920132999998714e-05,
+   "host_canary_seconds": 8.182884999996532e-06,
+   "host_backward_canary_seconds": 2.169703999925332e-05,
    "pass_seconds": [
-    0.00038174120000036285,
-    0.0002321130000012772,
-    0.00021493550000002416
+    0.0002878553999835276,
+    0.0002472144000194021,
+    0.0003195631000153298
    ],
    "pass_host_canary_seconds": [
-    1.0188745000050403e-05,
-    9.547039999944217e-06,
-    8.007615000025225e-06
+    8.182884999996532e-06,
+    1.0970770000540142e-05,
+    1.0256005000428558e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.920132999998714e-05,
-    1.3605030000007901e-05,
-    1.507581999987906e-05
+    2.169703999925332e-05,
+    1.7745430000104534e-05,
+    1.9536089998837268e-05
    ]
   },
   "conv_host_k1_bf16_8x64x28x28_64_forward": {
-   "seconds": 3.8542299998312045e-05,
-   "min": 2.3116299999514922e-05,
-   "max": 6.843430000031958e-05,
+   "seconds": 4.69502999976612e-05,
+   "min": 3.022839998720883e-05,
+   "max": 6.44641999997475e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9935,28 +9935,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.0406255000035004e-05,
-   "host_backward_canary_seconds": 2.0609580000012785e-05,
+   "host_canary_seconds": 1.0146594999582702e-05,
+   "host_backward_canary_seconds": 1.719559999969533e-05,
    "pass_seconds": [
-    6.116819999988366e-05,
-    3.8542299998312045e-05,
-    2.6182700000276782e-05
+    4.414659999838477e-05,
+    4.69502999976612e-05,
+    5.706609999833745e-05
    ],
    "pass_host_canary_seconds": [
-    1.0406255000035004e-05,
-    8.486764999986462e-06,
-    9.088559999952395e-06
+    1.0146594999582702e-05,
+    1.1003544999539372e-05,
+    1.0746875000222645e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0609580000012785e-05,
-    1.4216980000014701e-05,
-    1.6114189999996143e-05
+    1.719559999969533e-05,
+    2.274366999927224e-05,
+    2.0838830000684538e-05
    ]
   },
   "conv_host_k1_bf16_8x64x28x28_64_forward_backward": {
-   "seconds": 0.00027536820000193527,
-   "min": 0.00017841419999911067,
-   "max": 0.000508469599999728,
+   "seconds": 0.000319087100001525,
+   "min": 0.00024303039999722386,
+   "max": 0.0005346716000076412,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9971,28 +9971,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.075197750001422e-05,
-   "host_backward_canary_seconds": 1.980180499998596e-05,
+   "host_canary_seconds": 1.0635774999627757e-05,
+   "host_backward_canary_seconds": 1.9277560002137763e-05,
    "pass_seconds": [
-    0.00043813730000010767,
-    0.00022832239999956983,
-    0.00027536820000193527
+    0.00027474440000787583,
+    0.0003816761999814844,
+    0.000319087100001525
    ],
    "pass_host_canary_seconds": [
-    1.075197750001422e-05,
-    9.493215000020427e-06,
-    1.0326725000027182e-05
+    1.0635774999627757e-05,
+    1.1017865000439997e-05,
+    1.1329980000027717e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.980180499998596e-05,
-    1.495658999999705e-05,
-    1.66025300001138e-05
+    1.9277560002137763e-05,
+    2.274366999927224e-05,
+    1.8944199998713883e-05
    ]
   },
   "conv_host_k1_bf16_16x256x56x56_64_forward": {
-   "seconds": 4.958019999889984e-05,
-   "min": 2.57946999994374e-05,
-   "max": 6.186600000006593e-05,
+   "seconds": 5.2169900004628286e-05,
+   "min": 3.741640000498592e-05,
+   "max": 7.154679999530345e-05,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10007,28 +10007,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.046922749996071e-05,
-   "host_backward_canary_seconds": 2.03566700000124e-05,
+   "host_canary_seconds": 1.0958487500261072e-05,
+   "host_backward_canary_seconds": 1.999031000082141e-05,
    "pass_seconds": [
-    5.518969999940282e-05,
-    4.958019999889984e-05,
-    2.935420000085287e-05
+    5.2169900004628286e-05,
+    4.834950000258687e-05,
+    5.467629998747725e-05
    ],
    "pass_host_canary_seconds": [
-    1.046922749996071e-05,
-    1.0186384999997244e-05,
-    7.633300000122745e-06
+    1.0958487500261072e-05,
+    1.1275509999677524e-05,
+    1.0353780000968981e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.03566700000124e-05,
-    1.5666209999949388e-05,
-    2.07436700000585e-05
+    1.999031000082141e-05,
+    2.5377949998528494e-05,
+    1.5968940001584997e-05
    ]
   },
   "conv_host_k1_bf16_16x256x56x56_64_forward_backward": {
-   "seconds": 0.00033476979999988996,
-   "min": 0.0002133537000020169,
-   "max": 0.0004619188000006602,
+   "seconds": 0.00026868879999710773,
+   "min": 0.00021700689999306632,
+   "max": 0.00041719499999999244,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10043,28 +10043,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.0436970000000655e-05,
-   "host_backward_canary_seconds": 2.022840000009296e-05,
+   "host_canary_seconds": 1.0743194999349725e-05,
+   "host_backward_canary_seconds": 2.030130999855828e-05,
    "pass_seconds": [
-    0.0004278901000006385,
-    0.00033476979999988996,
-    0.0002434902000004513
+    0.00026868879999710773,
+    0.0003040423999891573,
+    0.00024346769998828677
    ],
    "pass_host_canary_seconds": [
-    1.0436970000000655e-05,
-    1.0288069999973004e-05,
-    7.355624999973997e-06
+    1.0743194999349725e-05,
+    1.1141590000534052e-05,
+    1.0482289999345085e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.022840000009296e-05,
-    1.5646679999861136e-05,
-    1.964043000015181e-05
+    2.030130999855828e-05,
+    2.3773030000029395e-05,
+    1.5968940001584997e-05
    ]
   },
   "conv_host_k1_bf16_32x256x56x56_256_forward": {
-   "seconds": 4.959510000048795e-05,
-   "min": 2.9770500000836363e-05,
-   "max": 9.260890000177824e-05,
+   "seconds": 5.7777099982558866e-05,
+   "min": 3.907980001258693e-05,
+   "max": 6.871729999602394e-05,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10079,28 +10079,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.0421115000021074e-05,
-   "host_backward_canary_seconds": 2.0995660000053817e-05,
+   "host_canary_seconds": 1.0681099999487742e-05,
+   "host_backward_canary_seconds": 1.9652634999829385e-05,
    "pass_seconds": [
-    5.690189999967288e-05,
-    4.959510000048795e-05,
-    3.6242299998434646e-05
+    5.789289998574532e-05,
+    5.7777099982558866e-05,
+    5.095929998333304e-05
    ],
    "pass_host_canary_seconds": [
-    1.0421115000021074e-05,
-    1.0288069999973004e-05,
-    7.3245124999488095e-06
+    1.0681099999487742e-05,
+    1.0864230000606767e-05,
+    1.0482289999345085e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0995660000053817e-05,
-    1.877155000016728e-05,
-    1.850664499997379e-05
+    1.9652634999829385e-05,
+    2.2139940001579815e-05,
+    1.861182000084227e-05
    ]
   },
   "conv_host_k1_bf16_32x256x56x56_256_forward_backward": {
-   "seconds": 0.00027699460000008,
-   "min": 0.00021568569999885767,
-   "max": 0.00045098479999978737,
+   "seconds": 0.00028547770000386663,
+   "min": 0.0002430851999861261,
+   "max": 0.0004497015999959331,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10115,28 +10115,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.0572009999982867e-05,
-   "host_backward_canary_seconds": 2.067652500002737e-05,
+   "host_canary_seconds": 1.0778040000332112e-05,
+   "host_backward_canary_seconds": 2.34543700003087e-05,
    "pass_seconds": [
-    0.00036525560000058024,
-    0.00023943670000221574,
-    0.00027699460000008
+    0.00042173629999524563,
+    0.00028092350000861186,
+    0.00028547770000386663
    ],
    "pass_host_canary_seconds": [
-    1.0572009999982867e-05,
-    9.821965000043064e-06,
-    9.953262499990956e-06
+    1.0778040000332112e-05,
+    1.1333889999605162e-05,
+    1.1023050000176226e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.067652500002737e-05,
-    1.877155000016728e-05,
-    1.85718000000179e-05
+    2.34543700003087e-05,
+    2.2139220000099158e-05,
+    1.8171229999097705e-05
    ]
   },
   "conv_host_k1_autocast_2x4x8x8_4_forward": {
-   "seconds": 0.00011309420000031878,
-   "min": 8.830099999954655e-05,
-   "max": 0.00016789270000003854,
+   "seconds": 0.00011138070001379675,
+   "min": 9.824680000747321e-05,
+   "max": 0.00014256590000059078,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10151,28 +10151,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.0286197499986827e-05,
-   "host_backward_canary_seconds": 2.0560250000016822e-05,
+   "host_canary_seconds": 1.1189137499627577e-05,
+   "host_backward_canary_seconds": 2.1293639999839797e-05,
    "pass_seconds": [
-    0.00013619549999930314,
-    0.00011309420000031878,
-    9.437389999789048e-05
+    0.00012811009999040833,
+    0.00011138070001379675,
+    0.000107654199996432
    ],
    "pass_host_canary_seconds": [
-    1.0286197499986827e-05,
-    1.0473465000018223e-05,
-    1.0154950000043073e-05
+    1.1189137499627577e-05,
+    1.1249515000599786e-05,
+    1.0616219999519671e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0560250000016822e-05,
-    2.3815080000133547e-05,
-    1.7889949999982947e-05
+    2.1293639999839797e-05,
+    2.2607979999520467e-05,
+    1.567415999943478e-05
    ]
   },
   "conv_host_k1_autocast_2x4x8x8_4_forward_backward": {
-   "seconds": 0.0005120915000006221,
-   "min": 0.0003531471000002284,
-   "max": 0.0006083869000008235,
+   "seconds": 0.0004998569000008501,
+   "min": 0.00045354859998951723,
+   "max": 0.0006584634999853734,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10187,28 +10187,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.0361967499967761e-05,
-   "host_backward_canary_seconds": 1.9424110000088034e-05,
+   "host_canary_seconds": 1.1216994999472262e-05,
+   "host_backward_canary_seconds": 1.8235564999713462e-05,
    "pass_seconds": [
-    0.0005120915000006221,
-    0.0004107837999981712,
-    0.0005235459999994418
+    0.0005736908000017138,
+    0.0004735310000114623,
+    0.0004998569000008501
    ],
    "pass_host_canary_seconds": [
-    1.0361967499967761e-05,
-    1.0411745000027395e-05,
-    1.0969424999984767e-05
+    1.1216994999472262e-05,
+    1.119164999977329e-05,
+    1.026698000032411e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9424110000088034e-05,
-    2.1531040000013492e-05,
-    1.9555359999969825e-05
+    1.8235564999713462e-05,
+    2.3551809999844408e-05,
+    1.5624039999693195e-05
    ]
   },
   "conv_host_k1_autocast_8x64x28x28_64_forward": {
-   "seconds": 0.00011385759999882339,
-   "min": 8.424420000210375e-05,
-   "max": 0.00015532329999956573,
+   "seconds": 0.00013499939998382616,
+   "min": 9.435619999749178e-05,
+   "max": 0.00016711390001091785,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10223,28 +10223,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.0341042499995012e-05,
-   "host_backward_canary_seconds": 2.0639085000055954e-05,
+   "host_canary_seconds": 1.110578750001423e-05,
+   "host_backward_canary_seconds": 2.2143649999861736e-05,
    "pass_seconds": [
-    0.00012974720000045182,
-    0.000102436599999578,
-    0.00011385759999882339
+    0.00013932199999544537,
+    9.812749999582593e-05,
+    0.00013499939998382616
    ],
    "pass_host_canary_seconds": [
-    1.0341042499995012e-05,
-    1.0036934999959613e-05,
-    1.0774794999974801e-05
+    1.110578750001423e-05,
+    1.0948675000008734e-05,
+    1.0258792499939773e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0639085000055954e-05,
-    2.266708999997036e-05,
-    1.9644710000079613e-05
+    2.2143649999861736e-05,
+    2.5951559998702577e-05,
+    1.5676334999170646e-05
    ]
   },
   "conv_host_k1_autocast_8x64x28x28_64_forward_backward": {
-   "seconds": 0.00046229239999888704,
-   "min": 0.0003330336000004763,
-   "max": 0.0005563401999992834,
+   "seconds": 0.0005631615000083912,
+   "min": 0.00045154090000778526,
+   "max": 0.0007515434999959325,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10259,28 +10259,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.0451039999992417e-05,
-   "host_backward_canary_seconds": 2.0084479999979975e-05,
+   "host_canary_seconds": 1.1040337499821362e-05,
+   "host_backward_canary_seconds": 2.1112360000188348e-05,
    "pass_seconds": [
-    0.0005377553000002422,
-    0.00035927429999844663,
-    0.00046229239999888704
+    0.0005631615000083912,
+    0.0006587883000065631,
+    0.0005465424000021812
    ],
    "pass_host_canary_seconds": [
-    1.0451039999992417e-05,
-    9.746879999994462e-06,
-    7.53695499994933e-06
+    1.1040337499821362e-05,
+    1.085235499999726e-05,
+    1.058952750042863e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0084479999979975e-05,
-    2.2214930000075127e-05,
-    1.4710279999974319e-05
+    2.1112360000188348e-05,
+    2.7255580000655755e-05,
+    1.6089090000832587e-05
    ]
   },
   "conv_host_k1_autocast_16x256x56x56_64_forward": {
-   "seconds": 0.00011744349999958104,
-   "min": 6.463599999904091e-05,
-   "max": 0.0001683800000009228,
+   "seconds": 0.00010543050000251241,
+   "min": 8.343280001099629e-05,
+   "max": 0.00013087000002087734,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10295,28 +10295,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.0324385000011206e-05,
-   "host_backward_canary_seconds": 2.0247960000006062e-05,
+   "host_canary_seconds": 1.0791509999990012e-05,
+   "host_backward_canary_seconds": 1.9160269998792502e-05,
    "pass_seconds": [
-    0.0001405610999995588,
-    0.00011744349999958104,
-    6.708690000039042e-05
+    0.00010543050000251241,
+    0.00010716369999954622,
+    9.795500000109314e-05
    ],
    "pass_host_canary_seconds": [
-    1.0324385000011206e-05,
-    1.0081599999978152e-05,
-    7.378190000082441e-06
+    1.0791509999990012e-05,
+    1.2320244999273199e-05,
+    1.0579659999621072e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0247960000006062e-05,
-    1.8828050000081474e-05,
-    1.390337000003683e-05
+    1.9160269998792502e-05,
+    2.20415899980253e-05,
+    2.106951999849116e-05
    ]
   },
   "conv_host_k1_autocast_16x256x56x56_64_forward_backward": {
-   "seconds": 0.00038999909999972717,
-   "min": 0.00030622569999820825,
-   "max": 0.0005647981999999275,
+   "seconds": 0.0004971187000137433,
+   "min": 0.0003557587999921452,
+   "max": 0.0008248166999919703,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10331,28 +10331,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.0198249999966436e-05,
-   "host_backward_canary_seconds": 1.9501134999941884e-05,
+   "host_canary_seconds": 1.0791509999990012e-05,
+   "host_backward_canary_seconds": 1.99887700000545e-05,
    "pass_seconds": [
-    0.0005273165999994944,
-    0.00038999909999972717,
-    0.00036089559999936683
+    0.00038149999998040587,
+    0.0004971187000137433,
+    0.000547558200014464
    ],
    "pass_host_canary_seconds": [
-    1.0198249999966436e-05,
-    9.681820000082553e-06,
-    7.290030000035586e-06
+    1.0791509999990012e-05,
+    1.1436269999194337e-05,
+    1.0486945000138803e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9501134999941884e-05,
-    1.7433820000007925e-05,
-    1.4093899999920722e-05
+    1.99887700000545e-05,
+    2.259880999872621e-05,
+    2.1112480001193036e-05
    ]
   },
   "conv_host_k1_autocast_32x256x56x56_256_forward": {
-   "seconds": 9.535849999906532e-05,
-   "min": 6.176880000055007e-05,
-   "max": 0.00014596879999970725,
+   "seconds": 0.00011210080001546884,
+   "min": 9.399310001754202e-05,
+   "max": 0.00015890170000147917,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10367,28 +10367,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.043892250002898e-05,
-   "host_backward_canary_seconds": 2.0486069999989807e-05,
+   "host_canary_seconds": 1.0534529999404184e-05,
+   "host_backward_canary_seconds": 1.99887700000545e-05,
    "pass_seconds": [
-    0.0001411239999995928,
-    9.535849999906532e-05,
-    6.792510000082075e-05
+    0.00010732669998105848,
+    0.00011210080001546884,
+    0.00015310250000766246
    ],
    "pass_host_canary_seconds": [
-    1.043892250002898e-05,
-    9.825180000007094e-06,
-    7.1246449999762264e-06
+    1.0534529999404184e-05,
+    1.1388332500246178e-05,
+    1.0958670000036363e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0486069999989807e-05,
-    2.2023550000085378e-05,
-    1.559823999997434e-05
+    1.99887700000545e-05,
+    2.2842849999733518e-05,
+    2.142400000138878e-05
    ]
   },
   "conv_host_k1_autocast_32x256x56x56_256_forward_backward": {
-   "seconds": 0.0003789326000003257,
-   "min": 0.00030319869999857475,
-   "max": 0.0007675654999999892,
+   "seconds": 0.0005495217000088815,
+   "min": 0.00039713050000500516,
+   "max": 0.0007285400000000663,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10403,28 +10403,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.036524250000781e-05,
-   "host_backward_canary_seconds": 2.0105355000055168e-05,
+   "host_canary_seconds": 1.0584299999436553e-05,
+   "host_backward_canary_seconds": 1.9902949999277554e-05,
    "pass_seconds": [
-    0.0006667425000003391,
-    0.0003789326000003257,
-    0.00035096240000029864
+    0.0004298867999978029,
+    0.0006168727999920521,
+    0.0005495217000088815
    ],
    "pass_host_canary_seconds": [
-    1.036524250000781e-05,
-    9.967977499982794e-06,
-    7.143754999958673e-06
+    1.0584299999436553e-05,
+    1.1198924999575866e-05,
+    1.0815107499979605e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0105355000055168e-05,
-    2.186483999992106e-05,
-    1.935814999995955e-05
+    1.9902949999277554e-05,
+    2.2354964999067304e-05,
+    1.7831640000167682e-05
    ]
   },
   "optimizer_sgd_foreach_per_param": {
-   "seconds": 2.9576495535239237e-06,
-   "min": 1.981997767876363e-06,
-   "max": 5.315785714277155e-06,
+   "seconds": 3.411995535884671e-06,
+   "min": 3.2360133929947617e-06,
+   "max": 3.791334821455296e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10434,28 +10434,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0443880000003958e-05,
-   "host_backward_canary_seconds": 2.0614939999958893e-05,
+   "host_canary_seconds": 1.075934500022413e-05,
+   "host_backward_canary_seconds": 2.0863095001004696e-05,
    "pass_seconds": [
-    3.395977678558434e-06,
-    2.9576495535239237e-06,
-    2.085767857159685e-06
+    3.319263393158118e-06,
+    3.6477276782623643e-06,
+    3.411995535884671e-06
    ],
    "pass_host_canary_seconds": [
-    1.0443880000003958e-05,
-    1.0009379999971202e-05,
-    7.414500000066937e-06
+    1.075934500022413e-05,
+    1.1043779999795333e-05,
+    1.016653749957186e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0614939999958893e-05,
-    2.1525985000039325e-05,
-    1.5025799999932587e-05
+    2.0863095001004696e-05,
+    2.2491275000220412e-05,
+    1.5769175000741597e-05
    ]
   },
   "optimizer_sgd_foreach_per_step": {
-   "seconds": 0.00014904771429412124,
-   "min": -0.00013872428570493867,
-   "max": 0.0007380834285705923,
+   "seconds": 0.0001587442858570804,
+   "min": 0.0001058295714041638,
+   "max": 0.0003441332855475464,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10465,28 +10465,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0443880000003958e-05,
-   "host_backward_canary_seconds": 2.0614939999958893e-05,
+   "host_canary_seconds": 1.075934500022413e-05,
+   "host_backward_canary_seconds": 2.0863095001004696e-05,
    "pass_seconds": [
-    0.00020039914286128026,
-    0.00014904771429412124,
-    0.00010497171428726557
+    0.0001368354287153904,
+    0.00019060442852086062,
+    0.0001587442858570804
    ],
    "pass_host_canary_seconds": [
-    1.0443880000003958e-05,
-    1.0009379999971202e-05,
-    7.414500000066937e-06
+    1.075934500022413e-05,
+    1.1043779999795333e-05,
+    1.016653749957186e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0614939999958893e-05,
-    2.1525985000039325e-05,
-    1.5025799999932587e-05
+    2.0863095001004696e-05,
+    2.2491275000220412e-05,
+    1.5769175000741597e-05
    ]
   },
   "optimizer_sgd_foreach_cold_per_param": {
-   "seconds": 3.2388013392495703e-06,
-   "min": 2.2576964285711147e-06,
-   "max": 5.4548593749917785e-06,
+   "seconds": 4.704227679143612e-06,
+   "min": 3.3448415176654374e-06,
+   "max": 6.945839285066313e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10496,28 +10496,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.317684999956555e-06,
-   "host_backward_canary_seconds": 2.0340720000007194e-05,
+   "host_canary_seconds": 1.1279159999730836e-05,
+   "host_backward_canary_seconds": 2.179303000048094e-05,
    "pass_seconds": [
-    3.2388013392495703e-06,
-    3.1412232143043388e-06,
-    5.049796875005492e-06
+    4.0011941965393106e-06,
+    4.849479910973287e-06,
+    4.704227679143612e-06
    ],
    "pass_host_canary_seconds": [
-    9.317684999956555e-06,
-    7.508070000028511e-06,
-    1.0333185000064304e-05
+    1.1279159999730836e-05,
+    1.1310275000369075e-05,
+    1.0208720000264294e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0340720000007194e-05,
-    2.0855629999800838e-05,
-    2.2409519999939675e-05
+    2.179303000048094e-05,
+    2.405971999905887e-05,
+    2.1651710001151513e-05
    ]
   },
   "optimizer_sgd_foreach_cold_per_step": {
-   "seconds": 0.0006698584285637871,
-   "min": 0.0005056579999761977,
-   "max": 0.000729081714277007,
+   "seconds": 0.000671878857084656,
+   "min": 0.00039316128595601185,
+   "max": 0.000847913285789608,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10527,28 +10527,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.317684999956555e-06,
-   "host_backward_canary_seconds": 2.0340720000007194e-05,
+   "host_canary_seconds": 1.1279159999730836e-05,
+   "host_backward_canary_seconds": 2.179303000048094e-05,
    "pass_seconds": [
-    0.0006784527142968955,
-    0.0005883225714171658,
-    0.0006698584285637871
+    0.000671878857084656,
+    0.0007014678570353031,
+    0.0006452347142840154
    ],
    "pass_host_canary_seconds": [
-    9.317684999956555e-06,
-    7.508070000028511e-06,
-    1.0333185000064304e-05
+    1.1279159999730836e-05,
+    1.1310275000369075e-05,
+    1.0208720000264294e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0340720000007194e-05,
-    2.0855629999800838e-05,
-    2.2409519999939675e-05
+    2.179303000048094e-05,
+    2.405971999905887e-05,
+    2.1651710001151513e-05
    ]
   },
   "optimizer_sgd_foreach_large": {
-   "seconds": 0.00018739399999390116,
-   "min": 0.0001777190000069595,
-   "max": 0.00022632299999258976,
+   "seconds": 0.00020892800012006774,
+   "min": 0.0001861050000115938,
+   "max": 0.0004042549999212497,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -10556,15 +10556,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00018072499999277625,
-    0.00018739399999390116,
-    0.00021017199998141223
+    0.00020892800012006774,
+    0.00022287499996309634,
+    0.00019962499982284498
    ]
   },
   "optimizer_sgd_for_loop_per_param": {
-   "seconds": 2.214367410711761e-05,
-   "min": 2.1079015624980713e-05,
-   "max": 3.137311383927255e-05,
+   "seconds": 2.8563776785363514e-05,
+   "min": 2.2992062500496297e-05,
+   "max": 3.7245622767808785e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10574,28 +10574,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.096562499988579e-06,
-   "host_backward_canary_seconds": 2.006782499996973e-05,
+   "host_canary_seconds": 8.10429750060848e-06,
+   "host_backward_canary_seconds": 2.2818594999307606e-05,
    "pass_seconds": [
-    2.1567198660722908e-05,
-    2.214367410711761e-05,
-    3.005733482140473e-05
+    2.3673955356835158e-05,
+    2.8563776785363514e-05,
+    3.0361546874603717e-05
    ],
    "pass_host_canary_seconds": [
-    7.096562499988579e-06,
-    7.317082500009065e-06,
-    1.0109365000019466e-05
+    8.10429750060848e-06,
+    1.1010147500201128e-05,
+    1.0394627499863418e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.006782499996973e-05,
-    2.0667309999993222e-05,
-    2.2369840000067146e-05
+    2.2818594999307606e-05,
+    2.3520009999629107e-05,
+    1.7976225000211342e-05
    ]
   },
   "optimizer_sgd_for_loop_per_step": {
-   "seconds": 0.0002094400000061114,
-   "min": -0.00042393328570256017,
-   "max": 0.0006672698571727714,
+   "seconds": 0.0003192559998167002,
+   "min": -0.00010969971416281113,
+   "max": 0.000929560714147166,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10605,28 +10605,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.096562499988579e-06,
-   "host_backward_canary_seconds": 2.006782499996973e-05,
+   "host_canary_seconds": 8.10429750060848e-06,
+   "host_backward_canary_seconds": 2.2818594999307606e-05,
    "pass_seconds": [
-    0.0002094400000061114,
-    0.00013179628572450894,
-    0.0004089514285884174
+    0.0003192559998167002,
+    0.00040030585712104634,
+    0.0002826900000789984
    ],
    "pass_host_canary_seconds": [
-    7.096562499988579e-06,
-    7.317082500009065e-06,
-    1.0109365000019466e-05
+    8.10429750060848e-06,
+    1.1010147500201128e-05,
+    1.0394627499863418e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.006782499996973e-05,
-    2.0667309999993222e-05,
-    2.2369840000067146e-05
+    2.2818594999307606e-05,
+    2.3520009999629107e-05,
+    1.7976225000211342e-05
    ]
   },
   "optimizer_sgd_for_loop_cold_per_param": {
-   "seconds": 2.9603473214250592e-05,
-   "min": 2.06456919642812e-05,
-   "max": 3.3831203124977194e-05,
+   "seconds": 3.035037946474972e-05,
+   "min": 2.300746875048633e-05,
+   "max": 4.238820535665663e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10636,28 +10636,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.243055000003551e-06,
-   "host_backward_canary_seconds": 2.1098010000031307e-05,
+   "host_canary_seconds": 1.0117790000094828e-05,
+   "host_backward_canary_seconds": 2.224145999889515e-05,
    "pass_seconds": [
-    2.263281473213752e-05,
-    3.1824671874997836e-05,
-    2.9603473214250592e-05
+    3.0185593749771605e-05,
+    3.229484375008188e-05,
+    3.035037946474972e-05
    ],
    "pass_host_canary_seconds": [
-    7.243055000003551e-06,
-    1.0057235000004994e-05,
-    9.9129299999845e-06
+    1.0117790000094828e-05,
+    1.054845499993462e-05,
+    1.0055440000087402e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1098010000031307e-05,
-    2.104706000011447e-05,
-    2.2197819999973946e-05
+    2.224145999889515e-05,
+    2.3188249999748224e-05,
+    1.7006340001444187e-05
    ]
   },
   "optimizer_sgd_for_loop_cold_per_step": {
-   "seconds": 0.0005914938571436323,
-   "min": 2.5360428570105932e-05,
-   "max": 0.001070688285722099,
+   "seconds": 0.0006658712858487498,
+   "min": -2.8745142701934196e-05,
+   "max": 0.0012560027142366642,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10667,28 +10667,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.243055000003551e-06,
-   "host_backward_canary_seconds": 2.1098010000031307e-05,
+   "host_canary_seconds": 1.0117790000094828e-05,
+   "host_backward_canary_seconds": 2.224145999889515e-05,
    "pass_seconds": [
-    0.0005914938571436323,
-    0.0004980870000232634,
-    0.0006639588571561361
+    0.0006508697142310535,
+    0.000679319857161837,
+    0.0006658712858487498
    ],
    "pass_host_canary_seconds": [
-    7.243055000003551e-06,
-    1.0057235000004994e-05,
-    9.9129299999845e-06
+    1.0117790000094828e-05,
+    1.054845499993462e-05,
+    1.0055440000087402e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1098010000031307e-05,
-    2.104706000011447e-05,
-    2.2197819999973946e-05
+    2.224145999889515e-05,
+    2.3188249999748224e-05,
+    1.7006340001444187e-05
    ]
   },
   "optimizer_sgd_for_loop_large": {
-   "seconds": 0.00017431100000919741,
-   "min": 0.00015987800000516472,
-   "max": 0.0002063979999888943,
+   "seconds": 0.0001758739999786485,
+   "min": 0.00016378000009353855,
+   "max": 0.00023842299992793414,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -10696,15 +10696,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00017431100000919741,
-    0.00017019000000573214,
-    0.0001748530000043047
+    0.0001758739999786485,
+    0.00018996000017068582,
+    0.00016620499991404358
    ]
   },
   "optimizer_sgd_fused_per_param": {
-   "seconds": 2.348220982233735e-06,
-   "min": 1.3346450892713437e-06,
-   "max": 2.6838392857949804e-06,
+   "seconds": 2.429446428412315e-06,
+   "min": 1.9022633926470332e-06,
+   "max": 4.482252232358113e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10714,28 +10714,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.302499999966017e-06,
-   "host_backward_canary_seconds": 2.069907999995735e-05,
+   "host_canary_seconds": 9.879630000568796e-06,
+   "host_backward_canary_seconds": 1.6740660000778008e-05,
    "pass_seconds": [
-    1.454694196434403e-06,
-    2.5368281250262977e-06,
-    2.348220982233735e-06
+    2.3915714290215613e-06,
+    2.980727678395364e-06,
+    2.429446428412315e-06
    ],
    "pass_host_canary_seconds": [
-    7.302499999966017e-06,
-    9.162110000033863e-06,
-    1.0366374999932759e-05
+    9.879630000568796e-06,
+    1.056544999983089e-05,
+    9.9750899994433e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.069907999995735e-05,
-    1.510506000016676e-05,
-    2.1296599999800492e-05
+    1.6740660000778008e-05,
+    2.0132605000071637e-05,
+    1.8724770000062564e-05
    ]
   },
   "optimizer_sgd_fused_per_step": {
-   "seconds": 0.00012201142858511309,
-   "min": 4.6929571425380345e-05,
-   "max": 0.0003185787142894826,
+   "seconds": 9.919642833925276e-05,
+   "min": 4.7451857036711405e-05,
+   "max": 0.0003556485714852897,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10745,28 +10745,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.302499999966017e-06,
-   "host_backward_canary_seconds": 2.069907999995735e-05,
+   "host_canary_seconds": 9.879630000568796e-06,
+   "host_backward_canary_seconds": 1.6740660000778008e-05,
    "pass_seconds": [
-    7.193985714642232e-05,
-    0.00015410457142398367,
-    0.00012201142858511309
+    9.038457155189202e-05,
+    0.0001598704286932064,
+    9.919642833925276e-05
    ],
    "pass_host_canary_seconds": [
-    7.302499999966017e-06,
-    9.162110000033863e-06,
-    1.0366374999932759e-05
+    9.879630000568796e-06,
+    1.056544999983089e-05,
+    9.9750899994433e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.069907999995735e-05,
-    1.510506000016676e-05,
-    2.1296599999800492e-05
+    1.6740660000778008e-05,
+    2.0132605000071637e-05,
+    1.8724770000062564e-05
    ]
   },
   "optimizer_sgd_fused_cold_per_param": {
-   "seconds": 2.278091517902782e-06,
-   "min": 1.8632589285440458e-06,
-   "max": 4.0341785713898e-06,
+   "seconds": 3.724658481831154e-06,
+   "min": 2.0267968748401344e-06,
+   "max": 5.30664732169482e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10776,28 +10776,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.330625000037117e-06,
-   "host_backward_canary_seconds": 2.2537139999911916e-05,
+   "host_canary_seconds": 1.0343129999910162e-05,
+   "host_backward_canary_seconds": 1.8834919999335397e-05,
    "pass_seconds": [
-    1.9950156249860995e-06,
-    2.278091517902782e-06,
-    3.2816450892576247e-06
+    3.1682455353835133e-06,
+    3.724658481831154e-06,
+    3.989399553562732e-06
    ],
    "pass_host_canary_seconds": [
-    7.330625000037117e-06,
-    7.836690000004864e-06,
-    1.0084474999985105e-05
+    1.0343129999910162e-05,
+    1.037282499964931e-05,
+    1.0270129999980781e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.2537139999911916e-05,
-    1.6603100000054383e-05,
-    1.711764999981824e-05
+    1.8834919999335397e-05,
+    2.2976010000093084e-05,
+    2.0936999999321414e-05
    ]
   },
   "optimizer_sgd_fused_cold_per_step": {
-   "seconds": 0.0006420975714352803,
-   "min": 0.00047788300001830715,
-   "max": 0.000752656142834342,
+   "seconds": 0.0006138319999016467,
+   "min": 0.00041029485724461016,
+   "max": 0.0008108998569826197,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10807,28 +10807,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.330625000037117e-06,
-   "host_backward_canary_seconds": 2.2537139999911916e-05,
+   "host_canary_seconds": 1.0343129999910162e-05,
+   "host_backward_canary_seconds": 1.8834919999335397e-05,
    "pass_seconds": [
-    0.0005884112857086977,
-    0.0006465415714436468,
-    0.0006420975714352803
+    0.0006187122857487079,
+    0.0006138319999016467,
+    0.0005813407140716923
    ],
    "pass_host_canary_seconds": [
-    7.330625000037117e-06,
-    7.836690000004864e-06,
-    1.0084474999985105e-05
+    1.0343129999910162e-05,
+    1.037282499964931e-05,
+    1.0270129999980781e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.2537139999911916e-05,
-    1.6603100000054383e-05,
-    1.711764999981824e-05
+    1.8834919999335397e-05,
+    2.2976010000093084e-05,
+    2.0936999999321414e-05
    ]
   },
   "optimizer_sgd_fused_large": {
-   "seconds": 0.00014399700000922167,
-   "min": 0.00011893999999301741,
-   "max": 0.0001660770000029288,
+   "seconds": 0.0001415349997841986,
+   "min": 0.00012600400009432633,
+   "max": 0.0001554980001401418,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -10836,15 +10836,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00014399700000922167,
-    0.00012135399998669527,
-    0.00014469099997427293
+    0.00014531599981637555,
+    0.0001301249999414722,
+    0.0001415349997841986
    ]
   },
   "optimizer_sgd_wd_foreach_per_param": {
-   "seconds": 6.889323660695469e-06,
-   "min": 3.945696428570804e-06,
-   "max": 8.967745535746832e-06,
+   "seconds": 7.188732142639408e-06,
+   "min": 4.6505803571303006e-06,
+   "max": 7.894093749476789e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10854,28 +10854,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0598754999975314e-05,
-   "host_backward_canary_seconds": 2.106500000010669e-05,
+   "host_canary_seconds": 1.0249819999899047e-05,
+   "host_backward_canary_seconds": 2.2189950000210958e-05,
    "pass_seconds": [
-    6.889323660695469e-06,
-    4.075767857119368e-06,
-    7.338868303539771e-06
+    6.4304263389658445e-06,
+    7.267149553363035e-06,
+    7.188732142639408e-06
    ],
    "pass_host_canary_seconds": [
-    1.0598754999975314e-05,
-    6.947257500016235e-06,
-    1.0435475000036831e-05
+    1.0249819999899047e-05,
+    9.673289999909683e-06,
+    1.0377695000443054e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.106500000010669e-05,
-    1.801973499993892e-05,
-    1.9892840000181878e-05
+    2.2189950000210958e-05,
+    2.1736329999839653e-05,
+    2.145100000007005e-05
    ]
   },
   "optimizer_sgd_wd_foreach_per_step": {
-   "seconds": 0.00017247114285875602,
-   "min": 9.693699999096291e-05,
-   "max": 0.00040604171429338616,
+   "seconds": 0.00019253671426408152,
+   "min": -2.4349999940958275e-05,
+   "max": 0.0004131059998664049,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10885,28 +10885,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0598754999975314e-05,
-   "host_backward_canary_seconds": 2.106500000010669e-05,
+   "host_canary_seconds": 1.0249819999899047e-05,
+   "host_backward_canary_seconds": 2.2189950000210958e-05,
    "pass_seconds": [
-    0.00017247114285875602,
-    0.0001403201428818842,
-    0.00024846314287125485
+    0.00017221200014968678,
+    0.0002086349999379828,
+    0.00019253671426408152
    ],
    "pass_host_canary_seconds": [
-    1.0598754999975314e-05,
-    6.947257500016235e-06,
-    1.0435475000036831e-05
+    1.0249819999899047e-05,
+    9.673289999909683e-06,
+    1.0377695000443054e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.106500000010669e-05,
-    1.801973499993892e-05,
-    1.9892840000181878e-05
+    2.2189950000210958e-05,
+    2.1736329999839653e-05,
+    2.145100000007005e-05
    ]
   },
   "optimizer_sgd_wd_foreach_cold_per_param": {
-   "seconds": 9.852142857155347e-06,
-   "min": 4.8427991071266415e-06,
-   "max": 1.0443287946479021e-05,
+   "seconds": 8.542352678172652e-06,
+   "min": 5.218421874937056e-06,
+   "max": 1.1106616071288045e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10916,28 +10916,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0125009999981671e-05,
-   "host_backward_canary_seconds": 2.1694720000056123e-05,
+   "host_canary_seconds": 1.0263179999583372e-05,
+   "host_backward_canary_seconds": 2.2223630001008132e-05,
    "pass_seconds": [
-    8.107859374963309e-06,
-    9.852142857155347e-06,
-    9.931207589313524e-06
+    7.871459821221346e-06,
+    8.542352678172652e-06,
+    9.524569196323845e-06
    ],
    "pass_host_canary_seconds": [
-    1.0125009999981671e-05,
-    1.0202724999999192e-05,
-    1.081434499994316e-05
+    1.0263179999583372e-05,
+    1.060223499962376e-05,
+    1.0176000000683415e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1694720000056123e-05,
-    1.958368999993354e-05,
-    2.2509449999859042e-05
+    2.2223630001008132e-05,
+    2.3782369999025833e-05,
+    2.186066999911418e-05
    ]
   },
   "optimizer_sgd_wd_foreach_cold_per_step": {
-   "seconds": 0.0008126678571431155,
-   "min": 0.00033583557140153583,
-   "max": 0.000989524714262708,
+   "seconds": 0.0007443464285513203,
+   "min": 0.0004203485714242561,
+   "max": 0.0019413140001428733,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10947,28 +10947,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0125009999981671e-05,
-   "host_backward_canary_seconds": 2.1694720000056123e-05,
+   "host_canary_seconds": 1.0263179999583372e-05,
+   "host_backward_canary_seconds": 2.2223630001008132e-05,
    "pass_seconds": [
-    0.0008126678571431155,
-    0.0008005208571221699,
-    0.0008672158571333252
+    0.0007930337141195715,
+    0.0007443464285513203,
+    0.0007425047143832282
    ],
    "pass_host_canary_seconds": [
-    1.0125009999981671e-05,
-    1.0202724999999192e-05,
-    1.081434499994316e-05
+    1.0263179999583372e-05,
+    1.060223499962376e-05,
+    1.0176000000683415e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1694720000056123e-05,
-    1.958368999993354e-05,
-    2.2509449999859042e-05
+    2.2223630001008132e-05,
+    2.3782369999025833e-05,
+    2.186066999911418e-05
    ]
   },
   "optimizer_sgd_wd_for_loop_per_param": {
-   "seconds": 4.0844446428600634e-05,
-   "min": 2.872483258926322e-05,
-   "max": 4.507975223212922e-05,
+   "seconds": 4.081169419681682e-05,
+   "min": 3.366281250042188e-05,
+   "max": 4.9693810268536254e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10978,28 +10978,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.422095000002571e-06,
-   "host_backward_canary_seconds": 1.558966999994027e-05,
+   "host_canary_seconds": 1.0210375000951899e-05,
+   "host_backward_canary_seconds": 2.2355940000124975e-05,
    "pass_seconds": [
-    3.0299189732138237e-05,
-    4.0844446428600634e-05,
-    4.4338194196390036e-05
+    4.029629910716283e-05,
+    4.432393080325677e-05,
+    4.081169419681682e-05
    ],
    "pass_host_canary_seconds": [
-    7.422095000002571e-06,
-    1.0096074999950133e-05,
-    1.0715939999954572e-05
+    1.0210375000951899e-05,
+    1.083946499988997e-05,
+    1.0098919999563804e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.558966999994027e-05,
-    1.6602640000087375e-05,
-    2.2927480000021205e-05
+    2.2355940000124975e-05,
+    2.420229999870571e-05,
+    2.0179829998596688e-05
    ]
   },
   "optimizer_sgd_wd_for_loop_per_step": {
-   "seconds": 0.00040637485713546084,
-   "min": 3.467414286514479e-05,
-   "max": 0.0007954207142932188,
+   "seconds": 0.0003764735712853246,
+   "min": -0.0002344945713892749,
+   "max": 0.0013532701429020172,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11009,28 +11009,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.422095000002571e-06,
-   "host_backward_canary_seconds": 1.558966999994027e-05,
+   "host_canary_seconds": 1.0210375000951899e-05,
+   "host_backward_canary_seconds": 2.2355940000124975e-05,
    "pass_seconds": [
-    0.0002385735714247922,
-    0.00041326714285868814,
-    0.00040637485713546084
+    0.0003764735712853246,
+    0.0005047711426868773,
+    0.0003157654285652306
    ],
    "pass_host_canary_seconds": [
-    7.422095000002571e-06,
-    1.0096074999950133e-05,
-    1.0715939999954572e-05
+    1.0210375000951899e-05,
+    1.083946499988997e-05,
+    1.0098919999563804e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.558966999994027e-05,
-    1.6602640000087375e-05,
-    2.2927480000021205e-05
+    2.2355940000124975e-05,
+    2.420229999870571e-05,
+    2.0179829998596688e-05
    ]
   },
   "optimizer_sgd_wd_for_loop_cold_per_param": {
-   "seconds": 4.2661196428563285e-05,
-   "min": 2.918218080351563e-05,
-   "max": 4.611031919643516e-05,
+   "seconds": 4.099409375005588e-05,
+   "min": 2.9437781249340234e-05,
+   "max": 4.974452232175963e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11040,28 +11040,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0290385000004675e-05,
-   "host_backward_canary_seconds": 2.2291859999938878e-05,
+   "host_canary_seconds": 1.0179160000234333e-05,
+   "host_backward_canary_seconds": 2.138055999921562e-05,
    "pass_seconds": [
-    4.298781026783922e-05,
-    3.078049999993837e-05,
-    4.2661196428563285e-05
+    4.099409375005588e-05,
+    4.188995312454884e-05,
+    3.869863616046132e-05
    ],
    "pass_host_canary_seconds": [
-    1.0290385000004675e-05,
-    7.107360000020435e-06,
-    1.02142449999576e-05
+    1.0179160000234333e-05,
+    9.897025000782378e-06,
+    9.44161500001428e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2291859999938878e-05,
-    2.083510999995042e-05,
-    1.9011520000162817e-05
+    2.138055999921562e-05,
+    2.391456999930597e-05,
+    2.1121660001881537e-05
    ]
   },
   "optimizer_sgd_wd_for_loop_cold_per_step": {
-   "seconds": 0.0007596054285638081,
-   "min": 0.00039800557145700357,
-   "max": 0.0010539047143091856,
+   "seconds": 0.0007407877141564051,
+   "min": -0.0003202799999339084,
+   "max": 0.0015238630001996561,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11071,28 +11071,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0290385000004675e-05,
-   "host_backward_canary_seconds": 2.2291859999938878e-05,
+   "host_canary_seconds": 1.0179160000234333e-05,
+   "host_backward_canary_seconds": 2.138055999921562e-05,
    "pass_seconds": [
-    0.0008344717142908359,
-    0.0007540292857178038,
-    0.0007596054285638081
+    0.0007407877141564051,
+    0.0004005807143130369,
+    0.0007793000000089834
    ],
    "pass_host_canary_seconds": [
-    1.0290385000004675e-05,
-    7.107360000020435e-06,
-    1.02142449999576e-05
+    1.0179160000234333e-05,
+    9.897025000782378e-06,
+    9.44161500001428e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2291859999938878e-05,
-    2.083510999995042e-05,
-    1.9011520000162817e-05
+    2.138055999921562e-05,
+    2.391456999930597e-05,
+    2.1121660001881537e-05
    ]
   },
   "optimizer_sgd_wd_fused_per_param": {
-   "seconds": 2.698881696413683e-06,
-   "min": 1.373504464259006e-06,
-   "max": 2.811890624977918e-06,
+   "seconds": 2.4436584824221493e-06,
+   "min": 1.4556227679715254e-06,
+   "max": 3.0134977672600727e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11102,28 +11102,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0290634999989834e-05,
-   "host_backward_canary_seconds": 1.6571119999895245e-05,
+   "host_canary_seconds": 1.009278499964239e-05,
+   "host_backward_canary_seconds": 2.1472210000865744e-05,
    "pass_seconds": [
-    2.698881696413683e-06,
-    1.463464285692392e-06,
-    2.708631696459106e-06
+    2.4436584824221493e-06,
+    2.8268482137962436e-06,
+    1.7190848216687625e-06
    ],
    "pass_host_canary_seconds": [
-    1.0290634999989834e-05,
-    6.946145000057413e-06,
-    9.891674999948918e-06
+    1.009278499964239e-05,
+    1.1148969999794644e-05,
+    7.3461450006107044e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6571119999895245e-05,
-    1.5830940000114425e-05,
-    1.7568409999739744e-05
+    2.1472210000865744e-05,
+    2.3146320002069844e-05,
+    1.987931000030585e-05
    ]
   },
   "optimizer_sgd_wd_fused_per_step": {
-   "seconds": 0.00010135671428607957,
-   "min": 4.30640000144779e-05,
-   "max": 0.00026232285714960265,
+   "seconds": 8.857928569990951e-05,
+   "min": 1.840471437779861e-05,
+   "max": 0.00035713099997077994,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11133,28 +11133,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0290634999989834e-05,
-   "host_backward_canary_seconds": 1.6571119999895245e-05,
+   "host_canary_seconds": 1.009278499964239e-05,
+   "host_backward_canary_seconds": 2.1472210000865744e-05,
    "pass_seconds": [
-    0.00014769000000772588,
-    6.857257141794954e-05,
-    0.00010135671428607957
+    8.857928569990951e-05,
+    0.0001887181429408104,
+    7.768085710527625e-05
    ],
    "pass_host_canary_seconds": [
-    1.0290634999989834e-05,
-    6.946145000057413e-06,
-    9.891674999948918e-06
+    1.009278499964239e-05,
+    1.1148969999794644e-05,
+    7.3461450006107044e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6571119999895245e-05,
-    1.5830940000114425e-05,
-    1.7568409999739744e-05
+    2.1472210000865744e-05,
+    2.3146320002069844e-05,
+    1.987931000030585e-05
    ]
   },
   "optimizer_sgd_wd_fused_cold_per_param": {
-   "seconds": 2.4148169642960023e-06,
-   "min": 1.973274553598462e-06,
-   "max": 4.916084821449118e-06,
+   "seconds": 2.9303191964353507e-06,
+   "min": 2.025111607549336e-06,
+   "max": 4.468526785420376e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11164,28 +11164,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.848460000019485e-06,
-   "host_backward_canary_seconds": 2.212885999995251e-05,
+   "host_canary_seconds": 1.0334275000332127e-05,
+   "host_backward_canary_seconds": 2.068831999849863e-05,
    "pass_seconds": [
-    2.3054308035635226e-06,
-    2.4148169642960023e-06,
-    3.153941964357492e-06
+    3.300220981827806e-06,
+    2.9303191964353507e-06,
+    2.3039330357172664e-06
    ],
    "pass_host_canary_seconds": [
-    7.848460000019485e-06,
-    7.247175000060224e-06,
-    9.881919999941147e-06
+    1.0334275000332127e-05,
+    1.1401640000485713e-05,
+    7.522909999124749e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.212885999995251e-05,
-    2.0407760000011877e-05,
-    2.1410349999939628e-05
+    2.068831999849863e-05,
+    2.1695489999729033e-05,
+    2.1775390000584593e-05
    ]
   },
   "optimizer_sgd_wd_fused_cold_per_step": {
-   "seconds": 0.000571731285719222,
-   "min": 0.0004266952857169112,
-   "max": 0.0007372714285582203,
+   "seconds": 0.0005794608569626039,
+   "min": 0.000379401285759481,
+   "max": 0.000735307000046045,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11195,28 +11195,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.848460000019485e-06,
-   "host_backward_canary_seconds": 2.212885999995251e-05,
+   "host_canary_seconds": 1.0334275000332127e-05,
+   "host_backward_canary_seconds": 2.068831999849863e-05,
    "pass_seconds": [
-    0.000571731285719222,
-    0.0005344001428722679,
-    0.0005753934285824666
+    0.0006269574286891709,
+    0.0005794608569626039,
+    0.0005465248569700115
    ],
    "pass_host_canary_seconds": [
-    7.848460000019485e-06,
-    7.247175000060224e-06,
-    9.881919999941147e-06
+    1.0334275000332127e-05,
+    1.1401640000485713e-05,
+    7.522909999124749e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.212885999995251e-05,
-    2.0407760000011877e-05,
-    2.1410349999939628e-05
+    2.068831999849863e-05,
+    2.1695489999729033e-05,
+    2.1775390000584593e-05
    ]
   },
   "optimizer_adamw_foreach_per_param": {
-   "seconds": 1.198634151787305e-05,
-   "min": 7.800258928579242e-06,
-   "max": 1.4195185267811589e-05,
+   "seconds": 1.2665339286042712e-05,
+   "min": 7.748544643249033e-06,
+   "max": 1.6399430803306003e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11226,28 +11226,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.726587500011874e-06,
-   "host_backward_canary_seconds": 2.0990464999997018e-05,
+   "host_canary_seconds": 1.021130749961685e-05,
+   "host_backward_canary_seconds": 2.2014900000613125e-05,
    "pass_seconds": [
-    1.1655283482157688e-05,
-    1.4025582589243563e-05,
-    1.198634151787305e-05
+    1.2665339286042712e-05,
+    1.548187276765946e-05,
+    8.141473214452941e-06
    ],
    "pass_host_canary_seconds": [
-    9.726587500011874e-06,
-    1.0487045000004968e-05,
-    9.787192499999264e-06
+    1.021130749961685e-05,
+    1.1517780000076528e-05,
+    7.117074999314355e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0990464999997018e-05,
-    1.9397750000109683e-05,
-    2.1269779999926186e-05
+    2.2014900000613125e-05,
+    2.3151689999849624e-05,
+    2.0489819999056635e-05
    ]
   },
   "optimizer_adamw_foreach_per_step": {
-   "seconds": 0.00044861971429099867,
-   "min": 0.0002780892857085096,
-   "max": 0.0006095527142966668,
+   "seconds": 0.0004147714285928876,
+   "min": 0.00020969785711193775,
+   "max": 0.0007028545712403553,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11257,28 +11257,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.726587500011874e-06,
-   "host_backward_canary_seconds": 2.0990464999997018e-05,
+   "host_canary_seconds": 1.021130749961685e-05,
+   "host_backward_canary_seconds": 2.2014900000613125e-05,
    "pass_seconds": [
-    0.00043122642857034473,
-    0.0005072761428794235,
-    0.00044861971429099867
+    0.0004147714285928876,
+    0.0005947129999575347,
+    0.00030785914295198126
    ],
    "pass_host_canary_seconds": [
-    9.726587500011874e-06,
-    1.0487045000004968e-05,
-    9.787192499999264e-06
+    1.021130749961685e-05,
+    1.1517780000076528e-05,
+    7.117074999314355e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0990464999997018e-05,
-    1.9397750000109683e-05,
-    2.1269779999926186e-05
+    2.2014900000613125e-05,
+    2.3151689999849624e-05,
+    2.0489819999056635e-05
    ]
   },
   "optimizer_adamw_foreach_cold_per_param": {
-   "seconds": 1.6723680803552655e-05,
-   "min": 7.94180580359389e-06,
-   "max": 1.7786810267888293e-05,
+   "seconds": 1.4507629464231644e-05,
+   "min": 9.692272321615292e-06,
+   "max": 2.0123171874989305e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11288,28 +11288,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.5564750000012286e-06,
-   "host_backward_canary_seconds": 2.0818719999908808e-05,
+   "host_canary_seconds": 1.0333980000041266e-05,
+   "host_backward_canary_seconds": 2.2424380001666578e-05,
    "pass_seconds": [
-    9.583741071406138e-06,
-    1.723316741074145e-05,
-    1.6723680803552655e-05
+    1.4507629464231644e-05,
+    1.8032854910643437e-05,
+    1.0551066964126221e-05
    ],
    "pass_host_canary_seconds": [
-    7.5564750000012286e-06,
-    1.0561985000094865e-05,
-    1.0649664999959896e-05
+    1.0333980000041266e-05,
+    1.1491475000866557e-05,
+    7.715209999332729e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0818719999908808e-05,
-    2.034849000011718e-05,
-    2.2399359999951684e-05
+    2.2424380001666578e-05,
+    2.4424169998837898e-05,
+    2.0727549999719484e-05
    ]
   },
   "optimizer_adamw_foreach_cold_per_step": {
-   "seconds": 0.001069712000027526,
-   "min": 0.0008056982857210317,
-   "max": 0.001743540428567566,
+   "seconds": 0.0010536827143953684,
+   "min": 0.0004438868572508778,
+   "max": 0.0012694669997992086,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11319,28 +11319,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.5564750000012286e-06,
-   "host_backward_canary_seconds": 2.0818719999908808e-05,
+   "host_canary_seconds": 1.0333980000041266e-05,
+   "host_backward_canary_seconds": 2.2424380001666578e-05,
    "pass_seconds": [
-    0.0009752059999986581,
-    0.0010729058571468744,
-    0.001069712000027526
+    0.0011304195713494536,
+    0.0010536827143953684,
+    0.0008991207143935753
    ],
    "pass_host_canary_seconds": [
-    7.5564750000012286e-06,
-    1.0561985000094865e-05,
-    1.0649664999959896e-05
+    1.0333980000041266e-05,
+    1.1491475000866557e-05,
+    7.715209999332729e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0818719999908808e-05,
-    2.034849000011718e-05,
-    2.2399359999951684e-05
+    2.2424380001666578e-05,
+    2.4424169998837898e-05,
+    2.0727549999719484e-05
    ]
   },
   "optimizer_adamw_foreach_large": {
-   "seconds": 0.0005088510000064161,
-   "min": 0.00044238399999585454,
-   "max": 0.0006102170000019669,
+   "seconds": 0.0004932780000217463,
+   "min": 0.0004467750000003434,
+   "max": 0.0005963080000128684,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -11348,15 +11348,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00045128200000021934,
-    0.0005713110000158395,
-    0.0005088510000064161
+    0.0004932780000217463,
+    0.0005764729999100382,
+    0.0004517699999269098
    ]
   },
   "optimizer_adamw_for_loop_per_param": {
-   "seconds": 8.396167410719611e-05,
-   "min": 6.768564285710075e-05,
-   "max": 0.0001088628281250083,
+   "seconds": 9.883264508861853e-05,
+   "min": 6.469083705340495e-05,
+   "max": 0.0001236000312501468,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11366,28 +11366,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.447639999966782e-06,
-   "host_backward_canary_seconds": 1.416528999996558e-05,
+   "host_canary_seconds": 1.0450120000768948e-05,
+   "host_backward_canary_seconds": 2.3010539998722378e-05,
    "pass_seconds": [
-    7.017249553571097e-05,
-    8.396167410719611e-05,
-    0.0001043887120536015
+    9.883264508861853e-05,
+    0.00011783889732188056,
+    6.877972991097587e-05
    ],
    "pass_host_canary_seconds": [
-    7.447639999966782e-06,
-    1.0035604999956149e-05,
-    1.0587080000021843e-05
+    1.0450120000768948e-05,
+    1.156427500063728e-05,
+    7.150554999952874e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.416528999996558e-05,
-    1.9224739999970098e-05,
-    2.1313470000166035e-05
+    2.3010539998722378e-05,
+    2.4763710000570428e-05,
+    1.8597000000681873e-05
    ]
   },
   "optimizer_adamw_for_loop_per_step": {
-   "seconds": 0.0006618812857124923,
-   "min": -0.00015577014287617048,
-   "max": 0.002181145714278695,
+   "seconds": 0.0007164525714285575,
+   "min": -0.000326660142686056,
+   "max": 0.0011087701429914887,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11397,28 +11397,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.447639999966782e-06,
-   "host_backward_canary_seconds": 1.416528999996558e-05,
+   "host_canary_seconds": 1.0450120000768948e-05,
+   "host_backward_canary_seconds": 2.3010539998722378e-05,
    "pass_seconds": [
-    0.0004199852857129016,
-    0.001029680428562837,
-    0.0006618812857124923
+    0.0007164525714285575,
+    0.0007748227141551722,
+    0.0005008125714474386
    ],
    "pass_host_canary_seconds": [
-    7.447639999966782e-06,
-    1.0035604999956149e-05,
-    1.0587080000021843e-05
+    1.0450120000768948e-05,
+    1.156427500063728e-05,
+    7.150554999952874e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.416528999996558e-05,
-    1.9224739999970098e-05,
-    2.1313470000166035e-05
+    2.3010539998722378e-05,
+    2.4763710000570428e-05,
+    1.8597000000681873e-05
    ]
   },
   "optimizer_adamw_for_loop_cold_per_param": {
-   "seconds": 0.00010699706026784384,
-   "min": 7.630715178571659e-05,
-   "max": 0.00011552579464283294,
+   "seconds": 9.734912946462211e-05,
+   "min": 6.091096874984357e-05,
+   "max": 0.00011786963615989521,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11428,28 +11428,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0091729999999188e-05,
-   "host_backward_canary_seconds": 2.115504999991913e-05,
+   "host_canary_seconds": 1.0926474999450875e-05,
+   "host_backward_canary_seconds": 2.3477529998672254e-05,
    "pass_seconds": [
-    9.182212499998193e-05,
-    0.00011076112946430326,
-    0.00010699706026784384
+    0.00010537570982143458,
+    9.734912946462211e-05,
+    7.105006473245063e-05
    ],
    "pass_host_canary_seconds": [
-    1.0091729999999188e-05,
-    1.0545530000030112e-05,
-    1.0615019999988818e-05
+    1.0926474999450875e-05,
+    1.0549675000675051e-05,
+    7.4588600000424775e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.115504999991913e-05,
-    2.1357810000210974e-05,
-    2.2558619999699658e-05
+    2.3477529998672254e-05,
+    2.3562359999687032e-05,
+    2.106708999917828e-05
    ]
   },
   "optimizer_adamw_for_loop_cold_per_step": {
-   "seconds": 0.0010220748571327931,
-   "min": 0.00018548014285053264,
-   "max": 0.002762833000001511,
+   "seconds": 0.001153342285663582,
+   "min": -0.001100115857038223,
+   "max": 0.004842147000025372,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11459,28 +11459,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0091729999999188e-05,
-   "host_backward_canary_seconds": 2.115504999991913e-05,
+   "host_canary_seconds": 1.0926474999450875e-05,
+   "host_backward_canary_seconds": 2.3477529998672254e-05,
    "pass_seconds": [
-    0.0012512870000043518,
-    0.0009549808571713515,
-    0.0010220748571327931
+    0.0011567135714228372,
+    0.001153342285663582,
+    0.0009696325713061272
    ],
    "pass_host_canary_seconds": [
-    1.0091729999999188e-05,
-    1.0545530000030112e-05,
-    1.0615019999988818e-05
+    1.0926474999450875e-05,
+    1.0549675000675051e-05,
+    7.4588600000424775e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.115504999991913e-05,
-    2.1357810000210974e-05,
-    2.2558619999699658e-05
+    2.3477529998672254e-05,
+    2.3562359999687032e-05,
+    2.106708999917828e-05
    ]
   },
   "optimizer_adamw_for_loop_large": {
-   "seconds": 0.0005600780000349914,
-   "min": 0.0004364970000096946,
-   "max": 0.0007465179999996963,
+   "seconds": 0.000509201000113535,
+   "min": 0.0004147459999330749,
+   "max": 0.000634720999869387,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -11488,15 +11488,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.0004559120000067196,
-    0.0006703820000097949,
-    0.0005600780000349914
+    0.000509201000113535,
+    0.0004912300000796677,
+    0.0005504619998646376
    ]
   },
   "optimizer_adamw_fused_per_param": {
-   "seconds": 4.417939732017016e-06,
-   "min": 3.6541361607054867e-06,
-   "max": 4.602412946435359e-06,
+   "seconds": 3.95900000021194e-06,
+   "min": 2.3936004467373095e-06,
+   "max": 5.068593749919208e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11506,28 +11506,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.871315000005154e-06,
-   "host_backward_canary_seconds": 2.7276549999939446e-05,
+   "host_canary_seconds": 1.0825977499848706e-05,
+   "host_backward_canary_seconds": 2.2748945000330422e-05,
    "pass_seconds": [
-    3.8059062499952645e-06,
-    4.453457589307216e-06,
-    4.417939732017016e-06
+    3.95900000021194e-06,
+    4.663959821523836e-06,
+    2.6701830354422133e-06
    ],
    "pass_host_canary_seconds": [
-    9.871315000005154e-06,
-    1.0478307500036976e-05,
-    1.0661322500027382e-05
+    1.0825977499848706e-05,
+    1.0441895000212753e-05,
+    7.760289999509951e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.7276549999939446e-05,
-    1.8375309999925093e-05,
-    1.6732435000221813e-05
+    2.2748945000330422e-05,
+    2.0339369999646806e-05,
+    2.1410615000831965e-05
    ]
   },
   "optimizer_adamw_fused_per_step": {
-   "seconds": 0.0001857748571621544,
-   "min": 0.00012140257142334576,
-   "max": 0.0003847907142682873,
+   "seconds": 0.0001592717144051546,
+   "min": 4.883785725594083e-05,
+   "max": 0.000341414999996102,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11537,28 +11537,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.871315000005154e-06,
-   "host_backward_canary_seconds": 2.7276549999939446e-05,
+   "host_canary_seconds": 1.0825977499848706e-05,
+   "host_backward_canary_seconds": 2.2748945000330422e-05,
    "pass_seconds": [
-    0.00014553099998693142,
-    0.0002029028571379448,
-    0.0001857748571621544
+    0.0001592717144051546,
+    0.00015064885708073107,
+    0.0001724365713471343
    ],
    "pass_host_canary_seconds": [
-    9.871315000005154e-06,
-    1.0478307500036976e-05,
-    1.0661322500027382e-05
+    1.0825977499848706e-05,
+    1.0441895000212753e-05,
+    7.760289999509951e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.7276549999939446e-05,
-    1.8375309999925093e-05,
-    1.6732435000221813e-05
+    2.2748945000330422e-05,
+    2.0339369999646806e-05,
+    2.1410615000831965e-05
    ]
   },
   "optimizer_adamw_fused_cold_per_param": {
-   "seconds": 4.637544642844509e-06,
-   "min": 2.865401785718496e-06,
-   "max": 7.96184151776101e-06,
+   "seconds": 5.062810268035329e-06,
+   "min": 3.589274553762932e-06,
+   "max": 6.970926339278094e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11568,28 +11568,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.503009999965116e-06,
-   "host_backward_canary_seconds": 2.272560000008639e-05,
+   "host_canary_seconds": 1.0378530000707541e-05,
+   "host_backward_canary_seconds": 2.2609190000366653e-05,
    "pass_seconds": [
-    3.4126808035685386e-06,
-    4.637544642844509e-06,
-    6.157756696418508e-06
+    5.062810268035329e-06,
+    3.951977678947774e-06,
+    6.573491071597866e-06
    ],
    "pass_host_canary_seconds": [
-    7.503009999965116e-06,
-    1.0127635000003466e-05,
-    1.0715124999762794e-05
+    1.0378530000707541e-05,
+    7.821204999345355e-06,
+    9.285450000788841e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.272560000008639e-05,
-    2.054219000001467e-05,
-    2.1664430000214453e-05
+    2.2609190000366653e-05,
+    1.9590040001276065e-05,
+    2.2990830000253482e-05
    ]
   },
   "optimizer_adamw_fused_cold_per_step": {
-   "seconds": 0.0006941825714323256,
-   "min": 0.00044745571428604435,
-   "max": 0.0008982322857146333,
+   "seconds": 0.0006303711430259032,
+   "min": 0.00039022728570411606,
+   "max": 0.0009080051427515302,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11599,28 +11599,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.503009999965116e-06,
-   "host_backward_canary_seconds": 2.272560000008639e-05,
+   "host_canary_seconds": 1.0378530000707541e-05,
+   "host_backward_canary_seconds": 2.2609190000366653e-05,
    "pass_seconds": [
-    0.0006710500000001016,
-    0.0007230484285806987,
-    0.0006941825714323256
+    0.0007759831427652639,
+    0.000608603714291738,
+    0.0006303711430259032
    ],
    "pass_host_canary_seconds": [
-    7.503009999965116e-06,
-    1.0127635000003466e-05,
-    1.0715124999762794e-05
+    1.0378530000707541e-05,
+    7.821204999345355e-06,
+    9.285450000788841e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.272560000008639e-05,
-    2.054219000001467e-05,
-    2.1664430000214453e-05
+    2.2609190000366653e-05,
+    1.9590040001276065e-05,
+    2.2990830000253482e-05
    ]
   },
   "optimizer_adamw_fused_large": {
-   "seconds": 0.0001847859999912771,
-   "min": 0.00017811099999676117,
-   "max": 0.00023803999999927328,
+   "seconds": 0.00019449000001259265,
+   "min": 0.00018492100002731604,
+   "max": 0.00022645900003226416,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -11628,159 +11628,159 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.0001847859999912771,
-    0.00018260899997812885,
-    0.00022181999997883395
+    0.00018814200007000181,
+    0.00019449000001259265,
+    0.00020145400003457326
    ]
   },
   "cuda_synchronize_idle": {
-   "seconds": 6.08911899999498e-06,
-   "min": 4.821456999991369e-06,
-   "max": 8.70654900001e-06,
+   "seconds": 8.1038329999501e-06,
+   "min": 5.185979000088992e-06,
+   "max": 8.618655999953261e-06,
    "samples": 33,
    "method": "1000 x torch.cuda.synchronize() with no work queued; wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.696659999965049e-06,
-   "host_backward_canary_seconds": 2.1851740000045085e-05,
+   "host_canary_seconds": 1.028474250006184e-05,
+   "host_backward_canary_seconds": 2.3023749999993015e-05,
    "pass_seconds": [
-    6.08911899999498e-06,
-    4.858678999994481e-06,
-    8.548141000005671e-06
+    8.1038329999501e-06,
+    5.301701999997022e-06,
+    8.362883000017973e-06
    ],
    "pass_host_canary_seconds": [
-    7.696659999965049e-06,
-    7.5171875000989984e-06,
-    1.065612749997058e-05
+    1.028474250006184e-05,
+    7.515270000340024e-06,
+    1.0647537499721694e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1851740000045085e-05,
-    1.9893070000023272e-05,
-    1.7268704999651165e-05
+    2.3023749999993015e-05,
+    1.7846079999799257e-05,
+    2.3719500001107006e-05
    ]
   },
   "cuda_event_record": {
-   "seconds": 6.573938000002499e-06,
-   "min": 6.301603999986582e-06,
-   "max": 1.1093824999989011e-05,
+   "seconds": 1.0176326000191693e-05,
+   "min": 6.718097999964811e-06,
+   "max": 1.1266513000009582e-05,
    "samples": 33,
    "method": "1000 x Event(enable_timing=True).record(); host wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.624380000024189e-06,
-   "host_backward_canary_seconds": 2.232519000003208e-05,
+   "host_canary_seconds": 9.931215000733573e-06,
+   "host_backward_canary_seconds": 1.875715000096534e-05,
    "pass_seconds": [
-    6.573938000002499e-06,
-    6.519303000004584e-06,
-    1.0957002999987252e-05
+    1.0176326000191693e-05,
+    7.041742000183149e-06,
+    1.0648632000084035e-05
    ],
    "pass_host_canary_seconds": [
-    7.624380000024189e-06,
-    7.380050000023175e-06,
-    1.0532282500150814e-05
+    9.931215000733573e-06,
+    7.502394999505668e-06,
+    1.0656857500634943e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.232519000003208e-05,
-    2.028337000012925e-05,
-    1.8676695000294784e-05
+    1.875715000096534e-05,
+    1.959213000077398e-05,
+    2.3471099999596846e-05
    ]
   },
   "cuda_event_elapsed_time": {
-   "seconds": 9.03325999999538e-07,
-   "min": 8.266269999808173e-07,
-   "max": 1.8148369999835268e-06,
+   "seconds": 1.017187999877933e-06,
+   "min": 8.412120000684808e-07,
+   "max": 1.818491999983962e-06,
    "samples": 33,
    "method": "1000 x elapsed_time() of two finished events; wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.351574999958644e-06,
-   "host_backward_canary_seconds": 2.2621395000044228e-05,
+   "host_canary_seconds": 7.466277500043361e-06,
+   "host_backward_canary_seconds": 2.3399919999747e-05,
    "pass_seconds": [
-    9.03325999999538e-07,
-    8.534149999945839e-07,
-    1.7105530000094403e-06
+    1.017187999877933e-06,
+    8.707559998129e-07,
+    1.7758220001269365e-06
    ],
    "pass_host_canary_seconds": [
-    7.351574999958644e-06,
-    8.16114250000055e-06,
-    1.0481470000058834e-05
+    7.466277500043361e-06,
+    7.6077875007740655e-06,
+    1.0743277500182557e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.2621395000044228e-05,
-    2.159570999978655e-05,
-    1.761412999996992e-05
+    2.3399919999747e-05,
+    2.3755285000106596e-05,
+    2.292354500013971e-05
    ]
   },
   "launch_sync_roundtrip": {
-   "seconds": 1.4536792000001241e-05,
-   "min": 1.3642657000019654e-05,
-   "max": 2.1063609000009365e-05,
+   "seconds": 2.0169785999996747e-05,
+   "min": 1.4740942999878826e-05,
+   "max": 2.2966232000044328e-05,
    "samples": 33,
    "method": "1000 x (one tiny in-place add + torch.cuda.synchronize()); wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.229547500031686e-06,
-   "host_backward_canary_seconds": 2.247080499998333e-05,
+   "host_canary_seconds": 1.0036300000138e-05,
+   "host_backward_canary_seconds": 2.24774699995578e-05,
    "pass_seconds": [
-    1.4536792000001241e-05,
-    1.432616200000325e-05,
-    2.065554300003214e-05
+    2.0169785999996747e-05,
+    1.5087270999856627e-05,
+    2.2117248000085964e-05
    ],
    "pass_host_canary_seconds": [
-    7.229547500031686e-06,
-    7.241144999952098e-06,
-    1.0315899999966404e-05
+    1.0036300000138e-05,
+    7.501940000338437e-06,
+    1.0882379999657133e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.247080499998333e-05,
-    2.3053369999956886e-05,
-    1.830100000006496e-05
+    2.24774699995578e-05,
+    1.9605699999374335e-05,
+    2.366293000022779e-05
    ]
   },
   "item_roundtrip": {
-   "seconds": 2.0045068999991144e-05,
-   "min": 1.6725153000010095e-05,
-   "max": 2.3194197999998777e-05,
+   "seconds": 2.3321488999954453e-05,
+   "min": 1.8321216000003914e-05,
+   "max": 2.4665849000029993e-05,
    "samples": 33,
    "method": "1000 x x.sum().item() on 16 elements (kernel + copy to host); wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.350504999976693e-06,
-   "host_backward_canary_seconds": 2.1637029999936884e-05,
+   "host_canary_seconds": 1.0187599999653684e-05,
+   "host_backward_canary_seconds": 2.25748000002568e-05,
    "pass_seconds": [
-    1.7286368000000607e-05,
-    2.0045068999991144e-05,
-    2.2888512999998057e-05
+    2.3321488999954453e-05,
+    1.889921699989827e-05,
+    2.4353320000045642e-05
    ],
    "pass_host_canary_seconds": [
-    7.350504999976693e-06,
-    7.271439999954054e-06,
-    1.0309605000031753e-05
+    1.0187599999653684e-05,
+    7.83141499937301e-06,
+    1.0909694999554631e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1637029999936884e-05,
-    2.229954000000589e-05,
-    1.8311409999682837e-05
+    2.25748000002568e-05,
+    2.3367989999769634e-05,
+    2.3431390000041576e-05
    ]
   },
   "python_reference": {
-   "seconds": 0.001494902000004572,
-   "min": 0.0008963310000069669,
-   "max": 0.0020015560000388177,
+   "seconds": 0.001710122000076808,
+   "min": 0.0014030760000878217,
+   "max": 0.0019754739998916193,
    "samples": 93,
-   "method": "python_reference_work(), 31 calls one after another, median (as the exporter times it); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.350504999976693e-06,
-   "host_backward_canary_seconds": 2.1637029999936884e-05,
+   "method": "python_reference_work(), 31 calls one after another, median; min: the fastest call, which roofsim relates to the exporter's fastest; median of 3 passes over the probe's run",
+   "host_canary_seconds": 1.0187599999653684e-05,
+   "host_backward_canary_seconds": 2.25748000002568e-05,
    "pass_seconds": [
-    0.001494902000004572,
-    0.0009580169999878763,
-    0.0019514989999720456
+    0.0017088079998757166,
+    0.001710122000076808,
+    0.0017245550000097865
    ],
    "pass_host_canary_seconds": [
-    7.350504999976693e-06,
-    7.271439999954054e-06,
-    1.0309605000031753e-05
+    1.0187599999653684e-05,
+    7.83141499937301e-06,
+    1.0909694999554631e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1637029999936884e-05,
-    2.229954000000589e-05,
-    1.8311409999682837e-05
+    2.25748000002568e-05,
+    2.3367989999769634e-05,
+    2.3431390000041576e-05
    ]
   },
   "gpu_kernel_gap": {
-   "seconds": 2.1729708081054532e-06,
-   "min": 2.1153160153198617e-06,
-   "max": 2.1964205300903077e-06,
+   "seconds": 2.1347139532470983e-06,
+   "min": 2.108270807037352e-06,
+   "max": 2.1883153813171415e-06,
    "samples": 11,
    "method": "200 back-to-back adds of 16777216 bfloat16 elements: CUDA-event interval per kernel minus the kernel's CUPTI duration (torch.profiler) of the same loop; GPU-bound (host far ahead)"
   }
@@ -11805,15 +11805,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.589644999999998e-05,
-    "min": 7.568590000000005e-05,
-    "max": 7.602820000000005e-05,
+    "seconds": 7.642534999999996e-05,
+    "min": 7.603780000000006e-05,
+    "max": 7.678190000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010493055000000004,
-    "min": 0.00010469340000000002,
-    "max": 0.0001053561999999999,
+    "seconds": 0.00010496295,
+    "min": 0.00010468670000000008,
+    "max": 0.00010514199999999991,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11837,15 +11837,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.077895000000003e-05,
-    "min": 9.041879999999987e-05,
-    "max": 9.116369999999995e-05,
+    "seconds": 9.310660000000001e-05,
+    "min": 9.276589999999997e-05,
+    "max": 9.386780000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.509299999999997e-05,
-    "min": 9.487789999999997e-05,
-    "max": 9.53434e-05,
+    "seconds": 9.662829999999999e-05,
+    "min": 9.637789999999992e-05,
+    "max": 9.690210000000006e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11869,15 +11869,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017639015000000003,
-    "min": 0.00017620309999999986,
-    "max": 0.00017659590000000013,
+    "seconds": 0.00017886885,
+    "min": 0.00017863579999999988,
+    "max": 0.0001791438999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004424924500000001,
-    "min": 0.00044232720000000024,
-    "max": 0.0004426836999999998,
+    "seconds": 0.00045689859999999995,
+    "min": 0.00045639870000000013,
+    "max": 0.0004570612000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11901,15 +11901,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002839302000000001,
-    "min": 0.0002832592,
-    "max": 0.00028448319999999994,
+    "seconds": 0.00029086454999999997,
+    "min": 0.00029029690000000014,
+    "max": 0.0002924715999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00054168075,
-    "min": 0.0005412853999999999,
-    "max": 0.0005424754,
+    "seconds": 0.0005545820500000001,
+    "min": 0.0005539872000000001,
+    "max": 0.0005546703999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11933,15 +11933,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00068931,
-    "min": 0.0006889626,
-    "max": 0.0006905081000000001,
+    "seconds": 0.0006984028999999999,
+    "min": 0.0006981352999999998,
+    "max": 0.0006990256000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00174632505,
-    "min": 0.0017459972,
-    "max": 0.0017466697,
+    "seconds": 0.0018059102499999998,
+    "min": 0.0018054696000000003,
+    "max": 0.0018074129999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11965,15 +11965,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00114016225,
-    "min": 0.0011395155000000004,
-    "max": 0.0011406331999999995,
+    "seconds": 0.0011711239499999997,
+    "min": 0.0011691357999999998,
+    "max": 0.0011737295999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0021038671,
-    "min": 0.0021034691,
-    "max": 0.0021053663,
+    "seconds": 0.0021598489500000003,
+    "min": 0.0021586578,
+    "max": 0.0021608533,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11997,15 +11997,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.4578849999999985e-05,
-    "min": 3.4521299999999984e-05,
-    "max": 3.51136e-05,
+    "seconds": 3.468485000000001e-05,
+    "min": 3.452439999999992e-05,
+    "max": 3.5372299999999926e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.689805000000001e-05,
-    "min": 9.676950000000006e-05,
-    "max": 9.75756e-05,
+    "seconds": 9.982305000000012e-05,
+    "min": 9.950029999999995e-05,
+    "max": 0.00010118640000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12029,15 +12029,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.822685e-05,
-    "min": 4.8191499999999994e-05,
-    "max": 4.998930000000002e-05,
+    "seconds": 4.818870000000003e-05,
+    "min": 4.811160000000007e-05,
+    "max": 5.022649999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.189854999999993e-05,
-    "min": 7.181999999999999e-05,
-    "max": 7.31729000000001e-05,
+    "seconds": 7.229215e-05,
+    "min": 7.214630000000011e-05,
+    "max": 7.357080000000007e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12061,15 +12061,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017547235,
-    "min": 0.0001752105,
-    "max": 0.00017569559999999992,
+    "seconds": 0.00017836965,
+    "min": 0.0001779220999999999,
+    "max": 0.00017865829999999988,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00043878790000000003,
-    "min": 0.0004381105000000001,
-    "max": 0.0004391707,
+    "seconds": 0.0004550765500000001,
+    "min": 0.0004541220999999997,
+    "max": 0.0004553695000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12093,15 +12093,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00031927075,
-    "min": 0.0003188620999999999,
-    "max": 0.0003202523000000001,
+    "seconds": 0.00032818624999999993,
+    "min": 0.0003277068,
+    "max": 0.0003289677,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006042584,
-    "min": 0.0006035657,
-    "max": 0.0006048156999999999,
+    "seconds": 0.0006210405,
+    "min": 0.0006205043999999999,
+    "max": 0.0006225161999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12125,15 +12125,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.127495000000001e-05,
-    "min": 5.10872e-05,
-    "max": 5.142360000000001e-05,
+    "seconds": 5.178680000000001e-05,
+    "min": 5.151270000000002e-05,
+    "max": 5.208949999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012054985000000006,
-    "min": 0.00012030969999999989,
-    "max": 0.00012072169999999991,
+    "seconds": 0.00012381055000000005,
+    "min": 0.00012345590000000016,
+    "max": 0.0001240314000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12157,15 +12157,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.801185000000003e-05,
-    "min": 6.677330000000003e-05,
-    "max": 7.043060000000003e-05,
+    "seconds": 6.839199999999999e-05,
+    "min": 6.716479999999994e-05,
+    "max": 7.074860000000008e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00013270714999999992,
-    "min": 0.00013250769999999988,
-    "max": 0.00013317909999999988,
+    "seconds": 0.00013506790000000004,
+    "min": 0.00013436070000000003,
+    "max": 0.0001367670000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12189,15 +12189,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00019921634999999998,
-    "min": 0.00019885889999999998,
-    "max": 0.00019970219999999994,
+    "seconds": 0.00020150759999999995,
+    "min": 0.00020116189999999998,
+    "max": 0.0002017750000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00046707494999999994,
-    "min": 0.0004669378,
-    "max": 0.00046768569999999993,
+    "seconds": 0.0004784983000000001,
+    "min": 0.0004783304999999999,
+    "max": 0.00047872909999999993,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12221,15 +12221,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0003774449,
-    "min": 0.00037688289999999997,
-    "max": 0.00037834730000000017,
+    "seconds": 0.00038858835000000005,
+    "min": 0.0003879725,
+    "max": 0.00038894319999999984,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006160346500000001,
-    "min": 0.0006156085000000001,
-    "max": 0.0006164732,
+    "seconds": 0.0006336785000000001,
+    "min": 0.0006324686999999999,
+    "max": 0.0006339456999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12253,15 +12253,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.936734999999998e-05,
-    "min": 7.908739999999989e-05,
-    "max": 7.96857e-05,
+    "seconds": 7.962169999999996e-05,
+    "min": 7.934959999999998e-05,
+    "max": 7.981739999999994e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014254944999999994,
-    "min": 0.00014207299999999994,
-    "max": 0.00014294940000000002,
+    "seconds": 0.00014384804999999993,
+    "min": 0.0001434402,
+    "max": 0.00014388759999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12285,15 +12285,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001223130999999999,
-    "min": 0.0001220866,
-    "max": 0.0001226747,
+    "seconds": 0.00012606170000000003,
+    "min": 0.00012581079999999996,
+    "max": 0.00012633660000000005,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00016874225,
-    "min": 0.0001681457,
-    "max": 0.0001690089000000001,
+    "seconds": 0.0001730614499999999,
+    "min": 0.0001726877000000002,
+    "max": 0.00017408289999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12317,15 +12317,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00030674559999999986,
-    "min": 0.0003065337999999998,
-    "max": 0.0003072953,
+    "seconds": 0.00030760029999999977,
+    "min": 0.00030715060000000005,
+    "max": 0.00030793689999999996,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005520025,
-    "min": 0.0005517917000000001,
-    "max": 0.0005522348,
+    "seconds": 0.0005562339,
+    "min": 0.0005559302000000002,
+    "max": 0.0005569984999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12349,15 +12349,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0004696278500000001,
-    "min": 0.00046889570000000006,
-    "max": 0.00046989699999999994,
+    "seconds": 0.00048279525000000014,
+    "min": 0.0004824319000000002,
+    "max": 0.0004832783000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006533217,
-    "min": 0.0006526109000000001,
-    "max": 0.0006538561999999998,
+    "seconds": 0.00066803245,
+    "min": 0.0006668086000000001,
+    "max": 0.0006688958000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12381,15 +12381,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.476850000000018e-06,
-    "min": 9.449600000000056e-06,
-    "max": 9.497700000000043e-06,
+    "seconds": 9.422349999999983e-06,
+    "min": 9.382299999999986e-06,
+    "max": 9.455700000000093e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.5188800000000015e-05,
-    "min": 1.5129400000000008e-05,
-    "max": 1.5385600000000024e-05,
+    "seconds": 1.5187100000000009e-05,
+    "min": 1.5059200000000056e-05,
+    "max": 1.538219999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12413,15 +12413,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.1235050000000006e-05,
-    "min": 2.122200000000005e-05,
-    "max": 2.1317899999999998e-05,
+    "seconds": 2.1196599999999966e-05,
+    "min": 2.1167999999999917e-05,
+    "max": 2.131799999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.0604499999999996e-05,
-    "min": 2.053739999999999e-05,
-    "max": 2.0684799999999975e-05,
+    "seconds": 1.990699999999996e-05,
+    "min": 1.985919999999992e-05,
+    "max": 2.0025699999999983e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12445,15 +12445,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.100464999999999e-05,
-    "min": 5.079980000000005e-05,
-    "max": 5.1263600000000035e-05,
+    "seconds": 5.1982349999999975e-05,
+    "min": 5.1602999999999926e-05,
+    "max": 5.257509999999994e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012335715000000004,
-    "min": 0.00012292600000000004,
-    "max": 0.00012412289999999998,
+    "seconds": 0.00012596869999999998,
+    "min": 0.00012554829999999998,
+    "max": 0.0001263158999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12477,15 +12477,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.947459999999999e-05,
-    "min": 7.815999999999998e-05,
-    "max": 8.183569999999996e-05,
+    "seconds": 7.972289999999993e-05,
+    "min": 7.885749999999985e-05,
+    "max": 8.016289999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00015617585000000006,
-    "min": 0.0001555118000000001,
-    "max": 0.00015671799999999997,
+    "seconds": 0.0001602251,
+    "min": 0.00015960820000000003,
+    "max": 0.0001606714,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12509,15 +12509,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3335849999999977e-05,
-    "min": 1.3154999999999983e-05,
-    "max": 1.378239999999994e-05,
+    "seconds": 1.3735999999999968e-05,
+    "min": 1.344940000000015e-05,
+    "max": 1.4429000000000043e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.3205900000000014e-05,
-    "min": 3.296320000000003e-05,
-    "max": 3.339810000000004e-05,
+    "seconds": 3.4095699999999966e-05,
+    "min": 3.361899999999994e-05,
+    "max": 3.420780000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12541,15 +12541,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.7068599999999997e-05,
-    "min": 2.705569999999998e-05,
-    "max": 2.7663399999999966e-05,
+    "seconds": 2.6977599999999997e-05,
+    "min": 2.6908599999999975e-05,
+    "max": 2.7535699999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.780589999999996e-05,
-    "min": 2.7727999999999955e-05,
-    "max": 2.8121200000000018e-05,
+    "seconds": 2.7427099999999994e-05,
+    "min": 2.738500000000006e-05,
+    "max": 2.788739999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12573,15 +12573,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.967995e-05,
-    "min": 7.946810000000003e-05,
-    "max": 7.988409999999999e-05,
+    "seconds": 7.990204999999993e-05,
+    "min": 7.960270000000002e-05,
+    "max": 8.038369999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014771055000000003,
-    "min": 0.00014707269999999999,
-    "max": 0.00014815250000000004,
+    "seconds": 0.0001483427,
+    "min": 0.0001481362000000001,
+    "max": 0.00014893559999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12605,15 +12605,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00013771505000000002,
-    "min": 0.00013748939999999997,
-    "max": 0.00013852669999999992,
+    "seconds": 0.00014150469999999987,
+    "min": 0.00014141430000000002,
+    "max": 0.0001420797,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019671930000000003,
-    "min": 0.00019664040000000002,
-    "max": 0.00019696139999999997,
+    "seconds": 0.00020286274999999995,
+    "min": 0.0002026099,
+    "max": 0.00020327529999999996,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12637,15 +12637,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.4698699999999994e-05,
-    "min": 3.443520000000008e-05,
-    "max": 3.48319e-05,
+    "seconds": 3.4966199999999936e-05,
+    "min": 3.471300000000003e-05,
+    "max": 3.5241400000000025e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.923934999999999e-05,
-    "min": 5.894629999999996e-05,
-    "max": 5.946809999999996e-05,
+    "seconds": 5.8969449999999975e-05,
+    "min": 5.8818100000000026e-05,
+    "max": 5.931739999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12669,15 +12669,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.537060000000004e-05,
-    "min": 4.52312e-05,
-    "max": 4.576369999999995e-05,
+    "seconds": 4.565865000000012e-05,
+    "min": 4.5244799999999855e-05,
+    "max": 4.594579999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.2101750000000034e-05,
-    "min": 5.20158e-05,
-    "max": 5.302039999999999e-05,
+    "seconds": 5.272309999999994e-05,
+    "min": 5.22497e-05,
+    "max": 5.3267000000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12701,15 +12701,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015240485000000005,
-    "min": 0.00015226439999999988,
-    "max": 0.00015269620000000003,
+    "seconds": 0.00015353389999999995,
+    "min": 0.0001532503,
+    "max": 0.00015374669999999996,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00021624389999999995,
-    "min": 0.0002158624000000001,
-    "max": 0.00021638029999999998,
+    "seconds": 0.00021469035000000003,
+    "min": 0.0002142424,
+    "max": 0.0002153258,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12733,15 +12733,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001966698000000001,
-    "min": 0.00019647889999999997,
-    "max": 0.00019701600000000008,
+    "seconds": 0.00020104630000000005,
+    "min": 0.00020053010000000023,
+    "max": 0.00020131980000000004,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0002262845,
-    "min": 0.00022586480000000002,
-    "max": 0.0002265672,
+    "seconds": 0.00023018510000000003,
+    "min": 0.00022947320000000002,
+    "max": 0.0002306869999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12765,15 +12765,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.5278500000000005e-06,
-    "min": 6.492599999999948e-06,
-    "max": 6.553599999999824e-06,
+    "seconds": 6.50734999999999e-06,
+    "min": 6.473900000000014e-06,
+    "max": 6.515099999999984e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.276750000000004e-06,
-    "min": 6.25590000000002e-06,
-    "max": 6.332700000000046e-06,
+    "seconds": 6.236500000000034e-06,
+    "min": 6.214199999999983e-06,
+    "max": 6.2817e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12797,15 +12797,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3621099999999926e-05,
-    "min": 1.3603499999999942e-05,
-    "max": 1.3638100000000065e-05,
+    "seconds": 1.370385e-05,
+    "min": 1.3682999999999992e-05,
+    "max": 1.3737700000000179e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.536050000000012e-06,
-    "min": 9.51969999999999e-06,
-    "max": 9.552099999999996e-06,
+    "seconds": 9.47194999999997e-06,
+    "min": 9.46530000000007e-06,
+    "max": 9.497599999999897e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12829,15 +12829,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4455849999999981e-05,
-    "min": 1.4431700000000001e-05,
-    "max": 1.5142600000000017e-05,
+    "seconds": 1.46031e-05,
+    "min": 1.4504799999999978e-05,
+    "max": 1.532180000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.049595000000003e-05,
-    "min": 3.028480000000001e-05,
-    "max": 3.088959999999993e-05,
+    "seconds": 3.129120000000006e-05,
+    "min": 3.1013999999999964e-05,
+    "max": 3.204159999999991e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12861,15 +12861,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.4345150000000035e-05,
-    "min": 3.430989999999994e-05,
-    "max": 3.464299999999985e-05,
+    "seconds": 3.434220000000001e-05,
+    "min": 3.4326200000000085e-05,
+    "max": 3.471970000000008e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.380759999999997e-05,
-    "min": 3.375049999999999e-05,
-    "max": 3.415330000000004e-05,
+    "seconds": 3.361129999999995e-05,
+    "min": 3.357750000000001e-05,
+    "max": 3.3891099999999964e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12893,15 +12893,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1057549999999963e-05,
-    "min": 1.0972800000000018e-05,
-    "max": 1.1244399999999917e-05,
+    "seconds": 1.1039949999999992e-05,
+    "min": 1.0988900000000036e-05,
+    "max": 1.1116599999999949e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.1531299999999975e-05,
-    "min": 1.1487500000000023e-05,
-    "max": 1.1686200000000007e-05,
+    "seconds": 1.1545499999999993e-05,
+    "min": 1.1529600000000073e-05,
+    "max": 1.1648200000000066e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12925,15 +12925,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.1073249999999983e-05,
-    "min": 2.105249999999999e-05,
-    "max": 2.108770000000003e-05,
+    "seconds": 2.1071899999999923e-05,
+    "min": 2.105949999999984e-05,
+    "max": 2.108479999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.627984999999999e-05,
-    "min": 1.6249699999999984e-05,
-    "max": 1.6300300000000028e-05,
+    "seconds": 1.6444700000000046e-05,
+    "min": 1.640629999999999e-05,
+    "max": 1.6479800000000045e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12957,15 +12957,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.681405000000006e-05,
-    "min": 3.654739999999996e-05,
-    "max": 3.698240000000001e-05,
+    "seconds": 3.7314949999999974e-05,
+    "min": 3.705620000000008e-05,
+    "max": 3.7611899999999944e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.666175000000002e-05,
-    "min": 5.637650000000006e-05,
-    "max": 5.680249999999999e-05,
+    "seconds": 5.6645900000000006e-05,
+    "min": 5.655970000000005e-05,
+    "max": 5.6773799999999914e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12989,15 +12989,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.040415000000001e-05,
-    "min": 6.034540000000002e-05,
-    "max": 6.0507800000000044e-05,
+    "seconds": 6.035564999999998e-05,
+    "min": 6.020080000000004e-05,
+    "max": 6.052780000000007e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.651265000000005e-05,
-    "min": 6.574650000000003e-05,
-    "max": 6.702339999999999e-05,
+    "seconds": 6.621895000000008e-05,
+    "min": 6.572460000000008e-05,
+    "max": 6.699489999999994e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13021,15 +13021,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.151625000000006e-05,
-    "min": 2.1436100000000067e-05,
-    "max": 2.2197900000000047e-05,
+    "seconds": 2.1719750000000052e-05,
+    "min": 2.1529500000000018e-05,
+    "max": 2.2207800000000076e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.5012299999999936e-05,
-    "min": 3.4946900000000016e-05,
-    "max": 3.521550000000001e-05,
+    "seconds": 3.577429999999996e-05,
+    "min": 3.5663599999999995e-05,
+    "max": 3.5868600000000085e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13053,15 +13053,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.584484999999997e-05,
-    "min": 3.5772800000000065e-05,
-    "max": 3.589769999999993e-05,
+    "seconds": 3.5815499999999996e-05,
+    "min": 3.57914000000001e-05,
+    "max": 3.586569999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.9754900000000043e-05,
-    "min": 2.9698499999999902e-05,
-    "max": 2.979169999999997e-05,
+    "seconds": 2.965094999999999e-05,
+    "min": 2.9532700000000023e-05,
+    "max": 2.970210000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13085,15 +13085,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.04556e-05,
-    "min": 7.03445e-05,
-    "max": 7.063680000000001e-05,
+    "seconds": 7.143645000000003e-05,
+    "min": 7.126430000000004e-05,
+    "max": 7.183000000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011234095000000005,
-    "min": 0.0001122385,
-    "max": 0.00011292700000000004,
+    "seconds": 0.00011245875,
+    "min": 0.00011231279999999999,
+    "max": 0.00011281530000000007,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13117,15 +13117,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011826025,
-    "min": 0.00011806860000000006,
-    "max": 0.00011839829999999985,
+    "seconds": 0.00011957700000000002,
+    "min": 0.00011937460000000018,
+    "max": 0.0001200469000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012949475,
-    "min": 0.00012933960000000006,
-    "max": 0.00012978209999999998,
+    "seconds": 0.0001312589000000001,
+    "min": 0.00013118359999999993,
+    "max": 0.0001313723,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13149,15 +13149,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.284550000000013e-06,
-    "min": 7.24770000000002e-06,
-    "max": 7.34409999999998e-06,
+    "seconds": 7.2734499999999515e-06,
+    "min": 7.232100000000173e-06,
+    "max": 7.32470000000011e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.4591000000000065e-06,
-    "min": 6.431999999999982e-06,
-    "max": 6.515199999999981e-06,
+    "seconds": 6.426999999999987e-06,
+    "min": 6.415900000000057e-06,
+    "max": 6.4798e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13181,15 +13181,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.6603349999999967e-05,
-    "min": 1.6585699999999918e-05,
-    "max": 1.662340000000013e-05,
+    "seconds": 1.666105e-05,
+    "min": 1.6652500000000065e-05,
+    "max": 1.6675399999999966e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.700599999999986e-06,
-    "min": 6.672000000000025e-06,
-    "max": 6.720000000000039e-06,
+    "seconds": 6.8816000000000715e-06,
+    "min": 6.847699999999997e-06,
+    "max": 6.895799999999964e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13213,15 +13213,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1700700000000006e-05,
-    "min": 1.1669999999999981e-05,
-    "max": 1.1955299999999977e-05,
+    "seconds": 1.1726550000000055e-05,
+    "min": 1.1641600000000017e-05,
+    "max": 1.1971200000000101e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.298855000000001e-05,
-    "min": 1.2940700000000074e-05,
-    "max": 1.3065499999999997e-05,
+    "seconds": 1.3102300000000002e-05,
+    "min": 1.2995199999999909e-05,
+    "max": 1.3209499999999979e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13245,15 +13245,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.3140649999999934e-05,
-    "min": 4.312599999999998e-05,
-    "max": 4.31708e-05,
+    "seconds": 4.320905000000004e-05,
+    "min": 4.318420000000002e-05,
+    "max": 4.323840000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.7827099999999977e-05,
-    "min": 1.7807899999999928e-05,
-    "max": 1.7855899999999986e-05,
+    "seconds": 1.7463800000000048e-05,
+    "min": 1.7433700000000022e-05,
+    "max": 1.7487699999999985e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13277,15 +13277,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.247344999999995e-05,
-    "min": 2.2412500000000033e-05,
-    "max": 2.2930900000000018e-05,
+    "seconds": 2.2399849999999992e-05,
+    "min": 2.2371299999999953e-05,
+    "max": 2.2799399999999957e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.4062049999999977e-05,
-    "min": 2.3987299999999915e-05,
-    "max": 2.4230299999999943e-05,
+    "seconds": 2.4161699999999928e-05,
+    "min": 2.4086200000000074e-05,
+    "max": 2.4242800000000035e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13309,15 +13309,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.10648e-05,
-    "min": 5.1048700000000025e-05,
-    "max": 5.1096699999999954e-05,
+    "seconds": 5.108635000000001e-05,
+    "min": 5.107750000000002e-05,
+    "max": 5.1112699999999935e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.151650000000003e-05,
-    "min": 2.149409999999989e-05,
-    "max": 2.1557899999999928e-05,
+    "seconds": 2.1433350000000027e-05,
+    "min": 2.137849999999996e-05,
+    "max": 2.1472100000000014e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13341,15 +13341,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.359324999999999e-05,
-    "min": 5.3529200000000016e-05,
-    "max": 5.3855100000000026e-05,
+    "seconds": 5.4245900000000015e-05,
+    "min": 5.406330000000004e-05,
+    "max": 5.4534300000000085e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.255134999999992e-05,
-    "min": 7.231969999999992e-05,
-    "max": 7.26425e-05,
+    "seconds": 7.358505000000002e-05,
+    "min": 7.338169999999996e-05,
+    "max": 7.365169999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13373,15 +13373,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015545890000000017,
-    "min": 0.0001553134000000001,
-    "max": 0.00015566189999999998,
+    "seconds": 0.00015552385,
+    "min": 0.00015540469999999996,
+    "max": 0.0001558268,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.576995e-05,
-    "min": 6.558659999999999e-05,
-    "max": 6.609649999999998e-05,
+    "seconds": 6.63409e-05,
+    "min": 6.612800000000001e-05,
+    "max": 6.655010000000007e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13406,15 +13406,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.67669999999996e-06,
-    "min": 6.65580000000001e-06,
-    "max": 6.723100000000022e-06,
+    "seconds": 6.640000000000004e-06,
+    "min": 6.630299999999988e-06,
+    "max": 6.687800000000016e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.0934200000000028e-05,
-    "min": 1.0912100000000054e-05,
-    "max": 1.100480000000001e-05,
+    "seconds": 1.0990399999999989e-05,
+    "min": 1.0927900000000045e-05,
+    "max": 1.1062299999999982e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13439,15 +13439,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.0406149999999992e-05,
-    "min": 1.0374599999999987e-05,
-    "max": 1.0441499999999985e-05,
+    "seconds": 1.025435e-05,
+    "min": 1.024930000000004e-05,
+    "max": 1.0268800000000033e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.289420000000008e-05,
-    "min": 1.2870500000000039e-05,
-    "max": 1.2943900000000032e-05,
+    "seconds": 1.2942250000000057e-05,
+    "min": 1.292469999999987e-05,
+    "max": 1.3001800000000139e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13472,15 +13472,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.566249999999996e-06,
-    "min": 8.537600000000032e-06,
-    "max": 8.646500000000015e-06,
+    "seconds": 8.459099999999983e-06,
+    "min": 8.4192e-06,
+    "max": 8.5216e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.3105450000000025e-05,
-    "min": 1.3061999999999942e-05,
-    "max": 1.3152100000000041e-05,
+    "seconds": 1.313289999999996e-05,
+    "min": 1.3036800000000007e-05,
+    "max": 1.3165000000000076e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13505,15 +13505,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4450800000000062e-05,
-    "min": 1.4441599999999948e-05,
-    "max": 1.4809599999999944e-05,
+    "seconds": 1.4372500000000014e-05,
+    "min": 1.434219999999998e-05,
+    "max": 1.4840899999999977e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.6254200000000086e-05,
-    "min": 1.6195300000000018e-05,
-    "max": 1.6425299999999878e-05,
+    "seconds": 1.618394999999982e-05,
+    "min": 1.609939999999999e-05,
+    "max": 1.6300699999999893e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13538,15 +13538,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.5361650000000033e-05,
-    "min": 1.52957e-05,
-    "max": 1.543059999999998e-05,
+    "seconds": 1.5380700000000014e-05,
+    "min": 1.531840000000001e-05,
+    "max": 1.5491000000000008e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.9482649999999968e-05,
-    "min": 2.93982e-05,
-    "max": 2.9826300000000016e-05,
+    "seconds": 3.026710000000005e-05,
+    "min": 3.015970000000009e-05,
+    "max": 3.0412700000000018e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13571,15 +13571,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4012550000000004e-05,
-    "min": 2.39097e-05,
-    "max": 2.4246000000000072e-05,
+    "seconds": 2.411370000000004e-05,
+    "min": 2.403810000000003e-05,
+    "max": 2.4291300000000046e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.667909999999995e-05,
-    "min": 3.6540399999999905e-05,
-    "max": 3.693359999999997e-05,
+    "seconds": 3.731520000000002e-05,
+    "min": 3.703670000000004e-05,
+    "max": 3.7753699999999916e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13604,15 +13604,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.235495000000001e-05,
-    "min": 2.2233400000000017e-05,
-    "max": 2.244439999999996e-05,
+    "seconds": 2.246824999999999e-05,
+    "min": 2.2348800000000005e-05,
+    "max": 2.25375e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.202640000000002e-05,
-    "min": 5.180629999999995e-05,
-    "max": 5.231579999999995e-05,
+    "seconds": 5.281750000000001e-05,
+    "min": 5.261389999999999e-05,
+    "max": 5.3088000000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13637,15 +13637,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.043445000000002e-05,
-    "min": 4.038940000000006e-05,
-    "max": 4.046050000000002e-05,
+    "seconds": 4.095139999999995e-05,
+    "min": 4.0850600000000046e-05,
+    "max": 4.114169999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.247070000000004e-05,
-    "min": 6.238620000000005e-05,
-    "max": 6.293970000000001e-05,
+    "seconds": 6.355910000000001e-05,
+    "min": 6.332160000000005e-05,
+    "max": 6.379130000000007e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13670,15 +13670,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.9994749999999993e-05,
-    "min": 2.9877399999999986e-05,
-    "max": 3.0015699999999978e-05,
+    "seconds": 3.0283149999999988e-05,
+    "min": 3.0118300000000023e-05,
+    "max": 3.0322799999999984e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.738165000000003e-05,
-    "min": 7.723469999999998e-05,
-    "max": 7.770809999999992e-05,
+    "seconds": 7.935155000000004e-05,
+    "min": 7.922559999999996e-05,
+    "max": 7.956129999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13703,15 +13703,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.927890000000001e-05,
-    "min": 4.9138899999999985e-05,
-    "max": 4.951009999999995e-05,
+    "seconds": 4.948459999999999e-05,
+    "min": 4.9414200000000005e-05,
+    "max": 4.9616300000000076e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.706139999999988e-05,
-    "min": 8.686350000000005e-05,
-    "max": 8.779050000000006e-05,
+    "seconds": 8.916775000000009e-05,
+    "min": 8.898880000000004e-05,
+    "max": 8.945979999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13736,15 +13736,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.151775e-05,
-    "min": 4.13308e-05,
-    "max": 4.175320000000004e-05,
+    "seconds": 4.1863149999999986e-05,
+    "min": 4.1723999999999955e-05,
+    "max": 4.1961599999999954e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.678584999999997e-05,
-    "min": 9.656839999999996e-05,
-    "max": 9.708319999999997e-05,
+    "seconds": 9.810740000000003e-05,
+    "min": 9.79425000000001e-05,
+    "max": 9.850819999999989e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13769,15 +13769,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.997280000000004e-05,
-    "min": 7.988000000000003e-05,
-    "max": 8.016789999999999e-05,
+    "seconds": 8.11923500000001e-05,
+    "min": 8.111269999999999e-05,
+    "max": 8.132460000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011556740000000004,
-    "min": 0.00011531080000000001,
-    "max": 0.00011574659999999996,
+    "seconds": 0.00011702340000000006,
+    "min": 0.00011667779999999985,
+    "max": 0.00011715159999999994,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13802,15 +13802,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.579755e-05,
-    "min": 7.566659999999999e-05,
-    "max": 7.633860000000001e-05,
+    "seconds": 7.631810000000002e-05,
+    "min": 7.60657e-05,
+    "max": 7.66075e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018964340000000006,
-    "min": 0.00018956229999999994,
-    "max": 0.00018972160000000005,
+    "seconds": 0.0001935513,
+    "min": 0.00019306350000000003,
+    "max": 0.0001940918000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13835,15 +13835,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012541635,
-    "min": 0.00012518090000000003,
-    "max": 0.0001256877,
+    "seconds": 0.0001269204,
+    "min": 0.00012678979999999998,
+    "max": 0.00012712060000000006,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00021503060000000005,
-    "min": 0.00021493049999999985,
-    "max": 0.0002151317000000001,
+    "seconds": 0.00021861990000000006,
+    "min": 0.0002184968000000001,
+    "max": 0.00021919309999999972,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13868,15 +13868,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001027314,
-    "min": 0.00010268659999999997,
-    "max": 0.0001029585,
+    "seconds": 0.00010311345000000002,
+    "min": 0.00010302000000000003,
+    "max": 0.00010333590000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00024185274999999993,
-    "min": 0.0002416963999999998,
-    "max": 0.0002422539999999999,
+    "seconds": 0.00024434345,
+    "min": 0.00024405280000000008,
+    "max": 0.0002445637999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13901,15 +13901,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00020048685000000006,
-    "min": 0.00020006039999999993,
-    "max": 0.0002007006000000001,
+    "seconds": 0.00020297035000000003,
+    "min": 0.00020287589999999997,
+    "max": 0.00020322470000000005,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00028964680000000007,
-    "min": 0.0002893442000000001,
-    "max": 0.0002900635999999999,
+    "seconds": 0.00029185880000000004,
+    "min": 0.00029152209999999993,
+    "max": 0.00029213830000000016,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13929,9 +13929,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.0381000000000995e-06,
-    "min": 7.004999999999996e-06,
-    "max": 7.059000000000003e-06,
+    "seconds": 6.992099999999948e-06,
+    "min": 6.982499999999981e-06,
+    "max": 7.0944000000000875e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -13957,15 +13957,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.012600000000049e-06,
-    "min": 6.982700000000022e-06,
-    "max": 7.0234000000000385e-06,
+    "seconds": 6.841550000000041e-06,
+    "min": 6.838599999999952e-06,
+    "max": 6.966200000000004e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.1967500000000203e-06,
-    "min": 3.187099999999976e-06,
-    "max": 3.222300000000087e-06,
+    "seconds": 3.2080000000000098e-06,
+    "min": 3.203200000000015e-06,
+    "max": 3.2192000000000005e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13985,9 +13985,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.668700000000013e-06,
-    "min": 7.647699999999895e-06,
-    "max": 7.753299999999921e-06,
+    "seconds": 7.6111499999999635e-06,
+    "min": 7.600300000000027e-06,
+    "max": 7.641600000000029e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14013,15 +14013,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.350449999999978e-06,
-    "min": 7.337600000000032e-06,
-    "max": 7.366600000000062e-06,
+    "seconds": 7.283199999999964e-06,
+    "min": 7.267100000000073e-06,
+    "max": 7.3279999999999746e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.820650000000012e-06,
-    "min": 4.79380000000001e-06,
-    "max": 4.863999999999942e-06,
+    "seconds": 4.6400499999999845e-06,
+    "min": 4.630400000000031e-06,
+    "max": 4.665500000000043e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14041,9 +14041,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1044499999999958e-05,
-    "min": 1.1023800000000018e-05,
-    "max": 1.1055999999999994e-05,
+    "seconds": 1.1084550000000046e-05,
+    "min": 1.1043200000000025e-05,
+    "max": 1.1142299999999932e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14069,15 +14069,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.428800000000024e-06,
-    "min": 9.401400000000103e-06,
-    "max": 9.47849999999994e-06,
+    "seconds": 9.45759999999999e-06,
+    "min": 9.44319999999998e-06,
+    "max": 9.468899999999963e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.5116700000000002e-05,
-    "min": 1.5103799999999979e-05,
-    "max": 1.5148699999999938e-05,
+    "seconds": 1.5065550000000037e-05,
+    "min": 1.5049400000000016e-05,
+    "max": 1.5094299999999977e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14097,9 +14097,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3837999999999999e-05,
-    "min": 1.3791899999999975e-05,
-    "max": 1.3913300000000016e-05,
+    "seconds": 1.3895549999999957e-05,
+    "min": 1.3878200000000016e-05,
+    "max": 1.3929599999999959e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14125,15 +14125,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3089500000000016e-05,
-    "min": 1.3065299999999968e-05,
-    "max": 1.3126200000000005e-05,
+    "seconds": 1.2823999999999978e-05,
+    "min": 1.2799799999999982e-05,
+    "max": 1.2860900000000014e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.099099999999992e-06,
-    "min": 8.095900000000029e-06,
-    "max": 8.127999999999997e-06,
+    "seconds": 8.08329999999995e-06,
+    "min": 8.080100000000004e-06,
+    "max": 8.089499999999998e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14153,9 +14153,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.6229850000000005e-05,
-    "min": 1.6198000000000037e-05,
-    "max": 1.6262500000000002e-05,
+    "seconds": 1.6259149999999964e-05,
+    "min": 1.6236500000000047e-05,
+    "max": 1.6281399999999962e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14181,15 +14181,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4670299999999987e-05,
-    "min": 1.4623599999999976e-05,
-    "max": 1.4918200000000046e-05,
+    "seconds": 1.4515099999999996e-05,
+    "min": 1.4492800000000011e-05,
+    "max": 1.4572500000000013e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.5087950000000029e-05,
-    "min": 1.5068600000000003e-05,
-    "max": 1.5100700000000028e-05,
+    "seconds": 1.5036699999999991e-05,
+    "min": 1.5030199999999967e-05,
+    "max": 1.5058999999999947e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14209,9 +14209,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.378335e-05,
-    "min": 4.3580499999999994e-05,
-    "max": 4.3929899999999954e-05,
+    "seconds": 4.348135000000003e-05,
+    "min": 4.328880000000004e-05,
+    "max": 4.357720000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14237,15 +14237,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.8946949999999975e-05,
-    "min": 2.8832099999999957e-05,
-    "max": 2.9026700000000005e-05,
+    "seconds": 2.8929500000000008e-05,
+    "min": 2.87577e-05,
+    "max": 2.9257500000000026e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.6319449999999924e-05,
-    "min": 5.627739999999999e-05,
-    "max": 5.635149999999994e-05,
+    "seconds": 5.633089999999995e-05,
+    "min": 5.630029999999992e-05,
+    "max": 5.641230000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14265,9 +14265,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.0449499999999984e-05,
-    "min": 5.995449999999998e-05,
-    "max": 6.111000000000004e-05,
+    "seconds": 6.096604999999995e-05,
+    "min": 6.0844500000000024e-05,
+    "max": 6.156709999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14293,15 +14293,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.9236350000000094e-05,
-    "min": 3.908440000000003e-05,
-    "max": 3.940209999999996e-05,
+    "seconds": 3.912484999999998e-05,
+    "min": 3.89181e-05,
+    "max": 3.931490000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.9022099999999994e-05,
-    "min": 2.897590000000005e-05,
-    "max": 2.9052699999999984e-05,
+    "seconds": 2.8948650000000033e-05,
+    "min": 2.8739200000000004e-05,
+    "max": 2.903670000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14321,9 +14321,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.98796e-05,
-    "min": 5.970609999999997e-05,
-    "max": 5.998099999999991e-05,
+    "seconds": 5.955189999999999e-05,
+    "min": 5.9352700000000005e-05,
+    "max": 5.9849299999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14349,15 +14349,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.125535000000001e-05,
-    "min": 4.088950000000006e-05,
-    "max": 4.154189999999993e-05,
+    "seconds": 4.155649999999998e-05,
+    "min": 4.1254099999999995e-05,
+    "max": 4.179820000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.648745000000001e-05,
-    "min": 5.6393199999999974e-05,
-    "max": 5.659490000000005e-05,
+    "seconds": 5.639139999999997e-05,
+    "min": 5.6354600000000004e-05,
+    "max": 5.6457399999999986e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14377,9 +14377,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001312438,
-    "min": 0.00013082069999999994,
-    "max": 0.0001325161,
+    "seconds": 0.00012942535,
+    "min": 0.00012882850000000003,
+    "max": 0.0001302395,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14405,15 +14405,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.450005000000001e-05,
-    "min": 7.419130000000004e-05,
-    "max": 7.458800000000003e-05,
+    "seconds": 7.364705000000003e-05,
+    "min": 7.355100000000007e-05,
+    "max": 7.382370000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00022070915000000008,
-    "min": 0.0002205959,
-    "max": 0.0002208298999999999,
+    "seconds": 0.00022040875,
+    "min": 0.00022030600000000006,
+    "max": 0.0002204481,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14435,15 +14435,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4583649999999966e-05,
-    "min": 2.452169999999999e-05,
-    "max": 2.4815899999999997e-05,
+    "seconds": 2.453884999999999e-05,
+    "min": 2.4483099999999966e-05,
+    "max": 2.4694100000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.009374999999997e-05,
-    "min": 4.9826899999999996e-05,
-    "max": 5.028099999999997e-05,
+    "seconds": 5.1111600000000034e-05,
+    "min": 5.0872899999999985e-05,
+    "max": 5.126310000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14465,15 +14465,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.002654999999997e-05,
-    "min": 4.9945399999999984e-05,
-    "max": 5.0220700000000026e-05,
+    "seconds": 5.1083249999999975e-05,
+    "min": 5.097520000000001e-05,
+    "max": 5.128990000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.4439949999999986e-05,
-    "min": 2.4265500000000068e-05,
-    "max": 2.48830999999999e-05,
+    "seconds": 2.4447799999999986e-05,
+    "min": 2.4176199999999974e-05,
+    "max": 2.5052799999999958e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14498,15 +14498,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010146655000000005,
-    "min": 0.00010126170000000001,
-    "max": 0.00010162320000000004,
+    "seconds": 0.00010318689999999997,
+    "min": 0.00010298780000000008,
+    "max": 0.00010352000000000007,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001449962499999999,
-    "min": 0.0001446509,
-    "max": 0.00014528110000000004,
+    "seconds": 0.00014607924999999994,
+    "min": 0.00014599370000000013,
+    "max": 0.00014651990000000016,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14531,15 +14531,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015794070000000002,
-    "min": 0.0001577177,
-    "max": 0.00015810050000000006,
+    "seconds": 0.00016121669999999996,
+    "min": 0.00016115490000000006,
+    "max": 0.00016130670000000013,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00017157525,
-    "min": 0.00017120559999999995,
-    "max": 0.00017209059999999979,
+    "seconds": 0.00017269460000000003,
+    "min": 0.00017223630000000036,
+    "max": 0.00017289499999999981,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14563,15 +14563,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.78233e-05,
-    "min": 3.7727999999999955e-05,
-    "max": 3.7897900000000015e-05,
+    "seconds": 3.7980300000000006e-05,
+    "min": 3.771519999999993e-05,
+    "max": 3.817869999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010591119999999996,
-    "min": 0.00010572039999999996,
-    "max": 0.00010634890000000004,
+    "seconds": 0.00010605895000000007,
+    "min": 0.00010590690000000003,
+    "max": 0.00010653690000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14595,15 +14595,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00023561824999999997,
-    "min": 0.00023553999999999996,
-    "max": 0.0002362465999999999,
+    "seconds": 0.00023906709999999996,
+    "min": 0.00023875740000000003,
+    "max": 0.00023931879999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005539458500000002,
-    "min": 0.0005531352999999998,
-    "max": 0.0005547640999999998,
+    "seconds": 0.0005574196999999998,
+    "min": 0.0005568452000000004,
+    "max": 0.0005577606000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14625,15 +14625,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.705389999999999e-05,
-    "min": 3.693719999999993e-05,
-    "max": 3.7231500000000004e-05,
+    "seconds": 3.734839999999998e-05,
+    "min": 3.7036400000000003e-05,
+    "max": 3.740719999999994e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.326975000000003e-05,
-    "min": 5.300279999999998e-05,
-    "max": 5.345259999999998e-05,
+    "seconds": 5.302504999999995e-05,
+    "min": 5.288289999999992e-05,
+    "max": 5.338810000000013e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14655,15 +14655,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.9158399999999972e-05,
-    "min": 1.900129999999996e-05,
-    "max": 1.9241499999999975e-05,
+    "seconds": 1.9228650000000004e-05,
+    "min": 1.9004499999999984e-05,
+    "max": 1.9557299999999963e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.73661e-05,
-    "min": 2.7129099999999984e-05,
-    "max": 2.7525699999999983e-05,
+    "seconds": 2.7364399999999978e-05,
+    "min": 2.7014299999999983e-05,
+    "max": 2.7532699999999974e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14685,15 +14685,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.3326349999999976e-05,
-    "min": 3.326670000000001e-05,
-    "max": 3.3535800000000005e-05,
+    "seconds": 3.3505399999999986e-05,
+    "min": 3.327349999999998e-05,
+    "max": 3.3795400000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.742690000000004e-05,
-    "min": 4.7382100000000015e-05,
-    "max": 4.765960000000007e-05,
+    "seconds": 4.7136049999999886e-05,
+    "min": 4.685730000000004e-05,
+    "max": 4.770489999999995e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14715,15 +14715,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4072100000000023e-05,
-    "min": 2.3996599999999956e-05,
-    "max": 2.4153400000000056e-05,
+    "seconds": 2.4180650000000034e-05,
+    "min": 2.3983799999999962e-05,
+    "max": 2.425260000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.179140000000002e-05,
-    "min": 3.173130000000001e-05,
-    "max": 3.200589999999998e-05,
+    "seconds": 3.2129200000000004e-05,
+    "min": 3.2102499999999966e-05,
+    "max": 3.2383899999999946e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14743,15 +14743,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.328984999999997e-05,
-    "min": 3.2946499999999994e-05,
-    "max": 3.3331100000000024e-05,
+    "seconds": 3.359819999999999e-05,
+    "min": 3.343669999999998e-05,
+    "max": 3.3737200000000054e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.778860000000001e-05,
-    "min": 4.7599799999999984e-05,
-    "max": 4.8073e-05,
+    "seconds": 4.8113e-05,
+    "min": 4.7613099999999986e-05,
+    "max": 4.826830000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14771,15 +14771,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.8920100000000016e-05,
-    "min": 1.874799999999999e-05,
-    "max": 1.9078399999999976e-05,
+    "seconds": 1.909429999999999e-05,
+    "min": 1.888309999999998e-05,
+    "max": 1.9167899999999963e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.5994750000000007e-05,
-    "min": 2.5929499999999983e-05,
-    "max": 2.6409400000000005e-05,
+    "seconds": 2.6214249999999946e-05,
+    "min": 2.59423e-05,
+    "max": 2.6646099999999958e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14799,15 +14799,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.309575000000002e-05,
-    "min": 3.307799999999998e-05,
-    "max": 3.332440000000003e-05,
+    "seconds": 3.346089999999999e-05,
+    "min": 3.317079999999994e-05,
+    "max": 3.352640000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.760885e-05,
-    "min": 4.731459999999993e-05,
-    "max": 4.784940000000004e-05,
+    "seconds": 4.7529100000000114e-05,
+    "min": 4.696569999999997e-05,
+    "max": 4.794519999999984e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14827,15 +14827,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.8324599999999997e-05,
-    "min": 1.823649999999999e-05,
-    "max": 1.844440000000002e-05,
+    "seconds": 1.839674999999999e-05,
+    "min": 1.8131000000000027e-05,
+    "max": 1.859520000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.4651650000000013e-05,
-    "min": 2.4329399999999964e-05,
-    "max": 2.4847600000000023e-05,
+    "seconds": 2.4604700000000012e-05,
+    "min": 2.4502199999999946e-05,
+    "max": 2.472610000000006e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14855,15 +14855,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.344174999999999e-05,
-    "min": 3.3212300000000014e-05,
-    "max": 3.3624499999999976e-05,
+    "seconds": 3.3657250000000024e-05,
+    "min": 3.354559999999995e-05,
+    "max": 3.3727999999999966e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.7516249999999974e-05,
-    "min": 4.7340200000000045e-05,
-    "max": 4.794490000000001e-05,
+    "seconds": 4.746044999999998e-05,
+    "min": 4.73827e-05,
+    "max": 4.7487299999999934e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14883,15 +14883,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.9281250000000004e-05,
-    "min": 1.9267399999999974e-05,
-    "max": 1.9481299999999986e-05,
+    "seconds": 1.92559e-05,
+    "min": 1.9113899999999942e-05,
+    "max": 1.9391599999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.445420000000002e-05,
-    "min": 2.43836e-05,
-    "max": 2.4515099999999846e-05,
+    "seconds": 2.4545549999999967e-05,
+    "min": 2.439029999999998e-05,
+    "max": 2.492490000000007e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14913,15 +14913,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.774650000000001e-05,
-    "min": 4.7467000000000005e-05,
-    "max": 4.78072e-05,
+    "seconds": 4.837720000000002e-05,
+    "min": 4.825279999999998e-05,
+    "max": 4.886039999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.649395000000002e-05,
-    "min": 3.620770000000002e-05,
-    "max": 3.6739100000000016e-05,
+    "seconds": 3.666860000000002e-05,
+    "min": 3.628149999999996e-05,
+    "max": 3.6988099999999986e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14943,15 +14943,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.9844449999999978e-05,
-    "min": 2.9683200000000014e-05,
-    "max": 3.0139999999999986e-05,
+    "seconds": 3.015634999999999e-05,
+    "min": 2.99548e-05,
+    "max": 3.0310299999999983e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.080144999999999e-05,
-    "min": 2.073859999999996e-05,
-    "max": 2.103009999999995e-05,
+    "seconds": 2.1096000000000016e-05,
+    "min": 2.0825400000000012e-05,
+    "max": 2.1251100000000017e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14979,9 +14979,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.783625000000001e-05,
-    "min": 4.779549999999999e-05,
-    "max": 4.787480000000005e-05,
+    "seconds": 4.771475e-05,
+    "min": 4.74971e-05,
+    "max": 4.782400000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -15015,9 +15015,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.441255000000002e-05,
-    "min": 2.431299999999999e-05,
-    "max": 2.4745300000000046e-05,
+    "seconds": 2.4284700000000015e-05,
+    "min": 2.4147099999999998e-05,
+    "max": 2.4953600000000028e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -15051,15 +15051,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.785085000000003e-05,
-    "min": 4.783990000000001e-05,
-    "max": 4.811109999999998e-05,
+    "seconds": 4.7721700000000035e-05,
+    "min": 4.729849999999999e-05,
+    "max": 4.7971200000000046e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.519734999999997e-05,
-    "min": 9.504800000000003e-05,
-    "max": 9.537529999999997e-05,
+    "seconds": 9.508739999999994e-05,
+    "min": 9.464010000000002e-05,
+    "max": 9.529530000000014e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15087,15 +15087,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4321199999999976e-05,
-    "min": 2.4092399999999952e-05,
-    "max": 2.4716399999999986e-05,
+    "seconds": 2.432784999999999e-05,
+    "min": 2.4054400000000008e-05,
+    "max": 2.4518499999999992e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.8663350000000016e-05,
-    "min": 4.8575400000000016e-05,
-    "max": 4.885380000000003e-05,
+    "seconds": 4.878174999999994e-05,
+    "min": 4.8470299999999996e-05,
+    "max": 4.909430000000014e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15119,15 +15119,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.384300000000001e-05,
-    "min": 3.375310000000005e-05,
-    "max": 3.4194600000000006e-05,
+    "seconds": 3.397265e-05,
+    "min": 3.3900500000000046e-05,
+    "max": 3.418209999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.570514999999998e-05,
-    "min": 9.55354e-05,
-    "max": 9.597939999999996e-05,
+    "seconds": 9.537705000000008e-05,
+    "min": 9.516749999999982e-05,
+    "max": 9.560290000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15151,15 +15151,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.42693e-05,
-    "min": 8.42101999999999e-05,
-    "max": 8.450840000000003e-05,
+    "seconds": 8.554464999999997e-05,
+    "min": 8.549049999999999e-05,
+    "max": 8.579139999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012055724999999993,
-    "min": 0.00011971699999999991,
-    "max": 0.00012070580000000005,
+    "seconds": 0.00011995799999999998,
+    "min": 0.00011975270000000001,
+    "max": 0.0001202615999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15181,15 +15181,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.33751e-05,
-    "min": 6.30894e-05,
-    "max": 6.36554e-05,
+    "seconds": 6.373229999999999e-05,
+    "min": 6.339480000000007e-05,
+    "max": 6.390450000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.959414999999997e-05,
-    "min": 4.942649999999999e-05,
-    "max": 4.987419999999999e-05,
+    "seconds": 4.991994999999999e-05,
+    "min": 4.975369999999994e-05,
+    "max": 5.007030000000005e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15211,15 +15211,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011366770000000002,
-    "min": 0.00011331679999999997,
-    "max": 0.00011426990000000002,
+    "seconds": 0.00011509240000000002,
+    "min": 0.0001148186,
+    "max": 0.00011518299999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.425199999999986e-05,
-    "min": 7.361809999999991e-05,
-    "max": 7.433139999999988e-05,
+    "seconds": 7.401235e-05,
+    "min": 7.379149999999986e-05,
+    "max": 7.421719999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15246,15 +15246,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.980214999999999e-05,
-    "min": 7.942540000000001e-05,
-    "max": 8.027720000000002e-05,
+    "seconds": 8.078114999999994e-05,
+    "min": 8.053659999999998e-05,
+    "max": 8.091800000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.589860000000008e-05,
-    "min": 7.575890000000005e-05,
-    "max": 7.625189999999995e-05,
+    "seconds": 7.646795000000002e-05,
+    "min": 7.617209999999995e-05,
+    "max": 7.665530000000005e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15281,15 +15281,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001243924,
-    "min": 0.00012418949999999998,
-    "max": 0.00012445509999999997,
+    "seconds": 0.00012655399999999997,
+    "min": 0.0001262888000000001,
+    "max": 0.0001268589,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.820165000000001e-05,
-    "min": 7.789979999999997e-05,
-    "max": 7.836099999999994e-05,
+    "seconds": 7.894534999999998e-05,
+    "min": 7.8854e-05,
+    "max": 7.912269999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15312,15 +15312,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.578670000000002e-05,
-    "min": 3.5634400000000006e-05,
-    "max": 3.584940000000003e-05,
+    "seconds": 3.616650000000002e-05,
+    "min": 3.609290000000001e-05,
+    "max": 3.634209999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003406237499999996,
-    "min": 0.00033997210000000005,
-    "max": 0.0003413076000000003,
+    "seconds": 0.0003459008000000003,
+    "min": 0.0003457453000000009,
+    "max": 0.0003468384000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15343,15 +15343,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.5601200000000014e-05,
-    "min": 3.548410000000005e-05,
-    "max": 3.574979999999996e-05,
+    "seconds": 3.605530000000003e-05,
+    "min": 3.5852200000000016e-05,
+    "max": 3.628119999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003403338999999996,
-    "min": 0.0003392569000000006,
-    "max": 0.00034102149999999963,
+    "seconds": 0.0003455638000000005,
+    "min": 0.00034467899999999997,
+    "max": 0.00034592719999999985,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15386,15 +15386,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.909385e-05,
-    "min": 5.888279999999997e-05,
-    "max": 5.915149999999999e-05,
+    "seconds": 5.930864999999997e-05,
+    "min": 5.9269900000000034e-05,
+    "max": 5.9502600000000056e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001969968500000001,
-    "min": 0.0001965283000000001,
-    "max": 0.00019716659999999985,
+    "seconds": 0.00019783410000000004,
+    "min": 0.00019779010000000008,
+    "max": 0.00019836749999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15429,15 +15429,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.893574999999997e-05,
-    "min": 5.887299999999994e-05,
-    "max": 5.9250100000000024e-05,
+    "seconds": 5.901409999999998e-05,
+    "min": 5.889240000000001e-05,
+    "max": 5.905499999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019172994999999996,
-    "min": 0.0001916213,
-    "max": 0.00019181169999999992,
+    "seconds": 0.0001922461,
+    "min": 0.00019218029999999996,
+    "max": 0.00019230909999999994,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15472,15 +15472,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.792619999999999e-05,
-    "min": 5.7791699999999984e-05,
-    "max": 5.824009999999998e-05,
+    "seconds": 5.8420450000000024e-05,
+    "min": 5.8246399999999985e-05,
+    "max": 5.859229999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00034276985,
-    "min": 0.00034255970000000006,
-    "max": 0.0003428516,
+    "seconds": 0.0003453006000000001,
+    "min": 0.0003452440999999999,
+    "max": 0.00034540850000000007,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15515,15 +15515,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.539429999999996e-05,
-    "min": 5.5320599999999966e-05,
-    "max": 5.5635000000000026e-05,
+    "seconds": 5.590415000000001e-05,
+    "min": 5.58593e-05,
+    "max": 5.5999699999999944e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00033623434999999994,
-    "min": 0.0003360536999999999,
-    "max": 0.0003364762000000001,
+    "seconds": 0.0003384092,
+    "min": 0.00033823969999999997,
+    "max": 0.0003387425000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15562,15 +15562,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012627025,
-    "min": 0.00012623869999999997,
-    "max": 0.00012634999999999995,
+    "seconds": 0.0001278063,
+    "min": 0.00012776079999999998,
+    "max": 0.00012791239999999996,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004255984999999999,
-    "min": 0.0004253271000000001,
-    "max": 0.0004269788000000003,
+    "seconds": 0.0004275467,
+    "min": 0.000427267,
+    "max": 0.0004277713000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15609,15 +15609,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012658774999999998,
-    "min": 0.00012655170000000005,
-    "max": 0.00012663359999999998,
+    "seconds": 0.00012697509999999996,
+    "min": 0.00012693980000000004,
+    "max": 0.0001270992,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004233392000000001,
-    "min": 0.0004230150999999997,
-    "max": 0.00042360029999999967,
+    "seconds": 0.0004244607499999999,
+    "min": 0.0004243374000000003,
+    "max": 0.00042483600000000016,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15656,15 +15656,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00018912655,
-    "min": 0.00018908729999999994,
-    "max": 0.00018934019999999996,
+    "seconds": 0.00019083475000000003,
+    "min": 0.00019076759999999993,
+    "max": 0.00019097380000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006750565,
-    "min": 0.0006741006,
-    "max": 0.0006758941999999997,
+    "seconds": 0.0006788265500000004,
+    "min": 0.0006785945000000001,
+    "max": 0.0006798519000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15703,15 +15703,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001898119,
-    "min": 0.00018973289999999997,
-    "max": 0.00018988370000000006,
+    "seconds": 0.00019099174999999993,
+    "min": 0.00019090649999999992,
+    "max": 0.00019114899999999986,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006693319000000003,
-    "min": 0.0006685947000000002,
-    "max": 0.0006702910000000002,
+    "seconds": 0.0006725920500000001,
+    "min": 0.0006721924999999999,
+    "max": 0.0006738558000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15746,15 +15746,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00019231930000000003,
-    "min": 0.0001921326,
-    "max": 0.0001925737,
+    "seconds": 0.0001931789,
+    "min": 0.0001930322,
+    "max": 0.00019338420000000004,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0002917317999999999,
-    "min": 0.000291081,
-    "max": 0.0002919931000000001,
+    "seconds": 0.00029303369999999986,
+    "min": 0.0002922791000000001,
+    "max": 0.00029355619999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15789,15 +15789,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00019639910000000002,
-    "min": 0.00019629820000000004,
-    "max": 0.00019655130000000004,
+    "seconds": 0.00019684390000000002,
+    "min": 0.00019672119999999998,
+    "max": 0.00019695819999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0002985647499999999,
-    "min": 0.00029817509999999984,
-    "max": 0.0002996347999999999,
+    "seconds": 0.00029860880000000007,
+    "min": 0.00029810290000000005,
+    "max": 0.0002992394999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15824,15 +15824,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.893545000000002e-05,
-    "min": 8.888579999999996e-05,
-    "max": 8.909029999999997e-05,
+    "seconds": 8.893374999999995e-05,
+    "min": 8.859209999999995e-05,
+    "max": 8.909360000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012270940000000004,
-    "min": 0.00012268780000000007,
-    "max": 0.00012272230000000004,
+    "seconds": 0.00012287740000000002,
+    "min": 0.00012279769999999995,
+    "max": 0.00012294320000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15859,15 +15859,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.510420000000001e-05,
-    "min": 5.50046e-05,
-    "max": 5.532799999999998e-05,
+    "seconds": 5.550245000000003e-05,
+    "min": 5.535069999999997e-05,
+    "max": 5.5650900000000027e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.992234999999997e-05,
-    "min": 8.98815e-05,
-    "max": 9.00024e-05,
+    "seconds": 9.02621e-05,
+    "min": 8.993250000000001e-05,
+    "max": 9.032559999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15892,9 +15892,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.5813349999999986e-05,
-    "min": 5.5739400000000024e-05,
-    "max": 5.593260000000003e-05,
+    "seconds": 5.6540599999999985e-05,
+    "min": 5.638989999999995e-05,
+    "max": 5.6661199999999945e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -15925,9 +15925,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.8278499999999995e-05,
-    "min": 4.809870000000001e-05,
-    "max": 4.849450000000002e-05,
+    "seconds": 4.8986849999999987e-05,
+    "min": 4.895090000000002e-05,
+    "max": 4.906190000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -15965,9 +15965,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.4730599999999975e-05,
-    "min": 3.4389599999999993e-05,
-    "max": 3.482220000000003e-05,
+    "seconds": 3.4917299999999985e-05,
+    "min": 3.46556e-05,
+    "max": 3.522519999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -16005,9 +16005,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.7367900000000014e-05,
-    "min": 1.721930000000001e-05,
-    "max": 1.751690000000001e-05,
+    "seconds": 1.7470199999999974e-05,
+    "min": 1.7375699999999983e-05,
+    "max": 1.7523400000000036e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -16033,15 +16033,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00029572755000000005,
-    "min": 0.00029548010000000007,
-    "max": 0.00029601519999999975,
+    "seconds": 0.0002965835500000001,
+    "min": 0.0002961389,
+    "max": 0.0002968421,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004535323999999999,
-    "min": 0.00045311640000000023,
-    "max": 0.00045384500000000035,
+    "seconds": 0.0004536350999999997,
+    "min": 0.00045316070000000027,
+    "max": 0.0004539656000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16061,15 +16061,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0003674642499999998,
-    "min": 0.0003670297000000001,
-    "max": 0.0003678020000000003,
+    "seconds": 0.0003715661000000001,
+    "min": 0.0003712722000000001,
+    "max": 0.00037193390000000027,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004779831499999998,
-    "min": 0.00047730769999999964,
-    "max": 0.00047860989999999994,
+    "seconds": 0.00047875825000000033,
+    "min": 0.0004786025999999996,
+    "max": 0.00047922459999999965,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16114,15 +16114,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00024312095,
-    "min": 0.00024205979999999998,
-    "max": 0.0002443403,
+    "seconds": 0.00024189409999999996,
+    "min": 0.0002414189,
+    "max": 0.0002426152,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0007785244500000009,
-    "min": 0.0007777745999999999,
-    "max": 0.0007799182000000006,
+    "seconds": 0.0007831376000000001,
+    "min": 0.0007814259000000002,
+    "max": 0.0007835374999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16167,15 +16167,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0020241120999999994,
-    "min": 0.0020093417000000002,
-    "max": 0.0020267001999999994,
+    "seconds": 0.00202381065,
+    "min": 0.0020224103,
+    "max": 0.0020294226,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0048782352999999995,
-    "min": 0.0048740076,
-    "max": 0.004886738099999998,
+    "seconds": 0.0049137082,
+    "min": 0.0049089573,
+    "max": 0.004918332400000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16220,15 +16220,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.000547868,
-    "min": 0.0005470666999999999,
-    "max": 0.000548563,
+    "seconds": 0.0005538131999999999,
+    "min": 0.0005525126000000002,
+    "max": 0.0005552843000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0017554136000000004,
-    "min": 0.0017520843999999998,
-    "max": 0.0017585683000000004,
+    "seconds": 0.0017667278499999993,
+    "min": 0.0017645526999999998,
+    "max": 0.001771180699999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16273,15 +16273,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00116666455,
-    "min": 0.0011627385999999997,
-    "max": 0.0011708324999999999,
+    "seconds": 0.0011744001,
+    "min": 0.0011710361,
+    "max": 0.0011774259999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00280511775,
-    "min": 0.0028020171,
-    "max": 0.0028189327,
+    "seconds": 0.002829706249999999,
+    "min": 0.002820556699999999,
+    "max": 0.0028466754999999988,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16326,15 +16326,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00033599265,
-    "min": 0.00033429579999999997,
-    "max": 0.0003391873000000001,
+    "seconds": 0.00033849765,
+    "min": 0.000338191,
+    "max": 0.0003403724,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0010932831999999994,
-    "min": 0.0010877027000000005,
-    "max": 0.0011004960999999999,
+    "seconds": 0.001097226,
+    "min": 0.0010951863,
+    "max": 0.0011025075000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16379,15 +16379,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.810014999999997e-05,
-    "min": 6.78269e-05,
-    "max": 6.839229999999999e-05,
+    "seconds": 6.841259999999997e-05,
+    "min": 6.83354e-05,
+    "max": 6.853089999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003975709999999999,
-    "min": 0.00039716360000000006,
-    "max": 0.00039820999999999964,
+    "seconds": 0.0004024684499999999,
+    "min": 0.0004019948000000001,
+    "max": 0.00040267020000000017,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16432,15 +16432,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015774024999999994,
-    "min": 0.00015743900000000005,
-    "max": 0.00015866399999999993,
+    "seconds": 0.00015901040000000004,
+    "min": 0.0001587303,
+    "max": 0.0001594559999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004944318500000015,
-    "min": 0.0004936902000000004,
-    "max": 0.0004952618000000004,
+    "seconds": 0.0004952486999999993,
+    "min": 0.0004949010999999997,
+    "max": 0.0004956754,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16485,15 +16485,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010344989999999999,
-    "min": 0.00010324499999999994,
-    "max": 0.00010368190000000001,
+    "seconds": 0.00010328739999999992,
+    "min": 0.00010255519999999998,
+    "max": 0.00010334500000000006,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003666975000000001,
-    "min": 0.0003663064999999944,
-    "max": 0.0003678645999999997,
+    "seconds": 0.00036927805,
+    "min": 0.0003683961000000002,
+    "max": 0.0003696227000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16538,15 +16538,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.744875000000002e-05,
-    "min": 4.7362300000000006e-05,
-    "max": 4.782579999999994e-05,
+    "seconds": 4.753264999999997e-05,
+    "min": 4.742660000000001e-05,
+    "max": 4.782649999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.000286521,
-    "min": 0.0002859904999999997,
-    "max": 0.00028676380000000016,
+    "seconds": 0.00029025195000000027,
+    "min": 0.0002896442999999999,
+    "max": 0.0002906951000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16591,15 +16591,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.7530750000000007e-05,
-    "min": 2.7436299999999987e-05,
-    "max": 2.7884900000000062e-05,
+    "seconds": 2.7352049999999975e-05,
+    "min": 2.726039999999996e-05,
+    "max": 2.7833200000000034e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001554339499999992,
-    "min": 0.00015520149999999992,
-    "max": 0.00015547030000000037,
+    "seconds": 0.00015683440000000307,
+    "min": 0.0001565754000000001,
+    "max": 0.0001574032999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16644,15 +16644,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.379475000000007e-05,
-    "min": 3.365769999999998e-05,
-    "max": 3.4028299999999994e-05,
+    "seconds": 3.391465000000006e-05,
+    "min": 3.379830000000002e-05,
+    "max": 3.417870000000019e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001641181500000001,
-    "min": 0.00016385119999999878,
-    "max": 0.00016442300000000008,
+    "seconds": 0.00016554909999999976,
+    "min": 0.00016452700000000478,
+    "max": 0.00016606879999999982,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16697,15 +16697,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.221395e-05,
-    "min": 5.209869999999999e-05,
-    "max": 5.24055999999999e-05,
+    "seconds": 5.21216e-05,
+    "min": 5.195720000000004e-05,
+    "max": 5.2799399999999954e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00022368169999999996,
-    "min": 0.00022326090000000012,
-    "max": 0.00022407680000000014,
+    "seconds": 0.00022563125000000015,
+    "min": 0.00022504120000000038,
+    "max": 0.00022613139999999994,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16750,15 +16750,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00016039650000000002,
-    "min": 0.0001600164,
-    "max": 0.00016351879999999995,
+    "seconds": 0.00016193955000000002,
+    "min": 0.00016008289999999996,
+    "max": 0.00016443460000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005510258,
-    "min": 0.0005503948000000001,
-    "max": 0.0005511004000000003,
+    "seconds": 0.0005522159999999997,
+    "min": 0.0005519531999999998,
+    "max": 0.0005534070999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16803,15 +16803,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002665602500000001,
-    "min": 0.0002641476,
-    "max": 0.0002680212,
+    "seconds": 0.0002672083,
+    "min": 0.0002649763,
+    "max": 0.00026893239999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006580021500000002,
-    "min": 0.0006559782999999999,
-    "max": 0.0006582482999999999,
+    "seconds": 0.0006596281499999999,
+    "min": 0.0006577155000000001,
+    "max": 0.0006624874999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16856,15 +16856,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.404324999999997e-05,
-    "min": 8.32503e-05,
-    "max": 8.509660000000001e-05,
+    "seconds": 8.368415000000006e-05,
+    "min": 8.326039999999996e-05,
+    "max": 8.449570000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00029630214999999997,
-    "min": 0.00029549299999999986,
-    "max": 0.0002982773999999996,
+    "seconds": 0.0002971722,
+    "min": 0.00029595800000000014,
+    "max": 0.0002992018999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16909,15 +16909,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00041115359999999997,
-    "min": 0.0004107184999999999,
-    "max": 0.00041258540000000006,
+    "seconds": 0.00041261785000000007,
+    "min": 0.0004123284,
+    "max": 0.0004128511,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0010274892000000004,
-    "min": 0.0010248953000000004,
-    "max": 0.0010295573999999992,
+    "seconds": 0.0010350570499999998,
+    "min": 0.0010332618000000002,
+    "max": 0.0010366495999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16962,15 +16962,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001226773,
-    "min": 0.00012237789999999997,
-    "max": 0.00012300489999999994,
+    "seconds": 0.00012394265000000002,
+    "min": 0.00012367389999999996,
+    "max": 0.00012528010000000005,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00046209885000000005,
-    "min": 0.00046156620000000013,
-    "max": 0.0004624109999999998,
+    "seconds": 0.00046649950000000016,
+    "min": 0.00046632209999999995,
+    "max": 0.00046727109999999977,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17016,15 +17016,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.381385000000004e-05,
-    "min": 4.3779700000000024e-05,
-    "max": 4.407349999999999e-05,
+    "seconds": 4.387079999999996e-05,
+    "min": 4.3804100000000017e-05,
+    "max": 4.4127799999999933e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001645865499999901,
-    "min": 0.00016426499999999986,
-    "max": 0.00016491050000000003,
+    "seconds": 0.00016638799999999984,
+    "min": 0.00016584830000000014,
+    "max": 0.00016660989999999875,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17070,15 +17070,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.241844999999997e-05,
-    "min": 9.233140000000005e-05,
-    "max": 9.305809999999998e-05,
+    "seconds": 9.251885000000006e-05,
+    "min": 9.233480000000006e-05,
+    "max": 9.322219999999983e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00030885475000002466,
-    "min": 0.00030868660000000017,
-    "max": 0.0003095004,
+    "seconds": 0.00031245089999999974,
+    "min": 0.00031149279999999997,
+    "max": 0.00031333029999999984,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17124,15 +17124,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0004017783499999999,
-    "min": 0.0004014498999999999,
-    "max": 0.0004029335,
+    "seconds": 0.00040049905000000003,
+    "min": 0.00040026760000000025,
+    "max": 0.00040121629999999975,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006399704999999988,
-    "min": 0.0006392457999999997,
-    "max": 0.0006405100000000002,
+    "seconds": 0.0006413647000000002,
+    "min": 0.0006400699999999995,
+    "max": 0.0006424416000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17178,15 +17178,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.461229999999999e-05,
-    "min": 6.42968e-05,
-    "max": 6.485439999999988e-05,
+    "seconds": 6.467670000000002e-05,
+    "min": 6.442510000000007e-05,
+    "max": 6.499459999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00017872064999999995,
-    "min": 0.00017836229999997885,
-    "max": 0.00017918780000000014,
+    "seconds": 0.00017939615000000012,
+    "min": 0.00017920580000000026,
+    "max": 0.00017966369999999988,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17232,15 +17232,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.11748e-05,
-    "min": 6.089949999999999e-05,
-    "max": 6.214630000000003e-05,
+    "seconds": 6.15148e-05,
+    "min": 6.114889999999993e-05,
+    "max": 6.198360000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00024137580000000003,
-    "min": 0.00024086159999999984,
-    "max": 0.00024161800000000025,
+    "seconds": 0.0002441806499999995,
+    "min": 0.0002431222999999998,
+    "max": 0.0002450420000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17286,15 +17286,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00024250019999999995,
-    "min": 0.0002423704000000002,
-    "max": 0.00024257009999999993,
+    "seconds": 0.00024197280000000002,
+    "min": 0.00024159659999999994,
+    "max": 0.00024205600000000004,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00045229444999999994,
-    "min": 0.00045150259999999544,
-    "max": 0.00045292999999999966,
+    "seconds": 0.00045305044999999883,
+    "min": 0.00045226590000000007,
+    "max": 0.00045388219999999943,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17340,15 +17340,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00020481654999999994,
-    "min": 0.00020356099999999994,
-    "max": 0.00020649099999999997,
+    "seconds": 0.00020556945000000005,
+    "min": 0.000203945,
+    "max": 0.0002074671000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006201949499999998,
-    "min": 0.0006195215999999998,
-    "max": 0.0006203967000000004,
+    "seconds": 0.00062428485,
+    "min": 0.0006238643,
+    "max": 0.0006252881000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17376,9 +17376,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.711919999999999e-05,
-    "min": 6.697499999999996e-05,
-    "max": 6.726340000000001e-05,
+    "seconds": 6.809849999999999e-05,
+    "min": 6.805030000000006e-05,
+    "max": 6.827169999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -17406,15 +17406,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010753635000000002,
-    "min": 0.00010737749999999997,
-    "max": 0.00010779709999999996,
+    "seconds": 0.000108251,
+    "min": 0.00010817559999999999,
+    "max": 0.00010836969999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00015643080000000005,
-    "min": 0.0001562382,
-    "max": 0.00015656589999999998,
+    "seconds": 0.00015583379999999997,
+    "min": 0.0001556178,
+    "max": 0.00015597590000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17436,15 +17436,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.421250000000001e-05,
-    "min": 5.412929999999999e-05,
-    "max": 5.4391600000000016e-05,
+    "seconds": 5.467514999999997e-05,
+    "min": 5.448300000000001e-05,
+    "max": 5.495029999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.866814999999997e-05,
-    "min": 7.857789999999999e-05,
-    "max": 7.88275e-05,
+    "seconds": 7.84088e-05,
+    "min": 7.789390000000002e-05,
+    "max": 7.89247e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17466,15 +17466,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012710719999999996,
-    "min": 0.00012705120000000003,
-    "max": 0.00012714980000000001,
+    "seconds": 0.00012763765,
+    "min": 0.00012752650000000002,
+    "max": 0.00012782320000000004,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018459850000000002,
-    "min": 0.00018418699999999996,
-    "max": 0.0001848356,
+    "seconds": 0.00018394375,
+    "min": 0.00018379360000000006,
+    "max": 0.0001842842,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17496,15 +17496,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.976790000000002e-05,
-    "min": 8.964630000000005e-05,
-    "max": 9.014340000000002e-05,
+    "seconds": 9.02378e-05,
+    "min": 9.005969999999997e-05,
+    "max": 9.06965e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012006324999999996,
-    "min": 0.00011991900000000006,
-    "max": 0.00012043279999999998,
+    "seconds": 0.00012040544999999999,
+    "min": 0.00012027109999999998,
+    "max": 0.00012069670000000006,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17524,15 +17524,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012701649999999999,
-    "min": 0.0001267075,
-    "max": 0.00012721770000000002,
+    "seconds": 0.00012771185000000002,
+    "min": 0.00012758080000000005,
+    "max": 0.00012815199999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018518989999999997,
-    "min": 0.00018490979999999998,
-    "max": 0.00018537829999999998,
+    "seconds": 0.00018453315000000001,
+    "min": 0.0001844085,
+    "max": 0.0001846085,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17552,15 +17552,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.98365e-05,
-    "min": 6.960589999999999e-05,
-    "max": 7.000560000000002e-05,
+    "seconds": 7.048160000000002e-05,
+    "min": 7.021050000000001e-05,
+    "max": 7.072980000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.850754999999998e-05,
-    "min": 9.837770000000006e-05,
-    "max": 9.8588e-05,
+    "seconds": 9.907790000000005e-05,
+    "min": 9.903320000000003e-05,
+    "max": 9.958129999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17580,15 +17580,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012683669999999998,
-    "min": 0.00012674390000000005,
-    "max": 0.00012708090000000005,
+    "seconds": 0.00012767015,
+    "min": 0.0001274674,
+    "max": 0.00012791019999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018512485,
-    "min": 0.00018497080000000001,
-    "max": 0.00018520789999999999,
+    "seconds": 0.00018430299999999995,
+    "min": 0.0001840185,
+    "max": 0.00018445370000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17608,15 +17608,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.862055e-05,
-    "min": 6.848590000000003e-05,
-    "max": 6.87639e-05,
+    "seconds": 6.899934999999999e-05,
+    "min": 6.886699999999999e-05,
+    "max": 6.92673e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.297229999999997e-05,
-    "min": 9.276969999999997e-05,
-    "max": 9.302569999999999e-05,
+    "seconds": 9.280594999999996e-05,
+    "min": 9.18114e-05,
+    "max": 9.289369999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17636,15 +17636,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012709420000000003,
-    "min": 0.000126898,
-    "max": 0.00012744809999999996,
+    "seconds": 0.00012804105000000003,
+    "min": 0.00012775009999999994,
+    "max": 0.00012821350000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018500645000000003,
-    "min": 0.0001848184,
-    "max": 0.0001854055,
+    "seconds": 0.00018432014999999997,
+    "min": 0.00018415530000000008,
+    "max": 0.00018445959999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17664,15 +17664,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.096974999999996e-05,
-    "min": 7.062289999999998e-05,
-    "max": 7.119610000000002e-05,
+    "seconds": 7.175294999999997e-05,
+    "min": 7.164449999999996e-05,
+    "max": 7.235109999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.291895000000003e-05,
-    "min": 9.278009999999993e-05,
-    "max": 9.29847e-05,
+    "seconds": 9.269064999999999e-05,
+    "min": 9.247290000000012e-05,
+    "max": 9.28893e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17694,15 +17694,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00018458105000000003,
-    "min": 0.00018407480000000003,
-    "max": 0.0001848744,
+    "seconds": 0.00018718860000000004,
+    "min": 0.00018698799999999997,
+    "max": 0.00018755829999999994,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001413999,
-    "min": 0.0001413565,
-    "max": 0.00014158529999999997,
+    "seconds": 0.00014175294999999995,
+    "min": 0.00014166869999999995,
+    "max": 0.00014189470000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17724,15 +17724,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001118747,
-    "min": 0.00011168260000000001,
-    "max": 0.00011200649999999999,
+    "seconds": 0.00011282925,
+    "min": 0.000112732,
+    "max": 0.00011302289999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.8131e-05,
-    "min": 7.795770000000001e-05,
-    "max": 7.828480000000004e-05,
+    "seconds": 7.850720000000001e-05,
+    "min": 7.797699999999993e-05,
+    "max": 7.887579999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17760,9 +17760,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00018521260000000004,
-    "min": 0.0001850049,
-    "max": 0.0001852695,
+    "seconds": 0.00018443705000000004,
+    "min": 0.0001843698000000001,
+    "max": 0.00018466330000000005,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -17796,9 +17796,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.252529999999998e-05,
-    "min": 9.235040000000002e-05,
-    "max": 9.27388e-05,
+    "seconds": 9.217855000000001e-05,
+    "min": 9.210870000000003e-05,
+    "max": 9.243550000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -17832,15 +17832,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001852799,
-    "min": 0.000185188,
-    "max": 0.00018554270000000002,
+    "seconds": 0.00018472975000000005,
+    "min": 0.00018452000000000014,
+    "max": 0.00018481179999999995,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00037044050000000005,
-    "min": 0.0003701871999999999,
-    "max": 0.0003705848,
+    "seconds": 0.00036880580000000005,
+    "min": 0.0003687194000000001,
+    "max": 0.00036908960000000017,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17868,15 +17868,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.256699999999997e-05,
-    "min": 9.224439999999995e-05,
-    "max": 9.265489999999999e-05,
+    "seconds": 9.228784999999994e-05,
+    "min": 9.21393e-05,
+    "max": 9.254039999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018484935000000002,
-    "min": 0.0001848043000000001,
-    "max": 0.00018517539999999996,
+    "seconds": 0.00018429289999999994,
+    "min": 0.00018420369999999988,
+    "max": 0.00018470059999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17911,15 +17911,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017176325,
-    "min": 0.00017162709999999994,
-    "max": 0.0001717734,
+    "seconds": 0.00017219960000000004,
+    "min": 0.00017214079999999994,
+    "max": 0.00017230280000000005,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005840047999999999,
-    "min": 0.0005838925999999999,
-    "max": 0.0005845283000000001,
+    "seconds": 0.0005871368999999999,
+    "min": 0.0005870867999999997,
+    "max": 0.0005871788999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17954,15 +17954,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017158529999999992,
-    "min": 0.00017155310000000002,
-    "max": 0.00017163540000000006,
+    "seconds": 0.00017184155000000002,
+    "min": 0.00017178879999999998,
+    "max": 0.00017188360000000008,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005685080999999999,
-    "min": 0.0005684588,
-    "max": 0.0005685482000000002,
+    "seconds": 0.0005699119500000001,
+    "min": 0.0005698072000000002,
+    "max": 0.0005700397999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17997,15 +17997,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00016817545000000005,
-    "min": 0.00016810410000000004,
-    "max": 0.00016854210000000002,
+    "seconds": 0.0001698585,
+    "min": 0.00016972380000000002,
+    "max": 0.00017011479999999994,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00102274075,
-    "min": 0.001022534,
-    "max": 0.0010235514999999999,
+    "seconds": 0.0010308331000000001,
+    "min": 0.0010301222999999995,
+    "max": 0.0010314003999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -18040,15 +18040,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00016427420000000007,
-    "min": 0.00016418030000000012,
-    "max": 0.00016451560000000013,
+    "seconds": 0.00016575400000000005,
+    "min": 0.00016569279999999995,
+    "max": 0.00016578570000000005,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0010130173999999999,
-    "min": 0.0010122990999999997,
-    "max": 0.0010132821999999995,
+    "seconds": 0.001018134,
+    "min": 0.0010179229,
+    "max": 0.0010193696999999996,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -18073,9 +18073,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00021667395,
-    "min": 0.00021662820000000003,
-    "max": 0.00021672329999999999,
+    "seconds": 0.00021954370000000002,
+    "min": 0.0002192538999999999,
+    "max": 0.0002200791,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -18106,9 +18106,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00018500834999999997,
-    "min": 0.00018486539999999996,
-    "max": 0.00018505589999999998,
+    "seconds": 0.00018773825,
+    "min": 0.0001876097,
+    "max": 0.00018780719999999995,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -18142,9 +18142,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002601592,
-    "min": 0.0002600538,
-    "max": 0.0002604348999999999,
+    "seconds": 0.0002637065,
+    "min": 0.00026359310000000004,
+    "max": 0.00026395969999999994,
     "samples": 6
    },
    "backward_gpu_seconds": {
