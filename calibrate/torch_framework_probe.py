@@ -1451,16 +1451,30 @@ def python_reference_work(n: int = 1000) -> int:
     return total
 
 
-def python_reference_probe(p: Probe, calls: int) -> None:
-    """This host's Python speed: python_reference_work() timed on its own (no GPU work)."""
-    def measure():
+# Calls of python_reference_work() after each group of a pass's figures: a shared host's Python speed
+# swings by 2x for minutes at a time (on one H200 run of 2026-12-01 all 93 calls of three passes' blocks
+# of 31 ran at 1.40 ms or slower, where the runs before reached 0.86), so the reference is sampled at
+# every moment of the probe's run, not in one block per pass.
+PYTHON_REFERENCE_CALLS_PER_GROUP = 3
+
+
+def python_reference_calls(calls: int) -> list[float]:
+    """Seconds of each of `calls` python_reference_work() calls, after one unmeasured call: this
+    host's Python speed now (no GPU work)."""
+    python_reference_work()
+    times = []
+    for _ in range(calls):
         t0 = time.perf_counter()
         python_reference_work()
-        return time.perf_counter() - t0
-    python_reference_work()
-    p.record("python_reference", [measure() for _ in range(calls)],
-             f"python_reference_work(), {calls} calls one after another, median; min: the fastest call, "
-             f"which roofsim relates to the exporter's fastest")
+        times.append(time.perf_counter() - t0)
+    return times
+
+
+def record_python_reference(p: Probe, samples_s: list[float], groups: int) -> None:
+    p.record("python_reference", samples_s,
+             f"python_reference_work(), {PYTHON_REFERENCE_CALLS_PER_GROUP} calls after each of the pass's {groups} "
+             f"groups of figures (its moments over minutes), median; min: the fastest call, which roofsim relates "
+             f"to the exporter's fastest")
 
 
 def sync_probes(p: Probe, n_calls: int) -> None:
@@ -1615,7 +1629,6 @@ def main(argv=None) -> int:
                                                 settings["optimizer_small_param_numel"],
                                                 settings["optimizer_large_param_numel"])),
         ("synchronize and events", lambda: sync_probes(p, settings["sync_calls_per_measurement"])),
-        ("Python reference", lambda: python_reference_probe(p, 31)),
         )
 
     op_timings: list = []
@@ -1630,12 +1643,16 @@ def main(argv=None) -> int:
     for index in range(passes):
         p = Probe(device, repeats, warmup)
         probes.append(p)
-        for name, run in host_groups(p):
+        reference_s: list[float] = []  # python_reference, sampled after every group
+        groups = host_groups(p)
+        for name, run in groups:
             print(f"[{time.perf_counter() - t0:6.1f} s] pass {index + 1}/{passes}: {name}", flush=True)
             try:
                 run()
             except Exception as exc:  # one group failing must not lose the others
                 p.skip(name.replace(" ", "_"), first_line(exc))
+            reference_s.extend(python_reference_calls(PYTHON_REFERENCE_CALLS_PER_GROUP))
+        record_python_reference(p, reference_s, len(groups))
     gpu_paced = Probe(device, repeats, warmup)  # its canaries stay out of the host's speed
     for name, run in (("GPU kernel gap", lambda: gpu_gap_probe(gpu_paced)),
                       ("op timings", lambda: op_timings.extend(op_timing_probes(gpu_paced, settings["op_timing_calls"])))):
