@@ -408,6 +408,19 @@ class DropoutWithoutProbability(unittest.TestCase):
                         or any(k["op"].startswith("aten::bernoulli") for k in doc["kernels"] if k["layer"] == "drop"))
 
 
+class _CodeBetween(nn.Module):
+    """Two linear layers with the model's own code between them: code(x) returns the tensor fc2 takes."""
+
+    def __init__(self, code):
+        super().__init__()
+        self.fc1 = nn.Linear(16, 16)
+        self.fc2 = nn.Linear(16, 16)
+        self.code = code
+
+    def forward(self, x):
+        return self.fc2(self.code(self.fc1(x)))
+
+
 class ModelCode(unittest.TestCase):
     """The model's own Python between its torch calls is timed; views in it cost a view's chain figure."""
 
@@ -428,19 +441,11 @@ class ModelCode(unittest.TestCase):
         def busy():  # pure Python, no torch call
             return sum(i * i for i in range(60000))
 
-        class Net(nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.fc1 = nn.Linear(16, 16)
-                self.fc2 = nn.Linear(16, 16)
+        def code(x):
+            busy()
+            return x.view(2, 32).view(4, 16)  # views in the model's code
 
-            def forward(self, x):
-                x = self.fc1(x)
-                busy()
-                x = x.view(2, 32).view(4, 16)  # views in the model's code
-                return self.fc2(x)
-
-        doc = export(Net(), {"x": torch.empty(4, 16)}, optimizer="none")
+        doc = export(_CodeBetween(code), {"x": torch.empty(4, 16)}, optimizer="none")
         t0 = time.perf_counter()
         busy()
         alone = time.perf_counter() - t0
@@ -476,21 +481,14 @@ class ModelCode(unittest.TestCase):
         short_s, long_s = 2e-3, 20e-3
         calls = []
 
-        class Net(nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.fc1 = nn.Linear(16, 16)
-                self.fc2 = nn.Linear(16, 16)
+        def code(x):
+            calls.append(None)
+            t0 = time.perf_counter()
+            while time.perf_counter() - t0 < (long_s if len(calls) == 1 + model_code.TIMED_FORWARDS else short_s):
+                pass
+            return x
 
-            def forward(self, x):
-                calls.append(None)
-                x = self.fc1(x)
-                t0 = time.perf_counter()
-                while time.perf_counter() - t0 < (long_s if len(calls) == 1 + model_code.TIMED_FORWARDS else short_s):
-                    pass
-                return self.fc2(x)
-
-        doc = export(Net(), {"x": torch.empty(4, 16)}, optimizer="none")
+        doc = export(_CodeBetween(code), {"x": torch.empty(4, 16)}, optimizer="none")
         self.assertEqual(len(calls), 1 + model_code.TIMED_FORWARDS)
         total = sum(k.get("python_seconds", 0) for k in doc["kernels"])
         self.assertGreater(total, 0.5 * short_s)
