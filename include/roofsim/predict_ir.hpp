@@ -30,8 +30,8 @@ namespace roofsim {
         // the model's own Python, timed where the IR was exported, at this host's Python speed: the
         // probe's fastest call of the reference work over the exporting host's (the same work). The
         // fastest, not a median: a shared host's Python speed swings by 2x for seconds at a time (the
-        // probe's passes on one H200 machine, 0.87-1.95 ms), its fastest call held within 8 % over four
-        // runs on two machines (docs/NOTES.md)
+        // probe's passes on one H200 machine, 0.87-1.95 ms), its fastest call held at 0.83-0.90 ms over
+        // six of seven runs of 2026-12-01, though one probe's calls all ran slow (1.40 ms; docs/NOTES.md)
         const auto here = framework->fastest_seconds("python_reference");
         if (here && ir.model_code_fastest_reference) {
             h.model_code_scale = *here / *ir.model_code_fastest_reference;
