@@ -432,10 +432,12 @@ class ModelCode(unittest.TestCase):
         probe_path = os.path.join(ROOT, "calibrate", "torch_framework_probe.py")
         with open(probe_path, encoding="utf-8") as f:
             probe = ast.parse(f.read())
-        in_probe = [n for n in probe.body if isinstance(n, ast.FunctionDef) and n.name == "python_reference_work"]
-        self.assertEqual(len(in_probe), 1)
-        ours = ast.parse(inspect.getsource(model_code.python_reference_work)).body[0]
-        self.assertEqual(ast.dump(in_probe[0]), ast.dump(ours))
+        # the work, and how each side times its calls
+        for fn in (model_code.python_reference_work, model_code.python_reference_calls):
+            in_probe = [n for n in probe.body if isinstance(n, ast.FunctionDef) and n.name == fn.__name__]
+            self.assertEqual(len(in_probe), 1, fn.__name__)
+            ours = ast.parse(inspect.getsource(fn)).body[0]
+            self.assertEqual(ast.dump(in_probe[0]), ast.dump(ours), fn.__name__)
 
     def test_slow_python_is_timed_where_it_runs(self):
         def busy():  # pure Python, no torch call

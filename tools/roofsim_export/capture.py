@@ -228,45 +228,47 @@ class Session:
                 del self.stack[i:]
                 return
 
-    def calibrate_hooks(self, x: torch.Tensor) -> None:
-        """The hooks' own cost at a module call, under the capture's modes (model_code.py)."""
-        def run_with_hooks(model, x) -> float:
-            saved = self.root, self.recording, self.phase
-            self.root, self.recording, self.phase = model, True, "forward"
-            handles = self.install_hooks(model)
-            self.clock = model_code.Clock(lambda seconds: None, 0.0)
-            recorded, counts = len(self.kernels), dict(self.counts)
-            try:
-                with model_code.TorchCalls(self.clock, self.code_running):
-                    model(x)
-                self.clock.finish()
-                return self.clock.total
-            finally:
-                for h in handles:
-                    h.remove()
-                self.clock = None
-                self.root, self.recording, self.phase = saved
-                self.stack.clear()
-                self.in_model = False
-                del self.kernels[recorded:]
-                self.counts = counts
-                self.pending.clear()
-        self.hook_overheads = model_code.module_call_overheads(run_with_hooks, x)
-
-    def time_model_code_step(self, clock: model_code.Clock, run_step) -> None:
-        """Runs a step (run_step()) with its forward's model code timed on `clock`, for the total
-        alone: what the step recorded is dropped."""
+    @contextlib.contextmanager
+    def timing_only(self, clock: model_code.Clock):
+        """Model code timed on `clock` for its total alone: what runs inside records nothing that stays
+        (kernels, counts, pending outputs and claimed nodes are rolled back on the way out)."""
         kept, counts = len(self.kernels), dict(self.counts)
         self.clock = clock
         try:
-            run_step()
-            self.code_totals.append(clock.total)
+            yield clock
         finally:
             self.clock = None
             del self.kernels[kept:]
             self.counts = counts
             self.pending.clear()
             self.claimed.clear()
+
+    def calibrate_hooks(self, x: torch.Tensor) -> None:
+        """The hooks' own cost at a module call, under the capture's modes (model_code.py)."""
+        def run_with_hooks(model, x) -> float:
+            saved = self.root, self.recording, self.phase
+            self.root, self.recording, self.phase = model, True, "forward"
+            handles = self.install_hooks(model)
+            try:
+                with self.timing_only(model_code.Clock(lambda seconds: None, 0.0)) as clock:
+                    with model_code.TorchCalls(clock, self.code_running):
+                        model(x)
+                    clock.finish()
+                    return clock.total
+            finally:
+                for h in handles:
+                    h.remove()
+                self.root, self.recording, self.phase = saved
+                self.stack.clear()
+                self.in_model = False
+        self.hook_overheads = model_code.module_call_overheads(run_with_hooks, x)
+
+    def time_model_code_step(self, clock: model_code.Clock, run_step) -> None:
+        """Runs a step (run_step()) with its forward's model code timed on `clock`, for the total
+        alone (timing_only)."""
+        with self.timing_only(clock):
+            run_step()
+            self.code_totals.append(clock.total)
 
     def scale_model_code(self, factor: float) -> None:
         """Multiplies each recorded stretch of model code (python_seconds) by `factor`."""
@@ -796,14 +798,14 @@ def _run_step(session: Session, spec: StepSpec, model, inputs, opt, scaler, emul
     # the recorded forward: the model's own code timed between its torch calls (model_code.py)
     torch_calls = model_code.TorchCalls(session.clock, session.code_running) if session.clock else contextlib.nullcontext()
     if session.clock is not None:  # this host's Python speed, just before the forward and just after
-        session.references.extend(model_code.time_python_reference())
+        session.references.extend(model_code.python_reference_calls(model_code.REFERENCE_CALLS))
     with autocast:
         with torch_calls:
             loss = spec.loss_fn(model, inputs)
         if session.clock is not None:
             session.clock.finish()
     if session.clock is not None:
-        session.references.extend(model_code.time_python_reference())
+        session.references.extend(model_code.python_reference_calls(model_code.REFERENCE_CALLS))
     if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
         raise ExportError("the loss is not a one-element tensor")
     if not loss.requires_grad:

@@ -51,15 +51,20 @@ def python_reference_work(n: int = 1000) -> int:
     return total
 
 
-def time_python_reference(repeats: int = 15) -> list[float]:
-    """Seconds of each of `repeats` python_reference_work() calls (after one unmeasured call)."""
+def python_reference_calls(calls: int) -> list[float]:
+    """Seconds of each of `calls` python_reference_work() calls, after one unmeasured call: this
+    host's Python speed now (no GPU work)."""
     python_reference_work()
     times = []
-    for _ in range(repeats):
+    for _ in range(calls):
         t0 = time.perf_counter()
         python_reference_work()
         times.append(time.perf_counter() - t0)
     return times
+
+
+# Calls of python_reference_work() just before each timed forward and just after.
+REFERENCE_CALLS = 15
 
 
 # Forwards whose model code is timed: the recorded one and the ones before it. A shared host's
@@ -243,5 +248,5 @@ def method_text(totals: list[float], torch_calls: int, overhead_per_call: float,
             f"{len(totals)} forwards timed ({', '.join(f'{t * 1e3:.3f}' for t in totals)} ms), the recorded one's "
             f"stretches scaled to their median ({statistics.median(totals) * 1e3:.3f} ms); "
             f"fastest_reference_seconds: the fastest of {len(references)} calls of python_reference_work() on that "
-            f"host, 15 just before each timed forward and 15 just after (median {statistics.median(references) * 1e6:.1f} us, "
+            f"host, {REFERENCE_CALLS} just before each timed forward and {REFERENCE_CALLS} just after (median {statistics.median(references) * 1e6:.1f} us, "
             f"slowest {max(references) * 1e6:.1f} us)")
