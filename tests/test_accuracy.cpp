@@ -220,6 +220,38 @@ TEST_CASE("a model case's host canary is read where the measurement recorded it"
     CHECK(slow[1].host_swing_effect < slow[0].host_swing_effect);
 }
 
+TEST_CASE("a model written to a zoo graph's layers under its own name is predicted from that graph", "[accuracy][validation]") {
+    const auto read = [](const std::string& model_info) {
+        const auto path = std::filesystem::temp_directory_path() / "roofsim-layer-graph-test.json";
+        {
+            std::ofstream f(path);
+            f << R"({"kind": "roofsim-validation", "gpu": {"key": "h200-sxm", "name": "NVIDIA H200"},
+                     "software": {"torch": "2.11.0"}, "date_utc": "2026-12-01T00:00:00+00:00", "layer_cases": [],
+                     "model_cases": [{"id": "bert-encoder/b32xs128/amp-bf16", "model": "bert-encoder", "seq_len": 128,
+                                      "precision": "amp-bf16", "batch": 32, "optimizer": "adamw",
+                                      "step_seconds": {"median": 0.03})"
+              << model_info << "}]}";
+        }
+        struct Removed {
+            std::filesystem::path p;
+            ~Removed() { std::filesystem::remove(p); }
+        } removed{path};
+        return load_validation(path);
+    };
+    const ValidationSet named = read(R"(, "model_info": {"layer_graph": "bert-base"})");
+    REQUIRE(named.cases.size() == 1);
+    CHECK(named.cases[0].in_zoo);
+    CHECK(named.cases[0].graph.name == "bert-base");
+    CHECK(named.cases[0].graph.layers.size() == zoo::bert_base(128).layers.size());
+    // Without the field, a name the zoo lacks is predicted from an exported IR only.
+    const ValidationSet unnamed = read("");
+    REQUIRE(unnamed.exported_only.size() == 1);
+    CHECK_FALSE(unnamed.exported_only[0].in_zoo);
+    // A graph the zoo lacks is an error naming the field, not a silent fallback.
+    CHECK_THROWS_WITH(read(R"(, "model_info": {"layer_graph": "bert-huge"})"),
+                      Catch::Contains("layer_graph") && Catch::Contains("not a zoo model"));
+}
+
 TEST_CASE("a model case's phases, each timed on its own, are read and predicted each on its own", "[accuracy][validation]") {
     const ValidationSet set = two_model_cases("roofsim-phases-test.json",
                                               R"("forward_seconds": {"median": 0.007}, "forward_backward_seconds": {"median": 0.019},

@@ -94,7 +94,10 @@ inline ValidationCase model_case(const JsonCursor& c) {
     v.model = true;
     const std::int64_t size = c.has("image_size") ? c.at("image_size").positive_integer()
                                                   : (c.has("seq_len") ? c.at("seq_len").positive_integer() : 0);
-    auto graph = zoo::model(v.family, size);
+    // A model written to a zoo graph's layers under another name says which graph (model_info.layer_graph).
+    const bool names_graph = c.has("model_info") && c.at("model_info").has("layer_graph");
+    auto graph = zoo::model(names_graph ? c.at("model_info").at("layer_graph").string() : v.family, size);
+    if (names_graph && !graph) c.at("model_info").at("layer_graph").fail("not a zoo model");
     if (graph) v.graph = std::move(*graph);
     else v.in_zoo = false;
     auto mode = precision_mode_from_key(v.precision);

@@ -872,6 +872,7 @@ def model_cases(smoke: bool) -> list[dict]:
             case("resnet50", 2, 32, "amp-bf16", "sgd"),
             case("vit-b-16", 2, 32, "amp-bf16", "adamw"),
             case("bert-base", 2, 16, "amp-bf16", "adamw"),
+            case("bert-encoder", 2, 16, "amp-bf16", "adamw"),
             case("gpt2-small", 2, 16, "amp-bf16", "adamw"),
         ]
     return [
@@ -880,6 +881,8 @@ def model_cases(smoke: bool) -> list[dict]:
         case("resnet50", 64, 224, "fp32", "sgd"),
         case("bert-base", 32, 128, "amp-bf16", "adamw"),
         case("bert-base", 128, 128, "amp-bf16", "adamw"),
+        case("bert-encoder", 32, 128, "amp-bf16", "adamw"),
+        case("bert-encoder", 128, 128, "amp-bf16", "adamw"),
         case("gpt2-small", 4, 1024, "amp-bf16", "adamw"),
         case("gpt2-small", 16, 1024, "amp-bf16", "adamw"),
         case("vit-b-16", 32, 224, "amp-bf16", "adamw"),
@@ -908,6 +911,65 @@ def _hf_model(cls, config, info: dict):
         info["construction_fallbacks"] = attempts
     info["attn_implementation"] = getattr(model.config, "_attn_implementation", None)
     return model
+
+
+class BertEncoder(nn.Module):
+    """BERT-base for sequence classification written with torch.nn modules only: the layers of
+    roofsim's zoo graph "bert-base" and nothing else (no Hugging Face code around them).
+
+    Per layer: query/key/value nn.Linear, each viewed as B x L x H x D and transposed; SDPA with
+    dropout 0.1 in training; heads merged back (transpose, reshape); output dense, dropout, residual
+    add, LayerNorm; intermediate Linear, GELU, Linear, dropout, residual add, LayerNorm. Embeddings:
+    word + token type + position, LayerNorm, dropout. Pooler: first token, Linear, tanh; dropout;
+    classifier; cross-entropy.
+    """
+
+    class Layer(nn.Module):
+        def __init__(self, hidden: int, heads: int, ffn: int):
+            super().__init__()
+            self.heads, self.head_dim = heads, hidden // heads
+            self.query, self.key, self.value = (nn.Linear(hidden, hidden) for _ in range(3))
+            self.attention_dense = nn.Linear(hidden, hidden)
+            self.attention_norm = nn.LayerNorm(hidden, eps=1e-12)
+            self.intermediate = nn.Linear(hidden, ffn)
+            self.output_dense = nn.Linear(ffn, hidden)
+            self.output_norm = nn.LayerNorm(hidden, eps=1e-12)
+            self.dropout = nn.Dropout(0.1)
+
+        def split_heads(self, x):
+            b, s, _ = x.shape
+            return x.view(b, s, self.heads, self.head_dim).transpose(1, 2)
+
+        def forward(self, x):
+            b, s, hidden = x.shape
+            q, k, v = (self.split_heads(f(x)) for f in (self.query, self.key, self.value))
+            a = F.scaled_dot_product_attention(q, k, v, dropout_p=0.1 if self.training else 0.0)
+            a = a.transpose(1, 2).reshape(b, s, hidden)
+            x = self.attention_norm(self.dropout(self.attention_dense(a)) + x)
+            h = self.output_dense(F.gelu(self.intermediate(x)))
+            return self.output_norm(self.dropout(h) + x)
+
+    def __init__(self, hidden=768, layers=12, heads=12, ffn=3072, vocab=30522, positions=512, labels=2):
+        super().__init__()
+        self.word = nn.Embedding(vocab, hidden)
+        self.token_type = nn.Embedding(2, hidden)
+        self.position = nn.Embedding(positions, hidden)
+        self.norm = nn.LayerNorm(hidden, eps=1e-12)
+        self.dropout = nn.Dropout(0.1)
+        self.layers = nn.ModuleList(BertEncoder.Layer(hidden, heads, ffn) for _ in range(layers))
+        self.pooler = nn.Linear(hidden, hidden)
+        self.classifier = nn.Linear(hidden, labels)
+        self.register_buffer("position_ids", torch.arange(positions).unsqueeze(0), persistent=False)
+        self.register_buffer("token_type_ids", torch.zeros(1, positions, dtype=torch.long), persistent=False)
+
+    def forward(self, input_ids, labels):
+        s = input_ids.shape[1]
+        x = self.word(input_ids) + self.token_type(self.token_type_ids[:, :s])
+        x = self.dropout(self.norm(x + self.position(self.position_ids[:, :s])))
+        for layer in self.layers:
+            x = layer(x)
+        pooled = torch.tanh(self.pooler(x[:, 0]))
+        return F.cross_entropy(self.classifier(self.dropout(pooled)), labels)
 
 
 def build_model(spec: dict, device: torch.device, smoke: bool):
@@ -944,6 +1006,18 @@ def build_model(spec: dict, device: torch.device, smoke: bool):
         info.update({"constructor": f"torchvision.models.vit_b_16({'' if s == 224 else f'image_size={s}'})",
                      "loss": "cross_entropy over 1000 classes"})
         return model, batch, lambda m, d: F.cross_entropy(m(d["x"]), d["y"]), info
+    if name == "bert-encoder":
+        if not hasattr(F, "scaled_dot_product_attention"):
+            raise Skip(f"needs torch.nn.functional.scaled_dot_product_attention (torch >= 2.0; this is {torch.__version__})")
+        s = spec["seq_len"]
+        config = ({"hidden": 64, "layers": 2, "heads": 2, "ffn": 128, "vocab": 1000, "positions": 64} if smoke
+                  else {"hidden": 768, "layers": 12, "heads": 12, "ffn": 3072, "vocab": 30522, "positions": 512})
+        model = BertEncoder(**config)
+        batch = {"input_ids": torch.randint(0, config["vocab"], (b, s)), "labels": torch.randint(0, 2, (b,))}
+        info.update({"constructor": "BertEncoder() (torch.nn modules only, tools/validate/measure_pytorch.py)",
+                     "config": config, "layer_graph": "bert-base",
+                     "loss": "cross_entropy over 2 labels"})
+        return model, batch, lambda m, d: m(d["input_ids"], d["labels"]), info
     try:
         import transformers
     except Exception as exc:
