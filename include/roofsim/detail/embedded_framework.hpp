@@ -26,8 +26,8 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "cudnn": 91900,
   "python": "3.12.3"
  },
- "date_utc": "2026-12-01T20:13:46+00:00",
- "command": "/opt/torch/.venv/bin/python3 calibrate/torch_framework_probe.py --gpu-key h200-sxm --out /root/out/h200-sxm-torch-2.11.json",
+ "date_utc": "2026-12-01T22:01:34+00:00",
+ "command": "/opt/torch/.venv/bin/python3 calibrate/torch_framework_probe.py --gpu-key h200-sxm --out /tmp/o-C/fw.json",
  "settings": {
   "repeats": 11,
   "warmup": 2,
@@ -54,569 +54,569 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "conv_host_calls": 10
  },
  "host_speed": {
-  "reference_seconds_per_op": 1.03219549998812e-05,
+  "reference_seconds_per_op": 9.78386249983032e-06,
   "canary": "200 x torch.add of two 1-element tensors between two synchronizes, wall / 200; before each timed repetition (at most one per 20 ms) and after each measurement",
-  "canaries": 5636,
-  "canary_p10_seconds": 7.508694999387444e-06,
-  "canary_p90_seconds": 1.1230919999434264e-05,
+  "canaries": 5324,
+  "canary_p10_seconds": 6.81205499972748e-06,
+  "canary_p90_seconds": 1.062456999989081e-05,
   "use": "the figures are as measured; roofsim reads each at this host speed: the median over passes of pass_seconds x reference_seconds_per_op / pass_host_canary_seconds",
-  "backward_reference_seconds_per_node": 1.976247500010686e-05,
+  "backward_reference_seconds_per_node": 1.7974155000501923e-05,
   "backward_canary": "after each canary, the backward() of a chain of 100 multiplications of a 1-element tensor, from a synchronize to its return, per node: the speed of autograd's device thread (roofsim reads the layer_backward_* figures on it)",
-  "backward_canary_p10_seconds": 1.605662999963897e-05,
-  "backward_canary_p90_seconds": 2.3248039999543833e-05
+  "backward_canary_p10_seconds": 1.4085809998505284e-05,
+  "backward_canary_p90_seconds": 2.183675999958723e-05
  },
  "figures": {
   "eager_op_add": {
-   "seconds": 7.802037000033124e-06,
-   "min": 7.1904784999787805e-06,
-   "max": 1.1476893500002916e-05,
+   "seconds": 9.566112500010604e-06,
+   "min": 6.564669499994125e-06,
+   "max": 1.0143581000079394e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 7.404967000070428e-06,
-   "host_canary_seconds": 7.38317500008634e-06,
-   "host_backward_canary_seconds": 2.298017000157415e-05,
+   "issue_only_seconds": 6.671828499975163e-06,
+   "host_canary_seconds": 6.7753050001329025e-06,
+   "host_backward_canary_seconds": 2.286090999973567e-05,
    "pass_seconds": [
-    7.4293880001050635e-06,
-    7.802037000033124e-06,
-    1.090591150000364e-05
+    6.6846249999912285e-06,
+    9.63627099997666e-06,
+    9.566112500010604e-06
    ],
    "pass_host_canary_seconds": [
-    7.38317500008634e-06,
-    8.682474999659463e-06,
-    1.088454749947232e-05
+    6.7753050001329025e-06,
+    9.962865000261445e-06,
+    9.79146999952718e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.298017000157415e-05,
-    2.3245180000230902e-05,
-    2.393959999949402e-05
+    2.286090999973567e-05,
+    1.6872040000635024e-05,
+    1.740291000032812e-05
    ]
   },
   "eager_op_linear": {
-   "seconds": 1.6019505000031132e-05,
-   "min": 1.2875981999968644e-05,
-   "max": 2.07046130000208e-05,
+   "seconds": 1.707219150000583e-05,
+   "min": 1.2502600999994229e-05,
+   "max": 1.888671999995495e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.4229048500055797e-05,
-   "host_canary_seconds": 7.584754999925281e-06,
-   "host_backward_canary_seconds": 1.927807999891229e-05,
+   "issue_only_seconds": 1.305537500002174e-05,
+   "host_canary_seconds": 7.346095000002606e-06,
+   "host_backward_canary_seconds": 1.83430499998849e-05,
    "pass_seconds": [
-    1.4273572499973852e-05,
-    1.6019505000031132e-05,
-    1.964878299997963e-05
+    1.3082747499993275e-05,
+    1.707219150000583e-05,
+    1.8426567999995314e-05
    ],
    "pass_host_canary_seconds": [
-    7.584754999925281e-06,
-    8.328280000569065e-06,
-    1.1242580000043744e-05
+    7.346095000002606e-06,
+    1.0044194999636602e-05,
+    1.0005624999394058e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.927807999891229e-05,
-    2.119016000051488e-05,
-    2.455399000155012e-05
+    1.83430499998849e-05,
+    1.753962000066167e-05,
+    2.1702129999994212e-05
    ]
   },
   "eager_op_conv2d": {
-   "seconds": 1.2957212500054994e-05,
-   "min": 1.1407308999991983e-05,
-   "max": 2.0420752499944685e-05,
+   "seconds": 1.5684449999980642e-05,
+   "min": 1.5111771500016858e-05,
+   "max": 1.6914498999994975e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.2921968999989986e-05,
-   "host_canary_seconds": 7.608319999690139e-06,
-   "host_backward_canary_seconds": 2.260722999835707e-05,
+   "issue_only_seconds": 1.5583974499975282e-05,
+   "host_canary_seconds": 9.6818299999768e-06,
+   "host_backward_canary_seconds": 1.960435000000871e-05,
    "pass_seconds": [
-    1.2957212500054994e-05,
-    1.2400099500041507e-05,
-    1.9255861500028004e-05
+    1.562707699997645e-05,
+    1.5684449999980642e-05,
+    1.646815100002641e-05
    ],
    "pass_host_canary_seconds": [
-    7.608319999690139e-06,
-    7.387289999769564e-06,
-    1.1526150000236158e-05
+    9.6818299999768e-06,
+    1.0091755000303237e-05,
+    1.009254499990675e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.260722999835707e-05,
-    1.780968000048233e-05,
-    2.352951000148096e-05
+    1.960435000000871e-05,
+    2.1193180000409484e-05,
+    1.801272999955472e-05
    ]
   },
   "eager_op_layernorm": {
-   "seconds": 1.176474099997904e-05,
-   "min": 1.0746669000013753e-05,
-   "max": 1.8774001999986467e-05,
+   "seconds": 1.6591782999967107e-05,
+   "min": 1.5737487500018688e-05,
+   "max": 1.9857745500019064e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.1733172999925045e-05,
-   "host_canary_seconds": 7.781790000080946e-06,
-   "host_backward_canary_seconds": 2.1367290000853244e-05,
+   "issue_only_seconds": 1.7157579000013355e-05,
+   "host_canary_seconds": 1.0769189999564333e-05,
+   "host_backward_canary_seconds": 2.31420500006152e-05,
    "pass_seconds": [
-    1.176474099997904e-05,
-    1.124295750003057e-05,
-    1.8575381999994534e-05
+    1.7206700000031106e-05,
+    1.5846946000010576e-05,
+    1.6591782999967107e-05
    ],
    "pass_host_canary_seconds": [
-    7.781790000080946e-06,
-    7.384169999795631e-06,
-    1.1382080000430505e-05
+    1.0769189999564333e-05,
+    9.895375000041894e-06,
+    1.0050439999531591e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1367290000853244e-05,
-    2.1297030000368976e-05,
-    2.191497000012532e-05
+    2.31420500006152e-05,
+    1.842575999944529e-05,
+    1.817784999957439e-05
    ]
   },
   "eager_op_add_autocast": {
-   "seconds": 7.684026499987339e-06,
-   "min": 7.052665499941213e-06,
-   "max": 1.1285702500003937e-05,
+   "seconds": 9.052290999989055e-06,
+   "min": 6.641914999988785e-06,
+   "max": 9.998843000005308e-06,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 7.359795000070335e-06,
-   "host_canary_seconds": 9.064697499638896e-06,
-   "host_backward_canary_seconds": 2.1540774999948555e-05,
+   "issue_only_seconds": 7.108925000011368e-06,
+   "host_canary_seconds": 8.389420000014524e-06,
+   "host_backward_canary_seconds": 1.8294779999905585e-05,
    "pass_seconds": [
-    7.382867500041357e-06,
-    7.684026499987339e-06,
-    1.093932350011073e-05
+    7.12273549999054e-06,
+    9.052290999989055e-06,
+    9.606538000070942e-06
    ],
    "pass_host_canary_seconds": [
-    9.064697499638896e-06,
-    8.116962500253067e-06,
-    1.1296845000288159e-05
+    8.389420000014524e-06,
+    9.314912499576167e-06,
+    9.805779999396691e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1540774999948555e-05,
-    2.250554500051294e-05,
-    2.313738999873749e-05
+    1.8294779999905585e-05,
+    1.8842279999944366e-05,
+    2.185037000117518e-05
    ]
   },
   "eager_op_linear_autocast": {
-   "seconds": 4.375408949999837e-05,
-   "min": 3.626238449999164e-05,
-   "max": 6.289742249998654e-05,
+   "seconds": 5.280160799998157e-05,
+   "min": 3.42489409999871e-05,
+   "max": 5.5118474500090996e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 4.3709654000053885e-05,
-   "host_canary_seconds": 8.056670000087251e-06,
-   "host_backward_canary_seconds": 2.13252100002137e-05,
+   "issue_only_seconds": 3.687112049999541e-05,
+   "host_canary_seconds": 7.16379499976938e-06,
+   "host_backward_canary_seconds": 1.7337909999923794e-05,
    "pass_seconds": [
-    4.375408949999837e-05,
-    3.917918249999275e-05,
-    6.044381199990312e-05
+    3.691466200001514e-05,
+    5.280160799998157e-05,
+    5.282854600000064e-05
    ],
    "pass_host_canary_seconds": [
-    8.056670000087251e-06,
-    7.180965000088691e-06,
-    1.1316574999682416e-05
+    7.16379499976938e-06,
+    9.888729999829593e-06,
+    1.0067250000247441e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.13252100002137e-05,
-    2.1925180001289845e-05,
-    2.4376080000365617e-05
+    1.7337909999923794e-05,
+    1.880667000023095e-05,
+    2.123465000067881e-05
    ]
   },
   "eager_op_conv2d_autocast": {
-   "seconds": 3.236585750005361e-05,
-   "min": 2.6529895500061684e-05,
-   "max": 4.4019271500019386e-05,
+   "seconds": 3.6484846999996987e-05,
+   "min": 3.4026406999998925e-05,
+   "max": 4.0663176999942155e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 3.2307740999954146e-05,
-   "host_canary_seconds": 1.0533500000065032e-05,
-   "host_backward_canary_seconds": 2.4064190001809037e-05,
+   "issue_only_seconds": 3.5910884500026444e-05,
+   "host_canary_seconds": 9.665250000239211e-06,
+   "host_backward_canary_seconds": 1.7576310000322337e-05,
    "pass_seconds": [
-    3.236585750005361e-05,
-    2.794613699995807e-05,
-    4.130630600002405e-05
+    3.596508999999059e-05,
+    3.6484846999996987e-05,
+    3.7356111500002956e-05
    ],
    "pass_host_canary_seconds": [
-    1.0533500000065032e-05,
-    7.312029999866354e-06,
-    1.1477864999278609e-05
+    9.665250000239211e-06,
+    9.978980000369119e-06,
+    1.0137025000176437e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.4064190001809037e-05,
-    1.97971299985511e-05,
-    2.4584269999650134e-05
+    1.7576310000322337e-05,
+    1.683482000089498e-05,
+    2.2149809999518767e-05
    ]
   },
   "eager_op_layernorm_autocast": {
-   "seconds": 1.2658466999937446e-05,
-   "min": 1.0575326499974836e-05,
-   "max": 1.8908107000015662e-05,
+   "seconds": 1.5546766499994647e-05,
+   "min": 1.0309677000009288e-05,
+   "max": 1.7506139000033727e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.2624516499954553e-05,
-   "host_canary_seconds": 7.725154999889127e-06,
-   "host_backward_canary_seconds": 2.356378000058612e-05,
+   "issue_only_seconds": 1.5503497499992138e-05,
+   "host_canary_seconds": 9.728835000260005e-06,
+   "host_backward_canary_seconds": 2.2069550000196613e-05,
    "pass_seconds": [
-    1.2658466999937446e-05,
-    1.1019591999911426e-05,
-    1.8398391000005176e-05
+    1.5546766499994647e-05,
+    1.248597599999357e-05,
+    1.721835800003646e-05
    ],
    "pass_host_canary_seconds": [
-    7.725154999889127e-06,
-    7.153990000006161e-06,
-    1.1277890000656044e-05
+    9.728835000260005e-06,
+    7.091269999364158e-06,
+    1.0066114999744968e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.356378000058612e-05,
-    2.1084370000608033e-05,
-    2.4739590000990573e-05
+    2.2069550000196613e-05,
+    1.7536430000291148e-05,
+    1.810987999988356e-05
    ]
   },
   "eager_op_add_autograd": {
-   "seconds": 9.395594000011442e-06,
-   "min": 8.314558500046587e-06,
-   "max": 1.3425789500047358e-05,
+   "seconds": 1.1833217499997772e-05,
+   "min": 7.810070999994422e-06,
+   "max": 1.2501981500008697e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 9.362578499917618e-06,
-   "host_canary_seconds": 8.040635000270413e-06,
-   "host_backward_canary_seconds": 2.3454120000678813e-05,
+   "issue_only_seconds": 1.1786503999985598e-05,
+   "host_canary_seconds": 9.571780000214857e-06,
+   "host_backward_canary_seconds": 2.0016199999872698e-05,
    "pass_seconds": [
-    9.395594000011442e-06,
-    8.820895999974709e-06,
-    1.297366799997235e-05
+    1.1833217499997772e-05,
+    8.175387500045872e-06,
+    1.2408671999992294e-05
    ],
    "pass_host_canary_seconds": [
-    8.040635000270413e-06,
-    7.482500000151049e-06,
-    1.0896290000346198e-05
+    9.571780000214857e-06,
+    6.565477499975714e-06,
+    1.0122835000174746e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.3454120000678813e-05,
-    1.8941045000246958e-05,
-    2.465068999981668e-05
+    2.0016199999872698e-05,
+    1.8160260000286145e-05,
+    2.177951000021494e-05
    ]
   },
   "eager_op_linear_autograd": {
-   "seconds": 2.381135699999959e-05,
-   "min": 1.5090875000055348e-05,
-   "max": 2.609271949995673e-05,
+   "seconds": 2.2413091499970507e-05,
+   "min": 1.4448905499989451e-05,
+   "max": 2.475298849998353e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 2.376327150000179e-05,
-   "host_canary_seconds": 1.0605144999544792e-05,
-   "host_backward_canary_seconds": 1.8875020000450604e-05,
+   "issue_only_seconds": 2.2360429999991993e-05,
+   "host_canary_seconds": 1.0258894999992662e-05,
+   "host_backward_canary_seconds": 1.9471040000098584e-05,
    "pass_seconds": [
-    2.381135699999959e-05,
-    1.5452816999982133e-05,
-    2.499860400007492e-05
+    2.2413091499970507e-05,
+    1.622477149999213e-05,
+    2.2908203000042704e-05
    ],
    "pass_host_canary_seconds": [
-    1.0605144999544792e-05,
-    7.384210000509484e-06,
-    1.1191429999826141e-05
+    1.0258894999992662e-05,
+    7.348340000135068e-06,
+    1.013241000009657e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8875020000450604e-05,
-    1.9611929999427958e-05,
-    2.3422829999617535e-05
+    1.9471040000098584e-05,
+    1.9959729997935937e-05,
+    1.8217550000372284e-05
    ]
   },
   "eager_op_conv2d_autograd": {
-   "seconds": 1.534521799999311e-05,
-   "min": 1.4122355500035156e-05,
-   "max": 2.4283723500047925e-05,
+   "seconds": 2.0415937500047222e-05,
+   "min": 1.3136563999978535e-05,
+   "max": 2.221829299998035e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.531100049999168e-05,
-   "host_canary_seconds": 7.669484999723863e-06,
-   "host_backward_canary_seconds": 1.7620109999825218e-05,
+   "issue_only_seconds": 2.095495750000964e-05,
+   "host_canary_seconds": 1.0332740000080776e-05,
+   "host_backward_canary_seconds": 2.2038320000774547e-05,
    "pass_seconds": [
-    1.534521799999311e-05,
-    1.4574951999975382e-05,
-    2.3137913000027765e-05
+    2.1011066500022935e-05,
+    1.4179398000010223e-05,
+    2.0415937500047222e-05
    ],
    "pass_host_canary_seconds": [
-    7.669484999723863e-06,
-    7.332625000344706e-06,
-    1.1255414999595815e-05
+    1.0332740000080776e-05,
+    6.912625000268236e-06,
+    1.0106009999617528e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7620109999825218e-05,
-    1.7721930000789143e-05,
-    2.3913089999041405e-05
+    2.2038320000774547e-05,
+    1.6700389999186882e-05,
+    2.2398539999812784e-05
    ]
   },
   "eager_op_layernorm_autograd": {
-   "seconds": 1.811548099999527e-05,
-   "min": 1.362970899992888e-05,
-   "max": 2.3524088000044684e-05,
+   "seconds": 1.9443832499973722e-05,
+   "min": 1.3103967999995803e-05,
+   "max": 2.1153587499952664e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.8073063499969068e-05,
-   "host_canary_seconds": 1.0585915000547174e-05,
-   "host_backward_canary_seconds": 1.95674999986295e-05,
+   "issue_only_seconds": 1.9396798499997204e-05,
+   "host_canary_seconds": 9.650790000250708e-06,
+   "host_backward_canary_seconds": 1.9390319999956772e-05,
    "pass_seconds": [
-    1.811548099999527e-05,
-    1.521627699992223e-05,
-    2.2474130499972487e-05
+    1.9443832499973722e-05,
+    1.3902542999971957e-05,
+    2.0764530499945977e-05
    ],
    "pass_host_canary_seconds": [
-    1.0585915000547174e-05,
-    7.631949999904464e-06,
-    1.1129270000083124e-05
+    9.650790000250708e-06,
+    6.8676399996547845e-06,
+    9.935854999412186e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.95674999986295e-05,
-    1.7072619998543813e-05,
-    2.3998560000109137e-05
+    1.9390319999956772e-05,
+    1.6022550000798218e-05,
+    2.0490309998422164e-05
    ]
   },
   "eager_op_add_autograd_autocast": {
-   "seconds": 1.2728282500006572e-05,
-   "min": 8.167076499944415e-06,
-   "max": 1.4539697500026704e-05,
+   "seconds": 1.133053450001853e-05,
+   "min": 7.505549500024245e-06,
+   "max": 1.2101335000011204e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.2830082000050424e-05,
-   "host_canary_seconds": 1.0896499999262232e-05,
-   "host_backward_canary_seconds": 1.9543650000741764e-05,
+   "issue_only_seconds": 1.1290026999972725e-05,
+   "host_canary_seconds": 9.618700000260105e-06,
+   "host_backward_canary_seconds": 2.1046409999598835e-05,
    "pass_seconds": [
-    1.2874287000045116e-05,
-    9.142845499923168e-06,
-    1.2728282500006572e-05
+    1.133053450001853e-05,
+    7.723621499962973e-06,
+    1.19714729999032e-05
    ],
    "pass_host_canary_seconds": [
-    1.0896499999262232e-05,
-    7.4353199994448e-06,
-    1.0751350000646198e-05
+    9.618700000260105e-06,
+    6.61004250048336e-06,
+    9.805815000163421e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9543650000741764e-05,
-    2.1079790000158026e-05,
-    2.326188000097318e-05
+    2.1046409999598835e-05,
+    2.054790500096715e-05,
+    2.1858420000171462e-05
    ]
   },
   "eager_op_linear_autograd_autocast": {
-   "seconds": 1.951498150003772e-05,
-   "min": 1.717248699992524e-05,
-   "max": 2.6957258000038566e-05,
+   "seconds": 2.534615050001321e-05,
+   "min": 1.5512652499978687e-05,
+   "max": 2.7426837000007255e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.8596667499991783e-05,
-   "host_canary_seconds": 7.451469999750771e-06,
-   "host_backward_canary_seconds": 1.7853589999958784e-05,
+   "issue_only_seconds": 2.6530868500003636e-05,
+   "host_canary_seconds": 1.0506344999612338e-05,
+   "host_backward_canary_seconds": 2.224004999902718e-05,
    "pass_seconds": [
-    1.8654396499982794e-05,
-    1.951498150003772e-05,
-    2.6489850499956445e-05
+    2.6582302500003152e-05,
+    1.5613290000032974e-05,
+    2.534615050001321e-05
    ],
    "pass_host_canary_seconds": [
-    7.451469999750771e-06,
-    8.402409999916926e-06,
-    1.0839445000101478e-05
+    1.0506344999612338e-05,
+    6.766924999510593e-06,
+    1.0131479999699877e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7853589999958784e-05,
-    2.2114649998457025e-05,
-    2.2658560001218576e-05
+    2.224004999902718e-05,
+    2.0011369999792806e-05,
+    1.7928659999597585e-05
    ]
   },
   "eager_op_conv2d_autograd_autocast": {
-   "seconds": 1.9745112500004326e-05,
-   "min": 1.338811900006931e-05,
-   "max": 2.1003963999987717e-05,
+   "seconds": 1.848801900007402e-05,
+   "min": 1.1407230500026344e-05,
+   "max": 2.0541071000025112e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.9681120999962332e-05,
-   "host_canary_seconds": 1.0404084999890983e-05,
-   "host_backward_canary_seconds": 1.998196999920765e-05,
+   "issue_only_seconds": 2.022878349998791e-05,
+   "host_canary_seconds": 1.0475569999925939e-05,
+   "host_backward_canary_seconds": 2.0028270000693738e-05,
    "pass_seconds": [
-    1.9745112500004326e-05,
-    1.4328833500030668e-05,
-    2.024750250006946e-05
+    2.0280688499951793e-05,
+    1.194355400002678e-05,
+    1.848801900007402e-05
    ],
    "pass_host_canary_seconds": [
-    1.0404084999890983e-05,
-    8.104449999564168e-06,
-    1.0721385000351803e-05
+    1.0475569999925939e-05,
+    6.757159999324358e-06,
+    1.0000365000450983e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.998196999920765e-05,
-    1.9622249999429188e-05,
-    2.2961740000937425e-05
+    2.0028270000693738e-05,
+    1.9721920000392857e-05,
+    1.7928659999597585e-05
    ]
   },
   "eager_op_layernorm_autograd_autocast": {
-   "seconds": 2.1954474000040136e-05,
-   "min": 1.3216945500062138e-05,
-   "max": 2.390611800001352e-05,
+   "seconds": 2.118893750002826e-05,
+   "min": 1.2745663000032437e-05,
+   "max": 2.2192996499939e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 2.1902501499994287e-05,
-   "host_canary_seconds": 1.0603509999782545e-05,
-   "host_backward_canary_seconds": 1.9951149999997143e-05,
+   "issue_only_seconds": 2.1143885500009673e-05,
+   "host_canary_seconds": 1.0566535000862132e-05,
+   "host_backward_canary_seconds": 1.8687079998471744e-05,
    "pass_seconds": [
-    2.1954474000040136e-05,
-    1.5773629500017705e-05,
-    2.2780468499945526e-05
+    2.1192476000010173e-05,
+    1.2975123500041264e-05,
+    2.118893750002826e-05
    ],
    "pass_host_canary_seconds": [
-    1.0603509999782545e-05,
-    7.584014999792999e-06,
-    1.091585499921166e-05
+    1.0566535000862132e-05,
+    6.8351200002325645e-06,
+    1.0176314999625902e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9951149999997143e-05,
-    2.2126410001419572e-05,
-    2.2411019999708513e-05
+    1.8687079998471744e-05,
+    1.5634500000487607e-05,
+    2.2316909999062772e-05
    ]
   },
   "eager_op_add_out": {
-   "seconds": 8.71552299997802e-06,
-   "min": 6.187759999988884e-06,
-   "max": 9.384965500089492e-06,
+   "seconds": 8.371160499905272e-06,
+   "min": 5.420796499947755e-06,
+   "max": 9.394905000021936e-06,
    "samples": 33,
    "method": "2000 x torch.add(x, y, out=z) on 1-element tensors, one synchronize, wall / 2000; median of 3 passes over the probe's run",
-   "issue_only_seconds": 8.771026999966126e-06,
-   "host_canary_seconds": 1.068723749995115e-05,
-   "host_backward_canary_seconds": 2.293894499985072e-05,
+   "issue_only_seconds": 8.501674999934038e-06,
+   "host_canary_seconds": 1.0279405000233055e-05,
+   "host_backward_canary_seconds": 2.2185125000078185e-05,
    "pass_seconds": [
-    8.812995499965837e-06,
-    6.419067500019082e-06,
-    8.71552299997802e-06
+    8.544652499949733e-06,
+    5.529952000074445e-06,
+    8.371160499905272e-06
    ],
    "pass_host_canary_seconds": [
-    1.068723749995115e-05,
-    9.713535000628326e-06,
-    1.0665570000014669e-05
+    1.0279405000233055e-05,
+    6.615009999677568e-06,
+    1.0082465000209595e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.293894499985072e-05,
-    1.873939500001143e-05,
-    2.319499000009273e-05
+    2.2185125000078185e-05,
+    1.2597789999517773e-05,
+    2.239638500100227e-05
    ]
   },
   "backward_node_mul": {
-   "seconds": 1.5685122222445594e-05,
-   "min": 1.0495082222203362e-05,
-   "max": 1.7595273333325974e-05,
+   "seconds": 1.1261205555557455e-05,
+   "min": 9.875814444310688e-06,
+   "max": 1.6454986666758487e-05,
    "samples": 33,
    "method": "backward() of a chain of y = y * c (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1330265000424333e-05,
-   "host_backward_canary_seconds": 2.3138599999583676e-05,
+   "host_canary_seconds": 1.0177880000128425e-05,
+   "host_backward_canary_seconds": 2.0731619999878604e-05,
    "pass_seconds": [
-    1.6838976666804228e-05,
-    1.5685122222445594e-05,
-    1.5405781111136698e-05
+    1.4609866666685573e-05,
+    1.1101286666972657e-05,
+    1.1261205555557455e-05
    ],
    "pass_host_canary_seconds": [
-    1.1330265000424333e-05,
-    1.0267189999240145e-05,
-    1.0545790000833222e-05
+    1.0177880000128425e-05,
+    7.05981500004782e-06,
+    1.0203984999179738e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.3138599999583676e-05,
-    2.129952999894158e-05,
-    2.2323279999909573e-05
+    2.0731619999878604e-05,
+    1.8146669999623556e-05,
+    1.748735000091983e-05
    ]
   },
   "backward_fixed": {
-   "seconds": 0.000401737888826877,
-   "min": 0.00023047766651668818,
-   "max": 0.0006174827776451112,
+   "seconds": 0.00035730211117071206,
+   "min": -0.0003166036667607841,
+   "max": 0.0009682729997974903,
    "samples": 33,
    "method": "intercept of the y = y * c chain fit: T(100) - slope * 100; one backward() call; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1330265000424333e-05,
-   "host_backward_canary_seconds": 2.3138599999583676e-05,
+   "host_canary_seconds": 1.0177880000128425e-05,
+   "host_backward_canary_seconds": 2.0731619999878604e-05,
    "pass_seconds": [
-    0.00031850888884340156,
-    0.000401737888826877,
-    0.0004400644445215424
+    0.00043730166652898735,
+    0.00025678266683826223,
+    0.00035730211117071206
    ],
    "pass_host_canary_seconds": [
-    1.1330265000424333e-05,
-    1.0267189999240145e-05,
-    1.0545790000833222e-05
+    1.0177880000128425e-05,
+    7.05981500004782e-06,
+    1.0203984999179738e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.3138599999583676e-05,
-    2.129952999894158e-05,
-    2.2323279999909573e-05
+    2.0731619999878604e-05,
+    1.8146669999623556e-05,
+    1.748735000091983e-05
    ]
   },
   "backward_node_view": {
-   "seconds": 6.4969533334786115e-06,
-   "min": 4.256376666439287e-06,
-   "max": 7.251174444415179e-06,
+   "seconds": 5.858951111198015e-06,
+   "min": 3.485911111056339e-06,
+   "max": 6.533123333206782e-06,
    "samples": 33,
    "method": "backward() of a chain of y = y.view(...) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0934552500430073e-05,
-   "host_backward_canary_seconds": 2.0698779999293037e-05,
+   "host_canary_seconds": 9.47990249983377e-06,
+   "host_backward_canary_seconds": 1.3553574999605188e-05,
    "pass_seconds": [
-    7.0471666665778485e-06,
-    6.403032222250557e-06,
-    6.4969533334786115e-06
+    3.700342222398629e-06,
+    5.858951111198015e-06,
+    6.147057777575861e-06
    ],
    "pass_host_canary_seconds": [
-    1.0934552500430073e-05,
-    1.0085244999800125e-05,
-    1.0061662499651903e-05
+    9.47990249983377e-06,
+    6.8883950001463745e-06,
+    9.880359999669964e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0698779999293037e-05,
-    1.971249000007447e-05,
-    1.9728494999071698e-05
+    1.3553574999605188e-05,
+    1.762726999913866e-05,
+    1.873206000027494e-05
    ]
   },
   "backward_node_transpose": {
-   "seconds": 6.3482811113620605e-06,
-   "min": 4.356484444593257e-06,
-   "max": 6.960241111199947e-06,
+   "seconds": 5.7219166668195005e-06,
+   "min": 3.2221111109720367e-06,
+   "max": 6.325268888960839e-06,
    "samples": 33,
    "method": "backward() of a chain of y = y.transpose(0, 1) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.611524999968424e-06,
-   "host_backward_canary_seconds": 1.9718505000128063e-05,
+   "host_canary_seconds": 9.49922750010046e-06,
+   "host_backward_canary_seconds": 1.399062500013315e-05,
    "pass_seconds": [
-    6.362878888871314e-06,
-    6.096138888804287e-06,
-    6.3482811113620605e-06
+    3.4935855554370695e-06,
+    5.7219166668195005e-06,
+    6.248514444501376e-06
    ],
    "pass_host_canary_seconds": [
-    9.611524999968424e-06,
-    9.753520000117533e-06,
-    7.640399999786496e-06
+    9.49922750010046e-06,
+    6.9095099996729914e-06,
+    1.017099250020692e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9718505000128063e-05,
-    1.9761710000238963e-05,
-    1.96858749995954e-05
+    1.399062500013315e-05,
+    1.666715000055774e-05,
+    1.8851800000447838e-05
    ]
   },
   "backward_layer_linear": {
-   "seconds": 5.480298222209967e-05,
-   "min": 3.5285607777950647e-05,
-   "max": 6.48959533330324e-05,
+   "seconds": 3.7387033333086745e-05,
+   "min": 3.274592666659575e-05,
+   "max": 5.3074700000353106e-05,
    "samples": 33,
    "method": "backward() of a chain of F.linear(y, w_i) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0771484999168025e-05,
-   "host_backward_canary_seconds": 2.7439069999672938e-05,
+   "host_canary_seconds": 9.587759999476475e-06,
+   "host_backward_canary_seconds": 1.9321489999128973e-05,
    "pass_seconds": [
-    6.129511777771767e-05,
-    4.196137666642446e-05,
-    5.480298222209967e-05
+    3.372392222217968e-05,
+    4.6097004444618504e-05,
+    3.7387033333086745e-05
    ],
    "pass_host_canary_seconds": [
-    1.0771484999168025e-05,
-    8.05528000000777e-06,
-    7.914374999700157e-06
+    9.587759999476475e-06,
+    7.079604999944422e-06,
+    9.857449999799428e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.7439069999672938e-05,
-    2.059832999975697e-05,
-    2.420492000055674e-05
+    1.9321489999128973e-05,
+    2.0847780001531645e-05,
+    1.9572730000163574e-05
    ]
   },
   "backward_call": {
-   "seconds": 0.00010123866920669876,
-   "min": 9.634933372338613e-05,
-   "max": 0.00013241466321051122,
+   "seconds": 0.00011114266266425452,
+   "min": 6.596267130225898e-05,
+   "max": 0.00011175600315133728,
    "samples": 3,
-   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 16.92 us; median of 3 passes over the probe's run",
+   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 22.70 us; median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     2,
@@ -625,34 +625,34 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_median_seconds": [
-    0.00010825599730014801,
-    0.0001282240003347397,
-    0.00015436799824237822,
-    0.0002589440047740936,
-    0.00035631999373435973
+    0.00013894400000572204,
+    0.00016012799739837646,
+    0.00021395200490951537,
+    0.0002626560032367706,
+    0.0004868159890174866
    ],
-   "host_canary_seconds": 1.0198197499562412e-05,
-   "host_backward_canary_seconds": 2.0231739999871936e-05,
+   "host_canary_seconds": 1.0623045000102138e-05,
+   "host_backward_canary_seconds": 1.8703100001857818e-05,
    "pass_seconds": [
-    9.634933372338613e-05,
-    0.00013241466321051122,
-    0.00010123866920669876
+    0.00011175600315133728,
+    6.596267130225898e-05,
+    0.00011114266266425452
    ],
    "pass_host_canary_seconds": [
-    1.0198197499562412e-05,
-    1.0274840000192854e-05,
-    8.012360000293484e-06
+    1.0623045000102138e-05,
+    6.7684850000659935e-06,
+    9.705404999635902e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0231739999871936e-05,
-    1.8765410000014527e-05,
-    1.8890200000214463e-05
+    1.8703100001857818e-05,
+    1.5942789998462105e-05,
+    1.4553394998984004e-05
    ]
   },
   "layer_forward_linear": {
-   "seconds": 2.885638124176434e-05,
-   "min": 2.796114200637454e-05,
-   "max": 3.232076090006602e-05,
+   "seconds": 2.85622864252045e-05,
+   "min": 1.711771477546011e-05,
+   "max": 2.8926476215322815e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -661,32 +661,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.5504000037908556e-05,
-    0.00013049599528312683,
-    0.00047782400250434874
+    4.835199937224388e-05,
+    0.0001530880033969879,
+    0.00032291200757026675
    ],
-   "host_canary_seconds": 1.025472250034909e-05,
-   "host_backward_canary_seconds": 1.7045459999280864e-05,
+   "host_canary_seconds": 1.0438419999445613e-05,
+   "host_backward_canary_seconds": 1.8691770001169062e-05,
    "pass_seconds": [
-    2.885638124176434e-05,
-    3.232076090006602e-05,
-    2.796114200637454e-05
+    1.711771477546011e-05,
+    2.8926476215322815e-05,
+    2.85622864252045e-05
    ],
    "pass_host_canary_seconds": [
-    1.025472250034909e-05,
-    9.974542500117423e-06,
-    1.0108827499379913e-05
+    1.0438419999445613e-05,
+    6.796764999990046e-06,
+    1.0024625000255583e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7045459999280864e-05,
-    1.933756500079653e-05,
-    1.871500999982345e-05
+    1.8691770001169062e-05,
+    1.7462669998167257e-05,
+    1.490685499902611e-05
    ]
   },
   "layer_backward_linear": {
-   "seconds": 8.678019756362553e-05,
-   "min": 7.746285750042825e-05,
-   "max": 0.00010751009022905713,
+   "seconds": 9.110475970166071e-05,
+   "min": 7.904685599108536e-05,
+   "max": 0.00011667733941049802,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -695,33 +695,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002123199999332428,
-    0.0005731199979782105,
-    0.0018210560083389282
+    0.0003377600014209747,
+    0.0007035840153694153,
+    0.002332832098007202
    ],
    "backward_nodes_per_layer": 4.0,
-   "host_canary_seconds": 1.025472250034909e-05,
-   "host_backward_canary_seconds": 1.7045459999280864e-05,
+   "host_canary_seconds": 1.0438419999445613e-05,
+   "host_backward_canary_seconds": 1.8691770001169062e-05,
    "pass_seconds": [
-    7.746285750042825e-05,
-    0.00010751009022905713,
-    8.678019756362553e-05
+    0.00011667733941049802,
+    7.904685599108536e-05,
+    9.110475970166071e-05
    ],
    "pass_host_canary_seconds": [
-    1.025472250034909e-05,
-    9.974542500117423e-06,
-    1.0108827499379913e-05
+    1.0438419999445613e-05,
+    6.796764999990046e-06,
+    1.0024625000255583e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7045459999280864e-05,
-    1.933756500079653e-05,
-    1.871500999982345e-05
+    1.8691770001169062e-05,
+    1.7462669998167257e-05,
+    1.490685499902611e-05
    ]
   },
   "layer_forward_linear_autocast": {
-   "seconds": 6.182704688537689e-05,
-   "min": 5.986133182332629e-05,
-   "max": 7.884647839126132e-05,
+   "seconds": 6.383238271588372e-05,
+   "min": 5.0438857149510156e-05,
+   "max": 7.509485596702214e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -730,32 +730,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00010979200154542923,
-    0.000301472008228302,
-    0.0012775360345840454
+    0.00017814399302005767,
+    0.0004562560021877289,
+    0.0013221759796142579
    ],
-   "host_canary_seconds": 1.0423934999153061e-05,
-   "host_backward_canary_seconds": 1.974567999923238e-05,
+   "host_canary_seconds": 9.987355000475872e-06,
+   "host_backward_canary_seconds": 1.7836520000855672e-05,
    "pass_seconds": [
-    7.884647839126132e-05,
-    5.986133182332629e-05,
-    6.182704688537689e-05
+    7.509485596702214e-05,
+    5.0438857149510156e-05,
+    6.383238271588372e-05
    ],
    "pass_host_canary_seconds": [
-    1.0423934999153061e-05,
-    8.150237499648938e-06,
-    1.0112732500715537e-05
+    9.987355000475872e-06,
+    6.85503499994411e-06,
+    9.995119999643975e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.974567999923238e-05,
-    1.8959540000196284e-05,
-    1.935442500098361e-05
+    1.7836520000855672e-05,
+    1.6925390000324114e-05,
+    1.737525500061565e-05
    ]
   },
   "layer_backward_linear_autocast": {
-   "seconds": 0.00013965257612012688,
-   "min": 0.00013414705260878515,
-   "max": 0.0001662704827530044,
+   "seconds": 0.0001183398167292277,
+   "min": 0.00011207695766573861,
+   "max": 0.00012322743698245,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -764,33 +764,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00037968000769615174,
-    0.0011093440055847169,
-    0.0036818881034851076
+    0.0007258880138397216,
+    0.001452448010444641,
+    0.0036761600971221926
    ],
    "backward_nodes_per_layer": 6.0,
-   "host_canary_seconds": 1.0423934999153061e-05,
-   "host_backward_canary_seconds": 1.974567999923238e-05,
+   "host_canary_seconds": 9.987355000475872e-06,
+   "host_backward_canary_seconds": 1.7836520000855672e-05,
    "pass_seconds": [
-    0.00013965257612012688,
-    0.00013414705260878515,
-    0.0001662704827530044
+    0.0001183398167292277,
+    0.00012322743698245,
+    0.00011207695766573861
    ],
    "pass_host_canary_seconds": [
-    1.0423934999153061e-05,
-    8.150237499648938e-06,
-    1.0112732500715537e-05
+    9.987355000475872e-06,
+    6.85503499994411e-06,
+    9.995119999643975e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.974567999923238e-05,
-    1.8959540000196284e-05,
-    1.935442500098361e-05
+    1.7836520000855672e-05,
+    1.6925390000324114e-05,
+    1.737525500061565e-05
    ]
   },
   "layer_forward_linear_nobias": {
-   "seconds": 2.5078094608726953e-05,
-   "min": 1.7958096095493863e-05,
-   "max": 2.5101714900561742e-05,
+   "seconds": 2.181790520747503e-05,
+   "min": 1.7241143044971287e-05,
+   "max": 2.5699046750863396e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -799,32 +799,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.1248001158237455e-05,
-    0.00011462400108575821,
-    0.00041679999232292173
+    2.6815999299287795e-05,
+    0.00010915199667215347,
+    0.0003597120046615601
    ],
-   "host_canary_seconds": 1.0381247499253732e-05,
-   "host_backward_canary_seconds": 2.252195999972173e-05,
+   "host_canary_seconds": 8.068984999454188e-06,
+   "host_backward_canary_seconds": 1.4760605000674332e-05,
    "pass_seconds": [
-    2.5078094608726953e-05,
-    1.7958096095493863e-05,
-    2.5101714900561742e-05
+    2.181790520747503e-05,
+    1.7241143044971287e-05,
+    2.5699046750863396e-05
    ],
    "pass_host_canary_seconds": [
-    1.0381247499253732e-05,
-    7.42615500030297e-06,
-    1.0543360000383472e-05
+    8.068984999454188e-06,
+    6.9141525000304685e-06,
+    9.958754999388475e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.252195999972173e-05,
-    1.8803985000204193e-05,
-    2.069280999876355e-05
+    1.4760605000674332e-05,
+    1.6693564999741285e-05,
+    1.7703379999147728e-05
    ]
   },
   "layer_backward_linear_nobias": {
-   "seconds": 8.02963837271645e-05,
-   "min": 7.739885772267978e-05,
-   "max": 8.768228547913686e-05,
+   "seconds": 7.0124955759162e-05,
+   "min": 6.72015260372843e-05,
+   "max": 7.037409359500523e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -833,33 +833,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00019487999379634856,
-    0.0007499840259552002,
-    0.0018145920038223266
+    0.00014009599387645723,
+    0.00037203198671340943,
+    0.0014636800289154052
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 1.0381247499253732e-05,
-   "host_backward_canary_seconds": 2.252195999972173e-05,
+   "host_canary_seconds": 8.068984999454188e-06,
+   "host_backward_canary_seconds": 1.4760605000674332e-05,
    "pass_seconds": [
-    7.739885772267978e-05,
-    8.02963837271645e-05,
-    8.768228547913686e-05
+    6.72015260372843e-05,
+    7.037409359500523e-05,
+    7.0124955759162e-05
    ],
    "pass_host_canary_seconds": [
-    1.0381247499253732e-05,
-    7.42615500030297e-06,
-    1.0543360000383472e-05
+    8.068984999454188e-06,
+    6.9141525000304685e-06,
+    9.958754999388475e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.252195999972173e-05,
-    1.8803985000204193e-05,
-    2.069280999876355e-05
+    1.4760605000674332e-05,
+    1.6693564999741285e-05,
+    1.7703379999147728e-05
    ]
   },
   "layer_forward_linear_nobias_autocast": {
-   "seconds": 4.4748188839072274e-05,
-   "min": 2.9895621041456855e-05,
-   "max": 4.615161816279093e-05,
+   "seconds": 2.9887998210532323e-05,
+   "min": 2.700266774211611e-05,
+   "max": 4.642514068455923e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -868,32 +868,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00010345599800348282,
-    0.00021055999398231505,
-    0.0007656319737434388
+    6.10559992492199e-05,
+    0.0001505279988050461,
+    0.0005093119740486145
    ],
-   "host_canary_seconds": 1.023415750012191e-05,
-   "host_backward_canary_seconds": 1.9658100000015112e-05,
+   "host_canary_seconds": 6.814220000137539e-06,
+   "host_backward_canary_seconds": 1.5520230000447555e-05,
    "pass_seconds": [
-    4.4748188839072274e-05,
-    2.9895621041456855e-05,
-    4.615161816279093e-05
+    2.9887998210532323e-05,
+    2.700266774211611e-05,
+    4.642514068455923e-05
    ],
    "pass_host_canary_seconds": [
-    1.023415750012191e-05,
-    7.346017500253765e-06,
-    1.001537000092867e-05
+    6.814220000137539e-06,
+    6.813280000415034e-06,
+    9.911544999567923e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9658100000015112e-05,
-    1.8468484998948043e-05,
-    1.893922000135717e-05
+    1.5520230000447555e-05,
+    1.6341580001153488e-05,
+    1.6704470001513984e-05
    ]
   },
   "layer_backward_linear_nobias_autocast": {
-   "seconds": 0.00010720534374316531,
-   "min": 0.0001068144738674164,
-   "max": 0.00011104456548179899,
+   "seconds": 9.273599620376313e-05,
+   "min": 7.412418758585341e-05,
+   "max": 0.00010416990252477784,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -902,33 +902,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004708159863948822,
-    0.0009904959797859192,
-    0.0027713921070098876
+    0.00022310400009155273,
+    0.000680512011051178,
+    0.0022523839473724367
    ],
    "backward_nodes_per_layer": 4.0,
-   "host_canary_seconds": 1.023415750012191e-05,
-   "host_backward_canary_seconds": 1.9658100000015112e-05,
+   "host_canary_seconds": 6.814220000137539e-06,
+   "host_backward_canary_seconds": 1.5520230000447555e-05,
    "pass_seconds": [
-    0.00010720534374316531,
-    0.00011104456548179899,
-    0.0001068144738674164
+    0.00010416990252477784,
+    9.273599620376313e-05,
+    7.412418758585341e-05
    ],
    "pass_host_canary_seconds": [
-    1.023415750012191e-05,
-    7.346017500253765e-06,
-    1.001537000092867e-05
+    6.814220000137539e-06,
+    6.813280000415034e-06,
+    9.911544999567923e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9658100000015112e-05,
-    1.8468484998948043e-05,
-    1.893922000135717e-05
+    1.5520230000447555e-05,
+    1.6341580001153488e-05,
+    1.6704470001513984e-05
    ]
   },
   "layer_forward_matmul": {
-   "seconds": 1.7563428552377793e-05,
-   "min": 1.2716190091201236e-05,
-   "max": 1.8658285339673357e-05,
+   "seconds": 1.8034286264862333e-05,
+   "min": 1.675809591653801e-05,
+   "max": 2.1335619546118236e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -937,32 +937,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.215999901294708e-05,
-    8.563199639320374e-05,
-    0.0003111999928951263
+    2.1888000890612604e-05,
+    5.824000015854836e-05,
+    0.0003327040076255798
    ],
-   "host_canary_seconds": 1.0249382499409877e-05,
-   "host_backward_canary_seconds": 1.962613000046076e-05,
+   "host_canary_seconds": 9.45494749998943e-06,
+   "host_backward_canary_seconds": 1.5670894999857413e-05,
    "pass_seconds": [
-    1.8658285339673357e-05,
-    1.2716190091201236e-05,
-    1.7563428552377793e-05
+    2.1335619546118236e-05,
+    1.675809591653801e-05,
+    1.8034286264862333e-05
    ],
    "pass_host_canary_seconds": [
-    1.0249382499409877e-05,
-    7.4994350006818425e-06,
-    1.0117615000808654e-05
+    9.45494749998943e-06,
+    8.863770000289151e-06,
+    9.694379999700686e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.962613000046076e-05,
-    1.8604560000312632e-05,
-    1.7861699998320546e-05
+    1.5670894999857413e-05,
+    1.6122890001497582e-05,
+    1.4875509998546477e-05
    ]
   },
   "layer_backward_matmul": {
-   "seconds": 7.600000252326329e-05,
-   "min": 5.3259426993983126e-05,
-   "max": 7.75375266869863e-05,
+   "seconds": 6.082361626128355e-05,
+   "min": 5.2774091739030116e-05,
+   "max": 6.464761637506032e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -971,33 +971,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002215999960899353,
-    0.0004772799909114838,
-    0.0016535680294036865
+    0.0001806720048189163,
+    0.0005567359924316406,
+    0.0015097919702529907
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 1.0249382499409877e-05,
-   "host_backward_canary_seconds": 1.962613000046076e-05,
+   "host_canary_seconds": 9.45494749998943e-06,
+   "host_backward_canary_seconds": 1.5670894999857413e-05,
    "pass_seconds": [
-    7.75375266869863e-05,
-    7.600000252326329e-05,
-    5.3259426993983126e-05
+    6.464761637506032e-05,
+    6.082361626128355e-05,
+    5.2774091739030116e-05
    ],
    "pass_host_canary_seconds": [
-    1.0249382499409877e-05,
-    7.4994350006818425e-06,
-    1.0117615000808654e-05
+    9.45494749998943e-06,
+    8.863770000289151e-06,
+    9.694379999700686e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.962613000046076e-05,
-    1.8604560000312632e-05,
-    1.7861699998320546e-05
+    1.5670894999857413e-05,
+    1.6122890001497582e-05,
+    1.4875509998546477e-05
    ]
   },
   "layer_forward_matmul_autocast": {
-   "seconds": 3.740418879758744e-05,
-   "min": 2.4540190718003682e-05,
-   "max": 4.3388952811559034e-05,
+   "seconds": 3.628571437937872e-05,
+   "min": 3.3382095219123933e-05,
+   "max": 4.1305140725203915e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1006,32 +1006,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.833600044250488e-05,
-    0.00019523200392723085,
-    0.0006409599781036377
+    8.579199761152268e-05,
+    0.00023948800563812256,
+    0.0007152959704399108
    ],
-   "host_canary_seconds": 9.974605000024894e-06,
-   "host_backward_canary_seconds": 1.940988500109597e-05,
+   "host_canary_seconds": 9.557099999710772e-06,
+   "host_backward_canary_seconds": 1.8284459999904358e-05,
    "pass_seconds": [
-    3.740418879758744e-05,
-    2.4540190718003682e-05,
-    4.3388952811559034e-05
+    4.1305140725203915e-05,
+    3.3382095219123933e-05,
+    3.628571437937872e-05
    ],
    "pass_host_canary_seconds": [
-    9.974605000024894e-06,
-    7.3363100000278795e-06,
-    1.008455999965463e-05
+    9.557099999710772e-06,
+    8.88590000045042e-06,
+    9.635464999746546e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.940988500109597e-05,
-    1.891815999897517e-05,
-    1.886716999933924e-05
+    1.8284459999904358e-05,
+    1.5824739999743543e-05,
+    1.3769790000424109e-05
    ]
   },
   "layer_backward_matmul_autocast": {
-   "seconds": 0.00010347581690266018,
-   "min": 8.937675328481767e-05,
-   "max": 0.00010769143221633776,
+   "seconds": 8.105905531417755e-05,
+   "min": 6.991161725350788e-05,
+   "max": 8.130971572938418e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1040,33 +1040,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003772799968719482,
-    0.0008830080032348632,
-    0.0025181760787963865
+    0.0004535360038280487,
+    0.0008842560052871704,
+    0.0023102080821990967
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 9.974605000024894e-06,
-   "host_backward_canary_seconds": 1.940988500109597e-05,
+   "host_canary_seconds": 9.557099999710772e-06,
+   "host_backward_canary_seconds": 1.8284459999904358e-05,
    "pass_seconds": [
-    0.00010347581690266018,
-    0.00010769143221633776,
-    8.937675328481767e-05
+    8.105905531417755e-05,
+    8.130971572938418e-05,
+    6.991161725350788e-05
    ],
    "pass_host_canary_seconds": [
-    9.974605000024894e-06,
-    7.3363100000278795e-06,
-    1.008455999965463e-05
+    9.557099999710772e-06,
+    8.88590000045042e-06,
+    9.635464999746546e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.940988500109597e-05,
-    1.891815999897517e-05,
-    1.886716999933924e-05
+    1.8284459999904358e-05,
+    1.5824739999743543e-05,
+    1.3769790000424109e-05
    ]
   },
   "layer_forward_bmm": {
-   "seconds": 2.4069333182913916e-05,
-   "min": 1.895161886655149e-05,
-   "max": 2.6845713633866533e-05,
+   "seconds": 1.3676190748810767e-05,
+   "min": 1.2326856986397789e-05,
+   "max": 2.3693714290857316e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1075,32 +1075,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.772800043225288e-05,
-    0.00010460799932479858,
-    0.0003969919979572296
+    4.300799965858459e-05,
+    0.0001016639992594719,
+    0.00039427199959754945
    ],
-   "host_canary_seconds": 1.0155289999147499e-05,
-   "host_backward_canary_seconds": 1.9672890000492772e-05,
+   "host_canary_seconds": 9.80205000018941e-06,
+   "host_backward_canary_seconds": 1.7239300000255753e-05,
    "pass_seconds": [
-    2.4069333182913916e-05,
-    1.895161886655149e-05,
-    2.6845713633866533e-05
+    2.3693714290857316e-05,
+    1.2326856986397789e-05,
+    1.3676190748810767e-05
    ],
    "pass_host_canary_seconds": [
-    1.0155289999147499e-05,
-    7.895082499658202e-06,
-    1.02215849994991e-05
+    9.80205000018941e-06,
+    6.7905100002008115e-06,
+    6.7609749999064665e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9672890000492772e-05,
-    1.8895179999844912e-05,
-    1.8739450001703518e-05
+    1.7239300000255753e-05,
+    1.6689839999344258e-05,
+    1.4037859998552448e-05
    ]
   },
   "layer_backward_bmm": {
-   "seconds": 7.364723804805963e-05,
-   "min": 6.963200139857474e-05,
-   "max": 7.888914520541826e-05,
+   "seconds": 6.864075770690328e-05,
+   "min": 6.745599627140021e-05,
+   "max": 7.552914410119966e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1109,33 +1109,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00022700800001621246,
-    0.0006136639714241028,
-    0.0017973120212554932
+    0.0002465279996395111,
+    0.0006056320071220398,
+    0.0016589119434356689
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 1.0155289999147499e-05,
-   "host_backward_canary_seconds": 1.9672890000492772e-05,
+   "host_canary_seconds": 9.80205000018941e-06,
+   "host_backward_canary_seconds": 1.7239300000255753e-05,
    "pass_seconds": [
-    7.888914520541826e-05,
-    7.364723804805963e-05,
-    6.963200139857474e-05
+    6.864075770690328e-05,
+    7.552914410119966e-05,
+    6.745599627140021e-05
    ],
    "pass_host_canary_seconds": [
-    1.0155289999147499e-05,
-    7.895082499658202e-06,
-    1.02215849994991e-05
+    9.80205000018941e-06,
+    6.7905100002008115e-06,
+    6.7609749999064665e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9672890000492772e-05,
-    1.8895179999844912e-05,
-    1.8739450001703518e-05
+    1.7239300000255753e-05,
+    1.6689839999344258e-05,
+    1.4037859998552448e-05
    ]
   },
   "layer_forward_bmm_autocast": {
-   "seconds": 3.845180890389851e-05,
-   "min": 3.5945905106408254e-05,
-   "max": 4.089142914329256e-05,
+   "seconds": 2.6322284624690105e-05,
+   "min": 2.331733437521117e-05,
+   "max": 3.753600021203359e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1144,32 +1144,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.811199873685836e-05,
-    0.00019702400267124177,
-    0.0006209920048713684
+    8.515200018882751e-05,
+    0.00021724799275398254,
+    0.0006546880006790161
    ],
-   "host_canary_seconds": 1.0220125000159897e-05,
-   "host_backward_canary_seconds": 1.96087400001943e-05,
+   "host_canary_seconds": 9.447822499737412e-06,
+   "host_backward_canary_seconds": 1.7326585001455897e-05,
    "pass_seconds": [
-    3.5945905106408254e-05,
-    3.845180890389851e-05,
-    4.089142914329256e-05
+    3.753600021203359e-05,
+    2.331733437521117e-05,
+    2.6322284624690105e-05
    ],
    "pass_host_canary_seconds": [
-    1.0220125000159897e-05,
-    1.0306199999376987e-05,
-    9.746372500103462e-06
+    9.447822499737412e-06,
+    6.505185000378333e-06,
+    7.103054999788582e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.96087400001943e-05,
-    1.9036290000258303e-05,
-    1.8035860000509275e-05
+    1.7326585001455897e-05,
+    1.6265060000932863e-05,
+    1.4963840000064012e-05
    ]
   },
   "layer_backward_bmm_autocast": {
-   "seconds": 9.540495028098424e-05,
-   "min": 8.529067145926614e-05,
-   "max": 0.00010644876815023876,
+   "seconds": 8.375695401004383e-05,
+   "min": 8.325942286423272e-05,
+   "max": 9.372266985121227e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1178,33 +1178,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003988159894943237,
-    0.0008649280071258545,
-    0.0025477120876312258
+    0.0004334079921245575,
+    0.0008381440043449402,
+    0.002259455919265747
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 1.0220125000159897e-05,
-   "host_backward_canary_seconds": 1.96087400001943e-05,
+   "host_canary_seconds": 9.447822499737412e-06,
+   "host_backward_canary_seconds": 1.7326585001455897e-05,
    "pass_seconds": [
-    0.00010644876815023876,
-    9.540495028098424e-05,
-    8.529067145926614e-05
+    8.325942286423272e-05,
+    8.375695401004383e-05,
+    9.372266985121227e-05
    ],
    "pass_host_canary_seconds": [
-    1.0220125000159897e-05,
-    1.0306199999376987e-05,
-    9.746372500103462e-06
+    9.447822499737412e-06,
+    6.505185000378333e-06,
+    7.103054999788582e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.96087400001943e-05,
-    1.9036290000258303e-05,
-    1.8035860000509275e-05
+    1.7326585001455897e-05,
+    1.6265060000932863e-05,
+    1.4963840000064012e-05
    ]
   },
   "layer_forward_conv2d": {
-   "seconds": 4.7423999579179854e-05,
-   "min": 4.162133414120901e-05,
-   "max": 4.8038859097730546e-05,
+   "seconds": 4.344152410825094e-05,
+   "min": 2.5045332454499743e-05,
+   "max": 4.647314175963402e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1213,32 +1213,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.166400015354157e-05,
-    0.00018499200046062468,
-    0.0006854720115661621
+    6.339199841022491e-05,
+    0.0001897599995136261,
+    0.0007136960029602051
    ],
-   "host_canary_seconds": 1.022242249973715e-05,
-   "host_backward_canary_seconds": 1.9990584999050043e-05,
+   "host_canary_seconds": 9.231802500266895e-06,
+   "host_backward_canary_seconds": 1.7554184998971324e-05,
    "pass_seconds": [
-    4.162133414120901e-05,
-    4.8038859097730546e-05,
-    4.7423999579179854e-05
+    4.344152410825094e-05,
+    2.5045332454499743e-05,
+    4.647314175963402e-05
    ],
    "pass_host_canary_seconds": [
-    1.022242249973715e-05,
-    1.0509384999295435e-05,
-    1.0145027500243485e-05
+    9.231802500266895e-06,
+    6.836989999783327e-06,
+    7.27191999999377e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9990584999050043e-05,
-    1.937450000013996e-05,
-    1.8266055000140114e-05
+    1.7554184998971324e-05,
+    1.7094980000820216e-05,
+    1.5120319999368803e-05
    ]
   },
   "layer_backward_conv2d": {
-   "seconds": 8.328989680324281e-05,
-   "min": 7.409448460454033e-05,
-   "max": 9.013332816816511e-05,
+   "seconds": 7.538514335950214e-05,
+   "min": 4.458285885907354e-05,
+   "max": 7.960762012572517e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1247,33 +1247,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00025167998671531675,
-    0.0007391039729118347,
-    0.0022587199211120605
+    0.0003362559974193573,
+    0.0007481279969215393,
+    0.002137120008468628
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 1.022242249973715e-05,
-   "host_backward_canary_seconds": 1.9990584999050043e-05,
+   "host_canary_seconds": 9.231802500266895e-06,
+   "host_backward_canary_seconds": 1.7554184998971324e-05,
    "pass_seconds": [
-    9.013332816816511e-05,
-    8.328989680324281e-05,
-    7.409448460454033e-05
+    7.538514335950214e-05,
+    7.960762012572517e-05,
+    4.458285885907354e-05
    ],
    "pass_host_canary_seconds": [
-    1.022242249973715e-05,
-    1.0509384999295435e-05,
-    1.0145027500243485e-05
+    9.231802500266895e-06,
+    6.836989999783327e-06,
+    7.27191999999377e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9990584999050043e-05,
-    1.937450000013996e-05,
-    1.8266055000140114e-05
+    1.7554184998971324e-05,
+    1.7094980000820216e-05,
+    1.5120319999368803e-05
    ]
   },
   "layer_forward_conv2d_autocast": {
-   "seconds": 7.906590685957954e-05,
-   "min": 6.700876106818518e-05,
-   "max": 7.96769523904437e-05,
+   "seconds": 5.284952478749411e-05,
+   "min": 4.237790263834453e-05,
+   "max": 7.494171389511654e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1282,32 +1282,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00011740799993276597,
-    0.00033884799480438235,
-    0.0011293439865112304
+    0.00015062400698661804,
+    0.0003774720132350922,
+    0.0012754240036010741
    ],
-   "host_canary_seconds": 1.0218707500371239e-05,
-   "host_backward_canary_seconds": 1.9568855000215992e-05,
+   "host_canary_seconds": 9.156464999477976e-06,
+   "host_backward_canary_seconds": 1.728433999915069e-05,
    "pass_seconds": [
-    6.700876106818518e-05,
-    7.906590685957954e-05,
-    7.96769523904437e-05
+    7.494171389511654e-05,
+    5.284952478749411e-05,
+    4.237790263834453e-05
    ],
    "pass_host_canary_seconds": [
-    1.0218707500371239e-05,
-    1.0338849999698141e-05,
-    1.0007460000451829e-05
+    9.156464999477976e-06,
+    7.448280000517116e-06,
+    6.938920000152393e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9568855000215992e-05,
-    1.8527059999087215e-05,
-    1.8587965000733676e-05
+    1.728433999915069e-05,
+    1.7610659999718336e-05,
+    1.5392894999877173e-05
    ]
   },
   "layer_backward_conv2d_autocast": {
-   "seconds": 0.00013199314439580554,
-   "min": 9.560000115916842e-05,
-   "max": 0.00014680076425983791,
+   "seconds": 0.00012061942262308935,
+   "min": 9.970362768286752e-05,
+   "max": 0.00015578894884813398,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1316,33 +1316,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005318719744682312,
-    0.001323359966278076,
-    0.0035817279815673828
+    0.0005600320100784302,
+    0.0012480640411376954,
+    0.0035272319316864012
    ],
    "backward_nodes_per_layer": 5.0,
-   "host_canary_seconds": 1.0218707500371239e-05,
-   "host_backward_canary_seconds": 1.9568855000215992e-05,
+   "host_canary_seconds": 9.156464999477976e-06,
+   "host_backward_canary_seconds": 1.728433999915069e-05,
    "pass_seconds": [
-    0.00013199314439580554,
-    9.560000115916842e-05,
-    0.00014680076425983791
+    0.00012061942262308935,
+    0.00015578894884813398,
+    9.970362768286752e-05
    ],
    "pass_host_canary_seconds": [
-    1.0218707500371239e-05,
-    1.0338849999698141e-05,
-    1.0007460000451829e-05
+    9.156464999477976e-06,
+    7.448280000517116e-06,
+    6.938920000152393e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9568855000215992e-05,
-    1.8527059999087215e-05,
-    1.8587965000733676e-05
+    1.728433999915069e-05,
+    1.7610659999718336e-05,
+    1.5392894999877173e-05
    ]
   },
   "layer_forward_conv2d_nobias": {
-   "seconds": 2.233599889136496e-05,
-   "min": 1.86994279779139e-05,
-   "max": 2.8900571344863803e-05,
+   "seconds": 3.169828759772437e-05,
+   "min": 2.9636573046445842e-05,
+   "max": 3.261714091613179e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1351,32 +1351,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.659200087189674e-05,
-    0.0001286720037460327,
-    0.00047856000065803526
+    5.622399970889091e-05,
+    0.00014531199634075165,
+    0.0005008320212364196
    ],
-   "host_canary_seconds": 9.813609999582695e-06,
-   "host_backward_canary_seconds": 1.9370370000615367e-05,
+   "host_canary_seconds": 8.914580000691785e-06,
+   "host_backward_canary_seconds": 1.476026000091224e-05,
    "pass_seconds": [
-    2.8900571344863803e-05,
-    1.86994279779139e-05,
-    2.233599889136496e-05
+    2.9636573046445842e-05,
+    3.261714091613179e-05,
+    3.169828759772437e-05
    ],
    "pass_host_canary_seconds": [
-    9.813609999582695e-06,
-    7.2591799994370375e-06,
-    7.557340000516888e-06
+    8.914580000691785e-06,
+    7.072117499546948e-06,
+    9.405009999454705e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9370370000615367e-05,
-    1.5213760000278854e-05,
-    1.8979105000198615e-05
+    1.476026000091224e-05,
+    1.7985570000291773e-05,
+    1.3617295001040475e-05
    ]
   },
   "layer_backward_conv2d_nobias": {
-   "seconds": 6.267276565943444e-05,
-   "min": 6.19306665446077e-05,
-   "max": 6.867352429599988e-05,
+   "seconds": 4.3295240295784814e-05,
+   "min": 3.1693715779554276e-05,
+   "max": 5.168914741703444e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1385,33 +1385,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00021302400529384614,
-    0.0005564799904823303,
-    0.001609536051750183
+    0.00026576000452041624,
+    0.0005192319750785828,
+    0.0013712960481643676
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 9.813609999582695e-06,
-   "host_backward_canary_seconds": 1.9370370000615367e-05,
+   "host_canary_seconds": 8.914580000691785e-06,
+   "host_backward_canary_seconds": 1.476026000091224e-05,
    "pass_seconds": [
-    6.267276565943444e-05,
-    6.19306665446077e-05,
-    6.867352429599988e-05
+    4.3295240295784814e-05,
+    5.168914741703444e-05,
+    3.1693715779554276e-05
    ],
    "pass_host_canary_seconds": [
-    9.813609999582695e-06,
-    7.2591799994370375e-06,
-    7.557340000516888e-06
+    8.914580000691785e-06,
+    7.072117499546948e-06,
+    9.405009999454705e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9370370000615367e-05,
-    1.5213760000278854e-05,
-    1.8979105000198615e-05
+    1.476026000091224e-05,
+    1.7985570000291773e-05,
+    1.3617295001040475e-05
    ]
   },
   "layer_forward_conv2d_nobias_autocast": {
-   "seconds": 4.1939811337561825e-05,
-   "min": 2.6835048482531598e-05,
-   "max": 5.7311998946326124e-05,
+   "seconds": 4.5754666839327134e-05,
+   "min": 2.7510856588681536e-05,
+   "max": 5.650133426700319e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1420,32 +1420,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.959999680519104e-05,
-    0.00022815999388694765,
-    0.0007229440212249755
+    9.996800124645233e-05,
+    0.00024035200476646423,
+    0.0007873280048370362
    ],
-   "host_canary_seconds": 1.009793250034363e-05,
-   "host_backward_canary_seconds": 1.9540900001402407e-05,
+   "host_canary_seconds": 9.288485000524815e-06,
+   "host_backward_canary_seconds": 1.4302219999535738e-05,
    "pass_seconds": [
-    4.1939811337561825e-05,
-    5.7311998946326124e-05,
-    2.6835048482531598e-05
+    4.5754666839327134e-05,
+    2.7510856588681536e-05,
+    5.650133426700319e-05
    ],
    "pass_host_canary_seconds": [
-    1.009793250034363e-05,
-    9.73011749977104e-06,
-    9.859895000090546e-06
+    9.288485000524815e-06,
+    8.47811500022999e-06,
+    9.734077500525019e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9540900001402407e-05,
-    1.5685039999198123e-05,
-    1.876302000027863e-05
+    1.4302219999535738e-05,
+    1.8405895000341845e-05,
+    1.542339500019807e-05
    ]
   },
   "layer_backward_conv2d_nobias_autocast": {
-   "seconds": 0.0001233660947708856,
-   "min": 8.844037566866191e-05,
-   "max": 0.00012771885238942648,
+   "seconds": 8.593523502349852e-05,
+   "min": 7.350780034349078e-05,
+   "max": 0.0001261706685736066,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1454,33 +1454,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004609279930591583,
-    0.000997983992099762,
-    0.0030151679515838625
+    0.000408735990524292,
+    0.0008646079897880554,
+    0.0024043519496917726
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 1.009793250034363e-05,
-   "host_backward_canary_seconds": 1.9540900001402407e-05,
+   "host_canary_seconds": 9.288485000524815e-06,
+   "host_backward_canary_seconds": 1.4302219999535738e-05,
    "pass_seconds": [
-    0.00012771885238942648,
-    8.844037566866191e-05,
-    0.0001233660947708856
+    8.593523502349852e-05,
+    0.0001261706685736066,
+    7.350780034349078e-05
    ],
    "pass_host_canary_seconds": [
-    1.009793250034363e-05,
-    9.73011749977104e-06,
-    9.859895000090546e-06
+    9.288485000524815e-06,
+    8.47811500022999e-06,
+    9.734077500525019e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9540900001402407e-05,
-    1.5685039999198123e-05,
-    1.876302000027863e-05
+    1.4302219999535738e-05,
+    1.8405895000341845e-05,
+    1.542339500019807e-05
    ]
   },
   "layer_forward_conv1d": {
-   "seconds": 4.2900571156115756e-05,
-   "min": 3.924800083041192e-05,
-   "max": 4.6108953299976535e-05,
+   "seconds": 4.2783240122454506e-05,
+   "min": 2.609676229102271e-05,
+   "max": 4.5473522728397734e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1489,32 +1489,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.099199876189232e-05,
-    0.0001826239973306656,
-    0.0006510080099105835
+    6.560000032186509e-05,
+    0.00020511999726295472,
+    0.000711072027683258
    ],
-   "host_canary_seconds": 1.005839000015385e-05,
-   "host_backward_canary_seconds": 1.953955000089991e-05,
+   "host_canary_seconds": 9.716469999716538e-06,
+   "host_backward_canary_seconds": 1.560834000088107e-05,
    "pass_seconds": [
-    3.924800083041192e-05,
-    4.2900571156115756e-05,
-    4.6108953299976535e-05
+    4.2783240122454506e-05,
+    2.609676229102271e-05,
+    4.5473522728397734e-05
    ],
    "pass_host_canary_seconds": [
-    1.005839000015385e-05,
-    1.039482000010139e-05,
-    1.0154949999900965e-05
+    9.716469999716538e-06,
+    7.206272499615807e-06,
+    9.738680000737077e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.953955000089991e-05,
-    1.4030999998340122e-05,
-    1.8124539999462285e-05
+    1.560834000088107e-05,
+    1.875483499929942e-05,
+    1.6235929998629216e-05
    ]
   },
   "layer_backward_conv1d": {
-   "seconds": 7.941638217085883e-05,
-   "min": 6.67908571305729e-05,
-   "max": 0.00010266513643520221,
+   "seconds": 7.163656644877932e-05,
+   "min": 5.7635808629649026e-05,
+   "max": 9.084951771157127e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1523,33 +1523,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00033535999059677125,
-    0.0007482560276985169,
-    0.0024597759246826174
+    0.0004399360120296478,
+    0.0007916160225868225,
+    0.0021590399742126465
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 1.005839000015385e-05,
-   "host_backward_canary_seconds": 1.953955000089991e-05,
+   "host_canary_seconds": 9.716469999716538e-06,
+   "host_backward_canary_seconds": 1.560834000088107e-05,
    "pass_seconds": [
-    0.00010266513643520221,
-    6.67908571305729e-05,
-    7.941638217085883e-05
+    7.163656644877932e-05,
+    9.084951771157127e-05,
+    5.7635808629649026e-05
    ],
    "pass_host_canary_seconds": [
-    1.005839000015385e-05,
-    1.039482000010139e-05,
-    1.0154949999900965e-05
+    9.716469999716538e-06,
+    7.206272499615807e-06,
+    9.738680000737077e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.953955000089991e-05,
-    1.4030999998340122e-05,
-    1.8124539999462285e-05
+    1.560834000088107e-05,
+    1.875483499929942e-05,
+    1.6235929998629216e-05
    ]
   },
   "layer_forward_conv1d_autocast": {
-   "seconds": 7.83154254867917e-05,
-   "min": 7.016228387753168e-05,
-   "max": 8.727162082990011e-05,
+   "seconds": 7.111923964250656e-05,
+   "min": 6.697447668938409e-05,
+   "max": 8.522895120439076e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1558,32 +1558,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00012057600170373917,
-    0.00034646400809288026,
-    0.0011781439781188964
+    0.00014217600226402283,
+    0.00046035200357437135,
+    0.0014414399862289428
    ],
-   "host_canary_seconds": 1.033650500062322e-05,
-   "host_backward_canary_seconds": 1.6567520001444792e-05,
+   "host_canary_seconds": 9.633534999693438e-06,
+   "host_backward_canary_seconds": 1.892337000072075e-05,
    "pass_seconds": [
-    7.016228387753168e-05,
-    7.83154254867917e-05,
-    8.727162082990011e-05
+    8.522895120439076e-05,
+    6.697447668938409e-05,
+    7.111923964250656e-05
    ],
    "pass_host_canary_seconds": [
-    1.033650500062322e-05,
-    1.012569749946124e-05,
-    1.1060020000286386e-05
+    9.633534999693438e-06,
+    9.362077499304177e-06,
+    9.878767500026697e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6567520001444792e-05,
-    1.4264784998658796e-05,
-    1.9267729999228323e-05
+    1.892337000072075e-05,
+    1.3987665000740889e-05,
+    1.5909324998801823e-05
    ]
   },
   "layer_backward_conv1d_autocast": {
-   "seconds": 0.00013028647608700252,
-   "min": 0.00011572343678701491,
-   "max": 0.00018353445615087235,
+   "seconds": 0.00012229561592851367,
+   "min": 5.979961582592555e-05,
+   "max": 0.0001497797966003418,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1592,33 +1592,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005939199924468994,
-    0.0011301440000534057,
-    0.003578943967819214
+    0.0007581120133399963,
+    0.0015352959632873534,
+    0.004307295799255371
    ],
    "backward_nodes_per_layer": 5.0,
-   "host_canary_seconds": 1.033650500062322e-05,
-   "host_backward_canary_seconds": 1.6567520001444792e-05,
+   "host_canary_seconds": 9.633534999693438e-06,
+   "host_backward_canary_seconds": 1.892337000072075e-05,
    "pass_seconds": [
-    0.00013028647608700252,
-    0.00011572343678701491,
-    0.00018353445615087235
+    0.0001497797966003418,
+    5.979961582592555e-05,
+    0.00012229561592851367
    ],
    "pass_host_canary_seconds": [
-    1.033650500062322e-05,
-    1.012569749946124e-05,
-    1.1060020000286386e-05
+    9.633534999693438e-06,
+    9.362077499304177e-06,
+    9.878767500026697e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6567520001444792e-05,
-    1.4264784998658796e-05,
-    1.9267729999228323e-05
+    1.892337000072075e-05,
+    1.3987665000740889e-05,
+    1.5909324998801823e-05
    ]
   },
   "layer_forward_conv1d_nobias": {
-   "seconds": 3.304381012206986e-05,
-   "min": 2.8944762867121466e-05,
-   "max": 3.7392761026109966e-05,
+   "seconds": 3.083961971458935e-05,
+   "min": 1.73965712033567e-05,
+   "max": 3.610514264021601e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1627,32 +1627,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.7680001705884936e-05,
-    0.00013222399353981018,
-    0.00048108801245689393
+    5.145600065588951e-05,
+    0.00014655999839305878,
+    0.0005149120092391968
    ],
-   "host_canary_seconds": 1.0166724999862708e-05,
-   "host_backward_canary_seconds": 1.9314010000925918e-05,
+   "host_canary_seconds": 9.358649999740009e-06,
+   "host_backward_canary_seconds": 1.8748859999959678e-05,
    "pass_seconds": [
-    2.8944762867121466e-05,
-    3.304381012206986e-05,
-    3.7392761026109966e-05
+    3.083961971458935e-05,
+    1.73965712033567e-05,
+    3.610514264021601e-05
    ],
    "pass_host_canary_seconds": [
-    1.0166724999862708e-05,
-    1.0362819999727435e-05,
-    1.152577499965446e-05
+    9.358649999740009e-06,
+    1.0002220000160377e-05,
+    9.910494999871843e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9314010000925918e-05,
-    1.558881999926598e-05,
-    1.9972129999814568e-05
+    1.8748859999959678e-05,
+    1.778308999973888e-05,
+    1.5202054999008397e-05
    ]
   },
   "layer_backward_conv1d_nobias": {
-   "seconds": 5.591771858079094e-05,
-   "min": 4.3550477318820504e-05,
-   "max": 7.567466422915458e-05,
+   "seconds": 4.823466940295129e-05,
+   "min": 4.53889545585428e-05,
+   "max": 7.35801885880175e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1661,33 +1661,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001910720020532608,
-    0.00044345599412918093,
-    0.0017398719787597655
+    0.0003125759959220886,
+    0.0006411839723587036,
+    0.0015291520357131958
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 1.0166724999862708e-05,
-   "host_backward_canary_seconds": 1.9314010000925918e-05,
+   "host_canary_seconds": 9.358649999740009e-06,
+   "host_backward_canary_seconds": 1.8748859999959678e-05,
    "pass_seconds": [
-    7.567466422915458e-05,
-    4.3550477318820504e-05,
-    5.591771858079094e-05
+    4.823466940295129e-05,
+    7.35801885880175e-05,
+    4.53889545585428e-05
    ],
    "pass_host_canary_seconds": [
-    1.0166724999862708e-05,
-    1.0362819999727435e-05,
-    1.152577499965446e-05
+    9.358649999740009e-06,
+    1.0002220000160377e-05,
+    9.910494999871843e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9314010000925918e-05,
-    1.558881999926598e-05,
-    1.9972129999814568e-05
+    1.8748859999959678e-05,
+    1.778308999973888e-05,
+    1.5202054999008397e-05
    ]
   },
   "layer_forward_conv1d_nobias_autocast": {
-   "seconds": 4.484495059365319e-05,
-   "min": 2.5709712789172216e-05,
-   "max": 5.167542894681295e-05,
+   "seconds": 5.113371248756136e-05,
+   "min": 4.713523884614309e-05,
+   "max": 6.134552260239918e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1696,32 +1696,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    9.436800330877304e-05,
-    0.00022697600722312928,
-    0.0007663999795913697
+    0.00010390400141477585,
+    0.00028361600637435915,
+    0.0008796799778938294
    ],
-   "host_canary_seconds": 1.0191657500513429e-05,
-   "host_backward_canary_seconds": 1.6003399998680834e-05,
+   "host_canary_seconds": 9.63231499952144e-06,
+   "host_backward_canary_seconds": 1.504004000025816e-05,
    "pass_seconds": [
-    4.484495059365319e-05,
-    5.167542894681295e-05,
-    2.5709712789172216e-05
+    5.113371248756136e-05,
+    4.713523884614309e-05,
+    6.134552260239918e-05
    ],
    "pass_host_canary_seconds": [
-    1.0191657500513429e-05,
-    9.914020000110213e-06,
-    8.29772500026138e-06
+    9.63231499952144e-06,
+    9.938282500456806e-06,
+    1.021720500034462e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6003399998680834e-05,
-    1.575506999870413e-05,
-    1.9636320000699925e-05
+    1.504004000025816e-05,
+    1.750755999978537e-05,
+    1.6316910000568895e-05
    ]
   },
   "layer_backward_conv1d_nobias_autocast": {
-   "seconds": 9.276648114124933e-05,
-   "min": 6.674057387170336e-05,
-   "max": 0.000121603053240549,
+   "seconds": 0.0001015497197707494,
+   "min": 8.05607562263807e-05,
+   "max": 0.00010249295759768716,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1730,33 +1730,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00032451200485229494,
-    0.0008384000062942505,
-    0.002422368049621582
+    0.0005671679973602295,
+    0.0009894400238990783,
+    0.0025516479015350343
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 1.0191657500513429e-05,
-   "host_backward_canary_seconds": 1.6003399998680834e-05,
+   "host_canary_seconds": 9.63231499952144e-06,
+   "host_backward_canary_seconds": 1.504004000025816e-05,
    "pass_seconds": [
-    9.276648114124933e-05,
-    6.674057387170336e-05,
-    0.000121603053240549
+    8.05607562263807e-05,
+    0.0001015497197707494,
+    0.00010249295759768716
    ],
    "pass_host_canary_seconds": [
-    1.0191657500513429e-05,
-    9.914020000110213e-06,
-    8.29772500026138e-06
+    9.63231499952144e-06,
+    9.938282500456806e-06,
+    1.021720500034462e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6003399998680834e-05,
-    1.575506999870413e-05,
-    1.9636320000699925e-05
+    1.504004000025816e-05,
+    1.750755999978537e-05,
+    1.6316910000568895e-05
    ]
   },
   "layer_forward_batchnorm2d": {
-   "seconds": 4.103466495871544e-05,
-   "min": 3.577904793478195e-05,
-   "max": 5.347809656744911e-05,
+   "seconds": 5.789562066396078e-05,
+   "min": 5.510247605187553e-05,
+   "max": 6.131581039655777e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1765,32 +1765,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.651200145483017e-05,
-    0.0002337920069694519,
-    0.0008776320219039917
+    8.640000224113465e-05,
+    0.0002614719867706299,
+    0.0009161919951438904
    ],
-   "host_canary_seconds": 1.0073944999930972e-05,
-   "host_backward_canary_seconds": 1.5574179999475744e-05,
+   "host_canary_seconds": 9.31774500031679e-06,
+   "host_backward_canary_seconds": 1.6416349999417435e-05,
    "pass_seconds": [
-    5.347809656744911e-05,
-    3.577904793478195e-05,
-    4.103466495871544e-05
+    5.510247605187553e-05,
+    5.789562066396078e-05,
+    6.131581039655777e-05
    ],
    "pass_host_canary_seconds": [
-    1.0073944999930972e-05,
-    7.1950849996937906e-06,
-    1.0484470000164947e-05
+    9.31774500031679e-06,
+    9.89600000025348e-06,
+    9.76877499965667e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.5574179999475744e-05,
-    1.5872819999458444e-05,
-    2.0078740000144535e-05
+    1.6416349999417435e-05,
+    1.7044779999650926e-05,
+    1.789987999927689e-05
    ]
   },
   "layer_backward_batchnorm2d": {
-   "seconds": 6.728075622093108e-05,
-   "min": 6.638933115062258e-05,
-   "max": 9.044190194635164e-05,
+   "seconds": 5.276571568988615e-05,
+   "min": 4.426590317771549e-05,
+   "max": 5.6169912928626633e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1799,33 +1799,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00024726399779319763,
-    0.0005280640125274658,
-    0.0020314879417419433
+    0.00035011199116706846,
+    0.0006424639821052551,
+    0.002005376100540161
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 1.0073944999930972e-05,
-   "host_backward_canary_seconds": 1.5574179999475744e-05,
+   "host_canary_seconds": 9.31774500031679e-06,
+   "host_backward_canary_seconds": 1.6416349999417435e-05,
    "pass_seconds": [
-    6.728075622093108e-05,
-    6.638933115062258e-05,
-    9.044190194635164e-05
+    5.6169912928626633e-05,
+    4.426590317771549e-05,
+    5.276571568988615e-05
    ],
    "pass_host_canary_seconds": [
-    1.0073944999930972e-05,
-    7.1950849996937906e-06,
-    1.0484470000164947e-05
+    9.31774500031679e-06,
+    9.89600000025348e-06,
+    9.76877499965667e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.5574179999475744e-05,
-    1.5872819999458444e-05,
-    2.0078740000144535e-05
+    1.6416349999417435e-05,
+    1.7044779999650926e-05,
+    1.789987999927689e-05
    ]
   },
   "layer_forward_batchnorm2d_autocast": {
-   "seconds": 5.370590622935976e-05,
-   "min": 3.3480381327016016e-05,
-   "max": 6.313523650169373e-05,
+   "seconds": 6.327390599818456e-05,
+   "min": 2.9391239441576457e-05,
+   "max": 6.583237718968163e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1834,32 +1834,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    9.836799651384353e-05,
-    0.00026009601354599,
-    0.0009041600227355957
+    0.00011564800143241883,
+    0.0003043200075626373,
+    0.0011001919507980346
    ],
-   "host_canary_seconds": 1.0165249999545268e-05,
-   "host_backward_canary_seconds": 1.8840400000499356e-05,
+   "host_canary_seconds": 1.0016595000479356e-05,
+   "host_backward_canary_seconds": 1.6868769998836798e-05,
    "pass_seconds": [
-    5.370590622935976e-05,
-    3.3480381327016016e-05,
-    6.313523650169373e-05
+    6.583237718968163e-05,
+    2.9391239441576457e-05,
+    6.327390599818456e-05
    ],
    "pass_host_canary_seconds": [
-    1.0165249999545268e-05,
-    7.255297499568769e-06,
-    1.0923170000296523e-05
+    1.0016595000479356e-05,
+    9.418074999985037e-06,
+    9.789380000029268e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8840400000499356e-05,
-    1.601440500053286e-05,
-    1.9881099999565775e-05
+    1.6868769998836798e-05,
+    1.6133149999859596e-05,
+    1.53954799998246e-05
    ]
   },
   "layer_backward_batchnorm2d_autocast": {
-   "seconds": 6.104762639318194e-05,
-   "min": 5.400913847344264e-05,
-   "max": 6.208457088186626e-05,
+   "seconds": 5.857523353326888e-05,
+   "min": 4.6279626942816234e-05,
+   "max": 6.167390339431307e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1868,33 +1868,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00028243198990821836,
-    0.000648639976978302,
-    0.001912511944770813
+    0.00045715200901031496,
+    0.0007578240036964416,
+    0.002126944065093994
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 1.0165249999545268e-05,
-   "host_backward_canary_seconds": 1.8840400000499356e-05,
+   "host_canary_seconds": 1.0016595000479356e-05,
+   "host_backward_canary_seconds": 1.6868769998836798e-05,
    "pass_seconds": [
-    5.400913847344264e-05,
-    6.208457088186626e-05,
-    6.104762639318194e-05
+    4.6279626942816234e-05,
+    6.167390339431307e-05,
+    5.857523353326888e-05
    ],
    "pass_host_canary_seconds": [
-    1.0165249999545268e-05,
-    7.255297499568769e-06,
-    1.0923170000296523e-05
+    1.0016595000479356e-05,
+    9.418074999985037e-06,
+    9.789380000029268e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8840400000499356e-05,
-    1.601440500053286e-05,
-    1.9881099999565775e-05
+    1.6868769998836798e-05,
+    1.6133149999859596e-05,
+    1.53954799998246e-05
    ]
   },
   "layer_forward_layernorm": {
-   "seconds": 1.6856380960061436e-05,
-   "min": 1.4700190119800115e-05,
-   "max": 2.618361956306866e-05,
+   "seconds": 2.8483046662239805e-05,
+   "min": 1.5687618049837296e-05,
+   "max": 2.94392378557296e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1903,32 +1903,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.188799858093262e-05,
-    0.00011952000111341476,
-    0.0004343360066413879
+    4.707200080156326e-05,
+    0.0001281280070543289,
+    0.0004862399995326996
    ],
-   "host_canary_seconds": 1.0315729999774703e-05,
-   "host_backward_canary_seconds": 1.8255940001381533e-05,
+   "host_canary_seconds": 1.0058090000484298e-05,
+   "host_backward_canary_seconds": 1.939734999950815e-05,
    "pass_seconds": [
-    2.618361956306866e-05,
-    1.6856380960061436e-05,
-    1.4700190119800115e-05
+    2.94392378557296e-05,
+    1.5687618049837296e-05,
+    2.8483046662239805e-05
    ],
    "pass_host_canary_seconds": [
-    1.0315729999774703e-05,
-    7.276645000047211e-06,
-    1.0576645000810457e-05
+    1.0058090000484298e-05,
+    7.19503500022256e-06,
+    9.824255000694393e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8255940001381533e-05,
-    1.6586460001235538e-05,
-    1.8450230001008095e-05
+    1.939734999950815e-05,
+    1.6859649999787507e-05,
+    1.5061164999679022e-05
    ]
   },
   "layer_backward_layernorm": {
-   "seconds": 5.8112762424917446e-05,
-   "min": 5.0371043561469925e-05,
-   "max": 7.153067045978136e-05,
+   "seconds": 4.429257430490993e-05,
+   "min": 3.696456906341371e-05,
+   "max": 4.978819546245393e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1937,33 +1937,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00017632000148296357,
-    0.00043171200156211855,
-    0.0013332159519195556
+    0.00031542399525642394,
+    0.0006047679781913758,
+    0.001521056056022644
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 1.0315729999774703e-05,
-   "host_backward_canary_seconds": 1.8255940001381533e-05,
+   "host_canary_seconds": 1.0058090000484298e-05,
+   "host_backward_canary_seconds": 1.939734999950815e-05,
    "pass_seconds": [
-    5.0371043561469925e-05,
-    5.8112762424917446e-05,
-    7.153067045978136e-05
+    4.978819546245393e-05,
+    4.429257430490993e-05,
+    3.696456906341371e-05
    ],
    "pass_host_canary_seconds": [
-    1.0315729999774703e-05,
-    7.276645000047211e-06,
-    1.0576645000810457e-05
+    1.0058090000484298e-05,
+    7.19503500022256e-06,
+    9.824255000694393e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8255940001381533e-05,
-    1.6586460001235538e-05,
-    1.8450230001008095e-05
+    1.939734999950815e-05,
+    1.6859649999787507e-05,
+    1.5061164999679022e-05
    ]
   },
   "layer_forward_layernorm_autocast": {
-   "seconds": 2.9929143687089283e-05,
-   "min": 2.6697905113299687e-05,
-   "max": 3.2832761605580644e-05,
+   "seconds": 2.8456380679493858e-05,
+   "min": 2.820723858617601e-05,
+   "max": 3.085104855043548e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1972,32 +1972,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.198399886488915e-05,
-    0.0001369280070066452,
-    0.0004607360064983368
+    7.155200093984604e-05,
+    0.00015241600573062897,
+    0.0004968959987163543
    ],
-   "host_canary_seconds": 1.0413047500037464e-05,
-   "host_backward_canary_seconds": 1.806443500072419e-05,
+   "host_canary_seconds": 1.0031652499264966e-05,
+   "host_backward_canary_seconds": 1.5715854999598378e-05,
    "pass_seconds": [
-    2.6697905113299687e-05,
-    3.2832761605580644e-05,
-    2.9929143687089283e-05
+    2.8456380679493858e-05,
+    3.085104855043548e-05,
+    2.820723858617601e-05
    ],
    "pass_host_canary_seconds": [
-    1.0413047500037464e-05,
-    9.494549999544688e-06,
-    1.0641014999919208e-05
+    1.0031652499264966e-05,
+    9.872760000462221e-06,
+    9.910654999885083e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.806443500072419e-05,
-    1.7109090001667938e-05,
-    1.940355999977328e-05
+    1.5715854999598378e-05,
+    1.4280804999771136e-05,
+    1.4945619998343318e-05
    ]
   },
   "layer_backward_layernorm_autocast": {
-   "seconds": 4.960075943242938e-05,
-   "min": 4.8975239374807896e-05,
-   "max": 5.7251049294358205e-05,
+   "seconds": 4.120380608808428e-05,
+   "min": 3.434209135316667e-05,
+   "max": 4.729219118044489e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2006,33 +2006,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00021139200031757355,
-    0.0004738560020923614,
-    0.0013583040237426759
+    0.00023535999655723572,
+    0.0004484480023384094,
+    0.0012816319465637207
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 1.0413047500037464e-05,
-   "host_backward_canary_seconds": 1.806443500072419e-05,
+   "host_canary_seconds": 1.0031652499264966e-05,
+   "host_backward_canary_seconds": 1.5715854999598378e-05,
    "pass_seconds": [
-    4.8975239374807896e-05,
-    4.960075943242938e-05,
-    5.7251049294358205e-05
+    4.120380608808428e-05,
+    4.729219118044489e-05,
+    3.434209135316667e-05
    ],
    "pass_host_canary_seconds": [
-    1.0413047500037464e-05,
-    9.494549999544688e-06,
-    1.0641014999919208e-05
+    1.0031652499264966e-05,
+    9.872760000462221e-06,
+    9.910654999885083e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.806443500072419e-05,
-    1.7109090001667938e-05,
-    1.940355999977328e-05
+    1.5715854999598378e-05,
+    1.4280804999771136e-05,
+    1.4945619998343318e-05
    ]
   },
   "layer_forward_groupnorm": {
-   "seconds": 5.111695329348246e-05,
-   "min": 3.1781333188215895e-05,
-   "max": 6.104685827380134e-05,
+   "seconds": 5.054247521218799e-05,
+   "min": 3.2742856159096675e-05,
+   "max": 5.688152497722989e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2041,32 +2041,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.857600063085556e-05,
-    0.00027459201216697694,
-    0.0009919040203094482
+    7.609599828720093e-05,
+    0.0002258239984512329,
+    0.0008335999846458435
    ],
-   "host_canary_seconds": 1.0717849999650752e-05,
-   "host_backward_canary_seconds": 2.126877500018054e-05,
+   "host_canary_seconds": 9.939204999227513e-06,
+   "host_backward_canary_seconds": 1.7645230000198352e-05,
    "pass_seconds": [
-    6.104685827380134e-05,
-    5.111695329348246e-05,
-    3.1781333188215895e-05
+    5.054247521218799e-05,
+    3.2742856159096675e-05,
+    5.688152497722989e-05
    ],
    "pass_host_canary_seconds": [
-    1.0717849999650752e-05,
-    1.0373687499622975e-05,
-    1.0301127500156326e-05
+    9.939204999227513e-06,
+    9.674714999619027e-06,
+    1.0555042500186574e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.126877500018054e-05,
-    1.871611000069606e-05,
-    1.686849000066104e-05
+    1.7645230000198352e-05,
+    1.5799409999317505e-05,
+    1.8392954999626454e-05
    ]
   },
   "layer_backward_groupnorm": {
-   "seconds": 0.00010372038788738706,
-   "min": 0.00010232152470520566,
-   "max": 0.00010773333942606335,
+   "seconds": 0.00010096914711452664,
+   "min": 9.318096048775175e-05,
+   "max": 0.00010883656498931702,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2075,33 +2075,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004329279959201813,
-    0.0010055359601974488,
-    0.002986720085144043
+    0.00027622398734092714,
+    0.0007325760126113891,
+    0.002549504041671753
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 1.0717849999650752e-05,
-   "host_backward_canary_seconds": 2.126877500018054e-05,
+   "host_canary_seconds": 9.939204999227513e-06,
+   "host_backward_canary_seconds": 1.7645230000198352e-05,
    "pass_seconds": [
-    0.00010773333942606335,
-    0.00010232152470520566,
-    0.00010372038788738706
+    0.00010096914711452664,
+    9.318096048775175e-05,
+    0.00010883656498931702
    ],
    "pass_host_canary_seconds": [
-    1.0717849999650752e-05,
-    1.0373687499622975e-05,
-    1.0301127500156326e-05
+    9.939204999227513e-06,
+    9.674714999619027e-06,
+    1.0555042500186574e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.126877500018054e-05,
-    1.871611000069606e-05,
-    1.686849000066104e-05
+    1.7645230000198352e-05,
+    1.5799409999317505e-05,
+    1.8392954999626454e-05
    ]
   },
   "layer_forward_groupnorm_autocast": {
-   "seconds": 5.274056998037156e-05,
-   "min": 3.181561898617518e-05,
-   "max": 5.7115429923647936e-05,
+   "seconds": 5.678704593862806e-05,
+   "min": 4.9322667221228286e-05,
+   "max": 6.143542982283093e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2110,32 +2110,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0001239359974861145,
-    0.0003189760148525238,
-    0.0006343680024147034
+    9.907200187444686e-05,
+    0.0002774719893932343,
+    0.0008490560054779053
    ],
-   "host_canary_seconds": 8.601862499517666e-06,
-   "host_backward_canary_seconds": 2.2204330000477058e-05,
+   "host_canary_seconds": 1.0048209999240498e-05,
+   "host_backward_canary_seconds": 2.0121720001498034e-05,
    "pass_seconds": [
-    3.181561898617518e-05,
-    5.274056998037156e-05,
-    5.7115429923647936e-05
+    4.9322667221228286e-05,
+    6.143542982283093e-05,
+    5.678704593862806e-05
    ],
    "pass_host_canary_seconds": [
-    8.601862499517666e-06,
-    1.0628972500512646e-05,
-    1.0504250000167303e-05
+    1.0048209999240498e-05,
+    1.0172910000392221e-05,
+    9.955849999983002e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2204330000477058e-05,
-    2.0325315000491172e-05,
-    1.6757159999087888e-05
+    2.0121720001498034e-05,
+    1.823463999926389e-05,
+    1.563607999969463e-05
    ]
   },
   "layer_backward_groupnorm_autocast": {
-   "seconds": 0.00011854323141631627,
-   "min": 0.00010056761900583903,
-   "max": 0.000120038098522595,
+   "seconds": 9.745067358016965e-05,
+   "min": 6.638477175008684e-05,
+   "max": 9.950627634922663e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2144,33 +2144,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005633919835090637,
-    0.0009803199768066407,
-    0.0028283200263977053
+    0.0003772799968719482,
+    0.0009088640213012696,
+    0.0026380798816680907
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 8.601862499517666e-06,
-   "host_backward_canary_seconds": 2.2204330000477058e-05,
+   "host_canary_seconds": 1.0048209999240498e-05,
+   "host_backward_canary_seconds": 2.0121720001498034e-05,
    "pass_seconds": [
-    0.000120038098522595,
-    0.00011854323141631627,
-    0.00010056761900583903
+    9.950627634922663e-05,
+    9.745067358016965e-05,
+    6.638477175008684e-05
    ],
    "pass_host_canary_seconds": [
-    8.601862499517666e-06,
-    1.0628972500512646e-05,
-    1.0504250000167303e-05
+    1.0048209999240498e-05,
+    1.0172910000392221e-05,
+    9.955849999983002e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2204330000477058e-05,
-    2.0325315000491172e-05,
-    1.6757159999087888e-05
+    2.0121720001498034e-05,
+    1.823463999926389e-05,
+    1.563607999969463e-05
    ]
   },
   "layer_forward_relu": {
-   "seconds": 1.5965713808933894e-05,
-   "min": 1.3068190287976037e-05,
-   "max": 1.7772189918018522e-05,
+   "seconds": 1.5766857635407222e-05,
+   "min": 1.4370285595456761e-05,
+   "max": 1.607161902246021e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2179,32 +2179,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.2495999932289124e-05,
-    5.6639999151229856e-05,
-    0.0002168319970369339
+    3.001599945127964e-05,
+    7.264000177383422e-05,
+    0.0002454079985618591
    ],
-   "host_canary_seconds": 7.800889999316496e-06,
-   "host_backward_canary_seconds": 2.0562160000281437e-05,
+   "host_canary_seconds": 9.856440000248767e-06,
+   "host_backward_canary_seconds": 1.9014479998986645e-05,
    "pass_seconds": [
-    1.3068190287976037e-05,
-    1.7772189918018522e-05,
-    1.5965713808933894e-05
+    1.4370285595456761e-05,
+    1.607161902246021e-05,
+    1.5766857635407222e-05
    ],
    "pass_host_canary_seconds": [
-    7.800889999316496e-06,
-    1.0982782500263966e-05,
-    1.0459717499884392e-05
+    9.856440000248767e-06,
+    9.933450000403354e-06,
+    9.812625000336084e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0562160000281437e-05,
-    2.0268729999770583e-05,
-    1.608429500038255e-05
+    1.9014479998986645e-05,
+    1.820506500052943e-05,
+    1.5496469999334294e-05
    ]
   },
   "layer_backward_relu": {
-   "seconds": 2.9721905787785847e-05,
-   "min": 2.3961907163971952e-05,
-   "max": 3.4191998697462536e-05,
+   "seconds": 2.402666636875697e-05,
+   "min": 2.0634666528730164e-05,
+   "max": 2.535009455113184e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2213,33 +2213,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001088000014424324,
-    0.00020899200439453126,
-    0.0008038399815559387
+    0.00012985600531101226,
+    0.00023932799696922303,
+    0.0006564159989356995
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 7.800889999316496e-06,
-   "host_backward_canary_seconds": 2.0562160000281437e-05,
+   "host_canary_seconds": 9.856440000248767e-06,
+   "host_backward_canary_seconds": 1.9014479998986645e-05,
    "pass_seconds": [
-    3.4191998697462536e-05,
-    2.9721905787785847e-05,
-    2.3961907163971952e-05
+    2.0634666528730164e-05,
+    2.535009455113184e-05,
+    2.402666636875697e-05
    ],
    "pass_host_canary_seconds": [
-    7.800889999316496e-06,
-    1.0982782500263966e-05,
-    1.0459717499884392e-05
+    9.856440000248767e-06,
+    9.933450000403354e-06,
+    9.812625000336084e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0562160000281437e-05,
-    2.0268729999770583e-05,
-    1.608429500038255e-05
+    1.9014479998986645e-05,
+    1.820506500052943e-05,
+    1.5496469999334294e-05
    ]
   },
   "layer_forward_relu_autocast": {
-   "seconds": 1.2092952572164081e-05,
-   "min": 1.158780941650981e-05,
-   "max": 1.788723734872682e-05,
+   "seconds": 1.5898667098510834e-05,
+   "min": 1.524038009700321e-05,
+   "max": 1.678704825185594e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2248,32 +2248,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.2864000648260114e-05,
-    7.225599884986877e-05,
-    0.00020822399854660033
+    4.4096000492572786e-05,
+    8.886399865150452e-05,
+    0.000272383987903595
    ],
-   "host_canary_seconds": 1.083650499936084e-05,
-   "host_backward_canary_seconds": 1.902944000107709e-05,
+   "host_canary_seconds": 9.80311749970042e-06,
+   "host_backward_canary_seconds": 1.8426364999868386e-05,
    "pass_seconds": [
-    1.158780941650981e-05,
-    1.2092952572164081e-05,
-    1.788723734872682e-05
+    1.524038009700321e-05,
+    1.678704825185594e-05,
+    1.5898667098510834e-05
    ],
    "pass_host_canary_seconds": [
-    1.083650499936084e-05,
-    1.0783205000279849e-05,
-    1.0208332499814787e-05
+    9.80311749970042e-06,
+    9.936300000390474e-06,
+    9.729277500127865e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.902944000107709e-05,
-    2.06519050004772e-05,
-    1.4933505000271907e-05
+    1.8426364999868386e-05,
+    1.7829750000828425e-05,
+    1.4801339999621633e-05
    ]
   },
   "layer_backward_relu_autocast": {
-   "seconds": 3.5228951701096127e-05,
-   "min": 1.677180844403448e-05,
-   "max": 3.785142887915883e-05,
+   "seconds": 2.105371334723064e-05,
+   "min": 1.4403047838381359e-05,
+   "max": 2.2731428699834004e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2282,33 +2282,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00013017599284648895,
-    0.0002184319943189621,
-    0.0008517439961433411
+    0.0001486400067806244,
+    0.0002741439938545227,
+    0.0007220799922943115
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.083650499936084e-05,
-   "host_backward_canary_seconds": 1.902944000107709e-05,
+   "host_canary_seconds": 9.80311749970042e-06,
+   "host_backward_canary_seconds": 1.8426364999868386e-05,
    "pass_seconds": [
-    3.785142887915883e-05,
-    3.5228951701096127e-05,
-    1.677180844403448e-05
+    2.2731428699834004e-05,
+    2.105371334723064e-05,
+    1.4403047838381359e-05
    ],
    "pass_host_canary_seconds": [
-    1.083650499936084e-05,
-    1.0783205000279849e-05,
-    1.0208332499814787e-05
+    9.80311749970042e-06,
+    9.936300000390474e-06,
+    9.729277500127865e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.902944000107709e-05,
-    2.06519050004772e-05,
-    1.4933505000271907e-05
+    1.8426364999868386e-05,
+    1.7829750000828425e-05,
+    1.4801339999621633e-05
    ]
   },
   "layer_forward_gelu": {
-   "seconds": 1.5935238805555164e-05,
-   "min": 1.445104767169271e-05,
-   "max": 1.6906667145944778e-05,
+   "seconds": 1.5222857395807904e-05,
+   "min": 1.4884572298753828e-05,
+   "max": 1.5284570909681775e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2317,32 +2317,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.2767999470233916e-05,
-    8.62400010228157e-05,
-    0.00026624000072479246
+    2.6976000517606734e-05,
+    7.968000322580337e-05,
+    0.0002585279941558838
    ],
-   "host_canary_seconds": 1.1119860000690095e-05,
-   "host_backward_canary_seconds": 1.956338000127289e-05,
+   "host_canary_seconds": 9.842250000247077e-06,
+   "host_backward_canary_seconds": 1.7844110000169168e-05,
    "pass_seconds": [
-    1.445104767169271e-05,
-    1.5935238805555164e-05,
-    1.6906667145944778e-05
+    1.5284570909681775e-05,
+    1.4884572298753828e-05,
+    1.5222857395807904e-05
    ],
    "pass_host_canary_seconds": [
-    1.1119860000690095e-05,
-    1.0522752500037314e-05,
-    1.0313239999959479e-05
+    9.842250000247077e-06,
+    9.736915000075897e-06,
+    9.702809999225792e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.956338000127289e-05,
-    2.0120370000995537e-05,
-    1.7730304999759028e-05
+    1.7844110000169168e-05,
+    1.719327000046178e-05,
+    1.3502229999176052e-05
    ]
   },
   "layer_backward_gelu": {
-   "seconds": 2.8325333304348443e-05,
-   "min": 2.3657906445718948e-05,
-   "max": 3.378666529343241e-05,
+   "seconds": 2.0857142905394245e-05,
+   "min": 1.832076304015659e-05,
+   "max": 2.354361897423154e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2351,33 +2351,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00027500799298286436,
-    0.00032169601321220396,
-    0.0008240960240364075
+    0.0001369280070066452,
+    0.00028838399052619933,
+    0.000731007993221283
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.1119860000690095e-05,
-   "host_backward_canary_seconds": 1.956338000127289e-05,
+   "host_canary_seconds": 9.842250000247077e-06,
+   "host_backward_canary_seconds": 1.7844110000169168e-05,
    "pass_seconds": [
-    2.3657906445718948e-05,
-    2.8325333304348443e-05,
-    3.378666529343241e-05
+    2.354361897423154e-05,
+    2.0857142905394245e-05,
+    1.832076304015659e-05
    ],
    "pass_host_canary_seconds": [
-    1.1119860000690095e-05,
-    1.0522752500037314e-05,
-    1.0313239999959479e-05
+    9.842250000247077e-06,
+    9.736915000075897e-06,
+    9.702809999225792e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.956338000127289e-05,
-    2.0120370000995537e-05,
-    1.7730304999759028e-05
+    1.7844110000169168e-05,
+    1.719327000046178e-05,
+    1.3502229999176052e-05
    ]
   },
   "layer_forward_gelu_autocast": {
-   "seconds": 1.5930665745621634e-05,
-   "min": 1.0297143210967382e-05,
-   "max": 1.597409500252633e-05,
+   "seconds": 1.5532190601030984e-05,
+   "min": 1.306666611205964e-05,
+   "max": 1.6128000404153553e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2386,32 +2386,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.68000003695488e-05,
-    0.00010771200060844422,
-    0.00029679998755455017
+    4.1280001401901244e-05,
+    7.971200346946716e-05,
+    0.0002370239943265915
    ],
-   "host_canary_seconds": 1.0672114999579208e-05,
-   "host_backward_canary_seconds": 1.988953999898513e-05,
+   "host_canary_seconds": 9.160329999531314e-06,
+   "host_backward_canary_seconds": 1.7202730000462906e-05,
    "pass_seconds": [
-    1.5930665745621634e-05,
-    1.0297143210967382e-05,
-    1.597409500252633e-05
+    1.306666611205964e-05,
+    1.5532190601030984e-05,
+    1.6128000404153553e-05
    ],
    "pass_host_canary_seconds": [
-    1.0672114999579208e-05,
-    9.64102000011735e-06,
-    1.0537340000382755e-05
+    9.160329999531314e-06,
+    9.71873749961105e-06,
+    9.610417499743562e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.988953999898513e-05,
-    1.7393534999428085e-05,
-    2.1376719998897898e-05
+    1.7202730000462906e-05,
+    1.7508835001081024e-05,
+    1.3452974999381696e-05
    ]
   },
   "layer_backward_gelu_autocast": {
-   "seconds": 2.7468952749456682e-05,
-   "min": 2.585142797657422e-05,
-   "max": 4.0448761944259913e-05,
+   "seconds": 1.9294475160893944e-05,
+   "min": 1.699276020129521e-05,
+   "max": 2.1904761592547096e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2420,33 +2420,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001709440052509308,
-    0.00042175999283790587,
-    0.0008621439933776856
+    0.00013948799669742583,
+    0.0002430720031261444,
+    0.0006270719766616822
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.0672114999579208e-05,
-   "host_backward_canary_seconds": 1.988953999898513e-05,
+   "host_canary_seconds": 9.160329999531314e-06,
+   "host_backward_canary_seconds": 1.7202730000462906e-05,
    "pass_seconds": [
-    2.7468952749456682e-05,
-    4.0448761944259913e-05,
-    2.585142797657422e-05
+    1.9294475160893944e-05,
+    2.1904761592547096e-05,
+    1.699276020129521e-05
    ],
    "pass_host_canary_seconds": [
-    1.0672114999579208e-05,
-    9.64102000011735e-06,
-    1.0537340000382755e-05
+    9.160329999531314e-06,
+    9.71873749961105e-06,
+    9.610417499743562e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.988953999898513e-05,
-    1.7393534999428085e-05,
-    2.1376719998897898e-05
+    1.7202730000462906e-05,
+    1.7508835001081024e-05,
+    1.3452974999381696e-05
    ]
   },
   "layer_forward_silu": {
-   "seconds": 1.6249904497748326e-05,
-   "min": 1.5877334134919302e-05,
-   "max": 1.6438856011345277e-05,
+   "seconds": 1.543009547250611e-05,
+   "min": 1.2994286027692613e-05,
+   "max": 1.5648000385789643e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2455,32 +2455,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.595200017094612e-05,
-    6.335999816656113e-05,
-    0.00026070401072502135
+    2.54720002412796e-05,
+    6.243199855089187e-05,
+    0.0002197120040655136
    ],
-   "host_canary_seconds": 9.626367499890876e-06,
-   "host_backward_canary_seconds": 1.9646245000330964e-05,
+   "host_canary_seconds": 9.019000000307642e-06,
+   "host_backward_canary_seconds": 1.5892580001946044e-05,
    "pass_seconds": [
-    1.5877334134919302e-05,
-    1.6249904497748326e-05,
-    1.6438856011345277e-05
+    1.2994286027692613e-05,
+    1.543009547250611e-05,
+    1.5648000385789643e-05
    ],
    "pass_host_canary_seconds": [
-    9.626367499890876e-06,
-    1.0898479999923438e-05,
-    1.0750517500355272e-05
+    9.019000000307642e-06,
+    9.976265000091189e-06,
+    9.67145000004166e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9646245000330964e-05,
-    2.025505999995403e-05,
-    2.1599024998977255e-05
+    1.5892580001946044e-05,
+    1.7591820001143787e-05,
+    1.5267730000232404e-05
    ]
   },
   "layer_backward_silu": {
-   "seconds": 2.8893714149792995e-05,
-   "min": 2.8621713143019453e-05,
-   "max": 3.097219197523026e-05,
+   "seconds": 2.2410665417001367e-05,
+   "min": 2.0675808368694216e-05,
+   "max": 2.4779426820930976e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2489,33 +2489,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001215360015630722,
-    0.00025494399666786194,
-    0.0007928000092506409
+    0.00011267200112342834,
+    0.00020841600000858306,
+    0.0006159679889678955
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 9.626367499890876e-06,
-   "host_backward_canary_seconds": 1.9646245000330964e-05,
+   "host_canary_seconds": 9.019000000307642e-06,
+   "host_backward_canary_seconds": 1.5892580001946044e-05,
    "pass_seconds": [
-    2.8893714149792995e-05,
-    2.8621713143019453e-05,
-    3.097219197523026e-05
+    2.0675808368694216e-05,
+    2.2410665417001367e-05,
+    2.4779426820930976e-05
    ],
    "pass_host_canary_seconds": [
-    9.626367499890876e-06,
-    1.0898479999923438e-05,
-    1.0750517500355272e-05
+    9.019000000307642e-06,
+    9.976265000091189e-06,
+    9.67145000004166e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9646245000330964e-05,
-    2.025505999995403e-05,
-    2.1599024998977255e-05
+    1.5892580001946044e-05,
+    1.7591820001143787e-05,
+    1.5267730000232404e-05
    ]
   },
   "layer_forward_silu_autocast": {
-   "seconds": 1.0898285855849584e-05,
-   "min": 1.0323047637939452e-05,
-   "max": 1.716647634194011e-05,
+   "seconds": 1.5616762496176222e-05,
+   "min": 1.3197714196784157e-05,
+   "max": 1.562514209321567e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2524,32 +2524,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.0208000913262368e-05,
-    6.099199876189232e-05,
-    0.00018499200046062468
+    3.964800015091896e-05,
+    7.919999957084656e-05,
+    0.00023759999871253968
    ],
-   "host_canary_seconds": 7.397885000273164e-06,
-   "host_backward_canary_seconds": 1.9832770001357857e-05,
+   "host_canary_seconds": 9.201299999404e-06,
+   "host_backward_canary_seconds": 1.6906840000956437e-05,
    "pass_seconds": [
-    1.0323047637939452e-05,
-    1.716647634194011e-05,
-    1.0898285855849584e-05
+    1.3197714196784157e-05,
+    1.5616762496176222e-05,
+    1.562514209321567e-05
    ],
    "pass_host_canary_seconds": [
-    7.397885000273164e-06,
-    1.0868195000739433e-05,
-    1.044118000038452e-05
+    9.201299999404e-06,
+    9.731439999995927e-06,
+    1.0155832500231554e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9832770001357857e-05,
-    2.015916000118523e-05,
-    1.8222140000716535e-05
+    1.6906840000956437e-05,
+    1.7263104999756252e-05,
+    1.5855469999905836e-05
    ]
   },
   "layer_backward_silu_autocast": {
-   "seconds": 2.9187048297552833e-05,
-   "min": 2.5465906730719975e-05,
-   "max": 4.278247821189108e-05,
+   "seconds": 1.9504001984993616e-05,
+   "min": 1.877562045341446e-05,
+   "max": 2.2661331154051272e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2558,33 +2558,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00017209599912166595,
-    0.00022790400683879854,
-    0.0006917440295219422
+    0.00019017599523067476,
+    0.0002335679978132248,
+    0.0006624640226364136
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 7.397885000273164e-06,
-   "host_backward_canary_seconds": 1.9832770001357857e-05,
+   "host_canary_seconds": 9.201299999404e-06,
+   "host_backward_canary_seconds": 1.6906840000956437e-05,
    "pass_seconds": [
-    2.5465906730719975e-05,
-    2.9187048297552833e-05,
-    4.278247821189108e-05
+    1.9504001984993616e-05,
+    2.2661331154051272e-05,
+    1.877562045341446e-05
    ],
    "pass_host_canary_seconds": [
-    7.397885000273164e-06,
-    1.0868195000739433e-05,
-    1.044118000038452e-05
+    9.201299999404e-06,
+    9.731439999995927e-06,
+    1.0155832500231554e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9832770001357857e-05,
-    2.015916000118523e-05,
-    1.8222140000716535e-05
+    1.6906840000956437e-05,
+    1.7263104999756252e-05,
+    1.5855469999905836e-05
    ]
   },
   "layer_forward_tanh": {
-   "seconds": 1.5390475945813316e-05,
-   "min": 9.488762400689578e-06,
-   "max": 1.5915429308300927e-05,
+   "seconds": 1.4447237764086042e-05,
+   "min": 9.250285458706673e-06,
+   "max": 1.5658666335401083e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2593,32 +2593,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.1328000128269197e-05,
-    5.222399905323982e-05,
-    0.00017113600671291352
+    3.094400092959404e-05,
+    7.235199958086014e-05,
+    0.0002470079958438873
    ],
-   "host_canary_seconds": 8.528707500090604e-06,
-   "host_backward_canary_seconds": 1.7708509999465606e-05,
+   "host_canary_seconds": 9.805797499780056e-06,
+   "host_backward_canary_seconds": 1.7985319999525018e-05,
    "pass_seconds": [
-    9.488762400689578e-06,
-    1.5915429308300927e-05,
-    1.5390475945813316e-05
+    1.4447237764086042e-05,
+    9.250285458706673e-06,
+    1.5658666335401083e-05
    ],
    "pass_host_canary_seconds": [
-    8.528707500090604e-06,
-    1.0505565000471507e-05,
-    1.070308250064045e-05
+    9.805797499780056e-06,
+    6.762567500118166e-06,
+    9.800292499448915e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7708509999465606e-05,
-    1.8569509999224463e-05,
-    1.876667000033194e-05
+    1.7985319999525018e-05,
+    1.541681999924549e-05,
+    1.573088499981168e-05
    ]
   },
   "layer_backward_tanh": {
-   "seconds": 2.2627047928316256e-05,
-   "min": 2.1939810188043686e-05,
-   "max": 2.954361836115519e-05,
+   "seconds": 1.7320380679198674e-05,
+   "min": 1.7297525047546348e-05,
+   "max": 2.1042285220963614e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2627,33 +2627,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00016575999557971955,
-    0.00023097600042819977,
-    0.000637120008468628
+    0.0001411519944667816,
+    0.00026233598589897155,
+    0.0006783999800682068
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 8.528707500090604e-06,
-   "host_backward_canary_seconds": 1.7708509999465606e-05,
+   "host_canary_seconds": 9.805797499780056e-06,
+   "host_backward_canary_seconds": 1.7985319999525018e-05,
    "pass_seconds": [
-    2.2627047928316256e-05,
-    2.954361836115519e-05,
-    2.1939810188043686e-05
+    2.1042285220963614e-05,
+    1.7297525047546348e-05,
+    1.7320380679198674e-05
    ],
    "pass_host_canary_seconds": [
-    8.528707500090604e-06,
-    1.0505565000471507e-05,
-    1.070308250064045e-05
+    9.805797499780056e-06,
+    6.762567500118166e-06,
+    9.800292499448915e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7708509999465606e-05,
-    1.8569509999224463e-05,
-    1.876667000033194e-05
+    1.7985319999525018e-05,
+    1.541681999924549e-05,
+    1.573088499981168e-05
    ]
   },
   "layer_forward_tanh_autocast": {
-   "seconds": 1.6203429727327257e-05,
-   "min": 8.571428734631766e-06,
-   "max": 1.8191238953953696e-05,
+   "seconds": 1.3289904310589745e-05,
+   "min": 8.817523451788083e-06,
+   "max": 1.768914344055312e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2662,32 +2662,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.455999821424484e-05,
-    9.958399832248688e-05,
-    0.0002964160144329071
+    4.899200052022934e-05,
+    9.321600198745727e-05,
+    0.0002497919946908951
    ],
-   "host_canary_seconds": 1.0423312499483472e-05,
-   "host_backward_canary_seconds": 2.0055635001199335e-05,
+   "host_canary_seconds": 9.900994999725299e-06,
+   "host_backward_canary_seconds": 1.8398689999230555e-05,
    "pass_seconds": [
-    1.6203429727327257e-05,
-    1.8191238953953696e-05,
-    8.571428734631766e-06
+    1.3289904310589745e-05,
+    8.817523451788083e-06,
+    1.768914344055312e-05
    ],
    "pass_host_canary_seconds": [
-    1.0423312499483472e-05,
-    1.079538999988472e-05,
-    1.0671789999605607e-05
+    9.900994999725299e-06,
+    6.60951999975623e-06,
+    9.90127250020123e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0055635001199335e-05,
-    2.038960999925621e-05,
-    1.818210999999792e-05
+    1.8398689999230555e-05,
+    1.4191840000421507e-05,
+    1.4884839999922405e-05
    ]
   },
   "layer_backward_tanh_autocast": {
-   "seconds": 2.7482664301281893e-05,
-   "min": 2.6700951513789952e-05,
-   "max": 3.462476372009232e-05,
+   "seconds": 1.6950093741927837e-05,
+   "min": 1.6044953660595986e-05,
+   "max": 2.121524016062419e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2696,33 +2696,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00020124800503253936,
-    0.00035977599024772643,
-    0.000854752004146576
+    0.0001594880074262619,
+    0.00029283198714256286,
+    0.0006870080232620239
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.0423312499483472e-05,
-   "host_backward_canary_seconds": 2.0055635001199335e-05,
+   "host_canary_seconds": 9.900994999725299e-06,
+   "host_backward_canary_seconds": 1.8398689999230555e-05,
    "pass_seconds": [
-    2.6700951513789952e-05,
-    2.7482664301281893e-05,
-    3.462476372009232e-05
+    2.121524016062419e-05,
+    1.6044953660595986e-05,
+    1.6950093741927837e-05
    ],
    "pass_host_canary_seconds": [
-    1.0423312499483472e-05,
-    1.079538999988472e-05,
-    1.0671789999605607e-05
+    9.900994999725299e-06,
+    6.60951999975623e-06,
+    9.90127250020123e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0055635001199335e-05,
-    2.038960999925621e-05,
-    1.818210999999792e-05
+    1.8398689999230555e-05,
+    1.4191840000421507e-05,
+    1.4884839999922405e-05
    ]
   },
   "layer_forward_sigmoid": {
-   "seconds": 1.6006094536611014e-05,
-   "min": 1.5043047921998158e-05,
-   "max": 1.658971474639007e-05,
+   "seconds": 1.3791999735292932e-05,
+   "min": 9.182476305535862e-06,
+   "max": 1.643885707571393e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2731,32 +2731,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.392000123858452e-05,
-    8.118399977684021e-05,
-    0.0002737599909305573
+    2.659199945628643e-05,
+    6.710399687290192e-05,
+    0.00023318399488925933
    ],
-   "host_canary_seconds": 1.0478787500005637e-05,
-   "host_backward_canary_seconds": 1.9784345000743996e-05,
+   "host_canary_seconds": 9.713517499676527e-06,
+   "host_backward_canary_seconds": 1.817545499989137e-05,
    "pass_seconds": [
-    1.6006094536611014e-05,
-    1.5043047921998158e-05,
-    1.658971474639007e-05
+    1.3791999735292932e-05,
+    9.182476305535862e-06,
+    1.643885707571393e-05
    ],
    "pass_host_canary_seconds": [
-    1.0478787500005637e-05,
-    1.097333499956221e-05,
-    1.0728319999770974e-05
+    9.713517499676527e-06,
+    6.484367499979271e-06,
+    1.01540874999273e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9784345000743996e-05,
-    2.051665500061972e-05,
-    1.6126180000810563e-05
+    1.817545499989137e-05,
+    1.1024210001551183e-05,
+    1.4298180000196225e-05
    ]
   },
   "layer_backward_sigmoid": {
-   "seconds": 2.382704668811389e-05,
-   "min": 1.5354665173661136e-05,
-   "max": 2.666971513203212e-05,
+   "seconds": 1.6504383158116112e-05,
+   "min": 1.128076185427961e-05,
+   "max": 2.421485659267221e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2765,33 +2765,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00019603200256824494,
-    0.0003240959942340851,
-    0.0007963839769363403
+    0.00013206399977207185,
+    0.0002276799976825714,
+    0.0006960319876670837
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.0478787500005637e-05,
-   "host_backward_canary_seconds": 1.9784345000743996e-05,
+   "host_canary_seconds": 9.713517499676527e-06,
+   "host_backward_canary_seconds": 1.817545499989137e-05,
    "pass_seconds": [
-    2.382704668811389e-05,
-    2.666971513203212e-05,
-    1.5354665173661136e-05
+    2.421485659267221e-05,
+    1.128076185427961e-05,
+    1.6504383158116112e-05
    ],
    "pass_host_canary_seconds": [
-    1.0478787500005637e-05,
-    1.097333499956221e-05,
-    1.0728319999770974e-05
+    9.713517499676527e-06,
+    6.484367499979271e-06,
+    1.01540874999273e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9784345000743996e-05,
-    2.051665500061972e-05,
-    1.6126180000810563e-05
+    1.817545499989137e-05,
+    1.1024210001551183e-05,
+    1.4298180000196225e-05
    ]
   },
   "layer_forward_sigmoid_autocast": {
-   "seconds": 1.581790404660361e-05,
-   "min": 1.570133226258414e-05,
-   "max": 1.6287999671129952e-05,
+   "seconds": 1.3499429005952108e-05,
+   "min": 9.142857311027389e-06,
+   "max": 1.480761809008462e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2800,32 +2800,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.390400230884551e-05,
-    0.0001061440035700798,
-    0.0003060159981250763
+    4.108799993991852e-05,
+    8.083199709653854e-05,
+    0.00024332800507545472
    ],
-   "host_canary_seconds": 1.0756689999880108e-05,
-   "host_backward_canary_seconds": 1.8138660000204254e-05,
+   "host_canary_seconds": 9.343885000134833e-06,
+   "host_backward_canary_seconds": 1.790130000017598e-05,
    "pass_seconds": [
-    1.6287999671129952e-05,
-    1.570133226258414e-05,
-    1.581790404660361e-05
+    1.3499429005952108e-05,
+    9.142857311027389e-06,
+    1.480761809008462e-05
    ],
    "pass_host_canary_seconds": [
-    1.0756689999880108e-05,
-    1.0399590000815807e-05,
-    1.064531499991972e-05
+    9.343885000134833e-06,
+    6.584462499290566e-06,
+    9.719197499862276e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8138660000204254e-05,
-    2.0770270000411985e-05,
-    1.6102284999988117e-05
+    1.790130000017598e-05,
+    1.1269089998222626e-05,
+    1.4365389999966282e-05
    ]
   },
   "layer_backward_sigmoid_autocast": {
-   "seconds": 2.4285712944609787e-05,
-   "min": 2.1678477525711063e-05,
-   "max": 3.0211047757239572e-05,
+   "seconds": 1.674514299347287e-05,
+   "min": 1.1693713831759639e-05,
+   "max": 2.2574473527215775e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2834,33 +2834,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00021536000072956086,
-    0.0003614720106124878,
-    0.0008320959806442261
+    0.0001438080072402954,
+    0.0002539840042591095,
+    0.0006855679750442505
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.0756689999880108e-05,
-   "host_backward_canary_seconds": 1.8138660000204254e-05,
+   "host_canary_seconds": 9.343885000134833e-06,
+   "host_backward_canary_seconds": 1.790130000017598e-05,
    "pass_seconds": [
-    2.4285712944609787e-05,
-    3.0211047757239572e-05,
-    2.1678477525711063e-05
+    2.2574473527215775e-05,
+    1.1693713831759639e-05,
+    1.674514299347287e-05
    ],
    "pass_host_canary_seconds": [
-    1.0756689999880108e-05,
-    1.0399590000815807e-05,
-    1.064531499991972e-05
+    9.343885000134833e-06,
+    6.584462499290566e-06,
+    9.719197499862276e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8138660000204254e-05,
-    2.0770270000411985e-05,
-    1.6102284999988117e-05
+    1.790130000017598e-05,
+    1.1269089998222626e-05,
+    1.4365389999966282e-05
    ]
   },
   "layer_forward_dropout": {
-   "seconds": 2.4275046906300954e-05,
-   "min": 2.392685626234327e-05,
-   "max": 2.496076144632839e-05,
+   "seconds": 2.003123824085508e-05,
+   "min": 1.346819031806219e-05,
+   "max": 2.206247530522801e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2869,32 +2869,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.444799944758415e-05,
-    0.00011673600226640701,
-    0.00040351998805999756
+    3.251200169324875e-05,
+    9.02400016784668e-05,
+    0.0003321920037269592
    ],
-   "host_canary_seconds": 1.0593905000177983e-05,
-   "host_backward_canary_seconds": 1.7163059999347753e-05,
+   "host_canary_seconds": 9.330965000344804e-06,
+   "host_backward_canary_seconds": 1.7763270000159538e-05,
    "pass_seconds": [
-    2.392685626234327e-05,
-    2.496076144632839e-05,
-    2.4275046906300954e-05
+    2.003123824085508e-05,
+    1.346819031806219e-05,
+    2.206247530522801e-05
    ],
    "pass_host_canary_seconds": [
-    1.0593905000177983e-05,
-    1.0412684999892008e-05,
-    1.060506749979595e-05
+    9.330965000344804e-06,
+    6.600319999279236e-06,
+    9.928765000495331e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7163059999347753e-05,
-    1.8937019999611947e-05,
-    1.537615500069478e-05
+    1.7763270000159538e-05,
+    1.1280620001343777e-05,
+    1.5093509998678201e-05
    ]
   },
   "layer_backward_dropout": {
-   "seconds": 2.563123812987691e-05,
-   "min": 2.126324017133031e-05,
-   "max": 2.6870858101617715e-05,
+   "seconds": 2.465600023667018e-05,
+   "min": 1.3965714545477006e-05,
+   "max": 2.477714295188586e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2903,33 +2903,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00020015999674797058,
-    0.0003561600148677826,
-    0.0009633280038833618
+    0.00013855999708175658,
+    0.00026819199323654177,
+    0.0008073920011520386
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.0593905000177983e-05,
-   "host_backward_canary_seconds": 1.7163059999347753e-05,
+   "host_canary_seconds": 9.330965000344804e-06,
+   "host_backward_canary_seconds": 1.7763270000159538e-05,
    "pass_seconds": [
-    2.6870858101617715e-05,
-    2.563123812987691e-05,
-    2.126324017133031e-05
+    2.465600023667018e-05,
+    1.3965714545477006e-05,
+    2.477714295188586e-05
    ],
    "pass_host_canary_seconds": [
-    1.0593905000177983e-05,
-    1.0412684999892008e-05,
-    1.060506749979595e-05
+    9.330965000344804e-06,
+    6.600319999279236e-06,
+    9.928765000495331e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7163059999347753e-05,
-    1.8937019999611947e-05,
-    1.537615500069478e-05
+    1.7763270000159538e-05,
+    1.1280620001343777e-05,
+    1.5093509998678201e-05
    ]
   },
   "layer_forward_dropout_autocast": {
-   "seconds": 2.591161891108467e-05,
-   "min": 2.5516191053958167e-05,
-   "max": 2.9665525115671606e-05,
+   "seconds": 2.14133324722449e-05,
+   "min": 1.3804190393005098e-05,
+   "max": 2.5372951513244993e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2938,32 +2938,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.878399640321732e-05,
-    0.00020019200444221496,
-    0.00048201599717140195
+    4.947200044989586e-05,
+    0.00011519999802112579,
+    0.00037116798758506775
    ],
-   "host_canary_seconds": 1.1551972500001284e-05,
-   "host_backward_canary_seconds": 1.815000000078726e-05,
+   "host_canary_seconds": 9.568009999725292e-06,
+   "host_backward_canary_seconds": 1.8696130000535048e-05,
    "pass_seconds": [
-    2.591161891108467e-05,
-    2.9665525115671606e-05,
-    2.5516191053958167e-05
+    2.14133324722449e-05,
+    1.3804190393005098e-05,
+    2.5372951513244993e-05
    ],
    "pass_host_canary_seconds": [
-    1.1551972500001284e-05,
-    1.0653377499920681e-05,
-    1.0492365000231984e-05
+    9.568009999725292e-06,
+    6.604400000469468e-06,
+    9.93016500046906e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.815000000078726e-05,
-    1.9690990000071907e-05,
-    1.949783999975807e-05
+    1.8696130000535048e-05,
+    1.1127430000215099e-05,
+    1.5915740000309598e-05
    ]
   },
   "layer_backward_dropout_autocast": {
-   "seconds": 2.5765328535011843e-05,
-   "min": 2.2454094673906056e-05,
-   "max": 2.6529523943151746e-05,
+   "seconds": 1.5542094906171166e-05,
+   "min": 1.0057143334831514e-05,
+   "max": 2.7139812885295774e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2972,33 +2972,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00032396799325942993,
-    0.0004461759924888611,
-    0.0010418239831924438
+    0.0001568319946527481,
+    0.0003031359910964966,
+    0.0008853440284729004
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.1551972500001284e-05,
-   "host_backward_canary_seconds": 1.815000000078726e-05,
+   "host_canary_seconds": 9.568009999725292e-06,
+   "host_backward_canary_seconds": 1.8696130000535048e-05,
    "pass_seconds": [
-    2.2454094673906056e-05,
-    2.5765328535011843e-05,
-    2.6529523943151746e-05
+    2.7139812885295774e-05,
+    1.0057143334831514e-05,
+    1.5542094906171166e-05
    ],
    "pass_host_canary_seconds": [
-    1.1551972500001284e-05,
-    1.0653377499920681e-05,
-    1.0492365000231984e-05
+    9.568009999725292e-06,
+    6.604400000469468e-06,
+    9.93016500046906e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.815000000078726e-05,
-    1.9690990000071907e-05,
-    1.949783999975807e-05
+    1.8696130000535048e-05,
+    1.1127430000215099e-05,
+    1.5915740000309598e-05
    ]
   },
   "layer_forward_dropout_identity": {
-   "seconds": 5.482666904018039e-06,
-   "min": 3.0529526106658438e-06,
-   "max": 5.9672381196703225e-06,
+   "seconds": 5.350857086124875e-06,
+   "min": 2.7497142021145135e-06,
+   "max": 5.929142768893924e-06,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout_identity layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3007,32 +3007,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.0031999796628952e-05,
-    3.9071999490261076e-05,
-    0.00010313600301742554
+    1.7311999574303626e-05,
+    3.3824000507593154e-05,
+    9.772799909114838e-05
    ],
-   "host_canary_seconds": 1.0915387500176621e-05,
-   "host_backward_canary_seconds": 1.7634399999906235e-05,
+   "host_canary_seconds": 9.536145000765828e-06,
+   "host_backward_canary_seconds": 1.8512489998556702e-05,
    "pass_seconds": [
-    5.482666904018039e-06,
-    3.0529526106658438e-06,
-    5.9672381196703225e-06
+    5.350857086124875e-06,
+    2.7497142021145135e-06,
+    5.929142768893924e-06
    ],
    "pass_host_canary_seconds": [
-    1.0915387500176621e-05,
-    7.775074999472054e-06,
-    1.035994749997826e-05
+    9.536145000765828e-06,
+    6.5710850003597445e-06,
+    9.73298499957309e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7634399999906235e-05,
-    1.909053999952448e-05,
-    1.823299999955452e-05
+    1.8512489998556702e-05,
+    1.1127430000215099e-05,
+    1.417245500078934e-05
    ]
   },
   "layer_backward_dropout_identity": {
-   "seconds": 8.647612162998739e-07,
-   "min": 0.0,
-   "max": 2.2529521070065957e-06,
+   "seconds": 9.05142830950873e-07,
+   "min": 1.5466678000631607e-07,
+   "max": 2.0038092597609465e-06,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout_identity layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3041,33 +3041,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00012995199859142304,
-    0.00014608000218868257,
-    0.00022419199347496033
+    9.990400075912476e-05,
+    0.00011875200271606445,
+    0.00018326400220394133
    ],
    "backward_nodes_per_layer": 0.0,
-   "host_canary_seconds": 1.0915387500176621e-05,
-   "host_backward_canary_seconds": 1.7634399999906235e-05,
+   "host_canary_seconds": 9.536145000765828e-06,
+   "host_backward_canary_seconds": 1.8512489998556702e-05,
    "pass_seconds": [
-    8.647612162998739e-07,
-    2.2529521070065957e-06,
-    0.0
+    1.5466678000631607e-07,
+    2.0038092597609465e-06,
+    9.05142830950873e-07
    ],
    "pass_host_canary_seconds": [
-    1.0915387500176621e-05,
-    7.775074999472054e-06,
-    1.035994749997826e-05
+    9.536145000765828e-06,
+    6.5710850003597445e-06,
+    9.73298499957309e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7634399999906235e-05,
-    1.909053999952448e-05,
-    1.823299999955452e-05
+    1.8512489998556702e-05,
+    1.1127430000215099e-05,
+    1.417245500078934e-05
    ]
   },
   "layer_forward_dropout_identity_autocast": {
-   "seconds": 5.6289525791293104e-06,
-   "min": 5.382095153133075e-06,
-   "max": 7.363809361344292e-06,
+   "seconds": 5.890285951041041e-06,
+   "min": 2.8845714848665966e-06,
+   "max": 6.076190531963395e-06,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout_identity layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3076,32 +3076,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.16640006005764e-05,
-    5.7151999324560164e-05,
-    0.00012217599898576737
+    3.670400008559227e-05,
+    5.628800019621849e-05,
+    0.00012569600343704225
    ],
-   "host_canary_seconds": 1.0328282500040586e-05,
-   "host_backward_canary_seconds": 1.723554500017599e-05,
+   "host_canary_seconds": 1.0226057499949092e-05,
+   "host_backward_canary_seconds": 1.9487065000021175e-05,
    "pass_seconds": [
-    5.382095153133075e-06,
-    7.363809361344292e-06,
-    5.6289525791293104e-06
+    5.890285951041041e-06,
+    2.8845714848665966e-06,
+    6.076190531963395e-06
    ],
    "pass_host_canary_seconds": [
-    1.0328282500040586e-05,
-    9.48120249972817e-06,
-    1.027978749959857e-05
+    1.0226057499949092e-05,
+    6.542035000620672e-06,
+    9.940224999809287e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.723554500017599e-05,
-    2.0880499999975657e-05,
-    1.877549499909037e-05
+    1.9487065000021175e-05,
+    1.0981440000250587e-05,
+    1.4715679999426356e-05
    ]
   },
   "layer_backward_dropout_identity_autocast": {
-   "seconds": 3.3760006051687966e-06,
-   "min": 2.200380411176455e-06,
-   "max": 6.7908568751244325e-06,
+   "seconds": 2.012952009127254e-06,
+   "min": 0.0,
+   "max": 3.3561907531250068e-06,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout_identity layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3110,33 +3110,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014131200313568116,
-    0.00017772799730300903,
-    0.00027606400847435
+    0.00013676799833774566,
+    0.0001558399945497513,
+    0.0002725760042667389
    ],
    "backward_nodes_per_layer": 0.0,
-   "host_canary_seconds": 1.0328282500040586e-05,
-   "host_backward_canary_seconds": 1.723554500017599e-05,
+   "host_canary_seconds": 1.0226057499949092e-05,
+   "host_backward_canary_seconds": 1.9487065000021175e-05,
    "pass_seconds": [
-    3.3760006051687966e-06,
-    6.7908568751244325e-06,
-    2.200380411176455e-06
+    3.3561907531250068e-06,
+    2.012952009127254e-06,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    1.0328282500040586e-05,
-    9.48120249972817e-06,
-    1.027978749959857e-05
+    1.0226057499949092e-05,
+    6.542035000620672e-06,
+    9.940224999809287e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.723554500017599e-05,
-    2.0880499999975657e-05,
-    1.877549499909037e-05
+    1.9487065000021175e-05,
+    1.0981440000250587e-05,
+    1.4715679999426356e-05
    ]
   },
   "layer_forward_add": {
-   "seconds": 1.216228554646174e-05,
-   "min": 1.2032000081879752e-05,
-   "max": 1.365485760782446e-05,
+   "seconds": 1.0998094897894632e-05,
+   "min": 7.197714455070949e-06,
+   "max": 1.2041142299061732e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3145,32 +3145,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.9600000008940698e-05,
-    6.511999666690826e-05,
-    0.00023260800540447234
+    2.9823999851942064e-05,
+    6.294400244951248e-05,
+    0.0002094399929046631
    ],
-   "host_canary_seconds": 1.0041647500429461e-05,
-   "host_backward_canary_seconds": 1.829374500061931e-05,
+   "host_canary_seconds": 1.0194975000672458e-05,
+   "host_backward_canary_seconds": 1.7902350000440494e-05,
    "pass_seconds": [
-    1.365485760782446e-05,
-    1.216228554646174e-05,
-    1.2032000081879752e-05
+    1.2041142299061732e-05,
+    7.197714455070949e-06,
+    1.0998094897894632e-05
    ],
    "pass_host_canary_seconds": [
-    1.0041647500429461e-05,
-    1.0586737499806986e-05,
-    9.798862500360883e-06
+    1.0194975000672458e-05,
+    6.387039999822263e-06,
+    9.683050000148797e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.829374500061931e-05,
-    2.103657500015288e-05,
-    2.0174774999759392e-05
+    1.7902350000440494e-05,
+    1.0925744999212838e-05,
+    1.3840730000538315e-05
    ]
   },
   "layer_backward_add": {
-   "seconds": 3.303161760171255e-05,
-   "min": 3.0363427297700024e-05,
-   "max": 3.512762167624064e-05,
+   "seconds": 2.464533419836136e-05,
+   "min": 1.1926095223142987e-05,
+   "max": 2.626971527934074e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3179,33 +3179,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014959999918937684,
-    0.00034092798829078676,
-    0.0008296319842338563
+    0.00014553600549697875,
+    0.00036793598532676696,
+    0.0007332800030708313
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 1.0041647500429461e-05,
-   "host_backward_canary_seconds": 1.829374500061931e-05,
+   "host_canary_seconds": 1.0194975000672458e-05,
+   "host_backward_canary_seconds": 1.7902350000440494e-05,
    "pass_seconds": [
-    3.0363427297700024e-05,
-    3.512762167624064e-05,
-    3.303161760171255e-05
+    2.464533419836136e-05,
+    1.1926095223142987e-05,
+    2.626971527934074e-05
    ],
    "pass_host_canary_seconds": [
-    1.0041647500429461e-05,
-    1.0586737499806986e-05,
-    9.798862500360883e-06
+    1.0194975000672458e-05,
+    6.387039999822263e-06,
+    9.683050000148797e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.829374500061931e-05,
-    2.103657500015288e-05,
-    2.0174774999759392e-05
+    1.7902350000440494e-05,
+    1.0925744999212838e-05,
+    1.3840730000538315e-05
    ]
   },
   "layer_forward_add_autocast": {
-   "seconds": 1.354666586433138e-05,
-   "min": 1.1945905075186775e-05,
-   "max": 1.411047719773792e-05,
+   "seconds": 1.2609523676690601e-05,
+   "min": 7.453714186946551e-06,
+   "max": 1.2902094672123591e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3214,32 +3214,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.023999884724617e-05,
-    9.452799707651139e-05,
-    0.00025465598702430724
+    4.864000156521797e-05,
+    7.171200215816498e-05,
+    0.00023695999383926392
    ],
-   "host_canary_seconds": 1.0284679999585933e-05,
-   "host_backward_canary_seconds": 1.9273039999916363e-05,
+   "host_canary_seconds": 9.917375000441098e-06,
+   "host_backward_canary_seconds": 1.8213309999737248e-05,
    "pass_seconds": [
-    1.354666586433138e-05,
-    1.411047719773792e-05,
-    1.1945905075186775e-05
+    1.2902094672123591e-05,
+    7.453714186946551e-06,
+    1.2609523676690601e-05
    ],
    "pass_host_canary_seconds": [
-    1.0284679999585933e-05,
-    1.0593187499807755e-05,
-    1.0123167500069029e-05
+    9.917375000441098e-06,
+    6.5264074999049625e-06,
+    9.468727500347997e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9273039999916363e-05,
-    1.8116719999170528e-05,
-    1.9581920000746322e-05
+    1.8213309999737248e-05,
+    1.0940659999505444e-05,
+    1.4372169999887774e-05
    ]
   },
   "layer_backward_add_autocast": {
-   "seconds": 2.883733099415189e-05,
-   "min": 2.8193523841244836e-05,
-   "max": 2.9397333306925642e-05,
+   "seconds": 1.7654856755619958e-05,
+   "min": 1.1894858220503446e-05,
+   "max": 2.3940572249037877e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3248,33 +3248,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00025788798928260803,
-    0.00040147200226783755,
-    0.0008901119828224182
+    0.00025865599513053895,
+    0.00044742399454116824,
+    0.0008373759984970093
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 1.0284679999585933e-05,
-   "host_backward_canary_seconds": 1.9273039999916363e-05,
+   "host_canary_seconds": 9.917375000441098e-06,
+   "host_backward_canary_seconds": 1.8213309999737248e-05,
    "pass_seconds": [
-    2.8193523841244836e-05,
-    2.883733099415189e-05,
-    2.9397333306925642e-05
+    2.3940572249037877e-05,
+    1.1894858220503446e-05,
+    1.7654856755619958e-05
    ],
    "pass_host_canary_seconds": [
-    1.0284679999585933e-05,
-    1.0593187499807755e-05,
-    1.0123167500069029e-05
+    9.917375000441098e-06,
+    6.5264074999049625e-06,
+    9.468727500347997e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9273039999916363e-05,
-    1.8116719999170528e-05,
-    1.9581920000746322e-05
+    1.8213309999737248e-05,
+    1.0940659999505444e-05,
+    1.4372169999887774e-05
    ]
   },
   "layer_forward_mul": {
-   "seconds": 1.2632380638803754e-05,
-   "min": 8.329904593882105e-06,
-   "max": 1.395961855139051e-05,
+   "seconds": 9.245714793602626e-06,
+   "min": 7.823237705798378e-06,
+   "max": 1.312152331783658e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3283,32 +3283,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.251200169324875e-05,
-    6.384000182151794e-05,
-    0.00021980799734592439
+    2.6016000658273698e-05,
+    4.684799909591675e-05,
+    0.0001624000072479248
    ],
-   "host_canary_seconds": 1.0099025000727125e-05,
-   "host_backward_canary_seconds": 1.6486849999637344e-05,
+   "host_canary_seconds": 7.476062499449654e-06,
+   "host_backward_canary_seconds": 1.7981739999868297e-05,
    "pass_seconds": [
-    1.2632380638803754e-05,
-    1.395961855139051e-05,
-    8.329904593882105e-06
+    9.245714793602626e-06,
+    7.823237705798378e-06,
+    1.312152331783658e-05
    ],
    "pass_host_canary_seconds": [
-    1.0099025000727125e-05,
-    1.0403320000023086e-05,
-    9.83147999988887e-06
+    7.476062499449654e-06,
+    6.388859999333363e-06,
+    9.503742500100998e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6486849999637344e-05,
-    1.600414999984423e-05,
-    1.879116500163036e-05
+    1.7981739999868297e-05,
+    1.0956860000987944e-05,
+    1.4099810000516301e-05
    ]
   },
   "layer_backward_mul": {
-   "seconds": 4.333257533255078e-05,
-   "min": 4.081066875230699e-05,
-   "max": 5.748951993882655e-05,
+   "seconds": 3.3569526104699997e-05,
+   "min": 2.5975619398412255e-05,
+   "max": 4.506514487521989e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3317,33 +3317,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00021638399362564086,
-    0.00037116798758506775,
-    0.0010514880418777467
+    0.0001961279958486557,
+    0.0004066559970378876,
+    0.0010266560316085816
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 1.0099025000727125e-05,
-   "host_backward_canary_seconds": 1.6486849999637344e-05,
+   "host_canary_seconds": 7.476062499449654e-06,
+   "host_backward_canary_seconds": 1.7981739999868297e-05,
    "pass_seconds": [
-    4.333257533255078e-05,
-    4.081066875230699e-05,
-    5.748951993882655e-05
+    4.506514487521989e-05,
+    2.5975619398412255e-05,
+    3.3569526104699997e-05
    ],
    "pass_host_canary_seconds": [
-    1.0099025000727125e-05,
-    1.0403320000023086e-05,
-    9.83147999988887e-06
+    7.476062499449654e-06,
+    6.388859999333363e-06,
+    9.503742500100998e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6486849999637344e-05,
-    1.600414999984423e-05,
-    1.879116500163036e-05
+    1.7981739999868297e-05,
+    1.0956860000987944e-05,
+    1.4099810000516301e-05
    ]
   },
   "layer_forward_mul_autocast": {
-   "seconds": 1.43817143426055e-05,
-   "min": 1.3711237836451757e-05,
-   "max": 1.5413333972295128e-05,
+   "seconds": 9.452952870300838e-06,
+   "min": 7.972571732742444e-06,
+   "max": 1.4206475977386747e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3352,32 +3352,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.0815999507904055e-05,
-    9.408000111579895e-05,
-    0.0002810240089893341
+    2.8319999575614928e-05,
+    5.3984001278877256e-05,
+    0.00016921600699424744
    ],
-   "host_canary_seconds": 1.0485462499900677e-05,
-   "host_backward_canary_seconds": 1.7366565000429546e-05,
+   "host_canary_seconds": 7.4938049999673245e-06,
+   "host_backward_canary_seconds": 1.7448799999328914e-05,
    "pass_seconds": [
-    1.5413333972295128e-05,
-    1.43817143426055e-05,
-    1.3711237836451757e-05
+    9.452952870300838e-06,
+    7.972571732742444e-06,
+    1.4206475977386747e-05
    ],
    "pass_host_canary_seconds": [
-    1.0485462499900677e-05,
-    1.0546377500304515e-05,
-    1.0377485000390153e-05
+    7.4938049999673245e-06,
+    6.344109999645298e-06,
+    9.889827500728643e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7366565000429546e-05,
-    1.5811959999609827e-05,
-    1.8348439998590037e-05
+    1.7448799999328914e-05,
+    1.0947700000087934e-05,
+    1.713721499982057e-05
    ]
   },
   "layer_backward_mul_autocast": {
-   "seconds": 4.801447370222637e-05,
-   "min": 4.580952244855109e-05,
-   "max": 5.152228119827452e-05,
+   "seconds": 5.284267114031883e-05,
+   "min": 2.49066644658645e-05,
+   "max": 5.4041141200633264e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3386,33 +3386,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00022889600694179534,
-    0.0005030400156974793,
-    0.001257375955581665
+    0.000146016001701355,
+    0.00030646398663520814,
+    0.0010884159803390503
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 1.0485462499900677e-05,
-   "host_backward_canary_seconds": 1.7366565000429546e-05,
+   "host_canary_seconds": 7.4938049999673245e-06,
+   "host_backward_canary_seconds": 1.7448799999328914e-05,
    "pass_seconds": [
-    5.152228119827452e-05,
-    4.580952244855109e-05,
-    4.801447370222637e-05
+    5.4041141200633264e-05,
+    2.49066644658645e-05,
+    5.284267114031883e-05
    ],
    "pass_host_canary_seconds": [
-    1.0485462499900677e-05,
-    1.0546377500304515e-05,
-    1.0377485000390153e-05
+    7.4938049999673245e-06,
+    6.344109999645298e-06,
+    9.889827500728643e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7366565000429546e-05,
-    1.5811959999609827e-05,
-    1.8348439998590037e-05
+    1.7448799999328914e-05,
+    1.0947700000087934e-05,
+    1.713721499982057e-05
    ]
   },
   "layer_forward_softmax": {
-   "seconds": 1.2648381115425202e-05,
-   "min": 1.1243428680158796e-05,
-   "max": 1.3548952305600757e-05,
+   "seconds": 8.439619094133375e-06,
+   "min": 7.705142632836387e-06,
+   "max": 1.2563047221019155e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3421,32 +3421,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.1840000301599505e-05,
-    7.206399738788604e-05,
-    0.00020265600085258483
+    1.788800023496151e-05,
+    5.356800183653831e-05,
+    0.00014793600142002104
    ],
-   "host_canary_seconds": 1.0087435000514234e-05,
-   "host_backward_canary_seconds": 1.8750090000594354e-05,
+   "host_canary_seconds": 7.1979274997602265e-06,
+   "host_backward_canary_seconds": 1.73781250009597e-05,
    "pass_seconds": [
-    1.1243428680158796e-05,
-    1.3548952305600757e-05,
-    1.2648381115425202e-05
+    8.439619094133375e-06,
+    7.705142632836387e-06,
+    1.2563047221019155e-05
    ],
    "pass_host_canary_seconds": [
-    1.0087435000514234e-05,
-    1.0323910000238357e-05,
-    1.0613355000259617e-05
+    7.1979274997602265e-06,
+    6.6223725002600985e-06,
+    9.955277500353078e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8750090000594354e-05,
-    1.6975979999642732e-05,
-    1.853412500054219e-05
+    1.73781250009597e-05,
+    1.1087525000448294e-05,
+    1.5987860000450385e-05
    ]
   },
   "layer_backward_softmax": {
-   "seconds": 3.0045716003293088e-05,
-   "min": 2.42796183696815e-05,
-   "max": 3.587047454147112e-05,
+   "seconds": 2.866666914806479e-05,
+   "min": 1.5069714082138883e-05,
+   "max": 3.3484950839054024e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3455,33 +3455,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00018358400464057922,
-    0.0003130559921264648,
-    0.0007240639925003052
+    0.00012777599692344666,
+    0.0002322240024805069,
+    0.0007495359778404236
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.0087435000514234e-05,
-   "host_backward_canary_seconds": 1.8750090000594354e-05,
+   "host_canary_seconds": 7.1979274997602265e-06,
+   "host_backward_canary_seconds": 1.73781250009597e-05,
    "pass_seconds": [
-    2.42796183696815e-05,
-    3.0045716003293088e-05,
-    3.587047454147112e-05
+    3.3484950839054024e-05,
+    1.5069714082138883e-05,
+    2.866666914806479e-05
    ],
    "pass_host_canary_seconds": [
-    1.0087435000514234e-05,
-    1.0323910000238357e-05,
-    1.0613355000259617e-05
+    7.1979274997602265e-06,
+    6.6223725002600985e-06,
+    9.955277500353078e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8750090000594354e-05,
-    1.6975979999642732e-05,
-    1.853412500054219e-05
+    1.73781250009597e-05,
+    1.1087525000448294e-05,
+    1.5987860000450385e-05
    ]
   },
   "layer_forward_softmax_autocast": {
-   "seconds": 1.1888000049761363e-05,
-   "min": 9.691428836612475e-06,
-   "max": 1.3205333479813167e-05,
+   "seconds": 8.369523588390578e-06,
+   "min": 7.263999787114916e-06,
+   "max": 1.3365332569394792e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3490,32 +3490,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.913599997758865e-05,
-    7.465600222349167e-05,
-    0.0002174080014228821
+    4.623999819159508e-05,
+    8.560000360012055e-05,
+    0.0001610559970140457
    ],
-   "host_canary_seconds": 1.0093322500210888e-05,
-   "host_backward_canary_seconds": 1.8563810000387095e-05,
+   "host_canary_seconds": 9.412455000301634e-06,
+   "host_backward_canary_seconds": 1.8223160000161444e-05,
    "pass_seconds": [
-    1.1888000049761363e-05,
-    9.691428836612475e-06,
-    1.3205333479813167e-05
+    7.263999787114916e-06,
+    8.369523588390578e-06,
+    1.3365332569394792e-05
    ],
    "pass_host_canary_seconds": [
-    1.0093322500210888e-05,
-    1.0649060000673672e-05,
-    1.0061794999955963e-05
+    9.412455000301634e-06,
+    6.920514999819716e-06,
+    9.860482500130274e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8563810000387095e-05,
-    2.0490914999982122e-05,
-    1.9932924999466195e-05
+    1.8223160000161444e-05,
+    1.1262759999226546e-05,
+    1.327861999925517e-05
    ]
   },
   "layer_backward_softmax_autocast": {
-   "seconds": 3.412495145485515e-05,
-   "min": 3.301104654868444e-05,
-   "max": 4.6521143987774846e-05,
+   "seconds": 2.3433905981835862e-05,
+   "min": 1.6092952784328232e-05,
+   "max": 2.8633143752813345e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3524,33 +3524,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.000150176003575325,
-    0.00027020800113677977,
-    0.0008343679904937744
+    0.00018880000710487366,
+    0.0002693440020084381,
+    0.0007182080149650574
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.0093322500210888e-05,
-   "host_backward_canary_seconds": 1.8563810000387095e-05,
+   "host_canary_seconds": 9.412455000301634e-06,
+   "host_backward_canary_seconds": 1.8223160000161444e-05,
    "pass_seconds": [
-    3.412495145485515e-05,
-    4.6521143987774846e-05,
-    3.301104654868444e-05
+    2.8633143752813345e-05,
+    1.6092952784328232e-05,
+    2.3433905981835862e-05
    ],
    "pass_host_canary_seconds": [
-    1.0093322500210888e-05,
-    1.0649060000673672e-05,
-    1.0061794999955963e-05
+    9.412455000301634e-06,
+    6.920514999819716e-06,
+    9.860482500130274e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8563810000387095e-05,
-    2.0490914999982122e-05,
-    1.9932924999466195e-05
+    1.8223160000161444e-05,
+    1.1262759999226546e-05,
+    1.327861999925517e-05
    ]
   },
   "layer_forward_log_softmax": {
-   "seconds": 1.3618285723385356e-05,
-   "min": 1.3286856579638662e-05,
-   "max": 1.4038856895197006e-05,
+   "seconds": 8.780952010835921e-06,
+   "min": 7.849905196399916e-06,
+   "max": 1.3147428631782533e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3559,32 +3559,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.912000007927418e-05,
-    7.078400254249573e-05,
-    0.00022902399301528932
+    1.7599999904632568e-05,
+    5.200000107288361e-05,
+    0.00015199999511241914
    ],
-   "host_canary_seconds": 1.049741499969059e-05,
-   "host_backward_canary_seconds": 1.7257869999411923e-05,
+   "host_canary_seconds": 7.228014999896004e-06,
+   "host_backward_canary_seconds": 1.6589595001050837e-05,
    "pass_seconds": [
-    1.3286856579638662e-05,
-    1.4038856895197006e-05,
-    1.3618285723385356e-05
+    8.780952010835921e-06,
+    7.849905196399916e-06,
+    1.3147428631782533e-05
    ],
    "pass_host_canary_seconds": [
-    1.049741499969059e-05,
-    1.0994242500146356e-05,
-    1.041593999957513e-05
+    7.228014999896004e-06,
+    6.8996775002005955e-06,
+    1.0023305000004257e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7257869999411923e-05,
-    2.029163999964112e-05,
-    2.1045879998382587e-05
+    1.6589595001050837e-05,
+    1.1752005000289501e-05,
+    1.4401119999547518e-05
    ]
   },
   "layer_backward_log_softmax": {
-   "seconds": 2.3557333364373166e-05,
-   "min": 2.296838208678223e-05,
-   "max": 2.462476075050377e-05,
+   "seconds": 1.9556570620763863e-05,
+   "min": 1.1570285384853679e-05,
+   "max": 2.144990400189445e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3593,33 +3593,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00016438399255275726,
-    0.000288096010684967,
-    0.0007363839745521545
+    0.00011763200163841247,
+    0.0001927040070295334,
+    0.000565887987613678
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.049741499969059e-05,
-   "host_backward_canary_seconds": 1.7257869999411923e-05,
+   "host_canary_seconds": 7.228014999896004e-06,
+   "host_backward_canary_seconds": 1.6589595001050837e-05,
    "pass_seconds": [
-    2.462476075050377e-05,
-    2.3557333364373166e-05,
-    2.296838208678223e-05
+    2.144990400189445e-05,
+    1.1570285384853679e-05,
+    1.9556570620763863e-05
    ],
    "pass_host_canary_seconds": [
-    1.049741499969059e-05,
-    1.0994242500146356e-05,
-    1.041593999957513e-05
+    7.228014999896004e-06,
+    6.8996775002005955e-06,
+    1.0023305000004257e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7257869999411923e-05,
-    2.029163999964112e-05,
-    2.1045879998382587e-05
+    1.6589595001050837e-05,
+    1.1752005000289501e-05,
+    1.4401119999547518e-05
    ]
   },
   "layer_forward_log_softmax_autocast": {
-   "seconds": 1.4140190113158455e-05,
-   "min": 1.323885665762992e-05,
-   "max": 1.530819084672701e-05,
+   "seconds": 1.0668190373551279e-05,
+   "min": 8.309333363459223e-06,
+   "max": 1.4229333116894677e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3628,32 +3628,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.8111999183893203e-05,
-    9.523200243711472e-05,
-    0.0002684479951858521
+    5.331199988722801e-05,
+    5.548800155520439e-05,
+    0.00020339199900627138
    ],
-   "host_canary_seconds": 1.1026340000057645e-05,
-   "host_backward_canary_seconds": 1.873837500170339e-05,
+   "host_canary_seconds": 8.13250999954107e-06,
+   "host_backward_canary_seconds": 1.697437000075297e-05,
    "pass_seconds": [
-    1.4140190113158455e-05,
-    1.530819084672701e-05,
-    1.323885665762992e-05
+    1.0668190373551279e-05,
+    8.309333363459223e-06,
+    1.4229333116894677e-05
    ],
    "pass_host_canary_seconds": [
-    1.1026340000057645e-05,
-    1.0702927500574333e-05,
-    1.022201249952559e-05
+    8.13250999954107e-06,
+    6.814062499529428e-06,
+    9.912225000334729e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.873837500170339e-05,
-    1.9779335000293942e-05,
-    2.04605249996348e-05
+    1.697437000075297e-05,
+    1.1693200000308935e-05,
+    1.374896000015724e-05
    ]
   },
   "layer_backward_log_softmax_autocast": {
-   "seconds": 2.6003045695168632e-05,
-   "min": 2.4766478332735237e-05,
-   "max": 2.8563809359357465e-05,
+   "seconds": 1.8685714119956607e-05,
+   "min": 9.897905534931594e-06,
+   "max": 2.9439238654006104e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3662,897 +3662,897 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00016809600591659546,
-    0.0003356480002403259,
-    0.0007859519720077514
+    0.00013126400113105773,
+    0.00024243199825286864,
+    0.0007298240065574647
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.1026340000057645e-05,
-   "host_backward_canary_seconds": 1.873837500170339e-05,
+   "host_canary_seconds": 8.13250999954107e-06,
+   "host_backward_canary_seconds": 1.697437000075297e-05,
    "pass_seconds": [
-    2.6003045695168632e-05,
-    2.8563809359357465e-05,
-    2.4766478332735237e-05
+    2.9439238654006104e-05,
+    9.897905534931594e-06,
+    1.8685714119956607e-05
    ],
    "pass_host_canary_seconds": [
-    1.1026340000057645e-05,
-    1.0702927500574333e-05,
-    1.022201249952559e-05
+    8.13250999954107e-06,
+    6.814062499529428e-06,
+    9.912225000334729e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.873837500170339e-05,
-    1.9779335000293942e-05,
-    2.04605249996348e-05
+    1.697437000075297e-05,
+    1.1693200000308935e-05,
+    1.374896000015724e-05
    ]
   },
   "layer_forward_cross_entropy": {
-   "seconds": 4.3903999030590055e-05,
-   "min": 2.755199931561947e-05,
-   "max": 8.323200047016143e-05,
+   "seconds": 4.348799958825111e-05,
+   "min": 2.457600086927414e-05,
+   "max": 9.881599992513657e-05,
    "samples": 123,
    "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1058999999704611e-05,
-   "host_backward_canary_seconds": 1.8573230001948104e-05,
+   "host_canary_seconds": 1.0274385000457186e-05,
+   "host_backward_canary_seconds": 1.791401999980735e-05,
    "pass_seconds": [
-    2.9823999851942064e-05,
-    4.8160001635551456e-05,
-    4.3903999030590055e-05
+    4.5056000351905825e-05,
+    2.6688000187277795e-05,
+    4.348799958825111e-05
    ],
    "pass_host_canary_seconds": [
-    1.1058999999704611e-05,
-    1.041961999931118e-05,
-    1.0702824999384573e-05
+    1.0274385000457186e-05,
+    6.738044999679005e-06,
+    9.781807499962269e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8573230001948104e-05,
-    1.9649380001283134e-05,
-    2.0194999999603167e-05
+    1.791401999980735e-05,
+    1.0996954999882291e-05,
+    1.3433769998982827e-05
    ]
   },
   "layer_backward_cross_entropy": {
-   "seconds": 5.0370662162701265e-05,
-   "min": 1.353867227832477e-05,
-   "max": 0.0003141453471034765,
+   "seconds": 5.70813405017058e-05,
+   "min": 1.1443996181090667e-05,
+   "max": 0.0002504573451975981,
    "samples": 123,
    "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1058999999704611e-05,
-   "host_backward_canary_seconds": 1.8573230001948104e-05,
+   "host_canary_seconds": 1.0274385000457186e-05,
+   "host_backward_canary_seconds": 1.791401999980735e-05,
    "pass_seconds": [
-    5.0370662162701265e-05,
-    7.187332771718501e-05,
-    4.602532709638274e-05
+    3.3747994651397095e-05,
+    5.9957335703074926e-05,
+    5.70813405017058e-05
    ],
    "pass_host_canary_seconds": [
-    1.1058999999704611e-05,
-    1.041961999931118e-05,
-    1.0702824999384573e-05
+    1.0274385000457186e-05,
+    6.738044999679005e-06,
+    9.781807499962269e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8573230001948104e-05,
-    1.9649380001283134e-05,
-    2.0194999999603167e-05
+    1.791401999980735e-05,
+    1.0996954999882291e-05,
+    1.3433769998982827e-05
    ]
   },
   "layer_forward_cross_entropy_autocast": {
-   "seconds": 8.051200211048127e-05,
-   "min": 5.4944001138210295e-05,
-   "max": 0.0001350719928741455,
+   "seconds": 6.431999802589417e-05,
+   "min": 3.4495998173952105e-05,
+   "max": 0.00011497599631547927,
    "samples": 123,
    "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1116875000425353e-05,
-   "host_backward_canary_seconds": 1.859812000020611e-05,
+   "host_canary_seconds": 1.0097789999008456e-05,
+   "host_backward_canary_seconds": 1.7668699999831006e-05,
    "pass_seconds": [
-    8.051200211048127e-05,
-    8.217599987983704e-05,
-    6.585600227117538e-05
+    6.431999802589417e-05,
+    3.7663999944925305e-05,
+    6.841599941253662e-05
    ],
    "pass_host_canary_seconds": [
-    1.1116875000425353e-05,
-    1.0467570000400883e-05,
-    1.1282742499929553e-05
+    1.0097789999008456e-05,
+    6.634399999825291e-06,
+    9.740460000102757e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.859812000020611e-05,
-    1.8897539998761203e-05,
-    2.01888600008715e-05
+    1.7668699999831006e-05,
+    1.0965480000777462e-05,
+    1.3007130000914912e-05
    ]
   },
   "layer_backward_cross_entropy_autocast": {
-   "seconds": 0.00011529732309281822,
-   "min": 8.098656932512907e-06,
-   "max": 0.0004930893238633871,
+   "seconds": 7.362000023325286e-05,
+   "min": 3.445200001200041e-05,
+   "max": 0.0002549000022312006,
    "samples": 123,
    "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1116875000425353e-05,
-   "host_backward_canary_seconds": 1.859812000020611e-05,
+   "host_canary_seconds": 1.0097789999008456e-05,
+   "host_backward_canary_seconds": 1.7668699999831006e-05,
    "pass_seconds": [
-    0.0001222426692644755,
-    0.00011529732309281822,
-    5.33213230470816e-05
+    7.362000023325286e-05,
+    7.346133608371016e-05,
+    7.88733387986819e-05
    ],
    "pass_host_canary_seconds": [
-    1.1116875000425353e-05,
-    1.0467570000400883e-05,
-    1.1282742499929553e-05
+    1.0097789999008456e-05,
+    6.634399999825291e-06,
+    9.740460000102757e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.859812000020611e-05,
-    1.8897539998761203e-05,
-    2.01888600008715e-05
+    1.7668699999831006e-05,
+    1.0965480000777462e-05,
+    1.3007130000914912e-05
    ]
   },
   "layer_forward_embedding": {
-   "seconds": 4.252799972891807e-05,
-   "min": 2.5407999753952028e-05,
-   "max": 8.505599945783615e-05,
+   "seconds": 4.163200035691261e-05,
+   "min": 2.2655999287962913e-05,
+   "max": 0.00017289599776268004,
    "samples": 123,
    "method": "one tiny embedding layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.58658750075847e-06,
-   "host_backward_canary_seconds": 1.8015274999925168e-05,
+   "host_canary_seconds": 1.0329185000728103e-05,
+   "host_backward_canary_seconds": 1.848316000064187e-05,
    "pass_seconds": [
-    2.6976000517606734e-05,
-    4.323200136423111e-05,
-    4.252799972891807e-05
+    4.163200035691261e-05,
+    3.2864000648260114e-05,
+    0.00010713600367307663
    ],
    "pass_host_canary_seconds": [
-    8.58658750075847e-06,
-    1.0241960000030304e-05,
-    1.0641200000236494e-05
+    1.0329185000728103e-05,
+    6.632514999864724e-06,
+    1.016418000062913e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8015274999925168e-05,
-    1.8261230000007345e-05,
-    2.041969000174504e-05
+    1.848316000064187e-05,
+    1.1687100000017381e-05,
+    1.4876079999339709e-05
    ]
   },
   "layer_backward_embedding": {
-   "seconds": 0.0002603546517590682,
-   "min": 0.0001822746532658736,
-   "max": 0.0006258266704777876,
+   "seconds": 0.0002117013381794095,
+   "min": 4.882533351580298e-05,
+   "max": 0.000564473311106364,
    "samples": 123,
    "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.58658750075847e-06,
-   "host_backward_canary_seconds": 1.8015274999925168e-05,
+   "host_canary_seconds": 1.0329185000728103e-05,
+   "host_backward_canary_seconds": 1.848316000064187e-05,
    "pass_seconds": [
-    0.0002603546517590682,
-    0.00033475333265960215,
-    0.00025514534364144004
+    0.00028754000862439474,
+    0.0002117013381794095,
+    8.485732475916545e-05
    ],
    "pass_host_canary_seconds": [
-    8.58658750075847e-06,
-    1.0241960000030304e-05,
-    1.0641200000236494e-05
+    1.0329185000728103e-05,
+    6.632514999864724e-06,
+    1.016418000062913e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8015274999925168e-05,
-    1.8261230000007345e-05,
-    2.041969000174504e-05
+    1.848316000064187e-05,
+    1.1687100000017381e-05,
+    1.4876079999339709e-05
    ]
   },
   "layer_forward_embedding_autocast": {
-   "seconds": 6.115199998021126e-05,
-   "min": 3.625600039958954e-05,
-   "max": 0.00011923199892044068,
+   "seconds": 5.86559996008873e-05,
+   "min": 3.187200054526329e-05,
+   "max": 0.00011004800349473953,
    "samples": 123,
    "method": "one tiny embedding layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.547774999418834e-06,
-   "host_backward_canary_seconds": 1.968693999970128e-05,
+   "host_canary_seconds": 1.0821695000231557e-05,
+   "host_backward_canary_seconds": 1.795822000076441e-05,
    "pass_seconds": [
-    5.776000022888184e-05,
-    7.615999877452851e-05,
-    6.115199998021126e-05
+    6.508799642324447e-05,
+    3.52960005402565e-05,
+    5.86559996008873e-05
    ],
    "pass_host_canary_seconds": [
-    9.547774999418834e-06,
-    1.0603680000258464e-05,
-    1.0478154999873368e-05
+    1.0821695000231557e-05,
+    6.619310000814948e-06,
+    1.0049999999637294e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.968693999970128e-05,
-    1.8583720000151515e-05,
-    1.9530709998889506e-05
+    1.795822000076441e-05,
+    1.1143189999529568e-05,
+    1.4763540000330978e-05
    ]
   },
   "layer_backward_embedding_autocast": {
-   "seconds": 0.0003117533425490061,
-   "min": 0.0001265613343566656,
-   "max": 0.0005672026524941127,
+   "seconds": 0.00023134934250265357,
+   "min": 0.00014812133709589636,
+   "max": 0.0006639879954357941,
    "samples": 123,
    "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.547774999418834e-06,
-   "host_backward_canary_seconds": 1.968693999970128e-05,
+   "host_canary_seconds": 1.0821695000231557e-05,
+   "host_backward_canary_seconds": 1.795822000076441e-05,
    "pass_seconds": [
-    0.0002744026730457942,
-    0.0003339533116668463,
-    0.0003117533425490061
+    0.00030904400472839673,
+    0.00023134934250265357,
+    0.0001873213450113932
    ],
    "pass_host_canary_seconds": [
-    9.547774999418834e-06,
-    1.0603680000258464e-05,
-    1.0478154999873368e-05
+    1.0821695000231557e-05,
+    6.619310000814948e-06,
+    1.0049999999637294e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.968693999970128e-05,
-    1.8583720000151515e-05,
-    1.9530709998889506e-05
+    1.795822000076441e-05,
+    1.1143189999529568e-05,
+    1.4763540000330978e-05
    ]
   },
   "layer_forward_embedding_atomic": {
-   "seconds": 3.840000182390213e-05,
-   "min": 2.8095999732613562e-05,
-   "max": 0.00011395200341939927,
+   "seconds": 3.8111999630928036e-05,
+   "min": 1.9360000267624855e-05,
+   "max": 6.82239979505539e-05,
    "samples": 123,
    "method": "one tiny embedding_atomic layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.098495499945784e-05,
-   "host_backward_canary_seconds": 1.965965499948652e-05,
+   "host_canary_seconds": 8.739185000194994e-06,
+   "host_backward_canary_seconds": 1.795822000076441e-05,
    "pass_seconds": [
-    4.444799944758415e-05,
-    3.840000182390213e-05,
-    3.0400000512599945e-05
+    3.90079990029335e-05,
+    2.0735999569296837e-05,
+    3.8111999630928036e-05
    ],
    "pass_host_canary_seconds": [
-    1.098495499945784e-05,
-    8.891437500437859e-06,
-    1.0713854999835348e-05
+    8.739185000194994e-06,
+    6.578927500413556e-06,
+    9.607135000351264e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.965965499948652e-05,
-    1.811869999983173e-05,
-    1.9782850000638063e-05
+    1.795822000076441e-05,
+    1.0918100000480989e-05,
+    1.2707729998737705e-05
    ]
   },
   "layer_backward_embedding_atomic": {
-   "seconds": 2.8617328653732905e-05,
+   "seconds": 2.4761336545149458e-05,
    "min": 0.0,
-   "max": 0.0003861146407822768,
+   "max": 0.00033272932718197507,
    "samples": 123,
    "method": "one tiny embedding_atomic layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.098495499945784e-05,
-   "host_backward_canary_seconds": 1.965965499948652e-05,
+   "host_canary_seconds": 8.739185000194994e-06,
+   "host_backward_canary_seconds": 1.795822000076441e-05,
    "pass_seconds": [
-    0.00015475465233127277,
     0.0,
-    2.8617328653732905e-05
+    4.350932966917753e-05,
+    2.4761336545149458e-05
    ],
    "pass_host_canary_seconds": [
-    1.098495499945784e-05,
-    8.891437500437859e-06,
-    1.0713854999835348e-05
+    8.739185000194994e-06,
+    6.578927500413556e-06,
+    9.607135000351264e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.965965499948652e-05,
-    1.811869999983173e-05,
-    1.9782850000638063e-05
+    1.795822000076441e-05,
+    1.0918100000480989e-05,
+    1.2707729998737705e-05
    ]
   },
   "layer_forward_embedding_atomic_autocast": {
-   "seconds": 5.6159999221563336e-05,
-   "min": 3.3344000577926634e-05,
-   "max": 0.000102463997900486,
+   "seconds": 3.632000088691711e-05,
+   "min": 2.908799983561039e-05,
+   "max": 0.0001003199964761734,
    "samples": 123,
    "method": "one tiny embedding_atomic layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0511495000855575e-05,
-   "host_backward_canary_seconds": 1.9136999999318504e-05,
+   "host_canary_seconds": 8.091100000342521e-06,
+   "host_backward_canary_seconds": 1.670752499990158e-05,
    "pass_seconds": [
-    6.82239979505539e-05,
-    4.0063999593257904e-05,
-    5.6159999221563336e-05
+    3.632000088691711e-05,
+    3.062400035560131e-05,
+    6.0736000537872314e-05
    ],
    "pass_host_canary_seconds": [
-    1.0511495000855575e-05,
-    7.3954775001539015e-06,
-    1.0130737500162468e-05
+    8.091100000342521e-06,
+    6.442435000053592e-06,
+    9.440170000516446e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9136999999318504e-05,
-    1.8394849998912832e-05,
-    1.9648955000093338e-05
+    1.670752499990158e-05,
+    1.0890270000345482e-05,
+    1.430439999921873e-05
    ]
   },
   "layer_backward_embedding_atomic_autocast": {
-   "seconds": 1.927332828442253e-05,
+   "seconds": 5.435732286423445e-05,
    "min": 0.0,
-   "max": 0.000438978652159373,
+   "max": 0.00025640934954086937,
    "samples": 123,
    "method": "one tiny embedding_atomic layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0511495000855575e-05,
-   "host_backward_canary_seconds": 1.9136999999318504e-05,
+   "host_canary_seconds": 8.091100000342521e-06,
+   "host_backward_canary_seconds": 1.670752499990158e-05,
    "pass_seconds": [
-    0.00012979466716448465,
     0.0,
-    1.927332828442253e-05
+    5.435732286423445e-05,
+    5.7145329813162494e-05
    ],
    "pass_host_canary_seconds": [
-    1.0511495000855575e-05,
-    7.3954775001539015e-06,
-    1.0130737500162468e-05
+    8.091100000342521e-06,
+    6.442435000053592e-06,
+    9.440170000516446e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9136999999318504e-05,
-    1.8394849998912832e-05,
-    1.9648955000093338e-05
+    1.670752499990158e-05,
+    1.0890270000345482e-05,
+    1.430439999921873e-05
    ]
   },
   "layer_forward_maxpool2d": {
-   "seconds": 3.075199946761131e-05,
-   "min": 2.1983999758958816e-05,
-   "max": 5.5424001067876815e-05,
+   "seconds": 2.281600050628185e-05,
+   "min": 1.9648000597953797e-05,
+   "max": 7.843200117349625e-05,
    "samples": 123,
    "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0511495000855575e-05,
-   "host_backward_canary_seconds": 1.9303120000131456e-05,
+   "host_canary_seconds": 7.475887500163481e-06,
+   "host_backward_canary_seconds": 1.8404319999945076e-05,
    "pass_seconds": [
-    3.827200084924698e-05,
-    2.425600029528141e-05,
-    3.075199946761131e-05
+    2.281600050628185e-05,
+    2.0800000056624414e-05,
+    3.8784001022577287e-05
    ],
    "pass_host_canary_seconds": [
-    1.0511495000855575e-05,
-    7.736819999877299e-06,
-    9.774565000384428e-06
+    7.475887500163481e-06,
+    6.595094999966022e-06,
+    9.333750000450891e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9303120000131456e-05,
-    1.9094829998493878e-05,
-    2.004700999918896e-05
+    1.8404319999945076e-05,
+    1.1265130000310819e-05,
+    1.475149500038242e-05
    ]
   },
   "layer_backward_maxpool2d": {
-   "seconds": 2.599333475033442e-05,
+   "seconds": 3.704933697978651e-05,
    "min": 0.0,
-   "max": 0.00033094667146603266,
+   "max": 0.00033404132599631944,
    "samples": 123,
    "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0511495000855575e-05,
-   "host_backward_canary_seconds": 1.9303120000131456e-05,
+   "host_canary_seconds": 7.475887500163481e-06,
+   "host_backward_canary_seconds": 1.8404319999945076e-05,
    "pass_seconds": [
-    6.381066391865413e-05,
-    0.0,
-    2.599333475033442e-05
+    1.6339998071392386e-05,
+    4.728532861918208e-05,
+    3.704933697978651e-05
    ],
    "pass_host_canary_seconds": [
-    1.0511495000855575e-05,
-    7.736819999877299e-06,
-    9.774565000384428e-06
+    7.475887500163481e-06,
+    6.595094999966022e-06,
+    9.333750000450891e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9303120000131456e-05,
-    1.9094829998493878e-05,
-    2.004700999918896e-05
+    1.8404319999945076e-05,
+    1.1265130000310819e-05,
+    1.475149500038242e-05
    ]
   },
   "layer_forward_maxpool2d_autocast": {
-   "seconds": 5.7599999010562895e-05,
-   "min": 3.465599939227104e-05,
-   "max": 9.862399846315384e-05,
+   "seconds": 3.433600068092346e-05,
+   "min": 2.8255999088287354e-05,
+   "max": 0.00011670400202274322,
    "samples": 123,
    "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.587087500269263e-06,
-   "host_backward_canary_seconds": 2.1499100000710314e-05,
+   "host_canary_seconds": 7.387117499888518e-06,
+   "host_backward_canary_seconds": 1.8364909999490918e-05,
    "pass_seconds": [
-    6.719999760389328e-05,
-    3.855999931693077e-05,
-    5.7599999010562895e-05
+    3.433600068092346e-05,
+    3.0656000599265096e-05,
+    6.163199990987778e-05
    ],
    "pass_host_canary_seconds": [
-    7.587087500269263e-06,
-    7.81881000023077e-06,
-    1.050244000055045e-05
+    7.387117499888518e-06,
+    6.775334999815641e-06,
+    7.85750500085669e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1499100000710314e-05,
-    1.9494194999651883e-05,
-    1.9779355000082433e-05
+    1.8364909999490918e-05,
+    1.1295744999415546e-05,
+    1.3368119998631301e-05
    ]
   },
   "layer_backward_maxpool2d_autocast": {
-   "seconds": 2.5257325420776987e-05,
+   "seconds": 4.552933077017464e-05,
    "min": 0.0,
-   "max": 0.00021187466631333033,
+   "max": 0.0006043773392836252,
    "samples": 123,
    "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.587087500269263e-06,
-   "host_backward_canary_seconds": 2.1499100000710314e-05,
+   "host_canary_seconds": 7.387117499888518e-06,
+   "host_backward_canary_seconds": 1.8364909999490918e-05,
    "pass_seconds": [
-    3.104266772667566e-05,
-    0.0,
-    2.5257325420776987e-05
+    7.155993332465526e-06,
+    5.410132836550471e-05,
+    4.552933077017464e-05
    ],
    "pass_host_canary_seconds": [
-    7.587087500269263e-06,
-    7.81881000023077e-06,
-    1.050244000055045e-05
+    7.387117499888518e-06,
+    6.775334999815641e-06,
+    7.85750500085669e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1499100000710314e-05,
-    1.9494194999651883e-05,
-    1.9779355000082433e-05
+    1.8364909999490918e-05,
+    1.1295744999415546e-05,
+    1.3368119998631301e-05
    ]
   },
   "layer_forward_avgpool2d": {
-   "seconds": 2.924799919128418e-05,
-   "min": 1.958400011062622e-05,
-   "max": 5.94559982419014e-05,
+   "seconds": 1.9551999866962432e-05,
+   "min": 1.740800030529499e-05,
+   "max": 4.9407999962568284e-05,
    "samples": 123,
    "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.36326500063933e-06,
-   "host_backward_canary_seconds": 2.447659000040403e-05,
+   "host_canary_seconds": 7.330592499670274e-06,
+   "host_backward_canary_seconds": 1.6207994999604125e-05,
    "pass_seconds": [
-    3.033600002527237e-05,
-    2.1727999672293662e-05,
-    2.924799919128418e-05
+    2.0640000700950622e-05,
+    1.8335999920964242e-05,
+    1.9551999866962432e-05
    ],
    "pass_host_canary_seconds": [
-    8.36326500063933e-06,
-    7.67888249981752e-06,
-    1.0158145000218609e-05
+    7.330592499670274e-06,
+    6.530192500235899e-06,
+    7.297772500578503e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.447659000040403e-05,
-    1.9450549999646682e-05,
-    1.9618620000301236e-05
+    1.6207994999604125e-05,
+    1.0972214998901108e-05,
+    1.300484499893173e-05
    ]
   },
   "layer_backward_avgpool2d": {
-   "seconds": 4.6813326577345205e-06,
+   "seconds": 0.0,
    "min": 0.0,
-   "max": 8.656266580025354e-05,
+   "max": 6.040399645765624e-05,
    "samples": 123,
    "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.36326500063933e-06,
-   "host_backward_canary_seconds": 2.447659000040403e-05,
+   "host_canary_seconds": 7.330592499670274e-06,
+   "host_backward_canary_seconds": 1.6207994999604125e-05,
    "pass_seconds": [
-    1.6258659462134022e-05,
     0.0,
-    4.6813326577345205e-06
+    2.6261328719556307e-05,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    8.36326500063933e-06,
-    7.67888249981752e-06,
-    1.0158145000218609e-05
+    7.330592499670274e-06,
+    6.530192500235899e-06,
+    7.297772500578503e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.447659000040403e-05,
-    1.9450549999646682e-05,
-    1.9618620000301236e-05
+    1.6207994999604125e-05,
+    1.0972214998901108e-05,
+    1.300484499893173e-05
    ]
   },
   "layer_forward_avgpool2d_autocast": {
-   "seconds": 4.358400031924248e-05,
-   "min": 3.062400035560131e-05,
-   "max": 9.772799909114838e-05,
+   "seconds": 2.9888000339269637e-05,
+   "min": 2.630399912595749e-05,
+   "max": 0.00011302399635314942,
    "samples": 123,
    "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.228032500028347e-06,
-   "host_backward_canary_seconds": 2.748699499989016e-05,
+   "host_canary_seconds": 8.878247500092585e-06,
+   "host_backward_canary_seconds": 1.6614340000842273e-05,
    "pass_seconds": [
-    3.292800113558769e-05,
-    5.311999842524528e-05,
-    4.358400031924248e-05
+    3.215999901294708e-05,
+    2.7807999402284623e-05,
+    2.9888000339269637e-05
    ],
    "pass_host_canary_seconds": [
-    8.228032500028347e-06,
-    9.478662499873279e-06,
-    9.721535000153381e-06
+    8.878247500092585e-06,
+    6.56264750034552e-06,
+    7.366644999819982e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.748699499989016e-05,
-    1.906081000015547e-05,
-    1.983256500011521e-05
+    1.6614340000842273e-05,
+    1.1020014999303384e-05,
+    1.3556210000160717e-05
    ]
   },
   "layer_backward_avgpool2d_autocast": {
-   "seconds": 1.4913344755768771e-05,
+   "seconds": 0.0,
    "min": 0.0,
-   "max": 6.819467122356096e-05,
+   "max": 6.328533310443163e-05,
    "samples": 123,
    "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.228032500028347e-06,
-   "host_backward_canary_seconds": 2.748699499989016e-05,
+   "host_canary_seconds": 8.878247500092585e-06,
+   "host_backward_canary_seconds": 1.6614340000842273e-05,
    "pass_seconds": [
-    1.9106669972340264e-05,
-    1.4913344755768771e-05,
-    1.3161333898703233e-05
+    0.0,
+    4.0309322066605085e-05,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    8.228032500028347e-06,
-    9.478662499873279e-06,
-    9.721535000153381e-06
+    8.878247500092585e-06,
+    6.56264750034552e-06,
+    7.366644999819982e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.748699499989016e-05,
-    1.906081000015547e-05,
-    1.983256500011521e-05
+    1.6614340000842273e-05,
+    1.1020014999303384e-05,
+    1.3556210000160717e-05
    ]
   },
   "layer_forward_adaptive_avgpool2d": {
-   "seconds": 2.985600009560585e-05,
-   "min": 2.1951999515295028e-05,
-   "max": 8.268799632787704e-05,
+   "seconds": 2.191999927163124e-05,
+   "min": 1.8815999850630762e-05,
+   "max": 5.692800134420395e-05,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.627595000485598e-06,
-   "host_backward_canary_seconds": 2.6190940000105913e-05,
+   "host_canary_seconds": 8.075334999375628e-06,
+   "host_backward_canary_seconds": 1.735468000106266e-05,
    "pass_seconds": [
-    3.923200070858002e-05,
-    2.4607999250292777e-05,
-    2.985600009560585e-05
+    3.1647998839616774e-05,
+    2.0447999238967895e-05,
+    2.191999927163124e-05
    ],
    "pass_host_canary_seconds": [
-    7.627595000485598e-06,
-    9.434010000290982e-06,
-    9.811687500587142e-06
+    8.075334999375628e-06,
+    6.641427499971542e-06,
+    7.046577499636441e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.6190940000105913e-05,
-    1.9679910000149903e-05,
-    1.951552000036827e-05
+    1.735468000106266e-05,
+    1.12184549993799e-05,
+    1.3592674999927112e-05
    ]
   },
   "layer_backward_adaptive_avgpool2d": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 3.476133445898689e-05,
+   "max": 0.00010149199267228445,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.627595000485598e-06,
-   "host_backward_canary_seconds": 2.6190940000105913e-05,
+   "host_canary_seconds": 8.075334999375628e-06,
+   "host_backward_canary_seconds": 1.735468000106266e-05,
    "pass_seconds": [
     0.0,
-    0.0,
-    1.5369335810343394e-05
+    3.9829329587519156e-05,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    7.627595000485598e-06,
-    9.434010000290982e-06,
-    9.811687500587142e-06
+    8.075334999375628e-06,
+    6.641427499971542e-06,
+    7.046577499636441e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.6190940000105913e-05,
-    1.9679910000149903e-05,
-    1.951552000036827e-05
+    1.735468000106266e-05,
+    1.12184549993799e-05,
+    1.3592674999927112e-05
    ]
   },
   "layer_forward_adaptive_avgpool2d_autocast": {
-   "seconds": 4.8000000417232514e-05,
-   "min": 3.2832000404596326e-05,
-   "max": 0.00010688000172376633,
+   "seconds": 3.2320000231266024e-05,
+   "min": 2.8991999104619025e-05,
+   "max": 8.49599987268448e-05,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.121129999949516e-06,
-   "host_backward_canary_seconds": 2.3274379999520533e-05,
+   "host_canary_seconds": 7.637660000341385e-06,
+   "host_backward_canary_seconds": 1.6897834999554107e-05,
    "pass_seconds": [
-    3.7599999457597735e-05,
-    6.124800071120262e-05,
-    4.8000000417232514e-05
+    3.612799942493439e-05,
+    3.148800134658813e-05,
+    3.2320000231266024e-05
    ],
    "pass_host_canary_seconds": [
-    8.121129999949516e-06,
-    1.0251359999529086e-05,
-    9.916415000361666e-06
+    7.637660000341385e-06,
+    6.595442499701676e-06,
+    6.787032500028545e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.3274379999520533e-05,
-    2.0105010000861513e-05,
-    1.949640000020736e-05
+    1.6897834999554107e-05,
+    1.137092499902792e-05,
+    1.2944829999241847e-05
    ]
   },
   "layer_backward_adaptive_avgpool2d_autocast": {
-   "seconds": 2.2505334268013607e-05,
+   "seconds": 8.200046916802945e-07,
    "min": 0.0,
-   "max": 0.0002908493373543024,
+   "max": 0.0001371453354756037,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.121129999949516e-06,
-   "host_backward_canary_seconds": 2.3274379999520533e-05,
+   "host_canary_seconds": 7.637660000341385e-06,
+   "host_backward_canary_seconds": 1.6897834999554107e-05,
    "pass_seconds": [
-    2.237067247430483e-05,
-    6.163332797586918e-05,
-    2.2505334268013607e-05
+    8.200046916802945e-07,
+    5.03253201022744e-05,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    8.121129999949516e-06,
-    1.0251359999529086e-05,
-    9.916415000361666e-06
+    7.637660000341385e-06,
+    6.595442499701676e-06,
+    6.787032500028545e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.3274379999520533e-05,
-    2.0105010000861513e-05,
-    1.949640000020736e-05
+    1.6897834999554107e-05,
+    1.137092499902792e-05,
+    1.2944829999241847e-05
    ]
   },
   "layer_forward_flatten": {
-   "seconds": 1.9551999866962432e-05,
-   "min": 1.2992000207304955e-05,
-   "max": 6.319999694824218e-05,
+   "seconds": 1.3248000293970109e-05,
+   "min": 1.113600004464388e-05,
+   "max": 3.241600096225738e-05,
    "samples": 123,
    "method": "one tiny flatten layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.201709999298146e-06,
-   "host_backward_canary_seconds": 1.9027570000389457e-05,
+   "host_canary_seconds": 7.492279999610219e-06,
+   "host_backward_canary_seconds": 1.9427534999749697e-05,
    "pass_seconds": [
-    1.4208000153303147e-05,
-    2.396799996495247e-05,
-    1.9551999866962432e-05
+    2.115200087428093e-05,
+    1.2000000104308128e-05,
+    1.3248000293970109e-05
    ],
    "pass_host_canary_seconds": [
-    8.201709999298146e-06,
-    1.0412389999601145e-05,
-    1.0068670000009662e-05
+    7.492279999610219e-06,
+    6.548292499815034e-06,
+    6.973554999945009e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9027570000389457e-05,
-    1.967992000004415e-05,
-    1.9763804999683998e-05
+    1.9427534999749697e-05,
+    1.1539934999973412e-05,
+    1.3447264999513209e-05
    ]
   },
   "layer_backward_flatten": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 3.001867110530537e-05,
+   "max": 2.037333231419323e-05,
    "samples": 123,
    "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.201709999298146e-06,
-   "host_backward_canary_seconds": 1.9027570000389457e-05,
+   "host_canary_seconds": 7.492279999610219e-06,
+   "host_backward_canary_seconds": 1.9427534999749697e-05,
    "pass_seconds": [
     0.0,
-    0.0,
+    5.237328819930544e-06,
     0.0
    ],
    "pass_host_canary_seconds": [
-    8.201709999298146e-06,
-    1.0412389999601145e-05,
-    1.0068670000009662e-05
+    7.492279999610219e-06,
+    6.548292499815034e-06,
+    6.973554999945009e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9027570000389457e-05,
-    1.967992000004415e-05,
-    1.9763804999683998e-05
+    1.9427534999749697e-05,
+    1.1539934999973412e-05,
+    1.3447264999513209e-05
    ]
   },
   "layer_forward_flatten_autocast": {
-   "seconds": 3.411199897527695e-05,
-   "min": 2.329600043594837e-05,
-   "max": 6.284800171852112e-05,
+   "seconds": 2.191999927163124e-05,
+   "min": 1.9360000267624855e-05,
+   "max": 8.079999685287475e-05,
    "samples": 123,
    "method": "one tiny flatten layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.773747499300042e-06,
-   "host_backward_canary_seconds": 1.8520525001122222e-05,
+   "host_canary_seconds": 7.365762499489392e-06,
+   "host_backward_canary_seconds": 1.8782784999302748e-05,
    "pass_seconds": [
-    2.4768000468611716e-05,
-    4.1280001401901244e-05,
-    3.411199897527695e-05
+    3.90079990029335e-05,
+    2.08320003002882e-05,
+    2.191999927163124e-05
    ],
    "pass_host_canary_seconds": [
-    7.773747499300042e-06,
-    1.0500072499439738e-05,
-    9.851652499719421e-06
+    7.365762499489392e-06,
+    6.484692499952871e-06,
+    6.763592499510197e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8520525001122222e-05,
-    1.9855629999483427e-05,
-    1.993409499959853e-05
+    1.8782784999302748e-05,
+    1.1351335000426844e-05,
+    1.3192830000434696e-05
    ]
   },
   "layer_backward_flatten_autocast": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 9.570662553111717e-06,
+   "max": 3.157332818955182e-05,
    "samples": 123,
    "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.773747499300042e-06,
-   "host_backward_canary_seconds": 1.8520525001122222e-05,
+   "host_canary_seconds": 7.365762499489392e-06,
+   "host_backward_canary_seconds": 1.8782784999302748e-05,
    "pass_seconds": [
     0.0,
-    0.0,
+    1.7525325529277314e-05,
     0.0
    ],
    "pass_host_canary_seconds": [
-    7.773747499300042e-06,
-    1.0500072499439738e-05,
-    9.851652499719421e-06
+    7.365762499489392e-06,
+    6.484692499952871e-06,
+    6.763592499510197e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8520525001122222e-05,
-    1.9855629999483427e-05,
-    1.993409499959853e-05
+    1.8782784999302748e-05,
+    1.1351335000426844e-05,
+    1.3192830000434696e-05
    ]
   },
   "layer_forward_reshape": {
-   "seconds": 1.6224000602960586e-05,
-   "min": 1.110399980098009e-05,
-   "max": 4.82879988849163e-05,
+   "seconds": 1.0847999714314937e-05,
+   "min": 9.696000255644322e-06,
+   "max": 3.728000074625015e-05,
    "samples": 123,
    "method": "one tiny reshape layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.050934999914716e-06,
-   "host_backward_canary_seconds": 1.8832265000128244e-05,
+   "host_canary_seconds": 8.576619999871583e-06,
+   "host_backward_canary_seconds": 1.816516999952e-05,
    "pass_seconds": [
-    1.1455999687314034e-05,
-    1.8144000321626665e-05,
-    1.6224000602960586e-05
+    1.1327999643981457e-05,
+    1.0239999741315842e-05,
+    1.0847999714314937e-05
    ],
    "pass_host_canary_seconds": [
-    8.050934999914716e-06,
-    8.848992499679299e-06,
-    9.982784999920114e-06
+    8.576619999871583e-06,
+    7.915804999356624e-06,
+    6.643004999205005e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8832265000128244e-05,
-    1.876628999980312e-05,
-    2.005286999974487e-05
+    1.816516999952e-05,
+    1.2662384999657661e-05,
+    1.523138500033383e-05
    ]
   },
   "layer_backward_reshape": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 0.0,
+   "max": 0.0001130119919156035,
    "samples": 123,
    "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.050934999914716e-06,
-   "host_backward_canary_seconds": 1.8832265000128244e-05,
+   "host_canary_seconds": 8.576619999871583e-06,
+   "host_backward_canary_seconds": 1.816516999952e-05,
    "pass_seconds": [
     0.0,
     0.0,
     0.0
    ],
    "pass_host_canary_seconds": [
-    8.050934999914716e-06,
-    8.848992499679299e-06,
-    9.982784999920114e-06
+    8.576619999871583e-06,
+    7.915804999356624e-06,
+    6.643004999205005e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8832265000128244e-05,
-    1.876628999980312e-05,
-    2.005286999974487e-05
+    1.816516999952e-05,
+    1.2662384999657661e-05,
+    1.523138500033383e-05
    ]
   },
   "layer_forward_reshape_autocast": {
-   "seconds": 3.145600110292435e-05,
-   "min": 2.1088000386953353e-05,
-   "max": 4.838399961590767e-05,
+   "seconds": 2.0511999726295472e-05,
+   "min": 1.8848000094294547e-05,
+   "max": 6.412799656391143e-05,
    "samples": 123,
    "method": "one tiny reshape layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.254159999978584e-06,
-   "host_backward_canary_seconds": 1.6613340000048994e-05,
+   "host_canary_seconds": 1.019860499980041e-05,
+   "host_backward_canary_seconds": 1.8195249999735097e-05,
    "pass_seconds": [
-    2.223999984562397e-05,
-    3.42399999499321e-05,
-    3.145600110292435e-05
+    2.0511999726295472e-05,
+    3.129599988460541e-05,
+    1.948799937963486e-05
    ],
    "pass_host_canary_seconds": [
-    8.254159999978584e-06,
-    9.013205000201196e-06,
-    1.0096707499656077e-05
+    1.019860499980041e-05,
+    8.86658249953598e-06,
+    6.7075174996489295e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6613340000048994e-05,
-    1.7277240000339586e-05,
-    1.9910729999992327e-05
+    1.8195249999735097e-05,
+    1.471530999992865e-05,
+    1.569560000007186e-05
    ]
   },
   "layer_backward_reshape_autocast": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 0.00011430533044040202,
+   "max": 4.181332979351281e-05,
    "samples": 123,
    "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.254159999978584e-06,
-   "host_backward_canary_seconds": 1.6613340000048994e-05,
+   "host_canary_seconds": 1.019860499980041e-05,
+   "host_backward_canary_seconds": 1.8195249999735097e-05,
    "pass_seconds": [
     0.0,
-    0.0,
+    1.0805332101881493e-05,
     0.0
    ],
    "pass_host_canary_seconds": [
-    8.254159999978584e-06,
-    9.013205000201196e-06,
-    1.0096707499656077e-05
+    1.019860499980041e-05,
+    8.86658249953598e-06,
+    6.7075174996489295e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6613340000048994e-05,
-    1.7277240000339586e-05,
-    1.9910729999992327e-05
+    1.8195249999735097e-05,
+    1.471530999992865e-05,
+    1.569560000007186e-05
    ]
   },
   "layer_forward_slice": {
-   "seconds": 1.852799952030182e-05,
-   "min": 1.2351999990642071e-05,
-   "max": 5.2799999713897704e-05,
+   "seconds": 1.4911999925971032e-05,
+   "min": 1.2095999903976917e-05,
+   "max": 4.8255998641252515e-05,
    "samples": 123,
    "method": "one tiny slice layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.780197499869246e-06,
-   "host_backward_canary_seconds": 1.7869805000145788e-05,
+   "host_canary_seconds": 8.937044999584031e-06,
+   "host_backward_canary_seconds": 2.11228950001896e-05,
    "pass_seconds": [
-    1.2992000207304955e-05,
-    2.3584000766277314e-05,
-    1.852799952030182e-05
+    1.2608000077307224e-05,
+    1.836800016462803e-05,
+    1.4911999925971032e-05
    ],
    "pass_host_canary_seconds": [
-    7.780197499869246e-06,
-    1.0920972500230163e-05,
-    9.930482499953542e-06
+    8.937044999584031e-06,
+    8.844907499678811e-06,
+    7.2294874996714494e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7869805000145788e-05,
-    1.6003580000187868e-05,
-    1.95760799999789e-05
+    2.11228950001896e-05,
+    1.4525405000540558e-05,
+    1.6417210000554403e-05
    ]
   },
   "layer_backward_slice": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 4.364932887256144e-05,
+   "max": 5.656533595174549e-05,
    "samples": 123,
    "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.780197499869246e-06,
-   "host_backward_canary_seconds": 1.7869805000145788e-05,
+   "host_canary_seconds": 8.937044999584031e-06,
+   "host_backward_canary_seconds": 2.11228950001896e-05,
    "pass_seconds": [
     0.0,
-    0.0,
-    1.3033329198757794e-05
+    2.5045326910912974e-05,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    7.780197499869246e-06,
-    1.0920972500230163e-05,
-    9.930482499953542e-06
+    8.937044999584031e-06,
+    8.844907499678811e-06,
+    7.2294874996714494e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7869805000145788e-05,
-    1.6003580000187868e-05,
-    1.95760799999789e-05
+    2.11228950001896e-05,
+    1.4525405000540558e-05,
+    1.6417210000554403e-05
    ]
   },
   "layer_forward_slice_autocast": {
-   "seconds": 3.222399950027466e-05,
-   "min": 2.1824000403285027e-05,
-   "max": 7.651200145483017e-05,
+   "seconds": 2.534399926662445e-05,
+   "min": 2.1056000143289565e-05,
+   "max": 6.188800185918808e-05,
    "samples": 123,
    "method": "one tiny slice layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.419054999786567e-06,
-   "host_backward_canary_seconds": 1.900726500025485e-05,
+   "host_canary_seconds": 7.435237499748837e-06,
+   "host_backward_canary_seconds": 2.1812505000298188e-05,
    "pass_seconds": [
-    2.3679999634623526e-05,
-    4.713600128889084e-05,
-    3.222399950027466e-05
+    2.44159996509552e-05,
+    3.4752000123262405e-05,
+    2.534399926662445e-05
    ],
    "pass_host_canary_seconds": [
-    7.419054999786567e-06,
-    1.115127500042945e-05,
-    9.885860000622415e-06
+    7.435237499748837e-06,
+    8.963484999640059e-06,
+    7.5365424999063175e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.900726500025485e-05,
-    1.5558840000267083e-05,
-    1.9034304999649974e-05
+    2.1812505000298188e-05,
+    1.394020000020646e-05,
+    1.7058829999996306e-05
    ]
   },
   "layer_backward_slice_autocast": {
-   "seconds": 3.329334780573836e-06,
+   "seconds": 0.0,
    "min": 0.0,
-   "max": 0.00023212934844195842,
+   "max": 0.0004004052998498082,
    "samples": 123,
    "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.419054999786567e-06,
-   "host_backward_canary_seconds": 1.900726500025485e-05,
+   "host_canary_seconds": 7.435237499748837e-06,
+   "host_backward_canary_seconds": 2.1812505000298188e-05,
    "pass_seconds": [
     0.0,
-    3.329334780573836e-06,
-    2.2473334024349832e-05
+    8.213330991566157e-06,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    7.419054999786567e-06,
-    1.115127500042945e-05,
-    9.885860000622415e-06
+    7.435237499748837e-06,
+    8.963484999640059e-06,
+    7.5365424999063175e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.900726500025485e-05,
-    1.5558840000267083e-05,
-    1.9034304999649974e-05
+    2.1812505000298188e-05,
+    1.394020000020646e-05,
+    1.7058829999996306e-05
    ]
   },
   "layer_forward_transpose_contiguous": {
-   "seconds": 1.711923797570524e-05,
-   "min": 1.2237714248753727e-05,
-   "max": 2.002285775684175e-05,
+   "seconds": 1.1312761654456457e-05,
+   "min": 1.0838094655246962e-05,
+   "max": 1.7072761963520727e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4561,32 +4561,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.211200073361397e-05,
-    6.108799949288369e-05,
-    0.0002064319998025894
+    2.319999970495701e-05,
+    5.5711999535560605e-05,
+    0.0002730560004711151
    ],
-   "host_canary_seconds": 7.581390000268584e-06,
-   "host_backward_canary_seconds": 1.9805360000191286e-05,
+   "host_canary_seconds": 8.313984999404056e-06,
+   "host_backward_canary_seconds": 1.915716999974393e-05,
    "pass_seconds": [
-    1.2237714248753727e-05,
-    2.002285775684175e-05,
-    1.711923797570524e-05
+    1.7072761963520727e-05,
+    1.0838094655246962e-05,
+    1.1312761654456457e-05
    ],
    "pass_host_canary_seconds": [
-    7.581390000268584e-06,
-    1.0164715000655633e-05,
-    9.808470000507441e-06
+    8.313984999404056e-06,
+    8.69125500003065e-06,
+    7.088082499535631e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9805360000191286e-05,
-    1.6521359999615015e-05,
-    2.000976999852355e-05
+    1.915716999974393e-05,
+    1.4112500000464934e-05,
+    1.476340499948492e-05
    ]
   },
   "layer_backward_transpose_contiguous": {
-   "seconds": 1.5740190322200452e-05,
-   "min": 6.347427765528361e-06,
-   "max": 2.348418915200801e-05,
+   "seconds": 1.4860951563432108e-05,
+   "min": 1.3861333153077532e-05,
+   "max": 2.0483811607673053e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4595,33 +4595,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00012467200309038162,
-    0.00019183999300003053,
-    0.0006471679806709289
+    0.00013075199723243714,
+    0.00019382399320602418,
+    0.0005988479852676392
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 7.581390000268584e-06,
-   "host_backward_canary_seconds": 1.9805360000191286e-05,
+   "host_canary_seconds": 8.313984999404056e-06,
+   "host_backward_canary_seconds": 1.915716999974393e-05,
    "pass_seconds": [
-    2.348418915200801e-05,
-    6.347427765528361e-06,
-    1.5740190322200452e-05
+    1.4860951563432108e-05,
+    2.0483811607673053e-05,
+    1.3861333153077532e-05
    ],
    "pass_host_canary_seconds": [
-    7.581390000268584e-06,
-    1.0164715000655633e-05,
-    9.808470000507441e-06
+    8.313984999404056e-06,
+    8.69125500003065e-06,
+    7.088082499535631e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9805360000191286e-05,
-    1.6521359999615015e-05,
-    2.000976999852355e-05
+    1.915716999974393e-05,
+    1.4112500000464934e-05,
+    1.476340499948492e-05
    ]
   },
   "layer_forward_transpose_contiguous_autocast": {
-   "seconds": 1.7316572368144988e-05,
-   "min": 1.3807999945822218e-05,
-   "max": 1.784304706823258e-05,
+   "seconds": 1.1627428588413056e-05,
+   "min": 1.0684952494643984e-05,
+   "max": 1.2461714269149872e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4630,32 +4630,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.235200002789497e-05,
-    0.00010476800054311752,
-    0.0002631359994411469
+    3.359999880194664e-05,
+    6.97920024394989e-05,
+    0.00022012799978256227
    ],
-   "host_canary_seconds": 9.769197499736039e-06,
-   "host_backward_canary_seconds": 1.8192525000131355e-05,
+   "host_canary_seconds": 7.164475000536186e-06,
+   "host_backward_canary_seconds": 1.5058129999943048e-05,
    "pass_seconds": [
-    1.3807999945822218e-05,
-    1.7316572368144988e-05,
-    1.784304706823258e-05
+    1.2461714269149872e-05,
+    1.0684952494643984e-05,
+    1.1627428588413056e-05
    ],
    "pass_host_canary_seconds": [
-    9.769197499736039e-06,
-    9.697000000414845e-06,
-    9.880607499894723e-06
+    7.164475000536186e-06,
+    9.148064999635607e-06,
+    7.217859999855136e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8192525000131355e-05,
-    1.625524500013853e-05,
-    1.862723499925778e-05
+    1.5058129999943048e-05,
+    1.7647709998982464e-05,
+    1.5140709999741375e-05
    ]
   },
   "layer_backward_transpose_contiguous_autocast": {
-   "seconds": 2.463923820427486e-05,
-   "min": 1.6239998596055172e-05,
-   "max": 2.478095179512387e-05,
+   "seconds": 2.0538665354251857e-05,
+   "min": 1.0110476542086827e-05,
+   "max": 2.5610666012480145e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4664,129 +4664,129 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00018419200181961058,
-    0.0002120639979839325,
-    0.0007337279915809632
+    0.00014921599626541138,
+    0.00022038400173187255,
+    0.000705951988697052
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 9.769197499736039e-06,
-   "host_backward_canary_seconds": 1.8192525000131355e-05,
+   "host_canary_seconds": 7.164475000536186e-06,
+   "host_backward_canary_seconds": 1.5058129999943048e-05,
    "pass_seconds": [
-    2.478095179512387e-05,
-    2.463923820427486e-05,
-    1.6239998596055172e-05
+    2.5610666012480145e-05,
+    2.0538665354251857e-05,
+    1.0110476542086827e-05
    ],
    "pass_host_canary_seconds": [
-    9.769197499736039e-06,
-    9.697000000414845e-06,
-    9.880607499894723e-06
+    7.164475000536186e-06,
+    9.148064999635607e-06,
+    7.217859999855136e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8192525000131355e-05,
-    1.625524500013853e-05,
-    1.862723499925778e-05
+    1.5058129999943048e-05,
+    1.7647709998982464e-05,
+    1.5140709999741375e-05
    ]
   },
   "layer_forward_cat": {
-   "seconds": 2.5312000885605812e-05,
-   "min": 1.9711999222636224e-05,
-   "max": 5.270399898290634e-05,
+   "seconds": 3.0656000599265096e-05,
+   "min": 1.6607999801635744e-05,
+   "max": 6.92479982972145e-05,
    "samples": 123,
    "method": "one tiny cat layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0424150000289955e-05,
-   "host_backward_canary_seconds": 1.7852314999799998e-05,
+   "host_canary_seconds": 9.017970000400056e-06,
+   "host_backward_canary_seconds": 1.5643590000991025e-05,
    "pass_seconds": [
-    2.1439999341964723e-05,
-    2.5312000885605812e-05,
-    2.8991999104619025e-05
+    3.0656000599265096e-05,
+    1.8079999834299088e-05,
+    3.4015998244285585e-05
    ],
    "pass_host_canary_seconds": [
-    1.0424150000289955e-05,
-    9.376477499927205e-06,
-    1.0036367499424159e-05
+    9.017970000400056e-06,
+    6.832209999743099e-06,
+    7.455077500253537e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7852314999799998e-05,
-    1.9693869999173332e-05,
-    1.8633774998306764e-05
+    1.5643590000991025e-05,
+    1.7640370000435723e-05,
+    1.7419734999748473e-05
    ]
   },
   "layer_backward_cat": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 7.113866011301676e-05,
+   "max": 4.178133327513932e-05,
    "samples": 123,
    "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0424150000289955e-05,
-   "host_backward_canary_seconds": 1.7852314999799998e-05,
+   "host_canary_seconds": 9.017970000400056e-06,
+   "host_backward_canary_seconds": 1.5643590000991025e-05,
    "pass_seconds": [
-    1.2162665526072183e-05,
     0.0,
+    9.045329876244056e-06,
     0.0
    ],
    "pass_host_canary_seconds": [
-    1.0424150000289955e-05,
-    9.376477499927205e-06,
-    1.0036367499424159e-05
+    9.017970000400056e-06,
+    6.832209999743099e-06,
+    7.455077500253537e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7852314999799998e-05,
-    1.9693869999173332e-05,
-    1.8633774998306764e-05
+    1.5643590000991025e-05,
+    1.7640370000435723e-05,
+    1.7419734999748473e-05
    ]
   },
   "layer_forward_cat_autocast": {
-   "seconds": 4.479999840259552e-05,
-   "min": 3.855999931693077e-05,
-   "max": 0.00017417599260807038,
+   "seconds": 3.062400035560131e-05,
+   "min": 2.595200017094612e-05,
+   "max": 9.004800021648407e-05,
    "samples": 123,
    "method": "one tiny cat layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0764897500052939e-05,
-   "host_backward_canary_seconds": 1.9250369999781468e-05,
+   "host_canary_seconds": 9.825147499782362e-06,
+   "host_backward_canary_seconds": 1.756505000003017e-05,
    "pass_seconds": [
-    5.532800033688545e-05,
-    4.064000025391579e-05,
-    4.479999840259552e-05
+    4.851200059056282e-05,
+    2.751999907195568e-05,
+    3.062400035560131e-05
    ],
    "pass_host_canary_seconds": [
-    1.0764897500052939e-05,
-    9.47157749976668e-06,
-    1.011504500013416e-05
+    9.825147499782362e-06,
+    6.661032500119291e-06,
+    7.263370000032409e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9250369999781468e-05,
-    1.9174710000697815e-05,
-    1.8776375000015833e-05
+    1.756505000003017e-05,
+    1.774984000121549e-05,
+    1.933237499997631e-05
    ]
   },
   "layer_backward_cat_autocast": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 0.00011494666958848632,
+   "max": 4.152533691376447e-05,
    "samples": 123,
    "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0764897500052939e-05,
-   "host_backward_canary_seconds": 1.9250369999781468e-05,
+   "host_canary_seconds": 9.825147499782362e-06,
+   "host_backward_canary_seconds": 1.756505000003017e-05,
    "pass_seconds": [
-    1.5202662597099944e-05,
     0.0,
+    1.4837327413260926e-05,
     0.0
    ],
    "pass_host_canary_seconds": [
-    1.0764897500052939e-05,
-    9.47157749976668e-06,
-    1.011504500013416e-05
+    9.825147499782362e-06,
+    6.661032500119291e-06,
+    7.263370000032409e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9250369999781468e-05,
-    1.9174710000697815e-05,
-    1.8776375000015833e-05
+    1.756505000003017e-05,
+    1.774984000121549e-05,
+    1.933237499997631e-05
    ]
   },
   "layer_forward_gelu_tanh_composite": {
-   "seconds": 9.994133136102132e-05,
-   "min": 7.69104730515253e-05,
-   "max": 0.00011879238273416246,
+   "seconds": 7.129219067948206e-05,
+   "min": 6.94765689827147e-05,
+   "max": 0.00010357409325383958,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4795,32 +4795,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    9.600000083446503e-05,
-    0.0005201600193977356,
-    0.001900480031967163
+    7.862400263547898e-05,
+    0.0005001919865608215,
+    0.0016691839694976806
    ],
-   "host_canary_seconds": 1.0477685000296333e-05,
-   "host_backward_canary_seconds": 1.9627220000302257e-05,
+   "host_canary_seconds": 9.912594999832435e-06,
+   "host_backward_canary_seconds": 1.8517510000037873e-05,
    "pass_seconds": [
-    0.00011879238273416246,
-    9.994133136102132e-05,
-    7.69104730515253e-05
+    0.00010357409325383958,
+    6.94765689827147e-05,
+    7.129219067948206e-05
    ],
    "pass_host_canary_seconds": [
-    1.0477685000296333e-05,
-    9.591755000428748e-06,
-    7.807305000824272e-06
+    9.912594999832435e-06,
+    6.571190000386195e-06,
+    7.117425000160438e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9627220000302257e-05,
-    1.9687340000018594e-05,
-    1.8016219999026363e-05
+    1.8517510000037873e-05,
+    1.8245100000058302e-05,
+    1.8782004999593483e-05
    ]
   },
   "layer_backward_gelu_tanh_composite": {
-   "seconds": 0.00018442363540331524,
-   "min": 0.00017724495345637918,
-   "max": 0.00020037485055980227,
+   "seconds": 0.00017673372796603613,
+   "min": 0.00014515811311347138,
+   "max": 0.00018767236776295166,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4829,33 +4829,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.000630016028881073,
-    0.0015664639472961425,
-    0.005086688041687012
+    0.000630623996257782,
+    0.0016108479499816896,
+    0.004439616203308105
    ],
    "backward_nodes_per_layer": 8.0,
-   "host_canary_seconds": 1.0477685000296333e-05,
-   "host_backward_canary_seconds": 1.9627220000302257e-05,
+   "host_canary_seconds": 9.912594999832435e-06,
+   "host_backward_canary_seconds": 1.8517510000037873e-05,
    "pass_seconds": [
-    0.00017724495345637918,
-    0.00020037485055980227,
-    0.00018442363540331524
+    0.00014515811311347138,
+    0.00017673372796603613,
+    0.00018767236776295166
    ],
    "pass_host_canary_seconds": [
-    1.0477685000296333e-05,
-    9.591755000428748e-06,
-    7.807305000824272e-06
+    9.912594999832435e-06,
+    6.571190000386195e-06,
+    7.117425000160438e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9627220000302257e-05,
-    1.9687340000018594e-05,
-    1.8016219999026363e-05
+    1.8517510000037873e-05,
+    1.8245100000058302e-05,
+    1.8782004999593483e-05
    ]
   },
   "layer_forward_gelu_tanh_composite_autocast": {
-   "seconds": 0.00011851885489055087,
-   "min": 0.00011378286140305654,
-   "max": 0.0001201272393975939,
+   "seconds": 0.00010020648013977777,
+   "min": 6.941638141870498e-05,
+   "max": 0.00012026133033491317,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4864,32 +4864,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0001735360026359558,
-    0.0005469120144844055,
-    0.0019797760248184203
+    0.0001839359998703003,
+    0.0003629440069198608,
+    0.001646496057510376
    ],
-   "host_canary_seconds": 1.0486397500244493e-05,
-   "host_backward_canary_seconds": 1.7909030000282654e-05,
+   "host_canary_seconds": 9.967802499772915e-06,
+   "host_backward_canary_seconds": 1.9015870000202996e-05,
    "pass_seconds": [
-    0.0001201272393975939,
-    0.00011378286140305654,
-    0.00011851885489055087
+    0.00010020648013977777,
+    6.941638141870498e-05,
+    0.00012026133033491317
    ],
    "pass_host_canary_seconds": [
-    1.0486397500244493e-05,
-    1.0667365000358586e-05,
-    1.0159600000179126e-05
+    9.967802499772915e-06,
+    6.691767499660272e-06,
+    9.701537499609004e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7909030000282654e-05,
-    1.94808449998618e-05,
-    1.7552310000610303e-05
+    1.9015870000202996e-05,
+    1.762038499919072e-05,
+    1.8358140000600542e-05
    ]
   },
   "layer_backward_gelu_tanh_composite_autocast": {
-   "seconds": 0.0001505752333572933,
-   "min": 0.00014062552225022087,
-   "max": 0.00019113979878879734,
+   "seconds": 0.0001781584702077366,
+   "min": 0.00017594513261602043,
+   "max": 0.000193741717508861,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4898,33 +4898,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0006119359731674195,
-    0.0016704000234603882,
-    0.0047545919418334965
+    0.0004887360036373138,
+    0.0017620480060577392,
+    0.0050284481048583985
    ],
    "backward_nodes_per_layer": 8.0,
-   "host_canary_seconds": 1.0486397500244493e-05,
-   "host_backward_canary_seconds": 1.7909030000282654e-05,
+   "host_canary_seconds": 9.967802499772915e-06,
+   "host_backward_canary_seconds": 1.9015870000202996e-05,
    "pass_seconds": [
-    0.0001505752333572933,
-    0.00019113979878879734,
-    0.00014062552225022087
+    0.000193741717508861,
+    0.0001781584702077366,
+    0.00017594513261602043
    ],
    "pass_host_canary_seconds": [
-    1.0486397500244493e-05,
-    1.0667365000358586e-05,
-    1.0159600000179126e-05
+    9.967802499772915e-06,
+    6.691767499660272e-06,
+    9.701537499609004e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7909030000282654e-05,
-    1.94808449998618e-05,
-    1.7552310000610303e-05
+    1.9015870000202996e-05,
+    1.762038499919072e-05,
+    1.8358140000600542e-05
    ]
   },
   "layer_forward_mha": {
-   "seconds": 0.00025873905420303346,
-   "min": 0.00025569903424807954,
-   "max": 0.00043323580140159246,
+   "seconds": 0.00034896001219749447,
+   "min": 0.00021643047531445822,
+   "max": 0.0003836281796296438,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4933,32 +4933,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0005601599812507629,
-    0.001955647945404053,
-    0.00709062385559082
+    0.0002934080064296722,
+    0.0018760319948196412,
+    0.006191743850708008
    ],
-   "host_canary_seconds": 1.0599502500099334e-05,
-   "host_backward_canary_seconds": 1.922473000036007e-05,
+   "host_canary_seconds": 1.023962000033407e-05,
+   "host_backward_canary_seconds": 1.9891414999619884e-05,
    "pass_seconds": [
-    0.00043323580140159246,
-    0.00025873905420303346,
-    0.00025569903424807954
+    0.0003836281796296438,
+    0.00021643047531445822,
+    0.00034896001219749447
    ],
    "pass_host_canary_seconds": [
-    1.0599502500099334e-05,
-    9.663395000529817e-06,
-    8.829579999201087e-06
+    1.023962000033407e-05,
+    7.23238249975111e-06,
+    9.807120000004943e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.922473000036007e-05,
-    1.995917499925781e-05,
-    1.7724839999573305e-05
+    1.9891414999619884e-05,
+    1.6524254999694676e-05,
+    1.5734359999441948e-05
    ]
   },
   "layer_backward_mha": {
-   "seconds": 0.0006509226532209488,
-   "min": 0.0005129981367360979,
-   "max": 0.0006703200709252129,
+   "seconds": 0.0006152708885215578,
+   "min": 0.0004392228367782774,
+   "max": 0.0006626049237591879,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4967,33 +4967,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0015504319667816163,
-    0.004612480163574219,
-    0.018020896911621093
+    0.0017908159494400024,
+    0.005150527954101563,
+    0.0175579833984375
    ],
    "backward_nodes_per_layer": 35.0,
-   "host_canary_seconds": 1.0599502500099334e-05,
-   "host_backward_canary_seconds": 1.922473000036007e-05,
+   "host_canary_seconds": 1.023962000033407e-05,
+   "host_backward_canary_seconds": 1.9891414999619884e-05,
    "pass_seconds": [
-    0.0006703200709252129,
-    0.0006509226532209488,
-    0.0005129981367360979
+    0.0006626049237591879,
+    0.0006152708885215578,
+    0.0004392228367782774
    ],
    "pass_host_canary_seconds": [
-    1.0599502500099334e-05,
-    9.663395000529817e-06,
-    8.829579999201087e-06
+    1.023962000033407e-05,
+    7.23238249975111e-06,
+    9.807120000004943e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.922473000036007e-05,
-    1.995917499925781e-05,
-    1.7724839999573305e-05
+    1.9891414999619884e-05,
+    1.6524254999694676e-05,
+    1.5734359999441948e-05
    ]
   },
   "layer_forward_mha_autocast": {
-   "seconds": 0.0004076601806141081,
-   "min": 0.0003136891296931675,
-   "max": 0.0004458262806846982,
+   "seconds": 0.0003257348650977725,
+   "min": 0.00024843960148947583,
+   "max": 0.00046477942523502164,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5002,32 +5002,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0007832000255584716,
-    0.0026164159774780273,
-    0.0076358399391174316
+    0.0008259840011596679,
+    0.0016369919776916505,
+    0.0056566081047058105
    ],
-   "host_canary_seconds": 1.0559772499618701e-05,
-   "host_backward_canary_seconds": 2.078260499956741e-05,
+   "host_canary_seconds": 8.933550000165268e-06,
+   "host_backward_canary_seconds": 1.919612000165216e-05,
    "pass_seconds": [
-    0.0004458262806846982,
-    0.0003136891296931675,
-    0.0004076601806141081
+    0.0003257348650977725,
+    0.00024843960148947583,
+    0.00046477942523502164
    ],
    "pass_host_canary_seconds": [
-    1.0559772499618701e-05,
-    8.438990000740887e-06,
-    9.906707500135781e-06
+    8.933550000165268e-06,
+    7.13613750008335e-06,
+    1.0004885000398645e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.078260499956741e-05,
-    1.8777820000650535e-05,
-    2.0761160000120073e-05
+    1.919612000165216e-05,
+    1.6797075001022678e-05,
+    1.9948999999996885e-05
    ]
   },
   "layer_backward_mha_autocast": {
-   "seconds": 0.0007399237751960755,
-   "min": 0.0007191459224337624,
-   "max": 0.000753982464472453,
+   "seconds": 0.0008607619376409621,
+   "min": 0.0008221218926565989,
+   "max": 0.0009323200072560993,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5036,33 +5036,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0021142399311065672,
-    0.0060063362121582035,
-    0.019721216201782226
+    0.001928704023361206,
+    0.005960768222808838,
+    0.019342720031738283
    ],
    "backward_nodes_per_layer": 41.0,
-   "host_canary_seconds": 1.0559772499618701e-05,
-   "host_backward_canary_seconds": 2.078260499956741e-05,
+   "host_canary_seconds": 8.933550000165268e-06,
+   "host_backward_canary_seconds": 1.919612000165216e-05,
    "pass_seconds": [
-    0.0007191459224337624,
-    0.000753982464472453,
-    0.0007399237751960755
+    0.0008221218926565989,
+    0.0008607619376409621,
+    0.0009323200072560993
    ],
    "pass_host_canary_seconds": [
-    1.0559772499618701e-05,
-    8.438990000740887e-06,
-    9.906707500135781e-06
+    8.933550000165268e-06,
+    7.13613750008335e-06,
+    1.0004885000398645e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.078260499956741e-05,
-    1.8777820000650535e-05,
-    2.0761160000120073e-05
+    1.919612000165216e-05,
+    1.6797075001022678e-05,
+    1.9948999999996885e-05
    ]
   },
   "layer_forward_cast": {
-   "seconds": 1.5116191336086818e-05,
-   "min": 1.0602667040768122e-05,
-   "max": 1.698818962488856e-05,
+   "seconds": 1.4352000008026763e-05,
+   "min": 9.555047732733545e-06,
+   "max": 1.6726856607766377e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny cast layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5071,32 +5071,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.019200056791306e-05,
-    9.10400003194809e-05,
-    0.00026876801252365113
+    3.392000123858452e-05,
+    8.441600203514099e-05,
+    0.00028492799401283263
    ],
-   "host_canary_seconds": 1.0608414999637717e-05,
-   "host_backward_canary_seconds": 1.9026305000124922e-05,
+   "host_canary_seconds": 1.1011952499870859e-05,
+   "host_backward_canary_seconds": 1.917862500022238e-05,
    "pass_seconds": [
-    1.5116191336086818e-05,
-    1.0602667040768122e-05,
-    1.698818962488856e-05
+    1.6726856607766377e-05,
+    9.555047732733545e-06,
+    1.4352000008026763e-05
    ],
    "pass_host_canary_seconds": [
-    1.0608414999637717e-05,
-    7.701959999621977e-06,
-    1.0367290000203866e-05
+    1.1011952499870859e-05,
+    6.343990000914346e-06,
+    9.778169999776765e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9026305000124922e-05,
-    1.8982379999670228e-05,
-    2.0659710000927588e-05
+    1.917862500022238e-05,
+    1.5188910001597833e-05,
+    1.884757499965417e-05
    ]
   },
   "layer_backward_cast": {
-   "seconds": 2.7976379330669128e-05,
-   "min": 2.689980963865916e-05,
-   "max": 2.8559999274356023e-05,
+   "seconds": 2.0598095176475386e-05,
+   "min": 1.762133606133007e-05,
+   "max": 2.3029333246605738e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny cast layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5105,33 +5105,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00018592000007629393,
-    0.00031705600023269653,
-    0.0008178560137748718
+    0.0001448639929294586,
+    0.00036735999584198,
+    0.0006999040246009827
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.0608414999637717e-05,
-   "host_backward_canary_seconds": 1.9026305000124922e-05,
+   "host_canary_seconds": 1.1011952499870859e-05,
+   "host_backward_canary_seconds": 1.917862500022238e-05,
    "pass_seconds": [
-    2.689980963865916e-05,
-    2.8559999274356023e-05,
-    2.7976379330669128e-05
+    1.762133606133007e-05,
+    2.0598095176475386e-05,
+    2.3029333246605738e-05
    ],
    "pass_host_canary_seconds": [
-    1.0608414999637717e-05,
-    7.701959999621977e-06,
-    1.0367290000203866e-05
+    1.1011952499870859e-05,
+    6.343990000914346e-06,
+    9.778169999776765e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9026305000124922e-05,
-    1.8982379999670228e-05,
-    2.0659710000927588e-05
+    1.917862500022238e-05,
+    1.5188910001597833e-05,
+    1.884757499965417e-05
    ]
   },
   "layer_forward_cast_autocast": {
-   "seconds": 1.6575999557971955e-05,
-   "min": 1.0054095160393487e-05,
-   "max": 1.8283429422548838e-05,
+   "seconds": 1.4972952859742301e-05,
+   "min": 1.0006857060250781e-05,
+   "max": 1.5675429432165058e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny cast layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5140,32 +5140,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.470400094985963e-05,
-    0.00011472000181674958,
-    0.0003134399950504303
+    4.5791998505592346e-05,
+    9.468799829483033e-05,
+    0.0002717120051383972
    ],
-   "host_canary_seconds": 1.0447375000239845e-05,
-   "host_backward_canary_seconds": 1.8101560001468898e-05,
+   "host_canary_seconds": 1.0365774999741006e-05,
+   "host_backward_canary_seconds": 1.8997285000068587e-05,
    "pass_seconds": [
-    1.6575999557971955e-05,
-    1.0054095160393487e-05,
-    1.8283429422548838e-05
+    1.4972952859742301e-05,
+    1.0006857060250781e-05,
+    1.5675429432165058e-05
    ],
    "pass_host_canary_seconds": [
-    1.0447375000239845e-05,
-    8.168905000047743e-06,
-    1.0470687499264386e-05
+    1.0365774999741006e-05,
+    8.004090000213182e-06,
+    8.61112249992857e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8101560001468898e-05,
-    1.8579580000732676e-05,
-    2.030182499993316e-05
+    1.8997285000068587e-05,
+    1.374727999973402e-05,
+    1.9712900000286025e-05
    ]
   },
   "layer_backward_cast_autocast": {
-   "seconds": 2.421790680715016e-05,
-   "min": 2.3940573136011762e-05,
-   "max": 2.7513143029950912e-05,
+   "seconds": 2.4621713729131782e-05,
+   "min": 2.3577905126980366e-05,
+   "max": 2.720228369746889e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny cast layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5174,33 +5174,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00022096000611782074,
-    0.0003638719916343689,
-    0.0008397120237350464
+    0.00015772800147533417,
+    0.0002899200022220612,
+    0.0007415040135383606
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.0447375000239845e-05,
-   "host_backward_canary_seconds": 1.8101560001468898e-05,
+   "host_canary_seconds": 1.0365774999741006e-05,
+   "host_backward_canary_seconds": 1.8997285000068587e-05,
    "pass_seconds": [
-    2.421790680715016e-05,
-    2.3940573136011762e-05,
-    2.7513143029950912e-05
+    2.3577905126980366e-05,
+    2.4621713729131782e-05,
+    2.720228369746889e-05
    ],
    "pass_host_canary_seconds": [
-    1.0447375000239845e-05,
-    8.168905000047743e-06,
-    1.0470687499264386e-05
+    1.0365774999741006e-05,
+    8.004090000213182e-06,
+    8.61112249992857e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8101560001468898e-05,
-    1.8579580000732676e-05,
-    2.030182499993316e-05
+    1.8997285000068587e-05,
+    1.374727999973402e-05,
+    1.9712900000286025e-05
    ]
   },
   "layer_forward_rmsnorm": {
-   "seconds": 2.5166476411478863e-05,
-   "min": 2.0764190348840893e-05,
-   "max": 2.7649524488619395e-05,
+   "seconds": 1.80975232450735e-05,
+   "min": 1.5455999899478184e-05,
+   "max": 2.6410666427442005e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5209,32 +5209,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.171199887990952e-05,
-    0.00012656000256538392,
-    0.00042899200320243837
+    3.9103999733924864e-05,
+    0.00010537599772214889,
+    0.0004309439957141876
    ],
-   "host_canary_seconds": 1.0417894999363853e-05,
-   "host_backward_canary_seconds": 1.7406985000434362e-05,
+   "host_canary_seconds": 1.1001587499777087e-05,
+   "host_backward_canary_seconds": 1.7031814999199923e-05,
    "pass_seconds": [
-    2.5166476411478863e-05,
-    2.0764190348840893e-05,
-    2.7649524488619395e-05
+    2.6410666427442005e-05,
+    1.80975232450735e-05,
+    1.5455999899478184e-05
    ],
    "pass_host_canary_seconds": [
-    1.0417894999363853e-05,
-    9.994714999947974e-06,
-    1.02305550001347e-05
+    1.1001587499777087e-05,
+    9.051892500338e-06,
+    8.124039999302113e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7406985000434362e-05,
-    1.8747920000805608e-05,
-    1.977424999950017e-05
+    1.7031814999199923e-05,
+    1.3696444999595768e-05,
+    1.9211300000279152e-05
    ]
   },
   "layer_backward_rmsnorm": {
-   "seconds": 4.087695018166586e-05,
-   "min": 2.6537144645338964e-05,
-   "max": 4.2223236567917334e-05,
+   "seconds": 4.646552158963111e-05,
+   "min": 4.232533400257428e-05,
+   "max": 5.32426688642729e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5243,33 +5243,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002205120027065277,
-    0.000501695990562439,
-    0.0012388479709625243
+    0.00016281600296497346,
+    0.00038655999302864073,
+    0.0012576639652252196
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 1.0417894999363853e-05,
-   "host_backward_canary_seconds": 1.7406985000434362e-05,
+   "host_canary_seconds": 1.1001587499777087e-05,
+   "host_backward_canary_seconds": 1.7031814999199923e-05,
    "pass_seconds": [
-    4.087695018166586e-05,
-    4.2223236567917334e-05,
-    2.6537144645338964e-05
+    4.646552158963111e-05,
+    4.232533400257428e-05,
+    5.32426688642729e-05
    ],
    "pass_host_canary_seconds": [
-    1.0417894999363853e-05,
-    9.994714999947974e-06,
-    1.02305550001347e-05
+    1.1001587499777087e-05,
+    9.051892500338e-06,
+    8.124039999302113e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7406985000434362e-05,
-    1.8747920000805608e-05,
-    1.977424999950017e-05
+    1.7031814999199923e-05,
+    1.3696444999595768e-05,
+    1.9211300000279152e-05
    ]
   },
   "layer_forward_rmsnorm_autocast": {
-   "seconds": 2.1902477280015038e-05,
-   "min": 2.0912000643355505e-05,
-   "max": 2.560533228374663e-05,
+   "seconds": 2.2134857518332345e-05,
+   "min": 1.9058284837575184e-05,
+   "max": 2.611733369884037e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5278,32 +5278,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.772800326347351e-05,
-    0.00016150400042533875,
-    0.0004641279876232147
+    6.988800317049027e-05,
+    0.00014627200365066527,
+    0.0004609920084476471
    ],
-   "host_canary_seconds": 1.0678970000412846e-05,
-   "host_backward_canary_seconds": 1.794102999951974e-05,
+   "host_canary_seconds": 1.105778500004817e-05,
+   "host_backward_canary_seconds": 1.82086699987849e-05,
    "pass_seconds": [
-    2.560533228374663e-05,
-    2.1902477280015038e-05,
-    2.0912000643355505e-05
+    2.611733369884037e-05,
+    2.2134857518332345e-05,
+    1.9058284837575184e-05
    ],
    "pass_host_canary_seconds": [
-    1.0678970000412846e-05,
-    1.0108964999062663e-05,
-    9.862900000143782e-06
+    1.105778500004817e-05,
+    7.858817500050464e-06,
+    8.065900000246983e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.794102999951974e-05,
-    1.745036999864169e-05,
-    1.8457549999766342e-05
+    1.82086699987849e-05,
+    1.3372784999319264e-05,
+    1.9191710000541205e-05
    ]
   },
   "layer_backward_rmsnorm_autocast": {
-   "seconds": 4.0332951893409086e-05,
-   "min": 3.438171744346618e-05,
-   "max": 4.225675921354976e-05,
+   "seconds": 4.163809439965655e-05,
+   "min": 2.9491048483621516e-05,
+   "max": 5.3779048046895436e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5312,33 +5312,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00029443201422691345,
-    0.00045135998725891115,
-    0.001186560034751892
+    0.00033689600229263304,
+    0.0005408959984779358,
+    0.0013534719944000243
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 1.0678970000412846e-05,
-   "host_backward_canary_seconds": 1.794102999951974e-05,
+   "host_canary_seconds": 1.105778500004817e-05,
+   "host_backward_canary_seconds": 1.82086699987849e-05,
    "pass_seconds": [
-    3.438171744346618e-05,
-    4.0332951893409086e-05,
-    4.225675921354976e-05
+    4.163809439965655e-05,
+    2.9491048483621516e-05,
+    5.3779048046895436e-05
    ],
    "pass_host_canary_seconds": [
-    1.0678970000412846e-05,
-    1.0108964999062663e-05,
-    9.862900000143782e-06
+    1.105778500004817e-05,
+    7.858817500050464e-06,
+    8.065900000246983e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.794102999951974e-05,
-    1.745036999864169e-05,
-    1.8457549999766342e-05
+    1.82086699987849e-05,
+    1.3372784999319264e-05,
+    1.9191710000541205e-05
    ]
   },
   "layer_forward_sdpa": {
-   "seconds": 2.5478857436350415e-05,
-   "min": 2.430171537257376e-05,
-   "max": 3.39100942725227e-05,
+   "seconds": 1.7236570960709026e-05,
+   "min": 1.4511237985321454e-05,
+   "max": 1.938133287642683e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5347,32 +5347,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.262400045990944e-05,
-    0.00012863999605178833,
-    0.00042800000309944154
+    2.908799983561039e-05,
+    8.185599744319916e-05,
+    0.00031801599264144896
    ],
-   "host_canary_seconds": 1.012275499988391e-05,
-   "host_backward_canary_seconds": 2.0057500000802976e-05,
+   "host_canary_seconds": 1.0599479999200412e-05,
+   "host_backward_canary_seconds": 1.9468629998300456e-05,
    "pass_seconds": [
-    2.5478857436350415e-05,
-    2.430171537257376e-05,
-    3.39100942725227e-05
+    1.938133287642683e-05,
+    1.4511237985321454e-05,
+    1.7236570960709026e-05
    ],
    "pass_host_canary_seconds": [
-    1.012275499988391e-05,
-    9.89783000022726e-06,
-    1.0282270000061545e-05
+    1.0599479999200412e-05,
+    6.362847500440694e-06,
+    9.902150000016263e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0057500000802976e-05,
-    1.6015680000691645e-05,
-    1.884689000007711e-05
+    1.9468629998300456e-05,
+    1.4111264999883132e-05,
+    1.9697509999332395e-05
    ]
   },
   "layer_backward_sdpa": {
-   "seconds": 0.00010673143324397858,
-   "min": 7.964114294875237e-05,
-   "max": 0.00012070476104106222,
+   "seconds": 0.00010982172270970686,
+   "min": 9.254019343782039e-05,
+   "max": 0.00012720991413862933,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5381,33 +5381,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003174079954624176,
-    0.0006814079880714417,
-    0.0024853119850158692
+    0.000420415997505188,
+    0.0007804800271987915,
+    0.0023492801189422606
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.012275499988391e-05,
-   "host_backward_canary_seconds": 2.0057500000802976e-05,
+   "host_canary_seconds": 1.0599479999200412e-05,
+   "host_backward_canary_seconds": 1.9468629998300456e-05,
    "pass_seconds": [
-    0.00012070476104106222,
-    7.964114294875237e-05,
-    0.00010673143324397858
+    0.00010982172270970686,
+    9.254019343782039e-05,
+    0.00012720991413862933
    ],
    "pass_host_canary_seconds": [
-    1.012275499988391e-05,
-    9.89783000022726e-06,
-    1.0282270000061545e-05
+    1.0599479999200412e-05,
+    6.362847500440694e-06,
+    9.902150000016263e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0057500000802976e-05,
-    1.6015680000691645e-05,
-    1.884689000007711e-05
+    1.9468629998300456e-05,
+    1.4111264999883132e-05,
+    1.9697509999332395e-05
    ]
   },
   "layer_forward_sdpa_autocast": {
-   "seconds": 3.364114250455584e-05,
-   "min": 3.212266770147141e-05,
-   "max": 4.960533125059946e-05,
+   "seconds": 3.763123885506675e-05,
+   "min": 2.0860189838068825e-05,
+   "max": 4.0464763840039563e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5416,32 +5416,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    9.468799829483033e-05,
-    0.00021596799790859223,
-    0.0005848320126533508
+    0.00010972800105810165,
+    0.00020960000157356262,
+    0.0006698560118675232
    ],
-   "host_canary_seconds": 9.787330000108341e-06,
-   "host_backward_canary_seconds": 1.9227249999858032e-05,
+   "host_canary_seconds": 1.0422499999549472e-05,
+   "host_backward_canary_seconds": 1.9389894999903847e-05,
    "pass_seconds": [
-    3.212266770147141e-05,
-    3.364114250455584e-05,
-    4.960533125059946e-05
+    3.763123885506675e-05,
+    2.0860189838068825e-05,
+    4.0464763840039563e-05
    ],
    "pass_host_canary_seconds": [
-    9.787330000108341e-06,
-    9.893844999169232e-06,
-    1.0340645000042059e-05
+    1.0422499999549472e-05,
+    7.780862500226249e-06,
+    1.003668750001907e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9227249999858032e-05,
-    1.7829079999955867e-05,
-    2.054512999848157e-05
+    1.9389894999903847e-05,
+    1.5211510000199269e-05,
+    1.9185935001360123e-05
    ]
   },
   "layer_backward_sdpa_autocast": {
-   "seconds": 8.353675653537114e-05,
-   "min": 8.351390134720575e-05,
-   "max": 8.874438064438953e-05,
+   "seconds": 9.567618902240481e-05,
+   "min": 8.454780990169161e-05,
+   "max": 0.00010045029045570468,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5450,33 +5450,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00044281598925590516,
-    0.0007770879864692688,
-    0.002173471927642822
+    0.00045548799633979796,
+    0.0008375040292739869,
+    0.0025159680843353273
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 9.787330000108341e-06,
-   "host_backward_canary_seconds": 1.9227249999858032e-05,
+   "host_canary_seconds": 1.0422499999549472e-05,
+   "host_backward_canary_seconds": 1.9389894999903847e-05,
    "pass_seconds": [
-    8.353675653537114e-05,
-    8.351390134720575e-05,
-    8.874438064438953e-05
+    0.00010045029045570468,
+    9.567618902240481e-05,
+    8.454780990169161e-05
    ],
    "pass_host_canary_seconds": [
-    9.787330000108341e-06,
-    9.893844999169232e-06,
-    1.0340645000042059e-05
+    1.0422499999549472e-05,
+    7.780862500226249e-06,
+    1.003668750001907e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9227249999858032e-05,
-    1.7829079999955867e-05,
-    2.054512999848157e-05
+    1.9389894999903847e-05,
+    1.5211510000199269e-05,
+    1.9185935001360123e-05
    ]
   },
   "layer_forward_sdpa_efficient": {
-   "seconds": 2.8584380589780353e-05,
-   "min": 2.4001524384532656e-05,
-   "max": 3.083733451508341e-05,
+   "seconds": 2.8319999220825373e-05,
+   "min": 2.665981047210239e-05,
+   "max": 2.833600040702593e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa_efficient layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5485,33 +5485,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.990399837493896e-05,
-    0.00011033599823713303,
-    0.0004951040148735047
+    5.004800111055374e-05,
+    0.00013558399677276613,
+    0.0004750399887561798
    ],
    "attention_backend": "efficient",
-   "host_canary_seconds": 1.0518514999375839e-05,
-   "host_backward_canary_seconds": 1.9169000001966196e-05,
+   "host_canary_seconds": 1.0179715000617763e-05,
+   "host_backward_canary_seconds": 1.8889084999500482e-05,
    "pass_seconds": [
-    3.083733451508341e-05,
-    2.8584380589780353e-05,
-    2.4001524384532656e-05
+    2.8319999220825373e-05,
+    2.665981047210239e-05,
+    2.833600040702593e-05
    ],
    "pass_host_canary_seconds": [
-    1.0518514999375839e-05,
-    9.897230000888158e-06,
-    1.0191344999839203e-05
+    1.0179715000617763e-05,
+    9.187847500129464e-06,
+    9.680984999818064e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9169000001966196e-05,
-    1.7902110000704853e-05,
-    2.0806879999781815e-05
+    1.8889084999500482e-05,
+    1.7589459998816894e-05,
+    1.875115500070024e-05
    ]
   },
   "layer_backward_sdpa_efficient": {
-   "seconds": 9.000914774480318e-05,
-   "min": 7.926552104098458e-05,
-   "max": 9.508723889787993e-05,
+   "seconds": 8.430322951504161e-05,
+   "min": 8.359999706347783e-05,
+   "max": 9.632990793103264e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa_efficient layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5520,34 +5520,34 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001860799938440323,
-    0.000732479989528656,
-    0.0020600640773773193
+    0.00032931199669837953,
+    0.0007374079823493958,
+    0.0020322239398956297
    ],
    "attention_backend": "efficient",
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.0518514999375839e-05,
-   "host_backward_canary_seconds": 1.9169000001966196e-05,
+   "host_canary_seconds": 1.0179715000617763e-05,
+   "host_backward_canary_seconds": 1.8889084999500482e-05,
    "pass_seconds": [
-    9.000914774480318e-05,
-    7.926552104098458e-05,
-    9.508723889787993e-05
+    8.359999706347783e-05,
+    9.632990793103264e-05,
+    8.430322951504161e-05
    ],
    "pass_host_canary_seconds": [
-    1.0518514999375839e-05,
-    9.897230000888158e-06,
-    1.0191344999839203e-05
+    1.0179715000617763e-05,
+    9.187847500129464e-06,
+    9.680984999818064e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9169000001966196e-05,
-    1.7902110000704853e-05,
-    2.0806879999781815e-05
+    1.8889084999500482e-05,
+    1.7589459998816894e-05,
+    1.875115500070024e-05
    ]
   },
   "layer_forward_sdpa_cudnn_autocast": {
-   "seconds": 4.455466674906867e-05,
-   "min": 3.5481141791457225e-05,
-   "max": 4.587123720418839e-05,
+   "seconds": 4.383847401255653e-05,
+   "min": 4.378818827016013e-05,
+   "max": 4.6314667200758344e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa_cudnn layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5556,33 +5556,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0001430400013923645,
-    0.00029120001196861266,
-    0.0008346239924430847
+    0.00013792000710964204,
+    0.00028246399760246276,
+    0.000799839973449707
    ],
    "attention_backend": "cudnn",
-   "host_canary_seconds": 1.0691277499859097e-05,
-   "host_backward_canary_seconds": 1.8438434999552555e-05,
+   "host_canary_seconds": 1.0260780001090098e-05,
+   "host_backward_canary_seconds": 1.836682999964978e-05,
    "pass_seconds": [
-    4.587123720418839e-05,
-    4.455466674906867e-05,
-    3.5481141791457225e-05
+    4.383847401255653e-05,
+    4.6314667200758344e-05,
+    4.378818827016013e-05
    ],
    "pass_host_canary_seconds": [
-    1.0691277499859097e-05,
-    1.0344905000465587e-05,
-    9.862227499866095e-06
+    1.0260780001090098e-05,
+    6.937235000350484e-06,
+    1.0415305000037732e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8438434999552555e-05,
-    1.808912000115015e-05,
-    1.932450499907645e-05
+    1.836682999964978e-05,
+    1.6753869999774906e-05,
+    1.8704144999901472e-05
    ]
   },
   "layer_backward_sdpa_cudnn_autocast": {
-   "seconds": 8.495313887085234e-05,
-   "min": 7.779656350612642e-05,
-   "max": 9.119086215893425e-05,
+   "seconds": 7.22994293485369e-05,
+   "min": 5.0112001420486535e-05,
+   "max": 7.63093325353804e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa_cudnn layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5591,34 +5591,34 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.000348224014043808,
-    0.0009165760278701782,
-    0.002269023895263672
+    0.0005005120038986206,
+    0.0009510080218315124,
+    0.0022766079902648926
    ],
    "attention_backend": "cudnn",
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.0691277499859097e-05,
-   "host_backward_canary_seconds": 1.8438434999552555e-05,
+   "host_canary_seconds": 1.0260780001090098e-05,
+   "host_backward_canary_seconds": 1.836682999964978e-05,
    "pass_seconds": [
-    7.779656350612642e-05,
-    8.495313887085234e-05,
-    9.119086215893425e-05
+    7.22994293485369e-05,
+    5.0112001420486535e-05,
+    7.63093325353804e-05
    ],
    "pass_host_canary_seconds": [
-    1.0691277499859097e-05,
-    1.0344905000465587e-05,
-    9.862227499866095e-06
+    1.0260780001090098e-05,
+    6.937235000350484e-06,
+    1.0415305000037732e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8438434999552555e-05,
-    1.808912000115015e-05,
-    1.932450499907645e-05
+    1.836682999964978e-05,
+    1.6753869999774906e-05,
+    1.8704144999901472e-05
    ]
   },
   "layer_forward_mha_no_weights": {
-   "seconds": 0.00023840761184692382,
-   "min": 0.00014303999855404807,
-   "max": 0.00026519314164207095,
+   "seconds": 0.0002590796230804353,
+   "min": 0.0001553485698643185,
+   "max": 0.0003080777199495406,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha_no_weights layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5627,33 +5627,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00035475200414657594,
-    0.0014575040340423584,
-    0.00443503999710083
+    0.00022265599668025972,
+    0.0007505599856376648,
+    0.0025735039710998537
    ],
    "attention_backend": "efficient",
-   "host_canary_seconds": 1.0644535000210454e-05,
-   "host_backward_canary_seconds": 1.8606990001899247e-05,
+   "host_canary_seconds": 8.003524999367074e-06,
+   "host_backward_canary_seconds": 1.865256999963094e-05,
    "pass_seconds": [
-    0.00026519314164207095,
-    0.00014303999855404807,
-    0.00023840761184692382
+    0.0001553485698643185,
+    0.0002590796230804353,
+    0.0003080777199495406
    ],
    "pass_host_canary_seconds": [
-    1.0644535000210454e-05,
-    8.146145000864636e-06,
-    1.0507447499890076e-05
+    8.003524999367074e-06,
+    9.03998000012507e-06,
+    1.0378394999861485e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8606990001899247e-05,
-    2.02590699996108e-05,
-    2.119270999969558e-05
+    1.865256999963094e-05,
+    1.5193480001016724e-05,
+    2.0435220001218113e-05
    ]
   },
   "layer_backward_mha_no_weights": {
-   "seconds": 0.0005544868877955845,
-   "min": 0.0004800883673486255,
-   "max": 0.0007684624535696848,
+   "seconds": 0.0005336426872582662,
+   "min": 0.00034289522185212073,
+   "max": 0.0006613584941341764,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha_no_weights layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5662,34 +5662,34 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0014020479917526245,
-    0.0039649920463562015,
-    0.012690303802490234
+    0.0014097280502319337,
+    0.003991967916488647,
+    0.01191635227203369
    ],
    "attention_backend": "efficient",
    "backward_nodes_per_layer": 33.0,
-   "host_canary_seconds": 1.0644535000210454e-05,
-   "host_backward_canary_seconds": 1.8606990001899247e-05,
+   "host_canary_seconds": 8.003524999367074e-06,
+   "host_backward_canary_seconds": 1.865256999963094e-05,
    "pass_seconds": [
-    0.0004800883673486255,
-    0.0005544868877955845,
-    0.0007684624535696848
+    0.0005336426872582662,
+    0.00034289522185212073,
+    0.0006613584941341764
    ],
    "pass_host_canary_seconds": [
-    1.0644535000210454e-05,
-    8.146145000864636e-06,
-    1.0507447499890076e-05
+    8.003524999367074e-06,
+    9.03998000012507e-06,
+    1.0378394999861485e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8606990001899247e-05,
-    2.02590699996108e-05,
-    2.119270999969558e-05
+    1.865256999963094e-05,
+    1.5193480001016724e-05,
+    2.0435220001218113e-05
    ]
   },
   "layer_forward_mha_no_weights_autocast": {
-   "seconds": 0.0002462963745707557,
-   "min": 0.00021634818826402936,
-   "max": 0.00030832151146162123,
+   "seconds": 0.00036377981730869837,
+   "min": 0.00019181256918680102,
+   "max": 0.00038474744558334345,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha_no_weights layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5698,33 +5698,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0006291840076446533,
-    0.0012062079906463624,
-    0.0038503999710083007
+    0.0005235199928283692,
+    0.001244671940803528,
+    0.006150368213653564
    ],
    "attention_backend": "cudnn",
-   "host_canary_seconds": 1.0045674999901166e-05,
-   "host_backward_canary_seconds": 1.8284849998053686e-05,
+   "host_canary_seconds": 1.028241499966498e-05,
+   "host_backward_canary_seconds": 2.050245999953404e-05,
    "pass_seconds": [
-    0.00021634818826402936,
-    0.0002462963745707557,
-    0.00030832151146162123
+    0.00038474744558334345,
+    0.00019181256918680102,
+    0.00036377981730869837
    ],
    "pass_host_canary_seconds": [
-    1.0045674999901166e-05,
-    8.245954999779315e-06,
-    9.914969999726964e-06
+    1.028241499966498e-05,
+    6.743619999838302e-06,
+    1.0191429998940293e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8284849998053686e-05,
-    2.1409774999483487e-05,
-    2.0571060001657316e-05
+    2.050245999953404e-05,
+    1.620010000010552e-05,
+    2.0279259999824716e-05
    ]
   },
   "layer_backward_mha_no_weights_autocast": {
-   "seconds": 0.0007571443361895425,
-   "min": 0.0005956944397517612,
-   "max": 0.0007711185131754194,
+   "seconds": 0.000691585515226637,
+   "min": 0.00040073830456960764,
+   "max": 0.0008213303372973488,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha_no_weights layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5733,34 +5733,34 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0019080640077590943,
-    0.004767648220062256,
-    0.01422985553741455
+    0.0015822399854660033,
+    0.005371871948242187,
+    0.017914112091064454
    ],
    "attention_backend": "cudnn",
    "backward_nodes_per_layer": 37.0,
-   "host_canary_seconds": 1.0045674999901166e-05,
-   "host_backward_canary_seconds": 1.8284849998053686e-05,
+   "host_canary_seconds": 1.028241499966498e-05,
+   "host_backward_canary_seconds": 2.050245999953404e-05,
    "pass_seconds": [
-    0.0005956944397517612,
-    0.0007711185131754194,
-    0.0007571443361895425
+    0.000691585515226637,
+    0.00040073830456960764,
+    0.0008213303372973488
    ],
    "pass_host_canary_seconds": [
-    1.0045674999901166e-05,
-    8.245954999779315e-06,
-    9.914969999726964e-06
+    1.028241499966498e-05,
+    6.743619999838302e-06,
+    1.0191429998940293e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8284849998053686e-05,
-    2.1409774999483487e-05,
-    2.0571060001657316e-05
+    2.050245999953404e-05,
+    1.620010000010552e-05,
+    2.0279259999824716e-05
    ]
   },
   "layer_forward_unit_transformer_block_autocast": {
-   "seconds": 0.0008895855177016486,
-   "min": 0.0004747527582304818,
-   "max": 0.000936195052805401,
+   "seconds": 0.0004064982675370716,
+   "min": 0.0003414689643042428,
+   "max": 0.0005192746832257224,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny unit_transformer_block layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5769,9 +5769,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0008289600014686584,
-    0.0038497600555419923,
-    0.014942624092102052
+    0.001100640058517456,
+    0.003565632104873657,
+    0.007613279819488525
    ],
    "unit_ops": [
     "layernorm",
@@ -5786,28 +5786,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "linear",
     "add"
    ],
-   "host_canary_seconds": 1.0523557500050628e-05,
-   "host_backward_canary_seconds": 2.060452499904386e-05,
+   "host_canary_seconds": 9.458664999328903e-06,
+   "host_backward_canary_seconds": 1.8389509998542054e-05,
    "pass_seconds": [
-    0.000936195052805401,
-    0.0004747527582304818,
-    0.0008895855177016486
+    0.0004064982675370716,
+    0.0003414689643042428,
+    0.0005192746832257224
    ],
    "pass_host_canary_seconds": [
-    1.0523557500050628e-05,
-    8.175372500431876e-06,
-    1.0382109999227395e-05
+    9.458664999328903e-06,
+    6.561120000014853e-06,
+    1.0289494999824456e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.060452499904386e-05,
-    1.906321999967986e-05,
-    1.9666179998694133e-05
+    1.8389509998542054e-05,
+    1.7243310001049395e-05,
+    1.884111999970628e-05
    ]
   },
   "layer_backward_unit_transformer_block_autocast": {
-   "seconds": 0.001269330334095728,
-   "min": 0.0012149166351272949,
-   "max": 0.0013785889262244817,
+   "seconds": 0.0012155489751270842,
+   "min": 0.0007398811011087327,
+   "max": 0.0015017608404159545,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny unit_transformer_block layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5816,9 +5816,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0026053760051727294,
-    0.008505696296691895,
-    0.03544950485229492
+    0.002526495933532715,
+    0.007895552158355712,
+    0.031031808853149413
    ],
    "unit_ops": [
     "layernorm",
@@ -5834,28 +5834,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "add"
    ],
    "backward_nodes_per_layer": 64.0,
-   "host_canary_seconds": 1.0523557500050628e-05,
-   "host_backward_canary_seconds": 2.060452499904386e-05,
+   "host_canary_seconds": 9.458664999328903e-06,
+   "host_backward_canary_seconds": 1.8389509998542054e-05,
    "pass_seconds": [
-    0.001269330334095728,
-    0.0012149166351272949,
-    0.0013785889262244817
+    0.0015017608404159545,
+    0.0007398811011087327,
+    0.0012155489751270842
    ],
    "pass_host_canary_seconds": [
-    1.0523557500050628e-05,
-    8.175372500431876e-06,
-    1.0382109999227395e-05
+    9.458664999328903e-06,
+    6.561120000014853e-06,
+    1.0289494999824456e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.060452499904386e-05,
-    1.906321999967986e-05,
-    1.9666179998694133e-05
+    1.8389509998542054e-05,
+    1.7243310001049395e-05,
+    1.884111999970628e-05
    ]
   },
   "layer_forward_unit_conv_bn_relu_autocast": {
-   "seconds": 0.00015020952764011563,
-   "min": 0.0001365706700654257,
-   "max": 0.00015535390731834229,
+   "seconds": 8.922209484236581e-05,
+   "min": 8.288152515888214e-05,
+   "max": 9.845104600702014e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny unit_conv_bn_relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5864,37 +5864,37 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00014591999351978301,
-    0.0005156800150871276,
-    0.0024441280364990233
+    0.00024502399563789367,
+    0.00043324801325798034,
+    0.001686079978942871
    ],
    "unit_ops": [
     "conv2d_nobias",
     "batchnorm2d",
     "relu"
    ],
-   "host_canary_seconds": 7.680135000782684e-06,
-   "host_backward_canary_seconds": 1.931177999949796e-05,
+   "host_canary_seconds": 9.043964999477795e-06,
+   "host_backward_canary_seconds": 1.686042499954965e-05,
    "pass_seconds": [
-    0.00015535390731834229,
-    0.0001365706700654257,
-    0.00015020952764011563
+    9.845104600702014e-05,
+    8.288152515888214e-05,
+    8.922209484236581e-05
    ],
    "pass_host_canary_seconds": [
-    7.680135000782684e-06,
-    1.0354779999488527e-05,
-    1.0420164999231929e-05
+    9.043964999477795e-06,
+    6.4250075001837104e-06,
+    9.923154999569306e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.931177999949796e-05,
-    1.707084999907238e-05,
-    1.6531979999854228e-05
+    1.686042499954965e-05,
+    1.3371819999292712e-05,
+    1.7389580000326534e-05
    ]
   },
   "layer_backward_unit_conv_bn_relu_autocast": {
-   "seconds": 0.00012034284075101222,
-   "min": 9.597712684245336e-05,
-   "max": 0.0001777813257206054,
+   "seconds": 0.0001964159905910492,
+   "min": 0.00013498894870281222,
+   "max": 0.00020056001416274478,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny unit_conv_bn_relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5903,9 +5903,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0009598720073699951,
-    0.0019471039772033692,
-    0.004807583808898926
+    0.000835968017578125,
+    0.0015452799797058105,
+    0.0052585601806640625
    ],
    "unit_ops": [
     "conv2d_nobias",
@@ -5913,28 +5913,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "relu"
    ],
    "backward_nodes_per_layer": 7.0,
-   "host_canary_seconds": 7.680135000782684e-06,
-   "host_backward_canary_seconds": 1.931177999949796e-05,
+   "host_canary_seconds": 9.043964999477795e-06,
+   "host_backward_canary_seconds": 1.686042499954965e-05,
    "pass_seconds": [
-    9.597712684245336e-05,
-    0.0001777813257206054,
-    0.00012034284075101222
+    0.00020056001416274478,
+    0.00013498894870281222,
+    0.0001964159905910492
    ],
    "pass_host_canary_seconds": [
-    7.680135000782684e-06,
-    1.0354779999488527e-05,
-    1.0420164999231929e-05
+    9.043964999477795e-06,
+    6.4250075001837104e-06,
+    9.923154999569306e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.931177999949796e-05,
-    1.707084999907238e-05,
-    1.6531979999854228e-05
+    1.686042499954965e-05,
+    1.3371819999292712e-05,
+    1.7389580000326534e-05
    ]
   },
   "layer_forward_view_chain": {
-   "seconds": 2.222476216653983e-06,
-   "min": 2.070857167598747e-06,
-   "max": 4.015999979206494e-06,
+   "seconds": 3.629714294913269e-06,
+   "min": 1.68152375235444e-06,
+   "max": 3.7897142271200817e-06,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny view_chain layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5943,32 +5943,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    1.1648000217974186e-05,
-    2.211200073361397e-05,
-    4.4128000736236574e-05
+    1.8271999433636665e-05,
+    2.9791999608278276e-05,
+    7.516799867153168e-05
    ],
-   "host_canary_seconds": 7.228650000570269e-06,
-   "host_backward_canary_seconds": 1.8931480001356247e-05,
+   "host_canary_seconds": 9.977692500342527e-06,
+   "host_backward_canary_seconds": 1.552240499904656e-05,
    "pass_seconds": [
-    2.070857167598747e-06,
-    2.222476216653983e-06,
-    4.015999979206494e-06
+    3.7897142271200817e-06,
+    1.68152375235444e-06,
+    3.629714294913269e-06
    ],
    "pass_host_canary_seconds": [
-    7.228650000570269e-06,
-    8.412364999230703e-06,
-    1.0861907500157032e-05
+    9.977692500342527e-06,
+    6.531609999456123e-06,
+    1.0622904999308958e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8931480001356247e-05,
-    1.543954999988273e-05,
-    1.6057235000062066e-05
+    1.552240499904656e-05,
+    1.3521269997909258e-05,
+    1.6067830001702534e-05
    ]
   },
   "layer_backward_view_chain": {
-   "seconds": 8.450285531580447e-06,
-   "min": 7.78742857454788e-06,
-   "max": 9.900952999790512e-06,
+   "seconds": 5.947429110251722e-06,
+   "min": 4.322286074360213e-06,
+   "max": 1.3485713728836605e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny view_chain layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5977,33 +5977,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    7.347200065851212e-05,
-    0.00010908800363540649,
-    0.00022336000204086303
+    8.91840010881424e-05,
+    0.0001170239970088005,
+    0.0003403199911117554
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 7.228650000570269e-06,
-   "host_backward_canary_seconds": 1.8931480001356247e-05,
+   "host_canary_seconds": 9.977692500342527e-06,
+   "host_backward_canary_seconds": 1.552240499904656e-05,
    "pass_seconds": [
-    7.78742857454788e-06,
-    8.450285531580447e-06,
-    9.900952999790512e-06
+    1.3485713728836605e-05,
+    4.322286074360213e-06,
+    5.947429110251722e-06
    ],
    "pass_host_canary_seconds": [
-    7.228650000570269e-06,
-    8.412364999230703e-06,
-    1.0861907500157032e-05
+    9.977692500342527e-06,
+    6.531609999456123e-06,
+    1.0622904999308958e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8931480001356247e-05,
-    1.543954999988273e-05,
-    1.6057235000062066e-05
+    1.552240499904656e-05,
+    1.3521269997909258e-05,
+    1.6067830001702534e-05
    ]
   },
   "layer_forward_view_chain_autocast": {
-   "seconds": 2.310095266217277e-06,
-   "min": 2.2796190210751124e-06,
-   "max": 3.6822858133486337e-06,
+   "seconds": 2.1173333128293356e-06,
+   "min": 1.92457153683617e-06,
+   "max": 3.8529521830025175e-06,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny view_chain layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -6012,32 +6012,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.175999991595745e-05,
-    2.8416000306606293e-05,
-    5.632000043988228e-05
+    2.160000056028366e-05,
+    2.7807999402284623e-05,
+    5.331199988722801e-05
    ],
-   "host_canary_seconds": 7.228650000570269e-06,
-   "host_backward_canary_seconds": 1.8931480001356247e-05,
+   "host_canary_seconds": 7.913470000175948e-06,
+   "host_backward_canary_seconds": 1.885939999965558e-05,
    "pass_seconds": [
-    2.310095266217277e-06,
-    2.2796190210751124e-06,
-    3.6822858133486337e-06
+    2.1173333128293356e-06,
+    1.92457153683617e-06,
+    3.8529521830025175e-06
    ],
    "pass_host_canary_seconds": [
-    7.228650000570269e-06,
-    7.848650000141788e-06,
-    1.0507987499863703e-05
+    7.913470000175948e-06,
+    6.531609999456123e-06,
+    1.0453137499553122e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8931480001356247e-05,
-    1.615847000039139e-05,
-    1.614003499980754e-05
+    1.885939999965558e-05,
+    1.4249349999317928e-05,
+    1.977380499965875e-05
    ]
   },
   "layer_backward_view_chain_autocast": {
-   "seconds": 8.883048203729446e-06,
-   "min": 5.763809418394452e-06,
-   "max": 1.4042666714106287e-05,
+   "seconds": 7.814095666011178e-06,
+   "min": 6.211809459186736e-06,
+   "max": 9.035430050321987e-06,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny view_chain layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -6046,129 +6046,129 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    8.934400230646134e-05,
-    0.0001281280070543289,
-    0.000258976012468338
+    0.00010172799974679946,
+    0.00012467200309038162,
+    0.000248416006565094
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 7.228650000570269e-06,
-   "host_backward_canary_seconds": 1.8931480001356247e-05,
+   "host_canary_seconds": 7.913470000175948e-06,
+   "host_backward_canary_seconds": 1.885939999965558e-05,
    "pass_seconds": [
-    8.883048203729446e-06,
-    5.763809418394452e-06,
-    1.4042666714106287e-05
+    7.814095666011178e-06,
+    6.211809459186736e-06,
+    9.035430050321987e-06
    ],
    "pass_host_canary_seconds": [
-    7.228650000570269e-06,
-    7.848650000141788e-06,
-    1.0507987499863703e-05
+    7.913470000175948e-06,
+    6.531609999456123e-06,
+    1.0453137499553122e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8931480001356247e-05,
-    1.615847000039139e-05,
-    1.614003499980754e-05
+    1.885939999965558e-05,
+    1.4249349999317928e-05,
+    1.977380499965875e-05
    ]
   },
   "backward_call_before_first_kernel": {
-   "seconds": 0.0001563200056552887,
-   "min": 8.806400001049042e-05,
-   "max": 0.0004123840034008026,
+   "seconds": 0.00018953600525856018,
+   "min": 7.043199986219406e-05,
+   "max": 0.0004116480052471161,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event recorded by the first autograd node's pre-hook (before its first kernel); no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.787335000055463e-06,
-   "host_backward_canary_seconds": 1.797982000198317e-05,
+   "host_canary_seconds": 1.0249825000983037e-05,
+   "host_backward_canary_seconds": 1.8968489998769657e-05,
    "pass_seconds": [
-    0.0001563200056552887,
-    0.00015328000485897064,
-    0.0002004159986972809
+    0.00019529600441455842,
+    0.00018953600525856018,
+    0.00012412799894809723
    ],
    "pass_host_canary_seconds": [
-    9.787335000055463e-06,
-    8.019970000532339e-06,
-    1.0301954999931694e-05
+    1.0249825000983037e-05,
+    6.308099999614569e-06,
+    1.0483710000244172e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.797982000198317e-05,
-    1.5745040000183507e-05,
-    1.8954770000618735e-05
+    1.8968489998769657e-05,
+    1.3198070000726147e-05,
+    1.904284999909578e-05
    ]
   },
   "backward_call_after_last_kernel": {
-   "seconds": 0.00010412800312042237,
-   "min": 6.57920017838478e-05,
-   "max": 0.0003077119886875153,
+   "seconds": 9.641599655151368e-05,
+   "min": 4.982399940490723e-05,
+   "max": 0.00048051199316978457,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: event recorded by the input's gradient hook (after the last node's kernels) to an event after backward() returned; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.787335000055463e-06,
-   "host_backward_canary_seconds": 1.797982000198317e-05,
+   "host_canary_seconds": 1.0249825000983037e-05,
+   "host_backward_canary_seconds": 1.8968489998769657e-05,
    "pass_seconds": [
-    0.00010412800312042237,
-    9.833600372076034e-05,
-    0.00013209599256515503
+    0.00013926400244235993,
+    6.259199976921082e-05,
+    9.641599655151368e-05
    ],
    "pass_host_canary_seconds": [
-    9.787335000055463e-06,
-    8.019970000532339e-06,
-    1.0301954999931694e-05
+    1.0249825000983037e-05,
+    6.308099999614569e-06,
+    1.0483710000244172e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.797982000198317e-05,
-    1.5745040000183507e-05,
-    1.8954770000618735e-05
+    1.8968489998769657e-05,
+    1.3198070000726147e-05,
+    1.904284999909578e-05
    ]
   },
   "backward_call_before_first_kernel_autocast": {
-   "seconds": 0.0001398719996213913,
-   "min": 9.340800344944e-05,
-   "max": 0.00038944000005722046,
+   "seconds": 0.00015900799632072448,
+   "min": 7.606399804353714e-05,
+   "max": 0.00036614400148391726,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event recorded by the first autograd node's pre-hook (before its first kernel); inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.819384999900648e-06,
-   "host_backward_canary_seconds": 1.783552000006239e-05,
+   "host_canary_seconds": 8.565470000121423e-06,
+   "host_backward_canary_seconds": 1.8981874999326467e-05,
    "pass_seconds": [
-    0.0001398719996213913,
-    0.00014431999623775482,
-    0.00013011200726032257
+    0.00020044800639152526,
+    9.878399968147278e-05,
+    0.00015900799632072448
    ],
    "pass_host_canary_seconds": [
-    9.819384999900648e-06,
-    7.157454999742185e-06,
-    9.810990000005405e-06
+    8.565470000121423e-06,
+    6.208624999999301e-06,
+    1.0434580000264759e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.783552000006239e-05,
-    1.3187400002152572e-05,
-    1.7326240001693805e-05
+    1.8981874999326467e-05,
+    1.3198070000726147e-05,
+    1.8798969999807014e-05
    ]
   },
   "backward_call_after_last_kernel_autocast": {
-   "seconds": 0.00013596799969673156,
-   "min": 8.76159965991974e-05,
-   "max": 0.0003327359855175018,
+   "seconds": 0.00016044799983501435,
+   "min": 8.060800284147262e-05,
+   "max": 0.00031059199571609495,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: event recorded by the input's gradient hook (after the last node's kernels) to an event after backward() returned; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.819384999900648e-06,
-   "host_backward_canary_seconds": 1.783552000006239e-05,
+   "host_canary_seconds": 8.565470000121423e-06,
+   "host_backward_canary_seconds": 1.8981874999326467e-05,
    "pass_seconds": [
-    0.00014710399508476257,
-    0.00011196800321340561,
-    0.00013596799969673156
+    0.00017983999848365784,
+    0.00010518400371074677,
+    0.00016044799983501435
    ],
    "pass_host_canary_seconds": [
-    9.819384999900648e-06,
-    7.157454999742185e-06,
-    9.810990000005405e-06
+    8.565470000121423e-06,
+    6.208624999999301e-06,
+    1.0434580000264759e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.783552000006239e-05,
-    1.3187400002152572e-05,
-    1.7326240001693805e-05
+    1.8981874999326467e-05,
+    1.3198070000726147e-05,
+    1.8798969999807014e-05
    ]
   },
   "backward_walk_node": {
-   "seconds": 3.4231888877103403e-07,
-   "min": 3.313933333023063e-07,
-   "max": 3.9991666679068453e-07,
+   "seconds": 3.2227333374774185e-07,
+   "min": 2.3265222226756225e-07,
+   "max": 4.7275111102054426e-07,
    "samples": 3,
    "method": "backward() of chains of [100, 1000] tiny multiplications ([102, 1002] nodes): host seconds from the call to the first node's pre-hook, median per length, (T(long) - T(short)) / (nodes(long) - nodes(short)); median of 3 passes over the probe's run",
    "chain_nodes": [
@@ -6176,1951 +6176,1951 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     1002
    ],
    "chain_to_first_node_seconds": [
-    0.00012863400002061098,
-    0.0004367209999145416
+    0.00015891199996076466,
+    0.0003682990000015707
    ],
-   "host_canary_seconds": 8.323567499814998e-06,
-   "host_backward_canary_seconds": 2.0370844998751637e-05,
+   "host_canary_seconds": 7.539267500078495e-06,
+   "host_backward_canary_seconds": 1.7317899998943173e-05,
    "pass_seconds": [
-    3.4231888877103403e-07,
-    3.9991666679068453e-07,
-    3.313933333023063e-07
+    2.3265222226756225e-07,
+    3.2227333374774185e-07,
+    4.7275111102054426e-07
    ],
    "pass_host_canary_seconds": [
-    8.323567499814998e-06,
-    1.0600157499993655e-05,
-    8.811872500018581e-06
+    7.539267500078495e-06,
+    6.282412500127065e-06,
+    1.038108999978249e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0370844998751637e-05,
-    1.7509229999177477e-05,
-    1.850773500109426e-05
+    1.7317899998943173e-05,
+    1.5174410000327043e-05,
+    2.1841360000962597e-05
    ]
   },
   "layer_steady_linear": {
-   "seconds": 0.00024166912078857423,
-   "min": 0.0001905023956298828,
-   "max": 0.0004164767837524414,
+   "seconds": 0.0002011788749694824,
+   "min": 0.0001255718421936035,
+   "max": 0.00028248640060424805,
    "samples": 33,
    "method": "one tiny linear layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0191689999601295e-05,
-   "host_backward_canary_seconds": 1.9282960001874015e-05,
+   "host_canary_seconds": 7.517934999441423e-06,
+   "host_backward_canary_seconds": 1.976365000018632e-05,
    "pass_seconds": [
-    0.00024166912078857423,
-    0.0003101484870910644,
-    0.00022060991287231444
+    0.0002011788749694824,
+    0.00016317312240600584,
+    0.0002727705574035644
    ],
    "pass_host_canary_seconds": [
-    1.0191689999601295e-05,
-    1.1200957499681863e-05,
-    7.244889999356019e-06
+    7.517934999441423e-06,
+    8.567079999579618e-06,
+    1.0067740000181402e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9282960001874015e-05,
-    2.096704999985377e-05,
-    1.8697230000270793e-05
+    1.976365000018632e-05,
+    1.5402320000248436e-05,
+    1.880741500031036e-05
    ]
   },
   "layer_steady_linear_autocast": {
-   "seconds": 0.0006383891296386719,
-   "min": 0.00044156993865966795,
-   "max": 0.0007797100830078125,
+   "seconds": 0.00031044607162475585,
+   "min": 0.0002112825584411621,
+   "max": 0.0005839059066772461,
    "samples": 33,
    "method": "one tiny linear layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0136864999594763e-05,
-   "host_backward_canary_seconds": 1.9146950000958897e-05,
+   "host_canary_seconds": 8.750737500804461e-06,
+   "host_backward_canary_seconds": 1.6637135000792114e-05,
    "pass_seconds": [
-    0.00045059585571289066,
-    0.0006383891296386719,
-    0.0006801414489746093
+    0.00031044607162475585,
+    0.0002337887954711914,
+    0.0004685516738891601
    ],
    "pass_host_canary_seconds": [
-    1.0136864999594763e-05,
-    1.122302499993566e-05,
-    1.0203450000290103e-05
+    8.750737500804461e-06,
+    6.507690000034927e-06,
+    1.0123030000386279e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9146950000958897e-05,
-    2.0590909998645656e-05,
-    1.9616909999058407e-05
+    1.6637135000792114e-05,
+    1.3801390000480751e-05,
+    1.8385785000418765e-05
    ]
   },
   "layer_steady_linear_nobias": {
-   "seconds": 0.00019661760330200195,
-   "min": 0.00016550783157348633,
-   "max": 0.0003579782485961914,
+   "seconds": 0.00015765760421752932,
+   "min": 0.00013446144104003907,
+   "max": 0.00018633920669555663,
    "samples": 33,
    "method": "one tiny linear_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0305285000526965e-05,
-   "host_backward_canary_seconds": 1.9203445000357532e-05,
+   "host_canary_seconds": 1.0047954999663489e-05,
+   "host_backward_canary_seconds": 1.832657000022664e-05,
    "pass_seconds": [
-    0.00019268096923828125,
-    0.0003031641578674316,
-    0.00019661760330200195
+    0.0001685843276977539,
+    0.00015765760421752932,
+    0.00015080575942993162
    ],
    "pass_host_canary_seconds": [
-    1.0305285000526965e-05,
-    1.1090520000607285e-05,
-    1.040178500034017e-05
+    1.0047954999663489e-05,
+    6.753479999588307e-06,
+    7.276175000470175e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9203445000357532e-05,
-    2.1186739998029226e-05,
-    1.816189500004839e-05
+    1.832657000022664e-05,
+    1.7510120001134057e-05,
+    1.8553119998614422e-05
    ]
   },
   "layer_steady_linear_nobias_autocast": {
-   "seconds": 0.00034594177246093755,
-   "min": 0.00022996671676635744,
-   "max": 0.0006864390563964843,
+   "seconds": 0.00029247488021850586,
+   "min": 0.00019329343795776368,
+   "max": 0.0005046790313720704,
    "samples": 33,
    "method": "one tiny linear_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0111770000662546e-05,
-   "host_backward_canary_seconds": 1.801317500053301e-05,
+   "host_canary_seconds": 7.688055000016902e-06,
+   "host_backward_canary_seconds": 1.7880100001548273e-05,
    "pass_seconds": [
-    0.00034594177246093755,
-    0.00033319679260253906,
-    0.0005545971298217773
+    0.00029247488021850586,
+    0.00025807552337646486,
+    0.00045188671112060547
    ],
    "pass_host_canary_seconds": [
-    1.0111770000662546e-05,
-    9.15534499995374e-06,
-    1.0195260000500638e-05
+    7.688055000016902e-06,
+    6.673984999565619e-06,
+    1.0001107499988393e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.801317500053301e-05,
-    2.1738080001796333e-05,
-    1.926881000144931e-05
+    1.7880100001548273e-05,
+    1.6544144999670605e-05,
+    1.8184809999866047e-05
    ]
   },
   "layer_steady_matmul": {
-   "seconds": 0.00016208192825317383,
-   "min": 0.00010700991630554199,
-   "max": 0.00020844352722167967,
+   "seconds": 0.000135927677154541,
+   "min": 0.00012006591796875,
+   "max": 0.00019751935958862304,
    "samples": 33,
    "method": "one tiny matmul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.354069999792046e-06,
-   "host_backward_canary_seconds": 1.5402400000539272e-05,
+   "host_canary_seconds": 7.592870000507901e-06,
+   "host_backward_canary_seconds": 1.8233620000955852e-05,
    "pass_seconds": [
-    0.00011469887733459474,
-    0.00016208192825317383,
-    0.00018824256896972656
+    0.000135927677154541,
+    0.0001230739212036133,
+    0.00018681472778320313
    ],
    "pass_host_canary_seconds": [
-    7.354069999792046e-06,
-    8.190835000050356e-06,
-    1.0293222500195043e-05
+    7.592870000507901e-06,
+    6.6183599994928955e-06,
+    1.068615500003034e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5402400000539272e-05,
-    2.1593199999188073e-05,
-    1.9936174999202196e-05
+    1.8233620000955852e-05,
+    1.799987500021416e-05,
+    1.9507120000525902e-05
    ]
   },
   "layer_steady_matmul_autocast": {
-   "seconds": 0.00040716480255126953,
-   "min": 0.00019864383697509766,
-   "max": 0.0005568825531005859,
+   "seconds": 0.0002791257667541504,
+   "min": 0.00021881088256835938,
+   "max": 0.000424213752746582,
    "samples": 33,
    "method": "one tiny matmul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.472434999726829e-06,
-   "host_backward_canary_seconds": 1.6876460001640226e-05,
+   "host_canary_seconds": 7.914205000361107e-06,
+   "host_backward_canary_seconds": 1.9293929999548708e-05,
    "pass_seconds": [
-    0.00022521024703979495,
-    0.0004726752090454102,
-    0.00040716480255126953
+    0.0002791257667541504,
+    0.00023134336471557616,
+    0.00036245502471923824
    ],
    "pass_host_canary_seconds": [
-    7.472434999726829e-06,
-    1.1009632499963118e-05,
-    1.0143990000415215e-05
+    7.914205000361107e-06,
+    6.777290000172798e-06,
+    1.0653895000132252e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6876460001640226e-05,
-    2.1147500000324726e-05,
-    1.9474819999913962e-05
+    1.9293929999548708e-05,
+    1.816793999978472e-05,
+    1.8682439999793133e-05
    ]
   },
   "layer_steady_bmm": {
-   "seconds": 0.00013302656173706055,
-   "min": 0.00011557248115539551,
-   "max": 0.0002577644729614258,
+   "seconds": 0.00015066240310668944,
+   "min": 0.00012298303604125978,
+   "max": 0.00018403776168823244,
    "samples": 33,
    "method": "one tiny bmm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.347680000293622e-06,
-   "host_backward_canary_seconds": 1.5723390000630388e-05,
+   "host_canary_seconds": 8.044054999345462e-06,
+   "host_backward_canary_seconds": 1.8496990001040104e-05,
    "pass_seconds": [
-    0.00012411520004272463,
-    0.00019300096511840818,
-    0.00013302656173706055
+    0.00015066240310668944,
+    0.000132608642578125,
+    0.00017456768035888673
    ],
    "pass_host_canary_seconds": [
-    7.347680000293622e-06,
-    1.0992879999776051e-05,
-    8.294255000009798e-06
+    8.044054999345462e-06,
+    6.428235000157656e-06,
+    1.066762000050403e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5723390000630388e-05,
-    2.0502390000274318e-05,
-    1.9931990000259247e-05
+    1.8496990001040104e-05,
+    1.7865740001070663e-05,
+    1.9345109999449052e-05
    ]
   },
   "layer_steady_bmm_autocast": {
-   "seconds": 0.00026183103561401366,
-   "min": 0.00019056896209716797,
-   "max": 0.0005082463836669922,
+   "seconds": 0.00023318080902099607,
+   "min": 0.00019807743072509766,
+   "max": 0.0003917075347900391,
    "samples": 33,
    "method": "one tiny bmm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.502329999624635e-06,
-   "host_backward_canary_seconds": 1.6226909999659255e-05,
+   "host_canary_seconds": 7.329834999154628e-06,
+   "host_backward_canary_seconds": 1.8626749999839375e-05,
    "pass_seconds": [
-    0.0002323967933654785,
-    0.0004624563217163086,
-    0.00026183103561401366
+    0.00023318080902099607,
+    0.00022514623641967774,
+    0.0003144659233093262
    ],
    "pass_host_canary_seconds": [
-    7.502329999624635e-06,
-    1.0984097499999734e-05,
-    7.134395000321092e-06
+    7.329834999154628e-06,
+    6.530355000222698e-06,
+    1.062456999989081e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6226909999659255e-05,
-    2.0667420000108907e-05,
-    1.959147999968991e-05
+    1.8626749999839375e-05,
+    1.7037730001447925e-05,
+    1.9082129999787866e-05
    ]
   },
   "layer_steady_conv2d": {
-   "seconds": 0.00021141248703002928,
-   "min": 0.00018063936233520507,
-   "max": 0.000286618881225586,
+   "seconds": 0.0001865977668762207,
+   "min": 0.00016940736770629884,
+   "max": 0.0003371699142456055,
    "samples": 33,
    "method": "one tiny conv2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.793819999937113e-06,
-   "host_backward_canary_seconds": 1.9568259999687144e-05,
+   "host_canary_seconds": 8.607447500139642e-06,
+   "host_backward_canary_seconds": 1.858113999901434e-05,
    "pass_seconds": [
-    0.0002405311965942383,
-    0.00021141248703002928,
-    0.00020150592803955077
+    0.0001865977668762207,
+    0.0001774118423461914,
+    0.00029918527603149415
    ],
    "pass_host_canary_seconds": [
-    8.793819999937113e-06,
-    8.409700000129305e-06,
-    7.665535000001002e-06
+    8.607447500139642e-06,
+    8.678409999447467e-06,
+    1.0237850000294202e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9568259999687144e-05,
-    2.0728599999983998e-05,
-    1.9563209999660103e-05
+    1.858113999901434e-05,
+    1.7833100000643752e-05,
+    1.9068699998570082e-05
    ]
   },
   "layer_steady_conv2d_autocast": {
-   "seconds": 0.0004987443161010742,
-   "min": 0.00027699583053588864,
-   "max": 0.0006458771514892578,
+   "seconds": 0.00047983551025390626,
+   "min": 0.0002463884735107422,
+   "max": 0.000677896957397461,
    "samples": 33,
    "method": "one tiny conv2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0005245000002104e-05,
-   "host_backward_canary_seconds": 1.56469500007006e-05,
+   "host_canary_seconds": 9.974710000051346e-06,
+   "host_backward_canary_seconds": 1.4552475000755294e-05,
    "pass_seconds": [
-    0.0003730860900878906,
-    0.0005951763153076173,
-    0.0004987443161010742
+    0.00047983551025390626,
+    0.0002564646339416504,
+    0.0005992192077636719
    ],
    "pass_host_canary_seconds": [
-    1.0005245000002104e-05,
-    1.0686724999686703e-05,
-    8.328140000344319e-06
+    9.974710000051346e-06,
+    6.731574999321311e-06,
+    1.0245500000110042e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.56469500007006e-05,
-    1.961329000096157e-05,
-    1.8801630001235023e-05
+    1.4552475000755294e-05,
+    1.3916699999754201e-05,
+    1.8424039999445086e-05
    ]
   },
   "layer_steady_conv2d_nobias": {
-   "seconds": 0.0001491500759124756,
-   "min": 0.00011365504264831543,
-   "max": 0.00024742847442626954,
+   "seconds": 0.0001649184036254883,
+   "min": 0.00010479935646057129,
+   "max": 0.00023060096740722656,
    "samples": 33,
    "method": "one tiny conv2d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.919505000018035e-06,
-   "host_backward_canary_seconds": 1.557760999958191e-05,
+   "host_canary_seconds": 9.873935000541679e-06,
+   "host_backward_canary_seconds": 1.4369709999755287e-05,
    "pass_seconds": [
-    0.00012782912254333495,
-    0.00022579647064208984,
-    0.0001491500759124756
+    0.0001649184036254883,
+    0.00010687744140625,
+    0.00021126592636108398
    ],
    "pass_host_canary_seconds": [
-    7.919505000018035e-06,
-    1.0505560001092817e-05,
-    7.414369999878545e-06
+    9.873935000541679e-06,
+    6.700730000375188e-06,
+    1.0234725000373146e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.557760999958191e-05,
-    2.0685360000243235e-05,
-    1.8363660001341486e-05
+    1.4369709999755287e-05,
+    1.4777419999063568e-05,
+    1.7798359999687817e-05
    ]
   },
   "layer_steady_conv2d_nobias_autocast": {
-   "seconds": 0.00045236736297607423,
-   "min": 0.00024270847320556643,
-   "max": 0.0005850912094116211,
+   "seconds": 0.0003301472091674805,
+   "min": 0.00019212863922119143,
+   "max": 0.0006223180770874023,
    "samples": 33,
    "method": "one tiny conv2d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.057790999993813e-05,
-   "host_backward_canary_seconds": 1.7806365001433732e-05,
+   "host_canary_seconds": 9.547232500040081e-06,
+   "host_backward_canary_seconds": 1.598596999997426e-05,
    "pass_seconds": [
-    0.0003030624008178711,
-    0.0005106284713745117,
-    0.00045236736297607423
+    0.0003301472091674805,
+    0.00019703231811523436,
+    0.0005406809616088867
    ],
    "pass_host_canary_seconds": [
-    1.057790999993813e-05,
-    1.0630070000843262e-05,
-    9.848619999957009e-06
+    9.547232500040081e-06,
+    6.448630000477351e-06,
+    1.0503460000563791e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7806365001433732e-05,
-    2.074832000062088e-05,
-    1.9407615001227894e-05
+    1.598596999997426e-05,
+    1.3180630000988458e-05,
+    1.7223549998561794e-05
    ]
   },
   "layer_steady_conv1d": {
-   "seconds": 0.0002380460739135742,
-   "min": 0.00015603072166442872,
-   "max": 0.00035405952453613284,
+   "seconds": 0.00018083391189575198,
+   "min": 0.0001303212833404541,
+   "max": 0.0004156908798217773,
    "samples": 33,
    "method": "one tiny conv1d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.716914999491565e-06,
-   "host_backward_canary_seconds": 1.928098000007594e-05,
+   "host_canary_seconds": 7.423024999866357e-06,
+   "host_backward_canary_seconds": 1.9567235000295113e-05,
    "pass_seconds": [
-    0.00018531391143798828,
-    0.0003261452865600586,
-    0.0002380460739135742
+    0.00018083391189575198,
+    0.00017334207534790039,
+    0.00028563199996948244
    ],
    "pass_host_canary_seconds": [
-    7.716914999491565e-06,
-    1.0923419999926409e-05,
-    9.732940000048985e-06
+    7.423024999866357e-06,
+    6.5700499999366e-06,
+    1.0514972499890973e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.928098000007594e-05,
-    2.0260310000139724e-05,
-    1.9241909999436757e-05
+    1.9567235000295113e-05,
+    1.312804999997752e-05,
+    1.5938079999386898e-05
    ]
   },
   "layer_steady_conv1d_autocast": {
-   "seconds": 0.0005269254302978515,
-   "min": 0.0002993145561218262,
-   "max": 0.0006956006622314453,
+   "seconds": 0.0004523174285888672,
+   "min": 0.0003052396774291992,
+   "max": 0.0007688697814941406,
    "samples": 33,
    "method": "one tiny conv1d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.792984999923645e-06,
-   "host_backward_canary_seconds": 1.7255729999305914e-05,
+   "host_canary_seconds": 7.58141000062551e-06,
+   "host_backward_canary_seconds": 1.4890675000742703e-05,
    "pass_seconds": [
-    0.0003564384078979492,
-    0.0005453644943237305,
-    0.0005269254302978515
+    0.0003231878280639648,
+    0.0004523174285888672,
+    0.000607916145324707
    ],
    "pass_host_canary_seconds": [
-    7.792984999923645e-06,
-    1.0549794999406004e-05,
-    1.0061437500326064e-05
+    7.58141000062551e-06,
+    8.009582500108082e-06,
+    1.04245350007659e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7255729999305914e-05,
-    2.0655099999657976e-05,
-    1.929405500050052e-05
+    1.4890675000742703e-05,
+    1.5669809999963033e-05,
+    1.608167999847865e-05
    ]
   },
   "layer_steady_conv1d_nobias": {
-   "seconds": 0.0001806003189086914,
-   "min": 0.0001461631965637207,
-   "max": 0.00021423295974731446,
+   "seconds": 0.00016812671661376954,
+   "min": 0.00011593088150024415,
+   "max": 0.0002420159912109375,
    "samples": 33,
    "method": "one tiny conv1d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1095457500118755e-05,
-   "host_backward_canary_seconds": 2.0083309999563424e-05,
+   "host_canary_seconds": 7.372585000666731e-06,
+   "host_backward_canary_seconds": 1.522002000001521e-05,
    "pass_seconds": [
-    0.00018972671508789063,
-    0.0001806003189086914,
-    0.0001777292823791504
+    0.0001333574390411377,
+    0.00016812671661376954,
+    0.0001958118438720703
    ],
    "pass_host_canary_seconds": [
-    1.1095457500118755e-05,
-    1.0172644999784098e-05,
-    8.116710000081183e-06
+    7.372585000666731e-06,
+    9.328334999736399e-06,
+    1.0356785000453784e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0083309999563424e-05,
-    2.055428999938158e-05,
-    1.9715314999757537e-05
+    1.522002000001521e-05,
+    1.3129949998074153e-05,
+    1.593776999925467e-05
    ]
   },
   "layer_steady_conv1d_nobias_autocast": {
-   "seconds": 0.0003610227203369141,
-   "min": 0.0002641606330871582,
-   "max": 0.0006039705657958984,
+   "seconds": 0.00027868608474731447,
+   "min": 0.00022446655273437502,
+   "max": 0.0006255904006958007,
    "samples": 33,
    "method": "one tiny conv1d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.744207499693402e-06,
-   "host_backward_canary_seconds": 1.923185500004365e-05,
+   "host_canary_seconds": 9.88295499951164e-06,
+   "host_backward_canary_seconds": 1.4832690001185255e-05,
    "pass_seconds": [
-    0.000298156795501709,
-    0.0003610227203369141,
-    0.0005116876983642577
+    0.00027868608474731447,
+    0.0003603692626953125,
+    0.0002695001602172852
    ],
    "pass_host_canary_seconds": [
-    9.744207499693402e-06,
-    1.0601297499874818e-05,
-    9.893034999777228e-06
+    9.88295499951164e-06,
+    9.195515000328669e-06,
+    1.0165862499889045e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.923185500004365e-05,
-    1.9565990000955936e-05,
-    1.8759310000859843e-05
+    1.4832690001185255e-05,
+    1.699604999885196e-05,
+    1.6201949999867793e-05
    ]
   },
   "layer_steady_batchnorm2d": {
-   "seconds": 0.00020027648925781248,
-   "min": 0.00017792768478393554,
-   "max": 0.0002623072052001953,
+   "seconds": 0.0001545792007446289,
+   "min": 0.00013926079750061035,
+   "max": 0.0002487411117553711,
    "samples": 33,
    "method": "one tiny batchnorm2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.5381250002237725e-06,
-   "host_backward_canary_seconds": 2.0054304999348458e-05,
+   "host_canary_seconds": 9.594824999794583e-06,
+   "host_backward_canary_seconds": 1.604277000069487e-05,
    "pass_seconds": [
-    0.00020027648925781248,
-    0.00021304704666137695,
-    0.0001821286392211914
+    0.00019217023849487302,
+    0.0001520249557495117,
+    0.0001545792007446289
    ],
    "pass_host_canary_seconds": [
-    7.5381250002237725e-06,
-    1.0467095000876725e-05,
-    6.925165000666311e-06
+    9.594824999794583e-06,
+    6.742020000274351e-06,
+    7.342754998944656e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0054304999348458e-05,
-    2.001200999984576e-05,
-    1.2960949998159777e-05
+    1.604277000069487e-05,
+    1.742659999990792e-05,
+    1.5662480000173672e-05
    ]
   },
   "layer_steady_batchnorm2d_autocast": {
-   "seconds": 0.00024239360809326173,
-   "min": 0.00021008895874023438,
-   "max": 0.0004011455917358398,
+   "seconds": 0.00018668287277221677,
+   "min": 0.00014418368339538573,
+   "max": 0.0002492959976196289,
    "samples": 33,
    "method": "one tiny batchnorm2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0271804999888445e-05,
-   "host_backward_canary_seconds": 1.9962535001241123e-05,
+   "host_canary_seconds": 7.121069999129759e-06,
+   "host_backward_canary_seconds": 1.6235189998496936e-05,
    "pass_seconds": [
-    0.00024239360809326173,
-    0.00024687360763549806,
-    0.00021402111053466798
+    0.00020480064392089842,
+    0.00017894208908081054,
+    0.00018668287277221677
    ],
    "pass_host_canary_seconds": [
-    1.0271804999888445e-05,
-    1.0199965000765587e-05,
-    7.0946300002106e-06
+    7.121069999129759e-06,
+    6.588904999489387e-06,
+    7.791815000928182e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9962535001241123e-05,
-    1.9366859999081498e-05,
-    1.215172000001985e-05
+    1.6235189998496936e-05,
+    1.6549939998640185e-05,
+    1.581055000087872e-05
    ]
   },
   "layer_steady_layernorm": {
-   "seconds": 0.00015239168167114259,
-   "min": 0.0001034067153930664,
-   "max": 0.00016243648529052734,
+   "seconds": 0.00012552255630493165,
+   "min": 8.798720359802247e-05,
+   "max": 0.00024498559951782224,
    "samples": 33,
    "method": "one tiny layernorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0748480000302153e-05,
-   "host_backward_canary_seconds": 2.104130000134319e-05,
+   "host_canary_seconds": 7.687157500413378e-06,
+   "host_backward_canary_seconds": 1.6312109999034874e-05,
    "pass_seconds": [
-    0.0001567263984680176,
-    0.00015239168167114259,
-    0.00012739968299865724
+    0.00012552255630493165,
+    9.693440437316893e-05,
+    0.00012735103607177734
    ],
    "pass_host_canary_seconds": [
-    1.0748480000302153e-05,
-    1.0280369999691174e-05,
-    7.006409999803509e-06
+    7.687157500413378e-06,
+    6.420145000447519e-06,
+    7.792745000188006e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.104130000134319e-05,
-    1.9786079999448702e-05,
-    1.207302000011623e-05
+    1.6312109999034874e-05,
+    1.5686834999542043e-05,
+    1.637643000094613e-05
    ]
   },
   "layer_steady_layernorm_autocast": {
-   "seconds": 0.0001808172798156738,
-   "min": 0.00011742143630981446,
-   "max": 0.0001982464027404785,
+   "seconds": 0.00019284223556518553,
+   "min": 0.0001484940814971924,
+   "max": 0.0002292300796508789,
    "samples": 33,
    "method": "one tiny layernorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0238349999553974e-05,
-   "host_backward_canary_seconds": 2.0415300000422575e-05,
+   "host_canary_seconds": 7.541444999787928e-06,
+   "host_backward_canary_seconds": 2.071311000008791e-05,
    "pass_seconds": [
-    0.0001808172798156738,
-    0.00018619392395019532,
-    0.00012331071853637695
+    0.0001616486358642578,
+    0.00019299007415771483,
+    0.00019284223556518553
    ],
    "pass_host_canary_seconds": [
-    1.0238349999553974e-05,
-    1.0809924999648501e-05,
-    7.006409999803509e-06
+    7.541444999787928e-06,
+    9.515835000115658e-06,
+    1.0564264999857188e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0415300000422575e-05,
-    1.99804200019571e-05,
-    1.4006440001139708e-05
+    2.071311000008791e-05,
+    1.4741575000698504e-05,
+    1.8980249999458467e-05
    ]
   },
   "layer_steady_groupnorm": {
-   "seconds": 0.00024410112380981446,
-   "min": 0.00016619007110595704,
-   "max": 0.0002523583984375,
+   "seconds": 0.00024785215377807617,
+   "min": 0.00020455615997314454,
+   "max": 0.0003197689628601074,
    "samples": 33,
    "method": "one tiny groupnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0060070000008636e-05,
-   "host_backward_canary_seconds": 2.0340439998562943e-05,
+   "host_canary_seconds": 7.667840000067372e-06,
+   "host_backward_canary_seconds": 1.9438230001469492e-05,
    "pass_seconds": [
-    0.0002442745590209961,
-    0.00024410112380981446,
-    0.00016942975997924804
+    0.00024785215377807617,
+    0.00023592575073242187,
+    0.0002520025634765625
    ],
    "pass_host_canary_seconds": [
-    1.0060070000008636e-05,
-    1.0316064999642549e-05,
-    7.145394999952259e-06
+    7.667840000067372e-06,
+    9.136979999766481e-06,
+    1.0586370000282842e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0340439998562943e-05,
-    1.966248999906384e-05,
-    1.5740010001081826e-05
+    1.9438230001469492e-05,
+    1.6708949999610923e-05,
+    1.924853999980769e-05
    ]
   },
   "layer_steady_groupnorm_autocast": {
-   "seconds": 0.00028252416610717774,
-   "min": 0.00018799808502197263,
-   "max": 0.00037113086700439455,
+   "seconds": 0.0003077324867248535,
+   "min": 0.00020540864944458006,
+   "max": 0.00037472255706787113,
    "samples": 33,
    "method": "one tiny groupnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0593360000257235e-05,
-   "host_backward_canary_seconds": 2.1338620001642994e-05,
+   "host_canary_seconds": 1.0936464999531381e-05,
+   "host_backward_canary_seconds": 1.8330640000385755e-05,
    "pass_seconds": [
-    0.00028252416610717774,
-    0.00029386816024780274,
-    0.00020039808273315427
+    0.00025976831436157227,
+    0.0003077324867248535,
+    0.0003159244728088379
    ],
    "pass_host_canary_seconds": [
-    1.0593360000257235e-05,
-    1.0350270000571982e-05,
-    7.299862499507981e-06
+    1.0936464999531381e-05,
+    9.710499999755485e-06,
+    1.0863735000157248e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1338620001642994e-05,
-    1.946859000099721e-05,
-    1.4966029999641252e-05
+    1.8330640000385755e-05,
+    1.486436000050162e-05,
+    1.920704999974987e-05
    ]
   },
   "layer_steady_relu": {
-   "seconds": 0.00011078975677490233,
-   "min": 7.283904075622558e-05,
-   "max": 0.0001354201602935791,
+   "seconds": 0.00010528063774108887,
+   "min": 8.735168457031249e-05,
+   "max": 0.00013058624267578124,
    "samples": 33,
    "method": "one tiny relu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0776999999961845e-05,
-   "host_backward_canary_seconds": 2.1664939999936905e-05,
+   "host_canary_seconds": 7.255177500269383e-06,
+   "host_backward_canary_seconds": 1.9297970000025088e-05,
    "pass_seconds": [
-    0.00012512127876281736,
-    0.00011078975677490233,
-    7.89132785797119e-05
+    9.27616024017334e-05,
+    0.00010528063774108887,
+    0.00011854207992553711
    ],
    "pass_host_canary_seconds": [
-    1.0776999999961845e-05,
-    9.903337499963527e-06,
-    7.248850000109997e-06
+    7.255177500269383e-06,
+    9.532005000210118e-06,
+    1.0726417499427044e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1664939999936905e-05,
-    1.9857310001043515e-05,
-    1.727992499922948e-05
+    1.9297970000025088e-05,
+    1.4756620000753173e-05,
+    1.9177464999984294e-05
    ]
   },
   "layer_steady_relu_autocast": {
-   "seconds": 0.00013940159797668457,
-   "min": 0.00010882368087768554,
-   "max": 0.00017008192062377932,
+   "seconds": 0.00014065664291381836,
+   "min": 9.161855697631835e-05,
+   "max": 0.00016413375854492187,
    "samples": 33,
    "method": "one tiny relu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0766149999881236e-05,
-   "host_backward_canary_seconds": 2.1874179999485932e-05,
+   "host_canary_seconds": 7.141535000414479e-06,
+   "host_backward_canary_seconds": 1.9347625000136758e-05,
    "pass_seconds": [
-    0.00016572479248046877,
-    0.00013940159797668457,
-    0.00011408767700195312
+    0.00010719488143920899,
+    0.00014065664291381836,
+    0.00015347711563110352
    ],
    "pass_host_canary_seconds": [
-    1.0766149999881236e-05,
-    1.0046815000350761e-05,
-    7.633719999944332e-06
+    7.141535000414479e-06,
+    9.613214999717456e-06,
+    1.1148639999873922e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1874179999485932e-05,
-    1.9299160001082783e-05,
-    1.9546199999922465e-05
+    1.9347625000136758e-05,
+    1.4396790002138004e-05,
+    1.940478000051371e-05
    ]
   },
   "layer_steady_gelu": {
-   "seconds": 0.0001064134407043457,
-   "min": 7.769279956817628e-05,
-   "max": 0.00012676671981811524,
+   "seconds": 8.513919830322266e-05,
+   "min": 6.722496032714843e-05,
+   "max": 0.00011942079544067382,
    "samples": 33,
    "method": "one tiny gelu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0845544999824596e-05,
-   "host_backward_canary_seconds": 2.1509270001160986e-05,
+   "host_canary_seconds": 7.181200000445643e-06,
+   "host_backward_canary_seconds": 1.9117585001140466e-05,
    "pass_seconds": [
-    0.00012189056396484375,
-    0.0001064134407043457,
-    8.880319595336914e-05
+    8.513919830322266e-05,
+    8.21183967590332e-05,
+    0.00010894656181335449
    ],
    "pass_host_canary_seconds": [
-    1.0845544999824596e-05,
-    1.0116615000015372e-05,
-    8.842447500114758e-06
+    7.181200000445643e-06,
+    8.012614999870493e-06,
+    1.1002797500623273e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1509270001160986e-05,
-    2.031234000014592e-05,
-    1.596554499883496e-05
+    1.9117585001140466e-05,
+    1.5177504999428492e-05,
+    1.922122499991019e-05
    ]
   },
   "layer_steady_gelu_autocast": {
-   "seconds": 0.00013950207710266112,
-   "min": 9.565119743347167e-05,
-   "max": 0.00019999168395996094,
+   "seconds": 0.00010986175537109376,
+   "min": 8.64249610900879e-05,
+   "max": 0.000124136962890625,
    "samples": 33,
    "method": "one tiny gelu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.068398000029447e-05,
-   "host_backward_canary_seconds": 2.1400339999217977e-05,
+   "host_canary_seconds": 7.094482500633603e-06,
+   "host_backward_canary_seconds": 1.9459794999647783e-05,
    "pass_seconds": [
-    0.0001596761608123779,
-    0.00012550463676452636,
-    0.00013950207710266112
+    0.00011126655578613282,
+    9.42649555206299e-05,
+    0.00010986175537109376
    ],
    "pass_host_canary_seconds": [
-    1.068398000029447e-05,
-    1.0535685000263584e-05,
-    1.0273085000562788e-05
+    7.094482500633603e-06,
+    6.890802499697201e-06,
+    7.619462500088049e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1400339999217977e-05,
-    1.850618999924336e-05,
-    1.5432920001785533e-05
+    1.9459794999647783e-05,
+    1.6055944998925044e-05,
+    1.9320625000318614e-05
    ]
   },
   "layer_steady_silu": {
-   "seconds": 9.674816131591797e-05,
-   "min": 7.303232192993163e-05,
-   "max": 0.00012764032363891603,
+   "seconds": 8.68447971343994e-05,
+   "min": 7.10425615310669e-05,
+   "max": 0.00012211711883544922,
    "samples": 33,
    "method": "one tiny silu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0534369999959381e-05,
-   "host_backward_canary_seconds": 1.995833500018307e-05,
+   "host_canary_seconds": 7.030030000123588e-06,
+   "host_backward_canary_seconds": 1.5768629998547114e-05,
    "pass_seconds": [
-    0.00011980095863342284,
-    9.674816131591797e-05,
-    7.973440170288086e-05
+    7.34611177444458e-05,
+    0.00010907584190368653,
+    8.68447971343994e-05
    ],
    "pass_host_canary_seconds": [
-    1.0534369999959381e-05,
-    1.0668777500768556e-05,
-    8.375887499596502e-06
+    7.030030000123588e-06,
+    9.298484999931134e-06,
+    7.228049999525865e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.995833500018307e-05,
-    1.559709500156714e-05,
-    1.540465500056598e-05
+    1.5768629998547114e-05,
+    1.611099000001559e-05,
+    1.905627500036644e-05
    ]
   },
   "layer_steady_silu_autocast": {
-   "seconds": 0.00013940352439880373,
-   "min": 9.479680061340332e-05,
-   "max": 0.00017544832229614258,
+   "seconds": 0.00011369536399841309,
+   "min": 9.279423713684082e-05,
+   "max": 0.00014968192100524901,
    "samples": 33,
    "method": "one tiny silu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.05240099992443e-05,
-   "host_backward_canary_seconds": 2.0010719999845606e-05,
+   "host_canary_seconds": 1.0271897499478653e-05,
+   "host_backward_canary_seconds": 1.946356999837917e-05,
    "pass_seconds": [
-    0.0001552070426940918,
-    0.00013940352439880373,
-    0.0001354975986480713
+    0.00011369536399841309,
+    0.00014519871711730957,
+    0.00010912063598632813
    ],
    "pass_host_canary_seconds": [
-    1.05240099992443e-05,
-    1.0774455000728267e-05,
-    9.936315000231844e-06
+    1.0271897499478653e-05,
+    9.480020000864897e-06,
+    7.6796224999498e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0010719999845606e-05,
-    2.0492109999850072e-05,
-    1.4662339999631513e-05
+    1.946356999837917e-05,
+    1.3922759999331902e-05,
+    1.8411580000474715e-05
    ]
   },
   "layer_steady_tanh": {
-   "seconds": 0.00011461440086364746,
-   "min": 7.420544147491455e-05,
-   "max": 0.00015140671730041504,
+   "seconds": 0.00010111424446105957,
+   "min": 8.412032127380372e-05,
+   "max": 0.00012040767669677734,
    "samples": 33,
    "method": "one tiny tanh layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0426904999576437e-05,
-   "host_backward_canary_seconds": 2.152027999954953e-05,
+   "host_canary_seconds": 1.0224200000266137e-05,
+   "host_backward_canary_seconds": 1.5859009999985572e-05,
    "pass_seconds": [
-    0.00013570879936218263,
-    0.00011461440086364746,
-    7.765567779541016e-05
+    0.00010378047943115234,
+    0.00010111424446105957,
+    9.141632080078125e-05
    ],
    "pass_host_canary_seconds": [
-    1.0426904999576437e-05,
-    1.0788352500412657e-05,
-    7.449174999578645e-06
+    1.0224200000266137e-05,
+    9.227512500160628e-06,
+    8.604352500469758e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.152027999954953e-05,
-    2.173106999975971e-05,
-    1.5182644999640617e-05
+    1.5859009999985572e-05,
+    1.4343929998403836e-05,
+    1.883674500049892e-05
    ]
   },
   "layer_steady_tanh_autocast": {
-   "seconds": 0.00014377984046936036,
-   "min": 9.38259220123291e-05,
-   "max": 0.00018666879653930665,
+   "seconds": 0.0001413036823272705,
+   "min": 0.00010833087921142579,
+   "max": 0.0001787494468688965,
    "samples": 33,
    "method": "one tiny tanh layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0656575000211888e-05,
-   "host_backward_canary_seconds": 2.0308600001044396e-05,
+   "host_canary_seconds": 1.0225424999816823e-05,
+   "host_backward_canary_seconds": 1.703512999938539e-05,
    "pass_seconds": [
-    0.00017129600524902342,
-    0.00014377984046936036,
-    0.00010831232070922852
+    0.00015195712089538575,
+    0.0001413036823272705,
+    0.00013230591773986816
    ],
    "pass_host_canary_seconds": [
-    1.0656575000211888e-05,
-    1.124433499967381e-05,
-    7.322605000013028e-06
+    1.0225424999816823e-05,
+    9.287525000445384e-06,
+    1.0455269999738447e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0308600001044396e-05,
-    2.105811999854268e-05,
-    1.4468150001221148e-05
+    1.703512999938539e-05,
+    1.5104670001164778e-05,
+    1.9338280001193198e-05
    ]
   },
   "layer_steady_sigmoid": {
-   "seconds": 0.0001114457607269287,
-   "min": 8.25107192993164e-05,
-   "max": 0.0001260371208190918,
+   "seconds": 0.00010540287971496582,
+   "min": 8.416192054748535e-05,
+   "max": 0.0001203110408782959,
    "samples": 33,
    "method": "one tiny sigmoid layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0704910000072232e-05,
-   "host_backward_canary_seconds": 1.7949440000393224e-05,
+   "host_canary_seconds": 1.0102539999934378e-05,
+   "host_backward_canary_seconds": 1.7342559998496655e-05,
    "pass_seconds": [
-    0.00011040767669677735,
-    0.0001114457607269287,
-    0.00011157440185546875
+    0.00011170432090759278,
+    0.00010540287971496582,
+    9.11616039276123e-05
    ],
    "pass_host_canary_seconds": [
-    1.0704910000072232e-05,
-    1.1047250000046915e-05,
-    9.255592500494458e-06
+    1.0102539999934378e-05,
+    9.284132499942643e-06,
+    7.565207500306315e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7949440000393224e-05,
-    2.0275580000088665e-05,
-    1.9889924998324205e-05
+    1.7342559998496655e-05,
+    1.544699999953991e-05,
+    1.9379205001541776e-05
    ]
   },
   "layer_steady_sigmoid_autocast": {
-   "seconds": 0.0001401030445098877,
-   "min": 0.00010845824241638183,
-   "max": 0.00015412351608276367,
+   "seconds": 0.0001319654369354248,
+   "min": 0.0001037183952331543,
+   "max": 0.0001630009651184082,
    "samples": 33,
    "method": "one tiny sigmoid layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0587420000547354e-05,
-   "host_backward_canary_seconds": 1.9501270001001102e-05,
+   "host_canary_seconds": 1.0330549999935101e-05,
+   "host_backward_canary_seconds": 1.7302520000157528e-05,
    "pass_seconds": [
-    0.0001401030445098877,
-    0.00011874624252319336,
-    0.00014482303619384765
+    0.00015005887985229492,
+    0.0001319654369354248,
+    0.00011319359779357911
    ],
    "pass_host_canary_seconds": [
-    1.0587420000547354e-05,
-    8.03791000066667e-06,
-    1.1575224999660349e-05
+    1.0330549999935101e-05,
+    9.533840000131022e-06,
+    7.539284999893425e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9501270001001102e-05,
-    1.985012999966784e-05,
-    2.0036839998738287e-05
+    1.7302520000157528e-05,
+    1.4907140000559593e-05,
+    2.045836999968742e-05
    ]
   },
   "layer_steady_dropout": {
-   "seconds": 0.0001239136028289795,
-   "min": 0.00010387711524963379,
-   "max": 0.00013554368019104003,
+   "seconds": 0.00011258687973022462,
+   "min": 8.202688217163086e-05,
+   "max": 0.00015468799591064454,
    "samples": 33,
    "method": "one tiny dropout layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0339604999671792e-05,
-   "host_backward_canary_seconds": 1.8942799999877025e-05,
+   "host_canary_seconds": 1.0071084999481172e-05,
+   "host_backward_canary_seconds": 1.6536129999167314e-05,
    "pass_seconds": [
-    0.0001239136028289795,
-    0.00010920384407043456,
-    0.00012573375701904296
+    0.00012516927719116212,
+    0.00011258687973022462,
+    9.081088066101073e-05
    ],
    "pass_host_canary_seconds": [
-    1.0339604999671792e-05,
-    8.135727500189206e-06,
-    1.1310644999866782e-05
+    1.0071084999481172e-05,
+    9.64930500003902e-06,
+    9.299425000222073e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8942799999877025e-05,
-    2.1752049999577142e-05,
-    2.0113455000227987e-05
+    1.6536129999167314e-05,
+    1.4019635000295238e-05,
+    1.563844500083178e-05
    ]
   },
   "layer_steady_dropout_autocast": {
-   "seconds": 0.0001506495952606201,
-   "min": 0.00011208576202392578,
-   "max": 0.00017060928344726564,
+   "seconds": 0.00010682432174682618,
+   "min": 9.260479927062987e-05,
+   "max": 0.00017858432769775388,
    "samples": 33,
    "method": "one tiny dropout layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0213095000608519e-05,
-   "host_backward_canary_seconds": 2.253031000009287e-05,
+   "host_canary_seconds": 1.0071250000009967e-05,
+   "host_backward_canary_seconds": 1.683955000089554e-05,
    "pass_seconds": [
-    0.00015945216178894043,
-    0.0001506495952606201,
-    0.00012143424034118652
+    0.0001637228775024414,
+    9.764863967895507e-05,
+    0.00010682432174682618
    ],
    "pass_host_canary_seconds": [
-    1.0213095000608519e-05,
-    1.0666579998996895e-05,
-    7.444354999961433e-06
+    1.0071250000009967e-05,
+    6.854595000618247e-06,
+    8.339182500094466e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.253031000009287e-05,
-    2.031913000109853e-05,
-    1.9633670001439894e-05
+    1.683955000089554e-05,
+    1.4229260000320209e-05,
+    1.4239194999845495e-05
    ]
   },
   "layer_steady_dropout_identity": {
-   "seconds": 8.169471740722656e-05,
-   "min": 6.326784133911132e-05,
-   "max": 9.950143814086913e-05,
+   "seconds": 6.838079929351807e-05,
+   "min": 5.2824320793151856e-05,
+   "max": 8.561216354370117e-05,
    "samples": 33,
    "method": "one tiny dropout_identity layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0574702499752676e-05,
-   "host_backward_canary_seconds": 2.1448155000598492e-05,
+   "host_canary_seconds": 1.0070604999441458e-05,
+   "host_backward_canary_seconds": 1.6777739999724873e-05,
    "pass_seconds": [
-    8.730175971984863e-05,
-    8.169471740722656e-05,
-    6.480512142181397e-05
+    7.90502405166626e-05,
+    5.349503993988037e-05,
+    6.838079929351807e-05
    ],
    "pass_host_canary_seconds": [
-    1.0574702499752676e-05,
-    1.0627747499256657e-05,
-    7.181070000115142e-06
+    1.0070604999441458e-05,
+    6.621785000788805e-06,
+    6.900705000134622e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1448155000598492e-05,
-    2.0549504999962667e-05,
-    1.8131320000520646e-05
+    1.6777739999724873e-05,
+    1.438819999975749e-05,
+    1.3284040001053654e-05
    ]
   },
   "layer_steady_dropout_identity_autocast": {
-   "seconds": 0.0001120620822906494,
-   "min": 7.029376029968261e-05,
-   "max": 0.00016869312286376954,
+   "seconds": 9.628543853759766e-05,
+   "min": 6.629248142242431e-05,
+   "max": 0.00011307904243469239,
    "samples": 33,
    "method": "one tiny dropout_identity layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.882712499802437e-06,
-   "host_backward_canary_seconds": 1.9507259999045346e-05,
+   "host_canary_seconds": 1.0089880000236917e-05,
+   "host_backward_canary_seconds": 1.7105189999711002e-05,
    "pass_seconds": [
-    0.00011552639961242676,
-    0.0001120620822906494,
-    7.392384052276611e-05
+    0.00010810303688049316,
+    7.12671995162964e-05,
+    9.628543853759766e-05
    ],
    "pass_host_canary_seconds": [
-    9.882712499802437e-06,
-    1.0628377499983798e-05,
-    7.170132499823012e-06
+    1.0089880000236917e-05,
+    6.822240000019519e-06,
+    7.000117500410852e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9507259999045346e-05,
-    2.1140759999980217e-05,
-    1.6695345000243833e-05
+    1.7105189999711002e-05,
+    1.438819999975749e-05,
+    1.2085315000831541e-05
    ]
   },
   "layer_steady_add": {
-   "seconds": 0.00012546112060546875,
-   "min": 9.011520385742187e-05,
-   "max": 0.00015007616043090821,
+   "seconds": 0.00010598784446716308,
+   "min": 7.968704223632812e-05,
+   "max": 0.00013479104042053223,
    "samples": 33,
    "method": "one tiny add layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1113365000028352e-05,
-   "host_backward_canary_seconds": 1.973451999901954e-05,
+   "host_canary_seconds": 1.0113629999750628e-05,
+   "host_backward_canary_seconds": 1.73692199996367e-05,
    "pass_seconds": [
-    0.00012789567947387695,
-    0.00012546112060546875,
-    9.860032081604005e-05
+    0.00012844096183776857,
+    8.792960166931152e-05,
+    0.00010598784446716308
    ],
    "pass_host_canary_seconds": [
-    1.1113365000028352e-05,
-    1.0728527499850315e-05,
-    7.483302499622369e-06
+    1.0113629999750628e-05,
+    7.690597499845352e-06,
+    6.789270000240321e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.973451999901954e-05,
-    1.9843755001147657e-05,
-    1.6336830000227565e-05
+    1.73692199996367e-05,
+    1.4915895001195167e-05,
+    1.185307500009003e-05
    ]
   },
   "layer_steady_add_autocast": {
-   "seconds": 0.0001502284812927246,
-   "min": 0.00010293951988220215,
-   "max": 0.0001708710479736328,
+   "seconds": 0.00014216447830200194,
+   "min": 9.057408332824707e-05,
+   "max": 0.00017992128372192384,
    "samples": 33,
    "method": "one tiny add layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1523665000368055e-05,
-   "host_backward_canary_seconds": 1.9923519998883422e-05,
+   "host_canary_seconds": 1.0151950000363286e-05,
+   "host_backward_canary_seconds": 1.690106000069136e-05,
    "pass_seconds": [
-    0.0001660403251647949,
-    0.0001502284812927246,
-    0.00010689920425415038
+    0.00016788032531738279,
+    9.321215629577637e-05,
+    0.00014216447830200194
    ],
    "pass_host_canary_seconds": [
-    1.1523665000368055e-05,
-    1.0215600000265112e-05,
-    7.514317499612844e-06
+    1.0151950000363286e-05,
+    6.873327499761217e-06,
+    7.410350000327526e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9923519998883422e-05,
-    1.9596750000800966e-05,
-    1.5083019999337921e-05
+    1.690106000069136e-05,
+    1.593462000073487e-05,
+    1.2693000001036125e-05
    ]
   },
   "layer_steady_mul": {
-   "seconds": 0.00012166080474853516,
-   "min": 8.612671852111815e-05,
-   "max": 0.00014136063575744627,
+   "seconds": 0.00010787967681884766,
+   "min": 7.667776107788086e-05,
+   "max": 0.00013024064064025878,
    "samples": 33,
    "method": "one tiny mul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.164207999977407e-05,
-   "host_backward_canary_seconds": 2.065478999838888e-05,
+   "host_canary_seconds": 9.953857499453989e-06,
+   "host_backward_canary_seconds": 1.7512924999891764e-05,
    "pass_seconds": [
-    0.00013743295669555665,
-    0.00012166080474853516,
-    9.041664123535156e-05
+    0.00012511679649353027,
+    8.397695541381836e-05,
+    0.00010787967681884766
    ],
    "pass_host_canary_seconds": [
-    1.164207999977407e-05,
-    1.0390059999849655e-05,
-    7.16336749974289e-06
+    9.953857499453989e-06,
+    6.755654999892613e-06,
+    7.389257499994528e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.065478999838888e-05,
-    1.9230554999012382e-05,
-    1.550481499975831e-05
+    1.7512924999891764e-05,
+    1.3718755000127202e-05,
+    1.2516304999508065e-05
    ]
   },
   "layer_steady_mul_autocast": {
-   "seconds": 0.00012475584030151367,
-   "min": 0.00010559167861938477,
-   "max": 0.00017148160934448244,
+   "seconds": 0.00013876928329467771,
+   "min": 8.97548770904541e-05,
+   "max": 0.00022679616928100585,
    "samples": 33,
    "method": "one tiny mul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1559724999870013e-05,
-   "host_backward_canary_seconds": 1.9343290000506384e-05,
+   "host_canary_seconds": 1.0392789999968954e-05,
+   "host_backward_canary_seconds": 1.7605620000722412e-05,
    "pass_seconds": [
-    0.0001656332778930664,
-    0.00012475584030151367,
-    0.00012065855979919434
+    0.0001704083251953125,
+    9.09171199798584e-05,
+    0.00013876928329467771
    ],
    "pass_host_canary_seconds": [
-    1.1559724999870013e-05,
-    7.900524999513436e-06,
-    7.1644449997165795e-06
+    1.0392789999968954e-05,
+    6.5410325004222615e-06,
+    7.224185000040962e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9343290000506384e-05,
-    1.974736000192934e-05,
-    1.5945289999308442e-05
+    1.7605620000722412e-05,
+    1.340851500003737e-05,
+    1.262704000055237e-05
    ]
   },
   "layer_steady_softmax": {
-   "seconds": 0.0001231270408630371,
-   "min": 0.00010801407814025879,
-   "max": 0.00013089152336120605,
+   "seconds": 0.0001038912010192871,
+   "min": 7.096640110015869e-05,
+   "max": 0.00012487680435180662,
    "samples": 33,
    "method": "one tiny softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1438994999934948e-05,
-   "host_backward_canary_seconds": 1.9243165000943917e-05,
+   "host_canary_seconds": 1.0107214999948156e-05,
+   "host_backward_canary_seconds": 1.7488969999703843e-05,
    "pass_seconds": [
-    0.0001231270408630371,
-    0.00012315520286560058,
-    0.00011498815536499023
+    0.00011717632293701172,
+    7.297535896301269e-05,
+    0.0001038912010192871
    ],
    "pass_host_canary_seconds": [
-    1.1438994999934948e-05,
-    1.0686919999898236e-05,
-    1.010615500035783e-05
+    1.0107214999948156e-05,
+    6.653130000131568e-06,
+    7.3550824998847024e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9243165000943917e-05,
-    2.0565205001048523e-05,
-    1.5172579999216396e-05
+    1.7488969999703843e-05,
+    1.380286000085107e-05,
+    1.2301205000539994e-05
    ]
   },
   "layer_steady_softmax_autocast": {
-   "seconds": 0.000157391357421875,
-   "min": 0.00014139519691467285,
-   "max": 0.00016794879913330078,
+   "seconds": 0.0001314790439605713,
+   "min": 8.574080467224122e-05,
+   "max": 0.0001620806312561035,
    "samples": 33,
    "method": "one tiny softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.122957999996288e-05,
-   "host_backward_canary_seconds": 1.9621389999429084e-05,
+   "host_canary_seconds": 9.94925000100011e-06,
+   "host_backward_canary_seconds": 1.6894370000954952e-05,
    "pass_seconds": [
-    0.00015850560188293458,
-    0.0001491430377960205,
-    0.000157391357421875
+    0.00015286335945129394,
+    0.0001043718433380127,
+    0.0001314790439605713
    ],
    "pass_host_canary_seconds": [
-    1.122957999996288e-05,
-    9.989459999815154e-06,
-    1.0192174999019699e-05
+    9.94925000100011e-06,
+    6.658382500290826e-06,
+    7.215110000515778e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9621389999429084e-05,
-    1.984746000061932e-05,
-    1.728211999989071e-05
+    1.6894370000954952e-05,
+    1.6005319998839696e-05,
+    1.2155670001448015e-05
    ]
   },
   "layer_steady_log_softmax": {
-   "seconds": 0.00011539711952209472,
-   "min": 9.47430419921875e-05,
-   "max": 0.00016817152023315433,
+   "seconds": 7.844927787780762e-05,
+   "min": 6.583040237426758e-05,
+   "max": 9.731519699096679e-05,
    "samples": 33,
    "method": "one tiny log_softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1286214999586263e-05,
-   "host_backward_canary_seconds": 1.976433000095312e-05,
+   "host_canary_seconds": 8.758712499457034e-06,
+   "host_backward_canary_seconds": 1.708422000092469e-05,
    "pass_seconds": [
-    0.00011539711952209472,
-    0.00010466303825378418,
-    0.0001366323184967041
+    7.844927787780762e-05,
+    7.529664039611817e-05,
+    9.282303810119629e-05
    ],
    "pass_host_canary_seconds": [
-    1.1286214999586263e-05,
-    9.944195000457511e-06,
-    1.0341395000068588e-05
+    8.758712499457034e-06,
+    6.663635000450085e-06,
+    7.337382500054446e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.976433000095312e-05,
-    1.952877000007902e-05,
-    1.579515999992509e-05
+    1.708422000092469e-05,
+    1.8000779998601502e-05,
+    1.219267999999829e-05
    ]
   },
   "layer_steady_log_softmax_autocast": {
-   "seconds": 0.0001418508815765381,
-   "min": 8.732288360595704e-05,
-   "max": 0.00016531904220581052,
+   "seconds": 0.00011221504211425781,
+   "min": 8.09875202178955e-05,
+   "max": 0.0001454918384552002,
    "samples": 33,
    "method": "one tiny log_softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1247779999621344e-05,
-   "host_backward_canary_seconds": 1.9696520000707095e-05,
+   "host_canary_seconds": 9.852349999164289e-06,
+   "host_backward_canary_seconds": 1.759800000172618e-05,
    "pass_seconds": [
-    0.00014463104248046876,
-    0.00013244799613952636,
-    0.0001418508815765381
+    0.00011221504211425781,
+    8.366592407226563e-05,
+    0.00011955648422241212
    ],
    "pass_host_canary_seconds": [
-    1.1247779999621344e-05,
-    9.964010000658164e-06,
-    1.0280069999453189e-05
+    9.852349999164289e-06,
+    6.7736649998551e-06,
+    7.056234999822664e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9696520000707095e-05,
-    2.000127999963297e-05,
-    1.575951999939207e-05
+    1.759800000172618e-05,
+    1.5020690000255854e-05,
+    1.2200679999523346e-05
    ]
   },
   "layer_steady_cross_entropy": {
-   "seconds": 0.00016513856887817382,
-   "min": 0.00014272000312805176,
-   "max": 0.0002064454460144043,
+   "seconds": 0.0001390783977508545,
+   "min": 9.629952430725097e-05,
+   "max": 0.00021091712951660155,
    "samples": 33,
    "method": "one tiny cross_entropy layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1292075000710611e-05,
-   "host_backward_canary_seconds": 1.922811999975238e-05,
+   "host_canary_seconds": 9.854334999772618e-06,
+   "host_backward_canary_seconds": 1.7901799999435753e-05,
    "pass_seconds": [
-    0.00016513856887817382,
-    0.0001506438446044922,
-    0.00019009023666381836
+    0.0001540121555328369,
+    0.00010416000366210939,
+    0.0001390783977508545
    ],
    "pass_host_canary_seconds": [
-    1.1292075000710611e-05,
-    1.0155135000786686e-05,
-    1.025350499958222e-05
+    9.854334999772618e-06,
+    6.768140000303902e-06,
+    7.015085000148247e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.922811999975238e-05,
-    1.9465679999939313e-05,
-    1.958482500072023e-05
+    1.7901799999435753e-05,
+    1.6299330000038025e-05,
+    1.2648740000713587e-05
    ]
   },
   "layer_steady_cross_entropy_autocast": {
-   "seconds": 0.00018457599639892577,
-   "min": 0.00017464128494262696,
-   "max": 0.0002657472038269043,
+   "seconds": 0.0001701318359375,
+   "min": 0.00011483584403991699,
+   "max": 0.00021772480010986327,
    "samples": 33,
    "method": "one tiny cross_entropy layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.110103499968318e-05,
-   "host_backward_canary_seconds": 1.8400699998437632e-05,
+   "host_canary_seconds": 8.502719999796682e-06,
+   "host_backward_canary_seconds": 1.744372999951338e-05,
    "pass_seconds": [
-    0.00018457599639892577,
-    0.00017756799697875975,
-    0.00022273536682128906
+    0.00019951168060302734,
+    0.0001259993553161621,
+    0.0001701318359375
    ],
    "pass_host_canary_seconds": [
-    1.110103499968318e-05,
-    1.0169150000365334e-05,
-    1.0177005000286954e-05
+    8.502719999796682e-06,
+    7.334880000371413e-06,
+    7.131689999368973e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8400699998437632e-05,
-    1.94782300013685e-05,
-    1.8318760000965996e-05
+    1.744372999951338e-05,
+    1.601102999984505e-05,
+    1.2600819998169754e-05
    ]
   },
   "layer_steady_embedding": {
-   "seconds": 0.0003680953598022461,
-   "min": 0.0002895244789123535,
-   "max": 0.00045272449493408205,
+   "seconds": 0.00029348159790039066,
+   "min": 0.0002271628761291504,
+   "max": 0.00041116863250732424,
    "samples": 33,
    "method": "one tiny embedding layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.440624999366264e-06,
-   "host_backward_canary_seconds": 2.0413029999417632e-05,
+   "host_canary_seconds": 8.312444999774015e-06,
+   "host_backward_canary_seconds": 1.737065999805054e-05,
    "pass_seconds": [
-    0.00039598911285400394,
-    0.0003543289566040039,
-    0.0003680953598022461
+    0.000367077751159668,
+    0.00024203584671020508,
+    0.00029348159790039066
    ],
    "pass_host_canary_seconds": [
-    8.440624999366264e-06,
-    1.0125874999857843e-05,
-    1.0034234999807268e-05
+    8.312444999774015e-06,
+    7.334880000371413e-06,
+    7.342059999473349e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0413029999417632e-05,
-    1.960446000111915e-05,
-    1.8634109999311476e-05
+    1.737065999805054e-05,
+    1.4735629999904631e-05,
+    1.2316370000462484e-05
    ]
   },
   "layer_steady_embedding_autocast": {
-   "seconds": 0.0003872582244873047,
-   "min": 0.000347657585144043,
-   "max": 0.0005845119857788085,
+   "seconds": 0.00032534400939941406,
+   "min": 0.00020894144058227542,
+   "max": 0.00048424510955810544,
    "samples": 33,
    "method": "one tiny embedding layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0998489999565209e-05,
-   "host_backward_canary_seconds": 2.0646259999921314e-05,
+   "host_canary_seconds": 1.0568229999989853e-05,
+   "host_backward_canary_seconds": 1.6946890000326675e-05,
    "pass_seconds": [
-    0.0004639468765258789,
-    0.0003872582244873047,
-    0.0003814982223510742
+    0.00041733184814453123,
+    0.0002317523193359375,
+    0.00032534400939941406
    ],
    "pass_host_canary_seconds": [
-    1.0998489999565209e-05,
-    9.967144999336597e-06,
-    1.031822500067392e-05
+    1.0568229999989853e-05,
+    6.616384999915681e-06,
+    7.250869999779752e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0646259999921314e-05,
-    1.9585420000112207e-05,
-    1.8907849998868187e-05
+    1.6946890000326675e-05,
+    1.5518509999310483e-05,
+    1.242252000110966e-05
    ]
   },
   "layer_steady_embedding_atomic": {
-   "seconds": 0.00014822848320007325,
-   "min": 0.00010881152153015137,
-   "max": 0.00016354560852050782,
+   "seconds": 8.1911039352417e-05,
+   "min": 7.470655918121338e-05,
+   "max": 0.00011677056312561036,
    "samples": 33,
    "method": "one tiny embedding_atomic layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1191930000222782e-05,
-   "host_backward_canary_seconds": 2.095794000069873e-05,
+   "host_canary_seconds": 6.8955674998960605e-06,
+   "host_backward_canary_seconds": 1.4486159999478332e-05,
    "pass_seconds": [
-    0.00015149888038635254,
-    0.00014822848320007325,
-    0.00011181952476501465
+    8.1911039352417e-05,
+    7.779327869415283e-05,
+    0.00011520447731018067
    ],
    "pass_host_canary_seconds": [
-    1.1191930000222782e-05,
-    1.0460089999924093e-05,
-    1.0253304999423563e-05
+    6.8955674998960605e-06,
+    6.631917499930751e-06,
+    7.301684999561076e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.095794000069873e-05,
-    2.030787999956374e-05,
-    1.802214000008462e-05
+    1.4486159999478332e-05,
+    1.5915205000283095e-05,
+    1.2466159998894e-05
    ]
   },
   "layer_steady_embedding_atomic_autocast": {
-   "seconds": 0.00015638208389282226,
-   "min": 0.0001292307186126709,
-   "max": 0.0002177734375,
+   "seconds": 0.00010828736305236817,
+   "min": 9.332927703857421e-05,
+   "max": 0.00020348543167114256,
    "samples": 33,
    "method": "one tiny embedding_atomic layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0647467499893537e-05,
-   "host_backward_canary_seconds": 2.094200999977147e-05,
+   "host_canary_seconds": 6.9260150007721676e-06,
+   "host_backward_canary_seconds": 1.5579100002014456e-05,
    "pass_seconds": [
-    0.00015638208389282226,
-    0.0001895180892944336,
-    0.00013636544227600098
+    0.00010828736305236817,
+    9.566975593566894e-05,
+    0.00014502400398254395
    ],
    "pass_host_canary_seconds": [
-    1.0647467499893537e-05,
-    1.0876114999973652e-05,
-    9.821319999900879e-06
+    6.9260150007721676e-06,
+    6.910772499963969e-06,
+    6.998899999643982e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.094200999977147e-05,
-    2.049466000016764e-05,
-    1.7784249998840095e-05
+    1.5579100002014456e-05,
+    1.3866834999589628e-05,
+    1.2356869999621268e-05
    ]
   },
   "layer_steady_maxpool2d": {
-   "seconds": 0.00012364864349365234,
-   "min": 0.00010398783683776856,
-   "max": 0.00015447808265686035,
+   "seconds": 0.00011229632377624511,
+   "min": 9.363200187683106e-05,
+   "max": 0.00014329919815063476,
    "samples": 33,
    "method": "one tiny maxpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.04160525000907e-05,
-   "host_backward_canary_seconds": 2.0901435000268976e-05,
+   "host_canary_seconds": 9.547155000291241e-06,
+   "host_backward_canary_seconds": 1.7233300000043527e-05,
    "pass_seconds": [
-    0.00012364864349365234,
-    0.00013720319747924806,
-    0.00011014975547790528
+    0.0001326585578918457,
+    9.832063674926756e-05,
+    0.00011229632377624511
    ],
    "pass_host_canary_seconds": [
-    1.04160525000907e-05,
-    1.0348470000280941e-05,
-    9.741922499983958e-06
+    9.547155000291241e-06,
+    9.370844999807559e-06,
+    7.191949999310054e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0901435000268976e-05,
-    2.0581880000918318e-05,
-    1.7503124998938803e-05
+    1.7233300000043527e-05,
+    1.4847564999627139e-05,
+    1.2277785000378571e-05
    ]
   },
   "layer_steady_maxpool2d_autocast": {
-   "seconds": 0.0001722265625,
-   "min": 0.00012294528007507322,
-   "max": 0.00031322111129760744,
+   "seconds": 0.0001424390411376953,
+   "min": 0.00012923711776733398,
+   "max": 0.00016759552001953124,
    "samples": 33,
    "method": "one tiny maxpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0990259999061892e-05,
-   "host_backward_canary_seconds": 2.148492000060287e-05,
+   "host_canary_seconds": 9.975654999152539e-06,
+   "host_backward_canary_seconds": 1.7062899999018555e-05,
    "pass_seconds": [
-    0.00024016704559326173,
-    0.0001722265625,
-    0.00012827263832092286
+    0.0001424390411376953,
+    0.0001328108787536621,
+    0.00014275967597961425
    ],
    "pass_host_canary_seconds": [
-    1.0990259999061892e-05,
-    1.0440070000186096e-05,
-    9.21260499978871e-06
+    9.975654999152539e-06,
+    9.242529999937688e-06,
+    7.206115000144564e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.148492000060287e-05,
-    2.0463689997995972e-05,
-    1.812819500059959e-05
+    1.7062899999018555e-05,
+    1.7898900000545837e-05,
+    1.2971430001016415e-05
    ]
   },
   "layer_steady_avgpool2d": {
-   "seconds": 0.00010819007873535156,
-   "min": 9.099007606506348e-05,
-   "max": 0.00014806015968322754,
+   "seconds": 9.566720008850099e-05,
+   "min": 9.184127807617187e-05,
+   "max": 0.0001134291172027588,
    "samples": 33,
    "method": "one tiny avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0504510000828305e-05,
-   "host_backward_canary_seconds": 2.148492000060287e-05,
+   "host_canary_seconds": 9.750667499588416e-06,
+   "host_backward_canary_seconds": 1.6901625000400602e-05,
    "pass_seconds": [
-    0.00010819007873535156,
-    0.00011915776252746582,
-    9.47871971130371e-05
+    9.566720008850099e-05,
+    9.412863731384276e-05,
+    9.739328384399413e-05
    ],
    "pass_host_canary_seconds": [
-    1.0504510000828305e-05,
-    1.0414394999997967e-05,
-    9.220927499313802e-06
+    9.750667499588416e-06,
+    9.137619999819435e-06,
+    7.136772500189181e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.148492000060287e-05,
-    2.038020000100005e-05,
-    1.900521499919705e-05
+    1.6901625000400602e-05,
+    1.7727265001212802e-05,
+    1.2363370000230134e-05
    ]
   },
   "layer_steady_avgpool2d_autocast": {
-   "seconds": 0.00015288960456848145,
-   "min": 0.00010544896125793458,
-   "max": 0.00022425600051879883,
+   "seconds": 0.00012421824455261231,
+   "min": 0.00011526592254638671,
+   "max": 0.00016786624908447266,
    "samples": 33,
    "method": "one tiny avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.12101700005951e-05,
-   "host_backward_canary_seconds": 2.0239909999872908e-05,
+   "host_canary_seconds": 9.639234999667678e-06,
+   "host_backward_canary_seconds": 1.6327759999512638e-05,
    "pass_seconds": [
-    0.0001573203182220459,
-    0.00015288960456848145,
-    0.00011499903678894043
+    0.00015429375648498534,
+    0.00011802751541137696,
+    0.00012421824455261231
    ],
    "pass_host_canary_seconds": [
-    1.12101700005951e-05,
-    1.0445914999763773e-05,
-    9.303507499680564e-06
+    9.639234999667678e-06,
+    9.47678749980696e-06,
+    7.193437500063738e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0239909999872908e-05,
-    2.0644840001295962e-05,
-    1.8315515001177117e-05
+    1.6327759999512638e-05,
+    1.7450965000307406e-05,
+    1.238643499959835e-05
    ]
   },
   "layer_steady_adaptive_avgpool2d": {
-   "seconds": 0.00012680576324462892,
-   "min": 0.00010637760162353516,
-   "max": 0.00015164608001708984,
+   "seconds": 0.00011058048248291015,
+   "min": 8.92255973815918e-05,
+   "max": 0.00014241791725158693,
    "samples": 33,
    "method": "one tiny adaptive_avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0836635000259776e-05,
-   "host_backward_canary_seconds": 2.0239909999872908e-05,
+   "host_canary_seconds": 9.610449999399862e-06,
+   "host_backward_canary_seconds": 1.851737000151843e-05,
    "pass_seconds": [
-    0.00012680576324462892,
-    0.00012711039543151855,
-    0.00011207488059997559
+    0.00013379584312438964,
+    9.172736167907715e-05,
+    0.00011058048248291015
    ],
    "pass_host_canary_seconds": [
-    1.0836635000259776e-05,
-    1.0445914999763773e-05,
-    9.734560000538293e-06
+    9.610449999399862e-06,
+    9.115369999790346e-06,
+    7.142140000269137e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0239909999872908e-05,
-    2.0395459998781006e-05,
-    1.8243154999026954e-05
+    1.851737000151843e-05,
+    1.3304459998835226e-05,
+    1.2553435000199896e-05
    ]
   },
   "layer_steady_adaptive_avgpool2d_autocast": {
-   "seconds": 0.00014503168106079102,
-   "min": 0.00011595647811889648,
-   "max": 0.0002128704071044922,
+   "seconds": 0.00013791104316711425,
+   "min": 0.00010560000419616699,
+   "max": 0.00022848575592041018,
    "samples": 33,
    "method": "one tiny adaptive_avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0836635000259776e-05,
-   "host_backward_canary_seconds": 2.10315599997557e-05,
+   "host_canary_seconds": 9.897552499751326e-06,
+   "host_backward_canary_seconds": 1.845336000087627e-05,
    "pass_seconds": [
-    0.00017118976593017576,
-    0.00014388095855712892,
-    0.00014503168106079102
+    0.00018322048187255862,
+    0.00010916288375854492,
+    0.00013791104316711425
    ],
    "pass_host_canary_seconds": [
-    1.0836635000259776e-05,
-    7.67042000006768e-06,
-    1.0243104999290153e-05
+    9.897552499751326e-06,
+    9.084325000117133e-06,
+    7.204879999562763e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.10315599997557e-05,
-    1.9482850000258622e-05,
-    1.950748000126623e-05
+    1.845336000087627e-05,
+    1.3180005000776873e-05,
+    1.211087999990923e-05
    ]
   },
   "layer_steady_flatten": {
-   "seconds": 7.130239963531494e-05,
-   "min": 5.835840225219727e-05,
-   "max": 8.986495971679687e-05,
+   "seconds": 6.486720085144043e-05,
+   "min": 5.46611213684082e-05,
+   "max": 8.315967559814453e-05,
    "samples": 33,
    "method": "one tiny flatten layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.34385999951337e-06,
-   "host_backward_canary_seconds": 2.078319999782252e-05,
+   "host_canary_seconds": 9.967519999918296e-06,
+   "host_backward_canary_seconds": 1.443517000097927e-05,
    "pass_seconds": [
-    7.130239963531494e-05,
-    6.703360080718995e-05,
-    8.534848213195801e-05
+    7.156799793243409e-05,
+    5.539519786834717e-05,
+    6.486720085144043e-05
    ],
    "pass_host_canary_seconds": [
-    8.34385999951337e-06,
-    1.0346359999857668e-05,
-    1.0436369999524688e-05
+    9.967519999918296e-06,
+    8.947229999876072e-06,
+    7.072509999943577e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.078319999782252e-05,
-    2.001734000032229e-05,
-    1.9798959999661744e-05
+    1.443517000097927e-05,
+    1.352885000187598e-05,
+    1.2596139999914157e-05
    ]
   },
   "layer_steady_flatten_autocast": {
-   "seconds": 0.00011789759635925294,
-   "min": 7.589951992034912e-05,
-   "max": 0.0001326483154296875,
+   "seconds": 9.194687843322754e-05,
+   "min": 6.0217599868774414e-05,
+   "max": 0.00012901375770568848,
    "samples": 33,
    "method": "one tiny flatten layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0871135000343202e-05,
-   "host_backward_canary_seconds": 2.1425104998797904e-05,
+   "host_canary_seconds": 1.0144410000521021e-05,
+   "host_backward_canary_seconds": 1.5125595000426984e-05,
    "pass_seconds": [
-    0.0001201369571685791,
-    9.942655563354492e-05,
-    0.00011789759635925294
+    0.00011273407936096192,
+    6.330304145812988e-05,
+    9.194687843322754e-05
    ],
    "pass_host_canary_seconds": [
-    1.0871135000343202e-05,
-    9.529192499826422e-06,
-    1.05301199994301e-05
+    1.0144410000521021e-05,
+    7.0391399992786315e-06,
+    9.536522499615785e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1425104998797904e-05,
-    1.9654910000781453e-05,
-    1.9779790000029608e-05
+    1.5125595000426984e-05,
+    1.3889189999645168e-05,
+    1.9275989999414377e-05
    ]
   },
   "layer_steady_reshape": {
-   "seconds": 7.8854398727417e-05,
-   "min": 5.379456043243408e-05,
-   "max": 9.509568214416503e-05,
+   "seconds": 6.463232040405274e-05,
+   "min": 4.323520183563232e-05,
+   "max": 7.440063953399658e-05,
    "samples": 33,
    "method": "one tiny reshape layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1119330000610717e-05,
-   "host_backward_canary_seconds": 2.2159874999942987e-05,
+   "host_canary_seconds": 1.00423599997157e-05,
+   "host_backward_canary_seconds": 1.5592360000482586e-05,
    "pass_seconds": [
-    7.993855953216552e-05,
-    6.142528057098389e-05,
-    7.8854398727417e-05
+    6.463232040405274e-05,
+    4.469247817993164e-05,
+    6.56063985824585e-05
    ],
    "pass_host_canary_seconds": [
-    1.1119330000610717e-05,
-    1.214247500001875e-05,
-    1.0462427499646765e-05
+    1.00423599997157e-05,
+    6.548420000171973e-06,
+    9.485514999596489e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2159874999942987e-05,
-    2.056357000128628e-05,
-    1.9864334999510904e-05
+    1.5592360000482586e-05,
+    1.3278210001317348e-05,
+    1.92038499994851e-05
    ]
   },
   "layer_steady_reshape_autocast": {
-   "seconds": 0.00011009152412414552,
-   "min": 6.859200000762939e-05,
-   "max": 0.00012836544036865235,
+   "seconds": 8.311360359191895e-05,
+   "min": 5.6325759887695316e-05,
+   "max": 0.00012366016387939453,
    "samples": 33,
    "method": "one tiny reshape layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1407797500169182e-05,
-   "host_backward_canary_seconds": 2.2802400000045964e-05,
+   "host_canary_seconds": 1.0215015000198945e-05,
+   "host_backward_canary_seconds": 1.5784229999553643e-05,
    "pass_seconds": [
-    0.00011243776321411133,
-    7.420032024383545e-05,
-    0.00011009152412414552
+    0.00011107007980346679,
+    6.52025604248047e-05,
+    8.311360359191895e-05
    ],
    "pass_host_canary_seconds": [
-    1.1407797500169182e-05,
-    9.020800000598683e-06,
-    1.0348312500241263e-05
+    1.0215015000198945e-05,
+    6.574484999646302e-06,
+    9.750715000222953e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2802400000045964e-05,
-    2.083863000052588e-05,
-    1.9617469998820525e-05
+    1.5784229999553643e-05,
+    1.6790409999885015e-05,
+    1.7221279998693715e-05
    ]
   },
   "layer_steady_slice": {
-   "seconds": 0.00010975040435791016,
-   "min": 8.365440368652343e-05,
-   "max": 0.00012771455764770508,
+   "seconds": 8.379584312438965e-05,
+   "min": 7.110144138336182e-05,
+   "max": 0.00013831935882568358,
    "samples": 33,
    "method": "one tiny slice layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1444589999882738e-05,
-   "host_backward_canary_seconds": 2.0657860001165316e-05,
+   "host_canary_seconds": 1.0489054999425208e-05,
+   "host_backward_canary_seconds": 1.8932099999346973e-05,
    "pass_seconds": [
-    0.00010975040435791016,
-    9.502719879150391e-05,
-    0.00011852095603942872
+    0.0001249126434326172,
+    8.379584312438965e-05,
+    7.905407905578613e-05
    ],
    "pass_host_canary_seconds": [
-    1.1444589999882738e-05,
-    7.65348500010532e-06,
-    1.0513950000472505e-05
+    1.0489054999425208e-05,
+    8.83483249992878e-06,
+    9.39967750014148e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0657860001165316e-05,
-    1.8504200000961645e-05,
-    1.9470220000812332e-05
+    1.8932099999346973e-05,
+    1.6505489999190107e-05,
+    1.4395115000525038e-05
    ]
   },
   "layer_steady_slice_autocast": {
-   "seconds": 0.00012975680351257323,
-   "min": 9.37939167022705e-05,
-   "max": 0.00016694271087646485,
+   "seconds": 0.00010187071800231933,
+   "min": 9.600704193115233e-05,
+   "max": 0.0001611871910095215,
    "samples": 33,
    "method": "one tiny slice layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1235570000280858e-05,
-   "host_backward_canary_seconds": 2.0345140001154505e-05,
+   "host_canary_seconds": 1.0042589999557094e-05,
+   "host_backward_canary_seconds": 1.8525080001836613e-05,
    "pass_seconds": [
-    0.00014415167808532714,
-    0.00011000767707824707,
-    0.00012975680351257323
+    0.00010981375694274903,
+    0.00010132608413696288,
+    0.00010187071800231933
    ],
    "pass_host_canary_seconds": [
-    1.1235570000280858e-05,
-    7.842272499374303e-06,
-    1.0640310000553654e-05
+    1.0042589999557094e-05,
+    8.753255000328864e-06,
+    9.821447500257819e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0345140001154505e-05,
-    1.9911260000071704e-05,
-    2.01562000006561e-05
+    1.8525080001836613e-05,
+    1.5468894999912664e-05,
+    1.5805519999503304e-05
    ]
   },
   "layer_steady_transpose_contiguous": {
-   "seconds": 0.00012231743812561035,
-   "min": 8.874688148498535e-05,
-   "max": 0.00017165760040283203,
+   "seconds": 0.00010166720390319824,
+   "min": 9.447423934936524e-05,
+   "max": 0.000116943359375,
    "samples": 33,
    "method": "one tiny transpose_contiguous layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0554955000543487e-05,
-   "host_backward_canary_seconds": 2.0978049999484938e-05,
+   "host_canary_seconds": 7.267760000218004e-06,
+   "host_backward_canary_seconds": 1.8366440000363584e-05,
    "pass_seconds": [
-    0.00014709759712219238,
-    0.00011932479858398437,
-    0.00012231743812561035
+    9.679807662963866e-05,
+    0.00010166720390319824,
+    0.00010208127975463867
    ],
    "pass_host_canary_seconds": [
-    1.0554955000543487e-05,
-    7.633074999944257e-06,
-    1.0519587499970841e-05
+    7.267760000218004e-06,
+    8.684322500016606e-06,
+    9.53757749982742e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0978049999484938e-05,
-    1.793403000078797e-05,
-    2.05456850005703e-05
+    1.8366440000363584e-05,
+    1.5756859999100927e-05,
+    1.5126604998840777e-05
    ]
   },
   "layer_steady_transpose_contiguous_autocast": {
-   "seconds": 0.00016768255233764648,
-   "min": 0.00011352767944335938,
-   "max": 0.00026553472518920897,
+   "seconds": 0.00012177023887634277,
+   "min": 0.00010545791625976563,
+   "max": 0.00016825023651123046,
    "samples": 33,
    "method": "one tiny transpose_contiguous layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0756660000197371e-05,
-   "host_backward_canary_seconds": 2.1314585000027362e-05,
+   "host_canary_seconds": 7.168079999928523e-06,
+   "host_backward_canary_seconds": 1.8943480001780698e-05,
    "pass_seconds": [
-    0.00019480384826660156,
-    0.00016168512344360352,
-    0.00016768255233764648
+    0.00012177023887634277,
+    0.00011701055526733398,
+    0.00012446080207824707
    ],
    "pass_host_canary_seconds": [
-    1.0756660000197371e-05,
-    1.249706000066908e-05,
-    1.1111520000213205e-05
+    7.168079999928523e-06,
+    8.843704999890179e-06,
+    9.766305000198372e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1314585000027362e-05,
-    2.061100000219085e-05,
-    2.0964580000963908e-05
+    1.8943480001780698e-05,
+    1.5074825000738201e-05,
+    1.559991500016622e-05
    ]
   },
   "layer_steady_cat": {
-   "seconds": 9.709504127502442e-05,
-   "min": 7.755263805389404e-05,
-   "max": 0.00013306495666503906,
+   "seconds": 8.298815727233887e-05,
+   "min": 7.073408126831055e-05,
+   "max": 0.00012554688453674317,
    "samples": 33,
    "method": "one tiny cat layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0181610000472575e-05,
-   "host_backward_canary_seconds": 2.0795310000494282e-05,
+   "host_canary_seconds": 8.743087499283319e-06,
+   "host_backward_canary_seconds": 1.878755000007004e-05,
    "pass_seconds": [
-    0.0001050649642944336,
-    8.127103805541993e-05,
-    9.709504127502442e-05
+    0.00011912832260131835,
+    8.057087898254393e-05,
+    8.298815727233887e-05
    ],
    "pass_host_canary_seconds": [
-    1.0181610000472575e-05,
-    8.414657499997703e-06,
-    1.0526254999945195e-05
+    8.743087499283319e-06,
+    8.720467499756522e-06,
+    9.409510000182308e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0795310000494282e-05,
-    1.9751894999444627e-05,
-    1.6982509998797467e-05
+    1.878755000007004e-05,
+    1.627885000061724e-05,
+    1.5058924999493685e-05
    ]
   },
   "layer_steady_cat_autocast": {
-   "seconds": 0.00013103296279907227,
-   "min": 0.00011203647613525391,
-   "max": 0.00018795711517333985,
+   "seconds": 0.00010413248062133789,
+   "min": 8.482560157775879e-05,
+   "max": 0.00016842880249023437,
    "samples": 33,
    "method": "one tiny cat layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0267889999795443e-05,
-   "host_backward_canary_seconds": 2.2025600001143174e-05,
+   "host_canary_seconds": 9.683574999144185e-06,
+   "host_backward_canary_seconds": 1.85522700007823e-05,
    "pass_seconds": [
-    0.00013094016075134278,
-    0.00016452671051025392,
-    0.00013103296279907227
+    0.0001625075149536133,
+    0.00010382080078124999,
+    0.00010413248062133789
    ],
    "pass_host_canary_seconds": [
-    1.0267889999795443e-05,
-    1.050801000019419e-05,
-    1.0784625000042069e-05
+    9.683574999144185e-06,
+    8.723327500206324e-06,
+    9.308559999681165e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2025600001143174e-05,
-    1.9323009998970518e-05,
-    2.0459170000322045e-05
+    1.85522700007823e-05,
+    1.683392500012815e-05,
+    1.5972779999628982e-05
    ]
   },
   "layer_steady_gelu_tanh_composite": {
-   "seconds": 0.0004661491012573242,
-   "min": 0.0003469139099121093,
-   "max": 0.0006190246582031251,
+   "seconds": 0.00032899841308593747,
+   "min": 0.0002689580726623535,
+   "max": 0.000560184326171875,
    "samples": 33,
    "method": "one tiny gelu_tanh_composite layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0567350000201258e-05,
-   "host_backward_canary_seconds": 1.959417000080066e-05,
+   "host_canary_seconds": 8.031450000771656e-06,
+   "host_backward_canary_seconds": 1.8143400000099062e-05,
    "pass_seconds": [
-    0.0004661491012573242,
-    0.0004111142349243164,
-    0.0005326176071166992
+    0.0003856166458129883,
+    0.00032899841308593747,
+    0.00028077375411987305
    ],
    "pass_host_canary_seconds": [
-    1.0567350000201258e-05,
-    9.917029999542137e-06,
-    1.0791164999091053e-05
+    8.031450000771656e-06,
+    9.128252499976953e-06,
+    7.122074999870165e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.959417000080066e-05,
-    1.8771180000385355e-05,
-    1.9408569999086465e-05
+    1.8143400000099062e-05,
+    1.6950895000036328e-05,
+    1.400976000013543e-05
    ]
   },
   "layer_steady_gelu_tanh_composite_autocast": {
-   "seconds": 0.00043066177368164066,
-   "min": 0.0003461529541015625,
-   "max": 0.0006178931045532226,
+   "seconds": 0.000338642578125,
+   "min": 0.00030874240875244143,
+   "max": 0.0007312377929687499,
    "samples": 33,
    "method": "one tiny gelu_tanh_composite layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0389929999519154e-05,
-   "host_backward_canary_seconds": 1.937365999992835e-05,
+   "host_canary_seconds": 9.873500000594503e-06,
+   "host_backward_canary_seconds": 1.815844000020661e-05,
    "pass_seconds": [
-    0.0004900729751586914,
-    0.00038344768524169924,
-    0.00043066177368164066
+    0.0005537516784667969,
+    0.000338642578125,
+    0.0003277420806884766
    ],
    "pass_host_canary_seconds": [
-    1.0389929999519154e-05,
-    7.447250000041095e-06,
-    1.0115000000041619e-05
+    9.873500000594503e-06,
+    9.07447000031425e-06,
+    7.488862499940296e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.937365999992835e-05,
-    1.8527490000224133e-05,
-    1.814761999867187e-05
+    1.815844000020661e-05,
+    1.4897139999447973e-05,
+    1.7348520000268763e-05
    ]
   },
   "layer_steady_mha": {
-   "seconds": 0.0013696493530273438,
-   "min": 0.0012120025634765625,
-   "max": 0.00173623291015625,
+   "seconds": 0.0015641664123535156,
+   "min": 0.001192221450805664,
+   "max": 0.0017500250244140625,
    "samples": 33,
    "method": "one tiny mha layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0070980000591589e-05,
-   "host_backward_canary_seconds": 1.534471000013582e-05,
+   "host_canary_seconds": 9.67160500067621e-06,
+   "host_backward_canary_seconds": 1.856822000036118e-05,
    "pass_seconds": [
-    0.00130279296875,
-    0.0013696493530273438,
-    0.0015102995300292968
+    0.0015641664123535156,
+    0.0012725452423095703,
+    0.0016619264221191406
    ],
    "pass_host_canary_seconds": [
-    1.0070980000591589e-05,
-    1.0269320000588777e-05,
-    1.03604649996214e-05
+    9.67160500067621e-06,
+    9.073305000129039e-06,
+    1.063879499952236e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.534471000013582e-05,
-    1.8628969999099355e-05,
-    1.8572300000414543e-05
+    1.856822000036118e-05,
+    1.765857000009419e-05,
+    1.959653000085382e-05
    ]
   },
   "layer_steady_mha_autocast": {
-   "seconds": 0.0017824882507324218,
-   "min": 0.0014704409790039063,
-   "max": 0.0021290829467773436,
+   "seconds": 0.001875606994628906,
+   "min": 0.0014007769775390623,
+   "max": 0.0020877095031738282,
    "samples": 33,
    "method": "one tiny mha layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.020697000058135e-05,
-   "host_backward_canary_seconds": 1.7164400001092874e-05,
+   "host_canary_seconds": 1.0117360000094778e-05,
+   "host_backward_canary_seconds": 1.785519000122804e-05,
    "pass_seconds": [
-    0.0017824882507324218,
-    0.0016217785644531248,
-    0.001783053436279297
+    0.0018805574035644533,
+    0.0016049874877929688,
+    0.001875606994628906
    ],
    "pass_host_canary_seconds": [
-    1.020697000058135e-05,
-    9.991614999762533e-06,
-    9.870999999748164e-06
+    1.0117360000094778e-05,
+    9.670345000358794e-06,
+    9.764874999973471e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7164400001092874e-05,
-    1.7441309998957878e-05,
-    1.7831690001912648e-05
+    1.785519000122804e-05,
+    1.6738259998874126e-05,
+    1.917361000096207e-05
    ]
   },
   "layer_steady_cast": {
-   "seconds": 0.00012874815940856933,
-   "min": 9.28223991394043e-05,
-   "max": 0.00015057600021362304,
+   "seconds": 0.00011708543777465821,
+   "min": 8.343487739562989e-05,
+   "max": 0.00014452608108520508,
    "samples": 33,
    "method": "one tiny cast layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0599065000178598e-05,
-   "host_backward_canary_seconds": 2.0537790001071698e-05,
+   "host_canary_seconds": 1.0067550000485426e-05,
+   "host_backward_canary_seconds": 1.8121874999224018e-05,
    "pass_seconds": [
-    0.00012874815940856933,
-    0.000141015043258667,
-    9.947135925292969e-05
+    0.0001209017562866211,
+    0.00010055616378784179,
+    0.00011708543777465821
    ],
    "pass_host_canary_seconds": [
-    1.0599065000178598e-05,
-    1.068889500061232e-05,
-    9.51132000011512e-06
+    1.0067550000485426e-05,
+    9.845574999758356e-06,
+    9.81565000017781e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0537790001071698e-05,
-    2.1739509998042193e-05,
-    1.8190724999840314e-05
+    1.8121874999224018e-05,
+    1.699084000051698e-05,
+    1.8895074999818464e-05
    ]
   },
   "layer_steady_cast_autocast": {
-   "seconds": 0.00016494720458984377,
-   "min": 0.0001181606388092041,
-   "max": 0.00019165760040283205,
+   "seconds": 0.00014384127616882324,
+   "min": 0.0001305510425567627,
+   "max": 0.00018709760665893554,
    "samples": 33,
    "method": "one tiny cast layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.073903000019527e-05,
-   "host_backward_canary_seconds": 2.0631899999443704e-05,
+   "host_canary_seconds": 1.0036904999424223e-05,
+   "host_backward_canary_seconds": 1.822970999910467e-05,
    "pass_seconds": [
-    0.00016494720458984377,
-    0.00018316991806030275,
-    0.00012516351699829101
+    0.00016718847274780274,
+    0.00013704319953918457,
+    0.00014384127616882324
    ],
    "pass_host_canary_seconds": [
-    1.073903000019527e-05,
-    1.0433815000396861e-05,
-    9.626374999243127e-06
+    1.0036904999424223e-05,
+    9.960094999996726e-06,
+    1.0114100000464532e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0631899999443704e-05,
-    2.060909999954674e-05,
-    1.8768149999459638e-05
+    1.822970999910467e-05,
+    1.7840140001226244e-05,
+    1.972617000092214e-05
    ]
   },
   "layer_steady_rmsnorm": {
-   "seconds": 0.0001616716766357422,
-   "min": 0.00011916480064392089,
-   "max": 0.00019019903182983396,
+   "seconds": 0.00014857407569885252,
+   "min": 0.00013025471687316896,
+   "max": 0.00019129087448120118,
    "samples": 33,
    "method": "one tiny rmsnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.09141300004012e-05,
-   "host_backward_canary_seconds": 2.0631899999443704e-05,
+   "host_canary_seconds": 1.0170730000709227e-05,
+   "host_backward_canary_seconds": 1.7525399998703504e-05,
    "pass_seconds": [
-    0.0001616716766357422,
-    0.00017140800476074218,
-    0.00012869824409484862
+    0.00015483776092529297,
+    0.0001353990364074707,
+    0.00014857407569885252
    ],
    "pass_host_canary_seconds": [
-    1.09141300004012e-05,
-    1.036806499996601e-05,
-    9.695059999330624e-06
+    1.0170730000709227e-05,
+    9.960094999996726e-06,
+    9.835070000008272e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0631899999443704e-05,
-    2.1367310000641738e-05,
-    1.8425810001190257e-05
+    1.7525399998703504e-05,
+    1.7352200000004814e-05,
+    1.974082000060662e-05
    ]
   },
   "layer_steady_rmsnorm_autocast": {
-   "seconds": 0.00019243072509765626,
-   "min": 0.0001367091178894043,
-   "max": 0.0002335513687133789,
+   "seconds": 0.00016444671630859377,
+   "min": 0.00011119615554809571,
+   "max": 0.00020893247604370117,
    "samples": 33,
    "method": "one tiny rmsnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0899684999685633e-05,
-   "host_backward_canary_seconds": 2.092549000053623e-05,
+   "host_canary_seconds": 7.684759999619928e-06,
+   "host_backward_canary_seconds": 1.6660830001455908e-05,
    "pass_seconds": [
-    0.0002044211196899414,
-    0.00019243072509765626,
-    0.00015088128089904787
+    0.00011574463844299317,
+    0.00016444671630859377,
+    0.00017559167861938476
    ],
    "pass_host_canary_seconds": [
-    1.0899684999685633e-05,
-    1.0837285000206975e-05,
-    1.1036887499926706e-05
+    7.684759999619928e-06,
+    1.0190384999759772e-05,
+    1.009638000027735e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.092549000053623e-05,
-    2.0901695000929978e-05,
-    1.9800605000455106e-05
+    1.6660830001455908e-05,
+    1.7352279999158783e-05,
+    1.9679300000916554e-05
    ]
   },
   "layer_steady_sdpa": {
-   "seconds": 0.0002940153694152832,
-   "min": 0.000200248966217041,
-   "max": 0.0003479059219360352,
+   "seconds": 0.00022432575225830075,
+   "min": 0.00015713279724121094,
+   "max": 0.00038444160461425787,
    "samples": 33,
    "method": "one tiny sdpa layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.091462499971385e-05,
-   "host_backward_canary_seconds": 2.0366560002003097e-05,
+   "host_canary_seconds": 7.465157499950692e-06,
+   "host_backward_canary_seconds": 1.6707194999980858e-05,
    "pass_seconds": [
-    0.0002940153694152832,
-    0.0003277510452270508,
-    0.00021146432876586915
+    0.00016630464553833008,
+    0.00022432575225830075,
+    0.00030332351684570315
    ],
    "pass_host_canary_seconds": [
-    1.091462499971385e-05,
-    1.0614754999096476e-05,
-    1.0550580000199262e-05
+    7.465157499950692e-06,
+    9.9461499996778e-06,
+    1.0244279999369609e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0366560002003097e-05,
-    2.1342640000057145e-05,
-    1.6768469999988157e-05
+    1.6707194999980858e-05,
+    1.7448240000703664e-05,
+    2.0293689999562048e-05
    ]
   },
   "layer_steady_sdpa_autocast": {
-   "seconds": 0.00047818241119384764,
-   "min": 0.0003294451141357422,
-   "max": 0.0006443885040283204,
+   "seconds": 0.00034878337860107424,
+   "min": 0.00028054527282714845,
+   "max": 0.0005915276718139648,
    "samples": 33,
    "method": "one tiny sdpa layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.055673999985629e-05,
-   "host_backward_canary_seconds": 1.9894719998774234e-05,
+   "host_canary_seconds": 6.996299999855182e-06,
+   "host_backward_canary_seconds": 1.874574999874312e-05,
    "pass_seconds": [
-    0.00047818241119384764,
-    0.0006137619018554688,
-    0.0003829056167602539
+    0.00029543231964111326,
+    0.00034878337860107424,
+    0.0005173382568359375
    ],
    "pass_host_canary_seconds": [
-    1.055673999985629e-05,
-    1.0582209999938642e-05,
-    1.0124565000069196e-05
+    6.996299999855182e-06,
+    9.9461499996778e-06,
+    1.029181500030063e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9894719998774234e-05,
-    2.0819860001211055e-05,
-    1.8333660000280362e-05
+    1.874574999874312e-05,
+    1.655295000091428e-05,
+    2.2636500000317027e-05
    ]
   },
   "layer_steady_sdpa_efficient": {
-   "seconds": 0.00020936511993408205,
-   "min": 0.00016374847412109375,
-   "max": 0.0002624127960205078,
+   "seconds": 0.0002103193664550781,
+   "min": 0.00015674943923950195,
+   "max": 0.00032225471496582033,
    "samples": 33,
    "method": "one tiny sdpa_model_head layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0416819999363724e-05,
-   "host_backward_canary_seconds": 2.0318370000040888e-05,
+   "host_canary_seconds": 1.0050220000152876e-05,
+   "host_backward_canary_seconds": 1.8017275000374866e-05,
    "pass_seconds": [
-    0.00020936511993408205,
-    0.00023963584899902343,
-    0.00017073984146118162
+    0.00017548095703124998,
+    0.0002103193664550781,
+    0.00027833023071289066
    ],
    "pass_host_canary_seconds": [
-    1.0416819999363724e-05,
-    1.0502710000537264e-05,
-    7.435244999669521e-06
+    1.0050220000152876e-05,
+    1.009814500093853e-05,
+    1.0271849999980986e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0318370000040888e-05,
-    2.066134999950009e-05,
-    1.944882999850961e-05
+    1.8017275000374866e-05,
+    1.7372929999055487e-05,
+    2.028225999993083e-05
    ]
   },
   "layer_steady_sdpa_cudnn_autocast": {
-   "seconds": 0.0003559852981567383,
-   "min": 0.0002861440086364746,
-   "max": 0.0007475827026367188,
+   "seconds": 0.0003908319854736328,
+   "min": 0.0002746681594848633,
+   "max": 0.0006011027145385742,
    "samples": 33,
    "method": "one tiny sdpa_model_head layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0525975000064136e-05,
-   "host_backward_canary_seconds": 2.0404800000051183e-05,
+   "host_canary_seconds": 6.81205499972748e-06,
+   "host_backward_canary_seconds": 1.7487899999650835e-05,
    "pass_seconds": [
-    0.0006551993560791015,
-    0.0003502092742919922,
-    0.0003559852981567383
+    0.00028557632446289064,
+    0.0003908319854736328,
+    0.0004956108856201172
    ],
    "pass_host_canary_seconds": [
-    1.0525975000064136e-05,
-    1.0386960000232647e-05,
-    9.403125000062574e-06
+    6.81205499972748e-06,
+    1.0196774999258196e-05,
+    1.0104192500079989e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0404800000051183e-05,
-    1.959804000080112e-05,
-    1.839168000060454e-05
+    1.7487899999650835e-05,
+    1.823776000037469e-05,
+    1.9690544999093618e-05
    ]
   },
   "layer_steady_mha_no_weights": {
-   "seconds": 0.0012788275146484375,
-   "min": 0.0011067513275146484,
-   "max": 0.0017420812988281251,
+   "seconds": 0.0011476383972167969,
+   "min": 0.00098740478515625,
+   "max": 0.0015917491149902343,
    "samples": 33,
    "method": "one tiny mha_no_weights layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.067562999992333e-05,
-   "host_backward_canary_seconds": 2.0561979999911274e-05,
+   "host_canary_seconds": 6.899635000081617e-06,
+   "host_backward_canary_seconds": 1.7663569999513128e-05,
    "pass_seconds": [
-    0.0014956434631347656,
-    0.0012788275146484375,
-    0.0011525331115722656
+    0.0011476383972167969,
+    0.0011271711730957033,
+    0.0013777139282226563
    ],
    "pass_host_canary_seconds": [
-    1.067562999992333e-05,
-    1.0789694999857603e-05,
-    9.838400000035108e-06
+    6.899635000081617e-06,
+    9.72890999946685e-06,
+    9.59250999926553e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0561979999911274e-05,
-    1.885167999944315e-05,
-    1.833922000059829e-05
+    1.7663569999513128e-05,
+    1.583942000024763e-05,
+    1.929407000034189e-05
    ]
   },
   "layer_steady_mha_no_weights_autocast": {
-   "seconds": 0.0018479513549804689,
-   "min": 0.0015239768981933593,
-   "max": 0.0019847283935546874,
+   "seconds": 0.0014595289611816407,
+   "min": 0.001255031051635742,
+   "max": 0.0022170994567871096,
    "samples": 33,
    "method": "one tiny mha_no_weights layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.068371000087609e-05,
-   "host_backward_canary_seconds": 2.006174999905852e-05,
+   "host_canary_seconds": 9.171469999955661e-06,
+   "host_backward_canary_seconds": 1.7709790001845248e-05,
    "pass_seconds": [
-    0.0019269573974609374,
-    0.0018479513549804689,
-    0.001726219482421875
+    0.0014595289611816407,
+    0.00136504638671875,
+    0.0017693656921386719
    ],
    "pass_host_canary_seconds": [
-    1.068371000087609e-05,
-    9.747650000235809e-06,
-    9.909704999699898e-06
+    9.171469999955661e-06,
+    9.69011000051978e-06,
+    9.994920000053752e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.006174999905852e-05,
-    1.9961569998940833e-05,
-    1.8254829999477806e-05
+    1.7709790001845248e-05,
+    1.4535990001149912e-05,
+    1.8927769999663724e-05
    ]
   },
   "conv_host_k3_fp32_2x4x8x8_4_forward": {
-   "seconds": 4.6126500001264505e-05,
-   "min": 2.5673400000414403e-05,
-   "max": 5.564589998812153e-05,
+   "seconds": 3.701619998537353e-05,
+   "min": 3.038869999727467e-05,
+   "max": 5.374719999053923e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8135,28 +8135,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.1090222499774428e-05,
-   "host_backward_canary_seconds": 2.0716380001886135e-05,
+   "host_canary_seconds": 9.63524000042071e-06,
+   "host_backward_canary_seconds": 1.859611999975641e-05,
    "pass_seconds": [
-    5.201380001835787e-05,
-    3.6541700001180286e-05,
-    4.6126500001264505e-05
+    3.191069999957108e-05,
+    4.378660000838863e-05,
+    3.701619998537353e-05
    ],
    "pass_host_canary_seconds": [
-    1.1090222499774428e-05,
-    8.155944999543863e-06,
-    1.0064110000485016e-05
+    9.63524000042071e-06,
+    1.0242622500413746e-05,
+    1.0121842499870582e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0716380001886135e-05,
-    1.6877049999948214e-05,
-    1.5383780000775003e-05
+    1.859611999975641e-05,
+    1.8726499998820145e-05,
+    1.9736590001002697e-05
    ]
   },
   "conv_host_k3_fp32_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00024032930000430496,
-   "min": 0.00017783379998945748,
-   "max": 0.00043479280000155993,
+   "seconds": 0.00020177840001451842,
+   "min": 0.00016934359998685978,
+   "max": 0.0002478794999888123,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8171,28 +8171,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.1177059999454286e-05,
-   "host_backward_canary_seconds": 2.112297999929069e-05,
+   "host_canary_seconds": 9.490835000178776e-06,
+   "host_backward_canary_seconds": 1.8087670000568323e-05,
    "pass_seconds": [
-    0.000318607899998824,
-    0.0002294301000119958,
-    0.00024032930000430496
+    0.00018593580000469956,
+    0.00020507669999005884,
+    0.00020177840001451842
    ],
    "pass_host_canary_seconds": [
-    1.1177059999454286e-05,
-    7.76233500005219e-06,
-    1.0158299999147857e-05
+    9.490835000178776e-06,
+    1.035835999914525e-05,
+    1.044040000010682e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.112297999929069e-05,
-    1.7387030000008962e-05,
-    1.5321799999128416e-05
+    1.8087670000568323e-05,
+    1.865218999910212e-05,
+    1.8824059998223676e-05
    ]
   },
   "conv_host_k3_fp32_8x32x28x28_32_forward": {
-   "seconds": 4.657209999550105e-05,
-   "min": 3.322380000554403e-05,
-   "max": 6.178919998092169e-05,
+   "seconds": 3.996609998466738e-05,
+   "min": 2.9993199996170004e-05,
+   "max": 5.0716900000224995e-05,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8207,28 +8207,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.1126877499805232e-05,
-   "host_backward_canary_seconds": 2.2020420000217198e-05,
+   "host_canary_seconds": 9.549334999974234e-06,
+   "host_backward_canary_seconds": 1.8977480001467482e-05,
    "pass_seconds": [
-    5.255570001736487e-05,
-    4.497909999372496e-05,
-    4.657209999550105e-05
+    3.325049999602925e-05,
+    4.060050000589399e-05,
+    3.996609998466738e-05
    ],
    "pass_host_canary_seconds": [
-    1.1126877499805232e-05,
-    1.0746379999773125e-05,
-    1.073964500051261e-05
+    9.549334999974234e-06,
+    1.0350219999963884e-05,
+    1.0229619999790884e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.2020420000217198e-05,
-    2.156046999971295e-05,
-    1.5321799999128416e-05
+    1.8977480001467482e-05,
+    1.941134999924543e-05,
+    1.9809590000932075e-05
    ]
   },
   "conv_host_k3_fp32_8x32x28x28_32_forward_backward": {
-   "seconds": 0.00022901990000718798,
-   "min": 0.00017859310000858386,
-   "max": 0.00040667139999186477,
+   "seconds": 0.00024683999999979277,
+   "min": 0.00018938319999506348,
+   "max": 0.00039095849999739587,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8243,28 +8243,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.0755009999456888e-05,
-   "host_backward_canary_seconds": 2.134058000137884e-05,
+   "host_canary_seconds": 9.549334999974234e-06,
+   "host_backward_canary_seconds": 2.5247969999782073e-05,
    "pass_seconds": [
-    0.000341915500007417,
-    0.00022901990000718798,
-    0.0002103225999917413
+    0.0002445993999799612,
+    0.00024683999999979277,
+    0.00031507260000580574
    ],
    "pass_host_canary_seconds": [
-    1.0755009999456888e-05,
-    1.0992224999881728e-05,
-    8.212249999814958e-06
+    9.549334999974234e-06,
+    1.0350219999963884e-05,
+    1.0533434999615564e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.134058000137884e-05,
-    2.0782080000572022e-05,
-    1.534756999944875e-05
+    2.5247969999782073e-05,
+    1.941134999924543e-05,
+    1.9809590000932075e-05
    ]
   },
   "conv_host_k3_fp32_16x64x56x56_64_forward": {
-   "seconds": 6.137549999039039e-05,
-   "min": 3.892459999406128e-05,
-   "max": 8.225399999446381e-05,
+   "seconds": 5.878860001757857e-05,
+   "min": 4.823090000627417e-05,
+   "max": 7.598220001909794e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8279,28 +8279,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.0723364999876139e-05,
-   "host_backward_canary_seconds": 2.017067999986466e-05,
+   "host_canary_seconds": 1.0452825000584198e-05,
+   "host_backward_canary_seconds": 2.0213810000768716e-05,
    "pass_seconds": [
-    7.629589999851305e-05,
-    6.137549999039039e-05,
-    4.188849998172372e-05
+    6.978889998663363e-05,
+    5.878860001757857e-05,
+    5.2464699979282156e-05
    ],
    "pass_host_canary_seconds": [
-    1.0723364999876139e-05,
-    1.1094709999497353e-05,
-    8.034950000137541e-06
+    1.0452825000584198e-05,
+    1.0281599999188985e-05,
+    1.084694500036676e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.017067999986466e-05,
-    2.231097000048976e-05,
-    1.5480549998301284e-05
+    2.0213810000768716e-05,
+    2.0111470000756526e-05,
+    2.273220000006404e-05
    ]
   },
   "conv_host_k3_fp32_16x64x56x56_64_forward_backward": {
-   "seconds": 0.0003212430999838034,
-   "min": 0.00023714009998911933,
-   "max": 0.0005822348000037892,
+   "seconds": 0.0003342336999821782,
+   "min": 0.0002933275000032154,
+   "max": 0.0004143407999890769,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8315,28 +8315,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.0452879999434116e-05,
-   "host_backward_canary_seconds": 2.0027389999768276e-05,
+   "host_canary_seconds": 1.0860769999680996e-05,
+   "host_backward_canary_seconds": 1.8707369999901857e-05,
    "pass_seconds": [
-    0.0003589604000126201,
-    0.0003212430999838034,
-    0.000280839099991681
+    0.00033728190001056644,
+    0.00030746219999855384,
+    0.0003342336999821782
    ],
    "pass_host_canary_seconds": [
-    1.0452879999434116e-05,
-    1.104789000009987e-05,
-    7.4538350008879205e-06
+    1.0860769999680996e-05,
+    1.0229550000531162e-05,
+    1.0536700000329801e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0027389999768276e-05,
-    2.130657000179781e-05,
-    1.916325000138386e-05
+    1.8707369999901857e-05,
+    1.914318999979514e-05,
+    2.1440259999963018e-05
    ]
   },
   "conv_host_k3_fp32_32x128x56x56_128_forward": {
-   "seconds": 7.920689999991737e-05,
-   "min": 5.8821500010708407e-05,
-   "max": 9.129539998866675e-05,
+   "seconds": 7.319890000871965e-05,
+   "min": 5.758319998676598e-05,
+   "max": 8.922839999740973e-05,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8351,28 +8351,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.062877999970624e-05,
-   "host_backward_canary_seconds": 2.0416249999470892e-05,
+   "host_canary_seconds": 1.0425120000263633e-05,
+   "host_backward_canary_seconds": 1.9798840000930795e-05,
    "pass_seconds": [
-    9.056890000920248e-05,
-    7.920689999991737e-05,
-    6.579099999726168e-05
+    8.363809999991644e-05,
+    7.319890000871965e-05,
+    6.510480000088137e-05
    ],
    "pass_host_canary_seconds": [
-    1.062877999970624e-05,
-    1.0905757499699575e-05,
-    8.171550000497518e-06
+    1.0425120000263633e-05,
+    1.0390264999387001e-05,
+    1.0495399999967958e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0416249999470892e-05,
-    2.186165500120296e-05,
-    1.9161225001198545e-05
+    1.9798840000930795e-05,
+    1.992101999917395e-05,
+    2.2269324999797392e-05
    ]
   },
   "conv_host_k3_fp32_32x128x56x56_128_forward_backward": {
-   "seconds": 0.00047477460000209246,
-   "min": 0.0002618488000052821,
-   "max": 0.000554978300010589,
+   "seconds": 0.00037732200000846207,
+   "min": 0.0002728638999997202,
+   "max": 0.000538730699986445,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8387,28 +8387,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.0640847500553717e-05,
-   "host_backward_canary_seconds": 2.0615565000525747e-05,
+   "host_canary_seconds": 1.014884749963585e-05,
+   "host_backward_canary_seconds": 1.9462525000335517e-05,
    "pass_seconds": [
-    0.00047477460000209246,
-    0.0004980055000032735,
-    0.00031787749999239167
+    0.00037732200000846207,
+    0.00030294200000753336,
+    0.00040028280000115046
    ],
    "pass_host_canary_seconds": [
-    1.0640847500553717e-05,
-    1.125045500032229e-05,
-    7.637929999759763e-06
+    1.014884749963585e-05,
+    7.035890000679501e-06,
+    1.0756347499523145e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0615565000525747e-05,
-    2.3943165000446243e-05,
-    1.9835020000300572e-05
+    1.9462525000335517e-05,
+    1.9519864999892888e-05,
+    2.268191000098341e-05
    ]
   },
   "conv_host_k3_fp32_strict_2x4x8x8_4_forward": {
-   "seconds": 4.103019998638047e-05,
-   "min": 2.3918899978525586e-05,
-   "max": 6.669960000635911e-05,
+   "seconds": 3.959670000313054e-05,
+   "min": 2.2540600002685097e-05,
+   "max": 7.493210000575345e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8423,28 +8423,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.035702499962099e-05,
-   "host_backward_canary_seconds": 2.0546349999222004e-05,
+   "host_canary_seconds": 9.836184999585384e-06,
+   "host_backward_canary_seconds": 2.083019000110653e-05,
    "pass_seconds": [
-    4.8157300011553164e-05,
-    4.103019998638047e-05,
-    2.7274799981569232e-05
+    3.991629998836288e-05,
+    3.058719998989545e-05,
+    3.959670000313054e-05
    ],
    "pass_host_canary_seconds": [
-    1.035702499962099e-05,
-    1.1564200000293568e-05,
-    7.419654999694103e-06
+    9.836184999585384e-06,
+    1.0114890000068043e-05,
+    1.060967999933382e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0546349999222004e-05,
-    2.4261570001726795e-05,
-    2.035068999930445e-05
+    2.083019000110653e-05,
+    2.0860540000740003e-05,
+    2.1642029998929502e-05
    ]
   },
   "conv_host_k3_fp32_strict_2x4x8x8_4_forward_backward": {
-   "seconds": 0.0002203769000061584,
-   "min": 0.00017174170000089362,
-   "max": 0.00028342289999727655,
+   "seconds": 0.00023827239999718586,
+   "min": 0.0001613381999959529,
+   "max": 0.0003812167999967642,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8459,28 +8459,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.0259845000746281e-05,
-   "host_backward_canary_seconds": 1.884706000055303e-05,
+   "host_canary_seconds": 1.0428824999735298e-05,
+   "host_backward_canary_seconds": 1.7815650001011818e-05,
    "pass_seconds": [
-    0.0002669209000032424,
-    0.0002203769000061584,
-    0.00020009760000903044
+    0.00023827239999718586,
+    0.00023831089999930554,
+    0.00021320860000741959
    ],
    "pass_host_canary_seconds": [
-    1.0259845000746281e-05,
-    1.1480800000072122e-05,
-    7.566725000742735e-06
+    1.0428824999735298e-05,
+    7.4300649998804145e-06,
+    1.0575299999118215e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.884706000055303e-05,
-    2.2368850000020758e-05,
-    1.4247480000904034e-05
+    1.7815650001011818e-05,
+    1.9110680000267166e-05,
+    2.4035720000483706e-05
    ]
   },
   "conv_host_k3_fp32_strict_8x32x28x28_32_forward": {
-   "seconds": 3.919820001101471e-05,
-   "min": 2.352839999275602e-05,
-   "max": 5.095080000501184e-05,
+   "seconds": 3.9405500001521435e-05,
+   "min": 2.599110000574001e-05,
+   "max": 5.159319998710998e-05,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8495,28 +8495,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.0455009999077447e-05,
-   "host_backward_canary_seconds": 2.025356000103784e-05,
+   "host_canary_seconds": 1.0412110000288522e-05,
+   "host_backward_canary_seconds": 1.931593000108478e-05,
    "pass_seconds": [
-    4.7324800016212974e-05,
-    3.919820001101471e-05,
-    3.011070000411564e-05
+    4.2011599998659224e-05,
+    2.959890000511223e-05,
+    3.9405500001521435e-05
    ],
    "pass_host_canary_seconds": [
-    1.0455009999077447e-05,
-    1.1322174999577329e-05,
-    7.76340000015807e-06
+    1.0412110000288522e-05,
+    7.181985000670465e-06,
+    1.06631500000276e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.025356000103784e-05,
-    2.2368850000020758e-05,
-    1.5790239999660116e-05
+    1.931593000108478e-05,
+    1.9086239999523967e-05,
+    2.4035720000483706e-05
    ]
   },
   "conv_host_k3_fp32_strict_8x32x28x28_32_forward_backward": {
-   "seconds": 0.000279767299980449,
-   "min": 0.00019240829999489506,
-   "max": 0.00033625270000356975,
+   "seconds": 0.00026935660000617647,
+   "min": 0.0002528169000015623,
+   "max": 0.0003264522999870678,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8531,28 +8531,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 7.974100000183171e-06,
-   "host_backward_canary_seconds": 1.9041709999783053e-05,
+   "host_canary_seconds": 1.022971499992309e-05,
+   "host_backward_canary_seconds": 1.8621940000684845e-05,
    "pass_seconds": [
-    0.000279767299980449,
-    0.0002550778999875547,
-    0.00029568899999503627
+    0.0002758339999900272,
+    0.0002648303000114538,
+    0.00026935660000617647
    ],
    "pass_host_canary_seconds": [
-    7.974100000183171e-06,
-    1.053508499921918e-05,
-    9.900730000254042e-06
+    1.022971499992309e-05,
+    9.895919999962643e-06,
+    1.06631500000276e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9041709999783053e-05,
-    2.0079060000171012e-05,
-    1.738662999969165e-05
+    1.8621940000684845e-05,
+    1.8794640000123762e-05,
+    2.1349029998418702e-05
    ]
   },
   "conv_host_k3_fp32_strict_16x64x56x56_64_forward": {
-   "seconds": 4.307130000142933e-05,
-   "min": 3.525219999573892e-05,
-   "max": 5.612370000562805e-05,
+   "seconds": 5.017390001285094e-05,
+   "min": 3.209929998320149e-05,
+   "max": 5.713780001315172e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8567,28 +8567,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.0241290000294612e-05,
-   "host_backward_canary_seconds": 2.1199099999194006e-05,
+   "host_canary_seconds": 1.0398294999731661e-05,
+   "host_backward_canary_seconds": 1.996243999883518e-05,
    "pass_seconds": [
-    4.291959999136452e-05,
-    4.412379998939286e-05,
-    4.307130000142933e-05
+    5.1897099979214545e-05,
+    5.017390001285094e-05,
+    4.459069998574705e-05
    ],
    "pass_host_canary_seconds": [
-    1.0241290000294612e-05,
-    1.053508499921918e-05,
-    8.873620000144911e-06
+    1.0398294999731661e-05,
+    9.41725499956192e-06,
+    1.0477430000150888e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1199099999194006e-05,
-    2.200143000209209e-05,
-    1.610808000009456e-05
+    1.996243999883518e-05,
+    2.0228580000321015e-05,
+    2.158866999934617e-05
    ]
   },
   "conv_host_k3_fp32_strict_16x64x56x56_64_forward_backward": {
-   "seconds": 0.00042010290001144314,
-   "min": 0.0003537486000141143,
-   "max": 0.0005866756999921563,
+   "seconds": 0.0004174235999926168,
+   "min": 0.0003511065999873608,
+   "max": 0.0005431396000176392,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8603,28 +8603,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.0693867500322086e-05,
-   "host_backward_canary_seconds": 2.1234409999806302e-05,
+   "host_canary_seconds": 9.959480000247822e-06,
+   "host_backward_canary_seconds": 1.920467500099221e-05,
    "pass_seconds": [
-    0.0005463955000095666,
-    0.00042010290001144314,
-    0.0003723643000057564
+    0.0004174235999926168,
+    0.0005028775000027963,
+    0.0003593700000010358
    ],
    "pass_host_canary_seconds": [
-    1.0693867500322086e-05,
-    1.0658300000159214e-05,
-    8.975407500315668e-06
+    9.959480000247822e-06,
+    7.229817499592173e-06,
+    1.0530334999998559e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1234409999806302e-05,
-    2.0963104999509598e-05,
-    1.5578349999714194e-05
+    1.920467500099221e-05,
+    2.001367500042761e-05,
+    1.7612135000035778e-05
    ]
   },
   "conv_host_k3_fp32_strict_32x128x56x56_128_forward": {
-   "seconds": 6.474639999396459e-05,
-   "min": 4.0516899980502784e-05,
-   "max": 6.63251000105447e-05,
+   "seconds": 4.8808799988364626e-05,
+   "min": 3.635240000221529e-05,
+   "max": 7.364030000189814e-05,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8639,28 +8639,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.1306664999892748e-05,
-   "host_backward_canary_seconds": 2.2360804999834725e-05,
+   "host_canary_seconds": 9.537519999867073e-06,
+   "host_backward_canary_seconds": 2.2830285000736695e-05,
    "pass_seconds": [
-    6.482399999185873e-05,
-    5.745860000843095e-05,
-    6.474639999396459e-05
+    4.8808799988364626e-05,
+    5.7807999996839496e-05,
+    4.419350000262057e-05
    ],
    "pass_host_canary_seconds": [
-    1.1306664999892748e-05,
-    1.0768150000330934e-05,
-    1.048855249962344e-05
+    9.537519999867073e-06,
+    9.157315000152267e-06,
+    1.0390217499889332e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.2360804999834725e-05,
-    1.9798764999450213e-05,
-    1.761965499895268e-05
+    2.2830285000736695e-05,
+    2.227518000040618e-05,
+    2.17294500009757e-05
    ]
   },
   "conv_host_k3_fp32_strict_32x128x56x56_128_forward_backward": {
-   "seconds": 0.0005158330000085698,
-   "min": 0.0003813648999994257,
-   "max": 0.0007825871000022744,
+   "seconds": 0.00044236569999611675,
+   "min": 0.0003687722999984544,
+   "max": 0.0006786968999904275,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8675,28 +8675,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.139706250000927e-05,
-   "host_backward_canary_seconds": 2.2810064999703174e-05,
+   "host_canary_seconds": 9.845319999612911e-06,
+   "host_backward_canary_seconds": 2.0766059999459683e-05,
    "pass_seconds": [
-    0.0005543928999941272,
-    0.0005158330000085698,
-    0.0004205801999887626
+    0.00044236569999611675,
+    0.0005708679999997912,
+    0.000376317200016274
    ],
    "pass_host_canary_seconds": [
-    1.139706250000927e-05,
-    1.0897857499685415e-05,
-    1.0322617499696206e-05
+    9.845319999612911e-06,
+    1.0484229999860872e-05,
+    1.072850999946695e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.2810064999703174e-05,
-    1.8742549999615222e-05,
-    2.0942550000881966e-05
+    2.0766059999459683e-05,
+    2.1970844999259496e-05,
+    1.6883450000477752e-05
    ]
   },
   "conv_host_k3_bf16_2x4x8x8_4_forward": {
-   "seconds": 4.133369998271519e-05,
-   "min": 3.169780000007449e-05,
-   "max": 5.204359999879671e-05,
+   "seconds": 3.7148000001252515e-05,
+   "min": 2.6949200014314555e-05,
+   "max": 4.684959999394778e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8711,28 +8711,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.12762050002857e-05,
-   "host_backward_canary_seconds": 2.1820510000907233e-05,
+   "host_canary_seconds": 9.346699999923658e-06,
+   "host_backward_canary_seconds": 1.8647530000635017e-05,
    "pass_seconds": [
-    4.782890000569751e-05,
-    3.5239799990449684e-05,
-    4.133369998271519e-05
+    2.8227500001776208e-05,
+    3.734269998858508e-05,
+    3.7148000001252515e-05
    ],
    "pass_host_canary_seconds": [
-    1.12762050002857e-05,
-    1.0272974999452344e-05,
-    1.0196604999919146e-05
+    9.346699999923658e-06,
+    9.46767999948861e-06,
+    1.0754194998980893e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1820510000907233e-05,
-    2.9763379998257733e-05,
-    1.631360999908793e-05
+    1.8647530000635017e-05,
+    2.2515620000831403e-05,
+    2.2394519999124895e-05
    ]
   },
   "conv_host_k3_bf16_2x4x8x8_4_forward_backward": {
-   "seconds": 0.0003157906000069488,
-   "min": 0.00024494839999533724,
-   "max": 0.00045111529998393963,
+   "seconds": 0.00022884059999341843,
+   "min": 0.00020812330001263035,
+   "max": 0.0002947872000049756,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8747,28 +8747,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.0150589999966542e-05,
-   "host_backward_canary_seconds": 2.0710479998342634e-05,
+   "host_canary_seconds": 9.205634999034373e-06,
+   "host_backward_canary_seconds": 1.786158999948384e-05,
    "pass_seconds": [
-    0.0003157906000069488,
-    0.0003592926000010266,
-    0.000293889899990063
+    0.00021230419999938022,
+    0.00022884059999341843,
+    0.00025658699998984955
    ],
    "pass_host_canary_seconds": [
-    1.0150589999966542e-05,
-    1.0778245000437892e-05,
-    1.0001219999367095e-05
+    9.205634999034373e-06,
+    8.830464999505238e-06,
+    1.0343520000333228e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0710479998342634e-05,
-    1.6194269999232347e-05,
-    1.5086739999787823e-05
+    1.786158999948384e-05,
+    2.1069399999760207e-05,
+    2.037023999946541e-05
    ]
   },
   "conv_host_k3_bf16_8x32x28x28_32_forward": {
-   "seconds": 6.846129999757978e-05,
-   "min": 4.836970001633745e-05,
-   "max": 7.867410001836106e-05,
+   "seconds": 4.8791700010042405e-05,
+   "min": 3.78116000092632e-05,
+   "max": 7.107550000000629e-05,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8783,28 +8783,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.0329534999868883e-05,
-   "host_backward_canary_seconds": 2.1629374999747596e-05,
+   "host_canary_seconds": 9.541030000264072e-06,
+   "host_backward_canary_seconds": 1.8508550001570258e-05,
    "pass_seconds": [
-    6.94081999881746e-05,
-    5.791169999156409e-05,
-    6.846129999757978e-05
+    4.8791700010042405e-05,
+    4.465709998839884e-05,
+    6.091660000038246e-05
    ],
    "pass_host_canary_seconds": [
-    1.0329534999868883e-05,
-    1.0926515000164726e-05,
-    9.761704999391441e-06
+    9.541030000264072e-06,
+    7.12237500010815e-06,
+    1.0614699999678123e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1629374999747596e-05,
-    1.7695659998935298e-05,
-    2.1104190000187373e-05
+    1.8508550001570258e-05,
+    2.0856070000263573e-05,
+    1.8802769998274015e-05
    ]
   },
   "conv_host_k3_bf16_8x32x28x28_32_forward_backward": {
-   "seconds": 0.0003567193999970186,
-   "min": 0.00026943199998186174,
-   "max": 0.0004533095999931902,
+   "seconds": 0.00028555339999911664,
+   "min": 0.0002167772000120749,
+   "max": 0.00034642979999262026,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8819,28 +8819,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.0436590000608704e-05,
-   "host_backward_canary_seconds": 2.0803439999781402e-05,
+   "host_canary_seconds": 9.5013850000214e-06,
+   "host_backward_canary_seconds": 1.401702000066507e-05,
    "pass_seconds": [
-    0.0003567193999970186,
-    0.0003412475000004633,
-    0.0003967508999949132
+    0.0002568721999978152,
+    0.00028555339999911664,
+    0.0003043183000045246
    ],
    "pass_host_canary_seconds": [
-    1.0436590000608704e-05,
-    1.0898479999923438e-05,
-    1.0248479999290793e-05
+    9.5013850000214e-06,
+    7.204734999959328e-06,
+    1.0803185000440863e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0803439999781402e-05,
-    2.1389690000432894e-05,
-    2.0669600000928768e-05
+    1.401702000066507e-05,
+    2.034566000020277e-05,
+    2.0885090000319904e-05
    ]
   },
   "conv_host_k3_bf16_16x64x56x56_64_forward": {
-   "seconds": 7.01727999967261e-05,
-   "min": 5.781159998150542e-05,
-   "max": 8.453880000161007e-05,
+   "seconds": 5.7711899989953964e-05,
+   "min": 3.796850000981067e-05,
+   "max": 7.609649999267276e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8855,28 +8855,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.0567077500240885e-05,
-   "host_backward_canary_seconds": 2.113796000003276e-05,
+   "host_canary_seconds": 9.503109999968729e-06,
+   "host_backward_canary_seconds": 1.7730010000605034e-05,
    "pass_seconds": [
-    8.118160001231444e-05,
-    7.01727999967261e-05,
-    6.253930000639229e-05
+    5.7711899989953964e-05,
+    4.6596799984399694e-05,
+    6.49664999855304e-05
    ],
    "pass_host_canary_seconds": [
-    1.0567077500240885e-05,
-    1.0917099999687707e-05,
-    1.0248479999290793e-05
+    9.503109999968729e-06,
+    7.053854999412579e-06,
+    1.097503000096367e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.113796000003276e-05,
-    2.1389690000432894e-05,
-    1.775866000116366e-05
+    1.7730010000605034e-05,
+    1.983652999797414e-05,
+    1.721535999877233e-05
    ]
   },
   "conv_host_k3_bf16_16x64x56x56_64_forward_backward": {
-   "seconds": 0.000344471599987628,
-   "min": 0.0002772368000023562,
-   "max": 0.0004594449000023815,
+   "seconds": 0.00027268189999176686,
+   "min": 0.0002255988000115394,
+   "max": 0.00031645419999222214,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8891,28 +8891,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.137558500090563e-05,
-   "host_backward_canary_seconds": 2.0925139999690145e-05,
+   "host_canary_seconds": 9.529725000447797e-06,
+   "host_backward_canary_seconds": 1.7570570000771114e-05,
    "pass_seconds": [
-    0.00043028719999256283,
-    0.000344471599987628,
-    0.00029235520000838735
+    0.00027268189999176686,
+    0.0002368406999949002,
+    0.00030062920000091254
    ],
    "pass_host_canary_seconds": [
-    1.137558500090563e-05,
-    1.142227499940418e-05,
-    1.0240640000347412e-05
+    9.529725000447797e-06,
+    6.995584999458515e-06,
+    1.0779965000438097e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0925139999690145e-05,
-    2.0001420000426152e-05,
-    2.086696000105803e-05
+    1.7570570000771114e-05,
+    1.7736520001108146e-05,
+    2.0197779999762133e-05
    ]
   },
   "conv_host_k3_bf16_32x128x56x56_128_forward": {
-   "seconds": 7.834200000615965e-05,
-   "min": 6.912669998655474e-05,
-   "max": 9.455179999804387e-05,
+   "seconds": 6.253890001062246e-05,
+   "min": 4.8519500001020785e-05,
+   "max": 8.561699999063422e-05,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8927,28 +8927,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.0713974999703169e-05,
-   "host_backward_canary_seconds": 2.044156000010844e-05,
+   "host_canary_seconds": 1.0033089999978983e-05,
+   "host_backward_canary_seconds": 1.4733115000353793e-05,
    "pass_seconds": [
-    7.834200000615965e-05,
-    7.67195999969772e-05,
-    8.043299999371811e-05
+    6.253890001062246e-05,
+    5.6991599990396935e-05,
+    6.73805999895194e-05
    ],
    "pass_host_canary_seconds": [
-    1.0713974999703169e-05,
-    1.1400977499533837e-05,
-    1.0367087500071647e-05
+    1.0033089999978983e-05,
+    7.418815000619361e-06,
+    1.0694215000057738e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.044156000010844e-05,
-    2.2359189998724104e-05,
-    2.1246310000151423e-05
+    1.4733115000353793e-05,
+    1.7510049999600597e-05,
+    1.7029389998697296e-05
    ]
   },
   "conv_host_k3_bf16_32x128x56x56_128_forward_backward": {
-   "seconds": 0.0003750449000108347,
-   "min": 0.00033293980000053124,
-   "max": 0.0005341729000065242,
+   "seconds": 0.00028128260000812586,
+   "min": 0.000252003299988246,
+   "max": 0.00037532509998072783,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8963,28 +8963,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.0540532500158406e-05,
-   "host_backward_canary_seconds": 1.5552864999790474e-05,
+   "host_canary_seconds": 1.0073920000195358e-05,
+   "host_backward_canary_seconds": 1.4910300001247378e-05,
    "pass_seconds": [
-    0.0004340578999972422,
-    0.0003719377999914286,
-    0.0003750449000108347
+    0.0002763239999922007,
+    0.00028128260000812586,
+    0.0003533706999860442
    ],
    "pass_host_canary_seconds": [
-    1.0540532500158406e-05,
-    1.1124155000175052e-05,
-    1.0269864999941091e-05
+    1.0073920000195358e-05,
+    1.0245884999449117e-05,
+    1.0694215000057738e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5552864999790474e-05,
-    2.173735999917881e-05,
-    1.664231499944435e-05
+    1.4910300001247378e-05,
+    1.6861000001426874e-05,
+    1.7029389998697296e-05
    ]
   },
   "conv_host_k3_autocast_2x4x8x8_4_forward": {
-   "seconds": 0.00010579370000414201,
-   "min": 7.735229999070726e-05,
-   "max": 0.00012014209999051672,
+   "seconds": 7.213439998849935e-05,
+   "min": 6.218449998414144e-05,
+   "max": 0.00010463660000823439,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8999,28 +8999,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.057507500036081e-05,
-   "host_backward_canary_seconds": 1.644692500008205e-05,
+   "host_canary_seconds": 9.586095000031492e-06,
+   "host_backward_canary_seconds": 1.4910300001247378e-05,
    "pass_seconds": [
-    0.00010579370000414201,
-    0.00010765019999325887,
-    0.00010220200001640479
+    7.213439998849935e-05,
+    9.041150001394271e-05,
+    6.650789998730033e-05
    ],
    "pass_host_canary_seconds": [
-    1.057507500036081e-05,
-    1.1519827500023893e-05,
-    1.028086000019357e-05
+    9.586095000031492e-06,
+    7.17360500061659e-06,
+    8.780284999829747e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.644692500008205e-05,
-    2.232999999932872e-05,
-    1.637051999978212e-05
+    1.4910300001247378e-05,
+    1.6232919999765727e-05,
+    1.8524530000831875e-05
    ]
   },
   "conv_host_k3_autocast_2x4x8x8_4_forward_backward": {
-   "seconds": 0.0004805889000181196,
-   "min": 0.000390693100007411,
-   "max": 0.0006810921999885977,
+   "seconds": 0.0003336278000006132,
+   "min": 0.0002755384000010963,
+   "max": 0.000474982499986254,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9035,28 +9035,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.0314642500475203e-05,
-   "host_backward_canary_seconds": 1.585386000101607e-05,
+   "host_canary_seconds": 1.0449609999341191e-05,
+   "host_backward_canary_seconds": 1.4446539998971276e-05,
    "pass_seconds": [
-    0.0004805889000181196,
-    0.00047047000000475234,
-    0.0005624874999966778
+    0.0003336278000006132,
+    0.0003098802000067735,
+    0.0004128539000021192
    ],
    "pass_host_canary_seconds": [
-    1.0314642500475203e-05,
-    1.1139554999886058e-05,
-    1.0299484999904962e-05
+    1.0449609999341191e-05,
+    7.00227749973692e-06,
+    1.00006000002395e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.585386000101607e-05,
-    2.189929000110169e-05,
-    2.272440999831815e-05
+    1.4446539998971276e-05,
+    1.7226935001417586e-05,
+    1.5683780000017577e-05
    ]
   },
   "conv_host_k3_autocast_8x32x28x28_32_forward": {
-   "seconds": 0.00013788769999791838,
-   "min": 0.00011757290001241927,
-   "max": 0.0001514393999968888,
+   "seconds": 9.286050001264812e-05,
+   "min": 7.229309999274846e-05,
+   "max": 0.00011327089998758311,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9071,28 +9071,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.0182265000366897e-05,
-   "host_backward_canary_seconds": 1.6121900000598546e-05,
+   "host_canary_seconds": 9.59520000037628e-06,
+   "host_backward_canary_seconds": 1.4619779999520688e-05,
    "pass_seconds": [
-    0.00013788769999791838,
-    0.00012342120000994328,
-    0.000144425799999226
+    9.286050001264812e-05,
+    8.655020001242519e-05,
+    0.00010087230000408454
    ],
    "pass_host_canary_seconds": [
-    1.0182265000366897e-05,
-    1.0919714999317875e-05,
-    1.0407837499997186e-05
+    9.59520000037628e-06,
+    7.248429999435757e-06,
+    8.16703999987567e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6121900000598546e-05,
-    1.6769989999829705e-05,
-    1.8315219998612518e-05
+    1.4619779999520688e-05,
+    1.964841000017259e-05,
+    2.1030530000416547e-05
    ]
   },
   "conv_host_k3_autocast_8x32x28x28_32_forward_backward": {
-   "seconds": 0.000560224599985304,
-   "min": 0.00044566540000232633,
-   "max": 0.0006191843999886259,
+   "seconds": 0.0004088203000037538,
+   "min": 0.0003198667999868121,
+   "max": 0.0007251362000033623,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9107,28 +9107,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.0178902499546894e-05,
-   "host_backward_canary_seconds": 1.6372295000337545e-05,
+   "host_canary_seconds": 9.574530000691084e-06,
+   "host_backward_canary_seconds": 1.3569700001880847e-05,
    "pass_seconds": [
-    0.0004854256000044188,
-    0.0005729169999995065,
-    0.000560224599985304
+    0.000353719200006708,
+    0.0004088203000037538,
+    0.0006184237000070425
    ],
    "pass_host_canary_seconds": [
-    1.0178902499546894e-05,
-    1.1288157500075613e-05,
-    1.012061749975146e-05
+    9.574530000691084e-06,
+    7.343562499499967e-06,
+    9.415232500487037e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6372295000337545e-05,
-    1.945927500059952e-05,
-    1.7646764999881273e-05
+    1.3569700001880847e-05,
+    1.8492364999929124e-05,
+    2.1792200000163577e-05
    ]
   },
   "conv_host_k3_autocast_16x64x56x56_64_forward": {
-   "seconds": 0.0001484449000145105,
-   "min": 0.000133059199993113,
-   "max": 0.00017419519999748446,
+   "seconds": 9.904690000439587e-05,
+   "min": 8.314659999086871e-05,
+   "max": 0.00014582329999939246,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9143,28 +9143,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.0329142500609124e-05,
-   "host_backward_canary_seconds": 1.6897030000109226e-05,
+   "host_canary_seconds": 9.596944998975232e-06,
+   "host_backward_canary_seconds": 1.4690060002067185e-05,
    "pass_seconds": [
-    0.0001547608000009859,
-    0.0001484449000145105,
-    0.00014470900000560505
+    9.904690000439587e-05,
+    9.631969999190915e-05,
+    0.00013141240001459664
    ],
    "pass_host_canary_seconds": [
-    1.0329142500609124e-05,
-    1.160464999998112e-05,
-    1.0277299999756906e-05
+    9.596944998975232e-06,
+    7.6194999996914704e-06,
+    1.0415110000394635e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6897030000109226e-05,
-    2.502608499867165e-05,
-    1.702685000054771e-05
+    1.4690060002067185e-05,
+    1.9850179999139073e-05,
+    2.131607000137592e-05
    ]
   },
   "conv_host_k3_autocast_16x64x56x56_64_forward_backward": {
-   "seconds": 0.000665469899990967,
-   "min": 0.0005885671999976694,
-   "max": 0.0008245969000199693,
+   "seconds": 0.0005403139999998529,
+   "min": 0.00038989879999462573,
+   "max": 0.000581342800001039,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9179,28 +9179,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.0398059999943142e-05,
-   "host_backward_canary_seconds": 1.7766395000080593e-05,
+   "host_canary_seconds": 9.464334999620405e-06,
+   "host_backward_canary_seconds": 1.8365410001024428e-05,
    "pass_seconds": [
-    0.000665469899990967,
-    0.0007676571000047261,
-    0.0006412167999997109
+    0.0004091513000048508,
+    0.0005689112000027308,
+    0.0005403139999998529
    ],
    "pass_host_canary_seconds": [
-    1.0398059999943142e-05,
-    1.1576792500136433e-05,
-    1.0599462499953914e-05
+    9.464334999620405e-06,
+    1.0054237499730334e-05,
+    1.0329075000186094e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7766395000080593e-05,
-    2.38394849998258e-05,
-    1.932937000105994e-05
+    1.8365410001024428e-05,
+    1.8399870000394004e-05,
+    1.8179799999415993e-05
    ]
   },
   "conv_host_k3_autocast_32x128x56x56_128_forward": {
-   "seconds": 0.00016072630000962818,
-   "min": 0.00013776319999578846,
-   "max": 0.00022369819998857565,
+   "seconds": 0.00014706510000905837,
+   "min": 0.00010871110000607587,
+   "max": 0.00019670319998112972,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9215,28 +9215,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.0301842499416125e-05,
-   "host_backward_canary_seconds": 1.711893000106102e-05,
+   "host_canary_seconds": 1.0268420000443257e-05,
+   "host_backward_canary_seconds": 1.9747779999761407e-05,
    "pass_seconds": [
-    0.0001512931999968714,
-    0.0001997684000116351,
-    0.00016072630000962818
+    0.00011967210000420891,
+    0.00017637440000726202,
+    0.00014706510000905837
    ],
    "pass_host_canary_seconds": [
-    1.0301842499416125e-05,
-    1.1748709999892526e-05,
-    1.0486182499676034e-05
+    1.0268420000443257e-05,
+    1.0106664999511848e-05,
+    1.0336199999869677e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.711893000106102e-05,
-    2.4133110001685055e-05,
-    1.9265359999280917e-05
+    1.9747779999761407e-05,
+    1.928205500007607e-05,
+    2.2610224999652927e-05
    ]
   },
   "conv_host_k3_autocast_32x128x56x56_128_forward_backward": {
-   "seconds": 0.0006101078000028792,
-   "min": 0.0005166917999986254,
-   "max": 0.0008355695000091146,
+   "seconds": 0.0005077902999801153,
+   "min": 0.0004490858000053777,
+   "max": 0.0006646502999956283,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9251,28 +9251,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.0290497499454432e-05,
-   "host_backward_canary_seconds": 1.8729860000803457e-05,
+   "host_canary_seconds": 1.0071602499692744e-05,
+   "host_backward_canary_seconds": 1.815404000012677e-05,
    "pass_seconds": [
-    0.0006101078000028792,
-    0.0006832322000036584,
-    0.0005842508999876373
+    0.0004732806999982131,
+    0.0005077902999801153,
+    0.0005772881000211782
    ],
    "pass_host_canary_seconds": [
-    1.0290497499454432e-05,
-    1.1596037500112287e-05,
-    1.0506067500273275e-05
+    1.0071602499692744e-05,
+    9.988324999881114e-06,
+    9.57039250067737e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8729860000803457e-05,
-    2.383025999961319e-05,
-    1.8711590000748403e-05
+    1.815404000012677e-05,
+    1.7876360001309877e-05,
+    2.21679450010015e-05
    ]
   },
   "conv_host_k1_fp32_2x4x8x8_4_forward": {
-   "seconds": 4.191620000710827e-05,
-   "min": 3.525039999203727e-05,
-   "max": 5.04741999975522e-05,
+   "seconds": 3.5088000004179776e-05,
+   "min": 2.130010000200855e-05,
+   "max": 4.8063600002024034e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9287,28 +9287,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.0679899999672672e-05,
-   "host_backward_canary_seconds": 1.9780740000214792e-05,
+   "host_canary_seconds": 1.0055322500193142e-05,
+   "host_backward_canary_seconds": 1.898835500014684e-05,
    "pass_seconds": [
-    4.464910000478994e-05,
-    3.857489998608799e-05,
-    4.191620000710827e-05
+    3.5088000004179776e-05,
+    4.314640000302461e-05,
+    3.502000001844863e-05
    ],
    "pass_host_canary_seconds": [
-    1.0679899999672672e-05,
-    1.1134099999026148e-05,
-    1.0408374999997249e-05
+    1.0055322500193142e-05,
+    9.936510000443377e-06,
+    8.790445000386172e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9780740000214792e-05,
-    2.3410239998611358e-05,
-    1.8080509998981143e-05
+    1.898835500014684e-05,
+    1.947211000015159e-05,
+    1.6942729998845608e-05
    ]
   },
   "conv_host_k1_fp32_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00020618660000764065,
-   "min": 0.00018356210000547435,
-   "max": 0.0002509102999965762,
+   "seconds": 0.00018369009999332774,
+   "min": 0.00016413270000157354,
+   "max": 0.0003419166000185214,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9323,28 +9323,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.0700914999688394e-05,
-   "host_backward_canary_seconds": 1.9385409998449177e-05,
+   "host_canary_seconds": 9.582019999925251e-06,
+   "host_backward_canary_seconds": 1.7888410000068688e-05,
    "pass_seconds": [
-    0.00023984630001905316,
-    0.00019627030001174718,
-    0.00020618660000764065
+    0.00018369009999332774,
+    0.00021662219999143417,
+    0.00017273079999995388
    ],
    "pass_host_canary_seconds": [
-    1.0700914999688394e-05,
-    1.0885535000397794e-05,
-    1.0374089999913849e-05
+    9.582019999925251e-06,
+    9.834725000246181e-06,
+    8.790445000386172e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9385409998449177e-05,
-    2.1339459999580866e-05,
-    1.7776839999896765e-05
+    1.7888410000068688e-05,
+    1.947211000015159e-05,
+    1.8444720001298266e-05
    ]
   },
   "conv_host_k1_fp32_8x64x28x28_64_forward": {
-   "seconds": 4.833880000205681e-05,
-   "min": 3.598100001909188e-05,
-   "max": 5.586199999925156e-05,
+   "seconds": 4.523180000433058e-05,
+   "min": 2.532589999191259e-05,
+   "max": 6.633610000790213e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9359,28 +9359,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.055791999988287e-05,
-   "host_backward_canary_seconds": 1.9933710000259452e-05,
+   "host_canary_seconds": 1.0120814999936556e-05,
+   "host_backward_canary_seconds": 1.958150000064052e-05,
    "pass_seconds": [
-    4.833880000205681e-05,
-    4.181130000233679e-05,
-    4.8504699998375143e-05
+    3.778669999974227e-05,
+    4.523180000433058e-05,
+    5.665830001362337e-05
    ],
    "pass_host_canary_seconds": [
-    1.055791999988287e-05,
-    1.1336819999314685e-05,
-    1.0374089999913849e-05
+    1.0120814999936556e-05,
+    9.682410000095843e-06,
+    1.0539774999642759e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9933710000259452e-05,
-    2.1667549999619952e-05,
-    1.8362729999807925e-05
+    1.958150000064052e-05,
+    1.83665600002314e-05,
+    1.779252999995151e-05
    ]
   },
   "conv_host_k1_fp32_8x64x28x28_64_forward_backward": {
-   "seconds": 0.0002673730999958934,
-   "min": 0.00019888169999831006,
-   "max": 0.0004170073000068442,
+   "seconds": 0.0002577857000005679,
+   "min": 0.00021904669999912586,
+   "max": 0.000434805600002619,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9395,28 +9395,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.0465364999845405e-05,
-   "host_backward_canary_seconds": 1.7148090000773665e-05,
+   "host_canary_seconds": 1.0193214999389965e-05,
+   "host_backward_canary_seconds": 1.8841490000340855e-05,
    "pass_seconds": [
-    0.00030779020000863965,
-    0.00022753880000436766,
-    0.0002673730999958934
+    0.0002287889000172072,
+    0.0002577857000005679,
+    0.0002737619999834351
    ],
    "pass_host_canary_seconds": [
-    1.0465364999845405e-05,
-    1.1567890001060732e-05,
-    1.0536830000091868e-05
+    1.0193214999389965e-05,
+    9.682410000095843e-06,
+    1.0853484999415741e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7148090000773665e-05,
-    2.1667549999619952e-05,
-    1.8362729999807925e-05
+    1.8841490000340855e-05,
+    1.8448890000399842e-05,
+    2.0602060001237987e-05
    ]
   },
   "conv_host_k1_fp32_16x256x56x56_64_forward": {
-   "seconds": 4.8504399978810396e-05,
-   "min": 3.44835000078092e-05,
-   "max": 6.3638999995419e-05,
+   "seconds": 4.058540000642097e-05,
+   "min": 2.8897800007143815e-05,
+   "max": 5.026569999699859e-05,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9431,28 +9431,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.0718799999267503e-05,
-   "host_backward_canary_seconds": 1.598444999899584e-05,
+   "host_canary_seconds": 9.607079999796041e-06,
+   "host_backward_canary_seconds": 1.9463260000520676e-05,
    "pass_seconds": [
-    5.090070001187996e-05,
-    4.295319999982894e-05,
-    4.8504399978810396e-05
+    3.074080000260437e-05,
+    4.058540000642097e-05,
+    4.30598999855647e-05
    ],
    "pass_host_canary_seconds": [
-    1.0718799999267503e-05,
-    1.1597469999742316e-05,
-    1.0440945000027568e-05
+    9.607079999796041e-06,
+    7.300524999891422e-06,
+    1.0116639999750988e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.598444999899584e-05,
-    2.356741000085094e-05,
-    1.8005839999659658e-05
+    1.9463260000520676e-05,
+    2.018395000050077e-05,
+    2.0602060001237987e-05
    ]
   },
   "conv_host_k1_fp32_16x256x56x56_64_forward_backward": {
-   "seconds": 0.00028145539999968605,
-   "min": 0.0002377559000024121,
-   "max": 0.00039063159999841446,
+   "seconds": 0.0002933830000074522,
+   "min": 0.000180944399994587,
+   "max": 0.0004903551999859701,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9467,28 +9467,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.0718799999267503e-05,
-   "host_backward_canary_seconds": 1.6989890000331797e-05,
+   "host_canary_seconds": 9.450859998878513e-06,
+   "host_backward_canary_seconds": 1.6248260001248126e-05,
    "pass_seconds": [
-    0.00029711460001635714,
-    0.00028145539999968605,
-    0.00027630069998849647
+    0.00018800149998696725,
+    0.0003935730999955922,
+    0.0002933830000074522
    ],
    "pass_host_canary_seconds": [
-    1.0718799999267503e-05,
-    1.1012985000888875e-05,
-    1.0416444999918895e-05
+    9.450859998878513e-06,
+    1.0454795000214289e-05,
+    1.0888929999737229e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6989890000331797e-05,
-    2.0190079999338197e-05,
-    1.8005839999659658e-05
+    1.6248260001248126e-05,
+    1.924341999938406e-05,
+    1.8323399999644607e-05
    ]
   },
   "conv_host_k1_fp32_32x256x56x56_256_forward": {
-   "seconds": 6.785049999962212e-05,
-   "min": 4.945939999743132e-05,
-   "max": 8.182499998383719e-05,
+   "seconds": 7.229119999010435e-05,
+   "min": 4.235729998072202e-05,
+   "max": 8.818870001050527e-05,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9503,28 +9503,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.0246424999422743e-05,
-   "host_backward_canary_seconds": 2.06887900003494e-05,
+   "host_canary_seconds": 9.446429999115935e-06,
+   "host_backward_canary_seconds": 1.540703999808102e-05,
    "pass_seconds": [
-    6.43846000002668e-05,
-    7.051959998989332e-05,
-    6.785049999962212e-05
+    4.501990001699596e-05,
+    8.026639998206519e-05,
+    7.229119999010435e-05
    ],
    "pass_host_canary_seconds": [
-    1.0246424999422743e-05,
-    1.1012985000888875e-05,
-    1.0230430000319757e-05
+    9.446429999115935e-06,
+    1.0383352500298314e-05,
+    1.1250320000044667e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.06887900003494e-05,
-    2.3218210001232363e-05,
-    1.806223999892609e-05
+    1.540703999808102e-05,
+    2.005224000072303e-05,
+    2.2677930001009372e-05
    ]
   },
   "conv_host_k1_fp32_32x256x56x56_256_forward_backward": {
-   "seconds": 0.00033913790000497104,
-   "min": 0.00030848419999074395,
-   "max": 0.0005990202000020872,
+   "seconds": 0.00033958379999603493,
+   "min": 0.00022030930001619707,
+   "max": 0.00046607290000793,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9539,28 +9539,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.0584484999753841e-05,
-   "host_backward_canary_seconds": 2.06887900003494e-05,
+   "host_canary_seconds": 9.410817499428958e-06,
+   "host_backward_canary_seconds": 1.5567019999025434e-05,
    "pass_seconds": [
-    0.0004386904999819308,
-    0.00033913790000497104,
-    0.0003183163999892713
+    0.00024721049999243405,
+    0.00038645009999527247,
+    0.00033958379999603493
    ],
    "pass_host_canary_seconds": [
-    1.0584484999753841e-05,
-    1.0774217500397754e-05,
-    1.0416887500355187e-05
+    9.410817499428958e-06,
+    1.0452932500015777e-05,
+    1.0759737500052324e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.06887900003494e-05,
-    2.1858410000277218e-05,
-    1.8519050000804783e-05
+    1.5567019999025434e-05,
+    1.9618110000010346e-05,
+    1.923540999996476e-05
    ]
   },
   "conv_host_k1_fp32_strict_2x4x8x8_4_forward": {
-   "seconds": 4.6635600006084134e-05,
-   "min": 3.096609998465283e-05,
-   "max": 5.271739998988778e-05,
+   "seconds": 4.1684500001792915e-05,
+   "min": 2.743270001701603e-05,
+   "max": 5.585500000506727e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9575,28 +9575,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.0583960000758451e-05,
-   "host_backward_canary_seconds": 1.9838919999983773e-05,
+   "host_canary_seconds": 9.297789999891392e-06,
+   "host_backward_canary_seconds": 1.7398239999693034e-05,
    "pass_seconds": [
-    4.1491000001769865e-05,
-    4.6635600006084134e-05,
-    4.689770000823046e-05
+    2.8246900001249742e-05,
+    4.531670001597377e-05,
+    4.1684500001792915e-05
    ],
    "pass_host_canary_seconds": [
-    1.0583960000758451e-05,
-    1.0883439999815892e-05,
-    1.0540085000911858e-05
+    9.297789999891392e-06,
+    1.0242404999871724e-05,
+    1.0825939999676849e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9838919999983773e-05,
-    2.1811740000430292e-05,
-    1.8305100002180553e-05
+    1.7398239999693034e-05,
+    2.1739320000051522e-05,
+    1.6565250000439846e-05
    ]
   },
   "conv_host_k1_fp32_strict_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00022990850000041972,
-   "min": 0.00019095440000000964,
-   "max": 0.00028336179998404986,
+   "seconds": 0.00022628890001215042,
+   "min": 0.00016434709998520703,
+   "max": 0.00028223839999554914,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9611,28 +9611,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.0347170000386541e-05,
-   "host_backward_canary_seconds": 1.9788399999924877e-05,
+   "host_canary_seconds": 9.255784999595561e-06,
+   "host_backward_canary_seconds": 1.6870649999418675e-05,
    "pass_seconds": [
-    0.00023719579999124108,
-    0.00019516520001161552,
-    0.00022990850000041972
+    0.0001686317000121562,
+    0.00023668559999805437,
+    0.00022628890001215042
    ],
    "pass_host_canary_seconds": [
-    1.0347170000386541e-05,
-    1.0892859999103166e-05,
-    1.0821430000760302e-05
+    9.255784999595561e-06,
+    1.0052105000113443e-05,
+    1.0337485000491143e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9788399999924877e-05,
-    2.1062099999653583e-05,
-    1.9054669999150064e-05
+    1.6870649999418675e-05,
+    1.766570999961914e-05,
+    2.0182640000712126e-05
    ]
   },
   "conv_host_k1_fp32_strict_8x64x28x28_64_forward": {
-   "seconds": 4.5860799991714886e-05,
-   "min": 3.1371799991575244e-05,
-   "max": 5.3461800007426064e-05,
+   "seconds": 3.0746199990971944e-05,
+   "min": 2.2813599980509024e-05,
+   "max": 4.7791199995117496e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9647,28 +9647,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.0481720000257155e-05,
-   "host_backward_canary_seconds": 2.2190290000025925e-05,
+   "host_canary_seconds": 9.347530000241022e-06,
+   "host_backward_canary_seconds": 1.8642649999947027e-05,
    "pass_seconds": [
-    4.985119999219023e-05,
-    3.350449999288685e-05,
-    4.5860799991714886e-05
+    2.707490000375401e-05,
+    3.0746199990971944e-05,
+    4.0912899999057116e-05
    ],
    "pass_host_canary_seconds": [
-    1.0481720000257155e-05,
-    1.0825924999835478e-05,
-    1.0821430000760302e-05
+    9.347530000241022e-06,
+    7.690744999990785e-06,
+    9.905124999249892e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2190290000025925e-05,
-    2.1062099999653583e-05,
-    2.013313000134076e-05
+    1.8642649999947027e-05,
+    1.890160000129981e-05,
+    2.0182640000712126e-05
    ]
   },
   "conv_host_k1_fp32_strict_8x64x28x28_64_forward_backward": {
-   "seconds": 0.0002878053999893382,
-   "min": 0.00020401129997935641,
-   "max": 0.0003554470000153742,
+   "seconds": 0.00021161820000088484,
+   "min": 0.00015774920000239946,
+   "max": 0.0003203302999963853,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9683,28 +9683,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.0537545000488535e-05,
-   "host_backward_canary_seconds": 2.151097000023583e-05,
+   "host_canary_seconds": 9.177035000220713e-06,
+   "host_backward_canary_seconds": 1.706726000065828e-05,
    "pass_seconds": [
-    0.0002878053999893382,
-    0.00020754709998982435,
-    0.00029006469999330874
+    0.00016359009998723195,
+    0.00021161820000088484,
+    0.0002436487000068155
    ],
    "pass_host_canary_seconds": [
-    1.0537545000488535e-05,
-    1.0825924999835478e-05,
-    1.0635065000315081e-05
+    9.177035000220713e-06,
+    9.09165500047493e-06,
+    1.0166425000761593e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.151097000023583e-05,
-    2.0027150001169502e-05,
-    2.0566789999065804e-05
+    1.706726000065828e-05,
+    1.9362539999292493e-05,
+    1.7705000000205474e-05
    ]
   },
   "conv_host_k1_fp32_strict_16x256x56x56_64_forward": {
-   "seconds": 5.51492999875336e-05,
-   "min": 3.6461500008044824e-05,
-   "max": 7.395349998660095e-05,
+   "seconds": 4.320820000884851e-05,
+   "min": 2.7596800009632716e-05,
+   "max": 6.324319999748696e-05,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9719,28 +9719,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.0537545000488535e-05,
-   "host_backward_canary_seconds": 1.7965289998755907e-05,
+   "host_canary_seconds": 9.232104999910007e-06,
+   "host_backward_canary_seconds": 1.6240420000031007e-05,
    "pass_seconds": [
-    5.51492999875336e-05,
-    4.366120001577656e-05,
-    5.531360000077257e-05
+    3.198819999852276e-05,
+    5.625989999771264e-05,
+    4.320820000884851e-05
    ],
    "pass_host_canary_seconds": [
-    1.0537545000488535e-05,
-    1.101024999911715e-05,
-    1.0425232499642334e-05
+    9.232104999910007e-06,
+    1.0635200000024269e-05,
+    1.0469229999898744e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7965289998755907e-05,
-    1.8273900000167487e-05,
-    2.0926849999796103e-05
+    1.6240420000031007e-05,
+    1.9806929999504063e-05,
+    2.2488080001039636e-05
    ]
   },
   "conv_host_k1_fp32_strict_16x256x56x56_64_forward_backward": {
-   "seconds": 0.0002547812000102567,
-   "min": 0.0002294123999945441,
-   "max": 0.0005350696000050448,
+   "seconds": 0.00028986269999222716,
+   "min": 0.00018672450000849493,
+   "max": 0.0004207237999935387,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9755,28 +9755,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.0402287500141938e-05,
-   "host_backward_canary_seconds": 1.706330499928299e-05,
+   "host_canary_seconds": 9.230779999711558e-06,
+   "host_backward_canary_seconds": 1.837025500094569e-05,
    "pass_seconds": [
-    0.0002515816999903109,
-    0.0002547812000102567,
-    0.00029092969998600893
+    0.0002056070999969961,
+    0.00028986269999222716,
+    0.00032981429999381364
    ],
    "pass_host_canary_seconds": [
-    1.0402287500141938e-05,
-    1.1127104999673065e-05,
-    1.0287279999374731e-05
+    9.230779999711558e-06,
+    1.0579849999885481e-05,
+    1.0473720000163666e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.706330499928299e-05,
-    2.270190500098579e-05,
-    2.0154890000867455e-05
+    1.837025500094569e-05,
+    2.1232125000096858e-05,
+    2.1497645000181365e-05
    ]
   },
   "conv_host_k1_fp32_strict_32x256x56x56_256_forward": {
-   "seconds": 6.29515999889918e-05,
-   "min": 5.0527700000202455e-05,
-   "max": 7.200390000434709e-05,
+   "seconds": 5.03876000038872e-05,
+   "min": 3.832319998764433e-05,
+   "max": 7.285149999916029e-05,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9791,28 +9791,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.0610314999439652e-05,
-   "host_backward_canary_seconds": 1.8465359999026988e-05,
+   "host_canary_seconds": 9.209625000039523e-06,
+   "host_backward_canary_seconds": 1.964234000070064e-05,
    "pass_seconds": [
-    5.89964000027976e-05,
-    6.29515999889918e-05,
-    6.478180000613065e-05
+    3.862399998979527e-05,
+    5.03876000038872e-05,
+    5.6467199988219365e-05
    ],
    "pass_host_canary_seconds": [
-    1.0610314999439652e-05,
-    1.1084660000051372e-05,
-    1.0804365000467442e-05
+    9.209625000039523e-06,
+    7.757740000897684e-06,
+    1.0504399999717862e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8465359999026988e-05,
-    2.426911999918957e-05,
-    2.3100030000478e-05
+    1.964234000070064e-05,
+    2.177532000132487e-05,
+    2.1702469998672312e-05
    ]
   },
   "conv_host_k1_fp32_strict_32x256x56x56_256_forward_backward": {
-   "seconds": 0.00031156269999428333,
-   "min": 0.0002400156000021525,
-   "max": 0.0004382824999993318,
+   "seconds": 0.0003269915999908335,
+   "min": 0.00020771500001046662,
+   "max": 0.0004982327000107034,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9827,28 +9827,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 8.544407500039597e-06,
-   "host_backward_canary_seconds": 2.207641500149293e-05,
+   "host_canary_seconds": 9.049385000139409e-06,
+   "host_backward_canary_seconds": 1.9254155000680838e-05,
    "pass_seconds": [
-    0.0002701240000078542,
-    0.00031156269999428333,
-    0.00032885690000057367
+    0.00023730989998966835,
+    0.00040924350000750567,
+    0.0003269915999908335
    ],
    "pass_host_canary_seconds": [
-    8.544407500039597e-06,
-    1.1154782500284455e-05,
-    1.074295500018252e-05
+    9.049385000139409e-06,
+    1.0424452499364634e-05,
+    1.150051249965145e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.207641500149293e-05,
-    2.500373500083697e-05,
-    2.323252999985925e-05
+    1.9254155000680838e-05,
+    1.84800750002978e-05,
+    1.9915799999807862e-05
    ]
   },
   "conv_host_k1_bf16_2x4x8x8_4_forward": {
-   "seconds": 4.442819999894709e-05,
-   "min": 3.65883000085887e-05,
-   "max": 6.570860000465473e-05,
+   "seconds": 4.068410000854783e-05,
+   "min": 2.2117000003163412e-05,
+   "max": 6.903839998813055e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9863,28 +9863,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 8.398172499823887e-06,
-   "host_backward_canary_seconds": 2.2127335000732273e-05,
+   "host_canary_seconds": 8.787715000266871e-06,
+   "host_backward_canary_seconds": 1.347703500073294e-05,
    "pass_seconds": [
-    4.200070000024425e-05,
-    4.442819999894709e-05,
-    5.110839999815653e-05
+    2.9159799987610312e-05,
+    4.068410000854783e-05,
+    6.387790001554095e-05
    ],
    "pass_host_canary_seconds": [
-    8.398172499823887e-06,
-    1.0819295000601415e-05,
-    1.0359874999039675e-05
+    8.787715000266871e-06,
+    9.758150000607201e-06,
+    1.1835509999400529e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.2127335000732273e-05,
-    1.8824090000180148e-05,
-    2.116634999993039e-05
+    1.347703500073294e-05,
+    1.7903200000546348e-05,
+    2.325963999965097e-05
    ]
   },
   "conv_host_k1_bf16_2x4x8x8_4_forward_backward": {
-   "seconds": 0.0002878553999835276,
-   "min": 0.00021974969999973836,
-   "max": 0.00038664449998577767,
+   "seconds": 0.00033827659999587925,
+   "min": 0.0001562943000180894,
+   "max": 0.000487661199986178,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9899,28 +9899,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 8.182884999996532e-06,
-   "host_backward_canary_seconds": 2.169703999925332e-05,
+   "host_canary_seconds": 8.830875000285232e-06,
+   "host_backward_canary_seconds": 1.2857120000262511e-05,
    "pass_seconds": [
-    0.0002878553999835276,
-    0.0002472144000194021,
-    0.0003195631000153298
+    0.00017244820000996696,
+    0.00035291450001295743,
+    0.00033827659999587925
    ],
    "pass_host_canary_seconds": [
-    8.182884999996532e-06,
-    1.0970770000540142e-05,
-    1.0256005000428558e-05
+    8.830875000285232e-06,
+    9.820975000138788e-06,
+    1.0753244999932577e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.169703999925332e-05,
-    1.7745430000104534e-05,
-    1.9536089998837268e-05
+    1.2857120000262511e-05,
+    1.7903200000546348e-05,
+    2.2898979998444703e-05
    ]
   },
   "conv_host_k1_bf16_8x64x28x28_64_forward": {
-   "seconds": 4.69502999976612e-05,
-   "min": 3.022839998720883e-05,
-   "max": 6.44641999997475e-05,
+   "seconds": 5.2271599997766316e-05,
+   "min": 3.136919999633392e-05,
+   "max": 6.912180001563683e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9935,28 +9935,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.0146594999582702e-05,
-   "host_backward_canary_seconds": 1.719559999969533e-05,
+   "host_canary_seconds": 9.020045000625032e-06,
+   "host_backward_canary_seconds": 1.3343770000346921e-05,
    "pass_seconds": [
-    4.414659999838477e-05,
-    4.69502999976612e-05,
-    5.706609999833745e-05
+    3.354200000558194e-05,
+    5.67181999940658e-05,
+    5.2271599997766316e-05
    ],
    "pass_host_canary_seconds": [
-    1.0146594999582702e-05,
-    1.1003544999539372e-05,
-    1.0746875000222645e-05
+    9.020045000625032e-06,
+    1.0097574999008429e-05,
+    1.0947529999612015e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.719559999969533e-05,
-    2.274366999927224e-05,
-    2.0838830000684538e-05
+    1.3343770000346921e-05,
+    1.8069920001835272e-05,
+    2.2898979998444703e-05
    ]
   },
   "conv_host_k1_bf16_8x64x28x28_64_forward_backward": {
-   "seconds": 0.000319087100001525,
-   "min": 0.00024303039999722386,
-   "max": 0.0005346716000076412,
+   "seconds": 0.0002844634000211954,
+   "min": 0.0001727093999988938,
+   "max": 0.0004927356000052896,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9971,28 +9971,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.0635774999627757e-05,
-   "host_backward_canary_seconds": 1.9277560002137763e-05,
+   "host_canary_seconds": 9.156590000429787e-06,
+   "host_backward_canary_seconds": 1.4345130000492646e-05,
    "pass_seconds": [
-    0.00027474440000787583,
-    0.0003816761999814844,
-    0.000319087100001525
+    0.0001856110000062472,
+    0.0004363715000181401,
+    0.0002844634000211954
    ],
    "pass_host_canary_seconds": [
-    1.0635774999627757e-05,
-    1.1017865000439997e-05,
-    1.1329980000027717e-05
+    9.156590000429787e-06,
+    1.0299609999719906e-05,
+    1.1211270000330841e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9277560002137763e-05,
-    2.274366999927224e-05,
-    1.8944199998713883e-05
+    1.4345130000492646e-05,
+    2.0070140001280377e-05,
+    2.1012770000652382e-05
    ]
   },
   "conv_host_k1_bf16_16x256x56x56_64_forward": {
-   "seconds": 5.2169900004628286e-05,
-   "min": 3.741640000498592e-05,
-   "max": 7.154679999530345e-05,
+   "seconds": 4.454739998891455e-05,
+   "min": 3.090659999998025e-05,
+   "max": 6.590670000150567e-05,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10007,28 +10007,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.0958487500261072e-05,
-   "host_backward_canary_seconds": 1.999031000082141e-05,
+   "host_canary_seconds": 9.696535000784934e-06,
+   "host_backward_canary_seconds": 1.8925599999874975e-05,
    "pass_seconds": [
-    5.2169900004628286e-05,
-    4.834950000258687e-05,
-    5.467629998747725e-05
+    3.444419999141246e-05,
+    4.454739998891455e-05,
+    5.1910100000895906e-05
    ],
    "pass_host_canary_seconds": [
-    1.0958487500261072e-05,
-    1.1275509999677524e-05,
-    1.0353780000968981e-05
+    9.696535000784934e-06,
+    1.0410165000394045e-05,
+    1.0881955000741073e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.999031000082141e-05,
-    2.5377949998528494e-05,
-    1.5968940001584997e-05
+    1.8925599999874975e-05,
+    1.9470189999992727e-05,
+    2.249480000045878e-05
    ]
   },
   "conv_host_k1_bf16_16x256x56x56_64_forward_backward": {
-   "seconds": 0.00026868879999710773,
-   "min": 0.00021700689999306632,
-   "max": 0.00041719499999999244,
+   "seconds": 0.000253889300006449,
+   "min": 0.00020105149999380956,
+   "max": 0.0005150034000052983,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10043,28 +10043,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.0743194999349725e-05,
-   "host_backward_canary_seconds": 2.030130999855828e-05,
+   "host_canary_seconds": 7.90026000004218e-06,
+   "host_backward_canary_seconds": 1.816389999930834e-05,
    "pass_seconds": [
-    0.00026868879999710773,
-    0.0003040423999891573,
-    0.00024346769998828677
+    0.00025367860000642396,
+    0.00037302050000107554,
+    0.000253889300006449
    ],
    "pass_host_canary_seconds": [
-    1.0743194999349725e-05,
-    1.1141590000534052e-05,
-    1.0482289999345085e-05
+    7.90026000004218e-06,
+    1.0438900000053764e-05,
+    1.0881955000741073e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.030130999855828e-05,
-    2.3773030000029395e-05,
-    1.5968940001584997e-05
+    1.816389999930834e-05,
+    2.0480539999425672e-05,
+    1.9958729999416392e-05
    ]
   },
   "conv_host_k1_bf16_32x256x56x56_256_forward": {
-   "seconds": 5.7777099982558866e-05,
-   "min": 3.907980001258693e-05,
-   "max": 6.871729999602394e-05,
+   "seconds": 5.3079899998920155e-05,
+   "min": 2.8877199997623394e-05,
+   "max": 6.412520001504163e-05,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10079,28 +10079,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.0681099999487742e-05,
-   "host_backward_canary_seconds": 1.9652634999829385e-05,
+   "host_canary_seconds": 7.63789250015634e-06,
+   "host_backward_canary_seconds": 1.8666959999791288e-05,
    "pass_seconds": [
-    5.789289998574532e-05,
-    5.7777099982558866e-05,
-    5.095929998333304e-05
+    4.043569999794272e-05,
+    5.3079899998920155e-05,
+    6.012040000769048e-05
    ],
    "pass_host_canary_seconds": [
-    1.0681099999487742e-05,
-    1.0864230000606767e-05,
-    1.0482289999345085e-05
+    7.63789250015634e-06,
+    1.0438900000053764e-05,
+    1.0824959999808926e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9652634999829385e-05,
-    2.2139940001579815e-05,
-    1.861182000084227e-05
+    1.8666959999791288e-05,
+    1.7195909999827564e-05,
+    2.227839500051232e-05
    ]
   },
   "conv_host_k1_bf16_32x256x56x56_256_forward_backward": {
-   "seconds": 0.00028547770000386663,
-   "min": 0.0002430851999861261,
-   "max": 0.0004497015999959331,
+   "seconds": 0.0003179128000056153,
+   "min": 0.0002646335999997973,
+   "max": 0.00043079840002064885,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10115,28 +10115,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.0778040000332112e-05,
-   "host_backward_canary_seconds": 2.34543700003087e-05,
+   "host_canary_seconds": 9.379125000350541e-06,
+   "host_backward_canary_seconds": 1.8917179997970378e-05,
    "pass_seconds": [
-    0.00042173629999524563,
-    0.00028092350000861186,
-    0.00028547770000386663
+    0.00032360459999836166,
+    0.0003103246999899056,
+    0.0003179128000056153
    ],
    "pass_host_canary_seconds": [
-    1.0778040000332112e-05,
-    1.1333889999605162e-05,
-    1.1023050000176226e-05
+    9.379125000350541e-06,
+    1.0316115000250648e-05,
+    1.0645064999721399e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.34543700003087e-05,
-    2.2139220000099158e-05,
-    1.8171229999097705e-05
+    1.8917179997970378e-05,
+    1.7195909999827564e-05,
+    2.0165959999758345e-05
    ]
   },
   "conv_host_k1_autocast_2x4x8x8_4_forward": {
-   "seconds": 0.00011138070001379675,
-   "min": 9.824680000747321e-05,
-   "max": 0.00014256590000059078,
+   "seconds": 0.00010583410000890581,
+   "min": 6.727310001224396e-05,
+   "max": 0.00012662770000133606,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10151,28 +10151,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.1189137499627577e-05,
-   "host_backward_canary_seconds": 2.1293639999839797e-05,
+   "host_canary_seconds": 1.00842174998661e-05,
+   "host_backward_canary_seconds": 1.693521999868608e-05,
    "pass_seconds": [
-    0.00012811009999040833,
-    0.00011138070001379675,
-    0.000107654199996432
+    0.00011600240000007034,
+    0.00010583410000890581,
+    0.00010567360000095505
    ],
    "pass_host_canary_seconds": [
-    1.1189137499627577e-05,
-    1.1249515000599786e-05,
-    1.0616219999519671e-05
+    1.00842174998661e-05,
+    1.0128920000624931e-05,
+    1.0567089999540258e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1293639999839797e-05,
-    2.2607979999520467e-05,
-    1.567415999943478e-05
+    1.693521999868608e-05,
+    1.8204949999471864e-05,
+    2.238320000060412e-05
    ]
   },
   "conv_host_k1_autocast_2x4x8x8_4_forward_backward": {
-   "seconds": 0.0004998569000008501,
-   "min": 0.00045354859998951723,
-   "max": 0.0006584634999853734,
+   "seconds": 0.0005483287000060955,
+   "min": 0.0004331365000098231,
+   "max": 0.0006220789000053629,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10187,28 +10187,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.1216994999472262e-05,
-   "host_backward_canary_seconds": 1.8235564999713462e-05,
+   "host_canary_seconds": 1.0022430000162786e-05,
+   "host_backward_canary_seconds": 1.5382120000140276e-05,
    "pass_seconds": [
-    0.0005736908000017138,
-    0.0004735310000114623,
-    0.0004998569000008501
+    0.0005841389000124763,
+    0.00045275760001004526,
+    0.0005483287000060955
    ],
    "pass_host_canary_seconds": [
-    1.1216994999472262e-05,
-    1.119164999977329e-05,
-    1.026698000032411e-05
+    1.0022430000162786e-05,
+    1.0107980000384486e-05,
+    1.0379935000628393e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8235564999713462e-05,
-    2.3551809999844408e-05,
-    1.5624039999693195e-05
+    1.5382120000140276e-05,
+    1.6039500000033513e-05,
+    2.1397099999376223e-05
    ]
   },
   "conv_host_k1_autocast_8x64x28x28_64_forward": {
-   "seconds": 0.00013499939998382616,
-   "min": 9.435619999749178e-05,
-   "max": 0.00016711390001091785,
+   "seconds": 0.00011626129999058321,
+   "min": 6.442530000185797e-05,
+   "max": 0.0001315515999976924,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10223,28 +10223,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.110578750001423e-05,
-   "host_backward_canary_seconds": 2.2143649999861736e-05,
+   "host_canary_seconds": 1.0085930000514054e-05,
+   "host_backward_canary_seconds": 1.635093999993842e-05,
    "pass_seconds": [
-    0.00013932199999544537,
-    9.812749999582593e-05,
-    0.00013499939998382616
+    8.120479999433883e-05,
+    0.0001229884999929709,
+    0.00011626129999058321
    ],
    "pass_host_canary_seconds": [
-    1.110578750001423e-05,
-    1.0948675000008734e-05,
-    1.0258792499939773e-05
+    1.0085930000514054e-05,
+    1.0139797500414716e-05,
+    1.0685737499898096e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.2143649999861736e-05,
-    2.5951559998702577e-05,
-    1.5676334999170646e-05
+    1.635093999993842e-05,
+    2.2049675000062052e-05,
+    2.276666999932786e-05
    ]
   },
   "conv_host_k1_autocast_8x64x28x28_64_forward_backward": {
-   "seconds": 0.0005631615000083912,
-   "min": 0.00045154090000778526,
-   "max": 0.0007515434999959325,
+   "seconds": 0.0005049460999998701,
+   "min": 0.00025222089998351295,
+   "max": 0.0005951260999836449,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10259,28 +10259,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.1040337499821362e-05,
-   "host_backward_canary_seconds": 2.1112360000188348e-05,
+   "host_canary_seconds": 7.096609999734938e-06,
+   "host_backward_canary_seconds": 1.7576299999291223e-05,
    "pass_seconds": [
-    0.0005631615000083912,
-    0.0006587883000065631,
-    0.0005465424000021812
+    0.0002750020000121367,
+    0.0005049460999998701,
+    0.0005456469999899127
    ],
    "pass_host_canary_seconds": [
-    1.1040337499821362e-05,
-    1.085235499999726e-05,
-    1.058952750042863e-05
+    7.096609999734938e-06,
+    1.056230000017422e-05,
+    1.05475549997891e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1112360000188348e-05,
-    2.7255580000655755e-05,
-    1.6089090000832587e-05
+    1.7576299999291223e-05,
+    2.068708000024344e-05,
+    1.9934900000180277e-05
    ]
   },
   "conv_host_k1_autocast_16x256x56x56_64_forward": {
-   "seconds": 0.00010543050000251241,
-   "min": 8.343280001099629e-05,
-   "max": 0.00013087000002087734,
+   "seconds": 0.00011188369999217684,
+   "min": 5.783340000107273e-05,
+   "max": 0.00013550280000345082,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10295,28 +10295,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.0791509999990012e-05,
-   "host_backward_canary_seconds": 1.9160269998792502e-05,
+   "host_canary_seconds": 7.0583950002856e-06,
+   "host_backward_canary_seconds": 1.478270000006887e-05,
    "pass_seconds": [
-    0.00010543050000251241,
-    0.00010716369999954622,
-    9.795500000109314e-05
+    6.77382000048965e-05,
+    0.00011416459999509243,
+    0.00011188369999217684
    ],
    "pass_host_canary_seconds": [
-    1.0791509999990012e-05,
-    1.2320244999273199e-05,
-    1.0579659999621072e-05
+    7.0583950002856e-06,
+    1.025926499949037e-05,
+    1.0584259999859569e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9160269998792502e-05,
-    2.20415899980253e-05,
-    2.106951999849116e-05
+    1.478270000006887e-05,
+    2.028845499921772e-05,
+    2.0390740000948427e-05
    ]
   },
   "conv_host_k1_autocast_16x256x56x56_64_forward_backward": {
-   "seconds": 0.0004971187000137433,
-   "min": 0.0003557587999921452,
-   "max": 0.0008248166999919703,
+   "seconds": 0.0005315612000003966,
+   "min": 0.00040268979998927536,
+   "max": 0.0006356861999847752,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10331,28 +10331,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.0791509999990012e-05,
-   "host_backward_canary_seconds": 1.99887700000545e-05,
+   "host_canary_seconds": 7.421064999562077e-06,
+   "host_backward_canary_seconds": 1.466381000000183e-05,
    "pass_seconds": [
-    0.00038149999998040587,
-    0.0004971187000137433,
-    0.000547558200014464
+    0.0005770672999915405,
+    0.00047813559999667634,
+    0.0005315612000003966
    ],
    "pass_host_canary_seconds": [
-    1.0791509999990012e-05,
-    1.1436269999194337e-05,
-    1.0486945000138803e-05
+    7.421064999562077e-06,
+    1.0309307500051546e-05,
+    1.0564857499844039e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.99887700000545e-05,
-    2.259880999872621e-05,
-    2.1112480001193036e-05
+    1.466381000000183e-05,
+    1.9130174998736037e-05,
+    2.093534499863381e-05
    ]
   },
   "conv_host_k1_autocast_32x256x56x56_256_forward": {
-   "seconds": 0.00011210080001546884,
-   "min": 9.399310001754202e-05,
-   "max": 0.00015890170000147917,
+   "seconds": 0.0001025250999873606,
+   "min": 7.64535000143951e-05,
+   "max": 0.00012904230000003735,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10367,28 +10367,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.0534529999404184e-05,
-   "host_backward_canary_seconds": 1.99887700000545e-05,
+   "host_canary_seconds": 9.46269999985816e-06,
+   "host_backward_canary_seconds": 1.6696669999873846e-05,
    "pass_seconds": [
-    0.00010732669998105848,
-    0.00011210080001546884,
-    0.00015310250000766246
+    0.00010234070000478824,
+    0.0001025250999873606,
+    0.00012079400000857277
    ],
    "pass_host_canary_seconds": [
-    1.0534529999404184e-05,
-    1.1388332500246178e-05,
-    1.0958670000036363e-05
+    9.46269999985816e-06,
+    1.0127450000254612e-05,
+    1.0570252500201603e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.99887700000545e-05,
-    2.2842849999733518e-05,
-    2.142400000138878e-05
+    1.6696669999873846e-05,
+    2.101354999922478e-05,
+    1.90964950002126e-05
    ]
   },
   "conv_host_k1_autocast_32x256x56x56_256_forward_backward": {
-   "seconds": 0.0005495217000088815,
-   "min": 0.00039713050000500516,
-   "max": 0.0007285400000000663,
+   "seconds": 0.0005435093999949459,
+   "min": 0.0003689813000164577,
+   "max": 0.0006722671000034097,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10403,28 +10403,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.0584299999436553e-05,
-   "host_backward_canary_seconds": 1.9902949999277554e-05,
+   "host_canary_seconds": 9.699352499978886e-06,
+   "host_backward_canary_seconds": 1.6777519999777723e-05,
    "pass_seconds": [
-    0.0004298867999978029,
-    0.0006168727999920521,
-    0.0005495217000088815
+    0.0005538371000056941,
+    0.0004501271999970413,
+    0.0005435093999949459
    ],
    "pass_host_canary_seconds": [
-    1.0584299999436553e-05,
-    1.1198924999575866e-05,
-    1.0815107499979605e-05
+    9.699352499978886e-06,
+    1.0076382499732972e-05,
+    1.0629859999653491e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9902949999277554e-05,
-    2.2354964999067304e-05,
-    1.7831640000167682e-05
+    1.6777519999777723e-05,
+    1.9101689998706208e-05,
+    1.704509500086715e-05
    ]
   },
   "optimizer_sgd_foreach_per_param": {
-   "seconds": 3.411995535884671e-06,
-   "min": 3.2360133929947617e-06,
-   "max": 3.791334821455296e-06,
+   "seconds": 3.55481250023461e-06,
+   "min": 3.189765624966867e-06,
+   "max": 5.334165178132773e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10434,28 +10434,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.075934500022413e-05,
-   "host_backward_canary_seconds": 2.0863095001004696e-05,
+   "host_canary_seconds": 1.0211227499894448e-05,
+   "host_backward_canary_seconds": 1.6079379998927835e-05,
    "pass_seconds": [
-    3.319263393158118e-06,
-    3.6477276782623643e-06,
-    3.411995535884671e-06
+    3.4730915174918664e-06,
+    3.5571026784404173e-06,
+    3.55481250023461e-06
    ],
    "pass_host_canary_seconds": [
-    1.075934500022413e-05,
-    1.1043779999795333e-05,
-    1.016653749957186e-05
+    1.0211227499894448e-05,
+    1.0501157499902548e-05,
+    1.0625817500340416e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0863095001004696e-05,
-    2.2491275000220412e-05,
-    1.5769175000741597e-05
+    1.6079379998927835e-05,
+    1.993562499933432e-05,
+    2.2035045000166064e-05
    ]
   },
   "optimizer_sgd_foreach_per_step": {
-   "seconds": 0.0001587442858570804,
-   "min": 0.0001058295714041638,
-   "max": 0.0003441332855475464,
+   "seconds": 0.00018066099989612537,
+   "min": 0.00011584942844170394,
+   "max": 0.0005717634286871284,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10465,28 +10465,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.075934500022413e-05,
-   "host_backward_canary_seconds": 2.0863095001004696e-05,
+   "host_canary_seconds": 1.0211227499894448e-05,
+   "host_backward_canary_seconds": 1.6079379998927835e-05,
    "pass_seconds": [
-    0.0001368354287153904,
-    0.00019060442852086062,
-    0.0001587442858570804
+    0.00018066099989612537,
+    0.000181882285525197,
+    0.00016537514271216684
    ],
    "pass_host_canary_seconds": [
-    1.075934500022413e-05,
-    1.1043779999795333e-05,
-    1.016653749957186e-05
+    1.0211227499894448e-05,
+    1.0501157499902548e-05,
+    1.0625817500340416e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0863095001004696e-05,
-    2.2491275000220412e-05,
-    1.5769175000741597e-05
+    1.6079379998927835e-05,
+    1.993562499933432e-05,
+    2.2035045000166064e-05
    ]
   },
   "optimizer_sgd_foreach_cold_per_param": {
-   "seconds": 4.704227679143612e-06,
-   "min": 3.3448415176654374e-06,
-   "max": 6.945839285066313e-06,
+   "seconds": 4.6811607141705736e-06,
+   "min": 3.238294643231094e-06,
+   "max": 5.39768750026529e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10496,28 +10496,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.1279159999730836e-05,
-   "host_backward_canary_seconds": 2.179303000048094e-05,
+   "host_canary_seconds": 1.0249765000480694e-05,
+   "host_backward_canary_seconds": 1.9455829999515117e-05,
    "pass_seconds": [
-    4.0011941965393106e-06,
-    4.849479910973287e-06,
-    4.704227679143612e-06
+    4.360359374138463e-06,
+    4.6955178569468055e-06,
+    4.6811607141705736e-06
    ],
    "pass_host_canary_seconds": [
-    1.1279159999730836e-05,
-    1.1310275000369075e-05,
-    1.0208720000264294e-05
+    1.0249765000480694e-05,
+    1.0375634999491013e-05,
+    1.061110000023291e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.179303000048094e-05,
-    2.405971999905887e-05,
-    2.1651710001151513e-05
+    1.9455829999515117e-05,
+    2.0424280000952423e-05,
+    2.2813410000708246e-05
    ]
   },
   "optimizer_sgd_foreach_cold_per_step": {
-   "seconds": 0.000671878857084656,
-   "min": 0.00039316128595601185,
-   "max": 0.000847913285789608,
+   "seconds": 0.0007062610000372972,
+   "min": 0.0005963190000264668,
+   "max": 0.0008710967142633308,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10527,28 +10527,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.1279159999730836e-05,
-   "host_backward_canary_seconds": 2.179303000048094e-05,
+   "host_canary_seconds": 1.0249765000480694e-05,
+   "host_backward_canary_seconds": 1.9455829999515117e-05,
    "pass_seconds": [
-    0.000671878857084656,
-    0.0007014678570353031,
-    0.0006452347142840154
+    0.0007145848569832326,
+    0.0006920122858186265,
+    0.0007062610000372972
    ],
    "pass_host_canary_seconds": [
-    1.1279159999730836e-05,
-    1.1310275000369075e-05,
-    1.0208720000264294e-05
+    1.0249765000480694e-05,
+    1.0375634999491013e-05,
+    1.061110000023291e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.179303000048094e-05,
-    2.405971999905887e-05,
-    2.1651710001151513e-05
+    1.9455829999515117e-05,
+    2.0424280000952423e-05,
+    2.2813410000708246e-05
    ]
   },
   "optimizer_sgd_foreach_large": {
-   "seconds": 0.00020892800012006774,
-   "min": 0.0001861050000115938,
-   "max": 0.0004042549999212497,
+   "seconds": 0.00022708799997417373,
+   "min": 0.00019479800016597437,
+   "max": 0.0004129399999328598,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -10556,15 +10556,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00020892800012006774,
-    0.00022287499996309634,
-    0.00019962499982284498
+    0.00022708799997417373,
+    0.0002718169998843223,
+    0.00022010499992575205
    ]
   },
   "optimizer_sgd_for_loop_per_param": {
-   "seconds": 2.8563776785363514e-05,
-   "min": 2.2992062500496297e-05,
-   "max": 3.7245622767808785e-05,
+   "seconds": 3.037559375077389e-05,
+   "min": 2.500718749993374e-05,
+   "max": 3.3984622767998675e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10574,28 +10574,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.10429750060848e-06,
-   "host_backward_canary_seconds": 2.2818594999307606e-05,
+   "host_canary_seconds": 9.966172499957792e-06,
+   "host_backward_canary_seconds": 1.5892490000624094e-05,
    "pass_seconds": [
-    2.3673955356835158e-05,
-    2.8563776785363514e-05,
-    3.0361546874603717e-05
+    2.971560714267899e-05,
+    3.037559375077389e-05,
+    3.0411428571345107e-05
    ],
    "pass_host_canary_seconds": [
-    8.10429750060848e-06,
-    1.1010147500201128e-05,
-    1.0394627499863418e-05
+    9.966172499957792e-06,
+    1.03187374998015e-05,
+    1.0615914999902997e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.2818594999307606e-05,
-    2.3520009999629107e-05,
-    1.7976225000211342e-05
+    1.5892490000624094e-05,
+    2.1698850000575474e-05,
+    2.2835500000155663e-05
    ]
   },
   "optimizer_sgd_for_loop_per_step": {
-   "seconds": 0.0003192559998167002,
-   "min": -0.00010969971416281113,
-   "max": 0.000929560714147166,
+   "seconds": 0.0003154169997807393,
+   "min": 1.7182714340638642e-05,
+   "max": 0.001788662000178322,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10605,28 +10605,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.10429750060848e-06,
-   "host_backward_canary_seconds": 2.2818594999307606e-05,
+   "host_canary_seconds": 9.966172499957792e-06,
+   "host_backward_canary_seconds": 1.5892490000624094e-05,
    "pass_seconds": [
-    0.0003192559998167002,
-    0.00040030585712104634,
-    0.0002826900000789984
+    0.0003117384287634195,
+    0.0003154169997807393,
+    0.000495959571513335
    ],
    "pass_host_canary_seconds": [
-    8.10429750060848e-06,
-    1.1010147500201128e-05,
-    1.0394627499863418e-05
+    9.966172499957792e-06,
+    1.03187374998015e-05,
+    1.0615914999902997e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.2818594999307606e-05,
-    2.3520009999629107e-05,
-    1.7976225000211342e-05
+    1.5892490000624094e-05,
+    2.1698850000575474e-05,
+    2.2835500000155663e-05
    ]
   },
   "optimizer_sgd_for_loop_cold_per_param": {
-   "seconds": 3.035037946474972e-05,
-   "min": 2.300746875048633e-05,
-   "max": 4.238820535665663e-05,
+   "seconds": 2.5729508928508593e-05,
+   "min": 2.05556160715048e-05,
+   "max": 3.278008482153284e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10636,28 +10636,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0117790000094828e-05,
-   "host_backward_canary_seconds": 2.224145999889515e-05,
+   "host_canary_seconds": 1.0059139999611943e-05,
+   "host_backward_canary_seconds": 1.9351169999026752e-05,
    "pass_seconds": [
-    3.0185593749771605e-05,
-    3.229484375008188e-05,
-    3.035037946474972e-05
+    3.08113236608319e-05,
+    2.3760332589566652e-05,
+    2.5729508928508593e-05
    ],
    "pass_host_canary_seconds": [
-    1.0117790000094828e-05,
-    1.054845499993462e-05,
-    1.0055440000087402e-05
+    1.0059139999611943e-05,
+    7.831530000430576e-06,
+    7.972165000182941e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.224145999889515e-05,
-    2.3188249999748224e-05,
-    1.7006340001444187e-05
+    1.9351169999026752e-05,
+    2.1863890001441178e-05,
+    2.112273999955505e-05
    ]
   },
   "optimizer_sgd_for_loop_cold_per_step": {
-   "seconds": 0.0006658712858487498,
-   "min": -2.8745142701934196e-05,
-   "max": 0.0012560027142366642,
+   "seconds": 0.0006799267140909901,
+   "min": 0.00019144771434704503,
+   "max": 0.0020989175714021258,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10667,28 +10667,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0117790000094828e-05,
-   "host_backward_canary_seconds": 2.224145999889515e-05,
+   "host_canary_seconds": 1.0059139999611943e-05,
+   "host_backward_canary_seconds": 1.9351169999026752e-05,
    "pass_seconds": [
-    0.0006508697142310535,
-    0.000679319857161837,
-    0.0006658712858487498
+    0.0007718072857057579,
+    0.0006799267140909901,
+    0.0006601035712979605
    ],
    "pass_host_canary_seconds": [
-    1.0117790000094828e-05,
-    1.054845499993462e-05,
-    1.0055440000087402e-05
+    1.0059139999611943e-05,
+    7.831530000430576e-06,
+    7.972165000182941e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.224145999889515e-05,
-    2.3188249999748224e-05,
-    1.7006340001444187e-05
+    1.9351169999026752e-05,
+    2.1863890001441178e-05,
+    2.112273999955505e-05
    ]
   },
   "optimizer_sgd_for_loop_large": {
-   "seconds": 0.0001758739999786485,
-   "min": 0.00016378000009353855,
-   "max": 0.00023842299992793414,
+   "seconds": 0.00016388399990319158,
+   "min": 0.00016017500001908047,
+   "max": 0.00026647300001059193,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -10696,15 +10696,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.0001758739999786485,
-    0.00018996000017068582,
-    0.00016620499991404358
+    0.00019658999985949777,
+    0.00016388399990319158,
+    0.00016376799999306968
    ]
   },
   "optimizer_sgd_fused_per_param": {
-   "seconds": 2.429446428412315e-06,
-   "min": 1.9022633926470332e-06,
-   "max": 4.482252232358113e-06,
+   "seconds": 1.9416250002076855e-06,
+   "min": 1.4507767858162879e-06,
+   "max": 2.849970981750565e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10714,28 +10714,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.879630000568796e-06,
-   "host_backward_canary_seconds": 1.6740660000778008e-05,
+   "host_canary_seconds": 9.968355000182782e-06,
+   "host_backward_canary_seconds": 1.9426339999881748e-05,
    "pass_seconds": [
-    2.3915714290215613e-06,
-    2.980727678395364e-06,
-    2.429446428412315e-06
+    2.627687499970729e-06,
+    1.9416250002076855e-06,
+    1.5852098214403604e-06
    ],
    "pass_host_canary_seconds": [
-    9.879630000568796e-06,
-    1.056544999983089e-05,
-    9.9750899994433e-06
+    9.968355000182782e-06,
+    7.831530000430576e-06,
+    7.563034999975571e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6740660000778008e-05,
-    2.0132605000071637e-05,
-    1.8724770000062564e-05
+    1.9426339999881748e-05,
+    1.848677999987558e-05,
+    1.7243639999833248e-05
    ]
   },
   "optimizer_sgd_fused_per_step": {
-   "seconds": 9.919642833925276e-05,
-   "min": 4.7451857036711405e-05,
-   "max": 0.0003556485714852897,
+   "seconds": 0.00014141071427989767,
+   "min": 1.1696857265113583e-05,
+   "max": 0.0002874844286842355,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10745,28 +10745,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.879630000568796e-06,
-   "host_backward_canary_seconds": 1.6740660000778008e-05,
+   "host_canary_seconds": 9.968355000182782e-06,
+   "host_backward_canary_seconds": 1.9426339999881748e-05,
    "pass_seconds": [
-    9.038457155189202e-05,
-    0.0001598704286932064,
-    9.919642833925276e-05
+    0.00014282757128317565,
+    0.00014141071427989767,
+    6.550814292235632e-05
    ],
    "pass_host_canary_seconds": [
-    9.879630000568796e-06,
-    1.056544999983089e-05,
-    9.9750899994433e-06
+    9.968355000182782e-06,
+    7.831530000430576e-06,
+    7.563034999975571e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6740660000778008e-05,
-    2.0132605000071637e-05,
-    1.8724770000062564e-05
+    1.9426339999881748e-05,
+    1.848677999987558e-05,
+    1.7243639999833248e-05
    ]
   },
   "optimizer_sgd_fused_cold_per_param": {
-   "seconds": 3.724658481831154e-06,
-   "min": 2.0267968748401344e-06,
-   "max": 5.30664732169482e-06,
+   "seconds": 3.587004464122856e-06,
+   "min": 1.9056964285977886e-06,
+   "max": 4.8156093751369355e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10776,28 +10776,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0343129999910162e-05,
-   "host_backward_canary_seconds": 1.8834919999335397e-05,
+   "host_canary_seconds": 1.0348580000254515e-05,
+   "host_backward_canary_seconds": 1.927601000033974e-05,
    "pass_seconds": [
-    3.1682455353835133e-06,
-    3.724658481831154e-06,
-    3.989399553562732e-06
+    3.660323660678192e-06,
+    2.365437500222762e-06,
+    3.587004464122856e-06
    ],
    "pass_host_canary_seconds": [
-    1.0343129999910162e-05,
-    1.037282499964931e-05,
-    1.0270129999980781e-05
+    1.0348580000254515e-05,
+    7.3186150007131805e-06,
+    9.79143499989732e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8834919999335397e-05,
-    2.2976010000093084e-05,
-    2.0936999999321414e-05
+    1.927601000033974e-05,
+    1.9373749998976565e-05,
+    2.074293000077887e-05
    ]
   },
   "optimizer_sgd_fused_cold_per_step": {
-   "seconds": 0.0006138319999016467,
-   "min": 0.00041029485724461016,
-   "max": 0.0008108998569826197,
+   "seconds": 0.0006687870001249913,
+   "min": 0.000418882999903352,
+   "max": 0.0007980504285894442,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10807,28 +10807,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0343129999910162e-05,
-   "host_backward_canary_seconds": 1.8834919999335397e-05,
+   "host_canary_seconds": 1.0348580000254515e-05,
+   "host_backward_canary_seconds": 1.927601000033974e-05,
    "pass_seconds": [
-    0.0006187122857487079,
-    0.0006138319999016467,
-    0.0005813407140716923
+    0.0006687870001249913,
+    0.0005871774287048279,
+    0.00067197485710884
    ],
    "pass_host_canary_seconds": [
-    1.0343129999910162e-05,
-    1.037282499964931e-05,
-    1.0270129999980781e-05
+    1.0348580000254515e-05,
+    7.3186150007131805e-06,
+    9.79143499989732e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8834919999335397e-05,
-    2.2976010000093084e-05,
-    2.0936999999321414e-05
+    1.927601000033974e-05,
+    1.9373749998976565e-05,
+    2.074293000077887e-05
    ]
   },
   "optimizer_sgd_fused_large": {
-   "seconds": 0.0001415349997841986,
-   "min": 0.00012600400009432633,
-   "max": 0.0001554980001401418,
+   "seconds": 0.00012889300001006632,
+   "min": 0.00012104299980819633,
+   "max": 0.0001893229998586321,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -10836,15 +10836,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00014531599981637555,
-    0.0001301249999414722,
-    0.0001415349997841986
+    0.0001501039998856868,
+    0.00012212899991936865,
+    0.00012889300001006632
    ]
   },
   "optimizer_sgd_wd_foreach_per_param": {
-   "seconds": 7.188732142639408e-06,
-   "min": 4.6505803571303006e-06,
-   "max": 7.894093749476789e-06,
+   "seconds": 4.490613839383936e-06,
+   "min": 3.6667633927273916e-06,
+   "max": 7.235357142881023e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10854,28 +10854,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0249819999899047e-05,
-   "host_backward_canary_seconds": 2.2189950000210958e-05,
+   "host_canary_seconds": 9.894019999592274e-06,
+   "host_backward_canary_seconds": 1.887671000076807e-05,
    "pass_seconds": [
-    6.4304263389658445e-06,
-    7.267149553363035e-06,
-    7.188732142639408e-06
+    7.0744263394674685e-06,
+    3.854725446521863e-06,
+    4.490613839383936e-06
    ],
    "pass_host_canary_seconds": [
-    1.0249819999899047e-05,
-    9.673289999909683e-06,
-    1.0377695000443054e-05
+    9.894019999592274e-06,
+    6.994230000145763e-06,
+    7.64291749987933e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2189950000210958e-05,
-    2.1736329999839653e-05,
-    2.145100000007005e-05
+    1.887671000076807e-05,
+    1.975265000055515e-05,
+    2.0513994999191707e-05
    ]
   },
   "optimizer_sgd_wd_foreach_per_step": {
-   "seconds": 0.00019253671426408152,
-   "min": -2.4349999940958275e-05,
-   "max": 0.0004131059998664049,
+   "seconds": 0.0001528898572230121,
+   "min": 9.146500006603934e-05,
+   "max": 0.0008000851426978833,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10885,28 +10885,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0249819999899047e-05,
-   "host_backward_canary_seconds": 2.2189950000210958e-05,
+   "host_canary_seconds": 9.894019999592274e-06,
+   "host_backward_canary_seconds": 1.887671000076807e-05,
    "pass_seconds": [
-    0.00017221200014968678,
-    0.0002086349999379828,
-    0.00019253671426408152
+    0.0003010735714659469,
+    0.00012522771433915684,
+    0.0001528898572230121
    ],
    "pass_host_canary_seconds": [
-    1.0249819999899047e-05,
-    9.673289999909683e-06,
-    1.0377695000443054e-05
+    9.894019999592274e-06,
+    6.994230000145763e-06,
+    7.64291749987933e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2189950000210958e-05,
-    2.1736329999839653e-05,
-    2.145100000007005e-05
+    1.887671000076807e-05,
+    1.975265000055515e-05,
+    2.0513994999191707e-05
    ]
   },
   "optimizer_sgd_wd_foreach_cold_per_param": {
-   "seconds": 8.542352678172652e-06,
-   "min": 5.218421874937056e-06,
-   "max": 1.1106616071288045e-05,
+   "seconds": 8.926685267291695e-06,
+   "min": 4.88433705417687e-06,
+   "max": 1.0099825892443245e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10916,28 +10916,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0263179999583372e-05,
-   "host_backward_canary_seconds": 2.2223630001008132e-05,
+   "host_canary_seconds": 1.0127900000043155e-05,
+   "host_backward_canary_seconds": 1.6648789999180734e-05,
    "pass_seconds": [
-    7.871459821221346e-06,
-    8.542352678172652e-06,
-    9.524569196323845e-06
+    8.926685267291695e-06,
+    9.244433035706021e-06,
+    8.532290178513741e-06
    ],
    "pass_host_canary_seconds": [
-    1.0263179999583372e-05,
-    1.060223499962376e-05,
-    1.0176000000683415e-05
+    1.0127900000043155e-05,
+    1.0035899999820685e-05,
+    1.0199124999417108e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.2223630001008132e-05,
-    2.3782369999025833e-05,
-    2.186066999911418e-05
+    1.6648789999180734e-05,
+    2.0277529999930264e-05,
+    2.120908999813764e-05
    ]
   },
   "optimizer_sgd_wd_foreach_cold_per_step": {
-   "seconds": 0.0007443464285513203,
-   "min": 0.0004203485714242561,
-   "max": 0.0019413140001428733,
+   "seconds": 0.000872656571443388,
+   "min": 0.00042097414279851364,
+   "max": 0.0011165124284226685,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10947,28 +10947,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0263179999583372e-05,
-   "host_backward_canary_seconds": 2.2223630001008132e-05,
+   "host_canary_seconds": 1.0127900000043155e-05,
+   "host_backward_canary_seconds": 1.6648789999180734e-05,
    "pass_seconds": [
-    0.0007930337141195715,
-    0.0007443464285513203,
-    0.0007425047143832282
+    0.0008987881427466553,
+    0.000872656571443388,
+    0.0007964754286799039
    ],
    "pass_host_canary_seconds": [
-    1.0263179999583372e-05,
-    1.060223499962376e-05,
-    1.0176000000683415e-05
+    1.0127900000043155e-05,
+    1.0035899999820685e-05,
+    1.0199124999417108e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.2223630001008132e-05,
-    2.3782369999025833e-05,
-    2.186066999911418e-05
+    1.6648789999180734e-05,
+    2.0277529999930264e-05,
+    2.120908999813764e-05
    ]
   },
   "optimizer_sgd_wd_for_loop_per_param": {
-   "seconds": 4.081169419681682e-05,
-   "min": 3.366281250042188e-05,
-   "max": 4.9693810268536254e-05,
+   "seconds": 4.2480841518255374e-05,
+   "min": 3.337496205395902e-05,
+   "max": 4.680976562505228e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10978,28 +10978,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0210375000951899e-05,
-   "host_backward_canary_seconds": 2.2355940000124975e-05,
+   "host_canary_seconds": 9.874529999933657e-06,
+   "host_backward_canary_seconds": 1.8028819999926783e-05,
    "pass_seconds": [
-    4.029629910716283e-05,
-    4.432393080325677e-05,
-    4.081169419681682e-05
+    4.027165401713059e-05,
+    4.2480841518255374e-05,
+    4.3003718750307076e-05
    ],
    "pass_host_canary_seconds": [
-    1.0210375000951899e-05,
-    1.083946499988997e-05,
-    1.0098919999563804e-05
+    9.874529999933657e-06,
+    1.0240110000268033e-05,
+    1.0354225000810402e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.2355940000124975e-05,
-    2.420229999870571e-05,
-    2.0179829998596688e-05
+    1.8028819999926783e-05,
+    2.2818590000497352e-05,
+    2.1518969999760886e-05
    ]
   },
   "optimizer_sgd_wd_for_loop_per_step": {
-   "seconds": 0.0003764735712853246,
-   "min": -0.0002344945713892749,
-   "max": 0.0013532701429020172,
+   "seconds": 0.0004426224285063135,
+   "min": 0.00012688014278085464,
+   "max": 0.0006464291427294355,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11009,28 +11009,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0210375000951899e-05,
-   "host_backward_canary_seconds": 2.2355940000124975e-05,
+   "host_canary_seconds": 9.874529999933657e-06,
+   "host_backward_canary_seconds": 1.8028819999926783e-05,
    "pass_seconds": [
-    0.0003764735712853246,
-    0.0005047711426868773,
-    0.0003157654285652306
+    0.0004183578572078011,
+    0.000494580000089887,
+    0.0004426224285063135
    ],
    "pass_host_canary_seconds": [
-    1.0210375000951899e-05,
-    1.083946499988997e-05,
-    1.0098919999563804e-05
+    9.874529999933657e-06,
+    1.0240110000268033e-05,
+    1.0354225000810402e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.2355940000124975e-05,
-    2.420229999870571e-05,
-    2.0179829998596688e-05
+    1.8028819999926783e-05,
+    2.2818590000497352e-05,
+    2.1518969999760886e-05
    ]
   },
   "optimizer_sgd_wd_for_loop_cold_per_param": {
-   "seconds": 4.099409375005588e-05,
-   "min": 2.9437781249340234e-05,
-   "max": 4.974452232175963e-05,
+   "seconds": 4.411698437475512e-05,
+   "min": 3.5007785714619945e-05,
+   "max": 4.63837008933662e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11040,28 +11040,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0179160000234333e-05,
-   "host_backward_canary_seconds": 2.138055999921562e-05,
+   "host_canary_seconds": 1.0113315000808144e-05,
+   "host_backward_canary_seconds": 1.9947099999626517e-05,
    "pass_seconds": [
-    4.099409375005588e-05,
-    4.188995312454884e-05,
-    3.869863616046132e-05
+    4.200245312497535e-05,
+    4.411698437475512e-05,
+    4.428830580341777e-05
    ],
    "pass_host_canary_seconds": [
-    1.0179160000234333e-05,
-    9.897025000782378e-06,
-    9.44161500001428e-06
+    1.0113315000808144e-05,
+    1.049741499969059e-05,
+    1.0566109999672335e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.138055999921562e-05,
-    2.391456999930597e-05,
-    2.1121660001881537e-05
+    1.9947099999626517e-05,
+    2.191983000102482e-05,
+    1.993659999925512e-05
    ]
   },
   "optimizer_sgd_wd_for_loop_cold_per_step": {
-   "seconds": 0.0007407877141564051,
-   "min": -0.0003202799999339084,
-   "max": 0.0015238630001996561,
+   "seconds": 0.0008290728571864747,
+   "min": 0.0006641337143784248,
+   "max": 0.001052408000045294,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11071,28 +11071,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0179160000234333e-05,
-   "host_backward_canary_seconds": 2.138055999921562e-05,
+   "host_canary_seconds": 1.0113315000808144e-05,
+   "host_backward_canary_seconds": 1.9947099999626517e-05,
    "pass_seconds": [
-    0.0007407877141564051,
-    0.0004005807143130369,
-    0.0007793000000089834
+    0.0008896975712754545,
+    0.0008290728571864747,
+    0.0008080734284833723
    ],
    "pass_host_canary_seconds": [
-    1.0179160000234333e-05,
-    9.897025000782378e-06,
-    9.44161500001428e-06
+    1.0113315000808144e-05,
+    1.049741499969059e-05,
+    1.0566109999672335e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.138055999921562e-05,
-    2.391456999930597e-05,
-    2.1121660001881537e-05
+    1.9947099999626517e-05,
+    2.191983000102482e-05,
+    1.993659999925512e-05
    ]
   },
   "optimizer_sgd_wd_fused_per_param": {
-   "seconds": 2.4436584824221493e-06,
-   "min": 1.4556227679715254e-06,
-   "max": 3.0134977672600727e-06,
+   "seconds": 2.761620535299666e-06,
+   "min": 2.505600446361151e-06,
+   "max": 2.88995982141874e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11102,28 +11102,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.009278499964239e-05,
-   "host_backward_canary_seconds": 2.1472210000865744e-05,
+   "host_canary_seconds": 1.0088110000197049e-05,
+   "host_backward_canary_seconds": 1.788671999975122e-05,
    "pass_seconds": [
-    2.4436584824221493e-06,
-    2.8268482137962436e-06,
-    1.7190848216687625e-06
+    2.761620535299666e-06,
+    2.8164508926969186e-06,
+    2.66863839217178e-06
    ],
    "pass_host_canary_seconds": [
-    1.009278499964239e-05,
-    1.1148969999794644e-05,
-    7.3461450006107044e-06
+    1.0088110000197049e-05,
+    1.047185749939672e-05,
+    1.0603819999914776e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1472210000865744e-05,
-    2.3146320002069844e-05,
-    1.987931000030585e-05
+    1.788671999975122e-05,
+    2.280134999978145e-05,
+    2.0025320000058856e-05
    ]
   },
   "optimizer_sgd_wd_fused_per_step": {
-   "seconds": 8.857928569990951e-05,
-   "min": 1.840471437779861e-05,
-   "max": 0.00035713099997077994,
+   "seconds": 0.00017468742843058344,
+   "min": 9.576600018590398e-05,
+   "max": 0.0002690297141530859,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11133,28 +11133,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.009278499964239e-05,
-   "host_backward_canary_seconds": 2.1472210000865744e-05,
+   "host_canary_seconds": 1.0088110000197049e-05,
+   "host_backward_canary_seconds": 1.788671999975122e-05,
    "pass_seconds": [
-    8.857928569990951e-05,
-    0.0001887181429408104,
-    7.768085710527625e-05
+    0.00017468742843058344,
+    0.0002007095713452145,
+    0.00013041385724526272
    ],
    "pass_host_canary_seconds": [
-    1.009278499964239e-05,
-    1.1148969999794644e-05,
-    7.3461450006107044e-06
+    1.0088110000197049e-05,
+    1.047185749939672e-05,
+    1.0603819999914776e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1472210000865744e-05,
-    2.3146320002069844e-05,
-    1.987931000030585e-05
+    1.788671999975122e-05,
+    2.280134999978145e-05,
+    2.0025320000058856e-05
    ]
   },
   "optimizer_sgd_wd_fused_cold_per_param": {
-   "seconds": 2.9303191964353507e-06,
-   "min": 2.025111607549336e-06,
-   "max": 4.468526785420376e-06,
+   "seconds": 3.6169776786363983e-06,
+   "min": 1.8981875002615262e-06,
+   "max": 4.267915178855576e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11164,28 +11164,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0334275000332127e-05,
-   "host_backward_canary_seconds": 2.068831999849863e-05,
+   "host_canary_seconds": 1.0572420000016792e-05,
+   "host_backward_canary_seconds": 2.097725999874456e-05,
    "pass_seconds": [
-    3.300220981827806e-06,
-    2.9303191964353507e-06,
-    2.3039330357172664e-06
+    3.984089285527911e-06,
+    3.6169776786363983e-06,
+    3.548314732577345e-06
    ],
    "pass_host_canary_seconds": [
-    1.0334275000332127e-05,
-    1.1401640000485713e-05,
-    7.522909999124749e-06
+    1.0572420000016792e-05,
+    1.0612170000285914e-05,
+    1.0374084999966727e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.068831999849863e-05,
-    2.1695489999729033e-05,
-    2.1775390000584593e-05
+    2.097725999874456e-05,
+    1.7747829999734677e-05,
+    1.8231070000638284e-05
    ]
   },
   "optimizer_sgd_wd_fused_cold_per_step": {
-   "seconds": 0.0005794608569626039,
-   "min": 0.000379401285759481,
-   "max": 0.000735307000046045,
+   "seconds": 0.0006517661427096755,
+   "min": 0.00043070285716696944,
+   "max": 0.0007810790000348788,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11195,28 +11195,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0334275000332127e-05,
-   "host_backward_canary_seconds": 2.068831999849863e-05,
+   "host_canary_seconds": 1.0572420000016792e-05,
+   "host_backward_canary_seconds": 2.097725999874456e-05,
    "pass_seconds": [
-    0.0006269574286891709,
-    0.0005794608569626039,
-    0.0005465248569700115
+    0.0006749549999572732,
+    0.0006517661427096755,
+    0.0006223679998973758
    ],
    "pass_host_canary_seconds": [
-    1.0334275000332127e-05,
-    1.1401640000485713e-05,
-    7.522909999124749e-06
+    1.0572420000016792e-05,
+    1.0612170000285914e-05,
+    1.0374084999966727e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.068831999849863e-05,
-    2.1695489999729033e-05,
-    2.1775390000584593e-05
+    2.097725999874456e-05,
+    1.7747829999734677e-05,
+    1.8231070000638284e-05
    ]
   },
   "optimizer_adamw_foreach_per_param": {
-   "seconds": 1.2665339286042712e-05,
-   "min": 7.748544643249033e-06,
-   "max": 1.6399430803306003e-05,
+   "seconds": 1.3134301339233292e-05,
+   "min": 8.855205356793152e-06,
+   "max": 1.4186220982687863e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11226,28 +11226,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.021130749961685e-05,
-   "host_backward_canary_seconds": 2.2014900000613125e-05,
+   "host_canary_seconds": 1.0421247500289608e-05,
+   "host_backward_canary_seconds": 1.6208394998784567e-05,
    "pass_seconds": [
-    1.2665339286042712e-05,
-    1.548187276765946e-05,
-    8.141473214452941e-06
+    1.3914350446445464e-05,
+    1.0973359374690159e-05,
+    1.3134301339233292e-05
    ],
    "pass_host_canary_seconds": [
-    1.021130749961685e-05,
-    1.1517780000076528e-05,
-    7.117074999314355e-06
+    1.0421247500289608e-05,
+    9.052937500655389e-06,
+    1.0112029999618243e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.2014900000613125e-05,
-    2.3151689999849624e-05,
-    2.0489819999056635e-05
+    1.6208394998784567e-05,
+    1.7386839998607685e-05,
+    2.0364570001447643e-05
    ]
   },
   "optimizer_adamw_foreach_per_step": {
-   "seconds": 0.0004147714285928876,
-   "min": 0.00020969785711193775,
-   "max": 0.0007028545712403553,
+   "seconds": 0.00046261757139680934,
+   "min": 0.0001053130000790199,
+   "max": 0.0007191797142890469,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11257,28 +11257,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.021130749961685e-05,
-   "host_backward_canary_seconds": 2.2014900000613125e-05,
+   "host_canary_seconds": 1.0421247500289608e-05,
+   "host_backward_canary_seconds": 1.6208394998784567e-05,
    "pass_seconds": [
-    0.0004147714285928876,
-    0.0005947129999575347,
-    0.00030785914295198126
+    0.0005900615715615588,
+    0.00046261757139680934,
+    0.0004203135715345395
    ],
    "pass_host_canary_seconds": [
-    1.021130749961685e-05,
-    1.1517780000076528e-05,
-    7.117074999314355e-06
+    1.0421247500289608e-05,
+    9.052937500655389e-06,
+    1.0112029999618243e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.2014900000613125e-05,
-    2.3151689999849624e-05,
-    2.0489819999056635e-05
+    1.6208394998784567e-05,
+    1.7386839998607685e-05,
+    2.0364570001447643e-05
    ]
   },
   "optimizer_adamw_foreach_cold_per_param": {
-   "seconds": 1.4507629464231644e-05,
-   "min": 9.692272321615292e-06,
-   "max": 2.0123171874989305e-05,
+   "seconds": 1.516643080330076e-05,
+   "min": 8.290707589659568e-06,
+   "max": 1.7739464285325213e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11288,28 +11288,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0333980000041266e-05,
-   "host_backward_canary_seconds": 2.2424380001666578e-05,
+   "host_canary_seconds": 9.994389999974374e-06,
+   "host_backward_canary_seconds": 2.0987509999486064e-05,
    "pass_seconds": [
-    1.4507629464231644e-05,
-    1.8032854910643437e-05,
-    1.0551066964126221e-05
+    1.3961147321392023e-05,
+    1.516643080330076e-05,
+    1.5537616071473588e-05
    ],
    "pass_host_canary_seconds": [
-    1.0333980000041266e-05,
-    1.1491475000866557e-05,
-    7.715209999332729e-06
+    9.994389999974374e-06,
+    1.000730499981728e-05,
+    1.015557000073386e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.2424380001666578e-05,
-    2.4424169998837898e-05,
-    2.0727549999719484e-05
+    2.0987509999486064e-05,
+    1.93693300002451e-05,
+    2.1335589999580406e-05
    ]
   },
   "optimizer_adamw_foreach_cold_per_step": {
-   "seconds": 0.0010536827143953684,
-   "min": 0.0004438868572508778,
-   "max": 0.0012694669997992086,
+   "seconds": 0.0011172837143281608,
+   "min": 0.0004098022858280664,
+   "max": 0.0016899897141878942,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11319,28 +11319,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0333980000041266e-05,
-   "host_backward_canary_seconds": 2.2424380001666578e-05,
+   "host_canary_seconds": 9.994389999974374e-06,
+   "host_backward_canary_seconds": 2.0987509999486064e-05,
    "pass_seconds": [
-    0.0011304195713494536,
-    0.0010536827143953684,
-    0.0008991207143935753
+    0.0011172837143281608,
+    0.0010647531426327206,
+    0.0011338565714465534
    ],
    "pass_host_canary_seconds": [
-    1.0333980000041266e-05,
-    1.1491475000866557e-05,
-    7.715209999332729e-06
+    9.994389999974374e-06,
+    1.000730499981728e-05,
+    1.015557000073386e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.2424380001666578e-05,
-    2.4424169998837898e-05,
-    2.0727549999719484e-05
+    2.0987509999486064e-05,
+    1.93693300002451e-05,
+    2.1335589999580406e-05
    ]
   },
   "optimizer_adamw_foreach_large": {
-   "seconds": 0.0004932780000217463,
-   "min": 0.0004467750000003434,
-   "max": 0.0005963080000128684,
+   "seconds": 0.0005030499999065796,
+   "min": 0.00048460700008945423,
+   "max": 0.0005587980001564574,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -11348,15 +11348,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.0004932780000217463,
-    0.0005764729999100382,
-    0.0004517699999269098
+    0.0004954569999426894,
+    0.0005409969999163877,
+    0.0005030499999065796
    ]
   },
   "optimizer_adamw_for_loop_per_param": {
-   "seconds": 9.883264508861853e-05,
-   "min": 6.469083705340495e-05,
-   "max": 0.0001236000312501468,
+   "seconds": 9.278231473176999e-05,
+   "min": 6.279704910738815e-05,
+   "max": 0.0001069568482142204,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11366,28 +11366,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0450120000768948e-05,
-   "host_backward_canary_seconds": 2.3010539998722378e-05,
+   "host_canary_seconds": 9.352925000030154e-06,
+   "host_backward_canary_seconds": 2.082242999904338e-05,
    "pass_seconds": [
-    9.883264508861853e-05,
-    0.00011783889732188056,
-    6.877972991097587e-05
+    8.636895312516149e-05,
+    9.278231473176999e-05,
+    9.923943750018387e-05
    ],
    "pass_host_canary_seconds": [
-    1.0450120000768948e-05,
-    1.156427500063728e-05,
-    7.150554999952874e-06
+    9.352925000030154e-06,
+    1.0073124999507854e-05,
+    1.026671999966311e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.3010539998722378e-05,
-    2.4763710000570428e-05,
-    1.8597000000681873e-05
+    2.082242999904338e-05,
+    2.1686420000150973e-05,
+    2.2037200001250312e-05
    ]
   },
   "optimizer_adamw_for_loop_per_step": {
-   "seconds": 0.0007164525714285575,
-   "min": -0.000326660142686056,
-   "max": 0.0011087701429914887,
+   "seconds": 0.0006261218572944927,
+   "min": -0.0003363945714746864,
+   "max": 0.001333830857220164,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11397,28 +11397,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0450120000768948e-05,
-   "host_backward_canary_seconds": 2.3010539998722378e-05,
+   "host_canary_seconds": 9.352925000030154e-06,
+   "host_backward_canary_seconds": 2.082242999904338e-05,
    "pass_seconds": [
-    0.0007164525714285575,
-    0.0007748227141551722,
-    0.0005008125714474386
+    0.0006261218572944927,
+    0.0005910894285859414,
+    0.0006859542857325452
    ],
    "pass_host_canary_seconds": [
-    1.0450120000768948e-05,
-    1.156427500063728e-05,
-    7.150554999952874e-06
+    9.352925000030154e-06,
+    1.0073124999507854e-05,
+    1.026671999966311e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.3010539998722378e-05,
-    2.4763710000570428e-05,
-    1.8597000000681873e-05
+    2.082242999904338e-05,
+    2.1686420000150973e-05,
+    2.2037200001250312e-05
    ]
   },
   "optimizer_adamw_for_loop_cold_per_param": {
-   "seconds": 9.734912946462211e-05,
-   "min": 6.091096874984357e-05,
-   "max": 0.00011786963615989521,
+   "seconds": 9.980524553552885e-05,
+   "min": 6.580952232125372e-05,
+   "max": 0.00010961512946445444,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11428,28 +11428,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0926474999450875e-05,
-   "host_backward_canary_seconds": 2.3477529998672254e-05,
+   "host_canary_seconds": 1.027650999958496e-05,
+   "host_backward_canary_seconds": 1.7793009999422792e-05,
    "pass_seconds": [
-    0.00010537570982143458,
-    9.734912946462211e-05,
-    7.105006473245063e-05
+    0.00010452347321380071,
+    9.980524553552885e-05,
+    9.925538839285406e-05
    ],
    "pass_host_canary_seconds": [
-    1.0926474999450875e-05,
-    1.0549675000675051e-05,
-    7.4588600000424775e-06
+    1.027650999958496e-05,
+    1.0117475000015475e-05,
+    1.0161485000708126e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.3477529998672254e-05,
-    2.3562359999687032e-05,
-    2.106708999917828e-05
+    1.7793009999422792e-05,
+    2.0269599999664934e-05,
+    2.0892529998945975e-05
    ]
   },
   "optimizer_adamw_for_loop_cold_per_step": {
-   "seconds": 0.001153342285663582,
-   "min": -0.001100115857038223,
-   "max": 0.004842147000025372,
+   "seconds": 0.0011711125712931137,
+   "min": 0.0007560108571656853,
+   "max": 0.0014175977142453378,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11459,28 +11459,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0926474999450875e-05,
-   "host_backward_canary_seconds": 2.3477529998672254e-05,
+   "host_canary_seconds": 1.027650999958496e-05,
+   "host_backward_canary_seconds": 1.7793009999422792e-05,
    "pass_seconds": [
-    0.0011567135714228372,
-    0.001153342285663582,
-    0.0009696325713061272
+    0.0012574447144808277,
+    0.0010502262858348588,
+    0.0011711125712931137
    ],
    "pass_host_canary_seconds": [
-    1.0926474999450875e-05,
-    1.0549675000675051e-05,
-    7.4588600000424775e-06
+    1.027650999958496e-05,
+    1.0117475000015475e-05,
+    1.0161485000708126e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.3477529998672254e-05,
-    2.3562359999687032e-05,
-    2.106708999917828e-05
+    1.7793009999422792e-05,
+    2.0269599999664934e-05,
+    2.0892529998945975e-05
    ]
   },
   "optimizer_adamw_for_loop_large": {
-   "seconds": 0.000509201000113535,
-   "min": 0.0004147459999330749,
-   "max": 0.000634720999869387,
+   "seconds": 0.0005187109998132655,
+   "min": 0.0004651529998227488,
+   "max": 0.0006011450000187324,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -11488,15 +11488,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.000509201000113535,
-    0.0004912300000796677,
-    0.0005504619998646376
+    0.0005872889998954633,
+    0.0005187109998132655,
+    0.0005042819998379855
    ]
   },
   "optimizer_adamw_fused_per_param": {
-   "seconds": 3.95900000021194e-06,
-   "min": 2.3936004467373095e-06,
-   "max": 5.068593749919208e-06,
+   "seconds": 4.240850446178358e-06,
+   "min": 3.98490624980192e-06,
+   "max": 4.524388392569888e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11506,28 +11506,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0825977499848706e-05,
-   "host_backward_canary_seconds": 2.2748945000330422e-05,
+   "host_canary_seconds": 9.994287500489918e-06,
+   "host_backward_canary_seconds": 1.604756000006091e-05,
    "pass_seconds": [
-    3.95900000021194e-06,
-    4.663959821523836e-06,
-    2.6701830354422133e-06
+    4.069037946712635e-06,
+    4.33936383917707e-06,
+    4.240850446178358e-06
    ],
    "pass_host_canary_seconds": [
-    1.0825977499848706e-05,
-    1.0441895000212753e-05,
-    7.760289999509951e-06
+    9.994287500489918e-06,
+    1.0193597499892349e-05,
+    1.0080034999759847e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.2748945000330422e-05,
-    2.0339369999646806e-05,
-    2.1410615000831965e-05
+    1.604756000006091e-05,
+    1.692217000140772e-05,
+    2.0578819999172993e-05
    ]
   },
   "optimizer_adamw_fused_per_step": {
-   "seconds": 0.0001592717144051546,
-   "min": 4.883785725594083e-05,
-   "max": 0.000341414999996102,
+   "seconds": 0.00018661571432078617,
+   "min": 0.00012499114304124044,
+   "max": 0.0003153025716398718,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11537,28 +11537,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0825977499848706e-05,
-   "host_backward_canary_seconds": 2.2748945000330422e-05,
+   "host_canary_seconds": 9.994287500489918e-06,
+   "host_backward_canary_seconds": 1.604756000006091e-05,
    "pass_seconds": [
-    0.0001592717144051546,
-    0.00015064885708073107,
-    0.0001724365713471343
+    0.000235179285677337,
+    0.00018661571432078617,
+    0.00015386599998886856
    ],
    "pass_host_canary_seconds": [
-    1.0825977499848706e-05,
-    1.0441895000212753e-05,
-    7.760289999509951e-06
+    9.994287500489918e-06,
+    1.0193597499892349e-05,
+    1.0080034999759847e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.2748945000330422e-05,
-    2.0339369999646806e-05,
-    2.1410615000831965e-05
+    1.604756000006091e-05,
+    1.692217000140772e-05,
+    2.0578819999172993e-05
    ]
   },
   "optimizer_adamw_fused_cold_per_param": {
-   "seconds": 5.062810268035329e-06,
-   "min": 3.589274553762932e-06,
-   "max": 6.970926339278094e-06,
+   "seconds": 5.6852254464802495e-06,
+   "min": 5.071279017800277e-06,
+   "max": 6.940263392810461e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11568,28 +11568,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0378530000707541e-05,
-   "host_backward_canary_seconds": 2.2609190000366653e-05,
+   "host_canary_seconds": 1.0188950000156183e-05,
+   "host_backward_canary_seconds": 1.8406939998385495e-05,
    "pass_seconds": [
-    5.062810268035329e-06,
-    3.951977678947774e-06,
-    6.573491071597866e-06
+    5.6852254464802495e-06,
+    5.598879463925803e-06,
+    5.835084821675147e-06
    ],
    "pass_host_canary_seconds": [
-    1.0378530000707541e-05,
-    7.821204999345355e-06,
-    9.285450000788841e-06
+    1.0188950000156183e-05,
+    1.024687000040103e-05,
+    1.0385569999016297e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.2609190000366653e-05,
-    1.9590040001276065e-05,
-    2.2990830000253482e-05
+    1.8406939998385495e-05,
+    1.932565000061004e-05,
+    1.8220699998892088e-05
    ]
   },
   "optimizer_adamw_fused_cold_per_step": {
-   "seconds": 0.0006303711430259032,
-   "min": 0.00039022728570411606,
-   "max": 0.0009080051427515302,
+   "seconds": 0.0006775308570792861,
+   "min": 0.0006257818571547042,
+   "max": 0.0007631129999481345,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11599,28 +11599,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0378530000707541e-05,
-   "host_backward_canary_seconds": 2.2609190000366653e-05,
+   "host_canary_seconds": 1.0188950000156183e-05,
+   "host_backward_canary_seconds": 1.8406939998385495e-05,
    "pass_seconds": [
-    0.0007759831427652639,
-    0.000608603714291738,
-    0.0006303711430259032
+    0.000724424428556501,
+    0.0006757520000389507,
+    0.0006775308570792861
    ],
    "pass_host_canary_seconds": [
-    1.0378530000707541e-05,
-    7.821204999345355e-06,
-    9.285450000788841e-06
+    1.0188950000156183e-05,
+    1.024687000040103e-05,
+    1.0385569999016297e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.2609190000366653e-05,
-    1.9590040001276065e-05,
-    2.2990830000253482e-05
+    1.8406939998385495e-05,
+    1.932565000061004e-05,
+    1.8220699998892088e-05
    ]
   },
   "optimizer_adamw_fused_large": {
-   "seconds": 0.00019449000001259265,
-   "min": 0.00018492100002731604,
-   "max": 0.00022645900003226416,
+   "seconds": 0.0002131579999513633,
+   "min": 0.00020477599991863826,
+   "max": 0.00024162399995475425,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -11628,159 +11628,159 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00018814200007000181,
-    0.00019449000001259265,
-    0.00020145400003457326
+    0.00021220300004642922,
+    0.0002131579999513633,
+    0.00022230900003705756
    ]
   },
   "cuda_synchronize_idle": {
-   "seconds": 8.1038329999501e-06,
-   "min": 5.185979000088992e-06,
-   "max": 8.618655999953261e-06,
+   "seconds": 8.069908999914333e-06,
+   "min": 7.674316000020553e-06,
+   "max": 8.560863999946377e-06,
    "samples": 33,
    "method": "1000 x torch.cuda.synchronize() with no work queued; wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.028474250006184e-05,
-   "host_backward_canary_seconds": 2.3023749999993015e-05,
+   "host_canary_seconds": 1.0265357500429671e-05,
+   "host_backward_canary_seconds": 1.686152000047514e-05,
    "pass_seconds": [
-    8.1038329999501e-06,
-    5.301701999997022e-06,
-    8.362883000017973e-06
+    7.79318000013518e-06,
+    8.069908999914333e-06,
+    8.29065199991419e-06
    ],
    "pass_host_canary_seconds": [
-    1.028474250006184e-05,
-    7.515270000340024e-06,
-    1.0647537499721694e-05
+    1.0265357500429671e-05,
+    1.0073525000393602e-05,
+    1.024332500037417e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.3023749999993015e-05,
-    1.7846079999799257e-05,
-    2.3719500001107006e-05
+    1.686152000047514e-05,
+    1.9274359999599255e-05,
+    1.9577534999370982e-05
    ]
   },
   "cuda_event_record": {
-   "seconds": 1.0176326000191693e-05,
-   "min": 6.718097999964811e-06,
-   "max": 1.1266513000009582e-05,
+   "seconds": 1.0357224000017595e-05,
+   "min": 9.780384999885428e-06,
+   "max": 1.0692491000099835e-05,
    "samples": 33,
    "method": "1000 x Event(enable_timing=True).record(); host wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.931215000733573e-06,
-   "host_backward_canary_seconds": 1.875715000096534e-05,
+   "host_canary_seconds": 1.0168539999995118e-05,
+   "host_backward_canary_seconds": 1.6566980000334298e-05,
    "pass_seconds": [
-    1.0176326000191693e-05,
-    7.041742000183149e-06,
-    1.0648632000084035e-05
+    9.962939000160986e-06,
+    1.0357224000017595e-05,
+    1.0485883000001195e-05
    ],
    "pass_host_canary_seconds": [
-    9.931215000733573e-06,
-    7.502394999505668e-06,
-    1.0656857500634943e-05
+    1.0168539999995118e-05,
+    1.0038649999728478e-05,
+    1.020854249986769e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.875715000096534e-05,
-    1.959213000077398e-05,
-    2.3471099999596846e-05
+    1.6566980000334298e-05,
+    2.0511619999297183e-05,
+    1.9689324999490055e-05
    ]
   },
   "cuda_event_elapsed_time": {
-   "seconds": 1.017187999877933e-06,
-   "min": 8.412120000684808e-07,
-   "max": 1.818491999983962e-06,
+   "seconds": 1.6235489999871788e-06,
+   "min": 1.5158440000959672e-06,
+   "max": 1.7068810000182565e-06,
    "samples": 33,
    "method": "1000 x elapsed_time() of two finished events; wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.466277500043361e-06,
-   "host_backward_canary_seconds": 2.3399919999747e-05,
+   "host_canary_seconds": 1.0024124999858941e-05,
+   "host_backward_canary_seconds": 1.8097965000833937e-05,
    "pass_seconds": [
-    1.017187999877933e-06,
-    8.707559998129e-07,
-    1.7758220001269365e-06
+    1.5638879999642085e-06,
+    1.6235489999871788e-06,
+    1.6486679999161424e-06
    ],
    "pass_host_canary_seconds": [
-    7.466277500043361e-06,
-    7.6077875007740655e-06,
-    1.0743277500182557e-05
+    1.0024124999858941e-05,
+    1.0166260000232797e-05,
+    1.0269010000456546e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.3399919999747e-05,
-    2.3755285000106596e-05,
-    2.292354500013971e-05
+    1.8097965000833937e-05,
+    1.9802599999820814e-05,
+    2.177077999931498e-05
    ]
   },
   "launch_sync_roundtrip": {
-   "seconds": 2.0169785999996747e-05,
-   "min": 1.4740942999878826e-05,
-   "max": 2.2966232000044328e-05,
+   "seconds": 2.0779315000027055e-05,
+   "min": 1.935312899991004e-05,
+   "max": 2.1203554000067016e-05,
    "samples": 33,
    "method": "1000 x (one tiny in-place add + torch.cuda.synchronize()); wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0036300000138e-05,
-   "host_backward_canary_seconds": 2.24774699995578e-05,
+   "host_canary_seconds": 9.947409999995216e-06,
+   "host_backward_canary_seconds": 1.730340999984037e-05,
    "pass_seconds": [
-    2.0169785999996747e-05,
-    1.5087270999856627e-05,
-    2.2117248000085964e-05
+    2.0086224999886327e-05,
+    2.1015034999891214e-05,
+    2.0779315000027055e-05
    ],
    "pass_host_canary_seconds": [
-    1.0036300000138e-05,
-    7.501940000338437e-06,
-    1.0882379999657133e-05
+    9.947409999995216e-06,
+    1.0104715000807118e-05,
+    1.0235910000346849e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.24774699995578e-05,
-    1.9605699999374335e-05,
-    2.366293000022779e-05
+    1.730340999984037e-05,
+    2.137317000006078e-05,
+    2.2312269998110423e-05
    ]
   },
   "item_roundtrip": {
-   "seconds": 2.3321488999954453e-05,
-   "min": 1.8321216000003914e-05,
-   "max": 2.4665849000029993e-05,
+   "seconds": 2.2895443000152227e-05,
+   "min": 2.166071900001043e-05,
+   "max": 2.3343055999930584e-05,
    "samples": 33,
    "method": "1000 x x.sum().item() on 16 elements (kernel + copy to host); wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0187599999653684e-05,
-   "host_backward_canary_seconds": 2.25748000002568e-05,
+   "host_canary_seconds": 9.764600000607971e-06,
+   "host_backward_canary_seconds": 1.7426229999273345e-05,
    "pass_seconds": [
-    2.3321488999954453e-05,
-    1.889921699989827e-05,
-    2.4353320000045642e-05
+    2.2230621000062454e-05,
+    2.2895443000152227e-05,
+    2.3136828000133392e-05
    ],
    "pass_host_canary_seconds": [
-    1.0187599999653684e-05,
-    7.83141499937301e-06,
-    1.0909694999554631e-05
+    9.764600000607971e-06,
+    1.0015330000214817e-05,
+    1.0217489999604367e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.25748000002568e-05,
-    2.3367989999769634e-05,
-    2.3431390000041576e-05
+    1.7426229999273345e-05,
+    1.8129110001154912e-05,
+    2.131566000116436e-05
    ]
   },
   "python_reference": {
-   "seconds": 0.001710122000076808,
-   "min": 0.0014030760000878217,
-   "max": 0.0019754739998916193,
-   "samples": 93,
-   "method": "python_reference_work(), 31 calls one after another, median; min: the fastest call, which roofsim relates to the exporter's fastest; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0187599999653684e-05,
-   "host_backward_canary_seconds": 2.25748000002568e-05,
+   "seconds": 0.0016968150000593596,
+   "min": 0.0008159839999279939,
+   "max": 0.002054832000112583,
+   "samples": 81,
+   "method": "python_reference_work(), 3 calls after each of the pass's 9 groups of figures (its moments over minutes), median; min: the fastest call, which roofsim relates to the exporter's fastest; median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.764600000607971e-06,
+   "host_backward_canary_seconds": 1.7426229999273345e-05,
    "pass_seconds": [
-    0.0017088079998757166,
-    0.001710122000076808,
-    0.0017245550000097865
+    0.0016026170001168794,
+    0.0016968150000593596,
+    0.001862007999989146
    ],
    "pass_host_canary_seconds": [
-    1.0187599999653684e-05,
-    7.83141499937301e-06,
-    1.0909694999554631e-05
+    9.764600000607971e-06,
+    1.0015330000214817e-05,
+    1.0217489999604367e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.25748000002568e-05,
-    2.3367989999769634e-05,
-    2.3431390000041576e-05
+    1.7426229999273345e-05,
+    1.8129110001154912e-05,
+    2.131566000116436e-05
    ]
   },
   "gpu_kernel_gap": {
-   "seconds": 2.1347139532470983e-06,
-   "min": 2.108270807037352e-06,
-   "max": 2.1883153813171415e-06,
+   "seconds": 2.187100077667234e-06,
+   "min": 2.0838393574523306e-06,
+   "max": 2.2873146560668816e-06,
    "samples": 11,
    "method": "200 back-to-back adds of 16777216 bfloat16 elements: CUDA-event interval per kernel minus the kernel's CUPTI duration (torch.profiler) of the same loop; GPU-bound (host far ahead)"
   }
@@ -11805,15 +11805,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.642534999999996e-05,
-    "min": 7.603780000000006e-05,
-    "max": 7.678190000000002e-05,
+    "seconds": 7.559654999999989e-05,
+    "min": 7.511670000000004e-05,
+    "max": 7.582379999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010496295,
-    "min": 0.00010468670000000008,
-    "max": 0.00010514199999999991,
+    "seconds": 0.00010484309999999995,
+    "min": 0.00010455369999999994,
+    "max": 0.00010509410000000008,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11837,15 +11837,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.310660000000001e-05,
-    "min": 9.276589999999997e-05,
-    "max": 9.386780000000003e-05,
+    "seconds": 9.078424999999995e-05,
+    "min": 9.045050000000004e-05,
+    "max": 9.097270000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.662829999999999e-05,
-    "min": 9.637789999999992e-05,
-    "max": 9.690210000000006e-05,
+    "seconds": 9.495685000000006e-05,
+    "min": 9.473320000000026e-05,
+    "max": 9.511929999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11869,15 +11869,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017886885,
-    "min": 0.00017863579999999988,
-    "max": 0.0001791438999999999,
+    "seconds": 0.00017631309999999992,
+    "min": 0.00017590659999999994,
+    "max": 0.00017648310000000005,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00045689859999999995,
-    "min": 0.00045639870000000013,
-    "max": 0.0004570612000000001,
+    "seconds": 0.00044083059999999984,
+    "min": 0.000440342,
+    "max": 0.00044129120000000024,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11901,15 +11901,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00029086454999999997,
-    "min": 0.00029029690000000014,
-    "max": 0.0002924715999999999,
+    "seconds": 0.0002830782500000001,
+    "min": 0.00028290019999999984,
+    "max": 0.00028344469999999996,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005545820500000001,
-    "min": 0.0005539872000000001,
-    "max": 0.0005546703999999999,
+    "seconds": 0.0005391276,
+    "min": 0.0005381127,
+    "max": 0.0005396802000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11933,15 +11933,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0006984028999999999,
-    "min": 0.0006981352999999998,
-    "max": 0.0006990256000000001,
+    "seconds": 0.0006883373500000001,
+    "min": 0.0006878592,
+    "max": 0.0006891254,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0018059102499999998,
-    "min": 0.0018054696000000003,
-    "max": 0.0018074129999999997,
+    "seconds": 0.0017424236500000003,
+    "min": 0.0017415697000000001,
+    "max": 0.0017433555,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11965,15 +11965,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0011711239499999997,
-    "min": 0.0011691357999999998,
-    "max": 0.0011737295999999999,
+    "seconds": 0.0011380668500000004,
+    "min": 0.0011366925,
+    "max": 0.0011401203000000004,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0021598489500000003,
-    "min": 0.0021586578,
-    "max": 0.0021608533,
+    "seconds": 0.0020937517000000003,
+    "min": 0.0020929380999999995,
+    "max": 0.0020951960999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11997,15 +11997,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.468485000000001e-05,
-    "min": 3.452439999999992e-05,
-    "max": 3.5372299999999926e-05,
+    "seconds": 3.443805000000004e-05,
+    "min": 3.4387400000000036e-05,
+    "max": 3.5094800000000035e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.982305000000012e-05,
-    "min": 9.950029999999995e-05,
-    "max": 0.00010118640000000002,
+    "seconds": 9.689899999999978e-05,
+    "min": 9.617930000000004e-05,
+    "max": 9.73751999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12029,15 +12029,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.818870000000003e-05,
-    "min": 4.811160000000007e-05,
-    "max": 5.022649999999998e-05,
+    "seconds": 4.813240000000005e-05,
+    "min": 4.808580000000008e-05,
+    "max": 5.023659999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.229215e-05,
-    "min": 7.214630000000011e-05,
-    "max": 7.357080000000007e-05,
+    "seconds": 7.153054999999999e-05,
+    "min": 7.138859999999998e-05,
+    "max": 7.278650000000005e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12061,15 +12061,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017836965,
-    "min": 0.0001779220999999999,
-    "max": 0.00017865829999999988,
+    "seconds": 0.00017555799999999997,
+    "min": 0.00017518349999999996,
+    "max": 0.0001756692000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004550765500000001,
-    "min": 0.0004541220999999997,
-    "max": 0.0004553695000000002,
+    "seconds": 0.00044009125000000007,
+    "min": 0.00043932919999999993,
+    "max": 0.00044057329999999987,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12093,15 +12093,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00032818624999999993,
-    "min": 0.0003277068,
-    "max": 0.0003289677,
+    "seconds": 0.0003187641500000003,
+    "min": 0.0003176997,
+    "max": 0.00032071720000000005,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006210405,
-    "min": 0.0006205043999999999,
-    "max": 0.0006225161999999999,
+    "seconds": 0.0006039670000000001,
+    "min": 0.0006034324,
+    "max": 0.0006042098,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12125,15 +12125,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.178680000000001e-05,
-    "min": 5.151270000000002e-05,
-    "max": 5.208949999999995e-05,
+    "seconds": 5.123364999999995e-05,
+    "min": 5.1055800000000014e-05,
+    "max": 5.1494199999999965e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012381055000000005,
-    "min": 0.00012345590000000016,
-    "max": 0.0001240314000000001,
+    "seconds": 0.00012089795000000004,
+    "min": 0.00012052209999999998,
+    "max": 0.0001210079,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12157,15 +12157,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.839199999999999e-05,
-    "min": 6.716479999999994e-05,
-    "max": 7.074860000000008e-05,
+    "seconds": 6.848070000000004e-05,
+    "min": 6.803810000000009e-05,
+    "max": 6.962489999999992e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00013506790000000004,
-    "min": 0.00013436070000000003,
-    "max": 0.0001367670000000001,
+    "seconds": 0.00013208165000000002,
+    "min": 0.0001318133,
+    "max": 0.00013292439999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12189,15 +12189,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00020150759999999995,
-    "min": 0.00020116189999999998,
-    "max": 0.0002017750000000001,
+    "seconds": 0.00019878220000000006,
+    "min": 0.00019802889999999998,
+    "max": 0.00019939879999999994,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004784983000000001,
-    "min": 0.0004783304999999999,
-    "max": 0.00047872909999999993,
+    "seconds": 0.00046585880000000004,
+    "min": 0.0004654534000000001,
+    "max": 0.0004664928999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12221,15 +12221,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00038858835000000005,
-    "min": 0.0003879725,
-    "max": 0.00038894319999999984,
+    "seconds": 0.00037701840000000004,
+    "min": 0.0003766185000000002,
+    "max": 0.00037772159999999996,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006336785000000001,
-    "min": 0.0006324686999999999,
-    "max": 0.0006339456999999999,
+    "seconds": 0.0006157036,
+    "min": 0.0006153275000000001,
+    "max": 0.0006168772999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12253,15 +12253,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.962169999999996e-05,
-    "min": 7.934959999999998e-05,
-    "max": 7.981739999999994e-05,
+    "seconds": 7.903830000000005e-05,
+    "min": 7.887939999999998e-05,
+    "max": 7.944270000000009e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014384804999999993,
-    "min": 0.0001434402,
-    "max": 0.00014388759999999995,
+    "seconds": 0.00014202809999999997,
+    "min": 0.00014195050000000007,
+    "max": 0.0001423606,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12285,15 +12285,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012606170000000003,
-    "min": 0.00012581079999999996,
-    "max": 0.00012633660000000005,
+    "seconds": 0.00012219525000000005,
+    "min": 0.00012180170000000015,
+    "max": 0.00012260369999999974,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001730614499999999,
-    "min": 0.0001726877000000002,
-    "max": 0.00017408289999999995,
+    "seconds": 0.0001681855,
+    "min": 0.00016768749999999998,
+    "max": 0.0001684732,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12317,15 +12317,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00030760029999999977,
-    "min": 0.00030715060000000005,
-    "max": 0.00030793689999999996,
+    "seconds": 0.0003068313,
+    "min": 0.00030613270000000016,
+    "max": 0.00030720339999999995,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005562339,
-    "min": 0.0005559302000000002,
-    "max": 0.0005569984999999999,
+    "seconds": 0.0005509745499999999,
+    "min": 0.0005506790000000002,
+    "max": 0.0005518882999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12349,15 +12349,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00048279525000000014,
-    "min": 0.0004824319000000002,
-    "max": 0.0004832783000000001,
+    "seconds": 0.00046823845,
+    "min": 0.00046799990000000007,
+    "max": 0.00046908670000000004,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00066803245,
-    "min": 0.0006668086000000001,
-    "max": 0.0006688958000000001,
+    "seconds": 0.00065210355,
+    "min": 0.0006515281,
+    "max": 0.0006536234,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12381,15 +12381,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.422349999999983e-06,
-    "min": 9.382299999999986e-06,
-    "max": 9.455700000000093e-06,
+    "seconds": 9.441449999999987e-06,
+    "min": 9.417399999999985e-06,
+    "max": 9.526400000000035e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.5187100000000009e-05,
-    "min": 1.5059200000000056e-05,
-    "max": 1.538219999999999e-05,
+    "seconds": 1.516324999999997e-05,
+    "min": 1.5100599999999985e-05,
+    "max": 1.5382299999999942e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12413,15 +12413,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.1196599999999966e-05,
-    "min": 2.1167999999999917e-05,
-    "max": 2.131799999999998e-05,
+    "seconds": 2.1263549999999987e-05,
+    "min": 2.1234700000000056e-05,
+    "max": 2.1340200000000027e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.990699999999996e-05,
-    "min": 1.985919999999992e-05,
-    "max": 2.0025699999999983e-05,
+    "seconds": 2.05518e-05,
+    "min": 2.0463799999999958e-05,
+    "max": 2.072960000000005e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12445,15 +12445,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.1982349999999975e-05,
-    "min": 5.1602999999999926e-05,
-    "max": 5.257509999999994e-05,
+    "seconds": 5.1106599999999996e-05,
+    "min": 5.0815699999999975e-05,
+    "max": 5.123389999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012596869999999998,
-    "min": 0.00012554829999999998,
-    "max": 0.0001263158999999998,
+    "seconds": 0.00012298809999999996,
+    "min": 0.00012254680000000004,
+    "max": 0.0001233147999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12477,15 +12477,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.972289999999993e-05,
-    "min": 7.885749999999985e-05,
-    "max": 8.016289999999996e-05,
+    "seconds": 7.926570000000006e-05,
+    "min": 7.865920000000005e-05,
+    "max": 8.107479999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001602251,
-    "min": 0.00015960820000000003,
-    "max": 0.0001606714,
+    "seconds": 0.00015623035000000005,
+    "min": 0.0001559385,
+    "max": 0.0001566084000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12509,15 +12509,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3735999999999968e-05,
-    "min": 1.344940000000015e-05,
-    "max": 1.4429000000000043e-05,
+    "seconds": 1.3671999999999985e-05,
+    "min": 1.3526199999999938e-05,
+    "max": 1.4300700000000109e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.4095699999999966e-05,
-    "min": 3.361899999999994e-05,
-    "max": 3.420780000000002e-05,
+    "seconds": 3.342064999999998e-05,
+    "min": 3.3120000000000117e-05,
+    "max": 3.3616e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12541,15 +12541,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.6977599999999997e-05,
-    "min": 2.6908599999999975e-05,
-    "max": 2.7535699999999995e-05,
+    "seconds": 2.702759999999997e-05,
+    "min": 2.696950000000002e-05,
+    "max": 2.7359599999999934e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.7427099999999994e-05,
-    "min": 2.738500000000006e-05,
-    "max": 2.788739999999996e-05,
+    "seconds": 2.7569450000000025e-05,
+    "min": 2.754500000000005e-05,
+    "max": 2.796430000000007e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12573,15 +12573,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.990204999999993e-05,
-    "min": 7.960270000000002e-05,
-    "max": 8.038369999999995e-05,
+    "seconds": 7.939550000000002e-05,
+    "min": 7.93348e-05,
+    "max": 7.944270000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001483427,
-    "min": 0.0001481362000000001,
-    "max": 0.00014893559999999998,
+    "seconds": 0.00014738675000000004,
+    "min": 0.00014706839999999985,
+    "max": 0.00014749069999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12605,15 +12605,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00014150469999999987,
-    "min": 0.00014141430000000002,
-    "max": 0.0001420797,
+    "seconds": 0.00013776605000000007,
+    "min": 0.00013758539999999994,
+    "max": 0.00013798099999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00020286274999999995,
-    "min": 0.0002026099,
-    "max": 0.00020327529999999996,
+    "seconds": 0.00019667439999999995,
+    "min": 0.00019654399999999997,
+    "max": 0.000197094,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12637,15 +12637,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.4966199999999936e-05,
-    "min": 3.471300000000003e-05,
-    "max": 3.5241400000000025e-05,
+    "seconds": 3.4812749999999996e-05,
+    "min": 3.451829999999996e-05,
+    "max": 3.496949999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.8969449999999975e-05,
-    "min": 5.8818100000000026e-05,
-    "max": 5.931739999999997e-05,
+    "seconds": 5.88848e-05,
+    "min": 5.8716699999999946e-05,
+    "max": 5.916500000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12669,15 +12669,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.565865000000012e-05,
-    "min": 4.5244799999999855e-05,
-    "max": 4.594579999999996e-05,
+    "seconds": 4.520165000000001e-05,
+    "min": 4.498279999999982e-05,
+    "max": 4.556079999999992e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.272309999999994e-05,
-    "min": 5.22497e-05,
-    "max": 5.3267000000000003e-05,
+    "seconds": 5.270549999999997e-05,
+    "min": 5.257640000000003e-05,
+    "max": 5.3091099999999916e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12701,15 +12701,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015353389999999995,
-    "min": 0.0001532503,
-    "max": 0.00015374669999999996,
+    "seconds": 0.00015280340000000008,
+    "min": 0.00015243279999999998,
+    "max": 0.00015304600000000008,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00021469035000000003,
-    "min": 0.0002142424,
-    "max": 0.0002153258,
+    "seconds": 0.00021577704999999997,
+    "min": 0.00021549210000000002,
+    "max": 0.00021620989999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12733,15 +12733,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00020104630000000005,
-    "min": 0.00020053010000000023,
-    "max": 0.00020131980000000004,
+    "seconds": 0.00019621054999999986,
+    "min": 0.0001960378,
+    "max": 0.00019652670000000006,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00023018510000000003,
-    "min": 0.00022947320000000002,
-    "max": 0.0002306869999999999,
+    "seconds": 0.00022520990000000001,
+    "min": 0.00022512290000000005,
+    "max": 0.0002255411,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12765,15 +12765,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.50734999999999e-06,
-    "min": 6.473900000000014e-06,
-    "max": 6.515099999999984e-06,
+    "seconds": 6.472049999999927e-06,
+    "min": 6.435000000000036e-06,
+    "max": 6.531399999999895e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.236500000000034e-06,
-    "min": 6.214199999999983e-06,
-    "max": 6.2817e-06,
+    "seconds": 6.231850000000009e-06,
+    "min": 6.2176999999999456e-06,
+    "max": 6.2847000000000205e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12797,15 +12797,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.370385e-05,
-    "min": 1.3682999999999992e-05,
-    "max": 1.3737700000000179e-05,
+    "seconds": 1.3702499999999976e-05,
+    "min": 1.3660799999999917e-05,
+    "max": 1.3721800000000032e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.47194999999997e-06,
-    "min": 9.46530000000007e-06,
-    "max": 9.497599999999897e-06,
+    "seconds": 9.42885e-06,
+    "min": 9.404800000000126e-06,
+    "max": 9.462199999999962e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12829,15 +12829,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.46031e-05,
-    "min": 1.4504799999999978e-05,
-    "max": 1.532180000000002e-05,
+    "seconds": 1.4700650000000001e-05,
+    "min": 1.4617199999999923e-05,
+    "max": 1.5251499999999988e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.129120000000006e-05,
-    "min": 3.1013999999999964e-05,
-    "max": 3.204159999999991e-05,
+    "seconds": 3.0305349999999966e-05,
+    "min": 2.992609999999997e-05,
+    "max": 3.072309999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12861,15 +12861,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.434220000000001e-05,
-    "min": 3.4326200000000085e-05,
-    "max": 3.471970000000008e-05,
+    "seconds": 3.43917e-05,
+    "min": 3.436840000000004e-05,
+    "max": 3.463950000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.361129999999995e-05,
-    "min": 3.357750000000001e-05,
-    "max": 3.3891099999999964e-05,
+    "seconds": 3.395494999999999e-05,
+    "min": 3.388810000000002e-05,
+    "max": 3.4230300000000044e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12893,15 +12893,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1039949999999992e-05,
-    "min": 1.0988900000000036e-05,
-    "max": 1.1116599999999949e-05,
+    "seconds": 1.1142450000000048e-05,
+    "min": 1.1020700000000023e-05,
+    "max": 1.1280199999999957e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.1545499999999993e-05,
-    "min": 1.1529600000000073e-05,
-    "max": 1.1648200000000066e-05,
+    "seconds": 1.1516850000000056e-05,
+    "min": 1.1462199999999983e-05,
+    "max": 1.1673499999999967e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12925,15 +12925,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.1071899999999923e-05,
-    "min": 2.105949999999984e-05,
-    "max": 2.108479999999995e-05,
+    "seconds": 2.1088049999999965e-05,
+    "min": 2.1075099999999997e-05,
+    "max": 2.1148699999999942e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.6444700000000046e-05,
-    "min": 1.640629999999999e-05,
-    "max": 1.6479800000000045e-05,
+    "seconds": 1.6343949999999995e-05,
+    "min": 1.631690000000002e-05,
+    "max": 1.6358499999999982e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12957,15 +12957,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.7314949999999974e-05,
-    "min": 3.705620000000008e-05,
-    "max": 3.7611899999999944e-05,
+    "seconds": 3.659350000000001e-05,
+    "min": 3.6515200000000006e-05,
+    "max": 3.707820000000006e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.6645900000000006e-05,
-    "min": 5.655970000000005e-05,
-    "max": 5.6773799999999914e-05,
+    "seconds": 5.661715000000003e-05,
+    "min": 5.6447600000000005e-05,
+    "max": 5.7026899999999974e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12989,15 +12989,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.035564999999998e-05,
-    "min": 6.020080000000004e-05,
-    "max": 6.052780000000007e-05,
+    "seconds": 6.039494999999991e-05,
+    "min": 6.0264800000000074e-05,
+    "max": 6.05051e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.621895000000008e-05,
-    "min": 6.572460000000008e-05,
-    "max": 6.699489999999994e-05,
+    "seconds": 6.658025000000006e-05,
+    "min": 6.597059999999995e-05,
+    "max": 6.698879999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13021,15 +13021,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.1719750000000052e-05,
-    "min": 2.1529500000000018e-05,
-    "max": 2.2207800000000076e-05,
+    "seconds": 2.1606700000000038e-05,
+    "min": 2.1420399999999938e-05,
+    "max": 2.2227199999999925e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.577429999999996e-05,
-    "min": 3.5663599999999995e-05,
-    "max": 3.5868600000000085e-05,
+    "seconds": 3.497659999999992e-05,
+    "min": 3.489250000000004e-05,
+    "max": 3.526710000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13053,15 +13053,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.5815499999999996e-05,
-    "min": 3.57914000000001e-05,
-    "max": 3.586569999999999e-05,
+    "seconds": 3.5794900000000026e-05,
+    "min": 3.573800000000011e-05,
+    "max": 3.584639999999985e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.965094999999999e-05,
-    "min": 2.9532700000000023e-05,
-    "max": 2.970210000000002e-05,
+    "seconds": 2.9612650000000066e-05,
+    "min": 2.9529899999999953e-05,
+    "max": 2.9725099999999994e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13085,15 +13085,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.143645000000003e-05,
-    "min": 7.126430000000004e-05,
-    "max": 7.183000000000002e-05,
+    "seconds": 7.048640000000011e-05,
+    "min": 7.010670000000004e-05,
+    "max": 7.090839999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011245875,
-    "min": 0.00011231279999999999,
-    "max": 0.00011281530000000007,
+    "seconds": 0.00011234000000000003,
+    "min": 0.0001121371,
+    "max": 0.00011249699999999996,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13117,15 +13117,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011957700000000002,
-    "min": 0.00011937460000000018,
-    "max": 0.0001200469000000002,
+    "seconds": 0.00011835009999999996,
+    "min": 0.00011804399999999992,
+    "max": 0.00011869859999999994,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001312589000000001,
-    "min": 0.00013118359999999993,
-    "max": 0.0001313723,
+    "seconds": 0.00012927894999999992,
+    "min": 0.00012898819999999998,
+    "max": 0.00012947350000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13149,15 +13149,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.2734499999999515e-06,
-    "min": 7.232100000000173e-06,
-    "max": 7.32470000000011e-06,
+    "seconds": 7.251250000000016e-06,
+    "min": 7.16810000000006e-06,
+    "max": 7.305599999999914e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.426999999999987e-06,
-    "min": 6.415900000000057e-06,
-    "max": 6.4798e-06,
+    "seconds": 6.440000000000043e-06,
+    "min": 6.428799999999956e-06,
+    "max": 6.49600000000014e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13181,15 +13181,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.666105e-05,
-    "min": 1.6652500000000065e-05,
-    "max": 1.6675399999999966e-05,
+    "seconds": 1.6674950000000002e-05,
+    "min": 1.6642999999999925e-05,
+    "max": 1.668739999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.8816000000000715e-06,
-    "min": 6.847699999999997e-06,
-    "max": 6.895799999999964e-06,
+    "seconds": 6.643350000000015e-06,
+    "min": 6.617699999999946e-06,
+    "max": 6.723199999999997e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13213,15 +13213,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1726550000000055e-05,
-    "min": 1.1641600000000017e-05,
-    "max": 1.1971200000000101e-05,
+    "seconds": 1.1676799999999996e-05,
+    "min": 1.163820000000004e-05,
+    "max": 1.1913999999999988e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.3102300000000002e-05,
-    "min": 1.2995199999999909e-05,
-    "max": 1.3209499999999979e-05,
+    "seconds": 1.2955250000000035e-05,
+    "min": 1.282209999999999e-05,
+    "max": 1.3059300000000009e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13245,15 +13245,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.320905000000004e-05,
-    "min": 4.318420000000002e-05,
-    "max": 4.323840000000001e-05,
+    "seconds": 4.317334999999999e-05,
+    "min": 4.316459999999995e-05,
+    "max": 4.3202999999999966e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.7463800000000048e-05,
-    "min": 1.7433700000000022e-05,
-    "max": 1.7487699999999985e-05,
+    "seconds": 1.7491150000000003e-05,
+    "min": 1.7449599999999996e-05,
+    "max": 1.7558399999999984e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13277,15 +13277,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.2399849999999992e-05,
-    "min": 2.2371299999999953e-05,
-    "max": 2.2799399999999957e-05,
+    "seconds": 2.240785000000001e-05,
+    "min": 2.2371100000000014e-05,
+    "max": 2.2764599999999972e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.4161699999999928e-05,
-    "min": 2.4086200000000074e-05,
-    "max": 2.4242800000000035e-05,
+    "seconds": 2.4016000000000002e-05,
+    "min": 2.391720000000006e-05,
+    "max": 2.4173000000000024e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13309,15 +13309,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.108635000000001e-05,
-    "min": 5.107750000000002e-05,
-    "max": 5.1112699999999935e-05,
+    "seconds": 5.1081200000000076e-05,
+    "min": 5.101099999999997e-05,
+    "max": 5.1105000000000006e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.1433350000000027e-05,
-    "min": 2.137849999999996e-05,
-    "max": 2.1472100000000014e-05,
+    "seconds": 2.1465550000000003e-05,
+    "min": 2.1407700000000036e-05,
+    "max": 2.1555300000000034e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13341,15 +13341,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.4245900000000015e-05,
-    "min": 5.406330000000004e-05,
-    "max": 5.4534300000000085e-05,
+    "seconds": 5.360810000000003e-05,
+    "min": 5.345850000000003e-05,
+    "max": 5.379840000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.358505000000002e-05,
-    "min": 7.338169999999996e-05,
-    "max": 7.365169999999996e-05,
+    "seconds": 7.254075e-05,
+    "min": 7.233260000000003e-05,
+    "max": 7.259179999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13373,15 +13373,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015552385,
-    "min": 0.00015540469999999996,
-    "max": 0.0001558268,
+    "seconds": 0.00015540405000000012,
+    "min": 0.00015533019999999998,
+    "max": 0.00015568920000000005,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.63409e-05,
-    "min": 6.612800000000001e-05,
-    "max": 6.655010000000007e-05,
+    "seconds": 6.567030000000003e-05,
+    "min": 6.551329999999996e-05,
+    "max": 6.578230000000008e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13406,15 +13406,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.640000000000004e-06,
-    "min": 6.630299999999988e-06,
-    "max": 6.687800000000016e-06,
+    "seconds": 6.636750000000001e-06,
+    "min": 6.620500000000016e-06,
+    "max": 6.6461000000000125e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.0990399999999989e-05,
-    "min": 1.0927900000000045e-05,
-    "max": 1.1062299999999982e-05,
+    "seconds": 1.0964800000000014e-05,
+    "min": 1.0937299999999983e-05,
+    "max": 1.1039699999999982e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13439,15 +13439,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.025435e-05,
-    "min": 1.024930000000004e-05,
-    "max": 1.0268800000000033e-05,
+    "seconds": 1.0316450000000014e-05,
+    "min": 1.0294399999999974e-05,
+    "max": 1.0351199999999937e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.2942250000000057e-05,
-    "min": 1.292469999999987e-05,
-    "max": 1.3001800000000139e-05,
+    "seconds": 1.282404999999993e-05,
+    "min": 1.2787200000000144e-05,
+    "max": 1.286410000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13472,15 +13472,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.459099999999983e-06,
-    "min": 8.4192e-06,
-    "max": 8.5216e-06,
+    "seconds": 8.468699999999996e-06,
+    "min": 8.42239999999997e-06,
+    "max": 8.511999999999955e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.313289999999996e-05,
-    "min": 1.3036800000000007e-05,
-    "max": 1.3165000000000076e-05,
+    "seconds": 1.3065649999999914e-05,
+    "min": 1.3017699999999969e-05,
+    "max": 1.3113499999999975e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13505,15 +13505,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4372500000000014e-05,
-    "min": 1.434219999999998e-05,
-    "max": 1.4840899999999977e-05,
+    "seconds": 1.4417750000000016e-05,
+    "min": 1.4393499999999995e-05,
+    "max": 1.4780600000000016e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.618394999999982e-05,
-    "min": 1.609939999999999e-05,
-    "max": 1.6300699999999893e-05,
+    "seconds": 1.614090000000001e-05,
+    "min": 1.6070400000000062e-05,
+    "max": 1.628830000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13538,15 +13538,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.5380700000000014e-05,
-    "min": 1.531840000000001e-05,
-    "max": 1.5491000000000008e-05,
+    "seconds": 1.53903e-05,
+    "min": 1.5382399999999973e-05,
+    "max": 1.5519899999999973e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.026710000000005e-05,
-    "min": 3.015970000000009e-05,
-    "max": 3.0412700000000018e-05,
+    "seconds": 2.9681850000000015e-05,
+    "min": 2.944939999999995e-05,
+    "max": 2.9923100000000076e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13571,15 +13571,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.411370000000004e-05,
-    "min": 2.403810000000003e-05,
-    "max": 2.4291300000000046e-05,
+    "seconds": 2.4070049999999954e-05,
+    "min": 2.3900899999999932e-05,
+    "max": 2.412099999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.731520000000002e-05,
-    "min": 3.703670000000004e-05,
-    "max": 3.7753699999999916e-05,
+    "seconds": 3.680939999999997e-05,
+    "min": 3.6722600000000034e-05,
+    "max": 3.69060000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13604,15 +13604,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.246824999999999e-05,
-    "min": 2.2348800000000005e-05,
-    "max": 2.25375e-05,
+    "seconds": 2.2292699999999977e-05,
+    "min": 2.2176200000000016e-05,
+    "max": 2.2399799999999914e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.281750000000001e-05,
-    "min": 5.261389999999999e-05,
-    "max": 5.3088000000000004e-05,
+    "seconds": 5.208620000000001e-05,
+    "min": 5.206049999999987e-05,
+    "max": 5.2166399999999914e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13637,15 +13637,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.095139999999995e-05,
-    "min": 4.0850600000000046e-05,
-    "max": 4.114169999999999e-05,
+    "seconds": 4.065619999999997e-05,
+    "min": 4.056959999999999e-05,
+    "max": 4.071039999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.355910000000001e-05,
-    "min": 6.332160000000005e-05,
-    "max": 6.379130000000007e-05,
+    "seconds": 6.255159999999995e-05,
+    "min": 6.23039e-05,
+    "max": 6.285399999999995e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13670,15 +13670,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.0283149999999988e-05,
-    "min": 3.0118300000000023e-05,
-    "max": 3.0322799999999984e-05,
+    "seconds": 2.993745000000001e-05,
+    "min": 2.9791400000000008e-05,
+    "max": 3.0054699999999992e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.935155000000004e-05,
-    "min": 7.922559999999996e-05,
-    "max": 7.956129999999999e-05,
+    "seconds": 7.73484e-05,
+    "min": 7.696330000000001e-05,
+    "max": 7.758030000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13703,15 +13703,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.948459999999999e-05,
-    "min": 4.9414200000000005e-05,
-    "max": 4.9616300000000076e-05,
+    "seconds": 4.904104999999998e-05,
+    "min": 4.882520000000004e-05,
+    "max": 4.9145200000000086e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.916775000000009e-05,
-    "min": 8.898880000000004e-05,
-    "max": 8.945979999999999e-05,
+    "seconds": 8.698370000000003e-05,
+    "min": 8.679930000000007e-05,
+    "max": 8.703349999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13736,15 +13736,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.1863149999999986e-05,
-    "min": 4.1723999999999955e-05,
-    "max": 4.1961599999999954e-05,
+    "seconds": 4.1583700000000006e-05,
+    "min": 4.1468700000000046e-05,
+    "max": 4.170609999999994e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.810740000000003e-05,
-    "min": 9.79425000000001e-05,
-    "max": 9.850819999999989e-05,
+    "seconds": 9.676264999999997e-05,
+    "min": 9.663639999999995e-05,
+    "max": 9.724770000000006e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13769,15 +13769,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.11923500000001e-05,
-    "min": 8.111269999999999e-05,
-    "max": 8.132460000000005e-05,
+    "seconds": 7.994699999999997e-05,
+    "min": 7.977559999999995e-05,
+    "max": 8.02458e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011702340000000006,
-    "min": 0.00011667779999999985,
-    "max": 0.00011715159999999994,
+    "seconds": 0.00011540329999999999,
+    "min": 0.00011515110000000008,
+    "max": 0.00011554820000000013,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13802,15 +13802,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.631810000000002e-05,
-    "min": 7.60657e-05,
-    "max": 7.66075e-05,
+    "seconds": 7.558639999999996e-05,
+    "min": 7.546560000000003e-05,
+    "max": 7.577940000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001935513,
-    "min": 0.00019306350000000003,
-    "max": 0.0001940918000000001,
+    "seconds": 0.00018916340000000003,
+    "min": 0.00018903619999999997,
+    "max": 0.0001894327999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13835,15 +13835,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001269204,
-    "min": 0.00012678979999999998,
-    "max": 0.00012712060000000006,
+    "seconds": 0.00012533390000000002,
+    "min": 0.00012522829999999995,
+    "max": 0.00012556670000000007,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00021861990000000006,
-    "min": 0.0002184968000000001,
-    "max": 0.00021919309999999972,
+    "seconds": 0.00021481950000000003,
+    "min": 0.00021446319999999987,
+    "max": 0.00021499830000000015,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13868,15 +13868,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010311345000000002,
-    "min": 0.00010302000000000003,
-    "max": 0.00010333590000000003,
+    "seconds": 0.0001025333,
+    "min": 0.0001022687,
+    "max": 0.00010277369999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00024434345,
-    "min": 0.00024405280000000008,
-    "max": 0.0002445637999999999,
+    "seconds": 0.00024166355,
+    "min": 0.0002414107,
+    "max": 0.0002418739000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13901,15 +13901,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00020297035000000003,
-    "min": 0.00020287589999999997,
-    "max": 0.00020322470000000005,
+    "seconds": 0.00020036030000000006,
+    "min": 0.0001998708,
+    "max": 0.0002005695,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00029185880000000004,
-    "min": 0.00029152209999999993,
-    "max": 0.00029213830000000016,
+    "seconds": 0.000289537,
+    "min": 0.0002892421000000001,
+    "max": 0.00028970859999999973,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13929,9 +13929,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.992099999999948e-06,
-    "min": 6.982499999999981e-06,
-    "max": 7.0944000000000875e-06,
+    "seconds": 6.988800000000037e-06,
+    "min": 6.953900000000112e-06,
+    "max": 7.062399999999991e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -13957,15 +13957,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.841550000000041e-06,
-    "min": 6.838599999999952e-06,
-    "max": 6.966200000000004e-06,
+    "seconds": 6.865149999999983e-06,
+    "min": 6.819300000000033e-06,
+    "max": 6.959999999999969e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.2080000000000098e-06,
-    "min": 3.203200000000015e-06,
-    "max": 3.2192000000000005e-06,
+    "seconds": 3.2063500000000146e-06,
+    "min": 3.200100000000009e-06,
+    "max": 3.22239999999997e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13985,9 +13985,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.6111499999999635e-06,
-    "min": 7.600300000000027e-06,
-    "max": 7.641600000000029e-06,
+    "seconds": 7.5950999999999334e-06,
+    "min": 7.5712000000000335e-06,
+    "max": 7.625499999999999e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14013,15 +14013,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.283199999999964e-06,
-    "min": 7.267100000000073e-06,
-    "max": 7.3279999999999746e-06,
+    "seconds": 7.319899999999979e-06,
+    "min": 7.2960000000000035e-06,
+    "max": 7.359899999999879e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.6400499999999845e-06,
-    "min": 4.630400000000031e-06,
-    "max": 4.665500000000043e-06,
+    "seconds": 4.6751999999999955e-06,
+    "min": 4.659199999999987e-06,
+    "max": 4.694200000000001e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14041,9 +14041,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1084550000000046e-05,
-    "min": 1.1043200000000025e-05,
-    "max": 1.1142299999999932e-05,
+    "seconds": 1.0983899999999978e-05,
+    "min": 1.0969500000000006e-05,
+    "max": 1.1020799999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14069,15 +14069,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.45759999999999e-06,
-    "min": 9.44319999999998e-06,
-    "max": 9.468899999999963e-06,
+    "seconds": 9.451150000000012e-06,
+    "min": 9.4336e-06,
+    "max": 9.47190000000005e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.5065550000000037e-05,
-    "min": 1.5049400000000016e-05,
-    "max": 1.5094299999999977e-05,
+    "seconds": 1.509915000000002e-05,
+    "min": 1.5081299999999999e-05,
+    "max": 1.5129800000000022e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14097,9 +14097,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3895549999999957e-05,
-    "min": 1.3878200000000016e-05,
-    "max": 1.3929599999999959e-05,
+    "seconds": 1.3891200000000032e-05,
+    "min": 1.385599999999996e-05,
+    "max": 1.3932900000000007e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14125,15 +14125,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.2823999999999978e-05,
-    "min": 1.2799799999999982e-05,
-    "max": 1.2860900000000014e-05,
+    "seconds": 1.2857499999999948e-05,
+    "min": 1.2755200000000027e-05,
+    "max": 1.2905400000000019e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.08329999999995e-06,
-    "min": 8.080100000000004e-06,
-    "max": 8.089499999999998e-06,
+    "seconds": 8.108600000000012e-06,
+    "min": 8.105499999999984e-06,
+    "max": 8.124900000000002e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14153,9 +14153,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.6259149999999964e-05,
-    "min": 1.6236500000000047e-05,
-    "max": 1.6281399999999962e-05,
+    "seconds": 1.6272099999999925e-05,
+    "min": 1.621070000000002e-05,
+    "max": 1.6406200000000036e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14181,15 +14181,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4515099999999996e-05,
-    "min": 1.4492800000000011e-05,
-    "max": 1.4572500000000013e-05,
+    "seconds": 1.4543850000000032e-05,
+    "min": 1.4528000000000053e-05,
+    "max": 1.4591999999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.5036699999999991e-05,
-    "min": 1.5030199999999967e-05,
-    "max": 1.5058999999999947e-05,
+    "seconds": 1.507525e-05,
+    "min": 1.5055999999999983e-05,
+    "max": 1.5097600000000033e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14209,9 +14209,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.348135000000003e-05,
-    "min": 4.328880000000004e-05,
-    "max": 4.357720000000001e-05,
+    "seconds": 4.3524650000000003e-05,
+    "min": 4.323520000000002e-05,
+    "max": 4.383690000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14237,15 +14237,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.8929500000000008e-05,
-    "min": 2.87577e-05,
-    "max": 2.9257500000000026e-05,
+    "seconds": 2.8869950000000003e-05,
+    "min": 2.87775e-05,
+    "max": 2.908489999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.633089999999995e-05,
-    "min": 5.630029999999992e-05,
-    "max": 5.641230000000002e-05,
+    "seconds": 5.6441100000000004e-05,
+    "min": 5.6405600000000014e-05,
+    "max": 5.646719999999993e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14265,9 +14265,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.096604999999995e-05,
-    "min": 6.0844500000000024e-05,
-    "max": 6.156709999999998e-05,
+    "seconds": 6.041399999999997e-05,
+    "min": 6.032030000000006e-05,
+    "max": 6.06199e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14293,15 +14293,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.912484999999998e-05,
-    "min": 3.89181e-05,
-    "max": 3.931490000000003e-05,
+    "seconds": 3.917560000000003e-05,
+    "min": 3.9043499999999925e-05,
+    "max": 3.919599999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.8948650000000033e-05,
-    "min": 2.8739200000000004e-05,
-    "max": 2.903670000000002e-05,
+    "seconds": 2.871359999999998e-05,
+    "min": 2.8697599999999998e-05,
+    "max": 2.8851400000000023e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14321,9 +14321,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.955189999999999e-05,
-    "min": 5.9352700000000005e-05,
-    "max": 5.9849299999999996e-05,
+    "seconds": 5.956435e-05,
+    "min": 5.94813e-05,
+    "max": 5.969000000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14349,15 +14349,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.155649999999998e-05,
-    "min": 4.1254099999999995e-05,
-    "max": 4.179820000000004e-05,
+    "seconds": 4.1177700000000024e-05,
+    "min": 4.1094399999999984e-05,
+    "max": 4.1430500000000036e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.639139999999997e-05,
-    "min": 5.6354600000000004e-05,
-    "max": 5.6457399999999986e-05,
+    "seconds": 5.6431750000000014e-05,
+    "min": 5.628130000000005e-05,
+    "max": 5.6611400000000025e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14377,9 +14377,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012942535,
-    "min": 0.00012882850000000003,
-    "max": 0.0001302395,
+    "seconds": 0.00013144964999999999,
+    "min": 0.000131008,
+    "max": 0.00013187359999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14405,15 +14405,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.364705000000003e-05,
-    "min": 7.355100000000007e-05,
-    "max": 7.382370000000004e-05,
+    "seconds": 7.448105000000001e-05,
+    "min": 7.430229999999996e-05,
+    "max": 7.463690000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00022040875,
-    "min": 0.00022030600000000006,
-    "max": 0.0002204481,
+    "seconds": 0.00022030565000000002,
+    "min": 0.000220263,
+    "max": 0.00022079720000000008,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14435,15 +14435,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.453884999999999e-05,
-    "min": 2.4483099999999966e-05,
-    "max": 2.4694100000000005e-05,
+    "seconds": 2.472625000000002e-05,
+    "min": 2.4531199999999993e-05,
+    "max": 2.487030000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.1111600000000034e-05,
-    "min": 5.0872899999999985e-05,
-    "max": 5.126310000000003e-05,
+    "seconds": 4.994245000000001e-05,
+    "min": 4.986900000000002e-05,
+    "max": 5.0178499999999947e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14465,15 +14465,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.1083249999999975e-05,
-    "min": 5.097520000000001e-05,
-    "max": 5.128990000000001e-05,
+    "seconds": 5.007659999999996e-05,
+    "min": 4.9926200000000024e-05,
+    "max": 5.0138099999999994e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.4447799999999986e-05,
-    "min": 2.4176199999999974e-05,
-    "max": 2.5052799999999958e-05,
+    "seconds": 2.446584999999999e-05,
+    "min": 2.4271999999999957e-05,
+    "max": 2.452140000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14498,15 +14498,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010318689999999997,
-    "min": 0.00010298780000000008,
-    "max": 0.00010352000000000007,
+    "seconds": 0.0001013253,
+    "min": 0.00010093140000000005,
+    "max": 0.00010154870000000007,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014607924999999994,
-    "min": 0.00014599370000000013,
-    "max": 0.00014651990000000016,
+    "seconds": 0.00014463524999999992,
+    "min": 0.00014408570000000004,
+    "max": 0.00014518999999999988,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14531,15 +14531,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00016121669999999996,
-    "min": 0.00016115490000000006,
-    "max": 0.00016130670000000013,
+    "seconds": 0.00015799359999999998,
+    "min": 0.00015767659999999995,
+    "max": 0.00015803809999999995,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00017269460000000003,
-    "min": 0.00017223630000000036,
-    "max": 0.00017289499999999981,
+    "seconds": 0.00017094695000000016,
+    "min": 0.0001707765000000002,
+    "max": 0.00017145249999999973,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14563,15 +14563,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.7980300000000006e-05,
-    "min": 3.771519999999993e-05,
-    "max": 3.817869999999998e-05,
+    "seconds": 3.776420000000004e-05,
+    "min": 3.755799999999998e-05,
+    "max": 3.7980700000000014e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010605895000000007,
-    "min": 0.00010590690000000003,
-    "max": 0.00010653690000000005,
+    "seconds": 0.00010577085000000014,
+    "min": 0.00010559230000000008,
+    "max": 0.00010597119999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14595,15 +14595,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00023906709999999996,
-    "min": 0.00023875740000000003,
-    "max": 0.00023931879999999998,
+    "seconds": 0.00023595790000000005,
+    "min": 0.00023556099999999994,
+    "max": 0.00023623190000000017,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005574196999999998,
-    "min": 0.0005568452000000004,
-    "max": 0.0005577606000000003,
+    "seconds": 0.0005541523500000004,
+    "min": 0.0005537156,
+    "max": 0.0005545937999999993,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14625,15 +14625,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.734839999999998e-05,
-    "min": 3.7036400000000003e-05,
-    "max": 3.740719999999994e-05,
+    "seconds": 3.708515000000001e-05,
+    "min": 3.69725e-05,
+    "max": 3.726770000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.302504999999995e-05,
-    "min": 5.288289999999992e-05,
-    "max": 5.338810000000013e-05,
+    "seconds": 5.3361599999999994e-05,
+    "min": 5.2876599999999974e-05,
+    "max": 5.360319999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14655,15 +14655,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.9228650000000004e-05,
-    "min": 1.9004499999999984e-05,
-    "max": 1.9557299999999963e-05,
+    "seconds": 1.9106849999999998e-05,
+    "min": 1.901059999999999e-05,
+    "max": 1.937280000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.7364399999999978e-05,
-    "min": 2.7014299999999983e-05,
-    "max": 2.7532699999999974e-05,
+    "seconds": 2.7396449999999987e-05,
+    "min": 2.7193700000000078e-05,
+    "max": 2.7526e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14685,15 +14685,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.3505399999999986e-05,
-    "min": 3.327349999999998e-05,
-    "max": 3.3795400000000005e-05,
+    "seconds": 3.335030000000002e-05,
+    "min": 3.32419e-05,
+    "max": 3.352280000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.7136049999999886e-05,
-    "min": 4.685730000000004e-05,
-    "max": 4.770489999999995e-05,
+    "seconds": 4.7313500000000014e-05,
+    "min": 4.729889999999995e-05,
+    "max": 4.768270000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14715,15 +14715,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4180650000000034e-05,
-    "min": 2.3983799999999962e-05,
-    "max": 2.425260000000003e-05,
+    "seconds": 2.4076149999999995e-05,
+    "min": 2.4022100000000022e-05,
+    "max": 2.4214099999999972e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.2129200000000004e-05,
-    "min": 3.2102499999999966e-05,
-    "max": 3.2383899999999946e-05,
+    "seconds": 3.185585000000002e-05,
+    "min": 3.179199999999996e-05,
+    "max": 3.192959999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14743,15 +14743,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.359819999999999e-05,
-    "min": 3.343669999999998e-05,
-    "max": 3.3737200000000054e-05,
+    "seconds": 3.330700000000002e-05,
+    "min": 3.311990000000001e-05,
+    "max": 3.35548e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.8113e-05,
-    "min": 4.7613099999999986e-05,
-    "max": 4.826830000000003e-05,
+    "seconds": 4.773389999999995e-05,
+    "min": 4.763150000000001e-05,
+    "max": 4.8002600000000034e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14771,15 +14771,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.909429999999999e-05,
-    "min": 1.888309999999998e-05,
-    "max": 1.9167899999999963e-05,
+    "seconds": 1.8924600000000005e-05,
+    "min": 1.8736299999999894e-05,
+    "max": 1.8973000000000027e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.6214249999999946e-05,
-    "min": 2.59423e-05,
-    "max": 2.6646099999999958e-05,
+    "seconds": 2.605915000000002e-05,
+    "min": 2.5970900000000016e-05,
+    "max": 2.6201399999999956e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14799,15 +14799,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.346089999999999e-05,
-    "min": 3.317079999999994e-05,
-    "max": 3.352640000000002e-05,
+    "seconds": 3.319059999999999e-05,
+    "min": 3.307740000000004e-05,
+    "max": 3.32965e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.7529100000000114e-05,
-    "min": 4.696569999999997e-05,
-    "max": 4.794519999999984e-05,
+    "seconds": 4.765084999999998e-05,
+    "min": 4.7602600000000045e-05,
+    "max": 4.774389999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14827,15 +14827,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.839674999999999e-05,
-    "min": 1.8131000000000027e-05,
-    "max": 1.859520000000002e-05,
+    "seconds": 1.8366249999999997e-05,
+    "min": 1.821719999999996e-05,
+    "max": 1.8505700000000025e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.4604700000000012e-05,
-    "min": 2.4502199999999946e-05,
-    "max": 2.472610000000006e-05,
+    "seconds": 2.4607799999999975e-05,
+    "min": 2.4419300000000046e-05,
+    "max": 2.4828799999999978e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14855,15 +14855,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.3657250000000024e-05,
-    "min": 3.354559999999995e-05,
-    "max": 3.3727999999999966e-05,
+    "seconds": 3.355674999999999e-05,
+    "min": 3.3359600000000046e-05,
+    "max": 3.362550000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.746044999999998e-05,
-    "min": 4.73827e-05,
-    "max": 4.7487299999999934e-05,
+    "seconds": 4.7748299999999985e-05,
+    "min": 4.755159999999998e-05,
+    "max": 4.7974199999999985e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14883,15 +14883,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.92559e-05,
-    "min": 1.9113899999999942e-05,
-    "max": 1.9391599999999996e-05,
+    "seconds": 1.9315249999999977e-05,
+    "min": 1.9154900000000043e-05,
+    "max": 1.9535699999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.4545549999999967e-05,
-    "min": 2.439029999999998e-05,
-    "max": 2.492490000000007e-05,
+    "seconds": 2.451850000000004e-05,
+    "min": 2.4419100000000025e-05,
+    "max": 2.45917e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14913,15 +14913,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.837720000000002e-05,
-    "min": 4.825279999999998e-05,
-    "max": 4.886039999999998e-05,
+    "seconds": 4.756790000000005e-05,
+    "min": 4.749350000000005e-05,
+    "max": 4.767259999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.666860000000002e-05,
-    "min": 3.628149999999996e-05,
-    "max": 3.6988099999999986e-05,
+    "seconds": 3.64367e-05,
+    "min": 3.61501e-05,
+    "max": 3.69439e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14943,15 +14943,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.015634999999999e-05,
-    "min": 2.99548e-05,
-    "max": 3.0310299999999983e-05,
+    "seconds": 2.990739999999999e-05,
+    "min": 2.9782700000000036e-05,
+    "max": 3.0063499999999977e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.1096000000000016e-05,
-    "min": 2.0825400000000012e-05,
-    "max": 2.1251100000000017e-05,
+    "seconds": 2.0742400000000007e-05,
+    "min": 2.061750000000004e-05,
+    "max": 2.0943999999999995e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14979,9 +14979,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.771475e-05,
-    "min": 4.74971e-05,
-    "max": 4.782400000000005e-05,
+    "seconds": 4.7598149999999984e-05,
+    "min": 4.7414400000000025e-05,
+    "max": 4.7667199999999956e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -15015,9 +15015,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4284700000000015e-05,
-    "min": 2.4147099999999998e-05,
-    "max": 2.4953600000000028e-05,
+    "seconds": 2.436629999999999e-05,
+    "min": 2.4249899999999993e-05,
+    "max": 2.4675499999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -15051,15 +15051,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.7721700000000035e-05,
-    "min": 4.729849999999999e-05,
-    "max": 4.7971200000000046e-05,
+    "seconds": 4.7771299999999994e-05,
+    "min": 4.7689899999999965e-05,
+    "max": 4.7965300000000034e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.508739999999994e-05,
-    "min": 9.464010000000002e-05,
-    "max": 9.529530000000014e-05,
+    "seconds": 9.536855e-05,
+    "min": 9.510730000000003e-05,
+    "max": 9.55584e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15087,15 +15087,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.432784999999999e-05,
-    "min": 2.4054400000000008e-05,
-    "max": 2.4518499999999992e-05,
+    "seconds": 2.4364449999999976e-05,
+    "min": 2.4259100000000023e-05,
+    "max": 2.45793e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.878174999999994e-05,
-    "min": 4.8470299999999996e-05,
-    "max": 4.909430000000014e-05,
+    "seconds": 4.8657950000000004e-05,
+    "min": 4.8460699999999995e-05,
+    "max": 4.903659999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15119,15 +15119,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.397265e-05,
-    "min": 3.3900500000000046e-05,
-    "max": 3.418209999999996e-05,
+    "seconds": 3.384295000000002e-05,
+    "min": 3.3616100000000005e-05,
+    "max": 3.4025700000000015e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.537705000000008e-05,
-    "min": 9.516749999999982e-05,
-    "max": 9.560290000000003e-05,
+    "seconds": 9.599835000000001e-05,
+    "min": 9.580330000000007e-05,
+    "max": 9.615089999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15151,15 +15151,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.554464999999997e-05,
-    "min": 8.549049999999999e-05,
-    "max": 8.579139999999998e-05,
+    "seconds": 8.424029999999996e-05,
+    "min": 8.398069999999993e-05,
+    "max": 8.436509999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011995799999999998,
-    "min": 0.00011975270000000001,
-    "max": 0.0001202615999999999,
+    "seconds": 0.00012040570000000003,
+    "min": 0.0001202687,
+    "max": 0.00012101730000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15181,15 +15181,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.373229999999999e-05,
-    "min": 6.339480000000007e-05,
-    "max": 6.390450000000004e-05,
+    "seconds": 6.347209999999998e-05,
+    "min": 6.296029999999999e-05,
+    "max": 6.415669999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.991994999999999e-05,
-    "min": 4.975369999999994e-05,
-    "max": 5.007030000000005e-05,
+    "seconds": 4.965895000000001e-05,
+    "min": 4.9548499999999995e-05,
+    "max": 4.9794600000000006e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15211,15 +15211,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011509240000000002,
-    "min": 0.0001148186,
-    "max": 0.00011518299999999997,
+    "seconds": 0.00011372115,
+    "min": 0.00011318389999999997,
+    "max": 0.0001139079000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.401235e-05,
-    "min": 7.379149999999986e-05,
-    "max": 7.421719999999996e-05,
+    "seconds": 7.430735000000003e-05,
+    "min": 7.379859999999995e-05,
+    "max": 7.463649999999995e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15246,15 +15246,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.078114999999994e-05,
-    "min": 8.053659999999998e-05,
-    "max": 8.091800000000001e-05,
+    "seconds": 8.017719999999999e-05,
+    "min": 7.989040000000001e-05,
+    "max": 8.049200000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.646795000000002e-05,
-    "min": 7.617209999999995e-05,
-    "max": 7.665530000000005e-05,
+    "seconds": 7.63425e-05,
+    "min": 7.585829999999982e-05,
+    "max": 7.66016e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15281,15 +15281,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012655399999999997,
-    "min": 0.0001262888000000001,
-    "max": 0.0001268589,
+    "seconds": 0.00012439375000000003,
+    "min": 0.0001243003999999999,
+    "max": 0.00012466139999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.894534999999998e-05,
-    "min": 7.8854e-05,
-    "max": 7.912269999999996e-05,
+    "seconds": 7.841225000000007e-05,
+    "min": 7.826480000000015e-05,
+    "max": 7.861149999999991e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15312,15 +15312,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.616650000000002e-05,
-    "min": 3.609290000000001e-05,
-    "max": 3.634209999999996e-05,
+    "seconds": 3.568604999999997e-05,
+    "min": 3.562189999999997e-05,
+    "max": 3.575019999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003459008000000003,
-    "min": 0.0003457453000000009,
-    "max": 0.0003468384000000001,
+    "seconds": 0.0003391512499999991,
+    "min": 0.00033891300000000004,
+    "max": 0.00033969679999999974,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15343,15 +15343,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.605530000000003e-05,
-    "min": 3.5852200000000016e-05,
-    "max": 3.628119999999998e-05,
+    "seconds": 3.552939999999998e-05,
+    "min": 3.54936e-05,
+    "max": 3.575340000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003455638000000005,
-    "min": 0.00034467899999999997,
-    "max": 0.00034592719999999985,
+    "seconds": 0.00033885550000000044,
+    "min": 0.0003384840999999999,
+    "max": 0.00033981979999999994,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15386,15 +15386,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.930864999999997e-05,
-    "min": 5.9269900000000034e-05,
-    "max": 5.9502600000000056e-05,
+    "seconds": 5.905090000000002e-05,
+    "min": 5.897849999999998e-05,
+    "max": 5.9241700000000006e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019783410000000004,
-    "min": 0.00019779010000000008,
-    "max": 0.00019836749999999997,
+    "seconds": 0.0001969516,
+    "min": 0.00019668949999999993,
+    "max": 0.00019765290000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15429,15 +15429,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.901409999999998e-05,
-    "min": 5.889240000000001e-05,
-    "max": 5.905499999999998e-05,
+    "seconds": 5.8890899999999995e-05,
+    "min": 5.881849999999997e-05,
+    "max": 5.897550000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001922461,
-    "min": 0.00019218029999999996,
-    "max": 0.00019230909999999994,
+    "seconds": 0.00019167684999999996,
+    "min": 0.00019164150000000008,
+    "max": 0.00019174400000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15472,15 +15472,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.8420450000000024e-05,
-    "min": 5.8246399999999985e-05,
-    "max": 5.859229999999998e-05,
+    "seconds": 5.780275e-05,
+    "min": 5.7759199999999974e-05,
+    "max": 5.815970000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003453006000000001,
-    "min": 0.0003452440999999999,
-    "max": 0.00034540850000000007,
+    "seconds": 0.0003425866499999999,
+    "min": 0.0003424197999999999,
+    "max": 0.0003428284,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15515,15 +15515,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.590415000000001e-05,
-    "min": 5.58593e-05,
-    "max": 5.5999699999999944e-05,
+    "seconds": 5.528795000000001e-05,
+    "min": 5.523159999999996e-05,
+    "max": 5.5529e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003384092,
-    "min": 0.00033823969999999997,
-    "max": 0.0003387425000000001,
+    "seconds": 0.0003361509,
+    "min": 0.00033595090000000004,
+    "max": 0.00033633040000000006,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15562,15 +15562,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001278063,
-    "min": 0.00012776079999999998,
-    "max": 0.00012791239999999996,
+    "seconds": 0.00012622995,
+    "min": 0.00012610470000000003,
+    "max": 0.00012628350000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004275467,
-    "min": 0.000427267,
-    "max": 0.0004277713000000002,
+    "seconds": 0.00042531215000000006,
+    "min": 0.0004244022999999999,
+    "max": 0.00042597350000000007,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15609,15 +15609,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012697509999999996,
-    "min": 0.00012693980000000004,
-    "max": 0.0001270992,
+    "seconds": 0.00012646015000000003,
+    "min": 0.0001264219,
+    "max": 0.0001265388,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004244607499999999,
-    "min": 0.0004243374000000003,
-    "max": 0.00042483600000000016,
+    "seconds": 0.00042319514999999996,
+    "min": 0.0004227996000000001,
+    "max": 0.0004237189999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15656,15 +15656,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00019083475000000003,
-    "min": 0.00019076759999999993,
-    "max": 0.00019097380000000002,
+    "seconds": 0.00018907435000000002,
+    "min": 0.0001889686,
+    "max": 0.00018919670000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006788265500000004,
-    "min": 0.0006785945000000001,
-    "max": 0.0006798519000000001,
+    "seconds": 0.0006738883500000002,
+    "min": 0.0006737545999999997,
+    "max": 0.0006754373,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15703,15 +15703,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00019099174999999993,
-    "min": 0.00019090649999999992,
-    "max": 0.00019114899999999986,
+    "seconds": 0.00018967964999999995,
+    "min": 0.0001896725,
+    "max": 0.00018980839999999994,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006725920500000001,
-    "min": 0.0006721924999999999,
-    "max": 0.0006738558000000003,
+    "seconds": 0.0006693625999999998,
+    "min": 0.0006691078999999997,
+    "max": 0.0006695519,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15746,15 +15746,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001931789,
-    "min": 0.0001930322,
-    "max": 0.00019338420000000004,
+    "seconds": 0.00019225010000000007,
+    "min": 0.00019214240000000005,
+    "max": 0.00019233610000000007,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00029303369999999986,
-    "min": 0.0002922791000000001,
-    "max": 0.00029355619999999995,
+    "seconds": 0.00029192344999999997,
+    "min": 0.0002912889,
+    "max": 0.00029211640000000006,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15789,15 +15789,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00019684390000000002,
-    "min": 0.00019672119999999998,
-    "max": 0.00019695819999999997,
+    "seconds": 0.00019641450000000001,
+    "min": 0.00019635779999999998,
+    "max": 0.0001966959,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00029860880000000007,
-    "min": 0.00029810290000000005,
-    "max": 0.0002992394999999997,
+    "seconds": 0.00029794849999999993,
+    "min": 0.00029740729999999996,
+    "max": 0.0002981074999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15824,15 +15824,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.893374999999995e-05,
-    "min": 8.859209999999995e-05,
-    "max": 8.909360000000004e-05,
+    "seconds": 8.885685e-05,
+    "min": 8.846699999999995e-05,
+    "max": 8.918110000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012287740000000002,
-    "min": 0.00012279769999999995,
-    "max": 0.00012294320000000002,
+    "seconds": 0.0001227374,
+    "min": 0.00012265210000000004,
+    "max": 0.0001227991,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15859,15 +15859,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.550245000000003e-05,
-    "min": 5.535069999999997e-05,
-    "max": 5.5650900000000027e-05,
+    "seconds": 5.511970000000001e-05,
+    "min": 5.506529999999999e-05,
+    "max": 5.521890000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.02621e-05,
-    "min": 8.993250000000001e-05,
-    "max": 9.032559999999996e-05,
+    "seconds": 8.992290000000002e-05,
+    "min": 8.978509999999999e-05,
+    "max": 9.004810000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15892,9 +15892,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.6540599999999985e-05,
-    "min": 5.638989999999995e-05,
-    "max": 5.6661199999999945e-05,
+    "seconds": 5.590629999999999e-05,
+    "min": 5.581970000000003e-05,
+    "max": 5.610429999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -15925,9 +15925,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.8986849999999987e-05,
-    "min": 4.895090000000002e-05,
-    "max": 4.906190000000005e-05,
+    "seconds": 4.8337799999999997e-05,
+    "min": 4.801499999999996e-05,
+    "max": 4.847299999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -15965,9 +15965,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.4917299999999985e-05,
-    "min": 3.46556e-05,
-    "max": 3.522519999999998e-05,
+    "seconds": 3.452794999999999e-05,
+    "min": 3.43526e-05,
+    "max": 3.469119999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -16005,9 +16005,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.7470199999999974e-05,
-    "min": 1.7375699999999983e-05,
-    "max": 1.7523400000000036e-05,
+    "seconds": 1.7305649999999982e-05,
+    "min": 1.723829999999999e-05,
+    "max": 1.758040000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -16033,15 +16033,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002965835500000001,
-    "min": 0.0002961389,
-    "max": 0.0002968421,
+    "seconds": 0.00029594875,
+    "min": 0.0002955825,
+    "max": 0.00029630709999999987,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004536350999999997,
-    "min": 0.00045316070000000027,
-    "max": 0.0004539656000000001,
+    "seconds": 0.00045369395000000024,
+    "min": 0.0004530444000000001,
+    "max": 0.0004541231999999994,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16061,15 +16061,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0003715661000000001,
-    "min": 0.0003712722000000001,
-    "max": 0.00037193390000000027,
+    "seconds": 0.00036747254999999984,
+    "min": 0.0003672870000000001,
+    "max": 0.00036762880000000016,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00047875825000000033,
-    "min": 0.0004786025999999996,
-    "max": 0.00047922459999999965,
+    "seconds": 0.0004779491499999999,
+    "min": 0.0004774298999999997,
+    "max": 0.0004781475,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16114,15 +16114,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00024189409999999996,
-    "min": 0.0002414189,
-    "max": 0.0002426152,
+    "seconds": 0.00024132155,
+    "min": 0.00024114180000000003,
+    "max": 0.0002415801000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0007831376000000001,
-    "min": 0.0007814259000000002,
-    "max": 0.0007835374999999995,
+    "seconds": 0.0007800800499999996,
+    "min": 0.0007783362000000006,
+    "max": 0.0007803440000000007,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16167,15 +16167,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00202381065,
-    "min": 0.0020224103,
-    "max": 0.0020294226,
+    "seconds": 0.0020223665,
+    "min": 0.0020210063,
+    "max": 0.0020289289000000005,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0049137082,
-    "min": 0.0049089573,
-    "max": 0.004918332400000001,
+    "seconds": 0.004902722449999999,
+    "min": 0.004895716799999998,
+    "max": 0.004904424699999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16220,15 +16220,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0005538131999999999,
-    "min": 0.0005525126000000002,
-    "max": 0.0005552843000000001,
+    "seconds": 0.0005542725000000001,
+    "min": 0.000554047,
+    "max": 0.0005546142000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0017667278499999993,
-    "min": 0.0017645526999999998,
-    "max": 0.001771180699999999,
+    "seconds": 0.0017616007000000001,
+    "min": 0.001759134,
+    "max": 0.0017659466999999994,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16273,15 +16273,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0011744001,
-    "min": 0.0011710361,
-    "max": 0.0011774259999999999,
+    "seconds": 0.0011726299999999998,
+    "min": 0.0011655465,
+    "max": 0.0011744561999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.002829706249999999,
-    "min": 0.002820556699999999,
-    "max": 0.0028466754999999988,
+    "seconds": 0.0028220001000000008,
+    "min": 0.0028153599000000007,
+    "max": 0.0028367295000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16326,15 +16326,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00033849765,
-    "min": 0.000338191,
-    "max": 0.0003403724,
+    "seconds": 0.0003394686499999999,
+    "min": 0.0003365217000000001,
+    "max": 0.00034108999999999995,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.001097226,
-    "min": 0.0010951863,
-    "max": 0.0011025075000000001,
+    "seconds": 0.0010936810999999996,
+    "min": 0.0010905634999999999,
+    "max": 0.0010998491000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16379,15 +16379,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.841259999999997e-05,
-    "min": 6.83354e-05,
-    "max": 6.853089999999999e-05,
+    "seconds": 6.812505000000003e-05,
+    "min": 6.773059999999996e-05,
+    "max": 6.822970000000006e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004024684499999999,
-    "min": 0.0004019948000000001,
-    "max": 0.00040267020000000017,
+    "seconds": 0.0003984459499999999,
+    "min": 0.0003980404000000001,
+    "max": 0.0003988310999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16432,15 +16432,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015901040000000004,
-    "min": 0.0001587303,
-    "max": 0.0001594559999999999,
+    "seconds": 0.0001580086,
+    "min": 0.00015761569999999991,
+    "max": 0.00015829129999999996,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004952486999999993,
-    "min": 0.0004949010999999997,
-    "max": 0.0004956754,
+    "seconds": 0.0004920996,
+    "min": 0.0004913186000000002,
+    "max": 0.0004940508999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16485,15 +16485,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010328739999999992,
-    "min": 0.00010255519999999998,
-    "max": 0.00010334500000000006,
+    "seconds": 0.00010318114999999994,
+    "min": 0.00010286360000000009,
+    "max": 0.00010357790000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00036927805,
-    "min": 0.0003683961000000002,
-    "max": 0.0003696227000000001,
+    "seconds": 0.00036464400000000034,
+    "min": 0.00036429180000000015,
+    "max": 0.000365631200000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16538,15 +16538,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.753264999999997e-05,
-    "min": 4.742660000000001e-05,
-    "max": 4.782649999999999e-05,
+    "seconds": 4.739229999999999e-05,
+    "min": 4.728619999999998e-05,
+    "max": 4.756210000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00029025195000000027,
-    "min": 0.0002896442999999999,
-    "max": 0.0002906951000000002,
+    "seconds": 0.00028496940000000023,
+    "min": 0.0002845114999999976,
+    "max": 0.0002857694000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16591,15 +16591,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.7352049999999975e-05,
-    "min": 2.726039999999996e-05,
-    "max": 2.7833200000000034e-05,
+    "seconds": 2.7188799999999973e-05,
+    "min": 2.7071700000000034e-05,
+    "max": 2.7791900000000035e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00015683440000000307,
-    "min": 0.0001565754000000001,
-    "max": 0.0001574032999999999,
+    "seconds": 0.00015535674999999998,
+    "min": 0.00015503940000000295,
+    "max": 0.0001555649,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16644,15 +16644,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.391465000000006e-05,
-    "min": 3.379830000000002e-05,
-    "max": 3.417870000000019e-05,
+    "seconds": 3.368810000000001e-05,
+    "min": 3.359049999999993e-05,
+    "max": 3.3740500000000176e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00016554909999999976,
-    "min": 0.00016452700000000478,
-    "max": 0.00016606879999999982,
+    "seconds": 0.0001633384500000001,
+    "min": 0.00016311660000000003,
+    "max": 0.00016419550000000164,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16697,15 +16697,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.21216e-05,
-    "min": 5.195720000000004e-05,
-    "max": 5.2799399999999954e-05,
+    "seconds": 5.208155000000001e-05,
+    "min": 5.173479999999994e-05,
+    "max": 5.259529999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00022563125000000015,
-    "min": 0.00022504120000000038,
-    "max": 0.00022613139999999994,
+    "seconds": 0.00022347614999999996,
+    "min": 0.00022293139999999978,
+    "max": 0.0002238450000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16750,15 +16750,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00016193955000000002,
-    "min": 0.00016008289999999996,
-    "max": 0.00016443460000000002,
+    "seconds": 0.0001600078,
+    "min": 0.000158732,
+    "max": 0.0001604828,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005522159999999997,
-    "min": 0.0005519531999999998,
-    "max": 0.0005534070999999999,
+    "seconds": 0.0005496281,
+    "min": 0.0005492337999999999,
+    "max": 0.0005498184,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16803,15 +16803,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002672083,
-    "min": 0.0002649763,
-    "max": 0.00026893239999999997,
+    "seconds": 0.00026593645,
+    "min": 0.0002638497000000001,
+    "max": 0.00026759749999999996,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006596281499999999,
-    "min": 0.0006577155000000001,
-    "max": 0.0006624874999999999,
+    "seconds": 0.0006546967499999998,
+    "min": 0.0006526133000000001,
+    "max": 0.0006558368999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16856,15 +16856,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.368415000000006e-05,
-    "min": 8.326039999999996e-05,
-    "max": 8.449570000000002e-05,
+    "seconds": 8.351475000000001e-05,
+    "min": 8.335689999999996e-05,
+    "max": 8.41155e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0002971722,
-    "min": 0.00029595800000000014,
-    "max": 0.0002992018999999998,
+    "seconds": 0.00029582710000000006,
+    "min": 0.00029450230000000003,
+    "max": 0.0002980334,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16909,15 +16909,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00041261785000000007,
-    "min": 0.0004123284,
-    "max": 0.0004128511,
+    "seconds": 0.00041022425000000013,
+    "min": 0.0004098904,
+    "max": 0.00041071429999999995,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0010350570499999998,
-    "min": 0.0010332618000000002,
-    "max": 0.0010366495999999995,
+    "seconds": 0.0010292818000000002,
+    "min": 0.0010282405999999995,
+    "max": 0.0010302902000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16962,15 +16962,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012394265000000002,
-    "min": 0.00012367389999999996,
-    "max": 0.00012528010000000005,
+    "seconds": 0.00012343195000000002,
+    "min": 0.000123133,
+    "max": 0.00012433329999999996,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00046649950000000016,
-    "min": 0.00046632209999999995,
-    "max": 0.00046727109999999977,
+    "seconds": 0.0004632636999999997,
+    "min": 0.00046291379999999986,
+    "max": 0.00046369700000000006,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17016,15 +17016,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.387079999999996e-05,
-    "min": 4.3804100000000017e-05,
-    "max": 4.4127799999999933e-05,
+    "seconds": 4.3931399999999984e-05,
+    "min": 4.38845e-05,
+    "max": 4.412129999999981e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00016638799999999984,
-    "min": 0.00016584830000000014,
-    "max": 0.00016660989999999875,
+    "seconds": 0.00016409825000000003,
+    "min": 0.00016401190000000032,
+    "max": 0.00016461160000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17070,15 +17070,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.251885000000006e-05,
-    "min": 9.233480000000006e-05,
-    "max": 9.322219999999983e-05,
+    "seconds": 9.327029999999992e-05,
+    "min": 9.290560000000009e-05,
+    "max": 9.356470000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00031245089999999974,
-    "min": 0.00031149279999999997,
-    "max": 0.00031333029999999984,
+    "seconds": 0.00030834460000000405,
+    "min": 0.00030754710000000017,
+    "max": 0.0003092249999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17124,15 +17124,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00040049905000000003,
-    "min": 0.00040026760000000025,
-    "max": 0.00040121629999999975,
+    "seconds": 0.00040185585000000013,
+    "min": 0.0004016739,
+    "max": 0.00040204570000000026,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006413647000000002,
-    "min": 0.0006400699999999995,
-    "max": 0.0006424416000000002,
+    "seconds": 0.0006381073000000001,
+    "min": 0.0006376116999999998,
+    "max": 0.0006392918000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17178,15 +17178,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.467670000000002e-05,
-    "min": 6.442510000000007e-05,
-    "max": 6.499459999999997e-05,
+    "seconds": 6.463180000000003e-05,
+    "min": 6.447640000000012e-05,
+    "max": 6.48669999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00017939615000000012,
-    "min": 0.00017920580000000026,
-    "max": 0.00017966369999999988,
+    "seconds": 0.0001780585000000001,
+    "min": 0.00017690219999999963,
+    "max": 0.0001784545999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17232,15 +17232,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.15148e-05,
-    "min": 6.114889999999993e-05,
-    "max": 6.198360000000001e-05,
+    "seconds": 6.0794799999999996e-05,
+    "min": 6.0566199999999956e-05,
+    "max": 6.201899999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0002441806499999995,
-    "min": 0.0002431222999999998,
-    "max": 0.0002450420000000002,
+    "seconds": 0.00024137019999999977,
+    "min": 0.00024089009999999999,
+    "max": 0.00024164350000000062,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17286,15 +17286,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00024197280000000002,
-    "min": 0.00024159659999999994,
-    "max": 0.00024205600000000004,
+    "seconds": 0.00024148765000000003,
+    "min": 0.0002412375,
+    "max": 0.00024197070000000006,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00045305044999999883,
-    "min": 0.00045226590000000007,
-    "max": 0.00045388219999999943,
+    "seconds": 0.0004495367000000003,
+    "min": 0.0004491411999999999,
+    "max": 0.0004508376000000019,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17340,15 +17340,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00020556945000000005,
-    "min": 0.000203945,
-    "max": 0.0002074671000000001,
+    "seconds": 0.00020533704999999995,
+    "min": 0.00020328310000000002,
+    "max": 0.00020586619999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00062428485,
-    "min": 0.0006238643,
-    "max": 0.0006252881000000002,
+    "seconds": 0.0006201957499999999,
+    "min": 0.00061942,
+    "max": 0.0006209828,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17376,9 +17376,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.809849999999999e-05,
-    "min": 6.805030000000006e-05,
-    "max": 6.827169999999999e-05,
+    "seconds": 6.699064999999999e-05,
+    "min": 6.68901e-05,
+    "max": 6.71549e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -17406,15 +17406,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.000108251,
-    "min": 0.00010817559999999999,
-    "max": 0.00010836969999999997,
+    "seconds": 0.00010783139999999998,
+    "min": 0.0001075314,
+    "max": 0.00010790710000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00015583379999999997,
-    "min": 0.0001556178,
-    "max": 0.00015597590000000002,
+    "seconds": 0.00015639734999999997,
+    "min": 0.0001560106,
+    "max": 0.00015650219999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17436,15 +17436,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.467514999999997e-05,
-    "min": 5.448300000000001e-05,
-    "max": 5.495029999999997e-05,
+    "seconds": 5.435524999999999e-05,
+    "min": 5.428789999999999e-05,
+    "max": 5.440270000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.84088e-05,
-    "min": 7.789390000000002e-05,
-    "max": 7.89247e-05,
+    "seconds": 7.881480000000002e-05,
+    "min": 7.845739999999997e-05,
+    "max": 7.900949999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17466,15 +17466,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012763765,
-    "min": 0.00012752650000000002,
-    "max": 0.00012782320000000004,
+    "seconds": 0.00012712575,
+    "min": 0.00012688770000000006,
+    "max": 0.00012745159999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018394375,
-    "min": 0.00018379360000000006,
-    "max": 0.0001842842,
+    "seconds": 0.00018496525000000002,
+    "min": 0.00018457759999999994,
+    "max": 0.00018510260000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17496,15 +17496,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.02378e-05,
-    "min": 9.005969999999997e-05,
-    "max": 9.06965e-05,
+    "seconds": 8.942295e-05,
+    "min": 8.926359999999996e-05,
+    "max": 8.959969999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012040544999999999,
-    "min": 0.00012027109999999998,
-    "max": 0.00012069670000000006,
+    "seconds": 0.00011965455000000001,
+    "min": 0.0001194695,
+    "max": 0.00011984569999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17524,15 +17524,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012771185000000002,
-    "min": 0.00012758080000000005,
-    "max": 0.00012815199999999998,
+    "seconds": 0.00012717595,
+    "min": 0.00012709279999999998,
+    "max": 0.0001273262,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018453315000000001,
-    "min": 0.0001844085,
-    "max": 0.0001846085,
+    "seconds": 0.00018540399999999996,
+    "min": 0.00018528750000000002,
+    "max": 0.00018542750000000006,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17552,15 +17552,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.048160000000002e-05,
-    "min": 7.021050000000001e-05,
-    "max": 7.072980000000005e-05,
+    "seconds": 6.987954999999998e-05,
+    "min": 6.974400000000006e-05,
+    "max": 7.00582e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.907790000000005e-05,
-    "min": 9.903320000000003e-05,
-    "max": 9.958129999999999e-05,
+    "seconds": 9.847970000000004e-05,
+    "min": 9.792599999999994e-05,
+    "max": 9.864889999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17580,15 +17580,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012767015,
-    "min": 0.0001274674,
-    "max": 0.00012791019999999997,
+    "seconds": 0.0001271029,
+    "min": 0.00012700079999999997,
+    "max": 0.00012732699999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018430299999999995,
-    "min": 0.0001840185,
-    "max": 0.00018445370000000003,
+    "seconds": 0.00018526340000000002,
+    "min": 0.00018492420000000006,
+    "max": 0.00018535100000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17608,15 +17608,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.899934999999999e-05,
-    "min": 6.886699999999999e-05,
-    "max": 6.92673e-05,
+    "seconds": 6.851010000000001e-05,
+    "min": 6.833229999999999e-05,
+    "max": 6.86916e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.280594999999996e-05,
-    "min": 9.18114e-05,
-    "max": 9.289369999999999e-05,
+    "seconds": 9.280329999999997e-05,
+    "min": 9.243809999999998e-05,
+    "max": 9.31355e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17636,15 +17636,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012804105000000003,
-    "min": 0.00012775009999999994,
-    "max": 0.00012821350000000002,
+    "seconds": 0.00012721454999999998,
+    "min": 0.00012703180000000003,
+    "max": 0.0001274871,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018432014999999997,
-    "min": 0.00018415530000000008,
-    "max": 0.00018445959999999995,
+    "seconds": 0.00018517955,
+    "min": 0.00018498589999999996,
+    "max": 0.00018523590000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17664,15 +17664,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.175294999999997e-05,
-    "min": 7.164449999999996e-05,
-    "max": 7.235109999999999e-05,
+    "seconds": 7.099665000000001e-05,
+    "min": 7.071410000000005e-05,
+    "max": 7.11424e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.269064999999999e-05,
-    "min": 9.247290000000012e-05,
-    "max": 9.28893e-05,
+    "seconds": 9.283505000000003e-05,
+    "min": 9.26077e-05,
+    "max": 9.30623e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17694,15 +17694,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00018718860000000004,
-    "min": 0.00018698799999999997,
-    "max": 0.00018755829999999994,
+    "seconds": 0.00018463669999999993,
+    "min": 0.0001844395,
+    "max": 0.00018508889999999993,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014175294999999995,
-    "min": 0.00014166869999999995,
-    "max": 0.00014189470000000002,
+    "seconds": 0.00014149585000000002,
+    "min": 0.00014123519999999999,
+    "max": 0.00014172739999999994,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17724,15 +17724,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011282925,
-    "min": 0.000112732,
-    "max": 0.00011302289999999997,
+    "seconds": 0.0001119124,
+    "min": 0.00011182769999999999,
+    "max": 0.0001119649,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.850720000000001e-05,
-    "min": 7.797699999999993e-05,
-    "max": 7.887579999999998e-05,
+    "seconds": 7.836489999999997e-05,
+    "min": 7.81662e-05,
+    "max": 7.848859999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17760,9 +17760,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00018443705000000004,
-    "min": 0.0001843698000000001,
-    "max": 0.00018466330000000005,
+    "seconds": 0.0001852539,
+    "min": 0.0001849221,
+    "max": 0.00018547580000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -17796,9 +17796,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.217855000000001e-05,
-    "min": 9.210870000000003e-05,
-    "max": 9.243550000000003e-05,
+    "seconds": 9.243534999999998e-05,
+    "min": 9.220379999999999e-05,
+    "max": 9.282080000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -17832,15 +17832,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00018472975000000005,
-    "min": 0.00018452000000000014,
-    "max": 0.00018481179999999995,
+    "seconds": 0.00018541234999999996,
+    "min": 0.00018523609999999995,
+    "max": 0.00018559539999999996,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00036880580000000005,
-    "min": 0.0003687194000000001,
-    "max": 0.00036908960000000017,
+    "seconds": 0.00037048594999999993,
+    "min": 0.00037009299999999994,
+    "max": 0.0003707257000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17868,15 +17868,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.228784999999994e-05,
-    "min": 9.21393e-05,
-    "max": 9.254039999999995e-05,
+    "seconds": 9.251750000000002e-05,
+    "min": 9.22431e-05,
+    "max": 9.263580000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018429289999999994,
-    "min": 0.00018420369999999988,
-    "max": 0.00018470059999999995,
+    "seconds": 0.00018484390000000005,
+    "min": 0.00018467729999999997,
+    "max": 0.0001849563000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17911,15 +17911,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017219960000000004,
-    "min": 0.00017214079999999994,
-    "max": 0.00017230280000000005,
+    "seconds": 0.00017137849999999998,
+    "min": 0.000171309,
+    "max": 0.00017153810000000014,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005871368999999999,
-    "min": 0.0005870867999999997,
-    "max": 0.0005871788999999999,
+    "seconds": 0.0005839195499999998,
+    "min": 0.0005837881000000002,
+    "max": 0.0005852184999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17954,15 +17954,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017184155000000002,
-    "min": 0.00017178879999999998,
-    "max": 0.00017188360000000008,
+    "seconds": 0.00017149994999999998,
+    "min": 0.00017137780000000012,
+    "max": 0.00017162159999999994,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005699119500000001,
-    "min": 0.0005698072000000002,
-    "max": 0.0005700397999999997,
+    "seconds": 0.0005681879499999998,
+    "min": 0.0005681191999999998,
+    "max": 0.0005683341,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17997,15 +17997,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001698585,
-    "min": 0.00016972380000000002,
-    "max": 0.00017011479999999994,
+    "seconds": 0.00016823795,
+    "min": 0.00016819560000000004,
+    "max": 0.00016854359999999996,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0010308331000000001,
-    "min": 0.0010301222999999995,
-    "max": 0.0010314003999999997,
+    "seconds": 0.00102323575,
+    "min": 0.0010225466,
+    "max": 0.0010252920000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -18040,15 +18040,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00016575400000000005,
-    "min": 0.00016569279999999995,
-    "max": 0.00016578570000000005,
+    "seconds": 0.00016437465000000004,
+    "min": 0.0001643381,
+    "max": 0.00016454919999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.001018134,
-    "min": 0.0010179229,
-    "max": 0.0010193696999999996,
+    "seconds": 0.0010121005500000001,
+    "min": 0.0010116871,
+    "max": 0.0010151392,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -18073,9 +18073,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00021954370000000002,
-    "min": 0.0002192538999999999,
-    "max": 0.0002200791,
+    "seconds": 0.00021651595,
+    "min": 0.00021638189999999996,
+    "max": 0.00021663629999999992,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -18106,9 +18106,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00018773825,
-    "min": 0.0001876097,
-    "max": 0.00018780719999999995,
+    "seconds": 0.00018483029999999997,
+    "min": 0.00018468479999999996,
+    "max": 0.00018499839999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -18142,9 +18142,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002637065,
-    "min": 0.00026359310000000004,
-    "max": 0.00026395969999999994,
+    "seconds": 0.0002599338499999999,
+    "min": 0.00025989610000000005,
+    "max": 0.0002601442,
     "samples": 6
    },
    "backward_gpu_seconds": {
