@@ -140,6 +140,12 @@ TEST_CASE("a bad IR is refused as a whole, naming the field", "[ir][json][errors
         doc["kernels"][1]["kind"] = "elementwise";
         CHECK(error_of(doc) == "ir.json: /kernels/1/kind: does not match its shape object (gemm, conv, attention or norm)");
     }
+    SECTION("a GEMM's layout") {
+        doc["kernels"][1]["gemm"]["layout"] = "TN";
+        CHECK(std::get<GemmDims>(kernel_ir_from_json(doc, "ir.json").list.kernels[1].dims).layout == GemmLayout::tn);
+        doc["kernels"][1]["gemm"]["layout"] = "NX";
+        CHECK(error_of(doc) == "ir.json: /kernels/1/gemm/layout: expected NN, NT, TN or TT");
+    }
     SECTION("an attention's dropout is a probability") {
         doc["kernels"][1].erase("gemm");
         doc["kernels"][1]["kind"] = "attention";

@@ -57,6 +57,10 @@ TEST_CASE("a linear layer trains as three GEMMs", "[lower]") {
     const auto& dw = std::get<GemmDims>(bwd[1]->dims);
     CHECK(dx.m == 64); CHECK(dx.n == 256); CHECK(dx.k == 10);
     CHECK(dw.m == 10); CHECK(dw.n == 256); CHECK(dw.k == 64);
+    // y = x W^T reads the weight transposed; dX = dY W both as stored; dW = dY^T X reads dY transposed
+    CHECK(f.layout == GemmLayout::nt);
+    CHECK(dx.layout == GemmLayout::nn);
+    CHECK(dw.layout == GemmLayout::tn);
     CHECK(gemm_flops(f).value() + gemm_flops(dx).value() + gemm_flops(dw).value() == Catch::Approx(3 * 2.0 * 64 * 10 * 256));
     CHECK(s.parameter_count() == 784 * 256 + 256 + 256 * 10 + 10);
     // the bias gradients: dY summed over the 64 rows, carrying (columns, rows) for their efficiency

@@ -146,29 +146,37 @@ TEST_CASE("a GEMM the sweep timed at other token counts comes from those measure
     const Calibration* cal = find_builtin_calibration("h200-sxm");
     REQUIRE(cal != nullptr);
     const CostContext ctx = make_cost_context(gpu_or_throw("h200-sxm"), cal);
-    const auto measured = [&](std::int64_t m, std::int64_t n, std::int64_t k) {
-        std::vector<double> v;
+    // the sweep's record of a cuBLAS call (m, n, k) in cuBLAS's layout
+    const auto record = [&](std::int64_t m, std::int64_t n, std::int64_t k, std::string_view cublas_layout) -> std::optional<double> {
         for (const auto& r : cal->gemm_sweep) {
-            if (r.unit == ComputeUnit::bf16_tensor && r.batch == 1 && r.m == m && r.n == n && r.k == k) v.push_back(r.seconds.median);
+            if (r.unit == ComputeUnit::bf16_tensor && r.batch == 1 && r.m == m && r.n == n && r.k == k && r.layout == cublas_layout) {
+                return r.seconds.median;
+            }
         }
-        REQUIRE(!v.empty());  // one per layout measured (the median is the shape's time)
-        std::sort(v.begin(), v.end());
-        return v[v.size() / 2];
+        return std::nullopt;
     };
-    const auto gemm_at = [&](std::int64_t m, std::int64_t n, std::int64_t k) {
+    const auto measured = [&](std::int64_t m, std::int64_t n, std::int64_t k) {
+        const auto t = record(m, n, k, "TN");
+        REQUIRE(t);
+        return *t;
+    };
+    // an nn.Linear forward: row-major layout nt, cuBLAS's "TN"
+    const auto gemm_at = [&](std::int64_t m, std::int64_t n, std::int64_t k, GemmLayout layout = GemmLayout::nt) {
         Kernel g;
         g.kind = KernelKind::gemm;
         g.unit = ComputeUnit::bf16_tensor;
         g.dtype = DType::bf16;
-        g.dims = GemmDims{m, n, k, 1};
+        g.dims = GemmDims{m, n, k, 1, layout};
         g.flops = gemm_flops(std::get<GemmDims>(g.dims));
         return kernel_cost(g, ctx).time.value();
     };
     // nn.Linear forwards (N_out, tokens, K_in) "TN", swept at 2048 and 6144 tokens; 4096 tokens lies between.
+    // At a swept shape a GEMM in a layout the sweep timed takes that record.
     for (const auto& [n_out, k_in] : std::vector<std::pair<std::int64_t, std::int64_t>>{{3072, 768}, {768, 3072}, {50257, 768}}) {
         INFO(n_out << " x " << k_in);
         const double t2048 = measured(n_out, 2048, k_in), t6144 = measured(n_out, 6144, k_in);
         CHECK(gemm_at(n_out, 2048, k_in) == Catch::Approx(t2048));
+        if (const auto nn = record(n_out, 2048, k_in, "NN")) CHECK(gemm_at(n_out, 2048, k_in, GemmLayout::nn) == Catch::Approx(*nn));
         const double t4096 = gemm_at(n_out, 4096, k_in);
         CHECK(t4096 > t2048);
         CHECK(t4096 < t6144);
@@ -179,6 +187,59 @@ TEST_CASE("a GEMM the sweep timed at other token counts comes from those measure
     CHECK(lm_head / measured(50257, 2048, 768) > 1.5);
     CHECK(lm_head / measured(50257, 2048, 768) < 2.5);
     CHECK(lm_head > 2.0 * gemm_at(50256, 4096, 768));
+}
+
+TEST_CASE("a layout's factor is the median time ratio of the sweep's equal-work pairs with nn", "[predict][cost]") {
+    // (dims with layout, seconds): three nt points at 1.5, 1.6 and 1.7 times their nn pair (the same
+    // dimensions in another order), one small pair at half (below gemm_layout_sensitive_dim: not
+    // counted), a tn point with no nn pair.
+    std::vector<std::pair<GemmDims, double>> points;
+    const auto pair = [&](std::int64_t a, std::int64_t b, std::int64_t c, double ratio) {
+        points.push_back({GemmDims{a, b, c, 1, GemmLayout::nn}, 1e-3});
+        points.push_back({GemmDims{c, a, b, 1, GemmLayout::nt}, ratio * 1e-3});
+    };
+    pair(768, 2048, 3072, 1.5);
+    pair(3072, 2048, 768, 1.7);
+    pair(768, 6144, 3072, 1.6);
+    pair(768, 4096, 64, 0.5);
+    points.push_back({GemmDims{1024, 1024, 1024, 1, GemmLayout::tn}, 1e-3});
+    const auto f = detail::gemm_layout_factors(points);
+    CHECK(f[static_cast<std::size_t>(GemmLayout::nt)] == Catch::Approx(1.6));
+    CHECK(f[static_cast<std::size_t>(GemmLayout::tn)] == 1.0);
+    CHECK(f[static_cast<std::size_t>(GemmLayout::nn)] == 1.0);
+    CHECK(f[static_cast<std::size_t>(GemmLayout::unknown)] == 1.0);
+}
+
+TEST_CASE("a TF32 GEMM costs more with an operand stored transposed; a 16-bit one does not", "[predict][cost]") {
+    const CostContext ctx = make_cost_context(gpu_or_throw("h200-sxm"), find_builtin_calibration("h200-sxm"));
+    const auto time = [&](ComputeUnit unit, GemmDims d) {
+        Kernel g;
+        g.kind = KernelKind::gemm;
+        g.unit = unit;
+        g.dtype = unit == ComputeUnit::tf32_tensor ? DType::f32 : DType::bf16;
+        g.dims = d;
+        g.flops = gemm_flops(d);
+        return kernel_cost(g, ctx).time.value();
+    };
+    const auto ratio = [&](ComputeUnit unit, std::int64_t m, std::int64_t n, std::int64_t k, GemmLayout layout) {
+        return time(unit, GemmDims{m, n, k, 1, layout}) / time(unit, GemmDims{m, n, k, 1, GemmLayout::nn});
+    };
+    // A weight gradient (dY^T X: tn, both operands read across K) in TF32: the sweep's pairs of a
+    // layer's GEMMs from 768 up took 1.3 to 2.5 times their nn partner.
+    CHECK(ratio(ComputeUnit::tf32_tensor, 4096, 4096, 4096, GemmLayout::tn) > 1.3);
+    CHECK(ratio(ComputeUnit::tf32_tensor, 4096, 4096, 4096, GemmLayout::tn) < 2.0);
+    CHECK(ratio(ComputeUnit::tf32_tensor, 4096, 4096, 4096, GemmLayout::tn) > ratio(ComputeUnit::tf32_tensor, 4096, 4096, 4096, GemmLayout::nt));
+    for (GemmLayout layout : {GemmLayout::nt, GemmLayout::tn}) {
+        INFO(to_string(layout));
+        CHECK(std::abs(ratio(ComputeUnit::bf16_tensor, 4096, 4096, 4096, layout) - 1.0) < 0.1);
+        // a dimension below gemm_layout_sensitive_dim: bound by its operands' traffic, any layout
+        CHECK(ratio(ComputeUnit::tf32_tensor, 3584, 3584, 48, layout) == 1.0);  // a shape the sweep did not time
+    }
+    // A GEMM whose layout is not said (an IR from before layouts) is costed as nn.
+    CHECK(time(ComputeUnit::tf32_tensor, GemmDims{4096, 4096, 4096, 1}) == time(ComputeUnit::tf32_tensor, GemmDims{4096, 4096, 4096, 1, GemmLayout::nn}));
+    // Datasheet ceilings alone know no layout.
+    const CostContext datasheet = make_cost_context(gpu_or_throw("h200-sxm"));
+    CHECK(datasheet.gemm_layout_factor.empty());
 }
 
 TEST_CASE("a convolution the sweep timed at other batch sizes scales from those measurements", "[predict][cost][conv]") {

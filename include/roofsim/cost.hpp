@@ -83,6 +83,17 @@ struct CostContext {
     std::unordered_map<std::tuple<ComputeUnit, std::int64_t, std::int64_t, std::int64_t>, std::map<std::int64_t, Seconds>,
                        detail::TupleHash>
         gemm_measured_along_mn, gemm_measured_along_k, gemm_measured_along_batch;
+    /// The same times by layout too, as measured (not divided by the layout factor): a GEMM whose
+    /// shape the sweep timed in its own layout takes that time.
+    std::unordered_map<std::tuple<ComputeUnit, std::int64_t, std::int64_t, std::int64_t, std::int64_t, GemmLayout>, Seconds,
+                       detail::TupleHash>
+        gemm_measured_in_layout;
+    /// A GEMM's time in each operand layout (GemmDims::layout) over its time with both operands as
+    /// stored (nn), per unit, from the cuBLAS sweep (gemm_layout_factors); 1 for unknown, for the
+    /// layouts the sweep has no pair for, and below gemm_layout_sensitive_dim. The sweep's times above
+    /// are divided by it (times "as nn"); gemm_cost multiplies by the kernel's.
+    std::map<ComputeUnit, std::array<double, 5>> gemm_layout_factor;
+    std::string gemm_layout_factor_source;
     /// Keyed by (unit, pass, depthwise): depthwise convolutions run other kernels than dense ones.
     std::map<std::tuple<ComputeUnit, ConvPass, bool>, ConvModel> conv;
     /// cuDNN times the calibration measured (NCHW, PyTorch's default layout), by shape less the batch:
@@ -193,6 +204,50 @@ namespace detail {
     return std::tuple{unit, std::min(d.m, d.n), std::max(d.m, d.n), d.k, d.batch};
 }
 
+/// The exact-shape key of a GEMM in its layout.
+[[nodiscard]] inline auto gemm_layout_key(ComputeUnit unit, const GemmDims& d) {
+    return std::tuple{unit, std::min(d.m, d.n), std::max(d.m, d.n), d.k, d.batch, d.layout};
+}
+
+/// The smallest dimension from which a GEMM's operand layout moves its time: below it, a GEMM is bound
+/// by its operands' traffic and cuBLAS's layouts time alike (the H200 sweep's TF32 pairs: 0.6-1.0
+/// with a dimension of 8 to 64, 1.3-2.5 from 768 up).
+inline constexpr std::int64_t gemm_layout_sensitive_dim = 256;
+
+/// Whether `d`'s layout factor applies to it: every dimension at least gemm_layout_sensitive_dim.
+[[nodiscard]] inline bool gemm_layout_sensitive(const GemmDims& d) {
+    return std::min({d.m, d.n, d.k}) >= gemm_layout_sensitive_dim;
+}
+
+/// The layout factors of one unit's sweep points (dims with their row-major layout, seconds): for each
+/// layout but nn, the median over pairs of a point in it and an nn point with the same batch and the
+/// same three dimensions in any order, all at least gemm_layout_sensitive_dim, of their time ratio
+/// (equal work: the sweep times a linear layer's forward, input-gradient and weight-gradient GEMMs,
+/// each in its own layout). Hopper's TF32 tensor cores read only K-major operands (PTX ISA, wgmma:
+/// transposed operands for 16-bit types only), so a TF32 GEMM with an operand stored otherwise runs
+/// slower; 16-bit GEMMs do not care.
+[[nodiscard]] inline std::array<double, 5> gemm_layout_factors(const std::vector<std::pair<GemmDims, double>>& points) {
+    std::array<double, 5> factors{1, 1, 1, 1, 1};
+    const auto sorted_dims = [](const GemmDims& d) {
+        std::array<std::int64_t, 3> a{d.m, d.n, d.k};
+        std::sort(a.begin(), a.end());
+        return a;
+    };
+    for (GemmLayout layout : {GemmLayout::nt, GemmLayout::tn, GemmLayout::tt}) {
+        std::vector<double> ratios;
+        for (const auto& [d, seconds] : points) {
+            if (d.layout != layout || !gemm_layout_sensitive(d)) continue;
+            for (const auto& [e, nn_seconds] : points) {
+                if (e.layout == GemmLayout::nn && e.batch == d.batch && sorted_dims(e) == sorted_dims(d)) ratios.push_back(seconds / nn_seconds);
+            }
+        }
+        if (ratios.empty()) continue;
+        std::sort(ratios.begin(), ratios.end());
+        factors[static_cast<std::size_t>(layout)] = ratios[ratios.size() / 2];
+    }
+    return factors;
+}
+
 /// The key of a convolution's geometry: its shape less the batch size N (unit, pass, C, H, W, K, R, S,
 /// stride, padding and dilation in each dimension, groups).
 [[nodiscard]] inline auto conv_geometry_key(ComputeUnit unit, const ConvDims& d) {
@@ -214,12 +269,33 @@ namespace detail {
     const Calibration& cal = *calibration;
     if (cal.device.sm_count > 0) ctx.sm_count = cal.device.sm_count;
     const std::string measured = provenance(cal);
-    // GEMM: fit t0 and k0 per unit to the cuBLAS sweep, against the unit's library ceiling.
+    // GEMM: the layout factors per unit; then fit t0 and k0 per unit to the cuBLAS sweep's times as nn
+    // (each over its layout's factor), against the unit's library ceiling.
     std::map<ComputeUnit, std::vector<std::pair<GemmDims, double>>> sweep;
-    for (const auto& r : cal.gemm_sweep) sweep[r.unit].push_back({GemmDims{r.m, r.n, r.k, r.batch}, r.seconds.median});
-    std::map<std::tuple<ComputeUnit, std::int64_t, std::int64_t, std::int64_t, std::int64_t>, std::vector<double>> by_shape;
     for (const auto& r : cal.gemm_sweep) {
-        by_shape[detail::gemm_key(r.unit, GemmDims{r.m, r.n, r.k, r.batch})].push_back(r.seconds.median);
+        GemmDims d{r.m, r.n, r.k, r.batch};
+        d.layout = gemm_layout_from_cublas(r.layout).value_or(GemmLayout::unknown);
+        sweep[r.unit].push_back({d, r.seconds.median});
+    }
+    for (const auto& [unit, points] : sweep) {
+        for (const auto& [d, seconds] : points) {
+            if (d.layout != GemmLayout::unknown) ctx.gemm_measured_in_layout[detail::gemm_layout_key(unit, d)] = Seconds(seconds);
+        }
+    }
+    for (auto& [unit, points] : sweep) {
+        if (!ctx.ceilings.has(unit) || points.size() < 4) continue;
+        const auto factors = detail::gemm_layout_factors(points);
+        ctx.gemm_layout_factor[unit] = factors;
+        for (auto& [d, seconds] : points) {
+            if (detail::gemm_layout_sensitive(d)) seconds /= factors[static_cast<std::size_t>(d.layout)];
+        }
+    }
+    if (!ctx.gemm_layout_factor.empty()) {
+        ctx.gemm_layout_factor_source = measured + " (cuBLAS sweep: each layout's time over nn's, pairs of equal work)";
+    }
+    std::map<std::tuple<ComputeUnit, std::int64_t, std::int64_t, std::int64_t, std::int64_t>, std::vector<double>> by_shape;
+    for (const auto& [unit, points] : sweep) {
+        for (const auto& [d, seconds] : points) by_shape[detail::gemm_key(unit, d)].push_back(seconds);
     }
     for (auto& [key, times] : by_shape) {
         std::sort(times.begin(), times.end());
@@ -380,13 +456,26 @@ template <class ModelAt, class AlignedAt>
     return false;
 }
 
-/// GEMM: the cuBLAS sweep's time of its shape or of its neighbours in one dimension, else the fitted
-/// wave/depth model; never faster than its DRAM traffic at the copy bandwidth.
+/// A GEMM's time in its layout over its time with both operands as stored (CostContext::gemm_layout_factor);
+/// 1 below gemm_layout_sensitive_dim.
+[[nodiscard]] inline double gemm_layout_factor(const CostContext& ctx, ComputeUnit unit, const GemmDims& d) {
+    const auto it = ctx.gemm_layout_factor.find(unit);
+    return it == ctx.gemm_layout_factor.end() || !detail::gemm_layout_sensitive(d) ? 1.0 : it->second[static_cast<std::size_t>(d.layout)];
+}
+
+/// GEMM: the cuBLAS sweep's time of its shape in its layout; else of its shape or of its neighbours in
+/// one dimension, else the fitted wave/depth model, times its layout's factor; never faster than its
+/// DRAM traffic at the copy bandwidth.
 [[nodiscard]] inline KernelCost gemm_cost(const Kernel& k, const GemmDims& d, const CostContext& ctx) {
     auto model = ctx.gemm.find(k.unit);
     if (model == ctx.gemm.end()) (void)ctx.ceilings.rate(k.unit);  // throws, naming the GPU and unit
-    const auto measured = detail::gemm_measured_time(ctx, k.unit, d, model->second);
-    const Seconds compute = measured ? *measured : detail::gemm_model_time(model->second, d);
+    Seconds compute{0};
+    if (auto same = ctx.gemm_measured_in_layout.find(detail::gemm_layout_key(k.unit, d)); same != ctx.gemm_measured_in_layout.end()) {
+        compute = same->second;  // the sweep timed this very GEMM
+    } else {
+        const auto measured = detail::gemm_measured_time(ctx, k.unit, d, model->second);
+        compute = (measured ? *measured : detail::gemm_model_time(model->second, d)) * gemm_layout_factor(ctx, k.unit, d);
+    }
     const Seconds memory = k.bytes() / ctx.ceilings.rate(MemoryLevel::dram);
     return compute >= memory ? KernelCost{compute, Bound::compute} : KernelCost{memory, Bound::dram};
 }

@@ -133,10 +133,43 @@ inline constexpr std::array<KernelKind, 12> all_kernel_kinds = {
     return std::nullopt;
 }
 
+/// How a GEMM's operands are stored, in row-major (PyTorch) terms, A then B: N as used, T a transposed
+/// view (a weight's .t()). A linear's forward is nt, its input gradient nn, its weight gradient tn.
+/// cuBLAS, column-major, sees the product transposed: its op(A) op(B) is this layout read backwards.
+enum class GemmLayout : std::uint8_t { unknown, nn, nt, tn, tt };
+
+[[nodiscard]] constexpr std::string_view to_string(GemmLayout l) {
+    switch (l) {
+        case GemmLayout::nn: return "NN";
+        case GemmLayout::nt: return "NT";
+        case GemmLayout::tn: return "TN";
+        case GemmLayout::tt: return "TT";
+        case GemmLayout::unknown: break;
+    }
+    return "";
+}
+
+/// "NN", "NT", "TN" or "TT" (row-major terms); nullopt for anything else.
+[[nodiscard]] inline std::optional<GemmLayout> gemm_layout_from_key(std::string_view key) {
+    for (GemmLayout l : {GemmLayout::nn, GemmLayout::nt, GemmLayout::tn, GemmLayout::tt}) {
+        if (to_string(l) == key) return l;
+    }
+    return std::nullopt;
+}
+
+/// The row-major layout of a cuBLAS call whose op(A) op(B) is `cublas` ("TN" -> nt): C = A B
+/// row-major is C^T = B^T A^T column-major, the operands swapped.
+[[nodiscard]] inline std::optional<GemmLayout> gemm_layout_from_cublas(std::string_view cublas) {
+    if (cublas.size() != 2) return std::nullopt;
+    const char reversed[2] = {cublas[1], cublas[0]};
+    return gemm_layout_from_key(std::string_view(reversed, 2));
+}
+
 /// C[batch] (m x n) = A[batch] (m x k) · B[batch] (k x n).
 struct GemmDims {
     std::int64_t m = 0, n = 0, k = 0;
     std::int64_t batch = 1;
+    GemmLayout layout = GemmLayout::unknown;  ///< how A and B are stored (unknown: not said)
 
     friend bool operator==(const GemmDims&, const GemmDims&) = default;
 };

@@ -77,9 +77,15 @@ inline std::int64_t positive_field(const JsonCursor& c, std::string_view key, st
 }
 
 inline GemmDims gemm_dims_from_json(const JsonCursor& c) {
-    check_fields(c, {"m", "n", "k", "batch"});
-    return GemmDims{c.at("m").positive_integer(), c.at("n").positive_integer(), c.at("k").positive_integer(),
-                    positive_field(c, "batch", 1)};
+    check_fields(c, {"m", "n", "k", "batch", "layout"});
+    GemmDims d{c.at("m").positive_integer(), c.at("n").positive_integer(), c.at("k").positive_integer(),
+               positive_field(c, "batch", 1)};
+    if (c.has("layout")) {
+        const auto layout = gemm_layout_from_key(c.at("layout").string());
+        if (!layout) c.at("layout").fail("expected NN, NT, TN or TT");
+        d.layout = *layout;
+    }
+    return d;
 }
 
 inline ConvDims conv_dims_from_json(const JsonCursor& c) {
@@ -290,6 +296,7 @@ inline nlohmann::json pair_json(std::int64_t h, std::int64_t w) { return nlohman
     }
     if (const auto* g = std::get_if<GemmDims>(&k.dims)) {
         j["gemm"] = {{"m", g->m}, {"n", g->n}, {"k", g->k}, {"batch", g->batch}};
+        if (g->layout != GemmLayout::unknown) j["gemm"]["layout"] = to_string(g->layout);
     } else if (const auto* c = std::get_if<ConvDims>(&k.dims)) {
         j["conv"] = {{"pass", to_string(c->pass)}, {"n", c->n}, {"c", c->c}, {"h", c->h}, {"w", c->w}, {"k", c->k},
                      {"r", c->r}, {"s", c->s}, {"stride", detail::pair_json(c->stride_h, c->stride_w)},

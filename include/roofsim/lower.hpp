@@ -836,10 +836,11 @@ private:
         weight_cast(l, static_cast<double>(in_f * out_f) + (bias ? static_cast<double>(out_f) : 0.0), dt);
         if (tied) kernel(l, Phase::backward, "aten::add_", KernelKind::elementwise, rules_.parameter_dtype,
                          2.0 * static_cast<double>(in_f * out_f), static_cast<double>(in_f * out_f));
-        gemm(l, Phase::forward, bias ? "aten::addmm" : "aten::mm", dt, {rows, out_f, in_f, 1}, dt);
+        // y = x W^T (W read transposed); dX = dY W; dW = dY^T X (dY read transposed)
+        gemm(l, Phase::forward, bias ? "aten::addmm" : "aten::mm", dt, {rows, out_f, in_f, 1, GemmLayout::nt}, dt);
         save_input(s, l, 0, dt);
-        if (x.needs_grad) gemm(l, Phase::backward, "aten::mm", dt, {rows, in_f, out_f, 1}, dt);
-        gemm(l, Phase::backward, "aten::mm", dt, {out_f, in_f, rows, 1}, dt);
+        if (x.needs_grad) gemm(l, Phase::backward, "aten::mm", dt, {rows, in_f, out_f, 1, GemmLayout::nn}, dt);
+        gemm(l, Phase::backward, "aten::mm", dt, {out_f, in_f, rows, 1, GemmLayout::tn}, dt);
         if (bias) column_sum(l, dt, rows, out_f);
         Value y{x.shape, dt, true};
         y.shape.back() = out_f;
@@ -861,11 +862,12 @@ private:
         const DType dt = compute_dtype(l, a);
         compute_dtype(l, b);  // autocast casts each input, and each one's gradient back
         const std::string_view name = batch > 1 ? "aten::bmm" : "aten::mm";
-        gemm(l, Phase::forward, name, dt, {m, n, k, batch}, dt);
+        // the inputs taken as stored (a graph says nothing of strides): C = A B; dA = dC B^T; dB = A^T dC
+        gemm(l, Phase::forward, name, dt, {m, n, k, batch, GemmLayout::nn}, dt);
         save_input(s, l, 0, dt);
         save_input(s, l, 1, dt);
-        if (a.needs_grad) gemm(l, Phase::backward, name, dt, {m, k, n, batch}, dt);
-        if (b.needs_grad) gemm(l, Phase::backward, name, dt, {k, n, m, batch}, dt);
+        if (a.needs_grad) gemm(l, Phase::backward, name, dt, {m, k, n, batch, GemmLayout::nt}, dt);
+        if (b.needs_grad) gemm(l, Phase::backward, name, dt, {k, n, m, batch, GemmLayout::tn}, dt);
         Value c{a.shape, dt, a.needs_grad || b.needs_grad};
         c.shape.back() = n;
         return c;
@@ -1134,7 +1136,7 @@ private:
             constexpr auto elementwise = KernelKind::elementwise;
             plain(Phase::forward, "aten::mul", elementwise, dt, o, o, "mul");                     // q * sqrt(scale)
             plain(Phase::forward, "aten::mul", elementwise, dt, k_elements, k_elements, "mul");   // k^T * sqrt(scale)
-            gemm(l, Phase::forward, "aten::bmm", dt, {a.seq_q, a.seq_kv, a.head_dim, bh}, dt);
+            gemm(l, Phase::forward, "aten::bmm", dt, {a.seq_q, a.seq_kv, a.head_dim, bh, GemmLayout::nt}, dt);  // Q K^T
             if (a.causal) {
                 plain(Phase::forward, "aten::ones", elementwise, DType::boolean, 0, mask, "add");
                 plain(Phase::forward, "aten::tril", elementwise, DType::boolean, mask, mask, "add");
@@ -1146,13 +1148,13 @@ private:
             plain(Phase::forward, "aten::eq", elementwise, dt, scores, 0, "add").bytes_written = tensor_bytes(scores, DType::boolean);
             plain(Phase::forward, "aten::all", KernelKind::reduction, DType::boolean, scores, rows, "add");
             plain(Phase::forward, "aten::where", elementwise, dt, scores, scores, "add").bytes_read += tensor_bytes(rows, DType::boolean);
-            gemm(l, Phase::forward, "aten::bmm", dt, {a.seq_q, a.head_dim, a.seq_kv, bh}, dt);
-            gemm(l, Phase::backward, "aten::bmm", dt, {a.seq_q, a.seq_kv, a.head_dim, bh}, dt);  // dP = dO V^T
-            gemm(l, Phase::backward, "aten::bmm", dt, {a.seq_kv, a.head_dim, a.seq_q, bh}, dt);  // dV = P^T dO
+            gemm(l, Phase::forward, "aten::bmm", dt, {a.seq_q, a.head_dim, a.seq_kv, bh, GemmLayout::nn}, dt);  // P V
+            gemm(l, Phase::backward, "aten::bmm", dt, {a.seq_q, a.seq_kv, a.head_dim, bh, GemmLayout::nt}, dt);  // dP = dO V^T
+            gemm(l, Phase::backward, "aten::bmm", dt, {a.seq_kv, a.head_dim, a.seq_q, bh, GemmLayout::tn}, dt);  // dV = P^T dO
             // _safe_softmax's derivative formula is softmax's (_softmax_backward_data): no kernel for its guard
             plain(Phase::backward, "aten::_softmax_backward_data", KernelKind::softmax, dt, 2 * scores, scores, "softmax");
-            gemm(l, Phase::backward, "aten::bmm", dt, {a.seq_q, a.head_dim, a.seq_kv, bh}, dt);  // dQ = dS K
-            gemm(l, Phase::backward, "aten::bmm", dt, {a.seq_kv, a.head_dim, a.seq_q, bh}, dt);  // dK = dS^T Q
+            gemm(l, Phase::backward, "aten::bmm", dt, {a.seq_q, a.head_dim, a.seq_kv, bh, GemmLayout::nn}, dt);  // dQ = dS K
+            gemm(l, Phase::backward, "aten::bmm", dt, {a.seq_kv, a.head_dim, a.seq_q, bh, GemmLayout::tn}, dt);  // dK = dS^T Q
             plain(Phase::backward, "aten::mul", elementwise, dt, o, o, "mul");
             plain(Phase::backward, "aten::mul", elementwise, dt, k_elements, k_elements, "mul");
             return;
@@ -1201,8 +1203,8 @@ private:
     /// merged the heads; `tokens` rows of width `e`.
     void mha_out_projection_backward(const Layer& l, DType dt, std::int64_t tokens, std::int64_t e) {
         const double te = static_cast<double>(tokens * e);
-        gemm(l, Phase::backward, "aten::mm", dt, {tokens, e, e, 1}, dt);
-        gemm(l, Phase::backward, "aten::mm", dt, {e, e, tokens, 1}, dt);
+        gemm(l, Phase::backward, "aten::mm", dt, {tokens, e, e, 1, GemmLayout::nn}, dt);  // dX = dY W
+        gemm(l, Phase::backward, "aten::mm", dt, {e, e, tokens, 1, GemmLayout::tn}, dt);  // dW = dY^T X
         column_sum(l, dt, tokens, e);
         kernel(l, Phase::backward, "aten::clone", KernelKind::copy, dt, te, te);
     }
@@ -1212,8 +1214,8 @@ private:
     void mha_in_projection_backward(const Layer& l, DType dt, std::int64_t tokens, std::int64_t e, bool input_grad) {
         const double te = static_cast<double>(tokens * e);
         kernel(l, Phase::backward, "aten::clone", KernelKind::copy, dt, 3 * te, 3 * te);
-        if (input_grad) gemm(l, Phase::backward, "aten::mm", dt, {tokens, e, 3 * e, 1}, dt);
-        gemm(l, Phase::backward, "aten::mm", dt, {3 * e, e, tokens, 1}, dt);
+        if (input_grad) gemm(l, Phase::backward, "aten::mm", dt, {tokens, e, 3 * e, 1, GemmLayout::nn}, dt);
+        gemm(l, Phase::backward, "aten::mm", dt, {3 * e, e, tokens, 1, GemmLayout::tn}, dt);
         column_sum(l, dt, tokens, 3 * e);
     }
 
@@ -1237,13 +1239,13 @@ private:
         if (!bool_attr(l, "need_weights", true)) {
             // need_weights=False: the packed projection, a copy to split heads, SDPA (flash for 16-bit,
             // memory-efficient for float32), a copy to merge heads, the output projection.
-            gemm(l, Phase::forward, "aten::addmm", dt, {b * len, 3 * e, e, 1}, dt);
+            gemm(l, Phase::forward, "aten::addmm", dt, {b * len, 3 * e, e, 1, GemmLayout::nt}, dt);
             kernel(l, Phase::forward, "aten::clone", KernelKind::copy, dt, 3 * te, 3 * te);
             AttentionDims a{b, heads, len, len, d, false,
                             dt == DType::f32 ? AttentionBackend::efficient : AttentionBackend::flash};
             attention_kernels(l, a, dt);
             kernel(l, Phase::forward, "aten::clone", KernelKind::copy, dt, te, te);
-            gemm(l, Phase::forward, "aten::addmm", dt, {b * len, e, e, 1}, dt);
+            gemm(l, Phase::forward, "aten::addmm", dt, {b * len, e, e, 1, GemmLayout::nt}, dt);
             save(s, l.name, ":internals", tensor_bytes(6 * te, dt));
             mha_out_projection_backward(l, dt, b * len, e);
             mha_in_projection_backward(l, dt, b * len, e, x.needs_grad);
@@ -1251,23 +1253,23 @@ private:
             return Value{x.shape, dt, true};
         }
         // forward
-        gemm(l, Phase::forward, "aten::addmm", dt, {b * len, 3 * e, e, 1}, dt);
+        gemm(l, Phase::forward, "aten::addmm", dt, {b * len, 3 * e, e, 1, GemmLayout::nt}, dt);
         kernel(l, Phase::forward, "aten::clone", KernelKind::copy, dt, 3 * te, 3 * te);  // split heads
         kernel(l, Phase::forward, "aten::mul", KernelKind::elementwise, dt, te, te);        // q * scale
-        gemm(l, Phase::forward, "aten::baddbmm", dt, {len, len, d, bh}, dt);
+        gemm(l, Phase::forward, "aten::baddbmm", dt, {len, len, d, bh, GemmLayout::nt}, dt);  // Q K^T
         kernel(l, Phase::forward, "aten::_softmax", KernelKind::softmax, dt, scores, scores);
-        gemm(l, Phase::forward, "aten::bmm", dt, {len, d, len, bh}, dt);
+        gemm(l, Phase::forward, "aten::bmm", dt, {len, d, len, bh, GemmLayout::nn}, dt);      // P V
         kernel(l, Phase::forward, "aten::clone", KernelKind::copy, dt, te, te);            // merge heads
-        gemm(l, Phase::forward, "aten::addmm", dt, {b * len, e, e, 1}, dt);
+        gemm(l, Phase::forward, "aten::addmm", dt, {b * len, e, e, 1, GemmLayout::nt}, dt);
         kernel(l, Phase::forward, "aten::mean", KernelKind::reduction, dt, scores, static_cast<double>(b * len * len));
         save(s, l.name, ":internals", tensor_bytes(4 * te + scores, dt));
         // backward (reverse order)
         mha_out_projection_backward(l, dt, b * len, e);
-        gemm(l, Phase::backward, "aten::bmm", dt, {len, len, d, bh}, dt);
-        gemm(l, Phase::backward, "aten::bmm", dt, {len, d, len, bh}, dt);
+        gemm(l, Phase::backward, "aten::bmm", dt, {len, len, d, bh, GemmLayout::nt}, dt);  // dP = dO V^T
+        gemm(l, Phase::backward, "aten::bmm", dt, {len, d, len, bh, GemmLayout::tn}, dt);  // dV = P^T dO
         kernel(l, Phase::backward, "aten::_softmax_backward_data", KernelKind::softmax, dt, 2 * scores, scores);
-        gemm(l, Phase::backward, "aten::bmm", dt, {len, d, len, bh}, dt);
-        gemm(l, Phase::backward, "aten::bmm", dt, {len, d, len, bh}, dt);
+        gemm(l, Phase::backward, "aten::bmm", dt, {len, d, len, bh, GemmLayout::nn}, dt);  // dQ = dS K
+        gemm(l, Phase::backward, "aten::bmm", dt, {len, d, len, bh, GemmLayout::tn}, dt);  // dK = dS^T Q
         kernel(l, Phase::backward, "aten::mul", KernelKind::elementwise, dt, te, te);
         mha_in_projection_backward(l, dt, b * len, e, x.needs_grad);
         return Value{x.shape, dt, true};

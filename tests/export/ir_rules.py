@@ -135,9 +135,11 @@ def violations(doc):
                 err(f"{p}.norm: groups and group_elements, positive integers")
         if "gemm" in k:
             g = k["gemm"]
-            if set(g) - {"m", "n", "k", "batch"} or not all(_pos_int(g.get(d, 1)) for d in ("m", "n", "k", "batch")) \
+            if set(g) - {"m", "n", "k", "batch", "layout"} or not all(_pos_int(g.get(d, 1)) for d in ("m", "n", "k", "batch")) \
                     or not all(d in g for d in ("m", "n", "k")):
                 err(f"{p}.gemm: m, n, k, batch positive integers")
+            if g.get("layout", "NN") not in ("NN", "NT", "TN", "TT"):
+                err(f"{p}.gemm.layout: NN, NT, TN or TT")
         if "conv" in k:
             c = k["conv"]
             if set(c) - {"pass", "n", "c", "h", "w", "k", "r", "s", "stride", "padding", "dilation", "groups"}:

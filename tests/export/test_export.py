@@ -167,6 +167,11 @@ class MlpAgainstLowering(unittest.TestCase):
             self.assertEqual(g["batch"], 1)
             self.assertEqual(k["flops"], 2 * g["m"] * g["n"] * g["k"])
             self.assertEqual(k["unit"] if "unit" in k else "fp32", "fp32")  # fp32 mode: matmul TF32 off
+        # operand layouts (row-major, A then B; T: a transposed view): y = x W^T reads W transposed,
+        # dX = dY W reads both as stored, dW = dY^T X reads dY transposed
+        layouts = sorted((k["op"], k["gemm"]["m"], k["gemm"]["layout"]) for k in of_kind(doc, "gemm"))
+        self.assertEqual(layouts, sorted([("aten::addmm", B, "NT"), ("aten::addmm", B, "NT"), ("aten::mm", B, "NN"),
+                                          ("aten::mm", C, "TN"), ("aten::mm", H, "TN")]))
         fc1 = [k for k in aten(doc, "addmm") if k["layer"] == "0"][0]
         # bytes: each distinct input once (bias, x, W) plus the output
         self.assertEqual(fc1["bytes_read"], 4 * (H + B * IN + IN * H))
@@ -752,7 +757,10 @@ class ZFormat(unittest.TestCase):
         broken["kernels"][1]["kind"] = "warp"
         broken["kernels"][2]["typo"] = 1
         broken["kernels"].append({"op": "aten::x", "kind": "unknown", "phase": "forward", "layer": ""})
+        gemm = next(k for k in broken["kernels"] if "gemm" in k)
+        gemm["gemm"]["layout"] = "NX"
         found = ir_rules.violations(broken)
+        self.assertTrue(any("layout" in v for v in found))
         self.assertTrue(any("kind" in v for v in found))
         self.assertTrue(any("typo" in v for v in found))
         self.assertTrue(any("flag" in v for v in found))

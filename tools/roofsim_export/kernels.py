@@ -25,6 +25,34 @@ from .precision import Precision, dtype_key, element_size
 # ---------------------------------------------------------------------------------------------
 # op tables (overload packet names; in-place variants map through their base name)
 
+def stored_transposed(t) -> bool | None:
+    """Whether a matrix operand (its last two dimensions) is a transposed view: its rows are not
+    contiguous but its columns are (a weight's .t(), a gradient's .t()). None where neither is
+    (PyTorch copies such an operand before the call) or the strides cannot be read."""
+    try:
+        if t is None or t.dim() < 2:
+            return None
+        rows, cols = int(t.shape[-2]), int(t.shape[-1])
+        row_stride, col_stride = int(t.stride(-2)), int(t.stride(-1))
+    except Exception:
+        return None
+    if col_stride == 1 or cols == 1:
+        return False
+    if row_stride == 1 or rows == 1:
+        return True
+    return None
+
+
+def gemm_layout(a, b) -> str | None:
+    """The GEMM's operand layout in row-major terms, "NN", "NT", "TN" or "TT": for A then B, N where
+    the operand is stored as used, T where it is a transposed view (docs/ir-format.md). Hopper's
+    TF32 tensor cores read only K-major operands, so the layout moves a TF32 GEMM's time."""
+    ta, tb = stored_transposed(a), stored_transposed(b)
+    if ta is None or tb is None:
+        return None
+    return ("T" if ta else "N") + ("T" if tb else "N")
+
+
 GEMM_OPS = {"mm", "addmm", "bmm", "baddbmm", "addbmm", "mv", "addmv", "dot", "vdot", "_addmm_activation",
             "linear", "matmul", "_scaled_mm", "_int_mm"}
 
@@ -604,6 +632,10 @@ class Mapper:
         unit = self.precision.gemm_unit(op_dtype)
         flops = 2 * m * n * k * batch
         shape = {"gemm": {"m": m, "n": n, "k": k, "batch": batch}} if min(m, n, k, batch) > 0 else {}
+        if shape and base in ("mm", "addmm", "_addmm_activation", "bmm", "baddbmm", "addbmm"):
+            layout = gemm_layout(a, b)
+            if layout:
+                shape["gemm"]["layout"] = layout
         return [self.kernel(name, "gemm", op_dtype, sum_bytes(inputs), sum_bytes(outputs, out_bytes), flops, unit,
                             **shape)]
 

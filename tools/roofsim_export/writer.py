@@ -140,9 +140,11 @@ def problems(doc: dict) -> list[str]:
                 bad(f"{p}.norm", "expected positive integers groups and group_elements")
         if "gemm" in k:
             g = k["gemm"]
-            if set(g) - {"m", "n", "k", "batch"} or not all(isinstance(g.get(d, 1), int) and g.get(d, 1) > 0
-                                                             for d in ("m", "n", "k", "batch")):
-                bad(f"{p}.gemm", "expected positive integers m, n, k (batch)")
+            if set(g) - {"m", "n", "k", "batch", "layout"} or not all(isinstance(g.get(d, 1), int) and g.get(d, 1) > 0
+                                                                       for d in ("m", "n", "k", "batch")):
+                bad(f"{p}.gemm", "expected positive integers m, n, k (batch), and a layout")
+            elif "layout" in g and g["layout"] not in ("NN", "NT", "TN", "TT"):
+                bad(f"{p}.gemm.layout", "expected NN, NT, TN or TT")
         if "conv" in k:
             c = k["conv"]
             if c.get("pass") not in ("forward", "backward-data", "backward-filter"):
