@@ -559,6 +559,12 @@ public:
         return BytesPerSecond(slot.bandwidth);
     }
 
+    /// The DRAM ceiling (ctx.ceilings.rate(MemoryLevel::dram)), looked up once.
+    [[nodiscard]] BytesPerSecond dram() {
+        if (!dram_) dram_ = ctx_.ceilings.rate(MemoryLevel::dram);
+        return *dram_;
+    }
+
 private:
     struct Slot {
         bool filled = false, read_mostly = false;
@@ -566,6 +572,7 @@ private:
     };
     const CostContext& ctx_;
     std::array<Slot, 64> slots_{};  ///< by a hash of the working set; a collision recomputes
+    std::optional<BytesPerSecond> dram_;
 };
 
 /// The costs of GEMMs and convolutions already costed in one prediction, by unit, shape and bytes (a
@@ -610,7 +617,7 @@ private:
     const auto& curve = read_mostly ? ctx.read_curve : ctx.copy_curve;
     const std::optional<BytesPerSecond> measured =
         memo ? memo->bandwidth(read_mostly, k.bytes()) : detail::curve_bandwidth(curve, k.bytes());
-    const BytesPerSecond bw = measured.value_or(ctx.ceilings.rate(MemoryLevel::dram));
+    const BytesPerSecond bw = measured.value_or(memo ? memo->dram() : ctx.ceilings.rate(MemoryLevel::dram));
     KernelCost c{k.bytes() / bw, Bound::dram};
     if (k.flops.value() > 0 && k.unit != ComputeUnit::fp32) c.time = max(c.time, k.flops / ctx.ceilings.rate(k.unit));
     return c;
@@ -736,20 +743,28 @@ template <class Map, class Key>
 namespace detail {
 
 /// The log-log interpolation of (x, factor) points at x: between the two that bracket it, the end
-/// point's beyond them. `points` not empty.
-[[nodiscard]] inline double interpolate_log_log(std::vector<std::pair<double, double>> points, double x) {
-    std::sort(points.begin(), points.end());
-    if (x <= points.front().first) return points.front().second;
-    for (std::size_t i = 1; i < points.size(); ++i) {
-        if (x <= points[i].first) {
-            const auto [x0, f0] = points[i - 1];
-            const auto [x1, f1] = points[i];
-            if (x1 == x0) return f0;
-            const double t = std::log(x / x0) / std::log(x1 / x0);
-            return std::exp(std::log(f0) * (1 - t) + std::log(f1) * t);
-        }
-    }
-    return points.back().second;
+/// point's beyond them. `for_each_point(visit)` calls visit(x, factor) for each point (at least one).
+/// Where points share an x, each end takes the one the points sorted by (x, factor) would put there,
+/// found in one pass without sorting (no allocation).
+template <class ForEachPoint>
+[[nodiscard]] double interpolate_log_log(ForEachPoint&& for_each_point, double x) {
+    using Point = std::pair<double, double>;
+    // the first and last of the sorted points, the last below x and the first at or above it
+    std::optional<Point> first, last, below, above;
+    for_each_point([&](double point_x, double factor) {
+        const Point p{point_x, factor};
+        if (!first || p < *first) first = p;
+        if (!last || *last < p) last = p;
+        if (point_x < x && (!below || *below < p)) below = p;
+        if (point_x >= x && (!above || p < *above)) above = p;
+    });
+    if (x <= first->first) return first->second;
+    if (!above) return last->second;
+    const auto [x0, f0] = *below;  // x0 < x <= x1
+    const auto [x1, f1] = *above;
+    if (x1 == x0) return f0;
+    const double t = std::log(x / x0) / std::log(x1 / x0);
+    return std::exp(std::log(f0) * (1 - t) + std::log(f1) * t);
 }
 
 }  // namespace detail
@@ -795,9 +810,10 @@ namespace detail {
         };
         keep_matching(of_backend, [&](const AttentionDims& p) { return p.causal == a->causal; });
         keep_matching(of_backend, [&](const AttentionDims& p) { return (p.dropout > 0) == (a->dropout > 0); });
-        std::vector<std::pair<double, double>> by_length;
-        for (const auto* p : of_backend) by_length.emplace_back(static_cast<double>(p->attention->seq_kv), p->factor);
-        return detail::interpolate_log_log(std::move(by_length), static_cast<double>(a->seq_kv));
+        const auto by_length = [&of_backend](auto&& visit) {
+            for (const auto* p : of_backend) visit(static_cast<double>(p->attention->seq_kv), p->factor);
+        };
+        return detail::interpolate_log_log(by_length, static_cast<double>(a->seq_kv));
     }
     const auto* norm = std::get_if<NormDims>(&k.dims);
     if (const double size = factor_size(k); !norm && points.size() > 1 && size > 0) {
@@ -827,11 +843,12 @@ namespace detail {
         }
     }
     if (!nearest) return points.front().factor;
-    std::vector<std::pair<double, double>> by_length;  // the nearest group count's points
-    for (const auto& p : points) {
-        if (p.norm && p.norm->groups == nearest->norm->groups) by_length.emplace_back(static_cast<double>(p.norm->group_elements), p.factor);
-    }
-    return detail::interpolate_log_log(std::move(by_length), length);
+    const auto nearest_groups = [&points, nearest](auto&& visit) {  // the nearest group count's points, by length
+        for (const auto& p : points) {
+            if (p.norm && p.norm->groups == nearest->norm->groups) visit(static_cast<double>(p.norm->group_elements), p.factor);
+        }
+    };
+    return detail::interpolate_log_log(nearest_groups, length);
 }
 
 /// op_factor_at, but a column sum (a bias gradient) among points that carry their measured seconds
@@ -845,19 +862,24 @@ namespace detail {
 [[nodiscard]] inline double op_factor_at(const std::vector<OpFactorPoint>& points, const Kernel& k, const CostContext& ctx) {
     const auto* shape = std::get_if<NormDims>(&k.dims);
     if (!shape || !is_column_sum(k) || k.bytes().value() <= 0) return op_factor_at(points, k);
-    std::map<std::int64_t, std::vector<std::pair<double, double>>> by_columns;  // columns -> (rows, s/B)
-    for (const auto& p : points) {
-        if (p.norm && p.seconds_per_byte > 0) {
-            by_columns[p.norm->groups].emplace_back(static_cast<double>(p.norm->group_elements), p.seconds_per_byte);
+    const auto timed = [](const OpFactorPoint& p) { return p.norm && p.seconds_per_byte > 0; };
+    if (std::none_of(points.begin(), points.end(), timed)) return op_factor_at(points, k);
+    // at each timed column count, the seconds per byte at the kernel's rows (the points of that count, by rows)
+    const auto at_rows = [&](auto&& visit) {
+        for (auto p = points.begin(); p != points.end(); ++p) {
+            const bool first_of_its_columns = timed(*p) && std::none_of(points.begin(), p, [&](const OpFactorPoint& q) {
+                return timed(q) && q.norm->groups == p->norm->groups;
+            });
+            if (!first_of_its_columns) continue;
+            const auto along_rows = [&](auto&& visit_row) {
+                for (const auto& q : points) {
+                    if (timed(q) && q.norm->groups == p->norm->groups) visit_row(static_cast<double>(q.norm->group_elements), q.seconds_per_byte);
+                }
+            };
+            visit(static_cast<double>(p->norm->groups), detail::interpolate_log_log(along_rows, static_cast<double>(shape->group_elements)));
         }
-    }
-    if (by_columns.empty()) return op_factor_at(points, k);
-    std::vector<std::pair<double, double>> at_rows;  // (columns, s/B at the kernel's rows)
-    for (auto& [columns, along_rows] : by_columns) {
-        at_rows.emplace_back(static_cast<double>(columns),
-                             detail::interpolate_log_log(std::move(along_rows), static_cast<double>(shape->group_elements)));
-    }
-    const double seconds_per_byte = detail::interpolate_log_log(std::move(at_rows), static_cast<double>(shape->groups));
+    };
+    const double seconds_per_byte = detail::interpolate_log_log(at_rows, static_cast<double>(shape->groups));
     const Seconds modelled = streaming_cost(k, ctx, true, nullptr).time;
     return modelled.value() > 0 ? k.bytes().value() * seconds_per_byte / modelled.value() : 1.0;
 }

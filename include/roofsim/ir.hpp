@@ -245,26 +245,28 @@ struct NormDims {
     std::int64_t groups = 0, group_elements = 0;
 };
 
-/// One GPU kernel (or one host-only dispatch) of a training step.
+/// One GPU kernel (or one host-only dispatch) of a training step. The fields every kernel's cost
+/// reads come first (its kind, phase, dtype, unit, flags and work: one cache line), then its names
+/// and shapes; the layer and the flag, which no cost reads, last.
 struct Kernel {
-    Name op;                                 ///< the operator that issues it ("aten::addmm", "linear.forward")
     KernelKind kind = KernelKind::unknown;
     Phase phase = Phase::forward;
-    Name layer;                              ///< owning layer / module path ("layer1.0.conv1")
     DType dtype = DType::f32;                ///< storage type of its main operands
     ComputeUnit unit = ComputeUnit::fp32;    ///< the compute ceiling its arithmetic runs on
-    Flops flops{0};                          ///< arithmetic work (FMA = 2)
-    Bytes bytes_read{0};                     ///< least DRAM bytes read (each operand once)
-    Bytes bytes_written{0};                  ///< least DRAM bytes written
-    std::variant<std::monostate, GemmDims, ConvDims, AttentionDims, NormDims> dims;  ///< shapes for shape-aware costs
     bool backward_pass = false;              ///< attention: the backward kernel of the pair
     bool host_dispatch = true;               ///< launched by its own host dispatch (costed per kernel)
     bool host_sync = false;                  ///< host-only: the host waits here until the GPU has drained (.item())
     bool mixed_dtypes = false;               ///< elementwise: floating operands of different dtypes (bfloat16 + float32)
     bool strided = false;                    ///< elementwise: an operand strided or broadcast (PyTorch's offset-computing loop)
-    Name host_op;                            ///< host-only markers: the framework op whose dispatch it stands for
-    Name source_op;                          ///< the graph op that lowered to it ("maxpool2d"), for per-op efficiency
+    Flops flops{0};                          ///< arithmetic work (FMA = 2)
+    Bytes bytes_read{0};                     ///< least DRAM bytes read (each operand once)
+    Bytes bytes_written{0};                  ///< least DRAM bytes written
     Seconds python_time{0};                  ///< host-only: the model's own Python code run here, as timed where the IR was exported
+    Name op;                                 ///< the operator that issues it ("aten::addmm", "linear.forward")
+    Name source_op;                          ///< the graph op that lowered to it ("maxpool2d"), for per-op efficiency
+    Name host_op;                            ///< host-only markers: the framework op whose dispatch it stands for
+    std::variant<std::monostate, GemmDims, ConvDims, AttentionDims, NormDims> dims;  ///< shapes for shape-aware costs
+    Name layer;                              ///< owning layer / module path ("layer1.0.conv1")
     std::string flag;                        ///< why the kernel is flagged (unknown op), empty otherwise
 
     [[nodiscard]] Bytes bytes() const { return bytes_read + bytes_written; }

@@ -356,7 +356,9 @@ public:
         for (std::size_t i = graph_.layers.size(); i-- > 0;) {
             const auto begin = backward_.begin() + static_cast<std::ptrdiff_t>(backward_begin_[i]);
             const auto end = backward_.begin() + static_cast<std::ptrdiff_t>(backward_begin_[i + 1]);
-            kernels.insert(kernels.end(), std::make_move_iterator(begin), std::make_move_iterator(end));
+            // copied, not moved: a copy leaves backward_ (freed with the lowerer) as it is, where a move
+            // would write each of its emptied names back
+            kernels.insert(kernels.end(), begin, end);
             rows_.of_kernel.resize(kernels.size(), static_cast<std::uint32_t>(i));
         }
         // The optimizer's kernels go to a row of their own, or to the layer that has its name.
@@ -541,7 +543,8 @@ private:
     /// The host-side dispatch of a layer (module call, autograd node): no GPU work, the host cost
     /// of the layer's op as the framework profile measured it.
     static void marker(Kernel& k, std::string_view layer, std::string_view op, Phase phase) {
-        k.op = joined_name("dispatch ", op);
+        k.op = "dispatch ";
+        k.op += op;
         k.kind = KernelKind::host_only;
         k.phase = phase;
         k.layer = layer;

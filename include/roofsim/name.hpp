@@ -33,16 +33,15 @@ public:
     Name(const std::string& s) : Name(std::string_view(s)) {}
 
     /// A copy of `other` (its own heap copy, for a long name).
-    Name(const Name& other) : chars_(other.chars_), size_(other.size_) {
+    Name(const Name& other) : bytes_(other.bytes_) {
         if (other.on_heap()) assign(other.view());
     }
     /// Takes `other`'s characters; `other` is left empty.
-    Name(Name&& other) noexcept : chars_(other.chars_), size_(other.size_) { other.size_ = 0; }
+    Name(Name&& other) noexcept : bytes_(other.bytes_) { other.set_size(0); }
     /// Copies `other`'s characters.
     Name& operator=(const Name& other) {
         if (!on_heap() && !other.on_heap()) {
-            chars_ = other.chars_;
-            size_ = other.size_;
+            bytes_ = other.bytes_;
             return *this;
         }
         return *this = Name(other);
@@ -51,9 +50,8 @@ public:
     Name& operator=(Name&& other) noexcept {
         if (this != &other) {
             release();
-            chars_ = other.chars_;
-            size_ = other.size_;
-            other.size_ = 0;
+            bytes_ = other.bytes_;
+            other.set_size(0);
         }
         return *this;
     }
@@ -64,8 +62,8 @@ public:
     Name& operator=(const String& s) {
         const std::string_view chars(s);
         if (on_heap() || chars.size() > in_place) return *this = Name(chars);  // copies first: `chars` may be ours
-        if (!chars.empty()) std::memmove(chars_.data(), chars.data(), chars.size());  // may be a view of this name
-        size_ = static_cast<std::uint8_t>(chars.size());
+        copy_short(bytes_.data(), chars.data(), chars.size());  // may be a view of this name
+        set_size(chars.size());
         return *this;
     }
     ~Name() { release(); }
@@ -76,8 +74,8 @@ public:
         const std::size_t old_size = size(), new_size = old_size + s.size();
         // In place before and after: `s`, even a view of this name, does not overlap where it goes.
         if (new_size <= in_place) {
-            std::memcpy(chars_.data() + old_size, s.data(), s.size());
-            size_ = static_cast<std::uint8_t>(new_size);
+            copy_short(bytes_.data() + old_size, s.data(), s.size());
+            set_size(new_size);
             return *this;
         }
         Name joined;
@@ -89,7 +87,7 @@ public:
 
     /// The characters.
     [[nodiscard]] std::string_view view() const noexcept {
-        return on_heap() ? std::string_view(heap_chars(), heap_size()) : std::string_view(chars_.data(), size_);
+        return on_heap() ? std::string_view(heap_chars(), heap_size()) : std::string_view(bytes_.data(), size_byte());
     }
     /// The characters, wherever a std::string_view is taken.
     operator std::string_view() const noexcept { return view(); }
@@ -103,7 +101,7 @@ public:
     /// The number of characters.
     [[nodiscard]] std::size_t size() const noexcept { return view().size(); }
     /// Whether it has no characters (a name on the heap has many).
-    [[nodiscard]] bool empty() const noexcept { return size_ == 0; }
+    [[nodiscard]] bool empty() const noexcept { return size_byte() == 0; }
     /// The characters, as a range.
     [[nodiscard]] const char* begin() const noexcept { return data(); }
     /// The end of the characters.
@@ -125,31 +123,76 @@ public:
     friend std::ostream& operator<<(std::ostream& out, const Name& n) { return out << n.view(); }
 
 private:
-    static constexpr std::uint8_t heap = 0xff;  ///< size_ of a name on the heap
+    static constexpr std::uint8_t heap = 0xff;  ///< the size byte of a name on the heap
     static_assert(in_place < heap && in_place >= sizeof(char*) + sizeof(std::size_t));
 
-    /// In place: the characters. On the heap: the address and the length of the heap copy, stored
-    /// bytewise.
-    std::array<char, in_place> chars_{};
-    std::uint8_t size_ = 0;  ///< the length in place, or `heap`
+    /// In place: the characters, then (last) their count. On the heap: the address and the length of
+    /// the heap copy, stored bytewise, and `heap` last. One array, so that a copy is a few wide moves.
+    std::array<char, in_place + 1> bytes_{};
 
-    [[nodiscard]] bool on_heap() const noexcept { return size_ == heap; }
+    [[nodiscard]] std::uint8_t size_byte() const noexcept { return static_cast<std::uint8_t>(bytes_[in_place]); }
+    void set_size(std::size_t size) noexcept { bytes_[in_place] = static_cast<char>(static_cast<std::uint8_t>(size)); }
+    [[nodiscard]] bool on_heap() const noexcept { return size_byte() == heap; }
     [[nodiscard]] char* heap_chars() const noexcept {
         char* chars = nullptr;
-        std::memcpy(&chars, chars_.data(), sizeof chars);
+        std::memcpy(&chars, bytes_.data(), sizeof chars);
         return chars;
     }
     [[nodiscard]] std::size_t heap_size() const noexcept {
         std::size_t size = 0;
-        std::memcpy(&size, chars_.data() + sizeof(char*), sizeof size);
+        std::memcpy(&size, bytes_.data() + sizeof(char*), sizeof size);
         return size;
+    }
+
+    /// Copies `n` characters (at most in_place) from `from` to `to`, which may overlap, without a call
+    /// to memmove: words of 8 (or 4) characters from the start and from the end, overlapping where n is
+    /// not a multiple, all loaded before any is stored.
+    static void copy_short(char* to, const char* from, std::size_t n) noexcept {
+        const auto load = [](auto& word, const char* at) { std::memcpy(&word, at, sizeof word); };
+        const auto store = [](char* at, const auto& word) { std::memcpy(at, &word, sizeof word); };
+        if (n >= 16) {  // [0, 16), [16, 32) where longer than 32, and [n - 16, n)
+            std::array<std::uint64_t, 6> words{};
+            load(words[0], from);
+            load(words[1], from + 8);
+            if (n > 32) {
+                load(words[2], from + 16);
+                load(words[3], from + 24);
+            }
+            load(words[4], from + n - 16);
+            load(words[5], from + n - 8);
+            store(to, words[0]);
+            store(to + 8, words[1]);
+            if (n > 32) {
+                store(to + 16, words[2]);
+                store(to + 24, words[3]);
+            }
+            store(to + n - 16, words[4]);
+            store(to + n - 8, words[5]);
+        } else if (n >= 8) {
+            std::uint64_t head = 0, tail = 0;
+            load(head, from);
+            load(tail, from + n - 8);
+            store(to, head);
+            store(to + n - 8, tail);
+        } else if (n >= 4) {
+            std::uint32_t head = 0, tail = 0;
+            load(head, from);
+            load(tail, from + n - 4);
+            store(to, head);
+            store(to + n - 4, tail);
+        } else if (n > 0) {
+            const char first = from[0], middle = from[n / 2], last = from[n - 1];
+            to[0] = first;
+            to[n / 2] = middle;
+            to[n - 1] = last;
+        }
     }
 
     /// Takes a copy of `s`, over whatever the name held (a name being constructed).
     void assign(std::string_view s) {
         if (s.size() <= in_place) {
-            if (!s.empty()) std::memcpy(chars_.data(), s.data(), s.size());
-            size_ = static_cast<std::uint8_t>(s.size());
+            copy_short(bytes_.data(), s.data(), s.size());
+            set_size(s.size());
             return;
         }
         std::memcpy(allocate(s.size()), s.data(), s.size());
@@ -159,16 +202,16 @@ private:
     /// caller writes them.
     [[nodiscard]] char* allocate(std::size_t size) {
         char* const chars = new char[size];
-        std::memcpy(chars_.data(), &chars, sizeof chars);
-        std::memcpy(chars_.data() + sizeof chars, &size, sizeof size);
-        size_ = heap;
+        std::memcpy(bytes_.data(), &chars, sizeof chars);
+        std::memcpy(bytes_.data() + sizeof chars, &size, sizeof size);
+        set_size(heap);
         return chars;
     }
 
     /// Frees a heap copy; the name is then empty.
     void release() noexcept {
         if (on_heap()) delete[] heap_chars();
-        size_ = 0;
+        set_size(0);
     }
 };
 
