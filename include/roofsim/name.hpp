@@ -147,6 +147,17 @@ private:
     /// Copies `n` characters (at most in_place) from `from` to `to`, which may overlap, without a call
     /// to memmove: words of 8 (or 4) characters from the start and from the end, overlapping where n is
     /// not a multiple, all loaded before any is stored.
+    /// Copies n bytes, sizeof(Word) <= n <= 2 sizeof(Word), as two words that may overlap: the first
+    /// and the last sizeof(Word), both loaded before either is stored.
+    template <class Word>
+    static void copy_head_tail(char* to, const char* from, std::size_t n) noexcept {
+        Word head = 0, tail = 0;
+        std::memcpy(&head, from, sizeof head);
+        std::memcpy(&tail, from + n - sizeof tail, sizeof tail);
+        std::memcpy(to, &head, sizeof head);
+        std::memcpy(to + n - sizeof tail, &tail, sizeof tail);
+    }
+
     static void copy_short(char* to, const char* from, std::size_t n) noexcept {
         const auto load = [](auto& word, const char* at) { std::memcpy(&word, at, sizeof word); };
         const auto store = [](char* at, const auto& word) { std::memcpy(at, &word, sizeof word); };
@@ -169,17 +180,9 @@ private:
             store(to + n - 16, words[4]);
             store(to + n - 8, words[5]);
         } else if (n >= 8) {
-            std::uint64_t head = 0, tail = 0;
-            load(head, from);
-            load(tail, from + n - 8);
-            store(to, head);
-            store(to + n - 8, tail);
+            copy_head_tail<std::uint64_t>(to, from, n);
         } else if (n >= 4) {
-            std::uint32_t head = 0, tail = 0;
-            load(head, from);
-            load(tail, from + n - 4);
-            store(to, head);
-            store(to + n - 4, tail);
+            copy_head_tail<std::uint32_t>(to, from, n);
         } else if (n > 0) {
             const char first = from[0], middle = from[n / 2], last = from[n - 1];
             to[0] = first;
