@@ -86,6 +86,11 @@ tools/validate/measure_pytorch.py, by contrast, only checks predictions.  Figure
       optimizer.step() on many tiny parameters at two counts: the slope is seconds per
       parameter, the intercept seconds per step; _large is one step over 4 parameters of 4M
       elements each (bandwidth-bound, for contrast).  SGD has momentum 0.9; AdamW is default.
+  zero_grad_per_param, zero_grad_per_step (and _cold_; zero_grad_small_cold_, zero_grad_large_cold_)
+      optimizer.zero_grad(set_to_none=True) over 64 and 512 parameters holding gradients: slope
+      and intercept, as for optimizer.step(). It launches nothing: each gradient is dropped and the
+      caching allocator takes its block back. Gradients of 256 and 1 Mi elements alternately (the
+      figures roofsim reads, _cold: the CPU's caches flushed before each call), and each size alone.
   gpu_kernel_gap
       The GPU's own time between two back-to-back kernels of a stream (the next one's launch on the
       GPU): CUDA events around 200 adds of 16 M bfloat16 elements (GPU-bound) per kernel, less
@@ -1423,6 +1428,61 @@ def optimizer_probes(p: Probe, n1: int, n2: int, small_numel: int, large_numel: 
                 p.skip(f"{base}_large", first_line(exc))
 
 
+
+def zero_grad_probes(p: Probe, n1: int, n2: int, small_numel: int, large_numel: int) -> None:
+    """optimizer.zero_grad(set_to_none=True), as a training step calls it before its forward: over n1
+    and n2 fp32 parameters whose gradients are fresh blocks of the caching allocator (as backward()
+    leaves them), set outside the timed region. zero_grad launches nothing: it drops each gradient,
+    and the allocator takes its block back. Gradient sizes: alternately small_numel and large_numel
+    elements (the figure roofsim reads: a model's parameters mix small biases and norms with large
+    weights), and each size alone, on either side of the allocator's 1 MiB small-block limit."""
+    dev = p.device
+    mixed = [small_numel if i % 2 == 0 else large_numel for i in range(n2)]
+    sets = (("zero_grad", mixed, (False, True)),
+            ("zero_grad_small", [small_numel] * n2, (True,)),
+            ("zero_grad_large", [large_numel] * n2, (True,)))
+    for base, numels, colds in sets:
+        params = [torch.zeros(n, device=dev, requires_grad=True) for n in numels]
+        opt1 = torch.optim.SGD(params[:n1], lr=0.01, foreach=True)
+        opt2 = torch.optim.SGD(params, lr=0.01, foreach=True)
+        shape = {"param_counts": [n1, n2], "param_numels": sorted(set(numels)),
+                 "param_numel_order": "alternating" if len(set(numels)) > 1 else "one size"}
+
+        def zero_grad_time(opt, cold: bool) -> float:
+            group = opt.param_groups[0]["params"]
+            for q in group:
+                q.grad = torch.empty_like(q)
+            p.sync()
+            if cold:
+                flush_cpu_caches()
+            t0 = time.perf_counter()
+            opt.zero_grad(set_to_none=True)
+            return time.perf_counter() - t0
+
+        for opt in (opt1, opt2):  # warm-up: the allocator holds every gradient's block from here on
+            zero_grad_time(opt, False)
+        for cold in colds:
+            key = f"{base}_cold" if cold else base
+            intercepts: list[float] = []
+
+            def measure(cold=cold, intercepts=intercepts):
+                t1, t2 = zero_grad_time(opt1, cold), zero_grad_time(opt2, cold)
+                slope = (t2 - t1) / (n2 - n1)
+                intercepts.append(t1 - slope * n1)
+                return slope
+
+            slopes = p.repeat(measure)
+            how = ("the CPU's caches flushed (a 64 MiB copy) before each call" if cold
+                   else "the gradients set just before each call")
+            p.record(f"{key}_per_param", slopes,
+                     f"optimizer.zero_grad(set_to_none=True) on {n1} and {n2} fp32 parameters holding gradients "
+                     f"of {' and '.join(str(n) for n in shape['param_numels'])} elements, {how}; "
+                     f"(T({n2}) - T({n1})) / {n2 - n1}; host clock around the call", params=shape)
+            p.record(f"{key}_per_step", intercepts[-len(slopes):],
+                     f"intercept of the same fit: T({n1}) - slope * {n1}", params=shape)
+        del opt1, opt2, params
+
+
 # ----------------------------------------------------------------------------- (d) sync, events
 
 def python_reference_work(n: int = 1000) -> int:
@@ -1608,6 +1668,7 @@ def main(argv=None) -> int:
                 "optimizer_param_counts": [8, 32] if smoke else [64, 512],
                 "optimizer_small_param_numel": 256,
                 "optimizer_large_param_numel": 4096 if smoke else 4 * 1024 * 1024,
+                "zero_grad_large_param_numel": 1024 if smoke else 1024 * 1024,
                 "sync_calls_per_measurement": 50 if smoke else 1000, "smoke": smoke,
                 "layer_samples": 5 if smoke else 41, "op_timing_calls": 2 if smoke else 10,
                 "split_samples": 3 if smoke else 21, "steady_batches": 3 if smoke else 11,
@@ -1628,6 +1689,9 @@ def main(argv=None) -> int:
         ("optimizers", lambda: optimizer_probes(p, *settings["optimizer_param_counts"],
                                                 settings["optimizer_small_param_numel"],
                                                 settings["optimizer_large_param_numel"])),
+        ("zero_grad", lambda: zero_grad_probes(p, *settings["optimizer_param_counts"],
+                                               settings["optimizer_small_param_numel"],
+                                               settings["zero_grad_large_param_numel"])),
         ("synchronize and events", lambda: sync_probes(p, settings["sync_calls_per_measurement"])),
         )
 

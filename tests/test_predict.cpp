@@ -77,7 +77,7 @@ TEST_CASE("the simulated step is bounded by GPU work and host issue", "[predict]
     CHECK(p.step_time >= p.gpu_time);
     CHECK(p.step_time >= p.host_time);
     CHECK(p.step_time.value() <= (p.gpu_time + p.host_time).value() * 1.000001);
-    CHECK((p.forward_time + p.backward_time + p.optimizer_time).value() == Catch::Approx(p.step_time.value()));
+    CHECK((p.zero_grad_time + p.forward_time + p.backward_time + p.optimizer_time).value() == Catch::Approx(p.step_time.value()));
     double layer_gpu = 0;
     for (const auto& l : p.layers) layer_gpu += (l.forward_gpu + l.backward_gpu).value();
     CHECK(layer_gpu == Catch::Approx(p.gpu_time.value()));
@@ -923,6 +923,50 @@ TEST_CASE("optimizer.step() costs the figures of the optimizer as it runs, measu
     OptimizerOptions fused = sgd;
     fused.fused = true;
     CHECK(step(fused) == 0);  // no fused figures measured: no host cost known
+}
+
+TEST_CASE("optimizer.zero_grad() is charged on the host before a step's first kernel, and in no phase timed alone", "[predict][sim]") {
+    const CostContext ctx = make_cost_context(gpu_or_throw("h200-sxm"), find_builtin_calibration("h200-sxm"));
+    FrameworkProfile f = h200_test_framework({{"layer_forward_add", 5e-6}, {"layer_backward_add", 5e-6},
+                                              {"optimizer_sgd_foreach_per_step", 100e-6}, {"optimizer_sgd_foreach_per_param", 2e-6}});
+    const Graph g = *zoo::model("resnet50");
+    PredictOptions o;
+    o.lowering.batch = 8;
+    o.lowering.precision = PrecisionMode::fp32;
+    o.lowering.optimizer.kind = OptimizerKind::sgd;
+    o.lowering.optimizer.weight_decay = false;
+    o.framework = &f;
+    o.standalone_phases = true;
+    const Prediction without = predict(g, ctx, o);
+    CHECK(without.zero_grad_time.value() == 0);  // a profile without the figures charges nothing
+    REQUIRE(without.standalone.has_value());
+
+    set_figure(f, "zero_grad_per_step", 40e-6);
+    set_figure(f, "zero_grad_per_param", 3e-6);
+    const Prediction with = predict(g, ctx, o);
+    const double tensors = static_cast<double>(lower(g, o.lowering).parameter_tensors.size());
+    REQUIRE(tensors > 0);
+    const double zero_grad = 40e-6 + tensors * 3e-6;
+    CHECK(with.zero_grad_time.value() == Catch::Approx(zero_grad));
+    // every kernel waits for it: the whole step moves by it, host time grows by it, the phases do not
+    CHECK(with.step_time.value() == Catch::Approx(without.step_time.value() + zero_grad));
+    CHECK(with.host_time.value() == Catch::Approx(without.host_time.value() + zero_grad));
+    CHECK(with.forward_time.value() == Catch::Approx(without.forward_time.value()));
+    CHECK(with.timeline.kernels.front().issued.value() == Catch::Approx(without.timeline.kernels.front().issued.value() + zero_grad));
+    // the validation times each phase alone after a zero_grad outside its clock
+    REQUIRE(with.standalone.has_value());
+    CHECK(with.standalone->forward.value() == without.standalone->forward.value());
+    CHECK(with.standalone->forward_backward.value() == without.standalone->forward_backward.value());
+    CHECK(with.standalone->optimizer.value() == without.standalone->optimizer.value());
+    CHECK(to_json(with).at("zero_grad_seconds").get<double>() == Catch::Approx(zero_grad));
+
+    // no optimizer: no zero_grad()
+    o.lowering.optimizer.kind = OptimizerKind::none;
+    CHECK(predict(g, ctx, o).zero_grad_time.value() == 0);
+    // a slower host: scaled with every other host figure
+    o.lowering.optimizer.kind = OptimizerKind::sgd;
+    o.host_time_scale = 2;
+    CHECK(predict(g, ctx, o).zero_grad_time.value() == Catch::Approx(2 * zero_grad));
 }
 
 TEST_CASE("host costs scale as a whole, and the profile names the host speed they were measured at", "[predict][sim]") {

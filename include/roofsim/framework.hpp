@@ -371,6 +371,21 @@ inline void calibrate_op_factors(CostContext& ctx, const FrameworkProfile& f) {
     return Seconds(0);
 }
 
+/// Host time of optimizer.zero_grad(set_to_none=True) over `parameter_tensors` tensors, as a training
+/// step calls it before its forward: per_step + tensors x per_param (the probe's fit over 64 and 512
+/// parameters holding gradients of 256 and 1 Mi elements alternately; it launches nothing: each
+/// gradient is dropped and the caching allocator takes its block back), with the CPU's caches as the
+/// previous step's optimizer.step() leaves them (the back-to-back figures). Zero without an optimizer,
+/// or from a profile without the figures (before the eightieth run of 2026-12-02).
+[[nodiscard]] inline Seconds zero_grad_host_seconds(const FrameworkProfile& f, const OptimizerOptions& optimizer,
+                                                    std::size_t parameter_tensors) {
+    if (optimizer.kind == OptimizerKind::none) return Seconds(0);
+    const auto per_step = f.seconds("zero_grad_per_step");
+    const auto per_param = f.seconds("zero_grad_per_param");
+    if (!per_step || !per_param) return Seconds(0);
+    return max(Seconds(0), *per_step + static_cast<double>(parameter_tensors) * *per_param);
+}
+
 /// The precision class a convolution's host path differs by in `mode` (the conv_host figures' "mode"):
 /// PyTorch's default flags (cuDNN may use TF32: fp32 and tf32), TF32 off, bfloat16 weights, autocast.
 [[nodiscard]] constexpr std::string_view conv_host_mode(PrecisionMode mode) {
@@ -517,6 +532,7 @@ namespace detail {
         h.backward_call = h.backward_call * share_before;
     }
     h.optimizer_step = optimizer_step_host_seconds(f, optimizer, parameter_tensors);
+    h.zero_grad = zero_grad_host_seconds(f, optimizer, parameter_tensors);
     h.conv_growth = conv_host_growth_from_framework(f, mode);
     h.per_kernel = Seconds(0);
     h.source = f.provenance();
@@ -527,8 +543,8 @@ namespace detail {
 
 /// Host costs of a step from a framework profile: each layer's forward and backward dispatch by
 /// its graph op (the autocast figures under amp modes), one backward() call (split into the part
-/// before its first kernel and the part after its last), and optimizer.step()
-/// as its fixed cost plus a cost per parameter tensor (Adam uses AdamW's figures: both run
+/// before its first kernel and the part after its last), optimizer.zero_grad() before the step and
+/// optimizer.step() each as its fixed cost plus a cost per parameter tensor (Adam uses AdamW's figures: both run
 /// torch.optim.adam's _multi_tensor_adam / _fused_adam). Ops without a figure take the add layer's.
 /// A convolution pass adds its growth over the tiny layer by size (conv_host_growth_from_framework).
 [[nodiscard]] inline HostCosts host_costs_from_framework(const FrameworkProfile& f, PrecisionMode mode,

@@ -50,6 +50,7 @@ struct Prediction {
     std::vector<LayerTime> layers;  ///< in forward order, then the optimizer
     Seconds step_time{0};           ///< simulated: host issue and GPU stream together
     Seconds forward_time{0}, backward_time{0}, optimizer_time{0};  ///< wall time of each phase in the simulation
+    Seconds zero_grad_time{0};  ///< host time of optimizer.zero_grad() before the forward (step = it + the phases)
     Seconds gpu_time{0}, host_time{0};
     Seconds gpu_gap_time{0};  ///< GPU time between back-to-back kernels, on top of gpu_time
     MemoryEstimate memory;
@@ -63,8 +64,9 @@ struct Prediction {
 };
 
 /// The step's phases each simulated on its own, from an idle GPU: its forward kernels alone, its
-/// forward and backward kernels, its optimizer kernels alone (no optimizer: 0).
-[[nodiscard]] inline StandalonePhases standalone_phases(const KernelList& kernels, const CostContext& ctx, const HostCosts& host) {
+/// forward and backward kernels, its optimizer kernels alone (no optimizer: 0); none after a zero_grad().
+[[nodiscard]] inline StandalonePhases standalone_phases(const KernelList& kernels, const CostContext& ctx, HostCosts host) {
+    host.zero_grad = Seconds(0);
     const auto time_of = [&](auto keep) {
         KernelList part;
         part.model = kernels.model;
@@ -139,7 +141,8 @@ namespace detail {
         if (s.gpu_time > longest[row_index]) { longest[row_index] = s.gpu_time; row.bound = s.bound; }
         phase_end[static_cast<int>(k.phase)] = max(phase_end[static_cast<int>(k.phase)], max(s.start + s.gpu_time, s.issued));
     }
-    p.forward_time = phase_end[0];
+    p.zero_grad_time = p.timeline.zero_grad;
+    p.forward_time = max(Seconds(0), phase_end[0] - p.zero_grad_time);
     p.backward_time = max(Seconds(0), phase_end[1] - phase_end[0]);
     p.optimizer_time = max(Seconds(0), p.step_time - max(phase_end[0], phase_end[1]));
     for (auto& row : p.layers) {
@@ -214,6 +217,7 @@ struct PredictOptions {
             {"batch", p.batch},
             {"parameters", p.parameters},
             {"step_seconds", p.step_time.value()},
+            {"zero_grad_seconds", p.zero_grad_time.value()},
             {"forward_seconds", p.forward_time.value()},
             {"backward_seconds", p.backward_time.value()},
             {"optimizer_seconds", p.optimizer_time.value()},

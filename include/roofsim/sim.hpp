@@ -47,6 +47,7 @@ struct HostCosts {
     std::map<std::string, double, std::less<>> backward_nodes;
     Seconds backward_walk_per_node{0};        ///< backward()'s walk of its graph, per node, before any node runs
     Seconds optimizer_step{0};                ///< the whole optimizer.step()
+    Seconds zero_grad{0};                     ///< optimizer.zero_grad() before the step's first kernel
     Seconds per_kernel{0};                    ///< each kernel dispatched on its own (exported IR, no profile)
     Seconds synchronize{0};                   ///< returning from a wait for the GPU (a `sync` kernel)
     ConvHostGrowth conv_growth;               ///< a convolution's host cost beyond its tiny layer's, by size
@@ -75,7 +76,7 @@ template <class Value>
         for (auto& [op, seconds] : *table) seconds = seconds * factor;
     }
     for (Seconds* s : {&h.default_forward, &h.default_backward, &h.backward_call, &h.backward_call_end, &h.optimizer_step,
-                       &h.per_kernel, &h.synchronize, &h.backward_walk_per_node}) {
+                       &h.zero_grad, &h.per_kernel, &h.synchronize, &h.backward_walk_per_node}) {
         *s = *s * factor;
     }
     for (auto* points : {&h.conv_growth.kernel_1x1, &h.conv_growth.other}) {
@@ -121,6 +122,7 @@ struct Timeline {
     Seconds host_time{0};                  ///< total host issue time
     Seconds gpu_time{0};                   ///< total GPU busy time (the kernels' own)
     Seconds gpu_gap_time{0};               ///< total time between back-to-back kernels (gap_after)
+    Seconds zero_grad{0};                  ///< host time before the first kernel: optimizer.zero_grad()
 };
 
 namespace detail {
@@ -336,7 +338,8 @@ private:
 
 }  // namespace detail
 
-/// Runs the host/GPU simulation of a kernel list: issued_i = issued_{i-1} + host_i (a synchronizing
+/// Runs the host/GPU simulation of a kernel list: the host starts after optimizer.zero_grad()
+/// (HostCosts::zero_grad, in host_time; no kernel's); issued_i = issued_{i-1} + host_i (a synchronizing
 /// host-only kernel then waits until the GPU has finished, plus the cost of returning from the wait;
 /// the backward's first kernel also pays backward()'s walk of every backward layer's nodes, which
 /// those layers' dispatches then no longer hold: backward_walk_share);
@@ -349,7 +352,8 @@ private:
     detail::OpLookups lookups(ctx, host);
     detail::BandwidthMemo bandwidths(ctx);
     detail::ShapeMemo shapes;
-    Seconds host_clock{0}, gpu_free{0}, gpu_end{0}, host_total{0}, gpu_total{0};
+    Seconds host_clock = host.zero_grad, gpu_free{0}, gpu_end{0}, host_total = host.zero_grad, gpu_total{0};
+    t.zero_grad = host.zero_grad;
     // each kernel's host cost, less its share of backward()'s walk, which is summed for the first
     // backward kernel: the whole graph's walk comes before any node runs
     std::vector<Seconds> host_times(list.kernels.size());

@@ -382,7 +382,9 @@ void print_prediction(const roofsim::Prediction& p, std::size_t top, std::ostrea
     }
     t.print(out);
     if (top > 0 && top < p.layers.size()) out << "(top " << top << " of " << p.layers.size() << " rows by GPU time)\n";
-    out << "\nstep " << ms(p.step_time) << " ms = forward " << ms(p.forward_time) << " + backward " << ms(p.backward_time)
+    out << "\nstep " << ms(p.step_time) << " ms = ";
+    if (p.zero_grad_time.value() > 0) out << "zero_grad " << ms(p.zero_grad_time) << " + ";
+    out << "forward " << ms(p.forward_time) << " + backward " << ms(p.backward_time)
         << " + optimizer " << ms(p.optimizer_time) << " (GPU busy " << ms(p.gpu_time) << " ms";
     if (p.gpu_gap_time.value() > 0) out << " + " << ms(p.gpu_gap_time) << " ms between kernels";
     out << ", host issue " << ms(p.host_time) << " ms, " << p.kernels.kernels.size() << " kernels)\n";

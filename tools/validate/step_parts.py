@@ -8,7 +8,9 @@ built as tools/validate/measure_pytorch.py builds them: after 5 warm-up steps, 2
 (zero_grad, forward, backward, optimizer.step, as the validation's step), each between two
 synchronizes, with the host's clock (perf_counter) after each part and a CUDA event recorded at the
 same points, then 20 of each phase alone as the validation times them (forward + backward after
-zero_grad; optimizer.step on the gradients left in place). Per part, median over the steps: the
+zero_grad; optimizer.step on the gradients left in place), then 20 pairs alternating a forward +
+backward that follows an optimizer.step() (as inside a step) with one that follows a forward +
+backward (as when timed alone), each between two synchronizes. Per part, median over the steps: the
 host's time in the part (`host_*`), and the GPU's clock at the part's end relative to the step's
 start event (`gpu_at_*`): where the host waits and where the GPU idles. Usage, on a GPU machine:
 python3 tools/validate/step_parts.py --out F.json
@@ -100,8 +102,29 @@ def main(argv=None) -> int:
                 opt.step()
                 torch.cuda.synchronize()
                 optimizer_alone.append(time.perf_counter() - t0)
+            # The same two, alternated step by step: a host whose speed drifts between the blocks
+            # above would show a difference there and none here.
+            # (the first of each pair follows the last pair's second: a forward + backward)
+            fb_after_fb, fb_after_step = [], []
+            for _ in range(STEPS):
+                torch.cuda.synchronize()
+                opt.zero_grad(set_to_none=True)
+                t0 = time.perf_counter()
+                forward().backward()
+                torch.cuda.synchronize()
+                fb_after_fb.append(time.perf_counter() - t0)
+                opt.step()
+                torch.cuda.synchronize()
+                opt.zero_grad(set_to_none=True)
+                torch.cuda.synchronize()
+                t0 = time.perf_counter()
+                forward().backward()
+                torch.cuda.synchronize()
+                fb_after_step.append(time.perf_counter() - t0)
             med = statistics.median
             rec = {"step_wall_s": med(step_wall), "step_gpu_s": med(step_gpu),
+                   "interleaved_forward_backward_after_step_wall_s": med(fb_after_step),
+                   "interleaved_forward_backward_after_forward_backward_wall_s": med(fb_after_fb),
                    "host_s": {p: med(v) for p, v in host.items()},
                    "gpu_at_s": {p: med(v) for p, v in gpu_at.items()},
                    "forward_backward_alone_wall_s": med(fb), "optimizer_alone_wall_s": med(optimizer_alone),
