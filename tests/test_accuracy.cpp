@@ -283,7 +283,9 @@ TEST_CASE("a model case's phases, each timed on its own, are read and predicted 
     CHECK(p.optimizer.value() == Catch::Approx(only([](Phase ph) { return ph == Phase::optimizer; })));
     CHECK(p.forward < p.forward_backward);
     CHECK(p.optimizer.value() > 0);
-    CHECK(p.forward_backward + p.optimizer >= whole.step_time);  // on its own, no phase overlaps another
+    INFO("forward+backward " << p.forward_backward.value() << " optimizer " << p.optimizer.value() << " step " << whole.step_time.value());
+    // on its own, no phase overlaps another (equal where the whole step's optimizer waits for nothing)
+    CHECK((p.forward_backward + p.optimizer).value() >= whole.step_time.value() * (1 - 1e-12));
     // Without an optimizer, its phase takes nothing.
     o.lowering.optimizer.kind = OptimizerKind::none;
     CHECK(standalone_phases(predict(set.cases[0].graph, ctx, o).kernels, ctx, host_costs_from_launch_rate(ctx)).optimizer.value() == 0.0);

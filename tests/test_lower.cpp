@@ -273,7 +273,7 @@ TEST_CASE("the zoo's parameter counts equal what PyTorch counted", "[lower][zoo]
     // parameter_count in the validation file was read from the real models by
     // tools/validate/measure_pytorch.py (sum of p.numel()).
     const auto dir = std::filesystem::path(ROOFSIM_SOURCE_DIR) / "data" / "validation";
-    const nlohmann::json raw = detail::read_json_file(dir / "h200-sxm-2026-12-01.json");
+    const nlohmann::json raw = detail::read_json_file(dir / "h200-sxm-2026-12-02.json");
     int checked = 0;
     for (const auto& m : raw.at("model_cases")) {
         auto g = zoo::model(m.at("model").get<std::string>(), m.contains("seq_len") ? m.at("seq_len").get<std::int64_t>() : 0);
@@ -285,6 +285,20 @@ TEST_CASE("the zoo's parameter counts equal what PyTorch counted", "[lower][zoo]
         ++checked;
     }
     CHECK(checked >= 3);
+}
+
+TEST_CASE("the zoo's parameter tensors are PyTorch's, one per nn.Parameter", "[lower][zoo]") {
+    // len(list(model.parameters())): torchvision.models.resnet50() 161 (counted with Debian's
+    // python3-torchvision); BertForSequenceClassification(num_labels=2) 201 (embeddings 5, each of 12
+    // layers 16: query, key, value, attention output, intermediate, output weight and bias, two layer
+    // norms' weight and bias; pooler 2, classifier 2); GPT2LMHeadModel 148 (wte, wpe; each of 12 blocks
+    // 12: ln_1, c_attn, c_proj, ln_2, c_fc, mlp c_proj weight and bias; ln_f 2; lm_head tied to wte).
+    // optimizer.step() and zero_grad() cost the host per tensor, and a norm's weight and bias are two.
+    LoweringOptions o;
+    o.batch = 2;
+    CHECK(lower(*zoo::model("resnet50"), o).parameter_tensors.size() == 161);
+    CHECK(lower(*zoo::model("bert-base"), o).parameter_tensors.size() == 201);
+    CHECK(lower(*zoo::model("gpt2-small"), o).parameter_tensors.size() == 148);
 }
 
 TEST_CASE("ResNet-50 forward FLOPs match the published 4.1 GMACs per image", "[lower][zoo]") {

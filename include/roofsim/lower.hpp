@@ -939,7 +939,8 @@ private:
         const Value& x = input(l, 0);
         const std::int64_t features = int_attr(l, "num_features");
         if (x.shape.size() != 4 || x.shape[1] != features) throw layer_error(l, "num_features: does not match input channels");
-        add_parameter(s, 2.0 * static_cast<double>(features));
+        add_parameter(s, static_cast<double>(features));  // weight
+        add_parameter(s, static_cast<double>(features));  // bias
         const double n = numel(x.shape);
         const NormDims per_channel{features, static_cast<std::int64_t>(n) / features};
         kernel(l, Phase::forward, "aten::cudnn_batch_norm", KernelKind::normalization, x.dtype, 2 * n, n, 0).dims = per_channel;
@@ -961,7 +962,8 @@ private:
             throw layer_error(l, "normalized_shape: does not match the input's trailing dimensions");
         }
         const bool rms = l.op == "rmsnorm";
-        if (affine) add_parameter(s, rms ? normalized : 2 * normalized);
+        if (affine) add_parameter(s, normalized);  // weight
+        if (affine && !rms) add_parameter(s, normalized);  // bias
         const DType dt = compute_dtype(l, x);
         const double n = numel(x.shape);
         const NormDims per_row{static_cast<std::int64_t>(n / normalized), static_cast<std::int64_t>(normalized)};
@@ -982,7 +984,8 @@ private:
         const std::int64_t groups = int_attr(l, "num_groups"), channels = int_attr(l, "num_channels");
         if (x.shape.size() < 2 || x.shape[1] != channels) throw layer_error(l, "num_channels: does not match the input");
         if (groups <= 0 || channels % groups != 0) throw layer_error(l, "num_groups: must divide num_channels");
-        add_parameter(s, 2.0 * static_cast<double>(channels));
+        add_parameter(s, static_cast<double>(channels));  // weight
+        add_parameter(s, static_cast<double>(channels));  // bias
         const DType dt = compute_dtype(l, x);
         const double n = numel(x.shape);
         kernel(l, Phase::forward, "aten::native_group_norm", KernelKind::reduction, dt, n, 0);
@@ -1233,8 +1236,10 @@ private:
         if (heads <= 0 || e % heads != 0) throw layer_error(l, "num_heads: must divide embed_dim");
         const std::int64_t b = x.shape[0], len = x.shape[1], d = e / heads, bh = b * heads;
         const double tokens = static_cast<double>(b * len);
-        add_parameter(s, static_cast<double>(3 * e * e + 3 * e));  // in_proj weight + bias
-        add_parameter(s, static_cast<double>(e * e + e));          // out_proj
+        add_parameter(s, static_cast<double>(3 * e * e));  // in_proj_weight
+        add_parameter(s, static_cast<double>(3 * e));      // in_proj_bias
+        add_parameter(s, static_cast<double>(e * e));      // out_proj.weight
+        add_parameter(s, static_cast<double>(e));          // out_proj.bias
         const DType dt = compute_dtype(l, x);
         weight_cast(l, static_cast<double>(4 * e * e + 4 * e), dt);
         const double te = tokens * static_cast<double>(e);

@@ -26,8 +26,8 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "cudnn": 91900,
   "python": "3.12.3"
  },
- "date_utc": "2026-12-01T22:01:34+00:00",
- "command": "/opt/torch/.venv/bin/python3 calibrate/torch_framework_probe.py --gpu-key h200-sxm --out /tmp/o-C/fw.json",
+ "date_utc": "2026-12-02T01:52:50+00:00",
+ "command": "/opt/torch/.venv/bin/python3 calibrate/torch_framework_probe.py --gpu-key h200-sxm --out /tmp/tmp.3ryzfNdt8d/fw.json",
  "settings": {
   "repeats": 11,
   "warmup": 2,
@@ -42,6 +42,7 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   ],
   "optimizer_small_param_numel": 256,
   "optimizer_large_param_numel": 4194304,
+  "zero_grad_large_param_numel": 1048576,
   "sync_calls_per_measurement": 1000,
   "smoke": false,
   "layer_samples": 41,
@@ -54,569 +55,569 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "conv_host_calls": 10
  },
  "host_speed": {
-  "reference_seconds_per_op": 9.78386249983032e-06,
+  "reference_seconds_per_op": 9.464067500175587e-06,
   "canary": "200 x torch.add of two 1-element tensors between two synchronizes, wall / 200; before each timed repetition (at most one per 20 ms) and after each measurement",
-  "canaries": 5324,
-  "canary_p10_seconds": 6.81205499972748e-06,
-  "canary_p90_seconds": 1.062456999989081e-05,
+  "canaries": 5464,
+  "canary_p10_seconds": 6.656035000105476e-06,
+  "canary_p90_seconds": 1.0931250000112413e-05,
   "use": "the figures are as measured; roofsim reads each at this host speed: the median over passes of pass_seconds x reference_seconds_per_op / pass_host_canary_seconds",
-  "backward_reference_seconds_per_node": 1.7974155000501923e-05,
+  "backward_reference_seconds_per_node": 1.8352289998802007e-05,
   "backward_canary": "after each canary, the backward() of a chain of 100 multiplications of a 1-element tensor, from a synchronize to its return, per node: the speed of autograd's device thread (roofsim reads the layer_backward_* figures on it)",
-  "backward_canary_p10_seconds": 1.4085809998505284e-05,
-  "backward_canary_p90_seconds": 2.183675999958723e-05
+  "backward_canary_p10_seconds": 1.4483290001408023e-05,
+  "backward_canary_p90_seconds": 2.2406059999866558e-05
  },
  "figures": {
   "eager_op_add": {
-   "seconds": 9.566112500010604e-06,
-   "min": 6.564669499994125e-06,
-   "max": 1.0143581000079394e-05,
+   "seconds": 6.920022000031167e-06,
+   "min": 5.975821499987433e-06,
+   "max": 1.0029411000004983e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 6.671828499975163e-06,
-   "host_canary_seconds": 6.7753050001329025e-06,
-   "host_backward_canary_seconds": 2.286090999973567e-05,
+   "issue_only_seconds": 9.782612500089272e-06,
+   "host_canary_seconds": 1.003072000003158e-05,
+   "host_backward_canary_seconds": 1.7735090000314813e-05,
    "pass_seconds": [
-    6.6846249999912285e-06,
-    9.63627099997666e-06,
-    9.566112500010604e-06
+    9.836488500013729e-06,
+    6.245835999948213e-06,
+    6.920022000031167e-06
    ],
    "pass_host_canary_seconds": [
-    6.7753050001329025e-06,
-    9.962865000261445e-06,
-    9.79146999952718e-06
+    1.003072000003158e-05,
+    6.5149900001415515e-06,
+    7.354219999342604e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.286090999973567e-05,
-    1.6872040000635024e-05,
-    1.740291000032812e-05
+    1.7735090000314813e-05,
+    1.6827859999466453e-05,
+    2.1183940000355505e-05
    ]
   },
   "eager_op_linear": {
-   "seconds": 1.707219150000583e-05,
-   "min": 1.2502600999994229e-05,
-   "max": 1.888671999995495e-05,
+   "seconds": 1.737716649995491e-05,
+   "min": 1.1549766500024815e-05,
+   "max": 1.8361674499942637e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.305537500002174e-05,
-   "host_canary_seconds": 7.346095000002606e-06,
-   "host_backward_canary_seconds": 1.83430499998849e-05,
+   "issue_only_seconds": 1.765469550002763e-05,
+   "host_canary_seconds": 1.0101450000092882e-05,
+   "host_backward_canary_seconds": 1.716905999955998e-05,
    "pass_seconds": [
-    1.3082747499993275e-05,
-    1.707219150000583e-05,
-    1.8426567999995314e-05
+    1.7707955499986382e-05,
+    1.1728347500024937e-05,
+    1.737716649995491e-05
    ],
    "pass_host_canary_seconds": [
-    7.346095000002606e-06,
-    1.0044194999636602e-05,
-    1.0005624999394058e-05
+    1.0101450000092882e-05,
+    6.9615299992165095e-06,
+    1.0060360000352376e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.83430499998849e-05,
-    1.753962000066167e-05,
-    2.1702129999994212e-05
+    1.716905999955998e-05,
+    1.8257239999002197e-05,
+    1.8242489998101518e-05
    ]
   },
   "eager_op_conv2d": {
-   "seconds": 1.5684449999980642e-05,
-   "min": 1.5111771500016858e-05,
-   "max": 1.6914498999994975e-05,
+   "seconds": 1.3161274500021136e-05,
+   "min": 1.0700735999989774e-05,
+   "max": 1.7179540000029192e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.5583974499975282e-05,
-   "host_canary_seconds": 9.6818299999768e-06,
-   "host_backward_canary_seconds": 1.960435000000871e-05,
+   "issue_only_seconds": 1.6215318500030664e-05,
+   "host_canary_seconds": 9.381034999478288e-06,
+   "host_backward_canary_seconds": 1.7318089999207586e-05,
    "pass_seconds": [
-    1.562707699997645e-05,
-    1.5684449999980642e-05,
-    1.646815100002641e-05
+    1.626354150005227e-05,
+    1.1126280499979656e-05,
+    1.3161274500021136e-05
    ],
    "pass_host_canary_seconds": [
-    9.6818299999768e-06,
-    1.0091755000303237e-05,
-    1.009254499990675e-05
+    9.381034999478288e-06,
+    6.735079999771187e-06,
+    9.437435001018457e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.960435000000871e-05,
-    2.1193180000409484e-05,
-    1.801272999955472e-05
+    1.7318089999207586e-05,
+    1.8089570000938694e-05,
+    1.7744340000263036e-05
    ]
   },
   "eager_op_layernorm": {
-   "seconds": 1.6591782999967107e-05,
-   "min": 1.5737487500018688e-05,
-   "max": 1.9857745500019064e-05,
+   "seconds": 1.1104417500064301e-05,
+   "min": 9.870199000033608e-06,
+   "max": 1.661328800003048e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.7157579000013355e-05,
-   "host_canary_seconds": 1.0769189999564333e-05,
-   "host_backward_canary_seconds": 2.31420500006152e-05,
+   "issue_only_seconds": 1.579813349997039e-05,
+   "host_canary_seconds": 9.281354999757241e-06,
+   "host_backward_canary_seconds": 1.6875520000212418e-05,
    "pass_seconds": [
-    1.7206700000031106e-05,
-    1.5846946000010576e-05,
-    1.6591782999967107e-05
+    1.5850619500042738e-05,
+    1.055655050004134e-05,
+    1.1104417500064301e-05
    ],
    "pass_host_canary_seconds": [
-    1.0769189999564333e-05,
-    9.895375000041894e-06,
-    1.0050439999531591e-05
+    9.281354999757241e-06,
+    6.71137250094489e-06,
+    7.145294999872931e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.31420500006152e-05,
-    1.842575999944529e-05,
-    1.817784999957439e-05
+    1.6875520000212418e-05,
+    1.7595850000589056e-05,
+    1.909448999867891e-05
    ]
   },
   "eager_op_add_autocast": {
-   "seconds": 9.052290999989055e-06,
-   "min": 6.641914999988785e-06,
-   "max": 9.998843000005308e-06,
+   "seconds": 7.77476849998493e-06,
+   "min": 6.1839180000333725e-06,
+   "max": 1.0067574999993667e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 7.108925000011368e-06,
-   "host_canary_seconds": 8.389420000014524e-06,
-   "host_backward_canary_seconds": 1.8294779999905585e-05,
+   "issue_only_seconds": 9.596726499921715e-06,
+   "host_canary_seconds": 1.0204032499814274e-05,
+   "host_backward_canary_seconds": 2.301372499914578e-05,
    "pass_seconds": [
-    7.12273549999054e-06,
-    9.052290999989055e-06,
-    9.606538000070942e-06
+    9.633891500016034e-06,
+    6.4008865000459995e-06,
+    7.77476849998493e-06
    ],
    "pass_host_canary_seconds": [
-    8.389420000014524e-06,
-    9.314912499576167e-06,
-    9.805779999396691e-06
+    1.0204032499814274e-05,
+    6.579110000757282e-06,
+    7.478662500375321e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8294779999905585e-05,
-    1.8842279999944366e-05,
-    2.185037000117518e-05
+    2.301372499914578e-05,
+    1.7295394999337075e-05,
+    2.365671500001554e-05
    ]
   },
   "eager_op_linear_autocast": {
-   "seconds": 5.280160799998157e-05,
-   "min": 3.42489409999871e-05,
-   "max": 5.5118474500090996e-05,
+   "seconds": 4.855030600003829e-05,
+   "min": 3.4127672499948856e-05,
+   "max": 5.732306000004428e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 3.687112049999541e-05,
-   "host_canary_seconds": 7.16379499976938e-06,
-   "host_backward_canary_seconds": 1.7337909999923794e-05,
+   "issue_only_seconds": 5.598365750006451e-05,
+   "host_canary_seconds": 1.0385790000100315e-05,
+   "host_backward_canary_seconds": 2.0562369998060602e-05,
    "pass_seconds": [
-    3.691466200001514e-05,
-    5.280160799998157e-05,
-    5.282854600000064e-05
+    5.6049642000061794e-05,
+    4.855030600003829e-05,
+    4.090860499991322e-05
    ],
    "pass_host_canary_seconds": [
-    7.16379499976938e-06,
-    9.888729999829593e-06,
-    1.0067250000247441e-05
+    1.0385790000100315e-05,
+    9.349494999923991e-06,
+    7.960415000525245e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7337909999923794e-05,
-    1.880667000023095e-05,
-    2.123465000067881e-05
+    2.0562369998060602e-05,
+    1.7602200000510492e-05,
+    1.7448040000545007e-05
    ]
   },
   "eager_op_conv2d_autocast": {
-   "seconds": 3.6484846999996987e-05,
-   "min": 3.4026406999998925e-05,
-   "max": 4.0663176999942155e-05,
+   "seconds": 2.740392599991992e-05,
+   "min": 2.415097399989463e-05,
+   "max": 3.509998499998801e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 3.5910884500026444e-05,
-   "host_canary_seconds": 9.665250000239211e-06,
-   "host_backward_canary_seconds": 1.7576310000322337e-05,
+   "issue_only_seconds": 2.735468599996693e-05,
+   "host_canary_seconds": 7.144004999872777e-06,
+   "host_backward_canary_seconds": 2.1726959998886742e-05,
    "pass_seconds": [
-    3.596508999999059e-05,
-    3.6484846999996987e-05,
-    3.7356111500002956e-05
+    2.740392599991992e-05,
+    3.3486249500015216e-05,
+    2.4853335499983586e-05
    ],
    "pass_host_canary_seconds": [
-    9.665250000239211e-06,
-    9.978980000369119e-06,
-    1.0137025000176437e-05
+    7.144004999872777e-06,
+    9.260010000389229e-06,
+    6.785504999697878e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7576310000322337e-05,
-    1.683482000089498e-05,
-    2.2149809999518767e-05
+    2.1726959998886742e-05,
+    1.779013000032137e-05,
+    1.6511829999217296e-05
    ]
   },
   "eager_op_layernorm_autocast": {
-   "seconds": 1.5546766499994647e-05,
-   "min": 1.0309677000009288e-05,
-   "max": 1.7506139000033727e-05,
+   "seconds": 1.0694005000004837e-05,
+   "min": 9.817481000027329e-06,
+   "max": 1.8006786999990255e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.5503497499992138e-05,
-   "host_canary_seconds": 9.728835000260005e-06,
-   "host_backward_canary_seconds": 2.2069550000196613e-05,
+   "issue_only_seconds": 1.0658880000050886e-05,
+   "host_canary_seconds": 6.959209999877203e-06,
+   "host_backward_canary_seconds": 2.330457999960345e-05,
    "pass_seconds": [
-    1.5546766499994647e-05,
-    1.248597599999357e-05,
-    1.721835800003646e-05
+    1.0694005000004837e-05,
+    9.962122499928228e-06,
+    1.6393265500028064e-05
    ],
    "pass_host_canary_seconds": [
-    9.728835000260005e-06,
-    7.091269999364158e-06,
-    1.0066114999744968e-05
+    6.959209999877203e-06,
+    6.48547000025701e-06,
+    1.0041640000508779e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.2069550000196613e-05,
-    1.7536430000291148e-05,
-    1.810987999988356e-05
+    2.330457999960345e-05,
+    1.794915999994373e-05,
+    1.971964999938791e-05
    ]
   },
   "eager_op_add_autograd": {
-   "seconds": 1.1833217499997772e-05,
-   "min": 7.810070999994422e-06,
-   "max": 1.2501981500008697e-05,
+   "seconds": 1.1059263499987538e-05,
+   "min": 7.577298499995777e-06,
+   "max": 1.2672034499928486e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.1786503999985598e-05,
-   "host_canary_seconds": 9.571780000214857e-06,
-   "host_backward_canary_seconds": 2.0016199999872698e-05,
+   "issue_only_seconds": 8.063122999942607e-06,
+   "host_canary_seconds": 7.111322500463756e-06,
+   "host_backward_canary_seconds": 2.1639605000700614e-05,
    "pass_seconds": [
-    1.1833217499997772e-05,
-    8.175387500045872e-06,
-    1.2408671999992294e-05
+    8.089135999966856e-06,
+    1.1059263499987538e-05,
+    1.2387160999992376e-05
    ],
    "pass_host_canary_seconds": [
-    9.571780000214857e-06,
-    6.565477499975714e-06,
-    1.0122835000174746e-05
+    7.111322500463756e-06,
+    9.229470000491347e-06,
+    1.0213220000423463e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0016199999872698e-05,
-    1.8160260000286145e-05,
-    2.177951000021494e-05
+    2.1639605000700614e-05,
+    1.766426999893156e-05,
+    1.971964999938791e-05
    ]
   },
   "eager_op_linear_autograd": {
-   "seconds": 2.2413091499970507e-05,
-   "min": 1.4448905499989451e-05,
-   "max": 2.475298849998353e-05,
+   "seconds": 2.0925949999991644e-05,
+   "min": 1.4799020499935977e-05,
+   "max": 2.4025628499998676e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 2.2360429999991993e-05,
-   "host_canary_seconds": 1.0258894999992662e-05,
-   "host_backward_canary_seconds": 1.9471040000098584e-05,
+   "issue_only_seconds": 1.6110888499952126e-05,
+   "host_canary_seconds": 6.748729999799252e-06,
+   "host_backward_canary_seconds": 2.0904600000903882e-05,
    "pass_seconds": [
-    2.2413091499970507e-05,
-    1.622477149999213e-05,
-    2.2908203000042704e-05
+    1.6156853999973463e-05,
+    2.0925949999991644e-05,
+    2.357591899999534e-05
    ],
    "pass_host_canary_seconds": [
-    1.0258894999992662e-05,
-    7.348340000135068e-06,
-    1.013241000009657e-05
+    6.748729999799252e-06,
+    9.291485000630927e-06,
+    1.0932620000403404e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9471040000098584e-05,
-    1.9959729997935937e-05,
-    1.8217550000372284e-05
+    2.0904600000903882e-05,
+    1.7285769999944022e-05,
+    1.884993999965445e-05
    ]
   },
   "eager_op_conv2d_autograd": {
-   "seconds": 2.0415937500047222e-05,
-   "min": 1.3136563999978535e-05,
-   "max": 2.221829299998035e-05,
+   "seconds": 1.888488499992036e-05,
+   "min": 1.365237050003998e-05,
+   "max": 2.3292829999945753e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 2.095495750000964e-05,
-   "host_canary_seconds": 1.0332740000080776e-05,
-   "host_backward_canary_seconds": 2.2038320000774547e-05,
+   "issue_only_seconds": 1.7932530500047507e-05,
+   "host_canary_seconds": 8.866964999469928e-06,
+   "host_backward_canary_seconds": 1.8893369999659627e-05,
    "pass_seconds": [
-    2.1011066500022935e-05,
-    1.4179398000010223e-05,
-    2.0415937500047222e-05
+    1.7983161499955713e-05,
+    1.888488499992036e-05,
+    2.2113552499945398e-05
    ],
    "pass_host_canary_seconds": [
-    1.0332740000080776e-05,
-    6.912625000268236e-06,
-    1.0106009999617528e-05
+    8.866964999469928e-06,
+    9.482295000680097e-06,
+    1.0513245000538517e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.2038320000774547e-05,
-    1.6700389999186882e-05,
-    2.2398539999812784e-05
+    1.8893369999659627e-05,
+    1.8309690001387936e-05,
+    2.138626999794724e-05
    ]
   },
   "eager_op_layernorm_autograd": {
-   "seconds": 1.9443832499973722e-05,
-   "min": 1.3103967999995803e-05,
-   "max": 2.1153587499952664e-05,
+   "seconds": 1.9102052500102218e-05,
+   "min": 1.6893998999989888e-05,
+   "max": 2.2778139000024565e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.9396798499997204e-05,
-   "host_canary_seconds": 9.650790000250708e-06,
-   "host_backward_canary_seconds": 1.9390319999956772e-05,
+   "issue_only_seconds": 1.9042187000081867e-05,
+   "host_canary_seconds": 9.274545000153012e-06,
+   "host_backward_canary_seconds": 1.897529999951075e-05,
    "pass_seconds": [
-    1.9443832499973722e-05,
-    1.3902542999971957e-05,
-    2.0764530499945977e-05
+    1.9102052500102218e-05,
+    1.878911699998298e-05,
+    2.221708399997624e-05
    ],
    "pass_host_canary_seconds": [
-    9.650790000250708e-06,
-    6.8676399996547845e-06,
-    9.935854999412186e-06
+    9.274545000153012e-06,
+    9.26871999922696e-06,
+    1.098629000011897e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9390319999956772e-05,
-    1.6022550000798218e-05,
-    2.0490309998422164e-05
+    1.897529999951075e-05,
+    1.8309690001387936e-05,
+    2.4465909998525603e-05
    ]
   },
   "eager_op_add_autograd_autocast": {
-   "seconds": 1.133053450001853e-05,
-   "min": 7.505549500024245e-06,
-   "max": 1.2101335000011204e-05,
+   "seconds": 1.0997659500048939e-05,
+   "min": 8.732794000025024e-06,
+   "max": 1.3092473999904542e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.1290026999972725e-05,
-   "host_canary_seconds": 9.618700000260105e-06,
-   "host_backward_canary_seconds": 2.1046409999598835e-05,
+   "issue_only_seconds": 1.0937304999970366e-05,
+   "host_canary_seconds": 9.244662500123013e-06,
+   "host_backward_canary_seconds": 2.0560460000069726e-05,
    "pass_seconds": [
-    1.133053450001853e-05,
-    7.723621499962973e-06,
-    1.19714729999032e-05
+    1.0997659500048939e-05,
+    1.0920953999971062e-05,
+    1.2853680999910467e-05
    ],
    "pass_host_canary_seconds": [
-    9.618700000260105e-06,
-    6.61004250048336e-06,
-    9.805815000163421e-06
+    9.244662500123013e-06,
+    9.031894999225187e-06,
+    1.0846359999732159e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1046409999598835e-05,
-    2.054790500096715e-05,
-    2.1858420000171462e-05
+    2.0560460000069726e-05,
+    1.950731000079031e-05,
+    2.362215999937689e-05
    ]
   },
   "eager_op_linear_autograd_autocast": {
-   "seconds": 2.534615050001321e-05,
-   "min": 1.5512652499978687e-05,
-   "max": 2.7426837000007255e-05,
+   "seconds": 2.2471928000072693e-05,
+   "min": 1.7050064000045495e-05,
+   "max": 2.769016150000425e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 2.6530868500003636e-05,
-   "host_canary_seconds": 1.0506344999612338e-05,
-   "host_backward_canary_seconds": 2.224004999902718e-05,
+   "issue_only_seconds": 2.1706299500010572e-05,
+   "host_canary_seconds": 9.306635000712049e-06,
+   "host_backward_canary_seconds": 1.8477440000879142e-05,
    "pass_seconds": [
-    2.6582302500003152e-05,
-    1.5613290000032974e-05,
-    2.534615050001321e-05
+    2.1771005499999773e-05,
+    2.2471928000072693e-05,
+    2.5906571000064104e-05
    ],
    "pass_host_canary_seconds": [
-    1.0506344999612338e-05,
-    6.766924999510593e-06,
-    1.0131479999699877e-05
+    9.306635000712049e-06,
+    9.225140000808097e-06,
+    1.0854839999865362e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.224004999902718e-05,
-    2.0011369999792806e-05,
-    1.7928659999597585e-05
+    1.8477440000879142e-05,
+    2.0291009998345545e-05,
+    1.929120000113471e-05
    ]
   },
   "eager_op_conv2d_autograd_autocast": {
-   "seconds": 1.848801900007402e-05,
-   "min": 1.1407230500026344e-05,
-   "max": 2.0541071000025112e-05,
+   "seconds": 1.540922949993728e-05,
+   "min": 1.2495647000037025e-05,
+   "max": 2.001988550000533e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 2.022878349998791e-05,
-   "host_canary_seconds": 1.0475569999925939e-05,
-   "host_backward_canary_seconds": 2.0028270000693738e-05,
+   "issue_only_seconds": 1.4831870000080017e-05,
+   "host_canary_seconds": 7.158270000218181e-06,
+   "host_backward_canary_seconds": 2.0627610001611175e-05,
    "pass_seconds": [
-    2.0280688499951793e-05,
-    1.194355400002678e-05,
-    1.848801900007402e-05
+    1.4883446999988337e-05,
+    1.540922949993728e-05,
+    1.926893749998726e-05
    ],
    "pass_host_canary_seconds": [
-    1.0475569999925939e-05,
-    6.757159999324358e-06,
-    1.0000365000450983e-05
+    7.158270000218181e-06,
+    8.691975000374442e-06,
+    1.0360720000335278e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0028270000693738e-05,
-    1.9721920000392857e-05,
-    1.7928659999597585e-05
+    2.0627610001611175e-05,
+    1.980698999886954e-05,
+    1.984472999993159e-05
    ]
   },
   "eager_op_layernorm_autograd_autocast": {
-   "seconds": 2.118893750002826e-05,
-   "min": 1.2745663000032437e-05,
-   "max": 2.2192996499939e-05,
+   "seconds": 1.777594550003414e-05,
+   "min": 1.2389211999902728e-05,
+   "max": 2.2399916499921345e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 2.1143885500009673e-05,
-   "host_canary_seconds": 1.0566535000862132e-05,
-   "host_backward_canary_seconds": 1.8687079998471744e-05,
+   "issue_only_seconds": 1.2939259500058143e-05,
+   "host_canary_seconds": 6.702130000348916e-06,
+   "host_backward_canary_seconds": 1.9891920001100516e-05,
    "pass_seconds": [
-    2.1192476000010173e-05,
-    1.2975123500041264e-05,
-    2.118893750002826e-05
+    1.2953527000036047e-05,
+    1.777594550003414e-05,
+    2.0988216999967335e-05
    ],
    "pass_host_canary_seconds": [
-    1.0566535000862132e-05,
-    6.8351200002325645e-06,
-    1.0176314999625902e-05
+    6.702130000348916e-06,
+    9.164865000457212e-06,
+    1.0502274999453221e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8687079998471744e-05,
-    1.5634500000487607e-05,
-    2.2316909999062772e-05
+    1.9891920001100516e-05,
+    2.0873739999842654e-05,
+    2.4225209999713114e-05
    ]
   },
   "eager_op_add_out": {
-   "seconds": 8.371160499905272e-06,
-   "min": 5.420796499947755e-06,
-   "max": 9.394905000021936e-06,
+   "seconds": 6.134481000003689e-06,
+   "min": 5.6821004999392244e-06,
+   "max": 8.848481000086394e-06,
    "samples": 33,
    "method": "2000 x torch.add(x, y, out=z) on 1-element tensors, one synchronize, wall / 2000; median of 3 passes over the probe's run",
-   "issue_only_seconds": 8.501674999934038e-06,
-   "host_canary_seconds": 1.0279405000233055e-05,
-   "host_backward_canary_seconds": 2.2185125000078185e-05,
+   "issue_only_seconds": 5.8290099999567245e-06,
+   "host_canary_seconds": 6.831332499928067e-06,
+   "host_backward_canary_seconds": 1.9968005000237098e-05,
    "pass_seconds": [
-    8.544652499949733e-06,
-    5.529952000074445e-06,
-    8.371160499905272e-06
+    5.842509499984772e-06,
+    6.134481000003689e-06,
+    8.566504999976133e-06
    ],
    "pass_host_canary_seconds": [
-    1.0279405000233055e-05,
-    6.615009999677568e-06,
-    1.0082465000209595e-05
+    6.831332499928067e-06,
+    7.146309999939149e-06,
+    1.0574435000307858e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.2185125000078185e-05,
-    1.2597789999517773e-05,
-    2.239638500100227e-05
+    1.9968005000237098e-05,
+    2.0242100000587015e-05,
+    2.4039374999347274e-05
    ]
   },
   "backward_node_mul": {
-   "seconds": 1.1261205555557455e-05,
-   "min": 9.875814444310688e-06,
-   "max": 1.6454986666758487e-05,
+   "seconds": 1.3560601111193035e-05,
+   "min": 9.668737777954245e-06,
+   "max": 1.709693222235526e-05,
    "samples": 33,
    "method": "backward() of a chain of y = y * c (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0177880000128425e-05,
-   "host_backward_canary_seconds": 2.0731619999878604e-05,
+   "host_canary_seconds": 9.792050000214659e-06,
+   "host_backward_canary_seconds": 1.826593000032517e-05,
    "pass_seconds": [
-    1.4609866666685573e-05,
-    1.1101286666972657e-05,
-    1.1261205555557455e-05
+    1.0360626666725794e-05,
+    1.3560601111193035e-05,
+    1.61036844446648e-05
    ],
    "pass_host_canary_seconds": [
-    1.0177880000128425e-05,
-    7.05981500004782e-06,
-    1.0203984999179738e-05
+    9.792050000214659e-06,
+    7.019385000148759e-06,
+    1.072897999961242e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0731619999878604e-05,
-    1.8146669999623556e-05,
-    1.748735000091983e-05
+    1.826593000032517e-05,
+    1.9599439999637978e-05,
+    2.3575370000799012e-05
    ]
   },
   "backward_fixed": {
-   "seconds": 0.00035730211117071206,
-   "min": -0.0003166036667607841,
-   "max": 0.0009682729997974903,
+   "seconds": 0.00041374966677823173,
+   "min": 0.00024342199993851758,
+   "max": 0.0010641028889798085,
    "samples": 33,
    "method": "intercept of the y = y * c chain fit: T(100) - slope * 100; one backward() call; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0177880000128425e-05,
-   "host_backward_canary_seconds": 2.0731619999878604e-05,
+   "host_canary_seconds": 9.792050000214659e-06,
+   "host_backward_canary_seconds": 1.826593000032517e-05,
    "pass_seconds": [
-    0.00043730166652898735,
-    0.00025678266683826223,
-    0.00035730211117071206
+    0.0003833732221462721,
+    0.00041374966677823173,
+    0.000589789555609362
    ],
    "pass_host_canary_seconds": [
-    1.0177880000128425e-05,
-    7.05981500004782e-06,
-    1.0203984999179738e-05
+    9.792050000214659e-06,
+    7.019385000148759e-06,
+    1.072897999961242e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0731619999878604e-05,
-    1.8146669999623556e-05,
-    1.748735000091983e-05
+    1.826593000032517e-05,
+    1.9599439999637978e-05,
+    2.3575370000799012e-05
    ]
   },
   "backward_node_view": {
-   "seconds": 5.858951111198015e-06,
-   "min": 3.485911111056339e-06,
-   "max": 6.533123333206782e-06,
+   "seconds": 6.03824888887377e-06,
+   "min": 3.1399166664414222e-06,
+   "max": 7.1930511110925485e-06,
    "samples": 33,
    "method": "backward() of a chain of y = y.view(...) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.47990249983377e-06,
-   "host_backward_canary_seconds": 1.3553574999605188e-05,
+   "host_canary_seconds": 9.280385000351999e-06,
+   "host_backward_canary_seconds": 1.5441345000226646e-05,
    "pass_seconds": [
-    3.700342222398629e-06,
-    5.858951111198015e-06,
-    6.147057777575861e-06
+    3.920868889003436e-06,
+    6.03824888887377e-06,
+    6.77356333325305e-06
    ],
    "pass_host_canary_seconds": [
-    9.47990249983377e-06,
-    6.8883950001463745e-06,
-    9.880359999669964e-06
+    9.280385000351999e-06,
+    6.837359999281034e-06,
+    1.0439375000146356e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3553574999605188e-05,
-    1.762726999913866e-05,
-    1.873206000027494e-05
+    1.5441345000226646e-05,
+    1.8129740001313622e-05,
+    2.0938065000564164e-05
    ]
   },
   "backward_node_transpose": {
-   "seconds": 5.7219166668195005e-06,
-   "min": 3.2221111109720367e-06,
-   "max": 6.325268888960839e-06,
+   "seconds": 5.821445555637991e-06,
+   "min": 2.92496111114815e-06,
+   "max": 6.786312222225711e-06,
    "samples": 33,
    "method": "backward() of a chain of y = y.transpose(0, 1) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.49922750010046e-06,
-   "host_backward_canary_seconds": 1.399062500013315e-05,
+   "host_canary_seconds": 6.551067499458441e-06,
+   "host_backward_canary_seconds": 1.4854939998940608e-05,
    "pass_seconds": [
-    3.4935855554370695e-06,
-    5.7219166668195005e-06,
-    6.248514444501376e-06
+    3.408006666884628e-06,
+    5.821445555637991e-06,
+    6.567216666755687e-06
    ],
    "pass_host_canary_seconds": [
-    9.49922750010046e-06,
-    6.9095099996729914e-06,
-    1.017099250020692e-05
+    6.551067499458441e-06,
+    7.242115000281046e-06,
+    1.0895550000213918e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.399062500013315e-05,
-    1.666715000055774e-05,
-    1.8851800000447838e-05
+    1.4854939998940608e-05,
+    1.7959630000632387e-05,
+    2.1123179999449347e-05
    ]
   },
   "backward_layer_linear": {
-   "seconds": 3.7387033333086745e-05,
-   "min": 3.274592666659575e-05,
-   "max": 5.3074700000353106e-05,
+   "seconds": 5.021039888889492e-05,
+   "min": 3.1368965555632006e-05,
+   "max": 5.7776278888973646e-05,
    "samples": 33,
    "method": "backward() of a chain of F.linear(y, w_i) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.587759999476475e-06,
-   "host_backward_canary_seconds": 1.9321489999128973e-05,
+   "host_canary_seconds": 6.687094999051623e-06,
+   "host_backward_canary_seconds": 1.9066919999204402e-05,
    "pass_seconds": [
-    3.372392222217968e-05,
-    4.6097004444618504e-05,
-    3.7387033333086745e-05
+    3.319269111115217e-05,
+    5.021039888889492e-05,
+    5.49225377777576e-05
    ],
    "pass_host_canary_seconds": [
-    9.587759999476475e-06,
-    7.079604999944422e-06,
-    9.857449999799428e-06
+    6.687094999051623e-06,
+    7.093295000686339e-06,
+    8.772085000146034e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9321489999128973e-05,
-    2.0847780001531645e-05,
-    1.9572730000163574e-05
+    1.9066919999204402e-05,
+    2.188495999916995e-05,
+    2.4654769999870043e-05
    ]
   },
   "backward_call": {
-   "seconds": 0.00011114266266425452,
-   "min": 6.596267130225898e-05,
-   "max": 0.00011175600315133728,
+   "seconds": 9.107199870049952e-05,
+   "min": 7.72546709825595e-05,
+   "max": 0.00010466666457553702,
    "samples": 3,
-   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 22.70 us; median of 3 passes over the probe's run",
+   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 19.96 us; median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     2,
@@ -625,34 +626,34 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_median_seconds": [
-    0.00013894400000572204,
-    0.00016012799739837646,
-    0.00021395200490951537,
-    0.0002626560032367706,
-    0.0004868159890174866
+    0.00011615999788045883,
+    0.00013427199423313141,
+    0.00016915200650691986,
+    0.00023795199394226074,
+    0.00041644799709320067
    ],
-   "host_canary_seconds": 1.0623045000102138e-05,
-   "host_backward_canary_seconds": 1.8703100001857818e-05,
+   "host_canary_seconds": 8.982895000144708e-06,
+   "host_backward_canary_seconds": 1.7788725000400518e-05,
    "pass_seconds": [
-    0.00011175600315133728,
-    6.596267130225898e-05,
-    0.00011114266266425452
+    9.107199870049952e-05,
+    7.72546709825595e-05,
+    0.00010466666457553702
    ],
    "pass_host_canary_seconds": [
-    1.0623045000102138e-05,
-    6.7684850000659935e-06,
-    9.705404999635902e-06
+    8.982895000144708e-06,
+    8.193269999310359e-06,
+    9.588355000005323e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8703100001857818e-05,
-    1.5942789998462105e-05,
-    1.4553394998984004e-05
+    1.7788725000400518e-05,
+    1.7424210000172025e-05,
+    1.678759500009619e-05
    ]
   },
   "layer_forward_linear": {
-   "seconds": 2.85622864252045e-05,
-   "min": 1.711771477546011e-05,
-   "max": 2.8926476215322815e-05,
+   "seconds": 2.5683809426568802e-05,
+   "min": 1.7629714416606087e-05,
+   "max": 2.9244189993256618e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -661,32 +662,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.835199937224388e-05,
-    0.0001530880033969879,
-    0.00032291200757026675
+    4.6271998435258866e-05,
+    0.00012195199728012086,
+    0.0004310719966888428
    ],
-   "host_canary_seconds": 1.0438419999445613e-05,
-   "host_backward_canary_seconds": 1.8691770001169062e-05,
+   "host_canary_seconds": 9.38298999926701e-06,
+   "host_backward_canary_seconds": 1.801015000182815e-05,
    "pass_seconds": [
-    1.711771477546011e-05,
-    2.8926476215322815e-05,
-    2.85622864252045e-05
+    2.5683809426568802e-05,
+    1.7629714416606087e-05,
+    2.9244189993256618e-05
    ],
    "pass_host_canary_seconds": [
-    1.0438419999445613e-05,
-    6.796764999990046e-06,
-    1.0024625000255583e-05
+    9.38298999926701e-06,
+    6.684344999712266e-06,
+    1.0023480000427298e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8691770001169062e-05,
-    1.7462669998167257e-05,
-    1.490685499902611e-05
+    1.801015000182815e-05,
+    1.7036579999967217e-05,
+    1.759818999971685e-05
    ]
   },
   "layer_backward_linear": {
-   "seconds": 9.110475970166071e-05,
-   "min": 7.904685599108536e-05,
-   "max": 0.00011667733941049802,
+   "seconds": 0.00010224457564098493,
+   "min": 9.312838120829492e-05,
+   "max": 0.00010338285299284115,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -695,33 +696,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003377600014209747,
-    0.0007035840153694153,
-    0.002332832098007202
+    0.0002531520128250122,
+    0.0006658239960670472,
+    0.002054080009460449
    ],
    "backward_nodes_per_layer": 4.0,
-   "host_canary_seconds": 1.0438419999445613e-05,
-   "host_backward_canary_seconds": 1.8691770001169062e-05,
+   "host_canary_seconds": 9.38298999926701e-06,
+   "host_backward_canary_seconds": 1.801015000182815e-05,
    "pass_seconds": [
-    0.00011667733941049802,
-    7.904685599108536e-05,
-    9.110475970166071e-05
+    9.312838120829492e-05,
+    0.00010224457564098493,
+    0.00010338285299284115
    ],
    "pass_host_canary_seconds": [
-    1.0438419999445613e-05,
-    6.796764999990046e-06,
-    1.0024625000255583e-05
+    9.38298999926701e-06,
+    6.684344999712266e-06,
+    1.0023480000427298e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8691770001169062e-05,
-    1.7462669998167257e-05,
-    1.490685499902611e-05
+    1.801015000182815e-05,
+    1.7036579999967217e-05,
+    1.759818999971685e-05
    ]
   },
   "layer_forward_linear_autocast": {
-   "seconds": 6.383238271588372e-05,
-   "min": 5.0438857149510156e-05,
-   "max": 7.509485596702214e-05,
+   "seconds": 6.821257230781373e-05,
+   "min": 5.803123790593374e-05,
+   "max": 6.97706700080917e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -730,32 +731,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00017814399302005767,
-    0.0004562560021877289,
-    0.0013221759796142579
+    0.00010700800269842147,
+    0.00028617599606513977,
+    0.0009791679978370666
    ],
-   "host_canary_seconds": 9.987355000475872e-06,
-   "host_backward_canary_seconds": 1.7836520000855672e-05,
+   "host_canary_seconds": 9.112592500173378e-06,
+   "host_backward_canary_seconds": 1.8043525000166485e-05,
    "pass_seconds": [
-    7.509485596702214e-05,
-    5.0438857149510156e-05,
-    6.383238271588372e-05
+    5.803123790593374e-05,
+    6.97706700080917e-05,
+    6.821257230781373e-05
    ],
    "pass_host_canary_seconds": [
-    9.987355000475872e-06,
-    6.85503499994411e-06,
-    9.995119999643975e-06
+    9.112592500173378e-06,
+    9.218795000265345e-06,
+    1.057666500059895e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7836520000855672e-05,
-    1.6925390000324114e-05,
-    1.737525500061565e-05
+    1.8043525000166485e-05,
+    1.807201500014344e-05,
+    2.019290000134788e-05
    ]
   },
   "layer_backward_linear_autocast": {
-   "seconds": 0.0001183398167292277,
-   "min": 0.00011207695766573861,
-   "max": 0.00012322743698245,
+   "seconds": 0.00013285790383815764,
+   "min": 0.00011807618361143838,
+   "max": 0.00013692799529858998,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -764,33 +765,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0007258880138397216,
-    0.001452448010444641,
-    0.0036761600971221926
+    0.0004497919976711273,
+    0.0010987839698791504,
+    0.003395551919937134
    ],
    "backward_nodes_per_layer": 6.0,
-   "host_canary_seconds": 9.987355000475872e-06,
-   "host_backward_canary_seconds": 1.7836520000855672e-05,
+   "host_canary_seconds": 9.112592500173378e-06,
+   "host_backward_canary_seconds": 1.8043525000166485e-05,
    "pass_seconds": [
-    0.0001183398167292277,
-    0.00012322743698245,
-    0.00011207695766573861
+    0.00013692799529858998,
+    0.00011807618361143838,
+    0.00013285790383815764
    ],
    "pass_host_canary_seconds": [
-    9.987355000475872e-06,
-    6.85503499994411e-06,
-    9.995119999643975e-06
+    9.112592500173378e-06,
+    9.218795000265345e-06,
+    1.057666500059895e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7836520000855672e-05,
-    1.6925390000324114e-05,
-    1.737525500061565e-05
+    1.8043525000166485e-05,
+    1.807201500014344e-05,
+    2.019290000134788e-05
    ]
   },
   "layer_forward_linear_nobias": {
-   "seconds": 2.181790520747503e-05,
-   "min": 1.7241143044971287e-05,
-   "max": 2.5699046750863396e-05,
+   "seconds": 2.490133419632912e-05,
+   "min": 2.470552318152927e-05,
+   "max": 3.054399859337579e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -799,32 +800,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.6815999299287795e-05,
-    0.00010915199667215347,
-    0.0003597120046615601
+    2.8319999575614928e-05,
+    8.470399677753449e-05,
+    0.0003929919898509979
    ],
-   "host_canary_seconds": 8.068984999454188e-06,
-   "host_backward_canary_seconds": 1.4760605000674332e-05,
+   "host_canary_seconds": 9.354197499646944e-06,
+   "host_backward_canary_seconds": 1.82480899991333e-05,
    "pass_seconds": [
-    2.181790520747503e-05,
-    1.7241143044971287e-05,
-    2.5699046750863396e-05
+    2.470552318152927e-05,
+    2.490133419632912e-05,
+    3.054399859337579e-05
    ],
    "pass_host_canary_seconds": [
-    8.068984999454188e-06,
-    6.9141525000304685e-06,
-    9.958754999388475e-06
+    9.354197499646944e-06,
+    9.052702500298438e-06,
+    1.080696999963493e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4760605000674332e-05,
-    1.6693564999741285e-05,
-    1.7703379999147728e-05
+    1.82480899991333e-05,
+    1.297614500003874e-05,
+    1.9762790000186214e-05
    ]
   },
   "layer_backward_linear_nobias": {
-   "seconds": 7.0124955759162e-05,
-   "min": 6.72015260372843e-05,
-   "max": 7.037409359500523e-05,
+   "seconds": 6.288381417592368e-05,
+   "min": 4.1078853287867124e-05,
+   "max": 7.122971791596639e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -833,33 +834,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014009599387645723,
-    0.00037203198671340943,
-    0.0014636800289154052
+    0.0001749120056629181,
+    0.0005260159969329834,
+    0.0016350400447845458
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 8.068984999454188e-06,
-   "host_backward_canary_seconds": 1.4760605000674332e-05,
+   "host_canary_seconds": 9.354197499646944e-06,
+   "host_backward_canary_seconds": 1.82480899991333e-05,
    "pass_seconds": [
-    6.72015260372843e-05,
-    7.037409359500523e-05,
-    7.0124955759162e-05
+    7.122971791596639e-05,
+    4.1078853287867124e-05,
+    6.288381417592368e-05
    ],
    "pass_host_canary_seconds": [
-    8.068984999454188e-06,
-    6.9141525000304685e-06,
-    9.958754999388475e-06
+    9.354197499646944e-06,
+    9.052702500298438e-06,
+    1.080696999963493e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4760605000674332e-05,
-    1.6693564999741285e-05,
-    1.7703379999147728e-05
+    1.82480899991333e-05,
+    1.297614500003874e-05,
+    1.9762790000186214e-05
    ]
   },
   "layer_forward_linear_nobias_autocast": {
-   "seconds": 2.9887998210532323e-05,
-   "min": 2.700266774211611e-05,
-   "max": 4.642514068455923e-05,
+   "seconds": 3.0348952682245346e-05,
+   "min": 2.828723706659817e-05,
+   "max": 4.857599948133741e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -868,32 +869,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.10559992492199e-05,
-    0.0001505279988050461,
-    0.0005093119740486145
+    9.481599926948547e-05,
+    0.00018595199286937714,
+    0.0005500800013542175
    ],
-   "host_canary_seconds": 6.814220000137539e-06,
-   "host_backward_canary_seconds": 1.5520230000447555e-05,
+   "host_canary_seconds": 7.683485000598011e-06,
+   "host_backward_canary_seconds": 1.9203479998850524e-05,
    "pass_seconds": [
-    2.9887998210532323e-05,
-    2.700266774211611e-05,
-    4.642514068455923e-05
+    3.0348952682245346e-05,
+    2.828723706659817e-05,
+    4.857599948133741e-05
    ],
    "pass_host_canary_seconds": [
-    6.814220000137539e-06,
-    6.813280000415034e-06,
-    9.911544999567923e-06
+    7.683485000598011e-06,
+    6.813405000229977e-06,
+    1.0289379999903759e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5520230000447555e-05,
-    1.6341580001153488e-05,
-    1.6704470001513984e-05
+    1.9203479998850524e-05,
+    1.5020724999885715e-05,
+    1.8960485000434346e-05
    ]
   },
   "layer_backward_linear_nobias_autocast": {
-   "seconds": 9.273599620376313e-05,
-   "min": 7.412418758585341e-05,
-   "max": 0.00010416990252477784,
+   "seconds": 9.679389780475981e-05,
+   "min": 7.726476217309632e-05,
+   "max": 0.00011771048073257718,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -902,33 +903,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00022310400009155273,
-    0.000680512011051178,
-    0.0022523839473724367
+    0.000281823992729187,
+    0.0009492160081863403,
+    0.002577120065689087
    ],
    "backward_nodes_per_layer": 4.0,
-   "host_canary_seconds": 6.814220000137539e-06,
-   "host_backward_canary_seconds": 1.5520230000447555e-05,
+   "host_canary_seconds": 7.683485000598011e-06,
+   "host_backward_canary_seconds": 1.9203479998850524e-05,
    "pass_seconds": [
-    0.00010416990252477784,
-    9.273599620376313e-05,
-    7.412418758585341e-05
+    0.00011771048073257718,
+    7.726476217309632e-05,
+    9.679389780475981e-05
    ],
    "pass_host_canary_seconds": [
-    6.814220000137539e-06,
-    6.813280000415034e-06,
-    9.911544999567923e-06
+    7.683485000598011e-06,
+    6.813405000229977e-06,
+    1.0289379999903759e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5520230000447555e-05,
-    1.6341580001153488e-05,
-    1.6704470001513984e-05
+    1.9203479998850524e-05,
+    1.5020724999885715e-05,
+    1.8960485000434346e-05
    ]
   },
   "layer_forward_matmul": {
-   "seconds": 1.8034286264862333e-05,
-   "min": 1.675809591653801e-05,
-   "max": 2.1335619546118236e-05,
+   "seconds": 1.801599970176106e-05,
+   "min": 1.0648381231086594e-05,
+   "max": 1.8492191497768674e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -937,32 +938,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.1888000890612604e-05,
-    5.824000015854836e-05,
-    0.0003327040076255798
+    3.948799893260002e-05,
+    8.720000088214874e-05,
+    0.00030761599540710447
    ],
-   "host_canary_seconds": 9.45494749998943e-06,
-   "host_backward_canary_seconds": 1.5670894999857413e-05,
+   "host_canary_seconds": 9.831905000510233e-06,
+   "host_backward_canary_seconds": 1.938751000125194e-05,
    "pass_seconds": [
-    2.1335619546118236e-05,
-    1.675809591653801e-05,
-    1.8034286264862333e-05
+    1.801599970176106e-05,
+    1.0648381231086594e-05,
+    1.8492191497768674e-05
    ],
    "pass_host_canary_seconds": [
-    9.45494749998943e-06,
-    8.863770000289151e-06,
-    9.694379999700686e-06
+    9.831905000510233e-06,
+    6.490002500072478e-06,
+    1.054893500054277e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5670894999857413e-05,
-    1.6122890001497582e-05,
-    1.4875509998546477e-05
+    1.938751000125194e-05,
+    1.6529369999034317e-05,
+    1.9520109999575654e-05
    ]
   },
   "layer_backward_matmul": {
-   "seconds": 6.082361626128355e-05,
-   "min": 5.2774091739030116e-05,
-   "max": 6.464761637506032e-05,
+   "seconds": 7.958857023290225e-05,
+   "min": 7.227733642572448e-05,
+   "max": 8.27108613614525e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -971,33 +972,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001806720048189163,
-    0.0005567359924316406,
-    0.0015097919702529907
+    0.00027779200673103333,
+    0.0005750079751014709,
+    0.0017433279752731322
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 9.45494749998943e-06,
-   "host_backward_canary_seconds": 1.5670894999857413e-05,
+   "host_canary_seconds": 9.831905000510233e-06,
+   "host_backward_canary_seconds": 1.938751000125194e-05,
    "pass_seconds": [
-    6.464761637506032e-05,
-    6.082361626128355e-05,
-    5.2774091739030116e-05
+    7.958857023290225e-05,
+    8.27108613614525e-05,
+    7.227733642572448e-05
    ],
    "pass_host_canary_seconds": [
-    9.45494749998943e-06,
-    8.863770000289151e-06,
-    9.694379999700686e-06
+    9.831905000510233e-06,
+    6.490002500072478e-06,
+    1.054893500054277e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5670894999857413e-05,
-    1.6122890001497582e-05,
-    1.4875509998546477e-05
+    1.938751000125194e-05,
+    1.6529369999034317e-05,
+    1.9520109999575654e-05
    ]
   },
   "layer_forward_matmul_autocast": {
-   "seconds": 3.628571437937872e-05,
-   "min": 3.3382095219123933e-05,
-   "max": 4.1305140725203915e-05,
+   "seconds": 4.1359237971759975e-05,
+   "min": 2.2732952698355632e-05,
+   "max": 4.396190458819979e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1006,32 +1007,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.579199761152268e-05,
-    0.00023948800563812256,
-    0.0007152959704399108
+    9.551999717950821e-05,
+    0.00023071999847888946,
+    0.0007196159958839417
    ],
-   "host_canary_seconds": 9.557099999710772e-06,
-   "host_backward_canary_seconds": 1.8284459999904358e-05,
+   "host_canary_seconds": 9.643894999271652e-06,
+   "host_backward_canary_seconds": 1.99640900018494e-05,
    "pass_seconds": [
-    4.1305140725203915e-05,
-    3.3382095219123933e-05,
-    3.628571437937872e-05
+    4.1359237971759975e-05,
+    2.2732952698355632e-05,
+    4.396190458819979e-05
    ],
    "pass_host_canary_seconds": [
-    9.557099999710772e-06,
-    8.88590000045042e-06,
-    9.635464999746546e-06
+    9.643894999271652e-06,
+    6.857369999124785e-06,
+    1.0594899999887274e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8284459999904358e-05,
-    1.5824739999743543e-05,
-    1.3769790000424109e-05
+    1.99640900018494e-05,
+    1.4554619999671559e-05,
+    2.0143400001870758e-05
    ]
   },
   "layer_backward_matmul_autocast": {
-   "seconds": 8.105905531417755e-05,
-   "min": 6.991161725350788e-05,
-   "max": 8.130971572938418e-05,
+   "seconds": 8.980799696984745e-05,
+   "min": 6.870019932587941e-05,
+   "max": 9.870552661873047e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1040,33 +1041,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004535360038280487,
-    0.0008842560052871704,
-    0.0023102080821990967
+    0.0005639359951019287,
+    0.0011017279624938965,
+    0.002284032106399536
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 9.557099999710772e-06,
-   "host_backward_canary_seconds": 1.8284459999904358e-05,
+   "host_canary_seconds": 9.643894999271652e-06,
+   "host_backward_canary_seconds": 1.99640900018494e-05,
    "pass_seconds": [
-    8.105905531417755e-05,
-    8.130971572938418e-05,
-    6.991161725350788e-05
+    6.870019932587941e-05,
+    8.980799696984745e-05,
+    9.870552661873047e-05
    ],
    "pass_host_canary_seconds": [
-    9.557099999710772e-06,
-    8.88590000045042e-06,
-    9.635464999746546e-06
+    9.643894999271652e-06,
+    6.857369999124785e-06,
+    1.0594899999887274e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8284459999904358e-05,
-    1.5824739999743543e-05,
-    1.3769790000424109e-05
+    1.99640900018494e-05,
+    1.4554619999671559e-05,
+    2.0143400001870758e-05
    ]
   },
   "layer_forward_bmm": {
-   "seconds": 1.3676190748810767e-05,
-   "min": 1.2326856986397789e-05,
-   "max": 2.3693714290857316e-05,
+   "seconds": 1.904076213637988e-05,
+   "min": 1.5457523631907645e-05,
+   "max": 2.4915809964849837e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1075,32 +1076,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.300799965858459e-05,
-    0.0001016639992594719,
-    0.00039427199959754945
+    2.4095999076962472e-05,
+    6.703999638557434e-05,
+    0.0002548159956932068
    ],
-   "host_canary_seconds": 9.80205000018941e-06,
-   "host_backward_canary_seconds": 1.7239300000255753e-05,
+   "host_canary_seconds": 7.02725250050662e-06,
+   "host_backward_canary_seconds": 1.725341999986085e-05,
    "pass_seconds": [
-    2.3693714290857316e-05,
-    1.2326856986397789e-05,
-    1.3676190748810767e-05
+    1.5457523631907645e-05,
+    1.904076213637988e-05,
+    2.4915809964849837e-05
    ],
    "pass_host_canary_seconds": [
-    9.80205000018941e-06,
-    6.7905100002008115e-06,
-    6.7609749999064665e-06
+    7.02725250050662e-06,
+    8.977487499919335e-06,
+    1.0279075000880766e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7239300000255753e-05,
-    1.6689839999344258e-05,
-    1.4037859998552448e-05
+    1.725341999986085e-05,
+    1.3692500000388464e-05,
+    1.601269000047978e-05
    ]
   },
   "layer_backward_bmm": {
-   "seconds": 6.864075770690328e-05,
-   "min": 6.745599627140021e-05,
-   "max": 7.552914410119966e-05,
+   "seconds": 6.324266518155733e-05,
+   "min": 5.460723258909724e-05,
+   "max": 7.314819390220302e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1109,33 +1110,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002465279996395111,
-    0.0006056320071220398,
-    0.0016589119434356689
+    0.00015830400586128236,
+    0.0005154240131378173,
+    0.0015178240537643433
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 9.80205000018941e-06,
-   "host_backward_canary_seconds": 1.7239300000255753e-05,
+   "host_canary_seconds": 7.02725250050662e-06,
+   "host_backward_canary_seconds": 1.725341999986085e-05,
    "pass_seconds": [
-    6.864075770690328e-05,
-    7.552914410119966e-05,
-    6.745599627140021e-05
+    7.314819390220302e-05,
+    6.324266518155733e-05,
+    5.460723258909724e-05
    ],
    "pass_host_canary_seconds": [
-    9.80205000018941e-06,
-    6.7905100002008115e-06,
-    6.7609749999064665e-06
+    7.02725250050662e-06,
+    8.977487499919335e-06,
+    1.0279075000880766e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7239300000255753e-05,
-    1.6689839999344258e-05,
-    1.4037859998552448e-05
+    1.725341999986085e-05,
+    1.3692500000388464e-05,
+    1.601269000047978e-05
    ]
   },
   "layer_forward_bmm_autocast": {
-   "seconds": 2.6322284624690105e-05,
-   "min": 2.331733437521117e-05,
-   "max": 3.753600021203359e-05,
+   "seconds": 4.018514195368403e-05,
+   "min": 2.4487619066522235e-05,
+   "max": 4.1094096998373665e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1144,32 +1145,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.515200018882751e-05,
-    0.00021724799275398254,
-    0.0006546880006790161
+    5.407999828457832e-05,
+    0.00012703999876976014,
+    0.0006409919857978821
    ],
-   "host_canary_seconds": 9.447822499737412e-06,
-   "host_backward_canary_seconds": 1.7326585001455897e-05,
+   "host_canary_seconds": 7.29546249942814e-06,
+   "host_backward_canary_seconds": 1.9024634999595948e-05,
    "pass_seconds": [
-    3.753600021203359e-05,
-    2.331733437521117e-05,
-    2.6322284624690105e-05
+    4.018514195368403e-05,
+    2.4487619066522235e-05,
+    4.1094096998373665e-05
    ],
    "pass_host_canary_seconds": [
-    9.447822499737412e-06,
-    6.505185000378333e-06,
-    7.103054999788582e-06
+    7.29546249942814e-06,
+    7.0042824995653066e-06,
+    9.38639499963756e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7326585001455897e-05,
-    1.6265060000932863e-05,
-    1.4963840000064012e-05
+    1.9024634999595948e-05,
+    1.3681954999356095e-05,
+    1.969066000128805e-05
    ]
   },
   "layer_backward_bmm_autocast": {
-   "seconds": 8.375695401004383e-05,
-   "min": 8.325942286423272e-05,
-   "max": 9.372266985121227e-05,
+   "seconds": 9.886552020907402e-05,
+   "min": 9.731656614513627e-05,
+   "max": 0.00010480152318874996,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1178,33 +1179,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004334079921245575,
-    0.0008381440043449402,
-    0.002259455919265747
+    0.00033327999711036684,
+    0.0008914240002632141,
+    0.0024443519115447997
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 9.447822499737412e-06,
-   "host_backward_canary_seconds": 1.7326585001455897e-05,
+   "host_canary_seconds": 7.29546249942814e-06,
+   "host_backward_canary_seconds": 1.9024634999595948e-05,
    "pass_seconds": [
-    8.325942286423272e-05,
-    8.375695401004383e-05,
-    9.372266985121227e-05
+    9.731656614513627e-05,
+    9.886552020907402e-05,
+    0.00010480152318874996
    ],
    "pass_host_canary_seconds": [
-    9.447822499737412e-06,
-    6.505185000378333e-06,
-    7.103054999788582e-06
+    7.29546249942814e-06,
+    7.0042824995653066e-06,
+    9.38639499963756e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7326585001455897e-05,
-    1.6265060000932863e-05,
-    1.4963840000064012e-05
+    1.9024634999595948e-05,
+    1.3681954999356095e-05,
+    1.969066000128805e-05
    ]
   },
   "layer_forward_conv2d": {
-   "seconds": 4.344152410825094e-05,
-   "min": 2.5045332454499743e-05,
-   "max": 4.647314175963402e-05,
+   "seconds": 2.823923758807636e-05,
+   "min": 2.6324571065959478e-05,
+   "max": 2.928228640840167e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1213,32 +1214,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.339199841022491e-05,
-    0.0001897599995136261,
-    0.0007136960029602051
+    4.27200011909008e-05,
+    0.000125791996717453,
+    0.0004657599925994873
    ],
-   "host_canary_seconds": 9.231802500266895e-06,
-   "host_backward_canary_seconds": 1.7554184998971324e-05,
+   "host_canary_seconds": 7.181585000353152e-06,
+   "host_backward_canary_seconds": 1.706514000034076e-05,
    "pass_seconds": [
-    4.344152410825094e-05,
-    2.5045332454499743e-05,
-    4.647314175963402e-05
+    2.823923758807636e-05,
+    2.6324571065959478e-05,
+    2.928228640840167e-05
    ],
    "pass_host_canary_seconds": [
-    9.231802500266895e-06,
-    6.836989999783327e-06,
-    7.27191999999377e-06
+    7.181585000353152e-06,
+    6.767369999920447e-06,
+    8.735445001093466e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7554184998971324e-05,
-    1.7094980000820216e-05,
-    1.5120319999368803e-05
+    1.706514000034076e-05,
+    1.599574500119161e-05,
+    1.9802649999292042e-05
    ]
   },
   "layer_backward_conv2d": {
-   "seconds": 7.538514335950214e-05,
-   "min": 4.458285885907354e-05,
-   "max": 7.960762012572517e-05,
+   "seconds": 8.646171344887642e-05,
+   "min": 8.208837945546422e-05,
+   "max": 9.737980472190041e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1247,33 +1248,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003362559974193573,
-    0.0007481279969215393,
-    0.002137120008468628
+    0.00021081599593162536,
+    0.0006044800281524658,
+    0.001886623978614807
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 9.231802500266895e-06,
-   "host_backward_canary_seconds": 1.7554184998971324e-05,
+   "host_canary_seconds": 7.181585000353152e-06,
+   "host_backward_canary_seconds": 1.706514000034076e-05,
    "pass_seconds": [
-    7.538514335950214e-05,
-    7.960762012572517e-05,
-    4.458285885907354e-05
+    8.208837945546422e-05,
+    8.646171344887642e-05,
+    9.737980472190041e-05
    ],
    "pass_host_canary_seconds": [
-    9.231802500266895e-06,
-    6.836989999783327e-06,
-    7.27191999999377e-06
+    7.181585000353152e-06,
+    6.767369999920447e-06,
+    8.735445001093466e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7554184998971324e-05,
-    1.7094980000820216e-05,
-    1.5120319999368803e-05
+    1.706514000034076e-05,
+    1.599574500119161e-05,
+    1.9802649999292042e-05
    ]
   },
   "layer_forward_conv2d_autocast": {
-   "seconds": 5.284952478749411e-05,
-   "min": 4.237790263834453e-05,
-   "max": 7.494171389511654e-05,
+   "seconds": 4.2800001090481164e-05,
+   "min": 4.252800097068151e-05,
+   "max": 4.3577904502550766e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1282,32 +1283,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00015062400698661804,
-    0.0003774720132350922,
-    0.0012754240036010741
+    7.88479968905449e-05,
+    0.00022630399465560914,
+    0.0007233920097351075
    ],
-   "host_canary_seconds": 9.156464999477976e-06,
-   "host_backward_canary_seconds": 1.728433999915069e-05,
+   "host_canary_seconds": 6.891964999340417e-06,
+   "host_backward_canary_seconds": 1.864834000116389e-05,
    "pass_seconds": [
-    7.494171389511654e-05,
-    5.284952478749411e-05,
-    4.237790263834453e-05
+    4.252800097068151e-05,
+    4.3577904502550766e-05,
+    4.2800001090481164e-05
    ],
    "pass_host_canary_seconds": [
-    9.156464999477976e-06,
-    7.448280000517116e-06,
-    6.938920000152393e-06
+    6.891964999340417e-06,
+    6.831762499359684e-06,
+    8.583344999806286e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.728433999915069e-05,
-    1.7610659999718336e-05,
-    1.5392894999877173e-05
+    1.864834000116389e-05,
+    1.695787500011647e-05,
+    1.620650999939244e-05
    ]
   },
   "layer_backward_conv2d_autocast": {
-   "seconds": 0.00012061942262308935,
-   "min": 9.970362768286752e-05,
-   "max": 0.00015578894884813398,
+   "seconds": 0.0001472815243261201,
+   "min": 0.00012697904521510715,
+   "max": 0.0001587299033999443,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1316,33 +1317,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005600320100784302,
-    0.0012480640411376954,
-    0.0035272319316864012
+    0.0006215999722480774,
+    0.001372383952140808,
+    0.003689471960067749
    ],
    "backward_nodes_per_layer": 5.0,
-   "host_canary_seconds": 9.156464999477976e-06,
-   "host_backward_canary_seconds": 1.728433999915069e-05,
+   "host_canary_seconds": 6.891964999340417e-06,
+   "host_backward_canary_seconds": 1.864834000116389e-05,
    "pass_seconds": [
-    0.00012061942262308935,
-    0.00015578894884813398,
-    9.970362768286752e-05
+    0.0001587299033999443,
+    0.00012697904521510715,
+    0.0001472815243261201
    ],
    "pass_host_canary_seconds": [
-    9.156464999477976e-06,
-    7.448280000517116e-06,
-    6.938920000152393e-06
+    6.891964999340417e-06,
+    6.831762499359684e-06,
+    8.583344999806286e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.728433999915069e-05,
-    1.7610659999718336e-05,
-    1.5392894999877173e-05
+    1.864834000116389e-05,
+    1.695787500011647e-05,
+    1.620650999939244e-05
    ]
   },
   "layer_forward_conv2d_nobias": {
-   "seconds": 3.169828759772437e-05,
-   "min": 2.9636573046445842e-05,
-   "max": 3.261714091613179e-05,
+   "seconds": 2.0921143747511366e-05,
+   "min": 1.893942891841843e-05,
+   "max": 2.117028495385533e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1351,32 +1352,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.622399970889091e-05,
-    0.00014531199634075165,
-    0.0005008320212364196
+    3.129599988460541e-05,
+    9.225600212812423e-05,
+    0.00034799998998641965
    ],
-   "host_canary_seconds": 8.914580000691785e-06,
-   "host_backward_canary_seconds": 1.476026000091224e-05,
+   "host_canary_seconds": 6.705399999873408e-06,
+   "host_backward_canary_seconds": 1.8273704999955956e-05,
    "pass_seconds": [
-    2.9636573046445842e-05,
-    3.261714091613179e-05,
-    3.169828759772437e-05
+    2.117028495385533e-05,
+    1.893942891841843e-05,
+    2.0921143747511366e-05
    ],
    "pass_host_canary_seconds": [
-    8.914580000691785e-06,
-    7.072117499546948e-06,
-    9.405009999454705e-06
+    6.705399999873408e-06,
+    6.612447499492191e-06,
+    7.86873999970794e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.476026000091224e-05,
-    1.7985570000291773e-05,
-    1.3617295001040475e-05
+    1.8273704999955956e-05,
+    1.8167294999784645e-05,
+    1.3820149999901333e-05
    ]
   },
   "layer_backward_conv2d_nobias": {
-   "seconds": 4.3295240295784814e-05,
-   "min": 3.1693715779554276e-05,
-   "max": 5.168914741703444e-05,
+   "seconds": 6.077790490928149e-05,
+   "min": 5.512304604053497e-05,
+   "max": 6.172114238142967e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1385,33 +1386,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00026576000452041624,
-    0.0005192319750785828,
-    0.0013712960481643676
+    0.00016633599996566774,
+    0.00048111999034881593,
+    0.0014317439794540405
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 8.914580000691785e-06,
-   "host_backward_canary_seconds": 1.476026000091224e-05,
+   "host_canary_seconds": 6.705399999873408e-06,
+   "host_backward_canary_seconds": 1.8273704999955956e-05,
    "pass_seconds": [
-    4.3295240295784814e-05,
-    5.168914741703444e-05,
-    3.1693715779554276e-05
+    6.172114238142967e-05,
+    6.077790490928149e-05,
+    5.512304604053497e-05
    ],
    "pass_host_canary_seconds": [
-    8.914580000691785e-06,
-    7.072117499546948e-06,
-    9.405009999454705e-06
+    6.705399999873408e-06,
+    6.612447499492191e-06,
+    7.86873999970794e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.476026000091224e-05,
-    1.7985570000291773e-05,
-    1.3617295001040475e-05
+    1.8273704999955956e-05,
+    1.8167294999784645e-05,
+    1.3820149999901333e-05
    ]
   },
   "layer_forward_conv2d_nobias_autocast": {
-   "seconds": 4.5754666839327134e-05,
-   "min": 2.7510856588681536e-05,
-   "max": 5.650133426700319e-05,
+   "seconds": 2.6780954429081505e-05,
+   "min": 2.530285804754212e-05,
+   "max": 2.7562667571362994e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1420,32 +1421,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    9.996800124645233e-05,
-    0.00024035200476646423,
-    0.0007873280048370362
+    5.9744000434875486e-05,
+    0.00015126399695873261,
+    0.0004761280119419098
    ],
-   "host_canary_seconds": 9.288485000524815e-06,
-   "host_backward_canary_seconds": 1.4302219999535738e-05,
+   "host_canary_seconds": 6.615214999783348e-06,
+   "host_backward_canary_seconds": 1.8820469999809575e-05,
    "pass_seconds": [
-    4.5754666839327134e-05,
-    2.7510856588681536e-05,
-    5.650133426700319e-05
+    2.7562667571362994e-05,
+    2.530285804754212e-05,
+    2.6780954429081505e-05
    ],
    "pass_host_canary_seconds": [
-    9.288485000524815e-06,
-    8.47811500022999e-06,
-    9.734077500525019e-06
+    6.615214999783348e-06,
+    6.5212899994548935e-06,
+    7.531604999257979e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4302219999535738e-05,
-    1.8405895000341845e-05,
-    1.542339500019807e-05
+    1.8820469999809575e-05,
+    1.8495019999136277e-05,
+    1.4902810000876343e-05
    ]
   },
   "layer_backward_conv2d_nobias_autocast": {
-   "seconds": 8.593523502349852e-05,
-   "min": 7.350780034349078e-05,
-   "max": 0.0001261706685736066,
+   "seconds": 0.00011251885869673321,
+   "min": 9.428418959890094e-05,
+   "max": 0.00012269943580031395,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1454,33 +1455,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.000408735990524292,
-    0.0008646079897880554,
-    0.0024043519496917726
+    0.0004607360064983368,
+    0.0011178879737854003,
+    0.002640928030014038
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 9.288485000524815e-06,
-   "host_backward_canary_seconds": 1.4302219999535738e-05,
+   "host_canary_seconds": 6.615214999783348e-06,
+   "host_backward_canary_seconds": 1.8820469999809575e-05,
    "pass_seconds": [
-    8.593523502349852e-05,
-    0.0001261706685736066,
-    7.350780034349078e-05
+    0.00011251885869673321,
+    0.00012269943580031395,
+    9.428418959890094e-05
    ],
    "pass_host_canary_seconds": [
-    9.288485000524815e-06,
-    8.47811500022999e-06,
-    9.734077500525019e-06
+    6.615214999783348e-06,
+    6.5212899994548935e-06,
+    7.531604999257979e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4302219999535738e-05,
-    1.8405895000341845e-05,
-    1.542339500019807e-05
+    1.8820469999809575e-05,
+    1.8495019999136277e-05,
+    1.4902810000876343e-05
    ]
   },
   "layer_forward_conv1d": {
-   "seconds": 4.2783240122454506e-05,
-   "min": 2.609676229102271e-05,
-   "max": 4.5473522728397734e-05,
+   "seconds": 2.6961523862112135e-05,
+   "min": 2.5943618267774578e-05,
+   "max": 4.492723888584545e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1489,32 +1490,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.560000032186509e-05,
-    0.00020511999726295472,
-    0.000711072027683258
+    4.012800008058548e-05,
+    0.00011484800279140473,
+    0.00044249600172042845
    ],
-   "host_canary_seconds": 9.716469999716538e-06,
-   "host_backward_canary_seconds": 1.560834000088107e-05,
+   "host_canary_seconds": 6.710014999384839e-06,
+   "host_backward_canary_seconds": 1.7667009999513538e-05,
    "pass_seconds": [
-    4.2783240122454506e-05,
-    2.609676229102271e-05,
-    4.5473522728397734e-05
+    2.6961523862112135e-05,
+    2.5943618267774578e-05,
+    4.492723888584545e-05
    ],
    "pass_host_canary_seconds": [
-    9.716469999716538e-06,
-    7.206272499615807e-06,
-    9.738680000737077e-06
+    6.710014999384839e-06,
+    6.605780000654704e-06,
+    1.0134507500083602e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.560834000088107e-05,
-    1.875483499929942e-05,
-    1.6235929998629216e-05
+    1.7667009999513538e-05,
+    1.7460599999594705e-05,
+    1.9223680000095554e-05
    ]
   },
   "layer_backward_conv1d": {
-   "seconds": 7.163656644877932e-05,
-   "min": 5.7635808629649026e-05,
-   "max": 9.084951771157127e-05,
+   "seconds": 8.487771824002265e-05,
+   "min": 8.307580649852752e-05,
+   "max": 9.088610094927608e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1523,33 +1524,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004399360120296478,
-    0.0007916160225868225,
-    0.0021590399742126465
+    0.00022947199642658233,
+    0.0006913920044898987,
+    0.0019239679574966431
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 9.716469999716538e-06,
-   "host_backward_canary_seconds": 1.560834000088107e-05,
+   "host_canary_seconds": 6.710014999384839e-06,
+   "host_backward_canary_seconds": 1.7667009999513538e-05,
    "pass_seconds": [
-    7.163656644877932e-05,
-    9.084951771157127e-05,
-    5.7635808629649026e-05
+    8.307580649852752e-05,
+    8.487771824002265e-05,
+    9.088610094927608e-05
    ],
    "pass_host_canary_seconds": [
-    9.716469999716538e-06,
-    7.206272499615807e-06,
-    9.738680000737077e-06
+    6.710014999384839e-06,
+    6.605780000654704e-06,
+    1.0134507500083602e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.560834000088107e-05,
-    1.875483499929942e-05,
-    1.6235929998629216e-05
+    1.7667009999513538e-05,
+    1.7460599999594705e-05,
+    1.9223680000095554e-05
    ]
   },
   "layer_forward_conv1d_autocast": {
-   "seconds": 7.111923964250656e-05,
-   "min": 6.697447668938409e-05,
-   "max": 8.522895120439076e-05,
+   "seconds": 4.382552419389997e-05,
+   "min": 4.358780916248049e-05,
+   "max": 7.162209777604965e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1558,32 +1559,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00014217600226402283,
-    0.00046035200357437135,
-    0.0014414399862289428
+    8.687999844551086e-05,
+    0.00022111999988555907,
+    0.0007451840043067932
    ],
-   "host_canary_seconds": 9.633534999693438e-06,
-   "host_backward_canary_seconds": 1.892337000072075e-05,
+   "host_canary_seconds": 9.098152499973366e-06,
+   "host_backward_canary_seconds": 2.010785000038595e-05,
    "pass_seconds": [
-    8.522895120439076e-05,
-    6.697447668938409e-05,
-    7.111923964250656e-05
+    4.382552419389997e-05,
+    4.358780916248049e-05,
+    7.162209777604965e-05
    ],
    "pass_host_canary_seconds": [
-    9.633534999693438e-06,
-    9.362077499304177e-06,
-    9.878767500026697e-06
+    9.098152499973366e-06,
+    6.595049999305047e-06,
+    9.849619999613424e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.892337000072075e-05,
-    1.3987665000740889e-05,
-    1.5909324998801823e-05
+    2.010785000038595e-05,
+    1.804850999860719e-05,
+    1.5694094998934814e-05
    ]
   },
   "layer_backward_conv1d_autocast": {
-   "seconds": 0.00012229561592851367,
-   "min": 5.979961582592555e-05,
-   "max": 0.0001497797966003418,
+   "seconds": 0.00014632456820635567,
+   "min": 0.0001043253242969513,
+   "max": 0.00022488839285714283,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1592,33 +1593,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0007581120133399963,
-    0.0015352959632873534,
-    0.004307295799255371
+    0.0006210560202598572,
+    0.0015676800012588501,
+    0.004698592185974121
    ],
    "backward_nodes_per_layer": 5.0,
-   "host_canary_seconds": 9.633534999693438e-06,
-   "host_backward_canary_seconds": 1.892337000072075e-05,
+   "host_canary_seconds": 9.098152499973366e-06,
+   "host_backward_canary_seconds": 2.010785000038595e-05,
    "pass_seconds": [
-    0.0001497797966003418,
-    5.979961582592555e-05,
-    0.00012229561592851367
+    0.00022488839285714283,
+    0.00014632456820635567,
+    0.0001043253242969513
    ],
    "pass_host_canary_seconds": [
-    9.633534999693438e-06,
-    9.362077499304177e-06,
-    9.878767500026697e-06
+    9.098152499973366e-06,
+    6.595049999305047e-06,
+    9.849619999613424e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.892337000072075e-05,
-    1.3987665000740889e-05,
-    1.5909324998801823e-05
+    2.010785000038595e-05,
+    1.804850999860719e-05,
+    1.5694094998934814e-05
    ]
   },
   "layer_forward_conv1d_nobias": {
-   "seconds": 3.083961971458935e-05,
-   "min": 1.73965712033567e-05,
-   "max": 3.610514264021601e-05,
+   "seconds": 2.8233903681948068e-05,
+   "min": 2.7929904028063725e-05,
+   "max": 3.0015237806808384e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1627,32 +1628,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.145600065588951e-05,
-    0.00014655999839305878,
-    0.0005149120092391968
+    5.235200002789497e-05,
+    0.00014204800128936768,
+    0.0005024639964103699
    ],
-   "host_canary_seconds": 9.358649999740009e-06,
-   "host_backward_canary_seconds": 1.8748859999959678e-05,
+   "host_canary_seconds": 9.182084999679319e-06,
+   "host_backward_canary_seconds": 1.8676285000083228e-05,
    "pass_seconds": [
-    3.083961971458935e-05,
-    1.73965712033567e-05,
-    3.610514264021601e-05
+    3.0015237806808384e-05,
+    2.8233903681948068e-05,
+    2.7929904028063725e-05
    ],
    "pass_host_canary_seconds": [
-    9.358649999740009e-06,
-    1.0002220000160377e-05,
-    9.910494999871843e-06
+    9.182084999679319e-06,
+    9.096449999788093e-06,
+    9.709954999834736e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8748859999959678e-05,
-    1.778308999973888e-05,
-    1.5202054999008397e-05
+    1.8676285000083228e-05,
+    1.697461999810912e-05,
+    1.4653719999841996e-05
    ]
   },
   "layer_backward_conv1d_nobias": {
-   "seconds": 4.823466940295129e-05,
-   "min": 4.53889545585428e-05,
-   "max": 7.35801885880175e-05,
+   "seconds": 5.856304846349217e-05,
+   "min": 4.385371807785262e-05,
+   "max": 5.898209927337508e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1661,33 +1662,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003125759959220886,
-    0.0006411839723587036,
-    0.0015291520357131958
+    0.00032889598608016967,
+    0.0007184320092201233,
+    0.0017047040462493895
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 9.358649999740009e-06,
-   "host_backward_canary_seconds": 1.8748859999959678e-05,
+   "host_canary_seconds": 9.182084999679319e-06,
+   "host_backward_canary_seconds": 1.8676285000083228e-05,
    "pass_seconds": [
-    4.823466940295129e-05,
-    7.35801885880175e-05,
-    4.53889545585428e-05
+    5.898209927337508e-05,
+    5.856304846349217e-05,
+    4.385371807785262e-05
    ],
    "pass_host_canary_seconds": [
-    9.358649999740009e-06,
-    1.0002220000160377e-05,
-    9.910494999871843e-06
+    9.182084999679319e-06,
+    9.096449999788093e-06,
+    9.709954999834736e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8748859999959678e-05,
-    1.778308999973888e-05,
-    1.5202054999008397e-05
+    1.8676285000083228e-05,
+    1.697461999810912e-05,
+    1.4653719999841996e-05
    ]
   },
   "layer_forward_conv1d_nobias_autocast": {
-   "seconds": 5.113371248756136e-05,
-   "min": 4.713523884614309e-05,
-   "max": 6.134552260239918e-05,
+   "seconds": 4.2123427348477504e-05,
+   "min": 2.9378284655866165e-05,
+   "max": 4.9887237449487046e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1696,32 +1697,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00010390400141477585,
-    0.00028361600637435915,
-    0.0008796799778938294
+    0.0001037760004401207,
+    0.0002888000011444092,
+    0.0008638719916343689
    ],
-   "host_canary_seconds": 9.63231499952144e-06,
-   "host_backward_canary_seconds": 1.504004000025816e-05,
+   "host_canary_seconds": 9.451079999962531e-06,
+   "host_backward_canary_seconds": 1.8290230000275186e-05,
    "pass_seconds": [
-    5.113371248756136e-05,
-    4.713523884614309e-05,
-    6.134552260239918e-05
+    4.9887237449487046e-05,
+    4.2123427348477504e-05,
+    2.9378284655866165e-05
    ],
    "pass_host_canary_seconds": [
-    9.63231499952144e-06,
-    9.938282500456806e-06,
-    1.021720500034462e-05
+    9.451079999962531e-06,
+    9.064954999757902e-06,
+    9.662774999696921e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.504004000025816e-05,
-    1.750755999978537e-05,
-    1.6316910000568895e-05
+    1.8290230000275186e-05,
+    1.661955000145099e-05,
+    1.6157239999756713e-05
    ]
   },
   "layer_backward_conv1d_nobias_autocast": {
-   "seconds": 0.0001015497197707494,
-   "min": 8.05607562263807e-05,
-   "max": 0.00010249295759768716,
+   "seconds": 0.00010058361256406418,
+   "min": 9.863618832258948e-05,
+   "max": 0.00011410437630755561,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1730,33 +1731,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005671679973602295,
-    0.0009894400238990783,
-    0.0025516479015350343
+    0.0005865280032157898,
+    0.00115283203125,
+    0.002881887912750244
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 9.63231499952144e-06,
-   "host_backward_canary_seconds": 1.504004000025816e-05,
+   "host_canary_seconds": 9.451079999962531e-06,
+   "host_backward_canary_seconds": 1.8290230000275186e-05,
    "pass_seconds": [
-    8.05607562263807e-05,
-    0.0001015497197707494,
-    0.00010249295759768716
+    0.00010058361256406418,
+    9.863618832258948e-05,
+    0.00011410437630755561
    ],
    "pass_host_canary_seconds": [
-    9.63231499952144e-06,
-    9.938282500456806e-06,
-    1.021720500034462e-05
+    9.451079999962531e-06,
+    9.064954999757902e-06,
+    9.662774999696921e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.504004000025816e-05,
-    1.750755999978537e-05,
-    1.6316910000568895e-05
+    1.8290230000275186e-05,
+    1.661955000145099e-05,
+    1.6157239999756713e-05
    ]
   },
   "layer_forward_batchnorm2d": {
-   "seconds": 5.789562066396078e-05,
-   "min": 5.510247605187553e-05,
-   "max": 6.131581039655777e-05,
+   "seconds": 4.3513143523817974e-05,
+   "min": 3.115276140826089e-05,
+   "max": 4.737524014143717e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1765,32 +1766,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.640000224113465e-05,
-    0.0002614719867706299,
-    0.0009161919951438904
+    0.00011363200098276138,
+    0.00032073599100112914,
+    0.0008459200263023377
    ],
-   "host_canary_seconds": 9.31774500031679e-06,
-   "host_backward_canary_seconds": 1.6416349999417435e-05,
+   "host_canary_seconds": 9.638524999786569e-06,
+   "host_backward_canary_seconds": 1.4696030000322935e-05,
    "pass_seconds": [
-    5.510247605187553e-05,
-    5.789562066396078e-05,
-    6.131581039655777e-05
+    4.737524014143717e-05,
+    3.115276140826089e-05,
+    4.3513143523817974e-05
    ],
    "pass_host_canary_seconds": [
-    9.31774500031679e-06,
-    9.89600000025348e-06,
-    9.76877499965667e-06
+    9.638524999786569e-06,
+    6.711175000191361e-06,
+    8.678382500306724e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6416349999417435e-05,
-    1.7044779999650926e-05,
-    1.789987999927689e-05
+    1.4696030000322935e-05,
+    1.740885000117487e-05,
+    1.7985850000741266e-05
    ]
   },
   "layer_backward_batchnorm2d": {
-   "seconds": 5.276571568988615e-05,
-   "min": 4.426590317771549e-05,
-   "max": 5.6169912928626633e-05,
+   "seconds": 6.865066431817554e-05,
+   "min": 6.57493319539797e-05,
+   "max": 7.718551850744657e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1799,33 +1800,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00035011199116706846,
-    0.0006424639821052551,
-    0.002005376100540161
+    0.00025814399123191833,
+    0.0006595199704170227,
+    0.0019756799936294558
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 9.31774500031679e-06,
-   "host_backward_canary_seconds": 1.6416349999417435e-05,
+   "host_canary_seconds": 9.638524999786569e-06,
+   "host_backward_canary_seconds": 1.4696030000322935e-05,
    "pass_seconds": [
-    5.6169912928626633e-05,
-    4.426590317771549e-05,
-    5.276571568988615e-05
+    6.57493319539797e-05,
+    6.865066431817554e-05,
+    7.718551850744657e-05
    ],
    "pass_host_canary_seconds": [
-    9.31774500031679e-06,
-    9.89600000025348e-06,
-    9.76877499965667e-06
+    9.638524999786569e-06,
+    6.711175000191361e-06,
+    8.678382500306724e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6416349999417435e-05,
-    1.7044779999650926e-05,
-    1.789987999927689e-05
+    1.4696030000322935e-05,
+    1.740885000117487e-05,
+    1.7985850000741266e-05
    ]
   },
   "layer_forward_batchnorm2d_autocast": {
-   "seconds": 6.327390599818456e-05,
-   "min": 2.9391239441576457e-05,
-   "max": 6.583237718968163e-05,
+   "seconds": 5.83253318355197e-05,
+   "min": 3.1963427861531576e-05,
+   "max": 6.148190796375273e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1834,32 +1835,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00011564800143241883,
-    0.0003043200075626373,
-    0.0011001919507980346
+    9.091199934482575e-05,
+    0.0003361600041389465,
+    0.0010334080457687377
    ],
-   "host_canary_seconds": 1.0016595000479356e-05,
-   "host_backward_canary_seconds": 1.6868769998836798e-05,
+   "host_canary_seconds": 9.413834999918434e-06,
+   "host_backward_canary_seconds": 1.4157350000232327e-05,
    "pass_seconds": [
-    6.583237718968163e-05,
-    2.9391239441576457e-05,
-    6.327390599818456e-05
+    6.148190796375273e-05,
+    3.1963427861531576e-05,
+    5.83253318355197e-05
    ],
    "pass_host_canary_seconds": [
-    1.0016595000479356e-05,
-    9.418074999985037e-06,
-    9.789380000029268e-06
+    9.413834999918434e-06,
+    6.400214999757736e-06,
+    9.968382499891959e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6868769998836798e-05,
-    1.6133149999859596e-05,
-    1.53954799998246e-05
+    1.4157350000232327e-05,
+    1.763635499969496e-05,
+    1.7362800000455537e-05
    ]
   },
   "layer_backward_batchnorm2d_autocast": {
-   "seconds": 5.857523353326888e-05,
-   "min": 4.6279626942816234e-05,
-   "max": 6.167390339431307e-05,
+   "seconds": 5.6218663851420086e-05,
+   "min": 5.1637329515956724e-05,
+   "max": 6.970666845639546e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1868,33 +1869,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00045715200901031496,
-    0.0007578240036964416,
-    0.002126944065093994
+    0.00026633599400520327,
+    0.0007525119781494141,
+    0.002012063980102539
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 1.0016595000479356e-05,
-   "host_backward_canary_seconds": 1.6868769998836798e-05,
+   "host_canary_seconds": 9.413834999918434e-06,
+   "host_backward_canary_seconds": 1.4157350000232327e-05,
    "pass_seconds": [
-    4.6279626942816234e-05,
-    6.167390339431307e-05,
-    5.857523353326888e-05
+    5.1637329515956724e-05,
+    6.970666845639546e-05,
+    5.6218663851420086e-05
    ],
    "pass_host_canary_seconds": [
-    1.0016595000479356e-05,
-    9.418074999985037e-06,
-    9.789380000029268e-06
+    9.413834999918434e-06,
+    6.400214999757736e-06,
+    9.968382499891959e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6868769998836798e-05,
-    1.6133149999859596e-05,
-    1.53954799998246e-05
+    1.4157350000232327e-05,
+    1.763635499969496e-05,
+    1.7362800000455537e-05
    ]
   },
   "layer_forward_layernorm": {
-   "seconds": 2.8483046662239805e-05,
-   "min": 1.5687618049837296e-05,
-   "max": 2.94392378557296e-05,
+   "seconds": 1.4708571490787321e-05,
+   "min": 1.4105142493333137e-05,
+   "max": 2.5843048379534767e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1903,32 +1904,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.707200080156326e-05,
-    0.0001281280070543289,
-    0.0004862399995326996
+    2.691200003027916e-05,
+    6.857600063085556e-05,
+    0.0002467200011014938
    ],
-   "host_canary_seconds": 1.0058090000484298e-05,
-   "host_backward_canary_seconds": 1.939734999950815e-05,
+   "host_canary_seconds": 8.82306499988772e-06,
+   "host_backward_canary_seconds": 1.5099429999736458e-05,
    "pass_seconds": [
-    2.94392378557296e-05,
-    1.5687618049837296e-05,
-    2.8483046662239805e-05
+    1.4708571490787321e-05,
+    1.4105142493333137e-05,
+    2.5843048379534767e-05
    ],
    "pass_host_canary_seconds": [
-    1.0058090000484298e-05,
-    7.19503500022256e-06,
-    9.824255000694393e-06
+    8.82306499988772e-06,
+    6.637290000526263e-06,
+    1.0011864999910358e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.939734999950815e-05,
-    1.6859649999787507e-05,
-    1.5061164999679022e-05
+    1.5099429999736458e-05,
+    1.6894360001060705e-05,
+    1.6985214999749586e-05
    ]
   },
   "layer_backward_layernorm": {
-   "seconds": 4.429257430490993e-05,
-   "min": 3.696456906341371e-05,
-   "max": 4.978819546245393e-05,
+   "seconds": 5.996419347467878e-05,
+   "min": 5.319238418624514e-05,
+   "max": 6.391314603388309e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1937,33 +1938,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00031542399525642394,
-    0.0006047679781913758,
-    0.001521056056022644
+    0.00011484800279140473,
+    0.0002682240009307861,
+    0.0012113920450210571
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 1.0058090000484298e-05,
-   "host_backward_canary_seconds": 1.939734999950815e-05,
+   "host_canary_seconds": 8.82306499988772e-06,
+   "host_backward_canary_seconds": 1.5099429999736458e-05,
    "pass_seconds": [
-    4.978819546245393e-05,
-    4.429257430490993e-05,
-    3.696456906341371e-05
+    5.996419347467878e-05,
+    6.391314603388309e-05,
+    5.319238418624514e-05
    ],
    "pass_host_canary_seconds": [
-    1.0058090000484298e-05,
-    7.19503500022256e-06,
-    9.824255000694393e-06
+    8.82306499988772e-06,
+    6.637290000526263e-06,
+    1.0011864999910358e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.939734999950815e-05,
-    1.6859649999787507e-05,
-    1.5061164999679022e-05
+    1.5099429999736458e-05,
+    1.6894360001060705e-05,
+    1.6985214999749586e-05
    ]
   },
   "layer_forward_layernorm_autocast": {
-   "seconds": 2.8456380679493858e-05,
-   "min": 2.820723858617601e-05,
-   "max": 3.085104855043548e-05,
+   "seconds": 1.4515048691204615e-05,
+   "min": 1.374552274743716e-05,
+   "max": 2.528609477338337e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1972,32 +1973,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.155200093984604e-05,
-    0.00015241600573062897,
-    0.0004968959987163543
+    5.6127998977899554e-05,
+    0.0001268160045146942,
+    0.0002721279859542847
    ],
-   "host_canary_seconds": 1.0031652499264966e-05,
-   "host_backward_canary_seconds": 1.5715854999598378e-05,
+   "host_canary_seconds": 9.03477000008479e-06,
+   "host_backward_canary_seconds": 1.755164999963199e-05,
    "pass_seconds": [
-    2.8456380679493858e-05,
-    3.085104855043548e-05,
-    2.820723858617601e-05
+    1.374552274743716e-05,
+    1.4515048691204615e-05,
+    2.528609477338337e-05
    ],
    "pass_host_canary_seconds": [
-    1.0031652499264966e-05,
-    9.872760000462221e-06,
-    9.910654999885083e-06
+    9.03477000008479e-06,
+    6.872289999932946e-06,
+    9.720609999703812e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.5715854999598378e-05,
-    1.4280804999771136e-05,
-    1.4945619998343318e-05
+    1.755164999963199e-05,
+    1.6891159999659068e-05,
+    1.785047999874223e-05
    ]
   },
   "layer_backward_layernorm_autocast": {
-   "seconds": 4.120380608808428e-05,
-   "min": 3.434209135316667e-05,
-   "max": 4.729219118044489e-05,
+   "seconds": 5.918933735007331e-05,
+   "min": 5.0836568077405306e-05,
+   "max": 7.47596218827225e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2006,33 +2007,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00023535999655723572,
-    0.0004484480023384094,
-    0.0012816319465637207
+    0.00019340799748897552,
+    0.00042745599150657653,
+    0.0015104960203170777
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 1.0031652499264966e-05,
-   "host_backward_canary_seconds": 1.5715854999598378e-05,
+   "host_canary_seconds": 9.03477000008479e-06,
+   "host_backward_canary_seconds": 1.755164999963199e-05,
    "pass_seconds": [
-    4.120380608808428e-05,
-    4.729219118044489e-05,
-    3.434209135316667e-05
+    7.47596218827225e-05,
+    5.0836568077405306e-05,
+    5.918933735007331e-05
    ],
    "pass_host_canary_seconds": [
-    1.0031652499264966e-05,
-    9.872760000462221e-06,
-    9.910654999885083e-06
+    9.03477000008479e-06,
+    6.872289999932946e-06,
+    9.720609999703812e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.5715854999598378e-05,
-    1.4280804999771136e-05,
-    1.4945619998343318e-05
+    1.755164999963199e-05,
+    1.6891159999659068e-05,
+    1.785047999874223e-05
    ]
   },
   "layer_forward_groupnorm": {
-   "seconds": 5.054247521218799e-05,
-   "min": 3.2742856159096675e-05,
-   "max": 5.688152497722989e-05,
+   "seconds": 4.782857036306745e-05,
+   "min": 4.72007610258602e-05,
+   "max": 4.935161804869062e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2041,32 +2042,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.609599828720093e-05,
-    0.0002258239984512329,
-    0.0008335999846458435
+    7.16800019145012e-05,
+    0.00020326399803161622,
+    0.0007763519883155823
    ],
-   "host_canary_seconds": 9.939204999227513e-06,
-   "host_backward_canary_seconds": 1.7645230000198352e-05,
+   "host_canary_seconds": 9.159785000747434e-06,
+   "host_backward_canary_seconds": 1.7798440001115524e-05,
    "pass_seconds": [
-    5.054247521218799e-05,
-    3.2742856159096675e-05,
-    5.688152497722989e-05
+    4.72007610258602e-05,
+    4.782857036306745e-05,
+    4.935161804869062e-05
    ],
    "pass_host_canary_seconds": [
-    9.939204999227513e-06,
-    9.674714999619027e-06,
-    1.0555042500186574e-05
+    9.159785000747434e-06,
+    9.440000000040527e-06,
+    9.861710000222956e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7645230000198352e-05,
-    1.5799409999317505e-05,
-    1.8392954999626454e-05
+    1.7798440001115524e-05,
+    1.6796279999198306e-05,
+    1.8063850000089587e-05
    ]
   },
   "layer_backward_groupnorm": {
-   "seconds": 0.00010096914711452664,
-   "min": 9.318096048775175e-05,
-   "max": 0.00010883656498931702,
+   "seconds": 9.408762164059139e-05,
+   "min": 8.761371565716607e-05,
+   "max": 0.0001019527560898236,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2075,33 +2076,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00027622398734092714,
-    0.0007325760126113891,
-    0.002549504041671753
+    0.00033504000306129454,
+    0.0008771200180053711,
+    0.0024031360149383545
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 9.939204999227513e-06,
-   "host_backward_canary_seconds": 1.7645230000198352e-05,
+   "host_canary_seconds": 9.159785000747434e-06,
+   "host_backward_canary_seconds": 1.7798440001115524e-05,
    "pass_seconds": [
-    0.00010096914711452664,
-    9.318096048775175e-05,
-    0.00010883656498931702
+    8.761371565716607e-05,
+    9.408762164059139e-05,
+    0.0001019527560898236
    ],
    "pass_host_canary_seconds": [
-    9.939204999227513e-06,
-    9.674714999619027e-06,
-    1.0555042500186574e-05
+    9.159785000747434e-06,
+    9.440000000040527e-06,
+    9.861710000222956e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7645230000198352e-05,
-    1.5799409999317505e-05,
-    1.8392954999626454e-05
+    1.7798440001115524e-05,
+    1.6796279999198306e-05,
+    1.8063850000089587e-05
    ]
   },
   "layer_forward_groupnorm_autocast": {
-   "seconds": 5.678704593862806e-05,
-   "min": 4.9322667221228286e-05,
-   "max": 6.143542982283093e-05,
+   "seconds": 4.751542707284291e-05,
+   "min": 4.24845726007507e-05,
+   "max": 5.303009386573519e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2110,32 +2111,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    9.907200187444686e-05,
-    0.0002774719893932343,
-    0.0008490560054779053
+    9.90080013871193e-05,
+    0.00024147200584411621,
+    0.0007412800192832947
    ],
-   "host_canary_seconds": 1.0048209999240498e-05,
-   "host_backward_canary_seconds": 2.0121720001498034e-05,
+   "host_canary_seconds": 8.818549999887182e-06,
+   "host_backward_canary_seconds": 1.6436550000662462e-05,
    "pass_seconds": [
-    4.9322667221228286e-05,
-    6.143542982283093e-05,
-    5.678704593862806e-05
+    4.24845726007507e-05,
+    4.751542707284291e-05,
+    5.303009386573519e-05
    ],
    "pass_host_canary_seconds": [
-    1.0048209999240498e-05,
-    1.0172910000392221e-05,
-    9.955849999983002e-06
+    8.818549999887182e-06,
+    9.24015500004316e-06,
+    9.95298000020739e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0121720001498034e-05,
-    1.823463999926389e-05,
-    1.563607999969463e-05
+    1.6436550000662462e-05,
+    1.779005999878791e-05,
+    1.7897059999540944e-05
    ]
   },
   "layer_backward_groupnorm_autocast": {
-   "seconds": 9.745067358016965e-05,
-   "min": 6.638477175008684e-05,
-   "max": 9.950627634922663e-05,
+   "seconds": 9.521828911134174e-05,
+   "min": 7.677866624934335e-05,
+   "max": 9.889370983555201e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2144,33 +2145,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003772799968719482,
-    0.0009088640213012696,
-    0.0026380798816680907
+    0.000361952006816864,
+    0.0008040639758110046,
+    0.0021790080070495607
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 1.0048209999240498e-05,
-   "host_backward_canary_seconds": 2.0121720001498034e-05,
+   "host_canary_seconds": 8.818549999887182e-06,
+   "host_backward_canary_seconds": 1.6436550000662462e-05,
    "pass_seconds": [
-    9.950627634922663e-05,
-    9.745067358016965e-05,
-    6.638477175008684e-05
+    7.677866624934335e-05,
+    9.889370983555201e-05,
+    9.521828911134174e-05
    ],
    "pass_host_canary_seconds": [
-    1.0048209999240498e-05,
-    1.0172910000392221e-05,
-    9.955849999983002e-06
+    8.818549999887182e-06,
+    9.24015500004316e-06,
+    9.95298000020739e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0121720001498034e-05,
-    1.823463999926389e-05,
-    1.563607999969463e-05
+    1.6436550000662462e-05,
+    1.779005999878791e-05,
+    1.7897059999540944e-05
    ]
   },
   "layer_forward_relu": {
-   "seconds": 1.5766857635407222e-05,
-   "min": 1.4370285595456761e-05,
-   "max": 1.607161902246021e-05,
+   "seconds": 1.3931428747517723e-05,
+   "min": 1.3580952017080217e-05,
+   "max": 1.6206475329541027e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2179,32 +2180,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.001599945127964e-05,
-    7.264000177383422e-05,
-    0.0002454079985618591
+    2.7936000376939773e-05,
+    6.435199826955795e-05,
+    0.00023020799458026885
    ],
-   "host_canary_seconds": 9.856440000248767e-06,
-   "host_backward_canary_seconds": 1.9014479998986645e-05,
+   "host_canary_seconds": 8.885982499577949e-06,
+   "host_backward_canary_seconds": 1.704729999914889e-05,
    "pass_seconds": [
-    1.4370285595456761e-05,
-    1.607161902246021e-05,
-    1.5766857635407222e-05
+    1.3580952017080217e-05,
+    1.3931428747517723e-05,
+    1.6206475329541027e-05
    ],
    "pass_host_canary_seconds": [
-    9.856440000248767e-06,
-    9.933450000403354e-06,
-    9.812625000336084e-06
+    8.885982499577949e-06,
+    9.154725000826147e-06,
+    9.895452499790736e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9014479998986645e-05,
-    1.820506500052943e-05,
-    1.5496469999334294e-05
+    1.704729999914889e-05,
+    1.7282779999732157e-05,
+    1.803116500013857e-05
    ]
   },
   "layer_backward_relu": {
-   "seconds": 2.402666636875697e-05,
-   "min": 2.0634666528730164e-05,
-   "max": 2.535009455113184e-05,
+   "seconds": 2.388647686512697e-05,
+   "min": 1.7155811545394716e-05,
+   "max": 2.475352266005107e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2213,33 +2214,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00012985600531101226,
-    0.00023932799696922303,
-    0.0006564159989356995
+    0.00012310399860143663,
+    0.0002040960043668747,
+    0.0005804160237312317
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 9.856440000248767e-06,
-   "host_backward_canary_seconds": 1.9014479998986645e-05,
+   "host_canary_seconds": 8.885982499577949e-06,
+   "host_backward_canary_seconds": 1.704729999914889e-05,
    "pass_seconds": [
-    2.0634666528730164e-05,
-    2.535009455113184e-05,
-    2.402666636875697e-05
+    1.7155811545394716e-05,
+    2.475352266005107e-05,
+    2.388647686512697e-05
    ],
    "pass_host_canary_seconds": [
-    9.856440000248767e-06,
-    9.933450000403354e-06,
-    9.812625000336084e-06
+    8.885982499577949e-06,
+    9.154725000826147e-06,
+    9.895452499790736e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9014479998986645e-05,
-    1.820506500052943e-05,
-    1.5496469999334294e-05
+    1.704729999914889e-05,
+    1.7282779999732157e-05,
+    1.803116500013857e-05
    ]
   },
   "layer_forward_relu_autocast": {
-   "seconds": 1.5898667098510834e-05,
-   "min": 1.524038009700321e-05,
-   "max": 1.678704825185594e-05,
+   "seconds": 1.5542856816734585e-05,
+   "min": 1.4310095991407121e-05,
+   "max": 1.6232381619158244e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2248,32 +2249,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.4096000492572786e-05,
-    8.886399865150452e-05,
-    0.000272383987903595
+    4.5600000768899915e-05,
+    8.393599838018418e-05,
+    0.0002587200105190277
    ],
-   "host_canary_seconds": 9.80311749970042e-06,
-   "host_backward_canary_seconds": 1.8426364999868386e-05,
+   "host_canary_seconds": 9.069415000340086e-06,
+   "host_backward_canary_seconds": 1.6780040000412554e-05,
    "pass_seconds": [
-    1.524038009700321e-05,
-    1.678704825185594e-05,
-    1.5898667098510834e-05
+    1.4310095991407121e-05,
+    1.5542856816734585e-05,
+    1.6232381619158244e-05
    ],
    "pass_host_canary_seconds": [
-    9.80311749970042e-06,
-    9.936300000390474e-06,
-    9.729277500127865e-06
+    9.069415000340086e-06,
+    9.530615000130637e-06,
+    1.0237884999924063e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8426364999868386e-05,
-    1.7829750000828425e-05,
-    1.4801339999621633e-05
+    1.6780040000412554e-05,
+    1.4405889999125066e-05,
+    1.889544499931617e-05
    ]
   },
   "layer_backward_relu_autocast": {
-   "seconds": 2.105371334723064e-05,
-   "min": 1.4403047838381359e-05,
-   "max": 2.2731428699834004e-05,
+   "seconds": 1.937828674202873e-05,
+   "min": 1.7327238583848595e-05,
+   "max": 2.3078857788017823e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2282,33 +2283,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001486400067806244,
-    0.0002741439938545227,
-    0.0007220799922943115
+    0.00014422400295734407,
+    0.00023497599363327026,
+    0.0006461120247840881
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 9.80311749970042e-06,
-   "host_backward_canary_seconds": 1.8426364999868386e-05,
+   "host_canary_seconds": 9.069415000340086e-06,
+   "host_backward_canary_seconds": 1.6780040000412554e-05,
    "pass_seconds": [
-    2.2731428699834004e-05,
-    2.105371334723064e-05,
-    1.4403047838381359e-05
+    1.937828674202873e-05,
+    1.7327238583848595e-05,
+    2.3078857788017823e-05
    ],
    "pass_host_canary_seconds": [
-    9.80311749970042e-06,
-    9.936300000390474e-06,
-    9.729277500127865e-06
+    9.069415000340086e-06,
+    9.530615000130637e-06,
+    1.0237884999924063e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8426364999868386e-05,
-    1.7829750000828425e-05,
-    1.4801339999621633e-05
+    1.6780040000412554e-05,
+    1.4405889999125066e-05,
+    1.889544499931617e-05
    ]
   },
   "layer_forward_gelu": {
-   "seconds": 1.5222857395807904e-05,
-   "min": 1.4884572298753828e-05,
-   "max": 1.5284570909681775e-05,
+   "seconds": 1.3741714525080866e-05,
+   "min": 1.36083805312713e-05,
+   "max": 1.441219041035289e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2317,32 +2318,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.6976000517606734e-05,
-    7.968000322580337e-05,
-    0.0002585279941558838
+    2.7712000533938408e-05,
+    7.257600128650666e-05,
+    0.00023318399488925933
    ],
-   "host_canary_seconds": 9.842250000247077e-06,
-   "host_backward_canary_seconds": 1.7844110000169168e-05,
+   "host_canary_seconds": 9.494854999729796e-06,
+   "host_backward_canary_seconds": 1.718384000014339e-05,
    "pass_seconds": [
-    1.5284570909681775e-05,
-    1.4884572298753828e-05,
-    1.5222857395807904e-05
+    1.36083805312713e-05,
+    1.3741714525080866e-05,
+    1.441219041035289e-05
    ],
    "pass_host_canary_seconds": [
-    9.842250000247077e-06,
-    9.736915000075897e-06,
-    9.702809999225792e-06
+    9.494854999729796e-06,
+    9.555460000001404e-06,
+    1.0054970000510365e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7844110000169168e-05,
-    1.719327000046178e-05,
-    1.3502229999176052e-05
+    1.718384000014339e-05,
+    1.4256049998948584e-05,
+    1.7824159999690892e-05
    ]
   },
   "layer_backward_gelu": {
-   "seconds": 2.0857142905394245e-05,
-   "min": 1.832076304015659e-05,
-   "max": 2.354361897423154e-05,
+   "seconds": 2.203961967357567e-05,
+   "min": 2.00373355654024e-05,
+   "max": 2.324190647119568e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2351,33 +2352,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001369280070066452,
-    0.00028838399052619933,
-    0.000731007993221283
+    0.00012246400117874146,
+    0.00021712000668048858,
+    0.0006250560283660889
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 9.842250000247077e-06,
-   "host_backward_canary_seconds": 1.7844110000169168e-05,
+   "host_canary_seconds": 9.494854999729796e-06,
+   "host_backward_canary_seconds": 1.718384000014339e-05,
    "pass_seconds": [
-    2.354361897423154e-05,
-    2.0857142905394245e-05,
-    1.832076304015659e-05
+    2.00373355654024e-05,
+    2.203961967357567e-05,
+    2.324190647119568e-05
    ],
    "pass_host_canary_seconds": [
-    9.842250000247077e-06,
-    9.736915000075897e-06,
-    9.702809999225792e-06
+    9.494854999729796e-06,
+    9.555460000001404e-06,
+    1.0054970000510365e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7844110000169168e-05,
-    1.719327000046178e-05,
-    1.3502229999176052e-05
+    1.718384000014339e-05,
+    1.4256049998948584e-05,
+    1.7824159999690892e-05
    ]
   },
   "layer_forward_gelu_autocast": {
-   "seconds": 1.5532190601030984e-05,
-   "min": 1.306666611205964e-05,
-   "max": 1.6128000404153553e-05,
+   "seconds": 1.4355808673869995e-05,
+   "min": 1.3872000610544566e-05,
+   "max": 1.5159618109464647e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2386,32 +2387,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.1280001401901244e-05,
-    7.971200346946716e-05,
-    0.0002370239943265915
+    4.7520000487565994e-05,
+    8.659200370311738e-05,
+    0.0002547520101070404
    ],
-   "host_canary_seconds": 9.160329999531314e-06,
-   "host_backward_canary_seconds": 1.7202730000462906e-05,
+   "host_canary_seconds": 9.539949999179954e-06,
+   "host_backward_canary_seconds": 1.7315230002168393e-05,
    "pass_seconds": [
-    1.306666611205964e-05,
-    1.5532190601030984e-05,
-    1.6128000404153553e-05
+    1.3872000610544566e-05,
+    1.4355808673869995e-05,
+    1.5159618109464647e-05
    ],
    "pass_host_canary_seconds": [
-    9.160329999531314e-06,
-    9.71873749961105e-06,
-    9.610417499743562e-06
+    9.539949999179954e-06,
+    9.612247500285776e-06,
+    1.0229504999870187e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7202730000462906e-05,
-    1.7508835001081024e-05,
-    1.3452974999381696e-05
+    1.7315230002168393e-05,
+    1.4708679999557716e-05,
+    3.5741499998493965e-05
    ]
   },
   "layer_backward_gelu_autocast": {
-   "seconds": 1.9294475160893944e-05,
-   "min": 1.699276020129521e-05,
-   "max": 2.1904761592547096e-05,
+   "seconds": 2.7271619687477754e-05,
+   "min": 1.9478096671047664e-05,
+   "max": 5.512228554912974e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2420,33 +2421,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00013948799669742583,
-    0.0002430720031261444,
-    0.0006270719766616822
+    0.0001570879966020584,
+    0.0002561919987201691,
+    0.0006570240259170532
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 9.160329999531314e-06,
-   "host_backward_canary_seconds": 1.7202730000462906e-05,
+   "host_canary_seconds": 9.539949999179954e-06,
+   "host_backward_canary_seconds": 1.7315230002168393e-05,
    "pass_seconds": [
-    1.9294475160893944e-05,
-    2.1904761592547096e-05,
-    1.699276020129521e-05
+    1.9478096671047664e-05,
+    2.7271619687477754e-05,
+    5.512228554912974e-05
    ],
    "pass_host_canary_seconds": [
-    9.160329999531314e-06,
-    9.71873749961105e-06,
-    9.610417499743562e-06
+    9.539949999179954e-06,
+    9.612247500285776e-06,
+    1.0229504999870187e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7202730000462906e-05,
-    1.7508835001081024e-05,
-    1.3452974999381696e-05
+    1.7315230002168393e-05,
+    1.4708679999557716e-05,
+    3.5741499998493965e-05
    ]
   },
   "layer_forward_silu": {
-   "seconds": 1.543009547250611e-05,
-   "min": 1.2994286027692613e-05,
-   "max": 1.5648000385789643e-05,
+   "seconds": 1.3028570849980628e-05,
+   "min": 9.08571428486279e-06,
+   "max": 1.5583237544411705e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2455,32 +2456,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.54720002412796e-05,
-    6.243199855089187e-05,
-    0.0002197120040655136
+    2.7135999873280526e-05,
+    6.79360032081604e-05,
+    0.00022313599288463593
    ],
-   "host_canary_seconds": 9.019000000307642e-06,
-   "host_backward_canary_seconds": 1.5892580001946044e-05,
+   "host_canary_seconds": 9.184399999639936e-06,
+   "host_backward_canary_seconds": 1.6108060001442937e-05,
    "pass_seconds": [
-    1.2994286027692613e-05,
-    1.543009547250611e-05,
-    1.5648000385789643e-05
+    1.3028570849980628e-05,
+    9.08571428486279e-06,
+    1.5583237544411705e-05
    ],
    "pass_host_canary_seconds": [
-    9.019000000307642e-06,
-    9.976265000091189e-06,
-    9.67145000004166e-06
+    9.184399999639936e-06,
+    9.638484999641151e-06,
+    1.0504194999612082e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5892580001946044e-05,
-    1.7591820001143787e-05,
-    1.5267730000232404e-05
+    1.6108060001442937e-05,
+    1.5344939999977214e-05,
+    2.014739999935955e-05
    ]
   },
   "layer_backward_silu": {
-   "seconds": 2.2410665417001367e-05,
-   "min": 2.0675808368694216e-05,
-   "max": 2.4779426820930976e-05,
+   "seconds": 2.7913144479195272e-05,
+   "min": 1.983162060025192e-05,
+   "max": 3.122895335157712e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2489,33 +2490,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00011267200112342834,
-    0.00020841600000858306,
-    0.0006159679889678955
+    0.00012060800194740295,
+    0.00020975999534130095,
+    0.000610368013381958
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 9.019000000307642e-06,
-   "host_backward_canary_seconds": 1.5892580001946044e-05,
+   "host_canary_seconds": 9.184399999639936e-06,
+   "host_backward_canary_seconds": 1.6108060001442937e-05,
    "pass_seconds": [
-    2.0675808368694216e-05,
-    2.2410665417001367e-05,
-    2.4779426820930976e-05
+    1.983162060025192e-05,
+    2.7913144479195272e-05,
+    3.122895335157712e-05
    ],
    "pass_host_canary_seconds": [
-    9.019000000307642e-06,
-    9.976265000091189e-06,
-    9.67145000004166e-06
+    9.184399999639936e-06,
+    9.638484999641151e-06,
+    1.0504194999612082e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5892580001946044e-05,
-    1.7591820001143787e-05,
-    1.5267730000232404e-05
+    1.6108060001442937e-05,
+    1.5344939999977214e-05,
+    2.014739999935955e-05
    ]
   },
   "layer_forward_silu_autocast": {
-   "seconds": 1.5616762496176222e-05,
-   "min": 1.3197714196784157e-05,
-   "max": 1.562514209321567e-05,
+   "seconds": 1.4801523515156336e-05,
+   "min": 1.3289142932210651e-05,
+   "max": 1.568304853779929e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2524,32 +2525,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.964800015091896e-05,
-    7.919999957084656e-05,
-    0.00023759999871253968
+    4.355200007557869e-05,
+    8.060800284147262e-05,
+    0.00024195200204849243
    ],
-   "host_canary_seconds": 9.201299999404e-06,
-   "host_backward_canary_seconds": 1.6906840000956437e-05,
+   "host_canary_seconds": 9.315439999681985e-06,
+   "host_backward_canary_seconds": 1.5936309998778598e-05,
    "pass_seconds": [
-    1.3197714196784157e-05,
-    1.5616762496176222e-05,
-    1.562514209321567e-05
+    1.3289142932210651e-05,
+    1.4801523515156336e-05,
+    1.568304853779929e-05
    ],
    "pass_host_canary_seconds": [
-    9.201299999404e-06,
-    9.731439999995927e-06,
-    1.0155832500231554e-05
+    9.315439999681985e-06,
+    9.33465999935379e-06,
+    1.0639312499733933e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6906840000956437e-05,
-    1.7263104999756252e-05,
-    1.5855469999905836e-05
+    1.5936309998778598e-05,
+    1.4274155000748577e-05,
+    2.0033255000271312e-05
    ]
   },
   "layer_backward_silu_autocast": {
-   "seconds": 1.9504001984993616e-05,
-   "min": 1.877562045341446e-05,
-   "max": 2.2661331154051272e-05,
+   "seconds": 1.82422874938874e-05,
+   "min": 1.7564190995125548e-05,
+   "max": 2.7538286788122997e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2558,33 +2559,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00019017599523067476,
-    0.0002335679978132248,
-    0.0006624640226364136
+    0.00014003199338912965,
+    0.00024092799425125123,
+    0.0006151040196418762
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 9.201299999404e-06,
-   "host_backward_canary_seconds": 1.6906840000956437e-05,
+   "host_canary_seconds": 9.315439999681985e-06,
+   "host_backward_canary_seconds": 1.5936309998778598e-05,
    "pass_seconds": [
-    1.9504001984993616e-05,
-    2.2661331154051272e-05,
-    1.877562045341446e-05
+    1.82422874938874e-05,
+    1.7564190995125548e-05,
+    2.7538286788122997e-05
    ],
    "pass_host_canary_seconds": [
-    9.201299999404e-06,
-    9.731439999995927e-06,
-    1.0155832500231554e-05
+    9.315439999681985e-06,
+    9.33465999935379e-06,
+    1.0639312499733933e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6906840000956437e-05,
-    1.7263104999756252e-05,
-    1.5855469999905836e-05
+    1.5936309998778598e-05,
+    1.4274155000748577e-05,
+    2.0033255000271312e-05
    ]
   },
   "layer_forward_tanh": {
-   "seconds": 1.4447237764086042e-05,
-   "min": 9.250285458706673e-06,
-   "max": 1.5658666335401083e-05,
+   "seconds": 1.2671999722009613e-05,
+   "min": 9.180952307014237e-06,
+   "max": 1.4925714404810044e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2593,32 +2594,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.094400092959404e-05,
-    7.235199958086014e-05,
-    0.0002470079958438873
+    2.627200074493885e-05,
+    6.592000275850296e-05,
+    0.00021689599752426148
    ],
-   "host_canary_seconds": 9.805797499780056e-06,
-   "host_backward_canary_seconds": 1.7985319999525018e-05,
+   "host_canary_seconds": 9.249094999859154e-06,
+   "host_backward_canary_seconds": 1.6242390000797968e-05,
    "pass_seconds": [
-    1.4447237764086042e-05,
-    9.250285458706673e-06,
-    1.5658666335401083e-05
+    1.2671999722009613e-05,
+    9.180952307014237e-06,
+    1.4925714404810044e-05
    ],
    "pass_host_canary_seconds": [
-    9.805797499780056e-06,
-    6.762567500118166e-06,
-    9.800292499448915e-06
+    9.249094999859154e-06,
+    7.2009774999060025e-06,
+    1.0538825000594442e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7985319999525018e-05,
-    1.541681999924549e-05,
-    1.573088499981168e-05
+    1.6242390000797968e-05,
+    1.528563999954713e-05,
+    1.586255000120218e-05
    ]
   },
   "layer_backward_tanh": {
-   "seconds": 1.7320380679198674e-05,
-   "min": 1.7297525047546348e-05,
-   "max": 2.1042285220963614e-05,
+   "seconds": 1.860495151153633e-05,
+   "min": 1.8345142759027928e-05,
+   "max": 2.0953141241556124e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2627,33 +2628,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001411519944667816,
-    0.00026233598589897155,
-    0.0006783999800682068
+    0.00012124799937009811,
+    0.00020393599569797517,
+    0.0005866879820823669
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 9.805797499780056e-06,
-   "host_backward_canary_seconds": 1.7985319999525018e-05,
+   "host_canary_seconds": 9.249094999859154e-06,
+   "host_backward_canary_seconds": 1.6242390000797968e-05,
    "pass_seconds": [
-    2.1042285220963614e-05,
-    1.7297525047546348e-05,
-    1.7320380679198674e-05
+    1.860495151153633e-05,
+    2.0953141241556124e-05,
+    1.8345142759027928e-05
    ],
    "pass_host_canary_seconds": [
-    9.805797499780056e-06,
-    6.762567500118166e-06,
-    9.800292499448915e-06
+    9.249094999859154e-06,
+    7.2009774999060025e-06,
+    1.0538825000594442e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7985319999525018e-05,
-    1.541681999924549e-05,
-    1.573088499981168e-05
+    1.6242390000797968e-05,
+    1.528563999954713e-05,
+    1.586255000120218e-05
    ]
   },
   "layer_forward_tanh_autocast": {
-   "seconds": 1.3289904310589745e-05,
-   "min": 8.817523451788083e-06,
-   "max": 1.768914344055312e-05,
+   "seconds": 1.475199986071814e-05,
+   "min": 8.88228558358692e-06,
+   "max": 1.589409439336686e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2662,32 +2663,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.899200052022934e-05,
-    9.321600198745727e-05,
-    0.0002497919946908951
+    4.4064000248909e-05,
+    8.131200075149537e-05,
+    0.0002630079984664917
    ],
-   "host_canary_seconds": 9.900994999725299e-06,
-   "host_backward_canary_seconds": 1.8398689999230555e-05,
+   "host_canary_seconds": 9.584145000189893e-06,
+   "host_backward_canary_seconds": 1.6540169999643697e-05,
    "pass_seconds": [
-    1.3289904310589745e-05,
-    8.817523451788083e-06,
-    1.768914344055312e-05
+    1.475199986071814e-05,
+    8.88228558358692e-06,
+    1.589409439336686e-05
    ],
    "pass_host_canary_seconds": [
-    9.900994999725299e-06,
-    6.60951999975623e-06,
-    9.90127250020123e-06
+    9.584145000189893e-06,
+    6.93130499939798e-06,
+    1.0018807500387084e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8398689999230555e-05,
-    1.4191840000421507e-05,
-    1.4884839999922405e-05
+    1.6540169999643697e-05,
+    1.4903629999025725e-05,
+    1.9466999999622205e-05
    ]
   },
   "layer_backward_tanh_autocast": {
-   "seconds": 1.6950093741927837e-05,
-   "min": 1.6044953660595986e-05,
-   "max": 2.121524016062419e-05,
+   "seconds": 2.4376381720815386e-05,
+   "min": 2.321828617936089e-05,
+   "max": 2.9101714491844176e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2696,33 +2697,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001594880074262619,
-    0.00029283198714256286,
-    0.0006870080232620239
+    0.0001451839953660965,
+    0.0002894720137119293,
+    0.0007248640060424805
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 9.900994999725299e-06,
-   "host_backward_canary_seconds": 1.8398689999230555e-05,
+   "host_canary_seconds": 9.584145000189893e-06,
+   "host_backward_canary_seconds": 1.6540169999643697e-05,
    "pass_seconds": [
-    2.121524016062419e-05,
-    1.6044953660595986e-05,
-    1.6950093741927837e-05
+    2.321828617936089e-05,
+    2.4376381720815386e-05,
+    2.9101714491844176e-05
    ],
    "pass_host_canary_seconds": [
-    9.900994999725299e-06,
-    6.60951999975623e-06,
-    9.90127250020123e-06
+    9.584145000189893e-06,
+    6.93130499939798e-06,
+    1.0018807500387084e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8398689999230555e-05,
-    1.4191840000421507e-05,
-    1.4884839999922405e-05
+    1.6540169999643697e-05,
+    1.4903629999025725e-05,
+    1.9466999999622205e-05
    ]
   },
   "layer_forward_sigmoid": {
-   "seconds": 1.3791999735292932e-05,
-   "min": 9.182476305535862e-06,
-   "max": 1.643885707571393e-05,
+   "seconds": 1.3188571092628298e-05,
+   "min": 8.975238583627202e-06,
+   "max": 1.4451047671692712e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2731,32 +2732,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.659199945628643e-05,
-    6.710399687290192e-05,
-    0.00023318399488925933
+    2.796800062060356e-05,
+    7.577600330114365e-05,
+    0.00022854399681091308
    ],
-   "host_canary_seconds": 9.713517499676527e-06,
-   "host_backward_canary_seconds": 1.817545499989137e-05,
+   "host_canary_seconds": 9.607287499875382e-06,
+   "host_backward_canary_seconds": 1.6028400000323018e-05,
    "pass_seconds": [
-    1.3791999735292932e-05,
-    9.182476305535862e-06,
-    1.643885707571393e-05
+    1.3188571092628298e-05,
+    8.975238583627202e-06,
+    1.4451047671692712e-05
    ],
    "pass_host_canary_seconds": [
-    9.713517499676527e-06,
-    6.484367499979271e-06,
-    1.01540874999273e-05
+    9.607287499875382e-06,
+    7.2546649994365e-06,
+    1.011952249996284e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.817545499989137e-05,
-    1.1024210001551183e-05,
-    1.4298180000196225e-05
+    1.6028400000323018e-05,
+    1.5146890000323765e-05,
+    1.920766000012009e-05
    ]
   },
   "layer_backward_sigmoid": {
-   "seconds": 1.6504383158116112e-05,
-   "min": 1.128076185427961e-05,
-   "max": 2.421485659267221e-05,
+   "seconds": 2.496381006425335e-05,
+   "min": 2.2723808175041564e-05,
+   "max": 2.6011430614051367e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2765,33 +2766,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00013206399977207185,
-    0.0002276799976825714,
-    0.0006960319876670837
+    0.00014883199334144592,
+    0.00024400000274181366,
+    0.0006833279728889466
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 9.713517499676527e-06,
-   "host_backward_canary_seconds": 1.817545499989137e-05,
+   "host_canary_seconds": 9.607287499875382e-06,
+   "host_backward_canary_seconds": 1.6028400000323018e-05,
    "pass_seconds": [
-    2.421485659267221e-05,
-    1.128076185427961e-05,
-    1.6504383158116112e-05
+    2.2723808175041564e-05,
+    2.496381006425335e-05,
+    2.6011430614051367e-05
    ],
    "pass_host_canary_seconds": [
-    9.713517499676527e-06,
-    6.484367499979271e-06,
-    1.01540874999273e-05
+    9.607287499875382e-06,
+    7.2546649994365e-06,
+    1.011952249996284e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.817545499989137e-05,
-    1.1024210001551183e-05,
-    1.4298180000196225e-05
+    1.6028400000323018e-05,
+    1.5146890000323765e-05,
+    1.920766000012009e-05
    ]
   },
   "layer_forward_sigmoid_autocast": {
-   "seconds": 1.3499429005952108e-05,
-   "min": 9.142857311027389e-06,
-   "max": 1.480761809008462e-05,
+   "seconds": 1.4479237475565504e-05,
+   "min": 9.382857098465873e-06,
+   "max": 1.5129904307070235e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2800,32 +2801,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.108799993991852e-05,
-    8.083199709653854e-05,
-    0.00024332800507545472
+    4.499199986457825e-05,
+    8.806400001049042e-05,
+    0.00027116799354553225
    ],
-   "host_canary_seconds": 9.343885000134833e-06,
-   "host_backward_canary_seconds": 1.790130000017598e-05,
+   "host_canary_seconds": 9.809059999952296e-06,
+   "host_backward_canary_seconds": 1.6698829999768352e-05,
    "pass_seconds": [
-    1.3499429005952108e-05,
-    9.142857311027389e-06,
-    1.480761809008462e-05
+    1.5129904307070235e-05,
+    9.382857098465873e-06,
+    1.4479237475565504e-05
    ],
    "pass_host_canary_seconds": [
-    9.343885000134833e-06,
-    6.584462499290566e-06,
-    9.719197499862276e-06
+    9.809059999952296e-06,
+    7.715494999729345e-06,
+    9.825117500099623e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.790130000017598e-05,
-    1.1269089998222626e-05,
-    1.4365389999966282e-05
+    1.6698829999768352e-05,
+    1.630182000099012e-05,
+    1.9005374999778725e-05
    ]
   },
   "layer_backward_sigmoid_autocast": {
-   "seconds": 1.674514299347287e-05,
-   "min": 1.1693713831759639e-05,
-   "max": 2.2574473527215775e-05,
+   "seconds": 2.233599942354929e-05,
+   "min": 2.227505012637093e-05,
+   "max": 2.9667809782993216e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2834,33 +2835,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001438080072402954,
-    0.0002539840042591095,
-    0.0006855679750442505
+    0.00017427200078964233,
+    0.00030438399314880373,
+    0.0007413120269775391
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 9.343885000134833e-06,
-   "host_backward_canary_seconds": 1.790130000017598e-05,
+   "host_canary_seconds": 9.809059999952296e-06,
+   "host_backward_canary_seconds": 1.6698829999768352e-05,
    "pass_seconds": [
-    2.2574473527215775e-05,
-    1.1693713831759639e-05,
-    1.674514299347287e-05
+    2.227505012637093e-05,
+    2.233599942354929e-05,
+    2.9667809782993216e-05
    ],
    "pass_host_canary_seconds": [
-    9.343885000134833e-06,
-    6.584462499290566e-06,
-    9.719197499862276e-06
+    9.809059999952296e-06,
+    7.715494999729345e-06,
+    9.825117500099623e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.790130000017598e-05,
-    1.1269089998222626e-05,
-    1.4365389999966282e-05
+    1.6698829999768352e-05,
+    1.630182000099012e-05,
+    1.9005374999778725e-05
    ]
   },
   "layer_forward_dropout": {
-   "seconds": 2.003123824085508e-05,
-   "min": 1.346819031806219e-05,
-   "max": 2.206247530522801e-05,
+   "seconds": 2.1712000348738262e-05,
+   "min": 1.3673142663070132e-05,
+   "max": 2.1984762379101345e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2869,32 +2870,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.251200169324875e-05,
-    9.02400016784668e-05,
-    0.0003321920037269592
+    3.750399872660637e-05,
+    0.0001122879981994629,
+    0.0003664000034332275
    ],
-   "host_canary_seconds": 9.330965000344804e-06,
-   "host_backward_canary_seconds": 1.7763270000159538e-05,
+   "host_canary_seconds": 1.0008120000293275e-05,
+   "host_backward_canary_seconds": 1.6922290001275542e-05,
    "pass_seconds": [
-    2.003123824085508e-05,
-    1.346819031806219e-05,
-    2.206247530522801e-05
+    2.1712000348738262e-05,
+    1.3673142663070132e-05,
+    2.1984762379101345e-05
    ],
    "pass_host_canary_seconds": [
-    9.330965000344804e-06,
-    6.600319999279236e-06,
-    9.928765000495331e-06
+    1.0008120000293275e-05,
+    7.715494999729345e-06,
+    9.751507499800028e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7763270000159538e-05,
-    1.1280620001343777e-05,
-    1.5093509998678201e-05
+    1.6922290001275542e-05,
+    1.4489180000509804e-05,
+    1.7286455000657953e-05
    ]
   },
   "layer_backward_dropout": {
-   "seconds": 2.465600023667018e-05,
-   "min": 1.3965714545477006e-05,
-   "max": 2.477714295188586e-05,
+   "seconds": 2.616228588989802e-05,
+   "min": 2.2919619899420514e-05,
+   "max": 2.869714477232524e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2903,33 +2904,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00013855999708175658,
-    0.00026819199323654177,
-    0.0008073920011520386
+    0.00017423999309539796,
+    0.0003190720081329346,
+    0.0008473600149154663
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 9.330965000344804e-06,
-   "host_backward_canary_seconds": 1.7763270000159538e-05,
+   "host_canary_seconds": 1.0008120000293275e-05,
+   "host_backward_canary_seconds": 1.6922290001275542e-05,
    "pass_seconds": [
-    2.465600023667018e-05,
-    1.3965714545477006e-05,
-    2.477714295188586e-05
+    2.2919619899420514e-05,
+    2.869714477232524e-05,
+    2.616228588989802e-05
    ],
    "pass_host_canary_seconds": [
-    9.330965000344804e-06,
-    6.600319999279236e-06,
-    9.928765000495331e-06
+    1.0008120000293275e-05,
+    7.715494999729345e-06,
+    9.751507499800028e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7763270000159538e-05,
-    1.1280620001343777e-05,
-    1.5093509998678201e-05
+    1.6922290001275542e-05,
+    1.4489180000509804e-05,
+    1.7286455000657953e-05
    ]
   },
   "layer_forward_dropout_autocast": {
-   "seconds": 2.14133324722449e-05,
-   "min": 1.3804190393005098e-05,
-   "max": 2.5372951513244993e-05,
+   "seconds": 2.2591999421517053e-05,
+   "min": 2.1723428475005285e-05,
+   "max": 2.2942476151954563e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2938,32 +2939,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.947200044989586e-05,
-    0.00011519999802112579,
-    0.00037116798758506775
+    6.569600105285644e-05,
+    0.00012019199877977372,
+    0.0004050559997558594
    ],
-   "host_canary_seconds": 9.568009999725292e-06,
-   "host_backward_canary_seconds": 1.8696130000535048e-05,
+   "host_canary_seconds": 9.591205000560876e-06,
+   "host_backward_canary_seconds": 1.6563819999646513e-05,
    "pass_seconds": [
-    2.14133324722449e-05,
-    1.3804190393005098e-05,
-    2.5372951513244993e-05
+    2.2942476151954563e-05,
+    2.2591999421517053e-05,
+    2.1723428475005285e-05
    ],
    "pass_host_canary_seconds": [
-    9.568009999725292e-06,
-    6.604400000469468e-06,
-    9.93016500046906e-06
+    9.591205000560876e-06,
+    7.404954999401525e-06,
+    9.77751999926113e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8696130000535048e-05,
-    1.1127430000215099e-05,
-    1.5915740000309598e-05
+    1.6563819999646513e-05,
+    1.5499180001370405e-05,
+    1.608907999980147e-05
    ]
   },
   "layer_backward_dropout_autocast": {
-   "seconds": 1.5542094906171166e-05,
-   "min": 1.0057143334831514e-05,
-   "max": 2.7139812885295774e-05,
+   "seconds": 2.1736382196346918e-05,
+   "min": 1.3316572244678227e-05,
+   "max": 2.8014477697156716e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2972,33 +2973,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001568319946527481,
-    0.0003031359910964966,
-    0.0008853440284729004
+    0.00019299200177192688,
+    0.00034803199768066405,
+    0.0008701760172843933
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 9.568009999725292e-06,
-   "host_backward_canary_seconds": 1.8696130000535048e-05,
+   "host_canary_seconds": 9.591205000560876e-06,
+   "host_backward_canary_seconds": 1.6563819999646513e-05,
    "pass_seconds": [
-    2.7139812885295774e-05,
-    1.0057143334831514e-05,
-    1.5542094906171166e-05
+    2.1736382196346918e-05,
+    1.3316572244678227e-05,
+    2.8014477697156716e-05
    ],
    "pass_host_canary_seconds": [
-    9.568009999725292e-06,
-    6.604400000469468e-06,
-    9.93016500046906e-06
+    9.591205000560876e-06,
+    7.404954999401525e-06,
+    9.77751999926113e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8696130000535048e-05,
-    1.1127430000215099e-05,
-    1.5915740000309598e-05
+    1.6563819999646513e-05,
+    1.5499180001370405e-05,
+    1.608907999980147e-05
    ]
   },
   "layer_forward_dropout_identity": {
-   "seconds": 5.350857086124875e-06,
-   "min": 2.7497142021145135e-06,
-   "max": 5.929142768893924e-06,
+   "seconds": 5.411047843240556e-06,
+   "min": 2.700952502588431e-06,
+   "max": 6.0441904656943825e-06,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout_identity layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3007,32 +3008,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    1.7311999574303626e-05,
-    3.3824000507593154e-05,
-    9.772799909114838e-05
+    1.817600056529045e-05,
+    3.407999873161316e-05,
+    9.92320030927658e-05
    ],
-   "host_canary_seconds": 9.536145000765828e-06,
-   "host_backward_canary_seconds": 1.8512489998556702e-05,
+   "host_canary_seconds": 9.435910000092917e-06,
+   "host_backward_canary_seconds": 1.5851979999297327e-05,
    "pass_seconds": [
-    5.350857086124875e-06,
-    2.7497142021145135e-06,
-    5.929142768893924e-06
+    5.411047843240556e-06,
+    2.700952502588431e-06,
+    6.0441904656943825e-06
    ],
    "pass_host_canary_seconds": [
-    9.536145000765828e-06,
-    6.5710850003597445e-06,
-    9.73298499957309e-06
+    9.435910000092917e-06,
+    7.08041999928355e-06,
+    9.686069999474967e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8512489998556702e-05,
-    1.1127430000215099e-05,
-    1.417245500078934e-05
+    1.5851979999297327e-05,
+    1.479176999964693e-05,
+    1.613709000025665e-05
    ]
   },
   "layer_backward_dropout_identity": {
-   "seconds": 9.05142830950873e-07,
-   "min": 1.5466678000631607e-07,
-   "max": 2.0038092597609465e-06,
+   "seconds": 3.253335931471409e-07,
+   "min": 0.0,
+   "max": 6.27809159812474e-07,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout_identity layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3041,33 +3042,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    9.990400075912476e-05,
-    0.00011875200271606445,
-    0.00018326400220394133
+    0.00010367999970912933,
+    0.00013152000308036803,
+    0.00019750399887561798
    ],
    "backward_nodes_per_layer": 0.0,
-   "host_canary_seconds": 9.536145000765828e-06,
-   "host_backward_canary_seconds": 1.8512489998556702e-05,
+   "host_canary_seconds": 9.435910000092917e-06,
+   "host_backward_canary_seconds": 1.5851979999297327e-05,
    "pass_seconds": [
-    1.5466678000631607e-07,
-    2.0038092597609465e-06,
-    9.05142830950873e-07
+    6.27809159812474e-07,
+    0.0,
+    3.253335931471409e-07
    ],
    "pass_host_canary_seconds": [
-    9.536145000765828e-06,
-    6.5710850003597445e-06,
-    9.73298499957309e-06
+    9.435910000092917e-06,
+    7.08041999928355e-06,
+    9.686069999474967e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8512489998556702e-05,
-    1.1127430000215099e-05,
-    1.417245500078934e-05
+    1.5851979999297327e-05,
+    1.479176999964693e-05,
+    1.613709000025665e-05
    ]
   },
   "layer_forward_dropout_identity_autocast": {
-   "seconds": 5.890285951041041e-06,
-   "min": 2.8845714848665966e-06,
-   "max": 6.076190531963395e-06,
+   "seconds": 5.507047687258038e-06,
+   "min": 2.886095305993444e-06,
+   "max": 5.753904492372558e-06,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout_identity layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3076,32 +3077,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.670400008559227e-05,
-    5.628800019621849e-05,
-    0.00012569600343704225
+    3.28960008919239e-05,
+    4.947200044989586e-05,
+    0.00011897599697113037
    ],
-   "host_canary_seconds": 1.0226057499949092e-05,
-   "host_backward_canary_seconds": 1.9487065000021175e-05,
+   "host_canary_seconds": 9.638597499588287e-06,
+   "host_backward_canary_seconds": 1.6258060001064222e-05,
    "pass_seconds": [
-    5.890285951041041e-06,
-    2.8845714848665966e-06,
-    6.076190531963395e-06
+    5.753904492372558e-06,
+    2.886095305993444e-06,
+    5.507047687258038e-06
    ],
    "pass_host_canary_seconds": [
-    1.0226057499949092e-05,
-    6.542035000620672e-06,
-    9.940224999809287e-06
+    9.638597499588287e-06,
+    6.989565000594666e-06,
+    9.667792500067663e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9487065000021175e-05,
-    1.0981440000250587e-05,
-    1.4715679999426356e-05
+    1.6258060001064222e-05,
+    1.3890370000808616e-05,
+    1.5970629999628726e-05
    ]
   },
   "layer_backward_dropout_identity_autocast": {
-   "seconds": 2.012952009127254e-06,
+   "seconds": 1.1108571752196263e-06,
    "min": 0.0,
-   "max": 3.3561907531250068e-06,
+   "max": 3.1276199789274305e-06,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout_identity layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3110,33 +3111,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00013676799833774566,
-    0.0001558399945497513,
-    0.0002725760042667389
+    0.00012777599692344666,
+    0.0001554879993200302,
+    0.00023311999440193176
    ],
    "backward_nodes_per_layer": 0.0,
-   "host_canary_seconds": 1.0226057499949092e-05,
-   "host_backward_canary_seconds": 1.9487065000021175e-05,
+   "host_canary_seconds": 9.638597499588287e-06,
+   "host_backward_canary_seconds": 1.6258060001064222e-05,
    "pass_seconds": [
-    3.3561907531250068e-06,
-    2.012952009127254e-06,
-    0.0
+    1.1108571752196263e-06,
+    0.0,
+    3.1276199789274305e-06
    ],
    "pass_host_canary_seconds": [
-    1.0226057499949092e-05,
-    6.542035000620672e-06,
-    9.940224999809287e-06
+    9.638597499588287e-06,
+    6.989565000594666e-06,
+    9.667792500067663e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9487065000021175e-05,
-    1.0981440000250587e-05,
-    1.4715679999426356e-05
+    1.6258060001064222e-05,
+    1.3890370000808616e-05,
+    1.5970629999628726e-05
    ]
   },
   "layer_forward_add": {
-   "seconds": 1.0998094897894632e-05,
-   "min": 7.197714455070949e-06,
-   "max": 1.2041142299061732e-05,
+   "seconds": 1.1005713914831478e-05,
+   "min": 7.70209516797747e-06,
+   "max": 1.1499428855521337e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3145,32 +3146,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.9823999851942064e-05,
-    6.294400244951248e-05,
-    0.0002094399929046631
+    2.5567999109625817e-05,
+    6.310400366783142e-05,
+    0.00019215999543666838
    ],
-   "host_canary_seconds": 1.0194975000672458e-05,
-   "host_backward_canary_seconds": 1.7902350000440494e-05,
+   "host_canary_seconds": 9.48264000044219e-06,
+   "host_backward_canary_seconds": 1.4205359998413768e-05,
    "pass_seconds": [
-    1.2041142299061732e-05,
-    7.197714455070949e-06,
-    1.0998094897894632e-05
+    1.1005713914831478e-05,
+    7.70209516797747e-06,
+    1.1499428855521337e-05
    ],
    "pass_host_canary_seconds": [
-    1.0194975000672458e-05,
-    6.387039999822263e-06,
-    9.683050000148797e-06
+    9.48264000044219e-06,
+    7.0593025003518055e-06,
+    9.906462499884583e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7902350000440494e-05,
-    1.0925744999212838e-05,
-    1.3840730000538315e-05
+    1.4205359998413768e-05,
+    1.3628684999957841e-05,
+    1.9168684999613106e-05
    ]
   },
   "layer_backward_add": {
-   "seconds": 2.464533419836136e-05,
-   "min": 1.1926095223142987e-05,
-   "max": 2.626971527934074e-05,
+   "seconds": 2.25089510814065e-05,
+   "min": 1.8318475357123784e-05,
+   "max": 2.797409625990051e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3179,33 +3180,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014553600549697875,
-    0.00036793598532676696,
-    0.0007332800030708313
+    0.0001414079964160919,
+    0.00025030401349067686,
+    0.0006469119787216186
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 1.0194975000672458e-05,
-   "host_backward_canary_seconds": 1.7902350000440494e-05,
+   "host_canary_seconds": 9.48264000044219e-06,
+   "host_backward_canary_seconds": 1.4205359998413768e-05,
    "pass_seconds": [
-    2.464533419836136e-05,
-    1.1926095223142987e-05,
-    2.626971527934074e-05
+    2.25089510814065e-05,
+    1.8318475357123784e-05,
+    2.797409625990051e-05
    ],
    "pass_host_canary_seconds": [
-    1.0194975000672458e-05,
-    6.387039999822263e-06,
-    9.683050000148797e-06
+    9.48264000044219e-06,
+    7.0593025003518055e-06,
+    9.906462499884583e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7902350000440494e-05,
-    1.0925744999212838e-05,
-    1.3840730000538315e-05
+    1.4205359998413768e-05,
+    1.3628684999957841e-05,
+    1.9168684999613106e-05
    ]
   },
   "layer_forward_add_autocast": {
-   "seconds": 1.2609523676690601e-05,
-   "min": 7.453714186946551e-06,
-   "max": 1.2902094672123591e-05,
+   "seconds": 1.113523808973176e-05,
+   "min": 7.976381019467399e-06,
+   "max": 1.1532190832353774e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3214,32 +3215,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.864000156521797e-05,
-    7.171200215816498e-05,
-    0.00023695999383926392
+    4.153599962592125e-05,
+    7.689599692821503e-05,
+    0.00020921599864959716
    ],
-   "host_canary_seconds": 9.917375000441098e-06,
-   "host_backward_canary_seconds": 1.8213309999737248e-05,
+   "host_canary_seconds": 9.460707500466013e-06,
+   "host_backward_canary_seconds": 1.6309314999034543e-05,
    "pass_seconds": [
-    1.2902094672123591e-05,
-    7.453714186946551e-06,
-    1.2609523676690601e-05
+    1.113523808973176e-05,
+    7.976381019467399e-06,
+    1.1532190832353774e-05
    ],
    "pass_host_canary_seconds": [
-    9.917375000441098e-06,
-    6.5264074999049625e-06,
-    9.468727500347997e-06
+    9.460707500466013e-06,
+    6.973805000143329e-06,
+    1.006891750023442e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8213309999737248e-05,
-    1.0940659999505444e-05,
-    1.4372169999887774e-05
+    1.6309314999034543e-05,
+    1.8413630000395644e-05,
+    1.9535730000370677e-05
    ]
   },
   "layer_backward_add_autocast": {
-   "seconds": 1.7654856755619958e-05,
-   "min": 1.1894858220503446e-05,
-   "max": 2.3940572249037877e-05,
+   "seconds": 2.8073903173208233e-05,
+   "min": 2.44525708258152e-05,
+   "max": 3.215618875055086e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3248,33 +3249,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00025865599513053895,
-    0.00044742399454116824,
-    0.0008373759984970093
+    0.0001703999936580658,
+    0.00031808000802993776,
+    0.0007178559899330139
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 9.917375000441098e-06,
-   "host_backward_canary_seconds": 1.8213309999737248e-05,
+   "host_canary_seconds": 9.460707500466013e-06,
+   "host_backward_canary_seconds": 1.6309314999034543e-05,
    "pass_seconds": [
-    2.3940572249037877e-05,
-    1.1894858220503446e-05,
-    1.7654856755619958e-05
+    2.44525708258152e-05,
+    2.8073903173208233e-05,
+    3.215618875055086e-05
    ],
    "pass_host_canary_seconds": [
-    9.917375000441098e-06,
-    6.5264074999049625e-06,
-    9.468727500347997e-06
+    9.460707500466013e-06,
+    6.973805000143329e-06,
+    1.006891750023442e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8213309999737248e-05,
-    1.0940659999505444e-05,
-    1.4372169999887774e-05
+    1.6309314999034543e-05,
+    1.8413630000395644e-05,
+    1.9535730000370677e-05
    ]
   },
   "layer_forward_mul": {
-   "seconds": 9.245714793602626e-06,
-   "min": 7.823237705798378e-06,
-   "max": 1.312152331783658e-05,
+   "seconds": 1.1705143111092705e-05,
+   "min": 8.1523811178548e-06,
+   "max": 1.3043048126356945e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3283,32 +3284,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.6016000658273698e-05,
-    4.684799909591675e-05,
-    0.0001624000072479248
+    2.5536000728607178e-05,
+    6.960000097751617e-05,
+    0.0002040960043668747
    ],
-   "host_canary_seconds": 7.476062499449654e-06,
-   "host_backward_canary_seconds": 1.7981739999868297e-05,
+   "host_canary_seconds": 9.296542500010218e-06,
+   "host_backward_canary_seconds": 1.5911064999727386e-05,
    "pass_seconds": [
-    9.245714793602626e-06,
-    7.823237705798378e-06,
-    1.312152331783658e-05
+    1.1705143111092705e-05,
+    8.1523811178548e-06,
+    1.3043048126356945e-05
    ],
    "pass_host_canary_seconds": [
-    7.476062499449654e-06,
-    6.388859999333363e-06,
-    9.503742500100998e-06
+    9.296542500010218e-06,
+    6.923070000084408e-06,
+    9.788125000795844e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7981739999868297e-05,
-    1.0956860000987944e-05,
-    1.4099810000516301e-05
+    1.5911064999727386e-05,
+    1.6794759999356758e-05,
+    1.8780829998377156e-05
    ]
   },
   "layer_backward_mul": {
-   "seconds": 3.3569526104699997e-05,
-   "min": 2.5975619398412255e-05,
-   "max": 4.506514487521989e-05,
+   "seconds": 4.2202667821021316e-05,
+   "min": 3.968838229775429e-05,
+   "max": 4.904228661741529e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3317,33 +3318,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001961279958486557,
-    0.0004066559970378876,
-    0.0010266560316085816
+    0.00015251199901103972,
+    0.00032256001234054563,
+    0.0009639040231704712
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 7.476062499449654e-06,
-   "host_backward_canary_seconds": 1.7981739999868297e-05,
+   "host_canary_seconds": 9.296542500010218e-06,
+   "host_backward_canary_seconds": 1.5911064999727386e-05,
    "pass_seconds": [
-    4.506514487521989e-05,
-    2.5975619398412255e-05,
-    3.3569526104699997e-05
+    4.2202667821021316e-05,
+    3.968838229775429e-05,
+    4.904228661741529e-05
    ],
    "pass_host_canary_seconds": [
-    7.476062499449654e-06,
-    6.388859999333363e-06,
-    9.503742500100998e-06
+    9.296542500010218e-06,
+    6.923070000084408e-06,
+    9.788125000795844e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7981739999868297e-05,
-    1.0956860000987944e-05,
-    1.4099810000516301e-05
+    1.5911064999727386e-05,
+    1.6794759999356758e-05,
+    1.8780829998377156e-05
    ]
   },
   "layer_forward_mul_autocast": {
-   "seconds": 9.452952870300838e-06,
-   "min": 7.972571732742444e-06,
-   "max": 1.4206475977386747e-05,
+   "seconds": 1.2692571041129882e-05,
+   "min": 8.499047851988247e-06,
+   "max": 1.2851809284516743e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3352,32 +3353,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.8319999575614928e-05,
-    5.3984001278877256e-05,
-    0.00016921600699424744
+    4.041599854826927e-05,
+    7.612799853086472e-05,
+    0.00023001599311828612
    ],
-   "host_canary_seconds": 7.4938049999673245e-06,
-   "host_backward_canary_seconds": 1.7448799999328914e-05,
+   "host_canary_seconds": 9.22868749967165e-06,
+   "host_backward_canary_seconds": 1.603891500053578e-05,
    "pass_seconds": [
-    9.452952870300838e-06,
-    7.972571732742444e-06,
-    1.4206475977386747e-05
+    1.2692571041129882e-05,
+    8.499047851988247e-06,
+    1.2851809284516743e-05
    ],
    "pass_host_canary_seconds": [
-    7.4938049999673245e-06,
-    6.344109999645298e-06,
-    9.889827500728643e-06
+    9.22868749967165e-06,
+    6.702089999635063e-06,
+    9.80473500021617e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7448799999328914e-05,
-    1.0947700000087934e-05,
-    1.713721499982057e-05
+    1.603891500053578e-05,
+    1.1427990000356657e-05,
+    1.8570189999991272e-05
    ]
   },
   "layer_backward_mul_autocast": {
-   "seconds": 5.284267114031883e-05,
-   "min": 2.49066644658645e-05,
-   "max": 5.4041141200633264e-05,
+   "seconds": 4.331961877289273e-05,
+   "min": 2.7528382216890656e-05,
+   "max": 5.1315050926946456e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3386,33 +3387,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.000146016001701355,
-    0.00030646398663520814,
-    0.0010884159803390503
+    0.000190528005361557,
+    0.00037644800543785095,
+    0.0010366719961166383
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 7.4938049999673245e-06,
-   "host_backward_canary_seconds": 1.7448799999328914e-05,
+   "host_canary_seconds": 9.22868749967165e-06,
+   "host_backward_canary_seconds": 1.603891500053578e-05,
    "pass_seconds": [
-    5.4041141200633264e-05,
-    2.49066644658645e-05,
-    5.284267114031883e-05
+    4.331961877289273e-05,
+    2.7528382216890656e-05,
+    5.1315050926946456e-05
    ],
    "pass_host_canary_seconds": [
-    7.4938049999673245e-06,
-    6.344109999645298e-06,
-    9.889827500728643e-06
+    9.22868749967165e-06,
+    6.702089999635063e-06,
+    9.80473500021617e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7448799999328914e-05,
-    1.0947700000087934e-05,
-    1.713721499982057e-05
+    1.603891500053578e-05,
+    1.1427990000356657e-05,
+    1.8570189999991272e-05
    ]
   },
   "layer_forward_softmax": {
-   "seconds": 8.439619094133375e-06,
-   "min": 7.705142632836387e-06,
-   "max": 1.2563047221019155e-05,
+   "seconds": 1.1150475946210677e-05,
+   "min": 7.86742896196388e-06,
+   "max": 1.2092190750298048e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3421,32 +3422,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    1.788800023496151e-05,
-    5.356800183653831e-05,
-    0.00014793600142002104
+    2.5216000154614447e-05,
+    5.8304000645875934e-05,
+    0.00019235199689865111
    ],
-   "host_canary_seconds": 7.1979274997602265e-06,
-   "host_backward_canary_seconds": 1.73781250009597e-05,
+   "host_canary_seconds": 9.378537500310813e-06,
+   "host_backward_canary_seconds": 1.6187649999892526e-05,
    "pass_seconds": [
-    8.439619094133375e-06,
-    7.705142632836387e-06,
-    1.2563047221019155e-05
+    1.1150475946210677e-05,
+    7.86742896196388e-06,
+    1.2092190750298048e-05
    ],
    "pass_host_canary_seconds": [
-    7.1979274997602265e-06,
-    6.6223725002600985e-06,
-    9.955277500353078e-06
+    9.378537500310813e-06,
+    6.649670000342667e-06,
+    9.896700000240344e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.73781250009597e-05,
-    1.1087525000448294e-05,
-    1.5987860000450385e-05
+    1.6187649999892526e-05,
+    1.1539529999708975e-05,
+    1.8630810000104248e-05
    ]
   },
   "layer_backward_softmax": {
-   "seconds": 2.866666914806479e-05,
-   "min": 1.5069714082138883e-05,
-   "max": 3.3484950839054024e-05,
+   "seconds": 2.759314133297829e-05,
+   "min": 1.7616763267488704e-05,
+   "max": 3.4207999794965695e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3455,33 +3456,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00012777599692344666,
-    0.0002322240024805069,
-    0.0007495359778404236
+    0.00013171200454235076,
+    0.00026348799467086794,
+    0.0007180479764938354
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 7.1979274997602265e-06,
-   "host_backward_canary_seconds": 1.73781250009597e-05,
+   "host_canary_seconds": 9.378537500310813e-06,
+   "host_backward_canary_seconds": 1.6187649999892526e-05,
    "pass_seconds": [
-    3.3484950839054024e-05,
-    1.5069714082138883e-05,
-    2.866666914806479e-05
+    2.759314133297829e-05,
+    1.7616763267488704e-05,
+    3.4207999794965695e-05
    ],
    "pass_host_canary_seconds": [
-    7.1979274997602265e-06,
-    6.6223725002600985e-06,
-    9.955277500353078e-06
+    9.378537500310813e-06,
+    6.649670000342667e-06,
+    9.896700000240344e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.73781250009597e-05,
-    1.1087525000448294e-05,
-    1.5987860000450385e-05
+    1.6187649999892526e-05,
+    1.1539529999708975e-05,
+    1.8630810000104248e-05
    ]
   },
   "layer_forward_softmax_autocast": {
-   "seconds": 8.369523588390578e-06,
-   "min": 7.263999787114916e-06,
-   "max": 1.3365332569394792e-05,
+   "seconds": 1.2601143370072045e-05,
+   "min": 8.091428184083531e-06,
+   "max": 1.2639238011269345e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3490,32 +3491,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.623999819159508e-05,
-    8.560000360012055e-05,
-    0.0001610559970140457
+    4.1951999068260195e-05,
+    8.057600259780883e-05,
+    0.00023177599906921387
    ],
-   "host_canary_seconds": 9.412455000301634e-06,
-   "host_backward_canary_seconds": 1.8223160000161444e-05,
+   "host_canary_seconds": 9.397925000484976e-06,
+   "host_backward_canary_seconds": 1.5522510000209878e-05,
    "pass_seconds": [
-    7.263999787114916e-06,
-    8.369523588390578e-06,
-    1.3365332569394792e-05
+    1.2639238011269345e-05,
+    8.091428184083531e-06,
+    1.2601143370072045e-05
    ],
    "pass_host_canary_seconds": [
-    9.412455000301634e-06,
-    6.920514999819716e-06,
-    9.860482500130274e-06
+    9.397925000484976e-06,
+    6.666297500146356e-06,
+    9.924682500468408e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8223160000161444e-05,
-    1.1262759999226546e-05,
-    1.327861999925517e-05
+    1.5522510000209878e-05,
+    1.1226784999962547e-05,
+    1.833575000091514e-05
    ]
   },
   "layer_backward_softmax_autocast": {
-   "seconds": 2.3433905981835862e-05,
-   "min": 1.6092952784328232e-05,
-   "max": 2.8633143752813345e-05,
+   "seconds": 2.8303236478850956e-05,
+   "min": 1.5645716782836685e-05,
+   "max": 3.3740191409985225e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3524,33 +3525,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00018880000710487366,
-    0.0002693440020084381,
-    0.0007182080149650574
+    0.00016710400581359863,
+    0.000296671986579895,
+    0.0007834879755973816
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 9.412455000301634e-06,
-   "host_backward_canary_seconds": 1.8223160000161444e-05,
+   "host_canary_seconds": 9.397925000484976e-06,
+   "host_backward_canary_seconds": 1.5522510000209878e-05,
    "pass_seconds": [
-    2.8633143752813345e-05,
-    1.6092952784328232e-05,
-    2.3433905981835862e-05
+    2.8303236478850956e-05,
+    1.5645716782836685e-05,
+    3.3740191409985225e-05
    ],
    "pass_host_canary_seconds": [
-    9.412455000301634e-06,
-    6.920514999819716e-06,
-    9.860482500130274e-06
+    9.397925000484976e-06,
+    6.666297500146356e-06,
+    9.924682500468408e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8223160000161444e-05,
-    1.1262759999226546e-05,
-    1.327861999925517e-05
+    1.5522510000209878e-05,
+    1.1226784999962547e-05,
+    1.833575000091514e-05
    ]
   },
   "layer_forward_log_softmax": {
-   "seconds": 8.780952010835921e-06,
-   "min": 7.849905196399916e-06,
-   "max": 1.3147428631782533e-05,
+   "seconds": 8.2819044057812e-06,
+   "min": 8.268951926203e-06,
+   "max": 1.159542834474927e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3559,32 +3560,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    1.7599999904632568e-05,
-    5.200000107288361e-05,
-    0.00015199999511241914
+    2.486399933695793e-05,
+    5.7599999010562895e-05,
+    0.00019811199605464935
    ],
-   "host_canary_seconds": 7.228014999896004e-06,
-   "host_backward_canary_seconds": 1.6589595001050837e-05,
+   "host_canary_seconds": 9.436114999061828e-06,
+   "host_backward_canary_seconds": 1.3870669999960227e-05,
    "pass_seconds": [
-    8.780952010835921e-06,
-    7.849905196399916e-06,
-    1.3147428631782533e-05
+    1.159542834474927e-05,
+    8.268951926203e-06,
+    8.2819044057812e-06
    ],
    "pass_host_canary_seconds": [
-    7.228014999896004e-06,
-    6.8996775002005955e-06,
-    1.0023305000004257e-05
+    9.436114999061828e-06,
+    6.69242250012303e-06,
+    9.957624999969994e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6589595001050837e-05,
-    1.1752005000289501e-05,
-    1.4401119999547518e-05
+    1.3870669999960227e-05,
+    1.1629639999455321e-05,
+    1.8826599998646997e-05
    ]
   },
   "layer_backward_log_softmax": {
-   "seconds": 1.9556570620763863e-05,
-   "min": 1.1570285384853679e-05,
-   "max": 2.144990400189445e-05,
+   "seconds": 1.8751239847569232e-05,
+   "min": 1.2940190466386933e-05,
+   "max": 2.8586668893694882e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3593,33 +3594,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00011763200163841247,
-    0.0001927040070295334,
-    0.000565887987613678
+    0.00013974399864673614,
+    0.00021916800737380981,
+    0.0005910720229148865
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 7.228014999896004e-06,
-   "host_backward_canary_seconds": 1.6589595001050837e-05,
+   "host_canary_seconds": 9.436114999061828e-06,
+   "host_backward_canary_seconds": 1.3870669999960227e-05,
    "pass_seconds": [
-    2.144990400189445e-05,
-    1.1570285384853679e-05,
-    1.9556570620763863e-05
+    1.8751239847569232e-05,
+    1.2940190466386933e-05,
+    2.8586668893694882e-05
    ],
    "pass_host_canary_seconds": [
-    7.228014999896004e-06,
-    6.8996775002005955e-06,
-    1.0023305000004257e-05
+    9.436114999061828e-06,
+    6.69242250012303e-06,
+    9.957624999969994e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6589595001050837e-05,
-    1.1752005000289501e-05,
-    1.4401119999547518e-05
+    1.3870669999960227e-05,
+    1.1629639999455321e-05,
+    1.8826599998646997e-05
    ]
   },
   "layer_forward_log_softmax_autocast": {
-   "seconds": 1.0668190373551279e-05,
-   "min": 8.309333363459223e-06,
-   "max": 1.4229333116894677e-05,
+   "seconds": 1.1803429041590011e-05,
+   "min": 7.95199970404307e-06,
+   "max": 1.2070095432656152e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3628,32 +3629,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.331199988722801e-05,
-    5.548800155520439e-05,
-    0.00020339199900627138
+    4.131200164556503e-05,
+    9.318400174379349e-05,
+    0.00022758400440216065
    ],
-   "host_canary_seconds": 8.13250999954107e-06,
-   "host_backward_canary_seconds": 1.697437000075297e-05,
+   "host_canary_seconds": 9.882594999908179e-06,
+   "host_backward_canary_seconds": 1.327349000121103e-05,
    "pass_seconds": [
-    1.0668190373551279e-05,
-    8.309333363459223e-06,
-    1.4229333116894677e-05
+    1.2070095432656152e-05,
+    7.95199970404307e-06,
+    1.1803429041590011e-05
    ],
    "pass_host_canary_seconds": [
-    8.13250999954107e-06,
-    6.814062499529428e-06,
-    9.912225000334729e-06
+    9.882594999908179e-06,
+    6.4812150003490395e-06,
+    9.778084999538805e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.697437000075297e-05,
-    1.1693200000308935e-05,
-    1.374896000015724e-05
+    1.327349000121103e-05,
+    1.2385729999095929e-05,
+    1.844152499984375e-05
    ]
   },
   "layer_backward_log_softmax_autocast": {
-   "seconds": 1.8685714119956607e-05,
-   "min": 9.897905534931594e-06,
-   "max": 2.9439238654006104e-05,
+   "seconds": 1.741561879004751e-05,
+   "min": 1.1638096400669639e-05,
+   "max": 2.9222857384454638e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3662,897 +3663,897 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00013126400113105773,
-    0.00024243199825286864,
-    0.0007298240065574647
+    0.0001467519998550415,
+    0.00024918399751186373,
+    0.0005936959981918335
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 8.13250999954107e-06,
-   "host_backward_canary_seconds": 1.697437000075297e-05,
+   "host_canary_seconds": 9.882594999908179e-06,
+   "host_backward_canary_seconds": 1.327349000121103e-05,
    "pass_seconds": [
-    2.9439238654006104e-05,
-    9.897905534931594e-06,
-    1.8685714119956607e-05
+    1.741561879004751e-05,
+    1.1638096400669639e-05,
+    2.9222857384454638e-05
    ],
    "pass_host_canary_seconds": [
-    8.13250999954107e-06,
-    6.814062499529428e-06,
-    9.912225000334729e-06
+    9.882594999908179e-06,
+    6.4812150003490395e-06,
+    9.778084999538805e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.697437000075297e-05,
-    1.1693200000308935e-05,
-    1.374896000015724e-05
+    1.327349000121103e-05,
+    1.2385729999095929e-05,
+    1.844152499984375e-05
    ]
   },
   "layer_forward_cross_entropy": {
-   "seconds": 4.348799958825111e-05,
-   "min": 2.457600086927414e-05,
-   "max": 9.881599992513657e-05,
+   "seconds": 4.1280001401901244e-05,
+   "min": 2.3744000121951103e-05,
+   "max": 0.00019126400351524353,
    "samples": 123,
    "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0274385000457186e-05,
-   "host_backward_canary_seconds": 1.791401999980735e-05,
+   "host_canary_seconds": 9.554739999657614e-06,
+   "host_backward_canary_seconds": 1.5230889998747443e-05,
    "pass_seconds": [
-    4.5056000351905825e-05,
-    2.6688000187277795e-05,
-    4.348799958825111e-05
+    4.82879988849163e-05,
+    2.6528000831604002e-05,
+    4.1280001401901244e-05
    ],
    "pass_host_canary_seconds": [
-    1.0274385000457186e-05,
-    6.738044999679005e-06,
-    9.781807499962269e-06
+    9.554739999657614e-06,
+    6.557710000265615e-06,
+    9.437685000079911e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.791401999980735e-05,
-    1.0996954999882291e-05,
-    1.3433769998982827e-05
+    1.5230889998747443e-05,
+    1.4597754999385869e-05,
+    1.820819500039761e-05
    ]
   },
   "layer_backward_cross_entropy": {
-   "seconds": 5.70813405017058e-05,
-   "min": 1.1443996181090667e-05,
-   "max": 0.0002504573451975981,
+   "seconds": 3.1557337070504845e-05,
+   "min": 1.9773288319508434e-06,
+   "max": 0.00018233601562678815,
    "samples": 123,
    "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0274385000457186e-05,
-   "host_backward_canary_seconds": 1.791401999980735e-05,
+   "host_canary_seconds": 9.554739999657614e-06,
+   "host_backward_canary_seconds": 1.5230889998747443e-05,
    "pass_seconds": [
-    3.3747994651397095e-05,
-    5.9957335703074926e-05,
-    5.70813405017058e-05
+    4.620800726115704e-05,
+    7.929329449931797e-06,
+    3.1557337070504845e-05
    ],
    "pass_host_canary_seconds": [
-    1.0274385000457186e-05,
-    6.738044999679005e-06,
-    9.781807499962269e-06
+    9.554739999657614e-06,
+    6.557710000265615e-06,
+    9.437685000079911e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.791401999980735e-05,
-    1.0996954999882291e-05,
-    1.3433769998982827e-05
+    1.5230889998747443e-05,
+    1.4597754999385869e-05,
+    1.820819500039761e-05
    ]
   },
   "layer_forward_cross_entropy_autocast": {
-   "seconds": 6.431999802589417e-05,
-   "min": 3.4495998173952105e-05,
-   "max": 0.00011497599631547927,
+   "seconds": 5.8079998940229415e-05,
+   "min": 3.296000137925148e-05,
+   "max": 0.00010732799768447876,
    "samples": 123,
    "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0097789999008456e-05,
-   "host_backward_canary_seconds": 1.7668699999831006e-05,
+   "host_canary_seconds": 9.54474000081973e-06,
+   "host_backward_canary_seconds": 1.5761080001084337e-05,
    "pass_seconds": [
-    6.431999802589417e-05,
-    3.7663999944925305e-05,
-    6.841599941253662e-05
+    5.8079998940229415e-05,
+    3.5711999982595444e-05,
+    6.31679967045784e-05
    ],
    "pass_host_canary_seconds": [
-    1.0097789999008456e-05,
-    6.634399999825291e-06,
-    9.740460000102757e-06
+    9.54474000081973e-06,
+    6.408065000300667e-06,
+    9.538770000290243e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7668699999831006e-05,
-    1.0965480000777462e-05,
-    1.3007130000914912e-05
+    1.5761080001084337e-05,
+    1.3244834999568411e-05,
+    1.8260329999293392e-05
    ]
   },
   "layer_backward_cross_entropy_autocast": {
-   "seconds": 7.362000023325286e-05,
-   "min": 3.445200001200041e-05,
-   "max": 0.0002549000022312006,
+   "seconds": 4.246934565405055e-05,
+   "min": 9.4133398185174e-06,
+   "max": 0.0005622399877756834,
    "samples": 123,
    "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0097789999008456e-05,
-   "host_backward_canary_seconds": 1.7668699999831006e-05,
+   "host_canary_seconds": 9.54474000081973e-06,
+   "host_backward_canary_seconds": 1.5761080001084337e-05,
    "pass_seconds": [
-    7.362000023325286e-05,
-    7.346133608371016e-05,
-    7.88733387986819e-05
+    9.628800861537459e-05,
+    2.0057336116830537e-05,
+    4.246934565405055e-05
    ],
    "pass_host_canary_seconds": [
-    1.0097789999008456e-05,
-    6.634399999825291e-06,
-    9.740460000102757e-06
+    9.54474000081973e-06,
+    6.408065000300667e-06,
+    9.538770000290243e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7668699999831006e-05,
-    1.0965480000777462e-05,
-    1.3007130000914912e-05
+    1.5761080001084337e-05,
+    1.3244834999568411e-05,
+    1.8260329999293392e-05
    ]
   },
   "layer_forward_embedding": {
-   "seconds": 4.163200035691261e-05,
-   "min": 2.2655999287962913e-05,
-   "max": 0.00017289599776268004,
+   "seconds": 3.603199869394302e-05,
+   "min": 2.1215999498963357e-05,
+   "max": 7.59039968252182e-05,
    "samples": 123,
    "method": "one tiny embedding layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0329185000728103e-05,
-   "host_backward_canary_seconds": 1.848316000064187e-05,
+   "host_canary_seconds": 9.749144999773308e-06,
+   "host_backward_canary_seconds": 1.4218725000318955e-05,
    "pass_seconds": [
-    4.163200035691261e-05,
-    3.2864000648260114e-05,
-    0.00010713600367307663
+    3.7663999944925305e-05,
+    2.3231999948620795e-05,
+    3.603199869394302e-05
    ],
    "pass_host_canary_seconds": [
-    1.0329185000728103e-05,
-    6.632514999864724e-06,
-    1.016418000062913e-05
+    9.749144999773308e-06,
+    6.451657499724206e-06,
+    9.69252000004417e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.848316000064187e-05,
-    1.1687100000017381e-05,
-    1.4876079999339709e-05
+    1.4218725000318955e-05,
+    1.2464599999475469e-05,
+    1.7942689999017604e-05
    ]
   },
   "layer_backward_embedding": {
-   "seconds": 0.0002117013381794095,
-   "min": 4.882533351580298e-05,
-   "max": 0.000564473311106364,
+   "seconds": 0.000280960014089942,
+   "min": 0.00010312932233015697,
+   "max": 0.0008617653927455347,
    "samples": 123,
    "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0329185000728103e-05,
-   "host_backward_canary_seconds": 1.848316000064187e-05,
+   "host_canary_seconds": 9.749144999773308e-06,
+   "host_backward_canary_seconds": 1.4218725000318955e-05,
    "pass_seconds": [
-    0.00028754000862439474,
-    0.0002117013381794095,
-    8.485732475916545e-05
+    0.000280960014089942,
+    0.00012015333275000255,
+    0.0003226613483081261
    ],
    "pass_host_canary_seconds": [
-    1.0329185000728103e-05,
-    6.632514999864724e-06,
-    1.016418000062913e-05
+    9.749144999773308e-06,
+    6.451657499724206e-06,
+    9.69252000004417e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.848316000064187e-05,
-    1.1687100000017381e-05,
-    1.4876079999339709e-05
+    1.4218725000318955e-05,
+    1.2464599999475469e-05,
+    1.7942689999017604e-05
    ]
   },
   "layer_forward_embedding_autocast": {
-   "seconds": 5.86559996008873e-05,
-   "min": 3.187200054526329e-05,
-   "max": 0.00011004800349473953,
+   "seconds": 3.577600046992302e-05,
+   "min": 3.103999979794026e-05,
+   "max": 0.0001584639996290207,
    "samples": 123,
    "method": "one tiny embedding layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0821695000231557e-05,
-   "host_backward_canary_seconds": 1.795822000076441e-05,
+   "host_canary_seconds": 1.0349415000519001e-05,
+   "host_backward_canary_seconds": 1.3152730000456358e-05,
    "pass_seconds": [
-    6.508799642324447e-05,
-    3.52960005402565e-05,
-    5.86559996008873e-05
+    6.137600168585777e-05,
+    3.359999880194664e-05,
+    3.577600046992302e-05
    ],
    "pass_host_canary_seconds": [
-    1.0821695000231557e-05,
-    6.619310000814948e-06,
-    1.0049999999637294e-05
+    1.0349415000519001e-05,
+    6.539849999853687e-06,
+    7.266745000151787e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.795822000076441e-05,
-    1.1143189999529568e-05,
-    1.4763540000330978e-05
+    1.3152730000456358e-05,
+    1.2504544999956125e-05,
+    1.438442000107898e-05
    ]
   },
   "layer_backward_embedding_autocast": {
-   "seconds": 0.00023134934250265357,
-   "min": 0.00014812133709589636,
-   "max": 0.0006639879954357941,
+   "seconds": 0.00015994134979943435,
+   "min": 0.00011103333594898383,
+   "max": 0.0006536319833248854,
    "samples": 123,
    "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0821695000231557e-05,
-   "host_backward_canary_seconds": 1.795822000076441e-05,
+   "host_canary_seconds": 1.0349415000519001e-05,
+   "host_backward_canary_seconds": 1.3152730000456358e-05,
    "pass_seconds": [
-    0.00030904400472839673,
-    0.00023134934250265357,
-    0.0001873213450113932
+    0.0003428800087422133,
+    0.00012933732631305854,
+    0.00015994134979943435
    ],
    "pass_host_canary_seconds": [
-    1.0821695000231557e-05,
-    6.619310000814948e-06,
-    1.0049999999637294e-05
+    1.0349415000519001e-05,
+    6.539849999853687e-06,
+    7.266745000151787e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.795822000076441e-05,
-    1.1143189999529568e-05,
-    1.4763540000330978e-05
+    1.3152730000456358e-05,
+    1.2504544999956125e-05,
+    1.438442000107898e-05
    ]
   },
   "layer_forward_embedding_atomic": {
-   "seconds": 3.8111999630928036e-05,
-   "min": 1.9360000267624855e-05,
-   "max": 6.82239979505539e-05,
+   "seconds": 2.1983999758958816e-05,
+   "min": 1.8880000337958335e-05,
+   "max": 7.417599856853485e-05,
    "samples": 123,
    "method": "one tiny embedding_atomic layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.739185000194994e-06,
-   "host_backward_canary_seconds": 1.795822000076441e-05,
+   "host_canary_seconds": 1.024459000063871e-05,
+   "host_backward_canary_seconds": 1.4701919999424718e-05,
    "pass_seconds": [
-    3.90079990029335e-05,
+    3.5232000052928925e-05,
     2.0735999569296837e-05,
-    3.8111999630928036e-05
+    2.1983999758958816e-05
    ],
    "pass_host_canary_seconds": [
-    8.739185000194994e-06,
-    6.578927500413556e-06,
-    9.607135000351264e-06
+    1.024459000063871e-05,
+    6.70215250011097e-06,
+    7.2377025003333984e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.795822000076441e-05,
-    1.0918100000480989e-05,
-    1.2707729998737705e-05
+    1.4701919999424718e-05,
+    1.2900009999157191e-05,
+    1.4211034998652393e-05
    ]
   },
   "layer_backward_embedding_atomic": {
-   "seconds": 2.4761336545149458e-05,
+   "seconds": 0.0,
    "min": 0.0,
-   "max": 0.00033272932718197507,
+   "max": 0.0007355199772864579,
    "samples": 123,
    "method": "one tiny embedding_atomic layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.739185000194994e-06,
-   "host_backward_canary_seconds": 1.795822000076441e-05,
+   "host_canary_seconds": 1.024459000063871e-05,
+   "host_backward_canary_seconds": 1.4701919999424718e-05,
    "pass_seconds": [
+    8.092799969017508e-05,
     0.0,
-    4.350932966917753e-05,
-    2.4761336545149458e-05
+    0.0
    ],
    "pass_host_canary_seconds": [
-    8.739185000194994e-06,
-    6.578927500413556e-06,
-    9.607135000351264e-06
+    1.024459000063871e-05,
+    6.70215250011097e-06,
+    7.2377025003333984e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.795822000076441e-05,
-    1.0918100000480989e-05,
-    1.2707729998737705e-05
+    1.4701919999424718e-05,
+    1.2900009999157191e-05,
+    1.4211034998652393e-05
    ]
   },
   "layer_forward_embedding_atomic_autocast": {
-   "seconds": 3.632000088691711e-05,
-   "min": 2.908799983561039e-05,
-   "max": 0.0001003199964761734,
+   "seconds": 3.2864000648260114e-05,
+   "min": 2.8224000707268716e-05,
+   "max": 0.00010143999755382538,
    "samples": 123,
    "method": "one tiny embedding_atomic layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.091100000342521e-06,
-   "host_backward_canary_seconds": 1.670752499990158e-05,
+   "host_canary_seconds": 1.0010167500240641e-05,
+   "host_backward_canary_seconds": 1.3980410000158371e-05,
    "pass_seconds": [
-    3.632000088691711e-05,
-    3.062400035560131e-05,
-    6.0736000537872314e-05
+    5.145600065588951e-05,
+    3.004799969494343e-05,
+    3.2864000648260114e-05
    ],
    "pass_host_canary_seconds": [
-    8.091100000342521e-06,
-    6.442435000053592e-06,
-    9.440170000516446e-06
+    1.0010167500240641e-05,
+    6.537917500395451e-06,
+    7.225362500093979e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.670752499990158e-05,
-    1.0890270000345482e-05,
-    1.430439999921873e-05
+    1.3980410000158371e-05,
+    1.2852349999548097e-05,
+    1.4785539998456444e-05
    ]
   },
   "layer_backward_embedding_atomic_autocast": {
-   "seconds": 5.435732286423445e-05,
+   "seconds": 4.25533304611842e-05,
    "min": 0.0,
-   "max": 0.00025640934954086937,
+   "max": 0.00018310400657355787,
    "samples": 123,
    "method": "one tiny embedding_atomic layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.091100000342521e-06,
-   "host_backward_canary_seconds": 1.670752499990158e-05,
+   "host_canary_seconds": 1.0010167500240641e-05,
+   "host_backward_canary_seconds": 1.3980410000158371e-05,
    "pass_seconds": [
-    0.0,
-    5.435732286423445e-05,
-    5.7145329813162494e-05
+    8.598400466144088e-05,
+    4.25533304611842e-05,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    8.091100000342521e-06,
-    6.442435000053592e-06,
-    9.440170000516446e-06
+    1.0010167500240641e-05,
+    6.537917500395451e-06,
+    7.225362500093979e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.670752499990158e-05,
-    1.0890270000345482e-05,
-    1.430439999921873e-05
+    1.3980410000158371e-05,
+    1.2852349999548097e-05,
+    1.4785539998456444e-05
    ]
   },
   "layer_forward_maxpool2d": {
-   "seconds": 2.281600050628185e-05,
-   "min": 1.9648000597953797e-05,
-   "max": 7.843200117349625e-05,
+   "seconds": 2.211200073361397e-05,
+   "min": 1.9231999292969705e-05,
+   "max": 8.822400122880936e-05,
    "samples": 123,
    "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.475887500163481e-06,
-   "host_backward_canary_seconds": 1.8404319999945076e-05,
+   "host_canary_seconds": 9.874080000145113e-06,
+   "host_backward_canary_seconds": 1.5775080000821618e-05,
    "pass_seconds": [
-    2.281600050628185e-05,
-    2.0800000056624414e-05,
-    3.8784001022577287e-05
+    3.791999816894531e-05,
+    2.0255999639630318e-05,
+    2.211200073361397e-05
    ],
    "pass_host_canary_seconds": [
-    7.475887500163481e-06,
-    6.595094999966022e-06,
-    9.333750000450891e-06
+    9.874080000145113e-06,
+    6.383820000337437e-06,
+    7.11306249968402e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8404319999945076e-05,
-    1.1265130000310819e-05,
-    1.475149500038242e-05
+    1.5775080000821618e-05,
+    1.1301780000394502e-05,
+    1.8588939998380738e-05
    ]
   },
   "layer_backward_maxpool2d": {
-   "seconds": 3.704933697978651e-05,
+   "seconds": 2.952932814757031e-05,
    "min": 0.0,
-   "max": 0.00033404132599631944,
+   "max": 0.0001647039894014597,
    "samples": 123,
    "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.475887500163481e-06,
-   "host_backward_canary_seconds": 1.8404319999945076e-05,
+   "host_canary_seconds": 9.874080000145113e-06,
+   "host_backward_canary_seconds": 1.5775080000821618e-05,
    "pass_seconds": [
-    1.6339998071392386e-05,
-    4.728532861918208e-05,
-    3.704933697978651e-05
+    6.681599654257298e-05,
+    2.952932814757031e-05,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    7.475887500163481e-06,
-    6.595094999966022e-06,
-    9.333750000450891e-06
+    9.874080000145113e-06,
+    6.383820000337437e-06,
+    7.11306249968402e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8404319999945076e-05,
-    1.1265130000310819e-05,
-    1.475149500038242e-05
+    1.5775080000821618e-05,
+    1.1301780000394502e-05,
+    1.8588939998380738e-05
    ]
   },
   "layer_forward_maxpool2d_autocast": {
-   "seconds": 3.433600068092346e-05,
-   "min": 2.8255999088287354e-05,
-   "max": 0.00011670400202274322,
+   "seconds": 3.084800019860268e-05,
+   "min": 2.89280004799366e-05,
+   "max": 9.12960022687912e-05,
    "samples": 123,
    "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.387117499888518e-06,
-   "host_backward_canary_seconds": 1.8364909999490918e-05,
+   "host_canary_seconds": 9.919715000705765e-06,
+   "host_backward_canary_seconds": 1.3912069998696098e-05,
    "pass_seconds": [
-    3.433600068092346e-05,
-    3.0656000599265096e-05,
-    6.163199990987778e-05
+    5.0912000238895414e-05,
+    3.0368000268936157e-05,
+    3.084800019860268e-05
    ],
    "pass_host_canary_seconds": [
-    7.387117499888518e-06,
-    6.775334999815641e-06,
-    7.85750500085669e-06
+    9.919715000705765e-06,
+    6.644580000170208e-06,
+    6.9954075001987805e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8364909999490918e-05,
-    1.1295744999415546e-05,
-    1.3368119998631301e-05
+    1.3912069998696098e-05,
+    1.0829479999756587e-05,
+    1.753510999947139e-05
    ]
   },
   "layer_backward_maxpool2d_autocast": {
-   "seconds": 4.552933077017464e-05,
+   "seconds": 4.021732198695344e-05,
    "min": 0.0,
-   "max": 0.0006043773392836252,
+   "max": 0.00032732801325619225,
    "samples": 123,
    "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.387117499888518e-06,
-   "host_backward_canary_seconds": 1.8364909999490918e-05,
+   "host_canary_seconds": 9.919715000705765e-06,
+   "host_backward_canary_seconds": 1.3912069998696098e-05,
    "pass_seconds": [
-    7.155993332465526e-06,
-    5.410132836550471e-05,
-    4.552933077017464e-05
+    9.894399531185628e-05,
+    4.021732198695344e-05,
+    2.2597339625159932e-05
    ],
    "pass_host_canary_seconds": [
-    7.387117499888518e-06,
-    6.775334999815641e-06,
-    7.85750500085669e-06
+    9.919715000705765e-06,
+    6.644580000170208e-06,
+    6.9954075001987805e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8364909999490918e-05,
-    1.1295744999415546e-05,
-    1.3368119998631301e-05
+    1.3912069998696098e-05,
+    1.0829479999756587e-05,
+    1.753510999947139e-05
    ]
   },
   "layer_forward_avgpool2d": {
-   "seconds": 1.9551999866962432e-05,
-   "min": 1.740800030529499e-05,
-   "max": 4.9407999962568284e-05,
+   "seconds": 1.8783999606966973e-05,
+   "min": 1.6704000532627105e-05,
+   "max": 6.566400080919265e-05,
    "samples": 123,
    "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.330592499670274e-06,
-   "host_backward_canary_seconds": 1.6207994999604125e-05,
+   "host_canary_seconds": 9.908317500730846e-06,
+   "host_backward_canary_seconds": 1.3966364999760117e-05,
    "pass_seconds": [
-    2.0640000700950622e-05,
-    1.8335999920964242e-05,
-    1.9551999866962432e-05
+    2.985600009560585e-05,
+    1.849599927663803e-05,
+    1.8783999606966973e-05
    ],
    "pass_host_canary_seconds": [
-    7.330592499670274e-06,
-    6.530192500235899e-06,
-    7.297772500578503e-06
+    9.908317500730846e-06,
+    6.477342499806582e-06,
+    6.821400000376343e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6207994999604125e-05,
-    1.0972214998901108e-05,
-    1.300484499893173e-05
+    1.3966364999760117e-05,
+    1.1003244999301387e-05,
+    1.627107499984959e-05
    ]
   },
   "layer_backward_avgpool2d": {
-   "seconds": 0.0,
+   "seconds": 6.59199617803098e-06,
    "min": 0.0,
-   "max": 6.040399645765624e-05,
+   "max": 7.26773316661517e-05,
    "samples": 123,
    "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.330592499670274e-06,
-   "host_backward_canary_seconds": 1.6207994999604125e-05,
+   "host_canary_seconds": 9.908317500730846e-06,
+   "host_backward_canary_seconds": 1.3966364999760117e-05,
    "pass_seconds": [
-    0.0,
-    2.6261328719556307e-05,
+    6.59199617803098e-06,
+    1.6153332466880502e-05,
     0.0
    ],
    "pass_host_canary_seconds": [
-    7.330592499670274e-06,
-    6.530192500235899e-06,
-    7.297772500578503e-06
+    9.908317500730846e-06,
+    6.477342499806582e-06,
+    6.821400000376343e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6207994999604125e-05,
-    1.0972214998901108e-05,
-    1.300484499893173e-05
+    1.3966364999760117e-05,
+    1.1003244999301387e-05,
+    1.627107499984959e-05
    ]
   },
   "layer_forward_avgpool2d_autocast": {
-   "seconds": 2.9888000339269637e-05,
-   "min": 2.630399912595749e-05,
-   "max": 0.00011302399635314942,
+   "seconds": 2.8799999505281448e-05,
+   "min": 2.5760000571608544e-05,
+   "max": 0.00010761599987745285,
    "samples": 123,
    "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.878247500092585e-06,
-   "host_backward_canary_seconds": 1.6614340000842273e-05,
+   "host_canary_seconds": 9.804207500110352e-06,
+   "host_backward_canary_seconds": 1.6000289999738015e-05,
    "pass_seconds": [
-    3.215999901294708e-05,
-    2.7807999402284623e-05,
-    2.9888000339269637e-05
+    4.5536000281572345e-05,
+    2.72000003606081e-05,
+    2.8799999505281448e-05
    ],
    "pass_host_canary_seconds": [
-    8.878247500092585e-06,
-    6.56264750034552e-06,
-    7.366644999819982e-06
+    9.804207500110352e-06,
+    6.42791750010474e-06,
+    6.8241600001783805e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6614340000842273e-05,
-    1.1020014999303384e-05,
-    1.3556210000160717e-05
+    1.6000289999738015e-05,
+    1.110131000018555e-05,
+    1.8131795000044806e-05
    ]
   },
   "layer_backward_avgpool2d_autocast": {
-   "seconds": 0.0,
+   "seconds": 2.613733212153119e-05,
    "min": 0.0,
-   "max": 6.328533310443163e-05,
+   "max": 0.0003779839929193259,
    "samples": 123,
    "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.878247500092585e-06,
-   "host_backward_canary_seconds": 1.6614340000842273e-05,
+   "host_canary_seconds": 9.804207500110352e-06,
+   "host_backward_canary_seconds": 1.6000289999738015e-05,
    "pass_seconds": [
-    0.0,
-    4.0309322066605085e-05,
+    5.8655997738242164e-05,
+    2.613733212153119e-05,
     0.0
    ],
    "pass_host_canary_seconds": [
-    8.878247500092585e-06,
-    6.56264750034552e-06,
-    7.366644999819982e-06
+    9.804207500110352e-06,
+    6.42791750010474e-06,
+    6.8241600001783805e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6614340000842273e-05,
-    1.1020014999303384e-05,
-    1.3556210000160717e-05
+    1.6000289999738015e-05,
+    1.110131000018555e-05,
+    1.8131795000044806e-05
    ]
   },
   "layer_forward_adaptive_avgpool2d": {
-   "seconds": 2.191999927163124e-05,
-   "min": 1.8815999850630762e-05,
-   "max": 5.692800134420395e-05,
+   "seconds": 2.0927999168634415e-05,
+   "min": 1.865600049495697e-05,
+   "max": 5.427199974656105e-05,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.075334999375628e-06,
-   "host_backward_canary_seconds": 1.735468000106266e-05,
+   "host_canary_seconds": 9.633944999904998e-06,
+   "host_backward_canary_seconds": 1.365629000019908e-05,
    "pass_seconds": [
-    3.1647998839616774e-05,
-    2.0447999238967895e-05,
-    2.191999927163124e-05
+    3.177599981427193e-05,
+    2.0031999796628952e-05,
+    2.0927999168634415e-05
    ],
    "pass_host_canary_seconds": [
-    8.075334999375628e-06,
-    6.641427499971542e-06,
-    7.046577499636441e-06
+    9.633944999904998e-06,
+    6.4698600004931e-06,
+    6.772529999921062e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.735468000106266e-05,
-    1.12184549993799e-05,
-    1.3592674999927112e-05
+    1.365629000019908e-05,
+    1.099813500104574e-05,
+    1.800129499997638e-05
    ]
   },
   "layer_backward_adaptive_avgpool2d": {
-   "seconds": 0.0,
+   "seconds": 2.6137330258886032e-05,
    "min": 0.0,
-   "max": 0.00010149199267228445,
+   "max": 0.0004253440257161856,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.075334999375628e-06,
-   "host_backward_canary_seconds": 1.735468000106266e-05,
+   "host_canary_seconds": 9.633944999904998e-06,
+   "host_backward_canary_seconds": 1.365629000019908e-05,
    "pass_seconds": [
-    0.0,
-    3.9829329587519156e-05,
+    4.118399880826475e-05,
+    2.6137330258886032e-05,
     0.0
    ],
    "pass_host_canary_seconds": [
-    8.075334999375628e-06,
-    6.641427499971542e-06,
-    7.046577499636441e-06
+    9.633944999904998e-06,
+    6.4698600004931e-06,
+    6.772529999921062e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.735468000106266e-05,
-    1.12184549993799e-05,
-    1.3592674999927112e-05
+    1.365629000019908e-05,
+    1.099813500104574e-05,
+    1.800129499997638e-05
    ]
   },
   "layer_forward_adaptive_avgpool2d_autocast": {
-   "seconds": 3.2320000231266024e-05,
-   "min": 2.8991999104619025e-05,
-   "max": 8.49599987268448e-05,
+   "seconds": 3.033600002527237e-05,
+   "min": 2.8192000463604927e-05,
+   "max": 0.00010988800227642059,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.637660000341385e-06,
-   "host_backward_canary_seconds": 1.6897834999554107e-05,
+   "host_canary_seconds": 9.491202500271357e-06,
+   "host_backward_canary_seconds": 1.3143450000825397e-05,
    "pass_seconds": [
-    3.612799942493439e-05,
-    3.148800134658813e-05,
-    3.2320000231266024e-05
+    6.15679994225502e-05,
+    3.033600002527237e-05,
+    3.0208000913262368e-05
    ],
    "pass_host_canary_seconds": [
-    7.637660000341385e-06,
-    6.595442499701676e-06,
-    6.787032500028545e-06
+    9.491202500271357e-06,
+    6.299062499692809e-06,
+    6.563847499592157e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6897834999554107e-05,
-    1.137092499902792e-05,
-    1.2944829999241847e-05
+    1.3143450000825397e-05,
+    1.1230880000994149e-05,
+    1.80713999998261e-05
    ]
   },
   "layer_backward_adaptive_avgpool2d_autocast": {
-   "seconds": 8.200046916802945e-07,
+   "seconds": 1.721599884331229e-05,
    "min": 0.0,
-   "max": 0.0001371453354756037,
+   "max": 0.00012134398706257346,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.637660000341385e-06,
-   "host_backward_canary_seconds": 1.6897834999554107e-05,
+   "host_canary_seconds": 9.491202500271357e-06,
+   "host_backward_canary_seconds": 1.3143450000825397e-05,
    "pass_seconds": [
-    8.200046916802945e-07,
-    5.03253201022744e-05,
-    0.0
+    1.721599884331229e-05,
+    3.6025334770480795e-05,
+    2.3093285659949353e-06
    ],
    "pass_host_canary_seconds": [
-    7.637660000341385e-06,
-    6.595442499701676e-06,
-    6.787032500028545e-06
+    9.491202500271357e-06,
+    6.299062499692809e-06,
+    6.563847499592157e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6897834999554107e-05,
-    1.137092499902792e-05,
-    1.2944829999241847e-05
+    1.3143450000825397e-05,
+    1.1230880000994149e-05,
+    1.80713999998261e-05
    ]
   },
   "layer_forward_flatten": {
-   "seconds": 1.3248000293970109e-05,
-   "min": 1.113600004464388e-05,
-   "max": 3.241600096225738e-05,
+   "seconds": 1.2000000104308128e-05,
+   "min": 1.1168000288307668e-05,
+   "max": 5.152000114321709e-05,
    "samples": 123,
    "method": "one tiny flatten layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.492279999610219e-06,
-   "host_backward_canary_seconds": 1.9427534999749697e-05,
+   "host_canary_seconds": 9.570347500016397e-06,
+   "host_backward_canary_seconds": 1.255664000041179e-05,
    "pass_seconds": [
-    2.115200087428093e-05,
+    2.329600043594837e-05,
     1.2000000104308128e-05,
-    1.3248000293970109e-05
+    1.2000000104308128e-05
    ],
    "pass_host_canary_seconds": [
-    7.492279999610219e-06,
-    6.548292499815034e-06,
-    6.973554999945009e-06
+    9.570347500016397e-06,
+    6.407314999705705e-06,
+    6.654622499695506e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9427534999749697e-05,
-    1.1539934999973412e-05,
-    1.3447264999513209e-05
+    1.255664000041179e-05,
+    1.1179919999904086e-05,
+    1.7782350000743462e-05
    ]
   },
   "layer_backward_flatten": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 2.037333231419323e-05,
+   "max": 0.00014217599481344224,
    "samples": 123,
    "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.492279999610219e-06,
-   "host_backward_canary_seconds": 1.9427534999749697e-05,
+   "host_canary_seconds": 9.570347500016397e-06,
+   "host_backward_canary_seconds": 1.255664000041179e-05,
    "pass_seconds": [
     0.0,
-    5.237328819930544e-06,
+    0.0,
     0.0
    ],
    "pass_host_canary_seconds": [
-    7.492279999610219e-06,
-    6.548292499815034e-06,
-    6.973554999945009e-06
+    9.570347500016397e-06,
+    6.407314999705705e-06,
+    6.654622499695506e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9427534999749697e-05,
-    1.1539934999973412e-05,
-    1.3447264999513209e-05
+    1.255664000041179e-05,
+    1.1179919999904086e-05,
+    1.7782350000743462e-05
    ]
   },
   "layer_forward_flatten_autocast": {
-   "seconds": 2.191999927163124e-05,
-   "min": 1.9360000267624855e-05,
-   "max": 8.079999685287475e-05,
+   "seconds": 2.0735999569296837e-05,
+   "min": 1.9263999536633493e-05,
+   "max": 7.999999821186065e-05,
    "samples": 123,
    "method": "one tiny flatten layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.365762499489392e-06,
-   "host_backward_canary_seconds": 1.8782784999302748e-05,
+   "host_canary_seconds": 9.518984999772328e-06,
+   "host_backward_canary_seconds": 1.4232424999818248e-05,
    "pass_seconds": [
-    3.90079990029335e-05,
-    2.08320003002882e-05,
-    2.191999927163124e-05
+    3.536000102758408e-05,
+    2.0735999569296837e-05,
+    2.0447999238967895e-05
    ],
    "pass_host_canary_seconds": [
-    7.365762499489392e-06,
-    6.484692499952871e-06,
-    6.763592499510197e-06
+    9.518984999772328e-06,
+    6.343152500107863e-06,
+    6.652057499536568e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8782784999302748e-05,
-    1.1351335000426844e-05,
-    1.3192830000434696e-05
+    1.4232424999818248e-05,
+    1.1080249998940417e-05,
+    1.8668735000346713e-05
    ]
   },
   "layer_backward_flatten_autocast": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 3.157332818955182e-05,
+   "max": 4.387200064957144e-05,
    "samples": 123,
    "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.365762499489392e-06,
-   "host_backward_canary_seconds": 1.8782784999302748e-05,
+   "host_canary_seconds": 9.518984999772328e-06,
+   "host_backward_canary_seconds": 1.4232424999818248e-05,
    "pass_seconds": [
     0.0,
-    1.7525325529277314e-05,
+    4.5373278359572345e-06,
     0.0
    ],
    "pass_host_canary_seconds": [
-    7.365762499489392e-06,
-    6.484692499952871e-06,
-    6.763592499510197e-06
+    9.518984999772328e-06,
+    6.343152500107863e-06,
+    6.652057499536568e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8782784999302748e-05,
-    1.1351335000426844e-05,
-    1.3192830000434696e-05
+    1.4232424999818248e-05,
+    1.1080249998940417e-05,
+    1.8668735000346713e-05
    ]
   },
   "layer_forward_reshape": {
-   "seconds": 1.0847999714314937e-05,
-   "min": 9.696000255644322e-06,
-   "max": 3.728000074625015e-05,
+   "seconds": 1.0304000228643417e-05,
+   "min": 7.040000054985285e-06,
+   "max": 3.119999915361404e-05,
    "samples": 123,
    "method": "one tiny reshape layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.576619999871583e-06,
-   "host_backward_canary_seconds": 1.816516999952e-05,
+   "host_canary_seconds": 9.446870000147101e-06,
+   "host_backward_canary_seconds": 1.479401499977939e-05,
    "pass_seconds": [
-    1.1327999643981457e-05,
-    1.0239999741315842e-05,
-    1.0847999714314937e-05
+    1.6383999958634378e-05,
+    1.0111999697983265e-05,
+    1.0304000228643417e-05
    ],
    "pass_host_canary_seconds": [
-    8.576619999871583e-06,
-    7.915804999356624e-06,
-    6.643004999205005e-06
+    9.446870000147101e-06,
+    6.53749499974765e-06,
+    6.64379499937695e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.816516999952e-05,
-    1.2662384999657661e-05,
-    1.523138500033383e-05
+    1.479401499977939e-05,
+    1.2013520000664358e-05,
+    1.9315974999472018e-05
    ]
   },
   "layer_backward_reshape": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 0.0001130119919156035,
+   "max": 3.683200478553776e-05,
    "samples": 123,
    "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.576619999871583e-06,
-   "host_backward_canary_seconds": 1.816516999952e-05,
+   "host_canary_seconds": 9.446870000147101e-06,
+   "host_backward_canary_seconds": 1.479401499977939e-05,
    "pass_seconds": [
     0.0,
     0.0,
     0.0
    ],
    "pass_host_canary_seconds": [
-    8.576619999871583e-06,
-    7.915804999356624e-06,
-    6.643004999205005e-06
+    9.446870000147101e-06,
+    6.53749499974765e-06,
+    6.64379499937695e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.816516999952e-05,
-    1.2662384999657661e-05,
-    1.523138500033383e-05
+    1.479401499977939e-05,
+    1.2013520000664358e-05,
+    1.9315974999472018e-05
    ]
   },
   "layer_forward_reshape_autocast": {
-   "seconds": 2.0511999726295472e-05,
-   "min": 1.8848000094294547e-05,
-   "max": 6.412799656391143e-05,
+   "seconds": 1.9360000267624855e-05,
+   "min": 1.7728000879287718e-05,
+   "max": 4.707200080156326e-05,
    "samples": 123,
    "method": "one tiny reshape layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.019860499980041e-05,
-   "host_backward_canary_seconds": 1.8195249999735097e-05,
+   "host_canary_seconds": 9.282565000034992e-06,
+   "host_backward_canary_seconds": 1.5049569999519008e-05,
    "pass_seconds": [
-    2.0511999726295472e-05,
-    3.129599988460541e-05,
-    1.948799937963486e-05
+    3.171199932694435e-05,
+    1.8719999119639397e-05,
+    1.9360000267624855e-05
    ],
    "pass_host_canary_seconds": [
-    1.019860499980041e-05,
-    8.86658249953598e-06,
-    6.7075174996489295e-06
+    9.282565000034992e-06,
+    6.707317499490273e-06,
+    6.769047499801672e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8195249999735097e-05,
-    1.471530999992865e-05,
-    1.569560000007186e-05
+    1.5049569999519008e-05,
+    1.3336780000372528e-05,
+    1.85792100000981e-05
    ]
   },
   "layer_backward_reshape_autocast": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 4.181332979351281e-05,
+   "max": 0.0005054720249027014,
    "samples": 123,
    "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.019860499980041e-05,
-   "host_backward_canary_seconds": 1.8195249999735097e-05,
+   "host_canary_seconds": 9.282565000034992e-06,
+   "host_backward_canary_seconds": 1.5049569999519008e-05,
    "pass_seconds": [
     0.0,
-    1.0805332101881493e-05,
+    0.0,
     0.0
    ],
    "pass_host_canary_seconds": [
-    1.019860499980041e-05,
-    8.86658249953598e-06,
-    6.7075174996489295e-06
+    9.282565000034992e-06,
+    6.707317499490273e-06,
+    6.769047499801672e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8195249999735097e-05,
-    1.471530999992865e-05,
-    1.569560000007186e-05
+    1.5049569999519008e-05,
+    1.3336780000372528e-05,
+    1.85792100000981e-05
    ]
   },
   "layer_forward_slice": {
-   "seconds": 1.4911999925971032e-05,
-   "min": 1.2095999903976917e-05,
-   "max": 4.8255998641252515e-05,
+   "seconds": 1.158399973064661e-05,
+   "min": 1.0975999757647514e-05,
+   "max": 6.080000102519989e-05,
    "samples": 123,
    "method": "one tiny slice layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.937044999584031e-06,
-   "host_backward_canary_seconds": 2.11228950001896e-05,
+   "host_canary_seconds": 9.254725000005238e-06,
+   "host_backward_canary_seconds": 1.436449500033632e-05,
    "pass_seconds": [
-    1.2608000077307224e-05,
-    1.836800016462803e-05,
-    1.4911999925971032e-05
+    1.7472000792622568e-05,
+    1.158399973064661e-05,
+    1.1327999643981457e-05
    ],
    "pass_host_canary_seconds": [
-    8.937044999584031e-06,
-    8.844907499678811e-06,
-    7.2294874996714494e-06
+    9.254725000005238e-06,
+    6.9901599994182105e-06,
+    6.761070000038671e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.11228950001896e-05,
-    1.4525405000540558e-05,
-    1.6417210000554403e-05
+    1.436449500033632e-05,
+    1.3329479999129034e-05,
+    1.7486220001501352e-05
    ]
   },
   "layer_backward_slice": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 5.656533595174549e-05,
+   "max": 6.979199498891831e-05,
    "samples": 123,
    "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.937044999584031e-06,
-   "host_backward_canary_seconds": 2.11228950001896e-05,
+   "host_canary_seconds": 9.254725000005238e-06,
+   "host_backward_canary_seconds": 1.436449500033632e-05,
    "pass_seconds": [
+    3.840029239654606e-07,
     0.0,
-    2.5045326910912974e-05,
     0.0
    ],
    "pass_host_canary_seconds": [
-    8.937044999584031e-06,
-    8.844907499678811e-06,
-    7.2294874996714494e-06
+    9.254725000005238e-06,
+    6.9901599994182105e-06,
+    6.761070000038671e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.11228950001896e-05,
-    1.4525405000540558e-05,
-    1.6417210000554403e-05
+    1.436449500033632e-05,
+    1.3329479999129034e-05,
+    1.7486220001501352e-05
    ]
   },
   "layer_forward_slice_autocast": {
-   "seconds": 2.534399926662445e-05,
-   "min": 2.1056000143289565e-05,
-   "max": 6.188800185918808e-05,
+   "seconds": 2.0479999482631683e-05,
+   "min": 1.9519999623298644e-05,
+   "max": 6.595200300216675e-05,
    "samples": 123,
    "method": "one tiny slice layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.435237499748837e-06,
-   "host_backward_canary_seconds": 2.1812505000298188e-05,
+   "host_canary_seconds": 9.453680000319764e-06,
+   "host_backward_canary_seconds": 1.408946999958971e-05,
    "pass_seconds": [
-    2.44159996509552e-05,
-    3.4752000123262405e-05,
-    2.534399926662445e-05
+    3.4272000193595885e-05,
+    2.0479999482631683e-05,
+    2.0287999883294106e-05
    ],
    "pass_host_canary_seconds": [
-    7.435237499748837e-06,
-    8.963484999640059e-06,
-    7.5365424999063175e-06
+    9.453680000319764e-06,
+    7.027229999607698e-06,
+    7.010412500108032e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1812505000298188e-05,
-    1.394020000020646e-05,
-    1.7058829999996306e-05
+    1.408946999958971e-05,
+    1.2246195000216176e-05,
+    1.4663200000768485e-05
    ]
   },
   "layer_backward_slice_autocast": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 0.0004004052998498082,
+   "max": 0.0005137653114895026,
    "samples": 123,
    "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.435237499748837e-06,
-   "host_backward_canary_seconds": 2.1812505000298188e-05,
+   "host_canary_seconds": 9.453680000319764e-06,
+   "host_backward_canary_seconds": 1.408946999958971e-05,
    "pass_seconds": [
+    3.0559996142983466e-05,
     0.0,
-    8.213330991566157e-06,
     0.0
    ],
    "pass_host_canary_seconds": [
-    7.435237499748837e-06,
-    8.963484999640059e-06,
-    7.5365424999063175e-06
+    9.453680000319764e-06,
+    7.027229999607698e-06,
+    7.010412500108032e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1812505000298188e-05,
-    1.394020000020646e-05,
-    1.7058829999996306e-05
+    1.408946999958971e-05,
+    1.2246195000216176e-05,
+    1.4663200000768485e-05
    ]
   },
   "layer_forward_transpose_contiguous": {
-   "seconds": 1.1312761654456457e-05,
-   "min": 1.0838094655246962e-05,
-   "max": 1.7072761963520727e-05,
+   "seconds": 1.1271618484031585e-05,
+   "min": 1.0442666354633513e-05,
+   "max": 1.6327619197822754e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4561,32 +4562,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.319999970495701e-05,
-    5.5711999535560605e-05,
-    0.0002730560004711151
+    3.657599911093712e-05,
+    8.406399935483933e-05,
+    0.0002809920012950897
    ],
-   "host_canary_seconds": 8.313984999404056e-06,
-   "host_backward_canary_seconds": 1.915716999974393e-05,
+   "host_canary_seconds": 9.315579999338298e-06,
+   "host_backward_canary_seconds": 1.755655999886585e-05,
    "pass_seconds": [
-    1.7072761963520727e-05,
-    1.0838094655246962e-05,
-    1.1312761654456457e-05
+    1.6327619197822754e-05,
+    1.0442666354633513e-05,
+    1.1271618484031585e-05
    ],
    "pass_host_canary_seconds": [
-    8.313984999404056e-06,
-    8.69125500003065e-06,
-    7.088082499535631e-06
+    9.315579999338298e-06,
+    6.522977499798799e-06,
+    7.633139999825289e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.915716999974393e-05,
-    1.4112500000464934e-05,
-    1.476340499948492e-05
+    1.755655999886585e-05,
+    1.2144555000759283e-05,
+    1.856432000067798e-05
    ]
   },
   "layer_backward_transpose_contiguous": {
-   "seconds": 1.4860951563432108e-05,
-   "min": 1.3861333153077532e-05,
-   "max": 2.0483811607673053e-05,
+   "seconds": 1.7886475083373833e-05,
+   "min": 1.2956953829243066e-05,
+   "max": 2.840076120836395e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4595,33 +4596,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00013075199723243714,
-    0.00019382399320602418,
-    0.0005988479852676392
+    0.00013286399841308595,
+    0.0002641279995441437,
+    0.0006556159853935242
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 8.313984999404056e-06,
-   "host_backward_canary_seconds": 1.915716999974393e-05,
+   "host_canary_seconds": 9.315579999338298e-06,
+   "host_backward_canary_seconds": 1.755655999886585e-05,
    "pass_seconds": [
-    1.4860951563432108e-05,
-    2.0483811607673053e-05,
-    1.3861333153077532e-05
+    1.7886475083373833e-05,
+    1.2956953829243066e-05,
+    2.840076120836395e-05
    ],
    "pass_host_canary_seconds": [
-    8.313984999404056e-06,
-    8.69125500003065e-06,
-    7.088082499535631e-06
+    9.315579999338298e-06,
+    6.522977499798799e-06,
+    7.633139999825289e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.915716999974393e-05,
-    1.4112500000464934e-05,
-    1.476340499948492e-05
+    1.755655999886585e-05,
+    1.2144555000759283e-05,
+    1.856432000067798e-05
    ]
   },
   "layer_forward_transpose_contiguous_autocast": {
-   "seconds": 1.1627428588413056e-05,
-   "min": 1.0684952494643984e-05,
-   "max": 1.2461714269149872e-05,
+   "seconds": 1.088685684260868e-05,
+   "min": 9.929904270739783e-06,
+   "max": 1.772266590879077e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4630,32 +4631,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.359999880194664e-05,
-    6.97920024394989e-05,
-    0.00022012799978256227
+    4.8895999789237976e-05,
+    0.00010220800340175629,
+    0.00031478399038314817
    ],
-   "host_canary_seconds": 7.164475000536186e-06,
-   "host_backward_canary_seconds": 1.5058129999943048e-05,
+   "host_canary_seconds": 9.395252499757589e-06,
+   "host_backward_canary_seconds": 1.7149940000535934e-05,
    "pass_seconds": [
-    1.2461714269149872e-05,
-    1.0684952494643984e-05,
-    1.1627428588413056e-05
+    1.772266590879077e-05,
+    1.088685684260868e-05,
+    9.929904270739783e-06
    ],
    "pass_host_canary_seconds": [
-    7.164475000536186e-06,
-    9.148064999635607e-06,
-    7.217859999855136e-06
+    9.395252499757589e-06,
+    6.538307500250085e-06,
+    9.200679999707972e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.5058129999943048e-05,
-    1.7647709998982464e-05,
-    1.5140709999741375e-05
+    1.7149940000535934e-05,
+    1.209245000040937e-05,
+    1.7232745000228535e-05
    ]
   },
   "layer_backward_transpose_contiguous_autocast": {
-   "seconds": 2.0538665354251857e-05,
-   "min": 1.0110476542086827e-05,
-   "max": 2.5610666012480145e-05,
+   "seconds": 1.903466915800458e-05,
+   "min": 1.0376381377379103e-05,
+   "max": 3.31878097993987e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4664,129 +4665,129 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014921599626541138,
-    0.00022038400173187255,
-    0.000705951988697052
+    0.00019875200092792512,
+    0.0002945280075073242,
+    0.0007452800273895264
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 7.164475000536186e-06,
-   "host_backward_canary_seconds": 1.5058129999943048e-05,
+   "host_canary_seconds": 9.395252499757589e-06,
+   "host_backward_canary_seconds": 1.7149940000535934e-05,
    "pass_seconds": [
-    2.5610666012480145e-05,
-    2.0538665354251857e-05,
-    1.0110476542086827e-05
+    1.903466915800458e-05,
+    1.0376381377379103e-05,
+    3.31878097993987e-05
    ],
    "pass_host_canary_seconds": [
-    7.164475000536186e-06,
-    9.148064999635607e-06,
-    7.217859999855136e-06
+    9.395252499757589e-06,
+    6.538307500250085e-06,
+    9.200679999707972e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.5058129999943048e-05,
-    1.7647709998982464e-05,
-    1.5140709999741375e-05
+    1.7149940000535934e-05,
+    1.209245000040937e-05,
+    1.7232745000228535e-05
    ]
   },
   "layer_forward_cat": {
-   "seconds": 3.0656000599265096e-05,
-   "min": 1.6607999801635744e-05,
-   "max": 6.92479982972145e-05,
+   "seconds": 2.5216000154614447e-05,
+   "min": 1.7472000792622568e-05,
+   "max": 9.151999652385711e-05,
    "samples": 123,
    "method": "one tiny cat layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.017970000400056e-06,
-   "host_backward_canary_seconds": 1.5643590000991025e-05,
+   "host_canary_seconds": 9.666374999142136e-06,
+   "host_backward_canary_seconds": 1.4380180000443942e-05,
    "pass_seconds": [
-    3.0656000599265096e-05,
-    1.8079999834299088e-05,
-    3.4015998244285585e-05
+    2.7936000376939773e-05,
+    2.115200087428093e-05,
+    2.5216000154614447e-05
    ],
    "pass_host_canary_seconds": [
-    9.017970000400056e-06,
-    6.832209999743099e-06,
-    7.455077500253537e-06
+    9.666374999142136e-06,
+    6.809472500322045e-06,
+    7.010725000213824e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.5643590000991025e-05,
-    1.7640370000435723e-05,
-    1.7419734999748473e-05
+    1.4380180000443942e-05,
+    1.6085690000409158e-05,
+    1.7457520000334627e-05
    ]
   },
   "layer_backward_cat": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 4.178133327513932e-05,
+   "max": 0.00033695999346673483,
    "samples": 123,
    "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.017970000400056e-06,
-   "host_backward_canary_seconds": 1.5643590000991025e-05,
+   "host_canary_seconds": 9.666374999142136e-06,
+   "host_backward_canary_seconds": 1.4380180000443942e-05,
    "pass_seconds": [
     0.0,
-    9.045329876244056e-06,
+    0.0,
     0.0
    ],
    "pass_host_canary_seconds": [
-    9.017970000400056e-06,
-    6.832209999743099e-06,
-    7.455077500253537e-06
+    9.666374999142136e-06,
+    6.809472500322045e-06,
+    7.010725000213824e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.5643590000991025e-05,
-    1.7640370000435723e-05,
-    1.7419734999748473e-05
+    1.4380180000443942e-05,
+    1.6085690000409158e-05,
+    1.7457520000334627e-05
    ]
   },
   "layer_forward_cat_autocast": {
-   "seconds": 3.062400035560131e-05,
-   "min": 2.595200017094612e-05,
-   "max": 9.004800021648407e-05,
+   "seconds": 4.35199998319149e-05,
+   "min": 2.6879999786615372e-05,
+   "max": 9.66079980134964e-05,
    "samples": 123,
    "method": "one tiny cat layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.825147499782362e-06,
-   "host_backward_canary_seconds": 1.756505000003017e-05,
+   "host_canary_seconds": 9.461032499302746e-06,
+   "host_backward_canary_seconds": 1.29355749993465e-05,
    "pass_seconds": [
-    4.851200059056282e-05,
-    2.751999907195568e-05,
-    3.062400035560131e-05
+    4.35199998319149e-05,
+    2.97279991209507e-05,
+    6.003199890255928e-05
    ],
    "pass_host_canary_seconds": [
-    9.825147499782362e-06,
-    6.661032500119291e-06,
-    7.263370000032409e-06
+    9.461032499302746e-06,
+    7.237202499936756e-06,
+    8.356925000043701e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.756505000003017e-05,
-    1.774984000121549e-05,
-    1.933237499997631e-05
+    1.29355749993465e-05,
+    1.4383500000576532e-05,
+    1.859528000068167e-05
    ]
   },
   "layer_backward_cat_autocast": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 4.152533691376447e-05,
+   "max": 0.0004883519988507033,
    "samples": 123,
    "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.825147499782362e-06,
-   "host_backward_canary_seconds": 1.756505000003017e-05,
+   "host_canary_seconds": 9.461032499302746e-06,
+   "host_backward_canary_seconds": 1.29355749993465e-05,
    "pass_seconds": [
+    4.188799671828747e-05,
     0.0,
-    1.4837327413260926e-05,
     0.0
    ],
    "pass_host_canary_seconds": [
-    9.825147499782362e-06,
-    6.661032500119291e-06,
-    7.263370000032409e-06
+    9.461032499302746e-06,
+    7.237202499936756e-06,
+    8.356925000043701e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.756505000003017e-05,
-    1.774984000121549e-05,
-    1.933237499997631e-05
+    1.29355749993465e-05,
+    1.4383500000576532e-05,
+    1.859528000068167e-05
    ]
   },
   "layer_forward_gelu_tanh_composite": {
-   "seconds": 7.129219067948206e-05,
-   "min": 6.94765689827147e-05,
-   "max": 0.00010357409325383958,
+   "seconds": 0.0001084495218736785,
+   "min": 0.00010229028583992094,
+   "max": 0.00011959009333735422,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4795,32 +4796,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.862400263547898e-05,
-    0.0005001919865608215,
-    0.0016691839694976806
+    0.00012006399780511856,
+    0.0004403199851512909,
+    0.0016588799953460693
    ],
-   "host_canary_seconds": 9.912594999832435e-06,
-   "host_backward_canary_seconds": 1.8517510000037873e-05,
+   "host_canary_seconds": 9.359660000427538e-06,
+   "host_backward_canary_seconds": 1.7596750001303008e-05,
    "pass_seconds": [
-    0.00010357409325383958,
-    6.94765689827147e-05,
-    7.129219067948206e-05
+    0.00010229028583992094,
+    0.0001084495218736785,
+    0.00011959009333735422
    ],
    "pass_host_canary_seconds": [
-    9.912594999832435e-06,
-    6.571190000386195e-06,
-    7.117425000160438e-06
+    9.359660000427538e-06,
+    9.10996750008053e-06,
+    9.945150000021385e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8517510000037873e-05,
-    1.8245100000058302e-05,
-    1.8782004999593483e-05
+    1.7596750001303008e-05,
+    1.4783754999143639e-05,
+    1.8889689999923576e-05
    ]
   },
   "layer_backward_gelu_tanh_composite": {
-   "seconds": 0.00017673372796603613,
-   "min": 0.00014515811311347138,
-   "max": 0.00018767236776295166,
+   "seconds": 0.0001251497208362534,
+   "min": 0.00012392381933473402,
+   "max": 0.000157968007737682,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4829,33 +4830,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.000630623996257782,
-    0.0016108479499816896,
-    0.004439616203308105
+    0.0004843200147151947,
+    0.0014531519412994385,
+    0.003991424083709717
    ],
    "backward_nodes_per_layer": 8.0,
-   "host_canary_seconds": 9.912594999832435e-06,
-   "host_backward_canary_seconds": 1.8517510000037873e-05,
+   "host_canary_seconds": 9.359660000427538e-06,
+   "host_backward_canary_seconds": 1.7596750001303008e-05,
    "pass_seconds": [
-    0.00014515811311347138,
-    0.00017673372796603613,
-    0.00018767236776295166
+    0.0001251497208362534,
+    0.00012392381933473402,
+    0.000157968007737682
    ],
    "pass_host_canary_seconds": [
-    9.912594999832435e-06,
-    6.571190000386195e-06,
-    7.117425000160438e-06
+    9.359660000427538e-06,
+    9.10996750008053e-06,
+    9.945150000021385e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8517510000037873e-05,
-    1.8245100000058302e-05,
-    1.8782004999593483e-05
+    1.7596750001303008e-05,
+    1.4783754999143639e-05,
+    1.8889689999923576e-05
    ]
   },
   "layer_forward_gelu_tanh_composite_autocast": {
-   "seconds": 0.00010020648013977777,
-   "min": 6.941638141870498e-05,
-   "max": 0.00012026133033491317,
+   "seconds": 0.00012271466922192346,
+   "min": 0.00010529447595278421,
+   "max": 0.00012449828712713152,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4864,32 +4865,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0001839359998703003,
-    0.0003629440069198608,
-    0.001646496057510376
+    0.00014390400052070618,
+    0.0004888960123062134,
+    0.001733024001121521
    ],
-   "host_canary_seconds": 9.967802499772915e-06,
-   "host_backward_canary_seconds": 1.9015870000202996e-05,
+   "host_canary_seconds": 9.586487499859687e-06,
+   "host_backward_canary_seconds": 1.71338049995029e-05,
    "pass_seconds": [
-    0.00010020648013977777,
-    6.941638141870498e-05,
-    0.00012026133033491317
+    0.00010529447595278421,
+    0.00012271466922192346,
+    0.00012449828712713152
    ],
    "pass_host_canary_seconds": [
-    9.967802499772915e-06,
-    6.691767499660272e-06,
-    9.701537499609004e-06
+    9.586487499859687e-06,
+    9.22469999977693e-06,
+    9.924789999899985e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9015870000202996e-05,
-    1.762038499919072e-05,
-    1.8358140000600542e-05
+    1.71338049995029e-05,
+    1.4713739999479002e-05,
+    1.6275984999083446e-05
    ]
   },
   "layer_backward_gelu_tanh_composite_autocast": {
-   "seconds": 0.0001781584702077366,
-   "min": 0.00017594513261602043,
-   "max": 0.000193741717508861,
+   "seconds": 0.00012043200859001703,
+   "min": 0.00010709333490757712,
+   "max": 0.00015538211237816588,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4898,33 +4899,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004887360036373138,
-    0.0017620480060577392,
-    0.0050284481048583985
+    0.0006070719957351684,
+    0.0014331519603729248,
+    0.004531904220581055
    ],
    "backward_nodes_per_layer": 8.0,
-   "host_canary_seconds": 9.967802499772915e-06,
-   "host_backward_canary_seconds": 1.9015870000202996e-05,
+   "host_canary_seconds": 9.586487499859687e-06,
+   "host_backward_canary_seconds": 1.71338049995029e-05,
    "pass_seconds": [
-    0.000193741717508861,
-    0.0001781584702077366,
-    0.00017594513261602043
+    0.00015538211237816588,
+    0.00012043200859001703,
+    0.00010709333490757712
    ],
    "pass_host_canary_seconds": [
-    9.967802499772915e-06,
-    6.691767499660272e-06,
-    9.701537499609004e-06
+    9.586487499859687e-06,
+    9.22469999977693e-06,
+    9.924789999899985e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9015870000202996e-05,
-    1.762038499919072e-05,
-    1.8358140000600542e-05
+    1.71338049995029e-05,
+    1.4713739999479002e-05,
+    1.6275984999083446e-05
    ]
   },
   "layer_forward_mha": {
-   "seconds": 0.00034896001219749447,
-   "min": 0.00021643047531445822,
-   "max": 0.0003836281796296438,
+   "seconds": 0.00021816381102516538,
+   "min": 0.0002179984748363495,
+   "max": 0.0003749782953943525,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4933,32 +4934,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0002934080064296722,
-    0.0018760319948196412,
-    0.006191743850708008
+    0.0004738239943981171,
+    0.0008246399760246277,
+    0.0036450560092926025
    ],
-   "host_canary_seconds": 1.023962000033407e-05,
-   "host_backward_canary_seconds": 1.9891414999619884e-05,
+   "host_canary_seconds": 7.158660000072814e-06,
+   "host_backward_canary_seconds": 1.666444499960562e-05,
    "pass_seconds": [
-    0.0003836281796296438,
-    0.00021643047531445822,
-    0.00034896001219749447
+    0.00021816381102516538,
+    0.0002179984748363495,
+    0.0003749782953943525
    ],
    "pass_host_canary_seconds": [
-    1.023962000033407e-05,
-    7.23238249975111e-06,
-    9.807120000004943e-06
+    7.158660000072814e-06,
+    6.946750000338397e-06,
+    1.0124837500029571e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9891414999619884e-05,
-    1.6524254999694676e-05,
-    1.5734359999441948e-05
+    1.666444499960562e-05,
+    1.511748999860174e-05,
+    2.065558500135012e-05
    ]
   },
   "layer_backward_mha": {
-   "seconds": 0.0006152708885215578,
-   "min": 0.0004392228367782774,
-   "max": 0.0006626049237591879,
+   "seconds": 0.0005419771642912003,
+   "min": 0.0004428807738281432,
+   "max": 0.0007575016844840278,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4967,33 +4968,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0017908159494400024,
-    0.005150527954101563,
-    0.0175579833984375
+    0.0013564159870147704,
+    0.00391100788116455,
+    0.012849920272827149
    ],
    "backward_nodes_per_layer": 35.0,
-   "host_canary_seconds": 1.023962000033407e-05,
-   "host_backward_canary_seconds": 1.9891414999619884e-05,
+   "host_canary_seconds": 7.158660000072814e-06,
+   "host_backward_canary_seconds": 1.666444499960562e-05,
    "pass_seconds": [
-    0.0006626049237591879,
-    0.0006152708885215578,
-    0.0004392228367782774
+    0.0005419771642912003,
+    0.0004428807738281432,
+    0.0007575016844840278
    ],
    "pass_host_canary_seconds": [
-    1.023962000033407e-05,
-    7.23238249975111e-06,
-    9.807120000004943e-06
+    7.158660000072814e-06,
+    6.946750000338397e-06,
+    1.0124837500029571e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9891414999619884e-05,
-    1.6524254999694676e-05,
-    1.5734359999441948e-05
+    1.666444499960562e-05,
+    1.511748999860174e-05,
+    2.065558500135012e-05
    ]
   },
   "layer_forward_mha_autocast": {
-   "seconds": 0.0003257348650977725,
-   "min": 0.00024843960148947583,
-   "max": 0.00046477942523502164,
+   "seconds": 0.00047382247022220063,
+   "min": 0.00040920913361367726,
+   "max": 0.0005708312505767459,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5002,32 +5003,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0008259840011596679,
-    0.0016369919776916505,
-    0.0056566081047058105
+    0.00033504000306129454,
+    0.0018731199502944947,
+    0.007481247901916504
    ],
-   "host_canary_seconds": 8.933550000165268e-06,
-   "host_backward_canary_seconds": 1.919612000165216e-05,
+   "host_canary_seconds": 9.00114999978996e-06,
+   "host_backward_canary_seconds": 1.6641275001347824e-05,
    "pass_seconds": [
-    0.0003257348650977725,
-    0.00024843960148947583,
-    0.00046477942523502164
+    0.00047382247022220063,
+    0.00040920913361367726,
+    0.0005708312505767459
    ],
    "pass_host_canary_seconds": [
-    8.933550000165268e-06,
-    7.13613750008335e-06,
-    1.0004885000398645e-05
+    9.00114999978996e-06,
+    8.624129999361684e-06,
+    1.038096500053598e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.919612000165216e-05,
-    1.6797075001022678e-05,
-    1.9948999999996885e-05
+    1.6641275001347824e-05,
+    1.6651369999181044e-05,
+    1.9186189999800265e-05
    ]
   },
   "layer_backward_mha_autocast": {
-   "seconds": 0.0008607619376409621,
-   "min": 0.0008221218926565989,
-   "max": 0.0009323200072560993,
+   "seconds": 0.0006268464639073326,
+   "min": 0.0005479368184294019,
+   "max": 0.0006584175867693765,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5036,33 +5037,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.001928704023361206,
-    0.005960768222808838,
-    0.019342720031738283
+    0.0016323200464248657,
+    0.004532512187957764,
+    0.016903680801391603
    ],
    "backward_nodes_per_layer": 41.0,
-   "host_canary_seconds": 8.933550000165268e-06,
-   "host_backward_canary_seconds": 1.919612000165216e-05,
+   "host_canary_seconds": 9.00114999978996e-06,
+   "host_backward_canary_seconds": 1.6641275001347824e-05,
    "pass_seconds": [
-    0.0008221218926565989,
-    0.0008607619376409621,
-    0.0009323200072560993
+    0.0005479368184294019,
+    0.0006584175867693765,
+    0.0006268464639073326
    ],
    "pass_host_canary_seconds": [
-    8.933550000165268e-06,
-    7.13613750008335e-06,
-    1.0004885000398645e-05
+    9.00114999978996e-06,
+    8.624129999361684e-06,
+    1.038096500053598e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.919612000165216e-05,
-    1.6797075001022678e-05,
-    1.9948999999996885e-05
+    1.6641275001347824e-05,
+    1.6651369999181044e-05,
+    1.9186189999800265e-05
    ]
   },
   "layer_forward_cast": {
-   "seconds": 1.4352000008026763e-05,
-   "min": 9.555047732733545e-06,
-   "max": 1.6726856607766377e-05,
+   "seconds": 1.6353522915215717e-05,
+   "min": 1.2855619103426026e-05,
+   "max": 1.6906667145944775e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny cast layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5071,32 +5072,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.392000123858452e-05,
-    8.441600203514099e-05,
-    0.00028492799401283263
+    2.160000056028366e-05,
+    4.879999905824661e-05,
+    0.0002596159875392914
    ],
-   "host_canary_seconds": 1.1011952499870859e-05,
-   "host_backward_canary_seconds": 1.917862500022238e-05,
+   "host_canary_seconds": 6.654745000105322e-06,
+   "host_backward_canary_seconds": 1.5155149999372952e-05,
    "pass_seconds": [
-    1.6726856607766377e-05,
-    9.555047732733545e-06,
-    1.4352000008026763e-05
+    1.6353522915215717e-05,
+    1.2855619103426026e-05,
+    1.6906667145944775e-05
    ],
    "pass_host_canary_seconds": [
-    1.1011952499870859e-05,
-    6.343990000914346e-06,
-    9.778169999776765e-06
+    6.654745000105322e-06,
+    9.078145000103177e-06,
+    1.0996154999816099e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.917862500022238e-05,
-    1.5188910001597833e-05,
-    1.884757499965417e-05
+    1.5155149999372952e-05,
+    1.7132959999344167e-05,
+    2.0772964999196122e-05
    ]
   },
   "layer_backward_cast": {
-   "seconds": 2.0598095176475386e-05,
-   "min": 1.762133606133007e-05,
-   "max": 2.3029333246605738e-05,
+   "seconds": 1.9249521639375458e-05,
+   "min": 1.3955048684562957e-05,
+   "max": 2.9699808252709256e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny cast layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5105,33 +5106,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001448639929294586,
-    0.00036735999584198,
-    0.0006999040246009827
+    0.00010864000022411347,
+    0.0001599999964237213,
+    0.0005500800013542175
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.1011952499870859e-05,
-   "host_backward_canary_seconds": 1.917862500022238e-05,
+   "host_canary_seconds": 6.654745000105322e-06,
+   "host_backward_canary_seconds": 1.5155149999372952e-05,
    "pass_seconds": [
-    1.762133606133007e-05,
-    2.0598095176475386e-05,
-    2.3029333246605738e-05
+    1.3955048684562957e-05,
+    1.9249521639375458e-05,
+    2.9699808252709256e-05
    ],
    "pass_host_canary_seconds": [
-    1.1011952499870859e-05,
-    6.343990000914346e-06,
-    9.778169999776765e-06
+    6.654745000105322e-06,
+    9.078145000103177e-06,
+    1.0996154999816099e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.917862500022238e-05,
-    1.5188910001597833e-05,
-    1.884757499965417e-05
+    1.5155149999372952e-05,
+    1.7132959999344167e-05,
+    2.0772964999196122e-05
    ]
   },
   "layer_forward_cast_autocast": {
-   "seconds": 1.4972952859742301e-05,
-   "min": 1.0006857060250781e-05,
-   "max": 1.5675429432165058e-05,
+   "seconds": 1.3379048733484176e-05,
+   "min": 9.452190072763534e-06,
+   "max": 1.3719619207438967e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny cast layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5140,32 +5141,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.5791998505592346e-05,
-    9.468799829483033e-05,
-    0.0002717120051383972
+    2.7775999158620835e-05,
+    6.182400137186051e-05,
+    0.0001714559942483902
    ],
-   "host_canary_seconds": 1.0365774999741006e-05,
-   "host_backward_canary_seconds": 1.8997285000068587e-05,
+   "host_canary_seconds": 7.563214999208867e-06,
+   "host_backward_canary_seconds": 1.640950000137309e-05,
    "pass_seconds": [
-    1.4972952859742301e-05,
-    1.0006857060250781e-05,
-    1.5675429432165058e-05
+    9.452190072763534e-06,
+    1.3379048733484176e-05,
+    1.3719619207438967e-05
    ],
    "pass_host_canary_seconds": [
-    1.0365774999741006e-05,
-    8.004090000213182e-06,
-    8.61112249992857e-06
+    7.563214999208867e-06,
+    9.391180000193345e-06,
+    1.037858499955746e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8997285000068587e-05,
-    1.374727999973402e-05,
-    1.9712900000286025e-05
+    1.640950000137309e-05,
+    1.7049470000074506e-05,
+    1.9916595000495363e-05
    ]
   },
   "layer_backward_cast_autocast": {
-   "seconds": 2.4621713729131782e-05,
-   "min": 2.3577905126980366e-05,
-   "max": 2.720228369746889e-05,
+   "seconds": 2.4227047782568704e-05,
+   "min": 1.8844949702421825e-05,
+   "max": 2.4706286333856125e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny cast layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5174,33 +5175,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015772800147533417,
-    0.0002899200022220612,
-    0.0007415040135383606
+    0.00011142399907112121,
+    0.00022774399816989898,
+    0.0006284160017967224
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.0365774999741006e-05,
-   "host_backward_canary_seconds": 1.8997285000068587e-05,
+   "host_canary_seconds": 7.563214999208867e-06,
+   "host_backward_canary_seconds": 1.640950000137309e-05,
    "pass_seconds": [
-    2.3577905126980366e-05,
-    2.4621713729131782e-05,
-    2.720228369746889e-05
+    2.4706286333856125e-05,
+    1.8844949702421825e-05,
+    2.4227047782568704e-05
    ],
    "pass_host_canary_seconds": [
-    1.0365774999741006e-05,
-    8.004090000213182e-06,
-    8.61112249992857e-06
+    7.563214999208867e-06,
+    9.391180000193345e-06,
+    1.037858499955746e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8997285000068587e-05,
-    1.374727999973402e-05,
-    1.9712900000286025e-05
+    1.640950000137309e-05,
+    1.7049470000074506e-05,
+    1.9916595000495363e-05
    ]
   },
   "layer_forward_rmsnorm": {
-   "seconds": 1.80975232450735e-05,
-   "min": 1.5455999899478184e-05,
-   "max": 2.6410666427442005e-05,
+   "seconds": 2.0328381054458162e-05,
+   "min": 1.7445333035928865e-05,
+   "max": 2.2696380636521743e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5209,32 +5210,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.9103999733924864e-05,
-    0.00010537599772214889,
-    0.0004309439957141876
+    2.4224000051617622e-05,
+    6.84479996562004e-05,
+    0.0002831999957561493
    ],
-   "host_canary_seconds": 1.1001587499777087e-05,
-   "host_backward_canary_seconds": 1.7031814999199923e-05,
+   "host_canary_seconds": 7.250489999819366e-06,
+   "host_backward_canary_seconds": 1.690433000021585e-05,
    "pass_seconds": [
-    2.6410666427442005e-05,
-    1.80975232450735e-05,
-    1.5455999899478184e-05
+    1.7445333035928865e-05,
+    2.0328381054458162e-05,
+    2.2696380636521743e-05
    ],
    "pass_host_canary_seconds": [
-    1.1001587499777087e-05,
-    9.051892500338e-06,
-    8.124039999302113e-06
+    7.250489999819366e-06,
+    9.303090000685189e-06,
+    1.023233499950038e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7031814999199923e-05,
-    1.3696444999595768e-05,
-    1.9211300000279152e-05
+    1.690433000021585e-05,
+    1.6626270000870135e-05,
+    2.014459000065472e-05
    ]
   },
   "layer_backward_rmsnorm": {
-   "seconds": 4.646552158963111e-05,
-   "min": 4.232533400257428e-05,
-   "max": 5.32426688642729e-05,
+   "seconds": 4.409599650119031e-05,
+   "min": 3.8275047604526795e-05,
+   "max": 4.705523397950899e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5243,33 +5244,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00016281600296497346,
-    0.00038655999302864073,
-    0.0012576639652252196
+    0.00013283200562000275,
+    0.00030665600299835204,
+    0.001052351951599121
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 1.1001587499777087e-05,
-   "host_backward_canary_seconds": 1.7031814999199923e-05,
+   "host_canary_seconds": 7.250489999819366e-06,
+   "host_backward_canary_seconds": 1.690433000021585e-05,
    "pass_seconds": [
-    4.646552158963111e-05,
-    4.232533400257428e-05,
-    5.32426688642729e-05
+    4.409599650119031e-05,
+    3.8275047604526795e-05,
+    4.705523397950899e-05
    ],
    "pass_host_canary_seconds": [
-    1.1001587499777087e-05,
-    9.051892500338e-06,
-    8.124039999302113e-06
+    7.250489999819366e-06,
+    9.303090000685189e-06,
+    1.023233499950038e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7031814999199923e-05,
-    1.3696444999595768e-05,
-    1.9211300000279152e-05
+    1.690433000021585e-05,
+    1.6626270000870135e-05,
+    2.014459000065472e-05
    ]
   },
   "layer_forward_rmsnorm_autocast": {
-   "seconds": 2.2134857518332345e-05,
-   "min": 1.9058284837575184e-05,
-   "max": 2.611733369884037e-05,
+   "seconds": 2.1139810305266152e-05,
+   "min": 1.6232380022605262e-05,
+   "max": 2.374323865487462e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5278,32 +5279,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.988800317049027e-05,
-    0.00014627200365066527,
-    0.0004609920084476471
+    3.491200134158135e-05,
+    8.342400193214416e-05,
+    0.00027833598852157595
    ],
-   "host_canary_seconds": 1.105778500004817e-05,
-   "host_backward_canary_seconds": 1.82086699987849e-05,
+   "host_canary_seconds": 7.672554999089697e-06,
+   "host_backward_canary_seconds": 1.737087000037718e-05,
    "pass_seconds": [
-    2.611733369884037e-05,
-    2.2134857518332345e-05,
-    1.9058284837575184e-05
+    1.6232380022605262e-05,
+    2.1139810305266152e-05,
+    2.374323865487462e-05
    ],
    "pass_host_canary_seconds": [
-    1.105778500004817e-05,
-    7.858817500050464e-06,
-    8.065900000246983e-06
+    7.672554999089697e-06,
+    9.191635000433961e-06,
+    1.0234910000122e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.82086699987849e-05,
-    1.3372784999319264e-05,
-    1.9191710000541205e-05
+    1.737087000037718e-05,
+    1.7181119999349904e-05,
+    1.9088899999815113e-05
    ]
   },
   "layer_backward_rmsnorm_autocast": {
-   "seconds": 4.163809439965655e-05,
-   "min": 2.9491048483621516e-05,
-   "max": 5.3779048046895436e-05,
+   "seconds": 4.1720382337059284e-05,
+   "min": 3.7603042842376794e-05,
+   "max": 4.886552744678087e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5312,33 +5313,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00033689600229263304,
-    0.0005408959984779358,
-    0.0013534719944000243
+    0.00014764800667762756,
+    0.00033030399680137636,
+    0.0011199040412902832
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 1.105778500004817e-05,
-   "host_backward_canary_seconds": 1.82086699987849e-05,
+   "host_canary_seconds": 7.672554999089697e-06,
+   "host_backward_canary_seconds": 1.737087000037718e-05,
    "pass_seconds": [
-    4.163809439965655e-05,
-    2.9491048483621516e-05,
-    5.3779048046895436e-05
+    4.886552744678087e-05,
+    3.7603042842376794e-05,
+    4.1720382337059284e-05
    ],
    "pass_host_canary_seconds": [
-    1.105778500004817e-05,
-    7.858817500050464e-06,
-    8.065900000246983e-06
+    7.672554999089697e-06,
+    9.191635000433961e-06,
+    1.0234910000122e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.82086699987849e-05,
-    1.3372784999319264e-05,
-    1.9191710000541205e-05
+    1.737087000037718e-05,
+    1.7181119999349904e-05,
+    1.9088899999815113e-05
    ]
   },
   "layer_forward_sdpa": {
-   "seconds": 1.7236570960709026e-05,
-   "min": 1.4511237985321454e-05,
-   "max": 1.938133287642683e-05,
+   "seconds": 1.6732190070407728e-05,
+   "min": 1.4374094882181715e-05,
+   "max": 2.520609558338211e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5347,32 +5348,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.908799983561039e-05,
-    8.185599744319916e-05,
-    0.00031801599264144896
+    2.4703999981284142e-05,
+    7.065600156784058e-05,
+    0.00027427199482917783
    ],
-   "host_canary_seconds": 1.0599479999200412e-05,
-   "host_backward_canary_seconds": 1.9468629998300456e-05,
+   "host_canary_seconds": 8.271380000905992e-06,
+   "host_backward_canary_seconds": 1.7580189999080177e-05,
    "pass_seconds": [
-    1.938133287642683e-05,
-    1.4511237985321454e-05,
-    1.7236570960709026e-05
+    1.6732190070407728e-05,
+    1.4374094882181715e-05,
+    2.520609558338211e-05
    ],
    "pass_host_canary_seconds": [
-    1.0599479999200412e-05,
-    6.362847500440694e-06,
-    9.902150000016263e-06
+    8.271380000905992e-06,
+    6.979004999720928e-06,
+    1.0163875000444022e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9468629998300456e-05,
-    1.4111264999883132e-05,
-    1.9697509999332395e-05
+    1.7580189999080177e-05,
+    1.6665024999156232e-05,
+    2.045714999894699e-05
    ]
   },
   "layer_backward_sdpa": {
-   "seconds": 0.00010982172270970686,
-   "min": 9.254019343782039e-05,
-   "max": 0.00012720991413862933,
+   "seconds": 0.00010517027716906297,
+   "min": 8.678705156559036e-05,
+   "max": 0.00011093485976258912,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5381,33 +5382,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.000420415997505188,
-    0.0007804800271987915,
-    0.0023492801189422606
+    0.0002144320011138916,
+    0.0006260480284690857,
+    0.002058271884918213
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.0599479999200412e-05,
-   "host_backward_canary_seconds": 1.9468629998300456e-05,
+   "host_canary_seconds": 8.271380000905992e-06,
+   "host_backward_canary_seconds": 1.7580189999080177e-05,
    "pass_seconds": [
-    0.00010982172270970686,
-    9.254019343782039e-05,
-    0.00012720991413862933
+    0.00010517027716906297,
+    8.678705156559036e-05,
+    0.00011093485976258912
    ],
    "pass_host_canary_seconds": [
-    1.0599479999200412e-05,
-    6.362847500440694e-06,
-    9.902150000016263e-06
+    8.271380000905992e-06,
+    6.979004999720928e-06,
+    1.0163875000444022e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9468629998300456e-05,
-    1.4111264999883132e-05,
-    1.9697509999332395e-05
+    1.7580189999080177e-05,
+    1.6665024999156232e-05,
+    2.045714999894699e-05
    ]
   },
   "layer_forward_sdpa_autocast": {
-   "seconds": 3.763123885506675e-05,
-   "min": 2.0860189838068825e-05,
-   "max": 4.0464763840039563e-05,
+   "seconds": 2.290133298152969e-05,
+   "min": 2.1808000547545294e-05,
+   "max": 4.4403811295827226e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5416,32 +5417,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00010972800105810165,
-    0.00020960000157356262,
-    0.0006698560118675232
+    6.003199890255928e-05,
+    0.00022579200565814973,
+    0.00043590399622917177
    ],
-   "host_canary_seconds": 1.0422499999549472e-05,
-   "host_backward_canary_seconds": 1.9389894999903847e-05,
+   "host_canary_seconds": 1.034293999964575e-05,
+   "host_backward_canary_seconds": 1.577307999923505e-05,
    "pass_seconds": [
-    3.763123885506675e-05,
-    2.0860189838068825e-05,
-    4.0464763840039563e-05
+    2.290133298152969e-05,
+    2.1808000547545294e-05,
+    4.4403811295827226e-05
    ],
    "pass_host_canary_seconds": [
-    1.0422499999549472e-05,
-    7.780862500226249e-06,
-    1.003668750001907e-05
+    1.034293999964575e-05,
+    8.706482499860613e-06,
+    9.697294999568839e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9389894999903847e-05,
-    1.5211510000199269e-05,
-    1.9185935001360123e-05
+    1.577307999923505e-05,
+    1.4345100000809907e-05,
+    1.9451959999514657e-05
    ]
   },
   "layer_backward_sdpa_autocast": {
-   "seconds": 9.567618902240481e-05,
-   "min": 8.454780990169161e-05,
-   "max": 0.00010045029045570468,
+   "seconds": 8.619047204653421e-05,
+   "min": 7.495771419434324e-05,
+   "max": 9.084113775974231e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5450,33 +5451,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00045548799633979796,
-    0.0008375040292739869,
-    0.0025159680843353273
+    0.0004824320077896118,
+    0.0008639039993286133,
+    0.00220198392868042
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.0422499999549472e-05,
-   "host_backward_canary_seconds": 1.9389894999903847e-05,
+   "host_canary_seconds": 1.034293999964575e-05,
+   "host_backward_canary_seconds": 1.577307999923505e-05,
    "pass_seconds": [
-    0.00010045029045570468,
-    9.567618902240481e-05,
-    8.454780990169161e-05
+    9.084113775974231e-05,
+    8.619047204653421e-05,
+    7.495771419434324e-05
    ],
    "pass_host_canary_seconds": [
-    1.0422499999549472e-05,
-    7.780862500226249e-06,
-    1.003668750001907e-05
+    1.034293999964575e-05,
+    8.706482499860613e-06,
+    9.697294999568839e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9389894999903847e-05,
-    1.5211510000199269e-05,
-    1.9185935001360123e-05
+    1.577307999923505e-05,
+    1.4345100000809907e-05,
+    1.9451959999514657e-05
    ]
   },
   "layer_forward_sdpa_efficient": {
-   "seconds": 2.8319999220825373e-05,
-   "min": 2.665981047210239e-05,
-   "max": 2.833600040702593e-05,
+   "seconds": 2.5981714150735314e-05,
+   "min": 2.3233523681050255e-05,
+   "max": 2.6710857415483113e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa_efficient layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5485,33 +5486,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.004800111055374e-05,
-    0.00013558399677276613,
-    0.0004750399887561798
+    4.7680001705884936e-05,
+    0.00012227199971675873,
+    0.0004362879991531372
    ],
    "attention_backend": "efficient",
-   "host_canary_seconds": 1.0179715000617763e-05,
-   "host_backward_canary_seconds": 1.8889084999500482e-05,
+   "host_canary_seconds": 9.772387499538127e-06,
+   "host_backward_canary_seconds": 1.871030500069537e-05,
    "pass_seconds": [
-    2.8319999220825373e-05,
-    2.665981047210239e-05,
-    2.833600040702593e-05
+    2.5981714150735314e-05,
+    2.3233523681050255e-05,
+    2.6710857415483113e-05
    ],
    "pass_host_canary_seconds": [
-    1.0179715000617763e-05,
-    9.187847500129464e-06,
-    9.680984999818064e-06
+    9.772387499538127e-06,
+    8.718804999716666e-06,
+    9.389494999823e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8889084999500482e-05,
-    1.7589459998816894e-05,
-    1.875115500070024e-05
+    1.871030500069537e-05,
+    1.3830249999955412e-05,
+    1.9452879998880233e-05
    ]
   },
   "layer_backward_sdpa_efficient": {
-   "seconds": 8.430322951504161e-05,
-   "min": 8.359999706347783e-05,
-   "max": 9.632990793103264e-05,
+   "seconds": 8.873980971319335e-05,
+   "min": 8.418285917668116e-05,
+   "max": 9.809218967954316e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa_efficient layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5520,34 +5521,34 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00032931199669837953,
-    0.0007374079823493958,
-    0.0020322239398956297
+    0.000400736004114151,
+    0.0007029759883880615,
+    0.002107583999633789
    ],
    "attention_backend": "efficient",
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.0179715000617763e-05,
-   "host_backward_canary_seconds": 1.8889084999500482e-05,
+   "host_canary_seconds": 9.772387499538127e-06,
+   "host_backward_canary_seconds": 1.871030500069537e-05,
    "pass_seconds": [
-    8.359999706347783e-05,
-    9.632990793103264e-05,
-    8.430322951504161e-05
+    8.873980971319335e-05,
+    8.418285917668116e-05,
+    9.809218967954316e-05
    ],
    "pass_host_canary_seconds": [
-    1.0179715000617763e-05,
-    9.187847500129464e-06,
-    9.680984999818064e-06
+    9.772387499538127e-06,
+    8.718804999716666e-06,
+    9.389494999823e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8889084999500482e-05,
-    1.7589459998816894e-05,
-    1.875115500070024e-05
+    1.871030500069537e-05,
+    1.3830249999955412e-05,
+    1.9452879998880233e-05
    ]
   },
   "layer_forward_sdpa_cudnn_autocast": {
-   "seconds": 4.383847401255653e-05,
-   "min": 4.378818827016013e-05,
-   "max": 4.6314667200758344e-05,
+   "seconds": 2.412038048108419e-05,
+   "min": 2.284114311138789e-05,
+   "max": 3.601980989887601e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa_cudnn layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5556,33 +5557,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00013792000710964204,
-    0.00028246399760246276,
-    0.000799839973449707
+    0.0001369280070066452,
+    0.0002824000120162964,
+    0.0006896960139274597
    ],
    "attention_backend": "cudnn",
-   "host_canary_seconds": 1.0260780001090098e-05,
-   "host_backward_canary_seconds": 1.836682999964978e-05,
+   "host_canary_seconds": 1.085127500005001e-05,
+   "host_backward_canary_seconds": 2.0700959998976033e-05,
    "pass_seconds": [
-    4.383847401255653e-05,
-    4.6314667200758344e-05,
-    4.378818827016013e-05
+    3.601980989887601e-05,
+    2.284114311138789e-05,
+    2.412038048108419e-05
    ],
    "pass_host_canary_seconds": [
-    1.0260780001090098e-05,
-    6.937235000350484e-06,
-    1.0415305000037732e-05
+    1.085127500005001e-05,
+    7.148855000309595e-06,
+    9.321105000026365e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.836682999964978e-05,
-    1.6753869999774906e-05,
-    1.8704144999901472e-05
+    2.0700959998976033e-05,
+    1.6526119999298317e-05,
+    1.7142960000455787e-05
    ]
   },
   "layer_backward_sdpa_cudnn_autocast": {
-   "seconds": 7.22994293485369e-05,
-   "min": 5.0112001420486535e-05,
-   "max": 7.63093325353804e-05,
+   "seconds": 8.653180726936888e-05,
+   "min": 8.072990285498756e-05,
+   "max": 9.488686067717414e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa_cudnn layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5591,34 +5592,34 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005005120038986206,
-    0.0009510080218315124,
-    0.0022766079902648926
+    0.0005444480180740357,
+    0.0009522240161895752,
+    0.0023960959911346435
    ],
    "attention_backend": "cudnn",
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.0260780001090098e-05,
-   "host_backward_canary_seconds": 1.836682999964978e-05,
+   "host_canary_seconds": 1.085127500005001e-05,
+   "host_backward_canary_seconds": 2.0700959998976033e-05,
    "pass_seconds": [
-    7.22994293485369e-05,
-    5.0112001420486535e-05,
-    7.63093325353804e-05
+    8.653180726936888e-05,
+    8.072990285498756e-05,
+    9.488686067717414e-05
    ],
    "pass_host_canary_seconds": [
-    1.0260780001090098e-05,
-    6.937235000350484e-06,
-    1.0415305000037732e-05
+    1.085127500005001e-05,
+    7.148855000309595e-06,
+    9.321105000026365e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.836682999964978e-05,
-    1.6753869999774906e-05,
-    1.8704144999901472e-05
+    2.0700959998976033e-05,
+    1.6526119999298317e-05,
+    1.7142960000455787e-05
    ]
   },
   "layer_forward_mha_no_weights": {
-   "seconds": 0.0002590796230804353,
-   "min": 0.0001553485698643185,
-   "max": 0.0003080777199495406,
+   "seconds": 0.00020008914101691473,
+   "min": 0.00015766246900672003,
+   "max": 0.000276764961935225,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha_no_weights layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5627,33 +5628,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00022265599668025972,
-    0.0007505599856376648,
-    0.0025735039710998537
+    0.0002758080065250397,
+    0.0009845119714736938,
+    0.004386752128601074
    ],
    "attention_backend": "efficient",
-   "host_canary_seconds": 8.003524999367074e-06,
-   "host_backward_canary_seconds": 1.865256999963094e-05,
+   "host_canary_seconds": 1.0635099999944942e-05,
+   "host_backward_canary_seconds": 2.0790879998457966e-05,
    "pass_seconds": [
-    0.0001553485698643185,
-    0.0002590796230804353,
-    0.0003080777199495406
+    0.000276764961935225,
+    0.00015766246900672003,
+    0.00020008914101691473
    ],
    "pass_host_canary_seconds": [
-    8.003524999367074e-06,
-    9.03998000012507e-06,
-    1.0378394999861485e-05
+    1.0635099999944942e-05,
+    8.984974999748375e-06,
+    1.0229024999830473e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.865256999963094e-05,
-    1.5193480001016724e-05,
-    2.0435220001218113e-05
+    2.0790879998457966e-05,
+    1.7111860001932657e-05,
+    2.0677465000744634e-05
    ]
   },
   "layer_backward_mha_no_weights": {
-   "seconds": 0.0005336426872582662,
-   "min": 0.00034289522185212073,
-   "max": 0.0006613584941341764,
+   "seconds": 0.0005986704641864414,
+   "min": 0.000434403813311032,
+   "max": 0.0006895565546694258,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha_no_weights layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5662,34 +5663,34 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0014097280502319337,
-    0.003991967916488647,
-    0.01191635227203369
+    0.0015084799528121949,
+    0.004271455764770508,
+    0.01468556785583496
    ],
    "attention_backend": "efficient",
    "backward_nodes_per_layer": 33.0,
-   "host_canary_seconds": 8.003524999367074e-06,
-   "host_backward_canary_seconds": 1.865256999963094e-05,
+   "host_canary_seconds": 1.0635099999944942e-05,
+   "host_backward_canary_seconds": 2.0790879998457966e-05,
    "pass_seconds": [
-    0.0005336426872582662,
-    0.00034289522185212073,
-    0.0006613584941341764
+    0.0005986704641864414,
+    0.000434403813311032,
+    0.0006895565546694258
    ],
    "pass_host_canary_seconds": [
-    8.003524999367074e-06,
-    9.03998000012507e-06,
-    1.0378394999861485e-05
+    1.0635099999944942e-05,
+    8.984974999748375e-06,
+    1.0229024999830473e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.865256999963094e-05,
-    1.5193480001016724e-05,
-    2.0435220001218113e-05
+    2.0790879998457966e-05,
+    1.7111860001932657e-05,
+    2.0677465000744634e-05
    ]
   },
   "layer_forward_mha_no_weights_autocast": {
-   "seconds": 0.00036377981730869837,
-   "min": 0.00019181256918680102,
-   "max": 0.00038474744558334345,
+   "seconds": 0.0002830461064974467,
+   "min": 0.0002233539067563556,
+   "max": 0.000387383636974153,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha_no_weights layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5698,33 +5699,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0005235199928283692,
-    0.001244671940803528,
-    0.006150368213653564
+    0.0004727360010147095,
+    0.0016076159477233887,
+    0.006274400234222412
    ],
    "attention_backend": "cudnn",
-   "host_canary_seconds": 1.028241499966498e-05,
-   "host_backward_canary_seconds": 2.050245999953404e-05,
+   "host_canary_seconds": 1.0990102500159081e-05,
+   "host_backward_canary_seconds": 2.2439054999949805e-05,
    "pass_seconds": [
-    0.00038474744558334345,
-    0.00019181256918680102,
-    0.00036377981730869837
+    0.000387383636974153,
+    0.0002233539067563556,
+    0.0002830461064974467
    ],
    "pass_host_canary_seconds": [
-    1.028241499966498e-05,
-    6.743619999838302e-06,
-    1.0191429998940293e-05
+    1.0990102500159081e-05,
+    6.95257999950627e-06,
+    1.062549500034038e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.050245999953404e-05,
-    1.620010000010552e-05,
-    2.0279259999824716e-05
+    2.2439054999949805e-05,
+    1.696792999950958e-05,
+    2.139696000085678e-05
    ]
   },
   "layer_backward_mha_no_weights_autocast": {
-   "seconds": 0.000691585515226637,
-   "min": 0.00040073830456960764,
-   "max": 0.0008213303372973488,
+   "seconds": 0.0008145142566590084,
+   "min": 0.000632390097493217,
+   "max": 0.0008682758382388523,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha_no_weights layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5733,34 +5734,34 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0015822399854660033,
-    0.005371871948242187,
-    0.017914112091064454
+    0.002121664047241211,
+    0.005908639907836914,
+    0.020210559844970704
    ],
    "attention_backend": "cudnn",
    "backward_nodes_per_layer": 37.0,
-   "host_canary_seconds": 1.028241499966498e-05,
-   "host_backward_canary_seconds": 2.050245999953404e-05,
+   "host_canary_seconds": 1.0990102500159081e-05,
+   "host_backward_canary_seconds": 2.2439054999949805e-05,
    "pass_seconds": [
-    0.000691585515226637,
-    0.00040073830456960764,
-    0.0008213303372973488
+    0.0008145142566590084,
+    0.000632390097493217,
+    0.0008682758382388523
    ],
    "pass_host_canary_seconds": [
-    1.028241499966498e-05,
-    6.743619999838302e-06,
-    1.0191429998940293e-05
+    1.0990102500159081e-05,
+    6.95257999950627e-06,
+    1.062549500034038e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.050245999953404e-05,
-    1.620010000010552e-05,
-    2.0279259999824716e-05
+    2.2439054999949805e-05,
+    1.696792999950958e-05,
+    2.139696000085678e-05
    ]
   },
   "layer_forward_unit_transformer_block_autocast": {
-   "seconds": 0.0004064982675370716,
-   "min": 0.0003414689643042428,
-   "max": 0.0005192746832257224,
+   "seconds": 0.0007111550314085824,
+   "min": 0.00037603581519353956,
+   "max": 0.0007561256970678057,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny unit_transformer_block layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5769,9 +5770,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.001100640058517456,
-    0.003565632104873657,
-    0.007613279819488525
+    0.0008646079897880554,
+    0.0035334079265594482,
+    0.012339967727661133
    ],
    "unit_ops": [
     "layernorm",
@@ -5786,28 +5787,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "linear",
     "add"
    ],
-   "host_canary_seconds": 9.458664999328903e-06,
-   "host_backward_canary_seconds": 1.8389509998542054e-05,
+   "host_canary_seconds": 1.1063892500260409e-05,
+   "host_backward_canary_seconds": 2.1845789999588304e-05,
    "pass_seconds": [
-    0.0004064982675370716,
-    0.0003414689643042428,
-    0.0005192746832257224
+    0.0007561256970678057,
+    0.00037603581519353956,
+    0.0007111550314085824
    ],
    "pass_host_canary_seconds": [
-    9.458664999328903e-06,
-    6.561120000014853e-06,
-    1.0289494999824456e-05
+    1.1063892500260409e-05,
+    6.7617499996686095e-06,
+    1.0740537500169013e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8389509998542054e-05,
-    1.7243310001049395e-05,
-    1.884111999970628e-05
+    2.1845789999588304e-05,
+    1.693480999847452e-05,
+    2.104355500023303e-05
    ]
   },
   "layer_backward_unit_transformer_block_autocast": {
-   "seconds": 0.0012155489751270842,
-   "min": 0.0007398811011087327,
-   "max": 0.0015017608404159545,
+   "seconds": 0.0012890704785074505,
+   "min": 0.000732139473869687,
+   "max": 0.0016041074622245065,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny unit_transformer_block layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5816,9 +5817,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.002526495933532715,
-    0.007895552158355712,
-    0.031031808853149413
+    0.003081216096878052,
+    0.010358207702636719,
+    0.03855014419555664
    ],
    "unit_ops": [
     "layernorm",
@@ -5834,28 +5835,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "add"
    ],
    "backward_nodes_per_layer": 64.0,
-   "host_canary_seconds": 9.458664999328903e-06,
-   "host_backward_canary_seconds": 1.8389509998542054e-05,
+   "host_canary_seconds": 1.1063892500260409e-05,
+   "host_backward_canary_seconds": 2.1845789999588304e-05,
    "pass_seconds": [
-    0.0015017608404159545,
-    0.0007398811011087327,
-    0.0012155489751270842
+    0.0016041074622245065,
+    0.000732139473869687,
+    0.0012890704785074505
    ],
    "pass_host_canary_seconds": [
-    9.458664999328903e-06,
-    6.561120000014853e-06,
-    1.0289494999824456e-05
+    1.1063892500260409e-05,
+    6.7617499996686095e-06,
+    1.0740537500169013e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8389509998542054e-05,
-    1.7243310001049395e-05,
-    1.884111999970628e-05
+    2.1845789999588304e-05,
+    1.693480999847452e-05,
+    2.104355500023303e-05
    ]
   },
   "layer_forward_unit_conv_bn_relu_autocast": {
-   "seconds": 8.922209484236581e-05,
-   "min": 8.288152515888214e-05,
-   "max": 9.845104600702014e-05,
+   "seconds": 0.00011036876198791324,
+   "min": 9.142933502083733e-05,
+   "max": 0.0001550598109052295,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny unit_conv_bn_relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5864,37 +5865,37 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00024502399563789367,
-    0.00043324801325798034,
-    0.001686079978942871
+    0.0002386559993028641,
+    0.0007186880111694336,
+    0.002569504022598267
    ],
    "unit_ops": [
     "conv2d_nobias",
     "batchnorm2d",
     "relu"
    ],
-   "host_canary_seconds": 9.043964999477795e-06,
-   "host_backward_canary_seconds": 1.686042499954965e-05,
+   "host_canary_seconds": 1.1193587500315516e-05,
+   "host_backward_canary_seconds": 2.0944684999903982e-05,
    "pass_seconds": [
-    9.845104600702014e-05,
-    8.288152515888214e-05,
-    8.922209484236581e-05
+    0.0001550598109052295,
+    9.142933502083733e-05,
+    0.00011036876198791324
    ],
    "pass_host_canary_seconds": [
-    9.043964999477795e-06,
-    6.4250075001837104e-06,
-    9.923154999569306e-06
+    1.1193587500315516e-05,
+    6.725190000338444e-06,
+    8.922182500441522e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.686042499954965e-05,
-    1.3371819999292712e-05,
-    1.7389580000326534e-05
+    2.0944684999903982e-05,
+    1.616232000060336e-05,
+    1.9038275000866632e-05
    ]
   },
   "layer_backward_unit_conv_bn_relu_autocast": {
-   "seconds": 0.0001964159905910492,
-   "min": 0.00013498894870281222,
-   "max": 0.00020056001416274478,
+   "seconds": 0.00019635276070662907,
+   "min": 0.0001464807767243612,
+   "max": 0.0002195565736009961,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny unit_conv_bn_relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5903,9 +5904,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.000835968017578125,
-    0.0015452799797058105,
-    0.0052585601806640625
+    0.0010747840404510497,
+    0.002404799938201904,
+    0.006762752056121826
    ],
    "unit_ops": [
     "conv2d_nobias",
@@ -5913,28 +5914,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "relu"
    ],
    "backward_nodes_per_layer": 7.0,
-   "host_canary_seconds": 9.043964999477795e-06,
-   "host_backward_canary_seconds": 1.686042499954965e-05,
+   "host_canary_seconds": 1.1193587500315516e-05,
+   "host_backward_canary_seconds": 2.0944684999903982e-05,
    "pass_seconds": [
-    0.00020056001416274478,
-    0.00013498894870281222,
-    0.0001964159905910492
+    0.0002195565736009961,
+    0.0001464807767243612,
+    0.00019635276070662907
    ],
    "pass_host_canary_seconds": [
-    9.043964999477795e-06,
-    6.4250075001837104e-06,
-    9.923154999569306e-06
+    1.1193587500315516e-05,
+    6.725190000338444e-06,
+    8.922182500441522e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.686042499954965e-05,
-    1.3371819999292712e-05,
-    1.7389580000326534e-05
+    2.0944684999903982e-05,
+    1.616232000060336e-05,
+    1.9038275000866632e-05
    ]
   },
   "layer_forward_view_chain": {
-   "seconds": 3.629714294913269e-06,
-   "min": 1.68152375235444e-06,
-   "max": 3.7897142271200817e-06,
+   "seconds": 3.3401904095496452e-06,
+   "min": 1.9664763517322994e-06,
+   "max": 4.645333403632755e-06,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny view_chain layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5943,32 +5944,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    1.8271999433636665e-05,
-    2.9791999608278276e-05,
-    7.516799867153168e-05
+    1.91040001809597e-05,
+    3.1360000371932985e-05,
+    8.822400122880936e-05
    ],
-   "host_canary_seconds": 9.977692500342527e-06,
-   "host_backward_canary_seconds": 1.552240499904656e-05,
+   "host_canary_seconds": 9.961430000657856e-06,
+   "host_backward_canary_seconds": 2.1150305000219307e-05,
    "pass_seconds": [
-    3.7897142271200817e-06,
-    1.68152375235444e-06,
-    3.629714294913269e-06
+    4.645333403632755e-06,
+    1.9664763517322994e-06,
+    3.3401904095496452e-06
    ],
    "pass_host_canary_seconds": [
-    9.977692500342527e-06,
-    6.531609999456123e-06,
-    1.0622904999308958e-05
+    9.961430000657856e-06,
+    6.590219999225155e-06,
+    8.206540000514906e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.552240499904656e-05,
-    1.3521269997909258e-05,
-    1.6067830001702534e-05
+    2.1150305000219307e-05,
+    1.4161259998672904e-05,
+    2.003018499863174e-05
    ]
   },
   "layer_backward_view_chain": {
-   "seconds": 5.947429110251722e-06,
-   "min": 4.322286074360213e-06,
-   "max": 1.3485713728836605e-05,
+   "seconds": 1.2284190837471258e-05,
+   "min": 5.504761157291276e-06,
+   "max": 1.6195809912113914e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny view_chain layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5977,33 +5978,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    8.91840010881424e-05,
-    0.0001170239970088005,
-    0.0003403199911117554
+    9.481599926948547e-05,
+    0.00013840000331401825,
+    0.00040112000703811644
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 9.977692500342527e-06,
-   "host_backward_canary_seconds": 1.552240499904656e-05,
+   "host_canary_seconds": 9.961430000657856e-06,
+   "host_backward_canary_seconds": 2.1150305000219307e-05,
    "pass_seconds": [
-    1.3485713728836605e-05,
-    4.322286074360213e-06,
-    5.947429110251722e-06
+    1.6195809912113914e-05,
+    5.504761157291276e-06,
+    1.2284190837471258e-05
    ],
    "pass_host_canary_seconds": [
-    9.977692500342527e-06,
-    6.531609999456123e-06,
-    1.0622904999308958e-05
+    9.961430000657856e-06,
+    6.590219999225155e-06,
+    8.206540000514906e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.552240499904656e-05,
-    1.3521269997909258e-05,
-    1.6067830001702534e-05
+    2.1150305000219307e-05,
+    1.4161259998672904e-05,
+    2.003018499863174e-05
    ]
   },
   "layer_forward_view_chain_autocast": {
-   "seconds": 2.1173333128293356e-06,
-   "min": 1.92457153683617e-06,
-   "max": 3.8529521830025175e-06,
+   "seconds": 3.2830474277337393e-06,
+   "min": 1.769904668132464e-06,
+   "max": 3.972571609275682e-06,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny view_chain layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -6012,32 +6013,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.160000056028366e-05,
-    2.7807999402284623e-05,
-    5.331199988722801e-05
+    2.9440000653266906e-05,
+    4.860800132155419e-05,
+    6.060799956321716e-05
    ],
-   "host_canary_seconds": 7.913470000175948e-06,
-   "host_backward_canary_seconds": 1.885939999965558e-05,
+   "host_canary_seconds": 8.887660000596042e-06,
+   "host_backward_canary_seconds": 1.912490999984584e-05,
    "pass_seconds": [
-    2.1173333128293356e-06,
-    1.92457153683617e-06,
-    3.8529521830025175e-06
+    1.769904668132464e-06,
+    3.2830474277337393e-06,
+    3.972571609275682e-06
    ],
    "pass_host_canary_seconds": [
-    7.913470000175948e-06,
-    6.531609999456123e-06,
-    1.0453137499553122e-05
+    8.887660000596042e-06,
+    6.590219999225155e-06,
+    1.0093692499708594e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.885939999965558e-05,
-    1.4249349999317928e-05,
-    1.977380499965875e-05
+    1.912490999984584e-05,
+    1.3309579999258859e-05,
+    1.925358499988761e-05
    ]
   },
   "layer_backward_view_chain_autocast": {
-   "seconds": 7.814095666011178e-06,
-   "min": 6.211809459186736e-06,
-   "max": 9.035430050321987e-06,
+   "seconds": 1.1148951149412562e-05,
+   "min": 3.4072379625978926e-06,
+   "max": 2.1384381733479954e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny view_chain layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -6046,129 +6047,129 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00010172799974679946,
-    0.00012467200309038162,
-    0.000248416006565094
+    0.00014041599631309508,
+    0.0001530880033969879,
+    0.00046880000829696653
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 7.913470000175948e-06,
-   "host_backward_canary_seconds": 1.885939999965558e-05,
+   "host_canary_seconds": 8.887660000596042e-06,
+   "host_backward_canary_seconds": 1.912490999984584e-05,
    "pass_seconds": [
-    7.814095666011178e-06,
-    6.211809459186736e-06,
-    9.035430050321987e-06
+    2.1384381733479954e-05,
+    3.4072379625978926e-06,
+    1.1148951149412562e-05
    ],
    "pass_host_canary_seconds": [
-    7.913470000175948e-06,
-    6.531609999456123e-06,
-    1.0453137499553122e-05
+    8.887660000596042e-06,
+    6.590219999225155e-06,
+    1.0093692499708594e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.885939999965558e-05,
-    1.4249349999317928e-05,
-    1.977380499965875e-05
+    1.912490999984584e-05,
+    1.3309579999258859e-05,
+    1.925358499988761e-05
    ]
   },
   "backward_call_before_first_kernel": {
-   "seconds": 0.00018953600525856018,
-   "min": 7.043199986219406e-05,
-   "max": 0.0004116480052471161,
+   "seconds": 0.00020979200303554535,
+   "min": 7.8015998005867e-05,
+   "max": 0.0005723199844360351,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event recorded by the first autograd node's pre-hook (before its first kernel); no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0249825000983037e-05,
-   "host_backward_canary_seconds": 1.8968489998769657e-05,
+   "host_canary_seconds": 8.759185000144498e-06,
+   "host_backward_canary_seconds": 2.0018939999317808e-05,
    "pass_seconds": [
-    0.00019529600441455842,
-    0.00018953600525856018,
-    0.00012412799894809723
+    0.00020979200303554535,
+    0.00013811199367046357,
+    0.00021078400313854218
    ],
    "pass_host_canary_seconds": [
-    1.0249825000983037e-05,
-    6.308099999614569e-06,
-    1.0483710000244172e-05
+    8.759185000144498e-06,
+    7.635475000142833e-06,
+    1.0360824999793294e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8968489998769657e-05,
-    1.3198070000726147e-05,
-    1.904284999909578e-05
+    2.0018939999317808e-05,
+    1.4323390000754444e-05,
+    1.847835499916073e-05
    ]
   },
   "backward_call_after_last_kernel": {
-   "seconds": 9.641599655151368e-05,
-   "min": 4.982399940490723e-05,
-   "max": 0.00048051199316978457,
+   "seconds": 0.00014825600385665893,
+   "min": 5.961599946022034e-05,
+   "max": 0.0003680320084095001,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: event recorded by the input's gradient hook (after the last node's kernels) to an event after backward() returned; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0249825000983037e-05,
-   "host_backward_canary_seconds": 1.8968489998769657e-05,
+   "host_canary_seconds": 8.759185000144498e-06,
+   "host_backward_canary_seconds": 2.0018939999317808e-05,
    "pass_seconds": [
-    0.00013926400244235993,
-    6.259199976921082e-05,
-    9.641599655151368e-05
+    0.0001483200043439865,
+    0.00014585599303245544,
+    0.00014825600385665893
    ],
    "pass_host_canary_seconds": [
-    1.0249825000983037e-05,
-    6.308099999614569e-06,
-    1.0483710000244172e-05
+    8.759185000144498e-06,
+    7.635475000142833e-06,
+    1.0360824999793294e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8968489998769657e-05,
-    1.3198070000726147e-05,
-    1.904284999909578e-05
+    2.0018939999317808e-05,
+    1.4323390000754444e-05,
+    1.847835499916073e-05
    ]
   },
   "backward_call_before_first_kernel_autocast": {
-   "seconds": 0.00015900799632072448,
-   "min": 7.606399804353714e-05,
-   "max": 0.00036614400148391726,
+   "seconds": 0.0001417279988527298,
+   "min": 8.035200089216233e-05,
+   "max": 0.000369376003742218,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event recorded by the first autograd node's pre-hook (before its first kernel); inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.565470000121423e-06,
-   "host_backward_canary_seconds": 1.8981874999326467e-05,
+   "host_canary_seconds": 1.1036569999873792e-05,
+   "host_backward_canary_seconds": 1.955571999928907e-05,
    "pass_seconds": [
-    0.00020044800639152526,
-    9.878399968147278e-05,
-    0.00015900799632072448
+    0.00021782399713993073,
+    0.00013104000687599182,
+    0.0001417279988527298
    ],
    "pass_host_canary_seconds": [
-    8.565470000121423e-06,
-    6.208624999999301e-06,
-    1.0434580000264759e-05
+    1.1036569999873792e-05,
+    8.584490000203005e-06,
+    9.831759999769929e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8981874999326467e-05,
-    1.3198070000726147e-05,
-    1.8798969999807014e-05
+    1.955571999928907e-05,
+    1.6123969999171095e-05,
+    1.5505229998780124e-05
    ]
   },
   "backward_call_after_last_kernel_autocast": {
-   "seconds": 0.00016044799983501435,
-   "min": 8.060800284147262e-05,
-   "max": 0.00031059199571609495,
+   "seconds": 0.00016739200055599211,
+   "min": 9.404800087213516e-05,
+   "max": 0.00039375999569892883,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: event recorded by the input's gradient hook (after the last node's kernels) to an event after backward() returned; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.565470000121423e-06,
-   "host_backward_canary_seconds": 1.8981874999326467e-05,
+   "host_canary_seconds": 1.1036569999873792e-05,
+   "host_backward_canary_seconds": 1.955571999928907e-05,
    "pass_seconds": [
-    0.00017983999848365784,
-    0.00010518400371074677,
-    0.00016044799983501435
+    0.0002078080028295517,
+    0.00016739200055599211,
+    0.0001571200042963028
    ],
    "pass_host_canary_seconds": [
-    8.565470000121423e-06,
-    6.208624999999301e-06,
-    1.0434580000264759e-05
+    1.1036569999873792e-05,
+    8.584490000203005e-06,
+    9.831759999769929e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8981874999326467e-05,
-    1.3198070000726147e-05,
-    1.8798969999807014e-05
+    1.955571999928907e-05,
+    1.6123969999171095e-05,
+    1.5505229998780124e-05
    ]
   },
   "backward_walk_node": {
-   "seconds": 3.2227333374774185e-07,
-   "min": 2.3265222226756225e-07,
-   "max": 4.7275111102054426e-07,
+   "seconds": 4.525488889662989e-07,
+   "min": 3.390499998406287e-07,
+   "max": 4.675933332186509e-07,
    "samples": 3,
    "method": "backward() of chains of [100, 1000] tiny multiplications ([102, 1002] nodes): host seconds from the call to the first node's pre-hook, median per length, (T(long) - T(short)) / (nodes(long) - nodes(short)); median of 3 passes over the probe's run",
    "chain_nodes": [
@@ -6176,1951 +6177,1951 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     1002
    ],
    "chain_to_first_node_seconds": [
-    0.00015891199996076466,
-    0.0003682990000015707
+    0.00021024100010436086,
+    0.0006310750000011467
    ],
-   "host_canary_seconds": 7.539267500078495e-06,
-   "host_backward_canary_seconds": 1.7317899998943173e-05,
+   "host_canary_seconds": 1.0853050000605435e-05,
+   "host_backward_canary_seconds": 2.210385999887876e-05,
    "pass_seconds": [
-    2.3265222226756225e-07,
-    3.2227333374774185e-07,
-    4.7275111102054426e-07
+    4.675933332186509e-07,
+    3.390499998406287e-07,
+    4.525488889662989e-07
    ],
    "pass_host_canary_seconds": [
-    7.539267500078495e-06,
-    6.282412500127065e-06,
-    1.038108999978249e-05
+    1.0853050000605435e-05,
+    6.857374999071908e-06,
+    1.1062235000736109e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7317899998943173e-05,
-    1.5174410000327043e-05,
-    2.1841360000962597e-05
+    2.210385999887876e-05,
+    1.5948220000154833e-05,
+    2.037397999856694e-05
    ]
   },
   "layer_steady_linear": {
-   "seconds": 0.0002011788749694824,
-   "min": 0.0001255718421936035,
-   "max": 0.00028248640060424805,
+   "seconds": 0.0001870182418823242,
+   "min": 0.00011796671867370605,
+   "max": 0.00039364288330078124,
    "samples": 33,
    "method": "one tiny linear layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.517934999441423e-06,
-   "host_backward_canary_seconds": 1.976365000018632e-05,
+   "host_canary_seconds": 1.0736842500023158e-05,
+   "host_backward_canary_seconds": 1.996182999960183e-05,
    "pass_seconds": [
-    0.0002011788749694824,
-    0.00016317312240600584,
-    0.0002727705574035644
+    0.00022694143295288086,
+    0.00013681920051574707,
+    0.0001870182418823242
    ],
    "pass_host_canary_seconds": [
-    7.517934999441423e-06,
-    8.567079999579618e-06,
-    1.0067740000181402e-05
+    1.0736842500023158e-05,
+    6.494924999742579e-06,
+    7.652865000409293e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.976365000018632e-05,
-    1.5402320000248436e-05,
-    1.880741500031036e-05
+    1.996182999960183e-05,
+    1.605920999963928e-05,
+    1.794497999981104e-05
    ]
   },
   "layer_steady_linear_autocast": {
-   "seconds": 0.00031044607162475585,
-   "min": 0.0002112825584411621,
-   "max": 0.0005839059066772461,
+   "seconds": 0.000605599365234375,
+   "min": 0.00021451007843017577,
+   "max": 0.0006971065521240234,
    "samples": 33,
    "method": "one tiny linear layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.750737500804461e-06,
-   "host_backward_canary_seconds": 1.6637135000792114e-05,
+   "host_canary_seconds": 9.893225000041639e-06,
+   "host_backward_canary_seconds": 1.9184569999879386e-05,
    "pass_seconds": [
-    0.00031044607162475585,
-    0.0002337887954711914,
-    0.0004685516738891601
+    0.000605599365234375,
+    0.00022755392074584962,
+    0.0006084793472290039
    ],
    "pass_host_canary_seconds": [
-    8.750737500804461e-06,
-    6.507690000034927e-06,
-    1.0123030000386279e-05
+    9.893225000041639e-06,
+    6.482275000507798e-06,
+    9.990849999894635e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6637135000792114e-05,
-    1.3801390000480751e-05,
-    1.8385785000418765e-05
+    1.9184569999879386e-05,
+    1.306274999933521e-05,
+    1.9874209999670712e-05
    ]
   },
   "layer_steady_linear_nobias": {
-   "seconds": 0.00015765760421752932,
-   "min": 0.00013446144104003907,
-   "max": 0.00018633920669555663,
+   "seconds": 0.00018297216415405273,
+   "min": 0.0001012499237060547,
+   "max": 0.0002366713523864746,
    "samples": 33,
    "method": "one tiny linear_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0047954999663489e-05,
-   "host_backward_canary_seconds": 1.832657000022664e-05,
+   "host_canary_seconds": 9.29116500060445e-06,
+   "host_backward_canary_seconds": 1.9244049999542766e-05,
    "pass_seconds": [
-    0.0001685843276977539,
-    0.00015765760421752932,
-    0.00015080575942993162
+    0.00018297216415405273,
+    0.00010706048011779785,
+    0.00021120832443237303
    ],
    "pass_host_canary_seconds": [
-    1.0047954999663489e-05,
-    6.753479999588307e-06,
-    7.276175000470175e-06
+    9.29116500060445e-06,
+    6.48880750020453e-06,
+    1.0055760000113879e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.832657000022664e-05,
-    1.7510120001134057e-05,
-    1.8553119998614422e-05
+    1.9244049999542766e-05,
+    1.4119815000412928e-05,
+    1.910770999984379e-05
    ]
   },
   "layer_steady_linear_nobias_autocast": {
-   "seconds": 0.00029247488021850586,
-   "min": 0.00019329343795776368,
-   "max": 0.0005046790313720704,
+   "seconds": 0.0003177203178405762,
+   "min": 0.0001798700714111328,
+   "max": 0.00046200382232666016,
    "samples": 33,
    "method": "one tiny linear_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.688055000016902e-06,
-   "host_backward_canary_seconds": 1.7880100001548273e-05,
+   "host_canary_seconds": 1.0684370000149102e-05,
+   "host_backward_canary_seconds": 1.9114064999712352e-05,
    "pass_seconds": [
-    0.00029247488021850586,
-    0.00025807552337646486,
-    0.00045188671112060547
+    0.0003177203178405762,
+    0.0001890073585510254,
+    0.0004114380645751953
    ],
    "pass_host_canary_seconds": [
-    7.688055000016902e-06,
-    6.673984999565619e-06,
-    1.0001107499988393e-05
+    1.0684370000149102e-05,
+    6.4957099993989685e-06,
+    1.0097857499431484e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7880100001548273e-05,
-    1.6544144999670605e-05,
-    1.8184809999866047e-05
+    1.9114064999712352e-05,
+    1.3510559999758699e-05,
+    1.8745209999906364e-05
    ]
   },
   "layer_steady_matmul": {
-   "seconds": 0.000135927677154541,
-   "min": 0.00012006591796875,
-   "max": 0.00019751935958862304,
+   "seconds": 0.00014921855926513673,
+   "min": 8.849984169006347e-05,
+   "max": 0.00019853248596191406,
    "samples": 33,
    "method": "one tiny matmul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.592870000507901e-06,
-   "host_backward_canary_seconds": 1.8233620000955852e-05,
+   "host_canary_seconds": 1.0475164999661502e-05,
+   "host_backward_canary_seconds": 2.016362999938792e-05,
    "pass_seconds": [
-    0.000135927677154541,
-    0.0001230739212036133,
-    0.00018681472778320313
+    0.00015708736419677735,
+    9.14527988433838e-05,
+    0.00014921855926513673
    ],
    "pass_host_canary_seconds": [
-    7.592870000507901e-06,
-    6.6183599994928955e-06,
-    1.068615500003034e-05
+    1.0475164999661502e-05,
+    6.3866649998089994e-06,
+    1.0351390000096216e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8233620000955852e-05,
-    1.799987500021416e-05,
-    1.9507120000525902e-05
+    2.016362999938792e-05,
+    1.4162684999519114e-05,
+    1.5820720000192524e-05
    ]
   },
   "layer_steady_matmul_autocast": {
-   "seconds": 0.0002791257667541504,
-   "min": 0.00021881088256835938,
-   "max": 0.000424213752746582,
+   "seconds": 0.0002849235153198242,
+   "min": 0.0002188934326171875,
+   "max": 0.0004363014221191406,
    "samples": 33,
    "method": "one tiny matmul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.914205000361107e-06,
-   "host_backward_canary_seconds": 1.9293929999548708e-05,
+   "host_canary_seconds": 1.0369515000547836e-05,
+   "host_backward_canary_seconds": 1.9294339999760268e-05,
    "pass_seconds": [
-    0.0002791257667541504,
-    0.00023134336471557616,
-    0.00036245502471923824
+    0.0002849235153198242,
+    0.00024142143249511718,
+    0.00035978176116943357
    ],
    "pass_host_canary_seconds": [
-    7.914205000361107e-06,
-    6.777290000172798e-06,
-    1.0653895000132252e-05
+    1.0369515000547836e-05,
+    8.898129999579396e-06,
+    1.0359677499991449e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9293929999548708e-05,
-    1.816793999978472e-05,
-    1.8682439999793133e-05
+    1.9294339999760268e-05,
+    1.4329119999274553e-05,
+    1.5321634999736486e-05
    ]
   },
   "layer_steady_bmm": {
-   "seconds": 0.00015066240310668944,
-   "min": 0.00012298303604125978,
-   "max": 0.00018403776168823244,
+   "seconds": 0.0001627884864807129,
+   "min": 0.00012582271575927736,
+   "max": 0.00019409151077270508,
    "samples": 33,
    "method": "one tiny bmm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.044054999345462e-06,
-   "host_backward_canary_seconds": 1.8496990001040104e-05,
+   "host_canary_seconds": 1.0395694999942862e-05,
+   "host_backward_canary_seconds": 1.9259709999914777e-05,
    "pass_seconds": [
-    0.00015066240310668944,
-    0.000132608642578125,
-    0.00017456768035888673
+    0.00017267391204833982,
+    0.00013179776191711426,
+    0.0001627884864807129
    ],
    "pass_host_canary_seconds": [
-    8.044054999345462e-06,
-    6.428235000157656e-06,
-    1.066762000050403e-05
+    1.0395694999942862e-05,
+    8.899420000716418e-06,
+    1.0181339999917328e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8496990001040104e-05,
-    1.7865740001070663e-05,
-    1.9345109999449052e-05
+    1.9259709999914777e-05,
+    1.282691999904273e-05,
+    1.6168180000022403e-05
    ]
   },
   "layer_steady_bmm_autocast": {
-   "seconds": 0.00023318080902099607,
-   "min": 0.00019807743072509766,
-   "max": 0.0003917075347900391,
+   "seconds": 0.00026166208267211917,
+   "min": 0.00022957759857177734,
+   "max": 0.0006102995300292968,
    "samples": 33,
    "method": "one tiny bmm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.329834999154628e-06,
-   "host_backward_canary_seconds": 1.8626749999839375e-05,
+   "host_canary_seconds": 1.0675859999764726e-05,
+   "host_backward_canary_seconds": 2.071739000029993e-05,
    "pass_seconds": [
-    0.00023318080902099607,
-    0.00022514623641967774,
-    0.0003144659233093262
+    0.00040403839111328126,
+    0.00026166208267211917,
+    0.00025999296188354494
    ],
    "pass_host_canary_seconds": [
-    7.329834999154628e-06,
-    6.530355000222698e-06,
-    1.062456999989081e-05
+    1.0675859999764726e-05,
+    9.291750000102184e-06,
+    7.574779999686143e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8626749999839375e-05,
-    1.7037730001447925e-05,
-    1.9082129999787866e-05
+    2.071739000029993e-05,
+    1.3138140000137355e-05,
+    1.9628289999218394e-05
    ]
   },
   "layer_steady_conv2d": {
-   "seconds": 0.0001865977668762207,
-   "min": 0.00016940736770629884,
-   "max": 0.0003371699142456055,
+   "seconds": 0.00020748352050781248,
+   "min": 0.00012840640068054199,
+   "max": 0.0004828364944458008,
    "samples": 33,
    "method": "one tiny conv2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.607447500139642e-06,
-   "host_backward_canary_seconds": 1.858113999901434e-05,
+   "host_canary_seconds": 1.0613062499942316e-05,
+   "host_backward_canary_seconds": 2.0949044999269975e-05,
    "pass_seconds": [
-    0.0001865977668762207,
-    0.0001774118423461914,
-    0.00029918527603149415
+    0.00022624895095825194,
+    0.00013350079536437987,
+    0.00020748352050781248
    ],
    "pass_host_canary_seconds": [
-    8.607447500139642e-06,
-    8.678409999447467e-06,
-    1.0237850000294202e-05
+    1.0613062499942316e-05,
+    6.606780000311119e-06,
+    7.304210000711464e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.858113999901434e-05,
-    1.7833100000643752e-05,
-    1.9068699998570082e-05
+    2.0949044999269975e-05,
+    1.4812440001605864e-05,
+    1.929649999965477e-05
    ]
   },
   "layer_steady_conv2d_autocast": {
-   "seconds": 0.00047983551025390626,
-   "min": 0.0002463884735107422,
-   "max": 0.000677896957397461,
+   "seconds": 0.0005134924697875977,
+   "min": 0.00024202751159667967,
+   "max": 0.0008135596466064453,
    "samples": 33,
    "method": "one tiny conv2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.974710000051346e-06,
-   "host_backward_canary_seconds": 1.4552475000755294e-05,
+   "host_canary_seconds": 1.1020409999673575e-05,
+   "host_backward_canary_seconds": 2.0884209998257575e-05,
    "pass_seconds": [
-    0.00047983551025390626,
-    0.0002564646339416504,
-    0.0005992192077636719
+    0.0006693158721923828,
+    0.0002517817687988281,
+    0.0005134924697875977
    ],
    "pass_host_canary_seconds": [
-    9.974710000051346e-06,
-    6.731574999321311e-06,
-    1.0245500000110042e-05
+    1.1020409999673575e-05,
+    6.663374999789085e-06,
+    1.0014972500016483e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4552475000755294e-05,
-    1.3916699999754201e-05,
-    1.8424039999445086e-05
+    2.0884209998257575e-05,
+    1.491124000040145e-05,
+    1.8280980000326963e-05
    ]
   },
   "layer_steady_conv2d_nobias": {
-   "seconds": 0.0001649184036254883,
-   "min": 0.00010479935646057129,
-   "max": 0.00023060096740722656,
+   "seconds": 0.00017323007583618165,
+   "min": 0.00010088128089904785,
+   "max": 0.00024375871658325197,
    "samples": 33,
    "method": "one tiny conv2d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.873935000541679e-06,
-   "host_backward_canary_seconds": 1.4369709999755287e-05,
+   "host_canary_seconds": 1.0364577499331062e-05,
+   "host_backward_canary_seconds": 2.0948660001067765e-05,
    "pass_seconds": [
-    0.0001649184036254883,
-    0.00010687744140625,
-    0.00021126592636108398
+    0.00018470272064208986,
+    0.00010348223686218261,
+    0.00017323007583618165
    ],
    "pass_host_canary_seconds": [
-    9.873935000541679e-06,
-    6.700730000375188e-06,
-    1.0234725000373146e-05
+    1.0364577499331062e-05,
+    6.434382499946878e-06,
+    1.0011605000386224e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4369709999755287e-05,
-    1.4777419999063568e-05,
-    1.7798359999687817e-05
+    2.0948660001067765e-05,
+    1.3963870001134636e-05,
+    1.4788879999514393e-05
    ]
   },
   "layer_steady_conv2d_nobias_autocast": {
-   "seconds": 0.0003301472091674805,
-   "min": 0.00019212863922119143,
-   "max": 0.0006223180770874023,
+   "seconds": 0.00029530303955078123,
+   "min": 0.00019271488189697266,
+   "max": 0.0005194540786743164,
    "samples": 33,
    "method": "one tiny conv2d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.547232500040081e-06,
-   "host_backward_canary_seconds": 1.598596999997426e-05,
+   "host_canary_seconds": 8.700452499397215e-06,
+   "host_backward_canary_seconds": 2.045597500114127e-05,
    "pass_seconds": [
-    0.0003301472091674805,
-    0.00019703231811523436,
-    0.0005406809616088867
+    0.00041630016326904296,
+    0.00023674751281738284,
+    0.00029530303955078123
    ],
    "pass_host_canary_seconds": [
-    9.547232500040081e-06,
-    6.448630000477351e-06,
-    1.0503460000563791e-05
+    8.700452499397215e-06,
+    8.699134999687885e-06,
+    8.411979999891628e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.598596999997426e-05,
-    1.3180630000988458e-05,
-    1.7223549998561794e-05
+    2.045597500114127e-05,
+    1.5009810001629375e-05,
+    1.8957624999984548e-05
    ]
   },
   "layer_steady_conv1d": {
-   "seconds": 0.00018083391189575198,
-   "min": 0.0001303212833404541,
-   "max": 0.0004156908798217773,
+   "seconds": 0.0001897216033935547,
+   "min": 0.000157642879486084,
+   "max": 0.0004880486297607422,
    "samples": 33,
    "method": "one tiny conv1d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.423024999866357e-06,
-   "host_backward_canary_seconds": 1.9567235000295113e-05,
+   "host_canary_seconds": 1.0799155000427162e-05,
+   "host_backward_canary_seconds": 2.0280309998952363e-05,
    "pass_seconds": [
-    0.00018083391189575198,
-    0.00017334207534790039,
-    0.00028563199996948244
+    0.0004248473739624024,
+    0.0001734124755859375,
+    0.0001897216033935547
    ],
    "pass_host_canary_seconds": [
-    7.423024999866357e-06,
-    6.5700499999366e-06,
-    1.0514972499890973e-05
+    1.0799155000427162e-05,
+    8.880114999101352e-06,
+    8.349365000412945e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9567235000295113e-05,
-    1.312804999997752e-05,
-    1.5938079999386898e-05
+    2.0280309998952363e-05,
+    1.2505009999586037e-05,
+    1.9777984999791445e-05
    ]
   },
   "layer_steady_conv1d_autocast": {
-   "seconds": 0.0004523174285888672,
-   "min": 0.0003052396774291992,
-   "max": 0.0007688697814941406,
+   "seconds": 0.0005679193496704102,
+   "min": 0.00028377920150756834,
+   "max": 0.000779222412109375,
    "samples": 33,
    "method": "one tiny conv1d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.58141000062551e-06,
-   "host_backward_canary_seconds": 1.4890675000742703e-05,
+   "host_canary_seconds": 1.0741590000407086e-05,
+   "host_backward_canary_seconds": 1.984876999813423e-05,
    "pass_seconds": [
-    0.0003231878280639648,
-    0.0004523174285888672,
-    0.000607916145324707
+    0.0006365676879882814,
+    0.00030448511123657226,
+    0.0005679193496704102
    ],
    "pass_host_canary_seconds": [
-    7.58141000062551e-06,
-    8.009582500108082e-06,
-    1.04245350007659e-05
+    1.0741590000407086e-05,
+    9.36685000056059e-06,
+    9.934224999597064e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4890675000742703e-05,
-    1.5669809999963033e-05,
-    1.608167999847865e-05
+    1.984876999813423e-05,
+    1.3598580001144e-05,
+    1.9889689999672554e-05
    ]
   },
   "layer_steady_conv1d_nobias": {
-   "seconds": 0.00016812671661376954,
-   "min": 0.00011593088150024415,
-   "max": 0.0002420159912109375,
+   "seconds": 0.00018681087493896485,
+   "min": 0.00012183039665222169,
+   "max": 0.00022219776153564454,
    "samples": 33,
    "method": "one tiny conv1d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.372585000666731e-06,
-   "host_backward_canary_seconds": 1.522002000001521e-05,
+   "host_canary_seconds": 1.0759160000475278e-05,
+   "host_backward_canary_seconds": 1.9655560000728658e-05,
    "pass_seconds": [
-    0.0001333574390411377,
-    0.00016812671661376954,
-    0.0001958118438720703
+    0.00019268224716186523,
+    0.0001340550422668457,
+    0.00018681087493896485
    ],
    "pass_host_canary_seconds": [
-    7.372585000666731e-06,
-    9.328334999736399e-06,
-    1.0356785000453784e-05
+    1.0759160000475278e-05,
+    9.478680000256646e-06,
+    1.0710799999742449e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.522002000001521e-05,
-    1.3129949998074153e-05,
-    1.593776999925467e-05
+    1.9655560000728658e-05,
+    1.3251540001419927e-05,
+    2.0157579999704467e-05
    ]
   },
   "layer_steady_conv1d_nobias_autocast": {
-   "seconds": 0.00027868608474731447,
-   "min": 0.00022446655273437502,
-   "max": 0.0006255904006958007,
+   "seconds": 0.00038661056518554687,
+   "min": 0.00020328384399414062,
+   "max": 0.000726627197265625,
    "samples": 33,
    "method": "one tiny conv1d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.88295499951164e-06,
-   "host_backward_canary_seconds": 1.4832690001185255e-05,
+   "host_canary_seconds": 1.1197059999403791e-05,
+   "host_backward_canary_seconds": 1.7995470000187196e-05,
    "pass_seconds": [
-    0.00027868608474731447,
-    0.0003603692626953125,
-    0.0002695001602172852
+    0.0005405177688598633,
+    0.0002382329559326172,
+    0.00038661056518554687
    ],
    "pass_host_canary_seconds": [
-    9.88295499951164e-06,
-    9.195515000328669e-06,
-    1.0165862499889045e-05
+    1.1197059999403791e-05,
+    8.970275000592665e-06,
+    1.0552995000239207e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4832690001185255e-05,
-    1.699604999885196e-05,
-    1.6201949999867793e-05
+    1.7995470000187196e-05,
+    1.2596469998698012e-05,
+    1.815933500097344e-05
    ]
   },
   "layer_steady_batchnorm2d": {
-   "seconds": 0.0001545792007446289,
-   "min": 0.00013926079750061035,
-   "max": 0.0002487411117553711,
+   "seconds": 0.00021302719116210938,
+   "min": 0.00012145855903625487,
+   "max": 0.0003706259155273438,
    "samples": 33,
    "method": "one tiny batchnorm2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.594824999794583e-06,
-   "host_backward_canary_seconds": 1.604277000069487e-05,
+   "host_canary_seconds": 1.0779629999433382e-05,
+   "host_backward_canary_seconds": 2.0954379999693627e-05,
    "pass_seconds": [
-    0.00019217023849487302,
-    0.0001520249557495117,
-    0.0001545792007446289
+    0.00025764352798461913,
+    0.00015602751731872558,
+    0.00021302719116210938
    ],
    "pass_host_canary_seconds": [
-    9.594824999794583e-06,
-    6.742020000274351e-06,
-    7.342754998944656e-06
+    1.0779629999433382e-05,
+    8.801070000572509e-06,
+    1.0035005000190721e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.604277000069487e-05,
-    1.742659999990792e-05,
-    1.5662480000173672e-05
+    2.0954379999693627e-05,
+    1.2815879999834579e-05,
+    1.98355099996661e-05
    ]
   },
   "layer_steady_batchnorm2d_autocast": {
-   "seconds": 0.00018668287277221677,
-   "min": 0.00014418368339538573,
-   "max": 0.0002492959976196289,
+   "seconds": 0.0003114220809936524,
+   "min": 0.00014028608322143554,
+   "max": 0.0005008819198608398,
    "samples": 33,
    "method": "one tiny batchnorm2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.121069999129759e-06,
-   "host_backward_canary_seconds": 1.6235189998496936e-05,
+   "host_canary_seconds": 1.0943462499994893e-05,
+   "host_backward_canary_seconds": 2.031950499940649e-05,
    "pass_seconds": [
-    0.00020480064392089842,
-    0.00017894208908081054,
-    0.00018668287277221677
+    0.000409562873840332,
+    0.00014650303840637208,
+    0.0003114220809936524
    ],
    "pass_host_canary_seconds": [
-    7.121069999129759e-06,
-    6.588904999489387e-06,
-    7.791815000928182e-06
+    1.0943462499994893e-05,
+    6.39084500107856e-06,
+    1.0124214999223113e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6235189998496936e-05,
-    1.6549939998640185e-05,
-    1.581055000087872e-05
+    2.031950499940649e-05,
+    1.5193019999060198e-05,
+    1.7725100001371174e-05
    ]
   },
   "layer_steady_layernorm": {
-   "seconds": 0.00012552255630493165,
-   "min": 8.798720359802247e-05,
-   "max": 0.00024498559951782224,
+   "seconds": 0.00015900287628173827,
+   "min": 0.00010394111633300782,
+   "max": 0.00019899456024169922,
    "samples": 33,
    "method": "one tiny layernorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.687157500413378e-06,
-   "host_backward_canary_seconds": 1.6312109999034874e-05,
+   "host_canary_seconds": 1.051699499953429e-05,
+   "host_backward_canary_seconds": 2.1379249999426976e-05,
    "pass_seconds": [
-    0.00012552255630493165,
-    9.693440437316893e-05,
-    0.00012735103607177734
+    0.00017409151077270508,
+    0.00010487360000610351,
+    0.00015900287628173827
    ],
    "pass_host_canary_seconds": [
-    7.687157500413378e-06,
-    6.420145000447519e-06,
-    7.792745000188006e-06
+    1.051699499953429e-05,
+    6.286392500101101e-06,
+    1.0158144999650175e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6312109999034874e-05,
-    1.5686834999542043e-05,
-    1.637643000094613e-05
+    2.1379249999426976e-05,
+    1.6516769999270764e-05,
+    2.0306239998717502e-05
    ]
   },
   "layer_steady_layernorm_autocast": {
-   "seconds": 0.00019284223556518553,
-   "min": 0.0001484940814971924,
-   "max": 0.0002292300796508789,
+   "seconds": 0.00019001535415649415,
+   "min": 0.0001209945583343506,
+   "max": 0.0002614271926879883,
    "samples": 33,
    "method": "one tiny layernorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.541444999787928e-06,
-   "host_backward_canary_seconds": 2.071311000008791e-05,
+   "host_canary_seconds": 1.0695044999238234e-05,
+   "host_backward_canary_seconds": 2.016957000023467e-05,
    "pass_seconds": [
-    0.0001616486358642578,
-    0.00019299007415771483,
-    0.00019284223556518553
+    0.00022555200576782227,
+    0.00012302720069885253,
+    0.00019001535415649415
    ],
    "pass_host_canary_seconds": [
-    7.541444999787928e-06,
-    9.515835000115658e-06,
-    1.0564264999857188e-05
+    1.0695044999238234e-05,
+    6.51360000006207e-06,
+    1.0203702500461987e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.071311000008791e-05,
-    1.4741575000698504e-05,
-    1.8980249999458467e-05
+    2.016957000023467e-05,
+    1.7625675000090268e-05,
+    1.834834999954182e-05
    ]
   },
   "layer_steady_groupnorm": {
-   "seconds": 0.00024785215377807617,
-   "min": 0.00020455615997314454,
-   "max": 0.0003197689628601074,
+   "seconds": 0.0002594918441772461,
+   "min": 0.0001374777603149414,
+   "max": 0.00034530689239501957,
    "samples": 33,
    "method": "one tiny groupnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.667840000067372e-06,
-   "host_backward_canary_seconds": 1.9438230001469492e-05,
+   "host_canary_seconds": 1.0809484999754204e-05,
+   "host_backward_canary_seconds": 2.0204729999022675e-05,
    "pass_seconds": [
-    0.00024785215377807617,
-    0.00023592575073242187,
-    0.0002520025634765625
+    0.00027891775131225584,
+    0.00016708480834960938,
+    0.0002594918441772461
    ],
    "pass_host_canary_seconds": [
-    7.667840000067372e-06,
-    9.136979999766481e-06,
-    1.0586370000282842e-05
+    1.0809484999754204e-05,
+    6.270305000271037e-06,
+    1.0122805000492009e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9438230001469492e-05,
-    1.6708949999610923e-05,
-    1.924853999980769e-05
+    2.0204729999022675e-05,
+    1.5263780001077975e-05,
+    1.991545999999289e-05
    ]
   },
   "layer_steady_groupnorm_autocast": {
-   "seconds": 0.0003077324867248535,
-   "min": 0.00020540864944458006,
-   "max": 0.00037472255706787113,
+   "seconds": 0.0002812844848632812,
+   "min": 0.00016013568878173827,
+   "max": 0.00043011520385742184,
    "samples": 33,
    "method": "one tiny groupnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0936464999531381e-05,
-   "host_backward_canary_seconds": 1.8330640000385755e-05,
+   "host_canary_seconds": 1.0274399999161688e-05,
+   "host_backward_canary_seconds": 1.6894770001272265e-05,
    "pass_seconds": [
-    0.00025976831436157227,
-    0.0003077324867248535,
-    0.0003159244728088379
+    0.0002812844848632812,
+    0.00017010112762451174,
+    0.00032604671478271487
    ],
    "pass_host_canary_seconds": [
-    1.0936464999531381e-05,
-    9.710499999755485e-06,
-    1.0863735000157248e-05
+    1.0274399999161688e-05,
+    6.478985000057946e-06,
+    1.013667250049366e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8330640000385755e-05,
-    1.486436000050162e-05,
-    1.920704999974987e-05
+    1.6894770001272265e-05,
+    1.4483290001408023e-05,
+    1.971442000126444e-05
    ]
   },
   "layer_steady_relu": {
-   "seconds": 0.00010528063774108887,
-   "min": 8.735168457031249e-05,
-   "max": 0.00013058624267578124,
+   "seconds": 0.00010660991668701172,
+   "min": 6.460031986236572e-05,
+   "max": 0.00012950143814086915,
    "samples": 33,
    "method": "one tiny relu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.255177500269383e-06,
-   "host_backward_canary_seconds": 1.9297970000025088e-05,
+   "host_canary_seconds": 9.005600000477897e-06,
+   "host_backward_canary_seconds": 1.6919864999636048e-05,
    "pass_seconds": [
-    9.27616024017334e-05,
-    0.00010528063774108887,
-    0.00011854207992553711
+    0.00011608063697814941,
+    6.609471797943115e-05,
+    0.00010660991668701172
    ],
    "pass_host_canary_seconds": [
-    7.255177500269383e-06,
-    9.532005000210118e-06,
-    1.0726417499427044e-05
+    9.005600000477897e-06,
+    6.382600000733873e-06,
+    9.892495000372037e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9297970000025088e-05,
-    1.4756620000753173e-05,
-    1.9177464999984294e-05
+    1.6919864999636048e-05,
+    1.4203200000793004e-05,
+    1.7767000000503688e-05
    ]
   },
   "layer_steady_relu_autocast": {
-   "seconds": 0.00014065664291381836,
-   "min": 9.161855697631835e-05,
-   "max": 0.00016413375854492187,
+   "seconds": 0.00011254783630371093,
+   "min": 8.196800231933594e-05,
+   "max": 0.0001548147201538086,
    "samples": 33,
    "method": "one tiny relu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.141535000414479e-06,
-   "host_backward_canary_seconds": 1.9347625000136758e-05,
+   "host_canary_seconds": 8.059367499413383e-06,
+   "host_backward_canary_seconds": 1.769051500104979e-05,
    "pass_seconds": [
-    0.00010719488143920899,
-    0.00014065664291381836,
-    0.00015347711563110352
+    0.00011254783630371093,
+    8.28384017944336e-05,
+    0.0001389587211608887
    ],
    "pass_host_canary_seconds": [
-    7.141535000414479e-06,
-    9.613214999717456e-06,
-    1.1148639999873922e-05
+    8.059367499413383e-06,
+    6.425270000249838e-06,
+    9.84758000072361e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9347625000136758e-05,
-    1.4396790002138004e-05,
-    1.940478000051371e-05
+    1.769051500104979e-05,
+    1.3570395000215285e-05,
+    1.8546080000305664e-05
    ]
   },
   "layer_steady_gelu": {
-   "seconds": 8.513919830322266e-05,
-   "min": 6.722496032714843e-05,
-   "max": 0.00011942079544067382,
+   "seconds": 8.295167922973632e-05,
+   "min": 6.351039886474609e-05,
+   "max": 0.00010642432212829589,
    "samples": 33,
    "method": "one tiny gelu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.181200000445643e-06,
-   "host_backward_canary_seconds": 1.9117585001140466e-05,
+   "host_canary_seconds": 7.91701500020281e-06,
+   "host_backward_canary_seconds": 1.536066500079869e-05,
    "pass_seconds": [
-    8.513919830322266e-05,
-    8.21183967590332e-05,
-    0.00010894656181335449
+    8.295167922973632e-05,
+    6.460864067077637e-05,
+    9.096639633178711e-05
    ],
    "pass_host_canary_seconds": [
-    7.181200000445643e-06,
-    8.012614999870493e-06,
-    1.1002797500623273e-05
+    7.91701500020281e-06,
+    7.11732500008111e-06,
+    9.481829999913315e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9117585001140466e-05,
-    1.5177504999428492e-05,
-    1.922122499991019e-05
+    1.536066500079869e-05,
+    1.4933289999135012e-05,
+    1.5526834999946004e-05
    ]
   },
   "layer_steady_gelu_autocast": {
-   "seconds": 0.00010986175537109376,
-   "min": 8.64249610900879e-05,
-   "max": 0.000124136962890625,
+   "seconds": 0.00012545984268188477,
+   "min": 7.860671997070313e-05,
+   "max": 0.00017946176528930665,
    "samples": 33,
    "method": "one tiny gelu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.094482500633603e-06,
-   "host_backward_canary_seconds": 1.9459794999647783e-05,
+   "host_canary_seconds": 1.0329084999511905e-05,
+   "host_backward_canary_seconds": 1.928649000092264e-05,
    "pass_seconds": [
-    0.00011126655578613282,
-    9.42649555206299e-05,
-    0.00010986175537109376
+    0.0001550111961364746,
+    8.034943580627441e-05,
+    0.00012545984268188477
    ],
    "pass_host_canary_seconds": [
-    7.094482500633603e-06,
-    6.890802499697201e-06,
-    7.619462500088049e-06
+    1.0329084999511905e-05,
+    6.353172500439541e-06,
+    1.0008565000134695e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9459794999647783e-05,
-    1.6055944998925044e-05,
-    1.9320625000318614e-05
+    1.928649000092264e-05,
+    1.4087324999536576e-05,
+    1.594199999999546e-05
    ]
   },
   "layer_steady_silu": {
-   "seconds": 8.68447971343994e-05,
-   "min": 7.10425615310669e-05,
-   "max": 0.00012211711883544922,
+   "seconds": 9.46777629852295e-05,
+   "min": 6.228799819946289e-05,
+   "max": 0.00011626688003540039,
    "samples": 33,
    "method": "one tiny silu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.030030000123588e-06,
-   "host_backward_canary_seconds": 1.5768629998547114e-05,
+   "host_canary_seconds": 7.563312499883068e-06,
+   "host_backward_canary_seconds": 1.929517999997188e-05,
    "pass_seconds": [
-    7.34611177444458e-05,
-    0.00010907584190368653,
-    8.68447971343994e-05
+    9.46777629852295e-05,
+    6.384640216827393e-05,
+    0.00010018688201904297
    ],
    "pass_host_canary_seconds": [
-    7.030030000123588e-06,
-    9.298484999931134e-06,
-    7.228049999525865e-06
+    7.563312499883068e-06,
+    6.304324999746314e-06,
+    9.989212499590395e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.5768629998547114e-05,
-    1.611099000001559e-05,
-    1.905627500036644e-05
+    1.929517999997188e-05,
+    1.5584730001592106e-05,
+    1.6313295000145444e-05
    ]
   },
   "layer_steady_silu_autocast": {
-   "seconds": 0.00011369536399841309,
-   "min": 9.279423713684082e-05,
-   "max": 0.00014968192100524901,
+   "seconds": 9.695615768432618e-05,
+   "min": 7.906559944152833e-05,
+   "max": 0.00016111040115356448,
    "samples": 33,
    "method": "one tiny silu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0271897499478653e-05,
-   "host_backward_canary_seconds": 1.946356999837917e-05,
+   "host_canary_seconds": 7.654117500237589e-06,
+   "host_backward_canary_seconds": 1.5403774999640517e-05,
    "pass_seconds": [
-    0.00011369536399841309,
-    0.00014519871711730957,
-    0.00010912063598632813
+    0.00010309120178222657,
+    8.206784248352051e-05,
+    9.695615768432618e-05
    ],
    "pass_host_canary_seconds": [
-    1.0271897499478653e-05,
-    9.480020000864897e-06,
-    7.6796224999498e-06
+    7.654117500237589e-06,
+    6.240777499897377e-06,
+    7.762717499986138e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.946356999837917e-05,
-    1.3922759999331902e-05,
-    1.8411580000474715e-05
+    1.5403774999640517e-05,
+    1.4824114999782977e-05,
+    1.56546350001463e-05
    ]
   },
   "layer_steady_tanh": {
-   "seconds": 0.00010111424446105957,
-   "min": 8.412032127380372e-05,
-   "max": 0.00012040767669677734,
+   "seconds": 7.88595199584961e-05,
+   "min": 6.173056125640869e-05,
+   "max": 9.36678409576416e-05,
    "samples": 33,
    "method": "one tiny tanh layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0224200000266137e-05,
-   "host_backward_canary_seconds": 1.5859009999985572e-05,
+   "host_canary_seconds": 7.098597499748394e-06,
+   "host_backward_canary_seconds": 1.44008700010545e-05,
    "pass_seconds": [
-    0.00010378047943115234,
-    0.00010111424446105957,
-    9.141632080078125e-05
+    7.88595199584961e-05,
+    6.375743865966798e-05,
+    8.20684814453125e-05
    ],
    "pass_host_canary_seconds": [
-    1.0224200000266137e-05,
-    9.227512500160628e-06,
-    8.604352500469758e-06
+    7.098597499748394e-06,
+    6.3769899998078474e-06,
+    7.647870000369038e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.5859009999985572e-05,
-    1.4343929998403836e-05,
-    1.883674500049892e-05
+    1.44008700010545e-05,
+    1.334988000053272e-05,
+    1.8594725000866676e-05
    ]
   },
   "layer_steady_tanh_autocast": {
-   "seconds": 0.0001413036823272705,
-   "min": 0.00010833087921142579,
-   "max": 0.0001787494468688965,
+   "seconds": 0.00011600895881652832,
+   "min": 8.108991622924805e-05,
+   "max": 0.0001520473575592041,
    "samples": 33,
    "method": "one tiny tanh layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0225424999816823e-05,
-   "host_backward_canary_seconds": 1.703512999938539e-05,
+   "host_canary_seconds": 8.972567500222794e-06,
+   "host_backward_canary_seconds": 1.5533094999682364e-05,
    "pass_seconds": [
-    0.00015195712089538575,
-    0.0001413036823272705,
-    0.00013230591773986816
+    0.00011600895881652832,
+    8.48793601989746e-05,
+    0.00014120832443237304
    ],
    "pass_host_canary_seconds": [
-    1.0225424999816823e-05,
-    9.287525000445384e-06,
-    1.0455269999738447e-05
+    8.972567500222794e-06,
+    6.351137500359982e-06,
+    9.916185000520272e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.703512999938539e-05,
-    1.5104670001164778e-05,
-    1.9338280001193198e-05
+    1.5533094999682364e-05,
+    1.501439999969989e-05,
+    1.9375900001250558e-05
    ]
   },
   "layer_steady_sigmoid": {
-   "seconds": 0.00010540287971496582,
-   "min": 8.416192054748535e-05,
-   "max": 0.0001203110408782959,
+   "seconds": 8.157759666442872e-05,
+   "min": 6.563776016235352e-05,
+   "max": 0.0001145241641998291,
    "samples": 33,
    "method": "one tiny sigmoid layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0102539999934378e-05,
-   "host_backward_canary_seconds": 1.7342559998496655e-05,
+   "host_canary_seconds": 7.45372749975104e-06,
+   "host_backward_canary_seconds": 1.5968055000712413e-05,
    "pass_seconds": [
-    0.00011170432090759278,
-    0.00010540287971496582,
-    9.11616039276123e-05
+    8.157759666442872e-05,
+    6.937407970428467e-05,
+    0.000109486083984375
    ],
    "pass_host_canary_seconds": [
-    1.0102539999934378e-05,
-    9.284132499942643e-06,
-    7.565207500306315e-06
+    7.45372749975104e-06,
+    6.457025000372596e-06,
+    9.951207500193958e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7342559998496655e-05,
-    1.544699999953991e-05,
-    1.9379205001541776e-05
+    1.5968055000712413e-05,
+    1.519577999943067e-05,
+    1.944517500078291e-05
    ]
   },
   "layer_steady_sigmoid_autocast": {
-   "seconds": 0.0001319654369354248,
-   "min": 0.0001037183952331543,
-   "max": 0.0001630009651184082,
+   "seconds": 0.00010894911766052246,
+   "min": 8.117888450622559e-05,
+   "max": 0.00016343488693237304,
    "samples": 33,
    "method": "one tiny sigmoid layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0330549999935101e-05,
-   "host_backward_canary_seconds": 1.7302520000157528e-05,
+   "host_canary_seconds": 8.10980500034475e-06,
+   "host_backward_canary_seconds": 1.623482499894635e-05,
    "pass_seconds": [
-    0.00015005887985229492,
-    0.0001319654369354248,
-    0.00011319359779357911
+    0.00010894911766052246,
+    8.391807556152345e-05,
+    0.00014464192390441894
    ],
    "pass_host_canary_seconds": [
-    1.0330549999935101e-05,
-    9.533840000131022e-06,
-    7.539284999893425e-06
+    8.10980500034475e-06,
+    6.461494999712158e-06,
+    1.0185835000129373e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7302520000157528e-05,
-    1.4907140000559593e-05,
-    2.045836999968742e-05
+    1.623482499894635e-05,
+    1.3917810000521059e-05,
+    1.9258659999650263e-05
    ]
   },
   "layer_steady_dropout": {
-   "seconds": 0.00011258687973022462,
-   "min": 8.202688217163086e-05,
-   "max": 0.00015468799591064454,
+   "seconds": 0.00012388416290283203,
+   "min": 7.053184032440185e-05,
+   "max": 0.0001445695972442627,
    "samples": 33,
    "method": "one tiny dropout layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0071084999481172e-05,
-   "host_backward_canary_seconds": 1.6536129999167314e-05,
+   "host_canary_seconds": 9.289984999441004e-06,
+   "host_backward_canary_seconds": 2.198938999981692e-05,
    "pass_seconds": [
-    0.00012516927719116212,
-    0.00011258687973022462,
-    9.081088066101073e-05
+    0.00013224767684936523,
+    7.273663997650146e-05,
+    0.00012388416290283203
    ],
    "pass_host_canary_seconds": [
-    1.0071084999481172e-05,
-    9.64930500003902e-06,
-    9.299425000222073e-06
+    9.289984999441004e-06,
+    6.56273999993573e-06,
+    9.907137499567398e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6536129999167314e-05,
-    1.4019635000295238e-05,
-    1.563844500083178e-05
+    2.198938999981692e-05,
+    1.4586439999675348e-05,
+    1.903152500062788e-05
    ]
   },
   "layer_steady_dropout_autocast": {
-   "seconds": 0.00010682432174682618,
-   "min": 9.260479927062987e-05,
-   "max": 0.00017858432769775388,
+   "seconds": 0.00011577152252197266,
+   "min": 8.729215621948241e-05,
+   "max": 0.00022105215072631835,
    "samples": 33,
    "method": "one tiny dropout layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0071250000009967e-05,
-   "host_backward_canary_seconds": 1.683955000089554e-05,
+   "host_canary_seconds": 9.289984999441004e-06,
+   "host_backward_canary_seconds": 2.250502999913806e-05,
    "pass_seconds": [
-    0.0001637228775024414,
-    9.764863967895507e-05,
-    0.00010682432174682618
+    0.00016380928039550781,
+    9.12985610961914e-05,
+    0.00011577152252197266
    ],
    "pass_host_canary_seconds": [
-    1.0071250000009967e-05,
-    6.854595000618247e-06,
-    8.339182500094466e-06
+    9.289984999441004e-06,
+    6.6299774999833975e-06,
+    7.212144999471093e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.683955000089554e-05,
-    1.4229260000320209e-05,
-    1.4239194999845495e-05
+    2.250502999913806e-05,
+    1.6592064999940705e-05,
+    1.9188770000937438e-05
    ]
   },
   "layer_steady_dropout_identity": {
-   "seconds": 6.838079929351807e-05,
-   "min": 5.2824320793151856e-05,
-   "max": 8.561216354370117e-05,
+   "seconds": 6.828224182128906e-05,
+   "min": 5.125120162963867e-05,
+   "max": 0.00016757440567016603,
    "samples": 33,
    "method": "one tiny dropout_identity layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0070604999441458e-05,
-   "host_backward_canary_seconds": 1.6777739999724873e-05,
+   "host_canary_seconds": 1.1529885000527429e-05,
+   "host_backward_canary_seconds": 2.4319689998719696e-05,
    "pass_seconds": [
-    7.90502405166626e-05,
-    5.349503993988037e-05,
-    6.838079929351807e-05
+    0.00011442048072814942,
+    5.296512126922608e-05,
+    6.828224182128906e-05
    ],
    "pass_host_canary_seconds": [
-    1.0070604999441458e-05,
-    6.621785000788805e-06,
-    6.900705000134622e-06
+    1.1529885000527429e-05,
+    6.920334999449551e-06,
+    7.471929999383064e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6777739999724873e-05,
-    1.438819999975749e-05,
-    1.3284040001053654e-05
+    2.4319689998719696e-05,
+    1.2584690000494448e-05,
+    1.8072640000355022e-05
    ]
   },
   "layer_steady_dropout_identity_autocast": {
-   "seconds": 9.628543853759766e-05,
-   "min": 6.629248142242431e-05,
-   "max": 0.00011307904243469239,
+   "seconds": 8.920639991760253e-05,
+   "min": 6.375296115875244e-05,
+   "max": 0.00029446783065795895,
    "samples": 33,
    "method": "one tiny dropout_identity layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0089880000236917e-05,
-   "host_backward_canary_seconds": 1.7105189999711002e-05,
+   "host_canary_seconds": 1.170063750009831e-05,
+   "host_backward_canary_seconds": 2.4889319998919745e-05,
    "pass_seconds": [
-    0.00010810303688049316,
-    7.12671995162964e-05,
-    9.628543853759766e-05
+    0.00013425600051879884,
+    7.185791969299316e-05,
+    8.920639991760253e-05
    ],
    "pass_host_canary_seconds": [
-    1.0089880000236917e-05,
-    6.822240000019519e-06,
-    7.000117500410852e-06
+    1.170063750009831e-05,
+    6.858330000341084e-06,
+    9.190037500275138e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7105189999711002e-05,
-    1.438819999975749e-05,
-    1.2085315000831541e-05
+    2.4889319998919745e-05,
+    1.575479999928575e-05,
+    1.9101094999314227e-05
    ]
   },
   "layer_steady_add": {
-   "seconds": 0.00010598784446716308,
-   "min": 7.968704223632812e-05,
-   "max": 0.00013479104042053223,
+   "seconds": 0.0001089798355102539,
+   "min": 7.667456150054932e-05,
+   "max": 0.00023462656021118166,
    "samples": 33,
    "method": "one tiny add layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0113629999750628e-05,
-   "host_backward_canary_seconds": 1.73692199996367e-05,
+   "host_canary_seconds": 1.2065380000194636e-05,
+   "host_backward_canary_seconds": 2.53291850003734e-05,
    "pass_seconds": [
-    0.00012844096183776857,
-    8.792960166931152e-05,
-    0.00010598784446716308
+    0.0001839187240600586,
+    8.156352043151856e-05,
+    0.0001089798355102539
    ],
    "pass_host_canary_seconds": [
-    1.0113629999750628e-05,
-    7.690597499845352e-06,
-    6.789270000240321e-06
+    1.2065380000194636e-05,
+    6.45239999983005e-06,
+    9.610939999333823e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.73692199996367e-05,
-    1.4915895001195167e-05,
-    1.185307500009003e-05
+    2.53291850003734e-05,
+    1.394965000031334e-05,
+    1.91048949989181e-05
    ]
   },
   "layer_steady_add_autocast": {
-   "seconds": 0.00014216447830200194,
-   "min": 9.057408332824707e-05,
-   "max": 0.00017992128372192384,
+   "seconds": 0.0001313049602508545,
+   "min": 9.166399955749512e-05,
+   "max": 0.0003231731033325196,
    "samples": 33,
    "method": "one tiny add layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0151950000363286e-05,
-   "host_backward_canary_seconds": 1.690106000069136e-05,
+   "host_canary_seconds": 1.1630552500037083e-05,
+   "host_backward_canary_seconds": 2.4154259998567793e-05,
    "pass_seconds": [
-    0.00016788032531738279,
-    9.321215629577637e-05,
-    0.00014216447830200194
+    0.0001901408004760742,
+    9.412159919738769e-05,
+    0.0001313049602508545
    ],
    "pass_host_canary_seconds": [
-    1.0151950000363286e-05,
-    6.873327499761217e-06,
-    7.410350000327526e-06
+    1.1630552500037083e-05,
+    6.433072500158232e-06,
+    7.397934999744393e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.690106000069136e-05,
-    1.593462000073487e-05,
-    1.2693000001036125e-05
+    2.4154259998567793e-05,
+    1.3708630000337507e-05,
+    1.9769749999341003e-05
    ]
   },
   "layer_steady_mul": {
-   "seconds": 0.00010787967681884766,
-   "min": 7.667776107788086e-05,
-   "max": 0.00013024064064025878,
+   "seconds": 0.00011674240112304688,
+   "min": 7.48518419265747e-05,
+   "max": 0.0002115827178955078,
    "samples": 33,
    "method": "one tiny mul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.953857499453989e-06,
-   "host_backward_canary_seconds": 1.7512924999891764e-05,
+   "host_canary_seconds": 1.153219499997249e-05,
+   "host_backward_canary_seconds": 2.2657459999209097e-05,
    "pass_seconds": [
-    0.00012511679649353027,
-    8.397695541381836e-05,
-    0.00010787967681884766
+    0.0001456537628173828,
+    7.720320224761962e-05,
+    0.00011674240112304688
    ],
    "pass_host_canary_seconds": [
-    9.953857499453989e-06,
-    6.755654999892613e-06,
-    7.389257499994528e-06
+    1.153219499997249e-05,
+    6.292277500392629e-06,
+    8.288462500445349e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7512924999891764e-05,
-    1.3718755000127202e-05,
-    1.2516304999508065e-05
+    2.2657459999209097e-05,
+    1.3037260000601236e-05,
+    1.8962550000196644e-05
    ]
   },
   "layer_steady_mul_autocast": {
-   "seconds": 0.00013876928329467771,
-   "min": 8.97548770904541e-05,
-   "max": 0.00022679616928100585,
+   "seconds": 0.00013301504135131837,
+   "min": 8.800448417663575e-05,
+   "max": 0.00024236480712890626,
    "samples": 33,
    "method": "one tiny mul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0392789999968954e-05,
-   "host_backward_canary_seconds": 1.7605620000722412e-05,
+   "host_canary_seconds": 1.186110999981338e-05,
+   "host_backward_canary_seconds": 2.2764130000041406e-05,
    "pass_seconds": [
-    0.0001704083251953125,
-    9.09171199798584e-05,
-    0.00013876928329467771
+    0.0001766579246520996,
+    9.009087562561035e-05,
+    0.00013301504135131837
    ],
    "pass_host_canary_seconds": [
-    1.0392789999968954e-05,
-    6.5410325004222615e-06,
-    7.224185000040962e-06
+    1.186110999981338e-05,
+    6.372087500494672e-06,
+    8.510414999136628e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7605620000722412e-05,
-    1.340851500003737e-05,
-    1.262704000055237e-05
+    2.2764130000041406e-05,
+    1.3718820001713539e-05,
+    1.950353999973231e-05
    ]
   },
   "layer_steady_softmax": {
-   "seconds": 0.0001038912010192871,
-   "min": 7.096640110015869e-05,
-   "max": 0.00012487680435180662,
+   "seconds": 0.00013688063621520997,
+   "min": 6.828288078308105e-05,
+   "max": 0.00018623424530029298,
    "samples": 33,
    "method": "one tiny softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0107214999948156e-05,
-   "host_backward_canary_seconds": 1.7488969999703843e-05,
+   "host_canary_seconds": 1.2006929999870408e-05,
+   "host_backward_canary_seconds": 2.628260000165028e-05,
    "pass_seconds": [
-    0.00011717632293701172,
-    7.297535896301269e-05,
-    0.0001038912010192871
+    0.000164898567199707,
+    7.082752227783203e-05,
+    0.00013688063621520997
    ],
    "pass_host_canary_seconds": [
-    1.0107214999948156e-05,
-    6.653130000131568e-06,
-    7.3550824998847024e-06
+    1.2006929999870408e-05,
+    6.304865000856807e-06,
+    1.0640004999231679e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7488969999703843e-05,
-    1.380286000085107e-05,
-    1.2301205000539994e-05
+    2.628260000165028e-05,
+    1.3740420001795428e-05,
+    1.930464999986725e-05
    ]
   },
   "layer_steady_softmax_autocast": {
-   "seconds": 0.0001314790439605713,
-   "min": 8.574080467224122e-05,
-   "max": 0.0001620806312561035,
+   "seconds": 0.000211910400390625,
+   "min": 8.516736030578614e-05,
+   "max": 0.0004377849578857422,
    "samples": 33,
    "method": "one tiny softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.94925000100011e-06,
-   "host_backward_canary_seconds": 1.6894370000954952e-05,
+   "host_canary_seconds": 1.1837289999903078e-05,
+   "host_backward_canary_seconds": 2.3560345000532833e-05,
    "pass_seconds": [
-    0.00015286335945129394,
-    0.0001043718433380127,
-    0.0001314790439605713
+    0.00028023040771484373,
+    8.921600341796876e-05,
+    0.000211910400390625
    ],
    "pass_host_canary_seconds": [
-    9.94925000100011e-06,
-    6.658382500290826e-06,
-    7.215110000515778e-06
+    1.1837289999903078e-05,
+    6.542360000025837e-06,
+    1.0160005000443562e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6894370000954952e-05,
-    1.6005319998839696e-05,
-    1.2155670001448015e-05
+    2.3560345000532833e-05,
+    1.4613560000498183e-05,
+    2.0399330001055205e-05
    ]
   },
   "layer_steady_log_softmax": {
-   "seconds": 7.844927787780762e-05,
-   "min": 6.583040237426758e-05,
-   "max": 9.731519699096679e-05,
+   "seconds": 8.80953598022461e-05,
+   "min": 6.267519950866698e-05,
+   "max": 0.00022571712493896483,
    "samples": 33,
    "method": "one tiny log_softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.758712499457034e-06,
-   "host_backward_canary_seconds": 1.708422000092469e-05,
+   "host_canary_seconds": 1.06047499991746e-05,
+   "host_backward_canary_seconds": 2.2883089998231297e-05,
    "pass_seconds": [
-    7.844927787780762e-05,
-    7.529664039611817e-05,
-    9.282303810119629e-05
+    0.00013530879974365235,
+    6.484352111816406e-05,
+    8.80953598022461e-05
    ],
    "pass_host_canary_seconds": [
-    8.758712499457034e-06,
-    6.663635000450085e-06,
-    7.337382500054446e-06
+    1.06047499991746e-05,
+    6.3809100004164065e-06,
+    9.621594999771332e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.708422000092469e-05,
-    1.8000779998601502e-05,
-    1.219267999999829e-05
+    2.2883089998231297e-05,
+    1.3908240000546356e-05,
+    1.8750775000171414e-05
    ]
   },
   "layer_steady_log_softmax_autocast": {
-   "seconds": 0.00011221504211425781,
-   "min": 8.09875202178955e-05,
-   "max": 0.0001454918384552002,
+   "seconds": 0.00010454079627990723,
+   "min": 7.554304122924805e-05,
+   "max": 0.00020011903762817384,
    "samples": 33,
    "method": "one tiny log_softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.852349999164289e-06,
-   "host_backward_canary_seconds": 1.759800000172618e-05,
+   "host_canary_seconds": 1.1167764999981956e-05,
+   "host_backward_canary_seconds": 2.2996360000888673e-05,
    "pass_seconds": [
-    0.00011221504211425781,
-    8.366592407226563e-05,
-    0.00011955648422241212
+    0.00016029504776000976,
+    7.753983974456787e-05,
+    0.00010454079627990723
    ],
    "pass_host_canary_seconds": [
-    9.852349999164289e-06,
-    6.7736649998551e-06,
-    7.056234999822664e-06
+    1.1167764999981956e-05,
+    6.331454999326525e-06,
+    7.207030000699887e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.759800000172618e-05,
-    1.5020690000255854e-05,
-    1.2200679999523346e-05
+    2.2996360000888673e-05,
+    1.4267665001170826e-05,
+    1.774497500150574e-05
    ]
   },
   "layer_steady_cross_entropy": {
-   "seconds": 0.0001390783977508545,
-   "min": 9.629952430725097e-05,
-   "max": 0.00021091712951660155,
+   "seconds": 0.00013249343872070312,
+   "min": 8.86310386657715e-05,
+   "max": 0.0002099667167663574,
    "samples": 33,
    "method": "one tiny cross_entropy layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.854334999772618e-06,
-   "host_backward_canary_seconds": 1.7901799999435753e-05,
+   "host_canary_seconds": 1.0788959999672442e-05,
+   "host_backward_canary_seconds": 1.9266059998699346e-05,
    "pass_seconds": [
-    0.0001540121555328369,
-    0.00010416000366210939,
-    0.0001390783977508545
+    0.00018912128448486329,
+    9.40595245361328e-05,
+    0.00013249343872070312
    ],
    "pass_host_canary_seconds": [
-    9.854334999772618e-06,
-    6.768140000303902e-06,
-    7.015085000148247e-06
+    1.0788959999672442e-05,
+    6.329799999775787e-06,
+    7.339930000398454e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7901799999435753e-05,
-    1.6299330000038025e-05,
-    1.2648740000713587e-05
+    1.9266059998699346e-05,
+    1.425832499990065e-05,
+    1.5246440000282746e-05
    ]
   },
   "layer_steady_cross_entropy_autocast": {
-   "seconds": 0.0001701318359375,
-   "min": 0.00011483584403991699,
-   "max": 0.00021772480010986327,
+   "seconds": 0.0001417683219909668,
+   "min": 0.00010668671607971191,
+   "max": 0.0002870585632324219,
    "samples": 33,
    "method": "one tiny cross_entropy layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.502719999796682e-06,
-   "host_backward_canary_seconds": 1.744372999951338e-05,
+   "host_canary_seconds": 1.1021459999938089e-05,
+   "host_backward_canary_seconds": 2.1072210001875648e-05,
    "pass_seconds": [
-    0.00019951168060302734,
-    0.0001259993553161621,
-    0.0001701318359375
+    0.00023062335968017578,
+    0.00011184448242187501,
+    0.0001417683219909668
    ],
    "pass_host_canary_seconds": [
-    8.502719999796682e-06,
-    7.334880000371413e-06,
-    7.131689999368973e-06
+    1.1021459999938089e-05,
+    6.35176499940826e-06,
+    8.130599999276456e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.744372999951338e-05,
-    1.601102999984505e-05,
-    1.2600819998169754e-05
+    2.1072210001875648e-05,
+    1.3984665000634778e-05,
+    1.6561579998324304e-05
    ]
   },
   "layer_steady_embedding": {
-   "seconds": 0.00029348159790039066,
-   "min": 0.0002271628761291504,
-   "max": 0.00041116863250732424,
+   "seconds": 0.0004212319946289062,
+   "min": 0.0001846656036376953,
+   "max": 0.0005671219253540039,
    "samples": 33,
    "method": "one tiny embedding layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.312444999774015e-06,
-   "host_backward_canary_seconds": 1.737065999805054e-05,
+   "host_canary_seconds": 1.042535500005215e-05,
+   "host_backward_canary_seconds": 1.9325709999975515e-05,
    "pass_seconds": [
-    0.000367077751159668,
-    0.00024203584671020508,
-    0.00029348159790039066
+    0.00045938430786132814,
+    0.00019524543762207031,
+    0.0004212319946289062
    ],
    "pass_host_canary_seconds": [
-    8.312444999774015e-06,
-    7.334880000371413e-06,
-    7.342059999473349e-06
+    1.042535500005215e-05,
+    6.327542499775518e-06,
+    1.0531815000831557e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.737065999805054e-05,
-    1.4735629999904631e-05,
-    1.2316370000462484e-05
+    1.9325709999975515e-05,
+    1.3442010000517258e-05,
+    2.0348269999885814e-05
    ]
   },
   "layer_steady_embedding_autocast": {
-   "seconds": 0.00032534400939941406,
-   "min": 0.00020894144058227542,
-   "max": 0.00048424510955810544,
+   "seconds": 0.0005228947067260742,
+   "min": 0.0002046169662475586,
+   "max": 0.0006324236679077148,
    "samples": 33,
    "method": "one tiny embedding layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0568229999989853e-05,
-   "host_backward_canary_seconds": 1.6946890000326675e-05,
+   "host_canary_seconds": 1.0334715000226424e-05,
+   "host_backward_canary_seconds": 2.0516570000381762e-05,
    "pass_seconds": [
-    0.00041733184814453123,
-    0.0002317523193359375,
-    0.00032534400939941406
+    0.0005228947067260742,
+    0.0002167897605895996,
+    0.0005365856170654297
    ],
    "pass_host_canary_seconds": [
-    1.0568229999989853e-05,
-    6.616384999915681e-06,
-    7.250869999779752e-06
+    1.0334715000226424e-05,
+    6.39494999973067e-06,
+    1.0643580000078145e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6946890000326675e-05,
-    1.5518509999310483e-05,
-    1.242252000110966e-05
+    2.0516570000381762e-05,
+    1.3896059999751743e-05,
+    2.0161990000815422e-05
    ]
   },
   "layer_steady_embedding_atomic": {
-   "seconds": 8.1911039352417e-05,
-   "min": 7.470655918121338e-05,
-   "max": 0.00011677056312561036,
+   "seconds": 0.00012968576431274413,
+   "min": 6.948287963867188e-05,
+   "max": 0.00015856639862060548,
    "samples": 33,
    "method": "one tiny embedding_atomic layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.8955674998960605e-06,
-   "host_backward_canary_seconds": 1.4486159999478332e-05,
+   "host_canary_seconds": 1.0196414999654735e-05,
+   "host_backward_canary_seconds": 2.0661040000504727e-05,
    "pass_seconds": [
-    8.1911039352417e-05,
-    7.779327869415283e-05,
-    0.00011520447731018067
+    0.00012968576431274413,
+    7.294591903686523e-05,
+    0.00014415231704711915
    ],
    "pass_host_canary_seconds": [
-    6.8955674998960605e-06,
-    6.631917499930751e-06,
-    7.301684999561076e-06
+    1.0196414999654735e-05,
+    6.355689999963943e-06,
+    1.0877160000291043e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4486159999478332e-05,
-    1.5915205000283095e-05,
-    1.2466159998894e-05
+    2.0661040000504727e-05,
+    1.4496000001145148e-05,
+    2.0112239999434676e-05
    ]
   },
   "layer_steady_embedding_atomic_autocast": {
-   "seconds": 0.00010828736305236817,
-   "min": 9.332927703857421e-05,
-   "max": 0.00020348543167114256,
+   "seconds": 0.00015710975646972654,
+   "min": 8.602368354797362e-05,
+   "max": 0.00023596736907958985,
    "samples": 33,
    "method": "one tiny embedding_atomic layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.9260150007721676e-06,
-   "host_backward_canary_seconds": 1.5579100002014456e-05,
+   "host_canary_seconds": 1.0095024999827728e-05,
+   "host_backward_canary_seconds": 2.0661040000504727e-05,
    "pass_seconds": [
-    0.00010828736305236817,
-    9.566975593566894e-05,
-    0.00014502400398254395
+    0.00015710975646972654,
+    8.92512035369873e-05,
+    0.00018145343780517578
    ],
    "pass_host_canary_seconds": [
-    6.9260150007721676e-06,
-    6.910772499963969e-06,
-    6.998899999643982e-06
+    1.0095024999827728e-05,
+    6.168214999888733e-06,
+    1.0082145000183118e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5579100002014456e-05,
-    1.3866834999589628e-05,
-    1.2356869999621268e-05
+    2.0661040000504727e-05,
+    1.457381000022906e-05,
+    1.9480710000152614e-05
    ]
   },
   "layer_steady_maxpool2d": {
-   "seconds": 0.00011229632377624511,
-   "min": 9.363200187683106e-05,
-   "max": 0.00014329919815063476,
+   "seconds": 0.00012601216316223145,
+   "min": 7.207935810089112e-05,
+   "max": 0.00016318143844604491,
    "samples": 33,
    "method": "one tiny maxpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.547155000291241e-06,
-   "host_backward_canary_seconds": 1.7233300000043527e-05,
+   "host_canary_seconds": 1.0184234999996989e-05,
+   "host_backward_canary_seconds": 2.068739999913305e-05,
    "pass_seconds": [
-    0.0001326585578918457,
-    9.832063674926756e-05,
-    0.00011229632377624511
+    0.00012601216316223145,
+    7.417664051055908e-05,
+    0.00015101759910583496
    ],
    "pass_host_canary_seconds": [
-    9.547155000291241e-06,
-    9.370844999807559e-06,
-    7.191949999310054e-06
+    1.0184234999996989e-05,
+    6.253484999660941e-06,
+    1.038235999999415e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7233300000043527e-05,
-    1.4847564999627139e-05,
-    1.2277785000378571e-05
+    2.068739999913305e-05,
+    1.2709290001566841e-05,
+    2.0298499998716578e-05
    ]
   },
   "layer_steady_maxpool2d_autocast": {
-   "seconds": 0.0001424390411376953,
-   "min": 0.00012923711776733398,
-   "max": 0.00016759552001953124,
+   "seconds": 0.00015796544075012206,
+   "min": 8.569600105285645e-05,
+   "max": 0.0002121683120727539,
    "samples": 33,
    "method": "one tiny maxpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.975654999152539e-06,
-   "host_backward_canary_seconds": 1.7062899999018555e-05,
+   "host_canary_seconds": 8.087644999932309e-06,
+   "host_backward_canary_seconds": 2.0575779999489895e-05,
    "pass_seconds": [
-    0.0001424390411376953,
-    0.0001328108787536621,
-    0.00014275967597961425
+    0.00015796544075012206,
+    8.88582420349121e-05,
+    0.0001804377555847168
    ],
    "pass_host_canary_seconds": [
-    9.975654999152539e-06,
-    9.242529999937688e-06,
-    7.206115000144564e-06
+    8.087644999932309e-06,
+    6.149424999648545e-06,
+    1.0458132499593376e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7062899999018555e-05,
-    1.7898900000545837e-05,
-    1.2971430001016415e-05
+    2.0575779999489895e-05,
+    1.3414144999615019e-05,
+    2.0147459998725026e-05
    ]
   },
   "layer_steady_avgpool2d": {
-   "seconds": 9.566720008850099e-05,
-   "min": 9.184127807617187e-05,
-   "max": 0.0001134291172027588,
+   "seconds": 0.00010768959999084473,
+   "min": 5.973120212554931e-05,
+   "max": 0.00016750207901000978,
    "samples": 33,
    "method": "one tiny avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.750667499588416e-06,
-   "host_backward_canary_seconds": 1.6901625000400602e-05,
+   "host_canary_seconds": 1.0666482500027995e-05,
+   "host_backward_canary_seconds": 1.906899000005069e-05,
    "pass_seconds": [
-    9.566720008850099e-05,
-    9.412863731384276e-05,
-    9.739328384399413e-05
+    0.00010768959999084473,
+    6.270656108856201e-05,
+    0.00012537216186523438
    ],
    "pass_host_canary_seconds": [
-    9.750667499588416e-06,
-    9.137619999819435e-06,
-    7.136772500189181e-06
+    1.0666482500027995e-05,
+    5.901279999989128e-06,
+    1.0187894999944547e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6901625000400602e-05,
-    1.7727265001212802e-05,
-    1.2363370000230134e-05
+    1.906899000005069e-05,
+    1.3347369999792136e-05,
+    2.0215259999076805e-05
    ]
   },
   "layer_steady_avgpool2d_autocast": {
-   "seconds": 0.00012421824455261231,
-   "min": 0.00011526592254638671,
-   "max": 0.00016786624908447266,
+   "seconds": 0.00013939135551452637,
+   "min": 7.587456226348878e-05,
+   "max": 0.00017609920501708985,
    "samples": 33,
    "method": "one tiny avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.639234999667678e-06,
-   "host_backward_canary_seconds": 1.6327759999512638e-05,
+   "host_canary_seconds": 1.0977829999774258e-05,
+   "host_backward_canary_seconds": 1.7681080000784276e-05,
    "pass_seconds": [
-    0.00015429375648498534,
-    0.00011802751541137696,
-    0.00012421824455261231
+    0.00013939135551452637,
+    7.90182399749756e-05,
+    0.00016718143463134765
    ],
    "pass_host_canary_seconds": [
-    9.639234999667678e-06,
-    9.47678749980696e-06,
-    7.193437500063738e-06
+    1.0977829999774258e-05,
+    6.192432500142786e-06,
+    1.0149820000151521e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6327759999512638e-05,
-    1.7450965000307406e-05,
-    1.238643499959835e-05
+    1.7681080000784276e-05,
+    1.3997274999155705e-05,
+    1.9911919998776284e-05
    ]
   },
   "layer_steady_adaptive_avgpool2d": {
-   "seconds": 0.00011058048248291015,
-   "min": 8.92255973815918e-05,
-   "max": 0.00014241791725158693,
+   "seconds": 0.00010917951583862304,
+   "min": 6.881152153015137e-05,
+   "max": 0.00019454143524169924,
    "samples": 33,
    "method": "one tiny adaptive_avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.610449999399862e-06,
-   "host_backward_canary_seconds": 1.851737000151843e-05,
+   "host_canary_seconds": 1.03858299996773e-05,
+   "host_backward_canary_seconds": 2.1654939998825285e-05,
    "pass_seconds": [
-    0.00013379584312438964,
-    9.172736167907715e-05,
-    0.00011058048248291015
+    0.00014348416328430175,
+    6.983295917510987e-05,
+    0.00010917951583862304
    ],
    "pass_host_canary_seconds": [
-    9.610449999399862e-06,
-    9.115369999790346e-06,
-    7.142140000269137e-06
+    1.03858299996773e-05,
+    6.228925000186791e-06,
+    8.019790000162175e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.851737000151843e-05,
-    1.3304459998835226e-05,
-    1.2553435000199896e-05
+    2.1654939998825285e-05,
+    1.470997000069474e-05,
+    1.62950699996145e-05
    ]
   },
   "layer_steady_adaptive_avgpool2d_autocast": {
-   "seconds": 0.00013791104316711425,
-   "min": 0.00010560000419616699,
-   "max": 0.00022848575592041018,
+   "seconds": 0.00015947520256042483,
+   "min": 8.494208335876465e-05,
+   "max": 0.0002287686347961426,
    "samples": 33,
    "method": "one tiny adaptive_avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.897552499751326e-06,
-   "host_backward_canary_seconds": 1.845336000087627e-05,
+   "host_canary_seconds": 1.0163729999703719e-05,
+   "host_backward_canary_seconds": 2.0466870000745985e-05,
    "pass_seconds": [
-    0.00018322048187255862,
-    0.00010916288375854492,
-    0.00013791104316711425
+    0.00016081407546997072,
+    8.54969596862793e-05,
+    0.00015947520256042483
    ],
    "pass_host_canary_seconds": [
-    9.897552499751326e-06,
-    9.084325000117133e-06,
-    7.204879999562763e-06
+    1.0163729999703719e-05,
+    6.303422499627231e-06,
+    1.0390114999836441e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.845336000087627e-05,
-    1.3180005000776873e-05,
-    1.211087999990923e-05
+    2.0466870000745985e-05,
+    1.2195164998729524e-05,
+    2.011093000191977e-05
    ]
   },
   "layer_steady_flatten": {
-   "seconds": 6.486720085144043e-05,
-   "min": 5.46611213684082e-05,
-   "max": 8.315967559814453e-05,
+   "seconds": 7.43609619140625e-05,
+   "min": 4.367680072784424e-05,
+   "max": 8.89356803894043e-05,
    "samples": 33,
    "method": "one tiny flatten layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.967519999918296e-06,
-   "host_backward_canary_seconds": 1.443517000097927e-05,
+   "host_canary_seconds": 1.072603000068284e-05,
+   "host_backward_canary_seconds": 2.0390430000816197e-05,
    "pass_seconds": [
-    7.156799793243409e-05,
-    5.539519786834717e-05,
-    6.486720085144043e-05
+    8.180288314819337e-05,
+    4.51475191116333e-05,
+    7.43609619140625e-05
    ],
    "pass_host_canary_seconds": [
-    9.967519999918296e-06,
-    8.947229999876072e-06,
-    7.072509999943577e-06
+    1.072603000068284e-05,
+    6.2544300010358715e-06,
+    9.805434999634599e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.443517000097927e-05,
-    1.352885000187598e-05,
-    1.2596139999914157e-05
+    2.0390430000816197e-05,
+    1.142781999988074e-05,
+    1.907269000184897e-05
    ]
   },
   "layer_steady_flatten_autocast": {
-   "seconds": 9.194687843322754e-05,
-   "min": 6.0217599868774414e-05,
-   "max": 0.00012901375770568848,
+   "seconds": 9.822848320007325e-05,
+   "min": 5.762879848480225e-05,
+   "max": 0.00012295552253723145,
    "samples": 33,
    "method": "one tiny flatten layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0144410000521021e-05,
-   "host_backward_canary_seconds": 1.5125595000426984e-05,
+   "host_canary_seconds": 1.0860132500170039e-05,
+   "host_backward_canary_seconds": 2.1211305000861102e-05,
    "pass_seconds": [
-    0.00011273407936096192,
-    6.330304145812988e-05,
-    9.194687843322754e-05
+    0.00011090368270874023,
+    5.845183849334716e-05,
+    9.822848320007325e-05
    ],
    "pass_host_canary_seconds": [
-    1.0144410000521021e-05,
-    7.0391399992786315e-06,
-    9.536522499615785e-06
+    1.0860132500170039e-05,
+    6.107655000278101e-06,
+    9.881447500106333e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.5125595000426984e-05,
-    1.3889189999645168e-05,
-    1.9275989999414377e-05
+    2.1211305000861102e-05,
+    1.514976999942519e-05,
+    1.8441739999843776e-05
    ]
   },
   "layer_steady_reshape": {
-   "seconds": 6.463232040405274e-05,
-   "min": 4.323520183563232e-05,
-   "max": 7.440063953399658e-05,
+   "seconds": 6.603392124176025e-05,
+   "min": 4.1929597854614256e-05,
+   "max": 8.135168075561524e-05,
    "samples": 33,
    "method": "one tiny reshape layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.00423599997157e-05,
-   "host_backward_canary_seconds": 1.5592360000482586e-05,
+   "host_canary_seconds": 1.091609500008417e-05,
+   "host_backward_canary_seconds": 2.0399720000341404e-05,
    "pass_seconds": [
-    6.463232040405274e-05,
-    4.469247817993164e-05,
-    6.56063985824585e-05
+    7.884607791900635e-05,
+    4.244095802307129e-05,
+    6.603392124176025e-05
    ],
    "pass_host_canary_seconds": [
-    1.00423599997157e-05,
-    6.548420000171973e-06,
-    9.485514999596489e-06
+    1.091609500008417e-05,
+    6.302624999534601e-06,
+    9.621030000062091e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.5592360000482586e-05,
-    1.3278210001317348e-05,
-    1.92038499994851e-05
+    2.0399720000341404e-05,
+    1.217223999901762e-05,
+    1.798447000055603e-05
    ]
   },
   "layer_steady_reshape_autocast": {
-   "seconds": 8.311360359191895e-05,
-   "min": 5.6325759887695316e-05,
-   "max": 0.00012366016387939453,
+   "seconds": 9.720000267028808e-05,
+   "min": 5.393216133117676e-05,
+   "max": 0.00011697664260864257,
    "samples": 33,
    "method": "one tiny reshape layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0215015000198945e-05,
-   "host_backward_canary_seconds": 1.5784229999553643e-05,
+   "host_canary_seconds": 9.936714999980722e-06,
+   "host_backward_canary_seconds": 1.920144000109758e-05,
    "pass_seconds": [
-    0.00011107007980346679,
-    6.52025604248047e-05,
-    8.311360359191895e-05
+    9.749247550964355e-05,
+    5.521599769592285e-05,
+    9.720000267028808e-05
    ],
    "pass_host_canary_seconds": [
-    1.0215015000198945e-05,
-    6.574484999646302e-06,
-    9.750715000222953e-06
+    9.936714999980722e-06,
+    6.074009999110785e-06,
+    1.0219065000569571e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5784229999553643e-05,
-    1.6790409999885015e-05,
-    1.7221279998693715e-05
+    1.920144000109758e-05,
+    1.1385500001779292e-05,
+    2.0503204999613445e-05
    ]
   },
   "layer_steady_slice": {
-   "seconds": 8.379584312438965e-05,
-   "min": 7.110144138336182e-05,
-   "max": 0.00013831935882568358,
+   "seconds": 8.722687721252442e-05,
+   "min": 6.004672050476074e-05,
+   "max": 0.0001267967987060547,
    "samples": 33,
    "method": "one tiny slice layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0489054999425208e-05,
-   "host_backward_canary_seconds": 1.8932099999346973e-05,
+   "host_canary_seconds": 8.325975000502693e-06,
+   "host_backward_canary_seconds": 1.7895894999355732e-05,
    "pass_seconds": [
-    0.0001249126434326172,
-    8.379584312438965e-05,
-    7.905407905578613e-05
+    8.722687721252442e-05,
+    6.211904048919679e-05,
+    0.00010418111801147461
    ],
    "pass_host_canary_seconds": [
-    1.0489054999425208e-05,
-    8.83483249992878e-06,
-    9.39967750014148e-06
+    8.325975000502693e-06,
+    6.079679999402288e-06,
+    1.0591552500045508e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8932099999346973e-05,
-    1.6505489999190107e-05,
-    1.4395115000525038e-05
+    1.7895894999355732e-05,
+    1.2887489999684476e-05,
+    2.0742669998981e-05
    ]
   },
   "layer_steady_slice_autocast": {
-   "seconds": 0.00010187071800231933,
-   "min": 9.600704193115233e-05,
-   "max": 0.0001611871910095215,
+   "seconds": 0.00014042880058288574,
+   "min": 7.36358404159546e-05,
+   "max": 0.00017117311477661133,
    "samples": 33,
    "method": "one tiny slice layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0042589999557094e-05,
-   "host_backward_canary_seconds": 1.8525080001836613e-05,
+   "host_canary_seconds": 1.0564275000888302e-05,
+   "host_backward_canary_seconds": 1.896736999924542e-05,
    "pass_seconds": [
-    0.00010981375694274903,
-    0.00010132608413696288,
-    0.00010187071800231933
+    0.00014042880058288574,
+    7.472256183624267e-05,
+    0.00014881792068481445
    ],
    "pass_host_canary_seconds": [
-    1.0042589999557094e-05,
-    8.753255000328864e-06,
-    9.821447500257819e-06
+    1.0564275000888302e-05,
+    6.269707500337062e-06,
+    1.0798590000149489e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8525080001836613e-05,
-    1.5468894999912664e-05,
-    1.5805519999503304e-05
+    1.896736999924542e-05,
+    1.3347699999712858e-05,
+    2.034864000052039e-05
    ]
   },
   "layer_steady_transpose_contiguous": {
-   "seconds": 0.00010166720390319824,
-   "min": 9.447423934936524e-05,
-   "max": 0.000116943359375,
+   "seconds": 0.0001377676773071289,
+   "min": 7.152128219604493e-05,
+   "max": 0.00016390207290649416,
    "samples": 33,
    "method": "one tiny transpose_contiguous layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.267760000218004e-06,
-   "host_backward_canary_seconds": 1.8366440000363584e-05,
+   "host_canary_seconds": 1.0058955000431524e-05,
+   "host_backward_canary_seconds": 1.6963489999852756e-05,
    "pass_seconds": [
-    9.679807662963866e-05,
-    0.00010166720390319824,
-    0.00010208127975463867
+    0.00014997952461242675,
+    7.459968090057373e-05,
+    0.0001377676773071289
    ],
    "pass_host_canary_seconds": [
-    7.267760000218004e-06,
-    8.684322500016606e-06,
-    9.53757749982742e-06
+    1.0058955000431524e-05,
+    6.24980499992489e-06,
+    1.0252905000243117e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8366440000363584e-05,
-    1.5756859999100927e-05,
-    1.5126604998840777e-05
+    1.6963489999852756e-05,
+    1.3940409999122494e-05,
+    1.9356469999820546e-05
    ]
   },
   "layer_steady_transpose_contiguous_autocast": {
-   "seconds": 0.00012177023887634277,
-   "min": 0.00010545791625976563,
-   "max": 0.00016825023651123046,
+   "seconds": 0.00017483327865600587,
+   "min": 8.875776290893555e-05,
+   "max": 0.00022870527267456056,
    "samples": 33,
    "method": "one tiny transpose_contiguous layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.168079999928523e-06,
-   "host_backward_canary_seconds": 1.8943480001780698e-05,
+   "host_canary_seconds": 1.0833334999915679e-05,
+   "host_backward_canary_seconds": 2.0729484999719718e-05,
    "pass_seconds": [
-    0.00012177023887634277,
-    0.00011701055526733398,
-    0.00012446080207824707
+    0.0001828691291809082,
+    9.069696426391602e-05,
+    0.00017483327865600587
    ],
    "pass_host_canary_seconds": [
-    7.168079999928523e-06,
-    8.843704999890179e-06,
-    9.766305000198372e-06
+    1.0833334999915679e-05,
+    6.2391150004259546e-06,
+    1.0279187499691033e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8943480001780698e-05,
-    1.5074825000738201e-05,
-    1.559991500016622e-05
+    2.0729484999719718e-05,
+    1.4755205000938076e-05,
+    1.6490494999743532e-05
    ]
   },
   "layer_steady_cat": {
-   "seconds": 8.298815727233887e-05,
-   "min": 7.073408126831055e-05,
-   "max": 0.00012554688453674317,
+   "seconds": 0.00010341183662414551,
+   "min": 5.992063999176025e-05,
+   "max": 0.00012156160354614257,
    "samples": 33,
    "method": "one tiny cat layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.743087499283319e-06,
-   "host_backward_canary_seconds": 1.878755000007004e-05,
+   "host_canary_seconds": 1.0757124999827284e-05,
+   "host_backward_canary_seconds": 2.023923500019009e-05,
    "pass_seconds": [
-    0.00011912832260131835,
-    8.057087898254393e-05,
-    8.298815727233887e-05
+    0.00010341183662414551,
+    6.110784053802491e-05,
+    0.00010510784149169922
    ],
    "pass_host_canary_seconds": [
-    8.743087499283319e-06,
-    8.720467499756522e-06,
-    9.409510000182308e-06
+    1.0757124999827284e-05,
+    6.105379999326032e-06,
+    1.0227335000081439e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.878755000007004e-05,
-    1.627885000061724e-05,
-    1.5058924999493685e-05
+    2.023923500019009e-05,
+    1.534913000114102e-05,
+    1.950644499970622e-05
    ]
   },
   "layer_steady_cat_autocast": {
-   "seconds": 0.00010413248062133789,
-   "min": 8.482560157775879e-05,
-   "max": 0.00016842880249023437,
+   "seconds": 0.0001370252799987793,
+   "min": 7.506879806518554e-05,
+   "max": 0.00015988608360290529,
    "samples": 33,
    "method": "one tiny cat layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.683574999144185e-06,
-   "host_backward_canary_seconds": 1.85522700007823e-05,
+   "host_canary_seconds": 1.0720634999188405e-05,
+   "host_backward_canary_seconds": 2.0378720000735485e-05,
    "pass_seconds": [
-    0.0001625075149536133,
-    0.00010382080078124999,
-    0.00010413248062133789
+    0.0001370252799987793,
+    7.646656036376953e-05,
+    0.00014071423530578615
    ],
    "pass_host_canary_seconds": [
-    9.683574999144185e-06,
-    8.723327500206324e-06,
-    9.308559999681165e-06
+    1.0720634999188405e-05,
+    6.342802499830214e-06,
+    1.0285800000247036e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.85522700007823e-05,
-    1.683392500012815e-05,
-    1.5972779999628982e-05
+    2.0378720000735485e-05,
+    1.3302150000527035e-05,
+    2.1555210000769876e-05
    ]
   },
   "layer_steady_gelu_tanh_composite": {
-   "seconds": 0.00032899841308593747,
-   "min": 0.0002689580726623535,
-   "max": 0.000560184326171875,
+   "seconds": 0.0004943020629882812,
+   "min": 0.0002757369613647461,
+   "max": 0.000637523193359375,
    "samples": 33,
    "method": "one tiny gelu_tanh_composite layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.031450000771656e-06,
-   "host_backward_canary_seconds": 1.8143400000099062e-05,
+   "host_canary_seconds": 1.0369984998988002e-05,
+   "host_backward_canary_seconds": 1.9144189998314687e-05,
    "pass_seconds": [
-    0.0003856166458129883,
-    0.00032899841308593747,
-    0.00028077375411987305
+    0.0005434592056274414,
+    0.0002952755165100098,
+    0.0004943020629882812
    ],
    "pass_host_canary_seconds": [
-    8.031450000771656e-06,
-    9.128252499976953e-06,
-    7.122074999870165e-06
+    1.0369984998988002e-05,
+    8.660585000370703e-06,
+    9.770990000106394e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8143400000099062e-05,
-    1.6950895000036328e-05,
-    1.400976000013543e-05
+    1.9144189998314687e-05,
+    1.3730959999520564e-05,
+    1.9464970000626637e-05
    ]
   },
   "layer_steady_gelu_tanh_composite_autocast": {
-   "seconds": 0.000338642578125,
-   "min": 0.00030874240875244143,
-   "max": 0.0007312377929687499,
+   "seconds": 0.0005856768035888671,
+   "min": 0.00024756351470947265,
+   "max": 0.0009045613098144531,
    "samples": 33,
    "method": "one tiny gelu_tanh_composite layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.873500000594503e-06,
-   "host_backward_canary_seconds": 1.815844000020661e-05,
+   "host_canary_seconds": 1.0484209999503946e-05,
+   "host_backward_canary_seconds": 1.9500310002058542e-05,
    "pass_seconds": [
-    0.0005537516784667969,
-    0.000338642578125,
-    0.0003277420806884766
+    0.0006353113555908203,
+    0.0002571353530883789,
+    0.0005856768035888671
    ],
    "pass_host_canary_seconds": [
-    9.873500000594503e-06,
-    9.07447000031425e-06,
-    7.488862499940296e-06
+    1.0484209999503946e-05,
+    6.404215000657132e-06,
+    1.0339594999777547e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.815844000020661e-05,
-    1.4897139999447973e-05,
-    1.7348520000268763e-05
+    1.9500310002058542e-05,
+    1.3439580000067508e-05,
+    1.9325850000768697e-05
    ]
   },
   "layer_steady_mha": {
-   "seconds": 0.0015641664123535156,
-   "min": 0.001192221450805664,
-   "max": 0.0017500250244140625,
+   "seconds": 0.0015551788330078126,
+   "min": 0.0009384563446044921,
+   "max": 0.0016559468078613281,
    "samples": 33,
    "method": "one tiny mha layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.67160500067621e-06,
-   "host_backward_canary_seconds": 1.856822000036118e-05,
+   "host_canary_seconds": 9.986654999920574e-06,
+   "host_backward_canary_seconds": 1.797015999954965e-05,
    "pass_seconds": [
-    0.0015641664123535156,
-    0.0012725452423095703,
-    0.0016619264221191406
+    0.0015829458618164063,
+    0.0011691814422607422,
+    0.0015551788330078126
    ],
    "pass_host_canary_seconds": [
-    9.67160500067621e-06,
-    9.073305000129039e-06,
-    1.063879499952236e-05
+    9.986654999920574e-06,
+    6.527804999905129e-06,
+    1.0184300000446456e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.856822000036118e-05,
-    1.765857000009419e-05,
-    1.959653000085382e-05
+    1.797015999954965e-05,
+    1.4318219998585846e-05,
+    1.861461000089548e-05
    ]
   },
   "layer_steady_mha_autocast": {
-   "seconds": 0.001875606994628906,
-   "min": 0.0014007769775390623,
-   "max": 0.0020877095031738282,
+   "seconds": 0.001887891845703125,
+   "min": 0.001237119369506836,
+   "max": 0.002306433258056641,
    "samples": 33,
    "method": "one tiny mha layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0117360000094778e-05,
-   "host_backward_canary_seconds": 1.785519000122804e-05,
+   "host_canary_seconds": 9.044490000178484e-06,
+   "host_backward_canary_seconds": 1.6280730001199118e-05,
    "pass_seconds": [
-    0.0018805574035644533,
-    0.0016049874877929688,
-    0.001875606994628906
+    0.001887891845703125,
+    0.0014977235412597656,
+    0.0019253919982910156
    ],
    "pass_host_canary_seconds": [
-    1.0117360000094778e-05,
-    9.670345000358794e-06,
-    9.764874999973471e-06
+    9.044490000178484e-06,
+    6.837749999704102e-06,
+    1.0034779999159582e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.785519000122804e-05,
-    1.6738259998874126e-05,
-    1.917361000096207e-05
+    1.6280730001199118e-05,
+    1.4726990000326623e-05,
+    1.9040039999254076e-05
    ]
   },
   "layer_steady_cast": {
-   "seconds": 0.00011708543777465821,
-   "min": 8.343487739562989e-05,
-   "max": 0.00014452608108520508,
+   "seconds": 9.987775802612304e-05,
+   "min": 9.454912185668944e-05,
+   "max": 0.00012382016181945802,
    "samples": 33,
    "method": "one tiny cast layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0067550000485426e-05,
-   "host_backward_canary_seconds": 1.8121874999224018e-05,
+   "host_canary_seconds": 7.547597500092706e-06,
+   "host_backward_canary_seconds": 1.3710895000258461e-05,
    "pass_seconds": [
-    0.0001209017562866211,
-    0.00010055616378784179,
-    0.00011708543777465821
+    9.987775802612304e-05,
+    9.896448135375976e-05,
+    0.00011715328216552735
    ],
    "pass_host_canary_seconds": [
-    1.0067550000485426e-05,
-    9.845574999758356e-06,
-    9.81565000017781e-06
+    7.547597500092706e-06,
+    9.239707499659743e-06,
+    1.0033184999542754e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8121874999224018e-05,
-    1.699084000051698e-05,
-    1.8895074999818464e-05
+    1.3710895000258461e-05,
+    1.7978535000793273e-05,
+    1.9112749999976586e-05
    ]
   },
   "layer_steady_cast_autocast": {
-   "seconds": 0.00014384127616882324,
-   "min": 0.0001305510425567627,
-   "max": 0.00018709760665893554,
+   "seconds": 0.00012374208450317384,
+   "min": 0.00010862912178039551,
+   "max": 0.00016519615173339844,
    "samples": 33,
    "method": "one tiny cast layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0036904999424223e-05,
-   "host_backward_canary_seconds": 1.822970999910467e-05,
+   "host_canary_seconds": 8.021995000717652e-06,
+   "host_backward_canary_seconds": 2.1218449999196308e-05,
    "pass_seconds": [
-    0.00016718847274780274,
-    0.00013704319953918457,
-    0.00014384127616882324
+    0.0001190163230895996,
+    0.00012374208450317384,
+    0.00014614527702331542
    ],
    "pass_host_canary_seconds": [
-    1.0036904999424223e-05,
-    9.960094999996726e-06,
-    1.0114100000464532e-05
+    8.021995000717652e-06,
+    9.469944999409562e-06,
+    1.0328225000648672e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.822970999910467e-05,
-    1.7840140001226244e-05,
-    1.972617000092214e-05
+    2.1218449999196308e-05,
+    1.7177955000988732e-05,
+    1.916765000032683e-05
    ]
   },
   "layer_steady_rmsnorm": {
-   "seconds": 0.00014857407569885252,
-   "min": 0.00013025471687316896,
-   "max": 0.00019129087448120118,
+   "seconds": 0.0001459065628051758,
+   "min": 0.00010116160392761231,
+   "max": 0.0001559648036956787,
    "samples": 33,
    "method": "one tiny rmsnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0170730000709227e-05,
-   "host_backward_canary_seconds": 1.7525399998703504e-05,
+   "host_canary_seconds": 1.012743000046612e-05,
+   "host_backward_canary_seconds": 1.9907130001683983e-05,
    "pass_seconds": [
-    0.00015483776092529297,
-    0.0001353990364074707,
-    0.00014857407569885252
+    0.000147774076461792,
+    0.00012411264419555663,
+    0.0001459065628051758
    ],
    "pass_host_canary_seconds": [
-    1.0170730000709227e-05,
-    9.960094999996726e-06,
-    9.835070000008272e-06
+    1.012743000046612e-05,
+    9.575830000017049e-06,
+    1.0669099999631726e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7525399998703504e-05,
-    1.7352200000004814e-05,
-    1.974082000060662e-05
+    1.9907130001683983e-05,
+    1.7800334999265035e-05,
+    1.9399969999085443e-05
    ]
   },
   "layer_steady_rmsnorm_autocast": {
-   "seconds": 0.00016444671630859377,
-   "min": 0.00011119615554809571,
-   "max": 0.00020893247604370117,
+   "seconds": 0.00017393600463867188,
+   "min": 0.00011766783714294433,
+   "max": 0.0002009459114074707,
    "samples": 33,
    "method": "one tiny rmsnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.684759999619928e-06,
-   "host_backward_canary_seconds": 1.6660830001455908e-05,
+   "host_canary_seconds": 1.0726105000458119e-05,
+   "host_backward_canary_seconds": 1.895839000098931e-05,
    "pass_seconds": [
-    0.00011574463844299317,
-    0.00016444671630859377,
-    0.00017559167861938476
+    0.00018089216232299805,
+    0.00012775615692138672,
+    0.00017393600463867188
    ],
    "pass_host_canary_seconds": [
-    7.684759999619928e-06,
-    1.0190384999759772e-05,
-    1.009638000027735e-05
+    1.0726105000458119e-05,
+    6.647055000712498e-06,
+    1.056442500043886e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6660830001455908e-05,
-    1.7352279999158783e-05,
-    1.9679300000916554e-05
+    1.895839000098931e-05,
+    1.7505819998859805e-05,
+    1.9399969999085443e-05
    ]
   },
   "layer_steady_sdpa": {
-   "seconds": 0.00022432575225830075,
-   "min": 0.00015713279724121094,
-   "max": 0.00038444160461425787,
+   "seconds": 0.00026266048431396486,
+   "min": 0.00018680511474609377,
+   "max": 0.0003768428802490234,
    "samples": 33,
    "method": "one tiny sdpa layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.465157499950692e-06,
-   "host_backward_canary_seconds": 1.6707194999980858e-05,
+   "host_canary_seconds": 1.0726105000458119e-05,
+   "host_backward_canary_seconds": 1.961362999963967e-05,
    "pass_seconds": [
-    0.00016630464553833008,
-    0.00022432575225830075,
-    0.00030332351684570315
+    0.00026266048431396486,
+    0.00019882623672485352,
+    0.00032014785766601564
    ],
    "pass_host_canary_seconds": [
-    7.465157499950692e-06,
-    9.9461499996778e-06,
-    1.0244279999369609e-05
+    1.0726105000458119e-05,
+    7.108049999260402e-06,
+    1.041145499925733e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6707194999980858e-05,
-    1.7448240000703664e-05,
-    2.0293689999562048e-05
+    1.961362999963967e-05,
+    1.73120900012691e-05,
+    1.965081999969698e-05
    ]
   },
   "layer_steady_sdpa_autocast": {
-   "seconds": 0.00034878337860107424,
-   "min": 0.00028054527282714845,
-   "max": 0.0005915276718139648,
+   "seconds": 0.00039127552032470705,
+   "min": 0.00027089536666870115,
+   "max": 0.0006754790496826172,
    "samples": 33,
    "method": "one tiny sdpa layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.996299999855182e-06,
-   "host_backward_canary_seconds": 1.874574999874312e-05,
+   "host_canary_seconds": 1.0095964998981799e-05,
+   "host_backward_canary_seconds": 1.942402999929982e-05,
    "pass_seconds": [
-    0.00029543231964111326,
-    0.00034878337860107424,
-    0.0005173382568359375
+    0.00039127552032470705,
+    0.00028887935638427736,
+    0.00048021759033203126
    ],
    "pass_host_canary_seconds": [
-    6.996299999855182e-06,
-    9.9461499996778e-06,
-    1.029181500030063e-05
+    1.0095964998981799e-05,
+    6.5677349994075485e-06,
+    1.0437744999762798e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.874574999874312e-05,
-    1.655295000091428e-05,
-    2.2636500000317027e-05
+    1.942402999929982e-05,
+    1.7174329998397296e-05,
+    1.7873340000278403e-05
    ]
   },
   "layer_steady_sdpa_efficient": {
-   "seconds": 0.0002103193664550781,
-   "min": 0.00015674943923950195,
-   "max": 0.00032225471496582033,
+   "seconds": 0.00019110143661499023,
+   "min": 0.00015596927642822265,
+   "max": 0.00020996927261352538,
    "samples": 33,
    "method": "one tiny sdpa_model_head layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0050220000152876e-05,
-   "host_backward_canary_seconds": 1.8017275000374866e-05,
+   "host_canary_seconds": 1.010273000019879e-05,
+   "host_backward_canary_seconds": 1.9883459998482067e-05,
    "pass_seconds": [
-    0.00017548095703124998,
-    0.0002103193664550781,
-    0.00027833023071289066
+    0.0001949728012084961,
+    0.0001661408042907715,
+    0.00019110143661499023
    ],
    "pass_host_canary_seconds": [
-    1.0050220000152876e-05,
-    1.009814500093853e-05,
-    1.0271849999980986e-05
+    1.010273000019879e-05,
+    6.6591200004495475e-06,
+    9.629680000102781e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8017275000374866e-05,
-    1.7372929999055487e-05,
-    2.028225999993083e-05
+    1.9883459998482067e-05,
+    1.8367249999755586e-05,
+    1.9586285000059433e-05
    ]
   },
   "layer_steady_sdpa_cudnn_autocast": {
-   "seconds": 0.0003908319854736328,
-   "min": 0.0002746681594848633,
-   "max": 0.0006011027145385742,
+   "seconds": 0.0003589971160888672,
+   "min": 0.0002815315246582031,
+   "max": 0.0004727763366699219,
    "samples": 33,
    "method": "one tiny sdpa_model_head layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.81205499972748e-06,
-   "host_backward_canary_seconds": 1.7487899999650835e-05,
+   "host_canary_seconds": 8.453840000584024e-06,
+   "host_backward_canary_seconds": 1.9715239998276955e-05,
    "pass_seconds": [
-    0.00028557632446289064,
-    0.0003908319854736328,
-    0.0004956108856201172
+    0.00036197952270507807,
+    0.00032086143493652346,
+    0.0003589971160888672
    ],
    "pass_host_canary_seconds": [
-    6.81205499972748e-06,
-    1.0196774999258196e-05,
-    1.0104192500079989e-05
+    8.453840000584024e-06,
+    6.398739999440295e-06,
+    9.792700000161858e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7487899999650835e-05,
-    1.823776000037469e-05,
-    1.9690544999093618e-05
+    1.9715239998276955e-05,
+    1.7542279999815945e-05,
+    1.9237490000705293e-05
    ]
   },
   "layer_steady_mha_no_weights": {
-   "seconds": 0.0011476383972167969,
-   "min": 0.00098740478515625,
-   "max": 0.0015917491149902343,
+   "seconds": 0.0011243154907226564,
+   "min": 0.0008803852844238282,
+   "max": 0.0014087628173828125,
    "samples": 33,
    "method": "one tiny mha_no_weights layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.899635000081617e-06,
-   "host_backward_canary_seconds": 1.7663569999513128e-05,
+   "host_canary_seconds": 9.96896499941613e-06,
+   "host_backward_canary_seconds": 1.8336559999170278e-05,
    "pass_seconds": [
-    0.0011476383972167969,
-    0.0011271711730957033,
-    0.0013777139282226563
+    0.0012470355224609374,
+    0.0011243154907226564,
+    0.001113075180053711
    ],
    "pass_host_canary_seconds": [
-    6.899635000081617e-06,
-    9.72890999946685e-06,
-    9.59250999926553e-06
+    9.96896499941613e-06,
+    6.700989999899321e-06,
+    9.647030000223821e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7663569999513128e-05,
-    1.583942000024763e-05,
-    1.929407000034189e-05
+    1.8336559999170278e-05,
+    1.7512740000711347e-05,
+    1.537188000156675e-05
    ]
   },
   "layer_steady_mha_no_weights_autocast": {
-   "seconds": 0.0014595289611816407,
-   "min": 0.001255031051635742,
-   "max": 0.0022170994567871096,
+   "seconds": 0.001691784973144531,
+   "min": 0.001205327377319336,
+   "max": 0.0020244921875,
    "samples": 33,
    "method": "one tiny mha_no_weights layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.171469999955661e-06,
-   "host_backward_canary_seconds": 1.7709790001845248e-05,
+   "host_canary_seconds": 1.0086749999800305e-05,
+   "host_backward_canary_seconds": 1.9440030000623666e-05,
    "pass_seconds": [
-    0.0014595289611816407,
-    0.00136504638671875,
-    0.0017693656921386719
+    0.001691784973144531,
+    0.0015123500061035155,
+    0.0018753260803222656
    ],
    "pass_host_canary_seconds": [
-    9.171469999955661e-06,
-    9.69011000051978e-06,
-    9.994920000053752e-06
+    1.0086749999800305e-05,
+    6.857350000473162e-06,
+    1.0218874999736727e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7709790001845248e-05,
-    1.4535990001149912e-05,
-    1.8927769999663724e-05
+    1.9440030000623666e-05,
+    1.718215999972017e-05,
+    1.979572999971424e-05
    ]
   },
   "conv_host_k3_fp32_2x4x8x8_4_forward": {
-   "seconds": 3.701619998537353e-05,
-   "min": 3.038869999727467e-05,
-   "max": 5.374719999053923e-05,
+   "seconds": 4.731720000563655e-05,
+   "min": 3.272890000971529e-05,
+   "max": 5.915050001021882e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8135,28 +8136,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 9.63524000042071e-06,
-   "host_backward_canary_seconds": 1.859611999975641e-05,
+   "host_canary_seconds": 1.1116917499975897e-05,
+   "host_backward_canary_seconds": 2.1551155000452127e-05,
    "pass_seconds": [
-    3.191069999957108e-05,
-    4.378660000838863e-05,
-    3.701619998537353e-05
+    5.343069999526051e-05,
+    3.376909999133204e-05,
+    4.731720000563655e-05
    ],
    "pass_host_canary_seconds": [
-    9.63524000042071e-06,
-    1.0242622500413746e-05,
-    1.0121842499870582e-05
+    1.1116917499975897e-05,
+    9.416787499958445e-06,
+    1.0737957500168703e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.859611999975641e-05,
-    1.8726499998820145e-05,
-    1.9736590001002697e-05
+    2.1551155000452127e-05,
+    1.767735000044013e-05,
+    2.1529875000396713e-05
    ]
   },
   "conv_host_k3_fp32_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00020177840001451842,
-   "min": 0.00016934359998685978,
-   "max": 0.0002478794999888123,
+   "seconds": 0.0002830689999882452,
+   "min": 0.00019396239999878163,
+   "max": 0.00067166090000228,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8171,28 +8172,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 9.490835000178776e-06,
-   "host_backward_canary_seconds": 1.8087670000568323e-05,
+   "host_canary_seconds": 1.1131355000770781e-05,
+   "host_backward_canary_seconds": 2.2078599999986182e-05,
    "pass_seconds": [
-    0.00018593580000469956,
-    0.00020507669999005884,
-    0.00020177840001451842
+    0.00030068399998981474,
+    0.00019904299999780052,
+    0.0002830689999882452
    ],
    "pass_host_canary_seconds": [
-    9.490835000178776e-06,
-    1.035835999914525e-05,
-    1.044040000010682e-05
+    1.1131355000770781e-05,
+    9.40882000008969e-06,
+    1.0846440000022995e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8087670000568323e-05,
-    1.865218999910212e-05,
-    1.8824059998223676e-05
+    2.2078599999986182e-05,
+    1.7802740001116035e-05,
+    2.0565360000546206e-05
    ]
   },
   "conv_host_k3_fp32_8x32x28x28_32_forward": {
-   "seconds": 3.996609998466738e-05,
-   "min": 2.9993199996170004e-05,
-   "max": 5.0716900000224995e-05,
+   "seconds": 4.655949999232689e-05,
+   "min": 2.8969899994990554e-05,
+   "max": 6.415360001028602e-05,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8207,28 +8208,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 9.549334999974234e-06,
-   "host_backward_canary_seconds": 1.8977480001467482e-05,
+   "host_canary_seconds": 1.0746292500130038e-05,
+   "host_backward_canary_seconds": 2.157500000066648e-05,
    "pass_seconds": [
-    3.325049999602925e-05,
-    4.060050000589399e-05,
-    3.996609998466738e-05
+    5.615399998077919e-05,
+    3.262149998590757e-05,
+    4.655949999232689e-05
    ],
    "pass_host_canary_seconds": [
-    9.549334999974234e-06,
-    1.0350219999963884e-05,
-    1.0229619999790884e-05
+    1.0746292500130038e-05,
+    9.650920000012774e-06,
+    1.0869374999629145e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8977480001467482e-05,
-    1.941134999924543e-05,
-    1.9809590000932075e-05
+    2.157500000066648e-05,
+    1.4558559998931741e-05,
+    2.25702500006264e-05
    ]
   },
   "conv_host_k3_fp32_8x32x28x28_32_forward_backward": {
-   "seconds": 0.00024683999999979277,
-   "min": 0.00018938319999506348,
-   "max": 0.00039095849999739587,
+   "seconds": 0.0003063462999989497,
+   "min": 0.00019276159998753427,
+   "max": 0.00043437019999146285,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8243,28 +8244,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 9.549334999974234e-06,
-   "host_backward_canary_seconds": 2.5247969999782073e-05,
+   "host_canary_seconds": 1.0915735000480708e-05,
+   "host_backward_canary_seconds": 2.033654000115348e-05,
    "pass_seconds": [
-    0.0002445993999799612,
-    0.00024683999999979277,
-    0.00031507260000580574
+    0.0003063462999989497,
+    0.00020366149999517802,
+    0.00040661360001195137
    ],
    "pass_host_canary_seconds": [
-    9.549334999974234e-06,
-    1.0350219999963884e-05,
-    1.0533434999615564e-05
+    1.0915735000480708e-05,
+    9.588694999820292e-06,
+    1.0869374999629145e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.5247969999782073e-05,
-    1.941134999924543e-05,
-    1.9809590000932075e-05
+    2.033654000115348e-05,
+    1.4552339998772367e-05,
+    2.154540999981691e-05
    ]
   },
   "conv_host_k3_fp32_16x64x56x56_64_forward": {
-   "seconds": 5.878860001757857e-05,
-   "min": 4.823090000627417e-05,
-   "max": 7.598220001909794e-05,
+   "seconds": 6.276270000853401e-05,
+   "min": 4.681429998072417e-05,
+   "max": 8.072460000221326e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8279,28 +8280,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.0452825000584198e-05,
-   "host_backward_canary_seconds": 2.0213810000768716e-05,
+   "host_canary_seconds": 1.0532907500646616e-05,
+   "host_backward_canary_seconds": 1.8662740000081613e-05,
    "pass_seconds": [
-    6.978889998663363e-05,
-    5.878860001757857e-05,
-    5.2464699979282156e-05
+    7.295139998859667e-05,
+    4.6928899996601105e-05,
+    6.276270000853401e-05
    ],
    "pass_host_canary_seconds": [
-    1.0452825000584198e-05,
-    1.0281599999188985e-05,
-    1.084694500036676e-05
+    1.0532907500646616e-05,
+    9.508000000550964e-06,
+    1.0616320000735868e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0213810000768716e-05,
-    2.0111470000756526e-05,
-    2.273220000006404e-05
+    1.8662740000081613e-05,
+    1.5190889998848433e-05,
+    2.1716789999572937e-05
    ]
   },
   "conv_host_k3_fp32_16x64x56x56_64_forward_backward": {
-   "seconds": 0.0003342336999821782,
-   "min": 0.0002933275000032154,
-   "max": 0.0004143407999890769,
+   "seconds": 0.00035555659999317866,
+   "min": 0.00020552370001496455,
+   "max": 0.0004989159999922776,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8315,28 +8316,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.0860769999680996e-05,
-   "host_backward_canary_seconds": 1.8707369999901857e-05,
+   "host_canary_seconds": 1.0476050000534088e-05,
+   "host_backward_canary_seconds": 2.0590960000390625e-05,
    "pass_seconds": [
-    0.00033728190001056644,
-    0.00030746219999855384,
-    0.0003342336999821782
+    0.0004121495999925173,
+    0.00023562159999528375,
+    0.00035555659999317866
    ],
    "pass_host_canary_seconds": [
-    1.0860769999680996e-05,
-    1.0229550000531162e-05,
-    1.0536700000329801e-05
+    1.0476050000534088e-05,
+    9.077439999600756e-06,
+    1.0374689999252951e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8707369999901857e-05,
-    1.914318999979514e-05,
-    2.1440259999963018e-05
+    2.0590960000390625e-05,
+    1.4819870000337686e-05,
+    1.8093179999141285e-05
    ]
   },
   "conv_host_k3_fp32_32x128x56x56_128_forward": {
-   "seconds": 7.319890000871965e-05,
-   "min": 5.758319998676598e-05,
-   "max": 8.922839999740973e-05,
+   "seconds": 8.43501999952423e-05,
+   "min": 3.65520000059405e-05,
+   "max": 0.00010437269997964904,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8351,28 +8352,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.0425120000263633e-05,
-   "host_backward_canary_seconds": 1.9798840000930795e-05,
+   "host_canary_seconds": 1.0671195000213629e-05,
+   "host_backward_canary_seconds": 2.0660519999182726e-05,
    "pass_seconds": [
-    8.363809999991644e-05,
-    7.319890000871965e-05,
-    6.510480000088137e-05
+    8.43501999952423e-05,
+    6.055250000827073e-05,
+    9.961209998436971e-05
    ],
    "pass_host_canary_seconds": [
-    1.0425120000263633e-05,
-    1.0390264999387001e-05,
-    1.0495399999967958e-05
+    1.0671195000213629e-05,
+    9.245749999990949e-06,
+    1.0712310000258186e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9798840000930795e-05,
-    1.992101999917395e-05,
-    2.2269324999797392e-05
+    2.0660519999182726e-05,
+    1.6487695000932943e-05,
+    2.0216574999949446e-05
    ]
   },
   "conv_host_k3_fp32_32x128x56x56_128_forward_backward": {
-   "seconds": 0.00037732200000846207,
-   "min": 0.0002728638999997202,
-   "max": 0.000538730699986445,
+   "seconds": 0.00040957150001759147,
+   "min": 0.00025502340001821723,
+   "max": 0.000516312900003868,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8387,28 +8388,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.014884749963585e-05,
-   "host_backward_canary_seconds": 1.9462525000335517e-05,
+   "host_canary_seconds": 1.0624987500023053e-05,
+   "host_backward_canary_seconds": 2.122503999999026e-05,
    "pass_seconds": [
-    0.00037732200000846207,
-    0.00030294200000753336,
-    0.00040028280000115046
+    0.00040957150001759147,
+    0.00030411140000978775,
+    0.00047832239999934245
    ],
    "pass_host_canary_seconds": [
-    1.014884749963585e-05,
-    7.035890000679501e-06,
-    1.0756347499523145e-05
+    1.0624987500023053e-05,
+    9.074192500406753e-06,
+    1.0807847499449962e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9462525000335517e-05,
-    1.9519864999892888e-05,
-    2.268191000098341e-05
+    2.122503999999026e-05,
+    1.5851735000751432e-05,
+    2.145471499943596e-05
    ]
   },
   "conv_host_k3_fp32_strict_2x4x8x8_4_forward": {
-   "seconds": 3.959670000313054e-05,
-   "min": 2.2540600002685097e-05,
-   "max": 7.493210000575345e-05,
+   "seconds": 4.8993399991559274e-05,
+   "min": 3.2403500017608164e-05,
+   "max": 6.341170001178398e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8423,28 +8424,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 9.836184999585384e-06,
-   "host_backward_canary_seconds": 2.083019000110653e-05,
+   "host_canary_seconds": 1.044661500031907e-05,
+   "host_backward_canary_seconds": 2.1409260000382346e-05,
    "pass_seconds": [
-    3.991629998836288e-05,
-    3.058719998989545e-05,
-    3.959670000313054e-05
+    4.8993399991559274e-05,
+    3.4892499979832794e-05,
+    5.510779999440274e-05
    ],
    "pass_host_canary_seconds": [
-    9.836184999585384e-06,
-    1.0114890000068043e-05,
-    1.060967999933382e-05
+    1.044661500031907e-05,
+    9.237790000042878e-06,
+    1.0725529999717765e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.083019000110653e-05,
-    2.0860540000740003e-05,
-    2.1642029998929502e-05
+    2.1409260000382346e-05,
+    1.4145239999834303e-05,
+    2.042794000089998e-05
    ]
   },
   "conv_host_k3_fp32_strict_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00023827239999718586,
-   "min": 0.0001613381999959529,
-   "max": 0.0003812167999967642,
+   "seconds": 0.00024154420000286337,
+   "min": 0.00015785489999871062,
+   "max": 0.0003699883999843223,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8459,28 +8460,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.0428824999735298e-05,
-   "host_backward_canary_seconds": 1.7815650001011818e-05,
+   "host_canary_seconds": 1.044661500031907e-05,
+   "host_backward_canary_seconds": 1.9243760000335897e-05,
    "pass_seconds": [
-    0.00023827239999718586,
-    0.00023831089999930554,
-    0.00021320860000741959
+    0.00024154420000286337,
+    0.000198813799988784,
+    0.0002724773999943864
    ],
    "pass_host_canary_seconds": [
-    1.0428824999735298e-05,
-    7.4300649998804145e-06,
-    1.0575299999118215e-05
+    1.044661500031907e-05,
+    9.318539999867426e-06,
+    1.0643704999893089e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7815650001011818e-05,
-    1.9110680000267166e-05,
-    2.4035720000483706e-05
+    1.9243760000335897e-05,
+    1.3086700000712881e-05,
+    1.9420920000357e-05
    ]
   },
   "conv_host_k3_fp32_strict_8x32x28x28_32_forward": {
-   "seconds": 3.9405500001521435e-05,
-   "min": 2.599110000574001e-05,
-   "max": 5.159319998710998e-05,
+   "seconds": 4.08071000038035e-05,
+   "min": 2.2424300004786347e-05,
+   "max": 5.975280000711791e-05,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8495,28 +8496,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.0412110000288522e-05,
-   "host_backward_canary_seconds": 1.931593000108478e-05,
+   "host_canary_seconds": 1.0532425000064904e-05,
+   "host_backward_canary_seconds": 1.928920999944239e-05,
    "pass_seconds": [
-    4.2011599998659224e-05,
-    2.959890000511223e-05,
-    3.9405500001521435e-05
+    4.08071000038035e-05,
+    3.137300000162213e-05,
+    5.2099000004091065e-05
    ],
    "pass_host_canary_seconds": [
-    1.0412110000288522e-05,
-    7.181985000670465e-06,
-    1.06631500000276e-05
+    1.0532425000064904e-05,
+    7.307580000315284e-06,
+    1.0710454999980356e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.931593000108478e-05,
-    1.9086239999523967e-05,
-    2.4035720000483706e-05
+    1.928920999944239e-05,
+    1.616787999864755e-05,
+    2.0254949999980455e-05
    ]
   },
   "conv_host_k3_fp32_strict_8x32x28x28_32_forward_backward": {
-   "seconds": 0.00026935660000617647,
-   "min": 0.0002528169000015623,
-   "max": 0.0003264522999870678,
+   "seconds": 0.000255823599991345,
+   "min": 0.00015353910000612814,
+   "max": 0.0003513779000059003,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8531,28 +8532,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.022971499992309e-05,
-   "host_backward_canary_seconds": 1.8621940000684845e-05,
+   "host_canary_seconds": 1.0532425000064904e-05,
+   "host_backward_canary_seconds": 1.9623279999905208e-05,
    "pass_seconds": [
-    0.0002758339999900272,
-    0.0002648303000114538,
-    0.00026935660000617647
+    0.000255823599991345,
+    0.00018971470001361013,
+    0.0002857273000017813
    ],
    "pass_host_canary_seconds": [
-    1.022971499992309e-05,
-    9.895919999962643e-06,
-    1.06631500000276e-05
+    1.0532425000064904e-05,
+    7.079434999468503e-06,
+    1.0566424999751688e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8621940000684845e-05,
-    1.8794640000123762e-05,
-    2.1349029998418702e-05
+    1.9623279999905208e-05,
+    1.4299449999271019e-05,
+    2.009565999969709e-05
    ]
   },
   "conv_host_k3_fp32_strict_16x64x56x56_64_forward": {
-   "seconds": 5.017390001285094e-05,
-   "min": 3.209929998320149e-05,
-   "max": 5.713780001315172e-05,
+   "seconds": 4.605809999702615e-05,
+   "min": 2.630710000630643e-05,
+   "max": 6.298289999904228e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8567,28 +8568,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.0398294999731661e-05,
-   "host_backward_canary_seconds": 1.996243999883518e-05,
+   "host_canary_seconds": 9.349459999157261e-06,
+   "host_backward_canary_seconds": 2.0626200000606332e-05,
    "pass_seconds": [
-    5.1897099979214545e-05,
-    5.017390001285094e-05,
-    4.459069998574705e-05
+    4.829239999253332e-05,
+    3.158709998842824e-05,
+    4.605809999702615e-05
    ],
    "pass_host_canary_seconds": [
-    1.0398294999731661e-05,
-    9.41725499956192e-06,
-    1.0477430000150888e-05
+    9.349459999157261e-06,
+    6.9050774999368514e-06,
+    9.226015000081133e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.996243999883518e-05,
-    2.0228580000321015e-05,
-    2.158866999934617e-05
+    2.0626200000606332e-05,
+    1.474980500120182e-05,
+    2.035077999948953e-05
    ]
   },
   "conv_host_k3_fp32_strict_16x64x56x56_64_forward_backward": {
-   "seconds": 0.0004174235999926168,
-   "min": 0.0003511065999873608,
-   "max": 0.0005431396000176392,
+   "seconds": 0.00044151669999337173,
+   "min": 0.00026754400000754685,
+   "max": 0.0006807124000033582,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8603,28 +8604,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 9.959480000247822e-06,
-   "host_backward_canary_seconds": 1.920467500099221e-05,
+   "host_canary_seconds": 7.642877499733912e-06,
+   "host_backward_canary_seconds": 1.8654460001243932e-05,
    "pass_seconds": [
-    0.0004174235999926168,
-    0.0005028775000027963,
-    0.0003593700000010358
+    0.0005343326999991405,
+    0.0003038203999949474,
+    0.00044151669999337173
    ],
    "pass_host_canary_seconds": [
-    9.959480000247822e-06,
-    7.229817499592173e-06,
-    1.0530334999998559e-05
+    7.642877499733912e-06,
+    7.854085000076339e-06,
+    9.88245249970987e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.920467500099221e-05,
-    2.001367500042761e-05,
-    1.7612135000035778e-05
+    1.8654460001243932e-05,
+    1.4773280001918465e-05,
+    1.906581000071128e-05
    ]
   },
   "conv_host_k3_fp32_strict_32x128x56x56_128_forward": {
-   "seconds": 4.8808799988364626e-05,
-   "min": 3.635240000221529e-05,
-   "max": 7.364030000189814e-05,
+   "seconds": 5.092609999337583e-05,
+   "min": 2.789399998164299e-05,
+   "max": 7.084879998728866e-05,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8639,28 +8640,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 9.537519999867073e-06,
-   "host_backward_canary_seconds": 2.2830285000736695e-05,
+   "host_canary_seconds": 7.832425000060539e-06,
+   "host_backward_canary_seconds": 1.844355999992331e-05,
    "pass_seconds": [
-    4.8808799988364626e-05,
-    5.7807999996839496e-05,
-    4.419350000262057e-05
+    5.092609999337583e-05,
+    3.954150001845846e-05,
+    6.129460000465769e-05
    ],
    "pass_host_canary_seconds": [
-    9.537519999867073e-06,
-    9.157315000152267e-06,
-    1.0390217499889332e-05
+    7.832425000060539e-06,
+    6.435737499828065e-06,
+    9.573872500254765e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2830285000736695e-05,
-    2.227518000040618e-05,
-    2.17294500009757e-05
+    1.844355999992331e-05,
+    1.7268029999968348e-05,
+    1.933383500045238e-05
    ]
   },
   "conv_host_k3_fp32_strict_32x128x56x56_128_forward_backward": {
-   "seconds": 0.00044236569999611675,
-   "min": 0.0003687722999984544,
-   "max": 0.0006786968999904275,
+   "seconds": 0.0005031209999970087,
+   "min": 0.0003250815999990664,
+   "max": 0.0007021125999926881,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8675,28 +8676,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 9.845319999612911e-06,
-   "host_backward_canary_seconds": 2.0766059999459683e-05,
+   "host_canary_seconds": 7.7670425002907e-06,
+   "host_backward_canary_seconds": 2.2780409999541007e-05,
    "pass_seconds": [
-    0.00044236569999611675,
-    0.0005708679999997912,
-    0.000376317200016274
+    0.0005880289000060656,
+    0.0004546069000070929,
+    0.0005031209999970087
    ],
    "pass_host_canary_seconds": [
-    9.845319999612911e-06,
-    1.0484229999860872e-05,
-    1.072850999946695e-05
+    7.7670425002907e-06,
+    6.5201525001157275e-06,
+    8.982464999576223e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0766059999459683e-05,
-    2.1970844999259496e-05,
-    1.6883450000477752e-05
+    2.2780409999541007e-05,
+    1.4855174998729127e-05,
+    2.3163575000353377e-05
    ]
   },
   "conv_host_k3_bf16_2x4x8x8_4_forward": {
-   "seconds": 3.7148000001252515e-05,
-   "min": 2.6949200014314555e-05,
-   "max": 4.684959999394778e-05,
+   "seconds": 3.12903000121878e-05,
+   "min": 1.9610100002864785e-05,
+   "max": 4.722050000509626e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8711,28 +8712,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 9.346699999923658e-06,
-   "host_backward_canary_seconds": 1.8647530000635017e-05,
+   "host_canary_seconds": 7.982569999853695e-06,
+   "host_backward_canary_seconds": 2.2405084998808888e-05,
    "pass_seconds": [
-    2.8227500001776208e-05,
-    3.734269998858508e-05,
-    3.7148000001252515e-05
+    4.3720600001506685e-05,
+    3.12903000121878e-05,
+    2.9129599988664266e-05
    ],
    "pass_host_canary_seconds": [
-    9.346699999923658e-06,
-    9.46767999948861e-06,
-    1.0754194998980893e-05
+    7.982569999853695e-06,
+    6.789844999275374e-06,
+    7.673114999988684e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8647530000635017e-05,
-    2.2515620000831403e-05,
-    2.2394519999124895e-05
+    2.2405084998808888e-05,
+    1.425167999968835e-05,
+    2.199409000013475e-05
    ]
   },
   "conv_host_k3_bf16_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00022884059999341843,
-   "min": 0.00020812330001263035,
-   "max": 0.0002947872000049756,
+   "seconds": 0.00019579960001010478,
+   "min": 0.0001410536000093998,
+   "max": 0.0003324547000147504,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8747,28 +8748,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 9.205634999034373e-06,
-   "host_backward_canary_seconds": 1.786158999948384e-05,
+   "host_canary_seconds": 9.580889999938335e-06,
+   "host_backward_canary_seconds": 1.9147314999372613e-05,
    "pass_seconds": [
-    0.00021230419999938022,
-    0.00022884059999341843,
-    0.00025658699998984955
+    0.00025133280000773085,
+    0.00019522560000950762,
+    0.00019579960001010478
    ],
    "pass_host_canary_seconds": [
-    9.205634999034373e-06,
-    8.830464999505238e-06,
-    1.0343520000333228e-05
+    9.580889999938335e-06,
+    6.511450000061813e-06,
+    7.511825000392491e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.786158999948384e-05,
-    2.1069399999760207e-05,
-    2.037023999946541e-05
+    1.9147314999372613e-05,
+    1.425167999968835e-05,
+    1.9404949998715893e-05
    ]
   },
   "conv_host_k3_bf16_8x32x28x28_32_forward": {
-   "seconds": 4.8791700010042405e-05,
-   "min": 3.78116000092632e-05,
-   "max": 7.107550000000629e-05,
+   "seconds": 4.755840000143507e-05,
+   "min": 3.257509999912145e-05,
+   "max": 7.270140001764957e-05,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8783,28 +8784,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 9.541030000264072e-06,
-   "host_backward_canary_seconds": 1.8508550001570258e-05,
+   "host_canary_seconds": 9.093644999893513e-06,
+   "host_backward_canary_seconds": 1.9308609998915927e-05,
    "pass_seconds": [
-    4.8791700010042405e-05,
-    4.465709998839884e-05,
-    6.091660000038246e-05
+    5.654389999563136e-05,
+    3.672299999379902e-05,
+    4.755840000143507e-05
    ],
    "pass_host_canary_seconds": [
-    9.541030000264072e-06,
-    7.12237500010815e-06,
-    1.0614699999678123e-05
+    9.093644999893513e-06,
+    6.684369999447881e-06,
+    7.878695000727021e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8508550001570258e-05,
-    2.0856070000263573e-05,
-    1.8802769998274015e-05
+    1.9308609998915927e-05,
+    1.6360380000151055e-05,
+    2.1270049999202456e-05
    ]
   },
   "conv_host_k3_bf16_8x32x28x28_32_forward_backward": {
-   "seconds": 0.00028555339999911664,
-   "min": 0.0002167772000120749,
-   "max": 0.00034642979999262026,
+   "seconds": 0.00024717070000406237,
+   "min": 0.00018599080001422408,
+   "max": 0.0003273705999845333,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8819,28 +8820,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 9.5013850000214e-06,
-   "host_backward_canary_seconds": 1.401702000066507e-05,
+   "host_canary_seconds": 8.106945000463383e-06,
+   "host_backward_canary_seconds": 1.9370979998711846e-05,
    "pass_seconds": [
-    0.0002568721999978152,
-    0.00028555339999911664,
-    0.0003043183000045246
+    0.00024717070000406237,
+    0.00025016429999595856,
+    0.0002368493000176386
    ],
    "pass_host_canary_seconds": [
-    9.5013850000214e-06,
-    7.204734999959328e-06,
-    1.0803185000440863e-05
+    8.106945000463383e-06,
+    7.025355000678246e-06,
+    7.934980000072755e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.401702000066507e-05,
-    2.034566000020277e-05,
-    2.0885090000319904e-05
+    1.9370979998711846e-05,
+    1.5322910001032143e-05,
+    2.0259750001514477e-05
    ]
   },
   "conv_host_k3_bf16_16x64x56x56_64_forward": {
-   "seconds": 5.7711899989953964e-05,
-   "min": 3.796850000981067e-05,
-   "max": 7.609649999267276e-05,
+   "seconds": 4.579330000069604e-05,
+   "min": 3.739340002084646e-05,
+   "max": 7.349819998125895e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8855,28 +8856,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 9.503109999968729e-06,
-   "host_backward_canary_seconds": 1.7730010000605034e-05,
+   "host_canary_seconds": 7.80277500041393e-06,
+   "host_backward_canary_seconds": 1.6144729999041372e-05,
    "pass_seconds": [
-    5.7711899989953964e-05,
-    4.6596799984399694e-05,
-    6.49664999855304e-05
+    4.432079999787675e-05,
+    4.579330000069604e-05,
+    6.05677999828913e-05
    ],
    "pass_host_canary_seconds": [
-    9.503109999968729e-06,
-    7.053854999412579e-06,
-    1.097503000096367e-05
+    7.80277500041393e-06,
+    7.025355000678246e-06,
+    7.800782499884917e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7730010000605034e-05,
-    1.983652999797414e-05,
-    1.721535999877233e-05
+    1.6144729999041372e-05,
+    1.4582000001155392e-05,
+    1.840911999920536e-05
    ]
   },
   "conv_host_k3_bf16_16x64x56x56_64_forward_backward": {
-   "seconds": 0.00027268189999176686,
-   "min": 0.0002255988000115394,
-   "max": 0.00031645419999222214,
+   "seconds": 0.0003551041000037003,
+   "min": 0.0001860619999888513,
+   "max": 0.00045533349998549966,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8891,28 +8892,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 9.529725000447797e-06,
-   "host_backward_canary_seconds": 1.7570570000771114e-05,
+   "host_canary_seconds": 8.47721500008447e-06,
+   "host_backward_canary_seconds": 1.5581059999476564e-05,
    "pass_seconds": [
-    0.00027268189999176686,
-    0.0002368406999949002,
-    0.00030062920000091254
+    0.0003551041000037003,
+    0.0002367379999896002,
+    0.0003753254000002926
    ],
    "pass_host_canary_seconds": [
-    9.529725000447797e-06,
-    6.995584999458515e-06,
-    1.0779965000438097e-05
+    8.47721500008447e-06,
+    6.674269999393801e-06,
+    1.019810249999864e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7570570000771114e-05,
-    1.7736520001108146e-05,
-    2.0197779999762133e-05
+    1.5581059999476564e-05,
+    1.4746200001809484e-05,
+    1.8859809999867137e-05
    ]
   },
   "conv_host_k3_bf16_32x128x56x56_128_forward": {
-   "seconds": 6.253890001062246e-05,
-   "min": 4.8519500001020785e-05,
-   "max": 8.561699999063422e-05,
+   "seconds": 7.161720000112837e-05,
+   "min": 4.573920000439102e-05,
+   "max": 0.00011239160000968696,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8927,28 +8928,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.0033089999978983e-05,
-   "host_backward_canary_seconds": 1.4733115000353793e-05,
+   "host_canary_seconds": 9.154480000006516e-06,
+   "host_backward_canary_seconds": 2.028484499987826e-05,
    "pass_seconds": [
-    6.253890001062246e-05,
-    5.6991599990396935e-05,
-    6.73805999895194e-05
+    7.161720000112837e-05,
+    5.0312200005464544e-05,
+    7.894969999142632e-05
    ],
    "pass_host_canary_seconds": [
-    1.0033089999978983e-05,
-    7.418815000619361e-06,
-    1.0694215000057738e-05
+    9.154480000006516e-06,
+    6.6165599992018545e-06,
+    1.0499720000325396e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4733115000353793e-05,
-    1.7510049999600597e-05,
-    1.7029389998697296e-05
+    2.028484499987826e-05,
+    1.4559629998984747e-05,
+    2.0280300000194983e-05
    ]
   },
   "conv_host_k3_bf16_32x128x56x56_128_forward_backward": {
-   "seconds": 0.00028128260000812586,
-   "min": 0.000252003299988246,
-   "max": 0.00037532509998072783,
+   "seconds": 0.00036306029999195745,
+   "min": 0.00022206769999684185,
+   "max": 0.0005090405999908399,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8963,28 +8964,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.0073920000195358e-05,
-   "host_backward_canary_seconds": 1.4910300001247378e-05,
+   "host_canary_seconds": 1.0316562499497194e-05,
+   "host_backward_canary_seconds": 1.7846485000063695e-05,
    "pass_seconds": [
-    0.0002763239999922007,
-    0.00028128260000812586,
-    0.0003533706999860442
+    0.0004342316000020219,
+    0.00025093099998230173,
+    0.00036306029999195745
    ],
    "pass_host_canary_seconds": [
-    1.0073920000195358e-05,
-    1.0245884999449117e-05,
-    1.0694215000057738e-05
+    1.0316562499497194e-05,
+    6.30861499985258e-06,
+    1.0400905000551575e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4910300001247378e-05,
-    1.6861000001426874e-05,
-    1.7029389998697296e-05
+    1.7846485000063695e-05,
+    1.6514070000539505e-05,
+    1.5343160000611534e-05
    ]
   },
   "conv_host_k3_autocast_2x4x8x8_4_forward": {
-   "seconds": 7.213439998849935e-05,
-   "min": 6.218449998414144e-05,
-   "max": 0.00010463660000823439,
+   "seconds": 0.00010143950000838232,
+   "min": 4.884079999101232e-05,
+   "max": 0.00011387920001197927,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8999,28 +9000,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 9.586095000031492e-06,
-   "host_backward_canary_seconds": 1.4910300001247378e-05,
+   "host_canary_seconds": 9.989205000238145e-06,
+   "host_backward_canary_seconds": 1.63494699995681e-05,
    "pass_seconds": [
-    7.213439998849935e-05,
-    9.041150001394271e-05,
-    6.650789998730033e-05
+    0.00010461869999289775,
+    5.5120999991231653e-05,
+    0.00010143950000838232
    ],
    "pass_host_canary_seconds": [
-    9.586095000031492e-06,
-    7.17360500061659e-06,
-    8.780284999829747e-06
+    9.989205000238145e-06,
+    6.590505000758639e-06,
+    1.0289374999956635e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4910300001247378e-05,
-    1.6232919999765727e-05,
-    1.8524530000831875e-05
+    1.63494699995681e-05,
+    1.4807009999913135e-05,
+    1.9766349998917578e-05
    ]
   },
   "conv_host_k3_autocast_2x4x8x8_4_forward_backward": {
-   "seconds": 0.0003336278000006132,
-   "min": 0.0002755384000010963,
-   "max": 0.000474982499986254,
+   "seconds": 0.0003862527999899612,
+   "min": 0.0002463997999939238,
+   "max": 0.0005423529999916355,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9035,28 +9036,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.0449609999341191e-05,
-   "host_backward_canary_seconds": 1.4446539998971276e-05,
+   "host_canary_seconds": 9.957534999784911e-06,
+   "host_backward_canary_seconds": 1.9642869999643154e-05,
    "pass_seconds": [
-    0.0003336278000006132,
-    0.0003098802000067735,
-    0.0004128539000021192
+    0.0005272323000099277,
+    0.0002858953999975711,
+    0.0003862527999899612
    ],
    "pass_host_canary_seconds": [
-    1.0449609999341191e-05,
-    7.00227749973692e-06,
-    1.00006000002395e-05
+    9.957534999784911e-06,
+    6.4460750002126586e-06,
+    1.0289374999956635e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4446539998971276e-05,
-    1.7226935001417586e-05,
-    1.5683780000017577e-05
+    1.9642869999643154e-05,
+    1.4090319998558698e-05,
+    1.941587999908734e-05
    ]
   },
   "conv_host_k3_autocast_8x32x28x28_32_forward": {
-   "seconds": 9.286050001264812e-05,
-   "min": 7.229309999274846e-05,
-   "max": 0.00011327089998758311,
+   "seconds": 0.00012810359999093635,
+   "min": 6.514249998872401e-05,
+   "max": 0.00014637480001056247,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9071,28 +9072,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 9.59520000037628e-06,
-   "host_backward_canary_seconds": 1.4619779999520688e-05,
+   "host_canary_seconds": 1.016183500041734e-05,
+   "host_backward_canary_seconds": 1.9642869999643154e-05,
    "pass_seconds": [
-    9.286050001264812e-05,
-    8.655020001242519e-05,
-    0.00010087230000408454
+    0.0001351959999965402,
+    6.685419998575526e-05,
+    0.00012810359999093635
    ],
    "pass_host_canary_seconds": [
-    9.59520000037628e-06,
-    7.248429999435757e-06,
-    8.16703999987567e-06
+    1.016183500041734e-05,
+    6.757584999377286e-06,
+    1.0661860000027445e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4619779999520688e-05,
-    1.964841000017259e-05,
-    2.1030530000416547e-05
+    1.9642869999643154e-05,
+    1.4007830000082322e-05,
+    1.9239609999885944e-05
    ]
   },
   "conv_host_k3_autocast_8x32x28x28_32_forward_backward": {
-   "seconds": 0.0004088203000037538,
-   "min": 0.0003198667999868121,
-   "max": 0.0007251362000033623,
+   "seconds": 0.0005700096999817106,
+   "min": 0.0003279548000136856,
+   "max": 0.0007036567000113791,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9107,28 +9108,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 9.574530000691084e-06,
-   "host_backward_canary_seconds": 1.3569700001880847e-05,
+   "host_canary_seconds": 1.006315499921584e-05,
+   "host_backward_canary_seconds": 1.582792000135669e-05,
    "pass_seconds": [
-    0.000353719200006708,
-    0.0004088203000037538,
-    0.0006184237000070425
+    0.0006448517999842806,
+    0.0004126443000131985,
+    0.0005700096999817106
    ],
    "pass_host_canary_seconds": [
-    9.574530000691084e-06,
-    7.343562499499967e-06,
-    9.415232500487037e-06
+    1.006315499921584e-05,
+    7.311564999099573e-06,
+    9.310752499800401e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.3569700001880847e-05,
-    1.8492364999929124e-05,
-    2.1792200000163577e-05
+    1.582792000135669e-05,
+    1.6237870001987177e-05,
+    2.1588930000007167e-05
    ]
   },
   "conv_host_k3_autocast_16x64x56x56_64_forward": {
-   "seconds": 9.904690000439587e-05,
-   "min": 8.314659999086871e-05,
-   "max": 0.00014582329999939246,
+   "seconds": 0.00010780100001284154,
+   "min": 8.214679999127839e-05,
+   "max": 0.00015972000001056584,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9143,28 +9144,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 9.596944998975232e-06,
-   "host_backward_canary_seconds": 1.4690060002067185e-05,
+   "host_canary_seconds": 7.831945000589257e-06,
+   "host_backward_canary_seconds": 2.0687190001353884e-05,
    "pass_seconds": [
-    9.904690000439587e-05,
-    9.631969999190915e-05,
-    0.00013141240001459664
+    8.893130000160454e-05,
+    0.00010780100001284154,
+    0.0001144908000014766
    ],
    "pass_host_canary_seconds": [
-    9.596944998975232e-06,
-    7.6194999996914704e-06,
-    1.0415110000394635e-05
+    7.831945000589257e-06,
+    6.9778825002231315e-06,
+    8.209142500277266e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4690060002067185e-05,
-    1.9850179999139073e-05,
-    2.131607000137592e-05
+    2.0687190001353884e-05,
+    1.5804050000269854e-05,
+    2.2385705000260715e-05
    ]
   },
   "conv_host_k3_autocast_16x64x56x56_64_forward_backward": {
-   "seconds": 0.0005403139999998529,
-   "min": 0.00038989879999462573,
-   "max": 0.000581342800001039,
+   "seconds": 0.0006150396999828444,
+   "min": 0.0005046038000045882,
+   "max": 0.0007757762999972328,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9179,28 +9180,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 9.464334999620405e-06,
-   "host_backward_canary_seconds": 1.8365410001024428e-05,
+   "host_canary_seconds": 7.831945000589257e-06,
+   "host_backward_canary_seconds": 2.1005369999329558e-05,
    "pass_seconds": [
-    0.0004091513000048508,
-    0.0005689112000027308,
-    0.0005403139999998529
+    0.0005213705999949525,
+    0.0006284447000098226,
+    0.0006150396999828444
    ],
    "pass_host_canary_seconds": [
-    9.464334999620405e-06,
-    1.0054237499730334e-05,
-    1.0329075000186094e-05
+    7.831945000589257e-06,
+    9.384422499465472e-06,
+    9.259459999952924e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8365410001024428e-05,
-    1.8399870000394004e-05,
-    1.8179799999415993e-05
+    2.1005369999329558e-05,
+    1.465077999910136e-05,
+    2.1285474999785948e-05
    ]
   },
   "conv_host_k3_autocast_32x128x56x56_128_forward": {
-   "seconds": 0.00014706510000905837,
-   "min": 0.00010871110000607587,
-   "max": 0.00019670319998112972,
+   "seconds": 0.00013511529998595507,
+   "min": 8.671729999605304e-05,
+   "max": 0.00022513769999932265,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9215,28 +9216,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.0268420000443257e-05,
-   "host_backward_canary_seconds": 1.9747779999761407e-05,
+   "host_canary_seconds": 8.31457749995934e-06,
+   "host_backward_canary_seconds": 2.1919834999835075e-05,
    "pass_seconds": [
-    0.00011967210000420891,
-    0.00017637440000726202,
-    0.00014706510000905837
+    0.00011171940000167523,
+    0.00017279969999890455,
+    0.00013511529998595507
    ],
    "pass_host_canary_seconds": [
-    1.0268420000443257e-05,
-    1.0106664999511848e-05,
-    1.0336199999869677e-05
+    8.31457749995934e-06,
+    9.61675500036563e-06,
+    1.0776944999975058e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9747779999761407e-05,
-    1.928205500007607e-05,
-    2.2610224999652927e-05
+    2.1919834999835075e-05,
+    1.546612999959507e-05,
+    2.203814999916176e-05
    ]
   },
   "conv_host_k3_autocast_32x128x56x56_128_forward_backward": {
-   "seconds": 0.0005077902999801153,
-   "min": 0.0004490858000053777,
-   "max": 0.0006646502999956283,
+   "seconds": 0.0005830610999964847,
+   "min": 0.0004645354999865958,
+   "max": 0.0007272078999903897,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9251,28 +9252,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.0071602499692744e-05,
-   "host_backward_canary_seconds": 1.815404000012677e-05,
+   "host_canary_seconds": 8.657167500132346e-06,
+   "host_backward_canary_seconds": 1.6918004999979532e-05,
    "pass_seconds": [
-    0.0004732806999982131,
-    0.0005077902999801153,
-    0.0005772881000211782
+    0.0006043355999963751,
+    0.0005830610999964847,
+    0.0005692505000070014
    ],
    "pass_host_canary_seconds": [
-    1.0071602499692744e-05,
-    9.988324999881114e-06,
-    9.57039250067737e-06
+    8.657167500132346e-06,
+    9.635529999627578e-06,
+    1.0503110000286143e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.815404000012677e-05,
-    1.7876360001309877e-05,
-    2.21679450010015e-05
+    1.6918004999979532e-05,
+    1.680899500001942e-05,
+    2.007105999950909e-05
    ]
   },
   "conv_host_k1_fp32_2x4x8x8_4_forward": {
-   "seconds": 3.5088000004179776e-05,
-   "min": 2.130010000200855e-05,
-   "max": 4.8063600002024034e-05,
+   "seconds": 4.6313500001815554e-05,
+   "min": 2.984510001624585e-05,
+   "max": 5.293270000947814e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9287,28 +9288,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.0055322500193142e-05,
-   "host_backward_canary_seconds": 1.898835500014684e-05,
+   "host_canary_seconds": 1.0065422500815657e-05,
+   "host_backward_canary_seconds": 1.671402499937358e-05,
    "pass_seconds": [
-    3.5088000004179776e-05,
-    4.314640000302461e-05,
-    3.502000001844863e-05
+    3.770820001136599e-05,
+    4.6313500001815554e-05,
+    4.678719999446912e-05
    ],
    "pass_host_canary_seconds": [
-    1.0055322500193142e-05,
-    9.936510000443377e-06,
-    8.790445000386172e-06
+    1.0065422500815657e-05,
+    9.761700000581187e-06,
+    1.1092295000025843e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.898835500014684e-05,
-    1.947211000015159e-05,
-    1.6942729998845608e-05
+    1.671402499937358e-05,
+    1.9655149999380227e-05,
+    2.0279269999718963e-05
    ]
   },
   "conv_host_k1_fp32_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00018369009999332774,
-   "min": 0.00016413270000157354,
-   "max": 0.0003419166000185214,
+   "seconds": 0.0002588431000049241,
+   "min": 0.00016751949999616045,
+   "max": 0.00040229839999028627,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9323,28 +9324,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 9.582019999925251e-06,
-   "host_backward_canary_seconds": 1.7888410000068688e-05,
+   "host_canary_seconds": 1.03335399990101e-05,
+   "host_backward_canary_seconds": 1.9512000001213892e-05,
    "pass_seconds": [
-    0.00018369009999332774,
-    0.00021662219999143417,
-    0.00017273079999995388
+    0.00018118259999937435,
+    0.0002588431000049241,
+    0.00026150639998832046
    ],
    "pass_host_canary_seconds": [
-    9.582019999925251e-06,
-    9.834725000246181e-06,
-    8.790445000386172e-06
+    1.03335399990101e-05,
+    9.443974998930571e-06,
+    1.1082610000130443e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7888410000068688e-05,
-    1.947211000015159e-05,
-    1.8444720001298266e-05
+    1.9512000001213892e-05,
+    1.33398799994211e-05,
+    2.134325000042736e-05
    ]
   },
   "conv_host_k1_fp32_8x64x28x28_64_forward": {
-   "seconds": 4.523180000433058e-05,
-   "min": 2.532589999191259e-05,
-   "max": 6.633610000790213e-05,
+   "seconds": 5.034570001498651e-05,
+   "min": 3.3848400016722734e-05,
+   "max": 5.9408499987512185e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9359,28 +9360,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.0120814999936556e-05,
-   "host_backward_canary_seconds": 1.958150000064052e-05,
+   "host_canary_seconds": 1.071768499969039e-05,
+   "host_backward_canary_seconds": 1.905521000026056e-05,
    "pass_seconds": [
-    3.778669999974227e-05,
-    4.523180000433058e-05,
-    5.665830001362337e-05
+    5.034570001498651e-05,
+    4.780279998612968e-05,
+    5.1393399985499855e-05
    ],
    "pass_host_canary_seconds": [
-    1.0120814999936556e-05,
-    9.682410000095843e-06,
-    1.0539774999642759e-05
+    1.071768499969039e-05,
+    9.43365500006621e-06,
+    1.0223054999869419e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.958150000064052e-05,
-    1.83665600002314e-05,
-    1.779252999995151e-05
+    1.905521000026056e-05,
+    1.3720939998620451e-05,
+    1.6796740001154832e-05
    ]
   },
   "conv_host_k1_fp32_8x64x28x28_64_forward_backward": {
-   "seconds": 0.0002577857000005679,
-   "min": 0.00021904669999912586,
-   "max": 0.000434805600002619,
+   "seconds": 0.0002740958000003957,
+   "min": 0.00017597749999822553,
+   "max": 0.0004166531000009854,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9395,28 +9396,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.0193214999389965e-05,
-   "host_backward_canary_seconds": 1.8841490000340855e-05,
+   "host_canary_seconds": 1.0485509999398346e-05,
+   "host_backward_canary_seconds": 1.9140439999318914e-05,
    "pass_seconds": [
-    0.0002287889000172072,
-    0.0002577857000005679,
-    0.0002737619999834351
+    0.0002740958000003957,
+    0.00030285630000435047,
+    0.00024697509998077293
    ],
    "pass_host_canary_seconds": [
-    1.0193214999389965e-05,
-    9.682410000095843e-06,
-    1.0853484999415741e-05
+    1.0485509999398346e-05,
+    9.322580000343805e-06,
+    1.0680520000505567e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8841490000340855e-05,
-    1.8448890000399842e-05,
-    2.0602060001237987e-05
+    1.9140439999318914e-05,
+    1.4557000001786946e-05,
+    1.93504000003486e-05
    ]
   },
   "conv_host_k1_fp32_16x256x56x56_64_forward": {
-   "seconds": 4.058540000642097e-05,
-   "min": 2.8897800007143815e-05,
-   "max": 5.026569999699859e-05,
+   "seconds": 3.410279998661281e-05,
+   "min": 2.2308600000542357e-05,
+   "max": 5.125140000927786e-05,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9431,28 +9432,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 9.607079999796041e-06,
-   "host_backward_canary_seconds": 1.9463260000520676e-05,
+   "host_canary_seconds": 1.024357999995118e-05,
+   "host_backward_canary_seconds": 1.9545909999578726e-05,
    "pass_seconds": [
-    3.074080000260437e-05,
-    4.058540000642097e-05,
-    4.30598999855647e-05
+    3.410279998661281e-05,
+    2.9467199988175706e-05,
+    4.1760500016607695e-05
    ],
    "pass_host_canary_seconds": [
-    9.607079999796041e-06,
-    7.300524999891422e-06,
-    1.0116639999750988e-05
+    1.024357999995118e-05,
+    8.537864999880185e-06,
+    1.0546290000092994e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9463260000520676e-05,
-    2.018395000050077e-05,
-    2.0602060001237987e-05
+    1.9545909999578726e-05,
+    1.579256000013629e-05,
+    2.049594000027355e-05
    ]
   },
   "conv_host_k1_fp32_16x256x56x56_64_forward_backward": {
-   "seconds": 0.0002933830000074522,
-   "min": 0.000180944399994587,
-   "max": 0.0004903551999859701,
+   "seconds": 0.00023394909999296942,
+   "min": 0.00014998780000041734,
+   "max": 0.0002641186999881029,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9467,28 +9468,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 9.450859998878513e-06,
-   "host_backward_canary_seconds": 1.6248260001248126e-05,
+   "host_canary_seconds": 1.012182999943434e-05,
+   "host_backward_canary_seconds": 1.933010999891849e-05,
    "pass_seconds": [
-    0.00018800149998696725,
-    0.0003935730999955922,
-    0.0002933830000074522
+    0.00023394909999296942,
+    0.0001819557999851895,
+    0.0002352573000052871
    ],
    "pass_host_canary_seconds": [
-    9.450859998878513e-06,
-    1.0454795000214289e-05,
-    1.0888929999737229e-05
+    1.012182999943434e-05,
+    6.6193750001275475e-06,
+    1.0224259999631614e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6248260001248126e-05,
-    1.924341999938406e-05,
-    1.8323399999644607e-05
+    1.933010999891849e-05,
+    1.532210999812378e-05,
+    1.9229189999805384e-05
    ]
   },
   "conv_host_k1_fp32_32x256x56x56_256_forward": {
-   "seconds": 7.229119999010435e-05,
-   "min": 4.235729998072202e-05,
-   "max": 8.818870001050527e-05,
+   "seconds": 6.423499999073102e-05,
+   "min": 2.8615199994419527e-05,
+   "max": 8.577200001127493e-05,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9503,28 +9504,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 9.446429999115935e-06,
-   "host_backward_canary_seconds": 1.540703999808102e-05,
+   "host_canary_seconds": 1.0381895000364239e-05,
+   "host_backward_canary_seconds": 1.9805939998605027e-05,
    "pass_seconds": [
-    4.501990001699596e-05,
-    8.026639998206519e-05,
-    7.229119999010435e-05
+    6.423499999073102e-05,
+    2.977019998979813e-05,
+    7.100679999894055e-05
    ],
    "pass_host_canary_seconds": [
-    9.446429999115935e-06,
-    1.0383352500298314e-05,
-    1.1250320000044667e-05
+    1.0381895000364239e-05,
+    6.6193750001275475e-06,
+    1.025122999976702e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.540703999808102e-05,
-    2.005224000072303e-05,
-    2.2677930001009372e-05
+    1.9805939998605027e-05,
+    1.647908999984793e-05,
+    1.886052999907406e-05
    ]
   },
   "conv_host_k1_fp32_32x256x56x56_256_forward_backward": {
-   "seconds": 0.00033958379999603493,
-   "min": 0.00022030930001619707,
-   "max": 0.00046607290000793,
+   "seconds": 0.0002584064000075159,
+   "min": 0.00020386490000419145,
+   "max": 0.0004851394000070286,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9539,28 +9540,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 9.410817499428958e-06,
-   "host_backward_canary_seconds": 1.5567019999025434e-05,
+   "host_canary_seconds": 1.0139554999568646e-05,
+   "host_backward_canary_seconds": 1.6877279999789608e-05,
    "pass_seconds": [
-    0.00024721049999243405,
-    0.00038645009999527247,
-    0.00033958379999603493
+    0.0002584064000075159,
+    0.00022496310000406084,
+    0.0003909973999952854
    ],
    "pass_host_canary_seconds": [
-    9.410817499428958e-06,
-    1.0452932500015777e-05,
-    1.0759737500052324e-05
+    1.0139554999568646e-05,
+    6.626230000392752e-06,
+    1.0573575000307756e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5567019999025434e-05,
-    1.9618110000010346e-05,
-    1.923540999996476e-05
+    1.6877279999789608e-05,
+    1.698765999890384e-05,
+    1.6082309998637355e-05
    ]
   },
   "conv_host_k1_fp32_strict_2x4x8x8_4_forward": {
-   "seconds": 4.1684500001792915e-05,
-   "min": 2.743270001701603e-05,
-   "max": 5.585500000506727e-05,
+   "seconds": 2.9002300016145456e-05,
+   "min": 1.8202899991592857e-05,
+   "max": 5.325959998572216e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9575,28 +9576,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 9.297789999891392e-06,
-   "host_backward_canary_seconds": 1.7398239999693034e-05,
+   "host_canary_seconds": 1.0075029999825347e-05,
+   "host_backward_canary_seconds": 1.5899459999673126e-05,
    "pass_seconds": [
-    2.8246900001249742e-05,
-    4.531670001597377e-05,
-    4.1684500001792915e-05
+    2.9002300016145456e-05,
+    2.0710900002995913e-05,
+    4.46054000121876e-05
    ],
    "pass_host_canary_seconds": [
-    9.297789999891392e-06,
-    1.0242404999871724e-05,
-    1.0825939999676849e-05
+    1.0075029999825347e-05,
+    6.820429999834232e-06,
+    1.052059000016925e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7398239999693034e-05,
-    2.1739320000051522e-05,
-    1.6565250000439846e-05
+    1.5899459999673126e-05,
+    1.6612350000286823e-05,
+    1.5689589999965393e-05
    ]
   },
   "conv_host_k1_fp32_strict_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00022628890001215042,
-   "min": 0.00016434709998520703,
-   "max": 0.00028223839999554914,
+   "seconds": 0.00016968200000064826,
+   "min": 0.00012340010000571054,
+   "max": 0.0003183065000030183,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9611,28 +9612,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 9.255784999595561e-06,
-   "host_backward_canary_seconds": 1.6870649999418675e-05,
+   "host_canary_seconds": 1.0090375000118001e-05,
+   "host_backward_canary_seconds": 1.5607070001806277e-05,
    "pass_seconds": [
-    0.0001686317000121562,
-    0.00023668559999805437,
-    0.00022628890001215042
+    0.00016968200000064826,
+    0.00016294239999297132,
+    0.00028927590001330826
    ],
    "pass_host_canary_seconds": [
-    9.255784999595561e-06,
-    1.0052105000113443e-05,
-    1.0337485000491143e-05
+    1.0090375000118001e-05,
+    7.398179999427157e-06,
+    1.0833860000047934e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6870649999418675e-05,
-    1.766570999961914e-05,
-    2.0182640000712126e-05
+    1.5607070001806277e-05,
+    1.6612350000286823e-05,
+    1.559538000037719e-05
    ]
   },
   "conv_host_k1_fp32_strict_8x64x28x28_64_forward": {
-   "seconds": 3.0746199990971944e-05,
-   "min": 2.2813599980509024e-05,
-   "max": 4.7791199995117496e-05,
+   "seconds": 2.9936700002508587e-05,
+   "min": 2.0687400001406787e-05,
+   "max": 6.77182999879733e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9647,28 +9648,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 9.347530000241022e-06,
-   "host_backward_canary_seconds": 1.8642649999947027e-05,
+   "host_canary_seconds": 9.991529999524573e-06,
+   "host_backward_canary_seconds": 2.1109169999817823e-05,
    "pass_seconds": [
-    2.707490000375401e-05,
-    3.0746199990971944e-05,
-    4.0912899999057116e-05
+    2.9936700002508587e-05,
+    2.212270001109573e-05,
+    4.3552600004659325e-05
    ],
    "pass_host_canary_seconds": [
-    9.347530000241022e-06,
-    7.690744999990785e-06,
-    9.905124999249892e-06
+    9.991529999524573e-06,
+    7.398179999427157e-06,
+    1.0833860000047934e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8642649999947027e-05,
-    1.890160000129981e-05,
-    2.0182640000712126e-05
+    2.1109169999817823e-05,
+    1.7133460000877677e-05,
+    1.5611080000326185e-05
    ]
   },
   "conv_host_k1_fp32_strict_8x64x28x28_64_forward_backward": {
-   "seconds": 0.00021161820000088484,
-   "min": 0.00015774920000239946,
-   "max": 0.0003203302999963853,
+   "seconds": 0.0001993505999962508,
+   "min": 0.00015211760000966024,
+   "max": 0.0003183024000009027,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9683,28 +9684,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 9.177035000220713e-06,
-   "host_backward_canary_seconds": 1.706726000065828e-05,
+   "host_canary_seconds": 9.991529999524573e-06,
+   "host_backward_canary_seconds": 1.818429000195465e-05,
    "pass_seconds": [
-    0.00016359009998723195,
-    0.00021161820000088484,
-    0.0002436487000068155
+    0.0001993505999962508,
+    0.00016841560000102618,
+    0.00024561510001603893
    ],
    "pass_host_canary_seconds": [
-    9.177035000220713e-06,
-    9.09165500047493e-06,
-    1.0166425000761593e-05
+    9.991529999524573e-06,
+    6.6765650001343604e-06,
+    9.814049999476992e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.706726000065828e-05,
-    1.9362539999292493e-05,
-    1.7705000000205474e-05
+    1.818429000195465e-05,
+    1.5010919998985627e-05,
+    1.5611080000326185e-05
    ]
   },
   "conv_host_k1_fp32_strict_16x256x56x56_64_forward": {
-   "seconds": 4.320820000884851e-05,
-   "min": 2.7596800009632716e-05,
-   "max": 6.324319999748696e-05,
+   "seconds": 3.9956599994184214e-05,
+   "min": 2.353390000280342e-05,
+   "max": 5.4923400011830384e-05,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9719,28 +9720,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 9.232104999910007e-06,
-   "host_backward_canary_seconds": 1.6240420000031007e-05,
+   "host_canary_seconds": 1.1630540000169275e-05,
+   "host_backward_canary_seconds": 1.8343350000122882e-05,
    "pass_seconds": [
-    3.198819999852276e-05,
-    5.625989999771264e-05,
-    4.320820000884851e-05
+    3.9956599994184214e-05,
+    2.569110001786612e-05,
+    5.265679999411077e-05
    ],
    "pass_host_canary_seconds": [
-    9.232104999910007e-06,
-    1.0635200000024269e-05,
-    1.0469229999898744e-05
+    1.1630540000169275e-05,
+    6.828924999808805e-06,
+    9.933380000575199e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6240420000031007e-05,
-    1.9806929999504063e-05,
-    2.2488080001039636e-05
+    1.8343350000122882e-05,
+    1.8681060000744766e-05,
+    1.677190000009432e-05
    ]
   },
   "conv_host_k1_fp32_strict_16x256x56x56_64_forward_backward": {
-   "seconds": 0.00028986269999222716,
-   "min": 0.00018672450000849493,
-   "max": 0.0004207237999935387,
+   "seconds": 0.00022113920001629595,
+   "min": 0.00016522969999641646,
+   "max": 0.00032253339998078445,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9755,28 +9756,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 9.230779999711558e-06,
-   "host_backward_canary_seconds": 1.837025500094569e-05,
+   "host_canary_seconds": 1.0213387499788952e-05,
+   "host_backward_canary_seconds": 1.5789244999950822e-05,
    "pass_seconds": [
-    0.0002056070999969961,
-    0.00028986269999222716,
-    0.00032981429999381364
+    0.00021998909999183526,
+    0.00022113920001629595,
+    0.00022537459999512067
    ],
    "pass_host_canary_seconds": [
-    9.230779999711558e-06,
-    1.0579849999885481e-05,
-    1.0473720000163666e-05
+    1.0213387499788952e-05,
+    7.880967499431789e-06,
+    1.0173920000511315e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.837025500094569e-05,
-    2.1232125000096858e-05,
-    2.1497645000181365e-05
+    1.5789244999950822e-05,
+    1.7008039999382164e-05,
+    1.6299704999482855e-05
    ]
   },
   "conv_host_k1_fp32_strict_32x256x56x56_256_forward": {
-   "seconds": 5.03876000038872e-05,
-   "min": 3.832319998764433e-05,
-   "max": 7.285149999916029e-05,
+   "seconds": 5.155710000508407e-05,
+   "min": 3.778599998440768e-05,
+   "max": 7.031919999462843e-05,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9791,28 +9792,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 9.209625000039523e-06,
-   "host_backward_canary_seconds": 1.964234000070064e-05,
+   "host_canary_seconds": 1.0152379999226469e-05,
+   "host_backward_canary_seconds": 1.714656000103787e-05,
    "pass_seconds": [
-    3.862399998979527e-05,
-    5.03876000038872e-05,
-    5.6467199988219365e-05
+    5.155710000508407e-05,
+    4.693540001881047e-05,
+    6.459449998601486e-05
    ],
    "pass_host_canary_seconds": [
-    9.209625000039523e-06,
-    7.757740000897684e-06,
-    1.0504399999717862e-05
+    1.0152379999226469e-05,
+    6.865230000130396e-06,
+    1.0043500000165295e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.964234000070064e-05,
-    2.177532000132487e-05,
-    2.1702469998672312e-05
+    1.714656000103787e-05,
+    1.8300690001069598e-05,
+    2.2874040000715466e-05
    ]
   },
   "conv_host_k1_fp32_strict_32x256x56x56_256_forward_backward": {
-   "seconds": 0.0003269915999908335,
-   "min": 0.00020771500001046662,
-   "max": 0.0004982327000107034,
+   "seconds": 0.00026481360000616403,
+   "min": 0.00019395389999772307,
+   "max": 0.00038102969999727067,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9827,28 +9828,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 9.049385000139409e-06,
-   "host_backward_canary_seconds": 1.9254155000680838e-05,
+   "host_canary_seconds": 1.0200217500369036e-05,
+   "host_backward_canary_seconds": 2.031331500006672e-05,
    "pass_seconds": [
-    0.00023730989998966835,
-    0.00040924350000750567,
-    0.0003269915999908335
+    0.00026481360000616403,
+    0.00024838599999839063,
+    0.00034808230000180627
    ],
    "pass_host_canary_seconds": [
-    9.049385000139409e-06,
-    1.0424452499364634e-05,
-    1.150051249965145e-05
+    1.0200217500369036e-05,
+    8.439287499868442e-06,
+    1.0699759999965864e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9254155000680838e-05,
-    1.84800750002978e-05,
-    1.9915799999807862e-05
+    2.031331500006672e-05,
+    1.9618730001411676e-05,
+    2.4523714998849754e-05
    ]
   },
   "conv_host_k1_bf16_2x4x8x8_4_forward": {
-   "seconds": 4.068410000854783e-05,
-   "min": 2.2117000003163412e-05,
-   "max": 6.903839998813055e-05,
+   "seconds": 3.089790000103676e-05,
+   "min": 1.9464700017124414e-05,
+   "max": 6.19490999952177e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9863,28 +9864,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 8.787715000266871e-06,
-   "host_backward_canary_seconds": 1.347703500073294e-05,
+   "host_canary_seconds": 6.691817500268371e-06,
+   "host_backward_canary_seconds": 1.813616999925216e-05,
    "pass_seconds": [
-    2.9159799987610312e-05,
-    4.068410000854783e-05,
-    6.387790001554095e-05
+    2.104509999298898e-05,
+    3.921350000837265e-05,
+    3.089790000103676e-05
    ],
    "pass_host_canary_seconds": [
-    8.787715000266871e-06,
-    9.758150000607201e-06,
-    1.1835509999400529e-05
+    6.691817500268371e-06,
+    1.0023134999528338e-05,
+    9.843645000273681e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.347703500073294e-05,
-    1.7903200000546348e-05,
-    2.325963999965097e-05
+    1.813616999925216e-05,
+    2.0153450000179872e-05,
+    2.2223180001219588e-05
    ]
   },
   "conv_host_k1_bf16_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00033827659999587925,
-   "min": 0.0001562943000180894,
-   "max": 0.000487661199986178,
+   "seconds": 0.00022217010000531446,
+   "min": 0.0001713629000050787,
+   "max": 0.00037512920000608573,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9899,28 +9900,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 8.830875000285232e-06,
-   "host_backward_canary_seconds": 1.2857120000262511e-05,
+   "host_canary_seconds": 6.9058349993156295e-06,
+   "host_backward_canary_seconds": 1.8180840002059994e-05,
    "pass_seconds": [
-    0.00017244820000996696,
-    0.00035291450001295743,
-    0.00033827659999587925
+    0.00022217010000531446,
+    0.0002893592999953398,
+    0.00019786139998814178
    ],
    "pass_host_canary_seconds": [
-    8.830875000285232e-06,
-    9.820975000138788e-06,
-    1.0753244999932577e-05
+    6.9058349993156295e-06,
+    1.0023134999528338e-05,
+    7.295784999996613e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.2857120000262511e-05,
-    1.7903200000546348e-05,
-    2.2898979998444703e-05
+    1.8180840002059994e-05,
+    1.7075520001981204e-05,
+    1.4878790000238951e-05
    ]
   },
   "conv_host_k1_bf16_8x64x28x28_64_forward": {
-   "seconds": 5.2271599997766316e-05,
-   "min": 3.136919999633392e-05,
-   "max": 6.912180001563683e-05,
+   "seconds": 3.696929998113774e-05,
+   "min": 2.3483099994336953e-05,
+   "max": 5.5007799983286534e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9935,28 +9936,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 9.020045000625032e-06,
-   "host_backward_canary_seconds": 1.3343770000346921e-05,
+   "host_canary_seconds": 7.115942499922312e-06,
+   "host_backward_canary_seconds": 1.4361554998458815e-05,
    "pass_seconds": [
-    3.354200000558194e-05,
-    5.67181999940658e-05,
-    5.2271599997766316e-05
+    3.436110000620829e-05,
+    3.788960000292718e-05,
+    3.696929998113774e-05
    ],
    "pass_host_canary_seconds": [
-    9.020045000625032e-06,
-    1.0097574999008429e-05,
-    1.0947529999612015e-05
+    7.115942499922312e-06,
+    9.96576500028823e-06,
+    7.686774999910994e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.3343770000346921e-05,
-    1.8069920001835272e-05,
-    2.2898979998444703e-05
+    1.4361554998458815e-05,
+    1.7317440001534123e-05,
+    1.5351350000401e-05
    ]
   },
   "conv_host_k1_bf16_8x64x28x28_64_forward_backward": {
-   "seconds": 0.0002844634000211954,
-   "min": 0.0001727093999988938,
-   "max": 0.0004927356000052896,
+   "seconds": 0.00020457100001749495,
+   "min": 0.0001610659000107262,
+   "max": 0.00041211200000361713,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9971,28 +9972,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 9.156590000429787e-06,
-   "host_backward_canary_seconds": 1.4345130000492646e-05,
+   "host_canary_seconds": 7.148830000005546e-06,
+   "host_backward_canary_seconds": 1.4049929998236621e-05,
    "pass_seconds": [
-    0.0001856110000062472,
-    0.0004363715000181401,
-    0.0002844634000211954
+    0.00019241769998643577,
+    0.00020457100001749495,
+    0.00023253529998328303
    ],
    "pass_host_canary_seconds": [
-    9.156590000429787e-06,
-    1.0299609999719906e-05,
-    1.1211270000330841e-05
+    7.148830000005546e-06,
+    9.330724999472295e-06,
+    7.686774999910994e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4345130000492646e-05,
-    2.0070140001280377e-05,
-    2.1012770000652382e-05
+    1.4049929998236621e-05,
+    1.6315479999775562e-05,
+    2.015444999869942e-05
    ]
   },
   "conv_host_k1_bf16_16x256x56x56_64_forward": {
-   "seconds": 4.454739998891455e-05,
-   "min": 3.090659999998025e-05,
-   "max": 6.590670000150567e-05,
+   "seconds": 3.28672000023289e-05,
+   "min": 2.4466099989695068e-05,
+   "max": 4.5354899998528706e-05,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10007,28 +10008,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 9.696535000784934e-06,
-   "host_backward_canary_seconds": 1.8925599999874975e-05,
+   "host_canary_seconds": 7.184639999877618e-06,
+   "host_backward_canary_seconds": 1.7099950000556418e-05,
    "pass_seconds": [
-    3.444419999141246e-05,
-    4.454739998891455e-05,
-    5.1910100000895906e-05
+    3.256600000440812e-05,
+    3.491390000363026e-05,
+    3.28672000023289e-05
    ],
    "pass_host_canary_seconds": [
-    9.696535000784934e-06,
-    1.0410165000394045e-05,
-    1.0881955000741073e-05
+    7.184639999877618e-06,
+    9.239475000413222e-06,
+    7.9651799990188e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8925599999874975e-05,
-    1.9470189999992727e-05,
-    2.249480000045878e-05
+    1.7099950000556418e-05,
+    1.4908999999079242e-05,
+    2.0865110000158892e-05
    ]
   },
   "conv_host_k1_bf16_16x256x56x56_64_forward_backward": {
-   "seconds": 0.000253889300006449,
-   "min": 0.00020105149999380956,
-   "max": 0.0005150034000052983,
+   "seconds": 0.00021927549998963515,
+   "min": 0.00017505840000922034,
+   "max": 0.0003814981000004991,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10043,28 +10044,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 7.90026000004218e-06,
-   "host_backward_canary_seconds": 1.816389999930834e-05,
+   "host_canary_seconds": 6.975029999694016e-06,
+   "host_backward_canary_seconds": 1.4362300000811955e-05,
    "pass_seconds": [
-    0.00025367860000642396,
-    0.00037302050000107554,
-    0.000253889300006449
+    0.00020045590001700476,
+    0.00021927549998963515,
+    0.0002822168999955466
    ],
    "pass_host_canary_seconds": [
-    7.90026000004218e-06,
-    1.0438900000053764e-05,
-    1.0881955000741073e-05
+    6.975029999694016e-06,
+    8.982995000224037e-06,
+    7.977129999972021e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.816389999930834e-05,
-    2.0480539999425672e-05,
-    1.9958729999416392e-05
+    1.4362300000811955e-05,
+    1.6973780000171245e-05,
+    2.0865110000158892e-05
    ]
   },
   "conv_host_k1_bf16_32x256x56x56_256_forward": {
-   "seconds": 5.3079899998920155e-05,
-   "min": 2.8877199997623394e-05,
-   "max": 6.412520001504163e-05,
+   "seconds": 3.866490001200873e-05,
+   "min": 2.4040199991759437e-05,
+   "max": 6.313609999324399e-05,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10079,28 +10080,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 7.63789250015634e-06,
-   "host_backward_canary_seconds": 1.8666959999791288e-05,
+   "host_canary_seconds": 7.08795500031556e-06,
+   "host_backward_canary_seconds": 1.5978760000052717e-05,
    "pass_seconds": [
-    4.043569999794272e-05,
-    5.3079899998920155e-05,
-    6.012040000769048e-05
+    3.2416099998044956e-05,
+    3.866490001200873e-05,
+    4.218340000079479e-05
    ],
    "pass_host_canary_seconds": [
-    7.63789250015634e-06,
-    1.0438900000053764e-05,
-    1.0824959999808926e-05
+    7.08795500031556e-06,
+    9.207535000541612e-06,
+    9.713552500443257e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8666959999791288e-05,
-    1.7195909999827564e-05,
-    2.227839500051232e-05
+    1.5978760000052717e-05,
+    1.5132690000427829e-05,
+    2.0695800000112285e-05
    ]
   },
   "conv_host_k1_bf16_32x256x56x56_256_forward_backward": {
-   "seconds": 0.0003179128000056153,
-   "min": 0.0002646335999997973,
-   "max": 0.00043079840002064885,
+   "seconds": 0.0002788751000025513,
+   "min": 0.00020176009998067456,
+   "max": 0.00038245939999796973,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10115,28 +10116,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 9.379125000350541e-06,
-   "host_backward_canary_seconds": 1.8917179997970378e-05,
+   "host_canary_seconds": 7.889429999750064e-06,
+   "host_backward_canary_seconds": 1.6843390001213264e-05,
    "pass_seconds": [
-    0.00032360459999836166,
-    0.0003103246999899056,
-    0.0003179128000056153
+    0.0002788751000025513,
+    0.00022302290001334767,
+    0.00029530220001561247
    ],
    "pass_host_canary_seconds": [
-    9.379125000350541e-06,
-    1.0316115000250648e-05,
-    1.0645064999721399e-05
+    7.889429999750064e-06,
+    9.292464999361983e-06,
+    1.0498062500232664e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8917179997970378e-05,
-    1.7195909999827564e-05,
-    2.0165959999758345e-05
+    1.6843390001213264e-05,
+    1.4807089999067102e-05,
+    2.1060674999944243e-05
    ]
   },
   "conv_host_k1_autocast_2x4x8x8_4_forward": {
-   "seconds": 0.00010583410000890581,
-   "min": 6.727310001224396e-05,
-   "max": 0.00012662770000133606,
+   "seconds": 8.432779998202022e-05,
+   "min": 5.383600000641309e-05,
+   "max": 0.00010891360000186978,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10151,28 +10152,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.00842174998661e-05,
-   "host_backward_canary_seconds": 1.693521999868608e-05,
+   "host_canary_seconds": 8.616450000999976e-06,
+   "host_backward_canary_seconds": 1.398710000103165e-05,
    "pass_seconds": [
-    0.00011600240000007034,
-    0.00010583410000890581,
-    0.00010567360000095505
+    6.575410000095872e-05,
+    8.432779998202022e-05,
+    0.00010291799999322393
    ],
    "pass_host_canary_seconds": [
-    1.00842174998661e-05,
-    1.0128920000624931e-05,
-    1.0567089999540258e-05
+    8.616450000999976e-06,
+    9.292464999361983e-06,
+    1.0190890000103536e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.693521999868608e-05,
-    1.8204949999471864e-05,
-    2.238320000060412e-05
+    1.398710000103165e-05,
+    1.6265639999346604e-05,
+    2.155404999939492e-05
    ]
   },
   "conv_host_k1_autocast_2x4x8x8_4_forward_backward": {
-   "seconds": 0.0005483287000060955,
-   "min": 0.0004331365000098231,
-   "max": 0.0006220789000053629,
+   "seconds": 0.00040237420000721613,
+   "min": 0.0002947556999970402,
+   "max": 0.000509490299987192,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10187,28 +10188,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.0022430000162786e-05,
-   "host_backward_canary_seconds": 1.5382120000140276e-05,
+   "host_canary_seconds": 7.236084999249215e-06,
+   "host_backward_canary_seconds": 1.7012329999488428e-05,
    "pass_seconds": [
-    0.0005841389000124763,
-    0.00045275760001004526,
-    0.0005483287000060955
+    0.00040237420000721613,
+    0.00036707770000248273,
+    0.0004216794000058144
    ],
    "pass_host_canary_seconds": [
-    1.0022430000162786e-05,
-    1.0107980000384486e-05,
-    1.0379935000628393e-05
+    7.236084999249215e-06,
+    9.59391500032325e-06,
+    9.44441999990886e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.5382120000140276e-05,
-    1.6039500000033513e-05,
-    2.1397099999376223e-05
+    1.7012329999488428e-05,
+    1.6265639999346604e-05,
+    1.7713960000946828e-05
    ]
   },
   "conv_host_k1_autocast_8x64x28x28_64_forward": {
-   "seconds": 0.00011626129999058321,
-   "min": 6.442530000185797e-05,
-   "max": 0.0001315515999976924,
+   "seconds": 9.023229999911564e-05,
+   "min": 7.893110000622983e-05,
+   "max": 0.00012740699999085335,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10223,28 +10224,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.0085930000514054e-05,
-   "host_backward_canary_seconds": 1.635093999993842e-05,
+   "host_canary_seconds": 7.26692999990064e-06,
+   "host_backward_canary_seconds": 1.979959499976758e-05,
    "pass_seconds": [
-    8.120479999433883e-05,
-    0.0001229884999929709,
-    0.00011626129999058321
+    8.93369999857896e-05,
+    9.023229999911564e-05,
+    0.00011912920001577731
    ],
    "pass_host_canary_seconds": [
-    1.0085930000514054e-05,
-    1.0139797500414716e-05,
-    1.0685737499898096e-05
+    7.26692999990064e-06,
+    9.707309999384961e-06,
+    1.0805674999119218e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.635093999993842e-05,
-    2.2049675000062052e-05,
-    2.276666999932786e-05
+    1.979959499976758e-05,
+    1.4306520001809986e-05,
+    1.7339010000796406e-05
    ]
   },
   "conv_host_k1_autocast_8x64x28x28_64_forward_backward": {
-   "seconds": 0.0005049460999998701,
-   "min": 0.00025222089998351295,
-   "max": 0.0005951260999836449,
+   "seconds": 0.00042053770000620715,
+   "min": 0.00029557179998391804,
+   "max": 0.0005201436999868747,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10259,28 +10260,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 7.096609999734938e-06,
-   "host_backward_canary_seconds": 1.7576299999291223e-05,
+   "host_canary_seconds": 7.322120000026189e-06,
+   "host_backward_canary_seconds": 1.7743500000051426e-05,
    "pass_seconds": [
-    0.0002750020000121367,
-    0.0005049460999998701,
-    0.0005456469999899127
+    0.00048395709998203527,
+    0.0003208593000181281,
+    0.00042053770000620715
    ],
    "pass_host_canary_seconds": [
-    7.096609999734938e-06,
-    1.056230000017422e-05,
-    1.05475549997891e-05
+    7.322120000026189e-06,
+    9.707309999384961e-06,
+    1.0365914999965752e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7576299999291223e-05,
-    2.068708000024344e-05,
-    1.9934900000180277e-05
+    1.7743500000051426e-05,
+    1.4048599998659484e-05,
+    1.578361999918343e-05
    ]
   },
   "conv_host_k1_autocast_16x256x56x56_64_forward": {
-   "seconds": 0.00011188369999217684,
-   "min": 5.783340000107273e-05,
-   "max": 0.00013550280000345082,
+   "seconds": 8.323160000145435e-05,
+   "min": 6.356250000862928e-05,
+   "max": 0.00014736170001015126,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10295,28 +10296,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 7.0583950002856e-06,
-   "host_backward_canary_seconds": 1.478270000006887e-05,
+   "host_canary_seconds": 7.517204999203386e-06,
+   "host_backward_canary_seconds": 1.4993320000940002e-05,
    "pass_seconds": [
-    6.77382000048965e-05,
-    0.00011416459999509243,
-    0.00011188369999217684
+    8.232489999500103e-05,
+    8.323160000145435e-05,
+    0.0001092803000119602
    ],
    "pass_host_canary_seconds": [
-    7.0583950002856e-06,
-    1.025926499949037e-05,
-    1.0584259999859569e-05
+    7.517204999203386e-06,
+    9.549940000397327e-06,
+    1.0342839999566422e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.478270000006887e-05,
-    2.028845499921772e-05,
-    2.0390740000948427e-05
+    1.4993320000940002e-05,
+    1.4481090001936536e-05,
+    1.7323029999261054e-05
    ]
   },
   "conv_host_k1_autocast_16x256x56x56_64_forward_backward": {
-   "seconds": 0.0005315612000003966,
-   "min": 0.00040268979998927536,
-   "max": 0.0006356861999847752,
+   "seconds": 0.00043076239999209067,
+   "min": 0.00029940650001663015,
+   "max": 0.0006258118000005197,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10331,28 +10332,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 7.421064999562077e-06,
-   "host_backward_canary_seconds": 1.466381000000183e-05,
+   "host_canary_seconds": 7.647840000117867e-06,
+   "host_backward_canary_seconds": 1.5721950001079675e-05,
    "pass_seconds": [
-    0.0005770672999915405,
-    0.00047813559999667634,
-    0.0005315612000003966
+    0.00043076239999209067,
+    0.00036841280000317057,
+    0.00047916010000790263
    ],
    "pass_host_canary_seconds": [
-    7.421064999562077e-06,
-    1.0309307500051546e-05,
-    1.0564857499844039e-05
+    7.647840000117867e-06,
+    9.77630499960469e-06,
+    1.0345035000227654e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.466381000000183e-05,
-    1.9130174998736037e-05,
-    2.093534499863381e-05
+    1.5721950001079675e-05,
+    1.4408929998808163e-05,
+    2.0745150000038847e-05
    ]
   },
   "conv_host_k1_autocast_32x256x56x56_256_forward": {
-   "seconds": 0.0001025250999873606,
-   "min": 7.64535000143951e-05,
-   "max": 0.00012904230000003735,
+   "seconds": 9.060750001026463e-05,
+   "min": 6.192920000103186e-05,
+   "max": 0.00014879240000027495,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10367,28 +10368,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 9.46269999985816e-06,
-   "host_backward_canary_seconds": 1.6696669999873846e-05,
+   "host_canary_seconds": 7.918594999978267e-06,
+   "host_backward_canary_seconds": 1.9141464999847816e-05,
    "pass_seconds": [
-    0.00010234070000478824,
-    0.0001025250999873606,
-    0.00012079400000857277
+    9.060750001026463e-05,
+    7.971359998464323e-05,
+    0.00011763840000185155
    ],
    "pass_host_canary_seconds": [
-    9.46269999985816e-06,
-    1.0127450000254612e-05,
-    1.0570252500201603e-05
+    7.918594999978267e-06,
+    8.511574999374715e-06,
+    1.044263249980304e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6696669999873846e-05,
-    2.101354999922478e-05,
-    1.90964950002126e-05
+    1.9141464999847816e-05,
+    1.4321399999062123e-05,
+    2.2671795001087958e-05
    ]
   },
   "conv_host_k1_autocast_32x256x56x56_256_forward_backward": {
-   "seconds": 0.0005435093999949459,
-   "min": 0.0003689813000164577,
-   "max": 0.0006722671000034097,
+   "seconds": 0.0004926886000021114,
+   "min": 0.0002831367999988288,
+   "max": 0.0007287056999984998,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10403,28 +10404,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 9.699352499978886e-06,
-   "host_backward_canary_seconds": 1.6777519999777723e-05,
+   "host_canary_seconds": 7.529787499720441e-06,
+   "host_backward_canary_seconds": 1.597305000018423e-05,
    "pass_seconds": [
-    0.0005538371000056941,
-    0.0004501271999970413,
-    0.0005435093999949459
+    0.0004926886000021114,
+    0.0003365294000104768,
+    0.0006561057999988406
    ],
    "pass_host_canary_seconds": [
-    9.699352499978886e-06,
-    1.0076382499732972e-05,
-    1.0629859999653491e-05
+    7.529787499720441e-06,
+    8.878582499960429e-06,
+    1.0623882499771752e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6777519999777723e-05,
-    1.9101689998706208e-05,
-    1.704509500086715e-05
+    1.597305000018423e-05,
+    1.4823454999941533e-05,
+    1.7474180000363047e-05
    ]
   },
   "optimizer_sgd_foreach_per_param": {
-   "seconds": 3.55481250023461e-06,
-   "min": 3.189765624966867e-06,
-   "max": 5.334165178132773e-06,
+   "seconds": 3.0239441965055188e-06,
+   "min": 1.7868794642034963e-06,
+   "max": 3.7164062506787687e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10434,28 +10435,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0211227499894448e-05,
-   "host_backward_canary_seconds": 1.6079379998927835e-05,
+   "host_canary_seconds": 7.3620149998987476e-06,
+   "host_backward_canary_seconds": 2.1239459999833344e-05,
    "pass_seconds": [
-    3.4730915174918664e-06,
-    3.5571026784404173e-06,
-    3.55481250023461e-06
+    1.9014352672692375e-06,
+    3.0239441965055188e-06,
+    3.3313705358750667e-06
    ],
    "pass_host_canary_seconds": [
-    1.0211227499894448e-05,
-    1.0501157499902548e-05,
-    1.0625817500340416e-05
+    7.3620149998987476e-06,
+    9.122315000240632e-06,
+    1.0062197500246839e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6079379998927835e-05,
-    1.993562499933432e-05,
-    2.2035045000166064e-05
+    2.1239459999833344e-05,
+    1.650616999995691e-05,
+    1.6208615001005456e-05
    ]
   },
   "optimizer_sgd_foreach_per_step": {
-   "seconds": 0.00018066099989612537,
-   "min": 0.00011584942844170394,
-   "max": 0.0005717634286871284,
+   "seconds": 9.998799984194711e-05,
+   "min": 5.184085733032719e-05,
+   "max": 0.0002462849998080076,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10465,28 +10466,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0211227499894448e-05,
-   "host_backward_canary_seconds": 1.6079379998927835e-05,
+   "host_canary_seconds": 7.3620149998987476e-06,
+   "host_backward_canary_seconds": 2.1239459999833344e-05,
    "pass_seconds": [
-    0.00018066099989612537,
-    0.000181882285525197,
-    0.00016537514271216684
+    8.489300012115564e-05,
+    9.998799984194711e-05,
+    0.00015668928550180032
    ],
    "pass_host_canary_seconds": [
-    1.0211227499894448e-05,
-    1.0501157499902548e-05,
-    1.0625817500340416e-05
+    7.3620149998987476e-06,
+    9.122315000240632e-06,
+    1.0062197500246839e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6079379998927835e-05,
-    1.993562499933432e-05,
-    2.2035045000166064e-05
+    2.1239459999833344e-05,
+    1.650616999995691e-05,
+    1.6208615001005456e-05
    ]
   },
   "optimizer_sgd_foreach_cold_per_param": {
-   "seconds": 4.6811607141705736e-06,
-   "min": 3.238294643231094e-06,
-   "max": 5.39768750026529e-06,
+   "seconds": 3.4627857142969072e-06,
+   "min": 1.6560848215314245e-06,
+   "max": 7.5040803569744896e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10496,28 +10497,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0249765000480694e-05,
-   "host_backward_canary_seconds": 1.9455829999515117e-05,
+   "host_canary_seconds": 7.38269499947819e-06,
+   "host_backward_canary_seconds": 1.7650800000410527e-05,
    "pass_seconds": [
-    4.360359374138463e-06,
-    4.6955178569468055e-06,
-    4.6811607141705736e-06
+    2.3431093753499354e-06,
+    4.776116071525394e-06,
+    3.4627857142969072e-06
    ],
    "pass_host_canary_seconds": [
-    1.0249765000480694e-05,
-    1.0375634999491013e-05,
-    1.061110000023291e-05
+    7.38269499947819e-06,
+    9.663140000384374e-06,
+    9.37584999974206e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9455829999515117e-05,
-    2.0424280000952423e-05,
-    2.2813410000708246e-05
+    1.7650800000410527e-05,
+    2.0026110000799235e-05,
+    1.74517300001753e-05
    ]
   },
   "optimizer_sgd_foreach_cold_per_step": {
-   "seconds": 0.0007062610000372972,
-   "min": 0.0005963190000264668,
-   "max": 0.0008710967142633308,
+   "seconds": 0.0006817504285793673,
+   "min": 0.00033111085719740786,
+   "max": 0.0009569625714058409,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10527,28 +10528,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0249765000480694e-05,
-   "host_backward_canary_seconds": 1.9455829999515117e-05,
+   "host_canary_seconds": 7.38269499947819e-06,
+   "host_backward_canary_seconds": 1.7650800000410527e-05,
    "pass_seconds": [
-    0.0007145848569832326,
-    0.0006920122858186265,
-    0.0007062610000372972
+    0.000664508428404328,
+    0.0006817504285793673,
+    0.000690980714287954
    ],
    "pass_host_canary_seconds": [
-    1.0249765000480694e-05,
-    1.0375634999491013e-05,
-    1.061110000023291e-05
+    7.38269499947819e-06,
+    9.663140000384374e-06,
+    9.37584999974206e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9455829999515117e-05,
-    2.0424280000952423e-05,
-    2.2813410000708246e-05
+    1.7650800000410527e-05,
+    2.0026110000799235e-05,
+    1.74517300001753e-05
    ]
   },
   "optimizer_sgd_foreach_large": {
-   "seconds": 0.00022708799997417373,
-   "min": 0.00019479800016597437,
-   "max": 0.0004129399999328598,
+   "seconds": 0.000192911000112872,
+   "min": 0.00017859400009001547,
+   "max": 0.0002732430000378372,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -10556,15 +10557,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00022708799997417373,
-    0.0002718169998843223,
-    0.00022010499992575205
+    0.00018386199985798157,
+    0.000192911000112872,
+    0.00022673700004816055
    ]
   },
   "optimizer_sgd_for_loop_per_param": {
-   "seconds": 3.037559375077389e-05,
-   "min": 2.500718749993374e-05,
-   "max": 3.3984622767998675e-05,
+   "seconds": 2.277420312525789e-05,
+   "min": 1.9967720982196268e-05,
+   "max": 3.0186843750255677e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10574,28 +10575,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.966172499957792e-06,
-   "host_backward_canary_seconds": 1.5892490000624094e-05,
+   "host_canary_seconds": 6.958497499454097e-06,
+   "host_backward_canary_seconds": 1.734575999989829e-05,
    "pass_seconds": [
-    2.971560714267899e-05,
-    3.037559375077389e-05,
-    3.0411428571345107e-05
+    2.1850642856995656e-05,
+    2.277420312525789e-05,
+    2.9333779017751533e-05
    ],
    "pass_host_canary_seconds": [
-    9.966172499957792e-06,
-    1.03187374998015e-05,
-    1.0615914999902997e-05
+    6.958497499454097e-06,
+    7.397172499850057e-06,
+    9.931382500099062e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.5892490000624094e-05,
-    2.1698850000575474e-05,
-    2.2835500000155663e-05
+    1.734575999989829e-05,
+    1.845017999926313e-05,
+    1.9240194999383677e-05
    ]
   },
   "optimizer_sgd_for_loop_per_step": {
-   "seconds": 0.0003154169997807393,
-   "min": 1.7182714340638642e-05,
-   "max": 0.001788662000178322,
+   "seconds": 0.00017499600000649347,
+   "min": -0.00011115028577738219,
+   "max": 0.0006288488570070122,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10605,28 +10606,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.966172499957792e-06,
-   "host_backward_canary_seconds": 1.5892490000624094e-05,
+   "host_canary_seconds": 6.958497499454097e-06,
+   "host_backward_canary_seconds": 1.734575999989829e-05,
    "pass_seconds": [
-    0.0003117384287634195,
-    0.0003154169997807393,
-    0.000495959571513335
+    0.00017499600000649347,
+    0.00016092271432301326,
+    0.00029369128573567384
    ],
    "pass_host_canary_seconds": [
-    9.966172499957792e-06,
-    1.03187374998015e-05,
-    1.0615914999902997e-05
+    6.958497499454097e-06,
+    7.397172499850057e-06,
+    9.931382500099062e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.5892490000624094e-05,
-    2.1698850000575474e-05,
-    2.2835500000155663e-05
+    1.734575999989829e-05,
+    1.845017999926313e-05,
+    1.9240194999383677e-05
    ]
   },
   "optimizer_sgd_for_loop_cold_per_param": {
-   "seconds": 2.5729508928508593e-05,
-   "min": 2.05556160715048e-05,
-   "max": 3.278008482153284e-05,
+   "seconds": 2.8747198660385364e-05,
+   "min": 1.8760660714584837e-05,
+   "max": 3.413475892851839e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10636,28 +10637,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0059139999611943e-05,
-   "host_backward_canary_seconds": 1.9351169999026752e-05,
+   "host_canary_seconds": 7.1759550007755025e-06,
+   "host_backward_canary_seconds": 1.8169320001106825e-05,
    "pass_seconds": [
-    3.08113236608319e-05,
-    2.3760332589566652e-05,
-    2.5729508928508593e-05
+    2.171631473199146e-05,
+    2.8747198660385364e-05,
+    3.120726785762632e-05
    ],
    "pass_host_canary_seconds": [
-    1.0059139999611943e-05,
-    7.831530000430576e-06,
-    7.972165000182941e-06
+    7.1759550007755025e-06,
+    8.86883500015756e-06,
+    1.0073079999983748e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9351169999026752e-05,
-    2.1863890001441178e-05,
-    2.112273999955505e-05
+    1.8169320001106825e-05,
+    1.9531909999841445e-05,
+    1.8637529999523396e-05
    ]
   },
   "optimizer_sgd_for_loop_cold_per_step": {
-   "seconds": 0.0006799267140909901,
-   "min": 0.00019144771434704503,
-   "max": 0.0020989175714021258,
+   "seconds": 0.0008007724286146966,
+   "min": 0.0003401747142106615,
+   "max": 0.0014438947142220318,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10667,28 +10668,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0059139999611943e-05,
-   "host_backward_canary_seconds": 1.9351169999026752e-05,
+   "host_canary_seconds": 7.1759550007755025e-06,
+   "host_backward_canary_seconds": 1.8169320001106825e-05,
    "pass_seconds": [
-    0.0007718072857057579,
-    0.0006799267140909901,
-    0.0006601035712979605
+    0.0006439574284675992,
+    0.0009057227142160887,
+    0.0008007724286146966
    ],
    "pass_host_canary_seconds": [
-    1.0059139999611943e-05,
-    7.831530000430576e-06,
-    7.972165000182941e-06
+    7.1759550007755025e-06,
+    8.86883500015756e-06,
+    1.0073079999983748e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9351169999026752e-05,
-    2.1863890001441178e-05,
-    2.112273999955505e-05
+    1.8169320001106825e-05,
+    1.9531909999841445e-05,
+    1.8637529999523396e-05
    ]
   },
   "optimizer_sgd_for_loop_large": {
-   "seconds": 0.00016388399990319158,
-   "min": 0.00016017500001908047,
-   "max": 0.00026647300001059193,
+   "seconds": 0.0001742140000260406,
+   "min": 0.00016072100015662727,
+   "max": 0.0002206819999628351,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -10696,15 +10697,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00019658999985949777,
-    0.00016388399990319158,
-    0.00016376799999306968
+    0.0001742140000260406,
+    0.00016272299990305328,
+    0.00018308200014871545
    ]
   },
   "optimizer_sgd_fused_per_param": {
-   "seconds": 1.9416250002076855e-06,
-   "min": 1.4507767858162879e-06,
-   "max": 2.849970981750565e-06,
+   "seconds": 2.4777700891677668e-06,
+   "min": 1.421522321314634e-06,
+   "max": 3.1842053570382437e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10714,28 +10715,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.968355000182782e-06,
-   "host_backward_canary_seconds": 1.9426339999881748e-05,
+   "host_canary_seconds": 9.643204999747467e-06,
+   "host_backward_canary_seconds": 2.1151019998342234e-05,
    "pass_seconds": [
-    2.627687499970729e-06,
-    1.9416250002076855e-06,
-    1.5852098214403604e-06
+    2.4777700891677668e-06,
+    1.8151874999919722e-06,
+    2.9026294647849227e-06
    ],
    "pass_host_canary_seconds": [
-    9.968355000182782e-06,
-    7.831530000430576e-06,
-    7.563034999975571e-06
+    9.643204999747467e-06,
+    7.763954999973067e-06,
+    1.0644645000184028e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9426339999881748e-05,
-    1.848677999987558e-05,
-    1.7243639999833248e-05
+    2.1151019998342234e-05,
+    2.1562289998655614e-05,
+    1.772366500063072e-05
    ]
   },
   "optimizer_sgd_fused_per_step": {
-   "seconds": 0.00014141071427989767,
-   "min": 1.1696857265113583e-05,
-   "max": 0.0002874844286842355,
+   "seconds": 9.384671433768484e-05,
+   "min": 3.9177999886825485e-05,
+   "max": 0.0003404839999672861,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10745,28 +10746,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.968355000182782e-06,
-   "host_backward_canary_seconds": 1.9426339999881748e-05,
+   "host_canary_seconds": 9.643204999747467e-06,
+   "host_backward_canary_seconds": 2.1151019998342234e-05,
    "pass_seconds": [
-    0.00014282757128317565,
-    0.00014141071427989767,
-    6.550814292235632e-05
+    9.384671433768484e-05,
+    7.699857149288749e-05,
+    0.00017472700012279217
    ],
    "pass_host_canary_seconds": [
-    9.968355000182782e-06,
-    7.831530000430576e-06,
-    7.563034999975571e-06
+    9.643204999747467e-06,
+    7.763954999973067e-06,
+    1.0644645000184028e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9426339999881748e-05,
-    1.848677999987558e-05,
-    1.7243639999833248e-05
+    2.1151019998342234e-05,
+    2.1562289998655614e-05,
+    1.772366500063072e-05
    ]
   },
   "optimizer_sgd_fused_cold_per_param": {
-   "seconds": 3.587004464122856e-06,
-   "min": 1.9056964285977886e-06,
-   "max": 4.8156093751369355e-06,
+   "seconds": 3.0808683035843387e-06,
+   "min": 1.7268147318410293e-06,
+   "max": 4.597991071822857e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10776,28 +10777,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0348580000254515e-05,
-   "host_backward_canary_seconds": 1.927601000033974e-05,
+   "host_canary_seconds": 9.747000000288608e-06,
+   "host_backward_canary_seconds": 1.824707999958264e-05,
    "pass_seconds": [
-    3.660323660678192e-06,
-    2.365437500222762e-06,
-    3.587004464122856e-06
+    3.0808683035843387e-06,
+    2.4119486603524365e-06,
+    3.2033258925423524e-06
    ],
    "pass_host_canary_seconds": [
-    1.0348580000254515e-05,
-    7.3186150007131805e-06,
-    9.79143499989732e-06
+    9.747000000288608e-06,
+    7.189229999085e-06,
+    1.0315250000303422e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.927601000033974e-05,
-    1.9373749998976565e-05,
-    2.074293000077887e-05
+    1.824707999958264e-05,
+    1.985261000072569e-05,
+    1.69065000000046e-05
    ]
   },
   "optimizer_sgd_fused_cold_per_step": {
-   "seconds": 0.0006687870001249913,
-   "min": 0.000418882999903352,
-   "max": 0.0007980504285894442,
+   "seconds": 0.0006374227141675094,
+   "min": 0.0004230719999408653,
+   "max": 0.0008541728572189251,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10807,28 +10808,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0348580000254515e-05,
-   "host_backward_canary_seconds": 1.927601000033974e-05,
+   "host_canary_seconds": 9.747000000288608e-06,
+   "host_backward_canary_seconds": 1.824707999958264e-05,
    "pass_seconds": [
-    0.0006687870001249913,
-    0.0005871774287048279,
-    0.00067197485710884
+    0.0006697149999906417,
+    0.000579076285735677,
+    0.0006374227141675094
    ],
    "pass_host_canary_seconds": [
-    1.0348580000254515e-05,
-    7.3186150007131805e-06,
-    9.79143499989732e-06
+    9.747000000288608e-06,
+    7.189229999085e-06,
+    1.0315250000303422e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.927601000033974e-05,
-    1.9373749998976565e-05,
-    2.074293000077887e-05
+    1.824707999958264e-05,
+    1.985261000072569e-05,
+    1.69065000000046e-05
    ]
   },
   "optimizer_sgd_fused_large": {
-   "seconds": 0.00012889300001006632,
-   "min": 0.00012104299980819633,
-   "max": 0.0001893229998586321,
+   "seconds": 0.0001352110000425455,
+   "min": 0.00011992700001428602,
+   "max": 0.00017347099992548465,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -10836,15 +10837,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.0001501039998856868,
-    0.00012212899991936865,
-    0.00012889300001006632
+    0.00014185600002747378,
+    0.0001352110000425455,
+    0.00012224500005686423
    ]
   },
   "optimizer_sgd_wd_foreach_per_param": {
-   "seconds": 4.490613839383936e-06,
-   "min": 3.6667633927273916e-06,
-   "max": 7.235357142881023e-06,
+   "seconds": 4.541857143079499e-06,
+   "min": 3.6850803571805306e-06,
+   "max": 6.647444196618478e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10854,28 +10855,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.894019999592274e-06,
-   "host_backward_canary_seconds": 1.887671000076807e-05,
+   "host_canary_seconds": 9.747000000288608e-06,
+   "host_backward_canary_seconds": 1.591664999978093e-05,
    "pass_seconds": [
-    7.0744263394674685e-06,
-    3.854725446521863e-06,
-    4.490613839383936e-06
+    6.375571428764358e-06,
+    4.541857143079499e-06,
+    3.938973213633647e-06
    ],
    "pass_host_canary_seconds": [
-    9.894019999592274e-06,
-    6.994230000145763e-06,
-    7.64291749987933e-06
+    9.747000000288608e-06,
+    7.19166999999743e-06,
+    7.0443875000592015e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.887671000076807e-05,
-    1.975265000055515e-05,
-    2.0513994999191707e-05
+    1.591664999978093e-05,
+    1.5927529999544278e-05,
+    1.5729150001106972e-05
    ]
   },
   "optimizer_sgd_wd_foreach_per_step": {
-   "seconds": 0.0001528898572230121,
-   "min": 9.146500006603934e-05,
-   "max": 0.0008000851426978833,
+   "seconds": 0.0001534199998332042,
+   "min": 5.55728560617093e-06,
+   "max": 0.0005917468572209016,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10885,28 +10886,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.894019999592274e-06,
-   "host_backward_canary_seconds": 1.887671000076807e-05,
+   "host_canary_seconds": 9.747000000288608e-06,
+   "host_backward_canary_seconds": 1.591664999978093e-05,
    "pass_seconds": [
-    0.0003010735714659469,
-    0.00012522771433915684,
-    0.0001528898572230121
+    0.0001890932856635378,
+    0.0001534199998332042,
+    0.0001364751427835082
    ],
    "pass_host_canary_seconds": [
-    9.894019999592274e-06,
-    6.994230000145763e-06,
-    7.64291749987933e-06
+    9.747000000288608e-06,
+    7.19166999999743e-06,
+    7.0443875000592015e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.887671000076807e-05,
-    1.975265000055515e-05,
-    2.0513994999191707e-05
+    1.591664999978093e-05,
+    1.5927529999544278e-05,
+    1.5729150001106972e-05
    ]
   },
   "optimizer_sgd_wd_foreach_cold_per_param": {
-   "seconds": 8.926685267291695e-06,
-   "min": 4.88433705417687e-06,
-   "max": 1.0099825892443245e-05,
+   "seconds": 8.763191964078487e-06,
+   "min": 5.3188281248545925e-06,
+   "max": 1.0764861607067847e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10916,28 +10917,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0127900000043155e-05,
-   "host_backward_canary_seconds": 1.6648789999180734e-05,
+   "host_canary_seconds": 9.428490000118472e-06,
+   "host_backward_canary_seconds": 1.6897360001166817e-05,
    "pass_seconds": [
-    8.926685267291695e-06,
-    9.244433035706021e-06,
-    8.532290178513741e-06
+    7.246428571607209e-06,
+    8.763191964078487e-06,
+    9.095593750174658e-06
    ],
    "pass_host_canary_seconds": [
-    1.0127900000043155e-05,
-    1.0035899999820685e-05,
-    1.0199124999417108e-05
+    9.428490000118472e-06,
+    9.369054999979199e-06,
+    1.014034999911928e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6648789999180734e-05,
-    2.0277529999930264e-05,
-    2.120908999813764e-05
+    1.6897360001166817e-05,
+    1.760598000146274e-05,
+    1.7647270001361904e-05
    ]
   },
   "optimizer_sgd_wd_foreach_cold_per_step": {
-   "seconds": 0.000872656571443388,
-   "min": 0.00042097414279851364,
-   "max": 0.0011165124284226685,
+   "seconds": 0.0008339648570979209,
+   "min": 0.0004454728570765708,
+   "max": 0.0010291400002253276,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10947,28 +10948,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0127900000043155e-05,
-   "host_backward_canary_seconds": 1.6648789999180734e-05,
+   "host_canary_seconds": 9.428490000118472e-06,
+   "host_backward_canary_seconds": 1.6897360001166817e-05,
    "pass_seconds": [
-    0.0008987881427466553,
-    0.000872656571443388,
-    0.0007964754286799039
+    0.0007925312858917875,
+    0.0008605952856929175,
+    0.0008339648570979209
    ],
    "pass_host_canary_seconds": [
-    1.0127900000043155e-05,
-    1.0035899999820685e-05,
-    1.0199124999417108e-05
+    9.428490000118472e-06,
+    9.369054999979199e-06,
+    1.014034999911928e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6648789999180734e-05,
-    2.0277529999930264e-05,
-    2.120908999813764e-05
+    1.6897360001166817e-05,
+    1.760598000146274e-05,
+    1.7647270001361904e-05
    ]
   },
   "optimizer_sgd_wd_for_loop_per_param": {
-   "seconds": 4.2480841518255374e-05,
-   "min": 3.337496205395902e-05,
-   "max": 4.680976562505228e-05,
+   "seconds": 3.6317374999888284e-05,
+   "min": 2.5971024553785226e-05,
+   "max": 4.190502455309846e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10978,28 +10979,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.874529999933657e-06,
-   "host_backward_canary_seconds": 1.8028819999926783e-05,
+   "host_canary_seconds": 8.946862499783493e-06,
+   "host_backward_canary_seconds": 1.6794054999991204e-05,
    "pass_seconds": [
-    4.027165401713059e-05,
-    4.2480841518255374e-05,
-    4.3003718750307076e-05
+    3.6317374999888284e-05,
+    2.7193683035672427e-05,
+    4.109710937478488e-05
    ],
    "pass_host_canary_seconds": [
-    9.874529999933657e-06,
-    1.0240110000268033e-05,
-    1.0354225000810402e-05
+    8.946862499783493e-06,
+    6.466467499990358e-06,
+    1.0082334999879095e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8028819999926783e-05,
-    2.2818590000497352e-05,
-    2.1518969999760886e-05
+    1.6794054999991204e-05,
+    1.523131499993724e-05,
+    1.7782590000479103e-05
    ]
   },
   "optimizer_sgd_wd_for_loop_per_step": {
-   "seconds": 0.0004426224285063135,
-   "min": 0.00012688014278085464,
-   "max": 0.0006464291427294355,
+   "seconds": 0.0002703111427178684,
+   "min": -2.5280428514763958e-05,
+   "max": 0.0009636098572108104,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11009,28 +11010,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.874529999933657e-06,
-   "host_backward_canary_seconds": 1.8028819999926783e-05,
+   "host_canary_seconds": 8.946862499783493e-06,
+   "host_backward_canary_seconds": 1.6794054999991204e-05,
    "pass_seconds": [
-    0.0004183578572078011,
-    0.000494580000089887,
-    0.0004426224285063135
+    0.0002703111427178684,
+    0.00023400985712994154,
+    0.00045439099988340897
    ],
    "pass_host_canary_seconds": [
-    9.874529999933657e-06,
-    1.0240110000268033e-05,
-    1.0354225000810402e-05
+    8.946862499783493e-06,
+    6.466467499990358e-06,
+    1.0082334999879095e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8028819999926783e-05,
-    2.2818590000497352e-05,
-    2.1518969999760886e-05
+    1.6794054999991204e-05,
+    1.523131499993724e-05,
+    1.7782590000479103e-05
    ]
   },
   "optimizer_sgd_wd_for_loop_cold_per_param": {
-   "seconds": 4.411698437475512e-05,
-   "min": 3.5007785714619945e-05,
-   "max": 4.63837008933662e-05,
+   "seconds": 3.775076785674157e-05,
+   "min": 2.5260515624633433e-05,
+   "max": 4.488590848187154e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11040,28 +11041,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0113315000808144e-05,
-   "host_backward_canary_seconds": 1.9947099999626517e-05,
+   "host_canary_seconds": 9.133610000162662e-06,
+   "host_backward_canary_seconds": 1.8395870001768343e-05,
    "pass_seconds": [
-    4.200245312497535e-05,
-    4.411698437475512e-05,
-    4.428830580341777e-05
+    3.775076785674157e-05,
+    3.6170712053465846e-05,
+    4.24209218746593e-05
    ],
    "pass_host_canary_seconds": [
-    1.0113315000808144e-05,
-    1.049741499969059e-05,
-    1.0566109999672335e-05
+    9.133610000162662e-06,
+    6.964355000036449e-06,
+    1.0007225000663311e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9947099999626517e-05,
-    2.191983000102482e-05,
-    1.993659999925512e-05
+    1.8395870001768343e-05,
+    1.8226820000109e-05,
+    1.7347969999264025e-05
    ]
   },
   "optimizer_sgd_wd_for_loop_cold_per_step": {
-   "seconds": 0.0008290728571864747,
-   "min": 0.0006641337143784248,
-   "max": 0.001052408000045294,
+   "seconds": 0.0008597290002074131,
+   "min": 0.00027834642875339873,
+   "max": 0.0016871840000151548,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11071,28 +11072,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0113315000808144e-05,
-   "host_backward_canary_seconds": 1.9947099999626517e-05,
+   "host_canary_seconds": 9.133610000162662e-06,
+   "host_backward_canary_seconds": 1.8395870001768343e-05,
    "pass_seconds": [
-    0.0008896975712754545,
-    0.0008290728571864747,
-    0.0008080734284833723
+    0.0007985978572183478,
+    0.0008597290002074131,
+    0.0009674704287395536
    ],
    "pass_host_canary_seconds": [
-    1.0113315000808144e-05,
-    1.049741499969059e-05,
-    1.0566109999672335e-05
+    9.133610000162662e-06,
+    6.964355000036449e-06,
+    1.0007225000663311e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9947099999626517e-05,
-    2.191983000102482e-05,
-    1.993659999925512e-05
+    1.8395870001768343e-05,
+    1.8226820000109e-05,
+    1.7347969999264025e-05
    ]
   },
   "optimizer_sgd_wd_fused_per_param": {
-   "seconds": 2.761620535299666e-06,
-   "min": 2.505600446361151e-06,
-   "max": 2.88995982141874e-06,
+   "seconds": 2.3915959818257955e-06,
+   "min": 1.4697008922886262e-06,
+   "max": 2.9895959820740766e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11102,28 +11103,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0088110000197049e-05,
-   "host_backward_canary_seconds": 1.788671999975122e-05,
+   "host_canary_seconds": 9.499089999280841e-06,
+   "host_backward_canary_seconds": 2.1860150000065914e-05,
    "pass_seconds": [
-    2.761620535299666e-06,
-    2.8164508926969186e-06,
-    2.66863839217178e-06
+    2.3915959818257955e-06,
+    1.5170379466919063e-06,
+    2.824883929061376e-06
    ],
    "pass_host_canary_seconds": [
-    1.0088110000197049e-05,
-    1.047185749939672e-05,
-    1.0603819999914776e-05
+    9.499089999280841e-06,
+    7.062204999783716e-06,
+    1.0038259999873844e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.788671999975122e-05,
-    2.280134999978145e-05,
-    2.0025320000058856e-05
+    2.1860150000065914e-05,
+    1.9995210000161023e-05,
+    1.8079779999879973e-05
    ]
   },
   "optimizer_sgd_wd_fused_per_step": {
-   "seconds": 0.00017468742843058344,
-   "min": 9.576600018590398e-05,
-   "max": 0.0002690297141530859,
+   "seconds": 0.00010656471444495504,
+   "min": 5.092057150639968e-05,
+   "max": 0.00026971628556436505,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11133,28 +11134,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0088110000197049e-05,
-   "host_backward_canary_seconds": 1.788671999975122e-05,
+   "host_canary_seconds": 9.499089999280841e-06,
+   "host_backward_canary_seconds": 2.1860150000065914e-05,
    "pass_seconds": [
-    0.00017468742843058344,
-    0.0002007095713452145,
-    0.00013041385724526272
+    0.00010656471444495504,
+    7.03621430082941e-05,
+    0.00012297842847276894
    ],
    "pass_host_canary_seconds": [
-    1.0088110000197049e-05,
-    1.047185749939672e-05,
-    1.0603819999914776e-05
+    9.499089999280841e-06,
+    7.062204999783716e-06,
+    1.0038259999873844e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.788671999975122e-05,
-    2.280134999978145e-05,
-    2.0025320000058856e-05
+    2.1860150000065914e-05,
+    1.9995210000161023e-05,
+    1.8079779999879973e-05
    ]
   },
   "optimizer_sgd_wd_fused_cold_per_param": {
-   "seconds": 3.6169776786363983e-06,
-   "min": 1.8981875002615262e-06,
-   "max": 4.267915178855576e-06,
+   "seconds": 3.835078125291602e-06,
+   "min": 2.5119776790713137e-06,
+   "max": 4.355312499728013e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11164,28 +11165,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0572420000016792e-05,
-   "host_backward_canary_seconds": 2.097725999874456e-05,
+   "host_canary_seconds": 9.3503850007437e-06,
+   "host_backward_canary_seconds": 2.0182210000712076e-05,
    "pass_seconds": [
-    3.984089285527911e-06,
-    3.6169776786363983e-06,
-    3.548314732577345e-06
+    3.132147320680393e-06,
+    3.835078125291602e-06,
+    4.1362633927479105e-06
    ],
    "pass_host_canary_seconds": [
-    1.0572420000016792e-05,
-    1.0612170000285914e-05,
-    1.0374084999966727e-05
+    9.3503850007437e-06,
+    1.0736164999798348e-05,
+    1.0255045000349127e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.097725999874456e-05,
-    1.7747829999734677e-05,
-    1.8231070000638284e-05
+    2.0182210000712076e-05,
+    2.0418430001427623e-05,
+    1.8079779999879973e-05
    ]
   },
   "optimizer_sgd_wd_fused_cold_per_step": {
-   "seconds": 0.0006517661427096755,
-   "min": 0.00043070285716696944,
-   "max": 0.0007810790000348788,
+   "seconds": 0.0006820462858416119,
+   "min": 0.0005659498573485117,
+   "max": 0.0007991509999101254,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11195,28 +11196,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0572420000016792e-05,
-   "host_backward_canary_seconds": 2.097725999874456e-05,
+   "host_canary_seconds": 9.3503850007437e-06,
+   "host_backward_canary_seconds": 2.0182210000712076e-05,
    "pass_seconds": [
-    0.0006749549999572732,
-    0.0006517661427096755,
-    0.0006223679998973758
+    0.0006281694285397471,
+    0.0007272377142076689,
+    0.0006820462858416119
    ],
    "pass_host_canary_seconds": [
-    1.0572420000016792e-05,
-    1.0612170000285914e-05,
-    1.0374084999966727e-05
+    9.3503850007437e-06,
+    1.0736164999798348e-05,
+    1.0255045000349127e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.097725999874456e-05,
-    1.7747829999734677e-05,
-    1.8231070000638284e-05
+    2.0182210000712076e-05,
+    2.0418430001427623e-05,
+    1.8079779999879973e-05
    ]
   },
   "optimizer_adamw_foreach_per_param": {
-   "seconds": 1.3134301339233292e-05,
-   "min": 8.855205356793152e-06,
-   "max": 1.4186220982687863e-05,
+   "seconds": 1.3396381696395565e-05,
+   "min": 6.854281249754227e-06,
+   "max": 1.4382741071017335e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11226,28 +11227,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0421247500289608e-05,
-   "host_backward_canary_seconds": 1.6208394998784567e-05,
+   "host_canary_seconds": 9.358542499739996e-06,
+   "host_backward_canary_seconds": 1.699065500133656e-05,
    "pass_seconds": [
-    1.3914350446445464e-05,
-    1.0973359374690159e-05,
-    1.3134301339233292e-05
+    1.2070593749667427e-05,
+    1.3396381696395565e-05,
+    1.3918654018039791e-05
    ],
    "pass_host_canary_seconds": [
-    1.0421247500289608e-05,
-    9.052937500655389e-06,
-    1.0112029999618243e-05
+    9.358542499739996e-06,
+    1.0412180000685111e-05,
+    1.0552297500225904e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6208394998784567e-05,
-    1.7386839998607685e-05,
-    2.0364570001447643e-05
+    1.699065500133656e-05,
+    1.7939099999466636e-05,
+    1.912476999905266e-05
    ]
   },
   "optimizer_adamw_foreach_per_step": {
-   "seconds": 0.00046261757139680934,
-   "min": 0.0001053130000790199,
-   "max": 0.0007191797142890469,
+   "seconds": 0.0005043255713579649,
+   "min": 5.3777142933800616e-05,
+   "max": 0.0006647145715175741,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11257,28 +11258,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0421247500289608e-05,
-   "host_backward_canary_seconds": 1.6208394998784567e-05,
+   "host_canary_seconds": 9.358542499739996e-06,
+   "host_backward_canary_seconds": 1.699065500133656e-05,
    "pass_seconds": [
-    0.0005900615715615588,
-    0.00046261757139680934,
-    0.0004203135715345395
+    0.00042577142838646457,
+    0.0005043255713579649,
+    0.0005406877143871368
    ],
    "pass_host_canary_seconds": [
-    1.0421247500289608e-05,
-    9.052937500655389e-06,
-    1.0112029999618243e-05
+    9.358542499739996e-06,
+    1.0412180000685111e-05,
+    1.0552297500225904e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6208394998784567e-05,
-    1.7386839998607685e-05,
-    2.0364570001447643e-05
+    1.699065500133656e-05,
+    1.7939099999466636e-05,
+    1.912476999905266e-05
    ]
   },
   "optimizer_adamw_foreach_cold_per_param": {
-   "seconds": 1.516643080330076e-05,
-   "min": 8.290707589659568e-06,
-   "max": 1.7739464285325213e-05,
+   "seconds": 1.6643812499645655e-05,
+   "min": 9.391453124761386e-06,
+   "max": 1.7814843749773346e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11288,28 +11289,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.994389999974374e-06,
-   "host_backward_canary_seconds": 2.0987509999486064e-05,
+   "host_canary_seconds": 9.303295000790967e-06,
+   "host_backward_canary_seconds": 1.6981149999537594e-05,
    "pass_seconds": [
-    1.3961147321392023e-05,
-    1.516643080330076e-05,
-    1.5537616071473588e-05
+    1.3915348214408954e-05,
+    1.6643812499645655e-05,
+    1.691922991093569e-05
    ],
    "pass_host_canary_seconds": [
-    9.994389999974374e-06,
-    1.000730499981728e-05,
-    1.015557000073386e-05
+    9.303295000790967e-06,
+    1.0498894999955155e-05,
+    1.0416154999575156e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0987509999486064e-05,
-    1.93693300002451e-05,
-    2.1335589999580406e-05
+    1.6981149999537594e-05,
+    1.6566670001338935e-05,
+    1.9393279999349033e-05
    ]
   },
   "optimizer_adamw_foreach_cold_per_step": {
-   "seconds": 0.0011172837143281608,
-   "min": 0.0004098022858280664,
-   "max": 0.0016899897141878942,
+   "seconds": 0.001234821428657337,
+   "min": 0.0004917894288090402,
+   "max": 0.001789740000146724,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11319,28 +11320,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.994389999974374e-06,
-   "host_backward_canary_seconds": 2.0987509999486064e-05,
+   "host_canary_seconds": 9.303295000790967e-06,
+   "host_backward_canary_seconds": 1.6981149999537594e-05,
    "pass_seconds": [
-    0.0011172837143281608,
-    0.0010647531426327206,
-    0.0011338565714465534
+    0.0011453999998463716,
+    0.0012789168572778311,
+    0.001234821428657337
    ],
    "pass_host_canary_seconds": [
-    9.994389999974374e-06,
-    1.000730499981728e-05,
-    1.015557000073386e-05
+    9.303295000790967e-06,
+    1.0498894999955155e-05,
+    1.0416154999575156e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0987509999486064e-05,
-    1.93693300002451e-05,
-    2.1335589999580406e-05
+    1.6981149999537594e-05,
+    1.6566670001338935e-05,
+    1.9393279999349033e-05
    ]
   },
   "optimizer_adamw_foreach_large": {
-   "seconds": 0.0005030499999065796,
-   "min": 0.00048460700008945423,
-   "max": 0.0005587980001564574,
+   "seconds": 0.0005402480001066579,
+   "min": 0.00046966999980213586,
+   "max": 0.000694620000103896,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -11348,15 +11349,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.0004954569999426894,
-    0.0005409969999163877,
-    0.0005030499999065796
+    0.00048199599996223697,
+    0.0005540300001030118,
+    0.0005402480001066579
    ]
   },
   "optimizer_adamw_for_loop_per_param": {
-   "seconds": 9.278231473176999e-05,
-   "min": 6.279704910738815e-05,
-   "max": 0.0001069568482142204,
+   "seconds": 0.00010179980357197646,
+   "min": 8.264889508932274e-05,
+   "max": 0.00011429359598226694,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11366,28 +11367,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.352925000030154e-06,
-   "host_backward_canary_seconds": 2.082242999904338e-05,
+   "host_canary_seconds": 9.128814999712631e-06,
+   "host_backward_canary_seconds": 1.623204999987138e-05,
    "pass_seconds": [
-    8.636895312516149e-05,
-    9.278231473176999e-05,
-    9.923943750018387e-05
+    8.570426562570788e-05,
+    0.00011031568973202914,
+    0.00010179980357197646
    ],
    "pass_host_canary_seconds": [
-    9.352925000030154e-06,
-    1.0073124999507854e-05,
-    1.026671999966311e-05
+    9.128814999712631e-06,
+    1.0225259999288027e-05,
+    1.0416154999575156e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.082242999904338e-05,
-    2.1686420000150973e-05,
-    2.2037200001250312e-05
+    1.623204999987138e-05,
+    1.683877000004941e-05,
+    2.2543279999354127e-05
    ]
   },
   "optimizer_adamw_for_loop_per_step": {
-   "seconds": 0.0006261218572944927,
-   "min": -0.0003363945714746864,
-   "max": 0.001333830857220164,
+   "seconds": 0.0006596244285706886,
+   "min": -0.0010570381428546428,
+   "max": 0.0016099524283877797,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11397,28 +11398,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.352925000030154e-06,
-   "host_backward_canary_seconds": 2.082242999904338e-05,
+   "host_canary_seconds": 9.128814999712631e-06,
+   "host_backward_canary_seconds": 1.623204999987138e-05,
    "pass_seconds": [
-    0.0006261218572944927,
-    0.0005910894285859414,
-    0.0006859542857325452
+    0.0007199989998493295,
+    0.0005547480001106509,
+    0.0006596244285706886
    ],
    "pass_host_canary_seconds": [
-    9.352925000030154e-06,
-    1.0073124999507854e-05,
-    1.026671999966311e-05
+    9.128814999712631e-06,
+    1.0225259999288027e-05,
+    1.0416154999575156e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.082242999904338e-05,
-    2.1686420000150973e-05,
-    2.2037200001250312e-05
+    1.623204999987138e-05,
+    1.683877000004941e-05,
+    2.2543279999354127e-05
    ]
   },
   "optimizer_adamw_for_loop_cold_per_param": {
-   "seconds": 9.980524553552885e-05,
-   "min": 6.580952232125372e-05,
-   "max": 0.00010961512946445444,
+   "seconds": 9.271866964257112e-05,
+   "min": 6.045989062540359e-05,
+   "max": 0.00010504273883883895,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11428,28 +11429,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.027650999958496e-05,
-   "host_backward_canary_seconds": 1.7793009999422792e-05,
+   "host_canary_seconds": 8.93952500064188e-06,
+   "host_backward_canary_seconds": 1.7076699998597177e-05,
    "pass_seconds": [
-    0.00010452347321380071,
-    9.980524553552885e-05,
-    9.925538839285406e-05
+    8.292146875023474e-05,
+    9.271866964257112e-05,
+    9.627034375014887e-05
    ],
    "pass_host_canary_seconds": [
-    1.027650999958496e-05,
-    1.0117475000015475e-05,
-    1.0161485000708126e-05
+    8.93952500064188e-06,
+    7.838320000246313e-06,
+    9.950955000022077e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7793009999422792e-05,
-    2.0269599999664934e-05,
-    2.0892529998945975e-05
+    1.7076699998597177e-05,
+    1.9902090000414317e-05,
+    2.2206090000054247e-05
    ]
   },
   "optimizer_adamw_for_loop_cold_per_step": {
-   "seconds": 0.0011711125712931137,
-   "min": 0.0007560108571656853,
-   "max": 0.0014175977142453378,
+   "seconds": 0.0013104011429082418,
+   "min": -1.8775285590371185e-05,
+   "max": 0.0032533159999924726,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11459,28 +11460,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.027650999958496e-05,
-   "host_backward_canary_seconds": 1.7793009999422792e-05,
+   "host_canary_seconds": 8.93952500064188e-06,
+   "host_backward_canary_seconds": 1.7076699998597177e-05,
    "pass_seconds": [
-    0.0012574447144808277,
-    0.0010502262858348588,
-    0.0011711125712931137
+    0.0009847390000621613,
+    0.0013104011429082418,
+    0.0014848368572789438
    ],
    "pass_host_canary_seconds": [
-    1.027650999958496e-05,
-    1.0117475000015475e-05,
-    1.0161485000708126e-05
+    8.93952500064188e-06,
+    7.838320000246313e-06,
+    9.950955000022077e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7793009999422792e-05,
-    2.0269599999664934e-05,
-    2.0892529998945975e-05
+    1.7076699998597177e-05,
+    1.9902090000414317e-05,
+    2.2206090000054247e-05
    ]
   },
   "optimizer_adamw_for_loop_large": {
-   "seconds": 0.0005187109998132655,
-   "min": 0.0004651529998227488,
-   "max": 0.0006011450000187324,
+   "seconds": 0.0004113200000119832,
+   "min": 0.0003902649998508423,
+   "max": 0.0006173659999149095,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -11488,15 +11489,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.0005872889998954633,
-    0.0005187109998132655,
-    0.0005042819998379855
+    0.000558660000024247,
+    0.0004113200000119832,
+    0.00040366700000049605
    ]
   },
   "optimizer_adamw_fused_per_param": {
-   "seconds": 4.240850446178358e-06,
-   "min": 3.98490624980192e-06,
-   "max": 4.524388392569888e-06,
+   "seconds": 2.696946428467787e-06,
+   "min": 2.3994308036329973e-06,
+   "max": 4.4064776782347185e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11506,28 +11507,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.994287500489918e-06,
-   "host_backward_canary_seconds": 1.604756000006091e-05,
+   "host_canary_seconds": 1.0041102500508714e-05,
+   "host_backward_canary_seconds": 1.627893499971833e-05,
    "pass_seconds": [
-    4.069037946712635e-06,
-    4.33936383917707e-06,
-    4.240850446178358e-06
+    4.068274553300658e-06,
+    2.696946428467787e-06,
+    2.659700892796276e-06
    ],
    "pass_host_canary_seconds": [
-    9.994287500489918e-06,
-    1.0193597499892349e-05,
-    1.0080034999759847e-05
+    1.0041102500508714e-05,
+    7.860304999667279e-06,
+    8.269385000403418e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.604756000006091e-05,
-    1.692217000140772e-05,
-    2.0578819999172993e-05
+    1.627893499971833e-05,
+    1.8426519999366066e-05,
+    1.794812999833084e-05
    ]
   },
   "optimizer_adamw_fused_per_step": {
-   "seconds": 0.00018661571432078617,
-   "min": 0.00012499114304124044,
-   "max": 0.0003153025716398718,
+   "seconds": 0.00014176971412130764,
+   "min": 7.295557153546333e-05,
+   "max": 0.00033103885734167955,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11537,28 +11538,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.994287500489918e-06,
-   "host_backward_canary_seconds": 1.604756000006091e-05,
+   "host_canary_seconds": 1.0041102500508714e-05,
+   "host_backward_canary_seconds": 1.627893499971833e-05,
    "pass_seconds": [
-    0.000235179285677337,
-    0.00018661571432078617,
-    0.00015386599998886856
+    0.00022808199998637847,
+    0.00014176971412130764,
+    0.00010672728584333008
    ],
    "pass_host_canary_seconds": [
-    9.994287500489918e-06,
-    1.0193597499892349e-05,
-    1.0080034999759847e-05
+    1.0041102500508714e-05,
+    7.860304999667279e-06,
+    8.269385000403418e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.604756000006091e-05,
-    1.692217000140772e-05,
-    2.0578819999172993e-05
+    1.627893499971833e-05,
+    1.8426519999366066e-05,
+    1.794812999833084e-05
    ]
   },
   "optimizer_adamw_fused_cold_per_param": {
-   "seconds": 5.6852254464802495e-06,
-   "min": 5.071279017800277e-06,
-   "max": 6.940263392810461e-06,
+   "seconds": 3.7824397318380373e-06,
+   "min": 2.6519754468625123e-06,
+   "max": 7.62366294639248e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11568,28 +11569,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0188950000156183e-05,
-   "host_backward_canary_seconds": 1.8406939998385495e-05,
+   "host_canary_seconds": 7.170559999849502e-06,
+   "host_backward_canary_seconds": 1.7354840001644333e-05,
    "pass_seconds": [
-    5.6852254464802495e-06,
-    5.598879463925803e-06,
-    5.835084821675147e-06
+    3.2456919645897287e-06,
+    3.7824397318380373e-06,
+    6.119502232187253e-06
    ],
    "pass_host_canary_seconds": [
-    1.0188950000156183e-05,
-    1.024687000040103e-05,
-    1.0385569999016297e-05
+    7.170559999849502e-06,
+    7.372354999688468e-06,
+    1.0768544999564256e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8406939998385495e-05,
-    1.932565000061004e-05,
-    1.8220699998892088e-05
+    1.7354840001644333e-05,
+    1.6580389999489853e-05,
+    2.213562000179081e-05
    ]
   },
   "optimizer_adamw_fused_cold_per_step": {
-   "seconds": 0.0006775308570792861,
-   "min": 0.0006257818571547042,
-   "max": 0.0007631129999481345,
+   "seconds": 0.0006865595714446369,
+   "min": 0.00040886985708051986,
+   "max": 0.0009712805712881943,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11599,28 +11600,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0188950000156183e-05,
-   "host_backward_canary_seconds": 1.8406939998385495e-05,
+   "host_canary_seconds": 7.170559999849502e-06,
+   "host_backward_canary_seconds": 1.7354840001644333e-05,
    "pass_seconds": [
-    0.000724424428556501,
-    0.0006757520000389507,
-    0.0006775308570792861
+    0.0006865595714446369,
+    0.0006337854285253083,
+    0.0007695181429880904
    ],
    "pass_host_canary_seconds": [
-    1.0188950000156183e-05,
-    1.024687000040103e-05,
-    1.0385569999016297e-05
+    7.170559999849502e-06,
+    7.372354999688468e-06,
+    1.0768544999564256e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8406939998385495e-05,
-    1.932565000061004e-05,
-    1.8220699998892088e-05
+    1.7354840001644333e-05,
+    1.6580389999489853e-05,
+    2.213562000179081e-05
    ]
   },
   "optimizer_adamw_fused_large": {
-   "seconds": 0.0002131579999513633,
-   "min": 0.00020477599991863826,
-   "max": 0.00024162399995475425,
+   "seconds": 0.00022304300000541843,
+   "min": 0.0001989489999232319,
+   "max": 0.0002621119999730581,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -11628,159 +11629,435 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00021220300004642922,
-    0.0002131579999513633,
-    0.00022230900003705756
+    0.00020211800006109115,
+    0.00022675600007460162,
+    0.00022304300000541843
+   ]
+  },
+  "zero_grad_per_param": {
+   "seconds": 1.295575892917051e-06,
+   "min": 6.254575894664478e-07,
+   "max": 1.5096227678717305e-06,
+   "samples": 33,
+   "method": "optimizer.zero_grad(set_to_none=True) on 64 and 512 fp32 parameters holding gradients of 256 and 1048576 elements, the gradients set just before each call; (T(512) - T(64)) / 448; host clock around the call; median of 3 passes over the probe's run",
+   "params": {
+    "param_counts": [
+     64,
+     512
+    ],
+    "param_numels": [
+     256,
+     1048576
+    ],
+    "param_numel_order": "alternating"
+   },
+   "host_canary_seconds": 9.464647500294633e-06,
+   "host_backward_canary_seconds": 1.5897370000175213e-05,
+   "pass_seconds": [
+    9.705424106292476e-07,
+    1.295575892917051e-06,
+    1.3675625000684834e-06
+   ],
+   "pass_host_canary_seconds": [
+    9.464647500294633e-06,
+    9.89315749961861e-06,
+    1.0674699999526639e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.5897370000175213e-05,
+    2.017487499870185e-05,
+    2.0414100000607504e-05
+   ]
+  },
+  "zero_grad_per_step": {
+   "seconds": 3.8438142999958866e-05,
+   "min": -3.233285698505435e-05,
+   "max": 8.886371428421365e-05,
+   "samples": 33,
+   "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
+   "params": {
+    "param_counts": [
+     64,
+     512
+    ],
+    "param_numels": [
+     256,
+     1048576
+    ],
+    "param_numel_order": "alternating"
+   },
+   "host_canary_seconds": 9.464647500294633e-06,
+   "host_backward_canary_seconds": 1.5897370000175213e-05,
+   "pass_seconds": [
+    3.0535571470734014e-05,
+    4.178628578951507e-05,
+    3.8438142999958866e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.464647500294633e-06,
+    9.89315749961861e-06,
+    1.0674699999526639e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.5897370000175213e-05,
+    2.017487499870185e-05,
+    2.0414100000607504e-05
+   ]
+  },
+  "zero_grad_cold_per_param": {
+   "seconds": 1.6366227677216166e-06,
+   "min": 8.413214292854068e-07,
+   "max": 3.8073258922720143e-06,
+   "samples": 33,
+   "method": "optimizer.zero_grad(set_to_none=True) on 64 and 512 fp32 parameters holding gradients of 256 and 1048576 elements, the CPU's caches flushed (a 64 MiB copy) before each call; (T(512) - T(64)) / 448; host clock around the call; median of 3 passes over the probe's run",
+   "params": {
+    "param_counts": [
+     64,
+     512
+    ],
+    "param_numels": [
+     256,
+     1048576
+    ],
+    "param_numel_order": "alternating"
+   },
+   "host_canary_seconds": 9.422449999192395e-06,
+   "host_backward_canary_seconds": 1.7234230001577088e-05,
+   "pass_seconds": [
+    1.6366227677216166e-06,
+    1.5725223216276975e-06,
+    2.33000892840047e-06
+   ],
+   "pass_host_canary_seconds": [
+    9.422449999192395e-06,
+    7.331325000450306e-06,
+    1.1043514999755644e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.7234230001577088e-05,
+    1.7306970000845468e-05,
+    2.4716959999295795e-05
+   ]
+  },
+  "zero_grad_cold_per_step": {
+   "seconds": 0.0003682008570129775,
+   "min": 0.00014527614306254172,
+   "max": 0.0004963024283110176,
+   "samples": 33,
+   "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
+   "params": {
+    "param_counts": [
+     64,
+     512
+    ],
+    "param_numels": [
+     256,
+     1048576
+    ],
+    "param_numel_order": "alternating"
+   },
+   "host_canary_seconds": 9.422449999192395e-06,
+   "host_backward_canary_seconds": 1.7234230001577088e-05,
+   "pass_seconds": [
+    0.0003682008570129775,
+    0.00030716242846600447,
+    0.000399181143036133
+   ],
+   "pass_host_canary_seconds": [
+    9.422449999192395e-06,
+    7.331325000450306e-06,
+    1.1043514999755644e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.7234230001577088e-05,
+    1.7306970000845468e-05,
+    2.4716959999295795e-05
+   ]
+  },
+  "zero_grad_small_cold_per_param": {
+   "seconds": 1.7904151786548743e-06,
+   "min": 1.2664196431850478e-06,
+   "max": 3.200464286225367e-06,
+   "samples": 33,
+   "method": "optimizer.zero_grad(set_to_none=True) on 64 and 512 fp32 parameters holding gradients of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each call; (T(512) - T(64)) / 448; host clock around the call; median of 3 passes over the probe's run",
+   "params": {
+    "param_counts": [
+     64,
+     512
+    ],
+    "param_numels": [
+     256
+    ],
+    "param_numel_order": "one size"
+   },
+   "host_canary_seconds": 7.17880499905732e-06,
+   "host_backward_canary_seconds": 2.0352050000838062e-05,
+   "pass_seconds": [
+    1.5787008926793078e-06,
+    1.7904151786548743e-06,
+    2.7567455355941613e-06
+   ],
+   "pass_host_canary_seconds": [
+    7.17880499905732e-06,
+    7.290844999943147e-06,
+    1.1024079999515379e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.0352050000838062e-05,
+    2.0573930000864494e-05,
+    2.3779860000558984e-05
+   ]
+  },
+  "zero_grad_small_cold_per_step": {
+   "seconds": 0.000325502142914047,
+   "min": 0.0002510815714750996,
+   "max": 0.0005261622857882944,
+   "samples": 33,
+   "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
+   "params": {
+    "param_counts": [
+     64,
+     512
+    ],
+    "param_numels": [
+     256
+    ],
+    "param_numel_order": "one size"
+   },
+   "host_canary_seconds": 7.17880499905732e-06,
+   "host_backward_canary_seconds": 2.0352050000838062e-05,
+   "pass_seconds": [
+    0.000325502142914047,
+    0.00030187142861645304,
+    0.00036627485707997815
+   ],
+   "pass_host_canary_seconds": [
+    7.17880499905732e-06,
+    7.290844999943147e-06,
+    1.1024079999515379e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    2.0352050000838062e-05,
+    2.0573930000864494e-05,
+    2.3779860000558984e-05
+   ]
+  },
+  "zero_grad_large_cold_per_param": {
+   "seconds": 1.5182343752988864e-06,
+   "min": 1.2073772320978345e-06,
+   "max": 2.764921874692001e-06,
+   "samples": 33,
+   "method": "optimizer.zero_grad(set_to_none=True) on 64 and 512 fp32 parameters holding gradients of 1048576 elements, the CPU's caches flushed (a 64 MiB copy) before each call; (T(512) - T(64)) / 448; host clock around the call; median of 3 passes over the probe's run",
+   "params": {
+    "param_counts": [
+     64,
+     512
+    ],
+    "param_numels": [
+     1048576
+    ],
+    "param_numel_order": "one size"
+   },
+   "host_canary_seconds": 7.0187100004659444e-06,
+   "host_backward_canary_seconds": 1.8408610001188207e-05,
+   "pass_seconds": [
+    1.5170870533154357e-06,
+    1.5182343752988864e-06,
+    1.7088549105283488e-06
+   ],
+   "pass_host_canary_seconds": [
+    7.0187100004659444e-06,
+    7.399244999533039e-06,
+    8.183664999705797e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.8408610001188207e-05,
+    1.8766129999221446e-05,
+    2.427094000040597e-05
+   ]
+  },
+  "zero_grad_large_cold_per_step": {
+   "seconds": 0.0003654655713489774,
+   "min": 0.0002527495712781404,
+   "max": 0.00046460499983628063,
+   "samples": 33,
+   "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
+   "params": {
+    "param_counts": [
+     64,
+     512
+    ],
+    "param_numels": [
+     1048576
+    ],
+    "param_numel_order": "one size"
+   },
+   "host_canary_seconds": 7.0187100004659444e-06,
+   "host_backward_canary_seconds": 1.8408610001188207e-05,
+   "pass_seconds": [
+    0.00034970514298038324,
+    0.0003654655713489774,
+    0.00037268257142386574
+   ],
+   "pass_host_canary_seconds": [
+    7.0187100004659444e-06,
+    7.399244999533039e-06,
+    8.183664999705797e-06
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.8408610001188207e-05,
+    1.8766129999221446e-05,
+    2.427094000040597e-05
    ]
   },
   "cuda_synchronize_idle": {
-   "seconds": 8.069908999914333e-06,
-   "min": 7.674316000020553e-06,
-   "max": 8.560863999946377e-06,
+   "seconds": 7.758384999988266e-06,
+   "min": 4.490316999863353e-06,
+   "max": 1.1231399000052988e-05,
    "samples": 33,
    "method": "1000 x torch.cuda.synchronize() with no work queued; wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0265357500429671e-05,
-   "host_backward_canary_seconds": 1.686152000047514e-05,
+   "host_canary_seconds": 6.91541249977945e-06,
+   "host_backward_canary_seconds": 2.271325000151592e-05,
    "pass_seconds": [
-    7.79318000013518e-06,
-    8.069908999914333e-06,
-    8.29065199991419e-06
+    4.548854999939067e-06,
+    7.758384999988266e-06,
+    7.935556999882465e-06
    ],
    "pass_host_canary_seconds": [
-    1.0265357500429671e-05,
-    1.0073525000393602e-05,
-    1.024332500037417e-05
+    6.91541249977945e-06,
+    9.884734999445755e-06,
+    9.719040000391033e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.686152000047514e-05,
-    1.9274359999599255e-05,
-    1.9577534999370982e-05
+    2.271325000151592e-05,
+    2.1842994999587973e-05,
+    2.4874005000583565e-05
    ]
   },
   "cuda_event_record": {
-   "seconds": 1.0357224000017595e-05,
-   "min": 9.780384999885428e-06,
-   "max": 1.0692491000099835e-05,
+   "seconds": 1.0111648000020067e-05,
+   "min": 5.8767399998487236e-06,
+   "max": 1.1569344000008641e-05,
    "samples": 33,
    "method": "1000 x Event(enable_timing=True).record(); host wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0168539999995118e-05,
-   "host_backward_canary_seconds": 1.6566980000334298e-05,
+   "host_canary_seconds": 6.742659999190437e-06,
+   "host_backward_canary_seconds": 1.858214000094449e-05,
    "pass_seconds": [
-    9.962939000160986e-06,
-    1.0357224000017595e-05,
-    1.0485883000001195e-05
+    5.973669000013615e-06,
+    1.0111648000020067e-05,
+    1.1018051000064588e-05
    ],
    "pass_host_canary_seconds": [
-    1.0168539999995118e-05,
-    1.0038649999728478e-05,
-    1.020854249986769e-05
+    6.742659999190437e-06,
+    9.989440000026662e-06,
+    1.1063360000207468e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6566980000334298e-05,
-    2.0511619999297183e-05,
-    1.9689324999490055e-05
+    1.858214000094449e-05,
+    1.7292310001266742e-05,
+    2.4066650000804655e-05
    ]
   },
   "cuda_event_elapsed_time": {
-   "seconds": 1.6235489999871788e-06,
-   "min": 1.5158440000959672e-06,
-   "max": 1.7068810000182565e-06,
+   "seconds": 1.5982469999471505e-06,
+   "min": 7.399189998977818e-07,
+   "max": 1.7301350001162064e-06,
    "samples": 33,
    "method": "1000 x elapsed_time() of two finished events; wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0024124999858941e-05,
-   "host_backward_canary_seconds": 1.8097965000833937e-05,
+   "host_canary_seconds": 6.783802499512603e-06,
+   "host_backward_canary_seconds": 1.807247999977335e-05,
    "pass_seconds": [
-    1.5638879999642085e-06,
-    1.6235489999871788e-06,
-    1.6486679999161424e-06
+    7.586229999105853e-07,
+    1.5982469999471505e-06,
+    1.6553399998429085e-06
    ],
    "pass_host_canary_seconds": [
-    1.0024124999858941e-05,
-    1.0166260000232797e-05,
-    1.0269010000456546e-05
+    6.783802499512603e-06,
+    9.892195000134053e-06,
+    1.1039199999913763e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8097965000833937e-05,
-    1.9802599999820814e-05,
-    2.177077999931498e-05
+    1.807247999977335e-05,
+    1.686133500015785e-05,
+    1.9620139999005913e-05
    ]
   },
   "launch_sync_roundtrip": {
-   "seconds": 2.0779315000027055e-05,
-   "min": 1.935312899991004e-05,
-   "max": 2.1203554000067016e-05,
+   "seconds": 1.3352655000062442e-05,
+   "min": 1.3126157000215243e-05,
+   "max": 2.145309399998041e-05,
    "samples": 33,
    "method": "1000 x (one tiny in-place add + torch.cuda.synchronize()); wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.947409999995216e-06,
-   "host_backward_canary_seconds": 1.730340999984037e-05,
+   "host_canary_seconds": 6.751935000011145e-06,
+   "host_backward_canary_seconds": 1.8842950000816928e-05,
    "pass_seconds": [
-    2.0086224999886327e-05,
-    2.1015034999891214e-05,
-    2.0779315000027055e-05
+    1.3310534000083862e-05,
+    1.3352655000062442e-05,
+    2.0668265000040265e-05
    ],
    "pass_host_canary_seconds": [
-    9.947409999995216e-06,
-    1.0104715000807118e-05,
-    1.0235910000346849e-05
+    6.751935000011145e-06,
+    6.84097500027292e-06,
+    1.0593494999966424e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.730340999984037e-05,
-    2.137317000006078e-05,
-    2.2312269998110423e-05
+    1.8842950000816928e-05,
+    2.0313285000383984e-05,
+    2.4450930000057268e-05
    ]
   },
   "item_roundtrip": {
-   "seconds": 2.2895443000152227e-05,
-   "min": 2.166071900001043e-05,
-   "max": 2.3343055999930584e-05,
+   "seconds": 1.8458174999977927e-05,
+   "min": 1.56686489999629e-05,
+   "max": 2.43283759998576e-05,
    "samples": 33,
    "method": "1000 x x.sum().item() on 16 elements (kernel + copy to host); wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.764600000607971e-06,
-   "host_backward_canary_seconds": 1.7426229999273345e-05,
+   "host_canary_seconds": 6.520444999864594e-06,
+   "host_backward_canary_seconds": 1.777556000092773e-05,
    "pass_seconds": [
-    2.2230621000062454e-05,
-    2.2895443000152227e-05,
-    2.3136828000133392e-05
+    1.592370799994569e-05,
+    1.8458174999977927e-05,
+    2.367047799998545e-05
    ],
    "pass_host_canary_seconds": [
-    9.764600000607971e-06,
-    1.0015330000214817e-05,
-    1.0217489999604367e-05
+    6.520444999864594e-06,
+    7.306549999839262e-06,
+    1.0466229999792631e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7426229999273345e-05,
-    1.8129110001154912e-05,
-    2.131566000116436e-05
+    1.777556000092773e-05,
+    2.200865000077101e-05,
+    2.5269850000313453e-05
    ]
   },
   "python_reference": {
-   "seconds": 0.0016968150000593596,
-   "min": 0.0008159839999279939,
-   "max": 0.002054832000112583,
-   "samples": 81,
-   "method": "python_reference_work(), 3 calls after each of the pass's 9 groups of figures (its moments over minutes), median; min: the fastest call, which roofsim relates to the exporter's fastest; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.764600000607971e-06,
-   "host_backward_canary_seconds": 1.7426229999273345e-05,
+   "seconds": 0.0010989360000621673,
+   "min": 0.0008255870000084542,
+   "max": 0.0022057520000089426,
+   "samples": 90,
+   "method": "python_reference_work(), 3 calls after each of the pass's 10 groups of figures (its moments over minutes), median; min: the fastest call, which roofsim relates to the exporter's fastest; median of 3 passes over the probe's run",
+   "host_canary_seconds": 6.520444999864594e-06,
+   "host_backward_canary_seconds": 1.777556000092773e-05,
    "pass_seconds": [
-    0.0016026170001168794,
-    0.0016968150000593596,
-    0.001862007999989146
+    0.0010989360000621673,
+    0.000927928500118469,
+    0.0018437794999499602
    ],
    "pass_host_canary_seconds": [
-    9.764600000607971e-06,
-    1.0015330000214817e-05,
-    1.0217489999604367e-05
+    6.520444999864594e-06,
+    7.306549999839262e-06,
+    1.0466229999792631e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7426229999273345e-05,
-    1.8129110001154912e-05,
-    2.131566000116436e-05
+    1.777556000092773e-05,
+    2.200865000077101e-05,
+    2.5269850000313453e-05
    ]
   },
   "gpu_kernel_gap": {
-   "seconds": 2.187100077667234e-06,
-   "min": 2.0838393574523306e-06,
-   "max": 2.2873146560668816e-06,
+   "seconds": 2.339254845886201e-06,
+   "min": 2.2163207157897754e-06,
+   "max": 2.6980699383544617e-06,
    "samples": 11,
    "method": "200 back-to-back adds of 16777216 bfloat16 elements: CUDA-event interval per kernel minus the kernel's CUPTI duration (torch.profiler) of the same loop; GPU-bound (host far ahead)"
   }
@@ -11805,15 +12082,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.559654999999989e-05,
-    "min": 7.511670000000004e-05,
-    "max": 7.582379999999998e-05,
+    "seconds": 7.557474999999992e-05,
+    "min": 7.555239999999971e-05,
+    "max": 7.57402000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010484309999999995,
-    "min": 0.00010455369999999994,
-    "max": 0.00010509410000000008,
+    "seconds": 0.00010482409999999992,
+    "min": 0.0001045511,
+    "max": 0.00010507280000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11837,15 +12114,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.078424999999995e-05,
-    "min": 9.045050000000004e-05,
-    "max": 9.097270000000003e-05,
+    "seconds": 9.081205e-05,
+    "min": 9.046420000000003e-05,
+    "max": 9.110029999999992e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.495685000000006e-05,
-    "min": 9.473320000000026e-05,
-    "max": 9.511929999999998e-05,
+    "seconds": 9.475199999999992e-05,
+    "min": 9.460469999999986e-05,
+    "max": 9.518440000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11869,15 +12146,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017631309999999992,
-    "min": 0.00017590659999999994,
-    "max": 0.00017648310000000005,
+    "seconds": 0.00017624934999999992,
+    "min": 0.00017581189999999998,
+    "max": 0.00017649850000000007,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00044083059999999984,
-    "min": 0.000440342,
-    "max": 0.00044129120000000024,
+    "seconds": 0.00044201405000000003,
+    "min": 0.0004412632000000001,
+    "max": 0.00044277970000000026,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11901,15 +12178,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002830782500000001,
-    "min": 0.00028290019999999984,
-    "max": 0.00028344469999999996,
+    "seconds": 0.0002833619000000001,
+    "min": 0.0002828501,
+    "max": 0.0002837471999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005391276,
-    "min": 0.0005381127,
-    "max": 0.0005396802000000001,
+    "seconds": 0.0005420266999999999,
+    "min": 0.0005417434999999999,
+    "max": 0.0005424691000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11933,15 +12210,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0006883373500000001,
-    "min": 0.0006878592,
-    "max": 0.0006891254,
+    "seconds": 0.0006876332500000001,
+    "min": 0.0006866509000000001,
+    "max": 0.0006884271000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0017424236500000003,
-    "min": 0.0017415697000000001,
-    "max": 0.0017433555,
+    "seconds": 0.0017287192000000002,
+    "min": 0.0017278848999999995,
+    "max": 0.001729154400000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11965,15 +12242,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0011380668500000004,
-    "min": 0.0011366925,
-    "max": 0.0011401203000000004,
+    "seconds": 0.0011385338499999998,
+    "min": 0.001138337,
+    "max": 0.0011402989999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0020937517000000003,
-    "min": 0.0020929380999999995,
-    "max": 0.0020951960999999997,
+    "seconds": 0.00211024765,
+    "min": 0.0021095274999999992,
+    "max": 0.0021115359,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11997,15 +12274,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.443805000000004e-05,
-    "min": 3.4387400000000036e-05,
-    "max": 3.5094800000000035e-05,
+    "seconds": 3.454080000000005e-05,
+    "min": 3.4467000000000075e-05,
+    "max": 3.51105e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.689899999999978e-05,
-    "min": 9.617930000000004e-05,
-    "max": 9.73751999999999e-05,
+    "seconds": 9.71878999999999e-05,
+    "min": 9.681599999999998e-05,
+    "max": 9.783519999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12029,15 +12306,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.813240000000005e-05,
-    "min": 4.808580000000008e-05,
-    "max": 5.023659999999997e-05,
+    "seconds": 4.818879999999996e-05,
+    "min": 4.8179200000000035e-05,
+    "max": 4.948810000000013e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.153054999999999e-05,
-    "min": 7.138859999999998e-05,
-    "max": 7.278650000000005e-05,
+    "seconds": 7.158585e-05,
+    "min": 7.156800000000003e-05,
+    "max": 7.285739999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12061,15 +12338,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017555799999999997,
-    "min": 0.00017518349999999996,
-    "max": 0.0001756692000000001,
+    "seconds": 0.00017536634999999994,
+    "min": 0.00017506580000000005,
+    "max": 0.00017556149999999995,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00044009125000000007,
-    "min": 0.00043932919999999993,
-    "max": 0.00044057329999999987,
+    "seconds": 0.00043958265,
+    "min": 0.0004391004999999999,
+    "max": 0.00043987029999999975,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12093,15 +12370,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0003187641500000003,
-    "min": 0.0003176997,
-    "max": 0.00032071720000000005,
+    "seconds": 0.00031951759999999994,
+    "min": 0.00031854519999999984,
+    "max": 0.0003208172999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006039670000000001,
-    "min": 0.0006034324,
-    "max": 0.0006042098,
+    "seconds": 0.0006034118500000001,
+    "min": 0.0006021077,
+    "max": 0.0006035600000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12125,15 +12402,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.123364999999995e-05,
-    "min": 5.1055800000000014e-05,
-    "max": 5.1494199999999965e-05,
+    "seconds": 5.1158449999999964e-05,
+    "min": 5.1014400000000024e-05,
+    "max": 5.1347299999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012089795000000004,
-    "min": 0.00012052209999999998,
-    "max": 0.0001210079,
+    "seconds": 0.00012065119999999998,
+    "min": 0.00012041130000000002,
+    "max": 0.00012087710000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12157,15 +12434,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.848070000000004e-05,
-    "min": 6.803810000000009e-05,
-    "max": 6.962489999999992e-05,
+    "seconds": 6.763014999999998e-05,
+    "min": 6.698199999999999e-05,
+    "max": 6.9872e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00013208165000000002,
-    "min": 0.0001318133,
-    "max": 0.00013292439999999995,
+    "seconds": 0.00012766129999999994,
+    "min": 0.00012749139999999995,
+    "max": 0.0001293448,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12189,15 +12466,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00019878220000000006,
-    "min": 0.00019802889999999998,
-    "max": 0.00019939879999999994,
+    "seconds": 0.00019909434999999993,
+    "min": 0.0001985443000000001,
+    "max": 0.00019917059999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00046585880000000004,
-    "min": 0.0004654534000000001,
-    "max": 0.0004664928999999999,
+    "seconds": 0.00046757090000000003,
+    "min": 0.0004670993999999999,
+    "max": 0.000467895,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12221,15 +12498,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00037701840000000004,
-    "min": 0.0003766185000000002,
-    "max": 0.00037772159999999996,
+    "seconds": 0.0003772507500000002,
+    "min": 0.0003765456000000001,
+    "max": 0.00037771510000000024,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006157036,
-    "min": 0.0006153275000000001,
-    "max": 0.0006168772999999999,
+    "seconds": 0.0006157582,
+    "min": 0.0006150804,
+    "max": 0.0006176891,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12253,15 +12530,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.903830000000005e-05,
-    "min": 7.887939999999998e-05,
-    "max": 7.944270000000009e-05,
+    "seconds": 7.916645000000012e-05,
+    "min": 7.889330000000007e-05,
+    "max": 7.947529999999988e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014202809999999997,
-    "min": 0.00014195050000000007,
-    "max": 0.0001423606,
+    "seconds": 0.00014213310000000002,
+    "min": 0.0001419652,
+    "max": 0.0001421838,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12285,15 +12562,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012219525000000005,
-    "min": 0.00012180170000000015,
-    "max": 0.00012260369999999974,
+    "seconds": 0.00012209885000000008,
+    "min": 0.00012190429999999997,
+    "max": 0.00012252629999999988,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001681855,
-    "min": 0.00016768749999999998,
-    "max": 0.0001684732,
+    "seconds": 0.00016806984999999996,
+    "min": 0.00016766640000000002,
+    "max": 0.0001685001000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12317,15 +12594,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0003068313,
-    "min": 0.00030613270000000016,
-    "max": 0.00030720339999999995,
+    "seconds": 0.0003061635000000001,
+    "min": 0.00030592370000000007,
+    "max": 0.00030680029999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005509745499999999,
-    "min": 0.0005506790000000002,
-    "max": 0.0005518882999999998,
+    "seconds": 0.00055257945,
+    "min": 0.0005515492000000001,
+    "max": 0.0005527597999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12349,15 +12626,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00046823845,
-    "min": 0.00046799990000000007,
-    "max": 0.00046908670000000004,
+    "seconds": 0.0004690357499999999,
+    "min": 0.0004686873999999996,
+    "max": 0.00046961400000000014,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00065210355,
-    "min": 0.0006515281,
-    "max": 0.0006536234,
+    "seconds": 0.00065724485,
+    "min": 0.0006566075000000001,
+    "max": 0.0006579105999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12381,15 +12658,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.441449999999987e-06,
-    "min": 9.417399999999985e-06,
-    "max": 9.526400000000035e-06,
+    "seconds": 9.47049999999998e-06,
+    "min": 9.430400000000009e-06,
+    "max": 9.587300000000073e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.516324999999997e-05,
-    "min": 1.5100599999999985e-05,
-    "max": 1.5382299999999942e-05,
+    "seconds": 1.4716849999999988e-05,
+    "min": 1.469459999999999e-05,
+    "max": 1.4950400000000058e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12413,15 +12690,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.1263549999999987e-05,
-    "min": 2.1234700000000056e-05,
-    "max": 2.1340200000000027e-05,
+    "seconds": 2.1286400000000075e-05,
+    "min": 2.1155199999999966e-05,
+    "max": 2.1366400000000135e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.05518e-05,
-    "min": 2.0463799999999958e-05,
-    "max": 2.072960000000005e-05,
+    "seconds": 2.071199999999998e-05,
+    "min": 2.067530000000015e-05,
+    "max": 2.08608999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12445,15 +12722,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.1106599999999996e-05,
-    "min": 5.0815699999999975e-05,
-    "max": 5.123389999999999e-05,
+    "seconds": 5.119210000000003e-05,
+    "min": 5.100170000000001e-05,
+    "max": 5.1362900000000036e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012298809999999996,
-    "min": 0.00012254680000000004,
-    "max": 0.0001233147999999999,
+    "seconds": 0.00012296810000000003,
+    "min": 0.00012283220000000003,
+    "max": 0.00012315800000000006,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12477,15 +12754,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.926570000000006e-05,
-    "min": 7.865920000000005e-05,
-    "max": 8.107479999999999e-05,
+    "seconds": 7.885904999999988e-05,
+    "min": 7.736010000000001e-05,
+    "max": 8.179480000000008e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00015623035000000005,
-    "min": 0.0001559385,
-    "max": 0.0001566084000000001,
+    "seconds": 0.00015173955,
+    "min": 0.00015107520000000004,
+    "max": 0.0001522271,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12509,15 +12786,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3671999999999985e-05,
-    "min": 1.3526199999999938e-05,
-    "max": 1.4300700000000109e-05,
+    "seconds": 1.3259300000000014e-05,
+    "min": 1.3165000000000019e-05,
+    "max": 1.3977599999999929e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.342064999999998e-05,
-    "min": 3.3120000000000117e-05,
-    "max": 3.3616e-05,
+    "seconds": 3.3333050000000025e-05,
+    "min": 3.31902e-05,
+    "max": 3.36191e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12541,15 +12818,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.702759999999997e-05,
-    "min": 2.696950000000002e-05,
-    "max": 2.7359599999999934e-05,
+    "seconds": 2.6956950000000057e-05,
+    "min": 2.691550000000002e-05,
+    "max": 2.7331300000000014e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.7569450000000025e-05,
-    "min": 2.754500000000005e-05,
-    "max": 2.796430000000007e-05,
+    "seconds": 2.7459149999999966e-05,
+    "min": 2.7270499999999992e-05,
+    "max": 2.7692800000000078e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12573,15 +12850,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.939550000000002e-05,
-    "min": 7.93348e-05,
-    "max": 7.944270000000002e-05,
+    "seconds": 7.94751e-05,
+    "min": 7.920050000000005e-05,
+    "max": 7.963800000000007e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014738675000000004,
-    "min": 0.00014706839999999985,
-    "max": 0.00014749069999999998,
+    "seconds": 0.00014741544999999996,
+    "min": 0.0001471996,
+    "max": 0.00014791680000000008,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12605,15 +12882,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00013776605000000007,
-    "min": 0.00013758539999999994,
-    "max": 0.00013798099999999997,
+    "seconds": 0.00013774020000000014,
+    "min": 0.0001375231999999999,
+    "max": 0.00013822839999999987,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019667439999999995,
-    "min": 0.00019654399999999997,
-    "max": 0.000197094,
+    "seconds": 0.0001967618,
+    "min": 0.0001962974000000001,
+    "max": 0.0001970631000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12637,15 +12914,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.4812749999999996e-05,
-    "min": 3.451829999999996e-05,
-    "max": 3.496949999999998e-05,
+    "seconds": 3.471360000000002e-05,
+    "min": 3.443520000000004e-05,
+    "max": 3.489920000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.88848e-05,
-    "min": 5.8716699999999946e-05,
-    "max": 5.916500000000001e-05,
+    "seconds": 5.906570000000001e-05,
+    "min": 5.867280000000008e-05,
+    "max": 5.928970000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12669,15 +12946,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.520165000000001e-05,
-    "min": 4.498279999999982e-05,
-    "max": 4.556079999999992e-05,
+    "seconds": 4.463205000000002e-05,
+    "min": 4.450220000000013e-05,
+    "max": 4.517719999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.270549999999997e-05,
-    "min": 5.257640000000003e-05,
-    "max": 5.3091099999999916e-05,
+    "seconds": 5.123995e-05,
+    "min": 5.064729999999997e-05,
+    "max": 5.270099999999991e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12701,15 +12978,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015280340000000008,
-    "min": 0.00015243279999999998,
-    "max": 0.00015304600000000008,
+    "seconds": 0.0001522185999999999,
+    "min": 0.00015198780000000002,
+    "max": 0.00015249920000000007,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00021577704999999997,
-    "min": 0.00021549210000000002,
-    "max": 0.00021620989999999998,
+    "seconds": 0.00021542169999999995,
+    "min": 0.0002150762999999999,
+    "max": 0.00021593910000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12733,15 +13010,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00019621054999999986,
-    "min": 0.0001960378,
-    "max": 0.00019652670000000006,
+    "seconds": 0.0001963760000000001,
+    "min": 0.00019597849999999987,
+    "max": 0.0001967206999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00022520990000000001,
-    "min": 0.00022512290000000005,
-    "max": 0.0002255411,
+    "seconds": 0.00022637425,
+    "min": 0.00022599089999999995,
+    "max": 0.00022661700000000008,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12765,15 +13042,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.472049999999927e-06,
-    "min": 6.435000000000036e-06,
-    "max": 6.531399999999895e-06,
+    "seconds": 6.51044999999998e-06,
+    "min": 6.46709999999996e-06,
+    "max": 6.525200000000041e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.231850000000009e-06,
-    "min": 6.2176999999999456e-06,
-    "max": 6.2847000000000205e-06,
+    "seconds": 6.206349999999975e-06,
+    "min": 6.179200000000037e-06,
+    "max": 6.268799999999897e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12797,15 +13074,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3702499999999976e-05,
-    "min": 1.3660799999999917e-05,
-    "max": 1.3721800000000032e-05,
+    "seconds": 1.3653250000000061e-05,
+    "min": 1.3631899999999974e-05,
+    "max": 1.3711599999999976e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.42885e-06,
-    "min": 9.404800000000126e-06,
-    "max": 9.462199999999962e-06,
+    "seconds": 9.415950000000031e-06,
+    "min": 9.391799999999943e-06,
+    "max": 9.449899999999911e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12829,15 +13106,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4700650000000001e-05,
-    "min": 1.4617199999999923e-05,
-    "max": 1.5251499999999988e-05,
+    "seconds": 1.4598550000000057e-05,
+    "min": 1.457610000000002e-05,
+    "max": 1.5244700000000024e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.0305349999999966e-05,
-    "min": 2.992609999999997e-05,
-    "max": 3.072309999999998e-05,
+    "seconds": 3.059349999999999e-05,
+    "min": 3.0412699999999974e-05,
+    "max": 3.1132799999999974e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12861,15 +13138,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.43917e-05,
-    "min": 3.436840000000004e-05,
-    "max": 3.463950000000004e-05,
+    "seconds": 3.437894999999995e-05,
+    "min": 3.4326100000000064e-05,
+    "max": 3.464319999999993e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.395494999999999e-05,
-    "min": 3.388810000000002e-05,
-    "max": 3.4230300000000044e-05,
+    "seconds": 3.3664050000000025e-05,
+    "min": 3.363210000000001e-05,
+    "max": 3.392940000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12893,15 +13170,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1142450000000048e-05,
-    "min": 1.1020700000000023e-05,
-    "max": 1.1280199999999957e-05,
+    "seconds": 1.1041650000000027e-05,
+    "min": 1.097609999999995e-05,
+    "max": 1.1158500000000049e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.1516850000000056e-05,
-    "min": 1.1462199999999983e-05,
-    "max": 1.1673499999999967e-05,
+    "seconds": 1.1899349999999981e-05,
+    "min": 1.184319999999991e-05,
+    "max": 1.2003299999999967e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12925,15 +13202,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.1088049999999965e-05,
-    "min": 2.1075099999999997e-05,
-    "max": 2.1148699999999942e-05,
+    "seconds": 2.107824999999998e-05,
+    "min": 2.1062199999999962e-05,
+    "max": 2.111340000000016e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.6343949999999995e-05,
-    "min": 1.631690000000002e-05,
-    "max": 1.6358499999999982e-05,
+    "seconds": 1.6225650000000064e-05,
+    "min": 1.6217700000000012e-05,
+    "max": 1.6252799999999978e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12957,15 +13234,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.659350000000001e-05,
-    "min": 3.6515200000000006e-05,
-    "max": 3.707820000000006e-05,
+    "seconds": 3.670384999999999e-05,
+    "min": 3.648279999999991e-05,
+    "max": 3.693399999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.661715000000003e-05,
-    "min": 5.6447600000000005e-05,
-    "max": 5.7026899999999974e-05,
+    "seconds": 5.6556749999999977e-05,
+    "min": 5.633859999999995e-05,
+    "max": 5.679099999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12989,15 +13266,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.039494999999991e-05,
-    "min": 6.0264800000000074e-05,
-    "max": 6.05051e-05,
+    "seconds": 6.0160949999999924e-05,
+    "min": 5.986839999999997e-05,
+    "max": 6.026299999999992e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.658025000000006e-05,
-    "min": 6.597059999999995e-05,
-    "max": 6.698879999999996e-05,
+    "seconds": 6.606090000000001e-05,
+    "min": 6.564040000000014e-05,
+    "max": 6.627240000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13021,15 +13298,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.1606700000000038e-05,
-    "min": 2.1420399999999938e-05,
-    "max": 2.2227199999999925e-05,
+    "seconds": 2.187990000000004e-05,
+    "min": 2.1788899999999957e-05,
+    "max": 2.2409699999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.497659999999992e-05,
-    "min": 3.489250000000004e-05,
-    "max": 3.526710000000001e-05,
+    "seconds": 3.5300649999999995e-05,
+    "min": 3.51229e-05,
+    "max": 3.545570000000007e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13053,15 +13330,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.5794900000000026e-05,
-    "min": 3.573800000000011e-05,
-    "max": 3.584639999999985e-05,
+    "seconds": 3.583059999999995e-05,
+    "min": 3.5727999999999906e-05,
+    "max": 3.5894700000000034e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.9612650000000066e-05,
-    "min": 2.9529899999999953e-05,
-    "max": 2.9725099999999994e-05,
+    "seconds": 2.9217799999999986e-05,
+    "min": 2.91808e-05,
+    "max": 2.9267500000000018e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13085,15 +13362,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.048640000000011e-05,
-    "min": 7.010670000000004e-05,
-    "max": 7.090839999999997e-05,
+    "seconds": 7.038709999999995e-05,
+    "min": 6.999409999999997e-05,
+    "max": 7.060200000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011234000000000003,
-    "min": 0.0001121371,
-    "max": 0.00011249699999999996,
+    "seconds": 0.00011229835,
+    "min": 0.00011203880000000008,
+    "max": 0.00011272979999999992,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13117,15 +13394,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011835009999999996,
-    "min": 0.00011804399999999992,
-    "max": 0.00011869859999999994,
+    "seconds": 0.00011829760000000005,
+    "min": 0.00011810079999999997,
+    "max": 0.0001184201,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012927894999999992,
-    "min": 0.00012898819999999998,
-    "max": 0.00012947350000000002,
+    "seconds": 0.00012934550000000004,
+    "min": 0.00012890050000000005,
+    "max": 0.00012963950000000006,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13149,15 +13426,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.251250000000016e-06,
-    "min": 7.16810000000006e-06,
-    "max": 7.305599999999914e-06,
+    "seconds": 7.2993000000000285e-06,
+    "min": 7.24149999999995e-06,
+    "max": 7.356599999999934e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.440000000000043e-06,
-    "min": 6.428799999999956e-06,
-    "max": 6.49600000000014e-06,
+    "seconds": 6.436799999999972e-06,
+    "min": 6.425700000000029e-06,
+    "max": 6.4993000000000845e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13181,15 +13458,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.6674950000000002e-05,
-    "min": 1.6642999999999925e-05,
-    "max": 1.668739999999997e-05,
+    "seconds": 1.6669950000000045e-05,
+    "min": 1.6659500000000026e-05,
+    "max": 1.6681299999999985e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.643350000000015e-06,
-    "min": 6.617699999999946e-06,
-    "max": 6.723199999999997e-06,
+    "seconds": 6.70234999999999e-06,
+    "min": 6.646500000000037e-06,
+    "max": 6.732699999999954e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13213,15 +13490,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1676799999999996e-05,
-    "min": 1.163820000000004e-05,
-    "max": 1.1913999999999988e-05,
+    "seconds": 1.1712149999999996e-05,
+    "min": 1.1667099999999994e-05,
+    "max": 1.1839700000000027e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.2955250000000035e-05,
-    "min": 1.282209999999999e-05,
-    "max": 1.3059300000000009e-05,
+    "seconds": 1.2830500000000007e-05,
+    "min": 1.270740000000003e-05,
+    "max": 1.2892500000000041e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13245,15 +13522,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.317334999999999e-05,
-    "min": 4.316459999999995e-05,
-    "max": 4.3202999999999966e-05,
+    "seconds": 4.318544999999997e-05,
+    "min": 4.3167499999999976e-05,
+    "max": 4.319749999999986e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.7491150000000003e-05,
-    "min": 1.7449599999999996e-05,
-    "max": 1.7558399999999984e-05,
+    "seconds": 1.762210000000001e-05,
+    "min": 1.7558399999999984e-05,
+    "max": 1.7638500000000034e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13277,15 +13554,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.240785000000001e-05,
-    "min": 2.2371100000000014e-05,
-    "max": 2.2764599999999972e-05,
+    "seconds": 2.2377649999999994e-05,
+    "min": 2.235559999999996e-05,
+    "max": 2.274229999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.4016000000000002e-05,
-    "min": 2.391720000000006e-05,
-    "max": 2.4173000000000024e-05,
+    "seconds": 2.3752099999999962e-05,
+    "min": 2.3679700000000003e-05,
+    "max": 2.3903899999999953e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13309,15 +13586,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.1081200000000076e-05,
-    "min": 5.101099999999997e-05,
-    "max": 5.1105000000000006e-05,
+    "seconds": 5.105625000000001e-05,
+    "min": 5.10266000000001e-05,
+    "max": 5.108469999999993e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.1465550000000003e-05,
-    "min": 2.1407700000000036e-05,
-    "max": 2.1555300000000034e-05,
+    "seconds": 2.1508749999999986e-05,
+    "min": 2.1468699999999854e-05,
+    "max": 2.155839999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13341,15 +13618,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.360810000000003e-05,
-    "min": 5.345850000000003e-05,
-    "max": 5.379840000000004e-05,
+    "seconds": 5.3547199999999954e-05,
+    "min": 5.346890000000006e-05,
+    "max": 5.380460000000015e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.254075e-05,
-    "min": 7.233260000000003e-05,
-    "max": 7.259179999999997e-05,
+    "seconds": 7.235094999999997e-05,
+    "min": 7.21889e-05,
+    "max": 7.248270000000005e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13373,15 +13650,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015540405000000012,
-    "min": 0.00015533019999999998,
-    "max": 0.00015568920000000005,
+    "seconds": 0.00015524229999999993,
+    "min": 0.0001551881000000001,
+    "max": 0.0001554685999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.567030000000003e-05,
-    "min": 6.551329999999996e-05,
-    "max": 6.578230000000008e-05,
+    "seconds": 6.547229999999997e-05,
+    "min": 6.514889999999998e-05,
+    "max": 6.561570000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13406,15 +13683,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.636750000000001e-06,
-    "min": 6.620500000000016e-06,
-    "max": 6.6461000000000125e-06,
+    "seconds": 6.646199999999953e-06,
+    "min": 6.627199999999903e-06,
+    "max": 6.656099999999992e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.0964800000000014e-05,
-    "min": 1.0937299999999983e-05,
-    "max": 1.1039699999999982e-05,
+    "seconds": 1.1027149999999927e-05,
+    "min": 1.0953600000000096e-05,
+    "max": 1.1103900000000158e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13439,15 +13716,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.0316450000000014e-05,
-    "min": 1.0294399999999974e-05,
-    "max": 1.0351199999999937e-05,
+    "seconds": 1.0252699999999947e-05,
+    "min": 1.0220800000000009e-05,
+    "max": 1.0269099999999981e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.282404999999993e-05,
-    "min": 1.2787200000000144e-05,
-    "max": 1.286410000000003e-05,
+    "seconds": 1.2929400000000361e-05,
+    "min": 1.2883300000000031e-05,
+    "max": 1.3004800000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13472,15 +13749,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.468699999999996e-06,
-    "min": 8.42239999999997e-06,
-    "max": 8.511999999999955e-06,
+    "seconds": 8.499150000000008e-06,
+    "min": 8.470100000000024e-06,
+    "max": 8.643300000000023e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.3065649999999914e-05,
-    "min": 1.3017699999999969e-05,
-    "max": 1.3113499999999975e-05,
+    "seconds": 1.3139400000000093e-05,
+    "min": 1.30913e-05,
+    "max": 1.3193499999999971e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13505,15 +13782,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4417750000000016e-05,
-    "min": 1.4393499999999995e-05,
-    "max": 1.4780600000000016e-05,
+    "seconds": 1.4408000000000015e-05,
+    "min": 1.4358100000000035e-05,
+    "max": 1.4652799999999934e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.614090000000001e-05,
-    "min": 1.6070400000000062e-05,
-    "max": 1.628830000000003e-05,
+    "seconds": 1.5463950000000044e-05,
+    "min": 1.5427299999999946e-05,
+    "max": 1.5679999999999904e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13538,15 +13815,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.53903e-05,
-    "min": 1.5382399999999973e-05,
-    "max": 1.5519899999999973e-05,
+    "seconds": 1.539519999999999e-05,
+    "min": 1.5385500000000014e-05,
+    "max": 1.5436799999999947e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.9681850000000015e-05,
-    "min": 2.944939999999995e-05,
-    "max": 2.9923100000000076e-05,
+    "seconds": 2.9903949999999987e-05,
+    "min": 2.9750800000000003e-05,
+    "max": 3.0054399999999883e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13571,15 +13848,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4070049999999954e-05,
-    "min": 2.3900899999999932e-05,
-    "max": 2.412099999999997e-05,
+    "seconds": 2.3694549999999964e-05,
+    "min": 2.3644399999999997e-05,
+    "max": 2.399689999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.680939999999997e-05,
-    "min": 3.6722600000000034e-05,
-    "max": 3.69060000000001e-05,
+    "seconds": 3.60819000000001e-05,
+    "min": 3.596190000000011e-05,
+    "max": 3.640389999999993e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13604,15 +13881,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.2292699999999977e-05,
-    "min": 2.2176200000000016e-05,
-    "max": 2.2399799999999914e-05,
+    "seconds": 2.2350649999999965e-05,
+    "min": 2.2284799999999997e-05,
+    "max": 2.2467300000000035e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.208620000000001e-05,
-    "min": 5.206049999999987e-05,
-    "max": 5.2166399999999914e-05,
+    "seconds": 5.1759099999999984e-05,
+    "min": 5.161299999999987e-05,
+    "max": 5.2000799999999985e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13637,15 +13914,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.065619999999997e-05,
-    "min": 4.056959999999999e-05,
-    "max": 4.071039999999998e-05,
+    "seconds": 4.0614399999999975e-05,
+    "min": 4.045470000000004e-05,
+    "max": 4.066889999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.255159999999995e-05,
-    "min": 6.23039e-05,
-    "max": 6.285399999999995e-05,
+    "seconds": 6.252969999999996e-05,
+    "min": 6.239699999999991e-05,
+    "max": 6.296650000000016e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13670,15 +13947,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.993745000000001e-05,
-    "min": 2.9791400000000008e-05,
-    "max": 3.0054699999999992e-05,
+    "seconds": 3.0028949999999993e-05,
+    "min": 2.998719999999995e-05,
+    "max": 3.0099299999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.73484e-05,
-    "min": 7.696330000000001e-05,
-    "max": 7.758030000000002e-05,
+    "seconds": 7.678405e-05,
+    "min": 7.661800000000003e-05,
+    "max": 7.738989999999994e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13703,15 +13980,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.904104999999998e-05,
-    "min": 4.882520000000004e-05,
-    "max": 4.9145200000000086e-05,
+    "seconds": 4.917280000000003e-05,
+    "min": 4.9081500000000014e-05,
+    "max": 4.9264099999999974e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.698370000000003e-05,
-    "min": 8.679930000000007e-05,
-    "max": 8.703349999999999e-05,
+    "seconds": 8.73921500000001e-05,
+    "min": 8.705639999999999e-05,
+    "max": 8.7501e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13736,15 +14013,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.1583700000000006e-05,
-    "min": 4.1468700000000046e-05,
-    "max": 4.170609999999994e-05,
+    "seconds": 4.163215000000002e-05,
+    "min": 4.155790000000004e-05,
+    "max": 4.175140000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.676264999999997e-05,
-    "min": 9.663639999999995e-05,
-    "max": 9.724770000000006e-05,
+    "seconds": 9.671155000000004e-05,
+    "min": 9.656040000000003e-05,
+    "max": 9.726450000000007e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13769,15 +14046,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.994699999999997e-05,
-    "min": 7.977559999999995e-05,
-    "max": 8.02458e-05,
+    "seconds": 7.993384999999996e-05,
+    "min": 7.978840000000002e-05,
+    "max": 8.019879999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011540329999999999,
-    "min": 0.00011515110000000008,
-    "max": 0.00011554820000000013,
+    "seconds": 0.00011546009999999999,
+    "min": 0.00011505699999999998,
+    "max": 0.00011595249999999992,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13802,15 +14079,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.558639999999996e-05,
-    "min": 7.546560000000003e-05,
-    "max": 7.577940000000005e-05,
+    "seconds": 7.565974999999999e-05,
+    "min": 7.555880000000012e-05,
+    "max": 7.587130000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018916340000000003,
-    "min": 0.00018903619999999997,
-    "max": 0.0001894327999999999,
+    "seconds": 0.00018932999999999987,
+    "min": 0.00018919339999999983,
+    "max": 0.00018940850000000008,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13835,15 +14112,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012533390000000002,
-    "min": 0.00012522829999999995,
-    "max": 0.00012556670000000007,
+    "seconds": 0.0001255397,
+    "min": 0.00012544350000000002,
+    "max": 0.00012572910000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00021481950000000003,
-    "min": 0.00021446319999999987,
-    "max": 0.00021499830000000015,
+    "seconds": 0.00021474615000000009,
+    "min": 0.0002145871,
+    "max": 0.0002148934999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13868,15 +14145,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001025333,
-    "min": 0.0001022687,
-    "max": 0.00010277369999999997,
+    "seconds": 0.00010231835000000004,
+    "min": 0.00010227139999999998,
+    "max": 0.00010244850000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00024166355,
-    "min": 0.0002414107,
-    "max": 0.0002418739000000001,
+    "seconds": 0.00024219029999999992,
+    "min": 0.00024180209999999998,
+    "max": 0.00024252500000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13901,15 +14178,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00020036030000000006,
-    "min": 0.0001998708,
-    "max": 0.0002005695,
+    "seconds": 0.0002003301,
+    "min": 0.00020014460000000004,
+    "max": 0.0002004453,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.000289537,
-    "min": 0.0002892421000000001,
-    "max": 0.00028970859999999973,
+    "seconds": 0.00028938044999999993,
+    "min": 0.00028908899999999986,
+    "max": 0.0002895616,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13929,9 +14206,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.988800000000037e-06,
-    "min": 6.953900000000112e-06,
-    "max": 7.062399999999991e-06,
+    "seconds": 7.056000000000022e-06,
+    "min": 7.01469999999996e-06,
+    "max": 7.126799999999981e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -13957,15 +14234,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.865149999999983e-06,
-    "min": 6.819300000000033e-06,
-    "max": 6.959999999999969e-06,
+    "seconds": 6.849600000000009e-06,
+    "min": 6.8063000000000554e-06,
+    "max": 6.896100000000013e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.2063500000000146e-06,
-    "min": 3.200100000000009e-06,
-    "max": 3.22239999999997e-06,
+    "seconds": 3.2080000000000157e-06,
+    "min": 3.203100000000086e-06,
+    "max": 3.225600000000054e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13985,9 +14262,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.5950999999999334e-06,
-    "min": 7.5712000000000335e-06,
-    "max": 7.625499999999999e-06,
+    "seconds": 7.595150000000081e-06,
+    "min": 7.583699999999998e-06,
+    "max": 7.63209999999999e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14013,15 +14290,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.319899999999979e-06,
-    "min": 7.2960000000000035e-06,
-    "max": 7.359899999999879e-06,
+    "seconds": 7.247950000000008e-06,
+    "min": 7.225499999999921e-06,
+    "max": 7.3279999999999746e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.6751999999999955e-06,
-    "min": 4.659199999999987e-06,
-    "max": 4.694200000000001e-06,
+    "seconds": 4.6657000000000035e-06,
+    "min": 4.649699999999894e-06,
+    "max": 4.671999999999934e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14041,9 +14318,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.0983899999999978e-05,
-    "min": 1.0969500000000006e-05,
-    "max": 1.1020799999999998e-05,
+    "seconds": 1.0995249999999969e-05,
+    "min": 1.0963099999999997e-05,
+    "max": 1.1008000000000027e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14069,15 +14346,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.451150000000012e-06,
-    "min": 9.4336e-06,
-    "max": 9.47190000000005e-06,
+    "seconds": 9.446550000000014e-06,
+    "min": 9.427200000000015e-06,
+    "max": 9.465100000000029e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.509915000000002e-05,
-    "min": 1.5081299999999999e-05,
-    "max": 1.5129800000000022e-05,
+    "seconds": 1.5084800000000019e-05,
+    "min": 1.5065599999999971e-05,
+    "max": 1.5116899999999964e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14097,9 +14374,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3891200000000032e-05,
-    "min": 1.385599999999996e-05,
-    "max": 1.3932900000000007e-05,
+    "seconds": 1.381604999999995e-05,
+    "min": 1.3792000000000006e-05,
+    "max": 1.3878500000000008e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14125,15 +14402,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.2857499999999948e-05,
-    "min": 1.2755200000000027e-05,
-    "max": 1.2905400000000019e-05,
+    "seconds": 1.2822400000000015e-05,
+    "min": 1.279680000000001e-05,
+    "max": 1.2895699999999942e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.108600000000012e-06,
-    "min": 8.105499999999984e-06,
-    "max": 8.124900000000002e-06,
+    "seconds": 8.084800000000008e-06,
+    "min": 8.079999999999995e-06,
+    "max": 8.115200000000003e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14153,9 +14430,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.6272099999999925e-05,
-    "min": 1.621070000000002e-05,
-    "max": 1.6406200000000036e-05,
+    "seconds": 1.6171149999999954e-05,
+    "min": 1.611879999999998e-05,
+    "max": 1.6255700000000025e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14181,15 +14458,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4543850000000032e-05,
-    "min": 1.4528000000000053e-05,
-    "max": 1.4591999999999995e-05,
+    "seconds": 1.4625600000000015e-05,
+    "min": 1.4591999999999995e-05,
+    "max": 1.465909999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.507525e-05,
-    "min": 1.5055999999999983e-05,
-    "max": 1.5097600000000033e-05,
+    "seconds": 1.5040049999999997e-05,
+    "min": 1.5033400000000028e-05,
+    "max": 1.5072000000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14209,9 +14486,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.3524650000000003e-05,
-    "min": 4.323520000000002e-05,
-    "max": 4.383690000000003e-05,
+    "seconds": 4.361379999999999e-05,
+    "min": 4.329540000000003e-05,
+    "max": 4.3738200000000014e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14237,15 +14514,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.8869950000000003e-05,
-    "min": 2.87775e-05,
-    "max": 2.908489999999997e-05,
+    "seconds": 2.908360000000006e-05,
+    "min": 2.8905600000000027e-05,
+    "max": 2.9186899999999993e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.6441100000000004e-05,
-    "min": 5.6405600000000014e-05,
-    "max": 5.646719999999993e-05,
+    "seconds": 5.624040000000005e-05,
+    "min": 5.6157299999999965e-05,
+    "max": 5.639409999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14265,9 +14542,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.041399999999997e-05,
-    "min": 6.032030000000006e-05,
-    "max": 6.06199e-05,
+    "seconds": 6.04167e-05,
+    "min": 6.015939999999999e-05,
+    "max": 6.10793e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14293,15 +14570,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.917560000000003e-05,
-    "min": 3.9043499999999925e-05,
-    "max": 3.919599999999999e-05,
+    "seconds": 3.915365e-05,
+    "min": 3.891839999999997e-05,
+    "max": 3.947209999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.871359999999998e-05,
-    "min": 2.8697599999999998e-05,
-    "max": 2.8851400000000023e-05,
+    "seconds": 2.869789999999998e-05,
+    "min": 2.8681700000000024e-05,
+    "max": 2.877449999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14321,9 +14598,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.956435e-05,
-    "min": 5.94813e-05,
-    "max": 5.969000000000005e-05,
+    "seconds": 5.9494700000000025e-05,
+    "min": 5.939920000000002e-05,
+    "max": 5.977269999999993e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14349,15 +14626,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.1177700000000024e-05,
-    "min": 4.1094399999999984e-05,
-    "max": 4.1430500000000036e-05,
+    "seconds": 4.1339200000000026e-05,
+    "min": 4.121609999999998e-05,
+    "max": 4.145930000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.6431750000000014e-05,
-    "min": 5.628130000000005e-05,
-    "max": 5.6611400000000025e-05,
+    "seconds": 5.652664999999996e-05,
+    "min": 5.649349999999999e-05,
+    "max": 5.662400000000005e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14377,9 +14654,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00013144964999999999,
-    "min": 0.000131008,
-    "max": 0.00013187359999999998,
+    "seconds": 0.00013142735,
+    "min": 0.00013106520000000018,
+    "max": 0.00013189560000000008,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14405,15 +14682,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.448105000000001e-05,
-    "min": 7.430229999999996e-05,
-    "max": 7.463690000000003e-05,
+    "seconds": 7.424320000000004e-05,
+    "min": 7.405729999999997e-05,
+    "max": 7.440680000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00022030565000000002,
-    "min": 0.000220263,
-    "max": 0.00022079720000000008,
+    "seconds": 0.00022033024999999995,
+    "min": 0.00022027170000000007,
+    "max": 0.00022045550000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14435,15 +14712,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.472625000000002e-05,
-    "min": 2.4531199999999993e-05,
-    "max": 2.487030000000002e-05,
+    "seconds": 2.459864999999999e-05,
+    "min": 2.447059999999997e-05,
+    "max": 2.4634099999999954e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.994245000000001e-05,
-    "min": 4.986900000000002e-05,
-    "max": 5.0178499999999947e-05,
+    "seconds": 5.003545000000001e-05,
+    "min": 4.994249999999995e-05,
+    "max": 5.0470299999999977e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14465,15 +14742,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.007659999999996e-05,
-    "min": 4.9926200000000024e-05,
-    "max": 5.0138099999999994e-05,
+    "seconds": 5.0117250000000026e-05,
+    "min": 4.9990899999999976e-05,
+    "max": 5.0198400000000024e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.446584999999999e-05,
-    "min": 2.4271999999999957e-05,
-    "max": 2.452140000000004e-05,
+    "seconds": 2.437599999999999e-05,
+    "min": 2.4262099999999918e-05,
+    "max": 2.4729500000000008e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14498,15 +14775,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001013253,
-    "min": 0.00010093140000000005,
-    "max": 0.00010154870000000007,
+    "seconds": 0.00010094305,
+    "min": 0.00010077330000000007,
+    "max": 0.00010170500000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014463524999999992,
-    "min": 0.00014408570000000004,
-    "max": 0.00014518999999999988,
+    "seconds": 0.00014455835000000005,
+    "min": 0.00014438820000000003,
+    "max": 0.00014476299999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14531,15 +14808,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015799359999999998,
-    "min": 0.00015767659999999995,
-    "max": 0.00015803809999999995,
+    "seconds": 0.00015798789999999996,
+    "min": 0.00015777480000000004,
+    "max": 0.0001582027,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00017094695000000016,
-    "min": 0.0001707765000000002,
-    "max": 0.00017145249999999973,
+    "seconds": 0.0001713012499999999,
+    "min": 0.00017110999999999998,
+    "max": 0.0001717472999999996,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14563,15 +14840,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.776420000000004e-05,
-    "min": 3.755799999999998e-05,
-    "max": 3.7980700000000014e-05,
+    "seconds": 3.7855850000000015e-05,
+    "min": 3.768679999999996e-05,
+    "max": 3.801249999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010577085000000014,
-    "min": 0.00010559230000000008,
-    "max": 0.00010597119999999995,
+    "seconds": 0.00010592935000000003,
+    "min": 0.00010550340000000009,
+    "max": 0.00010623300000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14595,15 +14872,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00023595790000000005,
-    "min": 0.00023556099999999994,
-    "max": 0.00023623190000000017,
+    "seconds": 0.0002358074999999999,
+    "min": 0.00023534410000000013,
+    "max": 0.00023618230000000008,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005541523500000004,
-    "min": 0.0005537156,
-    "max": 0.0005545937999999993,
+    "seconds": 0.0005540852500000003,
+    "min": 0.0005536757999999996,
+    "max": 0.0005546729999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14625,15 +14902,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.708515000000001e-05,
-    "min": 3.69725e-05,
-    "max": 3.726770000000002e-05,
+    "seconds": 3.720974999999996e-05,
+    "min": 3.696310000000004e-05,
+    "max": 3.7254899999999974e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.3361599999999994e-05,
-    "min": 5.2876599999999974e-05,
-    "max": 5.360319999999999e-05,
+    "seconds": 5.348690000000003e-05,
+    "min": 5.328000000000002e-05,
+    "max": 5.368309999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14655,15 +14932,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.9106849999999998e-05,
-    "min": 1.901059999999999e-05,
-    "max": 1.937280000000004e-05,
+    "seconds": 1.9124500000000037e-05,
+    "min": 1.8911699999999984e-05,
+    "max": 1.923470000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.7396449999999987e-05,
-    "min": 2.7193700000000078e-05,
-    "max": 2.7526e-05,
+    "seconds": 2.7311900000000005e-05,
+    "min": 2.7232200000000058e-05,
+    "max": 2.7478299999999957e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14685,15 +14962,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.335030000000002e-05,
-    "min": 3.32419e-05,
-    "max": 3.352280000000002e-05,
+    "seconds": 3.334579999999999e-05,
+    "min": 3.311360000000001e-05,
+    "max": 3.363190000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.7313500000000014e-05,
-    "min": 4.729889999999995e-05,
-    "max": 4.768270000000001e-05,
+    "seconds": 4.754865000000002e-05,
+    "min": 4.7219099999999956e-05,
+    "max": 4.785649999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14715,15 +14992,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4076149999999995e-05,
-    "min": 2.4022100000000022e-05,
-    "max": 2.4214099999999972e-05,
+    "seconds": 2.400315000000003e-05,
+    "min": 2.390100000000002e-05,
+    "max": 2.4041399999999963e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.185585000000002e-05,
-    "min": 3.179199999999996e-05,
-    "max": 3.192959999999999e-05,
+    "seconds": 3.163190000000002e-05,
+    "min": 3.1583899999999994e-05,
+    "max": 3.175049999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14743,15 +15020,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.330700000000002e-05,
-    "min": 3.311990000000001e-05,
-    "max": 3.35548e-05,
+    "seconds": 3.326989999999999e-05,
+    "min": 3.317790000000002e-05,
+    "max": 3.336280000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.773389999999995e-05,
-    "min": 4.763150000000001e-05,
-    "max": 4.8002600000000034e-05,
+    "seconds": 4.8044399999999977e-05,
+    "min": 4.731440000000002e-05,
+    "max": 4.81855e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14771,15 +15048,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.8924600000000005e-05,
-    "min": 1.8736299999999894e-05,
-    "max": 1.8973000000000027e-05,
+    "seconds": 1.885880000000002e-05,
+    "min": 1.880960000000001e-05,
+    "max": 1.901090000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.605915000000002e-05,
-    "min": 2.5970900000000016e-05,
-    "max": 2.6201399999999956e-05,
+    "seconds": 2.599875000000001e-05,
+    "min": 2.5795300000000044e-05,
+    "max": 2.615050000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14799,15 +15076,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.319059999999999e-05,
-    "min": 3.307740000000004e-05,
-    "max": 3.32965e-05,
+    "seconds": 3.315209999999999e-05,
+    "min": 3.310410000000003e-05,
+    "max": 3.321860000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.765084999999998e-05,
-    "min": 4.7602600000000045e-05,
-    "max": 4.774389999999999e-05,
+    "seconds": 4.7702049999999975e-05,
+    "min": 4.729919999999995e-05,
+    "max": 4.784360000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14827,15 +15104,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.8366249999999997e-05,
-    "min": 1.821719999999996e-05,
-    "max": 1.8505700000000025e-05,
+    "seconds": 1.8295849999999985e-05,
+    "min": 1.815970000000001e-05,
+    "max": 1.837460000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.4607799999999975e-05,
-    "min": 2.4419300000000046e-05,
-    "max": 2.4828799999999978e-05,
+    "seconds": 2.4647900000000025e-05,
+    "min": 2.4428500000000005e-05,
+    "max": 2.484810000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14855,15 +15132,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.355674999999999e-05,
-    "min": 3.3359600000000046e-05,
-    "max": 3.362550000000002e-05,
+    "seconds": 3.353294999999998e-05,
+    "min": 3.343689999999999e-05,
+    "max": 3.3695900000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.7748299999999985e-05,
-    "min": 4.755159999999998e-05,
-    "max": 4.7974199999999985e-05,
+    "seconds": 4.750559999999999e-05,
+    "min": 4.7356999999999974e-05,
+    "max": 4.759649999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14883,15 +15160,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.9315249999999977e-05,
-    "min": 1.9154900000000043e-05,
-    "max": 1.9535699999999997e-05,
+    "seconds": 1.9275249999999998e-05,
+    "min": 1.91425999999999e-05,
+    "max": 1.9466100000000007e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.451850000000004e-05,
-    "min": 2.4419100000000025e-05,
-    "max": 2.45917e-05,
+    "seconds": 2.4468649999999975e-05,
+    "min": 2.4412800000000018e-05,
+    "max": 2.4579200000000027e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14913,15 +15190,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.756790000000005e-05,
-    "min": 4.749350000000005e-05,
-    "max": 4.767259999999999e-05,
+    "seconds": 4.7580699999999997e-05,
+    "min": 4.732850000000001e-05,
+    "max": 4.777029999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.64367e-05,
-    "min": 3.61501e-05,
-    "max": 3.69439e-05,
+    "seconds": 3.6430700000000024e-05,
+    "min": 3.608330000000001e-05,
+    "max": 3.665620000000006e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14943,15 +15220,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.990739999999999e-05,
-    "min": 2.9782700000000036e-05,
-    "max": 3.0063499999999977e-05,
+    "seconds": 2.9872100000000035e-05,
+    "min": 2.9830599999999992e-05,
+    "max": 2.995799999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.0742400000000007e-05,
-    "min": 2.061750000000004e-05,
-    "max": 2.0943999999999995e-05,
+    "seconds": 2.0904199999999995e-05,
+    "min": 2.0812999999999965e-05,
+    "max": 2.107190000000005e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14979,9 +15256,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.7598149999999984e-05,
-    "min": 4.7414400000000025e-05,
-    "max": 4.7667199999999956e-05,
+    "seconds": 4.779010000000001e-05,
+    "min": 4.776949999999997e-05,
+    "max": 4.792610000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -15015,9 +15292,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.436629999999999e-05,
-    "min": 2.4249899999999993e-05,
-    "max": 2.4675499999999998e-05,
+    "seconds": 2.435865e-05,
+    "min": 2.422099999999998e-05,
+    "max": 2.4604499999999984e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -15051,15 +15328,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.7771299999999994e-05,
-    "min": 4.7689899999999965e-05,
-    "max": 4.7965300000000034e-05,
+    "seconds": 4.782905000000002e-05,
+    "min": 4.775629999999996e-05,
+    "max": 4.799630000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.536855e-05,
-    "min": 9.510730000000003e-05,
-    "max": 9.55584e-05,
+    "seconds": 9.528614999999998e-05,
+    "min": 9.511369999999999e-05,
+    "max": 9.551400000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15087,15 +15364,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4364449999999976e-05,
-    "min": 2.4259100000000023e-05,
-    "max": 2.45793e-05,
+    "seconds": 2.4297700000000027e-05,
+    "min": 2.4240199999999992e-05,
+    "max": 2.4726499999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.8657950000000004e-05,
-    "min": 4.8460699999999995e-05,
-    "max": 4.903659999999998e-05,
+    "seconds": 4.862404999999993e-05,
+    "min": 4.850240000000013e-05,
+    "max": 4.88767e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15119,15 +15396,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.384295000000002e-05,
-    "min": 3.3616100000000005e-05,
-    "max": 3.4025700000000015e-05,
+    "seconds": 3.383189999999999e-05,
+    "min": 3.363189999999997e-05,
+    "max": 3.417279999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.599835000000001e-05,
-    "min": 9.580330000000007e-05,
-    "max": 9.615089999999996e-05,
+    "seconds": 9.573035000000007e-05,
+    "min": 9.551950000000003e-05,
+    "max": 9.597510000000009e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15151,15 +15428,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.424029999999996e-05,
-    "min": 8.398069999999993e-05,
-    "max": 8.436509999999999e-05,
+    "seconds": 8.42051e-05,
+    "min": 8.404779999999999e-05,
+    "max": 8.444489999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012040570000000003,
-    "min": 0.0001202687,
-    "max": 0.00012101730000000002,
+    "seconds": 0.0001202114,
+    "min": 0.0001199006,
+    "max": 0.00012061890000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15181,15 +15458,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.347209999999998e-05,
-    "min": 6.296029999999999e-05,
-    "max": 6.415669999999997e-05,
+    "seconds": 6.343525e-05,
+    "min": 6.294430000000005e-05,
+    "max": 6.363530000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.965895000000001e-05,
-    "min": 4.9548499999999995e-05,
-    "max": 4.9794600000000006e-05,
+    "seconds": 4.9579250000000066e-05,
+    "min": 4.908830000000002e-05,
+    "max": 4.988810000000012e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15211,15 +15488,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011372115,
-    "min": 0.00011318389999999997,
-    "max": 0.0001139079000000001,
+    "seconds": 0.00011334554999999999,
+    "min": 0.00011313599999999993,
+    "max": 0.00011351599999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.430735000000003e-05,
-    "min": 7.379859999999995e-05,
-    "max": 7.463649999999995e-05,
+    "seconds": 7.411710000000008e-05,
+    "min": 7.390750000000003e-05,
+    "max": 7.44162e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15246,15 +15523,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.017719999999999e-05,
-    "min": 7.989040000000001e-05,
-    "max": 8.049200000000003e-05,
+    "seconds": 7.972170000000004e-05,
+    "min": 7.929590000000001e-05,
+    "max": 8.012880000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.63425e-05,
-    "min": 7.585829999999982e-05,
-    "max": 7.66016e-05,
+    "seconds": 7.593154999999997e-05,
+    "min": 7.57069999999999e-05,
+    "max": 7.601600000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15281,15 +15558,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012439375000000003,
-    "min": 0.0001243003999999999,
-    "max": 0.00012466139999999998,
+    "seconds": 0.00012436164999999992,
+    "min": 0.0001240009000000001,
+    "max": 0.000124628,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.841225000000007e-05,
-    "min": 7.826480000000015e-05,
-    "max": 7.861149999999991e-05,
+    "seconds": 7.824455000000004e-05,
+    "min": 7.796459999999999e-05,
+    "max": 7.834260000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15312,15 +15589,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.568604999999997e-05,
-    "min": 3.562189999999997e-05,
-    "max": 3.575019999999996e-05,
+    "seconds": 3.572475000000002e-05,
+    "min": 3.558420000000001e-05,
+    "max": 3.589159999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003391512499999991,
-    "min": 0.00033891300000000004,
-    "max": 0.00033969679999999974,
+    "seconds": 0.00033951335,
+    "min": 0.000338660800000002,
+    "max": 0.00034007630000000046,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15343,15 +15620,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.552939999999998e-05,
-    "min": 3.54936e-05,
-    "max": 3.575340000000002e-05,
+    "seconds": 3.562124999999998e-05,
+    "min": 3.547560000000003e-05,
+    "max": 3.5795200000000047e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00033885550000000044,
-    "min": 0.0003384840999999999,
-    "max": 0.00033981979999999994,
+    "seconds": 0.0003389535499999999,
+    "min": 0.00033848600000000026,
+    "max": 0.0003393159999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15386,15 +15663,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.905090000000002e-05,
-    "min": 5.897849999999998e-05,
-    "max": 5.9241700000000006e-05,
+    "seconds": 5.9095899999999984e-05,
+    "min": 5.901080000000004e-05,
+    "max": 5.934119999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001969516,
-    "min": 0.00019668949999999993,
-    "max": 0.00019765290000000002,
+    "seconds": 0.00019688695,
+    "min": 0.00019687010000000012,
+    "max": 0.00019694779999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15429,15 +15706,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.8890899999999995e-05,
-    "min": 5.881849999999997e-05,
-    "max": 5.897550000000003e-05,
+    "seconds": 5.884010000000002e-05,
+    "min": 5.8774399999999984e-05,
+    "max": 5.891810000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019167684999999996,
-    "min": 0.00019164150000000008,
-    "max": 0.00019174400000000004,
+    "seconds": 0.00019146860000000007,
+    "min": 0.0001913148,
+    "max": 0.00019168370000000013,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15472,15 +15749,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.780275e-05,
-    "min": 5.7759199999999974e-05,
-    "max": 5.815970000000002e-05,
+    "seconds": 5.789584999999999e-05,
+    "min": 5.769899999999999e-05,
+    "max": 5.791069999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003425866499999999,
-    "min": 0.0003424197999999999,
-    "max": 0.0003428284,
+    "seconds": 0.00034236265000000003,
+    "min": 0.00034224060000000004,
+    "max": 0.00034254279999999994,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15515,15 +15792,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.528795000000001e-05,
-    "min": 5.523159999999996e-05,
-    "max": 5.5529e-05,
+    "seconds": 5.5439849999999974e-05,
+    "min": 5.529329999999998e-05,
+    "max": 5.546920000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003361509,
-    "min": 0.00033595090000000004,
-    "max": 0.00033633040000000006,
+    "seconds": 0.00033616574999999996,
+    "min": 0.0003359903,
+    "max": 0.0003364071999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15562,15 +15839,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012622995,
-    "min": 0.00012610470000000003,
-    "max": 0.00012628350000000002,
+    "seconds": 0.00012617725000000003,
+    "min": 0.0001261469,
+    "max": 0.00012621999999999994,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00042531215000000006,
-    "min": 0.0004244022999999999,
-    "max": 0.00042597350000000007,
+    "seconds": 0.0004248874,
+    "min": 0.00042457669999999994,
+    "max": 0.0004258414000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15609,15 +15886,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012646015000000003,
-    "min": 0.0001264219,
-    "max": 0.0001265388,
+    "seconds": 0.00012650570000000003,
+    "min": 0.00012642199999999995,
+    "max": 0.00012655569999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00042319514999999996,
-    "min": 0.0004227996000000001,
-    "max": 0.0004237189999999995,
+    "seconds": 0.00042324585000000017,
+    "min": 0.00042276779999999995,
+    "max": 0.00042354779999999976,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15656,15 +15933,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00018907435000000002,
-    "min": 0.0001889686,
-    "max": 0.00018919670000000003,
+    "seconds": 0.00018916185000000005,
+    "min": 0.0001889919,
+    "max": 0.00018929239999999995,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006738883500000002,
-    "min": 0.0006737545999999997,
-    "max": 0.0006754373,
+    "seconds": 0.0006742251999999999,
+    "min": 0.0006737119000000001,
+    "max": 0.0006747354999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15703,15 +15980,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00018967964999999995,
-    "min": 0.0001896725,
-    "max": 0.00018980839999999994,
+    "seconds": 0.0001897038,
+    "min": 0.00018965709999999998,
+    "max": 0.00018983059999999995,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006693625999999998,
-    "min": 0.0006691078999999997,
-    "max": 0.0006695519,
+    "seconds": 0.0006691482499999997,
+    "min": 0.0006684341000000001,
+    "max": 0.0006693819999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15746,15 +16023,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00019225010000000007,
-    "min": 0.00019214240000000005,
-    "max": 0.00019233610000000007,
+    "seconds": 0.0001921011,
+    "min": 0.00019202659999999997,
+    "max": 0.00019228229999999994,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00029192344999999997,
-    "min": 0.0002912889,
-    "max": 0.00029211640000000006,
+    "seconds": 0.00029106465,
+    "min": 0.00029083310000000003,
+    "max": 0.0002915286999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15789,15 +16066,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00019641450000000001,
-    "min": 0.00019635779999999998,
-    "max": 0.0001966959,
+    "seconds": 0.00019639755000000004,
+    "min": 0.00019630600000000004,
+    "max": 0.0001968151,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00029794849999999993,
-    "min": 0.00029740729999999996,
-    "max": 0.0002981074999999999,
+    "seconds": 0.00029847755000000003,
+    "min": 0.0002980609,
+    "max": 0.0002990682999999996,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15824,15 +16101,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.885685e-05,
-    "min": 8.846699999999995e-05,
-    "max": 8.918110000000003e-05,
+    "seconds": 8.896625000000002e-05,
+    "min": 8.86726e-05,
+    "max": 8.941800000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001227374,
-    "min": 0.00012265210000000004,
-    "max": 0.0001227991,
+    "seconds": 0.00012267570000000006,
+    "min": 0.00012263329999999997,
+    "max": 0.00012271310000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15859,15 +16136,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.511970000000001e-05,
-    "min": 5.506529999999999e-05,
-    "max": 5.521890000000002e-05,
+    "seconds": 5.494689999999998e-05,
+    "min": 5.449250000000003e-05,
+    "max": 5.50398e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.992290000000002e-05,
-    "min": 8.978509999999999e-05,
-    "max": 9.004810000000002e-05,
+    "seconds": 8.984095000000005e-05,
+    "min": 8.976340000000003e-05,
+    "max": 8.994450000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15892,9 +16169,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.590629999999999e-05,
-    "min": 5.581970000000003e-05,
-    "max": 5.610429999999997e-05,
+    "seconds": 5.5794250000000005e-05,
+    "min": 5.570240000000002e-05,
+    "max": 5.59931e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -15925,9 +16202,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.8337799999999997e-05,
-    "min": 4.801499999999996e-05,
-    "max": 4.847299999999997e-05,
+    "seconds": 4.830374999999997e-05,
+    "min": 4.825010000000002e-05,
+    "max": 4.831690000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -15965,9 +16242,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.452794999999999e-05,
-    "min": 3.43526e-05,
-    "max": 3.469119999999998e-05,
+    "seconds": 3.457750000000001e-05,
+    "min": 3.439770000000003e-05,
+    "max": 3.4714800000000056e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -16005,9 +16282,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.7305649999999982e-05,
-    "min": 1.723829999999999e-05,
-    "max": 1.758040000000001e-05,
+    "seconds": 1.7275699999999988e-05,
+    "min": 1.7206400000000032e-05,
+    "max": 1.7581299999999987e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -16033,15 +16310,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00029594875,
-    "min": 0.0002955825,
-    "max": 0.00029630709999999987,
+    "seconds": 0.0002957251500000001,
+    "min": 0.000295185,
+    "max": 0.0002958498000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00045369395000000024,
-    "min": 0.0004530444000000001,
-    "max": 0.0004541231999999994,
+    "seconds": 0.0004537995499999997,
+    "min": 0.00045350129999999965,
+    "max": 0.0004541886000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16061,15 +16338,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00036747254999999984,
-    "min": 0.0003672870000000001,
-    "max": 0.00036762880000000016,
+    "seconds": 0.0003674429,
+    "min": 0.00036720199999999974,
+    "max": 0.0003676033999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004779491499999999,
-    "min": 0.0004774298999999997,
-    "max": 0.0004781475,
+    "seconds": 0.0004778907,
+    "min": 0.0004777293999999999,
+    "max": 0.00047815689999999975,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16114,15 +16391,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00024132155,
-    "min": 0.00024114180000000003,
-    "max": 0.0002415801000000001,
+    "seconds": 0.00024162625,
+    "min": 0.00024144319999999997,
+    "max": 0.00024258879999999996,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0007800800499999996,
-    "min": 0.0007783362000000006,
-    "max": 0.0007803440000000007,
+    "seconds": 0.0007777595499999998,
+    "min": 0.0007776687999999992,
+    "max": 0.0007787166000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16167,15 +16444,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0020223665,
-    "min": 0.0020210063,
-    "max": 0.0020289289000000005,
+    "seconds": 0.0020244799499999997,
+    "min": 0.0020214956,
+    "max": 0.0020321198999999996,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.004902722449999999,
-    "min": 0.004895716799999998,
-    "max": 0.004904424699999997,
+    "seconds": 0.004869345499999999,
+    "min": 0.004865419300000002,
+    "max": 0.004885570799999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16220,15 +16497,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0005542725000000001,
-    "min": 0.000554047,
-    "max": 0.0005546142000000001,
+    "seconds": 0.0005475074,
+    "min": 0.0005469956000000002,
+    "max": 0.0005477862,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0017616007000000001,
-    "min": 0.001759134,
-    "max": 0.0017659466999999994,
+    "seconds": 0.0017515938000000001,
+    "min": 0.0017493487000000002,
+    "max": 0.0017525119000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16273,15 +16550,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0011726299999999998,
-    "min": 0.0011655465,
-    "max": 0.0011744561999999998,
+    "seconds": 0.00117047215,
+    "min": 0.0011608171000000002,
+    "max": 0.0011754405999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0028220001000000008,
-    "min": 0.0028153599000000007,
-    "max": 0.0028367295000000002,
+    "seconds": 0.0028052584000000003,
+    "min": 0.0028004523,
+    "max": 0.0028144274000000006,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16326,15 +16603,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0003394686499999999,
-    "min": 0.0003365217000000001,
-    "max": 0.00034108999999999995,
+    "seconds": 0.00033578645,
+    "min": 0.0003325380999999999,
+    "max": 0.00033707010000000006,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0010936810999999996,
-    "min": 0.0010905634999999999,
-    "max": 0.0010998491000000004,
+    "seconds": 0.0010890351500000004,
+    "min": 0.0010850038000000007,
+    "max": 0.0010959765999999996,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16379,15 +16656,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.812505000000003e-05,
-    "min": 6.773059999999996e-05,
-    "max": 6.822970000000006e-05,
+    "seconds": 6.800210000000002e-05,
+    "min": 6.789159999999998e-05,
+    "max": 6.836409999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003984459499999999,
-    "min": 0.0003980404000000001,
-    "max": 0.0003988310999999997,
+    "seconds": 0.0003976755000000002,
+    "min": 0.0003965222000000001,
+    "max": 0.00039808709999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16432,15 +16709,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001580086,
-    "min": 0.00015761569999999991,
-    "max": 0.00015829129999999996,
+    "seconds": 0.00015804930000000005,
+    "min": 0.00015721820000000003,
+    "max": 0.00015871330000000015,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004920996,
-    "min": 0.0004913186000000002,
-    "max": 0.0004940508999999999,
+    "seconds": 0.0004940240499999998,
+    "min": 0.0004921721000000001,
+    "max": 0.0004955465999999986,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16485,15 +16762,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010318114999999994,
-    "min": 0.00010286360000000009,
-    "max": 0.00010357790000000001,
+    "seconds": 0.00010252075,
+    "min": 0.00010223290000000007,
+    "max": 0.00010326009999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00036464400000000034,
-    "min": 0.00036429180000000015,
-    "max": 0.000365631200000002,
+    "seconds": 0.00036660895000000025,
+    "min": 0.00036518170000000036,
+    "max": 0.0003676778999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16538,15 +16815,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.739229999999999e-05,
-    "min": 4.728619999999998e-05,
-    "max": 4.756210000000004e-05,
+    "seconds": 4.759000000000001e-05,
+    "min": 4.719979999999995e-05,
+    "max": 4.818870000000006e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00028496940000000023,
-    "min": 0.0002845114999999976,
-    "max": 0.0002857694000000002,
+    "seconds": 0.00028561375000000003,
+    "min": 0.0002852322999999997,
+    "max": 0.0002862052999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16591,15 +16868,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.7188799999999973e-05,
-    "min": 2.7071700000000034e-05,
-    "max": 2.7791900000000035e-05,
+    "seconds": 2.7273500000000023e-05,
+    "min": 2.7126700000000006e-05,
+    "max": 2.7417899999999987e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00015535674999999998,
-    "min": 0.00015503940000000295,
-    "max": 0.0001555649,
+    "seconds": 0.0001553249000000004,
+    "min": 0.0001550155000000001,
+    "max": 0.00015588740000000025,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16644,15 +16921,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.368810000000001e-05,
-    "min": 3.359049999999993e-05,
-    "max": 3.3740500000000176e-05,
+    "seconds": 3.384154999999995e-05,
+    "min": 3.3743699999999905e-05,
+    "max": 3.397329999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001633384500000001,
-    "min": 0.00016311660000000003,
-    "max": 0.00016419550000000164,
+    "seconds": 0.00016315670000000508,
+    "min": 0.00016273899999999993,
+    "max": 0.00016353019999999993,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16697,15 +16974,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.208155000000001e-05,
-    "min": 5.173479999999994e-05,
-    "max": 5.259529999999995e-05,
+    "seconds": 5.2197e-05,
+    "min": 5.194549999999996e-05,
+    "max": 5.2333200000000057e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00022347614999999996,
-    "min": 0.00022293139999999978,
-    "max": 0.0002238450000000003,
+    "seconds": 0.00022307105000000024,
+    "min": 0.00022285710000000025,
+    "max": 0.00022359710000000006,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16750,15 +17027,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001600078,
-    "min": 0.000158732,
-    "max": 0.0001604828,
+    "seconds": 0.00016063890000000004,
+    "min": 0.00015996379999999995,
+    "max": 0.00016199709999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005496281,
-    "min": 0.0005492337999999999,
-    "max": 0.0005498184,
+    "seconds": 0.0005491414999999999,
+    "min": 0.0005488130000000001,
+    "max": 0.0005495816000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16803,15 +17080,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00026593645,
-    "min": 0.0002638497000000001,
-    "max": 0.00026759749999999996,
+    "seconds": 0.00026593605,
+    "min": 0.00026329139999999994,
+    "max": 0.00026762149999999985,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006546967499999998,
-    "min": 0.0006526133000000001,
-    "max": 0.0006558368999999999,
+    "seconds": 0.0006547624000000001,
+    "min": 0.0006515756,
+    "max": 0.0006557542,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16856,15 +17133,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.351475000000001e-05,
-    "min": 8.335689999999996e-05,
-    "max": 8.41155e-05,
+    "seconds": 8.380655e-05,
+    "min": 8.292190000000004e-05,
+    "max": 8.404180000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00029582710000000006,
-    "min": 0.00029450230000000003,
-    "max": 0.0002980334,
+    "seconds": 0.00029496584999999997,
+    "min": 0.00029351930000000016,
+    "max": 0.00029657169999999994,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16909,15 +17186,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00041022425000000013,
-    "min": 0.0004098904,
-    "max": 0.00041071429999999995,
+    "seconds": 0.00041042555000000004,
+    "min": 0.00040978290000000017,
+    "max": 0.00041125480000000006,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0010292818000000002,
-    "min": 0.0010282405999999995,
-    "max": 0.0010302902000000002,
+    "seconds": 0.0010346045500000001,
+    "min": 0.0010342162999999994,
+    "max": 0.0010359948000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16962,15 +17239,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012343195000000002,
-    "min": 0.000123133,
-    "max": 0.00012433329999999996,
+    "seconds": 0.0001232583,
+    "min": 0.00012306570000000005,
+    "max": 0.00012396169999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004632636999999997,
-    "min": 0.00046291379999999986,
-    "max": 0.00046369700000000006,
+    "seconds": 0.0004636136000000001,
+    "min": 0.0004632054000000001,
+    "max": 0.0004642192,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17016,15 +17293,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.3931399999999984e-05,
-    "min": 4.38845e-05,
-    "max": 4.412129999999981e-05,
+    "seconds": 4.380680000000003e-05,
+    "min": 4.370540000000008e-05,
+    "max": 4.4063900000000024e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00016409825000000003,
-    "min": 0.00016401190000000032,
-    "max": 0.00016461160000000004,
+    "seconds": 0.00016470995000000005,
+    "min": 0.00016441259999999994,
+    "max": 0.00016497600000000312,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17070,15 +17347,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.327029999999992e-05,
-    "min": 9.290560000000009e-05,
-    "max": 9.356470000000002e-05,
+    "seconds": 9.248895e-05,
+    "min": 9.227569999999997e-05,
+    "max": 9.283829999999977e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00030834460000000405,
-    "min": 0.00030754710000000017,
-    "max": 0.0003092249999999998,
+    "seconds": 0.00030901024999999995,
+    "min": 0.00030831670000000007,
+    "max": 0.00030964530000000086,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17124,15 +17401,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00040185585000000013,
-    "min": 0.0004016739,
-    "max": 0.00040204570000000026,
+    "seconds": 0.0004032081999999999,
+    "min": 0.0004026639,
+    "max": 0.0004035040999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006381073000000001,
-    "min": 0.0006376116999999998,
-    "max": 0.0006392918000000005,
+    "seconds": 0.0006380190500000025,
+    "min": 0.0006376275000000004,
+    "max": 0.0006392859999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17178,15 +17455,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.463180000000003e-05,
-    "min": 6.447640000000012e-05,
-    "max": 6.48669999999998e-05,
+    "seconds": 6.451390000000007e-05,
+    "min": 6.428510000000013e-05,
+    "max": 6.504010000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001780585000000001,
-    "min": 0.00017690219999999963,
-    "max": 0.0001784545999999997,
+    "seconds": 0.00017827239999999983,
+    "min": 0.00017799749999999185,
+    "max": 0.00017845180000000032,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17232,15 +17509,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.0794799999999996e-05,
-    "min": 6.0566199999999956e-05,
-    "max": 6.201899999999999e-05,
+    "seconds": 6.144840000000003e-05,
+    "min": 6.107890000000001e-05,
+    "max": 6.158749999999993e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00024137019999999977,
-    "min": 0.00024089009999999999,
-    "max": 0.00024164350000000062,
+    "seconds": 0.00024109585000000005,
+    "min": 0.00024044450000000007,
+    "max": 0.00024164919999999975,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17286,15 +17563,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00024148765000000003,
-    "min": 0.0002412375,
-    "max": 0.00024197070000000006,
+    "seconds": 0.00024184009999999993,
+    "min": 0.00024169729999999994,
+    "max": 0.00024264020000000012,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004495367000000003,
-    "min": 0.0004491411999999999,
-    "max": 0.0004508376000000019,
+    "seconds": 0.0004500060500000003,
+    "min": 0.0004494211000000004,
+    "max": 0.00045107060000000023,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17340,15 +17617,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00020533704999999995,
-    "min": 0.00020328310000000002,
-    "max": 0.00020586619999999998,
+    "seconds": 0.00020520745000000002,
+    "min": 0.0002039183,
+    "max": 0.0002061386,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006201957499999999,
-    "min": 0.00061942,
-    "max": 0.0006209828,
+    "seconds": 0.0006198194499999997,
+    "min": 0.0006195867999999997,
+    "max": 0.0006203100999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17376,9 +17653,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.699064999999999e-05,
-    "min": 6.68901e-05,
-    "max": 6.71549e-05,
+    "seconds": 6.70189e-05,
+    "min": 6.69208000000001e-05,
+    "max": 6.715670000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -17406,15 +17683,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010783139999999998,
-    "min": 0.0001075314,
-    "max": 0.00010790710000000003,
+    "seconds": 0.00010775029999999998,
+    "min": 0.0001075296,
+    "max": 0.00010781350000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00015639734999999997,
-    "min": 0.0001560106,
-    "max": 0.00015650219999999995,
+    "seconds": 0.00015640935,
+    "min": 0.00015617230000000002,
+    "max": 0.00015669130000000008,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17436,15 +17713,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.435524999999999e-05,
-    "min": 5.428789999999999e-05,
-    "max": 5.440270000000002e-05,
+    "seconds": 5.438275000000001e-05,
+    "min": 5.432400000000003e-05,
+    "max": 5.4461700000000014e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.881480000000002e-05,
-    "min": 7.845739999999997e-05,
-    "max": 7.900949999999996e-05,
+    "seconds": 7.889350000000003e-05,
+    "min": 7.836529999999997e-05,
+    "max": 7.89921e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17466,15 +17743,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012712575,
-    "min": 0.00012688770000000006,
-    "max": 0.00012745159999999998,
+    "seconds": 0.000127001,
+    "min": 0.0001268482,
+    "max": 0.00012707469999999994,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018496525000000002,
-    "min": 0.00018457759999999994,
-    "max": 0.00018510260000000002,
+    "seconds": 0.00018471255000000001,
+    "min": 0.00018460520000000005,
+    "max": 0.00018505909999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17496,15 +17773,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.942295e-05,
-    "min": 8.926359999999996e-05,
-    "max": 8.959969999999999e-05,
+    "seconds": 8.936684999999998e-05,
+    "min": 8.91804e-05,
+    "max": 8.947260000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011965455000000001,
-    "min": 0.0001194695,
-    "max": 0.00011984569999999998,
+    "seconds": 0.00011980130000000005,
+    "min": 0.00011941750000000002,
+    "max": 0.00012001070000000013,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17524,15 +17801,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012717595,
-    "min": 0.00012709279999999998,
-    "max": 0.0001273262,
+    "seconds": 0.00012704395000000005,
+    "min": 0.00012673620000000003,
+    "max": 0.0001273817,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018540399999999996,
-    "min": 0.00018528750000000002,
-    "max": 0.00018542750000000006,
+    "seconds": 0.00018527159999999997,
+    "min": 0.000184983,
+    "max": 0.00018556850000000009,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17552,15 +17829,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.987954999999998e-05,
-    "min": 6.974400000000006e-05,
-    "max": 7.00582e-05,
+    "seconds": 6.977160000000004e-05,
+    "min": 6.950100000000001e-05,
+    "max": 6.98464e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.847970000000004e-05,
-    "min": 9.792599999999994e-05,
-    "max": 9.864889999999999e-05,
+    "seconds": 9.824014999999992e-05,
+    "min": 9.809929999999999e-05,
+    "max": 9.864879999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17580,15 +17857,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001271029,
-    "min": 0.00012700079999999997,
-    "max": 0.00012732699999999997,
+    "seconds": 0.00012699550000000003,
+    "min": 0.00012689799999999996,
+    "max": 0.00012732630000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018526340000000002,
-    "min": 0.00018492420000000006,
-    "max": 0.00018535100000000005,
+    "seconds": 0.00018515304999999998,
+    "min": 0.00018486460000000007,
+    "max": 0.00018536729999999994,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17608,15 +17885,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.851010000000001e-05,
-    "min": 6.833229999999999e-05,
-    "max": 6.86916e-05,
+    "seconds": 6.838394999999998e-05,
+    "min": 6.802939999999998e-05,
+    "max": 6.84763e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.280329999999997e-05,
-    "min": 9.243809999999998e-05,
-    "max": 9.31355e-05,
+    "seconds": 9.245125000000002e-05,
+    "min": 9.187890000000003e-05,
+    "max": 9.305530000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17636,15 +17913,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012721454999999998,
-    "min": 0.00012703180000000003,
-    "max": 0.0001274871,
+    "seconds": 0.00012722499999999996,
+    "min": 0.00012689269999999997,
+    "max": 0.00012748749999999995,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018517955,
-    "min": 0.00018498589999999996,
-    "max": 0.00018523590000000002,
+    "seconds": 0.0001852990499999999,
+    "min": 0.00018495439999999995,
+    "max": 0.00018561849999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17664,15 +17941,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.099665000000001e-05,
-    "min": 7.071410000000005e-05,
-    "max": 7.11424e-05,
+    "seconds": 7.103214999999998e-05,
+    "min": 7.08319e-05,
+    "max": 7.121949999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.283505000000003e-05,
-    "min": 9.26077e-05,
-    "max": 9.30623e-05,
+    "seconds": 9.275019999999994e-05,
+    "min": 9.23932e-05,
+    "max": 9.31748e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17694,15 +17971,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00018463669999999993,
-    "min": 0.0001844395,
-    "max": 0.00018508889999999993,
+    "seconds": 0.00018394795,
+    "min": 0.0001836039000000001,
+    "max": 0.00018417430000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014149585000000002,
-    "min": 0.00014123519999999999,
-    "max": 0.00014172739999999994,
+    "seconds": 0.00014151389999999997,
+    "min": 0.00014127950000000005,
+    "max": 0.0001416252,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17724,15 +18001,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001119124,
-    "min": 0.00011182769999999999,
-    "max": 0.0001119649,
+    "seconds": 0.00011192569999999999,
+    "min": 0.00011166480000000001,
+    "max": 0.00011247989999999995,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.836489999999997e-05,
-    "min": 7.81662e-05,
-    "max": 7.848859999999996e-05,
+    "seconds": 7.835570000000005e-05,
+    "min": 7.821179999999999e-05,
+    "max": 7.852229999999994e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17760,9 +18037,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001852539,
-    "min": 0.0001849221,
-    "max": 0.00018547580000000002,
+    "seconds": 0.00018529105000000002,
+    "min": 0.00018510169999999998,
+    "max": 0.00018553880000000004,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -17796,9 +18073,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.243534999999998e-05,
-    "min": 9.220379999999999e-05,
-    "max": 9.282080000000004e-05,
+    "seconds": 9.246410000000001e-05,
+    "min": 9.223840000000002e-05,
+    "max": 9.282960000000006e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -17832,15 +18109,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00018541234999999996,
-    "min": 0.00018523609999999995,
-    "max": 0.00018559539999999996,
+    "seconds": 0.00018543530000000004,
+    "min": 0.00018524210000000005,
+    "max": 0.00018552060000000004,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00037048594999999993,
-    "min": 0.00037009299999999994,
-    "max": 0.0003707257000000001,
+    "seconds": 0.00037091100000000014,
+    "min": 0.00037067719999999993,
+    "max": 0.00037099290000000015,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17868,15 +18145,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.251750000000002e-05,
-    "min": 9.22431e-05,
-    "max": 9.263580000000005e-05,
+    "seconds": 9.255965000000001e-05,
+    "min": 9.233729999999997e-05,
+    "max": 9.269689999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018484390000000005,
-    "min": 0.00018467729999999997,
-    "max": 0.0001849563000000001,
+    "seconds": 0.00018489265000000004,
+    "min": 0.0001845537,
+    "max": 0.00018507350000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17911,15 +18188,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017137849999999998,
-    "min": 0.000171309,
-    "max": 0.00017153810000000014,
+    "seconds": 0.00017147330000000002,
+    "min": 0.00017142800000000005,
+    "max": 0.00017164330000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005839195499999998,
-    "min": 0.0005837881000000002,
-    "max": 0.0005852184999999998,
+    "seconds": 0.0005841217000000001,
+    "min": 0.0005838872999999997,
+    "max": 0.0005842884999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17954,15 +18231,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017149994999999998,
-    "min": 0.00017137780000000012,
-    "max": 0.00017162159999999994,
+    "seconds": 0.00017147109999999992,
+    "min": 0.00017133320000000006,
+    "max": 0.00017175249999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005681879499999998,
-    "min": 0.0005681191999999998,
-    "max": 0.0005683341,
+    "seconds": 0.0005679642000000001,
+    "min": 0.0005678089,
+    "max": 0.0005680544000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17997,15 +18274,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00016823795,
-    "min": 0.00016819560000000004,
-    "max": 0.00016854359999999996,
+    "seconds": 0.00016805854999999998,
+    "min": 0.00016800669999999997,
+    "max": 0.00016832379999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00102323575,
-    "min": 0.0010225466,
-    "max": 0.0010252920000000003,
+    "seconds": 0.00102249165,
+    "min": 0.0010222855,
+    "max": 0.0010227454,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -18040,15 +18317,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00016437465000000004,
-    "min": 0.0001643381,
-    "max": 0.00016454919999999999,
+    "seconds": 0.00016406435000000004,
+    "min": 0.00016394089999999993,
+    "max": 0.00016416969999999992,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0010121005500000001,
-    "min": 0.0010116871,
-    "max": 0.0010151392,
+    "seconds": 0.00101218085,
+    "min": 0.0010119521999999996,
+    "max": 0.0010123688000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -18073,9 +18350,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00021651595,
-    "min": 0.00021638189999999996,
-    "max": 0.00021663629999999992,
+    "seconds": 0.00021649919999999995,
+    "min": 0.00021645930000000003,
+    "max": 0.00021661760000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -18106,9 +18383,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00018483029999999997,
-    "min": 0.00018468479999999996,
-    "max": 0.00018499839999999997,
+    "seconds": 0.0001849861,
+    "min": 0.00018489309999999997,
+    "max": 0.00018523459999999996,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -18142,9 +18419,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002599338499999999,
-    "min": 0.00025989610000000005,
-    "max": 0.0002601442,
+    "seconds": 0.00025996929999999997,
+    "min": 0.00025981570000000007,
+    "max": 0.00025997469999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
