@@ -1365,6 +1365,24 @@ def flush_cpu_caches() -> None:
     _FLUSH_TARGET[:] = _FLUSH_SOURCE
 
 
+def record_count_fit(p: Probe, key: str, times_at_counts, n1: int, n2: int, method: str, params: dict) -> None:
+    """A host cost linear in a count (of parameters): times_at_counts() gives T(n1), T(n2); records
+    key_per_param, the slope (T(n2) - T(n1)) / (n2 - n1), and key_per_step, the intercept, each over
+    the probe's repetitions."""
+    intercepts: list[float] = []
+
+    def measure():
+        t1, t2 = times_at_counts()
+        slope = (t2 - t1) / (n2 - n1)
+        intercepts.append(t1 - slope * n1)
+        return slope
+
+    slopes = p.repeat(measure)
+    p.record(f"{key}_per_param", slopes, method, params=params)
+    p.record(f"{key}_per_step", intercepts[-len(slopes):], f"intercept of the same fit: T({n1}) - slope * {n1}",
+             params=params)
+
+
 def optimizer_probes(p: Probe, n1: int, n2: int, small_numel: int, large_numel: int) -> None:
     dev = p.device
 
@@ -1399,22 +1417,11 @@ def optimizer_probes(p: Probe, n1: int, n2: int, small_numel: int, large_numel: 
             # Hot: steps back to back. Cold: the CPU's caches flushed before each step, as in a
             # training step, where the forward and backward run between two optimizer steps.
             for cold, key in ((False, base), (True, f"{base}_cold")):
-                intercepts: list[float] = []
-
-                def measure(cold=cold, intercepts=intercepts):
-                    t1, t2 = step_time(opt1, cold), step_time(opt2, cold)
-                    slope = (t2 - t1) / (n2 - n1)
-                    intercepts.append(t1 - slope * n1)
-                    return slope
-
-                slopes = p.repeat(measure)
                 how = ("the CPU's caches flushed (a 64 MiB copy) before each step" if cold
                        else "steps back to back")
-                p.record(f"{key}_per_param", slopes,
-                         f"optimizer.step() on {n1} and {n2} fp32 parameters of {small_numel} elements, {how}; "
-                         f"(T({n2}) - T({n1})) / {n2 - n1}; synchronize around step", params=shape)
-                p.record(f"{key}_per_step", intercepts[-len(slopes):],
-                         f"intercept of the same fit: T({n1}) - slope * {n1}", params=shape)
+                record_count_fit(p, key, lambda cold=cold: (step_time(opt1, cold), step_time(opt2, cold)), n1, n2,
+                                 f"optimizer.step() on {n1} and {n2} fp32 parameters of {small_numel} elements, {how}; "
+                                 f"(T({n2}) - T({n1})) / {n2 - n1}; synchronize around step", shape)
             if kind == "sgd_wd":
                 continue  # the large-parameter contrast: once per optimizer
             try:
@@ -1426,7 +1433,6 @@ def optimizer_probes(p: Probe, n1: int, n2: int, small_numel: int, large_numel: 
                          host=False, params={"param_count": 4, "param_numel": large_numel})
             except Exception as exc:  # e.g. out of memory on a small device
                 p.skip(f"{base}_large", first_line(exc))
-
 
 
 def zero_grad_probes(p: Probe, n1: int, n2: int, small_numel: int, large_numel: int) -> None:
@@ -1462,25 +1468,14 @@ def zero_grad_probes(p: Probe, n1: int, n2: int, small_numel: int, large_numel: 
         for opt in (opt1, opt2):  # warm-up: the allocator holds every gradient's block from here on
             zero_grad_time(opt, False)
         for cold in colds:
-            key = f"{base}_cold" if cold else base
-            intercepts: list[float] = []
-
-            def measure(cold=cold, intercepts=intercepts):
-                t1, t2 = zero_grad_time(opt1, cold), zero_grad_time(opt2, cold)
-                slope = (t2 - t1) / (n2 - n1)
-                intercepts.append(t1 - slope * n1)
-                return slope
-
-            slopes = p.repeat(measure)
             how = ("the CPU's caches flushed (a 64 MiB copy) before each call" if cold
                    else "the gradients set just before each call")
-            p.record(f"{key}_per_param", slopes,
-                     f"optimizer.zero_grad(set_to_none=True) on {n1} and {n2} fp32 parameters holding gradients "
-                     f"of {' and '.join(str(n) for n in shape['param_numels'])} elements, {how}; "
-                     f"(T({n2}) - T({n1})) / {n2 - n1}; host clock around the call", params=shape)
-            p.record(f"{key}_per_step", intercepts[-len(slopes):],
-                     f"intercept of the same fit: T({n1}) - slope * {n1}", params=shape)
-        del opt1, opt2, params
+            record_count_fit(p, f"{base}_cold" if cold else base,
+                             lambda cold=cold, opt1=opt1, opt2=opt2: (zero_grad_time(opt1, cold), zero_grad_time(opt2, cold)),
+                             n1, n2,
+                             f"optimizer.zero_grad(set_to_none=True) on {n1} and {n2} fp32 parameters holding gradients "
+                             f"of {' and '.join(str(n) for n in shape['param_numels'])} elements, {how}; "
+                             f"(T({n2}) - T({n1})) / {n2 - n1}; host clock around the call", shape)
 
 
 # ----------------------------------------------------------------------------- (d) sync, events

@@ -51,7 +51,7 @@ def main(argv=None) -> int:
         with mp.tf32_flags(mode):
             _, model, batch, loss_fn, _, opt, _ = mp.ready_model(spec, dev, False)
 
-            def forward():
+            def forward(model=model, batch=batch, loss_fn=loss_fn, mode=mode):
                 with mp.autocast_ctx(mode, "cuda"):
                     return loss_fn(model, batch)
 
@@ -88,14 +88,17 @@ def main(argv=None) -> int:
                     gpu_at[p].append(events[0].elapsed_time(events[i + 1]) / 1e3)
                 step_wall.append(end - t[0])
                 step_gpu.append(events[0].elapsed_time(events[-1]) / 1e3)
-            fb, optimizer_alone = [], []
-            for _ in range(STEPS):
+            def forward_backward_wall(opt=opt) -> float:
+                """zero_grad, then forward + backward between two synchronizes: wall seconds."""
                 opt.zero_grad(set_to_none=True)
                 torch.cuda.synchronize()
                 t0 = time.perf_counter()
                 forward().backward()
                 torch.cuda.synchronize()
-                fb.append(time.perf_counter() - t0)
+                return time.perf_counter() - t0
+
+            fb = [forward_backward_wall() for _ in range(STEPS)]
+            optimizer_alone = []
             for _ in range(STEPS):
                 torch.cuda.synchronize()
                 t0 = time.perf_counter()
@@ -107,20 +110,10 @@ def main(argv=None) -> int:
             # (the first of each pair follows the last pair's second: a forward + backward)
             fb_after_fb, fb_after_step = [], []
             for _ in range(STEPS):
-                torch.cuda.synchronize()
-                opt.zero_grad(set_to_none=True)
-                t0 = time.perf_counter()
-                forward().backward()
-                torch.cuda.synchronize()
-                fb_after_fb.append(time.perf_counter() - t0)
+                fb_after_fb.append(forward_backward_wall())
                 opt.step()
                 torch.cuda.synchronize()
-                opt.zero_grad(set_to_none=True)
-                torch.cuda.synchronize()
-                t0 = time.perf_counter()
-                forward().backward()
-                torch.cuda.synchronize()
-                fb_after_step.append(time.perf_counter() - t0)
+                fb_after_step.append(forward_backward_wall())
             med = statistics.median
             rec = {"step_wall_s": med(step_wall), "step_gpu_s": med(step_gpu),
                    "interleaved_forward_backward_after_step_wall_s": med(fb_after_step),
