@@ -917,6 +917,12 @@ TEST_CASE("optimizer.step() costs the figures of the optimizer as it runs, measu
     figure("optimizer_adamw_foreach_cold_per_step", 400e-6);
     figure("optimizer_adamw_foreach_cold_per_param", 12e-6);
     CHECK(step(adamw) == Catch::Approx(400e-6 + 161 * 12e-6));
+    // steps timed one after another (the validation's optimizer on its own): the back-to-back figures
+    CHECK(optimizer_step_host_seconds(f, adamw, tensors, false).value() == Catch::Approx(300e-6 + 161 * 10e-6));
+    CHECK(optimizer_step_host_seconds(f, sgd, tensors, false).value() == Catch::Approx(150e-6 + 161 * 3e-6));
+    const HostCosts h = host_costs_from_framework(f, PrecisionMode::amp_bf16, adamw, tensors);
+    CHECK(h.optimizer_step.value() == Catch::Approx(400e-6 + 161 * 12e-6));
+    CHECK(h.optimizer_step_back_to_back.value() == Catch::Approx(300e-6 + 161 * 10e-6));
     OptimizerOptions none;
     none.kind = OptimizerKind::none;
     CHECK(step(none) == 0);
@@ -958,6 +964,12 @@ TEST_CASE("optimizer.zero_grad() is charged on the host before a step's first ke
     CHECK(with.standalone->forward.value() == without.standalone->forward.value());
     CHECK(with.standalone->forward_backward.value() == without.standalone->forward_backward.value());
     CHECK(with.standalone->optimizer.value() == without.standalone->optimizer.value());
+    // the optimizer on its own costs the host the back-to-back figures, inside the step the cold ones
+    set_figure(f, "optimizer_sgd_foreach_cold_per_step", 900e-6);
+    set_figure(f, "optimizer_sgd_foreach_cold_per_param", 9e-6);
+    const Prediction cold = predict(g, ctx, o);
+    CHECK(cold.standalone->optimizer.value() == Catch::Approx(with.standalone->optimizer.value()));
+    CHECK(cold.host_time.value() == Catch::Approx(with.host_time.value() + (900e-6 + tensors * 9e-6) - (100e-6 + tensors * 2e-6)));
     CHECK(to_json(with).at("zero_grad_seconds").get<double>() == Catch::Approx(zero_grad));
 
     // no optimizer: no zero_grad()

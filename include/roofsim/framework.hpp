@@ -352,8 +352,10 @@ inline void calibrate_op_factors(CostContext& ctx, const FrameworkProfile& f) {
 /// caches flushed before each step (`_cold`: in a training step the forward and backward run between
 /// two optimizer steps). A profile without those figures (before the twenty-third run of 2026-11-30)
 /// gives the back-to-back ones, then SGD's without weight decay. Adam reads AdamW's figures.
+/// `cold_caches` false: the back-to-back figures alone (steps timed one after another, as the
+/// validation times the optimizer on its own).
 [[nodiscard]] inline Seconds optimizer_step_host_seconds(const FrameworkProfile& f, const OptimizerOptions& optimizer,
-                                                         std::size_t parameter_tensors) {
+                                                         std::size_t parameter_tensors, bool cold_caches = true) {
     if (optimizer.kind == OptimizerKind::none) return Seconds(0);
     const bool sgd = optimizer.kind == OptimizerKind::sgd;
     const std::string impl = optimizer.fused ? "_fused" : "_foreach";
@@ -362,6 +364,7 @@ inline void calibrate_op_factors(CostContext& ctx, const FrameworkProfile& f) {
     kinds.emplace_back(sgd ? "optimizer_sgd" : "optimizer_adamw");
     for (const std::string& kind : kinds) {
         for (const char* when : {"_cold", ""}) {
+            if (!cold_caches && *when) continue;
             const std::string base = kind + impl + when;
             const auto per_step = f.seconds(base + "_per_step");
             const auto per_param = f.seconds(base + "_per_param");
@@ -532,6 +535,7 @@ namespace detail {
         h.backward_call = h.backward_call * share_before;
     }
     h.optimizer_step = optimizer_step_host_seconds(f, optimizer, parameter_tensors);
+    h.optimizer_step_back_to_back = optimizer_step_host_seconds(f, optimizer, parameter_tensors, false);
     h.zero_grad = zero_grad_host_seconds(f, optimizer, parameter_tensors);
     h.conv_growth = conv_host_growth_from_framework(f, mode);
     h.per_kernel = Seconds(0);

@@ -64,7 +64,8 @@ struct Prediction {
 };
 
 /// The step's phases each simulated on its own, from an idle GPU: its forward kernels alone, its
-/// forward and backward kernels, its optimizer kernels alone (no optimizer: 0); none after a zero_grad().
+/// forward and backward kernels, its optimizer kernels alone (no optimizer: 0); none after a zero_grad(),
+/// the optimizer's host time that of steps one after another (as the validation times it on its own).
 [[nodiscard]] inline StandalonePhases standalone_phases(const KernelList& kernels, const CostContext& ctx, HostCosts host) {
     host.zero_grad = Seconds(0);
     const auto time_of = [&](auto keep) {
@@ -76,8 +77,10 @@ struct Prediction {
         }
         return part.kernels.empty() ? Seconds(0) : simulate(part, ctx, host).step_time;
     };
-    return {time_of([](Phase p) { return p == Phase::forward; }), time_of([](Phase p) { return p != Phase::optimizer; }),
-            time_of([](Phase p) { return p == Phase::optimizer; })};
+    const Seconds forward = time_of([](Phase p) { return p == Phase::forward; });
+    const Seconds forward_backward = time_of([](Phase p) { return p != Phase::optimizer; });
+    host.optimizer_step = host.optimizer_step_back_to_back;
+    return {forward, forward_backward, time_of([](Phase p) { return p == Phase::optimizer; })};
 }
 
 namespace detail {

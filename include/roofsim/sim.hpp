@@ -46,7 +46,8 @@ struct HostCosts {
     /// Autograd nodes one layer's backward holds, by host op (the chain figures' count, where measured)
     std::map<std::string, double, std::less<>> backward_nodes;
     Seconds backward_walk_per_node{0};        ///< backward()'s walk of its graph, per node, before any node runs
-    Seconds optimizer_step{0};                ///< the whole optimizer.step()
+    Seconds optimizer_step{0};                ///< the whole optimizer.step(), inside a training step
+    Seconds optimizer_step_back_to_back{0};   ///< the same, steps one after another (standalone_phases)
     Seconds zero_grad{0};                     ///< optimizer.zero_grad() before the step's first kernel
     Seconds per_kernel{0};                    ///< each kernel dispatched on its own (exported IR, no profile)
     Seconds synchronize{0};                   ///< returning from a wait for the GPU (a `sync` kernel)
@@ -76,7 +77,7 @@ template <class Value>
         for (auto& [op, seconds] : *table) seconds = seconds * factor;
     }
     for (Seconds* s : {&h.default_forward, &h.default_backward, &h.backward_call, &h.backward_call_end, &h.optimizer_step,
-                       &h.zero_grad, &h.per_kernel, &h.synchronize, &h.backward_walk_per_node}) {
+                       &h.optimizer_step_back_to_back, &h.zero_grad, &h.per_kernel, &h.synchronize, &h.backward_walk_per_node}) {
         *s = *s * factor;
     }
     for (auto* points : {&h.conv_growth.kernel_1x1, &h.conv_growth.other}) {
@@ -98,7 +99,7 @@ template <class Value>
     HostCosts h;
     if (ctx.ceilings.launch_latency) {
         const Seconds launch = ctx.ceilings.launch_latency->value;
-        h.default_forward = h.default_backward = h.per_kernel = h.optimizer_step = launch;
+        h.default_forward = h.default_backward = h.per_kernel = h.optimizer_step = h.optimizer_step_back_to_back = launch;
         h.source = ctx.ceilings.launch_latency->source + "; no framework profile: PyTorch's dispatch cost not included";
     } else {
         h.source = "none (no calibration: host time not modelled)";
