@@ -299,6 +299,16 @@ TEST_CASE("the zoo's parameter tensors are PyTorch's, one per nn.Parameter", "[l
     CHECK(lower(*zoo::model("resnet50"), o).parameter_tensors.size() == 161);
     CHECK(lower(*zoo::model("bert-base"), o).parameter_tensors.size() == 201);
     CHECK(lower(*zoo::model("gpt2-small"), o).parameter_tensors.size() == 148);
+    // and the counts the exporter read from the real models (torch 2.11 on the H200 machine)
+    const auto exported = std::filesystem::path(ROOFSIM_SOURCE_DIR) / "data" / "validation" / "exported" /
+                          "h200-sxm-2026-12-01-seventy-fourth-run";
+    for (const auto& [model, file] : {std::pair{"resnet50", "resnet50_b32x224_amp-bf16.json"},
+                                      std::pair{"bert-base", "bert-base_b32xs128_amp-bf16.json"},
+                                      std::pair{"gpt2-small", "gpt2-small_b4xs1024_amp-bf16.json"}}) {
+        INFO(model);
+        const nlohmann::json ir = detail::read_json_file(exported / file);
+        CHECK(lower(*zoo::model(model), o).parameter_tensors.size() == ir.at("parameters").at("tensors").get<std::size_t>());
+    }
 }
 
 TEST_CASE("ResNet-50 forward FLOPs match the published 4.1 GMACs per image", "[lower][zoo]") {
