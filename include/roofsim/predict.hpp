@@ -68,19 +68,19 @@ struct Prediction {
 /// the optimizer's host time that of steps one after another (as the validation times it on its own).
 [[nodiscard]] inline StandalonePhases standalone_phases(const KernelList& kernels, const CostContext& ctx, HostCosts host) {
     host.zero_grad = Seconds(0);
-    const auto time_of = [&](auto keep) {
+    HostCosts optimizer_host = host;
+    optimizer_host.optimizer_step = host.optimizer_step_back_to_back;
+    const auto time_of = [&](auto keep, const HostCosts& h) {
         KernelList part;
         part.model = kernels.model;
         part.precision = kernels.precision;
         for (const Kernel& k : kernels.kernels) {
             if (keep(k.phase)) part.kernels.push_back(k);
         }
-        return part.kernels.empty() ? Seconds(0) : simulate(part, ctx, host).step_time;
+        return part.kernels.empty() ? Seconds(0) : simulate(part, ctx, h).step_time;
     };
-    const Seconds forward = time_of([](Phase p) { return p == Phase::forward; });
-    const Seconds forward_backward = time_of([](Phase p) { return p != Phase::optimizer; });
-    host.optimizer_step = host.optimizer_step_back_to_back;
-    return {forward, forward_backward, time_of([](Phase p) { return p == Phase::optimizer; })};
+    return {time_of([](Phase p) { return p == Phase::forward; }, host), time_of([](Phase p) { return p != Phase::optimizer; }, host),
+            time_of([](Phase p) { return p == Phase::optimizer; }, optimizer_host)};
 }
 
 namespace detail {
@@ -144,7 +144,7 @@ namespace detail {
         if (s.gpu_time > longest[row_index]) { longest[row_index] = s.gpu_time; row.bound = s.bound; }
         phase_end[static_cast<int>(k.phase)] = max(phase_end[static_cast<int>(k.phase)], max(s.start + s.gpu_time, s.issued));
     }
-    p.zero_grad_time = p.timeline.zero_grad;
+    p.zero_grad_time = host.zero_grad;  // the simulation's host starts after it
     p.forward_time = max(Seconds(0), phase_end[0] - p.zero_grad_time);
     p.backward_time = max(Seconds(0), phase_end[1] - phase_end[0]);
     p.optimizer_time = max(Seconds(0), p.step_time - max(phase_end[0], phase_end[1]));

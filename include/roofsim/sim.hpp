@@ -123,7 +123,6 @@ struct Timeline {
     Seconds host_time{0};                  ///< total host issue time
     Seconds gpu_time{0};                   ///< total GPU busy time (the kernels' own)
     Seconds gpu_gap_time{0};               ///< total time between back-to-back kernels (gap_after)
-    Seconds zero_grad{0};                  ///< host time before the first kernel: optimizer.zero_grad()
 };
 
 namespace detail {
@@ -354,7 +353,6 @@ private:
     detail::BandwidthMemo bandwidths(ctx);
     detail::ShapeMemo shapes;
     Seconds host_clock = host.zero_grad, gpu_free{0}, gpu_end{0}, host_total = host.zero_grad, gpu_total{0};
-    t.zero_grad = host.zero_grad;
     // each kernel's host cost, less its share of backward()'s walk, which is summed for the first
     // backward kernel: the whole graph's walk comes before any node runs
     std::vector<Seconds> host_times(list.kernels.size());
