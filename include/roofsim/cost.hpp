@@ -132,12 +132,20 @@ namespace detail {
 /// multiples of 8 elements (16-byte aligned rows for 16-bit types).
 [[nodiscard]] inline bool is_aligned(const GemmDims& d) { return d.m % 8 == 0 && d.n % 8 == 0 && d.k % 8 == 0; }
 
+/// The GEMM model: t = t0 + F / (R e), e = wave_utilization(tiles of 128 x 128) k / (k + k0), written
+/// as t0 + F (waves SMs) (k + k0) / (R tiles k), two divisions where the plain form has four (the
+/// model runs for every GEMM and every measured neighbour of one); times the unaligned factor.
 [[nodiscard]] inline Seconds gemm_model_time(const GemmModel& g, const GemmDims& d) {
-    const double tiles = std::ceil(static_cast<double>(d.m) / 128.0) * std::ceil(static_cast<double>(d.n) / 128.0) *
+    const auto tiles_along = [](std::int64_t x) { return x > 0 ? (x + 127) / 128 : 0; };  // ceil(x / 128)
+    const double tiles = static_cast<double>(tiles_along(d.m)) * static_cast<double>(tiles_along(d.n)) *
                          static_cast<double>(d.batch);
     const double k = static_cast<double>(d.k);
-    const double efficiency = wave_utilization(tiles, g.sm_count) * k / (k + g.k_half);
-    const Seconds t = g.fixed_time + gemm_flops(d) / (g.rate * efficiency);
+    const double sm_count = static_cast<double>(g.sm_count);
+    const double waves = std::ceil(tiles / sm_count);
+    const double work = gemm_flops(d).value() * (k + g.k_half);
+    const double rate = g.rate.value() * k;
+    // no tiles: utilization 1, as wave_utilization has it
+    const Seconds t = g.fixed_time + Seconds(waves > 0 ? work * (waves * sm_count) / (rate * tiles) : work / rate);
     return is_aligned(d) ? t : t * g.unaligned_factor;
 }
 
