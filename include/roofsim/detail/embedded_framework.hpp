@@ -26,8 +26,8 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "cudnn": 91900,
   "python": "3.12.3"
  },
- "date_utc": "2026-12-02T01:52:50+00:00",
- "command": "/opt/torch/.venv/bin/python3 calibrate/torch_framework_probe.py --gpu-key h200-sxm --out /tmp/tmp.3ryzfNdt8d/fw.json",
+ "date_utc": "2026-12-02T04:21:14+00:00",
+ "command": "/opt/torch/.venv/bin/python3 calibrate/torch_framework_probe.py --gpu-key h200-sxm --out /tmp/run/fw.json",
  "settings": {
   "repeats": 11,
   "warmup": 2,
@@ -55,569 +55,569 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "conv_host_calls": 10
  },
  "host_speed": {
-  "reference_seconds_per_op": 9.464067500175587e-06,
+  "reference_seconds_per_op": 1.0056752500133826e-05,
   "canary": "200 x torch.add of two 1-element tensors between two synchronizes, wall / 200; before each timed repetition (at most one per 20 ms) and after each measurement",
-  "canaries": 5464,
-  "canary_p10_seconds": 6.656035000105476e-06,
-  "canary_p90_seconds": 1.0931250000112413e-05,
+  "canaries": 5698,
+  "canary_p10_seconds": 7.478289999767185e-06,
+  "canary_p90_seconds": 1.1128515000109474e-05,
   "use": "the figures are as measured; roofsim reads each at this host speed: the median over passes of pass_seconds x reference_seconds_per_op / pass_host_canary_seconds",
-  "backward_reference_seconds_per_node": 1.8352289998802007e-05,
+  "backward_reference_seconds_per_node": 1.9400530000552862e-05,
   "backward_canary": "after each canary, the backward() of a chain of 100 multiplications of a 1-element tensor, from a synchronize to its return, per node: the speed of autograd's device thread (roofsim reads the layer_backward_* figures on it)",
-  "backward_canary_p10_seconds": 1.4483290001408023e-05,
-  "backward_canary_p90_seconds": 2.2406059999866558e-05
+  "backward_canary_p10_seconds": 1.5791949999766074e-05,
+  "backward_canary_p90_seconds": 2.2716199999877063e-05
  },
  "figures": {
   "eager_op_add": {
-   "seconds": 6.920022000031167e-06,
-   "min": 5.975821499987433e-06,
-   "max": 1.0029411000004983e-05,
+   "seconds": 1.0042663499973515e-05,
+   "min": 6.533735499999694e-06,
+   "max": 1.0761787000035383e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 9.782612500089272e-06,
-   "host_canary_seconds": 1.003072000003158e-05,
-   "host_backward_canary_seconds": 1.7735090000314813e-05,
+   "issue_only_seconds": 6.7217935000485344e-06,
+   "host_canary_seconds": 6.759109999734392e-06,
+   "host_backward_canary_seconds": 1.9271549999757552e-05,
    "pass_seconds": [
-    9.836488500013729e-06,
-    6.245835999948213e-06,
-    6.920022000031167e-06
+    6.7314860000351475e-06,
+    1.0258379499987314e-05,
+    1.0042663499973515e-05
    ],
    "pass_host_canary_seconds": [
-    1.003072000003158e-05,
-    6.5149900001415515e-06,
-    7.354219999342604e-06
+    6.759109999734392e-06,
+    1.067245750022039e-05,
+    1.0297114999957558e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7735090000314813e-05,
-    1.6827859999466453e-05,
-    2.1183940000355505e-05
+    1.9271549999757552e-05,
+    2.039040499994371e-05,
+    2.2829324999520393e-05
    ]
   },
   "eager_op_linear": {
-   "seconds": 1.737716649995491e-05,
-   "min": 1.1549766500024815e-05,
-   "max": 1.8361674499942637e-05,
+   "seconds": 1.7949934000000666e-05,
+   "min": 1.1612451500013776e-05,
+   "max": 2.010027099998979e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.765469550002763e-05,
-   "host_canary_seconds": 1.0101450000092882e-05,
-   "host_backward_canary_seconds": 1.716905999955998e-05,
+   "issue_only_seconds": 1.1907063000023755e-05,
+   "host_canary_seconds": 6.978629999707664e-06,
+   "host_backward_canary_seconds": 2.131864999910249e-05,
    "pass_seconds": [
-    1.7707955499986382e-05,
-    1.1728347500024937e-05,
-    1.737716649995491e-05
+    1.1932022499991035e-05,
+    1.9500840499972582e-05,
+    1.7949934000000666e-05
    ],
    "pass_host_canary_seconds": [
-    1.0101450000092882e-05,
-    6.9615299992165095e-06,
-    1.0060360000352376e-05
+    6.978629999707664e-06,
+    1.0711779999610372e-05,
+    1.0251484999912463e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.716905999955998e-05,
-    1.8257239999002197e-05,
-    1.8242489998101518e-05
+    2.131864999910249e-05,
+    1.8489220000219575e-05,
+    2.2306289999960426e-05
    ]
   },
   "eager_op_conv2d": {
-   "seconds": 1.3161274500021136e-05,
-   "min": 1.0700735999989774e-05,
-   "max": 1.7179540000029192e-05,
+   "seconds": 1.625007600000572e-05,
+   "min": 1.0583990500038e-05,
+   "max": 1.7974607500036656e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.6215318500030664e-05,
-   "host_canary_seconds": 9.381034999478288e-06,
-   "host_backward_canary_seconds": 1.7318089999207586e-05,
+   "issue_only_seconds": 1.2332101000026796e-05,
+   "host_canary_seconds": 7.0427700001118864e-06,
+   "host_backward_canary_seconds": 2.005676999942807e-05,
    "pass_seconds": [
-    1.626354150005227e-05,
-    1.1126280499979656e-05,
-    1.3161274500021136e-05
+    1.2348178500019457e-05,
+    1.734132149999823e-05,
+    1.625007600000572e-05
    ],
    "pass_host_canary_seconds": [
-    9.381034999478288e-06,
-    6.735079999771187e-06,
-    9.437435001018457e-06
+    7.0427700001118864e-06,
+    1.0515284999996766e-05,
+    1.0144909999780794e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7318089999207586e-05,
-    1.8089570000938694e-05,
-    1.7744340000263036e-05
+    2.005676999942807e-05,
+    2.1696379999411874e-05,
+    2.1964140000818588e-05
    ]
   },
   "eager_op_layernorm": {
-   "seconds": 1.1104417500064301e-05,
-   "min": 9.870199000033608e-06,
-   "max": 1.661328800003048e-05,
+   "seconds": 1.6213999999990846e-05,
+   "min": 1.0283389500045814e-05,
+   "max": 1.7474050999965128e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.579813349997039e-05,
-   "host_canary_seconds": 9.281354999757241e-06,
-   "host_backward_canary_seconds": 1.6875520000212418e-05,
+   "issue_only_seconds": 1.1073377999991863e-05,
+   "host_canary_seconds": 7.0938400000386535e-06,
+   "host_backward_canary_seconds": 2.079413999922508e-05,
    "pass_seconds": [
-    1.5850619500042738e-05,
-    1.055655050004134e-05,
-    1.1104417500064301e-05
+    1.1099075999993601e-05,
+    1.6813742500005446e-05,
+    1.6213999999990846e-05
    ],
    "pass_host_canary_seconds": [
-    9.281354999757241e-06,
-    6.71137250094489e-06,
-    7.145294999872931e-06
+    7.0938400000386535e-06,
+    1.03450450001219e-05,
+    1.0195615000156976e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6875520000212418e-05,
-    1.7595850000589056e-05,
-    1.909448999867891e-05
+    2.079413999922508e-05,
+    2.2062669999058925e-05,
+    2.1559680000109438e-05
    ]
   },
   "eager_op_add_autocast": {
-   "seconds": 7.77476849998493e-06,
-   "min": 6.1839180000333725e-06,
-   "max": 1.0067574999993667e-05,
+   "seconds": 8.07014800000161e-06,
+   "min": 6.6031060000000255e-06,
+   "max": 1.0092292500019085e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 9.596726499921715e-06,
-   "host_canary_seconds": 1.0204032499814274e-05,
-   "host_backward_canary_seconds": 2.301372499914578e-05,
+   "issue_only_seconds": 6.987115000015365e-06,
+   "host_canary_seconds": 6.978815000024951e-06,
+   "host_backward_canary_seconds": 2.0899959999951533e-05,
    "pass_seconds": [
-    9.633891500016034e-06,
-    6.4008865000459995e-06,
-    7.77476849998493e-06
+    7.007624500033671e-06,
+    9.437786500029688e-06,
+    8.07014800000161e-06
    ],
    "pass_host_canary_seconds": [
-    1.0204032499814274e-05,
-    6.579110000757282e-06,
-    7.478662500375321e-06
+    6.978815000024951e-06,
+    9.943714999849362e-06,
+    8.342339999956038e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.301372499914578e-05,
-    1.7295394999337075e-05,
-    2.365671500001554e-05
+    2.0899959999951533e-05,
+    2.2681705000309195e-05,
+    2.1645995000199035e-05
    ]
   },
   "eager_op_linear_autocast": {
-   "seconds": 4.855030600003829e-05,
-   "min": 3.4127672499948856e-05,
-   "max": 5.732306000004428e-05,
+   "seconds": 5.200537550001627e-05,
+   "min": 3.3616378999965944e-05,
+   "max": 5.674519350003493e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 5.598365750006451e-05,
-   "host_canary_seconds": 1.0385790000100315e-05,
-   "host_backward_canary_seconds": 2.0562369998060602e-05,
+   "issue_only_seconds": 3.5900946000026576e-05,
+   "host_canary_seconds": 7.017594999751963e-06,
+   "host_backward_canary_seconds": 1.8099549999988086e-05,
    "pass_seconds": [
-    5.6049642000061794e-05,
-    4.855030600003829e-05,
-    4.090860499991322e-05
+    3.594720450001887e-05,
+    5.200537550001627e-05,
+    5.302791150000985e-05
    ],
    "pass_host_canary_seconds": [
-    1.0385790000100315e-05,
-    9.349494999923991e-06,
-    7.960415000525245e-06
+    7.017594999751963e-06,
+    1.017416500019408e-05,
+    1.0076089999984106e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0562369998060602e-05,
-    1.7602200000510492e-05,
-    1.7448040000545007e-05
+    1.8099549999988086e-05,
+    2.300209000054565e-05,
+    2.130885999918064e-05
    ]
   },
   "eager_op_conv2d_autocast": {
-   "seconds": 2.740392599991992e-05,
-   "min": 2.415097399989463e-05,
-   "max": 3.509998499998801e-05,
+   "seconds": 2.976138849999188e-05,
+   "min": 2.470061750000241e-05,
+   "max": 4.173745999997891e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 2.735468599996693e-05,
-   "host_canary_seconds": 7.144004999872777e-06,
-   "host_backward_canary_seconds": 2.1726959998886742e-05,
+   "issue_only_seconds": 2.6650667999945198e-05,
+   "host_canary_seconds": 6.931570000006104e-06,
+   "host_backward_canary_seconds": 1.6254429999662535e-05,
    "pass_seconds": [
-    2.740392599991992e-05,
-    3.3486249500015216e-05,
-    2.4853335499983586e-05
+    2.6688643999989383e-05,
+    2.976138849999188e-05,
+    3.8407796000001326e-05
    ],
    "pass_host_canary_seconds": [
-    7.144004999872777e-06,
-    9.260010000389229e-06,
-    6.785504999697878e-06
+    6.931570000006104e-06,
+    7.874064999668917e-06,
+    1.0267695000152344e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1726959998886742e-05,
-    1.779013000032137e-05,
-    1.6511829999217296e-05
+    1.6254429999662535e-05,
+    1.8665569999711806e-05,
+    2.161701999966681e-05
    ]
   },
   "eager_op_layernorm_autocast": {
-   "seconds": 1.0694005000004837e-05,
-   "min": 9.817481000027329e-06,
-   "max": 1.8006786999990255e-05,
+   "seconds": 1.731050200004347e-05,
+   "min": 9.998321000011856e-06,
+   "max": 2.0053355000015928e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.0658880000050886e-05,
-   "host_canary_seconds": 6.959209999877203e-06,
-   "host_backward_canary_seconds": 2.330457999960345e-05,
+   "issue_only_seconds": 1.0412379499996405e-05,
+   "host_canary_seconds": 6.752605000315271e-06,
+   "host_backward_canary_seconds": 1.665795999997499e-05,
    "pass_seconds": [
-    1.0694005000004837e-05,
-    9.962122499928228e-06,
-    1.6393265500028064e-05
+    1.0431398000037006e-05,
+    1.785284900000761e-05,
+    1.731050200004347e-05
    ],
    "pass_host_canary_seconds": [
-    6.959209999877203e-06,
-    6.48547000025701e-06,
-    1.0041640000508779e-05
+    6.752605000315271e-06,
+    1.0586270000203513e-05,
+    1.0308199999826684e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.330457999960345e-05,
-    1.794915999994373e-05,
-    1.971964999938791e-05
+    1.665795999997499e-05,
+    2.1663139999645864e-05,
+    2.3403579999694556e-05
    ]
   },
   "eager_op_add_autograd": {
-   "seconds": 1.1059263499987538e-05,
-   "min": 7.577298499995777e-06,
-   "max": 1.2672034499928486e-05,
+   "seconds": 1.1897293499998795e-05,
+   "min": 7.687827999973252e-06,
+   "max": 1.393704100001969e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 8.063122999942607e-06,
-   "host_canary_seconds": 7.111322500463756e-06,
-   "host_backward_canary_seconds": 2.1639605000700614e-05,
+   "issue_only_seconds": 8.262216500042996e-06,
+   "host_canary_seconds": 6.8426600003590466e-06,
+   "host_backward_canary_seconds": 1.716501500027334e-05,
    "pass_seconds": [
-    8.089135999966856e-06,
-    1.1059263499987538e-05,
-    1.2387160999992376e-05
+    8.276636499999767e-06,
+    1.2370128499981093e-05,
+    1.1897293499998795e-05
    ],
    "pass_host_canary_seconds": [
-    7.111322500463756e-06,
-    9.229470000491347e-06,
-    1.0213220000423463e-05
+    6.8426600003590466e-06,
+    1.04105524999909e-05,
+    1.0195959999919069e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1639605000700614e-05,
-    1.766426999893156e-05,
-    1.971964999938791e-05
+    1.716501500027334e-05,
+    1.8699214999173817e-05,
+    2.1114630000056424e-05
    ]
   },
   "eager_op_linear_autograd": {
-   "seconds": 2.0925949999991644e-05,
-   "min": 1.4799020499935977e-05,
-   "max": 2.4025628499998676e-05,
+   "seconds": 1.848469499998373e-05,
+   "min": 1.5134219999993093e-05,
+   "max": 2.4032483999974376e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.6110888499952126e-05,
-   "host_canary_seconds": 6.748729999799252e-06,
-   "host_backward_canary_seconds": 2.0904600000903882e-05,
+   "issue_only_seconds": 1.8466446999980235e-05,
+   "host_canary_seconds": 9.036855000204013e-06,
+   "host_backward_canary_seconds": 1.8063930000380423e-05,
    "pass_seconds": [
-    1.6156853999973463e-05,
-    2.0925949999991644e-05,
-    2.357591899999534e-05
+    1.848469499998373e-05,
+    1.7796258999965176e-05,
+    2.1470986500048638e-05
    ],
    "pass_host_canary_seconds": [
-    6.748729999799252e-06,
-    9.291485000630927e-06,
-    1.0932620000403404e-05
+    9.036855000204013e-06,
+    8.111679999842636e-06,
+    1.0001219999935529e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0904600000903882e-05,
-    1.7285769999944022e-05,
-    1.884993999965445e-05
+    1.8063930000380423e-05,
+    2.3154499999691324e-05,
+    2.1411080000461878e-05
    ]
   },
   "eager_op_conv2d_autograd": {
-   "seconds": 1.888488499992036e-05,
-   "min": 1.365237050003998e-05,
-   "max": 2.3292829999945753e-05,
+   "seconds": 1.639454400003615e-05,
+   "min": 1.2897793499973887e-05,
+   "max": 2.995205449997229e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.7932530500047507e-05,
-   "host_canary_seconds": 8.866964999469928e-06,
-   "host_backward_canary_seconds": 1.8893369999659627e-05,
+   "issue_only_seconds": 1.3101731999995536e-05,
+   "host_canary_seconds": 7.1946700001035425e-06,
+   "host_backward_canary_seconds": 1.7820109999320266e-05,
    "pass_seconds": [
-    1.7983161499955713e-05,
-    1.888488499992036e-05,
-    2.2113552499945398e-05
+    1.3127336000025025e-05,
+    1.639454400003615e-05,
+    1.9004089999953067e-05
    ],
    "pass_host_canary_seconds": [
-    8.866964999469928e-06,
-    9.482295000680097e-06,
-    1.0513245000538517e-05
+    7.1946700001035425e-06,
+    8.212139999841383e-06,
+    9.998640000503657e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8893369999659627e-05,
-    1.8309690001387936e-05,
-    2.138626999794724e-05
+    1.7820109999320266e-05,
+    2.2594229999413074e-05,
+    2.2023010000111754e-05
    ]
   },
   "eager_op_layernorm_autograd": {
-   "seconds": 1.9102052500102218e-05,
-   "min": 1.6893998999989888e-05,
-   "max": 2.2778139000024565e-05,
+   "seconds": 1.43207620000112e-05,
+   "min": 1.288516250002658e-05,
+   "max": 1.7183758000044237e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.9042187000081867e-05,
-   "host_canary_seconds": 9.274545000153012e-06,
-   "host_backward_canary_seconds": 1.897529999951075e-05,
+   "issue_only_seconds": 1.325414949997139e-05,
+   "host_canary_seconds": 6.964010000274357e-06,
+   "host_backward_canary_seconds": 2.0557650000228023e-05,
    "pass_seconds": [
-    1.9102052500102218e-05,
-    1.878911699998298e-05,
-    2.221708399997624e-05
+    1.3280719000022145e-05,
+    1.5062479500045356e-05,
+    1.43207620000112e-05
    ],
    "pass_host_canary_seconds": [
-    9.274545000153012e-06,
-    9.26871999922696e-06,
-    1.098629000011897e-05
+    6.964010000274357e-06,
+    7.57108499954029e-06,
+    7.615044999624843e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.897529999951075e-05,
-    1.8309690001387936e-05,
-    2.4465909998525603e-05
+    2.0557650000228023e-05,
+    2.163024999958907e-05,
+    2.0880839999790625e-05
    ]
   },
   "eager_op_add_autograd_autocast": {
-   "seconds": 1.0997659500048939e-05,
-   "min": 8.732794000025024e-06,
-   "max": 1.3092473999904542e-05,
+   "seconds": 8.497248500020759e-06,
+   "min": 7.74484300001177e-06,
+   "max": 1.1689148000016303e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.0937304999970366e-05,
-   "host_canary_seconds": 9.244662500123013e-06,
-   "host_backward_canary_seconds": 2.0560460000069726e-05,
+   "issue_only_seconds": 7.878470000036941e-06,
+   "host_canary_seconds": 6.816932500157691e-06,
+   "host_backward_canary_seconds": 2.1426490000067134e-05,
    "pass_seconds": [
-    1.0997659500048939e-05,
-    1.0920953999971062e-05,
-    1.2853680999910467e-05
+    7.887757500043336e-06,
+    9.636606000015035e-06,
+    8.497248500020759e-06
    ],
    "pass_host_canary_seconds": [
-    9.244662500123013e-06,
-    9.031894999225187e-06,
-    1.0846359999732159e-05
+    6.816932500157691e-06,
+    9.057374999770218e-06,
+    7.313680000038402e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0560460000069726e-05,
-    1.950731000079031e-05,
-    2.362215999937689e-05
+    2.1426490000067134e-05,
+    2.1737384999482854e-05,
+    1.7153215000007547e-05
    ]
   },
   "eager_op_linear_autograd_autocast": {
-   "seconds": 2.2471928000072693e-05,
-   "min": 1.7050064000045495e-05,
-   "max": 2.769016150000425e-05,
+   "seconds": 1.7213939499981734e-05,
+   "min": 1.564806350000936e-05,
+   "max": 2.835260599999856e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 2.1706299500010572e-05,
-   "host_canary_seconds": 9.306635000712049e-06,
-   "host_backward_canary_seconds": 1.8477440000879142e-05,
+   "issue_only_seconds": 1.5801499999952283e-05,
+   "host_canary_seconds": 6.928239999979269e-06,
+   "host_backward_canary_seconds": 1.9779049999897324e-05,
    "pass_seconds": [
-    2.1771005499999773e-05,
-    2.2471928000072693e-05,
-    2.5906571000064104e-05
+    1.5826607999997578e-05,
+    2.2297939499992482e-05,
+    1.7213939499981734e-05
    ],
    "pass_host_canary_seconds": [
-    9.306635000712049e-06,
-    9.225140000808097e-06,
-    1.0854839999865362e-05
+    6.928239999979269e-06,
+    9.756310000170742e-06,
+    7.313039999985449e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8477440000879142e-05,
-    2.0291009998345545e-05,
-    1.929120000113471e-05
+    1.9779049999897324e-05,
+    2.1486789999016766e-05,
+    1.9001580000121976e-05
    ]
   },
   "eager_op_conv2d_autograd_autocast": {
-   "seconds": 1.540922949993728e-05,
-   "min": 1.2495647000037025e-05,
-   "max": 2.001988550000533e-05,
+   "seconds": 1.4790287499977239e-05,
+   "min": 1.2426971999957458e-05,
+   "max": 2.060405749995198e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.4831870000080017e-05,
-   "host_canary_seconds": 7.158270000218181e-06,
-   "host_backward_canary_seconds": 2.0627610001611175e-05,
+   "issue_only_seconds": 1.2951034499963043e-05,
+   "host_canary_seconds": 7.096394999734912e-06,
+   "host_backward_canary_seconds": 1.8987659999538664e-05,
    "pass_seconds": [
-    1.4883446999988337e-05,
-    1.540922949993728e-05,
-    1.926893749998726e-05
+    1.2981700500006354e-05,
+    1.9319799500010503e-05,
+    1.4790287499977239e-05
    ],
    "pass_host_canary_seconds": [
-    7.158270000218181e-06,
-    8.691975000374442e-06,
-    1.0360720000335278e-05
+    7.096394999734912e-06,
+    1.0647849999827485e-05,
+    7.4241749996417635e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0627610001611175e-05,
-    1.980698999886954e-05,
-    1.984472999993159e-05
+    1.8987659999538664e-05,
+    2.1541229999684218e-05,
+    2.017659999978605e-05
    ]
   },
   "eager_op_layernorm_autograd_autocast": {
-   "seconds": 1.777594550003414e-05,
-   "min": 1.2389211999902728e-05,
-   "max": 2.2399916499921345e-05,
+   "seconds": 2.196480300000303e-05,
+   "min": 1.6093223499979103e-05,
+   "max": 2.3191966500007765e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.2939259500058143e-05,
-   "host_canary_seconds": 6.702130000348916e-06,
-   "host_backward_canary_seconds": 1.9891920001100516e-05,
+   "issue_only_seconds": 1.8967392500030656e-05,
+   "host_canary_seconds": 9.72885999999562e-06,
+   "host_backward_canary_seconds": 2.1226129999831754e-05,
    "pass_seconds": [
-    1.2953527000036047e-05,
-    1.777594550003414e-05,
-    2.0988216999967335e-05
+    1.901737700001149e-05,
+    2.196480300000303e-05,
+    2.239349100000254e-05
    ],
    "pass_host_canary_seconds": [
-    6.702130000348916e-06,
-    9.164865000457212e-06,
-    1.0502274999453221e-05
+    9.72885999999562e-06,
+    1.062059999981102e-05,
+    1.0606150000285198e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9891920001100516e-05,
-    2.0873739999842654e-05,
-    2.4225209999713114e-05
+    2.1226129999831754e-05,
+    2.3307800000793576e-05,
+    2.3183470000276428e-05
    ]
   },
   "eager_op_add_out": {
-   "seconds": 6.134481000003689e-06,
-   "min": 5.6821004999392244e-06,
-   "max": 8.848481000086394e-06,
+   "seconds": 8.602503500014792e-06,
+   "min": 7.322394000027544e-06,
+   "max": 8.812887500027955e-06,
    "samples": 33,
    "method": "2000 x torch.add(x, y, out=z) on 1-element tensors, one synchronize, wall / 2000; median of 3 passes over the probe's run",
-   "issue_only_seconds": 5.8290099999567245e-06,
-   "host_canary_seconds": 6.831332499928067e-06,
-   "host_backward_canary_seconds": 1.9968005000237098e-05,
+   "issue_only_seconds": 7.571567000013602e-06,
+   "host_canary_seconds": 9.106862499947965e-06,
+   "host_backward_canary_seconds": 1.9124335000242355e-05,
    "pass_seconds": [
-    5.842509499984772e-06,
-    6.134481000003689e-06,
-    8.566504999976133e-06
+    7.5955094999926585e-06,
+    8.690346499975022e-06,
+    8.602503500014792e-06
    ],
    "pass_host_canary_seconds": [
-    6.831332499928067e-06,
-    7.146309999939149e-06,
-    1.0574435000307858e-05
+    9.106862499947965e-06,
+    1.045821500014199e-05,
+    1.0511204999943404e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9968005000237098e-05,
-    2.0242100000587015e-05,
-    2.4039374999347274e-05
+    1.9124335000242355e-05,
+    2.3174395000182813e-05,
+    2.2038390000602703e-05
    ]
   },
   "backward_node_mul": {
-   "seconds": 1.3560601111193035e-05,
-   "min": 9.668737777954245e-06,
-   "max": 1.709693222235526e-05,
+   "seconds": 1.6201362222242702e-05,
+   "min": 9.642326666734233e-06,
+   "max": 1.8658267777785416e-05,
    "samples": 33,
    "method": "backward() of a chain of y = y * c (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.792050000214659e-06,
-   "host_backward_canary_seconds": 1.826593000032517e-05,
+   "host_canary_seconds": 7.288009999797396e-06,
+   "host_backward_canary_seconds": 1.7577039999423503e-05,
    "pass_seconds": [
-    1.0360626666725794e-05,
-    1.3560601111193035e-05,
-    1.61036844446648e-05
+    1.0819175555399044e-05,
+    1.6201362222242702e-05,
+    1.6538780000069487e-05
    ],
    "pass_host_canary_seconds": [
-    9.792050000214659e-06,
-    7.019385000148759e-06,
-    1.072897999961242e-05
+    7.288009999797396e-06,
+    1.0638159999984963e-05,
+    1.09295499999007e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.826593000032517e-05,
-    1.9599439999637978e-05,
-    2.3575370000799012e-05
+    1.7577039999423503e-05,
+    2.234373000078449e-05,
+    2.221170999973765e-05
    ]
   },
   "backward_fixed": {
-   "seconds": 0.00041374966677823173,
-   "min": 0.00024342199993851758,
-   "max": 0.0010641028889798085,
+   "seconds": 0.0004069607778092177,
+   "min": -0.00024236788897269435,
+   "max": 0.0009212001111665005,
    "samples": 33,
    "method": "intercept of the y = y * c chain fit: T(100) - slope * 100; one backward() call; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.792050000214659e-06,
-   "host_backward_canary_seconds": 1.826593000032517e-05,
+   "host_canary_seconds": 7.288009999797396e-06,
+   "host_backward_canary_seconds": 1.7577039999423503e-05,
    "pass_seconds": [
-    0.0003833732221462721,
-    0.00041374966677823173,
-    0.000589789555609362
+    0.0004314533333753289,
+    0.0004069607778092177,
+    0.0003501249999039323
    ],
    "pass_host_canary_seconds": [
-    9.792050000214659e-06,
-    7.019385000148759e-06,
-    1.072897999961242e-05
+    7.288009999797396e-06,
+    1.0638159999984963e-05,
+    1.09295499999007e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.826593000032517e-05,
-    1.9599439999637978e-05,
-    2.3575370000799012e-05
+    1.7577039999423503e-05,
+    2.234373000078449e-05,
+    2.221170999973765e-05
    ]
   },
   "backward_node_view": {
-   "seconds": 6.03824888887377e-06,
-   "min": 3.1399166664414222e-06,
-   "max": 7.1930511110925485e-06,
+   "seconds": 4.46704777775469e-06,
+   "min": 3.4831611110853877e-06,
+   "max": 7.281950000030217e-06,
    "samples": 33,
    "method": "backward() of a chain of y = y.view(...) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.280385000351999e-06,
-   "host_backward_canary_seconds": 1.5441345000226646e-05,
+   "host_canary_seconds": 9.482540000362861e-06,
+   "host_backward_canary_seconds": 1.6730689999349125e-05,
    "pass_seconds": [
-    3.920868889003436e-06,
-    6.03824888887377e-06,
-    6.77356333325305e-06
+    4.109823333288255e-06,
+    4.46704777775469e-06,
+    6.4423222222052976e-06
    ],
    "pass_host_canary_seconds": [
-    9.280385000351999e-06,
-    6.837359999281034e-06,
-    1.0439375000146356e-05
+    9.482540000362861e-06,
+    1.0570874999871192e-05,
+    1.0188997500222285e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5441345000226646e-05,
-    1.8129740001313622e-05,
-    2.0938065000564164e-05
+    1.6730689999349125e-05,
+    1.6196210000316567e-05,
+    2.010132999942016e-05
    ]
   },
   "backward_node_transpose": {
-   "seconds": 5.821445555637991e-06,
-   "min": 2.92496111114815e-06,
-   "max": 6.786312222225711e-06,
+   "seconds": 5.748222222084425e-06,
+   "min": 3.386542222187927e-06,
+   "max": 6.836609999886099e-06,
    "samples": 33,
    "method": "backward() of a chain of y = y.transpose(0, 1) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.551067499458441e-06,
-   "host_backward_canary_seconds": 1.4854939998940608e-05,
+   "host_canary_seconds": 9.531410000249708e-06,
+   "host_backward_canary_seconds": 1.7679720000387532e-05,
    "pass_seconds": [
-    3.408006666884628e-06,
-    5.821445555637991e-06,
-    6.567216666755687e-06
+    5.748222222084425e-06,
+    5.237088889013345e-06,
+    6.139551111093372e-06
    ],
    "pass_host_canary_seconds": [
-    6.551067499458441e-06,
-    7.242115000281046e-06,
-    1.0895550000213918e-05
+    9.531410000249708e-06,
+    1.0415309999700639e-05,
+    9.953914999982772e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4854939998940608e-05,
-    1.7959630000632387e-05,
-    2.1123179999449347e-05
+    1.7679720000387532e-05,
+    1.707664499974726e-05,
+    1.8697350000138613e-05
    ]
   },
   "backward_layer_linear": {
-   "seconds": 5.021039888889492e-05,
-   "min": 3.1368965555632006e-05,
-   "max": 5.7776278888973646e-05,
+   "seconds": 4.9194763333338816e-05,
+   "min": 3.2912983333264695e-05,
+   "max": 6.083113888886752e-05,
    "samples": 33,
    "method": "backward() of a chain of F.linear(y, w_i) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.687094999051623e-06,
-   "host_backward_canary_seconds": 1.9066919999204402e-05,
+   "host_canary_seconds": 8.173109999916051e-06,
+   "host_backward_canary_seconds": 1.9380470000669447e-05,
    "pass_seconds": [
-    3.319269111115217e-05,
-    5.021039888889492e-05,
-    5.49225377777576e-05
+    3.6520472222289554e-05,
+    4.9194763333338816e-05,
+    5.682612222232011e-05
    ],
    "pass_host_canary_seconds": [
-    6.687094999051623e-06,
-    7.093295000686339e-06,
-    8.772085000146034e-06
+    8.173109999916051e-06,
+    1.1046989999954349e-05,
+    1.160773000037807e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9066919999204402e-05,
-    2.188495999916995e-05,
-    2.4654769999870043e-05
+    1.9380470000669447e-05,
+    2.3340019999977813e-05,
+    2.5117719999343536e-05
    ]
   },
   "backward_call": {
-   "seconds": 9.107199870049952e-05,
-   "min": 7.72546709825595e-05,
-   "max": 0.00010466666457553702,
+   "seconds": 9.099199747045837e-05,
+   "min": 5.3384007886052125e-05,
+   "max": 0.00015265466521183652,
    "samples": 3,
-   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 19.96 us; median of 3 passes over the probe's run",
+   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 19.84 us; median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     2,
@@ -626,34 +626,34 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_median_seconds": [
-    0.00011615999788045883,
-    0.00013427199423313141,
-    0.00016915200650691986,
-    0.00023795199394226074,
-    0.00041644799709320067
+    8.265600353479385e-05,
+    9.440000355243683e-05,
+    0.00012515200674533843,
+    0.00020342400670051575,
+    0.00037625598907470705
    ],
-   "host_canary_seconds": 8.982895000144708e-06,
-   "host_backward_canary_seconds": 1.7788725000400518e-05,
+   "host_canary_seconds": 7.159744999967188e-06,
+   "host_backward_canary_seconds": 1.4979379999999764e-05,
    "pass_seconds": [
-    9.107199870049952e-05,
-    7.72546709825595e-05,
-    0.00010466666457553702
+    5.3384007886052125e-05,
+    9.099199747045837e-05,
+    0.00015265466521183652
    ],
    "pass_host_canary_seconds": [
-    8.982895000144708e-06,
-    8.193269999310359e-06,
-    9.588355000005323e-06
+    7.159744999967188e-06,
+    1.0498734999941916e-05,
+    1.1273290000417545e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7788725000400518e-05,
-    1.7424210000172025e-05,
-    1.678759500009619e-05
+    1.4979379999999764e-05,
+    1.895343999990473e-05,
+    1.9969670000250516e-05
    ]
   },
   "layer_forward_linear": {
-   "seconds": 2.5683809426568802e-05,
-   "min": 1.7629714416606087e-05,
-   "max": 2.9244189993256618e-05,
+   "seconds": 1.838704739652929e-05,
+   "min": 1.6399239145574112e-05,
+   "max": 3.656762111045065e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -662,32 +662,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.6271998435258866e-05,
-    0.00012195199728012086,
-    0.0004310719966888428
+    2.9983999207615853e-05,
+    7.910399883985519e-05,
+    0.00030377599596977236
    ],
-   "host_canary_seconds": 9.38298999926701e-06,
-   "host_backward_canary_seconds": 1.801015000182815e-05,
+   "host_canary_seconds": 6.828864999874895e-06,
+   "host_backward_canary_seconds": 1.619216999984019e-05,
    "pass_seconds": [
-    2.5683809426568802e-05,
-    1.7629714416606087e-05,
-    2.9244189993256618e-05
+    1.838704739652929e-05,
+    1.6399239145574112e-05,
+    3.656762111045065e-05
    ],
    "pass_host_canary_seconds": [
-    9.38298999926701e-06,
-    6.684344999712266e-06,
-    1.0023480000427298e-05
+    6.828864999874895e-06,
+    1.0545900000238362e-05,
+    1.1173004999989188e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.801015000182815e-05,
-    1.7036579999967217e-05,
-    1.759818999971685e-05
+    1.619216999984019e-05,
+    1.880284999970172e-05,
+    2.0939314999850467e-05
    ]
   },
   "layer_backward_linear": {
-   "seconds": 0.00010224457564098493,
-   "min": 9.312838120829492e-05,
-   "max": 0.00010338285299284115,
+   "seconds": 0.00010434514301873389,
+   "min": 8.960533062262194e-05,
+   "max": 0.00012238628204379765,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -696,33 +696,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002531520128250122,
-    0.0006658239960670472,
-    0.002054080009460449
+    0.00018755200505256653,
+    0.0005807039737701416,
+    0.0018304959535598755
    ],
    "backward_nodes_per_layer": 4.0,
-   "host_canary_seconds": 9.38298999926701e-06,
-   "host_backward_canary_seconds": 1.801015000182815e-05,
+   "host_canary_seconds": 6.828864999874895e-06,
+   "host_backward_canary_seconds": 1.619216999984019e-05,
    "pass_seconds": [
-    9.312838120829492e-05,
-    0.00010224457564098493,
-    0.00010338285299284115
+    8.960533062262194e-05,
+    0.00012238628204379765,
+    0.00010434514301873389
    ],
    "pass_host_canary_seconds": [
-    9.38298999926701e-06,
-    6.684344999712266e-06,
-    1.0023480000427298e-05
+    6.828864999874895e-06,
+    1.0545900000238362e-05,
+    1.1173004999989188e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.801015000182815e-05,
-    1.7036579999967217e-05,
-    1.759818999971685e-05
+    1.619216999984019e-05,
+    1.880284999970172e-05,
+    2.0939314999850467e-05
    ]
   },
   "layer_forward_linear_autocast": {
-   "seconds": 6.821257230781373e-05,
-   "min": 5.803123790593374e-05,
-   "max": 6.97706700080917e-05,
+   "seconds": 6.270628316061837e-05,
+   "min": 4.0346665396576844e-05,
+   "max": 6.484723516872951e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -731,32 +731,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00010700800269842147,
-    0.00028617599606513977,
-    0.0009791679978370666
+    7.900799810886383e-05,
+    0.00019827200472354888,
+    0.0006836159825325013
    ],
-   "host_canary_seconds": 9.112592500173378e-06,
-   "host_backward_canary_seconds": 1.8043525000166485e-05,
+   "host_canary_seconds": 7.018224999910672e-06,
+   "host_backward_canary_seconds": 1.787618999969709e-05,
    "pass_seconds": [
-    5.803123790593374e-05,
-    6.97706700080917e-05,
-    6.821257230781373e-05
+    4.0346665396576844e-05,
+    6.270628316061837e-05,
+    6.484723516872951e-05
    ],
    "pass_host_canary_seconds": [
-    9.112592500173378e-06,
-    9.218795000265345e-06,
-    1.057666500059895e-05
+    7.018224999910672e-06,
+    1.0400355000115269e-05,
+    1.0615614999665014e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8043525000166485e-05,
-    1.807201500014344e-05,
-    2.019290000134788e-05
+    1.787618999969709e-05,
+    1.9571450000626103e-05,
+    2.0108515000174523e-05
    ]
   },
   "layer_backward_linear_autocast": {
-   "seconds": 0.00013285790383815764,
-   "min": 0.00011807618361143838,
-   "max": 0.00013692799529858998,
+   "seconds": 0.0001458468564919063,
+   "min": 0.00013999619051104502,
+   "max": 0.00015634057067689442,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -765,33 +765,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004497919976711273,
-    0.0010987839698791504,
-    0.003395551919937134
+    0.0005707200169563294,
+    0.0012559679746627808,
+    0.0033239359855651855
    ],
    "backward_nodes_per_layer": 6.0,
-   "host_canary_seconds": 9.112592500173378e-06,
-   "host_backward_canary_seconds": 1.8043525000166485e-05,
+   "host_canary_seconds": 7.018224999910672e-06,
+   "host_backward_canary_seconds": 1.787618999969709e-05,
    "pass_seconds": [
-    0.00013692799529858998,
-    0.00011807618361143838,
-    0.00013285790383815764
+    0.00013999619051104502,
+    0.00015634057067689442,
+    0.0001458468564919063
    ],
    "pass_host_canary_seconds": [
-    9.112592500173378e-06,
-    9.218795000265345e-06,
-    1.057666500059895e-05
+    7.018224999910672e-06,
+    1.0400355000115269e-05,
+    1.0615614999665014e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8043525000166485e-05,
-    1.807201500014344e-05,
-    2.019290000134788e-05
+    1.787618999969709e-05,
+    1.9571450000626103e-05,
+    2.0108515000174523e-05
    ]
   },
   "layer_forward_linear_nobias": {
-   "seconds": 2.490133419632912e-05,
-   "min": 2.470552318152927e-05,
-   "max": 3.054399859337579e-05,
+   "seconds": 2.81836191813151e-05,
+   "min": 1.6023619011754082e-05,
+   "max": 2.8281141959485558e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -800,32 +800,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.8319999575614928e-05,
-    8.470399677753449e-05,
-    0.0003929919898509979
+    2.6367999613285064e-05,
+    7.222399860620499e-05,
+    0.00026598399877548215
    ],
-   "host_canary_seconds": 9.354197499646944e-06,
-   "host_backward_canary_seconds": 1.82480899991333e-05,
+   "host_canary_seconds": 6.8346149998888e-06,
+   "host_backward_canary_seconds": 1.6248120000454947e-05,
    "pass_seconds": [
-    2.470552318152927e-05,
-    2.490133419632912e-05,
-    3.054399859337579e-05
+    1.6023619011754082e-05,
+    2.8281141959485558e-05,
+    2.81836191813151e-05
    ],
    "pass_host_canary_seconds": [
-    9.354197499646944e-06,
-    9.052702500298438e-06,
-    1.080696999963493e-05
+    6.8346149998888e-06,
+    1.0805622499958646e-05,
+    1.0996469999895453e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.82480899991333e-05,
-    1.297614500003874e-05,
-    1.9762790000186214e-05
+    1.6248120000454947e-05,
+    1.9389849999811307e-05,
+    2.0029020000720265e-05
    ]
   },
   "layer_backward_linear_nobias": {
-   "seconds": 6.288381417592368e-05,
-   "min": 4.1078853287867124e-05,
-   "max": 7.122971791596639e-05,
+   "seconds": 7.960000208445957e-05,
+   "min": 7.42255241743156e-05,
+   "max": 7.990095480566933e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -834,33 +834,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001749120056629181,
-    0.0005260159969329834,
-    0.0016350400447845458
+    0.00016278399527072906,
+    0.0004018239974975586,
+    0.001505952000617981
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 9.354197499646944e-06,
-   "host_backward_canary_seconds": 1.82480899991333e-05,
+   "host_canary_seconds": 6.8346149998888e-06,
+   "host_backward_canary_seconds": 1.6248120000454947e-05,
    "pass_seconds": [
-    7.122971791596639e-05,
-    4.1078853287867124e-05,
-    6.288381417592368e-05
+    7.42255241743156e-05,
+    7.990095480566933e-05,
+    7.960000208445957e-05
    ],
    "pass_host_canary_seconds": [
-    9.354197499646944e-06,
-    9.052702500298438e-06,
-    1.080696999963493e-05
+    6.8346149998888e-06,
+    1.0805622499958646e-05,
+    1.0996469999895453e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.82480899991333e-05,
-    1.297614500003874e-05,
-    1.9762790000186214e-05
+    1.6248120000454947e-05,
+    1.9389849999811307e-05,
+    2.0029020000720265e-05
    ]
   },
   "layer_forward_linear_nobias_autocast": {
-   "seconds": 3.0348952682245346e-05,
-   "min": 2.828723706659817e-05,
-   "max": 4.857599948133741e-05,
+   "seconds": 5.416533209028698e-05,
+   "min": 2.8456381743862517e-05,
+   "max": 5.480609550362542e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -869,32 +869,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    9.481599926948547e-05,
-    0.00018595199286937714,
-    0.0005500800013542175
+    6.489600241184234e-05,
+    0.00015958400070667267,
+    0.0004948480129241944
    ],
-   "host_canary_seconds": 7.683485000598011e-06,
-   "host_backward_canary_seconds": 1.9203479998850524e-05,
+   "host_canary_seconds": 6.79061000028014e-06,
+   "host_backward_canary_seconds": 1.6635499999893e-05,
    "pass_seconds": [
-    3.0348952682245346e-05,
-    2.828723706659817e-05,
-    4.857599948133741e-05
+    2.8456381743862517e-05,
+    5.416533209028698e-05,
+    5.480609550362542e-05
    ],
    "pass_host_canary_seconds": [
-    7.683485000598011e-06,
-    6.813405000229977e-06,
-    1.0289379999903759e-05
+    6.79061000028014e-06,
+    1.0476339999740958e-05,
+    1.0664514999803031e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9203479998850524e-05,
-    1.5020724999885715e-05,
-    1.8960485000434346e-05
+    1.6635499999893e-05,
+    1.890301000003092e-05,
+    2.0828410000035548e-05
    ]
   },
   "layer_backward_linear_nobias_autocast": {
-   "seconds": 9.679389780475981e-05,
-   "min": 7.726476217309632e-05,
-   "max": 0.00011771048073257718,
+   "seconds": 9.782323170275917e-05,
+   "min": 7.361523878006708e-05,
+   "max": 0.000103337895657335,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -903,33 +903,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.000281823992729187,
-    0.0009492160081863403,
-    0.002577120065689087
+    0.00021401600539684294,
+    0.0008264960050582886,
+    0.0022632958889007566
    ],
    "backward_nodes_per_layer": 4.0,
-   "host_canary_seconds": 7.683485000598011e-06,
-   "host_backward_canary_seconds": 1.9203479998850524e-05,
+   "host_canary_seconds": 6.79061000028014e-06,
+   "host_backward_canary_seconds": 1.6635499999893e-05,
    "pass_seconds": [
-    0.00011771048073257718,
-    7.726476217309632e-05,
-    9.679389780475981e-05
+    0.000103337895657335,
+    7.361523878006708e-05,
+    9.782323170275917e-05
    ],
    "pass_host_canary_seconds": [
-    7.683485000598011e-06,
-    6.813405000229977e-06,
-    1.0289379999903759e-05
+    6.79061000028014e-06,
+    1.0476339999740958e-05,
+    1.0664514999803031e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9203479998850524e-05,
-    1.5020724999885715e-05,
-    1.8960485000434346e-05
+    1.6635499999893e-05,
+    1.890301000003092e-05,
+    2.0828410000035548e-05
    ]
   },
   "layer_forward_matmul": {
-   "seconds": 1.801599970176106e-05,
-   "min": 1.0648381231086594e-05,
-   "max": 1.8492191497768674e-05,
+   "seconds": 1.858285637128921e-05,
+   "min": 1.7229713854335602e-05,
+   "max": 1.990400024113201e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -938,32 +938,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.948799893260002e-05,
-    8.720000088214874e-05,
-    0.00030761599540710447
+    3.155200183391571e-05,
+    5.651199817657471e-05,
+    0.0002810879945755005
    ],
-   "host_canary_seconds": 9.831905000510233e-06,
-   "host_backward_canary_seconds": 1.938751000125194e-05,
+   "host_canary_seconds": 7.623779999903491e-06,
+   "host_backward_canary_seconds": 1.826002999962384e-05,
    "pass_seconds": [
-    1.801599970176106e-05,
-    1.0648381231086594e-05,
-    1.8492191497768674e-05
+    1.7229713854335602e-05,
+    1.990400024113201e-05,
+    1.858285637128921e-05
    ],
    "pass_host_canary_seconds": [
-    9.831905000510233e-06,
-    6.490002500072478e-06,
-    1.054893500054277e-05
+    7.623779999903491e-06,
+    1.0340364999592566e-05,
+    1.0610770000312186e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.938751000125194e-05,
-    1.6529369999034317e-05,
-    1.9520109999575654e-05
+    1.826002999962384e-05,
+    1.9648830000278395e-05,
+    1.981483000008666e-05
    ]
   },
   "layer_backward_matmul": {
-   "seconds": 7.958857023290225e-05,
-   "min": 7.227733642572448e-05,
-   "max": 8.27108613614525e-05,
+   "seconds": 7.943771300571306e-05,
+   "min": 6.609219028836204e-05,
+   "max": 8.736000032651992e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -972,33 +972,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00027779200673103333,
-    0.0005750079751014709,
-    0.0017433279752731322
+    0.00016169600188732148,
+    0.0005490239858627319,
+    0.001457311987876892
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 9.831905000510233e-06,
-   "host_backward_canary_seconds": 1.938751000125194e-05,
+   "host_canary_seconds": 7.623779999903491e-06,
+   "host_backward_canary_seconds": 1.826002999962384e-05,
    "pass_seconds": [
-    7.958857023290225e-05,
-    8.27108613614525e-05,
-    7.227733642572448e-05
+    6.609219028836204e-05,
+    7.943771300571306e-05,
+    8.736000032651992e-05
    ],
    "pass_host_canary_seconds": [
-    9.831905000510233e-06,
-    6.490002500072478e-06,
-    1.054893500054277e-05
+    7.623779999903491e-06,
+    1.0340364999592566e-05,
+    1.0610770000312186e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.938751000125194e-05,
-    1.6529369999034317e-05,
-    1.9520109999575654e-05
+    1.826002999962384e-05,
+    1.9648830000278395e-05,
+    1.981483000008666e-05
    ]
   },
   "layer_forward_matmul_autocast": {
-   "seconds": 4.1359237971759975e-05,
-   "min": 2.2732952698355632e-05,
-   "max": 4.396190458819979e-05,
+   "seconds": 3.5405715838784256e-05,
+   "min": 3.526628656046731e-05,
+   "max": 4.413104713672684e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1007,32 +1007,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    9.551999717950821e-05,
-    0.00023071999847888946,
-    0.0007196159958839417
+    5.708799883723259e-05,
+    0.000155583992600441,
+    0.0005856000185012817
    ],
-   "host_canary_seconds": 9.643894999271652e-06,
-   "host_backward_canary_seconds": 1.99640900018494e-05,
+   "host_canary_seconds": 9.16845500000818e-06,
+   "host_backward_canary_seconds": 1.7670260000386406e-05,
    "pass_seconds": [
-    4.1359237971759975e-05,
-    2.2732952698355632e-05,
-    4.396190458819979e-05
+    3.5405715838784256e-05,
+    4.413104713672684e-05,
+    3.526628656046731e-05
    ],
    "pass_host_canary_seconds": [
-    9.643894999271652e-06,
-    6.857369999124785e-06,
-    1.0594899999887274e-05
+    9.16845500000818e-06,
+    1.0240787499924408e-05,
+    1.0308875000077933e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.99640900018494e-05,
-    1.4554619999671559e-05,
-    2.0143400001870758e-05
+    1.7670260000386406e-05,
+    1.9455410000546178e-05,
+    1.995348000036756e-05
    ]
   },
   "layer_backward_matmul_autocast": {
-   "seconds": 8.980799696984745e-05,
-   "min": 6.870019932587941e-05,
-   "max": 9.870552661873047e-05,
+   "seconds": 9.144075339039165e-05,
+   "min": 8.783237210341864e-05,
+   "max": 9.55398063219729e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1041,33 +1041,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005639359951019287,
-    0.0011017279624938965,
-    0.002284032106399536
+    0.00022448000311851501,
+    0.0007925440073013306,
+    0.0022470719814300538
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 9.643894999271652e-06,
-   "host_backward_canary_seconds": 1.99640900018494e-05,
+   "host_canary_seconds": 9.16845500000818e-06,
+   "host_backward_canary_seconds": 1.7670260000386406e-05,
    "pass_seconds": [
-    6.870019932587941e-05,
-    8.980799696984745e-05,
-    9.870552661873047e-05
+    9.55398063219729e-05,
+    9.144075339039165e-05,
+    8.783237210341864e-05
    ],
    "pass_host_canary_seconds": [
-    9.643894999271652e-06,
-    6.857369999124785e-06,
-    1.0594899999887274e-05
+    9.16845500000818e-06,
+    1.0240787499924408e-05,
+    1.0308875000077933e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.99640900018494e-05,
-    1.4554619999671559e-05,
-    2.0143400001870758e-05
+    1.7670260000386406e-05,
+    1.9455410000546178e-05,
+    1.995348000036756e-05
    ]
   },
   "layer_forward_bmm": {
-   "seconds": 1.904076213637988e-05,
-   "min": 1.5457523631907645e-05,
-   "max": 2.4915809964849837e-05,
+   "seconds": 2.1043048195895695e-05,
+   "min": 1.9642666337035952e-05,
+   "max": 2.6322286043848313e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1076,32 +1076,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.4095999076962472e-05,
-    6.703999638557434e-05,
-    0.0002548159956932068
+    3.414399921894073e-05,
+    9.091199934482575e-05,
+    0.0003280639946460724
    ],
-   "host_canary_seconds": 7.02725250050662e-06,
-   "host_backward_canary_seconds": 1.725341999986085e-05,
+   "host_canary_seconds": 9.291174999930264e-06,
+   "host_backward_canary_seconds": 1.782932000025994e-05,
    "pass_seconds": [
-    1.5457523631907645e-05,
-    1.904076213637988e-05,
-    2.4915809964849837e-05
+    1.9642666337035952e-05,
+    2.6322286043848313e-05,
+    2.1043048195895695e-05
    ],
    "pass_host_canary_seconds": [
-    7.02725250050662e-06,
-    8.977487499919335e-06,
-    1.0279075000880766e-05
+    9.291174999930264e-06,
+    1.0700674999952753e-05,
+    1.0273325000298427e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.725341999986085e-05,
-    1.3692500000388464e-05,
-    1.601269000047978e-05
+    1.782932000025994e-05,
+    1.9011670000281812e-05,
+    1.901552000049378e-05
    ]
   },
   "layer_backward_bmm": {
-   "seconds": 6.324266518155733e-05,
-   "min": 5.460723258909724e-05,
-   "max": 7.314819390220302e-05,
+   "seconds": 6.84320025500797e-05,
+   "min": 6.837333419493268e-05,
+   "max": 7.664076185652188e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1110,33 +1110,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015830400586128236,
-    0.0005154240131378173,
-    0.0015178240537643433
+    0.00019145600497722626,
+    0.00047859200835227966,
+    0.0015193920135498048
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 7.02725250050662e-06,
-   "host_backward_canary_seconds": 1.725341999986085e-05,
+   "host_canary_seconds": 9.291174999930264e-06,
+   "host_backward_canary_seconds": 1.782932000025994e-05,
    "pass_seconds": [
-    7.314819390220302e-05,
-    6.324266518155733e-05,
-    5.460723258909724e-05
+    6.837333419493268e-05,
+    6.84320025500797e-05,
+    7.664076185652188e-05
    ],
    "pass_host_canary_seconds": [
-    7.02725250050662e-06,
-    8.977487499919335e-06,
-    1.0279075000880766e-05
+    9.291174999930264e-06,
+    1.0700674999952753e-05,
+    1.0273325000298427e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.725341999986085e-05,
-    1.3692500000388464e-05,
-    1.601269000047978e-05
+    1.782932000025994e-05,
+    1.9011670000281812e-05,
+    1.901552000049378e-05
    ]
   },
   "layer_forward_bmm_autocast": {
-   "seconds": 4.018514195368403e-05,
-   "min": 2.4487619066522235e-05,
-   "max": 4.1094096998373665e-05,
+   "seconds": 3.332266814651944e-05,
+   "min": 3.035123859133039e-05,
+   "max": 3.905599990061351e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1145,32 +1145,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.407999828457832e-05,
-    0.00012703999876976014,
-    0.0006409919857978821
+    6.950400024652481e-05,
+    0.0001621759980916977,
+    0.0005253120064735412
    ],
-   "host_canary_seconds": 7.29546249942814e-06,
-   "host_backward_canary_seconds": 1.9024634999595948e-05,
+   "host_canary_seconds": 8.700834999899598e-06,
+   "host_backward_canary_seconds": 1.665956000067581e-05,
    "pass_seconds": [
-    4.018514195368403e-05,
-    2.4487619066522235e-05,
-    4.1094096998373665e-05
+    3.035123859133039e-05,
+    3.905599990061351e-05,
+    3.332266814651944e-05
    ],
    "pass_host_canary_seconds": [
-    7.29546249942814e-06,
-    7.0042824995653066e-06,
-    9.38639499963756e-06
+    8.700834999899598e-06,
+    1.0239499999897816e-05,
+    1.0133799999607618e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9024634999595948e-05,
-    1.3681954999356095e-05,
-    1.969066000128805e-05
+    1.665956000067581e-05,
+    1.8660089999684714e-05,
+    2.2695870000006836e-05
    ]
   },
   "layer_backward_bmm_autocast": {
-   "seconds": 9.886552020907402e-05,
-   "min": 9.731656614513627e-05,
-   "max": 0.00010480152318874996,
+   "seconds": 9.670780705554145e-05,
+   "min": 8.236266601653327e-05,
+   "max": 0.0001123718133284932,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1179,33 +1179,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00033327999711036684,
-    0.0008914240002632141,
-    0.0024443519115447997
+    0.0002583039999008179,
+    0.0006193280220031738,
+    0.0019566400051116944
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 7.29546249942814e-06,
-   "host_backward_canary_seconds": 1.9024634999595948e-05,
+   "host_canary_seconds": 8.700834999899598e-06,
+   "host_backward_canary_seconds": 1.665956000067581e-05,
    "pass_seconds": [
-    9.731656614513627e-05,
-    9.886552020907402e-05,
-    0.00010480152318874996
+    8.236266601653327e-05,
+    9.670780705554145e-05,
+    0.0001123718133284932
    ],
    "pass_host_canary_seconds": [
-    7.29546249942814e-06,
-    7.0042824995653066e-06,
-    9.38639499963756e-06
+    8.700834999899598e-06,
+    1.0239499999897816e-05,
+    1.0133799999607618e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9024634999595948e-05,
-    1.3681954999356095e-05,
-    1.969066000128805e-05
+    1.665956000067581e-05,
+    1.8660089999684714e-05,
+    2.2695870000006836e-05
    ]
   },
   "layer_forward_conv2d": {
-   "seconds": 2.823923758807636e-05,
-   "min": 2.6324571065959478e-05,
-   "max": 2.928228640840167e-05,
+   "seconds": 4.2181332551297685e-05,
+   "min": 3.487314283847809e-05,
+   "max": 5.060038236635072e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1214,32 +1214,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.27200011909008e-05,
-    0.000125791996717453,
-    0.0004657599925994873
+    5.2032001316547395e-05,
+    0.00015811200439929963,
+    0.0005756160020828247
    ],
-   "host_canary_seconds": 7.181585000353152e-06,
-   "host_backward_canary_seconds": 1.706514000034076e-05,
+   "host_canary_seconds": 8.730634999665198e-06,
+   "host_backward_canary_seconds": 1.610660499977712e-05,
    "pass_seconds": [
-    2.823923758807636e-05,
-    2.6324571065959478e-05,
-    2.928228640840167e-05
+    3.487314283847809e-05,
+    5.060038236635072e-05,
+    4.2181332551297685e-05
    ],
    "pass_host_canary_seconds": [
-    7.181585000353152e-06,
-    6.767369999920447e-06,
-    8.735445001093466e-06
+    8.730634999665198e-06,
+    1.0204000000157976e-05,
+    1.027624000016658e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.706514000034076e-05,
-    1.599574500119161e-05,
-    1.9802649999292042e-05
+    1.610660499977712e-05,
+    1.847978000000694e-05,
+    2.367184999911842e-05
    ]
   },
   "layer_backward_conv2d": {
-   "seconds": 8.646171344887642e-05,
-   "min": 8.208837945546422e-05,
-   "max": 9.737980472190041e-05,
+   "seconds": 8.267657476521671e-05,
+   "min": 6.86247632617042e-05,
+   "max": 9.382932846035277e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1248,33 +1248,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00021081599593162536,
-    0.0006044800281524658,
-    0.001886623978614807
+    0.00019836799800395966,
+    0.000524832010269165,
+    0.001756160020828247
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 7.181585000353152e-06,
-   "host_backward_canary_seconds": 1.706514000034076e-05,
+   "host_canary_seconds": 8.730634999665198e-06,
+   "host_backward_canary_seconds": 1.610660499977712e-05,
    "pass_seconds": [
-    8.208837945546422e-05,
-    8.646171344887642e-05,
-    9.737980472190041e-05
+    6.86247632617042e-05,
+    8.267657476521671e-05,
+    9.382932846035277e-05
    ],
    "pass_host_canary_seconds": [
-    7.181585000353152e-06,
-    6.767369999920447e-06,
-    8.735445001093466e-06
+    8.730634999665198e-06,
+    1.0204000000157976e-05,
+    1.027624000016658e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.706514000034076e-05,
-    1.599574500119161e-05,
-    1.9802649999292042e-05
+    1.610660499977712e-05,
+    1.847978000000694e-05,
+    2.367184999911842e-05
    ]
   },
   "layer_forward_conv2d_autocast": {
-   "seconds": 4.2800001090481164e-05,
-   "min": 4.252800097068151e-05,
-   "max": 4.3577904502550766e-05,
+   "seconds": 7.215009700684321e-05,
+   "min": 5.683809341419311e-05,
+   "max": 7.515581023125421e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1283,32 +1283,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.88479968905449e-05,
-    0.00022630399465560914,
-    0.0007233920097351075
+    0.00010204800218343735,
+    0.0002775680124759674,
+    0.0009562879800796509
    ],
-   "host_canary_seconds": 6.891964999340417e-06,
-   "host_backward_canary_seconds": 1.864834000116389e-05,
+   "host_canary_seconds": 8.82708000006005e-06,
+   "host_backward_canary_seconds": 1.7409469999734026e-05,
    "pass_seconds": [
-    4.252800097068151e-05,
-    4.3577904502550766e-05,
-    4.2800001090481164e-05
+    5.683809341419311e-05,
+    7.215009700684321e-05,
+    7.515581023125421e-05
    ],
    "pass_host_canary_seconds": [
-    6.891964999340417e-06,
-    6.831762499359684e-06,
-    8.583344999806286e-06
+    8.82708000006005e-06,
+    1.0013835000108882e-05,
+    1.0563289999936386e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.864834000116389e-05,
-    1.695787500011647e-05,
-    1.620650999939244e-05
+    1.7409469999734026e-05,
+    1.847257500003252e-05,
+    2.0551029999751337e-05
    ]
   },
   "layer_backward_conv2d_autocast": {
-   "seconds": 0.0001472815243261201,
-   "min": 0.00012697904521510715,
-   "max": 0.0001587299033999443,
+   "seconds": 0.00017834209118570602,
+   "min": 0.00011634285109383715,
+   "max": 0.00018648076376744677,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1317,33 +1317,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0006215999722480774,
-    0.001372383952140808,
-    0.003689471960067749
+    0.00031945601105690005,
+    0.0008727040290832519,
+    0.003910336017608642
    ],
    "backward_nodes_per_layer": 5.0,
-   "host_canary_seconds": 6.891964999340417e-06,
-   "host_backward_canary_seconds": 1.864834000116389e-05,
+   "host_canary_seconds": 8.82708000006005e-06,
+   "host_backward_canary_seconds": 1.7409469999734026e-05,
    "pass_seconds": [
-    0.0001587299033999443,
-    0.00012697904521510715,
-    0.0001472815243261201
+    0.00018648076376744677,
+    0.00011634285109383715,
+    0.00017834209118570602
    ],
    "pass_host_canary_seconds": [
-    6.891964999340417e-06,
-    6.831762499359684e-06,
-    8.583344999806286e-06
+    8.82708000006005e-06,
+    1.0013835000108882e-05,
+    1.0563289999936386e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.864834000116389e-05,
-    1.695787500011647e-05,
-    1.620650999939244e-05
+    1.7409469999734026e-05,
+    1.847257500003252e-05,
+    2.0551029999751337e-05
    ]
   },
   "layer_forward_conv2d_nobias": {
-   "seconds": 2.0921143747511366e-05,
-   "min": 1.893942891841843e-05,
-   "max": 2.117028495385533e-05,
+   "seconds": 2.9422475468544735e-05,
+   "min": 2.4974475304285684e-05,
+   "max": 3.172495269349643e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1352,32 +1352,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.129599988460541e-05,
-    9.225600212812423e-05,
-    0.00034799998998641965
+    4.121600091457367e-05,
+    0.0001149120032787323,
+    0.0004154239892959595
    ],
-   "host_canary_seconds": 6.705399999873408e-06,
-   "host_backward_canary_seconds": 1.8273704999955956e-05,
+   "host_canary_seconds": 9.003230000246277e-06,
+   "host_backward_canary_seconds": 1.708513499977471e-05,
    "pass_seconds": [
-    2.117028495385533e-05,
-    1.893942891841843e-05,
-    2.0921143747511366e-05
+    2.4974475304285684e-05,
+    3.172495269349643e-05,
+    2.9422475468544735e-05
    ],
    "pass_host_canary_seconds": [
-    6.705399999873408e-06,
-    6.612447499492191e-06,
-    7.86873999970794e-06
+    9.003230000246277e-06,
+    1.0019329999977345e-05,
+    1.0374477500079137e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8273704999955956e-05,
-    1.8167294999784645e-05,
-    1.3820149999901333e-05
+    1.708513499977471e-05,
+    1.9298215000276287e-05,
+    2.0564815000057023e-05
    ]
   },
   "layer_backward_conv2d_nobias": {
-   "seconds": 6.077790490928149e-05,
-   "min": 5.512304604053497e-05,
-   "max": 6.172114238142967e-05,
+   "seconds": 6.342552513593721e-05,
+   "min": 5.4324570865858156e-05,
+   "max": 8.254781294436683e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1386,33 +1386,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00016633599996566774,
-    0.00048111999034881593,
-    0.0014317439794540405
+    0.00017788800597190856,
+    0.00046911999583244325,
+    0.001385151982307434
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 6.705399999873408e-06,
-   "host_backward_canary_seconds": 1.8273704999955956e-05,
+   "host_canary_seconds": 9.003230000246277e-06,
+   "host_backward_canary_seconds": 1.708513499977471e-05,
    "pass_seconds": [
-    6.172114238142967e-05,
-    6.077790490928149e-05,
-    5.512304604053497e-05
+    5.4324570865858156e-05,
+    6.342552513593721e-05,
+    8.254781294436683e-05
    ],
    "pass_host_canary_seconds": [
-    6.705399999873408e-06,
-    6.612447499492191e-06,
-    7.86873999970794e-06
+    9.003230000246277e-06,
+    1.0019329999977345e-05,
+    1.0374477500079137e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8273704999955956e-05,
-    1.8167294999784645e-05,
-    1.3820149999901333e-05
+    1.708513499977471e-05,
+    1.9298215000276287e-05,
+    2.0564815000057023e-05
    ]
   },
   "layer_forward_conv2d_nobias_autocast": {
-   "seconds": 2.6780954429081505e-05,
-   "min": 2.530285804754212e-05,
-   "max": 2.7562667571362994e-05,
+   "seconds": 4.963428598074685e-05,
+   "min": 3.623619214409874e-05,
+   "max": 5.216837993689946e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1421,32 +1421,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.9744000434875486e-05,
-    0.00015126399695873261,
-    0.0004761280119419098
+    7.552000135183334e-05,
+    0.0001865600049495697,
+    0.0006198400259017945
    ],
-   "host_canary_seconds": 6.615214999783348e-06,
-   "host_backward_canary_seconds": 1.8820469999809575e-05,
+   "host_canary_seconds": 8.967675000235432e-06,
+   "host_backward_canary_seconds": 1.6084275000025627e-05,
    "pass_seconds": [
-    2.7562667571362994e-05,
-    2.530285804754212e-05,
-    2.6780954429081505e-05
+    3.623619214409874e-05,
+    4.963428598074685e-05,
+    5.216837993689946e-05
    ],
    "pass_host_canary_seconds": [
-    6.615214999783348e-06,
-    6.5212899994548935e-06,
-    7.531604999257979e-06
+    8.967675000235432e-06,
+    1.0030855000024985e-05,
+    1.0708584999861158e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8820469999809575e-05,
-    1.8495019999136277e-05,
-    1.4902810000876343e-05
+    1.6084275000025627e-05,
+    1.7820860000483664e-05,
+    2.0910849999609128e-05
    ]
   },
   "layer_backward_conv2d_nobias_autocast": {
-   "seconds": 0.00011251885869673321,
-   "min": 9.428418959890094e-05,
-   "max": 0.00012269943580031395,
+   "seconds": 8.571656580482209e-05,
+   "min": 8.007008724269417e-05,
+   "max": 0.00010630857447783152,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1455,33 +1455,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004607360064983368,
-    0.0011178879737854003,
-    0.002640928030014038
+    0.0003536959886550903,
+    0.0009581760168075561,
+    0.0022625279426574706
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 6.615214999783348e-06,
-   "host_backward_canary_seconds": 1.8820469999809575e-05,
+   "host_canary_seconds": 8.967675000235432e-06,
+   "host_backward_canary_seconds": 1.6084275000025627e-05,
    "pass_seconds": [
-    0.00011251885869673321,
-    0.00012269943580031395,
-    9.428418959890094e-05
+    8.571656580482209e-05,
+    8.007008724269417e-05,
+    0.00010630857447783152
    ],
    "pass_host_canary_seconds": [
-    6.615214999783348e-06,
-    6.5212899994548935e-06,
-    7.531604999257979e-06
+    8.967675000235432e-06,
+    1.0030855000024985e-05,
+    1.0708584999861158e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8820469999809575e-05,
-    1.8495019999136277e-05,
-    1.4902810000876343e-05
+    1.6084275000025627e-05,
+    1.7820860000483664e-05,
+    2.0910849999609128e-05
    ]
   },
   "layer_forward_conv1d": {
-   "seconds": 2.6961523862112135e-05,
-   "min": 2.5943618267774578e-05,
-   "max": 4.492723888584545e-05,
+   "seconds": 4.402514068143708e-05,
+   "min": 2.8959999659231734e-05,
+   "max": 5.304380967503502e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1490,32 +1490,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.012800008058548e-05,
-    0.00011484800279140473,
-    0.00044249600172042845
+    5.2799999713897704e-05,
+    0.00012038400024175644,
+    0.0004807679951190949
    ],
-   "host_canary_seconds": 6.710014999384839e-06,
-   "host_backward_canary_seconds": 1.7667009999513538e-05,
+   "host_canary_seconds": 7.146770000190372e-06,
+   "host_backward_canary_seconds": 1.8009189999474985e-05,
    "pass_seconds": [
-    2.6961523862112135e-05,
-    2.5943618267774578e-05,
-    4.492723888584545e-05
+    2.8959999659231734e-05,
+    4.402514068143708e-05,
+    5.304380967503502e-05
    ],
    "pass_host_canary_seconds": [
-    6.710014999384839e-06,
-    6.605780000654704e-06,
-    1.0134507500083602e-05
+    7.146770000190372e-06,
+    9.84513999981118e-06,
+    1.1313662500072042e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7667009999513538e-05,
-    1.7460599999594705e-05,
-    1.9223680000095554e-05
+    1.8009189999474985e-05,
+    1.9392880000168587e-05,
+    2.0579094999675363e-05
    ]
   },
   "layer_backward_conv1d": {
-   "seconds": 8.487771824002265e-05,
-   "min": 8.307580649852752e-05,
-   "max": 9.088610094927608e-05,
+   "seconds": 9.79961914320787e-05,
+   "min": 9.088609562743275e-05,
+   "max": 9.94880014941806e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1524,33 +1524,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00022947199642658233,
-    0.0006913920044898987,
-    0.0019239679574966431
+    0.00023417599499225616,
+    0.0006227520108222961,
+    0.002141088008880615
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 6.710014999384839e-06,
-   "host_backward_canary_seconds": 1.7667009999513538e-05,
+   "host_canary_seconds": 7.146770000190372e-06,
+   "host_backward_canary_seconds": 1.8009189999474985e-05,
    "pass_seconds": [
-    8.307580649852752e-05,
-    8.487771824002265e-05,
-    9.088610094927608e-05
+    9.79961914320787e-05,
+    9.088609562743275e-05,
+    9.94880014941806e-05
    ],
    "pass_host_canary_seconds": [
-    6.710014999384839e-06,
-    6.605780000654704e-06,
-    1.0134507500083602e-05
+    7.146770000190372e-06,
+    9.84513999981118e-06,
+    1.1313662500072042e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7667009999513538e-05,
-    1.7460599999594705e-05,
-    1.9223680000095554e-05
+    1.8009189999474985e-05,
+    1.9392880000168587e-05,
+    2.0579094999675363e-05
    ]
   },
   "layer_forward_conv1d_autocast": {
-   "seconds": 4.382552419389997e-05,
-   "min": 4.358780916248049e-05,
-   "max": 7.162209777604965e-05,
+   "seconds": 6.331504881381987e-05,
+   "min": 4.409066871518181e-05,
+   "max": 6.912076118446531e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1559,32 +1559,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.687999844551086e-05,
-    0.00022111999988555907,
-    0.0007451840043067932
+    0.00014313599467277526,
+    0.00024569599330425264,
+    0.000794592022895813
    ],
-   "host_canary_seconds": 9.098152499973366e-06,
-   "host_backward_canary_seconds": 2.010785000038595e-05,
+   "host_canary_seconds": 7.886227500080168e-06,
+   "host_backward_canary_seconds": 1.819023499990635e-05,
    "pass_seconds": [
-    4.382552419389997e-05,
-    4.358780916248049e-05,
-    7.162209777604965e-05
+    4.409066871518181e-05,
+    6.331504881381987e-05,
+    6.912076118446531e-05
    ],
    "pass_host_canary_seconds": [
-    9.098152499973366e-06,
-    6.595049999305047e-06,
-    9.849619999613424e-06
+    7.886227500080168e-06,
+    9.261954999715272e-06,
+    1.0519324999904712e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.010785000038595e-05,
-    1.804850999860719e-05,
-    1.5694094998934814e-05
+    1.819023499990635e-05,
+    1.898273999927369e-05,
+    2.0415939999338662e-05
    ]
   },
   "layer_backward_conv1d_autocast": {
-   "seconds": 0.00014632456820635567,
-   "min": 0.0001043253242969513,
-   "max": 0.00022488839285714283,
+   "seconds": 0.00017432684344904768,
+   "min": 0.00014583390880198706,
+   "max": 0.00019273446535780314,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1593,33 +1593,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0006210560202598572,
-    0.0015676800012588501,
-    0.004698592185974121
+    0.0003264319896697998,
+    0.0011052800416946412,
+    0.003901599884033203
    ],
    "backward_nodes_per_layer": 5.0,
-   "host_canary_seconds": 9.098152499973366e-06,
-   "host_backward_canary_seconds": 2.010785000038595e-05,
+   "host_canary_seconds": 7.886227500080168e-06,
+   "host_backward_canary_seconds": 1.819023499990635e-05,
    "pass_seconds": [
-    0.00022488839285714283,
-    0.00014632456820635567,
-    0.0001043253242969513
+    0.00019273446535780314,
+    0.00014583390880198706,
+    0.00017432684344904768
    ],
    "pass_host_canary_seconds": [
-    9.098152499973366e-06,
-    6.595049999305047e-06,
-    9.849619999613424e-06
+    7.886227500080168e-06,
+    9.261954999715272e-06,
+    1.0519324999904712e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.010785000038595e-05,
-    1.804850999860719e-05,
-    1.5694094998934814e-05
+    1.819023499990635e-05,
+    1.898273999927369e-05,
+    2.0415939999338662e-05
    ]
   },
   "layer_forward_conv1d_nobias": {
-   "seconds": 2.8233903681948068e-05,
-   "min": 2.7929904028063725e-05,
-   "max": 3.0015237806808384e-05,
+   "seconds": 2.0384000348193303e-05,
+   "min": 1.7491047226247333e-05,
+   "max": 3.668571405467533e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1628,32 +1628,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.235200002789497e-05,
-    0.00014204800128936768,
-    0.0005024639964103699
+    3.296000137925148e-05,
+    8.720000088214874e-05,
+    0.0003364160060882568
    ],
-   "host_canary_seconds": 9.182084999679319e-06,
-   "host_backward_canary_seconds": 1.8676285000083228e-05,
+   "host_canary_seconds": 7.260429999860207e-06,
+   "host_backward_canary_seconds": 1.788772499935476e-05,
    "pass_seconds": [
-    3.0015237806808384e-05,
-    2.8233903681948068e-05,
-    2.7929904028063725e-05
+    2.0384000348193303e-05,
+    1.7491047226247333e-05,
+    3.668571405467533e-05
    ],
    "pass_host_canary_seconds": [
-    9.182084999679319e-06,
-    9.096449999788093e-06,
-    9.709954999834736e-06
+    7.260429999860207e-06,
+    7.816680000019005e-06,
+    1.0783959999969284e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8676285000083228e-05,
-    1.697461999810912e-05,
-    1.4653719999841996e-05
+    1.788772499935476e-05,
+    1.8205650000027163e-05,
+    2.0009594999237378e-05
    ]
   },
   "layer_backward_conv1d_nobias": {
-   "seconds": 5.856304846349217e-05,
-   "min": 4.385371807785262e-05,
-   "max": 5.898209927337508e-05,
+   "seconds": 6.868876339424223e-05,
+   "min": 6.537447355332829e-05,
+   "max": 6.915352564482462e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1662,33 +1662,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00032889598608016967,
-    0.0007184320092201233,
-    0.0017047040462493895
+    0.00019043199717998504,
+    0.0004670720100402832,
+    0.0014832639694213868
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 9.182084999679319e-06,
-   "host_backward_canary_seconds": 1.8676285000083228e-05,
+   "host_canary_seconds": 7.260429999860207e-06,
+   "host_backward_canary_seconds": 1.788772499935476e-05,
    "pass_seconds": [
-    5.898209927337508e-05,
-    5.856304846349217e-05,
-    4.385371807785262e-05
+    6.537447355332829e-05,
+    6.915352564482462e-05,
+    6.868876339424223e-05
    ],
    "pass_host_canary_seconds": [
-    9.182084999679319e-06,
-    9.096449999788093e-06,
-    9.709954999834736e-06
+    7.260429999860207e-06,
+    7.816680000019005e-06,
+    1.0783959999969284e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8676285000083228e-05,
-    1.697461999810912e-05,
-    1.4653719999841996e-05
+    1.788772499935476e-05,
+    1.8205650000027163e-05,
+    2.0009594999237378e-05
    ]
   },
   "layer_forward_conv1d_nobias_autocast": {
-   "seconds": 4.2123427348477504e-05,
-   "min": 2.9378284655866165e-05,
-   "max": 4.9887237449487046e-05,
+   "seconds": 3.0282665576253615e-05,
+   "min": 2.5879618667420883e-05,
+   "max": 5.5542095786049256e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1697,32 +1697,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0001037760004401207,
-    0.0002888000011444092,
-    0.0008638719916343689
+    6.601600348949432e-05,
+    0.00027964800596237183,
+    0.0005611839890480041
    ],
-   "host_canary_seconds": 9.451079999962531e-06,
-   "host_backward_canary_seconds": 1.8290230000275186e-05,
+   "host_canary_seconds": 7.327784999802134e-06,
+   "host_backward_canary_seconds": 1.5571630000295046e-05,
    "pass_seconds": [
-    4.9887237449487046e-05,
-    4.2123427348477504e-05,
-    2.9378284655866165e-05
+    3.0282665576253615e-05,
+    2.5879618667420883e-05,
+    5.5542095786049256e-05
    ],
    "pass_host_canary_seconds": [
-    9.451079999962531e-06,
-    9.064954999757902e-06,
-    9.662774999696921e-06
+    7.327784999802134e-06,
+    9.196260000123856e-06,
+    1.1007144999837237e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8290230000275186e-05,
-    1.661955000145099e-05,
-    1.6157239999756713e-05
+    1.5571630000295046e-05,
+    1.6945874999692024e-05,
+    2.1038099999941552e-05
    ]
   },
   "layer_backward_conv1d_nobias_autocast": {
-   "seconds": 0.00010058361256406418,
-   "min": 9.863618832258948e-05,
-   "max": 0.00011410437630755561,
+   "seconds": 0.00010018818577130639,
+   "min": 9.43687636227835e-05,
+   "max": 0.00010023161768913267,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1731,33 +1731,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005865280032157898,
-    0.00115283203125,
-    0.002881887912750244
+    0.00045983999967575073,
+    0.0010808639526367187,
+    0.002411967992782593
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 9.451079999962531e-06,
-   "host_backward_canary_seconds": 1.8290230000275186e-05,
+   "host_canary_seconds": 7.327784999802134e-06,
+   "host_backward_canary_seconds": 1.5571630000295046e-05,
    "pass_seconds": [
-    0.00010058361256406418,
-    9.863618832258948e-05,
-    0.00011410437630755561
+    9.43687636227835e-05,
+    0.00010018818577130639,
+    0.00010023161768913267
    ],
    "pass_host_canary_seconds": [
-    9.451079999962531e-06,
-    9.064954999757902e-06,
-    9.662774999696921e-06
+    7.327784999802134e-06,
+    9.196260000123856e-06,
+    1.1007144999837237e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8290230000275186e-05,
-    1.661955000145099e-05,
-    1.6157239999756713e-05
+    1.5571630000295046e-05,
+    1.6945874999692024e-05,
+    2.1038099999941552e-05
    ]
   },
   "layer_forward_batchnorm2d": {
-   "seconds": 4.3513143523817974e-05,
-   "min": 3.115276140826089e-05,
-   "max": 4.737524014143717e-05,
+   "seconds": 5.0422096891062596e-05,
+   "min": 4.2834284404913584e-05,
+   "max": 5.338819147575469e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1766,32 +1766,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00011363200098276138,
-    0.00032073599100112914,
-    0.0008459200263023377
+    8.556800335645676e-05,
+    0.00030115199089050294,
+    0.0009048640131950379
    ],
-   "host_canary_seconds": 9.638524999786569e-06,
-   "host_backward_canary_seconds": 1.4696030000322935e-05,
+   "host_canary_seconds": 9.089674999813724e-06,
+   "host_backward_canary_seconds": 1.7189290000487746e-05,
    "pass_seconds": [
-    4.737524014143717e-05,
-    3.115276140826089e-05,
-    4.3513143523817974e-05
+    5.338819147575469e-05,
+    5.0422096891062596e-05,
+    4.2834284404913584e-05
    ],
    "pass_host_canary_seconds": [
-    9.638524999786569e-06,
-    6.711175000191361e-06,
-    8.678382500306724e-06
+    9.089674999813724e-06,
+    7.545870000171817e-06,
+    9.75628249989313e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4696030000322935e-05,
-    1.740885000117487e-05,
-    1.7985850000741266e-05
+    1.7189290000487746e-05,
+    1.626508999947873e-05,
+    1.9782150000651197e-05
    ]
   },
   "layer_backward_batchnorm2d": {
-   "seconds": 6.865066431817554e-05,
-   "min": 6.57493319539797e-05,
-   "max": 7.718551850744657e-05,
+   "seconds": 5.603580567098799e-05,
+   "min": 3.6138667591980535e-05,
+   "max": 6.008609739087877e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1800,33 +1800,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00025814399123191833,
-    0.0006595199704170227,
-    0.0019756799936294558
+    0.0004306240081787109,
+    0.0007297599911689759,
+    0.0017837120294570924
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 9.638524999786569e-06,
-   "host_backward_canary_seconds": 1.4696030000322935e-05,
+   "host_canary_seconds": 9.089674999813724e-06,
+   "host_backward_canary_seconds": 1.7189290000487746e-05,
    "pass_seconds": [
-    6.57493319539797e-05,
-    6.865066431817554e-05,
-    7.718551850744657e-05
+    3.6138667591980535e-05,
+    5.603580567098799e-05,
+    6.008609739087877e-05
    ],
    "pass_host_canary_seconds": [
-    9.638524999786569e-06,
-    6.711175000191361e-06,
-    8.678382500306724e-06
+    9.089674999813724e-06,
+    7.545870000171817e-06,
+    9.75628249989313e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4696030000322935e-05,
-    1.740885000117487e-05,
-    1.7985850000741266e-05
+    1.7189290000487746e-05,
+    1.626508999947873e-05,
+    1.9782150000651197e-05
    ]
   },
   "layer_forward_batchnorm2d_autocast": {
-   "seconds": 5.83253318355197e-05,
-   "min": 3.1963427861531576e-05,
-   "max": 6.148190796375273e-05,
+   "seconds": 4.772799852348509e-05,
+   "min": 3.754361718893052e-05,
+   "max": 7.149485817977361e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1835,32 +1835,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    9.091199934482575e-05,
-    0.0003361600041389465,
-    0.0010334080457687377
+    0.0001085439994931221,
+    0.00028361600637435915,
+    0.0006925119757652283
    ],
-   "host_canary_seconds": 9.413834999918434e-06,
-   "host_backward_canary_seconds": 1.4157350000232327e-05,
+   "host_canary_seconds": 9.22025000022586e-06,
+   "host_backward_canary_seconds": 1.8011280000109762e-05,
    "pass_seconds": [
-    6.148190796375273e-05,
-    3.1963427861531576e-05,
-    5.83253318355197e-05
+    3.754361718893052e-05,
+    7.149485817977361e-05,
+    4.772799852348509e-05
    ],
    "pass_host_canary_seconds": [
-    9.413834999918434e-06,
-    6.400214999757736e-06,
-    9.968382499891959e-06
+    9.22025000022586e-06,
+    1.0429155000224456e-05,
+    1.0522074999812503e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4157350000232327e-05,
-    1.763635499969496e-05,
-    1.7362800000455537e-05
+    1.8011280000109762e-05,
+    1.9379100000378457e-05,
+    1.870016999987456e-05
    ]
   },
   "layer_backward_batchnorm2d_autocast": {
-   "seconds": 5.6218663851420086e-05,
-   "min": 5.1637329515956724e-05,
-   "max": 6.970666845639546e-05,
+   "seconds": 7.258209940933045e-05,
+   "min": 5.866818130016329e-05,
+   "max": 7.655695541983556e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1869,33 +1869,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00026633599400520327,
-    0.0007525119781494141,
-    0.002012063980102539
+    0.00033923199772834775,
+    0.0007475200295448303,
+    0.0020727360248565673
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 9.413834999918434e-06,
-   "host_backward_canary_seconds": 1.4157350000232327e-05,
+   "host_canary_seconds": 9.22025000022586e-06,
+   "host_backward_canary_seconds": 1.8011280000109762e-05,
    "pass_seconds": [
-    5.1637329515956724e-05,
-    6.970666845639546e-05,
-    5.6218663851420086e-05
+    7.655695541983556e-05,
+    5.866818130016329e-05,
+    7.258209940933045e-05
    ],
    "pass_host_canary_seconds": [
-    9.413834999918434e-06,
-    6.400214999757736e-06,
-    9.968382499891959e-06
+    9.22025000022586e-06,
+    1.0429155000224456e-05,
+    1.0522074999812503e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4157350000232327e-05,
-    1.763635499969496e-05,
-    1.7362800000455537e-05
+    1.8011280000109762e-05,
+    1.9379100000378457e-05,
+    1.870016999987456e-05
    ]
   },
   "layer_forward_layernorm": {
-   "seconds": 1.4708571490787321e-05,
-   "min": 1.4105142493333137e-05,
-   "max": 2.5843048379534767e-05,
+   "seconds": 2.4364952530179704e-05,
+   "min": 1.3638857397295178e-05,
+   "max": 2.7577143694673263e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1904,32 +1904,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.691200003027916e-05,
-    6.857600063085556e-05,
-    0.0002467200011014938
+    4.1760001331567763e-05,
+    0.00011878400295972824,
+    0.00040854400396347045
    ],
-   "host_canary_seconds": 8.82306499988772e-06,
-   "host_backward_canary_seconds": 1.5099429999736458e-05,
+   "host_canary_seconds": 9.531622499991953e-06,
+   "host_backward_canary_seconds": 1.8455995000294934e-05,
    "pass_seconds": [
-    1.4708571490787321e-05,
-    1.4105142493333137e-05,
-    2.5843048379534767e-05
+    2.4364952530179704e-05,
+    1.3638857397295178e-05,
+    2.7577143694673263e-05
    ],
    "pass_host_canary_seconds": [
-    8.82306499988772e-06,
-    6.637290000526263e-06,
-    1.0011864999910358e-05
+    9.531622499991953e-06,
+    1.0229224999704911e-05,
+    1.0786715000108416e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5099429999736458e-05,
-    1.6894360001060705e-05,
-    1.6985214999749586e-05
+    1.8455995000294934e-05,
+    1.8161529999929372e-05,
+    2.0217649999949572e-05
    ]
   },
   "layer_backward_layernorm": {
-   "seconds": 5.996419347467878e-05,
-   "min": 5.319238418624514e-05,
-   "max": 6.391314603388309e-05,
+   "seconds": 6.241066363595781e-05,
+   "min": 5.796038040093014e-05,
+   "max": 6.5648759582213e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1938,33 +1938,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00011484800279140473,
-    0.0002682240009307861,
-    0.0012113920450210571
+    0.00019254399836063384,
+    0.0005097919702529907,
+    0.0014508479833602904
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 8.82306499988772e-06,
-   "host_backward_canary_seconds": 1.5099429999736458e-05,
+   "host_canary_seconds": 9.531622499991953e-06,
+   "host_backward_canary_seconds": 1.8455995000294934e-05,
    "pass_seconds": [
-    5.996419347467878e-05,
-    6.391314603388309e-05,
-    5.319238418624514e-05
+    5.796038040093014e-05,
+    6.5648759582213e-05,
+    6.241066363595781e-05
    ],
    "pass_host_canary_seconds": [
-    8.82306499988772e-06,
-    6.637290000526263e-06,
-    1.0011864999910358e-05
+    9.531622499991953e-06,
+    1.0229224999704911e-05,
+    1.0786715000108416e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5099429999736458e-05,
-    1.6894360001060705e-05,
-    1.6985214999749586e-05
+    1.8455995000294934e-05,
+    1.8161529999929372e-05,
+    2.0217649999949572e-05
    ]
   },
   "layer_forward_layernorm_autocast": {
-   "seconds": 1.4515048691204615e-05,
-   "min": 1.374552274743716e-05,
-   "max": 2.528609477338337e-05,
+   "seconds": 3.181257027955282e-05,
+   "min": 1.549485751560756e-05,
+   "max": 3.370438054913566e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1973,32 +1973,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.6127998977899554e-05,
-    0.0001268160045146942,
-    0.0002721279859542847
+    6.444799900054932e-05,
+    0.0001406719982624054,
+    0.0003067840039730072
    ],
-   "host_canary_seconds": 9.03477000008479e-06,
-   "host_backward_canary_seconds": 1.755164999963199e-05,
+   "host_canary_seconds": 8.682927499705785e-06,
+   "host_backward_canary_seconds": 1.7796684999780155e-05,
    "pass_seconds": [
-    1.374552274743716e-05,
-    1.4515048691204615e-05,
-    2.528609477338337e-05
+    1.549485751560756e-05,
+    3.181257027955282e-05,
+    3.370438054913566e-05
    ],
    "pass_host_canary_seconds": [
-    9.03477000008479e-06,
-    6.872289999932946e-06,
-    9.720609999703812e-06
+    8.682927499705785e-06,
+    9.859520000077282e-06,
+    1.07856174997778e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.755164999963199e-05,
-    1.6891159999659068e-05,
-    1.785047999874223e-05
+    1.7796684999780155e-05,
+    1.4967584999681093e-05,
+    2.1325540000134425e-05
    ]
   },
   "layer_backward_layernorm_autocast": {
-   "seconds": 5.918933735007331e-05,
-   "min": 5.0836568077405306e-05,
-   "max": 7.47596218827225e-05,
+   "seconds": 4.299276605958031e-05,
+   "min": 4.179733814228148e-05,
+   "max": 5.8195050983201894e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2007,33 +2007,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00019340799748897552,
-    0.00042745599150657653,
-    0.0015104960203170777
+    0.00022912000119686127,
+    0.0005851519703865051,
+    0.0013794560432434082
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 9.03477000008479e-06,
-   "host_backward_canary_seconds": 1.755164999963199e-05,
+   "host_canary_seconds": 8.682927499705785e-06,
+   "host_backward_canary_seconds": 1.7796684999780155e-05,
    "pass_seconds": [
-    7.47596218827225e-05,
-    5.0836568077405306e-05,
-    5.918933735007331e-05
+    5.8195050983201894e-05,
+    4.179733814228148e-05,
+    4.299276605958031e-05
    ],
    "pass_host_canary_seconds": [
-    9.03477000008479e-06,
-    6.872289999932946e-06,
-    9.720609999703812e-06
+    8.682927499705785e-06,
+    9.859520000077282e-06,
+    1.07856174997778e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.755164999963199e-05,
-    1.6891159999659068e-05,
-    1.785047999874223e-05
+    1.7796684999780155e-05,
+    1.4967584999681093e-05,
+    2.1325540000134425e-05
    ]
   },
   "layer_forward_groupnorm": {
-   "seconds": 4.782857036306745e-05,
-   "min": 4.72007610258602e-05,
-   "max": 4.935161804869062e-05,
+   "seconds": 5.476114189340955e-05,
+   "min": 3.142780792855081e-05,
+   "max": 6.31192358476775e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2042,32 +2042,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.16800019145012e-05,
-    0.00020326399803161622,
-    0.0007763519883155823
+    4.428799822926521e-05,
+    0.0001387840062379837,
+    0.0005157759785652161
    ],
-   "host_canary_seconds": 9.159785000747434e-06,
-   "host_backward_canary_seconds": 1.7798440001115524e-05,
+   "host_canary_seconds": 7.055080000100134e-06,
+   "host_backward_canary_seconds": 1.754241000071488e-05,
    "pass_seconds": [
-    4.72007610258602e-05,
-    4.782857036306745e-05,
-    4.935161804869062e-05
+    3.142780792855081e-05,
+    5.476114189340955e-05,
+    6.31192358476775e-05
    ],
    "pass_host_canary_seconds": [
-    9.159785000747434e-06,
-    9.440000000040527e-06,
-    9.861710000222956e-06
+    7.055080000100134e-06,
+    1.0209147500006566e-05,
+    1.0865175000276394e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7798440001115524e-05,
-    1.6796279999198306e-05,
-    1.8063850000089587e-05
+    1.754241000071488e-05,
+    1.9048755000312667e-05,
+    2.2482150000087132e-05
    ]
   },
   "layer_backward_groupnorm": {
-   "seconds": 9.408762164059139e-05,
-   "min": 8.761371565716607e-05,
-   "max": 0.0001019527560898236,
+   "seconds": 9.102781436273028e-05,
+   "min": 8.906666136213711e-05,
+   "max": 0.00010720534090484892,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2076,33 +2076,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00033504000306129454,
-    0.0008771200180053711,
-    0.0024031360149383545
+    0.00023068800568580626,
+    0.0006424959897994995,
+    0.002054879903793335
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 9.159785000747434e-06,
-   "host_backward_canary_seconds": 1.7798440001115524e-05,
+   "host_canary_seconds": 7.055080000100134e-06,
+   "host_backward_canary_seconds": 1.754241000071488e-05,
    "pass_seconds": [
-    8.761371565716607e-05,
-    9.408762164059139e-05,
-    0.0001019527560898236
+    8.906666136213711e-05,
+    0.00010720534090484892,
+    9.102781436273028e-05
    ],
    "pass_host_canary_seconds": [
-    9.159785000747434e-06,
-    9.440000000040527e-06,
-    9.861710000222956e-06
+    7.055080000100134e-06,
+    1.0209147500006566e-05,
+    1.0865175000276394e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7798440001115524e-05,
-    1.6796279999198306e-05,
-    1.8063850000089587e-05
+    1.754241000071488e-05,
+    1.9048755000312667e-05,
+    2.2482150000087132e-05
    ]
   },
   "layer_forward_groupnorm_autocast": {
-   "seconds": 4.751542707284291e-05,
-   "min": 4.24845726007507e-05,
-   "max": 5.303009386573519e-05,
+   "seconds": 5.7273140975407196e-05,
+   "min": 3.0038094591526756e-05,
+   "max": 6.367847855601992e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2111,32 +2111,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    9.90080013871193e-05,
-    0.00024147200584411621,
-    0.0007412800192832947
+    0.00010636799782514572,
+    0.00015718400478363038,
+    0.0005438399910926818
    ],
-   "host_canary_seconds": 8.818549999887182e-06,
-   "host_backward_canary_seconds": 1.6436550000662462e-05,
+   "host_canary_seconds": 8.018622500003403e-06,
+   "host_backward_canary_seconds": 1.4110970000160705e-05,
    "pass_seconds": [
-    4.24845726007507e-05,
-    4.751542707284291e-05,
-    5.303009386573519e-05
+    3.0038094591526756e-05,
+    5.7273140975407196e-05,
+    6.367847855601992e-05
    ],
    "pass_host_canary_seconds": [
-    8.818549999887182e-06,
-    9.24015500004316e-06,
-    9.95298000020739e-06
+    8.018622500003403e-06,
+    9.589547500183925e-06,
+    1.1028240000143796e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6436550000662462e-05,
-    1.779005999878791e-05,
-    1.7897059999540944e-05
+    1.4110970000160705e-05,
+    1.943775500024003e-05,
+    2.033572999948774e-05
    ]
   },
   "layer_backward_groupnorm_autocast": {
-   "seconds": 9.521828911134174e-05,
-   "min": 7.677866624934335e-05,
-   "max": 9.889370983555201e-05,
+   "seconds": 8.594818484215509e-05,
+   "min": 7.707885652780534e-05,
+   "max": 9.479542466856183e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2145,33 +2145,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.000361952006816864,
-    0.0008040639758110046,
-    0.0021790080070495607
+    0.00022032000124454497,
+    0.0007077440023422241,
+    0.001882431983947754
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 8.818549999887182e-06,
-   "host_backward_canary_seconds": 1.6436550000662462e-05,
+   "host_canary_seconds": 8.018622500003403e-06,
+   "host_backward_canary_seconds": 1.4110970000160705e-05,
    "pass_seconds": [
-    7.677866624934335e-05,
-    9.889370983555201e-05,
-    9.521828911134174e-05
+    7.707885652780534e-05,
+    8.594818484215509e-05,
+    9.479542466856183e-05
    ],
    "pass_host_canary_seconds": [
-    8.818549999887182e-06,
-    9.24015500004316e-06,
-    9.95298000020739e-06
+    8.018622500003403e-06,
+    9.589547500183925e-06,
+    1.1028240000143796e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6436550000662462e-05,
-    1.779005999878791e-05,
-    1.7897059999540944e-05
+    1.4110970000160705e-05,
+    1.943775500024003e-05,
+    2.033572999948774e-05
    ]
   },
   "layer_forward_relu": {
-   "seconds": 1.3931428747517723e-05,
-   "min": 1.3580952017080217e-05,
-   "max": 1.6206475329541027e-05,
+   "seconds": 1.5888000794109845e-05,
+   "min": 1.3420190839540392e-05,
+   "max": 1.6265905329159327e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2180,32 +2180,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.7936000376939773e-05,
-    6.435199826955795e-05,
-    0.00023020799458026885
+    2.6399999856948852e-05,
+    6.668800115585327e-05,
+    0.0002277120053768158
    ],
-   "host_canary_seconds": 8.885982499577949e-06,
-   "host_backward_canary_seconds": 1.704729999914889e-05,
+   "host_canary_seconds": 8.909565000294606e-06,
+   "host_backward_canary_seconds": 1.457176499968682e-05,
    "pass_seconds": [
-    1.3580952017080217e-05,
-    1.3931428747517723e-05,
-    1.6206475329541027e-05
+    1.3420190839540392e-05,
+    1.6265905329159327e-05,
+    1.5888000794109845e-05
    ],
    "pass_host_canary_seconds": [
-    8.885982499577949e-06,
-    9.154725000826147e-06,
-    9.895452499790736e-06
+    8.909565000294606e-06,
+    9.623197500161495e-06,
+    1.0274967500265575e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.704729999914889e-05,
-    1.7282779999732157e-05,
-    1.803116500013857e-05
+    1.457176499968682e-05,
+    1.4991630000054101e-05,
+    2.0021909999741184e-05
    ]
   },
   "layer_backward_relu": {
-   "seconds": 2.388647686512697e-05,
-   "min": 1.7155811545394716e-05,
-   "max": 2.475352266005107e-05,
+   "seconds": 2.2756571304940036e-05,
+   "min": 1.4931807560580117e-05,
+   "max": 3.2128760502451935e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2214,33 +2214,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00012310399860143663,
-    0.0002040960043668747,
-    0.0005804160237312317
+    0.00010531199723482131,
+    0.000209087997674942,
+    0.0005368319749832153
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 8.885982499577949e-06,
-   "host_backward_canary_seconds": 1.704729999914889e-05,
+   "host_canary_seconds": 8.909565000294606e-06,
+   "host_backward_canary_seconds": 1.457176499968682e-05,
    "pass_seconds": [
-    1.7155811545394716e-05,
-    2.475352266005107e-05,
-    2.388647686512697e-05
+    1.4931807560580117e-05,
+    3.2128760502451935e-05,
+    2.2756571304940036e-05
    ],
    "pass_host_canary_seconds": [
-    8.885982499577949e-06,
-    9.154725000826147e-06,
-    9.895452499790736e-06
+    8.909565000294606e-06,
+    9.623197500161495e-06,
+    1.0274967500265575e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.704729999914889e-05,
-    1.7282779999732157e-05,
-    1.803116500013857e-05
+    1.457176499968682e-05,
+    1.4991630000054101e-05,
+    2.0021909999741184e-05
    ]
   },
   "layer_forward_relu_autocast": {
-   "seconds": 1.5542856816734585e-05,
-   "min": 1.4310095991407121e-05,
-   "max": 1.6232381619158244e-05,
+   "seconds": 1.4372571593239194e-05,
+   "min": 1.4038094807238806e-05,
+   "max": 1.8878475363765445e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2249,32 +2249,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.5600000768899915e-05,
-    8.393599838018418e-05,
-    0.0002587200105190277
+    4.303999990224838e-05,
+    8.243200182914733e-05,
+    0.000252703994512558
    ],
-   "host_canary_seconds": 9.069415000340086e-06,
-   "host_backward_canary_seconds": 1.6780040000412554e-05,
+   "host_canary_seconds": 9.410845000275004e-06,
+   "host_backward_canary_seconds": 1.4694729999291668e-05,
    "pass_seconds": [
-    1.4310095991407121e-05,
-    1.5542856816734585e-05,
-    1.6232381619158244e-05
+    1.4038094807238806e-05,
+    1.8878475363765445e-05,
+    1.4372571593239194e-05
    ],
    "pass_host_canary_seconds": [
-    9.069415000340086e-06,
-    9.530615000130637e-06,
-    1.0237884999924063e-05
+    9.410845000275004e-06,
+    9.87090000023727e-06,
+    9.884029999795985e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6780040000412554e-05,
-    1.4405889999125066e-05,
-    1.889544499931617e-05
+    1.4694729999291668e-05,
+    1.7440320000332577e-05,
+    2.031300499993449e-05
    ]
   },
   "layer_backward_relu_autocast": {
-   "seconds": 1.937828674202873e-05,
-   "min": 1.7327238583848595e-05,
-   "max": 2.3078857788017823e-05,
+   "seconds": 1.8143240539800554e-05,
+   "min": 1.782628556802159e-05,
+   "max": 2.4869333420481005e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2283,33 +2283,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014422400295734407,
-    0.00023497599363327026,
-    0.0006461120247840881
+    0.00013068799674510956,
+    0.0002227199971675873,
+    0.0006119040250778198
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 9.069415000340086e-06,
-   "host_backward_canary_seconds": 1.6780040000412554e-05,
+   "host_canary_seconds": 9.410845000275004e-06,
+   "host_backward_canary_seconds": 1.4694729999291668e-05,
    "pass_seconds": [
-    1.937828674202873e-05,
-    1.7327238583848595e-05,
-    2.3078857788017823e-05
+    1.8143240539800554e-05,
+    1.782628556802159e-05,
+    2.4869333420481005e-05
    ],
    "pass_host_canary_seconds": [
-    9.069415000340086e-06,
-    9.530615000130637e-06,
-    1.0237884999924063e-05
+    9.410845000275004e-06,
+    9.87090000023727e-06,
+    9.884029999795985e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6780040000412554e-05,
-    1.4405889999125066e-05,
-    1.889544499931617e-05
+    1.4694729999291668e-05,
+    1.7440320000332577e-05,
+    2.031300499993449e-05
    ]
   },
   "layer_forward_gelu": {
-   "seconds": 1.3741714525080866e-05,
-   "min": 1.36083805312713e-05,
-   "max": 1.441219041035289e-05,
+   "seconds": 1.2931047628323239e-05,
+   "min": 1.2831237965396474e-05,
+   "max": 1.314971454086758e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2318,32 +2318,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.7712000533938408e-05,
-    7.257600128650666e-05,
-    0.00023318399488925933
+    2.5216000154614447e-05,
+    6.172800064086914e-05,
+    0.00021702399849891663
    ],
-   "host_canary_seconds": 9.494854999729796e-06,
-   "host_backward_canary_seconds": 1.718384000014339e-05,
+   "host_canary_seconds": 9.327829999961068e-06,
+   "host_backward_canary_seconds": 1.4694729999291668e-05,
    "pass_seconds": [
-    1.36083805312713e-05,
-    1.3741714525080866e-05,
-    1.441219041035289e-05
+    1.2831237965396474e-05,
+    1.2931047628323239e-05,
+    1.314971454086758e-05
    ],
    "pass_host_canary_seconds": [
-    9.494854999729796e-06,
-    9.555460000001404e-06,
-    1.0054970000510365e-05
+    9.327829999961068e-06,
+    9.709249999900748e-06,
+    1.007515499964029e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.718384000014339e-05,
-    1.4256049998948584e-05,
-    1.7824159999690892e-05
+    1.4694729999291668e-05,
+    1.761271999953351e-05,
+    1.8320730000596085e-05
    ]
   },
   "layer_backward_gelu": {
-   "seconds": 2.203961967357567e-05,
-   "min": 2.00373355654024e-05,
-   "max": 2.324190647119568e-05,
+   "seconds": 2.0673523080490892e-05,
+   "min": 1.7240379183065315e-05,
+   "max": 2.2918856392304097e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2352,33 +2352,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00012246400117874146,
-    0.00021712000668048858,
-    0.0006250560283660889
+    0.00010527999699115753,
+    0.00020259200036525725,
+    0.0006067839860916138
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 9.494854999729796e-06,
-   "host_backward_canary_seconds": 1.718384000014339e-05,
+   "host_canary_seconds": 9.327829999961068e-06,
+   "host_backward_canary_seconds": 1.4694729999291668e-05,
    "pass_seconds": [
-    2.00373355654024e-05,
-    2.203961967357567e-05,
-    2.324190647119568e-05
+    2.0673523080490892e-05,
+    2.2918856392304097e-05,
+    1.7240379183065315e-05
    ],
    "pass_host_canary_seconds": [
-    9.494854999729796e-06,
-    9.555460000001404e-06,
-    1.0054970000510365e-05
+    9.327829999961068e-06,
+    9.709249999900748e-06,
+    1.007515499964029e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.718384000014339e-05,
-    1.4256049998948584e-05,
-    1.7824159999690892e-05
+    1.4694729999291668e-05,
+    1.761271999953351e-05,
+    1.8320730000596085e-05
    ]
   },
   "layer_forward_gelu_autocast": {
-   "seconds": 1.4355808673869995e-05,
-   "min": 1.3872000610544566e-05,
-   "max": 1.5159618109464647e-05,
+   "seconds": 1.4262095093727111e-05,
+   "min": 1.2854857458954765e-05,
+   "max": 1.6412953358320966e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2387,32 +2387,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.7520000487565994e-05,
-    8.659200370311738e-05,
-    0.0002547520101070404
+    3.891199827194214e-05,
+    7.913599908351898e-05,
+    0.00023228800296783448
    ],
-   "host_canary_seconds": 9.539949999179954e-06,
-   "host_backward_canary_seconds": 1.7315230002168393e-05,
+   "host_canary_seconds": 9.125115000188088e-06,
+   "host_backward_canary_seconds": 1.4049290000457403e-05,
    "pass_seconds": [
-    1.3872000610544566e-05,
-    1.4355808673869995e-05,
-    1.5159618109464647e-05
+    1.2854857458954765e-05,
+    1.6412953358320966e-05,
+    1.4262095093727111e-05
    ],
    "pass_host_canary_seconds": [
-    9.539949999179954e-06,
-    9.612247500285776e-06,
-    1.0229504999870187e-05
+    9.125115000188088e-06,
+    9.84741499962638e-06,
+    9.841135000101531e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7315230002168393e-05,
-    1.4708679999557716e-05,
-    3.5741499998493965e-05
+    1.4049290000457403e-05,
+    1.5515219999997498e-05,
+    1.990103000025556e-05
    ]
   },
   "layer_backward_gelu_autocast": {
-   "seconds": 2.7271619687477754e-05,
-   "min": 1.9478096671047664e-05,
-   "max": 5.512228554912974e-05,
+   "seconds": 1.993904670789128e-05,
+   "min": 1.647619087071646e-05,
+   "max": 2.1095617896034604e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2421,33 +2421,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001570879966020584,
-    0.0002561919987201691,
-    0.0006570240259170532
+    0.00012099199742078782,
+    0.0002016959935426712,
+    0.0005585280060768127
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 9.539949999179954e-06,
-   "host_backward_canary_seconds": 1.7315230002168393e-05,
+   "host_canary_seconds": 9.125115000188088e-06,
+   "host_backward_canary_seconds": 1.4049290000457403e-05,
    "pass_seconds": [
-    1.9478096671047664e-05,
-    2.7271619687477754e-05,
-    5.512228554912974e-05
+    1.647619087071646e-05,
+    1.993904670789128e-05,
+    2.1095617896034604e-05
    ],
    "pass_host_canary_seconds": [
-    9.539949999179954e-06,
-    9.612247500285776e-06,
-    1.0229504999870187e-05
+    9.125115000188088e-06,
+    9.84741499962638e-06,
+    9.841135000101531e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7315230002168393e-05,
-    1.4708679999557716e-05,
-    3.5741499998493965e-05
+    1.4049290000457403e-05,
+    1.5515219999997498e-05,
+    1.990103000025556e-05
    ]
   },
   "layer_forward_silu": {
-   "seconds": 1.3028570849980628e-05,
-   "min": 9.08571428486279e-06,
-   "max": 1.5583237544411705e-05,
+   "seconds": 1.2899809117828098e-05,
+   "min": 1.2670476255672319e-05,
+   "max": 1.6387046802611578e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2456,32 +2456,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.7135999873280526e-05,
-    6.79360032081604e-05,
-    0.00022313599288463593
+    2.5312000885605812e-05,
+    6.368000060319901e-05,
+    0.000215488001704216
    ],
-   "host_canary_seconds": 9.184399999639936e-06,
-   "host_backward_canary_seconds": 1.6108060001442937e-05,
+   "host_canary_seconds": 8.91180499991151e-06,
+   "host_backward_canary_seconds": 1.4171520000445525e-05,
    "pass_seconds": [
-    1.3028570849980628e-05,
-    9.08571428486279e-06,
-    1.5583237544411705e-05
+    1.2670476255672319e-05,
+    1.6387046802611578e-05,
+    1.2899809117828098e-05
    ],
    "pass_host_canary_seconds": [
-    9.184399999639936e-06,
-    9.638484999641151e-06,
-    1.0504194999612082e-05
+    8.91180499991151e-06,
+    1.0033992499813848e-05,
+    1.0966010000004188e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6108060001442937e-05,
-    1.5344939999977214e-05,
-    2.014739999935955e-05
+    1.4171520000445525e-05,
+    1.5098029999194296e-05,
+    2.0710900000153742e-05
    ]
   },
   "layer_backward_silu": {
-   "seconds": 2.7913144479195272e-05,
-   "min": 1.983162060025192e-05,
-   "max": 3.122895335157712e-05,
+   "seconds": 2.1540572955494834e-05,
+   "min": 1.5860570239878836e-05,
+   "max": 4.058590726483436e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2490,33 +2490,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00012060800194740295,
-    0.00020975999534130095,
-    0.000610368013381958
+    0.00010351999849081039,
+    0.000187391996383667,
+    0.0005309119820594788
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 9.184399999639936e-06,
-   "host_backward_canary_seconds": 1.6108060001442937e-05,
+   "host_canary_seconds": 8.91180499991151e-06,
+   "host_backward_canary_seconds": 1.4171520000445525e-05,
    "pass_seconds": [
-    1.983162060025192e-05,
-    2.7913144479195272e-05,
-    3.122895335157712e-05
+    1.5860570239878836e-05,
+    2.1540572955494834e-05,
+    4.058590726483436e-05
    ],
    "pass_host_canary_seconds": [
-    9.184399999639936e-06,
-    9.638484999641151e-06,
-    1.0504194999612082e-05
+    8.91180499991151e-06,
+    1.0033992499813848e-05,
+    1.0966010000004188e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6108060001442937e-05,
-    1.5344939999977214e-05,
-    2.014739999935955e-05
+    1.4171520000445525e-05,
+    1.5098029999194296e-05,
+    2.0710900000153742e-05
    ]
   },
   "layer_forward_silu_autocast": {
-   "seconds": 1.4801523515156336e-05,
-   "min": 1.3289142932210651e-05,
-   "max": 1.568304853779929e-05,
+   "seconds": 1.624609600929987e-05,
+   "min": 1.2844190356277285e-05,
+   "max": 1.651047720086007e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2525,32 +2525,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.355200007557869e-05,
-    8.060800284147262e-05,
-    0.00024195200204849243
+    3.7663999944925305e-05,
+    7.420799881219864e-05,
+    0.00022966399788856506
    ],
-   "host_canary_seconds": 9.315439999681985e-06,
-   "host_backward_canary_seconds": 1.5936309998778598e-05,
+   "host_canary_seconds": 8.822715000178504e-06,
+   "host_backward_canary_seconds": 1.3689669999621402e-05,
    "pass_seconds": [
-    1.3289142932210651e-05,
-    1.4801523515156336e-05,
-    1.568304853779929e-05
+    1.2844190356277285e-05,
+    1.651047720086007e-05,
+    1.624609600929987e-05
    ],
    "pass_host_canary_seconds": [
-    9.315439999681985e-06,
-    9.33465999935379e-06,
-    1.0639312499733933e-05
+    8.822715000178504e-06,
+    9.895565000306306e-06,
+    1.101693499947487e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5936309998778598e-05,
-    1.4274155000748577e-05,
-    2.0033255000271312e-05
+    1.3689669999621402e-05,
+    1.4861779999364443e-05,
+    2.019422999978815e-05
    ]
   },
   "layer_backward_silu_autocast": {
-   "seconds": 1.82422874938874e-05,
-   "min": 1.7564190995125548e-05,
-   "max": 2.7538286788122997e-05,
+   "seconds": 2.508418776449702e-05,
+   "min": 2.1171046154839646e-05,
+   "max": 3.660114535263607e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2559,33 +2559,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014003199338912965,
-    0.00024092799425125123,
-    0.0006151040196418762
+    0.0001334400027990341,
+    0.0002035519927740097,
+    0.000633023977279663
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 9.315439999681985e-06,
-   "host_backward_canary_seconds": 1.5936309998778598e-05,
+   "host_canary_seconds": 8.822715000178504e-06,
+   "host_backward_canary_seconds": 1.3689669999621402e-05,
    "pass_seconds": [
-    1.82422874938874e-05,
-    1.7564190995125548e-05,
-    2.7538286788122997e-05
+    2.1171046154839646e-05,
+    2.508418776449702e-05,
+    3.660114535263607e-05
    ],
    "pass_host_canary_seconds": [
-    9.315439999681985e-06,
-    9.33465999935379e-06,
-    1.0639312499733933e-05
+    8.822715000178504e-06,
+    9.895565000306306e-06,
+    1.101693499947487e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5936309998778598e-05,
-    1.4274155000748577e-05,
-    2.0033255000271312e-05
+    1.3689669999621402e-05,
+    1.4861779999364443e-05,
+    2.019422999978815e-05
    ]
   },
   "layer_forward_tanh": {
-   "seconds": 1.2671999722009613e-05,
-   "min": 9.180952307014237e-06,
-   "max": 1.4925714404810044e-05,
+   "seconds": 1.5113905427001772e-05,
+   "min": 1.2422094919851846e-05,
+   "max": 1.5875810313792455e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2594,32 +2594,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.627200074493885e-05,
-    6.592000275850296e-05,
-    0.00021689599752426148
+    2.457600086927414e-05,
+    6.176000088453293e-05,
+    0.00021087999641895293
    ],
-   "host_canary_seconds": 9.249094999859154e-06,
-   "host_backward_canary_seconds": 1.6242390000797968e-05,
+   "host_canary_seconds": 8.976849999839942e-06,
+   "host_backward_canary_seconds": 1.6108049999274952e-05,
    "pass_seconds": [
-    1.2671999722009613e-05,
-    9.180952307014237e-06,
-    1.4925714404810044e-05
+    1.2422094919851846e-05,
+    1.5113905427001772e-05,
+    1.5875810313792455e-05
    ],
    "pass_host_canary_seconds": [
-    9.249094999859154e-06,
-    7.2009774999060025e-06,
-    1.0538825000594442e-05
+    8.976849999839942e-06,
+    1.003155500001185e-05,
+    1.0658207500284789e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6242390000797968e-05,
-    1.528563999954713e-05,
-    1.586255000120218e-05
+    1.6108049999274952e-05,
+    1.5845479999256896e-05,
+    2.14981149997584e-05
    ]
   },
   "layer_backward_tanh": {
-   "seconds": 1.860495151153633e-05,
-   "min": 1.8345142759027928e-05,
-   "max": 2.0953141241556124e-05,
+   "seconds": 1.7452192625829158e-05,
+   "min": 1.5164191878977282e-05,
+   "max": 2.380723719085966e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2628,33 +2628,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00012124799937009811,
-    0.00020393599569797517,
-    0.0005866879820823669
+    0.00011286400258541107,
+    0.00020281599462032318,
+    0.0005610880255699158
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 9.249094999859154e-06,
-   "host_backward_canary_seconds": 1.6242390000797968e-05,
+   "host_canary_seconds": 8.976849999839942e-06,
+   "host_backward_canary_seconds": 1.6108049999274952e-05,
    "pass_seconds": [
-    1.860495151153633e-05,
-    2.0953141241556124e-05,
-    1.8345142759027928e-05
+    1.7452192625829158e-05,
+    2.380723719085966e-05,
+    1.5164191878977282e-05
    ],
    "pass_host_canary_seconds": [
-    9.249094999859154e-06,
-    7.2009774999060025e-06,
-    1.0538825000594442e-05
+    8.976849999839942e-06,
+    1.003155500001185e-05,
+    1.0658207500284789e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6242390000797968e-05,
-    1.528563999954713e-05,
-    1.586255000120218e-05
+    1.6108049999274952e-05,
+    1.5845479999256896e-05,
+    2.14981149997584e-05
    ]
   },
   "layer_forward_tanh_autocast": {
-   "seconds": 1.475199986071814e-05,
-   "min": 8.88228558358692e-06,
-   "max": 1.589409439336686e-05,
+   "seconds": 1.6428952238389427e-05,
+   "min": 1.2735999588455473e-05,
+   "max": 1.7911617954572043e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2663,32 +2663,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.4064000248909e-05,
-    8.131200075149537e-05,
-    0.0002630079984664917
+    3.884800150990486e-05,
+    7.8015998005867e-05,
+    0.00023020799458026885
    ],
-   "host_canary_seconds": 9.584145000189893e-06,
-   "host_backward_canary_seconds": 1.6540169999643697e-05,
+   "host_canary_seconds": 8.927375000098436e-06,
+   "host_backward_canary_seconds": 1.634331000104794e-05,
    "pass_seconds": [
-    1.475199986071814e-05,
-    8.88228558358692e-06,
-    1.589409439336686e-05
+    1.2735999588455473e-05,
+    1.6428952238389427e-05,
+    1.7911617954572043e-05
    ],
    "pass_host_canary_seconds": [
-    9.584145000189893e-06,
-    6.93130499939798e-06,
-    1.0018807500387084e-05
+    8.927375000098436e-06,
+    9.874305000039385e-06,
+    1.0419950000368771e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6540169999643697e-05,
-    1.4903629999025725e-05,
-    1.9466999999622205e-05
+    1.634331000104794e-05,
+    1.9366499999478036e-05,
+    2.0233949999237667e-05
    ]
   },
   "layer_backward_tanh_autocast": {
-   "seconds": 2.4376381720815386e-05,
-   "min": 2.321828617936089e-05,
-   "max": 2.9101714491844176e-05,
+   "seconds": 1.8019046811830428e-05,
+   "min": 1.678628634129252e-05,
+   "max": 2.555047773889133e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2697,33 +2697,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001451839953660965,
-    0.0002894720137119293,
-    0.0007248640060424805
+    0.00013017599284648895,
+    0.0002280000001192093,
+    0.0005760959982872009
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 9.584145000189893e-06,
-   "host_backward_canary_seconds": 1.6540169999643697e-05,
+   "host_canary_seconds": 8.927375000098436e-06,
+   "host_backward_canary_seconds": 1.634331000104794e-05,
    "pass_seconds": [
-    2.321828617936089e-05,
-    2.4376381720815386e-05,
-    2.9101714491844176e-05
+    1.678628634129252e-05,
+    2.555047773889133e-05,
+    1.8019046811830428e-05
    ],
    "pass_host_canary_seconds": [
-    9.584145000189893e-06,
-    6.93130499939798e-06,
-    1.0018807500387084e-05
+    8.927375000098436e-06,
+    9.874305000039385e-06,
+    1.0419950000368771e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6540169999643697e-05,
-    1.4903629999025725e-05,
-    1.9466999999622205e-05
+    1.634331000104794e-05,
+    1.9366499999478036e-05,
+    2.0233949999237667e-05
    ]
   },
   "layer_forward_sigmoid": {
-   "seconds": 1.3188571092628298e-05,
-   "min": 8.975238583627202e-06,
-   "max": 1.4451047671692712e-05,
+   "seconds": 1.2569142860316095e-05,
+   "min": 1.1532952033338092e-05,
+   "max": 1.385676186709177e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2732,32 +2732,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.796800062060356e-05,
-    7.577600330114365e-05,
-    0.00022854399681091308
+    2.4800000712275504e-05,
+    6.243199855089187e-05,
+    0.00021331200003623963
    ],
-   "host_canary_seconds": 9.607287499875382e-06,
-   "host_backward_canary_seconds": 1.6028400000323018e-05,
+   "host_canary_seconds": 8.722195000245847e-06,
+   "host_backward_canary_seconds": 1.4275360000510772e-05,
    "pass_seconds": [
-    1.3188571092628298e-05,
-    8.975238583627202e-06,
-    1.4451047671692712e-05
+    1.2569142860316095e-05,
+    1.385676186709177e-05,
+    1.1532952033338092e-05
    ],
    "pass_host_canary_seconds": [
-    9.607287499875382e-06,
-    7.2546649994365e-06,
-    1.011952249996284e-05
+    8.722195000245847e-06,
+    9.619760000418864e-06,
+    9.759339999959592e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6028400000323018e-05,
-    1.5146890000323765e-05,
-    1.920766000012009e-05
+    1.4275360000510772e-05,
+    1.8620109999574195e-05,
+    1.956419999942227e-05
    ]
   },
   "layer_backward_sigmoid": {
-   "seconds": 2.496381006425335e-05,
-   "min": 2.2723808175041564e-05,
-   "max": 2.6011430614051367e-05,
+   "seconds": 2.4725334275336494e-05,
+   "min": 1.7919236439324563e-05,
+   "max": 3.358780911990574e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2766,33 +2766,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014883199334144592,
-    0.00024400000274181366,
-    0.0006833279728889466
+    0.00011241599917411804,
+    0.0001996160000562668,
+    0.0005683199763298034
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 9.607287499875382e-06,
-   "host_backward_canary_seconds": 1.6028400000323018e-05,
+   "host_canary_seconds": 8.722195000245847e-06,
+   "host_backward_canary_seconds": 1.4275360000510772e-05,
    "pass_seconds": [
-    2.2723808175041564e-05,
-    2.496381006425335e-05,
-    2.6011430614051367e-05
+    1.7919236439324563e-05,
+    2.4725334275336494e-05,
+    3.358780911990574e-05
    ],
    "pass_host_canary_seconds": [
-    9.607287499875382e-06,
-    7.2546649994365e-06,
-    1.011952249996284e-05
+    8.722195000245847e-06,
+    9.619760000418864e-06,
+    9.759339999959592e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6028400000323018e-05,
-    1.5146890000323765e-05,
-    1.920766000012009e-05
+    1.4275360000510772e-05,
+    1.8620109999574195e-05,
+    1.956419999942227e-05
    ]
   },
   "layer_forward_sigmoid_autocast": {
-   "seconds": 1.4479237475565504e-05,
-   "min": 9.382857098465873e-06,
-   "max": 1.5129904307070235e-05,
+   "seconds": 1.4217904281048548e-05,
+   "min": 1.0679619120700019e-05,
+   "max": 1.6415237582155634e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2801,32 +2801,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.499199986457825e-05,
-    8.806400001049042e-05,
-    0.00027116799354553225
+    3.0656000599265096e-05,
+    7.129599899053574e-05,
+    0.00027401599287986753
    ],
-   "host_canary_seconds": 9.809059999952296e-06,
-   "host_backward_canary_seconds": 1.6698829999768352e-05,
+   "host_canary_seconds": 7.261384999992515e-06,
+   "host_backward_canary_seconds": 1.3320040000053269e-05,
    "pass_seconds": [
-    1.5129904307070235e-05,
-    9.382857098465873e-06,
-    1.4479237475565504e-05
+    1.6415237582155634e-05,
+    1.4217904281048548e-05,
+    1.0679619120700019e-05
    ],
    "pass_host_canary_seconds": [
-    9.809059999952296e-06,
-    7.715494999729345e-06,
-    9.825117500099623e-06
+    7.261384999992515e-06,
+    9.515900000280908e-06,
+    1.0229462500035425e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6698829999768352e-05,
-    1.630182000099012e-05,
-    1.9005374999778725e-05
+    1.3320040000053269e-05,
+    1.5072969999891938e-05,
+    1.9283405000010133e-05
    ]
   },
   "layer_backward_sigmoid_autocast": {
-   "seconds": 2.233599942354929e-05,
-   "min": 2.227505012637093e-05,
-   "max": 2.9667809782993216e-05,
+   "seconds": 2.0486859693413686e-05,
+   "min": 1.2116571001353724e-05,
+   "max": 3.890285694173404e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2835,33 +2835,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00017427200078964233,
-    0.00030438399314880373,
-    0.0007413120269775391
+    0.00010755199939012528,
+    0.00019571200013160706,
+    0.0005363839864730835
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 9.809059999952296e-06,
-   "host_backward_canary_seconds": 1.6698829999768352e-05,
+   "host_canary_seconds": 7.261384999992515e-06,
+   "host_backward_canary_seconds": 1.3320040000053269e-05,
    "pass_seconds": [
-    2.227505012637093e-05,
-    2.233599942354929e-05,
-    2.9667809782993216e-05
+    1.2116571001353724e-05,
+    2.0486859693413686e-05,
+    3.890285694173404e-05
    ],
    "pass_host_canary_seconds": [
-    9.809059999952296e-06,
-    7.715494999729345e-06,
-    9.825117500099623e-06
+    7.261384999992515e-06,
+    9.515900000280908e-06,
+    1.0229462500035425e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6698829999768352e-05,
-    1.630182000099012e-05,
-    1.9005374999778725e-05
+    1.3320040000053269e-05,
+    1.5072969999891938e-05,
+    1.9283405000010133e-05
    ]
   },
   "layer_forward_dropout": {
-   "seconds": 2.1712000348738262e-05,
-   "min": 1.3673142663070132e-05,
-   "max": 2.1984762379101345e-05,
+   "seconds": 1.47847623697349e-05,
+   "min": 1.333790449869065e-05,
+   "max": 2.4799238003435588e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2870,32 +2870,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.750399872660637e-05,
-    0.0001122879981994629,
-    0.0003664000034332275
+    2.4064000695943834e-05,
+    6.761600077152252e-05,
+    0.0002455680072307587
    ],
-   "host_canary_seconds": 1.0008120000293275e-05,
-   "host_backward_canary_seconds": 1.6922290001275542e-05,
+   "host_canary_seconds": 6.973942499826079e-06,
+   "host_backward_canary_seconds": 1.786820000006628e-05,
    "pass_seconds": [
-    2.1712000348738262e-05,
-    1.3673142663070132e-05,
-    2.1984762379101345e-05
+    1.47847623697349e-05,
+    1.333790449869065e-05,
+    2.4799238003435588e-05
    ],
    "pass_host_canary_seconds": [
-    1.0008120000293275e-05,
-    7.715494999729345e-06,
-    9.751507499800028e-06
+    6.973942499826079e-06,
+    9.804229999872405e-06,
+    1.0844070000075589e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6922290001275542e-05,
-    1.4489180000509804e-05,
-    1.7286455000657953e-05
+    1.786820000006628e-05,
+    1.846967999995286e-05,
+    2.0282254999415274e-05
    ]
   },
   "layer_backward_dropout": {
-   "seconds": 2.616228588989802e-05,
-   "min": 2.2919619899420514e-05,
-   "max": 2.869714477232524e-05,
+   "seconds": 2.5646476873329722e-05,
+   "min": 2.560076099776086e-05,
+   "max": 3.06544779312043e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2904,33 +2904,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00017423999309539796,
-    0.0003190720081329346,
-    0.0008473600149154663
+    0.00012403199821710588,
+    0.00023907199501991273,
+    0.0007277759909629822
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.0008120000293275e-05,
-   "host_backward_canary_seconds": 1.6922290001275542e-05,
+   "host_canary_seconds": 6.973942499826079e-06,
+   "host_backward_canary_seconds": 1.786820000006628e-05,
    "pass_seconds": [
-    2.2919619899420514e-05,
-    2.869714477232524e-05,
-    2.616228588989802e-05
+    2.560076099776086e-05,
+    3.06544779312043e-05,
+    2.5646476873329722e-05
    ],
    "pass_host_canary_seconds": [
-    1.0008120000293275e-05,
-    7.715494999729345e-06,
-    9.751507499800028e-06
+    6.973942499826079e-06,
+    9.804229999872405e-06,
+    1.0844070000075589e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6922290001275542e-05,
-    1.4489180000509804e-05,
-    1.7286455000657953e-05
+    1.786820000006628e-05,
+    1.846967999995286e-05,
+    2.0282254999415274e-05
    ]
   },
   "layer_forward_dropout_autocast": {
-   "seconds": 2.2591999421517053e-05,
-   "min": 2.1723428475005285e-05,
-   "max": 2.2942476151954563e-05,
+   "seconds": 2.1257143290269942e-05,
+   "min": 1.5394285321235654e-05,
+   "max": 2.509181041802679e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2939,32 +2939,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.569600105285644e-05,
-    0.00012019199877977372,
-    0.0004050559997558594
+    3.433600068092346e-05,
+    7.523199915885926e-05,
+    0.00026348799467086794
    ],
-   "host_canary_seconds": 9.591205000560876e-06,
-   "host_backward_canary_seconds": 1.6563819999646513e-05,
+   "host_canary_seconds": 7.220205000066926e-06,
+   "host_backward_canary_seconds": 1.7883470000015223e-05,
    "pass_seconds": [
-    2.2942476151954563e-05,
-    2.2591999421517053e-05,
-    2.1723428475005285e-05
+    1.5394285321235654e-05,
+    2.1257143290269942e-05,
+    2.509181041802679e-05
    ],
    "pass_host_canary_seconds": [
-    9.591205000560876e-06,
-    7.404954999401525e-06,
-    9.77751999926113e-06
+    7.220205000066926e-06,
+    9.76275499994017e-06,
+    1.0468874999673971e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6563819999646513e-05,
-    1.5499180001370405e-05,
-    1.608907999980147e-05
+    1.7883470000015223e-05,
+    1.9618514999706347e-05,
+    2.0526440000594448e-05
    ]
   },
   "layer_backward_dropout_autocast": {
-   "seconds": 2.1736382196346918e-05,
-   "min": 1.3316572244678227e-05,
-   "max": 2.8014477697156716e-05,
+   "seconds": 2.532114514282772e-05,
+   "min": 2.3139046416396185e-05,
+   "max": 2.8352759601104817e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2973,33 +2973,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00019299200177192688,
-    0.00034803199768066405,
-    0.0008701760172843933
+    0.00014086399972438812,
+    0.0002574079930782318,
+    0.0007497280240058899
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 9.591205000560876e-06,
-   "host_backward_canary_seconds": 1.6563819999646513e-05,
+   "host_canary_seconds": 7.220205000066926e-06,
+   "host_backward_canary_seconds": 1.7883470000015223e-05,
    "pass_seconds": [
-    2.1736382196346918e-05,
-    1.3316572244678227e-05,
-    2.8014477697156716e-05
+    2.532114514282772e-05,
+    2.3139046416396185e-05,
+    2.8352759601104817e-05
    ],
    "pass_host_canary_seconds": [
-    9.591205000560876e-06,
-    7.404954999401525e-06,
-    9.77751999926113e-06
+    7.220205000066926e-06,
+    9.76275499994017e-06,
+    1.0468874999673971e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6563819999646513e-05,
-    1.5499180001370405e-05,
-    1.608907999980147e-05
+    1.7883470000015223e-05,
+    1.9618514999706347e-05,
+    2.0526440000594448e-05
    ]
   },
   "layer_forward_dropout_identity": {
-   "seconds": 5.411047843240556e-06,
-   "min": 2.700952502588431e-06,
-   "max": 6.0441904656943825e-06,
+   "seconds": 4.269714112437906e-06,
+   "min": 2.7123809392963134e-06,
+   "max": 5.500190492187227e-06,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout_identity layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3008,32 +3008,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    1.817600056529045e-05,
-    3.407999873161316e-05,
-    9.92320030927658e-05
+    1.158399973064661e-05,
+    1.9775999709963798e-05,
+    5.2287999540567396e-05
    ],
-   "host_canary_seconds": 9.435910000092917e-06,
-   "host_backward_canary_seconds": 1.5851979999297327e-05,
+   "host_canary_seconds": 7.187745000010182e-06,
+   "host_backward_canary_seconds": 1.7913870000256793e-05,
    "pass_seconds": [
-    5.411047843240556e-06,
-    2.700952502588431e-06,
-    6.0441904656943825e-06
+    2.7123809392963134e-06,
+    4.269714112437906e-06,
+    5.500190492187227e-06
    ],
    "pass_host_canary_seconds": [
-    9.435910000092917e-06,
-    7.08041999928355e-06,
-    9.686069999474967e-06
+    7.187745000010182e-06,
+    9.908320000135974e-06,
+    1.0364505000381997e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5851979999297327e-05,
-    1.479176999964693e-05,
-    1.613709000025665e-05
+    1.7913870000256793e-05,
+    1.95016600002873e-05,
+    1.9804649999741743e-05
    ]
   },
   "layer_backward_dropout_identity": {
-   "seconds": 3.253335931471409e-07,
+   "seconds": 1.3577138916367581e-06,
    "min": 0.0,
-   "max": 6.27809159812474e-07,
+   "max": 1.3691433927132983e-06,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout_identity layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3042,33 +3042,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00010367999970912933,
-    0.00013152000308036803,
-    0.00019750399887561798
+    8.931200206279755e-05,
+    9.827200323343276e-05,
+    0.00014927999675273896
    ],
    "backward_nodes_per_layer": 0.0,
-   "host_canary_seconds": 9.435910000092917e-06,
-   "host_backward_canary_seconds": 1.5851979999297327e-05,
+   "host_canary_seconds": 7.187745000010182e-06,
+   "host_backward_canary_seconds": 1.7913870000256793e-05,
    "pass_seconds": [
-    6.27809159812474e-07,
-    0.0,
-    3.253335931471409e-07
+    1.3577138916367581e-06,
+    1.3691433927132983e-06,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    9.435910000092917e-06,
-    7.08041999928355e-06,
-    9.686069999474967e-06
+    7.187745000010182e-06,
+    9.908320000135974e-06,
+    1.0364505000381997e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5851979999297327e-05,
-    1.479176999964693e-05,
-    1.613709000025665e-05
+    1.7913870000256793e-05,
+    1.95016600002873e-05,
+    1.9804649999741743e-05
    ]
   },
   "layer_forward_dropout_identity_autocast": {
-   "seconds": 5.507047687258038e-06,
-   "min": 2.886095305993444e-06,
-   "max": 5.753904492372558e-06,
+   "seconds": 5.708952567407063e-06,
+   "min": 1.5375237202360517e-06,
+   "max": 5.801142592515264e-06,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout_identity layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3077,32 +3077,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.28960008919239e-05,
-    4.947200044989586e-05,
-    0.00011897599697113037
+    3.683200106024742e-05,
+    4.6560000628232954e-05,
+    6.159999966621399e-05
    ],
-   "host_canary_seconds": 9.638597499588287e-06,
-   "host_backward_canary_seconds": 1.6258060001064222e-05,
+   "host_canary_seconds": 8.939654999835512e-06,
+   "host_backward_canary_seconds": 1.8007989999659913e-05,
    "pass_seconds": [
-    5.753904492372558e-06,
-    2.886095305993444e-06,
-    5.507047687258038e-06
+    1.5375237202360517e-06,
+    5.801142592515264e-06,
+    5.708952567407063e-06
    ],
    "pass_host_canary_seconds": [
-    9.638597499588287e-06,
-    6.989565000594666e-06,
-    9.667792500067663e-06
+    8.939654999835512e-06,
+    1.0077529999819035e-05,
+    1.045537749973846e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6258060001064222e-05,
-    1.3890370000808616e-05,
-    1.5970629999628726e-05
+    1.8007989999659913e-05,
+    1.876724499993543e-05,
+    2.096089000019674e-05
    ]
   },
   "layer_backward_dropout_identity_autocast": {
-   "seconds": 1.1108571752196263e-06,
+   "seconds": 4.777146414631887e-07,
    "min": 0.0,
-   "max": 3.1276199789274305e-06,
+   "max": 3.2746672985099603e-06,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout_identity layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3111,33 +3111,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00012777599692344666,
-    0.0001554879993200302,
-    0.00023311999440193176
+    0.00015801599621772765,
+    0.0001499200016260147,
+    0.00016256000101566316
    ],
    "backward_nodes_per_layer": 0.0,
-   "host_canary_seconds": 9.638597499588287e-06,
-   "host_backward_canary_seconds": 1.6258060001064222e-05,
+   "host_canary_seconds": 8.939654999835512e-06,
+   "host_backward_canary_seconds": 1.8007989999659913e-05,
    "pass_seconds": [
-    1.1108571752196263e-06,
     0.0,
-    3.1276199789274305e-06
+    4.777146414631887e-07,
+    3.2746672985099603e-06
    ],
    "pass_host_canary_seconds": [
-    9.638597499588287e-06,
-    6.989565000594666e-06,
-    9.667792500067663e-06
+    8.939654999835512e-06,
+    1.0077529999819035e-05,
+    1.045537749973846e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6258060001064222e-05,
-    1.3890370000808616e-05,
-    1.5970629999628726e-05
+    1.8007989999659913e-05,
+    1.876724499993543e-05,
+    2.096089000019674e-05
    ]
   },
   "layer_forward_add": {
-   "seconds": 1.1005713914831478e-05,
-   "min": 7.70209516797747e-06,
-   "max": 1.1499428855521337e-05,
+   "seconds": 1.105371436902455e-05,
+   "min": 9.733333740205991e-06,
+   "max": 1.1396571372946104e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3146,32 +3146,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.5567999109625817e-05,
-    6.310400366783142e-05,
-    0.00019215999543666838
+    2.7744000777602196e-05,
+    3.999999910593033e-05,
+    0.00016809600591659546
    ],
-   "host_canary_seconds": 9.48264000044219e-06,
-   "host_backward_canary_seconds": 1.4205359998413768e-05,
+   "host_canary_seconds": 8.709420000059253e-06,
+   "host_backward_canary_seconds": 1.422740999942107e-05,
    "pass_seconds": [
-    1.1005713914831478e-05,
-    7.70209516797747e-06,
-    1.1499428855521337e-05
+    9.733333740205991e-06,
+    1.105371436902455e-05,
+    1.1396571372946104e-05
    ],
    "pass_host_canary_seconds": [
-    9.48264000044219e-06,
-    7.0593025003518055e-06,
-    9.906462499884583e-06
+    8.709420000059253e-06,
+    9.555569999974977e-06,
+    1.0691127499740105e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4205359998413768e-05,
-    1.3628684999957841e-05,
-    1.9168684999613106e-05
+    1.422740999942107e-05,
+    1.854718000004141e-05,
+    2.0394539999983864e-05
    ]
   },
   "layer_backward_add": {
-   "seconds": 2.25089510814065e-05,
-   "min": 1.8318475357123784e-05,
-   "max": 2.797409625990051e-05,
+   "seconds": 2.4206477173027537e-05,
+   "min": 1.6324570934687346e-05,
+   "max": 2.7052951000985647e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3180,33 +3180,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001414079964160919,
-    0.00025030401349067686,
-    0.0006469119787216186
+    0.00014207999408245086,
+    0.0001786240041255951,
+    0.0005190719962120056
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 9.48264000044219e-06,
-   "host_backward_canary_seconds": 1.4205359998413768e-05,
+   "host_canary_seconds": 8.709420000059253e-06,
+   "host_backward_canary_seconds": 1.422740999942107e-05,
    "pass_seconds": [
-    2.25089510814065e-05,
-    1.8318475357123784e-05,
-    2.797409625990051e-05
+    1.6324570934687346e-05,
+    2.7052951000985647e-05,
+    2.4206477173027537e-05
    ],
    "pass_host_canary_seconds": [
-    9.48264000044219e-06,
-    7.0593025003518055e-06,
-    9.906462499884583e-06
+    8.709420000059253e-06,
+    9.555569999974977e-06,
+    1.0691127499740105e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4205359998413768e-05,
-    1.3628684999957841e-05,
-    1.9168684999613106e-05
+    1.422740999942107e-05,
+    1.854718000004141e-05,
+    2.0394539999983864e-05
    ]
   },
   "layer_forward_add_autocast": {
-   "seconds": 1.113523808973176e-05,
-   "min": 7.976381019467399e-06,
-   "max": 1.1532190832353774e-05,
+   "seconds": 1.1345523453894116e-05,
+   "min": 9.967238243137086e-06,
+   "max": 1.2884571438743957e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3215,32 +3215,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.153599962592125e-05,
-    7.689599692821503e-05,
-    0.00020921599864959716
+    3.491200134158135e-05,
+    6.431999802589417e-05,
+    0.00018425600230693816
    ],
-   "host_canary_seconds": 9.460707500466013e-06,
-   "host_backward_canary_seconds": 1.6309314999034543e-05,
+   "host_canary_seconds": 8.534345000157372e-06,
+   "host_backward_canary_seconds": 1.2356089999912001e-05,
    "pass_seconds": [
-    1.113523808973176e-05,
-    7.976381019467399e-06,
-    1.1532190832353774e-05
+    9.967238243137086e-06,
+    1.1345523453894116e-05,
+    1.2884571438743957e-05
    ],
    "pass_host_canary_seconds": [
-    9.460707500466013e-06,
-    6.973805000143329e-06,
-    1.006891750023442e-05
+    8.534345000157372e-06,
+    9.728114999916215e-06,
+    1.0867359999906512e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6309314999034543e-05,
-    1.8413630000395644e-05,
-    1.9535730000370677e-05
+    1.2356089999912001e-05,
+    1.878620999946179e-05,
+    2.1059379999996963e-05
    ]
   },
   "layer_backward_add_autocast": {
-   "seconds": 2.8073903173208233e-05,
-   "min": 2.44525708258152e-05,
-   "max": 3.215618875055086e-05,
+   "seconds": 2.6739808065550666e-05,
+   "min": 1.7391238006807513e-05,
+   "max": 3.0311619951611475e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3249,33 +3249,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001703999936580658,
-    0.00031808000802993776,
-    0.0007178559899330139
+    0.0001231679990887642,
+    0.00019235199689865111,
+    0.0005292479991912842
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 9.460707500466013e-06,
-   "host_backward_canary_seconds": 1.6309314999034543e-05,
+   "host_canary_seconds": 8.534345000157372e-06,
+   "host_backward_canary_seconds": 1.2356089999912001e-05,
    "pass_seconds": [
-    2.44525708258152e-05,
-    2.8073903173208233e-05,
-    3.215618875055086e-05
+    1.7391238006807513e-05,
+    2.6739808065550666e-05,
+    3.0311619951611475e-05
    ],
    "pass_host_canary_seconds": [
-    9.460707500466013e-06,
-    6.973805000143329e-06,
-    1.006891750023442e-05
+    8.534345000157372e-06,
+    9.728114999916215e-06,
+    1.0867359999906512e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6309314999034543e-05,
-    1.8413630000395644e-05,
-    1.9535730000370677e-05
+    1.2356089999912001e-05,
+    1.878620999946179e-05,
+    2.1059379999996963e-05
    ]
   },
   "layer_forward_mul": {
-   "seconds": 1.1705143111092705e-05,
-   "min": 8.1523811178548e-06,
-   "max": 1.3043048126356945e-05,
+   "seconds": 8.424380882864906e-06,
+   "min": 7.566476063359351e-06,
+   "max": 1.2883809705575306e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3284,32 +3284,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.5536000728607178e-05,
-    6.960000097751617e-05,
-    0.0002040960043668747
+    2.1536000072956085e-05,
+    5.222399905323982e-05,
+    0.0001376959979534149
    ],
-   "host_canary_seconds": 9.296542500010218e-06,
-   "host_backward_canary_seconds": 1.5911064999727386e-05,
+   "host_canary_seconds": 6.906759999765199e-06,
+   "host_backward_canary_seconds": 1.3272889999598192e-05,
    "pass_seconds": [
-    1.1705143111092705e-05,
-    8.1523811178548e-06,
-    1.3043048126356945e-05
+    7.566476063359351e-06,
+    8.424380882864906e-06,
+    1.2883809705575306e-05
    ],
    "pass_host_canary_seconds": [
-    9.296542500010218e-06,
-    6.923070000084408e-06,
-    9.788125000795844e-06
+    6.906759999765199e-06,
+    7.3012100000369174e-06,
+    1.108969499966861e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5911064999727386e-05,
-    1.6794759999356758e-05,
-    1.8780829998377156e-05
+    1.3272889999598192e-05,
+    1.8307670000012877e-05,
+    2.0315120000304887e-05
    ]
   },
   "layer_backward_mul": {
-   "seconds": 4.2202667821021316e-05,
-   "min": 3.968838229775429e-05,
-   "max": 4.904228661741529e-05,
+   "seconds": 5.0915050896860304e-05,
+   "min": 4.230019068788914e-05,
+   "max": 6.203809345052357e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3318,33 +3318,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015251199901103972,
-    0.00032256001234054563,
-    0.0009639040231704712
+    0.00011337599903345108,
+    0.00023263999819755554,
+    0.0008512639999389649
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 9.296542500010218e-06,
-   "host_backward_canary_seconds": 1.5911064999727386e-05,
+   "host_canary_seconds": 6.906759999765199e-06,
+   "host_backward_canary_seconds": 1.3272889999598192e-05,
    "pass_seconds": [
-    4.2202667821021316e-05,
-    3.968838229775429e-05,
-    4.904228661741529e-05
+    4.230019068788914e-05,
+    5.0915050896860304e-05,
+    6.203809345052357e-05
    ],
    "pass_host_canary_seconds": [
-    9.296542500010218e-06,
-    6.923070000084408e-06,
-    9.788125000795844e-06
+    6.906759999765199e-06,
+    7.3012100000369174e-06,
+    1.108969499966861e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5911064999727386e-05,
-    1.6794759999356758e-05,
-    1.8780829998377156e-05
+    1.3272889999598192e-05,
+    1.8307670000012877e-05,
+    2.0315120000304887e-05
    ]
   },
   "layer_forward_mul_autocast": {
-   "seconds": 1.2692571041129882e-05,
-   "min": 8.499047851988247e-06,
-   "max": 1.2851809284516743e-05,
+   "seconds": 9.61828568861598e-06,
+   "min": 8.92419030978566e-06,
+   "max": 1.668038130516097e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3353,32 +3353,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.041599854826927e-05,
-    7.612799853086472e-05,
-    0.00023001599311828612
+    2.7775999158620835e-05,
+    5.260799825191498e-05,
+    0.00016099199652671814
    ],
-   "host_canary_seconds": 9.22868749967165e-06,
-   "host_backward_canary_seconds": 1.603891500053578e-05,
+   "host_canary_seconds": 6.789024999989124e-06,
+   "host_backward_canary_seconds": 1.3558070000954104e-05,
    "pass_seconds": [
-    1.2692571041129882e-05,
-    8.499047851988247e-06,
-    1.2851809284516743e-05
+    8.92419030978566e-06,
+    9.61828568861598e-06,
+    1.668038130516097e-05
    ],
    "pass_host_canary_seconds": [
-    9.22868749967165e-06,
-    6.702089999635063e-06,
-    9.80473500021617e-06
+    6.789024999989124e-06,
+    8.375257500006229e-06,
+    1.108908999981395e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.603891500053578e-05,
-    1.1427990000356657e-05,
-    1.8570189999991272e-05
+    1.3558070000954104e-05,
+    1.8684689999872715e-05,
+    2.1325304999777472e-05
    ]
   },
   "layer_backward_mul_autocast": {
-   "seconds": 4.331961877289273e-05,
-   "min": 2.7528382216890656e-05,
-   "max": 5.1315050926946456e-05,
+   "seconds": 5.064228443162782e-05,
+   "min": 4.4089905740249726e-05,
+   "max": 6.152228886882464e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3387,33 +3387,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.000190528005361557,
-    0.00037644800543785095,
-    0.0010366719961166383
+    0.0001298239976167679,
+    0.0002580159902572632,
+    0.0009147520065307617
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 9.22868749967165e-06,
-   "host_backward_canary_seconds": 1.603891500053578e-05,
+   "host_canary_seconds": 6.789024999989124e-06,
+   "host_backward_canary_seconds": 1.3558070000954104e-05,
    "pass_seconds": [
-    4.331961877289273e-05,
-    2.7528382216890656e-05,
-    5.1315050926946456e-05
+    4.4089905740249726e-05,
+    6.152228886882464e-05,
+    5.064228443162782e-05
    ],
    "pass_host_canary_seconds": [
-    9.22868749967165e-06,
-    6.702089999635063e-06,
-    9.80473500021617e-06
+    6.789024999989124e-06,
+    8.375257500006229e-06,
+    1.108908999981395e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.603891500053578e-05,
-    1.1427990000356657e-05,
-    1.8570189999991272e-05
+    1.3558070000954104e-05,
+    1.8684689999872715e-05,
+    2.1325304999777472e-05
    ]
   },
   "layer_forward_softmax": {
-   "seconds": 1.1150475946210677e-05,
-   "min": 7.86742896196388e-06,
-   "max": 1.2092190750298048e-05,
+   "seconds": 1.2222476214880034e-05,
+   "min": 8.028952316159294e-06,
+   "max": 1.433904752844856e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3422,32 +3422,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.5216000154614447e-05,
-    5.8304000645875934e-05,
-    0.00019235199689865111
+    1.756799966096878e-05,
+    4.092799872159958e-05,
+    0.00013775999844074248
    ],
-   "host_canary_seconds": 9.378537500310813e-06,
-   "host_backward_canary_seconds": 1.6187649999892526e-05,
+   "host_canary_seconds": 6.91512999992483e-06,
+   "host_backward_canary_seconds": 1.341557000046123e-05,
    "pass_seconds": [
-    1.1150475946210677e-05,
-    7.86742896196388e-06,
-    1.2092190750298048e-05
+    8.028952316159294e-06,
+    1.2222476214880034e-05,
+    1.433904752844856e-05
    ],
    "pass_host_canary_seconds": [
-    9.378537500310813e-06,
-    6.649670000342667e-06,
-    9.896700000240344e-06
+    6.91512999992483e-06,
+    9.879170000317573e-06,
+    1.103581499990014e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6187649999892526e-05,
-    1.1539529999708975e-05,
-    1.8630810000104248e-05
+    1.341557000046123e-05,
+    1.5310645000568002e-05,
+    2.0866205000515945e-05
    ]
   },
   "layer_backward_softmax": {
-   "seconds": 2.759314133297829e-05,
-   "min": 1.7616763267488704e-05,
-   "max": 3.4207999794965695e-05,
+   "seconds": 2.6819808674710137e-05,
+   "min": 2.4801525775165784e-05,
+   "max": 3.225904703140258e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3456,33 +3456,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00013171200454235076,
-    0.00026348799467086794,
-    0.0007180479764938354
+    0.00010505600273609162,
+    0.0001749120056629181,
+    0.0006162239909172058
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 9.378537500310813e-06,
-   "host_backward_canary_seconds": 1.6187649999892526e-05,
+   "host_canary_seconds": 6.91512999992483e-06,
+   "host_backward_canary_seconds": 1.341557000046123e-05,
    "pass_seconds": [
-    2.759314133297829e-05,
-    1.7616763267488704e-05,
-    3.4207999794965695e-05
+    2.6819808674710137e-05,
+    2.4801525775165784e-05,
+    3.225904703140258e-05
    ],
    "pass_host_canary_seconds": [
-    9.378537500310813e-06,
-    6.649670000342667e-06,
-    9.896700000240344e-06
+    6.91512999992483e-06,
+    9.879170000317573e-06,
+    1.103581499990014e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6187649999892526e-05,
-    1.1539529999708975e-05,
-    1.8630810000104248e-05
+    1.341557000046123e-05,
+    1.5310645000568002e-05,
+    2.0866205000515945e-05
    ]
   },
   "layer_forward_softmax_autocast": {
-   "seconds": 1.2601143370072045e-05,
-   "min": 8.091428184083531e-06,
-   "max": 1.2639238011269345e-05,
+   "seconds": 1.2013713873568035e-05,
+   "min": 8.327618596099673e-06,
+   "max": 1.3708189839408509e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3491,32 +3491,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.1951999068260195e-05,
-    8.057600259780883e-05,
-    0.00023177599906921387
+    2.8543999418616294e-05,
+    5.41439987719059e-05,
+    0.0001536639928817749
    ],
-   "host_canary_seconds": 9.397925000484976e-06,
-   "host_backward_canary_seconds": 1.5522510000209878e-05,
+   "host_canary_seconds": 7.201755000210142e-06,
+   "host_backward_canary_seconds": 1.4098410000542571e-05,
    "pass_seconds": [
-    1.2639238011269345e-05,
-    8.091428184083531e-06,
-    1.2601143370072045e-05
+    8.327618596099673e-06,
+    1.2013713873568035e-05,
+    1.3708189839408509e-05
    ],
    "pass_host_canary_seconds": [
-    9.397925000484976e-06,
-    6.666297500146356e-06,
-    9.924682500468408e-06
+    7.201755000210142e-06,
+    9.766292500046347e-06,
+    1.0905107500320811e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5522510000209878e-05,
-    1.1226784999962547e-05,
-    1.833575000091514e-05
+    1.4098410000542571e-05,
+    1.4904825000030542e-05,
+    2.0218445000068643e-05
    ]
   },
   "layer_backward_softmax_autocast": {
-   "seconds": 2.8303236478850956e-05,
-   "min": 1.5645716782836685e-05,
-   "max": 3.3740191409985225e-05,
+   "seconds": 3.164190337771462e-05,
+   "min": 2.0222475131352743e-05,
+   "max": 3.297752603178932e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3525,33 +3525,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00016710400581359863,
-    0.000296671986579895,
-    0.0007834879755973816
+    0.00010569600015878677,
+    0.00021939200162887572,
+    0.0005432959794998169
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 9.397925000484976e-06,
-   "host_backward_canary_seconds": 1.5522510000209878e-05,
+   "host_canary_seconds": 7.201755000210142e-06,
+   "host_backward_canary_seconds": 1.4098410000542571e-05,
    "pass_seconds": [
-    2.8303236478850956e-05,
-    1.5645716782836685e-05,
-    3.3740191409985225e-05
+    2.0222475131352743e-05,
+    3.297752603178932e-05,
+    3.164190337771462e-05
    ],
    "pass_host_canary_seconds": [
-    9.397925000484976e-06,
-    6.666297500146356e-06,
-    9.924682500468408e-06
+    7.201755000210142e-06,
+    9.766292500046347e-06,
+    1.0905107500320811e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5522510000209878e-05,
-    1.1226784999962547e-05,
-    1.833575000091514e-05
+    1.4098410000542571e-05,
+    1.4904825000030542e-05,
+    2.0218445000068643e-05
    ]
   },
   "layer_forward_log_softmax": {
-   "seconds": 8.2819044057812e-06,
-   "min": 8.268951926203e-06,
-   "max": 1.159542834474927e-05,
+   "seconds": 1.1948952273953527e-05,
+   "min": 7.507047660294034e-06,
+   "max": 1.3156571647241e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3560,32 +3560,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.486399933695793e-05,
-    5.7599999010562895e-05,
-    0.00019811199605464935
+    1.7055999487638475e-05,
+    4.121600091457367e-05,
+    0.00013020800054073335
    ],
-   "host_canary_seconds": 9.436114999061828e-06,
-   "host_backward_canary_seconds": 1.3870669999960227e-05,
+   "host_canary_seconds": 6.915652500083525e-06,
+   "host_backward_canary_seconds": 1.5094865000264689e-05,
    "pass_seconds": [
-    1.159542834474927e-05,
-    8.268951926203e-06,
-    8.2819044057812e-06
+    7.507047660294034e-06,
+    1.1948952273953527e-05,
+    1.3156571647241e-05
    ],
    "pass_host_canary_seconds": [
-    9.436114999061828e-06,
-    6.69242250012303e-06,
-    9.957624999969994e-06
+    6.915652500083525e-06,
+    1.0729365000088364e-05,
+    1.060076500039031e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3870669999960227e-05,
-    1.1629639999455321e-05,
-    1.8826599998646997e-05
+    1.5094865000264689e-05,
+    1.440916999968067e-05,
+    1.9417830000065805e-05
    ]
   },
   "layer_backward_log_softmax": {
-   "seconds": 1.8751239847569232e-05,
-   "min": 1.2940190466386933e-05,
-   "max": 2.8586668893694882e-05,
+   "seconds": 2.056914151069664e-05,
+   "min": 1.5087237847702847e-05,
+   "max": 2.561752524759088e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3594,33 +3594,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00013974399864673614,
-    0.00021916800737380981,
-    0.0005910720229148865
+    0.00010960000008344651,
+    0.00015481600165367126,
+    0.00044099199771881106
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 9.436114999061828e-06,
-   "host_backward_canary_seconds": 1.3870669999960227e-05,
+   "host_canary_seconds": 6.915652500083525e-06,
+   "host_backward_canary_seconds": 1.5094865000264689e-05,
    "pass_seconds": [
-    1.8751239847569232e-05,
-    1.2940190466386933e-05,
-    2.8586668893694882e-05
+    1.5087237847702847e-05,
+    2.056914151069664e-05,
+    2.561752524759088e-05
    ],
    "pass_host_canary_seconds": [
-    9.436114999061828e-06,
-    6.69242250012303e-06,
-    9.957624999969994e-06
+    6.915652500083525e-06,
+    1.0729365000088364e-05,
+    1.060076500039031e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3870669999960227e-05,
-    1.1629639999455321e-05,
-    1.8826599998646997e-05
+    1.5094865000264689e-05,
+    1.440916999968067e-05,
+    1.9417830000065805e-05
    ]
   },
   "layer_forward_log_softmax_autocast": {
-   "seconds": 1.1803429041590011e-05,
-   "min": 7.95199970404307e-06,
-   "max": 1.2070095432656152e-05,
+   "seconds": 8.541714133960861e-06,
+   "min": 8.521905257588341e-06,
+   "max": 1.2742857493105389e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3629,32 +3629,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.131200164556503e-05,
-    9.318400174379349e-05,
-    0.00022758400440216065
+    2.739199995994568e-05,
+    5.1072001457214356e-05,
+    0.00015459200739860536
    ],
-   "host_canary_seconds": 9.882594999908179e-06,
-   "host_backward_canary_seconds": 1.327349000121103e-05,
+   "host_canary_seconds": 6.730135000054816e-06,
+   "host_backward_canary_seconds": 1.2572819999832063e-05,
    "pass_seconds": [
-    1.2070095432656152e-05,
-    7.95199970404307e-06,
-    1.1803429041590011e-05
+    8.521905257588341e-06,
+    8.541714133960861e-06,
+    1.2742857493105389e-05
    ],
    "pass_host_canary_seconds": [
-    9.882594999908179e-06,
-    6.4812150003490395e-06,
-    9.778084999538805e-06
+    6.730135000054816e-06,
+    7.455745000015668e-06,
+    1.0422594999965896e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.327349000121103e-05,
-    1.2385729999095929e-05,
-    1.844152499984375e-05
+    1.2572819999832063e-05,
+    1.4177560000234735e-05,
+    2.0816434999915146e-05
    ]
   },
   "layer_backward_log_softmax_autocast": {
-   "seconds": 1.741561879004751e-05,
-   "min": 1.1638096400669639e-05,
-   "max": 2.9222857384454638e-05,
+   "seconds": 1.742247784776347e-05,
+   "min": 1.3623618299052828e-05,
+   "max": 2.8726094180629372e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3663,897 +3663,897 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001467519998550415,
-    0.00024918399751186373,
-    0.0005936959981918335
+    0.00010732799768447876,
+    0.0001685120016336441,
+    0.00043775999546051027
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 9.882594999908179e-06,
-   "host_backward_canary_seconds": 1.327349000121103e-05,
+   "host_canary_seconds": 6.730135000054816e-06,
+   "host_backward_canary_seconds": 1.2572819999832063e-05,
    "pass_seconds": [
-    1.741561879004751e-05,
-    1.1638096400669639e-05,
-    2.9222857384454638e-05
+    1.3623618299052828e-05,
+    1.742247784776347e-05,
+    2.8726094180629372e-05
    ],
    "pass_host_canary_seconds": [
-    9.882594999908179e-06,
-    6.4812150003490395e-06,
-    9.778084999538805e-06
+    6.730135000054816e-06,
+    7.455745000015668e-06,
+    1.0422594999965896e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.327349000121103e-05,
-    1.2385729999095929e-05,
-    1.844152499984375e-05
+    1.2572819999832063e-05,
+    1.4177560000234735e-05,
+    2.0816434999915146e-05
    ]
   },
   "layer_forward_cross_entropy": {
-   "seconds": 4.1280001401901244e-05,
-   "min": 2.3744000121951103e-05,
-   "max": 0.00019126400351524353,
+   "seconds": 2.8224000707268716e-05,
+   "min": 2.4831999093294143e-05,
+   "max": 7.0592001080513e-05,
    "samples": 123,
    "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.554739999657614e-06,
-   "host_backward_canary_seconds": 1.5230889998747443e-05,
+   "host_canary_seconds": 7.116975000371895e-06,
+   "host_backward_canary_seconds": 1.1229279999724895e-05,
    "pass_seconds": [
-    4.82879988849163e-05,
-    2.6528000831604002e-05,
-    4.1280001401901244e-05
+    2.7615999802947046e-05,
+    2.8224000707268716e-05,
+    3.8816001266241075e-05
    ],
    "pass_host_canary_seconds": [
-    9.554739999657614e-06,
-    6.557710000265615e-06,
-    9.437685000079911e-06
+    7.116975000371895e-06,
+    8.223729999770057e-06,
+    1.0222720000001573e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5230889998747443e-05,
-    1.4597754999385869e-05,
-    1.820819500039761e-05
+    1.1229279999724895e-05,
+    1.3678020000043034e-05,
+    1.9566915000268637e-05
    ]
   },
   "layer_backward_cross_entropy": {
-   "seconds": 3.1557337070504845e-05,
-   "min": 1.9773288319508434e-06,
-   "max": 0.00018233601562678815,
+   "seconds": 2.855999457339442e-05,
+   "min": 0.0,
+   "max": 0.0001372399851679802,
    "samples": 123,
    "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.554739999657614e-06,
-   "host_backward_canary_seconds": 1.5230889998747443e-05,
+   "host_canary_seconds": 7.116975000371895e-06,
+   "host_backward_canary_seconds": 1.1229279999724895e-05,
    "pass_seconds": [
-    4.620800726115704e-05,
-    7.929329449931797e-06,
-    3.1557337070504845e-05
+    7.131998986005785e-05,
+    2.855999457339442e-05,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    9.554739999657614e-06,
-    6.557710000265615e-06,
-    9.437685000079911e-06
+    7.116975000371895e-06,
+    8.223729999770057e-06,
+    1.0222720000001573e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5230889998747443e-05,
-    1.4597754999385869e-05,
-    1.820819500039761e-05
+    1.1229279999724895e-05,
+    1.3678020000043034e-05,
+    1.9566915000268637e-05
    ]
   },
   "layer_forward_cross_entropy_autocast": {
-   "seconds": 5.8079998940229415e-05,
-   "min": 3.296000137925148e-05,
-   "max": 0.00010732799768447876,
+   "seconds": 5.5135998874902726e-05,
+   "min": 3.673600032925606e-05,
+   "max": 0.00011414399743080139,
    "samples": 123,
    "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.54474000081973e-06,
-   "host_backward_canary_seconds": 1.5761080001084337e-05,
+   "host_canary_seconds": 7.111217500153089e-06,
+   "host_backward_canary_seconds": 1.136379000058696e-05,
    "pass_seconds": [
-    5.8079998940229415e-05,
-    3.5711999982595444e-05,
-    6.31679967045784e-05
+    3.920000046491623e-05,
+    7.558400183916092e-05,
+    5.5135998874902726e-05
    ],
    "pass_host_canary_seconds": [
-    9.54474000081973e-06,
-    6.408065000300667e-06,
-    9.538770000290243e-06
+    7.111217500153089e-06,
+    9.768985000278008e-06,
+    1.0518904999798906e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5761080001084337e-05,
-    1.3244834999568411e-05,
-    1.8260329999293392e-05
+    1.136379000058696e-05,
+    1.5014240000255086e-05,
+    2.027170500014108e-05
    ]
   },
   "layer_backward_cross_entropy_autocast": {
-   "seconds": 4.246934565405055e-05,
-   "min": 9.4133398185174e-06,
-   "max": 0.0005622399877756834,
+   "seconds": 8.527198992669584e-05,
+   "min": 0.0,
+   "max": 0.0005347360062102477,
    "samples": 123,
    "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.54474000081973e-06,
-   "host_backward_canary_seconds": 1.5761080001084337e-05,
+   "host_canary_seconds": 7.111217500153089e-06,
+   "host_backward_canary_seconds": 1.136379000058696e-05,
    "pass_seconds": [
-    9.628800861537459e-05,
-    2.0057336116830537e-05,
-    4.246934565405055e-05
+    8.527198992669584e-05,
+    0.00012145599598685898,
+    1.422534262140589e-05
    ],
    "pass_host_canary_seconds": [
-    9.54474000081973e-06,
-    6.408065000300667e-06,
-    9.538770000290243e-06
+    7.111217500153089e-06,
+    9.768985000278008e-06,
+    1.0518904999798906e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5761080001084337e-05,
-    1.3244834999568411e-05,
-    1.8260329999293392e-05
+    1.136379000058696e-05,
+    1.5014240000255086e-05,
+    2.027170500014108e-05
    ]
   },
   "layer_forward_embedding": {
-   "seconds": 3.603199869394302e-05,
-   "min": 2.1215999498963357e-05,
-   "max": 7.59039968252182e-05,
+   "seconds": 3.6639999598264696e-05,
+   "min": 2.223999984562397e-05,
+   "max": 6.870400160551071e-05,
    "samples": 123,
    "method": "one tiny embedding layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.749144999773308e-06,
-   "host_backward_canary_seconds": 1.4218725000318955e-05,
+   "host_canary_seconds": 7.100600000171653e-06,
+   "host_backward_canary_seconds": 1.1533469998994406e-05,
    "pass_seconds": [
-    3.7663999944925305e-05,
-    2.3231999948620795e-05,
-    3.603199869394302e-05
+    2.4480000138282777e-05,
+    3.6639999598264696e-05,
+    4.204799979925156e-05
    ],
    "pass_host_canary_seconds": [
-    9.749144999773308e-06,
-    6.451657499724206e-06,
-    9.69252000004417e-06
+    7.100600000171653e-06,
+    9.768985000278008e-06,
+    1.053938500035656e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4218725000318955e-05,
-    1.2464599999475469e-05,
-    1.7942689999017604e-05
+    1.1533469998994406e-05,
+    1.735483000061322e-05,
+    2.0818880000206263e-05
    ]
   },
   "layer_backward_embedding": {
-   "seconds": 0.000280960014089942,
-   "min": 0.00010312932233015697,
-   "max": 0.0008617653927455347,
+   "seconds": 0.00032075335582097366,
+   "min": 0.0001360239963978529,
+   "max": 0.0017723053296407063,
    "samples": 123,
    "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.749144999773308e-06,
-   "host_backward_canary_seconds": 1.4218725000318955e-05,
+   "host_canary_seconds": 7.100600000171653e-06,
+   "host_backward_canary_seconds": 1.1533469998994406e-05,
    "pass_seconds": [
-    0.000280960014089942,
-    0.00012015333275000255,
-    0.0003226613483081261
+    0.0002225519847124815,
+    0.0003842720041672389,
+    0.00032075335582097366
    ],
    "pass_host_canary_seconds": [
-    9.749144999773308e-06,
-    6.451657499724206e-06,
-    9.69252000004417e-06
+    7.100600000171653e-06,
+    9.768985000278008e-06,
+    1.053938500035656e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4218725000318955e-05,
-    1.2464599999475469e-05,
-    1.7942689999017604e-05
+    1.1533469998994406e-05,
+    1.735483000061322e-05,
+    2.0818880000206263e-05
    ]
   },
   "layer_forward_embedding_autocast": {
-   "seconds": 3.577600046992302e-05,
-   "min": 3.103999979794026e-05,
-   "max": 0.0001584639996290207,
+   "seconds": 6.0704000294208526e-05,
+   "min": 3.4015998244285585e-05,
+   "max": 0.00012220799922943115,
    "samples": 123,
    "method": "one tiny embedding layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0349415000519001e-05,
-   "host_backward_canary_seconds": 1.3152730000456358e-05,
+   "host_canary_seconds": 7.116514999836455e-06,
+   "host_backward_canary_seconds": 1.3415390000091066e-05,
    "pass_seconds": [
-    6.137600168585777e-05,
-    3.359999880194664e-05,
-    3.577600046992302e-05
+    3.5936001688241956e-05,
+    8.268799632787704e-05,
+    6.0704000294208526e-05
    ],
    "pass_host_canary_seconds": [
-    1.0349415000519001e-05,
-    6.539849999853687e-06,
-    7.266745000151787e-06
+    7.116514999836455e-06,
+    1.0772037499577892e-05,
+    1.0605765000377687e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3152730000456358e-05,
-    1.2504544999956125e-05,
-    1.438442000107898e-05
+    1.3415390000091066e-05,
+    1.9689135000362513e-05,
+    2.1464819999437167e-05
    ]
   },
   "layer_backward_embedding_autocast": {
-   "seconds": 0.00015994134979943435,
-   "min": 0.00011103333594898383,
-   "max": 0.0006536319833248854,
+   "seconds": 0.0003619053115447362,
+   "min": 0.00014367198385298254,
+   "max": 0.0007214560049275556,
    "samples": 123,
    "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0349415000519001e-05,
-   "host_backward_canary_seconds": 1.3152730000456358e-05,
+   "host_canary_seconds": 7.116514999836455e-06,
+   "host_backward_canary_seconds": 1.3415390000091066e-05,
    "pass_seconds": [
-    0.0003428800087422133,
-    0.00012933732631305854,
-    0.00015994134979943435
+    0.000156759986653924,
+    0.00048689599211017287,
+    0.0003619053115447362
    ],
    "pass_host_canary_seconds": [
-    1.0349415000519001e-05,
-    6.539849999853687e-06,
-    7.266745000151787e-06
+    7.116514999836455e-06,
+    1.0772037499577892e-05,
+    1.0605765000377687e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3152730000456358e-05,
-    1.2504544999956125e-05,
-    1.438442000107898e-05
+    1.3415390000091066e-05,
+    1.9689135000362513e-05,
+    2.1464819999437167e-05
    ]
   },
   "layer_forward_embedding_atomic": {
-   "seconds": 2.1983999758958816e-05,
-   "min": 1.8880000337958335e-05,
-   "max": 7.417599856853485e-05,
+   "seconds": 3.315199911594391e-05,
+   "min": 2.953599952161312e-05,
+   "max": 0.00010655999928712845,
    "samples": 123,
    "method": "one tiny embedding_atomic layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.024459000063871e-05,
-   "host_backward_canary_seconds": 1.4701919999424718e-05,
+   "host_canary_seconds": 7.1706450000874614e-06,
+   "host_backward_canary_seconds": 1.590668999938316e-05,
    "pass_seconds": [
-    3.5232000052928925e-05,
-    2.0735999569296837e-05,
-    2.1983999758958816e-05
+    3.2864000648260114e-05,
+    4.2943999171257016e-05,
+    3.315199911594391e-05
    ],
    "pass_host_canary_seconds": [
-    1.024459000063871e-05,
-    6.70215250011097e-06,
-    7.2377025003333984e-06
+    7.1706450000874614e-06,
+    1.0495679999849017e-05,
+    1.100930999996308e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4701919999424718e-05,
-    1.2900009999157191e-05,
-    1.4211034998652393e-05
+    1.590668999938316e-05,
+    1.9894310000836412e-05,
+    1.9294785000170124e-05
    ]
   },
   "layer_backward_embedding_atomic": {
-   "seconds": 0.0,
+   "seconds": 1.92879904061556e-05,
    "min": 0.0,
-   "max": 0.0007355199772864579,
+   "max": 0.00043591999138394987,
    "samples": 123,
    "method": "one tiny embedding_atomic layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.024459000063871e-05,
-   "host_backward_canary_seconds": 1.4701919999424718e-05,
+   "host_canary_seconds": 7.1706450000874614e-06,
+   "host_backward_canary_seconds": 1.590668999938316e-05,
    "pass_seconds": [
-    8.092799969017508e-05,
+    1.92879904061556e-05,
+    0.00017326401794950168,
+    0.0
+   ],
+   "pass_host_canary_seconds": [
+    7.1706450000874614e-06,
+    1.0495679999849017e-05,
+    1.100930999996308e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.590668999938316e-05,
+    1.9894310000836412e-05,
+    1.9294785000170124e-05
+   ]
+  },
+  "layer_forward_embedding_atomic_autocast": {
+   "seconds": 5.116799846291542e-05,
+   "min": 3.395200148224831e-05,
+   "max": 9.459199756383896e-05,
+   "samples": 123,
+   "method": "one tiny embedding_atomic layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.31619500022407e-06,
+   "host_backward_canary_seconds": 1.450869999985116e-05,
+   "pass_seconds": [
+    5.116799846291542e-05,
+    4.6048000454902646e-05,
+    5.622399970889091e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.31619500022407e-06,
+    8.770782500278074e-06,
+    1.0770664999881774e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.450869999985116e-05,
+    1.8963760000474393e-05,
+    2.188626000020122e-05
+   ]
+  },
+  "layer_backward_embedding_atomic_autocast": {
+   "seconds": 5.6817324211200064e-05,
+   "min": 0.0,
+   "max": 0.0005682800058275461,
+   "samples": 123,
+   "method": "one tiny embedding_atomic layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.31619500022407e-06,
+   "host_backward_canary_seconds": 1.450869999985116e-05,
+   "pass_seconds": [
+    0.00011704798974096776,
+    1.5056005368630073e-05,
+    5.6817324211200064e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.31619500022407e-06,
+    8.770782500278074e-06,
+    1.0770664999881774e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.450869999985116e-05,
+    1.8963760000474393e-05,
+    2.188626000020122e-05
+   ]
+  },
+  "layer_forward_maxpool2d": {
+   "seconds": 3.2767999917268756e-05,
+   "min": 2.0927999168634415e-05,
+   "max": 6.281600147485734e-05,
+   "samples": 123,
+   "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 8.89189499986287e-06,
+   "host_backward_canary_seconds": 1.5006419999963327e-05,
+   "pass_seconds": [
+    3.2767999917268756e-05,
+    2.208000048995018e-05,
+    3.3792000263929365e-05
+   ],
+   "pass_host_canary_seconds": [
+    8.89189499986287e-06,
+    7.831812500285195e-06,
+    1.0901852500353472e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.5006419999963327e-05,
+    1.9088850000343885e-05,
+    2.0814270000073522e-05
+   ]
+  },
+  "layer_backward_maxpool2d": {
+   "seconds": 3.560000161329904e-05,
+   "min": 0.0,
+   "max": 0.00038798534994324054,
+   "samples": 123,
+   "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 8.89189499986287e-06,
+   "host_backward_canary_seconds": 1.5006419999963327e-05,
+   "pass_seconds": [
+    4.0503988042473794e-05,
+    3.560000161329904e-05,
+    1.8733305235703736e-06
+   ],
+   "pass_host_canary_seconds": [
+    8.89189499986287e-06,
+    7.831812500285195e-06,
+    1.0901852500353472e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.5006419999963327e-05,
+    1.9088850000343885e-05,
+    2.0814270000073522e-05
+   ]
+  },
+  "layer_forward_maxpool2d_autocast": {
+   "seconds": 5.113599821925163e-05,
+   "min": 2.9152000322937967e-05,
+   "max": 0.00010342399775981904,
+   "samples": 123,
+   "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 8.265047499946831e-06,
+   "host_backward_canary_seconds": 1.4724399999863635e-05,
+   "pass_seconds": [
+    3.200000151991844e-05,
+    6.374400109052659e-05,
+    5.113599821925163e-05
+   ],
+   "pass_host_canary_seconds": [
+    8.265047499946831e-06,
+    8.772147500337724e-06,
+    1.051338250022127e-05
+   ],
+   "pass_host_backward_canary_seconds": [
+    1.4724399999863635e-05,
+    1.9344180000189226e-05,
+    1.9859564999933355e-05
+   ]
+  },
+  "layer_backward_maxpool2d_autocast": {
+   "seconds": 0.0,
+   "min": 0.0,
+   "max": 0.00018456134324272474,
+   "samples": 123,
+   "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 8.265047499946831e-06,
+   "host_backward_canary_seconds": 1.4724399999863635e-05,
+   "pass_seconds": [
+    7.787999697029591e-05,
     0.0,
     0.0
    ],
    "pass_host_canary_seconds": [
-    1.024459000063871e-05,
-    6.70215250011097e-06,
-    7.2377025003333984e-06
+    8.265047499946831e-06,
+    8.772147500337724e-06,
+    1.051338250022127e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4701919999424718e-05,
-    1.2900009999157191e-05,
-    1.4211034998652393e-05
-   ]
-  },
-  "layer_forward_embedding_atomic_autocast": {
-   "seconds": 3.2864000648260114e-05,
-   "min": 2.8224000707268716e-05,
-   "max": 0.00010143999755382538,
-   "samples": 123,
-   "method": "one tiny embedding_atomic layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0010167500240641e-05,
-   "host_backward_canary_seconds": 1.3980410000158371e-05,
-   "pass_seconds": [
-    5.145600065588951e-05,
-    3.004799969494343e-05,
-    3.2864000648260114e-05
-   ],
-   "pass_host_canary_seconds": [
-    1.0010167500240641e-05,
-    6.537917500395451e-06,
-    7.225362500093979e-06
-   ],
-   "pass_host_backward_canary_seconds": [
-    1.3980410000158371e-05,
-    1.2852349999548097e-05,
-    1.4785539998456444e-05
-   ]
-  },
-  "layer_backward_embedding_atomic_autocast": {
-   "seconds": 4.25533304611842e-05,
-   "min": 0.0,
-   "max": 0.00018310400657355787,
-   "samples": 123,
-   "method": "one tiny embedding_atomic layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0010167500240641e-05,
-   "host_backward_canary_seconds": 1.3980410000158371e-05,
-   "pass_seconds": [
-    8.598400466144088e-05,
-    4.25533304611842e-05,
-    0.0
-   ],
-   "pass_host_canary_seconds": [
-    1.0010167500240641e-05,
-    6.537917500395451e-06,
-    7.225362500093979e-06
-   ],
-   "pass_host_backward_canary_seconds": [
-    1.3980410000158371e-05,
-    1.2852349999548097e-05,
-    1.4785539998456444e-05
-   ]
-  },
-  "layer_forward_maxpool2d": {
-   "seconds": 2.211200073361397e-05,
-   "min": 1.9231999292969705e-05,
-   "max": 8.822400122880936e-05,
-   "samples": 123,
-   "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.874080000145113e-06,
-   "host_backward_canary_seconds": 1.5775080000821618e-05,
-   "pass_seconds": [
-    3.791999816894531e-05,
-    2.0255999639630318e-05,
-    2.211200073361397e-05
-   ],
-   "pass_host_canary_seconds": [
-    9.874080000145113e-06,
-    6.383820000337437e-06,
-    7.11306249968402e-06
-   ],
-   "pass_host_backward_canary_seconds": [
-    1.5775080000821618e-05,
-    1.1301780000394502e-05,
-    1.8588939998380738e-05
-   ]
-  },
-  "layer_backward_maxpool2d": {
-   "seconds": 2.952932814757031e-05,
-   "min": 0.0,
-   "max": 0.0001647039894014597,
-   "samples": 123,
-   "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.874080000145113e-06,
-   "host_backward_canary_seconds": 1.5775080000821618e-05,
-   "pass_seconds": [
-    6.681599654257298e-05,
-    2.952932814757031e-05,
-    0.0
-   ],
-   "pass_host_canary_seconds": [
-    9.874080000145113e-06,
-    6.383820000337437e-06,
-    7.11306249968402e-06
-   ],
-   "pass_host_backward_canary_seconds": [
-    1.5775080000821618e-05,
-    1.1301780000394502e-05,
-    1.8588939998380738e-05
-   ]
-  },
-  "layer_forward_maxpool2d_autocast": {
-   "seconds": 3.084800019860268e-05,
-   "min": 2.89280004799366e-05,
-   "max": 9.12960022687912e-05,
-   "samples": 123,
-   "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.919715000705765e-06,
-   "host_backward_canary_seconds": 1.3912069998696098e-05,
-   "pass_seconds": [
-    5.0912000238895414e-05,
-    3.0368000268936157e-05,
-    3.084800019860268e-05
-   ],
-   "pass_host_canary_seconds": [
-    9.919715000705765e-06,
-    6.644580000170208e-06,
-    6.9954075001987805e-06
-   ],
-   "pass_host_backward_canary_seconds": [
-    1.3912069998696098e-05,
-    1.0829479999756587e-05,
-    1.753510999947139e-05
-   ]
-  },
-  "layer_backward_maxpool2d_autocast": {
-   "seconds": 4.021732198695344e-05,
-   "min": 0.0,
-   "max": 0.00032732801325619225,
-   "samples": 123,
-   "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.919715000705765e-06,
-   "host_backward_canary_seconds": 1.3912069998696098e-05,
-   "pass_seconds": [
-    9.894399531185628e-05,
-    4.021732198695344e-05,
-    2.2597339625159932e-05
-   ],
-   "pass_host_canary_seconds": [
-    9.919715000705765e-06,
-    6.644580000170208e-06,
-    6.9954075001987805e-06
-   ],
-   "pass_host_backward_canary_seconds": [
-    1.3912069998696098e-05,
-    1.0829479999756587e-05,
-    1.753510999947139e-05
+    1.4724399999863635e-05,
+    1.9344180000189226e-05,
+    1.9859564999933355e-05
    ]
   },
   "layer_forward_avgpool2d": {
-   "seconds": 1.8783999606966973e-05,
-   "min": 1.6704000532627105e-05,
-   "max": 6.566400080919265e-05,
+   "seconds": 2.848000079393387e-05,
+   "min": 1.900799944996834e-05,
+   "max": 0.00011513599753379821,
    "samples": 123,
    "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.908317500730846e-06,
-   "host_backward_canary_seconds": 1.3966364999760117e-05,
+   "host_canary_seconds": 7.638280000037411e-06,
+   "host_backward_canary_seconds": 1.4607614999704311e-05,
    "pass_seconds": [
-    2.985600009560585e-05,
-    1.849599927663803e-05,
-    1.8783999606966973e-05
+    2.848000079393387e-05,
+    2.1983999758958816e-05,
+    3.0239999294281007e-05
    ],
    "pass_host_canary_seconds": [
-    9.908317500730846e-06,
-    6.477342499806582e-06,
-    6.821400000376343e-06
+    7.638280000037411e-06,
+    8.927265000124862e-06,
+    1.0245175000136441e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3966364999760117e-05,
-    1.1003244999301387e-05,
-    1.627107499984959e-05
+    1.4607614999704311e-05,
+    1.6833335000114857e-05,
+    1.958718499963652e-05
    ]
   },
   "layer_backward_avgpool2d": {
-   "seconds": 6.59199617803098e-06,
+   "seconds": 0.0,
    "min": 0.0,
-   "max": 7.26773316661517e-05,
+   "max": 0.000275345337887605,
    "samples": 123,
    "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.908317500730846e-06,
-   "host_backward_canary_seconds": 1.3966364999760117e-05,
+   "host_canary_seconds": 7.638280000037411e-06,
+   "host_backward_canary_seconds": 1.4607614999704311e-05,
    "pass_seconds": [
-    6.59199617803098e-06,
-    1.6153332466880502e-05,
+    2.619999460875988e-05,
+    0.0,
     0.0
    ],
    "pass_host_canary_seconds": [
-    9.908317500730846e-06,
-    6.477342499806582e-06,
-    6.821400000376343e-06
+    7.638280000037411e-06,
+    8.927265000124862e-06,
+    1.0245175000136441e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3966364999760117e-05,
-    1.1003244999301387e-05,
-    1.627107499984959e-05
+    1.4607614999704311e-05,
+    1.6833335000114857e-05,
+    1.958718499963652e-05
    ]
   },
   "layer_forward_avgpool2d_autocast": {
-   "seconds": 2.8799999505281448e-05,
-   "min": 2.5760000571608544e-05,
-   "max": 0.00010761599987745285,
+   "seconds": 3.0880000442266465e-05,
+   "min": 2.6143999770283698e-05,
+   "max": 6.995200365781785e-05,
    "samples": 123,
    "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.804207500110352e-06,
-   "host_backward_canary_seconds": 1.6000289999738015e-05,
+   "host_canary_seconds": 8.275647500113337e-06,
+   "host_backward_canary_seconds": 1.4085395000051903e-05,
    "pass_seconds": [
-    4.5536000281572345e-05,
-    2.72000003606081e-05,
-    2.8799999505281448e-05
+    2.7775999158620835e-05,
+    3.0880000442266465e-05,
+    4.7711998224258425e-05
    ],
    "pass_host_canary_seconds": [
-    9.804207500110352e-06,
-    6.42791750010474e-06,
-    6.8241600001783805e-06
+    8.275647500113337e-06,
+    8.986897499880797e-06,
+    1.0287620000042353e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6000289999738015e-05,
-    1.110131000018555e-05,
-    1.8131795000044806e-05
+    1.4085395000051903e-05,
+    1.7686240000216457e-05,
+    1.937367499976972e-05
    ]
   },
   "layer_backward_avgpool2d_autocast": {
-   "seconds": 2.613733212153119e-05,
+   "seconds": 1.7271989956498142e-05,
    "min": 0.0,
-   "max": 0.0003779839929193259,
+   "max": 0.00047134531786044437,
    "samples": 123,
    "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.804207500110352e-06,
-   "host_backward_canary_seconds": 1.6000289999738015e-05,
+   "host_canary_seconds": 8.275647500113337e-06,
+   "host_backward_canary_seconds": 1.4085395000051903e-05,
    "pass_seconds": [
-    5.8655997738242164e-05,
-    2.613733212153119e-05,
-    0.0
+    1.7271989956498142e-05,
+    2.593600253264108e-05,
+    2.417338391145021e-06
    ],
    "pass_host_canary_seconds": [
-    9.804207500110352e-06,
-    6.42791750010474e-06,
-    6.8241600001783805e-06
+    8.275647500113337e-06,
+    8.986897499880797e-06,
+    1.0287620000042353e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6000289999738015e-05,
-    1.110131000018555e-05,
-    1.8131795000044806e-05
+    1.4085395000051903e-05,
+    1.7686240000216457e-05,
+    1.937367499976972e-05
    ]
   },
   "layer_forward_adaptive_avgpool2d": {
-   "seconds": 2.0927999168634415e-05,
-   "min": 1.865600049495697e-05,
-   "max": 5.427199974656105e-05,
+   "seconds": 2.864000014960766e-05,
+   "min": 2.0128000527620317e-05,
+   "max": 9.612800180912018e-05,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.633944999904998e-06,
-   "host_backward_canary_seconds": 1.365629000019908e-05,
+   "host_canary_seconds": 9.304200000315177e-06,
+   "host_backward_canary_seconds": 1.4943550000907635e-05,
    "pass_seconds": [
-    3.177599981427193e-05,
-    2.0031999796628952e-05,
-    2.0927999168634415e-05
+    2.1407999098300934e-05,
+    2.864000014960766e-05,
+    3.254399821162224e-05
    ],
    "pass_host_canary_seconds": [
-    9.633944999904998e-06,
-    6.4698600004931e-06,
-    6.772529999921062e-06
+    9.304200000315177e-06,
+    9.150469999781307e-06,
+    1.0385470000073836e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.365629000019908e-05,
-    1.099813500104574e-05,
-    1.800129499997638e-05
+    1.4943550000907635e-05,
+    1.983042999995632e-05,
+    2.0050085000207217e-05
    ]
   },
   "layer_backward_adaptive_avgpool2d": {
-   "seconds": 2.6137330258886032e-05,
+   "seconds": 2.7031993493437765e-05,
    "min": 0.0,
-   "max": 0.0004253440257161856,
+   "max": 9.748800906042254e-05,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.633944999904998e-06,
-   "host_backward_canary_seconds": 1.365629000019908e-05,
+   "host_canary_seconds": 9.304200000315177e-06,
+   "host_backward_canary_seconds": 1.4943550000907635e-05,
    "pass_seconds": [
-    4.118399880826475e-05,
-    2.6137330258886032e-05,
+    2.7031993493437765e-05,
+    4.564800175527729e-05,
     0.0
    ],
    "pass_host_canary_seconds": [
-    9.633944999904998e-06,
-    6.4698600004931e-06,
-    6.772529999921062e-06
+    9.304200000315177e-06,
+    9.150469999781307e-06,
+    1.0385470000073836e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.365629000019908e-05,
-    1.099813500104574e-05,
-    1.800129499997638e-05
+    1.4943550000907635e-05,
+    1.983042999995632e-05,
+    2.0050085000207217e-05
    ]
   },
   "layer_forward_adaptive_avgpool2d_autocast": {
-   "seconds": 3.033600002527237e-05,
-   "min": 2.8192000463604927e-05,
-   "max": 0.00010988800227642059,
+   "seconds": 4.995200037956238e-05,
+   "min": 2.9152000322937967e-05,
+   "max": 9.574399888515472e-05,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.491202500271357e-06,
-   "host_backward_canary_seconds": 1.3143450000825397e-05,
+   "host_canary_seconds": 8.11481250025281e-06,
+   "host_backward_canary_seconds": 1.5152180000086447e-05,
    "pass_seconds": [
-    6.15679994225502e-05,
-    3.033600002527237e-05,
-    3.0208000913262368e-05
+    3.126399964094162e-05,
+    5.584000051021576e-05,
+    4.995200037956238e-05
    ],
    "pass_host_canary_seconds": [
-    9.491202500271357e-06,
-    6.299062499692809e-06,
-    6.563847499592157e-06
+    8.11481250025281e-06,
+    9.555372499789883e-06,
+    1.0393789999625369e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3143450000825397e-05,
-    1.1230880000994149e-05,
-    1.80713999998261e-05
+    1.5152180000086447e-05,
+    1.9657585000345534e-05,
+    2.0550340000227152e-05
    ]
   },
   "layer_backward_adaptive_avgpool2d_autocast": {
-   "seconds": 1.721599884331229e-05,
+   "seconds": 8.29280080894629e-05,
    "min": 0.0,
-   "max": 0.00012134398706257346,
+   "max": 0.0006144173269470533,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.491202500271357e-06,
-   "host_backward_canary_seconds": 1.3143450000825397e-05,
+   "host_canary_seconds": 8.11481250025281e-06,
+   "host_backward_canary_seconds": 1.5152180000086447e-05,
    "pass_seconds": [
-    1.721599884331229e-05,
-    3.6025334770480795e-05,
-    2.3093285659949353e-06
+    6.863199733197689e-05,
+    8.29280080894629e-05,
+    0.00010536132504542666
    ],
    "pass_host_canary_seconds": [
-    9.491202500271357e-06,
-    6.299062499692809e-06,
-    6.563847499592157e-06
+    8.11481250025281e-06,
+    9.555372499789883e-06,
+    1.0393789999625369e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3143450000825397e-05,
-    1.1230880000994149e-05,
-    1.80713999998261e-05
+    1.5152180000086447e-05,
+    1.9657585000345534e-05,
+    2.0550340000227152e-05
    ]
   },
   "layer_forward_flatten": {
-   "seconds": 1.2000000104308128e-05,
-   "min": 1.1168000288307668e-05,
-   "max": 5.152000114321709e-05,
+   "seconds": 2.1247999742627146e-05,
+   "min": 1.539199985563755e-05,
+   "max": 5.475199967622757e-05,
    "samples": 123,
    "method": "one tiny flatten layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.570347500016397e-06,
-   "host_backward_canary_seconds": 1.255664000041179e-05,
+   "host_canary_seconds": 9.791600000141898e-06,
+   "host_backward_canary_seconds": 1.590863499984607e-05,
    "pass_seconds": [
-    2.329600043594837e-05,
-    1.2000000104308128e-05,
-    1.2000000104308128e-05
+    2.070399932563305e-05,
+    2.1344000473618507e-05,
+    2.1247999742627146e-05
    ],
    "pass_host_canary_seconds": [
-    9.570347500016397e-06,
-    6.407314999705705e-06,
-    6.654622499695506e-06
+    9.791600000141898e-06,
+    8.682687499970144e-06,
+    1.0460272499699385e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.255664000041179e-05,
-    1.1179919999904086e-05,
-    1.7782350000743462e-05
+    1.590863499984607e-05,
+    1.9820225000444224e-05,
+    2.195505000031517e-05
    ]
   },
   "layer_backward_flatten": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 0.00014217599481344224,
+   "max": 4.415199160575868e-05,
    "samples": 123,
    "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.570347500016397e-06,
-   "host_backward_canary_seconds": 1.255664000041179e-05,
+   "host_canary_seconds": 9.791600000141898e-06,
+   "host_backward_canary_seconds": 1.590863499984607e-05,
    "pass_seconds": [
-    0.0,
+    2.2455990314483644e-05,
     0.0,
     0.0
    ],
    "pass_host_canary_seconds": [
-    9.570347500016397e-06,
-    6.407314999705705e-06,
-    6.654622499695506e-06
+    9.791600000141898e-06,
+    8.682687499970144e-06,
+    1.0460272499699385e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.255664000041179e-05,
-    1.1179919999904086e-05,
-    1.7782350000743462e-05
+    1.590863499984607e-05,
+    1.9820225000444224e-05,
+    2.195505000031517e-05
    ]
   },
   "layer_forward_flatten_autocast": {
-   "seconds": 2.0735999569296837e-05,
-   "min": 1.9263999536633493e-05,
-   "max": 7.999999821186065e-05,
+   "seconds": 3.6479998379945754e-05,
+   "min": 2.271999977529049e-05,
+   "max": 0.00011366400122642517,
    "samples": 123,
    "method": "one tiny flatten layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.518984999772328e-06,
-   "host_backward_canary_seconds": 1.4232424999818248e-05,
+   "host_canary_seconds": 9.83475749990248e-06,
+   "host_backward_canary_seconds": 1.4282945000445578e-05,
    "pass_seconds": [
-    3.536000102758408e-05,
-    2.0735999569296837e-05,
-    2.0447999238967895e-05
+    3.6479998379945754e-05,
+    3.2767999917268756e-05,
+    3.827200084924698e-05
    ],
    "pass_host_canary_seconds": [
-    9.518984999772328e-06,
-    6.343152500107863e-06,
-    6.652057499536568e-06
+    9.83475749990248e-06,
+    8.40682000017523e-06,
+    1.4034320000178013e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4232424999818248e-05,
-    1.1080249998940417e-05,
-    1.8668735000346713e-05
+    1.4282945000445578e-05,
+    1.953743499996108e-05,
+    2.0857880000448857e-05
    ]
   },
   "layer_backward_flatten_autocast": {
-   "seconds": 0.0,
+   "seconds": 2.792799659073354e-05,
    "min": 0.0,
-   "max": 4.387200064957144e-05,
+   "max": 0.0003486573149760564,
    "samples": 123,
    "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.518984999772328e-06,
-   "host_backward_canary_seconds": 1.4232424999818248e-05,
+   "host_canary_seconds": 9.83475749990248e-06,
+   "host_backward_canary_seconds": 1.4282945000445578e-05,
    "pass_seconds": [
-    0.0,
-    4.5373278359572345e-06,
-    0.0
+    2.792799659073354e-05,
+    6.543996433416974e-06,
+    5.336133142312365e-05
    ],
    "pass_host_canary_seconds": [
-    9.518984999772328e-06,
-    6.343152500107863e-06,
-    6.652057499536568e-06
+    9.83475749990248e-06,
+    8.40682000017523e-06,
+    1.4034320000178013e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4232424999818248e-05,
-    1.1080249998940417e-05,
-    1.8668735000346713e-05
+    1.4282945000445578e-05,
+    1.953743499996108e-05,
+    2.0857880000448857e-05
    ]
   },
   "layer_forward_reshape": {
-   "seconds": 1.0304000228643417e-05,
-   "min": 7.040000054985285e-06,
-   "max": 3.119999915361404e-05,
+   "seconds": 1.6543999314308167e-05,
+   "min": 1.0816000401973725e-05,
+   "max": 0.00010387200117111206,
    "samples": 123,
    "method": "one tiny reshape layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.446870000147101e-06,
-   "host_backward_canary_seconds": 1.479401499977939e-05,
+   "host_canary_seconds": 9.715937499947813e-06,
+   "host_backward_canary_seconds": 1.5518475000249054e-05,
    "pass_seconds": [
-    1.6383999958634378e-05,
-    1.0111999697983265e-05,
-    1.0304000228643417e-05
+    1.4399999752640724e-05,
+    1.6543999314308167e-05,
+    2.2431999444961547e-05
    ],
    "pass_host_canary_seconds": [
-    9.446870000147101e-06,
-    6.53749499974765e-06,
-    6.64379499937695e-06
+    9.715937499947813e-06,
+    9.63108000007651e-06,
+    1.3839772500148228e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.479401499977939e-05,
-    1.2013520000664358e-05,
-    1.9315974999472018e-05
+    1.5518475000249054e-05,
+    1.9263759999716966e-05,
+    2.345496500026911e-05
    ]
   },
   "layer_backward_reshape": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 3.683200478553776e-05,
+   "max": 0.00018427998200058935,
    "samples": 123,
    "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.446870000147101e-06,
-   "host_backward_canary_seconds": 1.479401499977939e-05,
+   "host_canary_seconds": 9.715937499947813e-06,
+   "host_backward_canary_seconds": 1.5518475000249054e-05,
    "pass_seconds": [
-    0.0,
+    4.315999522805215e-05,
     0.0,
     0.0
    ],
    "pass_host_canary_seconds": [
-    9.446870000147101e-06,
-    6.53749499974765e-06,
-    6.64379499937695e-06
+    9.715937499947813e-06,
+    9.63108000007651e-06,
+    1.3839772500148228e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.479401499977939e-05,
-    1.2013520000664358e-05,
-    1.9315974999472018e-05
+    1.5518475000249054e-05,
+    1.9263759999716966e-05,
+    2.345496500026911e-05
    ]
   },
   "layer_forward_reshape_autocast": {
-   "seconds": 1.9360000267624855e-05,
-   "min": 1.7728000879287718e-05,
-   "max": 4.707200080156326e-05,
+   "seconds": 3.507199883460998e-05,
+   "min": 2.1344000473618507e-05,
+   "max": 6.0447998344898225e-05,
    "samples": 123,
    "method": "one tiny reshape layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.282565000034992e-06,
-   "host_backward_canary_seconds": 1.5049569999519008e-05,
+   "host_canary_seconds": 9.767127500310836e-06,
+   "host_backward_canary_seconds": 1.6462484999806293e-05,
    "pass_seconds": [
-    3.171199932694435e-05,
-    1.8719999119639397e-05,
-    1.9360000267624855e-05
+    3.507199883460998e-05,
+    3.392000123858452e-05,
+    3.606399893760681e-05
    ],
    "pass_host_canary_seconds": [
-    9.282565000034992e-06,
-    6.707317499490273e-06,
-    6.769047499801672e-06
+    9.767127500310836e-06,
+    9.93864500003383e-06,
+    1.1670207500174e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5049569999519008e-05,
-    1.3336780000372528e-05,
-    1.85792100000981e-05
+    1.6462484999806293e-05,
+    1.9816969999624234e-05,
+    2.4045179999916398e-05
    ]
   },
   "layer_backward_reshape_autocast": {
-   "seconds": 0.0,
+   "seconds": 3.3600131670632463e-07,
    "min": 0.0,
-   "max": 0.0005054720249027014,
+   "max": 7.784800045192243e-05,
    "samples": 123,
    "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.282565000034992e-06,
-   "host_backward_canary_seconds": 1.5049569999519008e-05,
+   "host_canary_seconds": 9.767127500310836e-06,
+   "host_backward_canary_seconds": 1.6462484999806293e-05,
    "pass_seconds": [
-    0.0,
-    0.0,
+    1.6759989783167854e-05,
+    3.3600131670632463e-07,
     0.0
    ],
    "pass_host_canary_seconds": [
-    9.282565000034992e-06,
-    6.707317499490273e-06,
-    6.769047499801672e-06
+    9.767127500310836e-06,
+    9.93864500003383e-06,
+    1.1670207500174e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5049569999519008e-05,
-    1.3336780000372528e-05,
-    1.85792100000981e-05
+    1.6462484999806293e-05,
+    1.9816969999624234e-05,
+    2.4045179999916398e-05
    ]
   },
   "layer_forward_slice": {
-   "seconds": 1.158399973064661e-05,
-   "min": 1.0975999757647514e-05,
-   "max": 6.080000102519989e-05,
+   "seconds": 1.961600035429001e-05,
+   "min": 1.2415999546647071e-05,
+   "max": 4.790399968624115e-05,
    "samples": 123,
    "method": "one tiny slice layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.254725000005238e-06,
-   "host_backward_canary_seconds": 1.436449500033632e-05,
+   "host_canary_seconds": 9.464860000036879e-06,
+   "host_backward_canary_seconds": 1.3723614999889833e-05,
    "pass_seconds": [
-    1.7472000792622568e-05,
-    1.158399973064661e-05,
-    1.1327999643981457e-05
+    1.865600049495697e-05,
+    1.961600035429001e-05,
+    2.08320003002882e-05
    ],
    "pass_host_canary_seconds": [
-    9.254725000005238e-06,
-    6.9901599994182105e-06,
-    6.761070000038671e-06
+    9.464860000036879e-06,
+    9.786194999890087e-06,
+    1.1448879999989002e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.436449500033632e-05,
-    1.3329479999129034e-05,
-    1.7486220001501352e-05
+    1.3723614999889833e-05,
+    1.823781999974017e-05,
+    2.3363799999742697e-05
    ]
   },
   "layer_backward_slice": {
-   "seconds": 0.0,
+   "seconds": 1.7839996765057215e-05,
    "min": 0.0,
-   "max": 6.979199498891831e-05,
+   "max": 9.48013210048278e-05,
    "samples": 123,
    "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.254725000005238e-06,
-   "host_backward_canary_seconds": 1.436449500033632e-05,
+   "host_canary_seconds": 9.464860000036879e-06,
+   "host_backward_canary_seconds": 1.3723614999889833e-05,
    "pass_seconds": [
-    3.840029239654606e-07,
-    0.0,
+    3.5607991740107544e-05,
+    1.7839996765057215e-05,
     0.0
    ],
    "pass_host_canary_seconds": [
-    9.254725000005238e-06,
-    6.9901599994182105e-06,
-    6.761070000038671e-06
+    9.464860000036879e-06,
+    9.786194999890087e-06,
+    1.1448879999989002e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.436449500033632e-05,
-    1.3329479999129034e-05,
-    1.7486220001501352e-05
+    1.3723614999889833e-05,
+    1.823781999974017e-05,
+    2.3363799999742697e-05
    ]
   },
   "layer_forward_slice_autocast": {
-   "seconds": 2.0479999482631683e-05,
-   "min": 1.9519999623298644e-05,
-   "max": 6.595200300216675e-05,
+   "seconds": 3.7216000258922574e-05,
+   "min": 2.755199931561947e-05,
+   "max": 0.0001337919980287552,
    "samples": 123,
    "method": "one tiny slice layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.453680000319764e-06,
-   "host_backward_canary_seconds": 1.408946999958971e-05,
+   "host_canary_seconds": 9.453300000075159e-06,
+   "host_backward_canary_seconds": 1.382728999999472e-05,
    "pass_seconds": [
-    3.4272000193595885e-05,
-    2.0479999482631683e-05,
-    2.0287999883294106e-05
+    3.468799963593483e-05,
+    3.7216000258922574e-05,
+    3.827200084924698e-05
    ],
    "pass_host_canary_seconds": [
-    9.453680000319764e-06,
-    7.027229999607698e-06,
-    7.010412500108032e-06
+    9.453300000075159e-06,
+    1.0023512499799381e-05,
+    1.1219774999915445e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.408946999958971e-05,
-    1.2246195000216176e-05,
-    1.4663200000768485e-05
+    1.382728999999472e-05,
+    1.7181394999852275e-05,
+    2.1795899999688118e-05
    ]
   },
   "layer_backward_slice_autocast": {
-   "seconds": 0.0,
+   "seconds": 3.3391995976368564e-05,
    "min": 0.0,
-   "max": 0.0005137653114895026,
+   "max": 0.000531095976009965,
    "samples": 123,
    "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.453680000319764e-06,
-   "host_backward_canary_seconds": 1.408946999958971e-05,
+   "host_canary_seconds": 9.453300000075159e-06,
+   "host_backward_canary_seconds": 1.382728999999472e-05,
    "pass_seconds": [
-    3.0559996142983466e-05,
-    0.0,
+    5.541599728167056e-05,
+    3.3391995976368564e-05,
     0.0
    ],
    "pass_host_canary_seconds": [
-    9.453680000319764e-06,
-    7.027229999607698e-06,
-    7.010412500108032e-06
+    9.453300000075159e-06,
+    1.0023512499799381e-05,
+    1.1219774999915445e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.408946999958971e-05,
-    1.2246195000216176e-05,
-    1.4663200000768485e-05
+    1.382728999999472e-05,
+    1.7181394999852275e-05,
+    2.1795899999688118e-05
    ]
   },
   "layer_forward_transpose_contiguous": {
-   "seconds": 1.1271618484031585e-05,
-   "min": 1.0442666354633513e-05,
-   "max": 1.6327619197822754e-05,
+   "seconds": 1.7020951779115766e-05,
+   "min": 1.0946285866555714e-05,
+   "max": 2.021257118100212e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4562,32 +4562,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.657599911093712e-05,
-    8.406399935483933e-05,
-    0.0002809920012950897
+    3.3344000577926634e-05,
+    8.396799862384797e-05,
+    0.0002885119915008545
    ],
-   "host_canary_seconds": 9.315579999338298e-06,
-   "host_backward_canary_seconds": 1.755655999886585e-05,
+   "host_canary_seconds": 9.715430000483138e-06,
+   "host_backward_canary_seconds": 1.420479999978852e-05,
    "pass_seconds": [
-    1.6327619197822754e-05,
-    1.0442666354633513e-05,
-    1.1271618484031585e-05
+    1.7020951779115766e-05,
+    1.0946285866555714e-05,
+    2.021257118100212e-05
    ],
    "pass_host_canary_seconds": [
-    9.315579999338298e-06,
-    6.522977499798799e-06,
-    7.633139999825289e-06
+    9.715430000483138e-06,
+    1.056211499985693e-05,
+    1.0549565000133044e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.755655999886585e-05,
-    1.2144555000759283e-05,
-    1.856432000067798e-05
+    1.420479999978852e-05,
+    1.833197999985714e-05,
+    2.1276229999216413e-05
    ]
   },
   "layer_backward_transpose_contiguous": {
-   "seconds": 1.7886475083373833e-05,
-   "min": 1.2956953829243066e-05,
-   "max": 2.840076120836395e-05,
+   "seconds": 1.875657339890798e-05,
+   "min": 1.255466718049277e-05,
+   "max": 2.1891809999942778e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4596,33 +4596,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00013286399841308595,
-    0.0002641279995441437,
-    0.0006556159853935242
+    0.000162432000041008,
+    0.00019177600741386415,
+    0.0005862720012664795
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 9.315579999338298e-06,
-   "host_backward_canary_seconds": 1.755655999886585e-05,
+   "host_canary_seconds": 9.715430000483138e-06,
+   "host_backward_canary_seconds": 1.420479999978852e-05,
    "pass_seconds": [
-    1.7886475083373833e-05,
-    1.2956953829243066e-05,
-    2.840076120836395e-05
+    1.255466718049277e-05,
+    1.875657339890798e-05,
+    2.1891809999942778e-05
    ],
    "pass_host_canary_seconds": [
-    9.315579999338298e-06,
-    6.522977499798799e-06,
-    7.633139999825289e-06
+    9.715430000483138e-06,
+    1.056211499985693e-05,
+    1.0549565000133044e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.755655999886585e-05,
-    1.2144555000759283e-05,
-    1.856432000067798e-05
+    1.420479999978852e-05,
+    1.833197999985714e-05,
+    2.1276229999216413e-05
    ]
   },
   "layer_forward_transpose_contiguous_autocast": {
-   "seconds": 1.088685684260868e-05,
-   "min": 9.929904270739783e-06,
-   "max": 1.772266590879077e-05,
+   "seconds": 1.836571398945082e-05,
+   "min": 1.8343618228321984e-05,
+   "max": 1.9455237580197194e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4631,32 +4631,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.8895999789237976e-05,
-    0.00010220800340175629,
-    0.00031478399038314817
+    5.212799832224846e-05,
+    0.0001000320017337799,
+    0.00032521599531173706
    ],
-   "host_canary_seconds": 9.395252499757589e-06,
-   "host_backward_canary_seconds": 1.7149940000535934e-05,
+   "host_canary_seconds": 9.496204999948076e-06,
+   "host_backward_canary_seconds": 1.4025314999912553e-05,
    "pass_seconds": [
-    1.772266590879077e-05,
-    1.088685684260868e-05,
-    9.929904270739783e-06
+    1.836571398945082e-05,
+    1.8343618228321984e-05,
+    1.9455237580197194e-05
    ],
    "pass_host_canary_seconds": [
-    9.395252499757589e-06,
-    6.538307500250085e-06,
-    9.200679999707972e-06
+    9.496204999948076e-06,
+    9.75616000005175e-06,
+    1.0462752500188798e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7149940000535934e-05,
-    1.209245000040937e-05,
-    1.7232745000228535e-05
+    1.4025314999912553e-05,
+    1.697668000019803e-05,
+    2.093265999974392e-05
    ]
   },
   "layer_backward_transpose_contiguous_autocast": {
-   "seconds": 1.903466915800458e-05,
-   "min": 1.0376381377379103e-05,
-   "max": 3.31878097993987e-05,
+   "seconds": 1.9089524412438987e-05,
+   "min": 1.168990543200856e-05,
+   "max": 2.1767621948605498e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4665,129 +4665,129 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00019875200092792512,
-    0.0002945280075073242,
-    0.0007452800273895264
+    0.00015907199680805206,
+    0.0002467840015888214,
+    0.0006090880036354065
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 9.395252499757589e-06,
-   "host_backward_canary_seconds": 1.7149940000535934e-05,
+   "host_canary_seconds": 9.496204999948076e-06,
+   "host_backward_canary_seconds": 1.4025314999912553e-05,
    "pass_seconds": [
-    1.903466915800458e-05,
-    1.0376381377379103e-05,
-    3.31878097993987e-05
+    1.168990543200856e-05,
+    2.1767621948605498e-05,
+    1.9089524412438987e-05
    ],
    "pass_host_canary_seconds": [
-    9.395252499757589e-06,
-    6.538307500250085e-06,
-    9.200679999707972e-06
+    9.496204999948076e-06,
+    9.75616000005175e-06,
+    1.0462752500188798e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7149940000535934e-05,
-    1.209245000040937e-05,
-    1.7232745000228535e-05
+    1.4025314999912553e-05,
+    1.697668000019803e-05,
+    2.093265999974392e-05
    ]
   },
   "layer_forward_cat": {
-   "seconds": 2.5216000154614447e-05,
-   "min": 1.7472000792622568e-05,
-   "max": 9.151999652385711e-05,
+   "seconds": 2.8384000062942505e-05,
+   "min": 2.5728000327944755e-05,
+   "max": 7.215999811887741e-05,
    "samples": 123,
    "method": "one tiny cat layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.666374999142136e-06,
-   "host_backward_canary_seconds": 1.4380180000443942e-05,
+   "host_canary_seconds": 9.992022499716312e-06,
+   "host_backward_canary_seconds": 1.4243104999991373e-05,
    "pass_seconds": [
-    2.7936000376939773e-05,
-    2.115200087428093e-05,
-    2.5216000154614447e-05
+    2.7904000133275985e-05,
+    2.8384000062942505e-05,
+    3.340800106525421e-05
    ],
    "pass_host_canary_seconds": [
-    9.666374999142136e-06,
-    6.809472500322045e-06,
-    7.010725000213824e-06
+    9.992022499716312e-06,
+    9.608392499842466e-06,
+    1.019798500010438e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4380180000443942e-05,
-    1.6085690000409158e-05,
-    1.7457520000334627e-05
+    1.4243104999991373e-05,
+    1.8004904999884276e-05,
+    1.963919499985423e-05
    ]
   },
   "layer_backward_cat": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 0.00033695999346673483,
+   "max": 0.0002282733296354611,
    "samples": 123,
    "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.666374999142136e-06,
-   "host_backward_canary_seconds": 1.4380180000443942e-05,
+   "host_canary_seconds": 9.992022499716312e-06,
+   "host_backward_canary_seconds": 1.4243104999991373e-05,
    "pass_seconds": [
-    0.0,
+    2.680799551308156e-05,
     0.0,
     0.0
    ],
    "pass_host_canary_seconds": [
-    9.666374999142136e-06,
-    6.809472500322045e-06,
-    7.010725000213824e-06
+    9.992022499716312e-06,
+    9.608392499842466e-06,
+    1.019798500010438e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4380180000443942e-05,
-    1.6085690000409158e-05,
-    1.7457520000334627e-05
+    1.4243104999991373e-05,
+    1.8004904999884276e-05,
+    1.963919499985423e-05
    ]
   },
   "layer_forward_cat_autocast": {
-   "seconds": 4.35199998319149e-05,
-   "min": 2.6879999786615372e-05,
-   "max": 9.66079980134964e-05,
+   "seconds": 4.5823998749256134e-05,
+   "min": 4.0863998234272e-05,
+   "max": 8.329600095748901e-05,
    "samples": 123,
    "method": "one tiny cat layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.461032499302746e-06,
-   "host_backward_canary_seconds": 1.29355749993465e-05,
+   "host_canary_seconds": 9.978014999774131e-06,
+   "host_backward_canary_seconds": 1.7437379999591942e-05,
    "pass_seconds": [
-    4.35199998319149e-05,
-    2.97279991209507e-05,
-    6.003199890255928e-05
+    4.383999854326248e-05,
+    4.5823998749256134e-05,
+    4.691199958324432e-05
    ],
    "pass_host_canary_seconds": [
-    9.461032499302746e-06,
-    7.237202499936756e-06,
-    8.356925000043701e-06
+    9.978014999774131e-06,
+    9.694652499945279e-06,
+    1.052042750018245e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.29355749993465e-05,
-    1.4383500000576532e-05,
-    1.859528000068167e-05
+    1.7437379999591942e-05,
+    1.8158899999889398e-05,
+    1.949139500027286e-05
    ]
   },
   "layer_backward_cat_autocast": {
-   "seconds": 0.0,
+   "seconds": 3.519198857247831e-05,
    "min": 0.0,
-   "max": 0.0004883519988507033,
+   "max": 0.00012072799168527128,
    "samples": 123,
    "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.461032499302746e-06,
-   "host_backward_canary_seconds": 1.29355749993465e-05,
+   "host_canary_seconds": 9.978014999774131e-06,
+   "host_backward_canary_seconds": 1.7437379999591942e-05,
    "pass_seconds": [
-    4.188799671828747e-05,
-    0.0,
+    3.519198857247831e-05,
+    6.273600334922471e-05,
     0.0
    ],
    "pass_host_canary_seconds": [
-    9.461032499302746e-06,
-    7.237202499936756e-06,
-    8.356925000043701e-06
+    9.978014999774131e-06,
+    9.694652499945279e-06,
+    1.052042750018245e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.29355749993465e-05,
-    1.4383500000576532e-05,
-    1.859528000068167e-05
+    1.7437379999591942e-05,
+    1.8158899999889398e-05,
+    1.949139500027286e-05
    ]
   },
   "layer_forward_gelu_tanh_composite": {
-   "seconds": 0.0001084495218736785,
-   "min": 0.00010229028583992094,
-   "max": 0.00011959009333735422,
+   "seconds": 0.00011810514330863953,
+   "min": 9.951009565875644e-05,
+   "max": 0.0001197104769803229,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4796,32 +4796,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00012006399780511856,
-    0.0004403199851512909,
-    0.0016588799953460693
+    0.00013542400300502777,
+    0.0004588800072669983,
+    0.0016363840103149415
    ],
-   "host_canary_seconds": 9.359660000427538e-06,
-   "host_backward_canary_seconds": 1.7596750001303008e-05,
+   "host_canary_seconds": 9.29573000007622e-06,
+   "host_backward_canary_seconds": 1.7231040000069698e-05,
    "pass_seconds": [
-    0.00010229028583992094,
-    0.0001084495218736785,
-    0.00011959009333735422
+    9.951009565875644e-05,
+    0.0001197104769803229,
+    0.00011810514330863953
    ],
    "pass_host_canary_seconds": [
-    9.359660000427538e-06,
-    9.10996750008053e-06,
-    9.945150000021385e-06
+    9.29573000007622e-06,
+    1.028477000033945e-05,
+    1.0460042500142208e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7596750001303008e-05,
-    1.4783754999143639e-05,
-    1.8889689999923576e-05
+    1.7231040000069698e-05,
+    1.7802940000137824e-05,
+    2.0147954999742977e-05
    ]
   },
   "layer_backward_gelu_tanh_composite": {
-   "seconds": 0.0001251497208362534,
-   "min": 0.00012392381933473402,
-   "max": 0.000157968007737682,
+   "seconds": 0.00016941942310049417,
+   "min": 0.0001638643777086621,
+   "max": 0.00018575925344512578,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4830,33 +4830,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004843200147151947,
-    0.0014531519412994385,
-    0.003991424083709717
+    0.0005257599949836731,
+    0.00130131196975708,
+    0.004471519947052002
    ],
    "backward_nodes_per_layer": 8.0,
-   "host_canary_seconds": 9.359660000427538e-06,
-   "host_backward_canary_seconds": 1.7596750001303008e-05,
+   "host_canary_seconds": 9.29573000007622e-06,
+   "host_backward_canary_seconds": 1.7231040000069698e-05,
    "pass_seconds": [
-    0.0001251497208362534,
-    0.00012392381933473402,
-    0.000157968007737682
+    0.0001638643777086621,
+    0.00016941942310049417,
+    0.00018575925344512578
    ],
    "pass_host_canary_seconds": [
-    9.359660000427538e-06,
-    9.10996750008053e-06,
-    9.945150000021385e-06
+    9.29573000007622e-06,
+    1.028477000033945e-05,
+    1.0460042500142208e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7596750001303008e-05,
-    1.4783754999143639e-05,
-    1.8889689999923576e-05
+    1.7231040000069698e-05,
+    1.7802940000137824e-05,
+    2.0147954999742977e-05
    ]
   },
   "layer_forward_gelu_tanh_composite_autocast": {
-   "seconds": 0.00012271466922192346,
-   "min": 0.00010529447595278421,
-   "max": 0.00012449828712713152,
+   "seconds": 0.00011145752597422827,
+   "min": 8.226514075483595e-05,
+   "max": 0.0001358613386040642,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4865,32 +4865,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00014390400052070618,
-    0.0004888960123062134,
-    0.001733024001121521
+    0.00015811200439929963,
+    0.0005210239887237549,
+    0.0018394880294799805
    ],
-   "host_canary_seconds": 9.586487499859687e-06,
-   "host_backward_canary_seconds": 1.71338049995029e-05,
+   "host_canary_seconds": 9.678474999645914e-06,
+   "host_backward_canary_seconds": 1.789454000004298e-05,
    "pass_seconds": [
-    0.00010529447595278421,
-    0.00012271466922192346,
-    0.00012449828712713152
+    0.00011145752597422827,
+    8.226514075483595e-05,
+    0.0001358613386040642
    ],
    "pass_host_canary_seconds": [
-    9.586487499859687e-06,
-    9.22469999977693e-06,
-    9.924789999899985e-06
+    9.678474999645914e-06,
+    1.01704499996913e-05,
+    1.0658417500053474e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.71338049995029e-05,
-    1.4713739999479002e-05,
-    1.6275984999083446e-05
+    1.789454000004298e-05,
+    1.7299349999575497e-05,
+    2.0855180000012294e-05
    ]
   },
   "layer_backward_gelu_tanh_composite_autocast": {
-   "seconds": 0.00012043200859001703,
-   "min": 0.00010709333490757712,
-   "max": 0.00015538211237816588,
+   "seconds": 0.0001554750551780065,
+   "min": 0.00014726629285585313,
+   "max": 0.00018798020411105382,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4899,33 +4899,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0006070719957351684,
-    0.0014331519603729248,
-    0.004531904220581055
+    0.0006632639765739441,
+    0.0015749759674072265,
+    0.004704224109649658
    ],
    "backward_nodes_per_layer": 8.0,
-   "host_canary_seconds": 9.586487499859687e-06,
-   "host_backward_canary_seconds": 1.71338049995029e-05,
+   "host_canary_seconds": 9.678474999645914e-06,
+   "host_backward_canary_seconds": 1.789454000004298e-05,
    "pass_seconds": [
-    0.00015538211237816588,
-    0.00012043200859001703,
-    0.00010709333490757712
+    0.0001554750551780065,
+    0.00018798020411105382,
+    0.00014726629285585313
    ],
    "pass_host_canary_seconds": [
-    9.586487499859687e-06,
-    9.22469999977693e-06,
-    9.924789999899985e-06
+    9.678474999645914e-06,
+    1.01704499996913e-05,
+    1.0658417500053474e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.71338049995029e-05,
-    1.4713739999479002e-05,
-    1.6275984999083446e-05
+    1.789454000004298e-05,
+    1.7299349999575497e-05,
+    2.0855180000012294e-05
    ]
   },
   "layer_forward_mha": {
-   "seconds": 0.00021816381102516538,
-   "min": 0.0002179984748363495,
-   "max": 0.0003749782953943525,
+   "seconds": 0.0003354529497169313,
+   "min": 0.00027429257971899843,
+   "max": 0.0003950308391026088,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4934,32 +4934,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0004738239943981171,
-    0.0008246399760246277,
-    0.0036450560092926025
+    0.0005278080105781555,
+    0.0017847360372543334,
+    0.006477215766906738
    ],
-   "host_canary_seconds": 7.158660000072814e-06,
-   "host_backward_canary_seconds": 1.666444499960562e-05,
+   "host_canary_seconds": 9.613414999876112e-06,
+   "host_backward_canary_seconds": 1.8068860000539644e-05,
    "pass_seconds": [
-    0.00021816381102516538,
-    0.0002179984748363495,
-    0.0003749782953943525
+    0.0003950308391026088,
+    0.00027429257971899843,
+    0.0003354529497169313
    ],
    "pass_host_canary_seconds": [
-    7.158660000072814e-06,
-    6.946750000338397e-06,
-    1.0124837500029571e-05
+    9.613414999876112e-06,
+    9.635589999561488e-06,
+    1.0408717500069997e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.666444499960562e-05,
-    1.511748999860174e-05,
-    2.065558500135012e-05
+    1.8068860000539644e-05,
+    1.9710529999201752e-05,
+    2.1565725000414203e-05
    ]
   },
   "layer_backward_mha": {
-   "seconds": 0.0005419771642912003,
-   "min": 0.0004428807738281432,
-   "max": 0.0007575016844840278,
+   "seconds": 0.000744152402593976,
+   "min": 0.0006210682505653018,
+   "max": 0.0007488968116896495,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4968,33 +4968,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0013564159870147704,
-    0.00391100788116455,
-    0.012849920272827149
+    0.001683135986328125,
+    0.0048585920333862305,
+    0.016967008590698242
    ],
    "backward_nodes_per_layer": 35.0,
-   "host_canary_seconds": 7.158660000072814e-06,
-   "host_backward_canary_seconds": 1.666444499960562e-05,
+   "host_canary_seconds": 9.613414999876112e-06,
+   "host_backward_canary_seconds": 1.8068860000539644e-05,
    "pass_seconds": [
-    0.0005419771642912003,
-    0.0004428807738281432,
-    0.0007575016844840278
+    0.0006210682505653018,
+    0.0007488968116896495,
+    0.000744152402593976
    ],
    "pass_host_canary_seconds": [
-    7.158660000072814e-06,
-    6.946750000338397e-06,
-    1.0124837500029571e-05
+    9.613414999876112e-06,
+    9.635589999561488e-06,
+    1.0408717500069997e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.666444499960562e-05,
-    1.511748999860174e-05,
-    2.065558500135012e-05
+    1.8068860000539644e-05,
+    1.9710529999201752e-05,
+    2.1565725000414203e-05
    ]
   },
   "layer_forward_mha_autocast": {
-   "seconds": 0.00047382247022220063,
-   "min": 0.00040920913361367726,
-   "max": 0.0005708312505767459,
+   "seconds": 0.00036368762311481296,
+   "min": 0.0002602689550036476,
+   "max": 0.00046559085164751325,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5003,32 +5003,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00033504000306129454,
-    0.0018731199502944947,
-    0.007481247901916504
+    0.0007089920043945313,
+    0.0021603519916534425,
+    0.004836544036865235
    ],
-   "host_canary_seconds": 9.00114999978996e-06,
-   "host_backward_canary_seconds": 1.6641275001347824e-05,
+   "host_canary_seconds": 8.362860000090678e-06,
+   "host_backward_canary_seconds": 1.6695710000362853e-05,
    "pass_seconds": [
-    0.00047382247022220063,
-    0.00040920913361367726,
-    0.0005708312505767459
+    0.0002602689550036476,
+    0.00036368762311481296,
+    0.00046559085164751325
    ],
    "pass_host_canary_seconds": [
-    9.00114999978996e-06,
-    8.624129999361684e-06,
-    1.038096500053598e-05
+    8.362860000090678e-06,
+    1.0389569999915694e-05,
+    1.0336034999909316e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6641275001347824e-05,
-    1.6651369999181044e-05,
-    1.9186189999800265e-05
+    1.6695710000362853e-05,
+    1.9260990000020685e-05,
+    2.075108000099135e-05
    ]
   },
   "layer_backward_mha_autocast": {
-   "seconds": 0.0006268464639073326,
-   "min": 0.0005479368184294019,
-   "max": 0.0006584175867693765,
+   "seconds": 0.0008632830381393431,
+   "min": 0.0004397927352360317,
+   "max": 0.0009776723555156165,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5037,33 +5037,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0016323200464248657,
-    0.004532512187957764,
-    0.016903680801391603
+    0.001832703948020935,
+    0.0051504640579223635,
+    0.012739487648010254
    ],
    "backward_nodes_per_layer": 41.0,
-   "host_canary_seconds": 9.00114999978996e-06,
-   "host_backward_canary_seconds": 1.6641275001347824e-05,
+   "host_canary_seconds": 8.362860000090678e-06,
+   "host_backward_canary_seconds": 1.6695710000362853e-05,
    "pass_seconds": [
-    0.0005479368184294019,
-    0.0006584175867693765,
-    0.0006268464639073326
+    0.0004397927352360317,
+    0.0009776723555156165,
+    0.0008632830381393431
    ],
    "pass_host_canary_seconds": [
-    9.00114999978996e-06,
-    8.624129999361684e-06,
-    1.038096500053598e-05
+    8.362860000090678e-06,
+    1.0389569999915694e-05,
+    1.0336034999909316e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6641275001347824e-05,
-    1.6651369999181044e-05,
-    1.9186189999800265e-05
+    1.6695710000362853e-05,
+    1.9260990000020685e-05,
+    2.075108000099135e-05
    ]
   },
   "layer_forward_cast": {
-   "seconds": 1.6353522915215717e-05,
-   "min": 1.2855619103426026e-05,
-   "max": 1.6906667145944775e-05,
+   "seconds": 1.4115809241221066e-05,
+   "min": 9.238857155044874e-06,
+   "max": 1.528152326742808e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny cast layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5072,32 +5072,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.160000056028366e-05,
-    4.879999905824661e-05,
-    0.0002596159875392914
+    1.942400075495243e-05,
+    4.8703998327255246e-05,
+    0.00015852800011634827
    ],
-   "host_canary_seconds": 6.654745000105322e-06,
-   "host_backward_canary_seconds": 1.5155149999372952e-05,
+   "host_canary_seconds": 6.585672500136752e-06,
+   "host_backward_canary_seconds": 1.1276790000351867e-05,
    "pass_seconds": [
-    1.6353522915215717e-05,
-    1.2855619103426026e-05,
-    1.6906667145944775e-05
+    9.238857155044874e-06,
+    1.528152326742808e-05,
+    1.4115809241221066e-05
    ],
    "pass_host_canary_seconds": [
-    6.654745000105322e-06,
-    9.078145000103177e-06,
-    1.0996154999816099e-05
+    6.585672500136752e-06,
+    1.050554500011458e-05,
+    1.0447287500028325e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5155149999372952e-05,
-    1.7132959999344167e-05,
-    2.0772964999196122e-05
+    1.1276790000351867e-05,
+    1.89072099999521e-05,
+    1.989584500051933e-05
    ]
   },
   "layer_backward_cast": {
-   "seconds": 1.9249521639375458e-05,
-   "min": 1.3955048684562957e-05,
-   "max": 2.9699808252709256e-05,
+   "seconds": 2.713371360940592e-05,
+   "min": 1.1060571475397975e-05,
+   "max": 3.2760382408187505e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny cast layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5106,33 +5106,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00010864000022411347,
-    0.0001599999964237213,
-    0.0005500800013542175
+    0.00011744000017642975,
+    0.00019913600385189055,
+    0.0004288640022277832
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 6.654745000105322e-06,
-   "host_backward_canary_seconds": 1.5155149999372952e-05,
+   "host_canary_seconds": 6.585672500136752e-06,
+   "host_backward_canary_seconds": 1.1276790000351867e-05,
    "pass_seconds": [
-    1.3955048684562957e-05,
-    1.9249521639375458e-05,
-    2.9699808252709256e-05
+    1.1060571475397975e-05,
+    3.2760382408187505e-05,
+    2.713371360940592e-05
    ],
    "pass_host_canary_seconds": [
-    6.654745000105322e-06,
-    9.078145000103177e-06,
-    1.0996154999816099e-05
+    6.585672500136752e-06,
+    1.050554500011458e-05,
+    1.0447287500028325e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5155149999372952e-05,
-    1.7132959999344167e-05,
-    2.0772964999196122e-05
+    1.1276790000351867e-05,
+    1.89072099999521e-05,
+    1.989584500051933e-05
    ]
   },
   "layer_forward_cast_autocast": {
-   "seconds": 1.3379048733484176e-05,
-   "min": 9.452190072763534e-06,
-   "max": 1.3719619207438967e-05,
+   "seconds": 1.3103999552272614e-05,
+   "min": 9.54285707502138e-06,
+   "max": 1.8769522862774987e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny cast layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5141,32 +5141,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.7775999158620835e-05,
-    6.182400137186051e-05,
-    0.0001714559942483902
+    2.9055999591946602e-05,
+    5.737600103020668e-05,
+    0.00017209599912166595
    ],
-   "host_canary_seconds": 7.563214999208867e-06,
-   "host_backward_canary_seconds": 1.640950000137309e-05,
+   "host_canary_seconds": 6.764412499933315e-06,
+   "host_backward_canary_seconds": 1.1062505000154487e-05,
    "pass_seconds": [
-    9.452190072763534e-06,
-    1.3379048733484176e-05,
-    1.3719619207438967e-05
+    9.54285707502138e-06,
+    1.8769522862774987e-05,
+    1.3103999552272614e-05
    ],
    "pass_host_canary_seconds": [
-    7.563214999208867e-06,
-    9.391180000193345e-06,
-    1.037858499955746e-05
+    6.764412499933315e-06,
+    1.0257305000322958e-05,
+    1.038264750008011e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.640950000137309e-05,
-    1.7049470000074506e-05,
-    1.9916595000495363e-05
+    1.1062505000154487e-05,
+    1.8965259999959017e-05,
+    1.9538250000437075e-05
    ]
   },
   "layer_backward_cast_autocast": {
-   "seconds": 2.4227047782568704e-05,
-   "min": 1.8844949702421825e-05,
-   "max": 2.4706286333856125e-05,
+   "seconds": 1.9976380680288585e-05,
+   "min": 1.1087238965999514e-05,
+   "max": 2.8783236940701805e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny cast layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5175,33 +5175,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00011142399907112121,
-    0.00022774399816989898,
-    0.0006284160017967224
+    0.0001366399973630905,
+    0.00021980799734592439,
+    0.00045318400859832765
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 7.563214999208867e-06,
-   "host_backward_canary_seconds": 1.640950000137309e-05,
+   "host_canary_seconds": 6.764412499933315e-06,
+   "host_backward_canary_seconds": 1.1062505000154487e-05,
    "pass_seconds": [
-    2.4706286333856125e-05,
-    1.8844949702421825e-05,
-    2.4227047782568704e-05
+    1.1087238965999514e-05,
+    1.9976380680288585e-05,
+    2.8783236940701805e-05
    ],
    "pass_host_canary_seconds": [
-    7.563214999208867e-06,
-    9.391180000193345e-06,
-    1.037858499955746e-05
+    6.764412499933315e-06,
+    1.0257305000322958e-05,
+    1.038264750008011e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.640950000137309e-05,
-    1.7049470000074506e-05,
-    1.9916595000495363e-05
+    1.1062505000154487e-05,
+    1.8965259999959017e-05,
+    1.9538250000437075e-05
    ]
   },
   "layer_forward_rmsnorm": {
-   "seconds": 2.0328381054458162e-05,
-   "min": 1.7445333035928865e-05,
-   "max": 2.2696380636521743e-05,
+   "seconds": 2.1923047268674485e-05,
+   "min": 1.4454095757433349e-05,
+   "max": 2.743390521832875e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5210,32 +5210,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.4224000051617622e-05,
-    6.84479996562004e-05,
-    0.0002831999957561493
+    2.4607999250292777e-05,
+    6.831999868154525e-05,
+    0.0002415360063314438
    ],
-   "host_canary_seconds": 7.250489999819366e-06,
-   "host_backward_canary_seconds": 1.690433000021585e-05,
+   "host_canary_seconds": 6.855365000433266e-06,
+   "host_backward_canary_seconds": 1.1246029999938401e-05,
    "pass_seconds": [
-    1.7445333035928865e-05,
-    2.0328381054458162e-05,
-    2.2696380636521743e-05
+    1.4454095757433349e-05,
+    2.743390521832875e-05,
+    2.1923047268674485e-05
    ],
    "pass_host_canary_seconds": [
-    7.250489999819366e-06,
-    9.303090000685189e-06,
-    1.023233499950038e-05
+    6.855365000433266e-06,
+    1.034454999967238e-05,
+    1.0979649999853791e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.690433000021585e-05,
-    1.6626270000870135e-05,
-    2.014459000065472e-05
+    1.1246029999938401e-05,
+    1.8702789999451854e-05,
+    2.040073999978631e-05
    ]
   },
   "layer_backward_rmsnorm": {
-   "seconds": 4.409599650119031e-05,
-   "min": 3.8275047604526795e-05,
-   "max": 4.705523397950899e-05,
+   "seconds": 4.718780765930812e-05,
+   "min": 2.01371426561049e-05,
+   "max": 6.030933647638276e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5244,33 +5244,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00013283200562000275,
-    0.00030665600299835204,
-    0.001052351951599121
+    0.00014313599467277526,
+    0.0002934080064296722,
+    0.0006775040030479431
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 7.250489999819366e-06,
-   "host_backward_canary_seconds": 1.690433000021585e-05,
+   "host_canary_seconds": 6.855365000433266e-06,
+   "host_backward_canary_seconds": 1.1246029999938401e-05,
    "pass_seconds": [
-    4.409599650119031e-05,
-    3.8275047604526795e-05,
-    4.705523397950899e-05
+    2.01371426561049e-05,
+    4.718780765930812e-05,
+    6.030933647638276e-05
    ],
    "pass_host_canary_seconds": [
-    7.250489999819366e-06,
-    9.303090000685189e-06,
-    1.023233499950038e-05
+    6.855365000433266e-06,
+    1.034454999967238e-05,
+    1.0979649999853791e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.690433000021585e-05,
-    1.6626270000870135e-05,
-    2.014459000065472e-05
+    1.1246029999938401e-05,
+    1.8702789999451854e-05,
+    2.040073999978631e-05
    ]
   },
   "layer_forward_rmsnorm_autocast": {
-   "seconds": 2.1139810305266152e-05,
-   "min": 1.6232380022605262e-05,
-   "max": 2.374323865487462e-05,
+   "seconds": 2.6662857404776985e-05,
+   "min": 1.36274282066595e-05,
+   "max": 2.845561965590432e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5279,32 +5279,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.491200134158135e-05,
-    8.342400193214416e-05,
-    0.00027833598852157595
+    3.638400137424469e-05,
+    8.140800148248673e-05,
+    0.00024217599630355836
    ],
-   "host_canary_seconds": 7.672554999089697e-06,
-   "host_backward_canary_seconds": 1.737087000037718e-05,
+   "host_canary_seconds": 6.972595000434012e-06,
+   "host_backward_canary_seconds": 1.1319829999365538e-05,
    "pass_seconds": [
-    1.6232380022605262e-05,
-    2.1139810305266152e-05,
-    2.374323865487462e-05
+    1.36274282066595e-05,
+    2.845561965590432e-05,
+    2.6662857404776985e-05
    ],
    "pass_host_canary_seconds": [
-    7.672554999089697e-06,
-    9.191635000433961e-06,
-    1.0234910000122e-05
+    6.972595000434012e-06,
+    1.0332115000437625e-05,
+    1.1060895000127857e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.737087000037718e-05,
-    1.7181119999349904e-05,
-    1.9088899999815113e-05
+    1.1319829999365538e-05,
+    1.6349919999356643e-05,
+    2.0035730000245166e-05
    ]
   },
   "layer_backward_rmsnorm_autocast": {
-   "seconds": 4.1720382337059284e-05,
-   "min": 3.7603042842376794e-05,
-   "max": 4.886552744678087e-05,
+   "seconds": 4.300495662859506e-05,
+   "min": 2.197714238649323e-05,
+   "max": 4.61333298257419e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5313,33 +5313,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014764800667762756,
-    0.00033030399680137636,
-    0.0011199040412902832
+    0.00016847999393939972,
+    0.00031219199299812315,
+    0.000714847981929779
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 7.672554999089697e-06,
-   "host_backward_canary_seconds": 1.737087000037718e-05,
+   "host_canary_seconds": 6.972595000434012e-06,
+   "host_backward_canary_seconds": 1.1319829999365538e-05,
    "pass_seconds": [
-    4.886552744678087e-05,
-    3.7603042842376794e-05,
-    4.1720382337059284e-05
+    2.197714238649323e-05,
+    4.300495662859506e-05,
+    4.61333298257419e-05
    ],
    "pass_host_canary_seconds": [
-    7.672554999089697e-06,
-    9.191635000433961e-06,
-    1.0234910000122e-05
+    6.972595000434012e-06,
+    1.0332115000437625e-05,
+    1.1060895000127857e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.737087000037718e-05,
-    1.7181119999349904e-05,
-    1.9088899999815113e-05
+    1.1319829999365538e-05,
+    1.6349919999356643e-05,
+    2.0035730000245166e-05
    ]
   },
   "layer_forward_sdpa": {
-   "seconds": 1.6732190070407728e-05,
-   "min": 1.4374094882181715e-05,
-   "max": 2.520609558338211e-05,
+   "seconds": 2.9564191010736284e-05,
+   "min": 1.501638176185744e-05,
+   "max": 3.0865524851140525e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5348,32 +5348,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.4703999981284142e-05,
-    7.065600156784058e-05,
-    0.00027427199482917783
+    2.4831999093294143e-05,
+    6.97920024394989e-05,
+    0.00025004801154136655
    ],
-   "host_canary_seconds": 8.271380000905992e-06,
-   "host_backward_canary_seconds": 1.7580189999080177e-05,
+   "host_canary_seconds": 7.0464374999801295e-06,
+   "host_backward_canary_seconds": 1.2029019999886258e-05,
    "pass_seconds": [
-    1.6732190070407728e-05,
-    1.4374094882181715e-05,
-    2.520609558338211e-05
+    1.501638176185744e-05,
+    3.0865524851140525e-05,
+    2.9564191010736284e-05
    ],
    "pass_host_canary_seconds": [
-    8.271380000905992e-06,
-    6.979004999720928e-06,
-    1.0163875000444022e-05
+    7.0464374999801295e-06,
+    1.0546407499987254e-05,
+    1.0380412499841897e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7580189999080177e-05,
-    1.6665024999156232e-05,
-    2.045714999894699e-05
+    1.2029019999886258e-05,
+    2.0664730000135025e-05,
+    1.9312620000278003e-05
    ]
   },
   "layer_backward_sdpa": {
-   "seconds": 0.00010517027716906297,
-   "min": 8.678705156559036e-05,
-   "max": 0.00011093485976258912,
+   "seconds": 9.107809496067818e-05,
+   "min": 8.990856951900892e-05,
+   "max": 0.00011591466516256332,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5382,33 +5382,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002144320011138916,
-    0.0006260480284690857,
-    0.002058271884918213
+    0.00022841599583625793,
+    0.0004787200093269348,
+    0.001780799984931946
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 8.271380000905992e-06,
-   "host_backward_canary_seconds": 1.7580189999080177e-05,
+   "host_canary_seconds": 7.0464374999801295e-06,
+   "host_backward_canary_seconds": 1.2029019999886258e-05,
    "pass_seconds": [
-    0.00010517027716906297,
-    8.678705156559036e-05,
-    0.00011093485976258912
+    8.990856951900892e-05,
+    0.00011591466516256332,
+    9.107809496067818e-05
    ],
    "pass_host_canary_seconds": [
-    8.271380000905992e-06,
-    6.979004999720928e-06,
-    1.0163875000444022e-05
+    7.0464374999801295e-06,
+    1.0546407499987254e-05,
+    1.0380412499841897e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7580189999080177e-05,
-    1.6665024999156232e-05,
-    2.045714999894699e-05
+    1.2029019999886258e-05,
+    2.0664730000135025e-05,
+    1.9312620000278003e-05
    ]
   },
   "layer_forward_sdpa_autocast": {
-   "seconds": 2.290133298152969e-05,
-   "min": 2.1808000547545294e-05,
-   "max": 4.4403811295827226e-05,
+   "seconds": 4.641600095090412e-05,
+   "min": 3.401676352534975e-05,
+   "max": 5.531580781652814e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5417,32 +5417,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.003199890255928e-05,
-    0.00022579200565814973,
-    0.00043590399622917177
+    0.0001407040059566498,
+    0.0003038080036640167,
+    0.0008448960185050965
    ],
-   "host_canary_seconds": 1.034293999964575e-05,
-   "host_backward_canary_seconds": 1.577307999923505e-05,
+   "host_canary_seconds": 1.0087185000315912e-05,
+   "host_backward_canary_seconds": 1.7271210000444627e-05,
    "pass_seconds": [
-    2.290133298152969e-05,
-    2.1808000547545294e-05,
-    4.4403811295827226e-05
+    4.641600095090412e-05,
+    5.531580781652814e-05,
+    3.401676352534975e-05
    ],
    "pass_host_canary_seconds": [
-    1.034293999964575e-05,
-    8.706482499860613e-06,
-    9.697294999568839e-06
+    1.0087185000315912e-05,
+    1.0412540000288572e-05,
+    7.740754999758793e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.577307999923505e-05,
-    1.4345100000809907e-05,
-    1.9451959999514657e-05
+    1.7271210000444627e-05,
+    1.9995399999288565e-05,
+    1.695175999998355e-05
    ]
   },
   "layer_backward_sdpa_autocast": {
-   "seconds": 8.619047204653421e-05,
-   "min": 7.495771419434324e-05,
-   "max": 9.084113775974231e-05,
+   "seconds": 6.295770477680933e-05,
+   "min": 4.6761904798802865e-05,
+   "max": 7.550172188452309e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5451,33 +5451,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004824320077896118,
-    0.0008639039993286133,
-    0.00220198392868042
+    0.0005904319882392883,
+    0.0009505280256271362,
+    0.0022416958808898924
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.034293999964575e-05,
-   "host_backward_canary_seconds": 1.577307999923505e-05,
+   "host_canary_seconds": 1.0087185000315912e-05,
+   "host_backward_canary_seconds": 1.7271210000444627e-05,
    "pass_seconds": [
-    9.084113775974231e-05,
-    8.619047204653421e-05,
-    7.495771419434324e-05
+    6.295770477680933e-05,
+    7.550172188452309e-05,
+    4.6761904798802865e-05
    ],
    "pass_host_canary_seconds": [
-    1.034293999964575e-05,
-    8.706482499860613e-06,
-    9.697294999568839e-06
+    1.0087185000315912e-05,
+    1.0412540000288572e-05,
+    7.740754999758793e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.577307999923505e-05,
-    1.4345100000809907e-05,
-    1.9451959999514657e-05
+    1.7271210000444627e-05,
+    1.9995399999288565e-05,
+    1.695175999998355e-05
    ]
   },
   "layer_forward_sdpa_efficient": {
-   "seconds": 2.5981714150735314e-05,
-   "min": 2.3233523681050255e-05,
-   "max": 2.6710857415483113e-05,
+   "seconds": 2.7896381825918243e-05,
+   "min": 2.428038028024492e-05,
+   "max": 3.254171230253719e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa_efficient layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5486,33 +5486,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.7680001705884936e-05,
-    0.00012227199971675873,
-    0.0004362879991531372
+    3.516799956560135e-05,
+    9.740799665451049e-05,
+    0.00039583998918533324
    ],
    "attention_backend": "efficient",
-   "host_canary_seconds": 9.772387499538127e-06,
-   "host_backward_canary_seconds": 1.871030500069537e-05,
+   "host_canary_seconds": 9.718535000047269e-06,
+   "host_backward_canary_seconds": 1.8189044999985527e-05,
    "pass_seconds": [
-    2.5981714150735314e-05,
-    2.3233523681050255e-05,
-    2.6710857415483113e-05
+    2.428038028024492e-05,
+    3.254171230253719e-05,
+    2.7896381825918243e-05
    ],
    "pass_host_canary_seconds": [
-    9.772387499538127e-06,
-    8.718804999716666e-06,
-    9.389494999823e-06
+    9.718535000047269e-06,
+    1.0433977499815229e-05,
+    1.0077972499971112e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.871030500069537e-05,
-    1.3830249999955412e-05,
-    1.9452879998880233e-05
+    1.8189044999985527e-05,
+    1.8283219999943868e-05,
+    1.845737999985886e-05
    ]
   },
   "layer_backward_sdpa_efficient": {
-   "seconds": 8.873980971319335e-05,
-   "min": 8.418285917668116e-05,
-   "max": 9.809218967954316e-05,
+   "seconds": 8.57729489604632e-05,
+   "min": 8.288609112302463e-05,
+   "max": 9.939809471723578e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa_efficient layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5521,34 +5521,34 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.000400736004114151,
-    0.0007029759883880615,
-    0.002107583999633789
+    0.000226175993680954,
+    0.0005930560231208801,
+    0.0018892159461975097
    ],
    "attention_backend": "efficient",
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 9.772387499538127e-06,
-   "host_backward_canary_seconds": 1.871030500069537e-05,
+   "host_canary_seconds": 9.718535000047269e-06,
+   "host_backward_canary_seconds": 1.8189044999985527e-05,
    "pass_seconds": [
-    8.873980971319335e-05,
-    8.418285917668116e-05,
-    9.809218967954316e-05
+    8.57729489604632e-05,
+    8.288609112302463e-05,
+    9.939809471723578e-05
    ],
    "pass_host_canary_seconds": [
-    9.772387499538127e-06,
-    8.718804999716666e-06,
-    9.389494999823e-06
+    9.718535000047269e-06,
+    1.0433977499815229e-05,
+    1.0077972499971112e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.871030500069537e-05,
-    1.3830249999955412e-05,
-    1.9452879998880233e-05
+    1.8189044999985527e-05,
+    1.8283219999943868e-05,
+    1.845737999985886e-05
    ]
   },
   "layer_forward_sdpa_cudnn_autocast": {
-   "seconds": 2.412038048108419e-05,
-   "min": 2.284114311138789e-05,
-   "max": 3.601980989887601e-05,
+   "seconds": 3.339275966087977e-05,
+   "min": 2.400761984643482e-05,
+   "max": 3.939733405907949e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa_cudnn layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5557,33 +5557,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0001369280070066452,
-    0.0002824000120162964,
-    0.0006896960139274597
+    8.463999629020691e-05,
+    0.00018569600582122803,
+    0.0004544320106506348
    ],
    "attention_backend": "cudnn",
-   "host_canary_seconds": 1.085127500005001e-05,
-   "host_backward_canary_seconds": 2.0700959998976033e-05,
+   "host_canary_seconds": 9.743135000235271e-06,
+   "host_backward_canary_seconds": 1.8133510000097886e-05,
    "pass_seconds": [
-    3.601980989887601e-05,
-    2.284114311138789e-05,
-    2.412038048108419e-05
+    2.400761984643482e-05,
+    3.339275966087977e-05,
+    3.939733405907949e-05
    ],
    "pass_host_canary_seconds": [
-    1.085127500005001e-05,
-    7.148855000309595e-06,
-    9.321105000026365e-06
+    9.743135000235271e-06,
+    9.535429999800726e-06,
+    1.0017610000545573e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0700959998976033e-05,
-    1.6526119999298317e-05,
-    1.7142960000455787e-05
+    1.8133510000097886e-05,
+    1.9425210000463265e-05,
+    1.909299000089959e-05
    ]
   },
   "layer_backward_sdpa_cudnn_autocast": {
-   "seconds": 8.653180726936888e-05,
-   "min": 8.072990285498756e-05,
-   "max": 9.488686067717414e-05,
+   "seconds": 7.931658093418392e-05,
+   "min": 6.968761767659868e-05,
+   "max": 9.135085273356664e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa_cudnn layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5592,34 +5592,34 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005444480180740357,
-    0.0009522240161895752,
-    0.0023960959911346435
+    0.00043327999114990234,
+    0.0009557440280914307,
+    0.0019191679954528808
    ],
    "attention_backend": "cudnn",
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.085127500005001e-05,
-   "host_backward_canary_seconds": 2.0700959998976033e-05,
+   "host_canary_seconds": 9.743135000235271e-06,
+   "host_backward_canary_seconds": 1.8133510000097886e-05,
    "pass_seconds": [
-    8.653180726936888e-05,
-    8.072990285498756e-05,
-    9.488686067717414e-05
+    6.968761767659868e-05,
+    7.931658093418392e-05,
+    9.135085273356664e-05
    ],
    "pass_host_canary_seconds": [
-    1.085127500005001e-05,
-    7.148855000309595e-06,
-    9.321105000026365e-06
+    9.743135000235271e-06,
+    9.535429999800726e-06,
+    1.0017610000545573e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0700959998976033e-05,
-    1.6526119999298317e-05,
-    1.7142960000455787e-05
+    1.8133510000097886e-05,
+    1.9425210000463265e-05,
+    1.909299000089959e-05
    ]
   },
   "layer_forward_mha_no_weights": {
-   "seconds": 0.00020008914101691473,
-   "min": 0.00015766246900672003,
-   "max": 0.000276764961935225,
+   "seconds": 0.00027929903921626863,
+   "min": 0.0002555443758056277,
+   "max": 0.00030742857924529485,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha_no_weights layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5628,33 +5628,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0002758080065250397,
-    0.0009845119714736938,
-    0.004386752128601074
+    0.0003911040127277374,
+    0.0012193599939346314,
+    0.004577375888824463
    ],
    "attention_backend": "efficient",
-   "host_canary_seconds": 1.0635099999944942e-05,
-   "host_backward_canary_seconds": 2.0790879998457966e-05,
+   "host_canary_seconds": 1.0505394999995588e-05,
+   "host_backward_canary_seconds": 1.9312320000040017e-05,
    "pass_seconds": [
-    0.000276764961935225,
-    0.00015766246900672003,
-    0.00020008914101691473
+    0.00027929903921626863,
+    0.00030742857924529485,
+    0.0002555443758056277
    ],
    "pass_host_canary_seconds": [
-    1.0635099999944942e-05,
-    8.984974999748375e-06,
-    1.0229024999830473e-05
+    1.0505394999995588e-05,
+    1.0851207499911196e-05,
+    1.0406207499897847e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0790879998457966e-05,
-    1.7111860001932657e-05,
-    2.0677465000744634e-05
+    1.9312320000040017e-05,
+    2.0727884999587333e-05,
+    1.90878499995506e-05
    ]
   },
   "layer_backward_mha_no_weights": {
-   "seconds": 0.0005986704641864414,
-   "min": 0.000434403813311032,
-   "max": 0.0006895565546694258,
+   "seconds": 0.0005163398101216271,
+   "min": 0.000504991243992533,
+   "max": 0.0005954056964034126,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha_no_weights layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5663,34 +5663,34 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0015084799528121949,
-    0.004271455764770508,
-    0.01468556785583496
+    0.0013866879940032959,
+    0.004155488014221192,
+    0.014555487632751465
    ],
    "attention_backend": "efficient",
    "backward_nodes_per_layer": 33.0,
-   "host_canary_seconds": 1.0635099999944942e-05,
-   "host_backward_canary_seconds": 2.0790879998457966e-05,
+   "host_canary_seconds": 1.0505394999995588e-05,
+   "host_backward_canary_seconds": 1.9312320000040017e-05,
    "pass_seconds": [
-    0.0005986704641864414,
-    0.000434403813311032,
-    0.0006895565546694258
+    0.0005954056964034126,
+    0.000504991243992533,
+    0.0005163398101216271
    ],
    "pass_host_canary_seconds": [
-    1.0635099999944942e-05,
-    8.984974999748375e-06,
-    1.0229024999830473e-05
+    1.0505394999995588e-05,
+    1.0851207499911196e-05,
+    1.0406207499897847e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0790879998457966e-05,
-    1.7111860001932657e-05,
-    2.0677465000744634e-05
+    1.9312320000040017e-05,
+    2.0727884999587333e-05,
+    1.90878499995506e-05
    ]
   },
   "layer_forward_mha_no_weights_autocast": {
-   "seconds": 0.0002830461064974467,
-   "min": 0.0002233539067563556,
-   "max": 0.000387383636974153,
+   "seconds": 0.0003557767570018768,
+   "min": 0.0002760502923102606,
+   "max": 0.0004187040045147851,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha_no_weights layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5699,33 +5699,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0004727360010147095,
-    0.0016076159477233887,
-    0.006274400234222412
+    0.0006824960112571716,
+    0.0021244161128997803,
+    0.00502784013748169
    ],
    "attention_backend": "cudnn",
-   "host_canary_seconds": 1.0990102500159081e-05,
-   "host_backward_canary_seconds": 2.2439054999949805e-05,
+   "host_canary_seconds": 1.0545334999960687e-05,
+   "host_backward_canary_seconds": 1.960826000072302e-05,
    "pass_seconds": [
-    0.000387383636974153,
-    0.0002233539067563556,
-    0.0002830461064974467
+    0.0002760502923102606,
+    0.0004187040045147851,
+    0.0003557767570018768
    ],
    "pass_host_canary_seconds": [
-    1.0990102500159081e-05,
-    6.95257999950627e-06,
-    1.062549500034038e-05
+    1.0545334999960687e-05,
+    1.01920775000508e-05,
+    1.0338442500028578e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.2439054999949805e-05,
-    1.696792999950958e-05,
-    2.139696000085678e-05
+    1.960826000072302e-05,
+    2.076475500075503e-05,
+    1.9975200000317273e-05
    ]
   },
   "layer_backward_mha_no_weights_autocast": {
-   "seconds": 0.0008145142566590084,
-   "min": 0.000632390097493217,
-   "max": 0.0008682758382388523,
+   "seconds": 0.0006797835997172765,
+   "min": 0.000665582442567462,
+   "max": 0.0007621378870237441,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha_no_weights layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5734,34 +5734,34 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.002121664047241211,
-    0.005908639907836914,
-    0.020210559844970704
+    0.0018373440504074097,
+    0.005537248134613037,
+    0.01760527992248535
    ],
    "attention_backend": "cudnn",
    "backward_nodes_per_layer": 37.0,
-   "host_canary_seconds": 1.0990102500159081e-05,
-   "host_backward_canary_seconds": 2.2439054999949805e-05,
+   "host_canary_seconds": 1.0545334999960687e-05,
+   "host_backward_canary_seconds": 1.960826000072302e-05,
    "pass_seconds": [
-    0.0008145142566590084,
-    0.000632390097493217,
-    0.0008682758382388523
+    0.0007621378870237441,
+    0.0006797835997172765,
+    0.000665582442567462
    ],
    "pass_host_canary_seconds": [
-    1.0990102500159081e-05,
-    6.95257999950627e-06,
-    1.062549500034038e-05
+    1.0545334999960687e-05,
+    1.01920775000508e-05,
+    1.0338442500028578e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.2439054999949805e-05,
-    1.696792999950958e-05,
-    2.139696000085678e-05
+    1.960826000072302e-05,
+    2.076475500075503e-05,
+    1.9975200000317273e-05
    ]
   },
   "layer_forward_unit_transformer_block_autocast": {
-   "seconds": 0.0007111550314085824,
-   "min": 0.00037603581519353956,
-   "max": 0.0007561256970678057,
+   "seconds": 0.0006848533096767608,
+   "min": 0.0005852837761243185,
+   "max": 0.0007933698892593382,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny unit_transformer_block layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5770,9 +5770,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0008646079897880554,
-    0.0035334079265594482,
-    0.012339967727661133
+    0.0010371840000152589,
+    0.0036862719058990477,
+    0.011508159637451172
    ],
    "unit_ops": [
     "layernorm",
@@ -5787,28 +5787,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "linear",
     "add"
    ],
-   "host_canary_seconds": 1.1063892500260409e-05,
-   "host_backward_canary_seconds": 2.1845789999588304e-05,
+   "host_canary_seconds": 1.0337247499876413e-05,
+   "host_backward_canary_seconds": 1.947668500065447e-05,
    "pass_seconds": [
-    0.0007561256970678057,
-    0.00037603581519353956,
-    0.0007111550314085824
+    0.0006848533096767608,
+    0.0005852837761243185,
+    0.0007933698892593382
    ],
    "pass_host_canary_seconds": [
-    1.1063892500260409e-05,
-    6.7617499996686095e-06,
-    1.0740537500169013e-05
+    1.0337247499876413e-05,
+    1.0198945000183813e-05,
+    1.0541572500244456e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1845789999588304e-05,
-    1.693480999847452e-05,
-    2.104355500023303e-05
+    1.947668500065447e-05,
+    1.9975840000370227e-05,
+    1.958801500052232e-05
    ]
   },
   "layer_backward_unit_transformer_block_autocast": {
-   "seconds": 0.0012890704785074505,
-   "min": 0.000732139473869687,
-   "max": 0.0016041074622245065,
+   "seconds": 0.0013541622076715738,
+   "min": 0.0012190080767586116,
+   "max": 0.0014143488463901341,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny unit_transformer_block layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5817,9 +5817,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.003081216096878052,
-    0.010358207702636719,
-    0.03855014419555664
+    0.00295795202255249,
+    0.009245632171630859,
+    0.03170790481567383
    ],
    "unit_ops": [
     "layernorm",
@@ -5835,28 +5835,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "add"
    ],
    "backward_nodes_per_layer": 64.0,
-   "host_canary_seconds": 1.1063892500260409e-05,
-   "host_backward_canary_seconds": 2.1845789999588304e-05,
+   "host_canary_seconds": 1.0337247499876413e-05,
+   "host_backward_canary_seconds": 1.947668500065447e-05,
    "pass_seconds": [
-    0.0016041074622245065,
-    0.000732139473869687,
-    0.0012890704785074505
+    0.0012190080767586116,
+    0.0013541622076715738,
+    0.0014143488463901341
    ],
    "pass_host_canary_seconds": [
-    1.1063892500260409e-05,
-    6.7617499996686095e-06,
-    1.0740537500169013e-05
+    1.0337247499876413e-05,
+    1.0198945000183813e-05,
+    1.0541572500244456e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1845789999588304e-05,
-    1.693480999847452e-05,
-    2.104355500023303e-05
+    1.947668500065447e-05,
+    1.9975840000370227e-05,
+    1.958801500052232e-05
    ]
   },
   "layer_forward_unit_conv_bn_relu_autocast": {
-   "seconds": 0.00011036876198791324,
-   "min": 9.142933502083733e-05,
-   "max": 0.0001550598109052295,
+   "seconds": 0.00016151619525182814,
+   "min": 0.00011918551581246512,
+   "max": 0.00018835200156484328,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny unit_conv_bn_relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5865,37 +5865,37 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0002386559993028641,
-    0.0007186880111694336,
-    0.002569504022598267
+    0.0002942720055580139,
+    0.0008767679929733277,
+    0.002749664068222046
    ],
    "unit_ops": [
     "conv2d_nobias",
     "batchnorm2d",
     "relu"
    ],
-   "host_canary_seconds": 1.1193587500315516e-05,
-   "host_backward_canary_seconds": 2.0944684999903982e-05,
+   "host_canary_seconds": 1.0201050000091527e-05,
+   "host_backward_canary_seconds": 1.859974500007411e-05,
    "pass_seconds": [
-    0.0001550598109052295,
-    9.142933502083733e-05,
-    0.00011036876198791324
+    0.00016151619525182814,
+    0.00018835200156484328,
+    0.00011918551581246512
    ],
    "pass_host_canary_seconds": [
-    1.1193587500315516e-05,
-    6.725190000338444e-06,
-    8.922182500441522e-06
+    1.0201050000091527e-05,
+    1.0379204999821922e-05,
+    9.9655025002221e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0944684999903982e-05,
-    1.616232000060336e-05,
-    1.9038275000866632e-05
+    1.859974500007411e-05,
+    1.836754999999357e-05,
+    1.9715570000471414e-05
    ]
   },
   "layer_backward_unit_conv_bn_relu_autocast": {
-   "seconds": 0.00019635276070662907,
-   "min": 0.0001464807767243612,
-   "max": 0.0002195565736009961,
+   "seconds": 0.00013401371240615844,
+   "min": 0.0001140662729740144,
+   "max": 0.0001565912394296555,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny unit_conv_bn_relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5904,9 +5904,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0010747840404510497,
-    0.002404799938201904,
-    0.006762752056121826
+    0.0009371520280838013,
+    0.0019258240461349488,
+    0.005404128074645996
    ],
    "unit_ops": [
     "conv2d_nobias",
@@ -5914,28 +5914,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "relu"
    ],
    "backward_nodes_per_layer": 7.0,
-   "host_canary_seconds": 1.1193587500315516e-05,
-   "host_backward_canary_seconds": 2.0944684999903982e-05,
+   "host_canary_seconds": 1.0201050000091527e-05,
+   "host_backward_canary_seconds": 1.859974500007411e-05,
    "pass_seconds": [
-    0.0002195565736009961,
-    0.0001464807767243612,
-    0.00019635276070662907
+    0.00013401371240615844,
+    0.0001140662729740144,
+    0.0001565912394296555
    ],
    "pass_host_canary_seconds": [
-    1.1193587500315516e-05,
-    6.725190000338444e-06,
-    8.922182500441522e-06
+    1.0201050000091527e-05,
+    1.0379204999821922e-05,
+    9.9655025002221e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0944684999903982e-05,
-    1.616232000060336e-05,
-    1.9038275000866632e-05
+    1.859974500007411e-05,
+    1.836754999999357e-05,
+    1.9715570000471414e-05
    ]
   },
   "layer_forward_view_chain": {
-   "seconds": 3.3401904095496452e-06,
-   "min": 1.9664763517322994e-06,
-   "max": 4.645333403632755e-06,
+   "seconds": 3.872762035046305e-06,
+   "min": 3.341714452419962e-06,
+   "max": 3.95276193462667e-06,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny view_chain layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5944,32 +5944,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    1.91040001809597e-05,
-    3.1360000371932985e-05,
-    8.822400122880936e-05
+    2.0320000126957894e-05,
+    3.152000159025192e-05,
+    7.939200103282929e-05
    ],
-   "host_canary_seconds": 9.961430000657856e-06,
-   "host_backward_canary_seconds": 2.1150305000219307e-05,
+   "host_canary_seconds": 1.0147117500025615e-05,
+   "host_backward_canary_seconds": 1.8937094999387228e-05,
    "pass_seconds": [
-    4.645333403632755e-06,
-    1.9664763517322994e-06,
-    3.3401904095496452e-06
+    3.95276193462667e-06,
+    3.872762035046305e-06,
+    3.341714452419962e-06
    ],
    "pass_host_canary_seconds": [
-    9.961430000657856e-06,
-    6.590219999225155e-06,
-    8.206540000514906e-06
+    1.0147117500025615e-05,
+    1.0195807500110733e-05,
+    8.956170000260499e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1150305000219307e-05,
-    1.4161259998672904e-05,
-    2.003018499863174e-05
+    1.8937094999387228e-05,
+    1.585557500050072e-05,
+    1.890314999968723e-05
    ]
   },
   "layer_backward_view_chain": {
-   "seconds": 1.2284190837471258e-05,
-   "min": 5.504761157291276e-06,
-   "max": 1.6195809912113914e-05,
+   "seconds": 1.0368000272484051e-05,
+   "min": 7.652571247447102e-06,
+   "max": 1.250514237298852e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny view_chain layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5978,33 +5978,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    9.481599926948547e-05,
-    0.00013840000331401825,
-    0.00040112000703811644
+    9.60640013217926e-05,
+    0.00013059200346469878,
+    0.00033798399567604067
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 9.961430000657856e-06,
-   "host_backward_canary_seconds": 2.1150305000219307e-05,
+   "host_canary_seconds": 1.0147117500025615e-05,
+   "host_backward_canary_seconds": 1.8937094999387228e-05,
    "pass_seconds": [
-    1.6195809912113914e-05,
-    5.504761157291276e-06,
-    1.2284190837471258e-05
+    1.250514237298852e-05,
+    1.0368000272484051e-05,
+    7.652571247447102e-06
    ],
    "pass_host_canary_seconds": [
-    9.961430000657856e-06,
-    6.590219999225155e-06,
-    8.206540000514906e-06
+    1.0147117500025615e-05,
+    1.0195807500110733e-05,
+    8.956170000260499e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1150305000219307e-05,
-    1.4161259998672904e-05,
-    2.003018499863174e-05
+    1.8937094999387228e-05,
+    1.585557500050072e-05,
+    1.890314999968723e-05
    ]
   },
   "layer_forward_view_chain_autocast": {
-   "seconds": 3.2830474277337393e-06,
-   "min": 1.769904668132464e-06,
-   "max": 3.972571609275682e-06,
+   "seconds": 3.207619257626079e-06,
+   "min": 1.136761868283862e-06,
+   "max": 3.899428727371352e-06,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny view_chain layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -6013,32 +6013,32 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.9440000653266906e-05,
-    4.860800132155419e-05,
-    6.060799956321716e-05
+    3.753599897027016e-05,
+    4.864000156521797e-05,
+    5.7151999324560164e-05
    ],
-   "host_canary_seconds": 8.887660000596042e-06,
-   "host_backward_canary_seconds": 1.912490999984584e-05,
+   "host_canary_seconds": 1.008587000001171e-05,
+   "host_backward_canary_seconds": 2.100617499991131e-05,
    "pass_seconds": [
-    1.769904668132464e-06,
-    3.2830474277337393e-06,
-    3.972571609275682e-06
+    1.136761868283862e-06,
+    3.899428727371352e-06,
+    3.207619257626079e-06
    ],
    "pass_host_canary_seconds": [
-    8.887660000596042e-06,
-    6.590219999225155e-06,
-    1.0093692499708594e-05
+    1.008587000001171e-05,
+    1.0048792499901538e-05,
+    9.074949999785532e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.912490999984584e-05,
-    1.3309579999258859e-05,
-    1.925358499988761e-05
+    2.100617499991131e-05,
+    2.3432564999552598e-05,
+    1.890314999968723e-05
    ]
   },
   "layer_backward_view_chain_autocast": {
-   "seconds": 1.1148951149412562e-05,
-   "min": 3.4072379625978926e-06,
-   "max": 2.1384381733479954e-05,
+   "seconds": 1.457066745275543e-05,
+   "min": 5.424761435105688e-06,
+   "max": 1.6835808842664674e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny view_chain layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -6047,129 +6047,129 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014041599631309508,
-    0.0001530880033969879,
-    0.00046880000829696653
+    0.0001526080071926117,
+    0.00016489599645137787,
+    0.0003766080141067505
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 8.887660000596042e-06,
-   "host_backward_canary_seconds": 1.912490999984584e-05,
+   "host_canary_seconds": 1.008587000001171e-05,
+   "host_backward_canary_seconds": 2.100617499991131e-05,
    "pass_seconds": [
-    2.1384381733479954e-05,
-    3.4072379625978926e-06,
-    1.1148951149412562e-05
+    1.457066745275543e-05,
+    1.6835808842664674e-05,
+    5.424761435105688e-06
    ],
    "pass_host_canary_seconds": [
-    8.887660000596042e-06,
-    6.590219999225155e-06,
-    1.0093692499708594e-05
+    1.008587000001171e-05,
+    1.0048792499901538e-05,
+    9.074949999785532e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.912490999984584e-05,
-    1.3309579999258859e-05,
-    1.925358499988761e-05
+    2.100617499991131e-05,
+    2.3432564999552598e-05,
+    1.890314999968723e-05
    ]
   },
   "backward_call_before_first_kernel": {
-   "seconds": 0.00020979200303554535,
-   "min": 7.8015998005867e-05,
-   "max": 0.0005723199844360351,
+   "seconds": 0.00017817600071430207,
+   "min": 0.0001157120019197464,
+   "max": 0.0002717759907245636,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event recorded by the first autograd node's pre-hook (before its first kernel); no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.759185000144498e-06,
-   "host_backward_canary_seconds": 2.0018939999317808e-05,
+   "host_canary_seconds": 1.0111127499783379e-05,
+   "host_backward_canary_seconds": 2.0760694999921726e-05,
    "pass_seconds": [
-    0.00020979200303554535,
-    0.00013811199367046357,
-    0.00021078400313854218
+    0.00019356800615787507,
+    0.00017817600071430207,
+    0.00012332800030708313
    ],
    "pass_host_canary_seconds": [
-    8.759185000144498e-06,
-    7.635475000142833e-06,
-    1.0360824999793294e-05
+    1.0111127499783379e-05,
+    1.0265899999808426e-05,
+    9.391410000034739e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0018939999317808e-05,
-    1.4323390000754444e-05,
-    1.847835499916073e-05
+    2.0760694999921726e-05,
+    2.001383999981954e-05,
+    1.91841100001966e-05
    ]
   },
   "backward_call_after_last_kernel": {
-   "seconds": 0.00014825600385665893,
-   "min": 5.961599946022034e-05,
-   "max": 0.0003680320084095001,
+   "seconds": 0.00011203200370073319,
+   "min": 7.552000135183334e-05,
+   "max": 0.00020800000429153443,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: event recorded by the input's gradient hook (after the last node's kernels) to an event after backward() returned; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.759185000144498e-06,
-   "host_backward_canary_seconds": 2.0018939999317808e-05,
+   "host_canary_seconds": 1.0111127499783379e-05,
+   "host_backward_canary_seconds": 2.0760694999921726e-05,
    "pass_seconds": [
-    0.0001483200043439865,
-    0.00014585599303245544,
-    0.00014825600385665893
+    0.00012863999605178833,
+    0.00011203200370073319,
+    8.8128000497818e-05
    ],
    "pass_host_canary_seconds": [
-    8.759185000144498e-06,
-    7.635475000142833e-06,
-    1.0360824999793294e-05
+    1.0111127499783379e-05,
+    1.0265899999808426e-05,
+    9.391410000034739e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0018939999317808e-05,
-    1.4323390000754444e-05,
-    1.847835499916073e-05
+    2.0760694999921726e-05,
+    2.001383999981954e-05,
+    1.91841100001966e-05
    ]
   },
   "backward_call_before_first_kernel_autocast": {
-   "seconds": 0.0001417279988527298,
-   "min": 8.035200089216233e-05,
-   "max": 0.000369376003742218,
+   "seconds": 0.0001573439985513687,
+   "min": 9.372799843549729e-05,
+   "max": 0.0003750399947166443,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event recorded by the first autograd node's pre-hook (before its first kernel); inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1036569999873792e-05,
-   "host_backward_canary_seconds": 1.955571999928907e-05,
+   "host_canary_seconds": 1.059651749983459e-05,
+   "host_backward_canary_seconds": 2.049861499983763e-05,
    "pass_seconds": [
-    0.00021782399713993073,
-    0.00013104000687599182,
-    0.0001417279988527298
+    0.00020716799795627593,
+    0.0001573439985513687,
+    0.00015011200308799743
    ],
    "pass_host_canary_seconds": [
-    1.1036569999873792e-05,
-    8.584490000203005e-06,
-    9.831759999769929e-06
+    1.059651749983459e-05,
+    1.0265899999808426e-05,
+    9.178694999718574e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.955571999928907e-05,
-    1.6123969999171095e-05,
-    1.5505229998780124e-05
+    2.049861499983763e-05,
+    2.0194620000211216e-05,
+    1.8817910000734627e-05
    ]
   },
   "backward_call_after_last_kernel_autocast": {
-   "seconds": 0.00016739200055599211,
-   "min": 9.404800087213516e-05,
-   "max": 0.00039375999569892883,
+   "seconds": 0.00015043200552463531,
+   "min": 0.00010457599908113479,
+   "max": 0.00027823999524116515,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: event recorded by the input's gradient hook (after the last node's kernels) to an event after backward() returned; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1036569999873792e-05,
-   "host_backward_canary_seconds": 1.955571999928907e-05,
+   "host_canary_seconds": 1.059651749983459e-05,
+   "host_backward_canary_seconds": 2.049861499983763e-05,
    "pass_seconds": [
-    0.0002078080028295517,
-    0.00016739200055599211,
-    0.0001571200042963028
+    0.0001748799979686737,
+    0.00015043200552463531,
+    0.00012678399682044983
    ],
    "pass_host_canary_seconds": [
-    1.1036569999873792e-05,
-    8.584490000203005e-06,
-    9.831759999769929e-06
+    1.059651749983459e-05,
+    1.0265899999808426e-05,
+    9.178694999718574e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.955571999928907e-05,
-    1.6123969999171095e-05,
-    1.5505229998780124e-05
+    2.049861499983763e-05,
+    2.0194620000211216e-05,
+    1.8817910000734627e-05
    ]
   },
   "backward_walk_node": {
-   "seconds": 4.525488889662989e-07,
-   "min": 3.390499998406287e-07,
-   "max": 4.675933332186509e-07,
+   "seconds": 3.894711110458755e-07,
+   "min": 3.120666666392127e-07,
+   "max": 4.2329111112040767e-07,
    "samples": 3,
    "method": "backward() of chains of [100, 1000] tiny multiplications ([102, 1002] nodes): host seconds from the call to the first node's pre-hook, median per length, (T(long) - T(short)) / (nodes(long) - nodes(short)); median of 3 passes over the probe's run",
    "chain_nodes": [
@@ -6177,1951 +6177,1951 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     1002
    ],
    "chain_to_first_node_seconds": [
-    0.00021024100010436086,
-    0.0006310750000011467
+    0.00016730599998027174,
+    0.0005178299999215596
    ],
-   "host_canary_seconds": 1.0853050000605435e-05,
-   "host_backward_canary_seconds": 2.210385999887876e-05,
+   "host_canary_seconds": 1.0534209999946143e-05,
+   "host_backward_canary_seconds": 1.9796269999687865e-05,
    "pass_seconds": [
-    4.675933332186509e-07,
-    3.390499998406287e-07,
-    4.525488889662989e-07
+    3.894711110458755e-07,
+    4.2329111112040767e-07,
+    3.120666666392127e-07
    ],
    "pass_host_canary_seconds": [
-    1.0853050000605435e-05,
-    6.857374999071908e-06,
-    1.1062235000736109e-05
+    1.0534209999946143e-05,
+    1.0714835000271705e-05,
+    9.190777500123205e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.210385999887876e-05,
-    1.5948220000154833e-05,
-    2.037397999856694e-05
+    1.9796269999687865e-05,
+    2.006944000072508e-05,
+    1.7912550000005467e-05
    ]
   },
   "layer_steady_linear": {
-   "seconds": 0.0001870182418823242,
-   "min": 0.00011796671867370605,
-   "max": 0.00039364288330078124,
+   "seconds": 0.00021541696548461913,
+   "min": 0.00015765503883361819,
+   "max": 0.00029314687728881835,
    "samples": 33,
    "method": "one tiny linear layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0736842500023158e-05,
-   "host_backward_canary_seconds": 1.996182999960183e-05,
+   "host_canary_seconds": 1.1120125000161352e-05,
+   "host_backward_canary_seconds": 2.0177464999733275e-05,
    "pass_seconds": [
-    0.00022694143295288086,
-    0.00013681920051574707,
-    0.0001870182418823242
+    0.00025016000747680664,
+    0.00021541696548461913,
+    0.0001804435157775879
    ],
    "pass_host_canary_seconds": [
-    1.0736842500023158e-05,
-    6.494924999742579e-06,
-    7.652865000409293e-06
+    1.1120125000161352e-05,
+    9.865172499985419e-06,
+    9.284297499903006e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.996182999960183e-05,
-    1.605920999963928e-05,
-    1.794497999981104e-05
+    2.0177464999733275e-05,
+    1.9344490000321456e-05,
+    1.809285000035743e-05
    ]
   },
   "layer_steady_linear_autocast": {
-   "seconds": 0.000605599365234375,
-   "min": 0.00021451007843017577,
-   "max": 0.0006971065521240234,
+   "seconds": 0.0004899769592285156,
+   "min": 0.0002922080039978027,
+   "max": 0.0006219968032836914,
    "samples": 33,
    "method": "one tiny linear layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.893225000041639e-06,
-   "host_backward_canary_seconds": 1.9184569999879386e-05,
+   "host_canary_seconds": 9.489180000059605e-06,
+   "host_backward_canary_seconds": 2.0102859999724386e-05,
    "pass_seconds": [
-    0.000605599365234375,
-    0.00022755392074584962,
-    0.0006084793472290039
+    0.0004899769592285156,
+    0.0004403647994995117,
+    0.0005405311965942382
    ],
    "pass_host_canary_seconds": [
-    9.893225000041639e-06,
-    6.482275000507798e-06,
-    9.990849999894635e-06
+    9.489180000059605e-06,
+    9.548404999577543e-06,
+    1.0103717500271614e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9184569999879386e-05,
-    1.306274999933521e-05,
-    1.9874209999670712e-05
+    2.0102859999724386e-05,
+    1.8746549999377747e-05,
+    1.914410499978203e-05
    ]
   },
   "layer_steady_linear_nobias": {
-   "seconds": 0.00018297216415405273,
-   "min": 0.0001012499237060547,
-   "max": 0.0002366713523864746,
+   "seconds": 0.00017939456939697264,
+   "min": 0.0001272544002532959,
+   "max": 0.00022156095504760742,
    "samples": 33,
    "method": "one tiny linear_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.29116500060445e-06,
-   "host_backward_canary_seconds": 1.9244049999542766e-05,
+   "host_canary_seconds": 8.227529999658145e-06,
+   "host_backward_canary_seconds": 1.7098489998943477e-05,
    "pass_seconds": [
-    0.00018297216415405273,
-    0.00010706048011779785,
-    0.00021120832443237303
+    0.0001481606388092041,
+    0.00017939456939697264,
+    0.0001803321647644043
    ],
    "pass_host_canary_seconds": [
-    9.29116500060445e-06,
-    6.48880750020453e-06,
-    1.0055760000113879e-05
+    8.227529999658145e-06,
+    9.586310000031517e-06,
+    8.871227500151235e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9244049999542766e-05,
-    1.4119815000412928e-05,
-    1.910770999984379e-05
+    1.7098489998943477e-05,
+    1.842321000026459e-05,
+    2.013457500027016e-05
    ]
   },
   "layer_steady_linear_nobias_autocast": {
-   "seconds": 0.0003177203178405762,
-   "min": 0.0001798700714111328,
-   "max": 0.00046200382232666016,
+   "seconds": 0.00028787584304809573,
+   "min": 0.00024575103759765627,
+   "max": 0.0003852531051635742,
    "samples": 33,
    "method": "one tiny linear_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0684370000149102e-05,
-   "host_backward_canary_seconds": 1.9114064999712352e-05,
+   "host_canary_seconds": 7.502090000457429e-06,
+   "host_backward_canary_seconds": 1.3317660000211618e-05,
    "pass_seconds": [
-    0.0003177203178405762,
-    0.0001890073585510254,
-    0.0004114380645751953
+    0.00028787584304809573,
+    0.00031290815353393554,
+    0.00028375999450683595
    ],
    "pass_host_canary_seconds": [
-    1.0684370000149102e-05,
-    6.4957099993989685e-06,
-    1.0097857499431484e-05
+    7.502090000457429e-06,
+    9.620329999506793e-06,
+    7.611309999902005e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9114064999712352e-05,
-    1.3510559999758699e-05,
-    1.8745209999906364e-05
+    1.3317660000211618e-05,
+    1.8611629999440994e-05,
+    1.84497400005057e-05
    ]
   },
   "layer_steady_matmul": {
-   "seconds": 0.00014921855926513673,
-   "min": 8.849984169006347e-05,
-   "max": 0.00019853248596191406,
+   "seconds": 0.0001318131160736084,
+   "min": 0.0001230144023895264,
+   "max": 0.00016759872436523438,
    "samples": 33,
    "method": "one tiny matmul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0475164999661502e-05,
-   "host_backward_canary_seconds": 2.016362999938792e-05,
+   "host_canary_seconds": 1.0511334999705468e-05,
+   "host_backward_canary_seconds": 1.9402249999984634e-05,
    "pass_seconds": [
-    0.00015708736419677735,
-    9.14527988433838e-05,
-    0.00014921855926513673
+    0.0001318131160736084,
+    0.0001547532844543457,
+    0.0001315078353881836
    ],
    "pass_host_canary_seconds": [
-    1.0475164999661502e-05,
-    6.3866649998089994e-06,
-    1.0351390000096216e-05
+    1.0511334999705468e-05,
+    9.76547999982813e-06,
+    7.402140000181135e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.016362999938792e-05,
-    1.4162684999519114e-05,
-    1.5820720000192524e-05
+    1.9402249999984634e-05,
+    1.871146999974371e-05,
+    1.8617919999996956e-05
    ]
   },
   "layer_steady_matmul_autocast": {
-   "seconds": 0.0002849235153198242,
-   "min": 0.0002188934326171875,
-   "max": 0.0004363014221191406,
+   "seconds": 0.0002706854438781738,
+   "min": 0.00023756479263305663,
+   "max": 0.00042528255462646484,
    "samples": 33,
    "method": "one tiny matmul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0369515000547836e-05,
-   "host_backward_canary_seconds": 1.9294339999760268e-05,
+   "host_canary_seconds": 9.999630000265825e-06,
+   "host_backward_canary_seconds": 1.8996860000015658e-05,
    "pass_seconds": [
-    0.0002849235153198242,
-    0.00024142143249511718,
-    0.00035978176116943357
+    0.0002706854438781738,
+    0.00028496576309204103,
+    0.0002539174461364746
    ],
    "pass_host_canary_seconds": [
-    1.0369515000547836e-05,
-    8.898129999579396e-06,
-    1.0359677499991449e-05
+    9.999630000265825e-06,
+    9.522340000103214e-06,
+    7.556285000305252e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9294339999760268e-05,
-    1.4329119999274553e-05,
-    1.5321634999736486e-05
+    1.8996860000015658e-05,
+    1.8311659999881158e-05,
+    1.8576219999886235e-05
    ]
   },
   "layer_steady_bmm": {
-   "seconds": 0.0001627884864807129,
-   "min": 0.00012582271575927736,
-   "max": 0.00019409151077270508,
+   "seconds": 0.00015851072311401368,
+   "min": 0.0001287507152557373,
+   "max": 0.00019544063568115237,
    "samples": 33,
    "method": "one tiny bmm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0395694999942862e-05,
-   "host_backward_canary_seconds": 1.9259709999914777e-05,
+   "host_canary_seconds": 9.919185000057951e-06,
+   "host_backward_canary_seconds": 1.8949219999058187e-05,
    "pass_seconds": [
-    0.00017267391204833982,
-    0.00013179776191711426,
-    0.0001627884864807129
+    0.00015851072311401368,
+    0.00016200447082519534,
+    0.00014850879669189453
    ],
    "pass_host_canary_seconds": [
-    1.0395694999942862e-05,
-    8.899420000716418e-06,
-    1.0181339999917328e-05
+    9.919185000057951e-06,
+    9.303030000182843e-06,
+    1.0019792500202129e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9259709999914777e-05,
-    1.282691999904273e-05,
-    1.6168180000022403e-05
+    1.8949219999058187e-05,
+    1.8369739999570813e-05,
+    1.8681694999713727e-05
    ]
   },
   "layer_steady_bmm_autocast": {
-   "seconds": 0.00026166208267211917,
-   "min": 0.00022957759857177734,
-   "max": 0.0006102995300292968,
+   "seconds": 0.00027749311447143555,
+   "min": 0.0002577132797241211,
+   "max": 0.00042966209411621095,
    "samples": 33,
    "method": "one tiny bmm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0675859999764726e-05,
-   "host_backward_canary_seconds": 2.071739000029993e-05,
+   "host_canary_seconds": 1.0419015000024956e-05,
+   "host_backward_canary_seconds": 2.0252860000482542e-05,
    "pass_seconds": [
-    0.00040403839111328126,
-    0.00026166208267211917,
-    0.00025999296188354494
+    0.0002735302352905273,
+    0.00027749311447143555,
+    0.0003081497573852539
    ],
    "pass_host_canary_seconds": [
-    1.0675859999764726e-05,
-    9.291750000102184e-06,
-    7.574779999686143e-06
+    1.0419015000024956e-05,
+    9.57268999968619e-06,
+    8.135787500123115e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.071739000029993e-05,
-    1.3138140000137355e-05,
-    1.9628289999218394e-05
+    2.0252860000482542e-05,
+    1.890788999958204e-05,
+    1.9779010000320343e-05
    ]
   },
   "layer_steady_conv2d": {
-   "seconds": 0.00020748352050781248,
-   "min": 0.00012840640068054199,
-   "max": 0.0004828364944458008,
+   "seconds": 0.000214400634765625,
+   "min": 0.00017510528564453125,
+   "max": 0.0002920204734802246,
    "samples": 33,
    "method": "one tiny conv2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0613062499942316e-05,
-   "host_backward_canary_seconds": 2.0949044999269975e-05,
+   "host_canary_seconds": 1.002113249995773e-05,
+   "host_backward_canary_seconds": 1.828752999927019e-05,
    "pass_seconds": [
-    0.00022624895095825194,
-    0.00013350079536437987,
-    0.00020748352050781248
+    0.00018589376449584962,
+    0.000214400634765625,
+    0.00028155775070190433
    ],
    "pass_host_canary_seconds": [
-    1.0613062499942316e-05,
-    6.606780000311119e-06,
-    7.304210000711464e-06
+    1.002113249995773e-05,
+    9.467474999951264e-06,
+    9.322129999986827e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0949044999269975e-05,
-    1.4812440001605864e-05,
-    1.929649999965477e-05
+    1.828752999927019e-05,
+    1.8772079999962444e-05,
+    1.9645080000145755e-05
    ]
   },
   "layer_steady_conv2d_autocast": {
-   "seconds": 0.0005134924697875977,
-   "min": 0.00024202751159667967,
-   "max": 0.0008135596466064453,
+   "seconds": 0.00041856895446777345,
+   "min": 0.00031142784118652346,
+   "max": 0.0006087724685668945,
    "samples": 33,
    "method": "one tiny conv2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1020409999673575e-05,
-   "host_backward_canary_seconds": 2.0884209998257575e-05,
+   "host_canary_seconds": 9.898860000134846e-06,
+   "host_backward_canary_seconds": 1.4936090000219338e-05,
    "pass_seconds": [
-    0.0006693158721923828,
-    0.0002517817687988281,
-    0.0005134924697875977
+    0.00033269248962402345,
+    0.0005440006256103515,
+    0.00041856895446777345
    ],
    "pass_host_canary_seconds": [
-    1.1020409999673575e-05,
-    6.663374999789085e-06,
-    1.0014972500016483e-05
+    9.898860000134846e-06,
+    9.947734999968816e-06,
+    9.820120000085809e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0884209998257575e-05,
-    1.491124000040145e-05,
-    1.8280980000326963e-05
+    1.4936090000219338e-05,
+    1.928937999991831e-05,
+    1.9009219999475133e-05
    ]
   },
   "layer_steady_conv2d_nobias": {
-   "seconds": 0.00017323007583618165,
-   "min": 0.00010088128089904785,
-   "max": 0.00024375871658325197,
+   "seconds": 0.00015914752006530763,
+   "min": 0.00013560064315795898,
+   "max": 0.00018288576126098633,
    "samples": 33,
    "method": "one tiny conv2d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0364577499331062e-05,
-   "host_backward_canary_seconds": 2.0948660001067765e-05,
+   "host_canary_seconds": 9.907945000122708e-06,
+   "host_backward_canary_seconds": 1.553795000063474e-05,
    "pass_seconds": [
-    0.00018470272064208986,
-    0.00010348223686218261,
-    0.00017323007583618165
+    0.00014043264389038086,
+    0.00015914752006530763,
+    0.00016625663757324218
    ],
    "pass_host_canary_seconds": [
-    1.0364577499331062e-05,
-    6.434382499946878e-06,
-    1.0011605000386224e-05
+    9.907945000122708e-06,
+    9.86062000038146e-06,
+    9.774805000120069e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0948660001067765e-05,
-    1.3963870001134636e-05,
-    1.4788879999514393e-05
+    1.553795000063474e-05,
+    1.9177340000169352e-05,
+    1.877458999956616e-05
    ]
   },
   "layer_steady_conv2d_nobias_autocast": {
-   "seconds": 0.00029530303955078123,
-   "min": 0.00019271488189697266,
-   "max": 0.0005194540786743164,
+   "seconds": 0.00032201919555664065,
+   "min": 0.00023358655929565431,
+   "max": 0.0003838150405883789,
    "samples": 33,
    "method": "one tiny conv2d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.700452499397215e-06,
-   "host_backward_canary_seconds": 2.045597500114127e-05,
+   "host_canary_seconds": 7.731339999850207e-06,
+   "host_backward_canary_seconds": 1.5514149999944493e-05,
    "pass_seconds": [
-    0.00041630016326904296,
-    0.00023674751281738284,
-    0.00029530303955078123
+    0.00025051776885986327,
+    0.0003439263916015625,
+    0.00032201919555664065
    ],
    "pass_host_canary_seconds": [
-    8.700452499397215e-06,
-    8.699134999687885e-06,
-    8.411979999891628e-06
+    7.731339999850207e-06,
+    9.596350000151688e-06,
+    9.964435000142657e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.045597500114127e-05,
-    1.5009810001629375e-05,
-    1.8957624999984548e-05
+    1.5514149999944493e-05,
+    1.861353999970561e-05,
+    1.9239580000203203e-05
    ]
   },
   "layer_steady_conv1d": {
-   "seconds": 0.0001897216033935547,
-   "min": 0.000157642879486084,
-   "max": 0.0004880486297607422,
+   "seconds": 0.00021882240295410156,
+   "min": 0.00014676480293273925,
+   "max": 0.00030139455795288086,
    "samples": 33,
    "method": "one tiny conv1d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0799155000427162e-05,
-   "host_backward_canary_seconds": 2.0280309998952363e-05,
+   "host_canary_seconds": 7.291375000022526e-06,
+   "host_backward_canary_seconds": 1.4680940000744159e-05,
    "pass_seconds": [
-    0.0004248473739624024,
-    0.0001734124755859375,
-    0.0001897216033935547
+    0.000151080961227417,
+    0.00024457088470458986,
+    0.00021882240295410156
    ],
    "pass_host_canary_seconds": [
-    1.0799155000427162e-05,
-    8.880114999101352e-06,
-    8.349365000412945e-06
+    7.291375000022526e-06,
+    1.0626625000327294e-05,
+    9.969640000235814e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0280309998952363e-05,
-    1.2505009999586037e-05,
-    1.9777984999791445e-05
+    1.4680940000744159e-05,
+    1.9402289999561618e-05,
+    1.96019499992417e-05
    ]
   },
   "layer_steady_conv1d_autocast": {
-   "seconds": 0.0005679193496704102,
-   "min": 0.00028377920150756834,
-   "max": 0.000779222412109375,
+   "seconds": 0.0004039481735229492,
+   "min": 0.000295850887298584,
+   "max": 0.0007524787139892578,
    "samples": 33,
    "method": "one tiny conv1d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0741590000407086e-05,
-   "host_backward_canary_seconds": 1.984876999813423e-05,
+   "host_canary_seconds": 7.801704999792491e-06,
+   "host_backward_canary_seconds": 1.5815364999980375e-05,
    "pass_seconds": [
-    0.0006365676879882814,
-    0.00030448511123657226,
-    0.0005679193496704102
+    0.0004039481735229492,
+    0.0003506867218017578,
+    0.0006378566360473632
    ],
    "pass_host_canary_seconds": [
-    1.0741590000407086e-05,
-    9.36685000056059e-06,
-    9.934224999597064e-06
+    7.801704999792491e-06,
+    8.099734999973407e-06,
+    1.0840539999890098e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.984876999813423e-05,
-    1.3598580001144e-05,
-    1.9889689999672554e-05
+    1.5815364999980375e-05,
+    1.810736999971141e-05,
+    1.9856520000303136e-05
    ]
   },
   "layer_steady_conv1d_nobias": {
-   "seconds": 0.00018681087493896485,
-   "min": 0.00012183039665222169,
-   "max": 0.00022219776153564454,
+   "seconds": 0.00015626239776611326,
+   "min": 0.00011971327781677246,
+   "max": 0.0002650752067565918,
    "samples": 33,
    "method": "one tiny conv1d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0759160000475278e-05,
-   "host_backward_canary_seconds": 1.9655560000728658e-05,
+   "host_canary_seconds": 1.0406719999878078e-05,
+   "host_backward_canary_seconds": 1.6052800000352362e-05,
    "pass_seconds": [
-    0.00019268224716186523,
-    0.0001340550422668457,
-    0.00018681087493896485
+    0.00015626239776611326,
+    0.00013829440116882325,
+    0.000244783992767334
    ],
    "pass_host_canary_seconds": [
-    1.0759160000475278e-05,
-    9.478680000256646e-06,
-    1.0710799999742449e-05
+    1.0406719999878078e-05,
+    9.553790000040863e-06,
+    1.0364699999740878e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9655560000728658e-05,
-    1.3251540001419927e-05,
-    2.0157579999704467e-05
+    1.6052800000352362e-05,
+    1.5156240000351317e-05,
+    1.9268759999704343e-05
    ]
   },
   "layer_steady_conv1d_nobias_autocast": {
-   "seconds": 0.00038661056518554687,
-   "min": 0.00020328384399414062,
-   "max": 0.000726627197265625,
+   "seconds": 0.00037919998168945313,
+   "min": 0.00026670719146728515,
+   "max": 0.0006355372619628905,
    "samples": 33,
    "method": "one tiny conv1d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1197059999403791e-05,
-   "host_backward_canary_seconds": 1.7995470000187196e-05,
+   "host_canary_seconds": 9.567339999989599e-06,
+   "host_backward_canary_seconds": 1.8487369999320435e-05,
    "pass_seconds": [
-    0.0005405177688598633,
-    0.0002382329559326172,
-    0.00038661056518554687
+    0.00037919998168945313,
+    0.0002816070365905762,
+    0.000510547218322754
    ],
    "pass_host_canary_seconds": [
-    1.1197059999403791e-05,
-    8.970275000592665e-06,
-    1.0552995000239207e-05
+    9.567339999989599e-06,
+    8.033479999767224e-06,
+    1.0522824999839032e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7995470000187196e-05,
-    1.2596469998698012e-05,
-    1.815933500097344e-05
+    1.8487369999320435e-05,
+    1.8265899999505564e-05,
+    1.8969139999853725e-05
    ]
   },
   "layer_steady_batchnorm2d": {
-   "seconds": 0.00021302719116210938,
-   "min": 0.00012145855903625487,
-   "max": 0.0003706259155273438,
+   "seconds": 0.00020474111557006836,
+   "min": 0.00017238079071044924,
+   "max": 0.0003292671966552734,
    "samples": 33,
    "method": "one tiny batchnorm2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0779629999433382e-05,
-   "host_backward_canary_seconds": 2.0954379999693627e-05,
+   "host_canary_seconds": 1.0230770000134726e-05,
+   "host_backward_canary_seconds": 1.969340999949054e-05,
    "pass_seconds": [
-    0.00025764352798461913,
-    0.00015602751731872558,
-    0.00021302719116210938
+    0.00019874624252319337,
+    0.00020474111557006836,
+    0.0002901683235168457
    ],
    "pass_host_canary_seconds": [
-    1.0779629999433382e-05,
-    8.801070000572509e-06,
-    1.0035005000190721e-05
+    1.0230770000134726e-05,
+    9.9454275002131e-06,
+    1.0418559999720856e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0954379999693627e-05,
-    1.2815879999834579e-05,
-    1.98355099996661e-05
+    1.969340999949054e-05,
+    1.932721000002857e-05,
+    1.88748600010058e-05
    ]
   },
   "layer_steady_batchnorm2d_autocast": {
-   "seconds": 0.0003114220809936524,
-   "min": 0.00014028608322143554,
-   "max": 0.0005008819198608398,
+   "seconds": 0.0002461324882507324,
+   "min": 0.00020556032180786134,
+   "max": 0.00040997184753417963,
    "samples": 33,
    "method": "one tiny batchnorm2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0943462499994893e-05,
-   "host_backward_canary_seconds": 2.031950499940649e-05,
+   "host_canary_seconds": 9.862659999839708e-06,
+   "host_backward_canary_seconds": 1.8532899999854636e-05,
    "pass_seconds": [
-    0.000409562873840332,
-    0.00014650303840637208,
-    0.0003114220809936524
+    0.0002327974319458008,
+    0.0002461324882507324,
+    0.0003737094497680664
    ],
    "pass_host_canary_seconds": [
-    1.0943462499994893e-05,
-    6.39084500107856e-06,
-    1.0124214999223113e-05
+    9.862659999839708e-06,
+    1.078514000028008e-05,
+    1.049281999996765e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.031950499940649e-05,
-    1.5193019999060198e-05,
-    1.7725100001371174e-05
+    1.8532899999854636e-05,
+    1.9139979999636127e-05,
+    1.8810269999676165e-05
    ]
   },
   "layer_steady_layernorm": {
-   "seconds": 0.00015900287628173827,
-   "min": 0.00010394111633300782,
-   "max": 0.00019899456024169922,
+   "seconds": 0.0001578112030029297,
+   "min": 0.0001261631965637207,
+   "max": 0.00017897472381591797,
    "samples": 33,
    "method": "one tiny layernorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.051699499953429e-05,
-   "host_backward_canary_seconds": 2.1379249999426976e-05,
+   "host_canary_seconds": 1.0076830000116388e-05,
+   "host_backward_canary_seconds": 1.6697849999900428e-05,
    "pass_seconds": [
-    0.00017409151077270508,
-    0.00010487360000610351,
-    0.00015900287628173827
+    0.0001288492774963379,
+    0.0001578112030029297,
+    0.00017186368942260743
    ],
    "pass_host_canary_seconds": [
-    1.051699499953429e-05,
-    6.286392500101101e-06,
-    1.0158144999650175e-05
+    1.0076830000116388e-05,
+    1.0786830000029113e-05,
+    1.030553999953554e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1379249999426976e-05,
-    1.6516769999270764e-05,
-    2.0306239998717502e-05
+    1.6697849999900428e-05,
+    1.938429000006181e-05,
+    1.7887750000227244e-05
    ]
   },
   "layer_steady_layernorm_autocast": {
-   "seconds": 0.00019001535415649415,
-   "min": 0.0001209945583343506,
-   "max": 0.0002614271926879883,
+   "seconds": 0.00017343551635742188,
+   "min": 0.00014829248428344726,
+   "max": 0.00026096319198608395,
    "samples": 33,
    "method": "one tiny layernorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0695044999238234e-05,
-   "host_backward_canary_seconds": 2.016957000023467e-05,
+   "host_canary_seconds": 1.0108149999723538e-05,
+   "host_backward_canary_seconds": 1.9411910000144416e-05,
    "pass_seconds": [
-    0.00022555200576782227,
-    0.00012302720069885253,
-    0.00019001535415649415
+    0.00017343551635742188,
+    0.00016321855545043944,
+    0.0002307436752319336
    ],
    "pass_host_canary_seconds": [
-    1.0695044999238234e-05,
-    6.51360000006207e-06,
-    1.0203702500461987e-05
+    1.0108149999723538e-05,
+    8.062835000259838e-06,
+    1.0469590000070639e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.016957000023467e-05,
-    1.7625675000090268e-05,
-    1.834834999954182e-05
+    1.9411910000144416e-05,
+    1.934415000050649e-05,
+    1.7887750000227244e-05
    ]
   },
   "layer_steady_groupnorm": {
-   "seconds": 0.0002594918441772461,
-   "min": 0.0001374777603149414,
-   "max": 0.00034530689239501957,
+   "seconds": 0.00030700544357299805,
+   "min": 0.00019294527053833005,
+   "max": 0.000404439697265625,
    "samples": 33,
    "method": "one tiny groupnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0809484999754204e-05,
-   "host_backward_canary_seconds": 2.0204729999022675e-05,
+   "host_canary_seconds": 9.789500000181306e-06,
+   "host_backward_canary_seconds": 1.7421655000475768e-05,
    "pass_seconds": [
-    0.00027891775131225584,
-    0.00016708480834960938,
-    0.0002594918441772461
+    0.00025159999847412107,
+    0.00030700544357299805,
+    0.00032828929901123044
    ],
    "pass_host_canary_seconds": [
-    1.0809484999754204e-05,
-    6.270305000271037e-06,
-    1.0122805000492009e-05
+    9.789500000181306e-06,
+    1.0588705000031951e-05,
+    1.0398089999625881e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0204729999022675e-05,
-    1.5263780001077975e-05,
-    1.991545999999289e-05
+    1.7421655000475768e-05,
+    1.912435999997797e-05,
+    1.9089740000026723e-05
    ]
   },
   "layer_steady_groupnorm_autocast": {
-   "seconds": 0.0002812844848632812,
-   "min": 0.00016013568878173827,
-   "max": 0.00043011520385742184,
+   "seconds": 0.0003363840103149414,
+   "min": 0.0002345248031616211,
+   "max": 0.0004764198303222656,
    "samples": 33,
    "method": "one tiny groupnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0274399999161688e-05,
-   "host_backward_canary_seconds": 1.6894770001272265e-05,
+   "host_canary_seconds": 1.0278345000074296e-05,
+   "host_backward_canary_seconds": 1.9719859999440814e-05,
    "pass_seconds": [
-    0.0002812844848632812,
-    0.00017010112762451174,
-    0.00032604671478271487
+    0.0003363840103149414,
+    0.0002967616081237793,
+    0.00043057216644287115
    ],
    "pass_host_canary_seconds": [
-    1.0274399999161688e-05,
-    6.478985000057946e-06,
-    1.013667250049366e-05
+    1.0278345000074296e-05,
+    1.094084499982273e-05,
+    1.0564420000491736e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6894770001272265e-05,
-    1.4483290001408023e-05,
-    1.971442000126444e-05
+    1.9719859999440814e-05,
+    1.9195209999907094e-05,
+    1.9516710000289095e-05
    ]
   },
   "layer_steady_relu": {
-   "seconds": 0.00010660991668701172,
-   "min": 6.460031986236572e-05,
-   "max": 0.00012950143814086915,
+   "seconds": 0.00011034111976623535,
+   "min": 8.404479980468751e-05,
+   "max": 0.00013464768409729005,
    "samples": 33,
    "method": "one tiny relu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.005600000477897e-06,
-   "host_backward_canary_seconds": 1.6919864999636048e-05,
+   "host_canary_seconds": 7.700849999991988e-06,
+   "host_backward_canary_seconds": 1.9940954999810855e-05,
    "pass_seconds": [
-    0.00011608063697814941,
-    6.609471797943115e-05,
-    0.00010660991668701172
+    9.113087654113769e-05,
+    0.00011034111976623535,
+    0.0001256492805480957
    ],
    "pass_host_canary_seconds": [
-    9.005600000477897e-06,
-    6.382600000733873e-06,
-    9.892495000372037e-06
+    7.700849999991988e-06,
+    1.063467500017623e-05,
+    1.0454242500088639e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6919864999636048e-05,
-    1.4203200000793004e-05,
-    1.7767000000503688e-05
+    1.9940954999810855e-05,
+    1.8755410000039774e-05,
+    1.9034110000006876e-05
    ]
   },
   "layer_steady_relu_autocast": {
-   "seconds": 0.00011254783630371093,
-   "min": 8.196800231933594e-05,
-   "max": 0.0001548147201538086,
+   "seconds": 0.00014687359809875488,
+   "min": 0.00010734592437744141,
+   "max": 0.00019298944473266602,
    "samples": 33,
    "method": "one tiny relu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.059367499413383e-06,
-   "host_backward_canary_seconds": 1.769051500104979e-05,
+   "host_canary_seconds": 7.54306499999302e-06,
+   "host_backward_canary_seconds": 1.9704234999835536e-05,
    "pass_seconds": [
-    0.00011254783630371093,
-    8.28384017944336e-05,
-    0.0001389587211608887
+    0.00011343999862670899,
+    0.00014687359809875488,
+    0.00017789823532104491
    ],
    "pass_host_canary_seconds": [
-    8.059367499413383e-06,
-    6.425270000249838e-06,
-    9.84758000072361e-06
+    7.54306499999302e-06,
+    1.0702490000085163e-05,
+    1.0517009999944094e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.769051500104979e-05,
-    1.3570395000215285e-05,
-    1.8546080000305664e-05
+    1.9704234999835536e-05,
+    1.8667180000875305e-05,
+    1.9570739999608124e-05
    ]
   },
   "layer_steady_gelu": {
-   "seconds": 8.295167922973632e-05,
-   "min": 6.351039886474609e-05,
-   "max": 0.00010642432212829589,
+   "seconds": 0.00011908096313476562,
+   "min": 0.00010157567977905274,
+   "max": 0.0001745088005065918,
    "samples": 33,
    "method": "one tiny gelu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.91701500020281e-06,
-   "host_backward_canary_seconds": 1.536066500079869e-05,
+   "host_canary_seconds": 1.0151920000112113e-05,
+   "host_backward_canary_seconds": 2.0120709999673634e-05,
    "pass_seconds": [
-    8.295167922973632e-05,
-    6.460864067077637e-05,
-    9.096639633178711e-05
+    0.00011908096313476562,
+    0.00011620160102844237,
+    0.0001234995174407959
    ],
    "pass_host_canary_seconds": [
-    7.91701500020281e-06,
-    7.11732500008111e-06,
-    9.481829999913315e-06
+    1.0151920000112113e-05,
+    1.016566499970395e-05,
+    1.0468075000176214e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.536066500079869e-05,
-    1.4933289999135012e-05,
-    1.5526834999946004e-05
+    2.0120709999673634e-05,
+    2.04114699999991e-05,
+    1.987475499959146e-05
    ]
   },
   "layer_steady_gelu_autocast": {
-   "seconds": 0.00012545984268188477,
-   "min": 7.860671997070313e-05,
-   "max": 0.00017946176528930665,
+   "seconds": 0.0001629439926147461,
+   "min": 0.00012919808387756347,
+   "max": 0.00024072895050048827,
    "samples": 33,
    "method": "one tiny gelu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0329084999511905e-05,
-   "host_backward_canary_seconds": 1.928649000092264e-05,
+   "host_canary_seconds": 1.055382999993526e-05,
+   "host_backward_canary_seconds": 1.9903970000996195e-05,
    "pass_seconds": [
-    0.0001550111961364746,
-    8.034943580627441e-05,
-    0.00012545984268188477
+    0.0001629439926147461,
+    0.00013647104263305663,
+    0.0001710380744934082
    ],
    "pass_host_canary_seconds": [
-    1.0329084999511905e-05,
-    6.353172500439541e-06,
-    1.0008565000134695e-05
+    1.055382999993526e-05,
+    1.0324455000159104e-05,
+    1.0462719999964066e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.928649000092264e-05,
-    1.4087324999536576e-05,
-    1.594199999999546e-05
+    1.9903970000996195e-05,
+    2.0388409999441138e-05,
+    1.9747809999444145e-05
    ]
   },
   "layer_steady_silu": {
-   "seconds": 9.46777629852295e-05,
-   "min": 6.228799819946289e-05,
-   "max": 0.00011626688003540039,
+   "seconds": 9.86303997039795e-05,
+   "min": 8.008255958557128e-05,
+   "max": 0.00012817472457885741,
    "samples": 33,
    "method": "one tiny silu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.563312499883068e-06,
-   "host_backward_canary_seconds": 1.929517999997188e-05,
+   "host_canary_seconds": 1.0842115000286866e-05,
+   "host_backward_canary_seconds": 1.8417219999946608e-05,
    "pass_seconds": [
-    9.46777629852295e-05,
-    6.384640216827393e-05,
-    0.00010018688201904297
+    0.00011775679588317871,
+    9.86303997039795e-05,
+    8.349184036254884e-05
    ],
    "pass_host_canary_seconds": [
-    7.563312499883068e-06,
-    6.304324999746314e-06,
-    9.989212499590395e-06
+    1.0842115000286866e-05,
+    1.0592192499814245e-05,
+    7.3949000000084205e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.929517999997188e-05,
-    1.5584730001592106e-05,
-    1.6313295000145444e-05
+    1.8417219999946608e-05,
+    1.7408945000170205e-05,
+    1.989211500017518e-05
    ]
   },
   "layer_steady_silu_autocast": {
-   "seconds": 9.695615768432618e-05,
-   "min": 7.906559944152833e-05,
-   "max": 0.00016111040115356448,
+   "seconds": 0.0001337337589263916,
+   "min": 9.876223564147949e-05,
+   "max": 0.0001772831916809082,
    "samples": 33,
    "method": "one tiny silu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.654117500237589e-06,
-   "host_backward_canary_seconds": 1.5403774999640517e-05,
+   "host_canary_seconds": 1.0659215000146105e-05,
+   "host_backward_canary_seconds": 2.0512180000196168e-05,
    "pass_seconds": [
-    0.00010309120178222657,
-    8.206784248352051e-05,
-    9.695615768432618e-05
+    0.00017123903274536133,
+    0.0001337337589263916,
+    0.00010503487586975098
    ],
    "pass_host_canary_seconds": [
-    7.654117500237589e-06,
-    6.240777499897377e-06,
-    7.762717499986138e-06
+    1.0659215000146105e-05,
+    1.0258894999992662e-05,
+    7.576757500089571e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.5403774999640517e-05,
-    1.4824114999782977e-05,
-    1.56546350001463e-05
+    2.0512180000196168e-05,
+    1.638181999965127e-05,
+    1.910482000027969e-05
    ]
   },
   "layer_steady_tanh": {
-   "seconds": 7.88595199584961e-05,
-   "min": 6.173056125640869e-05,
-   "max": 9.36678409576416e-05,
+   "seconds": 0.00010110272407531737,
+   "min": 8.187520027160644e-05,
+   "max": 0.00013014080047607423,
    "samples": 33,
    "method": "one tiny tanh layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.098597499748394e-06,
-   "host_backward_canary_seconds": 1.44008700010545e-05,
+   "host_canary_seconds": 1.027577000002111e-05,
+   "host_backward_canary_seconds": 1.990767999984655e-05,
    "pass_seconds": [
-    7.88595199584961e-05,
-    6.375743865966798e-05,
-    8.20684814453125e-05
+    0.00011998208045959472,
+    0.00010110272407531737,
+    8.58937644958496e-05
    ],
    "pass_host_canary_seconds": [
-    7.098597499748394e-06,
-    6.3769899998078474e-06,
-    7.647870000369038e-06
+    1.027577000002111e-05,
+    1.0194507500216331e-05,
+    8.746529999825725e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.44008700010545e-05,
-    1.334988000053272e-05,
-    1.8594725000866676e-05
+    1.990767999984655e-05,
+    1.6735504999587647e-05,
+    1.9272590000127822e-05
    ]
   },
   "layer_steady_tanh_autocast": {
-   "seconds": 0.00011600895881652832,
-   "min": 8.108991622924805e-05,
-   "max": 0.0001520473575592041,
+   "seconds": 0.00012631168365478514,
+   "min": 9.582847595214843e-05,
+   "max": 0.00014659520149230956,
    "samples": 33,
    "method": "one tiny tanh layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.972567500222794e-06,
-   "host_backward_canary_seconds": 1.5533094999682364e-05,
+   "host_canary_seconds": 7.4627049997388895e-06,
+   "host_backward_canary_seconds": 1.7989269999816314e-05,
    "pass_seconds": [
-    0.00011600895881652832,
-    8.48793601989746e-05,
-    0.00014120832443237304
+    0.00010696640014648437,
+    0.00014085824012756348,
+    0.00012631168365478514
    ],
    "pass_host_canary_seconds": [
-    8.972567500222794e-06,
-    6.351137500359982e-06,
-    9.916185000520272e-06
+    7.4627049997388895e-06,
+    1.035312499993779e-05,
+    1.0306005000018102e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5533094999682364e-05,
-    1.501439999969989e-05,
-    1.9375900001250558e-05
+    1.7989269999816314e-05,
+    2.0579920000045605e-05,
+    1.877499999977772e-05
    ]
   },
   "layer_steady_sigmoid": {
-   "seconds": 8.157759666442872e-05,
-   "min": 6.563776016235352e-05,
-   "max": 0.0001145241641998291,
+   "seconds": 9.950016021728515e-05,
+   "min": 7.567999839782715e-05,
+   "max": 0.00012079487800598145,
    "samples": 33,
    "method": "one tiny sigmoid layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.45372749975104e-06,
-   "host_backward_canary_seconds": 1.5968055000712413e-05,
+   "host_canary_seconds": 7.438342499881401e-06,
+   "host_backward_canary_seconds": 1.8387174999929812e-05,
    "pass_seconds": [
-    8.157759666442872e-05,
-    6.937407970428467e-05,
-    0.000109486083984375
+    8.850879669189453e-05,
+    0.00010617728233337403,
+    9.950016021728515e-05
    ],
    "pass_host_canary_seconds": [
-    7.45372749975104e-06,
-    6.457025000372596e-06,
-    9.951207500193958e-06
+    7.438342499881401e-06,
+    1.0019762499950956e-05,
+    9.89439000022685e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.5968055000712413e-05,
-    1.519577999943067e-05,
-    1.944517500078291e-05
+    1.8387174999929812e-05,
+    2.0403010000222822e-05,
+    1.8564679999713006e-05
    ]
   },
   "layer_steady_sigmoid_autocast": {
-   "seconds": 0.00010894911766052246,
-   "min": 8.117888450622559e-05,
-   "max": 0.00016343488693237304,
+   "seconds": 0.00011839936256408692,
+   "min": 9.661888122558594e-05,
+   "max": 0.0001405568027496338,
    "samples": 33,
    "method": "one tiny sigmoid layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.10980500034475e-06,
-   "host_backward_canary_seconds": 1.623482499894635e-05,
+   "host_canary_seconds": 7.623617500200908e-06,
+   "host_backward_canary_seconds": 1.7870304999973997e-05,
    "pass_seconds": [
-    0.00010894911766052246,
-    8.391807556152345e-05,
-    0.00014464192390441894
+    0.0001053331184387207,
+    0.00013163840293884278,
+    0.00011839936256408692
    ],
    "pass_host_canary_seconds": [
-    8.10980500034475e-06,
-    6.461494999712158e-06,
-    1.0185835000129373e-05
+    7.623617500200908e-06,
+    1.0360410000203046e-05,
+    9.519567500149151e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.623482499894635e-05,
-    1.3917810000521059e-05,
-    1.9258659999650263e-05
+    1.7870304999973997e-05,
+    1.7800960000613487e-05,
+    1.8398154999204053e-05
    ]
   },
   "layer_steady_dropout": {
-   "seconds": 0.00012388416290283203,
-   "min": 7.053184032440185e-05,
-   "max": 0.0001445695972442627,
+   "seconds": 0.00010553855895996094,
+   "min": 8.866432189941407e-05,
+   "max": 0.0001490873622894287,
    "samples": 33,
    "method": "one tiny dropout layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.289984999441004e-06,
-   "host_backward_canary_seconds": 2.198938999981692e-05,
+   "host_canary_seconds": 7.5967499998341735e-06,
+   "host_backward_canary_seconds": 1.9653474999472565e-05,
    "pass_seconds": [
-    0.00013224767684936523,
-    7.273663997650146e-05,
-    0.00012388416290283203
+    9.318847656250001e-05,
+    0.0001262771224975586,
+    0.00010553855895996094
    ],
    "pass_host_canary_seconds": [
-    9.289984999441004e-06,
-    6.56273999993573e-06,
-    9.907137499567398e-06
+    7.5967499998341735e-06,
+    1.1151570000151878e-05,
+    9.296229999904427e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.198938999981692e-05,
-    1.4586439999675348e-05,
-    1.903152500062788e-05
+    1.9653474999472565e-05,
+    2.0113090000677404e-05,
+    1.8183015000090564e-05
    ]
   },
   "layer_steady_dropout_autocast": {
-   "seconds": 0.00011577152252197266,
-   "min": 8.729215621948241e-05,
-   "max": 0.00022105215072631835,
+   "seconds": 0.0001455571174621582,
+   "min": 0.00012692607879638673,
+   "max": 0.00016622655868530272,
    "samples": 33,
    "method": "one tiny dropout layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.289984999441004e-06,
-   "host_backward_canary_seconds": 2.250502999913806e-05,
+   "host_canary_seconds": 9.930945000178326e-06,
+   "host_backward_canary_seconds": 1.7873289999670304e-05,
    "pass_seconds": [
-    0.00016380928039550781,
-    9.12985610961914e-05,
-    0.00011577152252197266
+    0.0001455571174621582,
+    0.0001509075164794922,
+    0.00013284159660339356
    ],
    "pass_host_canary_seconds": [
-    9.289984999441004e-06,
-    6.6299774999833975e-06,
-    7.212144999471093e-06
+    9.930945000178326e-06,
+    1.059703000009904e-05,
+    9.363295000071048e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.250502999913806e-05,
-    1.6592064999940705e-05,
-    1.9188770000937438e-05
+    1.7873289999670304e-05,
+    2.1106980000240583e-05,
+    1.8707489999769678e-05
    ]
   },
   "layer_steady_dropout_identity": {
-   "seconds": 6.828224182128906e-05,
-   "min": 5.125120162963867e-05,
-   "max": 0.00016757440567016603,
+   "seconds": 7.610112190246582e-05,
+   "min": 6.285312175750732e-05,
+   "max": 8.889408111572265e-05,
    "samples": 33,
    "method": "one tiny dropout_identity layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1529885000527429e-05,
-   "host_backward_canary_seconds": 2.4319689998719696e-05,
+   "host_canary_seconds": 1.0137849999978243e-05,
+   "host_backward_canary_seconds": 1.8112609999434427e-05,
    "pass_seconds": [
-    0.00011442048072814942,
-    5.296512126922608e-05,
-    6.828224182128906e-05
+    7.610112190246582e-05,
+    8.187904357910156e-05,
+    7.52735996246338e-05
    ],
    "pass_host_canary_seconds": [
-    1.1529885000527429e-05,
-    6.920334999449551e-06,
-    7.471929999383064e-06
+    1.0137849999978243e-05,
+    1.0875512499808339e-05,
+    9.27879750008742e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.4319689998719696e-05,
-    1.2584690000494448e-05,
-    1.8072640000355022e-05
+    1.8112609999434427e-05,
+    1.9610655000406043e-05,
+    1.8310549999682732e-05
    ]
   },
   "layer_steady_dropout_identity_autocast": {
-   "seconds": 8.920639991760253e-05,
-   "min": 6.375296115875244e-05,
-   "max": 0.00029446783065795895,
+   "seconds": 0.00010128767967224121,
+   "min": 8.00160026550293e-05,
+   "max": 0.00012185855865478516,
    "samples": 33,
    "method": "one tiny dropout_identity layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.170063750009831e-05,
-   "host_backward_canary_seconds": 2.4889319998919745e-05,
+   "host_canary_seconds": 1.0058807500001877e-05,
+   "host_backward_canary_seconds": 2.040250999982618e-05,
    "pass_seconds": [
-    0.00013425600051879884,
-    7.185791969299316e-05,
-    8.920639991760253e-05
+    0.00010859456062316895,
+    0.00010128767967224121,
+    8.392000198364258e-05
    ],
    "pass_host_canary_seconds": [
-    1.170063750009831e-05,
-    6.858330000341084e-06,
-    9.190037500275138e-06
+    1.0058807500001877e-05,
+    1.0252920000084486e-05,
+    7.373595000217392e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.4889319998919745e-05,
-    1.575479999928575e-05,
-    1.9101094999314227e-05
+    2.040250999982618e-05,
+    1.85455749999619e-05,
+    1.84410949998437e-05
    ]
   },
   "layer_steady_add": {
-   "seconds": 0.0001089798355102539,
-   "min": 7.667456150054932e-05,
-   "max": 0.00023462656021118166,
+   "seconds": 0.00011999679565429686,
+   "min": 0.00010279999732971192,
+   "max": 0.00013739904403686524,
    "samples": 33,
    "method": "one tiny add layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.2065380000194636e-05,
-   "host_backward_canary_seconds": 2.53291850003734e-05,
+   "host_canary_seconds": 9.654049999880954e-06,
+   "host_backward_canary_seconds": 1.9222229999513728e-05,
    "pass_seconds": [
-    0.0001839187240600586,
-    8.156352043151856e-05,
-    0.0001089798355102539
+    0.00012330368041992186,
+    0.00011999679565429686,
+    0.00010682175636291505
    ],
    "pass_host_canary_seconds": [
-    1.2065380000194636e-05,
-    6.45239999983005e-06,
-    9.610939999333823e-06
+    9.654049999880954e-06,
+    1.013078500022857e-05,
+    7.587457500335403e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.53291850003734e-05,
-    1.394965000031334e-05,
-    1.91048949989181e-05
+    1.9222229999513728e-05,
+    1.8905974999938736e-05,
+    1.8832449999308665e-05
    ]
   },
   "layer_steady_add_autocast": {
-   "seconds": 0.0001313049602508545,
-   "min": 9.166399955749512e-05,
-   "max": 0.0003231731033325196,
+   "seconds": 0.00015150015830993653,
+   "min": 0.00011832320213317871,
+   "max": 0.00020081344604492185,
    "samples": 33,
    "method": "one tiny add layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1630552500037083e-05,
-   "host_backward_canary_seconds": 2.4154259998567793e-05,
+   "host_canary_seconds": 1.0170119999770577e-05,
+   "host_backward_canary_seconds": 1.919495000038296e-05,
    "pass_seconds": [
-    0.0001901408004760742,
-    9.412159919738769e-05,
-    0.0001313049602508545
+    0.00015150015830993653,
+    0.00017528383255004882,
+    0.00012363200187683106
    ],
    "pass_host_canary_seconds": [
-    1.1630552500037083e-05,
-    6.433072500158232e-06,
-    7.397934999744393e-06
+    1.0170119999770577e-05,
+    1.0749314999998206e-05,
+    7.453102500107888e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.4154259998567793e-05,
-    1.3708630000337507e-05,
-    1.9769749999341003e-05
+    1.919495000038296e-05,
+    1.9348849999687445e-05,
+    1.921471000002839e-05
    ]
   },
   "layer_steady_mul": {
-   "seconds": 0.00011674240112304688,
-   "min": 7.48518419265747e-05,
-   "max": 0.0002115827178955078,
+   "seconds": 0.00011575424194335937,
+   "min": 9.986240386962892e-05,
+   "max": 0.00014410431861877442,
    "samples": 33,
    "method": "one tiny mul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.153219499997249e-05,
-   "host_backward_canary_seconds": 2.2657459999209097e-05,
+   "host_canary_seconds": 9.765677500013226e-06,
+   "host_backward_canary_seconds": 1.9119550000255003e-05,
    "pass_seconds": [
-    0.0001456537628173828,
-    7.720320224761962e-05,
-    0.00011674240112304688
+    0.00011575424194335937,
+    0.0001364735984802246,
+    0.00011062911987304687
    ],
    "pass_host_canary_seconds": [
-    1.153219499997249e-05,
-    6.292277500392629e-06,
-    8.288462500445349e-06
+    9.765677500013226e-06,
+    1.0530744999641683e-05,
+    8.685757499904412e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2657459999209097e-05,
-    1.3037260000601236e-05,
-    1.8962550000196644e-05
+    1.9119550000255003e-05,
+    2.095118000056573e-05,
+    1.9255645000271215e-05
    ]
   },
   "layer_steady_mul_autocast": {
-   "seconds": 0.00013301504135131837,
-   "min": 8.800448417663575e-05,
-   "max": 0.00024236480712890626,
+   "seconds": 0.000168287353515625,
+   "min": 0.00013218751907348631,
+   "max": 0.00017716415405273438,
    "samples": 33,
    "method": "one tiny mul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.186110999981338e-05,
-   "host_backward_canary_seconds": 2.2764130000041406e-05,
+   "host_canary_seconds": 1.0325604999934513e-05,
+   "host_backward_canary_seconds": 1.947193999967567e-05,
    "pass_seconds": [
-    0.0001766579246520996,
-    9.009087562561035e-05,
-    0.00013301504135131837
+    0.000168287353515625,
+    0.00017155839920043946,
+    0.00013622464179992676
    ],
    "pass_host_canary_seconds": [
-    1.186110999981338e-05,
-    6.372087500494672e-06,
-    8.510414999136628e-06
+    1.0325604999934513e-05,
+    1.080841000032251e-05,
+    9.415009999997892e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2764130000041406e-05,
-    1.3718820001713539e-05,
-    1.950353999973231e-05
+    1.947193999967567e-05,
+    2.1212630000491116e-05,
+    1.853952000033132e-05
    ]
   },
   "layer_steady_softmax": {
-   "seconds": 0.00013688063621520997,
-   "min": 6.828288078308105e-05,
-   "max": 0.00018623424530029298,
+   "seconds": 0.00012088128089904785,
+   "min": 8.636480331420898e-05,
+   "max": 0.00013706560134887696,
    "samples": 33,
    "method": "one tiny softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.2006929999870408e-05,
-   "host_backward_canary_seconds": 2.628260000165028e-05,
+   "host_canary_seconds": 1.0525422499938486e-05,
+   "host_backward_canary_seconds": 1.9529054999907205e-05,
    "pass_seconds": [
-    0.000164898567199707,
-    7.082752227783203e-05,
-    0.00013688063621520997
+    0.00012088128089904785,
+    0.00013040575981140137,
+    9.079487800598144e-05
    ],
    "pass_host_canary_seconds": [
-    1.2006929999870408e-05,
-    6.304865000856807e-06,
-    1.0640004999231679e-05
+    1.0525422499938486e-05,
+    1.0899774999870714e-05,
+    9.508017500081678e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.628260000165028e-05,
-    1.3740420001795428e-05,
-    1.930464999986725e-05
+    1.9529054999907205e-05,
+    2.0544679999829894e-05,
+    1.5256449999583311e-05
    ]
   },
   "layer_steady_softmax_autocast": {
-   "seconds": 0.000211910400390625,
-   "min": 8.516736030578614e-05,
-   "max": 0.0004377849578857422,
+   "seconds": 0.00015177791595458984,
+   "min": 0.00010896191596984864,
+   "max": 0.00016418880462646483,
    "samples": 33,
    "method": "one tiny softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1837289999903078e-05,
-   "host_backward_canary_seconds": 2.3560345000532833e-05,
+   "host_canary_seconds": 9.720850000007886e-06,
+   "host_backward_canary_seconds": 1.9795120000480892e-05,
    "pass_seconds": [
-    0.00028023040771484373,
-    8.921600341796876e-05,
-    0.000211910400390625
+    0.00015177791595458984,
+    0.00016197376251220704,
+    0.00011716927528381347
    ],
    "pass_host_canary_seconds": [
-    1.1837289999903078e-05,
-    6.542360000025837e-06,
-    1.0160005000443562e-05
+    9.720850000007886e-06,
+    1.0996169999657468e-05,
+    9.370022499979314e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.3560345000532833e-05,
-    1.4613560000498183e-05,
-    2.0399330001055205e-05
+    1.9795120000480892e-05,
+    1.8897850000030304e-05,
+    1.5870705000224915e-05
    ]
   },
   "layer_steady_log_softmax": {
-   "seconds": 8.80953598022461e-05,
-   "min": 6.267519950866698e-05,
-   "max": 0.00022571712493896483,
+   "seconds": 0.00011059264183044433,
+   "min": 8.149503707885742e-05,
+   "max": 0.0001233606433868408,
    "samples": 33,
    "method": "one tiny log_softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.06047499991746e-05,
-   "host_backward_canary_seconds": 2.2883089998231297e-05,
+   "host_canary_seconds": 1.0076229999924635e-05,
+   "host_backward_canary_seconds": 1.956990499991207e-05,
    "pass_seconds": [
-    0.00013530879974365235,
-    6.484352111816406e-05,
-    8.80953598022461e-05
+    0.00011059264183044433,
+    0.00011699199676513672,
+    8.52883243560791e-05
    ],
    "pass_host_canary_seconds": [
-    1.06047499991746e-05,
-    6.3809100004164065e-06,
-    9.621594999771332e-06
+    1.0076229999924635e-05,
+    1.125842749985395e-05,
+    9.416180000130225e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2883089998231297e-05,
-    1.3908240000546356e-05,
-    1.8750775000171414e-05
+    1.956990499991207e-05,
+    2.0252329999834728e-05,
+    1.4345330000082867e-05
    ]
   },
   "layer_steady_log_softmax_autocast": {
-   "seconds": 0.00010454079627990723,
-   "min": 7.554304122924805e-05,
-   "max": 0.00020011903762817384,
+   "seconds": 0.00012334527969360353,
+   "min": 0.0001031999969482422,
+   "max": 0.00015500800132751464,
    "samples": 33,
    "method": "one tiny log_softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1167764999981956e-05,
-   "host_backward_canary_seconds": 2.2996360000888673e-05,
+   "host_canary_seconds": 9.768785000119351e-06,
+   "host_backward_canary_seconds": 1.9624369999746706e-05,
    "pass_seconds": [
-    0.00016029504776000976,
-    7.753983974456787e-05,
-    0.00010454079627990723
+    0.00013731200218200683,
+    0.00012334527969360353,
+    0.00011497599601745606
    ],
    "pass_host_canary_seconds": [
-    1.1167764999981956e-05,
-    6.331454999326525e-06,
-    7.207030000699887e-06
+    9.768785000119351e-06,
+    1.113869999983308e-05,
+    9.48640250015842e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2996360000888673e-05,
-    1.4267665001170826e-05,
-    1.774497500150574e-05
+    1.9624369999746706e-05,
+    2.0461939999449897e-05,
+    1.7384734999836837e-05
    ]
   },
   "layer_steady_cross_entropy": {
-   "seconds": 0.00013249343872070312,
-   "min": 8.86310386657715e-05,
-   "max": 0.0002099667167663574,
+   "seconds": 0.0001552735996246338,
+   "min": 0.0001315340805053711,
+   "max": 0.00019303232192993162,
    "samples": 33,
    "method": "one tiny cross_entropy layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0788959999672442e-05,
-   "host_backward_canary_seconds": 1.9266059998699346e-05,
+   "host_canary_seconds": 9.768785000119351e-06,
+   "host_backward_canary_seconds": 1.7899640000678118e-05,
    "pass_seconds": [
-    0.00018912128448486329,
-    9.40595245361328e-05,
-    0.00013249343872070312
+    0.0001552735996246338,
+    0.00017601600646972659,
+    0.00013887359619140624
    ],
    "pass_host_canary_seconds": [
-    1.0788959999672442e-05,
-    6.329799999775787e-06,
-    7.339930000398454e-06
+    9.768785000119351e-06,
+    1.037442500035013e-05,
+    9.462145000043165e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9266059998699346e-05,
-    1.425832499990065e-05,
-    1.5246440000282746e-05
+    1.7899640000678118e-05,
+    2.0461939999449897e-05,
+    1.8491320000748603e-05
    ]
   },
   "layer_steady_cross_entropy_autocast": {
-   "seconds": 0.0001417683219909668,
-   "min": 0.00010668671607971191,
-   "max": 0.0002870585632324219,
+   "seconds": 0.00016972288131713868,
+   "min": 0.00014538047790527343,
+   "max": 0.00023930240631103516,
    "samples": 33,
    "method": "one tiny cross_entropy layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1021459999938089e-05,
-   "host_backward_canary_seconds": 2.1072210001875648e-05,
+   "host_canary_seconds": 7.476229999952011e-06,
+   "host_backward_canary_seconds": 2.017228999989129e-05,
    "pass_seconds": [
-    0.00023062335968017578,
-    0.00011184448242187501,
-    0.0001417683219909668
+    0.00016972288131713868,
+    0.00018945791244506834,
+    0.00016603136062622072
    ],
    "pass_host_canary_seconds": [
-    1.1021459999938089e-05,
-    6.35176499940826e-06,
-    8.130599999276456e-06
+    7.476229999952011e-06,
+    1.090976499995122e-05,
+    9.509335000075225e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1072210001875648e-05,
-    1.3984665000634778e-05,
-    1.6561579998324304e-05
+    2.017228999989129e-05,
+    2.0829465000247183e-05,
+    1.8706460000430525e-05
    ]
   },
   "layer_steady_embedding": {
-   "seconds": 0.0004212319946289062,
-   "min": 0.0001846656036376953,
-   "max": 0.0005671219253540039,
+   "seconds": 0.0003393836975097656,
+   "min": 0.00027803712844848635,
+   "max": 0.0004890547180175782,
    "samples": 33,
    "method": "one tiny embedding layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.042535500005215e-05,
-   "host_backward_canary_seconds": 1.9325709999975515e-05,
+   "host_canary_seconds": 9.962390000168853e-06,
+   "host_backward_canary_seconds": 1.9409550000091257e-05,
    "pass_seconds": [
-    0.00045938430786132814,
-    0.00019524543762207031,
-    0.0004212319946289062
+    0.0003294188690185547,
+    0.0004185152053833008,
+    0.0003393836975097656
    ],
    "pass_host_canary_seconds": [
-    1.042535500005215e-05,
-    6.327542499775518e-06,
-    1.0531815000831557e-05
+    9.962390000168853e-06,
+    1.1052277500311902e-05,
+    9.548400000198853e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9325709999975515e-05,
-    1.3442010000517258e-05,
-    2.0348269999885814e-05
+    1.9409550000091257e-05,
+    2.0291234999376684e-05,
+    1.789316999975199e-05
    ]
   },
   "layer_steady_embedding_autocast": {
-   "seconds": 0.0005228947067260742,
-   "min": 0.0002046169662475586,
-   "max": 0.0006324236679077148,
+   "seconds": 0.0003960902404785156,
+   "min": 0.0002765785598754883,
+   "max": 0.00048405502319335934,
    "samples": 33,
    "method": "one tiny embedding layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0334715000226424e-05,
-   "host_backward_canary_seconds": 2.0516570000381762e-05,
+   "host_canary_seconds": 9.904704999712521e-06,
+   "host_backward_canary_seconds": 1.855641000020114e-05,
    "pass_seconds": [
-    0.0005228947067260742,
-    0.0002167897605895996,
-    0.0005365856170654297
+    0.00031073471069335937,
+    0.0003960902404785156,
+    0.0004026937484741211
    ],
    "pass_host_canary_seconds": [
-    1.0334715000226424e-05,
-    6.39494999973067e-06,
-    1.0643580000078145e-05
+    9.904704999712521e-06,
+    9.878229999742416e-06,
+    7.467195000288029e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0516570000381762e-05,
-    1.3896059999751743e-05,
-    2.0161990000815422e-05
+    1.855641000020114e-05,
+    1.996272499980023e-05,
+    1.815749999934724e-05
    ]
   },
   "layer_steady_embedding_atomic": {
-   "seconds": 0.00012968576431274413,
-   "min": 6.948287963867188e-05,
-   "max": 0.00015856639862060548,
+   "seconds": 0.00011432064056396486,
+   "min": 9.4901123046875e-05,
+   "max": 0.00012149632453918457,
    "samples": 33,
    "method": "one tiny embedding_atomic layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0196414999654735e-05,
-   "host_backward_canary_seconds": 2.0661040000504727e-05,
+   "host_canary_seconds": 1.0059127499744137e-05,
+   "host_backward_canary_seconds": 1.937835500029905e-05,
    "pass_seconds": [
-    0.00012968576431274413,
-    7.294591903686523e-05,
-    0.00014415231704711915
+    0.0001187718391418457,
+    0.00011432064056396486,
+    0.00010082176208496094
    ],
    "pass_host_canary_seconds": [
-    1.0196414999654735e-05,
-    6.355689999963943e-06,
-    1.0877160000291043e-05
+    1.0059127499744137e-05,
+    1.01932149999584e-05,
+    7.350352499884138e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0661040000504727e-05,
-    1.4496000001145148e-05,
-    2.0112239999434676e-05
+    1.937835500029905e-05,
+    1.8824924999876203e-05,
+    1.847822999991422e-05
    ]
   },
   "layer_steady_embedding_atomic_autocast": {
-   "seconds": 0.00015710975646972654,
-   "min": 8.602368354797362e-05,
-   "max": 0.00023596736907958985,
+   "seconds": 0.00013980416297912598,
+   "min": 0.0001151244831085205,
+   "max": 0.00023361663818359375,
    "samples": 33,
    "method": "one tiny embedding_atomic layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0095024999827728e-05,
-   "host_backward_canary_seconds": 2.0661040000504727e-05,
+   "host_canary_seconds": 1.0796874999527972e-05,
+   "host_backward_canary_seconds": 2.0196250000026338e-05,
    "pass_seconds": [
-    0.00015710975646972654,
-    8.92512035369873e-05,
-    0.00018145343780517578
+    0.00019808639526367188,
+    0.00013980416297912598,
+    0.00012786111831665037
    ],
    "pass_host_canary_seconds": [
-    1.0095024999827728e-05,
-    6.168214999888733e-06,
-    1.0082145000183118e-05
+    1.0796874999527972e-05,
+    9.945645000470904e-06,
+    7.261435000032179e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0661040000504727e-05,
-    1.457381000022906e-05,
-    1.9480710000152614e-05
+    2.0196250000026338e-05,
+    1.8751960000145117e-05,
+    1.820526499955122e-05
    ]
   },
   "layer_steady_maxpool2d": {
-   "seconds": 0.00012601216316223145,
-   "min": 7.207935810089112e-05,
-   "max": 0.00016318143844604491,
+   "seconds": 0.00011361599922180177,
+   "min": 9.661824226379393e-05,
+   "max": 0.0001590892791748047,
    "samples": 33,
    "method": "one tiny maxpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0184234999996989e-05,
-   "host_backward_canary_seconds": 2.068739999913305e-05,
+   "host_canary_seconds": 1.0867674999985866e-05,
+   "host_backward_canary_seconds": 1.993081000023267e-05,
    "pass_seconds": [
-    0.00012601216316223145,
-    7.417664051055908e-05,
-    0.00015101759910583496
+    0.00014520319938659667,
+    0.00011361599922180177,
+    9.860992431640626e-05
    ],
    "pass_host_canary_seconds": [
-    1.0184234999996989e-05,
-    6.253484999660941e-06,
-    1.038235999999415e-05
+    1.0867674999985866e-05,
+    9.897190000174306e-06,
+    7.37258499981408e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.068739999913305e-05,
-    1.2709290001566841e-05,
-    2.0298499998716578e-05
+    1.993081000023267e-05,
+    1.9541080000635702e-05,
+    1.8692444999715008e-05
    ]
   },
   "layer_steady_maxpool2d_autocast": {
-   "seconds": 0.00015796544075012206,
-   "min": 8.569600105285645e-05,
-   "max": 0.0002121683120727539,
+   "seconds": 0.00014434816360473632,
+   "min": 0.00011479167938232422,
+   "max": 0.00019397119522094727,
    "samples": 33,
    "method": "one tiny maxpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.087644999932309e-06,
-   "host_backward_canary_seconds": 2.0575779999489895e-05,
+   "host_canary_seconds": 1.0131332499838662e-05,
+   "host_backward_canary_seconds": 1.8589955000152256e-05,
    "pass_seconds": [
-    0.00015796544075012206,
-    8.88582420349121e-05,
-    0.0001804377555847168
+    0.0001464095973968506,
+    0.00014434816360473632,
+    0.00011748160362243652
    ],
    "pass_host_canary_seconds": [
-    8.087644999932309e-06,
-    6.149424999648545e-06,
-    1.0458132499593376e-05
+    1.0131332499838662e-05,
+    1.0199405000435036e-05,
+    7.292392500062305e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0575779999489895e-05,
-    1.3414144999615019e-05,
-    2.0147459998725026e-05
+    1.8589955000152256e-05,
+    1.9798719999926107e-05,
+    1.8301714999893195e-05
    ]
   },
   "layer_steady_avgpool2d": {
-   "seconds": 0.00010768959999084473,
-   "min": 5.973120212554931e-05,
-   "max": 0.00016750207901000978,
+   "seconds": 9.869824409484863e-05,
+   "min": 7.168704032897949e-05,
+   "max": 0.0001269593620300293,
    "samples": 33,
    "method": "one tiny avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0666482500027995e-05,
-   "host_backward_canary_seconds": 1.906899000005069e-05,
+   "host_canary_seconds": 9.834694999995008e-06,
+   "host_backward_canary_seconds": 1.883046500040564e-05,
    "pass_seconds": [
-    0.00010768959999084473,
-    6.270656108856201e-05,
-    0.00012537216186523438
+    9.869824409484863e-05,
+    0.0001101529598236084,
+    8.221311569213867e-05
    ],
    "pass_host_canary_seconds": [
-    1.0666482500027995e-05,
-    5.901279999989128e-06,
-    1.0187894999944547e-05
+    9.834694999995008e-06,
+    9.459107500049414e-06,
+    7.175900000220281e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.906899000005069e-05,
-    1.3347369999792136e-05,
-    2.0215259999076805e-05
+    1.883046500040564e-05,
+    1.9123634999687055e-05,
+    1.8591804999914532e-05
    ]
   },
   "layer_steady_avgpool2d_autocast": {
-   "seconds": 0.00013939135551452637,
-   "min": 7.587456226348878e-05,
-   "max": 0.00017609920501708985,
+   "seconds": 0.00012141119956970216,
+   "min": 8.880831718444826e-05,
+   "max": 0.0001829427146911621,
    "samples": 33,
    "method": "one tiny avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0977829999774258e-05,
-   "host_backward_canary_seconds": 1.7681080000784276e-05,
+   "host_canary_seconds": 1.0594569999966552e-05,
+   "host_backward_canary_seconds": 1.9167710000829174e-05,
    "pass_seconds": [
-    0.00013939135551452637,
-    7.90182399749756e-05,
-    0.00016718143463134765
+    0.0001422815990447998,
+    0.00011989248275756837,
+    0.00012141119956970216
    ],
    "pass_host_canary_seconds": [
-    1.0977829999774258e-05,
-    6.192432500142786e-06,
-    1.0149820000151521e-05
+    1.0594569999966552e-05,
+    1.0392840000292835e-05,
+    7.651492499860523e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7681080000784276e-05,
-    1.3997274999155705e-05,
-    1.9911919998776284e-05
+    1.9167710000829174e-05,
+    1.8190734999166124e-05,
+    1.4115339999989374e-05
    ]
   },
   "layer_steady_adaptive_avgpool2d": {
-   "seconds": 0.00010917951583862304,
-   "min": 6.881152153015137e-05,
-   "max": 0.00019454143524169924,
+   "seconds": 0.00011139455795288086,
+   "min": 9.876159667968751e-05,
+   "max": 0.00014391488075256347,
    "samples": 33,
    "method": "one tiny adaptive_avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.03858299996773e-05,
-   "host_backward_canary_seconds": 2.1654939998825285e-05,
+   "host_canary_seconds": 1.018020499998329e-05,
+   "host_backward_canary_seconds": 1.9826449999982287e-05,
    "pass_seconds": [
-    0.00014348416328430175,
-    6.983295917510987e-05,
-    0.00010917951583862304
+    0.0001331481647491455,
+    0.00010489215850830078,
+    0.00011139455795288086
    ],
    "pass_host_canary_seconds": [
-    1.03858299996773e-05,
-    6.228925000186791e-06,
-    8.019790000162175e-06
+    1.018020499998329e-05,
+    9.856442500222328e-06,
+    7.2803250000674785e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1654939998825285e-05,
-    1.470997000069474e-05,
-    1.62950699996145e-05
+    1.9826449999982287e-05,
+    1.929489499957526e-05,
+    1.283513000032599e-05
    ]
   },
   "layer_steady_adaptive_avgpool2d_autocast": {
-   "seconds": 0.00015947520256042483,
-   "min": 8.494208335876465e-05,
-   "max": 0.0002287686347961426,
+   "seconds": 0.00013815808296203613,
+   "min": 0.00012014656066894532,
+   "max": 0.00019150527954101562,
    "samples": 33,
    "method": "one tiny adaptive_avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0163729999703719e-05,
-   "host_backward_canary_seconds": 2.0466870000745985e-05,
+   "host_canary_seconds": 1.0263020000138567e-05,
+   "host_backward_canary_seconds": 1.9693889998961823e-05,
    "pass_seconds": [
-    0.00016081407546997072,
-    8.54969596862793e-05,
-    0.00015947520256042483
+    0.00016541696548461914,
+    0.00013225343704223634,
+    0.00013815808296203613
    ],
    "pass_host_canary_seconds": [
-    1.0163729999703719e-05,
-    6.303422499627231e-06,
-    1.0390114999836441e-05
+    1.0263020000138567e-05,
+    9.87472500014519e-06,
+    7.448970000041299e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0466870000745985e-05,
-    1.2195164998729524e-05,
-    2.011093000191977e-05
+    1.9693889998961823e-05,
+    1.6851730000553287e-05,
+    1.2383760000602707e-05
    ]
   },
   "layer_steady_flatten": {
-   "seconds": 7.43609619140625e-05,
-   "min": 4.367680072784424e-05,
-   "max": 8.89356803894043e-05,
+   "seconds": 6.624896049499512e-05,
+   "min": 6.071487903594971e-05,
+   "max": 8.686911582946777e-05,
    "samples": 33,
    "method": "one tiny flatten layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.072603000068284e-05,
-   "host_backward_canary_seconds": 2.0390430000816197e-05,
+   "host_canary_seconds": 9.997427499968127e-06,
+   "host_backward_canary_seconds": 1.8228994999844872e-05,
    "pass_seconds": [
-    8.180288314819337e-05,
-    4.51475191116333e-05,
-    7.43609619140625e-05
+    7.643136024475097e-05,
+    6.624896049499512e-05,
+    6.441152095794677e-05
    ],
    "pass_host_canary_seconds": [
-    1.072603000068284e-05,
-    6.2544300010358715e-06,
-    9.805434999634599e-06
+    9.997427499968127e-06,
+    9.815700000217476e-06,
+    7.558484999776738e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0390430000816197e-05,
-    1.142781999988074e-05,
-    1.907269000184897e-05
+    1.8228994999844872e-05,
+    1.6770130000622884e-05,
+    1.2383760000602707e-05
    ]
   },
   "layer_steady_flatten_autocast": {
-   "seconds": 9.822848320007325e-05,
-   "min": 5.762879848480225e-05,
-   "max": 0.00012295552253723145,
+   "seconds": 8.932352066040039e-05,
+   "min": 8.33670425415039e-05,
+   "max": 0.00011658623695373534,
    "samples": 33,
    "method": "one tiny flatten layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0860132500170039e-05,
-   "host_backward_canary_seconds": 2.1211305000861102e-05,
+   "host_canary_seconds": 1.0099539999828266e-05,
+   "host_backward_canary_seconds": 1.876561500012031e-05,
    "pass_seconds": [
-    0.00011090368270874023,
-    5.845183849334716e-05,
-    9.822848320007325e-05
+    0.00010367936134338378,
+    8.560704231262208e-05,
+    8.932352066040039e-05
    ],
    "pass_host_canary_seconds": [
-    1.0860132500170039e-05,
-    6.107655000278101e-06,
-    9.881447500106333e-06
+    1.0099539999828266e-05,
+    9.822747500152219e-06,
+    7.283579999750601e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1211305000861102e-05,
-    1.514976999942519e-05,
-    1.8441739999843776e-05
+    1.876561500012031e-05,
+    1.660108999999466e-05,
+    1.2211995000370733e-05
    ]
   },
   "layer_steady_reshape": {
-   "seconds": 6.603392124176025e-05,
-   "min": 4.1929597854614256e-05,
-   "max": 8.135168075561524e-05,
+   "seconds": 6.494336128234863e-05,
+   "min": 5.6560640335083006e-05,
+   "max": 8.178239822387695e-05,
    "samples": 33,
    "method": "one tiny reshape layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.091609500008417e-05,
-   "host_backward_canary_seconds": 2.0399720000341404e-05,
+   "host_canary_seconds": 1.0200190000091424e-05,
+   "host_backward_canary_seconds": 1.9383620000326118e-05,
    "pass_seconds": [
-    7.884607791900635e-05,
-    4.244095802307129e-05,
-    6.603392124176025e-05
+    6.888895988464355e-05,
+    6.494336128234863e-05,
+    6.280447959899903e-05
    ],
    "pass_host_canary_seconds": [
-    1.091609500008417e-05,
-    6.302624999534601e-06,
-    9.621030000062091e-06
+    1.0200190000091424e-05,
+    9.991599999921164e-06,
+    7.301759999904789e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0399720000341404e-05,
-    1.217223999901762e-05,
-    1.798447000055603e-05
+    1.9383620000326118e-05,
+    1.992635999954473e-05,
+    2.139686999953483e-05
    ]
   },
   "layer_steady_reshape_autocast": {
-   "seconds": 9.720000267028808e-05,
-   "min": 5.393216133117676e-05,
-   "max": 0.00011697664260864257,
+   "seconds": 9.514240264892579e-05,
+   "min": 6.748159885406494e-05,
+   "max": 0.00010927424430847168,
    "samples": 33,
    "method": "one tiny reshape layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.936714999980722e-06,
-   "host_backward_canary_seconds": 1.920144000109758e-05,
+   "host_canary_seconds": 8.85694250001734e-06,
+   "host_backward_canary_seconds": 1.922618000037346e-05,
    "pass_seconds": [
-    9.749247550964355e-05,
-    5.521599769592285e-05,
-    9.720000267028808e-05
+    9.598527908325195e-05,
+    8.661120414733887e-05,
+    9.514240264892579e-05
    ],
    "pass_host_canary_seconds": [
-    9.936714999980722e-06,
-    6.074009999110785e-06,
-    1.0219065000569571e-05
+    8.85694250001734e-06,
+    9.972477500070908e-06,
+    1.0241327500182253e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.920144000109758e-05,
-    1.1385500001779292e-05,
-    2.0503204999613445e-05
+    1.922618000037346e-05,
+    2.024022499995226e-05,
+    2.1338334999541075e-05
    ]
   },
   "layer_steady_slice": {
-   "seconds": 8.722687721252442e-05,
-   "min": 6.004672050476074e-05,
-   "max": 0.0001267967987060547,
+   "seconds": 9.333824157714844e-05,
+   "min": 7.525760173797607e-05,
+   "max": 0.00011223423957824706,
    "samples": 33,
    "method": "one tiny slice layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.325975000502693e-06,
-   "host_backward_canary_seconds": 1.7895894999355732e-05,
+   "host_canary_seconds": 7.826882500125976e-06,
+   "host_backward_canary_seconds": 1.9244540000613595e-05,
    "pass_seconds": [
-    8.722687721252442e-05,
-    6.211904048919679e-05,
-    0.00010418111801147461
+    9.966464042663574e-05,
+    9.333824157714844e-05,
+    9.184703826904298e-05
    ],
    "pass_host_canary_seconds": [
-    8.325975000502693e-06,
-    6.079679999402288e-06,
-    1.0591552500045508e-05
+    7.826882500125976e-06,
+    1.0077640000361042e-05,
+    1.0160540000185847e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7895894999355732e-05,
-    1.2887489999684476e-05,
-    2.0742669998981e-05
+    1.9244540000613595e-05,
+    1.808002999950986e-05,
+    1.9043354999439544e-05
    ]
   },
   "layer_steady_slice_autocast": {
-   "seconds": 0.00014042880058288574,
-   "min": 7.36358404159546e-05,
-   "max": 0.00017117311477661133,
+   "seconds": 0.00010800512313842772,
+   "min": 9.62816047668457e-05,
+   "max": 0.00014138688087463378,
    "samples": 33,
    "method": "one tiny slice layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0564275000888302e-05,
-   "host_backward_canary_seconds": 1.896736999924542e-05,
+   "host_canary_seconds": 7.539390000204094e-06,
+   "host_backward_canary_seconds": 1.882137000052353e-05,
    "pass_seconds": [
-    0.00014042880058288574,
-    7.472256183624267e-05,
-    0.00014881792068481445
+    0.00010142848014831544,
+    0.00010800512313842772,
+    0.00013118783950805663
    ],
    "pass_host_canary_seconds": [
-    1.0564275000888302e-05,
-    6.269707500337062e-06,
-    1.0798590000149489e-05
+    7.539390000204094e-06,
+    1.009977750015878e-05,
+    1.0111839999922268e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.896736999924542e-05,
-    1.3347699999712858e-05,
-    2.034864000052039e-05
+    1.882137000052353e-05,
+    1.681085000029725e-05,
+    1.9936760000973664e-05
    ]
   },
   "layer_steady_transpose_contiguous": {
-   "seconds": 0.0001377676773071289,
-   "min": 7.152128219604493e-05,
-   "max": 0.00016390207290649416,
+   "seconds": 0.00010248127937316895,
+   "min": 9.73516845703125e-05,
+   "max": 0.0001182636833190918,
    "samples": 33,
    "method": "one tiny transpose_contiguous layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0058955000431524e-05,
-   "host_backward_canary_seconds": 1.6963489999852756e-05,
+   "host_canary_seconds": 7.663889999776074e-06,
+   "host_backward_canary_seconds": 1.824773999999252e-05,
    "pass_seconds": [
-    0.00014997952461242675,
-    7.459968090057373e-05,
-    0.0001377676773071289
+    0.00010175744056701659,
+    0.00011029503822326659,
+    0.00010248127937316895
    ],
    "pass_host_canary_seconds": [
-    1.0058955000431524e-05,
-    6.24980499992489e-06,
-    1.0252905000243117e-05
+    7.663889999776074e-06,
+    9.744675000149528e-06,
+    7.5042849999817914e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6963489999852756e-05,
-    1.3940409999122494e-05,
-    1.9356469999820546e-05
+    1.824773999999252e-05,
+    1.7248220000283255e-05,
+    1.9924579999610613e-05
    ]
   },
   "layer_steady_transpose_contiguous_autocast": {
-   "seconds": 0.00017483327865600587,
-   "min": 8.875776290893555e-05,
-   "max": 0.00022870527267456056,
+   "seconds": 0.00012690879821777344,
+   "min": 0.00010213184356689452,
+   "max": 0.000152423038482666,
    "samples": 33,
    "method": "one tiny transpose_contiguous layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0833334999915679e-05,
-   "host_backward_canary_seconds": 2.0729484999719718e-05,
+   "host_canary_seconds": 7.6135649996444955e-06,
+   "host_backward_canary_seconds": 1.8868720000000392e-05,
    "pass_seconds": [
-    0.0001828691291809082,
-    9.069696426391602e-05,
-    0.00017483327865600587
+    0.00012069888114929199,
+    0.00013636223793029787,
+    0.00012690879821777344
    ],
    "pass_host_canary_seconds": [
-    1.0833334999915679e-05,
-    6.2391150004259546e-06,
-    1.0279187499691033e-05
+    7.6135649996444955e-06,
+    9.618430000273293e-06,
+    7.469710000123086e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0729484999719718e-05,
-    1.4755205000938076e-05,
-    1.6490494999743532e-05
+    1.8868720000000392e-05,
+    1.8912079999608976e-05,
+    1.9494319999466825e-05
    ]
   },
   "layer_steady_cat": {
-   "seconds": 0.00010341183662414551,
-   "min": 5.992063999176025e-05,
-   "max": 0.00012156160354614257,
+   "seconds": 7.743680000305177e-05,
+   "min": 6.821184158325195e-05,
+   "max": 9.994751930236817e-05,
    "samples": 33,
    "method": "one tiny cat layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0757124999827284e-05,
-   "host_backward_canary_seconds": 2.023923500019009e-05,
+   "host_canary_seconds": 7.2442674999706474e-06,
+   "host_backward_canary_seconds": 1.7800974999886422e-05,
    "pass_seconds": [
-    0.00010341183662414551,
-    6.110784053802491e-05,
-    0.00010510784149169922
+    7.743680000305177e-05,
+    8.271552085876466e-05,
+    7.457024097442627e-05
    ],
    "pass_host_canary_seconds": [
-    1.0757124999827284e-05,
-    6.105379999326032e-06,
-    1.0227335000081439e-05
+    7.2442674999706474e-06,
+    9.570715000108977e-06,
+    7.99991000008049e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.023923500019009e-05,
-    1.534913000114102e-05,
-    1.950644499970622e-05
+    1.7800974999886422e-05,
+    1.7572914999846033e-05,
+    1.9137659999728386e-05
    ]
   },
   "layer_steady_cat_autocast": {
-   "seconds": 0.0001370252799987793,
-   "min": 7.506879806518554e-05,
-   "max": 0.00015988608360290529,
+   "seconds": 0.00010112640380859375,
+   "min": 8.498623847961426e-05,
+   "max": 0.00014770432472229004,
    "samples": 33,
    "method": "one tiny cat layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0720634999188405e-05,
-   "host_backward_canary_seconds": 2.0378720000735485e-05,
+   "host_canary_seconds": 8.680907500036027e-06,
+   "host_backward_canary_seconds": 1.7289610000261745e-05,
    "pass_seconds": [
-    0.0001370252799987793,
-    7.646656036376953e-05,
-    0.00014071423530578615
+    9.439423561096191e-05,
+    0.00012086591720581055,
+    0.00010112640380859375
    ],
    "pass_host_canary_seconds": [
-    1.0720634999188405e-05,
-    6.342802499830214e-06,
-    1.0285800000247036e-05
+    8.680907500036027e-06,
+    9.737390000168489e-06,
+    7.978757499813583e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0378720000735485e-05,
-    1.3302150000527035e-05,
-    2.1555210000769876e-05
+    1.7289610000261745e-05,
+    2.0154390000470812e-05,
+    1.6311080000264158e-05
    ]
   },
   "layer_steady_gelu_tanh_composite": {
-   "seconds": 0.0004943020629882812,
-   "min": 0.0002757369613647461,
-   "max": 0.000637523193359375,
+   "seconds": 0.0004684908676147461,
+   "min": 0.00030618688583374025,
+   "max": 0.0006086956787109375,
    "samples": 33,
    "method": "one tiny gelu_tanh_composite layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0369984998988002e-05,
-   "host_backward_canary_seconds": 1.9144189998314687e-05,
+   "host_canary_seconds": 1.0399199999824305e-05,
+   "host_backward_canary_seconds": 1.9407960000989987e-05,
    "pass_seconds": [
-    0.0005434592056274414,
-    0.0002952755165100098,
-    0.0004943020629882812
+    0.0005256870269775391,
+    0.0004677606582641602,
+    0.0004684908676147461
    ],
    "pass_host_canary_seconds": [
-    1.0369984998988002e-05,
-    8.660585000370703e-06,
-    9.770990000106394e-06
+    1.0399199999824305e-05,
+    9.793450000188385e-06,
+    1.0083324999641263e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9144189998314687e-05,
-    1.3730959999520564e-05,
-    1.9464970000626637e-05
+    1.9407960000989987e-05,
+    2.0017530000586704e-05,
+    1.899151999964488e-05
    ]
   },
   "layer_steady_gelu_tanh_composite_autocast": {
-   "seconds": 0.0005856768035888671,
-   "min": 0.00024756351470947265,
-   "max": 0.0009045613098144531,
+   "seconds": 0.000509062385559082,
+   "min": 0.000423372802734375,
+   "max": 0.0006549702453613281,
    "samples": 33,
    "method": "one tiny gelu_tanh_composite layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0484209999503946e-05,
-   "host_backward_canary_seconds": 1.9500310002058542e-05,
+   "host_canary_seconds": 9.867885000289788e-06,
+   "host_backward_canary_seconds": 1.8360950000442245e-05,
    "pass_seconds": [
-    0.0006353113555908203,
-    0.0002571353530883789,
-    0.0005856768035888671
+    0.0005441804885864258,
+    0.000509062385559082,
+    0.0004808678436279297
    ],
    "pass_host_canary_seconds": [
-    1.0484209999503946e-05,
-    6.404215000657132e-06,
-    1.0339594999777547e-05
+    9.867885000289788e-06,
+    9.890325000014854e-06,
+    9.808670000097664e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9500310002058542e-05,
-    1.3439580000067508e-05,
-    1.9325850000768697e-05
+    1.8360950000442245e-05,
+    1.9492179999360813e-05,
+    1.7738550000103714e-05
    ]
   },
   "layer_steady_mha": {
-   "seconds": 0.0015551788330078126,
-   "min": 0.0009384563446044921,
-   "max": 0.0016559468078613281,
+   "seconds": 0.0014915295410156252,
+   "min": 0.0012472505950927733,
+   "max": 0.001791680603027344,
    "samples": 33,
    "method": "one tiny mha layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.986654999920574e-06,
-   "host_backward_canary_seconds": 1.797015999954965e-05,
+   "host_canary_seconds": 1.0072535000062999e-05,
+   "host_backward_canary_seconds": 1.9067129999257302e-05,
    "pass_seconds": [
-    0.0015829458618164063,
-    0.0011691814422607422,
-    0.0015551788330078126
+    0.0014915295410156252,
+    0.0015810745239257813,
+    0.0013788453674316405
    ],
    "pass_host_canary_seconds": [
-    9.986654999920574e-06,
-    6.527804999905129e-06,
-    1.0184300000446456e-05
+    1.0072535000062999e-05,
+    1.0885005000318415e-05,
+    9.799549999911505e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.797015999954965e-05,
-    1.4318219998585846e-05,
-    1.861461000089548e-05
+    1.9067129999257302e-05,
+    1.8954610000037063e-05,
+    1.7553199999156277e-05
    ]
   },
   "layer_steady_mha_autocast": {
-   "seconds": 0.001887891845703125,
-   "min": 0.001237119369506836,
-   "max": 0.002306433258056641,
+   "seconds": 0.0017461637878417968,
+   "min": 0.0015264569091796875,
+   "max": 0.0021188050842285157,
    "samples": 33,
    "method": "one tiny mha layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.044490000178484e-06,
-   "host_backward_canary_seconds": 1.6280730001199118e-05,
+   "host_canary_seconds": 7.233630000200719e-06,
+   "host_backward_canary_seconds": 1.7806729999847448e-05,
    "pass_seconds": [
-    0.001887891845703125,
-    0.0014977235412597656,
-    0.0019253919982910156
+    0.0017461637878417968,
+    0.0017445050048828126,
+    0.001818365478515625
    ],
    "pass_host_canary_seconds": [
-    9.044490000178484e-06,
-    6.837749999704102e-06,
-    1.0034779999159582e-05
+    7.233630000200719e-06,
+    9.776719999763372e-06,
+    9.76943500006655e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6280730001199118e-05,
-    1.4726990000326623e-05,
-    1.9040039999254076e-05
+    1.7806729999847448e-05,
+    1.885109999989254e-05,
+    1.8312820000119245e-05
    ]
   },
   "layer_steady_cast": {
-   "seconds": 9.987775802612304e-05,
-   "min": 9.454912185668944e-05,
-   "max": 0.00012382016181945802,
+   "seconds": 9.804991722106934e-05,
+   "min": 8.103167533874512e-05,
+   "max": 0.0001426867198944092,
    "samples": 33,
    "method": "one tiny cast layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.547597500092706e-06,
-   "host_backward_canary_seconds": 1.3710895000258461e-05,
+   "host_canary_seconds": 7.081567499938046e-06,
+   "host_backward_canary_seconds": 1.814358499984792e-05,
    "pass_seconds": [
-    9.987775802612304e-05,
-    9.896448135375976e-05,
-    0.00011715328216552735
+    8.388671875e-05,
+    9.804991722106934e-05,
+    0.00013319680213928222
    ],
    "pass_host_canary_seconds": [
-    7.547597500092706e-06,
-    9.239707499659743e-06,
-    1.0033184999542754e-05
+    7.081567499938046e-06,
+    9.44440250009393e-06,
+    9.993430000463376e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.3710895000258461e-05,
-    1.7978535000793273e-05,
-    1.9112749999976586e-05
+    1.814358499984792e-05,
+    1.7612675000009405e-05,
+    1.940850999972099e-05
    ]
   },
   "layer_steady_cast_autocast": {
-   "seconds": 0.00012374208450317384,
-   "min": 0.00010862912178039551,
-   "max": 0.00016519615173339844,
+   "seconds": 0.00012143360137939454,
+   "min": 9.764927864074707e-05,
+   "max": 0.000196231689453125,
    "samples": 33,
    "method": "one tiny cast layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.021995000717652e-06,
-   "host_backward_canary_seconds": 2.1218449999196308e-05,
+   "host_canary_seconds": 7.0750825000232e-06,
+   "host_backward_canary_seconds": 1.7702790000271307e-05,
    "pass_seconds": [
-    0.0001190163230895996,
-    0.00012374208450317384,
-    0.00014614527702331542
+    9.987711906433106e-05,
+    0.00012143360137939454,
+    0.00016950847625732423
    ],
    "pass_host_canary_seconds": [
-    8.021995000717652e-06,
-    9.469944999409562e-06,
-    1.0328225000648672e-05
+    7.0750825000232e-06,
+    9.285094999995636e-06,
+    9.865354999760712e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1218449999196308e-05,
-    1.7177955000988732e-05,
-    1.916765000032683e-05
+    1.7702790000271307e-05,
+    1.830674500013174e-05,
+    1.9206439999379656e-05
    ]
   },
   "layer_steady_rmsnorm": {
-   "seconds": 0.0001459065628051758,
-   "min": 0.00010116160392761231,
-   "max": 0.0001559648036956787,
+   "seconds": 0.00012137087821960449,
+   "min": 9.183744430541991e-05,
+   "max": 0.0001828332710266113,
    "samples": 33,
    "method": "one tiny rmsnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.012743000046612e-05,
-   "host_backward_canary_seconds": 1.9907130001683983e-05,
+   "host_canary_seconds": 7.177847500088319e-06,
+   "host_backward_canary_seconds": 1.7129415000454172e-05,
    "pass_seconds": [
-    0.000147774076461792,
-    0.00012411264419555663,
-    0.0001459065628051758
+    0.00010748928070068359,
+    0.00012137087821960449,
+    0.00017181312561035156
    ],
    "pass_host_canary_seconds": [
-    1.012743000046612e-05,
-    9.575830000017049e-06,
-    1.0669099999631726e-05
+    7.177847500088319e-06,
+    9.181650000016362e-06,
+    9.796365000056539e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9907130001683983e-05,
-    1.7800334999265035e-05,
-    1.9399969999085443e-05
+    1.7129415000454172e-05,
+    1.8531035000250995e-05,
+    1.900424000041312e-05
    ]
   },
   "layer_steady_rmsnorm_autocast": {
-   "seconds": 0.00017393600463867188,
-   "min": 0.00011766783714294433,
-   "max": 0.0002009459114074707,
+   "seconds": 0.00013810815811157227,
+   "min": 0.0001112992000579834,
+   "max": 0.00024174463272094726,
    "samples": 33,
    "method": "one tiny rmsnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0726105000458119e-05,
-   "host_backward_canary_seconds": 1.895839000098931e-05,
+   "host_canary_seconds": 7.313739999972313e-06,
+   "host_backward_canary_seconds": 1.592335999930583e-05,
    "pass_seconds": [
-    0.00018089216232299805,
-    0.00012775615692138672,
-    0.00017393600463867188
+    0.00012116095542907716,
+    0.00013810815811157227,
+    0.0002366048049926758
    ],
    "pass_host_canary_seconds": [
-    1.0726105000458119e-05,
-    6.647055000712498e-06,
-    1.056442500043886e-05
+    7.313739999972313e-06,
+    9.564970000042194e-06,
+    1.005746499970428e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.895839000098931e-05,
-    1.7505819998859805e-05,
-    1.9399969999085443e-05
+    1.592335999930583e-05,
+    1.6053119999241972e-05,
+    1.8955140000116444e-05
    ]
   },
   "layer_steady_sdpa": {
-   "seconds": 0.00026266048431396486,
-   "min": 0.00018680511474609377,
-   "max": 0.0003768428802490234,
+   "seconds": 0.00019717695236206055,
+   "min": 0.00016024127960205078,
+   "max": 0.00037085121154785156,
    "samples": 33,
    "method": "one tiny sdpa layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0726105000458119e-05,
-   "host_backward_canary_seconds": 1.961362999963967e-05,
+   "host_canary_seconds": 7.637625000143089e-06,
+   "host_backward_canary_seconds": 1.3515660000393837e-05,
    "pass_seconds": [
-    0.00026266048431396486,
-    0.00019882623672485352,
-    0.00032014785766601564
+    0.0001670489692687988,
+    0.00019717695236206055,
+    0.00023045120239257813
    ],
    "pass_host_canary_seconds": [
-    1.0726105000458119e-05,
-    7.108049999260402e-06,
-    1.041145499925733e-05
+    7.637625000143089e-06,
+    9.77024500002699e-06,
+    1.0017534999633425e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.961362999963967e-05,
-    1.73120900012691e-05,
-    1.965081999969698e-05
+    1.3515660000393837e-05,
+    1.616129500007446e-05,
+    1.774780000005194e-05
    ]
   },
   "layer_steady_sdpa_autocast": {
-   "seconds": 0.00039127552032470705,
-   "min": 0.00027089536666870115,
-   "max": 0.0006754790496826172,
+   "seconds": 0.00031114816665649413,
+   "min": 0.0002874169540405273,
+   "max": 0.0005798694229125976,
    "samples": 33,
    "method": "one tiny sdpa layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0095964998981799e-05,
-   "host_backward_canary_seconds": 1.942402999929982e-05,
+   "host_canary_seconds": 7.297064999534086e-06,
+   "host_backward_canary_seconds": 1.257936999991216e-05,
    "pass_seconds": [
-    0.00039127552032470705,
-    0.00028887935638427736,
-    0.00048021759033203126
+    0.00031114816665649413,
+    0.0003005395126342773,
+    0.0004217951965332031
    ],
    "pass_host_canary_seconds": [
-    1.0095964998981799e-05,
-    6.5677349994075485e-06,
-    1.0437744999762798e-05
+    7.297064999534086e-06,
+    9.678834999817809e-06,
+    1.0046575000046686e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.942402999929982e-05,
-    1.7174329998397296e-05,
-    1.7873340000278403e-05
+    1.257936999991216e-05,
+    1.6311460000224544e-05,
+    1.7511204999891563e-05
    ]
   },
   "layer_steady_sdpa_efficient": {
-   "seconds": 0.00019110143661499023,
-   "min": 0.00015596927642822265,
-   "max": 0.00020996927261352538,
+   "seconds": 0.00016735231399536132,
+   "min": 0.00014843775749206543,
+   "max": 0.0002599404716491699,
    "samples": 33,
    "method": "one tiny sdpa_model_head layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.010273000019879e-05,
-   "host_backward_canary_seconds": 1.9883459998482067e-05,
+   "host_canary_seconds": 7.1203199996716646e-06,
+   "host_backward_canary_seconds": 1.2388039999677858e-05,
    "pass_seconds": [
-    0.0001949728012084961,
-    0.0001661408042907715,
-    0.00019110143661499023
+    0.00016735231399536132,
+    0.00015719743728637696,
+    0.0002503558349609375
    ],
    "pass_host_canary_seconds": [
-    1.010273000019879e-05,
-    6.6591200004495475e-06,
-    9.629680000102781e-06
+    7.1203199996716646e-06,
+    9.59610499990049e-06,
+    9.899049999830822e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9883459998482067e-05,
-    1.8367249999755586e-05,
-    1.9586285000059433e-05
+    1.2388039999677858e-05,
+    1.5800409998973917e-05,
+    1.9392750000406523e-05
    ]
   },
   "layer_steady_sdpa_cudnn_autocast": {
-   "seconds": 0.0003589971160888672,
-   "min": 0.0002815315246582031,
-   "max": 0.0004727763366699219,
+   "seconds": 0.0003385772705078125,
+   "min": 0.00030958335876464846,
+   "max": 0.0005908339309692382,
    "samples": 33,
    "method": "one tiny sdpa_model_head layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.453840000584024e-06,
-   "host_backward_canary_seconds": 1.9715239998276955e-05,
+   "host_canary_seconds": 8.174147500028538e-06,
+   "host_backward_canary_seconds": 1.3447535000068456e-05,
    "pass_seconds": [
-    0.00036197952270507807,
-    0.00032086143493652346,
-    0.0003589971160888672
+    0.00032915904998779297,
+    0.0003385772705078125,
+    0.0005456371307373046
    ],
    "pass_host_canary_seconds": [
-    8.453840000584024e-06,
-    6.398739999440295e-06,
-    9.792700000161858e-06
+    8.174147500028538e-06,
+    9.707604999675822e-06,
+    9.722060000285637e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9715239998276955e-05,
-    1.7542279999815945e-05,
-    1.9237490000705293e-05
+    1.3447535000068456e-05,
+    1.941147000025012e-05,
+    1.91646899997977e-05
    ]
   },
   "layer_steady_mha_no_weights": {
-   "seconds": 0.0011243154907226564,
-   "min": 0.0008803852844238282,
-   "max": 0.0014087628173828125,
+   "seconds": 0.0012207936096191405,
+   "min": 0.0010481759643554687,
+   "max": 0.00201887939453125,
    "samples": 33,
    "method": "one tiny mha_no_weights layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.96896499941613e-06,
-   "host_backward_canary_seconds": 1.8336559999170278e-05,
+   "host_canary_seconds": 9.3608649996213e-06,
+   "host_backward_canary_seconds": 1.774964999981421e-05,
    "pass_seconds": [
-    0.0012470355224609374,
-    0.0011243154907226564,
-    0.001113075180053711
+    0.0010797792053222656,
+    0.0015024914550781248,
+    0.0012207936096191405
    ],
    "pass_host_canary_seconds": [
-    9.96896499941613e-06,
-    6.700989999899321e-06,
-    9.647030000223821e-06
+    9.3608649996213e-06,
+    1.0612035000008291e-05,
+    9.953879999784476e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8336559999170278e-05,
-    1.7512740000711347e-05,
-    1.537188000156675e-05
+    1.774964999981421e-05,
+    2.0773919999328427e-05,
+    1.8664929999658853e-05
    ]
   },
   "layer_steady_mha_no_weights_autocast": {
-   "seconds": 0.001691784973144531,
-   "min": 0.001205327377319336,
-   "max": 0.0020244921875,
+   "seconds": 0.0017624581909179687,
+   "min": 0.0013492288208007814,
+   "max": 0.002219208984375,
    "samples": 33,
    "method": "one tiny mha_no_weights layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0086749999800305e-05,
-   "host_backward_canary_seconds": 1.9440030000623666e-05,
+   "host_canary_seconds": 9.987415000409782e-06,
+   "host_backward_canary_seconds": 1.8162259999598972e-05,
    "pass_seconds": [
-    0.001691784973144531,
-    0.0015123500061035155,
-    0.0018753260803222656
+    0.0017624581909179687,
+    0.001982890930175781,
+    0.0016654585266113282
    ],
    "pass_host_canary_seconds": [
-    1.0086749999800305e-05,
-    6.857350000473162e-06,
-    1.0218874999736727e-05
+    9.987415000409782e-06,
+    1.1378539999782334e-05,
+    1.0632440000222232e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9440030000623666e-05,
-    1.718215999972017e-05,
-    1.979572999971424e-05
+    1.8162259999598972e-05,
+    2.099579000059748e-05,
+    1.7968159999099952e-05
    ]
   },
   "conv_host_k3_fp32_2x4x8x8_4_forward": {
-   "seconds": 4.731720000563655e-05,
-   "min": 3.272890000971529e-05,
-   "max": 5.915050001021882e-05,
+   "seconds": 3.9984099998946476e-05,
+   "min": 2.5305600001956918e-05,
+   "max": 6.219140000212065e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8136,28 +8136,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.1116917499975897e-05,
-   "host_backward_canary_seconds": 2.1551155000452127e-05,
+   "host_canary_seconds": 1.0029620000011619e-05,
+   "host_backward_canary_seconds": 1.8765670000107092e-05,
    "pass_seconds": [
-    5.343069999526051e-05,
-    3.376909999133204e-05,
-    4.731720000563655e-05
+    4.618289999598346e-05,
+    3.9984099998946476e-05,
+    3.482299999859606e-05
    ],
    "pass_host_canary_seconds": [
-    1.1116917499975897e-05,
-    9.416787499958445e-06,
-    1.0737957500168703e-05
+    1.0029620000011619e-05,
+    1.1122812500161672e-05,
+    7.270099999914237e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1551155000452127e-05,
-    1.767735000044013e-05,
-    2.1529875000396713e-05
+    1.8765670000107092e-05,
+    2.2751565000476146e-05,
+    1.619540999968194e-05
    ]
   },
   "conv_host_k3_fp32_2x4x8x8_4_forward_backward": {
-   "seconds": 0.0002830689999882452,
-   "min": 0.00019396239999878163,
-   "max": 0.00067166090000228,
+   "seconds": 0.00024028819999557526,
+   "min": 0.00015354270000216274,
+   "max": 0.0004753713000013704,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8172,28 +8172,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.1131355000770781e-05,
-   "host_backward_canary_seconds": 2.2078599999986182e-05,
+   "host_canary_seconds": 9.934885000006943e-06,
+   "host_backward_canary_seconds": 1.877949000004264e-05,
    "pass_seconds": [
-    0.00030068399998981474,
-    0.00019904299999780052,
-    0.0002830689999882452
+    0.00024028819999557526,
+    0.00029550170000902654,
+    0.00017249759999913295
    ],
    "pass_host_canary_seconds": [
-    1.1131355000770781e-05,
-    9.40882000008969e-06,
-    1.0846440000022995e-05
+    9.934885000006943e-06,
+    1.1357474999726946e-05,
+    7.306510000262279e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.2078599999986182e-05,
-    1.7802740001116035e-05,
-    2.0565360000546206e-05
+    1.877949000004264e-05,
+    2.003692000016599e-05,
+    1.7804950000481768e-05
    ]
   },
   "conv_host_k3_fp32_8x32x28x28_32_forward": {
-   "seconds": 4.655949999232689e-05,
-   "min": 2.8969899994990554e-05,
-   "max": 6.415360001028602e-05,
+   "seconds": 4.6563099999730184e-05,
+   "min": 2.378469999939625e-05,
+   "max": 6.090239999139158e-05,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8208,28 +8208,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.0746292500130038e-05,
-   "host_backward_canary_seconds": 2.157500000066648e-05,
+   "host_canary_seconds": 1.0376500000006673e-05,
+   "host_backward_canary_seconds": 1.9447539999646322e-05,
    "pass_seconds": [
-    5.615399998077919e-05,
-    3.262149998590757e-05,
-    4.655949999232689e-05
+    5.063199999995049e-05,
+    4.6563099999730184e-05,
+    2.720790000694251e-05
    ],
    "pass_host_canary_seconds": [
-    1.0746292500130038e-05,
-    9.650920000012774e-06,
-    1.0869374999629145e-05
+    1.0376500000006673e-05,
+    1.1311769999906574e-05,
+    7.701965000137534e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.157500000066648e-05,
-    1.4558559998931741e-05,
-    2.25702500006264e-05
+    1.9447539999646322e-05,
+    2.3226840000916126e-05,
+    1.584726000032788e-05
    ]
   },
   "conv_host_k3_fp32_8x32x28x28_32_forward_backward": {
-   "seconds": 0.0003063462999989497,
-   "min": 0.00019276159998753427,
-   "max": 0.00043437019999146285,
+   "seconds": 0.0003458839000018088,
+   "min": 0.00016935950000060985,
+   "max": 0.0007318151999925248,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8244,28 +8244,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.0915735000480708e-05,
-   "host_backward_canary_seconds": 2.033654000115348e-05,
+   "host_canary_seconds": 1.0376564999887705e-05,
+   "host_backward_canary_seconds": 1.8822669999281062e-05,
    "pass_seconds": [
-    0.0003063462999989497,
-    0.00020366149999517802,
-    0.00040661360001195137
+    0.0003458839000018088,
+    0.0005720977000009952,
+    0.00019978959999207292
    ],
    "pass_host_canary_seconds": [
-    1.0915735000480708e-05,
-    9.588694999820292e-06,
-    1.0869374999629145e-05
+    1.0376564999887705e-05,
+    1.1311769999906574e-05,
+    8.21792000010646e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.033654000115348e-05,
-    1.4552339998772367e-05,
-    2.154540999981691e-05
+    1.8822669999281062e-05,
+    2.4427369999102667e-05,
+    1.5609780000431783e-05
    ]
   },
   "conv_host_k3_fp32_16x64x56x56_64_forward": {
-   "seconds": 6.276270000853401e-05,
-   "min": 4.681429998072417e-05,
-   "max": 8.072460000221326e-05,
+   "seconds": 6.505569999717408e-05,
+   "min": 5.143199999793069e-05,
+   "max": 0.00011303320000024541,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8280,28 +8280,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.0532907500646616e-05,
-   "host_backward_canary_seconds": 1.8662740000081613e-05,
+   "host_canary_seconds": 1.0218070000007628e-05,
+   "host_backward_canary_seconds": 1.8454329999713082e-05,
    "pass_seconds": [
-    7.295139998859667e-05,
-    4.6928899996601105e-05,
-    6.276270000853401e-05
+    6.505569999717408e-05,
+    7.977199999231743e-05,
+    6.172079999942071e-05
    ],
    "pass_host_canary_seconds": [
-    1.0532907500646616e-05,
-    9.508000000550964e-06,
-    1.0616320000735868e-05
+    1.0218070000007628e-05,
+    1.0976212499826944e-05,
+    1.006215500012786e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8662740000081613e-05,
-    1.5190889998848433e-05,
-    2.1716789999572937e-05
+    1.8454329999713082e-05,
+    2.447990499945263e-05,
+    1.5927309999597127e-05
    ]
   },
   "conv_host_k3_fp32_16x64x56x56_64_forward_backward": {
-   "seconds": 0.00035555659999317866,
-   "min": 0.00020552370001496455,
-   "max": 0.0004989159999922776,
+   "seconds": 0.0004125079999994341,
+   "min": 0.00032433889999765596,
+   "max": 0.000549771199996485,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8316,28 +8316,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.0476050000534088e-05,
-   "host_backward_canary_seconds": 2.0590960000390625e-05,
+   "host_canary_seconds": 1.0329007499763064e-05,
+   "host_backward_canary_seconds": 1.8403665000050753e-05,
    "pass_seconds": [
-    0.0004121495999925173,
-    0.00023562159999528375,
-    0.00035555659999317866
+    0.0004099839999980759,
+    0.00047029309999970794,
+    0.0004125079999994341
    ],
    "pass_host_canary_seconds": [
-    1.0476050000534088e-05,
-    9.077439999600756e-06,
-    1.0374689999252951e-05
+    1.0329007499763064e-05,
+    1.0716502499974469e-05,
+    1.0305530000209729e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0590960000390625e-05,
-    1.4819870000337686e-05,
-    1.8093179999141285e-05
+    1.8403665000050753e-05,
+    2.241697999977532e-05,
+    1.959692500008714e-05
    ]
   },
   "conv_host_k3_fp32_32x128x56x56_128_forward": {
-   "seconds": 8.43501999952423e-05,
-   "min": 3.65520000059405e-05,
-   "max": 0.00010437269997964904,
+   "seconds": 8.236839998971845e-05,
+   "min": 6.0282099991582075e-05,
+   "max": 9.701380000706194e-05,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8352,28 +8352,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.0671195000213629e-05,
-   "host_backward_canary_seconds": 2.0660519999182726e-05,
+   "host_canary_seconds": 9.983980000356496e-06,
+   "host_backward_canary_seconds": 1.9435289999591987e-05,
    "pass_seconds": [
-    8.43501999952423e-05,
-    6.055250000827073e-05,
-    9.961209998436971e-05
+    8.236839998971845e-05,
+    7.678489999989324e-05,
+    8.614350000470949e-05
    ],
    "pass_host_canary_seconds": [
-    1.0671195000213629e-05,
-    9.245749999990949e-06,
-    1.0712310000258186e-05
+    9.983980000356496e-06,
+    1.0955125000009502e-05,
+    1.0395992499923069e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0660519999182726e-05,
-    1.6487695000932943e-05,
-    2.0216574999949446e-05
+    1.9435289999591987e-05,
+    2.3189949999959935e-05,
+    1.7855379999218714e-05
    ]
   },
   "conv_host_k3_fp32_32x128x56x56_128_forward_backward": {
-   "seconds": 0.00040957150001759147,
-   "min": 0.00025502340001821723,
-   "max": 0.000516312900003868,
+   "seconds": 0.0004742259999943599,
+   "min": 0.00035191999999142356,
+   "max": 0.0005177769000056287,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8388,28 +8388,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.0624987500023053e-05,
-   "host_backward_canary_seconds": 2.122503999999026e-05,
+   "host_canary_seconds": 1.0057282500213205e-05,
+   "host_backward_canary_seconds": 1.8903659999978117e-05,
    "pass_seconds": [
-    0.00040957150001759147,
-    0.00030411140000978775,
-    0.00047832239999934245
+    0.0004742259999943599,
+    0.00047639730000810233,
+    0.0004618459999960578
    ],
    "pass_host_canary_seconds": [
-    1.0624987500023053e-05,
-    9.074192500406753e-06,
-    1.0807847499449962e-05
+    1.0057282500213205e-05,
+    1.1061742499975935e-05,
+    1.0207580000098915e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.122503999999026e-05,
-    1.5851735000751432e-05,
-    2.145471499943596e-05
+    1.8903659999978117e-05,
+    2.12698350003393e-05,
+    1.9707014999994498e-05
    ]
   },
   "conv_host_k3_fp32_strict_2x4x8x8_4_forward": {
-   "seconds": 4.8993399991559274e-05,
-   "min": 3.2403500017608164e-05,
-   "max": 6.341170001178398e-05,
+   "seconds": 4.51543000053789e-05,
+   "min": 3.471369999488161e-05,
+   "max": 5.3419899995788e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8424,28 +8424,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.044661500031907e-05,
-   "host_backward_canary_seconds": 2.1409260000382346e-05,
+   "host_canary_seconds": 1.0036829999648944e-05,
+   "host_backward_canary_seconds": 1.8496910000749268e-05,
    "pass_seconds": [
-    4.8993399991559274e-05,
-    3.4892499979832794e-05,
-    5.510779999440274e-05
+    4.51543000053789e-05,
+    3.783920000159924e-05,
+    4.643869999654271e-05
    ],
    "pass_host_canary_seconds": [
-    1.044661500031907e-05,
-    9.237790000042878e-06,
-    1.0725529999717765e-05
+    1.0036829999648944e-05,
+    1.0804544999700738e-05,
+    1.0531830000104492e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1409260000382346e-05,
-    1.4145239999834303e-05,
-    2.042794000089998e-05
+    1.8496910000749268e-05,
+    1.8025900000111506e-05,
+    1.9858739999563113e-05
    ]
   },
   "conv_host_k3_fp32_strict_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00024154420000286337,
-   "min": 0.00015785489999871062,
-   "max": 0.0003699883999843223,
+   "seconds": 0.0002782044000014139,
+   "min": 0.00022826819999863802,
+   "max": 0.0006065451000040412,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8460,28 +8460,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.044661500031907e-05,
-   "host_backward_canary_seconds": 1.9243760000335897e-05,
+   "host_canary_seconds": 9.89158500033227e-06,
+   "host_backward_canary_seconds": 1.804758999924161e-05,
    "pass_seconds": [
-    0.00024154420000286337,
-    0.000198813799988784,
-    0.0002724773999943864
+    0.0002782044000014139,
+    0.00036128469999994193,
+    0.00025461550000045464
    ],
    "pass_host_canary_seconds": [
-    1.044661500031907e-05,
-    9.318539999867426e-06,
-    1.0643704999893089e-05
+    9.89158500033227e-06,
+    1.0594725000032667e-05,
+    1.0129034999977193e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9243760000335897e-05,
-    1.3086700000712881e-05,
-    1.9420920000357e-05
+    1.804758999924161e-05,
+    2.0621219999839013e-05,
+    1.9233589999885225e-05
    ]
   },
   "conv_host_k3_fp32_strict_8x32x28x28_32_forward": {
-   "seconds": 4.08071000038035e-05,
-   "min": 2.2424300004786347e-05,
-   "max": 5.975280000711791e-05,
+   "seconds": 4.714069999636195e-05,
+   "min": 3.838449999875593e-05,
+   "max": 8.322540001017841e-05,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8496,28 +8496,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.0532425000064904e-05,
-   "host_backward_canary_seconds": 1.928920999944239e-05,
+   "host_canary_seconds": 9.89158500033227e-06,
+   "host_backward_canary_seconds": 1.7878319999908855e-05,
    "pass_seconds": [
-    4.08071000038035e-05,
-    3.137300000162213e-05,
-    5.2099000004091065e-05
+    4.250920000004044e-05,
+    6.252840000797733e-05,
+    4.714069999636195e-05
    ],
    "pass_host_canary_seconds": [
-    1.0532425000064904e-05,
-    7.307580000315284e-06,
-    1.0710454999980356e-05
+    9.89158500033227e-06,
+    1.2007532500035723e-05,
+    1.0605599999848892e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.928920999944239e-05,
-    1.616787999864755e-05,
-    2.0254949999980455e-05
+    1.7878319999908855e-05,
+    2.28380149997065e-05,
+    2.1919999999227e-05
    ]
   },
   "conv_host_k3_fp32_strict_8x32x28x28_32_forward_backward": {
-   "seconds": 0.000255823599991345,
-   "min": 0.00015353910000612814,
-   "max": 0.0003513779000059003,
+   "seconds": 0.0003374400999973659,
+   "min": 0.0002617494999981318,
+   "max": 0.0007642905000011524,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8532,28 +8532,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.0532425000064904e-05,
-   "host_backward_canary_seconds": 1.9623279999905208e-05,
+   "host_canary_seconds": 9.909890000017185e-06,
+   "host_backward_canary_seconds": 1.852062000011756e-05,
    "pass_seconds": [
-    0.000255823599991345,
-    0.00018971470001361013,
-    0.0002857273000017813
+    0.0002812955999957012,
+    0.0006090498000048683,
+    0.0003374400999973659
    ],
    "pass_host_canary_seconds": [
-    1.0532425000064904e-05,
-    7.079434999468503e-06,
-    1.0566424999751688e-05
+    9.909890000017185e-06,
+    1.2066705000108869e-05,
+    1.0605599999848892e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9623279999905208e-05,
-    1.4299449999271019e-05,
-    2.009565999969709e-05
+    1.852062000011756e-05,
+    2.3750060000224947e-05,
+    2.0710290000351962e-05
    ]
   },
   "conv_host_k3_fp32_strict_16x64x56x56_64_forward": {
-   "seconds": 4.605809999702615e-05,
-   "min": 2.630710000630643e-05,
-   "max": 6.298289999904228e-05,
+   "seconds": 4.877569999734987e-05,
+   "min": 3.859810000221842e-05,
+   "max": 6.109790000436987e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8568,28 +8568,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 9.349459999157261e-06,
-   "host_backward_canary_seconds": 2.0626200000606332e-05,
+   "host_canary_seconds": 9.692140000083783e-06,
+   "host_backward_canary_seconds": 1.8898959999660293e-05,
    "pass_seconds": [
-    4.829239999253332e-05,
-    3.158709998842824e-05,
-    4.605809999702615e-05
+    4.935370000112016e-05,
+    4.5171900001150786e-05,
+    4.877569999734987e-05
    ],
    "pass_host_canary_seconds": [
-    9.349459999157261e-06,
-    6.9050774999368514e-06,
-    9.226015000081133e-06
+    9.692140000083783e-06,
+    1.1474062499985394e-05,
+    1.03231825002581e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0626200000606332e-05,
-    1.474980500120182e-05,
-    2.035077999948953e-05
+    1.8898959999660293e-05,
+    2.1288835000063955e-05,
+    2.0958985000447683e-05
    ]
   },
   "conv_host_k3_fp32_strict_16x64x56x56_64_forward_backward": {
-   "seconds": 0.00044151669999337173,
-   "min": 0.00026754400000754685,
-   "max": 0.0006807124000033582,
+   "seconds": 0.0005190855000023475,
+   "min": 0.0004483778999997412,
+   "max": 0.0009166837000066152,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8604,28 +8604,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 7.642877499733912e-06,
-   "host_backward_canary_seconds": 1.8654460001243932e-05,
+   "host_canary_seconds": 9.858937499984676e-06,
+   "host_backward_canary_seconds": 1.8531654999947024e-05,
    "pass_seconds": [
-    0.0005343326999991405,
-    0.0003038203999949474,
-    0.00044151669999337173
+    0.000510410000003958,
+    0.0005191254999999728,
+    0.0005190855000023475
    ],
    "pass_host_canary_seconds": [
-    7.642877499733912e-06,
-    7.854085000076339e-06,
-    9.88245249970987e-06
+    9.858937499984676e-06,
+    1.1437265000324714e-05,
+    1.0114590000114277e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8654460001243932e-05,
-    1.4773280001918465e-05,
-    1.906581000071128e-05
+    1.8531654999947024e-05,
+    2.15782399999398e-05,
+    1.923268499979258e-05
    ]
   },
   "conv_host_k3_fp32_strict_32x128x56x56_128_forward": {
-   "seconds": 5.092609999337583e-05,
-   "min": 2.789399998164299e-05,
-   "max": 7.084879998728866e-05,
+   "seconds": 5.9844700001576714e-05,
+   "min": 3.502529999650505e-05,
+   "max": 6.646960000580293e-05,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8640,28 +8640,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 7.832425000060539e-06,
-   "host_backward_canary_seconds": 1.844355999992331e-05,
+   "host_canary_seconds": 1.0692189999872425e-05,
+   "host_backward_canary_seconds": 2.114365999943857e-05,
    "pass_seconds": [
-    5.092609999337583e-05,
-    3.954150001845846e-05,
-    6.129460000465769e-05
+    6.129470000360016e-05,
+    4.726690000325107e-05,
+    5.9844700001576714e-05
    ],
    "pass_host_canary_seconds": [
-    7.832425000060539e-06,
-    6.435737499828065e-06,
-    9.573872500254765e-06
+    1.0692189999872425e-05,
+    1.064726749973488e-05,
+    1.0435819999941032e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.844355999992331e-05,
-    1.7268029999968348e-05,
-    1.933383500045238e-05
+    2.114365999943857e-05,
+    2.228870499948243e-05,
+    2.0222065000439215e-05
    ]
   },
   "conv_host_k3_fp32_strict_32x128x56x56_128_forward_backward": {
-   "seconds": 0.0005031209999970087,
-   "min": 0.0003250815999990664,
-   "max": 0.0007021125999926881,
+   "seconds": 0.000508344100001068,
+   "min": 0.0003675503000067692,
+   "max": 0.0006447091000040927,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8676,28 +8676,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 7.7670425002907e-06,
-   "host_backward_canary_seconds": 2.2780409999541007e-05,
+   "host_canary_seconds": 1.0859689999733747e-05,
+   "host_backward_canary_seconds": 2.1815984999875583e-05,
    "pass_seconds": [
-    0.0005880289000060656,
-    0.0004546069000070929,
-    0.0005031209999970087
+    0.0006135065999956169,
+    0.000508344100001068,
+    0.0004905621000034444
    ],
    "pass_host_canary_seconds": [
-    7.7670425002907e-06,
-    6.5201525001157275e-06,
-    8.982464999576223e-06
+    1.0859689999733747e-05,
+    1.0412919999964743e-05,
+    1.0194767500024683e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.2780409999541007e-05,
-    1.4855174998729127e-05,
-    2.3163575000353377e-05
+    2.1815984999875583e-05,
+    2.200130500000341e-05,
+    2.164159499955076e-05
    ]
   },
   "conv_host_k3_bf16_2x4x8x8_4_forward": {
-   "seconds": 3.12903000121878e-05,
-   "min": 1.9610100002864785e-05,
-   "max": 4.722050000509626e-05,
+   "seconds": 4.207709999946019e-05,
+   "min": 2.768350000224018e-05,
+   "max": 5.4693399999905526e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8712,28 +8712,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 7.982569999853695e-06,
-   "host_backward_canary_seconds": 2.2405084998808888e-05,
+   "host_canary_seconds": 1.0548674999881769e-05,
+   "host_backward_canary_seconds": 2.020007000055557e-05,
    "pass_seconds": [
-    4.3720600001506685e-05,
-    3.12903000121878e-05,
-    2.9129599988664266e-05
+    4.53601999993225e-05,
+    3.5932000002958375e-05,
+    4.207709999946019e-05
    ],
    "pass_host_canary_seconds": [
-    7.982569999853695e-06,
-    6.789844999275374e-06,
-    7.673114999988684e-06
+    1.0548674999881769e-05,
+    1.0834864999651473e-05,
+    1.0905414999911045e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.2405084998808888e-05,
-    1.425167999968835e-05,
-    2.199409000013475e-05
+    2.020007000055557e-05,
+    2.261995000026218e-05,
+    2.2440479999659145e-05
    ]
   },
   "conv_host_k3_bf16_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00019579960001010478,
-   "min": 0.0001410536000093998,
-   "max": 0.0003324547000147504,
+   "seconds": 0.0002764351999985593,
+   "min": 0.00022458560000586657,
+   "max": 0.0004044103999945037,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8748,28 +8748,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 9.580889999938335e-06,
-   "host_backward_canary_seconds": 1.9147314999372613e-05,
+   "host_canary_seconds": 1.0504515000206993e-05,
+   "host_backward_canary_seconds": 1.9754400000238093e-05,
    "pass_seconds": [
-    0.00025133280000773085,
-    0.00019522560000950762,
-    0.00019579960001010478
+    0.0003371882000010373,
+    0.0002764351999985593,
+    0.0002509529000008115
    ],
    "pass_host_canary_seconds": [
-    9.580889999938335e-06,
-    6.511450000061813e-06,
-    7.511825000392491e-06
+    1.0504515000206993e-05,
+    1.0834864999651473e-05,
+    1.0905414999911045e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9147314999372613e-05,
-    1.425167999968835e-05,
-    1.9404949998715893e-05
+    1.9754400000238093e-05,
+    2.2326670000438752e-05,
+    1.7310800000132076e-05
    ]
   },
   "conv_host_k3_bf16_8x32x28x28_32_forward": {
-   "seconds": 4.755840000143507e-05,
-   "min": 3.257509999912145e-05,
-   "max": 7.270140001764957e-05,
+   "seconds": 8.043889999953535e-05,
+   "min": 5.460359999460706e-05,
+   "max": 9.749079999892274e-05,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8784,28 +8784,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 9.093644999893513e-06,
-   "host_backward_canary_seconds": 1.9308609998915927e-05,
+   "host_canary_seconds": 1.0858452500031035e-05,
+   "host_backward_canary_seconds": 2.0584080000389805e-05,
    "pass_seconds": [
-    5.654389999563136e-05,
-    3.672299999379902e-05,
-    4.755840000143507e-05
+    8.043889999953535e-05,
+    8.92315999976745e-05,
+    6.092899999430301e-05
    ],
    "pass_host_canary_seconds": [
-    9.093644999893513e-06,
-    6.684369999447881e-06,
-    7.878695000727021e-06
+    1.0858452500031035e-05,
+    1.162638999971932e-05,
+    1.101097999992362e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9308609998915927e-05,
-    1.6360380000151055e-05,
-    2.1270049999202456e-05
+    2.0584080000389805e-05,
+    2.3226099999646975e-05,
+    2.0793830000229718e-05
    ]
   },
   "conv_host_k3_bf16_8x32x28x28_32_forward_backward": {
-   "seconds": 0.00024717070000406237,
-   "min": 0.00018599080001422408,
-   "max": 0.0003273705999845333,
+   "seconds": 0.0004161926999927346,
+   "min": 0.0002665219999926194,
+   "max": 0.0006030225000017708,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8820,28 +8820,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 8.106945000463383e-06,
-   "host_backward_canary_seconds": 1.9370979998711846e-05,
+   "host_canary_seconds": 1.0504704999902969e-05,
+   "host_backward_canary_seconds": 1.991408000094452e-05,
    "pass_seconds": [
-    0.00024717070000406237,
-    0.00025016429999595856,
-    0.0002368493000176386
+    0.0004161926999927346,
+    0.0004898181999919871,
+    0.000315750200002185
    ],
    "pass_host_canary_seconds": [
-    8.106945000463383e-06,
-    7.025355000678246e-06,
-    7.934980000072755e-06
+    1.0504704999902969e-05,
+    1.186841999981425e-05,
+    1.0835290000272835e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9370979998711846e-05,
-    1.5322910001032143e-05,
-    2.0259750001514477e-05
+    1.991408000094452e-05,
+    2.260445999922922e-05,
+    1.5888630000517877e-05
    ]
   },
   "conv_host_k3_bf16_16x64x56x56_64_forward": {
-   "seconds": 4.579330000069604e-05,
-   "min": 3.739340002084646e-05,
-   "max": 7.349819998125895e-05,
+   "seconds": 7.890970000516973e-05,
+   "min": 5.704370000785275e-05,
+   "max": 9.127189999844632e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8856,28 +8856,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 7.80277500041393e-06,
-   "host_backward_canary_seconds": 1.6144729999041372e-05,
+   "host_canary_seconds": 1.00927725000588e-05,
+   "host_backward_canary_seconds": 2.0256624999888117e-05,
    "pass_seconds": [
-    4.432079999787675e-05,
-    4.579330000069604e-05,
-    6.05677999828913e-05
+    7.890970000516973e-05,
+    8.946350000087478e-05,
+    6.754249999403328e-05
    ],
    "pass_host_canary_seconds": [
-    7.80277500041393e-06,
-    7.025355000678246e-06,
-    7.800782499884917e-06
+    1.00927725000588e-05,
+    1.1617012499982593e-05,
+    1.0705530000336694e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6144729999041372e-05,
-    1.4582000001155392e-05,
-    1.840911999920536e-05
+    2.0256624999888117e-05,
+    2.100217999952747e-05,
+    1.5795580000030897e-05
    ]
   },
   "conv_host_k3_bf16_16x64x56x56_64_forward_backward": {
-   "seconds": 0.0003551041000037003,
-   "min": 0.0001860619999888513,
-   "max": 0.00045533349998549966,
+   "seconds": 0.0003249677999974665,
+   "min": 0.0002902590999951826,
+   "max": 0.00068204980000246,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8892,28 +8892,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 8.47721500008447e-06,
-   "host_backward_canary_seconds": 1.5581059999476564e-05,
+   "host_canary_seconds": 1.0033907500144324e-05,
+   "host_backward_canary_seconds": 1.903382000023157e-05,
    "pass_seconds": [
-    0.0003551041000037003,
-    0.0002367379999896002,
-    0.0003753254000002926
+    0.0003249677999974665,
+    0.0006251122999969994,
+    0.0003013999000017975
    ],
    "pass_host_canary_seconds": [
-    8.47721500008447e-06,
-    6.674269999393801e-06,
-    1.019810249999864e-05
+    1.0033907500144324e-05,
+    1.1335480000127518e-05,
+    1.0193295000249237e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5581059999476564e-05,
-    1.4746200001809484e-05,
-    1.8859809999867137e-05
+    1.903382000023157e-05,
+    2.300129500042658e-05,
+    1.730188999999882e-05
    ]
   },
   "conv_host_k3_bf16_32x128x56x56_128_forward": {
-   "seconds": 7.161720000112837e-05,
-   "min": 4.573920000439102e-05,
-   "max": 0.00011239160000968696,
+   "seconds": 8.242559999871446e-05,
+   "min": 7.176469999876644e-05,
+   "max": 9.433239999907528e-05,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8928,28 +8928,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 9.154480000006516e-06,
-   "host_backward_canary_seconds": 2.028484499987826e-05,
+   "host_canary_seconds": 1.0421229999906245e-05,
+   "host_backward_canary_seconds": 1.8040544999848863e-05,
    "pass_seconds": [
-    7.161720000112837e-05,
-    5.0312200005464544e-05,
-    7.894969999142632e-05
+    8.242559999871446e-05,
+    8.442989999366546e-05,
+    7.780799999181908e-05
    ],
    "pass_host_canary_seconds": [
-    9.154480000006516e-06,
-    6.6165599992018545e-06,
-    1.0499720000325396e-05
+    1.0421229999906245e-05,
+    1.166753500001505e-05,
+    1.0196354999720824e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.028484499987826e-05,
-    1.4559629998984747e-05,
-    2.0280300000194983e-05
+    1.8040544999848863e-05,
+    2.2711820000722583e-05,
+    2.0738944999720844e-05
    ]
   },
   "conv_host_k3_bf16_32x128x56x56_128_forward_backward": {
-   "seconds": 0.00036306029999195745,
-   "min": 0.00022206769999684185,
-   "max": 0.0005090405999908399,
+   "seconds": 0.0004540932000054454,
+   "min": 0.0003065973000047961,
+   "max": 0.000666566999996121,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8964,28 +8964,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.0316562499497194e-05,
-   "host_backward_canary_seconds": 1.7846485000063695e-05,
+   "host_canary_seconds": 1.0511232500221012e-05,
+   "host_backward_canary_seconds": 1.9427910000331395e-05,
    "pass_seconds": [
-    0.0004342316000020219,
-    0.00025093099998230173,
-    0.00036306029999195745
+    0.0004540932000054454,
+    0.00047758160000057617,
+    0.00038331780000362415
    ],
    "pass_host_canary_seconds": [
-    1.0316562499497194e-05,
-    6.30861499985258e-06,
-    1.0400905000551575e-05
+    1.0511232500221012e-05,
+    1.0771460000000844e-05,
+    1.036058000011053e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7846485000063695e-05,
-    1.6514070000539505e-05,
-    1.5343160000611534e-05
+    1.9427910000331395e-05,
+    2.1757884999829004e-05,
+    1.9319184999631034e-05
    ]
   },
   "conv_host_k3_autocast_2x4x8x8_4_forward": {
-   "seconds": 0.00010143950000838232,
-   "min": 4.884079999101232e-05,
-   "max": 0.00011387920001197927,
+   "seconds": 0.0001105459999962477,
+   "min": 8.553229999961332e-05,
+   "max": 0.00013476939999463867,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9000,28 +9000,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 9.989205000238145e-06,
-   "host_backward_canary_seconds": 1.63494699995681e-05,
+   "host_canary_seconds": 1.0644452499946055e-05,
+   "host_backward_canary_seconds": 1.742443000011917e-05,
    "pass_seconds": [
-    0.00010461869999289775,
-    5.5120999991231653e-05,
-    0.00010143950000838232
+    0.00012663799999472757,
+    0.00010683519999474811,
+    0.0001105459999962477
    ],
    "pass_host_canary_seconds": [
-    9.989205000238145e-06,
-    6.590505000758639e-06,
-    1.0289374999956635e-05
+    1.0644452499946055e-05,
+    1.0484132500039322e-05,
+    1.0609587500027828e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.63494699995681e-05,
-    1.4807009999913135e-05,
-    1.9766349998917578e-05
+    1.742443000011917e-05,
+    2.2560915000440217e-05,
+    1.956243499989796e-05
    ]
   },
   "conv_host_k3_autocast_2x4x8x8_4_forward_backward": {
-   "seconds": 0.0003862527999899612,
-   "min": 0.0002463997999939238,
-   "max": 0.0005423529999916355,
+   "seconds": 0.000610356499998943,
+   "min": 0.0005177618000061557,
+   "max": 0.0009994237000000793,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9036,28 +9036,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 9.957534999784911e-06,
-   "host_backward_canary_seconds": 1.9642869999643154e-05,
+   "host_canary_seconds": 1.0282985000173994e-05,
+   "host_backward_canary_seconds": 1.8736949999720307e-05,
    "pass_seconds": [
-    0.0005272323000099277,
-    0.0002858953999975711,
-    0.0003862527999899612
+    0.0005626501000051576,
+    0.0008152651000045807,
+    0.000610356499998943
    ],
    "pass_host_canary_seconds": [
-    9.957534999784911e-06,
-    6.4460750002126586e-06,
-    1.0289374999956635e-05
+    1.0282985000173994e-05,
+    1.1331540000014685e-05,
+    1.0726167499797156e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9642869999643154e-05,
-    1.4090319998558698e-05,
-    1.941587999908734e-05
+    1.8736949999720307e-05,
+    2.319645000000037e-05,
+    1.6413485000725813e-05
    ]
   },
   "conv_host_k3_autocast_8x32x28x28_32_forward": {
-   "seconds": 0.00012810359999093635,
-   "min": 6.514249998872401e-05,
-   "max": 0.00014637480001056247,
+   "seconds": 0.00013912549999304247,
+   "min": 0.00012120680000862193,
+   "max": 0.00018830540000180918,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9072,28 +9072,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.016183500041734e-05,
-   "host_backward_canary_seconds": 1.9642869999643154e-05,
+   "host_canary_seconds": 1.0220722500378089e-05,
+   "host_backward_canary_seconds": 1.962728500018329e-05,
    "pass_seconds": [
-    0.0001351959999965402,
-    6.685419998575526e-05,
-    0.00012810359999093635
+    0.00013088450000395824,
+    0.0001637659999914831,
+    0.00013912549999304247
    ],
    "pass_host_canary_seconds": [
-    1.016183500041734e-05,
-    6.757584999377286e-06,
-    1.0661860000027445e-05
+    1.0220722500378089e-05,
+    1.0982579999563315e-05,
+    1.055211749985574e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9642869999643154e-05,
-    1.4007830000082322e-05,
-    1.9239609999885944e-05
+    1.962728500018329e-05,
+    2.4537114999816367e-05,
+    1.7505069999970145e-05
    ]
   },
   "conv_host_k3_autocast_8x32x28x28_32_forward_backward": {
-   "seconds": 0.0005700096999817106,
-   "min": 0.0003279548000136856,
-   "max": 0.0007036567000113791,
+   "seconds": 0.0005938143999969725,
+   "min": 0.0004039105000060772,
+   "max": 0.000794818999997915,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9108,28 +9108,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.006315499921584e-05,
-   "host_backward_canary_seconds": 1.582792000135669e-05,
+   "host_canary_seconds": 1.0014580000188288e-05,
+   "host_backward_canary_seconds": 1.7254750000006423e-05,
    "pass_seconds": [
-    0.0006448517999842806,
-    0.0004126443000131985,
-    0.0005700096999817106
+    0.0005938143999969725,
+    0.0007169076999957724,
+    0.0005471009000075355
    ],
    "pass_host_canary_seconds": [
-    1.006315499921584e-05,
-    7.311564999099573e-06,
-    9.310752499800401e-06
+    1.0014580000188288e-05,
+    1.1275714999783304e-05,
+    1.016659250012708e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.582792000135669e-05,
-    1.6237870001987177e-05,
-    2.1588930000007167e-05
+    1.7254750000006423e-05,
+    2.3654499999565813e-05,
+    1.950587999999698e-05
    ]
   },
   "conv_host_k3_autocast_16x64x56x56_64_forward": {
-   "seconds": 0.00010780100001284154,
-   "min": 8.214679999127839e-05,
-   "max": 0.00015972000001056584,
+   "seconds": 0.00014207860000396976,
+   "min": 0.00010453459999553161,
+   "max": 0.00019100750000689004,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9144,28 +9144,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 7.831945000589257e-06,
-   "host_backward_canary_seconds": 2.0687190001353884e-05,
+   "host_canary_seconds": 9.971025000083956e-06,
+   "host_backward_canary_seconds": 1.580466500001876e-05,
    "pass_seconds": [
-    8.893130000160454e-05,
-    0.00010780100001284154,
-    0.0001144908000014766
+    0.00014207860000396976,
+    0.00016791150000017296,
+    0.0001350511999930859
    ],
    "pass_host_canary_seconds": [
-    7.831945000589257e-06,
-    6.9778825002231315e-06,
-    8.209142500277266e-06
+    9.971025000083956e-06,
+    1.1079737500097054e-05,
+    1.0504362499830222e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0687190001353884e-05,
-    1.5804050000269854e-05,
-    2.2385705000260715e-05
+    1.580466500001876e-05,
+    2.291233999983433e-05,
+    2.1333560000016404e-05
    ]
   },
   "conv_host_k3_autocast_16x64x56x56_64_forward_backward": {
-   "seconds": 0.0006150396999828444,
-   "min": 0.0005046038000045882,
-   "max": 0.0007757762999972328,
+   "seconds": 0.0006729666000069301,
+   "min": 0.0004955088999963664,
+   "max": 0.0010438813000064329,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9180,28 +9180,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 7.831945000589257e-06,
-   "host_backward_canary_seconds": 2.1005369999329558e-05,
+   "host_canary_seconds": 1.0099285000251256e-05,
+   "host_backward_canary_seconds": 1.9907034999846474e-05,
    "pass_seconds": [
-    0.0005213705999949525,
-    0.0006284447000098226,
-    0.0006150396999828444
+    0.0006729666000069301,
+    0.0006796301000008498,
+    0.0005693965999967077
    ],
    "pass_host_canary_seconds": [
-    7.831945000589257e-06,
-    9.384422499465472e-06,
-    9.259459999952924e-06
+    1.0099285000251256e-05,
+    1.1076847499964515e-05,
+    9.703185000091708e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1005369999329558e-05,
-    1.465077999910136e-05,
-    2.1285474999785948e-05
+    1.9907034999846474e-05,
+    2.2290535000024647e-05,
+    2.029411500018341e-05
    ]
   },
   "conv_host_k3_autocast_32x128x56x56_128_forward": {
-   "seconds": 0.00013511529998595507,
-   "min": 8.671729999605304e-05,
-   "max": 0.00022513769999932265,
+   "seconds": 0.00015002220000042142,
+   "min": 0.00013891849999936312,
+   "max": 0.00018248480000693235,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9216,28 +9216,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 8.31457749995934e-06,
-   "host_backward_canary_seconds": 2.1919834999835075e-05,
+   "host_canary_seconds": 1.0253392500203517e-05,
+   "host_backward_canary_seconds": 2.1095470000318528e-05,
    "pass_seconds": [
-    0.00011171940000167523,
-    0.00017279969999890455,
-    0.00013511529998595507
+    0.0001497599000003902,
+    0.0001565221999953792,
+    0.00015002220000042142
    ],
    "pass_host_canary_seconds": [
-    8.31457749995934e-06,
-    9.61675500036563e-06,
-    1.0776944999975058e-05
+    1.0253392500203517e-05,
+    1.187679500020522e-05,
+    1.0504907500319405e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1919834999835075e-05,
-    1.546612999959507e-05,
-    2.203814999916176e-05
+    2.1095470000318528e-05,
+    3.160623999974632e-05,
+    2.0657540000570405e-05
    ]
   },
   "conv_host_k3_autocast_32x128x56x56_128_forward_backward": {
-   "seconds": 0.0005830610999964847,
-   "min": 0.0004645354999865958,
-   "max": 0.0007272078999903897,
+   "seconds": 0.000712145199997849,
+   "min": 0.00044768799999701515,
+   "max": 0.0008596871000008833,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9252,28 +9252,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 8.657167500132346e-06,
-   "host_backward_canary_seconds": 1.6918004999979532e-05,
+   "host_canary_seconds": 1.025822000002563e-05,
+   "host_backward_canary_seconds": 1.8577125000547312e-05,
    "pass_seconds": [
-    0.0006043355999963751,
-    0.0005830610999964847,
-    0.0005692505000070014
+    0.000712145199997849,
+    0.0008005186000104913,
+    0.000554157099998065
    ],
    "pass_host_canary_seconds": [
-    8.657167500132346e-06,
-    9.635529999627578e-06,
-    1.0503110000286143e-05
+    1.025822000002563e-05,
+    1.1615812500167522e-05,
+    1.022690249982361e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6918004999979532e-05,
-    1.680899500001942e-05,
-    2.007105999950909e-05
+    1.8577125000547312e-05,
+    2.3084315000119204e-05,
+    1.987754499964467e-05
    ]
   },
   "conv_host_k1_fp32_2x4x8x8_4_forward": {
-   "seconds": 4.6313500001815554e-05,
-   "min": 2.984510001624585e-05,
-   "max": 5.293270000947814e-05,
+   "seconds": 4.0433799995298614e-05,
+   "min": 2.7209799998217932e-05,
+   "max": 5.4608300001746104e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9288,28 +9288,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.0065422500815657e-05,
-   "host_backward_canary_seconds": 1.671402499937358e-05,
+   "host_canary_seconds": 9.704890000250544e-06,
+   "host_backward_canary_seconds": 1.810001000023931e-05,
    "pass_seconds": [
-    3.770820001136599e-05,
-    4.6313500001815554e-05,
-    4.678719999446912e-05
+    3.0397000000448315e-05,
+    4.831789999570901e-05,
+    4.0433799995298614e-05
    ],
    "pass_host_canary_seconds": [
-    1.0065422500815657e-05,
-    9.761700000581187e-06,
-    1.1092295000025843e-05
+    9.704890000250544e-06,
+    1.2266429999954198e-05,
+    1.0587145000044985e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.671402499937358e-05,
-    1.9655149999380227e-05,
-    2.0279269999718963e-05
+    1.810001000023931e-05,
+    2.4036464999994678e-05,
+    1.980982999953085e-05
    ]
   },
   "conv_host_k1_fp32_2x4x8x8_4_forward_backward": {
-   "seconds": 0.0002588431000049241,
-   "min": 0.00016751949999616045,
-   "max": 0.00040229839999028627,
+   "seconds": 0.0002200700000003053,
+   "min": 0.0001638187000025937,
+   "max": 0.0003503919999957361,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9324,28 +9324,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.03335399990101e-05,
-   "host_backward_canary_seconds": 1.9512000001213892e-05,
+   "host_canary_seconds": 9.4942200001924e-06,
+   "host_backward_canary_seconds": 1.7059210000525128e-05,
    "pass_seconds": [
-    0.00018118259999937435,
-    0.0002588431000049241,
-    0.00026150639998832046
+    0.0001712951000058638,
+    0.00026922949999743653,
+    0.0002200700000003053
    ],
    "pass_host_canary_seconds": [
-    1.03335399990101e-05,
-    9.443974998930571e-06,
-    1.1082610000130443e-05
+    9.4942200001924e-06,
+    1.2250984999866432e-05,
+    1.0165704999849367e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9512000001213892e-05,
-    1.33398799994211e-05,
-    2.134325000042736e-05
+    1.7059210000525128e-05,
+    2.7624965000541123e-05,
+    1.8987089999882302e-05
    ]
   },
   "conv_host_k1_fp32_8x64x28x28_64_forward": {
-   "seconds": 5.034570001498651e-05,
-   "min": 3.3848400016722734e-05,
-   "max": 5.9408499987512185e-05,
+   "seconds": 4.305779999640436e-05,
+   "min": 3.0488499999137274e-05,
+   "max": 6.488239999953293e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9360,28 +9360,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.071768499969039e-05,
-   "host_backward_canary_seconds": 1.905521000026056e-05,
+   "host_canary_seconds": 9.20378500040897e-06,
+   "host_backward_canary_seconds": 1.8004620000056092e-05,
    "pass_seconds": [
-    5.034570001498651e-05,
-    4.780279998612968e-05,
-    5.1393399985499855e-05
+    3.359410000030039e-05,
+    4.72026000011283e-05,
+    4.305779999640436e-05
    ],
    "pass_host_canary_seconds": [
-    1.071768499969039e-05,
-    9.43365500006621e-06,
-    1.0223054999869419e-05
+    9.20378500040897e-06,
+    1.1468109999555054e-05,
+    1.014215000054719e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.905521000026056e-05,
-    1.3720939998620451e-05,
-    1.6796740001154832e-05
+    1.8004620000056092e-05,
+    2.3309730000846684e-05,
+    2.055354000049192e-05
    ]
   },
   "conv_host_k1_fp32_8x64x28x28_64_forward_backward": {
-   "seconds": 0.0002740958000003957,
-   "min": 0.00017597749999822553,
-   "max": 0.0004166531000009854,
+   "seconds": 0.0002974722999965707,
+   "min": 0.0001828493000061826,
+   "max": 0.00060768600000074,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9396,28 +9396,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.0485509999398346e-05,
-   "host_backward_canary_seconds": 1.9140439999318914e-05,
+   "host_canary_seconds": 1.005712499988931e-05,
+   "host_backward_canary_seconds": 1.8004620000056092e-05,
    "pass_seconds": [
-    0.0002740958000003957,
-    0.00030285630000435047,
-    0.00024697509998077293
+    0.00021212239998931183,
+    0.0003095055000017055,
+    0.0002974722999965707
    ],
    "pass_host_canary_seconds": [
-    1.0485509999398346e-05,
-    9.322580000343805e-06,
-    1.0680520000505567e-05
+    1.005712499988931e-05,
+    1.1468109999555054e-05,
+    1.0219909999591436e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9140439999318914e-05,
-    1.4557000001786946e-05,
-    1.93504000003486e-05
+    1.8004620000056092e-05,
+    2.022123999950054e-05,
+    2.0638050000343355e-05
    ]
   },
   "conv_host_k1_fp32_16x256x56x56_64_forward": {
-   "seconds": 3.410279998661281e-05,
-   "min": 2.2308600000542357e-05,
-   "max": 5.125140000927786e-05,
+   "seconds": 4.953699999532546e-05,
+   "min": 2.5660500000412867e-05,
+   "max": 6.327699999246761e-05,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9432,28 +9432,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.024357999995118e-05,
-   "host_backward_canary_seconds": 1.9545909999578726e-05,
+   "host_canary_seconds": 9.943140000245876e-06,
+   "host_backward_canary_seconds": 1.8288969999957772e-05,
    "pass_seconds": [
-    3.410279998661281e-05,
-    2.9467199988175706e-05,
-    4.1760500016607695e-05
+    3.331340000158889e-05,
+    5.601579999847672e-05,
+    4.953699999532546e-05
    ],
    "pass_host_canary_seconds": [
-    1.024357999995118e-05,
-    8.537864999880185e-06,
-    1.0546290000092994e-05
+    9.943140000245876e-06,
+    1.1924374999807697e-05,
+    1.0175459999572923e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9545909999578726e-05,
-    1.579256000013629e-05,
-    2.049594000027355e-05
+    1.8288969999957772e-05,
+    2.0944049999798154e-05,
+    2.1116760000268186e-05
    ]
   },
   "conv_host_k1_fp32_16x256x56x56_64_forward_backward": {
-   "seconds": 0.00023394909999296942,
-   "min": 0.00014998780000041734,
-   "max": 0.0002641186999881029,
+   "seconds": 0.0002841289000002689,
+   "min": 0.000184131800006071,
+   "max": 0.0004530134999981783,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9468,28 +9468,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.012182999943434e-05,
-   "host_backward_canary_seconds": 1.933010999891849e-05,
+   "host_canary_seconds": 9.383910000337892e-06,
+   "host_backward_canary_seconds": 1.7844789999799106e-05,
    "pass_seconds": [
-    0.00023394909999296942,
-    0.0001819557999851895,
-    0.0002352573000052871
+    0.0002089593000050627,
+    0.0003573246000087238,
+    0.0002841289000002689
    ],
    "pass_host_canary_seconds": [
-    1.012182999943434e-05,
-    6.6193750001275475e-06,
-    1.0224259999631614e-05
+    9.383910000337892e-06,
+    1.1602560000483209e-05,
+    9.994229999961135e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.933010999891849e-05,
-    1.532210999812378e-05,
-    1.9229189999805384e-05
+    1.7844789999799106e-05,
+    2.1891899999673116e-05,
+    2.0400749999680556e-05
    ]
   },
   "conv_host_k1_fp32_32x256x56x56_256_forward": {
-   "seconds": 6.423499999073102e-05,
-   "min": 2.8615199994419527e-05,
-   "max": 8.577200001127493e-05,
+   "seconds": 6.65654000044924e-05,
+   "min": 4.531989999350117e-05,
+   "max": 8.490870000059658e-05,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9504,28 +9504,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.0381895000364239e-05,
-   "host_backward_canary_seconds": 1.9805939998605027e-05,
+   "host_canary_seconds": 9.485654999821235e-06,
+   "host_backward_canary_seconds": 1.7844789999799106e-05,
    "pass_seconds": [
-    6.423499999073102e-05,
-    2.977019998979813e-05,
-    7.100679999894055e-05
+    4.889360000106535e-05,
+    7.569970000531612e-05,
+    6.65654000044924e-05
    ],
    "pass_host_canary_seconds": [
-    1.0381895000364239e-05,
-    6.6193750001275475e-06,
-    1.025122999976702e-05
+    9.485654999821235e-06,
+    1.1441457500040996e-05,
+    1.0705005000204437e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9805939998605027e-05,
-    1.647908999984793e-05,
-    1.886052999907406e-05
+    1.7844789999799106e-05,
+    2.2568664999766955e-05,
+    2.167578000012327e-05
    ]
   },
   "conv_host_k1_fp32_32x256x56x56_256_forward_backward": {
-   "seconds": 0.0002584064000075159,
-   "min": 0.00020386490000419145,
-   "max": 0.0004851394000070286,
+   "seconds": 0.0003786587000035979,
+   "min": 0.00022743380000065372,
+   "max": 0.00048322540000071966,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9540,28 +9540,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.0139554999568646e-05,
-   "host_backward_canary_seconds": 1.6877279999789608e-05,
+   "host_canary_seconds": 9.100789999934023e-06,
+   "host_backward_canary_seconds": 1.8237379999845872e-05,
    "pass_seconds": [
-    0.0002584064000075159,
-    0.00022496310000406084,
-    0.0003909973999952854
+    0.00026523210000277685,
+    0.00043100690000983375,
+    0.0003786587000035979
    ],
    "pass_host_canary_seconds": [
-    1.0139554999568646e-05,
-    6.626230000392752e-06,
-    1.0573575000307756e-05
+    9.100789999934023e-06,
+    1.1785072500174465e-05,
+    8.926630000019032e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6877279999789608e-05,
-    1.698765999890384e-05,
-    1.6082309998637355e-05
+    1.8237379999845872e-05,
+    2.4160520000009454e-05,
+    2.11447499998485e-05
    ]
   },
   "conv_host_k1_fp32_strict_2x4x8x8_4_forward": {
-   "seconds": 2.9002300016145456e-05,
-   "min": 1.8202899991592857e-05,
-   "max": 5.325959998572216e-05,
+   "seconds": 3.076079999573267e-05,
+   "min": 2.3583900008361526e-05,
+   "max": 6.362580000995877e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9576,28 +9576,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.0075029999825347e-05,
-   "host_backward_canary_seconds": 1.5899459999673126e-05,
+   "host_canary_seconds": 9.076729999719647e-06,
+   "host_backward_canary_seconds": 1.8614990000287435e-05,
    "pass_seconds": [
-    2.9002300016145456e-05,
-    2.0710900002995913e-05,
-    4.46054000121876e-05
+    2.6915300009022757e-05,
+    4.9406999994516807e-05,
+    3.076079999573267e-05
    ],
    "pass_host_canary_seconds": [
-    1.0075029999825347e-05,
-    6.820429999834232e-06,
-    1.052059000016925e-05
+    9.076729999719647e-06,
+    1.1338260000002265e-05,
+    1.078492499971162e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5899459999673126e-05,
-    1.6612350000286823e-05,
-    1.5689589999965393e-05
+    1.8614990000287435e-05,
+    2.1665470000016286e-05,
+    2.2217220000584347e-05
    ]
   },
   "conv_host_k1_fp32_strict_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00016968200000064826,
-   "min": 0.00012340010000571054,
-   "max": 0.0003183065000030183,
+   "seconds": 0.00024302230000330382,
+   "min": 0.000188986799992108,
+   "max": 0.0003765199999975266,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9612,28 +9612,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.0090375000118001e-05,
-   "host_backward_canary_seconds": 1.5607070001806277e-05,
+   "host_canary_seconds": 9.019399999488088e-06,
+   "host_backward_canary_seconds": 1.7951730000049794e-05,
    "pass_seconds": [
-    0.00016968200000064826,
-    0.00016294239999297132,
-    0.00028927590001330826
+    0.00021235960000467457,
+    0.0002513132000103724,
+    0.00024302230000330382
    ],
    "pass_host_canary_seconds": [
-    1.0090375000118001e-05,
-    7.398179999427157e-06,
-    1.0833860000047934e-05
+    9.019399999488088e-06,
+    1.1333495000371841e-05,
+    1.0888304999525644e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5607070001806277e-05,
-    1.6612350000286823e-05,
-    1.559538000037719e-05
+    1.7951730000049794e-05,
+    2.2694470000033108e-05,
+    2.3881790000359615e-05
    ]
   },
   "conv_host_k1_fp32_strict_8x64x28x28_64_forward": {
-   "seconds": 2.9936700002508587e-05,
-   "min": 2.0687400001406787e-05,
-   "max": 6.77182999879733e-05,
+   "seconds": 4.0121399990766804e-05,
+   "min": 2.6574100002108025e-05,
+   "max": 5.602579999504087e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9648,28 +9648,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 9.991529999524573e-06,
-   "host_backward_canary_seconds": 2.1109169999817823e-05,
+   "host_canary_seconds": 9.116045000041595e-06,
+   "host_backward_canary_seconds": 1.835973999959606e-05,
    "pass_seconds": [
-    2.9936700002508587e-05,
-    2.212270001109573e-05,
-    4.3552600004659325e-05
+    3.429289999985485e-05,
+    4.947130000800826e-05,
+    4.0121399990766804e-05
    ],
    "pass_host_canary_seconds": [
-    9.991529999524573e-06,
-    7.398179999427157e-06,
-    1.0833860000047934e-05
+    9.116045000041595e-06,
+    1.1322839999934332e-05,
+    1.0144634999846858e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1109169999817823e-05,
-    1.7133460000877677e-05,
-    1.5611080000326185e-05
+    1.835973999959606e-05,
+    2.3020720000204165e-05,
+    2.337334000003466e-05
    ]
   },
   "conv_host_k1_fp32_strict_8x64x28x28_64_forward_backward": {
-   "seconds": 0.0001993505999962508,
-   "min": 0.00015211760000966024,
-   "max": 0.0003183024000009027,
+   "seconds": 0.0002647109999998065,
+   "min": 0.00022019590001036703,
+   "max": 0.0006184015000030741,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9684,28 +9684,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 9.991529999524573e-06,
-   "host_backward_canary_seconds": 1.818429000195465e-05,
+   "host_canary_seconds": 9.473762499965232e-06,
+   "host_backward_canary_seconds": 2.0123135000744697e-05,
    "pass_seconds": [
-    0.0001993505999962508,
-    0.00016841560000102618,
-    0.00024561510001603893
+    0.0002865370999984407,
+    0.0002647109999998065,
+    0.00025689840000495676
    ],
    "pass_host_canary_seconds": [
-    9.991529999524573e-06,
-    6.6765650001343604e-06,
-    9.814049999476992e-06
+    9.473762499965232e-06,
+    1.1322839999934332e-05,
+    1.0306810000315637e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.818429000195465e-05,
-    1.5010919998985627e-05,
-    1.5611080000326185e-05
+    2.0123135000744697e-05,
+    2.1785229999977674e-05,
+    2.337334000003466e-05
    ]
   },
   "conv_host_k1_fp32_strict_16x256x56x56_64_forward": {
-   "seconds": 3.9956599994184214e-05,
-   "min": 2.353390000280342e-05,
-   "max": 5.4923400011830384e-05,
+   "seconds": 3.824440000244067e-05,
+   "min": 2.9096599996591975e-05,
+   "max": 6.345079999618975e-05,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9720,28 +9720,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.1630540000169275e-05,
-   "host_backward_canary_seconds": 1.8343350000122882e-05,
+   "host_canary_seconds": 9.732684999903541e-06,
+   "host_backward_canary_seconds": 2.0965650000448478e-05,
    "pass_seconds": [
-    3.9956599994184214e-05,
-    2.569110001786612e-05,
-    5.265679999411077e-05
+    3.237920000174199e-05,
+    6.0874800010424226e-05,
+    3.824440000244067e-05
    ],
    "pass_host_canary_seconds": [
-    1.1630540000169275e-05,
-    6.828924999808805e-06,
-    9.933380000575199e-06
+    9.732684999903541e-06,
+    1.153497499956302e-05,
+    1.0335085000292566e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8343350000122882e-05,
-    1.8681060000744766e-05,
-    1.677190000009432e-05
+    2.0965650000448478e-05,
+    2.3361949999980424e-05,
+    2.489550999939638e-05
    ]
   },
   "conv_host_k1_fp32_strict_16x256x56x56_64_forward_backward": {
-   "seconds": 0.00022113920001629595,
-   "min": 0.00016522969999641646,
-   "max": 0.00032253339998078445,
+   "seconds": 0.00033247729999175135,
+   "min": 0.0002190721000033591,
+   "max": 0.0005916562000038538,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9756,28 +9756,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.0213387499788952e-05,
-   "host_backward_canary_seconds": 1.5789244999950822e-05,
+   "host_canary_seconds": 9.481280000045444e-06,
+   "host_backward_canary_seconds": 2.0186350000130914e-05,
    "pass_seconds": [
-    0.00021998909999183526,
-    0.00022113920001629595,
-    0.00022537459999512067
+    0.0002668670000048223,
+    0.0003362046999995982,
+    0.00033247729999175135
    ],
    "pass_host_canary_seconds": [
-    1.0213387499788952e-05,
-    7.880967499431789e-06,
-    1.0173920000511315e-05
+    9.481280000045444e-06,
+    1.1125824999851376e-05,
+    1.0902547499824777e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5789244999950822e-05,
-    1.7008039999382164e-05,
-    1.6299704999482855e-05
+    2.0186350000130914e-05,
+    2.2159005000048636e-05,
+    2.2756865000133075e-05
    ]
   },
   "conv_host_k1_fp32_strict_32x256x56x56_256_forward": {
-   "seconds": 5.155710000508407e-05,
-   "min": 3.778599998440768e-05,
-   "max": 7.031919999462843e-05,
+   "seconds": 5.086229999733405e-05,
+   "min": 3.8228400001116825e-05,
+   "max": 8.81402999993952e-05,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9792,28 +9792,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.0152379999226469e-05,
-   "host_backward_canary_seconds": 1.714656000103787e-05,
+   "host_canary_seconds": 9.65269999994689e-06,
+   "host_backward_canary_seconds": 1.714494999987437e-05,
    "pass_seconds": [
-    5.155710000508407e-05,
-    4.693540001881047e-05,
-    6.459449998601486e-05
+    4.0089499998430254e-05,
+    6.8246699993324e-05,
+    5.086229999733405e-05
    ],
    "pass_host_canary_seconds": [
-    1.0152379999226469e-05,
-    6.865230000130396e-06,
-    1.0043500000165295e-05
+    9.65269999994689e-06,
+    1.0866525000210459e-05,
+    1.0364240000058089e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.714656000103787e-05,
-    1.8300690001069598e-05,
-    2.2874040000715466e-05
+    1.714494999987437e-05,
+    2.312093000000459e-05,
+    2.3431480000226655e-05
    ]
   },
   "conv_host_k1_fp32_strict_32x256x56x56_256_forward_backward": {
-   "seconds": 0.00026481360000616403,
-   "min": 0.00019395389999772307,
-   "max": 0.00038102969999727067,
+   "seconds": 0.00038141940000286924,
+   "min": 0.00023276929999838103,
+   "max": 0.0005725333999976101,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9828,28 +9828,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.0200217500369036e-05,
-   "host_backward_canary_seconds": 2.031331500006672e-05,
+   "host_canary_seconds": 9.259519999886833e-06,
+   "host_backward_canary_seconds": 2.063455999973485e-05,
    "pass_seconds": [
-    0.00026481360000616403,
-    0.00024838599999839063,
-    0.00034808230000180627
+    0.00025968180000290886,
+    0.00038141940000286924,
+    0.00041544759999396775
    ],
    "pass_host_canary_seconds": [
-    1.0200217500369036e-05,
-    8.439287499868442e-06,
-    1.0699759999965864e-05
+    9.259519999886833e-06,
+    1.0437290000027134e-05,
+    1.0562589999949522e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.031331500006672e-05,
-    1.9618730001411676e-05,
-    2.4523714998849754e-05
+    2.063455999973485e-05,
+    2.4460644999635407e-05,
+    2.2897394999858988e-05
    ]
   },
   "conv_host_k1_bf16_2x4x8x8_4_forward": {
-   "seconds": 3.089790000103676e-05,
-   "min": 1.9464700017124414e-05,
-   "max": 6.19490999952177e-05,
+   "seconds": 5.387560000826852e-05,
+   "min": 2.6697800001329598e-05,
+   "max": 6.954519999453623e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9864,28 +9864,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 6.691817500268371e-06,
-   "host_backward_canary_seconds": 1.813616999925216e-05,
+   "host_canary_seconds": 9.262472499926843e-06,
+   "host_backward_canary_seconds": 1.8278255000154784e-05,
    "pass_seconds": [
-    2.104509999298898e-05,
-    3.921350000837265e-05,
-    3.089790000103676e-05
+    2.849689999493421e-05,
+    5.680069999698389e-05,
+    5.387560000826852e-05
    ],
    "pass_host_canary_seconds": [
-    6.691817500268371e-06,
-    1.0023134999528338e-05,
-    9.843645000273681e-06
+    9.262472499926843e-06,
+    1.1118764999764608e-05,
+    1.0629077499970664e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.813616999925216e-05,
-    2.0153450000179872e-05,
-    2.2223180001219588e-05
+    1.8278255000154784e-05,
+    2.4957990000302743e-05,
+    2.1240669999542663e-05
    ]
   },
   "conv_host_k1_bf16_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00022217010000531446,
-   "min": 0.0001713629000050787,
-   "max": 0.00037512920000608573,
+   "seconds": 0.0002961682999966797,
+   "min": 0.0001852923000001283,
+   "max": 0.0007015228999989632,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9900,28 +9900,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 6.9058349993156295e-06,
-   "host_backward_canary_seconds": 1.8180840002059994e-05,
+   "host_canary_seconds": 9.173220000207039e-06,
+   "host_backward_canary_seconds": 1.3516139999865117e-05,
    "pass_seconds": [
-    0.00022217010000531446,
-    0.0002893592999953398,
-    0.00019786139998814178
+    0.00019094299999551368,
+    0.0003799534999984644,
+    0.0002961682999966797
    ],
    "pass_host_canary_seconds": [
-    6.9058349993156295e-06,
-    1.0023134999528338e-05,
-    7.295784999996613e-06
+    9.173220000207039e-06,
+    1.1088415000131136e-05,
+    9.098119999748633e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8180840002059994e-05,
-    1.7075520001981204e-05,
-    1.4878790000238951e-05
+    1.3516139999865117e-05,
+    2.311125999995056e-05,
+    1.8639100000541473e-05
    ]
   },
   "conv_host_k1_bf16_8x64x28x28_64_forward": {
-   "seconds": 3.696929998113774e-05,
-   "min": 2.3483099994336953e-05,
-   "max": 5.5007799983286534e-05,
+   "seconds": 3.345490000583595e-05,
+   "min": 2.471339998919575e-05,
+   "max": 5.552909999551048e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9936,28 +9936,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 7.115942499922312e-06,
-   "host_backward_canary_seconds": 1.4361554998458815e-05,
+   "host_canary_seconds": 9.123940000108632e-06,
+   "host_backward_canary_seconds": 2.0118620000175724e-05,
    "pass_seconds": [
-    3.436110000620829e-05,
-    3.788960000292718e-05,
-    3.696929998113774e-05
+    2.8959200005829188e-05,
+    4.496590000826473e-05,
+    3.345490000583595e-05
    ],
    "pass_host_canary_seconds": [
-    7.115942499922312e-06,
-    9.96576500028823e-06,
-    7.686774999910994e-06
+    9.123940000108632e-06,
+    1.1088415000131136e-05,
+    7.992855000225063e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4361554998458815e-05,
-    1.7317440001534123e-05,
-    1.5351350000401e-05
+    2.0118620000175724e-05,
+    2.4490089999744668e-05,
+    1.559597999971629e-05
    ]
   },
   "conv_host_k1_bf16_8x64x28x28_64_forward_backward": {
-   "seconds": 0.00020457100001749495,
-   "min": 0.0001610659000107262,
-   "max": 0.00041211200000361713,
+   "seconds": 0.00023470759999781875,
+   "min": 0.0001794682999957331,
+   "max": 0.000564247800002704,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9972,28 +9972,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 7.148830000005546e-06,
-   "host_backward_canary_seconds": 1.4049929998236621e-05,
+   "host_canary_seconds": 9.074660000010226e-06,
+   "host_backward_canary_seconds": 1.3726209999731509e-05,
    "pass_seconds": [
-    0.00019241769998643577,
-    0.00020457100001749495,
-    0.00023253529998328303
+    0.0002164972999935344,
+    0.00029164370000671623,
+    0.00023470759999781875
    ],
    "pass_host_canary_seconds": [
-    7.148830000005546e-06,
-    9.330724999472295e-06,
-    7.686774999910994e-06
+    9.074660000010226e-06,
+    1.1184234999745968e-05,
+    1.0505539999599022e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4049929998236621e-05,
-    1.6315479999775562e-05,
-    2.015444999869942e-05
+    1.3726209999731509e-05,
+    2.074940000056813e-05,
+    1.7406869999376796e-05
    ]
   },
   "conv_host_k1_bf16_16x256x56x56_64_forward": {
-   "seconds": 3.28672000023289e-05,
-   "min": 2.4466099989695068e-05,
-   "max": 4.5354899998528706e-05,
+   "seconds": 4.107080000039787e-05,
+   "min": 2.8030199996464943e-05,
+   "max": 6.39781000018047e-05,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10008,28 +10008,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 7.184639999877618e-06,
-   "host_backward_canary_seconds": 1.7099950000556418e-05,
+   "host_canary_seconds": 9.220725000318452e-06,
+   "host_backward_canary_seconds": 1.4781459999539947e-05,
    "pass_seconds": [
-    3.256600000440812e-05,
-    3.491390000363026e-05,
-    3.28672000023289e-05
+    3.017679999857137e-05,
+    5.928110000468223e-05,
+    4.107080000039787e-05
    ],
    "pass_host_canary_seconds": [
-    7.184639999877618e-06,
-    9.239475000413222e-06,
-    7.9651799990188e-06
+    9.220725000318452e-06,
+    1.0881512500304781e-05,
+    1.0396005000075093e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7099950000556418e-05,
-    1.4908999999079242e-05,
-    2.0865110000158892e-05
+    1.4781459999539947e-05,
+    2.3159970000392603e-05,
+    1.813366000078531e-05
    ]
   },
   "conv_host_k1_bf16_16x256x56x56_64_forward_backward": {
-   "seconds": 0.00021927549998963515,
-   "min": 0.00017505840000922034,
-   "max": 0.0003814981000004991,
+   "seconds": 0.0002657684000041627,
+   "min": 0.00017756500000132291,
+   "max": 0.0004502956000010272,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10044,28 +10044,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 6.975029999694016e-06,
-   "host_backward_canary_seconds": 1.4362300000811955e-05,
+   "host_canary_seconds": 9.39489500012769e-06,
+   "host_backward_canary_seconds": 1.967335000017556e-05,
    "pass_seconds": [
-    0.00020045590001700476,
-    0.00021927549998963515,
-    0.0002822168999955466
+    0.0002657684000041627,
+    0.0003229357999998683,
+    0.00019774719999077206
    ],
    "pass_host_canary_seconds": [
-    6.975029999694016e-06,
-    8.982995000224037e-06,
-    7.977129999972021e-06
+    9.39489500012769e-06,
+    1.0971840000024713e-05,
+    8.156679999729022e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4362300000811955e-05,
-    1.6973780000171245e-05,
-    2.0865110000158892e-05
+    1.967335000017556e-05,
+    2.3630065000475043e-05,
+    1.751638999962779e-05
    ]
   },
   "conv_host_k1_bf16_32x256x56x56_256_forward": {
-   "seconds": 3.866490001200873e-05,
-   "min": 2.4040199991759437e-05,
-   "max": 6.313609999324399e-05,
+   "seconds": 3.748220000261426e-05,
+   "min": 2.824389999886989e-05,
+   "max": 6.148119999807022e-05,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10080,28 +10080,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 7.08795500031556e-06,
-   "host_backward_canary_seconds": 1.5978760000052717e-05,
+   "host_canary_seconds": 9.29565500030094e-06,
+   "host_backward_canary_seconds": 1.5666850000002342e-05,
    "pass_seconds": [
-    3.2416099998044956e-05,
-    3.866490001200873e-05,
-    4.218340000079479e-05
+    3.667389999009174e-05,
+    5.4676699994615775e-05,
+    3.748220000261426e-05
    ],
    "pass_host_canary_seconds": [
-    7.08795500031556e-06,
-    9.207535000541612e-06,
-    9.713552500443257e-06
+    9.29565500030094e-06,
+    1.1159930000133045e-05,
+    7.950224999717647e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.5978760000052717e-05,
-    1.5132690000427829e-05,
-    2.0695800000112285e-05
+    1.5666850000002342e-05,
+    2.193596999973124e-05,
+    1.9704580000734496e-05
    ]
   },
   "conv_host_k1_bf16_32x256x56x56_256_forward_backward": {
-   "seconds": 0.0002788751000025513,
-   "min": 0.00020176009998067456,
-   "max": 0.00038245939999796973,
+   "seconds": 0.00030103130000043167,
+   "min": 0.00018605460001026587,
+   "max": 0.000514454000006026,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10116,28 +10116,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 7.889429999750064e-06,
-   "host_backward_canary_seconds": 1.6843390001213264e-05,
+   "host_canary_seconds": 9.259750000296662e-06,
+   "host_backward_canary_seconds": 1.5549729999975172e-05,
    "pass_seconds": [
-    0.0002788751000025513,
-    0.00022302290001334767,
-    0.00029530220001561247
+    0.0002353248999952484,
+    0.0004318248000004132,
+    0.00030103130000043167
    ],
    "pass_host_canary_seconds": [
-    7.889429999750064e-06,
-    9.292464999361983e-06,
-    1.0498062500232664e-05
+    9.259750000296662e-06,
+    1.1180680000109079e-05,
+    7.92491500021697e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6843390001213264e-05,
-    1.4807089999067102e-05,
-    2.1060674999944243e-05
+    1.5549729999975172e-05,
+    2.1127790000150525e-05,
+    1.9055359999811116e-05
    ]
   },
   "conv_host_k1_autocast_2x4x8x8_4_forward": {
-   "seconds": 8.432779998202022e-05,
-   "min": 5.383600000641309e-05,
-   "max": 0.00010891360000186978,
+   "seconds": 9.12151999955313e-05,
+   "min": 6.47138999966046e-05,
+   "max": 0.0001324727999985953,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10152,28 +10152,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 8.616450000999976e-06,
-   "host_backward_canary_seconds": 1.398710000103165e-05,
+   "host_canary_seconds": 9.415764999971543e-06,
+   "host_backward_canary_seconds": 1.9885919999751423e-05,
    "pass_seconds": [
-    6.575410000095872e-05,
-    8.432779998202022e-05,
-    0.00010291799999322393
+    7.738200000630968e-05,
+    0.00011852169999428951,
+    9.12151999955313e-05
    ],
    "pass_host_canary_seconds": [
-    8.616450000999976e-06,
-    9.292464999361983e-06,
-    1.0190890000103536e-05
+    9.415764999971543e-06,
+    1.1163915000054204e-05,
+    8.670944999948915e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.398710000103165e-05,
-    1.6265639999346604e-05,
-    2.155404999939492e-05
+    1.9885919999751423e-05,
+    2.250438999965354e-05,
+    1.9055359999811116e-05
    ]
   },
   "conv_host_k1_autocast_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00040237420000721613,
-   "min": 0.0002947556999970402,
-   "max": 0.000509490299987192,
+   "seconds": 0.000517298399995525,
+   "min": 0.00035829710000143675,
+   "max": 0.0006052575000012439,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10188,28 +10188,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 7.236084999249215e-06,
-   "host_backward_canary_seconds": 1.7012329999488428e-05,
+   "host_canary_seconds": 9.644950000051721e-06,
+   "host_backward_canary_seconds": 1.9152799999346826e-05,
    "pass_seconds": [
-    0.00040237420000721613,
-    0.00036707770000248273,
-    0.0004216794000058144
+    0.00037465199999360267,
+    0.0005499842000062927,
+    0.000517298399995525
    ],
    "pass_host_canary_seconds": [
-    7.236084999249215e-06,
-    9.59391500032325e-06,
-    9.44441999990886e-06
+    9.644950000051721e-06,
+    1.1249970000051236e-05,
+    7.922374999793646e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7012329999488428e-05,
-    1.6265639999346604e-05,
-    1.7713960000946828e-05
+    1.9152799999346826e-05,
+    2.167041000006975e-05,
+    1.7408999999588558e-05
    ]
   },
   "conv_host_k1_autocast_8x64x28x28_64_forward": {
-   "seconds": 9.023229999911564e-05,
-   "min": 7.893110000622983e-05,
-   "max": 0.00012740699999085335,
+   "seconds": 0.000111328399998456,
+   "min": 7.444199999326884e-05,
+   "max": 0.00012469780000401443,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10224,28 +10224,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 7.26692999990064e-06,
-   "host_backward_canary_seconds": 1.979959499976758e-05,
+   "host_canary_seconds": 9.679319999804647e-06,
+   "host_backward_canary_seconds": 1.920617999985552e-05,
    "pass_seconds": [
-    8.93369999857896e-05,
-    9.023229999911564e-05,
-    0.00011912920001577731
+    8.706219999794484e-05,
+    0.00011636179999641172,
+    0.000111328399998456
    ],
    "pass_host_canary_seconds": [
-    7.26692999990064e-06,
-    9.707309999384961e-06,
-    1.0805674999119218e-05
+    9.679319999804647e-06,
+    1.1118417499744738e-05,
+    1.017592499977127e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.979959499976758e-05,
-    1.4306520001809986e-05,
-    1.7339010000796406e-05
+    1.920617999985552e-05,
+    2.3398535000183073e-05,
+    1.6178545000116173e-05
    ]
   },
   "conv_host_k1_autocast_8x64x28x28_64_forward_backward": {
-   "seconds": 0.00042053770000620715,
-   "min": 0.00029557179998391804,
-   "max": 0.0005201436999868747,
+   "seconds": 0.0006227537999961896,
+   "min": 0.0003371279000020877,
+   "max": 0.0009598199000038221,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10260,28 +10260,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 7.322120000026189e-06,
-   "host_backward_canary_seconds": 1.7743500000051426e-05,
+   "host_canary_seconds": 9.773279999762963e-06,
+   "host_backward_canary_seconds": 1.8846250000024157e-05,
    "pass_seconds": [
-    0.00048395709998203527,
-    0.0003208593000181281,
-    0.00042053770000620715
+    0.0003525160999970467,
+    0.0007707950000053643,
+    0.0006227537999961896
    ],
    "pass_host_canary_seconds": [
-    7.322120000026189e-06,
-    9.707309999384961e-06,
-    1.0365914999965752e-05
+    9.773279999762963e-06,
+    1.0893945000134408e-05,
+    1.0949717499784128e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7743500000051426e-05,
-    1.4048599998659484e-05,
-    1.578361999918343e-05
+    1.8846250000024157e-05,
+    2.0847120000553333e-05,
+    1.600850499983153e-05
    ]
   },
   "conv_host_k1_autocast_16x256x56x56_64_forward": {
-   "seconds": 8.323160000145435e-05,
-   "min": 6.356250000862928e-05,
-   "max": 0.00014736170001015126,
+   "seconds": 0.00010602809999227247,
+   "min": 8.111429999644316e-05,
+   "max": 0.0001918402999990576,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10296,28 +10296,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 7.517204999203386e-06,
-   "host_backward_canary_seconds": 1.4993320000940002e-05,
+   "host_canary_seconds": 9.589439999899696e-06,
+   "host_backward_canary_seconds": 2.055166999980429e-05,
    "pass_seconds": [
-    8.232489999500103e-05,
-    8.323160000145435e-05,
-    0.0001092803000119602
+    8.574000000862724e-05,
+    0.00010602809999227247,
+    0.00014994429999433124
    ],
    "pass_host_canary_seconds": [
-    7.517204999203386e-06,
-    9.549940000397327e-06,
-    1.0342839999566422e-05
+    9.589439999899696e-06,
+    1.064279249987976e-05,
+    1.1158832499802429e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4993320000940002e-05,
-    1.4481090001936536e-05,
-    1.7323029999261054e-05
+    2.055166999980429e-05,
+    2.2342295000612467e-05,
+    1.9187269999747513e-05
    ]
   },
   "conv_host_k1_autocast_16x256x56x56_64_forward_backward": {
-   "seconds": 0.00043076239999209067,
-   "min": 0.00029940650001663015,
-   "max": 0.0006258118000005197,
+   "seconds": 0.0005212492000055136,
+   "min": 0.00035957179999286383,
+   "max": 0.0008276602000023559,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10332,28 +10332,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 7.647840000117867e-06,
-   "host_backward_canary_seconds": 1.5721950001079675e-05,
+   "host_canary_seconds": 9.440392500152938e-06,
+   "host_backward_canary_seconds": 1.983083999959945e-05,
    "pass_seconds": [
-    0.00043076239999209067,
-    0.00036841280000317057,
-    0.00047916010000790263
+    0.00040231060000905927,
+    0.0005212492000055136,
+    0.0006689864000009038
    ],
    "pass_host_canary_seconds": [
-    7.647840000117867e-06,
-    9.77630499960469e-06,
-    1.0345035000227654e-05
+    9.440392500152938e-06,
+    9.525755000083792e-06,
+    1.0982814999920264e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5721950001079675e-05,
-    1.4408929998808163e-05,
-    2.0745150000038847e-05
+    1.983083999959945e-05,
+    2.1703639999941517e-05,
+    1.9923305000020264e-05
    ]
   },
   "conv_host_k1_autocast_32x256x56x56_256_forward": {
-   "seconds": 9.060750001026463e-05,
-   "min": 6.192920000103186e-05,
-   "max": 0.00014879240000027495,
+   "seconds": 7.629940000697388e-05,
+   "min": 6.90071999997599e-05,
+   "max": 0.00018737720000672198,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10368,28 +10368,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 7.918594999978267e-06,
-   "host_backward_canary_seconds": 1.9141464999847816e-05,
+   "host_canary_seconds": 9.233174999963012e-06,
+   "host_backward_canary_seconds": 1.8399890000182494e-05,
    "pass_seconds": [
-    9.060750001026463e-05,
-    7.971359998464323e-05,
-    0.00011763840000185155
+    7.629940000697388e-05,
+    7.170430000087435e-05,
+    0.00016467140000031577
    ],
    "pass_host_canary_seconds": [
-    7.918594999978267e-06,
-    8.511574999374715e-06,
-    1.044263249980304e-05
+    9.233174999963012e-06,
+    1.013489000001755e-05,
+    1.087738999984822e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9141464999847816e-05,
-    1.4321399999062123e-05,
-    2.2671795001087958e-05
+    1.8399890000182494e-05,
+    2.3854679999999464e-05,
+    2.2119770000017526e-05
    ]
   },
   "conv_host_k1_autocast_32x256x56x56_256_forward_backward": {
-   "seconds": 0.0004926886000021114,
-   "min": 0.0002831367999988288,
-   "max": 0.0007287056999984998,
+   "seconds": 0.0007031918999928166,
+   "min": 0.00037672989999464334,
+   "max": 0.0009119512999973267,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10404,28 +10404,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 7.529787499720441e-06,
-   "host_backward_canary_seconds": 1.597305000018423e-05,
+   "host_canary_seconds": 9.247442499997759e-06,
+   "host_backward_canary_seconds": 1.8903045000229212e-05,
    "pass_seconds": [
-    0.0004926886000021114,
-    0.0003365294000104768,
-    0.0006561057999988406
+    0.00039893250000204715,
+    0.0007031918999928166,
+    0.0007626133000030677
    ],
    "pass_host_canary_seconds": [
-    7.529787499720441e-06,
-    8.878582499960429e-06,
-    1.0623882499771752e-05
+    9.247442499997759e-06,
+    1.2230592499804516e-05,
+    1.0659207499941204e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.597305000018423e-05,
-    1.4823454999941533e-05,
-    1.7474180000363047e-05
+    1.8903045000229212e-05,
+    2.22340099998064e-05,
+    1.9720965000260548e-05
    ]
   },
   "optimizer_sgd_foreach_per_param": {
-   "seconds": 3.0239441965055188e-06,
-   "min": 1.7868794642034963e-06,
-   "max": 3.7164062506787687e-06,
+   "seconds": 3.652714285706793e-06,
+   "min": 2.7028437499560757e-06,
+   "max": 4.012136160826328e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10435,28 +10435,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.3620149998987476e-06,
-   "host_backward_canary_seconds": 2.1239459999833344e-05,
+   "host_canary_seconds": 9.24519499960752e-06,
+   "host_backward_canary_seconds": 1.9757139999683203e-05,
    "pass_seconds": [
-    1.9014352672692375e-06,
-    3.0239441965055188e-06,
-    3.3313705358750667e-06
+    2.80484375002134e-06,
+    3.6948303570990708e-06,
+    3.652714285706793e-06
    ],
    "pass_host_canary_seconds": [
-    7.3620149998987476e-06,
-    9.122315000240632e-06,
-    1.0062197500246839e-05
+    9.24519499960752e-06,
+    1.1715767499822504e-05,
+    1.0370802500005993e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1239459999833344e-05,
-    1.650616999995691e-05,
-    1.6208615001005456e-05
+    1.9757139999683203e-05,
+    2.3683654999331337e-05,
+    2.115258999992875e-05
    ]
   },
   "optimizer_sgd_foreach_per_step": {
-   "seconds": 9.998799984194711e-05,
-   "min": 5.184085733032719e-05,
-   "max": 0.0002462849998080076,
+   "seconds": 0.00015705142858938155,
+   "min": 3.9211857191341035e-05,
+   "max": 0.00039138185713584656,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10466,28 +10466,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.3620149998987476e-06,
-   "host_backward_canary_seconds": 2.1239459999833344e-05,
+   "host_canary_seconds": 9.24519499960752e-06,
+   "host_backward_canary_seconds": 1.9757139999683203e-05,
    "pass_seconds": [
-    8.489300012115564e-05,
-    9.998799984194711e-05,
-    0.00015668928550180032
+    0.00010207199998798648,
+    0.00015705142858938155,
+    0.00019891957140316663
    ],
    "pass_host_canary_seconds": [
-    7.3620149998987476e-06,
-    9.122315000240632e-06,
-    1.0062197500246839e-05
+    9.24519499960752e-06,
+    1.1715767499822504e-05,
+    1.0370802500005993e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1239459999833344e-05,
-    1.650616999995691e-05,
-    1.6208615001005456e-05
+    1.9757139999683203e-05,
+    2.3683654999331337e-05,
+    2.115258999992875e-05
    ]
   },
   "optimizer_sgd_foreach_cold_per_param": {
-   "seconds": 3.4627857142969072e-06,
-   "min": 1.6560848215314245e-06,
-   "max": 7.5040803569744896e-06,
+   "seconds": 5.181433035517102e-06,
+   "min": 2.97804910737958e-06,
+   "max": 5.7364843750105725e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10497,28 +10497,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.38269499947819e-06,
-   "host_backward_canary_seconds": 1.7650800000410527e-05,
+   "host_canary_seconds": 9.358240000096884e-06,
+   "host_backward_canary_seconds": 1.7034709999279584e-05,
    "pass_seconds": [
-    2.3431093753499354e-06,
-    4.776116071525394e-06,
-    3.4627857142969072e-06
+    3.1833660715717216e-06,
+    5.181433035517102e-06,
+    5.250624999929089e-06
    ],
    "pass_host_canary_seconds": [
-    7.38269499947819e-06,
-    9.663140000384374e-06,
-    9.37584999974206e-06
+    9.358240000096884e-06,
+    1.1049395000100049e-05,
+    1.054779499952474e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7650800000410527e-05,
-    2.0026110000799235e-05,
-    1.74517300001753e-05
+    1.7034709999279584e-05,
+    2.4200480000899917e-05,
+    2.1304370000052587e-05
    ]
   },
   "optimizer_sgd_foreach_cold_per_step": {
-   "seconds": 0.0006817504285793673,
-   "min": 0.00033111085719740786,
-   "max": 0.0009569625714058409,
+   "seconds": 0.0006458910000089548,
+   "min": 0.00045693800011901785,
+   "max": 0.0008254124286232972,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10528,28 +10528,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.38269499947819e-06,
-   "host_backward_canary_seconds": 1.7650800000410527e-05,
+   "host_canary_seconds": 9.358240000096884e-06,
+   "host_backward_canary_seconds": 1.7034709999279584e-05,
    "pass_seconds": [
-    0.000664508428404328,
-    0.0006817504285793673,
-    0.000690980714287954
+    0.0006160281428395008,
+    0.0006541021428055111,
+    0.0006458910000089548
    ],
    "pass_host_canary_seconds": [
-    7.38269499947819e-06,
-    9.663140000384374e-06,
-    9.37584999974206e-06
+    9.358240000096884e-06,
+    1.1049395000100049e-05,
+    1.054779499952474e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7650800000410527e-05,
-    2.0026110000799235e-05,
-    1.74517300001753e-05
+    1.7034709999279584e-05,
+    2.4200480000899917e-05,
+    2.1304370000052587e-05
    ]
   },
   "optimizer_sgd_foreach_large": {
-   "seconds": 0.000192911000112872,
-   "min": 0.00017859400009001547,
-   "max": 0.0002732430000378372,
+   "seconds": 0.00019641500000489032,
+   "min": 0.00018395999995846068,
+   "max": 0.00022441600003730855,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -10557,15 +10557,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00018386199985798157,
-    0.000192911000112872,
-    0.00022673700004816055
+    0.0001879640000197469,
+    0.00019641500000489032,
+    0.00020030899997891538
    ]
   },
   "optimizer_sgd_for_loop_per_param": {
-   "seconds": 2.277420312525789e-05,
-   "min": 1.9967720982196268e-05,
-   "max": 3.0186843750255677e-05,
+   "seconds": 2.6299734374798538e-05,
+   "min": 2.2417560267789277e-05,
+   "max": 3.3774044642649006e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10575,28 +10575,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 6.958497499454097e-06,
-   "host_backward_canary_seconds": 1.734575999989829e-05,
+   "host_canary_seconds": 8.824782500198581e-06,
+   "host_backward_canary_seconds": 1.787871000033192e-05,
    "pass_seconds": [
-    2.1850642856995656e-05,
-    2.277420312525789e-05,
-    2.9333779017751533e-05
+    2.6299734374798538e-05,
+    2.531928125014206e-05,
+    3.2786006696586666e-05
    ],
    "pass_host_canary_seconds": [
-    6.958497499454097e-06,
-    7.397172499850057e-06,
-    9.931382500099062e-06
+    8.824782500198581e-06,
+    8.068897499811101e-06,
+    1.0948127500114424e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.734575999989829e-05,
-    1.845017999926313e-05,
-    1.9240194999383677e-05
+    1.787871000033192e-05,
+    1.5888660000200618e-05,
+    2.0302999999444182e-05
    ]
   },
   "optimizer_sgd_for_loop_per_step": {
-   "seconds": 0.00017499600000649347,
-   "min": -0.00011115028577738219,
-   "max": 0.0006288488570070122,
+   "seconds": 0.00017105542852797443,
+   "min": -0.00013812185722729604,
+   "max": 0.0008829001428044389,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10606,28 +10606,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 6.958497499454097e-06,
-   "host_backward_canary_seconds": 1.734575999989829e-05,
+   "host_canary_seconds": 8.824782500198581e-06,
+   "host_backward_canary_seconds": 1.787871000033192e-05,
    "pass_seconds": [
-    0.00017499600000649347,
-    0.00016092271432301326,
-    0.00029369128573567384
+    0.00017105542852797443,
+    0.00015094757145561744,
+    0.0003210241428957617
    ],
    "pass_host_canary_seconds": [
-    6.958497499454097e-06,
-    7.397172499850057e-06,
-    9.931382500099062e-06
+    8.824782500198581e-06,
+    8.068897499811101e-06,
+    1.0948127500114424e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.734575999989829e-05,
-    1.845017999926313e-05,
-    1.9240194999383677e-05
+    1.787871000033192e-05,
+    1.5888660000200618e-05,
+    2.0302999999444182e-05
    ]
   },
   "optimizer_sgd_for_loop_cold_per_param": {
-   "seconds": 2.8747198660385364e-05,
-   "min": 1.8760660714584837e-05,
-   "max": 3.413475892851839e-05,
+   "seconds": 3.277424553565262e-05,
+   "min": 2.4181412946435087e-05,
+   "max": 3.555889285727127e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10637,28 +10637,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.1759550007755025e-06,
-   "host_backward_canary_seconds": 1.8169320001106825e-05,
+   "host_canary_seconds": 8.99503500022547e-06,
+   "host_backward_canary_seconds": 2.0466890000534476e-05,
    "pass_seconds": [
-    2.171631473199146e-05,
-    2.8747198660385364e-05,
-    3.120726785762632e-05
+    2.7507734375019156e-05,
+    3.277424553565262e-05,
+    3.432733705364756e-05
    ],
    "pass_host_canary_seconds": [
-    7.1759550007755025e-06,
-    8.86883500015756e-06,
-    1.0073079999983748e-05
+    8.99503500022547e-06,
+    9.6673850003981e-06,
+    1.073275500004911e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8169320001106825e-05,
-    1.9531909999841445e-05,
-    1.8637529999523396e-05
+    2.0466890000534476e-05,
+    2.3237480000943833e-05,
+    2.2564490000149816e-05
    ]
   },
   "optimizer_sgd_for_loop_cold_per_step": {
-   "seconds": 0.0008007724286146966,
-   "min": 0.0003401747142106615,
-   "max": 0.0014438947142220318,
+   "seconds": 0.0006678132857749525,
+   "min": -5.652671422597339e-05,
+   "max": 0.0012456334285876178,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10668,28 +10668,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.1759550007755025e-06,
-   "host_backward_canary_seconds": 1.8169320001106825e-05,
+   "host_canary_seconds": 8.99503500022547e-06,
+   "host_backward_canary_seconds": 2.0466890000534476e-05,
    "pass_seconds": [
-    0.0006439574284675992,
-    0.0009057227142160887,
-    0.0008007724286146966
+    0.0005191595714677533,
+    0.0006678132857749525,
+    0.0006992771428226013
    ],
    "pass_host_canary_seconds": [
-    7.1759550007755025e-06,
-    8.86883500015756e-06,
-    1.0073079999983748e-05
+    8.99503500022547e-06,
+    9.6673850003981e-06,
+    1.073275500004911e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8169320001106825e-05,
-    1.9531909999841445e-05,
-    1.8637529999523396e-05
+    2.0466890000534476e-05,
+    2.3237480000943833e-05,
+    2.2564490000149816e-05
    ]
   },
   "optimizer_sgd_for_loop_large": {
-   "seconds": 0.0001742140000260406,
-   "min": 0.00016072100015662727,
-   "max": 0.0002206819999628351,
+   "seconds": 0.00018489499996121594,
+   "min": 0.00016501400000379363,
+   "max": 0.0002609719999782101,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -10697,15 +10697,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.0001742140000260406,
-    0.00016272299990305328,
-    0.00018308200014871545
+    0.00016835700000683573,
+    0.00020780699992428708,
+    0.00018489499996121594
    ]
   },
   "optimizer_sgd_fused_per_param": {
-   "seconds": 2.4777700891677668e-06,
-   "min": 1.421522321314634e-06,
-   "max": 3.1842053570382437e-06,
+   "seconds": 2.8186696425791524e-06,
+   "min": 2.101854910817126e-06,
+   "max": 3.062104910713158e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10715,28 +10715,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.643204999747467e-06,
-   "host_backward_canary_seconds": 2.1151019998342234e-05,
+   "host_canary_seconds": 9.071850000168524e-06,
+   "host_backward_canary_seconds": 1.9963160000315838e-05,
    "pass_seconds": [
-    2.4777700891677668e-06,
-    1.8151874999919722e-06,
-    2.9026294647849227e-06
+    2.1398214283660115e-06,
+    2.8186696425791524e-06,
+    2.9104419643845503e-06
    ],
    "pass_host_canary_seconds": [
-    9.643204999747467e-06,
-    7.763954999973067e-06,
-    1.0644645000184028e-05
+    9.071850000168524e-06,
+    1.140694000014264e-05,
+    1.1106302499968024e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1151019998342234e-05,
-    2.1562289998655614e-05,
-    1.772366500063072e-05
+    1.9963160000315838e-05,
+    2.4822370000947558e-05,
+    2.189615999952821e-05
    ]
   },
   "optimizer_sgd_fused_per_step": {
-   "seconds": 9.384671433768484e-05,
-   "min": 3.9177999886825485e-05,
-   "max": 0.0003404839999672861,
+   "seconds": 0.00016042728568014093,
+   "min": 5.1188857030735684e-05,
+   "max": 0.00030812085716596424,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10746,28 +10746,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.643204999747467e-06,
-   "host_backward_canary_seconds": 2.1151019998342234e-05,
+   "host_canary_seconds": 9.071850000168524e-06,
+   "host_backward_canary_seconds": 1.9963160000315838e-05,
    "pass_seconds": [
-    9.384671433768484e-05,
-    7.699857149288749e-05,
-    0.00017472700012279217
+    6.713814286740671e-05,
+    0.00018806857152802486,
+    0.00016042728568014093
    ],
    "pass_host_canary_seconds": [
-    9.643204999747467e-06,
-    7.763954999973067e-06,
-    1.0644645000184028e-05
+    9.071850000168524e-06,
+    1.140694000014264e-05,
+    1.1106302499968024e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1151019998342234e-05,
-    2.1562289998655614e-05,
-    1.772366500063072e-05
+    1.9963160000315838e-05,
+    2.4822370000947558e-05,
+    2.189615999952821e-05
    ]
   },
   "optimizer_sgd_fused_cold_per_param": {
-   "seconds": 3.0808683035843387e-06,
-   "min": 1.7268147318410293e-06,
-   "max": 4.597991071822857e-06,
+   "seconds": 3.477899553619831e-06,
+   "min": 2.2761562498934448e-06,
+   "max": 4.339825892683637e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10777,28 +10777,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.747000000288608e-06,
-   "host_backward_canary_seconds": 1.824707999958264e-05,
+   "host_canary_seconds": 9.10954000005404e-06,
+   "host_backward_canary_seconds": 2.041723999923306e-05,
    "pass_seconds": [
-    3.0808683035843387e-06,
-    2.4119486603524365e-06,
-    3.2033258925423524e-06
+    2.6841450893044794e-06,
+    3.4822767856569825e-06,
+    3.477899553619831e-06
    ],
    "pass_host_canary_seconds": [
-    9.747000000288608e-06,
-    7.189229999085e-06,
-    1.0315250000303422e-05
+    9.10954000005404e-06,
+    1.085926999962794e-05,
+    1.0032335000005332e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.824707999958264e-05,
-    1.985261000072569e-05,
-    1.69065000000046e-05
+    2.041723999923306e-05,
+    2.3708059999307806e-05,
+    2.1637950000013005e-05
    ]
   },
   "optimizer_sgd_fused_cold_per_step": {
-   "seconds": 0.0006374227141675094,
-   "min": 0.0004230719999408653,
-   "max": 0.0008541728572189251,
+   "seconds": 0.0006316887141955313,
+   "min": 0.00046363814293012444,
+   "max": 0.0007102301429345711,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10808,28 +10808,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.747000000288608e-06,
-   "host_backward_canary_seconds": 1.824707999958264e-05,
+   "host_canary_seconds": 9.10954000005404e-06,
+   "host_backward_canary_seconds": 2.041723999923306e-05,
    "pass_seconds": [
-    0.0006697149999906417,
-    0.000579076285735677,
-    0.0006374227141675094
+    0.0005352555714353002,
+    0.0006321427142990745,
+    0.0006316887141955313
    ],
    "pass_host_canary_seconds": [
-    9.747000000288608e-06,
-    7.189229999085e-06,
-    1.0315250000303422e-05
+    9.10954000005404e-06,
+    1.085926999962794e-05,
+    1.0032335000005332e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.824707999958264e-05,
-    1.985261000072569e-05,
-    1.69065000000046e-05
+    2.041723999923306e-05,
+    2.3708059999307806e-05,
+    2.1637950000013005e-05
    ]
   },
   "optimizer_sgd_fused_large": {
-   "seconds": 0.0001352110000425455,
-   "min": 0.00011992700001428602,
-   "max": 0.00017347099992548465,
+   "seconds": 0.00013865400001122907,
+   "min": 0.00012982600003397238,
+   "max": 0.0001513309999836565,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -10837,15 +10837,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00014185600002747378,
-    0.0001352110000425455,
-    0.00012224500005686423
+    0.00013162599998395308,
+    0.0001410490000353093,
+    0.00013865400001122907
    ]
   },
   "optimizer_sgd_wd_foreach_per_param": {
-   "seconds": 4.541857143079499e-06,
-   "min": 3.6850803571805306e-06,
-   "max": 6.647444196618478e-06,
+   "seconds": 5.60126562478201e-06,
+   "min": 4.241439732258609e-06,
+   "max": 7.279674107201524e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10855,28 +10855,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.747000000288608e-06,
-   "host_backward_canary_seconds": 1.591664999978093e-05,
+   "host_canary_seconds": 9.081585000103587e-06,
+   "host_backward_canary_seconds": 1.7988450000530065e-05,
    "pass_seconds": [
-    6.375571428764358e-06,
-    4.541857143079499e-06,
-    3.938973213633647e-06
+    5.60126562478201e-06,
+    6.447459821399905e-06,
+    4.625466517995035e-06
    ],
    "pass_host_canary_seconds": [
-    9.747000000288608e-06,
-    7.19166999999743e-06,
-    7.0443875000592015e-06
+    9.081585000103587e-06,
+    1.012703500009593e-05,
+    1.0045749999960662e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.591664999978093e-05,
-    1.5927529999544278e-05,
-    1.5729150001106972e-05
+    1.7988450000530065e-05,
+    2.0250289999239613e-05,
+    2.1573464999278257e-05
    ]
   },
   "optimizer_sgd_wd_foreach_per_step": {
-   "seconds": 0.0001534199998332042,
-   "min": 5.55728560617093e-06,
-   "max": 0.0005917468572209016,
+   "seconds": 0.00019927885708576857,
+   "min": 0.00010121514287675382,
+   "max": 0.000537336714290047,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10886,28 +10886,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.747000000288608e-06,
-   "host_backward_canary_seconds": 1.591664999978093e-05,
+   "host_canary_seconds": 9.081585000103587e-06,
+   "host_backward_canary_seconds": 1.7988450000530065e-05,
    "pass_seconds": [
-    0.0001890932856635378,
-    0.0001534199998332042,
-    0.0001364751427835082
+    0.00014310571438207783,
+    0.00019939757139906888,
+    0.00019927885708576857
    ],
    "pass_host_canary_seconds": [
-    9.747000000288608e-06,
-    7.19166999999743e-06,
-    7.0443875000592015e-06
+    9.081585000103587e-06,
+    1.012703500009593e-05,
+    1.0045749999960662e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.591664999978093e-05,
-    1.5927529999544278e-05,
-    1.5729150001106972e-05
+    1.7988450000530065e-05,
+    2.0250289999239613e-05,
+    2.1573464999278257e-05
    ]
   },
   "optimizer_sgd_wd_foreach_cold_per_param": {
-   "seconds": 8.763191964078487e-06,
-   "min": 5.3188281248545925e-06,
-   "max": 1.0764861607067847e-05,
+   "seconds": 8.219651785625257e-06,
+   "min": 5.734611607165009e-06,
+   "max": 1.5123022321412399e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10917,28 +10917,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.428490000118472e-06,
-   "host_backward_canary_seconds": 1.6897360001166817e-05,
+   "host_canary_seconds": 9.053955000126735e-06,
+   "host_backward_canary_seconds": 1.9062579999626904e-05,
    "pass_seconds": [
-    7.246428571607209e-06,
-    8.763191964078487e-06,
-    9.095593750174658e-06
+    6.92941517854706e-06,
+    8.85507366074226e-06,
+    8.219651785625257e-06
    ],
    "pass_host_canary_seconds": [
-    9.428490000118472e-06,
-    9.369054999979199e-06,
-    1.014034999911928e-05
+    9.053955000126735e-06,
+    1.039434999995592e-05,
+    1.0185989999627054e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6897360001166817e-05,
-    1.760598000146274e-05,
-    1.7647270001361904e-05
+    1.9062579999626904e-05,
+    2.2177829999918687e-05,
+    1.9144430000324063e-05
    ]
   },
   "optimizer_sgd_wd_foreach_cold_per_step": {
-   "seconds": 0.0008339648570979209,
-   "min": 0.0004454728570765708,
-   "max": 0.0010291400002253276,
+   "seconds": 0.0006851335714860138,
+   "min": 0.00039454457141476136,
+   "max": 0.0012174649999354059,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10948,28 +10948,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.428490000118472e-06,
-   "host_backward_canary_seconds": 1.6897360001166817e-05,
+   "host_canary_seconds": 9.053955000126735e-06,
+   "host_backward_canary_seconds": 1.9062579999626904e-05,
    "pass_seconds": [
-    0.0007925312858917875,
-    0.0008605952856929175,
-    0.0008339648570979209
+    0.0006851335714860138,
+    0.0008548064285735434,
+    0.0006503265713523174
    ],
    "pass_host_canary_seconds": [
-    9.428490000118472e-06,
-    9.369054999979199e-06,
-    1.014034999911928e-05
+    9.053955000126735e-06,
+    1.039434999995592e-05,
+    1.0185989999627054e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6897360001166817e-05,
-    1.760598000146274e-05,
-    1.7647270001361904e-05
+    1.9062579999626904e-05,
+    2.2177829999918687e-05,
+    1.9144430000324063e-05
    ]
   },
   "optimizer_sgd_wd_for_loop_per_param": {
-   "seconds": 3.6317374999888284e-05,
-   "min": 2.5971024553785226e-05,
-   "max": 4.190502455309846e-05,
+   "seconds": 4.097718973231476e-05,
+   "min": 3.562404910693674e-05,
+   "max": 5.4763939732233826e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10979,28 +10979,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.946862499783493e-06,
-   "host_backward_canary_seconds": 1.6794054999991204e-05,
+   "host_canary_seconds": 9.053955000126735e-06,
+   "host_backward_canary_seconds": 1.6737109999667153e-05,
    "pass_seconds": [
-    3.6317374999888284e-05,
-    2.7193683035672427e-05,
-    4.109710937478488e-05
+    3.6600366071480395e-05,
+    4.338966294652786e-05,
+    4.097718973231476e-05
    ],
    "pass_host_canary_seconds": [
-    8.946862499783493e-06,
-    6.466467499990358e-06,
-    1.0082334999879095e-05
+    9.053955000126735e-06,
+    1.0965050000208976e-05,
+    9.95634500043252e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6794054999991204e-05,
-    1.523131499993724e-05,
-    1.7782590000479103e-05
+    1.6737109999667153e-05,
+    2.26213700000244e-05,
+    2.2075680000170906e-05
    ]
   },
   "optimizer_sgd_wd_for_loop_per_step": {
-   "seconds": 0.0002703111427178684,
-   "min": -2.5280428514763958e-05,
-   "max": 0.0009636098572108104,
+   "seconds": 0.0004832908570863636,
+   "min": -0.00014530814296774336,
+   "max": 0.001761173142816525,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11010,28 +11010,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.946862499783493e-06,
-   "host_backward_canary_seconds": 1.6794054999991204e-05,
+   "host_canary_seconds": 9.053955000126735e-06,
+   "host_backward_canary_seconds": 1.6737109999667153e-05,
    "pass_seconds": [
-    0.0002703111427178684,
-    0.00023400985712994154,
-    0.00045439099988340897
+    0.0002462697143365794,
+    0.0004832908570863636,
+    0.0005418485713854742
    ],
    "pass_host_canary_seconds": [
-    8.946862499783493e-06,
-    6.466467499990358e-06,
-    1.0082334999879095e-05
+    9.053955000126735e-06,
+    1.0965050000208976e-05,
+    9.95634500043252e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6794054999991204e-05,
-    1.523131499993724e-05,
-    1.7782590000479103e-05
+    1.6737109999667153e-05,
+    2.26213700000244e-05,
+    2.2075680000170906e-05
    ]
   },
   "optimizer_sgd_wd_for_loop_cold_per_param": {
-   "seconds": 3.775076785674157e-05,
-   "min": 2.5260515624633433e-05,
-   "max": 4.488590848187154e-05,
+   "seconds": 4.2144587053728954e-05,
+   "min": 2.915130357144286e-05,
+   "max": 7.283558705343094e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11041,28 +11041,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.133610000162662e-06,
-   "host_backward_canary_seconds": 1.8395870001768343e-05,
+   "host_canary_seconds": 9.076649999997244e-06,
+   "host_backward_canary_seconds": 1.9652669999459248e-05,
    "pass_seconds": [
-    3.775076785674157e-05,
-    3.6170712053465846e-05,
-    4.24209218746593e-05
+    3.759878571431484e-05,
+    4.364485714296913e-05,
+    4.2144587053728954e-05
    ],
    "pass_host_canary_seconds": [
-    9.133610000162662e-06,
-    6.964355000036449e-06,
-    1.0007225000663311e-05
+    9.076649999997244e-06,
+    1.0605569999597719e-05,
+    1.000833999967199e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8395870001768343e-05,
-    1.8226820000109e-05,
-    1.7347969999264025e-05
+    1.9652669999459248e-05,
+    2.355430999955388e-05,
+    2.1457130000044344e-05
    ]
   },
   "optimizer_sgd_wd_for_loop_cold_per_step": {
-   "seconds": 0.0008597290002074131,
-   "min": 0.00027834642875339873,
-   "max": 0.0016871840000151548,
+   "seconds": 0.000731162857147995,
+   "min": -0.0007483225713420848,
+   "max": 0.002010723571434677,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11072,28 +11072,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.133610000162662e-06,
-   "host_backward_canary_seconds": 1.8395870001768343e-05,
+   "host_canary_seconds": 9.076649999997244e-06,
+   "host_backward_canary_seconds": 1.9652669999459248e-05,
    "pass_seconds": [
-    0.0007985978572183478,
-    0.0008597290002074131,
-    0.0009674704287395536
+    0.000665245142889554,
+    0.000731162857147995,
+    0.0007848750000545935
    ],
    "pass_host_canary_seconds": [
-    9.133610000162662e-06,
-    6.964355000036449e-06,
-    1.0007225000663311e-05
+    9.076649999997244e-06,
+    1.0605569999597719e-05,
+    1.000833999967199e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8395870001768343e-05,
-    1.8226820000109e-05,
-    1.7347969999264025e-05
+    1.9652669999459248e-05,
+    2.355430999955388e-05,
+    2.1457130000044344e-05
    ]
   },
   "optimizer_sgd_wd_fused_per_param": {
-   "seconds": 2.3915959818257955e-06,
-   "min": 1.4697008922886262e-06,
-   "max": 2.9895959820740766e-06,
+   "seconds": 2.499959821631949e-06,
+   "min": 2.171064732183124e-06,
+   "max": 2.844785714423941e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11103,28 +11103,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.499089999280841e-06,
-   "host_backward_canary_seconds": 2.1860150000065914e-05,
+   "host_canary_seconds": 9.663374999604457e-06,
+   "host_backward_canary_seconds": 2.0832289999361818e-05,
    "pass_seconds": [
-    2.3915959818257955e-06,
-    1.5170379466919063e-06,
-    2.824883929061376e-06
+    2.276736606989159e-06,
+    2.499959821631949e-06,
+    2.7247053570838327e-06
    ],
    "pass_host_canary_seconds": [
-    9.499089999280841e-06,
-    7.062204999783716e-06,
-    1.0038259999873844e-05
+    9.663374999604457e-06,
+    1.0250199999859432e-05,
+    1.027716999999484e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1860150000065914e-05,
-    1.9995210000161023e-05,
-    1.8079779999879973e-05
+    2.0832289999361818e-05,
+    2.2815270000364762e-05,
+    2.1333170000161772e-05
    ]
   },
   "optimizer_sgd_wd_fused_per_step": {
-   "seconds": 0.00010656471444495504,
-   "min": 5.092057150639968e-05,
-   "max": 0.00026971628556436505,
+   "seconds": 0.0001163392856174791,
+   "min": 5.706399994258909e-05,
+   "max": 0.0002962428570429308,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11134,28 +11134,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.499089999280841e-06,
-   "host_backward_canary_seconds": 2.1860150000065914e-05,
+   "host_canary_seconds": 9.663374999604457e-06,
+   "host_backward_canary_seconds": 2.0832289999361818e-05,
    "pass_seconds": [
-    0.00010656471444495504,
-    7.03621430082941e-05,
-    0.00012297842847276894
+    6.960957138549669e-05,
+    0.0001163392856174791,
+    0.0001783128571040444
    ],
    "pass_host_canary_seconds": [
-    9.499089999280841e-06,
-    7.062204999783716e-06,
-    1.0038259999873844e-05
+    9.663374999604457e-06,
+    1.0250199999859432e-05,
+    1.027716999999484e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1860150000065914e-05,
-    1.9995210000161023e-05,
-    1.8079779999879973e-05
+    2.0832289999361818e-05,
+    2.2815270000364762e-05,
+    2.1333170000161772e-05
    ]
   },
   "optimizer_sgd_wd_fused_cold_per_param": {
-   "seconds": 3.835078125291602e-06,
-   "min": 2.5119776790713137e-06,
-   "max": 4.355312499728013e-06,
+   "seconds": 3.906325892850353e-06,
+   "min": 2.7173013393674443e-06,
+   "max": 4.797064731982508e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11165,28 +11165,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.3503850007437e-06,
-   "host_backward_canary_seconds": 2.0182210000712076e-05,
+   "host_canary_seconds": 9.097795000343468e-06,
+   "host_backward_canary_seconds": 1.7364389999556807e-05,
    "pass_seconds": [
-    3.132147320680393e-06,
-    3.835078125291602e-06,
-    4.1362633927479105e-06
+    2.8896852679594076e-06,
+    3.9524620533930895e-06,
+    3.906325892850353e-06
    ],
    "pass_host_canary_seconds": [
-    9.3503850007437e-06,
-    1.0736164999798348e-05,
-    1.0255045000349127e-05
+    9.097795000343468e-06,
+    1.0829015000126674e-05,
+    1.0359434999713813e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0182210000712076e-05,
-    2.0418430001427623e-05,
-    1.8079779999879973e-05
+    1.7364389999556807e-05,
+    2.2537940000120217e-05,
+    2.2192469999708918e-05
    ]
   },
   "optimizer_sgd_wd_fused_cold_per_step": {
-   "seconds": 0.0006820462858416119,
-   "min": 0.0005659498573485117,
-   "max": 0.0007991509999101254,
+   "seconds": 0.0005878550001138397,
+   "min": 0.0005112371429244636,
+   "max": 0.000728917428578565,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11196,28 +11196,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.3503850007437e-06,
-   "host_backward_canary_seconds": 2.0182210000712076e-05,
+   "host_canary_seconds": 9.097795000343468e-06,
+   "host_backward_canary_seconds": 1.7364389999556807e-05,
    "pass_seconds": [
-    0.0006281694285397471,
-    0.0007272377142076689,
-    0.0006820462858416119
+    0.000533148142835671,
+    0.0006511667142733911,
+    0.0005878550001138397
    ],
    "pass_host_canary_seconds": [
-    9.3503850007437e-06,
-    1.0736164999798348e-05,
-    1.0255045000349127e-05
+    9.097795000343468e-06,
+    1.0829015000126674e-05,
+    1.0359434999713813e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0182210000712076e-05,
-    2.0418430001427623e-05,
-    1.8079779999879973e-05
+    1.7364389999556807e-05,
+    2.2537940000120217e-05,
+    2.2192469999708918e-05
    ]
   },
   "optimizer_adamw_foreach_per_param": {
-   "seconds": 1.3396381696395565e-05,
-   "min": 6.854281249754227e-06,
-   "max": 1.4382741071017335e-05,
+   "seconds": 1.3327654018116927e-05,
+   "min": 1.1021808035900043e-05,
+   "max": 1.495512946420823e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11227,28 +11227,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.358542499739996e-06,
-   "host_backward_canary_seconds": 1.699065500133656e-05,
+   "host_canary_seconds": 9.143595000011828e-06,
+   "host_backward_canary_seconds": 1.5477889999715443e-05,
    "pass_seconds": [
-    1.2070593749667427e-05,
-    1.3396381696395565e-05,
-    1.3918654018039791e-05
+    1.116951339292476e-05,
+    1.4338930803603489e-05,
+    1.3327654018116927e-05
    ],
    "pass_host_canary_seconds": [
-    9.358542499739996e-06,
-    1.0412180000685111e-05,
-    1.0552297500225904e-05
+    9.143595000011828e-06,
+    1.102759500014372e-05,
+    1.0264757499953702e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.699065500133656e-05,
-    1.7939099999466636e-05,
-    1.912476999905266e-05
+    1.5477889999715443e-05,
+    2.1933219999823448e-05,
+    2.0315720000212423e-05
    ]
   },
   "optimizer_adamw_foreach_per_step": {
-   "seconds": 0.0005043255713579649,
-   "min": 5.3777142933800616e-05,
-   "max": 0.0006647145715175741,
+   "seconds": 0.00042961857142082796,
+   "min": 0.00024316342864949547,
+   "max": 0.0006668445714045187,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11258,28 +11258,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.358542499739996e-06,
-   "host_backward_canary_seconds": 1.699065500133656e-05,
+   "host_canary_seconds": 9.143595000011828e-06,
+   "host_backward_canary_seconds": 1.5477889999715443e-05,
    "pass_seconds": [
-    0.00042577142838646457,
-    0.0005043255713579649,
-    0.0005406877143871368
+    0.00039163385716684776,
+    0.00042961857142082796,
+    0.0005050595714400126
    ],
    "pass_host_canary_seconds": [
-    9.358542499739996e-06,
-    1.0412180000685111e-05,
-    1.0552297500225904e-05
+    9.143595000011828e-06,
+    1.102759500014372e-05,
+    1.0264757499953702e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.699065500133656e-05,
-    1.7939099999466636e-05,
-    1.912476999905266e-05
+    1.5477889999715443e-05,
+    2.1933219999823448e-05,
+    2.0315720000212423e-05
    ]
   },
   "optimizer_adamw_foreach_cold_per_param": {
-   "seconds": 1.6643812499645655e-05,
-   "min": 9.391453124761386e-06,
-   "max": 1.7814843749773346e-05,
+   "seconds": 1.2758948660770589e-05,
+   "min": 9.65814732139287e-06,
+   "max": 1.7698026785544535e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11289,28 +11289,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.303295000790967e-06,
-   "host_backward_canary_seconds": 1.6981149999537594e-05,
+   "host_canary_seconds": 9.132600000043568e-06,
+   "host_backward_canary_seconds": 1.7657330000702133e-05,
    "pass_seconds": [
-    1.3915348214408954e-05,
-    1.6643812499645655e-05,
-    1.691922991093569e-05
+    1.2758948660770589e-05,
+    1.1867308035817814e-05,
+    1.634984151773925e-05
    ],
    "pass_host_canary_seconds": [
-    9.303295000790967e-06,
-    1.0498894999955155e-05,
-    1.0416154999575156e-05
+    9.132600000043568e-06,
+    1.0894370000187336e-05,
+    1.0201590000065152e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6981149999537594e-05,
-    1.6566670001338935e-05,
-    1.9393279999349033e-05
+    1.7657330000702133e-05,
+    2.198571000008087e-05,
+    2.0222460000240973e-05
    ]
   },
   "optimizer_adamw_foreach_cold_per_step": {
-   "seconds": 0.001234821428657337,
-   "min": 0.0004917894288090402,
-   "max": 0.001789740000146724,
+   "seconds": 0.0010298175713420018,
+   "min": 0.0004870321428143143,
+   "max": 0.0015505071429678147,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11320,28 +11320,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.303295000790967e-06,
-   "host_backward_canary_seconds": 1.6981149999537594e-05,
+   "host_canary_seconds": 9.132600000043568e-06,
+   "host_backward_canary_seconds": 1.7657330000702133e-05,
    "pass_seconds": [
-    0.0011453999998463716,
-    0.0012789168572778311,
-    0.001234821428657337
+    0.0009945724286483581,
+    0.0010705932857523034,
+    0.0010298175713420018
    ],
    "pass_host_canary_seconds": [
-    9.303295000790967e-06,
-    1.0498894999955155e-05,
-    1.0416154999575156e-05
+    9.132600000043568e-06,
+    1.0894370000187336e-05,
+    1.0201590000065152e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6981149999537594e-05,
-    1.6566670001338935e-05,
-    1.9393279999349033e-05
+    1.7657330000702133e-05,
+    2.198571000008087e-05,
+    2.0222460000240973e-05
    ]
   },
   "optimizer_adamw_foreach_large": {
-   "seconds": 0.0005402480001066579,
-   "min": 0.00046966999980213586,
-   "max": 0.000694620000103896,
+   "seconds": 0.0005843149999691377,
+   "min": 0.0004609280000522631,
+   "max": 0.0006271400000059657,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -11349,15 +11349,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00048199599996223697,
-    0.0005540300001030118,
-    0.0005402480001066579
+    0.00046996599996873556,
+    0.0005893190000278992,
+    0.0005843149999691377
    ]
   },
   "optimizer_adamw_for_loop_per_param": {
-   "seconds": 0.00010179980357197646,
-   "min": 8.264889508932274e-05,
-   "max": 0.00011429359598226694,
+   "seconds": 0.00010177984151787152,
+   "min": 8.142043303597088e-05,
+   "max": 0.00011650555357129682,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11367,28 +11367,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.128814999712631e-06,
-   "host_backward_canary_seconds": 1.623204999987138e-05,
+   "host_canary_seconds": 9.054150000338268e-06,
+   "host_backward_canary_seconds": 1.9597140000087165e-05,
    "pass_seconds": [
-    8.570426562570788e-05,
-    0.00011031568973202914,
-    0.00010179980357197646
+    8.3480812499965e-05,
+    0.00010949798883912771,
+    0.00010177984151787152
    ],
    "pass_host_canary_seconds": [
-    9.128814999712631e-06,
-    1.0225259999288027e-05,
-    1.0416154999575156e-05
+    9.054150000338268e-06,
+    1.0896569999658823e-05,
+    1.0128740000254765e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.623204999987138e-05,
-    1.683877000004941e-05,
-    2.2543279999354127e-05
+    1.9597140000087165e-05,
+    2.328711000018302e-05,
+    2.0120170000836878e-05
    ]
   },
   "optimizer_adamw_for_loop_per_step": {
-   "seconds": 0.0006596244285706886,
-   "min": -0.0010570381428546428,
-   "max": 0.0016099524283877797,
+   "seconds": 0.0005327110001027381,
+   "min": -8.868685724142556e-05,
+   "max": 0.0023436025714350505,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11398,28 +11398,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.128814999712631e-06,
-   "host_backward_canary_seconds": 1.623204999987138e-05,
+   "host_canary_seconds": 9.054150000338268e-06,
+   "host_backward_canary_seconds": 1.9597140000087165e-05,
    "pass_seconds": [
-    0.0007199989998493295,
-    0.0005547480001106509,
-    0.0006596244285706886
+    0.0004949537143537396,
+    0.0007321695714738652,
+    0.0005327110001027381
    ],
    "pass_host_canary_seconds": [
-    9.128814999712631e-06,
-    1.0225259999288027e-05,
-    1.0416154999575156e-05
+    9.054150000338268e-06,
+    1.0896569999658823e-05,
+    1.0128740000254765e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.623204999987138e-05,
-    1.683877000004941e-05,
-    2.2543279999354127e-05
+    1.9597140000087165e-05,
+    2.328711000018302e-05,
+    2.0120170000836878e-05
    ]
   },
   "optimizer_adamw_for_loop_cold_per_param": {
-   "seconds": 9.271866964257112e-05,
-   "min": 6.045989062540359e-05,
-   "max": 0.00010504273883883895,
+   "seconds": 9.190078571436848e-05,
+   "min": 6.38876450891652e-05,
+   "max": 0.000112839245535972,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11429,28 +11429,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.93952500064188e-06,
-   "host_backward_canary_seconds": 1.7076699998597177e-05,
+   "host_canary_seconds": 7.313844999998764e-06,
+   "host_backward_canary_seconds": 1.6085510000038995e-05,
    "pass_seconds": [
-    8.292146875023474e-05,
-    9.271866964257112e-05,
-    9.627034375014887e-05
+    6.725468526777181e-05,
+    0.00010423036160744914,
+    9.190078571436848e-05
    ],
    "pass_host_canary_seconds": [
-    8.93952500064188e-06,
-    7.838320000246313e-06,
-    9.950955000022077e-06
+    7.313844999998764e-06,
+    1.0836490000087906e-05,
+    9.987264999722355e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7076699998597177e-05,
-    1.9902090000414317e-05,
-    2.2206090000054247e-05
+    1.6085510000038995e-05,
+    2.363117999948372e-05,
+    2.114060999929279e-05
    ]
   },
   "optimizer_adamw_for_loop_cold_per_step": {
-   "seconds": 0.0013104011429082418,
-   "min": -1.8775285590371185e-05,
-   "max": 0.0032533159999924726,
+   "seconds": 0.0010548075713196726,
+   "min": 0.00016959728575979393,
+   "max": 0.0042423245714482095,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11460,28 +11460,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.93952500064188e-06,
-   "host_backward_canary_seconds": 1.7076699998597177e-05,
+   "host_canary_seconds": 7.313844999998764e-06,
+   "host_backward_canary_seconds": 1.6085510000038995e-05,
    "pass_seconds": [
-    0.0009847390000621613,
-    0.0013104011429082418,
-    0.0014848368572789438
+    0.0009249388571756102,
+    0.001096495857041191,
+    0.0010548075713196726
    ],
    "pass_host_canary_seconds": [
-    8.93952500064188e-06,
-    7.838320000246313e-06,
-    9.950955000022077e-06
+    7.313844999998764e-06,
+    1.0836490000087906e-05,
+    9.987264999722355e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7076699998597177e-05,
-    1.9902090000414317e-05,
-    2.2206090000054247e-05
+    1.6085510000038995e-05,
+    2.363117999948372e-05,
+    2.114060999929279e-05
    ]
   },
   "optimizer_adamw_for_loop_large": {
-   "seconds": 0.0004113200000119832,
-   "min": 0.0003902649998508423,
-   "max": 0.0006173659999149095,
+   "seconds": 0.0003959160000022166,
+   "min": 0.00038959400001203903,
+   "max": 0.0005619570000590102,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -11489,15 +11489,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.000558660000024247,
-    0.0004113200000119832,
-    0.00040366700000049605
+    0.0003959160000022166,
+    0.00039568299996517453,
+    0.0004512190000696137
    ]
   },
   "optimizer_adamw_fused_per_param": {
-   "seconds": 2.696946428467787e-06,
-   "min": 2.3994308036329973e-06,
-   "max": 4.4064776782347185e-06,
+   "seconds": 3.6054531251344154e-06,
+   "min": 2.2468504466490103e-06,
+   "max": 4.843368303752982e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11507,28 +11507,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0041102500508714e-05,
-   "host_backward_canary_seconds": 1.627893499971833e-05,
+   "host_canary_seconds": 7.210415000145076e-06,
+   "host_backward_canary_seconds": 1.4714239999875645e-05,
    "pass_seconds": [
-    4.068274553300658e-06,
-    2.696946428467787e-06,
-    2.659700892796276e-06
+    2.3353169640622743e-06,
+    4.515301339174422e-06,
+    3.6054531251344154e-06
    ],
    "pass_host_canary_seconds": [
-    1.0041102500508714e-05,
-    7.860304999667279e-06,
-    8.269385000403418e-06
+    7.210415000145076e-06,
+    1.0705830000290462e-05,
+    9.651350000012826e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.627893499971833e-05,
-    1.8426519999366066e-05,
-    1.794812999833084e-05
+    1.4714239999875645e-05,
+    2.3563640000361373e-05,
+    2.0590789999914706e-05
    ]
   },
   "optimizer_adamw_fused_per_step": {
-   "seconds": 0.00014176971412130764,
-   "min": 7.295557153546333e-05,
-   "max": 0.00033103885734167955,
+   "seconds": 0.0001349002857296,
+   "min": 8.319985714219262e-05,
+   "max": 0.0004087479999757956,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11538,28 +11538,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0041102500508714e-05,
-   "host_backward_canary_seconds": 1.627893499971833e-05,
+   "host_canary_seconds": 7.210415000145076e-06,
+   "host_backward_canary_seconds": 1.4714239999875645e-05,
    "pass_seconds": [
-    0.00022808199998637847,
-    0.00014176971412130764,
-    0.00010672728584333008
+    0.00010325200009577072,
+    0.00022318871429303854,
+    0.0001349002857296
    ],
    "pass_host_canary_seconds": [
-    1.0041102500508714e-05,
-    7.860304999667279e-06,
-    8.269385000403418e-06
+    7.210415000145076e-06,
+    1.0705830000290462e-05,
+    9.651350000012826e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.627893499971833e-05,
-    1.8426519999366066e-05,
-    1.794812999833084e-05
+    1.4714239999875645e-05,
+    2.3563640000361373e-05,
+    2.0590789999914706e-05
    ]
   },
   "optimizer_adamw_fused_cold_per_param": {
-   "seconds": 3.7824397318380373e-06,
-   "min": 2.6519754468625123e-06,
-   "max": 7.62366294639248e-06,
+   "seconds": 3.871756696329141e-06,
+   "min": 2.975408482137303e-06,
+   "max": 6.682698660855278e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11569,28 +11569,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.170559999849502e-06,
-   "host_backward_canary_seconds": 1.7354840001644333e-05,
+   "host_canary_seconds": 7.184510000115552e-06,
+   "host_backward_canary_seconds": 1.643466000018634e-05,
    "pass_seconds": [
-    3.2456919645897287e-06,
-    3.7824397318380373e-06,
-    6.119502232187253e-06
+    3.3134642856781838e-06,
+    3.871756696329141e-06,
+    4.9118683038378615e-06
    ],
    "pass_host_canary_seconds": [
-    7.170559999849502e-06,
-    7.372354999688468e-06,
-    1.0768544999564256e-05
+    7.184510000115552e-06,
+    7.967889999918042e-06,
+    9.197875000381828e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7354840001644333e-05,
-    1.6580389999489853e-05,
-    2.213562000179081e-05
+    1.643466000018634e-05,
+    2.314926999929412e-05,
+    2.0458420000295518e-05
    ]
   },
   "optimizer_adamw_fused_cold_per_step": {
-   "seconds": 0.0006865595714446369,
-   "min": 0.00040886985708051986,
-   "max": 0.0009712805712881943,
+   "seconds": 0.0006081661428132584,
+   "min": 0.0003633724286373763,
+   "max": 0.00082713242859102,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11600,28 +11600,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.170559999849502e-06,
-   "host_backward_canary_seconds": 1.7354840001644333e-05,
+   "host_canary_seconds": 7.184510000115552e-06,
+   "host_backward_canary_seconds": 1.643466000018634e-05,
    "pass_seconds": [
-    0.0006865595714446369,
-    0.0006337854285253083,
-    0.0007695181429880904
+    0.0005425369999686934,
+    0.0006243495713696185,
+    0.0006081661428132584
    ],
    "pass_host_canary_seconds": [
-    7.170559999849502e-06,
-    7.372354999688468e-06,
-    1.0768544999564256e-05
+    7.184510000115552e-06,
+    7.967889999918042e-06,
+    9.197875000381828e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7354840001644333e-05,
-    1.6580389999489853e-05,
-    2.213562000179081e-05
+    1.643466000018634e-05,
+    2.314926999929412e-05,
+    2.0458420000295518e-05
    ]
   },
   "optimizer_adamw_fused_large": {
-   "seconds": 0.00022304300000541843,
-   "min": 0.0001989489999232319,
-   "max": 0.0002621119999730581,
+   "seconds": 0.00022126299995761656,
+   "min": 0.00017988800004786754,
+   "max": 0.00024942599998212245,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -11629,15 +11629,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00020211800006109115,
-    0.00022675600007460162,
-    0.00022304300000541843
+    0.0001822689999926297,
+    0.0002243339999949967,
+    0.00022126299995761656
    ]
   },
   "zero_grad_per_param": {
-   "seconds": 1.295575892917051e-06,
-   "min": 6.254575894664478e-07,
-   "max": 1.5096227678717305e-06,
+   "seconds": 1.2689040177958435e-06,
+   "min": 6.67602678408993e-07,
+   "max": 1.5834977677034852e-06,
    "samples": 33,
    "method": "optimizer.zero_grad(set_to_none=True) on 64 and 512 fp32 parameters holding gradients of 256 and 1048576 elements, the gradients set just before each call; (T(512) - T(64)) / 448; host clock around the call; median of 3 passes over the probe's run",
    "params": {
@@ -11651,28 +11651,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     ],
     "param_numel_order": "alternating"
    },
-   "host_canary_seconds": 9.464647500294633e-06,
-   "host_backward_canary_seconds": 1.5897370000175213e-05,
+   "host_canary_seconds": 9.711730000105946e-06,
+   "host_backward_canary_seconds": 2.0485100000655622e-05,
    "pass_seconds": [
-    9.705424106292476e-07,
-    1.295575892917051e-06,
-    1.3675625000684834e-06
+    8.584888393820782e-07,
+    1.2689040177958435e-06,
+    1.427073660512487e-06
    ],
    "pass_host_canary_seconds": [
-    9.464647500294633e-06,
-    9.89315749961861e-06,
-    1.0674699999526639e-05
+    9.711730000105946e-06,
+    1.057467999999062e-05,
+    1.0202709999873604e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5897370000175213e-05,
-    2.017487499870185e-05,
-    2.0414100000607504e-05
+    2.0485100000655622e-05,
+    2.14890150004976e-05,
+    1.6663964999565905e-05
    ]
   },
   "zero_grad_per_step": {
-   "seconds": 3.8438142999958866e-05,
-   "min": -3.233285698505435e-05,
-   "max": 8.886371428421365e-05,
+   "seconds": 5.099371428838952e-05,
+   "min": -8.183714369027121e-06,
+   "max": 0.00011259528566500064,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11686,28 +11686,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     ],
     "param_numel_order": "alternating"
    },
-   "host_canary_seconds": 9.464647500294633e-06,
-   "host_backward_canary_seconds": 1.5897370000175213e-05,
+   "host_canary_seconds": 9.711730000105946e-06,
+   "host_backward_canary_seconds": 2.0485100000655622e-05,
    "pass_seconds": [
-    3.0535571470734014e-05,
-    4.178628578951507e-05,
-    3.8438142999958866e-05
+    3.239514286893349e-05,
+    5.099371428838952e-05,
+    5.4470142881005555e-05
    ],
    "pass_host_canary_seconds": [
-    9.464647500294633e-06,
-    9.89315749961861e-06,
-    1.0674699999526639e-05
+    9.711730000105946e-06,
+    1.057467999999062e-05,
+    1.0202709999873604e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.5897370000175213e-05,
-    2.017487499870185e-05,
-    2.0414100000607504e-05
+    2.0485100000655622e-05,
+    2.14890150004976e-05,
+    1.6663964999565905e-05
    ]
   },
   "zero_grad_cold_per_param": {
-   "seconds": 1.6366227677216166e-06,
-   "min": 8.413214292854068e-07,
-   "max": 3.8073258922720143e-06,
+   "seconds": 2.2269709822251926e-06,
+   "min": 1.1497433034841315e-06,
+   "max": 2.833189732090854e-06,
    "samples": 33,
    "method": "optimizer.zero_grad(set_to_none=True) on 64 and 512 fp32 parameters holding gradients of 256 and 1048576 elements, the CPU's caches flushed (a 64 MiB copy) before each call; (T(512) - T(64)) / 448; host clock around the call; median of 3 passes over the probe's run",
    "params": {
@@ -11721,28 +11721,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     ],
     "param_numel_order": "alternating"
    },
-   "host_canary_seconds": 9.422449999192395e-06,
-   "host_backward_canary_seconds": 1.7234230001577088e-05,
+   "host_canary_seconds": 9.848985000076027e-06,
+   "host_backward_canary_seconds": 2.0750850000013086e-05,
    "pass_seconds": [
-    1.6366227677216166e-06,
-    1.5725223216276975e-06,
-    2.33000892840047e-06
+    1.7733415178205242e-06,
+    2.502252232210773e-06,
+    2.2269709822251926e-06
    ],
    "pass_host_canary_seconds": [
-    9.422449999192395e-06,
-    7.331325000450306e-06,
-    1.1043514999755644e-05
+    9.848985000076027e-06,
+    1.1234739999963495e-05,
+    1.0208539999894128e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7234230001577088e-05,
-    1.7306970000845468e-05,
-    2.4716959999295795e-05
+    2.0750850000013086e-05,
+    2.4325570000200968e-05,
+    2.138188000003538e-05
    ]
   },
   "zero_grad_cold_per_step": {
-   "seconds": 0.0003682008570129775,
-   "min": 0.00014527614306254172,
-   "max": 0.0004963024283110176,
+   "seconds": 0.00029414714283250627,
+   "min": 0.00020589814284578876,
+   "max": 0.0004465685713707249,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11756,28 +11756,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     ],
     "param_numel_order": "alternating"
    },
-   "host_canary_seconds": 9.422449999192395e-06,
-   "host_backward_canary_seconds": 1.7234230001577088e-05,
+   "host_canary_seconds": 9.848985000076027e-06,
+   "host_backward_canary_seconds": 2.0750850000013086e-05,
    "pass_seconds": [
-    0.0003682008570129775,
-    0.00030716242846600447,
-    0.000399181143036133
+    0.00029414714283250627,
+    0.0003717921428005866,
+    0.0002865405713561943
    ],
    "pass_host_canary_seconds": [
-    9.422449999192395e-06,
-    7.331325000450306e-06,
-    1.1043514999755644e-05
+    9.848985000076027e-06,
+    1.1234739999963495e-05,
+    1.0208539999894128e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7234230001577088e-05,
-    1.7306970000845468e-05,
-    2.4716959999295795e-05
+    2.0750850000013086e-05,
+    2.4325570000200968e-05,
+    2.138188000003538e-05
    ]
   },
   "zero_grad_small_cold_per_param": {
-   "seconds": 1.7904151786548743e-06,
-   "min": 1.2664196431850478e-06,
-   "max": 3.200464286225367e-06,
+   "seconds": 1.7421674107152642e-06,
+   "min": 1.3465066963647132e-06,
+   "max": 3.892984374737856e-06,
    "samples": 33,
    "method": "optimizer.zero_grad(set_to_none=True) on 64 and 512 fp32 parameters holding gradients of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each call; (T(512) - T(64)) / 448; host clock around the call; median of 3 passes over the probe's run",
    "params": {
@@ -11790,28 +11790,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     ],
     "param_numel_order": "one size"
    },
-   "host_canary_seconds": 7.17880499905732e-06,
-   "host_backward_canary_seconds": 2.0352050000838062e-05,
+   "host_canary_seconds": 7.449240000028112e-06,
+   "host_backward_canary_seconds": 1.4711090000218973e-05,
    "pass_seconds": [
-    1.5787008926793078e-06,
-    1.7904151786548743e-06,
-    2.7567455355941613e-06
+    1.4855825895157944e-06,
+    2.923584821599791e-06,
+    1.7421674107152642e-06
    ],
    "pass_host_canary_seconds": [
-    7.17880499905732e-06,
-    7.290844999943147e-06,
-    1.1024079999515379e-05
+    7.449240000028112e-06,
+    1.0976980000236836e-05,
+    7.521265000036692e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0352050000838062e-05,
-    2.0573930000864494e-05,
-    2.3779860000558984e-05
+    1.4711090000218973e-05,
+    2.4161860000049274e-05,
+    2.287800000090101e-05
    ]
   },
   "zero_grad_small_cold_per_step": {
-   "seconds": 0.000325502142914047,
-   "min": 0.0002510815714750996,
-   "max": 0.0005261622857882944,
+   "seconds": 0.0002653151428668415,
+   "min": 0.00018376257137983236,
+   "max": 0.0005257465714164157,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11824,28 +11824,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     ],
     "param_numel_order": "one size"
    },
-   "host_canary_seconds": 7.17880499905732e-06,
-   "host_backward_canary_seconds": 2.0352050000838062e-05,
+   "host_canary_seconds": 7.449240000028112e-06,
+   "host_backward_canary_seconds": 1.4711090000218973e-05,
    "pass_seconds": [
-    0.000325502142914047,
-    0.00030187142861645304,
-    0.00036627485707997815
+    0.0002653151428668415,
+    0.0003005647142637307,
+    0.00024286828571413413
    ],
    "pass_host_canary_seconds": [
-    7.17880499905732e-06,
-    7.290844999943147e-06,
-    1.1024079999515379e-05
+    7.449240000028112e-06,
+    1.0976980000236836e-05,
+    7.521265000036692e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0352050000838062e-05,
-    2.0573930000864494e-05,
-    2.3779860000558984e-05
+    1.4711090000218973e-05,
+    2.4161860000049274e-05,
+    2.287800000090101e-05
    ]
   },
   "zero_grad_large_cold_per_param": {
-   "seconds": 1.5182343752988864e-06,
-   "min": 1.2073772320978345e-06,
-   "max": 2.764921874692001e-06,
+   "seconds": 1.995946428579032e-06,
+   "min": 1.4068102677709606e-06,
+   "max": 2.5922165176288966e-06,
    "samples": 33,
    "method": "optimizer.zero_grad(set_to_none=True) on 64 and 512 fp32 parameters holding gradients of 1048576 elements, the CPU's caches flushed (a 64 MiB copy) before each call; (T(512) - T(64)) / 448; host clock around the call; median of 3 passes over the probe's run",
    "params": {
@@ -11858,28 +11858,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     ],
     "param_numel_order": "one size"
    },
-   "host_canary_seconds": 7.0187100004659444e-06,
-   "host_backward_canary_seconds": 1.8408610001188207e-05,
+   "host_canary_seconds": 1.0010209999791186e-05,
+   "host_backward_canary_seconds": 1.773519000039414e-05,
    "pass_seconds": [
-    1.5170870533154357e-06,
-    1.5182343752988864e-06,
-    1.7088549105283488e-06
+    1.8793169643974546e-06,
+    1.995946428579032e-06,
+    2.0143258928787385e-06
    ],
    "pass_host_canary_seconds": [
-    7.0187100004659444e-06,
-    7.399244999533039e-06,
-    8.183664999705797e-06
+    1.0010209999791186e-05,
+    8.20585500036941e-06,
+    9.655970000039816e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8408610001188207e-05,
-    1.8766129999221446e-05,
-    2.427094000040597e-05
+    1.773519000039414e-05,
+    2.2738419999086547e-05,
+    2.0056930000009744e-05
    ]
   },
   "zero_grad_large_cold_per_step": {
-   "seconds": 0.0003654655713489774,
-   "min": 0.0002527495712781404,
-   "max": 0.00046460499983628063,
+   "seconds": 0.0002846561429156022,
+   "min": 0.0002194278572460462,
+   "max": 0.0005330961429146036,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11892,172 +11892,172 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     ],
     "param_numel_order": "one size"
    },
-   "host_canary_seconds": 7.0187100004659444e-06,
-   "host_backward_canary_seconds": 1.8408610001188207e-05,
+   "host_canary_seconds": 1.0010209999791186e-05,
+   "host_backward_canary_seconds": 1.773519000039414e-05,
    "pass_seconds": [
-    0.00034970514298038324,
-    0.0003654655713489774,
-    0.00037268257142386574
+    0.0002846561429156022,
+    0.00029685157137139735,
+    0.00027530428563490465
    ],
    "pass_host_canary_seconds": [
-    7.0187100004659444e-06,
-    7.399244999533039e-06,
-    8.183664999705797e-06
+    1.0010209999791186e-05,
+    8.20585500036941e-06,
+    9.655970000039816e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8408610001188207e-05,
-    1.8766129999221446e-05,
-    2.427094000040597e-05
+    1.773519000039414e-05,
+    2.2738419999086547e-05,
+    2.0056930000009744e-05
    ]
   },
   "cuda_synchronize_idle": {
-   "seconds": 7.758384999988266e-06,
-   "min": 4.490316999863353e-06,
-   "max": 1.1231399000052988e-05,
+   "seconds": 6.971518000000287e-06,
+   "min": 4.835341999978482e-06,
+   "max": 8.297792999997e-06,
    "samples": 33,
    "method": "1000 x torch.cuda.synchronize() with no work queued; wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.91541249977945e-06,
-   "host_backward_canary_seconds": 2.271325000151592e-05,
+   "host_canary_seconds": 1.058145499996499e-05,
+   "host_backward_canary_seconds": 2.29364999995596e-05,
    "pass_seconds": [
-    4.548854999939067e-06,
-    7.758384999988266e-06,
-    7.935556999882465e-06
+    7.917845000065427e-06,
+    5.670258000009199e-06,
+    6.971518000000287e-06
    ],
    "pass_host_canary_seconds": [
-    6.91541249977945e-06,
-    9.884734999445755e-06,
-    9.719040000391033e-06
+    1.058145499996499e-05,
+    7.532350000474253e-06,
+    9.204604999979438e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.271325000151592e-05,
-    2.1842994999587973e-05,
-    2.4874005000583565e-05
+    2.29364999995596e-05,
+    1.8783380000968463e-05,
+    1.8487275000325098e-05
    ]
   },
   "cuda_event_record": {
-   "seconds": 1.0111648000020067e-05,
-   "min": 5.8767399998487236e-06,
-   "max": 1.1569344000008641e-05,
+   "seconds": 8.975896999913857e-06,
+   "min": 6.180685000003905e-06,
+   "max": 1.0639016000027367e-05,
    "samples": 33,
    "method": "1000 x Event(enable_timing=True).record(); host wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.742659999190437e-06,
-   "host_backward_canary_seconds": 1.858214000094449e-05,
+   "host_canary_seconds": 1.0417727499998364e-05,
+   "host_backward_canary_seconds": 1.9444289999910325e-05,
    "pass_seconds": [
-    5.973669000013615e-06,
-    1.0111648000020067e-05,
-    1.1018051000064588e-05
+    1.0406632000012906e-05,
+    6.960357000025397e-06,
+    8.975896999913857e-06
    ],
    "pass_host_canary_seconds": [
-    6.742659999190437e-06,
-    9.989440000026662e-06,
-    1.1063360000207468e-05
+    1.0417727499998364e-05,
+    7.730960000458253e-06,
+    9.210262500118916e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.858214000094449e-05,
-    1.7292310001266742e-05,
-    2.4066650000804655e-05
+    1.9444289999910325e-05,
+    2.2335219999831678e-05,
+    1.816926999936186e-05
    ]
   },
   "cuda_event_elapsed_time": {
-   "seconds": 1.5982469999471505e-06,
-   "min": 7.399189998977818e-07,
-   "max": 1.7301350001162064e-06,
+   "seconds": 1.3855229999535368e-06,
+   "min": 8.152130000098623e-07,
+   "max": 1.67519399997218e-06,
    "samples": 33,
    "method": "1000 x elapsed_time() of two finished events; wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.783802499512603e-06,
-   "host_backward_canary_seconds": 1.807247999977335e-05,
+   "host_canary_seconds": 1.0196642500091001e-05,
+   "host_backward_canary_seconds": 1.6033664999781648e-05,
    "pass_seconds": [
-    7.586229999105853e-07,
-    1.5982469999471505e-06,
-    1.6553399998429085e-06
+    1.6191049999179085e-06,
+    8.546870000145645e-07,
+    1.3855229999535368e-06
    ],
    "pass_host_canary_seconds": [
-    6.783802499512603e-06,
-    9.892195000134053e-06,
-    1.1039199999913763e-05
+    1.0196642500091001e-05,
+    8.260885000197504e-06,
+    9.381477499630365e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.807247999977335e-05,
-    1.686133500015785e-05,
-    1.9620139999005913e-05
+    1.6033664999781648e-05,
+    2.336448499988819e-05,
+    1.784639499931018e-05
    ]
   },
   "launch_sync_roundtrip": {
-   "seconds": 1.3352655000062442e-05,
-   "min": 1.3126157000215243e-05,
-   "max": 2.145309399998041e-05,
+   "seconds": 1.8959955000013907e-05,
+   "min": 1.5244332999941434e-05,
+   "max": 2.0673338000051443e-05,
    "samples": 33,
    "method": "1000 x (one tiny in-place add + torch.cuda.synchronize()); wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.751935000011145e-06,
-   "host_backward_canary_seconds": 1.8842950000816928e-05,
+   "host_canary_seconds": 9.98384000013175e-06,
+   "host_backward_canary_seconds": 1.713787000085176e-05,
    "pass_seconds": [
-    1.3310534000083862e-05,
-    1.3352655000062442e-05,
-    2.0668265000040265e-05
+    1.9867841000063892e-05,
+    1.6065984999954708e-05,
+    1.8959955000013907e-05
    ],
    "pass_host_canary_seconds": [
-    6.751935000011145e-06,
-    6.84097500027292e-06,
-    1.0593494999966424e-05
+    9.98384000013175e-06,
+    7.883392499934415e-06,
+    9.613947499929054e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8842950000816928e-05,
-    2.0313285000383984e-05,
-    2.4450930000057268e-05
+    1.713787000085176e-05,
+    2.3979549999921802e-05,
+    2.0413295000025753e-05
    ]
   },
   "item_roundtrip": {
-   "seconds": 1.8458174999977927e-05,
-   "min": 1.56686489999629e-05,
-   "max": 2.43283759998576e-05,
+   "seconds": 2.153124200003731e-05,
+   "min": 1.850076599998829e-05,
+   "max": 2.404570400005923e-05,
    "samples": 33,
    "method": "1000 x x.sum().item() on 16 elements (kernel + copy to host); wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.520444999864594e-06,
-   "host_backward_canary_seconds": 1.777556000092773e-05,
+   "host_canary_seconds": 1.0182279999639832e-05,
+   "host_backward_canary_seconds": 2.0931590000827782e-05,
    "pass_seconds": [
-    1.592370799994569e-05,
-    1.8458174999977927e-05,
-    2.367047799998545e-05
+    2.2580038000000967e-05,
+    1.9263794000039526e-05,
+    2.153124200003731e-05
    ],
    "pass_host_canary_seconds": [
-    6.520444999864594e-06,
-    7.306549999839262e-06,
-    1.0466229999792631e-05
+    1.0182279999639832e-05,
+    8.086647500249456e-06,
+    9.637040000143315e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.777556000092773e-05,
-    2.200865000077101e-05,
-    2.5269850000313453e-05
+    2.0931590000827782e-05,
+    2.229061499974705e-05,
+    1.905114000010144e-05
    ]
   },
   "python_reference": {
-   "seconds": 0.0010989360000621673,
-   "min": 0.0008255870000084542,
-   "max": 0.0022057520000089426,
+   "seconds": 0.001522180000051776,
+   "min": 0.0008626049999520546,
+   "max": 0.0021823350000431674,
    "samples": 90,
    "method": "python_reference_work(), 3 calls after each of the pass's 10 groups of figures (its moments over minutes), median; min: the fastest call, which roofsim relates to the exporter's fastest; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.520444999864594e-06,
-   "host_backward_canary_seconds": 1.777556000092773e-05,
+   "host_canary_seconds": 1.0182279999639832e-05,
+   "host_backward_canary_seconds": 2.0931590000827782e-05,
    "pass_seconds": [
-    0.0010989360000621673,
-    0.000927928500118469,
-    0.0018437794999499602
+    0.0015173320000485546,
+    0.0018984219999538254,
+    0.001522180000051776
    ],
    "pass_host_canary_seconds": [
-    6.520444999864594e-06,
-    7.306549999839262e-06,
-    1.0466229999792631e-05
+    1.0182279999639832e-05,
+    8.086647500249456e-06,
+    9.637040000143315e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.777556000092773e-05,
-    2.200865000077101e-05,
-    2.5269850000313453e-05
+    2.0931590000827782e-05,
+    2.229061499974705e-05,
+    1.905114000010144e-05
    ]
   },
   "gpu_kernel_gap": {
-   "seconds": 2.339254845886201e-06,
-   "min": 2.2163207157897754e-06,
-   "max": 2.6980699383544617e-06,
+   "seconds": 2.114309375915542e-06,
+   "min": 2.0273197534179803e-06,
+   "max": 2.253049436492921e-06,
    "samples": 11,
    "method": "200 back-to-back adds of 16777216 bfloat16 elements: CUDA-event interval per kernel minus the kernel's CUPTI duration (torch.profiler) of the same loop; GPU-bound (host far ahead)"
   }
@@ -12082,15 +12082,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.557474999999992e-05,
-    "min": 7.555239999999971e-05,
-    "max": 7.57402000000001e-05,
+    "seconds": 7.636479999999999e-05,
+    "min": 7.604839999999995e-05,
+    "max": 7.658819999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010482409999999992,
-    "min": 0.0001045511,
-    "max": 0.00010507280000000001,
+    "seconds": 0.00010510655000000007,
+    "min": 0.000104904,
+    "max": 0.00010524750000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12114,15 +12114,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.081205e-05,
-    "min": 9.046420000000003e-05,
-    "max": 9.110029999999992e-05,
+    "seconds": 9.328990000000002e-05,
+    "min": 9.295039999999996e-05,
+    "max": 9.372120000000026e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.475199999999992e-05,
-    "min": 9.460469999999986e-05,
-    "max": 9.518440000000003e-05,
+    "seconds": 9.672029999999999e-05,
+    "min": 9.630080000000012e-05,
+    "max": 9.697240000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12146,15 +12146,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017624934999999992,
-    "min": 0.00017581189999999998,
-    "max": 0.00017649850000000007,
+    "seconds": 0.00017899524999999997,
+    "min": 0.00017882720000000012,
+    "max": 0.00017938919999999995,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00044201405000000003,
-    "min": 0.0004412632000000001,
-    "max": 0.00044277970000000026,
+    "seconds": 0.00045639985000000004,
+    "min": 0.0004559901,
+    "max": 0.0004567412999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12178,15 +12178,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002833619000000001,
-    "min": 0.0002828501,
-    "max": 0.0002837471999999999,
+    "seconds": 0.0002910710500000001,
+    "min": 0.00029041820000000004,
+    "max": 0.00029171530000000006,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005420266999999999,
-    "min": 0.0005417434999999999,
-    "max": 0.0005424691000000001,
+    "seconds": 0.0005556738500000001,
+    "min": 0.0005550961,
+    "max": 0.0005564556999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12210,15 +12210,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0006876332500000001,
-    "min": 0.0006866509000000001,
-    "max": 0.0006884271000000001,
+    "seconds": 0.00069737215,
+    "min": 0.0006968775,
+    "max": 0.0006976496000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0017287192000000002,
-    "min": 0.0017278848999999995,
-    "max": 0.001729154400000001,
+    "seconds": 0.0017887955500000001,
+    "min": 0.0017867166999999992,
+    "max": 0.0017897769000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12242,15 +12242,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0011385338499999998,
-    "min": 0.001138337,
-    "max": 0.0011402989999999998,
+    "seconds": 0.0011703386000000001,
+    "min": 0.0011686229999999997,
+    "max": 0.0011706839999999995,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00211024765,
-    "min": 0.0021095274999999992,
-    "max": 0.0021115359,
+    "seconds": 0.0021762321999999994,
+    "min": 0.0021752370000000004,
+    "max": 0.0021772182000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12274,15 +12274,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.454080000000005e-05,
-    "min": 3.4467000000000075e-05,
-    "max": 3.51105e-05,
+    "seconds": 3.473605000000004e-05,
+    "min": 3.466190000000003e-05,
+    "max": 3.538890000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.71878999999999e-05,
-    "min": 9.681599999999998e-05,
-    "max": 9.783519999999996e-05,
+    "seconds": 0.00010042575,
+    "min": 9.973720000000002e-05,
+    "max": 0.00010065980000000007,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12306,15 +12306,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.818879999999996e-05,
-    "min": 4.8179200000000035e-05,
-    "max": 4.948810000000013e-05,
+    "seconds": 4.8160450000000045e-05,
+    "min": 4.811859999999991e-05,
+    "max": 4.958099999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.158585e-05,
-    "min": 7.156800000000003e-05,
-    "max": 7.285739999999996e-05,
+    "seconds": 7.151169999999995e-05,
+    "min": 7.144860000000005e-05,
+    "max": 7.265910000000009e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12338,15 +12338,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017536634999999994,
-    "min": 0.00017506580000000005,
-    "max": 0.00017556149999999995,
+    "seconds": 0.00017822869999999997,
+    "min": 0.00017791440000000002,
+    "max": 0.00017872979999999992,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00043958265,
-    "min": 0.0004391004999999999,
-    "max": 0.00043987029999999975,
+    "seconds": 0.00045287864999999993,
+    "min": 0.0004524474999999999,
+    "max": 0.00045339359999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12370,15 +12370,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00031951759999999994,
-    "min": 0.00031854519999999984,
-    "max": 0.0003208172999999997,
+    "seconds": 0.00032770315,
+    "min": 0.0003270692999999999,
+    "max": 0.00032964079999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006034118500000001,
-    "min": 0.0006021077,
-    "max": 0.0006035600000000002,
+    "seconds": 0.0006203492499999999,
+    "min": 0.0006197891000000001,
+    "max": 0.0006212960000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12402,15 +12402,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.1158449999999964e-05,
-    "min": 5.1014400000000024e-05,
-    "max": 5.1347299999999995e-05,
+    "seconds": 5.217389999999997e-05,
+    "min": 5.189109999999998e-05,
+    "max": 5.2268499999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012065119999999998,
-    "min": 0.00012041130000000002,
-    "max": 0.00012087710000000004,
+    "seconds": 0.00012384469999999998,
+    "min": 0.00012363249999999994,
+    "max": 0.00012421450000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12434,15 +12434,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.763014999999998e-05,
-    "min": 6.698199999999999e-05,
-    "max": 6.9872e-05,
+    "seconds": 6.813769999999998e-05,
+    "min": 6.716480000000001e-05,
+    "max": 6.963819999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012766129999999994,
-    "min": 0.00012749139999999995,
-    "max": 0.0001293448,
+    "seconds": 0.0001324416,
+    "min": 0.00013157700000000004,
+    "max": 0.00013396859999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12466,15 +12466,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00019909434999999993,
-    "min": 0.0001985443000000001,
-    "max": 0.00019917059999999997,
+    "seconds": 0.00020138645,
+    "min": 0.0002011136,
+    "max": 0.00020176320000000005,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00046757090000000003,
-    "min": 0.0004670993999999999,
-    "max": 0.000467895,
+    "seconds": 0.00047968239999999997,
+    "min": 0.00047929240000000006,
+    "max": 0.00048001510000000007,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12498,15 +12498,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0003772507500000002,
-    "min": 0.0003765456000000001,
-    "max": 0.00037771510000000024,
+    "seconds": 0.00038797754999999993,
+    "min": 0.0003878921000000001,
+    "max": 0.00038884060000000015,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006157582,
-    "min": 0.0006150804,
-    "max": 0.0006176891,
+    "seconds": 0.00063580805,
+    "min": 0.0006352542999999999,
+    "max": 0.0006367175,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12530,15 +12530,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.916645000000012e-05,
-    "min": 7.889330000000007e-05,
-    "max": 7.947529999999988e-05,
+    "seconds": 7.959525000000007e-05,
+    "min": 7.932770000000018e-05,
+    "max": 8.004709999999994e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014213310000000002,
-    "min": 0.0001419652,
-    "max": 0.0001421838,
+    "seconds": 0.00014370395000000002,
+    "min": 0.00014354200000000003,
+    "max": 0.00014417890000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12562,15 +12562,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012209885000000008,
-    "min": 0.00012190429999999997,
-    "max": 0.00012252629999999988,
+    "seconds": 0.0001259867499999999,
+    "min": 0.00012591449999999993,
+    "max": 0.00012649930000000004,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00016806984999999996,
-    "min": 0.00016766640000000002,
-    "max": 0.0001685001000000001,
+    "seconds": 0.00017246714999999993,
+    "min": 0.0001718821,
+    "max": 0.00017271599999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12594,15 +12594,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0003061635000000001,
-    "min": 0.00030592370000000007,
-    "max": 0.00030680029999999997,
+    "seconds": 0.00030759244999999997,
+    "min": 0.00030727860000000006,
+    "max": 0.000308213,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00055257945,
-    "min": 0.0005515492000000001,
-    "max": 0.0005527597999999997,
+    "seconds": 0.00055752035,
+    "min": 0.0005573174,
+    "max": 0.0005582406000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12626,15 +12626,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0004690357499999999,
-    "min": 0.0004686873999999996,
-    "max": 0.00046961400000000014,
+    "seconds": 0.00048261615,
+    "min": 0.00048238520000000007,
+    "max": 0.0004833419999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00065724485,
-    "min": 0.0006566075000000001,
-    "max": 0.0006579105999999998,
+    "seconds": 0.0006735033,
+    "min": 0.0006723260999999999,
+    "max": 0.0006738755,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12658,15 +12658,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.47049999999998e-06,
-    "min": 9.430400000000009e-06,
-    "max": 9.587300000000073e-06,
+    "seconds": 9.425549999999986e-06,
+    "min": 9.350500000000056e-06,
+    "max": 9.433700000000067e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.4716849999999988e-05,
-    "min": 1.469459999999999e-05,
-    "max": 1.4950400000000058e-05,
+    "seconds": 1.4822299999999951e-05,
+    "min": 1.4793499999999973e-05,
+    "max": 1.497299999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12690,15 +12690,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.1286400000000075e-05,
-    "min": 2.1155199999999966e-05,
-    "max": 2.1366400000000135e-05,
+    "seconds": 2.11952e-05,
+    "min": 2.117779999999992e-05,
+    "max": 2.129249999999987e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.071199999999998e-05,
-    "min": 2.067530000000015e-05,
-    "max": 2.08608999999999e-05,
+    "seconds": 2.0830349999999972e-05,
+    "min": 2.0790300000000003e-05,
+    "max": 2.0956899999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12722,15 +12722,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.119210000000003e-05,
-    "min": 5.100170000000001e-05,
-    "max": 5.1362900000000036e-05,
+    "seconds": 5.203869999999997e-05,
+    "min": 5.1765900000000005e-05,
+    "max": 5.240620000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012296810000000003,
-    "min": 0.00012283220000000003,
-    "max": 0.00012315800000000006,
+    "seconds": 0.00012593290000000002,
+    "min": 0.00012581129999999992,
+    "max": 0.0001261961999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12754,15 +12754,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.885904999999988e-05,
-    "min": 7.736010000000001e-05,
-    "max": 8.179480000000008e-05,
+    "seconds": 7.987995000000004e-05,
+    "min": 7.872529999999997e-05,
+    "max": 8.237769999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00015173955,
-    "min": 0.00015107520000000004,
-    "max": 0.0001522271,
+    "seconds": 0.00015483425,
+    "min": 0.00015455530000000006,
+    "max": 0.0001560959,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12786,15 +12786,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3259300000000014e-05,
-    "min": 1.3165000000000019e-05,
-    "max": 1.3977599999999929e-05,
+    "seconds": 1.3281500000000034e-05,
+    "min": 1.3145499999999981e-05,
+    "max": 1.389450000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.3333050000000025e-05,
-    "min": 3.31902e-05,
-    "max": 3.36191e-05,
+    "seconds": 3.424010000000002e-05,
+    "min": 3.405430000000003e-05,
+    "max": 3.4684599999999936e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12818,15 +12818,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.6956950000000057e-05,
-    "min": 2.691550000000002e-05,
-    "max": 2.7331300000000014e-05,
+    "seconds": 2.702189999999989e-05,
+    "min": 2.701080000000002e-05,
+    "max": 2.7392800000000044e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.7459149999999966e-05,
-    "min": 2.7270499999999992e-05,
-    "max": 2.7692800000000078e-05,
+    "seconds": 2.745929999999998e-05,
+    "min": 2.740479999999998e-05,
+    "max": 2.780789999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12850,15 +12850,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.94751e-05,
-    "min": 7.920050000000005e-05,
-    "max": 7.963800000000007e-05,
+    "seconds": 8.049089999999999e-05,
+    "min": 8.034840000000004e-05,
+    "max": 8.083819999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014741544999999996,
-    "min": 0.0001471996,
-    "max": 0.00014791680000000008,
+    "seconds": 0.00014840255,
+    "min": 0.00014819510000000006,
+    "max": 0.00014878410000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12882,15 +12882,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00013774020000000014,
-    "min": 0.0001375231999999999,
-    "max": 0.00013822839999999987,
+    "seconds": 0.0001414321,
+    "min": 0.00014126699999999996,
+    "max": 0.0001422270000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001967618,
-    "min": 0.0001962974000000001,
-    "max": 0.0001970631000000001,
+    "seconds": 0.00020229035,
+    "min": 0.00020191650000000002,
+    "max": 0.00020261390000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12914,15 +12914,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.471360000000002e-05,
-    "min": 3.443520000000004e-05,
-    "max": 3.489920000000003e-05,
+    "seconds": 3.4950150000000006e-05,
+    "min": 3.4819399999999947e-05,
+    "max": 3.500449999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.906570000000001e-05,
-    "min": 5.867280000000008e-05,
-    "max": 5.928970000000002e-05,
+    "seconds": 5.883514999999996e-05,
+    "min": 5.8690899999999984e-05,
+    "max": 5.915829999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12946,15 +12946,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.463205000000002e-05,
-    "min": 4.450220000000013e-05,
-    "max": 4.517719999999999e-05,
+    "seconds": 4.499635000000004e-05,
+    "min": 4.4713400000000025e-05,
+    "max": 4.5494599999999956e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.123995e-05,
-    "min": 5.064729999999997e-05,
-    "max": 5.270099999999991e-05,
+    "seconds": 5.204189999999998e-05,
+    "min": 5.1862700000000014e-05,
+    "max": 5.3187199999999964e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12978,15 +12978,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001522185999999999,
-    "min": 0.00015198780000000002,
-    "max": 0.00015249920000000007,
+    "seconds": 0.0001534246,
+    "min": 0.0001530264000000001,
+    "max": 0.00015375340000000004,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00021542169999999995,
-    "min": 0.0002150762999999999,
-    "max": 0.00021593910000000004,
+    "seconds": 0.00021431165,
+    "min": 0.00021392229999999996,
+    "max": 0.00021447570000000007,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13010,15 +13010,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001963760000000001,
-    "min": 0.00019597849999999987,
-    "max": 0.0001967206999999998,
+    "seconds": 0.00020083509999999983,
+    "min": 0.00020057050000000018,
+    "max": 0.00020099730000000012,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00022637425,
-    "min": 0.00022599089999999995,
-    "max": 0.00022661700000000008,
+    "seconds": 0.00022934490000000001,
+    "min": 0.00022897549999999998,
+    "max": 0.00022943679999999994,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13042,15 +13042,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.51044999999998e-06,
-    "min": 6.46709999999996e-06,
-    "max": 6.525200000000041e-06,
+    "seconds": 6.440350000000012e-06,
+    "min": 6.429000000000075e-06,
+    "max": 6.450800000000004e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.206349999999975e-06,
-    "min": 6.179200000000037e-06,
-    "max": 6.268799999999897e-06,
+    "seconds": 6.217649999999975e-06,
+    "min": 6.1853999999999925e-06,
+    "max": 6.252800000000047e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13074,15 +13074,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3653250000000061e-05,
-    "min": 1.3631899999999974e-05,
-    "max": 1.3711599999999976e-05,
+    "seconds": 1.367494999999994e-05,
+    "min": 1.3654300000000033e-05,
+    "max": 1.3689500000000054e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.415950000000031e-06,
-    "min": 9.391799999999943e-06,
-    "max": 9.449899999999911e-06,
+    "seconds": 9.425599999999992e-06,
+    "min": 9.420799999999986e-06,
+    "max": 9.465499999999986e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13106,15 +13106,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4598550000000057e-05,
-    "min": 1.457610000000002e-05,
-    "max": 1.5244700000000024e-05,
+    "seconds": 1.4691049999999972e-05,
+    "min": 1.4614300000000003e-05,
+    "max": 1.5359799999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.059349999999999e-05,
-    "min": 3.0412699999999974e-05,
-    "max": 3.1132799999999974e-05,
+    "seconds": 3.147375000000004e-05,
+    "min": 3.1119899999999986e-05,
+    "max": 3.179849999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13138,15 +13138,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.437894999999995e-05,
-    "min": 3.4326100000000064e-05,
-    "max": 3.464319999999993e-05,
+    "seconds": 3.434840000000008e-05,
+    "min": 3.4332499999999895e-05,
+    "max": 3.462700000000006e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.3664050000000025e-05,
-    "min": 3.363210000000001e-05,
-    "max": 3.392940000000001e-05,
+    "seconds": 3.3639799999999996e-05,
+    "min": 3.359400000000007e-05,
+    "max": 3.391980000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13170,15 +13170,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1041650000000027e-05,
-    "min": 1.097609999999995e-05,
-    "max": 1.1158500000000049e-05,
+    "seconds": 1.1111950000000025e-05,
+    "min": 1.0950399999999979e-05,
+    "max": 1.1177599999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.1899349999999981e-05,
-    "min": 1.184319999999991e-05,
-    "max": 1.2003299999999967e-05,
+    "seconds": 1.2017649999999958e-05,
+    "min": 1.1942399999999952e-05,
+    "max": 1.2102399999999944e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13202,15 +13202,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.107824999999998e-05,
-    "min": 2.1062199999999962e-05,
-    "max": 2.111340000000016e-05,
+    "seconds": 2.111199999999991e-05,
+    "min": 2.109100000000001e-05,
+    "max": 2.1117300000000046e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.6225650000000064e-05,
-    "min": 1.6217700000000012e-05,
-    "max": 1.6252799999999978e-05,
+    "seconds": 1.6408050000000027e-05,
+    "min": 1.640300000000002e-05,
+    "max": 1.6463599999999976e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13234,15 +13234,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.670384999999999e-05,
-    "min": 3.648279999999991e-05,
-    "max": 3.693399999999995e-05,
+    "seconds": 3.712129999999999e-05,
+    "min": 3.6979200000000013e-05,
+    "max": 3.735360000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.6556749999999977e-05,
-    "min": 5.633859999999995e-05,
-    "max": 5.679099999999998e-05,
+    "seconds": 5.6814099999999995e-05,
+    "min": 5.6653100000000035e-05,
+    "max": 5.708159999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13266,15 +13266,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.0160949999999924e-05,
-    "min": 5.986839999999997e-05,
-    "max": 6.026299999999992e-05,
+    "seconds": 5.993595000000007e-05,
+    "min": 5.982709999999995e-05,
+    "max": 6.0434999999999946e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.606090000000001e-05,
-    "min": 6.564040000000014e-05,
-    "max": 6.627240000000002e-05,
+    "seconds": 6.64674e-05,
+    "min": 6.600979999999997e-05,
+    "max": 6.70625e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13298,15 +13298,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.187990000000004e-05,
-    "min": 2.1788899999999957e-05,
-    "max": 2.2409699999999997e-05,
+    "seconds": 2.2114949999999977e-05,
+    "min": 2.2006499999999912e-05,
+    "max": 2.2733100000000025e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.5300649999999995e-05,
-    "min": 3.51229e-05,
-    "max": 3.545570000000007e-05,
+    "seconds": 3.5839899999999975e-05,
+    "min": 3.5789000000000006e-05,
+    "max": 3.5999999999999953e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13330,15 +13330,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.583059999999995e-05,
-    "min": 3.5727999999999906e-05,
-    "max": 3.5894700000000034e-05,
+    "seconds": 3.580009999999997e-05,
+    "min": 3.575000000000002e-05,
+    "max": 3.592930000000008e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.9217799999999986e-05,
-    "min": 2.91808e-05,
-    "max": 2.9267500000000018e-05,
+    "seconds": 2.947540000000002e-05,
+    "min": 2.9360000000000014e-05,
+    "max": 2.9510400000000025e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13362,15 +13362,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.038709999999995e-05,
-    "min": 6.999409999999997e-05,
-    "max": 7.060200000000001e-05,
+    "seconds": 7.147224999999999e-05,
+    "min": 7.125759999999999e-05,
+    "max": 7.166649999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011229835,
-    "min": 0.00011203880000000008,
-    "max": 0.00011272979999999992,
+    "seconds": 0.00011232375000000001,
+    "min": 0.00011203500000000005,
+    "max": 0.00011276680000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13394,15 +13394,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011829760000000005,
-    "min": 0.00011810079999999997,
-    "max": 0.0001184201,
+    "seconds": 0.00011943034999999996,
+    "min": 0.00011931209999999997,
+    "max": 0.00012009250000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012934550000000004,
-    "min": 0.00012890050000000005,
-    "max": 0.00012963950000000006,
+    "seconds": 0.00013161875000000005,
+    "min": 0.00013109350000000002,
+    "max": 0.00013178860000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13426,15 +13426,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.2993000000000285e-06,
-    "min": 7.24149999999995e-06,
-    "max": 7.356599999999934e-06,
+    "seconds": 7.273550000000023e-06,
+    "min": 7.199800000000039e-06,
+    "max": 7.331200000000081e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.436799999999972e-06,
-    "min": 6.425700000000029e-06,
-    "max": 6.4993000000000845e-06,
+    "seconds": 6.4191999999999664e-06,
+    "min": 6.412800000000039e-06,
+    "max": 6.553600000000052e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13458,15 +13458,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.6669950000000045e-05,
-    "min": 1.6659500000000026e-05,
-    "max": 1.6681299999999985e-05,
+    "seconds": 1.6657399999999933e-05,
+    "min": 1.664010000000003e-05,
+    "max": 1.6669100000000013e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.70234999999999e-06,
-    "min": 6.646500000000037e-06,
-    "max": 6.732699999999954e-06,
+    "seconds": 6.75035000000002e-06,
+    "min": 6.71369999999996e-06,
+    "max": 6.780900000000019e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13490,15 +13490,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1712149999999996e-05,
-    "min": 1.1667099999999994e-05,
-    "max": 1.1839700000000027e-05,
+    "seconds": 1.1770900000000016e-05,
+    "min": 1.1695699999999953e-05,
+    "max": 1.186240000000006e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.2830500000000007e-05,
-    "min": 1.270740000000003e-05,
-    "max": 1.2892500000000041e-05,
+    "seconds": 1.2894500000000015e-05,
+    "min": 1.2815899999999987e-05,
+    "max": 1.2988799999999993e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13522,15 +13522,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.318544999999997e-05,
-    "min": 4.3167499999999976e-05,
-    "max": 4.319749999999986e-05,
+    "seconds": 4.316154999999993e-05,
+    "min": 4.315500000000003e-05,
+    "max": 4.3187100000000026e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.762210000000001e-05,
-    "min": 1.7558399999999984e-05,
-    "max": 1.7638500000000034e-05,
+    "seconds": 1.7823850000000028e-05,
+    "min": 1.7740499999999977e-05,
+    "max": 1.7840100000000073e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13554,15 +13554,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.2377649999999994e-05,
-    "min": 2.235559999999996e-05,
-    "max": 2.274229999999999e-05,
+    "seconds": 2.236649999999999e-05,
+    "min": 2.2313600000000064e-05,
+    "max": 2.2761700000000064e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.3752099999999962e-05,
-    "min": 2.3679700000000003e-05,
-    "max": 2.3903899999999953e-05,
+    "seconds": 2.3904049999999997e-05,
+    "min": 2.3756800000000043e-05,
+    "max": 2.4115399999999976e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13586,15 +13586,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.105625000000001e-05,
-    "min": 5.10266000000001e-05,
-    "max": 5.108469999999993e-05,
+    "seconds": 5.105119999999994e-05,
+    "min": 5.1030200000000086e-05,
+    "max": 5.1062699999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.1508749999999986e-05,
-    "min": 2.1468699999999854e-05,
-    "max": 2.155839999999996e-05,
+    "seconds": 2.1475049999999997e-05,
+    "min": 2.1433500000000004e-05,
+    "max": 2.153909999999978e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13618,15 +13618,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.3547199999999954e-05,
-    "min": 5.346890000000006e-05,
-    "max": 5.380460000000015e-05,
+    "seconds": 5.421415000000003e-05,
+    "min": 5.382720000000001e-05,
+    "max": 5.439350000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.235094999999997e-05,
-    "min": 7.21889e-05,
-    "max": 7.248270000000005e-05,
+    "seconds": 7.341005e-05,
+    "min": 7.316509999999992e-05,
+    "max": 7.388479999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13650,15 +13650,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015524229999999993,
-    "min": 0.0001551881000000001,
-    "max": 0.0001554685999999999,
+    "seconds": 0.00015535499999999998,
+    "min": 0.0001551197,
+    "max": 0.00015558350000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.547229999999997e-05,
-    "min": 6.514889999999998e-05,
-    "max": 6.561570000000002e-05,
+    "seconds": 6.591370000000001e-05,
+    "min": 6.574079999999994e-05,
+    "max": 6.615019999999994e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13683,15 +13683,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.646199999999953e-06,
-    "min": 6.627199999999903e-06,
-    "max": 6.656099999999992e-06,
+    "seconds": 6.638449999999995e-06,
+    "min": 6.592199999999992e-06,
+    "max": 6.662400000000071e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.1027149999999927e-05,
-    "min": 1.0953600000000096e-05,
-    "max": 1.1103900000000158e-05,
+    "seconds": 1.1040000000000037e-05,
+    "min": 1.1030099999999925e-05,
+    "max": 1.1119599999999991e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13716,15 +13716,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.0252699999999947e-05,
-    "min": 1.0220800000000009e-05,
-    "max": 1.0269099999999981e-05,
+    "seconds": 1.0323100000000045e-05,
+    "min": 1.0275500000000058e-05,
+    "max": 1.0339600000000086e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.2929400000000361e-05,
-    "min": 1.2883300000000031e-05,
-    "max": 1.3004800000000001e-05,
+    "seconds": 1.3063749999999892e-05,
+    "min": 1.3040099999999872e-05,
+    "max": 1.3132499999999914e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13749,15 +13749,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.499150000000008e-06,
-    "min": 8.470100000000024e-06,
-    "max": 8.643300000000023e-06,
+    "seconds": 8.50859999999999e-06,
+    "min": 8.457399999999984e-06,
+    "max": 8.623900000000004e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.3139400000000093e-05,
-    "min": 1.30913e-05,
-    "max": 1.3193499999999971e-05,
+    "seconds": 1.3126550000000031e-05,
+    "min": 1.3093799999999988e-05,
+    "max": 1.3213099999999963e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13782,15 +13782,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4408000000000015e-05,
-    "min": 1.4358100000000035e-05,
-    "max": 1.4652799999999934e-05,
+    "seconds": 1.4433650000000017e-05,
+    "min": 1.436449999999994e-05,
+    "max": 1.4995299999999973e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.5463950000000044e-05,
-    "min": 1.5427299999999946e-05,
-    "max": 1.5679999999999904e-05,
+    "seconds": 1.543670000000003e-05,
+    "min": 1.5401400000000103e-05,
+    "max": 1.5750600000000032e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13815,15 +13815,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.539519999999999e-05,
-    "min": 1.5385500000000014e-05,
-    "max": 1.5436799999999947e-05,
+    "seconds": 1.5382300000000003e-05,
+    "min": 1.536009999999999e-05,
+    "max": 1.546239999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.9903949999999987e-05,
-    "min": 2.9750800000000003e-05,
-    "max": 3.0054399999999883e-05,
+    "seconds": 3.054230000000007e-05,
+    "min": 3.0329299999999947e-05,
+    "max": 3.0668999999999974e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13848,15 +13848,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.3694549999999964e-05,
-    "min": 2.3644399999999997e-05,
-    "max": 2.399689999999995e-05,
+    "seconds": 2.3814449999999963e-05,
+    "min": 2.3708700000000012e-05,
+    "max": 2.4137400000000092e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.60819000000001e-05,
-    "min": 3.596190000000011e-05,
-    "max": 3.640389999999993e-05,
+    "seconds": 3.680010000000002e-05,
+    "min": 3.653399999999974e-05,
+    "max": 3.714879999999994e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13881,15 +13881,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.2350649999999965e-05,
-    "min": 2.2284799999999997e-05,
-    "max": 2.2467300000000035e-05,
+    "seconds": 2.258245e-05,
+    "min": 2.2396600000000002e-05,
+    "max": 2.2716800000000057e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.1759099999999984e-05,
-    "min": 5.161299999999987e-05,
-    "max": 5.2000799999999985e-05,
+    "seconds": 5.270239999999996e-05,
+    "min": 5.251159999999993e-05,
+    "max": 5.2783500000000034e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13914,15 +13914,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.0614399999999975e-05,
-    "min": 4.045470000000004e-05,
-    "max": 4.066889999999995e-05,
+    "seconds": 4.092164999999996e-05,
+    "min": 4.07014e-05,
+    "max": 4.094119999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.252969999999996e-05,
-    "min": 6.239699999999991e-05,
-    "max": 6.296650000000016e-05,
+    "seconds": 6.343195000000006e-05,
+    "min": 6.337660000000008e-05,
+    "max": 6.374639999999978e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13947,15 +13947,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.0028949999999993e-05,
-    "min": 2.998719999999995e-05,
-    "max": 3.0099299999999995e-05,
+    "seconds": 3.0129649999999994e-05,
+    "min": 3.0002900000000044e-05,
+    "max": 3.0149899999999987e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.678405e-05,
-    "min": 7.661800000000003e-05,
-    "max": 7.738989999999994e-05,
+    "seconds": 7.89961e-05,
+    "min": 7.88165e-05,
+    "max": 7.92548e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13980,15 +13980,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.917280000000003e-05,
-    "min": 4.9081500000000014e-05,
-    "max": 4.9264099999999974e-05,
+    "seconds": 4.979500000000004e-05,
+    "min": 4.951009999999995e-05,
+    "max": 4.9922600000000016e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.73921500000001e-05,
-    "min": 8.705639999999999e-05,
-    "max": 8.7501e-05,
+    "seconds": 8.959095e-05,
+    "min": 8.940140000000002e-05,
+    "max": 8.981110000000007e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14013,15 +14013,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.163215000000002e-05,
-    "min": 4.155790000000004e-05,
-    "max": 4.175140000000002e-05,
+    "seconds": 4.1827099999999984e-05,
+    "min": 4.139180000000004e-05,
+    "max": 4.19201e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.671155000000004e-05,
-    "min": 9.656040000000003e-05,
-    "max": 9.726450000000007e-05,
+    "seconds": 9.816785000000006e-05,
+    "min": 9.805779999999997e-05,
+    "max": 9.843130000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14046,15 +14046,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.993384999999996e-05,
-    "min": 7.978840000000002e-05,
-    "max": 8.019879999999995e-05,
+    "seconds": 8.096685000000004e-05,
+    "min": 8.061990000000003e-05,
+    "max": 8.159660000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011546009999999999,
-    "min": 0.00011505699999999998,
-    "max": 0.00011595249999999992,
+    "seconds": 0.00011687624999999995,
+    "min": 0.00011671260000000006,
+    "max": 0.00011704080000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14079,15 +14079,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.565974999999999e-05,
-    "min": 7.555880000000012e-05,
-    "max": 7.587130000000001e-05,
+    "seconds": 7.621644999999998e-05,
+    "min": 7.59411e-05,
+    "max": 7.642189999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018932999999999987,
-    "min": 0.00018919339999999983,
-    "max": 0.00018940850000000008,
+    "seconds": 0.00019327100000000007,
+    "min": 0.00019315429999999982,
+    "max": 0.0001934043000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14112,15 +14112,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001255397,
-    "min": 0.00012544350000000002,
-    "max": 0.00012572910000000002,
+    "seconds": 0.000126822,
+    "min": 0.00012677099999999992,
+    "max": 0.00012700169999999995,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00021474615000000009,
-    "min": 0.0002145871,
-    "max": 0.0002148934999999999,
+    "seconds": 0.00021880645000000004,
+    "min": 0.00021870030000000002,
+    "max": 0.0002190943999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14145,15 +14145,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010231835000000004,
-    "min": 0.00010227139999999998,
-    "max": 0.00010244850000000001,
+    "seconds": 0.00010320274999999998,
+    "min": 0.00010306639999999997,
+    "max": 0.00010351989999999996,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00024219029999999992,
-    "min": 0.00024180209999999998,
-    "max": 0.00024252500000000003,
+    "seconds": 0.00024408275000000005,
+    "min": 0.0002439566000000001,
+    "max": 0.0002442601,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14178,15 +14178,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002003301,
-    "min": 0.00020014460000000004,
-    "max": 0.0002004453,
+    "seconds": 0.00020284205000000002,
+    "min": 0.0002026693000000001,
+    "max": 0.00020294779999999995,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00028938044999999993,
-    "min": 0.00028908899999999986,
-    "max": 0.0002895616,
+    "seconds": 0.000291398,
+    "min": 0.00029115710000000015,
+    "max": 0.0002916041999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14206,9 +14206,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.056000000000022e-06,
-    "min": 7.01469999999996e-06,
-    "max": 7.126799999999981e-06,
+    "seconds": 6.993650000000019e-06,
+    "min": 6.96310000000002e-06,
+    "max": 7.08160000000006e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14234,15 +14234,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.849600000000009e-06,
-    "min": 6.8063000000000554e-06,
-    "max": 6.896100000000013e-06,
+    "seconds": 6.835249999999995e-06,
+    "min": 6.822100000000046e-06,
+    "max": 6.959500000000014e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.2080000000000157e-06,
-    "min": 3.203100000000086e-06,
-    "max": 3.225600000000054e-06,
+    "seconds": 3.204799999999989e-06,
+    "min": 3.196799999999985e-06,
+    "max": 3.215899999999965e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14262,9 +14262,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.595150000000081e-06,
-    "min": 7.583699999999998e-06,
-    "max": 7.63209999999999e-06,
+    "seconds": 7.600150000000002e-06,
+    "min": 7.574399999999923e-06,
+    "max": 7.6128000000000044e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14290,15 +14290,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.247950000000008e-06,
-    "min": 7.225499999999921e-06,
-    "max": 7.3279999999999746e-06,
+    "seconds": 7.281649999999968e-06,
+    "min": 7.270200000000022e-06,
+    "max": 7.3569999999999255e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.6657000000000035e-06,
-    "min": 4.649699999999894e-06,
-    "max": 4.671999999999934e-06,
+    "seconds": 4.670350000000025e-06,
+    "min": 4.652800000000036e-06,
+    "max": 4.700799999999981e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14318,9 +14318,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.0995249999999969e-05,
-    "min": 1.0963099999999997e-05,
-    "max": 1.1008000000000027e-05,
+    "seconds": 1.0985550000000053e-05,
+    "min": 1.0918500000000063e-05,
+    "max": 1.1049999999999977e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14346,15 +14346,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.446550000000014e-06,
-    "min": 9.427200000000015e-06,
-    "max": 9.465100000000029e-06,
+    "seconds": 9.446599999999995e-06,
+    "min": 9.417899999999953e-06,
+    "max": 9.465800000000058e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.5084800000000019e-05,
-    "min": 1.5065599999999971e-05,
-    "max": 1.5116899999999964e-05,
+    "seconds": 1.5067050000000005e-05,
+    "min": 1.505920000000002e-05,
+    "max": 1.5091199999999958e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14374,9 +14374,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.381604999999995e-05,
-    "min": 1.3792000000000006e-05,
-    "max": 1.3878500000000008e-05,
+    "seconds": 1.3862250000000018e-05,
+    "min": 1.3826800000000015e-05,
+    "max": 1.3891299999999978e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14402,15 +14402,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.2822400000000015e-05,
-    "min": 1.279680000000001e-05,
-    "max": 1.2895699999999942e-05,
+    "seconds": 1.286394999999997e-05,
+    "min": 1.2851e-05,
+    "max": 1.2905599999999957e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.084800000000008e-06,
-    "min": 8.079999999999995e-06,
-    "max": 8.115200000000003e-06,
+    "seconds": 8.080049999999967e-06,
+    "min": 8.067100000000074e-06,
+    "max": 8.111900000000015e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14430,9 +14430,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.6171149999999954e-05,
-    "min": 1.611879999999998e-05,
-    "max": 1.6255700000000025e-05,
+    "seconds": 1.615185000000002e-05,
+    "min": 1.6076599999999927e-05,
+    "max": 1.620459999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14458,15 +14458,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4625600000000015e-05,
-    "min": 1.4591999999999995e-05,
-    "max": 1.465909999999999e-05,
+    "seconds": 1.4580850000000008e-05,
+    "min": 1.4559699999999997e-05,
+    "max": 1.4620599999999956e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.5040049999999997e-05,
-    "min": 1.5033400000000028e-05,
-    "max": 1.5072000000000002e-05,
+    "seconds": 1.5030449999999994e-05,
+    "min": 1.501429999999998e-05,
+    "max": 1.5052700000000026e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14486,9 +14486,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.361379999999999e-05,
-    "min": 4.329540000000003e-05,
-    "max": 4.3738200000000014e-05,
+    "seconds": 4.330859999999999e-05,
+    "min": 4.3155299999999997e-05,
+    "max": 4.3501299999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14514,15 +14514,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.908360000000006e-05,
-    "min": 2.8905600000000027e-05,
-    "max": 2.9186899999999993e-05,
+    "seconds": 2.896145e-05,
+    "min": 2.8761100000000022e-05,
+    "max": 2.912299999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.624040000000005e-05,
-    "min": 5.6157299999999965e-05,
-    "max": 5.639409999999997e-05,
+    "seconds": 5.640619999999999e-05,
+    "min": 5.6339200000000004e-05,
+    "max": 5.648560000000006e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14542,9 +14542,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.04167e-05,
-    "min": 6.015939999999999e-05,
-    "max": 6.10793e-05,
+    "seconds": 6.105165000000001e-05,
+    "min": 6.084839999999995e-05,
+    "max": 6.199689999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14570,15 +14570,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.915365e-05,
-    "min": 3.891839999999997e-05,
-    "max": 3.947209999999998e-05,
+    "seconds": 3.917310000000006e-05,
+    "min": 3.889230000000002e-05,
+    "max": 3.940729999999994e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.869789999999998e-05,
-    "min": 2.8681700000000024e-05,
-    "max": 2.877449999999999e-05,
+    "seconds": 2.8822199999999997e-05,
+    "min": 2.8797000000000002e-05,
+    "max": 2.8873699999999984e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14598,9 +14598,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.9494700000000025e-05,
-    "min": 5.939920000000002e-05,
-    "max": 5.977269999999993e-05,
+    "seconds": 5.96177e-05,
+    "min": 5.951690000000001e-05,
+    "max": 5.9872099999999965e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14626,15 +14626,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.1339200000000026e-05,
-    "min": 4.121609999999998e-05,
-    "max": 4.145930000000005e-05,
+    "seconds": 4.124970000000001e-05,
+    "min": 4.1043300000000034e-05,
+    "max": 4.155200000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.652664999999996e-05,
-    "min": 5.649349999999999e-05,
-    "max": 5.662400000000005e-05,
+    "seconds": 5.6572750000000005e-05,
+    "min": 5.646130000000001e-05,
+    "max": 5.681369999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14654,9 +14654,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00013142735,
-    "min": 0.00013106520000000018,
-    "max": 0.00013189560000000008,
+    "seconds": 0.00012910264999999992,
+    "min": 0.0001286455,
+    "max": 0.00013017899999999996,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14682,15 +14682,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.424320000000004e-05,
-    "min": 7.405729999999997e-05,
-    "max": 7.440680000000002e-05,
+    "seconds": 7.354889999999998e-05,
+    "min": 7.342609999999994e-05,
+    "max": 7.364429999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00022033024999999995,
-    "min": 0.00022027170000000007,
-    "max": 0.00022045550000000005,
+    "seconds": 0.00022057514999999998,
+    "min": 0.0002204405,
+    "max": 0.00022069070000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14712,15 +14712,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.459864999999999e-05,
-    "min": 2.447059999999997e-05,
-    "max": 2.4634099999999954e-05,
+    "seconds": 2.4588699999999977e-05,
+    "min": 2.4505200000000017e-05,
+    "max": 2.4851199999999922e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.003545000000001e-05,
-    "min": 4.994249999999995e-05,
-    "max": 5.0470299999999977e-05,
+    "seconds": 5.1241499999999973e-05,
+    "min": 5.1084300000000076e-05,
+    "max": 5.142730000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14742,15 +14742,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.0117250000000026e-05,
-    "min": 4.9990899999999976e-05,
-    "max": 5.0198400000000024e-05,
+    "seconds": 5.1231400000000026e-05,
+    "min": 5.10425e-05,
+    "max": 5.1283799999999965e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.437599999999999e-05,
-    "min": 2.4262099999999918e-05,
-    "max": 2.4729500000000008e-05,
+    "seconds": 2.4523199999999996e-05,
+    "min": 2.4278200000000014e-05,
+    "max": 2.4604499999999974e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14775,15 +14775,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010094305,
-    "min": 0.00010077330000000007,
-    "max": 0.00010170500000000003,
+    "seconds": 0.00010323710000000001,
+    "min": 0.00010303690000000004,
+    "max": 0.0001035923,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014455835000000005,
-    "min": 0.00014438820000000003,
-    "max": 0.00014476299999999998,
+    "seconds": 0.00014603969999999996,
+    "min": 0.00014588049999999974,
+    "max": 0.00014654999999999993,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14808,15 +14808,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015798789999999996,
-    "min": 0.00015777480000000004,
-    "max": 0.0001582027,
+    "seconds": 0.00016118515,
+    "min": 0.0001611029,
+    "max": 0.00016138720000000013,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001713012499999999,
-    "min": 0.00017110999999999998,
-    "max": 0.0001717472999999996,
+    "seconds": 0.00017272545000000003,
+    "min": 0.0001723958000000001,
+    "max": 0.00017289199999999993,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14840,15 +14840,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.7855850000000015e-05,
-    "min": 3.768679999999996e-05,
-    "max": 3.801249999999997e-05,
+    "seconds": 3.8101999999999995e-05,
+    "min": 3.793670000000002e-05,
+    "max": 3.823009999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010592935000000003,
-    "min": 0.00010550340000000009,
-    "max": 0.00010623300000000004,
+    "seconds": 0.00010602019999999995,
+    "min": 0.00010585879999999994,
+    "max": 0.0001063552,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14872,15 +14872,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002358074999999999,
-    "min": 0.00023534410000000013,
-    "max": 0.00023618230000000008,
+    "seconds": 0.00023914275000000003,
+    "min": 0.00023886880000000015,
+    "max": 0.0002394279000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005540852500000003,
-    "min": 0.0005536757999999996,
-    "max": 0.0005546729999999999,
+    "seconds": 0.00055767985,
+    "min": 0.0005574266000000006,
+    "max": 0.0005583609999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14902,15 +14902,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.720974999999996e-05,
-    "min": 3.696310000000004e-05,
-    "max": 3.7254899999999974e-05,
+    "seconds": 3.732145000000002e-05,
+    "min": 3.719619999999999e-05,
+    "max": 3.739770000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.348690000000003e-05,
-    "min": 5.328000000000002e-05,
-    "max": 5.368309999999999e-05,
+    "seconds": 5.3179250000000004e-05,
+    "min": 5.302089999999994e-05,
+    "max": 5.328949999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14932,15 +14932,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.9124500000000037e-05,
-    "min": 1.8911699999999984e-05,
-    "max": 1.923470000000002e-05,
+    "seconds": 1.9310599999999984e-05,
+    "min": 1.911650000000001e-05,
+    "max": 1.9388800000000037e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.7311900000000005e-05,
-    "min": 2.7232200000000058e-05,
-    "max": 2.7478299999999957e-05,
+    "seconds": 2.7435099999999954e-05,
+    "min": 2.7097600000000077e-05,
+    "max": 2.7705400000000055e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14962,15 +14962,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.334579999999999e-05,
-    "min": 3.311360000000001e-05,
-    "max": 3.363190000000004e-05,
+    "seconds": 3.362669999999998e-05,
+    "min": 3.343649999999999e-05,
+    "max": 3.381499999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.754865000000002e-05,
-    "min": 4.7219099999999956e-05,
-    "max": 4.785649999999997e-05,
+    "seconds": 4.734724999999998e-05,
+    "min": 4.710729999999999e-05,
+    "max": 4.792959999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14992,15 +14992,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.400315000000003e-05,
-    "min": 2.390100000000002e-05,
-    "max": 2.4041399999999963e-05,
+    "seconds": 2.4103750000000015e-05,
+    "min": 2.4006500000000072e-05,
+    "max": 2.426880000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.163190000000002e-05,
-    "min": 3.1583899999999994e-05,
-    "max": 3.175049999999999e-05,
+    "seconds": 3.211345000000003e-05,
+    "min": 3.204800000000007e-05,
+    "max": 3.217260000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15020,15 +15020,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.326989999999999e-05,
-    "min": 3.317790000000002e-05,
-    "max": 3.336280000000001e-05,
+    "seconds": 3.3561650000000004e-05,
+    "min": 3.3267099999999904e-05,
+    "max": 3.3651299999999994e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.8044399999999977e-05,
-    "min": 4.731440000000002e-05,
-    "max": 4.81855e-05,
+    "seconds": 4.7814299999999994e-05,
+    "min": 4.7532400000000006e-05,
+    "max": 4.7917999999999984e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15048,15 +15048,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.885880000000002e-05,
-    "min": 1.880960000000001e-05,
-    "max": 1.901090000000004e-05,
+    "seconds": 1.8955299999999978e-05,
+    "min": 1.880609999999997e-05,
+    "max": 1.9027599999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.599875000000001e-05,
-    "min": 2.5795300000000044e-05,
-    "max": 2.615050000000001e-05,
+    "seconds": 2.6166250000000034e-05,
+    "min": 2.6016099999999986e-05,
+    "max": 2.647660000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15076,15 +15076,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.315209999999999e-05,
-    "min": 3.310410000000003e-05,
-    "max": 3.321860000000003e-05,
+    "seconds": 3.329125e-05,
+    "min": 3.306809999999994e-05,
+    "max": 3.3430400000000065e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.7702049999999975e-05,
-    "min": 4.729919999999995e-05,
-    "max": 4.784360000000002e-05,
+    "seconds": 4.769780000000002e-05,
+    "min": 4.735979999999998e-05,
+    "max": 4.785930000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15104,15 +15104,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.8295849999999985e-05,
-    "min": 1.815970000000001e-05,
-    "max": 1.837460000000001e-05,
+    "seconds": 1.8339349999999992e-05,
+    "min": 1.821439999999999e-05,
+    "max": 1.8572700000000053e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.4647900000000025e-05,
-    "min": 2.4428500000000005e-05,
-    "max": 2.484810000000001e-05,
+    "seconds": 2.456790000000003e-05,
+    "min": 2.4492499999999996e-05,
+    "max": 2.4720200000000025e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15132,15 +15132,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.353294999999998e-05,
-    "min": 3.343689999999999e-05,
-    "max": 3.3695900000000004e-05,
+    "seconds": 3.3658199999999996e-05,
+    "min": 3.361600000000002e-05,
+    "max": 3.394210000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.750559999999999e-05,
-    "min": 4.7356999999999974e-05,
-    "max": 4.759649999999999e-05,
+    "seconds": 4.747720000000008e-05,
+    "min": 4.738899999999999e-05,
+    "max": 4.770869999999994e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15160,15 +15160,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.9275249999999998e-05,
-    "min": 1.91425999999999e-05,
-    "max": 1.9466100000000007e-05,
+    "seconds": 1.939050000000001e-05,
+    "min": 1.928949999999995e-05,
+    "max": 1.947869999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.4468649999999975e-05,
-    "min": 2.4412800000000018e-05,
-    "max": 2.4579200000000027e-05,
+    "seconds": 2.459184999999997e-05,
+    "min": 2.4470199999999954e-05,
+    "max": 2.4777399999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15190,15 +15190,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.7580699999999997e-05,
-    "min": 4.732850000000001e-05,
-    "max": 4.777029999999999e-05,
+    "seconds": 4.844779999999997e-05,
+    "min": 4.832029999999995e-05,
+    "max": 4.854680000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.6430700000000024e-05,
-    "min": 3.608330000000001e-05,
-    "max": 3.665620000000006e-05,
+    "seconds": 3.673090000000002e-05,
+    "min": 3.66174e-05,
+    "max": 3.7010899999999914e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15220,15 +15220,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.9872100000000035e-05,
-    "min": 2.9830599999999992e-05,
-    "max": 2.995799999999996e-05,
+    "seconds": 3.0071899999999992e-05,
+    "min": 2.9987499999999953e-05,
+    "max": 3.0275800000000053e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.0904199999999995e-05,
-    "min": 2.0812999999999965e-05,
-    "max": 2.107190000000005e-05,
+    "seconds": 2.089765000000006e-05,
+    "min": 2.0812500000000045e-05,
+    "max": 2.0950400000000104e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15256,9 +15256,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.779010000000001e-05,
-    "min": 4.776949999999997e-05,
-    "max": 4.792610000000003e-05,
+    "seconds": 4.779040000000001e-05,
+    "min": 4.735679999999999e-05,
+    "max": 4.79073e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -15292,9 +15292,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.435865e-05,
-    "min": 2.422099999999998e-05,
-    "max": 2.4604499999999984e-05,
+    "seconds": 2.4382299999999992e-05,
+    "min": 2.415330000000007e-05,
+    "max": 2.463669999999993e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -15328,15 +15328,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.782905000000002e-05,
-    "min": 4.775629999999996e-05,
-    "max": 4.799630000000001e-05,
+    "seconds": 4.776460000000003e-05,
+    "min": 4.7449e-05,
+    "max": 4.804490000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.528614999999998e-05,
-    "min": 9.511369999999999e-05,
-    "max": 9.551400000000003e-05,
+    "seconds": 9.527889999999996e-05,
+    "min": 9.513530000000006e-05,
+    "max": 9.538229999999993e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15364,15 +15364,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4297700000000027e-05,
-    "min": 2.4240199999999992e-05,
-    "max": 2.4726499999999998e-05,
+    "seconds": 2.4396799999999986e-05,
+    "min": 2.4319799999999987e-05,
+    "max": 2.458869999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.862404999999993e-05,
-    "min": 4.850240000000013e-05,
-    "max": 4.88767e-05,
+    "seconds": 4.8649200000000015e-05,
+    "min": 4.81822e-05,
+    "max": 4.910660000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15396,15 +15396,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.383189999999999e-05,
-    "min": 3.363189999999997e-05,
-    "max": 3.417279999999996e-05,
+    "seconds": 3.403955e-05,
+    "min": 3.3999799999999986e-05,
+    "max": 3.42559e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.573035000000007e-05,
-    "min": 9.551950000000003e-05,
-    "max": 9.597510000000009e-05,
+    "seconds": 9.527855e-05,
+    "min": 9.51556e-05,
+    "max": 9.552910000000012e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15428,15 +15428,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.42051e-05,
-    "min": 8.404779999999999e-05,
-    "max": 8.444489999999999e-05,
+    "seconds": 8.53722e-05,
+    "min": 8.513590000000007e-05,
+    "max": 8.561920000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001202114,
-    "min": 0.0001199006,
-    "max": 0.00012061890000000001,
+    "seconds": 0.00011998440000000006,
+    "min": 0.0001197886999999999,
+    "max": 0.00012008280000000008,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15458,15 +15458,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.343525e-05,
-    "min": 6.294430000000005e-05,
-    "max": 6.363530000000003e-05,
+    "seconds": 6.394895e-05,
+    "min": 6.371890000000004e-05,
+    "max": 6.425989999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.9579250000000066e-05,
-    "min": 4.908830000000002e-05,
-    "max": 4.988810000000012e-05,
+    "seconds": 4.980764999999995e-05,
+    "min": 4.956180000000002e-05,
+    "max": 5.0128400000000074e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15488,15 +15488,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011334554999999999,
-    "min": 0.00011313599999999993,
-    "max": 0.00011351599999999999,
+    "seconds": 0.00011497775,
+    "min": 0.00011455829999999998,
+    "max": 0.00011542749999999996,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.411710000000008e-05,
-    "min": 7.390750000000003e-05,
-    "max": 7.44162e-05,
+    "seconds": 7.442389999999996e-05,
+    "min": 7.426839999999999e-05,
+    "max": 7.456009999999994e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15523,15 +15523,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.972170000000004e-05,
-    "min": 7.929590000000001e-05,
-    "max": 8.012880000000005e-05,
+    "seconds": 8.071e-05,
+    "min": 8.047370000000002e-05,
+    "max": 8.121319999999994e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.593154999999997e-05,
-    "min": 7.57069999999999e-05,
-    "max": 7.601600000000003e-05,
+    "seconds": 7.642519999999996e-05,
+    "min": 7.582019999999998e-05,
+    "max": 7.714109999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15558,15 +15558,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012436164999999992,
-    "min": 0.0001240009000000001,
-    "max": 0.000124628,
+    "seconds": 0.00012668464999999993,
+    "min": 0.0001261145,
+    "max": 0.0001270111999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.824455000000004e-05,
-    "min": 7.796459999999999e-05,
-    "max": 7.834260000000003e-05,
+    "seconds": 7.891044999999998e-05,
+    "min": 7.859809999999999e-05,
+    "max": 7.923100000000008e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15589,15 +15589,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.572475000000002e-05,
-    "min": 3.558420000000001e-05,
-    "max": 3.589159999999997e-05,
+    "seconds": 3.620465000000001e-05,
+    "min": 3.614399999999996e-05,
+    "max": 3.6329500000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00033951335,
-    "min": 0.000338660800000002,
-    "max": 0.00034007630000000046,
+    "seconds": 0.00034671460000000034,
+    "min": 0.0003456589000000003,
+    "max": 0.0003475557999999982,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15620,15 +15620,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.562124999999998e-05,
-    "min": 3.547560000000003e-05,
-    "max": 3.5795200000000047e-05,
+    "seconds": 3.60973e-05,
+    "min": 3.590100000000007e-05,
+    "max": 3.62368e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003389535499999999,
-    "min": 0.00033848600000000026,
-    "max": 0.0003393159999999995,
+    "seconds": 0.00034682215000000015,
+    "min": 0.0003463264,
+    "max": 0.00034706579999999965,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15663,15 +15663,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.9095899999999984e-05,
-    "min": 5.901080000000004e-05,
-    "max": 5.934119999999997e-05,
+    "seconds": 5.934094999999998e-05,
+    "min": 5.919349999999998e-05,
+    "max": 5.93981e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019688695,
-    "min": 0.00019687010000000012,
-    "max": 0.00019694779999999997,
+    "seconds": 0.00019789755000000007,
+    "min": 0.00019744010000000007,
+    "max": 0.0001983052999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15706,15 +15706,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.884010000000002e-05,
-    "min": 5.8774399999999984e-05,
-    "max": 5.891810000000005e-05,
+    "seconds": 5.900800000000001e-05,
+    "min": 5.8911300000000006e-05,
+    "max": 5.918109999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019146860000000007,
-    "min": 0.0001913148,
-    "max": 0.00019168370000000013,
+    "seconds": 0.00019220389999999998,
+    "min": 0.00019216530000000002,
+    "max": 0.0001922531,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15749,15 +15749,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.789584999999999e-05,
-    "min": 5.769899999999999e-05,
-    "max": 5.791069999999998e-05,
+    "seconds": 5.8436849999999986e-05,
+    "min": 5.833369999999997e-05,
+    "max": 5.8648699999999966e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00034236265000000003,
-    "min": 0.00034224060000000004,
-    "max": 0.00034254279999999994,
+    "seconds": 0.00034511785000000006,
+    "min": 0.0003449411,
+    "max": 0.0003452775,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15792,15 +15792,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.5439849999999974e-05,
-    "min": 5.529329999999998e-05,
-    "max": 5.546920000000002e-05,
+    "seconds": 5.5774500000000006e-05,
+    "min": 5.566029999999998e-05,
+    "max": 5.611800000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00033616574999999996,
-    "min": 0.0003359903,
-    "max": 0.0003364071999999999,
+    "seconds": 0.0003381377,
+    "min": 0.00033798080000000004,
+    "max": 0.00033839259999999985,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15839,15 +15839,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012617725000000003,
-    "min": 0.0001261469,
-    "max": 0.00012621999999999994,
+    "seconds": 0.00012784870000000004,
+    "min": 0.0001278044,
+    "max": 0.0001279137,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004248874,
-    "min": 0.00042457669999999994,
-    "max": 0.0004258414000000003,
+    "seconds": 0.0004286965500000001,
+    "min": 0.00042843789999999986,
+    "max": 0.00042959249999999975,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15886,15 +15886,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012650570000000003,
-    "min": 0.00012642199999999995,
-    "max": 0.00012655569999999998,
+    "seconds": 0.00012699585000000005,
+    "min": 0.00012696160000000005,
+    "max": 0.0001270684,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00042324585000000017,
-    "min": 0.00042276779999999995,
-    "max": 0.00042354779999999976,
+    "seconds": 0.00042512219999999996,
+    "min": 0.0004248003999999998,
+    "max": 0.0004260066000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15933,15 +15933,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00018916185000000005,
-    "min": 0.0001889919,
-    "max": 0.00018929239999999995,
+    "seconds": 0.00019091580000000005,
+    "min": 0.00019080820000000003,
+    "max": 0.0001909384,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006742251999999999,
-    "min": 0.0006737119000000001,
-    "max": 0.0006747354999999998,
+    "seconds": 0.00067926795,
+    "min": 0.0006788307999999998,
+    "max": 0.0006795048000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15980,15 +15980,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001897038,
-    "min": 0.00018965709999999998,
-    "max": 0.00018983059999999995,
+    "seconds": 0.00019076230000000002,
+    "min": 0.00019069999999999997,
+    "max": 0.00019079460000000009,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006691482499999997,
-    "min": 0.0006684341000000001,
-    "max": 0.0006693819999999999,
+    "seconds": 0.0006736373999999996,
+    "min": 0.0006727403999999996,
+    "max": 0.000674051,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16023,15 +16023,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001921011,
-    "min": 0.00019202659999999997,
-    "max": 0.00019228229999999994,
+    "seconds": 0.00019340074999999997,
+    "min": 0.0001933268000000001,
+    "max": 0.00019350479999999994,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00029106465,
-    "min": 0.00029083310000000003,
-    "max": 0.0002915286999999999,
+    "seconds": 0.00029299455000000006,
+    "min": 0.0002921308999999999,
+    "max": 0.0002940937000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16066,15 +16066,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00019639755000000004,
-    "min": 0.00019630600000000004,
-    "max": 0.0001968151,
+    "seconds": 0.00019695769999999996,
+    "min": 0.0001967411999999999,
+    "max": 0.0001971081,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00029847755000000003,
-    "min": 0.0002980609,
-    "max": 0.0002990682999999996,
+    "seconds": 0.0002997559500000002,
+    "min": 0.0002985123000000001,
+    "max": 0.00030009670000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16101,15 +16101,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.896625000000002e-05,
-    "min": 8.86726e-05,
-    "max": 8.941800000000002e-05,
+    "seconds": 8.86253e-05,
+    "min": 8.836110000000001e-05,
+    "max": 8.887769999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012267570000000006,
-    "min": 0.00012263329999999997,
-    "max": 0.00012271310000000002,
+    "seconds": 0.00012270425,
+    "min": 0.0001226657,
+    "max": 0.0001227949,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16136,15 +16136,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.494689999999998e-05,
-    "min": 5.449250000000003e-05,
-    "max": 5.50398e-05,
+    "seconds": 5.5227249999999995e-05,
+    "min": 5.5064399999999974e-05,
+    "max": 5.538820000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.984095000000005e-05,
-    "min": 8.976340000000003e-05,
-    "max": 8.994450000000001e-05,
+    "seconds": 9.013245000000003e-05,
+    "min": 8.981300000000003e-05,
+    "max": 9.029680000000007e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16169,9 +16169,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.5794250000000005e-05,
-    "min": 5.570240000000002e-05,
-    "max": 5.59931e-05,
+    "seconds": 5.656120000000001e-05,
+    "min": 5.6391099999999996e-05,
+    "max": 5.661830000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -16202,9 +16202,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.830374999999997e-05,
-    "min": 4.825010000000002e-05,
-    "max": 4.831690000000002e-05,
+    "seconds": 4.8975099999999964e-05,
+    "min": 4.888370000000002e-05,
+    "max": 4.91866e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -16242,9 +16242,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.457750000000001e-05,
-    "min": 3.439770000000003e-05,
-    "max": 3.4714800000000056e-05,
+    "seconds": 3.487354999999999e-05,
+    "min": 3.47193e-05,
+    "max": 3.507510000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -16282,9 +16282,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.7275699999999988e-05,
-    "min": 1.7206400000000032e-05,
-    "max": 1.7581299999999987e-05,
+    "seconds": 1.7401550000000027e-05,
+    "min": 1.7229100000000008e-05,
+    "max": 1.7698900000000025e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -16310,15 +16310,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002957251500000001,
-    "min": 0.000295185,
-    "max": 0.0002958498000000001,
+    "seconds": 0.00029637615,
+    "min": 0.00029604609999999993,
+    "max": 0.00029687689999999994,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004537995499999997,
-    "min": 0.00045350129999999965,
-    "max": 0.0004541886000000001,
+    "seconds": 0.00045388410000000014,
+    "min": 0.0004536190000000003,
+    "max": 0.00045445209999999965,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16338,15 +16338,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0003674429,
-    "min": 0.00036720199999999974,
-    "max": 0.0003676033999999998,
+    "seconds": 0.0003714456500000001,
+    "min": 0.00037097640000000005,
+    "max": 0.0003716564,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004778907,
-    "min": 0.0004777293999999999,
-    "max": 0.00047815689999999975,
+    "seconds": 0.00047926199999999983,
+    "min": 0.00047895160000000007,
+    "max": 0.0004795106000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16391,15 +16391,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00024162625,
-    "min": 0.00024144319999999997,
-    "max": 0.00024258879999999996,
+    "seconds": 0.00024068600000000005,
+    "min": 0.0002394415,
+    "max": 0.00024156739999999996,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0007777595499999998,
-    "min": 0.0007776687999999992,
-    "max": 0.0007787166000000005,
+    "seconds": 0.0007764423999999999,
+    "min": 0.0007759723999999997,
+    "max": 0.0007778739999999996,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16444,15 +16444,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0020244799499999997,
-    "min": 0.0020214956,
-    "max": 0.0020321198999999996,
+    "seconds": 0.0020169906499999998,
+    "min": 0.002010791,
+    "max": 0.0020226352,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.004869345499999999,
-    "min": 0.004865419300000002,
-    "max": 0.004885570799999998,
+    "seconds": 0.00490879145,
+    "min": 0.004905448999999999,
+    "max": 0.004912744999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16497,15 +16497,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0005475074,
-    "min": 0.0005469956000000002,
-    "max": 0.0005477862,
+    "seconds": 0.0005523623000000001,
+    "min": 0.0005517311,
+    "max": 0.0005530409000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0017515938000000001,
-    "min": 0.0017493487000000002,
-    "max": 0.0017525119000000003,
+    "seconds": 0.0017646569999999996,
+    "min": 0.0017630004000000004,
+    "max": 0.0017659402000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16550,15 +16550,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00117047215,
-    "min": 0.0011608171000000002,
-    "max": 0.0011754405999999998,
+    "seconds": 0.0011721087,
+    "min": 0.0011695022,
+    "max": 0.0011847243,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0028052584000000003,
-    "min": 0.0028004523,
-    "max": 0.0028144274000000006,
+    "seconds": 0.0028296076000000015,
+    "min": 0.002822642900000001,
+    "max": 0.002833580200000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16603,15 +16603,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00033578645,
-    "min": 0.0003325380999999999,
-    "max": 0.00033707010000000006,
+    "seconds": 0.00033827460000000005,
+    "min": 0.0003354137,
+    "max": 0.0003418770000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0010890351500000004,
-    "min": 0.0010850038000000007,
-    "max": 0.0010959765999999996,
+    "seconds": 0.0010976278500000004,
+    "min": 0.0010966869999999996,
+    "max": 0.0011024305,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16656,15 +16656,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.800210000000002e-05,
-    "min": 6.789159999999998e-05,
-    "max": 6.836409999999996e-05,
+    "seconds": 6.839930000000001e-05,
+    "min": 6.833900000000002e-05,
+    "max": 6.85092e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003976755000000002,
-    "min": 0.0003965222000000001,
-    "max": 0.00039808709999999997,
+    "seconds": 0.0004023988,
+    "min": 0.0004020811999999998,
+    "max": 0.0004029515,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16709,15 +16709,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015804930000000005,
-    "min": 0.00015721820000000003,
-    "max": 0.00015871330000000015,
+    "seconds": 0.00015713374999999999,
+    "min": 0.00015667660000000006,
+    "max": 0.00015756800000000013,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004940240499999998,
-    "min": 0.0004921721000000001,
-    "max": 0.0004955465999999986,
+    "seconds": 0.0004943919500000001,
+    "min": 0.0004939589999999999,
+    "max": 0.0004966862000000082,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16762,15 +16762,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010252075,
-    "min": 0.00010223290000000007,
-    "max": 0.00010326009999999998,
+    "seconds": 0.00010205915000000003,
+    "min": 0.0001019797,
+    "max": 0.00010287629999999987,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00036660895000000025,
-    "min": 0.00036518170000000036,
-    "max": 0.0003676778999999998,
+    "seconds": 0.0003665299999999999,
+    "min": 0.0003654836999999985,
+    "max": 0.0003676484000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16815,15 +16815,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.759000000000001e-05,
-    "min": 4.719979999999995e-05,
-    "max": 4.818870000000006e-05,
+    "seconds": 4.7471899999999955e-05,
+    "min": 4.6994499999999985e-05,
+    "max": 4.7999600000000034e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00028561375000000003,
-    "min": 0.0002852322999999997,
-    "max": 0.0002862052999999999,
+    "seconds": 0.00028985019999999814,
+    "min": 0.00028883619999999974,
+    "max": 0.0002900017,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16868,15 +16868,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.7273500000000023e-05,
-    "min": 2.7126700000000006e-05,
-    "max": 2.7417899999999987e-05,
+    "seconds": 2.7295699999999902e-05,
+    "min": 2.7168499999999996e-05,
+    "max": 2.740109999999993e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001553249000000004,
-    "min": 0.0001550155000000001,
-    "max": 0.00015588740000000025,
+    "seconds": 0.00015681410000000014,
+    "min": 0.0001564406000000002,
+    "max": 0.00015716170000000014,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16921,15 +16921,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.384154999999995e-05,
-    "min": 3.3743699999999905e-05,
-    "max": 3.397329999999998e-05,
+    "seconds": 3.374374999999999e-05,
+    "min": 3.3561299999999946e-05,
+    "max": 3.396179999999993e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00016315670000000508,
-    "min": 0.00016273899999999993,
-    "max": 0.00016353019999999993,
+    "seconds": 0.00016515734999999983,
+    "min": 0.00016433860000000003,
+    "max": 0.0001657765000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16974,15 +16974,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.2197e-05,
-    "min": 5.194549999999996e-05,
-    "max": 5.2333200000000057e-05,
+    "seconds": 5.245409999999999e-05,
+    "min": 5.1606199999999974e-05,
+    "max": 5.283770000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00022307105000000024,
-    "min": 0.00022285710000000025,
-    "max": 0.00022359710000000006,
+    "seconds": 0.0002246986499999999,
+    "min": 0.00022421650000000004,
+    "max": 0.00022539049999999996,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17027,15 +17027,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00016063890000000004,
-    "min": 0.00015996379999999995,
-    "max": 0.00016199709999999997,
+    "seconds": 0.00016025044999999998,
+    "min": 0.00015913219999999997,
+    "max": 0.00016167299999999995,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005491414999999999,
-    "min": 0.0005488130000000001,
-    "max": 0.0005495816000000001,
+    "seconds": 0.0005495852500000001,
+    "min": 0.0005489428000000002,
+    "max": 0.0005502977000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17080,15 +17080,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00026593605,
-    "min": 0.00026329139999999994,
-    "max": 0.00026762149999999985,
+    "seconds": 0.00026390085,
+    "min": 0.0002632925999999999,
+    "max": 0.00026581590000000006,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006547624000000001,
-    "min": 0.0006515756,
-    "max": 0.0006557542,
+    "seconds": 0.0006549576500000002,
+    "min": 0.0006504317,
+    "max": 0.0006587128000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17133,15 +17133,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.380655e-05,
-    "min": 8.292190000000004e-05,
-    "max": 8.404180000000002e-05,
+    "seconds": 8.343959999999997e-05,
+    "min": 8.196029999999997e-05,
+    "max": 8.505379999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00029496584999999997,
-    "min": 0.00029351930000000016,
-    "max": 0.00029657169999999994,
+    "seconds": 0.0002963747499999999,
+    "min": 0.0002945744,
+    "max": 0.00029762599999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17186,15 +17186,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00041042555000000004,
-    "min": 0.00040978290000000017,
-    "max": 0.00041125480000000006,
+    "seconds": 0.00041012815,
+    "min": 0.00041002389999999996,
+    "max": 0.00041046930000000005,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0010346045500000001,
-    "min": 0.0010342162999999994,
-    "max": 0.0010359948000000002,
+    "seconds": 0.0010330893499999995,
+    "min": 0.0010327865000000001,
+    "max": 0.0010335920999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17239,15 +17239,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001232583,
-    "min": 0.00012306570000000005,
-    "max": 0.00012396169999999998,
+    "seconds": 0.00012312865000000002,
+    "min": 0.0001226395999999999,
+    "max": 0.0001239826,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004636136000000001,
-    "min": 0.0004632054000000001,
-    "max": 0.0004642192,
+    "seconds": 0.00046562110000000014,
+    "min": 0.00046507679999999987,
+    "max": 0.0004662591999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17293,15 +17293,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.380680000000003e-05,
-    "min": 4.370540000000008e-05,
-    "max": 4.4063900000000024e-05,
+    "seconds": 4.3927e-05,
+    "min": 4.3788599999999996e-05,
+    "max": 4.404490000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00016470995000000005,
-    "min": 0.00016441259999999994,
-    "max": 0.00016497600000000312,
+    "seconds": 0.00016614635000000008,
+    "min": 0.00016564729999999993,
+    "max": 0.0001665202999999907,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17347,15 +17347,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.248895e-05,
-    "min": 9.227569999999997e-05,
-    "max": 9.283829999999977e-05,
+    "seconds": 9.283885000000004e-05,
+    "min": 9.25755999999999e-05,
+    "max": 9.308780000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00030901024999999995,
-    "min": 0.00030831670000000007,
-    "max": 0.00030964530000000086,
+    "seconds": 0.0003116913000000015,
+    "min": 0.0003108328999999999,
+    "max": 0.00031227730000000007,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17401,15 +17401,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0004032081999999999,
-    "min": 0.0004026639,
-    "max": 0.0004035040999999999,
+    "seconds": 0.00040098790000000015,
+    "min": 0.0004006477999999999,
+    "max": 0.0004023067000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006380190500000025,
-    "min": 0.0006376275000000004,
-    "max": 0.0006392859999999995,
+    "seconds": 0.0006381882999999959,
+    "min": 0.0006374768000000002,
+    "max": 0.0006397356999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17455,15 +17455,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.451390000000007e-05,
-    "min": 6.428510000000013e-05,
-    "max": 6.504010000000005e-05,
+    "seconds": 6.44586e-05,
+    "min": 6.42783000000001e-05,
+    "max": 6.480269999999993e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00017827239999999983,
-    "min": 0.00017799749999999185,
-    "max": 0.00017845180000000032,
+    "seconds": 0.00017894619999999988,
+    "min": 0.00017863259999999863,
+    "max": 0.00017958720000000024,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17509,15 +17509,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.144840000000003e-05,
-    "min": 6.107890000000001e-05,
-    "max": 6.158749999999993e-05,
+    "seconds": 6.083510000000003e-05,
+    "min": 6.053420000000008e-05,
+    "max": 6.120939999999994e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00024109585000000005,
-    "min": 0.00024044450000000007,
-    "max": 0.00024164919999999975,
+    "seconds": 0.0002432952999999999,
+    "min": 0.0002424048999999999,
+    "max": 0.00024360119999999996,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17563,15 +17563,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00024184009999999993,
-    "min": 0.00024169729999999994,
-    "max": 0.00024264020000000012,
+    "seconds": 0.00024066950000000003,
+    "min": 0.00024036890000000014,
+    "max": 0.00024093070000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004500060500000003,
-    "min": 0.0004494211000000004,
-    "max": 0.00045107060000000023,
+    "seconds": 0.0004510191499999996,
+    "min": 0.00044972209999999976,
+    "max": 0.00045176509999999957,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17617,15 +17617,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00020520745000000002,
-    "min": 0.0002039183,
-    "max": 0.0002061386,
+    "seconds": 0.00020521829999999993,
+    "min": 0.0002019969,
+    "max": 0.00020623829999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006198194499999997,
-    "min": 0.0006195867999999997,
-    "max": 0.0006203100999999999,
+    "seconds": 0.0006219685500000002,
+    "min": 0.0006211337999999995,
+    "max": 0.0006227174000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17653,9 +17653,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.70189e-05,
-    "min": 6.69208000000001e-05,
-    "max": 6.715670000000001e-05,
+    "seconds": 6.816080000000001e-05,
+    "min": 6.801620000000001e-05,
+    "max": 6.838309999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -17683,15 +17683,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010775029999999998,
-    "min": 0.0001075296,
-    "max": 0.00010781350000000003,
+    "seconds": 0.00010836470000000002,
+    "min": 0.00010825900000000002,
+    "max": 0.0001084988,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00015640935,
-    "min": 0.00015617230000000002,
-    "max": 0.00015669130000000008,
+    "seconds": 0.0001557859,
+    "min": 0.00015555490000000006,
+    "max": 0.0001559556,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17713,15 +17713,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.438275000000001e-05,
-    "min": 5.432400000000003e-05,
-    "max": 5.4461700000000014e-05,
+    "seconds": 5.471154999999998e-05,
+    "min": 5.4619800000000015e-05,
+    "max": 5.4994099999999975e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.889350000000003e-05,
-    "min": 7.836529999999997e-05,
-    "max": 7.89921e-05,
+    "seconds": 7.852734999999999e-05,
+    "min": 7.807030000000001e-05,
+    "max": 7.86517e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17743,15 +17743,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.000127001,
-    "min": 0.0001268482,
-    "max": 0.00012707469999999994,
+    "seconds": 0.00012769765000000003,
+    "min": 0.00012748270000000002,
+    "max": 0.0001279853,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018471255000000001,
-    "min": 0.00018460520000000005,
-    "max": 0.00018505909999999998,
+    "seconds": 0.00018371319999999997,
+    "min": 0.0001835266,
+    "max": 0.0001839715,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17773,15 +17773,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.936684999999998e-05,
-    "min": 8.91804e-05,
-    "max": 8.947260000000001e-05,
+    "seconds": 8.989434999999997e-05,
+    "min": 8.979840000000008e-05,
+    "max": 9.029179999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011980130000000005,
-    "min": 0.00011941750000000002,
-    "max": 0.00012001070000000013,
+    "seconds": 0.00012056449999999999,
+    "min": 0.00012037000000000003,
+    "max": 0.00012072330000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17801,15 +17801,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012704395000000005,
-    "min": 0.00012673620000000003,
-    "max": 0.0001273817,
+    "seconds": 0.00012779565,
+    "min": 0.0001277595,
+    "max": 0.00012798179999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018527159999999997,
-    "min": 0.000184983,
-    "max": 0.00018556850000000009,
+    "seconds": 0.00018444915,
+    "min": 0.00018423339999999998,
+    "max": 0.00018478270000000006,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17829,15 +17829,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.977160000000004e-05,
-    "min": 6.950100000000001e-05,
-    "max": 6.98464e-05,
+    "seconds": 7.076125e-05,
+    "min": 7.046389999999997e-05,
+    "max": 7.085790000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.824014999999992e-05,
-    "min": 9.809929999999999e-05,
-    "max": 9.864879999999996e-05,
+    "seconds": 9.898204999999996e-05,
+    "min": 9.874929999999999e-05,
+    "max": 9.940269999999995e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17857,15 +17857,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012699550000000003,
-    "min": 0.00012689799999999996,
-    "max": 0.00012732630000000003,
+    "seconds": 0.00012758535,
+    "min": 0.0001275643,
+    "max": 0.00012768279999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018515304999999998,
-    "min": 0.00018486460000000007,
-    "max": 0.00018536729999999994,
+    "seconds": 0.0001842956,
+    "min": 0.00018400209999999993,
+    "max": 0.00018457270000000006,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17885,15 +17885,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.838394999999998e-05,
-    "min": 6.802939999999998e-05,
-    "max": 6.84763e-05,
+    "seconds": 6.911204999999997e-05,
+    "min": 6.88513e-05,
+    "max": 6.923469999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.245125000000002e-05,
-    "min": 9.187890000000003e-05,
-    "max": 9.305530000000004e-05,
+    "seconds": 9.252344999999995e-05,
+    "min": 9.243890000000003e-05,
+    "max": 9.264040000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17913,15 +17913,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012722499999999996,
-    "min": 0.00012689269999999997,
-    "max": 0.00012748749999999995,
+    "seconds": 0.00012789369999999998,
+    "min": 0.0001276416,
+    "max": 0.00012814749999999993,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001852990499999999,
-    "min": 0.00018495439999999995,
-    "max": 0.00018561849999999995,
+    "seconds": 0.00018447935000000002,
+    "min": 0.00018414759999999997,
+    "max": 0.00018466230000000006,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17941,15 +17941,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.103214999999998e-05,
-    "min": 7.08319e-05,
-    "max": 7.121949999999999e-05,
+    "seconds": 7.170710000000002e-05,
+    "min": 7.161259999999999e-05,
+    "max": 7.206740000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.275019999999994e-05,
-    "min": 9.23932e-05,
-    "max": 9.31748e-05,
+    "seconds": 9.266010000000003e-05,
+    "min": 9.23712e-05,
+    "max": 9.269139999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17971,15 +17971,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00018394795,
-    "min": 0.0001836039000000001,
-    "max": 0.00018417430000000002,
+    "seconds": 0.0001868196,
+    "min": 0.00018637680000000006,
+    "max": 0.000187077,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014151389999999997,
-    "min": 0.00014127950000000005,
-    "max": 0.0001416252,
+    "seconds": 0.00014178725000000002,
+    "min": 0.00014159080000000011,
+    "max": 0.00014183410000000006,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -18001,15 +18001,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011192569999999999,
-    "min": 0.00011166480000000001,
-    "max": 0.00011247989999999995,
+    "seconds": 0.00011304650000000001,
+    "min": 0.00011291890000000003,
+    "max": 0.00011334630000000006,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.835570000000005e-05,
-    "min": 7.821179999999999e-05,
-    "max": 7.852229999999994e-05,
+    "seconds": 7.869594999999988e-05,
+    "min": 7.854090000000003e-05,
+    "max": 7.901770000000007e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -18037,9 +18037,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00018529105000000002,
-    "min": 0.00018510169999999998,
-    "max": 0.00018553880000000004,
+    "seconds": 0.00018459844999999995,
+    "min": 0.00018436619999999995,
+    "max": 0.00018471810000000004,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -18073,9 +18073,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.246410000000001e-05,
-    "min": 9.223840000000002e-05,
-    "max": 9.282960000000006e-05,
+    "seconds": 9.225125e-05,
+    "min": 9.211810000000005e-05,
+    "max": 9.230690000000006e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -18109,15 +18109,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00018543530000000004,
-    "min": 0.00018524210000000005,
-    "max": 0.00018552060000000004,
+    "seconds": 0.00018455535,
+    "min": 0.00018433780000000002,
+    "max": 0.00018468090000000006,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00037091100000000014,
-    "min": 0.00037067719999999993,
-    "max": 0.00037099290000000015,
+    "seconds": 0.00036899105000000006,
+    "min": 0.00036880720000000004,
+    "max": 0.0003692418000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -18145,15 +18145,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.255965000000001e-05,
-    "min": 9.233729999999997e-05,
-    "max": 9.269689999999995e-05,
+    "seconds": 9.212065e-05,
+    "min": 9.199020000000002e-05,
+    "max": 9.243800000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018489265000000004,
-    "min": 0.0001845537,
-    "max": 0.00018507350000000002,
+    "seconds": 0.00018424965000000002,
+    "min": 0.0001839679,
+    "max": 0.00018435439999999967,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -18188,15 +18188,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017147330000000002,
-    "min": 0.00017142800000000005,
-    "max": 0.00017164330000000002,
+    "seconds": 0.00017249525,
+    "min": 0.0001722201,
+    "max": 0.0001726858,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005841217000000001,
-    "min": 0.0005838872999999997,
-    "max": 0.0005842884999999999,
+    "seconds": 0.000587287,
+    "min": 0.0005872026,
+    "max": 0.0005874096999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -18231,15 +18231,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017147109999999992,
-    "min": 0.00017133320000000006,
-    "max": 0.00017175249999999999,
+    "seconds": 0.00017191720000000001,
+    "min": 0.0001717965,
+    "max": 0.0001720621,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005679642000000001,
-    "min": 0.0005678089,
-    "max": 0.0005680544000000002,
+    "seconds": 0.0005699372,
+    "min": 0.0005698934999999999,
+    "max": 0.0005700519999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -18274,15 +18274,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00016805854999999998,
-    "min": 0.00016800669999999997,
-    "max": 0.00016832379999999998,
+    "seconds": 0.0001700603999999999,
+    "min": 0.00016980440000000007,
+    "max": 0.0001706009,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00102249165,
-    "min": 0.0010222855,
-    "max": 0.0010227454,
+    "seconds": 0.0010313923499999998,
+    "min": 0.0010313710000000001,
+    "max": 0.0010314546000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -18317,15 +18317,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00016406435000000004,
-    "min": 0.00016394089999999993,
-    "max": 0.00016416969999999992,
+    "seconds": 0.0001655653,
+    "min": 0.00016544919999999998,
+    "max": 0.00016594530000000007,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00101218085,
-    "min": 0.0010119521999999996,
-    "max": 0.0010123688000000003,
+    "seconds": 0.0010181856499999998,
+    "min": 0.0010180329000000002,
+    "max": 0.0010195315,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -18350,9 +18350,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00021649919999999995,
-    "min": 0.00021645930000000003,
-    "max": 0.00021661760000000002,
+    "seconds": 0.0002197235,
+    "min": 0.00021963770000000003,
+    "max": 0.00021993189999999996,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -18383,9 +18383,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001849861,
-    "min": 0.00018489309999999997,
-    "max": 0.00018523459999999996,
+    "seconds": 0.00018777909999999999,
+    "min": 0.00018764090000000005,
+    "max": 0.00018794059999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -18419,9 +18419,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00025996929999999997,
-    "min": 0.00025981570000000007,
-    "max": 0.00025997469999999997,
+    "seconds": 0.00026373799999999996,
+    "min": 0.0002637255,
+    "max": 0.0002640133,
     "samples": 6
    },
    "backward_gpu_seconds": {
