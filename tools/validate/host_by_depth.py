@@ -19,6 +19,9 @@ alternating sample by sample so that a drift of the host's speed moves them alik
 
 Each variant's forward and its forward + backward (one backward over every output). For the chained
 blocks, also the host's clock after each block (per-block host seconds by depth, the forward only).
+The variants that call one block twelve times cost less than a model's twelve blocks would: inside
+one autocast region a weight is cast to bfloat16 once and the cast reused. A variant whose GPU work
+outgrows the queue of pending launches waits for the GPU's sleep: its host time is not the host's.
 Usage, on a GPU machine: python3 tools/validate/host_by_depth.py --out F.json
 """
 
