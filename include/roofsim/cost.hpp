@@ -122,19 +122,15 @@ struct CostContext {
 
 namespace detail {
 
-/// Wave quantization: the share of SM slots busy when `tiles` tiles run in waves of `sm_count`.
-[[nodiscard]] inline double wave_utilization(double tiles, int sm_count) {
-    const double waves = std::ceil(tiles / sm_count);
-    return waves > 0 ? tiles / (waves * sm_count) : 1.0;
-}
-
 /// cuBLAS picks its fastest (tensor-core, vectorized) kernels only for dimensions that are
 /// multiples of 8 elements (16-byte aligned rows for 16-bit types).
 [[nodiscard]] inline bool is_aligned(const GemmDims& d) { return d.m % 8 == 0 && d.n % 8 == 0 && d.k % 8 == 0; }
 
-/// The GEMM model: t = t0 + F / (R e), e = wave_utilization(tiles of 128 x 128) k / (k + k0), written
-/// as t0 + F (waves SMs) (k + k0) / (R tiles k), two divisions where the plain form has four (the
-/// model runs for every GEMM and every measured neighbour of one); times the unaligned factor.
+/// The GEMM model: t = t0 + F / (R e), e = u k / (k + k0), where u = tiles / (waves SMs) is the share
+/// of SM slots busy when the output's 128 x 128 tiles run in waves (wave quantization; 1 without
+/// tiles); written as t0 + F (waves SMs) (k + k0) / (R tiles k), two divisions where the plain form
+/// has four (the model runs for every GEMM and every measured neighbour of one); times the unaligned
+/// factor.
 [[nodiscard]] inline Seconds gemm_model_time(const GemmModel& g, const GemmDims& d) {
     const auto tiles_along = [](std::int64_t x) { return x > 0 ? (x + 127) / 128 : 0; };  // ceil(x / 128)
     const double tiles = static_cast<double>(tiles_along(d.m)) * static_cast<double>(tiles_along(d.n)) *
@@ -144,7 +140,6 @@ namespace detail {
     const double waves = std::ceil(tiles / sm_count);
     const double work = gemm_flops(d).value() * (k + g.k_half);
     const double rate = g.rate.value() * k;
-    // no tiles: utilization 1, as wave_utilization has it
     const Seconds t = g.fixed_time + Seconds(waves > 0 ? work * (waves * sm_count) / (rate * tiles) : work / rate);
     return is_aligned(d) ? t : t * g.unaligned_factor;
 }
