@@ -24,6 +24,9 @@ static_assert(std::is_convertible_v<std::string, Name>);
 static_assert(std::is_convertible_v<std::string_view, Name>);
 static_assert(std::is_nothrow_move_constructible_v<Name> && std::is_nothrow_move_assignable_v<Name>);
 static_assert(sizeof(Name) == Name::in_place + 1);
+// A name, and so a kernel, is a plain value: copied and freed as bytes.
+static_assert(std::is_trivially_copyable_v<Name> && std::is_trivially_destructible_v<Name>);
+static_assert(std::is_trivially_copyable_v<Kernel> && std::is_trivially_destructible_v<Kernel>);
 
 namespace {
 
@@ -39,7 +42,7 @@ const std::vector<std::size_t> sizes = {0, 1, 15, 16, Name::in_place - 1, Name::
 
 }  // namespace
 
-TEST_CASE("a name holds its characters, in place or on the heap", "[name]") {
+TEST_CASE("a name holds its characters, in place or pooled", "[name]") {
     CHECK(Name().empty());
     CHECK(Name().size() == 0);
     CHECK(Name() == "");
@@ -58,17 +61,19 @@ TEST_CASE("a name holds its characters, in place or on the heap", "[name]") {
     }
 }
 
-TEST_CASE("a name copies and moves, in place or on the heap", "[name]") {
+TEST_CASE("a name copies and moves, in place or pooled", "[name]") {
     for (const std::size_t size : sizes) {
         const std::string s = text(size);
         Name original(s);
         Name copy(original);
         CHECK(copy == s);
         CHECK(original == s);
-        if (size > 0) CHECK(copy.data() != original.data());  // a copy of its own
+        // in place: characters of its own; pooled: the pool's one copy, whoever made the name
+        if (size > 0) CHECK((copy.data() != original.data()) == (size <= Name::in_place));
+        if (size > Name::in_place) CHECK(Name(std::string(s)).data() == original.data());
+        CHECK(original.data() != s.data());  // never a view of the string it was made from
         Name moved(std::move(copy));
         CHECK(moved == s);
-        CHECK(copy.empty());  // a moved-from name is empty
         for (const std::size_t other : sizes) {
             const std::string t = text(other) + "!";
             Name assigned(t);
@@ -77,10 +82,11 @@ TEST_CASE("a name copies and moves, in place or on the heap", "[name]") {
             Name move_assigned(t);
             move_assigned = std::move(assigned);
             CHECK(move_assigned == s);
-            CHECK(assigned.empty());
             Name from_string(t);
             from_string = s;
             CHECK(from_string == s);
+            from_string = from_string.view().substr(0, size / 2);  // a view of itself
+            CHECK(from_string == s.substr(0, size / 2));
         }
         Name& self = original;
         original = self;
@@ -88,6 +94,22 @@ TEST_CASE("a name copies and moves, in place or on the heap", "[name]") {
         original = std::move(self);
         CHECK(original == s);
     }
+}
+
+TEST_CASE("a pooled name outlives the string it was made from, and the same characters pool once", "[name]") {
+    Name first, second;
+    {
+        std::string made = text(Name::in_place + 10);
+        first = made;
+        made[0] = '#';  // the same buffer, other characters: not taken for the name before
+        second = made;
+    }  // both strings freed
+    CHECK(first == text(Name::in_place + 10));
+    std::string expected = text(Name::in_place + 10);
+    expected[0] = '#';
+    CHECK(second == expected);
+    CHECK(first.data() != second.data());
+    CHECK(Name(text(Name::in_place + 10)).data() == first.data());
 }
 
 TEST_CASE("a name is appended to, across the in-place limit", "[name]") {

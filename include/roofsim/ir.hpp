@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
@@ -267,10 +268,13 @@ struct Kernel {
     Name host_op;                            ///< host-only markers: the framework op whose dispatch it stands for
     std::variant<std::monostate, GemmDims, ConvDims, AttentionDims, NormDims> dims;  ///< shapes for shape-aware costs
     Name layer;                              ///< owning layer / module path ("layer1.0.conv1")
-    std::string flag;                        ///< why the kernel is flagged (unknown op), empty otherwise
+    Name flag;                               ///< why the kernel is flagged (unknown op), empty otherwise
 
     [[nodiscard]] Bytes bytes() const { return bytes_read + bytes_written; }
 };
+
+// A step's kernels are copied, and freed, as bytes.
+static_assert(std::is_trivially_copyable_v<Kernel> && std::is_trivially_destructible_v<Kernel>);
 
 /// The host op of a layer of `op` without a bias ("conv2d_nobias"): the framework probe's tiny layers of
 /// these ops have a bias (a cast, a reduction and two autograd nodes more), so it measures them apart

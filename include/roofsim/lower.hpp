@@ -356,8 +356,7 @@ public:
         for (std::size_t i = graph_.layers.size(); i-- > 0;) {
             const auto begin = backward_.begin() + static_cast<std::ptrdiff_t>(backward_begin_[i]);
             const auto end = backward_.begin() + static_cast<std::ptrdiff_t>(backward_begin_[i + 1]);
-            // copied, not moved: a copy leaves backward_ (freed with the lowerer) as it is, where a move
-            // would write each of its emptied names back
+            // a run of kernels, copied as bytes (Kernel is trivially copyable)
             kernels.insert(kernels.end(), begin, end);
             rows_.of_kernel.resize(kernels.size(), static_cast<std::uint32_t>(i));
         }

@@ -1,8 +1,9 @@
 #pragma once
 /// Name: the string type of the names a kernel carries (its op, its layer's module path). A step has
 /// hundreds of kernels with names a little too long for std::string's in-place buffer
-/// ("aten::cudnn_convolution", "layer1.0.downsample.bn"); a Name holds them in place, so kernels are
-/// made, copied and freed without allocating.
+/// ("aten::cudnn_convolution", "layer1.0.downsample.bn"); a Name holds them in place, and a longer
+/// one as the address of its one copy in a process-wide pool, so a Name is a plain value: kernels
+/// are made, copied and freed without allocating, and a vector of them is copied as bytes.
 
 #include <array>
 #include <compare>
@@ -10,18 +11,62 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <mutex>
 #include <ostream>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <unordered_set>
 
 namespace roofsim {
 
-/// A name held in place up to `in_place` characters (a longer one on the heap); reads as a
-/// std::string_view, compares with strings, and is assigned from them.
+namespace detail {
+
+/// The characters of every name longer than Name::in_place made in this process, each once: a Name
+/// holds the address of its copy here. Kept for the process's life (a name costs its characters
+/// once, however many kernels carry it, and however often a model is predicted); thread-safe.
+class LongNamePool {
+public:
+    /// The pooled copy of `chars` (added where it has none), valid until the process ends.
+    [[nodiscard]] static std::string_view intern(std::string_view chars) {
+        // Recently interned names, per thread: a model's long names come back kernel after kernel.
+        struct Recent {
+            const char* from = nullptr;
+            std::size_t size = 0;
+            std::string_view pooled;
+        };
+        thread_local std::array<Recent, 64> recent{};
+        Recent& r = recent[(reinterpret_cast<std::uintptr_t>(chars.data()) / 8 + chars.size()) % recent.size()];
+        if (r.from == chars.data() && r.size == chars.size() && r.pooled == chars) return r.pooled;
+        LongNamePool& pool = instance();
+        std::string_view pooled;
+        {
+            const std::lock_guard<std::mutex> lock(pool.mutex_);
+            pooled = *pool.names_.emplace(chars).first;  // a node's string never moves
+        }
+        r = {chars.data(), chars.size(), pooled};
+        return pooled;
+    }
+
+private:
+    std::mutex mutex_;
+    std::unordered_set<std::string> names_;
+
+    [[nodiscard]] static LongNamePool& instance() {
+        static LongNamePool pool;
+        return pool;
+    }
+};
+
+}  // namespace detail
+
+/// A name held in place up to `in_place` characters (a longer one pooled: detail::LongNamePool);
+/// reads as a std::string_view, compares with strings, and is assigned from them. Trivially copyable:
+/// a copy, or a move (which leaves the source as it was), copies its bytes.
 class Name {
 public:
-    /// The longest name held without allocating.
-    static constexpr std::size_t in_place = 47;
+    /// The longest name held in place.
+    static constexpr std::size_t in_place = 31;
 
     /// The empty name.
     Name() noexcept = default;
@@ -32,62 +77,35 @@ public:
     /// A copy of `s`.
     Name(const std::string& s) : Name(std::string_view(s)) {}
 
-    /// A copy of `other` (its own heap copy, for a long name).
-    Name(const Name& other) : bytes_(other.bytes_) {
-        if (other.on_heap()) assign(other.view());
-    }
-    /// Takes `other`'s characters; `other` is left empty.
-    Name(Name&& other) noexcept : bytes_(other.bytes_) { other.set_size(0); }
-    /// Copies `other`'s characters.
-    Name& operator=(const Name& other) {
-        if (!on_heap() && !other.on_heap()) {
-            bytes_ = other.bytes_;
-            return *this;
-        }
-        return *this = Name(other);
-    }
-    /// Takes `other`'s characters; `other` is left empty.
-    Name& operator=(Name&& other) noexcept {
-        if (this != &other) {
-            release();
-            bytes_ = other.bytes_;
-            other.set_size(0);
-        }
-        return *this;
-    }
-    /// Copies the characters of any string (std::string_view, std::string, C string) in place: no
-    /// temporary Name, and no allocation where both the old and the new name fit in place.
+    /// Copies the characters of any string (std::string_view, std::string, C string): `s` may be a
+    /// view of this name.
     template <class String>
         requires(std::convertible_to<const String&, std::string_view> && !std::same_as<String, Name>)
     Name& operator=(const String& s) {
-        const std::string_view chars(s);
-        if (on_heap() || chars.size() > in_place) return *this = Name(chars);  // copies first: `chars` may be ours
-        copy_short(bytes_.data(), chars.data(), chars.size());  // may be a view of this name
-        set_size(chars.size());
+        assign(std::string_view(s));
         return *this;
     }
-    ~Name() { release(); }
 
     /// Appends `s` (which may be a view of this name).
     Name& operator+=(std::string_view s) {
         if (s.empty()) return *this;
         const std::size_t old_size = size(), new_size = old_size + s.size();
         // In place before and after: `s`, even a view of this name, does not overlap where it goes.
-        if (new_size <= in_place) {
+        if (new_size <= in_place && !pooled()) {
             copy_short(bytes_.data() + old_size, s.data(), s.size());
             set_size(new_size);
             return *this;
         }
-        Name joined;
-        char* const chars = joined.allocate(new_size);
-        std::memcpy(chars, data(), old_size);
-        std::memcpy(chars + old_size, s.data(), s.size());
-        return *this = std::move(joined);
+        std::string joined;
+        joined.reserve(new_size);
+        joined.append(view()).append(s);
+        assign(joined);
+        return *this;
     }
 
     /// The characters.
     [[nodiscard]] std::string_view view() const noexcept {
-        return on_heap() ? std::string_view(heap_chars(), heap_size()) : std::string_view(bytes_.data(), size_byte());
+        return pooled() ? std::string_view(pooled_chars(), pooled_length()) : std::string_view(bytes_.data(), size_byte());
     }
     /// The characters, wherever a std::string_view is taken.
     operator std::string_view() const noexcept { return view(); }
@@ -100,7 +118,7 @@ public:
     [[nodiscard]] const char* data() const noexcept { return view().data(); }
     /// The number of characters.
     [[nodiscard]] std::size_t size() const noexcept { return view().size(); }
-    /// Whether it has no characters (a name on the heap has many).
+    /// Whether it has no characters (a pooled name has many).
     [[nodiscard]] bool empty() const noexcept { return size_byte() == 0; }
     /// The characters, as a range.
     [[nodiscard]] const char* begin() const noexcept { return data(); }
@@ -123,22 +141,22 @@ public:
     friend std::ostream& operator<<(std::ostream& out, const Name& n) { return out << n.view(); }
 
 private:
-    static constexpr std::uint8_t heap = 0xff;  ///< the size byte of a name on the heap
-    static_assert(in_place < heap && in_place >= sizeof(char*) + sizeof(std::size_t));
+    static constexpr std::uint8_t pooled_size = 0xff;  ///< the size byte of a pooled name
+    static_assert(in_place < pooled_size && in_place >= sizeof(char*) + sizeof(std::size_t));
 
-    /// In place: the characters, then (last) their count. On the heap: the address and the length of
-    /// the heap copy, stored bytewise, and `heap` last. One array, so that a copy is a few wide moves.
+    /// In place: the characters, then (last) their count. Pooled: the address and the length of the
+    /// pool's copy, stored bytewise, and `pooled_size` last. One array, so that a copy is a few wide moves.
     std::array<char, in_place + 1> bytes_{};
 
     [[nodiscard]] std::uint8_t size_byte() const noexcept { return static_cast<std::uint8_t>(bytes_[in_place]); }
     void set_size(std::size_t size) noexcept { bytes_[in_place] = static_cast<char>(static_cast<std::uint8_t>(size)); }
-    [[nodiscard]] bool on_heap() const noexcept { return size_byte() == heap; }
-    [[nodiscard]] char* heap_chars() const noexcept {
-        char* chars = nullptr;
+    [[nodiscard]] bool pooled() const noexcept { return size_byte() == pooled_size; }
+    [[nodiscard]] const char* pooled_chars() const noexcept {
+        const char* chars = nullptr;
         std::memcpy(&chars, bytes_.data(), sizeof chars);
         return chars;
     }
-    [[nodiscard]] std::size_t heap_size() const noexcept {
+    [[nodiscard]] std::size_t pooled_length() const noexcept {
         std::size_t size = 0;
         std::memcpy(&size, bytes_.data() + sizeof(char*), sizeof size);
         return size;
@@ -191,31 +209,22 @@ private:
         }
     }
 
-    /// Takes a copy of `s`, over whatever the name held (a name being constructed).
+    /// Takes a copy of `s` (which may be a view of this name), over whatever the name held.
     void assign(std::string_view s) {
         if (s.size() <= in_place) {
-            copy_short(bytes_.data(), s.data(), s.size());
+            copy_short(bytes_.data(), s.data(), s.size());  // loads before it stores: `s` may be ours
             set_size(s.size());
             return;
         }
-        std::memcpy(allocate(s.size()), s.data(), s.size());
-    }
-
-    /// Holds `size` characters (more than in_place) on the heap, over whatever the name held: the
-    /// caller writes them.
-    [[nodiscard]] char* allocate(std::size_t size) {
-        char* const chars = new char[size];
+        const std::string_view kept = detail::LongNamePool::intern(s);
+        const char* const chars = kept.data();
+        const std::size_t size = kept.size();
         std::memcpy(bytes_.data(), &chars, sizeof chars);
         std::memcpy(bytes_.data() + sizeof chars, &size, sizeof size);
-        set_size(heap);
-        return chars;
-    }
-
-    /// Frees a heap copy; the name is then empty.
-    void release() noexcept {
-        if (on_heap()) delete[] heap_chars();
-        set_size(0);
+        set_size(pooled_size);
     }
 };
+
+static_assert(std::is_trivially_copyable_v<Name>, "kernels are copied as bytes");
 
 }  // namespace roofsim
