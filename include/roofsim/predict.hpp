@@ -21,8 +21,8 @@ namespace roofsim {
 
 /// One row of the report: a layer (or "optimizer"), its forward and backward time and work.
 struct LayerTime {
-    std::string layer;
-    std::string op;
+    Name layer;  ///< its module path (a Name: no allocation per row)
+    Name op;
     Seconds forward_gpu{0}, backward_gpu{0};    ///< GPU busy time of its kernels
     Seconds forward_host{0}, backward_host{0};  ///< host issue time of its ops
     Flops flops{0};
@@ -120,7 +120,7 @@ namespace detail {
         }
         if (row_index == p.layers.size()) {
             LayerTime& added = p.layers.emplace_back();
-            added.layer = k.layer.str();
+            added.layer = k.layer;
             if (k.phase == Phase::optimizer) added.op = "optimizer";
             if (longest.size() < p.layers.size()) longest.resize(p.layers.size());
         }

@@ -19,7 +19,7 @@ namespace roofsim {
     for (const auto& l : p.layers) {
         auto point = [&](const char* pass, Flops flops, Bytes bytes, Seconds time) {
             if (flops.value() > 0 && bytes.value() > 0 && time.value() > 0) {
-                options.points.push_back({l.layer + " " + pass, flops / bytes, flops / time});
+                options.points.push_back({l.layer.str() + " " + pass, flops / bytes, flops / time});
             }
         };
         point("forward", l.forward_flops, l.forward_bytes, l.forward_gpu);
@@ -54,7 +54,7 @@ namespace roofsim {
         const double fw = longest > 0 ? chart_w * r.forward_gpu.value() / longest : 0;
         const double bw = longest > 0 ? chart_w * r.backward_gpu.value() / longest : 0;
         bars_svg += "<text x=\"" + fmt("%.0f", left - 6) + "\" y=\"" + fmt("%.1f", y + 13) + "\" text-anchor=\"end\">" +
-                    detail::svg_escape(r.layer) + "</text>\n";
+                    detail::svg_escape(r.layer.str()) + "</text>\n";
         bars_svg += "<rect x=\"" + fmt("%.1f", left) + "\" y=\"" + fmt("%.1f", y + 2) + "\" width=\"" + fmt("%.1f", fw) +
                     "\" height=\"" + fmt("%.1f", bar_h - 4) + "\" fill=\"#1f4e9c\"/>\n";
         bars_svg += "<rect x=\"" + fmt("%.1f", left + fw) + "\" y=\"" + fmt("%.1f", y + 2) + "\" width=\"" + fmt("%.1f", bw) +

@@ -376,7 +376,7 @@ void print_prediction(const roofsim::Prediction& p, std::size_t top, std::ostrea
     }
     TextTable t({"layer", "op", "fwd ms", "bwd ms", "host ms", "GFLOP", "MB", "bound", "share %"});
     for (const auto* r : rows) {
-        t.add_row({r->layer, r->op, ms(r->forward_gpu), ms(r->backward_gpu), ms(r->forward_host + r->backward_host),
+        t.add_row({r->layer.str(), r->op.str(), ms(r->forward_gpu), ms(r->backward_gpu), ms(r->forward_host + r->backward_host),
                    format_number("%.2f", r->flops.value() / 1e9), format_number("%.1f", r->bytes.value() / 1e6),
                    std::string(to_string(r->bound)) + (r->flagged ? " (flagged)" : ""), format_number("%.1f", 100 * r->share)});
     }
