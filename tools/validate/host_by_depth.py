@@ -18,7 +18,11 @@ alternating sample by sample so that a drift of the host's speed moves them alik
   flushed), against `one_block_warm`, the first block once after a call of it.
 
 Each variant's forward and its forward + backward (one backward over every output). For the chained
-blocks, also the host's clock after each block (per-block host seconds by depth, the forward only).
+blocks, also the host's clock after each block (per-block host seconds by depth, the forward only),
+issued while the GPU sleeps after a long wait, and issued with the GPU running them after a short
+wait (a synchronize for the last sample's GPU tail, as a validation step starts), after the host
+slept 50 ms, and after it spun 50 ms (does the first block's excess come from the wait, the CPU's
+idleness, or neither?).
 The variants that call one block twelve times cost less than a model's twelve blocks would: inside
 one autocast region a weight is cast to bfloat16 once and the cast reused. A variant whose GPU work
 outgrows the queue of pending launches waits for the GPU's sleep: its host time is not the host's.
@@ -152,11 +156,51 @@ def main(argv=None) -> int:
             del y
             torch.cuda.synchronize()
         out["chained_forward_per_block_s"] = [statistics.median(v) for v in per_block]
+
+        # The same chain after other waits, the GPU running the blocks as they come (no sleep; the
+        # host is ahead of a ViT-B/16 b32's GPU work, so it never waits for the queue):
+        # - short_wait: after a synchronize that waited for the last sample's GPU tail, as a
+        #   validation step starts;
+        # - host_sleep: after the host slept 50 ms (time.sleep) with the GPU idle;
+        # - host_spin: after the host spun 50 ms in Python with the GPU idle.
+        def chain_clocks():
+            with mp.autocast_ctx(mode, "cuda"):
+                y = x
+                clocks = []
+                t = time.perf_counter()
+                for b in blocks:
+                    y = b(y)
+                    now = time.perf_counter()
+                    clocks.append(now - t)
+                    t = now
+            del y
+            return clocks
+
+        def spin(seconds):
+            end = time.perf_counter() + seconds
+            while time.perf_counter() < end:
+                pass
+
+        waits = {"short_wait": lambda: None, "host_sleep": lambda: time.sleep(0.05), "host_spin": lambda: spin(0.05)}
+        per_block_after = {w: [[] for _ in blocks] for w in waits}
+        for w in waits:  # warm-up
+            chain_clocks()
+            torch.cuda.synchronize()
+        for _ in range(args.samples):
+            for w, wait in waits.items():
+                torch.cuda.synchronize()
+                wait()
+                for i, c in enumerate(chain_clocks()):
+                    per_block_after[w][i].append(c)
+        for w in waits:
+            out[f"chained_forward_per_block_{w}_s"] = [statistics.median(v) for v in per_block_after[w]]
     out["canary_s_after"] = mp.canary_seconds_per_op(dev)
     for kind, rec in out["variants"].items():
         print(f"{kind:26s} forward {rec['forward']['seconds'] * 1e3:8.3f} ms, forward + backward "
               f"{rec['forward_backward']['seconds'] * 1e3:8.3f} ms", flush=True)
-    print("chained forward per block (us):", " ".join(f"{s * 1e6:.0f}" for s in out["chained_forward_per_block_s"]))
+    for key in ("chained_forward_per_block_s", "chained_forward_per_block_short_wait_s",
+                "chained_forward_per_block_host_sleep_s", "chained_forward_per_block_host_spin_s"):
+        print(f"{key} (us):", " ".join(f"{s * 1e6:.0f}" for s in out[key]))
     mp.write_json_atomic(args.out, out)
     return 0
 
