@@ -58,7 +58,7 @@ struct FrameworkProfile {
     std::string gpu_key;      ///< "h200-sxm"
     std::string torch_version;
     std::string date_utc;
-    std::map<std::string, FrameworkFigure> figures;
+    std::map<std::string, FrameworkFigure, std::less<>> figures;  ///< by key, found by any string
     std::vector<OpTiming> op_timings;
     /// Calls per op-timing measurement (settings.op_timing_calls): the probe times that many forward
     /// calls inside one torch.autocast context, 1 where the profile does not say.
@@ -88,14 +88,14 @@ struct FrameworkProfile {
                ", calibrate/torch_framework_probe.py";
     }
 
-    [[nodiscard]] std::optional<Seconds> seconds(const std::string& key) const {
+    [[nodiscard]] std::optional<Seconds> seconds(std::string_view key) const {
         auto it = figures.find(key);
         if (it == figures.end()) return std::nullopt;
         return Seconds(it->second.seconds);
     }
 
     /// A figure's fastest sample as measured, not put on the host speed (FrameworkFigure::measured_min).
-    [[nodiscard]] std::optional<Seconds> fastest_seconds(const std::string& key) const {
+    [[nodiscard]] std::optional<Seconds> fastest_seconds(std::string_view key) const {
         auto it = figures.find(key);
         if (it == figures.end()) return std::nullopt;
         return Seconds(it->second.measured_min);
@@ -410,22 +410,32 @@ inline void calibrate_op_factors(CostContext& ctx, const FrameworkProfile& f) {
 [[nodiscard]] inline ConvHostGrowth conv_host_growth_from_framework(const FrameworkProfile& f, PrecisionMode mode) {
     ConvHostGrowth growth;
     const std::string_view wanted = conv_host_mode(mode);
-    for (const std::string_view family : {"k1", "k3"}) {
-        std::map<double, std::pair<std::optional<Seconds>, std::optional<Seconds>>> by_flops;  // forward, forward + backward
-        for (const ConvHostFigure& c : f.conv_host) {
-            if (c.family != family || c.mode != wanted) continue;
-            auto& entry = by_flops[c.flops];
-            (c.part == "forward" ? entry.first : entry.second) = c.seconds;
-        }
+    struct Size {
+        double flops = 0;
+        std::optional<Seconds> forward, forward_backward;
+    };
+    std::vector<Size> sizes[2];  // k1, k3: the profile's few sizes of each, in the order met
+    for (const ConvHostFigure& c : f.conv_host) {
+        if (std::string_view(c.mode) != wanted) continue;
+        const int family = c.family == "k1" ? 0 : c.family == "k3" ? 1 : -1;
+        if (family < 0) continue;
+        auto& of_family = sizes[family];
+        auto size = std::find_if(of_family.begin(), of_family.end(), [&c](const Size& s) { return s.flops == c.flops; });
+        if (size == of_family.end()) size = of_family.insert(of_family.end(), Size{c.flops, {}, {}});
+        (c.part == "forward" ? size->forward : size->forward_backward) = c.seconds;
+    }
+    for (int family = 0; family < 2; ++family) {
+        auto& of_family = sizes[family];
+        std::sort(of_family.begin(), of_family.end(), [](const Size& a, const Size& b) { return a.flops < b.flops; });
         std::vector<ConvHostGrowth::Point> points;
         std::optional<std::pair<Seconds, Seconds>> tiny;  // forward, backward
-        for (const auto& [flops, parts] : by_flops) {
-            if (!parts.first || !parts.second) continue;
-            const Seconds forward = *parts.first, backward = *parts.second - *parts.first;
+        for (const Size& s : of_family) {
+            if (!s.forward || !s.forward_backward) continue;
+            const Seconds forward = *s.forward, backward = *s.forward_backward - *s.forward;
             if (!tiny) tiny = std::pair{forward, backward};
-            points.push_back({flops, max(Seconds(0), forward - tiny->first), max(Seconds(0), backward - tiny->second)});
+            points.push_back({s.flops, max(Seconds(0), forward - tiny->first), max(Seconds(0), backward - tiny->second)});
         }
-        if (points.size() >= 2) (family == "k1" ? growth.kernel_1x1 : growth.other) = std::move(points);
+        if (points.size() >= 2) (family == 0 ? growth.kernel_1x1 : growth.other) = std::move(points);
     }
     return growth;
 }
