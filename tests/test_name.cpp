@@ -7,6 +7,7 @@
 
 #include <map>
 #include <sstream>
+#include <thread>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -158,6 +159,36 @@ TEST_CASE("a name compares and orders with every kind of string", "[name]") {
     // as a map key, found by a view
     std::map<Name, int, std::less<>> by_layer{{"layer1.0.conv1", 1}, {"layer1.0.downsample.bn", 2}};
     CHECK(by_layer.find(std::string_view("layer1.0.downsample.bn"))->second == 2);
+}
+
+TEST_CASE("names are pooled from several threads at once, each long name once", "[name]") {
+    // eight threads make the same and their own long names, over and over
+    constexpr int threads = 8, rounds = 2000;
+    std::vector<std::vector<Name>> made(threads);
+    std::vector<std::thread> workers;
+    for (int t = 0; t < threads; ++t) {
+        workers.emplace_back([t, &made] {
+            for (int i = 0; i < rounds; ++i) {
+                const std::string shared = "encoder.layer." + std::to_string(i % 50) + ".attention.output.dense.shared";
+                const std::string own = "thread." + std::to_string(t) + ".layer." + std::to_string(i) + ".attention.output.dense";
+                made[static_cast<std::size_t>(t)].emplace_back(shared);
+                made[static_cast<std::size_t>(t)].emplace_back(own);
+            }
+        });
+    }
+    for (auto& w : workers) w.join();
+    for (int t = 0; t < threads; ++t) {
+        const auto& names = made[static_cast<std::size_t>(t)];
+        REQUIRE(names.size() == 2 * rounds);
+        for (int i = 0; i < rounds; ++i) {
+            const std::string shared = "encoder.layer." + std::to_string(i % 50) + ".attention.output.dense.shared";
+            const std::string own = "thread." + std::to_string(t) + ".layer." + std::to_string(i) + ".attention.output.dense";
+            CHECK(names[static_cast<std::size_t>(2 * i)] == shared);
+            CHECK(names[static_cast<std::size_t>(2 * i + 1)] == own);
+            // one pooled copy of a name, whichever thread made it
+            CHECK(names[static_cast<std::size_t>(2 * i)].data() == made[0][static_cast<std::size_t>(2 * i)].data());
+        }
+    }
 }
 
 TEST_CASE("a name prints and converts to JSON as its characters", "[name]") {
