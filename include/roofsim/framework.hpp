@@ -416,7 +416,7 @@ inline void calibrate_op_factors(CostContext& ctx, const FrameworkProfile& f) {
     };
     std::vector<Size> sizes[2];  // k1, k3: the profile's few sizes of each, in the order met
     for (const ConvHostFigure& c : f.conv_host) {
-        if (std::string_view(c.mode) != wanted) continue;
+        if (c.mode != wanted) continue;
         const int family = c.family == "k1" ? 0 : c.family == "k3" ? 1 : -1;
         if (family < 0) continue;
         auto& of_family = sizes[family];

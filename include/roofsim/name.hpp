@@ -52,9 +52,10 @@ private:
     std::mutex mutex_;
     std::unordered_set<std::string> names_;
 
+    /// Never destroyed, so that a name read while static objects are destroyed still holds.
     [[nodiscard]] static LongNamePool& instance() {
-        static LongNamePool pool;
-        return pool;
+        static LongNamePool* const pool = new LongNamePool;
+        return *pool;
     }
 };
 
@@ -91,7 +92,7 @@ public:
         if (s.empty()) return *this;
         const std::size_t old_size = size(), new_size = old_size + s.size();
         // In place before and after: `s`, even a view of this name, does not overlap where it goes.
-        if (new_size <= in_place && !pooled()) {
+        if (new_size <= in_place) {
             copy_short(bytes_.data() + old_size, s.data(), s.size());
             set_size(new_size);
             return *this;

@@ -54,7 +54,7 @@ namespace roofsim {
         const double fw = longest > 0 ? chart_w * r.forward_gpu.value() / longest : 0;
         const double bw = longest > 0 ? chart_w * r.backward_gpu.value() / longest : 0;
         bars_svg += "<text x=\"" + fmt("%.0f", left - 6) + "\" y=\"" + fmt("%.1f", y + 13) + "\" text-anchor=\"end\">" +
-                    detail::svg_escape(r.layer.str()) + "</text>\n";
+                    detail::svg_escape(r.layer) + "</text>\n";
         bars_svg += "<rect x=\"" + fmt("%.1f", left) + "\" y=\"" + fmt("%.1f", y + 2) + "\" width=\"" + fmt("%.1f", fw) +
                     "\" height=\"" + fmt("%.1f", bar_h - 4) + "\" fill=\"#1f4e9c\"/>\n";
         bars_svg += "<rect x=\"" + fmt("%.1f", left + fw) + "\" y=\"" + fmt("%.1f", y + 2) + "\" width=\"" + fmt("%.1f", bw) +

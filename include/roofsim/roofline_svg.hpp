@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace roofsim {
@@ -29,7 +30,7 @@ struct RooflineSvgOptions {
 };
 
 namespace detail {
-inline std::string svg_escape(const std::string& s) {
+inline std::string svg_escape(std::string_view s) {
     std::string out;
     for (char c : s) {
         switch (c) {
