@@ -140,30 +140,9 @@ def main(argv=None) -> int:
             out["variants"][kind] = {part: {"seconds": statistics.median(v), "min": min(v), "max": max(v)}
                                      for part, v in values[kind].items()}
             out["variants"][kind]["gpu_hold_s"] = hold[kind]
-        # Per-block host seconds along the chain of twelve distinct blocks (forward).
-        per_block = [[] for _ in blocks]
-        for _ in range(args.samples):
-            torch.cuda.synchronize()
-            torch.cuda._sleep(int(hold["encoder_layers"] * cycles_per_s))
-            with mp.autocast_ctx(mode, "cuda"):
-                y = x
-                t = time.perf_counter()
-                for i, b in enumerate(blocks):
-                    y = b(y)
-                    now = time.perf_counter()
-                    per_block[i].append(now - t)
-                    t = now
-            del y
-            torch.cuda.synchronize()
-        out["chained_forward_per_block_s"] = [statistics.median(v) for v in per_block]
 
-        # The same chain after other waits, the GPU running the blocks as they come (no sleep; the
-        # host is ahead of a ViT-B/16 b32's GPU work, so it never waits for the queue):
-        # - short_wait: after a synchronize that waited for the last sample's GPU tail, as a
-        #   validation step starts;
-        # - host_sleep: after the host slept 50 ms (time.sleep) with the GPU idle;
-        # - host_spin: after the host spun 50 ms in Python with the GPU idle.
         def chain_clocks():
+            """The host's seconds for each block of the chain of twelve distinct blocks (forward)."""
             with mp.autocast_ctx(mode, "cuda"):
                 y = x
                 clocks = []
@@ -176,6 +155,22 @@ def main(argv=None) -> int:
             del y
             return clocks
 
+        # Per-block host seconds along the chain, issued while the GPU sleeps after a long wait.
+        per_block = [[] for _ in blocks]
+        for _ in range(args.samples):
+            torch.cuda.synchronize()
+            torch.cuda._sleep(int(hold["encoder_layers"] * cycles_per_s))
+            for i, c in enumerate(chain_clocks()):
+                per_block[i].append(c)
+            torch.cuda.synchronize()
+        out["chained_forward_per_block_s"] = [statistics.median(v) for v in per_block]
+
+        # The same chain after other waits, the GPU running the blocks as they come (no sleep; the
+        # host is ahead of a ViT-B/16 b32's GPU work, so it never waits for the queue):
+        # - short_wait: after a synchronize that waited for the last sample's GPU tail, as a
+        #   validation step starts;
+        # - host_sleep: after the host slept 50 ms (time.sleep) with the GPU idle;
+        # - host_spin: after the host spun 50 ms in Python with the GPU idle.
         def spin(seconds):
             end = time.perf_counter() + seconds
             while time.perf_counter() < end:
