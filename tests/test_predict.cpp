@@ -120,8 +120,13 @@ TEST_CASE("a time from measured neighbours scales each by the model and interpol
     // t(x) = t(x0) model(x) / model(x0), here with model(x) = x seconds.
     const auto model_at = [](std::int64_t v) { return Seconds(static_cast<double>(v)); };
     const auto any = [](std::int64_t) { return true; };
+    const auto points = [&](const std::map<std::int64_t, Seconds>& measured) {
+        std::map<std::int64_t, MeasuredPoint> p;
+        for (const auto& [x, t] : measured) p[x] = detail::measured_point(x, t, model_at(x));
+        return p;
+    };
     const auto at = [&](const std::map<std::int64_t, Seconds>& measured, std::int64_t x) {
-        return detail::from_measured_neighbours(measured, x, model_at(x), true, model_at, any);
+        return detail::from_measured_neighbours(points(measured), x, model_at(x), true, any);
     };
     // Neighbours that follow the model give the model.
     CHECK(at({{2, Seconds(2)}, {8, Seconds(8)}}, 4)->time.value() == Catch::Approx(4.0));
@@ -136,8 +141,7 @@ TEST_CASE("a time from measured neighbours scales each by the model and interpol
     CHECK_FALSE(at({}, 4));
     // Neighbours of another alignment class are skipped: only 8 is even like 4.
     const auto even = [](std::int64_t v) { return v % 2 == 0; };
-    const auto aligned = detail::from_measured_neighbours(std::map<std::int64_t, Seconds>{{3, Seconds(30)}, {8, Seconds(16)}}, 4,
-                                                          model_at(4), true, model_at, even);
+    const auto aligned = detail::from_measured_neighbours(points({{3, Seconds(30)}, {8, Seconds(16)}}), 4, model_at(4), true, even);
     REQUIRE(aligned);
     CHECK(aligned->time.value() == Catch::Approx(8.0));
 }

@@ -67,6 +67,18 @@ struct TupleHash {
 };
 }  // namespace detail
 
+/// A time the calibration measured at one value x of a shape's varying dimension (a GEMM's n, a
+/// convolution's batch), with what an estimate from measured neighbours reads of it, prepared once
+/// when the context is made: log x, and the measured time over the context's model time at x (the
+/// fitted GEMM model of its unit; a convolution's implicit GEMM's), and that ratio's log
+/// (detail::from_measured_neighbours).
+struct MeasuredPoint {
+    Seconds seconds{0};
+    double log_x = 0;
+    double over_model = 1;      ///< seconds / the model's time at x
+    double log_over_model = 0;  ///< log(over_model)
+};
+
 /// Everything the cost models read, prepared once per GPU and calibration.
 struct CostContext {
     Ceilings ceilings;
@@ -78,9 +90,10 @@ struct CostContext {
         gemm_measured;
     /// The same times along one dimension, for shapes that differ from measured ones in that
     /// dimension only (a layer's GEMMs at another token count or batch): keyed by the unit and the
-    /// three other dimensions, the varying one -> seconds. Along m or n: (unit, the other of m and
-    /// n, k, batch); along k: (unit, min(m, n), max(m, n), batch); along the batch: (unit, min, max, k).
-    std::unordered_map<std::tuple<ComputeUnit, std::int64_t, std::int64_t, std::int64_t>, std::map<std::int64_t, Seconds>,
+    /// three other dimensions, the varying one -> its measured point (with the unit's model time in
+    /// `gemm` at it). Along m or n: (unit, the other of m and n, k, batch); along k: (unit, min(m, n),
+    /// max(m, n), batch); along the batch: (unit, min, max, k).
+    std::unordered_map<std::tuple<ComputeUnit, std::int64_t, std::int64_t, std::int64_t>, std::map<std::int64_t, MeasuredPoint>,
                        detail::TupleHash>
         gemm_measured_along_mn, gemm_measured_along_k, gemm_measured_along_batch;
     /// The same times by layout too, as measured (not divided by the layout factor): a GEMM whose
@@ -97,11 +110,12 @@ struct CostContext {
     /// Keyed by (unit, pass, depthwise): depthwise convolutions run other kernels than dense ones.
     std::map<std::tuple<ComputeUnit, ConvPass, bool>, ConvModel> conv;
     /// cuDNN times the calibration measured (NCHW, PyTorch's default layout), by shape less the batch:
-    /// every batch size the sweep measured for a convolution geometry (N -> seconds).
+    /// every batch size the sweep measured for a convolution geometry (N -> its measured point, with
+    /// the implicit GEMM's model time in `gemm` at N).
     std::unordered_map<std::tuple<ComputeUnit, ConvPass, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
                                   std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
                                   std::int64_t, std::int64_t>,
-                       std::map<std::int64_t, Seconds>, detail::TupleHash>
+                       std::map<std::int64_t, MeasuredPoint>, detail::TupleHash>
         conv_measured_by_batch;
     std::vector<BandwidthPoint> copy_curve;  ///< bytes/s vs working set, read + written (calibration)
     std::vector<BandwidthPoint> read_curve;  ///< read-only
@@ -251,6 +265,12 @@ inline constexpr std::int64_t gemm_layout_sensitive_dim = 256;
     return factors;
 }
 
+/// The point measured at `x` in `seconds` where the model gives `model_seconds` (MeasuredPoint).
+[[nodiscard]] inline MeasuredPoint measured_point(std::int64_t x, Seconds seconds, Seconds model_seconds) {
+    const double over_model = seconds / model_seconds;
+    return {seconds, std::log(static_cast<double>(x)), over_model, std::log(over_model)};
+}
+
 /// The key of a convolution's geometry: its shape less the batch size N (unit, pass, C, H, W, K, R, S,
 /// stride, padding and dilation in each dimension, groups).
 [[nodiscard]] inline auto conv_geometry_key(ComputeUnit unit, const ConvDims& d) {
@@ -296,6 +316,12 @@ inline constexpr std::int64_t gemm_layout_sensitive_dim = 256;
     if (!ctx.gemm_layout_factor.empty()) {
         ctx.gemm_layout_factor_source = measured + " (cuBLAS sweep: each layout's time over nn's, pairs of equal work)";
     }
+    for (auto& [unit, points] : sweep) {
+        if (!ctx.ceilings.has(unit) || points.size() < 4) continue;
+        GemmModel g = detail::fit_gemm_model(ctx.ceilings.rate(unit), ctx.sm_count, points);
+        g.source = measured + " (cuBLAS sweep of " + std::to_string(points.size()) + " shapes, fitted t0 and k0)";
+        ctx.gemm[unit] = g;
+    }
     std::map<std::tuple<ComputeUnit, std::int64_t, std::int64_t, std::int64_t, std::int64_t>, std::vector<double>> by_shape;
     for (const auto& [unit, points] : sweep) {
         for (const auto& [d, seconds] : points) by_shape[detail::gemm_key(unit, d)].push_back(seconds);
@@ -305,16 +331,14 @@ inline constexpr std::int64_t gemm_layout_sensitive_dim = 256;
         const Seconds t(times[times.size() / 2]);
         ctx.gemm_measured[key] = t;
         const auto& [unit, lo, hi, k, batch] = key;
-        ctx.gemm_measured_along_mn[{unit, lo, k, batch}][hi] = t;
-        ctx.gemm_measured_along_mn[{unit, hi, k, batch}][lo] = t;
-        ctx.gemm_measured_along_k[{unit, lo, hi, batch}][k] = t;
-        ctx.gemm_measured_along_batch[{unit, lo, hi, k}][batch] = t;
-    }
-    for (auto& [unit, points] : sweep) {
-        if (!ctx.ceilings.has(unit) || points.size() < 4) continue;
-        GemmModel g = detail::fit_gemm_model(ctx.ceilings.rate(unit), ctx.sm_count, points);
-        g.source = measured + " (cuBLAS sweep of " + std::to_string(points.size()) + " shapes, fitted t0 and k0)";
-        ctx.gemm[unit] = g;
+        const auto model = ctx.gemm.find(unit);
+        if (model == ctx.gemm.end()) continue;  // a unit the GPU lacks: no GEMM of it is costed
+        // the model is symmetric in m and n: one time for each neighbour table
+        const Seconds model_t = detail::gemm_model_time(model->second, GemmDims{lo, hi, k, batch});
+        ctx.gemm_measured_along_mn[{unit, lo, k, batch}][hi] = detail::measured_point(hi, t, model_t);
+        ctx.gemm_measured_along_mn[{unit, hi, k, batch}][lo] = detail::measured_point(lo, t, model_t);
+        ctx.gemm_measured_along_k[{unit, lo, hi, batch}][k] = detail::measured_point(k, t, model_t);
+        ctx.gemm_measured_along_batch[{unit, lo, hi, k}][batch] = detail::measured_point(batch, t, model_t);
     }
     // Convolution, NCHW records only (PyTorch's default layout): the measured time by exact shape, and
     // the median ratio of cuDNN time to the GEMM model of the implicit GEMM, per unit, pass and
@@ -352,8 +376,9 @@ inline constexpr std::int64_t gemm_layout_sensitive_dim = 256;
         d.dilation_h = r.dilation_along_h();
         d.groups = r.groups;
         const bool depthwise = r.groups > 1 && r.groups == r.c;
-        ratios[{r.unit, r.pass, depthwise}].push_back(r.seconds.median / detail::gemm_model_time(g->second, detail::implicit_gemm(d)).value());
-        ctx.conv_measured_by_batch[detail::conv_geometry_key(r.unit, d)][d.n] = Seconds(r.seconds.median);
+        const Seconds model_t = detail::gemm_model_time(g->second, detail::implicit_gemm(d));
+        ratios[{r.unit, r.pass, depthwise}].push_back(r.seconds.median / model_t.value());
+        ctx.conv_measured_by_batch[detail::conv_geometry_key(r.unit, d)][d.n] = detail::measured_point(d.n, Seconds(r.seconds.median), model_t);
     }
     for (auto& [key, v] : ratios) {
         std::sort(v.begin(), v.end());
@@ -382,53 +407,51 @@ struct NeighbourEstimate {
     double reach = 1;
 };
 
-/// A time from measured neighbours along one dimension (value -> seconds): each neighbour's
+/// A time from measured neighbours along one dimension (value -> measured point): each neighbour's
 /// measured time scaled by the model's time ratio, t(x) = t(x0) model(x) / model(x0), interpolated in
 /// log time over log x between the two that bracket x, or the nearest one within a factor of 4 of x;
-/// `model_at(x0)` is the model's time at the neighbour's value. Neighbours whose alignment class
-/// (`aligned_at`) differs from the shape's are skipped. Nothing when no neighbour qualifies.
-template <class ModelAt, class AlignedAt>
-[[nodiscard]] std::optional<NeighbourEstimate> from_measured_neighbours(const std::map<std::int64_t, Seconds>& measured,
+/// `model_x` is the model's time at x, and each point holds its own over the model's at its x
+/// (MeasuredPoint), so that the interpolation t_lo^(1-w) t_hi^w, w = log(x / x_lo) / log(x_hi / x_lo),
+/// is model(x) exp((1-w) log r_lo + w log r_hi) with r = t(x0) / model(x0). Neighbours whose alignment
+/// class (`aligned_at`) differs from the shape's are skipped. Nothing when no neighbour qualifies.
+template <class AlignedAt>
+[[nodiscard]] std::optional<NeighbourEstimate> from_measured_neighbours(const std::map<std::int64_t, MeasuredPoint>& measured,
                                                                         std::int64_t x, Seconds model_x, bool aligned_x,
-                                                                        ModelAt&& model_at, AlignedAt&& aligned_at) {
-    const std::map<std::int64_t, Seconds>::const_iterator none = measured.end();
+                                                                        AlignedAt&& aligned_at) {
+    const std::map<std::int64_t, MeasuredPoint>::const_iterator none = measured.end();
     auto hi = measured.upper_bound(x);
     auto lo = hi == measured.begin() ? none : std::prev(hi);
     while (lo != none && aligned_at(lo->first) != aligned_x) lo = lo == measured.begin() ? none : std::prev(lo);
     while (hi != none && aligned_at(hi->first) != aligned_x) ++hi;
-    const auto scaled = [&](auto it) { return it->second.value() * model_x.value() / model_at(it->first).value(); };
     const double xd = static_cast<double>(x);
     if (lo != none && hi != none) {
-        const double w = std::log(xd / static_cast<double>(lo->first)) /
-                         std::log(static_cast<double>(hi->first) / static_cast<double>(lo->first));
-        const double t_lo = scaled(lo);
-        return NeighbourEstimate{Seconds(t_lo * std::pow(scaled(hi) / t_lo, w)), 1.0};  // t_lo^(1-w) t_hi^w
+        const MeasuredPoint& a = lo->second;
+        const MeasuredPoint& b = hi->second;
+        const double w = (std::log(xd) - a.log_x) / (b.log_x - a.log_x);
+        return NeighbourEstimate{model_x * std::exp(a.log_over_model + w * (b.log_over_model - a.log_over_model)), 1.0};
     }
     const auto nearest = lo != none ? lo : hi;
     if (nearest == none) return std::nullopt;
     const double x0 = static_cast<double>(nearest->first);
     const double reach = std::max(xd / x0, x0 / xd);
     if (reach > 4.0) return std::nullopt;
-    return NeighbourEstimate{Seconds(scaled(nearest)), reach};
+    return NeighbourEstimate{model_x * nearest->second.over_model, reach};
 }
 
 /// A GEMM's time from the cuBLAS sweep: the measured time of its exact shape, or of the sweep's
 /// shapes that differ from it in one dimension (m or n, k, or the batch), scaled by the fitted model
 /// (from_measured_neighbours; of the dimensions with neighbours, the one whose estimate reaches
-/// least far); nothing when the sweep has neither.
+/// least far; `model_d` is the model's time of `d`); nothing when the sweep has neither.
 [[nodiscard]] inline std::optional<Seconds> gemm_measured_time(const CostContext& ctx, ComputeUnit unit, const GemmDims& d,
-                                                              const GemmModel& model) {
+                                                              Seconds model_d) {
     if (auto it = ctx.gemm_measured.find(gemm_key(unit, d)); it != ctx.gemm_measured.end()) return it->second;
-    const Seconds model_d = gemm_model_time(model, d);
     const bool aligned = is_aligned(d);
     std::optional<NeighbourEstimate> best;
     const auto along = [&](const auto& table, const auto& key, std::int64_t x, auto with) {
         if (best && best->reach == 1.0) return;  // bracketed already: nothing reaches less far
         auto it = table.find(key);
         if (it == table.end()) return;
-        auto e = from_measured_neighbours(
-            it->second, x, model_d, aligned, [&](std::int64_t v) { return gemm_model_time(model, with(v)); },
-            [&](std::int64_t v) { return is_aligned(with(v)); });
+        auto e = from_measured_neighbours(it->second, x, model_d, aligned, [&](std::int64_t v) { return is_aligned(with(v)); });
         if (e && (!best || e->reach < best->reach)) best = e;
     };
     const auto lo = std::min(d.m, d.n), hi = std::max(d.m, d.n);
@@ -476,8 +499,9 @@ template <class ModelAt, class AlignedAt>
     if (auto same = ctx.gemm_measured_in_layout.find(detail::gemm_layout_key(k.unit, d)); same != ctx.gemm_measured_in_layout.end()) {
         compute = same->second;  // the sweep timed this very GEMM
     } else {
-        const auto measured = detail::gemm_measured_time(ctx, k.unit, d, model->second);
-        compute = (measured ? *measured : detail::gemm_model_time(model->second, d)) * gemm_layout_factor(ctx, k.unit, d);
+        const Seconds model_d = detail::gemm_model_time(model->second, d);
+        const auto measured = detail::gemm_measured_time(ctx, k.unit, d, model_d);
+        compute = (measured ? *measured : model_d) * gemm_layout_factor(ctx, k.unit, d);
     }
     const Seconds memory = k.bytes() / ctx.ceilings.rate(MemoryLevel::dram);
     return compute >= memory ? KernelCost{compute, Bound::compute} : KernelCost{memory, Bound::dram};
@@ -492,16 +516,11 @@ template <class ModelAt, class AlignedAt>
     // is kept), interpolated in log time over log N (from_measured_neighbours).
     if (auto it = ctx.conv_measured_by_batch.find(detail::conv_geometry_key(k.unit, d)); it != ctx.conv_measured_by_batch.end()) {
         if (auto same = it->second.find(d.n); same != it->second.end()) {
-            return {same->second, Bound::compute};  // the calibration timed this very shape
+            return {same->second.seconds, Bound::compute};  // the calibration timed this very shape
         }
         if (auto model = ctx.gemm.find(k.unit); model != ctx.gemm.end()) {
-            const auto model_at = [&](std::int64_t n) {
-                ConvDims at = d;
-                at.n = n;
-                return detail::gemm_model_time(model->second, detail::implicit_gemm(at));
-            };
-            if (auto e = detail::from_measured_neighbours(it->second, d.n, model_at(d.n), true, model_at,
-                                                          [](std::int64_t) { return true; })) {
+            const Seconds model_n = detail::gemm_model_time(model->second, detail::implicit_gemm(d));
+            if (auto e = detail::from_measured_neighbours(it->second, d.n, model_n, true, [](std::int64_t) { return true; })) {
                 return {e->time, Bound::compute};
             }
         }
