@@ -333,7 +333,7 @@ inline constexpr std::int64_t gemm_layout_sensitive_dim = 256;
         const auto& [unit, lo, hi, k, batch] = key;
         const auto model = ctx.gemm.find(unit);
         if (model == ctx.gemm.end()) continue;  // a unit the GPU lacks: no GEMM of it is costed
-        // the model is symmetric in m and n: one time for each neighbour table
+        // the shape's model time, the same in each table (the model is symmetric in m and n)
         const Seconds model_t = detail::gemm_model_time(model->second, GemmDims{lo, hi, k, batch});
         ctx.gemm_measured_along_mn[{unit, lo, k, batch}][hi] = detail::measured_point(hi, t, model_t);
         ctx.gemm_measured_along_mn[{unit, hi, k, batch}][lo] = detail::measured_point(lo, t, model_t);
