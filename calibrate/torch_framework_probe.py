@@ -150,6 +150,14 @@ from measure_pytorch import (  # noqa: E402
 
 
 
+def least_squares_line(xs, ys) -> tuple[float, float]:
+    """The least-squares line through (x, y): (slope, intercept)."""
+    mean_x = sum(xs) / len(xs)
+    mean_y = sum(ys) / len(ys)
+    slope = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys)) / sum((x - mean_x) ** 2 for x in xs)
+    return slope, mean_y - slope * mean_x
+
+
 def first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]
@@ -562,12 +570,7 @@ def layer_probes(p: Probe, samples: int) -> None:
             prepare()
             values.append(timed(backward))
         chain_medians.append(statistics.median(values[3:]))
-    n = len(lengths)
-    mean_k = sum(lengths) / n
-    mean_t = sum(chain_medians) / n
-    slope = sum((k - mean_k) * (t - mean_t) for k, t in zip(lengths, chain_medians)) / \
-        sum((k - mean_k) ** 2 for k in lengths)
-    backward_call = mean_t - slope * mean_k
+    slope, backward_call = least_squares_line(lengths, chain_medians)
     p.record("backward_call", [backward_call], "intercept of median backward() time (CUDA events) over "
              "chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call "
              f"with its AccumulateGrad; per-multiplication slope {slope * 1e6:.2f} us",
@@ -1037,9 +1040,7 @@ def chain_layer_probe(p: Probe, op: str, case, use_autocast: bool, samples: int,
     extra_backward = {"backward_nodes_per_layer": (node_counts[-1] - node_counts[0]) / (lengths[-1] - lengths[0])}
 
     def slope(ys):
-        mk = sum(lengths) / len(lengths)
-        my = sum(ys) / len(ys)
-        return sum((k - mk) * (y - my) for k, y in zip(lengths, ys)) / sum((k - mk) ** 2 for k in lengths)
+        return least_squares_line(lengths, ys)[0]
 
     where = "inside torch.autocast(bfloat16)" if use_autocast else "no autocast"
     forward_s = max(0.0, slope(fwd_medians))

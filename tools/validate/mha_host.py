@@ -48,12 +48,6 @@ SAMPLES = 9
 ROUNDS = 3
 
 
-def slope(lengths, ys) -> float:
-    mk = sum(lengths) / len(lengths)
-    my = sum(ys) / len(ys)
-    return sum((k - mk) * (y - my) for k, y in zip(lengths, ys)) / sum((k - mk) ** 2 for k in lengths)
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, help="JSON file to write")
@@ -111,8 +105,8 @@ def main(argv=None) -> int:
     for name, rec in out["configs"].items():
         fwd = [statistics.median(rec["forward_s_by_length"][str(k)]) for k in LENGTHS]
         fb = [statistics.median(rec["forward_backward_s_by_length"][str(k)]) for k in LENGTHS]
-        rec["forward_per_layer_s"] = slope(LENGTHS, fwd)
-        rec["backward_per_layer_s"] = slope(LENGTHS, fb) - slope(LENGTHS, fwd)
+        rec["forward_per_layer_s"] = probe.least_squares_line(LENGTHS, fwd)[0]
+        rec["backward_per_layer_s"] = probe.least_squares_line(LENGTHS, fb)[0] - rec["forward_per_layer_s"]
         print(f"{name}: backend {rec['backend']}, per layer forward {rec['forward_per_layer_s'] * 1e6:.1f} us, "
               f"backward {rec['backward_per_layer_s'] * 1e6:.1f} us (chains {[round(v * 1e6) for v in fwd]} / "
               f"{[round(v * 1e6) for v in fb]} us)", flush=True)
