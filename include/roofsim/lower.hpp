@@ -336,7 +336,6 @@ public:
         backward_.reserve(graph_.layers.size() * 4);  // ample for the zoo models (at most 3.4 per layer)
         backward_begin_.reserve(graph_.layers.size() + 1);
         saved_.reserve(graph_.layers.size() * 2);
-        saved_keys_.reserve(graph_.layers.size() * 40);  // a key or two of about twenty characters per layer
         rows_.of_kernel.reserve(step_.kernels.kernels.capacity());
         declare_inputs();
         count_consumers();
@@ -376,9 +375,17 @@ public:
 
     /// The bytes of the tensors autograd saves, each once (after run).
     [[nodiscard]] Bytes saved_bytes() const {
-        SavedTotal total(saved_.size());
-        for (const Saved& t : saved_) total.add(saved_key(t), t.bytes);
-        return total.bytes();
+        // each tensor's largest bytes, by (owner, part); byte counts are whole numbers, so the order
+        // of the sum does not change it
+        constexpr std::size_t parts = static_cast<std::size_t>(SavedPart::count);
+        std::vector<Bytes> largest(value_count() * parts, Bytes(0));
+        for (const Saved& t : saved_) {
+            Bytes& b = largest[t.owner * parts + static_cast<std::size_t>(t.part)];
+            b = max(b, t.bytes);
+        }
+        Bytes total{0};
+        for (const Bytes b : largest) total += b;
+        return total;
     }
 
     /// The largest layer output (after run).
@@ -416,13 +423,15 @@ private:
     // Backward kernels, one run per layer in forward order: layer i's start at backward_begin_[i].
     std::vector<Kernel> backward_;
     std::vector<std::size_t> backward_begin_;
-    // Tensors autograd saves, in order: the layer, the key's place in saved_keys_, the bytes.
+    // Tensors autograd saves, in order: the layer that saves it, what it is (a value's tensor, by
+    // the first value of its name, or a tensor of that value's layer: saved_key), the bytes.
+    enum class SavedPart : std::uint8_t { value, cast0, cast1, cast2, mask, log_softmax, internals, indices, count };
     struct Saved {
-        std::size_t layer, key_begin, key_size;
+        std::size_t layer, owner;
+        SavedPart part;
         Bytes bytes;
     };
     std::vector<Saved> saved_;
-    std::string saved_keys_;
     Bytes largest_output_{0};
     KernelRows rows_;
     std::size_t optimizer_row_ = 0;
@@ -440,8 +449,21 @@ private:
 
     // ---- bookkeeping --------------------------------------------------------------------------
 
-    [[nodiscard]] std::string_view saved_key(const Saved& t) const {
-        return std::string_view(saved_keys_).substr(t.key_begin, t.key_size);
+    /// A saved tensor's key in LayerSummary::saved: "value:<name>" for a value's tensor, else
+    /// "<layer>:<part>" ("conv1:cast0", "attn:internals").
+    [[nodiscard]] std::string saved_key(const Saved& t) const {
+        static constexpr std::array<std::string_view, static_cast<std::size_t>(SavedPart::count)> suffixes = {
+            "", ":cast0", ":cast1", ":cast2", ":mask", ":log_softmax", ":internals", ":indices"};
+        const std::string& name = value_name(t.owner);
+        if (t.part == SavedPart::value) return concat("value:", name);
+        return concat(name, suffixes[static_cast<std::size_t>(t.part)]);
+    }
+
+    /// The first value with the name of value `id` (a layer may reuse an earlier value's name): saved
+    /// tensors are told apart by their names.
+    [[nodiscard]] std::size_t first_of_name(std::size_t id) const {
+        const bool taken = id >= graph_.inputs.size() && name_taken_[id - graph_.inputs.size()];
+        return taken ? names_.find(value_name(id)) : id;
     }
 
     [[nodiscard]] std::size_t value_count() const { return graph_.inputs.size() + graph_.layers.size(); }
@@ -646,24 +668,25 @@ private:
     /// The id of the layer being lowered, as a value.
     [[nodiscard]] std::size_t own_id() const { return graph_.inputs.size() + layer_; }
 
-    /// Records a tensor autograd saves for this layer's backward, keyed `key` + `suffix` (the same
-    /// key for the same tensor, however many layers save it).
-    void save(LayerSummary& s, std::string_view key, std::string_view suffix, Bytes bytes) {
-        saved_.push_back(Saved{layer_, saved_keys_.size(), key.size() + suffix.size(), bytes});
-        saved_keys_.append(key).append(suffix);
+    /// Records a tensor autograd saves for this layer's backward: `part` of value `owner` (the same
+    /// for the same tensor, however many layers save it).
+    void save(LayerSummary& s, std::size_t owner, SavedPart part, Bytes bytes) {
+        saved_.push_back(Saved{layer_, first_of_name(owner), part, bytes});
         s.saved_for_backward += bytes;
     }
 
+    /// Records a tensor the layer being lowered makes for its own backward.
+    void save(LayerSummary& s, SavedPart part, Bytes bytes) { save(s, own_id(), part, bytes); }
+
     /// Saves the tensor a value stands for: an in-place layer's output is its input's tensor.
-    void save_value(LayerSummary& s, std::size_t value, Bytes bytes) {
-        save(s, "value:", value_name(tensor_[value]), bytes);
-    }
+    void save_value(LayerSummary& s, std::size_t value, Bytes bytes) { save(s, tensor_[value], SavedPart::value, bytes); }
 
     /// Saves input i as the op computes on it: the input's own tensor, or the cast copy autocast made.
     void save_input(LayerSummary& s, const Layer& l, std::size_t i, DType compute) {
         const Value& v = input(l, i);
-        if (compute == v.dtype) save_value(s, input_id(i), tensor_bytes(numel(v.shape), v.dtype));
-        else save(s, l.name, ":cast" + std::to_string(i), tensor_bytes(numel(v.shape), compute));
+        if (compute == v.dtype) return save_value(s, input_id(i), tensor_bytes(numel(v.shape), v.dtype));
+        if (i > 2) throw std::logic_error("a cast copy of input " + std::to_string(i) + ": no op casts more than three");
+        save(s, static_cast<SavedPart>(static_cast<int>(SavedPart::cast0) + static_cast<int>(i)), tensor_bytes(numel(v.shape), compute));
     }
 
     // Attributes, as graph.hpp's attr_int, attr_bool and attr_ints read them (their errors too), found
@@ -1025,7 +1048,7 @@ private:
         const double n = numel(x.shape);
         Kernel& f = kernel(l, Phase::forward, "aten::native_dropout", KernelKind::elementwise, x.dtype, n, n);
         f.bytes_written += tensor_bytes(n, DType::boolean);
-        save(s, l.name, ":mask", tensor_bytes(n, DType::boolean));
+        save(s, SavedPart::mask, tensor_bytes(n, DType::boolean));
         Kernel& b = kernel(l, Phase::backward, "aten::native_dropout_backward", KernelKind::elementwise, x.dtype, n, n);
         b.bytes_read += tensor_bytes(n, DType::boolean);
         return Value{x.shape, x.dtype, x.needs_grad};
@@ -1097,7 +1120,7 @@ private:
         kernel(l, Phase::forward, "aten::_log_softmax", KernelKind::softmax, dt, n, n);
         Kernel& nll = kernel(l, Phase::forward, "aten::nll_loss_forward", KernelKind::reduction, dt, rows, 1);
         nll.bytes_read += tensor_bytes(rows, t.dtype);
-        save(s, l.name, ":log_softmax", tensor_bytes(n, dt));
+        save(s, SavedPart::log_softmax, tensor_bytes(n, dt));
         kernel(l, Phase::backward, "aten::nll_loss_backward", KernelKind::elementwise, dt, 0, n);
         kernel(l, Phase::backward, "aten::nll_loss_backward", KernelKind::elementwise, dt, rows, rows);
         kernel(l, Phase::backward, "aten::_log_softmax_backward_data", KernelKind::softmax, dt, 2 * n, n);
@@ -1253,7 +1276,7 @@ private:
             attention_kernels(l, a, dt);
             kernel(l, Phase::forward, "aten::clone", KernelKind::copy, dt, te, te);
             gemm(l, Phase::forward, "aten::addmm", dt, {b * len, e, e, 1, GemmLayout::nt}, dt);
-            save(s, l.name, ":internals", tensor_bytes(6 * te, dt));
+            save(s, SavedPart::internals, tensor_bytes(6 * te, dt));
             mha_out_projection_backward(l, dt, b * len, e);
             mha_in_projection_backward(l, dt, b * len, e, x.needs_grad);
             cost_markers_as(mha_no_weights_host_op, true, true);
@@ -1269,7 +1292,7 @@ private:
         kernel(l, Phase::forward, "aten::clone", KernelKind::copy, dt, te, te);            // merge heads
         gemm(l, Phase::forward, "aten::addmm", dt, {b * len, e, e, 1, GemmLayout::nt}, dt);
         kernel(l, Phase::forward, "aten::mean", KernelKind::reduction, dt, scores, static_cast<double>(b * len * len));
-        save(s, l.name, ":internals", tensor_bytes(4 * te + scores, dt));
+        save(s, SavedPart::internals, tensor_bytes(4 * te + scores, dt));
         // backward (reverse order)
         mha_out_projection_backward(l, dt, b * len, e);
         gemm(l, Phase::backward, "aten::bmm", dt, {len, len, d, bh, GemmLayout::nt}, dt);  // dP = dO V^T
@@ -1335,7 +1358,7 @@ private:
                            KernelKind::elementwise, x.dtype, n_in, n_out);
         if (max) f.bytes_written += tensor_bytes(n_out, DType::i64);
         save_value(s, input_id(0), tensor_bytes(n_in, x.dtype));
-        if (max) save(s, l.name, ":indices", tensor_bytes(n_out, DType::i64));
+        if (max) save(s, SavedPart::indices, tensor_bytes(n_out, DType::i64));
         Kernel& b = kernel(l, Phase::backward, max ? "aten::max_pool2d_with_indices_backward" : "aten::avg_pool2d_backward",
                            KernelKind::elementwise, x.dtype, n_out, n_in);
         if (max) b.bytes_read += tensor_bytes(n_out, DType::i64);
@@ -1425,7 +1448,7 @@ private:
         const double n = numel(x.shape);
         const bool upcast = rules_.autocast && (x.dtype == DType::bf16 || x.dtype == DType::f16);
         const DType dt = upcast ? DType::f32 : x.dtype;
-        save(s, l.name, ":internals", tensor_bytes(4 * n, dt));
+        save(s, SavedPart::internals, tensor_bytes(4 * n, dt));
         if (!upcast) {
             const int forward_reads[] = {1, 1, 2, 1, 1, 1, 1, 2};
             for (int r : forward_reads) kernel(l, Phase::forward, "aten::elementwise", KernelKind::elementwise, dt, r * n, n);
