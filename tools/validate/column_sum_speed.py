@@ -13,14 +13,13 @@ Usage, on a GPU machine: python3 tools/validate/column_sum_speed.py --out F.json
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import os
 import sys
 
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from measure_pytorch import write_json_atomic  # noqa: E402
+from measure_pytorch import diagnostic_document, write_json_atomic  # noqa: E402
 
 ROWS = (4096, 16384, 32768)
 COLUMNS = (512, 640, 768, 896, 1024, 1280, 1536, 2048, 2304, 2560, 3072, 4096)
@@ -51,10 +50,7 @@ def main(argv=None) -> int:
                                "bytes": x.numel() * x.element_size()})
                 line.append(f"{columns}:{seconds * 1e6:.1f}us/{x.numel() * x.element_size() / seconds / 1e12:.2f}TB/s")
             print(str(dtype)[6:], rows, " ".join(line), flush=True)
-    write_json_atomic(args.out, {"kind": "roofsim-column-sum-speed", "torch": torch.__version__,
-                                 "device": torch.cuda.get_device_name(),
-                                 "date_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-                                 "command": " ".join([sys.executable] + sys.argv), "points": points})
+    write_json_atomic(args.out, diagnostic_document("roofsim-column-sum-speed", {"points": points}))
     return 0
 
 

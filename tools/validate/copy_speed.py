@@ -16,7 +16,6 @@ Usage, on a GPU machine: python3 tools/validate/copy_speed.py --out copy_speed.j
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import os
 import statistics
 import sys
@@ -24,7 +23,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from measure_pytorch import write_json_atomic  # noqa: E402
+from measure_pytorch import diagnostic_document, write_json_atomic  # noqa: E402
 
 RUNS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 768, 2048)
 BYTES = 64 << 20
@@ -73,9 +72,7 @@ def main(argv=None) -> int:
             print(f"  {rows[-1]['dtype']:8s} run {run:5d}: {t * 1e6:8.1f} us  {rows[-1]['bytes_per_second'] / 1e12:5.2f} TB/s",
                   flush=True)
         del x
-    doc = {"kind": "roofsim-copy-speed-diagnostic", "device": torch.cuda.get_device_name(), "torch": torch.__version__,
-           "date_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-           "command": " ".join([os.path.basename(sys.executable)] + sys.argv), "calls": CALLS, "rows": rows}
+    doc = diagnostic_document("roofsim-copy-speed-diagnostic", {"calls": CALLS, "rows": rows})
     write_json_atomic(args.out, doc)
     return 0
 

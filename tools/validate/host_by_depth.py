@@ -32,7 +32,6 @@ Usage, on a GPU machine: python3 tools/validate/host_by_depth.py --out F.json
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import os
 import statistics
 import sys
@@ -60,10 +59,8 @@ def main(argv=None) -> int:
     cycles_per_s = probe.gpu_sleep_cycles_per_second()
     spec = {c["id"]: c for c in mp.model_cases(smoke=False)}[CASE]
     mode = spec["precision"]
-    out = {"kind": "roofsim-host-by-depth", "torch": torch.__version__, "device": torch.cuda.get_device_name(),
-           "date_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-           "command": " ".join([sys.executable] + sys.argv), "case": CASE, "samples": args.samples,
-           "canary_s_before": mp.canary_seconds_per_op(dev), "variants": {}}
+    out = mp.diagnostic_document("roofsim-host-by-depth", {"case": CASE, "samples": args.samples,
+                                                           "canary_s_before": mp.canary_seconds_per_op(dev), "variants": {}})
     flush_buffer = bytearray(FLUSH_BYTES)
     with mp.tf32_flags(mode):
         _, model, batch, loss_fn, _, _, _ = mp.ready_model(spec, dev, False)

@@ -16,7 +16,6 @@ Usage, on a GPU machine: python3 tools/validate/host_by_size.py --out F.json
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import os
 import statistics
 import sys
@@ -76,11 +75,9 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     dev = torch.device("cuda")
     cycles_per_s = probe.gpu_sleep_cycles_per_second()
-    out = {"kind": "roofsim-host-by-size", "torch": torch.__version__, "device": torch.cuda.get_device_name(),
-           "date_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-           "command": " ".join([sys.executable] + sys.argv), "samples": SAMPLES, "calls_per_sample": CALLS,
-           "sizes": {k: dict(zip(("batch", "tokens", "width", "heads"), v)) for k, v in SIZES.items()},
-           "layers": {}}
+    sizes = {k: dict(zip(("batch", "tokens", "width", "heads"), v)) for k, v in SIZES.items()}
+    out = mp.diagnostic_document("roofsim-host-by-size", {"samples": SAMPLES, "calls_per_sample": CALLS, "sizes": sizes,
+                                                          "layers": {}})
     built = {size: layers(w, h) for size, (_, _, w, h) in SIZES.items()}
     for name in built["tiny"]:
         steps = {}

@@ -13,7 +13,6 @@ and the clock. Usage, on a GPU machine: python3 tools/validate/host_steal.py --o
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import math
 import os
 import statistics
@@ -59,10 +58,8 @@ def main(argv=None) -> int:
     ap.add_argument("--out", required=True, help="JSON file to write")
     args = ap.parse_args(argv)
     dev = torch.device("cuda")
-    out = {"kind": "roofsim-host-steal", "torch": torch.__version__, "device": torch.cuda.get_device_name(),
-           "date_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-           "command": " ".join([sys.executable] + sys.argv), "clock_ticks_per_second": os.sysconf("SC_CLK_TCK"),
-           "samples": {}, "correlations": {}}
+    out = mp.diagnostic_document("roofsim-host-steal", {"clock_ticks_per_second": os.sysconf("SC_CLK_TCK"),
+                                                        "samples": {}, "correlations": {}})
     cases = {c["id"]: c for c in mp.model_cases(smoke=False)}
     for cid in MODELS:
         spec = cases[cid]

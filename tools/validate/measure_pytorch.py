@@ -227,6 +227,13 @@ def host_cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
+def diagnostic_document(kind: str, fields: dict | None = None) -> dict:
+    """A diagnostic's JSON document: its kind, where and when it ran and the command that ran it, then `fields`."""
+    return {"kind": kind, "torch": torch.__version__, "device": torch.cuda.get_device_name(),
+            "date_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+            "command": " ".join([sys.executable] + sys.argv), **(fields or {})}
+
+
 def write_json_atomic(path: str, doc: dict) -> None:
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)

@@ -21,7 +21,6 @@ Usage, on a GPU machine: python3 tools/validate/mha_host.py --out F.json
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import os
 import statistics
 import sys
@@ -53,10 +52,8 @@ def main(argv=None) -> int:
     ap.add_argument("--out", required=True, help="JSON file to write")
     args = ap.parse_args(argv)
     dev = torch.device("cuda")
-    out = {"kind": "roofsim-mha-host", "torch": torch.__version__, "device": torch.cuda.get_device_name(),
-           "date_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-           "command": " ".join([sys.executable] + sys.argv), "chain_lengths": list(LENGTHS), "samples": SAMPLES,
-           "rounds": ROUNDS, "configs": {}, "canary_s": []}
+    out = mp.diagnostic_document("roofsim-mha-host", {"chain_lengths": list(LENGTHS), "samples": SAMPLES,
+                                                      "rounds": ROUNDS, "configs": {}, "canary_s": []})
     chains = {}
     for name, (embed, heads, batch, seq) in CONFIGS.items():
         layers = [probe.SelfAttention(embed, heads, need_weights=False).to(dev).train() for _ in range(max(LENGTHS))]

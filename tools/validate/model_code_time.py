@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import collections
 import cProfile
-import datetime as dt
 import os
 import pstats
 import statistics
@@ -67,9 +66,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", required=True, help="JSON file to write")
     args = ap.parse_args(argv)
     dev = torch.device("cuda")
-    out = {"kind": "roofsim-model-code-time", "torch": torch.__version__, "device": torch.cuda.get_device_name(),
-           "date_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-           "command": " ".join([sys.executable] + sys.argv)}
+    out = mp.diagnostic_document("roofsim-model-code-time")
     x = torch.randn(4, 8, device=dev, requires_grad=True)
     with torch.autocast("cuda", dtype=torch.bfloat16):
         out["view_s"] = seconds_per_call(lambda: x.view(8, 4))

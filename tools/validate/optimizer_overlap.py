@@ -21,7 +21,6 @@ Usage, on a GPU machine: python3 tools/validate/optimizer_overlap.py --out F.jso
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import os
 import statistics
 import sys
@@ -74,9 +73,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", required=True, help="JSON file to write")
     args = ap.parse_args(argv)
     dev = torch.device("cuda")
-    out = {"kind": "roofsim-optimizer-overlap", "torch": torch.__version__, "device": torch.cuda.get_device_name(),
-           "date_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-           "command": " ".join([sys.executable] + sys.argv), "models": {}}
+    out = mp.diagnostic_document("roofsim-optimizer-overlap", {"models": {}})
     cases = {c["id"]: c for c in mp.model_cases(smoke=False)}
     for cid in MODELS:
         spec = cases[cid]

@@ -19,7 +19,6 @@ python3 tools/validate/step_parts.py --out F.json
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import os
 import statistics
 import sys
@@ -41,9 +40,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", required=True, help="JSON file to write")
     args = ap.parse_args(argv)
     dev = torch.device("cuda")
-    out = {"kind": "roofsim-step-parts", "torch": torch.__version__, "device": torch.cuda.get_device_name(),
-           "date_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-           "command": " ".join([sys.executable] + sys.argv), "steps": STEPS, "cases": {}}
+    out = mp.diagnostic_document("roofsim-step-parts", {"steps": STEPS, "cases": {}})
     cases = {c["id"]: c for c in mp.model_cases(smoke=False)}
     for cid in MODELS:
         spec = cases[cid]

@@ -16,7 +16,6 @@ Usage, on a GPU machine: python3 tools/validate/tf32_gemm_speed.py --out F.json
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import os
 import statistics
 import subprocess
@@ -26,7 +25,7 @@ import time
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from measure_pytorch import write_json_atomic  # noqa: E402
+from measure_pytorch import diagnostic_document, write_json_atomic  # noqa: E402
 
 # (m, n, k): the validation's matmul 4096^3 and linear b32x128 1024->4096, and the sweep's neighbours.
 SHAPES = ((4096, 4096, 4096), (4096, 4096, 1024), (4096, 1024, 4096), (1024, 4096, 4096),
@@ -91,14 +90,10 @@ def main(argv=None) -> int:
               f"last {rates[-1] / 1e12:.0f} TFLOPS; nvidia-smi before [{before}] after [{after}]", flush=True)
     finally:
         torch.backends.cuda.matmul.allow_tf32 = tf32_before
-    write_json_atomic(args.out, {"kind": "roofsim-tf32-gemm-speed", "torch": torch.__version__,
-                                 "device": torch.cuda.get_device_name(),
-                                 "date_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-                                 "command": " ".join([sys.executable] + sys.argv), "short": points,
-                                 "sustained": {"dtype": "tf32", "m": 4096, "n": 4096, "k": 4096, "layout": "NN",
-                                               "calls_per_sample": 50, "flops_per_second": rates,
-                                               "nvidia_smi_before": before, "nvidia_smi_after": after,
-                                               "nvidia_smi_fields": "clocks.sm, clocks.mem, power.draw, temperature.gpu"}})
+    sustained = {"dtype": "tf32", "m": 4096, "n": 4096, "k": 4096, "layout": "NN", "calls_per_sample": 50,
+                 "flops_per_second": rates, "nvidia_smi_before": before, "nvidia_smi_after": after,
+                 "nvidia_smi_fields": "clocks.sm, clocks.mem, power.draw, temperature.gpu"}
+    write_json_atomic(args.out, diagnostic_document("roofsim-tf32-gemm-speed", {"short": points, "sustained": sustained}))
     return 0
 
 
