@@ -1,6 +1,8 @@
 #include "catch.hpp"
 
 #include <roofsim/lower.hpp>
+#include <roofsim/memory.hpp>
+#include <roofsim/predict.hpp>
 #include <roofsim/validation.hpp>
 #include <roofsim/zoo/zoo.hpp>
 
@@ -267,6 +269,56 @@ TEST_CASE("backward runs in reverse layer order, after the whole forward", "[low
     CHECK(backward_layers == std::vector<std::string>{"loss", "fc2", "act", "fc1"});
     // AdamW foreach: eight torch._foreach_* ops over 4 parameter tensors, one launch each.
     CHECK(of_kind(s, KernelKind::optimizer, Phase::optimizer).size() == 8);
+}
+
+TEST_CASE("a tensor several layers save for backward is counted once", "[lower][memory]") {
+    // fc1 -> activation -> fc2: GELU saves its input (fc1's output) and fc2 its own input (GELU's
+    // output), two tensors; an in-place ReLU saves its output, which is fc1's output, and so does fc2.
+    const auto graph = [](bool in_place_relu) {
+        GraphBuilder b("saved");
+        auto x = b.input("x", {GraphBuilder::batch, 16});
+        auto y = b.input("y", {GraphBuilder::batch}, DType::i64);
+        auto h = b.layer("fc1", "linear", {x}, {{"in_features", std::int64_t(16)}, {"out_features", std::int64_t(32)}});
+        h = in_place_relu ? b.layer("act", "relu", {h}, {{"inplace", true}}) : b.layer("act", "gelu", {h});
+        h = b.layer("fc2", "linear", {h}, {{"in_features", std::int64_t(32)}, {"out_features", std::int64_t(8)}});
+        b.layer("loss", "cross_entropy", {h, y});
+        return std::move(b).build();
+    };
+    LoweringOptions o;
+    o.batch = 64;
+    const LoweredStep relu = lower(graph(true), o), gelu = lower(graph(false), o);
+    const auto saved_keys = [](const LoweredStep& s, std::string_view layer) {
+        std::vector<std::string> keys;
+        for (const auto& l : s.layers) {
+            if (l.name == layer) {
+                for (const auto& [key, bytes] : l.saved) keys.push_back(key);
+            }
+        }
+        return keys;
+    };
+    CHECK(saved_keys(relu, "act") == std::vector<std::string>{"value:fc1"});
+    CHECK(saved_keys(relu, "fc2") == std::vector<std::string>{"value:fc1"});
+    CHECK(saved_keys(gelu, "act") == std::vector<std::string>{"value:fc1"});
+    CHECK(saved_keys(gelu, "fc2") == std::vector<std::string>{"value:act"});
+    const Bytes one_activation = tensor_bytes(64.0 * 32, DType::f32);  // fc1's output, float32
+    CHECK(estimate_memory(gelu, o).activations - estimate_memory(relu, o).activations == one_activation);
+}
+
+TEST_CASE("a prediction counts the saved tensors the layer summaries list, each once", "[lower][memory]") {
+    // predict() lowers without summaries and tells saved tensors apart by value and part; lower()'s
+    // summaries name them by key: both count the same bytes.
+    const CostContext ctx = make_cost_context(gpu_or_throw("h200-sxm"));
+    for (const Graph& g : {zoo::resnet50(), zoo::bert_base(), zoo::gpt2_small()}) {
+        for (const PrecisionMode mode : {PrecisionMode::fp32, PrecisionMode::amp_bf16, PrecisionMode::bf16}) {
+            PredictOptions o;
+            o.lowering.batch = 4;
+            o.lowering.precision = mode;
+            INFO(g.name << " " << to_string(mode));
+            const MemoryEstimate from_summaries = estimate_memory(lower(g, o.lowering), o.lowering);
+            CHECK(predict(g, ctx, o).memory.activations == from_summaries.activations);
+            CHECK(from_summaries.activations.value() > 0);
+        }
+    }
 }
 
 TEST_CASE("the zoo's parameter counts equal what PyTorch counted", "[lower][zoo]") {
