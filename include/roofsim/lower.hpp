@@ -423,8 +423,9 @@ private:
     // Backward kernels, one run per layer in forward order: layer i's start at backward_begin_[i].
     std::vector<Kernel> backward_;
     std::vector<std::size_t> backward_begin_;
-    // Tensors autograd saves, in order: the layer that saves it, what it is (a value's tensor, by
-    // the first value of its name, or a tensor of that value's layer: saved_key), the bytes.
+    // Tensors autograd saves, in order: the layer that saves it; what it is, a `part` of the value
+    // `owner` (the tensor a value stands for, or one a layer makes for its own backward: saved_key);
+    // the bytes. Values' names are unique (lowering refuses one used twice), so ids tell them apart.
     enum class SavedPart : std::uint8_t { value, cast0, cast1, cast2, mask, log_softmax, internals, indices, count };
     struct Saved {
         std::size_t layer, owner;
@@ -457,13 +458,6 @@ private:
         const std::string& name = value_name(t.owner);
         if (t.part == SavedPart::value) return concat("value:", name);
         return concat(name, suffixes[static_cast<std::size_t>(t.part)]);
-    }
-
-    /// The first value with the name of value `id` (a layer may reuse an earlier value's name): saved
-    /// tensors are told apart by their names.
-    [[nodiscard]] std::size_t first_of_name(std::size_t id) const {
-        const bool taken = id >= graph_.inputs.size() && name_taken_[id - graph_.inputs.size()];
-        return taken ? names_.find(value_name(id)) : id;
     }
 
     [[nodiscard]] std::size_t value_count() const { return graph_.inputs.size() + graph_.layers.size(); }
@@ -671,7 +665,7 @@ private:
     /// Records a tensor autograd saves for this layer's backward: `part` of value `owner` (the same
     /// for the same tensor, however many layers save it).
     void save(LayerSummary& s, std::size_t owner, SavedPart part, Bytes bytes) {
-        saved_.push_back(Saved{layer_, first_of_name(owner), part, bytes});
+        saved_.push_back(Saved{layer_, owner, part, bytes});
         s.saved_for_backward += bytes;
     }
 
