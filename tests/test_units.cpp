@@ -2,6 +2,9 @@
 
 #include <roofsim/units.hpp>
 
+#include <cmath>
+#include <compare>
+#include <limits>
 #include <type_traits>
 
 using namespace roofsim;
@@ -40,4 +43,39 @@ TEST_CASE("quantities keep SI values through arithmetic", "[units]") {
         t *= 2.0;
         CHECK(t.value() == 6.0);
     }
+}
+
+TEST_CASE("quantities order as their values do, NaN unordered, and max/min keep the first of equals", "[units]") {
+    const Seconds one(1), two(2), nan(std::numeric_limits<double>::quiet_NaN());
+    CHECK(one < two);
+    CHECK(two > one);
+    CHECK(one <= one);
+    CHECK(one >= one);
+    CHECK_FALSE(two < one);
+    CHECK_FALSE(one > two);
+    CHECK_FALSE(one < one);
+    CHECK_FALSE(one > one);
+    CHECK_FALSE(two <= one);
+    CHECK_FALSE(one >= two);
+    // NaN compares false every way, as the three-way ordering has it (unordered)
+    CHECK_FALSE(nan < one);
+    CHECK_FALSE(nan > one);
+    CHECK_FALSE(nan <= one);
+    CHECK_FALSE(nan >= one);
+    CHECK(std::is_eq(one <=> one));
+    CHECK_FALSE(std::is_lt(nan <=> one));
+    CHECK(max(one, two) == two);
+    CHECK(max(two, one) == two);
+    CHECK(min(one, two) == one);
+    CHECK(min(two, one) == one);
+    // of equals, the first: +0 and -0 are equal, and keep their signs
+    CHECK_FALSE(std::signbit(max(Seconds(0.0), Seconds(-0.0)).value()));
+    CHECK(std::signbit(max(Seconds(-0.0), Seconds(0.0)).value()));
+    CHECK_FALSE(std::signbit(min(Seconds(0.0), Seconds(-0.0)).value()));
+    CHECK(std::signbit(min(Seconds(-0.0), Seconds(0.0)).value()));
+    // max(a, b) is a < b ? b : a: b only where a < b holds, so a NaN first stays
+    CHECK(std::isnan(max(nan, one).value()));
+    CHECK(max(one, nan) == one);
+    CHECK(std::isnan(min(nan, one).value()));
+    CHECK(min(one, nan) == one);
 }

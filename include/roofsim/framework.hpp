@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -358,16 +359,21 @@ inline void calibrate_op_factors(CostContext& ctx, const FrameworkProfile& f) {
                                                          std::size_t parameter_tensors, bool cold_caches = true) {
     if (optimizer.kind == OptimizerKind::none) return Seconds(0);
     const bool sgd = optimizer.kind == OptimizerKind::sgd;
-    const std::string impl = optimizer.fused ? "_fused" : "_foreach";
-    std::vector<std::string> kinds;
-    if (sgd && optimizer.weight_decay) kinds.emplace_back("optimizer_sgd_wd");
-    kinds.emplace_back(sgd ? "optimizer_sgd" : "optimizer_adamw");
-    for (const std::string& kind : kinds) {
-        for (const char* when : {"_cold", ""}) {
-            if (!cold_caches && *when) continue;
-            const std::string base = kind + impl + when;
-            const auto per_step = f.seconds(base + "_per_step");
-            const auto per_param = f.seconds(base + "_per_param");
+    const std::string_view impl = optimizer.fused ? "_fused" : "_foreach";
+    const std::string_view sgd_kinds[] = {"optimizer_sgd_wd", "optimizer_sgd"}, adamw_kinds[] = {"optimizer_adamw"};
+    const std::span<const std::string_view> kinds =
+        !sgd ? std::span<const std::string_view>(adamw_kinds)
+             : std::span<const std::string_view>(sgd_kinds).subspan(optimizer.weight_decay ? 0 : 1);
+    std::string key;  // "<kind><impl><when>_per_step", then "..._per_param": one buffer, no allocation per key
+    key.reserve(64);
+    for (const std::string_view kind : kinds) {
+        for (const std::string_view when : {std::string_view("_cold"), std::string_view()}) {
+            if (!cold_caches && !when.empty()) continue;
+            key.assign(kind).append(impl).append(when);
+            const std::size_t base = key.size();
+            const auto per_step = f.seconds(key.append("_per_step"));
+            key.resize(base);
+            const auto per_param = f.seconds(key.append("_per_param"));
             if (per_step && per_param) return *per_step + static_cast<double>(parameter_tensors) * *per_param;
         }
     }

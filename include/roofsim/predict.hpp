@@ -75,7 +75,7 @@ struct Prediction {
         part.model = kernels.model;
         part.precision = kernels.precision;
         for (const Kernel& k : kernels.kernels) {
-            if (keep(k.phase)) part.kernels.push_back(k);
+            if (keep(k.phase)) part.kernels.emplace_back(k, Kernel::CopiedByWords{});
         }
         return part.kernels.empty() ? Seconds(0) : simulate(part, ctx, h).step_time;
     };
@@ -108,6 +108,7 @@ namespace detail {
     std::vector<Seconds> longest(p.layers.capacity());
     std::size_t row_index = 0;
     const Name* previous_layer = nullptr;
+    const LayerTime blank_row{};  // rows start as copies of it (a value-initialized one is zero-filled by `rep stos`)
     Seconds phase_end[3] = {Seconds(0), Seconds(0), Seconds(0)};
     for (std::size_t i = 0; i < list.kernels.size(); ++i) {
         const Kernel& k = list.kernels[i];
@@ -119,7 +120,7 @@ namespace detail {
             previous_layer = &k.layer;
         }
         if (row_index == p.layers.size()) {
-            LayerTime& added = p.layers.emplace_back();
+            LayerTime& added = p.layers.emplace_back(blank_row);
             added.layer = k.layer;
             if (k.phase == Phase::optimizer) added.op = "optimizer";
             if (longest.size() < p.layers.size()) longest.resize(p.layers.size());

@@ -289,6 +289,25 @@ private:
     NameIndex index_;
     std::vector<Entry> entries_;
     std::array<FactorSlot, 128> factor_slots_{};  ///< by FactorKey::hash; a collision recomputes
+    /// What a convolution pass's host growth depends on (conv_host_growth_at).
+    struct GrowthKey {
+        double flops = 0;
+        ConvPass pass{};
+        bool one_by_one = false;
+        friend bool operator==(const GrowthKey&, const GrowthKey&) = default;
+
+        [[nodiscard]] std::size_t hash() const {
+            const std::uint64_t h = (std::bit_cast<std::uint64_t>(flops) ^ (static_cast<std::uint64_t>(pass) << 1) ^
+                                     (one_by_one ? 1u : 0u)) * 0x9e3779b97f4a7c15ull;
+            return static_cast<std::size_t>(h >> 40);
+        }
+    };
+    struct GrowthSlot {
+        bool filled = false;
+        GrowthKey key;
+        Seconds growth{0};
+    };
+    std::array<GrowthSlot, 64> growth_slots_{};  ///< by GrowthKey::hash; a collision recomputes
     std::vector<double> log_flops_1x1_, log_flops_other_;  ///< log FLOPs of host.conv_growth's points
 
     [[nodiscard]] static std::vector<double> log_flops(const std::vector<ConvHostGrowth::Point>& points) {
@@ -309,14 +328,22 @@ private:
         return key;
     }
 
-    /// conv_host_growth(k, host.conv_growth), with the points' log FLOPs taken once per step.
-    [[nodiscard]] Seconds conv_host_growth(const Kernel& k) const {
+    /// conv_host_growth(k, host.conv_growth), with the points' log FLOPs taken once per step and each
+    /// (family, pass, FLOPs) growth once (a network repeats few convolution sizes).
+    [[nodiscard]] Seconds conv_host_growth(const Kernel& k) {
         const ConvDims* d = conv_with_host_growth(k);
         if (!d) return Seconds(0);
         const bool one_by_one = d->r == 1 && d->s == 1;
         const auto& points = one_by_one ? host_.conv_growth.kernel_1x1 : host_.conv_growth.other;
-        const auto& logs = one_by_one ? log_flops_1x1_ : log_flops_other_;
-        return conv_host_growth_at(points, [&logs](std::size_t i) { return logs[i]; }, conv_flops(*d).value(), d->pass);
+        if (points.empty()) return Seconds(0);
+        const double flops = conv_flops(*d).value();
+        const GrowthKey key{flops, d->pass, one_by_one};
+        GrowthSlot& slot = growth_slots_[key.hash() % growth_slots_.size()];
+        if (!(slot.filled && slot.key == key)) {
+            const auto& logs = one_by_one ? log_flops_1x1_ : log_flops_other_;
+            slot = {true, key, conv_host_growth_at(points, [&logs](std::size_t i) { return logs[i]; }, flops, d->pass)};
+        }
+        return slot.growth;
     }
 
     /// The entry of `op`, added where it has none. A step has a handful of distinct ops: while there
