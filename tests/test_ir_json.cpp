@@ -4,7 +4,6 @@
 #include <roofsim/predict_ir.hpp>
 #include <roofsim/zoo/zoo.hpp>
 
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -235,50 +234,4 @@ TEST_CASE("a normalization's reduction shape survives the JSON form", "[ir][json
     CHECK(norm->groups == 64);
     CHECK(norm->group_elements == 8192);
     CHECK(to_json(ir.list.kernels[2])["norm"] == doc["kernels"][2]["norm"]);
-}
-
-TEST_CASE("a kernel copied word by word equals the original in every byte and field", "[ir]") {
-    // every field set to something other than its default, the last field (the flag) long enough to be pooled
-    Kernel k;
-    k.kind = KernelKind::conv;
-    k.phase = Phase::backward;
-    k.dtype = DType::bf16;
-    k.unit = ComputeUnit::bf16_tensor;
-    k.backward_pass = k.host_sync = k.mixed_dtypes = k.strided = true;
-    k.host_dispatch = false;
-    k.flops = Flops(1.5e12);
-    k.bytes_read = Bytes(3e8);
-    k.bytes_written = Bytes(7e7);
-    k.python_time = Seconds(2e-6);
-    k.op = "aten::convolution_backward";
-    k.source_op = "conv2d";
-    k.host_op = "conv2d_nobias";
-    ConvDims d;
-    d.pass = ConvPass::backward_filter;
-    d.n = 128;
-    d.c = 64;
-    d.h = 56;
-    d.w = 56;
-    d.k = 256;
-    k.dims = d;
-    k.layer = "layer1.0.conv3";
-    k.flag = "a flag long enough to be held in the name pool, not in place";
-    const Kernel copy(k, Kernel::CopiedByWords{});
-    // the bytes (padding included: both made the same way), then each field as read back
-    CHECK(std::memcmp(&copy, &k, sizeof(Kernel)) == 0);
-    CHECK(copy.kind == KernelKind::conv);
-    CHECK(copy.phase == Phase::backward);
-    CHECK(copy.dtype == DType::bf16);
-    CHECK(copy.unit == ComputeUnit::bf16_tensor);
-    CHECK((copy.backward_pass && copy.host_sync && copy.mixed_dtypes && copy.strided && !copy.host_dispatch));
-    CHECK(copy.flops.value() == 1.5e12);
-    CHECK(copy.bytes() == Bytes(3.7e8));
-    CHECK(copy.python_time.value() == 2e-6);
-    CHECK(copy.op == "aten::convolution_backward");
-    CHECK(copy.source_op == "conv2d");
-    CHECK(copy.host_op == "conv2d_nobias");
-    REQUIRE(std::holds_alternative<ConvDims>(copy.dims));
-    CHECK(std::get<ConvDims>(copy.dims) == d);
-    CHECK(copy.layer == "layer1.0.conv3");
-    CHECK(copy.flag == "a flag long enough to be held in the name pool, not in place");
 }

@@ -10,7 +10,6 @@
 
 #include <array>
 #include <cstdint>
-#include <cstring>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -272,27 +271,6 @@ struct Kernel {
     Name flag;                               ///< why the kernel is flagged (unknown op), empty otherwise
 
     [[nodiscard]] Bytes bytes() const { return bytes_read + bytes_written; }
-
-    /// Selects the constructor that copies a kernel 32 bytes at a time.
-    struct CopiedByWords {};
-    Kernel() = default;
-    /// A copy of `from` (the same value as the copy constructor gives: a kernel is trivially
-    /// copyable), moved through vector registers 32 bytes at a time. GCC compiles the implicit copy of
-    /// a struct this size (over 256 bytes) to `rep movs` on x86-64, which took a fifth of a ResNet-50
-    /// step's lowering where the lowering copies each kernel once or twice.
-    Kernel(const Kernel& from, CopiedByWords) noexcept {
-        constexpr std::size_t size = sizeof(Kernel), word = 32;
-        static_assert(size >= word);
-        auto* to_bytes = reinterpret_cast<unsigned char*>(this);
-        const auto* from_bytes = reinterpret_cast<const unsigned char*>(&from);
-        const auto copy_word = [&](std::size_t at) {
-            unsigned char w[word];  // through a register: copied straight, GCC merges the words into `rep movs` again
-            std::memcpy(w, from_bytes + at, word);
-            std::memcpy(to_bytes + at, w, word);
-        };
-        for (std::size_t at = 0; at + word <= size; at += word) copy_word(at);
-        if constexpr (size % word != 0) copy_word(size - word);  // the last word overlaps the one before
-    }
 };
 
 // A step's kernels are copied, and freed, as bytes.

@@ -355,8 +355,8 @@ public:
         for (std::size_t i = graph_.layers.size(); i-- > 0;) {
             const auto begin = backward_.begin() + static_cast<std::ptrdiff_t>(backward_begin_[i]);
             const auto end = backward_.begin() + static_cast<std::ptrdiff_t>(backward_begin_[i + 1]);
-            // a run of kernels, copied word by word (Kernel::CopiedByWords)
-            for (auto k = begin; k != end; ++k) kernels.emplace_back(*k, Kernel::CopiedByWords{});
+            // a run of kernels, copied as bytes (Kernel is trivially copyable)
+            kernels.insert(kernels.end(), begin, end);
             rows_.of_kernel.resize(kernels.size(), static_cast<std::uint32_t>(i));
         }
         // The optimizer's kernels go to a row of their own, or to the layer that has its name.
@@ -542,7 +542,7 @@ private:
     Kernel& kernel(const Layer& /*l*/, Phase phase, std::string_view op, KernelKind kind, DType dtype, double read_elements,
                    double write_elements, double flops = 0, ComputeUnit unit = ComputeUnit::fp32) {
         auto& list = phase == Phase::forward ? step_.kernels.kernels : backward_;
-        Kernel& k = list.emplace_back(layer_kernel_, Kernel::CopiedByWords{});
+        Kernel& k = list.emplace_back(layer_kernel_);
         if (phase == Phase::forward) rows_.of_kernel.push_back(static_cast<std::uint32_t>(layer_));
         k.op = op;
         k.kind = kind;
@@ -644,10 +644,10 @@ private:
 
     void cast_marker(const Layer& l, Phase phase) {
         if (phase == Phase::forward) {
-            marker(step_.kernels.kernels.emplace_back(blank_, Kernel::CopiedByWords{}), l.name, autocast_cast_host_op, phase);
+            marker(step_.kernels.kernels.emplace_back(blank_), l.name, autocast_cast_host_op, phase);
             rows_.of_kernel.push_back(static_cast<std::uint32_t>(layer_));
         } else {
-            marker(backward_.emplace_back(blank_, Kernel::CopiedByWords{}), l.name, autocast_cast_host_op, phase);
+            marker(backward_.emplace_back(blank_), l.name, autocast_cast_host_op, phase);
         }
         note_host_op(autocast_cast_host_op);
     }
@@ -776,12 +776,12 @@ private:
             s.op = l.op;
         }
         forward_marker_ = step_.kernels.kernels.size();
-        Kernel& forward_marker = step_.kernels.kernels.emplace_back(blank_, Kernel::CopiedByWords{});
+        Kernel& forward_marker = step_.kernels.kernels.emplace_back(blank_);
         marker(forward_marker, l.name, l.op, Phase::forward);
         rows_.of_kernel.push_back(static_cast<std::uint32_t>(layer_));
         const std::size_t backward_begin = backward_.size();
         backward_begin_.push_back(backward_begin);
-        backward_.emplace_back(forward_marker, Kernel::CopiedByWords{}).phase = Phase::backward;  // the backward marker, unless nothing needs a gradient
+        backward_.emplace_back(forward_marker).phase = Phase::backward;  // the backward marker, unless nothing needs a gradient
         Value out = dispatch(l, s);
         bool any_grad = false;
         for (std::size_t i = 0; i < l.inputs.size(); ++i) any_grad = any_grad || input(l, i).needs_grad;
@@ -1520,7 +1520,7 @@ private:
             const Value& x = input(l, i);
             if (!x.needs_grad || input_id(i) >= graph_.inputs.size()) continue;
             const double elements = numel(x.shape);
-            marker(backward_.emplace_back(blank_, Kernel::CopiedByWords{}), l.name, accumulate_grad_clone_host_op, Phase::backward);
+            marker(backward_.emplace_back(blank_), l.name, accumulate_grad_clone_host_op, Phase::backward);
             note_host_op(accumulate_grad_clone_host_op);
             kernel(l, Phase::backward, "aten::clone", KernelKind::copy, x.dtype, elements, elements);
         }
@@ -1567,7 +1567,7 @@ private:
         const double elements = parameter_elements_;
         const DType dt = rules_.parameter_dtype;
         for (int i = 0; i < launches; ++i) {
-            Kernel& k = step_.kernels.kernels.emplace_back(blank_, Kernel::CopiedByWords{});
+            Kernel& k = step_.kernels.kernels.emplace_back(blank_);
             rows_.of_kernel.push_back(static_cast<std::uint32_t>(optimizer_row_));
             k.op = name;
             k.kind = KernelKind::optimizer;
@@ -1587,7 +1587,7 @@ private:
         // The parameters' elements, and the 64 Ki-element chunks multi_tensor_apply splits them into.
         parameter_elements_ = step_.parameter_count();
         for (double p : step_.parameter_tensors) parameter_chunks_ += std::ceil(p / 65536);
-        marker(step_.kernels.kernels.emplace_back(blank_, Kernel::CopiedByWords{}), "optimizer", "optimizer", Phase::optimizer);
+        marker(step_.kernels.kernels.emplace_back(blank_), "optimizer", "optimizer", Phase::optimizer);
         rows_.of_kernel.push_back(static_cast<std::uint32_t>(optimizer_row_));
         if (o.kind == OptimizerKind::sgd) {
             // torch.optim.sgd._multi_tensor_sgd: grad += wd p; buf = m buf + grad; p -= lr buf.

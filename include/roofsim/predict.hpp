@@ -75,7 +75,7 @@ struct Prediction {
         part.model = kernels.model;
         part.precision = kernels.precision;
         for (const Kernel& k : kernels.kernels) {
-            if (keep(k.phase)) part.kernels.emplace_back(k, Kernel::CopiedByWords{});
+            if (keep(k.phase)) part.kernels.push_back(k);
         }
         return part.kernels.empty() ? Seconds(0) : simulate(part, ctx, h).step_time;
     };
