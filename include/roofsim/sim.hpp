@@ -204,6 +204,29 @@ template <class LogFlops>
 
 namespace detail {
 
+/// Values remembered by key in `slots` slots, the slot picked by the key's hash(); a key that lands
+/// on a slot another holds replaces it (recomputed when that one comes back). For the few dozen
+/// distinct keys a step's kernels repeat, with no allocation.
+template <class Key, class Value, std::size_t slots>
+class SlotMemo {
+public:
+    /// The value remembered for `key`, or compute()'s, remembered.
+    template <class Compute>
+    [[nodiscard]] Value get(const Key& key, Compute&& compute) {
+        Slot& slot = slots_[key.hash() % slots];
+        if (!(slot.filled && slot.key == key)) slot = {true, key, compute()};
+        return slot.value;
+    }
+
+private:
+    struct Slot {
+        bool filled = false;
+        Key key{};
+        Value value{};
+    };
+    std::array<Slot, slots> slots_{};
+};
+
 /// A kernel list's host costs and per-op efficiencies, looked up once per distinct graph op, phase
 /// and precision class rather than once per kernel (a step has a handful of distinct ops). Gives the
 /// same values as host_cost and op_factor. Holds views of the list's strings.
@@ -247,10 +270,7 @@ public:
         if (std::holds_alternative<AttentionDims>(k.dims)) return op_factor_at(**points, k, ctx_);
         // Any other kernel's factor depends on its points, bytes and reduction shape alone (a column
         // sum's on its FLOPs and unit too): remembered per such key (a network repeats few).
-        const FactorKey memo_key = factor_key(**points, k);
-        FactorSlot& slot = factor_slots_[memo_key.hash() % factor_slots_.size()];
-        if (!(slot.filled && slot.key == memo_key)) slot = {true, memo_key, op_factor_at(**points, k, ctx_)};
-        return slot.factor;
+        return factors_.get(factor_key(**points, k), [&] { return op_factor_at(**points, k, ctx_); });
     }
 
 private:
@@ -279,16 +299,11 @@ private:
             return static_cast<std::size_t>(h ^ (h >> 29));
         }
     };
-    struct FactorSlot {
-        bool filled = false;
-        FactorKey key;
-        double factor = 1;
-    };
     const CostContext& ctx_;
     const HostCosts& host_;
     NameIndex index_;
     std::vector<Entry> entries_;
-    std::array<FactorSlot, 128> factor_slots_{};  ///< by FactorKey::hash; a collision recomputes
+    SlotMemo<FactorKey, double, 128> factors_;  ///< op_factor_at by FactorKey
     /// What a convolution pass's host growth depends on (conv_host_growth_at).
     struct GrowthKey {
         double flops = 0;
@@ -302,12 +317,7 @@ private:
             return static_cast<std::size_t>(h >> 40);
         }
     };
-    struct GrowthSlot {
-        bool filled = false;
-        GrowthKey key;
-        Seconds growth{0};
-    };
-    std::array<GrowthSlot, 64> growth_slots_{};  ///< by GrowthKey::hash; a collision recomputes
+    SlotMemo<GrowthKey, Seconds, 64> growths_;  ///< conv_host_growth_at by GrowthKey
     std::vector<double> log_flops_1x1_, log_flops_other_;  ///< log FLOPs of host.conv_growth's points
 
     [[nodiscard]] static std::vector<double> log_flops(const std::vector<ConvHostGrowth::Point>& points) {
@@ -337,13 +347,10 @@ private:
         const auto& points = one_by_one ? host_.conv_growth.kernel_1x1 : host_.conv_growth.other;
         if (points.empty()) return Seconds(0);
         const double flops = conv_flops(*d).value();
-        const GrowthKey key{flops, d->pass, one_by_one};
-        GrowthSlot& slot = growth_slots_[key.hash() % growth_slots_.size()];
-        if (!(slot.filled && slot.key == key)) {
+        return growths_.get(GrowthKey{flops, d->pass, one_by_one}, [&] {
             const auto& logs = one_by_one ? log_flops_1x1_ : log_flops_other_;
-            slot = {true, key, conv_host_growth_at(points, [&logs](std::size_t i) { return logs[i]; }, flops, d->pass)};
-        }
-        return slot.growth;
+            return conv_host_growth_at(points, [&logs](std::size_t i) { return logs[i]; }, flops, d->pass);
+        });
     }
 
     /// The entry of `op`, added where it has none. A step has a handful of distinct ops: while there
