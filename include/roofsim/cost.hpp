@@ -65,6 +65,19 @@ struct TupleHash {
         return static_cast<std::size_t>(h ^ (h >> 29));
     }
 };
+/// The order of per-op efficiency keys (op, phase, 16-bit), found by a key with the op as any string
+/// (a std::string_view): compared element by element as views, which clang's tuple comparison of
+/// std::string with std::string_view (libstdc++ 12, C++20) does not do.
+struct OpFactorKeyLess {
+    using is_transparent = void;
+    template <class A, class B>
+    [[nodiscard]] bool operator()(const A& a, const B& b) const {
+        const auto view = [](const auto& key) {
+            return std::tuple<std::string_view, Phase, bool>(std::get<0>(key), std::get<1>(key), std::get<2>(key));
+        };
+        return view(a) < view(b);
+    }
+};
 }  // namespace detail
 
 /// A time the calibration measured at one value x of a shape's varying dimension (a GEMM's n, a
@@ -130,7 +143,7 @@ struct CostContext {
     /// the efficiency of its implementation against the byte and FLOP counts (framework.hpp), one
     /// point per op timing (normalizations at several reduction shapes). Looked up by
     /// (std::string_view, Phase, bool) without a copy of the op.
-    std::map<std::tuple<std::string, Phase, bool>, std::vector<OpFactorPoint>, std::less<>> op_factor;
+    std::map<std::tuple<std::string, Phase, bool>, std::vector<OpFactorPoint>, detail::OpFactorKeyLess> op_factor;
     std::string op_factor_source;
 };
 

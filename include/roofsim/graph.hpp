@@ -267,8 +267,8 @@ inline Graph one_layer_graph_from_json(const JsonCursor& c) {
     nlohmann::json layers = nlohmann::json::array();
     for (const auto& l : g.layers) {
         nlohmann::json attrs = nlohmann::json::object();
-        for (const auto& [k, v] : l.attrs) {
-            std::visit([&](const auto& x) { attrs[k] = x; }, v);
+        for (const auto& attr : l.attrs) {  // not a structured binding: clang before 16 cannot capture one
+            std::visit([&attrs, &key = attr.first](const auto& x) { attrs[key] = x; }, attr.second);
         }
         layers.push_back({{"name", l.name}, {"op", l.op}, {"inputs", l.inputs}, {"attrs", attrs}});
     }
