@@ -1,10 +1,14 @@
 // Speed of the predictor: one kernel's cost, lowering ResNet-50, and full training-step predictions
 // (lower + cost + simulate + memory) of ResNet-50, BERT-base and GPT-2 small, on the built-in H200
-// profiles.
+// profiles; and fixed CPU workloads (cpu_canary_*) that tell the core's speed at the moment.
 // Run: build/benchmarks/bench_predict
 #include <roofsim/roofsim.hpp>
 
 #include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
 
 namespace {
 
@@ -83,6 +87,39 @@ void predict_transformer_step(benchmark::State& state, const roofsim::Graph& g) 
 }
 BENCHMARK_CAPTURE(predict_transformer_step, bert_base, roofsim::zoo::bert_base())->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(predict_transformer_step, gpt2_small, roofsim::zoo::gpt2_small())->Unit(benchmark::kMicrosecond);
+
+/// Fixed pieces of CPU work, beside the predictions, to tell the core's speed at the moment: a
+/// shared host's cores run at two speeds, a process's samples all at one (docs/NOTES.md).
+/// Sorting a copy of 4 Ki pseudo-random integers: branchy, in the L1 cache.
+void cpu_canary_sort(benchmark::State& state) {
+    std::vector<std::uint32_t> values(4 * 1024);
+    std::uint64_t x = 88172645463325252ull;  // xorshift64
+    for (auto& v : values) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        v = static_cast<std::uint32_t>(x);
+    }
+    std::vector<std::uint32_t> work(values.size());
+    for (auto _ : state) {
+        std::copy(values.begin(), values.end(), work.begin());
+        std::sort(work.begin(), work.end());
+        benchmark::DoNotOptimize(work.data());
+        benchmark::ClobberMemory();
+    }
+}
+BENCHMARK(cpu_canary_sort)->Unit(benchmark::kMicrosecond);
+
+/// Copying 384 KiB (a thousand records of a step's kernel list) between two buffers, in the L2 cache.
+void cpu_canary_copy(benchmark::State& state) {
+    std::vector<char> from(384 * 1024, 1), to(from.size());
+    for (auto _ : state) {
+        std::copy(from.begin(), from.end(), to.begin());
+        benchmark::DoNotOptimize(to.data());
+        benchmark::ClobberMemory();
+    }
+}
+BENCHMARK(cpu_canary_copy)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 
