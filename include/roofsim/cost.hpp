@@ -22,6 +22,7 @@
 #include <tuple>
 #include <type_traits>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace roofsim {
@@ -575,6 +576,29 @@ template <class AlignedAt>
 
 namespace detail {
 
+/// Values remembered by key in `slots` slots, the slot picked by the key's hash(); a key that lands
+/// on a slot another holds replaces it (recomputed when that one comes back). For the few dozen
+/// distinct keys a step's kernels repeat, with no allocation.
+template <class Key, class Value, std::size_t slots>
+class SlotMemo {
+public:
+    /// The value remembered for `key`, or compute()'s, remembered.
+    template <class Compute>
+    [[nodiscard]] Value get(const Key& key, Compute&& compute) {
+        Slot& slot = slots_[key.hash() % slots];
+        if (!(slot.filled && slot.key == key)) slot = {true, key, compute()};
+        return slot.value;
+    }
+
+private:
+    struct Slot {
+        bool filled = false;
+        Key key{};
+        Value value{};
+    };
+    std::array<Slot, slots> slots_{};
+};
+
 /// The bandwidths of a context's curves while the kernels of a step are costed: curve_bandwidth,
 /// each working set's taken once (a step has a few dozen distinct tensor sizes).
 class BandwidthMemo {
@@ -585,13 +609,8 @@ public:
     [[nodiscard]] std::optional<BytesPerSecond> bandwidth(bool read_mostly, Bytes working_set) {
         const auto& curve = read_mostly ? ctx_.read_curve : ctx_.copy_curve;
         if (curve.empty()) return std::nullopt;
-        const double x = working_set.value();
-        const std::uint64_t key = std::bit_cast<std::uint64_t>(x) ^ (read_mostly ? 1 : 0);
-        Slot& slot = slots_[static_cast<std::size_t>((key * 0x9e3779b97f4a7c15) >> 58)];
-        if (!(slot.filled && slot.read_mostly == read_mostly && slot.working_set == x)) {
-            slot = {true, read_mostly, x, curve_bandwidth(curve, working_set)->value()};
-        }
-        return BytesPerSecond(slot.bandwidth);
+        return BytesPerSecond(slots_.get(Key{working_set.value(), read_mostly},
+                                         [&] { return curve_bandwidth(curve, working_set)->value(); }));
     }
 
     /// The DRAM ceiling (ctx.ceilings.rate(MemoryLevel::dram)), looked up once.
@@ -601,12 +620,18 @@ public:
     }
 
 private:
-    struct Slot {
-        bool filled = false, read_mostly = false;
-        double working_set = 0, bandwidth = 0;
+    struct Key {
+        double working_set = 0;
+        bool read_mostly = false;
+        friend bool operator==(const Key&, const Key&) = default;
+
+        [[nodiscard]] std::size_t hash() const {
+            const std::uint64_t key = std::bit_cast<std::uint64_t>(working_set) ^ (read_mostly ? 1 : 0);
+            return static_cast<std::size_t>((key * 0x9e3779b97f4a7c15) >> 58);
+        }
     };
     const CostContext& ctx_;
-    std::array<Slot, 64> slots_{};  ///< by a hash of the working set; a collision recomputes
+    SlotMemo<Key, double, 64> slots_;  ///< bytes per second by working set and curve
     std::optional<BytesPerSecond> dram_;
 };
 
@@ -616,31 +641,32 @@ class ShapeMemo {
 public:
     template <class Dims, class Compute>
     [[nodiscard]] KernelCost cost(const Kernel& k, const Dims& d, Compute&& compute) {
-        std::uint64_t h = static_cast<std::uint64_t>(k.unit) * 0x9e3779b97f4a7c15ull ^ std::bit_cast<std::uint64_t>(k.bytes().value());
-        const auto mix = [&h](std::int64_t v) { h = (h ^ static_cast<std::uint64_t>(v)) * 0x100000001b3ull; };
-        if constexpr (std::is_same_v<Dims, GemmDims>) {
-            for (auto v : {d.m, d.n, d.k, d.batch}) mix(v);
-        } else {
-            for (auto v : {static_cast<std::int64_t>(d.pass), d.n, d.c, d.h, d.w, d.k, d.r, d.s, d.stride_h, d.pad_h, d.groups}) mix(v);
-        }
-        auto& slots = std::get<std::array<Slot<Dims>, 64>>(slots_);
-        Slot<Dims>& slot = slots[static_cast<std::size_t>((h * 0x9e3779b97f4a7c15ull) >> 58)];
-        if (!(slot.filled && slot.unit == k.unit && slot.bytes == k.bytes().value() && slot.dims == d)) {
-            slot = {true, k.unit, k.bytes().value(), d, compute()};
-        }
-        return slot.cost;
+        return std::get<SlotMemo<Key<Dims>, KernelCost, 64>>(slots_).get(Key<Dims>{k.unit, k.bytes().value(), d},
+                                                                          std::forward<Compute>(compute));
     }
 
 private:
     template <class Dims>
-    struct Slot {
-        bool filled = false;
+    struct Key {
         ComputeUnit unit{};
         double bytes = 0;
         Dims dims{};
-        KernelCost cost{};
+        friend bool operator==(const Key&, const Key&) = default;
+
+        [[nodiscard]] std::size_t hash() const {
+            std::uint64_t h = static_cast<std::uint64_t>(unit) * 0x9e3779b97f4a7c15ull ^ std::bit_cast<std::uint64_t>(bytes);
+            const auto mix = [&h](std::int64_t v) { h = (h ^ static_cast<std::uint64_t>(v)) * 0x100000001b3ull; };
+            const Dims& d = dims;
+            if constexpr (std::is_same_v<Dims, GemmDims>) {
+                for (auto v : {d.m, d.n, d.k, d.batch}) mix(v);
+            } else {
+                for (auto v : {static_cast<std::int64_t>(d.pass), d.n, d.c, d.h, d.w, d.k, d.r, d.s, d.stride_h, d.pad_h, d.groups}) mix(v);
+            }
+            return static_cast<std::size_t>((h * 0x9e3779b97f4a7c15ull) >> 58);
+        }
     };
-    std::tuple<std::array<Slot<GemmDims>, 64>, std::array<Slot<ConvDims>, 64>> slots_{};  ///< a collision recomputes
+    /// a collision recomputes
+    std::tuple<SlotMemo<Key<GemmDims>, KernelCost, 64>, SlotMemo<Key<ConvDims>, KernelCost, 64>> slots_{};
 };
 
 }  // namespace detail

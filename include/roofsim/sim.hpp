@@ -204,29 +204,6 @@ template <class LogFlops>
 
 namespace detail {
 
-/// Values remembered by key in `slots` slots, the slot picked by the key's hash(); a key that lands
-/// on a slot another holds replaces it (recomputed when that one comes back). For the few dozen
-/// distinct keys a step's kernels repeat, with no allocation.
-template <class Key, class Value, std::size_t slots>
-class SlotMemo {
-public:
-    /// The value remembered for `key`, or compute()'s, remembered.
-    template <class Compute>
-    [[nodiscard]] Value get(const Key& key, Compute&& compute) {
-        Slot& slot = slots_[key.hash() % slots];
-        if (!(slot.filled && slot.key == key)) slot = {true, key, compute()};
-        return slot.value;
-    }
-
-private:
-    struct Slot {
-        bool filled = false;
-        Key key{};
-        Value value{};
-    };
-    std::array<Slot, slots> slots_{};
-};
-
 /// A kernel list's host costs and per-op efficiencies, looked up once per distinct graph op, phase
 /// and precision class rather than once per kernel (a step has a handful of distinct ops). Gives the
 /// same values as host_cost and op_factor. Holds views of the list's strings.
