@@ -391,6 +391,15 @@ TEST_CASE("bad graphs are errors that name the layer and the field", "[lower][gr
     CHECK(lowering_error(g) == "layer 'p' (maxpool2d): input: expected N x C x H x W");
     g.layers[0] = Layer{"c", "conv2d", {x}, {{"in_channels", std::string("many")}}};
     CHECK(lowering_error(g).find("layer 'c' (conv2d): input must be N x C x spatial") != std::string::npos);
+    // a name used twice: by two layers, or by a layer and a graph input
+    g.layers = {Layer{"a", "relu", {x}, {}}, Layer{"a", "relu", {"a"}, {}}};
+    CHECK(lowering_error(g) == "layer 'a' (relu): name: used twice (layer names must be unique)");
+    g.layers = {Layer{"a", "relu", {x}, {}}, Layer{"b", "relu", {"a"}, {}}, Layer{"a", "tanh", {"b"}, {}}};
+    CHECK(lowering_error(g) == "layer 'a' (tanh): name: used twice (layer names must be unique)");
+    g.layers = {Layer{x, "relu", {x}, {}}};
+    CHECK(lowering_error(g) == "layer 'x' (relu): name: used twice (layer names must be unique)");
+    g.layers = {Layer{"a", "relu", {x}, {}}, Layer{"b", "relu", {"a"}, {}}};
+    CHECK(lowering_error(g) == "no error");
 }
 
 TEST_CASE("graph JSON round-trips and rejects malformed files", "[graph][json]") {

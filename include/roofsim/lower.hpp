@@ -409,7 +409,7 @@ private:
     // defined). Layer inputs are resolved to ids once, before lowering.
     std::vector<Value> values_;
     NameIndex names_;                        // value names to ids
-    std::vector<bool> name_taken_;           // per layer: an earlier value has its name
+    std::vector<std::uint8_t> name_taken_;   // per layer: an earlier value has its name (1)
     std::vector<const KnownOp*> op_;         // per layer: its op
     std::vector<const KnownOp*> distinct_ops_;  // the ops of the graph, each once
     std::vector<std::string_view> op_names_;    // and their names, then other host ops of the markers
@@ -511,7 +511,7 @@ private:
             }
             first_input_.push_back(input_ids_.size());
             // mostly a layer reads the one before it: its value, where no earlier value has its name
-            const bool after_unique_layer = li > 0 && !name_taken_[li - 1];
+            const bool after_unique_layer = li > 0 && name_taken_[li - 1] == 0;
             for (const auto& name : l.inputs) {
                 const std::size_t id = after_unique_layer && name == graph_.layers[li - 1].name
                                            ? graph_.inputs.size() + li - 1
@@ -522,7 +522,7 @@ private:
                 if (first_reader_[id] == none) first_reader_[id] = li;
             }
             const std::size_t own = graph_.inputs.size() + li;
-            name_taken_[li] = names_.insert(l.name, own) != own;
+            name_taken_[li] = names_.insert(l.name, own) != own ? 1 : 0;
         }
     }
 
@@ -767,7 +767,7 @@ private:
     // ---- layers -------------------------------------------------------------------------------
 
     void lower_layer(const Layer& l) {
-        if (name_taken_[layer_]) throw layer_error(l, "name: used twice (layer names must be unique)");
+        if (name_taken_[layer_] != 0) throw layer_error(l, "name: used twice (layer names must be unique)");
         layer_kernel_.layer = l.name;
         layer_kernel_.source_op = l.op;
         LayerSummary s;
