@@ -2,7 +2,7 @@
 # Times the ResNet-50 step prediction of one or more bench_predict builds on several cores, round
 # after round, each process beside the CPU canaries (cpu_canary_*), so that a build's figures can be
 # read against the core's speed at the moment: a shared host's cores run at two speeds, and a
-# process's samples all at one (docs/NOTES.md, 2026-12-02 16:20 UTC).
+# process's samples all at one (docs/NOTES.md, 2026-12-02 17:10 UTC).
 #
 # Usage: benchmarks/by_core.sh OUT.csv ROUNDS "CORES" BENCH [BENCH...]
 #   e.g. benchmarks/by_core.sh out.csv 4 "1 3 5 7" build/benchmarks/bench_predict /tmp/old/bench_predict
