@@ -591,7 +591,7 @@ class SlotMemo {
 public:
     /// No slot filled. (User-provided, so that a memo value-initialized, `SlotMemo<...> m{}`, is not
     /// zero-filled whole first.)
-    SlotMemo() noexcept {}  // NOLINT(modernize-use-equals-default)
+    SlotMemo() noexcept {}
 
     /// The value remembered for `key`, or compute()'s, remembered.
     template <class Compute>
@@ -683,7 +683,7 @@ private:
             return static_cast<std::size_t>((h * 0x9e3779b97f4a7c15ull) >> 58);
         }
     };
-    /// a collision recomputes
+    /// The GEMM shapes' costs and the convolution shapes' (a collision recomputes).
     std::tuple<SlotMemo<Key<GemmDims>, KernelCost, 64>, SlotMemo<Key<ConvDims>, KernelCost, 64>> slots_{};
 };
 

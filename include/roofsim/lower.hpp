@@ -409,7 +409,7 @@ private:
     // defined). Layer inputs are resolved to ids once, before lowering.
     std::vector<Value> values_;
     NameIndex names_;                        // value names to ids
-    std::vector<std::uint8_t> name_taken_;   // per layer: an earlier value has its name (1)
+    std::vector<std::uint8_t> name_taken_;   // per layer: 1 where an earlier value has its name
     std::vector<const KnownOp*> op_;         // per layer: its op
     std::vector<const KnownOp*> distinct_ops_;  // the ops of the graph, each once
     std::vector<std::string_view> op_names_;    // and their names, then other host ops of the markers
