@@ -23,6 +23,7 @@ command -v taskset > /dev/null || { echo "by_core.sh: taskset (util-linux) is ne
 tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT
 echo "time,round,core,build,benchmark,cpu_us" > "$tmp"
+failed=0
 for round in $(seq 1 "$rounds"); do
     order=("${builds[@]}")
     if [ $((round % 2)) = 0 ]; then
@@ -31,14 +32,24 @@ for round in $(seq 1 "$rounds"); do
     fi
     for core in $cores; do
         for b in "${order[@]}"; do
-            taskset -c "$core" "$b" --benchmark_filter='canary|resnet50_step' --benchmark_repetitions=3 \
+            # a process that fails or prints no medians is reported, and the others' rows are kept
+            medians=$(taskset -c "$core" "$b" --benchmark_filter='canary|resnet50_step' --benchmark_repetitions=3 \
                 --benchmark_min_time=0.15 --benchmark_enable_random_interleaving=true --benchmark_format=csv 2> /dev/null |
-                grep '_median' |
-                awk -F, -v t="$(date +%s)" -v r="$round" -v c="$core" -v b="$b" \
-                    '{gsub(/"/, "", $1); sub(/_median/, "", $1); print t "," r "," c "," b "," $1 "," $4}' >> "$tmp"
+                grep '_median' || true)
+            if [ -z "$medians" ]; then
+                echo "by_core.sh: round $round, core $core: '$b' gave no medians" >&2
+                failed=$((failed + 1))
+                continue
+            fi
+            echo "$medians" | awk -F, -v t="$(date +%s)" -v r="$round" -v c="$core" -v b="$b" \
+                '{gsub(/"/, "", $1); sub(/_median/, "", $1); print t "," r "," c "," b "," $1 "," $4}' >> "$tmp"
         done
     done
 done
 mv "$tmp" "$out"
 trap - EXIT
 echo "wrote $out"
+if [ "$failed" -gt 0 ]; then
+    echo "by_core.sh: $failed process(es) gave no medians" >&2
+    exit 1
+fi
