@@ -9,6 +9,8 @@
 #include <cmath>
 #include <map>
 #include <optional>
+#include <stdexcept>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -983,6 +985,29 @@ TEST_CASE("optimizer.zero_grad() is charged on the host before a step's first ke
     o.lowering.optimizer.kind = OptimizerKind::sgd;
     o.host_time_scale = 2;
     CHECK(predict(g, ctx, o).zero_grad_time.value() == Catch::Approx(2 * zero_grad));
+}
+
+TEST_CASE("a host figure table reads and writes as a map of op names", "[predict][sim]") {
+    HostFigureTable<Seconds> t;
+    CHECK(t.empty());
+    CHECK(t.find("linear") == t.end());
+    CHECK_THROWS_AS(t.at("linear"), std::out_of_range);
+    CHECK(t.emplace("linear", Seconds(1e-6)).second);
+    CHECK_FALSE(t.emplace("linear", Seconds(2e-6)).second);  // keeps the first, as std::map::emplace
+    CHECK(t.at("linear").value() == 1e-6);
+    t["linear"] = Seconds(3e-6);  // operator[] overwrites
+    CHECK(t.at("linear").value() == 3e-6);
+    CHECK(t["conv2d"].value() == 0);  // and adds a zero
+    // names past the in-place length are found by their characters
+    const std::string long_op = "an_op_name_longer_than_thirty_one_characters";
+    t[long_op] = Seconds(4e-6);
+    CHECK(t.at(std::string(long_op)).value() == 4e-6);
+    CHECK(t.count("linear_nobias") == 0);
+    CHECK(t.count("linea") == 0);
+    CHECK(t.size() == 3);
+    double sum = 0;
+    for (const auto& [op, seconds] : t) sum += seconds.value();
+    CHECK(sum == Catch::Approx(7e-6));
 }
 
 TEST_CASE("host costs scale as a whole, and the profile names the host speed they were measured at", "[predict][sim]") {

@@ -482,11 +482,12 @@ namespace detail {
             if (base.ends_with(suffix) != amp) continue;
             if (amp) base.remove_suffix(suffix.size());
             const Seconds seconds(it->second.seconds);
-            if (base.starts_with(forward_prefix)) h.forward.emplace_hint(h.forward.end(), base.substr(forward_prefix.size()), seconds);
+            // the profile's keys are distinct, so are the ops taken from them
+            if (base.starts_with(forward_prefix)) h.forward.add_new(base.substr(forward_prefix.size()), seconds);
             if (base.starts_with(backward_prefix)) {
                 const std::string_view op = base.substr(backward_prefix.size());
-                h.backward.emplace_hint(h.backward.end(), op, seconds);
-                if (it->second.backward_nodes_per_layer) h.backward_nodes.emplace(op, *it->second.backward_nodes_per_layer);
+                h.backward.add_new(op, seconds);
+                if (it->second.backward_nodes_per_layer) h.backward_nodes.add_new(op, *it->second.backward_nodes_per_layer);
             }
         }
     }
@@ -496,8 +497,8 @@ namespace detail {
     if (const auto view = f.seconds("backward_node_view")) {
         for (const std::string_view op : {"reshape", "flatten"}) {
             if (!wanted(op)) continue;
-            h.backward[std::string(op)] = *view;
-            h.backward_nodes[std::string(op)] = 1;  // the chain of view nodes: one a view
+            h.backward[op] = *view;
+            h.backward_nodes[op] = 1;  // the chain of view nodes: one a view
         }
     }
     // backward() walks its whole graph before it runs a node: the walk per node, which the chain
@@ -506,10 +507,10 @@ namespace detail {
     h.backward_walk_per_node = f.seconds("backward_walk_node").value_or(Seconds(0));
     // A copy AccumulateGrad dispatches and launches on its own: one eager op (a tiny add, back to back).
     if (const auto eager = f.seconds("eager_op_add"); eager && wanted(accumulate_grad_clone_host_op)) {
-        h.backward[std::string(accumulate_grad_clone_host_op)] = *eager;
+        h.backward[accumulate_grad_clone_host_op] = *eager;
     }
-    h.default_forward = h.forward.count("add") ? h.forward["add"] : Seconds(0);
-    h.default_backward = h.backward.count("add") ? h.backward["add"] : Seconds(0);
+    h.default_forward = h.forward.count("add") ? h.forward.at("add") : Seconds(0);
+    h.default_backward = h.backward.count("add") ? h.backward.at("add") : Seconds(0);
     h.backward_call = f.seconds("backward_call").value_or(Seconds(0));
     h.synchronize = f.seconds("cuda_synchronize_idle").value_or(Seconds(0));
     const std::string_view amp_suffix = amp ? suffix : std::string_view();
@@ -530,8 +531,8 @@ namespace detail {
         if (steady) {
             // the steady figure holds the layer's autocast input casts too (its input is float32)
             if (graph_op != autocast_cast_host_op) {
-                h.forward[std::string(autocast_cast_host_op)] = Seconds(0);
-                h.backward[std::string(autocast_cast_host_op)] = Seconds(0);
+                h.forward[autocast_cast_host_op] = Seconds(0);
+                h.backward[autocast_cast_host_op] = Seconds(0);
             }
             const auto figure = [host_op](const auto& table, Seconds fallback) {
                 const Seconds* s = find_host_figure(table, host_op);

@@ -8,6 +8,7 @@
 #include <roofsim/detail/name_index.hpp>
 #include <roofsim/ir.hpp>
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cmath>
@@ -18,6 +19,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace roofsim {
@@ -36,15 +38,66 @@ struct ConvHostGrowth {
     std::vector<Point> other;       ///< the rest (measured on 3x3 ones)
 };
 
+/// A host op's figures by its name: a few dozen (name, value) pairs in one vector, in the order added
+/// (no node or string allocated per op: a prediction makes its tables afresh). Read and written
+/// as a std::map of them is: find, at, count, operator[], emplace (which keeps an op's first value).
+template <class Value>
+class HostFigureTable {
+public:
+    using value_type = std::pair<Name, Value>;
+    using iterator = typename std::vector<value_type>::iterator;
+    using const_iterator = typename std::vector<value_type>::const_iterator;
+
+    [[nodiscard]] iterator begin() { return pairs_.begin(); }
+    [[nodiscard]] iterator end() { return pairs_.end(); }
+    [[nodiscard]] const_iterator begin() const { return pairs_.begin(); }
+    [[nodiscard]] const_iterator end() const { return pairs_.end(); }
+    [[nodiscard]] std::size_t size() const { return pairs_.size(); }
+    [[nodiscard]] bool empty() const { return pairs_.empty(); }
+
+    /// The pair of `op`, or end().
+    [[nodiscard]] const_iterator find(std::string_view op) const {
+        return std::find_if(pairs_.begin(), pairs_.end(), [op](const value_type& p) { return p.first == op; });
+    }
+    [[nodiscard]] iterator find(std::string_view op) {
+        return std::find_if(pairs_.begin(), pairs_.end(), [op](const value_type& p) { return p.first == op; });
+    }
+    [[nodiscard]] std::size_t count(std::string_view op) const { return find(op) != end() ? 1 : 0; }
+    /// The value of `op`; std::out_of_range where it has none.
+    [[nodiscard]] const Value& at(std::string_view op) const {
+        const auto it = find(op);
+        if (it == end()) throw std::out_of_range("no host figure for op '" + std::string(op) + "'");
+        return it->second;
+    }
+    /// The value of `op`, added (value-initialized) where it has none.
+    Value& operator[](std::string_view op) {
+        const auto it = find(op);
+        return it != end() ? it->second : pairs_.emplace_back(Name(op), Value{}).second;
+    }
+    /// Adds `op` with `value` where it has none; returns its pair and whether it was added.
+    std::pair<iterator, bool> emplace(std::string_view op, Value value) {
+        const auto it = find(op);
+        if (it != end()) return {it, false};
+        pairs_.emplace_back(Name(op), value);
+        return {pairs_.end() - 1, true};
+    }
+
+    /// Adds `op`, which the table does not hold, with `value` (no search: a caller adding distinct ops).
+    void add_new(std::string_view op, Value value) { pairs_.emplace_back(Name(op), value); }
+
+private:
+    std::vector<value_type> pairs_;
+};
+
 struct HostCosts {
-    std::map<std::string, Seconds, std::less<>> forward;   ///< a layer's forward, by host op ("linear", "conv2d_nobias")
-    std::map<std::string, Seconds, std::less<>> backward;  ///< a layer's backward nodes, by host op
+    HostFigureTable<Seconds> forward;   ///< a layer's forward, by host op ("linear", "conv2d_nobias")
+    HostFigureTable<Seconds> backward;  ///< a layer's backward nodes, by host op
     Seconds default_forward{0};               ///< a layer whose op has no figure
     Seconds default_backward{0};
     Seconds backward_call{0};                 ///< once per step, before the first backward node
     Seconds backward_call_end{0};             ///< once per step, after the last backward node
     /// Autograd nodes one layer's backward holds, by host op (the chain figures' count, where measured)
-    std::map<std::string, double, std::less<>> backward_nodes;
+    HostFigureTable<double> backward_nodes;
     Seconds backward_walk_per_node{0};        ///< backward()'s walk of its graph, per node, before any node runs
     Seconds optimizer_step{0};                ///< the whole optimizer.step(), inside a training step
     Seconds optimizer_step_back_to_back{0};   ///< the same, steps one after another (standalone_phases)
@@ -61,7 +114,7 @@ struct HostCosts {
 /// A host op's figure in `table` (its seconds, or its backward node count): its own, else (a variant
 /// the profile did not measure, "conv2d_nobias") the op's it is a variant of; nullptr when neither is there.
 template <class Value>
-[[nodiscard]] const Value* find_host_figure(const std::map<std::string, Value, std::less<>>& table, std::string_view op) {
+[[nodiscard]] const Value* find_host_figure(const HostFigureTable<Value>& table, std::string_view op) {
     auto it = table.find(op);
     if (it == table.end()) it = table.find(graph_op_of_host_op(op));
     return it != table.end() ? &it->second : nullptr;
