@@ -14,7 +14,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -56,12 +55,8 @@ public:
     [[nodiscard]] bool empty() const { return pairs_.empty(); }
 
     /// The pair of `op`, or end().
-    [[nodiscard]] const_iterator find(std::string_view op) const {
-        return std::find_if(pairs_.begin(), pairs_.end(), [op](const value_type& p) { return p.first == op; });
-    }
-    [[nodiscard]] iterator find(std::string_view op) {
-        return std::find_if(pairs_.begin(), pairs_.end(), [op](const value_type& p) { return p.first == op; });
-    }
+    [[nodiscard]] const_iterator find(std::string_view op) const { return find_in(pairs_, op); }
+    [[nodiscard]] iterator find(std::string_view op) { return find_in(pairs_, op); }
     [[nodiscard]] std::size_t count(std::string_view op) const { return find(op) != end() ? 1 : 0; }
     /// The value of `op`; std::out_of_range where it has none.
     [[nodiscard]] const Value& at(std::string_view op) const {
@@ -87,6 +82,12 @@ public:
 
 private:
     std::vector<value_type> pairs_;
+
+    /// find, for a const table or not.
+    template <class Pairs>
+    [[nodiscard]] static auto find_in(Pairs& pairs, std::string_view op) {
+        return std::find_if(pairs.begin(), pairs.end(), [op](const value_type& p) { return p.first == op; });
+    }
 };
 
 struct HostCosts {
