@@ -453,18 +453,21 @@ class ModelCode(unittest.TestCase):
             return x.view(2, 32).view(4, 16)  # views in the model's code
 
         doc = export(_CodeBetween(code), {"x": torch.empty(4, 16)}, optimizer="none")
-        t0 = time.perf_counter()
-        busy()
-        alone = time.perf_counter() - t0
+        alone = []  # the loop timed on its own, five times: a shared host's speed swings by 2-3x between calls
+        for _ in range(5):
+            t0 = time.perf_counter()
+            busy()
+            alone.append(time.perf_counter() - t0)
         ks = doc["kernels"]
         code = [i for i, k in enumerate(ks) if "python_seconds" in k]
         self.assertTrue(code)
         self.assertTrue(all(ks[i]["kind"] == "host-only" and ks[i]["phase"] == "forward" and
                             ks[i]["host_dispatch"] is False for i in code))
         total = sum(ks[i]["python_seconds"] for i in code)
-        # the busy loop's time, give or take this host's swings
-        self.assertGreater(total, 0.5 * alone)
-        self.assertLess(total, 3.0 * alone + 2e-3)
+        # the busy loop's time, give or take this host's swings: not under half its fastest call alone,
+        # not over three times its slowest
+        self.assertGreater(total, 0.5 * min(alone))
+        self.assertLess(total, 3.0 * max(alone) + 2e-3)
         # it lands between the two layers' markers, as long as the loop (the rest is small)
         longest = max(code, key=lambda i: ks[i]["python_seconds"])
         fc1 = next(i for i, k in enumerate(ks) if k["op"] == "dispatch linear" and k["layer"] == "fc1")
