@@ -69,6 +69,10 @@ tools/validate/measure_pytorch.py, by contrast, only checks predictions.  Figure
       grad_fn). Each chain figure's backward record counts its layer's nodes
       (backward_nodes_per_layer); roofsim moves that many nodes' walk from each layer's backward
       figure to the start of the backward.
+  forward_ops, backward_ops (on each chain figure)
+      The aten ops one more layer of the chain dispatches, forward and backward (chains of 4 and
+      1, a TorchDispatchMode counting them; after the figure's timings): what the figure covers.
+      Not read by roofsim. --layer-ops FILE writes these lists alone, with no timing.
   op_timings (a list, not figures)
       GPU time of PyTorch's own kernels for roofsim's memory-bound and attention ops (under
       amp-bf16 on bfloat16 activations, as inside an autocast model), on
@@ -126,6 +130,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime as dt
+import json
 import os
 import platform
 import shlex
@@ -986,6 +991,85 @@ def mixed_unit_cases(dev):
     }
 
 
+try:  # torch >= 1.13
+    from torch.utils._python_dispatch import TorchDispatchMode
+except ImportError:  # an older torch: figures without their op lists
+    TorchDispatchMode = None
+
+
+class OpRecorder(TorchDispatchMode or object):
+    """Counts the aten ops dispatched inside it (overload packet names, "aten::view"), the autograd
+    engine's thread included (the dispatch mode travels with autograd's thread-local state)."""
+
+    def __init__(self):
+        super().__init__()
+        self.counts: dict[str, int] = {}
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        name = f"aten::{func.overloadpacket.__name__}"
+        self.counts[name] = self.counts.get(name, 0) + 1
+        return func(*args, **(kwargs or {}))
+
+
+def chain_op_counts(case, use_autocast: bool, dev, lengths=(1, 4)) -> dict | None:
+    """The aten ops one more layer of a chain dispatches, forward and backward, as the chain figures'
+    slope counts them: the ops of a chain of lengths[1] layers less those of lengths[0], per layer
+    (roofsim charges a model's layer the ops beyond these at their own cost). None where this torch
+    has no TorchDispatchMode."""
+    if TorchDispatchMode is None:
+        return None
+    make_layer, make_input = case
+    layers = [make_layer() for _ in range(max(lengths))]
+    x = make_input()
+    ctx = (lambda: autocast_bf16(dev)) if use_autocast else contextlib.nullcontext
+    counts = []
+    for k in lengths:
+        with ctx():
+            y = x
+            for layer in layers[:k]:
+                y = layer(y)
+        grad = torch.randn_like(y)
+        forward = OpRecorder()
+        with forward, ctx():
+            y = x
+            for layer in layers[:k]:
+                y = layer(y)
+        backward = OpRecorder()
+        with backward:
+            y.backward(grad)
+        counts.append((forward.counts, backward.counts))
+
+    def per_layer(a: dict, b: dict) -> dict:
+        span = lengths[1] - lengths[0]
+        return {op: (b.get(op, 0) - a.get(op, 0)) / span for op in sorted(set(a) | set(b))
+                if b.get(op, 0) != a.get(op, 0)}
+
+    return {"forward_ops": per_layer(counts[0][0], counts[1][0]),
+            "backward_ops": per_layer(counts[0][1], counts[1][1])}
+
+
+def chain_op_lists(dev) -> dict:
+    """Every chain figure's op lists (chain_op_counts), by figure key: what --layer-ops writes, the
+    lists a full run records with each layer_forward_* / layer_backward_* chain figure."""
+    lists = {}
+    for op, case in chain_cases(dev).items():
+        for use_autocast in (False, True):
+            suffix = "_autocast" if use_autocast else ""
+            key = op
+            try:
+                if op in ("sdpa_model_head", "mha_no_weights") and backend_keyed(op):
+                    ctx = (lambda: autocast_bf16(dev)) if use_autocast else contextlib.nullcontext
+                    key = "sdpa_" + attention_backend(case[0](), [case[1]()], ctx)
+                ops = chain_op_counts(case, use_autocast, dev)
+            except Exception as exc:
+                lists[f"layer_forward_{key}{suffix}"] = {"skipped": first_line(exc)}
+                continue
+            if ops:
+                lists[f"layer_forward_{key}{suffix}"] = {"forward_ops": ops["forward_ops"]}
+                lists[f"layer_backward_{key}{suffix}"] = {"backward_ops": ops["backward_ops"]}
+    return lists
+
+
 def chain_layer_probe(p: Probe, op: str, case, use_autocast: bool, samples: int, timed, **meta) -> None:
     """Per-layer host cost inside a sequence of layers, as in a model: forward and forward + backward
     of chains of 1, 4 and 16 such layers, CUDA events; the least-squares slope over the chain length
@@ -1038,6 +1122,13 @@ def chain_layer_probe(p: Probe, op: str, case, use_autocast: bool, samples: int,
         return
     # the autograd nodes one more layer adds (backward_walk_node: the walk before the first node)
     extra_backward = {"backward_nodes_per_layer": (node_counts[-1] - node_counts[0]) / (lengths[-1] - lengths[0])}
+    try:  # the ops the figures cover, each phase's with its figure
+        ops = chain_op_counts(case, use_autocast, dev)
+    except Exception as exc:  # a figure without its op list: roofsim charges no ops beyond it
+        ops, extra["op_counts_skipped"] = None, first_line(exc)
+    extra_forward = {"forward_ops": ops["forward_ops"]} if ops else {}
+    if ops:
+        extra_backward["backward_ops"] = ops["backward_ops"]
 
     def slope(ys):
         return least_squares_line(lengths, ys)[0]
@@ -1047,7 +1138,7 @@ def chain_layer_probe(p: Probe, op: str, case, use_autocast: bool, samples: int,
     backward_s = max(0.0, slope(fb_medians) - slope(fwd_medians))
     p.record(f"layer_forward_{op}{suffix}", [forward_s],
              f"per-layer slope of median forward time over chains of {lengths} tiny {op} layers, CUDA events, {where}",
-             chain_lengths=lengths, chain_forward_seconds=fwd_medians, **extra)
+             chain_lengths=lengths, chain_forward_seconds=fwd_medians, **extra, **extra_forward)
     p.record(f"layer_backward_{op}{suffix}", [backward_s],
              f"per-layer slope of median (forward + backward) minus that of forward over chains of {lengths} tiny "
              f"{op} layers, CUDA events, {where}", chain_lengths=lengths, chain_forward_backward_seconds=fb_medians,
@@ -1637,6 +1728,9 @@ def main(argv=None) -> int:
     ap.add_argument("--passes", type=int, default=None,
                     help="passes over the host-cost figures, each figure the median of its passes "
                          "(default 3; 1 with --smoke): a host's speed changes for seconds at a time")
+    ap.add_argument("--layer-ops", metavar="FILE",
+                    help="only record the aten ops each chain figure's layer dispatches (forward_ops, "
+                         "backward_ops: no timing, seconds) and write them to FILE")
     args = ap.parse_args(argv)
     smoke = args.smoke
     repeats = args.repeats or (3 if smoke else 11)
@@ -1654,6 +1748,16 @@ def main(argv=None) -> int:
         torch.cuda.set_device(device)
     now = dt.datetime.now(dt.timezone.utc)
     info = describe_device(device, args.gpu_key)
+    if args.layer_ops:
+        lists = {"kind": "roofsim framework probe: layer op lists", "device": info,
+                 "torch": torch.__version__, "date_utc": f"{now:%Y-%m-%d %H:%M:%S}",
+                 "command": "python3 calibrate/torch_framework_probe.py " + " ".join(map(shlex.quote, argv or sys.argv[1:])),
+                 "method": chain_op_counts.__doc__.replace("\n    ", " ").strip(),
+                 "figures": chain_op_lists(device)}
+        with open(args.layer_ops, "w") as f:
+            json.dump(lists, f, indent=1, sort_keys=True)
+        print(f"wrote the op lists of {len(lists['figures'])} figures to {args.layer_ops}")
+        return 0
     out = args.out or os.path.join(REPO_ROOT, "data", "calibrations",
                                    f"{info['key']}-torch-framework-{now:%Y-%m-%d}.json")
     print(f"torch framework probe: {info['name']}, torch {torch.__version__} -> {out}", flush=True)

@@ -40,11 +40,13 @@ run measure_pytorch "$py" "$root/tools/validate/measure_pytorch.py" --device cpu
 "$py" "$root/tools/validate/measure_pytorch.py" --smoke --list >"$tmp/ids.txt"
 run torch_framework_probe "$py" "$root/calibrate/torch_framework_probe.py" --device cpu --smoke \
     --out "$tmp/out/framework.json"
+run torch_framework_probe_layer_ops "$py" "$root/calibrate/torch_framework_probe.py" --device cpu \
+    --layer-ops "$tmp/out/layer-ops.json"
 
-if ! "$py" - "$tmp/out/validation.json" "$tmp/out/framework.json" "$tmp/ids.txt" <<'PYEOF'
+if ! "$py" - "$tmp/out/validation.json" "$tmp/out/framework.json" "$tmp/ids.txt" "$tmp/out/layer-ops.json" <<'PYEOF'
 import json, math, os, sys
 
-validation_path, framework_path, ids_path = sys.argv[1:4]
+validation_path, framework_path, ids_path, layer_ops_path = sys.argv[1:5]
 failures = []
 
 def check(cond, what):
@@ -113,6 +115,23 @@ for key in ("eager_op_add", "eager_op_add_autograd", "backward_node_mul", "optim
 for key, fig in figures.items():
     check(all(k in fig for k in ("seconds", "min", "max", "samples", "method")), f"framework: {key} fields")
     check(isinstance(fig.get("seconds"), float) and math.isfinite(fig["seconds"]), f"framework: {key} seconds")
+
+# each chain figure carries the ops one more layer of its chain dispatches: a linear layer's forward
+# one addmm (and its weight's transpose), its backward two matrix products; a cast one _to_copy
+def ops_of(fig, phase):
+    return fig.get(phase + "_ops", {}) if isinstance(fig, dict) else {}
+with open(layer_ops_path) as f:
+    listed_ops = json.load(f).get("figures", {})
+for source, table in (("framework", figures), ("--layer-ops", listed_ops)):
+    check(ops_of(table.get("layer_forward_linear"), "forward").get("aten::addmm") == 1.0,
+          f"{source}: layer_forward_linear's forward_ops lack one aten::addmm: {table.get('layer_forward_linear')}")
+    check(ops_of(table.get("layer_backward_linear"), "backward").get("aten::mm") == 2.0,
+          f"{source}: layer_backward_linear's backward_ops lack two aten::mm")
+    check(ops_of(table.get("layer_forward_cast"), "forward").get("aten::_to_copy") == 1.0,
+          f"{source}: layer_forward_cast's forward_ops lack one aten::_to_copy")
+for key, fig in listed_ops.items():
+    if key in figures and "forward_ops" in fig:
+        check(fig["forward_ops"] == figures[key].get("forward_ops"), f"{key}: --layer-ops and the full run differ")
 
 leftovers = [n for n in os.listdir(os.path.dirname(validation_path)) if n.startswith(".tmp-")]
 check(not leftovers, f"temporary files left behind: {leftovers}")
