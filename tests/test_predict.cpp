@@ -1417,7 +1417,7 @@ TEST_CASE("an elementwise op timed at two sizes takes its efficiency by its kern
     CHECK(op_factor(large, ctx) == Catch::Approx(2.0));
 }
 
-TEST_CASE("an exported IR's model code costs its time at export, scaled by the two hosts' fastest Python reference calls", "[predict][ir]") {
+TEST_CASE("an exported IR's model code costs its time at export, scaled by the Python reference calls: this host's fastest over the exporting host's while it timed the code", "[predict][ir]") {
     // a forward of one relu, with 300 us of model code before it and a view in model code; the
     // reference: the exporting host's fastest call (an earlier exporter's median of the moment with
     // `median`)
@@ -1455,6 +1455,15 @@ TEST_CASE("an exported IR's model code costs its time at export, scaled by the t
     f.figures["python_reference"].min = f.figures["python_reference"].measured_min = 0.5e-3;
     const Prediction scaled = predict(ir_doc(true, 1e-3), ctx, &f);
     CHECK(scaled.host_time.value() - plain.host_time.value() == Catch::Approx(150e-6));
+    // the exporting host timed the code while its reference calls took 2 ms (their median), twice its
+    // fastest: the code ran at that speed, and takes a quarter of its timed length here
+    nlohmann::json slow_export = to_json(ir_doc(true, 1e-3));
+    slow_export["model_code"]["timed_reference_seconds"] = 2e-3;
+    const KernelIr slow_ir = kernel_ir_from_json(slow_export, "ir.json");
+    CHECK(predict(slow_ir, ctx, &f).host_time.value() - plain.host_time.value() == Catch::Approx(75e-6));
+    CHECK(to_json(slow_ir)["model_code"]["timed_reference_seconds"] == 2e-3);  // written back
+    slow_export["model_code"]["timed_reference_seconds"] = 0.5e-3;  // a median faster than the fastest call
+    CHECK_THROWS_WITH(kernel_ir_from_json(slow_export, "ir.json"), Catch::Contains("/model_code/timed_reference_seconds"));
     // an earlier exporter's reference (a median of the moment): the code as timed, and the source says so
     const Prediction earlier = predict(ir_doc(true, 1e-3, true), ctx, &f);
     CHECK(earlier.host_time.value() - plain.host_time.value() == Catch::Approx(300e-6));

@@ -16,7 +16,9 @@ namespace roofsim {
 /// Host costs of an IR step: the framework profile's per-op figures for its markers (as for a
 /// graph), one eager dispatch (`eager_op_add`, its autocast variant under autocast) for each
 /// kernel the IR marks as dispatched on its own, and the model's own code as timed at export,
-/// scaled by the two hosts' fastest calls of the same Python reference work (`python_reference`).
+/// scaled by the Python reference work's time (`python_reference`): this host's fastest call over
+/// the exporting host's calls while it timed the code (their median), or its fastest where the IR
+/// gives no such median.
 [[nodiscard]] inline HostCosts host_costs_for_ir(const KernelIr& ir, const CostContext& ctx, const FrameworkProfile* framework) {
     const PrecisionMode mode = precision_mode_from_key(ir.list.precision).value_or(PrecisionMode::fp32);
     if (!framework) return host_costs_from_launch_rate(ctx);
@@ -28,13 +30,16 @@ namespace roofsim {
                                             [](const Kernel& k) { return k.python_time.value() > 0; });
     if (has_model_code) {
         // the model's own Python, timed where the IR was exported, at this host's Python speed: the
-        // probe's fastest call of the reference work over the exporting host's (the same work). The
-        // fastest, not a median: a shared host's Python speed swings by 2x for seconds at a time (the
-        // probe's passes on one H200 machine, 0.87-1.95 ms), its fastest call held at 0.83-0.90 ms over
-        // six of seven runs of 2026-12-01, though one probe's calls all ran slow (1.40 ms; docs/NOTES.md)
+        // probe's fastest call of the reference work (the same work) over the exporting host's speed
+        // while it timed the code, the median of its calls around the timed forwards (docs/NOTES.md,
+        // 2026-12-03: a ViT-B/16 export timed its code while those calls took 1.8 times its fastest).
+        // This host's fastest, not a median: a shared host's Python speed swings by 2x for seconds at
+        // a time (the probe's passes on one H200 machine, 0.87-1.95 ms), its fastest call held at
+        // 0.83-0.90 ms over six of seven runs of 2026-12-01, though one probe's calls all ran slow
+        // (1.40 ms). An IR without that median: the exporting host's fastest call.
         const auto here = framework->fastest_seconds("python_reference");
         if (here && ir.model_code_fastest_reference) {
-            h.model_code_scale = *here / *ir.model_code_fastest_reference;
+            h.model_code_scale = *here / ir.model_code_timed_reference.value_or(*ir.model_code_fastest_reference);
         } else if (!here) {
             h.source += "; model code at the exporting host's speed (the profile has no python_reference)";
         } else {

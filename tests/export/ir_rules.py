@@ -66,9 +66,11 @@ def violations(doc):
             err("memory.method: must say how")
     if "model_code" in doc:
         c = doc["model_code"]
-        if not isinstance(c, dict) or set(c) != {"fastest_reference_seconds", "method"} or not _num(c["fastest_reference_seconds"]) \
-                or c["fastest_reference_seconds"] <= 0 or not isinstance(c["method"], str) or not c["method"]:
-            err("model_code: {fastest_reference_seconds > 0, method saying how}")
+        if not isinstance(c, dict) or set(c) != {"fastest_reference_seconds", "timed_reference_seconds", "method"} \
+                or not _num(c["fastest_reference_seconds"]) or c["fastest_reference_seconds"] <= 0 \
+                or not _num(c["timed_reference_seconds"]) or c["timed_reference_seconds"] < c["fastest_reference_seconds"] \
+                or not isinstance(c["method"], str) or not c["method"]:
+            err("model_code: {fastest_reference_seconds > 0, timed_reference_seconds >= it, method saying how}")
     kernels = doc.get("kernels")
     if not isinstance(kernels, list) or not kernels:
         err("kernels: at least one kernel")

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import statistics
 import sys
 from dataclasses import dataclass, field
 
@@ -33,8 +34,9 @@ import torch.nn as nn
 
 from . import compat, model_code, values
 from .emulate import CudaEmulation
-from .kernels import ATTENTION_OPS, BATCH_NORM_BACKWARD_OPS, Mapper, describe_args, flat_tensors, hidden_copies
-from .ops import DROPOUT_IDENTITY, MHA_NO_WEIGHTS, aten_graph_op, attention_host_op, host_op, module_op
+from .kernels import BATCH_NORM_BACKWARD_OPS, Mapper, describe_args, flat_tensors, hidden_copies
+from .ops import (DROPOUT_IDENTITY, FUNCTIONAL_OPS, TRANSPARENT_FUNCTIONS, aten_graph_op, attention_host_op,
+                  host_op, host_op_of_functional, module_op)
 from .precision import Precision, element_size
 
 
@@ -227,6 +229,61 @@ class Session:
                     call.host_op = call.marker["host_op"] = DROPOUT_IDENTITY
                 del self.stack[i:]
                 return
+
+    def torch_call(self, mode, func, args, kwargs):
+        """A torch call of the recorded forward (model_code.TorchCalls, the clock stopped): a layer
+        called as a function is a call of that layer (functional_call); a function whose body is model
+        code (ops.TRANSPARENT_FUNCTIONS) runs with its torch calls seen one by one and its Python timed;
+        any other call as it is."""
+        if func in TRANSPARENT_FUNCTIONS and self.recording and self.phase == "forward" and self.code_running():
+            return self.transparent_call(mode, func, args, kwargs)
+        with self.functional_call(func, args, kwargs):
+            return func(*args, **kwargs)
+
+    def transparent_call(self, mode, func, args, kwargs):
+        """Runs a torch function written in Python (F.multi_head_attention_forward) as model code: its
+        own check for torch-function overrides answers no (it would hand the call back to the mode,
+        which is off inside it), and the mode is on again inside, so each torch call in its body is
+        seen and its Python between them timed."""
+        functional = sys.modules["torch.nn.functional"]
+        saved = functional.has_torch_function
+        functional.has_torch_function = _no_override
+        try:
+            with mode:
+                if self.clock is not None:
+                    self.clock.resume(self.code_running())
+                return func(*args, **kwargs)
+        finally:
+            functional.has_torch_function = saved
+
+    @contextlib.contextmanager
+    def functional_call(self, func, args, kwargs):
+        """A torch call of the model's own code that is a layer roofsim knows, called as a function
+        (ops.FUNCTIONAL_OPS: F.linear, as nn.MultiheadAttention's code calls it): a call of that layer,
+        with its dispatch marker, as a module of its type would be, owning its ops and their autograd
+        nodes. Any other call runs as it is."""
+        op = FUNCTIONAL_OPS.get(func) if self.recording and self.phase == "forward" and not self.region else None
+        if op is None or not self.stack or self.stack[-1].known is not None:
+            yield
+            return
+        # F.linear(input, weight, bias=None): a builtin, no schema to name its arguments
+        host = host_op_of_functional(op, args[2] if len(args) > 2 else kwargs.get("bias"))
+        parent = self.stack[-1]
+        call = Call(parent.path, f"{getattr(func, '__name__', op)} (function)", op, None, host)
+        call.known = call
+        call.marker = marker(op, "forward", parent.path, host)
+        self.kernels.append(call.marker)
+        call.recorded_at = len(self.kernels)
+        self.stack.append(call)
+        try:
+            yield
+        finally:
+            for i in range(len(self.stack) - 1, -1, -1):
+                if self.stack[i] is call:
+                    del self.stack[i:]
+                    break
+            if self.clock is not None:  # the model code after it (an emulated call returns to no mode)
+                self.clock.resume(self.code_running())
 
     @contextlib.contextmanager
     def timing_only(self, clock: model_code.Clock):
@@ -436,11 +493,6 @@ class Session:
             self.kernels.extend(_ordered(k) for k in kernels)
             return
         known = owner.known
-        if known is not None and phase == "forward" and known.host_op == "mha" and name in ATTENTION_OPS:
-            # nn.MultiheadAttention called with need_weights=False runs SDPA, not the weights path
-            known.host_op = MHA_NO_WEIGHTS
-            if known.marker is not None:
-                known.marker["host_op"] = known.host_op
         if known is not None:
             if phase == "backward" and known is not self.last_bw_known:
                 self.kernels.append(marker(known.op, "backward", known.path, known.host_op))
@@ -502,6 +554,11 @@ class Session:
 
 
 _NO_RULE = object()
+
+
+def _no_override(*_args) -> bool:
+    """torch.nn.functional's has_torch_function inside a transparent call (Session.transparent_call)."""
+    return False
 
 
 def _shape_rule(func, name, na, args, kwargs):
@@ -698,6 +755,8 @@ def capture_step(spec: StepSpec, precision: Precision, fake_device: str = "auto"
     session = Session(precision, device, emulated)
     model = spec.model
     emulation = CudaEmulation(precision.autocast) if emulated else contextlib.nullcontext()
+    if emulated:  # the casts of a layer called as a function are that call's, as autocast's are on CUDA
+        emulation.around = session.functional_call
     handles = []
     patched = False
     try:
@@ -770,7 +829,10 @@ def capture_step(spec: StepSpec, precision: Precision, fake_device: str = "auto"
         session.stack.clear()
         session.claimed.clear()
         session.pending.clear()
+    # the host's Python speed at its best, and while it timed the code: the median of the reference
+    # calls just before and after each timed forward (roofsim scales the code by the latter)
     code = {"fastest_reference_seconds": min(session.references),
+            "timed_reference_seconds": statistics.median(session.references),
             "method": model_code.method_text(session.code_totals, clock.calls, overhead, session.hook_overheads,
                                              session.references)}
     return Capture(session.kernels, memory, device.type, emulated, sorted(session.fill_ins), session.counts,
@@ -796,7 +858,8 @@ def _run_step(session: Session, spec: StepSpec, model, inputs, opt, scaler, emul
     else:
         autocast = compat.autocast_cuda(session.precision.autocast)
     # the recorded forward: the model's own code timed between its torch calls (model_code.py)
-    torch_calls = model_code.TorchCalls(session.clock, session.code_running) if session.clock else contextlib.nullcontext()
+    torch_calls = (model_code.TorchCalls(session.clock, session.code_running, session.torch_call)
+                   if session.clock else contextlib.nullcontext())
     if session.clock is not None:  # this host's Python speed, just before the forward and just after
         session.references.extend(model_code.python_reference_calls(model_code.REFERENCE_CALLS))
     with autocast:

@@ -80,6 +80,9 @@ class CudaEmulation:
         self.autocast_on = False
         self.cache: dict = {}
         self._saved = []
+        # around(original, args, kwargs) -> a context each wrapped call runs in, its casts included
+        # (the capture's owner of a layer called as a function: capture.Session.functional_call)
+        self.around = None
 
     # -- autocast region ------------------------------------------------------------------------
 
@@ -123,6 +126,12 @@ class CudaEmulation:
         def wrapper(*args, **kwargs):
             if not emu.autocast_on:
                 return original(*args, **kwargs)
+            if emu.around is None:
+                return cast_and_call(args, kwargs)
+            with emu.around(original, args, kwargs):
+                return cast_and_call(args, kwargs)
+
+        def cast_and_call(args, kwargs):
             if policy == LOW:
                 fn = lambda t: emu._cast(t, emu.dtype)  # noqa: E731
             elif policy == FP32:

@@ -133,18 +133,23 @@ class Clock:
 
 
 class TorchCalls(compat.TorchFunctionMode):
-    """Tells the clock when each torch call (a top-level one: the mode is off inside it) begins and ends."""
+    """Tells the clock when each torch call (a top-level one: the mode is off inside it) begins and ends.
+    `call(mode, func, args, kwargs)`, where given, makes the call in its stead, once the clock has
+    stopped (the session's: a functional layer call, a function whose body is model code)."""
 
-    def __init__(self, clock: Clock, running):
+    def __init__(self, clock: Clock, running, call=None):
         super().__init__()
         self.clock = clock
         self.running = running  # () -> whether model code runs once the call returns
+        self.call = call
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         self.clock.stop(torch_call=True)
         self.clock.settle()
         try:
-            return func(*args, **(kwargs or {}))
+            if self.call is None:
+                return func(*args, **(kwargs or {}))
+            return self.call(self, func, args, kwargs or {})
         finally:
             self.clock.resume(self.running())
 

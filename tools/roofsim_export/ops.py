@@ -6,13 +6,18 @@ Host markers name these ops: the framework profile measured the host cost of eac
 from __future__ import annotations
 
 import torch.nn as nn
+import torch.nn.functional as F
 
 from .kernels import ATTENTION_OPS
 
 # Module classes of torch.nn, most specific first (isinstance: subclasses such as
 # NonDynamicallyQuantizableLinear count as their base).
+# nn.MultiheadAttention is none of them: it is Python (F.multi_head_attention_forward) calling torch,
+# and at a model's shapes it runs otherwise than the probe's tiny one (batch 1, one head: its
+# transposed input contiguous; docs/NOTES.md, 2026-12-03). Its code runs as model code
+# (TRANSPARENT_FUNCTIONS): its projections cost what linears cost (FUNCTIONAL_OPS), its attention,
+# copies and views what those ops cost, its Python what it takes.
 _TORCH_MODULES = [
-    ("MultiheadAttention", "mha"),
     ("Linear", "linear"),
     ("Conv2d", "conv2d"),
     ("Conv1d", "conv1d"),
@@ -73,6 +78,24 @@ def attention_host_op(aten_name: str) -> str | None:
     backend that ran; None for ops of no CUDA backend (roofsim then takes the sdpa figures)."""
     backend = ATTENTION_OPS.get(aten_name, (None,))[0]
     return f"sdpa_{backend}" if backend in ("flash", "efficient", "cudnn") else None
+
+
+# Torch functions that are a layer roofsim knows, called as functions in a model's own code: each
+# call is costed as a call of that layer (capture.Session.functional_call), its aten ops and autograd
+# nodes its own. F.linear is the one whose aten ops (t and addmm; a copy, mm and add for a strided
+# 3-D input) are no layer each.
+FUNCTIONAL_OPS = {F.linear: "linear"}
+
+# Torch functions written in Python whose body runs as the model's own code (its torch calls seen
+# one by one, its Python timed): nn.MultiheadAttention's.
+TRANSPARENT_FUNCTIONS = (F.multi_head_attention_forward,)
+
+
+def host_op_of_functional(op: str, bias) -> str:
+    """The host op of a functional call of `op`: its bias-free variant where the call has no bias."""
+    if op in ("linear", "conv1d", "conv2d") and bias is None:
+        return op + "_nobias"
+    return op
 
 
 def module_op(module: nn.Module) -> str | None:

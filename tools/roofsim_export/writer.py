@@ -82,10 +82,14 @@ def problems(doc: dict) -> list[str]:
                 bad(f"memory.{key}", "expected a number >= 0")
     code = doc.get("model_code")
     if code is not None:
-        if not isinstance(code, dict) or set(code) != {"fastest_reference_seconds", "method"} \
+        if not isinstance(code, dict) or not {"fastest_reference_seconds", "method"} <= set(code) \
+                or not set(code) <= {"fastest_reference_seconds", "timed_reference_seconds", "method"} \
                 or not number(code["fastest_reference_seconds"]) or code["fastest_reference_seconds"] <= 0 \
+                or not number(code.get("timed_reference_seconds", code["fastest_reference_seconds"])) \
+                or code.get("timed_reference_seconds", code["fastest_reference_seconds"]) < code["fastest_reference_seconds"] \
                 or not isinstance(code["method"], str):
-            bad("model_code", "expected {fastest_reference_seconds: number > 0, method: string}")
+            bad("model_code", "expected {fastest_reference_seconds: number > 0, timed_reference_seconds: number >= it "
+                              "(optional), method: string}")
     kernels = doc.get("kernels")
     if not isinstance(kernels, list) or not kernels:
         bad("kernels", "expected a non-empty array")
