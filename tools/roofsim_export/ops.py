@@ -59,16 +59,13 @@ def host_op(module: nn.Module, op: str) -> str:
     op's bias-free variant for a Linear or convolution without a bias ("conv2d_nobias"; the probe's
     tiny layers of these ops have one), else the op itself. roofsim falls back to the op's figures
     where a profile has no bias-free ones."""
-    if op in ("linear", "conv1d", "conv2d") and isinstance(module, (nn.Linear, nn.Conv1d, nn.Conv2d)) \
-            and getattr(module, "bias", None) is None:
-        return op + "_nobias"
+    if isinstance(module, (nn.Linear, nn.Conv1d, nn.Conv2d)):
+        return host_op_of_functional(op, getattr(module, "bias", None))
     return op
 
 
-# Host ops of calls that run otherwise than the probe's tiny layer of their module (roofsim's
-# graph_op_of_host_op maps each back to its graph op): nn.MultiheadAttention called with
-# need_weights=False (fused attention), nn.Dropout that ran nothing (p = 0).
-MHA_NO_WEIGHTS = "mha_no_weights"
+# The host op of calls that run otherwise than the probe's tiny layer of their module (roofsim's
+# graph_op_of_host_op maps it back to its graph op): nn.Dropout that ran nothing (p = 0).
 DROPOUT_IDENTITY = "dropout_identity"
 
 
@@ -92,7 +89,8 @@ TRANSPARENT_FUNCTIONS = (F.multi_head_attention_forward,)
 
 
 def host_op_of_functional(op: str, bias) -> str:
-    """The host op of a functional call of `op`: its bias-free variant where the call has no bias."""
+    """The host op of a call of `op` given its bias (a module's, or a functional call's argument): the
+    bias-free variant of a linear or convolution without one (the probe times both)."""
     if op in ("linear", "conv1d", "conv2d") and bias is None:
         return op + "_nobias"
     return op
