@@ -1014,8 +1014,8 @@ class OpRecorder(TorchDispatchMode or object):
 def chain_op_counts(case, use_autocast: bool, dev, lengths=(1, 4)) -> dict | None:
     """The aten ops one more layer of a chain dispatches, forward and backward, as the chain figures'
     slope counts them: the ops of a chain of lengths[1] layers less those of lengths[0], per layer
-    (roofsim charges a model's layer the ops beyond these at their own cost). None where this torch
-    has no TorchDispatchMode."""
+    (what the figures cover; roofsim does not read these lists). None where this torch has no
+    TorchDispatchMode."""
     if TorchDispatchMode is None:
         return None
     make_layer, make_input = case
@@ -1024,16 +1024,12 @@ def chain_op_counts(case, use_autocast: bool, dev, lengths=(1, 4)) -> dict | Non
     ctx = (lambda: autocast_bf16(dev)) if use_autocast else contextlib.nullcontext
     counts = []
     for k in lengths:
-        with ctx():
-            y = x
-            for layer in layers[:k]:
-                y = layer(y)
-        grad = torch.randn_like(y)
         forward = OpRecorder()
         with forward, ctx():
             y = x
             for layer in layers[:k]:
                 y = layer(y)
+        grad = torch.randn_like(y)
         backward = OpRecorder()
         with backward:
             y.backward(grad)
@@ -1048,6 +1044,15 @@ def chain_op_counts(case, use_autocast: bool, dev, lengths=(1, 4)) -> dict | Non
             "backward_ops": per_layer(counts[0][1], counts[1][1])}
 
 
+def attention_figure_op(op: str, layer, x, ctx) -> tuple[str, dict]:
+    """A chain figure's op and its record's extras: attention at a model's head size names the SDPA
+    backend that ran (attention_backend), and its figures are keyed by it where backend_keyed(op)."""
+    if op not in ("sdpa_model_head", "mha_no_weights"):
+        return op, {}
+    backend = attention_backend(layer, [x], ctx)
+    return ("sdpa_" + backend if backend_keyed(op) else op), {"attention_backend": backend}
+
+
 def chain_op_lists(dev) -> dict:
     """Every chain figure's op lists (chain_op_counts), by figure key: what --layer-ops writes, the
     lists a full run records with each layer_forward_* / layer_backward_* chain figure."""
@@ -1057,9 +1062,8 @@ def chain_op_lists(dev) -> dict:
             suffix = "_autocast" if use_autocast else ""
             key = op
             try:
-                if op in ("sdpa_model_head", "mha_no_weights") and backend_keyed(op):
-                    ctx = (lambda: autocast_bf16(dev)) if use_autocast else contextlib.nullcontext
-                    key = "sdpa_" + attention_backend(case[0](), [case[1]()], ctx)
+                ctx = (lambda: autocast_bf16(dev)) if use_autocast else contextlib.nullcontext
+                key, _ = attention_figure_op(op, case[0](), case[1](), ctx)
                 ops = chain_op_counts(case, use_autocast, dev)
             except Exception as exc:
                 lists[f"layer_forward_{key}{suffix}"] = {"skipped": first_line(exc)}
@@ -1084,11 +1088,8 @@ def chain_layer_probe(p: Probe, op: str, case, use_autocast: bool, samples: int,
         params = [q for layer in layers if isinstance(layer, torch.nn.Module) for q in layer.parameters()]
         x = make_input()
         ctx = (lambda: autocast_bf16(dev)) if use_autocast else contextlib.nullcontext
-        extra = dict(meta)
-        if op in ("sdpa_model_head", "mha_no_weights"):
-            extra["attention_backend"] = attention_backend(layers[0], [x], ctx)
-            if backend_keyed(op):
-                op = "sdpa_" + extra["attention_backend"]
+        op, backend = attention_figure_op(op, layers[0], x, ctx)
+        extra = dict(meta, **backend)
         fwd_medians, fb_medians, node_counts = [], [], []
         for k in lengths:
             def forward(k=k):
