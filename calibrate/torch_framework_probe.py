@@ -90,6 +90,12 @@ tools/validate/measure_pytorch.py, by contrast, only checks predictions.  Figure
       optimizer.step() on many tiny parameters at two counts: the slope is seconds per
       parameter, the intercept seconds per step; _large is one step over 4 parameters of 4M
       elements each (bandwidth-bound, for contrast).  SGD has momentum 0.9; AdamW is default.
+  optimizer_<sgd|sgd_wd|adamw>_foreach_launches
+      Where optimizer.step() (foreach) launches each torch._foreach_* op's kernels: nine steps on
+      512 tiny parameters under torch.profiler, after the op timings; per op that launches kernels,
+      in order, the median fraction of the step's host time before its first launch (`ops`).
+      roofsim issues each op's kernels at its fraction of optimizer.step()'s host time (probes
+      after the eighty-sixth run of 2026-12-03).
   zero_grad_per_param, zero_grad_per_step (and _cold_; zero_grad_small_cold_, zero_grad_large_cold_)
       optimizer.zero_grad(set_to_none=True) over 64 and 512 parameters holding gradients: slope
       and intercept, as for optimizer.step(). It launches nothing: each gradient is dropped and the
@@ -1528,6 +1534,83 @@ def optimizer_probes(p: Probe, n1: int, n2: int, small_numel: int, large_numel: 
                 p.skip(f"{base}_large", first_line(exc))
 
 
+def launch_positions(events, step_name_prefix: str = "Optimizer.step#") -> list[list[tuple[str, float]]]:
+    """From torch.profiler's events of optimizer steps: per step, each torch._foreach_* op that launches
+    kernels, in order, with the host time from the step's start to its first kernel launch as a
+    fraction of the step's host time. A launch belongs to the outermost foreach op around it (one op
+    calls another, e.g. _foreach_add_ its List overload); an op without a launch (the step counters,
+    CPU tensors) has none."""
+    cpu = [e for e in events if e.device_type == torch.autograd.DeviceType.CPU]
+    steps = sorted((e for e in cpu if e.name.startswith(step_name_prefix)), key=lambda e: e.time_range.start)
+    launches = sorted(e.time_range.start for e in cpu if e.name in ("cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel",
+                                                                     "cuLaunchKernelEx"))
+    foreach = sorted((e for e in cpu if e.name.startswith("aten::_foreach_")), key=lambda e: (e.time_range.start, -e.time_range.end))
+    out = []
+    for step in steps:
+        t0, t1 = step.time_range.start, step.time_range.end
+        if not t1 > t0:
+            continue
+        outer, end = [], -1.0  # the foreach ops of this step not inside another
+        for e in foreach:
+            if t0 <= e.time_range.start <= t1 and e.time_range.start >= end:
+                outer.append(e)
+                end = e.time_range.end
+        positions = []
+        for e in outer:
+            first = next((t for t in launches if e.time_range.start <= t <= e.time_range.end), None)
+            if first is not None:
+                positions.append((e.name, (first - t0) / (t1 - t0)))
+        out.append(positions)
+    return out
+
+
+def optimizer_launch_probes(p: Probe, count: int, numel: int, steps: int) -> None:
+    """Where optimizer.step() launches its kernels within its host time: PyTorch's foreach
+    optimizers launch each torch._foreach_* op's kernels as the host reaches the op, not after the
+    whole step's host work. `steps` steps of each foreach optimizer over `count` fp32 parameters of
+    `numel` elements, each between two synchronizes, under torch.profiler (CPU and CUDA activities);
+    per op, in order, the median over the steps of the fraction of the step's host time (its
+    Optimizer.step# range) before the op's first kernel launch (optimizer_<kind>_foreach_launches:
+    `ops`, each with its `fraction`; `seconds` is the profiled step's host time, which the profiler
+    lengthens: roofsim reads the fractions only). GPU-paced group: it uses torch.profiler."""
+    if not p.cuda:
+        p.skip("optimizer_launches", "needs a CUDA device (kernel launches)")
+        return
+    from torch.profiler import ProfilerActivity, profile
+    for kind in ("sgd", "sgd_wd", "adamw"):
+        key = f"optimizer_{kind}_foreach_launches"
+        try:
+            params = [torch.randn(numel, device=p.device, requires_grad=True) for _ in range(count)]
+            for q in params:
+                q.grad = torch.randn_like(q)
+            opt = make_optimizer(kind, "foreach", params)
+            for _ in range(3):  # the first steps create the optimizer state
+                opt.step()
+            p.sync()
+            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+                for _ in range(steps):
+                    p.sync()
+                    opt.step()
+                    p.sync()
+            events = list(prof.events())
+            per_step = launch_positions(events)
+            spans = [(e.time_range.end - e.time_range.start) * 1e-6 for e in events
+                     if e.device_type == torch.autograd.DeviceType.CPU and e.name.startswith("Optimizer.step#")]
+            sequences = {tuple(name for name, _ in s) for s in per_step}
+            if not per_step or len(sequences) != 1 or not next(iter(sequences)):
+                raise RuntimeError(f"the profiled steps launched no foreach op, or differ in their ops ({len(sequences)} sequences)")
+            names = next(iter(sequences))
+            ops = [{"op": name, "fraction": statistics.median(s[i][1] for s in per_step)} for i, name in enumerate(names)]
+            p.record(key, spans, f"optimizer.step() (foreach) on {count} fp32 parameters of {numel} elements, "
+                     f"{steps} steps each between two synchronizes, under torch.profiler: per torch._foreach_* op "
+                     "that launches kernels, in order, the median fraction of the step's host time (its "
+                     "Optimizer.step# range) before its first kernel launch (cudaLaunchKernel); seconds: the "
+                     "profiled step's host time", host=False, ops=ops,
+                     params={"param_count": count, "param_numel": numel})
+        except Exception as exc:
+            p.skip(key, first_line(exc))
+
+
 def zero_grad_probes(p: Probe, n1: int, n2: int, small_numel: int, large_numel: int) -> None:
     """optimizer.zero_grad(set_to_none=True), as a training step calls it before its forward: over n1
     and n2 fp32 parameters whose gradients are fresh blocks of the caching allocator (as backward()
@@ -1767,7 +1850,7 @@ def main(argv=None) -> int:
     settings = {"repeats": repeats, "warmup": warmup, "eager_ops_per_measurement": n_ops,
                 "backward_chain_lengths": [20, 100] if smoke else [100, 1000],
                 "optimizer_param_counts": [8, 32] if smoke else [64, 512],
-                "optimizer_small_param_numel": 256,
+                "optimizer_small_param_numel": 256, "optimizer_launch_steps": 2 if smoke else 9,
                 "optimizer_large_param_numel": 4096 if smoke else 4 * 1024 * 1024,
                 "zero_grad_large_param_numel": 1024 if smoke else 1024 * 1024,
                 "sync_calls_per_measurement": 50 if smoke else 1000, "smoke": smoke,
@@ -1820,7 +1903,10 @@ def main(argv=None) -> int:
         record_python_reference(p, reference_s, len(groups))
     gpu_paced = Probe(device, repeats, warmup)  # its canaries stay out of the host's speed
     for name, run in (("GPU kernel gap", lambda: gpu_gap_probe(gpu_paced)),
-                      ("op timings", lambda: op_timings.extend(op_timing_probes(gpu_paced, settings["op_timing_calls"])))):
+                      ("op timings", lambda: op_timings.extend(op_timing_probes(gpu_paced, settings["op_timing_calls"]))),
+                      ("optimizer launches", lambda: optimizer_launch_probes(gpu_paced, settings["optimizer_param_counts"][1],
+                                                                             settings["optimizer_small_param_numel"],
+                                                                             settings["optimizer_launch_steps"]))):
         print(f"[{time.perf_counter() - t0:6.1f} s] GPU-paced: {name}", flush=True)
         try:
             run()

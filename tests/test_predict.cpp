@@ -937,6 +937,109 @@ TEST_CASE("optimizer.step() costs the figures of the optimizer as it runs, measu
     CHECK(step(fused) == 0);  // no fused figures measured: no host cost known
 }
 
+TEST_CASE("a foreach optimizer's kernels are issued where its host work reaches their ops, as the profile's launches measured", "[predict][sim]") {
+    const CostContext ctx = make_cost_context(gpu_or_throw("h200-sxm"), find_builtin_calibration("h200-sxm"));
+    const auto optimizer_kernel = [](const char* op) {
+        Kernel k;
+        k.kind = KernelKind::optimizer;
+        k.phase = Phase::optimizer;
+        k.op = op;
+        k.host_dispatch = false;
+        k.bytes_read = Bytes(4e6);
+        k.bytes_written = Bytes(4e6);
+        k.flops = Flops(1e6);
+        return k;
+    };
+    KernelList list;
+    Kernel marker;
+    marker.kind = KernelKind::host_only;
+    marker.phase = Phase::optimizer;
+    marker.op = "dispatch optimizer";
+    marker.host_op = "optimizer";
+    list.kernels = {marker, optimizer_kernel("aten::_foreach_mul_"), optimizer_kernel("aten::_foreach_mul_"),
+                    optimizer_kernel("aten::_foreach_lerp_"), optimizer_kernel("aten::_foreach_norm"),
+                    optimizer_kernel("aten::_foreach_add_")};
+    HostCosts h;
+    h.optimizer_step = Seconds(1e-3);
+    const double step = 1e-3;
+    const auto issued = [&](const Timeline& t) {
+        std::vector<double> at;
+        for (const auto& s : t.kernels) at.push_back(s.issued.value());
+        return at;
+    };
+    // Without launches: every kernel after all of optimizer.step()'s host time.
+    const Timeline before = simulate(list, ctx, h);
+    CHECK(before.kernels[1].issued.value() == Catch::Approx(step));
+    CHECK(before.host_time.value() == Catch::Approx(step));
+
+    h.optimizer_launches = {{"aten::_foreach_mul_", 0.2}, {"aten::_foreach_lerp_", 0.5}, {"aten::_foreach_add_", 0.9}};
+    const Timeline t = simulate(list, ctx, h);
+    const std::vector<double> at = issued(t);
+    CHECK(at[0] == Catch::Approx(0).margin(1e-15));  // the marker keeps none of it
+    CHECK(at[1] == Catch::Approx(0.2 * step));       // an op's first kernel at its fraction,
+    CHECK(at[2] == Catch::Approx(0.2 * step));       // its others with it
+    CHECK(at[3] == Catch::Approx(0.5 * step));
+    CHECK(at[4] == Catch::Approx(0.5 * step));       // an op not listed: with the one before it
+    CHECK(at[5] == Catch::Approx(0.9 * step));
+    // the host's work after the last launch still counts: the host's total and the step's end
+    CHECK(t.host_time.value() == Catch::Approx(step));
+    double host_sum = 0;
+    for (const auto& s : t.kernels) host_sum += s.host_time.value();
+    CHECK(host_sum == Catch::Approx(step));
+    CHECK(t.step_time.value() >= step);
+    // the kernels overlap the host's work: the step ends sooner than with all of it before them
+    CHECK(t.step_time.value() < before.step_time.value());
+    CHECK(t.step_time.value() == Catch::Approx(std::max(step, t.kernels[5].start.value() + t.kernels[5].gpu_time.value())));
+
+    // Two consecutive ops of one name: their kernels are one run, issued at the first's place.
+    h.optimizer_launches = {{"aten::_foreach_mul_", 0.3}, {"aten::_foreach_mul_", 0.6}, {"aten::_foreach_add_", 0.9}};
+    const std::vector<double> same = issued(simulate(list, ctx, h));
+    CHECK(same[2] == Catch::Approx(0.3 * step));
+    CHECK(same[5] == Catch::Approx(0.9 * step));
+    // Launches that name none of the kernels: as without launches.
+    h.optimizer_launches = {{"aten::_fused_adamw_", 0.95}};
+    CHECK(issued(simulate(list, ctx, h)) == issued(before));
+}
+
+TEST_CASE("a profile's optimizer launches are read in launch order, for the optimizer as it runs", "[predict][framework]") {
+    const nlohmann::json ops = {{{"op", "aten::_foreach_lerp_"}, {"fraction", 0.3}}, {{"op", "aten::_foreach_addcdiv_"}, {"fraction", 0.9}}};
+    const auto launches_figure = [](const nlohmann::json& o) {
+        return nlohmann::json{{"seconds", 1e-3}, {"min", 1e-3}, {"max", 1e-3}, {"samples", 9}, {"method", "set by the test"}, {"ops", o}};
+    };
+    const FrameworkProfile f = framework_profile_from_json(
+        framework_doc({{"optimizer_adamw_foreach_launches", launches_figure(ops)},
+                       {"optimizer_sgd_wd_foreach_launches", launches_figure({{{"op", "aten::_foreach_add"}, {"fraction", 0.6}}})}}),
+        "test");
+    OptimizerOptions o;
+    o.kind = OptimizerKind::adamw;
+    const auto names = [&f](const OptimizerOptions& opt) {
+        std::vector<std::pair<std::string, double>> out;
+        for (const auto& l : optimizer_launches(f, opt)) out.emplace_back(l.op, l.fraction);
+        return out;
+    };
+    const std::vector<std::pair<std::string, double>> adamw = {{"aten::_foreach_lerp_", 0.3}, {"aten::_foreach_addcdiv_", 0.9}};
+    CHECK(names(o) == adamw);
+    o.kind = OptimizerKind::adam;  // Adam runs AdamW's ops less the decay's multiply
+    CHECK(names(o) == adamw);
+    CHECK(host_costs_from_framework(f, PrecisionMode::amp_bf16, o, 10).optimizer_launches.size() == 2);
+    o.fused = true;  // fused: not measured
+    CHECK(names(o).empty());
+    o = OptimizerOptions{};
+    o.kind = OptimizerKind::sgd;
+    o.weight_decay = true;
+    CHECK(names(o) == std::vector<std::pair<std::string, double>>{{"aten::_foreach_add", 0.6}});
+    o.weight_decay = false;  // SGD without weight decay: its own figure, which this profile lacks
+    CHECK(names(o).empty());
+    // fractions of the step's host time, in launch order
+    CHECK_THROWS_WITH(framework_profile_from_json(framework_doc({{"optimizer_adamw_foreach_launches",
+                                                                  launches_figure({{{"op", "a"}, {"fraction", 1.5}}})}}), "test"),
+                      Catch::Contains("fraction"));
+    CHECK_THROWS_WITH(framework_profile_from_json(framework_doc({{"optimizer_adamw_foreach_launches",
+                                                                  launches_figure({{{"op", "a"}, {"fraction", 0.5}}, {{"op", "b"}, {"fraction", 0.4}}})}}),
+                                                  "test"),
+                      Catch::Contains("launch order"));
+}
+
 TEST_CASE("optimizer.zero_grad() is charged on the host before a step's first kernel, and in no phase timed alone", "[predict][sim]") {
     const CostContext ctx = make_cost_context(gpu_or_throw("h200-sxm"), find_builtin_calibration("h200-sxm"));
     FrameworkProfile f = h200_test_framework({{"layer_forward_add", 5e-6}, {"layer_backward_add", 5e-6},

@@ -35,6 +35,9 @@ struct FrameworkFigure {
     double measured_min = 0;
     /// A layer's backward chain figure: the autograd nodes one layer adds (backward_walk_node).
     std::optional<double> backward_nodes_per_layer{};
+    /// An optimizer_*_foreach_launches figure: each foreach op that launches kernels, in order, and
+    /// the fraction of optimizer.step()'s host time before its first launch.
+    std::vector<OptimizerLaunch> launches{};
 };
 
 /// GPU time of one PyTorch op at a calibration shape (forward, and backward through autograd.grad).
@@ -178,6 +181,16 @@ namespace detail {
             }
         }
         if (fig.has("backward_nodes_per_layer")) x.backward_nodes_per_layer = fig.at("backward_nodes_per_layer").non_negative();
+        if (key.ends_with("_launches") && fig.has("ops")) {
+            const JsonCursor ops = fig.at("ops");
+            for (std::size_t i = 0; i < ops.array_size(); ++i) {
+                const JsonCursor op = ops.at(i);
+                const double fraction = op.at("fraction").non_negative();
+                if (fraction > 1) op.at("fraction").fail("expected a fraction of the step's host time (0 to 1)");
+                if (!x.launches.empty() && fraction < x.launches.back().fraction) op.at("fraction").fail("expected the ops in launch order");
+                x.launches.push_back(OptimizerLaunch{op.at("op").string(), fraction});
+            }
+        }
         if (fig.has("conv_host")) {
             const JsonCursor c = fig.at("conv_host");
             ConvHostFigure h{c.at("family").string(), c.at("mode").string(), c.at("part").string(), c.at("flops").positive(),
@@ -380,6 +393,20 @@ inline void calibrate_op_factors(CostContext& ctx, const FrameworkProfile& f) {
     return Seconds(0);
 }
 
+/// Where optimizer.step() launches each foreach op's kernels within its host time, from the profile's
+/// optimizer_<kind>_foreach_launches figure (the probe's, on 512 tiny parameters under torch.profiler):
+/// SGD with or without weight decay as it runs, Adam on AdamW's (the same ops less the decay's
+/// multiply). Empty for the fused optimizers (one kernel per launch at the end of their host work,
+/// not measured) and for a profile without the figure (before the eighty-seventh run of 2026-12-03).
+[[nodiscard]] inline std::vector<OptimizerLaunch> optimizer_launches(const FrameworkProfile& f, const OptimizerOptions& optimizer) {
+    if (optimizer.kind == OptimizerKind::none || optimizer.fused) return {};
+    const std::string_view key = optimizer.kind != OptimizerKind::sgd ? "optimizer_adamw_foreach_launches"
+                                 : optimizer.weight_decay            ? "optimizer_sgd_wd_foreach_launches"
+                                                                     : "optimizer_sgd_foreach_launches";
+    const auto it = f.figures.find(key);
+    return it != f.figures.end() ? it->second.launches : std::vector<OptimizerLaunch>{};
+}
+
 /// Host time of optimizer.zero_grad(set_to_none=True) over `parameter_tensors` tensors, as a training
 /// step calls it before its forward: per_step + tensors x per_param (the probe's fit over 64 and 512
 /// parameters holding gradients of 256 and 1 Mi elements alternately; it launches nothing: each
@@ -553,6 +580,7 @@ namespace detail {
     }
     h.optimizer_step = optimizer_step_host_seconds(f, optimizer, parameter_tensors);
     h.optimizer_step_back_to_back = optimizer_step_host_seconds(f, optimizer, parameter_tensors, false);
+    h.optimizer_launches = optimizer_launches(f, optimizer);
     h.zero_grad = zero_grad_host_seconds(f, optimizer, parameter_tensors);
     h.conv_growth = conv_host_growth_from_framework(f, mode);
     h.per_kernel = Seconds(0);

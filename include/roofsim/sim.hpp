@@ -90,6 +90,13 @@ private:
     }
 };
 
+/// Where a foreach optimizer's step launches one of its ops' kernels: the op ("aten::_foreach_lerp_")
+/// and the fraction of optimizer.step()'s host time before its first launch.
+struct OptimizerLaunch {
+    std::string op;
+    double fraction = 0;
+};
+
 struct HostCosts {
     HostFigureTable<Seconds> forward;   ///< a layer's forward, by host op ("linear", "conv2d_nobias")
     HostFigureTable<Seconds> backward;  ///< a layer's backward nodes, by host op
@@ -102,6 +109,9 @@ struct HostCosts {
     Seconds backward_walk_per_node{0};        ///< backward()'s walk of its graph, per node, before any node runs
     Seconds optimizer_step{0};                ///< the whole optimizer.step(), inside a training step
     Seconds optimizer_step_back_to_back{0};   ///< the same, steps one after another (standalone_phases)
+    /// Where optimizer.step() launches each foreach op's kernels, in order (empty: every kernel after
+    /// all of its host time)
+    std::vector<OptimizerLaunch> optimizer_launches;
     Seconds zero_grad{0};                     ///< optimizer.zero_grad() before the step's first kernel
     Seconds per_kernel{0};                    ///< each kernel dispatched on its own (exported IR, no profile)
     Seconds synchronize{0};                   ///< returning from a wait for the GPU (a `sync` kernel)
@@ -401,10 +411,59 @@ private:
     }
 };
 
+/// Issues a foreach optimizer's kernels as optimizer.step()'s host reaches their ops
+/// (HostCosts::optimizer_launches): the step's dispatch marker keeps none of its host time; the
+/// first kernel of each op the launches name is issued after (its fraction - the previous op's) of
+/// it; the rest of it comes after the last kernel's issue (returned: the kernel's index and the time,
+/// which does not delay that kernel). A kernel belongs to the op it names, the first listed at or
+/// after the last one found (consecutive ops of one name are issued at the first's place). Without
+/// launches, a marker or a kernel the launches name, `host_times` stays: all of the host time
+/// before the first kernel.
+inline std::pair<std::size_t, Seconds> place_optimizer_launches(const KernelList& list, const HostCosts& host,
+                                                                std::vector<Seconds>& host_times) {
+    const std::size_t none = list.kernels.size();
+    const auto& launches = host.optimizer_launches;
+    if (launches.empty()) return {none, Seconds(0)};
+    std::size_t marker = none;
+    for (std::size_t i = 0; i < list.kernels.size(); ++i) {
+        const Kernel& k = list.kernels[i];
+        if (k.phase == Phase::optimizer && k.kind == KernelKind::host_only && !k.host_op.empty() && k.python_time.value() <= 0) {
+            marker = i;
+            break;
+        }
+    }
+    if (marker == none) return {none, Seconds(0)};
+    const Seconds step = host_times[marker];
+    std::vector<std::pair<std::size_t, double>> firsts;  // (kernel, fraction) of each op's first kernel
+    std::size_t next = 0, last = none;
+    const OptimizerLaunch* current = nullptr;
+    for (std::size_t i = marker + 1; i < list.kernels.size(); ++i) {
+        const Kernel& k = list.kernels[i];
+        if (k.phase != Phase::optimizer || k.kind == KernelKind::host_only) continue;
+        last = i;
+        if (current && k.op == current->op) continue;
+        std::size_t j = next;
+        while (j < launches.size() && k.op != launches[j].op) ++j;
+        if (j == launches.size()) continue;  // an op not listed: issued with the one before it
+        current = &launches[j];
+        next = j + 1;
+        firsts.emplace_back(i, current->fraction);
+    }
+    if (firsts.empty()) return {none, Seconds(0)};
+    host_times[marker] = Seconds(0);
+    double issued = 0;
+    for (const auto& [i, fraction] : firsts) {
+        host_times[i] += step * (fraction - issued);
+        issued = fraction;
+    }
+    return {last, step * (1 - issued)};
+}
+
 }  // namespace detail
 
 /// Runs the host/GPU simulation of a kernel list: the host starts after optimizer.zero_grad()
-/// (HostCosts::zero_grad, in host_time; no kernel's); issued_i = issued_{i-1} + host_i (a synchronizing
+/// (HostCosts::zero_grad, in host_time; no kernel's); a foreach optimizer's kernels are issued where
+/// its host work reaches their ops (place_optimizer_launches); issued_i = issued_{i-1} + host_i (a synchronizing
 /// host-only kernel then waits until the GPU has finished, plus the cost of returning from the wait;
 /// the backward's first kernel also pays backward()'s walk of every backward layer's nodes, which
 /// those layers' dispatches then no longer hold: backward_walk_share);
@@ -427,6 +486,7 @@ private:
         host_times[i] = lookups.host_cost(list.kernels[i], &share) - share;
         walk += share;
     }
+    const auto [optimizer_tail_after, optimizer_tail] = detail::place_optimizer_launches(list, host, host_times);
     bool in_backward = false, backward_done = false;
     for (std::size_t i = 0; i < list.kernels.size(); ++i) {
         const Kernel& k = list.kernels[i];
@@ -441,6 +501,10 @@ private:
         }
         host_clock += s.host_time;
         s.issued = host_clock;
+        if (i == optimizer_tail_after) {  // optimizer.step()'s host work after its last launch
+            host_clock += optimizer_tail;
+            s.host_time += optimizer_tail;
+        }
         if (k.host_sync) {  // .item(), bool(tensor): the host waits for everything queued before it
             const Seconds waited = max(Seconds(0), gpu_end - host_clock) + host.synchronize;
             host_clock += waited;

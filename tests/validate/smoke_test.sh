@@ -146,4 +146,35 @@ then
     echo "0 passed, 2 failed"
     exit 1
 fi
-echo "2 passed, 0 failed"
+
+# The probe's reading of optimizer launches (launch_positions), on events shaped as torch.profiler's:
+# a step of 0-100 us; a CPU-only step counter (no launch); _foreach_add_ calling its List overload,
+# which launches at 30 us; _foreach_mul_ launching at 60 and 70 us; a launch outside the step.
+if ! "$py" - "$root/calibrate" <<'PYEOF'
+import sys, types
+sys.path.insert(0, sys.argv[1])
+import torch
+import torch_framework_probe as probe
+
+CPU = torch.autograd.DeviceType.CPU
+def ev(name, start, end):
+    return types.SimpleNamespace(name=name, device_type=CPU, time_range=types.SimpleNamespace(start=start, end=end))
+events = [ev("Optimizer.step#AdamW.step", 0.0, 100.0),
+          ev("aten::_foreach_add_", 5.0, 10.0),           # the step counters: CPU tensors, no launch
+          ev("aten::_foreach_add_", 20.0, 40.0), ev("aten::_foreach_add_", 21.0, 39.0),
+          ev("cudaLaunchKernel", 30.0, 31.0),
+          ev("aten::_foreach_mul_", 50.0, 80.0), ev("cudaLaunchKernel", 60.0, 61.0), ev("cudaLaunchKernel", 70.0, 71.0),
+          ev("cudaLaunchKernel", 120.0, 121.0)]
+got = probe.launch_positions(events)
+want = [[("aten::_foreach_add_", 0.30), ("aten::_foreach_mul_", 0.60)]]
+ok = len(got) == 1 and [n for n, _ in got[0]] == [n for n, _ in want[0]] and \
+     all(abs(f - w) < 1e-12 for (_, f), (_, w) in zip(got[0], want[0]))
+if not ok:
+    print("FAIL: launch_positions:", got, "expected", want)
+sys.exit(0 if ok else 1)
+PYEOF
+then
+    echo "2 passed, 1 failed"
+    exit 1
+fi
+echo "3 passed, 0 failed"
