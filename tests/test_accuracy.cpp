@@ -115,6 +115,18 @@ TEST_CASE("no validation run alone is far off", "[accuracy]") {
     }
 }
 
+TEST_CASE("each validation run says how fast and how steady its probe's host was", "[accuracy][validation]") {
+    const RunsEvaluation& v = evaluated_runs();
+    for (const auto& r : v.runs) {
+        INFO(r.name << ": " << r.origin);
+        REQUIRE(r.host_canary.has_value());
+        REQUIRE(r.host_canary_p10.has_value());
+        REQUIRE(r.host_canary_p90.has_value());
+        CHECK(*r.host_canary_p10 <= *r.host_canary);
+        CHECK(*r.host_canary <= *r.host_canary_p90);
+    }
+}
+
 TEST_CASE("every validation run's framework profile holds every figure the probe measures", "[accuracy][validation]") {
     // A run enters data/validation/runs.json only when its probe measured all that roofsim reads now:
     // runs from an older probe would be predicted with figures missing (docs/validation.md).

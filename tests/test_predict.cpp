@@ -1001,6 +1001,20 @@ TEST_CASE("a foreach optimizer's kernels are issued where its host work reaches 
     CHECK(issued(simulate(list, ctx, h)) == issued(before));
 }
 
+TEST_CASE("a profile's host speed is read with the spread of its canaries", "[predict][framework]") {
+    nlohmann::json doc = framework_doc(nlohmann::json::object());
+    doc["host_speed"] = {{"reference_seconds_per_op", 5e-6}, {"canary_p10_seconds", 4.8e-6}, {"canary_p90_seconds", 5.1e-6}};
+    const FrameworkProfile f = framework_profile_from_json(doc, "test");
+    REQUIRE(f.host_canary_p10.has_value());
+    REQUIRE(f.host_canary_p90.has_value());
+    CHECK(f.host_canary_p10->value() == Catch::Approx(4.8e-6));
+    CHECK(f.host_canary_p90->value() == Catch::Approx(5.1e-6));
+    doc["host_speed"]["canary_p90_seconds"] = 4.7e-6;
+    CHECK_THROWS_WITH(framework_profile_from_json(doc, "test"), Catch::Contains("canary_p90_seconds"));
+    doc["host_speed"].erase("canary_p90_seconds");  // both or neither
+    CHECK_FALSE(framework_profile_from_json(doc, "test").host_canary_p10.has_value());
+}
+
 TEST_CASE("a profile's optimizer launches are read in launch order, for the optimizer as it runs", "[predict][framework]") {
     const nlohmann::json ops = {{{"op", "aten::_foreach_lerp_"}, {"fraction", 0.3}}, {{"op", "aten::_foreach_addcdiv_"}, {"fraction", 0.9}}};
     const auto launches_figure = [](const nlohmann::json& o) {

@@ -78,6 +78,9 @@ struct FrameworkProfile {
     /// BERT-base b32 on the H200 (2026-12-01), correlation 0.91 with it, 0.34 with the canary.
     /// Profiles from before the fifty-ninth run of 2026-12-01 have none.
     std::optional<Seconds> host_backward_reference_seconds_per_node;
+    /// The 10th and 90th percentiles of the probe's canaries over its run ("canary_p10_seconds",
+    /// "canary_p90_seconds"): how steady the host was while it measured. Absent where not recorded.
+    std::optional<Seconds> host_canary_p10, host_canary_p90;
 
     /// The host speed the host figures describe, seconds per tiny add: the canary's reference, else the
     /// eager_op_add figure (the same loop, longer), else nothing.
@@ -148,6 +151,11 @@ namespace detail {
     if (root.has("host_speed") && !root.at("host_speed").json().is_null()) {
         const JsonCursor speed = root.at("host_speed");
         f.host_reference_seconds_per_op = Seconds(speed.at("reference_seconds_per_op").positive());
+        if (speed.has("canary_p10_seconds") && speed.has("canary_p90_seconds")) {
+            f.host_canary_p10 = Seconds(speed.at("canary_p10_seconds").positive());
+            f.host_canary_p90 = Seconds(speed.at("canary_p90_seconds").positive());
+            if (*f.host_canary_p90 < *f.host_canary_p10) speed.at("canary_p90_seconds").fail("expected at least canary_p10_seconds");
+        }
         if (speed.has("backward_reference_seconds_per_node")) {
             f.host_backward_reference_seconds_per_node = Seconds(speed.at("backward_reference_seconds_per_node").positive());
         }

@@ -381,6 +381,9 @@ struct RunsEvaluation {
     struct Run {
         std::string name, origin;
         double layer_median = 0, layer_p90 = 0, model_worst = 0;  ///< this run alone, |error|
+        /// Its framework profile's host speed (seconds per tiny add) and the 10th and 90th percentiles
+        /// of the probe's canaries: how fast and how steady the host was, where the profile says
+        std::optional<Seconds> host_canary, host_canary_p10, host_canary_p90;
     };
     std::vector<Run> runs;
     std::vector<CaseOverRuns> cases;     ///< the layer-graph path (layer cases and zoo models)
@@ -418,7 +421,8 @@ inline void gather(std::vector<CaseOverRuns>& out, const std::vector<CaseError>&
         const auto layers = [](const CaseError& e) { return !e.c->model; };
         const auto models = [](const CaseError& e) { return e.c->model; };
         out.runs.push_back({files.name, run.set.origin, error_quantile(errors, 0.5, layers), error_quantile(errors, 0.9, layers),
-                            error_quantile(errors, 1.0, models)});
+                            error_quantile(errors, 1.0, models), run.framework.host_reference_seconds_per_op,
+                            run.framework.host_canary_p10, run.framework.host_canary_p90});
     }
     return out;
 }

@@ -315,7 +315,15 @@ void print_validation_runs(const roofsim::RunsEvaluation& v, const std::string& 
     for (const auto& r : v.runs) {
         out << "  " << r.name << " (" << r.origin << "): layer cases median |error| " << format_number("%.1f", 100 * r.layer_median)
             << "%, 90th percentile " << format_number("%.1f", 100 * r.layer_p90) << "%; model steps worst "
-            << format_number("%.1f", 100 * r.model_worst) << "%\n";
+            << format_number("%.1f", 100 * r.model_worst) << "%";
+        if (r.host_canary) {  // how fast and how steady the host was while its probe measured
+            out << "; the probe's canary " << format_number("%.2f", 1e6 * r.host_canary->value()) << " us";
+            if (r.host_canary_p10 && r.host_canary_p90) {
+                out << " (10th-90th percentile " << format_number("%.2f", 1e6 * r.host_canary_p10->value()) << "-"
+                    << format_number("%.2f", 1e6 * r.host_canary_p90->value()) << ")";
+            }
+        }
+        out << "\n";
     }
     const auto by_run = [](const roofsim::CaseOverRuns& c) {
         std::string text;
