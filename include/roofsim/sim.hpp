@@ -337,7 +337,9 @@ private:
                                           static_cast<std::uint64_t>(group_elements), static_cast<std::uint64_t>(unit)}) {
                 h = (h ^ v) * 0x100000001b3ull;
             }
-            return static_cast<std::size_t>(h ^ (h >> 29));
+            // the top 7 bits of a last multiply pick one of the 128 slots: the low bits above follow the
+            // keys' low bits, which round doubles and aligned addresses share (keys met one slot)
+            return static_cast<std::size_t>((h * 0x9e3779b97f4a7c15ull) >> 57);
         }
     };
     const CostContext& ctx_;
