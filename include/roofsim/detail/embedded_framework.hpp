@@ -18,7 +18,7 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "compute_capability": "9.0",
   "host_cpu": "Intel(R) Xeon(R) Processor",
   "host_logical_cpus": 16,
-  "platform": "Linux-6.18.44-fc-v973-gpu-x86_64-with-glibc2.39"
+  "platform": "Linux-6.18.44-fc-v1147-gpu-x86_64-with-glibc2.39"
  },
  "software": {
   "torch": "2.11.0+cu130",
@@ -26,8 +26,8 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "cudnn": 91900,
   "python": "3.12.3"
  },
- "date_utc": "2026-12-02T04:21:14+00:00",
- "command": "/opt/torch/.venv/bin/python3 calibrate/torch_framework_probe.py --gpu-key h200-sxm --out /tmp/run/fw.json",
+ "date_utc": "2026-12-03T08:22:08+00:00",
+ "command": "/opt/torch/.venv/bin/python3 calibrate/torch_framework_probe.py --gpu-key h200-sxm --out /root/out/r/h200-sxm-torch-2.11.json",
  "settings": {
   "repeats": 11,
   "warmup": 2,
@@ -41,6 +41,7 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    512
   ],
   "optimizer_small_param_numel": 256,
+  "optimizer_launch_steps": 9,
   "optimizer_large_param_numel": 4194304,
   "zero_grad_large_param_numel": 1048576,
   "sync_calls_per_measurement": 1000,
@@ -55,569 +56,569 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "conv_host_calls": 10
  },
  "host_speed": {
-  "reference_seconds_per_op": 1.0056752500133826e-05,
+  "reference_seconds_per_op": 9.724957500054643e-06,
   "canary": "200 x torch.add of two 1-element tensors between two synchronizes, wall / 200; before each timed repetition (at most one per 20 ms) and after each measurement",
-  "canaries": 5698,
-  "canary_p10_seconds": 7.478289999767185e-06,
-  "canary_p90_seconds": 1.1128515000109474e-05,
+  "canaries": 5432,
+  "canary_p10_seconds": 7.184159999837903e-06,
+  "canary_p90_seconds": 1.069287500001792e-05,
   "use": "the figures are as measured; roofsim reads each at this host speed: the median over passes of pass_seconds x reference_seconds_per_op / pass_host_canary_seconds",
-  "backward_reference_seconds_per_node": 1.9400530000552862e-05,
+  "backward_reference_seconds_per_node": 1.831140999968284e-05,
   "backward_canary": "after each canary, the backward() of a chain of 100 multiplications of a 1-element tensor, from a synchronize to its return, per node: the speed of autograd's device thread (roofsim reads the layer_backward_* figures on it)",
-  "backward_canary_p10_seconds": 1.5791949999766074e-05,
-  "backward_canary_p90_seconds": 2.2716199999877063e-05
+  "backward_canary_p10_seconds": 1.4940589999241638e-05,
+  "backward_canary_p90_seconds": 2.2215839999262242e-05
  },
  "figures": {
   "eager_op_add": {
-   "seconds": 1.0042663499973515e-05,
-   "min": 6.533735499999694e-06,
-   "max": 1.0761787000035383e-05,
+   "seconds": 1.0063783500015689e-05,
+   "min": 9.322518499971011e-06,
+   "max": 1.0518107499990492e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 6.7217935000485344e-06,
-   "host_canary_seconds": 6.759109999734392e-06,
-   "host_backward_canary_seconds": 1.9271549999757552e-05,
+   "issue_only_seconds": 1.0017735500014169e-05,
+   "host_canary_seconds": 9.975884999846585e-06,
+   "host_backward_canary_seconds": 2.1145039999623803e-05,
    "pass_seconds": [
-    6.7314860000351475e-06,
-    1.0258379499987314e-05,
-    1.0042663499973515e-05
+    1.0063783500015689e-05,
+    1.0185840500014365e-05,
+    9.702313499985848e-06
    ],
    "pass_host_canary_seconds": [
-    6.759109999734392e-06,
-    1.067245750022039e-05,
-    1.0297114999957558e-05
+    9.975884999846585e-06,
+    1.0579292500096926e-05,
+    1.0044767500119178e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9271549999757552e-05,
-    2.039040499994371e-05,
-    2.2829324999520393e-05
+    2.1145039999623803e-05,
+    1.8175144999759142e-05,
+    2.2150089999968256e-05
    ]
   },
   "eager_op_linear": {
-   "seconds": 1.7949934000000666e-05,
-   "min": 1.1612451500013776e-05,
-   "max": 2.010027099998979e-05,
+   "seconds": 1.7785556000006862e-05,
+   "min": 1.7068925499984287e-05,
+   "max": 1.940839200000255e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.1907063000023755e-05,
-   "host_canary_seconds": 6.978629999707664e-06,
-   "host_backward_canary_seconds": 2.131864999910249e-05,
+   "issue_only_seconds": 1.7736998000003725e-05,
+   "host_canary_seconds": 9.989884999868081e-06,
+   "host_backward_canary_seconds": 2.202124999996613e-05,
    "pass_seconds": [
-    1.1932022499991035e-05,
-    1.9500840499972582e-05,
-    1.7949934000000666e-05
+    1.7785556000006862e-05,
+    1.7860980499960986e-05,
+    1.738751299996011e-05
    ],
    "pass_host_canary_seconds": [
-    6.978629999707664e-06,
-    1.0711779999610372e-05,
-    1.0251484999912463e-05
+    9.989884999868081e-06,
+    1.077530500026569e-05,
+    9.916789999806496e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.131864999910249e-05,
-    1.8489220000219575e-05,
-    2.2306289999960426e-05
+    2.202124999996613e-05,
+    1.899944999991021e-05,
+    1.9297999999707825e-05
    ]
   },
   "eager_op_conv2d": {
-   "seconds": 1.625007600000572e-05,
-   "min": 1.0583990500038e-05,
-   "max": 1.7974607500036656e-05,
+   "seconds": 1.2771895500009122e-05,
+   "min": 1.1401953500012497e-05,
+   "max": 1.7050862500013865e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.2332101000026796e-05,
-   "host_canary_seconds": 7.0427700001118864e-06,
-   "host_backward_canary_seconds": 2.005676999942807e-05,
+   "issue_only_seconds": 1.2738616500001854e-05,
+   "host_canary_seconds": 7.570140000154879e-06,
+   "host_backward_canary_seconds": 2.178973000013684e-05,
    "pass_seconds": [
-    1.2348178500019457e-05,
-    1.734132149999823e-05,
-    1.625007600000572e-05
+    1.2771895500009122e-05,
+    1.6112346500051444e-05,
+    1.2740729000029205e-05
    ],
    "pass_host_canary_seconds": [
-    7.0427700001118864e-06,
-    1.0515284999996766e-05,
-    1.0144909999780794e-05
+    7.570140000154879e-06,
+    1.0541589999775169e-05,
+    7.5068699999292224e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.005676999942807e-05,
-    2.1696379999411874e-05,
-    2.1964140000818588e-05
+    2.178973000013684e-05,
+    1.8158039999889297e-05,
+    1.780795000058788e-05
    ]
   },
   "eager_op_layernorm": {
-   "seconds": 1.6213999999990846e-05,
-   "min": 1.0283389500045814e-05,
-   "max": 1.7474050999965128e-05,
+   "seconds": 1.4720404499996676e-05,
+   "min": 1.1234880500012422e-05,
+   "max": 1.743979549999608e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.1073377999991863e-05,
-   "host_canary_seconds": 7.0938400000386535e-06,
-   "host_backward_canary_seconds": 2.079413999922508e-05,
+   "issue_only_seconds": 1.4668088999997053e-05,
+   "host_canary_seconds": 8.023864999984198e-06,
+   "host_backward_canary_seconds": 2.410608999980468e-05,
    "pass_seconds": [
-    1.1099075999993601e-05,
-    1.6813742500005446e-05,
-    1.6213999999990846e-05
+    1.4720404499996676e-05,
+    1.6658296000002794e-05,
+    1.2127197500035436e-05
    ],
    "pass_host_canary_seconds": [
-    7.0938400000386535e-06,
-    1.03450450001219e-05,
-    1.0195615000156976e-05
+    8.023864999984198e-06,
+    1.0496830000192859e-05,
+    7.503324999902361e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.079413999922508e-05,
-    2.2062669999058925e-05,
-    2.1559680000109438e-05
+    2.410608999980468e-05,
+    2.3226949999752832e-05,
+    1.771387999951912e-05
    ]
   },
   "eager_op_add_autocast": {
-   "seconds": 8.07014800000161e-06,
-   "min": 6.6031060000000255e-06,
-   "max": 1.0092292500019085e-05,
+   "seconds": 1.0006868499999656e-05,
+   "min": 7.033428500051286e-06,
+   "max": 1.0485350000010386e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 6.987115000015365e-06,
-   "host_canary_seconds": 6.978815000024951e-06,
-   "host_backward_canary_seconds": 2.0899959999951533e-05,
+   "issue_only_seconds": 1.0036414000012429e-05,
+   "host_canary_seconds": 1.0261034999956565e-05,
+   "host_backward_canary_seconds": 2.25600550001559e-05,
    "pass_seconds": [
-    7.007624500033671e-06,
-    9.437786500029688e-06,
-    8.07014800000161e-06
+    1.0077877000014724e-05,
+    1.0006868499999656e-05,
+    8.122776499988049e-06
    ],
    "pass_host_canary_seconds": [
-    6.978815000024951e-06,
-    9.943714999849362e-06,
-    8.342339999956038e-06
+    1.0261034999956565e-05,
+    1.049448249972329e-05,
+    8.36829999997235e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0899959999951533e-05,
-    2.2681705000309195e-05,
-    2.1645995000199035e-05
+    2.25600550001559e-05,
+    2.2983439999393342e-05,
+    2.0783464999567515e-05
    ]
   },
   "eager_op_linear_autocast": {
-   "seconds": 5.200537550001627e-05,
-   "min": 3.3616378999965944e-05,
-   "max": 5.674519350003493e-05,
+   "seconds": 5.3561329999979536e-05,
+   "min": 3.480328199998439e-05,
+   "max": 5.725278650001542e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 3.5900946000026576e-05,
-   "host_canary_seconds": 7.017594999751963e-06,
-   "host_backward_canary_seconds": 1.8099549999988086e-05,
+   "issue_only_seconds": 5.468952449999165e-05,
+   "host_canary_seconds": 1.0462859999904595e-05,
+   "host_backward_canary_seconds": 1.8520860000421634e-05,
    "pass_seconds": [
-    3.594720450001887e-05,
-    5.200537550001627e-05,
-    5.302791150000985e-05
+    5.4748902000000046e-05,
+    5.3561329999979536e-05,
+    3.5744786000009296e-05
    ],
    "pass_host_canary_seconds": [
-    7.017594999751963e-06,
-    1.017416500019408e-05,
-    1.0076089999984106e-05
+    1.0462859999904595e-05,
+    1.0731419999956415e-05,
+    7.19360499999766e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8099549999988086e-05,
-    2.300209000054565e-05,
-    2.130885999918064e-05
+    1.8520860000421634e-05,
+    2.3020790000600754e-05,
+    2.0196500000793093e-05
    ]
   },
   "eager_op_conv2d_autocast": {
-   "seconds": 2.976138849999188e-05,
-   "min": 2.470061750000241e-05,
-   "max": 4.173745999997891e-05,
+   "seconds": 3.5537116000000426e-05,
+   "min": 2.451267550003422e-05,
+   "max": 4.0475865499985274e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 2.6650667999945198e-05,
-   "host_canary_seconds": 6.931570000006104e-06,
-   "host_backward_canary_seconds": 1.6254429999662535e-05,
+   "issue_only_seconds": 3.683866049999551e-05,
+   "host_canary_seconds": 1.0359124999865798e-05,
+   "host_backward_canary_seconds": 2.259606000052372e-05,
    "pass_seconds": [
-    2.6688643999989383e-05,
-    2.976138849999188e-05,
-    3.8407796000001326e-05
+    3.689440299999092e-05,
+    3.5537116000000426e-05,
+    2.523753050002142e-05
    ],
    "pass_host_canary_seconds": [
-    6.931570000006104e-06,
-    7.874064999668917e-06,
-    1.0267695000152344e-05
+    1.0359124999865798e-05,
+    9.824329999901238e-06,
+    7.152675000270392e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6254429999662535e-05,
-    1.8665569999711806e-05,
-    2.161701999966681e-05
+    2.259606000052372e-05,
+    1.9591100000297955e-05,
+    1.9751390000237733e-05
    ]
   },
   "eager_op_layernorm_autocast": {
-   "seconds": 1.731050200004347e-05,
-   "min": 9.998321000011856e-06,
-   "max": 2.0053355000015928e-05,
+   "seconds": 1.5866242000015516e-05,
+   "min": 1.106433500001458e-05,
+   "max": 1.7420175000040672e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.0412379499996405e-05,
-   "host_canary_seconds": 6.752605000315271e-06,
-   "host_backward_canary_seconds": 1.665795999997499e-05,
+   "issue_only_seconds": 1.2927091999983986e-05,
+   "host_canary_seconds": 7.63117500014232e-06,
+   "host_backward_canary_seconds": 2.3134560000244163e-05,
    "pass_seconds": [
-    1.0431398000037006e-05,
-    1.785284900000761e-05,
-    1.731050200004347e-05
+    1.2967896499986865e-05,
+    1.6335650000030456e-05,
+    1.5866242000015516e-05
    ],
    "pass_host_canary_seconds": [
-    6.752605000315271e-06,
-    1.0586270000203513e-05,
-    1.0308199999826684e-05
+    7.63117500014232e-06,
+    1.0633064999865382e-05,
+    9.667229999763549e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.665795999997499e-05,
-    2.1663139999645864e-05,
-    2.3403579999694556e-05
+    2.3134560000244163e-05,
+    1.9174679999878207e-05,
+    1.7985709999948084e-05
    ]
   },
   "eager_op_add_autograd": {
-   "seconds": 1.1897293499998795e-05,
-   "min": 7.687827999973252e-06,
-   "max": 1.393704100001969e-05,
+   "seconds": 1.1397384500014596e-05,
+   "min": 8.514716999968641e-06,
+   "max": 1.2609358999952747e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 8.262216500042996e-06,
-   "host_canary_seconds": 6.8426600003590466e-06,
-   "host_backward_canary_seconds": 1.716501500027334e-05,
+   "issue_only_seconds": 9.168599000020095e-06,
+   "host_canary_seconds": 7.615565000094193e-06,
+   "host_backward_canary_seconds": 2.274049999982708e-05,
    "pass_seconds": [
-    8.276636499999767e-06,
-    1.2370128499981093e-05,
-    1.1897293499998795e-05
+    9.195440000013378e-06,
+    1.1981352500015418e-05,
+    1.1397384500014596e-05
    ],
    "pass_host_canary_seconds": [
-    6.8426600003590466e-06,
-    1.04105524999909e-05,
-    1.0195959999919069e-05
+    7.615565000094193e-06,
+    1.0148120000508243e-05,
+    9.427570000184459e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.716501500027334e-05,
-    1.8699214999173817e-05,
-    2.1114630000056424e-05
+    2.274049999982708e-05,
+    1.7909370000097625e-05,
+    2.0535689999405803e-05
    ]
   },
   "eager_op_linear_autograd": {
-   "seconds": 1.848469499998373e-05,
-   "min": 1.5134219999993093e-05,
-   "max": 2.4032483999974376e-05,
+   "seconds": 2.0653106499992192e-05,
+   "min": 1.6706035000026988e-05,
+   "max": 2.6176791500006403e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.8466446999980235e-05,
-   "host_canary_seconds": 9.036855000204013e-06,
-   "host_backward_canary_seconds": 1.8063930000380423e-05,
+   "issue_only_seconds": 1.920545299998366e-05,
+   "host_canary_seconds": 8.438500000238491e-06,
+   "host_backward_canary_seconds": 2.369955999938611e-05,
    "pass_seconds": [
-    1.848469499998373e-05,
-    1.7796258999965176e-05,
-    2.1470986500048638e-05
+    1.9263353499979985e-05,
+    2.1533883000017795e-05,
+    2.0653106499992192e-05
    ],
    "pass_host_canary_seconds": [
-    9.036855000204013e-06,
-    8.111679999842636e-06,
-    1.0001219999935529e-05
+    8.438500000238491e-06,
+    9.828844999901776e-06,
+    9.917164999819761e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8063930000380423e-05,
-    2.3154499999691324e-05,
-    2.1411080000461878e-05
+    2.369955999938611e-05,
+    1.8210279999948398e-05,
+    2.1503849999362502e-05
    ]
   },
   "eager_op_conv2d_autograd": {
-   "seconds": 1.639454400003615e-05,
-   "min": 1.2897793499973887e-05,
-   "max": 2.995205449997229e-05,
+   "seconds": 2.017080849998365e-05,
+   "min": 1.746971699998312e-05,
+   "max": 2.137703450000572e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.3101731999995536e-05,
-   "host_canary_seconds": 7.1946700001035425e-06,
-   "host_backward_canary_seconds": 1.7820109999320266e-05,
+   "issue_only_seconds": 2.0118731999957616e-05,
+   "host_canary_seconds": 1.0366079999926114e-05,
+   "host_backward_canary_seconds": 2.0137669999940044e-05,
    "pass_seconds": [
-    1.3127336000025025e-05,
-    1.639454400003615e-05,
-    1.9004089999953067e-05
+    2.017080849998365e-05,
+    2.0334993500000566e-05,
+    1.856522949998407e-05
    ],
    "pass_host_canary_seconds": [
-    7.1946700001035425e-06,
-    8.212139999841383e-06,
-    9.998640000503657e-06
+    1.0366079999926114e-05,
+    1.0130745000083152e-05,
+    9.799609999845416e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7820109999320266e-05,
-    2.2594229999413074e-05,
-    2.2023010000111754e-05
+    2.0137669999940044e-05,
+    1.7909730000837954e-05,
+    2.1603740000273318e-05
    ]
   },
   "eager_op_layernorm_autograd": {
-   "seconds": 1.43207620000112e-05,
-   "min": 1.288516250002658e-05,
-   "max": 1.7183758000044237e-05,
+   "seconds": 2.0109440499993524e-05,
+   "min": 1.4015071000017088e-05,
+   "max": 2.1948612500011678e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.325414949997139e-05,
-   "host_canary_seconds": 6.964010000274357e-06,
-   "host_backward_canary_seconds": 2.0557650000228023e-05,
+   "issue_only_seconds": 1.5004012500014596e-05,
+   "host_canary_seconds": 7.470680000096763e-06,
+   "host_backward_canary_seconds": 1.8653159999075796e-05,
    "pass_seconds": [
-    1.3280719000022145e-05,
-    1.5062479500045356e-05,
-    1.43207620000112e-05
+    1.505017200003067e-05,
+    2.0109440499993524e-05,
+    2.1171353499994438e-05
    ],
    "pass_host_canary_seconds": [
-    6.964010000274357e-06,
-    7.57108499954029e-06,
-    7.615044999624843e-06
+    7.470680000096763e-06,
+    9.399694999956409e-06,
+    1.0337429999935921e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0557650000228023e-05,
-    2.163024999958907e-05,
-    2.0880839999790625e-05
+    1.8653159999075796e-05,
+    1.8398619999970833e-05,
+    2.282338000100026e-05
    ]
   },
   "eager_op_add_autograd_autocast": {
-   "seconds": 8.497248500020759e-06,
-   "min": 7.74484300001177e-06,
-   "max": 1.1689148000016303e-05,
+   "seconds": 1.1939417000007779e-05,
+   "min": 8.470248499975241e-06,
+   "max": 1.2932108500024241e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 7.878470000036941e-06,
-   "host_canary_seconds": 6.816932500157691e-06,
-   "host_backward_canary_seconds": 2.1426490000067134e-05,
+   "issue_only_seconds": 8.863949999977195e-06,
+   "host_canary_seconds": 7.262852499820838e-06,
+   "host_backward_canary_seconds": 2.2285619999706795e-05,
    "pass_seconds": [
-    7.887757500043336e-06,
-    9.636606000015035e-06,
-    8.497248500020759e-06
+    8.889709000015955e-06,
+    1.2247634000004837e-05,
+    1.1939417000007779e-05
    ],
    "pass_host_canary_seconds": [
-    6.816932500157691e-06,
-    9.057374999770218e-06,
-    7.313680000038402e-06
+    7.262852499820838e-06,
+    1.0334649999776957e-05,
+    1.0037065000005895e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1426490000067134e-05,
-    2.1737384999482854e-05,
-    1.7153215000007547e-05
+    2.2285619999706795e-05,
+    2.2104500000068584e-05,
+    2.149495000026036e-05
    ]
   },
   "eager_op_linear_autograd_autocast": {
-   "seconds": 1.7213939499981734e-05,
-   "min": 1.564806350000936e-05,
-   "max": 2.835260599999856e-05,
+   "seconds": 2.4984799499975453e-05,
+   "min": 1.827608150000515e-05,
+   "max": 2.726415900002621e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.5801499999952283e-05,
-   "host_canary_seconds": 6.928239999979269e-06,
-   "host_backward_canary_seconds": 1.9779049999897324e-05,
+   "issue_only_seconds": 2.173892349998141e-05,
+   "host_canary_seconds": 8.12243000041235e-06,
+   "host_backward_canary_seconds": 2.23536199996488e-05,
    "pass_seconds": [
-    1.5826607999997578e-05,
-    2.2297939499992482e-05,
-    1.7213939499981734e-05
+    2.179817749998847e-05,
+    2.58540185000129e-05,
+    2.4984799499975453e-05
    ],
    "pass_host_canary_seconds": [
-    6.928239999979269e-06,
-    9.756310000170742e-06,
-    7.313039999985449e-06
+    8.12243000041235e-06,
+    1.0570455000333823e-05,
+    1.0041775000217968e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9779049999897324e-05,
-    2.1486789999016766e-05,
-    1.9001580000121976e-05
+    2.23536199996488e-05,
+    1.87497899992195e-05,
+    1.9936930000312715e-05
    ]
   },
   "eager_op_conv2d_autograd_autocast": {
-   "seconds": 1.4790287499977239e-05,
-   "min": 1.2426971999957458e-05,
-   "max": 2.060405749995198e-05,
+   "seconds": 1.7966417499962974e-05,
+   "min": 1.294737350002606e-05,
+   "max": 2.0690811999998006e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.2951034499963043e-05,
-   "host_canary_seconds": 7.096394999734912e-06,
-   "host_backward_canary_seconds": 1.8987659999538664e-05,
+   "issue_only_seconds": 1.7906614999958492e-05,
+   "host_canary_seconds": 1.0488925000231574e-05,
+   "host_backward_canary_seconds": 2.0947340000248006e-05,
    "pass_seconds": [
-    1.2981700500006354e-05,
-    1.9319799500010503e-05,
-    1.4790287499977239e-05
+    1.7966417499962974e-05,
+    1.9599729499987005e-05,
+    1.4499182999998084e-05
    ],
    "pass_host_canary_seconds": [
-    7.096394999734912e-06,
-    1.0647849999827485e-05,
-    7.4241749996417635e-06
+    1.0488925000231574e-05,
+    1.0449450000464822e-05,
+    8.215149999841743e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8987659999538664e-05,
-    2.1541229999684218e-05,
-    2.017659999978605e-05
+    2.0947340000248006e-05,
+    2.9059759999654488e-05,
+    1.8574009999383634e-05
    ]
   },
   "eager_op_layernorm_autograd_autocast": {
-   "seconds": 2.196480300000303e-05,
-   "min": 1.6093223499979103e-05,
-   "max": 2.3191966500007765e-05,
+   "seconds": 2.080380749998767e-05,
+   "min": 1.4123439000002236e-05,
+   "max": 2.288728349998337e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.8967392500030656e-05,
-   "host_canary_seconds": 9.72885999999562e-06,
-   "host_backward_canary_seconds": 2.1226129999831754e-05,
+   "issue_only_seconds": 2.201185999996369e-05,
+   "host_canary_seconds": 1.0570940000320661e-05,
+   "host_backward_canary_seconds": 1.9670589999805088e-05,
    "pass_seconds": [
-    1.901737700001149e-05,
-    2.196480300000303e-05,
-    2.239349100000254e-05
+    2.206111099997088e-05,
+    2.080380749998767e-05,
+    1.4438602000041101e-05
    ],
    "pass_host_canary_seconds": [
-    9.72885999999562e-06,
-    1.062059999981102e-05,
-    1.0606150000285198e-05
+    1.0570940000320661e-05,
+    9.87951000013254e-06,
+    7.377494999900591e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.1226129999831754e-05,
-    2.3307800000793576e-05,
-    2.3183470000276428e-05
+    1.9670589999805088e-05,
+    2.151733999994576e-05,
+    1.9109309999976176e-05
    ]
   },
   "eager_op_add_out": {
-   "seconds": 8.602503500014792e-06,
-   "min": 7.322394000027544e-06,
-   "max": 8.812887500027955e-06,
+   "seconds": 6.43719599997894e-06,
+   "min": 5.900877500039314e-06,
+   "max": 8.623465999960445e-06,
    "samples": 33,
    "method": "2000 x torch.add(x, y, out=z) on 1-element tensors, one synchronize, wall / 2000; median of 3 passes over the probe's run",
-   "issue_only_seconds": 7.571567000013602e-06,
-   "host_canary_seconds": 9.106862499947965e-06,
-   "host_backward_canary_seconds": 1.9124335000242355e-05,
+   "issue_only_seconds": 6.132045500010008e-06,
+   "host_canary_seconds": 7.214424999801849e-06,
+   "host_backward_canary_seconds": 1.9461745000057815e-05,
    "pass_seconds": [
-    7.5955094999926585e-06,
-    8.690346499975022e-06,
-    8.602503500014792e-06
+    6.1433605000047465e-06,
+    8.25740849995782e-06,
+    6.43719599997894e-06
    ],
    "pass_host_canary_seconds": [
-    9.106862499947965e-06,
-    1.045821500014199e-05,
-    1.0511204999943404e-05
+    7.214424999801849e-06,
+    9.769807500106255e-06,
+    7.359210000004169e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9124335000242355e-05,
-    2.3174395000182813e-05,
-    2.2038390000602703e-05
+    1.9461745000057815e-05,
+    2.104022999958488e-05,
+    2.058604999945146e-05
    ]
   },
   "backward_node_mul": {
-   "seconds": 1.6201362222242702e-05,
-   "min": 9.642326666734233e-06,
-   "max": 1.8658267777785416e-05,
+   "seconds": 1.2630554444336262e-05,
+   "min": 1.0214847777787226e-05,
+   "max": 1.6196829999949438e-05,
    "samples": 33,
    "method": "backward() of a chain of y = y * c (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.288009999797396e-06,
-   "host_backward_canary_seconds": 1.7577039999423503e-05,
+   "host_canary_seconds": 1.011476999963179e-05,
+   "host_backward_canary_seconds": 1.9432279999591627e-05,
    "pass_seconds": [
-    1.0819175555399044e-05,
-    1.6201362222242702e-05,
-    1.6538780000069487e-05
+    1.1586155555581475e-05,
+    1.4993311111134568e-05,
+    1.2630554444336262e-05
    ],
    "pass_host_canary_seconds": [
-    7.288009999797396e-06,
-    1.0638159999984963e-05,
-    1.09295499999007e-05
+    1.011476999963179e-05,
+    1.017344499985029e-05,
+    1.025906999984727e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7577039999423503e-05,
-    2.234373000078449e-05,
-    2.221170999973765e-05
+    1.9432279999591627e-05,
+    2.116218999958619e-05,
+    1.9155359999558642e-05
    ]
   },
   "backward_fixed": {
-   "seconds": 0.0004069607778092177,
-   "min": -0.00024236788897269435,
-   "max": 0.0009212001111665005,
+   "seconds": 0.00045577388896668306,
+   "min": -2.5795999982215637e-05,
+   "max": 0.0009284836666741589,
    "samples": 33,
    "method": "intercept of the y = y * c chain fit: T(100) - slope * 100; one backward() call; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.288009999797396e-06,
-   "host_backward_canary_seconds": 1.7577039999423503e-05,
+   "host_canary_seconds": 1.011476999963179e-05,
+   "host_backward_canary_seconds": 1.9432279999591627e-05,
    "pass_seconds": [
-    0.0004314533333753289,
-    0.0004069607778092177,
-    0.0003501249999039323
+    0.0003233653333280825,
+    0.00045577388896668306,
+    0.0004866495555436107
    ],
    "pass_host_canary_seconds": [
-    7.288009999797396e-06,
-    1.0638159999984963e-05,
-    1.09295499999007e-05
+    1.011476999963179e-05,
+    1.017344499985029e-05,
+    1.025906999984727e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7577039999423503e-05,
-    2.234373000078449e-05,
-    2.221170999973765e-05
+    1.9432279999591627e-05,
+    2.116218999958619e-05,
+    1.9155359999558642e-05
    ]
   },
   "backward_node_view": {
-   "seconds": 4.46704777775469e-06,
-   "min": 3.4831611110853877e-06,
-   "max": 7.281950000030217e-06,
+   "seconds": 4.208348888773293e-06,
+   "min": 3.668500000028669e-06,
+   "max": 6.887682222264225e-06,
    "samples": 33,
    "method": "backward() of a chain of y = y.view(...) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.482540000362861e-06,
-   "host_backward_canary_seconds": 1.6730689999349125e-05,
+   "host_canary_seconds": 7.483355000204029e-06,
+   "host_backward_canary_seconds": 1.2663580000094045e-05,
    "pass_seconds": [
-    4.109823333288255e-06,
-    4.46704777775469e-06,
-    6.4423222222052976e-06
+    4.036267777741563e-06,
+    6.480740000066968e-06,
+    4.208348888773293e-06
    ],
    "pass_host_canary_seconds": [
-    9.482540000362861e-06,
-    1.0570874999871192e-05,
-    1.0188997500222285e-05
+    7.483355000204029e-06,
+    9.934455000006893e-06,
+    1.010542000017267e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.6730689999349125e-05,
-    1.6196210000316567e-05,
-    2.010132999942016e-05
+    1.2663580000094045e-05,
+    1.8784014999937424e-05,
+    1.8312439999590423e-05
    ]
   },
   "backward_node_transpose": {
-   "seconds": 5.748222222084425e-06,
-   "min": 3.386542222187927e-06,
-   "max": 6.836609999886099e-06,
+   "seconds": 6.355418888940928e-06,
+   "min": 3.5327066666468455e-06,
+   "max": 8.86826333334688e-06,
    "samples": 33,
    "method": "backward() of a chain of y = y.transpose(0, 1) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.531410000249708e-06,
-   "host_backward_canary_seconds": 1.7679720000387532e-05,
+   "host_canary_seconds": 7.534280000243143e-06,
+   "host_backward_canary_seconds": 1.6716344999849754e-05,
    "pass_seconds": [
-    5.748222222084425e-06,
-    5.237088889013345e-06,
-    6.139551111093372e-06
+    3.918104444235521e-06,
+    6.355418888940928e-06,
+    6.5558133332564875e-06
    ],
    "pass_host_canary_seconds": [
-    9.531410000249708e-06,
-    1.0415309999700639e-05,
-    9.953914999982772e-06
+    7.534280000243143e-06,
+    9.662217499908366e-06,
+    1.005626499988921e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7679720000387532e-05,
-    1.707664499974726e-05,
-    1.8697350000138613e-05
+    1.6716344999849754e-05,
+    1.885681000032946e-05,
+    2.1290785000473988e-05
    ]
   },
   "backward_layer_linear": {
-   "seconds": 4.9194763333338816e-05,
-   "min": 3.2912983333264695e-05,
-   "max": 6.083113888886752e-05,
+   "seconds": 3.7256655555590136e-05,
+   "min": 3.4569977777891836e-05,
+   "max": 5.920515333337385e-05,
    "samples": 33,
    "method": "backward() of a chain of F.linear(y, w_i) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.173109999916051e-06,
-   "host_backward_canary_seconds": 1.9380470000669447e-05,
+   "host_canary_seconds": 7.523099999957594e-06,
+   "host_backward_canary_seconds": 1.7164249999268578e-05,
    "pass_seconds": [
-    3.6520472222289554e-05,
-    4.9194763333338816e-05,
-    5.682612222232011e-05
+    3.6939531111102045e-05,
+    3.7256655555590136e-05,
+    3.886313111113143e-05
    ],
    "pass_host_canary_seconds": [
-    8.173109999916051e-06,
-    1.1046989999954349e-05,
-    1.160773000037807e-05
+    7.523099999957594e-06,
+    8.976839999945696e-06,
+    9.288664999758112e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9380470000669447e-05,
-    2.3340019999977813e-05,
-    2.5117719999343536e-05
+    1.7164249999268578e-05,
+    1.9147210000483028e-05,
+    1.923468999962097e-05
    ]
   },
   "backward_call": {
-   "seconds": 9.099199747045837e-05,
-   "min": 5.3384007886052125e-05,
-   "max": 0.00015265466521183652,
+   "seconds": 6.001599971204997e-05,
+   "min": 5.5366668539742606e-05,
+   "max": 8.394533271590868e-05,
    "samples": 3,
-   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 19.84 us; median of 3 passes over the probe's run",
+   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 20.39 us; median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     2,
@@ -626,34 +627,34 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_median_seconds": [
-    8.265600353479385e-05,
-    9.440000355243683e-05,
-    0.00012515200674533843,
-    0.00020342400670051575,
-    0.00037625598907470705
+    9.836799651384353e-05,
+    9.769599884748459e-05,
+    0.00014073599874973297,
+    0.00019609600305557252,
+    0.0003991999924182892
    ],
-   "host_canary_seconds": 7.159744999967188e-06,
-   "host_backward_canary_seconds": 1.4979379999999764e-05,
+   "host_canary_seconds": 7.42381000009118e-06,
+   "host_backward_canary_seconds": 1.609713999982887e-05,
    "pass_seconds": [
-    5.3384007886052125e-05,
-    9.099199747045837e-05,
-    0.00015265466521183652
+    6.001599971204997e-05,
+    8.394533271590868e-05,
+    5.5366668539742606e-05
    ],
    "pass_host_canary_seconds": [
-    7.159744999967188e-06,
-    1.0498734999941916e-05,
-    1.1273290000417545e-05
+    7.42381000009118e-06,
+    8.946067500232856e-06,
+    9.597697499827972e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4979379999999764e-05,
-    1.895343999990473e-05,
-    1.9969670000250516e-05
+    1.609713999982887e-05,
+    1.778183500050545e-05,
+    1.5157500000100299e-05
    ]
   },
   "layer_forward_linear": {
-   "seconds": 1.838704739652929e-05,
-   "min": 1.6399239145574112e-05,
-   "max": 3.656762111045065e-05,
+   "seconds": 2.7341714040154503e-05,
+   "min": 2.315428533724376e-05,
+   "max": 2.9763809627010707e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -662,32 +663,36 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.9983999207615853e-05,
-    7.910399883985519e-05,
-    0.00030377599596977236
+    4.745600000023842e-05,
+    8.528000116348266e-05,
+    0.00044284799695014956
    ],
-   "host_canary_seconds": 6.828864999874895e-06,
-   "host_backward_canary_seconds": 1.619216999984019e-05,
+   "forward_ops": {
+    "aten::addmm": 1.0,
+    "aten::t": 1.0
+   },
+   "host_canary_seconds": 8.853092500089587e-06,
+   "host_backward_canary_seconds": 1.7964184999641474e-05,
    "pass_seconds": [
-    1.838704739652929e-05,
-    1.6399239145574112e-05,
-    3.656762111045065e-05
+    2.7341714040154503e-05,
+    2.315428533724376e-05,
+    2.9763809627010707e-05
    ],
    "pass_host_canary_seconds": [
-    6.828864999874895e-06,
-    1.0545900000238362e-05,
-    1.1173004999989188e-05
+    8.853092500089587e-06,
+    9.103257500271412e-06,
+    1.0332400000265807e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.619216999984019e-05,
-    1.880284999970172e-05,
-    2.0939314999850467e-05
+    1.7964184999641474e-05,
+    1.8034800000350515e-05,
+    1.7536819999577347e-05
    ]
   },
   "layer_backward_linear": {
-   "seconds": 0.00010434514301873389,
-   "min": 8.960533062262194e-05,
-   "max": 0.00012238628204379765,
+   "seconds": 9.278856821003413e-05,
+   "min": 7.833828546461605e-05,
+   "max": 9.539886351142611e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -696,33 +701,41 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00018755200505256653,
-    0.0005807039737701416,
-    0.0018304959535598755
+    0.00019504000246524811,
+    0.0007458879947662354,
+    0.0018581759929656983
    ],
    "backward_nodes_per_layer": 4.0,
-   "host_canary_seconds": 6.828864999874895e-06,
-   "host_backward_canary_seconds": 1.619216999984019e-05,
+   "backward_ops": {
+    "aten::add_": 1.0,
+    "aten::detach": 1.0,
+    "aten::mm": 2.0,
+    "aten::sum": 1.0,
+    "aten::t": 4.0,
+    "aten::view": 1.0
+   },
+   "host_canary_seconds": 8.853092500089587e-06,
+   "host_backward_canary_seconds": 1.7964184999641474e-05,
    "pass_seconds": [
-    8.960533062262194e-05,
-    0.00012238628204379765,
-    0.00010434514301873389
+    7.833828546461605e-05,
+    9.539886351142611e-05,
+    9.278856821003413e-05
    ],
    "pass_host_canary_seconds": [
-    6.828864999874895e-06,
-    1.0545900000238362e-05,
-    1.1173004999989188e-05
+    8.853092500089587e-06,
+    9.103257500271412e-06,
+    1.0332400000265807e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.619216999984019e-05,
-    1.880284999970172e-05,
-    2.0939314999850467e-05
+    1.7964184999641474e-05,
+    1.8034800000350515e-05,
+    1.7536819999577347e-05
    ]
   },
   "layer_forward_linear_autocast": {
-   "seconds": 6.270628316061837e-05,
-   "min": 4.0346665396576844e-05,
-   "max": 6.484723516872951e-05,
+   "seconds": 5.261181011086419e-05,
+   "min": 5.0243810174011056e-05,
+   "max": 6.910094902628944e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -731,32 +744,37 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.900799810886383e-05,
-    0.00019827200472354888,
-    0.0006836159825325013
+    7.568000257015228e-05,
+    0.0003638080060482025,
+    0.0011391359567642211
    ],
-   "host_canary_seconds": 7.018224999910672e-06,
-   "host_backward_canary_seconds": 1.787618999969709e-05,
+   "forward_ops": {
+    "aten::_to_copy": 2.0,
+    "aten::addmm": 1.0,
+    "aten::t": 1.0
+   },
+   "host_canary_seconds": 9.42976499999304e-06,
+   "host_backward_canary_seconds": 1.4340134999315524e-05,
    "pass_seconds": [
-    4.0346665396576844e-05,
-    6.270628316061837e-05,
-    6.484723516872951e-05
+    6.910094902628944e-05,
+    5.0243810174011056e-05,
+    5.261181011086419e-05
    ],
    "pass_host_canary_seconds": [
-    7.018224999910672e-06,
-    1.0400355000115269e-05,
-    1.0615614999665014e-05
+    9.42976499999304e-06,
+    9.053074999769705e-06,
+    9.460930000102506e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.787618999969709e-05,
-    1.9571450000626103e-05,
-    2.0108515000174523e-05
+    1.4340134999315524e-05,
+    1.8150920000152836e-05,
+    1.5865710000184664e-05
    ]
   },
   "layer_backward_linear_autocast": {
-   "seconds": 0.0001458468564919063,
-   "min": 0.00013999619051104502,
-   "max": 0.00015634057067689442,
+   "seconds": 0.00010894171184017545,
+   "min": 8.271086925552005e-05,
+   "max": 0.00014505447127989362,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -765,33 +783,42 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005707200169563294,
-    0.0012559679746627808,
-    0.0033239359855651855
+    0.0004477440118789673,
+    0.0012048319578170776,
+    0.0028254721164703367
    ],
    "backward_nodes_per_layer": 6.0,
-   "host_canary_seconds": 7.018224999910672e-06,
-   "host_backward_canary_seconds": 1.787618999969709e-05,
+   "backward_ops": {
+    "aten::_to_copy": 2.0,
+    "aten::add_": 1.0,
+    "aten::detach": 1.0,
+    "aten::mm": 2.0,
+    "aten::sum": 1.0,
+    "aten::t": 4.0,
+    "aten::view": 1.0
+   },
+   "host_canary_seconds": 9.42976499999304e-06,
+   "host_backward_canary_seconds": 1.4340134999315524e-05,
    "pass_seconds": [
-    0.00013999619051104502,
-    0.00015634057067689442,
-    0.0001458468564919063
+    8.271086925552005e-05,
+    0.00014505447127989362,
+    0.00010894171184017545
    ],
    "pass_host_canary_seconds": [
-    7.018224999910672e-06,
-    1.0400355000115269e-05,
-    1.0615614999665014e-05
+    9.42976499999304e-06,
+    9.053074999769705e-06,
+    9.460930000102506e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.787618999969709e-05,
-    1.9571450000626103e-05,
-    2.0108515000174523e-05
+    1.4340134999315524e-05,
+    1.8150920000152836e-05,
+    1.5865710000184664e-05
    ]
   },
   "layer_forward_linear_nobias": {
-   "seconds": 2.81836191813151e-05,
-   "min": 1.6023619011754082e-05,
-   "max": 2.8281141959485558e-05,
+   "seconds": 2.0695619994685766e-05,
+   "min": 1.4937142442379677e-05,
+   "max": 2.6059428496020183e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -800,32 +827,36 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.6367999613285064e-05,
-    7.222399860620499e-05,
-    0.00026598399877548215
+    4.447999969124794e-05,
+    0.00011686400324106216,
+    0.0004334399998188019
    ],
-   "host_canary_seconds": 6.8346149998888e-06,
-   "host_backward_canary_seconds": 1.6248120000454947e-05,
+   "forward_ops": {
+    "aten::mm": 1.0,
+    "aten::t": 1.0
+   },
+   "host_canary_seconds": 9.55037000011316e-06,
+   "host_backward_canary_seconds": 1.4695815000891343e-05,
    "pass_seconds": [
-    1.6023619011754082e-05,
-    2.8281141959485558e-05,
-    2.81836191813151e-05
+    2.6059428496020183e-05,
+    2.0695619994685766e-05,
+    1.4937142442379677e-05
    ],
    "pass_host_canary_seconds": [
-    6.8346149998888e-06,
-    1.0805622499958646e-05,
-    1.0996469999895453e-05
+    9.55037000011316e-06,
+    9.268612500363816e-06,
+    7.047505000059573e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6248120000454947e-05,
-    1.9389849999811307e-05,
-    2.0029020000720265e-05
+    1.4695815000891343e-05,
+    1.8430460000331552e-05,
+    1.7497570000273298e-05
    ]
   },
   "layer_backward_linear_nobias": {
-   "seconds": 7.960000208445957e-05,
-   "min": 7.42255241743156e-05,
-   "max": 7.990095480566933e-05,
+   "seconds": 7.176685794478372e-05,
+   "min": 6.643124031169075e-05,
+   "max": 7.899961664917922e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -834,33 +865,39 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00016278399527072906,
-    0.0004018239974975586,
-    0.001505952000617981
+    0.00019312000274658204,
+    0.00045638400316238404,
+    0.0015757440328598024
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 6.8346149998888e-06,
-   "host_backward_canary_seconds": 1.6248120000454947e-05,
+   "backward_ops": {
+    "aten::add_": 0.6666666666666666,
+    "aten::detach": 0.3333333333333333,
+    "aten::mm": 2.0,
+    "aten::t": 4.0
+   },
+   "host_canary_seconds": 9.55037000011316e-06,
+   "host_backward_canary_seconds": 1.4695815000891343e-05,
    "pass_seconds": [
-    7.42255241743156e-05,
-    7.990095480566933e-05,
-    7.960000208445957e-05
+    6.643124031169075e-05,
+    7.176685794478372e-05,
+    7.899961664917922e-05
    ],
    "pass_host_canary_seconds": [
-    6.8346149998888e-06,
-    1.0805622499958646e-05,
-    1.0996469999895453e-05
+    9.55037000011316e-06,
+    9.268612500363816e-06,
+    7.047505000059573e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6248120000454947e-05,
-    1.9389849999811307e-05,
-    2.0029020000720265e-05
+    1.4695815000891343e-05,
+    1.8430460000331552e-05,
+    1.7497570000273298e-05
    ]
   },
   "layer_forward_linear_nobias_autocast": {
-   "seconds": 5.416533209028698e-05,
-   "min": 2.8456381743862517e-05,
-   "max": 5.480609550362542e-05,
+   "seconds": 3.764571639753523e-05,
+   "min": 3.123809610094343e-05,
+   "max": 4.599771400292714e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -869,32 +906,37 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.489600241184234e-05,
-    0.00015958400070667267,
-    0.0004948480129241944
+    6.457599997520447e-05,
+    0.00017798399925231934,
+    0.0005397120118141174
    ],
-   "host_canary_seconds": 6.79061000028014e-06,
-   "host_backward_canary_seconds": 1.6635499999893e-05,
+   "forward_ops": {
+    "aten::_to_copy": 1.0,
+    "aten::mm": 1.0,
+    "aten::t": 1.0
+   },
+   "host_canary_seconds": 7.2354050001877115e-06,
+   "host_backward_canary_seconds": 2.1207610000146815e-05,
    "pass_seconds": [
-    2.8456381743862517e-05,
-    5.416533209028698e-05,
-    5.480609550362542e-05
+    3.123809610094343e-05,
+    3.764571639753523e-05,
+    4.599771400292714e-05
    ],
    "pass_host_canary_seconds": [
-    6.79061000028014e-06,
-    1.0476339999740958e-05,
-    1.0664514999803031e-05
+    7.2354050001877115e-06,
+    9.081162499740003e-06,
+    7.149934999688412e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6635499999893e-05,
-    1.890301000003092e-05,
-    2.0828410000035548e-05
+    2.1207610000146815e-05,
+    1.7647364999788805e-05,
+    1.795804000039425e-05
    ]
   },
   "layer_backward_linear_nobias_autocast": {
-   "seconds": 9.782323170275917e-05,
-   "min": 7.361523878006708e-05,
-   "max": 0.000103337895657335,
+   "seconds": 8.062552128519331e-05,
+   "min": 7.786437514282408e-05,
+   "max": 9.910704230978374e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -903,33 +945,40 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00021401600539684294,
-    0.0008264960050582886,
-    0.0022632958889007566
+    0.00037648001313209535,
+    0.000871999979019165,
+    0.0021077439785003663
    ],
    "backward_nodes_per_layer": 4.0,
-   "host_canary_seconds": 6.79061000028014e-06,
-   "host_backward_canary_seconds": 1.6635499999893e-05,
+   "backward_ops": {
+    "aten::_to_copy": 1.0,
+    "aten::add_": 0.6666666666666666,
+    "aten::detach": 0.3333333333333333,
+    "aten::mm": 2.0,
+    "aten::t": 4.0
+   },
+   "host_canary_seconds": 7.2354050001877115e-06,
+   "host_backward_canary_seconds": 2.1207610000146815e-05,
    "pass_seconds": [
-    0.000103337895657335,
-    7.361523878006708e-05,
-    9.782323170275917e-05
+    8.062552128519331e-05,
+    9.910704230978374e-05,
+    7.786437514282408e-05
    ],
    "pass_host_canary_seconds": [
-    6.79061000028014e-06,
-    1.0476339999740958e-05,
-    1.0664514999803031e-05
+    7.2354050001877115e-06,
+    9.081162499740003e-06,
+    7.149934999688412e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6635499999893e-05,
-    1.890301000003092e-05,
-    2.0828410000035548e-05
+    2.1207610000146815e-05,
+    1.7647364999788805e-05,
+    1.795804000039425e-05
    ]
   },
   "layer_forward_matmul": {
-   "seconds": 1.858285637128921e-05,
-   "min": 1.7229713854335602e-05,
-   "max": 1.990400024113201e-05,
+   "seconds": 1.3747809454798697e-05,
+   "min": 1.2120380554170837e-05,
+   "max": 1.5456761366554667e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -938,32 +987,35 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.155200183391571e-05,
-    5.651199817657471e-05,
-    0.0002810879945755005
+    2.1824000403285027e-05,
+    5.699200183153153e-05,
+    0.00022601599991321563
    ],
-   "host_canary_seconds": 7.623779999903491e-06,
-   "host_backward_canary_seconds": 1.826002999962384e-05,
+   "forward_ops": {
+    "aten::mm": 1.0
+   },
+   "host_canary_seconds": 6.994835000000421e-06,
+   "host_backward_canary_seconds": 1.8127549999462645e-05,
    "pass_seconds": [
-    1.7229713854335602e-05,
-    1.990400024113201e-05,
-    1.858285637128921e-05
+    1.3747809454798697e-05,
+    1.5456761366554667e-05,
+    1.2120380554170837e-05
    ],
    "pass_host_canary_seconds": [
-    7.623779999903491e-06,
-    1.0340364999592566e-05,
-    1.0610770000312186e-05
+    6.994835000000421e-06,
+    8.986660000118717e-06,
+    6.9075499999371455e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.826002999962384e-05,
-    1.9648830000278395e-05,
-    1.981483000008666e-05
+    1.8127549999462645e-05,
+    1.5683589999753167e-05,
+    1.663155000073857e-05
    ]
   },
   "layer_backward_matmul": {
-   "seconds": 7.943771300571306e-05,
-   "min": 6.609219028836204e-05,
-   "max": 8.736000032651992e-05,
+   "seconds": 7.319695351734049e-05,
+   "min": 6.713676426027502e-05,
+   "max": 8.170285297646409e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -972,33 +1024,39 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00016169600188732148,
-    0.0005490239858627319,
-    0.001457311987876892
+    0.00013542400300502777,
+    0.0003400320112705231,
+    0.0015399359464645386
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 7.623779999903491e-06,
-   "host_backward_canary_seconds": 1.826002999962384e-05,
+   "backward_ops": {
+    "aten::add_": 0.6666666666666666,
+    "aten::detach": 0.3333333333333333,
+    "aten::mm": 2.0,
+    "aten::t": 2.0
+   },
+   "host_canary_seconds": 6.994835000000421e-06,
+   "host_backward_canary_seconds": 1.8127549999462645e-05,
    "pass_seconds": [
-    6.609219028836204e-05,
-    7.943771300571306e-05,
-    8.736000032651992e-05
+    8.170285297646409e-05,
+    7.319695351734049e-05,
+    6.713676426027502e-05
    ],
    "pass_host_canary_seconds": [
-    7.623779999903491e-06,
-    1.0340364999592566e-05,
-    1.0610770000312186e-05
+    6.994835000000421e-06,
+    8.986660000118717e-06,
+    6.9075499999371455e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.826002999962384e-05,
-    1.9648830000278395e-05,
-    1.981483000008666e-05
+    1.8127549999462645e-05,
+    1.5683589999753167e-05,
+    1.663155000073857e-05
    ]
   },
   "layer_forward_matmul_autocast": {
-   "seconds": 3.5405715838784256e-05,
-   "min": 3.526628656046731e-05,
-   "max": 4.413104713672684e-05,
+   "seconds": 2.6409142961104713e-05,
+   "min": 2.5801143298546473e-05,
+   "max": 3.0633906168597085e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1007,32 +1065,36 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.708799883723259e-05,
-    0.000155583992600441,
-    0.0005856000185012817
+    5.6384000927209855e-05,
+    0.00013011200726032257,
+    0.0004506880044937134
    ],
-   "host_canary_seconds": 9.16845500000818e-06,
-   "host_backward_canary_seconds": 1.7670260000386406e-05,
+   "forward_ops": {
+    "aten::_to_copy": 1.0,
+    "aten::mm": 1.0
+   },
+   "host_canary_seconds": 6.961039999850982e-06,
+   "host_backward_canary_seconds": 1.820827000074132e-05,
    "pass_seconds": [
-    3.5405715838784256e-05,
-    4.413104713672684e-05,
-    3.526628656046731e-05
+    2.6409142961104713e-05,
+    3.0633906168597085e-05,
+    2.5801143298546473e-05
    ],
    "pass_host_canary_seconds": [
-    9.16845500000818e-06,
-    1.0240787499924408e-05,
-    1.0308875000077933e-05
+    6.961039999850982e-06,
+    9.151900000006208e-06,
+    7.636314999786008e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7670260000386406e-05,
-    1.9455410000546178e-05,
-    1.995348000036756e-05
+    1.820827000074132e-05,
+    1.9753550000132235e-05,
+    1.803695000035077e-05
    ]
   },
   "layer_backward_matmul_autocast": {
-   "seconds": 9.144075339039165e-05,
-   "min": 8.783237210341864e-05,
-   "max": 9.55398063219729e-05,
+   "seconds": 0.0001081173395117124,
+   "min": 0.00010290285785283361,
+   "max": 0.00011590780548396563,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1041,33 +1103,40 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00022448000311851501,
-    0.0007925440073013306,
-    0.0022470719814300538
+    0.00024668799340724946,
+    0.0008550400137901307,
+    0.0022598400115966797
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 9.16845500000818e-06,
-   "host_backward_canary_seconds": 1.7670260000386406e-05,
+   "backward_ops": {
+    "aten::_to_copy": 1.0,
+    "aten::add_": 0.6666666666666666,
+    "aten::detach": 0.3333333333333333,
+    "aten::mm": 2.0,
+    "aten::t": 2.0
+   },
+   "host_canary_seconds": 6.961039999850982e-06,
+   "host_backward_canary_seconds": 1.820827000074132e-05,
    "pass_seconds": [
-    9.55398063219729e-05,
-    9.144075339039165e-05,
-    8.783237210341864e-05
+    0.00010290285785283361,
+    0.0001081173395117124,
+    0.00011590780548396563
    ],
    "pass_host_canary_seconds": [
-    9.16845500000818e-06,
-    1.0240787499924408e-05,
-    1.0308875000077933e-05
+    6.961039999850982e-06,
+    9.151900000006208e-06,
+    7.636314999786008e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7670260000386406e-05,
-    1.9455410000546178e-05,
-    1.995348000036756e-05
+    1.820827000074132e-05,
+    1.9753550000132235e-05,
+    1.803695000035077e-05
    ]
   },
   "layer_forward_bmm": {
-   "seconds": 2.1043048195895695e-05,
-   "min": 1.9642666337035952e-05,
-   "max": 2.6322286043848313e-05,
+   "seconds": 2.080609436546053e-05,
+   "min": 1.2979809726987567e-05,
+   "max": 2.1098667134841284e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1076,32 +1145,35 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.414399921894073e-05,
-    9.091199934482575e-05,
-    0.0003280639946460724
+    3.9296001195907595e-05,
+    6.735999882221223e-05,
+    0.0002303680032491684
    ],
-   "host_canary_seconds": 9.291174999930264e-06,
-   "host_backward_canary_seconds": 1.782932000025994e-05,
+   "forward_ops": {
+    "aten::bmm": 1.0
+   },
+   "host_canary_seconds": 6.9875599999136285e-06,
+   "host_backward_canary_seconds": 1.8045670000219616e-05,
    "pass_seconds": [
-    1.9642666337035952e-05,
-    2.6322286043848313e-05,
-    2.1043048195895695e-05
+    1.2979809726987567e-05,
+    2.080609436546053e-05,
+    2.1098667134841284e-05
    ],
    "pass_host_canary_seconds": [
-    9.291174999930264e-06,
-    1.0700674999952753e-05,
-    1.0273325000298427e-05
+    6.9875599999136285e-06,
+    9.43875999979582e-06,
+    1.0252965000177027e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.782932000025994e-05,
-    1.9011670000281812e-05,
-    1.901552000049378e-05
+    1.8045670000219616e-05,
+    2.02315950002685e-05,
+    1.7560080000293965e-05
    ]
   },
   "layer_backward_bmm": {
-   "seconds": 6.84320025500797e-05,
-   "min": 6.837333419493268e-05,
-   "max": 7.664076185652188e-05,
+   "seconds": 7.243428538952555e-05,
+   "min": 6.356114042656761e-05,
+   "max": 8.326705013002668e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1110,33 +1182,39 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00019145600497722626,
-    0.00047859200835227966,
-    0.0015193920135498048
+    0.00018691200017929076,
+    0.0004761599898338318,
+    0.0016307840347290039
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 9.291174999930264e-06,
-   "host_backward_canary_seconds": 1.782932000025994e-05,
+   "backward_ops": {
+    "aten::add_": 0.6666666666666666,
+    "aten::bmm": 2.0,
+    "aten::detach": 0.3333333333333333,
+    "aten::transpose": 2.0
+   },
+   "host_canary_seconds": 6.9875599999136285e-06,
+   "host_backward_canary_seconds": 1.8045670000219616e-05,
    "pass_seconds": [
-    6.837333419493268e-05,
-    6.84320025500797e-05,
-    7.664076185652188e-05
+    8.326705013002668e-05,
+    6.356114042656761e-05,
+    7.243428538952555e-05
    ],
    "pass_host_canary_seconds": [
-    9.291174999930264e-06,
-    1.0700674999952753e-05,
-    1.0273325000298427e-05
+    6.9875599999136285e-06,
+    9.43875999979582e-06,
+    1.0252965000177027e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.782932000025994e-05,
-    1.9011670000281812e-05,
-    1.901552000049378e-05
+    1.8045670000219616e-05,
+    2.02315950002685e-05,
+    1.7560080000293965e-05
    ]
   },
   "layer_forward_bmm_autocast": {
-   "seconds": 3.332266814651944e-05,
-   "min": 3.035123859133039e-05,
-   "max": 3.905599990061351e-05,
+   "seconds": 2.9347048983687443e-05,
+   "min": 2.856914344288054e-05,
+   "max": 3.892800140948522e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1145,32 +1223,36 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.950400024652481e-05,
-    0.0001621759980916977,
-    0.0005253120064735412
+    5.2799999713897704e-05,
+    0.00012432000041007996,
+    0.000476608008146286
    ],
-   "host_canary_seconds": 8.700834999899598e-06,
-   "host_backward_canary_seconds": 1.665956000067581e-05,
+   "forward_ops": {
+    "aten::_to_copy": 1.0,
+    "aten::bmm": 1.0
+   },
+   "host_canary_seconds": 7.5643675000947044e-06,
+   "host_backward_canary_seconds": 1.8513084999653983e-05,
    "pass_seconds": [
-    3.035123859133039e-05,
-    3.905599990061351e-05,
-    3.332266814651944e-05
+    2.856914344288054e-05,
+    2.9347048983687443e-05,
+    3.892800140948522e-05
    ],
    "pass_host_canary_seconds": [
-    8.700834999899598e-06,
-    1.0239499999897816e-05,
-    1.0133799999607618e-05
+    7.5643675000947044e-06,
+    9.27692750025244e-06,
+    9.639754999852812e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.665956000067581e-05,
-    1.8660089999684714e-05,
-    2.2695870000006836e-05
+    1.8513084999653983e-05,
+    1.8364014999860955e-05,
+    1.7354190000560265e-05
    ]
   },
   "layer_backward_bmm_autocast": {
-   "seconds": 9.670780705554145e-05,
-   "min": 8.236266601653327e-05,
-   "max": 0.0001123718133284932,
+   "seconds": 0.00010085333706367584,
+   "min": 6.934704170340585e-05,
+   "max": 0.00010963961907795495,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1179,33 +1261,40 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002583039999008179,
-    0.0006193280220031738,
-    0.0019566400051116944
+    0.00023664000630378723,
+    0.0006019840240478516,
+    0.002293344020843506
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 8.700834999899598e-06,
-   "host_backward_canary_seconds": 1.665956000067581e-05,
+   "backward_ops": {
+    "aten::_to_copy": 1.0,
+    "aten::add_": 0.6666666666666666,
+    "aten::bmm": 2.0,
+    "aten::detach": 0.3333333333333333,
+    "aten::transpose": 2.0
+   },
+   "host_canary_seconds": 7.5643675000947044e-06,
+   "host_backward_canary_seconds": 1.8513084999653983e-05,
    "pass_seconds": [
-    8.236266601653327e-05,
-    9.670780705554145e-05,
-    0.0001123718133284932
+    0.00010963961907795495,
+    0.00010085333706367584,
+    6.934704170340585e-05
    ],
    "pass_host_canary_seconds": [
-    8.700834999899598e-06,
-    1.0239499999897816e-05,
-    1.0133799999607618e-05
+    7.5643675000947044e-06,
+    9.27692750025244e-06,
+    9.639754999852812e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.665956000067581e-05,
-    1.8660089999684714e-05,
-    2.2695870000006836e-05
+    1.8513084999653983e-05,
+    1.8364014999860955e-05,
+    1.7354190000560265e-05
    ]
   },
   "layer_forward_conv2d": {
-   "seconds": 4.2181332551297685e-05,
-   "min": 3.487314283847809e-05,
-   "max": 5.060038236635072e-05,
+   "seconds": 3.8028953330857415e-05,
+   "min": 2.9430094396784193e-05,
+   "max": 4.671542914140792e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1214,32 +1303,35 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.2032001316547395e-05,
-    0.00015811200439929963,
-    0.0005756160020828247
+    4.4383998960256575e-05,
+    0.00012035199999809265,
+    0.0004817279875278473
    ],
-   "host_canary_seconds": 8.730634999665198e-06,
-   "host_backward_canary_seconds": 1.610660499977712e-05,
+   "forward_ops": {
+    "aten::convolution": 1.0
+   },
+   "host_canary_seconds": 7.139610000308494e-06,
+   "host_backward_canary_seconds": 1.7391009999983e-05,
    "pass_seconds": [
-    3.487314283847809e-05,
-    5.060038236635072e-05,
-    4.2181332551297685e-05
+    2.9430094396784193e-05,
+    3.8028953330857415e-05,
+    4.671542914140792e-05
    ],
    "pass_host_canary_seconds": [
-    8.730634999665198e-06,
-    1.0204000000157976e-05,
-    1.027624000016658e-05
+    7.139610000308494e-06,
+    9.15456499967604e-06,
+    9.685522499864873e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.610660499977712e-05,
-    1.847978000000694e-05,
-    2.367184999911842e-05
+    1.7391009999983e-05,
+    2.1682375000295905e-05,
+    1.6828180000061367e-05
    ]
   },
   "layer_backward_conv2d": {
-   "seconds": 8.267657476521671e-05,
-   "min": 6.86247632617042e-05,
-   "max": 9.382932846035277e-05,
+   "seconds": 7.26377148003805e-05,
+   "min": 6.844951496237799e-05,
+   "max": 8.150704967833701e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1248,33 +1340,38 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00019836799800395966,
-    0.000524832010269165,
-    0.001756160020828247
+    0.0003120959997177124,
+    0.0006817920207977295,
+    0.0019884480237960817
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 8.730634999665198e-06,
-   "host_backward_canary_seconds": 1.610660499977712e-05,
+   "backward_ops": {
+    "aten::add_": 1.0,
+    "aten::convolution_backward": 1.0,
+    "aten::detach": 1.0
+   },
+   "host_canary_seconds": 7.139610000308494e-06,
+   "host_backward_canary_seconds": 1.7391009999983e-05,
    "pass_seconds": [
-    6.86247632617042e-05,
-    8.267657476521671e-05,
-    9.382932846035277e-05
+    8.150704967833701e-05,
+    7.26377148003805e-05,
+    6.844951496237799e-05
    ],
    "pass_host_canary_seconds": [
-    8.730634999665198e-06,
-    1.0204000000157976e-05,
-    1.027624000016658e-05
+    7.139610000308494e-06,
+    9.15456499967604e-06,
+    9.685522499864873e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.610660499977712e-05,
-    1.847978000000694e-05,
-    2.367184999911842e-05
+    1.7391009999983e-05,
+    2.1682375000295905e-05,
+    1.6828180000061367e-05
    ]
   },
   "layer_forward_conv2d_autocast": {
-   "seconds": 7.215009700684321e-05,
-   "min": 5.683809341419311e-05,
-   "max": 7.515581023125421e-05,
+   "seconds": 4.5066666745004204e-05,
+   "min": 3.618438116141729e-05,
+   "max": 5.8038093149662004e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1283,32 +1380,36 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00010204800218343735,
-    0.0002775680124759674,
-    0.0009562879800796509
+    8.409599959850312e-05,
+    0.00028303998708724973,
+    0.0007813439965248108
    ],
-   "host_canary_seconds": 8.82708000006005e-06,
-   "host_backward_canary_seconds": 1.7409469999734026e-05,
+   "forward_ops": {
+    "aten::_to_copy": 2.0,
+    "aten::convolution": 1.0
+   },
+   "host_canary_seconds": 7.299100000182079e-06,
+   "host_backward_canary_seconds": 1.8489099999214887e-05,
    "pass_seconds": [
-    5.683809341419311e-05,
-    7.215009700684321e-05,
-    7.515581023125421e-05
+    4.5066666745004204e-05,
+    5.8038093149662004e-05,
+    3.618438116141729e-05
    ],
    "pass_host_canary_seconds": [
-    8.82708000006005e-06,
-    1.0013835000108882e-05,
-    1.0563289999936386e-05
+    7.299100000182079e-06,
+    9.616890000074819e-06,
+    9.837789999664892e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7409469999734026e-05,
-    1.847257500003252e-05,
-    2.0551029999751337e-05
+    1.8489099999214887e-05,
+    1.9619214999693213e-05,
+    1.7871630000172445e-05
    ]
   },
   "layer_backward_conv2d_autocast": {
-   "seconds": 0.00017834209118570602,
-   "min": 0.00011634285109383715,
-   "max": 0.00018648076376744677,
+   "seconds": 0.0001618354231828735,
+   "min": 0.000152473903128079,
+   "max": 0.0001692464699347814,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1317,33 +1418,39 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00031945601105690005,
-    0.0008727040290832519,
-    0.003910336017608642
+    0.0006444159746170044,
+    0.001577247977256775,
+    0.0037209279537200927
    ],
    "backward_nodes_per_layer": 5.0,
-   "host_canary_seconds": 8.82708000006005e-06,
-   "host_backward_canary_seconds": 1.7409469999734026e-05,
+   "backward_ops": {
+    "aten::_to_copy": 2.0,
+    "aten::add_": 1.0,
+    "aten::convolution_backward": 1.0,
+    "aten::detach": 1.0
+   },
+   "host_canary_seconds": 7.299100000182079e-06,
+   "host_backward_canary_seconds": 1.8489099999214887e-05,
    "pass_seconds": [
-    0.00018648076376744677,
-    0.00011634285109383715,
-    0.00017834209118570602
+    0.000152473903128079,
+    0.0001618354231828735,
+    0.0001692464699347814
    ],
    "pass_host_canary_seconds": [
-    8.82708000006005e-06,
-    1.0013835000108882e-05,
-    1.0563289999936386e-05
+    7.299100000182079e-06,
+    9.616890000074819e-06,
+    9.837789999664892e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7409469999734026e-05,
-    1.847257500003252e-05,
-    2.0551029999751337e-05
+    1.8489099999214887e-05,
+    1.9619214999693213e-05,
+    1.7871630000172445e-05
    ]
   },
   "layer_forward_conv2d_nobias": {
-   "seconds": 2.9422475468544735e-05,
-   "min": 2.4974475304285684e-05,
-   "max": 3.172495269349643e-05,
+   "seconds": 2.4159999652987436e-05,
+   "min": 2.283047636349996e-05,
+   "max": 3.235733136534691e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1352,32 +1459,35 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.121600091457367e-05,
-    0.0001149120032787323,
-    0.0004154239892959595
+    5.452800169587135e-05,
+    9.040000289678573e-05,
+    0.0003861120045185089
    ],
-   "host_canary_seconds": 9.003230000246277e-06,
-   "host_backward_canary_seconds": 1.708513499977471e-05,
+   "forward_ops": {
+    "aten::convolution": 1.0
+   },
+   "host_canary_seconds": 9.712680000006913e-06,
+   "host_backward_canary_seconds": 1.5157055000258878e-05,
    "pass_seconds": [
-    2.4974475304285684e-05,
-    3.172495269349643e-05,
-    2.9422475468544735e-05
+    2.283047636349996e-05,
+    2.4159999652987436e-05,
+    3.235733136534691e-05
    ],
    "pass_host_canary_seconds": [
-    9.003230000246277e-06,
-    1.0019329999977345e-05,
-    1.0374477500079137e-05
+    9.712680000006913e-06,
+    9.512029999996229e-06,
+    9.593395000138115e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.708513499977471e-05,
-    1.9298215000276287e-05,
-    2.0564815000057023e-05
+    1.5157055000258878e-05,
+    2.0829259999572968e-05,
+    1.8419835000145214e-05
    ]
   },
   "layer_backward_conv2d_nobias": {
-   "seconds": 6.342552513593721e-05,
-   "min": 5.4324570865858156e-05,
-   "max": 8.254781294436683e-05,
+   "seconds": 6.384914190996261e-05,
+   "min": 6.200381066827546e-05,
+   "max": 6.943085665504138e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1386,33 +1496,38 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00017788800597190856,
-    0.00046911999583244325,
-    0.001385151982307434
+    0.00015676799416542054,
+    0.0003664959967136383,
+    0.0014401919841766358
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 9.003230000246277e-06,
-   "host_backward_canary_seconds": 1.708513499977471e-05,
+   "backward_ops": {
+    "aten::add_": 0.6666666666666666,
+    "aten::convolution_backward": 1.0,
+    "aten::detach": 0.3333333333333333
+   },
+   "host_canary_seconds": 9.712680000006913e-06,
+   "host_backward_canary_seconds": 1.5157055000258878e-05,
    "pass_seconds": [
-    5.4324570865858156e-05,
-    6.342552513593721e-05,
-    8.254781294436683e-05
+    6.384914190996261e-05,
+    6.943085665504138e-05,
+    6.200381066827546e-05
    ],
    "pass_host_canary_seconds": [
-    9.003230000246277e-06,
-    1.0019329999977345e-05,
-    1.0374477500079137e-05
+    9.712680000006913e-06,
+    9.512029999996229e-06,
+    9.593395000138115e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.708513499977471e-05,
-    1.9298215000276287e-05,
-    2.0564815000057023e-05
+    1.5157055000258878e-05,
+    2.0829259999572968e-05,
+    1.8419835000145214e-05
    ]
   },
   "layer_forward_conv2d_nobias_autocast": {
-   "seconds": 4.963428598074685e-05,
-   "min": 3.623619214409874e-05,
-   "max": 5.216837993689946e-05,
+   "seconds": 4.322057075443722e-05,
+   "min": 4.317637923217955e-05,
+   "max": 4.483733361675626e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1421,32 +1536,36 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.552000135183334e-05,
-    0.0001865600049495697,
-    0.0006198400259017945
+    9.641599655151368e-05,
+    0.00023836800456047058,
+    0.0007714560031890869
    ],
-   "host_canary_seconds": 8.967675000235432e-06,
-   "host_backward_canary_seconds": 1.6084275000025627e-05,
+   "forward_ops": {
+    "aten::_to_copy": 1.0,
+    "aten::convolution": 1.0
+   },
+   "host_canary_seconds": 9.513219999917056e-06,
+   "host_backward_canary_seconds": 1.5497749999440202e-05,
    "pass_seconds": [
-    3.623619214409874e-05,
-    4.963428598074685e-05,
-    5.216837993689946e-05
+    4.483733361675626e-05,
+    4.317637923217955e-05,
+    4.322057075443722e-05
    ],
    "pass_host_canary_seconds": [
-    8.967675000235432e-06,
-    1.0030855000024985e-05,
-    1.0708584999861158e-05
+    9.513219999917056e-06,
+    9.63765749986578e-06,
+    9.868884999946204e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6084275000025627e-05,
-    1.7820860000483664e-05,
-    2.0910849999609128e-05
+    1.5497749999440202e-05,
+    2.0395549999534523e-05,
+    1.866700000050514e-05
    ]
   },
   "layer_backward_conv2d_nobias_autocast": {
-   "seconds": 8.571656580482209e-05,
-   "min": 8.007008724269417e-05,
-   "max": 0.00010630857447783152,
+   "seconds": 0.00011280990250053861,
+   "min": 0.00010408609324977512,
+   "max": 0.0001551535264367149,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1455,33 +1574,39 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003536959886550903,
-    0.0009581760168075561,
-    0.0022625279426574706
+    0.0004565120041370392,
+    0.0008644160032272339,
+    0.00267740797996521
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 8.967675000235432e-06,
-   "host_backward_canary_seconds": 1.6084275000025627e-05,
+   "backward_ops": {
+    "aten::_to_copy": 1.0,
+    "aten::add_": 0.6666666666666666,
+    "aten::convolution_backward": 1.0,
+    "aten::detach": 0.3333333333333333
+   },
+   "host_canary_seconds": 9.513219999917056e-06,
+   "host_backward_canary_seconds": 1.5497749999440202e-05,
    "pass_seconds": [
-    8.571656580482209e-05,
-    8.007008724269417e-05,
-    0.00010630857447783152
+    0.00010408609324977512,
+    0.0001551535264367149,
+    0.00011280990250053861
    ],
    "pass_host_canary_seconds": [
-    8.967675000235432e-06,
-    1.0030855000024985e-05,
-    1.0708584999861158e-05
+    9.513219999917056e-06,
+    9.63765749986578e-06,
+    9.868884999946204e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6084275000025627e-05,
-    1.7820860000483664e-05,
-    2.0910849999609128e-05
+    1.5497749999440202e-05,
+    2.0395549999534523e-05,
+    1.866700000050514e-05
    ]
   },
   "layer_forward_conv1d": {
-   "seconds": 4.402514068143708e-05,
-   "min": 2.8959999659231734e-05,
-   "max": 5.304380967503502e-05,
+   "seconds": 4.858057236387617e-05,
+   "min": 4.054018997010731e-05,
+   "max": 5.0968379846640995e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1490,32 +1615,35 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.2799999713897704e-05,
-    0.00012038400024175644,
-    0.0004807679951190949
+    7.116799801588058e-05,
+    0.0002046079933643341,
+    0.0007957760095596314
    ],
-   "host_canary_seconds": 7.146770000190372e-06,
-   "host_backward_canary_seconds": 1.8009189999474985e-05,
+   "forward_ops": {
+    "aten::convolution": 1.0
+   },
+   "host_canary_seconds": 1.0250390000123843e-05,
+   "host_backward_canary_seconds": 1.9359840000561234e-05,
    "pass_seconds": [
-    2.8959999659231734e-05,
-    4.402514068143708e-05,
-    5.304380967503502e-05
+    4.858057236387617e-05,
+    4.054018997010731e-05,
+    5.0968379846640995e-05
    ],
    "pass_host_canary_seconds": [
-    7.146770000190372e-06,
-    9.84513999981118e-06,
-    1.1313662500072042e-05
+    1.0250390000123843e-05,
+    9.91276999997126e-06,
+    1.0420059999773913e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8009189999474985e-05,
-    1.9392880000168587e-05,
-    2.0579094999675363e-05
+    1.9359840000561234e-05,
+    2.0777660000135257e-05,
+    1.5921359999993e-05
    ]
   },
   "layer_backward_conv1d": {
-   "seconds": 9.79961914320787e-05,
-   "min": 9.088609562743275e-05,
-   "max": 9.94880014941806e-05,
+   "seconds": 8.980952699979146e-05,
+   "min": 4.2141713201999664e-05,
+   "max": 9.369523078203201e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1524,33 +1652,38 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00023417599499225616,
-    0.0006227520108222961,
-    0.002141088008880615
+    0.000420991986989975,
+    0.0009533439874649048,
+    0.0025903038978576662
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 7.146770000190372e-06,
-   "host_backward_canary_seconds": 1.8009189999474985e-05,
+   "backward_ops": {
+    "aten::add_": 1.0,
+    "aten::convolution_backward": 1.0,
+    "aten::detach": 1.0
+   },
+   "host_canary_seconds": 1.0250390000123843e-05,
+   "host_backward_canary_seconds": 1.9359840000561234e-05,
    "pass_seconds": [
-    9.79961914320787e-05,
-    9.088609562743275e-05,
-    9.94880014941806e-05
+    9.369523078203201e-05,
+    8.980952699979146e-05,
+    4.2141713201999664e-05
    ],
    "pass_host_canary_seconds": [
-    7.146770000190372e-06,
-    9.84513999981118e-06,
-    1.1313662500072042e-05
+    1.0250390000123843e-05,
+    9.91276999997126e-06,
+    1.0420059999773913e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8009189999474985e-05,
-    1.9392880000168587e-05,
-    2.0579094999675363e-05
+    1.9359840000561234e-05,
+    2.0777660000135257e-05,
+    1.5921359999993e-05
    ]
   },
   "layer_forward_conv1d_autocast": {
-   "seconds": 6.331504881381987e-05,
-   "min": 4.409066871518181e-05,
-   "max": 6.912076118446531e-05,
+   "seconds": 7.464533618518283e-05,
+   "min": 6.828647355238596e-05,
+   "max": 7.601980794043768e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1559,32 +1692,36 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00014313599467277526,
-    0.00024569599330425264,
-    0.000794592022895813
+    0.00014697599411010742,
+    0.00025731199979782106,
+    0.0012480319738388062
    ],
-   "host_canary_seconds": 7.886227500080168e-06,
-   "host_backward_canary_seconds": 1.819023499990635e-05,
+   "forward_ops": {
+    "aten::_to_copy": 2.0,
+    "aten::convolution": 1.0
+   },
+   "host_canary_seconds": 9.617445000458247e-06,
+   "host_backward_canary_seconds": 1.8761829999220936e-05,
    "pass_seconds": [
-    4.409066871518181e-05,
-    6.331504881381987e-05,
-    6.912076118446531e-05
+    7.601980794043768e-05,
+    6.828647355238596e-05,
+    7.464533618518283e-05
    ],
    "pass_host_canary_seconds": [
-    7.886227500080168e-06,
-    9.261954999715272e-06,
-    1.0519324999904712e-05
+    9.617445000458247e-06,
+    9.94805000004817e-06,
+    9.971139999720435e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.819023499990635e-05,
-    1.898273999927369e-05,
-    2.0415939999338662e-05
+    1.8761829999220936e-05,
+    2.1073350000051503e-05,
+    1.4643979999391377e-05
    ]
   },
   "layer_backward_conv1d_autocast": {
-   "seconds": 0.00017432684344904768,
-   "min": 0.00014583390880198706,
-   "max": 0.00019273446535780314,
+   "seconds": 0.00011820646694728307,
+   "min": 8.419810448374068e-05,
+   "max": 0.00018919618002005988,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1593,33 +1730,39 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003264319896697998,
-    0.0011052800416946412,
-    0.003901599884033203
+    0.0008021439909934998,
+    0.001331264019012451,
+    0.0032215681076049807
    ],
    "backward_nodes_per_layer": 5.0,
-   "host_canary_seconds": 7.886227500080168e-06,
-   "host_backward_canary_seconds": 1.819023499990635e-05,
+   "backward_ops": {
+    "aten::_to_copy": 2.0,
+    "aten::add_": 1.0,
+    "aten::convolution_backward": 1.0,
+    "aten::detach": 1.0
+   },
+   "host_canary_seconds": 9.617445000458247e-06,
+   "host_backward_canary_seconds": 1.8761829999220936e-05,
    "pass_seconds": [
-    0.00019273446535780314,
-    0.00014583390880198706,
-    0.00017432684344904768
+    8.419810448374068e-05,
+    0.00018919618002005988,
+    0.00011820646694728307
    ],
    "pass_host_canary_seconds": [
-    7.886227500080168e-06,
-    9.261954999715272e-06,
-    1.0519324999904712e-05
+    9.617445000458247e-06,
+    9.94805000004817e-06,
+    9.971139999720435e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.819023499990635e-05,
-    1.898273999927369e-05,
-    2.0415939999338662e-05
+    1.8761829999220936e-05,
+    2.1073350000051503e-05,
+    1.4643979999391377e-05
    ]
   },
   "layer_forward_conv1d_nobias": {
-   "seconds": 2.0384000348193303e-05,
-   "min": 1.7491047226247333e-05,
-   "max": 3.668571405467533e-05,
+   "seconds": 2.9020191125926517e-05,
+   "min": 2.681295272140276e-05,
+   "max": 3.057371221837543e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1628,32 +1771,35 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.296000137925148e-05,
-    8.720000088214874e-05,
-    0.0003364160060882568
+    5.337600037455559e-05,
+    0.00012550400197505952,
+    0.0004528000056743622
    ],
-   "host_canary_seconds": 7.260429999860207e-06,
-   "host_backward_canary_seconds": 1.788772499935476e-05,
+   "forward_ops": {
+    "aten::convolution": 1.0
+   },
+   "host_canary_seconds": 9.727970000028562e-06,
+   "host_backward_canary_seconds": 1.4990985000622459e-05,
    "pass_seconds": [
-    2.0384000348193303e-05,
-    1.7491047226247333e-05,
-    3.668571405467533e-05
+    2.681295272140276e-05,
+    2.9020191125926517e-05,
+    3.057371221837543e-05
    ],
    "pass_host_canary_seconds": [
-    7.260429999860207e-06,
-    7.816680000019005e-06,
-    1.0783959999969284e-05
+    9.727970000028562e-06,
+    9.906324999917615e-06,
+    9.387674999743467e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.788772499935476e-05,
-    1.8205650000027163e-05,
-    2.0009594999237378e-05
+    1.4990985000622459e-05,
+    2.013172999966173e-05,
+    1.4502050000828603e-05
    ]
   },
   "layer_backward_conv1d_nobias": {
-   "seconds": 6.868876339424223e-05,
-   "min": 6.537447355332829e-05,
-   "max": 6.915352564482462e-05,
+   "seconds": 5.650743079327401e-05,
+   "min": 3.0998098708334424e-05,
+   "max": 9.564875900035813e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1662,33 +1808,38 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00019043199717998504,
-    0.0004670720100402832,
-    0.0014832639694213868
+    0.00019439999759197235,
+    0.0004589119851589203,
+    0.0014490560293197632
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 7.260429999860207e-06,
-   "host_backward_canary_seconds": 1.788772499935476e-05,
+   "backward_ops": {
+    "aten::add_": 0.6666666666666666,
+    "aten::convolution_backward": 1.0,
+    "aten::detach": 0.3333333333333333
+   },
+   "host_canary_seconds": 9.727970000028562e-06,
+   "host_backward_canary_seconds": 1.4990985000622459e-05,
    "pass_seconds": [
-    6.537447355332829e-05,
-    6.915352564482462e-05,
-    6.868876339424223e-05
+    5.650743079327401e-05,
+    9.564875900035813e-05,
+    3.0998098708334424e-05
    ],
    "pass_host_canary_seconds": [
-    7.260429999860207e-06,
-    7.816680000019005e-06,
-    1.0783959999969284e-05
+    9.727970000028562e-06,
+    9.906324999917615e-06,
+    9.387674999743467e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.788772499935476e-05,
-    1.8205650000027163e-05,
-    2.0009594999237378e-05
+    1.4990985000622459e-05,
+    2.013172999966173e-05,
+    1.4502050000828603e-05
    ]
   },
   "layer_forward_conv1d_nobias_autocast": {
-   "seconds": 3.0282665576253615e-05,
-   "min": 2.5879618667420883e-05,
-   "max": 5.5542095786049256e-05,
+   "seconds": 3.003809494631631e-05,
+   "min": 2.7638096539747142e-05,
+   "max": 4.397561862355187e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1697,32 +1848,36 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.601600348949432e-05,
-    0.00027964800596237183,
-    0.0005611839890480041
+    6.899199634790421e-05,
+    0.00025939199328422547,
+    0.0005193920135498046
    ],
-   "host_canary_seconds": 7.327784999802134e-06,
-   "host_backward_canary_seconds": 1.5571630000295046e-05,
+   "forward_ops": {
+    "aten::_to_copy": 1.0,
+    "aten::convolution": 1.0
+   },
+   "host_canary_seconds": 9.96269999973265e-06,
+   "host_backward_canary_seconds": 1.5836029999718447e-05,
    "pass_seconds": [
-    3.0282665576253615e-05,
-    2.5879618667420883e-05,
-    5.5542095786049256e-05
+    2.7638096539747142e-05,
+    4.397561862355187e-05,
+    3.003809494631631e-05
    ],
    "pass_host_canary_seconds": [
-    7.327784999802134e-06,
-    9.196260000123856e-06,
-    1.1007144999837237e-05
+    9.96269999973265e-06,
+    1.0224449999896023e-05,
+    7.203760000038528e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.5571630000295046e-05,
-    1.6945874999692024e-05,
-    2.1038099999941552e-05
+    1.5836029999718447e-05,
+    2.041358000042237e-05,
+    1.6905925000401113e-05
    ]
   },
   "layer_backward_conv1d_nobias_autocast": {
-   "seconds": 0.00010018818577130639,
-   "min": 9.43687636227835e-05,
-   "max": 0.00010023161768913267,
+   "seconds": 0.0001344060919114522,
+   "min": 0.000130231611430645,
+   "max": 0.0001357081929842631,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1731,33 +1886,39 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00045983999967575073,
-    0.0010808639526367187,
-    0.002411967992782593
+    0.000312608003616333,
+    0.0009944000244140625,
+    0.0027500479221343995
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 7.327784999802134e-06,
-   "host_backward_canary_seconds": 1.5571630000295046e-05,
+   "backward_ops": {
+    "aten::_to_copy": 1.0,
+    "aten::add_": 0.6666666666666666,
+    "aten::convolution_backward": 1.0,
+    "aten::detach": 0.3333333333333333
+   },
+   "host_canary_seconds": 9.96269999973265e-06,
+   "host_backward_canary_seconds": 1.5836029999718447e-05,
    "pass_seconds": [
-    9.43687636227835e-05,
-    0.00010018818577130639,
-    0.00010023161768913267
+    0.000130231611430645,
+    0.0001357081929842631,
+    0.0001344060919114522
    ],
    "pass_host_canary_seconds": [
-    7.327784999802134e-06,
-    9.196260000123856e-06,
-    1.1007144999837237e-05
+    9.96269999973265e-06,
+    1.0224449999896023e-05,
+    7.203760000038528e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.5571630000295046e-05,
-    1.6945874999692024e-05,
-    2.1038099999941552e-05
+    1.5836029999718447e-05,
+    2.041358000042237e-05,
+    1.6905925000401113e-05
    ]
   },
   "layer_forward_batchnorm2d": {
-   "seconds": 5.0422096891062596e-05,
-   "min": 4.2834284404913584e-05,
-   "max": 5.338819147575469e-05,
+   "seconds": 5.482666549228487e-05,
+   "min": 3.652799945502055e-05,
+   "max": 7.059199966135478e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1766,32 +1927,36 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.556800335645676e-05,
-    0.00030115199089050294,
-    0.0009048640131950379
+    5.267199873924255e-05,
+    0.00015039999783039094,
+    0.0005966399908065796
    ],
-   "host_canary_seconds": 9.089674999813724e-06,
-   "host_backward_canary_seconds": 1.7189290000487746e-05,
+   "forward_ops": {
+    "aten::add_": 1.0,
+    "aten::cudnn_batch_norm": 1.0
+   },
+   "host_canary_seconds": 7.008140000266394e-06,
+   "host_backward_canary_seconds": 1.809754000078101e-05,
    "pass_seconds": [
-    5.338819147575469e-05,
-    5.0422096891062596e-05,
-    4.2834284404913584e-05
+    3.652799945502055e-05,
+    5.482666549228487e-05,
+    7.059199966135478e-05
    ],
    "pass_host_canary_seconds": [
-    9.089674999813724e-06,
-    7.545870000171817e-06,
-    9.75628249989313e-06
+    7.008140000266394e-06,
+    9.928564999768241e-06,
+    1.0134435000281882e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7189290000487746e-05,
-    1.626508999947873e-05,
-    1.9782150000651197e-05
+    1.809754000078101e-05,
+    1.8438609999975596e-05,
+    1.7383609999797046e-05
    ]
   },
   "layer_backward_batchnorm2d": {
-   "seconds": 5.603580567098799e-05,
-   "min": 3.6138667591980535e-05,
-   "max": 6.008609739087877e-05,
+   "seconds": 5.340877104373208e-05,
+   "min": 4.504533183007013e-05,
+   "max": 7.432533197459718e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1800,33 +1965,38 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004306240081787109,
-    0.0007297599911689759,
-    0.0017837120294570924
+    0.00018425600230693816,
+    0.00044284799695014956,
+    0.0018223999738693237
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 9.089674999813724e-06,
-   "host_backward_canary_seconds": 1.7189290000487746e-05,
+   "backward_ops": {
+    "aten::add_": 1.0,
+    "aten::cudnn_batch_norm_backward": 1.0,
+    "aten::detach": 1.0
+   },
+   "host_canary_seconds": 7.008140000266394e-06,
+   "host_backward_canary_seconds": 1.809754000078101e-05,
    "pass_seconds": [
-    3.6138667591980535e-05,
-    5.603580567098799e-05,
-    6.008609739087877e-05
+    7.432533197459718e-05,
+    4.504533183007013e-05,
+    5.340877104373208e-05
    ],
    "pass_host_canary_seconds": [
-    9.089674999813724e-06,
-    7.545870000171817e-06,
-    9.75628249989313e-06
+    7.008140000266394e-06,
+    9.928564999768241e-06,
+    1.0134435000281882e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7189290000487746e-05,
-    1.626508999947873e-05,
-    1.9782150000651197e-05
+    1.809754000078101e-05,
+    1.8438609999975596e-05,
+    1.7383609999797046e-05
    ]
   },
   "layer_forward_batchnorm2d_autocast": {
-   "seconds": 4.772799852348509e-05,
-   "min": 3.754361718893052e-05,
-   "max": 7.149485817977361e-05,
+   "seconds": 5.552685580083302e-05,
+   "min": 4.525028701339449e-05,
+   "max": 7.642894841375806e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1835,32 +2005,36 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0001085439994931221,
-    0.00028361600637435915,
-    0.0006925119757652283
+    6.675200164318084e-05,
+    0.00021958400309085845,
+    0.0007512000203132629
    ],
-   "host_canary_seconds": 9.22025000022586e-06,
-   "host_backward_canary_seconds": 1.8011280000109762e-05,
+   "forward_ops": {
+    "aten::add_": 1.0,
+    "aten::cudnn_batch_norm": 1.0
+   },
+   "host_canary_seconds": 7.61152499990203e-06,
+   "host_backward_canary_seconds": 1.8206039999313362e-05,
    "pass_seconds": [
-    3.754361718893052e-05,
-    7.149485817977361e-05,
-    4.772799852348509e-05
+    4.525028701339449e-05,
+    5.552685580083302e-05,
+    7.642894841375806e-05
    ],
    "pass_host_canary_seconds": [
-    9.22025000022586e-06,
-    1.0429155000224456e-05,
-    1.0522074999812503e-05
+    7.61152499990203e-06,
+    9.750870000289068e-06,
+    7.553979999670446e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8011280000109762e-05,
-    1.9379100000378457e-05,
-    1.870016999987456e-05
+    1.8206039999313362e-05,
+    1.489023999965866e-05,
+    1.828808000027493e-05
    ]
   },
   "layer_backward_batchnorm2d_autocast": {
-   "seconds": 7.258209940933045e-05,
-   "min": 5.866818130016329e-05,
-   "max": 7.655695541983556e-05,
+   "seconds": 5.2806097481931966e-05,
+   "min": 3.738742782956076e-05,
+   "max": 7.747810263009297e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1869,33 +2043,38 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00033923199772834775,
-    0.0007475200295448303,
-    0.0020727360248565673
+    0.00023929600417613983,
+    0.0007118399739265441,
+    0.0021150081157684324
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 9.22025000022586e-06,
-   "host_backward_canary_seconds": 1.8011280000109762e-05,
+   "backward_ops": {
+    "aten::add_": 1.0,
+    "aten::cudnn_batch_norm_backward": 1.0,
+    "aten::detach": 1.0
+   },
+   "host_canary_seconds": 7.61152499990203e-06,
+   "host_backward_canary_seconds": 1.8206039999313362e-05,
    "pass_seconds": [
-    7.655695541983556e-05,
-    5.866818130016329e-05,
-    7.258209940933045e-05
+    7.747810263009297e-05,
+    5.2806097481931966e-05,
+    3.738742782956076e-05
    ],
    "pass_host_canary_seconds": [
-    9.22025000022586e-06,
-    1.0429155000224456e-05,
-    1.0522074999812503e-05
+    7.61152499990203e-06,
+    9.750870000289068e-06,
+    7.553979999670446e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8011280000109762e-05,
-    1.9379100000378457e-05,
-    1.870016999987456e-05
+    1.8206039999313362e-05,
+    1.489023999965866e-05,
+    1.828808000027493e-05
    ]
   },
   "layer_forward_layernorm": {
-   "seconds": 2.4364952530179704e-05,
-   "min": 1.3638857397295178e-05,
-   "max": 2.7577143694673263e-05,
+   "seconds": 2.659809607125464e-05,
+   "min": 1.789181023126557e-05,
+   "max": 2.972342836714926e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1904,32 +2083,35 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.1760001331567763e-05,
-    0.00011878400295972824,
-    0.00040854400396347045
+    3.187200054526329e-05,
+    0.00013315199315547943,
+    0.0004817599952220917
    ],
-   "host_canary_seconds": 9.531622499991953e-06,
-   "host_backward_canary_seconds": 1.8455995000294934e-05,
+   "forward_ops": {
+    "aten::native_layer_norm": 1.0
+   },
+   "host_canary_seconds": 1.0346260000346774e-05,
+   "host_backward_canary_seconds": 1.9926200000099925e-05,
    "pass_seconds": [
-    2.4364952530179704e-05,
-    1.3638857397295178e-05,
-    2.7577143694673263e-05
+    2.972342836714926e-05,
+    2.659809607125464e-05,
+    1.789181023126557e-05
    ],
    "pass_host_canary_seconds": [
-    9.531622499991953e-06,
-    1.0229224999704911e-05,
-    1.0786715000108416e-05
+    1.0346260000346774e-05,
+    9.91096000007019e-06,
+    7.457059999751436e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8455995000294934e-05,
-    1.8161529999929372e-05,
-    2.0217649999949572e-05
+    1.9926200000099925e-05,
+    1.7652190000490008e-05,
+    1.808443000072657e-05
    ]
   },
   "layer_backward_layernorm": {
-   "seconds": 6.241066363595781e-05,
-   "min": 5.796038040093014e-05,
-   "max": 6.5648759582213e-05,
+   "seconds": 5.174857360266505e-05,
+   "min": 4.947809218650774e-05,
+   "max": 5.214324114578111e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1938,33 +2120,38 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00019254399836063384,
-    0.0005097919702529907,
-    0.0014508479833602904
+    0.0002399040013551712,
+    0.0005682560205459595,
+    0.0014954880475997925
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 9.531622499991953e-06,
-   "host_backward_canary_seconds": 1.8455995000294934e-05,
+   "backward_ops": {
+    "aten::add_": 1.0,
+    "aten::detach": 1.0,
+    "aten::native_layer_norm_backward": 1.0
+   },
+   "host_canary_seconds": 1.0346260000346774e-05,
+   "host_backward_canary_seconds": 1.9926200000099925e-05,
    "pass_seconds": [
-    5.796038040093014e-05,
-    6.5648759582213e-05,
-    6.241066363595781e-05
+    5.214324114578111e-05,
+    5.174857360266505e-05,
+    4.947809218650774e-05
    ],
    "pass_host_canary_seconds": [
-    9.531622499991953e-06,
-    1.0229224999704911e-05,
-    1.0786715000108416e-05
+    1.0346260000346774e-05,
+    9.91096000007019e-06,
+    7.457059999751436e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8455995000294934e-05,
-    1.8161529999929372e-05,
-    2.0217649999949572e-05
+    1.9926200000099925e-05,
+    1.7652190000490008e-05,
+    1.808443000072657e-05
    ]
   },
   "layer_forward_layernorm_autocast": {
-   "seconds": 3.181257027955282e-05,
-   "min": 1.549485751560756e-05,
-   "max": 3.370438054913566e-05,
+   "seconds": 2.87923827057793e-05,
+   "min": 2.637104814251264e-05,
+   "max": 2.9685335145110175e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1973,32 +2160,35 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.444799900054932e-05,
-    0.0001406719982624054,
-    0.0003067840039730072
+    7.420799881219864e-05,
+    0.0001646080017089844,
+    0.0005199360251426697
    ],
-   "host_canary_seconds": 8.682927499705785e-06,
-   "host_backward_canary_seconds": 1.7796684999780155e-05,
+   "forward_ops": {
+    "aten::native_layer_norm": 1.0
+   },
+   "host_canary_seconds": 1.0097474999497536e-05,
+   "host_backward_canary_seconds": 1.6662909999922703e-05,
    "pass_seconds": [
-    1.549485751560756e-05,
-    3.181257027955282e-05,
-    3.370438054913566e-05
+    2.9685335145110175e-05,
+    2.637104814251264e-05,
+    2.87923827057793e-05
    ],
    "pass_host_canary_seconds": [
-    8.682927499705785e-06,
-    9.859520000077282e-06,
-    1.07856174997778e-05
+    1.0097474999497536e-05,
+    9.887842500120313e-06,
+    1.0150370000019394e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7796684999780155e-05,
-    1.4967584999681093e-05,
-    2.1325540000134425e-05
+    1.6662909999922703e-05,
+    1.7880289999538945e-05,
+    1.818398999944293e-05
    ]
   },
   "layer_backward_layernorm_autocast": {
-   "seconds": 4.299276605958031e-05,
-   "min": 4.179733814228148e-05,
-   "max": 5.8195050983201894e-05,
+   "seconds": 4.8371045717171275e-05,
+   "min": 4.7960380713144924e-05,
+   "max": 5.049371240394456e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2007,33 +2197,38 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00022912000119686127,
-    0.0005851519703865051,
-    0.0013794560432434082
+    0.0002603200078010559,
+    0.0005501760244369507,
+    0.001449728012084961
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 8.682927499705785e-06,
-   "host_backward_canary_seconds": 1.7796684999780155e-05,
+   "backward_ops": {
+    "aten::add_": 1.0,
+    "aten::detach": 1.0,
+    "aten::native_layer_norm_backward": 1.0
+   },
+   "host_canary_seconds": 1.0097474999497536e-05,
+   "host_backward_canary_seconds": 1.6662909999922703e-05,
    "pass_seconds": [
-    5.8195050983201894e-05,
-    4.179733814228148e-05,
-    4.299276605958031e-05
+    4.8371045717171275e-05,
+    5.049371240394456e-05,
+    4.7960380713144924e-05
    ],
    "pass_host_canary_seconds": [
-    8.682927499705785e-06,
-    9.859520000077282e-06,
-    1.07856174997778e-05
+    1.0097474999497536e-05,
+    9.887842500120313e-06,
+    1.0150370000019394e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7796684999780155e-05,
-    1.4967584999681093e-05,
-    2.1325540000134425e-05
+    1.6662909999922703e-05,
+    1.7880289999538945e-05,
+    1.818398999944293e-05
    ]
   },
   "layer_forward_groupnorm": {
-   "seconds": 5.476114189340955e-05,
-   "min": 3.142780792855081e-05,
-   "max": 6.31192358476775e-05,
+   "seconds": 5.161980752434049e-05,
+   "min": 4.790323866265161e-05,
+   "max": 5.5186284085114804e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2042,32 +2237,36 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.428799822926521e-05,
-    0.0001387840062379837,
-    0.0005157759785652161
+    7.926400005817413e-05,
+    0.00024822400510311125,
+    0.0009081919789314271
    ],
-   "host_canary_seconds": 7.055080000100134e-06,
-   "host_backward_canary_seconds": 1.754241000071488e-05,
+   "forward_ops": {
+    "aten::detach": 2.0,
+    "aten::native_group_norm": 1.0
+   },
+   "host_canary_seconds": 9.976742500157343e-06,
+   "host_backward_canary_seconds": 1.6582619999780945e-05,
    "pass_seconds": [
-    3.142780792855081e-05,
-    5.476114189340955e-05,
-    6.31192358476775e-05
+    5.5186284085114804e-05,
+    4.790323866265161e-05,
+    5.161980752434049e-05
    ],
    "pass_host_canary_seconds": [
-    7.055080000100134e-06,
-    1.0209147500006566e-05,
-    1.0865175000276394e-05
+    9.976742500157343e-06,
+    9.832447499888985e-06,
+    9.728905000088162e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.754241000071488e-05,
-    1.9048755000312667e-05,
-    2.2482150000087132e-05
+    1.6582619999780945e-05,
+    1.8408505000024888e-05,
+    1.7332910000504854e-05
    ]
   },
   "layer_backward_groupnorm": {
-   "seconds": 9.102781436273028e-05,
-   "min": 8.906666136213711e-05,
-   "max": 0.00010720534090484892,
+   "seconds": 8.531353125969566e-05,
+   "min": 7.965943394672304e-05,
+   "max": 9.429333642834714e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2076,33 +2275,38 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00023068800568580626,
-    0.0006424959897994995,
-    0.002054879903793335
+    0.0003240639865398407,
+    0.0008364160060882568,
+    0.002382688045501709
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 7.055080000100134e-06,
-   "host_backward_canary_seconds": 1.754241000071488e-05,
+   "backward_ops": {
+    "aten::add_": 1.0,
+    "aten::detach": 3.0,
+    "aten::native_group_norm_backward": 1.0
+   },
+   "host_canary_seconds": 9.976742500157343e-06,
+   "host_backward_canary_seconds": 1.6582619999780945e-05,
    "pass_seconds": [
-    8.906666136213711e-05,
-    0.00010720534090484892,
-    9.102781436273028e-05
+    7.965943394672304e-05,
+    8.531353125969566e-05,
+    9.429333642834714e-05
    ],
    "pass_host_canary_seconds": [
-    7.055080000100134e-06,
-    1.0209147500006566e-05,
-    1.0865175000276394e-05
+    9.976742500157343e-06,
+    9.832447499888985e-06,
+    9.728905000088162e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.754241000071488e-05,
-    1.9048755000312667e-05,
-    2.2482150000087132e-05
+    1.6582619999780945e-05,
+    1.8408505000024888e-05,
+    1.7332910000504854e-05
    ]
   },
   "layer_forward_groupnorm_autocast": {
-   "seconds": 5.7273140975407196e-05,
-   "min": 3.0038094591526756e-05,
-   "max": 6.367847855601992e-05,
+   "seconds": 5.226819004331317e-05,
+   "min": 4.9144381213755837e-05,
+   "max": 5.538133460850943e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2111,32 +2315,36 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00010636799782514572,
-    0.00015718400478363038,
-    0.0005438399910926818
+    0.00010543999820947647,
+    0.00026102399826049807,
+    0.0009326400160789489
    ],
-   "host_canary_seconds": 8.018622500003403e-06,
-   "host_backward_canary_seconds": 1.4110970000160705e-05,
+   "forward_ops": {
+    "aten::detach": 2.0,
+    "aten::native_group_norm": 1.0
+   },
+   "host_canary_seconds": 9.83407999967767e-06,
+   "host_backward_canary_seconds": 1.7229459999725804e-05,
    "pass_seconds": [
-    3.0038094591526756e-05,
-    5.7273140975407196e-05,
-    6.367847855601992e-05
+    5.538133460850943e-05,
+    4.9144381213755837e-05,
+    5.226819004331317e-05
    ],
    "pass_host_canary_seconds": [
-    8.018622500003403e-06,
-    9.589547500183925e-06,
-    1.1028240000143796e-05
+    9.83407999967767e-06,
+    9.76597250001987e-06,
+    9.78672999963237e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4110970000160705e-05,
-    1.943775500024003e-05,
-    2.033572999948774e-05
+    1.7229459999725804e-05,
+    1.5460110000162785e-05,
+    1.6758609999669715e-05
    ]
   },
   "layer_backward_groupnorm_autocast": {
-   "seconds": 8.594818484215509e-05,
-   "min": 7.707885652780534e-05,
-   "max": 9.479542466856183e-05,
+   "seconds": 8.818133565641583e-05,
+   "min": 7.690666012820745e-05,
+   "max": 9.553372008459908e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2145,33 +2353,38 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00022032000124454497,
-    0.0007077440023422241,
-    0.001882431983947754
+    0.0003909119963645935,
+    0.0009040639996528625,
+    0.0025718400478363036
    ],
    "backward_nodes_per_layer": 3.0,
-   "host_canary_seconds": 8.018622500003403e-06,
-   "host_backward_canary_seconds": 1.4110970000160705e-05,
+   "backward_ops": {
+    "aten::add_": 1.0,
+    "aten::detach": 3.0,
+    "aten::native_group_norm_backward": 1.0
+   },
+   "host_canary_seconds": 9.83407999967767e-06,
+   "host_backward_canary_seconds": 1.7229459999725804e-05,
    "pass_seconds": [
-    7.707885652780534e-05,
-    8.594818484215509e-05,
-    9.479542466856183e-05
+    8.818133565641583e-05,
+    7.690666012820745e-05,
+    9.553372008459908e-05
    ],
    "pass_host_canary_seconds": [
-    8.018622500003403e-06,
-    9.589547500183925e-06,
-    1.1028240000143796e-05
+    9.83407999967767e-06,
+    9.76597250001987e-06,
+    9.78672999963237e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4110970000160705e-05,
-    1.943775500024003e-05,
-    2.033572999948774e-05
+    1.7229459999725804e-05,
+    1.5460110000162785e-05,
+    1.6758609999669715e-05
    ]
   },
   "layer_forward_relu": {
-   "seconds": 1.5888000794109845e-05,
-   "min": 1.3420190839540392e-05,
-   "max": 1.6265905329159327e-05,
+   "seconds": 1.5962665634495874e-05,
+   "min": 9.778285310381935e-06,
+   "max": 1.6642284712621142e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2180,32 +2393,36 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.6399999856948852e-05,
-    6.668800115585327e-05,
-    0.0002277120053768158
+    3.516799956560135e-05,
+    7.859200239181519e-05,
+    0.0002731199860572815
    ],
-   "host_canary_seconds": 8.909565000294606e-06,
-   "host_backward_canary_seconds": 1.457176499968682e-05,
+   "forward_ops": {
+    "aten::detach": 1.0,
+    "aten::relu": 1.0
+   },
+   "host_canary_seconds": 9.955720000220935e-06,
+   "host_backward_canary_seconds": 1.7868929999167448e-05,
    "pass_seconds": [
-    1.3420190839540392e-05,
-    1.6265905329159327e-05,
-    1.5888000794109845e-05
+    1.5962665634495874e-05,
+    9.778285310381935e-06,
+    1.6642284712621142e-05
    ],
    "pass_host_canary_seconds": [
-    8.909565000294606e-06,
-    9.623197500161495e-06,
-    1.0274967500265575e-05
+    9.955720000220935e-06,
+    9.798594999779198e-06,
+    9.888359999763453e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.457176499968682e-05,
-    1.4991630000054101e-05,
-    2.0021909999741184e-05
+    1.7868929999167448e-05,
+    1.80768600000647e-05,
+    1.6988664999644246e-05
    ]
   },
   "layer_backward_relu": {
-   "seconds": 2.2756571304940036e-05,
-   "min": 1.4931807560580117e-05,
-   "max": 3.2128760502451935e-05,
+   "seconds": 2.3616000122967228e-05,
+   "min": 2.2377905746301013e-05,
+   "max": 3.261790672938029e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2214,33 +2431,38 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00010531199723482131,
-    0.000209087997674942,
-    0.0005368319749832153
+    0.00014444799721240997,
+    0.0002463040053844452,
+    0.0007151679992675781
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 8.909565000294606e-06,
-   "host_backward_canary_seconds": 1.457176499968682e-05,
+   "backward_ops": {
+    "aten::add_": 0.3333333333333333,
+    "aten::detach": 0.6666666666666666,
+    "aten::threshold_backward": 1.0
+   },
+   "host_canary_seconds": 9.955720000220935e-06,
+   "host_backward_canary_seconds": 1.7868929999167448e-05,
    "pass_seconds": [
-    1.4931807560580117e-05,
-    3.2128760502451935e-05,
-    2.2756571304940036e-05
+    2.2377905746301013e-05,
+    3.261790672938029e-05,
+    2.3616000122967228e-05
    ],
    "pass_host_canary_seconds": [
-    8.909565000294606e-06,
-    9.623197500161495e-06,
-    1.0274967500265575e-05
+    9.955720000220935e-06,
+    9.798594999779198e-06,
+    9.888359999763453e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.457176499968682e-05,
-    1.4991630000054101e-05,
-    2.0021909999741184e-05
+    1.7868929999167448e-05,
+    1.80768600000647e-05,
+    1.6988664999644246e-05
    ]
   },
   "layer_forward_relu_autocast": {
-   "seconds": 1.4372571593239194e-05,
-   "min": 1.4038094807238806e-05,
-   "max": 1.8878475363765445e-05,
+   "seconds": 1.6239238636834277e-05,
+   "min": 1.5932951477311906e-05,
+   "max": 1.6296381574301494e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2249,32 +2471,36 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.303999990224838e-05,
-    8.243200182914733e-05,
-    0.000252703994512558
+    5.385600030422211e-05,
+    0.00011004800349473953,
+    0.0003007360100746155
    ],
-   "host_canary_seconds": 9.410845000275004e-06,
-   "host_backward_canary_seconds": 1.4694729999291668e-05,
+   "forward_ops": {
+    "aten::detach": 1.0,
+    "aten::relu": 1.0
+   },
+   "host_canary_seconds": 1.0271280000040407e-05,
+   "host_backward_canary_seconds": 1.8063224999878002e-05,
    "pass_seconds": [
-    1.4038094807238806e-05,
-    1.8878475363765445e-05,
-    1.4372571593239194e-05
+    1.6296381574301494e-05,
+    1.5932951477311906e-05,
+    1.6239238636834277e-05
    ],
    "pass_host_canary_seconds": [
-    9.410845000275004e-06,
-    9.87090000023727e-06,
-    9.884029999795985e-06
+    1.0271280000040407e-05,
+    9.885129999815945e-06,
+    9.803279999971438e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4694729999291668e-05,
-    1.7440320000332577e-05,
-    2.031300499993449e-05
+    1.8063224999878002e-05,
+    1.8750334999708687e-05,
+    1.726149499972962e-05
    ]
   },
   "layer_backward_relu_autocast": {
-   "seconds": 1.8143240539800554e-05,
-   "min": 1.782628556802159e-05,
-   "max": 2.4869333420481005e-05,
+   "seconds": 2.5413330821763906e-05,
+   "min": 2.390323951840401e-05,
+   "max": 2.7286094746419365e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2283,33 +2509,38 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00013068799674510956,
-    0.0002227199971675873,
-    0.0006119040250778198
+    0.00019689600169658662,
+    0.0003377920091152191,
+    0.0008540160059928894
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 9.410845000275004e-06,
-   "host_backward_canary_seconds": 1.4694729999291668e-05,
+   "backward_ops": {
+    "aten::add_": 0.3333333333333333,
+    "aten::detach": 0.6666666666666666,
+    "aten::threshold_backward": 1.0
+   },
+   "host_canary_seconds": 1.0271280000040407e-05,
+   "host_backward_canary_seconds": 1.8063224999878002e-05,
    "pass_seconds": [
-    1.8143240539800554e-05,
-    1.782628556802159e-05,
-    2.4869333420481005e-05
+    2.7286094746419365e-05,
+    2.390323951840401e-05,
+    2.5413330821763906e-05
    ],
    "pass_host_canary_seconds": [
-    9.410845000275004e-06,
-    9.87090000023727e-06,
-    9.884029999795985e-06
+    1.0271280000040407e-05,
+    9.885129999815945e-06,
+    9.803279999971438e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4694729999291668e-05,
-    1.7440320000332577e-05,
-    2.031300499993449e-05
+    1.8063224999878002e-05,
+    1.8750334999708687e-05,
+    1.726149499972962e-05
    ]
   },
   "layer_forward_gelu": {
-   "seconds": 1.2931047628323239e-05,
-   "min": 1.2831237965396474e-05,
-   "max": 1.314971454086758e-05,
+   "seconds": 1.4804570980015255e-05,
+   "min": 1.476723789459183e-05,
+   "max": 1.5684570584978375e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2318,32 +2549,35 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.5216000154614447e-05,
-    6.172800064086914e-05,
-    0.00021702399849891663
+    3.4752000123262405e-05,
+    7.846400141716004e-05,
+    0.0002560639977455139
    ],
-   "host_canary_seconds": 9.327829999961068e-06,
-   "host_backward_canary_seconds": 1.4694729999291668e-05,
+   "forward_ops": {
+    "aten::gelu": 1.0
+   },
+   "host_canary_seconds": 1.023346250008217e-05,
+   "host_backward_canary_seconds": 1.8401780000090184e-05,
    "pass_seconds": [
-    1.2831237965396474e-05,
-    1.2931047628323239e-05,
-    1.314971454086758e-05
+    1.476723789459183e-05,
+    1.4804570980015255e-05,
+    1.5684570584978375e-05
    ],
    "pass_host_canary_seconds": [
-    9.327829999961068e-06,
-    9.709249999900748e-06,
-    1.007515499964029e-05
+    1.023346250008217e-05,
+    1.0282519999691431e-05,
+    1.0017234999963874e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4694729999291668e-05,
-    1.761271999953351e-05,
-    1.8320730000596085e-05
+    1.8401780000090184e-05,
+    1.9023419999939504e-05,
+    1.765746999979001e-05
    ]
   },
   "layer_backward_gelu": {
-   "seconds": 2.0673523080490892e-05,
-   "min": 1.7240379183065315e-05,
-   "max": 2.2918856392304097e-05,
+   "seconds": 2.4164571648552307e-05,
+   "min": 2.2313143703199566e-05,
+   "max": 2.565485824431692e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2352,33 +2586,38 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00010527999699115753,
-    0.00020259200036525725,
-    0.0006067839860916138
+    0.00016678400337696075,
+    0.00029583999514579774,
+    0.0007757120132446289
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 9.327829999961068e-06,
-   "host_backward_canary_seconds": 1.4694729999291668e-05,
+   "backward_ops": {
+    "aten::add_": 0.3333333333333333,
+    "aten::detach": -0.3333333333333333,
+    "aten::gelu_backward": 1.0
+   },
+   "host_canary_seconds": 1.023346250008217e-05,
+   "host_backward_canary_seconds": 1.8401780000090184e-05,
    "pass_seconds": [
-    2.0673523080490892e-05,
-    2.2918856392304097e-05,
-    1.7240379183065315e-05
+    2.565485824431692e-05,
+    2.2313143703199566e-05,
+    2.4164571648552307e-05
    ],
    "pass_host_canary_seconds": [
-    9.327829999961068e-06,
-    9.709249999900748e-06,
-    1.007515499964029e-05
+    1.023346250008217e-05,
+    1.0282519999691431e-05,
+    1.0017234999963874e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4694729999291668e-05,
-    1.761271999953351e-05,
-    1.8320730000596085e-05
+    1.8401780000090184e-05,
+    1.9023419999939504e-05,
+    1.765746999979001e-05
    ]
   },
   "layer_forward_gelu_autocast": {
-   "seconds": 1.4262095093727111e-05,
-   "min": 1.2854857458954765e-05,
-   "max": 1.6412953358320966e-05,
+   "seconds": 1.3738667503708885e-05,
+   "min": 1.028190464490936e-05,
+   "max": 1.4040381780692509e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2387,32 +2626,35 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.891199827194214e-05,
-    7.913599908351898e-05,
-    0.00023228800296783448
+    5.302400141954422e-05,
+    9.942399710416794e-05,
+    0.0002608320116996765
    ],
-   "host_canary_seconds": 9.125115000188088e-06,
-   "host_backward_canary_seconds": 1.4049290000457403e-05,
+   "forward_ops": {
+    "aten::gelu": 1.0
+   },
+   "host_canary_seconds": 7.527590000222517e-06,
+   "host_backward_canary_seconds": 1.879301000030864e-05,
    "pass_seconds": [
-    1.2854857458954765e-05,
-    1.6412953358320966e-05,
-    1.4262095093727111e-05
+    1.3738667503708885e-05,
+    1.4040381780692509e-05,
+    1.028190464490936e-05
    ],
    "pass_host_canary_seconds": [
-    9.125115000188088e-06,
-    9.84741499962638e-06,
-    9.841135000101531e-06
+    7.527590000222517e-06,
+    8.374477500012745e-06,
+    7.565399999975852e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4049290000457403e-05,
-    1.5515219999997498e-05,
-    1.990103000025556e-05
+    1.879301000030864e-05,
+    1.841636000051494e-05,
+    1.8153119999624323e-05
    ]
   },
   "layer_backward_gelu_autocast": {
-   "seconds": 1.993904670789128e-05,
-   "min": 1.647619087071646e-05,
-   "max": 2.1095617896034604e-05,
+   "seconds": 2.5668568909168248e-05,
+   "min": 1.644266662853105e-05,
+   "max": 3.6253712893951506e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2421,33 +2663,38 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00012099199742078782,
-    0.0002016959935426712,
-    0.0005585280060768127
+    0.000204352006316185,
+    0.00027526399493217466,
+    0.0006505280137062073
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 9.125115000188088e-06,
-   "host_backward_canary_seconds": 1.4049290000457403e-05,
+   "backward_ops": {
+    "aten::add_": 0.3333333333333333,
+    "aten::detach": -0.3333333333333333,
+    "aten::gelu_backward": 1.0
+   },
+   "host_canary_seconds": 7.527590000222517e-06,
+   "host_backward_canary_seconds": 1.879301000030864e-05,
    "pass_seconds": [
-    1.647619087071646e-05,
-    1.993904670789128e-05,
-    2.1095617896034604e-05
+    1.644266662853105e-05,
+    2.5668568909168248e-05,
+    3.6253712893951506e-05
    ],
    "pass_host_canary_seconds": [
-    9.125115000188088e-06,
-    9.84741499962638e-06,
-    9.841135000101531e-06
+    7.527590000222517e-06,
+    8.374477500012745e-06,
+    7.565399999975852e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4049290000457403e-05,
-    1.5515219999997498e-05,
-    1.990103000025556e-05
+    1.879301000030864e-05,
+    1.841636000051494e-05,
+    1.8153119999624323e-05
    ]
   },
   "layer_forward_silu": {
-   "seconds": 1.2899809117828098e-05,
-   "min": 1.2670476255672319e-05,
-   "max": 1.6387046802611578e-05,
+   "seconds": 9.865904936478252e-06,
+   "min": 9.609904583720933e-06,
+   "max": 1.6047237529641105e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2456,32 +2703,35 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.5312000885605812e-05,
-    6.368000060319901e-05,
-    0.000215488001704216
+    2.1503999829292296e-05,
+    5.152000114321709e-05,
+    0.00016963200271129608
    ],
-   "host_canary_seconds": 8.91180499991151e-06,
-   "host_backward_canary_seconds": 1.4171520000445525e-05,
+   "forward_ops": {
+    "aten::silu": 1.0
+   },
+   "host_canary_seconds": 7.3793950002709604e-06,
+   "host_backward_canary_seconds": 1.8118230000254697e-05,
    "pass_seconds": [
-    1.2670476255672319e-05,
-    1.6387046802611578e-05,
-    1.2899809117828098e-05
+    9.865904936478252e-06,
+    9.609904583720933e-06,
+    1.6047237529641105e-05
    ],
    "pass_host_canary_seconds": [
-    8.91180499991151e-06,
-    1.0033992499813848e-05,
-    1.0966010000004188e-05
+    7.3793950002709604e-06,
+    1.0043639999821607e-05,
+    1.0006842499876713e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4171520000445525e-05,
-    1.5098029999194296e-05,
-    2.0710900000153742e-05
+    1.8118230000254697e-05,
+    1.8841900000552415e-05,
+    1.7977644999973564e-05
    ]
   },
   "layer_backward_silu": {
-   "seconds": 2.1540572955494834e-05,
-   "min": 1.5860570239878836e-05,
-   "max": 4.058590726483436e-05,
+   "seconds": 2.5800380944496112e-05,
+   "min": 2.466971498160135e-05,
+   "max": 4.1113144673761866e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2490,33 +2740,38 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00010351999849081039,
-    0.000187391996383667,
-    0.0005309119820594788
+    0.00010435199737548829,
+    0.00019641600549221038,
+    0.0006343680024147034
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 8.91180499991151e-06,
-   "host_backward_canary_seconds": 1.4171520000445525e-05,
+   "backward_ops": {
+    "aten::add_": 0.3333333333333333,
+    "aten::detach": -0.3333333333333333,
+    "aten::silu_backward": 1.0
+   },
+   "host_canary_seconds": 7.3793950002709604e-06,
+   "host_backward_canary_seconds": 1.8118230000254697e-05,
    "pass_seconds": [
-    1.5860570239878836e-05,
-    2.1540572955494834e-05,
-    4.058590726483436e-05
+    2.5800380944496112e-05,
+    4.1113144673761866e-05,
+    2.466971498160135e-05
    ],
    "pass_host_canary_seconds": [
-    8.91180499991151e-06,
-    1.0033992499813848e-05,
-    1.0966010000004188e-05
+    7.3793950002709604e-06,
+    1.0043639999821607e-05,
+    1.0006842499876713e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4171520000445525e-05,
-    1.5098029999194296e-05,
-    2.0710900000153742e-05
+    1.8118230000254697e-05,
+    1.8841900000552415e-05,
+    1.7977644999973564e-05
    ]
   },
   "layer_forward_silu_autocast": {
-   "seconds": 1.624609600929987e-05,
-   "min": 1.2844190356277285e-05,
-   "max": 1.651047720086007e-05,
+   "seconds": 1.7179427934544425e-05,
+   "min": 1.0308571425931795e-05,
+   "max": 1.9978666944163187e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2525,32 +2780,35 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.7663999944925305e-05,
-    7.420799881219864e-05,
-    0.00022966399788856506
+    3.071999922394752e-05,
+    6.038400158286095e-05,
+    0.00018492799997329713
    ],
-   "host_canary_seconds": 8.822715000178504e-06,
-   "host_backward_canary_seconds": 1.3689669999621402e-05,
+   "forward_ops": {
+    "aten::silu": 1.0
+   },
+   "host_canary_seconds": 7.509260000233553e-06,
+   "host_backward_canary_seconds": 1.6387489999942772e-05,
    "pass_seconds": [
-    1.2844190356277285e-05,
-    1.651047720086007e-05,
-    1.624609600929987e-05
+    1.0308571425931795e-05,
+    1.7179427934544425e-05,
+    1.9978666944163187e-05
    ],
    "pass_host_canary_seconds": [
-    8.822715000178504e-06,
-    9.895565000306306e-06,
-    1.101693499947487e-05
+    7.509260000233553e-06,
+    1.017366999974456e-05,
+    9.948909999764055e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.3689669999621402e-05,
-    1.4861779999364443e-05,
-    2.019422999978815e-05
+    1.6387489999942772e-05,
+    1.9061529999362393e-05,
+    1.8364719999794942e-05
    ]
   },
   "layer_backward_silu_autocast": {
-   "seconds": 2.508418776449702e-05,
-   "min": 2.1171046154839646e-05,
-   "max": 3.660114535263607e-05,
+   "seconds": 2.051581105306035e-05,
+   "min": 1.7283045465037937e-05,
+   "max": 2.3943619447804626e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2559,33 +2817,38 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001334400027990341,
-    0.0002035519927740097,
-    0.000633023977279663
+    0.00011238399893045425,
+    0.00020479999482631684,
+    0.0006227200031280517
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 8.822715000178504e-06,
-   "host_backward_canary_seconds": 1.3689669999621402e-05,
+   "backward_ops": {
+    "aten::add_": 0.3333333333333333,
+    "aten::detach": -0.3333333333333333,
+    "aten::silu_backward": 1.0
+   },
+   "host_canary_seconds": 7.509260000233553e-06,
+   "host_backward_canary_seconds": 1.6387489999942772e-05,
    "pass_seconds": [
-    2.1171046154839646e-05,
-    2.508418776449702e-05,
-    3.660114535263607e-05
+    2.3943619447804626e-05,
+    2.051581105306035e-05,
+    1.7283045465037937e-05
    ],
    "pass_host_canary_seconds": [
-    8.822715000178504e-06,
-    9.895565000306306e-06,
-    1.101693499947487e-05
+    7.509260000233553e-06,
+    1.017366999974456e-05,
+    9.948909999764055e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.3689669999621402e-05,
-    1.4861779999364443e-05,
-    2.019422999978815e-05
+    1.6387489999942772e-05,
+    1.9061529999362393e-05,
+    1.8364719999794942e-05
    ]
   },
   "layer_forward_tanh": {
-   "seconds": 1.5113905427001772e-05,
-   "min": 1.2422094919851846e-05,
-   "max": 1.5875810313792455e-05,
+   "seconds": 1.4508190165672984e-05,
+   "min": 9.821714301194463e-06,
+   "max": 1.5024760826712562e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2594,32 +2857,36 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.457600086927414e-05,
-    6.176000088453293e-05,
-    0.00021087999641895293
+    2.0416000857949256e-05,
+    5.200000107288361e-05,
+    0.00016844800114631652
    ],
-   "host_canary_seconds": 8.976849999839942e-06,
-   "host_backward_canary_seconds": 1.6108049999274952e-05,
+   "forward_ops": {
+    "aten::detach": 1.0,
+    "aten::tanh": 1.0
+   },
+   "host_canary_seconds": 7.2554650000711265e-06,
+   "host_backward_canary_seconds": 1.392713999962325e-05,
    "pass_seconds": [
-    1.2422094919851846e-05,
-    1.5113905427001772e-05,
-    1.5875810313792455e-05
+    9.821714301194463e-06,
+    1.4508190165672984e-05,
+    1.5024760826712562e-05
    ],
    "pass_host_canary_seconds": [
-    8.976849999839942e-06,
-    1.003155500001185e-05,
-    1.0658207500284789e-05
+    7.2554650000711265e-06,
+    1.0085669999853054e-05,
+    9.630315000208612e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6108049999274952e-05,
-    1.5845479999256896e-05,
-    2.14981149997584e-05
+    1.392713999962325e-05,
+    1.8797049999648153e-05,
+    1.8091090000780242e-05
    ]
   },
   "layer_backward_tanh": {
-   "seconds": 1.7452192625829158e-05,
-   "min": 1.5164191878977282e-05,
-   "max": 2.380723719085966e-05,
+   "seconds": 2.268952681195168e-05,
+   "min": 2.044723582054888e-05,
+   "max": 2.5113144534684363e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2628,33 +2895,38 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00011286400258541107,
-    0.00020281599462032318,
-    0.0005610880255699158
+    0.00010700800269842147,
+    0.00016233600676059722,
+    0.0005492159724235535
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 8.976849999839942e-06,
-   "host_backward_canary_seconds": 1.6108049999274952e-05,
+   "backward_ops": {
+    "aten::add_": 0.3333333333333333,
+    "aten::detach": 0.6666666666666666,
+    "aten::tanh_backward": 1.0
+   },
+   "host_canary_seconds": 7.2554650000711265e-06,
+   "host_backward_canary_seconds": 1.392713999962325e-05,
    "pass_seconds": [
-    1.7452192625829158e-05,
-    2.380723719085966e-05,
-    1.5164191878977282e-05
+    2.044723582054888e-05,
+    2.5113144534684363e-05,
+    2.268952681195168e-05
    ],
    "pass_host_canary_seconds": [
-    8.976849999839942e-06,
-    1.003155500001185e-05,
-    1.0658207500284789e-05
+    7.2554650000711265e-06,
+    1.0085669999853054e-05,
+    9.630315000208612e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6108049999274952e-05,
-    1.5845479999256896e-05,
-    2.14981149997584e-05
+    1.392713999962325e-05,
+    1.8797049999648153e-05,
+    1.8091090000780242e-05
    ]
   },
   "layer_forward_tanh_autocast": {
-   "seconds": 1.6428952238389427e-05,
-   "min": 1.2735999588455473e-05,
-   "max": 1.7911617954572043e-05,
+   "seconds": 1.5151237270661765e-05,
+   "min": 1.0760381285633358e-05,
+   "max": 1.5319619327783587e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2663,32 +2935,36 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.884800150990486e-05,
-    7.8015998005867e-05,
-    0.00023020799458026885
+    3.299200162291527e-05,
+    6.892800331115723e-05,
+    0.00019561600685119628
    ],
-   "host_canary_seconds": 8.927375000098436e-06,
-   "host_backward_canary_seconds": 1.634331000104794e-05,
+   "forward_ops": {
+    "aten::detach": 1.0,
+    "aten::tanh": 1.0
+   },
+   "host_canary_seconds": 7.1743550000746834e-06,
+   "host_backward_canary_seconds": 1.497820000054162e-05,
    "pass_seconds": [
-    1.2735999588455473e-05,
-    1.6428952238389427e-05,
-    1.7911617954572043e-05
+    1.0760381285633358e-05,
+    1.5319619327783587e-05,
+    1.5151237270661765e-05
    ],
    "pass_host_canary_seconds": [
-    8.927375000098436e-06,
-    9.874305000039385e-06,
-    1.0419950000368771e-05
+    7.1743550000746834e-06,
+    1.0154574999887701e-05,
+    1.0132339999699978e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.634331000104794e-05,
-    1.9366499999478036e-05,
-    2.0233949999237667e-05
+    1.497820000054162e-05,
+    1.9014949999700547e-05,
+    1.8238960000189766e-05
    ]
   },
   "layer_backward_tanh_autocast": {
-   "seconds": 1.8019046811830428e-05,
-   "min": 1.678628634129252e-05,
-   "max": 2.555047773889133e-05,
+   "seconds": 2.6655238831327082e-05,
+   "min": 2.2407619548695435e-05,
+   "max": 2.7349335984105157e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2697,33 +2973,38 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00013017599284648895,
-    0.0002280000001192093,
-    0.0005760959982872009
+    0.0001499519944190979,
+    0.00019679999351501464,
+    0.0006299200057983398
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 8.927375000098436e-06,
-   "host_backward_canary_seconds": 1.634331000104794e-05,
+   "backward_ops": {
+    "aten::add_": 0.3333333333333333,
+    "aten::detach": 0.6666666666666666,
+    "aten::tanh_backward": 1.0
+   },
+   "host_canary_seconds": 7.1743550000746834e-06,
+   "host_backward_canary_seconds": 1.497820000054162e-05,
    "pass_seconds": [
-    1.678628634129252e-05,
-    2.555047773889133e-05,
-    1.8019046811830428e-05
+    2.2407619548695435e-05,
+    2.6655238831327082e-05,
+    2.7349335984105157e-05
    ],
    "pass_host_canary_seconds": [
-    8.927375000098436e-06,
-    9.874305000039385e-06,
-    1.0419950000368771e-05
+    7.1743550000746834e-06,
+    1.0154574999887701e-05,
+    1.0132339999699978e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.634331000104794e-05,
-    1.9366499999478036e-05,
-    2.0233949999237667e-05
+    1.497820000054162e-05,
+    1.9014949999700547e-05,
+    1.8238960000189766e-05
    ]
   },
   "layer_forward_sigmoid": {
-   "seconds": 1.2569142860316095e-05,
-   "min": 1.1532952033338092e-05,
-   "max": 1.385676186709177e-05,
+   "seconds": 1.5573333061876752e-05,
+   "min": 9.484190671216875e-06,
+   "max": 1.568837987170333e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2732,32 +3013,36 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.4800000712275504e-05,
-    6.243199855089187e-05,
-    0.00021331200003623963
+    2.2336000576615335e-05,
+    6.595200300216675e-05,
+    0.00025651198625564574
    ],
-   "host_canary_seconds": 8.722195000245847e-06,
-   "host_backward_canary_seconds": 1.4275360000510772e-05,
+   "forward_ops": {
+    "aten::detach": 1.0,
+    "aten::sigmoid": 1.0
+   },
+   "host_canary_seconds": 1.0142000000428198e-05,
+   "host_backward_canary_seconds": 1.4134100000546823e-05,
    "pass_seconds": [
-    1.2569142860316095e-05,
-    1.385676186709177e-05,
-    1.1532952033338092e-05
+    1.568837987170333e-05,
+    9.484190671216875e-06,
+    1.5573333061876752e-05
    ],
    "pass_host_canary_seconds": [
-    8.722195000245847e-06,
-    9.619760000418864e-06,
-    9.759339999959592e-06
+    1.0142000000428198e-05,
+    7.746635000103196e-06,
+    1.02637349999668e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4275360000510772e-05,
-    1.8620109999574195e-05,
-    1.956419999942227e-05
+    1.4134100000546823e-05,
+    1.9107960000610546e-05,
+    1.8599060000497046e-05
    ]
   },
   "layer_backward_sigmoid": {
-   "seconds": 2.4725334275336494e-05,
-   "min": 1.7919236439324563e-05,
-   "max": 3.358780911990574e-05,
+   "seconds": 2.298590434449059e-05,
+   "min": 2.0998859423257052e-05,
+   "max": 2.5039998903161e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2766,33 +3051,38 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00011241599917411804,
-    0.0001996160000562668,
-    0.0005683199763298034
+    9.356799721717835e-05,
+    0.0002436479926109314,
+    0.0006572160124778747
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 8.722195000245847e-06,
-   "host_backward_canary_seconds": 1.4275360000510772e-05,
+   "backward_ops": {
+    "aten::add_": 0.3333333333333333,
+    "aten::detach": 0.6666666666666666,
+    "aten::sigmoid_backward": 1.0
+   },
+   "host_canary_seconds": 1.0142000000428198e-05,
+   "host_backward_canary_seconds": 1.4134100000546823e-05,
    "pass_seconds": [
-    1.7919236439324563e-05,
-    2.4725334275336494e-05,
-    3.358780911990574e-05
+    2.0998859423257052e-05,
+    2.298590434449059e-05,
+    2.5039998903161e-05
    ],
    "pass_host_canary_seconds": [
-    8.722195000245847e-06,
-    9.619760000418864e-06,
-    9.759339999959592e-06
+    1.0142000000428198e-05,
+    7.746635000103196e-06,
+    1.02637349999668e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.4275360000510772e-05,
-    1.8620109999574195e-05,
-    1.956419999942227e-05
+    1.4134100000546823e-05,
+    1.9107960000610546e-05,
+    1.8599060000497046e-05
    ]
   },
   "layer_forward_sigmoid_autocast": {
-   "seconds": 1.4217904281048548e-05,
-   "min": 1.0679619120700019e-05,
-   "max": 1.6415237582155634e-05,
+   "seconds": 1.575466653420812e-05,
+   "min": 1.1039238423109054e-05,
+   "max": 1.6403047456627802e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2801,32 +3091,36 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.0656000599265096e-05,
-    7.129599899053574e-05,
-    0.00027401599287986753
+    3.392000123858452e-05,
+    9.734400361776351e-05,
+    0.00028470399975776673
    ],
-   "host_canary_seconds": 7.261384999992515e-06,
-   "host_backward_canary_seconds": 1.3320040000053269e-05,
+   "forward_ops": {
+    "aten::detach": 1.0,
+    "aten::sigmoid": 1.0
+   },
+   "host_canary_seconds": 1.0187377500017192e-05,
+   "host_backward_canary_seconds": 1.7978405000462772e-05,
    "pass_seconds": [
-    1.6415237582155634e-05,
-    1.4217904281048548e-05,
-    1.0679619120700019e-05
+    1.6403047456627802e-05,
+    1.1039238423109054e-05,
+    1.575466653420812e-05
    ],
    "pass_host_canary_seconds": [
-    7.261384999992515e-06,
-    9.515900000280908e-06,
-    1.0229462500035425e-05
+    1.0187377500017192e-05,
+    7.96917000002395e-06,
+    9.892915000193624e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.3320040000053269e-05,
-    1.5072969999891938e-05,
-    1.9283405000010133e-05
+    1.7978405000462772e-05,
+    1.8394329999864566e-05,
+    1.7823585000087402e-05
    ]
   },
   "layer_backward_sigmoid_autocast": {
-   "seconds": 2.0486859693413686e-05,
-   "min": 1.2116571001353724e-05,
-   "max": 3.890285694173404e-05,
+   "seconds": 2.1835430392197196e-05,
+   "min": 2.1031617940891357e-05,
+   "max": 2.3196191127811158e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2835,33 +3129,38 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00010755199939012528,
-    0.00019571200013160706,
-    0.0005363839864730835
+    0.00018335999548435211,
+    0.00030534398555755616,
+    0.0007593600153923035
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 7.261384999992515e-06,
-   "host_backward_canary_seconds": 1.3320040000053269e-05,
+   "backward_ops": {
+    "aten::add_": 0.3333333333333333,
+    "aten::detach": 0.6666666666666666,
+    "aten::sigmoid_backward": 1.0
+   },
+   "host_canary_seconds": 1.0187377500017192e-05,
+   "host_backward_canary_seconds": 1.7978405000462772e-05,
    "pass_seconds": [
-    1.2116571001353724e-05,
-    2.0486859693413686e-05,
-    3.890285694173404e-05
+    2.1835430392197196e-05,
+    2.1031617940891357e-05,
+    2.3196191127811158e-05
    ],
    "pass_host_canary_seconds": [
-    7.261384999992515e-06,
-    9.515900000280908e-06,
-    1.0229462500035425e-05
+    1.0187377500017192e-05,
+    7.96917000002395e-06,
+    9.892915000193624e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.3320040000053269e-05,
-    1.5072969999891938e-05,
-    1.9283405000010133e-05
+    1.7978405000462772e-05,
+    1.8394329999864566e-05,
+    1.7823585000087402e-05
    ]
   },
   "layer_forward_dropout": {
-   "seconds": 1.47847623697349e-05,
-   "min": 1.333790449869065e-05,
-   "max": 2.4799238003435588e-05,
+   "seconds": 1.727695151099137e-05,
+   "min": 1.4002286075126555e-05,
+   "max": 2.369676140092668e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2870,32 +3169,35 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.4064000695943834e-05,
-    6.761600077152252e-05,
-    0.0002455680072307587
+    4.2208001017570495e-05,
+    0.00010729599744081497,
+    0.00025993600487709043
    ],
-   "host_canary_seconds": 6.973942499826079e-06,
-   "host_backward_canary_seconds": 1.786820000006628e-05,
+   "forward_ops": {
+    "aten::native_dropout": 1.0
+   },
+   "host_canary_seconds": 7.371330000296439e-06,
+   "host_backward_canary_seconds": 1.8476359999795024e-05,
    "pass_seconds": [
-    1.47847623697349e-05,
-    1.333790449869065e-05,
-    2.4799238003435588e-05
+    1.4002286075126555e-05,
+    1.727695151099137e-05,
+    2.369676140092668e-05
    ],
    "pass_host_canary_seconds": [
-    6.973942499826079e-06,
-    9.804229999872405e-06,
-    1.0844070000075589e-05
+    7.371330000296439e-06,
+    9.120874999837269e-06,
+    9.904890000029809e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.786820000006628e-05,
-    1.846967999995286e-05,
-    2.0282254999415274e-05
+    1.8476359999795024e-05,
+    1.9559904999937315e-05,
+    1.759677999984888e-05
    ]
   },
   "layer_backward_dropout": {
-   "seconds": 2.5646476873329722e-05,
-   "min": 2.560076099776086e-05,
-   "max": 3.06544779312043e-05,
+   "seconds": 3.077028425676483e-05,
+   "min": 2.5642668562276032e-05,
+   "max": 3.143009587767578e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2904,33 +3206,38 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00012403199821710588,
-    0.00023907199501991273,
-    0.0007277759909629822
+    0.00018025599420070648,
+    0.00023824000358581542,
+    0.0008263999819755555
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 6.973942499826079e-06,
-   "host_backward_canary_seconds": 1.786820000006628e-05,
+   "backward_ops": {
+    "aten::add_": 0.3333333333333333,
+    "aten::detach": -0.3333333333333333,
+    "aten::native_dropout_backward": 1.0
+   },
+   "host_canary_seconds": 7.371330000296439e-06,
+   "host_backward_canary_seconds": 1.8476359999795024e-05,
    "pass_seconds": [
-    2.560076099776086e-05,
-    3.06544779312043e-05,
-    2.5646476873329722e-05
+    3.077028425676483e-05,
+    3.143009587767578e-05,
+    2.5642668562276032e-05
    ],
    "pass_host_canary_seconds": [
-    6.973942499826079e-06,
-    9.804229999872405e-06,
-    1.0844070000075589e-05
+    7.371330000296439e-06,
+    9.120874999837269e-06,
+    9.904890000029809e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.786820000006628e-05,
-    1.846967999995286e-05,
-    2.0282254999415274e-05
+    1.8476359999795024e-05,
+    1.9559904999937315e-05,
+    1.759677999984888e-05
    ]
   },
   "layer_forward_dropout_autocast": {
-   "seconds": 2.1257143290269942e-05,
-   "min": 1.5394285321235654e-05,
-   "max": 2.509181041802679e-05,
+   "seconds": 2.3860571994667958e-05,
+   "min": 1.9881143456413633e-05,
+   "max": 2.6985143266973043e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2939,32 +3246,35 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.433600068092346e-05,
-    7.523199915885926e-05,
-    0.00026348799467086794
+    3.705599904060364e-05,
+    0.00012671999633312225,
+    0.0004447360038757324
    ],
-   "host_canary_seconds": 7.220205000066926e-06,
-   "host_backward_canary_seconds": 1.7883470000015223e-05,
+   "forward_ops": {
+    "aten::native_dropout": 1.0
+   },
+   "host_canary_seconds": 8.563394999896445e-06,
+   "host_backward_canary_seconds": 1.8329009999433763e-05,
    "pass_seconds": [
-    1.5394285321235654e-05,
-    2.1257143290269942e-05,
-    2.509181041802679e-05
+    2.6985143266973043e-05,
+    1.9881143456413633e-05,
+    2.3860571994667958e-05
    ],
    "pass_host_canary_seconds": [
-    7.220205000066926e-06,
-    9.76275499994017e-06,
-    1.0468874999673971e-05
+    8.563394999896445e-06,
+    9.346867499857581e-06,
+    1.0082239999746889e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7883470000015223e-05,
-    1.9618514999706347e-05,
-    2.0526440000594448e-05
+    1.8329009999433763e-05,
+    1.9326125000134197e-05,
+    1.7964119999760443e-05
    ]
   },
   "layer_backward_dropout_autocast": {
-   "seconds": 2.532114514282772e-05,
-   "min": 2.3139046416396185e-05,
-   "max": 2.8352759601104817e-05,
+   "seconds": 2.6281905670960747e-05,
+   "min": 2.2399238177708222e-05,
+   "max": 2.9369143148263296e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2973,33 +3283,38 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014086399972438812,
-    0.0002574079930782318,
-    0.0007497280240058899
+    0.0001307840049266815,
+    0.00023638400435447692,
+    0.0009549440145492554
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 7.220205000066926e-06,
-   "host_backward_canary_seconds": 1.7883470000015223e-05,
+   "backward_ops": {
+    "aten::add_": 0.3333333333333333,
+    "aten::detach": -0.3333333333333333,
+    "aten::native_dropout_backward": 1.0
+   },
+   "host_canary_seconds": 8.563394999896445e-06,
+   "host_backward_canary_seconds": 1.8329009999433763e-05,
    "pass_seconds": [
-    2.532114514282772e-05,
-    2.3139046416396185e-05,
-    2.8352759601104817e-05
+    2.9369143148263296e-05,
+    2.2399238177708222e-05,
+    2.6281905670960747e-05
    ],
    "pass_host_canary_seconds": [
-    7.220205000066926e-06,
-    9.76275499994017e-06,
-    1.0468874999673971e-05
+    8.563394999896445e-06,
+    9.346867499857581e-06,
+    1.0082239999746889e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7883470000015223e-05,
-    1.9618514999706347e-05,
-    2.0526440000594448e-05
+    1.8329009999433763e-05,
+    1.9326125000134197e-05,
+    1.7964119999760443e-05
    ]
   },
   "layer_forward_dropout_identity": {
-   "seconds": 4.269714112437906e-06,
-   "min": 2.7123809392963134e-06,
-   "max": 5.500190492187227e-06,
+   "seconds": 4.298666802545389e-06,
+   "min": 3.1398094392248568e-06,
+   "max": 5.769904614204451e-06,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout_identity layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3008,32 +3323,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    1.158399973064661e-05,
-    1.9775999709963798e-05,
-    5.2287999540567396e-05
+    1.3407999649643898e-05,
+    2.2752000018954278e-05,
+    6.0479998588562014e-05
    ],
-   "host_canary_seconds": 7.187745000010182e-06,
-   "host_backward_canary_seconds": 1.7913870000256793e-05,
+   "forward_ops": {},
+   "host_canary_seconds": 1.0024974999964797e-05,
+   "host_backward_canary_seconds": 1.936596999939866e-05,
    "pass_seconds": [
-    2.7123809392963134e-06,
-    4.269714112437906e-06,
-    5.500190492187227e-06
+    3.1398094392248568e-06,
+    4.298666802545389e-06,
+    5.769904614204451e-06
    ],
    "pass_host_canary_seconds": [
-    7.187745000010182e-06,
-    9.908320000135974e-06,
-    1.0364505000381997e-05
+    1.0024974999964797e-05,
+    9.068790000128501e-06,
+    1.0087850000104482e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7913870000256793e-05,
-    1.95016600002873e-05,
-    1.9804649999741743e-05
+    1.936596999939866e-05,
+    1.8004119999659453e-05,
+    1.8507969999745908e-05
    ]
   },
   "layer_backward_dropout_identity": {
-   "seconds": 1.3577138916367581e-06,
+   "seconds": 3.893332378495317e-07,
    "min": 0.0,
-   "max": 1.3691433927132983e-06,
+   "max": 1.4514283587535238e-06,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout_identity layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3042,33 +3358,38 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    8.931200206279755e-05,
-    9.827200323343276e-05,
-    0.00014927999675273896
+    8.870399743318557e-05,
+    0.00010300800204277039,
+    0.00013593600690364838
    ],
    "backward_nodes_per_layer": 0.0,
-   "host_canary_seconds": 7.187745000010182e-06,
-   "host_backward_canary_seconds": 1.7913870000256793e-05,
+   "backward_ops": {
+    "aten::add_": 0.3333333333333333,
+    "aten::copy_": -0.3333333333333333,
+    "aten::new_empty_strided": -0.3333333333333333
+   },
+   "host_canary_seconds": 1.0024974999964797e-05,
+   "host_backward_canary_seconds": 1.936596999939866e-05,
    "pass_seconds": [
-    1.3577138916367581e-06,
-    1.3691433927132983e-06,
-    0.0
+    0.0,
+    3.893332378495317e-07,
+    1.4514283587535238e-06
    ],
    "pass_host_canary_seconds": [
-    7.187745000010182e-06,
-    9.908320000135974e-06,
-    1.0364505000381997e-05
+    1.0024974999964797e-05,
+    9.068790000128501e-06,
+    1.0087850000104482e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7913870000256793e-05,
-    1.95016600002873e-05,
-    1.9804649999741743e-05
+    1.936596999939866e-05,
+    1.8004119999659453e-05,
+    1.8507969999745908e-05
    ]
   },
   "layer_forward_dropout_identity_autocast": {
-   "seconds": 5.708952567407063e-06,
-   "min": 1.5375237202360517e-06,
-   "max": 5.801142592515264e-06,
+   "seconds": 4.867047692338625e-06,
+   "min": 3.0925712060360673e-06,
+   "max": 5.945142979423206e-06,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout_identity layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3077,32 +3398,33 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.683200106024742e-05,
-    4.6560000628232954e-05,
-    6.159999966621399e-05
+    2.319999970495701e-05,
+    3.654399886727333e-05,
+    7.094399631023406e-05
    ],
-   "host_canary_seconds": 8.939654999835512e-06,
-   "host_backward_canary_seconds": 1.8007989999659913e-05,
+   "forward_ops": {},
+   "host_canary_seconds": 7.958525000049121e-06,
+   "host_backward_canary_seconds": 1.8462069999714003e-05,
    "pass_seconds": [
-    1.5375237202360517e-06,
-    5.801142592515264e-06,
-    5.708952567407063e-06
+    3.0925712060360673e-06,
+    4.867047692338625e-06,
+    5.945142979423206e-06
    ],
    "pass_host_canary_seconds": [
-    8.939654999835512e-06,
-    1.0077529999819035e-05,
-    1.045537749973846e-05
+    7.958525000049121e-06,
+    9.612414999651264e-06,
+    1.0124137500042707e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8007989999659913e-05,
-    1.876724499993543e-05,
-    2.096089000019674e-05
+    1.8462069999714003e-05,
+    1.9818590000113546e-05,
+    1.8528285000343203e-05
    ]
   },
   "layer_backward_dropout_identity_autocast": {
-   "seconds": 4.777146414631887e-07,
-   "min": 0.0,
-   "max": 3.2746672985099603e-06,
+   "seconds": 7.878099346444728e-07,
+   "min": 5.638173648289288e-08,
+   "max": 1.1702867313509883e-06,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout_identity layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3111,33 +3433,38 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015801599621772765,
-    0.0001499200016260147,
-    0.00016256000101566316
+    0.00011020799726247788,
+    0.00012262400239706038,
+    0.0001584320068359375
    ],
    "backward_nodes_per_layer": 0.0,
-   "host_canary_seconds": 8.939654999835512e-06,
-   "host_backward_canary_seconds": 1.8007989999659913e-05,
+   "backward_ops": {
+    "aten::add_": 0.3333333333333333,
+    "aten::copy_": -0.3333333333333333,
+    "aten::new_empty_strided": -0.3333333333333333
+   },
+   "host_canary_seconds": 7.958525000049121e-06,
+   "host_backward_canary_seconds": 1.8462069999714003e-05,
    "pass_seconds": [
-    0.0,
-    4.777146414631887e-07,
-    3.2746672985099603e-06
+    5.638173648289288e-08,
+    7.878099346444728e-07,
+    1.1702867313509883e-06
    ],
    "pass_host_canary_seconds": [
-    8.939654999835512e-06,
-    1.0077529999819035e-05,
-    1.045537749973846e-05
+    7.958525000049121e-06,
+    9.612414999651264e-06,
+    1.0124137500042707e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8007989999659913e-05,
-    1.876724499993543e-05,
-    2.096089000019674e-05
+    1.8462069999714003e-05,
+    1.9818590000113546e-05,
+    1.8528285000343203e-05
    ]
   },
   "layer_forward_add": {
-   "seconds": 1.105371436902455e-05,
-   "min": 9.733333740205991e-06,
-   "max": 1.1396571372946104e-05,
+   "seconds": 1.211657126744588e-05,
+   "min": 8.364951947615258e-06,
+   "max": 1.2542476700175378e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3146,32 +3473,35 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.7744000777602196e-05,
-    3.999999910593033e-05,
-    0.00016809600591659546
+    1.8783999606966973e-05,
+    4.329600185155869e-05,
+    0.0001440639942884445
    ],
-   "host_canary_seconds": 8.709420000059253e-06,
-   "host_backward_canary_seconds": 1.422740999942107e-05,
+   "forward_ops": {
+    "aten::add": 1.0
+   },
+   "host_canary_seconds": 7.526544999905127e-06,
+   "host_backward_canary_seconds": 1.8965430000434936e-05,
    "pass_seconds": [
-    9.733333740205991e-06,
-    1.105371436902455e-05,
-    1.1396571372946104e-05
+    8.364951947615258e-06,
+    1.2542476700175378e-05,
+    1.211657126744588e-05
    ],
    "pass_host_canary_seconds": [
-    8.709420000059253e-06,
-    9.555569999974977e-06,
-    1.0691127499740105e-05
+    7.526544999905127e-06,
+    9.703215000058662e-06,
+    1.000421750006808e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.422740999942107e-05,
-    1.854718000004141e-05,
-    2.0394539999983864e-05
+    1.8965430000434936e-05,
+    1.9238259999383444e-05,
+    1.8600014999492484e-05
    ]
   },
   "layer_backward_add": {
-   "seconds": 2.4206477173027537e-05,
-   "min": 1.6324570934687346e-05,
-   "max": 2.7052951000985647e-05,
+   "seconds": 2.7075809382257005e-05,
+   "min": 2.5852952950767114e-05,
+   "max": 3.066590508180005e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3180,33 +3510,38 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014207999408245086,
-    0.0001786240041255951,
-    0.0005190719962120056
+    0.0001292479932308197,
+    0.00023945599794387819,
+    0.0007124159932136536
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 8.709420000059253e-06,
-   "host_backward_canary_seconds": 1.422740999942107e-05,
+   "backward_ops": {
+    "aten::add_": 0.6666666666666666,
+    "aten::copy_": 0.3333333333333333,
+    "aten::new_empty_strided": 0.3333333333333333
+   },
+   "host_canary_seconds": 7.526544999905127e-06,
+   "host_backward_canary_seconds": 1.8965430000434936e-05,
    "pass_seconds": [
-    1.6324570934687346e-05,
-    2.7052951000985647e-05,
-    2.4206477173027537e-05
+    3.066590508180005e-05,
+    2.5852952950767114e-05,
+    2.7075809382257005e-05
    ],
    "pass_host_canary_seconds": [
-    8.709420000059253e-06,
-    9.555569999974977e-06,
-    1.0691127499740105e-05
+    7.526544999905127e-06,
+    9.703215000058662e-06,
+    1.000421750006808e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.422740999942107e-05,
-    1.854718000004141e-05,
-    2.0394539999983864e-05
+    1.8965430000434936e-05,
+    1.9238259999383444e-05,
+    1.8600014999492484e-05
    ]
   },
   "layer_forward_add_autocast": {
-   "seconds": 1.1345523453894116e-05,
-   "min": 9.967238243137086e-06,
-   "max": 1.2884571438743957e-05,
+   "seconds": 1.1909333013352895e-05,
+   "min": 1.1845333412999198e-05,
+   "max": 1.1914666387296859e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3215,32 +3550,35 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.491200134158135e-05,
-    6.431999802589417e-05,
-    0.00018425600230693816
+    5.030399933457375e-05,
+    8.569599688053131e-05,
+    0.0002279359996318817
    ],
-   "host_canary_seconds": 8.534345000157372e-06,
-   "host_backward_canary_seconds": 1.2356089999912001e-05,
+   "forward_ops": {
+    "aten::add": 1.0
+   },
+   "host_canary_seconds": 9.588437499985503e-06,
+   "host_backward_canary_seconds": 1.8152334999967933e-05,
    "pass_seconds": [
-    9.967238243137086e-06,
-    1.1345523453894116e-05,
-    1.2884571438743957e-05
+    1.1845333412999198e-05,
+    1.1909333013352895e-05,
+    1.1914666387296859e-05
    ],
    "pass_host_canary_seconds": [
-    8.534345000157372e-06,
-    9.728114999916215e-06,
-    1.0867359999906512e-05
+    9.588437499985503e-06,
+    9.710807499914154e-06,
+    1.0023757500050579e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.2356089999912001e-05,
-    1.878620999946179e-05,
-    2.1059379999996963e-05
+    1.8152334999967933e-05,
+    1.8659225000305922e-05,
+    1.7905054999118875e-05
    ]
   },
   "layer_backward_add_autocast": {
-   "seconds": 2.6739808065550666e-05,
-   "min": 1.7391238006807513e-05,
-   "max": 3.0311619951611475e-05,
+   "seconds": 2.7429334996711636e-05,
+   "min": 2.5513143056914918e-05,
+   "max": 3.061637903253238e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3249,33 +3587,38 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001231679990887642,
-    0.00019235199689865111,
-    0.0005292479991912842
+    0.0002199680060148239,
+    0.0003287360072135925,
+    0.0008506879806518554
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 8.534345000157372e-06,
-   "host_backward_canary_seconds": 1.2356089999912001e-05,
+   "backward_ops": {
+    "aten::add_": 0.6666666666666666,
+    "aten::copy_": 0.3333333333333333,
+    "aten::new_empty_strided": 0.3333333333333333
+   },
+   "host_canary_seconds": 9.588437499985503e-06,
+   "host_backward_canary_seconds": 1.8152334999967933e-05,
    "pass_seconds": [
-    1.7391238006807513e-05,
-    2.6739808065550666e-05,
-    3.0311619951611475e-05
+    3.061637903253238e-05,
+    2.5513143056914918e-05,
+    2.7429334996711636e-05
    ],
    "pass_host_canary_seconds": [
-    8.534345000157372e-06,
-    9.728114999916215e-06,
-    1.0867359999906512e-05
+    9.588437499985503e-06,
+    9.710807499914154e-06,
+    1.0023757500050579e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.2356089999912001e-05,
-    1.878620999946179e-05,
-    2.1059379999996963e-05
+    1.8152334999967933e-05,
+    1.8659225000305922e-05,
+    1.7905054999118875e-05
    ]
   },
   "layer_forward_mul": {
-   "seconds": 8.424380882864906e-06,
-   "min": 7.566476063359351e-06,
-   "max": 1.2883809705575306e-05,
+   "seconds": 1.2597333551162764e-05,
+   "min": 1.184609505747046e-05,
+   "max": 1.3411809734645345e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3284,32 +3627,35 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.1536000072956085e-05,
-    5.222399905323982e-05,
-    0.0001376959979534149
+    2.8192000463604927e-05,
+    6.492800265550613e-05,
+    0.0002168000042438507
    ],
-   "host_canary_seconds": 6.906759999765199e-06,
-   "host_backward_canary_seconds": 1.3272889999598192e-05,
+   "forward_ops": {
+    "aten::mul": 1.0
+   },
+   "host_canary_seconds": 9.71328499986157e-06,
+   "host_backward_canary_seconds": 1.8912230000296404e-05,
    "pass_seconds": [
-    7.566476063359351e-06,
-    8.424380882864906e-06,
-    1.2883809705575306e-05
+    1.2597333551162764e-05,
+    1.184609505747046e-05,
+    1.3411809734645345e-05
    ],
    "pass_host_canary_seconds": [
-    6.906759999765199e-06,
-    7.3012100000369174e-06,
-    1.108969499966861e-05
+    9.71328499986157e-06,
+    9.2750950003051e-06,
+    9.962605000168879e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.3272889999598192e-05,
-    1.8307670000012877e-05,
-    2.0315120000304887e-05
+    1.8912230000296404e-05,
+    1.7748180000012325e-05,
+    1.741683999966881e-05
    ]
   },
   "layer_backward_mul": {
-   "seconds": 5.0915050896860304e-05,
-   "min": 4.230019068788914e-05,
-   "max": 6.203809345052357e-05,
+   "seconds": 4.623314622967016e-05,
+   "min": 4.549105208189715e-05,
+   "max": 5.2067050887715253e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3318,33 +3664,38 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00011337599903345108,
-    0.00023263999819755554,
-    0.0008512639999389649
+    0.00016655999422073364,
+    0.0004312640130519867,
+    0.001160096049308777
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 6.906759999765199e-06,
-   "host_backward_canary_seconds": 1.3272889999598192e-05,
+   "backward_ops": {
+    "aten::add_": 0.6666666666666666,
+    "aten::detach": 0.3333333333333333,
+    "aten::mul": 2.0
+   },
+   "host_canary_seconds": 9.71328499986157e-06,
+   "host_backward_canary_seconds": 1.8912230000296404e-05,
    "pass_seconds": [
-    4.230019068788914e-05,
-    5.0915050896860304e-05,
-    6.203809345052357e-05
+    5.2067050887715253e-05,
+    4.549105208189715e-05,
+    4.623314622967016e-05
    ],
    "pass_host_canary_seconds": [
-    6.906759999765199e-06,
-    7.3012100000369174e-06,
-    1.108969499966861e-05
+    9.71328499986157e-06,
+    9.2750950003051e-06,
+    9.962605000168879e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.3272889999598192e-05,
-    1.8307670000012877e-05,
-    2.0315120000304887e-05
+    1.8912230000296404e-05,
+    1.7748180000012325e-05,
+    1.741683999966881e-05
    ]
   },
   "layer_forward_mul_autocast": {
-   "seconds": 9.61828568861598e-06,
-   "min": 8.92419030978566e-06,
-   "max": 1.668038130516097e-05,
+   "seconds": 1.1185523299943834e-05,
+   "min": 7.563428864592596e-06,
+   "max": 1.3535238270248687e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3353,32 +3704,35 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.7775999158620835e-05,
-    5.260799825191498e-05,
-    0.00016099199652671814
+    4.8448000103235245e-05,
+    7.724799960851669e-05,
+    0.00016393600404262542
    ],
-   "host_canary_seconds": 6.789024999989124e-06,
-   "host_backward_canary_seconds": 1.3558070000954104e-05,
+   "forward_ops": {
+    "aten::mul": 1.0
+   },
+   "host_canary_seconds": 1.0246999999594663e-05,
+   "host_backward_canary_seconds": 1.7541409999921597e-05,
    "pass_seconds": [
-    8.92419030978566e-06,
-    9.61828568861598e-06,
-    1.668038130516097e-05
+    7.563428864592596e-06,
+    1.1185523299943834e-05,
+    1.3535238270248687e-05
    ],
    "pass_host_canary_seconds": [
-    6.789024999989124e-06,
-    8.375257500006229e-06,
-    1.108908999981395e-05
+    1.0246999999594663e-05,
+    9.400747499910267e-06,
+    9.87654499965629e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.3558070000954104e-05,
-    1.8684689999872715e-05,
-    2.1325304999777472e-05
+    1.7541409999921597e-05,
+    1.3819559999888042e-05,
+    1.7723370000339855e-05
    ]
   },
   "layer_backward_mul_autocast": {
-   "seconds": 5.064228443162782e-05,
-   "min": 4.4089905740249726e-05,
-   "max": 6.152228886882464e-05,
+   "seconds": 4.82559965125152e-05,
+   "min": 4.284418906484332e-05,
+   "max": 7.599542431888125e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3387,33 +3741,38 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001298239976167679,
-    0.0002580159902572632,
-    0.0009147520065307617
+    0.0001788160055875778,
+    0.00037417599558830264,
+    0.00141375994682312
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 6.789024999989124e-06,
-   "host_backward_canary_seconds": 1.3558070000954104e-05,
+   "backward_ops": {
+    "aten::add_": 0.6666666666666666,
+    "aten::detach": 0.3333333333333333,
+    "aten::mul": 2.0
+   },
+   "host_canary_seconds": 1.0246999999594663e-05,
+   "host_backward_canary_seconds": 1.7541409999921597e-05,
    "pass_seconds": [
-    4.4089905740249726e-05,
-    6.152228886882464e-05,
-    5.064228443162782e-05
+    7.599542431888125e-05,
+    4.284418906484332e-05,
+    4.82559965125152e-05
    ],
    "pass_host_canary_seconds": [
-    6.789024999989124e-06,
-    8.375257500006229e-06,
-    1.108908999981395e-05
+    1.0246999999594663e-05,
+    9.400747499910267e-06,
+    9.87654499965629e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.3558070000954104e-05,
-    1.8684689999872715e-05,
-    2.1325304999777472e-05
+    1.7541409999921597e-05,
+    1.3819559999888042e-05,
+    1.7723370000339855e-05
    ]
   },
   "layer_forward_softmax": {
-   "seconds": 1.2222476214880034e-05,
-   "min": 8.028952316159294e-06,
-   "max": 1.433904752844856e-05,
+   "seconds": 1.2083809024521284e-05,
+   "min": 1.2078476626248587e-05,
+   "max": 1.2766475744900251e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3422,32 +3781,36 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    1.756799966096878e-05,
-    4.092799872159958e-05,
-    0.00013775999844074248
+    2.9152000322937967e-05,
+    6.288000196218491e-05,
+    0.00020956799387931825
    ],
-   "host_canary_seconds": 6.91512999992483e-06,
-   "host_backward_canary_seconds": 1.341557000046123e-05,
+   "forward_ops": {
+    "aten::_softmax": 1.0,
+    "aten::detach": 1.0
+   },
+   "host_canary_seconds": 9.998195000093802e-06,
+   "host_backward_canary_seconds": 1.8770399999539223e-05,
    "pass_seconds": [
-    8.028952316159294e-06,
-    1.2222476214880034e-05,
-    1.433904752844856e-05
+    1.2083809024521284e-05,
+    1.2078476626248587e-05,
+    1.2766475744900251e-05
    ],
    "pass_host_canary_seconds": [
-    6.91512999992483e-06,
-    9.879170000317573e-06,
-    1.103581499990014e-05
+    9.998195000093802e-06,
+    9.20366999991984e-06,
+    1.0009469999658904e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.341557000046123e-05,
-    1.5310645000568002e-05,
-    2.0866205000515945e-05
+    1.8770399999539223e-05,
+    1.870563000011316e-05,
+    1.818758999945658e-05
    ]
   },
   "layer_backward_softmax": {
-   "seconds": 2.6819808674710137e-05,
-   "min": 2.4801525775165784e-05,
-   "max": 3.225904703140258e-05,
+   "seconds": 3.4972188994288444e-05,
+   "min": 3.317257238640672e-05,
+   "max": 3.69919997950395e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3456,33 +3819,38 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00010505600273609162,
-    0.0001749120056629181,
-    0.0006162239909172058
+    0.00016115200519561766,
+    0.00028758400678634646,
+    0.0008620799779891968
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 6.91512999992483e-06,
-   "host_backward_canary_seconds": 1.341557000046123e-05,
+   "backward_ops": {
+    "aten::_softmax_backward_data": 1.0,
+    "aten::add_": 0.3333333333333333,
+    "aten::detach": 0.6666666666666666
+   },
+   "host_canary_seconds": 9.998195000093802e-06,
+   "host_backward_canary_seconds": 1.8770399999539223e-05,
    "pass_seconds": [
-    2.6819808674710137e-05,
-    2.4801525775165784e-05,
-    3.225904703140258e-05
+    3.4972188994288444e-05,
+    3.69919997950395e-05,
+    3.317257238640672e-05
    ],
    "pass_host_canary_seconds": [
-    6.91512999992483e-06,
-    9.879170000317573e-06,
-    1.103581499990014e-05
+    9.998195000093802e-06,
+    9.20366999991984e-06,
+    1.0009469999658904e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.341557000046123e-05,
-    1.5310645000568002e-05,
-    2.0866205000515945e-05
+    1.8770399999539223e-05,
+    1.870563000011316e-05,
+    1.818758999945658e-05
    ]
   },
   "layer_forward_softmax_autocast": {
-   "seconds": 1.2013713873568035e-05,
-   "min": 8.327618596099673e-06,
-   "max": 1.3708189839408509e-05,
+   "seconds": 1.3274666631505604e-05,
+   "min": 1.1227428558326902e-05,
+   "max": 1.3369904564959661e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3491,32 +3859,36 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.8543999418616294e-05,
-    5.41439987719059e-05,
-    0.0001536639928817749
+    5.177599936723709e-05,
+    9.596800059080124e-05,
+    0.0002523519992828369
    ],
-   "host_canary_seconds": 7.201755000210142e-06,
-   "host_backward_canary_seconds": 1.4098410000542571e-05,
+   "forward_ops": {
+    "aten::_softmax": 1.0,
+    "aten::detach": 1.0
+   },
+   "host_canary_seconds": 9.657777500251541e-06,
+   "host_backward_canary_seconds": 1.4792934999832143e-05,
    "pass_seconds": [
-    8.327618596099673e-06,
-    1.2013713873568035e-05,
-    1.3708189839408509e-05
+    1.3274666631505604e-05,
+    1.3369904564959661e-05,
+    1.1227428558326902e-05
    ],
    "pass_host_canary_seconds": [
-    7.201755000210142e-06,
-    9.766292500046347e-06,
-    1.0905107500320811e-05
+    9.657777500251541e-06,
+    8.759855000164407e-06,
+    9.233920000042417e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4098410000542571e-05,
-    1.4904825000030542e-05,
-    2.0218445000068643e-05
+    1.4792934999832143e-05,
+    1.5166400000339309e-05,
+    1.807656000096358e-05
    ]
   },
   "layer_backward_softmax_autocast": {
-   "seconds": 3.164190337771462e-05,
-   "min": 2.0222475131352743e-05,
-   "max": 3.297752603178932e-05,
+   "seconds": 2.8700954502537142e-05,
+   "min": 2.7993906644128617e-05,
+   "max": 2.947047512446131e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3525,33 +3897,38 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00010569600015878677,
-    0.00021939200162887572,
-    0.0005432959794998169
+    0.00021347199380397796,
+    0.00033423998951911927,
+    0.0008521599769592285
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 7.201755000210142e-06,
-   "host_backward_canary_seconds": 1.4098410000542571e-05,
+   "backward_ops": {
+    "aten::_softmax_backward_data": 1.0,
+    "aten::add_": 0.3333333333333333,
+    "aten::detach": 0.6666666666666666
+   },
+   "host_canary_seconds": 9.657777500251541e-06,
+   "host_backward_canary_seconds": 1.4792934999832143e-05,
    "pass_seconds": [
-    2.0222475131352743e-05,
-    3.297752603178932e-05,
-    3.164190337771462e-05
+    2.947047512446131e-05,
+    2.7993906644128617e-05,
+    2.8700954502537142e-05
    ],
    "pass_host_canary_seconds": [
-    7.201755000210142e-06,
-    9.766292500046347e-06,
-    1.0905107500320811e-05
+    9.657777500251541e-06,
+    8.759855000164407e-06,
+    9.233920000042417e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4098410000542571e-05,
-    1.4904825000030542e-05,
-    2.0218445000068643e-05
+    1.4792934999832143e-05,
+    1.5166400000339309e-05,
+    1.807656000096358e-05
    ]
   },
   "layer_forward_log_softmax": {
-   "seconds": 1.1948952273953527e-05,
-   "min": 7.507047660294034e-06,
-   "max": 1.3156571647241e-05,
+   "seconds": 1.1017142484585445e-05,
+   "min": 8.523428635228248e-06,
+   "max": 1.250285743957474e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3560,32 +3937,36 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    1.7055999487638475e-05,
-    4.121600091457367e-05,
-    0.00013020800054073335
+    3.414399921894073e-05,
+    7.16800019145012e-05,
+    0.00022169600427150726
    ],
-   "host_canary_seconds": 6.915652500083525e-06,
-   "host_backward_canary_seconds": 1.5094865000264689e-05,
+   "forward_ops": {
+    "aten::_log_softmax": 1.0,
+    "aten::detach": 1.0
+   },
+   "host_canary_seconds": 1.079849000007016e-05,
+   "host_backward_canary_seconds": 1.7145799999980228e-05,
    "pass_seconds": [
-    7.507047660294034e-06,
-    1.1948952273953527e-05,
-    1.3156571647241e-05
+    1.250285743957474e-05,
+    8.523428635228248e-06,
+    1.1017142484585445e-05
    ],
    "pass_host_canary_seconds": [
-    6.915652500083525e-06,
-    1.0729365000088364e-05,
-    1.060076500039031e-05
+    1.079849000007016e-05,
+    7.626409999943462e-06,
+    9.40524999975878e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.5094865000264689e-05,
-    1.440916999968067e-05,
-    1.9417830000065805e-05
+    1.7145799999980228e-05,
+    1.5477860000032706e-05,
+    1.7748330000131317e-05
    ]
   },
   "layer_backward_log_softmax": {
-   "seconds": 2.056914151069664e-05,
-   "min": 1.5087237847702847e-05,
-   "max": 2.561752524759088e-05,
+   "seconds": 2.009828477388337e-05,
+   "min": 1.9810286040107407e-05,
+   "max": 2.0520381452072233e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3594,33 +3975,38 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00010960000008344651,
-    0.00015481600165367126,
-    0.00044099199771881106
+    0.00013654400408267975,
+    0.000281823992729187,
+    0.0006472960114479065
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 6.915652500083525e-06,
-   "host_backward_canary_seconds": 1.5094865000264689e-05,
+   "backward_ops": {
+    "aten::_log_softmax_backward_data": 1.0,
+    "aten::add_": 0.3333333333333333,
+    "aten::detach": 0.6666666666666666
+   },
+   "host_canary_seconds": 1.079849000007016e-05,
+   "host_backward_canary_seconds": 1.7145799999980228e-05,
    "pass_seconds": [
-    1.5087237847702847e-05,
-    2.056914151069664e-05,
-    2.561752524759088e-05
+    2.0520381452072233e-05,
+    1.9810286040107407e-05,
+    2.009828477388337e-05
    ],
    "pass_host_canary_seconds": [
-    6.915652500083525e-06,
-    1.0729365000088364e-05,
-    1.060076500039031e-05
+    1.079849000007016e-05,
+    7.626409999943462e-06,
+    9.40524999975878e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.5094865000264689e-05,
-    1.440916999968067e-05,
-    1.9417830000065805e-05
+    1.7145799999980228e-05,
+    1.5477860000032706e-05,
+    1.7748330000131317e-05
    ]
   },
   "layer_forward_log_softmax_autocast": {
-   "seconds": 8.541714133960861e-06,
-   "min": 8.521905257588341e-06,
-   "max": 1.2742857493105389e-05,
+   "seconds": 1.267580971831367e-05,
+   "min": 1.2672761721270425e-05,
+   "max": 1.300114251318432e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3629,32 +4015,36 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.739199995994568e-05,
-    5.1072001457214356e-05,
-    0.00015459200739860536
+    5.660799890756607e-05,
+    0.00010150399804115296,
+    0.000248991996049881
    ],
-   "host_canary_seconds": 6.730135000054816e-06,
-   "host_backward_canary_seconds": 1.2572819999832063e-05,
+   "forward_ops": {
+    "aten::_log_softmax": 1.0,
+    "aten::detach": 1.0
+   },
+   "host_canary_seconds": 1.066619999988916e-05,
+   "host_backward_canary_seconds": 1.769903500019154e-05,
    "pass_seconds": [
-    8.521905257588341e-06,
-    8.541714133960861e-06,
-    1.2742857493105389e-05
+    1.2672761721270425e-05,
+    1.267580971831367e-05,
+    1.300114251318432e-05
    ],
    "pass_host_canary_seconds": [
-    6.730135000054816e-06,
-    7.455745000015668e-06,
-    1.0422594999965896e-05
+    1.066619999988916e-05,
+    1.0202259999800845e-05,
+    9.356360000083441e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.2572819999832063e-05,
-    1.4177560000234735e-05,
-    2.0816434999915146e-05
+    1.769903500019154e-05,
+    1.5477610000971255e-05,
+    1.7994150000504304e-05
    ]
   },
   "layer_backward_log_softmax_autocast": {
-   "seconds": 1.742247784776347e-05,
-   "min": 1.3623618299052828e-05,
-   "max": 2.8726094180629372e-05,
+   "seconds": 1.6760380495162242e-05,
+   "min": 1.5106286676157094e-05,
+   "max": 2.640000234047572e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3663,897 +4053,902 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00010732799768447876,
-    0.0001685120016336441,
-    0.00043775999546051027
+    0.00022620800137519836,
+    0.0003357119858264923,
+    0.0008097280263900757
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 6.730135000054816e-06,
-   "host_backward_canary_seconds": 1.2572819999832063e-05,
+   "backward_ops": {
+    "aten::_log_softmax_backward_data": 1.0,
+    "aten::add_": 0.3333333333333333,
+    "aten::detach": 0.6666666666666666
+   },
+   "host_canary_seconds": 1.066619999988916e-05,
+   "host_backward_canary_seconds": 1.769903500019154e-05,
    "pass_seconds": [
-    1.3623618299052828e-05,
-    1.742247784776347e-05,
-    2.8726094180629372e-05
+    2.640000234047572e-05,
+    1.5106286676157094e-05,
+    1.6760380495162242e-05
    ],
    "pass_host_canary_seconds": [
-    6.730135000054816e-06,
-    7.455745000015668e-06,
-    1.0422594999965896e-05
+    1.066619999988916e-05,
+    1.0202259999800845e-05,
+    9.356360000083441e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.2572819999832063e-05,
-    1.4177560000234735e-05,
-    2.0816434999915146e-05
+    1.769903500019154e-05,
+    1.5477610000971255e-05,
+    1.7994150000504304e-05
    ]
   },
   "layer_forward_cross_entropy": {
-   "seconds": 2.8224000707268716e-05,
-   "min": 2.4831999093294143e-05,
-   "max": 7.0592001080513e-05,
+   "seconds": 4.095999896526337e-05,
+   "min": 3.510399907827377e-05,
+   "max": 9.20640006661415e-05,
    "samples": 123,
    "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.116975000371895e-06,
-   "host_backward_canary_seconds": 1.1229279999724895e-05,
+   "host_canary_seconds": 1.0195639999892592e-05,
+   "host_backward_canary_seconds": 1.6927439999108175e-05,
    "pass_seconds": [
-    2.7615999802947046e-05,
-    2.8224000707268716e-05,
-    3.8816001266241075e-05
+    5.14880008995533e-05,
+    4.095999896526337e-05,
+    3.683200106024742e-05
    ],
    "pass_host_canary_seconds": [
-    7.116975000371895e-06,
-    8.223729999770057e-06,
-    1.0222720000001573e-05
+    1.0195639999892592e-05,
+    9.935785000152464e-06,
+    1.0344207500168067e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.1229279999724895e-05,
-    1.3678020000043034e-05,
-    1.9566915000268637e-05
+    1.6927439999108175e-05,
+    1.4965115000222795e-05,
+    1.843978000010793e-05
    ]
   },
   "layer_backward_cross_entropy": {
-   "seconds": 2.855999457339442e-05,
-   "min": 0.0,
-   "max": 0.0001372399851679802,
+   "seconds": 6.799332828571401e-05,
+   "min": 1.4518664528926202e-05,
+   "max": 0.0002566240010783076,
    "samples": 123,
    "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.116975000371895e-06,
-   "host_backward_canary_seconds": 1.1229279999724895e-05,
+   "host_canary_seconds": 1.0195639999892592e-05,
+   "host_backward_canary_seconds": 1.6927439999108175e-05,
    "pass_seconds": [
-    7.131998986005785e-05,
-    2.855999457339442e-05,
-    0.0
+    7.051199954003095e-05,
+    2.130267148216564e-05,
+    6.799332828571401e-05
    ],
    "pass_host_canary_seconds": [
-    7.116975000371895e-06,
-    8.223729999770057e-06,
-    1.0222720000001573e-05
+    1.0195639999892592e-05,
+    9.935785000152464e-06,
+    1.0344207500168067e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.1229279999724895e-05,
-    1.3678020000043034e-05,
-    1.9566915000268637e-05
+    1.6927439999108175e-05,
+    1.4965115000222795e-05,
+    1.843978000010793e-05
    ]
   },
   "layer_forward_cross_entropy_autocast": {
-   "seconds": 5.5135998874902726e-05,
-   "min": 3.673600032925606e-05,
-   "max": 0.00011414399743080139,
+   "seconds": 6.038400158286095e-05,
+   "min": 4.88319993019104e-05,
+   "max": 0.00010259199887514115,
    "samples": 123,
    "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.111217500153089e-06,
-   "host_backward_canary_seconds": 1.136379000058696e-05,
+   "host_canary_seconds": 9.881189999987327e-06,
+   "host_backward_canary_seconds": 1.6276580000749165e-05,
    "pass_seconds": [
-    3.920000046491623e-05,
-    7.558400183916092e-05,
-    5.5135998874902726e-05
+    7.673600316047669e-05,
+    6.038400158286095e-05,
+    5.244800075888634e-05
    ],
    "pass_host_canary_seconds": [
-    7.111217500153089e-06,
-    9.768985000278008e-06,
-    1.0518904999798906e-05
+    9.881189999987327e-06,
+    8.549365000192211e-06,
+    9.748960000024454e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.136379000058696e-05,
-    1.5014240000255086e-05,
-    2.027170500014108e-05
+    1.6276580000749165e-05,
+    1.4581595000322522e-05,
+    1.840936500002499e-05
    ]
   },
   "layer_backward_cross_entropy_autocast": {
-   "seconds": 8.527198992669584e-05,
+   "seconds": 6.30333277707299e-05,
    "min": 0.0,
-   "max": 0.0005347360062102477,
+   "max": 0.0003782653215651711,
    "samples": 123,
    "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.111217500153089e-06,
-   "host_backward_canary_seconds": 1.136379000058696e-05,
+   "host_canary_seconds": 9.881189999987327e-06,
+   "host_backward_canary_seconds": 1.6276580000749165e-05,
    "pass_seconds": [
-    8.527198992669584e-05,
-    0.00012145599598685898,
-    1.422534262140589e-05
+    8.126399572938679e-05,
+    2.0182659228642775e-05,
+    6.30333277707299e-05
    ],
    "pass_host_canary_seconds": [
-    7.111217500153089e-06,
-    9.768985000278008e-06,
-    1.0518904999798906e-05
+    9.881189999987327e-06,
+    8.549365000192211e-06,
+    9.748960000024454e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.136379000058696e-05,
-    1.5014240000255086e-05,
-    2.027170500014108e-05
+    1.6276580000749165e-05,
+    1.4581595000322522e-05,
+    1.840936500002499e-05
    ]
   },
   "layer_forward_embedding": {
-   "seconds": 3.6639999598264696e-05,
-   "min": 2.223999984562397e-05,
-   "max": 6.870400160551071e-05,
+   "seconds": 3.392000123858452e-05,
+   "min": 2.5087999179959297e-05,
+   "max": 0.00013145600259304046,
    "samples": 123,
    "method": "one tiny embedding layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.100600000171653e-06,
-   "host_backward_canary_seconds": 1.1533469998994406e-05,
+   "host_canary_seconds": 9.760925000250608e-06,
+   "host_backward_canary_seconds": 1.620560999981535e-05,
    "pass_seconds": [
-    2.4480000138282777e-05,
-    3.6639999598264696e-05,
-    4.204799979925156e-05
+    4.2208001017570495e-05,
+    2.7264000847935676e-05,
+    3.392000123858452e-05
    ],
    "pass_host_canary_seconds": [
-    7.100600000171653e-06,
-    9.768985000278008e-06,
-    1.053938500035656e-05
+    9.760925000250608e-06,
+    7.4252425000054245e-06,
+    9.54497000009269e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.1533469998994406e-05,
-    1.735483000061322e-05,
-    2.0818880000206263e-05
+    1.620560999981535e-05,
+    1.5532805000475492e-05,
+    1.794654000036644e-05
    ]
   },
   "layer_backward_embedding": {
-   "seconds": 0.00032075335582097366,
-   "min": 0.0001360239963978529,
-   "max": 0.0017723053296407063,
+   "seconds": 0.00024104933471729356,
+   "min": 0.0001128866666307052,
+   "max": 0.00039679332108547293,
    "samples": 123,
    "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.100600000171653e-06,
-   "host_backward_canary_seconds": 1.1533469998994406e-05,
+   "host_canary_seconds": 9.760925000250608e-06,
+   "host_backward_canary_seconds": 1.620560999981535e-05,
    "pass_seconds": [
-    0.0002225519847124815,
-    0.0003842720041672389,
-    0.00032075335582097366
+    0.0002566560124978423,
+    0.00012949466643234094,
+    0.00024104933471729356
    ],
    "pass_host_canary_seconds": [
-    7.100600000171653e-06,
-    9.768985000278008e-06,
-    1.053938500035656e-05
+    9.760925000250608e-06,
+    7.4252425000054245e-06,
+    9.54497000009269e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.1533469998994406e-05,
-    1.735483000061322e-05,
-    2.0818880000206263e-05
+    1.620560999981535e-05,
+    1.5532805000475492e-05,
+    1.794654000036644e-05
    ]
   },
   "layer_forward_embedding_autocast": {
-   "seconds": 6.0704000294208526e-05,
-   "min": 3.4015998244285585e-05,
-   "max": 0.00012220799922943115,
+   "seconds": 5.001600086688995e-05,
+   "min": 3.6191999912261964e-05,
+   "max": 0.0001162559986114502,
    "samples": 123,
    "method": "one tiny embedding layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.116514999836455e-06,
-   "host_backward_canary_seconds": 1.3415390000091066e-05,
+   "host_canary_seconds": 9.915699999965e-06,
+   "host_backward_canary_seconds": 1.6498370000590513e-05,
    "pass_seconds": [
-    3.5936001688241956e-05,
-    8.268799632787704e-05,
-    6.0704000294208526e-05
+    7.487999647855759e-05,
+    3.968000039458275e-05,
+    5.001600086688995e-05
    ],
    "pass_host_canary_seconds": [
-    7.116514999836455e-06,
-    1.0772037499577892e-05,
-    1.0605765000377687e-05
+    9.915699999965e-06,
+    7.460159999936877e-06,
+    9.401650000313567e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.3415390000091066e-05,
-    1.9689135000362513e-05,
-    2.1464819999437167e-05
+    1.6498370000590513e-05,
+    1.608186999987993e-05,
+    1.736912000069424e-05
    ]
   },
   "layer_backward_embedding_autocast": {
-   "seconds": 0.0003619053115447362,
-   "min": 0.00014367198385298254,
-   "max": 0.0007214560049275556,
+   "seconds": 0.00025292132453372083,
+   "min": 0.00012146266301472984,
+   "max": 0.0004667039951309562,
    "samples": 123,
    "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.116514999836455e-06,
-   "host_backward_canary_seconds": 1.3415390000091066e-05,
+   "host_canary_seconds": 9.915699999965e-06,
+   "host_backward_canary_seconds": 1.6498370000590513e-05,
    "pass_seconds": [
-    0.000156759986653924,
-    0.00048689599211017287,
-    0.0003619053115447362
+    0.0003049120148643851,
+    0.00015003866453965504,
+    0.00025292132453372083
    ],
    "pass_host_canary_seconds": [
-    7.116514999836455e-06,
-    1.0772037499577892e-05,
-    1.0605765000377687e-05
+    9.915699999965e-06,
+    7.460159999936877e-06,
+    9.401650000313567e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.3415390000091066e-05,
-    1.9689135000362513e-05,
-    2.1464819999437167e-05
+    1.6498370000590513e-05,
+    1.608186999987993e-05,
+    1.736912000069424e-05
    ]
   },
   "layer_forward_embedding_atomic": {
-   "seconds": 3.315199911594391e-05,
-   "min": 2.953599952161312e-05,
-   "max": 0.00010655999928712845,
+   "seconds": 2.9343999922275544e-05,
+   "min": 2.2016000002622604e-05,
+   "max": 5.676800012588501e-05,
    "samples": 123,
    "method": "one tiny embedding_atomic layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.1706450000874614e-06,
-   "host_backward_canary_seconds": 1.590668999938316e-05,
+   "host_canary_seconds": 9.621734999996079e-06,
+   "host_backward_canary_seconds": 1.7289230000869794e-05,
    "pass_seconds": [
-    3.2864000648260114e-05,
-    4.2943999171257016e-05,
-    3.315199911594391e-05
+    3.299200162291527e-05,
+    2.3615999147295953e-05,
+    2.9343999922275544e-05
    ],
    "pass_host_canary_seconds": [
-    7.1706450000874614e-06,
-    1.0495679999849017e-05,
-    1.100930999996308e-05
+    9.621734999996079e-06,
+    7.304962500143119e-06,
+    9.218075000205772e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.590668999938316e-05,
-    1.9894310000836412e-05,
-    1.9294785000170124e-05
+    1.7289230000869794e-05,
+    1.4376830000628617e-05,
+    1.782667999975729e-05
    ]
   },
   "layer_backward_embedding_atomic": {
-   "seconds": 1.92879904061556e-05,
+   "seconds": 4.5017335874338954e-05,
    "min": 0.0,
-   "max": 0.00043591999138394987,
+   "max": 0.0001046239985153079,
    "samples": 123,
    "method": "one tiny embedding_atomic layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.1706450000874614e-06,
-   "host_backward_canary_seconds": 1.590668999938316e-05,
+   "host_canary_seconds": 9.621734999996079e-06,
+   "host_backward_canary_seconds": 1.7289230000869794e-05,
    "pass_seconds": [
-    1.92879904061556e-05,
-    0.00017326401794950168,
-    0.0
+    5.335999559611082e-05,
+    1.3026700665553375e-06,
+    4.5017335874338954e-05
    ],
    "pass_host_canary_seconds": [
-    7.1706450000874614e-06,
-    1.0495679999849017e-05,
-    1.100930999996308e-05
+    9.621734999996079e-06,
+    7.304962500143119e-06,
+    9.218075000205772e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.590668999938316e-05,
-    1.9894310000836412e-05,
-    1.9294785000170124e-05
+    1.7289230000869794e-05,
+    1.4376830000628617e-05,
+    1.782667999975729e-05
    ]
   },
   "layer_forward_embedding_atomic_autocast": {
-   "seconds": 5.116799846291542e-05,
-   "min": 3.395200148224831e-05,
-   "max": 9.459199756383896e-05,
+   "seconds": 4.374400153756142e-05,
+   "min": 3.311999887228012e-05,
+   "max": 9.436800330877304e-05,
    "samples": 123,
    "method": "one tiny embedding_atomic layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.31619500022407e-06,
-   "host_backward_canary_seconds": 1.450869999985116e-05,
+   "host_canary_seconds": 9.891507500014995e-06,
+   "host_backward_canary_seconds": 1.5274830000180374e-05,
    "pass_seconds": [
-    5.116799846291542e-05,
-    4.6048000454902646e-05,
-    5.622399970889091e-05
+    5.5615998804569246e-05,
+    3.7376001477241516e-05,
+    4.374400153756142e-05
    ],
    "pass_host_canary_seconds": [
-    9.31619500022407e-06,
-    8.770782500278074e-06,
-    1.0770664999881774e-05
+    9.891507500014995e-06,
+    7.4577250001084395e-06,
+    8.92258000021684e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.450869999985116e-05,
-    1.8963760000474393e-05,
-    2.188626000020122e-05
+    1.5274830000180374e-05,
+    1.3712810000470199e-05,
+    1.8146434999835034e-05
    ]
   },
   "layer_backward_embedding_atomic_autocast": {
-   "seconds": 5.6817324211200064e-05,
+   "seconds": 4.280000831931827e-05,
    "min": 0.0,
-   "max": 0.0005682800058275461,
+   "max": 0.0003376546663542589,
    "samples": 123,
    "method": "one tiny embedding_atomic layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.31619500022407e-06,
-   "host_backward_canary_seconds": 1.450869999985116e-05,
+   "host_canary_seconds": 9.891507500014995e-06,
+   "host_backward_canary_seconds": 1.5274830000180374e-05,
    "pass_seconds": [
-    0.00011704798974096776,
-    1.5056005368630073e-05,
-    5.6817324211200064e-05
+    4.280000831931827e-05,
+    1.6374663760264705e-05,
+    6.133732975771033e-05
    ],
    "pass_host_canary_seconds": [
-    9.31619500022407e-06,
-    8.770782500278074e-06,
-    1.0770664999881774e-05
+    9.891507500014995e-06,
+    7.4577250001084395e-06,
+    8.92258000021684e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.450869999985116e-05,
-    1.8963760000474393e-05,
-    2.188626000020122e-05
+    1.5274830000180374e-05,
+    1.3712810000470199e-05,
+    1.8146434999835034e-05
    ]
   },
   "layer_forward_maxpool2d": {
-   "seconds": 3.2767999917268756e-05,
-   "min": 2.0927999168634415e-05,
-   "max": 6.281600147485734e-05,
+   "seconds": 3.516799956560135e-05,
+   "min": 2.127999998629093e-05,
+   "max": 5.584000051021576e-05,
    "samples": 123,
    "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.89189499986287e-06,
-   "host_backward_canary_seconds": 1.5006419999963327e-05,
+   "host_canary_seconds": 1.0535145000005741e-05,
+   "host_backward_canary_seconds": 1.3163389999704124e-05,
    "pass_seconds": [
-    3.2767999917268756e-05,
-    2.208000048995018e-05,
-    3.3792000263929365e-05
+    3.6671999841928484e-05,
+    2.345599979162216e-05,
+    3.516799956560135e-05
    ],
    "pass_host_canary_seconds": [
-    8.89189499986287e-06,
-    7.831812500285195e-06,
-    1.0901852500353472e-05
+    1.0535145000005741e-05,
+    7.218800000146075e-06,
+    9.059395000008409e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.5006419999963327e-05,
-    1.9088850000343885e-05,
-    2.0814270000073522e-05
+    1.3163389999704124e-05,
+    1.7985119999934795e-05,
+    1.8127559999925322e-05
    ]
   },
   "layer_backward_maxpool2d": {
-   "seconds": 3.560000161329904e-05,
+   "seconds": 3.380799572914837e-05,
    "min": 0.0,
-   "max": 0.00038798534994324054,
+   "max": 0.00010283200722187755,
    "samples": 123,
    "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.89189499986287e-06,
-   "host_backward_canary_seconds": 1.5006419999963327e-05,
+   "host_canary_seconds": 1.0535145000005741e-05,
+   "host_backward_canary_seconds": 1.3163389999704124e-05,
    "pass_seconds": [
-    4.0503988042473794e-05,
-    3.560000161329904e-05,
-    1.8733305235703736e-06
+    3.380799572914837e-05,
+    0.0,
+    3.503333435704314e-05
    ],
    "pass_host_canary_seconds": [
-    8.89189499986287e-06,
-    7.831812500285195e-06,
-    1.0901852500353472e-05
+    1.0535145000005741e-05,
+    7.218800000146075e-06,
+    9.059395000008409e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.5006419999963327e-05,
-    1.9088850000343885e-05,
-    2.0814270000073522e-05
+    1.3163389999704124e-05,
+    1.7985119999934795e-05,
+    1.8127559999925322e-05
    ]
   },
   "layer_forward_maxpool2d_autocast": {
-   "seconds": 5.113599821925163e-05,
-   "min": 2.9152000322937967e-05,
-   "max": 0.00010342399775981904,
+   "seconds": 4.2879998683929446e-05,
+   "min": 3.28960008919239e-05,
+   "max": 8.627200126647949e-05,
    "samples": 123,
    "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.265047499946831e-06,
-   "host_backward_canary_seconds": 1.4724399999863635e-05,
+   "host_canary_seconds": 1.0483069999907002e-05,
+   "host_backward_canary_seconds": 1.4332154999578962e-05,
    "pass_seconds": [
-    3.200000151991844e-05,
-    6.374400109052659e-05,
-    5.113599821925163e-05
+    5.580800026655197e-05,
+    3.484800085425377e-05,
+    4.2879998683929446e-05
    ],
    "pass_host_canary_seconds": [
-    8.265047499946831e-06,
-    8.772147500337724e-06,
-    1.051338250022127e-05
+    1.0483069999907002e-05,
+    7.037217500283077e-06,
+    9.221102499736845e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4724399999863635e-05,
-    1.9344180000189226e-05,
-    1.9859564999933355e-05
+    1.4332154999578962e-05,
+    1.965015499990841e-05,
+    1.8159200000127384e-05
    ]
   },
   "layer_backward_maxpool2d_autocast": {
-   "seconds": 0.0,
+   "seconds": 4.9455999396741396e-05,
    "min": 0.0,
-   "max": 0.00018456134324272474,
+   "max": 0.00018914532319953044,
    "samples": 123,
    "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.265047499946831e-06,
-   "host_backward_canary_seconds": 1.4724399999863635e-05,
+   "host_canary_seconds": 1.0483069999907002e-05,
+   "host_backward_canary_seconds": 1.4332154999578962e-05,
    "pass_seconds": [
-    7.787999697029591e-05,
-    0.0,
-    0.0
+    4.9455999396741396e-05,
+    6.198664506276458e-06,
+    5.836133317401013e-05
    ],
    "pass_host_canary_seconds": [
-    8.265047499946831e-06,
-    8.772147500337724e-06,
-    1.051338250022127e-05
+    1.0483069999907002e-05,
+    7.037217500283077e-06,
+    9.221102499736845e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4724399999863635e-05,
-    1.9344180000189226e-05,
-    1.9859564999933355e-05
+    1.4332154999578962e-05,
+    1.965015499990841e-05,
+    1.8159200000127384e-05
    ]
   },
   "layer_forward_avgpool2d": {
-   "seconds": 2.848000079393387e-05,
-   "min": 1.900799944996834e-05,
-   "max": 0.00011513599753379821,
+   "seconds": 3.0239999294281007e-05,
+   "min": 2.057600021362305e-05,
+   "max": 6.233600154519081e-05,
    "samples": 123,
    "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.638280000037411e-06,
-   "host_backward_canary_seconds": 1.4607614999704311e-05,
+   "host_canary_seconds": 9.861192500011383e-06,
+   "host_backward_canary_seconds": 1.689271999964603e-05,
    "pass_seconds": [
-    2.848000079393387e-05,
-    2.1983999758958816e-05,
-    3.0239999294281007e-05
+    3.0239999294281007e-05,
+    2.1695999428629874e-05,
+    3.0912000685930254e-05
    ],
    "pass_host_canary_seconds": [
-    7.638280000037411e-06,
-    8.927265000124862e-06,
-    1.0245175000136441e-05
+    9.861192500011383e-06,
+    7.346270000141431e-06,
+    9.236660000055963e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4607614999704311e-05,
-    1.6833335000114857e-05,
-    1.958718499963652e-05
+    1.689271999964603e-05,
+    1.6508490000433083e-05,
+    1.7643904999999904e-05
    ]
   },
   "layer_backward_avgpool2d": {
-   "seconds": 0.0,
+   "seconds": 2.4857327652474267e-05,
    "min": 0.0,
-   "max": 0.000275345337887605,
+   "max": 0.00028690266919632754,
    "samples": 123,
    "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.638280000037411e-06,
-   "host_backward_canary_seconds": 1.4607614999704311e-05,
+   "host_canary_seconds": 9.861192500011383e-06,
+   "host_backward_canary_seconds": 1.689271999964603e-05,
    "pass_seconds": [
-    2.619999460875988e-05,
+    5.112000461667775e-05,
     0.0,
-    0.0
+    2.4857327652474267e-05
    ],
    "pass_host_canary_seconds": [
-    7.638280000037411e-06,
-    8.927265000124862e-06,
-    1.0245175000136441e-05
+    9.861192500011383e-06,
+    7.346270000141431e-06,
+    9.236660000055963e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4607614999704311e-05,
-    1.6833335000114857e-05,
-    1.958718499963652e-05
+    1.689271999964603e-05,
+    1.6508490000433083e-05,
+    1.7643904999999904e-05
    ]
   },
   "layer_forward_avgpool2d_autocast": {
-   "seconds": 3.0880000442266465e-05,
-   "min": 2.6143999770283698e-05,
-   "max": 6.995200365781785e-05,
+   "seconds": 3.855999931693077e-05,
+   "min": 3.055999986827374e-05,
+   "max": 6.531199812889099e-05,
    "samples": 123,
    "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.275647500113337e-06,
-   "host_backward_canary_seconds": 1.4085395000051903e-05,
+   "host_canary_seconds": 9.927764999986266e-06,
+   "host_backward_canary_seconds": 1.7543894999789698e-05,
    "pass_seconds": [
-    2.7775999158620835e-05,
-    3.0880000442266465e-05,
-    4.7711998224258425e-05
+    5.41439987719059e-05,
+    3.558399900794029e-05,
+    3.855999931693077e-05
    ],
    "pass_host_canary_seconds": [
-    8.275647500113337e-06,
-    8.986897499880797e-06,
-    1.0287620000042353e-05
+    9.927764999986266e-06,
+    7.500520000007783e-06,
+    9.14736750019074e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4085395000051903e-05,
-    1.7686240000216457e-05,
-    1.937367499976972e-05
+    1.7543894999789698e-05,
+    2.2181275000434652e-05,
+    1.6855885000381932e-05
    ]
   },
   "layer_backward_avgpool2d_autocast": {
-   "seconds": 1.7271989956498142e-05,
+   "seconds": 5.3529337358971456e-05,
    "min": 0.0,
-   "max": 0.00047134531786044437,
+   "max": 0.00014164799731224774,
    "samples": 123,
    "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.275647500113337e-06,
-   "host_backward_canary_seconds": 1.4085395000051903e-05,
+   "host_canary_seconds": 9.927764999986266e-06,
+   "host_backward_canary_seconds": 1.7543894999789698e-05,
    "pass_seconds": [
-    1.7271989956498142e-05,
-    2.593600253264108e-05,
-    2.417338391145021e-06
+    5.959999840706584e-05,
+    0.0,
+    5.3529337358971456e-05
    ],
    "pass_host_canary_seconds": [
-    8.275647500113337e-06,
-    8.986897499880797e-06,
-    1.0287620000042353e-05
+    9.927764999986266e-06,
+    7.500520000007783e-06,
+    9.14736750019074e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4085395000051903e-05,
-    1.7686240000216457e-05,
-    1.937367499976972e-05
+    1.7543894999789698e-05,
+    2.2181275000434652e-05,
+    1.6855885000381932e-05
    ]
   },
   "layer_forward_adaptive_avgpool2d": {
-   "seconds": 2.864000014960766e-05,
-   "min": 2.0128000527620317e-05,
-   "max": 9.612800180912018e-05,
+   "seconds": 3.580800071358681e-05,
+   "min": 2.1376000717282296e-05,
+   "max": 7.676800340414048e-05,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.304200000315177e-06,
-   "host_backward_canary_seconds": 1.4943550000907635e-05,
+   "host_canary_seconds": 1.0156964999623596e-05,
+   "host_backward_canary_seconds": 1.7219119999936083e-05,
    "pass_seconds": [
-    2.1407999098300934e-05,
-    2.864000014960766e-05,
-    3.254399821162224e-05
+    3.676800057291984e-05,
+    3.3695999532938e-05,
+    3.580800071358681e-05
    ],
    "pass_host_canary_seconds": [
-    9.304200000315177e-06,
-    9.150469999781307e-06,
-    1.0385470000073836e-05
+    1.0156964999623596e-05,
+    7.778152500179659e-06,
+    9.223819999988336e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4943550000907635e-05,
-    1.983042999995632e-05,
-    2.0050085000207217e-05
+    1.7219119999936083e-05,
+    2.1729300000288278e-05,
+    1.6439890000583546e-05
    ]
   },
   "layer_backward_adaptive_avgpool2d": {
-   "seconds": 2.7031993493437765e-05,
+   "seconds": 2.648933262874685e-05,
    "min": 0.0,
-   "max": 9.748800906042254e-05,
+   "max": 0.00010555199813097715,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.304200000315177e-06,
-   "host_backward_canary_seconds": 1.4943550000907635e-05,
+   "host_canary_seconds": 1.0156964999623596e-05,
+   "host_backward_canary_seconds": 1.7219119999936083e-05,
    "pass_seconds": [
-    2.7031993493437765e-05,
-    4.564800175527729e-05,
-    0.0
+    6.238400470465422e-05,
+    0.0,
+    2.648933262874685e-05
    ],
    "pass_host_canary_seconds": [
-    9.304200000315177e-06,
-    9.150469999781307e-06,
-    1.0385470000073836e-05
+    1.0156964999623596e-05,
+    7.778152500179659e-06,
+    9.223819999988336e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4943550000907635e-05,
-    1.983042999995632e-05,
-    2.0050085000207217e-05
+    1.7219119999936083e-05,
+    2.1729300000288278e-05,
+    1.6439890000583546e-05
    ]
   },
   "layer_forward_adaptive_avgpool2d_autocast": {
-   "seconds": 4.995200037956238e-05,
-   "min": 2.9152000322937967e-05,
-   "max": 9.574399888515472e-05,
+   "seconds": 5.660799890756607e-05,
+   "min": 3.7856001406908035e-05,
+   "max": 9.600000083446503e-05,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.11481250025281e-06,
-   "host_backward_canary_seconds": 1.5152180000086447e-05,
+   "host_canary_seconds": 9.91824750002479e-06,
+   "host_backward_canary_seconds": 1.713297499975397e-05,
    "pass_seconds": [
-    3.126399964094162e-05,
-    5.584000051021576e-05,
-    4.995200037956238e-05
+    5.660799890756607e-05,
+    5.8111999183893203e-05,
+    4.201599955558777e-05
    ],
    "pass_host_canary_seconds": [
-    8.11481250025281e-06,
-    9.555372499789883e-06,
-    1.0393789999625369e-05
+    9.91824750002479e-06,
+    7.98850499990067e-06,
+    9.357134999845584e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.5152180000086447e-05,
-    1.9657585000345534e-05,
-    2.0550340000227152e-05
+    1.713297499975397e-05,
+    1.9696130000284032e-05,
+    1.712153000028138e-05
    ]
   },
   "layer_backward_adaptive_avgpool2d_autocast": {
-   "seconds": 8.29280080894629e-05,
+   "seconds": 5.429732458045087e-05,
    "min": 0.0,
-   "max": 0.0006144173269470533,
+   "max": 0.00019755866875251134,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.11481250025281e-06,
-   "host_backward_canary_seconds": 1.5152180000086447e-05,
+   "host_canary_seconds": 9.91824750002479e-06,
+   "host_backward_canary_seconds": 1.713297499975397e-05,
    "pass_seconds": [
-    6.863199733197689e-05,
-    8.29280080894629e-05,
-    0.00010536132504542666
+    8.34079971536994e-05,
+    6.870669623215987e-06,
+    5.429732458045087e-05
    ],
    "pass_host_canary_seconds": [
-    8.11481250025281e-06,
-    9.555372499789883e-06,
-    1.0393789999625369e-05
+    9.91824750002479e-06,
+    7.98850499990067e-06,
+    9.357134999845584e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.5152180000086447e-05,
-    1.9657585000345534e-05,
-    2.0550340000227152e-05
+    1.713297499975397e-05,
+    1.9696130000284032e-05,
+    1.712153000028138e-05
    ]
   },
   "layer_forward_flatten": {
-   "seconds": 2.1247999742627146e-05,
-   "min": 1.539199985563755e-05,
-   "max": 5.475199967622757e-05,
+   "seconds": 2.115200087428093e-05,
+   "min": 1.2959999963641166e-05,
+   "max": 0.00016457599401474,
    "samples": 123,
    "method": "one tiny flatten layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.791600000141898e-06,
-   "host_backward_canary_seconds": 1.590863499984607e-05,
+   "host_canary_seconds": 9.979402499880052e-06,
+   "host_backward_canary_seconds": 1.742518499952439e-05,
    "pass_seconds": [
-    2.070399932563305e-05,
-    2.1344000473618507e-05,
-    2.1247999742627146e-05
+    2.160000056028366e-05,
+    1.4303999952971935e-05,
+    2.115200087428093e-05
    ],
    "pass_host_canary_seconds": [
-    9.791600000141898e-06,
-    8.682687499970144e-06,
-    1.0460272499699385e-05
+    9.979402499880052e-06,
+    7.677207499909854e-06,
+    9.129072500115852e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.590863499984607e-05,
-    1.9820225000444224e-05,
-    2.195505000031517e-05
+    1.742518499952439e-05,
+    2.1246310000151423e-05,
+    1.7277940000326452e-05
    ]
   },
   "layer_backward_flatten": {
-   "seconds": 0.0,
+   "seconds": 6.68133081247412e-06,
    "min": 0.0,
-   "max": 4.415199160575868e-05,
+   "max": 5.0799994729459284e-05,
    "samples": 123,
    "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.791600000141898e-06,
-   "host_backward_canary_seconds": 1.590863499984607e-05,
+   "host_canary_seconds": 9.979402499880052e-06,
+   "host_backward_canary_seconds": 1.742518499952439e-05,
    "pass_seconds": [
-    2.2455990314483644e-05,
+    2.545600291341542e-05,
     0.0,
-    0.0
+    6.68133081247412e-06
    ],
    "pass_host_canary_seconds": [
-    9.791600000141898e-06,
-    8.682687499970144e-06,
-    1.0460272499699385e-05
+    9.979402499880052e-06,
+    7.677207499909854e-06,
+    9.129072500115852e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.590863499984607e-05,
-    1.9820225000444224e-05,
-    2.195505000031517e-05
+    1.742518499952439e-05,
+    2.1246310000151423e-05,
+    1.7277940000326452e-05
    ]
   },
   "layer_forward_flatten_autocast": {
-   "seconds": 3.6479998379945754e-05,
-   "min": 2.271999977529049e-05,
-   "max": 0.00011366400122642517,
+   "seconds": 3.5424001514911655e-05,
+   "min": 2.26879995316267e-05,
+   "max": 7.161600142717362e-05,
    "samples": 123,
    "method": "one tiny flatten layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.83475749990248e-06,
-   "host_backward_canary_seconds": 1.4282945000445578e-05,
+   "host_canary_seconds": 9.835299999849667e-06,
+   "host_backward_canary_seconds": 1.7281269999784855e-05,
    "pass_seconds": [
-    3.6479998379945754e-05,
-    3.2767999917268756e-05,
-    3.827200084924698e-05
+    3.951999917626381e-05,
+    2.5056000798940658e-05,
+    3.5424001514911655e-05
    ],
    "pass_host_canary_seconds": [
-    9.83475749990248e-06,
-    8.40682000017523e-06,
-    1.4034320000178013e-05
+    9.835299999849667e-06,
+    7.4709149998852805e-06,
+    9.02487750011005e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4282945000445578e-05,
-    1.953743499996108e-05,
-    2.0857880000448857e-05
+    1.7281269999784855e-05,
+    1.7581065000058514e-05,
+    1.6957980000142926e-05
    ]
   },
   "layer_backward_flatten_autocast": {
-   "seconds": 2.792799659073354e-05,
+   "seconds": 9.081330460806712e-06,
    "min": 0.0,
-   "max": 0.0003486573149760564,
+   "max": 0.00012795866032441457,
    "samples": 123,
    "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.83475749990248e-06,
-   "host_backward_canary_seconds": 1.4282945000445578e-05,
+   "host_canary_seconds": 9.835299999849667e-06,
+   "host_backward_canary_seconds": 1.7281269999784855e-05,
    "pass_seconds": [
-    2.792799659073354e-05,
-    6.543996433416974e-06,
-    5.336133142312365e-05
+    2.6704001240432257e-05,
+    0.0,
+    9.081330460806712e-06
    ],
    "pass_host_canary_seconds": [
-    9.83475749990248e-06,
-    8.40682000017523e-06,
-    1.4034320000178013e-05
+    9.835299999849667e-06,
+    7.4709149998852805e-06,
+    9.02487750011005e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4282945000445578e-05,
-    1.953743499996108e-05,
-    2.0857880000448857e-05
+    1.7281269999784855e-05,
+    1.7581065000058514e-05,
+    1.6957980000142926e-05
    ]
   },
   "layer_forward_reshape": {
-   "seconds": 1.6543999314308167e-05,
-   "min": 1.0816000401973725e-05,
-   "max": 0.00010387200117111206,
+   "seconds": 1.4336000196635724e-05,
+   "min": 1.1839999817311763e-05,
+   "max": 0.00012025599926710128,
    "samples": 123,
    "method": "one tiny reshape layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.715937499947813e-06,
-   "host_backward_canary_seconds": 1.5518475000249054e-05,
+   "host_canary_seconds": 9.753594999892812e-06,
+   "host_backward_canary_seconds": 1.5124975000162522e-05,
    "pass_seconds": [
-    1.4399999752640724e-05,
-    1.6543999314308167e-05,
-    2.2431999444961547e-05
+    1.8335999920964242e-05,
+    1.2223999947309494e-05,
+    1.4336000196635724e-05
    ],
    "pass_host_canary_seconds": [
-    9.715937499947813e-06,
-    9.63108000007651e-06,
-    1.3839772500148228e-05
+    9.753594999892812e-06,
+    7.504459999836399e-06,
+    9.290267499864057e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.5518475000249054e-05,
-    1.9263759999716966e-05,
-    2.345496500026911e-05
+    1.5124975000162522e-05,
+    1.640576999989207e-05,
+    1.6694965000283444e-05
    ]
   },
   "layer_backward_reshape": {
-   "seconds": 0.0,
+   "seconds": 1.8960003741085507e-05,
    "min": 0.0,
-   "max": 0.00018427998200058935,
+   "max": 0.00016251199413090943,
    "samples": 123,
    "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.715937499947813e-06,
-   "host_backward_canary_seconds": 1.5518475000249054e-05,
+   "host_canary_seconds": 9.753594999892812e-06,
+   "host_backward_canary_seconds": 1.5124975000162522e-05,
    "pass_seconds": [
-    4.315999522805215e-05,
+    1.8960003741085507e-05,
     0.0,
-    0.0
+    1.9193330158789973e-05
    ],
    "pass_host_canary_seconds": [
-    9.715937499947813e-06,
-    9.63108000007651e-06,
-    1.3839772500148228e-05
+    9.753594999892812e-06,
+    7.504459999836399e-06,
+    9.290267499864057e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.5518475000249054e-05,
-    1.9263759999716966e-05,
-    2.345496500026911e-05
+    1.5124975000162522e-05,
+    1.640576999989207e-05,
+    1.6694965000283444e-05
    ]
   },
   "layer_forward_reshape_autocast": {
-   "seconds": 3.507199883460998e-05,
-   "min": 2.1344000473618507e-05,
-   "max": 6.0447998344898225e-05,
+   "seconds": 2.6752000674605368e-05,
+   "min": 2.127999998629093e-05,
+   "max": 5.6832000613212586e-05,
    "samples": 123,
    "method": "one tiny reshape layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.767127500310836e-06,
-   "host_backward_canary_seconds": 1.6462484999806293e-05,
+   "host_canary_seconds": 9.88114999984191e-06,
+   "host_backward_canary_seconds": 1.3350104999858559e-05,
    "pass_seconds": [
-    3.507199883460998e-05,
-    3.392000123858452e-05,
-    3.606399893760681e-05
+    3.459199890494346e-05,
+    2.2528000175952913e-05,
+    2.6752000674605368e-05
    ],
    "pass_host_canary_seconds": [
-    9.767127500310836e-06,
-    9.93864500003383e-06,
-    1.1670207500174e-05
+    9.88114999984191e-06,
+    7.4170300001696885e-06,
+    9.219449999875451e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6462484999806293e-05,
-    1.9816969999624234e-05,
-    2.4045179999916398e-05
+    1.3350104999858559e-05,
+    1.4925764999702552e-05,
+    1.6613680000432395e-05
    ]
   },
   "layer_backward_reshape_autocast": {
-   "seconds": 3.3600131670632463e-07,
+   "seconds": 1.5152002684771994e-05,
    "min": 0.0,
-   "max": 7.784800045192243e-05,
+   "max": 9.295333021630846e-05,
    "samples": 123,
    "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.767127500310836e-06,
-   "host_backward_canary_seconds": 1.6462484999806293e-05,
+   "host_canary_seconds": 9.88114999984191e-06,
+   "host_backward_canary_seconds": 1.3350104999858559e-05,
    "pass_seconds": [
-    1.6759989783167854e-05,
-    3.3600131670632463e-07,
-    0.0
+    1.5152002684771994e-05,
+    0.0,
+    3.055333190908037e-05
    ],
    "pass_host_canary_seconds": [
-    9.767127500310836e-06,
-    9.93864500003383e-06,
-    1.1670207500174e-05
+    9.88114999984191e-06,
+    7.4170300001696885e-06,
+    9.219449999875451e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6462484999806293e-05,
-    1.9816969999624234e-05,
-    2.4045179999916398e-05
+    1.3350104999858559e-05,
+    1.4925764999702552e-05,
+    1.6613680000432395e-05
    ]
   },
   "layer_forward_slice": {
-   "seconds": 1.961600035429001e-05,
-   "min": 1.2415999546647071e-05,
-   "max": 4.790399968624115e-05,
+   "seconds": 1.9551999866962432e-05,
+   "min": 1.2864000163972378e-05,
+   "max": 3.920000046491623e-05,
    "samples": 123,
    "method": "one tiny slice layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.464860000036879e-06,
-   "host_backward_canary_seconds": 1.3723614999889833e-05,
+   "host_canary_seconds": 1.0041974999808189e-05,
+   "host_backward_canary_seconds": 1.527050499987581e-05,
    "pass_seconds": [
-    1.865600049495697e-05,
-    1.961600035429001e-05,
-    2.08320003002882e-05
+    2.019199915230274e-05,
+    1.3439999893307686e-05,
+    1.9551999866962432e-05
    ],
    "pass_host_canary_seconds": [
-    9.464860000036879e-06,
-    9.786194999890087e-06,
-    1.1448879999989002e-05
+    1.0041974999808189e-05,
+    7.2862500002202065e-06,
+    8.80598999998483e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.3723614999889833e-05,
-    1.823781999974017e-05,
-    2.3363799999742697e-05
+    1.527050499987581e-05,
+    1.818900499984011e-05,
+    1.6679139999951076e-05
    ]
   },
   "layer_backward_slice": {
-   "seconds": 1.7839996765057215e-05,
+   "seconds": 3.298533366372189e-05,
    "min": 0.0,
-   "max": 9.48013210048278e-05,
+   "max": 8.833599556237458e-05,
    "samples": 123,
    "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.464860000036879e-06,
-   "host_backward_canary_seconds": 1.3723614999889833e-05,
+   "host_canary_seconds": 1.0041974999808189e-05,
+   "host_backward_canary_seconds": 1.527050499987581e-05,
    "pass_seconds": [
-    3.5607991740107544e-05,
-    1.7839996765057215e-05,
-    0.0
+    5.3071995265781865e-05,
+    9.506711115439781e-07,
+    3.298533366372189e-05
    ],
    "pass_host_canary_seconds": [
-    9.464860000036879e-06,
-    9.786194999890087e-06,
-    1.1448879999989002e-05
+    1.0041974999808189e-05,
+    7.2862500002202065e-06,
+    8.80598999998483e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.3723614999889833e-05,
-    1.823781999974017e-05,
-    2.3363799999742697e-05
+    1.527050499987581e-05,
+    1.818900499984011e-05,
+    1.6679139999951076e-05
    ]
   },
   "layer_forward_slice_autocast": {
-   "seconds": 3.7216000258922574e-05,
-   "min": 2.755199931561947e-05,
-   "max": 0.0001337919980287552,
+   "seconds": 2.8351999819278716e-05,
+   "min": 2.179200015962124e-05,
+   "max": 8.271999657154083e-05,
    "samples": 123,
    "method": "one tiny slice layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.453300000075159e-06,
-   "host_backward_canary_seconds": 1.382728999999472e-05,
+   "host_canary_seconds": 1.0214305000033619e-05,
+   "host_backward_canary_seconds": 1.7072070000381246e-05,
    "pass_seconds": [
-    3.468799963593483e-05,
-    3.7216000258922574e-05,
-    3.827200084924698e-05
+    4.0800001472234724e-05,
+    2.3264000192284583e-05,
+    2.8351999819278716e-05
    ],
    "pass_host_canary_seconds": [
-    9.453300000075159e-06,
-    1.0023512499799381e-05,
-    1.1219774999915445e-05
+    1.0214305000033619e-05,
+    7.63351500012277e-06,
+    9.032947500315912e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.382728999999472e-05,
-    1.7181394999852275e-05,
-    2.1795899999688118e-05
+    1.7072070000381246e-05,
+    2.0973735000211492e-05,
+    1.660957499950655e-05
    ]
   },
   "layer_backward_slice_autocast": {
-   "seconds": 3.3391995976368564e-05,
+   "seconds": 4.424933002640806e-05,
    "min": 0.0,
-   "max": 0.000531095976009965,
+   "max": 9.550399612635372e-05,
    "samples": 123,
    "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.453300000075159e-06,
-   "host_backward_canary_seconds": 1.382728999999472e-05,
+   "host_canary_seconds": 1.0214305000033619e-05,
+   "host_backward_canary_seconds": 1.7072070000381246e-05,
    "pass_seconds": [
-    5.541599728167056e-05,
-    3.3391995976368564e-05,
-    0.0
+    6.251200567930935e-05,
+    2.9986643542846122e-06,
+    4.424933002640806e-05
    ],
    "pass_host_canary_seconds": [
-    9.453300000075159e-06,
-    1.0023512499799381e-05,
-    1.1219774999915445e-05
+    1.0214305000033619e-05,
+    7.63351500012277e-06,
+    9.032947500315912e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.382728999999472e-05,
-    1.7181394999852275e-05,
-    2.1795899999688118e-05
+    1.7072070000381246e-05,
+    2.0973735000211492e-05,
+    1.660957499950655e-05
    ]
   },
   "layer_forward_transpose_contiguous": {
-   "seconds": 1.7020951779115766e-05,
-   "min": 1.0946285866555714e-05,
-   "max": 2.021257118100212e-05,
+   "seconds": 1.796571378196989e-05,
+   "min": 1.5024761536291669e-05,
+   "max": 1.8423618305297126e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4562,32 +4957,36 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.3344000577926634e-05,
-    8.396799862384797e-05,
-    0.0002885119915008545
+    3.5392001271247867e-05,
+    8.780799806118011e-05,
+    0.00030438399314880373
    ],
-   "host_canary_seconds": 9.715430000483138e-06,
-   "host_backward_canary_seconds": 1.420479999978852e-05,
+   "forward_ops": {
+    "aten::clone": 1.0,
+    "aten::transpose": 1.0
+   },
+   "host_canary_seconds": 9.664637499895434e-06,
+   "host_backward_canary_seconds": 1.8182029999707084e-05,
    "pass_seconds": [
-    1.7020951779115766e-05,
-    1.0946285866555714e-05,
-    2.021257118100212e-05
+    1.796571378196989e-05,
+    1.8423618305297126e-05,
+    1.5024761536291669e-05
    ],
    "pass_host_canary_seconds": [
-    9.715430000483138e-06,
-    1.056211499985693e-05,
-    1.0549565000133044e-05
+    9.664637499895434e-06,
+    7.954444999995757e-06,
+    9.171804999823507e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.420479999978852e-05,
-    1.833197999985714e-05,
-    2.1276229999216413e-05
+    1.8182029999707084e-05,
+    2.039146000015535e-05,
+    1.7571310000903394e-05
    ]
   },
   "layer_backward_transpose_contiguous": {
-   "seconds": 1.875657339890798e-05,
-   "min": 1.255466718049277e-05,
-   "max": 2.1891809999942778e-05,
+   "seconds": 1.519923745876267e-05,
+   "min": 1.1548954106512521e-05,
+   "max": 1.9034668448425475e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4596,33 +4995,39 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.000162432000041008,
-    0.00019177600741386415,
-    0.0005862720012664795
+    0.00014982399344444275,
+    0.00026304000616073607,
+    0.000705568015575409
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 9.715430000483138e-06,
-   "host_backward_canary_seconds": 1.420479999978852e-05,
+   "backward_ops": {
+    "aten::add_": 0.3333333333333333,
+    "aten::copy_": -0.3333333333333333,
+    "aten::new_empty_strided": -0.3333333333333333,
+    "aten::transpose": 1.0
+   },
+   "host_canary_seconds": 9.664637499895434e-06,
+   "host_backward_canary_seconds": 1.8182029999707084e-05,
    "pass_seconds": [
-    1.255466718049277e-05,
-    1.875657339890798e-05,
-    2.1891809999942778e-05
+    1.9034668448425475e-05,
+    1.1548954106512521e-05,
+    1.519923745876267e-05
    ],
    "pass_host_canary_seconds": [
-    9.715430000483138e-06,
-    1.056211499985693e-05,
-    1.0549565000133044e-05
+    9.664637499895434e-06,
+    7.954444999995757e-06,
+    9.171804999823507e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.420479999978852e-05,
-    1.833197999985714e-05,
-    2.1276229999216413e-05
+    1.8182029999707084e-05,
+    2.039146000015535e-05,
+    1.7571310000903394e-05
    ]
   },
   "layer_forward_transpose_contiguous_autocast": {
-   "seconds": 1.836571398945082e-05,
-   "min": 1.8343618228321984e-05,
-   "max": 1.9455237580197194e-05,
+   "seconds": 1.2853333283038366e-05,
+   "min": 1.1415619048334304e-05,
+   "max": 1.5159619883412408e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4631,32 +5036,36 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.212799832224846e-05,
-    0.0001000320017337799,
-    0.00032521599531173706
+    3.2607998698949814e-05,
+    6.828799843788146e-05,
+    0.00020431999862194063
    ],
-   "host_canary_seconds": 9.496204999948076e-06,
-   "host_backward_canary_seconds": 1.4025314999912553e-05,
+   "forward_ops": {
+    "aten::clone": 1.0,
+    "aten::transpose": 1.0
+   },
+   "host_canary_seconds": 7.090870000183714e-06,
+   "host_backward_canary_seconds": 1.7601160000140225e-05,
    "pass_seconds": [
-    1.836571398945082e-05,
-    1.8343618228321984e-05,
-    1.9455237580197194e-05
+    1.1415619048334304e-05,
+    1.2853333283038366e-05,
+    1.5159619883412408e-05
    ],
    "pass_host_canary_seconds": [
-    9.496204999948076e-06,
-    9.75616000005175e-06,
-    1.0462752500188798e-05
+    7.090870000183714e-06,
+    7.266535000098884e-06,
+    9.028814999965107e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4025314999912553e-05,
-    1.697668000019803e-05,
-    2.093265999974392e-05
+    1.7601160000140225e-05,
+    1.574984999933804e-05,
+    1.8450009999924077e-05
    ]
   },
   "layer_backward_transpose_contiguous_autocast": {
-   "seconds": 1.9089524412438987e-05,
-   "min": 1.168990543200856e-05,
-   "max": 2.1767621948605498e-05,
+   "seconds": 1.5256378090097792e-05,
+   "min": 6.593522571382069e-06,
+   "max": 2.9944379947015215e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4665,129 +5074,135 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015907199680805206,
-    0.0002467840015888214,
-    0.0006090880036354065
+    0.0001321280002593994,
+    0.00019529600441455842,
+    0.0007322239875793457
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 9.496204999948076e-06,
-   "host_backward_canary_seconds": 1.4025314999912553e-05,
+   "backward_ops": {
+    "aten::add_": 0.3333333333333333,
+    "aten::copy_": -0.3333333333333333,
+    "aten::new_empty_strided": -0.3333333333333333,
+    "aten::transpose": 1.0
+   },
+   "host_canary_seconds": 7.090870000183714e-06,
+   "host_backward_canary_seconds": 1.7601160000140225e-05,
    "pass_seconds": [
-    1.168990543200856e-05,
-    2.1767621948605498e-05,
-    1.9089524412438987e-05
+    2.9944379947015215e-05,
+    6.593522571382069e-06,
+    1.5256378090097792e-05
    ],
    "pass_host_canary_seconds": [
-    9.496204999948076e-06,
-    9.75616000005175e-06,
-    1.0462752500188798e-05
+    7.090870000183714e-06,
+    7.266535000098884e-06,
+    9.028814999965107e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4025314999912553e-05,
-    1.697668000019803e-05,
-    2.093265999974392e-05
+    1.7601160000140225e-05,
+    1.574984999933804e-05,
+    1.8450009999924077e-05
    ]
   },
   "layer_forward_cat": {
-   "seconds": 2.8384000062942505e-05,
-   "min": 2.5728000327944755e-05,
-   "max": 7.215999811887741e-05,
+   "seconds": 2.5056000798940658e-05,
+   "min": 1.836800016462803e-05,
+   "max": 5.4976001381874084e-05,
    "samples": 123,
    "method": "one tiny cat layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.992022499716312e-06,
-   "host_backward_canary_seconds": 1.4243104999991373e-05,
+   "host_canary_seconds": 9.915680000176507e-06,
+   "host_backward_canary_seconds": 1.671128999987559e-05,
    "pass_seconds": [
-    2.7904000133275985e-05,
-    2.8384000062942505e-05,
-    3.340800106525421e-05
+    3.2127998769283294e-05,
+    2.0287999883294106e-05,
+    2.5056000798940658e-05
    ],
    "pass_host_canary_seconds": [
-    9.992022499716312e-06,
-    9.608392499842466e-06,
-    1.019798500010438e-05
+    9.915680000176507e-06,
+    7.218414999954348e-06,
+    9.53373500010457e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4243104999991373e-05,
-    1.8004904999884276e-05,
-    1.963919499985423e-05
+    1.671128999987559e-05,
+    1.6313410000066142e-05,
+    1.5132135000044401e-05
    ]
   },
   "layer_backward_cat": {
-   "seconds": 0.0,
+   "seconds": 1.8361330342789523e-05,
    "min": 0.0,
-   "max": 0.0002282733296354611,
+   "max": 0.00016110400762408972,
    "samples": 123,
    "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.992022499716312e-06,
-   "host_backward_canary_seconds": 1.4243104999991373e-05,
+   "host_canary_seconds": 9.915680000176507e-06,
+   "host_backward_canary_seconds": 1.671128999987559e-05,
    "pass_seconds": [
-    2.680799551308156e-05,
+    3.3296003006398666e-05,
     0.0,
-    0.0
+    1.8361330342789523e-05
    ],
    "pass_host_canary_seconds": [
-    9.992022499716312e-06,
-    9.608392499842466e-06,
-    1.019798500010438e-05
+    9.915680000176507e-06,
+    7.218414999954348e-06,
+    9.53373500010457e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4243104999991373e-05,
-    1.8004904999884276e-05,
-    1.963919499985423e-05
+    1.671128999987559e-05,
+    1.6313410000066142e-05,
+    1.5132135000044401e-05
    ]
   },
   "layer_forward_cat_autocast": {
-   "seconds": 4.5823998749256134e-05,
-   "min": 4.0863998234272e-05,
-   "max": 8.329600095748901e-05,
+   "seconds": 3.225599974393845e-05,
+   "min": 2.7807999402284623e-05,
+   "max": 6.134400144219398e-05,
    "samples": 123,
    "method": "one tiny cat layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.978014999774131e-06,
-   "host_backward_canary_seconds": 1.7437379999591942e-05,
+   "host_canary_seconds": 8.636127500096791e-06,
+   "host_backward_canary_seconds": 1.62407649997931e-05,
    "pass_seconds": [
-    4.383999854326248e-05,
-    4.5823998749256134e-05,
-    4.691199958324432e-05
+    3.014400042593479e-05,
+    3.225599974393845e-05,
+    3.939199820160866e-05
    ],
    "pass_host_canary_seconds": [
-    9.978014999774131e-06,
-    9.694652499945279e-06,
-    1.052042750018245e-05
+    8.636127500096791e-06,
+    7.1169675001669935e-06,
+    9.42145999999866e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7437379999591942e-05,
-    1.8158899999889398e-05,
-    1.949139500027286e-05
+    1.62407649997931e-05,
+    1.4281535000009171e-05,
+    1.417415999981131e-05
    ]
   },
   "layer_backward_cat_autocast": {
-   "seconds": 3.519198857247831e-05,
+   "seconds": 2.1295999176800236e-05,
    "min": 0.0,
-   "max": 0.00012072799168527128,
+   "max": 0.00011755199450999497,
    "samples": 123,
    "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.978014999774131e-06,
-   "host_backward_canary_seconds": 1.7437379999591942e-05,
+   "host_canary_seconds": 8.636127500096791e-06,
+   "host_backward_canary_seconds": 1.62407649997931e-05,
    "pass_seconds": [
-    3.519198857247831e-05,
-    6.273600334922471e-05,
-    0.0
+    2.1295999176800236e-05,
+    0.0,
+    3.346533359338842e-05
    ],
    "pass_host_canary_seconds": [
-    9.978014999774131e-06,
-    9.694652499945279e-06,
-    1.052042750018245e-05
+    8.636127500096791e-06,
+    7.1169675001669935e-06,
+    9.42145999999866e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7437379999591942e-05,
-    1.8158899999889398e-05,
-    1.949139500027286e-05
+    1.62407649997931e-05,
+    1.4281535000009171e-05,
+    1.417415999981131e-05
    ]
   },
   "layer_forward_gelu_tanh_composite": {
-   "seconds": 0.00011810514330863953,
-   "min": 9.951009565875644e-05,
-   "max": 0.0001197104769803229,
+   "seconds": 8.53417171608834e-05,
+   "min": 8.207466240440096e-05,
+   "max": 0.00010647695653495334,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4796,32 +5211,39 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00013542400300502777,
-    0.0004588800072669983,
-    0.0016363840103149415
+    9.516800194978714e-05,
+    0.00029737600684165953,
+    0.0013116159439086914
    ],
-   "host_canary_seconds": 9.29573000007622e-06,
-   "host_backward_canary_seconds": 1.7231040000069698e-05,
+   "forward_ops": {
+    "aten::add": 2.0,
+    "aten::detach": 1.0,
+    "aten::mul": 4.0,
+    "aten::pow": 1.0,
+    "aten::tanh": 1.0
+   },
+   "host_canary_seconds": 7.356575000017074e-06,
+   "host_backward_canary_seconds": 1.786914000035722e-05,
    "pass_seconds": [
-    9.951009565875644e-05,
-    0.0001197104769803229,
-    0.00011810514330863953
+    8.207466240440096e-05,
+    8.53417171608834e-05,
+    0.00010647695653495334
    ],
    "pass_host_canary_seconds": [
-    9.29573000007622e-06,
-    1.028477000033945e-05,
-    1.0460042500142208e-05
+    7.356575000017074e-06,
+    7.624984999949902e-06,
+    9.29800999983854e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7231040000069698e-05,
-    1.7802940000137824e-05,
-    2.0147954999742977e-05
+    1.786914000035722e-05,
+    1.612985999997818e-05,
+    1.7962160000024597e-05
    ]
   },
   "layer_backward_gelu_tanh_composite": {
-   "seconds": 0.00016941942310049417,
-   "min": 0.0001638643777086621,
-   "max": 0.00018575925344512578,
+   "seconds": 0.0001708837935612316,
+   "min": 0.0001621470646489234,
+   "max": 0.00018351390993311296,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4830,33 +5252,41 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005257599949836731,
-    0.00130131196975708,
-    0.004471519947052002
+    0.00040211200714111326,
+    0.0012053439617156982,
+    0.00408896017074585
    ],
    "backward_nodes_per_layer": 8.0,
-   "host_canary_seconds": 9.29573000007622e-06,
-   "host_backward_canary_seconds": 1.7231040000069698e-05,
+   "backward_ops": {
+    "aten::add": 2.0,
+    "aten::add_": 0.3333333333333333,
+    "aten::detach": 0.6666666666666666,
+    "aten::mul": 7.0,
+    "aten::pow": 1.0,
+    "aten::tanh_backward": 1.0
+   },
+   "host_canary_seconds": 7.356575000017074e-06,
+   "host_backward_canary_seconds": 1.786914000035722e-05,
    "pass_seconds": [
-    0.0001638643777086621,
-    0.00016941942310049417,
-    0.00018575925344512578
+    0.0001621470646489234,
+    0.0001708837935612316,
+    0.00018351390993311296
    ],
    "pass_host_canary_seconds": [
-    9.29573000007622e-06,
-    1.028477000033945e-05,
-    1.0460042500142208e-05
+    7.356575000017074e-06,
+    7.624984999949902e-06,
+    9.29800999983854e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7231040000069698e-05,
-    1.7802940000137824e-05,
-    2.0147954999742977e-05
+    1.786914000035722e-05,
+    1.612985999997818e-05,
+    1.7962160000024597e-05
    ]
   },
   "layer_forward_gelu_tanh_composite_autocast": {
-   "seconds": 0.00011145752597422827,
-   "min": 8.226514075483595e-05,
-   "max": 0.0001358613386040642,
+   "seconds": 0.00011577905146848588,
+   "min": 0.00011350171197028387,
+   "max": 0.00012461409859714054,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4865,32 +5295,39 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00015811200439929963,
-    0.0005210239887237549,
-    0.0018394880294799805
+    0.0001502079963684082,
+    0.0005207679867744446,
+    0.0018627519607543946
    ],
-   "host_canary_seconds": 9.678474999645914e-06,
-   "host_backward_canary_seconds": 1.789454000004298e-05,
+   "forward_ops": {
+    "aten::add": 2.0,
+    "aten::detach": 1.0,
+    "aten::mul": 4.0,
+    "aten::pow": 1.0,
+    "aten::tanh": 1.0
+   },
+   "host_canary_seconds": 9.884294999551458e-06,
+   "host_backward_canary_seconds": 1.7691409999542886e-05,
    "pass_seconds": [
-    0.00011145752597422827,
-    8.226514075483595e-05,
-    0.0001358613386040642
+    0.00011350171197028387,
+    0.00012461409859714054,
+    0.00011577905146848588
    ],
    "pass_host_canary_seconds": [
-    9.678474999645914e-06,
-    1.01704499996913e-05,
-    1.0658417500053474e-05
+    9.884294999551458e-06,
+    9.695625000176733e-06,
+    9.765230000198244e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.789454000004298e-05,
-    1.7299349999575497e-05,
-    2.0855180000012294e-05
+    1.7691409999542886e-05,
+    1.655499500031965e-05,
+    1.8709639999769933e-05
    ]
   },
   "layer_backward_gelu_tanh_composite_autocast": {
-   "seconds": 0.0001554750551780065,
-   "min": 0.00014726629285585313,
-   "max": 0.00018798020411105382,
+   "seconds": 0.00016400151735260375,
+   "min": 0.0001362621042700041,
+   "max": 0.00017047543397971562,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4899,33 +5336,41 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0006632639765739441,
-    0.0015749759674072265,
-    0.004704224109649658
+    0.0006062719821929932,
+    0.0014826879501342774,
+    0.004783455848693848
    ],
    "backward_nodes_per_layer": 8.0,
-   "host_canary_seconds": 9.678474999645914e-06,
-   "host_backward_canary_seconds": 1.789454000004298e-05,
+   "backward_ops": {
+    "aten::add": 2.0,
+    "aten::add_": 0.3333333333333333,
+    "aten::detach": 0.6666666666666666,
+    "aten::mul": 7.0,
+    "aten::pow": 1.0,
+    "aten::tanh_backward": 1.0
+   },
+   "host_canary_seconds": 9.884294999551458e-06,
+   "host_backward_canary_seconds": 1.7691409999542886e-05,
    "pass_seconds": [
-    0.0001554750551780065,
-    0.00018798020411105382,
-    0.00014726629285585313
+    0.00016400151735260375,
+    0.0001362621042700041,
+    0.00017047543397971562
    ],
    "pass_host_canary_seconds": [
-    9.678474999645914e-06,
-    1.01704499996913e-05,
-    1.0658417500053474e-05
+    9.884294999551458e-06,
+    9.695625000176733e-06,
+    9.765230000198244e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.789454000004298e-05,
-    1.7299349999575497e-05,
-    2.0855180000012294e-05
+    1.7691409999542886e-05,
+    1.655499500031965e-05,
+    1.8709639999769933e-05
    ]
   },
   "layer_forward_mha": {
-   "seconds": 0.0003354529497169313,
-   "min": 0.00027429257971899843,
-   "max": 0.0003950308391026088,
+   "seconds": 0.00038487617316700166,
+   "min": 0.00019206400854246958,
+   "max": 0.00044270780256816316,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4934,32 +5379,47 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0005278080105781555,
-    0.0017847360372543334,
-    0.006477215766906738
+    0.0004544000029563904,
+    0.0009198079705238342,
+    0.0032984321117401124
    ],
-   "host_canary_seconds": 9.613414999876112e-06,
-   "host_backward_canary_seconds": 1.8068860000539644e-05,
+   "forward_ops": {
+    "aten::_softmax": 1.0,
+    "aten::addmm": 2.0,
+    "aten::bmm": 2.0,
+    "aten::clone": 2.0,
+    "aten::detach": 1.0,
+    "aten::mean": 1.0,
+    "aten::mul": 1.0,
+    "aten::select": 3.0,
+    "aten::squeeze": 1.0,
+    "aten::t": 2.0,
+    "aten::transpose": 8.0,
+    "aten::unsqueeze": 1.0,
+    "aten::view": 9.0
+   },
+   "host_canary_seconds": 7.079204999911326e-06,
+   "host_backward_canary_seconds": 1.7297899999562107e-05,
    "pass_seconds": [
-    0.0003950308391026088,
-    0.00027429257971899843,
-    0.0003354529497169313
+    0.00019206400854246958,
+    0.00038487617316700166,
+    0.00044270780256816316
    ],
    "pass_host_canary_seconds": [
-    9.613414999876112e-06,
-    9.635589999561488e-06,
-    1.0408717500069997e-05
+    7.079204999911326e-06,
+    1.0528567500216468e-05,
+    9.811385000375594e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8068860000539644e-05,
-    1.9710529999201752e-05,
-    2.1565725000414203e-05
+    1.7297899999562107e-05,
+    1.974671500022396e-05,
+    2.012683000089055e-05
    ]
   },
   "layer_backward_mha": {
-   "seconds": 0.000744152402593976,
-   "min": 0.0006210682505653018,
-   "max": 0.0007488968116896495,
+   "seconds": 0.0006974096000194551,
+   "min": 0.0004731321718011583,
+   "max": 0.0007274491361209324,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4968,33 +5428,51 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.001683135986328125,
-    0.0048585920333862305,
-    0.016967008590698242
+    0.0014422719478607178,
+    0.00410700798034668,
+    0.011643263816833496
    ],
    "backward_nodes_per_layer": 35.0,
-   "host_canary_seconds": 9.613414999876112e-06,
-   "host_backward_canary_seconds": 1.8068860000539644e-05,
+   "backward_ops": {
+    "aten::_softmax_backward_data": 1.0,
+    "aten::_unsafe_view": 3.0,
+    "aten::add": 2.0,
+    "aten::add_": 1.6666666666666667,
+    "aten::bmm": 4.0,
+    "aten::clone": 3.0,
+    "aten::detach": 3.3333333333333335,
+    "aten::mm": 4.0,
+    "aten::mul": 1.0,
+    "aten::select_backward": 3.0,
+    "aten::squeeze": 1.0,
+    "aten::sum": 2.0,
+    "aten::t": 8.0,
+    "aten::transpose": 12.0,
+    "aten::unsqueeze": 1.0,
+    "aten::view": 7.0
+   },
+   "host_canary_seconds": 7.079204999911326e-06,
+   "host_backward_canary_seconds": 1.7297899999562107e-05,
    "pass_seconds": [
-    0.0006210682505653018,
-    0.0007488968116896495,
-    0.000744152402593976
+    0.0004731321718011583,
+    0.0006974096000194551,
+    0.0007274491361209324
    ],
    "pass_host_canary_seconds": [
-    9.613414999876112e-06,
-    9.635589999561488e-06,
-    1.0408717500069997e-05
+    7.079204999911326e-06,
+    1.0528567500216468e-05,
+    9.811385000375594e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8068860000539644e-05,
-    1.9710529999201752e-05,
-    2.1565725000414203e-05
+    1.7297899999562107e-05,
+    1.974671500022396e-05,
+    2.012683000089055e-05
    ]
   },
   "layer_forward_mha_autocast": {
-   "seconds": 0.00036368762311481296,
-   "min": 0.0002602689550036476,
-   "max": 0.00046559085164751325,
+   "seconds": 0.00046345827125367667,
+   "min": 0.000302291058358692,
+   "max": 0.0005597752219154721,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5003,32 +5481,48 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0007089920043945313,
-    0.0021603519916534425,
-    0.004836544036865235
+    0.0005782719850540161,
+    0.0012316160202026367,
+    0.005028128147125244
    ],
-   "host_canary_seconds": 8.362860000090678e-06,
-   "host_backward_canary_seconds": 1.6695710000362853e-05,
+   "forward_ops": {
+    "aten::_softmax": 1.0,
+    "aten::_to_copy": 6.0,
+    "aten::addmm": 2.0,
+    "aten::bmm": 2.0,
+    "aten::clone": 2.0,
+    "aten::detach": 1.0,
+    "aten::mean": 1.0,
+    "aten::mul": 1.0,
+    "aten::select": 3.0,
+    "aten::squeeze": 1.0,
+    "aten::t": 2.0,
+    "aten::transpose": 8.0,
+    "aten::unsqueeze": 1.0,
+    "aten::view": 9.0
+   },
+   "host_canary_seconds": 7.205644999999094e-06,
+   "host_backward_canary_seconds": 1.616850000004888e-05,
    "pass_seconds": [
-    0.0002602689550036476,
-    0.00036368762311481296,
-    0.00046559085164751325
+    0.000302291058358692,
+    0.00046345827125367667,
+    0.0005597752219154721
    ],
    "pass_host_canary_seconds": [
-    8.362860000090678e-06,
-    1.0389569999915694e-05,
-    1.0336034999909316e-05
+    7.205644999999094e-06,
+    9.978299999602314e-06,
+    9.990422499868146e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6695710000362853e-05,
-    1.9260990000020685e-05,
-    2.075108000099135e-05
+    1.616850000004888e-05,
+    1.6380080000999443e-05,
+    2.0131105000587016e-05
    ]
   },
   "layer_backward_mha_autocast": {
-   "seconds": 0.0008632830381393431,
-   "min": 0.0004397927352360317,
-   "max": 0.0009776723555156165,
+   "seconds": 0.0006384944461640858,
+   "min": 0.0005478918609165007,
+   "max": 0.0008356327953792755,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5037,33 +5531,52 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.001832703948020935,
-    0.0051504640579223635,
-    0.012739487648010254
+    0.0014342080354690552,
+    0.004153439998626709,
+    0.015511615753173828
    ],
    "backward_nodes_per_layer": 41.0,
-   "host_canary_seconds": 8.362860000090678e-06,
-   "host_backward_canary_seconds": 1.6695710000362853e-05,
+   "backward_ops": {
+    "aten::_softmax_backward_data": 1.0,
+    "aten::_to_copy": 6.0,
+    "aten::_unsafe_view": 3.0,
+    "aten::add": 2.0,
+    "aten::add_": 1.6666666666666667,
+    "aten::bmm": 4.0,
+    "aten::clone": 3.0,
+    "aten::detach": 3.3333333333333335,
+    "aten::mm": 4.0,
+    "aten::mul": 1.0,
+    "aten::select_backward": 3.0,
+    "aten::squeeze": 1.0,
+    "aten::sum": 2.0,
+    "aten::t": 8.0,
+    "aten::transpose": 12.0,
+    "aten::unsqueeze": 1.0,
+    "aten::view": 7.0
+   },
+   "host_canary_seconds": 7.205644999999094e-06,
+   "host_backward_canary_seconds": 1.616850000004888e-05,
    "pass_seconds": [
-    0.0004397927352360317,
-    0.0009776723555156165,
-    0.0008632830381393431
+    0.0006384944461640858,
+    0.0005478918609165007,
+    0.0008356327953792755
    ],
    "pass_host_canary_seconds": [
-    8.362860000090678e-06,
-    1.0389569999915694e-05,
-    1.0336034999909316e-05
+    7.205644999999094e-06,
+    9.978299999602314e-06,
+    9.990422499868146e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6695710000362853e-05,
-    1.9260990000020685e-05,
-    2.075108000099135e-05
+    1.616850000004888e-05,
+    1.6380080000999443e-05,
+    2.0131105000587016e-05
    ]
   },
   "layer_forward_cast": {
-   "seconds": 1.4115809241221066e-05,
-   "min": 9.238857155044874e-06,
-   "max": 1.528152326742808e-05,
+   "seconds": 1.509790424080122e-05,
+   "min": 9.582476601714179e-06,
+   "max": 1.5112380186716715e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny cast layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5072,32 +5585,35 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    1.942400075495243e-05,
-    4.8703998327255246e-05,
-    0.00015852800011634827
+    1.9168000668287278e-05,
+    4.899200052022934e-05,
+    0.00016326400637626647
    ],
-   "host_canary_seconds": 6.585672500136752e-06,
-   "host_backward_canary_seconds": 1.1276790000351867e-05,
+   "forward_ops": {
+    "aten::_to_copy": 1.0
+   },
+   "host_canary_seconds": 6.8182550000983615e-06,
+   "host_backward_canary_seconds": 1.3850469999852068e-05,
    "pass_seconds": [
-    9.238857155044874e-06,
-    1.528152326742808e-05,
-    1.4115809241221066e-05
+    9.582476601714179e-06,
+    1.509790424080122e-05,
+    1.5112380186716715e-05
    ],
    "pass_host_canary_seconds": [
-    6.585672500136752e-06,
-    1.050554500011458e-05,
-    1.0447287500028325e-05
+    6.8182550000983615e-06,
+    1.0212402500258122e-05,
+    9.989279999729205e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.1276790000351867e-05,
-    1.89072099999521e-05,
-    1.989584500051933e-05
+    1.3850469999852068e-05,
+    1.8854924999800462e-05,
+    1.9160329999863278e-05
    ]
   },
   "layer_backward_cast": {
-   "seconds": 2.713371360940592e-05,
-   "min": 1.1060571475397975e-05,
-   "max": 3.2760382408187505e-05,
+   "seconds": 2.4461716945682254e-05,
+   "min": 1.531580942017692e-05,
+   "max": 2.7702095962706064e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny cast layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5106,33 +5622,38 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00011744000017642975,
-    0.00019913600385189055,
-    0.0004288640022277832
+    9.212800115346908e-05,
+    0.00017785599827766418,
+    0.0004692800045013428
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 6.585672500136752e-06,
-   "host_backward_canary_seconds": 1.1276790000351867e-05,
+   "backward_ops": {
+    "aten::_to_copy": 1.0,
+    "aten::add_": 0.3333333333333333,
+    "aten::detach": -0.3333333333333333
+   },
+   "host_canary_seconds": 6.8182550000983615e-06,
+   "host_backward_canary_seconds": 1.3850469999852068e-05,
    "pass_seconds": [
-    1.1060571475397975e-05,
-    3.2760382408187505e-05,
-    2.713371360940592e-05
+    1.531580942017692e-05,
+    2.4461716945682254e-05,
+    2.7702095962706064e-05
    ],
    "pass_host_canary_seconds": [
-    6.585672500136752e-06,
-    1.050554500011458e-05,
-    1.0447287500028325e-05
+    6.8182550000983615e-06,
+    1.0212402500258122e-05,
+    9.989279999729205e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.1276790000351867e-05,
-    1.89072099999521e-05,
-    1.989584500051933e-05
+    1.3850469999852068e-05,
+    1.8854924999800462e-05,
+    1.9160329999863278e-05
    ]
   },
   "layer_forward_cast_autocast": {
-   "seconds": 1.3103999552272614e-05,
-   "min": 9.54285707502138e-06,
-   "max": 1.8769522862774987e-05,
+   "seconds": 1.5571810127723786e-05,
+   "min": 9.538285256851288e-06,
+   "max": 1.5705905499912444e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny cast layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5141,32 +5662,35 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.9055999591946602e-05,
-    5.737600103020668e-05,
-    0.00017209599912166595
+    2.9311999678611756e-05,
+    6.0896001756191256e-05,
+    0.00017337599396705629
    ],
-   "host_canary_seconds": 6.764412499933315e-06,
-   "host_backward_canary_seconds": 1.1062505000154487e-05,
+   "forward_ops": {
+    "aten::_to_copy": 1.0
+   },
+   "host_canary_seconds": 6.823560000270845e-06,
+   "host_backward_canary_seconds": 1.3073024999812333e-05,
    "pass_seconds": [
-    9.54285707502138e-06,
-    1.8769522862774987e-05,
-    1.3103999552272614e-05
+    9.538285256851288e-06,
+    1.5571810127723786e-05,
+    1.5705905499912444e-05
    ],
    "pass_host_canary_seconds": [
-    6.764412499933315e-06,
-    1.0257305000322958e-05,
-    1.038264750008011e-05
+    6.823560000270845e-06,
+    9.964369999977407e-06,
+    9.957427500069117e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.1062505000154487e-05,
-    1.8965259999959017e-05,
-    1.9538250000437075e-05
+    1.3073024999812333e-05,
+    1.9625320000500323e-05,
+    1.8908819999410298e-05
    ]
   },
   "layer_backward_cast_autocast": {
-   "seconds": 1.9976380680288585e-05,
-   "min": 1.1087238965999514e-05,
-   "max": 2.8783236940701805e-05,
+   "seconds": 2.258514346820967e-05,
+   "min": 1.6037334111474804e-05,
+   "max": 2.7180189887682598e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny cast layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5175,33 +5699,38 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001366399973630905,
-    0.00021980799734592439,
-    0.00045318400859832765
+    0.00011283200234174729,
+    0.00017308799922466277,
+    0.0004909760057926178
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 6.764412499933315e-06,
-   "host_backward_canary_seconds": 1.1062505000154487e-05,
+   "backward_ops": {
+    "aten::_to_copy": 1.0,
+    "aten::add_": 0.3333333333333333,
+    "aten::detach": -0.3333333333333333
+   },
+   "host_canary_seconds": 6.823560000270845e-06,
+   "host_backward_canary_seconds": 1.3073024999812333e-05,
    "pass_seconds": [
-    1.1087238965999514e-05,
-    1.9976380680288585e-05,
-    2.8783236940701805e-05
+    1.6037334111474804e-05,
+    2.258514346820967e-05,
+    2.7180189887682598e-05
    ],
    "pass_host_canary_seconds": [
-    6.764412499933315e-06,
-    1.0257305000322958e-05,
-    1.038264750008011e-05
+    6.823560000270845e-06,
+    9.964369999977407e-06,
+    9.957427500069117e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.1062505000154487e-05,
-    1.8965259999959017e-05,
-    1.9538250000437075e-05
+    1.3073024999812333e-05,
+    1.9625320000500323e-05,
+    1.8908819999410298e-05
    ]
   },
   "layer_forward_rmsnorm": {
-   "seconds": 2.1923047268674485e-05,
-   "min": 1.4454095757433349e-05,
-   "max": 2.743390521832875e-05,
+   "seconds": 2.3008761129208973e-05,
+   "min": 1.3566475982467333e-05,
+   "max": 2.482742851688748e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5210,32 +5739,36 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.4607999250292777e-05,
-    6.831999868154525e-05,
-    0.0002415360063314438
+    2.5599999353289605e-05,
+    7.001599669456483e-05,
+    0.000230335995554924
    ],
-   "host_canary_seconds": 6.855365000433266e-06,
-   "host_backward_canary_seconds": 1.1246029999938401e-05,
+   "forward_ops": {
+    "aten::_fused_rms_norm": 1.0,
+    "aten::detach": 1.0
+   },
+   "host_canary_seconds": 7.101497500059395e-06,
+   "host_backward_canary_seconds": 1.4455785000109244e-05,
    "pass_seconds": [
-    1.4454095757433349e-05,
-    2.743390521832875e-05,
-    2.1923047268674485e-05
+    1.3566475982467333e-05,
+    2.3008761129208973e-05,
+    2.482742851688748e-05
    ],
    "pass_host_canary_seconds": [
-    6.855365000433266e-06,
-    1.034454999967238e-05,
-    1.0979649999853791e-05
+    7.101497500059395e-06,
+    9.972122499846137e-06,
+    1.0016137499917477e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.1246029999938401e-05,
-    1.8702789999451854e-05,
-    2.040073999978631e-05
+    1.4455785000109244e-05,
+    1.5687270000057652e-05,
+    1.8916705000151526e-05
    ]
   },
   "layer_backward_rmsnorm": {
-   "seconds": 4.718780765930812e-05,
-   "min": 2.01371426561049e-05,
-   "max": 6.030933647638276e-05,
+   "seconds": 4.595885558852127e-05,
+   "min": 4.184990464931443e-05,
+   "max": 4.6015241316386625e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5244,33 +5777,38 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014313599467277526,
-    0.0002934080064296722,
-    0.0006775040030479431
+    0.00010867200046777726,
+    0.00022652800381183625,
+    0.0009813119769096375
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 6.855365000433266e-06,
-   "host_backward_canary_seconds": 1.1246029999938401e-05,
+   "backward_ops": {
+    "aten::_fused_rms_norm_backward": 1.0,
+    "aten::add_": 0.6666666666666666,
+    "aten::detach": 1.3333333333333333
+   },
+   "host_canary_seconds": 7.101497500059395e-06,
+   "host_backward_canary_seconds": 1.4455785000109244e-05,
    "pass_seconds": [
-    2.01371426561049e-05,
-    4.718780765930812e-05,
-    6.030933647638276e-05
+    4.595885558852127e-05,
+    4.184990464931443e-05,
+    4.6015241316386625e-05
    ],
    "pass_host_canary_seconds": [
-    6.855365000433266e-06,
-    1.034454999967238e-05,
-    1.0979649999853791e-05
+    7.101497500059395e-06,
+    9.972122499846137e-06,
+    1.0016137499917477e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.1246029999938401e-05,
-    1.8702789999451854e-05,
-    2.040073999978631e-05
+    1.4455785000109244e-05,
+    1.5687270000057652e-05,
+    1.8916705000151526e-05
    ]
   },
   "layer_forward_rmsnorm_autocast": {
-   "seconds": 2.6662857404776985e-05,
-   "min": 1.36274282066595e-05,
-   "max": 2.845561965590432e-05,
+   "seconds": 2.417218986721266e-05,
+   "min": 1.4787809479804268e-05,
+   "max": 2.488990376393e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5279,32 +5817,36 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.638400137424469e-05,
-    8.140800148248673e-05,
-    0.00024217599630355836
+    3.63520011305809e-05,
+    8.371199667453766e-05,
+    0.00025916799902915956
    ],
-   "host_canary_seconds": 6.972595000434012e-06,
-   "host_backward_canary_seconds": 1.1319829999365538e-05,
+   "forward_ops": {
+    "aten::_fused_rms_norm": 1.0,
+    "aten::detach": 1.0
+   },
+   "host_canary_seconds": 7.189377499798866e-06,
+   "host_backward_canary_seconds": 1.5003415000478527e-05,
    "pass_seconds": [
-    1.36274282066595e-05,
-    2.845561965590432e-05,
-    2.6662857404776985e-05
+    1.4787809479804268e-05,
+    2.417218986721266e-05,
+    2.488990376393e-05
    ],
    "pass_host_canary_seconds": [
-    6.972595000434012e-06,
-    1.0332115000437625e-05,
-    1.1060895000127857e-05
+    7.189377499798866e-06,
+    9.979147500018825e-06,
+    1.004299499982153e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.1319829999365538e-05,
-    1.6349919999356643e-05,
-    2.0035730000245166e-05
+    1.5003415000478527e-05,
+    1.569280500007153e-05,
+    1.8950129999666386e-05
    ]
   },
   "layer_backward_rmsnorm_autocast": {
-   "seconds": 4.300495662859506e-05,
-   "min": 2.197714238649323e-05,
-   "max": 4.61333298257419e-05,
+   "seconds": 4.5720385298842476e-05,
+   "min": 4.422628294144357e-05,
+   "max": 4.851428206477848e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5313,33 +5855,38 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00016847999393939972,
-    0.00031219199299812315,
-    0.000714847981929779
+    0.0001366399973630905,
+    0.0002473600059747696,
+    0.001059775948524475
    ],
    "backward_nodes_per_layer": 2.0,
-   "host_canary_seconds": 6.972595000434012e-06,
-   "host_backward_canary_seconds": 1.1319829999365538e-05,
+   "backward_ops": {
+    "aten::_fused_rms_norm_backward": 1.0,
+    "aten::add_": 0.6666666666666666,
+    "aten::detach": 1.3333333333333333
+   },
+   "host_canary_seconds": 7.189377499798866e-06,
+   "host_backward_canary_seconds": 1.5003415000478527e-05,
    "pass_seconds": [
-    2.197714238649323e-05,
-    4.300495662859506e-05,
-    4.61333298257419e-05
+    4.851428206477848e-05,
+    4.422628294144357e-05,
+    4.5720385298842476e-05
    ],
    "pass_host_canary_seconds": [
-    6.972595000434012e-06,
-    1.0332115000437625e-05,
-    1.1060895000127857e-05
+    7.189377499798866e-06,
+    9.979147500018825e-06,
+    1.004299499982153e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.1319829999365538e-05,
-    1.6349919999356643e-05,
-    2.0035730000245166e-05
+    1.5003415000478527e-05,
+    1.569280500007153e-05,
+    1.8950129999666386e-05
    ]
   },
   "layer_forward_sdpa": {
-   "seconds": 2.9564191010736284e-05,
-   "min": 1.501638176185744e-05,
-   "max": 3.0865524851140525e-05,
+   "seconds": 2.5572570661703745e-05,
+   "min": 2.3763047619944523e-05,
+   "max": 2.6997333658593043e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5348,32 +5895,36 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.4831999093294143e-05,
-    6.97920024394989e-05,
-    0.00025004801154136655
+    2.5887999683618544e-05,
+    7.164800167083741e-05,
+    0.0003738240003585815
    ],
-   "host_canary_seconds": 7.0464374999801295e-06,
-   "host_backward_canary_seconds": 1.2029019999886258e-05,
+   "forward_ops": {
+    "aten::_scaled_dot_product_efficient_attention": 1.0,
+    "aten::detach": 1.0
+   },
+   "host_canary_seconds": 7.084304999978031e-06,
+   "host_backward_canary_seconds": 1.846854999939751e-05,
    "pass_seconds": [
-    1.501638176185744e-05,
-    3.0865524851140525e-05,
-    2.9564191010736284e-05
+    2.3763047619944523e-05,
+    2.5572570661703745e-05,
+    2.6997333658593043e-05
    ],
    "pass_host_canary_seconds": [
-    7.0464374999801295e-06,
-    1.0546407499987254e-05,
-    1.0380412499841897e-05
+    7.084304999978031e-06,
+    9.78155999973751e-06,
+    1.0143879999873207e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.2029019999886258e-05,
-    2.0664730000135025e-05,
-    1.9312620000278003e-05
+    1.846854999939751e-05,
+    1.651106999986496e-05,
+    1.9310590000145565e-05
    ]
   },
   "layer_backward_sdpa": {
-   "seconds": 9.107809496067818e-05,
-   "min": 8.990856951900892e-05,
-   "max": 0.00011591466516256332,
+   "seconds": 0.00010578285743083273,
+   "min": 9.561676035324732e-05,
+   "max": 0.00010690056834192506,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5382,33 +5933,41 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00022841599583625793,
-    0.0004787200093269348,
-    0.001780799984931946
+    0.00022144000232219695,
+    0.0006584960222244262,
+    0.0021807680130004883
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 7.0464374999801295e-06,
-   "host_backward_canary_seconds": 1.2029019999886258e-05,
+   "backward_ops": {
+    "aten::_scaled_dot_product_efficient_attention_backward": 1.0,
+    "aten::add": 2.0,
+    "aten::add_": 0.3333333333333333,
+    "aten::copy_": -0.3333333333333333,
+    "aten::detach": 1.0,
+    "aten::new_empty_strided": -0.3333333333333333
+   },
+   "host_canary_seconds": 7.084304999978031e-06,
+   "host_backward_canary_seconds": 1.846854999939751e-05,
    "pass_seconds": [
-    8.990856951900892e-05,
-    0.00011591466516256332,
-    9.107809496067818e-05
+    0.00010578285743083273,
+    9.561676035324732e-05,
+    0.00010690056834192506
    ],
    "pass_host_canary_seconds": [
-    7.0464374999801295e-06,
-    1.0546407499987254e-05,
-    1.0380412499841897e-05
+    7.084304999978031e-06,
+    9.78155999973751e-06,
+    1.0143879999873207e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.2029019999886258e-05,
-    2.0664730000135025e-05,
-    1.9312620000278003e-05
+    1.846854999939751e-05,
+    1.651106999986496e-05,
+    1.9310590000145565e-05
    ]
   },
   "layer_forward_sdpa_autocast": {
-   "seconds": 4.641600095090412e-05,
-   "min": 3.401676352534975e-05,
-   "max": 5.531580781652814e-05,
+   "seconds": 3.949333159696489e-05,
+   "min": 2.0643047633625213e-05,
+   "max": 3.986666741825286e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5417,32 +5976,36 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0001407040059566498,
-    0.0003038080036640167,
-    0.0008448960185050965
+    8.294399827718735e-05,
+    0.00012534399330615996,
+    0.0003860799968242645
    ],
-   "host_canary_seconds": 1.0087185000315912e-05,
-   "host_backward_canary_seconds": 1.7271210000444627e-05,
+   "forward_ops": {
+    "aten::_scaled_dot_product_cudnn_attention": 1.0,
+    "aten::detach": 1.0
+   },
+   "host_canary_seconds": 7.2831900001801835e-06,
+   "host_backward_canary_seconds": 1.8537530000344304e-05,
    "pass_seconds": [
-    4.641600095090412e-05,
-    5.531580781652814e-05,
-    3.401676352534975e-05
+    2.0643047633625213e-05,
+    3.949333159696489e-05,
+    3.986666741825286e-05
    ],
    "pass_host_canary_seconds": [
-    1.0087185000315912e-05,
-    1.0412540000288572e-05,
-    7.740754999758793e-06
+    7.2831900001801835e-06,
+    9.754672500150719e-06,
+    1.0313189999919814e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7271210000444627e-05,
-    1.9995399999288565e-05,
-    1.695175999998355e-05
+    1.8537530000344304e-05,
+    1.7623944999627382e-05,
+    1.9110100000716558e-05
    ]
   },
   "layer_backward_sdpa_autocast": {
-   "seconds": 6.295770477680933e-05,
-   "min": 4.6761904798802865e-05,
-   "max": 7.550172188452309e-05,
+   "seconds": 7.292038557075318e-05,
+   "min": 7.270171386854988e-05,
+   "max": 9.694552421569822e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5451,33 +6014,39 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005904319882392883,
-    0.0009505280256271362,
-    0.0022416958808898924
+    0.00023187200725078582,
+    0.0009679039716720581,
+    0.0021234560012817383
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.0087185000315912e-05,
-   "host_backward_canary_seconds": 1.7271210000444627e-05,
+   "backward_ops": {
+    "aten::_scaled_dot_product_cudnn_attention_backward": 1.0,
+    "aten::add": 2.0,
+    "aten::add_": 0.3333333333333333,
+    "aten::detach": 0.6666666666666666
+   },
+   "host_canary_seconds": 7.2831900001801835e-06,
+   "host_backward_canary_seconds": 1.8537530000344304e-05,
    "pass_seconds": [
-    6.295770477680933e-05,
-    7.550172188452309e-05,
-    4.6761904798802865e-05
+    9.694552421569822e-05,
+    7.292038557075318e-05,
+    7.270171386854988e-05
    ],
    "pass_host_canary_seconds": [
-    1.0087185000315912e-05,
-    1.0412540000288572e-05,
-    7.740754999758793e-06
+    7.2831900001801835e-06,
+    9.754672500150719e-06,
+    1.0313189999919814e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7271210000444627e-05,
-    1.9995399999288565e-05,
-    1.695175999998355e-05
+    1.8537530000344304e-05,
+    1.7623944999627382e-05,
+    1.9110100000716558e-05
    ]
   },
   "layer_forward_sdpa_efficient": {
-   "seconds": 2.7896381825918243e-05,
-   "min": 2.428038028024492e-05,
-   "max": 3.254171230253719e-05,
+   "seconds": 2.546133349339167e-05,
+   "min": 2.416533338172095e-05,
+   "max": 2.586285698981512e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa_efficient layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5486,33 +6055,37 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.516799956560135e-05,
-    9.740799665451049e-05,
-    0.00039583998918533324
+    4.092799872159958e-05,
+    6.972800195217133e-05,
+    0.0004126079976558685
    ],
    "attention_backend": "efficient",
-   "host_canary_seconds": 9.718535000047269e-06,
-   "host_backward_canary_seconds": 1.8189044999985527e-05,
+   "forward_ops": {
+    "aten::_scaled_dot_product_efficient_attention": 1.0,
+    "aten::detach": 1.0
+   },
+   "host_canary_seconds": 8.9518150002732e-06,
+   "host_backward_canary_seconds": 1.7374639999161445e-05,
    "pass_seconds": [
-    2.428038028024492e-05,
-    3.254171230253719e-05,
-    2.7896381825918243e-05
+    2.586285698981512e-05,
+    2.416533338172095e-05,
+    2.546133349339167e-05
    ],
    "pass_host_canary_seconds": [
-    9.718535000047269e-06,
-    1.0433977499815229e-05,
-    1.0077972499971112e-05
+    8.9518150002732e-06,
+    9.69695750001165e-06,
+    9.920887500243225e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8189044999985527e-05,
-    1.8283219999943868e-05,
-    1.845737999985886e-05
+    1.7374639999161445e-05,
+    1.8633324999655087e-05,
+    1.8025780000243686e-05
    ]
   },
   "layer_backward_sdpa_efficient": {
-   "seconds": 8.57729489604632e-05,
-   "min": 8.288609112302463e-05,
-   "max": 9.939809471723578e-05,
+   "seconds": 8.629409259273892e-05,
+   "min": 8.279695078021004e-05,
+   "max": 9.103695587033315e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa_efficient layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5521,34 +6094,40 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.000226175993680954,
-    0.0005930560231208801,
-    0.0018892159461975097
+    0.00018688000738620758,
+    0.0006802560091018677,
+    0.0019215359687805177
    ],
    "attention_backend": "efficient",
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 9.718535000047269e-06,
-   "host_backward_canary_seconds": 1.8189044999985527e-05,
+   "backward_ops": {
+    "aten::_scaled_dot_product_efficient_attention_backward": 1.0,
+    "aten::add": 2.0,
+    "aten::add_": 0.3333333333333333,
+    "aten::detach": 0.6666666666666666
+   },
+   "host_canary_seconds": 8.9518150002732e-06,
+   "host_backward_canary_seconds": 1.7374639999161445e-05,
    "pass_seconds": [
-    8.57729489604632e-05,
-    8.288609112302463e-05,
-    9.939809471723578e-05
+    8.629409259273892e-05,
+    9.103695587033315e-05,
+    8.279695078021004e-05
    ],
    "pass_host_canary_seconds": [
-    9.718535000047269e-06,
-    1.0433977499815229e-05,
-    1.0077972499971112e-05
+    8.9518150002732e-06,
+    9.69695750001165e-06,
+    9.920887500243225e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8189044999985527e-05,
-    1.8283219999943868e-05,
-    1.845737999985886e-05
+    1.7374639999161445e-05,
+    1.8633324999655087e-05,
+    1.8025780000243686e-05
    ]
   },
   "layer_forward_sdpa_cudnn_autocast": {
-   "seconds": 3.339275966087977e-05,
-   "min": 2.400761984643482e-05,
-   "max": 3.939733405907949e-05,
+   "seconds": 2.3023238494282675e-05,
+   "min": 2.2505904947008404e-05,
+   "max": 3.992609502304168e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa_cudnn layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5557,33 +6136,37 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.463999629020691e-05,
-    0.00018569600582122803,
-    0.0004544320106506348
+    5.6832000613212586e-05,
+    0.00013385599851608278,
+    0.00040483200550079344
    ],
    "attention_backend": "cudnn",
-   "host_canary_seconds": 9.743135000235271e-06,
-   "host_backward_canary_seconds": 1.8133510000097886e-05,
+   "forward_ops": {
+    "aten::_scaled_dot_product_cudnn_attention": 1.0,
+    "aten::detach": 1.0
+   },
+   "host_canary_seconds": 6.958747500220852e-06,
+   "host_backward_canary_seconds": 1.7929260000073555e-05,
    "pass_seconds": [
-    2.400761984643482e-05,
-    3.339275966087977e-05,
-    3.939733405907949e-05
+    2.3023238494282675e-05,
+    2.2505904947008404e-05,
+    3.992609502304168e-05
    ],
    "pass_host_canary_seconds": [
-    9.743135000235271e-06,
-    9.535429999800726e-06,
-    1.0017610000545573e-05
+    6.958747500220852e-06,
+    9.785240000041994e-06,
+    9.97699750001857e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8133510000097886e-05,
-    1.9425210000463265e-05,
-    1.909299000089959e-05
+    1.7929260000073555e-05,
+    1.823629999989862e-05,
+    1.5980224999339045e-05
    ]
   },
   "layer_backward_sdpa_cudnn_autocast": {
-   "seconds": 7.931658093418392e-05,
-   "min": 6.968761767659868e-05,
-   "max": 9.135085273356664e-05,
+   "seconds": 9.623238444328311e-05,
+   "min": 8.266057357901619e-05,
+   "max": 0.00013197866614375796,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa_cudnn layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5592,34 +6175,40 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00043327999114990234,
-    0.0009557440280914307,
-    0.0019191679954528808
+    0.0003555519878864288,
+    0.0007941120266914367,
+    0.0019813120365142823
    ],
    "attention_backend": "cudnn",
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 9.743135000235271e-06,
-   "host_backward_canary_seconds": 1.8133510000097886e-05,
+   "backward_ops": {
+    "aten::_scaled_dot_product_cudnn_attention_backward": 1.0,
+    "aten::add": 2.0,
+    "aten::add_": 0.3333333333333333,
+    "aten::detach": 0.6666666666666666
+   },
+   "host_canary_seconds": 6.958747500220852e-06,
+   "host_backward_canary_seconds": 1.7929260000073555e-05,
    "pass_seconds": [
-    6.968761767659868e-05,
-    7.931658093418392e-05,
-    9.135085273356664e-05
+    8.266057357901619e-05,
+    9.623238444328311e-05,
+    0.00013197866614375796
    ],
    "pass_host_canary_seconds": [
-    9.743135000235271e-06,
-    9.535429999800726e-06,
-    1.0017610000545573e-05
+    6.958747500220852e-06,
+    9.785240000041994e-06,
+    9.97699750001857e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8133510000097886e-05,
-    1.9425210000463265e-05,
-    1.909299000089959e-05
+    1.7929260000073555e-05,
+    1.823629999989862e-05,
+    1.5980224999339045e-05
    ]
   },
   "layer_forward_mha_no_weights": {
-   "seconds": 0.00027929903921626863,
-   "min": 0.0002555443758056277,
-   "max": 0.00030742857924529485,
+   "seconds": 0.00025239696814900357,
+   "min": 0.00013310857684839338,
+   "max": 0.0002805142757438478,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha_no_weights layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5628,33 +6217,46 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0003911040127277374,
-    0.0012193599939346314,
-    0.004577375888824463
+    0.00023244799673557281,
+    0.0008884159922599793,
+    0.0023146240711212156
    ],
    "attention_backend": "efficient",
-   "host_canary_seconds": 1.0505394999995588e-05,
-   "host_backward_canary_seconds": 1.9312320000040017e-05,
+   "forward_ops": {
+    "aten::_scaled_dot_product_efficient_attention": 1.0,
+    "aten::addmm": 2.0,
+    "aten::clone": 1.0,
+    "aten::detach": 1.0,
+    "aten::permute": 1.0,
+    "aten::select": 3.0,
+    "aten::squeeze": 1.0,
+    "aten::t": 2.0,
+    "aten::transpose": 6.0,
+    "aten::unsqueeze": 1.0,
+    "aten::view": 11.0
+   },
+   "host_canary_seconds": 7.4104475001490754e-06,
+   "host_backward_canary_seconds": 1.90657349992307e-05,
    "pass_seconds": [
-    0.00027929903921626863,
-    0.00030742857924529485,
-    0.0002555443758056277
+    0.00013310857684839338,
+    0.00025239696814900357,
+    0.0002805142757438478
    ],
    "pass_host_canary_seconds": [
-    1.0505394999995588e-05,
-    1.0851207499911196e-05,
-    1.0406207499897847e-05
+    7.4104475001490754e-06,
+    9.949379999909525e-06,
+    1.0369709999906719e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9312320000040017e-05,
-    2.0727884999587333e-05,
-    1.90878499995506e-05
+    1.90657349992307e-05,
+    1.967355500028134e-05,
+    2.3749664999854756e-05
    ]
   },
   "layer_backward_mha_no_weights": {
-   "seconds": 0.0005163398101216271,
-   "min": 0.000504991243992533,
-   "max": 0.0005954056964034126,
+   "seconds": 0.0005745485673348109,
+   "min": 0.00042273600186620446,
+   "max": 0.0006304601842448824,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha_no_weights layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5663,34 +6265,51 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0013866879940032959,
-    0.004155488014221192,
-    0.014555487632751465
+    0.0012188160419464111,
+    0.004613183975219727,
+    0.012257472038269043
    ],
    "attention_backend": "efficient",
    "backward_nodes_per_layer": 33.0,
-   "host_canary_seconds": 1.0505394999995588e-05,
-   "host_backward_canary_seconds": 1.9312320000040017e-05,
+   "backward_ops": {
+    "aten::_scaled_dot_product_efficient_attention_backward": 1.0,
+    "aten::_unsafe_view": 1.0,
+    "aten::add": 2.0,
+    "aten::add_": 1.6666666666666667,
+    "aten::clone": 1.0,
+    "aten::detach": 3.3333333333333335,
+    "aten::mm": 4.0,
+    "aten::permute": 1.0,
+    "aten::select_backward": 3.0,
+    "aten::squeeze": 1.0,
+    "aten::sum": 2.0,
+    "aten::t": 8.0,
+    "aten::transpose": 6.0,
+    "aten::unsqueeze": 1.0,
+    "aten::view": 12.0
+   },
+   "host_canary_seconds": 7.4104475001490754e-06,
+   "host_backward_canary_seconds": 1.90657349992307e-05,
    "pass_seconds": [
-    0.0005954056964034126,
-    0.000504991243992533,
-    0.0005163398101216271
+    0.0005745485673348109,
+    0.0006304601842448824,
+    0.00042273600186620446
    ],
    "pass_host_canary_seconds": [
-    1.0505394999995588e-05,
-    1.0851207499911196e-05,
-    1.0406207499897847e-05
+    7.4104475001490754e-06,
+    9.949379999909525e-06,
+    1.0369709999906719e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9312320000040017e-05,
-    2.0727884999587333e-05,
-    1.90878499995506e-05
+    1.90657349992307e-05,
+    1.967355500028134e-05,
+    2.3749664999854756e-05
    ]
   },
   "layer_forward_mha_no_weights_autocast": {
-   "seconds": 0.0003557767570018768,
-   "min": 0.0002760502923102606,
-   "max": 0.0004187040045147851,
+   "seconds": 0.0003806506707554772,
+   "min": 0.00020831847900436038,
+   "max": 0.00038854553018297474,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha_no_weights layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5699,33 +6318,47 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0006824960112571716,
-    0.0021244161128997803,
-    0.00502784013748169
+    0.0002691200077533722,
+    0.0010077120065689086,
+    0.0034317760467529297
    ],
    "attention_backend": "cudnn",
-   "host_canary_seconds": 1.0545334999960687e-05,
-   "host_backward_canary_seconds": 1.960826000072302e-05,
+   "forward_ops": {
+    "aten::_scaled_dot_product_cudnn_attention": 1.0,
+    "aten::_to_copy": 4.0,
+    "aten::addmm": 2.0,
+    "aten::clone": 1.0,
+    "aten::detach": 1.0,
+    "aten::permute": 1.0,
+    "aten::select": 3.0,
+    "aten::squeeze": 1.0,
+    "aten::t": 2.0,
+    "aten::transpose": 6.0,
+    "aten::unsqueeze": 1.0,
+    "aten::view": 11.0
+   },
+   "host_canary_seconds": 7.982789999800844e-06,
+   "host_backward_canary_seconds": 1.6142199999649165e-05,
    "pass_seconds": [
-    0.0002760502923102606,
-    0.0004187040045147851,
-    0.0003557767570018768
+    0.00020831847900436038,
+    0.0003806506707554772,
+    0.00038854553018297474
    ],
    "pass_host_canary_seconds": [
-    1.0545334999960687e-05,
-    1.01920775000508e-05,
-    1.0338442500028578e-05
+    7.982789999800844e-06,
+    9.962389999600418e-06,
+    1.045639499977824e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.960826000072302e-05,
-    2.076475500075503e-05,
-    1.9975200000317273e-05
+    1.6142199999649165e-05,
+    1.9346670000004452e-05,
+    1.767448000009608e-05
    ]
   },
   "layer_backward_mha_no_weights_autocast": {
-   "seconds": 0.0006797835997172765,
-   "min": 0.000665582442567462,
-   "max": 0.0007621378870237441,
+   "seconds": 0.0005816015516008648,
+   "min": 0.0005786331310158685,
+   "max": 0.0007295466462771097,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha_no_weights layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5734,34 +6367,52 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0018373440504074097,
-    0.005537248134613037,
-    0.01760527992248535
+    0.0016171840429306031,
+    0.0036424639225006105,
+    0.013309599876403809
    ],
    "attention_backend": "cudnn",
    "backward_nodes_per_layer": 37.0,
-   "host_canary_seconds": 1.0545334999960687e-05,
-   "host_backward_canary_seconds": 1.960826000072302e-05,
+   "backward_ops": {
+    "aten::_scaled_dot_product_cudnn_attention_backward": 1.0,
+    "aten::_to_copy": 4.0,
+    "aten::_unsafe_view": 1.0,
+    "aten::add": 2.0,
+    "aten::add_": 1.6666666666666667,
+    "aten::clone": 1.0,
+    "aten::detach": 3.3333333333333335,
+    "aten::mm": 4.0,
+    "aten::permute": 1.0,
+    "aten::select_backward": 3.0,
+    "aten::squeeze": 1.0,
+    "aten::sum": 2.0,
+    "aten::t": 8.0,
+    "aten::transpose": 6.0,
+    "aten::unsqueeze": 1.0,
+    "aten::view": 12.0
+   },
+   "host_canary_seconds": 7.982789999800844e-06,
+   "host_backward_canary_seconds": 1.6142199999649165e-05,
    "pass_seconds": [
-    0.0007621378870237441,
-    0.0006797835997172765,
-    0.000665582442567462
+    0.0005786331310158685,
+    0.0007295466462771097,
+    0.0005816015516008648
    ],
    "pass_host_canary_seconds": [
-    1.0545334999960687e-05,
-    1.01920775000508e-05,
-    1.0338442500028578e-05
+    7.982789999800844e-06,
+    9.962389999600418e-06,
+    1.045639499977824e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.960826000072302e-05,
-    2.076475500075503e-05,
-    1.9975200000317273e-05
+    1.6142199999649165e-05,
+    1.9346670000004452e-05,
+    1.767448000009608e-05
    ]
   },
   "layer_forward_unit_transformer_block_autocast": {
-   "seconds": 0.0006848533096767608,
-   "min": 0.0005852837761243185,
-   "max": 0.0007933698892593382,
+   "seconds": 0.0007536815149443491,
+   "min": 0.0007198407564844403,
+   "max": 0.0008827146859396075,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny unit_transformer_block layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5770,9 +6421,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0010371840000152589,
-    0.0036862719058990477,
-    0.011508159637451172
+    0.0008834239840507508,
+    0.003069695949554443,
+    0.01168995189666748
    ],
    "unit_ops": [
     "layernorm",
@@ -5787,28 +6438,45 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "linear",
     "add"
    ],
-   "host_canary_seconds": 1.0337247499876413e-05,
-   "host_backward_canary_seconds": 1.947668500065447e-05,
+   "forward_ops": {
+    "aten::_scaled_dot_product_cudnn_attention": 1.0,
+    "aten::_to_copy": 10.0,
+    "aten::add": 2.0,
+    "aten::addmm": 4.0,
+    "aten::clone": 1.0,
+    "aten::detach": 1.0,
+    "aten::gelu": 1.0,
+    "aten::native_layer_norm": 2.0,
+    "aten::permute": 1.0,
+    "aten::select": 3.0,
+    "aten::squeeze": 1.0,
+    "aten::t": 4.0,
+    "aten::transpose": 6.0,
+    "aten::unsqueeze": 1.0,
+    "aten::view": 15.0
+   },
+   "host_canary_seconds": 9.75747499978752e-06,
+   "host_backward_canary_seconds": 1.5965940000342017e-05,
    "pass_seconds": [
-    0.0006848533096767608,
-    0.0005852837761243185,
-    0.0007933698892593382
+    0.0007198407564844403,
+    0.0007536815149443491,
+    0.0008827146859396075
    ],
    "pass_host_canary_seconds": [
-    1.0337247499876413e-05,
-    1.0198945000183813e-05,
-    1.0541572500244456e-05
+    9.75747499978752e-06,
+    9.065865000081886e-06,
+    1.029877000007673e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.947668500065447e-05,
-    1.9975840000370227e-05,
-    1.958801500052232e-05
+    1.5965940000342017e-05,
+    1.912006999930327e-05,
+    1.927524999985053e-05
    ]
   },
   "layer_backward_unit_transformer_block_autocast": {
-   "seconds": 0.0013541622076715738,
-   "min": 0.0012190080767586116,
-   "max": 0.0014143488463901341,
+   "seconds": 0.0009618743232318335,
+   "min": 0.000898368037882305,
+   "max": 0.0012286621332168578,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny unit_transformer_block layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5817,9 +6485,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00295795202255249,
-    0.009245632171630859,
-    0.03170790481567383
+    0.002290271997451782,
+    0.0071500477790832516,
+    0.027454208374023438
    ],
    "unit_ops": [
     "layernorm",
@@ -5835,28 +6503,48 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "add"
    ],
    "backward_nodes_per_layer": 64.0,
-   "host_canary_seconds": 1.0337247499876413e-05,
-   "host_backward_canary_seconds": 1.947668500065447e-05,
+   "backward_ops": {
+    "aten::_scaled_dot_product_cudnn_attention_backward": 1.0,
+    "aten::_to_copy": 12.0,
+    "aten::_unsafe_view": 1.0,
+    "aten::add": 4.0,
+    "aten::add_": 4.333333333333333,
+    "aten::clone": 1.0,
+    "aten::detach": 8.666666666666666,
+    "aten::gelu_backward": 1.0,
+    "aten::mm": 8.0,
+    "aten::native_layer_norm_backward": 2.0,
+    "aten::permute": 1.0,
+    "aten::select_backward": 3.0,
+    "aten::squeeze": 1.0,
+    "aten::sum": 4.0,
+    "aten::t": 16.0,
+    "aten::transpose": 6.0,
+    "aten::unsqueeze": 1.0,
+    "aten::view": 18.0
+   },
+   "host_canary_seconds": 9.75747499978752e-06,
+   "host_backward_canary_seconds": 1.5965940000342017e-05,
    "pass_seconds": [
-    0.0012190080767586116,
-    0.0013541622076715738,
-    0.0014143488463901341
+    0.0009618743232318335,
+    0.000898368037882305,
+    0.0012286621332168578
    ],
    "pass_host_canary_seconds": [
-    1.0337247499876413e-05,
-    1.0198945000183813e-05,
-    1.0541572500244456e-05
+    9.75747499978752e-06,
+    9.065865000081886e-06,
+    1.029877000007673e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.947668500065447e-05,
-    1.9975840000370227e-05,
-    1.958801500052232e-05
+    1.5965940000342017e-05,
+    1.912006999930327e-05,
+    1.927524999985053e-05
    ]
   },
   "layer_forward_unit_conv_bn_relu_autocast": {
-   "seconds": 0.00016151619525182814,
-   "min": 0.00011918551581246512,
-   "max": 0.00018835200156484328,
+   "seconds": 0.00016125561935561046,
+   "min": 8.728380714144024e-05,
+   "max": 0.00017175924565110886,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny unit_conv_bn_relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5865,37 +6553,46 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0002942720055580139,
-    0.0008767679929733277,
-    0.002749664068222046
+    0.00028655999898910523,
+    0.000642687976360321,
+    0.0026628479957580566
    ],
    "unit_ops": [
     "conv2d_nobias",
     "batchnorm2d",
     "relu"
    ],
-   "host_canary_seconds": 1.0201050000091527e-05,
-   "host_backward_canary_seconds": 1.859974500007411e-05,
+   "forward_ops": {
+    "aten::_to_copy": 1.0,
+    "aten::add_": 1.0,
+    "aten::convolution": 1.0,
+    "aten::detach": 1.0,
+    "aten::empty": 1.0,
+    "aten::native_batch_norm": 1.0,
+    "aten::relu": 1.0
+   },
+   "host_canary_seconds": 9.756270000025324e-06,
+   "host_backward_canary_seconds": 1.5540789999590746e-05,
    "pass_seconds": [
-    0.00016151619525182814,
-    0.00018835200156484328,
-    0.00011918551581246512
+    0.00016125561935561046,
+    8.728380714144024e-05,
+    0.00017175924565110886
    ],
    "pass_host_canary_seconds": [
-    1.0201050000091527e-05,
-    1.0379204999821922e-05,
-    9.9655025002221e-06
+    9.756270000025324e-06,
+    8.227980000015123e-06,
+    1.0239249999983712e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.859974500007411e-05,
-    1.836754999999357e-05,
-    1.9715570000471414e-05
+    1.5540789999590746e-05,
+    1.828488000001016e-05,
+    1.6532490000145118e-05
    ]
   },
   "layer_backward_unit_conv_bn_relu_autocast": {
-   "seconds": 0.00013401371240615844,
-   "min": 0.0001140662729740144,
-   "max": 0.0001565912394296555,
+   "seconds": 0.0001492990305026372,
+   "min": 0.0001225279867649078,
+   "max": 0.00018450513624009636,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny unit_conv_bn_relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5904,9 +6601,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0009371520280838013,
-    0.0019258240461349488,
-    0.005404128074645996
+    0.000565280020236969,
+    0.0017207039594650268,
+    0.004923391819000244
    ],
    "unit_ops": [
     "conv2d_nobias",
@@ -5914,28 +6611,36 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "relu"
    ],
    "backward_nodes_per_layer": 7.0,
-   "host_canary_seconds": 1.0201050000091527e-05,
-   "host_backward_canary_seconds": 1.859974500007411e-05,
+   "backward_ops": {
+    "aten::_to_copy": 1.0,
+    "aten::add_": 1.3333333333333333,
+    "aten::convolution_backward": 1.0,
+    "aten::detach": 2.6666666666666665,
+    "aten::native_batch_norm_backward": 1.0,
+    "aten::threshold_backward": 1.0
+   },
+   "host_canary_seconds": 9.756270000025324e-06,
+   "host_backward_canary_seconds": 1.5540789999590746e-05,
    "pass_seconds": [
-    0.00013401371240615844,
-    0.0001140662729740144,
-    0.0001565912394296555
+    0.0001225279867649078,
+    0.00018450513624009636,
+    0.0001492990305026372
    ],
    "pass_host_canary_seconds": [
-    1.0201050000091527e-05,
-    1.0379204999821922e-05,
-    9.9655025002221e-06
+    9.756270000025324e-06,
+    8.227980000015123e-06,
+    1.0239249999983712e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.859974500007411e-05,
-    1.836754999999357e-05,
-    1.9715570000471414e-05
+    1.5540789999590746e-05,
+    1.828488000001016e-05,
+    1.6532490000145118e-05
    ]
   },
   "layer_forward_view_chain": {
-   "seconds": 3.872762035046305e-06,
-   "min": 3.341714452419962e-06,
-   "max": 3.95276193462667e-06,
+   "seconds": 2.0388571456784293e-06,
+   "min": 1.9710477707641462e-06,
+   "max": 3.7249524501107983e-06,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny view_chain layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5944,32 +6649,35 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.0320000126957894e-05,
-    3.152000159025192e-05,
-    7.939200103282929e-05
+    1.1776000261306763e-05,
+    1.849599927663803e-05,
+    4.255999997258186e-05
    ],
-   "host_canary_seconds": 1.0147117500025615e-05,
-   "host_backward_canary_seconds": 1.8937094999387228e-05,
+   "forward_ops": {
+    "aten::view": 1.0
+   },
+   "host_canary_seconds": 7.118325000305959e-06,
+   "host_backward_canary_seconds": 1.3369320000720109e-05,
    "pass_seconds": [
-    3.95276193462667e-06,
-    3.872762035046305e-06,
-    3.341714452419962e-06
+    2.0388571456784293e-06,
+    1.9710477707641462e-06,
+    3.7249524501107983e-06
    ],
    "pass_host_canary_seconds": [
-    1.0147117500025615e-05,
-    1.0195807500110733e-05,
-    8.956170000260499e-06
+    7.118325000305959e-06,
+    6.810419999965234e-06,
+    1.0117829999956031e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8937094999387228e-05,
-    1.585557500050072e-05,
-    1.890314999968723e-05
+    1.3369320000720109e-05,
+    1.802862999966237e-05,
+    1.827380000008816e-05
    ]
   },
   "layer_backward_view_chain": {
-   "seconds": 1.0368000272484051e-05,
-   "min": 7.652571247447102e-06,
-   "max": 1.250514237298852e-05,
+   "seconds": 7.190095482482798e-06,
+   "min": 5.29371423735505e-06,
+   "max": 9.51161954019751e-06,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny view_chain layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -5978,33 +6686,38 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    9.60640013217926e-05,
-    0.00013059200346469878,
-    0.00033798399567604067
+    6.707199662923813e-05,
+    9.087999910116196e-05,
+    0.00017766399681568145
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.0147117500025615e-05,
-   "host_backward_canary_seconds": 1.8937094999387228e-05,
+   "backward_ops": {
+    "aten::add_": 0.3333333333333333,
+    "aten::detach": -0.3333333333333333,
+    "aten::view": 1.0
+   },
+   "host_canary_seconds": 7.118325000305959e-06,
+   "host_backward_canary_seconds": 1.3369320000720109e-05,
    "pass_seconds": [
-    1.250514237298852e-05,
-    1.0368000272484051e-05,
-    7.652571247447102e-06
+    5.29371423735505e-06,
+    7.190095482482798e-06,
+    9.51161954019751e-06
    ],
    "pass_host_canary_seconds": [
-    1.0147117500025615e-05,
-    1.0195807500110733e-05,
-    8.956170000260499e-06
+    7.118325000305959e-06,
+    6.810419999965234e-06,
+    1.0117829999956031e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8937094999387228e-05,
-    1.585557500050072e-05,
-    1.890314999968723e-05
+    1.3369320000720109e-05,
+    1.802862999966237e-05,
+    1.827380000008816e-05
    ]
   },
   "layer_forward_view_chain_autocast": {
-   "seconds": 3.207619257626079e-06,
-   "min": 1.136761868283862e-06,
-   "max": 3.899428727371352e-06,
+   "seconds": 2.3062855360053836e-06,
+   "min": 2.028190530836582e-06,
+   "max": 3.8133334545862107e-06,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny view_chain layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -6013,32 +6726,35 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.753599897027016e-05,
-    4.864000156521797e-05,
-    5.7151999324560164e-05
+    2.1376000717282296e-05,
+    2.848000079393387e-05,
+    5.603199824690819e-05
    ],
-   "host_canary_seconds": 1.008587000001171e-05,
-   "host_backward_canary_seconds": 2.100617499991131e-05,
+   "forward_ops": {
+    "aten::view": 1.0
+   },
+   "host_canary_seconds": 6.9687950002617075e-06,
+   "host_backward_canary_seconds": 1.4825790000259076e-05,
    "pass_seconds": [
-    1.136761868283862e-06,
-    3.899428727371352e-06,
-    3.207619257626079e-06
+    2.3062855360053836e-06,
+    2.028190530836582e-06,
+    3.8133334545862107e-06
    ],
    "pass_host_canary_seconds": [
-    1.008587000001171e-05,
-    1.0048792499901538e-05,
-    9.074949999785532e-06
+    6.9687950002617075e-06,
+    6.78735000008146e-06,
+    1.0007634999738002e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.100617499991131e-05,
-    2.3432564999552598e-05,
-    1.890314999968723e-05
+    1.4825790000259076e-05,
+    1.797797999984141e-05,
+    1.8855225000038446e-05
    ]
   },
   "layer_backward_view_chain_autocast": {
-   "seconds": 1.457066745275543e-05,
-   "min": 5.424761435105688e-06,
-   "max": 1.6835808842664674e-05,
+   "seconds": 7.219047374313784e-06,
+   "min": 6.817523922239031e-06,
+   "max": 1.0213333581175122e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny view_chain layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -6047,129 +6763,134 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001526080071926117,
-    0.00016489599645137787,
-    0.0003766080141067505
+    8.620800077915192e-05,
+    0.000107744000852108,
+    0.00022111999988555907
    ],
    "backward_nodes_per_layer": 1.0,
-   "host_canary_seconds": 1.008587000001171e-05,
-   "host_backward_canary_seconds": 2.100617499991131e-05,
+   "backward_ops": {
+    "aten::add_": 0.3333333333333333,
+    "aten::detach": -0.3333333333333333,
+    "aten::view": 1.0
+   },
+   "host_canary_seconds": 6.9687950002617075e-06,
+   "host_backward_canary_seconds": 1.4825790000259076e-05,
    "pass_seconds": [
-    1.457066745275543e-05,
-    1.6835808842664674e-05,
-    5.424761435105688e-06
+    6.817523922239031e-06,
+    7.219047374313784e-06,
+    1.0213333581175122e-05
    ],
    "pass_host_canary_seconds": [
-    1.008587000001171e-05,
-    1.0048792499901538e-05,
-    9.074949999785532e-06
+    6.9687950002617075e-06,
+    6.78735000008146e-06,
+    1.0007634999738002e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.100617499991131e-05,
-    2.3432564999552598e-05,
-    1.890314999968723e-05
+    1.4825790000259076e-05,
+    1.797797999984141e-05,
+    1.8855225000038446e-05
    ]
   },
   "backward_call_before_first_kernel": {
-   "seconds": 0.00017817600071430207,
-   "min": 0.0001157120019197464,
-   "max": 0.0002717759907245636,
+   "seconds": 0.0001504960060119629,
+   "min": 7.116799801588058e-05,
+   "max": 0.0003792639970779419,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event recorded by the first autograd node's pre-hook (before its first kernel); no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0111127499783379e-05,
-   "host_backward_canary_seconds": 2.0760694999921726e-05,
+   "host_canary_seconds": 7.142800000110583e-06,
+   "host_backward_canary_seconds": 1.4302829999905952e-05,
    "pass_seconds": [
-    0.00019356800615787507,
-    0.00017817600071430207,
-    0.00012332800030708313
+    9.868799895048142e-05,
+    0.0001504960060119629,
+    0.0001528320014476776
    ],
    "pass_host_canary_seconds": [
-    1.0111127499783379e-05,
-    1.0265899999808426e-05,
-    9.391410000034739e-06
+    7.142800000110583e-06,
+    7.214784999973744e-06,
+    1.0114700000372068e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0760694999921726e-05,
-    2.001383999981954e-05,
-    1.91841100001966e-05
+    1.4302829999905952e-05,
+    1.8225490000531862e-05,
+    1.8591450000258192e-05
    ]
   },
   "backward_call_after_last_kernel": {
-   "seconds": 0.00011203200370073319,
-   "min": 7.552000135183334e-05,
-   "max": 0.00020800000429153443,
+   "seconds": 0.00010665600001811981,
+   "min": 5.60000017285347e-05,
+   "max": 0.00015369600057601928,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: event recorded by the input's gradient hook (after the last node's kernels) to an event after backward() returned; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0111127499783379e-05,
-   "host_backward_canary_seconds": 2.0760694999921726e-05,
+   "host_canary_seconds": 7.142800000110583e-06,
+   "host_backward_canary_seconds": 1.4302829999905952e-05,
    "pass_seconds": [
-    0.00012863999605178833,
-    0.00011203200370073319,
-    8.8128000497818e-05
+    6.831999868154525e-05,
+    0.00010665600001811981,
+    0.00011177600175142288
    ],
    "pass_host_canary_seconds": [
-    1.0111127499783379e-05,
-    1.0265899999808426e-05,
-    9.391410000034739e-06
+    7.142800000110583e-06,
+    7.214784999973744e-06,
+    1.0114700000372068e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0760694999921726e-05,
-    2.001383999981954e-05,
-    1.91841100001966e-05
+    1.4302829999905952e-05,
+    1.8225490000531862e-05,
+    1.8591450000258192e-05
    ]
   },
   "backward_call_before_first_kernel_autocast": {
-   "seconds": 0.0001573439985513687,
-   "min": 9.372799843549729e-05,
-   "max": 0.0003750399947166443,
+   "seconds": 0.00014342400431632997,
+   "min": 8.991999924182892e-05,
+   "max": 0.0004257600009441376,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event recorded by the first autograd node's pre-hook (before its first kernel); inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.059651749983459e-05,
-   "host_backward_canary_seconds": 2.049861499983763e-05,
+   "host_canary_seconds": 7.168255000351564e-06,
+   "host_backward_canary_seconds": 1.4584350000177437e-05,
    "pass_seconds": [
-    0.00020716799795627593,
-    0.0001573439985513687,
-    0.00015011200308799743
+    0.00011619199812412262,
+    0.00014342400431632997,
+    0.00015276800096035003
    ],
    "pass_host_canary_seconds": [
-    1.059651749983459e-05,
-    1.0265899999808426e-05,
-    9.178694999718574e-06
+    7.168255000351564e-06,
+    8.94754500052386e-06,
+    9.86905999980081e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.049861499983763e-05,
-    2.0194620000211216e-05,
-    1.8817910000734627e-05
+    1.4584350000177437e-05,
+    1.8225490000531862e-05,
+    1.802602999987357e-05
    ]
   },
   "backward_call_after_last_kernel_autocast": {
-   "seconds": 0.00015043200552463531,
-   "min": 0.00010457599908113479,
-   "max": 0.00027823999524116515,
+   "seconds": 0.00012886400520801543,
+   "min": 9.20640006661415e-05,
+   "max": 0.00032124799489974975,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: event recorded by the input's gradient hook (after the last node's kernels) to an event after backward() returned; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.059651749983459e-05,
-   "host_backward_canary_seconds": 2.049861499983763e-05,
+   "host_canary_seconds": 7.168255000351564e-06,
+   "host_backward_canary_seconds": 1.4584350000177437e-05,
    "pass_seconds": [
-    0.0001748799979686737,
-    0.00015043200552463531,
-    0.00012678399682044983
+    0.00010159999877214432,
+    0.00012886400520801543,
+    0.0001517760008573532
    ],
    "pass_host_canary_seconds": [
-    1.059651749983459e-05,
-    1.0265899999808426e-05,
-    9.178694999718574e-06
+    7.168255000351564e-06,
+    8.94754500052386e-06,
+    9.86905999980081e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.049861499983763e-05,
-    2.0194620000211216e-05,
-    1.8817910000734627e-05
+    1.4584350000177437e-05,
+    1.8225490000531862e-05,
+    1.802602999987357e-05
    ]
   },
   "backward_walk_node": {
-   "seconds": 3.894711110458755e-07,
-   "min": 3.120666666392127e-07,
-   "max": 4.2329111112040767e-07,
+   "seconds": 2.9014222225972237e-07,
+   "min": 2.4022888889400444e-07,
+   "max": 4.1274222225082566e-07,
    "samples": 3,
    "method": "backward() of chains of [100, 1000] tiny multiplications ([102, 1002] nodes): host seconds from the call to the first node's pre-hook, median per length, (T(long) - T(short)) / (nodes(long) - nodes(short)); median of 3 passes over the probe's run",
    "chain_nodes": [
@@ -6177,1951 +6898,1951 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     1002
    ],
    "chain_to_first_node_seconds": [
-    0.00016730599998027174,
-    0.0005178299999215596
+    0.00015233999999963999,
+    0.0004134680000333901
    ],
-   "host_canary_seconds": 1.0534209999946143e-05,
-   "host_backward_canary_seconds": 1.9796269999687865e-05,
+   "host_canary_seconds": 7.757079999919368e-06,
+   "host_backward_canary_seconds": 1.700590499979171e-05,
    "pass_seconds": [
-    3.894711110458755e-07,
-    4.2329111112040767e-07,
-    3.120666666392127e-07
+    2.9014222225972237e-07,
+    2.4022888889400444e-07,
+    4.1274222225082566e-07
    ],
    "pass_host_canary_seconds": [
-    1.0534209999946143e-05,
-    1.0714835000271705e-05,
-    9.190777500123205e-06
+    7.757079999919368e-06,
+    9.1384500001368e-06,
+    1.0507530000154474e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9796269999687865e-05,
-    2.006944000072508e-05,
-    1.7912550000005467e-05
+    1.700590499979171e-05,
+    1.8349719999832816e-05,
+    1.9197080000594724e-05
    ]
   },
   "layer_steady_linear": {
-   "seconds": 0.00021541696548461913,
-   "min": 0.00015765503883361819,
-   "max": 0.00029314687728881835,
+   "seconds": 0.0001777324867248535,
+   "min": 0.0001368947219848633,
+   "max": 0.00027313663482666015,
    "samples": 33,
    "method": "one tiny linear layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1120125000161352e-05,
-   "host_backward_canary_seconds": 2.0177464999733275e-05,
+   "host_canary_seconds": 8.328752500119663e-06,
+   "host_backward_canary_seconds": 1.4812814999913825e-05,
    "pass_seconds": [
-    0.00025016000747680664,
-    0.00021541696548461913,
-    0.0001804435157775879
+    0.00015382143974304198,
+    0.0001777324867248535,
+    0.00018679040908813478
    ],
    "pass_host_canary_seconds": [
-    1.1120125000161352e-05,
-    9.865172499985419e-06,
-    9.284297499903006e-06
+    8.328752500119663e-06,
+    7.25480250025612e-06,
+    9.60045999988779e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0177464999733275e-05,
-    1.9344490000321456e-05,
-    1.809285000035743e-05
+    1.4812814999913825e-05,
+    1.791459499997927e-05,
+    1.8215399999803592e-05
    ]
   },
   "layer_steady_linear_autocast": {
-   "seconds": 0.0004899769592285156,
-   "min": 0.0002922080039978027,
-   "max": 0.0006219968032836914,
+   "seconds": 0.0003215238571166992,
+   "min": 0.000252043514251709,
+   "max": 0.0004234310531616211,
    "samples": 33,
    "method": "one tiny linear layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.489180000059605e-06,
-   "host_backward_canary_seconds": 2.0102859999724386e-05,
+   "host_canary_seconds": 7.525670000063656e-06,
+   "host_backward_canary_seconds": 1.426403999971626e-05,
    "pass_seconds": [
-    0.0004899769592285156,
-    0.0004403647994995117,
-    0.0005405311965942382
+    0.00031949312210083006,
+    0.0003215238571166992,
+    0.0003322367858886719
    ],
    "pass_host_canary_seconds": [
-    9.489180000059605e-06,
-    9.548404999577543e-06,
-    1.0103717500271614e-05
+    7.525670000063656e-06,
+    8.64447500021015e-06,
+    9.165175000021008e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0102859999724386e-05,
-    1.8746549999377747e-05,
-    1.914410499978203e-05
+    1.426403999971626e-05,
+    1.795474000005015e-05,
+    1.7254420000654136e-05
    ]
   },
   "layer_steady_linear_nobias": {
-   "seconds": 0.00017939456939697264,
-   "min": 0.0001272544002532959,
-   "max": 0.00022156095504760742,
+   "seconds": 0.0001512825584411621,
+   "min": 0.00011832063674926758,
+   "max": 0.0001806374359130859,
    "samples": 33,
    "method": "one tiny linear_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.227529999658145e-06,
-   "host_backward_canary_seconds": 1.7098489998943477e-05,
+   "host_canary_seconds": 7.5832700002820276e-06,
+   "host_backward_canary_seconds": 1.5578989999767144e-05,
    "pass_seconds": [
-    0.0001481606388092041,
-    0.00017939456939697264,
-    0.0001803321647644043
+    0.00013549375534057618,
+    0.00015510272026062011,
+    0.0001512825584411621
    ],
    "pass_host_canary_seconds": [
-    8.227529999658145e-06,
-    9.586310000031517e-06,
-    8.871227500151235e-06
+    7.5832700002820276e-06,
+    9.086485000011636e-06,
+    9.379145000139033e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7098489998943477e-05,
-    1.842321000026459e-05,
-    2.013457500027016e-05
+    1.5578989999767144e-05,
+    1.7568670000400743e-05,
+    1.7674800000122558e-05
    ]
   },
   "layer_steady_linear_nobias_autocast": {
-   "seconds": 0.00028787584304809573,
-   "min": 0.00024575103759765627,
-   "max": 0.0003852531051635742,
+   "seconds": 0.00026363775253295896,
+   "min": 0.00019595008850097656,
+   "max": 0.0003930419158935547,
    "samples": 33,
    "method": "one tiny linear_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.502090000457429e-06,
-   "host_backward_canary_seconds": 1.3317660000211618e-05,
+   "host_canary_seconds": 7.284184999889476e-06,
+   "host_backward_canary_seconds": 1.4700629999424563e-05,
    "pass_seconds": [
-    0.00028787584304809573,
-    0.00031290815353393554,
-    0.00028375999450683595
+    0.00022150144577026367,
+    0.0002659257507324219,
+    0.00026363775253295896
    ],
    "pass_host_canary_seconds": [
-    7.502090000457429e-06,
-    9.620329999506793e-06,
-    7.611309999902005e-06
+    7.284184999889476e-06,
+    9.244385000215515e-06,
+    9.32848499985539e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.3317660000211618e-05,
-    1.8611629999440994e-05,
-    1.84497400005057e-05
+    1.4700629999424563e-05,
+    1.8170939999890833e-05,
+    1.751064000018232e-05
    ]
   },
   "layer_steady_matmul": {
-   "seconds": 0.0001318131160736084,
-   "min": 0.0001230144023895264,
-   "max": 0.00016759872436523438,
+   "seconds": 0.00013284480094909667,
+   "min": 9.984255790710449e-05,
+   "max": 0.00016253376007080078,
    "samples": 33,
    "method": "one tiny matmul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0511334999705468e-05,
-   "host_backward_canary_seconds": 1.9402249999984634e-05,
+   "host_canary_seconds": 7.3317350000934315e-06,
+   "host_backward_canary_seconds": 1.4261514999702739e-05,
    "pass_seconds": [
-    0.0001318131160736084,
-    0.0001547532844543457,
-    0.0001315078353881836
+    0.00010722047805786133,
+    0.00013701184272766113,
+    0.00013284480094909667
    ],
    "pass_host_canary_seconds": [
-    1.0511334999705468e-05,
-    9.76547999982813e-06,
-    7.402140000181135e-06
+    7.3317350000934315e-06,
+    9.166634999928646e-06,
+    9.027039999978116e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9402249999984634e-05,
-    1.871146999974371e-05,
-    1.8617919999996956e-05
+    1.4261514999702739e-05,
+    1.7398759999878167e-05,
+    1.7872139999326464e-05
    ]
   },
   "layer_steady_matmul_autocast": {
-   "seconds": 0.0002706854438781738,
-   "min": 0.00023756479263305663,
-   "max": 0.00042528255462646484,
+   "seconds": 0.00023971519470214844,
+   "min": 0.00018077695846557617,
+   "max": 0.00033915393829345706,
    "samples": 33,
    "method": "one tiny matmul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.999630000265825e-06,
-   "host_backward_canary_seconds": 1.8996860000015658e-05,
+   "host_canary_seconds": 7.244490000175574e-06,
+   "host_backward_canary_seconds": 1.3972499999681531e-05,
    "pass_seconds": [
-    0.0002706854438781738,
-    0.00028496576309204103,
-    0.0002539174461364746
+    0.00019349760055541992,
+    0.00024127935409545896,
+    0.00023971519470214844
    ],
    "pass_host_canary_seconds": [
-    9.999630000265825e-06,
-    9.522340000103214e-06,
-    7.556285000305252e-06
+    7.244490000175574e-06,
+    9.046925000006922e-06,
+    9.359944999687287e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8996860000015658e-05,
-    1.8311659999881158e-05,
-    1.8576219999886235e-05
+    1.3972499999681531e-05,
+    1.7437249999829875e-05,
+    1.7990830000371715e-05
    ]
   },
   "layer_steady_bmm": {
-   "seconds": 0.00015851072311401368,
-   "min": 0.0001287507152557373,
-   "max": 0.00019544063568115237,
+   "seconds": 0.00013585472106933594,
+   "min": 0.00010637311935424805,
+   "max": 0.0001550163173675537,
    "samples": 33,
    "method": "one tiny bmm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.919185000057951e-06,
-   "host_backward_canary_seconds": 1.8949219999058187e-05,
+   "host_canary_seconds": 7.433975000026294e-06,
+   "host_backward_canary_seconds": 1.5006685000003018e-05,
    "pass_seconds": [
-    0.00015851072311401368,
-    0.00016200447082519534,
-    0.00014850879669189453
+    0.0001133894443511963,
+    0.00014561535835266114,
+    0.00013585472106933594
    ],
    "pass_host_canary_seconds": [
-    9.919185000057951e-06,
-    9.303030000182843e-06,
-    1.0019792500202129e-05
+    7.433975000026294e-06,
+    8.90792000006968e-06,
+    7.554704999961359e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8949219999058187e-05,
-    1.8369739999570813e-05,
-    1.8681694999713727e-05
+    1.5006685000003018e-05,
+    1.7396299999745678e-05,
+    1.7990830000371715e-05
    ]
   },
   "layer_steady_bmm_autocast": {
-   "seconds": 0.00027749311447143555,
-   "min": 0.0002577132797241211,
-   "max": 0.00042966209411621095,
+   "seconds": 0.000238922233581543,
+   "min": 0.0001714547157287598,
+   "max": 0.00038403457641601567,
    "samples": 33,
    "method": "one tiny bmm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0419015000024956e-05,
-   "host_backward_canary_seconds": 2.0252860000482542e-05,
+   "host_canary_seconds": 7.0957650001446385e-06,
+   "host_backward_canary_seconds": 1.3404249999666718e-05,
    "pass_seconds": [
-    0.0002735302352905273,
-    0.00027749311447143555,
-    0.0003081497573852539
+    0.00018174591064453125,
+    0.000238922233581543,
+    0.0002806841659545898
    ],
    "pass_host_canary_seconds": [
-    1.0419015000024956e-05,
-    9.57268999968619e-06,
-    8.135787500123115e-06
+    7.0957650001446385e-06,
+    9.24613499989846e-06,
+    9.79190750001635e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0252860000482542e-05,
-    1.890788999958204e-05,
-    1.9779010000320343e-05
+    1.3404249999666718e-05,
+    1.7974049999338604e-05,
+    1.9250510000006216e-05
    ]
   },
   "layer_steady_conv2d": {
-   "seconds": 0.000214400634765625,
-   "min": 0.00017510528564453125,
-   "max": 0.0002920204734802246,
+   "seconds": 0.00018084991455078126,
+   "min": 0.0001352774429321289,
+   "max": 0.0002148121643066406,
    "samples": 33,
    "method": "one tiny conv2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.002113249995773e-05,
-   "host_backward_canary_seconds": 1.828752999927019e-05,
+   "host_canary_seconds": 6.938690000310999e-06,
+   "host_backward_canary_seconds": 1.507080000010319e-05,
    "pass_seconds": [
-    0.00018589376449584962,
-    0.000214400634765625,
-    0.00028155775070190433
+    0.00014407744407653807,
+    0.00018084991455078126,
+    0.00020589376449584962
    ],
    "pass_host_canary_seconds": [
-    1.002113249995773e-05,
-    9.467474999951264e-06,
-    9.322129999986827e-06
+    6.938690000310999e-06,
+    8.793910000122196e-06,
+    9.647389999827283e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.828752999927019e-05,
-    1.8772079999962444e-05,
-    1.9645080000145755e-05
+    1.507080000010319e-05,
+    1.7974049999338604e-05,
+    1.8500769999718614e-05
    ]
   },
   "layer_steady_conv2d_autocast": {
-   "seconds": 0.00041856895446777345,
-   "min": 0.00031142784118652346,
-   "max": 0.0006087724685668945,
+   "seconds": 0.0003488608169555664,
+   "min": 0.0002562528038024902,
+   "max": 0.0005732729721069336,
    "samples": 33,
    "method": "one tiny conv2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.898860000134846e-06,
-   "host_backward_canary_seconds": 1.4936090000219338e-05,
+   "host_canary_seconds": 7.1663500000340715e-06,
+   "host_backward_canary_seconds": 1.464812999984133e-05,
    "pass_seconds": [
-    0.00033269248962402345,
-    0.0005440006256103515,
-    0.00041856895446777345
+    0.0002802707290649414,
+    0.0003488608169555664,
+    0.0005040556716918945
    ],
    "pass_host_canary_seconds": [
-    9.898860000134846e-06,
-    9.947734999968816e-06,
-    9.820120000085809e-06
+    7.1663500000340715e-06,
+    8.997895000106837e-06,
+    9.762539999655928e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4936090000219338e-05,
-    1.928937999991831e-05,
-    1.9009219999475133e-05
+    1.464812999984133e-05,
+    1.7235249999885126e-05,
+    1.8398250000473125e-05
    ]
   },
   "layer_steady_conv2d_nobias": {
-   "seconds": 0.00015914752006530763,
-   "min": 0.00013560064315795898,
-   "max": 0.00018288576126098633,
+   "seconds": 0.00014147392272949219,
+   "min": 0.00010742207527160646,
+   "max": 0.00018870784759521486,
    "samples": 33,
    "method": "one tiny conv2d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.907945000122708e-06,
-   "host_backward_canary_seconds": 1.553795000063474e-05,
+   "host_canary_seconds": 6.946032500252386e-06,
+   "host_backward_canary_seconds": 1.556738500028132e-05,
    "pass_seconds": [
-    0.00014043264389038086,
-    0.00015914752006530763,
-    0.00016625663757324218
+    0.00011048576354980469,
+    0.00014147392272949219,
+    0.00015061568260192872
    ],
    "pass_host_canary_seconds": [
-    9.907945000122708e-06,
-    9.86062000038146e-06,
-    9.774805000120069e-06
+    6.946032500252386e-06,
+    9.207709999827785e-06,
+    9.819565000270814e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.553795000063474e-05,
-    1.9177340000169352e-05,
-    1.877458999956616e-05
+    1.556738500028132e-05,
+    1.7925409999861585e-05,
+    1.5996079999922584e-05
    ]
   },
   "layer_steady_conv2d_nobias_autocast": {
-   "seconds": 0.00032201919555664065,
-   "min": 0.00023358655929565431,
-   "max": 0.0003838150405883789,
+   "seconds": 0.0002513382339477539,
+   "min": 0.0002024563217163086,
+   "max": 0.00034454719543457033,
    "samples": 33,
    "method": "one tiny conv2d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.731339999850207e-06,
-   "host_backward_canary_seconds": 1.5514149999944493e-05,
+   "host_canary_seconds": 7.0082999997111985e-06,
+   "host_backward_canary_seconds": 1.7290220000631962e-05,
    "pass_seconds": [
-    0.00025051776885986327,
-    0.0003439263916015625,
-    0.00032201919555664065
+    0.00024610687255859374,
+    0.0002784595108032227,
+    0.0002513382339477539
    ],
    "pass_host_canary_seconds": [
-    7.731339999850207e-06,
-    9.596350000151688e-06,
-    9.964435000142657e-06
+    7.0082999997111985e-06,
+    8.996775000014167e-06,
+    9.248074999845812e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.5514149999944493e-05,
-    1.861353999970561e-05,
-    1.9239580000203203e-05
+    1.7290220000631962e-05,
+    1.7922879999332507e-05,
+    1.4753000000382599e-05
    ]
   },
   "layer_steady_conv1d": {
-   "seconds": 0.00021882240295410156,
-   "min": 0.00014676480293273925,
-   "max": 0.00030139455795288086,
+   "seconds": 0.0001653459167480469,
+   "min": 0.00013912575721740722,
+   "max": 0.00021619455337524413,
    "samples": 33,
    "method": "one tiny conv1d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.291375000022526e-06,
-   "host_backward_canary_seconds": 1.4680940000744159e-05,
+   "host_canary_seconds": 7.472199999938312e-06,
+   "host_backward_canary_seconds": 1.61930100000518e-05,
    "pass_seconds": [
-    0.000151080961227417,
-    0.00024457088470458986,
-    0.00021882240295410156
+    0.00014241920471191408,
+    0.00018642175674438478,
+    0.0001653459167480469
    ],
    "pass_host_canary_seconds": [
-    7.291375000022526e-06,
-    1.0626625000327294e-05,
-    9.969640000235814e-06
+    7.472199999938312e-06,
+    9.045627500086084e-06,
+    9.186275000274691e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4680940000744159e-05,
-    1.9402289999561618e-05,
-    1.96019499992417e-05
+    1.61930100000518e-05,
+    1.7585689999464193e-05,
+    1.446143999942251e-05
    ]
   },
   "layer_steady_conv1d_autocast": {
-   "seconds": 0.0004039481735229492,
-   "min": 0.000295850887298584,
-   "max": 0.0007524787139892578,
+   "seconds": 0.0003599225616455078,
+   "min": 0.000273573112487793,
+   "max": 0.0004891929626464844,
    "samples": 33,
    "method": "one tiny conv1d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.801704999792491e-06,
-   "host_backward_canary_seconds": 1.5815364999980375e-05,
+   "host_canary_seconds": 7.361670000136655e-06,
+   "host_backward_canary_seconds": 1.5803750000031868e-05,
    "pass_seconds": [
-    0.0004039481735229492,
-    0.0003506867218017578,
-    0.0006378566360473632
+    0.0003345151901245117,
+    0.00036717887878417966,
+    0.0003599225616455078
    ],
    "pass_host_canary_seconds": [
-    7.801704999792491e-06,
-    8.099734999973407e-06,
-    1.0840539999890098e-05
+    7.361670000136655e-06,
+    8.961114999692655e-06,
+    9.262432500065642e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.5815364999980375e-05,
-    1.810736999971141e-05,
-    1.9856520000303136e-05
+    1.5803750000031868e-05,
+    1.8228160000717254e-05,
+    1.5811824999900638e-05
    ]
   },
   "layer_steady_conv1d_nobias": {
-   "seconds": 0.00015626239776611326,
-   "min": 0.00011971327781677246,
-   "max": 0.0002650752067565918,
+   "seconds": 0.00012536128044128418,
+   "min": 0.00011135807991027832,
+   "max": 0.0001778086471557617,
    "samples": 33,
    "method": "one tiny conv1d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0406719999878078e-05,
-   "host_backward_canary_seconds": 1.6052800000352362e-05,
+   "host_canary_seconds": 7.488775000012993e-06,
+   "host_backward_canary_seconds": 1.5351039999700332e-05,
    "pass_seconds": [
-    0.00015626239776611326,
-    0.00013829440116882325,
-    0.000244783992767334
+    0.00012536128044128418,
+    0.00015208383560180665,
+    0.00012385663986206054
    ],
    "pass_host_canary_seconds": [
-    1.0406719999878078e-05,
-    9.553790000040863e-06,
-    1.0364699999740878e-05
+    7.488775000012993e-06,
+    9.079284999984339e-06,
+    7.301934999759396e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6052800000352362e-05,
-    1.5156240000351317e-05,
-    1.9268759999704343e-05
+    1.5351039999700332e-05,
+    1.9419459999880927e-05,
+    1.7509599999812053e-05
    ]
   },
   "layer_steady_conv1d_nobias_autocast": {
-   "seconds": 0.00037919998168945313,
-   "min": 0.00026670719146728515,
-   "max": 0.0006355372619628905,
+   "seconds": 0.0002780467224121094,
+   "min": 0.00022872255325317382,
+   "max": 0.0006017279815673829,
    "samples": 33,
    "method": "one tiny conv1d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.567339999989599e-06,
-   "host_backward_canary_seconds": 1.8487369999320435e-05,
+   "host_canary_seconds": 7.205977499893379e-06,
+   "host_backward_canary_seconds": 2.0241914999701293e-05,
    "pass_seconds": [
-    0.00037919998168945313,
-    0.0002816070365905762,
-    0.000510547218322754
+    0.00033371326446533203,
+    0.0002780467224121094,
+    0.0002586528015136719
    ],
    "pass_host_canary_seconds": [
-    9.567339999989599e-06,
-    8.033479999767224e-06,
-    1.0522824999839032e-05
+    7.205977499893379e-06,
+    8.922975000018597e-06,
+    7.27280999967661e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8487369999320435e-05,
-    1.8265899999505564e-05,
-    1.8969139999853725e-05
+    2.0241914999701293e-05,
+    1.722598000014841e-05,
+    1.5805990000217206e-05
    ]
   },
   "layer_steady_batchnorm2d": {
-   "seconds": 0.00020474111557006836,
-   "min": 0.00017238079071044924,
-   "max": 0.0003292671966552734,
+   "seconds": 0.00016838464736938476,
+   "min": 0.00012518400192260742,
+   "max": 0.0002504704093933105,
    "samples": 33,
    "method": "one tiny batchnorm2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0230770000134726e-05,
-   "host_backward_canary_seconds": 1.969340999949054e-05,
+   "host_canary_seconds": 6.629745000168441e-06,
+   "host_backward_canary_seconds": 1.4006530000187922e-05,
    "pass_seconds": [
-    0.00019874624252319337,
-    0.00020474111557006836,
-    0.0002901683235168457
+    0.00013996607780456544,
+    0.00016838464736938476,
+    0.0001811987113952637
    ],
    "pass_host_canary_seconds": [
-    1.0230770000134726e-05,
-    9.9454275002131e-06,
-    1.0418559999720856e-05
+    6.629745000168441e-06,
+    8.485894999807897e-06,
+    9.309342500216644e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.969340999949054e-05,
-    1.932721000002857e-05,
-    1.88748600010058e-05
+    1.4006530000187922e-05,
+    1.765526999975009e-05,
+    1.902020999978049e-05
    ]
   },
   "layer_steady_batchnorm2d_autocast": {
-   "seconds": 0.0002461324882507324,
-   "min": 0.00020556032180786134,
-   "max": 0.00040997184753417963,
+   "seconds": 0.0001963488006591797,
+   "min": 0.00014731072425842285,
+   "max": 0.00027510015487670897,
    "samples": 33,
    "method": "one tiny batchnorm2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.862659999839708e-06,
-   "host_backward_canary_seconds": 1.8532899999854636e-05,
+   "host_canary_seconds": 6.9946150000532726e-06,
+   "host_backward_canary_seconds": 1.393029000041679e-05,
    "pass_seconds": [
-    0.0002327974319458008,
-    0.0002461324882507324,
-    0.0003737094497680664
+    0.00015907008171081542,
+    0.0001963488006591797,
+    0.00021358400344848632
    ],
    "pass_host_canary_seconds": [
-    9.862659999839708e-06,
-    1.078514000028008e-05,
-    1.049281999996765e-05
+    6.9946150000532726e-06,
+    8.732834999705119e-06,
+    7.638944999825981e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8532899999854636e-05,
-    1.9139979999636127e-05,
-    1.8810269999676165e-05
+    1.393029000041679e-05,
+    1.738371000044481e-05,
+    1.8508929999825342e-05
    ]
   },
   "layer_steady_layernorm": {
-   "seconds": 0.0001578112030029297,
-   "min": 0.0001261631965637207,
-   "max": 0.00017897472381591797,
+   "seconds": 0.00011023807525634765,
+   "min": 9.473983764648436e-05,
+   "max": 0.00013066240310668944,
    "samples": 33,
    "method": "one tiny layernorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0076830000116388e-05,
-   "host_backward_canary_seconds": 1.6697849999900428e-05,
+   "host_canary_seconds": 7.0954074999463044e-06,
+   "host_backward_canary_seconds": 1.4148620000469236e-05,
    "pass_seconds": [
-    0.0001288492774963379,
-    0.0001578112030029297,
-    0.00017186368942260743
+    0.0001005900764465332,
+    0.00012672639846801758,
+    0.00011023807525634765
    ],
    "pass_host_canary_seconds": [
-    1.0076830000116388e-05,
-    1.0786830000029113e-05,
-    1.030553999953554e-05
+    7.0954074999463044e-06,
+    8.599467500118861e-06,
+    7.33305500006054e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6697849999900428e-05,
-    1.938429000006181e-05,
-    1.7887750000227244e-05
+    1.4148620000469236e-05,
+    1.7585040000085426e-05,
+    1.7035365000310777e-05
    ]
   },
   "layer_steady_layernorm_autocast": {
-   "seconds": 0.00017343551635742188,
-   "min": 0.00014829248428344726,
-   "max": 0.00026096319198608395,
+   "seconds": 0.00015280192375183104,
+   "min": 0.00011217791557312012,
+   "max": 0.00027242624282836916,
    "samples": 33,
    "method": "one tiny layernorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0108149999723538e-05,
-   "host_backward_canary_seconds": 1.9411910000144416e-05,
+   "host_canary_seconds": 7.087525000031292e-06,
+   "host_backward_canary_seconds": 1.4752189999853728e-05,
    "pass_seconds": [
-    0.00017343551635742188,
-    0.00016321855545043944,
-    0.0002307436752319336
+    0.00011800319671630858,
+    0.00015280192375183104,
+    0.0001709791946411133
    ],
    "pass_host_canary_seconds": [
-    1.0108149999723538e-05,
-    8.062835000259838e-06,
-    1.0469590000070639e-05
+    7.087525000031292e-06,
+    8.939434999888363e-06,
+    8.810842499826777e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9411910000144416e-05,
-    1.934415000050649e-05,
-    1.7887750000227244e-05
+    1.4752189999853728e-05,
+    1.7901329999858718e-05,
+    1.919644499992046e-05
    ]
   },
   "layer_steady_groupnorm": {
-   "seconds": 0.00030700544357299805,
-   "min": 0.00019294527053833005,
-   "max": 0.000404439697265625,
+   "seconds": 0.00017130943298339845,
+   "min": 0.00015276224136352538,
+   "max": 0.0002167136001586914,
    "samples": 33,
    "method": "one tiny groupnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.789500000181306e-06,
-   "host_backward_canary_seconds": 1.7421655000475768e-05,
+   "host_canary_seconds": 7.1588499997687906e-06,
+   "host_backward_canary_seconds": 1.5933020000602484e-05,
    "pass_seconds": [
-    0.00025159999847412107,
-    0.00030700544357299805,
-    0.00032828929901123044
+    0.00015999679565429687,
+    0.0002114137649536133,
+    0.00017130943298339845
    ],
    "pass_host_canary_seconds": [
-    9.789500000181306e-06,
-    1.0588705000031951e-05,
-    1.0398089999625881e-05
+    7.1588499997687906e-06,
+    8.912810000083481e-06,
+    7.117954999955601e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7421655000475768e-05,
-    1.912435999997797e-05,
-    1.9089740000026723e-05
+    1.5933020000602484e-05,
+    1.8169870000974696e-05,
+    1.527312999996866e-05
    ]
   },
   "layer_steady_groupnorm_autocast": {
-   "seconds": 0.0003363840103149414,
-   "min": 0.0002345248031616211,
-   "max": 0.0004764198303222656,
+   "seconds": 0.0002299692726135254,
+   "min": 0.00018501695632934572,
+   "max": 0.00027983680725097656,
    "samples": 33,
    "method": "one tiny groupnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0278345000074296e-05,
-   "host_backward_canary_seconds": 1.9719859999440814e-05,
+   "host_canary_seconds": 7.502979999856052e-06,
+   "host_backward_canary_seconds": 1.58910250002009e-05,
    "pass_seconds": [
-    0.0003363840103149414,
-    0.0002967616081237793,
-    0.00043057216644287115
+    0.00019204671859741212,
+    0.0002499507141113281,
+    0.0002299692726135254
    ],
    "pass_host_canary_seconds": [
-    1.0278345000074296e-05,
-    1.094084499982273e-05,
-    1.0564420000491736e-05
+    7.502979999856052e-06,
+    9.240195000188578e-06,
+    7.050144999993791e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9719859999440814e-05,
-    1.9195209999907094e-05,
-    1.9516710000289095e-05
+    1.58910250002009e-05,
+    1.8538650000436973e-05,
+    1.8032259999927193e-05
    ]
   },
   "layer_steady_relu": {
-   "seconds": 0.00011034111976623535,
-   "min": 8.404479980468751e-05,
-   "max": 0.00013464768409729005,
+   "seconds": 9.410816192626953e-05,
+   "min": 7.17900800704956e-05,
+   "max": 0.00010481280326843262,
    "samples": 33,
    "method": "one tiny relu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.700849999991988e-06,
-   "host_backward_canary_seconds": 1.9940954999810855e-05,
+   "host_canary_seconds": 7.049925000046641e-06,
+   "host_backward_canary_seconds": 1.4909550000083982e-05,
    "pass_seconds": [
-    9.113087654113769e-05,
-    0.00011034111976623535,
-    0.0001256492805480957
+    7.531455993652344e-05,
+    9.61241626739502e-05,
+    9.410816192626953e-05
    ],
    "pass_host_canary_seconds": [
-    7.700849999991988e-06,
-    1.063467500017623e-05,
-    1.0454242500088639e-05
+    7.049925000046641e-06,
+    8.907335000003513e-06,
+    7.648484999833726e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9940954999810855e-05,
-    1.8755410000039774e-05,
-    1.9034110000006876e-05
+    1.4909550000083982e-05,
+    1.8724395000049297e-05,
+    1.7935079999915614e-05
    ]
   },
   "layer_steady_relu_autocast": {
-   "seconds": 0.00014687359809875488,
-   "min": 0.00010734592437744141,
-   "max": 0.00019298944473266602,
+   "seconds": 0.00011043456077575684,
+   "min": 8.711872100830078e-05,
+   "max": 0.0001314246368408203,
    "samples": 33,
    "method": "one tiny relu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.54306499999302e-06,
-   "host_backward_canary_seconds": 1.9704234999835536e-05,
+   "host_canary_seconds": 1.0234982500207935e-05,
+   "host_backward_canary_seconds": 1.4835415000220565e-05,
    "pass_seconds": [
-    0.00011343999862670899,
-    0.00014687359809875488,
-    0.00017789823532104491
+    9.670399665832519e-05,
+    0.00011043456077575684,
+    0.00012087103843688965
    ],
    "pass_host_canary_seconds": [
-    7.54306499999302e-06,
-    1.0702490000085163e-05,
-    1.0517009999944094e-05
+    1.0234982500207935e-05,
+    8.671139999876232e-06,
+    8.262939999781338e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9704234999835536e-05,
-    1.8667180000875305e-05,
-    1.9570739999608124e-05
+    1.4835415000220565e-05,
+    1.762303000020893e-05,
+    1.9460104999780016e-05
    ]
   },
   "layer_steady_gelu": {
-   "seconds": 0.00011908096313476562,
-   "min": 0.00010157567977905274,
-   "max": 0.0001745088005065918,
+   "seconds": 9.175999641418457e-05,
+   "min": 8.482560157775879e-05,
+   "max": 0.00010522239685058594,
    "samples": 33,
    "method": "one tiny gelu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0151920000112113e-05,
-   "host_backward_canary_seconds": 2.0120709999673634e-05,
+   "host_canary_seconds": 1.0295887499864874e-05,
+   "host_backward_canary_seconds": 1.6737404999958018e-05,
    "pass_seconds": [
-    0.00011908096313476562,
-    0.00011620160102844237,
-    0.0001234995174407959
+    9.175999641418457e-05,
+    8.59449577331543e-05,
+    9.209407806396484e-05
    ],
    "pass_host_canary_seconds": [
-    1.0151920000112113e-05,
-    1.016566499970395e-05,
-    1.0468075000176214e-05
+    1.0295887499864874e-05,
+    8.4197850000578e-06,
+    8.856362499614078e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0120709999673634e-05,
-    2.04114699999991e-05,
-    1.987475499959146e-05
+    1.6737404999958018e-05,
+    1.7181215000618976e-05,
+    1.9592300000113027e-05
    ]
   },
   "layer_steady_gelu_autocast": {
-   "seconds": 0.0001629439926147461,
-   "min": 0.00012919808387756347,
-   "max": 0.00024072895050048827,
+   "seconds": 0.00011216447830200196,
+   "min": 0.0001032032012939453,
+   "max": 0.00013523263931274415,
    "samples": 33,
    "method": "one tiny gelu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.055382999993526e-05,
-   "host_backward_canary_seconds": 1.9903970000996195e-05,
+   "host_canary_seconds": 1.0505680000107985e-05,
+   "host_backward_canary_seconds": 1.398541999947156e-05,
    "pass_seconds": [
-    0.0001629439926147461,
-    0.00013647104263305663,
-    0.0001710380744934082
+    0.00011879551887512206,
+    0.00010520000457763673,
+    0.00011216447830200196
    ],
    "pass_host_canary_seconds": [
-    1.055382999993526e-05,
-    1.0324455000159104e-05,
-    1.0462719999964066e-05
+    1.0505680000107985e-05,
+    8.626217500022904e-06,
+    7.5429275000260535e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9903970000996195e-05,
-    2.0388409999441138e-05,
-    1.9747809999444145e-05
+    1.398541999947156e-05,
+    1.7194554999946376e-05,
+    1.971183000023302e-05
    ]
   },
   "layer_steady_silu": {
-   "seconds": 9.86303997039795e-05,
-   "min": 8.008255958557128e-05,
-   "max": 0.00012817472457885741,
+   "seconds": 9.158720016479491e-05,
+   "min": 8.31488037109375e-05,
+   "max": 0.00012918975830078126,
    "samples": 33,
    "method": "one tiny silu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0842115000286866e-05,
-   "host_backward_canary_seconds": 1.8417219999946608e-05,
+   "host_canary_seconds": 1.0255337499813777e-05,
+   "host_backward_canary_seconds": 1.3757389999682346e-05,
    "pass_seconds": [
-    0.00011775679588317871,
-    9.86303997039795e-05,
-    8.349184036254884e-05
+    9.344127655029298e-05,
+    9.158720016479491e-05,
+    9.12070369720459e-05
    ],
    "pass_host_canary_seconds": [
-    1.0842115000286866e-05,
-    1.0592192499814245e-05,
-    7.3949000000084205e-06
+    1.0255337499813777e-05,
+    8.769917500046631e-06,
+    8.782539999856454e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8417219999946608e-05,
-    1.7408945000170205e-05,
-    1.989211500017518e-05
+    1.3757389999682346e-05,
+    1.837491499998123e-05,
+    2.0074034999879586e-05
    ]
   },
   "layer_steady_silu_autocast": {
-   "seconds": 0.0001337337589263916,
-   "min": 9.876223564147949e-05,
-   "max": 0.0001772831916809082,
+   "seconds": 0.00011773183822631835,
+   "min": 0.00010310400009155272,
+   "max": 0.0001789753532409668,
    "samples": 33,
    "method": "one tiny silu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0659215000146105e-05,
-   "host_backward_canary_seconds": 2.0512180000196168e-05,
+   "host_canary_seconds": 1.0272479999855478e-05,
+   "host_backward_canary_seconds": 1.576043000000027e-05,
    "pass_seconds": [
-    0.00017123903274536133,
-    0.0001337337589263916,
-    0.00010503487586975098
+    0.00011773183822631835,
+    0.000106627197265625,
+    0.00015349056243896484
    ],
    "pass_host_canary_seconds": [
-    1.0659215000146105e-05,
-    1.0258894999992662e-05,
-    7.576757500089571e-06
+    1.0272479999855478e-05,
+    9.22490499988271e-06,
+    1.0473345000150402e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.0512180000196168e-05,
-    1.638181999965127e-05,
-    1.910482000027969e-05
+    1.576043000000027e-05,
+    1.6247844999952577e-05,
+    1.9350200000189942e-05
    ]
   },
   "layer_steady_tanh": {
-   "seconds": 0.00010110272407531737,
-   "min": 8.187520027160644e-05,
-   "max": 0.00013014080047607423,
+   "seconds": 9.86847972869873e-05,
+   "min": 8.675392150878908e-05,
+   "max": 0.00011094079971313478,
    "samples": 33,
    "method": "one tiny tanh layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.027577000002111e-05,
-   "host_backward_canary_seconds": 1.990767999984655e-05,
+   "host_canary_seconds": 1.0555679999981748e-05,
+   "host_backward_canary_seconds": 1.7277074999810792e-05,
    "pass_seconds": [
-    0.00011998208045959472,
-    0.00010110272407531737,
-    8.58937644958496e-05
+    0.00010003456115722656,
+    9.386816024780274e-05,
+    9.86847972869873e-05
    ],
    "pass_host_canary_seconds": [
-    1.027577000002111e-05,
-    1.0194507500216331e-05,
-    8.746529999825725e-06
+    1.0555679999981748e-05,
+    9.535350000078324e-06,
+    7.628274999547103e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.990767999984655e-05,
-    1.6735504999587647e-05,
-    1.9272590000127822e-05
+    1.7277074999810792e-05,
+    1.5539434999709554e-05,
+    1.9163794999599303e-05
    ]
   },
   "layer_steady_tanh_autocast": {
-   "seconds": 0.00012631168365478514,
-   "min": 9.582847595214843e-05,
-   "max": 0.00014659520149230956,
+   "seconds": 0.00011298239707946777,
+   "min": 0.00010254976272583007,
+   "max": 0.00015042048454284667,
    "samples": 33,
    "method": "one tiny tanh layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.4627049997388895e-06,
-   "host_backward_canary_seconds": 1.7989269999816314e-05,
+   "host_canary_seconds": 1.0814644999754819e-05,
+   "host_backward_canary_seconds": 1.7973000000210957e-05,
    "pass_seconds": [
-    0.00010696640014648437,
-    0.00014085824012756348,
-    0.00012631168365478514
+    0.00013352319717407226,
+    0.00011195072174072266,
+    0.00011298239707946777
    ],
    "pass_host_canary_seconds": [
-    7.4627049997388895e-06,
-    1.035312499993779e-05,
-    1.0306005000018102e-05
+    1.0814644999754819e-05,
+    9.659494999993967e-06,
+    7.526469999845631e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7989269999816314e-05,
-    2.0579920000045605e-05,
-    1.877499999977772e-05
+    1.7973000000210957e-05,
+    1.4112705000002278e-05,
+    1.9809430000350403e-05
    ]
   },
   "layer_steady_sigmoid": {
-   "seconds": 9.950016021728515e-05,
-   "min": 7.567999839782715e-05,
-   "max": 0.00012079487800598145,
+   "seconds": 8.460543632507323e-05,
+   "min": 7.200511932373046e-05,
+   "max": 0.00010884351730346679,
    "samples": 33,
    "method": "one tiny sigmoid layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.438342499881401e-06,
-   "host_backward_canary_seconds": 1.8387174999929812e-05,
+   "host_canary_seconds": 1.0699595000005502e-05,
+   "host_backward_canary_seconds": 1.5382770000087474e-05,
    "pass_seconds": [
-    8.850879669189453e-05,
-    0.00010617728233337403,
-    9.950016021728515e-05
+    9.783488273620606e-05,
+    8.460543632507323e-05,
+    8.310144424438476e-05
    ],
    "pass_host_canary_seconds": [
-    7.438342499881401e-06,
-    1.0019762499950956e-05,
-    9.89439000022685e-06
+    1.0699595000005502e-05,
+    8.858605000057196e-06,
+    7.4337525001055834e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8387174999929812e-05,
-    2.0403010000222822e-05,
-    1.8564679999713006e-05
+    1.5382770000087474e-05,
+    1.521591000027911e-05,
+    1.712172000054579e-05
    ]
   },
   "layer_steady_sigmoid_autocast": {
-   "seconds": 0.00011839936256408692,
-   "min": 9.661888122558594e-05,
-   "max": 0.0001405568027496338,
+   "seconds": 0.0001051251220703125,
+   "min": 8.833791732788086e-05,
+   "max": 0.00014319040298461916,
    "samples": 33,
    "method": "one tiny sigmoid layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.623617500200908e-06,
-   "host_backward_canary_seconds": 1.7870304999973997e-05,
+   "host_canary_seconds": 1.0358472500229255e-05,
+   "host_backward_canary_seconds": 1.5184375000103502e-05,
    "pass_seconds": [
-    0.0001053331184387207,
-    0.00013163840293884278,
-    0.00011839936256408692
+    0.00011928640365600585,
+    0.0001051251220703125,
+    9.066047668457032e-05
    ],
    "pass_host_canary_seconds": [
-    7.623617500200908e-06,
-    1.0360410000203046e-05,
-    9.519567500149151e-06
+    1.0358472500229255e-05,
+    8.768887499854828e-06,
+    7.126857499883954e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7870304999973997e-05,
-    1.7800960000613487e-05,
-    1.8398154999204053e-05
+    1.5184375000103502e-05,
+    1.557673999968756e-05,
+    1.694149000002199e-05
    ]
   },
   "layer_steady_dropout": {
-   "seconds": 0.00010553855895996094,
-   "min": 8.866432189941407e-05,
-   "max": 0.0001490873622894287,
+   "seconds": 9.896575927734376e-05,
+   "min": 7.747776031494141e-05,
+   "max": 0.00012014592170715332,
    "samples": 33,
    "method": "one tiny dropout layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.5967499998341735e-06,
-   "host_backward_canary_seconds": 1.9653474999472565e-05,
+   "host_canary_seconds": 1.015390249989423e-05,
+   "host_backward_canary_seconds": 1.5166000000021996e-05,
    "pass_seconds": [
-    9.318847656250001e-05,
-    0.0001262771224975586,
-    0.00010553855895996094
+    0.00010298687934875488,
+    9.896575927734376e-05,
+    8.413567543029784e-05
    ],
    "pass_host_canary_seconds": [
-    7.5967499998341735e-06,
-    1.1151570000151878e-05,
-    9.296229999904427e-06
+    1.015390249989423e-05,
+    8.744982499990783e-06,
+    7.29380750016162e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9653474999472565e-05,
-    2.0113090000677404e-05,
-    1.8183015000090564e-05
+    1.5166000000021996e-05,
+    1.7732494999904702e-05,
+    1.601582500029508e-05
    ]
   },
   "layer_steady_dropout_autocast": {
-   "seconds": 0.0001455571174621582,
-   "min": 0.00012692607879638673,
-   "max": 0.00016622655868530272,
+   "seconds": 0.00011942784309387207,
+   "min": 9.946880340576171e-05,
+   "max": 0.00014394304275512697,
    "samples": 33,
    "method": "one tiny dropout layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.930945000178326e-06,
-   "host_backward_canary_seconds": 1.7873289999670304e-05,
+   "host_canary_seconds": 1.0096629999907236e-05,
+   "host_backward_canary_seconds": 1.530097999989266e-05,
    "pass_seconds": [
-    0.0001455571174621582,
-    0.0001509075164794922,
-    0.00013284159660339356
+    0.00013006208419799804,
+    0.00011942784309387207,
+    0.00010732735633850098
    ],
    "pass_host_canary_seconds": [
-    9.930945000178326e-06,
-    1.059703000009904e-05,
-    9.363295000071048e-06
+    1.0096629999907236e-05,
+    8.723105000001397e-06,
+    7.405097499884051e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7873289999670304e-05,
-    2.1106980000240583e-05,
-    1.8707489999769678e-05
+    1.530097999989266e-05,
+    1.8081564999761212e-05,
+    1.5099574999908326e-05
    ]
   },
   "layer_steady_dropout_identity": {
-   "seconds": 7.610112190246582e-05,
-   "min": 6.285312175750732e-05,
-   "max": 8.889408111572265e-05,
+   "seconds": 6.907519817352295e-05,
+   "min": 6.269951820373535e-05,
+   "max": 0.00010739135742187499,
    "samples": 33,
    "method": "one tiny dropout_identity layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0137849999978243e-05,
-   "host_backward_canary_seconds": 1.8112609999434427e-05,
+   "host_canary_seconds": 1.035394500036091e-05,
+   "host_backward_canary_seconds": 1.6343089999963922e-05,
    "pass_seconds": [
-    7.610112190246582e-05,
-    8.187904357910156e-05,
-    7.52735996246338e-05
+    6.907519817352295e-05,
+    6.74886417388916e-05,
+    8.828927993774414e-05
    ],
    "pass_host_canary_seconds": [
-    1.0137849999978243e-05,
-    1.0875512499808339e-05,
-    9.27879750008742e-06
+    1.035394500036091e-05,
+    8.638975000394566e-06,
+    1.1072572499983835e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8112609999434427e-05,
-    1.9610655000406043e-05,
-    1.8310549999682732e-05
+    1.6343089999963922e-05,
+    1.794974000063121e-05,
+    2.094904499983841e-05
    ]
   },
   "layer_steady_dropout_identity_autocast": {
-   "seconds": 0.00010128767967224121,
-   "min": 8.00160026550293e-05,
-   "max": 0.00012185855865478516,
+   "seconds": 9.18835163116455e-05,
+   "min": 7.452223777770996e-05,
+   "max": 0.0001503660774230957,
    "samples": 33,
    "method": "one tiny dropout_identity layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0058807500001877e-05,
-   "host_backward_canary_seconds": 2.040250999982618e-05,
+   "host_canary_seconds": 1.0223952500041378e-05,
+   "host_backward_canary_seconds": 1.6251909999596138e-05,
    "pass_seconds": [
-    0.00010859456062316895,
-    0.00010128767967224121,
-    8.392000198364258e-05
+    9.197823524475097e-05,
+    7.64249610900879e-05,
+    9.18835163116455e-05
    ],
    "pass_host_canary_seconds": [
-    1.0058807500001877e-05,
-    1.0252920000084486e-05,
-    7.373595000217392e-06
+    1.0223952500041378e-05,
+    7.0343424999919084e-06,
+    1.0770419999914794e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.040250999982618e-05,
-    1.85455749999619e-05,
-    1.84410949998437e-05
+    1.6251909999596138e-05,
+    1.8622039999627304e-05,
+    1.9332129999725114e-05
    ]
   },
   "layer_steady_add": {
-   "seconds": 0.00011999679565429686,
-   "min": 0.00010279999732971192,
-   "max": 0.00013739904403686524,
+   "seconds": 0.00010808064460754393,
+   "min": 9.529215812683105e-05,
+   "max": 0.00019005760192871094,
    "samples": 33,
    "method": "one tiny add layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.654049999880954e-06,
-   "host_backward_canary_seconds": 1.9222229999513728e-05,
+   "host_canary_seconds": 7.104302500238191e-06,
+   "host_backward_canary_seconds": 1.7560585000069296e-05,
    "pass_seconds": [
-    0.00012330368041992186,
-    0.00011999679565429686,
-    0.00010682175636291505
+    9.893695831298828e-05,
+    0.00010808064460754393,
+    0.00011953151702880859
    ],
    "pass_host_canary_seconds": [
-    9.654049999880954e-06,
-    1.013078500022857e-05,
-    7.587457500335403e-06
+    7.104302500238191e-06,
+    8.573947499996848e-06,
+    8.004684999605161e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9222229999513728e-05,
-    1.8905974999938736e-05,
-    1.8832449999308665e-05
+    1.7560585000069296e-05,
+    1.7592785000033472e-05,
+    1.3637870000593467e-05
    ]
   },
   "layer_steady_add_autocast": {
-   "seconds": 0.00015150015830993653,
-   "min": 0.00011832320213317871,
-   "max": 0.00020081344604492185,
+   "seconds": 0.00012569343566894533,
+   "min": 0.00010246975898742677,
+   "max": 0.00015328319549560545,
    "samples": 33,
    "method": "one tiny add layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0170119999770577e-05,
-   "host_backward_canary_seconds": 1.919495000038296e-05,
+   "host_canary_seconds": 7.5527024995381e-06,
+   "host_backward_canary_seconds": 1.681038000015178e-05,
    "pass_seconds": [
-    0.00015150015830993653,
-    0.00017528383255004882,
-    0.00012363200187683106
+    0.00011441791534423828,
+    0.00012569343566894533,
+    0.00014300992012023926
    ],
    "pass_host_canary_seconds": [
-    1.0170119999770577e-05,
-    1.0749314999998206e-05,
-    7.453102500107888e-06
+    7.5527024995381e-06,
+    8.730080000134422e-06,
+    7.485094999992725e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.919495000038296e-05,
-    1.9348849999687445e-05,
-    1.921471000002839e-05
+    1.681038000015178e-05,
+    1.81965650000393e-05,
+    1.2720589999162258e-05
    ]
   },
   "layer_steady_mul": {
-   "seconds": 0.00011575424194335937,
-   "min": 9.986240386962892e-05,
-   "max": 0.00014410431861877442,
+   "seconds": 0.00010948672294616699,
+   "min": 8.461888313293457e-05,
+   "max": 0.00011442111968994141,
    "samples": 33,
    "method": "one tiny mul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.765677500013226e-06,
-   "host_backward_canary_seconds": 1.9119550000255003e-05,
+   "host_canary_seconds": 7.440532499742858e-06,
+   "host_backward_canary_seconds": 1.664733500035709e-05,
    "pass_seconds": [
-    0.00011575424194335937,
-    0.0001364735984802246,
-    0.00011062911987304687
+    9.036288261413575e-05,
+    0.0001097209644317627,
+    0.00010948672294616699
    ],
    "pass_host_canary_seconds": [
-    9.765677500013226e-06,
-    1.0530744999641683e-05,
-    8.685757499904412e-06
+    7.440532499742858e-06,
+    8.958045000042603e-06,
+    7.404542500069056e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9119550000255003e-05,
-    2.095118000056573e-05,
-    1.9255645000271215e-05
+    1.664733500035709e-05,
+    1.8451785000479506e-05,
+    1.2643060000527839e-05
    ]
   },
   "layer_steady_mul_autocast": {
-   "seconds": 0.000168287353515625,
-   "min": 0.00013218751907348631,
-   "max": 0.00017716415405273438,
+   "seconds": 0.0001307475185394287,
+   "min": 9.903231620788573e-05,
+   "max": 0.00014183423995971678,
    "samples": 33,
    "method": "one tiny mul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0325604999934513e-05,
-   "host_backward_canary_seconds": 1.947193999967567e-05,
+   "host_canary_seconds": 7.360200000050554e-06,
+   "host_backward_canary_seconds": 1.595437499986474e-05,
    "pass_seconds": [
-    0.000168287353515625,
-    0.00017155839920043946,
-    0.00013622464179992676
+    0.00010898303985595703,
+    0.0001307475185394287,
+    0.00013683967590332033
    ],
    "pass_host_canary_seconds": [
-    1.0325604999934513e-05,
-    1.080841000032251e-05,
-    9.415009999997892e-06
+    7.360200000050554e-06,
+    8.972514999641134e-06,
+    7.1411900000839525e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.947193999967567e-05,
-    2.1212630000491116e-05,
-    1.853952000033132e-05
+    1.595437499986474e-05,
+    1.7769679999446453e-05,
+    1.2428410000211443e-05
    ]
   },
   "layer_steady_softmax": {
-   "seconds": 0.00012088128089904785,
-   "min": 8.636480331420898e-05,
-   "max": 0.00013706560134887696,
+   "seconds": 9.791104316711426e-05,
+   "min": 7.477952003479003e-05,
+   "max": 0.00011732735633850098,
    "samples": 33,
    "method": "one tiny softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0525422499938486e-05,
-   "host_backward_canary_seconds": 1.9529054999907205e-05,
+   "host_canary_seconds": 7.239574999857723e-06,
+   "host_backward_canary_seconds": 1.4866609999444336e-05,
    "pass_seconds": [
-    0.00012088128089904785,
-    0.00013040575981140137,
-    9.079487800598144e-05
+    7.786752223968506e-05,
+    0.00010110719680786133,
+    9.791104316711426e-05
    ],
    "pass_host_canary_seconds": [
-    1.0525422499938486e-05,
-    1.0899774999870714e-05,
-    9.508017500081678e-06
+    7.239574999857723e-06,
+    9.336670000266168e-06,
+    7.753165000110585e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9529054999907205e-05,
-    2.0544679999829894e-05,
-    1.5256449999583311e-05
+    1.4866609999444336e-05,
+    1.8247190000124646e-05,
+    1.6882380000424748e-05
    ]
   },
   "layer_steady_softmax_autocast": {
-   "seconds": 0.00015177791595458984,
-   "min": 0.00010896191596984864,
-   "max": 0.00016418880462646483,
+   "seconds": 0.00012003007888793946,
+   "min": 9.036800384521485e-05,
+   "max": 0.000147510404586792,
    "samples": 33,
    "method": "one tiny softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.720850000007886e-06,
-   "host_backward_canary_seconds": 1.9795120000480892e-05,
+   "host_canary_seconds": 6.987752499867384e-06,
+   "host_backward_canary_seconds": 1.3724734999982502e-05,
    "pass_seconds": [
-    0.00015177791595458984,
-    0.00016197376251220704,
-    0.00011716927528381347
+    9.337216377258302e-05,
+    0.00012003007888793946,
+    0.0001333459186553955
    ],
    "pass_host_canary_seconds": [
-    9.720850000007886e-06,
-    1.0996169999657468e-05,
-    9.370022499979314e-06
+    6.987752499867384e-06,
+    9.11093000041774e-06,
+    7.46366499981832e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9795120000480892e-05,
-    1.8897850000030304e-05,
-    1.5870705000224915e-05
+    1.3724734999982502e-05,
+    1.8235114999924918e-05,
+    1.387126999929933e-05
    ]
   },
   "layer_steady_log_softmax": {
-   "seconds": 0.00011059264183044433,
-   "min": 8.149503707885742e-05,
-   "max": 0.0001233606433868408,
+   "seconds": 8.766400337219237e-05,
+   "min": 7.572927951812744e-05,
+   "max": 0.00010000127792358399,
    "samples": 33,
    "method": "one tiny log_softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0076229999924635e-05,
-   "host_backward_canary_seconds": 1.956990499991207e-05,
+   "host_canary_seconds": 7.0622200001935195e-06,
+   "host_backward_canary_seconds": 1.9151940000483593e-05,
    "pass_seconds": [
-    0.00011059264183044433,
-    0.00011699199676513672,
-    8.52883243560791e-05
+    7.746431827545166e-05,
+    8.766400337219237e-05,
+    8.868096351623534e-05
    ],
    "pass_host_canary_seconds": [
-    1.0076229999924635e-05,
-    1.125842749985395e-05,
-    9.416180000130225e-06
+    7.0622200001935195e-06,
+    9.187654999891492e-06,
+    7.70207499982689e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.956990499991207e-05,
-    2.0252329999834728e-05,
-    1.4345330000082867e-05
+    1.9151940000483593e-05,
+    1.822150499947384e-05,
+    1.939484000047287e-05
    ]
   },
   "layer_steady_log_softmax_autocast": {
-   "seconds": 0.00012334527969360353,
-   "min": 0.0001031999969482422,
-   "max": 0.00015500800132751464,
+   "seconds": 0.0001049452781677246,
+   "min": 8.533247947692872e-05,
+   "max": 0.00013339136123657227,
    "samples": 33,
    "method": "one tiny log_softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.768785000119351e-06,
-   "host_backward_canary_seconds": 1.9624369999746706e-05,
+   "host_canary_seconds": 6.846360000167806e-06,
+   "host_backward_canary_seconds": 1.6774274999988848e-05,
    "pass_seconds": [
-    0.00013731200218200683,
-    0.00012334527969360353,
-    0.00011497599601745606
+    9.370688438415528e-05,
+    0.0001049452781677246,
+    0.00010755007743835449
    ],
    "pass_host_canary_seconds": [
-    9.768785000119351e-06,
-    1.113869999983308e-05,
-    9.48640250015842e-06
+    6.846360000167806e-06,
+    8.899562500062075e-06,
+    7.60356499995396e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9624369999746706e-05,
-    2.0461939999449897e-05,
-    1.7384734999836837e-05
+    1.6774274999988848e-05,
+    1.7846909999548187e-05,
+    1.9966094999972483e-05
    ]
   },
   "layer_steady_cross_entropy": {
-   "seconds": 0.0001552735996246338,
-   "min": 0.0001315340805053711,
-   "max": 0.00019303232192993162,
+   "seconds": 0.00014070528030395507,
+   "min": 9.766336441040038e-05,
+   "max": 0.0001838412857055664,
    "samples": 33,
    "method": "one tiny cross_entropy layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.768785000119351e-06,
-   "host_backward_canary_seconds": 1.7899640000678118e-05,
+   "host_canary_seconds": 6.850190000022849e-06,
+   "host_backward_canary_seconds": 1.704040999982226e-05,
    "pass_seconds": [
-    0.0001552735996246338,
-    0.00017601600646972659,
-    0.00013887359619140624
+    0.00010487808227539062,
+    0.0001407091236114502,
+    0.00014070528030395507
    ],
    "pass_host_canary_seconds": [
-    9.768785000119351e-06,
-    1.037442500035013e-05,
-    9.462145000043165e-06
+    6.850190000022849e-06,
+    8.853649999878144e-06,
+    7.621190000008937e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7899640000678118e-05,
-    2.0461939999449897e-05,
-    1.8491320000748603e-05
+    1.704040999982226e-05,
+    1.8110789999354892e-05,
+    1.9642209999801707e-05
    ]
   },
   "layer_steady_cross_entropy_autocast": {
-   "seconds": 0.00016972288131713868,
-   "min": 0.00014538047790527343,
-   "max": 0.00023930240631103516,
+   "seconds": 0.0001596076774597168,
+   "min": 0.00012127615928649903,
+   "max": 0.00019884096145629884,
    "samples": 33,
    "method": "one tiny cross_entropy layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.476229999952011e-06,
-   "host_backward_canary_seconds": 2.017228999989129e-05,
+   "host_canary_seconds": 7.292805000247426e-06,
+   "host_backward_canary_seconds": 1.8531819999907384e-05,
    "pass_seconds": [
-    0.00016972288131713868,
-    0.00018945791244506834,
-    0.00016603136062622072
+    0.00014669055938720704,
+    0.0001596076774597168,
+    0.00018019840240478515
    ],
    "pass_host_canary_seconds": [
-    7.476229999952011e-06,
-    1.090976499995122e-05,
-    9.509335000075225e-06
+    7.292805000247426e-06,
+    8.82619000037721e-06,
+    9.273409999650539e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.017228999989129e-05,
-    2.0829465000247183e-05,
-    1.8706460000430525e-05
+    1.8531819999907384e-05,
+    1.8231640000294645e-05,
+    2.0179409999627752e-05
    ]
   },
   "layer_steady_embedding": {
-   "seconds": 0.0003393836975097656,
-   "min": 0.00027803712844848635,
-   "max": 0.0004890547180175782,
+   "seconds": 0.0003126272010803223,
+   "min": 0.00025773759841918943,
+   "max": 0.00041063617706298827,
    "samples": 33,
    "method": "one tiny embedding layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.962390000168853e-06,
-   "host_backward_canary_seconds": 1.9409550000091257e-05,
+   "host_canary_seconds": 8.56908750023422e-06,
+   "host_backward_canary_seconds": 1.8326954999565715e-05,
    "pass_seconds": [
-    0.0003294188690185547,
-    0.0004185152053833008,
-    0.0003393836975097656
+    0.00033705535888671874,
+    0.0003089356803894043,
+    0.0003126272010803223
    ],
    "pass_host_canary_seconds": [
-    9.962390000168853e-06,
-    1.1052277500311902e-05,
-    9.548400000198853e-06
+    8.56908750023422e-06,
+    8.959915000446017e-06,
+    1.0341369999764539e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9409550000091257e-05,
-    2.0291234999376684e-05,
-    1.789316999975199e-05
+    1.8326954999565715e-05,
+    1.8161010000312672e-05,
+    1.5664159999460025e-05
    ]
   },
   "layer_steady_embedding_autocast": {
-   "seconds": 0.0003960902404785156,
-   "min": 0.0002765785598754883,
-   "max": 0.00048405502319335934,
+   "seconds": 0.0003437529754638672,
+   "min": 0.00026553279876708987,
+   "max": 0.0005295660781860351,
    "samples": 33,
    "method": "one tiny embedding layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.904704999712521e-06,
-   "host_backward_canary_seconds": 1.855641000020114e-05,
+   "host_canary_seconds": 9.371680000072048e-06,
+   "host_backward_canary_seconds": 1.8140610000045853e-05,
    "pass_seconds": [
-    0.00031073471069335937,
-    0.0003960902404785156,
-    0.0004026937484741211
+    0.0003108889579772949,
+    0.0003437529754638672,
+    0.0004211449432373047
    ],
    "pass_host_canary_seconds": [
-    9.904704999712521e-06,
-    9.878229999742416e-06,
-    7.467195000288029e-06
+    9.371680000072048e-06,
+    8.944202500060783e-06,
+    1.0327845000404068e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.855641000020114e-05,
-    1.996272499980023e-05,
-    1.815749999934724e-05
+    1.8140610000045853e-05,
+    1.8684624999423247e-05,
+    2.0231705000242074e-05
    ]
   },
   "layer_steady_embedding_atomic": {
-   "seconds": 0.00011432064056396486,
-   "min": 9.4901123046875e-05,
-   "max": 0.00012149632453918457,
+   "seconds": 0.00010415743827819825,
+   "min": 8.476736068725586e-05,
+   "max": 0.00014681535720825195,
    "samples": 33,
    "method": "one tiny embedding_atomic layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0059127499744137e-05,
-   "host_backward_canary_seconds": 1.937835500029905e-05,
+   "host_canary_seconds": 8.63215500004344e-06,
+   "host_backward_canary_seconds": 1.5925820000006753e-05,
    "pass_seconds": [
-    0.0001187718391418457,
-    0.00011432064056396486,
-    0.00010082176208496094
+    9.589695930480957e-05,
+    0.00010415743827819825,
+    0.00012018943786621094
    ],
    "pass_host_canary_seconds": [
-    1.0059127499744137e-05,
-    1.01932149999584e-05,
-    7.350352499884138e-06
+    8.63215500004344e-06,
+    8.60167499979525e-06,
+    8.059495000338757e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.937835500029905e-05,
-    1.8824924999876203e-05,
-    1.847822999991422e-05
+    1.5925820000006753e-05,
+    1.761567499954708e-05,
+    1.9438970000464905e-05
    ]
   },
   "layer_steady_embedding_atomic_autocast": {
-   "seconds": 0.00013980416297912598,
-   "min": 0.0001151244831085205,
-   "max": 0.00023361663818359375,
+   "seconds": 0.00012803647994995117,
+   "min": 0.0001043558406829834,
+   "max": 0.00019163455963134765,
    "samples": 33,
    "method": "one tiny embedding_atomic layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0796874999527972e-05,
-   "host_backward_canary_seconds": 2.0196250000026338e-05,
+   "host_canary_seconds": 7.452927499969064e-06,
+   "host_backward_canary_seconds": 1.5676259999963803e-05,
    "pass_seconds": [
-    0.00019808639526367188,
-    0.00013980416297912598,
-    0.00012786111831665037
+    0.00010753855705261232,
+    0.00012803647994995117,
+    0.00012886272430419923
    ],
    "pass_host_canary_seconds": [
-    1.0796874999527972e-05,
-    9.945645000470904e-06,
-    7.261435000032179e-06
+    7.452927499969064e-06,
+    8.445204999816269e-06,
+    7.964955000261397e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0196250000026338e-05,
-    1.8751960000145117e-05,
-    1.820526499955122e-05
+    1.5676259999963803e-05,
+    1.7449249999685892e-05,
+    1.929395000047407e-05
    ]
   },
   "layer_steady_maxpool2d": {
-   "seconds": 0.00011361599922180177,
-   "min": 9.661824226379393e-05,
-   "max": 0.0001590892791748047,
+   "seconds": 0.00010187583923339844,
+   "min": 8.297280311584472e-05,
+   "max": 0.00013250047683715821,
    "samples": 33,
    "method": "one tiny maxpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0867674999985866e-05,
-   "host_backward_canary_seconds": 1.993081000023267e-05,
+   "host_canary_seconds": 7.4888724998345425e-06,
+   "host_backward_canary_seconds": 1.3947580000035488e-05,
    "pass_seconds": [
-    0.00014520319938659667,
-    0.00011361599922180177,
-    9.860992431640626e-05
+    8.810751914978028e-05,
+    0.00010187583923339844,
+    0.00010857343673706054
    ],
    "pass_host_canary_seconds": [
-    1.0867674999985866e-05,
-    9.897190000174306e-06,
-    7.37258499981408e-06
+    7.4888724998345425e-06,
+    8.698242499747266e-06,
+    8.993584999927862e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.993081000023267e-05,
-    1.9541080000635702e-05,
-    1.8692444999715008e-05
+    1.3947580000035488e-05,
+    1.804337000010037e-05,
+    1.768152000011014e-05
    ]
   },
   "layer_steady_maxpool2d_autocast": {
-   "seconds": 0.00014434816360473632,
-   "min": 0.00011479167938232422,
-   "max": 0.00019397119522094727,
+   "seconds": 0.00015009920120239258,
+   "min": 0.00010153663635253907,
+   "max": 0.0001804607963562012,
    "samples": 33,
    "method": "one tiny maxpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0131332499838662e-05,
-   "host_backward_canary_seconds": 1.8589955000152256e-05,
+   "host_canary_seconds": 1.0174409999876844e-05,
+   "host_backward_canary_seconds": 1.5132280000216269e-05,
    "pass_seconds": [
-    0.0001464095973968506,
-    0.00014434816360473632,
-    0.00011748160362243652
+    0.00015009920120239258,
+    0.00013073408126831055,
+    0.0001583302402496338
    ],
    "pass_host_canary_seconds": [
-    1.0131332499838662e-05,
-    1.0199405000435036e-05,
-    7.292392500062305e-06
+    1.0174409999876844e-05,
+    8.924570000203858e-06,
+    1.0475830000018505e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8589955000152256e-05,
-    1.9798719999926107e-05,
-    1.8301714999893195e-05
+    1.5132280000216269e-05,
+    1.818132000039441e-05,
+    1.956054999936896e-05
    ]
   },
   "layer_steady_avgpool2d": {
-   "seconds": 9.869824409484863e-05,
-   "min": 7.168704032897949e-05,
-   "max": 0.0001269593620300293,
+   "seconds": 9.520575523376465e-05,
+   "min": 9.039104461669922e-05,
+   "max": 0.0001168076801300049,
    "samples": 33,
    "method": "one tiny avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.834694999995008e-06,
-   "host_backward_canary_seconds": 1.883046500040564e-05,
+   "host_canary_seconds": 1.0431902500158684e-05,
+   "host_backward_canary_seconds": 1.821441499998855e-05,
    "pass_seconds": [
-    9.869824409484863e-05,
-    0.0001101529598236084,
-    8.221311569213867e-05
+    0.00010787199974060059,
+    9.520575523376465e-05,
+    9.513983726501466e-05
    ],
    "pass_host_canary_seconds": [
-    9.834694999995008e-06,
-    9.459107500049414e-06,
-    7.175900000220281e-06
+    1.0431902500158684e-05,
+    9.018640000135747e-06,
+    1.0164105000285416e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.883046500040564e-05,
-    1.9123634999687055e-05,
-    1.8591804999914532e-05
+    1.821441499998855e-05,
+    1.8794155000136925e-05,
+    1.489713499950085e-05
    ]
   },
   "layer_steady_avgpool2d_autocast": {
-   "seconds": 0.00012141119956970216,
-   "min": 8.880831718444826e-05,
-   "max": 0.0001829427146911621,
+   "seconds": 0.00011108287811279297,
+   "min": 9.199999809265136e-05,
+   "max": 0.00015658559799194334,
    "samples": 33,
    "method": "one tiny avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0594569999966552e-05,
-   "host_backward_canary_seconds": 1.9167710000829174e-05,
+   "host_canary_seconds": 1.0478975000296486e-05,
+   "host_backward_canary_seconds": 1.843923000024006e-05,
    "pass_seconds": [
-    0.0001422815990447998,
-    0.00011989248275756837,
-    0.00012141119956970216
+    0.00011108287811279297,
+    0.00011705856323242187,
+    0.0001033465576171875
    ],
    "pass_host_canary_seconds": [
-    1.0594569999966552e-05,
-    1.0392840000292835e-05,
-    7.651492499860523e-06
+    1.0478975000296486e-05,
+    9.154054999953587e-06,
+    8.273947500470058e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9167710000829174e-05,
-    1.8190734999166124e-05,
-    1.4115339999989374e-05
+    1.843923000024006e-05,
+    1.8923100000165505e-05,
+    1.56153450001284e-05
    ]
   },
   "layer_steady_adaptive_avgpool2d": {
-   "seconds": 0.00011139455795288086,
-   "min": 9.876159667968751e-05,
-   "max": 0.00014391488075256347,
+   "seconds": 9.511872291564941e-05,
+   "min": 8.387264251708984e-05,
+   "max": 0.00012484607696533202,
    "samples": 33,
    "method": "one tiny adaptive_avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.018020499998329e-05,
-   "host_backward_canary_seconds": 1.9826449999982287e-05,
+   "host_canary_seconds": 9.000285000126951e-06,
+   "host_backward_canary_seconds": 1.779429999999138e-05,
    "pass_seconds": [
-    0.0001331481647491455,
-    0.00010489215850830078,
-    0.00011139455795288086
+    9.511872291564941e-05,
+    0.00011170880317687988,
+    8.905728340148926e-05
    ],
    "pass_host_canary_seconds": [
-    1.018020499998329e-05,
-    9.856442500222328e-06,
-    7.2803250000674785e-06
+    9.000285000126951e-06,
+    9.0729425002678e-06,
+    7.278687500047454e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9826449999982287e-05,
-    1.929489499957526e-05,
-    1.283513000032599e-05
+    1.779429999999138e-05,
+    1.8788605000281674e-05,
+    1.6833804999691892e-05
    ]
   },
   "layer_steady_adaptive_avgpool2d_autocast": {
-   "seconds": 0.00013815808296203613,
-   "min": 0.00012014656066894532,
-   "max": 0.00019150527954101562,
+   "seconds": 0.00013095871925354003,
+   "min": 0.00011317312240600586,
+   "max": 0.0002438688087463379,
    "samples": 33,
    "method": "one tiny adaptive_avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0263020000138567e-05,
-   "host_backward_canary_seconds": 1.9693889998961823e-05,
+   "host_canary_seconds": 1.0479320000058579e-05,
+   "host_backward_canary_seconds": 1.7671499999778462e-05,
    "pass_seconds": [
-    0.00016541696548461914,
-    0.00013225343704223634,
-    0.00013815808296203613
+    0.0001505446434020996,
+    0.00013034879684448243,
+    0.00013095871925354003
    ],
    "pass_host_canary_seconds": [
-    1.0263020000138567e-05,
-    9.87472500014519e-06,
-    7.448970000041299e-06
+    1.0479320000058579e-05,
+    9.13902500030872e-06,
+    8.645180000144136e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9693889998961823e-05,
-    1.6851730000553287e-05,
-    1.2383760000602707e-05
+    1.7671499999778462e-05,
+    1.871488999995563e-05,
+    1.4889389999552805e-05
    ]
   },
   "layer_steady_flatten": {
-   "seconds": 6.624896049499512e-05,
-   "min": 6.071487903594971e-05,
-   "max": 8.686911582946777e-05,
+   "seconds": 7.023168087005615e-05,
+   "min": 6.256383895874024e-05,
+   "max": 7.676352024078369e-05,
    "samples": 33,
    "method": "one tiny flatten layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.997427499968127e-06,
-   "host_backward_canary_seconds": 1.8228994999844872e-05,
+   "host_canary_seconds": 9.938939999756258e-06,
+   "host_backward_canary_seconds": 1.600683999981811e-05,
    "pass_seconds": [
-    7.643136024475097e-05,
-    6.624896049499512e-05,
-    6.441152095794677e-05
+    7.145984172821046e-05,
+    7.023168087005615e-05,
+    6.562431812286377e-05
    ],
    "pass_host_canary_seconds": [
-    9.997427499968127e-06,
-    9.815700000217476e-06,
-    7.558484999776738e-06
+    9.938939999756258e-06,
+    9.069105000207855e-06,
+    1.038268499996775e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8228994999844872e-05,
-    1.6770130000622884e-05,
-    1.2383760000602707e-05
+    1.600683999981811e-05,
+    1.888640999936797e-05,
+    1.4473380000481484e-05
    ]
   },
   "layer_steady_flatten_autocast": {
-   "seconds": 8.932352066040039e-05,
-   "min": 8.33670425415039e-05,
-   "max": 0.00011658623695373534,
+   "seconds": 9.514687538146972e-05,
+   "min": 8.321663856506348e-05,
+   "max": 0.00010793855667114258,
    "samples": 33,
    "method": "one tiny flatten layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0099539999828266e-05,
-   "host_backward_canary_seconds": 1.876561500012031e-05,
+   "host_canary_seconds": 1.0236667499725627e-05,
+   "host_backward_canary_seconds": 1.6310704999682457e-05,
    "pass_seconds": [
-    0.00010367936134338378,
-    8.560704231262208e-05,
-    8.932352066040039e-05
+    9.664959907531738e-05,
+    9.097663879394532e-05,
+    9.514687538146972e-05
    ],
    "pass_host_canary_seconds": [
-    1.0099539999828266e-05,
-    9.822747500152219e-06,
-    7.283579999750601e-06
+    1.0236667499725627e-05,
+    9.169389999783561e-06,
+    1.0064104999969459e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.876561500012031e-05,
-    1.660108999999466e-05,
-    1.2211995000370733e-05
+    1.6310704999682457e-05,
+    1.937623000003441e-05,
+    1.5682845000242195e-05
    ]
   },
   "layer_steady_reshape": {
-   "seconds": 6.494336128234863e-05,
-   "min": 5.6560640335083006e-05,
-   "max": 8.178239822387695e-05,
+   "seconds": 6.429183959960937e-05,
+   "min": 5.896383762359619e-05,
+   "max": 7.596223831176758e-05,
    "samples": 33,
    "method": "one tiny reshape layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0200190000091424e-05,
-   "host_backward_canary_seconds": 1.9383620000326118e-05,
+   "host_canary_seconds": 1.0584075000110715e-05,
+   "host_backward_canary_seconds": 1.7669449999857533e-05,
    "pass_seconds": [
-    6.888895988464355e-05,
-    6.494336128234863e-05,
-    6.280447959899903e-05
+    6.552000045776368e-05,
+    6.125311851501465e-05,
+    6.429183959960937e-05
    ],
    "pass_host_canary_seconds": [
-    1.0200190000091424e-05,
-    9.991599999921164e-06,
-    7.301759999904789e-06
+    1.0584075000110715e-05,
+    9.090699999774187e-06,
+    1.0032429999569104e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9383620000326118e-05,
-    1.992635999954473e-05,
-    2.139686999953483e-05
+    1.7669449999857533e-05,
+    1.802636999968854e-05,
+    1.559675000066818e-05
    ]
   },
   "layer_steady_reshape_autocast": {
-   "seconds": 9.514240264892579e-05,
-   "min": 6.748159885406494e-05,
-   "max": 0.00010927424430847168,
+   "seconds": 8.906944274902344e-05,
+   "min": 7.334144115447999e-05,
+   "max": 0.00010211135864257813,
    "samples": 33,
    "method": "one tiny reshape layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.85694250001734e-06,
-   "host_backward_canary_seconds": 1.922618000037346e-05,
+   "host_canary_seconds": 1.0546464999947602e-05,
+   "host_backward_canary_seconds": 1.744576499959294e-05,
    "pass_seconds": [
-    9.598527908325195e-05,
-    8.661120414733887e-05,
-    9.514240264892579e-05
+    9.364543914794922e-05,
+    8.033344268798828e-05,
+    8.906944274902344e-05
    ],
    "pass_host_canary_seconds": [
-    8.85694250001734e-06,
-    9.972477500070908e-06,
-    1.0241327500182253e-05
+    1.0546464999947602e-05,
+    8.990469999901052e-06,
+    1.0419967499899484e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.922618000037346e-05,
-    2.024022499995226e-05,
-    2.1338334999541075e-05
+    1.744576499959294e-05,
+    1.739334499973211e-05,
+    1.550549499995668e-05
    ]
   },
   "layer_steady_slice": {
-   "seconds": 9.333824157714844e-05,
-   "min": 7.525760173797607e-05,
-   "max": 0.00011223423957824706,
+   "seconds": 9.063232421874999e-05,
+   "min": 8.330559730529785e-05,
+   "max": 0.00011273280143737793,
    "samples": 33,
    "method": "one tiny slice layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.826882500125976e-06,
-   "host_backward_canary_seconds": 1.9244540000613595e-05,
+   "host_canary_seconds": 1.0586902499767348e-05,
+   "host_backward_canary_seconds": 1.8870384999445377e-05,
    "pass_seconds": [
-    9.966464042663574e-05,
-    9.333824157714844e-05,
-    9.184703826904298e-05
+    0.00010355520248413086,
+    8.80953598022461e-05,
+    9.063232421874999e-05
    ],
    "pass_host_canary_seconds": [
-    7.826882500125976e-06,
-    1.0077640000361042e-05,
-    1.0160540000185847e-05
+    1.0586902499767348e-05,
+    8.84012499966502e-06,
+    1.0752594999985376e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9244540000613595e-05,
-    1.808002999950986e-05,
-    1.9043354999439544e-05
+    1.8870384999445377e-05,
+    1.7664755000055265e-05,
+    1.620250499968279e-05
    ]
   },
   "layer_steady_slice_autocast": {
-   "seconds": 0.00010800512313842772,
-   "min": 9.62816047668457e-05,
-   "max": 0.00014138688087463378,
+   "seconds": 0.0001137548828125,
+   "min": 0.0001023020839691162,
+   "max": 0.00013596927642822265,
    "samples": 33,
    "method": "one tiny slice layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.539390000204094e-06,
-   "host_backward_canary_seconds": 1.882137000052353e-05,
+   "host_canary_seconds": 1.052104749959426e-05,
+   "host_backward_canary_seconds": 1.5680794999752836e-05,
    "pass_seconds": [
-    0.00010142848014831544,
-    0.00010800512313842772,
-    0.00013118783950805663
+    0.00011880191802978516,
+    0.0001137548828125,
+    0.00011198335647583008
    ],
    "pass_host_canary_seconds": [
-    7.539390000204094e-06,
-    1.009977750015878e-05,
-    1.0111839999922268e-05
+    1.052104749959426e-05,
+    8.79153499994345e-06,
+    1.0774389999994583e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.882137000052353e-05,
-    1.681085000029725e-05,
-    1.9936760000973664e-05
+    1.5680794999752836e-05,
+    1.781015999995361e-05,
+    1.6285349999520805e-05
    ]
   },
   "layer_steady_transpose_contiguous": {
-   "seconds": 0.00010248127937316895,
-   "min": 9.73516845703125e-05,
-   "max": 0.0001182636833190918,
+   "seconds": 0.00011085503578186035,
+   "min": 9.848447799682616e-05,
+   "max": 0.0001240441608428955,
    "samples": 33,
    "method": "one tiny transpose_contiguous layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.663889999776074e-06,
-   "host_backward_canary_seconds": 1.824773999999252e-05,
+   "host_canary_seconds": 1.0182637499838165e-05,
+   "host_backward_canary_seconds": 1.5466419999370373e-05,
    "pass_seconds": [
-    0.00010175744056701659,
-    0.00011029503822326659,
-    0.00010248127937316895
+    0.00011089407920837402,
+    0.00011085503578186035,
+    0.00010294015884399415
    ],
    "pass_host_canary_seconds": [
-    7.663889999776074e-06,
-    9.744675000149528e-06,
-    7.5042849999817914e-06
+    1.0182637499838165e-05,
+    8.750099999872418e-06,
+    9.8618350000379e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.824773999999252e-05,
-    1.7248220000283255e-05,
-    1.9924579999610613e-05
+    1.5466419999370373e-05,
+    1.7667260000280293e-05,
+    1.5886529999988853e-05
    ]
   },
   "layer_steady_transpose_contiguous_autocast": {
-   "seconds": 0.00012690879821777344,
-   "min": 0.00010213184356689452,
-   "max": 0.000152423038482666,
+   "seconds": 0.00013230079650878906,
+   "min": 0.0001182636833190918,
+   "max": 0.00016443712234497071,
    "samples": 33,
    "method": "one tiny transpose_contiguous layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.6135649996444955e-06,
-   "host_backward_canary_seconds": 1.8868720000000392e-05,
+   "host_canary_seconds": 1.0525925000024471e-05,
+   "host_backward_canary_seconds": 1.4759399999775268e-05,
    "pass_seconds": [
-    0.00012069888114929199,
-    0.00013636223793029787,
-    0.00012690879821777344
+    0.00014070591926574705,
+    0.00013230079650878906,
+    0.000131080322265625
    ],
    "pass_host_canary_seconds": [
-    7.6135649996444955e-06,
-    9.618430000273293e-06,
-    7.469710000123086e-06
+    1.0525925000024471e-05,
+    9.68534999969961e-06,
+    9.897639999962848e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8868720000000392e-05,
-    1.8912079999608976e-05,
-    1.9494319999466825e-05
+    1.4759399999775268e-05,
+    1.7766119999578222e-05,
+    1.4869620000581563e-05
    ]
   },
   "layer_steady_cat": {
-   "seconds": 7.743680000305177e-05,
-   "min": 6.821184158325195e-05,
-   "max": 9.994751930236817e-05,
+   "seconds": 9.384320259094238e-05,
+   "min": 7.915775775909423e-05,
+   "max": 0.00012048895835876466,
    "samples": 33,
    "method": "one tiny cat layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.2442674999706474e-06,
-   "host_backward_canary_seconds": 1.7800974999886422e-05,
+   "host_canary_seconds": 1.0400900000036016e-05,
+   "host_backward_canary_seconds": 1.4702069999543709e-05,
    "pass_seconds": [
-    7.743680000305177e-05,
-    8.271552085876466e-05,
-    7.457024097442627e-05
+    9.384320259094238e-05,
+    9.436479568481446e-05,
+    8.143168449401855e-05
    ],
    "pass_host_canary_seconds": [
-    7.2442674999706474e-06,
-    9.570715000108977e-06,
-    7.99991000008049e-06
+    1.0400900000036016e-05,
+    1.0316800000111926e-05,
+    9.806372499951976e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7800974999886422e-05,
-    1.7572914999846033e-05,
-    1.9137659999728386e-05
+    1.4702069999543709e-05,
+    1.8974745000264193e-05,
+    1.4527495000038471e-05
    ]
   },
   "layer_steady_cat_autocast": {
-   "seconds": 0.00010112640380859375,
-   "min": 8.498623847961426e-05,
-   "max": 0.00014770432472229004,
+   "seconds": 0.00011950400352478028,
+   "min": 8.403008460998534e-05,
+   "max": 0.0001341536045074463,
    "samples": 33,
    "method": "one tiny cat layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.680907500036027e-06,
-   "host_backward_canary_seconds": 1.7289610000261745e-05,
+   "host_canary_seconds": 1.0340369999823907e-05,
+   "host_backward_canary_seconds": 1.5263555000046835e-05,
    "pass_seconds": [
-    9.439423561096191e-05,
-    0.00012086591720581055,
-    0.00010112640380859375
+    0.00011950400352478028,
+    0.00012201919555664062,
+    9.269120216369629e-05
    ],
    "pass_host_canary_seconds": [
-    8.680907500036027e-06,
-    9.737390000168489e-06,
-    7.978757499813583e-06
+    1.0340369999823907e-05,
+    1.0446465000200078e-05,
+    7.200569999952222e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7289610000261745e-05,
-    2.0154390000470812e-05,
-    1.6311080000264158e-05
+    1.5263555000046835e-05,
+    1.8838985000115826e-05,
+    1.4621775000023264e-05
    ]
   },
   "layer_steady_gelu_tanh_composite": {
-   "seconds": 0.0004684908676147461,
-   "min": 0.00030618688583374025,
-   "max": 0.0006086956787109375,
+   "seconds": 0.0003909497451782227,
+   "min": 0.00028316671371459963,
+   "max": 0.0005091968154907226,
    "samples": 33,
    "method": "one tiny gelu_tanh_composite layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0399199999824305e-05,
-   "host_backward_canary_seconds": 1.9407960000989987e-05,
+   "host_canary_seconds": 9.803405000070597e-06,
+   "host_backward_canary_seconds": 1.481599000044298e-05,
    "pass_seconds": [
-    0.0005256870269775391,
-    0.0004677606582641602,
-    0.0004684908676147461
+    0.00041967041015624997,
+    0.0003909497451782227,
+    0.0003125433540344238
    ],
    "pass_host_canary_seconds": [
-    1.0399199999824305e-05,
-    9.793450000188385e-06,
-    1.0083324999641263e-05
+    9.803405000070597e-06,
+    9.577732500076762e-06,
+    6.877399999893896e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9407960000989987e-05,
-    2.0017530000586704e-05,
-    1.899151999964488e-05
+    1.481599000044298e-05,
+    1.8044635000364904e-05,
+    1.3476670000045488e-05
    ]
   },
   "layer_steady_gelu_tanh_composite_autocast": {
-   "seconds": 0.000509062385559082,
-   "min": 0.000423372802734375,
-   "max": 0.0006549702453613281,
+   "seconds": 0.0003991052627563477,
+   "min": 0.0003031398391723633,
+   "max": 0.0006373433685302734,
    "samples": 33,
    "method": "one tiny gelu_tanh_composite layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.867885000289788e-06,
-   "host_backward_canary_seconds": 1.8360950000442245e-05,
+   "host_canary_seconds": 1.0000744999842937e-05,
+   "host_backward_canary_seconds": 1.7774969999209135e-05,
    "pass_seconds": [
-    0.0005441804885864258,
-    0.000509062385559082,
-    0.0004808678436279297
+    0.0005477280044555665,
+    0.00036828990936279296,
+    0.0003991052627563477
    ],
    "pass_host_canary_seconds": [
-    9.867885000289788e-06,
-    9.890325000014854e-06,
-    9.808670000097664e-06
+    1.0000744999842937e-05,
+    8.63057500026798e-06,
+    8.22006000021247e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8360950000442245e-05,
-    1.9492179999360813e-05,
-    1.7738550000103714e-05
+    1.7774969999209135e-05,
+    1.672788999940167e-05,
+    1.4377119999835486e-05
    ]
   },
   "layer_steady_mha": {
-   "seconds": 0.0014915295410156252,
-   "min": 0.0012472505950927733,
-   "max": 0.001791680603027344,
+   "seconds": 0.0013400306701660156,
+   "min": 0.0012268710327148437,
+   "max": 0.0015653773498535157,
    "samples": 33,
    "method": "one tiny mha layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0072535000062999e-05,
-   "host_backward_canary_seconds": 1.9067129999257302e-05,
+   "host_canary_seconds": 9.439865000331337e-06,
+   "host_backward_canary_seconds": 1.8628560000024663e-05,
    "pass_seconds": [
-    0.0014915295410156252,
-    0.0015810745239257813,
-    0.0013788453674316405
+    0.0014105690002441406,
+    0.0013252415466308593,
+    0.0013400306701660156
    ],
    "pass_host_canary_seconds": [
-    1.0072535000062999e-05,
-    1.0885005000318415e-05,
-    9.799549999911505e-06
+    9.439865000331337e-06,
+    9.220284999855721e-06,
+    9.88342000027842e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9067129999257302e-05,
-    1.8954610000037063e-05,
-    1.7553199999156277e-05
+    1.8628560000024663e-05,
+    1.8022440000322603e-05,
+    1.7609789999823988e-05
    ]
   },
   "layer_steady_mha_autocast": {
-   "seconds": 0.0017461637878417968,
-   "min": 0.0015264569091796875,
-   "max": 0.0021188050842285157,
+   "seconds": 0.0016411021423339844,
+   "min": 0.0013160870361328125,
+   "max": 0.0020969715881347657,
    "samples": 33,
    "method": "one tiny mha layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.233630000200719e-06,
-   "host_backward_canary_seconds": 1.7806729999847448e-05,
+   "host_canary_seconds": 9.767600000145648e-06,
+   "host_backward_canary_seconds": 1.866716999984419e-05,
    "pass_seconds": [
-    0.0017461637878417968,
-    0.0017445050048828126,
-    0.001818365478515625
+    0.0019109657287597656,
+    0.001451406707763672,
+    0.0016411021423339844
    ],
    "pass_host_canary_seconds": [
-    7.233630000200719e-06,
-    9.776719999763372e-06,
-    9.76943500006655e-06
+    9.767600000145648e-06,
+    8.704360000137968e-06,
+    9.437684999511476e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7806729999847448e-05,
-    1.885109999989254e-05,
-    1.8312820000119245e-05
+    1.866716999984419e-05,
+    1.4512489999560784e-05,
+    1.7427599999564336e-05
    ]
   },
   "layer_steady_cast": {
-   "seconds": 9.804991722106934e-05,
-   "min": 8.103167533874512e-05,
-   "max": 0.0001426867198944092,
+   "seconds": 0.00010853952407836913,
+   "min": 7.931583881378175e-05,
+   "max": 0.00011996671676635743,
    "samples": 33,
    "method": "one tiny cast layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.081567499938046e-06,
-   "host_backward_canary_seconds": 1.814358499984792e-05,
+   "host_canary_seconds": 9.967872500169506e-06,
+   "host_backward_canary_seconds": 1.9357684999476986e-05,
    "pass_seconds": [
-    8.388671875e-05,
-    9.804991722106934e-05,
-    0.00013319680213928222
+    0.00010853952407836913,
+    8.51091194152832e-05,
+    0.00011471360206604005
    ],
    "pass_host_canary_seconds": [
-    7.081567499938046e-06,
-    9.44440250009393e-06,
-    9.993430000463376e-06
+    9.967872500169506e-06,
+    9.2109199999868e-06,
+    1.0018412500016893e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.814358499984792e-05,
-    1.7612675000009405e-05,
-    1.940850999972099e-05
+    1.9357684999476986e-05,
+    1.3909279999779756e-05,
+    1.897187999986727e-05
    ]
   },
   "layer_steady_cast_autocast": {
-   "seconds": 0.00012143360137939454,
-   "min": 9.764927864074707e-05,
-   "max": 0.000196231689453125,
+   "seconds": 0.00012125503540039063,
+   "min": 9.493696212768553e-05,
+   "max": 0.0001599168014526367,
    "samples": 33,
    "method": "one tiny cast layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.0750825000232e-06,
-   "host_backward_canary_seconds": 1.7702790000271307e-05,
+   "host_canary_seconds": 1.0143249999714499e-05,
+   "host_backward_canary_seconds": 1.9834639999771753e-05,
    "pass_seconds": [
-    9.987711906433106e-05,
-    0.00012143360137939454,
-    0.00016950847625732423
+    0.00013402496337890625,
+    0.00010227711677551269,
+    0.00012125503540039063
    ],
    "pass_host_canary_seconds": [
-    7.0750825000232e-06,
-    9.285094999995636e-06,
-    9.865354999760712e-06
+    1.0143249999714499e-05,
+    8.617124999830139e-06,
+    9.809415000177068e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7702790000271307e-05,
-    1.830674500013174e-05,
-    1.9206439999379656e-05
+    1.9834639999771753e-05,
+    1.3536619999854337e-05,
+    1.9009180000466586e-05
    ]
   },
   "layer_steady_rmsnorm": {
-   "seconds": 0.00012137087821960449,
-   "min": 9.183744430541991e-05,
-   "max": 0.0001828332710266113,
+   "seconds": 0.00011921152114868164,
+   "min": 0.00010137344360351562,
+   "max": 0.0001523699188232422,
    "samples": 33,
    "method": "one tiny rmsnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.177847500088319e-06,
-   "host_backward_canary_seconds": 1.7129415000454172e-05,
+   "host_canary_seconds": 1.0067380000009507e-05,
+   "host_backward_canary_seconds": 1.950725000028797e-05,
    "pass_seconds": [
-    0.00010748928070068359,
-    0.00012137087821960449,
-    0.00017181312561035156
+    0.00013562623977661132,
+    0.00011921152114868164,
+    0.00011614848136901855
    ],
    "pass_host_canary_seconds": [
-    7.177847500088319e-06,
-    9.181650000016362e-06,
-    9.796365000056539e-06
+    1.0067380000009507e-05,
+    8.71159250010578e-06,
+    7.5812999995150674e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7129415000454172e-05,
-    1.8531035000250995e-05,
-    1.900424000041312e-05
+    1.950725000028797e-05,
+    1.7558365000240885e-05,
+    1.8933350000907014e-05
    ]
   },
   "layer_steady_rmsnorm_autocast": {
-   "seconds": 0.00013810815811157227,
-   "min": 0.0001112992000579834,
-   "max": 0.00024174463272094726,
+   "seconds": 0.00016005695343017577,
+   "min": 0.00013491840362548827,
+   "max": 0.00019359487533569336,
    "samples": 33,
    "method": "one tiny rmsnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.313739999972313e-06,
-   "host_backward_canary_seconds": 1.592335999930583e-05,
+   "host_canary_seconds": 1.0189209999680316e-05,
+   "host_backward_canary_seconds": 1.9183780000275875e-05,
    "pass_seconds": [
-    0.00012116095542907716,
-    0.00013810815811157227,
-    0.0002366048049926758
+    0.00016005695343017577,
+    0.0001414470386505127,
+    0.00018966207504272459
    ],
    "pass_host_canary_seconds": [
-    7.313739999972313e-06,
-    9.564970000042194e-06,
-    1.005746499970428e-05
+    1.0189209999680316e-05,
+    9.39309000045796e-06,
+    1.0074355000142532e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.592335999930583e-05,
-    1.6053119999241972e-05,
-    1.8955140000116444e-05
+    1.9183780000275875e-05,
+    1.763775999961581e-05,
+    1.8793770000229415e-05
    ]
   },
   "layer_steady_sdpa": {
-   "seconds": 0.00019717695236206055,
-   "min": 0.00016024127960205078,
-   "max": 0.00037085121154785156,
+   "seconds": 0.00022194431304931638,
+   "min": 0.00017430208206176758,
+   "max": 0.00030707136154174805,
    "samples": 33,
    "method": "one tiny sdpa layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.637625000143089e-06,
-   "host_backward_canary_seconds": 1.3515660000393837e-05,
+   "host_canary_seconds": 1.0194344999945315e-05,
+   "host_backward_canary_seconds": 1.841216999991957e-05,
    "pass_seconds": [
-    0.0001670489692687988,
-    0.00019717695236206055,
-    0.00023045120239257813
+    0.00022194431304931638,
+    0.0001786899185180664,
+    0.00028844480514526367
    ],
    "pass_host_canary_seconds": [
-    7.637625000143089e-06,
-    9.77024500002699e-06,
-    1.0017534999633425e-05
+    1.0194344999945315e-05,
+    9.575454999719568e-06,
+    1.0117905000015525e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.3515660000393837e-05,
-    1.616129500007446e-05,
-    1.774780000005194e-05
+    1.841216999991957e-05,
+    1.4534370000092166e-05,
+    1.945649999925081e-05
    ]
   },
   "layer_steady_sdpa_autocast": {
-   "seconds": 0.00031114816665649413,
-   "min": 0.0002874169540405273,
-   "max": 0.0005798694229125976,
+   "seconds": 0.00032842430114746093,
+   "min": 0.00025611263275146485,
+   "max": 0.0005547097778320312,
    "samples": 33,
    "method": "one tiny sdpa layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.297064999534086e-06,
-   "host_backward_canary_seconds": 1.257936999991216e-05,
+   "host_canary_seconds": 1.0078335000116567e-05,
+   "host_backward_canary_seconds": 1.6857780000805178e-05,
    "pass_seconds": [
-    0.00031114816665649413,
-    0.0003005395126342773,
-    0.0004217951965332031
+    0.00032842430114746093,
+    0.00031339712142944336,
+    0.0005017663955688476
    ],
    "pass_host_canary_seconds": [
-    7.297064999534086e-06,
-    9.678834999817809e-06,
-    1.0046575000046686e-05
+    1.0078335000116567e-05,
+    8.966492499951074e-06,
+    9.813159999794152e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.257936999991216e-05,
-    1.6311460000224544e-05,
-    1.7511204999891563e-05
+    1.6857780000805178e-05,
+    1.4333974999658494e-05,
+    1.8553660000861784e-05
    ]
   },
   "layer_steady_sdpa_efficient": {
-   "seconds": 0.00016735231399536132,
-   "min": 0.00014843775749206543,
-   "max": 0.0002599404716491699,
+   "seconds": 0.00019335487365722655,
+   "min": 0.00016552320480346682,
+   "max": 0.0002516294479370117,
    "samples": 33,
    "method": "one tiny sdpa_model_head layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.1203199996716646e-06,
-   "host_backward_canary_seconds": 1.2388039999677858e-05,
+   "host_canary_seconds": 9.838002499975575e-06,
+   "host_backward_canary_seconds": 1.8702000000416772e-05,
    "pass_seconds": [
-    0.00016735231399536132,
-    0.00015719743728637696,
-    0.0002503558349609375
+    0.00019335487365722655,
+    0.00016970239639282225,
+    0.00020617919921875
    ],
    "pass_host_canary_seconds": [
-    7.1203199996716646e-06,
-    9.59610499990049e-06,
-    9.899049999830822e-06
+    9.838002499975575e-06,
+    8.74968000005083e-06,
+    9.703020000415563e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.2388039999677858e-05,
-    1.5800409998973917e-05,
-    1.9392750000406523e-05
+    1.8702000000416772e-05,
+    1.658077999991292e-05,
+    1.820629999997436e-05
    ]
   },
   "layer_steady_sdpa_cudnn_autocast": {
-   "seconds": 0.0003385772705078125,
-   "min": 0.00030958335876464846,
-   "max": 0.0005908339309692382,
+   "seconds": 0.000321569938659668,
+   "min": 0.0002707763290405273,
+   "max": 0.0005609606552124023,
    "samples": 33,
    "method": "one tiny sdpa_model_head layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.174147500028538e-06,
-   "host_backward_canary_seconds": 1.3447535000068456e-05,
+   "host_canary_seconds": 9.65199000006578e-06,
+   "host_backward_canary_seconds": 1.8278610000379558e-05,
    "pass_seconds": [
-    0.00032915904998779297,
-    0.0003385772705078125,
-    0.0005456371307373046
+    0.00039696895599365233,
+    0.000321569938659668,
+    0.00031579904556274413
    ],
    "pass_host_canary_seconds": [
-    8.174147500028538e-06,
-    9.707604999675822e-06,
-    9.722060000285637e-06
+    9.65199000006578e-06,
+    9.396595000339403e-06,
+    7.890737499849365e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.3447535000068456e-05,
-    1.941147000025012e-05,
-    1.91646899997977e-05
+    1.8278610000379558e-05,
+    1.7278049999731592e-05,
+    1.8619174999798817e-05
    ]
   },
   "layer_steady_mha_no_weights": {
-   "seconds": 0.0012207936096191405,
-   "min": 0.0010481759643554687,
-   "max": 0.00201887939453125,
+   "seconds": 0.0011518348693847656,
+   "min": 0.0007859622192382811,
+   "max": 0.0015266201782226563,
    "samples": 33,
    "method": "one tiny mha_no_weights layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.3608649996213e-06,
-   "host_backward_canary_seconds": 1.774964999981421e-05,
+   "host_canary_seconds": 9.769180000489541e-06,
+   "host_backward_canary_seconds": 1.862970000047426e-05,
    "pass_seconds": [
-    0.0010797792053222656,
-    0.0015024914550781248,
-    0.0012207936096191405
+    0.001269122543334961,
+    0.0009161990356445313,
+    0.0011518348693847656
    ],
    "pass_host_canary_seconds": [
-    9.3608649996213e-06,
-    1.0612035000008291e-05,
-    9.953879999784476e-06
+    9.769180000489541e-06,
+    8.8391449997971e-06,
+    8.10012499982804e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.774964999981421e-05,
-    2.0773919999328427e-05,
-    1.8664929999658853e-05
+    1.862970000047426e-05,
+    1.4766030000146202e-05,
+    1.5972119999787538e-05
    ]
   },
   "layer_steady_mha_no_weights_autocast": {
-   "seconds": 0.0017624581909179687,
-   "min": 0.0013492288208007814,
-   "max": 0.002219208984375,
+   "seconds": 0.0016327949523925781,
+   "min": 0.0012571430206298828,
+   "max": 0.002033619842529297,
    "samples": 33,
    "method": "one tiny mha_no_weights layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.987415000409782e-06,
-   "host_backward_canary_seconds": 1.8162259999598972e-05,
+   "host_canary_seconds": 1.0246004999885371e-05,
+   "host_backward_canary_seconds": 1.951735000034205e-05,
    "pass_seconds": [
-    0.0017624581909179687,
-    0.001982890930175781,
-    0.0016654585266113282
+    0.0017714598083496094,
+    0.0013183071899414063,
+    0.0016327949523925781
    ],
    "pass_host_canary_seconds": [
-    9.987415000409782e-06,
-    1.1378539999782334e-05,
-    1.0632440000222232e-05
+    1.0246004999885371e-05,
+    8.795919999897705e-06,
+    9.649539999827538e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8162259999598972e-05,
-    2.099579000059748e-05,
-    1.7968159999099952e-05
+    1.951735000034205e-05,
+    1.6272660000140606e-05,
+    1.7387020000114718e-05
    ]
   },
   "conv_host_k3_fp32_2x4x8x8_4_forward": {
-   "seconds": 3.9984099998946476e-05,
-   "min": 2.5305600001956918e-05,
-   "max": 6.219140000212065e-05,
+   "seconds": 3.4074400002737096e-05,
+   "min": 2.8043600002547465e-05,
+   "max": 5.65700000038305e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8136,28 +8857,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.0029620000011619e-05,
-   "host_backward_canary_seconds": 1.8765670000107092e-05,
+   "host_canary_seconds": 1.032078000008596e-05,
+   "host_backward_canary_seconds": 1.9345229999885306e-05,
    "pass_seconds": [
-    4.618289999598346e-05,
-    3.9984099998946476e-05,
-    3.482299999859606e-05
+    4.708999999820662e-05,
+    3.161360000376589e-05,
+    3.4074400002737096e-05
    ],
    "pass_host_canary_seconds": [
-    1.0029620000011619e-05,
-    1.1122812500161672e-05,
-    7.270099999914237e-06
+    1.032078000008596e-05,
+    8.987719999709043e-06,
+    9.488944999702654e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8765670000107092e-05,
-    2.2751565000476146e-05,
-    1.619540999968194e-05
+    1.9345229999885306e-05,
+    1.9665820000227542e-05,
+    1.4584589999913078e-05
    ]
   },
   "conv_host_k3_fp32_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00024028819999557526,
-   "min": 0.00015354270000216274,
-   "max": 0.0004753713000013704,
+   "seconds": 0.00019601970000167058,
+   "min": 0.00015046659999597977,
+   "max": 0.00035927569999785194,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8172,28 +8893,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 9.934885000006943e-06,
-   "host_backward_canary_seconds": 1.877949000004264e-05,
+   "host_canary_seconds": 1.1006189999989147e-05,
+   "host_backward_canary_seconds": 1.7439079999803653e-05,
    "pass_seconds": [
-    0.00024028819999557526,
-    0.00029550170000902654,
-    0.00017249759999913295
+    0.00027216250000492435,
+    0.00019180609999693842,
+    0.00019601970000167058
    ],
    "pass_host_canary_seconds": [
-    9.934885000006943e-06,
-    1.1357474999726946e-05,
-    7.306510000262279e-06
+    1.1006189999989147e-05,
+    8.850289999600136e-06,
+    9.488944999702654e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.877949000004264e-05,
-    2.003692000016599e-05,
-    1.7804950000481768e-05
+    1.7439079999803653e-05,
+    1.7057860000022628e-05,
+    1.4557580000200687e-05
    ]
   },
   "conv_host_k3_fp32_8x32x28x28_32_forward": {
-   "seconds": 4.6563099999730184e-05,
-   "min": 2.378469999939625e-05,
-   "max": 6.090239999139158e-05,
+   "seconds": 3.334769999128184e-05,
+   "min": 2.4983099990549817e-05,
+   "max": 5.76687000034326e-05,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8208,28 +8929,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.0376500000006673e-05,
-   "host_backward_canary_seconds": 1.9447539999646322e-05,
+   "host_canary_seconds": 1.064913500044895e-05,
+   "host_backward_canary_seconds": 2.092803999971693e-05,
    "pass_seconds": [
-    5.063199999995049e-05,
-    4.6563099999730184e-05,
-    2.720790000694251e-05
+    4.895280000027924e-05,
+    3.194470000380534e-05,
+    3.334769999128184e-05
    ],
    "pass_host_canary_seconds": [
-    1.0376500000006673e-05,
-    1.1311769999906574e-05,
-    7.701965000137534e-06
+    1.064913500044895e-05,
+    8.77820500022608e-06,
+    9.524115000090206e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9447539999646322e-05,
-    2.3226840000916126e-05,
-    1.584726000032788e-05
+    2.092803999971693e-05,
+    1.7981280000185506e-05,
+    1.4737349999904836e-05
    ]
   },
   "conv_host_k3_fp32_8x32x28x28_32_forward_backward": {
-   "seconds": 0.0003458839000018088,
-   "min": 0.00016935950000060985,
-   "max": 0.0007318151999925248,
+   "seconds": 0.00023615779999772713,
+   "min": 0.00018696139999292428,
+   "max": 0.00044163640000078886,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8244,28 +8965,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.0376564999887705e-05,
-   "host_backward_canary_seconds": 1.8822669999281062e-05,
+   "host_canary_seconds": 1.0520910000195727e-05,
+   "host_backward_canary_seconds": 2.014910000070813e-05,
    "pass_seconds": [
-    0.0003458839000018088,
-    0.0005720977000009952,
-    0.00019978959999207292
+    0.00030125209999596334,
+    0.00020885160000716496,
+    0.00023615779999772713
    ],
    "pass_host_canary_seconds": [
-    1.0376564999887705e-05,
-    1.1311769999906574e-05,
-    8.21792000010646e-06
+    1.0520910000195727e-05,
+    8.904049999500784e-06,
+    9.359635000123489e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8822669999281062e-05,
-    2.4427369999102667e-05,
-    1.5609780000431783e-05
+    2.014910000070813e-05,
+    1.7282180000393054e-05,
+    1.4962799999693744e-05
    ]
   },
   "conv_host_k3_fp32_16x64x56x56_64_forward": {
-   "seconds": 6.505569999717408e-05,
-   "min": 5.143199999793069e-05,
-   "max": 0.00011303320000024541,
+   "seconds": 4.743570000300679e-05,
+   "min": 3.795199999103716e-05,
+   "max": 7.964449999917634e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8280,28 +9001,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.0218070000007628e-05,
-   "host_backward_canary_seconds": 1.8454329999713082e-05,
+   "host_canary_seconds": 1.0421052500078077e-05,
+   "host_backward_canary_seconds": 2.108821000035732e-05,
    "pass_seconds": [
-    6.505569999717408e-05,
-    7.977199999231743e-05,
-    6.172079999942071e-05
+    6.576939999831666e-05,
+    4.183170000260361e-05,
+    4.743570000300679e-05
    ],
    "pass_host_canary_seconds": [
-    1.0218070000007628e-05,
-    1.0976212499826944e-05,
-    1.006215500012786e-05
+    1.0421052500078077e-05,
+    9.130590000268057e-06,
+    9.394074999704572e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8454329999713082e-05,
-    2.447990499945263e-05,
-    1.5927309999597127e-05
+    2.108821000035732e-05,
+    1.7380460000140375e-05,
+    1.551271000039378e-05
    ]
   },
   "conv_host_k3_fp32_16x64x56x56_64_forward_backward": {
-   "seconds": 0.0004125079999994341,
-   "min": 0.00032433889999765596,
-   "max": 0.000549771199996485,
+   "seconds": 0.00028248620000113076,
+   "min": 0.0002336001000003307,
+   "max": 0.0005222672000058992,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8316,28 +9037,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.0329007499763064e-05,
-   "host_backward_canary_seconds": 1.8403665000050753e-05,
+   "host_canary_seconds": 9.68833000001723e-06,
+   "host_backward_canary_seconds": 2.0942500000273868e-05,
    "pass_seconds": [
-    0.0004099839999980759,
-    0.00047029309999970794,
-    0.0004125079999994341
+    0.0004574125999965872,
+    0.0002450984999995853,
+    0.00028248620000113076
    ],
    "pass_host_canary_seconds": [
-    1.0329007499763064e-05,
-    1.0716502499974469e-05,
-    1.0305530000209729e-05
+    9.68833000001723e-06,
+    9.272245000033763e-06,
+    9.602375000099528e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8403665000050753e-05,
-    2.241697999977532e-05,
-    1.959692500008714e-05
+    2.0942500000273868e-05,
+    1.7498810000233788e-05,
+    1.8948760000512266e-05
    ]
   },
   "conv_host_k3_fp32_32x128x56x56_128_forward": {
-   "seconds": 8.236839998971845e-05,
-   "min": 6.0282099991582075e-05,
-   "max": 9.701380000706194e-05,
+   "seconds": 6.823100000019622e-05,
+   "min": 4.9875299998802804e-05,
+   "max": 0.00010481639999397885,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8352,28 +9073,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 9.983980000356496e-06,
-   "host_backward_canary_seconds": 1.9435289999591987e-05,
+   "host_canary_seconds": 1.0821149999742374e-05,
+   "host_backward_canary_seconds": 2.1801909999794587e-05,
    "pass_seconds": [
-    8.236839998971845e-05,
-    7.678489999989324e-05,
-    8.614350000470949e-05
+    8.502479998924173e-05,
+    6.389330000047266e-05,
+    6.823100000019622e-05
    ],
    "pass_host_canary_seconds": [
-    9.983980000356496e-06,
-    1.0955125000009502e-05,
-    1.0395992499923069e-05
+    1.0821149999742374e-05,
+    9.139925000170024e-06,
+    9.83040500017296e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9435289999591987e-05,
-    2.3189949999959935e-05,
-    1.7855379999218714e-05
+    2.1801909999794587e-05,
+    1.8532500000105756e-05,
+    1.9835594999904058e-05
    ]
   },
   "conv_host_k3_fp32_32x128x56x56_128_forward_backward": {
-   "seconds": 0.0004742259999943599,
-   "min": 0.00035191999999142356,
-   "max": 0.0005177769000056287,
+   "seconds": 0.00029221620000043915,
+   "min": 0.000250474300003134,
+   "max": 0.0005188545999999406,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8388,28 +9109,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.0057282500213205e-05,
-   "host_backward_canary_seconds": 1.8903659999978117e-05,
+   "host_canary_seconds": 1.069058749976648e-05,
+   "host_backward_canary_seconds": 2.1901779999780045e-05,
    "pass_seconds": [
-    0.0004742259999943599,
-    0.00047639730000810233,
-    0.0004618459999960578
+    0.0004892154000003757,
+    0.0002876859999901171,
+    0.00029221620000043915
    ],
    "pass_host_canary_seconds": [
-    1.0057282500213205e-05,
-    1.1061742499975935e-05,
-    1.0207580000098915e-05
+    1.069058749976648e-05,
+    8.899560000088514e-06,
+    9.291817499956779e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8903659999978117e-05,
-    2.12698350003393e-05,
-    1.9707014999994498e-05
+    2.1901779999780045e-05,
+    1.8200470000238058e-05,
+    1.5002744999605965e-05
    ]
   },
   "conv_host_k3_fp32_strict_2x4x8x8_4_forward": {
-   "seconds": 4.51543000053789e-05,
-   "min": 3.471369999488161e-05,
-   "max": 5.3419899995788e-05,
+   "seconds": 3.530039999759538e-05,
+   "min": 2.69590000016251e-05,
+   "max": 5.522010000049704e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8424,28 +9145,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.0036829999648944e-05,
-   "host_backward_canary_seconds": 1.8496910000749268e-05,
+   "host_canary_seconds": 1.0650584999893909e-05,
+   "host_backward_canary_seconds": 2.0996819999936632e-05,
    "pass_seconds": [
-    4.51543000053789e-05,
-    3.783920000159924e-05,
-    4.643869999654271e-05
+    4.376740000680002e-05,
+    3.216880000991296e-05,
+    3.530039999759538e-05
    ],
    "pass_host_canary_seconds": [
-    1.0036829999648944e-05,
-    1.0804544999700738e-05,
-    1.0531830000104492e-05
+    1.0650584999893909e-05,
+    9.745895000037307e-06,
+    9.252864999780286e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8496910000749268e-05,
-    1.8025900000111506e-05,
-    1.9858739999563113e-05
+    2.0996819999936632e-05,
+    1.8075479999879462e-05,
+    1.4396100000340085e-05
    ]
   },
   "conv_host_k3_fp32_strict_2x4x8x8_4_forward_backward": {
-   "seconds": 0.0002782044000014139,
-   "min": 0.00022826819999863802,
-   "max": 0.0006065451000040412,
+   "seconds": 0.00018340049999778784,
+   "min": 0.0001553921999970953,
+   "max": 0.0003621565999992526,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8460,28 +9181,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 9.89158500033227e-06,
-   "host_backward_canary_seconds": 1.804758999924161e-05,
+   "host_canary_seconds": 1.054715500004022e-05,
+   "host_backward_canary_seconds": 2.0534360000965535e-05,
    "pass_seconds": [
-    0.0002782044000014139,
-    0.00036128469999994193,
-    0.00025461550000045464
+    0.0002847269000085362,
+    0.00018340049999778784,
+    0.00017422799999167182
    ],
    "pass_host_canary_seconds": [
-    9.89158500033227e-06,
-    1.0594725000032667e-05,
-    1.0129034999977193e-05
+    1.054715500004022e-05,
+    9.235320000016145e-06,
+    9.286200000246936e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.804758999924161e-05,
-    2.0621219999839013e-05,
-    1.9233589999885225e-05
+    2.0534360000965535e-05,
+    1.76263600008042e-05,
+    1.383703999977115e-05
    ]
   },
   "conv_host_k3_fp32_strict_8x32x28x28_32_forward": {
-   "seconds": 4.714069999636195e-05,
-   "min": 3.838449999875593e-05,
-   "max": 8.322540001017841e-05,
+   "seconds": 3.651339999350966e-05,
+   "min": 2.6374999993095117e-05,
+   "max": 5.7493300005262427e-05,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8496,28 +9217,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 9.89158500033227e-06,
-   "host_backward_canary_seconds": 1.7878319999908855e-05,
+   "host_canary_seconds": 1.0968514999945e-05,
+   "host_backward_canary_seconds": 1.7511660000764096e-05,
    "pass_seconds": [
-    4.250920000004044e-05,
-    6.252840000797733e-05,
-    4.714069999636195e-05
+    5.13372000000345e-05,
+    3.651339999350966e-05,
+    3.2921700005772435e-05
    ],
    "pass_host_canary_seconds": [
-    9.89158500033227e-06,
-    1.2007532500035723e-05,
-    1.0605599999848892e-05
+    1.0968514999945e-05,
+    9.149184999728276e-06,
+    8.997475000001031e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7878319999908855e-05,
-    2.28380149997065e-05,
-    2.1919999999227e-05
+    1.7511660000764096e-05,
+    1.8340749999197215e-05,
+    1.4727089999269083e-05
    ]
   },
   "conv_host_k3_fp32_strict_8x32x28x28_32_forward_backward": {
-   "seconds": 0.0003374400999973659,
-   "min": 0.0002617494999981318,
-   "max": 0.0007642905000011524,
+   "seconds": 0.00022274250000009488,
+   "min": 0.00015487450000364333,
+   "max": 0.0004061113000034311,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8532,28 +9253,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 9.909890000017185e-06,
-   "host_backward_canary_seconds": 1.852062000011756e-05,
+   "host_canary_seconds": 1.0955740000326841e-05,
+   "host_backward_canary_seconds": 1.6216689999737355e-05,
    "pass_seconds": [
-    0.0002812955999957012,
-    0.0006090498000048683,
-    0.0003374400999973659
+    0.0002586541000027864,
+    0.00022274250000009488,
+    0.00017298630000368577
    ],
    "pass_host_canary_seconds": [
-    9.909890000017185e-06,
-    1.2066705000108869e-05,
-    1.0605599999848892e-05
+    1.0955740000326841e-05,
+    9.149184999728276e-06,
+    7.172565000246323e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.852062000011756e-05,
-    2.3750060000224947e-05,
-    2.0710290000351962e-05
+    1.6216689999737355e-05,
+    1.774313000055372e-05,
+    1.5236500000810338e-05
    ]
   },
   "conv_host_k3_fp32_strict_16x64x56x56_64_forward": {
-   "seconds": 4.877569999734987e-05,
-   "min": 3.859810000221842e-05,
-   "max": 6.109790000436987e-05,
+   "seconds": 3.2813300003908806e-05,
+   "min": 2.2478699997918737e-05,
+   "max": 6.904529999474107e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8568,28 +9289,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 9.692140000083783e-06,
-   "host_backward_canary_seconds": 1.8898959999660293e-05,
+   "host_canary_seconds": 1.074546999973336e-05,
+   "host_backward_canary_seconds": 2.2745099998928707e-05,
    "pass_seconds": [
-    4.935370000112016e-05,
-    4.5171900001150786e-05,
-    4.877569999734987e-05
+    5.8517499996924013e-05,
+    3.2813300003908806e-05,
+    2.2958400006700685e-05
    ],
    "pass_host_canary_seconds": [
-    9.692140000083783e-06,
-    1.1474062499985394e-05,
-    1.03231825002581e-05
+    1.074546999973336e-05,
+    9.262935000151629e-06,
+    7.0715850000624416e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8898959999660293e-05,
-    2.1288835000063955e-05,
-    2.0958985000447683e-05
+    2.2745099998928707e-05,
+    1.7665260000967463e-05,
+    1.566726999953971e-05
    ]
   },
   "conv_host_k3_fp32_strict_16x64x56x56_64_forward_backward": {
-   "seconds": 0.0005190855000023475,
-   "min": 0.0004483778999997412,
-   "max": 0.0009166837000066152,
+   "seconds": 0.00039988980000771335,
+   "min": 0.0003490709000061543,
+   "max": 0.0006327177999992273,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8604,28 +9325,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 9.858937499984676e-06,
-   "host_backward_canary_seconds": 1.8531654999947024e-05,
+   "host_canary_seconds": 1.0629079999944224e-05,
+   "host_backward_canary_seconds": 2.3038150000047606e-05,
    "pass_seconds": [
-    0.000510410000003958,
-    0.0005191254999999728,
-    0.0005190855000023475
+    0.000624966099996982,
+    0.00035585800000035304,
+    0.00039988980000771335
    ],
    "pass_host_canary_seconds": [
-    9.858937499984676e-06,
-    1.1437265000324714e-05,
-    1.0114590000114277e-05
+    1.0629079999944224e-05,
+    9.107205000020712e-06,
+    8.660777499756023e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8531654999947024e-05,
-    2.15782399999398e-05,
-    1.923268499979258e-05
+    2.3038150000047606e-05,
+    1.7162550000193734e-05,
+    1.9045385000140412e-05
    ]
   },
   "conv_host_k3_fp32_strict_32x128x56x56_128_forward": {
-   "seconds": 5.9844700001576714e-05,
-   "min": 3.502529999650505e-05,
-   "max": 6.646960000580293e-05,
+   "seconds": 5.8611000008568225e-05,
+   "min": 3.136940000558752e-05,
+   "max": 6.793649999963236e-05,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8640,28 +9361,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.0692189999872425e-05,
-   "host_backward_canary_seconds": 2.114365999943857e-05,
+   "host_canary_seconds": 1.0907817499798966e-05,
+   "host_backward_canary_seconds": 2.3285159999772984e-05,
    "pass_seconds": [
-    6.129470000360016e-05,
-    4.726690000325107e-05,
-    5.9844700001576714e-05
+    5.9413700000732206e-05,
+    3.77414000013232e-05,
+    5.8611000008568225e-05
    ],
    "pass_host_canary_seconds": [
-    1.0692189999872425e-05,
-    1.064726749973488e-05,
-    1.0435819999941032e-05
+    1.0907817499798966e-05,
+    9.184699999877921e-06,
+    1.0106694999763023e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.114365999943857e-05,
-    2.228870499948243e-05,
-    2.0222065000439215e-05
+    2.3285159999772984e-05,
+    1.9431869999948504e-05,
+    1.8167769999877238e-05
    ]
   },
   "conv_host_k3_fp32_strict_32x128x56x56_128_forward_backward": {
-   "seconds": 0.000508344100001068,
-   "min": 0.0003675503000067692,
-   "max": 0.0006447091000040927,
+   "seconds": 0.00045668789999808723,
+   "min": 0.0003497570000035921,
+   "max": 0.0006354087999966395,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8676,28 +9397,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.0859689999733747e-05,
-   "host_backward_canary_seconds": 2.1815984999875583e-05,
+   "host_canary_seconds": 1.0862352500282668e-05,
+   "host_backward_canary_seconds": 2.340346499977386e-05,
    "pass_seconds": [
-    0.0006135065999956169,
-    0.000508344100001068,
-    0.0004905621000034444
+    0.0006254351999928076,
+    0.0003828037000062068,
+    0.00045668789999808723
    ],
    "pass_host_canary_seconds": [
-    1.0859689999733747e-05,
-    1.0412919999964743e-05,
-    1.0194767500024683e-05
+    1.0862352500282668e-05,
+    8.798549999937676e-06,
+    1.0349105000102555e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1815984999875583e-05,
-    2.200130500000341e-05,
-    2.164159499955076e-05
+    2.340346499977386e-05,
+    1.9523870000170974e-05,
+    1.7064290000234904e-05
    ]
   },
   "conv_host_k3_bf16_2x4x8x8_4_forward": {
-   "seconds": 4.207709999946019e-05,
-   "min": 2.768350000224018e-05,
-   "max": 5.4693399999905526e-05,
+   "seconds": 4.097880000699661e-05,
+   "min": 2.4345499991795804e-05,
+   "max": 4.980380000461082e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8712,28 +9433,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.0548674999881769e-05,
-   "host_backward_canary_seconds": 2.020007000055557e-05,
+   "host_canary_seconds": 1.0797815000387346e-05,
+   "host_backward_canary_seconds": 2.086295000026439e-05,
    "pass_seconds": [
-    4.53601999993225e-05,
-    3.5932000002958375e-05,
-    4.207709999946019e-05
+    4.6821600005841904e-05,
+    2.864829999680296e-05,
+    4.097880000699661e-05
    ],
    "pass_host_canary_seconds": [
-    1.0548674999881769e-05,
-    1.0834864999651473e-05,
-    1.0905414999911045e-05
+    1.0797815000387346e-05,
+    8.778045000212842e-06,
+    1.1093534999986333e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.020007000055557e-05,
-    2.261995000026218e-05,
-    2.2440479999659145e-05
+    2.086295000026439e-05,
+    1.843728000039846e-05,
+    1.5565389999210312e-05
    ]
   },
   "conv_host_k3_bf16_2x4x8x8_4_forward_backward": {
-   "seconds": 0.0002764351999985593,
-   "min": 0.00022458560000586657,
-   "max": 0.0004044103999945037,
+   "seconds": 0.00021146399999452114,
+   "min": 0.00018740589999879375,
+   "max": 0.000412414299989905,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8748,28 +9469,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.0504515000206993e-05,
-   "host_backward_canary_seconds": 1.9754400000238093e-05,
+   "host_canary_seconds": 1.002063999976599e-05,
+   "host_backward_canary_seconds": 1.9740230000024896e-05,
    "pass_seconds": [
-    0.0003371882000010373,
-    0.0002764351999985593,
-    0.0002509529000008115
+    0.0003034610999975484,
+    0.00019044320000602966,
+    0.00021146399999452114
    ],
    "pass_host_canary_seconds": [
-    1.0504515000206993e-05,
-    1.0834864999651473e-05,
-    1.0905414999911045e-05
+    1.002063999976599e-05,
+    8.560324999962177e-06,
+    1.0501570000087667e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9754400000238093e-05,
-    2.2326670000438752e-05,
-    1.7310800000132076e-05
+    1.9740230000024896e-05,
+    1.754000999994787e-05,
+    1.3838940000141519e-05
    ]
   },
   "conv_host_k3_bf16_8x32x28x28_32_forward": {
-   "seconds": 8.043889999953535e-05,
-   "min": 5.460359999460706e-05,
-   "max": 9.749079999892274e-05,
+   "seconds": 6.140169999753198e-05,
+   "min": 4.315329999826645e-05,
+   "max": 7.364200000665732e-05,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8784,28 +9505,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.0858452500031035e-05,
-   "host_backward_canary_seconds": 2.0584080000389805e-05,
+   "host_canary_seconds": 1.0460849999844868e-05,
+   "host_backward_canary_seconds": 2.0553969999355104e-05,
    "pass_seconds": [
-    8.043889999953535e-05,
-    8.92315999976745e-05,
-    6.092899999430301e-05
+    7.110899999815957e-05,
+    4.4115599996530365e-05,
+    6.140169999753198e-05
    ],
    "pass_host_canary_seconds": [
-    1.0858452500031035e-05,
-    1.162638999971932e-05,
-    1.101097999992362e-05
+    1.0460849999844868e-05,
+    8.72196000045733e-06,
+    9.090380000316145e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0584080000389805e-05,
-    2.3226099999646975e-05,
-    2.0793830000229718e-05
+    2.0553969999355104e-05,
+    1.7970769999919866e-05,
+    1.4558860000306595e-05
    ]
   },
   "conv_host_k3_bf16_8x32x28x28_32_forward_backward": {
-   "seconds": 0.0004161926999927346,
-   "min": 0.0002665219999926194,
-   "max": 0.0006030225000017708,
+   "seconds": 0.00025485259999413756,
+   "min": 0.00022204489999921861,
+   "max": 0.00041758269999263574,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8820,28 +9541,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.0504704999902969e-05,
-   "host_backward_canary_seconds": 1.991408000094452e-05,
+   "host_canary_seconds": 1.0460849999844868e-05,
+   "host_backward_canary_seconds": 2.0155400000021474e-05,
    "pass_seconds": [
-    0.0004161926999927346,
-    0.0004898181999919871,
-    0.000315750200002185
+    0.0003680293999991591,
+    0.0002451135000001159,
+    0.00025485259999413756
    ],
    "pass_host_canary_seconds": [
-    1.0504704999902969e-05,
-    1.186841999981425e-05,
-    1.0835290000272835e-05
+    1.0460849999844868e-05,
+    9.062770000127784e-06,
+    8.708784999953423e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.991408000094452e-05,
-    2.260445999922922e-05,
-    1.5888630000517877e-05
+    2.0155400000021474e-05,
+    1.754231999939293e-05,
+    1.4558860000306595e-05
    ]
   },
   "conv_host_k3_bf16_16x64x56x56_64_forward": {
-   "seconds": 7.890970000516973e-05,
-   "min": 5.704370000785275e-05,
-   "max": 9.127189999844632e-05,
+   "seconds": 5.6582100000923674e-05,
+   "min": 4.351649999989604e-05,
+   "max": 8.414629999151658e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8856,28 +9577,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.00927725000588e-05,
-   "host_backward_canary_seconds": 2.0256624999888117e-05,
+   "host_canary_seconds": 1.0306149999905755e-05,
+   "host_backward_canary_seconds": 2.071668999974463e-05,
    "pass_seconds": [
-    7.890970000516973e-05,
-    8.946350000087478e-05,
-    6.754249999403328e-05
+    7.874949999404634e-05,
+    4.661130000158664e-05,
+    5.6582100000923674e-05
    ],
    "pass_host_canary_seconds": [
-    1.00927725000588e-05,
-    1.1617012499982593e-05,
-    1.0705530000336694e-05
+    1.0306149999905755e-05,
+    9.201639999787403e-06,
+    8.951600000273174e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0256624999888117e-05,
-    2.100217999952747e-05,
-    1.5795580000030897e-05
+    2.071668999974463e-05,
+    1.71181100006379e-05,
+    1.527230999954554e-05
    ]
   },
   "conv_host_k3_bf16_16x64x56x56_64_forward_backward": {
-   "seconds": 0.0003249677999974665,
-   "min": 0.0002902590999951826,
-   "max": 0.00068204980000246,
+   "seconds": 0.0003037765000044601,
+   "min": 0.00022977920000357698,
+   "max": 0.0004790158999981031,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8892,28 +9613,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.0033907500144324e-05,
-   "host_backward_canary_seconds": 1.903382000023157e-05,
+   "host_canary_seconds": 1.0255772500045168e-05,
+   "host_backward_canary_seconds": 2.0343995000757786e-05,
    "pass_seconds": [
-    0.0003249677999974665,
-    0.0006251122999969994,
-    0.0003013999000017975
+    0.000411631099996157,
+    0.0002568865999933223,
+    0.0003037765000044601
    ],
    "pass_host_canary_seconds": [
-    1.0033907500144324e-05,
-    1.1335480000127518e-05,
-    1.0193295000249237e-05
+    1.0255772500045168e-05,
+    9.186015000182123e-06,
+    8.996500000080232e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.903382000023157e-05,
-    2.300129500042658e-05,
-    1.730188999999882e-05
+    2.0343995000757786e-05,
+    1.7564920000268103e-05,
+    1.4745239999456317e-05
    ]
   },
   "conv_host_k3_bf16_32x128x56x56_128_forward": {
-   "seconds": 8.242559999871446e-05,
-   "min": 7.176469999876644e-05,
-   "max": 9.433239999907528e-05,
+   "seconds": 6.572900000492154e-05,
+   "min": 4.7745300003043666e-05,
+   "max": 9.236040000359935e-05,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8928,28 +9649,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.0421229999906245e-05,
-   "host_backward_canary_seconds": 1.8040544999848863e-05,
+   "host_canary_seconds": 1.0315620000085345e-05,
+   "host_backward_canary_seconds": 1.6734680000354276e-05,
    "pass_seconds": [
-    8.242559999871446e-05,
-    8.442989999366546e-05,
-    7.780799999181908e-05
+    8.157949999940684e-05,
+    5.609950000007302e-05,
+    6.572900000492154e-05
    ],
    "pass_host_canary_seconds": [
-    1.0421229999906245e-05,
-    1.166753500001505e-05,
-    1.0196354999720824e-05
+    1.0315620000085345e-05,
+    8.86831999991955e-06,
+    9.226900000385284e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8040544999848863e-05,
-    2.2711820000722583e-05,
-    2.0738944999720844e-05
+    1.6734680000354276e-05,
+    1.6181089999918186e-05,
+    1.4493390000325235e-05
    ]
   },
   "conv_host_k3_bf16_32x128x56x56_128_forward_backward": {
-   "seconds": 0.0004540932000054454,
-   "min": 0.0003065973000047961,
-   "max": 0.000666566999996121,
+   "seconds": 0.0003107170000021142,
+   "min": 0.0002671931999998378,
+   "max": 0.00048794159999943076,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -8964,28 +9685,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.0511232500221012e-05,
-   "host_backward_canary_seconds": 1.9427910000331395e-05,
+   "host_canary_seconds": 1.0306070000183353e-05,
+   "host_backward_canary_seconds": 1.7022970000653002e-05,
    "pass_seconds": [
-    0.0004540932000054454,
-    0.00047758160000057617,
-    0.00038331780000362415
+    0.00047642559999303555,
+    0.0002924853999957122,
+    0.0003107170000021142
    ],
    "pass_host_canary_seconds": [
-    1.0511232500221012e-05,
-    1.0771460000000844e-05,
-    1.036058000011053e-05
+    1.0306070000183353e-05,
+    8.914030000255479e-06,
+    9.218980000298416e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9427910000331395e-05,
-    2.1757884999829004e-05,
-    1.9319184999631034e-05
+    1.7022970000653002e-05,
+    1.4386039999862988e-05,
+    1.5469635000044948e-05
    ]
   },
   "conv_host_k3_autocast_2x4x8x8_4_forward": {
-   "seconds": 0.0001105459999962477,
-   "min": 8.553229999961332e-05,
-   "max": 0.00013476939999463867,
+   "seconds": 8.335520000173347e-05,
+   "min": 6.072810000432582e-05,
+   "max": 0.00011427670000330181,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9000,28 +9721,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.0644452499946055e-05,
-   "host_backward_canary_seconds": 1.742443000011917e-05,
+   "host_canary_seconds": 1.0267295000403464e-05,
+   "host_backward_canary_seconds": 1.7046210000444262e-05,
    "pass_seconds": [
-    0.00012663799999472757,
-    0.00010683519999474811,
-    0.0001105459999962477
+    0.00010599570000522363,
+    6.323620000330266e-05,
+    8.335520000173347e-05
    ],
    "pass_host_canary_seconds": [
-    1.0644452499946055e-05,
-    1.0484132500039322e-05,
-    1.0609587500027828e-05
+    1.0267295000403464e-05,
+    8.907309999699463e-06,
+    9.270395000271493e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.742443000011917e-05,
-    2.2560915000440217e-05,
-    1.956243499989796e-05
+    1.7046210000444262e-05,
+    1.837098999999398e-05,
+    1.5634810000619837e-05
    ]
   },
   "conv_host_k3_autocast_2x4x8x8_4_forward_backward": {
-   "seconds": 0.000610356499998943,
-   "min": 0.0005177618000061557,
-   "max": 0.0009994237000000793,
+   "seconds": 0.00047186990000227527,
+   "min": 0.000251782500004083,
+   "max": 0.0007940082999994047,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9036,28 +9757,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.0282985000173994e-05,
-   "host_backward_canary_seconds": 1.8736949999720307e-05,
+   "host_canary_seconds": 1.0615824999717915e-05,
+   "host_backward_canary_seconds": 1.8727639999269742e-05,
    "pass_seconds": [
-    0.0005626501000051576,
-    0.0008152651000045807,
-    0.000610356499998943
+    0.0005536874000085845,
+    0.0002958530000000792,
+    0.00047186990000227527
    ],
    "pass_host_canary_seconds": [
-    1.0282985000173994e-05,
-    1.1331540000014685e-05,
-    1.0726167499797156e-05
+    1.0615824999717915e-05,
+    8.744579999984126e-06,
+    1.0674924999989344e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.8736949999720307e-05,
-    2.319645000000037e-05,
-    1.6413485000725813e-05
+    1.8727639999269742e-05,
+    1.631904999953804e-05,
+    1.9055340000022626e-05
    ]
   },
   "conv_host_k3_autocast_8x32x28x28_32_forward": {
-   "seconds": 0.00013912549999304247,
-   "min": 0.00012120680000862193,
-   "max": 0.00018830540000180918,
+   "seconds": 0.00011954259999811257,
+   "min": 8.257309999635254e-05,
+   "max": 0.00014260469999953783,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9072,28 +9793,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.0220722500378089e-05,
-   "host_backward_canary_seconds": 1.962728500018329e-05,
+   "host_canary_seconds": 1.0278244999994968e-05,
+   "host_backward_canary_seconds": 2.2251365000443e-05,
    "pass_seconds": [
-    0.00013088450000395824,
-    0.0001637659999914831,
-    0.00013912549999304247
+    0.00013335580000557458,
+    9.083219999865833e-05,
+    0.00011954259999811257
    ],
    "pass_host_canary_seconds": [
-    1.0220722500378089e-05,
-    1.0982579999563315e-05,
-    1.055211749985574e-05
+    1.0278244999994968e-05,
+    8.645789999945919e-06,
+    1.1017429999924388e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.962728500018329e-05,
-    2.4537114999816367e-05,
-    1.7505069999970145e-05
+    2.2251365000443e-05,
+    1.4230084999553583e-05,
+    1.6469089999873176e-05
    ]
   },
   "conv_host_k3_autocast_8x32x28x28_32_forward_backward": {
-   "seconds": 0.0005938143999969725,
-   "min": 0.0004039105000060772,
-   "max": 0.000794818999997915,
+   "seconds": 0.00043097840000427823,
+   "min": 0.00034095759999672735,
+   "max": 0.0005951396000000386,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9108,28 +9829,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.0014580000188288e-05,
-   "host_backward_canary_seconds": 1.7254750000006423e-05,
+   "host_canary_seconds": 1.0088730000177293e-05,
+   "host_backward_canary_seconds": 1.786183999968216e-05,
    "pass_seconds": [
-    0.0005938143999969725,
-    0.0007169076999957724,
-    0.0005471009000075355
+    0.0005236446000026262,
+    0.0004206279999948492,
+    0.00043097840000427823
    ],
    "pass_host_canary_seconds": [
-    1.0014580000188288e-05,
-    1.1275714999783304e-05,
-    1.016659250012708e-05
+    1.0088730000177293e-05,
+    8.510234999903333e-06,
+    1.064635749997933e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.7254750000006423e-05,
-    2.3654499999565813e-05,
-    1.950587999999698e-05
+    1.786183999968216e-05,
+    1.4142225000455255e-05,
+    1.4863774999298585e-05
    ]
   },
   "conv_host_k3_autocast_16x64x56x56_64_forward": {
-   "seconds": 0.00014207860000396976,
-   "min": 0.00010453459999553161,
-   "max": 0.00019100750000689004,
+   "seconds": 0.00012457589999712582,
+   "min": 8.513830000538292e-05,
+   "max": 0.0001727884999922935,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9144,28 +9865,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 9.971025000083956e-06,
-   "host_backward_canary_seconds": 1.580466500001876e-05,
+   "host_canary_seconds": 1.0457179999718847e-05,
+   "host_backward_canary_seconds": 1.7812274999755574e-05,
    "pass_seconds": [
-    0.00014207860000396976,
-    0.00016791150000017296,
-    0.0001350511999930859
+    0.0001550162999933491,
+    9.697179999648142e-05,
+    0.00012457589999712582
    ],
    "pass_host_canary_seconds": [
-    9.971025000083956e-06,
-    1.1079737500097054e-05,
-    1.0504362499830222e-05
+    1.0457179999718847e-05,
+    8.600245000138784e-06,
+    1.069728999993913e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.580466500001876e-05,
-    2.291233999983433e-05,
-    2.1333560000016404e-05
+    1.7812274999755574e-05,
+    1.4283560000194484e-05,
+    1.681588999986161e-05
    ]
   },
   "conv_host_k3_autocast_16x64x56x56_64_forward_backward": {
-   "seconds": 0.0006729666000069301,
-   "min": 0.0004955088999963664,
-   "max": 0.0010438813000064329,
+   "seconds": 0.0004990074999909666,
+   "min": 0.00034196010000187016,
+   "max": 0.000648682300004566,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9180,28 +9901,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.0099285000251256e-05,
-   "host_backward_canary_seconds": 1.9907034999846474e-05,
+   "host_canary_seconds": 1.032845750017941e-05,
+   "host_backward_canary_seconds": 1.7699239999728886e-05,
    "pass_seconds": [
-    0.0006729666000069301,
-    0.0006796301000008498,
-    0.0005693965999967077
+    0.0004990074999909666,
+    0.00035010779999993246,
+    0.0005120909999959622
    ],
    "pass_host_canary_seconds": [
-    1.0099285000251256e-05,
-    1.1076847499964515e-05,
-    9.703185000091708e-06
+    1.032845750017941e-05,
+    8.728844999836838e-06,
+    1.0563800000227275e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9907034999846474e-05,
-    2.2290535000024647e-05,
-    2.029411500018341e-05
+    1.7699239999728886e-05,
+    1.7948619999970104e-05,
+    1.8033549999927344e-05
    ]
   },
   "conv_host_k3_autocast_32x128x56x56_128_forward": {
-   "seconds": 0.00015002220000042142,
-   "min": 0.00013891849999936312,
-   "max": 0.00018248480000693235,
+   "seconds": 0.000126075100001799,
+   "min": 9.271320000152628e-05,
+   "max": 0.00016532380000171542,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9216,28 +9937,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.0253392500203517e-05,
-   "host_backward_canary_seconds": 2.1095470000318528e-05,
+   "host_canary_seconds": 1.0178322500280502e-05,
+   "host_backward_canary_seconds": 1.853251499937869e-05,
    "pass_seconds": [
-    0.0001497599000003902,
-    0.0001565221999953792,
-    0.00015002220000042142
+    0.0001494705000027352,
+    0.00010802529999409671,
+    0.000126075100001799
    ],
    "pass_host_canary_seconds": [
-    1.0253392500203517e-05,
-    1.187679500020522e-05,
-    1.0504907500319405e-05
+    1.0178322500280502e-05,
+    8.747867499891982e-06,
+    1.0451302500200655e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.1095470000318528e-05,
-    3.160623999974632e-05,
-    2.0657540000570405e-05
+    1.853251499937869e-05,
+    1.7880505000107403e-05,
+    1.625919499929296e-05
    ]
   },
   "conv_host_k3_autocast_32x128x56x56_128_forward_backward": {
-   "seconds": 0.000712145199997849,
-   "min": 0.00044768799999701515,
-   "max": 0.0008596871000008833,
+   "seconds": 0.0005435112999975899,
+   "min": 0.0004017249999947126,
+   "max": 0.0007538819000046715,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9252,28 +9973,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.025822000002563e-05,
-   "host_backward_canary_seconds": 1.8577125000547312e-05,
+   "host_canary_seconds": 1.0262762500019563e-05,
+   "host_backward_canary_seconds": 2.1775979999461018e-05,
    "pass_seconds": [
-    0.000712145199997849,
-    0.0008005186000104913,
-    0.000554157099998065
+    0.0005435112999975899,
+    0.00041775509999979475,
+    0.0005750107000039861
    ],
    "pass_host_canary_seconds": [
-    1.025822000002563e-05,
-    1.1615812500167522e-05,
-    1.022690249982361e-05
+    1.0262762500019563e-05,
+    8.978989999945952e-06,
+    9.704617499721736e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8577125000547312e-05,
-    2.3084315000119204e-05,
-    1.987754499964467e-05
+    2.1775979999461018e-05,
+    1.8165734999797678e-05,
+    1.4597299999650202e-05
    ]
   },
   "conv_host_k1_fp32_2x4x8x8_4_forward": {
-   "seconds": 4.0433799995298614e-05,
-   "min": 2.7209799998217932e-05,
-   "max": 5.4608300001746104e-05,
+   "seconds": 3.5316299999976764e-05,
+   "min": 2.1873799994409637e-05,
+   "max": 4.910139999765306e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9288,28 +10009,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 9.704890000250544e-06,
-   "host_backward_canary_seconds": 1.810001000023931e-05,
+   "host_canary_seconds": 1.0271440000053645e-05,
+   "host_backward_canary_seconds": 1.9673874999739385e-05,
    "pass_seconds": [
-    3.0397000000448315e-05,
-    4.831789999570901e-05,
-    4.0433799995298614e-05
+    4.461570000557913e-05,
+    2.3550399998839566e-05,
+    3.5316299999976764e-05
    ],
    "pass_host_canary_seconds": [
-    9.704890000250544e-06,
-    1.2266429999954198e-05,
-    1.0587145000044985e-05
+    1.0271440000053645e-05,
+    9.046989999887955e-06,
+    1.0114004999763893e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.810001000023931e-05,
-    2.4036464999994678e-05,
-    1.980982999953085e-05
+    1.9673874999739385e-05,
+    1.717914999971981e-05,
+    1.4985239999987243e-05
    ]
   },
   "conv_host_k1_fp32_2x4x8x8_4_forward_backward": {
-   "seconds": 0.0002200700000003053,
-   "min": 0.0001638187000025937,
-   "max": 0.0003503919999957361,
+   "seconds": 0.0001904551999928117,
+   "min": 0.00015375750000430345,
+   "max": 0.00026029269999980895,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9324,28 +10045,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 9.4942200001924e-06,
-   "host_backward_canary_seconds": 1.7059210000525128e-05,
+   "host_canary_seconds": 1.0193450000315352e-05,
+   "host_backward_canary_seconds": 1.6017899999951622e-05,
    "pass_seconds": [
-    0.0001712951000058638,
-    0.00026922949999743653,
-    0.0002200700000003053
+    0.0001904551999928117,
+    0.0001723819999938314,
+    0.00020647549999921466
    ],
    "pass_host_canary_seconds": [
-    9.4942200001924e-06,
-    1.2250984999866432e-05,
-    1.0165704999849367e-05
+    1.0193450000315352e-05,
+    8.9173999998593e-06,
+    9.416509999482515e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7059210000525128e-05,
-    2.7624965000541123e-05,
-    1.8987089999882302e-05
+    1.6017899999951622e-05,
+    1.736904999916078e-05,
+    1.5135830000190254e-05
    ]
   },
   "conv_host_k1_fp32_8x64x28x28_64_forward": {
-   "seconds": 4.305779999640436e-05,
-   "min": 3.0488499999137274e-05,
-   "max": 6.488239999953293e-05,
+   "seconds": 4.071219999559617e-05,
+   "min": 2.5306199995611677e-05,
+   "max": 4.821370000627212e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9360,28 +10081,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 9.20378500040897e-06,
-   "host_backward_canary_seconds": 1.8004620000056092e-05,
+   "host_canary_seconds": 1.0085024999852976e-05,
+   "host_backward_canary_seconds": 1.6074490000619336e-05,
    "pass_seconds": [
-    3.359410000030039e-05,
-    4.72026000011283e-05,
-    4.305779999640436e-05
+    4.071219999559617e-05,
+    2.599329999384281e-05,
+    4.314829999430003e-05
    ],
    "pass_host_canary_seconds": [
-    9.20378500040897e-06,
-    1.1468109999555054e-05,
-    1.014215000054719e-05
+    1.0085024999852976e-05,
+    9.018944999752422e-06,
+    9.416509999482515e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8004620000056092e-05,
-    2.3309730000846684e-05,
-    2.055354000049192e-05
+    1.6074490000619336e-05,
+    1.736904999916078e-05,
+    1.922292000017478e-05
    ]
   },
   "conv_host_k1_fp32_8x64x28x28_64_forward_backward": {
-   "seconds": 0.0002974722999965707,
-   "min": 0.0001828493000061826,
-   "max": 0.00060768600000074,
+   "seconds": 0.00023225050000519332,
+   "min": 0.00018603830000074595,
+   "max": 0.0002891671000043061,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9396,28 +10117,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.005712499988931e-05,
-   "host_backward_canary_seconds": 1.8004620000056092e-05,
+   "host_canary_seconds": 1.0355750000030639e-05,
+   "host_backward_canary_seconds": 1.6074490000619336e-05,
    "pass_seconds": [
-    0.00021212239998931183,
-    0.0003095055000017055,
-    0.0002974722999965707
+    0.00023225050000519332,
+    0.00021190979999801128,
+    0.00026843130000315797
    ],
    "pass_host_canary_seconds": [
-    1.005712499988931e-05,
-    1.1468109999555054e-05,
-    1.0219909999591436e-05
+    1.0355750000030639e-05,
+    8.819019999464217e-06,
+    9.39638999966519e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8004620000056092e-05,
-    2.022123999950054e-05,
-    2.0638050000343355e-05
+    1.6074490000619336e-05,
+    1.6869879999603654e-05,
+    1.3016609999567663e-05
    ]
   },
   "conv_host_k1_fp32_16x256x56x56_64_forward": {
-   "seconds": 4.953699999532546e-05,
-   "min": 2.5660500000412867e-05,
-   "max": 6.327699999246761e-05,
+   "seconds": 4.068120000511044e-05,
+   "min": 2.5931699997272518e-05,
+   "max": 5.35528999989765e-05,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9432,28 +10153,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 9.943140000245876e-06,
-   "host_backward_canary_seconds": 1.8288969999957772e-05,
+   "host_canary_seconds": 1.0355750000030639e-05,
+   "host_backward_canary_seconds": 1.5552770000795136e-05,
    "pass_seconds": [
-    3.331340000158889e-05,
-    5.601579999847672e-05,
-    4.953699999532546e-05
+    4.068120000511044e-05,
+    2.6774100001603073e-05,
+    4.4853400004285505e-05
    ],
    "pass_host_canary_seconds": [
-    9.943140000245876e-06,
-    1.1924374999807697e-05,
-    1.0175459999572923e-05
+    1.0355750000030639e-05,
+    8.774274999723274e-06,
+    9.75149499993222e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8288969999957772e-05,
-    2.0944049999798154e-05,
-    2.1116760000268186e-05
+    1.5552770000795136e-05,
+    1.7603980001013043e-05,
+    1.447030999997878e-05
    ]
   },
   "conv_host_k1_fp32_16x256x56x56_64_forward_backward": {
-   "seconds": 0.0002841289000002689,
-   "min": 0.000184131800006071,
-   "max": 0.0004530134999981783,
+   "seconds": 0.00025354560000323545,
+   "min": 0.00019339269999818498,
+   "max": 0.0003856774000041696,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9468,28 +10189,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 9.383910000337892e-06,
-   "host_backward_canary_seconds": 1.7844789999799106e-05,
+   "host_canary_seconds": 1.023898500022824e-05,
+   "host_backward_canary_seconds": 1.5922049999517186e-05,
    "pass_seconds": [
-    0.0002089593000050627,
-    0.0003573246000087238,
-    0.0002841289000002689
+    0.00025354560000323545,
+    0.00019928049999862196,
+    0.00033899519999067704
    ],
    "pass_host_canary_seconds": [
-    9.383910000337892e-06,
-    1.1602560000483209e-05,
-    9.994229999961135e-06
+    1.023898500022824e-05,
+    9.327050000251802e-06,
+    9.666249999895626e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7844789999799106e-05,
-    2.1891899999673116e-05,
-    2.0400749999680556e-05
+    1.5922049999517186e-05,
+    1.7275419999123187e-05,
+    1.524234000044089e-05
    ]
   },
   "conv_host_k1_fp32_32x256x56x56_256_forward": {
-   "seconds": 6.65654000044924e-05,
-   "min": 4.531989999350117e-05,
-   "max": 8.490870000059658e-05,
+   "seconds": 5.601359999900524e-05,
+   "min": 4.460490000610662e-05,
+   "max": 7.101730000158568e-05,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9504,28 +10225,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 9.485654999821235e-06,
-   "host_backward_canary_seconds": 1.7844789999799106e-05,
+   "host_canary_seconds": 1.0401389999969979e-05,
+   "host_backward_canary_seconds": 1.6612949999625925e-05,
    "pass_seconds": [
-    4.889360000106535e-05,
-    7.569970000531612e-05,
-    6.65654000044924e-05
+    5.601359999900524e-05,
+    5.159429999821441e-05,
+    6.30263999937597e-05
    ],
    "pass_host_canary_seconds": [
-    9.485654999821235e-06,
-    1.1441457500040996e-05,
-    1.0705005000204437e-05
+    1.0401389999969979e-05,
+    9.346350000214442e-06,
+    9.395095000286347e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7844789999799106e-05,
-    2.2568664999766955e-05,
-    2.167578000012327e-05
+    1.6612949999625925e-05,
+    1.9040910000285294e-05,
+    1.4858070001082524e-05
    ]
   },
   "conv_host_k1_fp32_32x256x56x56_256_forward_backward": {
-   "seconds": 0.0003786587000035979,
-   "min": 0.00022743380000065372,
-   "max": 0.00048322540000071966,
+   "seconds": 0.00029518420000158586,
+   "min": 0.00025950980000288837,
+   "max": 0.0005286096999952861,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9540,28 +10261,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 9.100789999934023e-06,
-   "host_backward_canary_seconds": 1.8237379999845872e-05,
+   "host_canary_seconds": 1.0249725000335275e-05,
+   "host_backward_canary_seconds": 1.557191000074454e-05,
    "pass_seconds": [
-    0.00026523210000277685,
-    0.00043100690000983375,
-    0.0003786587000035979
+    0.00029518420000158586,
+    0.0002630557999964367,
+    0.0004494694000072741
    ],
    "pass_host_canary_seconds": [
-    9.100789999934023e-06,
-    1.1785072500174465e-05,
-    8.926630000019032e-06
+    1.0249725000335275e-05,
+    9.228110000094603e-06,
+    9.497184999531782e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8237379999845872e-05,
-    2.4160520000009454e-05,
-    2.11447499998485e-05
+    1.557191000074454e-05,
+    1.8497080000088317e-05,
+    1.5314610000132233e-05
    ]
   },
   "conv_host_k1_fp32_strict_2x4x8x8_4_forward": {
-   "seconds": 3.076079999573267e-05,
-   "min": 2.3583900008361526e-05,
-   "max": 6.362580000995877e-05,
+   "seconds": 3.652850000435137e-05,
+   "min": 2.727559999584628e-05,
+   "max": 5.6975799998326694e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9576,28 +10297,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 9.076729999719647e-06,
-   "host_backward_canary_seconds": 1.8614990000287435e-05,
+   "host_canary_seconds": 1.0357964999911928e-05,
+   "host_backward_canary_seconds": 1.557191000074454e-05,
    "pass_seconds": [
-    2.6915300009022757e-05,
-    4.9406999994516807e-05,
-    3.076079999573267e-05
+    3.652850000435137e-05,
+    3.564490000371734e-05,
+    3.653049999456926e-05
    ],
    "pass_host_canary_seconds": [
-    9.076729999719647e-06,
-    1.1338260000002265e-05,
-    1.078492499971162e-05
+    1.0357964999911928e-05,
+    9.961970000063048e-06,
+    9.390619999862793e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8614990000287435e-05,
-    2.1665470000016286e-05,
-    2.2217220000584347e-05
+    1.557191000074454e-05,
+    1.768896000044151e-05,
+    1.55815799996617e-05
    ]
   },
   "conv_host_k1_fp32_strict_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00024302230000330382,
-   "min": 0.000188986799992108,
-   "max": 0.0003765199999975266,
+   "seconds": 0.00019270750000259794,
+   "min": 0.00017030160000786054,
+   "max": 0.0003242678999981763,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9612,28 +10333,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 9.019399999488088e-06,
-   "host_backward_canary_seconds": 1.7951730000049794e-05,
+   "host_canary_seconds": 1.0286490000339655e-05,
+   "host_backward_canary_seconds": 1.5201499999193401e-05,
    "pass_seconds": [
-    0.00021235960000467457,
-    0.0002513132000103724,
-    0.00024302230000330382
+    0.00021818149999717207,
+    0.0001861808000057863,
+    0.00019270750000259794
    ],
    "pass_host_canary_seconds": [
-    9.019399999488088e-06,
-    1.1333495000371841e-05,
-    1.0888304999525644e-05
+    1.0286490000339655e-05,
+    9.961970000063048e-06,
+    9.473964999529016e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7951730000049794e-05,
-    2.2694470000033108e-05,
-    2.3881790000359615e-05
+    1.5201499999193401e-05,
+    1.6983620000701193e-05,
+    1.4574230000334865e-05
    ]
   },
   "conv_host_k1_fp32_strict_8x64x28x28_64_forward": {
-   "seconds": 4.0121399990766804e-05,
-   "min": 2.6574100002108025e-05,
-   "max": 5.602579999504087e-05,
+   "seconds": 3.9387199990414956e-05,
+   "min": 2.9493199997432383e-05,
+   "max": 4.92857999915941e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9648,28 +10369,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 9.116045000041595e-06,
-   "host_backward_canary_seconds": 1.835973999959606e-05,
+   "host_canary_seconds": 1.0286490000339655e-05,
+   "host_backward_canary_seconds": 1.7319320000979133e-05,
    "pass_seconds": [
-    3.429289999985485e-05,
-    4.947130000800826e-05,
-    4.0121399990766804e-05
+    4.1896699997323594e-05,
+    3.39793999955873e-05,
+    3.9387199990414956e-05
    ],
    "pass_host_canary_seconds": [
-    9.116045000041595e-06,
-    1.1322839999934332e-05,
-    1.0144634999846858e-05
+    1.0286490000339655e-05,
+    1.0164090000444048e-05,
+    9.502935000114122e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.835973999959606e-05,
-    2.3020720000204165e-05,
-    2.337334000003466e-05
+    1.7319320000979133e-05,
+    1.7527489999338285e-05,
+    1.5100370000027396e-05
    ]
   },
   "conv_host_k1_fp32_strict_8x64x28x28_64_forward_backward": {
-   "seconds": 0.0002647109999998065,
-   "min": 0.00022019590001036703,
-   "max": 0.0006184015000030741,
+   "seconds": 0.00019280449999996562,
+   "min": 0.00016866070000105539,
+   "max": 0.00029600699999718925,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9684,28 +10405,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 9.473762499965232e-06,
-   "host_backward_canary_seconds": 2.0123135000744697e-05,
+   "host_canary_seconds": 1.0277100000166683e-05,
+   "host_backward_canary_seconds": 1.719762999982777e-05,
    "pass_seconds": [
-    0.0002865370999984407,
-    0.0002647109999998065,
-    0.00025689840000495676
+    0.00022913739999239625,
+    0.00019280449999996562,
+    0.0001779924999937066
    ],
    "pass_host_canary_seconds": [
-    9.473762499965232e-06,
-    1.1322839999934332e-05,
-    1.0306810000315637e-05
+    1.0277100000166683e-05,
+    1.0215649999736343e-05,
+    9.186835000036808e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0123135000744697e-05,
-    2.1785229999977674e-05,
-    2.337334000003466e-05
+    1.719762999982777e-05,
+    1.67724800007818e-05,
+    1.5100370000027396e-05
    ]
   },
   "conv_host_k1_fp32_strict_16x256x56x56_64_forward": {
-   "seconds": 3.824440000244067e-05,
-   "min": 2.9096599996591975e-05,
-   "max": 6.345079999618975e-05,
+   "seconds": 3.938349999543789e-05,
+   "min": 2.4804800000310932e-05,
+   "max": 5.7705500000793106e-05,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9720,28 +10441,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 9.732684999903541e-06,
-   "host_backward_canary_seconds": 2.0965650000448478e-05,
+   "host_canary_seconds": 1.0277100000166683e-05,
+   "host_backward_canary_seconds": 1.6408550000051036e-05,
    "pass_seconds": [
-    3.237920000174199e-05,
-    6.0874800010424226e-05,
-    3.824440000244067e-05
+    5.103800000370029e-05,
+    2.646699999786506e-05,
+    3.938349999543789e-05
    ],
    "pass_host_canary_seconds": [
-    9.732684999903541e-06,
-    1.153497499956302e-05,
-    1.0335085000292566e-05
+    1.0277100000166683e-05,
+    8.469339999805924e-06,
+    9.670759999949042e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0965650000448478e-05,
-    2.3361949999980424e-05,
-    2.489550999939638e-05
+    1.6408550000051036e-05,
+    1.6034010000112174e-05,
+    1.4106620000120529e-05
    ]
   },
   "conv_host_k1_fp32_strict_16x256x56x56_64_forward_backward": {
-   "seconds": 0.00033247729999175135,
-   "min": 0.0002190721000033591,
-   "max": 0.0005916562000038538,
+   "seconds": 0.0002296143999956257,
+   "min": 0.00015997489999790558,
+   "max": 0.0003169268000078773,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9756,28 +10477,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 9.481280000045444e-06,
-   "host_backward_canary_seconds": 2.0186350000130914e-05,
+   "host_canary_seconds": 1.0241829999699804e-05,
+   "host_backward_canary_seconds": 1.6307264999682047e-05,
    "pass_seconds": [
-    0.0002668670000048223,
-    0.0003362046999995982,
-    0.00033247729999175135
+    0.0002738247000024785,
+    0.00017077200000130687,
+    0.0002296143999956257
    ],
    "pass_host_canary_seconds": [
-    9.481280000045444e-06,
-    1.1125824999851376e-05,
-    1.0902547499824777e-05
+    1.0241829999699804e-05,
+    8.508420000055138e-06,
+    9.767960000033327e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0186350000130914e-05,
-    2.2159005000048636e-05,
-    2.2756865000133075e-05
+    1.6307264999682047e-05,
+    1.6943110000511297e-05,
+    1.5822689999822614e-05
    ]
   },
   "conv_host_k1_fp32_strict_32x256x56x56_256_forward": {
-   "seconds": 5.086229999733405e-05,
-   "min": 3.8228400001116825e-05,
-   "max": 8.81402999993952e-05,
+   "seconds": 5.6660699999611094e-05,
+   "min": 3.580439999950613e-05,
+   "max": 6.947679999029788e-05,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9792,28 +10513,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 9.65269999994689e-06,
-   "host_backward_canary_seconds": 1.714494999987437e-05,
+   "host_canary_seconds": 1.0908969999832152e-05,
+   "host_backward_canary_seconds": 2.2317219999195005e-05,
    "pass_seconds": [
-    4.0089499998430254e-05,
-    6.8246699993324e-05,
-    5.086229999733405e-05
+    6.447339999340329e-05,
+    4.064600000219798e-05,
+    5.6660699999611094e-05
    ],
    "pass_host_canary_seconds": [
-    9.65269999994689e-06,
-    1.0866525000210459e-05,
-    1.0364240000058089e-05
+    1.0908969999832152e-05,
+    8.582520000004478e-06,
+    9.703325000032237e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.714494999987437e-05,
-    2.312093000000459e-05,
-    2.3431480000226655e-05
+    2.2317219999195005e-05,
+    1.9411099999615543e-05,
+    1.6922910000403134e-05
    ]
   },
   "conv_host_k1_fp32_strict_32x256x56x56_256_forward_backward": {
-   "seconds": 0.00038141940000286924,
-   "min": 0.00023276929999838103,
-   "max": 0.0005725333999976101,
+   "seconds": 0.0003233905999991293,
+   "min": 0.00021709209999016822,
+   "max": 0.0004300209999996696,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9828,28 +10549,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 9.259519999886833e-06,
-   "host_backward_canary_seconds": 2.063455999973485e-05,
+   "host_canary_seconds": 1.113106749983217e-05,
+   "host_backward_canary_seconds": 2.2398794999958227e-05,
    "pass_seconds": [
-    0.00025968180000290886,
-    0.00038141940000286924,
-    0.00041544759999396775
+    0.0003233905999991293,
+    0.00023323439999103356,
+    0.0003345620000004601
    ],
    "pass_host_canary_seconds": [
-    9.259519999886833e-06,
-    1.0437290000027134e-05,
-    1.0562589999949522e-05
+    1.113106749983217e-05,
+    9.317082499649133e-06,
+    9.315835000052176e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.063455999973485e-05,
-    2.4460644999635407e-05,
-    2.2897394999858988e-05
+    2.2398794999958227e-05,
+    2.0654864999869457e-05,
+    2.036261499995362e-05
    ]
   },
   "conv_host_k1_bf16_2x4x8x8_4_forward": {
-   "seconds": 5.387560000826852e-05,
-   "min": 2.6697800001329598e-05,
-   "max": 6.954519999453623e-05,
+   "seconds": 3.710969999701774e-05,
+   "min": 2.9474600000867213e-05,
+   "max": 6.668609998996544e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9864,28 +10585,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 9.262472499926843e-06,
-   "host_backward_canary_seconds": 1.8278255000154784e-05,
+   "host_canary_seconds": 1.0902247500155226e-05,
+   "host_backward_canary_seconds": 2.0772214999738025e-05,
    "pass_seconds": [
-    2.849689999493421e-05,
-    5.680069999698389e-05,
-    5.387560000826852e-05
+    4.967730000089432e-05,
+    3.710969999701774e-05,
+    3.409800000326868e-05
    ],
    "pass_host_canary_seconds": [
-    9.262472499926843e-06,
-    1.1118764999764608e-05,
-    1.0629077499970664e-05
+    1.0902247500155226e-05,
+    9.147934999873541e-06,
+    9.14071000011063e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8278255000154784e-05,
-    2.4957990000302743e-05,
-    2.1240669999542663e-05
+    2.0772214999738025e-05,
+    1.8041109999558103e-05,
+    1.9300980000025447e-05
    ]
   },
   "conv_host_k1_bf16_2x4x8x8_4_forward_backward": {
-   "seconds": 0.0002961682999966797,
-   "min": 0.0001852923000001283,
-   "max": 0.0007015228999989632,
+   "seconds": 0.00027361070000324615,
+   "min": 0.0002137673000106588,
+   "max": 0.000473945500004902,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9900,28 +10621,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 9.173220000207039e-06,
-   "host_backward_canary_seconds": 1.3516139999865117e-05,
+   "host_canary_seconds": 1.0068315000353322e-05,
+   "host_backward_canary_seconds": 2.046534999976757e-05,
    "pass_seconds": [
-    0.00019094299999551368,
-    0.0003799534999984644,
-    0.0002961682999966797
+    0.0003946787000018048,
+    0.00022928449999426448,
+    0.00027361070000324615
    ],
    "pass_host_canary_seconds": [
-    9.173220000207039e-06,
-    1.1088415000131136e-05,
-    9.098119999748633e-06
+    1.0068315000353322e-05,
+    9.147934999873541e-06,
+    9.129145000201789e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.3516139999865117e-05,
-    2.311125999995056e-05,
-    1.8639100000541473e-05
+    2.046534999976757e-05,
+    1.7136570000957363e-05,
+    1.4872889998969185e-05
    ]
   },
   "conv_host_k1_bf16_8x64x28x28_64_forward": {
-   "seconds": 3.345490000583595e-05,
-   "min": 2.471339998919575e-05,
-   "max": 5.552909999551048e-05,
+   "seconds": 3.741639999361723e-05,
+   "min": 3.257130000520192e-05,
+   "max": 7.022879999567522e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9936,28 +10657,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 9.123940000108632e-06,
-   "host_backward_canary_seconds": 2.0118620000175724e-05,
+   "host_canary_seconds": 9.442495000371308e-06,
+   "host_backward_canary_seconds": 2.0890925000003336e-05,
    "pass_seconds": [
-    2.8959200005829188e-05,
-    4.496590000826473e-05,
-    3.345490000583595e-05
+    5.71816999922703e-05,
+    3.741639999361723e-05,
+    3.456609999830107e-05
    ],
    "pass_host_canary_seconds": [
-    9.123940000108632e-06,
-    1.1088415000131136e-05,
-    7.992855000225063e-06
+    9.442495000371308e-06,
+    9.220560000358092e-06,
+    9.944639999730499e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0118620000175724e-05,
-    2.4490089999744668e-05,
-    1.559597999971629e-05
+    2.0890925000003336e-05,
+    1.740380000001096e-05,
+    1.4511399999719288e-05
    ]
   },
   "conv_host_k1_bf16_8x64x28x28_64_forward_backward": {
-   "seconds": 0.00023470759999781875,
-   "min": 0.0001794682999957331,
-   "max": 0.000564247800002704,
+   "seconds": 0.00022934280000299622,
+   "min": 0.00017529010000316703,
+   "max": 0.00041961680000213164,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -9972,28 +10693,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 9.074660000010226e-06,
-   "host_backward_canary_seconds": 1.3726209999731509e-05,
+   "host_canary_seconds": 9.36898000020392e-06,
+   "host_backward_canary_seconds": 1.9290349999891987e-05,
    "pass_seconds": [
-    0.0002164972999935344,
-    0.00029164370000671623,
-    0.00023470759999781875
+    0.000314929299997857,
+    0.00021590210000113074,
+    0.00022934280000299622
    ],
    "pass_host_canary_seconds": [
-    9.074660000010226e-06,
-    1.1184234999745968e-05,
-    1.0505539999599022e-05
+    9.36898000020392e-06,
+    9.098959999960243e-06,
+    9.415530000183025e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.3726209999731509e-05,
-    2.074940000056813e-05,
-    1.7406869999376796e-05
+    1.9290349999891987e-05,
+    1.6759019999881274e-05,
+    1.659856000060245e-05
    ]
   },
   "conv_host_k1_bf16_16x256x56x56_64_forward": {
-   "seconds": 4.107080000039787e-05,
-   "min": 2.8030199996464943e-05,
-   "max": 6.39781000018047e-05,
+   "seconds": 4.641379999839046e-05,
+   "min": 2.76978999977473e-05,
+   "max": 6.361189999779527e-05,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10008,28 +10729,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 9.220725000318452e-06,
-   "host_backward_canary_seconds": 1.4781459999539947e-05,
+   "host_canary_seconds": 1.0885977499981435e-05,
+   "host_backward_canary_seconds": 2.0908094999754215e-05,
    "pass_seconds": [
-    3.017679999857137e-05,
-    5.928110000468223e-05,
-    4.107080000039787e-05
+    5.09194000073876e-05,
+    3.590049999502298e-05,
+    4.641379999839046e-05
    ],
    "pass_host_canary_seconds": [
-    9.220725000318452e-06,
-    1.0881512500304781e-05,
-    1.0396005000075093e-05
+    1.0885977499981435e-05,
+    9.034529999780717e-06,
+    9.150614999953177e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4781459999539947e-05,
-    2.3159970000392603e-05,
-    1.813366000078531e-05
+    2.0908094999754215e-05,
+    1.7372930000192354e-05,
+    1.7764990000159743e-05
    ]
   },
   "conv_host_k1_bf16_16x256x56x56_64_forward_backward": {
-   "seconds": 0.0002657684000041627,
-   "min": 0.00017756500000132291,
-   "max": 0.0004502956000010272,
+   "seconds": 0.00021918579999464783,
+   "min": 0.0001792941999951836,
+   "max": 0.0003136638999990282,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10044,28 +10765,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 9.39489500012769e-06,
-   "host_backward_canary_seconds": 1.967335000017556e-05,
+   "host_canary_seconds": 1.0288004999665645e-05,
+   "host_backward_canary_seconds": 1.9695870000759897e-05,
    "pass_seconds": [
-    0.0002657684000041627,
-    0.0003229357999998683,
-    0.00019774719999077206
+    0.0002629322000075263,
+    0.00021914539998988403,
+    0.00021918579999464783
    ],
    "pass_host_canary_seconds": [
-    9.39489500012769e-06,
-    1.0971840000024713e-05,
-    8.156679999729022e-06
+    1.0288004999665645e-05,
+    9.145189999912872e-06,
+    9.064549999493465e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.967335000017556e-05,
-    2.3630065000475043e-05,
-    1.751638999962779e-05
+    1.9695870000759897e-05,
+    1.704364999909558e-05,
+    1.6453770000453006e-05
    ]
   },
   "conv_host_k1_bf16_32x256x56x56_256_forward": {
-   "seconds": 3.748220000261426e-05,
-   "min": 2.824389999886989e-05,
-   "max": 6.148119999807022e-05,
+   "seconds": 4.137939999964147e-05,
+   "min": 3.2462800004395834e-05,
+   "max": 6.623600000921215e-05,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10080,28 +10801,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 9.29565500030094e-06,
-   "host_backward_canary_seconds": 1.5666850000002342e-05,
+   "host_canary_seconds": 1.0830047499723606e-05,
+   "host_backward_canary_seconds": 2.0479109999769206e-05,
    "pass_seconds": [
-    3.667389999009174e-05,
-    5.4676699994615775e-05,
-    3.748220000261426e-05
+    5.2082700005939844e-05,
+    4.137939999964147e-05,
+    3.45414999969762e-05
    ],
    "pass_host_canary_seconds": [
-    9.29565500030094e-06,
-    1.1159930000133045e-05,
-    7.950224999717647e-06
+    1.0830047499723606e-05,
+    9.272469999928035e-06,
+    9.858760000156508e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.5666850000002342e-05,
-    2.193596999973124e-05,
-    1.9704580000734496e-05
+    2.0479109999769206e-05,
+    1.7826409999770478e-05,
+    1.6453770000453006e-05
    ]
   },
   "conv_host_k1_bf16_32x256x56x56_256_forward_backward": {
-   "seconds": 0.00030103130000043167,
-   "min": 0.00018605460001026587,
-   "max": 0.000514454000006026,
+   "seconds": 0.0002541115999974863,
+   "min": 0.00018505570000115767,
+   "max": 0.0004427927000051568,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10116,28 +10837,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 9.259750000296662e-06,
-   "host_backward_canary_seconds": 1.5549729999975172e-05,
+   "host_canary_seconds": 1.080367499980639e-05,
+   "host_backward_canary_seconds": 2.0282800001041324e-05,
    "pass_seconds": [
-    0.0002353248999952484,
-    0.0004318248000004132,
-    0.00030103130000043167
+    0.0002826713999979802,
+    0.0002541115999974863,
+    0.0002345617999935712
    ],
    "pass_host_canary_seconds": [
-    9.259750000296662e-06,
-    1.1180680000109079e-05,
-    7.92491500021697e-06
+    1.080367499980639e-05,
+    9.472845000004782e-06,
+    7.263939999688773e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.5549729999975172e-05,
-    2.1127790000150525e-05,
-    1.9055359999811116e-05
+    2.0282800001041324e-05,
+    1.808340000025055e-05,
+    1.6049989999373792e-05
    ]
   },
   "conv_host_k1_autocast_2x4x8x8_4_forward": {
-   "seconds": 9.12151999955313e-05,
-   "min": 6.47138999966046e-05,
-   "max": 0.0001324727999985953,
+   "seconds": 9.310530000448126e-05,
+   "min": 5.297000000155094e-05,
+   "max": 0.00010906410000188771,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10152,28 +10873,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 9.415764999971543e-06,
-   "host_backward_canary_seconds": 1.9885919999751423e-05,
+   "host_canary_seconds": 1.0797944999580978e-05,
+   "host_backward_canary_seconds": 2.1663280000439046e-05,
    "pass_seconds": [
-    7.738200000630968e-05,
-    0.00011852169999428951,
-    9.12151999955313e-05
+    9.538159999920027e-05,
+    9.310530000448126e-05,
+    5.818360000375833e-05
    ],
    "pass_host_canary_seconds": [
-    9.415764999971543e-06,
-    1.1163915000054204e-05,
-    8.670944999948915e-06
+    1.0797944999580978e-05,
+    1.0686484999951063e-05,
+    7.168160000219359e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9885919999751423e-05,
-    2.250438999965354e-05,
-    1.9055359999811116e-05
+    2.1663280000439046e-05,
+    1.8360079999411027e-05,
+    1.6018020000956313e-05
    ]
   },
   "conv_host_k1_autocast_2x4x8x8_4_forward_backward": {
-   "seconds": 0.000517298399995525,
-   "min": 0.00035829710000143675,
-   "max": 0.0006052575000012439,
+   "seconds": 0.0004043455999976686,
+   "min": 0.0002497420000054262,
+   "max": 0.00070725670000229,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10188,28 +10909,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 9.644950000051721e-06,
-   "host_backward_canary_seconds": 1.9152799999346826e-05,
+   "host_canary_seconds": 1.003735750003898e-05,
+   "host_backward_canary_seconds": 2.0236624999370177e-05,
    "pass_seconds": [
-    0.00037465199999360267,
-    0.0005499842000062927,
-    0.000517298399995525
+    0.0005396595999968667,
+    0.0003990260999898965,
+    0.0004043455999976686
    ],
    "pass_host_canary_seconds": [
-    9.644950000051721e-06,
-    1.1249970000051236e-05,
-    7.922374999793646e-06
+    1.003735750003898e-05,
+    1.0686484999951063e-05,
+    7.143175000123847e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9152799999346826e-05,
-    2.167041000006975e-05,
-    1.7408999999588558e-05
+    2.0236624999370177e-05,
+    1.8124489999991057e-05,
+    1.471381999976984e-05
    ]
   },
   "conv_host_k1_autocast_8x64x28x28_64_forward": {
-   "seconds": 0.000111328399998456,
-   "min": 7.444199999326884e-05,
-   "max": 0.00012469780000401443,
+   "seconds": 9.875009999404938e-05,
+   "min": 7.937249999940832e-05,
+   "max": 0.00011279159999730837,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10224,28 +10945,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 9.679319999804647e-06,
-   "host_backward_canary_seconds": 1.920617999985552e-05,
+   "host_canary_seconds": 9.948994999717798e-06,
+   "host_backward_canary_seconds": 2.1410220000461777e-05,
    "pass_seconds": [
-    8.706219999794484e-05,
-    0.00011636179999641172,
-    0.000111328399998456
+    9.964189999891459e-05,
+    9.875009999404938e-05,
+    9.440249999670414e-05
    ],
    "pass_host_canary_seconds": [
-    9.679319999804647e-06,
-    1.1118417499744738e-05,
-    1.017592499977127e-05
+    9.948994999717798e-06,
+    9.883949999789365e-06,
+    9.29499499989106e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.920617999985552e-05,
-    2.3398535000183073e-05,
-    1.6178545000116173e-05
+    2.1410220000461777e-05,
+    1.8124489999991057e-05,
+    1.4814689999411712e-05
    ]
   },
   "conv_host_k1_autocast_8x64x28x28_64_forward_backward": {
-   "seconds": 0.0006227537999961896,
-   "min": 0.0003371279000020877,
-   "max": 0.0009598199000038221,
+   "seconds": 0.0004491069999971842,
+   "min": 0.00031659790000730935,
+   "max": 0.0006138340999996217,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10260,28 +10981,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 9.773279999762963e-06,
-   "host_backward_canary_seconds": 1.8846250000024157e-05,
+   "host_canary_seconds": 7.742534999692906e-06,
+   "host_backward_canary_seconds": 1.6192570000157503e-05,
    "pass_seconds": [
-    0.0003525160999970467,
-    0.0007707950000053643,
-    0.0006227537999961896
+    0.0005181118999985302,
+    0.0004132283999979336,
+    0.0004491069999971842
    ],
    "pass_host_canary_seconds": [
-    9.773279999762963e-06,
-    1.0893945000134408e-05,
-    1.0949717499784128e-05
+    7.742534999692906e-06,
+    1.0159114999623853e-05,
+    9.29499499989106e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8846250000024157e-05,
-    2.0847120000553333e-05,
-    1.600850499983153e-05
+    1.6192570000157503e-05,
+    1.868596000008438e-05,
+    1.6794279999885476e-05
    ]
   },
   "conv_host_k1_autocast_16x256x56x56_64_forward": {
-   "seconds": 0.00010602809999227247,
-   "min": 8.111429999644316e-05,
-   "max": 0.0001918402999990576,
+   "seconds": 0.00011882049999485389,
+   "min": 7.845860000088578e-05,
+   "max": 0.00019249319999516956,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10296,28 +11017,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 9.589439999899696e-06,
-   "host_backward_canary_seconds": 2.055166999980429e-05,
+   "host_canary_seconds": 9.619180000015604e-06,
+   "host_backward_canary_seconds": 1.7028894999953083e-05,
    "pass_seconds": [
-    8.574000000862724e-05,
-    0.00010602809999227247,
-    0.00014994429999433124
+    0.00011882049999485389,
+    0.0001729029999978593,
+    9.809019999238445e-05
    ],
    "pass_host_canary_seconds": [
-    9.589439999899696e-06,
-    1.064279249987976e-05,
-    1.1158832499802429e-05
+    9.619180000015604e-06,
+    1.275858500036975e-05,
+    9.357980000004318e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.055166999980429e-05,
-    2.2342295000612467e-05,
-    1.9187269999747513e-05
+    1.7028894999953083e-05,
+    1.8150629999809096e-05,
+    1.5902259999620583e-05
    ]
   },
   "conv_host_k1_autocast_16x256x56x56_64_forward_backward": {
-   "seconds": 0.0005212492000055136,
-   "min": 0.00035957179999286383,
-   "max": 0.0008276602000023559,
+   "seconds": 0.0005836032000047453,
+   "min": 0.0002773188999981357,
+   "max": 0.0006788269000026048,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10332,28 +11053,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 9.440392500152938e-06,
-   "host_backward_canary_seconds": 1.983083999959945e-05,
+   "host_canary_seconds": 1.0659830000179227e-05,
+   "host_backward_canary_seconds": 1.984005499991781e-05,
    "pass_seconds": [
-    0.00040231060000905927,
-    0.0005212492000055136,
-    0.0006689864000009038
+    0.0005836032000047453,
+    0.0006178789000045981,
+    0.00033051279999654073
    ],
    "pass_host_canary_seconds": [
-    9.440392500152938e-06,
-    9.525755000083792e-06,
-    1.0982814999920264e-05
+    1.0659830000179227e-05,
+    1.4940494999677867e-05,
+    9.256315000243375e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.983083999959945e-05,
-    2.1703639999941517e-05,
-    1.9923305000020264e-05
+    1.984005499991781e-05,
+    2.0676520000506572e-05,
+    1.6274639999664942e-05
    ]
   },
   "conv_host_k1_autocast_32x256x56x56_256_forward": {
-   "seconds": 7.629940000697388e-05,
-   "min": 6.90071999997599e-05,
-   "max": 0.00018737720000672198,
+   "seconds": 0.00013419840000779005,
+   "min": 8.4920200004035e-05,
+   "max": 0.00027656679999381594,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10368,28 +11089,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 9.233174999963012e-06,
-   "host_backward_canary_seconds": 1.8399890000182494e-05,
+   "host_canary_seconds": 1.0506177499962632e-05,
+   "host_backward_canary_seconds": 1.898724000000129e-05,
    "pass_seconds": [
-    7.629940000697388e-05,
-    7.170430000087435e-05,
-    0.00016467140000031577
+    0.00013419840000779005,
+    0.0002199870000026749,
+    0.00010073810000221783
    ],
    "pass_host_canary_seconds": [
-    9.233174999963012e-06,
-    1.013489000001755e-05,
-    1.087738999984822e-05
+    1.0506177499962632e-05,
+    1.5372272500258077e-05,
+    9.698527500177078e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8399890000182494e-05,
-    2.3854679999999464e-05,
-    2.2119770000017526e-05
+    1.898724000000129e-05,
+    2.1554260000016258e-05,
+    1.575036499957605e-05
    ]
   },
   "conv_host_k1_autocast_32x256x56x56_256_forward_backward": {
-   "seconds": 0.0007031918999928166,
-   "min": 0.00037672989999464334,
-   "max": 0.0009119512999973267,
+   "seconds": 0.0006617446000063865,
+   "min": 0.0003018539999970926,
+   "max": 0.0007677388000047359,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -10404,28 +11125,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 9.247442499997759e-06,
-   "host_backward_canary_seconds": 1.8903045000229212e-05,
+   "host_canary_seconds": 1.0259050000058779e-05,
+   "host_backward_canary_seconds": 2.064356500000031e-05,
    "pass_seconds": [
-    0.00039893250000204715,
-    0.0007031918999928166,
-    0.0007626133000030677
+    0.0006617446000063865,
+    0.0007081157000015992,
+    0.00033202959999698576
    ],
    "pass_host_canary_seconds": [
-    9.247442499997759e-06,
-    1.2230592499804516e-05,
-    1.0659207499941204e-05
+    1.0259050000058779e-05,
+    1.482858250000163e-05,
+    9.71641499972975e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.8903045000229212e-05,
-    2.22340099998064e-05,
-    1.9720965000260548e-05
+    2.064356500000031e-05,
+    1.749945499966543e-05,
+    1.5712074999214563e-05
    ]
   },
   "optimizer_sgd_foreach_per_param": {
-   "seconds": 3.652714285706793e-06,
-   "min": 2.7028437499560757e-06,
-   "max": 4.012136160826328e-06,
+   "seconds": 3.27809821420999e-06,
+   "min": 2.79984598223442e-06,
+   "max": 5.492435267738317e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10435,28 +11156,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.24519499960752e-06,
-   "host_backward_canary_seconds": 1.9757139999683203e-05,
+   "host_canary_seconds": 9.89586999992298e-06,
+   "host_backward_canary_seconds": 2.0147815000086667e-05,
    "pass_seconds": [
-    2.80484375002134e-06,
-    3.6948303570990708e-06,
-    3.652714285706793e-06
+    3.27809821420999e-06,
+    4.744479910913567e-06,
+    3.24082812497295e-06
    ],
    "pass_host_canary_seconds": [
-    9.24519499960752e-06,
-    1.1715767499822504e-05,
-    1.0370802500005993e-05
+    9.89586999992298e-06,
+    1.4316187499900934e-05,
+    9.591107499886675e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9757139999683203e-05,
-    2.3683654999331337e-05,
-    2.115258999992875e-05
+    2.0147815000086667e-05,
+    1.662201999977242e-05,
+    1.5340149999474307e-05
    ]
   },
   "optimizer_sgd_foreach_per_step": {
-   "seconds": 0.00015705142858938155,
-   "min": 3.9211857191341035e-05,
-   "max": 0.00039138185713584656,
+   "seconds": 0.0001779988571278019,
+   "min": 8.800728569115433e-05,
+   "max": 0.0005277427142930589,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10466,28 +11187,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.24519499960752e-06,
-   "host_backward_canary_seconds": 1.9757139999683203e-05,
+   "host_canary_seconds": 9.89586999992298e-06,
+   "host_backward_canary_seconds": 2.0147815000086667e-05,
    "pass_seconds": [
-    0.00010207199998798648,
-    0.00015705142858938155,
-    0.00019891957140316663
+    0.0001589755714478867,
+    0.00024611271422665074,
+    0.0001779988571278019
    ],
    "pass_host_canary_seconds": [
-    9.24519499960752e-06,
-    1.1715767499822504e-05,
-    1.0370802500005993e-05
+    9.89586999992298e-06,
+    1.4316187499900934e-05,
+    9.591107499886675e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9757139999683203e-05,
-    2.3683654999331337e-05,
-    2.115258999992875e-05
+    2.0147815000086667e-05,
+    1.662201999977242e-05,
+    1.5340149999474307e-05
    ]
   },
   "optimizer_sgd_foreach_cold_per_param": {
-   "seconds": 5.181433035517102e-06,
-   "min": 2.97804910737958e-06,
-   "max": 5.7364843750105725e-06,
+   "seconds": 4.561390624959115e-06,
+   "min": 2.246290178372793e-06,
+   "max": 5.655325892663297e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10497,28 +11218,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.358240000096884e-06,
-   "host_backward_canary_seconds": 1.7034709999279584e-05,
+   "host_canary_seconds": 1.0667360000411463e-05,
+   "host_backward_canary_seconds": 2.1625910000011574e-05,
    "pass_seconds": [
-    3.1833660715717216e-06,
-    5.181433035517102e-06,
-    5.250624999929089e-06
+    4.224854910615607e-06,
+    4.81453571410384e-06,
+    4.561390624959115e-06
    ],
    "pass_host_canary_seconds": [
-    9.358240000096884e-06,
-    1.1049395000100049e-05,
-    1.054779499952474e-05
+    1.0667360000411463e-05,
+    9.995815000252151e-06,
+    9.473675000322146e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7034709999279584e-05,
-    2.4200480000899917e-05,
-    2.1304370000052587e-05
+    2.1625910000011574e-05,
+    1.7299469999443317e-05,
+    1.7161900000246533e-05
    ]
   },
   "optimizer_sgd_foreach_cold_per_step": {
-   "seconds": 0.0006458910000089548,
-   "min": 0.00045693800011901785,
-   "max": 0.0008254124286232972,
+   "seconds": 0.0006486400000247678,
+   "min": 0.0004441745713847922,
+   "max": 0.0007475530000127556,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10528,28 +11249,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.358240000096884e-06,
-   "host_backward_canary_seconds": 1.7034709999279584e-05,
+   "host_canary_seconds": 1.0667360000411463e-05,
+   "host_backward_canary_seconds": 2.1625910000011574e-05,
    "pass_seconds": [
-    0.0006160281428395008,
-    0.0006541021428055111,
-    0.0006458910000089548
+    0.0006608731428221809,
+    0.0005647891428972279,
+    0.0006486400000247678
    ],
    "pass_host_canary_seconds": [
-    9.358240000096884e-06,
-    1.1049395000100049e-05,
-    1.054779499952474e-05
+    1.0667360000411463e-05,
+    9.995815000252151e-06,
+    9.473675000322146e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7034709999279584e-05,
-    2.4200480000899917e-05,
-    2.1304370000052587e-05
+    2.1625910000011574e-05,
+    1.7299469999443317e-05,
+    1.7161900000246533e-05
    ]
   },
   "optimizer_sgd_foreach_large": {
-   "seconds": 0.00019641500000489032,
-   "min": 0.00018395999995846068,
-   "max": 0.00022441600003730855,
+   "seconds": 0.00019834299996546179,
+   "min": 0.00018375800004832854,
+   "max": 0.00023477900003854302,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -10557,15 +11278,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.0001879640000197469,
-    0.00019641500000489032,
-    0.00020030899997891538
+    0.00019150899993292114,
+    0.00019834299996546179,
+    0.00020468100001380662
    ]
   },
   "optimizer_sgd_for_loop_per_param": {
-   "seconds": 2.6299734374798538e-05,
-   "min": 2.2417560267789277e-05,
-   "max": 3.3774044642649006e-05,
+   "seconds": 2.6642321428635034e-05,
+   "min": 2.084449776771992e-05,
+   "max": 3.255952232171312e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10575,28 +11296,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.824782500198581e-06,
-   "host_backward_canary_seconds": 1.787871000033192e-05,
+   "host_canary_seconds": 1.0979392500019002e-05,
+   "host_backward_canary_seconds": 2.2507184999653874e-05,
    "pass_seconds": [
-    2.6299734374798538e-05,
-    2.531928125014206e-05,
-    3.2786006696586666e-05
+    2.6642321428635034e-05,
+    2.4019522321339082e-05,
+    2.8887245535815153e-05
    ],
    "pass_host_canary_seconds": [
-    8.824782500198581e-06,
-    8.068897499811101e-06,
-    1.0948127500114424e-05
+    1.0979392500019002e-05,
+    8.334252500219462e-06,
+    9.62199749977799e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.787871000033192e-05,
-    1.5888660000200618e-05,
-    2.0302999999444182e-05
+    2.2507184999653874e-05,
+    1.5010155000254599e-05,
+    2.1087375000092834e-05
    ]
   },
   "optimizer_sgd_for_loop_per_step": {
-   "seconds": 0.00017105542852797443,
-   "min": -0.00013812185722729604,
-   "max": 0.0008829001428044389,
+   "seconds": 0.00023958214291854214,
+   "min": -0.00019089514289914538,
+   "max": 0.0007615968571599296,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10606,28 +11327,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.824782500198581e-06,
-   "host_backward_canary_seconds": 1.787871000033192e-05,
+   "host_canary_seconds": 1.0979392500019002e-05,
+   "host_backward_canary_seconds": 2.2507184999653874e-05,
    "pass_seconds": [
-    0.00017105542852797443,
-    0.00015094757145561744,
-    0.0003210241428957617
+    0.00023958214291854214,
+    0.00014726014296684298,
+    0.0002952808571145787
    ],
    "pass_host_canary_seconds": [
-    8.824782500198581e-06,
-    8.068897499811101e-06,
-    1.0948127500114424e-05
+    1.0979392500019002e-05,
+    8.334252500219462e-06,
+    9.62199749977799e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.787871000033192e-05,
-    1.5888660000200618e-05,
-    2.0302999999444182e-05
+    2.2507184999653874e-05,
+    1.5010155000254599e-05,
+    2.1087375000092834e-05
    ]
   },
   "optimizer_sgd_for_loop_cold_per_param": {
-   "seconds": 3.277424553565262e-05,
-   "min": 2.4181412946435087e-05,
-   "max": 3.555889285727127e-05,
+   "seconds": 2.9005508928544748e-05,
+   "min": 1.9721926339398366e-05,
+   "max": 3.416970312488031e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10637,28 +11358,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.99503500022547e-06,
-   "host_backward_canary_seconds": 2.0466890000534476e-05,
+   "host_canary_seconds": 1.075038500005121e-05,
+   "host_backward_canary_seconds": 2.261859999975968e-05,
    "pass_seconds": [
-    2.7507734375019156e-05,
-    3.277424553565262e-05,
-    3.432733705364756e-05
+    3.0147968750020887e-05,
+    2.9005508928544748e-05,
+    2.4089968749966113e-05
    ],
    "pass_host_canary_seconds": [
-    8.99503500022547e-06,
-    9.6673850003981e-06,
-    1.073275500004911e-05
+    1.075038500005121e-05,
+    9.855815000037182e-06,
+    7.630640000115819e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0466890000534476e-05,
-    2.3237480000943833e-05,
-    2.2564490000149816e-05
+    2.261859999975968e-05,
+    2.0310559999643374e-05,
+    1.8851959999892643e-05
    ]
   },
   "optimizer_sgd_for_loop_cold_per_step": {
-   "seconds": 0.0006678132857749525,
-   "min": -5.652671422597339e-05,
-   "max": 0.0012456334285876178,
+   "seconds": 0.0005843674285545472,
+   "min": -0.00011440814284924272,
+   "max": 0.0016221109999118458,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10668,28 +11389,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.99503500022547e-06,
-   "host_backward_canary_seconds": 2.0466890000534476e-05,
+   "host_canary_seconds": 1.075038500005121e-05,
+   "host_backward_canary_seconds": 2.261859999975968e-05,
    "pass_seconds": [
-    0.0005191595714677533,
-    0.0006678132857749525,
-    0.0006992771428226013
+    0.000747501999951185,
+    0.0005843674285545472,
+    0.0005665290000576664
    ],
    "pass_host_canary_seconds": [
-    8.99503500022547e-06,
-    9.6673850003981e-06,
-    1.073275500004911e-05
+    1.075038500005121e-05,
+    9.855815000037182e-06,
+    7.630640000115819e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0466890000534476e-05,
-    2.3237480000943833e-05,
-    2.2564490000149816e-05
+    2.261859999975968e-05,
+    2.0310559999643374e-05,
+    1.8851959999892643e-05
    ]
   },
   "optimizer_sgd_for_loop_large": {
-   "seconds": 0.00018489499996121594,
-   "min": 0.00016501400000379363,
-   "max": 0.0002609719999782101,
+   "seconds": 0.00017345199989904359,
+   "min": 0.00016087500000594446,
+   "max": 0.00022621799996613845,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -10697,15 +11418,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00016835700000683573,
-    0.00020780699992428708,
-    0.00018489499996121594
+    0.00016413999992437311,
+    0.00017345199989904359,
+    0.00017347700008940592
    ]
   },
   "optimizer_sgd_fused_per_param": {
-   "seconds": 2.8186696425791524e-06,
-   "min": 2.101854910817126e-06,
-   "max": 3.062104910713158e-06,
+   "seconds": 2.4359084824153243e-06,
+   "min": 1.3828683036771444e-06,
+   "max": 4.09348660695181e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10715,28 +11436,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.071850000168524e-06,
-   "host_backward_canary_seconds": 1.9963160000315838e-05,
+   "host_canary_seconds": 8.57773999996425e-06,
+   "host_backward_canary_seconds": 2.1105419999685183e-05,
    "pass_seconds": [
-    2.1398214283660115e-06,
-    2.8186696425791524e-06,
-    2.9104419643845503e-06
+    1.6966495535492804e-06,
+    2.748176339447842e-06,
+    2.4359084824153243e-06
    ],
    "pass_host_canary_seconds": [
-    9.071850000168524e-06,
-    1.140694000014264e-05,
-    1.1106302499968024e-05
+    8.57773999996425e-06,
+    1.0500125000021399e-05,
+    1.015408999990086e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9963160000315838e-05,
-    2.4822370000947558e-05,
-    2.189615999952821e-05
+    2.1105419999685183e-05,
+    2.2465470000270215e-05,
+    1.534942000034789e-05
    ]
   },
   "optimizer_sgd_fused_per_step": {
-   "seconds": 0.00016042728568014093,
-   "min": 5.1188857030735684e-05,
-   "max": 0.00030812085716596424,
+   "seconds": 0.00010983442856676058,
+   "min": -1.855571375537177e-06,
+   "max": 0.0003697632856918582,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10746,28 +11467,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.071850000168524e-06,
-   "host_backward_canary_seconds": 1.9963160000315838e-05,
+   "host_canary_seconds": 8.57773999996425e-06,
+   "host_backward_canary_seconds": 2.1105419999685183e-05,
    "pass_seconds": [
-    6.713814286740671e-05,
-    0.00018806857152802486,
-    0.00016042728568014093
+    9.046314289662405e-05,
+    0.00016860142855940858,
+    0.00010983442856676058
    ],
    "pass_host_canary_seconds": [
-    9.071850000168524e-06,
-    1.140694000014264e-05,
-    1.1106302499968024e-05
+    8.57773999996425e-06,
+    1.0500125000021399e-05,
+    1.015408999990086e-05
    ],
    "pass_host_backward_canary_seconds": [
-    1.9963160000315838e-05,
-    2.4822370000947558e-05,
-    2.189615999952821e-05
+    2.1105419999685183e-05,
+    2.2465470000270215e-05,
+    1.534942000034789e-05
    ]
   },
   "optimizer_sgd_fused_cold_per_param": {
-   "seconds": 3.477899553619831e-06,
-   "min": 2.2761562498934448e-06,
-   "max": 4.339825892683637e-06,
+   "seconds": 3.4293348214475827e-06,
+   "min": 1.7056138393708612e-06,
+   "max": 4.091993303692984e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10777,28 +11498,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.10954000005404e-06,
-   "host_backward_canary_seconds": 2.041723999923306e-05,
+   "host_canary_seconds": 1.0651030000303764e-05,
+   "host_backward_canary_seconds": 1.874255000075209e-05,
    "pass_seconds": [
-    2.6841450893044794e-06,
-    3.4822767856569825e-06,
-    3.477899553619831e-06
+    3.4293348214475827e-06,
+    3.513305803488314e-06,
+    3.026227678353572e-06
    ],
    "pass_host_canary_seconds": [
-    9.10954000005404e-06,
-    1.085926999962794e-05,
-    1.0032335000005332e-05
+    1.0651030000303764e-05,
+    9.642874999826745e-06,
+    8.964059999811979e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.041723999923306e-05,
-    2.3708059999307806e-05,
-    2.1637950000013005e-05
+    1.874255000075209e-05,
+    1.756680999960736e-05,
+    1.735684999971454e-05
    ]
   },
   "optimizer_sgd_fused_cold_per_step": {
-   "seconds": 0.0006316887141955313,
-   "min": 0.00046363814293012444,
-   "max": 0.0007102301429345711,
+   "seconds": 0.0005790908571888004,
+   "min": 0.0003847188572113477,
+   "max": 0.0008609837142980073,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10808,28 +11529,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.10954000005404e-06,
-   "host_backward_canary_seconds": 2.041723999923306e-05,
+   "host_canary_seconds": 1.0651030000303764e-05,
+   "host_backward_canary_seconds": 1.874255000075209e-05,
    "pass_seconds": [
-    0.0005352555714353002,
-    0.0006321427142990745,
-    0.0006316887141955313
+    0.0006460045714220541,
+    0.0005363655714550727,
+    0.0005790908571888004
    ],
    "pass_host_canary_seconds": [
-    9.10954000005404e-06,
-    1.085926999962794e-05,
-    1.0032335000005332e-05
+    1.0651030000303764e-05,
+    9.642874999826745e-06,
+    8.964059999811979e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.041723999923306e-05,
-    2.3708059999307806e-05,
-    2.1637950000013005e-05
+    1.874255000075209e-05,
+    1.756680999960736e-05,
+    1.735684999971454e-05
    ]
   },
   "optimizer_sgd_fused_large": {
-   "seconds": 0.00013865400001122907,
-   "min": 0.00012982600003397238,
-   "max": 0.0001513309999836565,
+   "seconds": 0.00014968200002840604,
+   "min": 0.00012268600005427288,
+   "max": 0.00017491400001290458,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -10837,15 +11558,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00013162599998395308,
-    0.0001410490000353093,
-    0.00013865400001122907
+    0.0001539280000315557,
+    0.00014968200002840604,
+    0.00012585699994360766
    ]
   },
   "optimizer_sgd_wd_foreach_per_param": {
-   "seconds": 5.60126562478201e-06,
-   "min": 4.241439732258609e-06,
-   "max": 7.279674107201524e-06,
+   "seconds": 5.453540178430265e-06,
+   "min": 3.978558035910851e-06,
+   "max": 7.852910714335945e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10855,28 +11576,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.081585000103587e-06,
-   "host_backward_canary_seconds": 1.7988450000530065e-05,
+   "host_canary_seconds": 1.0026067499779856e-05,
+   "host_backward_canary_seconds": 1.7945715000564633e-05,
    "pass_seconds": [
-    5.60126562478201e-06,
-    6.447459821399905e-06,
-    4.625466517995035e-06
+    5.453540178430265e-06,
+    6.839439732278915e-06,
+    5.288752232094193e-06
    ],
    "pass_host_canary_seconds": [
-    9.081585000103587e-06,
-    1.012703500009593e-05,
-    1.0045749999960662e-05
+    1.0026067499779856e-05,
+    9.659544999749415e-06,
+    8.677087499791014e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7988450000530065e-05,
-    2.0250289999239613e-05,
-    2.1573464999278257e-05
+    1.7945715000564633e-05,
+    1.5602350000563092e-05,
+    1.683400999979767e-05
    ]
   },
   "optimizer_sgd_wd_foreach_per_step": {
-   "seconds": 0.00019927885708576857,
-   "min": 0.00010121514287675382,
-   "max": 0.000537336714290047,
+   "seconds": 0.00020891642855401315,
+   "min": 2.046900004058571e-05,
+   "max": 0.0003875457143911782,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10886,28 +11607,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.081585000103587e-06,
-   "host_backward_canary_seconds": 1.7988450000530065e-05,
+   "host_canary_seconds": 1.0026067499779856e-05,
+   "host_backward_canary_seconds": 1.7945715000564633e-05,
    "pass_seconds": [
-    0.00014310571438207783,
-    0.00019939757139906888,
-    0.00019927885708576857
+    0.00020891642855401315,
+    0.00022533985705714646,
+    0.0002063287142358864
    ],
    "pass_host_canary_seconds": [
-    9.081585000103587e-06,
-    1.012703500009593e-05,
-    1.0045749999960662e-05
+    1.0026067499779856e-05,
+    9.659544999749415e-06,
+    8.677087499791014e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7988450000530065e-05,
-    2.0250289999239613e-05,
-    2.1573464999278257e-05
+    1.7945715000564633e-05,
+    1.5602350000563092e-05,
+    1.683400999979767e-05
    ]
   },
   "optimizer_sgd_wd_foreach_cold_per_param": {
-   "seconds": 8.219651785625257e-06,
-   "min": 5.734611607165009e-06,
-   "max": 1.5123022321412399e-05,
+   "seconds": 7.176180803623668e-06,
+   "min": 5.57059151771812e-06,
+   "max": 1.0261629464127151e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10917,28 +11638,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.053955000126735e-06,
-   "host_backward_canary_seconds": 1.9062579999626904e-05,
+   "host_canary_seconds": 9.906860000228335e-06,
+   "host_backward_canary_seconds": 2.1485269999175217e-05,
    "pass_seconds": [
-    6.92941517854706e-06,
-    8.85507366074226e-06,
-    8.219651785625257e-06
+    7.176180803623668e-06,
+    9.501843749910271e-06,
+    5.7041763393986656e-06
    ],
    "pass_host_canary_seconds": [
-    9.053955000126735e-06,
-    1.039434999995592e-05,
-    1.0185989999627054e-05
+    9.906860000228335e-06,
+    9.874350000131927e-06,
+    7.154154999966522e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9062579999626904e-05,
-    2.2177829999918687e-05,
-    1.9144430000324063e-05
+    2.1485269999175217e-05,
+    1.9401309999693693e-05,
+    1.616080000076181e-05
    ]
   },
   "optimizer_sgd_wd_foreach_cold_per_step": {
-   "seconds": 0.0006851335714860138,
-   "min": 0.00039454457141476136,
-   "max": 0.0012174649999354059,
+   "seconds": 0.0007062095714250713,
+   "min": 0.0003081341429346399,
+   "max": 0.0011181542857424834,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -10948,28 +11669,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.053955000126735e-06,
-   "host_backward_canary_seconds": 1.9062579999626904e-05,
+   "host_canary_seconds": 9.906860000228335e-06,
+   "host_backward_canary_seconds": 2.1485269999175217e-05,
    "pass_seconds": [
-    0.0006851335714860138,
-    0.0008548064285735434,
-    0.0006503265713523174
+    0.0007852558570838093,
+    0.0007062095714250713,
+    0.000599929142854957
    ],
    "pass_host_canary_seconds": [
-    9.053955000126735e-06,
-    1.039434999995592e-05,
-    1.0185989999627054e-05
+    9.906860000228335e-06,
+    9.874350000131927e-06,
+    7.154154999966522e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9062579999626904e-05,
-    2.2177829999918687e-05,
-    1.9144430000324063e-05
+    2.1485269999175217e-05,
+    1.9401309999693693e-05,
+    1.616080000076181e-05
    ]
   },
   "optimizer_sgd_wd_for_loop_per_param": {
-   "seconds": 4.097718973231476e-05,
-   "min": 3.562404910693674e-05,
-   "max": 5.4763939732233826e-05,
+   "seconds": 4.3892450893169765e-05,
+   "min": 2.8239763392993007e-05,
+   "max": 4.629122544663744e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -10979,28 +11700,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.053955000126735e-06,
-   "host_backward_canary_seconds": 1.6737109999667153e-05,
+   "host_canary_seconds": 1.0799844999951347e-05,
+   "host_backward_canary_seconds": 2.230803999964337e-05,
    "pass_seconds": [
-    3.6600366071480395e-05,
-    4.338966294652786e-05,
-    4.097718973231476e-05
+    4.3892450893169765e-05,
+    4.405945758938807e-05,
+    3.0215412946534214e-05
    ],
    "pass_host_canary_seconds": [
-    9.053955000126735e-06,
-    1.0965050000208976e-05,
-    9.95634500043252e-06
+    1.0799844999951347e-05,
+    1.0678380000399557e-05,
+    7.103662500185238e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6737109999667153e-05,
-    2.26213700000244e-05,
-    2.2075680000170906e-05
+    2.230803999964337e-05,
+    2.081032999967647e-05,
+    1.742894500011971e-05
    ]
   },
   "optimizer_sgd_wd_for_loop_per_step": {
-   "seconds": 0.0004832908570863636,
-   "min": -0.00014530814296774336,
-   "max": 0.001761173142816525,
+   "seconds": 0.00040425671433500345,
+   "min": -2.690685716645819e-05,
+   "max": 0.0006542110000964385,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11010,28 +11731,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.053955000126735e-06,
-   "host_backward_canary_seconds": 1.6737109999667153e-05,
+   "host_canary_seconds": 1.0799844999951347e-05,
+   "host_backward_canary_seconds": 2.230803999964337e-05,
    "pass_seconds": [
-    0.0002462697143365794,
-    0.0004832908570863636,
-    0.0005418485713854742
+    0.00046267199996106794,
+    0.00040425671433500345,
+    0.00023043114289781176
    ],
    "pass_host_canary_seconds": [
-    9.053955000126735e-06,
-    1.0965050000208976e-05,
-    9.95634500043252e-06
+    1.0799844999951347e-05,
+    1.0678380000399557e-05,
+    7.103662500185238e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6737109999667153e-05,
-    2.26213700000244e-05,
-    2.2075680000170906e-05
+    2.230803999964337e-05,
+    2.081032999967647e-05,
+    1.742894500011971e-05
    ]
   },
   "optimizer_sgd_wd_for_loop_cold_per_param": {
-   "seconds": 4.2144587053728954e-05,
-   "min": 2.915130357144286e-05,
-   "max": 7.283558705343094e-05,
+   "seconds": 4.1802435267714243e-05,
+   "min": 2.960359821407061e-05,
+   "max": 4.5246194196530655e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11041,28 +11762,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.076649999997244e-06,
-   "host_backward_canary_seconds": 1.9652669999459248e-05,
+   "host_canary_seconds": 1.0575619999713126e-05,
+   "host_backward_canary_seconds": 2.155317999950057e-05,
    "pass_seconds": [
-    3.759878571431484e-05,
-    4.364485714296913e-05,
-    4.2144587053728954e-05
+    4.355158258917413e-05,
+    4.1802435267714243e-05,
+    3.124327901790228e-05
    ],
    "pass_host_canary_seconds": [
-    9.076649999997244e-06,
-    1.0605569999597719e-05,
-    1.000833999967199e-05
+    1.0575619999713126e-05,
+    1.020605999997315e-05,
+    7.066739999572746e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9652669999459248e-05,
-    2.355430999955388e-05,
-    2.1457130000044344e-05
+    2.155317999950057e-05,
+    2.1433770000385267e-05,
+    1.7361290000508235e-05
    ]
   },
   "optimizer_sgd_wd_for_loop_cold_per_step": {
-   "seconds": 0.000731162857147995,
-   "min": -0.0007483225713420848,
-   "max": 0.002010723571434677,
+   "seconds": 0.0007885998571574809,
+   "min": -9.25857142907e-05,
+   "max": 0.0011667599999814877,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11072,28 +11793,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.076649999997244e-06,
-   "host_backward_canary_seconds": 1.9652669999459248e-05,
+   "host_canary_seconds": 1.0575619999713126e-05,
+   "host_backward_canary_seconds": 2.155317999950057e-05,
    "pass_seconds": [
-    0.000665245142889554,
-    0.000731162857147995,
-    0.0007848750000545935
+    0.0008251700000982964,
+    0.0007885998571574809,
+    0.000672093285808322
    ],
    "pass_host_canary_seconds": [
-    9.076649999997244e-06,
-    1.0605569999597719e-05,
-    1.000833999967199e-05
+    1.0575619999713126e-05,
+    1.020605999997315e-05,
+    7.066739999572746e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9652669999459248e-05,
-    2.355430999955388e-05,
-    2.1457130000044344e-05
+    2.155317999950057e-05,
+    2.1433770000385267e-05,
+    1.7361290000508235e-05
    ]
   },
   "optimizer_sgd_wd_fused_per_param": {
-   "seconds": 2.499959821631949e-06,
-   "min": 2.171064732183124e-06,
-   "max": 2.844785714423941e-06,
+   "seconds": 1.5580223214430231e-06,
+   "min": 1.3962544644284338e-06,
+   "max": 2.967127232165824e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11103,28 +11824,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.663374999604457e-06,
-   "host_backward_canary_seconds": 2.0832289999361818e-05,
+   "host_canary_seconds": 1.0744720000275266e-05,
+   "host_backward_canary_seconds": 1.999353999963205e-05,
    "pass_seconds": [
-    2.276736606989159e-06,
-    2.499959821631949e-06,
-    2.7247053570838327e-06
+    2.6679642855599795e-06,
+    1.5580223214430231e-06,
+    1.527810267631935e-06
    ],
    "pass_host_canary_seconds": [
-    9.663374999604457e-06,
-    1.0250199999859432e-05,
-    1.027716999999484e-05
+    1.0744720000275266e-05,
+    8.61439999994218e-06,
+    7.4028249997581955e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0832289999361818e-05,
-    2.2815270000364762e-05,
-    2.1333170000161772e-05
+    1.999353999963205e-05,
+    2.5265530000524448e-05,
+    1.5810900000587934e-05
    ]
   },
   "optimizer_sgd_wd_fused_per_step": {
-   "seconds": 0.0001163392856174791,
-   "min": 5.706399994258909e-05,
-   "max": 0.0002962428570429308,
+   "seconds": 7.44637142296207e-05,
+   "min": 4.022214284304937e-05,
+   "max": 0.0002952069999245006,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11134,28 +11855,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.663374999604457e-06,
-   "host_backward_canary_seconds": 2.0832289999361818e-05,
+   "host_canary_seconds": 1.0744720000275266e-05,
+   "host_backward_canary_seconds": 1.999353999963205e-05,
    "pass_seconds": [
-    6.960957138549669e-05,
-    0.0001163392856174791,
-    0.0001783128571040444
+    0.00014769842854483222,
+    7.44637142296207e-05,
+    7.388814287878631e-05
    ],
    "pass_host_canary_seconds": [
-    9.663374999604457e-06,
-    1.0250199999859432e-05,
-    1.027716999999484e-05
+    1.0744720000275266e-05,
+    8.61439999994218e-06,
+    7.4028249997581955e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0832289999361818e-05,
-    2.2815270000364762e-05,
-    2.1333170000161772e-05
+    1.999353999963205e-05,
+    2.5265530000524448e-05,
+    1.5810900000587934e-05
    ]
   },
   "optimizer_sgd_wd_fused_cold_per_param": {
-   "seconds": 3.906325892850353e-06,
-   "min": 2.7173013393674443e-06,
-   "max": 4.797064731982508e-06,
+   "seconds": 3.5228035713938003e-06,
+   "min": 1.920816964024701e-06,
+   "max": 4.459337053524288e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11165,28 +11886,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.097795000343468e-06,
-   "host_backward_canary_seconds": 1.7364389999556807e-05,
+   "host_canary_seconds": 1.0839755000233708e-05,
+   "host_backward_canary_seconds": 2.1813490000113235e-05,
    "pass_seconds": [
-    2.8896852679594076e-06,
-    3.9524620533930895e-06,
-    3.906325892850353e-06
+    4.187808035587588e-06,
+    3.5228035713938003e-06,
+    2.401491071525795e-06
    ],
    "pass_host_canary_seconds": [
-    9.097795000343468e-06,
-    1.0829015000126674e-05,
-    1.0359434999713813e-05
+    1.0839755000233708e-05,
+    9.073255000089376e-06,
+    7.293859999890628e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7364389999556807e-05,
-    2.2537940000120217e-05,
-    2.2192469999708918e-05
+    2.1813490000113235e-05,
+    1.7798220000031506e-05,
+    1.8196749999788152e-05
    ]
   },
   "optimizer_sgd_wd_fused_cold_per_step": {
-   "seconds": 0.0005878550001138397,
-   "min": 0.0005112371429244636,
-   "max": 0.000728917428578565,
+   "seconds": 0.0005817132857178617,
+   "min": 0.00041056100003191077,
+   "max": 0.0007071957143775112,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11196,28 +11917,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.097795000343468e-06,
-   "host_backward_canary_seconds": 1.7364389999556807e-05,
+   "host_canary_seconds": 1.0839755000233708e-05,
+   "host_backward_canary_seconds": 2.1813490000113235e-05,
    "pass_seconds": [
-    0.000533148142835671,
-    0.0006511667142733911,
-    0.0005878550001138397
+    0.0005999477143794657,
+    0.0005817132857178617,
+    0.0005191545714231843
    ],
    "pass_host_canary_seconds": [
-    9.097795000343468e-06,
-    1.0829015000126674e-05,
-    1.0359434999713813e-05
+    1.0839755000233708e-05,
+    9.073255000089376e-06,
+    7.293859999890628e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7364389999556807e-05,
-    2.2537940000120217e-05,
-    2.2192469999708918e-05
+    2.1813490000113235e-05,
+    1.7798220000031506e-05,
+    1.8196749999788152e-05
    ]
   },
   "optimizer_adamw_foreach_per_param": {
-   "seconds": 1.3327654018116927e-05,
-   "min": 1.1021808035900043e-05,
-   "max": 1.495512946420823e-05,
+   "seconds": 1.2780756696275017e-05,
+   "min": 7.2779799106724245e-06,
+   "max": 1.4459511160731203e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11227,28 +11948,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.143595000011828e-06,
-   "host_backward_canary_seconds": 1.5477889999715443e-05,
+   "host_canary_seconds": 1.1002199999836649e-05,
+   "host_backward_canary_seconds": 1.8289704999574494e-05,
    "pass_seconds": [
-    1.116951339292476e-05,
-    1.4338930803603489e-05,
-    1.3327654018116927e-05
+    1.4025767857108104e-05,
+    1.2780756696275017e-05,
+    1.1614058035799449e-05
    ],
    "pass_host_canary_seconds": [
-    9.143595000011828e-06,
-    1.102759500014372e-05,
-    1.0264757499953702e-05
+    1.1002199999836649e-05,
+    9.716280000020562e-06,
+    8.630257500215067e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.5477889999715443e-05,
-    2.1933219999823448e-05,
-    2.0315720000212423e-05
+    1.8289704999574494e-05,
+    1.626111000007313e-05,
+    1.572073999966506e-05
    ]
   },
   "optimizer_adamw_foreach_per_step": {
-   "seconds": 0.00042961857142082796,
-   "min": 0.00024316342864949547,
-   "max": 0.0006668445714045187,
+   "seconds": 0.0004124554285291586,
+   "min": 0.00021191157142246605,
+   "max": 0.000710121857131136,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11258,28 +11979,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.143595000011828e-06,
-   "host_backward_canary_seconds": 1.5477889999715443e-05,
+   "host_canary_seconds": 1.1002199999836649e-05,
+   "host_backward_canary_seconds": 1.8289704999574494e-05,
    "pass_seconds": [
-    0.00039163385716684776,
-    0.00042961857142082796,
-    0.0005050595714400126
+    0.000568534571503473,
+    0.0004124554285291586,
+    0.0003152542857703468
    ],
    "pass_host_canary_seconds": [
-    9.143595000011828e-06,
-    1.102759500014372e-05,
-    1.0264757499953702e-05
+    1.1002199999836649e-05,
+    9.716280000020562e-06,
+    8.630257500215067e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.5477889999715443e-05,
-    2.1933219999823448e-05,
-    2.0315720000212423e-05
+    1.8289704999574494e-05,
+    1.626111000007313e-05,
+    1.572073999966506e-05
    ]
   },
   "optimizer_adamw_foreach_cold_per_param": {
-   "seconds": 1.2758948660770589e-05,
-   "min": 9.65814732139287e-06,
-   "max": 1.7698026785544535e-05,
+   "seconds": 1.6071140624772185e-05,
+   "min": 8.133575892799172e-06,
+   "max": 1.7604357142835575e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11289,28 +12010,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.132600000043568e-06,
-   "host_backward_canary_seconds": 1.7657330000702133e-05,
+   "host_canary_seconds": 1.067164000005505e-05,
+   "host_backward_canary_seconds": 2.1092030000318118e-05,
    "pass_seconds": [
-    1.2758948660770589e-05,
-    1.1867308035817814e-05,
-    1.634984151773925e-05
+    1.626526116079877e-05,
+    1.6071140624772185e-05,
+    9.759843750194769e-06
    ],
    "pass_host_canary_seconds": [
-    9.132600000043568e-06,
-    1.0894370000187336e-05,
-    1.0201590000065152e-05
+    1.067164000005505e-05,
+    9.709349999980077e-06,
+    7.098760000303628e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7657330000702133e-05,
-    2.198571000008087e-05,
-    2.0222460000240973e-05
+    2.1092030000318118e-05,
+    2.063571000007869e-05,
+    1.763453999956255e-05
    ]
   },
   "optimizer_adamw_foreach_cold_per_step": {
-   "seconds": 0.0010298175713420018,
-   "min": 0.0004870321428143143,
-   "max": 0.0015505071429678147,
+   "seconds": 0.0011152205714941893,
+   "min": 0.0007921851428948555,
+   "max": 0.0020401707141835296,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11320,28 +12041,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.132600000043568e-06,
-   "host_backward_canary_seconds": 1.7657330000702133e-05,
+   "host_canary_seconds": 1.067164000005505e-05,
+   "host_backward_canary_seconds": 2.1092030000318118e-05,
    "pass_seconds": [
-    0.0009945724286483581,
-    0.0010705932857523034,
-    0.0010298175713420018
+    0.0011209969999624394,
+    0.0011152205714941893,
+    0.0008746634285898836
    ],
    "pass_host_canary_seconds": [
-    9.132600000043568e-06,
-    1.0894370000187336e-05,
-    1.0201590000065152e-05
+    1.067164000005505e-05,
+    9.709349999980077e-06,
+    7.098760000303628e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.7657330000702133e-05,
-    2.198571000008087e-05,
-    2.0222460000240973e-05
+    2.1092030000318118e-05,
+    2.063571000007869e-05,
+    1.763453999956255e-05
    ]
   },
   "optimizer_adamw_foreach_large": {
-   "seconds": 0.0005843149999691377,
-   "min": 0.0004609280000522631,
-   "max": 0.0006271400000059657,
+   "seconds": 0.00046908499996334285,
+   "min": 0.00044042100000751816,
+   "max": 0.0005527570000367632,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -11349,15 +12070,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00046996599996873556,
-    0.0005893190000278992,
-    0.0005843149999691377
+    0.0004719869999689763,
+    0.0004467669999712598,
+    0.00046908499996334285
    ]
   },
   "optimizer_adamw_for_loop_per_param": {
-   "seconds": 0.00010177984151787152,
-   "min": 8.142043303597088e-05,
-   "max": 0.00011650555357129682,
+   "seconds": 8.031147767845985e-05,
+   "min": 6.431574330382059e-05,
+   "max": 0.0001118608950894741,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11367,28 +12088,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.054150000338268e-06,
-   "host_backward_canary_seconds": 1.9597140000087165e-05,
+   "host_canary_seconds": 1.0687314999699992e-05,
+   "host_backward_canary_seconds": 2.1821569999929126e-05,
    "pass_seconds": [
-    8.3480812499965e-05,
-    0.00010949798883912771,
-    0.00010177984151787152
+    0.00010280810044628806,
+    7.08388705355897e-05,
+    8.031147767845985e-05
    ],
    "pass_host_canary_seconds": [
-    9.054150000338268e-06,
-    1.0896569999658823e-05,
-    1.0128740000254765e-05
+    1.0687314999699992e-05,
+    6.855380000274636e-06,
+    7.832769999822632e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9597140000087165e-05,
-    2.328711000018302e-05,
-    2.0120170000836878e-05
+    2.1821569999929126e-05,
+    2.0260580000694973e-05,
+    1.6637029999628795e-05
    ]
   },
   "optimizer_adamw_for_loop_per_step": {
-   "seconds": 0.0005327110001027381,
-   "min": -8.868685724142556e-05,
-   "max": 0.0023436025714350505,
+   "seconds": 0.0004881721427279573,
+   "min": -0.0009929545714807576,
+   "max": 0.002754420428654417,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11398,28 +12119,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.054150000338268e-06,
-   "host_backward_canary_seconds": 1.9597140000087165e-05,
+   "host_canary_seconds": 1.0687314999699992e-05,
+   "host_backward_canary_seconds": 2.1821569999929126e-05,
    "pass_seconds": [
-    0.0004949537143537396,
-    0.0007321695714738652,
-    0.0005327110001027381
+    0.0006298527142364818,
+    0.00033897428574748874,
+    0.0004881721427279573
    ],
    "pass_host_canary_seconds": [
-    9.054150000338268e-06,
-    1.0896569999658823e-05,
-    1.0128740000254765e-05
+    1.0687314999699992e-05,
+    6.855380000274636e-06,
+    7.832769999822632e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9597140000087165e-05,
-    2.328711000018302e-05,
-    2.0120170000836878e-05
+    2.1821569999929126e-05,
+    2.0260580000694973e-05,
+    1.6637029999628795e-05
    ]
   },
   "optimizer_adamw_for_loop_cold_per_param": {
-   "seconds": 9.190078571436848e-05,
-   "min": 6.38876450891652e-05,
-   "max": 0.000112839245535972,
+   "seconds": 0.00010369110267863643,
+   "min": 6.592763616072464e-05,
+   "max": 0.00011346105803562117,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11429,28 +12150,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.313844999998764e-06,
-   "host_backward_canary_seconds": 1.6085510000038995e-05,
+   "host_canary_seconds": 1.092626999991353e-05,
+   "host_backward_canary_seconds": 2.2793429999410363e-05,
    "pass_seconds": [
-    6.725468526777181e-05,
-    0.00010423036160744914,
-    9.190078571436848e-05
+    0.00010644275669642005,
+    0.00010369110267863643,
+    9.460861383914221e-05
    ],
    "pass_host_canary_seconds": [
-    7.313844999998764e-06,
-    1.0836490000087906e-05,
-    9.987264999722355e-06
+    1.092626999991353e-05,
+    1.061684500029969e-05,
+    9.907174999739255e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6085510000038995e-05,
-    2.363117999948372e-05,
-    2.114060999929279e-05
+    2.2793429999410363e-05,
+    1.9653499999776614e-05,
+    1.734155000008286e-05
    ]
   },
   "optimizer_adamw_for_loop_cold_per_step": {
-   "seconds": 0.0010548075713196726,
-   "min": 0.00016959728575979393,
-   "max": 0.0042423245714482095,
+   "seconds": 0.0008382118571067364,
+   "min": -0.001635086714275401,
+   "max": 0.0027072322857455743,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11460,28 +12181,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.313844999998764e-06,
-   "host_backward_canary_seconds": 1.6085510000038995e-05,
+   "host_canary_seconds": 1.092626999991353e-05,
+   "host_backward_canary_seconds": 2.2793429999410363e-05,
    "pass_seconds": [
-    0.0009249388571756102,
-    0.001096495857041191,
-    0.0010548075713196726
+    0.0010904819999950632,
+    0.0006982464285556489,
+    0.0008382118571067364
    ],
    "pass_host_canary_seconds": [
-    7.313844999998764e-06,
-    1.0836490000087906e-05,
-    9.987264999722355e-06
+    1.092626999991353e-05,
+    1.061684500029969e-05,
+    9.907174999739255e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6085510000038995e-05,
-    2.363117999948372e-05,
-    2.114060999929279e-05
+    2.2793429999410363e-05,
+    1.9653499999776614e-05,
+    1.734155000008286e-05
    ]
   },
   "optimizer_adamw_for_loop_large": {
-   "seconds": 0.0003959160000022166,
-   "min": 0.00038959400001203903,
-   "max": 0.0005619570000590102,
+   "seconds": 0.00041744999998627463,
+   "min": 0.00038531500001681707,
+   "max": 0.000542124000048716,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -11489,15 +12210,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.0003959160000022166,
-    0.00039568299996517453,
-    0.0004512190000696137
+    0.0005040030000600382,
+    0.00041744999998627463,
+    0.0003886370000145689
    ]
   },
   "optimizer_adamw_fused_per_param": {
-   "seconds": 3.6054531251344154e-06,
-   "min": 2.2468504466490103e-06,
-   "max": 4.843368303752982e-06,
+   "seconds": 4.4164732143160886e-06,
+   "min": 2.470408482224684e-06,
+   "max": 4.815926339369574e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11507,28 +12228,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.210415000145076e-06,
-   "host_backward_canary_seconds": 1.4714239999875645e-05,
+   "host_canary_seconds": 1.0389150000094104e-05,
+   "host_backward_canary_seconds": 2.125074999980825e-05,
    "pass_seconds": [
-    2.3353169640622743e-06,
-    4.515301339174422e-06,
-    3.6054531251344154e-06
+    4.497613839201822e-06,
+    4.4164732143160886e-06,
+    2.5054218750446874e-06
    ],
    "pass_host_canary_seconds": [
-    7.210415000145076e-06,
-    1.0705830000290462e-05,
-    9.651350000012826e-06
+    1.0389150000094104e-05,
+    1.0418447500057937e-05,
+    7.149964999939584e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4714239999875645e-05,
-    2.3563640000361373e-05,
-    2.0590789999914706e-05
+    2.125074999980825e-05,
+    2.0727765000287943e-05,
+    2.214558999980909e-05
    ]
   },
   "optimizer_adamw_fused_per_step": {
-   "seconds": 0.0001349002857296,
-   "min": 8.319985714219262e-05,
-   "max": 0.0004087479999757956,
+   "seconds": 0.0001606794285667742,
+   "min": 9.163014288203288e-05,
+   "max": 0.00041975071430247875,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11538,28 +12259,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.210415000145076e-06,
-   "host_backward_canary_seconds": 1.4714239999875645e-05,
+   "host_canary_seconds": 1.0389150000094104e-05,
+   "host_backward_canary_seconds": 2.125074999980825e-05,
    "pass_seconds": [
-    0.00010325200009577072,
-    0.00022318871429303854,
-    0.0001349002857296
+    0.00023218671432394852,
+    0.0001606794285667742,
+    0.00013249728570891811
    ],
    "pass_host_canary_seconds": [
-    7.210415000145076e-06,
-    1.0705830000290462e-05,
-    9.651350000012826e-06
+    1.0389150000094104e-05,
+    1.0418447500057937e-05,
+    7.149964999939584e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4714239999875645e-05,
-    2.3563640000361373e-05,
-    2.0590789999914706e-05
+    2.125074999980825e-05,
+    2.0727765000287943e-05,
+    2.214558999980909e-05
    ]
   },
   "optimizer_adamw_fused_cold_per_param": {
-   "seconds": 3.871756696329141e-06,
-   "min": 2.975408482137303e-06,
-   "max": 6.682698660855278e-06,
+   "seconds": 6.446254464315919e-06,
+   "min": 3.0982879464553596e-06,
+   "max": 7.724029017655962e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -11569,28 +12290,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.184510000115552e-06,
-   "host_backward_canary_seconds": 1.643466000018634e-05,
+   "host_canary_seconds": 1.0785195000266867e-05,
+   "host_backward_canary_seconds": 2.1829609999031163e-05,
    "pass_seconds": [
-    3.3134642856781838e-06,
-    3.871756696329141e-06,
-    4.9118683038378615e-06
+    6.480772321333055e-06,
+    6.446254464315919e-06,
+    3.5668013393624117e-06
    ],
    "pass_host_canary_seconds": [
-    7.184510000115552e-06,
-    7.967889999918042e-06,
-    9.197875000381828e-06
+    1.0785195000266867e-05,
+    1.0414734999812936e-05,
+    7.270625000046493e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.643466000018634e-05,
-    2.314926999929412e-05,
-    2.0458420000295518e-05
+    2.1829609999031163e-05,
+    1.7219810000597136e-05,
+    2.0853680000527673e-05
    ]
   },
   "optimizer_adamw_fused_cold_per_step": {
-   "seconds": 0.0006081661428132584,
-   "min": 0.0003633724286373763,
-   "max": 0.00082713242859102,
+   "seconds": 0.0006913067142672194,
+   "min": 0.0003597771429083098,
+   "max": 0.0008086429998976591,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11600,28 +12321,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.184510000115552e-06,
-   "host_backward_canary_seconds": 1.643466000018634e-05,
+   "host_canary_seconds": 1.0785195000266867e-05,
+   "host_backward_canary_seconds": 2.1829609999031163e-05,
    "pass_seconds": [
-    0.0005425369999686934,
-    0.0006243495713696185,
-    0.0006081661428132584
+    0.0007213547142360507,
+    0.0006913067142672194,
+    0.000550346714313881
    ],
    "pass_host_canary_seconds": [
-    7.184510000115552e-06,
-    7.967889999918042e-06,
-    9.197875000381828e-06
+    1.0785195000266867e-05,
+    1.0414734999812936e-05,
+    7.270625000046493e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.643466000018634e-05,
-    2.314926999929412e-05,
-    2.0458420000295518e-05
+    2.1829609999031163e-05,
+    1.7219810000597136e-05,
+    2.0853680000527673e-05
    ]
   },
   "optimizer_adamw_fused_large": {
-   "seconds": 0.00022126299995761656,
-   "min": 0.00017988800004786754,
-   "max": 0.00024942599998212245,
+   "seconds": 0.00021120000008068018,
+   "min": 0.00018030700005056133,
+   "max": 0.0002497500000799846,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -11629,15 +12350,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.0001822689999926297,
-    0.0002243339999949967,
-    0.00022126299995761656
+    0.00021120000008068018,
+    0.00023236399999859714,
+    0.0001847250000537315
    ]
   },
   "zero_grad_per_param": {
-   "seconds": 1.2689040177958435e-06,
-   "min": 6.67602678408993e-07,
-   "max": 1.5834977677034852e-06,
+   "seconds": 1.346433035414358e-06,
+   "min": 4.6064508931107996e-07,
+   "max": 1.4967522319965707e-06,
    "samples": 33,
    "method": "optimizer.zero_grad(set_to_none=True) on 64 and 512 fp32 parameters holding gradients of 256 and 1048576 elements, the gradients set just before each call; (T(512) - T(64)) / 448; host clock around the call; median of 3 passes over the probe's run",
    "params": {
@@ -11651,28 +12372,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     ],
     "param_numel_order": "alternating"
    },
-   "host_canary_seconds": 9.711730000105946e-06,
-   "host_backward_canary_seconds": 2.0485100000655622e-05,
+   "host_canary_seconds": 1.043568999989475e-05,
+   "host_backward_canary_seconds": 1.8014219999713533e-05,
    "pass_seconds": [
-    8.584888393820782e-07,
-    1.2689040177958435e-06,
-    1.427073660512487e-06
+    1.3524285714185323e-06,
+    1.346433035414358e-06,
+    5.773370535929903e-07
    ],
    "pass_host_canary_seconds": [
-    9.711730000105946e-06,
-    1.057467999999062e-05,
-    1.0202709999873604e-05
+    1.043568999989475e-05,
+    1.0437420000073415e-05,
+    7.261224999979277e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0485100000655622e-05,
-    2.14890150004976e-05,
-    1.6663964999565905e-05
+    1.8014219999713533e-05,
+    1.9887429999698725e-05,
+    1.8349019999277516e-05
    ]
   },
   "zero_grad_per_step": {
-   "seconds": 5.099371428838952e-05,
-   "min": -8.183714369027121e-06,
-   "max": 0.00011259528566500064,
+   "seconds": 4.729728578110683e-05,
+   "min": 1.2099571465893989e-05,
+   "max": 0.00011554571431458629,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11686,28 +12407,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     ],
     "param_numel_order": "alternating"
    },
-   "host_canary_seconds": 9.711730000105946e-06,
-   "host_backward_canary_seconds": 2.0485100000655622e-05,
+   "host_canary_seconds": 1.043568999989475e-05,
+   "host_backward_canary_seconds": 1.8014219999713533e-05,
    "pass_seconds": [
-    3.239514286893349e-05,
-    5.099371428838952e-05,
-    5.4470142881005555e-05
+    5.0424571538444844e-05,
+    4.729728578110683e-05,
+    1.7264571397390682e-05
    ],
    "pass_host_canary_seconds": [
-    9.711730000105946e-06,
-    1.057467999999062e-05,
-    1.0202709999873604e-05
+    1.043568999989475e-05,
+    1.0437420000073415e-05,
+    7.261224999979277e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0485100000655622e-05,
-    2.14890150004976e-05,
-    1.6663964999565905e-05
+    1.8014219999713533e-05,
+    1.9887429999698725e-05,
+    1.8349019999277516e-05
    ]
   },
   "zero_grad_cold_per_param": {
-   "seconds": 2.2269709822251926e-06,
-   "min": 1.1497433034841315e-06,
-   "max": 2.833189732090854e-06,
+   "seconds": 1.8940803571914394e-06,
+   "min": 1.2379620533766098e-06,
+   "max": 2.7906875000078505e-06,
    "samples": 33,
    "method": "optimizer.zero_grad(set_to_none=True) on 64 and 512 fp32 parameters holding gradients of 256 and 1048576 elements, the CPU's caches flushed (a 64 MiB copy) before each call; (T(512) - T(64)) / 448; host clock around the call; median of 3 passes over the probe's run",
    "params": {
@@ -11721,28 +12442,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     ],
     "param_numel_order": "alternating"
    },
-   "host_canary_seconds": 9.848985000076027e-06,
-   "host_backward_canary_seconds": 2.0750850000013086e-05,
+   "host_canary_seconds": 1.0873379999907228e-05,
+   "host_backward_canary_seconds": 1.8236570000453866e-05,
    "pass_seconds": [
-    1.7733415178205242e-06,
-    2.502252232210773e-06,
-    2.2269709822251926e-06
+    2.049968749925516e-06,
+    1.5298325892436942e-06,
+    1.8940803571914394e-06
    ],
    "pass_host_canary_seconds": [
-    9.848985000076027e-06,
-    1.1234739999963495e-05,
-    1.0208539999894128e-05
+    1.0873379999907228e-05,
+    9.396865000326215e-06,
+    9.358335000229089e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0750850000013086e-05,
-    2.4325570000200968e-05,
-    2.138188000003538e-05
+    1.8236570000453866e-05,
+    2.1842380000407502e-05,
+    2.0731920000116588e-05
    ]
   },
   "zero_grad_cold_per_step": {
-   "seconds": 0.00029414714283250627,
-   "min": 0.00020589814284578876,
-   "max": 0.0004465685713707249,
+   "seconds": 0.00028215685714323105,
+   "min": 0.00017840300004731295,
+   "max": 0.0004891531429101243,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11756,28 +12477,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     ],
     "param_numel_order": "alternating"
    },
-   "host_canary_seconds": 9.848985000076027e-06,
-   "host_backward_canary_seconds": 2.0750850000013086e-05,
+   "host_canary_seconds": 1.0873379999907228e-05,
+   "host_backward_canary_seconds": 1.8236570000453866e-05,
    "pass_seconds": [
-    0.00029414714283250627,
-    0.0003717921428005866,
-    0.0002865405713561943
+    0.00034298342856280736,
+    0.00028215685714323105,
+    0.0002730417143084196
    ],
    "pass_host_canary_seconds": [
-    9.848985000076027e-06,
-    1.1234739999963495e-05,
-    1.0208539999894128e-05
+    1.0873379999907228e-05,
+    9.396865000326215e-06,
+    9.358335000229089e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0750850000013086e-05,
-    2.4325570000200968e-05,
-    2.138188000003538e-05
+    1.8236570000453866e-05,
+    2.1842380000407502e-05,
+    2.0731920000116588e-05
    ]
   },
   "zero_grad_small_cold_per_param": {
-   "seconds": 1.7421674107152642e-06,
-   "min": 1.3465066963647132e-06,
-   "max": 3.892984374737856e-06,
+   "seconds": 2.3818750002188186e-06,
+   "min": 1.5569352676944196e-06,
+   "max": 3.0625066962386427e-06,
    "samples": 33,
    "method": "optimizer.zero_grad(set_to_none=True) on 64 and 512 fp32 parameters holding gradients of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each call; (T(512) - T(64)) / 448; host clock around the call; median of 3 passes over the probe's run",
    "params": {
@@ -11790,28 +12511,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     ],
     "param_numel_order": "one size"
    },
-   "host_canary_seconds": 7.449240000028112e-06,
-   "host_backward_canary_seconds": 1.4711090000218973e-05,
+   "host_canary_seconds": 1.0751254999945558e-05,
+   "host_backward_canary_seconds": 2.4393319999944652e-05,
    "pass_seconds": [
-    1.4855825895157944e-06,
-    2.923584821599791e-06,
-    1.7421674107152642e-06
+    2.3818750002188186e-06,
+    2.4070647321699264e-06,
+    1.6350870536894848e-06
    ],
    "pass_host_canary_seconds": [
-    7.449240000028112e-06,
-    1.0976980000236836e-05,
-    7.521265000036692e-06
+    1.0751254999945558e-05,
+    1.0953254999890305e-05,
+    7.343865000279948e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4711090000218973e-05,
-    2.4161860000049274e-05,
-    2.287800000090101e-05
+    2.4393319999944652e-05,
+    2.3421089999828836e-05,
+    2.1930750000365153e-05
    ]
   },
   "zero_grad_small_cold_per_step": {
-   "seconds": 0.0002653151428668415,
-   "min": 0.00018376257137983236,
-   "max": 0.0005257465714164157,
+   "seconds": 0.00029362785713666587,
+   "min": 0.00020429057144610852,
+   "max": 0.0005977809999616771,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11824,28 +12545,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     ],
     "param_numel_order": "one size"
    },
-   "host_canary_seconds": 7.449240000028112e-06,
-   "host_backward_canary_seconds": 1.4711090000218973e-05,
+   "host_canary_seconds": 1.0751254999945558e-05,
+   "host_backward_canary_seconds": 2.4393319999944652e-05,
    "pass_seconds": [
-    0.0002653151428668415,
-    0.0003005647142637307,
-    0.00024286828571413413
+    0.0003163502857757651,
+    0.00029362785713666587,
+    0.00024536285713695955
    ],
    "pass_host_canary_seconds": [
-    7.449240000028112e-06,
-    1.0976980000236836e-05,
-    7.521265000036692e-06
+    1.0751254999945558e-05,
+    1.0953254999890305e-05,
+    7.343865000279948e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.4711090000218973e-05,
-    2.4161860000049274e-05,
-    2.287800000090101e-05
+    2.4393319999944652e-05,
+    2.3421089999828836e-05,
+    2.1930750000365153e-05
    ]
   },
   "zero_grad_large_cold_per_param": {
-   "seconds": 1.995946428579032e-06,
-   "min": 1.4068102677709606e-06,
-   "max": 2.5922165176288966e-06,
+   "seconds": 1.9355066963758612e-06,
+   "min": 1.2216205355234218e-06,
+   "max": 3.205035714159976e-06,
    "samples": 33,
    "method": "optimizer.zero_grad(set_to_none=True) on 64 and 512 fp32 parameters holding gradients of 1048576 elements, the CPU's caches flushed (a 64 MiB copy) before each call; (T(512) - T(64)) / 448; host clock around the call; median of 3 passes over the probe's run",
    "params": {
@@ -11858,28 +12579,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     ],
     "param_numel_order": "one size"
    },
-   "host_canary_seconds": 1.0010209999791186e-05,
-   "host_backward_canary_seconds": 1.773519000039414e-05,
+   "host_canary_seconds": 1.0269805000007181e-05,
+   "host_backward_canary_seconds": 2.1868860000040512e-05,
    "pass_seconds": [
-    1.8793169643974546e-06,
-    1.995946428579032e-06,
-    2.0143258928787385e-06
+    1.7207633928555715e-06,
+    2.258629464537064e-06,
+    1.9355066963758612e-06
    ],
    "pass_host_canary_seconds": [
-    1.0010209999791186e-05,
-    8.20585500036941e-06,
-    9.655970000039816e-06
+    1.0269805000007181e-05,
+    1.0731675000101858e-05,
+    7.809845000110727e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.773519000039414e-05,
-    2.2738419999086547e-05,
-    2.0056930000009744e-05
+    2.1868860000040512e-05,
+    2.0435120000001916e-05,
+    2.30398599990167e-05
    ]
   },
   "zero_grad_large_cold_per_step": {
-   "seconds": 0.0002846561429156022,
-   "min": 0.0002194278572460462,
-   "max": 0.0005330961429146036,
+   "seconds": 0.0003177677142827763,
+   "min": 0.00017108642854119744,
+   "max": 0.00039862328576743627,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -11892,174 +12613,273 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     ],
     "param_numel_order": "one size"
    },
-   "host_canary_seconds": 1.0010209999791186e-05,
-   "host_backward_canary_seconds": 1.773519000039414e-05,
+   "host_canary_seconds": 1.0269805000007181e-05,
+   "host_backward_canary_seconds": 2.1868860000040512e-05,
    "pass_seconds": [
-    0.0002846561429156022,
-    0.00029685157137139735,
-    0.00027530428563490465
+    0.0003392467142962882,
+    0.0003177677142827763,
+    0.00026368685710817123
    ],
    "pass_host_canary_seconds": [
-    1.0010209999791186e-05,
-    8.20585500036941e-06,
-    9.655970000039816e-06
+    1.0269805000007181e-05,
+    1.0731675000101858e-05,
+    7.809845000110727e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.773519000039414e-05,
-    2.2738419999086547e-05,
-    2.0056930000009744e-05
+    2.1868860000040512e-05,
+    2.0435120000001916e-05,
+    2.30398599990167e-05
    ]
   },
   "cuda_synchronize_idle": {
-   "seconds": 6.971518000000287e-06,
-   "min": 4.835341999978482e-06,
-   "max": 8.297792999997e-06,
+   "seconds": 4.837332999954924e-06,
+   "min": 4.3973959999448195e-06,
+   "max": 1.0135679999962121e-05,
    "samples": 33,
    "method": "1000 x torch.cuda.synchronize() with no work queued; wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.058145499996499e-05,
-   "host_backward_canary_seconds": 2.29364999995596e-05,
+   "host_canary_seconds": 1.113712000005762e-05,
+   "host_backward_canary_seconds": 2.1481989999756476e-05,
    "pass_seconds": [
-    7.917845000065427e-06,
-    5.670258000009199e-06,
-    6.971518000000287e-06
+    8.653729000002386e-06,
+    4.488531999982115e-06,
+    4.837332999954924e-06
    ],
    "pass_host_canary_seconds": [
-    1.058145499996499e-05,
-    7.532350000474253e-06,
-    9.204604999979438e-06
+    1.113712000005762e-05,
+    7.0281649996672965e-06,
+    1.0323234999987107e-05
    ],
    "pass_host_backward_canary_seconds": [
-    2.29364999995596e-05,
-    1.8783380000968463e-05,
-    1.8487275000325098e-05
+    2.1481989999756476e-05,
+    2.0446725000056176e-05,
+    2.2329619999936766e-05
    ]
   },
   "cuda_event_record": {
-   "seconds": 8.975896999913857e-06,
-   "min": 6.180685000003905e-06,
-   "max": 1.0639016000027367e-05,
+   "seconds": 6.556428999942909e-06,
+   "min": 6.332280000037827e-06,
+   "max": 1.2248826000018197e-05,
    "samples": 33,
    "method": "1000 x Event(enable_timing=True).record(); host wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0417727499998364e-05,
-   "host_backward_canary_seconds": 1.9444289999910325e-05,
+   "host_canary_seconds": 1.0945749999962118e-05,
+   "host_backward_canary_seconds": 2.0131114999912826e-05,
    "pass_seconds": [
-    1.0406632000012906e-05,
-    6.960357000025397e-06,
-    8.975896999913857e-06
+    1.1998697999956676e-05,
+    6.522226000015508e-06,
+    6.556428999942909e-06
    ],
    "pass_host_canary_seconds": [
-    1.0417727499998364e-05,
-    7.730960000458253e-06,
-    9.210262500118916e-06
+    1.0945749999962118e-05,
+    7.184014999666033e-06,
+    6.941190000020469e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.9444289999910325e-05,
-    2.2335219999831678e-05,
-    1.816926999936186e-05
+    2.0131114999912826e-05,
+    2.066388999992341e-05,
+    2.052373999958945e-05
    ]
   },
   "cuda_event_elapsed_time": {
-   "seconds": 1.3855229999535368e-06,
-   "min": 8.152130000098623e-07,
-   "max": 1.67519399997218e-06,
+   "seconds": 7.76956000095197e-07,
+   "min": 7.567400000425551e-07,
+   "max": 1.9201860000066516e-06,
    "samples": 33,
    "method": "1000 x elapsed_time() of two finished events; wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0196642500091001e-05,
-   "host_backward_canary_seconds": 1.6033664999781648e-05,
+   "host_canary_seconds": 1.0799144999964483e-05,
+   "host_backward_canary_seconds": 1.696389000017007e-05,
    "pass_seconds": [
-    1.6191049999179085e-06,
-    8.546870000145645e-07,
-    1.3855229999535368e-06
+    1.8280670000194731e-06,
+    7.76956000095197e-07,
+    7.718750000549335e-07
    ],
    "pass_host_canary_seconds": [
-    1.0196642500091001e-05,
-    8.260885000197504e-06,
-    9.381477499630365e-06
+    1.0799144999964483e-05,
+    7.590505000223402e-06,
+    6.783652500246262e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.6033664999781648e-05,
-    2.336448499988819e-05,
-    1.784639499931018e-05
+    1.696389000017007e-05,
+    1.9640515000673985e-05,
+    2.0847474999641236e-05
    ]
   },
   "launch_sync_roundtrip": {
-   "seconds": 1.8959955000013907e-05,
-   "min": 1.5244332999941434e-05,
-   "max": 2.0673338000051443e-05,
+   "seconds": 1.6619951999928164e-05,
+   "min": 1.3452330999939478e-05,
+   "max": 2.2994533999963098e-05,
    "samples": 33,
    "method": "1000 x (one tiny in-place add + torch.cuda.synchronize()); wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.98384000013175e-06,
-   "host_backward_canary_seconds": 1.713787000085176e-05,
+   "host_canary_seconds": 1.0643719999734458e-05,
+   "host_backward_canary_seconds": 1.9019310000203403e-05,
    "pass_seconds": [
-    1.9867841000063892e-05,
-    1.6065984999954708e-05,
-    1.8959955000013907e-05
+    2.2380088999966575e-05,
+    1.6619951999928164e-05,
+    1.3816107000025113e-05
    ],
    "pass_host_canary_seconds": [
-    9.98384000013175e-06,
-    7.883392499934415e-06,
-    9.613947499929054e-06
+    1.0643719999734458e-05,
+    8.91066750000391e-06,
+    7.026537500109952e-06
    ],
    "pass_host_backward_canary_seconds": [
-    1.713787000085176e-05,
-    2.3979549999921802e-05,
-    2.0413295000025753e-05
+    1.9019310000203403e-05,
+    2.0741944999826956e-05,
+    1.9137044999411047e-05
    ]
   },
   "item_roundtrip": {
-   "seconds": 2.153124200003731e-05,
-   "min": 1.850076599998829e-05,
-   "max": 2.404570400005923e-05,
+   "seconds": 2.253574700000627e-05,
+   "min": 1.6854160999969282e-05,
+   "max": 2.4490640000067287e-05,
    "samples": 33,
    "method": "1000 x x.sum().item() on 16 elements (kernel + copy to host); wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0182279999639832e-05,
-   "host_backward_canary_seconds": 2.0931590000827782e-05,
+   "host_canary_seconds": 1.0620005000419041e-05,
+   "host_backward_canary_seconds": 1.898090999929991e-05,
    "pass_seconds": [
-    2.2580038000000967e-05,
-    1.9263794000039526e-05,
-    2.153124200003731e-05
+    2.3799142000029862e-05,
+    2.253574700000627e-05,
+    1.968138999995972e-05
    ],
    "pass_host_canary_seconds": [
-    1.0182279999639832e-05,
-    8.086647500249456e-06,
-    9.637040000143315e-06
+    1.0620005000419041e-05,
+    1.014016499993886e-05,
+    9.27080500048305e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0931590000827782e-05,
-    2.229061499974705e-05,
-    1.905114000010144e-05
+    1.898090999929991e-05,
+    2.1156340000061392e-05,
+    1.880426999946394e-05
    ]
   },
   "python_reference": {
-   "seconds": 0.001522180000051776,
-   "min": 0.0008626049999520546,
-   "max": 0.0021823350000431674,
+   "seconds": 0.0012572329999329668,
+   "min": 0.0008574539999699482,
+   "max": 0.0024373420000074475,
    "samples": 90,
    "method": "python_reference_work(), 3 calls after each of the pass's 10 groups of figures (its moments over minutes), median; min: the fastest call, which roofsim relates to the exporter's fastest; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0182279999639832e-05,
-   "host_backward_canary_seconds": 2.0931590000827782e-05,
+   "host_canary_seconds": 1.0620005000419041e-05,
+   "host_backward_canary_seconds": 1.898090999929991e-05,
    "pass_seconds": [
-    0.0015173320000485546,
-    0.0018984219999538254,
-    0.001522180000051776
+    0.0009951865000061844,
+    0.0012572329999329668,
+    0.0016160750000153712
    ],
    "pass_host_canary_seconds": [
-    1.0182279999639832e-05,
-    8.086647500249456e-06,
-    9.637040000143315e-06
+    1.0620005000419041e-05,
+    1.014016499993886e-05,
+    9.27080500048305e-06
    ],
    "pass_host_backward_canary_seconds": [
-    2.0931590000827782e-05,
-    2.229061499974705e-05,
-    1.905114000010144e-05
+    1.898090999929991e-05,
+    2.1156340000061392e-05,
+    1.880426999946394e-05
    ]
   },
   "gpu_kernel_gap": {
-   "seconds": 2.114309375915542e-06,
-   "min": 2.0273197534179803e-06,
-   "max": 2.253049436492921e-06,
+   "seconds": 2.0828149914550884e-06,
+   "min": 1.9751242004394437e-06,
+   "max": 2.236849725799567e-06,
    "samples": 11,
    "method": "200 back-to-back adds of 16777216 bfloat16 elements: CUDA-event interval per kernel minus the kernel's CUPTI duration (torch.profiler) of the same loop; GPU-bound (host far ahead)"
+  },
+  "optimizer_sgd_foreach_launches": {
+   "seconds": 0.0012744989999999997,
+   "min": 0.0011082849999999999,
+   "max": 0.001907695,
+   "samples": 9,
+   "method": "optimizer.step() (foreach) on 512 fp32 parameters of 256 elements, 9 steps each between two synchronizes, under torch.profiler: per torch._foreach_* op that launches kernels, in order, the median fraction of the step's host time (its Optimizer.step# range) before its first kernel launch (cudaLaunchKernel); seconds: the profiled step's host time",
+   "ops": [
+    {
+     "op": "aten::_foreach_mul_",
+     "fraction": 0.5275279629520906
+    },
+    {
+     "op": "aten::_foreach_add_",
+     "fraction": 0.6619816684090829
+    },
+    {
+     "op": "aten::_foreach_add_",
+     "fraction": 0.8318024216158587
+    }
+   ],
+   "params": {
+    "param_count": 512,
+    "param_numel": 256
+   }
+  },
+  "optimizer_sgd_wd_foreach_launches": {
+   "seconds": 0.005020349999999999,
+   "min": 0.003390765000000003,
+   "max": 0.006314047000000001,
+   "samples": 9,
+   "method": "optimizer.step() (foreach) on 512 fp32 parameters of 256 elements, 9 steps each between two synchronizes, under torch.profiler: per torch._foreach_* op that launches kernels, in order, the median fraction of the step's host time (its Optimizer.step# range) before its first kernel launch (cudaLaunchKernel); seconds: the profiled step's host time",
+   "ops": [
+    {
+     "op": "aten::_foreach_add",
+     "fraction": 0.7053171432393419
+    },
+    {
+     "op": "aten::_foreach_mul_",
+     "fraction": 0.7833836487332865
+    },
+    {
+     "op": "aten::_foreach_add_",
+     "fraction": 0.8210172614999943
+    },
+    {
+     "op": "aten::_foreach_add_",
+     "fraction": 0.9427555749141758
+    }
+   ],
+   "params": {
+    "param_count": 512,
+    "param_numel": 256
+   }
+  },
+  "optimizer_adamw_foreach_launches": {
+   "seconds": 0.009486437999999995,
+   "min": 0.007755585999999996,
+   "max": 0.012305966,
+   "samples": 9,
+   "method": "optimizer.step() (foreach) on 512 fp32 parameters of 256 elements, 9 steps each between two synchronizes, under torch.profiler: per torch._foreach_* op that launches kernels, in order, the median fraction of the step's host time (its Optimizer.step# range) before its first kernel launch (cudaLaunchKernel); seconds: the profiled step's host time",
+   "ops": [
+    {
+     "op": "aten::_foreach_mul_",
+     "fraction": 0.2533806682761216
+    },
+    {
+     "op": "aten::_foreach_lerp_",
+     "fraction": 0.2797332360154578
+    },
+    {
+     "op": "aten::_foreach_mul_",
+     "fraction": 0.3033078379893489
+    },
+    {
+     "op": "aten::_foreach_addcmul_",
+     "fraction": 0.3273201174139335
+    },
+    {
+     "op": "aten::_foreach_sqrt",
+     "fraction": 0.8504570462308436
+    },
+    {
+     "op": "aten::_foreach_div_",
+     "fraction": 0.8885980778122727
+    },
+    {
+     "op": "aten::_foreach_add_",
+     "fraction": 0.9032015828327613
+    },
+    {
+     "op": "aten::_foreach_addcdiv_",
+     "fraction": 0.9438267838455205
+    }
+   ],
+   "params": {
+    "param_count": 512,
+    "param_numel": 256
+   }
   }
  },
  "op_timings": [
@@ -12082,15 +12902,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.636479999999999e-05,
-    "min": 7.604839999999995e-05,
-    "max": 7.658819999999997e-05,
+    "seconds": 7.564695000000004e-05,
+    "min": 7.537540000000003e-05,
+    "max": 7.583579999999993e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010510655000000007,
-    "min": 0.000104904,
-    "max": 0.00010524750000000003,
+    "seconds": 0.00010478915000000004,
+    "min": 0.00010472540000000013,
+    "max": 0.00010500069999999978,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12114,15 +12934,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.328990000000002e-05,
-    "min": 9.295039999999996e-05,
-    "max": 9.372120000000026e-05,
+    "seconds": 9.067084999999994e-05,
+    "min": 9.049259999999997e-05,
+    "max": 9.102630000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.672029999999999e-05,
-    "min": 9.630080000000012e-05,
-    "max": 9.697240000000002e-05,
+    "seconds": 9.479605e-05,
+    "min": 9.464350000000008e-05,
+    "max": 9.527720000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12146,15 +12966,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017899524999999997,
-    "min": 0.00017882720000000012,
-    "max": 0.00017938919999999995,
+    "seconds": 0.00017612189999999993,
+    "min": 0.0001759744,
+    "max": 0.00017662279999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00045639985000000004,
-    "min": 0.0004559901,
-    "max": 0.0004567412999999999,
+    "seconds": 0.0004421172000000001,
+    "min": 0.0004414769,
+    "max": 0.00044229100000000015,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12178,15 +12998,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002910710500000001,
-    "min": 0.00029041820000000004,
-    "max": 0.00029171530000000006,
+    "seconds": 0.0002832175999999998,
+    "min": 0.00028227569999999993,
+    "max": 0.0002838398,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005556738500000001,
-    "min": 0.0005550961,
-    "max": 0.0005564556999999999,
+    "seconds": 0.0005418909,
+    "min": 0.0005414380000000001,
+    "max": 0.0005422224999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12210,15 +13030,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00069737215,
-    "min": 0.0006968775,
-    "max": 0.0006976496000000002,
+    "seconds": 0.0006877595999999999,
+    "min": 0.0006873483999999999,
+    "max": 0.0006886600000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0017887955500000001,
-    "min": 0.0017867166999999992,
-    "max": 0.0017897769000000002,
+    "seconds": 0.0017322146,
+    "min": 0.0017307652000000003,
+    "max": 0.0017331224999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12242,15 +13062,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0011703386000000001,
-    "min": 0.0011686229999999997,
-    "max": 0.0011706839999999995,
+    "seconds": 0.00113953165,
+    "min": 0.0011375277000000006,
+    "max": 0.0011402364000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0021762321999999994,
-    "min": 0.0021752370000000004,
-    "max": 0.0021772182000000004,
+    "seconds": 0.0021111271499999994,
+    "min": 0.0021103683,
+    "max": 0.0021114595999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12274,15 +13094,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.473605000000004e-05,
-    "min": 3.466190000000003e-05,
-    "max": 3.538890000000002e-05,
+    "seconds": 3.459355e-05,
+    "min": 3.4502199999999996e-05,
+    "max": 3.5298899999999934e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010042575,
-    "min": 9.973720000000002e-05,
-    "max": 0.00010065980000000007,
+    "seconds": 9.774525000000002e-05,
+    "min": 9.755259999999994e-05,
+    "max": 9.834279999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12306,15 +13126,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.8160450000000045e-05,
-    "min": 4.811859999999991e-05,
-    "max": 4.958099999999995e-05,
+    "seconds": 4.8196899999999965e-05,
+    "min": 4.814059999999999e-05,
+    "max": 4.935899999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.151169999999995e-05,
-    "min": 7.144860000000005e-05,
-    "max": 7.265910000000009e-05,
+    "seconds": 7.179300000000001e-05,
+    "min": 7.17786e-05,
+    "max": 7.285089999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12338,15 +13158,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017822869999999997,
-    "min": 0.00017791440000000002,
-    "max": 0.00017872979999999992,
+    "seconds": 0.00017531684999999998,
+    "min": 0.00017504979999999993,
+    "max": 0.00017546529999999994,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00045287864999999993,
-    "min": 0.0004524474999999999,
-    "max": 0.00045339359999999995,
+    "seconds": 0.00043753225,
+    "min": 0.0004370184,
+    "max": 0.00043803289999999996,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12370,15 +13190,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00032770315,
-    "min": 0.0003270692999999999,
-    "max": 0.00032964079999999997,
+    "seconds": 0.00031930605,
+    "min": 0.0003184912000000001,
+    "max": 0.00031975950000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006203492499999999,
-    "min": 0.0006197891000000001,
-    "max": 0.0006212960000000001,
+    "seconds": 0.00060456875,
+    "min": 0.0006039250999999999,
+    "max": 0.0006049448000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12402,15 +13222,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.217389999999997e-05,
-    "min": 5.189109999999998e-05,
-    "max": 5.2268499999999996e-05,
+    "seconds": 5.120744999999999e-05,
+    "min": 5.093789999999999e-05,
+    "max": 5.128040000000007e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012384469999999998,
-    "min": 0.00012363249999999994,
-    "max": 0.00012421450000000002,
+    "seconds": 0.00012072529999999996,
+    "min": 0.00012038399999999996,
+    "max": 0.00012104910000000009,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12434,15 +13254,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.813769999999998e-05,
-    "min": 6.716480000000001e-05,
-    "max": 6.963819999999996e-05,
+    "seconds": 6.779220000000002e-05,
+    "min": 6.717760000000008e-05,
+    "max": 7.032050000000008e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001324416,
-    "min": 0.00013157700000000004,
-    "max": 0.00013396859999999998,
+    "seconds": 0.0001303341,
+    "min": 0.00013022110000000006,
+    "max": 0.00013148649999999992,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12466,15 +13286,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00020138645,
-    "min": 0.0002011136,
-    "max": 0.00020176320000000005,
+    "seconds": 0.00019903860000000006,
+    "min": 0.00019876710000000012,
+    "max": 0.00019919240000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00047968239999999997,
-    "min": 0.00047929240000000006,
-    "max": 0.00048001510000000007,
+    "seconds": 0.00046655689999999995,
+    "min": 0.00046628529999999987,
+    "max": 0.00046702939999999986,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12498,15 +13318,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00038797754999999993,
-    "min": 0.0003878921000000001,
-    "max": 0.00038884060000000015,
+    "seconds": 0.0003773876500000001,
+    "min": 0.0003767642,
+    "max": 0.0003779177999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00063580805,
-    "min": 0.0006352542999999999,
-    "max": 0.0006367175,
+    "seconds": 0.0006140959,
+    "min": 0.0006126808,
+    "max": 0.0006148512999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12530,15 +13350,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.959525000000007e-05,
-    "min": 7.932770000000018e-05,
-    "max": 8.004709999999994e-05,
+    "seconds": 7.920130000000001e-05,
+    "min": 7.905850000000001e-05,
+    "max": 7.935630000000009e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014370395000000002,
-    "min": 0.00014354200000000003,
-    "max": 0.00014417890000000005,
+    "seconds": 0.00014235974999999998,
+    "min": 0.00014189390000000007,
+    "max": 0.00014253079999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12562,15 +13382,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001259867499999999,
-    "min": 0.00012591449999999993,
-    "max": 0.00012649930000000004,
+    "seconds": 0.00012209540000000002,
+    "min": 0.00012207009999999998,
+    "max": 0.00012246590000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00017246714999999993,
-    "min": 0.0001718821,
-    "max": 0.00017271599999999995,
+    "seconds": 0.00016743284999999998,
+    "min": 0.00016700879999999996,
+    "max": 0.00016754389999999996,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12594,15 +13414,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00030759244999999997,
-    "min": 0.00030727860000000006,
-    "max": 0.000308213,
+    "seconds": 0.0003063992,
+    "min": 0.00030621939999999996,
+    "max": 0.0003066252999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00055752035,
-    "min": 0.0005573174,
-    "max": 0.0005582406000000001,
+    "seconds": 0.00055217485,
+    "min": 0.0005515705,
+    "max": 0.0005528515,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12626,15 +13446,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00048261615,
-    "min": 0.00048238520000000007,
-    "max": 0.0004833419999999998,
+    "seconds": 0.0004688006,
+    "min": 0.00046814440000000034,
+    "max": 0.0004690885999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006735033,
-    "min": 0.0006723260999999999,
-    "max": 0.0006738755,
+    "seconds": 0.0006554719999999998,
+    "min": 0.0006552217999999998,
+    "max": 0.0006557512000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12658,15 +13478,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.425549999999986e-06,
-    "min": 9.350500000000056e-06,
-    "max": 9.433700000000067e-06,
+    "seconds": 9.385649999999997e-06,
+    "min": 9.369499999999994e-06,
+    "max": 9.468799999999988e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.4822299999999951e-05,
-    "min": 1.4793499999999973e-05,
-    "max": 1.497299999999998e-05,
+    "seconds": 1.4702299999999973e-05,
+    "min": 1.467499999999991e-05,
+    "max": 1.485759999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12690,15 +13510,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.11952e-05,
-    "min": 2.117779999999992e-05,
-    "max": 2.129249999999987e-05,
+    "seconds": 2.128154999999996e-05,
+    "min": 2.1219000000000018e-05,
+    "max": 2.1395499999999914e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.0830349999999972e-05,
-    "min": 2.0790300000000003e-05,
-    "max": 2.0956899999999996e-05,
+    "seconds": 2.0622500000000025e-05,
+    "min": 2.0588899999999955e-05,
+    "max": 2.0748800000000007e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12722,15 +13542,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.203869999999997e-05,
-    "min": 5.1765900000000005e-05,
-    "max": 5.240620000000004e-05,
+    "seconds": 5.0903850000000016e-05,
+    "min": 5.076780000000012e-05,
+    "max": 5.1123200000000046e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012593290000000002,
-    "min": 0.00012581129999999992,
-    "max": 0.0001261961999999999,
+    "seconds": 0.00012312225,
+    "min": 0.00012290090000000007,
+    "max": 0.00012321670000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12754,15 +13574,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.987995000000004e-05,
-    "min": 7.872529999999997e-05,
-    "max": 8.237769999999997e-05,
+    "seconds": 7.85994e-05,
+    "min": 7.762199999999993e-05,
+    "max": 8.044520000000007e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00015483425,
-    "min": 0.00015455530000000006,
-    "max": 0.0001560959,
+    "seconds": 0.0001508648,
+    "min": 0.00015061370000000015,
+    "max": 0.0001513978,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12786,15 +13606,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3281500000000034e-05,
-    "min": 1.3145499999999981e-05,
-    "max": 1.389450000000003e-05,
+    "seconds": 1.3204550000000019e-05,
+    "min": 1.3091200000000025e-05,
+    "max": 1.3766399999999964e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.424010000000002e-05,
-    "min": 3.405430000000003e-05,
-    "max": 3.4684599999999936e-05,
+    "seconds": 3.332119999999999e-05,
+    "min": 3.295360000000007e-05,
+    "max": 3.3506899999999955e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12818,15 +13638,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.702189999999989e-05,
-    "min": 2.701080000000002e-05,
-    "max": 2.7392800000000044e-05,
+    "seconds": 2.7023950000000075e-05,
+    "min": 2.7004500000000005e-05,
+    "max": 2.738869999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.745929999999998e-05,
-    "min": 2.740479999999998e-05,
-    "max": 2.780789999999997e-05,
+    "seconds": 2.7204700000000007e-05,
+    "min": 2.714549999999994e-05,
+    "max": 2.751960000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12850,15 +13670,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.049089999999999e-05,
-    "min": 8.034840000000004e-05,
-    "max": 8.083819999999999e-05,
+    "seconds": 7.966709999999999e-05,
+    "min": 7.934950000000004e-05,
+    "max": 7.99327000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014840255,
-    "min": 0.00014819510000000006,
-    "max": 0.00014878410000000004,
+    "seconds": 0.00014719555000000005,
+    "min": 0.00014694330000000004,
+    "max": 0.0001475090000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12882,15 +13702,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001414321,
-    "min": 0.00014126699999999996,
-    "max": 0.0001422270000000001,
+    "seconds": 0.00013764874999999994,
+    "min": 0.00013755049999999994,
+    "max": 0.0001380186000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00020229035,
-    "min": 0.00020191650000000002,
-    "max": 0.00020261390000000002,
+    "seconds": 0.00019667740000000006,
+    "min": 0.00019623059999999997,
+    "max": 0.0001971025000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12914,15 +13734,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.4950150000000006e-05,
-    "min": 3.4819399999999947e-05,
-    "max": 3.500449999999997e-05,
+    "seconds": 3.45857e-05,
+    "min": 3.455079999999998e-05,
+    "max": 3.471359999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.883514999999996e-05,
-    "min": 5.8690899999999984e-05,
-    "max": 5.915829999999996e-05,
+    "seconds": 5.8878050000000005e-05,
+    "min": 5.865600000000003e-05,
+    "max": 5.952000000000007e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12946,15 +13766,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.499635000000004e-05,
-    "min": 4.4713400000000025e-05,
-    "max": 4.5494599999999956e-05,
+    "seconds": 4.4856000000000067e-05,
+    "min": 4.4698099999999876e-05,
+    "max": 4.536300000000015e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.204189999999998e-05,
-    "min": 5.1862700000000014e-05,
-    "max": 5.3187199999999964e-05,
+    "seconds": 5.161239999999995e-05,
+    "min": 5.1110100000000024e-05,
+    "max": 5.289560000000009e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12978,15 +13798,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001534246,
-    "min": 0.0001530264000000001,
-    "max": 0.00015375340000000004,
+    "seconds": 0.00015224685000000002,
+    "min": 0.00015212460000000008,
+    "max": 0.00015258540000000009,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00021431165,
-    "min": 0.00021392229999999996,
-    "max": 0.00021447570000000007,
+    "seconds": 0.00021544915000000004,
+    "min": 0.0002153505000000001,
+    "max": 0.0002157587,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13010,15 +13830,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00020083509999999983,
-    "min": 0.00020057050000000018,
-    "max": 0.00020099730000000012,
+    "seconds": 0.00019639079999999998,
+    "min": 0.00019603199999999998,
+    "max": 0.0001967842,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00022934490000000001,
-    "min": 0.00022897549999999998,
-    "max": 0.00022943679999999994,
+    "seconds": 0.00022592859999999993,
+    "min": 0.00022559430000000002,
+    "max": 0.0002262044999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13042,15 +13862,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.440350000000012e-06,
-    "min": 6.429000000000075e-06,
-    "max": 6.450800000000004e-06,
+    "seconds": 6.415999999999975e-06,
+    "min": 6.4029000000001806e-06,
+    "max": 6.435200000000077e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.217649999999975e-06,
-    "min": 6.1853999999999925e-06,
-    "max": 6.252800000000047e-06,
+    "seconds": 6.228700000000014e-06,
+    "min": 6.2047999999999325e-06,
+    "max": 6.246299999999996e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13074,15 +13894,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.367494999999994e-05,
-    "min": 1.3654300000000033e-05,
-    "max": 1.3689500000000054e-05,
+    "seconds": 1.3664049999999958e-05,
+    "min": 1.365410000000004e-05,
+    "max": 1.3686500000000126e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.425599999999992e-06,
-    "min": 9.420799999999986e-06,
-    "max": 9.465499999999986e-06,
+    "seconds": 9.497499999999961e-06,
+    "min": 9.494200000000001e-06,
+    "max": 9.51020000000001e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13106,15 +13926,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4691049999999972e-05,
-    "min": 1.4614300000000003e-05,
-    "max": 1.5359799999999995e-05,
+    "seconds": 1.4443099999999997e-05,
+    "min": 1.4370799999999984e-05,
+    "max": 1.5129499999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.147375000000004e-05,
-    "min": 3.1119899999999986e-05,
-    "max": 3.179849999999999e-05,
+    "seconds": 3.059654999999993e-05,
+    "min": 3.0124999999999977e-05,
+    "max": 3.090549999999993e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13138,15 +13958,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.434840000000008e-05,
-    "min": 3.4332499999999895e-05,
-    "max": 3.462700000000006e-05,
+    "seconds": 3.4385450000000015e-05,
+    "min": 3.427480000000001e-05,
+    "max": 3.4649600000000015e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.3639799999999996e-05,
-    "min": 3.359400000000007e-05,
-    "max": 3.391980000000003e-05,
+    "seconds": 3.3607950000000004e-05,
+    "min": 3.3583499999999994e-05,
+    "max": 3.389090000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13170,15 +13990,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1111950000000025e-05,
-    "min": 1.0950399999999979e-05,
-    "max": 1.1177599999999996e-05,
+    "seconds": 1.115209999999999e-05,
+    "min": 1.1088000000000023e-05,
+    "max": 1.1257600000000024e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.2017649999999958e-05,
-    "min": 1.1942399999999952e-05,
-    "max": 1.2102399999999944e-05,
+    "seconds": 1.199364999999997e-05,
+    "min": 1.1907299999999975e-05,
+    "max": 1.2143700000000034e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13202,15 +14022,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.111199999999991e-05,
-    "min": 2.109100000000001e-05,
-    "max": 2.1117300000000046e-05,
+    "seconds": 2.1150250000000034e-05,
+    "min": 2.112949999999995e-05,
+    "max": 2.118080000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.6408050000000027e-05,
-    "min": 1.640300000000002e-05,
-    "max": 1.6463599999999976e-05,
+    "seconds": 1.635825e-05,
+    "min": 1.632959999999994e-05,
+    "max": 1.6416000000000075e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13234,15 +14054,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.712129999999999e-05,
-    "min": 3.6979200000000013e-05,
-    "max": 3.735360000000001e-05,
+    "seconds": 3.667990000000007e-05,
+    "min": 3.654070000000005e-05,
+    "max": 3.704260000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.6814099999999995e-05,
-    "min": 5.6653100000000035e-05,
-    "max": 5.708159999999998e-05,
+    "seconds": 5.651665000000003e-05,
+    "min": 5.646720000000009e-05,
+    "max": 5.6981700000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13266,15 +14086,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.993595000000007e-05,
-    "min": 5.982709999999995e-05,
-    "max": 6.0434999999999946e-05,
+    "seconds": 5.994715e-05,
+    "min": 5.981779999999992e-05,
+    "max": 6.028430000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.64674e-05,
-    "min": 6.600979999999997e-05,
-    "max": 6.70625e-05,
+    "seconds": 6.640959999999998e-05,
+    "min": 6.592270000000005e-05,
+    "max": 6.676140000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13298,15 +14118,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.2114949999999977e-05,
-    "min": 2.2006499999999912e-05,
-    "max": 2.2733100000000025e-05,
+    "seconds": 2.1932400000000007e-05,
+    "min": 2.17602e-05,
+    "max": 2.2342499999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.5839899999999975e-05,
-    "min": 3.5789000000000006e-05,
-    "max": 3.5999999999999953e-05,
+    "seconds": 3.523190000000004e-05,
+    "min": 3.5058700000000024e-05,
+    "max": 3.535710000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13330,15 +14150,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.580009999999997e-05,
-    "min": 3.575000000000002e-05,
-    "max": 3.592930000000008e-05,
+    "seconds": 3.584559999999995e-05,
+    "min": 3.579819999999997e-05,
+    "max": 3.593200000000006e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.947540000000002e-05,
-    "min": 2.9360000000000014e-05,
-    "max": 2.9510400000000025e-05,
+    "seconds": 2.9300749999999982e-05,
+    "min": 2.9238499999999998e-05,
+    "max": 2.939169999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13362,15 +14182,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.147224999999999e-05,
-    "min": 7.125759999999999e-05,
-    "max": 7.166649999999997e-05,
+    "seconds": 7.036719999999999e-05,
+    "min": 7.018210000000001e-05,
+    "max": 7.058490000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011232375000000001,
-    "min": 0.00011203500000000005,
-    "max": 0.00011276680000000005,
+    "seconds": 0.00011238534999999995,
+    "min": 0.00011223230000000005,
+    "max": 0.00011264230000000007,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13394,15 +14214,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011943034999999996,
-    "min": 0.00011931209999999997,
-    "max": 0.00012009250000000002,
+    "seconds": 0.0001182929,
+    "min": 0.00011816320000000005,
+    "max": 0.00011863659999999993,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00013161875000000005,
-    "min": 0.00013109350000000002,
-    "max": 0.00013178860000000002,
+    "seconds": 0.00012930349999999995,
+    "min": 0.0001292027,
+    "max": 0.0001295379,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13426,15 +14246,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.273550000000023e-06,
-    "min": 7.199800000000039e-06,
-    "max": 7.331200000000081e-06,
+    "seconds": 7.262650000000042e-06,
+    "min": 7.193399999999973e-06,
+    "max": 7.327899999999931e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.4191999999999664e-06,
-    "min": 6.412800000000039e-06,
-    "max": 6.553600000000052e-06,
+    "seconds": 6.407999999999999e-06,
+    "min": 6.406300000000032e-06,
+    "max": 6.496199999999976e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13458,15 +14278,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.6657399999999933e-05,
-    "min": 1.664010000000003e-05,
-    "max": 1.6669100000000013e-05,
+    "seconds": 1.6668849999999985e-05,
+    "min": 1.666240000000006e-05,
+    "max": 1.6703700000000014e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.75035000000002e-06,
-    "min": 6.71369999999996e-06,
-    "max": 6.780900000000019e-06,
+    "seconds": 6.764749999999969e-06,
+    "min": 6.735800000000097e-06,
+    "max": 6.889400000000024e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13490,15 +14310,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1770900000000016e-05,
-    "min": 1.1695699999999953e-05,
-    "max": 1.186240000000006e-05,
+    "seconds": 1.1736049999999989e-05,
+    "min": 1.1680100000000015e-05,
+    "max": 1.193620000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.2894500000000015e-05,
-    "min": 1.2815899999999987e-05,
-    "max": 1.2988799999999993e-05,
+    "seconds": 1.2809550000000017e-05,
+    "min": 1.2723400000000038e-05,
+    "max": 1.3036499999999978e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13522,15 +14342,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.316154999999993e-05,
-    "min": 4.315500000000003e-05,
-    "max": 4.3187100000000026e-05,
+    "seconds": 4.319200000000003e-05,
+    "min": 4.3170499999999955e-05,
+    "max": 4.3202700000000006e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.7823850000000028e-05,
-    "min": 1.7740499999999977e-05,
-    "max": 1.7840100000000073e-05,
+    "seconds": 1.7648050000000035e-05,
+    "min": 1.7603100000000086e-05,
+    "max": 1.772810000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13554,15 +14374,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.236649999999999e-05,
-    "min": 2.2313600000000064e-05,
-    "max": 2.2761700000000064e-05,
+    "seconds": 2.2347149999999985e-05,
+    "min": 2.2335600000000034e-05,
+    "max": 2.2704400000000033e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.3904049999999997e-05,
-    "min": 2.3756800000000043e-05,
-    "max": 2.4115399999999976e-05,
+    "seconds": 2.370385e-05,
+    "min": 2.3654299999999968e-05,
+    "max": 2.3833699999999975e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13586,15 +14406,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.105119999999994e-05,
-    "min": 5.1030200000000086e-05,
-    "max": 5.1062699999999995e-05,
+    "seconds": 5.1066549999999986e-05,
+    "min": 5.1029699999999983e-05,
+    "max": 5.11008e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.1475049999999997e-05,
-    "min": 2.1433500000000004e-05,
-    "max": 2.153909999999978e-05,
+    "seconds": 2.145105000000005e-05,
+    "min": 2.1401199999999984e-05,
+    "max": 2.1506899999999982e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13618,15 +14438,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.421415000000003e-05,
-    "min": 5.382720000000001e-05,
-    "max": 5.439350000000003e-05,
+    "seconds": 5.363490000000003e-05,
+    "min": 5.351919999999991e-05,
+    "max": 5.39127e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.341005e-05,
-    "min": 7.316509999999992e-05,
-    "max": 7.388479999999997e-05,
+    "seconds": 7.222494999999996e-05,
+    "min": 7.212740000000001e-05,
+    "max": 7.251450000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13650,15 +14470,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015535499999999998,
-    "min": 0.0001551197,
-    "max": 0.00015558350000000003,
+    "seconds": 0.0001552585,
+    "min": 0.00015510890000000008,
+    "max": 0.00015566880000000022,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.591370000000001e-05,
-    "min": 6.574079999999994e-05,
-    "max": 6.615019999999994e-05,
+    "seconds": 6.529904999999995e-05,
+    "min": 6.500449999999996e-05,
+    "max": 6.542020000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13683,15 +14503,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.638449999999995e-06,
-    "min": 6.592199999999992e-06,
-    "max": 6.662400000000071e-06,
+    "seconds": 6.604849999999982e-06,
+    "min": 6.592300000000012e-06,
+    "max": 6.620799999999998e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.1040000000000037e-05,
-    "min": 1.1030099999999925e-05,
-    "max": 1.1119599999999991e-05,
+    "seconds": 1.1028850000000109e-05,
+    "min": 1.098240000000004e-05,
+    "max": 1.1068700000000013e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13716,15 +14536,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.0323100000000045e-05,
-    "min": 1.0275500000000058e-05,
-    "max": 1.0339600000000086e-05,
+    "seconds": 1.0311899999999975e-05,
+    "min": 1.0278100000000006e-05,
+    "max": 1.0326200000000016e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.3063749999999892e-05,
-    "min": 1.3040099999999872e-05,
-    "max": 1.3132499999999914e-05,
+    "seconds": 1.2953399999999997e-05,
+    "min": 1.2930800000000134e-05,
+    "max": 1.3014200000000052e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13749,15 +14569,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.50859999999999e-06,
-    "min": 8.457399999999984e-06,
-    "max": 8.623900000000004e-06,
+    "seconds": 8.480000000000014e-06,
+    "min": 8.4577e-06,
+    "max": 8.59829999999995e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.3126550000000031e-05,
-    "min": 1.3093799999999988e-05,
-    "max": 1.3213099999999963e-05,
+    "seconds": 1.3109049999999979e-05,
+    "min": 1.3078200000000105e-05,
+    "max": 1.3129400000000076e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13782,15 +14602,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4433650000000017e-05,
-    "min": 1.436449999999994e-05,
-    "max": 1.4995299999999973e-05,
+    "seconds": 1.4343700000000033e-05,
+    "min": 1.4307000000000016e-05,
+    "max": 1.4694199999999955e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.543670000000003e-05,
-    "min": 1.5401400000000103e-05,
-    "max": 1.5750600000000032e-05,
+    "seconds": 1.5625449999999988e-05,
+    "min": 1.5574600000000056e-05,
+    "max": 1.5823900000000084e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13815,15 +14635,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.5382300000000003e-05,
-    "min": 1.536009999999999e-05,
-    "max": 1.546239999999998e-05,
+    "seconds": 1.5331250000000003e-05,
+    "min": 1.530909999999999e-05,
+    "max": 1.5452999999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.054230000000007e-05,
-    "min": 3.0329299999999947e-05,
-    "max": 3.0668999999999974e-05,
+    "seconds": 2.9842899999999938e-05,
+    "min": 2.9702299999999978e-05,
+    "max": 3.005429999999992e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13848,15 +14668,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.3814449999999963e-05,
-    "min": 2.3708700000000012e-05,
-    "max": 2.4137400000000092e-05,
+    "seconds": 2.360135000000001e-05,
+    "min": 2.3570999999999934e-05,
+    "max": 2.3910500000000035e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.680010000000002e-05,
-    "min": 3.653399999999974e-05,
-    "max": 3.714879999999994e-05,
+    "seconds": 3.606719999999999e-05,
+    "min": 3.594510000000003e-05,
+    "max": 3.62530000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13881,15 +14701,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.258245e-05,
-    "min": 2.2396600000000002e-05,
-    "max": 2.2716800000000057e-05,
+    "seconds": 2.241759999999998e-05,
+    "min": 2.225569999999998e-05,
+    "max": 2.2527600000000018e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.270239999999996e-05,
-    "min": 5.251159999999993e-05,
-    "max": 5.2783500000000034e-05,
+    "seconds": 5.177739999999996e-05,
+    "min": 5.1529699999999955e-05,
+    "max": 5.200290000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13914,15 +14734,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.092164999999996e-05,
-    "min": 4.07014e-05,
-    "max": 4.094119999999999e-05,
+    "seconds": 4.041254999999999e-05,
+    "min": 4.018510000000007e-05,
+    "max": 4.052800000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.343195000000006e-05,
-    "min": 6.337660000000008e-05,
-    "max": 6.374639999999978e-05,
+    "seconds": 6.256625000000004e-05,
+    "min": 6.24414000000001e-05,
+    "max": 6.269409999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13947,15 +14767,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.0129649999999994e-05,
-    "min": 3.0002900000000044e-05,
-    "max": 3.0149899999999987e-05,
+    "seconds": 3.0026900000000006e-05,
+    "min": 2.9942100000000006e-05,
+    "max": 3.0118399999999986e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.89961e-05,
-    "min": 7.88165e-05,
-    "max": 7.92548e-05,
+    "seconds": 7.699429999999998e-05,
+    "min": 7.691189999999991e-05,
+    "max": 7.708779999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13980,15 +14800,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.979500000000004e-05,
-    "min": 4.951009999999995e-05,
-    "max": 4.9922600000000016e-05,
+    "seconds": 4.92987e-05,
+    "min": 4.9158800000000015e-05,
+    "max": 4.9422400000000017e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.959095e-05,
-    "min": 8.940140000000002e-05,
-    "max": 8.981110000000007e-05,
+    "seconds": 8.743394999999996e-05,
+    "min": 8.719879999999999e-05,
+    "max": 8.777850000000005e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14013,15 +14833,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.1827099999999984e-05,
-    "min": 4.139180000000004e-05,
-    "max": 4.19201e-05,
+    "seconds": 4.165589999999996e-05,
+    "min": 4.142750000000003e-05,
+    "max": 4.171850000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.816785000000006e-05,
-    "min": 9.805779999999997e-05,
-    "max": 9.843130000000003e-05,
+    "seconds": 9.669219999999993e-05,
+    "min": 9.652109999999997e-05,
+    "max": 9.702060000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14046,15 +14866,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.096685000000004e-05,
-    "min": 8.061990000000003e-05,
-    "max": 8.159660000000004e-05,
+    "seconds": 7.984599999999998e-05,
+    "min": 7.96569e-05,
+    "max": 7.995429999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011687624999999995,
-    "min": 0.00011671260000000006,
-    "max": 0.00011704080000000003,
+    "seconds": 0.0001153293,
+    "min": 0.00011479950000000004,
+    "max": 0.0001157240000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14079,15 +14899,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.621644999999998e-05,
-    "min": 7.59411e-05,
-    "max": 7.642189999999996e-05,
+    "seconds": 7.610974999999998e-05,
+    "min": 7.568909999999998e-05,
+    "max": 7.61686e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019327100000000007,
-    "min": 0.00019315429999999982,
-    "max": 0.0001934043000000001,
+    "seconds": 0.0001894922,
+    "min": 0.0001890386999999997,
+    "max": 0.00018966310000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14112,15 +14932,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.000126822,
-    "min": 0.00012677099999999992,
-    "max": 0.00012700169999999995,
+    "seconds": 0.00012547085,
+    "min": 0.00012541709999999988,
+    "max": 0.00012555749999999994,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00021880645000000004,
-    "min": 0.00021870030000000002,
-    "max": 0.0002190943999999999,
+    "seconds": 0.00021461370000000013,
+    "min": 0.0002143277999999999,
+    "max": 0.0002150873000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14145,15 +14965,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010320274999999998,
-    "min": 0.00010306639999999997,
-    "max": 0.00010351989999999996,
+    "seconds": 0.0001024315,
+    "min": 0.0001022636,
+    "max": 0.00010258460000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00024408275000000005,
-    "min": 0.0002439566000000001,
-    "max": 0.0002442601,
+    "seconds": 0.00024192349999999988,
+    "min": 0.00024136470000000006,
+    "max": 0.0002420471,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14178,15 +14998,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00020284205000000002,
-    "min": 0.0002026693000000001,
-    "max": 0.00020294779999999995,
+    "seconds": 0.00020047500000000003,
+    "min": 0.0002003944,
+    "max": 0.00020052259999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.000291398,
-    "min": 0.00029115710000000015,
-    "max": 0.0002916041999999999,
+    "seconds": 0.00028919145000000005,
+    "min": 0.0002891143,
+    "max": 0.0002895737,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14206,9 +15026,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.993650000000019e-06,
-    "min": 6.96310000000002e-06,
-    "max": 7.08160000000006e-06,
+    "seconds": 7.031950000000006e-06,
+    "min": 7.020599999999922e-06,
+    "max": 7.05569999999999e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14234,15 +15054,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.835249999999995e-06,
-    "min": 6.822100000000046e-06,
-    "max": 6.959500000000014e-06,
+    "seconds": 6.8159999999999395e-06,
+    "min": 6.806399999999985e-06,
+    "max": 6.896100000000069e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.204799999999989e-06,
-    "min": 3.196799999999985e-06,
-    "max": 3.215899999999965e-06,
+    "seconds": 3.203149999999993e-06,
+    "min": 3.196700000000055e-06,
+    "max": 3.2160999999999606e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14262,9 +15082,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.600150000000002e-06,
-    "min": 7.574399999999923e-06,
-    "max": 7.6128000000000044e-06,
+    "seconds": 7.577599999999904e-06,
+    "min": 7.567800000000001e-06,
+    "max": 7.6032000000000156e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14290,15 +15110,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.281649999999968e-06,
-    "min": 7.270200000000022e-06,
-    "max": 7.3569999999999255e-06,
+    "seconds": 7.259299999999973e-06,
+    "min": 7.232100000000083e-06,
+    "max": 7.308899999999994e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.670350000000025e-06,
-    "min": 4.652800000000036e-06,
-    "max": 4.700799999999981e-06,
+    "seconds": 4.675099999999952e-06,
+    "min": 4.655999999999926e-06,
+    "max": 4.697499999999968e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14318,9 +15138,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.0985550000000053e-05,
-    "min": 1.0918500000000063e-05,
-    "max": 1.1049999999999977e-05,
+    "seconds": 1.1059200000000028e-05,
+    "min": 1.1023900000000015e-05,
+    "max": 1.109100000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14346,15 +15166,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.446599999999995e-06,
-    "min": 9.417899999999953e-06,
-    "max": 9.465800000000058e-06,
+    "seconds": 9.438150000000034e-06,
+    "min": 9.411000000000002e-06,
+    "max": 9.48149999999997e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.5067050000000005e-05,
-    "min": 1.505920000000002e-05,
-    "max": 1.5091199999999958e-05,
+    "seconds": 1.5135650000000005e-05,
+    "min": 1.5125999999999967e-05,
+    "max": 1.5155299999999943e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14374,9 +15194,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3862250000000018e-05,
-    "min": 1.3826800000000015e-05,
-    "max": 1.3891299999999978e-05,
+    "seconds": 1.3867000000000001e-05,
+    "min": 1.38173e-05,
+    "max": 1.3913400000000011e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14402,15 +15222,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.286394999999997e-05,
-    "min": 1.2851e-05,
-    "max": 1.2905599999999957e-05,
+    "seconds": 1.2828650000000017e-05,
+    "min": 1.2809400000000017e-05,
+    "max": 1.2899300000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.080049999999967e-06,
-    "min": 8.067100000000074e-06,
-    "max": 8.111900000000015e-06,
+    "seconds": 8.091099999999977e-06,
+    "min": 8.07999999999995e-06,
+    "max": 8.11199999999999e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14430,9 +15250,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.615185000000002e-05,
-    "min": 1.6076599999999927e-05,
-    "max": 1.620459999999998e-05,
+    "seconds": 1.6156799999999987e-05,
+    "min": 1.6137700000000064e-05,
+    "max": 1.6211499999999955e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14458,15 +15278,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4580850000000008e-05,
-    "min": 1.4559699999999997e-05,
-    "max": 1.4620599999999956e-05,
+    "seconds": 1.4516599999999992e-05,
+    "min": 1.4489700000000016e-05,
+    "max": 1.4560000000000013e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.5030449999999994e-05,
-    "min": 1.501429999999998e-05,
-    "max": 1.5052700000000026e-05,
+    "seconds": 1.5031749999999982e-05,
+    "min": 1.5023999999999967e-05,
+    "max": 1.5046299999999995e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14486,9 +15306,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.330859999999999e-05,
-    "min": 4.3155299999999997e-05,
-    "max": 4.3501299999999996e-05,
+    "seconds": 4.3455100000000024e-05,
+    "min": 4.3218000000000066e-05,
+    "max": 4.3707500000000015e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14514,15 +15334,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.896145e-05,
-    "min": 2.8761100000000022e-05,
-    "max": 2.912299999999997e-05,
+    "seconds": 2.8944000000000033e-05,
+    "min": 2.879959999999995e-05,
+    "max": 2.9071900000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.640619999999999e-05,
-    "min": 5.6339200000000004e-05,
-    "max": 5.648560000000006e-05,
+    "seconds": 5.6231099999999984e-05,
+    "min": 5.61765e-05,
+    "max": 5.628750000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14542,9 +15362,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.105165000000001e-05,
-    "min": 6.084839999999995e-05,
-    "max": 6.199689999999999e-05,
+    "seconds": 6.0535600000000044e-05,
+    "min": 6.027240000000008e-05,
+    "max": 6.099150000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14570,15 +15390,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.917310000000006e-05,
-    "min": 3.889230000000002e-05,
-    "max": 3.940729999999994e-05,
+    "seconds": 3.9088050000000006e-05,
+    "min": 3.8895999999999934e-05,
+    "max": 3.930540000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.8822199999999997e-05,
-    "min": 2.8797000000000002e-05,
-    "max": 2.8873699999999984e-05,
+    "seconds": 2.883509999999993e-05,
+    "min": 2.8748799999999998e-05,
+    "max": 2.8898900000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14598,9 +15418,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.96177e-05,
-    "min": 5.951690000000001e-05,
-    "max": 5.9872099999999965e-05,
+    "seconds": 5.94937e-05,
+    "min": 5.917490000000005e-05,
+    "max": 5.9621300000000025e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14626,15 +15446,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.124970000000001e-05,
-    "min": 4.1043300000000034e-05,
-    "max": 4.155200000000005e-05,
+    "seconds": 4.115510000000003e-05,
+    "min": 4.1037200000000035e-05,
+    "max": 4.149139999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.6572750000000005e-05,
-    "min": 5.646130000000001e-05,
-    "max": 5.681369999999997e-05,
+    "seconds": 5.643935000000005e-05,
+    "min": 5.638699999999992e-05,
+    "max": 5.6550399999999986e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14654,9 +15474,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012910264999999992,
-    "min": 0.0001286455,
-    "max": 0.00013017899999999996,
+    "seconds": 0.00013102750000000004,
+    "min": 0.00013066849999999997,
+    "max": 0.0001313944,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14682,15 +15502,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.354889999999998e-05,
-    "min": 7.342609999999994e-05,
-    "max": 7.364429999999998e-05,
+    "seconds": 7.428890000000003e-05,
+    "min": 7.405779999999997e-05,
+    "max": 7.451790000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00022057514999999998,
-    "min": 0.0002204405,
-    "max": 0.00022069070000000002,
+    "seconds": 0.00022049154999999998,
+    "min": 0.00022036149999999998,
+    "max": 0.00022060590000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14712,15 +15532,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4588699999999977e-05,
-    "min": 2.4505200000000017e-05,
-    "max": 2.4851199999999922e-05,
+    "seconds": 2.4590300000000014e-05,
+    "min": 2.4476599999999982e-05,
+    "max": 2.4896199999999967e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.1241499999999973e-05,
-    "min": 5.1084300000000076e-05,
-    "max": 5.142730000000002e-05,
+    "seconds": 5.002855000000002e-05,
+    "min": 4.992270000000001e-05,
+    "max": 5.018199999999995e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14742,15 +15562,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.1231400000000026e-05,
-    "min": 5.10425e-05,
-    "max": 5.1283799999999965e-05,
+    "seconds": 5.005875000000003e-05,
+    "min": 5.0002699999999954e-05,
+    "max": 5.01439e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.4523199999999996e-05,
-    "min": 2.4278200000000014e-05,
-    "max": 2.4604499999999974e-05,
+    "seconds": 2.452789999999999e-05,
+    "min": 2.44029e-05,
+    "max": 2.4646300000000052e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14775,15 +15595,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010323710000000001,
-    "min": 0.00010303690000000004,
-    "max": 0.0001035923,
+    "seconds": 0.00010113069999999997,
+    "min": 0.00010070879999999997,
+    "max": 0.00010179539999999993,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014603969999999996,
-    "min": 0.00014588049999999974,
-    "max": 0.00014654999999999993,
+    "seconds": 0.00014505660000000006,
+    "min": 0.0001447217000000001,
+    "max": 0.0001453338999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14808,15 +15628,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00016118515,
-    "min": 0.0001611029,
-    "max": 0.00016138720000000013,
+    "seconds": 0.00015782800000000005,
+    "min": 0.00015772350000000003,
+    "max": 0.00015791840000000014,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00017272545000000003,
-    "min": 0.0001723958000000001,
-    "max": 0.00017289199999999993,
+    "seconds": 0.00017135285000000001,
+    "min": 0.00017083530000000025,
+    "max": 0.00017152279999999972,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14840,15 +15660,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.8101999999999995e-05,
-    "min": 3.793670000000002e-05,
-    "max": 3.823009999999999e-05,
+    "seconds": 3.765870000000002e-05,
+    "min": 3.762509999999995e-05,
+    "max": 3.7846300000000045e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010602019999999995,
-    "min": 0.00010585879999999994,
-    "max": 0.0001063552,
+    "seconds": 0.00010581080000000002,
+    "min": 0.00010552319999999982,
+    "max": 0.00010606669999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14872,15 +15692,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00023914275000000003,
-    "min": 0.00023886880000000015,
-    "max": 0.0002394279000000001,
+    "seconds": 0.00023564100000000003,
+    "min": 0.00023501859999999988,
+    "max": 0.00023588240000000033,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00055767985,
-    "min": 0.0005574266000000006,
-    "max": 0.0005583609999999997,
+    "seconds": 0.0005544497499999999,
+    "min": 0.0005540659999999997,
+    "max": 0.0005554972000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14902,15 +15722,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.732145000000002e-05,
-    "min": 3.719619999999999e-05,
-    "max": 3.739770000000003e-05,
+    "seconds": 3.7119799999999997e-05,
+    "min": 3.6876699999999985e-05,
+    "max": 3.72028e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.3179250000000004e-05,
-    "min": 5.302089999999994e-05,
-    "max": 5.328949999999997e-05,
+    "seconds": 5.340754999999997e-05,
+    "min": 5.265899999999997e-05,
+    "max": 5.386229999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14932,15 +15752,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.9310599999999984e-05,
-    "min": 1.911650000000001e-05,
-    "max": 1.9388800000000037e-05,
+    "seconds": 1.9100600000000005e-05,
+    "min": 1.894720000000001e-05,
+    "max": 1.9164499999999976e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.7435099999999954e-05,
-    "min": 2.7097600000000077e-05,
-    "max": 2.7705400000000055e-05,
+    "seconds": 2.733595000000002e-05,
+    "min": 2.7225499999999968e-05,
+    "max": 2.756830000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14962,15 +15782,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.362669999999998e-05,
-    "min": 3.343649999999999e-05,
-    "max": 3.381499999999996e-05,
+    "seconds": 3.3460899999999976e-05,
+    "min": 3.329290000000001e-05,
+    "max": 3.358359999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.734724999999998e-05,
-    "min": 4.710729999999999e-05,
-    "max": 4.792959999999997e-05,
+    "seconds": 4.747485e-05,
+    "min": 4.7187e-05,
+    "max": 4.770229999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14992,15 +15812,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4103750000000015e-05,
-    "min": 2.4006500000000072e-05,
-    "max": 2.426880000000001e-05,
+    "seconds": 2.4123200000000003e-05,
+    "min": 2.4112e-05,
+    "max": 2.4204700000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.211345000000003e-05,
-    "min": 3.204800000000007e-05,
-    "max": 3.217260000000001e-05,
+    "seconds": 3.1754750000000006e-05,
+    "min": 3.159040000000001e-05,
+    "max": 3.2047800000000097e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15020,15 +15840,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.3561650000000004e-05,
-    "min": 3.3267099999999904e-05,
-    "max": 3.3651299999999994e-05,
+    "seconds": 3.327635000000004e-05,
+    "min": 3.316479999999996e-05,
+    "max": 3.3558199999999966e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.7814299999999994e-05,
-    "min": 4.7532400000000006e-05,
-    "max": 4.7917999999999984e-05,
+    "seconds": 4.7753549999999986e-05,
+    "min": 4.73059e-05,
+    "max": 4.791029999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15048,15 +15868,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.8955299999999978e-05,
-    "min": 1.880609999999997e-05,
-    "max": 1.9027599999999997e-05,
+    "seconds": 1.880005e-05,
+    "min": 1.874219999999999e-05,
+    "max": 1.9014299999999958e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.6166250000000034e-05,
-    "min": 2.6016099999999986e-05,
-    "max": 2.647660000000001e-05,
+    "seconds": 2.6075150000000007e-05,
+    "min": 2.582090000000001e-05,
+    "max": 2.632229999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15076,15 +15896,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.329125e-05,
-    "min": 3.306809999999994e-05,
-    "max": 3.3430400000000065e-05,
+    "seconds": 3.316320000000001e-05,
+    "min": 3.293729999999996e-05,
+    "max": 3.3382399999999974e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.769780000000002e-05,
-    "min": 4.735979999999998e-05,
-    "max": 4.785930000000001e-05,
+    "seconds": 4.764464999999999e-05,
+    "min": 4.734350000000002e-05,
+    "max": 4.7909599999999986e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15104,15 +15924,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.8339349999999992e-05,
-    "min": 1.821439999999999e-05,
-    "max": 1.8572700000000053e-05,
+    "seconds": 1.8339149999999995e-05,
+    "min": 1.8243400000000043e-05,
+    "max": 1.8380600000000015e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.456790000000003e-05,
-    "min": 2.4492499999999996e-05,
-    "max": 2.4720200000000025e-05,
+    "seconds": 2.4582150000000013e-05,
+    "min": 2.4469900000000028e-05,
+    "max": 2.4719899999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15132,15 +15952,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.3658199999999996e-05,
-    "min": 3.361600000000002e-05,
-    "max": 3.394210000000004e-05,
+    "seconds": 3.352134999999996e-05,
+    "min": 3.3218599999999994e-05,
+    "max": 3.3583499999999866e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.747720000000008e-05,
-    "min": 4.738899999999999e-05,
-    "max": 4.770869999999994e-05,
+    "seconds": 4.7409149999999976e-05,
+    "min": 4.7379700000000023e-05,
+    "max": 4.7577500000000023e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15160,15 +15980,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.939050000000001e-05,
-    "min": 1.928949999999995e-05,
-    "max": 1.947869999999998e-05,
+    "seconds": 1.9303900000000003e-05,
+    "min": 1.9123100000000024e-05,
+    "max": 1.937899999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.459184999999997e-05,
-    "min": 2.4470199999999954e-05,
-    "max": 2.4777399999999998e-05,
+    "seconds": 2.464310000000001e-05,
+    "min": 2.4477000000000054e-05,
+    "max": 2.4921700000000057e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15190,15 +16010,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.844779999999997e-05,
-    "min": 4.832029999999995e-05,
-    "max": 4.854680000000001e-05,
+    "seconds": 4.756474999999998e-05,
+    "min": 4.7347199999999986e-05,
+    "max": 4.802169999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.673090000000002e-05,
-    "min": 3.66174e-05,
-    "max": 3.7010899999999914e-05,
+    "seconds": 3.6486449999999994e-05,
+    "min": 3.6031799999999976e-05,
+    "max": 3.694999999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15220,15 +16040,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.0071899999999992e-05,
-    "min": 2.9987499999999953e-05,
-    "max": 3.0275800000000053e-05,
+    "seconds": 2.978424999999999e-05,
+    "min": 2.9756800000000013e-05,
+    "max": 2.999369999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.089765000000006e-05,
-    "min": 2.0812500000000045e-05,
-    "max": 2.0950400000000104e-05,
+    "seconds": 2.0796900000000004e-05,
+    "min": 2.064010000000004e-05,
+    "max": 2.094399999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15256,9 +16076,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.779040000000001e-05,
-    "min": 4.735679999999999e-05,
-    "max": 4.79073e-05,
+    "seconds": 4.778700000000002e-05,
+    "min": 4.76089e-05,
+    "max": 4.801619999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -15292,9 +16112,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4382299999999992e-05,
-    "min": 2.415330000000007e-05,
-    "max": 2.463669999999993e-05,
+    "seconds": 2.4204350000000022e-05,
+    "min": 2.4137400000000024e-05,
+    "max": 2.4524499999999968e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -15328,15 +16148,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.776460000000003e-05,
-    "min": 4.7449e-05,
-    "max": 4.804490000000002e-05,
+    "seconds": 4.7803099999999996e-05,
+    "min": 4.7740600000000056e-05,
+    "max": 4.79263e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.527889999999996e-05,
-    "min": 9.513530000000006e-05,
-    "max": 9.538229999999993e-05,
+    "seconds": 9.54333e-05,
+    "min": 9.536179999999997e-05,
+    "max": 9.555480000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15364,15 +16184,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4396799999999986e-05,
-    "min": 2.4319799999999987e-05,
-    "max": 2.458869999999999e-05,
+    "seconds": 2.4367950000000004e-05,
+    "min": 2.426529999999999e-05,
+    "max": 2.4655400000000035e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.8649200000000015e-05,
-    "min": 4.81822e-05,
-    "max": 4.910660000000003e-05,
+    "seconds": 4.8564449999999975e-05,
+    "min": 4.847699999999999e-05,
+    "max": 4.875189999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15396,15 +16216,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.403955e-05,
-    "min": 3.3999799999999986e-05,
-    "max": 3.42559e-05,
+    "seconds": 3.3895600000000015e-05,
+    "min": 3.377249999999998e-05,
+    "max": 3.401859999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.527855e-05,
-    "min": 9.51556e-05,
-    "max": 9.552910000000012e-05,
+    "seconds": 9.568095e-05,
+    "min": 9.550629999999996e-05,
+    "max": 9.600199999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15428,15 +16248,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.53722e-05,
-    "min": 8.513590000000007e-05,
-    "max": 8.561920000000001e-05,
+    "seconds": 8.422494999999996e-05,
+    "min": 8.40254e-05,
+    "max": 8.453349999999994e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011998440000000006,
-    "min": 0.0001197886999999999,
-    "max": 0.00012008280000000008,
+    "seconds": 0.00012022320000000011,
+    "min": 0.00011983600000000014,
+    "max": 0.00012075489999999992,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15458,15 +16278,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.394895e-05,
-    "min": 6.371890000000004e-05,
-    "max": 6.425989999999998e-05,
+    "seconds": 6.351304999999998e-05,
+    "min": 6.33525e-05,
+    "max": 6.370849999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.980764999999995e-05,
-    "min": 4.956180000000002e-05,
-    "max": 5.0128400000000074e-05,
+    "seconds": 4.9646499999999986e-05,
+    "min": 4.9241400000000026e-05,
+    "max": 5.0002900000000016e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15488,15 +16308,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011497775,
-    "min": 0.00011455829999999998,
-    "max": 0.00011542749999999996,
+    "seconds": 0.00011354119999999995,
+    "min": 0.00011344870000000004,
+    "max": 0.00011360140000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.442389999999996e-05,
-    "min": 7.426839999999999e-05,
-    "max": 7.456009999999994e-05,
+    "seconds": 7.407339999999997e-05,
+    "min": 7.396799999999995e-05,
+    "max": 7.442229999999989e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15523,15 +16343,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.071e-05,
-    "min": 8.047370000000002e-05,
-    "max": 8.121319999999994e-05,
+    "seconds": 8.005065e-05,
+    "min": 7.95645e-05,
+    "max": 8.057719999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.642519999999996e-05,
-    "min": 7.582019999999998e-05,
-    "max": 7.714109999999998e-05,
+    "seconds": 7.596990000000004e-05,
+    "min": 7.582699999999995e-05,
+    "max": 7.624580000000011e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15558,15 +16378,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012668464999999993,
-    "min": 0.0001261145,
-    "max": 0.0001270111999999999,
+    "seconds": 0.00012448740000000006,
+    "min": 0.0001241971,
+    "max": 0.00012461149999999985,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.891044999999998e-05,
-    "min": 7.859809999999999e-05,
-    "max": 7.923100000000008e-05,
+    "seconds": 7.817699999999998e-05,
+    "min": 7.802499999999994e-05,
+    "max": 7.82778e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15589,15 +16409,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.620465000000001e-05,
-    "min": 3.614399999999996e-05,
-    "max": 3.6329500000000005e-05,
+    "seconds": 3.5714750000000016e-05,
+    "min": 3.558920000000003e-05,
+    "max": 3.5756699999999976e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00034671460000000034,
-    "min": 0.0003456589000000003,
-    "max": 0.0003475557999999982,
+    "seconds": 0.00033940304999999997,
+    "min": 0.00033928170000000043,
+    "max": 0.0003396877000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15620,15 +16440,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.60973e-05,
-    "min": 3.590100000000007e-05,
-    "max": 3.62368e-05,
+    "seconds": 3.573564999999999e-05,
+    "min": 3.556699999999997e-05,
+    "max": 3.5939000000000037e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00034682215000000015,
-    "min": 0.0003463264,
-    "max": 0.00034706579999999965,
+    "seconds": 0.0003395790499999997,
+    "min": 0.0003390218,
+    "max": 0.00033994129999999947,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15663,15 +16483,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.934094999999998e-05,
-    "min": 5.919349999999998e-05,
-    "max": 5.93981e-05,
+    "seconds": 5.888715e-05,
+    "min": 5.884419999999997e-05,
+    "max": 5.89587e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019789755000000007,
-    "min": 0.00019744010000000007,
-    "max": 0.0001983052999999999,
+    "seconds": 0.00019672824999999994,
+    "min": 0.00019668429999999997,
+    "max": 0.00019688539999999986,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15706,15 +16526,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.900800000000001e-05,
-    "min": 5.8911300000000006e-05,
-    "max": 5.918109999999996e-05,
+    "seconds": 5.87286e-05,
+    "min": 5.86205e-05,
+    "max": 5.891510000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019220389999999998,
-    "min": 0.00019216530000000002,
-    "max": 0.0001922531,
+    "seconds": 0.00019149494999999995,
+    "min": 0.00019146459999999998,
+    "max": 0.00019155780000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15749,15 +16569,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.8436849999999986e-05,
-    "min": 5.833369999999997e-05,
-    "max": 5.8648699999999966e-05,
+    "seconds": 5.794605000000001e-05,
+    "min": 5.7852299999999995e-05,
+    "max": 5.823299999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00034511785000000006,
-    "min": 0.0003449411,
-    "max": 0.0003452775,
+    "seconds": 0.00034245459999999994,
+    "min": 0.0003424097,
+    "max": 0.00034251410000000007,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15792,15 +16612,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.5774500000000006e-05,
-    "min": 5.566029999999998e-05,
-    "max": 5.611800000000001e-05,
+    "seconds": 5.539835000000002e-05,
+    "min": 5.536610000000002e-05,
+    "max": 5.552640000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003381377,
-    "min": 0.00033798080000000004,
-    "max": 0.00033839259999999985,
+    "seconds": 0.00033594860000000007,
+    "min": 0.00033588259999999995,
+    "max": 0.0003362235,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15839,15 +16659,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012784870000000004,
-    "min": 0.0001278044,
-    "max": 0.0001279137,
+    "seconds": 0.00012604849999999998,
+    "min": 0.0001260022,
+    "max": 0.0001260855,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004286965500000001,
-    "min": 0.00042843789999999986,
-    "max": 0.00042959249999999975,
+    "seconds": 0.00042534795000000007,
+    "min": 0.00042478199999999996,
+    "max": 0.0004255324,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15886,15 +16706,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012699585000000005,
-    "min": 0.00012696160000000005,
-    "max": 0.0001270684,
+    "seconds": 0.00012654315,
+    "min": 0.00012648610000000002,
+    "max": 0.00012660219999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00042512219999999996,
-    "min": 0.0004248003999999998,
-    "max": 0.0004260066000000001,
+    "seconds": 0.00042332684999999993,
+    "min": 0.00042301290000000026,
+    "max": 0.0004236692,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15933,15 +16753,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00019091580000000005,
-    "min": 0.00019080820000000003,
-    "max": 0.0001909384,
+    "seconds": 0.00018885224999999994,
+    "min": 0.00018880029999999998,
+    "max": 0.00018898110000000005,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00067926795,
-    "min": 0.0006788307999999998,
-    "max": 0.0006795048000000001,
+    "seconds": 0.000674301,
+    "min": 0.0006737856,
+    "max": 0.0006745563999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -15980,15 +16800,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00019076230000000002,
-    "min": 0.00019069999999999997,
-    "max": 0.00019079460000000009,
+    "seconds": 0.00018979780000000001,
+    "min": 0.0001897428,
+    "max": 0.00018986180000000005,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006736373999999996,
-    "min": 0.0006727403999999996,
-    "max": 0.000674051,
+    "seconds": 0.0006687199000000002,
+    "min": 0.0006681154000000002,
+    "max": 0.0006691444,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16023,15 +16843,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00019340074999999997,
-    "min": 0.0001933268000000001,
-    "max": 0.00019350479999999994,
+    "seconds": 0.00019211494999999998,
+    "min": 0.00019201150000000002,
+    "max": 0.00019217259999999996,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00029299455000000006,
-    "min": 0.0002921308999999999,
-    "max": 0.0002940937000000001,
+    "seconds": 0.00029131525,
+    "min": 0.00029086350000000005,
+    "max": 0.00029210090000000014,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16066,15 +16886,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00019695769999999996,
-    "min": 0.0001967411999999999,
-    "max": 0.0001971081,
+    "seconds": 0.00019639295000000004,
+    "min": 0.00019634360000000007,
+    "max": 0.0001964899,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0002997559500000002,
-    "min": 0.0002985123000000001,
-    "max": 0.00030009670000000004,
+    "seconds": 0.00029803095,
+    "min": 0.00029746869999999986,
+    "max": 0.0002991343000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16101,15 +16921,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.86253e-05,
-    "min": 8.836110000000001e-05,
-    "max": 8.887769999999996e-05,
+    "seconds": 8.904910000000001e-05,
+    "min": 8.89181e-05,
+    "max": 8.940959999999994e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012270425,
-    "min": 0.0001226657,
-    "max": 0.0001227949,
+    "seconds": 0.00012272255,
+    "min": 0.0001226916,
+    "max": 0.00012273819999999996,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16136,15 +16956,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.5227249999999995e-05,
-    "min": 5.5064399999999974e-05,
-    "max": 5.538820000000005e-05,
+    "seconds": 5.492565000000004e-05,
+    "min": 5.4809100000000003e-05,
+    "max": 5.5208899999999986e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.013245000000003e-05,
-    "min": 8.981300000000003e-05,
-    "max": 9.029680000000007e-05,
+    "seconds": 9.003780000000002e-05,
+    "min": 8.99799e-05,
+    "max": 9.010520000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16169,9 +16989,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.656120000000001e-05,
-    "min": 5.6391099999999996e-05,
-    "max": 5.661830000000001e-05,
+    "seconds": 5.592e-05,
+    "min": 5.566350000000006e-05,
+    "max": 5.596440000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -16202,9 +17022,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.8975099999999964e-05,
-    "min": 4.888370000000002e-05,
-    "max": 4.91866e-05,
+    "seconds": 4.831964999999998e-05,
+    "min": 4.8111599999999975e-05,
+    "max": 4.8396400000000017e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -16242,9 +17062,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.487354999999999e-05,
-    "min": 3.47193e-05,
-    "max": 3.507510000000005e-05,
+    "seconds": 3.4532650000000006e-05,
+    "min": 3.448689999999997e-05,
+    "max": 3.475239999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -16282,9 +17102,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.7401550000000027e-05,
-    "min": 1.7229100000000008e-05,
-    "max": 1.7698900000000025e-05,
+    "seconds": 1.729434999999999e-05,
+    "min": 1.7203300000000026e-05,
+    "max": 1.766049999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -16310,15 +17130,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00029637615,
-    "min": 0.00029604609999999993,
-    "max": 0.00029687689999999994,
+    "seconds": 0.00029544119999999987,
+    "min": 0.00029538600000000024,
+    "max": 0.00029594249999999984,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00045388410000000014,
-    "min": 0.0004536190000000003,
-    "max": 0.00045445209999999965,
+    "seconds": 0.0004539180000000001,
+    "min": 0.0004532932999999995,
+    "max": 0.00045419640000000027,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16338,15 +17158,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0003714456500000001,
-    "min": 0.00037097640000000005,
-    "max": 0.0003716564,
+    "seconds": 0.00036751290000000016,
+    "min": 0.00036688499999999995,
+    "max": 0.00036808390000000015,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00047926199999999983,
-    "min": 0.00047895160000000007,
-    "max": 0.0004795106000000002,
+    "seconds": 0.00047814795000000016,
+    "min": 0.0004777030000000005,
+    "max": 0.00047856670000000006,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16391,15 +17211,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00024068600000000005,
-    "min": 0.0002394415,
-    "max": 0.00024156739999999996,
+    "seconds": 0.00024205395000000005,
+    "min": 0.00024142609999999997,
+    "max": 0.0002422979,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0007764423999999999,
-    "min": 0.0007759723999999997,
-    "max": 0.0007778739999999996,
+    "seconds": 0.0007782311500000002,
+    "min": 0.0007769028000000003,
+    "max": 0.0007795719000000007,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16444,15 +17264,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0020169906499999998,
-    "min": 0.002010791,
-    "max": 0.0020226352,
+    "seconds": 0.0020233475500000004,
+    "min": 0.0020073517000000003,
+    "max": 0.0020252089,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00490879145,
-    "min": 0.004905448999999999,
-    "max": 0.004912744999999997,
+    "seconds": 0.004865446400000001,
+    "min": 0.004860843199999999,
+    "max": 0.004869339100000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16497,15 +17317,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0005523623000000001,
-    "min": 0.0005517311,
-    "max": 0.0005530409000000001,
+    "seconds": 0.00054781645,
+    "min": 0.0005475649,
+    "max": 0.0005482886999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0017646569999999996,
-    "min": 0.0017630004000000004,
-    "max": 0.0017659402000000002,
+    "seconds": 0.0017480604000000006,
+    "min": 0.0017472454999999999,
+    "max": 0.001752444,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16550,15 +17370,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0011721087,
-    "min": 0.0011695022,
-    "max": 0.0011847243,
+    "seconds": 0.0011629504000000002,
+    "min": 0.0011571982,
+    "max": 0.0011792018,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0028296076000000015,
-    "min": 0.002822642900000001,
-    "max": 0.002833580200000001,
+    "seconds": 0.0027977175500000003,
+    "min": 0.0027859048999999995,
+    "max": 0.0028135791000000014,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16603,15 +17423,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00033827460000000005,
-    "min": 0.0003354137,
-    "max": 0.0003418770000000001,
+    "seconds": 0.00033618099999999996,
+    "min": 0.0003326096000000001,
+    "max": 0.00033778240000000004,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0010976278500000004,
-    "min": 0.0010966869999999996,
-    "max": 0.0011024305,
+    "seconds": 0.0010876744499999998,
+    "min": 0.0010849807000000004,
+    "max": 0.0010883719999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16656,15 +17476,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.839930000000001e-05,
-    "min": 6.833900000000002e-05,
-    "max": 6.85092e-05,
+    "seconds": 6.784965000000001e-05,
+    "min": 6.755149999999999e-05,
+    "max": 6.813439999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004023988,
-    "min": 0.0004020811999999998,
-    "max": 0.0004029515,
+    "seconds": 0.00039686544999999976,
+    "min": 0.00039646379999999984,
+    "max": 0.0003973922999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16709,15 +17529,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015713374999999999,
-    "min": 0.00015667660000000006,
-    "max": 0.00015756800000000013,
+    "seconds": 0.00015769500000000004,
+    "min": 0.00015753549999999994,
+    "max": 0.0001579714000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004943919500000001,
-    "min": 0.0004939589999999999,
-    "max": 0.0004966862000000082,
+    "seconds": 0.0004946167500000044,
+    "min": 0.0004928331000000003,
+    "max": 0.0004958452999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16762,15 +17582,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010205915000000003,
-    "min": 0.0001019797,
-    "max": 0.00010287629999999987,
+    "seconds": 0.00010275025,
+    "min": 0.00010236160000000006,
+    "max": 0.0001033979,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003665299999999999,
-    "min": 0.0003654836999999985,
-    "max": 0.0003676484000000002,
+    "seconds": 0.0003649606000000002,
+    "min": 0.0003647090000000001,
+    "max": 0.000365681800000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16815,15 +17635,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.7471899999999955e-05,
-    "min": 4.6994499999999985e-05,
-    "max": 4.7999600000000034e-05,
+    "seconds": 4.769875e-05,
+    "min": 4.741430000000005e-05,
+    "max": 4.8086299999999974e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00028985019999999814,
-    "min": 0.00028883619999999974,
-    "max": 0.0002900017,
+    "seconds": 0.000285523499999998,
+    "min": 0.00028496610000000014,
+    "max": 0.000286226,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16868,15 +17688,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.7295699999999902e-05,
-    "min": 2.7168499999999996e-05,
-    "max": 2.740109999999993e-05,
+    "seconds": 2.7295799999999963e-05,
+    "min": 2.714879999999996e-05,
+    "max": 2.7542199999999955e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00015681410000000014,
-    "min": 0.0001564406000000002,
-    "max": 0.00015716170000000014,
+    "seconds": 0.00015523979999999997,
+    "min": 0.00015491780000000008,
+    "max": 0.00015562930000000017,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16921,15 +17741,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.374374999999999e-05,
-    "min": 3.3561299999999946e-05,
-    "max": 3.396179999999993e-05,
+    "seconds": 3.370539999999996e-05,
+    "min": 3.362540000000001e-05,
+    "max": 3.398729999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00016515734999999983,
-    "min": 0.00016433860000000003,
-    "max": 0.0001657765000000003,
+    "seconds": 0.00016356324999999987,
+    "min": 0.0001630293999999999,
+    "max": 0.00016404449999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -16974,15 +17794,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.245409999999999e-05,
-    "min": 5.1606199999999974e-05,
-    "max": 5.283770000000003e-05,
+    "seconds": 5.215025000000004e-05,
+    "min": 5.179810000000005e-05,
+    "max": 5.2262499999999956e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0002246986499999999,
-    "min": 0.00022421650000000004,
-    "max": 0.00022539049999999996,
+    "seconds": 0.00022369489999999996,
+    "min": 0.00022283689999999992,
+    "max": 0.00022444599999999946,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17027,15 +17847,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00016025044999999998,
-    "min": 0.00015913219999999997,
-    "max": 0.00016167299999999995,
+    "seconds": 0.00016027735000000002,
+    "min": 0.0001592556,
+    "max": 0.00016093249999999992,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005495852500000001,
-    "min": 0.0005489428000000002,
-    "max": 0.0005502977000000004,
+    "seconds": 0.0005500522,
+    "min": 0.0005493704000000001,
+    "max": 0.0005507671,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17080,15 +17900,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00026390085,
-    "min": 0.0002632925999999999,
-    "max": 0.00026581590000000006,
+    "seconds": 0.0002679014,
+    "min": 0.00026587450000000004,
+    "max": 0.0002694323,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006549576500000002,
-    "min": 0.0006504317,
-    "max": 0.0006587128000000002,
+    "seconds": 0.0006553180500000001,
+    "min": 0.0006540826,
+    "max": 0.0006576685999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17133,15 +17953,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.343959999999997e-05,
-    "min": 8.196029999999997e-05,
-    "max": 8.505379999999995e-05,
+    "seconds": 8.35261e-05,
+    "min": 8.266859999999998e-05,
+    "max": 8.526430000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0002963747499999999,
-    "min": 0.0002945744,
-    "max": 0.00029762599999999995,
+    "seconds": 0.0002962139999999999,
+    "min": 0.0002953409,
+    "max": 0.0002970199999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17186,15 +18006,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00041012815,
-    "min": 0.00041002389999999996,
-    "max": 0.00041046930000000005,
+    "seconds": 0.0004111474,
+    "min": 0.00041030799999999996,
+    "max": 0.0004115063999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0010330893499999995,
-    "min": 0.0010327865000000001,
-    "max": 0.0010335920999999999,
+    "seconds": 0.0010336455500000005,
+    "min": 0.0010329779000000001,
+    "max": 0.0010354364000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17239,15 +18059,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012312865000000002,
-    "min": 0.0001226395999999999,
-    "max": 0.0001239826,
+    "seconds": 0.00012362814999999997,
+    "min": 0.00012339540000000002,
+    "max": 0.00012393200000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00046562110000000014,
-    "min": 0.00046507679999999987,
-    "max": 0.0004662591999999999,
+    "seconds": 0.0004628666999999999,
+    "min": 0.0004624993,
+    "max": 0.00046369769999999986,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17293,15 +18113,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.3927e-05,
-    "min": 4.3788599999999996e-05,
-    "max": 4.404490000000003e-05,
+    "seconds": 4.4084750000000005e-05,
+    "min": 4.394899999999987e-05,
+    "max": 4.4281199999999924e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00016614635000000008,
-    "min": 0.00016564729999999993,
-    "max": 0.0001665202999999907,
+    "seconds": 0.00016468605000000152,
+    "min": 0.00016444969999999986,
+    "max": 0.00016489500000000008,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17347,15 +18167,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.283885000000004e-05,
-    "min": 9.25755999999999e-05,
-    "max": 9.308780000000004e-05,
+    "seconds": 9.256154999999995e-05,
+    "min": 9.236000000000006e-05,
+    "max": 9.285410000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003116913000000015,
-    "min": 0.0003108328999999999,
-    "max": 0.00031227730000000007,
+    "seconds": 0.0003098017999999998,
+    "min": 0.0003086718999999999,
+    "max": 0.0003101963999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17401,15 +18221,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00040098790000000015,
-    "min": 0.0004006477999999999,
-    "max": 0.0004023067000000002,
+    "seconds": 0.0004033377499999999,
+    "min": 0.0004024896999999999,
+    "max": 0.00040346949999999995,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006381882999999959,
-    "min": 0.0006374768000000002,
-    "max": 0.0006397356999999998,
+    "seconds": 0.0006382805499999944,
+    "min": 0.0006379617000000001,
+    "max": 0.0006393771000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17455,15 +18275,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.44586e-05,
-    "min": 6.42783000000001e-05,
-    "max": 6.480269999999993e-05,
+    "seconds": 6.453775000000002e-05,
+    "min": 6.448900000000003e-05,
+    "max": 6.473889999999993e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00017894619999999988,
-    "min": 0.00017863259999999863,
-    "max": 0.00017958720000000024,
+    "seconds": 0.0001777150000000001,
+    "min": 0.00017737469999999975,
+    "max": 0.00017800840000000754,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17509,15 +18329,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.083510000000003e-05,
-    "min": 6.053420000000008e-05,
-    "max": 6.120939999999994e-05,
+    "seconds": 6.099139999999999e-05,
+    "min": 6.063350000000005e-05,
+    "max": 6.152660000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0002432952999999999,
-    "min": 0.0002424048999999999,
-    "max": 0.00024360119999999996,
+    "seconds": 0.00024166540000000004,
+    "min": 0.0002415153999999998,
+    "max": 0.00024207250000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17563,15 +18383,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00024066950000000003,
-    "min": 0.00024036890000000014,
-    "max": 0.00024093070000000003,
+    "seconds": 0.00024219384999999994,
+    "min": 0.00024177269999999998,
+    "max": 0.0002425700000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004510191499999996,
-    "min": 0.00044972209999999976,
-    "max": 0.00045176509999999957,
+    "seconds": 0.0004499482499999998,
+    "min": 0.00044961940000000003,
+    "max": 0.0004507180999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17617,15 +18437,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00020521829999999993,
-    "min": 0.0002019969,
-    "max": 0.00020623829999999997,
+    "seconds": 0.00020502225000000002,
+    "min": 0.00020374660000000003,
+    "max": 0.0002064691,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006219685500000002,
-    "min": 0.0006211337999999995,
-    "max": 0.0006227174000000001,
+    "seconds": 0.0006199030500000002,
+    "min": 0.0006191191999999994,
+    "max": 0.0006208416,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17653,9 +18473,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.816080000000001e-05,
-    "min": 6.801620000000001e-05,
-    "max": 6.838309999999999e-05,
+    "seconds": 6.712260000000004e-05,
+    "min": 6.700140000000002e-05,
+    "max": 6.721979999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -17683,15 +18503,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010836470000000002,
-    "min": 0.00010825900000000002,
-    "max": 0.0001084988,
+    "seconds": 0.00010780269999999996,
+    "min": 0.00010770120000000007,
+    "max": 0.00010795199999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001557859,
-    "min": 0.00015555490000000006,
-    "max": 0.0001559556,
+    "seconds": 0.00015638429999999997,
+    "min": 0.00015629990000000005,
+    "max": 0.00015663939999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17713,15 +18533,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.471154999999998e-05,
-    "min": 5.4619800000000015e-05,
-    "max": 5.4994099999999975e-05,
+    "seconds": 5.447314999999998e-05,
+    "min": 5.4162799999999975e-05,
+    "max": 5.4815700000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.852734999999999e-05,
-    "min": 7.807030000000001e-05,
-    "max": 7.86517e-05,
+    "seconds": 7.856440000000002e-05,
+    "min": 7.766660000000001e-05,
+    "max": 7.892140000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17743,15 +18563,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012769765000000003,
-    "min": 0.00012748270000000002,
-    "max": 0.0001279853,
+    "seconds": 0.00012704045000000002,
+    "min": 0.00012680189999999996,
+    "max": 0.00012728699999999996,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018371319999999997,
-    "min": 0.0001835266,
-    "max": 0.0001839715,
+    "seconds": 0.00018470644999999997,
+    "min": 0.0001844732,
+    "max": 0.00018487360000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17773,15 +18593,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.989434999999997e-05,
-    "min": 8.979840000000008e-05,
-    "max": 9.029179999999995e-05,
+    "seconds": 8.946385000000001e-05,
+    "min": 8.932159999999997e-05,
+    "max": 8.9887e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012056449999999999,
-    "min": 0.00012037000000000003,
-    "max": 0.00012072330000000001,
+    "seconds": 0.00012002075000000002,
+    "min": 0.00011983360000000002,
+    "max": 0.00012058150000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17801,15 +18621,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012779565,
-    "min": 0.0001277595,
-    "max": 0.00012798179999999997,
+    "seconds": 0.00012723329999999997,
+    "min": 0.00012717979999999997,
+    "max": 0.00012744590000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018444915,
-    "min": 0.00018423339999999998,
-    "max": 0.00018478270000000006,
+    "seconds": 0.0001851835,
+    "min": 0.00018502009999999997,
+    "max": 0.0001852172,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17829,15 +18649,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.076125e-05,
-    "min": 7.046389999999997e-05,
-    "max": 7.085790000000003e-05,
+    "seconds": 6.992920000000001e-05,
+    "min": 6.977559999999994e-05,
+    "max": 6.994239999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.898204999999996e-05,
-    "min": 9.874929999999999e-05,
-    "max": 9.940269999999995e-05,
+    "seconds": 9.833545e-05,
+    "min": 9.79093e-05,
+    "max": 9.84924e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17857,15 +18677,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012758535,
-    "min": 0.0001275643,
-    "max": 0.00012768279999999998,
+    "seconds": 0.00012707989999999998,
+    "min": 0.0001268606,
+    "max": 0.00012724749999999994,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001842956,
-    "min": 0.00018400209999999993,
-    "max": 0.00018457270000000006,
+    "seconds": 0.0001852927,
+    "min": 0.00018506710000000003,
+    "max": 0.00018545499999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17885,15 +18705,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.911204999999997e-05,
-    "min": 6.88513e-05,
-    "max": 6.923469999999999e-05,
+    "seconds": 6.853090000000003e-05,
+    "min": 6.823960000000001e-05,
+    "max": 6.879639999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.252344999999995e-05,
-    "min": 9.243890000000003e-05,
-    "max": 9.264040000000001e-05,
+    "seconds": 9.299815000000003e-05,
+    "min": 9.278329999999995e-05,
+    "max": 9.3129e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17913,15 +18733,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012789369999999998,
-    "min": 0.0001276416,
-    "max": 0.00012814749999999993,
+    "seconds": 0.00012715459999999997,
+    "min": 0.00012701630000000003,
+    "max": 0.00012739879999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018447935000000002,
-    "min": 0.00018414759999999997,
-    "max": 0.00018466230000000006,
+    "seconds": 0.00018520779999999995,
+    "min": 0.00018500340000000005,
+    "max": 0.00018549400000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17941,15 +18761,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.170710000000002e-05,
-    "min": 7.161259999999999e-05,
-    "max": 7.206740000000003e-05,
+    "seconds": 7.109539999999997e-05,
+    "min": 7.083689999999999e-05,
+    "max": 7.117049999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.266010000000003e-05,
-    "min": 9.23712e-05,
-    "max": 9.269139999999997e-05,
+    "seconds": 9.294660000000003e-05,
+    "min": 9.274759999999997e-05,
+    "max": 9.312030000000005e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -17971,15 +18791,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001868196,
-    "min": 0.00018637680000000006,
-    "max": 0.000187077,
+    "seconds": 0.00018385755000000002,
+    "min": 0.00018356219999999998,
+    "max": 0.00018424590000000007,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014178725000000002,
-    "min": 0.00014159080000000011,
-    "max": 0.00014183410000000006,
+    "seconds": 0.00014159499999999992,
+    "min": 0.0001412861,
+    "max": 0.00014182989999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -18001,15 +18821,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011304650000000001,
-    "min": 0.00011291890000000003,
-    "max": 0.00011334630000000006,
+    "seconds": 0.0001116226,
+    "min": 0.00011148220000000001,
+    "max": 0.00011185119999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.869594999999988e-05,
-    "min": 7.854090000000003e-05,
-    "max": 7.901770000000007e-05,
+    "seconds": 7.821595e-05,
+    "min": 7.796080000000005e-05,
+    "max": 7.848599999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -18037,9 +18857,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00018459844999999995,
-    "min": 0.00018436619999999995,
-    "max": 0.00018471810000000004,
+    "seconds": 0.0001854807,
+    "min": 0.00018524349999999998,
+    "max": 0.00018569190000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -18073,9 +18893,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.225125e-05,
-    "min": 9.211810000000005e-05,
-    "max": 9.230690000000006e-05,
+    "seconds": 9.245089999999999e-05,
+    "min": 9.237650000000003e-05,
+    "max": 9.271550000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -18109,15 +18929,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00018455535,
-    "min": 0.00018433780000000002,
-    "max": 0.00018468090000000006,
+    "seconds": 0.00018546150000000003,
+    "min": 0.00018521770000000005,
+    "max": 0.00018560520000000005,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00036899105000000006,
-    "min": 0.00036880720000000004,
-    "max": 0.0003692418000000001,
+    "seconds": 0.0003708858,
+    "min": 0.0003707743000000001,
+    "max": 0.00037100789999999984,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -18145,15 +18965,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.212065e-05,
-    "min": 9.199020000000002e-05,
-    "max": 9.243800000000001e-05,
+    "seconds": 9.237124999999999e-05,
+    "min": 9.221059999999997e-05,
+    "max": 9.268510000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018424965000000002,
-    "min": 0.0001839679,
-    "max": 0.00018435439999999967,
+    "seconds": 0.00018489214999999997,
+    "min": 0.00018463859999999987,
+    "max": 0.0001849782000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -18188,15 +19008,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017249525,
-    "min": 0.0001722201,
-    "max": 0.0001726858,
+    "seconds": 0.00017170935,
+    "min": 0.00017128670000000006,
+    "max": 0.0001718198,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.000587287,
-    "min": 0.0005872026,
-    "max": 0.0005874096999999999,
+    "seconds": 0.0005842565999999998,
+    "min": 0.0005840639000000002,
+    "max": 0.0005842997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -18231,15 +19051,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017191720000000001,
-    "min": 0.0001717965,
-    "max": 0.0001720621,
+    "seconds": 0.00017139724999999998,
+    "min": 0.00017133069999999997,
+    "max": 0.0001714751,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005699372,
-    "min": 0.0005698934999999999,
-    "max": 0.0005700519999999999,
+    "seconds": 0.0005680532500000001,
+    "min": 0.0005679913000000002,
+    "max": 0.0005681343,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -18274,15 +19094,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001700603999999999,
-    "min": 0.00016980440000000007,
-    "max": 0.0001706009,
+    "seconds": 0.00016816584999999998,
+    "min": 0.00016806359999999997,
+    "max": 0.00016826779999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0010313923499999998,
-    "min": 0.0010313710000000001,
-    "max": 0.0010314546000000002,
+    "seconds": 0.00102384815,
+    "min": 0.0010228837,
+    "max": 0.0010239362,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -18317,15 +19137,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001655653,
-    "min": 0.00016544919999999998,
-    "max": 0.00016594530000000007,
+    "seconds": 0.00016429105000000002,
+    "min": 0.00016386010000000003,
+    "max": 0.00016444370000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0010181856499999998,
-    "min": 0.0010180329000000002,
-    "max": 0.0010195315,
+    "seconds": 0.0010121412500000001,
+    "min": 0.001011973,
+    "max": 0.0010122931,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -18350,9 +19170,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002197235,
-    "min": 0.00021963770000000003,
-    "max": 0.00021993189999999996,
+    "seconds": 0.00021684325,
+    "min": 0.0002166889,
+    "max": 0.00021757260000000007,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -18383,9 +19203,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00018777909999999999,
-    "min": 0.00018764090000000005,
-    "max": 0.00018794059999999998,
+    "seconds": 0.00018506739999999994,
+    "min": 0.00018501519999999998,
+    "max": 0.00018519569999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -18419,9 +19239,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00026373799999999996,
-    "min": 0.0002637255,
-    "max": 0.0002640133,
+    "seconds": 0.0002600325,
+    "min": 0.0002598506000000001,
+    "max": 0.00026029299999999993,
     "samples": 6
    },
    "backward_gpu_seconds": {
