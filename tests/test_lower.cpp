@@ -324,8 +324,7 @@ TEST_CASE("a prediction counts the saved tensors the layer summaries list, each 
 TEST_CASE("the zoo's parameter counts equal what PyTorch counted", "[lower][zoo]") {
     // parameter_count in the validation file was read from the real models by
     // tools/validate/measure_pytorch.py (sum of p.numel()).
-    const auto dir = std::filesystem::path(ROOFSIM_SOURCE_DIR) / "data" / "validation";
-    const nlohmann::json raw = detail::read_json_file(dir / "h200-sxm-2026-12-03.json");
+    const nlohmann::json raw = detail::read_json_file(ROOFSIM_BUILTIN_RUN_MEASUREMENTS);
     int checked = 0;
     for (const auto& m : raw.at("model_cases")) {
         auto g = zoo::model(m.at("model").get<std::string>(), m.contains("seq_len") ? m.at("seq_len").get<std::int64_t>() : 0);
