@@ -46,6 +46,19 @@ struct ValidationCase {
     /// Model cases: the medians of the forward, forward + backward and optimizer timings, each phase
     /// on its own between two synchronizes, where the file has them.
     std::optional<StandalonePhases> measured_phases;
+    /// Model cases timed in passes over all the models (measure_pytorch.py --model-rounds): each
+    /// pass's median step time, in order, where the file says which samples each pass took. Empty
+    /// where the case was timed in one pass, or the split of its samples is not known.
+    std::vector<double> measured_pass_step_seconds;
+
+    /// How far the case's passes, minutes apart in one process, came apart: the slowest pass's median
+    /// step over the fastest's, less 1. The measurement's own repeatability, for its error to be read
+    /// beside. None with fewer than two passes known.
+    [[nodiscard]] std::optional<double> pass_spread() const {
+        if (measured_pass_step_seconds.size() < 2) return std::nullopt;
+        const auto [fastest, slowest] = std::minmax_element(measured_pass_step_seconds.begin(), measured_pass_step_seconds.end());
+        return *slowest / *fastest - 1.0;
+    }
 };
 
 struct ValidationSet {
@@ -86,7 +99,44 @@ inline ValidationCase layer_case(const JsonCursor& c) {
     return v;
 }
 
-inline ValidationCase model_case(const JsonCursor& c) {
+/// Each pass's median step time of a model case timed in `rounds` passes (ValidationCase::
+/// measured_pass_step_seconds): its step samples, pass after pass, split by `round_samples` where the
+/// case records it; in a file from before it did, split evenly where every pass took `model_repeats`
+/// (no pass takes more); else not known (empty).
+inline std::vector<double> pass_step_seconds(const JsonCursor& c, std::optional<std::int64_t> model_repeats) {
+    const std::int64_t rounds = c.has("rounds") ? c.at("rounds").positive_integer() : 1;
+    if (rounds < 2 || !c.at("step_seconds").has("values")) return {};
+    const JsonCursor values = c.at("step_seconds").at("values");
+    const std::size_t samples = values.array_size();
+    std::vector<std::size_t> counts;
+    if (c.has("round_samples")) {
+        const JsonCursor per_round = c.at("round_samples");
+        std::size_t total = 0;
+        for (std::size_t i = 0; i < per_round.array_size(); ++i) {
+            counts.push_back(static_cast<std::size_t>(per_round.at(i).positive_integer()));
+            total += counts.back();
+        }
+        if (counts.size() != static_cast<std::size_t>(rounds) || total != samples) {
+            per_round.fail("expected one sample count per round (" + std::to_string(rounds) + "), summing to step_seconds' " +
+                           std::to_string(samples) + " values");
+        }
+    } else if (model_repeats && samples == static_cast<std::size_t>(rounds * *model_repeats)) {
+        counts.assign(static_cast<std::size_t>(rounds), static_cast<std::size_t>(*model_repeats));
+    } else {
+        return {};
+    }
+    std::vector<double> medians;
+    std::size_t next = 0;
+    for (const std::size_t n : counts) {
+        std::vector<double> pass;
+        for (std::size_t i = next; i < next + n; ++i) pass.push_back(values.at(i).positive());
+        next += n;
+        medians.push_back(quantile(std::move(pass), 0.5));
+    }
+    return medians;
+}
+
+inline ValidationCase model_case(const JsonCursor& c, std::optional<std::int64_t> model_repeats = std::nullopt) {
     ValidationCase v;
     v.id = c.at("id").string();
     v.family = c.at("model").string();
@@ -118,6 +168,7 @@ inline ValidationCase model_case(const JsonCursor& c) {
                                              Seconds(c.at("optimizer_seconds").at("median").non_negative())};
     }
     if (c.has("host_canary_seconds")) v.host_canary_seconds = c.at("host_canary_seconds").at("median").positive();
+    v.measured_pass_step_seconds = pass_step_seconds(c, model_repeats);
     return v;
 }
 
@@ -142,9 +193,14 @@ inline ValidationCase model_case(const JsonCursor& c) {
         }
         set.cases.push_back(detail::layer_case(c));
     }
+    // the most samples a pass of a model case takes (files that do not record each pass's count)
+    std::optional<std::int64_t> model_repeats;
+    if (root.has("method_settings") && root.at("method_settings").has("model_repeats")) {
+        model_repeats = root.at("method_settings").at("model_repeats").positive_integer();
+    }
     const JsonCursor models = root.at("model_cases");
     for (std::size_t i = 0; i < models.array_size(); ++i) {
-        auto v = detail::model_case(models.at(i));
+        auto v = detail::model_case(models.at(i), model_repeats);
         if (v.in_zoo) {
             set.cases.push_back(std::move(v));
         } else {
@@ -353,6 +409,8 @@ struct CaseOverRuns {
     std::vector<double> host_swing_effect;  ///< CaseError::host_swing_effect, one per run
     /// Each phase on its own, measured and predicted, one per run where both are (newest first).
     std::vector<std::pair<StandalonePhases, StandalonePhases>> phases;
+    /// ValidationCase::pass_spread of each run where it is known (newest first).
+    std::vector<double> pass_spreads;
 
     [[nodiscard]] double median_error() const { return detail::quantile(errors, 0.5); }
     /// The median peak-memory error, where any run compared it.
@@ -371,6 +429,12 @@ struct CaseOverRuns {
     /// The median over the runs of CaseError::host_swing_effect: how far the host's swing moves the step.
     [[nodiscard]] double median_host_swing_effect() const {
         return host_swing_effect.empty() ? 0.0 : detail::quantile(host_swing_effect, 0.5);
+    }
+    /// The median over the runs of how far the case's passes came apart in each (pass_spreads), where
+    /// any run knows it: how far the measurement itself moves within a run.
+    [[nodiscard]] std::optional<double> median_pass_spread() const {
+        if (pass_spreads.empty()) return std::nullopt;
+        return detail::quantile(pass_spreads, 0.5);
     }
     /// Checked as host-paced: the host's swing moves the predicted step by a twentieth or more.
     [[nodiscard]] bool host_sensitive() const { return median_host_swing_effect() >= validation_host_swing_bound; }
@@ -395,7 +459,7 @@ inline void gather(std::vector<CaseOverRuns>& out, const std::vector<CaseError>&
     for (const auto& e : errors) {
         auto it = std::find_if(out.begin(), out.end(), [&](const CaseOverRuns& c) { return c.id == e.c->id; });
         if (it == out.end()) {
-            out.push_back(CaseOverRuns{e.c->id, e.c->family, e.c->precision, e.c->model, {}, {}, {}, {}, {}});
+            out.push_back(CaseOverRuns{e.c->id, e.c->family, e.c->precision, e.c->model, {}, {}, {}, {}, {}, {}});
             it = std::prev(out.end());
         }
         it->errors.push_back(e.error);
@@ -404,6 +468,7 @@ inline void gather(std::vector<CaseOverRuns>& out, const std::vector<CaseError>&
                                                                 : std::numeric_limits<double>::infinity());
         it->host_swing_effect.push_back(e.host_swing_effect);
         if (e.c->measured_phases && e.predicted_phases) it->phases.emplace_back(*e.c->measured_phases, *e.predicted_phases);
+        if (const auto spread = e.c->pass_spread()) it->pass_spreads.push_back(*spread);
     }
 }
 }  // namespace detail

@@ -36,7 +36,7 @@ run() {  # run NAME CMD...: show the log only when the command fails
 }
 
 run measure_pytorch "$py" "$root/tools/validate/measure_pytorch.py" --device cpu --smoke --layer-rounds 2 \
-    --out "$tmp/out/validation.json"
+    --model-rounds 2 --out "$tmp/out/validation.json"
 "$py" "$root/tools/validate/measure_pytorch.py" --smoke --list >"$tmp/ids.txt"
 run torch_framework_probe "$py" "$root/calibrate/torch_framework_probe.py" --device cpu --smoke \
     --out "$tmp/out/framework.json"
@@ -93,7 +93,10 @@ for c in models:
         check(timing_ok(c.get(key)), f"model {c.get('id')}: bad {key}")
         check(len(c.get(key, {}).get("values", [])) == c.get(key, {}).get("samples"),
               f"model {c.get('id')}: {key} keeps a value per sample")
-    check(c.get("rounds", 0) >= 1, f"model {c.get('id')}: rounds")
+    check(c.get("rounds") == 2, f"model {c.get('id')}: rounds is not 2 (--model-rounds 2)")
+    check(len(c.get("round_samples", [])) == c.get("rounds")
+          and sum(c.get("round_samples", [])) == c.get("step_seconds", {}).get("samples"),
+          f"model {c.get('id')}: round_samples is not one count per round, summing to the step's samples")
     check(timing_ok(c.get("host_canary_seconds")), f"model {c.get('id')}: bad host_canary_seconds")
 for s in skipped:
     check(s.get("id") and s.get("reason"), f"skipped entry without id or reason: {s}")

@@ -336,13 +336,14 @@ void print_validation_runs(const roofsim::RunsEvaluation& v, const std::string& 
     const auto table = [&](const std::vector<roofsim::CaseOverRuns>& cases, bool models_only) {
         TextTable t({"case", "runs", "median error %", "errors % by run, newest first", "paced by", "host / GPU",
                      "step on a host " + format_number("%.1f", roofsim::validation_host_swing) + "x slower %",
-                     "median memory error %"});
+                     "passes apart %", "median memory error %"});
         for (const auto& c : cases) {
             if (models_only && !c.model) continue;
             t.add_row({c.id, std::to_string(c.errors.size()), format_number("%+.1f", 100 * c.median_error()), by_run(c),
                        c.host_bound() ? "host" : "GPU",
                        std::isfinite(c.median_host_over_gpu()) ? format_number("%.2f", c.median_host_over_gpu()) : "no GPU work",
                        c.model ? format_number("%+.1f", 100 * c.median_host_swing_effect()) : "-",
+                       c.median_pass_spread() ? format_number("%.1f", 100 * *c.median_pass_spread()) : "-",
                        c.median_memory_error() ? format_number("%+.1f", 100 * *c.median_memory_error()) : "-"});
         }
         t.print(out);
@@ -764,7 +765,7 @@ int main(int argc, char** argv) {
                       << "\n\n";
             if (validate_cases) {
                 TextTable t({"case", "measured ms", "predicted ms", "host ms", "GPU ms", "error %", "paced by", "canary x",
-                             other_error_header});
+                             other_error_header, "passes apart %"});
                 for (std::size_t i = 0; i < errors.size(); ++i) {
                     const auto& e = errors[i];
                     t.add_row({e.c->id, format_number("%.3f", e.c->measured_seconds * 1e3),
@@ -772,7 +773,8 @@ int main(int argc, char** argv) {
                                format_number("%.3f", e.predicted_gpu_seconds * 1e3), format_number("%+.1f", 100 * e.error),
                                e.host_bound() ? "host" : "GPU",
                                format_number("%.2f", roofsim::host_time_scale(*e.c, framework, roofsim::HostSpeed::measured)),
-                               format_number("%+.1f", 100 * other[i].error)});
+                               format_number("%+.1f", 100 * other[i].error),
+                               e.c->pass_spread() ? format_number("%.1f", 100 * *e.c->pass_spread()) : "-"});
                 }
                 t.print(std::cout);
                 std::cout << '\n';
@@ -783,11 +785,24 @@ int main(int argc, char** argv) {
             auto layers = [](const roofsim::CaseError& e) { return !e.c->model; };
             auto models = [](const roofsim::CaseError& e) { return e.c->model; };
             const auto summary = [&](const std::vector<roofsim::CaseError>& list, const char* what) {
-                std::cout << what << ": layer cases: median |error| "
-                          << format_number("%.1f", 100 * roofsim::error_quantile(list, 0.5, layers)) << "%, 90th percentile "
-                          << format_number("%.1f", 100 * roofsim::error_quantile(list, 0.9, layers))
-                          << "%; model steps: median " << format_number("%.1f", 100 * roofsim::error_quantile(list, 0.5, models))
-                          << "%, worst " << format_number("%.1f", 100 * roofsim::error_quantile(list, 1.0, models)) << "%\n";
+                // a file of only layer cases, or only model cases, has no figure for the other kind
+                const bool any_layer = std::any_of(list.begin(), list.end(), layers);
+                const bool any_model = std::any_of(list.begin(), list.end(), models);
+                std::cout << what << ": layer cases: ";
+                if (any_layer) {
+                    std::cout << "median |error| " << format_number("%.1f", 100 * roofsim::error_quantile(list, 0.5, layers))
+                              << "%, 90th percentile " << format_number("%.1f", 100 * roofsim::error_quantile(list, 0.9, layers)) << "%";
+                } else {
+                    std::cout << "none";
+                }
+                std::cout << "; model steps: ";
+                if (any_model) {
+                    std::cout << "median " << format_number("%.1f", 100 * roofsim::error_quantile(list, 0.5, models)) << "%, worst "
+                              << format_number("%.1f", 100 * roofsim::error_quantile(list, 1.0, models)) << "%";
+                } else {
+                    std::cout << "none";
+                }
+                std::cout << "\n";
             };
             std::cout << '\n';
             summary(speed == roofsim::HostSpeed::measured ? other : errors, "at the profile's host speed");

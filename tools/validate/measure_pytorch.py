@@ -21,7 +21,8 @@ How
     JSON keeps median, min, max and the sample count.  Model cases are timed in two rounds (all
     models, then all models again: --model-rounds) and their samples pooled, so that a burst of
     host interference during one pass does not set a host-bound step's median; model records keep
-    every sample ("values").
+    every sample ("values"), each round's after the one before, and how many each round took
+    ("round_samples"): how far a case's rounds came apart is the measurement's own repeatability.
   * Before each repetition every parameter's and input's .grad is set to None, as
     optimizer.zero_grad() does by default.  Backward is out.backward(grad) with a random gradient
     of the output's shape and dtype, made once per case.
@@ -130,12 +131,14 @@ MODEL_PHASES = ("step_seconds", "forward_seconds", "forward_backward_seconds", "
 
 
 def merge_model_rounds(first: dict, later: dict) -> dict:
-    """A model case measured in two rounds: the timings' samples pooled, the rest from the first."""
+    """A model case measured in two rounds: the timings' samples pooled (each round's after the one
+    before), how many each round took (round_samples), the rest from the first."""
     merged = dict(first)
     for key in MODEL_PHASES + ("host_canary_seconds", "host_backward_canary_seconds"):
         if key in first and key in later:
             merged[key] = stats(first[key]["values"] + later[key]["values"], keep_values=True)
     merged["rounds"] = first.get("rounds", 1) + 1
+    merged["round_samples"] = first["round_samples"] + later["round_samples"]
     return merged
 
 
@@ -1257,6 +1260,7 @@ def measure_model(spec: dict, device: torch.device, clock: Clock, args, target_s
         "host_canary_seconds": stats(canary_s, keep_values=True),
         "host_backward_canary_seconds": stats(backward_canary_s, keep_values=True),
         "rounds": 1,
+        "round_samples": [len(step_s)],  # each round's samples of every timing (one count: all take `repeats`)
         "peak_memory_bytes": peak,
         "baseline_memory_bytes": baseline,
     })
