@@ -423,25 +423,22 @@ TEST_CASE("a GPU-paced model step measures alike in every pass of a run", "[accu
     // The listed runs' own repeatability, where the GPU sets the pace: each pass's median step within 3 %
     // of the others' (2026-12-03: at most 1 % apart). A host-paced step's passes come apart by a
     // tenth to a quarter on these runs' host (docs/validation.md): a miss there is read beside that.
-    // GPU-paced: a host 1.5x slower would not move the predicted step by a twentieth (the zoo's
+    // GPU-paced: the host's swing does not move its predicted step by a twentieth (the zoo's
     // prediction, or the exported IR's for a model the zoo lacks).
+    const RunsEvaluation& v = evaluated_runs();
     int checked = 0;
-    const auto check_passes = [&](const std::string& run, const std::vector<CaseError>& errors, bool zoo) {
-        for (const auto& e : errors) {
-            if (!e.c->model || e.c->in_zoo != zoo || e.host_swing_effect >= validation_host_swing_bound) continue;
-            const auto spread = e.c->pass_spread();
-            if (!spread) continue;
-            INFO(run << " " << e.c->id);
-            CHECK(*spread < 0.03);
+    const auto check_passes = [&](const CaseOverRuns& c) {
+        if (!c.model || c.host_sensitive()) return;
+        for (const double spread : c.pass_spreads) {
+            INFO(c.id);
+            CHECK(spread < 0.03);
             ++checked;
         }
     };
-    for_each_measured_set([&](const ValidationRun& run) {
-        check_passes(run.files.name, evaluate(run.set, run.ctx, &run.framework, HostSpeed::profiled), true);
-        if (!run.files.exported.empty()) {
-            check_passes(run.files.name,
-                         evaluate_exported(run.set, run.files.exported, run.ctx, &run.framework, HostSpeed::profiled), false);
-        }
-    });
+    for (const auto& c : v.cases) check_passes(c);
+    for (const auto& c : v.exported) {
+        const bool in_zoo = std::any_of(v.cases.begin(), v.cases.end(), [&](const CaseOverRuns& z) { return z.id == c.id; });
+        if (!in_zoo) check_passes(c);
+    }
     CHECK(checked >= 10);  // ResNet-50 b128 and ViT-B/16 b128 on six runs
 }

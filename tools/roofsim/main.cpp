@@ -784,25 +784,17 @@ int main(int argc, char** argv) {
             print_error_groups(groups, "error", std::cout);
             auto layers = [](const roofsim::CaseError& e) { return !e.c->model; };
             auto models = [](const roofsim::CaseError& e) { return e.c->model; };
+            // "<median label> X%, <upper label> Y%" of the cases `pick` selects; "none" where it selects
+            // none (a file of layer cases only, or of model cases only)
+            const auto errors_of = [](const std::vector<roofsim::CaseError>& list, auto pick, const char* median_label,
+                                      double upper, const char* upper_label) -> std::string {
+                if (std::none_of(list.begin(), list.end(), pick)) return "none";
+                return std::string(median_label) + " " + format_number("%.1f", 100 * roofsim::error_quantile(list, 0.5, pick)) +
+                       "%, " + upper_label + " " + format_number("%.1f", 100 * roofsim::error_quantile(list, upper, pick)) + "%";
+            };
             const auto summary = [&](const std::vector<roofsim::CaseError>& list, const char* what) {
-                // a file of only layer cases, or only model cases, has no figure for the other kind
-                const bool any_layer = std::any_of(list.begin(), list.end(), layers);
-                const bool any_model = std::any_of(list.begin(), list.end(), models);
-                std::cout << what << ": layer cases: ";
-                if (any_layer) {
-                    std::cout << "median |error| " << format_number("%.1f", 100 * roofsim::error_quantile(list, 0.5, layers))
-                              << "%, 90th percentile " << format_number("%.1f", 100 * roofsim::error_quantile(list, 0.9, layers)) << "%";
-                } else {
-                    std::cout << "none";
-                }
-                std::cout << "; model steps: ";
-                if (any_model) {
-                    std::cout << "median " << format_number("%.1f", 100 * roofsim::error_quantile(list, 0.5, models)) << "%, worst "
-                              << format_number("%.1f", 100 * roofsim::error_quantile(list, 1.0, models)) << "%";
-                } else {
-                    std::cout << "none";
-                }
-                std::cout << "\n";
+                std::cout << what << ": layer cases: " << errors_of(list, layers, "median |error|", 0.9, "90th percentile")
+                          << "; model steps: " << errors_of(list, models, "median", 1.0, "worst") << "\n";
             };
             std::cout << '\n';
             summary(speed == roofsim::HostSpeed::measured ? other : errors, "at the profile's host speed");
