@@ -26,6 +26,7 @@
 namespace {
 
 using roofsim::cli::format_number;
+using roofsim::cli::percent_or_dash;
 using roofsim::cli::TextTable;
 
 constexpr int exit_ok = 0;
@@ -343,8 +344,8 @@ void print_validation_runs(const roofsim::RunsEvaluation& v, const std::string& 
                        c.host_bound() ? "host" : "GPU",
                        std::isfinite(c.median_host_over_gpu()) ? format_number("%.2f", c.median_host_over_gpu()) : "no GPU work",
                        c.model ? format_number("%+.1f", 100 * c.median_host_swing_effect()) : "-",
-                       c.median_pass_spread() ? format_number("%.1f", 100 * *c.median_pass_spread()) : "-",
-                       c.median_memory_error() ? format_number("%+.1f", 100 * *c.median_memory_error()) : "-"});
+                       percent_or_dash("%.1f", c.median_pass_spread()),
+                       percent_or_dash("%+.1f", c.median_memory_error())});
         }
         t.print(out);
     };
@@ -774,7 +775,7 @@ int main(int argc, char** argv) {
                                e.host_bound() ? "host" : "GPU",
                                format_number("%.2f", roofsim::host_time_scale(*e.c, framework, roofsim::HostSpeed::measured)),
                                format_number("%+.1f", 100 * other[i].error),
-                               e.c->pass_spread() ? format_number("%.1f", 100 * *e.c->pass_spread()) : "-"});
+                               percent_or_dash("%.1f", e.c->pass_spread())});
                 }
                 t.print(std::cout);
                 std::cout << '\n';
@@ -821,7 +822,7 @@ int main(int argc, char** argv) {
                                format_number("%.2f", roofsim::host_time_scale(*e.c, framework, roofsim::HostSpeed::measured)),
                                format_number("%+.1f", 100 * exported_other[i].error), gib(e.c->measured_peak_bytes),
                                gib(e.predicted_peak_bytes),
-                               e.memory_error ? format_number("%+.1f", 100 * *e.memory_error) : "-"});
+                               percent_or_dash("%+.1f", e.memory_error)});
                 }
                 table.print(std::cout);
                 if (exported.empty()) std::cout << "(no IR file matches a model case)\n";

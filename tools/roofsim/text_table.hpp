@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cstdio>
 #include <ostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,11 @@ inline std::string format_number(const char* format, double v) {
     char buf[64];
     std::snprintf(buf, sizeof buf, format, v);
     return buf;
+}
+
+/// A fraction as a percentage cell (`format`, e.g. "%+.1f", applied to 100 x it), "-" where there is none.
+inline std::string percent_or_dash(const char* format, std::optional<double> fraction) {
+    return fraction ? format_number(format, 100 * *fraction) : "-";
 }
 
 }  // namespace roofsim::cli
