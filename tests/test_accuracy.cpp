@@ -403,6 +403,50 @@ TEST_CASE("a model case timed in passes keeps each pass's median step, split as 
                       Catch::Contains("round_samples") && Catch::Contains("one sample count per round (3)"));
     CHECK_THROWS_WITH(read(R"(, "rounds": 2, "round_samples": [6, 0])", ""), Catch::Contains("round_samples"));
 
+    // Each pass's canary, split as the step's samples are: medians 8, 11 and 9 us.
+    const std::string canaries = R"(, "host_canary_seconds": {"median": 9e-6, "values": [7e-6, 9e-6, 11e-6, 11e-6, 9e-6, 9e-6]})";
+    const ValidationSet with_canaries = read(R"(, "rounds": 3, "round_samples": [2, 2, 2])" + canaries, "");
+    const ValidationCase& cc = with_canaries.cases[0];
+    REQUIRE(cc.measured_pass_canary_seconds.size() == 3);
+    CHECK(cc.measured_pass_canary_seconds[0] == Catch::Approx(8e-6));
+    CHECK(cc.measured_pass_canary_seconds[1] == Catch::Approx(11e-6));
+    CHECK(cc.measured_pass_canary_seconds[2] == Catch::Approx(9e-6));
+    CHECK(cc.measured_pass_step_seconds == c.measured_pass_step_seconds);
+    CHECK(c.measured_pass_canary_seconds.empty());  // no canary recorded
+    // A canary that is not one per step sample is not split (the step still is).
+    const ValidationSet odd_canaries =
+        read(R"(, "rounds": 3, "round_samples": [2, 2, 2], "host_canary_seconds": {"median": 9e-6, "values": [7e-6, 9e-6]})", "");
+    CHECK(odd_canaries.cases[0].measured_pass_canary_seconds.empty());
+    CHECK(odd_canaries.cases[0].measured_pass_step_seconds.size() == 3);
+
+    // Each pass against a prediction of 24 ms at the profile's host speed (10 us per add), 2 ms longer
+    // per tenth slower: passes of 20.5, 28 and 23 ms at canaries of 8, 11 and 9 us.
+    FrameworkProfile profile;
+    profile.host_reference_seconds_per_op = Seconds(10e-6);
+    std::vector<double> scales_asked;
+    const auto predicted = [&](double scale) {
+        scales_asked.push_back(scale);
+        return 0.024 + 0.020 * (scale - 1.0);
+    };
+    const std::vector<PassError> passes = detail::pass_errors(cc, &profile, predicted);
+    REQUIRE(passes.size() == 3);
+    CHECK(passes[1].pass == 1);
+    CHECK(passes[1].measured_seconds == Catch::Approx(0.028));
+    CHECK(passes[0].error_at_profiled == Catch::Approx(0.024 / 0.0205 - 1));
+    CHECK(passes[1].error_at_profiled == Catch::Approx(0.024 / 0.028 - 1));
+    REQUIRE(passes[1].host_time_scale.has_value());
+    CHECK(*passes[1].host_time_scale == Catch::Approx(1.1));
+    CHECK(*passes[0].error_at_canary == Catch::Approx(0.020 / 0.0205 - 1));
+    CHECK(*passes[1].error_at_canary == Catch::Approx(0.026 / 0.028 - 1));
+    CHECK(*passes[2].error_at_canary == Catch::Approx(0.022 / 0.023 - 1));
+    CHECK(scales_asked.size() == 4);  // the profile's speed once, then each pass's
+    // Without the passes' canaries, or without the profile's host speed: no error at the canary.
+    const std::vector<PassError> no_canary = detail::pass_errors(c, &profile, predicted);
+    REQUIRE(no_canary.size() == 3);
+    CHECK_FALSE(no_canary[0].error_at_canary.has_value());
+    CHECK_FALSE(detail::pass_errors(cc, nullptr, predicted)[2].host_time_scale.has_value());
+    CHECK(detail::pass_errors(short_passes.cases[0], &profile, predicted).empty());
+
     // Over runs, the median of the runs' spreads where known.
     CaseError first, second, unknown;
     first.c = &c;  // 0.366
@@ -413,10 +457,36 @@ TEST_CASE("a model case timed in passes keeps each pass's median step, split as 
     one_pass.measured_pass_step_seconds.clear();
     unknown.c = &one_pass;
     std::vector<CaseOverRuns> runs;
+    second.passes = passes;
     detail::gather(runs, {first, second, unknown});
     REQUIRE(runs.size() == 1);
     CHECK(runs[0].pass_spreads.size() == 2);
     CHECK(*runs[0].median_pass_spread() == Catch::Approx((0.028 / 0.0205 - 1 + 0.05) / 2));
+    // Each pass keeps which of the case's runs it came from.
+    REQUIRE(runs[0].passes.size() == 3);
+    CHECK(runs[0].passes[0].run == 1);
+    CHECK(runs[0].passes[2].run == 1);
+    CHECK(runs[0].passes[2].pass == 2);
+}
+
+TEST_CASE("a GPU-paced model step is within the issue's bound in every pass of every run", "[accuracy][validation]") {
+    // Not only the median over the runs: each pass's median step, at the profile's host speed, within
+    // the issue's 10 % (2026-12-03, runs 88-93: ResNet-50 b128 -4.5 to -2.9 %, ViT-B/16 b128 from its
+    // exported IR -2.1 to -1.3 %). GPU-paced as in the test below (ResNet-50 b64 fp32, which a host
+    // half again slower would lengthen by 9 %, is not).
+    const RunsEvaluation& v = evaluated_runs();
+    int checked = 0;
+    const auto check_passes = [&](const CaseOverRuns& c) {
+        if (!c.model || c.host_sensitive()) return;
+        for (const PassError& p : c.passes) {
+            INFO(c.id << ", run " << p.run + 1 << " (newest first), pass " << p.pass + 1);
+            CHECK(std::abs(p.error_at_profiled) <= 0.10);
+            ++checked;
+        }
+    };
+    for (const auto& c : v.cases) check_passes(c);
+    for (const auto& c : v.exported) check_passes(c);
+    CHECK(checked >= 36);  // ResNet-50 b128 (zoo and exported) and ViT-B/16 b128, six runs of two passes
 }
 
 TEST_CASE("a GPU-paced model step measures alike in every pass of a run", "[accuracy][validation]") {

@@ -50,6 +50,9 @@ struct ValidationCase {
     /// pass's median step time, in order, where the file says which samples each pass took. Empty
     /// where the case was timed in one pass, or the split of its samples is not known.
     std::vector<double> measured_pass_step_seconds;
+    /// Each pass's median canary (host_canary_seconds, one before each step sample, split as the
+    /// step's samples are), beside measured_pass_step_seconds; empty where either is not known.
+    std::vector<double> measured_pass_canary_seconds;
 
     /// How far the case's passes, minutes apart in one process, came apart: the slowest pass's median
     /// step over the fastest's, less 1. The measurement's own repeatability, for its error to be read
@@ -99,15 +102,14 @@ inline ValidationCase layer_case(const JsonCursor& c) {
     return v;
 }
 
-/// Each pass's median step time of a model case timed in `rounds` passes (ValidationCase::
-/// measured_pass_step_seconds): its step samples, pass after pass, split by `round_samples` where the
-/// case records it; in a file from before it did, split evenly where every pass took `model_repeats`
-/// (no pass takes more); else not known (empty).
-inline std::vector<double> pass_step_seconds(const JsonCursor& c, std::optional<std::int64_t> model_repeats) {
+/// How many step samples each pass of a model case timed in `rounds` passes took, in order: as
+/// `round_samples` records it; in a file from before it did, `model_repeats` each where every pass
+/// took that many (no pass takes more); else not known (empty). Counts that do not fit the samples
+/// are an error naming the field.
+inline std::vector<std::size_t> pass_sample_counts(const JsonCursor& c, std::optional<std::int64_t> model_repeats) {
     const std::int64_t rounds = c.has("rounds") ? c.at("rounds").positive_integer() : 1;
     if (rounds < 2 || !c.at("step_seconds").has("values")) return {};
-    const JsonCursor values = c.at("step_seconds").at("values");
-    const std::size_t samples = values.array_size();
+    const std::size_t samples = c.at("step_seconds").at("values").array_size();
     std::vector<std::size_t> counts;
     if (c.has("round_samples")) {
         const JsonCursor per_round = c.at("round_samples");
@@ -122,9 +124,19 @@ inline std::vector<double> pass_step_seconds(const JsonCursor& c, std::optional<
         }
     } else if (model_repeats && samples == static_cast<std::size_t>(rounds * *model_repeats)) {
         counts.assign(static_cast<std::size_t>(rounds), static_cast<std::size_t>(*model_repeats));
-    } else {
-        return {};
     }
+    return counts;
+}
+
+/// The median of each pass's samples of `timing` (a `{"values": [...]}` of one sample per step sample),
+/// pass after pass, `counts` samples each; empty where the counts are not known or `timing` has
+/// another number of values.
+inline std::vector<double> pass_medians(const JsonCursor& timing, const std::vector<std::size_t>& counts) {
+    if (counts.empty() || !timing.has("values")) return {};
+    const JsonCursor values = timing.at("values");
+    std::size_t samples = 0;
+    for (const std::size_t n : counts) samples += n;
+    if (values.array_size() != samples) return {};
     std::vector<double> medians;
     std::size_t next = 0;
     for (const std::size_t n : counts) {
@@ -168,7 +180,9 @@ inline ValidationCase model_case(const JsonCursor& c, std::optional<std::int64_t
                                              Seconds(c.at("optimizer_seconds").at("median").non_negative())};
     }
     if (c.has("host_canary_seconds")) v.host_canary_seconds = c.at("host_canary_seconds").at("median").positive();
-    v.measured_pass_step_seconds = pass_step_seconds(c, model_repeats);
+    const std::vector<std::size_t> counts = pass_sample_counts(c, model_repeats);
+    v.measured_pass_step_seconds = pass_medians(c.at("step_seconds"), counts);
+    if (c.has("host_canary_seconds")) v.measured_pass_canary_seconds = pass_medians(c.at("host_canary_seconds"), counts);
     return v;
 }
 
@@ -234,6 +248,20 @@ inline constexpr double validation_host_swing = 1.5;
 /// host-paced: half the issue's 10 % bound.
 inline constexpr double validation_host_swing_bound = 0.05;
 
+/// One pass of a model case timed in passes (ValidationCase::measured_pass_step_seconds): its median
+/// step against the prediction at the profile's host speed, and at the host speed its own canary
+/// read. Passes minutes apart in one process, on one host, that show how much of a host-paced step's
+/// error is the host's moment.
+struct PassError {
+    std::size_t run = 0;   ///< which of the case's runs (its place in CaseOverRuns::errors); 0 in CaseError
+    std::size_t pass = 0;  ///< the pass's place in its run, from 0
+    double measured_seconds = 0;   ///< the pass's median step
+    double error_at_profiled = 0;  ///< (predicted at the profile's host speed - measured) / measured
+    /// The pass's canary over the profile's host speed, and the error of the prediction at that host
+    /// speed; none where the pass's canary or the profile's host speed is not known.
+    std::optional<double> host_time_scale, error_at_canary;
+};
+
 /// One case's prediction against its measurement.
 struct CaseError {
     const ValidationCase* c = nullptr;
@@ -248,6 +276,7 @@ struct CaseError {
     std::optional<double> predicted_peak_bytes;
     std::optional<double> memory_error;
     std::optional<StandalonePhases> predicted_phases;  ///< model cases whose measurement has its phases
+    std::vector<PassError> passes;  ///< model cases whose passes are known, in order
     /// The prediction's host issue time exceeds its GPU time (kernels and the gaps between them): the
     /// host sets the pace, and the measurement moves with the host's speed at the time.
     [[nodiscard]] bool host_bound() const { return predicted_host_seconds > predicted_gpu_seconds; }
@@ -277,6 +306,32 @@ struct CaseError {
     return e;
 }
 
+namespace detail {
+/// Each pass of a model case against `predicted_step_at(host_time_scale)`, the case's step predicted
+/// with its host costs scaled so (PassError); empty where its passes are not known.
+template <class PredictedStepAt>
+[[nodiscard]] std::vector<PassError> pass_errors(const ValidationCase& c, const FrameworkProfile* framework,
+                                                 PredictedStepAt predicted_step_at) {
+    std::vector<PassError> out;
+    if (c.measured_pass_step_seconds.empty()) return out;
+    const std::optional<Seconds> reference = framework ? framework->host_seconds_per_op() : std::nullopt;
+    const bool canaries = reference && c.measured_pass_canary_seconds.size() == c.measured_pass_step_seconds.size();
+    const double at_profiled = predicted_step_at(1.0);
+    for (std::size_t i = 0; i < c.measured_pass_step_seconds.size(); ++i) {
+        PassError p;
+        p.pass = i;
+        p.measured_seconds = c.measured_pass_step_seconds[i];
+        p.error_at_profiled = (at_profiled - p.measured_seconds) / p.measured_seconds;
+        if (canaries) {
+            p.host_time_scale = c.measured_pass_canary_seconds[i] / reference->value();
+            p.error_at_canary = (predicted_step_at(*p.host_time_scale) - p.measured_seconds) / p.measured_seconds;
+        }
+        out.push_back(p);
+    }
+    return out;
+}
+}  // namespace detail
+
 /// Predicts every case on `ctx` with host costs from `framework` (or the launch rate), on the host
 /// speed `speed`.
 [[nodiscard]] inline std::vector<CaseError> evaluate(const ValidationSet& set, const CostContext& ctx,
@@ -294,6 +349,10 @@ struct CaseError {
             o.standalone_phases = false;
             o.host_time_scale *= validation_host_swing;
             out.back().host_swing_effect = host_swing_effect(out.back(), predict(c.graph, ctx, o));
+            out.back().passes = detail::pass_errors(c, framework, [&](double scale) {
+                o.host_time_scale = scale;
+                return predict(c.graph, ctx, o).step_time.value();
+            });
         }
     }
     return out;
@@ -326,6 +385,7 @@ struct CaseError {
         out.push_back(case_error(c, predict(ir, ctx, framework, scale, c.measured_phases.has_value()), ir.memory.has_value()));
         out.back().host_time_scale = scale;
         out.back().host_swing_effect = host_swing_effect(out.back(), predict(ir, ctx, framework, scale * validation_host_swing));
+        out.back().passes = detail::pass_errors(c, framework, [&](double at) { return predict(ir, ctx, framework, at).step_time.value(); });
     };
     for (const auto& c : set.cases) one(c);
     for (const auto& c : set.exported_only) one(c);
@@ -411,6 +471,8 @@ struct CaseOverRuns {
     std::vector<std::pair<StandalonePhases, StandalonePhases>> phases;
     /// ValidationCase::pass_spread of each run where it is known (newest first).
     std::vector<double> pass_spreads;
+    /// Every pass of every run where the passes are known (CaseError::passes; PassError::run says which).
+    std::vector<PassError> passes;
 
     [[nodiscard]] double median_error() const { return detail::quantile(errors, 0.5); }
     /// The median peak-memory error, where any run compared it.
@@ -459,7 +521,7 @@ inline void gather(std::vector<CaseOverRuns>& out, const std::vector<CaseError>&
     for (const auto& e : errors) {
         auto it = std::find_if(out.begin(), out.end(), [&](const CaseOverRuns& c) { return c.id == e.c->id; });
         if (it == out.end()) {
-            out.push_back(CaseOverRuns{e.c->id, e.c->family, e.c->precision, e.c->model, {}, {}, {}, {}, {}, {}});
+            out.push_back(CaseOverRuns{e.c->id, e.c->family, e.c->precision, e.c->model, {}, {}, {}, {}, {}, {}, {}});
             it = std::prev(out.end());
         }
         it->errors.push_back(e.error);
@@ -469,6 +531,10 @@ inline void gather(std::vector<CaseOverRuns>& out, const std::vector<CaseError>&
         it->host_swing_effect.push_back(e.host_swing_effect);
         if (e.c->measured_phases && e.predicted_phases) it->phases.emplace_back(*e.c->measured_phases, *e.predicted_phases);
         if (const auto spread = e.c->pass_spread()) it->pass_spreads.push_back(*spread);
+        for (PassError p : e.passes) {
+            p.run = it->errors.size() - 1;
+            it->passes.push_back(p);
+        }
     }
 }
 }  // namespace detail

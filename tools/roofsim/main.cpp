@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -308,8 +309,47 @@ void print_phases(const roofsim::RunsEvaluation& v, std::ostream& out) {
     t.print(out);
 }
 
+/// `roofsim validate --runs --passes`: each model case's passes over the runs, each pass's median
+/// step against the prediction at the profile's host speed and at its own canary's.
+void print_passes(const roofsim::RunsEvaluation& v, std::ostream& out) {
+    out << "\nModel steps pass by pass (each pass's median step, passes minutes apart in one process; the error %\n"
+           "at the framework profile's host speed, and at the host speed of the pass's own canary: median, lowest,\n"
+           "highest over every pass of every run whose passes are known):\n";
+    TextTable t({"case", "path", "passes", "at profile's host", "lowest", "highest", "at pass's canary", "lowest", "highest",
+                 "canary x"});
+    const auto three = [](std::vector<double> errors) -> std::array<std::string, 3> {
+        if (errors.empty()) return {"-", "-", "-"};
+        const auto [lowest, highest] = std::minmax_element(errors.begin(), errors.end());
+        return {format_number("%+.1f", 100 * roofsim::detail::quantile(errors, 0.5)), format_number("%+.1f", 100 * *lowest),
+                format_number("%+.1f", 100 * *highest)};
+    };
+    for (const auto& [path, cases] : {std::pair{"zoo", &v.cases}, std::pair{"exported", &v.exported}}) {
+        for (const auto& c : *cases) {
+            if (c.passes.empty()) continue;
+            std::vector<double> at_profiled, at_canary, scales;
+            for (const auto& p : c.passes) {
+                at_profiled.push_back(p.error_at_profiled);
+                if (p.error_at_canary && p.host_time_scale) {
+                    at_canary.push_back(*p.error_at_canary);
+                    scales.push_back(*p.host_time_scale);
+                }
+            }
+            const auto profiled = three(at_profiled);
+            const auto canary = three(at_canary);
+            std::string scale_range = "-";
+            if (!scales.empty()) {
+                const auto [lowest, highest] = std::minmax_element(scales.begin(), scales.end());
+                scale_range = format_number("%.2f", *lowest) + "-" + format_number("%.2f", *highest);
+            }
+            t.add_row({c.id, path, std::to_string(c.passes.size()), profiled[0], profiled[1], profiled[2], canary[0], canary[1],
+                       canary[2], scale_range});
+        }
+    }
+    t.print(out);
+}
+
 void print_validation_runs(const roofsim::RunsEvaluation& v, const std::string& manifest, roofsim::HostSpeed speed, bool all_cases,
-                           bool phases, std::ostream& out) {
+                           bool phases, bool passes, std::ostream& out) {
     out << "Validation over " << v.runs.size() << " runs (" << manifest
         << "), each predicted with the framework profile and calibration measured with it, at "
         << (speed == roofsim::HostSpeed::measured ? "each case's canary host speed" : "the framework profile's host speed") << ":\n";
@@ -371,6 +411,7 @@ void print_validation_runs(const roofsim::RunsEvaluation& v, const std::string& 
         table(v.exported, true);
     }
     if (phases) print_phases(v, out);
+    if (passes) print_passes(v, out);
 }
 
 void print_prediction(const roofsim::Prediction& p, std::size_t top, std::ostream& out) {
@@ -564,6 +605,11 @@ int main(int argc, char** argv) {
                        "With --runs: each model case's forward, forward + backward and optimizer step, each timed on its own, "
                        "measured against predicted (each phase simulated on its own), run by run")
         ->needs(runs_option);
+    bool validate_passes = false;
+    validate->add_flag("--passes", validate_passes,
+                       "With --runs: each model case pass by pass (the passes of measure_pytorch.py --model-rounds): each "
+                       "pass's median step against the prediction at the profile's host speed and at its own canary's")
+        ->needs(runs_option);
     std::string validate_host_speed = "profiled";
     validate->add_option("--host-speed", validate_host_speed,
                          "Host speed the cases are predicted on: profiled (the framework profile's, as any prediction) or "
@@ -737,7 +783,7 @@ int main(int argc, char** argv) {
         } else if (validate->parsed() && !validate_runs.empty()) {
             const auto speed = validate_host_speed == "profiled" ? roofsim::HostSpeed::profiled : roofsim::HostSpeed::measured;
             print_validation_runs(roofsim::evaluate_runs(roofsim::load_validation_runs(validate_runs), speed), validate_runs, speed,
-                                  validate_cases, validate_phases, std::cout);
+                                  validate_cases, validate_phases, validate_passes, std::cout);
         } else if (validate->parsed()) {
             if (validate_file.empty()) throw UsageError("validate needs --measurements FILE or --runs FILE");
             const roofsim::ValidationSet set = roofsim::load_validation(validate_file);
